@@ -1,0 +1,22 @@
+#pragma once
+// The NVIDIA backend: NVML loaded at run time with dlopen (no NVIDIA header or library at
+// build time).
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "backend/gpu_backend.h"
+
+namespace gpureap::backend::nvml {
+
+struct NvmlOptions {
+  // --nvml-library or GPUREAP_NVML_LIBRARY; empty: libnvidia-ml.so.1, then libnvidia-ml.so.
+  std::optional<std::string> library_path;
+  // Upper bound for a valid PID in a process record (from <proc-root>/sys/kernel/pid_max).
+  uint64_t pid_max = 4194304;
+};
+
+std::unique_ptr<GpuBackend> make_nvml_backend(const NvmlOptions& options);
+
+}  // namespace gpureap::backend::nvml

@@ -1,0 +1,35 @@
+#include "cli/cmd_ps.h"
+
+#include <iostream>
+
+#include "output/ps_view.h"
+#include "output/snapshot_json.h"
+
+namespace gpureap::cli {
+
+CLI::App* add_ps_command(CLI::App& app, PsOptions& o) {
+  auto* ps = app.add_subcommand("ps", "show every process that holds GPU memory or GPU device files (default)");
+  ps->add_flag("--tree", o.tree, "show the holders inside their process tree");
+  return ps;
+}
+
+int run_ps(const GlobalOptions& g, const PsOptions& o) {
+  if (g.json && g.csv) return fail({"--json and --csv cannot be combined", "choose one output format"});
+  auto collector = open_collector(g);
+  if (!collector) return fail(collector.error());
+  auto snapshot = collector->collect();
+  if (!snapshot.complete())
+    std::cerr << "gpureap: view incomplete: " << snapshot.proc.uninspectable
+              << " processes could not be inspected; run as root or grant CAP_SYS_PTRACE\n";
+  if (g.json) {
+    std::cout << output::dump_json(output::snapshot_to_json(snapshot)) << "\n";
+  } else if (g.csv) {
+    std::cout << output::render_ps_csv(snapshot);
+  } else {
+    auto style = output::Style::for_stdout(g.no_color);
+    std::cout << output::render_ps(snapshot, style, {o.tree, terminal_width()});
+  }
+  return kExitOk;
+}
+
+}  // namespace gpureap::cli

@@ -1,0 +1,15 @@
+#pragma once
+#include <CLI/CLI.hpp>
+
+#include "cli/global_options.h"
+
+namespace gpureap::cli {
+
+struct PsOptions {
+  bool tree = false;
+};
+
+CLI::App* add_ps_command(CLI::App& app, PsOptions& options);
+int run_ps(const GlobalOptions& global, const PsOptions& options);
+
+}  // namespace gpureap::cli

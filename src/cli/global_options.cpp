@@ -1,0 +1,48 @@
+#include "cli/global_options.h"
+
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <iostream>
+
+#include "backend/nvml/nvml_backend.h"
+
+namespace gpureap::cli {
+
+void add_global_options(CLI::App& app, GlobalOptions& o) {
+  app.add_option("--proc-root", o.proc_root, "procfs to read (default /proc)")->group("Global");
+  app.add_option("--dev-root", o.dev_root, "device directory to match (default /dev)")->group("Global");
+  app.add_option("--nvml-library", o.nvml_library,
+                 "path of libnvidia-ml.so.1 (default: $GPUREAP_NVML_LIBRARY, then the system's)")
+      ->group("Global");
+  app.add_flag("--json", o.json, "print JSON")->group("Global");
+  app.add_flag("--csv", o.csv, "print CSV")->group("Global");
+  app.add_flag("--no-color", o.no_color, "no colour (also NO_COLOR=1; colour only on a TTY)")
+      ->group("Global");
+}
+
+core::Result<collect::Collector> open_collector(const GlobalOptions& o) {
+  backend::nvml::NvmlOptions nvml;
+  if (!o.nvml_library.empty()) nvml.library_path = o.nvml_library;
+  else if (const char* env = std::getenv("GPUREAP_NVML_LIBRARY"); env && *env) nvml.library_path = env;
+  auto proc = procfs::ProcFs::open(o.proc_root);
+  if (proc) nvml.pid_max = proc->pid_max();
+  return collect::Collector::open({o.proc_root, o.dev_root},
+                                  backend::nvml::make_nvml_backend(nvml));
+}
+
+int fail(const core::Error& error) {
+  std::cerr << "gpureap: " << error.message << "\n";
+  if (!error.hint.empty()) std::cerr << "  " << error.hint << "\n";
+  return kExitUsage;
+}
+
+std::optional<size_t> terminal_width() {
+  winsize ws{};
+  if (::isatty(STDOUT_FILENO) && ::ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0)
+    return ws.ws_col;
+  return std::nullopt;
+}
+
+}  // namespace gpureap::cli

@@ -1,0 +1,123 @@
+#include "collect/collector.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <thread>
+
+#include "procfs/fd_scan.h"
+
+namespace gpureap::collect {
+namespace {
+
+std::string local_hostname() {
+  char buf[256] = {};
+  if (::gethostname(buf, sizeof buf - 1) != 0) return "unknown";
+  return buf;
+}
+
+struct Slot {
+  std::optional<core::HostProcess> process;
+  std::optional<std::string> warning;
+  bool uninspectable = false;
+};
+
+// Per process: stat, then the fd scan. Processes are independent, so the work is split
+// across cores; each worker takes the next chunk from a shared counter.
+std::vector<Slot> scan_all(const procfs::ProcFs& proc, const procfs::DeviceCatalog& catalog,
+                           const std::vector<pid_t>& pids) {
+  std::vector<Slot> slots(pids.size());
+  std::atomic<size_t> next{0};
+  constexpr size_t kChunk = 64;
+  auto work = [&] {
+    for (;;) {
+      size_t begin = next.fetch_add(kChunk);
+      if (begin >= pids.size()) return;
+      for (size_t i = begin; i < std::min(pids.size(), begin + kChunk); ++i) {
+        auto st = proc.read_stat(pids[i]);
+        if (!st) {
+          slots[i].warning = st.error().message;
+          continue;
+        }
+        if (!*st) continue;  // vanished
+        core::HostProcess p;
+        p.stat = std::move(**st);
+        if (!p.stat.is_kernel_thread() && !p.stat.is_zombie()) {
+          auto scan = procfs::scan_device_fds(proc.dirfd(), pids[i], catalog);
+          if (scan.vanished) continue;
+          p.fds_readable = scan.readable;
+          p.devices = std::move(scan.holds);
+          slots[i].uninspectable = !scan.readable;
+        }
+        slots[i].process = std::move(p);
+      }
+    }
+  };
+  unsigned workers = std::clamp(std::thread::hardware_concurrency(), 1u, 8u);
+  if (pids.size() < 256) workers = 1;
+  std::vector<std::thread> threads;
+  for (unsigned w = 1; w < workers; ++w) threads.emplace_back(work);
+  work();
+  for (auto& t : threads) t.join();
+  return slots;
+}
+
+}  // namespace
+
+core::Result<Collector> Collector::open(const Roots& roots,
+                                        std::shared_ptr<backend::GpuBackend> backend) {
+  auto proc = procfs::ProcFs::open(roots.proc_root);
+  if (!proc) return proc.error();
+  auto catalog = procfs::DeviceCatalog::enumerate(roots.dev_root, roots.proc_root);
+  if (!catalog) return catalog.error();
+  return Collector(std::move(*proc), std::move(*catalog), std::move(backend));
+}
+
+core::ProcView Collector::scan_processes() const {
+  core::ProcView view;
+  view.boot_time = proc_.boot_time();
+  view.ticks_per_second = ::sysconf(_SC_CLK_TCK);
+  view.in_child_pid_namespace = proc_.in_child_pid_namespace().value_or(false);
+  auto pids = proc_.list_pids();
+  std::sort(pids.begin(), pids.end());
+  auto slots = scan_all(proc_, catalog_, pids);
+  std::vector<pid_t> holders;
+  for (auto& s : slots) {
+    if (s.warning) view.warnings.push_back(*s.warning);
+    if (s.uninspectable) ++view.uninspectable;
+    if (!s.process) continue;
+    if (s.process->holds_device()) holders.push_back(s.process->stat.pid);
+    view.processes.push_back(std::move(*s.process));
+  }
+  add_details(view, holders);
+  return view;
+}
+
+void Collector::add_details(core::ProcView& view, const std::vector<pid_t>& pids) const {
+  for (pid_t pid : pids) {
+    auto it = std::lower_bound(view.processes.begin(), view.processes.end(), pid,
+                               [](const core::HostProcess& p, pid_t v) { return p.stat.pid < v; });
+    if (it == view.processes.end() || it->stat.pid != pid || it->details) continue;
+    auto d = proc_.read_details(pid, it->stat.state == 'D');
+    if (!d.complete) view.details_complete = false;
+    it->details = std::move(d.details);
+    // The parent's NSpid tells whether it is its namespace's init (orphan detection).
+    if (it->stat.ppid > 1) add_details(view, {it->stat.ppid});
+  }
+}
+
+core::Snapshot Collector::collect() const {
+  auto view = scan_processes();
+  core::BackendReport report;
+  if (backend_) report = backend_->collect();
+  else report.error = "no GPU backend configured";
+  std::vector<pid_t> listed;
+  for (const auto& g : report.gpus)
+    for (const auto& p : g.processes) listed.push_back(p.pid);
+  add_details(view, listed);
+  return core::join(std::move(view), std::move(report), local_hostname(),
+                    std::chrono::system_clock::now());
+}
+
+}  // namespace gpureap::collect

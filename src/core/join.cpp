@@ -1,0 +1,243 @@
+// The join: every driver-listed PID against /proc, every device-file holder against the
+// driver's lists. Memory is attributed only from the driver's lists: a CUDA process opens the
+// device files of every visible GPU, so holding /dev/nvidia1 does not mean using GPU 1.
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "core/snapshot.h"
+
+namespace gpureap::core {
+namespace {
+
+struct Listing {
+  std::vector<GpuUse> gpus;
+  std::optional<std::string> name;
+};
+
+// Every listed PID with its per-GPU uses. A PID the driver lists twice on one GPU (e.g. in
+// the compute and graphics lists) counts once, with the larger known memory.
+std::map<pid_t, Listing> listings(const BackendReport& backend) {
+  std::map<pid_t, Listing> out;
+  for (const auto& gpu : backend.gpus) {
+    for (const auto& p : gpu.processes) {
+      auto& l = out[p.pid];
+      if (!l.name) l.name = p.name;
+      auto it = std::find_if(l.gpus.begin(), l.gpus.end(),
+                             [&](const GpuUse& u) { return u.index == gpu.index; });
+      if (it == l.gpus.end()) {
+        l.gpus.push_back({gpu.index, p.used_bytes, p.kind, p.sm_utilization_percent});
+      } else if (p.used_bytes && (!it->used_bytes || *p.used_bytes > *it->used_bytes)) {
+        it->used_bytes = p.used_bytes;
+      }
+    }
+  }
+  return out;
+}
+
+bool is_namespace_init(const HostProcess& p) {
+  if (p.stat.pid == 1) return true;
+  return p.details && !p.details->ns_pids.empty() && p.details->ns_pids.back() == 1;
+}
+
+class Joiner {
+ public:
+  Joiner(const ProcView& proc, const BackendReport& backend)
+      : proc_(proc), backend_(backend), listed_(listings(backend)) {
+    for (const auto& p : proc_.processes)
+      if (p.stat.is_zombie()) zombie_parents_.insert(p.stat.ppid);
+    for (const auto& [pid, l] : listed_) {
+      if (find(pid)) continue;
+      gone_.insert(pid);
+      for (const auto& u : l.gpus) gpus_with_gone_.insert(u.index);
+    }
+  }
+
+  std::vector<ProcessRow> rows() {
+    std::vector<ProcessRow> out;
+    for (const auto& p : proc_.processes) {
+      auto l = listed_.find(p.stat.pid);
+      if (!p.holds_device() && l == listed_.end()) continue;
+      ProcessRow row;
+      row.pid = p.stat.pid;
+      row.process = p;
+      if (l != listed_.end()) {
+        row.listed_by_driver = true;
+        row.gpus = l->second.gpus;
+        row.driver_name = l->second.name;
+      }
+      host_anomalies(p, row);
+      out.push_back(std::move(row));
+    }
+    for (pid_t pid : gone_) out.push_back(gone_row(pid));
+    std::sort(out.begin(), out.end(),
+              [](const ProcessRow& a, const ProcessRow& b) { return a.pid < b.pid; });
+    return out;
+  }
+
+ private:
+  const HostProcess* find(pid_t pid) const {
+    auto it = std::lower_bound(proc_.processes.begin(), proc_.processes.end(), pid,
+                               [](const HostProcess& p, pid_t v) { return p.stat.pid < v; });
+    return it != proc_.processes.end() && it->stat.pid == pid ? &*it : nullptr;
+  }
+
+  void host_anomalies(const HostProcess& p, ProcessRow& row) const {
+    if (p.stat.is_stopped()) row.anomalies.push_back(Anomaly::Stopped);
+    if (p.stat.state == 'D') row.anomalies.push_back(Anomaly::Uninterruptible);
+    if (is_orphan(p)) row.anomalies.push_back(Anomaly::Orphan);
+    if (zombie_parents_.count(p.stat.pid)) row.anomalies.push_back(Anomaly::ZombieChildren);
+    if (!row.listed_by_driver && p.holds_device() && keeps_foreign_context(p))
+      row.anomalies.push_back(Anomaly::InheritedHolder);
+  }
+
+  // A job's leftover: its parent died (it was reparented to its namespace's init) or the
+  // leader of its process group is gone. Leaders of their own group or session that run
+  // under init are services started that way on purpose, not leftovers.
+  bool is_orphan(const HostProcess& p) const {
+    if (is_namespace_init(p)) return false;
+    if (p.stat.pgid > 0 && p.stat.pgid != p.stat.pid && !find(p.stat.pgid)) return true;
+    const HostProcess* parent = find(p.stat.ppid);
+    bool own_leader = p.stat.pgid == p.stat.pid || p.stat.sid == p.stat.pid;
+    return parent && is_namespace_init(*parent) && !own_leader;
+  }
+
+  // Holds device files of a context the driver attributes to someone else.
+  bool keeps_foreign_context(const HostProcess& p) const {
+    for (const auto& [pid, l] : listed_) {
+      if (p.stat.pgid == pid) return true;  // the listed PID leads (or led) its group
+      if (const HostProcess* owner = find(pid)) {
+        if (owner->stat.pgid == p.stat.pgid && owner->stat.pgid > 0) return true;
+        if (descends_from(p, pid)) return true;
+      }
+    }
+    for (unsigned index : gpus_with_gone_)
+      if (p.holds_nvidia_gpu(minor_of(index))) return true;
+    return false;
+  }
+
+  bool descends_from(const HostProcess& p, pid_t ancestor) const {
+    const HostProcess* cur = &p;
+    for (int depth = 0; cur && depth < 4096; ++depth) {
+      if (cur->stat.ppid == ancestor) return true;
+      if (cur->stat.ppid <= 1) return false;
+      cur = find(cur->stat.ppid);
+    }
+    return false;
+  }
+
+  std::optional<unsigned> minor_of(unsigned index) const {
+    for (const auto& g : backend_.gpus)
+      if (g.index == index) return g.minor;
+    return std::nullopt;
+  }
+
+  ProcessRow gone_row(pid_t pid) const {
+    const Listing& l = listed_.at(pid);
+    ProcessRow row;
+    row.pid = pid;
+    row.listed_by_driver = true;
+    row.gpus = l.gpus;
+    row.driver_name = l.name;
+    row.anomalies.push_back(proc_.in_child_pid_namespace ? Anomaly::ForeignNamespace
+                                                         : Anomaly::NoSuchProcess);
+    if (!proc_.in_child_pid_namespace && nothing_can_keep(l)) row.anomalies.push_back(Anomaly::Leaked);
+    return row;
+  }
+
+  // Every live holder of the listed GPUs' device files is itself listed by the driver: no
+  // process alive can be keeping this context. An incomplete fd view cannot prove that.
+  bool nothing_can_keep(const Listing& l) const {
+    if (proc_.uninspectable > 0) return false;
+    for (const auto& u : l.gpus) {
+      auto minor = minor_of(u.index);
+      for (const auto& p : proc_.processes)
+        if (!p.stat.is_zombie() && p.holds_nvidia_gpu(minor) && !listed_.count(p.stat.pid))
+          return false;
+    }
+    return true;
+  }
+
+  const ProcView& proc_;
+  const BackendReport& backend_;
+  std::map<pid_t, Listing> listed_;
+  std::set<pid_t> zombie_parents_;
+  std::set<pid_t> gone_;
+  std::set<unsigned> gpus_with_gone_;
+};
+
+}  // namespace
+
+bool ProcessRow::has(Anomaly a) const {
+  return std::find(anomalies.begin(), anomalies.end(), a) != anomalies.end();
+}
+
+bool ProcessRow::is_ghost() const {
+  return std::any_of(anomalies.begin(), anomalies.end(), [](Anomaly a) { return core::is_ghost(a); });
+}
+
+Snapshot join(ProcView proc, BackendReport backend, std::string hostname,
+              std::chrono::system_clock::time_point now) {
+  Snapshot s;
+  s.timestamp = now;
+  s.hostname = std::move(hostname);
+  s.rows = Joiner(proc, backend).rows();
+  s.backend = std::move(backend);
+  s.proc = std::move(proc);
+  // Cross-check the driver against the fd scan: a listed PID that holds no NVIDIA device file
+  // may be another namespace's PID that happens to exist here too.
+  for (const auto& r : s.rows) {
+    if (!r.listed_by_driver || !r.process || !r.process->fds_readable) continue;
+    if (r.process->stat.is_zombie() || r.process->holds_nvidia_gpu(std::nullopt)) continue;
+    s.warnings.push_back("PID " + std::to_string(r.pid) +
+                         " is listed by the driver but holds no NVIDIA device file under the "
+                         "dev root; it may be a PID from another PID namespace");
+  }
+  return s;
+}
+
+const HostProcess* Snapshot::find(pid_t pid) const {
+  auto it = std::lower_bound(proc.processes.begin(), proc.processes.end(), pid,
+                             [](const HostProcess& p, pid_t v) { return p.stat.pid < v; });
+  return it != proc.processes.end() && it->stat.pid == pid ? &*it : nullptr;
+}
+
+const ProcessRow* Snapshot::row(pid_t pid) const {
+  auto it = std::lower_bound(rows.begin(), rows.end(), pid,
+                             [](const ProcessRow& r, pid_t v) { return r.pid < v; });
+  return it != rows.end() && it->pid == pid ? &*it : nullptr;
+}
+
+const Gpu* Snapshot::gpu(unsigned index) const {
+  for (const auto& g : backend.gpus)
+    if (g.index == index) return &g;
+  return nullptr;
+}
+
+std::optional<std::chrono::system_clock::time_point> Snapshot::start_time(
+    const ProcessStat& st) const {
+  if (!proc.boot_time || proc.ticks_per_second <= 0) return std::nullopt;
+  auto ms = static_cast<long long>(st.start_ticks) * 1000 / proc.ticks_per_second;
+  return std::chrono::system_clock::time_point(std::chrono::seconds(*proc.boot_time) +
+                                               std::chrono::milliseconds(ms));
+}
+
+GpuMemorySummary Snapshot::memory_summary(const Gpu& gpu) const {
+  GpuMemorySummary m;
+  for (const auto& r : rows) {
+    for (const auto& u : r.gpus) {
+      if (u.index != gpu.index || !u.used_bytes) continue;
+      m.attributed_bytes += *u.used_bytes;
+      if (!r.process) m.ghost_bytes += *u.used_bytes;
+    }
+    if (r.has(Anomaly::InheritedHolder) && r.process && r.process->holds_nvidia_gpu(gpu.minor))
+      ++m.ghost_keepers;
+  }
+  if (gpu.memory.used_bytes)
+    m.unattributed_bytes = *gpu.memory.used_bytes > m.attributed_bytes
+                               ? *gpu.memory.used_bytes - m.attributed_bytes
+                               : 0;
+  return m;
+}
+
+}  // namespace gpureap::core

@@ -1,0 +1,68 @@
+#pragma once
+// What /proc tells about one process. Fields a collector could not read stay empty
+// (std::optional), never a made-up value.
+#include <sys/types.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace gpureap::core {
+
+// The parts of /proc/PID/stat every consumer needs; read for every process.
+struct ProcessStat {
+  pid_t pid = 0;
+  std::string comm;
+  char state = '?';  // kernel state letter: R S D T t Z X I ...
+  pid_t ppid = 0;
+  pid_t pgid = 0;
+  pid_t sid = 0;
+  unsigned flags = 0;
+  uint64_t start_ticks = 0;  // clock ticks since boot
+  long num_threads = 0;
+  long rss_pages = 0;
+
+  bool is_kernel_thread() const;  // PF_KTHREAD
+  bool is_zombie() const { return state == 'Z'; }
+  bool is_stopped() const { return state == 'T' || state == 't'; }
+};
+
+struct ContainerInfo {
+  std::string runtime;  // docker, containerd, cri-o, podman, kubernetes
+  std::optional<std::string> id;
+  std::optional<std::string> pod_uid;
+  bool operator==(const ContainerInfo&) const = default;
+};
+
+// A GPU device file held open by a process, with the fd numbers that hold it.
+struct DeviceHold {
+  std::string path;  // as enumerated under the dev root, e.g. /dev/nvidia0
+  std::string kind;  // nvidia, nvidiactl, nvidia-uvm, ..., drm-render, drm-card
+  std::optional<unsigned> nvidia_minor;  // set for /dev/nvidia<minor>: one GPU's file
+  std::vector<int> fds;
+};
+
+// Details read only for the processes a consumer shows (holders, listed PIDs, their kin).
+struct ProcessDetails {
+  std::vector<std::string> cmdline;
+  std::optional<uid_t> uid;   // real
+  std::optional<uid_t> euid;  // effective
+  std::optional<std::string> user;
+  std::vector<pid_t> ns_pids;  // NSpid: outermost (procfs mount's namespace) first
+  std::optional<ContainerInfo> container;
+  std::optional<std::string> wchan;  // only read for D state
+};
+
+struct HostProcess {
+  ProcessStat stat;
+  std::optional<ProcessDetails> details;
+  std::vector<DeviceHold> devices;
+  bool fds_readable = true;  // false: no permission to read /proc/PID/fd
+
+  bool holds_device() const { return !devices.empty(); }
+  // Holds /dev/nvidia<minor>, or any NVIDIA GPU file when minor is unknown.
+  bool holds_nvidia_gpu(std::optional<unsigned> minor) const;
+};
+
+}  // namespace gpureap::core

@@ -1,0 +1,76 @@
+#pragma once
+// The immutable, timestamped joined view: what /proc knows and what the driver reports.
+// Consumers (ps, doctor, reaper, daemon, top) read only this.
+#include <chrono>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/anomaly.h"
+#include "core/gpu.h"
+#include "core/process.h"
+
+namespace gpureap::core {
+
+// Memory a driver lists for one process on one GPU.
+struct GpuUse {
+  unsigned index = 0;
+  std::optional<uint64_t> used_bytes;
+  GpuProcessKind kind = GpuProcessKind::Compute;
+  std::optional<unsigned> sm_utilization_percent;
+};
+
+// One row of the joined view: a device-file holder, a driver-listed PID, or both.
+struct ProcessRow {
+  pid_t pid = 0;
+  std::optional<HostProcess> process;  // empty: listed by the driver, absent from /proc
+  bool listed_by_driver = false;
+  std::vector<GpuUse> gpus;
+  std::optional<std::string> driver_name;  // what the driver calls it (for gone PIDs)
+  std::vector<Anomaly> anomalies;
+
+  bool has(Anomaly a) const;
+  bool is_ghost() const;
+};
+
+// What /proc gave the collector, before the join.
+struct ProcView {
+  std::vector<HostProcess> processes;  // every process, sorted by pid
+  size_t uninspectable = 0;            // processes whose fd table could not be read
+  bool details_complete = true;
+  std::vector<std::string> warnings;
+  std::optional<long long> boot_time;  // epoch seconds
+  long ticks_per_second = 100;
+  bool in_child_pid_namespace = false;
+};
+
+struct GpuMemorySummary {
+  uint64_t attributed_bytes = 0;    // sum over the driver's known per-process memory
+  std::optional<uint64_t> unattributed_bytes;  // used - attributed, never negative
+  uint64_t ghost_bytes = 0;         // listed for processes that are gone
+  size_t ghost_keepers = 0;         // live processes that keep gone PIDs' contexts alive
+};
+
+class Snapshot {
+ public:
+  std::chrono::system_clock::time_point timestamp;
+  std::string hostname;
+  BackendReport backend;
+  ProcView proc;
+  std::vector<ProcessRow> rows;  // sorted by pid
+  std::vector<std::string> warnings;
+
+  bool complete() const { return proc.uninspectable == 0 && proc.details_complete; }
+  const HostProcess* find(pid_t pid) const;
+  const ProcessRow* row(pid_t pid) const;
+  std::optional<std::chrono::system_clock::time_point> start_time(const ProcessStat& st) const;
+  GpuMemorySummary memory_summary(const Gpu& gpu) const;
+  // The GPU with this NVML index, if the backend reports it.
+  const Gpu* gpu(unsigned index) const;
+};
+
+// Joins the two views and derives every row's anomalies.
+Snapshot join(ProcView proc, BackendReport backend, std::string hostname,
+              std::chrono::system_clock::time_point now);
+
+}  // namespace gpureap::core

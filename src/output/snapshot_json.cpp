@@ -1,0 +1,135 @@
+#include "output/snapshot_json.h"
+
+#include <unistd.h>
+
+#include "output/time_format.h"
+
+namespace gpureap::output {
+namespace {
+
+using nlohmann::json;
+
+template <class T>
+json opt(const std::optional<T>& v) {
+  return v ? json(*v) : json(nullptr);
+}
+
+json container_json(const std::optional<core::ContainerInfo>& c) {
+  if (!c) return nullptr;
+  return {{"runtime", c->runtime}, {"id", opt(c->id)}, {"pod_uid", opt(c->pod_uid)}};
+}
+
+json gpu_uses_json(const std::vector<core::GpuUse>& uses) {
+  json out = json::array();
+  for (const auto& u : uses)
+    out.push_back({{"index", u.index},
+                   {"used_bytes", opt(u.used_bytes)},
+                   {"kind", core::to_string(u.kind)},
+                   {"sm_utilization_percent", opt(u.sm_utilization_percent)}});
+  return out;
+}
+
+}  // namespace
+
+json row_to_json(const core::Snapshot& s, const core::ProcessRow& r) {
+  json anomalies = json::array();
+  for (auto a : r.anomalies) anomalies.push_back(std::string(core::to_string(a)));
+  json j{{"pid", r.pid},
+         {"listed_by_driver", r.listed_by_driver},
+         {"gpus", gpu_uses_json(r.gpus)},
+         {"anomalies", anomalies},
+         {"driver_name", opt(r.driver_name)},
+         {"in_proc", r.process.has_value()}};
+  if (!r.process) {
+    for (const char* k : {"comm", "state", "ppid", "pgid", "sid", "uid", "user", "start_time",
+                          "container", "wchan", "threads", "rss_bytes"})
+      j[k] = nullptr;
+    j["cmdline"] = json::array();
+    j["ns_pids"] = json::array();
+    j["devices"] = json::array();
+    j["holds_device"] = false;
+    return j;
+  }
+  const auto& p = *r.process;
+  const core::ProcessDetails empty;
+  const auto& d = p.details ? *p.details : empty;
+  auto start = s.start_time(p.stat);
+  json devices = json::array();
+  for (const auto& h : p.devices) devices.push_back({{"path", h.path}, {"fds", h.fds}, {"kind", h.kind}});
+  j["comm"] = p.stat.comm;
+  j["cmdline"] = d.cmdline;
+  j["state"] = std::string(1, p.stat.state);
+  j["ppid"] = p.stat.ppid;
+  j["pgid"] = p.stat.pgid;
+  j["sid"] = p.stat.sid;
+  j["uid"] = opt(d.uid);
+  j["euid"] = opt(d.euid);
+  j["user"] = opt(d.user);
+  j["start_time"] = start ? json(iso8601_utc(*start)) : json(nullptr);
+  j["start_ticks"] = p.stat.start_ticks;
+  j["threads"] = p.stat.num_threads;
+  j["rss_bytes"] = p.stat.rss_pages * ::getpagesize();
+  j["ns_pids"] = d.ns_pids;
+  j["container"] = container_json(d.container);
+  j["wchan"] = opt(d.wchan);
+  j["devices"] = devices;
+  j["holds_device"] = p.holds_device();
+  j["fds_readable"] = p.fds_readable;
+  return j;
+}
+
+json gpu_to_json(const core::Snapshot& s, const core::Gpu& g) {
+  auto m = s.memory_summary(g);
+  return {{"index", g.index},
+          {"uuid", opt(g.uuid)},
+          {"name", opt(g.name)},
+          {"minor", opt(g.minor)},
+          {"pci_bus_id", opt(g.pci_bus_id)},
+          {"memory",
+           {{"total_bytes", opt(g.memory.total_bytes)},
+            {"used_bytes", opt(g.memory.used_bytes)},
+            {"free_bytes", opt(g.memory.free_bytes)},
+            {"reserved_bytes", opt(g.memory.reserved_bytes)},
+            {"attributed_bytes", m.attributed_bytes},
+            {"unattributed_bytes", opt(m.unattributed_bytes)},
+            {"ghost_bytes", m.ghost_bytes}}},
+          {"utilization_percent", opt(g.utilization_percent)},
+          {"memory_utilization_percent", opt(g.memory_utilization_percent)},
+          {"temperature_celsius", opt(g.temperature_celsius)},
+          {"power_watts", opt(g.power_watts)},
+          {"mig_mode", opt(g.mig_mode)},
+          {"processes_error", opt(g.processes_error)},
+          {"error", opt(g.error)}};
+}
+
+json snapshot_to_json(const core::Snapshot& s) {
+  json gpus = json::array();
+  for (const auto& g : s.backend.gpus) gpus.push_back(gpu_to_json(s, g));
+  json processes = json::array();
+  for (const auto& r : s.rows) processes.push_back(row_to_json(s, r));
+  json warnings = s.warnings;
+  for (const auto& w : s.proc.warnings) warnings.push_back(w);
+  for (const auto& w : s.backend.warnings) warnings.push_back(w);
+  return {{"schema", kSnapshotSchema},
+          {"timestamp", iso8601_utc(s.timestamp)},
+          {"hostname", s.hostname},
+          {"complete", s.complete()},
+          {"uninspectable_processes", s.proc.uninspectable},
+          {"in_child_pid_namespace", s.proc.in_child_pid_namespace},
+          {"backend",
+           {{"name", s.backend.name},
+            {"available", s.backend.available},
+            {"error", opt(s.backend.error)},
+            {"driver_version", opt(s.backend.driver_version)},
+            {"nvml_version", opt(s.backend.nvml_version)},
+            {"library", opt(s.backend.library)}}},
+          {"gpus", gpus},
+          {"processes", processes},
+          {"warnings", warnings}};
+}
+
+std::string dump_json(const json& doc, int indent) {
+  return doc.dump(indent, ' ', false, json::error_handler_t::replace);
+}
+
+}  // namespace gpureap::output

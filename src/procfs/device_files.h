@@ -1,0 +1,52 @@
+#pragma once
+// The GPU device files under a dev root, and a matcher from an fd's stat to one of them.
+// Character devices are matched by device number (major 195 for nvidia, the nvidia-uvm
+// major from <proc-root>/devices, 226 for DRM); other files (stand-ins under a temporary dev
+// root) by device and inode. One matcher serves both.
+#include <sys/stat.h>
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/result.h"
+
+namespace gpureap::procfs {
+
+enum class DeviceKind { NvidiaGpu, NvidiaCtl, NvidiaUvm, NvidiaUvmTools, NvidiaModeset, DrmRender, DrmCard };
+
+struct GpuDeviceFile {
+  std::string path;  // dev_root + "/nvidia0", ...
+  DeviceKind kind;
+  std::optional<unsigned> minor;  // nvidia<minor>, renderD<minor>, card<minor>
+  bool is_char_device = false;
+  dev_t rdev = 0;  // char devices
+  dev_t dev = 0;   // other files
+  ino_t ino = 0;
+};
+
+class DeviceCatalog {
+ public:
+  // Enumerates the GPU device files under dev_root. A missing dev root is an error; an empty
+  // catalogue (no GPU driver) is not.
+  static core::Result<DeviceCatalog> enumerate(const std::string& dev_root,
+                                               const std::string& proc_root);
+
+  const std::vector<GpuDeviceFile>& files() const { return files_; }
+
+  // Cheap filter on an fd's link text, before any stat: can it be a GPU device file?
+  bool may_match(std::string_view link_text) const;
+  // The device file an fd refers to (index into files()), or a synthesized entry for a GPU
+  // character device that has no node under the dev root (e.g. inside a container's /dev).
+  std::optional<GpuDeviceFile> match(const struct stat& st) const;
+
+ private:
+  std::vector<GpuDeviceFile> files_;
+  std::optional<unsigned> uvm_major_;
+  std::string dev_root_;
+};
+
+const char* to_string(DeviceKind kind);
+
+}  // namespace gpureap::procfs

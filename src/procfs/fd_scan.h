@@ -1,0 +1,22 @@
+#pragma once
+// The hot path: which GPU device files one process holds open. One directory read per
+// process, one readlinkat per fd, filter by the link text, stat only the candidates.
+#include <sys/types.h>
+
+#include <vector>
+
+#include "core/process.h"
+#include "procfs/device_files.h"
+
+namespace gpureap::procfs {
+
+struct FdScan {
+  std::vector<core::DeviceHold> holds;
+  bool readable = true;  // false: no permission to read the fd table
+  bool vanished = false;
+};
+
+// proc_dirfd: an O_DIRECTORY fd of the proc root.
+FdScan scan_device_fds(int proc_dirfd, pid_t pid, const DeviceCatalog& catalog);
+
+}  // namespace gpureap::procfs

@@ -1,0 +1,131 @@
+#include "procfs/proc_fs.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cctype>
+#include <cstring>
+
+#include "procfs/file_read.h"
+#include "procfs/parsers.h"
+#include "procfs/user_names.h"
+
+namespace gpureap::procfs {
+namespace {
+
+// The initial PID namespace always has this inode (PROC_PID_INIT_INO).
+constexpr unsigned long long kInitPidNamespaceInode = 0xEFFFFFFCULL;
+
+bool all_digits(const char* s) {
+  if (!*s) return false;
+  for (; *s; ++s)
+    if (!std::isdigit(static_cast<unsigned char>(*s))) return false;
+  return true;
+}
+
+}  // namespace
+
+core::Result<ProcFs> ProcFs::open(const std::string& root) {
+  int fd = ::open(root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0)
+    return core::Error{"cannot open proc root " + root + ": " + std::strerror(errno),
+                       "pass a procfs mount or a directory laid out like one with --proc-root"};
+  ProcFs p;
+  p.root_ = root;
+  p.fd_ = std::shared_ptr<int>(new int(fd), [](int* f) {
+    ::close(*f);
+    delete f;
+  });
+  return p;
+}
+
+std::vector<pid_t> ProcFs::list_pids() const {
+  std::vector<pid_t> pids;
+  int dfd = ::dup(*fd_);
+  if (dfd < 0) return pids;
+  DIR* d = ::fdopendir(dfd);
+  if (!d) {
+    ::close(dfd);
+    return pids;
+  }
+  ::rewinddir(d);
+  while (dirent* e = ::readdir(d))
+    if (all_digits(e->d_name)) pids.push_back(static_cast<pid_t>(std::atol(e->d_name)));
+  ::closedir(d);
+  return pids;
+}
+
+core::Result<std::optional<core::ProcessStat>> ProcFs::read_stat(pid_t pid) const {
+  auto f = read_file_at(*fd_, std::to_string(pid) + "/stat");
+  if (!f.ok()) {
+    if (f.vanished()) return std::optional<core::ProcessStat>{};
+    return core::Error{"cannot read /proc/" + std::to_string(pid) + "/stat: " +
+                           std::strerror(f.error),
+                       ""};
+  }
+  if (f.data.empty()) return std::optional<core::ProcessStat>{};  // exited while reading
+  auto st = parse_stat(f.data);
+  if (!st) return core::Error{"process " + std::to_string(pid) + ": " + st.error().message, ""};
+  return std::optional<core::ProcessStat>(std::move(*st));
+}
+
+DetailsRead ProcFs::read_details(pid_t pid, bool want_wchan) const {
+  DetailsRead out;
+  std::string dir = std::to_string(pid) + "/";
+  core::ProcessDetails d;
+
+  auto status = read_file_at(*fd_, dir + "status");
+  if (status.vanished()) return out;
+  if (status.ok()) {
+    auto s = parse_status(status.data);
+    d.uid = s.uid;
+    d.euid = s.euid;
+    d.ns_pids = std::move(s.ns_pids);
+    if (d.uid) d.user = user_name(*d.uid);
+  } else {
+    out.complete = false;
+  }
+  auto cmdline = read_file_at(*fd_, dir + "cmdline");
+  if (cmdline.ok()) d.cmdline = parse_cmdline(cmdline.data);
+  else if (cmdline.denied()) out.complete = false;
+
+  auto cgroup = read_file_at(*fd_, dir + "cgroup");
+  if (cgroup.ok()) d.container = parse_cgroup(cgroup.data);
+  else if (cgroup.denied()) out.complete = false;
+
+  if (want_wchan) {
+    auto wchan = read_file_at(*fd_, dir + "wchan");
+    if (wchan.ok()) d.wchan = parse_wchan(wchan.data);
+    else if (wchan.denied()) out.complete = false;
+  }
+  out.details = std::move(d);
+  return out;
+}
+
+std::optional<long long> ProcFs::boot_time() const {
+  auto f = read_file_at(*fd_, "stat");
+  return f.ok() ? parse_boot_time(f.data) : std::nullopt;
+}
+
+uint64_t ProcFs::pid_max() const {
+  auto f = read_file_at(*fd_, "sys/kernel/pid_max");
+  if (f.ok()) {
+    char* end = nullptr;
+    unsigned long long v = std::strtoull(f.data.c_str(), &end, 10);
+    if (end != f.data.c_str() && v > 0) return v;
+  }
+  return 4194304;  // PID_MAX_LIMIT on 64-bit kernels
+}
+
+std::optional<bool> ProcFs::in_child_pid_namespace() const {
+  char link[128];
+  ssize_t n = ::readlinkat(*fd_, "self/ns/pid", link, sizeof link - 1);
+  if (n <= 0) return std::nullopt;
+  link[n] = '\0';
+  unsigned long long inode = 0;
+  if (std::sscanf(link, "pid:[%llu]", &inode) != 1) return std::nullopt;
+  return inode != kInitPidNamespaceInode;
+}
+
+}  // namespace gpureap::procfs

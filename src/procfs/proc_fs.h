@@ -1,0 +1,44 @@
+#pragma once
+// ProcFs(root): reads processes from a procfs mount (default /proc; tests use fixture trees).
+// A process that vanishes mid-read is normal and reported as "gone", never as an error.
+#include <sys/types.h>
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/process.h"
+#include "core/result.h"
+
+namespace gpureap::procfs {
+
+struct DetailsRead {
+  std::optional<core::ProcessDetails> details;  // empty: the process vanished
+  bool complete = true;                         // false: a file could not be read (permission)
+};
+
+class ProcFs {
+ public:
+  static core::Result<ProcFs> open(const std::string& root);
+
+  const std::string& root() const { return root_; }
+  int dirfd() const { return *fd_; }
+
+  std::vector<pid_t> list_pids() const;
+  // Empty optional: the process is gone. Error: its stat is garbage.
+  core::Result<std::optional<core::ProcessStat>> read_stat(pid_t pid) const;
+  DetailsRead read_details(pid_t pid, bool want_wchan) const;
+
+  std::optional<long long> boot_time() const;  // seconds since the epoch
+  uint64_t pid_max() const;
+  // Whether the procfs mount belongs to a PID namespace other than the initial one (gpureap
+  // runs in a container); empty when it cannot tell.
+  std::optional<bool> in_child_pid_namespace() const;
+
+ private:
+  std::string root_;
+  std::shared_ptr<int> fd_;
+};
+
+}  // namespace gpureap::procfs

@@ -1,0 +1,26 @@
+#include "procfs/user_names.h"
+
+#include <pwd.h>
+
+#include <mutex>
+#include <unordered_map>
+#include <vector>
+
+namespace gpureap::procfs {
+
+std::string user_name(uid_t uid) {
+  static std::mutex mu;
+  static std::unordered_map<uid_t, std::string> cache;
+  std::lock_guard lock(mu);
+  if (auto it = cache.find(uid); it != cache.end()) return it->second;
+  std::string name = std::to_string(uid);
+  passwd pw{};
+  passwd* found = nullptr;
+  std::vector<char> buf(16384);
+  if (::getpwuid_r(uid, &pw, buf.data(), buf.size(), &found) == 0 && found && pw.pw_name)
+    name = pw.pw_name;
+  cache.emplace(uid, name);
+  return name;
+}
+
+}  // namespace gpureap::procfs
