@@ -19,6 +19,8 @@ int main(int argc, char** argv) {
   add_global_options(app, global);
   PsOptions ps_options;
   auto* ps = add_ps_command(app, ps_options);
+  // `gpureap --tree` is `gpureap ps --tree`.
+  app.add_flag("--tree", ps_options.tree, "same as `ps --tree`")->group("ps");
 
   try {
     app.parse(argc, argv);

@@ -91,11 +91,16 @@ std::string state_word(char state) {
 }
 
 std::string command_text(const core::ProcessRow& r) {
+  if (r.has(core::Anomaly::ForeignNamespace)) return "(host PID, not visible from this namespace)";
   if (!r.process) return "(" + terminal_safe(r.driver_name.value_or("gone")) + ")";
   const auto* d = r.process->details ? &*r.process->details : nullptr;
   if (!d || d->cmdline.empty()) return "[" + terminal_safe(r.process->stat.comm) + "]";
   std::string out;
   for (const auto& a : d->cmdline) out += (out.empty() ? "" : " ") + terminal_safe(a);
+  // A process that renamed itself (a worker, a forked helper) shows that name too.
+  const std::string& argv0 = d->cmdline.front();
+  std::string base = argv0.substr(argv0.rfind('/') + 1);
+  if (!base.starts_with(r.process->stat.comm)) out += " (" + terminal_safe(r.process->stat.comm) + ")";
   return out;
 }
 

@@ -1,0 +1,183 @@
+#include <gtest/gtest.h>
+
+#include "core/snapshot.h"
+
+namespace gpureap::core {
+namespace {
+
+HostProcess proc(pid_t pid, pid_t ppid, pid_t pgid, char state = 'S', pid_t sid = 0) {
+  HostProcess p;
+  p.stat.pid = pid;
+  p.stat.ppid = ppid;
+  p.stat.pgid = pgid;
+  p.stat.sid = sid ? sid : pgid;
+  p.stat.state = state;
+  p.stat.comm = "p" + std::to_string(pid);
+  p.details = ProcessDetails{};
+  p.details->ns_pids = {pid};
+  return p;
+}
+
+HostProcess holder(pid_t pid, pid_t ppid, pid_t pgid, unsigned minor = 0, char state = 'S') {
+  auto p = proc(pid, ppid, pgid, state);
+  p.devices.push_back({"/dev/nvidia" + std::to_string(minor), "nvidia", minor, {5}});
+  p.devices.push_back({"/dev/nvidiactl", "nvidiactl", std::nullopt, {4}});
+  return p;
+}
+
+Gpu gpu(unsigned index, unsigned minor, uint64_t used, std::vector<DriverProcess> procs) {
+  Gpu g;
+  g.index = index;
+  g.minor = minor;
+  g.memory.total_bytes = 100ull << 30;
+  g.memory.used_bytes = used;
+  g.processes = std::move(procs);
+  return g;
+}
+
+DriverProcess listed(pid_t pid, std::optional<uint64_t> bytes) {
+  DriverProcess d;
+  d.pid = pid;
+  d.used_bytes = bytes;
+  return d;
+}
+
+Snapshot make(std::vector<HostProcess> ps, std::vector<Gpu> gpus, bool child_ns = false,
+              size_t uninspectable = 0) {
+  ProcView v;
+  v.processes = std::move(ps);
+  std::sort(v.processes.begin(), v.processes.end(),
+            [](const HostProcess& a, const HostProcess& b) { return a.stat.pid < b.stat.pid; });
+  v.in_child_pid_namespace = child_ns;
+  v.uninspectable = uninspectable;
+  BackendReport b;
+  b.available = true;
+  b.gpus = std::move(gpus);
+  return join(std::move(v), std::move(b), "host", std::chrono::system_clock::now());
+}
+
+std::vector<Anomaly> anomalies_of(const Snapshot& s, pid_t pid) {
+  const auto* r = s.row(pid);
+  EXPECT_NE(r, nullptr) << "no row for " << pid;
+  return r ? r->anomalies : std::vector<Anomaly>{};
+}
+
+constexpr uint64_t GiB = 1ull << 30;
+
+TEST(Join, HealthyListedHolderHasNoAnomalies) {
+  auto s = make({proc(1, 0, 1), proc(100, 1, 100, 'S', 100), holder(200, 100, 200)},
+                {gpu(0, 0, 9 * GiB, {listed(200, 8 * GiB)})});
+  ASSERT_EQ(s.rows.size(), 1u);
+  EXPECT_TRUE(s.rows[0].listed_by_driver);
+  EXPECT_TRUE(s.rows[0].anomalies.empty());
+  auto m = s.memory_summary(s.backend.gpus[0]);
+  EXPECT_EQ(m.attributed_bytes, 8 * GiB);
+  EXPECT_EQ(m.unattributed_bytes, GiB);
+  EXPECT_EQ(m.ghost_bytes, 0u);
+  EXPECT_TRUE(s.warnings.empty());
+}
+
+TEST(Join, GonePidWithInheritedHoldersIsNoSuchProcessNotLeaked) {
+  // 300 died; its workers 301, 302 (group 300) were reparented to init and keep GPU 0's file.
+  auto s = make({proc(1, 0, 1), holder(301, 1, 300), holder(302, 1, 300)},
+                {gpu(0, 0, 8 * GiB, {listed(300, 8 * GiB)})});
+  EXPECT_EQ(anomalies_of(s, 300), std::vector<Anomaly>{Anomaly::NoSuchProcess});
+  EXPECT_FALSE(s.row(300)->process.has_value());
+  for (pid_t w : {301, 302})
+    EXPECT_EQ(anomalies_of(s, w), (std::vector<Anomaly>{Anomaly::Orphan, Anomaly::InheritedHolder}));
+  auto m = s.memory_summary(s.backend.gpus[0]);
+  EXPECT_EQ(m.ghost_bytes, 8 * GiB);
+  EXPECT_EQ(m.ghost_keepers, 2u);
+}
+
+TEST(Join, GonePidWithNoUnlistedHolderIsLeaked) {
+  auto s = make({proc(1, 0, 1), holder(400, 1, 400)},
+                {gpu(0, 0, 12 * GiB, {listed(400, 4 * GiB), listed(999, 8 * GiB)})});
+  EXPECT_EQ(anomalies_of(s, 999), (std::vector<Anomaly>{Anomaly::NoSuchProcess, Anomaly::Leaked}));
+  EXPECT_TRUE(anomalies_of(s, 400).empty());
+}
+
+TEST(Join, IncompleteViewNeverClaimsALeak) {
+  auto s = make({proc(1, 0, 1)}, {gpu(0, 0, 8 * GiB, {listed(999, 8 * GiB)})}, false, 3);
+  EXPECT_EQ(anomalies_of(s, 999), std::vector<Anomaly>{Anomaly::NoSuchProcess});
+  EXPECT_FALSE(s.complete());
+}
+
+TEST(Join, HolderOfAnotherGpuDoesNotKeepTheGoneContext) {
+  // The gone PID was on GPU 0 (minor 0); the only unlisted holder holds /dev/nvidia1 only.
+  auto s = make({proc(1, 0, 1), holder(500, 1, 500, 1)},
+                {gpu(0, 0, 8 * GiB, {listed(999, 8 * GiB)}), gpu(1, 1, 0, {})});
+  EXPECT_EQ(anomalies_of(s, 999), (std::vector<Anomaly>{Anomaly::NoSuchProcess, Anomaly::Leaked}));
+  EXPECT_TRUE(anomalies_of(s, 500).empty());
+}
+
+TEST(Join, MinorNumberNotIndexDecidesWhichFileBelongsToAGpu) {
+  // GPU index 0 is /dev/nvidia3: a holder of /dev/nvidia3 keeps it, one of /dev/nvidia0 does not.
+  auto s = make({proc(1, 0, 1), holder(600, 1, 600, 3), holder(601, 1, 601, 0)},
+                {gpu(0, 3, 8 * GiB, {listed(999, 8 * GiB)})});
+  EXPECT_EQ(anomalies_of(s, 999), std::vector<Anomaly>{Anomaly::NoSuchProcess});
+  EXPECT_EQ(anomalies_of(s, 600), std::vector<Anomaly>{Anomaly::InheritedHolder});
+  EXPECT_TRUE(anomalies_of(s, 601).empty());
+}
+
+TEST(Join, ForeignNamespaceInsteadOfNoSuchProcess) {
+  auto s = make({proc(1, 0, 1)}, {gpu(0, 0, 8 * GiB, {listed(77777, 8 * GiB)})}, true);
+  EXPECT_EQ(anomalies_of(s, 77777), std::vector<Anomaly>{Anomaly::ForeignNamespace});
+}
+
+TEST(Join, LiveChildOfAListedProcessIsAnInheritedHolder) {
+  auto s = make({proc(1, 0, 1), proc(10, 1, 10, 'S', 10), holder(700, 10, 700), holder(701, 700, 701)},
+                {gpu(0, 0, 8 * GiB, {listed(700, 8 * GiB)})});
+  EXPECT_TRUE(anomalies_of(s, 700).empty());
+  EXPECT_EQ(anomalies_of(s, 701), std::vector<Anomaly>{Anomaly::InheritedHolder});
+}
+
+TEST(Join, StateAnomalies) {
+  auto s = make({proc(1, 0, 1), proc(10, 1, 10, 'S', 10), holder(800, 10, 800, 0, 'T'),
+                 holder(801, 10, 801, 0, 'D'), holder(802, 10, 802), proc(803, 802, 802, 'Z')},
+                {});
+  EXPECT_EQ(anomalies_of(s, 800), std::vector<Anomaly>{Anomaly::Stopped});
+  EXPECT_EQ(anomalies_of(s, 801), std::vector<Anomaly>{Anomaly::Uninterruptible});
+  EXPECT_EQ(anomalies_of(s, 802), std::vector<Anomaly>{Anomaly::ZombieChildren});
+  EXPECT_EQ(s.row(803), nullptr);  // a zombie holds no files and is not listed
+}
+
+TEST(Join, OrphanRules) {
+  auto container_init = proc(50, 1, 50, 'S', 50);
+  container_init.details->ns_pids = {50, 1};
+  auto s = make({proc(1, 0, 1), container_init,
+                 holder(900, 1, 90),     // parent is init, group leader 90 gone
+                 holder(901, 1, 901),    // a service: leads its own group under init
+                 holder(902, 50, 50)},   // its parent is its namespace's init
+                {});
+  EXPECT_EQ(anomalies_of(s, 900), std::vector<Anomaly>{Anomaly::Orphan});
+  EXPECT_TRUE(anomalies_of(s, 901).empty());
+  EXPECT_EQ(anomalies_of(s, 902), std::vector<Anomaly>{Anomaly::Orphan});
+}
+
+TEST(Join, DuplicateListingCountsOnceWithTheLargerMemory) {
+  auto d1 = listed(200, 2 * GiB), d2 = listed(200, 3 * GiB);
+  d2.kind = GpuProcessKind::Graphics;
+  auto s = make({proc(1, 0, 1), holder(200, 1, 200)}, {gpu(0, 0, GiB, {d1, d2})});
+  ASSERT_EQ(s.row(200)->gpus.size(), 1u);
+  EXPECT_EQ(s.row(200)->gpus[0].used_bytes, 3 * GiB);
+  auto m = s.memory_summary(s.backend.gpus[0]);
+  EXPECT_EQ(m.attributed_bytes, 3 * GiB);
+  EXPECT_EQ(m.unattributed_bytes, 0u);  // never negative
+}
+
+TEST(Join, NotAvailableMemoryIsUnknownNotHuge) {
+  auto s = make({proc(1, 0, 1), holder(200, 1, 200)}, {gpu(0, 0, GiB, {listed(200, std::nullopt)})});
+  EXPECT_FALSE(s.row(200)->gpus[0].used_bytes.has_value());
+  EXPECT_EQ(s.memory_summary(s.backend.gpus[0]).attributed_bytes, 0u);
+}
+
+TEST(Join, ListedPidHoldingNoDeviceFileIsWarnedAbout) {
+  auto s = make({proc(1, 0, 1), proc(300, 1, 300)}, {gpu(0, 0, GiB, {listed(300, GiB)})});
+  ASSERT_EQ(s.warnings.size(), 1u);
+  EXPECT_NE(s.warnings[0].find("PID 300"), std::string::npos);
+  EXPECT_TRUE(anomalies_of(s, 300).empty());
+}
+
+}  // namespace
+}  // namespace gpureap::core
