@@ -79,6 +79,9 @@ core::ProcView Collector::scan_processes() const {
   view.boot_time = proc_.boot_time();
   view.ticks_per_second = ::sysconf(_SC_CLK_TCK);
   view.in_child_pid_namespace = proc_.in_child_pid_namespace().value_or(false);
+  for (const auto& f : catalog_.files())
+    if (f.kind == procfs::DeviceKind::NvidiaCtl || f.kind == procfs::DeviceKind::NvidiaGpu)
+      view.nvidia_device_files = true;
   auto pids = proc_.list_pids();
   std::sort(pids.begin(), pids.end());
   auto slots = scan_all(proc_, catalog_, pids);

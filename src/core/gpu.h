@@ -54,6 +54,9 @@ struct BackendReport {
   std::string name = "nvml";
   bool available = false;
   std::optional<std::string> error;  // why the backend is unavailable, with a next step
+  // A stable name for that cause: library-not-found, driver-not-loaded, version-mismatch,
+  // no-permission, symbol-missing, init-failed, internal.
+  std::optional<std::string> error_code;
   std::optional<std::string> driver_version;
   std::optional<std::string> nvml_version;
   std::optional<std::string> library;  // the library actually loaded

@@ -42,6 +42,7 @@ struct ProcView {
   std::optional<long long> boot_time;  // epoch seconds
   long ticks_per_second = 100;
   bool in_child_pid_namespace = false;
+  bool nvidia_device_files = false;  // the dev root has NVIDIA device nodes (a driver is installed)
 };
 
 struct GpuMemorySummary {

@@ -1,59 +1,16 @@
 #include <gtest/gtest.h>
 
 #include "core/snapshot.h"
+#include "snapshot_builders.h"
 
 namespace gpureap::core {
 namespace {
 
-HostProcess proc(pid_t pid, pid_t ppid, pid_t pgid, char state = 'S', pid_t sid = 0) {
-  HostProcess p;
-  p.stat.pid = pid;
-  p.stat.ppid = ppid;
-  p.stat.pgid = pgid;
-  p.stat.sid = sid ? sid : pgid;
-  p.stat.state = state;
-  p.stat.comm = "p" + std::to_string(pid);
-  p.details = ProcessDetails{};
-  p.details->ns_pids = {pid};
-  return p;
-}
-
-HostProcess holder(pid_t pid, pid_t ppid, pid_t pgid, unsigned minor = 0, char state = 'S') {
-  auto p = proc(pid, ppid, pgid, state);
-  p.devices.push_back({"/dev/nvidia" + std::to_string(minor), "nvidia", minor, {5}});
-  p.devices.push_back({"/dev/nvidiactl", "nvidiactl", std::nullopt, {4}});
-  return p;
-}
-
-Gpu gpu(unsigned index, unsigned minor, uint64_t used, std::vector<DriverProcess> procs) {
-  Gpu g;
-  g.index = index;
-  g.minor = minor;
-  g.memory.total_bytes = 100ull << 30;
-  g.memory.used_bytes = used;
-  g.processes = std::move(procs);
-  return g;
-}
-
-DriverProcess listed(pid_t pid, std::optional<uint64_t> bytes) {
-  DriverProcess d;
-  d.pid = pid;
-  d.used_bytes = bytes;
-  return d;
-}
+using namespace gpureap::testing;
 
 Snapshot make(std::vector<HostProcess> ps, std::vector<Gpu> gpus, bool child_ns = false,
               size_t uninspectable = 0) {
-  ProcView v;
-  v.processes = std::move(ps);
-  std::sort(v.processes.begin(), v.processes.end(),
-            [](const HostProcess& a, const HostProcess& b) { return a.stat.pid < b.stat.pid; });
-  v.in_child_pid_namespace = child_ns;
-  v.uninspectable = uninspectable;
-  BackendReport b;
-  b.available = true;
-  b.gpus = std::move(gpus);
-  return join(std::move(v), std::move(b), "host", std::chrono::system_clock::now());
+  return make_snapshot(std::move(ps), std::move(gpus), {child_ns, uninspectable});
 }
 
 std::vector<Anomaly> anomalies_of(const Snapshot& s, pid_t pid) {
@@ -61,8 +18,6 @@ std::vector<Anomaly> anomalies_of(const Snapshot& s, pid_t pid) {
   EXPECT_NE(r, nullptr) << "no row for " << pid;
   return r ? r->anomalies : std::vector<Anomaly>{};
 }
-
-constexpr uint64_t GiB = 1ull << 30;
 
 TEST(Join, HealthyListedHolderHasNoAnomalies) {
   auto s = make({proc(1, 0, 1), proc(100, 1, 100, 'S', 100), holder(200, 100, 200)},

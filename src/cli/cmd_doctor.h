@@ -1,0 +1,22 @@
+#pragma once
+#include <CLI/CLI.hpp>
+
+#include <optional>
+#include <string>
+
+#include "cli/global_options.h"
+
+namespace gpureap::cli {
+
+struct DoctorOptions {
+  std::optional<unsigned> gpu;
+  std::string settle = "5s";
+  bool fix = false;
+  bool yes = false;
+};
+
+CLI::App* add_doctor_command(CLI::App& app, DoctorOptions& options);
+// Exit: 0 nothing above info, 1 warnings, 2 critical, 3 gpureap could not run.
+int run_doctor(const GlobalOptions& global, const DoctorOptions& options);
+
+}  // namespace gpureap::cli

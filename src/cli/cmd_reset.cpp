@@ -1,0 +1,95 @@
+// `gpureap reset`: the last resort, guarded. It refuses while anything uses the GPU, lets go
+// of gpureap's own NVML handle (an open handle blocks the reset), runs nvidia-smi, and checks
+// that the memory came back.
+#include "cli/cmd_reset.h"
+
+#include <unistd.h>
+
+#include <iostream>
+
+#include "cli/confirm.h"
+#include "cli/external_command.h"
+#include "doctor/reset_guard.h"
+#include "output/escape.h"
+#include "output/time_format.h"
+
+namespace gpureap::cli {
+namespace {
+
+constexpr int kRefused = 1;
+
+std::optional<uint64_t> used_bytes(const core::Snapshot& s, unsigned gpu) {
+  const auto* g = s.gpu(gpu);
+  return g ? g->memory.used_bytes : std::nullopt;
+}
+
+std::string bytes_or_unknown(std::optional<uint64_t> b) {
+  return b ? output::human_bytes(*b) : std::string("unknown");
+}
+
+}  // namespace
+
+CLI::App* add_reset_command(CLI::App& app, ResetOptions& o) {
+  auto* cmd = app.add_subcommand("reset", "reset a GPU whose memory nothing alive holds (last resort; root)");
+  cmd->add_option("--gpu", o.gpu, "the GPU to reset (NVML index)")->required();
+  cmd->add_flag("-y,--yes", o.yes, "do not ask for confirmation");
+  cmd->add_flag("--dry-run", o.dry_run, "check and show what would run, change nothing");
+  return cmd;
+}
+
+int run_reset(const GlobalOptions& g, const ResetOptions& o) {
+  std::optional<uint64_t> before;
+  {
+    auto collector = open_collector(g);
+    if (!collector) return fail(collector.error());
+    auto snapshot = collector->collect();
+    auto blockers = doctor::reset_blockers(snapshot, o.gpu);
+    if (!blockers) return fail(blockers.error());
+    if (!blockers->empty()) {
+      std::cerr << "gpureap: refusing to reset GPU " << o.gpu << ": these processes use it:\n";
+      for (const auto& b : *blockers)
+        std::cerr << "  PID " << b.pid << ": " << output::terminal_safe(b.why) << "\n";
+      std::cerr << "  free them first: gpureap kill --gpu " << o.gpu << "\n";
+      return kRefused;
+    }
+    if (!snapshot.complete())
+      return fail({"some processes could not be inspected, so gpureap cannot prove that nothing uses GPU " +
+                       std::to_string(o.gpu),
+                   "run as root"});
+    before = used_bytes(snapshot, o.gpu);
+  }  // the collector (and with it gpureap's NVML handle) is closed here
+  std::vector<std::string> command{"nvidia-smi", "--gpu-reset", "-i", std::to_string(o.gpu)};
+  std::string nvidia_smi = find_on_path("nvidia-smi");
+  if (nvidia_smi.empty())
+    return fail({"nvidia-smi was not found on PATH", "install the NVIDIA driver utilities, or add their directory to PATH"});
+  std::cout << "GPU " << o.gpu << " uses " << bytes_or_unknown(before)
+            << " and nothing holds it. Will run: nvidia-smi --gpu-reset -i " << o.gpu << "\n";
+  if (o.dry_run) return kExitOk;
+  if (::geteuid() != 0) return fail({"a GPU reset needs root", "run `sudo gpureap reset --gpu " + std::to_string(o.gpu) + "`"});
+  auto go = confirm("Reset GPU " + std::to_string(o.gpu) + "?", o.yes);
+  if (!go) return fail(go.error());
+  if (!*go) {
+    std::cout << "Nothing done.\n";
+    return kRefused;
+  }
+  auto ran = run_command(command);
+  if (!ran) return fail(ran.error());
+  if (ran->exit_code != 0) {
+    std::cerr << "gpureap: nvidia-smi --gpu-reset failed (exit " << ran->exit_code << "):\n"
+              << output::terminal_safe(ran->output) << "\n  " << doctor::reset_failure_hint(ran->output, o.gpu)
+              << "\n";
+    return kRefused;
+  }
+  auto collector = open_collector(g);
+  if (!collector) return fail(collector.error());
+  auto after = used_bytes(collector->collect(), o.gpu);
+  std::cout << "GPU " << o.gpu << " reset: used memory " << bytes_or_unknown(before) << " → "
+            << bytes_or_unknown(after) << ".\n";
+  if (before && after && *after >= *before && *before > 0) {
+    std::cerr << "gpureap: the reset ran but the memory did not come back; reboot\n";
+    return kRefused;
+  }
+  return kExitOk;
+}
+
+}  // namespace gpureap::cli

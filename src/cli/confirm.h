@@ -1,0 +1,13 @@
+#pragma once
+// Asking before a destructive action: on a terminal, a y/N question; without one, the user
+// must have said --yes up front (a script must never hang on a prompt).
+#include <string>
+
+#include "core/result.h"
+
+namespace gpureap::cli {
+
+// true: go ahead; false: the user said no. Error: no terminal and no --yes.
+core::Result<bool> confirm(const std::string& question, bool yes_flag);
+
+}  // namespace gpureap::cli

@@ -1,0 +1,31 @@
+#pragma once
+// `gpureap doctor`: rules over two snapshots taken --settle apart (the second is the one
+// reported; the first tells memory that is still dropping from memory that stays).
+#include <functional>
+#include <optional>
+#include <vector>
+
+#include "core/snapshot.h"
+#include "doctor/finding.h"
+#include "procfs/ipc_residue.h"
+
+namespace gpureap::doctor {
+
+struct DoctorInput {
+  const core::Snapshot& first;
+  const core::Snapshot& last;
+  procfs::IpcResidue ipc;
+  std::optional<unsigned> gpu;  // --gpu N: only findings about that GPU (and global ones)
+  // Processes gpureap never kills unless named (persistence daemon, DCGM, display servers).
+  std::function<bool(const core::HostProcess&)> is_protected;
+};
+
+std::vector<Finding> diagnose(const DoctorInput& input);
+
+// The rule families, each a pure function of the input (exposed for tests).
+void driver_rules(const DoctorInput& in, std::vector<Finding>& out);
+void ghost_rules(const DoctorInput& in, std::vector<Finding>& out);
+void holder_rules(const DoctorInput& in, std::vector<Finding>& out);
+void ipc_rules(const DoctorInput& in, std::vector<Finding>& out);
+
+}  // namespace gpureap::doctor

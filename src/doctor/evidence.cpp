@@ -1,0 +1,61 @@
+#include "doctor/evidence.h"
+
+#include <fmt/format.h>
+
+#include "output/time_format.h"
+
+namespace gpureap::doctor {
+
+std::string process_label(const core::HostProcess& p) {
+  return fmt::format("PID {} ({})", p.stat.pid, p.stat.comm);
+}
+
+std::string holds_sentence(const core::Snapshot& s, const core::HostProcess& p) {
+  std::string files;
+  for (const auto& d : p.devices) {
+    std::string fds;
+    for (int fd : d.fds) fds += (fds.empty() ? "" : ", ") + std::to_string(fd);
+    files += fmt::format("{}{} on fd {}", files.empty() ? "" : ", ", d.path, fds);
+  }
+  std::string parent = std::to_string(p.stat.ppid);
+  if (const auto* pp = s.find(p.stat.ppid)) parent += " (" + pp->stat.comm + ")";
+  return fmt::format("{} holds {}; its parent is {}", process_label(p), files, parent);
+}
+
+std::vector<unsigned> held_gpus(const core::Snapshot& s, const core::HostProcess& p) {
+  std::vector<unsigned> out;
+  for (const auto& g : s.backend.gpus)
+    if (g.minor && p.holds_nvidia_gpu(g.minor)) out.push_back(g.index);
+  return out;
+}
+
+std::optional<std::string> container_stop_command(const core::HostProcess& p) {
+  if (!p.details || !p.details->container || !p.details->container->id) return std::nullopt;
+  const auto& c = *p.details->container;
+  const std::string id = c.id->substr(0, 12);
+  if (c.runtime == "docker") return "docker stop " + id;
+  if (c.runtime == "podman") return "podman stop " + id;
+  if (c.runtime == "containerd" && !c.pod_uid) return "nerdctl stop " + id;
+  return "crictl stop " + id;  // cri-o and containerd under Kubernetes
+}
+
+std::string bytes_text(std::optional<uint64_t> bytes) {
+  return bytes ? output::human_bytes(*bytes) : std::string("an unknown amount");
+}
+
+std::string pid_list(const std::vector<pid_t>& pids) {
+  std::string out;
+  for (pid_t p : pids) out += (out.empty() ? "" : " ") + std::to_string(p);
+  return out;
+}
+
+std::string shell_quote(const std::string& w) {
+  bool plain = !w.empty() && w.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                                 "0123456789/._-+:@%,=") == std::string::npos;
+  if (plain) return w;
+  std::string out = "'";
+  for (char c : w) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+}  // namespace gpureap::doctor

@@ -1,0 +1,25 @@
+#pragma once
+// Sentences and commands the rules share, so every finding names processes the same way.
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/snapshot.h"
+
+namespace gpureap::doctor {
+
+// "PID 4250 (loader-worker)"
+std::string process_label(const core::HostProcess& p);
+// "PID 4250 (loader-worker) holds /dev/nvidia0 on fd 7; its parent is 1"
+std::string holds_sentence(const core::Snapshot& s, const core::HostProcess& p);
+// The GPU indexes whose /dev/nvidia<minor> the process holds.
+std::vector<unsigned> held_gpus(const core::Snapshot& s, const core::HostProcess& p);
+// "docker stop ID" and friends, when the process runs in a container.
+std::optional<std::string> container_stop_command(const core::HostProcess& p);
+// "8.0 GiB"; "unknown" when the driver did not say.
+std::string bytes_text(std::optional<uint64_t> bytes);
+std::string pid_list(const std::vector<pid_t>& pids);
+// A word for a POSIX shell: single-quoted unless it is plainly safe.
+std::string shell_quote(const std::string& word);
+
+}  // namespace gpureap::doctor

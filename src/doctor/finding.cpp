@@ -1,0 +1,29 @@
+#include "doctor/finding.h"
+
+#include <algorithm>
+
+namespace gpureap::doctor {
+
+const char* to_string(Severity s) {
+  switch (s) {
+    case Severity::Info: return "info";
+    case Severity::Warning: return "warning";
+    case Severity::Critical: return "critical";
+  }
+  return "?";
+}
+
+void sort_findings(std::vector<Finding>& f) {
+  std::stable_sort(f.begin(), f.end(), [](const Finding& a, const Finding& b) {
+    if (a.severity != b.severity) return a.severity > b.severity;
+    return a.memory_bytes > b.memory_bytes;
+  });
+}
+
+Severity worst(const std::vector<Finding>& f) {
+  Severity w = Severity::Info;
+  for (const auto& x : f) w = std::max(w, x.severity);
+  return w;
+}
+
+}  // namespace gpureap::doctor

@@ -1,0 +1,150 @@
+// Findings about live processes that hold GPU memory or device files.
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "doctor/diagnose.h"
+#include "doctor/evidence.h"
+
+namespace gpureap::doctor {
+namespace {
+
+uint64_t listed_bytes(const core::ProcessRow& r) {
+  uint64_t sum = 0;
+  for (const auto& u : r.gpus) sum += u.used_bytes.value_or(0);
+  return sum;
+}
+
+std::vector<unsigned> gpus_of(const core::Snapshot& s, const core::ProcessRow& r) {
+  std::vector<unsigned> out;
+  for (const auto& u : r.gpus) out.push_back(u.index);
+  for (unsigned g : held_gpus(s, *r.process))
+    if (std::find(out.begin(), out.end(), g) == out.end()) out.push_back(g);
+  return out;
+}
+
+// The gone, driver-listed PIDs whose context this holder may keep: its process group's
+// leader, or any gone PID listed on a GPU whose file it holds.
+std::vector<const core::ProcessRow*> kept_ghosts(const core::Snapshot& s, const core::HostProcess& p) {
+  std::vector<const core::ProcessRow*> out;
+  for (const auto& r : s.rows) {
+    if (r.process || !r.listed_by_driver) continue;
+    bool holds = std::any_of(r.gpus.begin(), r.gpus.end(), [&](const core::GpuUse& u) {
+      const auto* g = s.gpu(u.index);
+      return p.holds_nvidia_gpu(g ? g->minor : std::nullopt);
+    });
+    if (p.stat.pgid == r.pid || holds) out.push_back(&r);
+  }
+  return out;
+}
+
+void add_container_stop(const core::HostProcess& p, Finding& f) {
+  if (auto stop = container_stop_command(p)) f.remedy.push_back(*stop + "   # stops its container");
+}
+
+Finding holder_finding(const core::Snapshot& s, const core::ProcessRow& r, std::string code,
+                       Severity sev) {
+  Finding f{std::move(code), sev, gpus_of(s, r), {r.pid}, listed_bytes(r)};
+  if (r.process->holds_device()) f.evidence.push_back(holds_sentence(s, *r.process));
+  if (r.listed_by_driver)
+    f.evidence.push_back(fmt::format("the driver lists it with {}", bytes_text(listed_bytes(r))));
+  return f;
+}
+
+}  // namespace
+
+void holder_rules(const DoctorInput& in, std::vector<Finding>& out) {
+  const auto& s = in.last;
+  for (const auto& r : s.rows) {
+    if (!r.process) continue;
+    const auto& p = *r.process;
+    auto gpus = gpus_of(s, r);
+    if (in.gpu && std::find(gpus.begin(), gpus.end(), *in.gpu) == gpus.end()) continue;
+    std::string kill = "gpureap kill " + std::to_string(r.pid);
+
+    if (r.has(core::Anomaly::InheritedHolder)) {
+      auto ghosts = kept_ghosts(s, p);
+      auto f = holder_finding(s, r, "inherited-holder", ghosts.empty() ? Severity::Info : Severity::Warning);
+      for (const auto* g : ghosts) {
+        f.memory_bytes += listed_bytes(*g);
+        f.evidence.push_back(fmt::format("PID {}, listed by the driver with {}, is gone; {}", g->pid,
+                                         bytes_text(listed_bytes(*g)),
+                                         p.stat.pgid == g->pid ? "it led this process's group"
+                                                               : "this process holds that GPU's device file"));
+      }
+      if (ghosts.empty())
+        f.evidence.push_back("its parent or process group is a process the driver lists: it shares that context");
+      f.explanation = ghosts.empty()
+                          ? "It inherited the GPU device files of a running job (a worker or helper); "
+                            "it will keep that job's memory alive if it outlives the job."
+                          : "It inherited the GPU device files of a process that is gone, and keeps that "
+                            "process's GPU memory alive.";
+      f.remedy = {kill};
+      add_container_stop(p, f);
+      out.push_back(std::move(f));
+    }
+    if (r.has(core::Anomaly::Orphan) && p.holds_device()) {
+      auto f = holder_finding(s, r, "orphan-holder", Severity::Warning);
+      bool leader_gone = p.stat.pgid != p.stat.pid && !s.find(p.stat.pgid);
+      f.evidence.push_back(leader_gone
+                               ? fmt::format("the leader of its process group ({}) is gone", p.stat.pgid)
+                               : "its parent died: it was reparented to its namespace's init");
+      f.explanation = "A leftover of a job whose main process ended; it holds the GPU open for nobody.";
+      f.remedy = {kill, "gpureap kill --ghosts   # every such leftover"};
+      add_container_stop(p, f);
+      out.push_back(std::move(f));
+    }
+    if (r.has(core::Anomaly::Stopped) && (p.holds_device() || r.listed_by_driver)) {
+      auto f = holder_finding(s, r, "stopped-holder", Severity::Warning);
+      f.evidence.push_back(fmt::format("{} is stopped (state {})", process_label(p), p.stat.state));
+      f.explanation = "A stopped process (Ctrl-Z, SIGSTOP) keeps its GPU memory until it is resumed or killed.";
+      f.remedy = {"kill -CONT " + std::to_string(r.pid) + "   # resume it", kill + "   # or end it"};
+      out.push_back(std::move(f));
+    }
+    if (r.has(core::Anomaly::Uninterruptible)) {
+      auto f = holder_finding(s, r, "uninterruptible-holder", Severity::Warning);
+      const auto* before = in.first.find(r.pid);
+      f.evidence.push_back(fmt::format(
+          "{} is in uninterruptible sleep (D){}{}", process_label(p),
+          p.details && p.details->wchan ? " in " + *p.details->wchan : std::string(),
+          before && before->stat.state == 'D' ? ", in both samples" : ""));
+      f.explanation =
+          "It waits inside the kernel (I/O, NFS, a driver call). No signal, not even SIGKILL, acts "
+          "until that call returns.";
+      f.remedy = {fmt::format("cat /proc/{}/stack   # where it waits (root)", r.pid),
+                  "dmesg | tail   # storage or driver errors", "fix the I/O it waits on (e.g. the NFS server), else reboot"};
+      out.push_back(std::move(f));
+    }
+    if (r.has(core::Anomaly::ZombieChildren)) {
+      auto f = holder_finding(s, r, "unreaped-zombies", Severity::Warning);
+      std::vector<pid_t> zombies;
+      for (const auto& z : s.proc.processes)
+        if (z.stat.is_zombie() && z.stat.ppid == r.pid) zombies.push_back(z.stat.pid);
+      f.evidence.push_back(fmt::format("{} has zombie children it does not reap: {}", process_label(p),
+                                       pid_list(zombies)));
+      f.explanation =
+          "Zombies hold no GPU memory, but their parent is not reaping them: it may be stuck, and its "
+          "exited workers can hide a crash.";
+      f.remedy = {"kill -CHLD " + std::to_string(r.pid) + "   # remind it to reap",
+                  kill + "   # its zombies go with it"};
+      out.push_back(std::move(f));
+    }
+    if (in.is_protected && in.is_protected(p)) {
+      auto f = holder_finding(s, r, "protected-holder", Severity::Info);
+      f.explanation = "A system service that holds the GPU on purpose; gpureap never kills it unless named.";
+      out.push_back(std::move(f));
+    }
+  }
+}
+
+std::vector<Finding> diagnose(const DoctorInput& in) {
+  std::vector<Finding> out;
+  driver_rules(in, out);
+  ghost_rules(in, out);
+  holder_rules(in, out);
+  ipc_rules(in, out);
+  sort_findings(out);
+  return out;
+}
+
+}  // namespace gpureap::doctor

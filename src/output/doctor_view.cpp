@@ -1,0 +1,73 @@
+#include "output/doctor_view.h"
+
+#include <fmt/format.h>
+
+#include "output/escape.h"
+#include "output/snapshot_json.h"
+#include "output/time_format.h"
+
+namespace gpureap::output {
+namespace {
+
+Color color_of(doctor::Severity s) {
+  return s == doctor::Severity::Critical ? Color::Red
+         : s == doctor::Severity::Warning ? Color::Yellow
+                                          : Color::Dim;
+}
+
+std::string upper(std::string s) {
+  for (auto& c : s) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return s;
+}
+
+}  // namespace
+
+std::string render_doctor(const core::Snapshot& s, const std::vector<doctor::Finding>& findings,
+                          const Style& style) {
+  std::string out;
+  size_t ghosts = 0;
+  for (const auto& r : s.rows) ghosts += r.is_ghost();
+  if (doctor::worst(findings) == doctor::Severity::Info) {
+    out += style.paint("Healthy", Color::Green) +
+           fmt::format(": {} GPU{}, {} process{} holding GPUs, nothing above info.\n",
+                       s.backend.gpus.size(), s.backend.gpus.size() == 1 ? "" : "s", s.rows.size(),
+                       s.rows.size() == 1 ? "" : "es");
+  }
+  for (const auto& f : findings) {
+    std::string head = fmt::format("{:<8} {}", upper(doctor::to_string(f.severity)), f.code);
+    if (f.memory_bytes) head += " · " + human_bytes(f.memory_bytes);
+    if (!f.gpus.empty()) head += fmt::format(" · GPU {}", fmt::join(f.gpus, ","));
+    out += "\n" + style.paint(head, color_of(f.severity)) + "\n";
+    for (const auto& e : f.evidence) out += "  • " + terminal_safe(e) + "\n";
+    if (!f.explanation.empty()) out += "  " + terminal_safe(f.explanation) + "\n";
+    for (const auto& r : f.remedy) out += "  " + style.paint("$ " + terminal_safe(r), Color::Bold) + "\n";
+  }
+  auto worst = doctor::worst(findings);
+  if (worst != doctor::Severity::Info) {
+    size_t n = 0;
+    for (const auto& f : findings) n += f.severity != doctor::Severity::Info;
+    out += fmt::format("\n{} finding{} need{} attention. `gpureap doctor --fix` applies the safe remedies "
+                       "(it shows the plan first).\n",
+                       n, n == 1 ? "" : "s", n == 1 ? "s" : "");
+  }
+  return out;
+}
+
+nlohmann::json doctor_to_json(const core::Snapshot& s, const std::vector<doctor::Finding>& findings) {
+  nlohmann::json list = nlohmann::json::array();
+  for (const auto& f : findings)
+    list.push_back({{"code", f.code},
+                    {"severity", doctor::to_string(f.severity)},
+                    {"gpus", f.gpus},
+                    {"pids", f.pids},
+                    {"memory_bytes", f.memory_bytes},
+                    {"evidence", f.evidence},
+                    {"explanation", f.explanation},
+                    {"remedy", f.remedy}});
+  return {{"schema", kDoctorSchema},
+          {"snapshot", snapshot_to_json(s)},
+          {"findings", list},
+          {"worst_severity", doctor::to_string(doctor::worst(findings))}};
+}
+
+}  // namespace gpureap::output

@@ -1,0 +1,79 @@
+#pragma once
+// Hand-built processes, GPUs and snapshots for tests of the join and its consumers.
+#include <algorithm>
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "core/snapshot.h"
+
+namespace gpureap::testing {
+
+constexpr uint64_t GiB = 1ull << 30;
+constexpr uint64_t MiB = 1ull << 20;
+
+inline core::HostProcess proc(pid_t pid, pid_t ppid, pid_t pgid, char state = 'S', pid_t sid = 0) {
+  core::HostProcess p;
+  p.stat.pid = pid;
+  p.stat.ppid = ppid;
+  p.stat.pgid = pgid;
+  p.stat.sid = sid ? sid : pgid;
+  p.stat.state = state;
+  p.stat.comm = "p" + std::to_string(pid);
+  p.stat.start_ticks = 1000 + static_cast<uint64_t>(pid);
+  p.details = core::ProcessDetails{};
+  p.details->ns_pids = {pid};
+  p.details->uid = 0;
+  p.details->user = "root";
+  p.details->cmdline = {"/usr/bin/p" + std::to_string(pid)};
+  return p;
+}
+
+// Holds /dev/nvidia<minor> on fd 5 and /dev/nvidiactl on fd 4.
+inline core::HostProcess holder(pid_t pid, pid_t ppid, pid_t pgid, unsigned minor = 0, char state = 'S') {
+  auto p = proc(pid, ppid, pgid, state);
+  p.devices.push_back({"/dev/nvidia" + std::to_string(minor), "nvidia", minor, {5}});
+  p.devices.push_back({"/dev/nvidiactl", "nvidiactl", std::nullopt, {4}});
+  return p;
+}
+
+inline core::DriverProcess listed(pid_t pid, std::optional<uint64_t> bytes) {
+  core::DriverProcess d;
+  d.pid = pid;
+  d.used_bytes = bytes;
+  return d;
+}
+
+inline core::Gpu gpu(unsigned index, unsigned minor, uint64_t used, std::vector<core::DriverProcess> procs) {
+  core::Gpu g;
+  g.index = index;
+  g.minor = minor;
+  g.name = "Test GPU";
+  g.memory.total_bytes = 100 * GiB;
+  g.memory.used_bytes = used;
+  g.processes = std::move(procs);
+  return g;
+}
+
+struct SnapshotOptions {
+  bool child_ns = false;
+  size_t uninspectable = 0;
+  std::chrono::system_clock::time_point at = std::chrono::system_clock::time_point(std::chrono::seconds(1'700'000'000));
+};
+
+inline core::Snapshot make_snapshot(std::vector<core::HostProcess> ps, std::vector<core::Gpu> gpus,
+                                    SnapshotOptions o = {}) {
+  core::ProcView v;
+  v.processes = std::move(ps);
+  std::sort(v.processes.begin(), v.processes.end(),
+            [](const core::HostProcess& a, const core::HostProcess& b) { return a.stat.pid < b.stat.pid; });
+  v.in_child_pid_namespace = o.child_ns;
+  v.uninspectable = o.uninspectable;
+  v.nvidia_device_files = true;
+  core::BackendReport b;
+  b.available = true;
+  b.gpus = std::move(gpus);
+  return core::join(std::move(v), std::move(b), "host", o.at);
+}
+
+}  // namespace gpureap::testing

@@ -1,0 +1,219 @@
+#include <gtest/gtest.h>
+
+#include "doctor/diagnose.h"
+#include "snapshot_builders.h"
+
+namespace gpureap::doctor {
+namespace {
+
+using namespace gpureap::testing;
+
+std::vector<Finding> run(const core::Snapshot& first, const core::Snapshot& last,
+                         procfs::IpcResidue ipc = {}, std::optional<unsigned> gpu = std::nullopt) {
+  return diagnose({first, last, std::move(ipc), gpu,
+                   [](const core::HostProcess& p) { return p.stat.comm == "nvidia-persiste"; }});
+}
+
+std::vector<Finding> run(const core::Snapshot& s) { return run(s, s); }
+
+const Finding* find(const std::vector<Finding>& fs, const std::string& code, pid_t pid = 0) {
+  for (const auto& f : fs)
+    if (f.code == code && (!pid || std::find(f.pids.begin(), f.pids.end(), pid) != f.pids.end())) return &f;
+  return nullptr;
+}
+
+bool remedy_has(const Finding& f, const std::string& text) {
+  return std::any_of(f.remedy.begin(), f.remedy.end(),
+                     [&](const std::string& r) { return r.find(text) != std::string::npos; });
+}
+
+core::Snapshot later(std::vector<core::HostProcess> ps, std::vector<core::Gpu> gpus) {
+  SnapshotOptions o;
+  o.at += std::chrono::seconds(5);
+  return make_snapshot(std::move(ps), std::move(gpus), o);
+}
+
+TEST(DoctorRules, HealthyMachineHasNothingAboveInfo) {
+  auto s = make_snapshot({proc(1, 0, 1), proc(10, 1, 10), holder(200, 10, 200)},
+                         {gpu(0, 0, 8 * GiB, {listed(200, 8 * GiB)})});
+  auto fs = run(s);
+  EXPECT_EQ(worst(fs), Severity::Info);
+  EXPECT_TRUE(fs.empty());
+}
+
+TEST(DoctorRules, GonePidKeptByInheritedWorkers) {
+  auto s = make_snapshot({proc(1, 0, 1), holder(4250, 1, 4242), holder(4251, 1, 4242)},
+                         {gpu(0, 0, 8 * GiB, {listed(4242, 8 * GiB)})});
+  auto fs = run(s);
+  const auto* f = find(fs, "no-such-process", 4242);
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->severity, Severity::Critical);
+  EXPECT_EQ(f->memory_bytes, 8 * GiB);
+  EXPECT_EQ(f->gpus, std::vector<unsigned>{0});
+  EXPECT_EQ(f->pids, (std::vector<pid_t>{4242, 4250, 4251}));
+  EXPECT_NE(f->evidence[0].find("PID 4242 is listed on GPU 0 with 8.0 GiB but is not in /proc"), std::string::npos);
+  EXPECT_NE(f->evidence[1].find("PID 4250 (p4250) holds /dev/nvidia0 on fd 5"), std::string::npos);
+  EXPECT_TRUE(remedy_has(*f, "gpureap kill 4242"));
+  const auto* inh = find(fs, "inherited-holder", 4250);
+  ASSERT_NE(inh, nullptr);
+  EXPECT_EQ(inh->severity, Severity::Warning);
+  EXPECT_TRUE(remedy_has(*inh, "gpureap kill 4250"));
+  ASSERT_NE(find(fs, "orphan-holder", 4251), nullptr);
+  EXPECT_EQ(fs.front().code, "no-such-process");  // critical first
+}
+
+TEST(DoctorRules, LeakedWhenTheMemoryStaysAndNothingHoldsIt) {
+  auto first = make_snapshot({proc(1, 0, 1)}, {gpu(0, 0, 8 * GiB, {listed(999, 8 * GiB)})});
+  auto last = later({proc(1, 0, 1)}, {gpu(0, 0, 8 * GiB, {listed(999, 8 * GiB)})});
+  auto fs = run(first, last);
+  const auto* f = find(fs, "leaked-memory", 999);
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->severity, Severity::Critical);
+  EXPECT_EQ(f->memory_bytes, 8 * GiB);
+  EXPECT_TRUE(remedy_has(*f, "gpureap reset --gpu 0"));
+  EXPECT_EQ(find(fs, "releasing"), nullptr);
+}
+
+TEST(DoctorRules, ReleasingWhenTheGonePidLeavesTheListsBetweenSamples) {
+  auto first = make_snapshot({proc(1, 0, 1)}, {gpu(0, 0, 8 * GiB, {listed(999, 8 * GiB)})});
+  auto last = later({proc(1, 0, 1)}, {gpu(0, 0, 0, {})});
+  auto fs = run(first, last);
+  const auto* f = find(fs, "releasing", 999);
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->severity, Severity::Info);
+  EXPECT_EQ(f->memory_bytes, 8 * GiB);
+  EXPECT_EQ(find(fs, "leaked-memory"), nullptr);
+}
+
+TEST(DoctorRules, ReleasingWhenTheGonePidsMemoryDrops) {
+  auto first = make_snapshot({proc(1, 0, 1)}, {gpu(0, 0, 8 * GiB, {listed(999, 8 * GiB)})});
+  auto last = later({proc(1, 0, 1)}, {gpu(0, 0, 2 * GiB, {listed(999, 2 * GiB)})});
+  auto fs = run(first, last);
+  ASSERT_NE(find(fs, "releasing", 999), nullptr);
+  EXPECT_EQ(find(fs, "leaked-memory"), nullptr);
+}
+
+TEST(DoctorRules, UnattributedMemoryThatStaysIsLeaked) {
+  auto first = make_snapshot({proc(1, 0, 1)}, {gpu(0, 0, 3 * GiB, {})});
+  auto last = later({proc(1, 0, 1)}, {gpu(0, 0, 3 * GiB, {})});
+  auto fs = run(first, last);
+  const auto* f = find(fs, "leaked-memory");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->memory_bytes, 3 * GiB);
+  EXPECT_TRUE(f->pids.empty());
+  // ...unless an unlisted process holds the GPU's device file.
+  auto held = later({proc(1, 0, 1), holder(50, 1, 50)}, {gpu(0, 0, 3 * GiB, {})});
+  EXPECT_EQ(find(run(first, held), "leaked-memory"), nullptr);
+  // ...or it is dropping.
+  auto dropping = later({proc(1, 0, 1)}, {gpu(0, 0, 1 * GiB, {})});
+  EXPECT_NE(find(run(first, dropping), "releasing"), nullptr);
+}
+
+TEST(DoctorRules, ForeignNamespace) {
+  SnapshotOptions o;
+  o.child_ns = true;
+  auto s = make_snapshot({proc(1, 0, 1)}, {gpu(0, 0, 8 * GiB, {listed(77777, 8 * GiB)})}, o);
+  auto fs = run(s);
+  const auto* f = find(fs, "foreign-namespace", 77777);
+  ASSERT_NE(f, nullptr);
+  EXPECT_TRUE(remedy_has(*f, "--pid=host"));
+  EXPECT_TRUE(remedy_has(*f, "hostPID"));
+  EXPECT_EQ(find(fs, "leaked-memory"), nullptr);
+  EXPECT_EQ(find(fs, "no-such-process"), nullptr);
+}
+
+TEST(DoctorRules, StateFindings) {
+  auto d = holder(301, 10, 301, 0, 'D');
+  d.details->wchan = "nfs_wait_on_request";
+  auto s = make_snapshot({proc(1, 0, 1), proc(10, 1, 10), holder(300, 10, 300, 0, 'T'), d,
+                          holder(302, 10, 302), proc(303, 302, 302, 'Z'), proc(304, 302, 302, 'Z')},
+                         {gpu(0, 0, 6 * GiB, {listed(300, 6 * GiB)})});
+  auto fs = run(s);
+  const auto* stopped = find(fs, "stopped-holder", 300);
+  ASSERT_NE(stopped, nullptr);
+  EXPECT_EQ(stopped->memory_bytes, 6 * GiB);
+  EXPECT_TRUE(remedy_has(*stopped, "kill -CONT 300"));
+  const auto* dstate = find(fs, "uninterruptible-holder", 301);
+  ASSERT_NE(dstate, nullptr);
+  EXPECT_NE(dstate->evidence.back().find("nfs_wait_on_request"), std::string::npos);
+  const auto* z = find(fs, "unreaped-zombies", 302);
+  ASSERT_NE(z, nullptr);
+  EXPECT_NE(z->evidence.back().find("303 304"), std::string::npos);
+}
+
+TEST(DoctorRules, DriverFindings) {
+  core::ProcView v;
+  v.nvidia_device_files = true;
+  core::BackendReport b;
+  b.error = "NVML library and kernel driver versions differ";
+  b.error_code = "version-mismatch";
+  auto s = core::join(v, b, "h", {});
+  auto fs = run(s);
+  ASSERT_NE(find(fs, "driver-mismatch"), nullptr);
+  EXPECT_EQ(worst(fs), Severity::Critical);
+
+  b.error_code = "library-not-found";
+  v.nvidia_device_files = false;
+  auto none = core::join(v, b, "h", {});
+  auto fs2 = run(none);
+  ASSERT_NE(find(fs2, "driver-missing"), nullptr);
+  EXPECT_EQ(worst(fs2), Severity::Info);  // a machine without NVIDIA devices is not unhealthy
+}
+
+TEST(DoctorRules, LayoutAndIncompleteView) {
+  auto g = gpu(0, 0, 0, {});
+  g.processes_error = "process records failed validation";
+  SnapshotOptions o;
+  o.uninspectable = 4;
+  auto fs = run(make_snapshot({proc(1, 0, 1)}, {g}, o));
+  ASSERT_NE(find(fs, "nvml-layout"), nullptr);
+  const auto* inc = find(fs, "incomplete-view");
+  ASSERT_NE(inc, nullptr);
+  EXPECT_NE(inc->evidence[0].find("4 processes"), std::string::npos);
+}
+
+TEST(DoctorRules, IpcResidue) {
+  procfs::IpcResidue ipc;
+  ipc.segments.push_back({0, 65538, 64 * MiB, 111, 112, 0, 0});
+  ipc.files.push_back({"/dev/shm/torch_1234 x", 32 * MiB, 0});
+  auto s = make_snapshot({proc(1, 0, 1)}, {});
+  auto fs = run(s, s, ipc);
+  const auto* f = find(fs, "ipc-residue");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->memory_bytes, 96 * MiB);
+  EXPECT_TRUE(remedy_has(*f, "ipcrm -m 65538"));
+  EXPECT_TRUE(remedy_has(*f, "rm '/dev/shm/torch_1234 x'"));
+}
+
+TEST(DoctorRules, ContainerHoldersGetTheRuntimesStopCommand) {
+  auto w = holder(4250, 1, 4242);
+  w.details->container = core::ContainerInfo{"docker", std::string(64, 'a'), std::nullopt};
+  auto s = make_snapshot({proc(1, 0, 1), w}, {gpu(0, 0, 8 * GiB, {listed(4242, 8 * GiB)})});
+  auto fs = run(s);
+  const auto* f = find(fs, "no-such-process", 4242);
+  ASSERT_NE(f, nullptr);
+  EXPECT_TRUE(remedy_has(*f, "docker stop aaaaaaaaaaaa"));
+}
+
+TEST(DoctorRules, ProtectedHolderIsInfo) {
+  auto p = holder(77, 1, 77);
+  p.stat.comm = "nvidia-persiste";
+  auto fs = run(make_snapshot({proc(1, 0, 1), p}, {gpu(0, 0, 0, {})}));
+  const auto* f = find(fs, "protected-holder", 77);
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->severity, Severity::Info);
+}
+
+TEST(DoctorRules, GpuFilterKeepsOnlyThatGpusFindings) {
+  auto s = make_snapshot({proc(1, 0, 1), holder(4250, 1, 4242, 1)},
+                         {gpu(0, 0, 8 * GiB, {listed(999, 8 * GiB)}), gpu(1, 1, 2 * GiB, {listed(4242, 2 * GiB)})});
+  auto only1 = run(s, s, {}, 1u);
+  EXPECT_NE(find(only1, "no-such-process", 4242), nullptr);
+  EXPECT_EQ(find(only1, "leaked-memory", 999), nullptr);
+  auto only0 = run(s, s, {}, 0u);
+  EXPECT_NE(find(only0, "leaked-memory", 999), nullptr);
+  EXPECT_EQ(find(only0, "no-such-process", 4242), nullptr);
+}
+
+}  // namespace
+}  // namespace gpureap::doctor
