@@ -24,9 +24,10 @@ std::vector<T> numbers(std::string_view s) {
     size_t j = i;
     while (j < s.size() && s[j] != ' ' && s[j] != '\t') ++j;
     if (j > i) {
-      auto v = number<T>(s.substr(i, j - i));
-      if (!v) return {};
-      out.push_back(*v);
+      T v{};
+      auto [p, ec] = std::from_chars(s.data() + i, s.data() + j, v);
+      if (ec != std::errc() || p != s.data() + j) return {};
+      out.push_back(v);
     }
     i = j;
   }

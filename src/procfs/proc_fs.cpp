@@ -64,7 +64,6 @@ core::Result<std::optional<core::ProcessStat>> ProcFs::read_stat(pid_t pid) cons
                            std::strerror(f.error),
                        ""};
   }
-  if (f.data.empty()) return std::optional<core::ProcessStat>{};  // exited while reading
   auto st = parse_stat(f.data);
   if (!st) return core::Error{"process " + std::to_string(pid) + ": " + st.error().message, ""};
   return std::optional<core::ProcessStat>(std::move(*st));
