@@ -79,6 +79,10 @@ void ipc_rules(const DoctorInput& in, std::vector<Finding>& out) {
                                      file.path, bytes_text(file.size_bytes)));
     f.remedy.push_back("rm " + shell_quote(file.path));
   }
+  if (!in.ipc.files.empty() && !in.ipc.uninspected.empty())
+    f.evidence.push_back(fmt::format("the maps of {} process(es) could not be read (PID {}); check with "
+                                     "`fuser -v FILE` before removing a file",
+                                     in.ipc.uninspected.size(), in.ipc.uninspected.front()));
   f.explanation =
       "Shared memory left behind by killed multiprocessing jobs (e.g. PyTorch DataLoader workers). "
       "It holds host memory until removed.";

@@ -113,8 +113,7 @@ IpcResidue find_ipc_residue(const ProcFs& proc, const std::string& dev_root,
   if (files.empty()) return out;
   std::set<FileId> used;
   for (pid_t pid : live)
-    if (!mark_used(proc.dirfd(), pid, candidates, used)) out.complete = false;
-  if (!out.complete) return out;  // an unreadable process may hold any of them
+    if (!mark_used(proc.dirfd(), pid, candidates, used)) out.uninspected.push_back(pid);
   for (size_t i = 0; i < files.size(); ++i)
     if (!used.count(ids[i])) out.files.push_back(files[i]);
   return out;

@@ -33,7 +33,8 @@ struct ShmFile {
 struct IpcResidue {
   std::vector<SysvShmSegment> segments;
   std::vector<ShmFile> files;
-  bool complete = true;  // false: some processes' fds or maps could not be read
+  // Processes whose fds or maps could not be read: they may use a file reported here.
+  std::vector<pid_t> uninspected;
 };
 
 // /proc/sysvipc/shm, header line skipped; malformed lines are ignored.

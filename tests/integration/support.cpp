@@ -1,6 +1,7 @@
 #include "support.h"
 
 #include <fcntl.h>
+#include <grp.h>
 #include <gtest/gtest.h>
 #include <poll.h>
 #include <signal.h>
@@ -9,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -109,9 +111,14 @@ RunResult run_gpureap(const std::vector<std::string>& args, const std::vector<st
   std::vector<char*> argv;
   for (auto& a : argv_s) argv.push_back(a.data());
   argv.push_back(nullptr);
-  std::vector<std::string> env_s;
-  for (char** e = environ; *e; ++e) env_s.emplace_back(*e);
-  env_s.insert(env_s.end(), env.begin(), env.end());
+  // The given entries replace inherited ones of the same name.
+  std::vector<std::string> env_s = env;
+  for (char** e = environ; *e; ++e) {
+    std::string entry(*e);
+    std::string name = entry.substr(0, entry.find('=') + 1);
+    bool overridden = std::any_of(env.begin(), env.end(), [&](const std::string& x) { return x.rfind(name, 0) == 0; });
+    if (!overridden) env_s.push_back(entry);
+  }
   std::vector<char*> envp;
   for (auto& e : env_s) envp.push_back(e.data());
   envp.push_back(nullptr);
@@ -188,6 +195,204 @@ bool wait_for_state(pid_t pid, char state, int ms) {
 
 bool wait_gone(pid_t pid, int ms) {
   return poll_until([&] { return ::kill(pid, 0) != 0 && errno == ESRCH; }, ms);
+}
+
+// --- for `gpureap kill` ---------------------------------------------------------------------
+
+std::string proc_status_field(pid_t pid, const std::string& key) {
+  std::ifstream f("/proc/" + std::to_string(pid) + "/status");
+  for (std::string line; std::getline(f, line);) {
+    if (line.rfind(key + ":", 0) != 0) continue;
+    auto value = line.substr(key.size() + 1);
+    value.erase(0, value.find_first_not_of(" \t"));
+    return value;
+  }
+  return "";
+}
+
+void block_all_signals() {
+  sigset_t all;
+  sigfillset(&all);
+  sigprocmask(SIG_BLOCK, &all, nullptr);
+}
+
+bool no_signal_pending(pid_t pid) {
+  std::string own = proc_status_field(pid, "SigPnd"), shared = proc_status_field(pid, "ShdPnd");
+  if (own.empty() || shared.empty()) {
+    ADD_FAILURE() << "cannot read the pending signals of " << pid;
+    return false;
+  }
+  return std::stoull(own, nullptr, 16) == 0 && std::stoull(shared, nullptr, 16) == 0;
+}
+
+bool is_alive(pid_t pid) {
+  char s = state_of(pid);
+  return s != '\0' && s != 'Z' && s != 'X';
+}
+
+RunResult run_gpureap_as(uid_t uid, gid_t gid, const std::vector<std::string>& args,
+                         const std::vector<std::string>& env) {
+  RunResult r;
+  // The build tree may not be readable by that user: run a copy from a directory it can read.
+  TempDir dir;
+  ::chmod(dir.path().c_str(), 0755);
+  std::string binary = dir.file("gpureap");
+  std::filesystem::copy_file(GPUREAP_BINARY, binary);
+  ::chmod(binary.c_str(), 0755);
+  std::string out_path = dir.file("out"), err_path = dir.file("err");
+  int out = ::open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  int err = ::open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  std::vector<std::string> argv_s{binary};
+  argv_s.insert(argv_s.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (auto& a : argv_s) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  // The given entries replace inherited ones of the same name.
+  std::vector<std::string> env_s = env;
+  for (char** e = environ; *e; ++e) {
+    std::string entry(*e);
+    std::string name = entry.substr(0, entry.find('=') + 1);
+    bool overridden = std::any_of(env.begin(), env.end(), [&](const std::string& x) { return x.rfind(name, 0) == 0; });
+    if (!overridden) env_s.push_back(entry);
+  }
+  std::vector<char*> envp;
+  for (auto& e : env_s) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    int in = ::open("/dev/null", O_RDONLY);
+    if (in < 0 || ::dup2(in, 0) < 0 || ::dup2(out, 1) < 0 || ::dup2(err, 2) < 0) ::_exit(120);
+    if (::setgroups(0, nullptr) != 0 || ::setgid(gid) != 0 || ::setuid(uid) != 0) ::_exit(121);
+    ::execve(argv[0], argv.data(), envp.data());
+    ::_exit(122);
+  }
+  ::close(out);
+  ::close(err);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  int fo = ::open(out_path.c_str(), O_RDONLY), fe = ::open(err_path.c_str(), O_RDONLY);
+  r.out = drain(fo);
+  r.err = drain(fe);
+  ::close(fo);
+  ::close(fe);
+  return r;
+}
+
+int end_signal(pid_t pid) {
+  siginfo_t info{};
+  if (::waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOWAIT) != 0) {
+    ADD_FAILURE() << "waitid " << pid << ": " << std::strerror(errno);
+    return -1;
+  }
+  return info.si_code == CLD_KILLED || info.si_code == CLD_DUMPED ? info.si_status : 0;
+}
+
+KillStrays::~KillStrays() {
+  for (pid_t pid : pids)
+    if (pid > 0 && is_alive(pid)) ::kill(pid, SIGKILL);
+}
+
+nlohmann::json entry_of(const nlohmann::json& array, pid_t pid) {
+  if (!array.is_array()) return nullptr;
+  for (const auto& e : array)
+    if (e.contains("pid") && e["pid"] == pid) return e;
+  return nullptr;
+}
+
+// --- for `gpureap run` ----------------------------------------------------------------------
+
+BackgroundGpureap::BackgroundGpureap(const std::vector<std::string>& args,
+                                     const std::vector<std::string>& env,
+                                     const std::vector<std::string>& prefix) {
+  std::vector<std::string> argv_s = prefix;
+  argv_s.push_back(GPUREAP_BINARY);
+  argv_s.insert(argv_s.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (auto& a : argv_s) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  // The given entries replace inherited ones of the same name.
+  std::vector<std::string> env_s = env;
+  for (char** e = environ; *e; ++e) {
+    std::string entry(*e);
+    std::string name = entry.substr(0, entry.find('=') + 1);
+    bool overridden = std::any_of(env.begin(), env.end(), [&](const std::string& x) { return x.rfind(name, 0) == 0; });
+    if (!overridden) env_s.push_back(entry);
+  }
+  std::vector<char*> envp;
+  for (auto& e : env_s) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 1, dir_.file("out").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  posix_spawn_file_actions_addopen(&fa, 2, dir_.file("err").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+  int rc = ::posix_spawnp(&pid_, argv[0], &fa, nullptr, argv.data(), envp.data());
+  posix_spawn_file_actions_destroy(&fa);
+  if (rc != 0) {
+    pid_ = -1;
+    ADD_FAILURE() << "cannot start " << argv[0] << ": " << std::strerror(rc);
+  }
+}
+
+BackgroundGpureap::~BackgroundGpureap() {
+  if (pid_ <= 0) return;
+  ::kill(pid_, SIGKILL);
+  ::waitpid(pid_, nullptr, 0);
+}
+
+RunResult BackgroundGpureap::wait(int ms) {
+  RunResult r;
+  if (pid_ <= 0) return r;
+  int status = 0;
+  bool done = poll_until([&] { return ::waitpid(pid_, &status, WNOHANG) == pid_; }, ms);
+  if (!done) {
+    ADD_FAILURE() << "gpureap did not exit within " << ms << " ms";
+    ::kill(pid_, SIGKILL);
+    ::waitpid(pid_, &status, 0);
+  }
+  pid_ = -1;
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  r.out = read_text(dir_.file("out"));
+  r.err = read_text(dir_.file("err"));
+  return r;
+}
+
+bool wait_for_file(const std::string& path, int ms) {
+  return poll_until([&] {
+    struct stat st {};
+    return ::stat(path.c_str(), &st) == 0 && st.st_size > 0;
+  }, ms);
+}
+
+std::string read_text(const std::string& path) {
+  std::ifstream f(path);
+  return std::string((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+}
+
+}  // namespace gpureap::testing
+
+namespace gpureap::testing {
+
+FakeNvml::FakeNvml(const nlohmann::json& scenario) { write(scenario); }
+
+void FakeNvml::write(const nlohmann::json& scenario) {
+  std::ofstream(scenario_path()) << scenario.dump(2);
+}
+
+std::vector<std::string> FakeNvml::env() const {
+#ifdef FAKE_NVML_LIBRARY
+  return {std::string("GPUREAP_NVML_LIBRARY=") + FAKE_NVML_LIBRARY, "FAKE_NVML_SCENARIO=" + scenario_path()};
+#else
+  return {"GPUREAP_NVML_LIBRARY=/nonexistent/libnvidia-ml.so.1"};
+#endif
+}
+
+pid_t dead_pid() {
+  pid_t pid = ::fork();
+  if (pid == 0) ::_exit(0);
+  ::waitpid(pid, nullptr, 0);
+  return pid;
 }
 
 }  // namespace gpureap::testing

@@ -78,4 +78,68 @@ bool wait_for_state(pid_t pid, char state, int ms = 10000);
 // Waits until the pid no longer exists.
 bool wait_gone(pid_t pid, int ms = 10000);
 
+// --- for `gpureap kill` ---------------------------------------------------------------------
+// A field of /proc/<pid>/status ("SigPnd", "ShdPnd", ...) without its key, or "" when absent.
+std::string proc_status_field(pid_t pid, const std::string& key);
+// In a child body: block every signal that can be blocked, so a signal sent stays pending.
+void block_all_signals();
+// No signal pending for pid: in a child that blocks them all, proof that none was sent.
+bool no_signal_pending(pid_t pid);
+// In /proc and not a zombie.
+bool is_alive(pid_t pid);
+// Runs a copy of the gpureap binary as uid/gid with no supplementary groups (the test must
+// run as root); stdout/stderr as run_gpureap.
+RunResult run_gpureap_as(uid_t uid, gid_t gid, const std::vector<std::string>& args,
+                         const std::vector<std::string>& env = {});
+// The signal that ended our child `pid` (0: it exited), waiting for it to end. WNOWAIT leaves
+// the zombie for Child's destructor to reap, so that never signals a recycled PID.
+int end_signal(pid_t pid);
+// SIGKILLs the listed processes that are still alive when it goes out of scope: strays a test
+// made (reparented workers) never outlive it, even when an assertion failed half way.
+struct KillStrays {
+  std::vector<pid_t> pids;
+  ~KillStrays();
+};
+// The element of a JSON array of objects whose "pid" is pid, or null.
+nlohmann::json entry_of(const nlohmann::json& array, pid_t pid);
+
+// --- for `gpureap run` ----------------------------------------------------------------------
+// gpureap started in the background, for tests that signal it while its job runs. `prefix`
+// runs it under another program (e.g. {"unshare", "--pid", "--fork", "--mount-proc"}).
+class BackgroundGpureap {
+ public:
+  explicit BackgroundGpureap(const std::vector<std::string>& args,
+                             const std::vector<std::string>& env = {},
+                             const std::vector<std::string>& prefix = {});
+  ~BackgroundGpureap();  // SIGKILLs and reaps it if still running
+  BackgroundGpureap(const BackgroundGpureap&) = delete;
+  pid_t pid() const { return pid_; }
+  // Waits up to ms for it to exit; on timeout it is SIGKILLed and the test fails.
+  RunResult wait(int ms = 60000);
+
+ private:
+  TempDir dir_;
+  pid_t pid_ = -1;
+};
+// Waits until `path` exists and is not empty.
+bool wait_for_file(const std::string& path, int ms = 10000);
+// The whole file, or "" when it cannot be read.
+std::string read_text(const std::string& path);
+
+}  // namespace gpureap::testing
+
+namespace gpureap::testing {
+
+// A scenario file for the NVML test double and the environment that points gpureap at it.
+class FakeNvml : public TempDir {
+ public:
+  explicit FakeNvml(const nlohmann::json& scenario);
+  void write(const nlohmann::json& scenario);
+  std::vector<std::string> env() const;
+  std::string scenario_path() const { return file("scenario.json"); }
+};
+
+// A PID that existed and is gone (a child that exited and was reaped).
+pid_t dead_pid();
+
 }  // namespace gpureap::testing

@@ -1,0 +1,301 @@
+// `gpureap doctor` and `gpureap reset` against real processes and the NVML test double.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/ipc.h>
+#include <sys/shm.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <utime.h>
+
+#include <fstream>
+
+#include "support.h"
+
+namespace gpureap::testing {
+namespace {
+
+using nlohmann::json;
+constexpr uint64_t GiB = 1ull << 30;
+
+#ifndef FAKE_NVML_LIBRARY
+#define REQUIRE_DOUBLE() GTEST_SKIP() << "the NVML test double was not built"
+#else
+#define REQUIRE_DOUBLE() (void)0
+#endif
+
+json one_gpu(json processes, uint64_t driver_held = 0) {
+  return {{"gpus", {{{"name", "NVIDIA H200"}, {"uuid", "GPU-0000"}, {"pci_bus_id", "00000000:17:00.0"},
+                     {"minor", 0}, {"total_bytes", 80 * GiB}, {"driver_held_bytes", driver_held},
+                     {"processes", processes}}}}};
+}
+
+struct Doctor {
+  int exit_code;
+  json doc;
+};
+
+Doctor doctor(const FakeDevRoot& dev, const FakeNvml& nvml, std::vector<std::string> extra = {}) {
+  std::vector<std::string> args{"doctor", "--json", "--dev-root", dev.path()};
+  if (std::find(extra.begin(), extra.end(), "--settle") == extra.end()) extra.insert(extra.end(), {"--settle", "300ms"});
+  args.insert(args.end(), extra.begin(), extra.end());
+  auto r = run_gpureap(args, nvml.env());
+  Doctor d{r.exit_code, nullptr};
+  try {
+    d.doc = json::parse(r.out);
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << "not JSON: " << r.out << r.err;
+  }
+  return d;
+}
+
+const json* finding(const Doctor& d, const std::string& code) {
+  for (const auto& f : d.doc["findings"])
+    if (f["code"] == code) return &f;
+  return nullptr;
+}
+
+bool remedy_has(const json& f, const std::string& text) {
+  for (const auto& r : f["remedy"])
+    if (r.get<std::string>().find(text) != std::string::npos) return true;
+  return false;
+}
+
+TEST(Doctor, HealthyMachineSaysSoInOneLine) {
+  REQUIRE_DOUBLE();
+  FakeDevRoot dev;
+  Ready ready;
+  Child job([&] {
+    hold(dev.dev("nvidia0"));
+    ready.signal();
+  });
+  ready.wait();
+  FakeNvml nvml(one_gpu(json::array({{{"pid", job.pid()}, {"used_bytes", 4 * GiB}}})));
+  auto d = doctor(dev, nvml);
+  EXPECT_EQ(d.exit_code, 0) << d.doc.dump(2);
+  EXPECT_EQ(d.doc["schema"], "gpureap.doctor/v1");
+  EXPECT_EQ(d.doc["snapshot"]["schema"], "gpureap.snapshot/v1");
+  for (const auto& f : d.doc["findings"]) EXPECT_EQ(f["severity"], "info") << f.dump();
+  auto text = run_gpureap({"doctor", "--dev-root", dev.path(), "--settle", "0s"}, nvml.env());
+  EXPECT_EQ(text.out.rfind("Healthy", 0), 0u) << text.out;
+}
+
+TEST(Doctor, GhostKeptByWorkersIsCriticalWithTheKillCommand) {
+  REQUIRE_DOUBLE();
+  FakeDevRoot dev;
+  Ready ready;
+  Child parent([&] {
+    ::setpgid(0, 0);
+    hold(dev.dev("nvidia0"));
+    pid_t c = ::fork();
+    if (c == 0) {
+      for (;;) ::pause();
+    }
+    ready.send(c);
+    ::_exit(0);
+  });
+  pid_t ghost = parent.pid();
+  pid_t worker = static_cast<pid_t>(ready.receive());
+  parent.kill_and_reap();
+  FakeNvml nvml(one_gpu(json::array({{{"pid", ghost}, {"used_bytes", 8 * GiB}, {"holders", {ghost, worker}}}})));
+  auto d = doctor(dev, nvml);
+  EXPECT_EQ(d.exit_code, 2);
+  const auto* f = finding(d, "no-such-process");
+  ASSERT_NE(f, nullptr) << d.doc["findings"].dump(2);
+  EXPECT_EQ((*f)["severity"], "critical");
+  EXPECT_EQ((*f)["memory_bytes"], 8 * GiB);
+  EXPECT_EQ((*f)["pids"], json::array({ghost, worker}));
+  EXPECT_EQ((*f)["gpus"], json::array({0}));
+  EXPECT_TRUE(remedy_has(*f, "gpureap kill " + std::to_string(ghost)));
+  ASSERT_NE(finding(d, "inherited-holder"), nullptr);
+  ASSERT_NE(finding(d, "orphan-holder"), nullptr);
+  ::kill(worker, SIGKILL);
+  wait_gone(worker);
+}
+
+TEST(Doctor, LeakedAndReleasingAreToldApart) {
+  REQUIRE_DOUBLE();
+  FakeDevRoot dev;
+  pid_t leaked = dead_pid(), releasing = dead_pid();
+  FakeNvml nvml(one_gpu(json::array({{{"pid", leaked}, {"used_bytes", 6 * GiB}, {"leaked", true}},
+                                     {{"pid", releasing}, {"used_bytes", 2 * GiB}, {"release_delay_ms", 1000}}})));
+  auto d = doctor(dev, nvml, {"--settle", "2500ms"});
+  EXPECT_EQ(d.exit_code, 2);
+  const auto* leak = finding(d, "leaked-memory");
+  ASSERT_NE(leak, nullptr) << d.doc["findings"].dump(2);
+  EXPECT_EQ((*leak)["pids"], json::array({leaked}));
+  EXPECT_EQ((*leak)["memory_bytes"], 6 * GiB);
+  EXPECT_TRUE(remedy_has(*leak, "gpureap reset --gpu 0"));
+  const auto* rel = finding(d, "releasing");
+  ASSERT_NE(rel, nullptr) << d.doc["findings"].dump(2);
+  EXPECT_EQ((*rel)["pids"], json::array({releasing}));
+  EXPECT_EQ((*rel)["severity"], "info");
+}
+
+TEST(Doctor, StoppedHolderAndUnreapedZombies) {
+  REQUIRE_DOUBLE();
+  FakeDevRoot dev;
+  Ready ready;
+  Child stopped([&] {
+    hold(dev.dev("nvidia0"));
+    ready.signal();
+  });
+  ready.wait();
+  ::kill(stopped.pid(), SIGSTOP);
+  ASSERT_TRUE(wait_for_state(stopped.pid(), 'T'));
+  Ready ready2;
+  Child parent([&] {
+    hold(dev.dev("nvidia0"));
+    pid_t z = ::fork();
+    if (z == 0) ::_exit(0);
+    ready2.send(z);
+  });
+  pid_t zombie = static_cast<pid_t>(ready2.receive());
+  ASSERT_TRUE(wait_for_state(zombie, 'Z'));
+  FakeNvml nvml(one_gpu(json::array({{{"pid", stopped.pid()}, {"used_bytes", 5 * GiB}},
+                                     {{"pid", parent.pid()}, {"used_bytes", GiB}}})));
+  auto d = doctor(dev, nvml);
+  EXPECT_EQ(d.exit_code, 1);
+  const auto* s = finding(d, "stopped-holder");
+  ASSERT_NE(s, nullptr);
+  EXPECT_EQ((*s)["pids"], json::array({stopped.pid()}));
+  EXPECT_EQ((*s)["memory_bytes"], 5 * GiB);
+  EXPECT_TRUE(remedy_has(*s, "kill -CONT " + std::to_string(stopped.pid())));
+  const auto* z = finding(d, "unreaped-zombies");
+  ASSERT_NE(z, nullptr);
+  EXPECT_EQ((*z)["pids"], json::array({parent.pid()}));
+}
+
+TEST(Doctor, IpcResidue) {
+  REQUIRE_DOUBLE();
+  FakeDevRoot dev;
+  // A segment whose creator exits without removing it.
+  int pipefd[2];
+  ASSERT_EQ(::pipe(pipefd), 0);
+  pid_t creator = ::fork();
+  if (creator == 0) {
+    int id = ::shmget(IPC_PRIVATE, 1 << 20, IPC_CREAT | 0600);
+    if (::write(pipefd[1], &id, sizeof id) != sizeof id) ::_exit(1);
+    ::_exit(0);
+  }
+  int shmid = -1;
+  ASSERT_EQ(::read(pipefd[0], &shmid, sizeof shmid), static_cast<ssize_t>(sizeof shmid));
+  ::waitpid(creator, nullptr, 0);
+  ::close(pipefd[0]);
+  ::close(pipefd[1]);
+  ASSERT_GE(shmid, 0);
+  // A file in the dev root's shm/ that nobody holds, last touched ten minutes ago.
+  ::mkdir(dev.file("shm").c_str(), 0777);
+  std::string leftover = dev.file("shm/torch_4242_0");
+  std::ofstream(leftover) << std::string(4096, 'x');
+  utimbuf old{::time(nullptr) - 600, ::time(nullptr) - 600};
+  ::utime(leftover.c_str(), &old);
+  FakeNvml nvml(one_gpu(json::array()));
+  auto d = doctor(dev, nvml);
+  ::shmctl(shmid, IPC_RMID, nullptr);
+  const auto* f = finding(d, "ipc-residue");
+  ASSERT_NE(f, nullptr) << d.doc["findings"].dump(2);
+  EXPECT_TRUE(remedy_has(*f, "ipcrm -m " + std::to_string(shmid)));
+  EXPECT_TRUE(remedy_has(*f, "rm " + leftover));
+  EXPECT_EQ(d.exit_code, 1);
+}
+
+TEST(Doctor, DriverMismatchIsCritical) {
+  REQUIRE_DOUBLE();
+  FakeDevRoot dev;
+  auto scenario = one_gpu(json::array());
+  scenario["init_error"] = "lib_rm_version_mismatch";
+  FakeNvml nvml(scenario);
+  auto d = doctor(dev, nvml);
+  const auto* f = finding(d, "driver-mismatch");
+  ASSERT_NE(f, nullptr) << d.doc["findings"].dump(2);
+  EXPECT_EQ((*f)["severity"], "critical");
+  EXPECT_EQ(d.exit_code, 2);
+}
+
+// A stand-in nvidia-smi that records its arguments.
+class FakeNvidiaSmi : public TempDir {
+ public:
+  explicit FakeNvidiaSmi(int exit_code = 0, const std::string& says = "GPU reset done") {
+    std::ofstream(file("nvidia-smi")) << "#!/bin/sh\necho \"$@\" > " << file("args") << "\necho '" << says
+                                      << "'\nexit " << exit_code << "\n";
+    ::chmod(file("nvidia-smi").c_str(), 0755);
+  }
+  std::string path_env() const { return "PATH=" + path() + ":/usr/bin:/bin"; }
+  std::string args() const {
+    std::ifstream f(file("args"));
+    std::string s;
+    std::getline(f, s);
+    return s;
+  }
+};
+
+TEST(Reset, RefusesWhileAProcessHoldsTheGpu) {
+  REQUIRE_DOUBLE();
+  FakeDevRoot dev;
+  Ready ready;
+  Child job([&] {
+    hold(dev.dev("nvidia0"));
+    ready.signal();
+  });
+  ready.wait();
+  FakeNvml nvml(one_gpu(json::array()));
+  FakeNvidiaSmi smi;
+  auto env = nvml.env();
+  env.push_back(smi.path_env());
+  auto r = run_gpureap({"reset", "--gpu", "0", "--yes", "--dev-root", dev.path()}, env);
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find("PID " + std::to_string(job.pid())), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("gpureap kill --gpu 0"), std::string::npos);
+  EXPECT_EQ(smi.args(), "");  // never ran
+}
+
+TEST(Reset, RunsNvidiaSmiWhenNothingHoldsTheGpu) {
+  REQUIRE_DOUBLE();
+  if (::geteuid() != 0) GTEST_SKIP() << "a reset needs root";
+  FakeDevRoot dev;
+  FakeNvml nvml(one_gpu(json::array(), 3 * GiB));
+  FakeNvidiaSmi smi;
+  auto env = nvml.env();
+  env.push_back(smi.path_env());
+  auto dry = run_gpureap({"reset", "--gpu", "0", "--dry-run", "--dev-root", dev.path()}, env);
+  EXPECT_EQ(dry.exit_code, 0) << dry.err;
+  EXPECT_EQ(smi.args(), "");
+  auto no_tty = run_gpureap({"reset", "--gpu", "0", "--dev-root", dev.path()}, env);
+  EXPECT_EQ(no_tty.exit_code, 2);
+  EXPECT_NE(no_tty.err.find("--yes"), std::string::npos);
+  // The stand-in "frees" the memory: the scenario no longer has driver-held bytes afterwards.
+  std::ofstream(smi.file("nvidia-smi"), std::ios::app);
+  auto r = run_gpureap({"reset", "--gpu", "0", "--yes", "--dev-root", dev.path()}, env);
+  EXPECT_EQ(smi.args(), "--gpu-reset -i 0");
+  EXPECT_NE(r.out.find("GPU 0 reset"), std::string::npos) << r.out << r.err;
+}
+
+TEST(Reset, ExplainsWhyNvidiaSmiRefused) {
+  REQUIRE_DOUBLE();
+  if (::geteuid() != 0) GTEST_SKIP() << "a reset needs root";
+  FakeDevRoot dev;
+  FakeNvml nvml(one_gpu(json::array()));
+  FakeNvidiaSmi smi(3, "Unable to reset this GPU because it is being used by some other process (e.g. CUDA application, graphics application like X server, monitoring application like other instance of nvidia-smi). Please first kill all processes using this GPU and all compute applications running in the system. GPU is in use by another client.");
+  auto env = nvml.env();
+  env.push_back(smi.path_env());
+  auto r = run_gpureap({"reset", "--gpu", "0", "--yes", "--dev-root", dev.path()}, env);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("another client"), std::string::npos) << r.err;
+}
+
+TEST(Reset, NvidiaSmiMissing) {
+  REQUIRE_DOUBLE();
+  if (::geteuid() != 0) GTEST_SKIP() << "a reset needs root";
+  FakeDevRoot dev;
+  FakeNvml nvml(one_gpu(json::array()));
+  TempDir empty;
+  auto env = nvml.env();
+  env.push_back("PATH=" + empty.path());
+  auto r = run_gpureap({"reset", "--gpu", "0", "--yes", "--dev-root", dev.path()}, env);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("nvidia-smi was not found"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace gpureap::testing
