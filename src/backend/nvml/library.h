@@ -1,0 +1,35 @@
+#pragma once
+// Owns the dlopen handle of libnvidia-ml. NVML is opened at run time so gpureap builds and
+// runs on machines without the NVIDIA driver, and so tests can point it at a test double.
+#include <optional>
+#include <string>
+#include <utility>
+
+#include "core/result.h"
+
+namespace gpureap::backend::nvml {
+
+class Library {
+ public:
+  // `path` set: exactly that file. Otherwise the loader's search for libnvidia-ml.so.1,
+  // then libnvidia-ml.so (the unversioned name exists only with development packages).
+  static core::Result<Library> open(const std::optional<std::string>& path);
+
+  Library(Library&& other) noexcept;
+  Library& operator=(Library&& other) noexcept;
+  Library(const Library&) = delete;
+  Library& operator=(const Library&) = delete;
+  ~Library();
+
+  void* symbol(const char* name) const;
+  // The file actually loaded (the loader's resolved path when it can tell), for reports.
+  const std::string& path() const { return path_; }
+
+ private:
+  Library(void* handle, std::string path) : handle_(handle), path_(std::move(path)) {}
+
+  void* handle_ = nullptr;
+  std::string path_;
+};
+
+}  // namespace gpureap::backend::nvml

@@ -1,0 +1,160 @@
+#include "backend/nvml/nvml_backend.h"
+
+#include <exception>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <utility>
+
+#include "backend/nvml/abi.h"
+#include "backend/nvml/device_reader.h"
+#include "backend/nvml/errors.h"
+#include "backend/nvml/library.h"
+#include "backend/nvml/resolver_backend.h"
+#include "backend/nvml/symbol_table.h"
+
+namespace gpureap::backend::nvml {
+namespace {
+
+// Where the NVML functions come from, and what keeps them loaded.
+struct SymbolSource {
+  std::string library;
+  SymbolResolver resolver;
+  std::shared_ptr<Library> keep_loaded;  // null for injected resolvers
+};
+using SymbolSourceOpener = std::function<core::Result<SymbolSource>()>;
+
+// Loads and initialises NVML on the first collect() and keeps it for the next ones: a
+// daemon collects every few seconds, and nvmlInit costs tens of milliseconds on big hosts.
+// A step that fails (no library, driver not loaded) is retried on the next collect(), so
+// a daemon started before the driver recovers once it is there.
+class NvmlBackend final : public GpuBackend {
+ public:
+  NvmlBackend(NvmlOptions options, SymbolSourceOpener opener)
+      : options_(std::move(options)), opener_(std::move(opener)) {}
+
+  ~NvmlBackend() override {
+    // nvmlShutdown before the library is unloaded (source_ is destroyed after this body).
+    if (initialised_) api_->get<nvmlVoid_fn>(Fn::Shutdown)();
+  }
+
+  core::BackendReport collect() override {
+    std::lock_guard lock(mutex_);
+    core::BackendReport report;
+    try {
+      collect_into(report);
+    } catch (const std::exception& e) {
+      report.available = false;
+      report.gpus.clear();
+      report.error = std::string("internal error while reading NVML: ") + e.what() +
+                     ": please report this as a gpureap bug";
+      report.error_code = "internal";
+    }
+    return report;
+  }
+
+ private:
+  void collect_into(core::BackendReport& report) {
+    if (!ready(report)) return;
+    const SymbolTable& api = *api_;
+    for (const std::string& missing : api.missing_optional()) {
+      report.warnings.push_back("this NVML library lacks " + missing +
+                                "; that information is unknown");
+    }
+    report.driver_version = system_string(Fn::DriverVersion);
+    report.nvml_version = system_string(Fn::NvmlVersion);
+
+    unsigned count = 0;
+    auto get_count = api.get<nvmlDeviceGetCount_fn>(Fn::DeviceGetCount);
+    if (nvmlReturn_t rc = get_count(&count); rc != NVML_SUCCESS) {
+      report.error = init_error(rc, api.name(Fn::DeviceGetCount), nvml_error_text(api, rc)).text();
+      report.error_code = init_error_code(rc);
+      return;
+    }
+    report.available = true;
+    report.gpus.reserve(count);
+    for (unsigned index = 0; index < count; ++index) {
+      report.gpus.push_back(read_gpu(api, index, options_.pid_max));
+    }
+  }
+
+  // Library loaded, symbols resolved, NVML initialised; otherwise report.error says why.
+  bool ready(core::BackendReport& report) {
+    if (!source_) {
+      auto opened = opener_();
+      if (!opened) {
+        report.error = opened.error().text();
+        report.error_code = "library-not-found";
+        return false;
+      }
+      source_ = std::move(opened.value());
+    }
+    report.library = source_->library;
+    if (!api_) {
+      auto table = SymbolTable::resolve(source_->resolver);
+      if (!table) {
+        report.error = source_->library + ": " + table.error().text();
+        report.error_code = "symbol-missing";
+        source_.reset();
+        return false;
+      }
+      api_ = std::move(table.value());
+    }
+    if (!initialised_) {
+      nvmlReturn_t rc = api_->get<nvmlVoid_fn>(Fn::Init)();
+      if (rc != NVML_SUCCESS) {
+        report.error = init_error(rc, api_->name(Fn::Init), nvml_error_text(*api_, rc)).text();
+        report.error_code = init_error_code(rc);
+        return false;
+      }
+      initialised_ = true;
+    }
+    return true;
+  }
+
+  std::optional<std::string> system_string(Fn fn) const {
+    if (!api_->has(fn)) return std::nullopt;
+    char text[NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE] = {};
+    if (api_->get<nvmlSystemGetString_fn>(fn)(text, sizeof text) != NVML_SUCCESS) {
+      return std::nullopt;
+    }
+    text[sizeof text - 1] = '\0';
+    if (text[0] == '\0') return std::nullopt;
+    return std::string(text);
+  }
+
+  NvmlOptions options_;
+  SymbolSourceOpener opener_;
+  std::mutex mutex_;
+  std::optional<SymbolSource> source_;
+  std::optional<SymbolTable> api_;
+  bool initialised_ = false;
+};
+
+}  // namespace
+
+std::unique_ptr<GpuBackend> make_nvml_backend(const NvmlOptions& options) {
+  auto opener = [path = options.library_path]() -> core::Result<SymbolSource> {
+    auto library = Library::open(path);
+    if (!library) return library.error();
+    auto shared = std::make_shared<Library>(std::move(library.value()));
+    std::string label = shared->path();
+    SymbolResolver resolver = [lib = shared.get()](const char* name) { return lib->symbol(name); };
+    return SymbolSource{std::move(label), std::move(resolver), std::move(shared)};
+  };
+  return std::make_unique<NvmlBackend>(options, std::move(opener));
+}
+
+std::unique_ptr<GpuBackend> make_nvml_backend_from_resolver(const NvmlOptions& options,
+                                                            SymbolResolver resolver,
+                                                            std::string library_label) {
+  auto opener = [resolver = std::move(resolver),
+                 label = std::move(library_label)]() -> core::Result<SymbolSource> {
+    return SymbolSource{label, resolver, nullptr};
+  };
+  return std::make_unique<NvmlBackend>(options, std::move(opener));
+}
+
+}  // namespace gpureap::backend::nvml

@@ -1,0 +1,174 @@
+#include "backend/nvml/process_lists.h"
+
+#include <algorithm>
+#include <array>
+#include <map>
+
+#include "backend/nvml/errors.h"
+
+namespace gpureap::backend::nvml {
+namespace {
+
+struct ListSpec {
+  Fn fn;
+  core::GpuProcessKind kind;
+  const char* what;
+};
+
+// Compute first: a PID in several lists keeps the first kind (see merge_process).
+constexpr std::array<ListSpec, 3> kLists = {{
+    {Fn::ComputeRunningProcesses, core::GpuProcessKind::Compute, "compute"},
+    {Fn::GraphicsRunningProcesses, core::GpuProcessKind::Graphics, "graphics"},
+    {Fn::MpsComputeRunningProcesses, core::GpuProcessKind::Mps, "MPS"},
+}};
+
+struct RawList {
+  nvmlReturn_t rc = NVML_SUCCESS;
+  std::vector<std::byte> buffer;
+  std::size_t count = 0;
+  bool overfilled = false;  // the driver claimed more records than the buffer holds
+};
+
+// count=0 with no buffer asks for the size (INSUFFICIENT_SIZE + count, or SUCCESS when
+// there is nothing); then read into a canary-filled buffer with slack, growing it while the
+// driver still says it is too small.
+RawList fetch_records(nvmlDeviceGetProcesses_fn fn, nvmlDevice_t device) {
+  RawList list;
+  unsigned needed = 0;
+  list.rc = fn(device, &needed, nullptr);
+  if (list.rc == NVML_SUCCESS && needed == 0) return list;
+  if (list.rc != NVML_SUCCESS && list.rc != NVML_ERROR_INSUFFICIENT_SIZE) return list;
+  for (int attempt = 1; attempt <= kProcessReadAttempts; ++attempt) {
+    const unsigned capacity = needed + kProcessSlack * static_cast<unsigned>(attempt);
+    list.buffer.assign(std::size_t{capacity} * kLargestRecordStride, kCanaryByte);
+    unsigned count = capacity;
+    list.rc = fn(device, &count, list.buffer.data());
+    if (list.rc == NVML_SUCCESS) {
+      list.overfilled = count > capacity;
+      list.count = count;
+      return list;
+    }
+    if (list.rc != NVML_ERROR_INSUFFICIENT_SIZE) return list;
+    needed = std::max(needed, count);
+  }
+  return list;
+}
+
+std::string list_error(unsigned index, const char* what, nvmlReturn_t rc, const SymbolTable& api,
+                       const char* function) {
+  const std::string base = "the " + std::string(what) + " process list of GPU " +
+                           std::to_string(index) + " could not be read (" + function +
+                           " returned " + return_code_name(rc) + ")";
+  switch (rc) {
+    case NVML_ERROR_NO_PERMISSION:
+      return base + ": run gpureap as root to see every process";
+    case NVML_ERROR_NOT_SUPPORTED:
+      return base + ": this GPU or driver does not report processes";
+    case NVML_ERROR_INSUFFICIENT_SIZE:
+      return base + ": processes kept starting while it was read; try again";
+    default: {
+      const char* text = nvml_error_text(api, rc);
+      return base + (text != nullptr ? std::string(": ") + text : std::string()) +
+             "; check `nvidia-smi` and `dmesg`";
+    }
+  }
+}
+
+// Latest sample per PID. Samples are optional extras: any failure means "unknown".
+std::map<unsigned, unsigned> read_sm_utilization(const SymbolTable& api, nvmlDevice_t device) {
+  std::map<unsigned, unsigned> latest_util;
+  if (!api.has(Fn::ProcessUtilization)) return latest_util;
+  auto fn = api.get<nvmlDeviceGetProcessUtilization_fn>(Fn::ProcessUtilization);
+  unsigned needed = 0;
+  nvmlReturn_t rc = fn(device, nullptr, &needed, 0);
+  if ((rc != NVML_SUCCESS && rc != NVML_ERROR_INSUFFICIENT_SIZE) || needed == 0) {
+    return latest_util;
+  }
+  std::vector<nvmlProcessUtilizationSample_t> samples;
+  for (int attempt = 1; attempt <= kProcessReadAttempts; ++attempt) {
+    samples.assign(needed + kProcessSlack * static_cast<unsigned>(attempt), {});
+    unsigned count = static_cast<unsigned>(samples.size());
+    rc = fn(device, samples.data(), &count, 0);
+    if (rc == NVML_SUCCESS) {
+      samples.resize(std::min<std::size_t>(count, samples.size()));
+      break;
+    }
+    if (rc != NVML_ERROR_INSUFFICIENT_SIZE) return latest_util;
+    needed = std::max(needed, count);
+  }
+  if (rc != NVML_SUCCESS) return latest_util;
+  std::map<unsigned, unsigned long long> latest_time;
+  for (const auto& sample : samples) {
+    if (sample.smUtil > 100) continue;
+    auto seen = latest_time.find(sample.pid);
+    if (seen == latest_time.end() || sample.timeStamp >= seen->second) {
+      latest_time[sample.pid] = sample.timeStamp;
+      latest_util[sample.pid] = sample.smUtil;
+    }
+  }
+  return latest_util;
+}
+
+std::optional<std::string> driver_process_name(const SymbolTable& api, pid_t pid) {
+  if (!api.has(Fn::ProcessName)) return std::nullopt;
+  std::array<char, NVML_PROCESS_NAME_BUFFER_SIZE> name{};
+  auto fn = api.get<nvmlSystemGetProcessName_fn>(Fn::ProcessName);
+  if (fn(static_cast<unsigned>(pid), name.data(), static_cast<unsigned>(name.size())) !=
+      NVML_SUCCESS) {
+    return std::nullopt;
+  }
+  name.back() = '\0';
+  if (name[0] == '\0') return std::nullopt;
+  return std::string(name.data());
+}
+
+}  // namespace
+
+ProcessLists read_process_lists(const SymbolTable& api, nvmlDevice_t device, unsigned index,
+                                const RecordLimits& limits) {
+  ProcessLists result;
+  if (!api.has(Fn::ComputeRunningProcesses)) {
+    result.processes_error =
+        "this NVML library cannot list compute processes "
+        "(nvmlDeviceGetComputeRunningProcesses is missing): update the NVIDIA driver";
+  }
+  for (const ListSpec& list : kLists) {
+    if (!api.has(list.fn)) continue;
+    RawList raw = fetch_records(api.get<nvmlDeviceGetProcesses_fn>(list.fn), device);
+    if (raw.rc == NVML_ERROR_GPU_IS_LOST) {
+      result.gpu_error = gpu_error(index, raw.rc, api.name(list.fn), nvml_error_text(api, raw.rc));
+      result.processes.clear();
+      return result;
+    }
+    // Graphics and MPS lists are legitimately unsupported on many GPUs.
+    if (raw.rc == NVML_ERROR_NOT_SUPPORTED && list.fn != Fn::ComputeRunningProcesses) continue;
+    if (raw.rc != NVML_SUCCESS) {
+      if (!result.processes_error) {
+        result.processes_error = list_error(index, list.what, raw.rc, api, api.name(list.fn));
+      }
+      continue;
+    }
+    auto decoded = raw.overfilled
+                       ? core::Result<DecodedRecords>(core::Error{kLayoutNotRecognised, ""})
+                       : decode_process_records(raw.buffer, raw.count, api.version(list.fn), limits,
+                                                list.kind);
+    if (!decoded) {
+      // One list that fails validation means the struct is not understood: show nothing
+      // from this GPU rather than garbage next to plausible entries.
+      result.processes_error = decoded.error().message;
+      result.processes.clear();
+      return result;
+    }
+    for (auto& process : decoded->processes) merge_process(result.processes, std::move(process));
+  }
+
+  const auto sm_utilization = read_sm_utilization(api, device);
+  for (auto& process : result.processes) {
+    auto util = sm_utilization.find(static_cast<unsigned>(process.pid));
+    if (util != sm_utilization.end()) process.sm_utilization_percent = util->second;
+    process.name = driver_process_name(api, process.pid);
+  }
+  return result;
+}
+
+}  // namespace gpureap::backend::nvml

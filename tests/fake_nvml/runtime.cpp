@@ -1,0 +1,164 @@
+#include "runtime.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <memory>
+#include <mutex>
+#include <sstream>
+
+// Real NVML hands out opaque pointers; the double's point into this array.
+struct nvmlDevice_st {
+  unsigned index;
+};
+
+namespace fake_nvml {
+namespace {
+
+constexpr unsigned kMaxDevices = 64;
+
+std::mutex g_mutex;
+int g_init_count = 0;
+
+struct Loaded {
+  std::string path;
+  struct timespec mtime {};
+  off_t size = 0;
+  ino_t inode = 0;
+  Scenario scenario;
+};
+std::unique_ptr<Loaded> g_loaded;
+
+nvmlDevice_st g_devices[kMaxDevices];
+nvmlDevice_st* devices() {
+  return g_devices;
+}
+
+void complain(const std::string& text) {
+  std::fprintf(stderr, "fake NVML: %s\n", text.c_str());
+}
+
+bool same_file(const Loaded& loaded, const std::string& path, const struct stat& st) {
+  return loaded.path == path && loaded.inode == st.st_ino && loaded.size == st.st_size &&
+         loaded.mtime.tv_sec == st.st_mtim.tv_sec && loaded.mtime.tv_nsec == st.st_mtim.tv_nsec;
+}
+
+// Caller holds g_mutex.
+const Scenario* scenario_locked(bool force_reload) {
+  const char* path = std::getenv("FAKE_NVML_SCENARIO");
+  if (path == nullptr || *path == '\0') {
+    complain("FAKE_NVML_SCENARIO is not set; it must name a scenario JSON file");
+    return nullptr;
+  }
+  struct stat st {};
+  if (::stat(path, &st) != 0) {
+    complain(std::string("cannot stat scenario ") + path + ": " + std::strerror(errno));
+    return nullptr;
+  }
+  if (!force_reload && g_loaded && same_file(*g_loaded, path, st)) return &g_loaded->scenario;
+  try {
+    std::ifstream in(path);
+    std::stringstream text;
+    text << in.rdbuf();
+    auto loaded = std::make_unique<Loaded>();
+    loaded->scenario = parse_scenario(text.str(), path);
+    loaded->path = path;
+    loaded->mtime = st.st_mtim;
+    loaded->size = st.st_size;
+    loaded->inode = st.st_ino;
+    g_loaded = std::move(loaded);
+  } catch (const std::exception& e) {
+    complain(std::string("cannot read scenario ") + path + ": " + e.what());
+    return nullptr;
+  }
+  return &g_loaded->scenario;
+}
+
+// block_call names either the exact export or its base name without _vN.
+bool names_function(const std::string& wanted, const char* function) {
+  if (wanted.empty()) return false;
+  std::string name = function;
+  if (wanted == name) return true;
+  const auto suffix = name.rfind("_v");
+  return suffix != std::string::npos && wanted == name.substr(0, suffix);
+}
+
+void block_if_named(const char* function) {
+  bool block = false;
+  {
+    std::lock_guard lock(g_mutex);
+    const Scenario* scenario = scenario_locked(false);
+    block = scenario != nullptr && names_function(scenario->block_call, function);
+  }
+  // Like a wedged driver: never returns. The lock is not held, so other calls still work.
+  while (block) ::sleep(3600);
+}
+
+}  // namespace
+
+nvmlReturn_t init(const char* function) {
+  block_if_named(function);
+  std::lock_guard lock(g_mutex);
+  const Scenario* scenario = scenario_locked(true);
+  if (scenario == nullptr) return NVML_ERROR_UNKNOWN;
+  if (scenario->init_error != NVML_SUCCESS) return scenario->init_error;
+  ++g_init_count;
+  return NVML_SUCCESS;
+}
+
+nvmlReturn_t shutdown(const char* function) {
+  block_if_named(function);
+  std::lock_guard lock(g_mutex);
+  if (g_init_count == 0) return NVML_ERROR_UNINITIALIZED;
+  --g_init_count;
+  return NVML_SUCCESS;
+}
+
+nvmlReturn_t call(const char* function, const std::function<nvmlReturn_t(const Scenario&)>& body) {
+  block_if_named(function);
+  std::lock_guard lock(g_mutex);
+  if (g_init_count == 0) return NVML_ERROR_UNINITIALIZED;
+  try {
+    const Scenario* scenario = scenario_locked(false);
+    if (scenario == nullptr) return NVML_ERROR_UNKNOWN;
+    return body(*scenario);
+  } catch (const std::exception& e) {
+    complain(std::string(function) + ": " + e.what());
+    return NVML_ERROR_UNKNOWN;
+  }
+}
+
+nvmlReturn_t call_device(
+    const char* function, nvmlDevice_t device,
+    const std::function<nvmlReturn_t(const Scenario&, unsigned, const Gpu&)>& body) {
+  return call(function, [&](const Scenario& scenario) {
+    if (device == nullptr || device < devices() || device >= devices() + kMaxDevices) {
+      return NVML_ERROR_INVALID_ARGUMENT;
+    }
+    const unsigned index = device->index;
+    if (index >= scenario.gpus.size()) return NVML_ERROR_INVALID_ARGUMENT;
+    const Gpu& gpu = scenario.gpus[index];
+    if (gpu.error != NVML_SUCCESS) return gpu.error;
+    return body(scenario, index, gpu);
+  });
+}
+
+nvmlDevice_t handle_for(unsigned index) {
+  if (index >= kMaxDevices) return nullptr;
+  nvmlDevice_st* device = devices() + index;
+  device->index = index;
+  return device;
+}
+
+nvmlReturn_t copy_string(const std::string& text, char* out, unsigned length) {
+  if (out == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+  if (text.size() + 1 > length) return NVML_ERROR_INSUFFICIENT_SIZE;
+  std::memcpy(out, text.c_str(), text.size() + 1);
+  return NVML_SUCCESS;
+}
+
+}  // namespace fake_nvml

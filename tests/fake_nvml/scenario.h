@@ -1,0 +1,65 @@
+#pragma once
+// The scenario a test hands the NVML double (format: README.md), parsed into plain structs.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "nvml_abi.h"
+
+namespace fake_nvml {
+
+enum class Kind { Compute, Graphics, Mps };
+
+struct Process {
+  unsigned pid = 0;
+  std::optional<std::uint64_t> used_bytes;  // empty: reported as NVML_VALUE_NOT_AVAILABLE
+  std::vector<Kind> kinds{Kind::Compute};
+  std::vector<unsigned> holders;  // the context lives while any of these lives
+  std::uint64_t release_delay_ms = 0;
+  bool leaked = false;
+  std::optional<std::string> name;
+  std::optional<unsigned> sm_util;
+  unsigned mem_util = 0;
+  unsigned gpu_instance_id = 0xFFFFFFFFu;
+  unsigned compute_instance_id = 0xFFFFFFFFu;
+};
+
+struct Gpu {
+  std::string name;
+  std::string uuid;
+  std::string pci_bus_id;
+  unsigned minor = 0;
+  std::uint64_t total_bytes = 0;
+  std::uint64_t reserved_bytes = 0;
+  std::uint64_t driver_held_bytes = 0;
+  std::optional<unsigned> utilization_percent;
+  std::optional<unsigned> memory_utilization_percent;
+  std::optional<unsigned> temperature_celsius;
+  std::optional<unsigned> power_mw;
+  std::optional<bool> mig_mode;
+  nvmlReturn_t error = NVML_SUCCESS;         // every call on the handle returns this
+  nvmlReturn_t handle_error = NVML_SUCCESS;  // nvmlDeviceGetHandleByIndex returns this
+  bool corrupt_process_records = false;
+  std::vector<Process> processes;
+};
+
+struct Scenario {
+  std::string path;  // the scenario file; the state file is path + ".state"
+  nvmlReturn_t init_error = NVML_SUCCESS;
+  std::string driver_version = "550.54.15";
+  std::string nvml_version = "12.550.54.15";
+  std::string block_call;
+  unsigned process_info_v3_stride = 24;
+  unsigned size_query_undercount = 0;
+  std::string proc_root = "/proc";
+  std::vector<Gpu> gpus;
+};
+
+// Throws std::exception with a readable message on a malformed scenario.
+Scenario parse_scenario(const std::string& json_text, const std::string& path);
+
+// "gpu_lost" -> NVML_ERROR_GPU_IS_LOST, ...; throws on an unknown name.
+nvmlReturn_t return_code_from_name(const std::string& name);
+
+}  // namespace fake_nvml
