@@ -1,0 +1,28 @@
+#pragma once
+// `gpureap run [options] -- CMD [ARGS...]`: a supervised job that leaves nothing behind.
+#include <CLI/CLI.hpp>
+#include <string>
+#include <vector>
+
+#include "cli/global_options.h"
+
+namespace gpureap::cli {
+
+// As timeout(1) and env(1): gpureap's own failures before CMD runs, usage errors included.
+inline constexpr int kExitRunFailed = 125;
+
+struct RunCliOptions {
+  std::vector<std::string> command;
+  std::string grace = "30s";
+  std::string timeout;  // empty: none
+  bool keep_descendants = false;
+  std::string release_timeout = "60s";
+  std::string sample = "1s";
+  std::string report;
+  bool quiet = false;
+};
+
+CLI::App* add_run_command(CLI::App& app, RunCliOptions& options);
+int run_run(const GlobalOptions& global, const RunCliOptions& options);
+
+}  // namespace gpureap::cli

@@ -1,0 +1,25 @@
+#pragma once
+// After teardown: is the job's GPU memory back? Through the driver when it answers (no job
+// PID left in its process lists), and in any case no live job process may still hold a GPU
+// device file (without a driver that is the whole check). Teardown in the driver is
+// asynchronous, so this polls until released or --release-timeout.
+#include <chrono>
+#include <functional>
+
+#include "supervise/gpu_sampler.h"
+#include "supervise/job_usage.h"
+#include "supervise/run_report.h"
+
+namespace gpureap::supervise {
+
+// Sleeps up to the given time while the caller keeps reaping; false: stop waiting (the user
+// sent a terminating signal).
+using Pause = std::function<bool(std::chrono::milliseconds)>;
+
+ReleaseCheck verify_release(GpuSampler& sampler, const IsJobProcess& is_job,
+                            std::chrono::milliseconds timeout, const Pause& pause);
+
+// One snapshot's verdict (pure): fills method, memory, files and released.
+void judge_release(const core::Snapshot& snapshot, const IsJobProcess& is_job, ReleaseCheck& check);
+
+}  // namespace gpureap::supervise

@@ -1,0 +1,106 @@
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+
+#include "procfs/proc_fs.h"
+#include "supervise/job_tree.h"
+
+namespace gpureap::supervise {
+namespace {
+
+core::ProcessStat st(pid_t pid, pid_t ppid, char state = 'S', uint64_t start = 0) {
+  core::ProcessStat s;
+  s.pid = pid;
+  s.ppid = ppid;
+  s.pgid = pid;
+  s.state = state;
+  s.start_ticks = start ? start : 1000 + static_cast<uint64_t>(pid);
+  s.comm = "p" + std::to_string(pid);
+  return s;
+}
+
+std::vector<pid_t> pids(const std::vector<core::ProcessStat>& v) {
+  std::vector<pid_t> out;
+  for (const auto& s : v) out.push_back(s.pid);
+  return out;
+}
+
+// 1 ─ 50 (gpureap) ─ 60 (CMD) ─ 61 ─ 62
+//                  └ 70 (a reparented orphan, e.g. a setsid daemon)
+// 1 ─ 80 (unrelated) ─ 81
+const std::vector<core::ProcessStat> kTree = {st(1, 0),   st(50, 1),  st(60, 50), st(61, 60),
+                                              st(62, 61), st(70, 50), st(80, 1),  st(81, 80)};
+
+TEST(SuperviseJobTree, DescendantsFollowTheParentChain) {
+  EXPECT_EQ(pids(descendants_of(50, kTree)), (std::vector<pid_t>{60, 61, 62, 70}));
+  EXPECT_EQ(pids(descendants_of(61, kTree)), (std::vector<pid_t>{62}));
+  EXPECT_EQ(pids(descendants_of(62, kTree)), std::vector<pid_t>{});
+}
+
+TEST(SuperviseJobTree, ParentLoopsFromTornReadsEndTheWalk) {
+  auto tree = kTree;
+  tree.push_back(st(90, 91));
+  tree.push_back(st(91, 90));
+  EXPECT_EQ(pids(descendants_of(50, tree)), (std::vector<pid_t>{60, 61, 62, 70}));
+}
+
+TEST(SuperviseJobTree, MembersAreRememberedAndRecycledPidsAreNotMembers) {
+  JobMembers members(50);
+  auto live = members.observe(kTree);
+  EXPECT_EQ(pids(live), (std::vector<pid_t>{60, 61, 62, 70}));
+  // 61 dies; its child 62 escapes to init (no subreaper): still a member by its start time.
+  std::vector<core::ProcessStat> later = {st(1, 0), st(50, 1), st(60, 50), st(62, 1),
+                                          st(70, 50, 'Z')};
+  EXPECT_EQ(pids(members.observe(later)), (std::vector<pid_t>{60, 62}));
+  // 61's PID is reused by a stranger: not a member.
+  later.push_back(st(61, 1, 'S', 999999));
+  EXPECT_EQ(pids(members.observe(later)), (std::vector<pid_t>{60, 62}));
+  EXPECT_TRUE(members.contains(61, std::nullopt)) << "gone from /proc: the PID alone decides";
+  EXPECT_TRUE(members.contains(61, 1061));
+  EXPECT_FALSE(members.contains(61, 999999));
+  EXPECT_FALSE(members.contains(80, std::nullopt));
+}
+
+TEST(SuperviseJobTree, ZombiesAreNotAlive) {
+  EXPECT_TRUE(is_alive(st(5, 1, 'S')));
+  EXPECT_TRUE(is_alive(st(5, 1, 'T')));
+  EXPECT_TRUE(is_alive(st(5, 1, 'D')));
+  EXPECT_FALSE(is_alive(st(5, 1, 'Z')));
+  EXPECT_FALSE(is_alive(st(5, 1, 'X')));
+}
+
+// Against the live /proc: a real child and grandchild of this test are its descendants.
+TEST(SuperviseJobTree, RealProcessesInLiveProc) {
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  pid_t child = ::fork();
+  if (child == 0) {
+    pid_t grandchild = ::fork();
+    if (grandchild == 0) {
+      for (;;) ::pause();
+    }
+    if (::write(fds[1], &grandchild, sizeof grandchild) < 0) ::_exit(1);
+    for (;;) ::pause();
+  }
+  pid_t grandchild = 0;
+  ASSERT_EQ(::read(fds[0], &grandchild, sizeof grandchild),
+            static_cast<ssize_t>(sizeof grandchild));
+  auto proc = procfs::ProcFs::open("/proc");
+  ASSERT_TRUE(proc.ok());
+  JobMembers members(::getpid());
+  auto live = pids(members.observe(read_all_stats(*proc)));
+  ::kill(grandchild, SIGKILL);
+  ::kill(child, SIGKILL);
+  ::waitpid(child, nullptr, 0);
+  EXPECT_NE(std::find(live.begin(), live.end(), child), live.end());
+  EXPECT_NE(std::find(live.begin(), live.end(), grandchild), live.end());
+  EXPECT_EQ(std::find(live.begin(), live.end(), ::getpid()), live.end());
+  ::close(fds[0]);
+  ::close(fds[1]);
+}
+
+}  // namespace
+}  // namespace gpureap::supervise
