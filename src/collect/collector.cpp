@@ -25,8 +25,18 @@ struct Slot {
 
 // Per process: stat, then the fd scan. Processes are independent, so the work is split
 // across cores; each worker takes the next chunk from a shared counter.
+// A process `previous` had (same PID and start time) that held nothing and whose fds could be
+// read: a rescan reuses that instead of reading its fd table again.
+bool known_non_holder(const core::ProcView* previous, const core::ProcessStat& st) {
+  if (!previous) return false;
+  auto it = std::lower_bound(previous->processes.begin(), previous->processes.end(), st.pid,
+                             [](const core::HostProcess& p, pid_t v) { return p.stat.pid < v; });
+  return it != previous->processes.end() && it->stat.pid == st.pid && it->stat.start_ticks == st.start_ticks &&
+         it->fds_readable && !it->holds_device();
+}
+
 std::vector<Slot> scan_all(const procfs::ProcFs& proc, const procfs::DeviceCatalog& catalog,
-                           const std::vector<pid_t>& pids) {
+                           const std::vector<pid_t>& pids, const core::ProcView* previous) {
   std::vector<Slot> slots(pids.size());
   std::atomic<size_t> next{0};
   constexpr size_t kChunk = 64;
@@ -43,12 +53,16 @@ std::vector<Slot> scan_all(const procfs::ProcFs& proc, const procfs::DeviceCatal
         if (!*st) continue;  // vanished
         core::HostProcess p;
         p.stat = std::move(**st);
-        if (!p.stat.is_kernel_thread() && !p.stat.is_zombie()) {
+        if (!p.stat.is_kernel_thread() && !p.stat.is_zombie() && !known_non_holder(previous, p.stat)) {
           auto scan = procfs::scan_device_fds(proc.dirfd(), pids[i], catalog);
           if (scan.vanished) continue;
-          p.fds_readable = scan.readable;
+          p.fds_readable = scan.readable && !scan.sealed;
           p.devices = std::move(scan.holds);
           slots[i].uninspectable = !scan.readable;
+          if (scan.sealed)
+            slots[i].warning = "PID " + std::to_string(pids[i]) + " (" + p.stat.comm +
+                               "): the kernel refuses to show its open files even to this user "
+                               "(it is protected from ptrace); it is left out of the holder scan";
         }
         slots[i].process = std::move(p);
       }
@@ -74,7 +88,11 @@ core::Result<Collector> Collector::open(const Roots& roots,
   return Collector(std::move(*proc), std::move(*catalog), std::move(backend));
 }
 
-core::ProcView Collector::scan_processes() const {
+core::ProcView Collector::scan_processes() const { return scan(nullptr); }
+
+core::ProcView Collector::rescan_processes(const core::ProcView& previous) const { return scan(&previous); }
+
+core::ProcView Collector::scan(const core::ProcView* previous) const {
   core::ProcView view;
   view.boot_time = proc_.boot_time();
   view.ticks_per_second = ::sysconf(_SC_CLK_TCK);
@@ -84,7 +102,7 @@ core::ProcView Collector::scan_processes() const {
       view.nvidia_device_files = true;
   auto pids = proc_.list_pids();
   std::sort(pids.begin(), pids.end());
-  auto slots = scan_all(proc_, catalog_, pids);
+  auto slots = scan_all(proc_, catalog_, pids, previous);
   std::vector<pid_t> holders;
   for (auto& s : slots) {
     if (s.warning) view.warnings.push_back(*s.warning);
@@ -110,15 +128,19 @@ void Collector::add_details(core::ProcView& view, const std::vector<pid_t>& pids
   }
 }
 
+void Collector::add_driver_details(core::ProcView& view, const core::BackendReport& report) const {
+  std::vector<pid_t> listed;
+  for (const auto& g : report.gpus)
+    for (const auto& p : g.processes) listed.push_back(p.pid);
+  add_details(view, listed);
+}
+
 core::Snapshot Collector::collect() const {
   auto view = scan_processes();
   core::BackendReport report;
   if (backend_) report = backend_->collect();
   else report.error = "no GPU backend configured";
-  std::vector<pid_t> listed;
-  for (const auto& g : report.gpus)
-    for (const auto& p : g.processes) listed.push_back(p.pid);
-  add_details(view, listed);
+  add_driver_details(view, report);
   return core::join(std::move(view), std::move(report), local_hostname(),
                     std::chrono::system_clock::now());
 }

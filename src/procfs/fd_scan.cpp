@@ -30,6 +30,13 @@ FdScan scan_device_fds(int proc_dirfd, pid_t pid, const DeviceCatalog& catalog) 
   while (dirent* e = ::readdir(dir)) {
     if (e->d_name[0] == '.') continue;
     ssize_t n = ::readlinkat(dfd, e->d_name, link, sizeof link - 1);
+    if (n < 0 && (errno == EACCES || errno == EPERM)) {
+      // The table could be listed (we have the privilege) but the kernel still refuses the
+      // links: the process is protected from ptrace (e.g. a sandbox's init). Root cannot do
+      // better, so it is reported, not counted as a permission gap.
+      out.sealed = true;
+      break;
+    }
     if (n <= 0) continue;  // fd closed meanwhile
     if (!catalog.may_match(std::string_view(link, static_cast<size_t>(n)))) continue;
     struct stat st {};

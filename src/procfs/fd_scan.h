@@ -13,6 +13,7 @@ namespace gpureap::procfs {
 struct FdScan {
   std::vector<core::DeviceHold> holds;
   bool readable = true;  // false: no permission to read the fd table
+  bool sealed = false;   // the table is listable but the kernel refuses its links
   bool vanished = false;
 };
 
