@@ -1,9 +1,11 @@
 #include "cli/cmd_doctor.h"
 
 #include <algorithm>
+#include <functional>
 #include <iostream>
 #include <thread>
 
+#include "cli/cmd_kill.h"
 #include "doctor/diagnose.h"
 #include "output/doctor_view.h"
 #include "output/snapshot_json.h"
@@ -27,6 +29,27 @@ bool needs_settle(const core::Snapshot& s) {
   for (const auto& g : s.backend.gpus)
     if (s.memory_summary(g).unattributed_bytes.value_or(0) > 0) return true;
   return false;
+}
+
+// The processes whose ending is the safe remedy: the keepers of ghost memory, leftovers of
+// dead jobs and stopped holders (the reaper sends stopped ones SIGCONT after SIGTERM). Gone
+// PIDs are passed as they are: the reaper resolves them to their keepers. Protected
+// processes are never passed, since a named PID would override their protection.
+std::vector<pid_t> fix_targets(const core::Snapshot& s, const std::vector<doctor::Finding>& findings,
+                               const std::function<bool(const core::HostProcess&)>& is_protected) {
+  std::vector<pid_t> out;
+  for (const auto& f : findings) {
+    bool fixable = f.code == "no-such-process" || f.code == "orphan-holder" || f.code == "stopped-holder" ||
+                   (f.code == "inherited-holder" && f.severity != doctor::Severity::Info);
+    if (!fixable) continue;
+    for (pid_t pid : f.pids) {
+      const auto* p = s.find(pid);
+      if (p && is_protected(*p)) continue;
+      if (std::find(out.begin(), out.end(), pid) == out.end()) out.push_back(pid);
+    }
+  }
+  std::sort(out.begin(), out.end());
+  return out;
 }
 
 }  // namespace
@@ -55,19 +78,46 @@ int run_doctor(const GlobalOptions& g, const DoctorOptions& o) {
   if (needs_settle(first)) std::this_thread::sleep_for(*settle);
   auto last = collector->collect();
 
-  std::vector<pid_t> live;
-  for (const auto& p : last.proc.processes) live.push_back(p.stat.pid);
-  doctor::DoctorInput input{first, last,
-                            procfs::find_ipc_residue(collector->procfs(), g.dev_root, live), o.gpu,
-                            [](const core::HostProcess& p) {
-                              return reap::is_protected(p.stat.comm, p.details ? p.details->cmdline
-                                                                               : std::vector<std::string>{});
-                            }};
-  auto findings = doctor::diagnose(input);
+  auto is_protected = [](const core::HostProcess& p) {
+    return reap::is_protected(p.stat.comm, p.details ? p.details->cmdline : std::vector<std::string>{});
+  };
+  auto diagnose = [&](const core::Snapshot& a, const core::Snapshot& b) {
+    std::vector<pid_t> live;
+    for (const auto& p : b.proc.processes) live.push_back(p.stat.pid);
+    return doctor::diagnose(
+        {a, b, procfs::find_ipc_residue(collector->procfs(), g.dev_root, live), o.gpu, is_protected});
+  };
+  auto findings = diagnose(first, last);
+  auto style = output::Style::for_stdout(g.no_color);
+  if (o.fix) {
+    auto targets = fix_targets(last, findings, is_protected);
+    // The findings and the kill's plan and outcome are for the person at the terminal; with
+    // --json they go to stderr and stdout carries only the final document.
+    std::ostream& log = g.json ? std::cerr : std::cout;
+    if (!g.json) log << output::render_doctor(last, findings, style);
+    if (targets.empty()) {
+      log << "\nNothing for --fix to do: the remedies above need a person (or `gpureap reset`).\n";
+    } else {
+      log << "\nFixing: ending the processes that keep ghost memory or hold the GPU stopped.\n" << std::flush;
+      KillOptions kill;
+      kill.pids = targets;
+      kill.yes = o.yes;
+      GlobalOptions human = g;
+      human.json = false;
+      auto* saved = std::cout.rdbuf();
+      if (g.json) std::cout.rdbuf(std::cerr.rdbuf());
+      run_kill(human, kill);
+      std::cout.rdbuf(saved);
+      first = collector->collect();
+      last = first;
+      findings = diagnose(first, last);
+      if (!g.json) log << "\nAfter the fix:\n";
+    }
+  }
   if (g.json) {
     std::cout << output::dump_json(output::doctor_to_json(last, findings)) << "\n";
   } else {
-    std::cout << output::render_doctor(last, findings, output::Style::for_stdout(g.no_color));
+    std::cout << output::render_doctor(last, findings, style);
   }
   return exit_code(doctor::worst(findings));
 }

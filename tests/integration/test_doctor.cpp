@@ -299,3 +299,56 @@ TEST(Reset, NvidiaSmiMissing) {
 
 }  // namespace
 }  // namespace gpureap::testing
+
+namespace gpureap::testing {
+namespace {
+
+TEST(DoctorFix, EndsTheGhostKeepersAndLeavesAHealthyDoctor) {
+  REQUIRE_DOUBLE();
+  FakeDevRoot dev;
+  Ready ready;
+  Child parent([&] {
+    ::setpgid(0, 0);
+    hold(dev.dev("nvidia0"));
+    for (int i = 0; i < 2; ++i) {
+      pid_t c = ::fork();
+      if (c == 0) {
+        for (;;) ::pause();
+      }
+      ready.send(c);
+    }
+    ::_exit(0);
+  });
+  pid_t ghost = parent.pid();
+  pid_t w1 = static_cast<pid_t>(ready.receive()), w2 = static_cast<pid_t>(ready.receive());
+  parent.kill_and_reap();
+  Ready ready2;
+  Child stopped([&] {
+    hold(dev.dev("nvidia0"));
+    ready2.signal();
+  });
+  ready2.wait();
+  ::kill(stopped.pid(), SIGSTOP);
+  ASSERT_TRUE(wait_for_state(stopped.pid(), 'T'));
+  FakeNvml nvml(one_gpu(json::array({{{"pid", ghost}, {"used_bytes", 8 * GiB}, {"holders", {ghost, w1, w2}}},
+                                     {{"pid", stopped.pid()}, {"used_bytes", 2 * GiB}}})));
+  auto before = doctor(dev, nvml);
+  EXPECT_EQ(before.exit_code, 2);
+
+  // Without a terminal --fix needs --yes, and does nothing without it.
+  auto refused = run_gpureap({"doctor", "--fix", "--dev-root", dev.path(), "--settle", "0s"}, nvml.env());
+  EXPECT_TRUE(::kill(w1, 0) == 0 && ::kill(stopped.pid(), 0) == 0);
+
+  auto fixed = run_gpureap({"doctor", "--fix", "--yes", "--json", "--dev-root", dev.path(), "--settle", "0s"},
+                           nvml.env());
+  EXPECT_EQ(fixed.exit_code, 0) << fixed.out << fixed.err;
+  auto doc = json::parse(fixed.out);
+  for (const auto& f : doc["findings"]) EXPECT_EQ(f["severity"], "info") << f.dump();
+  EXPECT_TRUE(wait_gone(w1));
+  EXPECT_TRUE(wait_gone(w2));
+  stopped.kill_and_reap();
+  EXPECT_NE(refused.exit_code, 0);
+}
+
+}  // namespace
+}  // namespace gpureap::testing
