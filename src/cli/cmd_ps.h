@@ -1,12 +1,16 @@
 #pragma once
 #include <CLI/CLI.hpp>
 
+#include <optional>
+#include <string>
+
 #include "cli/global_options.h"
 
 namespace gpureap::cli {
 
 struct PsOptions {
   bool tree = false;
+  std::optional<std::string> watch;  // --watch [INTERVAL]; "" when given without one
 };
 
 CLI::App* add_ps_command(CLI::App& app, PsOptions& options);

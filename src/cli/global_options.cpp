@@ -22,14 +22,17 @@ void add_global_options(CLI::App& app, GlobalOptions& o) {
       ->group("Global");
 }
 
-core::Result<collect::Collector> open_collector(const GlobalOptions& o) {
+std::shared_ptr<backend::GpuBackend> make_gpu_backend(const GlobalOptions& o) {
   backend::nvml::NvmlOptions nvml;
   if (!o.nvml_library.empty()) nvml.library_path = o.nvml_library;
   else if (const char* env = std::getenv("GPUREAP_NVML_LIBRARY"); env && *env) nvml.library_path = env;
   auto proc = procfs::ProcFs::open(o.proc_root);
   if (proc) nvml.pid_max = proc->pid_max();
-  return collect::Collector::open({o.proc_root, o.dev_root},
-                                  backend::nvml::make_nvml_backend(nvml));
+  return backend::nvml::make_nvml_backend(nvml);
+}
+
+core::Result<collect::Collector> open_collector(const GlobalOptions& o) {
+  return collect::Collector::open({o.proc_root, o.dev_root}, make_gpu_backend(o));
 }
 
 int fail(const core::Error& error) {

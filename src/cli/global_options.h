@@ -28,6 +28,9 @@ void add_global_options(CLI::App& app, GlobalOptions& options);
 
 // The collector for these roots and the NVML backend; an unusable root is an error.
 core::Result<collect::Collector> open_collector(const GlobalOptions& options);
+// The NVML backend these options name (library, PID bound from the procfs), for callers that
+// wrap it (top and ps --watch put a deadline on it) before opening a collector.
+std::shared_ptr<backend::GpuBackend> make_gpu_backend(const GlobalOptions& options);
 
 // Prints "gpureap: <message>" (and the hint) on stderr, returns kExitUsage.
 int fail(const core::Error& error);

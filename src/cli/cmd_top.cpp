@@ -1,0 +1,88 @@
+// `gpureap top`: the live view, with kills through the reaper.
+#include "cli/cmd_top.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+
+#include "reap/arguments.h"
+#include "tui/deadline_backend.h"
+#include "tui/top.h"
+
+namespace gpureap::cli {
+namespace {
+
+// How long one NVML collection may take before the driver counts as not answering.
+constexpr std::chrono::milliseconds kDriverDeadline{5000};
+
+// Signals name PIDs of gpureap's own namespace: a procfs of another one (or a fixture tree)
+// names other processes by those numbers.
+bool procfs_is_ours(const std::string& root) {
+  char buf[64] = {};
+  ssize_t n = ::readlink((root + "/self").c_str(), buf, sizeof buf - 1);
+  return n > 0 && std::string(buf, static_cast<size_t>(n)) == std::to_string(::getpid());
+}
+
+}  // namespace
+
+CLI::App* add_top_command(CLI::App& app, TopOptions& o) {
+  auto* top =
+      app.add_subcommand("top", "live view of GPU memory and its holders; kill through the reaper");
+  top->add_option("-d,--delay", o.delay, "refresh interval (500ms, 1s, 2s)")->capture_default_str();
+  top->add_flag("--readonly", o.readonly, "disable every action (k does nothing)");
+  top->add_flag("--no-mouse", o.no_mouse, "leave the mouse to the terminal (text selection)");
+  top->add_option("--grace", o.grace, "for kills: wait this long after SIGTERM before SIGKILL")
+      ->capture_default_str();
+  top->add_option("--wait-release", o.wait_release,
+                  "for kills: wait this long for the memory to come back")
+      ->capture_default_str();
+  top->footer(
+      "Keys: ? shows them all. q or Ctrl-C quits. Colour follows the terminal; --no-color or "
+      "NO_COLOR=1 turn it off.");
+  return top;
+}
+
+int run_top(const GlobalOptions& g, const TopOptions& o) {
+  if (g.json || g.csv)
+    return fail({"gpureap top is interactive and has no JSON or CSV output",
+                 "use `gpureap ps --watch --json` for one snapshot per line"});
+  tui::TopConfig config;
+  auto delay = reap::parse_duration(o.delay);
+  if (!delay) return fail({"--delay: " + delay.error().message, delay.error().hint});
+  if (*delay < std::chrono::milliseconds(100))
+    return fail({"--delay " + o.delay + " is too short", "use 100ms or more"});
+  config.interval = *delay;
+  auto grace = reap::parse_duration(o.grace);
+  if (!grace) return fail({"--grace: " + grace.error().message, grace.error().hint});
+  auto wait = reap::parse_duration(o.wait_release);
+  if (!wait) return fail({"--wait-release: " + wait.error().message, wait.error().hint});
+  config.kill.exec.grace = *grace;
+  config.kill.exec.kill_wait =
+      std::clamp(*grace, std::chrono::milliseconds(1000), std::chrono::milliseconds(5000));
+  config.kill.verify.wait_release = *wait;
+  config.readonly = o.readonly;
+  config.mouse = !o.no_mouse;
+  const char* no_color = std::getenv("NO_COLOR");
+  config.color = !g.no_color && !(no_color && *no_color);
+  config.proc_root = g.proc_root;
+  if (!procfs_is_ours(g.proc_root))
+    config.actions_unavailable =
+        "actions are off: " + g.proc_root +
+        " is not the procfs of gpureap's own PID namespace, so its PIDs cannot be signalled";
+
+  auto backend = std::make_shared<tui::DeadlineBackend>(make_gpu_backend(g), kDriverDeadline);
+  auto collector = collect::Collector::open({g.proc_root, g.dev_root}, backend);
+  if (!collector) return fail(collector.error());
+  auto shared = std::make_shared<const collect::Collector>(std::move(*collector));
+  auto result = tui::run_top(shared, backend, config);
+  if (result.error) fail(*result.error);
+  if (result.threads_left_behind) {
+    // A thread is blocked in the driver: exit() would run destructors under it. Leave now.
+    std::fflush(nullptr);
+    ::_exit(result.exit_code);
+  }
+  return result.exit_code;
+}
+
+}  // namespace gpureap::cli

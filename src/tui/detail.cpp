@@ -1,0 +1,146 @@
+#include "tui/detail.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "doctor/diagnose.h"
+#include "output/escape.h"
+#include "output/time_format.h"
+#include "reap/safety.h"
+#include "tui/text.h"
+
+namespace gpureap::tui {
+namespace {
+
+using output::terminal_safe;
+
+void add_wrapped(std::vector<Line>& out, const std::string& label, const std::string& text,
+                 size_t width, Role role = Role::Normal, const std::string& indent = "") {
+  size_t lw = text_width(label);
+  size_t room = width > lw + 1 ? width - lw : 1;
+  auto lines = wrap(text, room);
+  for (size_t i = 0; i < lines.size(); ++i) {
+    Line l;
+    l.add(i == 0 ? label : indent + std::string(lw > indent.size() ? lw - indent.size() : 0, ' '),
+          Role::Dim);
+    l.add(lines[i], role);
+    out.push_back(std::move(l));
+  }
+}
+
+Role severity_role(doctor::Severity s) {
+  return s == doctor::Severity::Critical  ? Role::Ghost
+         : s == doctor::Severity::Warning ? Role::Warn
+                                          : Role::Normal;
+}
+
+std::string fds_text(const std::vector<int>& fds) {
+  std::string out;
+  for (int fd : fds) out += (out.empty() ? "" : ",") + std::to_string(fd);
+  return out;
+}
+
+}  // namespace
+
+std::vector<Line> detail_lines(const core::Snapshot& s, const core::Snapshot* previous,
+                               const ViewRow& v, const Viewer& viewer, size_t width) {
+  std::vector<Line> out;
+  const TopRow& r = v.row;
+  const core::ProcessRow* row = s.row(r.pid);
+  const core::HostProcess* p = s.find(r.pid);
+
+  Line head;
+  head.add(fmt::format("PID {}", r.pid), Role::Header);
+  head.add("  " + r.state_text(), r.ghost ? Role::Ghost : r.stuck ? Role::Stuck : Role::Normal);
+  if (p) {
+    head.add(fmt::format("  user {}", r.user));
+    if (r.uid) head.add(fmt::format(" (uid {})", *r.uid), Role::Dim);
+    head.add("  age " + r.age_text());
+    head.add(fmt::format("  parent {} · group {} · session {} · threads {}", p->stat.ppid,
+                         p->stat.pgid, p->stat.sid, p->stat.num_threads),
+             Role::Dim);
+  }
+  out.push_back(std::move(head));
+  add_wrapped(out, "command    ", r.command, width);
+  if (p && p->details && p->details->wchan && !p->details->wchan->empty())
+    add_wrapped(out, "waits in   ",
+                terminal_safe(*p->details->wchan) +
+                    " (uninterruptible: no signal acts until this kernel call returns)",
+                width, Role::Stuck);
+  if (r.container != "-") add_wrapped(out, "container  ", r.container, width);
+  if (p && p->details && p->details->ns_pids.size() > 1) {
+    std::string ns;
+    for (pid_t n : p->details->ns_pids) ns += (ns.empty() ? "" : " → ") + std::to_string(n);
+    add_wrapped(out, "ns pids    ", ns, width, Role::Dim);
+  }
+  if (p) {
+    std::string devices;
+    if (!p->fds_readable)
+      devices = "cannot read its open files (run as root or grant CAP_SYS_PTRACE)";
+    for (const auto& h : p->devices)
+      devices +=
+          (devices.empty() ? "" : ", ") + terminal_safe(h.path) + " (fd " + fds_text(h.fds) + ")";
+    add_wrapped(out, "devices    ", devices.empty() ? "none" : devices, width);
+  }
+  if (row && !row->gpus.empty()) {
+    std::string mem;
+    for (const auto& u : row->gpus) {
+      mem += (mem.empty() ? "" : ", ") +
+             fmt::format("GPU {} {} ({})", u.index,
+                         u.used_bytes ? output::human_bytes(*u.used_bytes) : "unknown",
+                         core::to_string(u.kind));
+      if (u.sm_utilization_percent) mem += fmt::format(" SM {} %", *u.sm_utilization_percent);
+    }
+    add_wrapped(out, "GPU memory ", mem, width);
+  } else if (!r.context) {
+    add_wrapped(out, "GPU memory ", "none listed by the driver for this PID", width, Role::Dim);
+  }
+  if (!r.anomalies.empty())
+    add_wrapped(out, "anomalies  ", r.anomalies, width,
+                r.ghost   ? Role::Ghost
+                : r.stuck ? Role::Stuck
+                          : Role::Warn);
+  if (!r.actionable)
+    add_wrapped(
+        out, "actions    ",
+        "you cannot signal it: it belongs to " + r.user + " and gpureap does not run as root",
+        width, Role::Warn);
+  else if (!viewer.privileged() && r.gone)
+    add_wrapped(out, "actions    ", "k kills the processes that keep its memory, if they are yours",
+                width, Role::Dim);
+
+  // What the doctor finds about this PID.
+  const core::Snapshot& first = previous ? *previous : s;
+  doctor::DoctorInput in{first, s, {}, std::nullopt, [](const core::HostProcess& hp) {
+                           return reap::is_protected(
+                               hp.stat.comm,
+                               hp.details ? hp.details->cmdline : std::vector<std::string>{});
+                         }};
+  auto findings = doctor::diagnose(in);
+  std::erase_if(findings, [&](const doctor::Finding& f) {
+    return std::find(f.pids.begin(), f.pids.end(), r.pid) == f.pids.end();
+  });
+  out.push_back({});
+  if (findings.empty()) {
+    out.push_back(Line().add("gpureap doctor: nothing wrong with this process", Role::Dim));
+    return out;
+  }
+  out.push_back(Line().add("gpureap doctor:", Role::Header));
+  for (const auto& f : findings) {
+    Line l;
+    l.add(fmt::format("[{}] ", doctor::to_string(f.severity)), severity_role(f.severity));
+    l.add(terminal_safe(f.code), Role::Header);
+    if (f.memory_bytes) l.add("  " + output::human_bytes(f.memory_bytes));
+    out.push_back(std::move(l));
+    for (const auto& e : f.evidence)
+      add_wrapped(out, "  • ", terminal_safe(e), width, Role::Normal, "  ");
+    if (!f.explanation.empty())
+      add_wrapped(out, "  ", terminal_safe(f.explanation), width, Role::Dim);
+    for (const auto& m : f.remedy)
+      add_wrapped(out, "  $ ", terminal_safe(m), width, Role::Key, "  ");
+  }
+  return out;
+}
+
+}  // namespace gpureap::tui

@@ -1,0 +1,156 @@
+#include "tui/kill_job.h"
+
+#include <fmt/format.h>
+
+#include <mutex>
+#include <sstream>
+#include <thread>
+
+#include "output/style.h"
+#include "reap/arguments.h"
+#include "reap/planner.h"
+#include "reap/report_json.h"
+#include "reap/report_text.h"
+#include "reap/safety.h"
+#include "tui/text.h"
+
+namespace gpureap::tui {
+namespace {
+
+// Lines of `text`; a line wider than `width` (prose: a table's rows are already cut to fit) is
+// wrapped, its continuation indented.
+std::vector<std::string> split_lines(const std::string& text, size_t width) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    if (text_width(line) <= width || width < 20) {
+      out.push_back(line);
+      continue;
+    }
+    auto parts = wrap(line, width - 2);
+    for (size_t i = 0; i < parts.size(); ++i) out.push_back(i == 0 ? parts[i] : "  " + parts[i]);
+  }
+  return out;
+}
+
+}  // namespace
+
+core::Result<reap::Plan> plan_kill(const core::Snapshot& s, const std::vector<pid_t>& pids,
+                                   const procfs::ProcFs& proc) {
+  reap::Request request;
+  request.pids = pids;
+  auto details = [&proc](const core::HostProcess& p) {
+    return proc.read_details(p.stat.pid, p.stat.state == 'D').details;
+  };
+  return reap::make_plan(s, request, reap::current_caller(s), details);
+}
+
+std::vector<std::string> plan_lines(const core::Snapshot& s, const reap::Plan& plan,
+                                    const std::vector<pid_t>& pids, const KillConfig& config,
+                                    size_t width) {
+  reap::KillSettings settings;
+  settings.request.pids = pids;
+  settings.exec = config.exec;
+  settings.verify = config.verify;
+  auto lines =
+      split_lines(reap::render_plan(s, plan, settings, output::Style(false), width), width);
+  size_t refused = plan.count(reap::Action::Refused),
+         denied = plan.count(reap::Action::NotPermitted);
+  if (denied)
+    lines.push_back(fmt::format("{} process{} not yours: only root or the owner may signal them.",
+                                denied, denied == 1 ? " is" : "es are"));
+  if (refused) lines.push_back(fmt::format("{} refused by a safety rule (see WHY).", refused));
+  return lines;
+}
+
+std::vector<std::string> outcome_lines(const reap::Plan& plan, const reap::Report& report,
+                                       size_t width) {
+  return split_lines(reap::render_results(plan, report, output::Style(false), width), width);
+}
+
+struct KillJob::State {
+  std::shared_ptr<const collect::Collector> collector;
+  reap::Plan plan;
+  KillConfig config;
+  mutable std::mutex mutex;
+  bool finished = false;
+  std::string progress;
+  reap::Report report;
+  std::optional<std::string> error;
+  std::thread thread;
+};
+
+KillJob::KillJob(std::shared_ptr<const collect::Collector> collector, reap::Plan plan,
+                 KillConfig config)
+    : state_(std::make_shared<State>()) {
+  state_->collector = std::move(collector);
+  state_->plan = std::move(plan);
+  state_->config = config;
+}
+
+KillJob::~KillJob() {
+  if (!state_->thread.joinable()) return;
+  if (finished())
+    state_->thread.join();
+  else
+    state_->thread.detach();
+}
+
+void KillJob::start() {
+  state_->thread = std::thread([s = state_] {
+    using Clock = std::chrono::system_clock;
+    auto set_progress = [&](std::string text) {
+      std::lock_guard lock(s->mutex);
+      s->progress = std::move(text);
+    };
+    reap::Timing timing;
+    timing.started = Clock::now();
+    size_t n = s->plan.count(reap::Action::Signal);
+    set_progress(fmt::format("Sent {} to {} process{}; waiting up to {} s for them to exit…",
+                             reap::signal_name(s->config.exec.signal), n, n == 1 ? "" : "es",
+                             s->config.exec.grace.count() / 1000));
+    timing.signalled = Clock::now();
+    reap::Report report;
+    std::optional<std::string> error;
+    try {
+      auto executions = reap::Executor(s->collector->procfs(), s->config.exec).run(s->plan);
+      set_progress("The processes are handled; waiting for the GPU memory to come back…");
+      auto verification = reap::verify(
+          s->plan, executions, [c = s->collector] { return c->collect(); }, s->config.verify);
+      timing.verified = Clock::now();
+      report = reap::compose(s->plan, executions, verification);
+      timing.last_exit = report.timing.last_exit;
+      report.timing = timing;
+      report.timing.report = Clock::now();
+    } catch (const std::exception& e) {
+      error = std::string("the kill failed: ") + e.what() + "; `gpureap ps` shows what is left";
+      report.exit_code = reap::kExitEnvironment;
+    }
+    std::lock_guard lock(s->mutex);
+    s->report = std::move(report);
+    s->error = std::move(error);
+    s->finished = true;
+  });
+}
+
+bool KillJob::finished() const {
+  std::lock_guard lock(state_->mutex);
+  return state_->finished;
+}
+
+std::string KillJob::progress() const {
+  std::lock_guard lock(state_->mutex);
+  return state_->progress;
+}
+
+const reap::Report& KillJob::report() const {
+  return state_->report;
+}
+const reap::Plan& KillJob::plan() const {
+  return state_->plan;
+}
+const std::optional<std::string>& KillJob::error() const {
+  return state_->error;
+}
+
+}  // namespace gpureap::tui

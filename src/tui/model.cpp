@@ -1,0 +1,482 @@
+#include "tui/model.h"
+
+#include <algorithm>
+
+#include "tui/text.h"
+
+namespace gpureap::tui {
+namespace {
+
+bool printable(char32_t c) {
+  return c >= 0x20 && c != 0x7F;
+}
+
+void append_utf8(std::string& s, char32_t c) {
+  if (c < 0x80) {
+    s += static_cast<char>(c);
+  } else if (c < 0x800) {
+    s += static_cast<char>(0xC0 | (c >> 6));
+    s += static_cast<char>(0x80 | (c & 0x3F));
+  } else if (c < 0x10000) {
+    s += static_cast<char>(0xE0 | (c >> 12));
+    s += static_cast<char>(0x80 | ((c >> 6) & 0x3F));
+    s += static_cast<char>(0x80 | (c & 0x3F));
+  } else {
+    s += static_cast<char>(0xF0 | (c >> 18));
+    s += static_cast<char>(0x80 | ((c >> 12) & 0x3F));
+    s += static_cast<char>(0x80 | ((c >> 6) & 0x3F));
+    s += static_cast<char>(0x80 | (c & 0x3F));
+  }
+}
+
+void pop_utf8(std::string& s) {
+  while (!s.empty() && (static_cast<unsigned char>(s.back()) & 0xC0) == 0x80) s.pop_back();
+  if (!s.empty()) s.pop_back();
+}
+
+}  // namespace
+
+TopModel::TopModel(TopSettings settings) : settings_(std::move(settings)) {
+  options_.unicode = settings_.unicode;
+  set_size(80, 24);
+}
+
+void TopModel::set_size(size_t width, size_t height) {
+  layout_.width = width;
+  layout_.height = height;
+  relayout();
+}
+
+void TopModel::relayout() {
+  size_t gpus = snapshot_ && snapshot_->backend.available ? snapshot_->backend.gpus.size() : 0;
+  layout_ = layout_screen(layout_.width, layout_.height, gpus, detail_);
+  columns_ = layout_columns(layout_.width, needs_of(view_));
+  select_index(index_);
+}
+
+void TopModel::set_snapshot(std::shared_ptr<const core::Snapshot> snapshot) {
+  if (!snapshot) return;
+  previous_ = std::move(snapshot_);
+  snapshot_ = std::move(snapshot);
+  trend_.record(*snapshot_);
+  rows_ = make_rows(*snapshot_, settings_.viewer);
+  // A tagged process that is gone cannot be acted on any more.
+  std::erase_if(tags_, [&](pid_t pid) { return !snapshot_->row(pid) && !snapshot_->find(pid); });
+  rebuild();
+}
+
+void TopModel::rebuild() {
+  if (snapshot_)
+    view_ = make_view(*snapshot_, rows_, settings_.viewer, options_);
+  else
+    view_.clear();
+  if (selected_pid_) {
+    for (size_t i = 0; i < view_.size(); ++i)
+      if (view_[i].row.pid == *selected_pid_) {
+        index_ = i;
+        break;
+      }
+  }
+  relayout();
+}
+
+void TopModel::select_index(size_t index) {
+  if (view_.empty()) {
+    index_ = 0;
+    scroll_ = 0;
+    return;
+  }
+  index_ = std::min(index, view_.size() - 1);
+  selected_pid_ = view_[index_].row.pid;
+  size_t rows = std::max<size_t>(1, layout_.table_rows);
+  if (index_ < scroll_) scroll_ = index_;
+  if (index_ >= scroll_ + rows) scroll_ = index_ + 1 - rows;
+  // No empty space below the last row while rows are hidden above.
+  if (view_.size() >= rows)
+    scroll_ = std::min(scroll_, view_.size() - rows);
+  else
+    scroll_ = 0;
+}
+
+void TopModel::move(long delta) {
+  if (view_.empty()) return;
+  long target = static_cast<long>(index_) + delta;
+  target = std::clamp<long>(target, 0, static_cast<long>(view_.size()) - 1);
+  if (static_cast<size_t>(target) != index_) detail_scroll_ = 0;
+  select_index(static_cast<size_t>(target));
+}
+
+std::optional<pid_t> TopModel::selected() const {
+  if (view_.empty()) return std::nullopt;
+  return view_[index_].row.pid;
+}
+
+void TopModel::set_message(std::string text, Role role) {
+  message_ = std::move(text);
+  message_role_ = role;
+}
+
+void TopModel::cycle_gpu() {
+  auto gpus = snapshot_ ? gpus_of(*snapshot_, rows_) : std::vector<unsigned>{};
+  auto& f = options_.filter.gpu;
+  if (gpus.empty()) {
+    f.reset();
+    set_message("no GPU to filter by", Role::Warn);
+    return;
+  }
+  if (!f)
+    f = gpus.front();
+  else {
+    auto it = std::upper_bound(gpus.begin(), gpus.end(), *f);
+    if (it == gpus.end())
+      f.reset();
+    else
+      f = *it;
+  }
+  rebuild();
+}
+
+void TopModel::cycle_user() {
+  auto users = users_of(rows_);
+  auto& f = options_.filter.user;
+  if (users.empty()) {
+    f.reset();
+    set_message("no user to filter by", Role::Warn);
+    return;
+  }
+  if (!f)
+    f = users.front();
+  else {
+    auto it = std::upper_bound(users.begin(), users.end(), *f);
+    if (it == users.end())
+      f.reset();
+    else
+      f = *it;
+  }
+  rebuild();
+}
+
+void TopModel::sort_by(Column column) {
+  if (options_.sort.column == column)
+    options_.sort.descending = !options_.sort.descending;
+  else
+    options_.sort = {column, descending_by_default(column)};
+  rebuild();
+}
+
+void TopModel::shift_sort(int delta) {
+  constexpr int n = static_cast<int>(std::size(kAllColumns));
+  int at = 0;
+  for (int i = 0; i < n; ++i)
+    if (kAllColumns[i] == options_.sort.column) at = i;
+  Column next = kAllColumns[((at + delta) % n + n) % n];
+  options_.sort = {next, descending_by_default(next)};
+  rebuild();
+}
+
+Effect TopModel::handle(const Key& key) {
+  if (key.kind == Key::None || key.kind == Key::Resize) return {};
+  if (key.kind == Key::Interrupt) return {Effect::Quit};
+  switch (mode_) {
+    case Mode::Table:
+      return handle_table(key);
+    case Mode::FilterInput:
+      return handle_filter(key);
+    case Mode::Help:
+      mode_ = Mode::Table;
+      return {};
+    case Mode::Plan:
+    case Mode::Running:
+    case Mode::Outcome:
+      return handle_dialog(key);
+  }
+  return {};
+}
+
+Effect TopModel::handle_table(const Key& key) {
+  size_t page = std::max<size_t>(1, layout_.table_rows);
+  bool quit_armed = quit_armed_;
+  quit_armed_ = false;
+  switch (key.kind) {
+    case Key::Up:
+      move(-1);
+      return {};
+    case Key::Down:
+      move(1);
+      return {};
+    case Key::PageUp:
+      if (detail_)
+        detail_scroll_ =
+            detail_scroll_ > layout_.detail_rows / 2 ? detail_scroll_ - layout_.detail_rows / 2 : 0;
+      else
+        move(-static_cast<long>(page));
+      return {};
+    case Key::PageDown:
+      if (detail_)
+        detail_scroll_ += std::max<size_t>(1, layout_.detail_rows / 2);
+      else
+        move(static_cast<long>(page));
+      return {};
+    case Key::Home:
+      move(-static_cast<long>(view_.size()));
+      return {};
+    case Key::End:
+      move(static_cast<long>(view_.size()));
+      return {};
+    case Key::Left:
+      shift_sort(-1);
+      return {};
+    case Key::Right:
+      shift_sort(1);
+      return {};
+    case Key::Enter:
+      detail_ = !detail_;
+      detail_scroll_ = 0;
+      relayout();
+      return {};
+    case Key::Escape:
+      if (detail_) {
+        detail_ = false;
+        relayout();
+      } else if (!tags_.empty()) {
+        tags_.clear();
+      } else {
+        message_.clear();
+      }
+      return {};
+    case Key::Help:
+      mode_ = Mode::Help;
+      return {};
+    case Key::Quit:
+      return {Effect::Quit};
+    case Key::Click:
+      if (key.y >= layout_.table_y && key.y < layout_.table_y + layout_.table_rows) {
+        size_t i = scroll_ + (key.y - layout_.table_y);
+        if (i < view_.size()) {
+          detail_scroll_ = 0;
+          select_index(i);
+        }
+      }
+      return {};
+    case Key::WheelUp:
+      move(-3);
+      return {};
+    case Key::WheelDown:
+      move(3);
+      return {};
+    case Key::Kill:
+      break;
+    case Key::Char:
+      break;
+    default:
+      return {};
+  }
+  char32_t c = key.kind == Key::Kill ? U'k' : key.ch;
+  switch (c) {
+    case U'q':
+    case U'Q':
+      if (kill_running() && !quit_armed) {
+        quit_armed_ = true;
+        set_message("a kill is still running: press q again to quit anyway", Role::Warn);
+        return {};
+      }
+      return {Effect::Quit};
+    case U'?':
+    case U'h':
+      mode_ = Mode::Help;
+      return {};
+    case U'/':
+      mode_ = Mode::FilterInput;
+      filter_edit_ = options_.filter.text;
+      return {};
+    case U'g':
+      cycle_gpu();
+      return {};
+    case U'u':
+      cycle_user();
+      return {};
+    case U'a':
+      options_.filter.anomalies_only = !options_.filter.anomalies_only;
+      rebuild();
+      return {};
+    case U'c':
+      options_.filter = Filter{};
+      rebuild();
+      return {};
+    case U't':
+      options_.tree = !options_.tree;
+      rebuild();
+      return {};
+    case U'r':
+      options_.sort.descending = !options_.sort.descending;
+      rebuild();
+      return {};
+    case U'<':
+    case U',':
+      shift_sort(-1);
+      return {};
+    case U'>':
+    case U'.':
+      shift_sort(1);
+      return {};
+    case U' ':
+      if (auto pid = selected()) {
+        if (!tags_.erase(*pid)) tags_.insert(*pid);
+        move(1);
+      }
+      return {};
+    case U'k': {
+      if (settings_.readonly) {
+        set_message("read-only (--readonly): actions are disabled", Role::Warn);
+        return {};
+      }
+      if (kill_running()) {
+        set_message("a kill is already running; wait for its outcome", Role::Warn);
+        return {};
+      }
+      std::vector<pid_t> pids(tags_.begin(), tags_.end());
+      if (pids.empty())
+        if (auto pid = selected()) pids.push_back(*pid);
+      if (pids.empty()) {
+        set_message("nothing selected to kill", Role::Warn);
+        return {};
+      }
+      return {Effect::PlanKill, pids};
+    }
+    default:
+      break;
+  }
+  if (c < 0x80)
+    if (auto col = column_for_key(static_cast<char>(c))) sort_by(*col);
+  return {};
+}
+
+Effect TopModel::handle_filter(const Key& key) {
+  switch (key.kind) {
+    case Key::Enter:
+      mode_ = Mode::Table;
+      return {};
+    case Key::Escape:
+      filter_edit_.clear();
+      options_.filter.text.clear();
+      mode_ = Mode::Table;
+      rebuild();
+      return {};
+    case Key::Backspace:
+      pop_utf8(filter_edit_);
+      break;
+    case Key::Up:
+      move(-1);
+      return {};
+    case Key::Down:
+      move(1);
+      return {};
+    case Key::Char:
+      if (!printable(key.ch) || filter_edit_.size() >= 200) return {};
+      append_utf8(filter_edit_, key.ch);
+      break;
+    default:
+      return {};
+  }
+  // The table narrows while the user types.
+  options_.filter.text = filter_edit_;
+  rebuild();
+  return {};
+}
+
+Effect TopModel::handle_dialog(const Key& key) {
+  size_t page = std::max<size_t>(1, layout_.height / 2);
+  size_t last = dialog_lines_.size() > 1 ? dialog_lines_.size() - 1 : 0;
+  switch (key.kind) {
+    case Key::Up:
+      dialog_scroll_ = dialog_scroll_ ? dialog_scroll_ - 1 : 0;
+      return {};
+    case Key::Down:
+      dialog_scroll_ = std::min(dialog_scroll_ + 1, last);
+      return {};
+    case Key::PageUp:
+      dialog_scroll_ = dialog_scroll_ > page ? dialog_scroll_ - page : 0;
+      return {};
+    case Key::PageDown:
+      dialog_scroll_ = std::min(dialog_scroll_ + page, last);
+      return {};
+    default:
+      break;
+  }
+  bool yes = key.kind == Key::Char && (key.ch == U'y' || key.ch == U'Y');
+  bool no = key.kind == Key::Escape || key.kind == Key::Quit ||
+            (key.kind == Key::Char && (key.ch == U'n' || key.ch == U'N' || key.ch == U'q'));
+  bool close = no || key.kind == Key::Enter || (key.kind == Key::Char && key.ch == U' ');
+  switch (mode_) {
+    case Mode::Plan:
+      if (yes && dialog_signals_ > 0) {
+        mode_ = Mode::Running;
+        dialog_title_ = "Killing";
+        dialog_lines_ = {
+            "Signalling, then waiting for the processes to exit and the memory to come back…"};
+        dialog_scroll_ = 0;
+        dialog_role_ = Role::Normal;
+        return {Effect::ExecuteKill};
+      }
+      if (no || (close && dialog_signals_ == 0)) {
+        mode_ = Mode::Table;
+        if (dialog_signals_ > 0) set_message("Nothing was signalled.", Role::Dim);
+      }
+      return {};
+    case Mode::Running:
+      if (key.kind == Key::Escape) {
+        running_hidden_ = true;
+        mode_ = Mode::Table;
+        set_message("the kill goes on in the background; its outcome will pop up", Role::Dim);
+      } else if (key.kind == Key::Char && (key.ch == U'q' || key.ch == U'Q')) {
+        mode_ = Mode::Table;
+        running_hidden_ = true;
+        return handle_table(key);
+      }
+      return {};
+    case Mode::Outcome:
+      if (close) mode_ = Mode::Table;
+      return {};
+    default:
+      return {};
+  }
+}
+
+void TopModel::show_plan(std::vector<std::string> lines, size_t to_signal) {
+  mode_ = Mode::Plan;
+  dialog_signals_ = to_signal;
+  dialog_lines_ = std::move(lines);
+  dialog_scroll_ = 0;
+  dialog_role_ = Role::Normal;
+  dialog_title_ = to_signal > 0 ? "Kill " + std::to_string(to_signal) + " process" +
+                                      (to_signal == 1 ? "" : "es") + "?"
+                                : "Nothing to signal";
+}
+
+void TopModel::show_plan_error(std::string message) {
+  show_plan({std::move(message)}, 0);
+  dialog_title_ = "Cannot plan this kill";
+  dialog_role_ = Role::Error;
+}
+
+void TopModel::kill_progress(std::string text) {
+  if (mode_ == Mode::Running)
+    dialog_lines_ = {std::move(text)};
+  else if (running_hidden_)
+    set_message(std::move(text), Role::Dim);
+}
+
+void TopModel::show_outcome(std::vector<std::string> lines, bool all_released) {
+  running_hidden_ = false;
+  quit_armed_ = false;
+  mode_ = Mode::Outcome;
+  dialog_lines_ = std::move(lines);
+  dialog_scroll_ = 0;
+  dialog_signals_ = 0;
+  dialog_title_ = all_released ? "Done: memory released" : "Done, but not everything was reclaimed";
+  dialog_role_ = all_released ? Role::Good : Role::Warn;
+  tags_.clear();
+  message_.clear();
+}
+
+}  // namespace gpureap::tui

@@ -1,0 +1,177 @@
+#pragma once
+// The state of `top` and what each key does to it. Pure: the terminal layer turns key codes
+// into Keys and performs the Effects (plan a kill, start it, quit); everything else — moving,
+// sorting, filtering, tagging, the dialogs — happens here and is unit-tested.
+#include <sys/types.h>
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "core/snapshot.h"
+#include "tui/frame.h"
+#include "tui/host_stats.h"
+#include "tui/layout.h"
+#include "tui/trend.h"
+#include "tui/view.h"
+
+namespace gpureap::tui {
+
+struct Key {
+  enum Kind {
+    None,
+    Char,
+    Up,
+    Down,
+    PageUp,
+    PageDown,
+    Home,
+    End,
+    Left,
+    Right,
+    Enter,
+    Escape,
+    Backspace,
+    Help,       // F1
+    Kill,       // F9
+    Quit,       // F10
+    Interrupt,  // Ctrl-C
+    Click,      // mouse button 1 at row y
+    WheelUp,
+    WheelDown,
+    Resize,
+  };
+  Kind kind = None;
+  char32_t ch = 0;
+  size_t y = 0;
+
+  static Key chr(char32_t c) { return {Char, c, 0}; }
+  static Key of(Kind k) { return {k, 0, 0}; }
+};
+
+enum class Mode {
+  Table,        // the process table (and the detail pane when open)
+  FilterInput,  // typing a filter after '/'
+  Help,
+  Plan,     // a kill plan, waiting for y/n
+  Running,  // the kill runs
+  Outcome,  // what the kill did
+};
+
+struct Effect {
+  enum Kind {
+    None,
+    Quit,
+    PlanKill,     // plan a kill of `pids` and call show_plan()
+    ExecuteKill,  // the user confirmed the plan shown
+  };
+  Kind kind = None;
+  std::vector<pid_t> pids;
+};
+
+// What the sampler says about itself.
+struct SamplingStatus {
+  std::optional<std::chrono::seconds> driver_stuck;  // an NVML call has been blocked this long
+  std::optional<std::chrono::seconds> stalled;       // no new sample for this long
+  std::optional<std::string> error;                  // the last collection failed
+};
+
+struct TopSettings {
+  bool readonly = false;
+  bool unicode = true;
+  std::chrono::milliseconds interval{1000};
+  Viewer viewer;
+};
+
+class TopModel {
+ public:
+  explicit TopModel(TopSettings settings);
+
+  void set_size(size_t width, size_t height);
+  // A new sample: the previous one is kept for the doctor's second look.
+  void set_snapshot(std::shared_ptr<const core::Snapshot> snapshot);
+  void set_host(HostStats host) { host_ = std::move(host); }
+  void set_sampling(SamplingStatus status) { sampling_ = std::move(status); }
+
+  Effect handle(const Key& key);
+
+  // After PlanKill: the plan as text, and how many processes it would signal (0: the dialog
+  // only informs). `error`: planning failed; shown instead.
+  void show_plan(std::vector<std::string> lines, size_t to_signal);
+  void show_plan_error(std::string message);
+  void kill_progress(std::string text);
+  void show_outcome(std::vector<std::string> lines, bool all_released);
+  void set_message(std::string text, Role role = Role::Normal);
+
+  Frame compose() const;
+
+  // For the terminal layer and tests.
+  Mode mode() const { return mode_; }
+  const std::vector<ViewRow>& view() const { return view_; }
+  std::optional<pid_t> selected() const;
+  const std::set<pid_t>& tags() const { return tags_; }
+  const ViewOptions& options() const { return options_; }
+  bool detail_open() const { return detail_; }
+  size_t scroll() const { return scroll_; }
+  const std::string& message() const { return message_; }
+  const ScreenLayout& layout() const { return layout_; }
+  std::shared_ptr<const core::Snapshot> snapshot() const { return snapshot_; }
+  const TopSettings& settings() const { return settings_; }
+  bool kill_running() const { return mode_ == Mode::Running || running_hidden_; }
+
+ private:
+  void rebuild();
+  void relayout();
+  void select_index(size_t index);
+  void move(long delta);
+  Effect handle_table(const Key& key);
+  Effect handle_filter(const Key& key);
+  Effect handle_dialog(const Key& key);
+  void cycle_gpu();
+  void cycle_user();
+  void sort_by(Column column);
+  void shift_sort(int delta);
+
+  // render.cpp
+  void compose_header(Frame& f) const;
+  void compose_table(Frame& f) const;
+  void compose_detail(Frame& f) const;
+  void compose_footer(Frame& f) const;
+  void compose_dialog(Frame& f) const;
+
+  TopSettings settings_;
+  std::shared_ptr<const core::Snapshot> snapshot_, previous_;
+  std::vector<TopRow> rows_;
+  std::vector<ViewRow> view_;
+  ViewOptions options_;
+  ScreenLayout layout_;
+  std::vector<ColumnSpec> columns_;
+  HostStats host_;
+  SamplingStatus sampling_;
+  MemoryTrend trend_;
+
+  Mode mode_ = Mode::Table;
+  size_t index_ = 0;                   // selected position in view_
+  std::optional<pid_t> selected_pid_;  // follows the process across refreshes and re-sorts
+  size_t scroll_ = 0;                  // first view_ row on screen
+  std::set<pid_t> tags_;
+  bool detail_ = false;
+  size_t detail_scroll_ = 0;
+  bool quit_armed_ = false;  // q during a kill asks once more
+  bool running_hidden_ = false;
+
+  std::string filter_edit_;  // the text being typed after '/'
+  std::string message_;
+  Role message_role_ = Role::Normal;
+
+  std::string dialog_title_;
+  std::vector<std::string> dialog_lines_;
+  size_t dialog_scroll_ = 0;
+  size_t dialog_signals_ = 0;
+  Role dialog_role_ = Role::Normal;
+};
+
+}  // namespace gpureap::tui

@@ -1,0 +1,419 @@
+// TopModel::compose: the header (GPUs, host, status), the process table, the detail pane and
+// the footer. Dialogs are in render_dialog.cpp.
+#include <fmt/chrono.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <ctime>
+
+#include "output/escape.h"
+#include "output/time_format.h"
+#include "tui/detail.h"
+#include "tui/model.h"
+#include "tui/text.h"
+
+namespace gpureap::tui {
+namespace {
+
+// "98.2G", "512M": the header has no room for " GiB".
+std::string compact_bytes(uint64_t b) {
+  constexpr double GiB = 1024.0 * 1024 * 1024, MiB = 1024.0 * 1024;
+  if (b >= 1024ull * 1024 * 1024) return fmt::format("{:.1f}G", static_cast<double>(b) / GiB);
+  return fmt::format("{:.0f}M", static_cast<double>(b) / MiB);
+}
+
+std::string local_clock(std::chrono::system_clock::time_point t) {
+  std::time_t tt = std::chrono::system_clock::to_time_t(t);
+  std::tm tm{};
+  ::localtime_r(&tt, &tm);
+  char buf[16];
+  std::strftime(buf, sizeof buf, "%H:%M:%S", &tm);
+  return buf;
+}
+
+std::string interval_text(std::chrono::milliseconds d) {
+  if (d.count() % 1000 == 0) return fmt::format("{}s", d.count() / 1000);
+  return fmt::format("{}ms", d.count());
+}
+
+Role row_role(const TopRow& r) {
+  if (r.ghost) return Role::Ghost;
+  if (r.stuck) return Role::Stuck;
+  if (r.anomalous) return Role::Warn;
+  if (r.context || !r.actionable) return Role::Dim;
+  return Role::Normal;
+}
+
+// The memory bar: attributed, ghost, unattributed, free — in that order, `width` cells.
+void add_bar(Line& l, const core::Gpu& g, const core::GpuMemorySummary& m, size_t width,
+             const Glyphs& gl) {
+  uint64_t total = g.memory.total_bytes.value_or(0);
+  if (!total) {
+    l.add(std::string(width, ' '));
+    return;
+  }
+  auto cells = [&](uint64_t bytes) {
+    return static_cast<size_t>(
+        static_cast<double>(bytes) / static_cast<double>(total) * static_cast<double>(width) + 0.5);
+  };
+  uint64_t attributed = m.attributed_bytes > m.ghost_bytes ? m.attributed_bytes - m.ghost_bytes : 0;
+  size_t a = std::min(width, cells(attributed));
+  size_t gh = std::min(width - a, cells(m.ghost_bytes));
+  if (m.ghost_bytes && !gh && a < width) gh = 1;  // a ghost is never invisible
+  size_t un = std::min(width - a - gh, cells(m.unattributed_bytes.value_or(0)));
+  size_t used_cells =
+      g.memory.used_bytes ? std::min(width, cells(*g.memory.used_bytes)) : a + gh + un;
+  if (a + gh + un < used_cells)
+    a += used_cells - (a + gh + un);  // rounding: the bar shows the used total
+  auto repeat = [](const char* glyph, size_t n) {
+    std::string s;
+    for (size_t i = 0; i < n; ++i) s += glyph;
+    return s;
+  };
+  l.add(repeat(gl.full, a), Role::BarAttributed);
+  l.add(repeat(gl.ghost, gh), Role::BarGhost);
+  l.add(repeat(gl.unattributed, un), Role::BarUnattributed);
+  l.add(repeat(gl.free, width - a - gh - un), Role::BarFree);
+}
+
+std::string pct(std::optional<unsigned> v) {
+  return v ? fmt::format("{}%", *v) : "-";
+}
+
+}  // namespace
+
+Frame TopModel::compose() const {
+  Frame f;
+  f.width = layout_.width;
+  f.height = layout_.height;
+  if (layout_.too_small) {
+    f.lines.push_back(
+        Line().add(fit(fmt::format("gpureap top needs {}x{}; this terminal is {}x{}", kMinWidth,
+                                   kMinHeight, layout_.width, layout_.height),
+                       layout_.width),
+                   Role::Warn));
+    if (layout_.height > 1) f.lines.push_back(Line().add(fit("q quits", layout_.width), Role::Dim));
+    return f;
+  }
+  f.lines.resize(layout_.height);
+  compose_header(f);
+  compose_table(f);
+  if (detail_) compose_detail(f);
+  compose_footer(f);
+  if (mode_ == Mode::Help || mode_ == Mode::Plan || mode_ == Mode::Running ||
+      mode_ == Mode::Outcome)
+    compose_dialog(f);
+  for (auto& l : f.lines) l = fit_line(l, f.width);
+  return f;
+}
+
+void TopModel::compose_header(Frame& f) const {
+  const Glyphs& gl = glyphs(settings_.unicode);
+  const size_t w = layout_.width;
+  const core::Snapshot* s = snapshot_.get();
+
+  Line title;
+  title.add(" gpureap top", Role::Title);
+  if (s)
+    title.add(
+        fmt::format(" {} {} {} {} {} every {}", gl.dot, output::terminal_safe(s->hostname), gl.dot,
+                    local_clock(s->timestamp), gl.dot, interval_text(settings_.interval)),
+        Role::Title);
+  std::string right;
+  if (settings_.readonly) right += " READ-ONLY";
+  if (!settings_.viewer.privileged()) right += " not root";
+  size_t tw = title.width(), rw = text_width(right);
+  if (tw + rw + 1 < w)
+    title.add(std::string(w - tw - rw - 1, ' '), Role::Title).add(right + " ", Role::Title);
+  f.lines[layout_.title_y] = pad_line(title, w);
+  if (!s) {
+    f.lines[layout_.gpu_y] = Line().add("collecting the first sample…", Role::Dim);
+    return;
+  }
+
+  // One line per GPU.
+  const auto& b = s->backend;
+  if (!b.available || b.gpus.empty()) {
+    Line l;
+    if (b.error_code && *b.error_code == "not-answering")
+      l.add("GPU driver not answering", Role::Error)
+          .add(" — " + output::terminal_safe(b.error.value_or("")), Role::Dim);
+    else if (!b.available)
+      l.add("GPU driver: not available", Role::Warn)
+          .add(" — " + output::terminal_safe(b.error.value_or("no GPU backend")) +
+                   " (processes holding GPU device files only)",
+               Role::Dim);
+    else
+      l.add("the driver reports no GPU", Role::Dim);
+    f.lines[layout_.gpu_y] = l;
+  } else {
+    size_t name_w = w >= 120 ? 16 : 10;
+    size_t bar_w = w >= 160 ? 30 : w >= 120 ? 24 : 14;
+    size_t fixed = 3 + name_w + 1 + bar_w + 2 + 1 + 13 + 5 + 6 + 6;
+    bool legend = w >= fixed + 60;
+    for (size_t i = 0; i < layout_.gpu_lines && i < b.gpus.size(); ++i) {
+      const auto& g = b.gpus[i];
+      Line l;
+      l.add(pad_right(std::to_string(g.index), 3), Role::Header);
+      std::string name = output::terminal_safe(g.name.value_or("?"));
+      if (name.starts_with("NVIDIA ")) name = name.substr(7);
+      l.add(pad_right(name, name_w, gl.ellipsis) + " ");
+      if (g.error) {
+        l.add("error: " + output::terminal_safe(*g.error), Role::Error);
+        f.lines[layout_.gpu_y + i] = l;
+        continue;
+      }
+      auto m = s->memory_summary(g);
+      l.add("[", Role::Dim);
+      add_bar(l, g, m, bar_w, gl);
+      l.add("] ", Role::Dim);
+      std::string used =
+          g.memory.used_bytes && g.memory.total_bytes
+              ? compact_bytes(*g.memory.used_bytes) + "/" + compact_bytes(*g.memory.total_bytes)
+              : "?";
+      l.add(pad_right(used, 13), m.ghost_bytes ? Role::Ghost : Role::Normal);
+      l.add(pad_left(pct(g.utilization_percent), 4) + " ");
+      l.add(pad_left(g.temperature_celsius ? fmt::format("{}{}", *g.temperature_celsius,
+                                                         settings_.unicode ? "°C" : "C")
+                                           : "-",
+                     5) +
+            " ");
+      l.add(pad_left(g.power_watts ? fmt::format("{:.0f}W", *g.power_watts) : "-", 5) + " ");
+      if (legend) {
+        std::string split = fmt::format(
+            "attributed {}",
+            compact_bytes(m.attributed_bytes - std::min(m.attributed_bytes, m.ghost_bytes)));
+        l.add(split, Role::Dim);
+        if (m.ghost_bytes)
+          l.add(fmt::format(" {} ghost {}", gl.dot, compact_bytes(m.ghost_bytes)), Role::Ghost);
+        if (m.unattributed_bytes && *m.unattributed_bytes)
+          l.add(fmt::format(" {} unattributed {}", gl.dot, compact_bytes(*m.unattributed_bytes)),
+                Role::Warn);
+        l.add(" ");
+      }
+      if (g.processes_error) l.add(output::terminal_safe(*g.processes_error) + " ", Role::Warn);
+      size_t room = l.width() < w ? w - l.width() : 0;
+      size_t spark = std::min<size_t>(room > 1 ? room - 1 : 0, 40);
+      if (spark >= 4) l.add(trend_.sparkline(g.index, spark, s->timestamp, gl), Role::Good);
+      f.lines[layout_.gpu_y + i] = l;
+    }
+    if (layout_.more_gpus)
+      f.lines[layout_.gpu_y + layout_.gpu_lines] =
+          Line().add(fmt::format("+{} more GPUs (a taller terminal shows them)",
+                                 b.gpus.size() - layout_.gpu_lines),
+                     Role::Dim);
+  }
+
+  // The host.
+  Line host;
+  host.add("host ", Role::Header);
+  if (host_.load1)
+    host.add("load ", Role::Dim)
+        .add(fmt::format("{:.2f} {:.2f} {:.2f}  ", *host_.load1, host_.load5.value_or(0),
+                         host_.load15.value_or(0)));
+  if (host_.mem_total_bytes && host_.mem_available_bytes) {
+    uint64_t used =
+        *host_.mem_total_bytes - std::min(*host_.mem_total_bytes, *host_.mem_available_bytes);
+    host.add("mem ", Role::Dim)
+        .add(compact_bytes(used) + "/" + compact_bytes(*host_.mem_total_bytes) + "  ");
+  }
+  size_t ghosts = 0, stuck = 0;
+  for (const auto& r : rows_) ghosts += r.ghost, stuck += r.stuck;
+  host.add("procs ", Role::Dim).add(std::to_string(s->proc.processes.size()) + "  ");
+  host.add("holders ", Role::Dim).add(std::to_string(rows_.size()) + "  ");
+  if (ghosts) host.add(fmt::format("ghosts {}  ", ghosts), Role::Ghost);
+  if (stuck) host.add(fmt::format("stuck {}  ", stuck), Role::Stuck);
+  if (!s->complete())
+    host.add(fmt::format("view incomplete: {} processes could not be inspected (run as root)",
+                         s->proc.uninspectable),
+             Role::Warn);
+  f.lines[layout_.host_y] = host;
+
+  // Status: sampling trouble first, then messages, the filter, and what to do about ghosts.
+  Line st;
+  if (sampling_.driver_stuck)
+    st.add(fmt::format("driver not answering for {}s", sampling_.driver_stuck->count()),
+           Role::Error)
+        .add(" — an NVML call is blocked (a wedged driver?); showing what /proc knows  ",
+             Role::Dim);
+  else if (sampling_.stalled)
+    st.add(fmt::format("no new sample for {}s: collection is stuck (driver not answering?)  ",
+                       sampling_.stalled->count()),
+           Role::Error);
+  if (sampling_.error) st.add(output::terminal_safe(*sampling_.error) + "  ", Role::Error);
+  if (!message_.empty()) st.add(message_ + "  ", message_role_);
+  const Filter& flt = options_.filter;
+  if (flt.active() || options_.tree || !tags_.empty()) {
+    std::string parts;
+    auto part = [&](const std::string& p) {
+      parts += (parts.empty() ? "" : fmt::format(" {} ", gl.dot)) + p;
+    };
+    if (!flt.text.empty()) part("filter \"" + output::terminal_safe(flt.text) + "\"");
+    if (flt.gpu) part(fmt::format("GPU {}", *flt.gpu));
+    if (flt.user) part("user " + *flt.user);
+    if (flt.anomalies_only) part("anomalies only");
+    if (options_.tree) part("tree");
+    if (!tags_.empty()) part(fmt::format("{} tagged", tags_.size()));
+    part(fmt::format(
+        "{} of {} rows",
+        std::count_if(view_.begin(), view_.end(), [](const ViewRow& v) { return !v.row.context; }),
+        rows_.size()));
+    st.add(parts + "  ", Role::Key);
+  }
+  for (const auto& g : b.gpus) {
+    auto m = s->memory_summary(g);
+    if (!m.ghost_bytes) continue;
+    st.add(fmt::format("{} on GPU {} held by ghosts", output::human_bytes(m.ghost_bytes), g.index),
+           Role::Ghost);
+    if (!m.ghost_keepers)
+      st.add(": leaked, only a GPU reset frees it (gpureap reset)  ", Role::Dim);
+    else
+      st.add(settings_.readonly ? "  " : "; select the ghost, k frees it  ", Role::Dim);
+  }
+  f.lines[layout_.status_y] = st;
+}
+
+void TopModel::compose_table(Frame& f) const {
+  const Glyphs& gl = glyphs(settings_.unicode);
+  Line head;
+  head.add(std::string(kMarkWidth, ' '), Role::Header);
+  for (const auto& c : columns_) {
+    std::string title(column_title(c.column));
+    if (options_.sort.column == c.column) title += options_.sort.descending ? gl.down : gl.up;
+    head.add(
+        (c.right ? pad_left(title, c.width, gl.ellipsis) : pad_right(title, c.width, gl.ellipsis)) +
+            " ",
+        Role::Header);
+  }
+  f.lines[layout_.header_y] = pad_line(head, layout_.width);
+
+  if (view_.empty()) {
+    std::string why = !snapshot_ ? "collecting…"
+                      : options_.filter.active()
+                          ? "No row matches the filter (c clears it)."
+                          : "No process holds a GPU device file or is listed by the driver.";
+    f.lines[layout_.table_y] = Line().add(" " + why, Role::Dim);
+    return;
+  }
+  for (size_t i = 0; i < layout_.table_rows && scroll_ + i < view_.size(); ++i) {
+    const ViewRow& v = view_[scroll_ + i];
+    const TopRow& r = v.row;
+    Role role = row_role(r);
+    Role plain = r.context || !r.actionable ? Role::Dim : Role::Normal;
+    bool tagged = tags_.count(r.pid) > 0;
+    Line l;
+    l.add(tagged ? "*" : " ", Role::Tagged);
+    for (const auto& c : columns_) {
+      std::string text;
+      Role cell = plain;
+      switch (c.column) {
+        case Column::Pid:
+          text = std::to_string(r.pid), cell = tagged ? Role::Tagged : role;
+          break;
+        case Column::User:
+          text = r.user;
+          break;
+        case Column::Gpu:
+          text = r.gpu_text();
+          break;
+        case Column::Memory:
+          text = r.memory_text(), cell = role;
+          break;
+        case Column::Sm:
+          text = r.sm_text();
+          break;
+        case Column::State:
+          text = r.state_text(), cell = role;
+          break;
+        case Column::Age:
+          text = r.age_text();
+          break;
+        case Column::Container:
+          text = r.container;
+          break;
+        case Column::Anomalies:
+          text = r.anomalies, cell = role;
+          break;
+        case Column::Command:
+          break;
+      }
+      if (c.column == Column::Command) {
+        l.add(fit(v.prefix, c.width, gl.ellipsis), Role::Dim);
+        size_t pw = std::min(c.width, text_width(v.prefix));
+        l.add(fit(r.command, c.width - pw, gl.ellipsis), plain);
+      } else {
+        l.add((c.right ? pad_left(text, c.width, gl.ellipsis)
+                       : pad_right(text, c.width, gl.ellipsis)) +
+                  " ",
+              cell);
+      }
+    }
+    if (scroll_ + i == index_) l = pad_line(l, layout_.width).reversed();
+    f.lines[layout_.table_y + i] = l;
+  }
+}
+
+void TopModel::compose_detail(Frame& f) const {
+  const Glyphs& gl = glyphs(settings_.unicode);
+  if (layout_.detail_rows == 0) return;
+  std::string bar;
+  for (size_t i = 0; i < layout_.width; ++i) bar += gl.h;
+  auto pid = selected();
+  std::string title = pid ? fmt::format("{}{} PID {} {} Enter closes {} PgUp/PgDn scroll ", gl.h,
+                                        gl.h, *pid, gl.dot, gl.dot)
+                          : fmt::format("{}{} nothing selected ", gl.h, gl.h);
+  Line t;
+  t.add(title, Role::Border)
+      .add(columns(bar, 0,
+                   layout_.width > text_width(title) ? layout_.width - text_width(title) : 0),
+           Role::Border);
+  f.lines[layout_.detail_y] = t;
+  if (!pid || !snapshot_) return;
+  auto lines =
+      detail_lines(*snapshot_, previous_.get(), view_[index_], settings_.viewer, layout_.width);
+  size_t rows = layout_.detail_rows - 1;
+  size_t first = std::min(detail_scroll_, lines.size() > rows ? lines.size() - rows : 0);
+  for (size_t i = 0; i < rows && first + i < lines.size(); ++i)
+    f.lines[layout_.detail_y + 1 + i] = lines[first + i];
+}
+
+void TopModel::compose_footer(Frame& f) const {
+  const size_t w = layout_.width;
+  Line l;
+  if (mode_ == Mode::FilterInput) {
+    l.add("Filter: ", Role::Key).add(output::terminal_safe(filter_edit_)).add("_", Role::Key);
+    l.add("   Enter keeps it · Esc clears it", Role::Dim);
+    f.lines[layout_.footer_y] = l;
+    return;
+  }
+  std::vector<std::pair<std::string, std::string>> keys = {
+      {"q", "quit"},
+      {"?", "help"},
+      {"/", "filter"},
+      {"Enter", "detail"},
+      {"k", settings_.readonly ? "(read-only)" : "kill"},
+      {"space", "tag"},
+      {"t", "tree"},
+      {"g", "gpu"},
+      {"u", "user"},
+      {"a", "anomalies"},
+      {"c", "clear"},
+      {"<>", "sort"},
+      {"r", "reverse"}};
+  std::string sort_keys;
+  for (Column c : kAllColumns)
+    sort_keys += (sort_keys.empty() ? "" : " ") + std::string(1, sort_key(c));
+  keys.push_back({sort_keys, "sort by column"});
+  std::string pos = view_.empty() ? "" : fmt::format(" {}/{}", index_ + 1, view_.size());
+  size_t room = w > text_width(pos) ? w - text_width(pos) : 0;
+  for (const auto& [k, what] : keys) {
+    size_t need = text_width(k) + 1 + text_width(what) + 2;
+    if (l.width() + need > room) break;
+    l.add(k, Role::Key).add(" " + what + "  ", Role::Dim);
+  }
+  if (l.width() < room) l.add(std::string(room - l.width(), ' '));
+  l.add(pos, Role::Dim);
+  f.lines[layout_.footer_y] = l;
+}
+
+}  // namespace gpureap::tui

@@ -1,0 +1,149 @@
+// TopModel's dialogs: help, the kill plan, the running kill and its outcome, drawn as a box
+// over the screen.
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "tui/model.h"
+#include "tui/text.h"
+
+namespace gpureap::tui {
+namespace {
+
+// The keys, their descriptions wrapped to fit `width` columns.
+std::vector<Line> help_lines(bool readonly, size_t width) {
+  std::vector<std::pair<std::string, std::string>> keys = {
+      {"Up Down PgUp PgDn", "move (Home and End too); the mouse selects and scrolls"},
+      {"Enter", "detail pane: the process, then doctor's evidence and remedies"},
+      {"/", "filter by text (pid, user, state, command, container, anomaly)"},
+      {"g / u", "filter by GPU / by user (again: the next one, then all)"},
+      {"a", "only rows with anomalies"},
+      {"c", "clear every filter"},
+      {"t", "tree: holders under their parents, workers under the gone PID they keep"},
+      {"P U G M % S A O N C",
+       "sort by PID, user, GPU, memory, SM, state, age, container, anomalies, command"},
+      {"< > r", "previous / next sort column, reverse the order"},
+      {"space", "tag the row (k then acts on every tagged row)"},
+      {"k  F9", readonly ? "kill: disabled (--readonly)"
+                         : "kill the selection or the tagged rows, through the reaper"},
+      {"Esc", "close the detail pane, untag everything"},
+      {"q  Ctrl-C  F10", "quit"},
+  };
+  size_t key_w = width >= 100 ? 28 : 20;
+  size_t text_w = width > key_w + 10 ? width - key_w : 10;
+  std::vector<Line> out;
+  for (const auto& [k, what] : keys) {
+    auto parts = wrap(what, text_w);
+    for (size_t i = 0; i < parts.size(); ++i)
+      out.push_back(Line().add(pad_right(i == 0 ? k : "", key_w), Role::Key).add(parts[i]));
+  }
+  out.push_back({});
+  auto legend = [&](std::vector<std::pair<std::string, Role>> parts) {
+    Line l;
+    for (auto& [t, r] : parts) {
+      if (l.width() + text_width(t) > width) {
+        out.push_back(std::move(l));
+        l = Line();
+      }
+      l.add(t, r);
+    }
+    out.push_back(std::move(l));
+  };
+  legend({{"Rows: ", Role::Dim},
+          {"ghost", Role::Ghost},
+          {" (memory held for a gone process) · ", Role::Dim},
+          {"stuck", Role::Stuck},
+          {" (stopped or uninterruptible) · ", Role::Dim},
+          {"other anomaly", Role::Warn},
+          {" · ", Role::Dim},
+          {"dim: context, or not yours to signal", Role::Dim}});
+  legend({{"Memory bar: ", Role::Dim},
+          {"attributed", Role::BarAttributed},
+          {" · ", Role::Dim},
+          {"ghost", Role::BarGhost},
+          {" · ", Role::Dim},
+          {"unattributed", Role::BarUnattributed},
+          {" · ", Role::Dim},
+          {"free", Role::BarFree},
+          {"; the sparkline: used memory over the last minutes", Role::Dim}});
+  return out;
+}
+
+}  // namespace
+
+void TopModel::compose_dialog(Frame& f) const {
+  const Glyphs& gl = glyphs(settings_.unicode);
+  std::vector<Line> content;
+  std::string title, hint;
+  Role title_role = dialog_role_;
+  switch (mode_) {
+    case Mode::Help:
+      content =
+          help_lines(settings_.readonly, std::min<size_t>(110, f.width > 8 ? f.width - 8 : 8));
+      title = "gpureap top: keys";
+      hint = "any key closes";
+      title_role = Role::Normal;
+      break;
+    case Mode::Plan:
+      for (const auto& s : dialog_lines_) content.push_back(Line().add(s));
+      title = dialog_title_;
+      hint = dialog_signals_ > 0 ? "y kills · n or Esc cancels" : "Esc closes";
+      break;
+    case Mode::Running:
+      for (const auto& s : dialog_lines_) content.push_back(Line().add(s));
+      title = dialog_title_;
+      hint = "Esc hides it; the outcome pops up";
+      break;
+    case Mode::Outcome:
+      for (const auto& s : dialog_lines_) content.push_back(Line().add(s));
+      title = dialog_title_;
+      hint = "Enter or Esc closes";
+      break;
+    default:
+      return;
+  }
+  size_t cw = std::max(text_width(title) + 4, text_width(hint) + 4);
+  for (const auto& l : content) cw = std::max(cw, l.width());
+  Box b = center_box(f.width, f.height, cw, content.size());
+  if (b.width < 8 || b.height < 3) return;
+  size_t inner = b.width - 4;
+  size_t rows = b.height - 2;
+  size_t first = std::min(dialog_scroll_, content.size() > rows ? content.size() - rows : 0);
+
+  auto rule = [&](size_t n) {
+    std::string s;
+    for (size_t i = 0; i < n; ++i) s += gl.h;
+    return s;
+  };
+  std::vector<Line> box;
+  std::string t = " " + fit(title, b.width - 6, gl.ellipsis) + " ";
+  box.push_back(Line()
+                    .add(std::string(gl.tl) + gl.h, Role::Border)
+                    .add(t, title_role == Role::Normal ? Role::Header : title_role)
+                    .add(rule(b.width - 3 - text_width(t)) + gl.tr, Role::Border));
+  for (size_t i = 0; i < rows; ++i) {
+    Line l;
+    l.add(std::string(gl.v) + " ", Role::Border);
+    Line body = pad_line(first + i < content.size() ? content[first + i] : Line(), inner);
+    l.spans.insert(l.spans.end(), body.spans.begin(), body.spans.end());
+    l.add(std::string(" ") + gl.v, Role::Border);
+    box.push_back(std::move(l));
+  }
+  std::string more = content.size() > rows ? fmt::format(" {}/{} ", first + 1, content.size()) : "";
+  std::string h =
+      " " +
+      fit(hint, b.width > 8 + text_width(more) ? b.width - 6 - text_width(more) : 1, gl.ellipsis) +
+      " ";
+  size_t fill = b.width > 3 + text_width(h) + text_width(more)
+                    ? b.width - 3 - text_width(h) - text_width(more)
+                    : 0;
+  box.push_back(Line()
+                    .add(std::string(gl.bl) + gl.h, Role::Border)
+                    .add(h, Role::Key)
+                    .add(rule(fill), Role::Border)
+                    .add(more, Role::Dim)
+                    .add(gl.br, Role::Border));
+  overlay(f, b.x, b.y, box);
+}
+
+}  // namespace gpureap::tui

@@ -1,0 +1,124 @@
+#include "tui/rows.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+
+#include "output/escape.h"
+#include "output/ps_view.h"
+#include "output/time_format.h"
+
+namespace gpureap::tui {
+namespace {
+
+std::string container_text(const core::HostProcess* p) {
+  if (!p || !p->details || !p->details->container) return "-";
+  const auto& c = *p->details->container;
+  std::string id = c.id ? c.id->substr(0, 12) : (c.pod_uid ? "pod " + c.pod_uid->substr(0, 8) : "");
+  return output::terminal_safe(c.runtime + (id.empty() ? "" : ":" + id));
+}
+
+void fill_process(TopRow& r, const core::Snapshot& s, const core::HostProcess& p, const Viewer& v) {
+  r.ppid = p.stat.ppid;
+  r.pgid = p.stat.pgid;
+  r.state = p.stat.state;
+  r.stuck = p.stat.is_stopped() || p.stat.state == 'D';
+  if (p.details) {
+    if (p.details->user)
+      r.user = output::terminal_safe(*p.details->user);
+    else if (p.details->uid)
+      r.user = std::to_string(*p.details->uid);
+    r.uid = p.details->uid;
+  }
+  if (auto start = s.start_time(p.stat); start && s.timestamp >= *start)
+    r.age = std::chrono::duration_cast<std::chrono::seconds>(s.timestamp - *start);
+  r.container = container_text(&p);
+  // The reaper refuses another user's process unless gpureap runs as root.
+  r.actionable = v.privileged() || !r.uid || *r.uid == v.uid || *r.uid == v.euid;
+}
+
+}  // namespace
+
+Viewer Viewer::current() {
+  return Viewer{::getuid(), ::geteuid()};
+}
+
+std::string TopRow::state_text() const {
+  return gone ? "gone" : output::state_word(state);
+}
+
+std::string TopRow::gpu_text() const {
+  std::string out;
+  for (unsigned g : gpus) out += (out.empty() ? "" : ",") + std::to_string(g);
+  return out.empty() ? "-" : out;
+}
+
+std::string TopRow::memory_text() const {
+  if (gpus.empty()) return "-";
+  if (!memory) return "n/a";
+  return output::human_bytes(*memory) + (memory_partial ? "+?" : "");
+}
+
+std::string TopRow::sm_text() const {
+  return sm ? std::to_string(*sm) : "-";
+}
+
+std::string TopRow::age_text() const {
+  return age ? output::human_age(*age) : "-";
+}
+
+TopRow make_row(const core::Snapshot& s, const core::ProcessRow& row, const Viewer& v) {
+  TopRow r;
+  r.pid = row.pid;
+  r.user = "-";
+  r.gone = !row.process.has_value();
+  if (row.process)
+    fill_process(r, s, *row.process, v);
+  else
+    r.container = "-";
+  uint64_t sum = 0;
+  bool known = false;
+  for (const auto& u : row.gpus) {
+    if (std::find(r.gpus.begin(), r.gpus.end(), u.index) == r.gpus.end()) r.gpus.push_back(u.index);
+    if (u.used_bytes) {
+      sum += *u.used_bytes;
+      known = true;
+    } else {
+      r.memory_partial = true;
+    }
+    if (u.sm_utilization_percent) r.sm = std::max(r.sm.value_or(0), *u.sm_utilization_percent);
+  }
+  if (known)
+    r.memory = sum;
+  else
+    r.memory_partial = false;
+  r.command = output::command_text(row);
+  for (auto a : row.anomalies)
+    r.anomalies += (r.anomalies.empty() ? "" : " ") + std::string(core::to_string(a));
+  r.ghost = row.is_ghost();
+  r.anomalous = !row.anomalies.empty();
+  return r;
+}
+
+TopRow make_context_row(const core::Snapshot& s, const core::HostProcess& p, const Viewer& v) {
+  TopRow r;
+  r.pid = p.stat.pid;
+  r.context = true;
+  r.user = "-";
+  fill_process(r, s, p, v);
+  r.stuck = false;  // not a holder: nothing of the GPU's is stuck in it
+  core::ProcessRow as_row;
+  as_row.pid = p.stat.pid;
+  as_row.process = p;
+  r.command = output::command_text(as_row);
+  return r;
+}
+
+std::vector<TopRow> make_rows(const core::Snapshot& s, const Viewer& v) {
+  std::vector<TopRow> out;
+  out.reserve(s.rows.size());
+  for (const auto& row : s.rows) out.push_back(make_row(s, row, v));
+  return out;
+}
+
+}  // namespace gpureap::tui

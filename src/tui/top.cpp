@@ -1,0 +1,170 @@
+#include "tui/top.h"
+
+#include <algorithm>
+
+#include "tui/model.h"
+#include "tui/sampler.h"
+#include "tui/terminal.h"
+
+namespace gpureap::tui {
+namespace {
+
+using std::chrono::duration_cast;
+using std::chrono::seconds;
+using std::chrono::steady_clock;
+
+SamplingStatus sampling_status(const Sampler& sampler, const DeadlineBackend& backend,
+                               std::chrono::milliseconds interval) {
+  SamplingStatus st;
+  if (auto stuck = backend.stuck_for()) st.driver_stuck = duration_cast<seconds>(*stuck);
+  // A collection that runs far past its interval is stuck, whatever blocks it.
+  auto limit = std::max<steady_clock::duration>(3 * interval, seconds(5));
+  if (auto busy = sampler.busy_for(); busy && *busy > limit)
+    st.stalled = duration_cast<seconds>(*busy);
+  return st;
+}
+
+bool same(const SamplingStatus& a, const SamplingStatus& b) {
+  return a.driver_stuck == b.driver_stuck && a.stalled == b.stalled && a.error == b.error;
+}
+
+class Loop {
+ public:
+  Loop(std::shared_ptr<const collect::Collector> collector,
+       std::shared_ptr<DeadlineBackend> backend, const TopConfig& config, Terminal& term)
+      : collector_(std::move(collector)),
+        backend_(std::move(backend)),
+        config_(config),
+        term_(term),
+        sampler_(collector_, config.proc_root, config.interval),
+        model_(TopSettings{config.readonly || config.actions_unavailable.has_value(),
+                           term.unicode(), config.interval, Viewer::current()}) {}
+
+  TopResult run() {
+    auto [w, h] = term_.size();
+    model_.set_size(w, h);
+    sampler_.start();
+    bool dirty = true;
+    uint64_t generation = 0;
+    SamplingStatus status;
+    while (!Terminal::interrupted()) {
+      Sample sample = sampler_.latest();
+      if (sample.generation != generation) {
+        generation = sample.generation;
+        if (!sample.error) {
+          model_.set_snapshot(sample.snapshot);
+          model_.set_host(sample.host);
+        }
+        dirty = true;
+      }
+      auto st = sampling_status(sampler_, *backend_, config_.interval);
+      st.error = sample.error;
+      if (!same(st, status)) {
+        status = st;
+        model_.set_sampling(st);
+        dirty = true;
+      }
+      dirty |= poll_job();
+      if (dirty) term_.draw(model_.compose());
+      dirty = false;
+      Key key = term_.read_key(100);
+      if (key.kind == Key::None) continue;
+      dirty = true;
+      if (key.kind == Key::Resize) {
+        auto [nw, nh] = term_.size();
+        model_.set_size(nw, nh);
+        continue;
+      }
+      bool kill_key = key.kind == Key::Kill || (key.kind == Key::Char && key.ch == U'k');
+      if (kill_key && config_.actions_unavailable && !config_.readonly &&
+          model_.mode() == Mode::Table) {
+        model_.set_message(*config_.actions_unavailable, Role::Warn);
+        continue;
+      }
+      Effect effect = model_.handle(key);
+      if (effect.kind == Effect::Quit) break;
+      if (effect.kind == Effect::PlanKill) plan(effect.pids);
+      if (effect.kind == Effect::ExecuteKill) execute();
+    }
+    term_.close();
+    TopResult result;
+    bool joined = sampler_.stop();
+    bool job_running = job_ && !job_->finished();
+    result.threads_left_behind = !joined || job_running || backend_->in_flight();
+    return result;
+  }
+
+ private:
+  void plan(const std::vector<pid_t>& pids) {
+    auto snapshot = model_.snapshot();
+    if (!snapshot) return;
+    auto p = plan_kill(*snapshot, pids, collector_->procfs());
+    if (!p) {
+      model_.show_plan_error(p.error().text());
+      return;
+    }
+    size_t width = std::max<size_t>(40, model_.layout().width > 8 ? model_.layout().width - 8 : 40);
+    model_.show_plan(plan_lines(*snapshot, *p, pids, config_.kill, width),
+                     p->count(reap::Action::Signal));
+    plan_ = std::move(*p);
+  }
+
+  void execute() {
+    if (!plan_) return;
+    job_ = std::make_unique<KillJob>(collector_, std::move(*plan_), config_.kill);
+    plan_.reset();
+    job_->start();
+  }
+
+  // True when the screen must be redrawn.
+  bool poll_job() {
+    if (!job_) return false;
+    if (job_->finished()) {
+      size_t width =
+          std::max<size_t>(40, model_.layout().width > 8 ? model_.layout().width - 8 : 40);
+      const auto& report = job_->report();
+      if (job_->error())
+        model_.show_outcome({*job_->error()}, false);
+      else
+        model_.show_outcome(outcome_lines(job_->plan(), report, width),
+                            report.exit_code == reap::kExitReleased);
+      job_.reset();
+      sampler_.wake();  // show the table without the killed processes at once
+      return true;
+    }
+    std::string progress = job_->progress();
+    if (progress == progress_) return false;
+    progress_ = progress;
+    model_.kill_progress(progress);
+    return true;
+  }
+
+  std::shared_ptr<const collect::Collector> collector_;
+  std::shared_ptr<DeadlineBackend> backend_;
+  const TopConfig& config_;
+  Terminal& term_;
+  Sampler sampler_;
+  TopModel model_;
+  std::optional<reap::Plan> plan_;
+  std::unique_ptr<KillJob> job_;
+  std::string progress_;
+};
+
+}  // namespace
+
+TopResult run_top(std::shared_ptr<const collect::Collector> collector,
+                  std::shared_ptr<DeadlineBackend> backend, const TopConfig& config) {
+  auto term = Terminal::open({config.color, config.mouse});
+  if (!term) return {2, false, term.error()};
+  try {
+    Loop loop(std::move(collector), std::move(backend), config, **term);
+    return loop.run();
+  } catch (const std::exception& e) {
+    (*term)->close();
+    return {
+        2, true,
+        core::Error{std::string("gpureap top failed: ") + e.what(), "please report this as a bug"}};
+  }
+}
+
+}  // namespace gpureap::tui

@@ -1,0 +1,39 @@
+#pragma once
+// `gpureap top`: the live view. Sampling runs on its own thread, kills on theirs; this loop
+// only draws the latest snapshot and turns keys into the model's effects.
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "collect/collector.h"
+#include "core/result.h"
+#include "tui/deadline_backend.h"
+#include "tui/kill_job.h"
+
+namespace gpureap::tui {
+
+struct TopConfig {
+  std::chrono::milliseconds interval{1000};
+  bool readonly = false;
+  // Why actions are off although --readonly was not given (e.g. a procfs of another PID
+  // namespace); shown when the user presses k.
+  std::optional<std::string> actions_unavailable;
+  bool color = true;
+  bool mouse = true;
+  std::string proc_root = "/proc";
+  KillConfig kill;
+};
+
+struct TopResult {
+  int exit_code = 0;
+  // A thread is stuck in the driver or a kill is unfinished: leave with _exit, not exit.
+  bool threads_left_behind = false;
+  std::optional<core::Error> error;  // printed after the terminal is restored
+};
+
+// `backend` is the deadline backend inside `collector` (it says when the driver hangs).
+TopResult run_top(std::shared_ptr<const collect::Collector> collector,
+                  std::shared_ptr<DeadlineBackend> backend, const TopConfig& config);
+
+}  // namespace gpureap::tui

@@ -1,0 +1,245 @@
+#include "tui/view.h"
+
+#include <algorithm>
+#include <functional>
+#include <map>
+#include <set>
+#include <tuple>
+
+#include "reap/kin.h"
+#include "tui/frame.h"
+#include "tui/text.h"
+
+namespace gpureap::tui {
+namespace {
+
+int severity(const TopRow& r) {
+  return r.ghost ? 3 : r.stuck ? 2 : r.anomalous ? 1 : 0;
+}
+
+long long number(std::optional<uint64_t> v) {
+  return v ? static_cast<long long>(*v) : -1;
+}
+
+}  // namespace
+
+std::string_view column_title(Column c) {
+  switch (c) {
+    case Column::Pid:
+      return "PID";
+    case Column::User:
+      return "USER";
+    case Column::Gpu:
+      return "GPU";
+    case Column::Memory:
+      return "MEMORY";
+    case Column::Sm:
+      return "SM%";
+    case Column::State:
+      return "STATE";
+    case Column::Age:
+      return "AGE";
+    case Column::Container:
+      return "CONTAINER";
+    case Column::Anomalies:
+      return "ANOMALIES";
+    case Column::Command:
+      return "COMMAND";
+  }
+  return "?";
+}
+
+char sort_key(Column c) {
+  switch (c) {
+    case Column::Pid:
+      return 'P';
+    case Column::User:
+      return 'U';
+    case Column::Gpu:
+      return 'G';
+    case Column::Memory:
+      return 'M';
+    case Column::Sm:
+      return '%';
+    case Column::State:
+      return 'S';
+    case Column::Age:
+      return 'A';
+    case Column::Container:
+      return 'O';
+    case Column::Anomalies:
+      return 'N';
+    case Column::Command:
+      return 'C';
+  }
+  return '?';
+}
+
+std::optional<Column> column_for_key(char key) {
+  for (Column c : kAllColumns)
+    if (sort_key(c) == key) return c;
+  return std::nullopt;
+}
+
+bool descending_by_default(Column c) {
+  return c == Column::Memory || c == Column::Sm || c == Column::Age || c == Column::Anomalies;
+}
+
+bool matches(const TopRow& r, const Filter& f) {
+  if (f.anomalies_only && !r.anomalous) return false;
+  if (f.gpu && std::find(r.gpus.begin(), r.gpus.end(), *f.gpu) == r.gpus.end()) return false;
+  if (f.user && r.user != *f.user) return false;
+  if (f.text.empty()) return true;
+  std::string needle = lower(f.text);
+  for (const std::string& hay :
+       {std::to_string(r.pid), r.user, r.state_text(), r.command, r.container, r.anomalies})
+    if (lower(hay).find(needle) != std::string::npos) return true;
+  return false;
+}
+
+bool sorts_before(const TopRow& a, const TopRow& b, const Sort& s) {
+  // (number, number, text): most columns use one of them; anomalies sort by severity, then
+  // by the memory at stake.
+  auto key = [&](const TopRow& r) {
+    long long n = 0, m = 0;
+    std::string t;
+    switch (s.column) {
+      case Column::Pid:
+        n = r.pid;
+        break;
+      case Column::User:
+        t = r.user;
+        break;
+      case Column::Gpu:
+        n = r.gpus.empty() ? -1 : static_cast<long long>(r.gpus.front());
+        break;
+      case Column::Memory:
+        n = number(r.memory);
+        break;
+      case Column::Sm:
+        n = r.sm ? static_cast<long long>(*r.sm) : -1;
+        break;
+      case Column::State:
+        t = r.state_text();
+        break;
+      case Column::Age:
+        n = r.age ? static_cast<long long>(r.age->count()) : -1;
+        break;
+      case Column::Container:
+        t = r.container;
+        break;
+      case Column::Anomalies:
+        n = severity(r), m = number(r.memory), t = r.anomalies;
+        break;
+      case Column::Command:
+        t = lower(r.command);
+        break;
+    }
+    return std::make_tuple(n, m, t);
+  };
+  auto ka = key(a), kb = key(b);
+  if (ka != kb) return s.descending ? kb < ka : ka < kb;
+  return a.pid < b.pid;
+}
+
+std::vector<ViewRow> make_view(const core::Snapshot& s, const Viewer& viewer,
+                               const ViewOptions& o) {
+  return make_view(s, make_rows(s, viewer), viewer, o);
+}
+
+std::vector<ViewRow> make_view(const core::Snapshot& s, const std::vector<TopRow>& rows,
+                               const Viewer& viewer, const ViewOptions& o) {
+  std::vector<ViewRow> out;
+  auto before = [&](const TopRow& a, const TopRow& b) { return sorts_before(a, b, o.sort); };
+  if (!o.tree) {
+    for (const auto& r : rows)
+      if (matches(r, o.filter)) out.push_back({r, 0, ""});
+    std::stable_sort(out.begin(), out.end(),
+                     [&](const ViewRow& a, const ViewRow& b) { return before(a.row, b.row); });
+    return out;
+  }
+
+  // Tree: the matching rows, every ancestor of theirs (but init) for context, and each gone
+  // PID above the workers that keep its memory alive.
+  std::map<pid_t, TopRow> nodes;
+  for (const auto& r : rows)
+    if (matches(r, o.filter)) nodes.emplace(r.pid, r);
+  std::map<pid_t, pid_t> parent;
+  reap::Kin kin(s);
+  for (const auto& r : rows) {
+    if (!r.gone) continue;
+    for (pid_t k : kin.keepers(r.pid)) {
+      if (!nodes.count(k) || parent.count(k)) continue;
+      parent[k] = r.pid;
+      if (!nodes.count(r.pid)) {
+        TopRow ghost = r;
+        ghost.context = true;
+        nodes.emplace(r.pid, ghost);
+      }
+    }
+  }
+  std::vector<pid_t> pending;
+  for (const auto& [pid, r] : nodes)
+    if (!parent.count(pid)) pending.push_back(pid);
+  for (pid_t pid : pending) {
+    const core::HostProcess* p = s.find(pid);
+    for (int depth = 0; p && depth < 4096; ++depth) {
+      pid_t pp = p->stat.ppid;
+      if (pp <= 1 || pp == p->stat.pid) break;
+      parent[p->stat.pid] = pp;
+      if (nodes.count(pp)) break;
+      const core::HostProcess* up = s.find(pp);
+      if (!up) {
+        parent.erase(p->stat.pid);
+        break;
+      }
+      nodes.emplace(pp, make_context_row(s, *up, viewer));
+      p = up;
+    }
+  }
+  std::map<pid_t, std::vector<pid_t>> children;
+  std::vector<pid_t> roots;
+  for (const auto& [pid, r] : nodes) {
+    auto it = parent.find(pid);
+    if (it != parent.end() && nodes.count(it->second))
+      children[it->second].push_back(pid);
+    else
+      roots.push_back(pid);
+  }
+  auto order = [&](std::vector<pid_t>& pids) {
+    std::stable_sort(pids.begin(), pids.end(),
+                     [&](pid_t a, pid_t b) { return before(nodes.at(a), nodes.at(b)); });
+  };
+  order(roots);
+  const Glyphs& g = glyphs(o.unicode);
+  std::set<pid_t> visited;
+  std::function<void(pid_t, int, const std::string&, bool)> walk =
+      [&](pid_t pid, int depth, const std::string& indent, bool last) {
+        if (!visited.insert(pid).second) return;
+        std::string prefix = depth == 0 ? "" : indent + (last ? g.last : g.branch) + " ";
+        out.push_back({nodes.at(pid), depth, prefix});
+        auto& kids = children[pid];
+        order(kids);
+        std::string next = depth == 0 ? "" : indent + (last ? g.space : g.pipe) + " ";
+        for (size_t i = 0; i < kids.size(); ++i)
+          walk(kids[i], depth + 1, next, i + 1 == kids.size());
+      };
+  for (pid_t r : roots) walk(r, 0, "", true);
+  return out;
+}
+
+std::vector<std::string> users_of(const std::vector<TopRow>& rows) {
+  std::set<std::string> users;
+  for (const auto& r : rows)
+    if (r.user != "-") users.insert(r.user);
+  return {users.begin(), users.end()};
+}
+
+std::vector<unsigned> gpus_of(const core::Snapshot& s, const std::vector<TopRow>& rows) {
+  std::set<unsigned> gpus;
+  for (const auto& g : s.backend.gpus) gpus.insert(g.index);
+  for (const auto& r : rows) gpus.insert(r.gpus.begin(), r.gpus.end());
+  return {gpus.begin(), gpus.end()};
+}
+
+}  // namespace gpureap::tui

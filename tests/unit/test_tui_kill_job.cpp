@@ -1,0 +1,91 @@
+// A kill from `top`: planned by the reaper, executed and verified on a thread of its own.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <thread>
+
+#include "tui/kill_job.h"
+#include "tui/text.h"
+
+namespace gpureap::tui {
+namespace {
+
+using namespace std::chrono_literals;
+
+class TuiKillJob : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/gpureap-tui-kill-XXXXXX";
+    dev_ = ::mkdtemp(tmpl);
+    child_ = ::fork();
+    if (child_ == 0) {
+      ::signal(SIGTERM, SIG_DFL);
+      for (;;) ::pause();
+    }
+    auto c = collect::Collector::open({"/proc", dev_}, nullptr);
+    ASSERT_TRUE(c.ok());
+    collector_ = std::make_shared<const collect::Collector>(std::move(*c));
+  }
+  void TearDown() override {
+    if (child_ > 0) {
+      ::kill(child_, SIGKILL);
+      ::waitpid(child_, nullptr, 0);
+    }
+    std::filesystem::remove_all(dev_);
+  }
+
+  std::string dev_;
+  pid_t child_ = -1;
+  std::shared_ptr<const collect::Collector> collector_;
+};
+
+TEST_F(TuiKillJob, PlansShowsRunsAndReportsThroughTheReaper) {
+  auto snapshot = collector_->collect();
+  auto plan = plan_kill(snapshot, {child_}, collector_->procfs());
+  ASSERT_TRUE(plan.ok()) << plan.error().text();
+  ASSERT_EQ(plan->count(reap::Action::Signal), 1u);
+  KillConfig config;
+  config.exec.grace = 2s;
+  config.verify.wait_release = 2s;
+  auto lines = plan_lines(snapshot, *plan, {child_}, config, 60);
+  ASSERT_FALSE(lines.empty());
+  EXPECT_NE(lines[0].find("Plan: 1 process to signal"), std::string::npos) << lines[0];
+  for (const auto& l : lines) EXPECT_LE(text_width(l), 60u) << l;  // prose is wrapped to the dialog
+
+  KillJob job(collector_, *plan, config);
+  EXPECT_FALSE(job.finished());
+  job.start();
+  auto until = std::chrono::steady_clock::now() + 20s;
+  while (!job.finished() && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(10ms);
+  ASSERT_TRUE(job.finished());
+  int status = 0;
+  ASSERT_EQ(::waitpid(child_, &status, 0), child_);
+  child_ = -1;
+  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM);
+  const auto& report = job.report();
+  ASSERT_EQ(report.outcomes.size(), 1u);
+  EXPECT_EQ(report.outcomes[0].kind, reap::OutcomeKind::Released);
+  auto out = outcome_lines(job.plan(), report, 60);
+  std::string all;
+  for (const auto& l : out) all += l + "\n";
+  EXPECT_NE(all.find("released"), std::string::npos) << all;
+}
+
+TEST_F(TuiKillJob, ThePlanSaysWhatTheSafetyRulesRefuse) {
+  auto snapshot = collector_->collect();
+  auto plan = plan_kill(snapshot, {1}, collector_->procfs());
+  ASSERT_TRUE(plan.ok());
+  EXPECT_EQ(plan->count(reap::Action::Signal), 0u);  // PID 1 is never signalled
+  auto lines = plan_lines(snapshot, *plan, {1}, {}, 100);
+  std::string all;
+  for (const auto& l : lines) all += l + "\n";
+  EXPECT_NE(all.find("refused"), std::string::npos) << all;
+  EXPECT_NE(all.find("PID 1 (init) is never signalled"), std::string::npos) << all;
+}
+
+}  // namespace
+}  // namespace gpureap::tui
