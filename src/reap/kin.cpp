@@ -1,0 +1,89 @@
+#include "reap/kin.h"
+
+#include <algorithm>
+#include <deque>
+#include <set>
+
+namespace gpureap::reap {
+
+Kin::Kin(const core::Snapshot& snapshot) : snapshot_(snapshot) {
+  for (const auto& p : snapshot_.proc.processes)
+    if (p.stat.ppid != p.stat.pid) children_[p.stat.ppid].push_back(p.stat.pid);
+}
+
+std::vector<pid_t> Kin::descendants(pid_t pid) const {
+  std::vector<pid_t> out;
+  std::set<pid_t> seen{pid};
+  std::deque<pid_t> queue{pid};
+  while (!queue.empty()) {
+    auto it = children_.find(queue.front());
+    queue.pop_front();
+    if (it == children_.end()) continue;
+    for (pid_t c : it->second) {
+      if (!seen.insert(c).second) continue;  // a corrupt view could loop
+      out.push_back(c);
+      queue.push_back(c);
+    }
+  }
+  return out;
+}
+
+bool Kin::descends_from(const core::HostProcess& p, pid_t ancestor) const {
+  const core::HostProcess* cur = &p;
+  for (int depth = 0; cur && depth < 4096; ++depth) {
+    if (cur->stat.ppid == ancestor) return true;
+    if (cur->stat.ppid <= 1) return false;
+    cur = snapshot_.find(cur->stat.ppid);
+  }
+  return false;
+}
+
+std::vector<pid_t> Kin::group_members(pid_t pgid) const {
+  std::vector<pid_t> out;
+  for (const auto& p : snapshot_.proc.processes)
+    if (p.stat.pgid == pgid) out.push_back(p.stat.pid);
+  return out;
+}
+
+bool Kin::is_gone(pid_t pid) const {
+  const core::HostProcess* p = snapshot_.find(pid);
+  return !p || p->stat.is_zombie();
+}
+
+std::optional<unsigned> Kin::minor_of(unsigned gpu_index) const {
+  const core::Gpu* g = snapshot_.gpu(gpu_index);
+  return g ? g->minor : std::nullopt;
+}
+
+bool Kin::holds_gpu_of(const core::HostProcess& p, const core::ProcessRow& listed) const {
+  for (const auto& use : listed.gpus)
+    if (p.holds_nvidia_gpu(minor_of(use.index))) return true;
+  return false;
+}
+
+std::vector<pid_t> Kin::keepers(pid_t pid) const {
+  std::vector<pid_t> out;
+  const core::ProcessRow* listed = snapshot_.row(pid);
+  if (!listed || !listed->listed_by_driver) return out;
+  for (const auto& p : snapshot_.proc.processes) {
+    if (p.stat.pid == pid || p.stat.is_zombie() || !holds_gpu_of(p, *listed)) continue;
+    if (p.stat.pgid == pid || descends_from(p, pid)) out.push_back(p.stat.pid);
+  }
+  return out;
+}
+
+std::vector<pid_t> Kin::other_holders(pid_t pid) const {
+  std::vector<pid_t> out;
+  const core::ProcessRow* listed = snapshot_.row(pid);
+  if (!listed || !listed->listed_by_driver) return out;
+  auto keep = keepers(pid);
+  for (const auto& p : snapshot_.proc.processes) {
+    if (p.stat.pid == pid || p.stat.is_zombie() || !holds_gpu_of(p, *listed)) continue;
+    const core::ProcessRow* row = snapshot_.row(p.stat.pid);
+    if (row && row->listed_by_driver) continue;
+    if (std::find(keep.begin(), keep.end(), p.stat.pid) == keep.end()) out.push_back(p.stat.pid);
+  }
+  return out;
+}
+
+}  // namespace gpureap::reap

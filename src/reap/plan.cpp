@@ -1,0 +1,79 @@
+#include "reap/plan.h"
+
+#include <algorithm>
+
+namespace gpureap::reap {
+namespace {
+
+std::optional<uint64_t> sum_known(const std::vector<core::GpuUse>& uses) {
+  std::optional<uint64_t> total;
+  for (const auto& u : uses)
+    if (u.used_bytes) total = total.value_or(0) + *u.used_bytes;
+  return total;
+}
+
+}  // namespace
+
+bool Target::named() const { return has(ReasonKind::Named); }
+
+bool Target::has(ReasonKind kind) const {
+  return std::any_of(reasons.begin(), reasons.end(), [&](const Reason& r) { return r.kind == kind; });
+}
+
+std::optional<uint64_t> Target::memory_bytes() const { return sum_known(gpus); }
+
+std::optional<uint64_t> GoneListing::memory_bytes() const { return sum_known(gpus); }
+
+const Target* Plan::find(pid_t pid) const {
+  auto it = std::lower_bound(targets.begin(), targets.end(), pid,
+                             [](const Target& t, pid_t v) { return t.pid < v; });
+  return it != targets.end() && it->pid == pid ? &*it : nullptr;
+}
+
+size_t Plan::count(Action action) const {
+  return static_cast<size_t>(std::count_if(targets.begin(), targets.end(),
+                                           [&](const Target& t) { return t.action == action; }));
+}
+
+std::string_view to_string(ReasonKind kind) {
+  switch (kind) {
+    case ReasonKind::Named: return "named";
+    case ReasonKind::ListedOnGpu: return "listed-on-gpu";
+    case ReasonKind::HoldsDevice: return "holds-device";
+    case ReasonKind::InheritedHolder: return "inherited-holder";
+    case ReasonKind::Descendant: return "descendant";
+    case ReasonKind::ProcessGroup: return "process-group";
+    case ReasonKind::Ghost: return "ghost";
+    case ReasonKind::UserHolder: return "user-holder";
+  }
+  return "?";
+}
+
+std::string_view to_string(Action action) {
+  switch (action) {
+    case Action::Signal: return "signal";
+    case Action::Refused: return "refused";
+    case Action::NotPermitted: return "not-permitted";
+    case Action::Zombie: return "zombie";
+  }
+  return "?";
+}
+
+std::string describe(const Reason& r) {
+  auto gpu = [&] { return r.gpu ? std::to_string(*r.gpu) : std::string("?"); };
+  auto pid = [&] { return r.pid ? std::to_string(*r.pid) : std::string("?"); };
+  switch (r.kind) {
+    case ReasonKind::Named: return "named";
+    case ReasonKind::ListedOnGpu: return "listed on GPU " + gpu();
+    case ReasonKind::HoldsDevice: return "holds GPU " + gpu() + "'s device file";
+    case ReasonKind::InheritedHolder: return "inherited holder of gone PID " + pid();
+    case ReasonKind::Descendant: return "descendant of " + pid();
+    case ReasonKind::ProcessGroup: return "in process group " + pid();
+    case ReasonKind::Ghost:
+      return "ghost: " + std::string(r.anomaly ? core::to_string(*r.anomaly) : "?");
+    case ReasonKind::UserHolder: return "GPU holder of the user";
+  }
+  return "?";
+}
+
+}  // namespace gpureap::reap

@@ -1,0 +1,129 @@
+#pragma once
+// A kill plan: what `gpureap kill` intends to signal and why, decided before any signal is
+// sent. Everything the executor and the verifier need is recorded here, so the plan that was
+// shown (and confirmed) is exactly what is executed: the start time pins each PID to the
+// process that was planned.
+#include <sys/types.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/anomaly.h"
+#include "core/snapshot.h"
+
+namespace gpureap::reap {
+
+// Who runs gpureap: the rules never let it signal itself or the processes it runs under.
+struct Caller {
+  pid_t self = 0;
+  pid_t pgid = 0;
+  std::vector<pid_t> ancestors;  // parent, grandparent, ... up to PID 1
+  uid_t uid = 0;                 // real
+  uid_t euid = 0;                // effective
+  bool privileged() const { return euid == 0; }
+};
+
+// What the user asked for.
+struct Request {
+  std::vector<pid_t> pids;          // named explicitly
+  std::optional<unsigned> gpu;      // --gpu N (NVML index)
+  std::optional<std::string> user;  // --user NAME or uid
+  bool ghosts = false;
+  bool tree = false;
+  bool group = false;
+};
+
+// Why a process is in the plan. Names are part of the JSON schema.
+enum class ReasonKind {
+  Named,            // PID given on the command line
+  ListedOnGpu,      // the driver lists it on GPU `gpu`
+  HoldsDevice,      // holds /dev/nvidia<minor of gpu>
+  InheritedHolder,  // keeps the context of gone PID `pid` alive
+  Descendant,       // --tree: descends from `pid`
+  ProcessGroup,     // --group: in process group `pid`
+  Ghost,            // --ghosts: `anomaly` (inherited-holder, orphan, stopped)
+  UserHolder,       // --user alone: a GPU holder of that user
+};
+
+struct Reason {
+  ReasonKind kind;
+  std::optional<unsigned> gpu;
+  std::optional<pid_t> pid;
+  std::optional<core::Anomaly> anomaly;
+  bool operator==(const Reason&) const = default;
+};
+
+// What will happen to a target.
+enum class Action {
+  Signal,        // will be signalled
+  Refused,       // a safety rule forbids it (refusal says which)
+  NotPermitted,  // owned by another user and we are not root
+  Zombie,        // already exited; only its parent can reap it
+};
+
+struct Parent {
+  pid_t pid = 0;
+  std::optional<std::string> comm;
+};
+
+struct Target {
+  pid_t pid = 0;
+  uint64_t start_ticks = 0;  // pins the PID to this process
+  std::string comm;
+  std::vector<std::string> cmdline;
+  std::optional<uid_t> uid;
+  std::optional<std::string> user;
+  char state = '?';
+  pid_t pgid = 0;
+  std::vector<core::GpuUse> gpus;  // memory the driver lists for this PID
+  std::vector<pid_t> keeps;        // gone listed PIDs whose contexts it keeps alive
+  std::vector<Reason> reasons;
+  Action action = Action::Signal;
+  std::string refusal;  // why, for Refused and NotPermitted
+  Parent parent;        // reported for zombies (and useful context otherwise)
+
+  bool named() const;
+  bool has(ReasonKind kind) const;
+  std::optional<uint64_t> memory_bytes() const;  // sum of the known listed memory
+};
+
+// A driver-listed PID that no longer exists: its memory is freed by killing its keepers.
+struct GoneListing {
+  pid_t pid = 0;
+  std::optional<std::string> driver_name;
+  std::vector<core::GpuUse> gpus;
+  std::vector<pid_t> keepers;  // targets that keep its context alive
+  bool leaked = false;         // nothing alive holds it
+  bool foreign = false;        // a PID of another namespace: not visible here
+
+  std::optional<uint64_t> memory_bytes() const;
+};
+
+// Per-GPU memory figures at planning time, to tell later whether the memory came back.
+struct GpuBaseline {
+  unsigned index = 0;
+  std::optional<unsigned> minor;
+  std::optional<uint64_t> used_bytes;
+  std::optional<uint64_t> unattributed_bytes;
+};
+
+struct Plan {
+  std::vector<Target> targets;  // sorted by pid
+  std::vector<GoneListing> gone;
+  std::vector<GpuBaseline> gpus;
+  bool backend_available = false;
+  std::vector<std::string> notes;  // things the user should know (unmatched PIDs, ...)
+
+  const Target* find(pid_t pid) const;
+  size_t count(Action action) const;
+  bool nothing_matched() const { return targets.empty(); }
+};
+
+std::string_view to_string(ReasonKind kind);
+std::string_view to_string(Action action);
+// "listed on GPU 0", "inherited holder of gone PID 4242", ...
+std::string describe(const Reason& reason);
+
+}  // namespace gpureap::reap

@@ -1,0 +1,98 @@
+#include "reap/planner.h"
+
+#include <pwd.h>
+
+#include <algorithm>
+#include <charconv>
+
+#include "reap/safety.h"
+#include "reap/select.h"
+
+namespace gpureap::reap {
+namespace {
+
+// --user NAME or a numeric uid.
+core::Result<uid_t> resolve_user(const std::string& user) {
+  uid_t uid = 0;
+  auto [end, ec] = std::from_chars(user.data(), user.data() + user.size(), uid);
+  if (ec == std::errc() && end == user.data() + user.size()) return uid;
+  if (const passwd* pw = ::getpwnam(user.c_str())) return pw->pw_uid;
+  return core::Error{"unknown user \"" + user + "\"", "give a login name or a numeric uid"};
+}
+
+Target make_target(const core::Snapshot& snap, const core::HostProcess& p,
+                   std::vector<Reason> reasons, const DetailsSource& details) {
+  Target t;
+  t.pid = p.stat.pid;
+  t.start_ticks = p.stat.start_ticks;
+  t.comm = p.stat.comm;
+  t.state = p.stat.state;
+  t.pgid = p.stat.pgid;
+  t.reasons = std::move(reasons);
+  std::optional<core::ProcessDetails> d = p.details ? p.details : details(p);
+  if (d) {
+    t.cmdline = d->cmdline;
+    t.uid = d->uid;
+    t.user = d->user;
+  }
+  if (const core::ProcessRow* row = snap.row(p.stat.pid); row && row->listed_by_driver)
+    t.gpus = row->gpus;
+  for (const auto& r : t.reasons)
+    if (r.kind == ReasonKind::InheritedHolder && r.pid &&
+        std::find(t.keeps.begin(), t.keeps.end(), *r.pid) == t.keeps.end())
+      t.keeps.push_back(*r.pid);
+  t.parent.pid = p.stat.ppid;
+  if (const core::HostProcess* parent = snap.find(p.stat.ppid)) t.parent.comm = parent->stat.comm;
+  return t;
+}
+
+std::vector<GpuBaseline> baselines(const core::Snapshot& snap) {
+  std::vector<GpuBaseline> out;
+  for (const auto& g : snap.backend.gpus) {
+    auto summary = snap.memory_summary(g);
+    out.push_back({g.index, g.minor, g.memory.used_bytes, summary.unattributed_bytes});
+  }
+  return out;
+}
+
+}  // namespace
+
+core::Result<Plan> make_plan(const core::Snapshot& snap, const Request& request,
+                             const Caller& caller, const DetailsSource& details) {
+  std::optional<uid_t> only_uid;
+  if (request.user) {
+    auto uid = resolve_user(*request.user);
+    if (!uid) return uid.error();
+    only_uid = *uid;
+  }
+  auto selection = select_targets(snap, request, caller);
+  if (!selection) return selection.error();
+
+  Plan plan;
+  plan.backend_available = snap.backend.available;
+  plan.notes = std::move(selection->notes);
+  plan.gpus = baselines(snap);
+  size_t other_users = 0;
+  for (auto& [pid, reasons] : selection->reasons) {
+    const core::HostProcess* p = snap.find(pid);
+    if (!p) continue;
+    Target t = make_target(snap, *p, std::move(reasons), details);
+    if (only_uid && t.uid != only_uid) {
+      ++other_users;
+      continue;
+    }
+    judge(t, *p, caller);
+    plan.targets.push_back(std::move(t));
+  }
+  if (other_users > 0)
+    plan.notes.push_back(std::to_string(other_users) + " matching process(es) left out: not owned by " +
+                         *request.user);
+  // A gone PID is reclaimed through the keepers that remain in the plan.
+  for (auto& g : selection->gone) {
+    std::erase_if(g.keepers, [&](pid_t k) { return !plan.find(k); });
+    plan.gone.push_back(std::move(g));
+  }
+  return plan;
+}
+
+}  // namespace gpureap::reap

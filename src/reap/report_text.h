@@ -1,0 +1,22 @@
+#pragma once
+// The human forms of a kill: the plan (shown before anything is signalled, and asked about on a
+// terminal) and the results with a summary line of the memory freed per GPU.
+#include <optional>
+#include <string>
+
+#include "core/snapshot.h"
+#include "output/style.h"
+#include "reap/outcome.h"
+#include "reap/plan.h"
+#include "reap/report_json.h"
+
+namespace gpureap::reap {
+
+// The snapshot the plan was made from: an incomplete view is said under the plan.
+std::string render_plan(const core::Snapshot& snapshot, const Plan& plan, const KillSettings& settings,
+                        const output::Style& style, std::optional<size_t> width);
+
+std::string render_results(const Plan& plan, const Report& report, const output::Style& style,
+                           std::optional<size_t> width);
+
+}  // namespace gpureap::reap
