@@ -1,0 +1,69 @@
+#pragma once
+// The GPU backend called off the sampler's thread with a timeout. A wedged driver blocks an
+// NVML call forever and such a thread cannot be cancelled: the call is abandoned (its thread
+// keeps the backend instance alive and exits if the call ever returns), the backend is
+// reported down, and a later call starts a fresh worker with a fresh backend instance. Stuck
+// workers are bounded; retries back off while the driver does not answer.
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include "backend/gpu_backend.h"
+#include "core/gpu.h"
+
+namespace gpureap::daemon {
+
+using BackendFactory = std::function<std::shared_ptr<backend::GpuBackend>()>;
+
+struct WatchdogOptions {
+  std::chrono::milliseconds timeout{std::chrono::seconds(5)};
+  // Abandoned calls allowed to stay stuck at once; at the bound, no new call is made until
+  // one of them returns (each holds a thread and an NVML handle).
+  unsigned max_stuck = 4;
+  // After a timeout, the next attempt waits this long, doubling up to max_backoff.
+  std::chrono::milliseconds first_backoff{std::chrono::seconds(1)};
+  std::chrono::milliseconds max_backoff{std::chrono::minutes(5)};
+};
+
+struct TimedReport {
+  core::BackendReport report;
+  bool timed_out = false;  // the driver did not answer (now, or a stuck call keeps it down)
+  std::chrono::steady_clock::duration took{};
+};
+
+class BackendWatchdog {
+ public:
+  BackendWatchdog(BackendFactory factory, WatchdogOptions options);
+  ~BackendWatchdog();  // asks the worker to end; does not wait for a stuck one
+  BackendWatchdog(const BackendWatchdog&) = delete;
+  BackendWatchdog& operator=(const BackendWatchdog&) = delete;
+
+  // One collect(), waiting at most the timeout. Never blocks longer.
+  TimedReport collect();
+
+  void set_timeout(std::chrono::milliseconds timeout);
+  // From any thread: a collect() waiting for the driver returns at once (the daemon is
+  // stopping), and later ones do not call it.
+  void interrupt();
+  unsigned stuck() const;  // abandoned calls that have not returned yet
+
+  struct Worker;
+
+ private:
+  BackendFactory factory_;
+  WatchdogOptions options_;
+  std::shared_ptr<Worker> worker_;
+  std::shared_ptr<std::atomic<unsigned>> stuck_;
+  std::chrono::steady_clock::time_point retry_at_{};
+  std::chrono::milliseconds backoff_{0};
+  std::string last_down_reason_;
+  std::atomic<bool> interrupted_{false};
+  std::mutex waiting_mutex_;
+  std::shared_ptr<Worker> waiting_on_;  // the worker collect() waits for, for interrupt()
+};
+
+}  // namespace gpureap::daemon

@@ -1,0 +1,46 @@
+#pragma once
+// The daemon's configuration: a TOML file (default /etc/gpureap/config.toml), every key
+// documented with its default in docs/config.md. Unknown keys, wrong types and values out of
+// range are errors with the file, line and column, so a typo never silently means "default".
+#include <chrono>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "core/result.h"
+#include "daemon/log.h"
+#include "export/listen_address.h"
+
+namespace gpureap::daemon {
+
+inline constexpr const char* kDefaultConfigPath = "/etc/gpureap/config.toml";
+
+struct DaemonConfig {
+  exporter::ListenAddress listen{"127.0.0.1", 9842};
+  std::chrono::milliseconds interval{std::chrono::seconds(1)};
+  std::chrono::milliseconds holder_scan_interval{std::chrono::seconds(10)};
+  std::chrono::milliseconds full_scan_interval{std::chrono::minutes(1)};
+  std::chrono::milliseconds history{std::chrono::hours(1)};
+  size_t history_max_processes = 1024;
+  bool per_process_metrics = false;
+  std::optional<std::string> auth_token_file;
+  std::chrono::milliseconds driver_timeout{std::chrono::seconds(5)};
+  LogLevel log_level = LogLevel::Info;
+
+  // Filled by load_config: where it came from, and the token read from auth_token_file.
+  std::string source = "built-in defaults";
+  std::optional<std::string> auth_token;
+};
+
+// Parses TOML text; `source` names it in messages ("config.toml:3:1: ..."). Every problem is
+// reported, one per line of the error's message. Does not read the token file.
+core::Result<DaemonConfig> parse_config(std::string_view text, const std::string& source);
+
+// Reads and parses a file, then reads the token file it names.
+core::Result<DaemonConfig> load_config(const std::string& path);
+
+// The token in a token file: its content without surrounding whitespace; an empty or
+// unreadable file is an error.
+core::Result<std::string> read_token_file(const std::string& path);
+
+}  // namespace gpureap::daemon

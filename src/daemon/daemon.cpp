@@ -1,0 +1,255 @@
+#include "daemon/daemon.h"
+
+#include <pthread.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <iostream>
+#include <memory>
+
+#include "backend/nvml/nvml_backend.h"
+#include "daemon/config.h"
+#include "daemon/history.h"
+#include "daemon/http_content.h"
+#include "daemon/log.h"
+#include "daemon/sampler.h"
+#include "daemon/sd_notify.h"
+#include "export/http_server.h"
+#include "supervise/duration.h"
+
+namespace gpureap::daemon {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+// The config file a (re)load reads; a missing default file means the built-in defaults.
+core::Result<DaemonConfig> load(const DaemonOptions& o) {
+  std::string path = o.config_path.value_or(kDefaultConfigPath);
+  struct stat st {};
+  if (!o.config_path && ::stat(path.c_str(), &st) != 0 && errno == ENOENT) {
+    DaemonConfig defaults;
+    if (o.listen) defaults.listen = *o.listen;
+    return defaults;
+  }
+  auto config = load_config(path);
+  if (config && o.listen) config->listen = *o.listen;
+  return config;
+}
+
+SamplerSettings sampler_settings(const DaemonConfig& c) {
+  return {c.interval, c.holder_scan_interval, c.full_scan_interval, c.driver_timeout, c.per_process_metrics};
+}
+
+HistoryLimits history_limits(const DaemonConfig& c) {
+  HistoryLimits limits;
+  limits.window = c.history;
+  limits.interval = c.interval;
+  limits.max_processes = c.history_max_processes;
+  return limits;
+}
+
+bool loopback(const std::string& host) {
+  return host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
+}
+
+// Warnings about a config that works but exposes more than it should.
+void warn_about(const DaemonConfig& c) {
+  if (!c.auth_token && !loopback(c.listen.host))
+    log_warning("listening on " + c.listen.text() +
+                " without auth_token_file: anyone who can reach it reads process names, users and containers");
+  if (c.auth_token_file) {
+    struct stat st {};
+    if (::stat(c.auth_token_file->c_str(), &st) == 0 && (st.st_mode & S_IROTH))
+      log_warning("auth_token_file " + *c.auth_token_file + " is readable by every user: chmod 600 it");
+  }
+}
+
+std::string describe(const DaemonConfig& c) {
+  return "config " + c.source + ": interval " + supervise::format_duration(c.interval) + ", holder scan every " +
+         supervise::format_duration(c.holder_scan_interval) + " (all fds every " +
+         supervise::format_duration(c.full_scan_interval) + "), history " + supervise::format_duration(c.history) +
+         ", driver timeout " + supervise::format_duration(c.driver_timeout) +
+         (c.per_process_metrics ? ", per-process metrics" : "");
+}
+
+// systemd's one-line STATUS.
+std::string status_line(const Sample& s, const exporter::ListenAddress& at) {
+  const auto& snap = *s.snapshot;
+  size_t listed = 0;
+  for (const auto& r : snap.rows) listed += r.listed_by_driver;
+  std::string driver = snap.backend.available
+                           ? "driver up, " + count(snap.backend.gpus.size(), "GPU")
+                           : (s.driver_timed_out ? "driver not answering" : "driver unavailable");
+  return driver + ", " + count(listed, "GPU process") + ", " + count(s.findings.size(), "finding") + "; http://" +
+         at.text() + "/";
+}
+
+class Daemon {
+ public:
+  Daemon(const DaemonOptions& options, DaemonConfig config, collect::Collector collector,
+         BackendFactory backends)
+      : options_(options),
+        config_(std::move(config)),
+        history_(std::make_shared<History>(history_limits(config_))),
+        sampler_(std::move(collector), options.roots.dev_root, std::move(backends), sampler_settings(config_),
+                 history_),
+        content_(sampler_),
+        notifier_(Notifier::from_environment()),
+        started_(Clock::now()) {
+    content_.set_stall_after(stall_threshold(config_.interval, config_.driver_timeout));
+  }
+
+  int run(const sigset_t& signals) {
+    auto server = exporter::HttpServer::start(config_.listen, content_, {config_.auth_token});
+    if (!server) {
+      log_error(server.error().text());
+      notifier_.status("failed: " + server.error().message);
+      return 1;
+    }
+    server_ = std::move(*server);
+    log_info(describe(config_));
+    warn_about(config_);
+    log_notice("listening on http://" + server_->address().text() + "/" +
+               (config_.auth_token ? " (bearer token required)" : ""));
+    sampler_.start();
+
+    bool ready = false;
+    bool stall_logged = false;
+    std::string status;
+    auto next_ping = Clock::now();
+    for (;;) {
+      milliseconds wait(1000);
+      if (auto wd = notifier_.watchdog()) wait = std::min(wait, std::chrono::duration_cast<milliseconds>(*wd / 4));
+      if (!ready) wait = std::min(wait, milliseconds(50));
+      timespec ts{static_cast<time_t>(wait.count() / 1000), static_cast<long>((wait.count() % 1000) * 1000000)};
+      int sig = ::sigtimedwait(&signals, nullptr, &ts);
+      if (sig == SIGTERM || sig == SIGINT) {
+        log_notice(std::string("stopping on ") + (sig == SIGTERM ? "SIGTERM" : "SIGINT"));
+        break;
+      }
+      if (sig == SIGHUP) reload();
+
+      auto latest = sampler_.latest();
+      if (!ready && latest) {
+        ready = true;
+        notifier_.ready();
+        log_info("first sample taken: ready");
+      }
+      const auto now = Clock::now();
+      const bool fresh = now - std::max(sampler_.last_progress(), started_) < content_.stall_after();
+      if (!fresh && !stall_logged) {
+        log_error("the sampler has not finished a sample for " +
+                  supervise::format_duration(content_.stall_after()) +
+                  (notifier_.watchdog() ? "; no more watchdog pings, systemd will restart gpureap" : ""));
+        stall_logged = true;
+      }
+      if (fresh) stall_logged = false;
+      if (auto wd = notifier_.watchdog(); wd && now >= next_ping) {
+        // Half of WatchdogSec, as systemd recommends; a stalled sampler stops the pings.
+        if (fresh) notifier_.ping_watchdog();
+        next_ping = now + std::chrono::duration_cast<Clock::duration>(*wd / 2);
+      }
+      if (latest) {
+        std::string s = status_line(*latest, server_->address());
+        if (s != status) notifier_.status(status = s);
+      }
+    }
+    notifier_.stopping();
+    server_->stop();
+    sampler_.stop();
+    log_info("stopped");
+    return 0;
+  }
+
+ private:
+  // SIGHUP: a new config applies whole, or not at all.
+  void reload() {
+    notifier_.reloading();
+    auto next = load(options_);
+    if (!next) {
+      log_error("reload failed, keeping the configuration from " + config_.source + ": " + next.error().message);
+      notifier_.ready();
+      return;
+    }
+    if (next->listen != config_.listen) {
+      auto server = exporter::HttpServer::start(next->listen, content_, {next->auth_token});
+      if (!server) {
+        log_error("reload failed, keeping the configuration from " + config_.source + ": " + server.error().text());
+        notifier_.ready();
+        return;
+      }
+      server_->stop();
+      server_ = std::move(*server);
+      log_notice("listening on http://" + server_->address().text() + "/");
+    }
+    server_->set_token(next->auth_token);
+    sampler_.apply(sampler_settings(*next));
+    history_->set_limits(history_limits(*next));
+    content_.set_stall_after(stall_threshold(next->interval, next->driver_timeout));
+    set_log_level(next->log_level);
+    config_ = std::move(*next);
+    log_notice("configuration reloaded: " + describe(config_));
+    warn_about(config_);
+    notifier_.ready();
+  }
+
+  const DaemonOptions& options_;
+  DaemonConfig config_;
+  std::shared_ptr<History> history_;
+  Sampler sampler_;
+  HttpContent content_;
+  Notifier notifier_;
+  std::unique_ptr<exporter::HttpServer> server_;
+  Clock::time_point started_;
+};
+
+}  // namespace
+
+int run_daemon(const DaemonOptions& options) {
+  // Before any thread exists, so every thread inherits the mask and the signals wait for
+  // sigtimedwait in the main loop instead of interrupting a sample.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGHUP);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  ::pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  ::signal(SIGPIPE, SIG_IGN);
+
+  auto config = load(options);
+  if (!config) {
+    std::cerr << "gpureap: " << config.error().message << "\n  " << config.error().hint << "\n";
+    return 2;
+  }
+  set_log_level(config->log_level);
+  auto collector = collect::Collector::open(options.roots, nullptr);
+  if (!collector) {
+    std::cerr << "gpureap: " << collector.error().message << "\n  " << collector.error().hint << "\n";
+    return 2;
+  }
+  backend::nvml::NvmlOptions nvml;
+  nvml.library_path = options.nvml_library;
+  nvml.pid_max = collector->procfs().pid_max();
+  // A fresh instance per worker: one stuck in a wedged call keeps its own.
+  BackendFactory backends = [nvml] {
+    return std::shared_ptr<backend::GpuBackend>(backend::nvml::make_nvml_backend(nvml));
+  };
+  Daemon daemon(options, std::move(*config), std::move(*collector), std::move(backends));
+  return daemon.run(signals);
+}
+
+int check_config(const std::string& path) {
+  auto config = load_config(path);
+  if (!config) {
+    std::cerr << config.error().message << "\n";
+    if (!config.error().hint.empty()) std::cerr << "  " << config.error().hint << "\n";
+    return 2;
+  }
+  std::cout << path << ": ok\n";
+  return 0;
+}
+
+}  // namespace gpureap::daemon

@@ -1,0 +1,67 @@
+#include "daemon/http_content.h"
+
+#include "export/history_json.h"
+#include "output/doctor_view.h"
+#include "output/snapshot_json.h"
+
+namespace gpureap::daemon {
+namespace {
+
+constexpr const char* kJson = "application/json; charset=utf-8";
+
+exporter::Reply not_ready() {
+  return {503, "text/plain; charset=utf-8", "gpureap is taking its first sample; try again in a moment\n"};
+}
+
+}  // namespace
+
+std::chrono::milliseconds stall_threshold(std::chrono::milliseconds interval, std::chrono::milliseconds driver_timeout) {
+  return 2 * interval + driver_timeout + std::chrono::seconds(30);
+}
+
+exporter::Reply HttpContent::metrics() {
+  auto s = sampler_.latest();
+  if (!s) return not_ready();
+  return {200, exporter::kPrometheusContentType, s->metrics_text};
+}
+
+exporter::Reply HttpContent::health() {
+  auto s = sampler_.latest();
+  if (!s) return not_ready();
+  auto age = std::chrono::steady_clock::now() - sampler_.last_progress();
+  auto age_s = std::chrono::duration_cast<std::chrono::seconds>(age).count();
+  if (age > stall_after())
+    return {503, "text/plain; charset=utf-8",
+            "stalled: no sample finished for " + std::to_string(age_s) + "s; see the daemon's log\n"};
+  // Healthy even when the driver is down: restarting gpureap would not fix the driver, and
+  // gpureap_up says so to Prometheus.
+  const auto& b = s->snapshot->backend;
+  std::string driver = b.available ? "up" : "down (" + b.error.value_or("unknown reason") + ")";
+  return {200, "text/plain; charset=utf-8", "ok\ndriver: " + driver + "\n"};
+}
+
+exporter::Reply HttpContent::snapshot() {
+  auto s = sampler_.latest();
+  if (!s) return not_ready();
+  return {200, kJson, output::dump_json(output::snapshot_to_json(*s->snapshot)) + "\n"};
+}
+
+exporter::Reply HttpContent::findings() {
+  auto s = sampler_.latest();
+  if (!s) return not_ready();
+  return {200, kJson, output::dump_json(output::doctor_to_json(*s->snapshot, s->findings)) + "\n"};
+}
+
+exporter::Reply HttpContent::history(const exporter::HistoryRequest& request) {
+  auto s = sampler_.latest();
+  if (!s) return not_ready();
+  auto view = sampler_.history().query({request.gpu, request.since});
+  if (request.gpu && view.gpus.empty())
+    return {404, "text/plain; charset=utf-8",
+            "no history for GPU " + std::to_string(*request.gpu) + ": the driver reports no such GPU\n"};
+  return {200, kJson, output::dump_json(exporter::history_to_json(view, s->snapshot->hostname, request.since)) + "\n"};
+}
+
+std::chrono::milliseconds HttpContent::default_history_span() const { return sampler_.history().limits().window; }
+
+}  // namespace gpureap::daemon

@@ -1,0 +1,36 @@
+#pragma once
+// What the daemon's HTTP endpoints serve, from the sampler's latest published sample: never
+// from the driver, so a scrape cannot block on a wedged GPU.
+#include <atomic>
+#include <chrono>
+
+#include "daemon/sampler.h"
+#include "export/http_server.h"
+
+namespace gpureap::daemon {
+
+class HttpContent final : public exporter::ContentSource {
+ public:
+  explicit HttpContent(const Sampler& sampler) : sampler_(sampler) {}
+
+  exporter::Reply metrics() override;
+  exporter::Reply health() override;
+  exporter::Reply snapshot() override;
+  exporter::Reply findings() override;
+  exporter::Reply history(const exporter::HistoryRequest& request) override;
+  std::chrono::milliseconds default_history_span() const override;
+
+  // The loop is stalled when no sample finished for this long (set from the config).
+  void set_stall_after(std::chrono::milliseconds d) { stall_after_ms_ = d.count(); }
+  std::chrono::milliseconds stall_after() const { return std::chrono::milliseconds(stall_after_ms_.load()); }
+
+ private:
+  const Sampler& sampler_;
+  std::atomic<long long> stall_after_ms_{60000};
+};
+
+// How long without a finished sample means the loop is stuck: a driver timeout, a holder
+// scan and a generous margin beyond the interval.
+std::chrono::milliseconds stall_threshold(std::chrono::milliseconds interval, std::chrono::milliseconds driver_timeout);
+
+}  // namespace gpureap::daemon

@@ -1,0 +1,109 @@
+#include "export/history_json.h"
+
+#include <time.h>
+
+#include <cctype>
+#include <charconv>
+#include <cmath>
+
+#include "output/escape.h"
+#include "supervise/duration.h"
+
+namespace gpureap::exporter {
+namespace {
+
+using nlohmann::json;
+
+double unix_seconds(TimePoint t) {
+  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
+  return static_cast<double>(ms) / 1000.0;
+}
+
+template <class T>
+json maybe(const std::optional<T>& v) {
+  return v ? json(*v) : json(nullptr);
+}
+
+json ratio(const std::optional<unsigned>& percent) {
+  return percent ? json(*percent / 100.0) : json(nullptr);
+}
+
+core::Error since_error(std::string_view text) {
+  return {"cannot read since=\"" + output::utf8_valid(text) + "\"",
+          "write a duration ago (10m, 1h), a Unix time in seconds, or an RFC 3339 UTC time "
+          "(2024-05-01T12:00:00Z)"};
+}
+
+}  // namespace
+
+json history_to_json(const HistoryView& view, const std::string& hostname, TimePoint since) {
+  json gpus = json::array();
+  for (const auto& g : view.gpus) {
+    json points = json::array();
+    for (const auto& p : g.points)
+      points.push_back({{"time", unix_seconds(p.time)},
+                        {"memory_used_bytes", maybe(p.used_bytes)},
+                        {"memory_unattributed_bytes", maybe(p.unattributed_bytes)},
+                        {"memory_ghost_bytes", maybe(p.ghost_bytes)},
+                        {"utilization_ratio", ratio(p.utilization_percent)},
+                        {"processes", p.processes}});
+    gpus.push_back({{"gpu", g.gpu}, {"uuid", output::utf8_valid(g.uuid)}, {"samples", points}});
+  }
+  json processes = json::array();
+  for (const auto& t : view.processes) {
+    json points = json::array();
+    for (const auto& p : t.points)
+      points.push_back({{"time", unix_seconds(p.time)},
+                        {"memory_bytes", maybe(p.used_bytes)},
+                        {"sm_utilization_ratio", ratio(p.sm_utilization_percent)}});
+    processes.push_back({{"pid", t.key.pid},
+                         {"start_ticks", t.key.start_ticks},
+                         {"gpu", t.gpu},
+                         {"comm", output::utf8_valid(t.comm)},
+                         {"user", output::utf8_valid(t.user)},
+                         {"container", output::utf8_valid(t.container)},
+                         {"first_seen", unix_seconds(t.first_seen)},
+                         {"last_seen", unix_seconds(t.last_seen)},
+                         {"changes", points}});
+  }
+  return {{"schema", kHistorySchema},
+          {"hostname", output::utf8_valid(hostname)},
+          {"since", unix_seconds(since)},
+          {"window_seconds", view.window.count() / 1000.0},
+          {"interval_seconds", view.interval.count() / 1000.0},
+          {"gpus", gpus},
+          {"processes", processes}};
+}
+
+core::Result<TimePoint> parse_since(std::string_view text, TimePoint now) {
+  if (text.empty()) return since_error(text);
+  // RFC 3339, UTC only: a daemon's clients pass what they got from it or from `date -u`.
+  if (text.find('T') != std::string_view::npos && text.find('-') != std::string_view::npos) {
+    std::string s(text);
+    struct tm tm {};
+    const char* end = ::strptime(s.c_str(), "%Y-%m-%dT%H:%M:%S", &tm);
+    if (!end) return since_error(text);
+    double fraction = 0;
+    if (*end == '.') {
+      char* after = nullptr;
+      fraction = std::strtod(end, &after);
+      end = after;
+    }
+    if (std::string_view(end) != "Z" && std::string_view(end) != "+00:00") return since_error(text);
+    time_t secs = ::timegm(&tm);
+    return TimePoint(std::chrono::seconds(secs)) +
+           std::chrono::milliseconds(static_cast<long long>(std::llround(fraction * 1000)));
+  }
+  if (std::isalpha(static_cast<unsigned char>(text.back()))) {
+    auto ago = supervise::parse_duration(text);
+    if (!ago) return since_error(text);
+    return now - std::chrono::duration_cast<TimePoint::duration>(*ago);
+  }
+  double secs = 0;
+  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), secs);
+  if (ec != std::errc() || ptr != text.data() + text.size() || secs < 0 || !std::isfinite(secs))
+    return since_error(text);
+  return TimePoint(std::chrono::milliseconds(static_cast<long long>(std::llround(secs * 1000))));
+}
+
+}  // namespace gpureap::exporter

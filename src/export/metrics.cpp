@@ -1,0 +1,176 @@
+#include "export/metrics.h"
+
+#include <algorithm>
+#include <array>
+#include <map>
+#include <tuple>
+
+namespace gpureap::exporter {
+namespace {
+
+using core::Anomaly;
+
+constexpr std::array kAnomalies{Anomaly::Stopped,         Anomaly::Uninterruptible, Anomaly::Orphan,
+                                Anomaly::ZombieChildren,  Anomaly::NoSuchProcess,   Anomaly::ForeignNamespace,
+                                Anomaly::InheritedHolder, Anomaly::Leaked};
+
+std::string uuid_of(const core::Gpu& g) { return g.uuid.value_or(""); }
+
+std::vector<Label> gpu_labels(const core::Gpu& g) {
+  return {{"gpu", std::to_string(g.index)}, {"uuid", uuid_of(g)}};
+}
+
+std::vector<Label> with(std::vector<Label> labels, std::vector<Label> more) {
+  for (auto& l : more) labels.push_back(std::move(l));
+  return labels;
+}
+
+const core::GpuUse* use_on(const core::ProcessRow& row, unsigned gpu) {
+  for (const auto& u : row.gpus)
+    if (u.index == gpu) return &u;
+  return nullptr;
+}
+
+// Rows that belong to a GPU: the ones its driver lists, and the unlisted holders of its
+// device file that keep a gone process's context alive. Healthy unlisted holders are left
+// out: every CUDA process opens the files of every GPU it can see.
+bool on_gpu(const core::ProcessRow& row, const core::Gpu& g) {
+  if (use_on(row, g.index)) return true;
+  return row.has(Anomaly::InheritedHolder) && row.process && row.process->holds_nvidia_gpu(g.minor);
+}
+
+void gpu_families(const MetricsInput& in, std::vector<MetricFamily>& out) {
+  const auto& s = in.snapshot;
+  MetricFamily info{"gpureap_gpu_info", "GPU identity; the value is always 1"};
+  MetricFamily total{"gpureap_gpu_memory_total_bytes", "GPU memory in total, as the driver reports it"};
+  MetricFamily used{"gpureap_gpu_memory_used_bytes", "GPU memory in use, as the driver reports it"};
+  MetricFamily reserved{"gpureap_gpu_memory_reserved_bytes", "GPU memory reserved by the driver and firmware"};
+  MetricFamily unattributed{"gpureap_gpu_memory_unattributed_bytes",
+                            "GPU memory in use that the driver attributes to no listed process"};
+  MetricFamily ghost{"gpureap_gpu_memory_ghost_bytes",
+                     "GPU memory held for processes that should be gone (no-such-process, leaked, inherited-holder)"};
+  MetricFamily util{"gpureap_gpu_utilization_ratio", "GPU busy time over the driver's last sample period, 0 to 1"};
+  MetricFamily temp{"gpureap_gpu_temperature_celsius", "GPU core temperature"};
+  MetricFamily power{"gpureap_gpu_power_watts", "GPU power draw"};
+  MetricFamily procs{"gpureap_gpu_processes",
+                     "Processes on a GPU by anomaly (anomaly=\"none\" for healthy ones); a process with several "
+                     "anomalies counts once for each"};
+  MetricFamily users{"gpureap_user_memory_bytes", "GPU memory the driver lists for the processes of a user"};
+  MetricFamily containers{"gpureap_container_memory_bytes",
+                          "GPU memory the driver lists for the processes of a container"};
+  MetricFamily per_proc{"gpureap_process_memory_bytes",
+                        "GPU memory the driver lists for one process (only with per_process_metrics = true)"};
+
+  for (const auto& g : s.backend.gpus) {
+    auto labels = gpu_labels(g);
+    info.add(with(labels, {{"name", g.name.value_or("")},
+                           {"pci_bus_id", g.pci_bus_id.value_or("")},
+                           {"driver_version", s.backend.driver_version.value_or("")}}),
+             1);
+    // Unknown is left out, never written as 0.
+    if (g.memory.total_bytes) total.add(labels, static_cast<double>(*g.memory.total_bytes));
+    if (g.memory.used_bytes) used.add(labels, static_cast<double>(*g.memory.used_bytes));
+    if (g.memory.reserved_bytes) reserved.add(labels, static_cast<double>(*g.memory.reserved_bytes));
+    auto summary = s.memory_summary(g);
+    if (summary.unattributed_bytes) unattributed.add(labels, static_cast<double>(*summary.unattributed_bytes));
+    if (!g.processes_error) ghost.add(labels, static_cast<double>(ghost_bytes(s, g.index)));
+    if (g.utilization_percent) util.add(labels, *g.utilization_percent / 100.0);
+    if (g.temperature_celsius) temp.add(labels, *g.temperature_celsius);
+    if (g.power_watts) power.add(labels, *g.power_watts);
+
+    // Every anomaly gets a series, 0 included, so alert rules see an absent problem as 0.
+    std::map<std::string, unsigned> by_anomaly{{"none", 0}};
+    for (Anomaly a : kAnomalies) by_anomaly[std::string(core::to_string(a))] = 0;
+    std::map<std::string, uint64_t> by_user;
+    std::map<std::pair<std::string, std::string>, uint64_t> by_container;
+    for (const auto& row : s.rows) {
+      if (!on_gpu(row, g)) continue;
+      if (row.anomalies.empty()) ++by_anomaly["none"];
+      for (Anomaly a : row.anomalies) ++by_anomaly[std::string(core::to_string(a))];
+      const auto* u = use_on(row, g.index);
+      if (!u || !u->used_bytes) continue;
+      by_user[user_label(row)] += *u->used_bytes;
+      if (auto c = container_label(row); !c.empty()) {
+        std::string pod = row.process && row.process->details && row.process->details->container
+                              ? row.process->details->container->pod_uid.value_or("")
+                              : "";
+        by_container[{c, pod}] += *u->used_bytes;
+      }
+      if (in.per_process) {
+        std::string comm = row.process ? row.process->stat.comm : row.driver_name.value_or("");
+        per_proc.add(with(labels, {{"pid", std::to_string(row.pid)},
+                                   {"user", user_label(row)},
+                                   {"comm", comm},
+                                   {"container", container_label(row)}}),
+                     static_cast<double>(*u->used_bytes));
+      }
+    }
+    for (const auto& [anomaly, n] : by_anomaly) procs.add(with(labels, {{"anomaly", anomaly}}), n);
+    for (const auto& [user, bytes] : by_user) users.add(with(labels, {{"user", user}}), static_cast<double>(bytes));
+    for (const auto& [key, bytes] : by_container)
+      containers.add(with(labels, {{"container", key.first}, {"pod_uid", key.second}}), static_cast<double>(bytes));
+  }
+  for (auto* f : {&info, &total, &used, &reserved, &unattributed, &ghost, &util, &temp, &power, &procs, &users,
+                  &containers})
+    out.push_back(std::move(*f));
+  if (in.per_process) out.push_back(std::move(per_proc));
+}
+
+void finding_families(const MetricsInput& in, std::vector<MetricFamily>& out) {
+  MetricFamily f{"gpureap_findings", "Findings of gpureap doctor on the latest samples, by code and severity"};
+  std::map<std::pair<std::string, std::string>, unsigned> counts;
+  for (const auto& finding : in.findings) ++counts[{finding.code, doctor::to_string(finding.severity)}];
+  for (const auto& [key, n] : counts) f.add({{"code", key.first}, {"severity", key.second}}, n);
+  out.push_back(std::move(f));
+}
+
+void collector_families(const MetricsInput& in, std::vector<MetricFamily>& out) {
+  MetricFamily duration{"gpureap_collect_duration_seconds", "How long the collector's last run took"};
+  MetricFamily errors{"gpureap_collect_errors_total",
+                      "Runs of the collector that failed or timed out (driver) or saw an incomplete /proc (holder_scan)",
+                      MetricType::Counter};
+  for (const auto& c : in.collectors) {
+    if (c.last_duration_seconds) duration.add({{"collector", c.name}}, *c.last_duration_seconds);
+    errors.add({{"collector", c.name}}, static_cast<double>(c.errors_total));
+  }
+  out.push_back(std::move(duration));
+  out.push_back(std::move(errors));
+}
+
+}  // namespace
+
+std::string user_label(const core::ProcessRow& row) {
+  if (row.process && row.process->details) {
+    const auto& d = *row.process->details;
+    if (d.user) return *d.user;
+    if (d.uid) return std::to_string(*d.uid);
+  }
+  return "unknown";
+}
+
+std::string container_label(const core::ProcessRow& row) {
+  if (!row.process || !row.process->details || !row.process->details->container) return "";
+  const auto& c = *row.process->details->container;
+  return c.id.value_or(c.runtime);
+}
+
+uint64_t ghost_bytes(const core::Snapshot& s, unsigned gpu_index) {
+  uint64_t sum = 0;
+  for (const auto& row : s.rows) {
+    if (!row.is_ghost()) continue;
+    if (const auto* u = use_on(row, gpu_index); u && u->used_bytes) sum += *u->used_bytes;
+  }
+  return sum;
+}
+
+std::vector<MetricFamily> build_metrics(const MetricsInput& in) {
+  std::vector<MetricFamily> out;
+  out.push_back(MetricFamily{"gpureap_up", "1 when the GPU driver answered gpureap's last sample, else 0"}.add(
+      {}, in.snapshot.backend.available ? 1 : 0));
+  gpu_families(in, out);
+  finding_families(in, out);
+  collector_families(in, out);
+  return out;
+}
+
+}  // namespace gpureap::exporter
