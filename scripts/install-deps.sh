@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages gpureap needs to build and test, only those missing.
 set -euo pipefail
-packages=(g++ make cmake libcli11-dev libfmt-dev nlohmann-json3-dev libgtest-dev)
+packages=(g++ make cmake libcli11-dev libfmt-dev nlohmann-json3-dev libgtest-dev
+          libtomlplusplus-dev libcpp-httplib-dev pkgconf prometheus
+          libncurses-dev tmux)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -3,7 +3,13 @@
 
 #include <iostream>
 
+#include "cli/cmd_daemon.h"
+#include "cli/cmd_doctor.h"
+#include "cli/cmd_kill.h"
 #include "cli/cmd_ps.h"
+#include "cli/cmd_reset.h"
+#include "cli/cmd_run.h"
+#include "cli/cmd_top.h"
 #include "cli/global_options.h"
 
 int main(int argc, char** argv) {
@@ -19,8 +25,23 @@ int main(int argc, char** argv) {
   add_global_options(app, global);
   PsOptions ps_options;
   auto* ps = add_ps_command(app, ps_options);
+  KillOptions kill_options;
+  auto* kill = add_kill_command(app, kill_options);
   // `gpureap --tree` is `gpureap ps --tree`.
   app.add_flag("--tree", ps_options.tree, "same as `ps --tree`")->group("ps");
+  DoctorOptions doctor_options;
+  auto* doctor = add_doctor_command(app, doctor_options);
+  ResetOptions reset_options;
+  auto* reset = add_reset_command(app, reset_options);
+
+  DaemonCliOptions daemon_options;
+  auto* daemon = add_daemon_command(app, daemon_options);
+
+  RunCliOptions run_options;
+  auto* run = add_run_command(app, run_options);
+
+  TopOptions top_options;
+  auto* top = add_top_command(app, top_options);
 
   try {
     app.parse(argc, argv);
@@ -28,8 +49,15 @@ int main(int argc, char** argv) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
     app.exit(e);
-    return kExitUsage;
+    // `run` follows timeout(1): its own failures are 125, so they differ from the job's.
+    return run->parsed() ? kExitRunFailed : kExitUsage;
   }
   (void)ps;
+  if (run->parsed()) return run_run(global, run_options);
+  if (top->parsed()) return run_top(global, top_options);
+  if (doctor->parsed()) return run_doctor(global, doctor_options);
+  if (reset->parsed()) return run_reset(global, reset_options);
+  if (kill->parsed()) return run_kill(global, kill_options);
+  if (daemon->parsed()) return run_daemon_command(global, daemon_options);
   return run_ps(global, ps_options);
 }

@@ -25,15 +25,26 @@ class Collector {
 
   // /proc alone: every process with its GPU device-file holds; details for holders.
   core::ProcView scan_processes() const;
+  // The same, but the fd tables of processes `previous` already had (same PID and start time)
+  // that held no GPU file are not read again; everyone's stat is. Reading every fd link is
+  // most of a scan's cost, and a long-lived process seldom starts holding a device file
+  // without the driver listing it: the daemon alternates these with full scans.
+  core::ProcView rescan_processes(const core::ProcView& previous) const;
+  // Details of the PIDs the driver lists (and their parents) that `view` lacks: the daemon
+  // reads the driver more often than it scans /proc, and joins the same view again.
+  void add_driver_details(core::ProcView& view, const core::BackendReport& report) const;
   core::Snapshot collect() const;
 
   const procfs::ProcFs& procfs() const { return proc_; }
+  // The driver alone: kill's release verification polls it without rescanning /proc.
+  const std::shared_ptr<backend::GpuBackend>& backend() const { return backend_; }
 
  private:
   Collector(procfs::ProcFs proc, procfs::DeviceCatalog catalog,
             std::shared_ptr<backend::GpuBackend> backend)
       : proc_(std::move(proc)), catalog_(std::move(catalog)), backend_(std::move(backend)) {}
   void add_details(core::ProcView& view, const std::vector<pid_t>& pids) const;
+  core::ProcView scan(const core::ProcView* previous) const;
 
   procfs::ProcFs proc_;
   procfs::DeviceCatalog catalog_;

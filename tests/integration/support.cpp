@@ -1,11 +1,16 @@
 #include "support.h"
 
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <grp.h>
 #include <gtest/gtest.h>
 #include <poll.h>
+#include <pty.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/socket.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -293,6 +298,65 @@ KillStrays::~KillStrays() {
     if (pid > 0 && is_alive(pid)) ::kill(pid, SIGKILL);
 }
 
+RunResult run_gpureap_on_tty(const std::vector<std::string>& args, const std::string& prompt,
+                             const std::string& answer, const std::vector<std::string>& env) {
+  RunResult r;
+  std::vector<std::string> argv_s{GPUREAP_BINARY};
+  argv_s.insert(argv_s.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (auto& a : argv_s) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  std::vector<std::string> env_s;
+  for (char** e = environ; *e; ++e) env_s.emplace_back(*e);
+  env_s.insert(env_s.end(), env.begin(), env.end());
+  std::vector<char*> envp;
+  for (auto& e : env_s) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  int master = -1, slave = -1;
+  if (::openpty(&master, &slave, nullptr, nullptr, nullptr) != 0) {
+    ADD_FAILURE() << "openpty: " << std::strerror(errno);
+    return r;
+  }
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    ::close(master);
+    ::setsid();
+    ::ioctl(slave, TIOCSCTTY, 0);
+    for (int fd = 0; fd < 3; ++fd) ::dup2(slave, fd);
+    if (slave > 2) ::close(slave);
+    ::execve(argv[0], argv.data(), envp.data());
+    ::_exit(122);
+  }
+  ::close(slave);
+  bool answered = false;
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  for (;;) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    pollfd p{master, POLLIN, 0};
+    if (left.count() <= 0 || ::poll(&p, 1, static_cast<int>(left.count())) <= 0) {
+      ADD_FAILURE() << "gpureap on a terminal did not finish; transcript:\n" << r.out;
+      ::kill(pid, SIGKILL);
+      break;
+    }
+    char buf[4096];
+    ssize_t n = ::read(master, buf, sizeof buf);
+    if (n <= 0) break;  // EIO: the terminal's last user is gone
+    r.out.append(buf, static_cast<size_t>(n));
+    if (!answered && r.out.find(prompt) != std::string::npos) {
+      std::string line = answer + "\n";
+      if (::write(master, line.data(), line.size()) != static_cast<ssize_t>(line.size()))
+        ADD_FAILURE() << "cannot type on the terminal";
+      answered = true;
+    }
+  }
+  ::close(master);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  if (!answered) ADD_FAILURE() << "no prompt \"" << prompt << "\" on the terminal:\n" << r.out;
+  return r;
+}
+
 nlohmann::json entry_of(const nlohmann::json& array, pid_t pid) {
   if (!array.is_array()) return nullptr;
   for (const auto& e : array)
@@ -393,6 +457,366 @@ pid_t dead_pid() {
   if (pid == 0) ::_exit(0);
   ::waitpid(pid, nullptr, 0);
   return pid;
+}
+
+}  // namespace gpureap::testing
+
+// --- for `gpureap daemon` -------------------------------------------------------------------
+namespace gpureap::testing {
+
+bool wait_until(const std::function<bool()>& done, int ms) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
+  for (;;) {
+    if (done()) return true;
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
+std::string HttpResponse::header(const std::string& name) const {
+  std::string lower_headers = headers, lower_name = name + ":";
+  for (auto& c : lower_headers) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  for (auto& c : lower_name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  size_t at = lower_headers.find("\r\n" + lower_name);
+  if (at == std::string::npos) return "";
+  size_t begin = at + 2 + lower_name.size();
+  size_t end = headers.find("\r\n", begin);
+  std::string value = headers.substr(begin, end - begin);
+  while (!value.empty() && value.front() == ' ') value.erase(0, 1);
+  return value;
+}
+
+HttpResponse http_request(int port, const std::string& method, const std::string& path,
+                          const std::vector<std::string>& headers, int timeout_ms) {
+  HttpResponse r;
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return r;
+  timeval tv{timeout_ms / 1000, (timeout_ms % 1000) * 1000};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    ::close(fd);
+    return r;
+  }
+  std::string request = method + " " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n";
+  for (const auto& h : headers) request += h + "\r\n";
+  request += "\r\n";
+  if (::send(fd, request.data(), request.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(request.size())) {
+    ::close(fd);
+    return r;
+  }
+  std::string raw;
+  char buf[65536];
+  for (;;) {
+    ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+    if (n <= 0) break;
+    raw.append(buf, static_cast<size_t>(n));
+  }
+  ::close(fd);
+  size_t head_end = raw.find("\r\n\r\n");
+  if (raw.rfind("HTTP/1.", 0) != 0 || head_end == std::string::npos) return r;
+  r.status = std::atoi(raw.c_str() + raw.find(' ') + 1);
+  r.headers = raw.substr(0, head_end + 2);
+  r.body = raw.substr(head_end + 4);
+  // The server closes after the response ("Connection: close"), so the body is what follows;
+  // a chunked body is not expected from it.
+  return r;
+}
+
+int free_port() {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof addr;
+  int port = 0;
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0)
+    port = ntohs(addr.sin_port);
+  ::close(fd);
+  return port;
+}
+
+DaemonProcess::DaemonProcess(const std::vector<std::string>& args, const std::vector<std::string>& env,
+                             bool listen_on_free_port) {
+  std::vector<std::string> argv_s{GPUREAP_BINARY, "daemon"};
+  if (listen_on_free_port) argv_s.insert(argv_s.end(), {"--listen", "127.0.0.1:0"});
+  argv_s.insert(argv_s.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (auto& a : argv_s) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  std::vector<std::string> env_s = env;
+  for (char** e = environ; *e; ++e) {
+    std::string entry(*e);
+    std::string name = entry.substr(0, entry.find('=') + 1);
+    bool overridden = std::any_of(env.begin(), env.end(), [&](const std::string& x) { return x.rfind(name, 0) == 0; });
+    if (!overridden && name != "NOTIFY_SOCKET=" && name != "WATCHDOG_USEC=") env_s.push_back(entry);
+  }
+  std::vector<char*> envp;
+  for (auto& e : env_s) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 1, dir_.file("out").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  posix_spawn_file_actions_addopen(&fa, 2, dir_.file("err").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+  int rc = ::posix_spawn(&pid_, argv[0], &fa, nullptr, argv.data(), envp.data());
+  posix_spawn_file_actions_destroy(&fa);
+  if (rc != 0) {
+    pid_ = -1;
+    ADD_FAILURE() << "cannot start " << argv[0] << ": " << std::strerror(rc);
+    return;
+  }
+  // "listening on http://127.0.0.1:PORT/": the port the kernel gave it.
+  const std::string marker = "listening on http://127.0.0.1:";
+  int status = 0;
+  wait_until(
+      [&] {
+        std::string text = read_text(dir_.file("err"));
+        size_t at = text.find(marker);
+        if (at != std::string::npos) port_ = std::atoi(text.c_str() + at + marker.size());
+        if (port_ > 0) return true;
+        if (::waitpid(pid_, &status, WNOHANG) != pid_) return false;
+        pid_ = -1;  // it exited before listening: wait_exit() gives its code, log() says why
+        early_exit_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+        return true;
+      },
+      20000);
+  if (port_ == 0 && !early_exit_) ADD_FAILURE() << "the daemon did not start listening; its log:\n" << log();
+  // It listens before its first sample, and answers 503 until that is taken.
+  if (port_ > 0 && !wait_until([&] { return get("/healthz").status == 200; }, 20000))
+    ADD_FAILURE() << "the daemon did not take its first sample; its log:\n" << log();
+}
+
+DaemonProcess::~DaemonProcess() {
+  if (pid_ <= 0) return;
+  ::kill(pid_, SIGKILL);
+  ::waitpid(pid_, nullptr, 0);
+}
+
+std::string DaemonProcess::log() const { return read_text(dir_.file("err")); }
+
+bool DaemonProcess::wait_log(const std::string& text, int ms) const {
+  return wait_until([&] { return log().find(text) != std::string::npos; }, ms);
+}
+
+std::optional<double> DaemonProcess::metric(const std::string& series) const {
+  auto r = get("/metrics");
+  if (r.status != 200) return std::nullopt;
+  size_t at = 0;
+  while ((at = r.body.find(series, at)) != std::string::npos) {
+    if (at == 0 || r.body[at - 1] == '\n') {
+      size_t end = r.body.find('\n', at);
+      std::string line = r.body.substr(at, end - at);
+      return std::strtod(line.c_str() + line.rfind(' ') + 1, nullptr);
+    }
+    ++at;
+  }
+  return std::nullopt;
+}
+
+void DaemonProcess::signal(int sig) const {
+  if (pid_ > 0) ::kill(pid_, sig);
+}
+
+int DaemonProcess::wait_exit(int ms) {
+  if (early_exit_) return *early_exit_;
+  if (pid_ <= 0) return -1;
+  int status = 0;
+  if (!wait_until([&] { return ::waitpid(pid_, &status, WNOHANG) == pid_; }, ms)) {
+    ADD_FAILURE() << "the daemon did not exit within " << ms << " ms; its log:\n" << log();
+    return -1;
+  }
+  pid_ = -1;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+}  // namespace gpureap::testing
+
+// --- for `gpureap top` and `gpureap ps --watch` on a terminal (tmux) -----------------------
+namespace gpureap::testing {
+namespace {
+
+struct Captured {
+  int code = -1;
+  std::string out;
+};
+
+// Runs argv (found on PATH), stdout to a file; stdin and stderr from/to /dev/null.
+Captured run_tool(const std::vector<std::string>& args) {
+  Captured c;
+  TempDir dir;
+  std::vector<std::string> argv_s = args;
+  std::vector<char*> argv;
+  for (auto& a : argv_s) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&fa, 1, dir.file("out").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+  pid_t pid = -1;
+  int rc = ::posix_spawnp(&pid, argv[0], &fa, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&fa);
+  if (rc != 0) return c;
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  c.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  c.out = read_text(dir.file("out"));
+  return c;
+}
+
+}  // namespace
+
+bool have_tmux() { return run_tool({"tmux", "-V"}).code == 0; }
+
+std::vector<std::string> TmuxGpureap::base() const {
+  // A private server (its own socket), no user configuration, UTF-8.
+  return {"tmux", "-u", "-S", dir_.file("tmux.sock"), "-f", "/dev/null"};
+}
+
+TmuxGpureap::TmuxGpureap(const std::vector<std::string>& args, const std::vector<std::string>& env, int width,
+                         int height, const std::vector<std::string>& prefix) {
+  auto cmd = base();
+  for (const char* a : {"new-session", "-d", "-s", "gpureap", "-x"}) cmd.push_back(a);
+  cmd.push_back(std::to_string(width));
+  cmd.push_back("-y");
+  cmd.push_back(std::to_string(height));
+  cmd.push_back("--");
+  cmd.push_back("/bin/sh");
+  cmd.push_back("-c");
+  // The shell survives Ctrl-C (a trap, which its child does not inherit) to report the exit.
+  cmd.push_back("trap : INT; env \"$@\"; echo \"gpureap exited $?\"; exec sleep 3600");
+  cmd.push_back("sh");
+  cmd.push_back("TERM=screen");
+  cmd.push_back("LC_ALL=C.UTF-8");
+  for (const auto& e : env) cmd.push_back(e);
+  for (const auto& p : prefix) cmd.push_back(p);
+  cmd.push_back(GPUREAP_BINARY);
+  for (const auto& a : args) cmd.push_back(a);
+  auto r = run_tool(cmd);
+  if (r.code != 0) ADD_FAILURE() << "tmux new-session failed (" << r.code << ")";
+}
+
+TmuxGpureap::~TmuxGpureap() {
+  auto cmd = base();
+  cmd.push_back("kill-server");
+  run_tool(cmd);
+}
+
+void TmuxGpureap::keys(const std::vector<std::string>& names) const {
+  auto cmd = base();
+  for (const char* a : {"send-keys", "-t", "gpureap"}) cmd.push_back(a);
+  for (const auto& n : names) cmd.push_back(n);
+  run_tool(cmd);
+}
+
+void TmuxGpureap::type(const std::string& text) const {
+  auto cmd = base();
+  for (const char* a : {"send-keys", "-t", "gpureap", "-l"}) cmd.push_back(a);
+  cmd.push_back(text);
+  run_tool(cmd);
+}
+
+std::string TmuxGpureap::screen(bool escapes) const {
+  auto cmd = base();
+  for (const char* a : {"capture-pane", "-p", "-t", "gpureap"}) cmd.push_back(a);
+  if (escapes) cmd.push_back("-e");
+  return run_tool(cmd).out;
+}
+
+std::string TmuxGpureap::wait_until(const std::function<bool(const std::string&)>& done, const std::string& what,
+                                    int ms, bool escapes) const {
+  std::string last;
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
+  do {
+    last = screen(escapes);
+    if (done(last)) return last;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  } while (std::chrono::steady_clock::now() < deadline);
+  ADD_FAILURE() << "timed out waiting for " << what << "; the screen:\n" << last;
+  return last;
+}
+
+std::string TmuxGpureap::wait_for(const std::string& text, int ms) const {
+  return wait_until([&](const std::string& s) { return s.find(text) != std::string::npos; }, "\"" + text + "\"", ms);
+}
+
+int TmuxGpureap::exit_code(int ms) const {
+  const std::string tag = "gpureap exited ";
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
+  do {
+    std::string s = screen();
+    if (auto at = s.find(tag); at != std::string::npos) return std::atoi(s.c_str() + at + tag.size());
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  } while (std::chrono::steady_clock::now() < deadline);
+  return -1;
+}
+
+std::string TmuxGpureap::value(const std::string& format) const {
+  auto cmd = base();
+  for (const char* a : {"display-message", "-p", "-t", "gpureap"}) cmd.push_back(a);
+  cmd.push_back(format);
+  std::string out = run_tool(cmd).out;
+  while (!out.empty() && (out.back() == '\n' || out.back() == '\r')) out.pop_back();
+  return out;
+}
+
+void TmuxGpureap::resize(int width, int height) const {
+  auto cmd = base();
+  for (const char* a : {"resize-window", "-t", "gpureap", "-x"}) cmd.push_back(a);
+  cmd.push_back(std::to_string(width));
+  cmd.push_back("-y");
+  cmd.push_back(std::to_string(height));
+  if (run_tool(cmd).code != 0) ADD_FAILURE() << "tmux resize-window failed";
+}
+
+std::vector<std::string> rows_of(const std::string& screen, pid_t pid) {
+  std::vector<std::string> rows;
+  size_t pos = 0;
+  while (pos < screen.size()) {
+    size_t eol = screen.find('\n', pos);
+    if (eol == std::string::npos) eol = screen.size();
+    std::string line = screen.substr(pos, eol - pos);
+    pos = eol + 1;
+    // Colours aside, a row starts with an optional tag mark, then the PID.
+    std::string plain;
+    for (size_t i = 0; i < line.size(); ++i) {
+      if (line[i] == '\x1b') {
+        while (i < line.size() && !(line[i] >= 0x40 && line[i] <= 0x7E && line[i] != '[')) ++i;
+        continue;
+      }
+      plain += line[i];
+    }
+    size_t a = plain.find_first_not_of(" *");
+    if (a == std::string::npos) continue;
+    size_t b = plain.find(' ', a);
+    if (plain.substr(a, b == std::string::npos ? std::string::npos : b - a) == std::to_string(pid))
+      rows.push_back(line);
+  }
+  return rows;
+}
+
+bool has_sgr_color(const std::string& text, int color) {
+  for (size_t at = text.find("\x1b["); at != std::string::npos; at = text.find("\x1b[", at + 1)) {
+    size_t end = text.find('m', at);
+    if (end == std::string::npos) break;
+    std::string params = text.substr(at + 2, end - at - 2);
+    size_t p = 0;
+    while (p <= params.size()) {
+      size_t q = params.find(';', p);
+      if (q == std::string::npos) q = params.size();
+      std::string n = params.substr(p, q - p);
+      if (n == "38" || n == "48") break;  // extended colours: not a basic foreground
+      if (n == std::to_string(color)) return true;
+      p = q + 1;
+    }
+  }
+  return false;
 }
 
 }  // namespace gpureap::testing

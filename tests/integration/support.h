@@ -4,6 +4,7 @@
 
 #include <functional>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -100,6 +101,11 @@ struct KillStrays {
   std::vector<pid_t> pids;
   ~KillStrays();
 };
+// Runs gpureap on a pseudo-terminal (stdin, stdout and stderr), as a user at a shell does.
+// Once the output contains `prompt`, types `answer` and a newline. out holds the whole
+// terminal transcript; err stays empty.
+RunResult run_gpureap_on_tty(const std::vector<std::string>& args, const std::string& prompt,
+                             const std::string& answer, const std::vector<std::string>& env = {});
 // The element of a JSON array of objects whose "pid" is pid, or null.
 nlohmann::json entry_of(const nlohmann::json& array, pid_t pid);
 
@@ -141,5 +147,104 @@ class FakeNvml : public TempDir {
 
 // A PID that existed and is gone (a child that exited and was reaped).
 pid_t dead_pid();
+
+}  // namespace gpureap::testing
+
+// --- for `gpureap daemon` -------------------------------------------------------------------
+namespace gpureap::testing {
+
+// Polls `done` every 20 ms until it is true or `ms` have passed.
+bool wait_until(const std::function<bool()>& done, int ms = 15000);
+
+struct HttpResponse {
+  int status = 0;  // 0: no answer (connection refused, timeout)
+  std::string headers;
+  std::string body;
+  std::string header(const std::string& name) const;  // case-insensitive; "" when absent
+};
+// One HTTP/1.1 request on its own connection ("Connection: close"); `headers` are "Name: value".
+HttpResponse http_request(int port, const std::string& method, const std::string& path,
+                          const std::vector<std::string>& headers = {}, int timeout_ms = 10000);
+inline HttpResponse http_get(int port, const std::string& path, const std::vector<std::string>& headers = {}) {
+  return http_request(port, "GET", path, headers);
+}
+
+// `gpureap daemon --listen 127.0.0.1:0 ARGS...` in the background; the constructor waits until
+// it logs the port it got and has taken its first sample (or has exited). stderr (the log) goes to a file the test can read at any time.
+class DaemonProcess {
+ public:
+  DaemonProcess(const std::vector<std::string>& args, const std::vector<std::string>& env = {},
+                bool listen_on_free_port = true);
+  ~DaemonProcess();  // SIGKILLs and reaps it if still running
+  DaemonProcess(const DaemonProcess&) = delete;
+  pid_t pid() const { return pid_; }
+  int port() const { return port_; }  // 0 when it never said where it listens
+  std::string log() const;
+  // Waits until the log has a line containing `text`.
+  bool wait_log(const std::string& text, int ms = 15000) const;
+  HttpResponse get(const std::string& path, const std::vector<std::string>& headers = {}) const {
+    return http_get(port_, path, headers);
+  }
+  // The value of the first /metrics sample line starting with `series` (e.g.
+  // `gpureap_up ` or `gpureap_gpu_memory_used_bytes{gpu="0"`), or empty.
+  std::optional<double> metric(const std::string& series) const;
+  void signal(int sig) const;
+  // Exit code (128+N when killed by signal N); -1 and a test failure when still running after ms.
+  int wait_exit(int ms = 10000);
+
+ private:
+  TempDir dir_;
+  pid_t pid_ = -1;
+  int port_ = 0;
+  std::optional<int> early_exit_;
+};
+
+// A TCP port on 127.0.0.1 nothing listens on right now.
+int free_port();
+
+}  // namespace gpureap::testing
+
+// --- for `gpureap top` and `gpureap ps --watch` on a terminal (tmux) -----------------------
+namespace gpureap::testing {
+
+// tmux is installed: the terminal tests skip without it.
+bool have_tmux();
+
+// gpureap on a terminal: a detached session of a private tmux server, width x height. When
+// gpureap exits, the pane prints "gpureap exited N" on the restored screen and stays. `prefix`
+// runs it under another program (e.g. setpriv, to run it as another user).
+class TmuxGpureap {
+ public:
+  TmuxGpureap(const std::vector<std::string>& args, const std::vector<std::string>& env = {}, int width = 120,
+              int height = 40, const std::vector<std::string>& prefix = {});
+  ~TmuxGpureap();  // kills the tmux server and everything in it
+  TmuxGpureap(const TmuxGpureap&) = delete;
+
+  // tmux key names: "Enter", "Escape", "Down", "C-c", "q", "/", "Space" ...
+  void keys(const std::vector<std::string>& names) const;
+  // Literal text (send-keys -l).
+  void type(const std::string& text) const;
+  // The visible screen; with `escapes`, with its colours as SGR sequences (capture-pane -e).
+  std::string screen(bool escapes = false) const;
+  // Polls the screen until `done` holds; on timeout fails the test and shows the screen.
+  std::string wait_until(const std::function<bool(const std::string&)>& done, const std::string& what,
+                         int ms = 20000, bool escapes = false) const;
+  std::string wait_for(const std::string& text, int ms = 20000) const;
+  // gpureap's exit code, waiting up to ms for it to exit; -1 when it did not.
+  int exit_code(int ms = 15000) const;
+  // A tmux format value for the pane (display-message -p), e.g. "#{history_size}".
+  std::string value(const std::string& format) const;
+  // Resizes the terminal, as a user dragging its window does.
+  void resize(int width, int height) const;
+
+ private:
+  std::vector<std::string> base() const;
+  TempDir dir_;
+};
+
+// The lines of a screen that are table rows of pid: their first word (after a tag mark) is it.
+std::vector<std::string> rows_of(const std::string& screen, pid_t pid);
+// An SGR sequence sets this foreground colour (e.g. 31, red) somewhere in the text.
+bool has_sgr_color(const std::string& text, int color);
 
 }  // namespace gpureap::testing

@@ -1,0 +1,211 @@
+#include "daemon/sampler.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+
+#include <filesystem>
+#include <fstream>
+#include <thread>
+#include <mutex>
+
+namespace gpureap::daemon {
+namespace {
+
+using namespace std::chrono_literals;
+
+// A driver whose report the test sets.
+struct Script {
+  std::mutex m;
+  core::BackendReport report;
+};
+
+class ScriptedBackend : public backend::GpuBackend {
+ public:
+  explicit ScriptedBackend(std::shared_ptr<Script> s) : s_(std::move(s)) {}
+  core::BackendReport collect() override {
+    std::lock_guard lock(s_->m);
+    return s_->report;
+  }
+
+ private:
+  std::shared_ptr<Script> s_;
+};
+
+class Recorder : public SampleConsumer {
+ public:
+  void on_sample(const Sample& s, const History&) override { sequences.push_back(s.sequence); }
+  void add_metrics(std::vector<exporter::MetricFamily>& out) const override {
+    out.push_back(exporter::MetricFamily{"gpureap_test_consumer", "a consumer's metric"}.add({}, 7));
+  }
+  std::vector<uint64_t> sequences;
+};
+
+class DaemonSampler : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/gpureap-sampler-XXXXXX";
+    dev_ = ::mkdtemp(tmpl);
+    // Stand-in device files: matched by device and inode, as under a test dev root.
+    std::ofstream(dev_ + "/nvidia0") << "stand-in\n";
+    std::ofstream(dev_ + "/nvidiactl") << "stand-in\n";
+    set_listed({});
+  }
+  void TearDown() override { std::filesystem::remove_all(dev_); }
+
+  void set_listed(std::vector<pid_t> pids) {
+    std::lock_guard lock(script_->m);
+    core::BackendReport r;
+    r.available = true;
+    core::Gpu g;
+    g.index = 0;
+    g.uuid = "GPU-test";
+    g.memory.total_bytes = 80ull << 30;
+    g.memory.used_bytes = 0;
+    for (pid_t p : pids) {
+      core::DriverProcess d;
+      d.pid = p;
+      d.used_bytes = 1ull << 30;
+      *g.memory.used_bytes += 1ull << 30;
+      g.processes.push_back(d);
+    }
+    r.gpus.push_back(g);
+    script_->report = r;
+  }
+
+  std::unique_ptr<Sampler> make(SamplerSettings settings = {}) {
+    auto collector = collect::Collector::open({"/proc", dev_}, nullptr);
+    EXPECT_TRUE(collector.ok());
+    auto script = script_;
+    return std::make_unique<Sampler>(
+        std::move(*collector), dev_, [script] { return std::make_shared<ScriptedBackend>(script); }, settings,
+        std::make_shared<History>());
+  }
+
+  std::string dev_;
+  std::shared_ptr<Script> script_ = std::make_shared<Script>();
+};
+
+TEST_F(DaemonSampler, PublishesSnapshotFindingsAndMetrics) {
+  auto sampler = make();
+  EXPECT_EQ(sampler->latest(), nullptr);
+  sampler->sample_once();
+  auto s = sampler->latest();
+  ASSERT_NE(s, nullptr);
+  EXPECT_EQ(s->sequence, 1u);
+  EXPECT_TRUE(s->holder_scan);
+  EXPECT_EQ(s->previous, nullptr);
+  EXPECT_TRUE(s->snapshot->backend.available);
+  EXPECT_NE(s->snapshot->find(::getpid()), nullptr);  // /proc was scanned
+  EXPECT_NE(s->metrics_text.find("\ngpureap_up 1\n"), std::string::npos) << s->metrics_text;
+  EXPECT_NE(s->metrics_text.find("gpureap_gpu_memory_total_bytes{gpu=\"0\",uuid=\"GPU-test\"} 85899345920\n"),
+            std::string::npos);
+  EXPECT_NE(s->metrics_text.find("gpureap_collect_duration_seconds{collector=\"holder_scan\"}"), std::string::npos);
+  sampler->sample_once();
+  EXPECT_EQ(sampler->latest()->previous, s->snapshot);
+}
+
+TEST_F(DaemonSampler, ScansProcAgainOnlyWhenDueOrWhenTheDriversViewMoves) {
+  auto sampler = make({1s, 1h, 1h, 5s, false});
+  sampler->sample_once();
+  sampler->sample_once();
+  EXPECT_FALSE(sampler->latest()->holder_scan);  // nothing moved, next scan in an hour
+  set_listed({::getpid()});                      // a PID appears
+  sampler->sample_once();
+  EXPECT_TRUE(sampler->latest()->holder_scan);
+  const auto* row = sampler->latest()->snapshot->row(::getpid());
+  ASSERT_NE(row, nullptr);
+  ASSERT_TRUE(row->process && row->process->details);  // details read for the listed PID
+  sampler->sample_once();
+  EXPECT_FALSE(sampler->latest()->holder_scan);
+  set_listed({});  // and goes
+  sampler->sample_once();
+  EXPECT_TRUE(sampler->latest()->holder_scan);
+}
+
+// A child that opens the stand-in GPU file when told to (a byte on a pipe), then says so.
+struct LateHolder {
+  pid_t pid = -1;
+  int go[2], done[2];
+  explicit LateHolder(const std::string& file) {
+    if (::pipe(go) != 0 || ::pipe(done) != 0) throw std::runtime_error("pipe");
+    pid = ::fork();
+    if (pid == 0) {
+      char c;
+      if (::read(go[0], &c, 1) != 1) ::_exit(1);
+      if (::open(file.c_str(), O_RDONLY) < 0) ::_exit(2);
+      if (::write(done[1], "x", 1) != 1) ::_exit(3);
+      for (;;) ::pause();
+    }
+  }
+  void open_now() {
+    char c = 'x';
+    ASSERT_EQ(::write(go[1], &c, 1), 1);
+    ASSERT_EQ(::read(done[0], &c, 1), 1);
+  }
+  ~LateHolder() {
+    ::kill(pid, SIGKILL);
+    ::waitpid(pid, nullptr, 0);
+    for (int fd : {go[0], go[1], done[0], done[1]}) ::close(fd);
+  }
+};
+
+bool holds(const Sample& s, pid_t pid) {
+  const auto* p = s.snapshot->find(pid);
+  return p && p->holds_device();
+}
+
+TEST_F(DaemonSampler, RescansReadNewProcessesAndFullScansEveryone) {
+  // Every sample rescans; a full scan only when asked (or in an hour).
+  auto sampler = make({1s, 100ms, 1h, 5s, false});
+  LateHolder old_process(dev_ + "/nvidia0");
+  sampler->sample_once();
+  EXPECT_TRUE(sampler->latest()->full_scan);
+  EXPECT_FALSE(holds(*sampler->latest(), old_process.pid));
+
+  old_process.open_now();                  // a long-lived process opens the file late
+  LateHolder new_process(dev_ + "/nvidia0");  // a new process holds it
+  new_process.open_now();
+  std::this_thread::sleep_for(150ms);      // the holder scan is due
+  sampler->sample_once();
+  ASSERT_TRUE(sampler->latest()->holder_scan);
+  EXPECT_FALSE(sampler->latest()->full_scan);
+  EXPECT_TRUE(holds(*sampler->latest(), new_process.pid));
+  EXPECT_FALSE(holds(*sampler->latest(), old_process.pid));  // its fd table was not read again
+
+  sampler->request_full_scan();
+  sampler->sample_once();
+  EXPECT_TRUE(sampler->latest()->full_scan);
+  EXPECT_TRUE(holds(*sampler->latest(), old_process.pid));
+  EXPECT_TRUE(holds(*sampler->latest(), new_process.pid));
+}
+
+TEST_F(DaemonSampler, ConsumersSeeEverySampleAndAddMetrics) {
+  auto sampler = make();
+  auto recorder = std::make_shared<Recorder>();
+  sampler->add_consumer(recorder);
+  sampler->sample_once();
+  sampler->sample_once();
+  EXPECT_EQ(recorder->sequences, (std::vector<uint64_t>{1, 2}));
+  EXPECT_NE(sampler->latest()->metrics_text.find("\ngpureap_test_consumer 7\n"), std::string::npos);
+}
+
+TEST_F(DaemonSampler, LoopSamplesUntilStopped) {
+  auto sampler = make({100ms, 1s, 1s, 1s, false});
+  sampler->start();
+  for (int i = 0; i < 500 && (!sampler->latest() || sampler->latest()->sequence < 3); ++i)
+    std::this_thread::sleep_for(10ms);
+  sampler->stop();
+  ASSERT_NE(sampler->latest(), nullptr);
+  auto n = sampler->latest()->sequence;
+  EXPECT_GE(n, 3u);
+  std::this_thread::sleep_for(300ms);
+  EXPECT_EQ(sampler->latest()->sequence, n);  // stopped means stopped
+  EXPECT_EQ(sampler->history().query({0, {}}).gpus.size(), 1u);
+}
+
+}  // namespace
+}  // namespace gpureap::daemon

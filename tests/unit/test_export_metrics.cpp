@@ -1,0 +1,193 @@
+#include "export/metrics.h"
+
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "snapshot_builders.h"
+
+namespace gpureap::exporter {
+namespace {
+
+using namespace gpureap::testing;
+
+// The value of the sample of `name` whose labels include every one of `want`.
+std::optional<double> value_of(const std::vector<MetricFamily>& families, const std::string& name,
+                               const std::vector<Label>& want = {}) {
+  for (const auto& f : families) {
+    if (f.name != name) continue;
+    for (const auto& s : f.samples) {
+      bool all = true;
+      for (const auto& w : want) {
+        bool found = false;
+        for (const auto& l : s.labels) found |= l.name == w.name && l.value == w.value;
+        all &= found;
+      }
+      if (all) return s.value;
+    }
+  }
+  return std::nullopt;
+}
+
+const MetricFamily* family(const std::vector<MetricFamily>& families, const std::string& name) {
+  for (const auto& f : families)
+    if (f.name == name) return &f;
+  return nullptr;
+}
+
+core::Gpu named_gpu(unsigned index, unsigned minor, uint64_t used, std::vector<core::DriverProcess> procs) {
+  auto g = gpu(index, minor, used, std::move(procs));
+  g.uuid = "GPU-" + std::to_string(index);
+  g.pci_bus_id = "00000000:1" + std::to_string(index) + ":00.0";
+  g.memory.reserved_bytes = 512 * MiB;
+  g.utilization_percent = 87;
+  g.temperature_celsius = 61;
+  g.power_watts = 512.5;
+  return g;
+}
+
+// GPU 0: a healthy job (alice, 20 GiB) in a container, a gone trainer (8 GiB) kept alive by an
+// orphaned worker, and 1 GiB nobody is listed for. GPU 1: a stopped job of bob.
+core::Snapshot fleet() {
+  auto alice = holder(200, 1, 200);
+  alice.details->user = "alice";
+  alice.details->container = core::ContainerInfo{"kubernetes", "c0ffee", "pod-1"};
+  auto worker = holder(301, 1, 300);
+  worker.details->user = "alice";
+  auto bob = holder(400, 1, 400, 1, 'T');
+  bob.details->user = "bob";
+  auto s = make_snapshot({proc(1, 0, 1), alice, worker, bob},
+                         {named_gpu(0, 0, 29 * GiB, {listed(200, 20 * GiB), listed(300, 8 * GiB)}),
+                          named_gpu(1, 1, 4 * GiB, {listed(400, 4 * GiB)})});
+  s.backend.driver_version = "550.54.15";
+  return s;
+}
+
+TEST(ExportMetrics, GpuValuesInBaseUnitsWithGpuAndUuidLabels) {
+  auto s = fleet();
+  std::vector<doctor::Finding> findings;
+  auto m = build_metrics({s, findings, {}, false});
+  EXPECT_EQ(value_of(m, "gpureap_up"), 1);
+  EXPECT_EQ(value_of(m, "gpureap_gpu_info", {{"gpu", "0"}, {"uuid", "GPU-0"}, {"name", "Test GPU"},
+                                             {"pci_bus_id", "00000000:10:00.0"}, {"driver_version", "550.54.15"}}),
+            1);
+  EXPECT_EQ(value_of(m, "gpureap_gpu_memory_total_bytes", {{"gpu", "0"}, {"uuid", "GPU-0"}}), 100.0 * GiB);
+  EXPECT_EQ(value_of(m, "gpureap_gpu_memory_used_bytes", {{"gpu", "0"}}), 29.0 * GiB);
+  EXPECT_EQ(value_of(m, "gpureap_gpu_memory_reserved_bytes", {{"gpu", "0"}}), 512.0 * MiB);
+  EXPECT_EQ(value_of(m, "gpureap_gpu_memory_unattributed_bytes", {{"gpu", "0"}}), 1.0 * GiB);
+  EXPECT_EQ(value_of(m, "gpureap_gpu_memory_ghost_bytes", {{"gpu", "0"}}), 8.0 * GiB);
+  EXPECT_EQ(value_of(m, "gpureap_gpu_memory_ghost_bytes", {{"gpu", "1"}}), 0);
+  EXPECT_DOUBLE_EQ(*value_of(m, "gpureap_gpu_utilization_ratio", {{"gpu", "0"}}), 0.87);
+  EXPECT_EQ(value_of(m, "gpureap_gpu_temperature_celsius", {{"gpu", "1"}}), 61);
+  EXPECT_EQ(value_of(m, "gpureap_gpu_power_watts", {{"gpu", "1"}}), 512.5);
+}
+
+TEST(ExportMetrics, ProcessesCountedByAnomalyWithZerosForTheAbsentOnes) {
+  auto s = fleet();
+  std::vector<doctor::Finding> findings;
+  auto m = build_metrics({s, findings, {}, false});
+  auto procs = [&](const char* gpu, const char* anomaly) {
+    return value_of(m, "gpureap_gpu_processes", {{"gpu", gpu}, {"anomaly", anomaly}});
+  };
+  EXPECT_EQ(procs("0", "none"), 1);               // alice's job
+  EXPECT_EQ(procs("0", "no-such-process"), 1);    // the gone trainer
+  EXPECT_EQ(procs("0", "inherited-holder"), 1);   // its worker, unlisted but holding GPU 0
+  EXPECT_EQ(procs("0", "orphan"), 1);             // the same worker
+  EXPECT_EQ(procs("0", "stopped"), 0);
+  EXPECT_EQ(procs("1", "stopped"), 1);
+  EXPECT_EQ(procs("1", "none"), 0);
+  EXPECT_EQ(procs("1", "leaked"), 0);
+}
+
+TEST(ExportMetrics, MemoryByUserAndByContainer) {
+  auto s = fleet();
+  std::vector<doctor::Finding> findings;
+  auto m = build_metrics({s, findings, {}, false});
+  EXPECT_EQ(value_of(m, "gpureap_user_memory_bytes", {{"gpu", "0"}, {"user", "alice"}}), 20.0 * GiB);
+  // The gone trainer's user cannot be known.
+  EXPECT_EQ(value_of(m, "gpureap_user_memory_bytes", {{"gpu", "0"}, {"user", "unknown"}}), 8.0 * GiB);
+  EXPECT_EQ(value_of(m, "gpureap_user_memory_bytes", {{"gpu", "1"}, {"user", "bob"}}), 4.0 * GiB);
+  EXPECT_EQ(value_of(m, "gpureap_container_memory_bytes",
+                     {{"gpu", "0"}, {"uuid", "GPU-0"}, {"container", "c0ffee"}, {"pod_uid", "pod-1"}}),
+            20.0 * GiB);
+  ASSERT_NE(family(m, "gpureap_container_memory_bytes"), nullptr);
+  EXPECT_EQ(family(m, "gpureap_container_memory_bytes")->samples.size(), 1u);
+}
+
+TEST(ExportMetrics, PerProcessSeriesOnlyWhenAskedFor) {
+  auto s = fleet();
+  std::vector<doctor::Finding> findings;
+  auto off = build_metrics({s, findings, {}, false});
+  EXPECT_EQ(family(off, "gpureap_process_memory_bytes"), nullptr);
+  auto on = build_metrics({s, findings, {}, true});
+  EXPECT_EQ(value_of(on, "gpureap_process_memory_bytes",
+                     {{"gpu", "0"}, {"pid", "200"}, {"user", "alice"}, {"comm", "p200"}, {"container", "c0ffee"}}),
+            20.0 * GiB);
+  EXPECT_EQ(value_of(on, "gpureap_process_memory_bytes", {{"pid", "300"}, {"user", "unknown"}, {"container", ""}}),
+            8.0 * GiB);
+  EXPECT_EQ(family(on, "gpureap_process_memory_bytes")->samples.size(), 3u);
+}
+
+TEST(ExportMetrics, UnknownValuesAreLeftOutNotZero) {
+  core::Gpu g;
+  g.index = 0;
+  g.uuid = "GPU-x";
+  auto s = make_snapshot({proc(1, 0, 1)}, {g});
+  std::vector<doctor::Finding> findings;
+  auto m = build_metrics({s, findings, {}, false});
+  EXPECT_EQ(value_of(m, "gpureap_gpu_info", {{"gpu", "0"}, {"name", ""}}), 1);
+  for (const char* name : {"gpureap_gpu_memory_total_bytes", "gpureap_gpu_memory_used_bytes",
+                           "gpureap_gpu_memory_unattributed_bytes", "gpureap_gpu_utilization_ratio",
+                           "gpureap_gpu_temperature_celsius", "gpureap_gpu_power_watts"}) {
+    ASSERT_NE(family(m, name), nullptr) << name;  // HELP and TYPE stay
+    EXPECT_TRUE(family(m, name)->samples.empty()) << name;
+  }
+}
+
+TEST(ExportMetrics, DownBackendIsUpZeroWithNoGpuSeries) {
+  core::ProcView v;
+  core::BackendReport b;
+  b.available = false;
+  b.error = "the GPU driver did not answer";
+  auto s = core::join(v, b, "host", std::chrono::system_clock::now());
+  std::vector<doctor::Finding> findings;
+  auto m = build_metrics({s, findings, {{"driver", 5.0, 3}, {"holder_scan", std::nullopt, 0}}, false});
+  EXPECT_EQ(value_of(m, "gpureap_up"), 0);
+  EXPECT_TRUE(family(m, "gpureap_gpu_memory_used_bytes")->samples.empty());
+  EXPECT_EQ(value_of(m, "gpureap_collect_duration_seconds", {{"collector", "driver"}}), 5.0);
+  EXPECT_EQ(value_of(m, "gpureap_collect_duration_seconds", {{"collector", "holder_scan"}}), std::nullopt);
+  EXPECT_EQ(value_of(m, "gpureap_collect_errors_total", {{"collector", "driver"}}), 3);
+  EXPECT_EQ(value_of(m, "gpureap_collect_errors_total", {{"collector", "holder_scan"}}), 0);
+  EXPECT_EQ(family(m, "gpureap_collect_errors_total")->type, MetricType::Counter);
+}
+
+TEST(ExportMetrics, FindingsCountedByCodeAndSeverity) {
+  auto s = fleet();
+  std::vector<doctor::Finding> findings = {{"no-such-process", doctor::Severity::Critical},
+                                           {"stopped-holder", doctor::Severity::Warning},
+                                           {"stopped-holder", doctor::Severity::Warning}};
+  auto m = build_metrics({s, findings, {}, false});
+  EXPECT_EQ(value_of(m, "gpureap_findings", {{"code", "no-such-process"}, {"severity", "critical"}}), 1);
+  EXPECT_EQ(value_of(m, "gpureap_findings", {{"code", "stopped-holder"}, {"severity", "warning"}}), 2);
+}
+
+TEST(ExportMetrics, RenderedTextIsOneSeriesPerLabelSet) {
+  auto s = fleet();
+  std::vector<doctor::Finding> findings;
+  auto text = render(build_metrics({s, findings, {}, true}));
+  // Duplicate series make Prometheus drop samples: every sample line must be unique.
+  std::set<std::string> seen;
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t end = text.find('\n', start);
+    std::string line = text.substr(start, end - start);
+    start = end + 1;
+    if (line.empty() || line[0] == '#') continue;
+    std::string series = line.substr(0, line.rfind(' '));
+    EXPECT_TRUE(seen.insert(series).second) << "duplicate: " << series;
+  }
+  EXPECT_GT(seen.size(), 20u);
+}
+
+}  // namespace
+}  // namespace gpureap::exporter
