@@ -10,14 +10,18 @@ namespace gpureap::cli {
 
 CLI::App* add_daemon_command(CLI::App& app, DaemonCliOptions& o) {
   auto* cmd = app.add_subcommand(
-      "daemon", "node agent: Prometheus metrics, findings and history over HTTP (systemd, Kubernetes)");
+      "daemon",
+      "node agent: Prometheus metrics, findings and history over HTTP (systemd, Kubernetes)");
   cmd->add_option("--config", o.config,
                   std::string("TOML config file (default ") + daemon::kDefaultConfigPath +
                       " if it exists, else built-in defaults; keys in docs/config.md)");
-  cmd->add_option("--listen", o.listen, "HOST:PORT to serve on, over the config's `listen` (default 127.0.0.1:9842)");
-  cmd->add_option("--check-config", o.check_config, "check FILE and exit: 0 valid, 2 with every problem and its line");
+  cmd->add_option("--listen", o.listen,
+                  "HOST:PORT to serve on, over the config's `listen` (default 127.0.0.1:9842)");
+  cmd->add_option("--check-config", o.check_config,
+                  "check FILE and exit: 0 valid, 2 with every problem and its line");
   cmd->footer(
-      "Endpoints: /metrics /healthz /api/v1/snapshot /api/v1/findings /api/v1/history?gpu=N&since=10m\n"
+      "Endpoints: /metrics /healthz /api/v1/snapshot /api/v1/findings "
+      "/api/v1/history?gpu=N&since=10m\n"
       "SIGHUP reloads the config (an invalid one is refused and the old one kept); SIGTERM stops.");
   return cmd;
 }
@@ -32,8 +36,10 @@ int run_daemon_command(const GlobalOptions& g, const DaemonCliOptions& o) {
     options.listen = *listen;
   }
   options.roots = {g.proc_root, g.dev_root};
-  if (!g.nvml_library.empty()) options.nvml_library = g.nvml_library;
-  else if (const char* env = std::getenv("GPUREAP_NVML_LIBRARY"); env && *env) options.nvml_library = env;
+  if (!g.nvml_library.empty())
+    options.nvml_library = g.nvml_library;
+  else if (const char* env = std::getenv("GPUREAP_NVML_LIBRARY"); env && *env)
+    options.nvml_library = env;
   return daemon::run_daemon(options);
 }
 

@@ -1,3 +1,4 @@
+#include "core/duration.h"
 #include "cli/cmd_doctor.h"
 
 #include <algorithm>
@@ -64,7 +65,7 @@ CLI::App* add_doctor_command(CLI::App& app, DoctorOptions& o) {
 }
 
 int run_doctor(const GlobalOptions& g, const DoctorOptions& o) {
-  auto settle = reap::parse_duration(o.settle);
+  auto settle = core::parse_duration(o.settle);
   if (!settle) {
     fail(settle.error());
     return kDoctorCannotRun;

@@ -1,4 +1,5 @@
 // `gpureap kill`: plan → confirm → signal → wait → verify that the memory is back.
+#include "core/duration.h"
 #include "cli/cmd_kill.h"
 
 #include <unistd.h>
@@ -29,12 +30,12 @@ core::Result<reap::KillSettings> settings_from(const KillOptions& o) {
   auto signal = reap::parse_signal(o.signal);
   if (!signal) return core::Error{"--signal: " + signal.error().message, signal.error().hint};
   k.exec.signal = *signal;
-  auto grace = reap::parse_duration(o.grace);
+  auto grace = core::parse_duration(o.grace);
   if (!grace) return core::Error{"--grace: " + grace.error().message, grace.error().hint};
   k.exec.grace = *grace;
   // SIGKILL acts at once unless the task sleeps in the kernel: a short, bounded wait.
   k.exec.kill_wait = std::clamp(*grace, std::chrono::milliseconds(1000), std::chrono::milliseconds(5000));
-  auto wait = reap::parse_duration(o.wait_release);
+  auto wait = core::parse_duration(o.wait_release);
   if (!wait) return core::Error{"--wait-release: " + wait.error().message, wait.error().hint};
   k.verify.wait_release = *wait;
   if (o.pids.empty() && !o.gpu && !o.ghosts && !o.user)

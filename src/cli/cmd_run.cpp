@@ -9,7 +9,7 @@
 
 #include "output/escape.h"
 #include "output/snapshot_json.h"
-#include "supervise/duration.h"
+#include "core/duration.h"
 #include "supervise/report_json.h"
 #include "supervise/report_text.h"
 #include "supervise/supervisor.h"
@@ -34,7 +34,7 @@ core::Result<supervise::RunOptions> to_run_options(const GlobalOptions& g, const
   r.quiet = o.quiet;
   auto duration = [](const std::string& option,
                      const std::string& text) -> core::Result<std::chrono::milliseconds> {
-    auto d = supervise::parse_duration(text);
+    auto d = core::parse_duration(text);
     if (!d) return core::Error{option + ": " + d.error().message, d.error().hint};
     return d;
   };

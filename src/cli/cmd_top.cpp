@@ -1,4 +1,5 @@
 // `gpureap top`: the live view, with kills through the reaper.
+#include "core/duration.h"
 #include "cli/cmd_top.h"
 
 #include <unistd.h>
@@ -48,14 +49,14 @@ int run_top(const GlobalOptions& g, const TopOptions& o) {
     return fail({"gpureap top is interactive and has no JSON or CSV output",
                  "use `gpureap ps --watch --json` for one snapshot per line"});
   tui::TopConfig config;
-  auto delay = reap::parse_duration(o.delay);
+  auto delay = core::parse_duration(o.delay);
   if (!delay) return fail({"--delay: " + delay.error().message, delay.error().hint});
   if (*delay < std::chrono::milliseconds(100))
     return fail({"--delay " + o.delay + " is too short", "use 100ms or more"});
   config.interval = *delay;
-  auto grace = reap::parse_duration(o.grace);
+  auto grace = core::parse_duration(o.grace);
   if (!grace) return fail({"--grace: " + grace.error().message, grace.error().hint});
-  auto wait = reap::parse_duration(o.wait_release);
+  auto wait = core::parse_duration(o.wait_release);
   if (!wait) return fail({"--wait-release: " + wait.error().message, wait.error().hint});
   config.kill.exec.grace = *grace;
   config.kill.exec.kill_wait =

@@ -1,3 +1,4 @@
+#include "core/duration.h"
 #include "cli/ps_watch.h"
 
 #include <signal.h>
@@ -64,7 +65,7 @@ int run_ps_watch(const GlobalOptions& g, const PsOptions& o) {
     return fail({"--watch cannot print CSV",
                  "use --watch alone for the table, or --watch --json for JSON lines"});
   std::string spec = o.watch->empty() ? "2s" : *o.watch;
-  auto interval = reap::parse_duration(spec);
+  auto interval = core::parse_duration(spec);
   if (!interval) return fail({"--watch: " + interval.error().message, interval.error().hint});
   if (*interval < std::chrono::milliseconds(100))
     return fail({"--watch " + spec + " is too short", "use 100ms or more"});

@@ -7,7 +7,7 @@
 #include <mutex>
 #include <thread>
 
-#include "supervise/duration.h"
+#include "core/duration.h"
 
 namespace gpureap::daemon {
 
@@ -62,7 +62,9 @@ struct BackendWatchdog::Worker {
 };
 
 BackendWatchdog::BackendWatchdog(BackendFactory factory, WatchdogOptions options)
-    : factory_(std::move(factory)), options_(options), stuck_(std::make_shared<std::atomic<unsigned>>(0)) {}
+    : factory_(std::move(factory)),
+      options_(options),
+      stuck_(std::make_shared<std::atomic<unsigned>>(0)) {}
 
 BackendWatchdog::~BackendWatchdog() {
   if (!worker_) return;
@@ -73,7 +75,9 @@ BackendWatchdog::~BackendWatchdog() {
   worker_->cv.wait_for(lock, std::chrono::milliseconds(500), [&] { return worker_->finished; });
 }
 
-void BackendWatchdog::set_timeout(std::chrono::milliseconds timeout) { options_.timeout = timeout; }
+void BackendWatchdog::set_timeout(std::chrono::milliseconds timeout) {
+  options_.timeout = timeout;
+}
 
 void BackendWatchdog::interrupt() {
   interrupted_ = true;
@@ -84,7 +88,9 @@ void BackendWatchdog::interrupt() {
   waiting_on_->cv.notify_all();
 }
 
-unsigned BackendWatchdog::stuck() const { return stuck_->load(); }
+unsigned BackendWatchdog::stuck() const {
+  return stuck_->load();
+}
 
 TimedReport BackendWatchdog::collect() {
   const auto start = Clock::now();
@@ -101,9 +107,10 @@ TimedReport BackendWatchdog::collect() {
   if (!worker_) {
     if (start < retry_at_) return down(last_down_reason_);
     if (stuck_->load() >= options_.max_stuck) {
-      return down(std::to_string(stuck_->load()) +
-                  " calls into the GPU driver have not returned; gpureap makes no new call until one does: "
-                  "check the driver (dmesg, nvidia-smi), and restart the daemon once it is fixed");
+      return down(
+          std::to_string(stuck_->load()) +
+          " calls into the GPU driver have not returned; gpureap makes no new call until one does: "
+          "check the driver (dmesg, nvidia-smi), and restart the daemon once it is fixed");
     }
     worker_ = std::make_shared<Worker>();
     worker_->backend = factory_();
@@ -118,8 +125,9 @@ TimedReport BackendWatchdog::collect() {
   worker_->done = false;
   worker_->requested = true;
   worker_->cv.notify_all();
-  const bool answered = worker_->cv.wait_for(lock, options_.timeout, [&] { return worker_->done || interrupted_; }) &&
-                        worker_->done;
+  const bool answered = worker_->cv.wait_for(lock, options_.timeout, [&] {
+    return worker_->done || interrupted_;
+  }) && worker_->done;
   TimedReport r;
   if (answered) r.report = std::move(worker_->result);
   // Not answered: abandon the call. Its thread keeps the backend instance; the next attempt
@@ -140,11 +148,13 @@ TimedReport BackendWatchdog::collect() {
   }
   worker_.reset();
   if (interrupted_) return down("gpureap is stopping");
-  backoff_ = backoff_.count() == 0 ? options_.first_backoff : std::min(backoff_ * 2, options_.max_backoff);
+  backoff_ =
+      backoff_.count() == 0 ? options_.first_backoff : std::min(backoff_ * 2, options_.max_backoff);
   retry_at_ = Clock::now() + backoff_;
-  last_down_reason_ = "the GPU driver did not answer within " + supervise::format_duration(options_.timeout) +
+  last_down_reason_ = "the GPU driver did not answer within " +
+                      core::format_duration(options_.timeout) +
                       " (a wedged driver or a GPU fallen off the bus?); gpureap retries in " +
-                      supervise::format_duration(backoff_) + ": check dmesg and nvidia-smi";
+                      core::format_duration(backoff_) + ": check dmesg and nvidia-smi";
   return down(last_down_reason_);
 }
 

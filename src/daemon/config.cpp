@@ -1,6 +1,7 @@
 #include "daemon/config.h"
 
 #include <sys/stat.h>
+#include <toml++/toml.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -8,11 +9,10 @@
 #include <fstream>
 #include <functional>
 #include <sstream>
-#include <toml++/toml.h>
 #include <vector>
 
 #include "output/escape.h"
-#include "supervise/duration.h"
+#include "core/duration.h"
 
 namespace gpureap::daemon {
 namespace {
@@ -25,8 +25,8 @@ struct Problems {
   std::vector<std::string> lines;
 
   void add(const toml::source_region& where, const std::string& message) {
-    lines.push_back(source + ":" + std::to_string(where.begin.line) + ":" + std::to_string(where.begin.column) +
-                    ": " + message);
+    lines.push_back(source + ":" + std::to_string(where.begin.line) + ":" +
+                    std::to_string(where.begin.column) + ": " + message);
   }
 };
 
@@ -37,7 +37,9 @@ struct KeySpec {
   Apply apply;
 };
 
-std::string quoted(std::string_view s) { return "\"" + output::terminal_safe(s) + "\""; }
+std::string quoted(std::string_view s) {
+  return "\"" + output::terminal_safe(s) + "\"";
+}
 
 std::optional<std::string> string_value(const toml::node& node, std::string_view key, Problems& p) {
   if (auto v = node.value<std::string>()) return v;
@@ -45,24 +47,29 @@ std::optional<std::string> string_value(const toml::node& node, std::string_view
   return std::nullopt;
 }
 
-std::string format_ms(milliseconds d) { return supervise::format_duration(d); }
+std::string format_ms(milliseconds d) {
+  return core::format_duration(d);
+}
 
-Apply duration(std::string_view key, milliseconds DaemonConfig::*field, milliseconds min, milliseconds max) {
+Apply duration(std::string_view key, milliseconds DaemonConfig::*field, milliseconds min,
+               milliseconds max) {
   return [=](const toml::node& node, DaemonConfig& c, Problems& p) {
     if (node.is_integer() || node.is_floating_point()) {
-      p.add(node.source(), std::string(key) + " is a duration: write it as a string with a unit, e.g. \"10s\"");
+      p.add(node.source(),
+            std::string(key) + " is a duration: write it as a string with a unit, e.g. \"10s\"");
       return;
     }
     auto text = string_value(node, key, p);
     if (!text) return;
-    auto d = supervise::parse_duration(*text);
+    auto d = core::parse_duration(*text);
     if (!d) {
       p.add(node.source(), std::string(key) + ": " + d.error().text());
       return;
     }
     if (*d < min || *d > max) {
-      p.add(node.source(), std::string(key) + " = " + quoted(*text) + " is out of range: it must be from " +
-                               format_ms(min) + " to " + format_ms(max));
+      p.add(node.source(), std::string(key) + " = " + quoted(*text) +
+                               " is out of range: it must be from " + format_ms(min) + " to " +
+                               format_ms(max));
       return;
     }
     c.*field = *d;
@@ -77,12 +84,16 @@ const std::vector<KeySpec>& key_specs() {
          auto text = string_value(node, "listen", p);
          if (!text) return;
          auto a = exporter::parse_listen_address(*text);
-         if (!a) p.add(node.source(), a.error().text());
-         else c.listen = *a;
+         if (!a)
+           p.add(node.source(), a.error().text());
+         else
+           c.listen = *a;
        }},
       {"interval", duration("interval", &DaemonConfig::interval, 100ms, 1h)},
-      {"holder_scan_interval", duration("holder_scan_interval", &DaemonConfig::holder_scan_interval, 100ms, 1h)},
-      {"full_scan_interval", duration("full_scan_interval", &DaemonConfig::full_scan_interval, 100ms, 24h)},
+      {"holder_scan_interval",
+       duration("holder_scan_interval", &DaemonConfig::holder_scan_interval, 100ms, 1h)},
+      {"full_scan_interval",
+       duration("full_scan_interval", &DaemonConfig::full_scan_interval, 100ms, 24h)},
       {"history", duration("history", &DaemonConfig::history, 1s, 24h * 7)},
       {"driver_timeout", duration("driver_timeout", &DaemonConfig::driver_timeout, 100ms, 10min)},
       {"history_max_processes",
@@ -106,17 +117,22 @@ const std::vector<KeySpec>& key_specs() {
        [](const toml::node& node, DaemonConfig& c, Problems& p) {
          auto text = string_value(node, "auth_token_file", p);
          if (!text) return;
-         if (text->empty()) c.auth_token_file.reset();  // "" means no token, as when the key is absent
-         else if (text->front() != '/') p.add(node.source(), "auth_token_file must be an absolute path");
-         else c.auth_token_file = *text;
+         if (text->empty())
+           c.auth_token_file.reset();  // "" means no token, as when the key is absent
+         else if (text->front() != '/')
+           p.add(node.source(), "auth_token_file must be an absolute path");
+         else
+           c.auth_token_file = *text;
        }},
       {"log_level",
        [](const toml::node& node, DaemonConfig& c, Problems& p) {
          auto text = string_value(node, "log_level", p);
          if (!text) return;
          auto level = log_level_from_string(*text);
-         if (!level) p.add(node.source(), "log_level must be one of error, warning, notice, info, debug");
-         else c.log_level = *level;
+         if (!level)
+           p.add(node.source(), "log_level must be one of error, warning, notice, info, debug");
+         else
+           c.log_level = *level;
        }},
   };
   return specs;
@@ -157,21 +173,27 @@ std::string unknown_key_message(std::string_view key) {
 void cross_checks(const toml::table& root, DaemonConfig& c, Problems& p) {
   auto given = [&](const char* key) { return root.get(key) != nullptr; };
   auto where = [&](const char* key, const char* other) {
-    return given(key) ? root.get(key)->source() : given(other) ? root.get(other)->source() : root.source();
+    return given(key)     ? root.get(key)->source()
+           : given(other) ? root.get(other)->source()
+                          : root.source();
   };
-  if (!given("holder_scan_interval")) c.holder_scan_interval = std::max(c.holder_scan_interval, c.interval);
-  if (!given("full_scan_interval")) c.full_scan_interval = std::max(c.full_scan_interval, c.holder_scan_interval);
+  if (!given("holder_scan_interval"))
+    c.holder_scan_interval = std::max(c.holder_scan_interval, c.interval);
+  if (!given("full_scan_interval"))
+    c.full_scan_interval = std::max(c.full_scan_interval, c.holder_scan_interval);
   if (c.holder_scan_interval < c.interval)
-    p.add(where("holder_scan_interval", "interval"), "holder_scan_interval (" + format_ms(c.holder_scan_interval) +
-                                                         ") must not be shorter than interval (" +
-                                                         format_ms(c.interval) + ")");
+    p.add(where("holder_scan_interval", "interval"),
+          "holder_scan_interval (" + format_ms(c.holder_scan_interval) +
+              ") must not be shorter than interval (" + format_ms(c.interval) + ")");
   if (c.full_scan_interval < c.holder_scan_interval)
     p.add(where("full_scan_interval", "holder_scan_interval"),
-          "full_scan_interval (" + format_ms(c.full_scan_interval) + ") must not be shorter than holder_scan_interval (" +
+          "full_scan_interval (" + format_ms(c.full_scan_interval) +
+              ") must not be shorter than holder_scan_interval (" +
               format_ms(c.holder_scan_interval) + ")");
   if (c.history < c.interval)
-    p.add(where("history", "interval"),
-          "history (" + format_ms(c.history) + ") must not be shorter than interval (" + format_ms(c.interval) + ")");
+    p.add(where("history", "interval"), "history (" + format_ms(c.history) +
+                                            ") must not be shorter than interval (" +
+                                            format_ms(c.interval) + ")");
 }
 
 }  // namespace
@@ -183,13 +205,15 @@ core::Result<DaemonConfig> parse_config(std::string_view text, const std::string
     root = toml::parse(text, source);
   } catch (const toml::parse_error& e) {
     problems.add(e.source(), std::string(e.description()));
-    return core::Error{problems.lines.front(), "fix the TOML syntax; docs/config.md lists every key"};
+    return core::Error{problems.lines.front(),
+                       "fix the TOML syntax; docs/config.md lists every key"};
   }
   DaemonConfig config;
   config.source = source;
   for (auto&& [key, node] : root) {
     const auto& specs = key_specs();
-    auto spec = std::find_if(specs.begin(), specs.end(), [&](const KeySpec& s) { return s.name == key.str(); });
+    auto spec = std::find_if(specs.begin(), specs.end(),
+                             [&](const KeySpec& s) { return s.name == key.str(); });
     if (spec == specs.end()) {
       problems.add(key.source(), unknown_key_message(key.str()));
       continue;
@@ -209,8 +233,8 @@ core::Result<std::string> read_token_file(const std::string& path) {
   std::ifstream in(path);
   if (!in) {
     return core::Error{"cannot read auth_token_file " + path + ": " + std::strerror(errno),
-                       "create it with the token (e.g. `openssl rand -hex 32 > " + path + "; chmod 600 " + path +
-                           "`) or remove auth_token_file from the config"};
+                       "create it with the token (e.g. `openssl rand -hex 32 > " + path +
+                           "; chmod 600 " + path + "`) or remove auth_token_file from the config"};
   }
   std::stringstream ss;
   ss << in.rdbuf();
@@ -219,7 +243,8 @@ core::Result<std::string> read_token_file(const std::string& path) {
   token.erase(token.begin(), std::find_if(token.begin(), token.end(), not_space));
   token.erase(std::find_if(token.rbegin(), token.rend(), not_space).base(), token.end());
   if (token.empty())
-    return core::Error{"auth_token_file " + path + " is empty", "write the token into it (e.g. `openssl rand -hex 32`)"};
+    return core::Error{"auth_token_file " + path + " is empty",
+                       "write the token into it (e.g. `openssl rand -hex 32`)"};
   if (token.find_first_of(" \t\r\n") != std::string::npos)
     return core::Error{"auth_token_file " + path + " holds more than one word",
                        "a bearer token is one word without spaces"};

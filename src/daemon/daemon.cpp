@@ -17,7 +17,7 @@
 #include "daemon/sampler.h"
 #include "daemon/sd_notify.h"
 #include "export/http_server.h"
-#include "supervise/duration.h"
+#include "core/duration.h"
 
 namespace gpureap::daemon {
 namespace {
@@ -40,7 +40,8 @@ core::Result<DaemonConfig> load(const DaemonOptions& o) {
 }
 
 SamplerSettings sampler_settings(const DaemonConfig& c) {
-  return {c.interval, c.holder_scan_interval, c.full_scan_interval, c.driver_timeout, c.per_process_metrics};
+  return {c.interval, c.holder_scan_interval, c.full_scan_interval, c.driver_timeout,
+          c.per_process_metrics};
 }
 
 HistoryLimits history_limits(const DaemonConfig& c) {
@@ -59,19 +60,22 @@ bool loopback(const std::string& host) {
 void warn_about(const DaemonConfig& c) {
   if (!c.auth_token && !loopback(c.listen.host))
     log_warning("listening on " + c.listen.text() +
-                " without auth_token_file: anyone who can reach it reads process names, users and containers");
+                " without auth_token_file: anyone who can reach it reads process names, users and "
+                "containers");
   if (c.auth_token_file) {
     struct stat st {};
     if (::stat(c.auth_token_file->c_str(), &st) == 0 && (st.st_mode & S_IROTH))
-      log_warning("auth_token_file " + *c.auth_token_file + " is readable by every user: chmod 600 it");
+      log_warning("auth_token_file " + *c.auth_token_file +
+                  " is readable by every user: chmod 600 it");
   }
 }
 
 std::string describe(const DaemonConfig& c) {
-  return "config " + c.source + ": interval " + supervise::format_duration(c.interval) + ", holder scan every " +
-         supervise::format_duration(c.holder_scan_interval) + " (all fds every " +
-         supervise::format_duration(c.full_scan_interval) + "), history " + supervise::format_duration(c.history) +
-         ", driver timeout " + supervise::format_duration(c.driver_timeout) +
+  return "config " + c.source + ": interval " + core::format_duration(c.interval) +
+         ", holder scan every " + core::format_duration(c.holder_scan_interval) +
+         " (all fds every " + core::format_duration(c.full_scan_interval) + "), history " +
+         core::format_duration(c.history) + ", driver timeout " +
+         core::format_duration(c.driver_timeout) +
          (c.per_process_metrics ? ", per-process metrics" : "");
 }
 
@@ -83,8 +87,8 @@ std::string status_line(const Sample& s, const exporter::ListenAddress& at) {
   std::string driver = snap.backend.available
                            ? "driver up, " + count(snap.backend.gpus.size(), "GPU")
                            : (s.driver_timed_out ? "driver not answering" : "driver unavailable");
-  return driver + ", " + count(listed, "GPU process") + ", " + count(s.findings.size(), "finding") + "; http://" +
-         at.text() + "/";
+  return driver + ", " + count(listed, "GPU process") + ", " + count(s.findings.size(), "finding") +
+         "; http://" + at.text() + "/";
 }
 
 class Daemon {
@@ -94,8 +98,8 @@ class Daemon {
       : options_(options),
         config_(std::move(config)),
         history_(std::make_shared<History>(history_limits(config_))),
-        sampler_(std::move(collector), options.roots.dev_root, std::move(backends), sampler_settings(config_),
-                 history_),
+        sampler_(std::move(collector), options.roots.dev_root, std::move(backends),
+                 sampler_settings(config_), history_),
         content_(sampler_),
         notifier_(Notifier::from_environment()),
         started_(Clock::now()) {
@@ -122,9 +126,11 @@ class Daemon {
     auto next_ping = Clock::now();
     for (;;) {
       milliseconds wait(1000);
-      if (auto wd = notifier_.watchdog()) wait = std::min(wait, std::chrono::duration_cast<milliseconds>(*wd / 4));
+      if (auto wd = notifier_.watchdog())
+        wait = std::min(wait, std::chrono::duration_cast<milliseconds>(*wd / 4));
       if (!ready) wait = std::min(wait, milliseconds(50));
-      timespec ts{static_cast<time_t>(wait.count() / 1000), static_cast<long>((wait.count() % 1000) * 1000000)};
+      timespec ts{static_cast<time_t>(wait.count() / 1000),
+                  static_cast<long>((wait.count() % 1000) * 1000000)};
       int sig = ::sigtimedwait(&signals, nullptr, &ts);
       if (sig == SIGTERM || sig == SIGINT) {
         log_notice(std::string("stopping on ") + (sig == SIGTERM ? "SIGTERM" : "SIGINT"));
@@ -139,11 +145,13 @@ class Daemon {
         log_info("first sample taken: ready");
       }
       const auto now = Clock::now();
-      const bool fresh = now - std::max(sampler_.last_progress(), started_) < content_.stall_after();
+      const bool fresh =
+          now - std::max(sampler_.last_progress(), started_) < content_.stall_after();
       if (!fresh && !stall_logged) {
-        log_error("the sampler has not finished a sample for " +
-                  supervise::format_duration(content_.stall_after()) +
-                  (notifier_.watchdog() ? "; no more watchdog pings, systemd will restart gpureap" : ""));
+        log_error(
+            "the sampler has not finished a sample for " +
+            core::format_duration(content_.stall_after()) +
+            (notifier_.watchdog() ? "; no more watchdog pings, systemd will restart gpureap" : ""));
         stall_logged = true;
       }
       if (fresh) stall_logged = false;
@@ -170,14 +178,16 @@ class Daemon {
     notifier_.reloading();
     auto next = load(options_);
     if (!next) {
-      log_error("reload failed, keeping the configuration from " + config_.source + ": " + next.error().message);
+      log_error("reload failed, keeping the configuration from " + config_.source + ": " +
+                next.error().message);
       notifier_.ready();
       return;
     }
     if (next->listen != config_.listen) {
       auto server = exporter::HttpServer::start(next->listen, content_, {next->auth_token});
       if (!server) {
-        log_error("reload failed, keeping the configuration from " + config_.source + ": " + server.error().text());
+        log_error("reload failed, keeping the configuration from " + config_.source + ": " +
+                  server.error().text());
         notifier_.ready();
         return;
       }
@@ -227,7 +237,8 @@ int run_daemon(const DaemonOptions& options) {
   set_log_level(config->log_level);
   auto collector = collect::Collector::open(options.roots, nullptr);
   if (!collector) {
-    std::cerr << "gpureap: " << collector.error().message << "\n  " << collector.error().hint << "\n";
+    std::cerr << "gpureap: " << collector.error().message << "\n  " << collector.error().hint
+              << "\n";
     return 2;
   }
   backend::nvml::NvmlOptions nvml;

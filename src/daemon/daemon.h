@@ -10,10 +10,10 @@
 namespace gpureap::daemon {
 
 struct DaemonOptions {
-  std::optional<std::string> config_path;         // --config; empty: kDefaultConfigPath if it exists
+  std::optional<std::string> config_path;  // --config; empty: kDefaultConfigPath if it exists
   std::optional<exporter::ListenAddress> listen;  // --listen, wins over the config's `listen`
   collect::Roots roots;
-  std::optional<std::string> nvml_library;        // --nvml-library or $GPUREAP_NVML_LIBRARY
+  std::optional<std::string> nvml_library;  // --nvml-library or $GPUREAP_NVML_LIBRARY
 };
 
 // Exit codes: 0 stopped by a signal; 1 it could not serve (e.g. the address is in use);

@@ -14,7 +14,8 @@ DriverView driver_view(const core::BackendReport& report) {
       attributed += p.used_bytes.value_or(0);
     }
     if (g.memory.used_bytes)
-      v.unattributed.emplace_back(g.index, *g.memory.used_bytes > attributed ? *g.memory.used_bytes - attributed : 0);
+      v.unattributed.emplace_back(
+          g.index, *g.memory.used_bytes > attributed ? *g.memory.used_bytes - attributed : 0);
   }
   std::sort(v.listed.begin(), v.listed.end());
   v.listed.erase(std::unique(v.listed.begin(), v.listed.end()), v.listed.end());

@@ -16,8 +16,8 @@ namespace gpureap::daemon {
 
 struct DriverView {
   bool available = false;
-  std::vector<std::pair<unsigned, pid_t>> listed;                   // (GPU index, PID), sorted
-  std::vector<std::pair<unsigned, uint64_t>> unattributed;          // (GPU index, bytes), known ones
+  std::vector<std::pair<unsigned, pid_t>> listed;           // (GPU index, PID), sorted
+  std::vector<std::pair<unsigned, uint64_t>> unattributed;  // (GPU index, bytes), known ones
 
   bool operator==(const DriverView&) const = default;
 };

@@ -12,12 +12,22 @@ using std::chrono::milliseconds;
 int64_t to_ms(exporter::TimePoint t) {
   return std::chrono::duration_cast<milliseconds>(t.time_since_epoch()).count();
 }
-exporter::TimePoint from_ms(int64_t ms) { return exporter::TimePoint(milliseconds(ms)); }
+exporter::TimePoint from_ms(int64_t ms) {
+  return exporter::TimePoint(milliseconds(ms));
+}
 
-uint64_t pack(const std::optional<uint64_t>& v) { return v ? std::min(*v, UINT64_MAX - 1) : UINT64_MAX; }
-uint16_t pack(const std::optional<unsigned>& v) { return v ? static_cast<uint16_t>(std::min(*v, 0xFFFEu)) : UINT16_MAX; }
-std::optional<uint64_t> unpack(uint64_t v) { return v == UINT64_MAX ? std::nullopt : std::optional(v); }
-std::optional<unsigned> unpack(uint16_t v) { return v == UINT16_MAX ? std::nullopt : std::optional<unsigned>(v); }
+uint64_t pack(const std::optional<uint64_t>& v) {
+  return v ? std::min(*v, UINT64_MAX - 1) : UINT64_MAX;
+}
+uint16_t pack(const std::optional<unsigned>& v) {
+  return v ? static_cast<uint16_t>(std::min(*v, 0xFFFEu)) : UINT16_MAX;
+}
+std::optional<uint64_t> unpack(uint64_t v) {
+  return v == UINT64_MAX ? std::nullopt : std::optional(v);
+}
+std::optional<unsigned> unpack(uint16_t v) {
+  return v == UINT16_MAX ? std::nullopt : std::optional<unsigned>(v);
+}
 
 // A process point costs this little below which the budget is not split further: a track
 // always keeps its recent changes.
@@ -125,9 +135,9 @@ void History::trim(int64_t now_ms) {
 
 void History::enforce_process_bounds() {
   while (tracks_.size() > std::max<size_t>(limits_.max_processes, 1)) {
-    auto oldest = std::min_element(tracks_.begin(), tracks_.end(), [](const auto& a, const auto& b) {
-      return a.second.last_seen_ms < b.second.last_seen_ms;
-    });
+    auto oldest = std::min_element(
+        tracks_.begin(), tracks_.end(),
+        [](const auto& a, const auto& b) { return a.second.last_seen_ms < b.second.last_seen_ms; });
     process_points_ -= oldest->second.samples.size();
     tracks_.erase(oldest);
   }
@@ -154,15 +164,21 @@ exporter::HistoryView History::query(const HistoryQuery& q) const {
     for (size_t i = 0; i < g.samples.size(); ++i) {
       const auto& p = g.samples[i];
       if (p.t_ms < since) continue;
-      series.points.push_back({from_ms(p.t_ms), unpack(p.used), unpack(p.unattributed), unpack(p.ghost),
-                               unpack(p.util), p.processes});
+      series.points.push_back({from_ms(p.t_ms), unpack(p.used), unpack(p.unattributed),
+                               unpack(p.ghost), unpack(p.util), p.processes});
     }
     view.gpus.push_back(std::move(series));
   }
   for (const auto& [key, t] : tracks_) {
     if ((q.gpu && *q.gpu != key.second) || t.last_seen_ms < since) continue;
-    exporter::ProcessTrack track{key.first, key.second, t.comm, t.user, t.container,
-                                 from_ms(t.first_seen_ms), from_ms(t.last_seen_ms), {}};
+    exporter::ProcessTrack track{key.first,
+                                 key.second,
+                                 t.comm,
+                                 t.user,
+                                 t.container,
+                                 from_ms(t.first_seen_ms),
+                                 from_ms(t.last_seen_ms),
+                                 {}};
     for (size_t i = 0; i < t.samples.size(); ++i) {
       const auto& p = t.samples[i];
       // The last point before `since` is the value that held then.
@@ -175,7 +191,8 @@ exporter::HistoryView History::query(const HistoryQuery& q) const {
   return view;
 }
 
-std::optional<exporter::TimePoint> History::below_since(const exporter::ProcessKey& key, unsigned gpu,
+std::optional<exporter::TimePoint> History::below_since(const exporter::ProcessKey& key,
+                                                        unsigned gpu,
                                                         unsigned below_percent) const {
   std::lock_guard lock(mutex_);
   auto it = tracks_.find({key, gpu});

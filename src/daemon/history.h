@@ -29,7 +29,7 @@ struct HistoryLimits {
 
 struct HistoryQuery {
   std::optional<unsigned> gpu;  // empty: every GPU
-  exporter::TimePoint since;    // points at or after this time (a process point holding then counts)
+  exporter::TimePoint since;  // points at or after this time (a process point holding then counts)
 };
 
 class History {

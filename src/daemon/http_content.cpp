@@ -10,12 +10,14 @@ namespace {
 constexpr const char* kJson = "application/json; charset=utf-8";
 
 exporter::Reply not_ready() {
-  return {503, "text/plain; charset=utf-8", "gpureap is taking its first sample; try again in a moment\n"};
+  return {503, "text/plain; charset=utf-8",
+          "gpureap is taking its first sample; try again in a moment\n"};
 }
 
 }  // namespace
 
-std::chrono::milliseconds stall_threshold(std::chrono::milliseconds interval, std::chrono::milliseconds driver_timeout) {
+std::chrono::milliseconds stall_threshold(std::chrono::milliseconds interval,
+                                          std::chrono::milliseconds driver_timeout) {
   return 2 * interval + driver_timeout + std::chrono::seconds(30);
 }
 
@@ -31,8 +33,9 @@ exporter::Reply HttpContent::health() {
   auto age = std::chrono::steady_clock::now() - sampler_.last_progress();
   auto age_s = std::chrono::duration_cast<std::chrono::seconds>(age).count();
   if (age > stall_after())
-    return {503, "text/plain; charset=utf-8",
-            "stalled: no sample finished for " + std::to_string(age_s) + "s; see the daemon's log\n"};
+    return {
+        503, "text/plain; charset=utf-8",
+        "stalled: no sample finished for " + std::to_string(age_s) + "s; see the daemon's log\n"};
   // Healthy even when the driver is down: restarting gpureap would not fix the driver, and
   // gpureap_up says so to Prometheus.
   const auto& b = s->snapshot->backend;
@@ -58,10 +61,15 @@ exporter::Reply HttpContent::history(const exporter::HistoryRequest& request) {
   auto view = sampler_.history().query({request.gpu, request.since});
   if (request.gpu && view.gpus.empty())
     return {404, "text/plain; charset=utf-8",
-            "no history for GPU " + std::to_string(*request.gpu) + ": the driver reports no such GPU\n"};
-  return {200, kJson, output::dump_json(exporter::history_to_json(view, s->snapshot->hostname, request.since)) + "\n"};
+            "no history for GPU " + std::to_string(*request.gpu) +
+                ": the driver reports no such GPU\n"};
+  return {200, kJson,
+          output::dump_json(exporter::history_to_json(view, s->snapshot->hostname, request.since)) +
+              "\n"};
 }
 
-std::chrono::milliseconds HttpContent::default_history_span() const { return sampler_.history().limits().window; }
+std::chrono::milliseconds HttpContent::default_history_span() const {
+  return sampler_.history().limits().window;
+}
 
 }  // namespace gpureap::daemon

@@ -22,7 +22,9 @@ class HttpContent final : public exporter::ContentSource {
 
   // The loop is stalled when no sample finished for this long (set from the config).
   void set_stall_after(std::chrono::milliseconds d) { stall_after_ms_ = d.count(); }
-  std::chrono::milliseconds stall_after() const { return std::chrono::milliseconds(stall_after_ms_.load()); }
+  std::chrono::milliseconds stall_after() const {
+    return std::chrono::milliseconds(stall_after_ms_.load());
+  }
 
  private:
   const Sampler& sampler_;
@@ -31,6 +33,7 @@ class HttpContent final : public exporter::ContentSource {
 
 // How long without a finished sample means the loop is stuck: a driver timeout, a holder
 // scan and a generous margin beyond the interval.
-std::chrono::milliseconds stall_threshold(std::chrono::milliseconds interval, std::chrono::milliseconds driver_timeout);
+std::chrono::milliseconds stall_threshold(std::chrono::milliseconds interval,
+                                          std::chrono::milliseconds driver_timeout);
 
 }  // namespace gpureap::daemon

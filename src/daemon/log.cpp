@@ -32,8 +32,12 @@ const char* to_string(LogLevel level) {
   return "info";
 }
 
-void set_log_level(LogLevel level) { g_level = static_cast<int>(level); }
-LogLevel log_level() { return static_cast<LogLevel>(g_level.load()); }
+void set_log_level(LogLevel level) {
+  g_level = static_cast<int>(level);
+}
+LogLevel log_level() {
+  return static_cast<LogLevel>(g_level.load());
+}
 
 std::string count(size_t n, std::string_view noun) {
   const char* plural = !noun.empty() && noun.back() == 's' ? "es" : "s";
@@ -43,7 +47,8 @@ std::string count(size_t n, std::string_view noun) {
 std::string format_log_line(LogLevel level, std::string_view message) {
   // One event is one line: a newline in a message (or in a process name inside it) would
   // otherwise start a forged entry.
-  return "<" + std::to_string(static_cast<int>(level)) + ">gpureap: " + output::terminal_safe(message);
+  return "<" + std::to_string(static_cast<int>(level)) +
+         ">gpureap: " + output::terminal_safe(message);
 }
 
 void log(LogLevel level, std::string_view message) {

@@ -18,11 +18,21 @@ void set_log_level(LogLevel level);
 LogLevel log_level();
 
 void log(LogLevel level, std::string_view message);
-inline void log_error(std::string_view m) { log(LogLevel::Error, m); }
-inline void log_warning(std::string_view m) { log(LogLevel::Warning, m); }
-inline void log_notice(std::string_view m) { log(LogLevel::Notice, m); }
-inline void log_info(std::string_view m) { log(LogLevel::Info, m); }
-inline void log_debug(std::string_view m) { log(LogLevel::Debug, m); }
+inline void log_error(std::string_view m) {
+  log(LogLevel::Error, m);
+}
+inline void log_warning(std::string_view m) {
+  log(LogLevel::Warning, m);
+}
+inline void log_notice(std::string_view m) {
+  log(LogLevel::Notice, m);
+}
+inline void log_info(std::string_view m) {
+  log(LogLevel::Info, m);
+}
+inline void log_debug(std::string_view m) {
+  log(LogLevel::Debug, m);
+}
 
 // "1 GPU", "2 GPUs": counts in messages.
 std::string count(size_t n, std::string_view noun);

@@ -24,7 +24,8 @@ std::string host_name() {
 }
 
 bool is_protected(const core::HostProcess& p) {
-  return reap::is_protected(p.stat.comm, p.details ? p.details->cmdline : std::vector<std::string>{});
+  return reap::is_protected(p.stat.comm,
+                            p.details ? p.details->cmdline : std::vector<std::string>{});
 }
 
 }  // namespace
@@ -37,9 +38,13 @@ Sampler::Sampler(collect::Collector collector, std::string dev_root, BackendFact
       history_(std::move(history)),
       settings_(settings) {}
 
-Sampler::~Sampler() { stop(); }
+Sampler::~Sampler() {
+  stop();
+}
 
-void Sampler::add_consumer(std::shared_ptr<SampleConsumer> consumer) { consumers_.push_back(std::move(consumer)); }
+void Sampler::add_consumer(std::shared_ptr<SampleConsumer> consumer) {
+  consumers_.push_back(std::move(consumer));
+}
 
 void Sampler::apply(const SamplerSettings& settings) {
   std::lock_guard lock(mutex_);
@@ -52,19 +57,25 @@ std::shared_ptr<const Sample> Sampler::latest() const {
   return latest_;
 }
 
-Clock::time_point Sampler::last_progress() const { return Clock::time_point(Clock::duration(progress_.load())); }
+Clock::time_point Sampler::last_progress() const {
+  return Clock::time_point(Clock::duration(progress_.load()));
+}
 
 void Sampler::note_driver(const TimedReport& driver) {
   bool up = driver.report.available;
   if (driver_was_up_ && *driver_was_up_ == up) return;
   if (up) {
-    if (driver_was_up_) log_notice("the GPU driver answers again: " + count(driver.report.gpus.size(), "GPU"));
-    else log_info("GPU driver: " + count(driver.report.gpus.size(), "GPU") + ", driver " +
-                  driver.report.driver_version.value_or("unknown"));
+    if (driver_was_up_)
+      log_notice("the GPU driver answers again: " + count(driver.report.gpus.size(), "GPU"));
+    else
+      log_info("GPU driver: " + count(driver.report.gpus.size(), "GPU") + ", driver " +
+               driver.report.driver_version.value_or("unknown"));
   } else {
     std::string why = driver.report.error.value_or("unknown reason");
-    if (driver.timed_out) log_error("GPU backend down: " + why);
-    else log_warning("GPU backend unavailable: " + why);
+    if (driver.timed_out)
+      log_error("GPU backend down: " + why);
+    else
+      log_warning("GPU backend unavailable: " + why);
   }
   driver_was_up_ = up;
 }
@@ -95,11 +106,16 @@ void Sampler::sample_once() {
     auto start = Clock::now();
     view_ = full ? collector_.scan_processes() : collector_.rescan_processes(*view_);
     if (full) next_full_scan_ = now + settings.full_scan_interval;
-    std::vector<pid_t> live;
-    live.reserve(view_->processes.size());
-    for (const auto& p : view_->processes) live.push_back(p.stat.pid);
-    // Host-memory residue changes slowly and costs a walk over /proc: once per scan.
-    ipc_ = procfs::find_ipc_residue(collector_.procfs(), dev_root_, live);
+    // Host-memory residue (doctor's ipc-residue) changes slowly, and when /dev/shm has old
+    // files finding it reads every process's fds and memory maps: on full scans, at most
+    // every kIpcResidueEvery.
+    if (full && now >= next_ipc_check_) {
+      std::vector<pid_t> live;
+      live.reserve(view_->processes.size());
+      for (const auto& p : view_->processes) live.push_back(p.stat.pid);
+      ipc_ = procfs::find_ipc_residue(collector_.procfs(), dev_root_, live);
+      next_ipc_check_ = now + kIpcResidueEvery;
+    }
     hostname_ = host_name();
     scan_seconds_ = seconds_since(start);
     if (view_->uninspectable > 0 || !view_->details_complete) ++scan_errors_;
@@ -118,13 +134,15 @@ void Sampler::sample_once() {
   if (auto before = latest()) sample->previous = before->snapshot;
   history_->record(*sample->snapshot);
 
-  doctor::DoctorInput input{sample->previous ? *sample->previous : *sample->snapshot, *sample->snapshot, ipc_,
-                            std::nullopt, is_protected};
+  doctor::DoctorInput input{sample->previous ? *sample->previous : *sample->snapshot,
+                            *sample->snapshot, ipc_, std::nullopt, is_protected};
   sample->findings = doctor::diagnose(input);
 
-  exporter::MetricsInput metrics{*sample->snapshot, sample->findings,
-                                 {{"driver", driver_seconds_, driver_errors_}, {"holder_scan", scan_seconds_, scan_errors_}},
-                                 settings.per_process_metrics};
+  exporter::MetricsInput metrics{
+      *sample->snapshot,
+      sample->findings,
+      {{"driver", driver_seconds_, driver_errors_}, {"holder_scan", scan_seconds_, scan_errors_}},
+      settings.per_process_metrics};
   auto families = exporter::build_metrics(metrics);
   for (const auto& c : consumers_) c->add_metrics(families);
   sample->metrics_text = exporter::render(families);
@@ -168,12 +186,14 @@ void Sampler::loop() {
       sample_once();
     } catch (const std::exception& e) {
       // A sample that fails is skipped and reported; the loop, and what it last published, go on.
-      log_error(std::string("sampling failed: ") + e.what() + "; please report this as a gpureap bug");
+      log_error(std::string("sampling failed: ") + e.what() +
+                "; please report this as a gpureap bug");
     }
     std::unique_lock lock(mutex_);
     const auto planned = settings_.interval;
     // Paced from the start of a sample; one that overran is followed at once, never by a burst.
-    wake_.wait_until(lock, started + planned, [&] { return stop_ || settings_.interval != planned; });
+    wake_.wait_until(lock, started + planned,
+                     [&] { return stop_ || settings_.interval != planned; });
     if (stop_) return;
   }
 }

@@ -34,10 +34,12 @@ struct SamplerSettings {
   bool per_process_metrics = false;
 };
 
+inline constexpr std::chrono::minutes kIpcResidueEvery{5};
+
 class Sampler {
  public:
-  Sampler(collect::Collector collector, std::string dev_root, BackendFactory backends, SamplerSettings settings,
-          std::shared_ptr<History> history);
+  Sampler(collect::Collector collector, std::string dev_root, BackendFactory backends,
+          SamplerSettings settings, std::shared_ptr<History> history);
   ~Sampler();  // stops the thread
 
   // Before start(): consumers are called in the order added.
@@ -82,7 +84,7 @@ class Sampler {
   DriverView view_at_scan_;
   procfs::IpcResidue ipc_;
   std::string hostname_;
-  std::chrono::steady_clock::time_point next_scan_{}, next_full_scan_{};
+  std::chrono::steady_clock::time_point next_scan_{}, next_full_scan_{}, next_ipc_check_{};
   std::optional<double> driver_seconds_, scan_seconds_;
   uint64_t driver_errors_ = 0, scan_errors_ = 0, sequence_ = 0;
   std::optional<bool> driver_was_up_;

@@ -35,7 +35,9 @@ Notifier::~Notifier() {
 }
 
 Notifier::Notifier(Notifier&& other) noexcept
-    : path_(std::move(other.path_)), watchdog_(other.watchdog_), fd_(std::exchange(other.fd_, -1)) {}
+    : path_(std::move(other.path_)),
+      watchdog_(other.watchdog_),
+      fd_(std::exchange(other.fd_, -1)) {}
 
 Notifier& Notifier::operator=(Notifier&& other) noexcept {
   if (this != &other) {
@@ -54,11 +56,14 @@ bool Notifier::send(std::string_view message) {
   if (path_.size() >= sizeof addr.sun_path || (path_[0] != '/' && path_[0] != '@')) return false;
   std::memcpy(addr.sun_path, path_.data(), path_.size());
   socklen_t len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + path_.size());
-  if (path_[0] == '@') addr.sun_path[0] = '\0';  // abstract namespace: no trailing NUL
-  else ++len;
+  if (path_[0] == '@')
+    addr.sun_path[0] = '\0';  // abstract namespace: no trailing NUL
+  else
+    ++len;
   if (fd_ < 0) fd_ = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
   if (fd_ < 0) return false;
-  ssize_t n = ::sendto(fd_, message.data(), message.size(), MSG_NOSIGNAL, reinterpret_cast<sockaddr*>(&addr), len);
+  ssize_t n = ::sendto(fd_, message.data(), message.size(), MSG_NOSIGNAL,
+                       reinterpret_cast<sockaddr*>(&addr), len);
   return n == static_cast<ssize_t>(message.size());
 }
 

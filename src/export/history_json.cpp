@@ -7,7 +7,7 @@
 #include <cmath>
 
 #include "output/escape.h"
-#include "supervise/duration.h"
+#include "core/duration.h"
 
 namespace gpureap::exporter {
 namespace {
@@ -95,7 +95,7 @@ core::Result<TimePoint> parse_since(std::string_view text, TimePoint now) {
            std::chrono::milliseconds(static_cast<long long>(std::llround(fraction * 1000)));
   }
   if (std::isalpha(static_cast<unsigned char>(text.back()))) {
-    auto ago = supervise::parse_duration(text);
+    auto ago = core::parse_duration(text);
     if (!ago) return since_error(text);
     return now - std::chrono::duration_cast<TimePoint::duration>(*ago);
   }

@@ -12,7 +12,8 @@ namespace gpureap::exporter {
 inline constexpr const char* kHistorySchema = "gpureap.history/v1";
 
 // Times are Unix seconds (with milliseconds), like Prometheus's API; unknown values are null.
-nlohmann::json history_to_json(const HistoryView& view, const std::string& hostname, TimePoint since);
+nlohmann::json history_to_json(const HistoryView& view, const std::string& hostname,
+                               TimePoint since);
 
 // `since` of a history request: a duration ago ("90s", "10m", "1h"), a Unix time in seconds
 // ("1700000000" or with decimals), or an RFC 3339 UTC time ("2024-05-01T12:00:00Z").

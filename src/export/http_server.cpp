@@ -52,7 +52,8 @@ core::Result<HistoryRequest> history_request(const httplib::Request& req, Conten
     unsigned gpu = 0;
     auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), gpu);
     if (text.empty() || ec != std::errc() || ptr != text.data() + text.size())
-      return core::Error{"gpu must be a GPU index (0, 1, ...)", "e.g. /api/v1/history?gpu=0&since=10m"};
+      return core::Error{"gpu must be a GPU index (0, 1, ...)",
+                         "e.g. /api/v1/history?gpu=0&since=10m"};
     r.gpu = gpu;
   }
   if (req.has_param("since")) {
@@ -62,7 +63,6 @@ core::Result<HistoryRequest> history_request(const httplib::Request& req, Conten
   }
   return r;
 }
-
 
 }  // namespace
 
@@ -85,14 +85,16 @@ struct HttpServer::Impl {
     server.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
       if (req.method != "GET" && req.method != "HEAD") {
         res.set_header("Allow", "GET, HEAD");
-        send(res, {405, "text/plain; charset=utf-8", "gpureap's HTTP interface is read-only: use GET\n"});
+        send(res, {405, "text/plain; charset=utf-8",
+                   "gpureap's HTTP interface is read-only: use GET\n"});
         return httplib::Server::HandlerResponse::Handled;
       }
       if (req.path != "/healthz" && !authorized(req)) {
         res.set_header("WWW-Authenticate", "Bearer realm=\"gpureap\"");
-        send(res, {401, "text/plain; charset=utf-8",
-                   "a bearer token is required: send the content of the daemon's auth_token_file as "
-                   "\"Authorization: Bearer TOKEN\"\n"});
+        send(res,
+             {401, "text/plain; charset=utf-8",
+              "a bearer token is required: send the content of the daemon's auth_token_file as "
+              "\"Authorization: Bearer TOKEN\"\n"});
         return httplib::Server::HandlerResponse::Handled;
       }
       res.set_header("Cache-Control", "no-store");
@@ -101,38 +103,50 @@ struct HttpServer::Impl {
     server.Get("/", [](const httplib::Request&, httplib::Response& res) {
       send(res, {200, "text/html; charset=utf-8", kLandingPage});
     });
-    server.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) { send(res, content->metrics()); });
-    server.Get("/healthz", [this](const httplib::Request&, httplib::Response& res) { send(res, content->health()); });
-    server.Get("/api/v1/snapshot",
-               [this](const httplib::Request&, httplib::Response& res) { send(res, content->snapshot()); });
-    server.Get("/api/v1/findings",
-               [this](const httplib::Request&, httplib::Response& res) { send(res, content->findings()); });
+    server.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
+      send(res, content->metrics());
+    });
+    server.Get("/healthz", [this](const httplib::Request&, httplib::Response& res) {
+      send(res, content->health());
+    });
+    server.Get("/api/v1/snapshot", [this](const httplib::Request&, httplib::Response& res) {
+      send(res, content->snapshot());
+    });
+    server.Get("/api/v1/findings", [this](const httplib::Request&, httplib::Response& res) {
+      send(res, content->findings());
+    });
     server.Get("/api/v1/history", [this](const httplib::Request& req, httplib::Response& res) {
       auto r = history_request(req, *content);
       send(res, r ? content->history(*r) : bad_request(r.error()));
     });
     server.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
       if (res.status == 404)
-        res.set_content("no such page: " + req.path + " (see / for the list)\n", "text/plain; charset=utf-8");
+        res.set_content("no such page: " + req.path + " (see / for the list)\n",
+                        "text/plain; charset=utf-8");
     });
-    server.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
-      std::string what = "unknown error";
-      try {
-        std::rethrow_exception(ep);
-      } catch (const std::exception& e) {
-        what = e.what();
-      } catch (...) {
-      }
-      send(res, {500, "text/plain; charset=utf-8", "internal error: " + what + "; please report this as a gpureap bug\n"});
-    });
+    server.set_exception_handler(
+        [](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
+          std::string what = "unknown error";
+          try {
+            std::rethrow_exception(ep);
+          } catch (const std::exception& e) {
+            what = e.what();
+          } catch (...) {
+          }
+          send(res, {500, "text/plain; charset=utf-8",
+                     "internal error: " + what + "; please report this as a gpureap bug\n"});
+        });
   }
 };
 
 HttpServer::HttpServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
-HttpServer::~HttpServer() { stop(); }
+HttpServer::~HttpServer() {
+  stop();
+}
 
-core::Result<std::unique_ptr<HttpServer>> HttpServer::start(const ListenAddress& address, ContentSource& content,
+core::Result<std::unique_ptr<HttpServer>> HttpServer::start(const ListenAddress& address,
+                                                            ContentSource& content,
                                                             HttpOptions options) {
   auto impl = std::make_unique<Impl>();
   impl->content = &content;
@@ -167,9 +181,11 @@ core::Result<std::unique_ptr<HttpServer>> HttpServer::start(const ListenAddress&
   }
   if (!bound) {
     std::string why = errno ? std::strerror(errno) : "the address cannot be used";
-    return core::Error{"cannot listen on " + address.text() + ": " + why,
-                       "choose another address with --listen or `listen` in the config, or stop what uses it "
-                       "(ss -ltnp 'sport = :" + std::to_string(address.port) + "')"};
+    return core::Error{
+        "cannot listen on " + address.text() + ": " + why,
+        "choose another address with --listen or `listen` in the config, or stop what uses it "
+        "(ss -ltnp 'sport = :" +
+            std::to_string(address.port) + "')"};
   }
   // httplib listens with a backlog of 5: a burst of scrapers (many Prometheus replicas, a
   // dashboard refresh) would see dropped SYNs and one-second retries. listen() again raises it.
@@ -182,7 +198,9 @@ core::Result<std::unique_ptr<HttpServer>> HttpServer::start(const ListenAddress&
   return std::unique_ptr<HttpServer>(new HttpServer(std::move(impl)));
 }
 
-const ListenAddress& HttpServer::address() const { return impl_->address; }
+const ListenAddress& HttpServer::address() const {
+  return impl_->address;
+}
 
 void HttpServer::set_token(std::optional<std::string> token) {
   std::lock_guard lock(impl_->token_mutex);

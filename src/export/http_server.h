@@ -41,14 +41,16 @@ class ContentSource {
 };
 
 struct HttpOptions {
-  std::optional<std::string> token;  // required as "Authorization: Bearer <token>" except on /healthz
-  unsigned threads = 8;              // concurrent requests; more wait in a queue
+  std::optional<std::string>
+      token;             // required as "Authorization: Bearer <token>" except on /healthz
+  unsigned threads = 8;  // concurrent requests; more wait in a queue
 };
 
 class HttpServer {
  public:
   // Binds before returning, so "address in use" is an error here and not a log line later.
-  static core::Result<std::unique_ptr<HttpServer>> start(const ListenAddress& address, ContentSource& content,
+  static core::Result<std::unique_ptr<HttpServer>> start(const ListenAddress& address,
+                                                         ContentSource& content,
                                                          HttpOptions options);
   ~HttpServer();  // stops and joins
   HttpServer(const HttpServer&) = delete;

@@ -37,7 +37,8 @@ core::Result<ListenAddress> parse_listen_address(std::string_view text) {
   }
   if (a.host.empty()) return bad(text, "no host (use 0.0.0.0 for every IPv4 address)");
   for (char c : a.host)
-    if (c == ' ' || c == '/' || static_cast<unsigned char>(c) < 0x21) return bad(text, "the host has invalid characters");
+    if (c == ' ' || c == '/' || static_cast<unsigned char>(c) < 0x21)
+      return bad(text, "the host has invalid characters");
   unsigned value = 0;
   auto [ptr, ec] = std::from_chars(port.data(), port.data() + port.size(), value);
   if (port.empty() || ec != std::errc() || ptr != port.data() + port.size() || value > 65535)

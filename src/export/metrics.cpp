@@ -10,11 +10,14 @@ namespace {
 
 using core::Anomaly;
 
-constexpr std::array kAnomalies{Anomaly::Stopped,         Anomaly::Uninterruptible, Anomaly::Orphan,
-                                Anomaly::ZombieChildren,  Anomaly::NoSuchProcess,   Anomaly::ForeignNamespace,
+constexpr std::array kAnomalies{Anomaly::Stopped,         Anomaly::Uninterruptible,
+                                Anomaly::Orphan,          Anomaly::ZombieChildren,
+                                Anomaly::NoSuchProcess,   Anomaly::ForeignNamespace,
                                 Anomaly::InheritedHolder, Anomaly::Leaked};
 
-std::string uuid_of(const core::Gpu& g) { return g.uuid.value_or(""); }
+std::string uuid_of(const core::Gpu& g) {
+  return g.uuid.value_or("");
+}
 
 std::vector<Label> gpu_labels(const core::Gpu& g) {
   return {{"gpu", std::to_string(g.index)}, {"uuid", uuid_of(g)}};
@@ -42,24 +45,31 @@ bool on_gpu(const core::ProcessRow& row, const core::Gpu& g) {
 void gpu_families(const MetricsInput& in, std::vector<MetricFamily>& out) {
   const auto& s = in.snapshot;
   MetricFamily info{"gpureap_gpu_info", "GPU identity; the value is always 1"};
-  MetricFamily total{"gpureap_gpu_memory_total_bytes", "GPU memory in total, as the driver reports it"};
+  MetricFamily total{"gpureap_gpu_memory_total_bytes",
+                     "GPU memory in total, as the driver reports it"};
   MetricFamily used{"gpureap_gpu_memory_used_bytes", "GPU memory in use, as the driver reports it"};
-  MetricFamily reserved{"gpureap_gpu_memory_reserved_bytes", "GPU memory reserved by the driver and firmware"};
+  MetricFamily reserved{"gpureap_gpu_memory_reserved_bytes",
+                        "GPU memory reserved by the driver and firmware"};
   MetricFamily unattributed{"gpureap_gpu_memory_unattributed_bytes",
                             "GPU memory in use that the driver attributes to no listed process"};
   MetricFamily ghost{"gpureap_gpu_memory_ghost_bytes",
-                     "GPU memory held for processes that should be gone (no-such-process, leaked, inherited-holder)"};
-  MetricFamily util{"gpureap_gpu_utilization_ratio", "GPU busy time over the driver's last sample period, 0 to 1"};
+                     "GPU memory held for processes that should be gone (no-such-process, leaked, "
+                     "inherited-holder)"};
+  MetricFamily util{"gpureap_gpu_utilization_ratio",
+                    "GPU busy time over the driver's last sample period, 0 to 1"};
   MetricFamily temp{"gpureap_gpu_temperature_celsius", "GPU core temperature"};
   MetricFamily power{"gpureap_gpu_power_watts", "GPU power draw"};
-  MetricFamily procs{"gpureap_gpu_processes",
-                     "Processes on a GPU by anomaly (anomaly=\"none\" for healthy ones); a process with several "
-                     "anomalies counts once for each"};
-  MetricFamily users{"gpureap_user_memory_bytes", "GPU memory the driver lists for the processes of a user"};
+  MetricFamily procs{
+      "gpureap_gpu_processes",
+      "Processes on a GPU by anomaly (anomaly=\"none\" for healthy ones); a process with several "
+      "anomalies counts once for each"};
+  MetricFamily users{"gpureap_user_memory_bytes",
+                     "GPU memory the driver lists for the processes of a user"};
   MetricFamily containers{"gpureap_container_memory_bytes",
                           "GPU memory the driver lists for the processes of a container"};
-  MetricFamily per_proc{"gpureap_process_memory_bytes",
-                        "GPU memory the driver lists for one process (only with per_process_metrics = true)"};
+  MetricFamily per_proc{
+      "gpureap_process_memory_bytes",
+      "GPU memory the driver lists for one process (only with per_process_metrics = true)"};
 
   for (const auto& g : s.backend.gpus) {
     auto labels = gpu_labels(g);
@@ -70,9 +80,11 @@ void gpu_families(const MetricsInput& in, std::vector<MetricFamily>& out) {
     // Unknown is left out, never written as 0.
     if (g.memory.total_bytes) total.add(labels, static_cast<double>(*g.memory.total_bytes));
     if (g.memory.used_bytes) used.add(labels, static_cast<double>(*g.memory.used_bytes));
-    if (g.memory.reserved_bytes) reserved.add(labels, static_cast<double>(*g.memory.reserved_bytes));
+    if (g.memory.reserved_bytes)
+      reserved.add(labels, static_cast<double>(*g.memory.reserved_bytes));
     auto summary = s.memory_summary(g);
-    if (summary.unattributed_bytes) unattributed.add(labels, static_cast<double>(*summary.unattributed_bytes));
+    if (summary.unattributed_bytes)
+      unattributed.add(labels, static_cast<double>(*summary.unattributed_bytes));
     if (!g.processes_error) ghost.add(labels, static_cast<double>(ghost_bytes(s, g.index)));
     if (g.utilization_percent) util.add(labels, *g.utilization_percent / 100.0);
     if (g.temperature_celsius) temp.add(labels, *g.temperature_celsius);
@@ -106,28 +118,34 @@ void gpu_families(const MetricsInput& in, std::vector<MetricFamily>& out) {
       }
     }
     for (const auto& [anomaly, n] : by_anomaly) procs.add(with(labels, {{"anomaly", anomaly}}), n);
-    for (const auto& [user, bytes] : by_user) users.add(with(labels, {{"user", user}}), static_cast<double>(bytes));
+    for (const auto& [user, bytes] : by_user)
+      users.add(with(labels, {{"user", user}}), static_cast<double>(bytes));
     for (const auto& [key, bytes] : by_container)
-      containers.add(with(labels, {{"container", key.first}, {"pod_uid", key.second}}), static_cast<double>(bytes));
+      containers.add(with(labels, {{"container", key.first}, {"pod_uid", key.second}}),
+                     static_cast<double>(bytes));
   }
-  for (auto* f : {&info, &total, &used, &reserved, &unattributed, &ghost, &util, &temp, &power, &procs, &users,
-                  &containers})
+  for (auto* f : {&info, &total, &used, &reserved, &unattributed, &ghost, &util, &temp, &power,
+                  &procs, &users, &containers})
     out.push_back(std::move(*f));
   if (in.per_process) out.push_back(std::move(per_proc));
 }
 
 void finding_families(const MetricsInput& in, std::vector<MetricFamily>& out) {
-  MetricFamily f{"gpureap_findings", "Findings of gpureap doctor on the latest samples, by code and severity"};
+  MetricFamily f{"gpureap_findings",
+                 "Findings of gpureap doctor on the latest samples, by code and severity"};
   std::map<std::pair<std::string, std::string>, unsigned> counts;
-  for (const auto& finding : in.findings) ++counts[{finding.code, doctor::to_string(finding.severity)}];
+  for (const auto& finding : in.findings)
+    ++counts[{finding.code, doctor::to_string(finding.severity)}];
   for (const auto& [key, n] : counts) f.add({{"code", key.first}, {"severity", key.second}}, n);
   out.push_back(std::move(f));
 }
 
 void collector_families(const MetricsInput& in, std::vector<MetricFamily>& out) {
-  MetricFamily duration{"gpureap_collect_duration_seconds", "How long the collector's last run took"};
+  MetricFamily duration{"gpureap_collect_duration_seconds",
+                        "How long the collector's last run took"};
   MetricFamily errors{"gpureap_collect_errors_total",
-                      "Runs of the collector that failed or timed out (driver) or saw an incomplete /proc (holder_scan)",
+                      "Runs of the collector that failed or timed out (driver) or saw an "
+                      "incomplete /proc (holder_scan)",
                       MetricType::Counter};
   for (const auto& c : in.collectors) {
     if (c.last_duration_seconds) duration.add({{"collector", c.name}}, *c.last_duration_seconds);
@@ -165,8 +183,9 @@ uint64_t ghost_bytes(const core::Snapshot& s, unsigned gpu_index) {
 
 std::vector<MetricFamily> build_metrics(const MetricsInput& in) {
   std::vector<MetricFamily> out;
-  out.push_back(MetricFamily{"gpureap_up", "1 when the GPU driver answered gpureap's last sample, else 0"}.add(
-      {}, in.snapshot.backend.available ? 1 : 0));
+  out.push_back(
+      MetricFamily{"gpureap_up", "1 when the GPU driver answered gpureap's last sample, else 0"}
+          .add({}, in.snapshot.backend.available ? 1 : 0));
   gpu_families(in, out);
   finding_families(in, out);
   collector_families(in, out);

@@ -10,7 +10,8 @@ namespace gpureap::exporter {
 namespace {
 
 bool name_char(char c, bool first, bool colon_ok) {
-  bool alpha = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || (colon_ok && c == ':');
+  bool alpha =
+      (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || (colon_ok && c == ':');
   return alpha || (!first && c >= '0' && c <= '9');
 }
 
@@ -30,10 +31,17 @@ std::string escape_label_value(std::string_view value) {
   out.reserve(valid.size());
   for (char c : valid) {
     switch (c) {
-      case '\\': out += "\\\\"; break;
-      case '"': out += "\\\""; break;
-      case '\n': out += "\\n"; break;
-      default: out += c;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
@@ -44,9 +52,12 @@ std::string escape_help(std::string_view help) {
   std::string out;
   out.reserve(valid.size());
   for (char c : valid) {
-    if (c == '\\') out += "\\\\";
-    else if (c == '\n') out += "\\n";
-    else out += c;
+    if (c == '\\')
+      out += "\\\\";
+    else if (c == '\n')
+      out += "\\n";
+    else
+      out += c;
   }
   return out;
 }
@@ -61,7 +72,9 @@ std::string format_value(double value) {
   return fmt::format("{}", value);
 }
 
-bool valid_metric_name(std::string_view name) { return valid_name(name, true); }
+bool valid_metric_name(std::string_view name) {
+  return valid_name(name, true);
+}
 
 bool valid_label_name(std::string_view name) {
   // Names starting with "__" are reserved for Prometheus itself.

@@ -36,36 +36,9 @@ std::string upper(std::string_view s) {
   return out;
 }
 
-core::Error bad_duration(std::string_view text) {
-  return {"invalid duration \"" + std::string(text) + "\"",
-          "write a number with a unit: 500ms, 10s, 1m (a bare number is seconds)"};
-}
 
 }  // namespace
 
-core::Result<std::chrono::milliseconds> parse_duration(std::string_view text) {
-  size_t unit_at = 0;
-  while (unit_at < text.size() &&
-         (std::isdigit(static_cast<unsigned char>(text[unit_at])) || text[unit_at] == '.'))
-    ++unit_at;
-  std::string_view number = text.substr(0, unit_at), unit = text.substr(unit_at);
-  if (number.empty() || number.front() == '.' || number.back() == '.' ||
-      std::count(number.begin(), number.end(), '.') > 1)
-    return bad_duration(text);
-  double value = 0;
-  auto [end, ec] = std::from_chars(number.data(), number.data() + number.size(), value);
-  if (ec != std::errc() || end != number.data() + number.size()) return bad_duration(text);
-  double scale = 0;
-  if (unit == "ms") scale = 1;
-  else if (unit.empty() || unit == "s") scale = 1000;
-  else if (unit == "m" || unit == "min") scale = 60'000;
-  else if (unit == "h") scale = 3'600'000;
-  else return bad_duration(text);
-  double ms = value * scale;
-  // A day is far beyond any sensible grace or wait; larger values are typos.
-  if (!std::isfinite(ms) || ms > 86'400'000.0) return bad_duration(text);
-  return std::chrono::milliseconds(static_cast<long long>(std::llround(ms)));
-}
 
 core::Result<int> parse_signal(std::string_view text) {
   core::Error bad{"invalid signal \"" + std::string(text) + "\"",

@@ -1,6 +1,6 @@
 #pragma once
-// Parsing of `gpureap kill`'s values: durations ("500ms", "10s", "1m") and signals ("TERM",
-// "SIGINT", "9"). Pure, so every odd spelling is unit-tested.
+// Parsing of `gpureap kill`'s signals ("TERM", "SIGINT", "9"); durations are core/duration.h.
+// Pure, so every odd spelling is unit-tested.
 #include <chrono>
 #include <string>
 #include <string_view>
@@ -8,9 +8,6 @@
 #include "core/result.h"
 
 namespace gpureap::reap {
-
-// "500ms", "10s", "1.5s", "1m", "2h"; a bare number is seconds. Negative or garbage is an error.
-core::Result<std::chrono::milliseconds> parse_duration(std::string_view text);
 
 // "TERM", "SIGTERM", "sigterm", "15": a signal number that may be sent (1..SIGRTMAX).
 core::Result<int> parse_signal(std::string_view text);

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "supervise/duration.h"
+#include "core/duration.h"
 
 namespace gpureap::supervise {
 
@@ -30,7 +30,7 @@ ReleaseCheck verify_release(GpuSampler& sampler, const IsJobProcess& is_job,
     if (!snap) {
       if (!c.performed)
         c.skipped_because = "the GPU backend did not answer within " +
-                            format_duration(std::max(remaining, milliseconds(5000)));
+                            core::format_duration(std::max(remaining, milliseconds(5000)));
       return c;
     }
     c.performed = true;

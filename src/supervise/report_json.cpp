@@ -3,7 +3,7 @@
 #include "output/escape.h"
 #include "output/time_format.h"
 #include "reap/arguments.h"
-#include "supervise/duration.h"
+#include "core/duration.h"
 
 namespace gpureap::supervise {
 namespace {
@@ -65,13 +65,13 @@ json gpu_json(const GpuSampling& g) {
                      {"name", p.name ? text(*p.name) : json(nullptr)},
                      {"uuid", p.uuid ? text(*p.uuid) : json(nullptr)},
                      {"peak_bytes", p.peak_bytes},
-                     {"at_seconds", seconds(p.at)},
+                     {"at_seconds", core::seconds(p.at)},
                      {"processes", p.processes}});
   return {{"backend", g.backend},
           {"available", g.available},
           {"error", g.error ? text(*g.error) : json(nullptr)},
           {"error_code", optional_value(g.error_code)},
-          {"sample_interval_seconds", seconds(g.interval)},
+          {"sample_interval_seconds", core::seconds(g.interval)},
           {"samples", g.samples},
           {"peaks", peaks}};
 }
@@ -91,8 +91,8 @@ json release_json(const ReleaseCheck& r) {
           {"skipped_because", r.skipped_because ? json(*r.skipped_because) : json(nullptr)},
           {"method", r.method.empty() ? json(nullptr) : json(r.method)},
           {"released", r.released},
-          {"seconds", r.took ? json(seconds(*r.took)) : json(nullptr)},
-          {"timeout_seconds", seconds(r.timeout)},
+          {"seconds", r.took ? json(core::seconds(*r.took)) : json(nullptr)},
+          {"timeout_seconds", core::seconds(r.timeout)},
           {"still_held", {{"memory", memory}, {"files", files}}}};
 }
 
@@ -108,15 +108,15 @@ json run_report_to_json(const RunReport& r) {
                                       : json(nullptr)}};
   json stop = {{"reason", to_string(r.stop.reason)},
                {"signal", signal_value(r.stop.signal)},
-               {"after_seconds", r.stop.after ? json(seconds(*r.stop.after)) : json(nullptr)},
+               {"after_seconds", r.stop.after ? json(core::seconds(*r.stop.after)) : json(nullptr)},
                {"killed_after_grace", r.stop.killed_after_grace}};
   return {{"schema", kRunSchema},
           {"command", text_list(r.command)},
           {"pid", optional_value(r.pid)},
           {"started_at", output::iso8601_utc(r.started_at)},
           {"ended_at", output::iso8601_utc(r.ended_at)},
-          {"runtime_seconds", seconds(r.runtime)},
-          {"teardown_seconds", seconds(r.teardown)},
+          {"runtime_seconds", core::seconds(r.runtime)},
+          {"teardown_seconds", core::seconds(r.teardown)},
           {"interactive", r.interactive},
           {"pid1", r.pid1},
           {"exit", exit},

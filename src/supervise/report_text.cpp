@@ -7,7 +7,7 @@
 #include "output/escape.h"
 #include "output/time_format.h"
 #include "reap/arguments.h"
-#include "supervise/duration.h"
+#include "core/duration.h"
 
 namespace gpureap::supervise {
 namespace {
@@ -16,7 +16,7 @@ constexpr const char* kPrefix = "gpureap: ";
 
 std::string outcome_line(const RunReport& r) {
   std::string cmd = "`" + command_text(r.command, 60) + "`";
-  std::string runtime = format_duration(r.runtime);
+  std::string runtime = core::format_duration(r.runtime);
   std::string line;
   switch (r.exit.cause) {
     case EndCause::Exited:
@@ -94,7 +94,7 @@ void release_lines(std::string& out, const RunReport& r) {
   std::string how = c.method == "driver" ? "checked with the driver"
                                          : "no driver answered; checked the device files";
   std::string after =
-      c.took && c.took->count() > 0 ? " " + format_duration(*c.took) + " after teardown" : "";
+      c.took && c.took->count() > 0 ? " " + core::format_duration(*c.took) + " after teardown" : "";
   if (c.released && c.method == "driver") {
     out += fmt::format("{}GPU memory released{} (checked with the driver)\n", kPrefix, after);
     return;
@@ -106,7 +106,7 @@ void release_lines(std::string& out, const RunReport& r) {
   }
   out += fmt::format("{}STILL HELD {} ({}):\n", kPrefix,
                      c.skipped_because ? std::string("when the wait was interrupted")
-                                       : format_duration(c.timeout) + " after teardown",
+                                       : core::format_duration(c.timeout) + " after teardown",
                      how);
   for (const auto& m : c.memory) {
     std::string amount = m.used_bytes ? output::human_bytes(*m.used_bytes) : "memory";

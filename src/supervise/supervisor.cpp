@@ -9,7 +9,7 @@
 #include <cstring>
 
 #include "supervise/command_path.h"
-#include "supervise/duration.h"
+#include "core/duration.h"
 #include "supervise/exit_status.h"
 #include "supervise/release_check.h"
 #include "supervise/spawn.h"
@@ -159,7 +159,7 @@ void Supervisor::supervise() {
   if (gave_up_)
     report_.warnings.push_back(std::to_string(live.size()) +
                                " processes of the job survived SIGKILL for " +
-                               format_duration(options_.release_timeout) +
+                               core::format_duration(options_.release_timeout) +
                                " (uninterruptible sleep); `gpureap ps` shows where they wait");
   if (!wait_status_) job_end_ = Clock::now();
   report_.runtime = duration_cast<milliseconds>(job_end_ - job_start_);
@@ -176,7 +176,7 @@ void Supervisor::finish() {
     report_.exit.code = timed_out ? kExitTimedOut : 128 + SIGKILL;
     report_.exit.signal = SIGKILL;
     report_.exit.error = core::Error{
-        "the command did not end after SIGKILL within " + format_duration(options_.release_timeout),
+        "the command did not end after SIGKILL within " + core::format_duration(options_.release_timeout),
         "it is in uninterruptible sleep; `gpureap ps` shows where it waits (wchan)"};
   }
 

@@ -527,20 +527,6 @@ HttpResponse http_request(int port, const std::string& method, const std::string
   return r;
 }
 
-int free_port() {
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof addr;
-  int port = 0;
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0)
-    port = ntohs(addr.sin_port);
-  ::close(fd);
-  return port;
-}
-
 DaemonProcess::DaemonProcess(const std::vector<std::string>& args, const std::vector<std::string>& env,
                              bool listen_on_free_port) {
   std::vector<std::string> argv_s{GPUREAP_BINARY, "daemon"};

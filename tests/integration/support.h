@@ -199,9 +199,6 @@ class DaemonProcess {
   std::optional<int> early_exit_;
 };
 
-// A TCP port on 127.0.0.1 nothing listens on right now.
-int free_port();
-
 }  // namespace gpureap::testing
 
 // --- for `gpureap top` and `gpureap ps --watch` on a terminal (tmux) -----------------------
@@ -248,3 +245,16 @@ std::vector<std::string> rows_of(const std::string& screen, pid_t pid);
 bool has_sgr_color(const std::string& text, int color);
 
 }  // namespace gpureap::testing
+
+namespace gpureap::testing {
+
+inline constexpr uint64_t GiB = 1ull << 30;
+
+}  // namespace gpureap::testing
+
+// Skips a test that needs the NVML test double when the build has none.
+#ifndef FAKE_NVML_LIBRARY
+#define REQUIRE_DOUBLE() GTEST_SKIP() << "the NVML test double was not built"
+#else
+#define REQUIRE_DOUBLE() (void)0
+#endif

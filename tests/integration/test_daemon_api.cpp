@@ -11,17 +11,15 @@ namespace gpureap::testing {
 namespace {
 
 using nlohmann::json;
-constexpr uint64_t GiB = 1ull << 30;
-
-#ifndef FAKE_NVML_LIBRARY
-#define REQUIRE_DOUBLE() GTEST_SKIP() << "the NVML test double was not built"
-#else
-#define REQUIRE_DOUBLE() (void)0
-#endif
 
 json scenario(json processes) {
-  return {{"gpus", {{{"name", "NVIDIA H200"}, {"uuid", "GPU-0000"}, {"minor", 0}, {"total_bytes", 80 * GiB},
-                     {"utilization_percent", 30}, {"processes", processes}}}}};
+  return {{"gpus",
+           {{{"name", "NVIDIA H200"},
+             {"uuid", "GPU-0000"},
+             {"minor", 0},
+             {"total_bytes", 80 * GiB},
+             {"utilization_percent", 30},
+             {"processes", processes}}}}};
 }
 
 json parse(const HttpResponse& r) {
@@ -52,9 +50,9 @@ struct World {
   World() {
     ready.wait();
     worker_ready.wait();
-    nvml = std::make_unique<FakeNvml>(
-        scenario(json::array({{{"pid", job.pid()}, {"used_bytes", 4 * GiB}, {"sm_util", 25}},
-                              {{"pid", gone}, {"used_bytes", 8 * GiB}, {"holders", {worker.pid()}}}})));
+    nvml = std::make_unique<FakeNvml>(scenario(
+        json::array({{{"pid", job.pid()}, {"used_bytes", 4 * GiB}, {"sm_util", 25}},
+                     {{"pid", gone}, {"used_bytes", 8 * GiB}, {"holders", {worker.pid()}}}})));
   }
   std::string config(const std::string& text) {
     std::ofstream(cfg.file("config.toml")) << text;
@@ -65,7 +63,8 @@ struct World {
 TEST(DaemonApi, SnapshotIsThePsDocument) {
   REQUIRE_DOUBLE();
   World w;
-  DaemonProcess d({"--config", w.config("interval = \"250ms\"\n"), "--dev-root", w.dev.path()}, w.nvml->env());
+  DaemonProcess d({"--config", w.config("interval = \"250ms\"\n"), "--dev-root", w.dev.path()},
+                  w.nvml->env());
   auto r = d.get("/api/v1/snapshot");
   ASSERT_EQ(r.status, 200) << r.body << d.log();
   EXPECT_EQ(r.header("Content-Type"), "application/json; charset=utf-8");
@@ -84,7 +83,8 @@ TEST(DaemonApi, SnapshotIsThePsDocument) {
 TEST(DaemonApi, FindingsAreTheDoctorDocument) {
   REQUIRE_DOUBLE();
   World w;
-  DaemonProcess d({"--config", w.config("interval = \"250ms\"\n"), "--dev-root", w.dev.path()}, w.nvml->env());
+  DaemonProcess d({"--config", w.config("interval = \"250ms\"\n"), "--dev-root", w.dev.path()},
+                  w.nvml->env());
   auto r = d.get("/api/v1/findings");
   ASSERT_EQ(r.status, 200) << r.body;
   auto doc = parse(r);
@@ -102,7 +102,8 @@ TEST(DaemonApi, FindingsAreTheDoctorDocument) {
 TEST(DaemonApi, HistoryServesGpuAndProcessSeries) {
   REQUIRE_DOUBLE();
   World w;
-  DaemonProcess d({"--config", w.config("interval = \"200ms\"\n"), "--dev-root", w.dev.path()}, w.nvml->env());
+  DaemonProcess d({"--config", w.config("interval = \"200ms\"\n"), "--dev-root", w.dev.path()},
+                  w.nvml->env());
   ASSERT_TRUE(wait_until([&] {
     auto doc = parse(d.get("/api/v1/history?gpu=0&since=1m"));
     return doc.is_object() && doc["gpus"].size() == 1 && doc["gpus"][0]["samples"].size() >= 3;
@@ -147,7 +148,8 @@ TEST(DaemonApi, LandingPageLinksEveryEndpoint) {
   auto r = d.get("/");
   ASSERT_EQ(r.status, 200);
   EXPECT_EQ(r.header("Content-Type"), "text/html; charset=utf-8");
-  for (const char* link : {"metrics", "healthz", "api/v1/snapshot", "api/v1/findings", "api/v1/history"})
+  for (const char* link :
+       {"metrics", "healthz", "api/v1/snapshot", "api/v1/findings", "api/v1/history"})
     EXPECT_NE(r.body.find(std::string("href=\"") + link), std::string::npos) << link;
   auto missing = d.get("/nothing-here");
   EXPECT_EQ(missing.status, 404);
@@ -182,8 +184,8 @@ TEST(DaemonAuth, TokenGuardsEverythingButHealthz) {
   DaemonProcess d({"--config", config, "--dev-root", w.dev.path()}, w.nvml->env());
   ASSERT_GT(d.port(), 0) << d.log();
   EXPECT_NE(d.log().find("(bearer token required)"), std::string::npos) << d.log();
-  const std::vector<std::string> guarded{"/", "/metrics", "/api/v1/snapshot", "/api/v1/findings",
-                                         "/api/v1/history", "/nothing-here"};
+  const std::vector<std::string> guarded{
+      "/", "/metrics", "/api/v1/snapshot", "/api/v1/findings", "/api/v1/history", "/nothing-here"};
   for (const auto& path : guarded) {
     auto none = d.get(path);
     EXPECT_EQ(none.status, 401) << path;
@@ -192,7 +194,8 @@ TEST(DaemonAuth, TokenGuardsEverythingButHealthz) {
     EXPECT_EQ(d.get(path, {"Authorization: Bearer wrong"}).status, 401) << path;
     EXPECT_EQ(d.get(path, {"Authorization: Basic czNjcmV0LW9uZQ=="}).status, 401) << path;
   }
-  EXPECT_TRUE(wait_until([&] { return d.get("/metrics", {"Authorization: Bearer s3cret-one"}).status == 200; }));
+  EXPECT_TRUE(wait_until(
+      [&] { return d.get("/metrics", {"Authorization: Bearer s3cret-one"}).status == 200; }));
   EXPECT_EQ(d.get("/api/v1/snapshot", {"Authorization: Bearer s3cret-one"}).status, 200);
   EXPECT_EQ(d.get("/healthz").status, 200);  // probes carry no token
 

@@ -16,13 +16,6 @@ namespace gpureap::testing {
 namespace {
 
 using nlohmann::json;
-constexpr uint64_t GiB = 1ull << 30;
-
-#ifndef FAKE_NVML_LIBRARY
-#define REQUIRE_DOUBLE() GTEST_SKIP() << "the NVML test double was not built"
-#else
-#define REQUIRE_DOUBLE() (void)0
-#endif
 
 struct Scene {
   FakeDevRoot dev;
@@ -36,8 +29,11 @@ struct Scene {
 
   Scene() {
     ready.wait();
-    nvml = std::make_unique<FakeNvml>(json{
-        {"gpus", {{{"uuid", "GPU-0000"}, {"minor", 0}, {"processes", {{{"pid", job.pid()}, {"used_bytes", 3 * GiB}}}}}}}});
+    nvml = std::make_unique<FakeNvml>(
+        json{{"gpus",
+              {{{"uuid", "GPU-0000"},
+                {"minor", 0},
+                {"processes", {{{"pid", job.pid()}, {"used_bytes", 3 * GiB}}}}}}}});
   }
   std::string config(const std::string& text) {
     std::ofstream(cfg.file("config.toml")) << text;
@@ -56,7 +52,8 @@ class NotifySocket {
     sockaddr_un addr{};
     addr.sun_family = AF_UNIX;
     std::strncpy(addr.sun_path, path().c_str(), sizeof addr.sun_path - 1);
-    if (::bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) ADD_FAILURE() << std::strerror(errno);
+    if (::bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0)
+      ADD_FAILURE() << std::strerror(errno);
   }
   ~NotifySocket() { ::close(fd_); }
   std::string path() const { return dir_.file("notify"); }
@@ -100,10 +97,11 @@ TEST(DaemonLifecycle, SighupAppliesAGoodConfig) {
   d.signal(SIGHUP);
   ASSERT_TRUE(d.wait_log("configuration reloaded")) << d.log();
   EXPECT_TRUE(wait_until([&] {
-    return d.metric("gpureap_process_memory_bytes{gpu=\"0\",uuid=\"GPU-0000\",pid=\"" + std::to_string(s.job.pid())) ==
-           3.0 * GiB;
+    return d.metric("gpureap_process_memory_bytes{gpu=\"0\",uuid=\"GPU-0000\",pid=\"" +
+                    std::to_string(s.job.pid())) == 3.0 * GiB;
   })) << d.get("/metrics").body;
-  EXPECT_NE(d.log().find("<5>gpureap: configuration reloaded: config " + path), std::string::npos) << d.log();
+  EXPECT_NE(d.log().find("<5>gpureap: configuration reloaded: config " + path), std::string::npos)
+      << d.log();
 }
 
 TEST(DaemonLifecycle, SighupWithABadConfigKeepsTheOldOne) {
@@ -111,15 +109,20 @@ TEST(DaemonLifecycle, SighupWithABadConfigKeepsTheOldOne) {
   Scene s;
   auto path = s.config("interval = \"250ms\"\nper_process_metrics = true\n");
   DaemonProcess d(s.args(path), s.nvml->env());
-  ASSERT_TRUE(wait_until([&] { return d.metric("gpureap_process_memory_bytes{").has_value(); })) << d.log();
+  ASSERT_TRUE(wait_until([&] { return d.metric("gpureap_process_memory_bytes{").has_value(); }))
+      << d.log();
 
   s.config("interval = \"250ms\"\nper_process_metric = false\n");  // a typo
   d.signal(SIGHUP);
   ASSERT_TRUE(d.wait_log("reload failed")) << d.log();
   auto log = d.log();
-  EXPECT_NE(log.find("<3>gpureap: reload failed, keeping the configuration from " + path), std::string::npos) << log;
-  EXPECT_NE(log.find(path + ":2:1: unknown key \"per_process_metric\" (did you mean \"per_process_metrics\"?)"),
+  EXPECT_NE(log.find("<3>gpureap: reload failed, keeping the configuration from " + path),
             std::string::npos)
+      << log;
+  EXPECT_NE(
+      log.find(path +
+               ":2:1: unknown key \"per_process_metric\" (did you mean \"per_process_metrics\"?)"),
+      std::string::npos)
       << log;
   // Still running, still on the old config.
   EXPECT_TRUE(is_alive(d.pid()));
@@ -141,8 +144,9 @@ TEST(DaemonLifecycle, SigtermAndSigintStopCleanly) {
     d.signal(sig);
     EXPECT_EQ(d.wait_exit(), 0) << d.log();
     auto log = d.log();
-    EXPECT_NE(log.find(std::string("<5>gpureap: stopping on ") + (sig == SIGTERM ? "SIGTERM" : "SIGINT")),
-              std::string::npos)
+    EXPECT_NE(
+        log.find(std::string("<5>gpureap: stopping on ") + (sig == SIGTERM ? "SIGTERM" : "SIGINT")),
+        std::string::npos)
         << log;
     EXPECT_NE(log.find("<6>gpureap: stopped"), std::string::npos) << log;
     EXPECT_EQ(http_get(d.port(), "/healthz").status, 0);  // the port is closed
@@ -160,8 +164,10 @@ TEST(DaemonLifecycle, TellsSystemdReadyStatusWatchdogReloadingAndStopping) {
   auto start = systemd.until("READY=1");
   EXPECT_EQ(start.back(), "READY=1");
   auto running = systemd.until("STATUS=");
-  EXPECT_NE(running.back().find("STATUS=driver up, 1 GPU, 1 GPU process, "), std::string::npos) << running.back();
-  EXPECT_NE(running.back().find("http://127.0.0.1:" + std::to_string(d.port()) + "/"), std::string::npos);
+  EXPECT_NE(running.back().find("STATUS=driver up, 1 GPU, 1 GPU process, "), std::string::npos)
+      << running.back();
+  EXPECT_NE(running.back().find("http://127.0.0.1:" + std::to_string(d.port()) + "/"),
+            std::string::npos);
   systemd.until("WATCHDOG=1");
   systemd.until("WATCHDOG=1");  // again: it keeps pinging
 
@@ -187,7 +193,9 @@ TEST(DaemonLifecycle, LogLinesCarrySyslogPriorities) {
     start = end == std::string::npos ? log.size() : end + 1;
     if (line.empty()) continue;
     ++lines;
-    EXPECT_TRUE(line.size() > 3 && line[0] == '<' && line[1] >= '0' && line[1] <= '7' && line[2] == '>') << line;
+    EXPECT_TRUE(line.size() > 3 && line[0] == '<' && line[1] >= '0' && line[1] <= '7' &&
+                line[2] == '>')
+        << line;
   }
   EXPECT_GE(lines, 3u);
   EXPECT_NE(log.find("<5>gpureap: listening on http://127.0.0.1:"), std::string::npos);
@@ -202,7 +210,8 @@ TEST(DaemonLifecycle, AnAddressInUseIsAnErrorNotASharedPort) {
   args.insert(args.end(), {"--listen", "127.0.0.1:" + std::to_string(first.port())});
   DaemonProcess second(args, s.nvml->env(), false);
   EXPECT_EQ(second.wait_exit(), 1) << second.log();
-  EXPECT_NE(second.log().find("cannot listen on 127.0.0.1:" + std::to_string(first.port())), std::string::npos)
+  EXPECT_NE(second.log().find("cannot listen on 127.0.0.1:" + std::to_string(first.port())),
+            std::string::npos)
       << second.log();
   EXPECT_EQ(first.get("/healthz").status, 200);
 }
@@ -215,7 +224,8 @@ TEST(DaemonLifecycle, WithoutAConfigFileItRunsOnDefaults) {
   DaemonProcess d({"--dev-root", s.dev.path()}, s.nvml->env());
   ASSERT_GT(d.port(), 0) << d.log();
   if (!std::filesystem::exists("/etc/gpureap/config.toml")) {
-    EXPECT_NE(d.log().find("config built-in defaults: interval 1s, holder scan every 10s (all fds every 1m00s), history 1h00m"),
+    EXPECT_NE(d.log().find("config built-in defaults: interval 1s, holder scan every 10s (all fds "
+                           "every 1m00s), history 1h00m"),
               std::string::npos)
         << d.log();
   }
@@ -226,7 +236,9 @@ TEST(DaemonLifecycle, ABadConfigAtStartIsExitCode2) {
   auto path = s.config("listen = \"localhost\"\n");
   auto r = run_gpureap({"daemon", "--config", path});
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.err.find(path + ":1:10: invalid listen address \"localhost\": no port"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(path + ":1:10: invalid listen address \"localhost\": no port"),
+            std::string::npos)
+      << r.err;
   auto missing = run_gpureap({"daemon", "--config", s.cfg.file("absent.toml")});
   EXPECT_EQ(missing.exit_code, 2);
   EXPECT_NE(missing.err.find("cannot read config file"), std::string::npos) << missing.err;
@@ -257,7 +269,8 @@ TEST(DaemonCheckConfig, BrokenFilesAreExitTwoWithEveryProblemAndItsLine) {
       {"per_process_metrics = 1\n", "per_process_metrics must be true or false"},
       {"interval = \"30s\"\nholder_scan_interval = \"10s\"\n",
        ":2:24: holder_scan_interval (10s) must not be shorter than interval (30s)"},
-      {"auth_token_file = \"" + dir.file("no-token") + "\"\n", "cannot read auth_token_file " + dir.file("no-token")},
+      {"auth_token_file = \"" + dir.file("no-token") + "\"\n",
+       "cannot read auth_token_file " + dir.file("no-token")},
   };
   for (const auto& c : cases) {
     std::ofstream(dir.file("bad.toml")) << c.text;
@@ -273,11 +286,14 @@ TEST(DaemonCheckConfig, BrokenFilesAreExitTwoWithEveryProblemAndItsLine) {
     EXPECT_NE(many.err.find(where), std::string::npos) << where << "\n" << many.err;
   auto missing = run_gpureap({"daemon", "--check-config", dir.file("absent.toml")});
   EXPECT_EQ(missing.exit_code, 2);
-  EXPECT_NE(missing.err.find("cannot read config file " + dir.file("absent.toml")), std::string::npos);
+  EXPECT_NE(missing.err.find("cannot read config file " + dir.file("absent.toml")),
+            std::string::npos);
 }
 
 TEST(DaemonCheckConfig, TheShippedConfigIsValid) {
-  auto r = run_gpureap({"daemon", "--check-config", (std::filesystem::path(__FILE__).parent_path() / "../../deploy/config.toml").string()});
+  auto r = run_gpureap(
+      {"daemon", "--check-config",
+       (std::filesystem::path(__FILE__).parent_path() / "../../deploy/config.toml").string()});
   EXPECT_EQ(r.exit_code, 0) << r.err;
 }
 

@@ -13,19 +13,19 @@ namespace gpureap::testing {
 namespace {
 
 using nlohmann::json;
-constexpr uint64_t GiB = 1ull << 30;
-
-#ifndef FAKE_NVML_LIBRARY
-#define REQUIRE_DOUBLE() GTEST_SKIP() << "the NVML test double was not built"
-#else
-#define REQUIRE_DOUBLE() (void)0
-#endif
 
 json gpu0(json processes) {
   return {{"gpus",
-           {{{"name", "NVIDIA H200"}, {"uuid", "GPU-0000"}, {"pci_bus_id", "00000000:17:00.0"}, {"minor", 0},
-             {"total_bytes", 80 * GiB}, {"reserved_bytes", GiB / 2}, {"driver_held_bytes", GiB},
-             {"utilization_percent", 42}, {"temperature_celsius", 61}, {"power_mw", 512000},
+           {{{"name", "NVIDIA H200"},
+             {"uuid", "GPU-0000"},
+             {"pci_bus_id", "00000000:17:00.0"},
+             {"minor", 0},
+             {"total_bytes", 80 * GiB},
+             {"reserved_bytes", GiB / 2},
+             {"driver_held_bytes", GiB},
+             {"utilization_percent", 42},
+             {"temperature_celsius", 61},
+             {"power_mw", 512000},
              {"processes", processes}}}}};
 }
 
@@ -34,7 +34,9 @@ std::string write_config(const TempDir& dir, const std::string& text) {
   return dir.file("config.toml");
 }
 
-std::string gpu_series(const std::string& metric) { return metric + "{gpu=\"0\",uuid=\"GPU-0000\""; }
+std::string gpu_series(const std::string& metric) {
+  return metric + "{gpu=\"0\",uuid=\"GPU-0000\"";
+}
 
 TEST(DaemonMetrics, ValuesMatchTheScenarioAndChangeWhenAHolderDies) {
   REQUIRE_DOUBLE();
@@ -54,8 +56,9 @@ TEST(DaemonMetrics, ValuesMatchTheScenarioAndChangeWhenAHolderDies) {
   });
   worker_ready.wait();
   pid_t trainer = dead_pid();
-  FakeNvml nvml(gpu0(json::array({{{"pid", job.pid()}, {"used_bytes", 4 * GiB}},
-                                   {{"pid", trainer}, {"used_bytes", 8 * GiB}, {"holders", {worker.pid()}}}})));
+  FakeNvml nvml(gpu0(
+      json::array({{{"pid", job.pid()}, {"used_bytes", 4 * GiB}},
+                   {{"pid", trainer}, {"used_bytes", 8 * GiB}, {"holders", {worker.pid()}}}})));
   TempDir cfg;
   // The periodic holder scan is an hour away: the changes below must be seen because the
   // driver's list moved.
@@ -93,8 +96,9 @@ TEST(DaemonMetrics, ValuesMatchTheScenarioAndChangeWhenAHolderDies) {
 
   // The worker dies: nothing keeps the trainer's context, the driver releases it.
   worker.kill_and_reap();
-  EXPECT_TRUE(wait_until([&] { return d.metric(gpu_series("gpureap_gpu_memory_ghost_bytes")) == 0; }))
-      << d.get("/metrics").body;
+  EXPECT_TRUE(wait_until([&] {
+    return d.metric(gpu_series("gpureap_gpu_memory_ghost_bytes")) == 0;
+  })) << d.get("/metrics").body;
   EXPECT_EQ(d.metric(gpu_series("gpureap_gpu_memory_used_bytes")), 5.0 * GiB);
   EXPECT_EQ(d.metric(gpu_series("gpureap_gpu_processes") + ",anomaly=\"no-such-process\"}"), 0);
   EXPECT_EQ(d.metric(gpu_series("gpureap_gpu_processes") + ",anomaly=\"inherited-holder\"}"), 0);
@@ -103,8 +107,8 @@ TEST(DaemonMetrics, ValuesMatchTheScenarioAndChangeWhenAHolderDies) {
 
   // And the healthy job's end takes its memory and its row.
   job.kill_and_reap();
-  EXPECT_TRUE(
-      wait_until([&] { return d.metric(gpu_series("gpureap_gpu_processes") + ",anomaly=\"none\"}") == 0; }));
+  EXPECT_TRUE(wait_until(
+      [&] { return d.metric(gpu_series("gpureap_gpu_processes") + ",anomaly=\"none\"}") == 0; }));
   EXPECT_EQ(d.metric(gpu_series("gpureap_gpu_memory_used_bytes")), 1.0 * GiB);
 }
 
@@ -123,10 +127,11 @@ TEST(DaemonMetrics, PerProcessSeriesEscapeHostileProcessNames) {
   TempDir cfg;
   auto config = write_config(cfg, "interval = \"250ms\"\nper_process_metrics = true\n");
   DaemonProcess d({"--config", config, "--dev-root", dev.path()}, nvml.env());
-  ASSERT_TRUE(wait_until([&] { return d.metric("gpureap_process_memory_bytes{").has_value(); })) << d.log();
+  ASSERT_TRUE(wait_until([&] { return d.metric("gpureap_process_memory_bytes{").has_value(); }))
+      << d.log();
   auto body = d.get("/metrics").body;
-  EXPECT_NE(body.find("gpureap_process_memory_bytes{gpu=\"0\",uuid=\"GPU-0000\",pid=\"" + std::to_string(job.pid()) +
-                      "\",user=\""),
+  EXPECT_NE(body.find("gpureap_process_memory_bytes{gpu=\"0\",uuid=\"GPU-0000\",pid=\"" +
+                      std::to_string(job.pid()) + "\",user=\""),
             std::string::npos)
       << body;
   EXPECT_NE(body.find(R"(comm="a\"b\\c\nd",container=""} 2147483648)"), std::string::npos) << body;

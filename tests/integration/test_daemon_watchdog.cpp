@@ -9,13 +9,6 @@ namespace gpureap::testing {
 namespace {
 
 using nlohmann::json;
-constexpr uint64_t GiB = 1ull << 30;
-
-#ifndef FAKE_NVML_LIBRARY
-#define REQUIRE_DOUBLE() GTEST_SKIP() << "the NVML test double was not built"
-#else
-#define REQUIRE_DOUBLE() (void)0
-#endif
 
 TEST(DaemonWatchdog, AWedgedDriverIsUpZeroWhileEndpointsAnswerAndItRecovers) {
   REQUIRE_DOUBLE();
@@ -26,7 +19,10 @@ TEST(DaemonWatchdog, AWedgedDriverIsUpZeroWhileEndpointsAnswerAndItRecovers) {
     ready.signal();
   });
   ready.wait();
-  json world = {{"gpus", {{{"uuid", "GPU-0000"}, {"minor", 0}, {"processes", {{{"pid", job.pid()}, {"used_bytes", 2 * GiB}}}}}}}};
+  json world = {{"gpus",
+                 {{{"uuid", "GPU-0000"},
+                   {"minor", 0},
+                   {"processes", {{{"pid", job.pid()}, {"used_bytes", 2 * GiB}}}}}}}};
   FakeNvml nvml(world);
   TempDir cfg;
   std::ofstream(cfg.file("config.toml")) << "interval = \"200ms\"\ndriver_timeout = \"500ms\"\n";
@@ -41,7 +37,8 @@ TEST(DaemonWatchdog, AWedgedDriverIsUpZeroWhileEndpointsAnswerAndItRecovers) {
   // Everything still answers, from the sampler's latest sample.
   auto health = d.get("/healthz");
   EXPECT_EQ(health.status, 200);
-  EXPECT_NE(health.body.find("driver: down (the GPU driver did not answer within 500ms"), std::string::npos)
+  EXPECT_NE(health.body.find("driver: down (the GPU driver did not answer within 500ms"),
+            std::string::npos)
       << health.body;
   auto snapshot = d.get("/api/v1/snapshot");
   ASSERT_EQ(snapshot.status, 200);
@@ -49,7 +46,9 @@ TEST(DaemonWatchdog, AWedgedDriverIsUpZeroWhileEndpointsAnswerAndItRecovers) {
   EXPECT_EQ(d.get("/api/v1/findings").status, 200);
   EXPECT_GE(d.metric("gpureap_collect_errors_total{collector=\"driver\"}").value_or(0), 1);
   EXPECT_FALSE(d.metric("gpureap_gpu_memory_used_bytes{").has_value());  // unknown, not 0
-  EXPECT_TRUE(d.wait_log("<3>gpureap: GPU backend down: the GPU driver did not answer within 500ms")) << d.log();
+  EXPECT_TRUE(
+      d.wait_log("<3>gpureap: GPU backend down: the GPU driver did not answer within 500ms"))
+      << d.log();
   // The process list still comes from /proc.
   EXPECT_FALSE(row_of(json::parse(snapshot.body), job.pid()).is_null());
 

@@ -16,13 +16,6 @@ namespace gpureap::testing {
 namespace {
 
 using nlohmann::json;
-constexpr uint64_t GiB = 1ull << 30;
-
-#ifndef FAKE_NVML_LIBRARY
-#define REQUIRE_DOUBLE() GTEST_SKIP() << "the NVML test double was not built"
-#else
-#define REQUIRE_DOUBLE() (void)0
-#endif
 
 json one_gpu(json processes, uint64_t driver_held = 0) {
   return {{"gpus", {{{"name", "NVIDIA H200"}, {"uuid", "GPU-0000"}, {"pci_bus_id", "00000000:17:00.0"},

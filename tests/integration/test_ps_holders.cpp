@@ -72,12 +72,11 @@ TEST(PsHolders, InheritedHoldersOfADeadParentAreOrphansInItsGroup) {
     hold(dev.dev("nvidia0"));
     hold(dev.dev("nvidiactl"));
     for (int i = 0; i < 2; ++i) {
-      pid_t c = ::fork();
-      if (c == 0) {
+      if (::fork() == 0) {
         ::prctl(PR_SET_NAME, "loader-worker");
+        ready.send(::getpid());  // only once renamed
         for (;;) ::pause();
       }
-      ready.send(c);
     }
     ::_exit(0);
   });

@@ -12,13 +12,6 @@ namespace gpureap::testing {
 namespace {
 
 using nlohmann::json;
-constexpr uint64_t GiB = 1ull << 30;
-
-#ifndef FAKE_NVML_LIBRARY
-#define REQUIRE_DOUBLE() GTEST_SKIP() << "the NVML test double was not built"
-#else
-#define REQUIRE_DOUBLE() (void)0
-#endif
 
 json one_gpu(pid_t pid) {
   return {{"gpus",

@@ -1,11 +1,11 @@
-#include "daemon/backend_watchdog.h"
-
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <condition_variable>
 #include <mutex>
 #include <thread>
+
+#include "daemon/backend_watchdog.h"
 
 namespace gpureap::daemon {
 namespace {
@@ -87,7 +87,8 @@ TEST_F(DaemonBackendWatchdog, WedgedCallIsAbandonedAndAFreshInstanceRecovers) {
   EXPECT_TRUE(down.timed_out);
   EXPECT_FALSE(down.report.available);
   EXPECT_EQ(down.report.error_code, "timeout");
-  EXPECT_NE(down.report.error->find("did not answer within 100ms"), std::string::npos) << *down.report.error;
+  EXPECT_NE(down.report.error->find("did not answer within 100ms"), std::string::npos)
+      << *down.report.error;
   EXPECT_EQ(w.stuck(), 1u);
 
   // The driver answers new calls again; the first call stays stuck until the gate opens.
@@ -119,7 +120,8 @@ TEST_F(DaemonBackendWatchdog, StuckCallsAreBounded) {
   EXPECT_EQ(instances, 2);
   EXPECT_EQ(w.stuck(), 2u);
   auto r = w.collect();
-  EXPECT_NE(r.report.error->find("2 calls into the GPU driver have not returned"), std::string::npos)
+  EXPECT_NE(r.report.error->find("2 calls into the GPU driver have not returned"),
+            std::string::npos)
       << *r.report.error;
   // Once they return, gpureap calls the driver again.
   gate->set(true);

@@ -1,11 +1,11 @@
-#include "daemon/config.h"
-
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
+
+#include "daemon/config.h"
 
 namespace gpureap::daemon {
 namespace {
@@ -75,9 +75,13 @@ log_level = "debug"
 
 TEST(DaemonConfig, UnknownKeyIsAnErrorWithItsLineAndASuggestion) {
   auto p = problems("interval = \"1s\"\n\nintervall = \"2s\"\n");
-  EXPECT_NE(p.find("test.toml:3:1: unknown key \"intervall\" (did you mean \"interval\"?)"), std::string::npos) << p;
+  EXPECT_NE(p.find("test.toml:3:1: unknown key \"intervall\" (did you mean \"interval\"?)"),
+            std::string::npos)
+      << p;
   auto far = problems("colour = true\n");
-  EXPECT_NE(far.find("test.toml:1:1: unknown key \"colour\" (known keys: listen, interval"), std::string::npos) << far;
+  EXPECT_NE(far.find("test.toml:1:1: unknown key \"colour\" (known keys: listen, interval"),
+            std::string::npos)
+      << far;
   // A table is an unknown key too: the config is flat.
   auto table = problems("[server]\nlisten = \"0.0.0.0:1\"\n");
   EXPECT_NE(table.find("test.toml:1:"), std::string::npos) << table;
@@ -86,32 +90,41 @@ TEST(DaemonConfig, UnknownKeyIsAnErrorWithItsLineAndASuggestion) {
 
 TEST(DaemonConfig, EveryProblemIsReportedOnItsOwnLine) {
   auto p = problems("interval = 5\nper_process_metrics = \"yes\"\nbogus = 1\n");
-  EXPECT_NE(p.find("test.toml:1:12: interval is a duration: write it as a string with a unit"), std::string::npos) << p;
-  EXPECT_NE(p.find("test.toml:2:23: per_process_metrics must be true or false"), std::string::npos) << p;
+  EXPECT_NE(p.find("test.toml:1:12: interval is a duration: write it as a string with a unit"),
+            std::string::npos)
+      << p;
+  EXPECT_NE(p.find("test.toml:2:23: per_process_metrics must be true or false"), std::string::npos)
+      << p;
   EXPECT_NE(p.find("test.toml:3:1: unknown key \"bogus\""), std::string::npos) << p;
   EXPECT_EQ(std::count(p.begin(), p.end(), '\n'), 2) << p;
 }
 
 TEST(DaemonConfig, ValuesOutOfRangeOrMalformed) {
-  EXPECT_NE(problems("interval = \"10ms\"").find("out of range: it must be from 100ms to 1h"), std::string::npos);
+  EXPECT_NE(problems("interval = \"10ms\"").find("out of range: it must be from 100ms to 1h"),
+            std::string::npos);
   EXPECT_NE(problems("interval = \"soon\"").find("test.toml:1:12: interval: "), std::string::npos);
   EXPECT_NE(problems("driver_timeout = \"1d\"").find("driver_timeout"), std::string::npos);
   EXPECT_NE(problems("history_max_processes = 0").find("from 1 to 1000000"), std::string::npos);
   EXPECT_NE(problems("history_max_processes = 1.5").find("whole number"), std::string::npos);
-  EXPECT_NE(problems("listen = \"9842\"").find("invalid listen address \"9842\": no port"), std::string::npos);
+  EXPECT_NE(problems("listen = \"9842\"").find("invalid listen address \"9842\": no port"),
+            std::string::npos);
   EXPECT_NE(problems("listen = 9842").find("listen must be a string"), std::string::npos);
   EXPECT_NE(problems("log_level = \"loud\"").find("log_level must be one of"), std::string::npos);
   EXPECT_NE(problems("auth_token_file = \"token\"").find("absolute path"), std::string::npos);
 }
 
 TEST(DaemonConfig, RulesBetweenKeys) {
-  EXPECT_NE(problems("interval = \"20s\"\nholder_scan_interval = \"10s\"")
-                .find("test.toml:2:24: holder_scan_interval (10s) must not be shorter than interval (20s)"),
-            std::string::npos);
+  EXPECT_NE(
+      problems("interval = \"20s\"\nholder_scan_interval = \"10s\"")
+          .find(
+              "test.toml:2:24: holder_scan_interval (10s) must not be shorter than interval (20s)"),
+      std::string::npos);
   EXPECT_NE(problems("holder_scan_interval = \"1m\"\nfull_scan_interval = \"30s\"")
-                .find("test.toml:2:22: full_scan_interval (30s) must not be shorter than holder_scan_interval (1m00s)"),
+                .find("test.toml:2:22: full_scan_interval (30s) must not be shorter than "
+                      "holder_scan_interval (1m00s)"),
             std::string::npos);
-  EXPECT_NE(problems("interval = \"10s\"\nhistory = \"5s\"").find("test.toml:2:11: history (5s)"), std::string::npos);
+  EXPECT_NE(problems("interval = \"10s\"\nhistory = \"5s\"").find("test.toml:2:11: history (5s)"),
+            std::string::npos);
 }
 
 TEST(DaemonConfig, ScanIntervalsLeftOutFollowTheOnesSet) {
@@ -153,7 +166,8 @@ TEST(DaemonConfig, LoadFailsOnAMissingEmptyOrMultiWordTokenFile) {
   TempFile missing_cfg("auth_token_file = \"/nonexistent/gpureap-token\"\n");
   auto missing = load_config(missing_cfg.path);
   ASSERT_FALSE(missing.ok());
-  EXPECT_NE(missing.error().message.find("cannot read auth_token_file /nonexistent/gpureap-token"), std::string::npos);
+  EXPECT_NE(missing.error().message.find("cannot read auth_token_file /nonexistent/gpureap-token"),
+            std::string::npos);
   EXPECT_NE(missing.error().hint.find("openssl rand"), std::string::npos);
   TempFile empty("\n  \n");
   TempFile empty_cfg("auth_token_file = \"" + empty.path + "\"\n");
@@ -167,7 +181,8 @@ TEST(DaemonConfig, LoadFailsOnAMissingEmptyOrMultiWordTokenFile) {
 TEST(DaemonConfig, LoadOfAMissingFileSaysSo) {
   auto c = load_config("/nonexistent/gpureap.toml");
   ASSERT_FALSE(c.ok());
-  EXPECT_NE(c.error().message.find("cannot read config file /nonexistent/gpureap.toml"), std::string::npos);
+  EXPECT_NE(c.error().message.find("cannot read config file /nonexistent/gpureap.toml"),
+            std::string::npos);
 }
 
 TEST(DaemonConfig, TheShippedExampleConfigIsValid) {

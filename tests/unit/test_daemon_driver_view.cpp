@@ -1,6 +1,6 @@
-#include "daemon/driver_view.h"
-
 #include <gtest/gtest.h>
+
+#include "daemon/driver_view.h"
 
 namespace gpureap::daemon {
 namespace {
@@ -33,7 +33,8 @@ TEST(DaemonDriverView, ListedPidsAndUnattributedMemory) {
 TEST(DaemonDriverView, APidThatAppearsOrGoesMovesTheView) {
   auto before = driver_view(report({{10, 100 * MiB}}, 100 * MiB));
   EXPECT_FALSE(driver_view_moved(before, driver_view(report({{10, 100 * MiB}}, 100 * MiB))));
-  EXPECT_TRUE(driver_view_moved(before, driver_view(report({{10, 100 * MiB}, {11, 0}}, 100 * MiB))));
+  EXPECT_TRUE(
+      driver_view_moved(before, driver_view(report({{10, 100 * MiB}, {11, 0}}, 100 * MiB))));
   EXPECT_TRUE(driver_view_moved(before, driver_view(report({}, 100 * MiB))));
 }
 

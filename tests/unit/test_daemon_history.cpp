@@ -1,7 +1,6 @@
-#include "daemon/history.h"
-
 #include <gtest/gtest.h>
 
+#include "daemon/history.h"
 #include "snapshot_builders.h"
 
 namespace gpureap::daemon {
@@ -101,7 +100,8 @@ TEST(DaemonHistory, GonePidsAndNewPidsAreSeparateTracks) {
   EXPECT_EQ(v.processes[1].key.pid, 999);
   EXPECT_EQ(v.processes[1].key.start_ticks, 0u);  // gone: no start time
   EXPECT_EQ(v.processes[1].user, "unknown");
-  EXPECT_EQ(v.gpus[0].points[0].ghost_bytes, 8 * GiB);  // 999 is gone and nothing unlisted holds GPU 0
+  EXPECT_EQ(v.gpus[0].points[0].ghost_bytes,
+            8 * GiB);  // 999 is gone and nothing unlisted holds GPU 0
 }
 
 TEST(DaemonHistory, ProcessesUnseenForTheWindowAreDropped) {
@@ -129,7 +129,8 @@ TEST(DaemonHistory, ProcessPointsShareABudget) {
   History h(limits(hours(1), 1024, 64));
   for (int s = 0; s < 200; ++s)
     h.record(at(s, (1 + s % 2) * GiB, std::nullopt,
-                {listed(301, (1 + s % 3) * GiB), listed(302, (1 + s % 5) * GiB), listed(303, (1 + s % 7) * GiB)}));
+                {listed(301, (1 + s % 3) * GiB), listed(302, (1 + s % 5) * GiB),
+                 listed(303, (1 + s % 7) * GiB)}));
   EXPECT_LE(h.process_points(), 64u);
   auto v = h.query({0, kT0});
   size_t sum = 0;

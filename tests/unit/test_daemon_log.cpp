@@ -1,6 +1,6 @@
-#include "daemon/log.h"
-
 #include <gtest/gtest.h>
+
+#include "daemon/log.h"
 
 namespace gpureap::daemon {
 namespace {

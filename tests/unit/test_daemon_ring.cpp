@@ -1,6 +1,6 @@
-#include "daemon/ring.h"
-
 #include <gtest/gtest.h>
+
+#include "daemon/ring.h"
 
 namespace gpureap::daemon {
 namespace {

@@ -1,16 +1,15 @@
-#include "daemon/sampler.h"
-
-#include <gtest/gtest.h>
-#include <unistd.h>
-
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
-#include <thread>
 #include <mutex>
+#include <thread>
+
+#include "daemon/sampler.h"
 
 namespace gpureap::daemon {
 namespace {
@@ -39,7 +38,8 @@ class Recorder : public SampleConsumer {
  public:
   void on_sample(const Sample& s, const History&) override { sequences.push_back(s.sequence); }
   void add_metrics(std::vector<exporter::MetricFamily>& out) const override {
-    out.push_back(exporter::MetricFamily{"gpureap_test_consumer", "a consumer's metric"}.add({}, 7));
+    out.push_back(
+        exporter::MetricFamily{"gpureap_test_consumer", "a consumer's metric"}.add({}, 7));
   }
   std::vector<uint64_t> sequences;
 };
@@ -81,8 +81,8 @@ class DaemonSampler : public ::testing::Test {
     EXPECT_TRUE(collector.ok());
     auto script = script_;
     return std::make_unique<Sampler>(
-        std::move(*collector), dev_, [script] { return std::make_shared<ScriptedBackend>(script); }, settings,
-        std::make_shared<History>());
+        std::move(*collector), dev_, [script] { return std::make_shared<ScriptedBackend>(script); },
+        settings, std::make_shared<History>());
   }
 
   std::string dev_;
@@ -101,9 +101,11 @@ TEST_F(DaemonSampler, PublishesSnapshotFindingsAndMetrics) {
   EXPECT_TRUE(s->snapshot->backend.available);
   EXPECT_NE(s->snapshot->find(::getpid()), nullptr);  // /proc was scanned
   EXPECT_NE(s->metrics_text.find("\ngpureap_up 1\n"), std::string::npos) << s->metrics_text;
-  EXPECT_NE(s->metrics_text.find("gpureap_gpu_memory_total_bytes{gpu=\"0\",uuid=\"GPU-test\"} 85899345920\n"),
+  EXPECT_NE(s->metrics_text.find(
+                "gpureap_gpu_memory_total_bytes{gpu=\"0\",uuid=\"GPU-test\"} 85899345920\n"),
             std::string::npos);
-  EXPECT_NE(s->metrics_text.find("gpureap_collect_duration_seconds{collector=\"holder_scan\"}"), std::string::npos);
+  EXPECT_NE(s->metrics_text.find("gpureap_collect_duration_seconds{collector=\"holder_scan\"}"),
+            std::string::npos);
   sampler->sample_once();
   EXPECT_EQ(sampler->latest()->previous, s->snapshot);
 }
@@ -166,10 +168,10 @@ TEST_F(DaemonSampler, RescansReadNewProcessesAndFullScansEveryone) {
   EXPECT_TRUE(sampler->latest()->full_scan);
   EXPECT_FALSE(holds(*sampler->latest(), old_process.pid));
 
-  old_process.open_now();                  // a long-lived process opens the file late
+  old_process.open_now();                     // a long-lived process opens the file late
   LateHolder new_process(dev_ + "/nvidia0");  // a new process holds it
   new_process.open_now();
-  std::this_thread::sleep_for(150ms);      // the holder scan is due
+  std::this_thread::sleep_for(150ms);  // the holder scan is due
   sampler->sample_once();
   ASSERT_TRUE(sampler->latest()->holder_scan);
   EXPECT_FALSE(sampler->latest()->full_scan);

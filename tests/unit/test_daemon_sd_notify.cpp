@@ -1,5 +1,3 @@
-#include "daemon/sd_notify.h"
-
 #include <gtest/gtest.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -9,6 +7,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+
+#include "daemon/sd_notify.h"
 
 namespace gpureap::daemon {
 namespace {
@@ -32,7 +32,8 @@ class FakeSystemd {
       std::strcpy(addr.sun_path, name_.c_str());
       len = sizeof addr;
     }
-    if (::bind(fd_, reinterpret_cast<sockaddr*>(&addr), len) != 0) ADD_FAILURE() << "bind: " << std::strerror(errno);
+    if (::bind(fd_, reinterpret_cast<sockaddr*>(&addr), len) != 0)
+      ADD_FAILURE() << "bind: " << std::strerror(errno);
   }
   ~FakeSystemd() {
     ::close(fd_);

@@ -1,6 +1,6 @@
-#include "export/bearer_auth.h"
-
 #include <gtest/gtest.h>
+
+#include "export/bearer_auth.h"
 
 namespace gpureap::exporter {
 namespace {

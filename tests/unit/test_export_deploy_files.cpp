@@ -25,17 +25,20 @@ std::string deploy_file(const std::string& relative) {
 }
 
 std::set<std::string> emitted() {
-  auto s = make_snapshot({proc(1, 0, 1), holder(200, 1, 200)}, {gpu(0, 0, GiB, {listed(200, GiB)})});
+  auto s =
+      make_snapshot({proc(1, 0, 1), holder(200, 1, 200)}, {gpu(0, 0, GiB, {listed(200, GiB)})});
   std::vector<doctor::Finding> findings;
   std::set<std::string> names;
-  for (const auto& f : build_metrics({s, findings, {{"driver", 0.1, 0}}, true})) names.insert(f.name);
+  for (const auto& f : build_metrics({s, findings, {{"driver", 0.1, 0}}, true}))
+    names.insert(f.name);
   return names;
 }
 
 std::set<std::string> gpureap_names_in(const std::string& text) {
   std::set<std::string> names;
   static const std::regex re(R"(gpureap_[a-z_]+)");
-  for (auto it = std::sregex_iterator(text.begin(), text.end(), re); it != std::sregex_iterator(); ++it)
+  for (auto it = std::sregex_iterator(text.begin(), text.end(), re); it != std::sregex_iterator();
+       ++it)
     names.insert(it->str());
   return names;
 }
@@ -43,12 +46,13 @@ std::set<std::string> gpureap_names_in(const std::string& text) {
 TEST(ExportDeployFiles, EveryMetricTheIssueNamesIsEmitted) {
   auto names = emitted();
   for (const char* name :
-       {"gpureap_up", "gpureap_gpu_info", "gpureap_gpu_memory_total_bytes", "gpureap_gpu_memory_used_bytes",
-        "gpureap_gpu_memory_reserved_bytes", "gpureap_gpu_memory_unattributed_bytes", "gpureap_gpu_memory_ghost_bytes",
-        "gpureap_gpu_utilization_ratio", "gpureap_gpu_temperature_celsius", "gpureap_gpu_power_watts",
-        "gpureap_gpu_processes", "gpureap_user_memory_bytes", "gpureap_container_memory_bytes",
-        "gpureap_process_memory_bytes", "gpureap_findings", "gpureap_collect_duration_seconds",
-        "gpureap_collect_errors_total"})
+       {"gpureap_up", "gpureap_gpu_info", "gpureap_gpu_memory_total_bytes",
+        "gpureap_gpu_memory_used_bytes", "gpureap_gpu_memory_reserved_bytes",
+        "gpureap_gpu_memory_unattributed_bytes", "gpureap_gpu_memory_ghost_bytes",
+        "gpureap_gpu_utilization_ratio", "gpureap_gpu_temperature_celsius",
+        "gpureap_gpu_power_watts", "gpureap_gpu_processes", "gpureap_user_memory_bytes",
+        "gpureap_container_memory_bytes", "gpureap_process_memory_bytes", "gpureap_findings",
+        "gpureap_collect_duration_seconds", "gpureap_collect_errors_total"})
     EXPECT_TRUE(names.count(name)) << name;
 }
 
@@ -63,7 +67,8 @@ TEST(ExportDeployFiles, DashboardQueriesOnlyMetricsGpureapEmits) {
     if (v.contains("definition"))
       for (const auto& n : gpureap_names_in(v["definition"].get<std::string>())) used.insert(n);
   EXPECT_GE(used.size(), 8u);
-  for (const auto& n : used) EXPECT_TRUE(names.count(n)) << "the dashboard uses " << n << ", which gpureap does not emit";
+  for (const auto& n : used)
+    EXPECT_TRUE(names.count(n)) << "the dashboard uses " << n << ", which gpureap does not emit";
 }
 
 TEST(ExportDeployFiles, AlertRulesUseOnlyMetricsGpureapEmits) {

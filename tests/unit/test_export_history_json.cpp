@@ -1,6 +1,6 @@
-#include "export/history_json.h"
-
 #include <gtest/gtest.h>
+
+#include "export/history_json.h"
 
 namespace gpureap::exporter {
 namespace {
@@ -21,7 +21,8 @@ TEST(ExportHistoryJson, SinceAsDurationAgoUnixTimeOrRfc3339) {
 }
 
 TEST(ExportHistoryJson, BadSinceSaysHowToWriteIt) {
-  for (const char* bad : {"", "yesterday", "-5", "10x", "2023-11-14T22:13:20+02:00", "2023-11-14 22:13", "1e999"}) {
+  for (const char* bad :
+       {"", "yesterday", "-5", "10x", "2023-11-14T22:13:20+02:00", "2023-11-14 22:13", "1e999"}) {
     auto r = parse_since(bad, kNow);
     EXPECT_FALSE(r.ok()) << bad;
     if (!r.ok()) {

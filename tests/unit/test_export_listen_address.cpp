@@ -1,6 +1,6 @@
-#include "export/listen_address.h"
-
 #include <gtest/gtest.h>
+
+#include "export/listen_address.h"
 
 namespace gpureap::exporter {
 namespace {
@@ -15,8 +15,9 @@ TEST(ExportListenAddress, ParsesIpv4NamesAndBracketedIpv6) {
 }
 
 TEST(ExportListenAddress, RefusesWhatIsNotHostColonPort) {
-  for (const char* bad : {"", "9842", ":9842", "127.0.0.1", "127.0.0.1:", "127.0.0.1:65536", "127.0.0.1:-1",
-                          "127.0.0.1:98a", "::1:9842", "[::1]9842", "[::1", "a b:1"}) {
+  for (const char* bad :
+       {"", "9842", ":9842", "127.0.0.1", "127.0.0.1:", "127.0.0.1:65536", "127.0.0.1:-1",
+        "127.0.0.1:98a", "::1:9842", "[::1]9842", "[::1", "a b:1"}) {
     auto r = parse_listen_address(bad);
     EXPECT_FALSE(r.ok()) << bad;
     if (!r.ok()) {

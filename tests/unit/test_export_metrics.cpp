@@ -1,9 +1,8 @@
-#include "export/metrics.h"
-
 #include <gtest/gtest.h>
 
 #include <set>
 
+#include "export/metrics.h"
 #include "snapshot_builders.h"
 
 namespace gpureap::exporter {
@@ -35,7 +34,8 @@ const MetricFamily* family(const std::vector<MetricFamily>& families, const std:
   return nullptr;
 }
 
-core::Gpu named_gpu(unsigned index, unsigned minor, uint64_t used, std::vector<core::DriverProcess> procs) {
+core::Gpu named_gpu(unsigned index, unsigned minor, uint64_t used,
+                    std::vector<core::DriverProcess> procs) {
   auto g = gpu(index, minor, used, std::move(procs));
   g.uuid = "GPU-" + std::to_string(index);
   g.pci_bus_id = "00000000:1" + std::to_string(index) + ":00.0";
@@ -68,10 +68,15 @@ TEST(ExportMetrics, GpuValuesInBaseUnitsWithGpuAndUuidLabels) {
   std::vector<doctor::Finding> findings;
   auto m = build_metrics({s, findings, {}, false});
   EXPECT_EQ(value_of(m, "gpureap_up"), 1);
-  EXPECT_EQ(value_of(m, "gpureap_gpu_info", {{"gpu", "0"}, {"uuid", "GPU-0"}, {"name", "Test GPU"},
-                                             {"pci_bus_id", "00000000:10:00.0"}, {"driver_version", "550.54.15"}}),
+  EXPECT_EQ(value_of(m, "gpureap_gpu_info",
+                     {{"gpu", "0"},
+                      {"uuid", "GPU-0"},
+                      {"name", "Test GPU"},
+                      {"pci_bus_id", "00000000:10:00.0"},
+                      {"driver_version", "550.54.15"}}),
             1);
-  EXPECT_EQ(value_of(m, "gpureap_gpu_memory_total_bytes", {{"gpu", "0"}, {"uuid", "GPU-0"}}), 100.0 * GiB);
+  EXPECT_EQ(value_of(m, "gpureap_gpu_memory_total_bytes", {{"gpu", "0"}, {"uuid", "GPU-0"}}),
+            100.0 * GiB);
   EXPECT_EQ(value_of(m, "gpureap_gpu_memory_used_bytes", {{"gpu", "0"}}), 29.0 * GiB);
   EXPECT_EQ(value_of(m, "gpureap_gpu_memory_reserved_bytes", {{"gpu", "0"}}), 512.0 * MiB);
   EXPECT_EQ(value_of(m, "gpureap_gpu_memory_unattributed_bytes", {{"gpu", "0"}}), 1.0 * GiB);
@@ -89,10 +94,10 @@ TEST(ExportMetrics, ProcessesCountedByAnomalyWithZerosForTheAbsentOnes) {
   auto procs = [&](const char* gpu, const char* anomaly) {
     return value_of(m, "gpureap_gpu_processes", {{"gpu", gpu}, {"anomaly", anomaly}});
   };
-  EXPECT_EQ(procs("0", "none"), 1);               // alice's job
-  EXPECT_EQ(procs("0", "no-such-process"), 1);    // the gone trainer
-  EXPECT_EQ(procs("0", "inherited-holder"), 1);   // its worker, unlisted but holding GPU 0
-  EXPECT_EQ(procs("0", "orphan"), 1);             // the same worker
+  EXPECT_EQ(procs("0", "none"), 1);              // alice's job
+  EXPECT_EQ(procs("0", "no-such-process"), 1);   // the gone trainer
+  EXPECT_EQ(procs("0", "inherited-holder"), 1);  // its worker, unlisted but holding GPU 0
+  EXPECT_EQ(procs("0", "orphan"), 1);            // the same worker
   EXPECT_EQ(procs("0", "stopped"), 0);
   EXPECT_EQ(procs("1", "stopped"), 1);
   EXPECT_EQ(procs("1", "none"), 0);
@@ -103,13 +108,16 @@ TEST(ExportMetrics, MemoryByUserAndByContainer) {
   auto s = fleet();
   std::vector<doctor::Finding> findings;
   auto m = build_metrics({s, findings, {}, false});
-  EXPECT_EQ(value_of(m, "gpureap_user_memory_bytes", {{"gpu", "0"}, {"user", "alice"}}), 20.0 * GiB);
-  // The gone trainer's user cannot be known.
-  EXPECT_EQ(value_of(m, "gpureap_user_memory_bytes", {{"gpu", "0"}, {"user", "unknown"}}), 8.0 * GiB);
-  EXPECT_EQ(value_of(m, "gpureap_user_memory_bytes", {{"gpu", "1"}, {"user", "bob"}}), 4.0 * GiB);
-  EXPECT_EQ(value_of(m, "gpureap_container_memory_bytes",
-                     {{"gpu", "0"}, {"uuid", "GPU-0"}, {"container", "c0ffee"}, {"pod_uid", "pod-1"}}),
+  EXPECT_EQ(value_of(m, "gpureap_user_memory_bytes", {{"gpu", "0"}, {"user", "alice"}}),
             20.0 * GiB);
+  // The gone trainer's user cannot be known.
+  EXPECT_EQ(value_of(m, "gpureap_user_memory_bytes", {{"gpu", "0"}, {"user", "unknown"}}),
+            8.0 * GiB);
+  EXPECT_EQ(value_of(m, "gpureap_user_memory_bytes", {{"gpu", "1"}, {"user", "bob"}}), 4.0 * GiB);
+  EXPECT_EQ(
+      value_of(m, "gpureap_container_memory_bytes",
+               {{"gpu", "0"}, {"uuid", "GPU-0"}, {"container", "c0ffee"}, {"pod_uid", "pod-1"}}),
+      20.0 * GiB);
   ASSERT_NE(family(m, "gpureap_container_memory_bytes"), nullptr);
   EXPECT_EQ(family(m, "gpureap_container_memory_bytes")->samples.size(), 1u);
 }
@@ -121,9 +129,14 @@ TEST(ExportMetrics, PerProcessSeriesOnlyWhenAskedFor) {
   EXPECT_EQ(family(off, "gpureap_process_memory_bytes"), nullptr);
   auto on = build_metrics({s, findings, {}, true});
   EXPECT_EQ(value_of(on, "gpureap_process_memory_bytes",
-                     {{"gpu", "0"}, {"pid", "200"}, {"user", "alice"}, {"comm", "p200"}, {"container", "c0ffee"}}),
+                     {{"gpu", "0"},
+                      {"pid", "200"},
+                      {"user", "alice"},
+                      {"comm", "p200"},
+                      {"container", "c0ffee"}}),
             20.0 * GiB);
-  EXPECT_EQ(value_of(on, "gpureap_process_memory_bytes", {{"pid", "300"}, {"user", "unknown"}, {"container", ""}}),
+  EXPECT_EQ(value_of(on, "gpureap_process_memory_bytes",
+                     {{"pid", "300"}, {"user", "unknown"}, {"container", ""}}),
             8.0 * GiB);
   EXPECT_EQ(family(on, "gpureap_process_memory_bytes")->samples.size(), 3u);
 }
@@ -151,11 +164,13 @@ TEST(ExportMetrics, DownBackendIsUpZeroWithNoGpuSeries) {
   b.error = "the GPU driver did not answer";
   auto s = core::join(v, b, "host", std::chrono::system_clock::now());
   std::vector<doctor::Finding> findings;
-  auto m = build_metrics({s, findings, {{"driver", 5.0, 3}, {"holder_scan", std::nullopt, 0}}, false});
+  auto m =
+      build_metrics({s, findings, {{"driver", 5.0, 3}, {"holder_scan", std::nullopt, 0}}, false});
   EXPECT_EQ(value_of(m, "gpureap_up"), 0);
   EXPECT_TRUE(family(m, "gpureap_gpu_memory_used_bytes")->samples.empty());
   EXPECT_EQ(value_of(m, "gpureap_collect_duration_seconds", {{"collector", "driver"}}), 5.0);
-  EXPECT_EQ(value_of(m, "gpureap_collect_duration_seconds", {{"collector", "holder_scan"}}), std::nullopt);
+  EXPECT_EQ(value_of(m, "gpureap_collect_duration_seconds", {{"collector", "holder_scan"}}),
+            std::nullopt);
   EXPECT_EQ(value_of(m, "gpureap_collect_errors_total", {{"collector", "driver"}}), 3);
   EXPECT_EQ(value_of(m, "gpureap_collect_errors_total", {{"collector", "holder_scan"}}), 0);
   EXPECT_EQ(family(m, "gpureap_collect_errors_total")->type, MetricType::Counter);
@@ -167,8 +182,10 @@ TEST(ExportMetrics, FindingsCountedByCodeAndSeverity) {
                                            {"stopped-holder", doctor::Severity::Warning},
                                            {"stopped-holder", doctor::Severity::Warning}};
   auto m = build_metrics({s, findings, {}, false});
-  EXPECT_EQ(value_of(m, "gpureap_findings", {{"code", "no-such-process"}, {"severity", "critical"}}), 1);
-  EXPECT_EQ(value_of(m, "gpureap_findings", {{"code", "stopped-holder"}, {"severity", "warning"}}), 2);
+  EXPECT_EQ(
+      value_of(m, "gpureap_findings", {{"code", "no-such-process"}, {"severity", "critical"}}), 1);
+  EXPECT_EQ(value_of(m, "gpureap_findings", {{"code", "stopped-holder"}, {"severity", "warning"}}),
+            2);
 }
 
 TEST(ExportMetrics, RenderedTextIsOneSeriesPerLabelSet) {

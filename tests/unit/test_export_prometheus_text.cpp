@@ -1,10 +1,10 @@
-#include "export/prometheus_text.h"
-
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <regex>
 #include <sstream>
+
+#include "export/prometheus_text.h"
 
 namespace gpureap::exporter {
 namespace {

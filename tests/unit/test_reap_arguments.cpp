@@ -6,28 +6,6 @@
 namespace gpureap::reap {
 namespace {
 
-using std::chrono::milliseconds;
-
-TEST(ReapArguments, DurationsInEveryAcceptedForm) {
-  EXPECT_EQ(*parse_duration("500ms"), milliseconds(500));
-  EXPECT_EQ(*parse_duration("10s"), milliseconds(10'000));
-  EXPECT_EQ(*parse_duration("10"), milliseconds(10'000));
-  EXPECT_EQ(*parse_duration("1.5s"), milliseconds(1'500));
-  EXPECT_EQ(*parse_duration("1m"), milliseconds(60'000));
-  EXPECT_EQ(*parse_duration("2min"), milliseconds(120'000));
-  EXPECT_EQ(*parse_duration("0s"), milliseconds(0));
-  EXPECT_EQ(*parse_duration("1h"), milliseconds(3'600'000));
-}
-
-TEST(ReapArguments, BadDurationsAreErrorsWithAHint) {
-  for (const char* bad : {"", "s", "-1s", "10x", "1..5s", ".5s", "5.s", "ms10", "10 s", "2d", "25h"}) {
-    auto r = parse_duration(bad);
-    ASSERT_FALSE(r.ok()) << bad;
-    EXPECT_NE(r.error().message.find(bad), std::string::npos);
-    EXPECT_FALSE(r.error().hint.empty());
-  }
-}
-
 TEST(ReapArguments, SignalsByNameAndNumber) {
   EXPECT_EQ(*parse_signal("TERM"), SIGTERM);
   EXPECT_EQ(*parse_signal("SIGTERM"), SIGTERM);

@@ -189,5 +189,91 @@ TEST(ReapVerifier, WithoutADriverAnExitedTargetHoldingNothingIsReleased) {
   EXPECT_FALSE(r.outcomes[0].released_bytes.has_value());  // no driver, no figure
 }
 
+TEST(ReapVerifier, PollsTheDriverAloneAndScansProcOnlyToNameHolders) {
+  Plan plan = trainer_plan();
+  std::vector<Execution> execs{exited(400)};
+  int driver_polls = 0, full_scans = 0, stats = 0;
+  ReleaseSource source;
+  source.full = [&] {
+    ++full_scans;
+    return make_snapshot({proc(1, 0, 1), holder(401, 1, 400)}, {gpu(0, 0, 17 * GiB, {listed(400, 16 * GiB)})});
+  };
+  source.stat = [&](pid_t) -> std::optional<core::ProcessStat> {
+    ++stats;
+    return std::nullopt;  // the trainer is gone
+  };
+  // Released on the third poll: no full scan at all.
+  source.driver = [&] {
+    ++driver_polls;
+    core::BackendReport r;
+    r.available = true;
+    r.gpus.push_back(driver_polls < 3 ? gpu(0, 0, 17 * GiB, {listed(400, 16 * GiB)}) : gpu(0, 0, GiB, {}));
+    return driver_snapshot(r);
+  };
+  auto v = verify(plan, execs, source, kFast);
+  EXPECT_EQ(driver_polls, 3);
+  EXPECT_EQ(full_scans, 0);
+  EXPECT_GE(stats, 3);
+  EXPECT_TRUE(v.listings[0].released);
+
+  // Never released: one full scan at the end names the worker that keeps it.
+  driver_polls = -1000;
+  auto held = verify(plan, execs, source, {milliseconds(20), milliseconds(5)});
+  EXPECT_EQ(full_scans, 1);
+  ASSERT_EQ(held.listings[0].held_by.size(), 1u);
+  EXPECT_EQ(held.listings[0].held_by[0].pid, 401);
+}
+
+TEST(ReapVerifier, AnUnreadableDriverListIsNoEvidenceOfRelease) {
+  Plan plan = trainer_plan();
+  std::vector<Execution> execs{exited(400)};
+  ReleaseSource source;
+  source.full = [] { return make_snapshot({proc(1, 0, 1)}, {}); };
+  source.stat = [](pid_t) -> std::optional<core::ProcessStat> { return std::nullopt; };
+  source.driver = [] {
+    core::BackendReport r;
+    r.available = false;  // NVML failed while we waited
+    r.error = "driver not loaded";
+    return driver_snapshot(r);
+  };
+  auto v = verify(plan, execs, source, {milliseconds(20), milliseconds(5)});
+  EXPECT_FALSE(v.listings[0].released);
+  EXPECT_TRUE(v.listings[0].unreadable);
+  auto r = compose(plan, execs, v);
+  EXPECT_EQ(r.outcomes[0].kind, OutcomeKind::StillHeld);
+  EXPECT_NE(r.outcomes[0].why.find("could not be checked"), std::string::npos) << r.outcomes[0].why;
+}
+
+TEST(ReapVerifier, AZombieWhoseParentWasKilledIsAwaitedBriefly) {
+  Plan p;
+  Target parent = listed_target(600, 0, 0);
+  parent.gpus.clear();
+  Target zombie;
+  zombie.pid = 601;
+  zombie.start_ticks = 1601;
+  zombie.action = Action::Zombie;
+  zombie.parent = {600, "p600"};
+  p.targets = {parent, zombie};
+  std::vector<Execution> execs{exited(600), Execution{601}};
+  int looks = 0;
+  ReleaseSource source;
+  source.full = [] { return make_snapshot({}, {}); };
+  source.driver = [] { return driver_snapshot({}); };
+  source.stat = [&](pid_t pid) -> std::optional<core::ProcessStat> {
+    if (pid != 601 || ++looks > 3) return std::nullopt;  // reaped by init after a few looks
+    core::ProcessStat st;
+    st.pid = 601;
+    st.state = 'Z';
+    st.start_ticks = 1601;
+    return st;
+  };
+  auto v = verify(p, execs, source, kFast);
+  EXPECT_GE(v.polls, 3);
+  EXPECT_EQ(v.reaped_zombies, std::vector<pid_t>{601});
+  auto r = compose(p, execs, v);
+  EXPECT_EQ(r.outcomes[1].kind, OutcomeKind::Released);
+  EXPECT_EQ(r.exit_code, kExitReleased);
+}
+
 }  // namespace
 }  // namespace gpureap::reap

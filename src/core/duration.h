@@ -1,6 +1,6 @@
 #pragma once
-// Durations for `gpureap run` options ("500ms", "30s", "5m", "1h", "2d") and their human
-// spelling in the summary. Separate from `kill`'s parser because a job's --timeout is
+// Durations for options and config keys ("500ms", "30s", "5m", "1h", "2d") and their human
+// spelling in summaries. One parser for every option and config key; a job's --timeout is
 // legitimately days long.
 #include <chrono>
 #include <string>
@@ -8,7 +8,7 @@
 
 #include "core/result.h"
 
-namespace gpureap::supervise {
+namespace gpureap::core {
 
 // A number (decimals allowed) with a unit ms, s, m, h or d; a bare number is seconds.
 // Negative, garbage, or more than 366 days is an error that says how to write it.
@@ -20,4 +20,4 @@ std::string format_duration(std::chrono::milliseconds d);
 // Seconds as a JSON number with millisecond precision.
 double seconds(std::chrono::milliseconds d);
 
-}  // namespace gpureap::supervise
+}  // namespace gpureap::core

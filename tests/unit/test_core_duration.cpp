@@ -1,13 +1,13 @@
 #include <gtest/gtest.h>
 
-#include "supervise/duration.h"
+#include "core/duration.h"
 
-namespace gpureap::supervise {
+namespace gpureap::core {
 namespace {
 
 using std::chrono::milliseconds;
 
-TEST(SuperviseDuration, ParsesEveryUnit) {
+TEST(CoreDuration, ParsesEveryUnit) {
   EXPECT_EQ(*parse_duration("500ms"), milliseconds(500));
   EXPECT_EQ(*parse_duration("30s"), milliseconds(30'000));
   EXPECT_EQ(*parse_duration("30"), milliseconds(30'000));
@@ -15,12 +15,13 @@ TEST(SuperviseDuration, ParsesEveryUnit) {
   EXPECT_EQ(*parse_duration("5m"), milliseconds(300'000));
   EXPECT_EQ(*parse_duration("1h"), milliseconds(3'600'000));
   EXPECT_EQ(*parse_duration("2d"), milliseconds(172'800'000));
+  EXPECT_EQ(*parse_duration("2min"), milliseconds(120'000));
   EXPECT_EQ(*parse_duration("0"), milliseconds(0));
 }
 
-TEST(SuperviseDuration, RejectsGarbageWithAHint) {
+TEST(CoreDuration, RejectsGarbageWithAHint) {
   for (const char* bad :
-       {"", "s", "-1s", "1.2.3s", ".5s", "5.s", "10 s", "1w", "soon", "367d", "1e3"}) {
+       {"", "s", "-1s", "1.2.3s", ".5s", "5.s", "10 s", "1w", "soon", "367d", "1e3", "10x", "ms10"}) {
     auto d = parse_duration(bad);
     EXPECT_FALSE(d.ok()) << bad;
     if (!d.ok()) {
@@ -29,7 +30,7 @@ TEST(SuperviseDuration, RejectsGarbageWithAHint) {
   }
 }
 
-TEST(SuperviseDuration, FormatsForHumans) {
+TEST(CoreDuration, FormatsForHumans) {
   EXPECT_EQ(format_duration(milliseconds(0)), "0ms");
   EXPECT_EQ(format_duration(milliseconds(250)), "250ms");
   EXPECT_EQ(format_duration(milliseconds(1'000)), "1s");
@@ -42,4 +43,4 @@ TEST(SuperviseDuration, FormatsForHumans) {
 }
 
 }  // namespace
-}  // namespace gpureap::supervise
+}  // namespace gpureap::core

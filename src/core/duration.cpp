@@ -1,4 +1,4 @@
-#include "supervise/duration.h"
+#include "core/duration.h"
 
 #include <fmt/format.h>
 
@@ -7,7 +7,7 @@
 #include <charconv>
 #include <cmath>
 
-namespace gpureap::supervise {
+namespace gpureap::core {
 namespace {
 
 constexpr double kMaxMs = 366.0 * 86'400'000.0;
@@ -67,4 +67,4 @@ double seconds(std::chrono::milliseconds d) {
   return static_cast<double>(d.count()) / 1000.0;
 }
 
-}  // namespace gpureap::supervise
+}  // namespace gpureap::core
