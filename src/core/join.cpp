@@ -92,12 +92,16 @@ class Joiner {
   }
 
   // A job's leftover: its parent died (it was reparented to its namespace's init) or the
-  // leader of its process group is gone. Leaders of their own group or session that run
-  // under init are services started that way on purpose, not leftovers.
+  // leader of its process group is gone and no live parent of that group still runs it.
+  // Leaders of their own group or session that run under init are services started that way
+  // on purpose; a process whose parent is alive in its own group (a runner whose group
+  // leader, e.g. a CI harness, exited) still has its job around it.
   bool is_orphan(const HostProcess& p) const {
     if (is_namespace_init(p)) return false;
-    if (p.stat.pgid > 0 && p.stat.pgid != p.stat.pid && !find(p.stat.pgid)) return true;
     const HostProcess* parent = find(p.stat.ppid);
+    bool parent_in_group = parent && parent->stat.pgid == p.stat.pgid && !parent->stat.is_zombie();
+    if (p.stat.pgid > 0 && p.stat.pgid != p.stat.pid && !find(p.stat.pgid) && !parent_in_group)
+      return true;
     bool own_leader = p.stat.pgid == p.stat.pid || p.stat.sid == p.stat.pid;
     return parent && is_namespace_init(*parent) && !own_leader;
   }

@@ -806,3 +806,18 @@ bool has_sgr_color(const std::string& text, int color) {
 }
 
 }  // namespace gpureap::testing
+
+namespace gpureap::testing {
+
+bool binary_runnable_as_nobody() {
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    if (::setgid(65534) != 0 || ::setuid(65534) != 0) ::_exit(2);
+    ::_exit(::access(GPUREAP_BINARY, X_OK) == 0 ? 0 : 1);
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+}  // namespace gpureap::testing

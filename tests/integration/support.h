@@ -258,3 +258,11 @@ inline constexpr uint64_t GiB = 1ull << 30;
 #else
 #define REQUIRE_DOUBLE() (void)0
 #endif
+
+namespace gpureap::testing {
+
+// Whether uid 65534 (nobody) can execute the gpureap binary: not where the build lives under
+// a directory only root may enter (a clone in /root, a 0700 temporary directory).
+bool binary_runnable_as_nobody();
+
+}  // namespace gpureap::testing

@@ -18,11 +18,13 @@ namespace {
 const std::vector<std::string> kNewPidNamespace{"unshare", "--pid", "--fork", "--mount-proc",
                                                 "--kill-child"};
 
-void skip_without_pid_namespaces() {
-  if (::geteuid() != 0) GTEST_SKIP() << "needs root for unshare --pid";
-  if (std::system("unshare --pid --fork --mount-proc true >/dev/null 2>&1") != 0)
-    GTEST_SKIP() << "unshare --pid --fork --mount-proc is not permitted here";
+bool pid_namespaces_work() {
+  return ::geteuid() == 0 && std::system("unshare --pid --fork --mount-proc true >/dev/null 2>&1") == 0;
 }
+
+// A macro: GTEST_SKIP returns only from the function it is written in.
+#define SKIP_WITHOUT_PID_NAMESPACES() \
+  if (!pid_namespaces_work()) GTEST_SKIP() << "needs root and a permitted unshare --pid --fork --mount-proc"
 
 std::vector<std::string> run_args(const TempDir& dir, const std::string& script) {
   return {"--nvml-library",
@@ -59,7 +61,7 @@ pid_t child_of(pid_t parent) {
 }
 
 TEST(RunPid1, OrphansZombiesAreReaped) {
-  skip_without_pid_namespaces();
+  SKIP_WITHOUT_PID_NAMESPACES();
   TempDir dir;
   // Each inner sh exits at once, orphaning its sleep to PID 1 (gpureap); when the sleep
   // ends it is a zombie until PID 1 reaps it. The job waits (bounded) for every one of them
@@ -78,7 +80,7 @@ TEST(RunPid1, OrphansZombiesAreReaped) {
 }
 
 TEST(RunPid1, LeftoversAreEndedBeforePid1Exits) {
-  skip_without_pid_namespaces();
+  SKIP_WITHOUT_PID_NAMESPACES();
   TempDir dir;
   // A reparented orphan still running when the job exits is a leftover like any other.
   std::string script =
@@ -93,7 +95,7 @@ TEST(RunPid1, LeftoversAreEndedBeforePid1Exits) {
 }
 
 TEST(RunPid1, SigtermFromTheParentNamespaceReachesTheJob) {
-  skip_without_pid_namespaces();
+  SKIP_WITHOUT_PID_NAMESPACES();
   TempDir dir;
   std::string script = "trap 'echo handled > " + dir.file("term") + "; exit 0' TERM; echo up > " +
                        dir.file("ready") + "; while :; do sleep 0.05; done";

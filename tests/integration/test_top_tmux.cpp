@@ -240,6 +240,7 @@ TEST(TopTmux, ReadonlyRefusesToKill) {
 TEST(TopTmux, NonRootSeesWhatItCannotActOn) {
   REQUIRE_TERMINAL();
   if (::geteuid() != 0) GTEST_SKIP() << "needs root to run gpureap as nobody";
+  if (!binary_runnable_as_nobody()) GTEST_SKIP() << "nobody cannot reach the gpureap binary here";
   Scene scene;
   // nobody must be able to read the dev root and the scenario.
   ::chmod(scene.dev.path().c_str(), 0755);

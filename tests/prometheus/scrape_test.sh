@@ -54,7 +54,11 @@ wait_for() {
 mkdir -p "$WORK/dev"
 : >"$WORK/dev/nvidia0"
 : >"$WORK/dev/nvidiactl"
-sleep 600 <"$WORK/dev/nvidia0" &
+# The job's name has a quote and a backslash (a process is named after the file it runs: here
+# a link to sleep), to check gpureap's escaping against Prometheus's own parser.
+mkdir -p "$WORK/bin"
+ln -s "$(command -v sleep)" "$WORK/bin/job\"x\\y"
+"$WORK/bin/job\"x\\y" 600 <"$WORK/dev/nvidia0" &
 JOB=$!
 PIDS+=("$JOB")
 sleep 600 <"$WORK/dev/nvidia0" &
@@ -71,7 +75,7 @@ cat >"$WORK/scenario.json" <<JSON
 JSON
 
 # --- gpureap on a port the kernel picks; it logs which
-printf 'interval = "500ms"\n' >"$WORK/gpureap.toml"
+printf 'interval = "500ms"\nper_process_metrics = true\n' >"$WORK/gpureap.toml"
 FAKE_NVML_SCENARIO="$WORK/scenario.json" GPUREAP_NVML_LIBRARY="$FAKE_NVML" \
   "$GPUREAP" daemon --config "$WORK/gpureap.toml" --listen 127.0.0.1:0 --dev-root "$WORK/dev" \
   2>"$WORK/gpureap.log" &
@@ -150,6 +154,7 @@ expect 'gpureap_gpu_processes{gpu="0",anomaly="inherited-holder"}' 1
 expect 'gpureap_findings{code="no-such-process"}' 1
 expect 'gpureap_collect_errors_total{collector="driver"}' 0
 expect 'count(gpureap_collect_duration_seconds)' 2
+expect 'gpureap_process_memory_bytes{comm="job\"x\\y"}' $((4 * GiB))
 
 # The worker dies: the trainer's context is released, and Prometheus sees the ghost go.
 kill -KILL "$WORKER"

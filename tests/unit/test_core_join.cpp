@@ -110,6 +110,12 @@ TEST(Join, OrphanRules) {
   EXPECT_EQ(anomalies_of(s, 902), std::vector<Anomaly>{Anomaly::Orphan});
 }
 
+TEST(Join, AGoneGroupLeaderDoesNotOrphanAProcessWhoseParentStillRunsTheGroup) {
+  // A runner (pid 60, group 55) whose group leader 55 exited starts a holder in its group.
+  auto s = make({proc(1, 0, 1), proc(60, 1, 55), holder(61, 60, 55)}, {});
+  EXPECT_TRUE(anomalies_of(s, 61).empty());
+}
+
 TEST(Join, DuplicateListingCountsOnceWithTheLargerMemory) {
   auto d1 = listed(200, 2 * GiB), d2 = listed(200, 3 * GiB);
   d2.kind = GpuProcessKind::Graphics;
