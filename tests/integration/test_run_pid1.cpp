@@ -83,8 +83,11 @@ TEST(RunPid1, LeftoversAreEndedBeforePid1Exits) {
   SKIP_WITHOUT_PID_NAMESPACES();
   TempDir dir;
   // A reparented orphan still running when the job exits is a leftover like any other.
-  std::string script =
-      "sh -c 'sleep 1000 >/dev/null 2>&1 & echo $! > " + dir.file("w") + "'; exit 0";
+  // The job waits until the orphan has become `sleep` (a forked child is `sh` until it execs).
+  std::string w = dir.file("w");
+  std::string script = "sh -c 'sleep 1000 >/dev/null 2>&1 & echo $! > " + w +
+                       "'; i=0; while [ \"$(cat /proc/$(cat " + w + ")/comm 2>/dev/null)\" != sleep ] && [ $i -lt 5000 ]; "
+                       "do i=$((i+1)); done; exit 0";
   auto gpureap = BackgroundGpureap(run_args(dir, script), {}, kNewPidNamespace).wait();
   EXPECT_EQ(gpureap.exit_code, 0) << gpureap.err;
   auto report = nlohmann::json::parse(read_text(dir.file("report.json")));
