@@ -44,8 +44,9 @@ core::Result<Library> Library::open(const std::optional<std::string>& path) {
     if (first_error.empty()) first_error = last_dlerror();
   }
   return core::Error{std::string(kDefaultNames[0]) + " could not be loaded: " + first_error +
-                         "; is the NVIDIA driver installed?",
-                     "set GPUREAP_NVML_LIBRARY or --nvml-library to its path"};
+                         " (no NVIDIA driver installed, or NVML is not on the library path)",
+                     "install the NVIDIA driver, or point GPUREAP_NVML_LIBRARY or --nvml-library at "
+                     "libnvidia-ml.so.1"};
 }
 
 Library::Library(Library&& other) noexcept
