@@ -108,25 +108,39 @@ std::string drain(int fd) {
   return out;
 }
 
+
+// argv and envp for exec: `env` entries replace inherited ones of the same name. The char*
+// vectors point into the strings, so the struct must outlive the exec call.
+struct ExecVectors {
+  std::vector<std::string> argv_s, env_s;
+  std::vector<char*> argv, envp;
+};
+
+ExecVectors exec_vectors(std::vector<std::string> argv_s, const std::vector<std::string>& env) {
+  ExecVectors x;
+  x.argv_s = std::move(argv_s);
+  x.env_s = env;
+  for (char** e = environ; *e; ++e) {
+    std::string entry(*e);
+    std::string name = entry.substr(0, entry.find('=') + 1);
+    bool overridden = std::any_of(env.begin(), env.end(), [&](const std::string& v) { return v.rfind(name, 0) == 0; });
+    if (!overridden) x.env_s.push_back(entry);
+  }
+  for (auto& a : x.argv_s) x.argv.push_back(a.data());
+  x.argv.push_back(nullptr);
+  for (auto& e : x.env_s) x.envp.push_back(e.data());
+  x.envp.push_back(nullptr);
+  return x;
+}
+
 }  // namespace
 
 RunResult run_gpureap(const std::vector<std::string>& args, const std::vector<std::string>& env) {
   std::vector<std::string> argv_s{GPUREAP_BINARY};
   argv_s.insert(argv_s.end(), args.begin(), args.end());
-  std::vector<char*> argv;
-  for (auto& a : argv_s) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  // The given entries replace inherited ones of the same name.
-  std::vector<std::string> env_s = env;
-  for (char** e = environ; *e; ++e) {
-    std::string entry(*e);
-    std::string name = entry.substr(0, entry.find('=') + 1);
-    bool overridden = std::any_of(env.begin(), env.end(), [&](const std::string& x) { return x.rfind(name, 0) == 0; });
-    if (!overridden) env_s.push_back(entry);
-  }
-  std::vector<char*> envp;
-  for (auto& e : env_s) envp.push_back(e.data());
-  envp.push_back(nullptr);
+  ExecVectors exec = exec_vectors(std::move(argv_s), env);
+  auto& argv = exec.argv;
+  auto& envp = exec.envp;
 
   // stdout and stderr go to files: no pipe can fill up and block the child.
   TempDir dir;
@@ -155,15 +169,25 @@ RunResult run_gpureap(const std::vector<std::string>& args, const std::vector<st
   return r;
 }
 
-nlohmann::json run_json(const std::vector<std::string>& args, const std::vector<std::string>& env) {
-  auto r = run_gpureap(args, env);
-  EXPECT_EQ(r.exit_code, 0) << r.err;
+nlohmann::json parse_output(const RunResult& r) {
   try {
     return nlohmann::json::parse(r.out);
   } catch (const std::exception& e) {
-    ADD_FAILURE() << "not JSON: " << e.what() << "\n" << r.out << "\n" << r.err;
+    ADD_FAILURE() << "not JSON: " << e.what() << "\nstdout: " << r.out << "\nstderr: " << r.err;
     return nlohmann::json::object();
   }
+}
+
+nlohmann::json run_json(const std::vector<std::string>& args, const std::vector<std::string>& env) {
+  auto r = run_gpureap(args, env);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  return parse_output(r);
+}
+
+std::vector<std::string> kill_args(const FakeDevRoot& dev, std::vector<std::string> extra) {
+  std::vector<std::string> a{"kill", "--json", "--dev-root", dev.path(), "--nvml-library", kNoNvml};
+  a.insert(a.end(), extra.begin(), extra.end());
+  return a;
 }
 
 nlohmann::json row_of(const nlohmann::json& snapshot, pid_t pid) {
@@ -249,20 +273,9 @@ RunResult run_gpureap_as(uid_t uid, gid_t gid, const std::vector<std::string>& a
   int err = ::open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   std::vector<std::string> argv_s{binary};
   argv_s.insert(argv_s.end(), args.begin(), args.end());
-  std::vector<char*> argv;
-  for (auto& a : argv_s) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  // The given entries replace inherited ones of the same name.
-  std::vector<std::string> env_s = env;
-  for (char** e = environ; *e; ++e) {
-    std::string entry(*e);
-    std::string name = entry.substr(0, entry.find('=') + 1);
-    bool overridden = std::any_of(env.begin(), env.end(), [&](const std::string& x) { return x.rfind(name, 0) == 0; });
-    if (!overridden) env_s.push_back(entry);
-  }
-  std::vector<char*> envp;
-  for (auto& e : env_s) envp.push_back(e.data());
-  envp.push_back(nullptr);
+  ExecVectors exec = exec_vectors(std::move(argv_s), env);
+  auto& argv = exec.argv;
+  auto& envp = exec.envp;
   pid_t pid = ::fork();
   if (pid == 0) {
     int in = ::open("/dev/null", O_RDONLY);
@@ -372,20 +385,9 @@ BackgroundGpureap::BackgroundGpureap(const std::vector<std::string>& args,
   std::vector<std::string> argv_s = prefix;
   argv_s.push_back(GPUREAP_BINARY);
   argv_s.insert(argv_s.end(), args.begin(), args.end());
-  std::vector<char*> argv;
-  for (auto& a : argv_s) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  // The given entries replace inherited ones of the same name.
-  std::vector<std::string> env_s = env;
-  for (char** e = environ; *e; ++e) {
-    std::string entry(*e);
-    std::string name = entry.substr(0, entry.find('=') + 1);
-    bool overridden = std::any_of(env.begin(), env.end(), [&](const std::string& x) { return x.rfind(name, 0) == 0; });
-    if (!overridden) env_s.push_back(entry);
-  }
-  std::vector<char*> envp;
-  for (auto& e : env_s) envp.push_back(e.data());
-  envp.push_back(nullptr);
+  ExecVectors exec = exec_vectors(std::move(argv_s), env);
+  auto& argv = exec.argv;
+  auto& envp = exec.envp;
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
   posix_spawn_file_actions_addopen(&fa, 1, dir_.file("out").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);

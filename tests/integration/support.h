@@ -71,6 +71,13 @@ struct RunResult {
 // Runs the gpureap binary with `args` and extra environment entries ("K=V").
 RunResult run_gpureap(const std::vector<std::string>& args, const std::vector<std::string>& env = {});
 nlohmann::json run_json(const std::vector<std::string>& args, const std::vector<std::string>& env = {});
+// The command's stdout as JSON; a test failure (and an empty object) when it is not.
+nlohmann::json parse_output(const RunResult& r);
+
+// A library path that does not exist: the tests do not depend on the machine having a GPU.
+inline const std::string kNoNvml = "/nonexistent/libnvidia-ml.so.1";
+// `gpureap kill --json --dev-root DEV --nvml-library <none>` followed by `extra`.
+std::vector<std::string> kill_args(const FakeDevRoot& dev, std::vector<std::string> extra);
 
 // The JSON row of `pid` in a snapshot, or null.
 nlohmann::json row_of(const nlohmann::json& snapshot, pid_t pid);

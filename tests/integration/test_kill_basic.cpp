@@ -11,24 +11,6 @@
 namespace gpureap::testing {
 namespace {
 
-// No NVML: the tests do not depend on the machine having a GPU.
-const std::string kNoNvml = "/nonexistent/libnvidia-ml.so.1";
-
-std::vector<std::string> kill_args(const FakeDevRoot& dev, std::vector<std::string> extra) {
-  std::vector<std::string> a{"kill", "--json", "--dev-root", dev.path(), "--nvml-library", kNoNvml};
-  a.insert(a.end(), extra.begin(), extra.end());
-  return a;
-}
-
-nlohmann::json parse(const RunResult& r) {
-  try {
-    return nlohmann::json::parse(r.out);
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << "not JSON: " << e.what() << "\nstdout: " << r.out << "\nstderr: " << r.err;
-    return nlohmann::json::object();
-  }
-}
-
 TEST(KillBasic, CooperativeProcessIsKilledAndVerified) {
   FakeDevRoot dev;
   Ready ready;
@@ -39,7 +21,7 @@ TEST(KillBasic, CooperativeProcessIsKilledAndVerified) {
   ready.wait();
   auto r = run_gpureap(kill_args(dev, {std::to_string(holder.pid()), "--yes"}));
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
-  auto doc = parse(r);
+  auto doc = parse_output(r);
   EXPECT_EQ(doc["schema"], "gpureap.kill/v1");
   EXPECT_EQ(doc["executed"], true);
   EXPECT_EQ(doc["backend"]["available"], false);
@@ -72,7 +54,7 @@ TEST(KillBasic, ProcessIgnoringSigtermIsEscalatedToSigkill) {
   ready.wait();
   auto r = run_gpureap(kill_args(dev, {std::to_string(holder.pid()), "--yes", "--grace", "300ms"}));
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
-  auto outcome = entry_of(parse(r)["outcomes"], holder.pid());
+  auto outcome = entry_of(parse_output(r)["outcomes"], holder.pid());
   EXPECT_EQ(outcome["outcome"], "released");
   EXPECT_EQ(outcome["signals"], nlohmann::json::array({"SIGTERM", "SIGKILL"}));
   EXPECT_EQ(outcome["exited_after"], "SIGKILL");
@@ -91,7 +73,7 @@ TEST(KillBasic, NoEscalateReportsTheSurvivor) {
   auto r = run_gpureap(
       kill_args(dev, {std::to_string(holder.pid()), "--yes", "--grace", "200ms", "--no-escalate"}));
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
-  auto outcome = entry_of(parse(r)["outcomes"], holder.pid());
+  auto outcome = entry_of(parse_output(r)["outcomes"], holder.pid());
   EXPECT_EQ(outcome["outcome"], "survived");
   EXPECT_EQ(outcome["signals"], nlohmann::json::array({"SIGTERM"}));
   EXPECT_NE(outcome["why"].get<std::string>().find("--no-escalate"), std::string::npos);
@@ -111,7 +93,7 @@ TEST(KillBasic, StoppedProcessIsResumedSoItActsOnSigterm) {
   // --no-escalate: only SIGCONT lets SIGTERM act; without it the process would survive.
   auto r = run_gpureap(kill_args(dev, {"--gpu", "1", "--yes", "--no-escalate", "--grace", "5s"}));
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
-  auto doc = parse(r);
+  auto doc = parse_output(r);
   auto target = entry_of(doc["plan"]["targets"], holder.pid());
   EXPECT_EQ(target["state"], "T");
   EXPECT_EQ(target["reasons"][0]["kind"], "holds-device");
@@ -134,7 +116,7 @@ TEST(KillBasic, DryRunSignalsNothing) {
   ready.wait();
   auto r = run_gpureap(kill_args(dev, {"--gpu", "0", "--dry-run"}));
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
-  auto doc = parse(r);
+  auto doc = parse_output(r);
   EXPECT_EQ(doc["executed"], false);
   EXPECT_EQ(doc["request"]["dry_run"], true);
   EXPECT_EQ(doc["plan"]["targets"].size(), 1u);
@@ -216,11 +198,11 @@ TEST(KillBasic, NothingMatchedExitsThree) {
   FakeDevRoot dev;
   auto by_gpu = run_gpureap(kill_args(dev, {"--gpu", "1", "--yes"}));
   EXPECT_EQ(by_gpu.exit_code, 3) << by_gpu.out << by_gpu.err;
-  EXPECT_EQ(parse(by_gpu)["plan"]["targets"], nlohmann::json::array());
+  EXPECT_EQ(parse_output(by_gpu)["plan"]["targets"], nlohmann::json::array());
   // A PID that does not exist (beyond the default pid_max).
   auto by_pid = run_gpureap(kill_args(dev, {"4194304", "--yes"}));
   EXPECT_EQ(by_pid.exit_code, 3) << by_pid.out << by_pid.err;
-  EXPECT_NE(parse(by_pid)["plan"]["notes"][0].get<std::string>().find("no such process"), std::string::npos);
+  EXPECT_NE(parse_output(by_pid)["plan"]["notes"][0].get<std::string>().find("no such process"), std::string::npos);
 }
 
 TEST(KillBasic, UsageErrorsExitTwo) {
@@ -247,7 +229,7 @@ TEST(KillBasic, CustomSignal) {
   ready.wait();
   auto r = run_gpureap(kill_args(dev, {std::to_string(holder.pid()), "--yes", "--signal", "INT"}));
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
-  EXPECT_EQ(entry_of(parse(r)["outcomes"], holder.pid())["exited_after"], "SIGINT");
+  EXPECT_EQ(entry_of(parse_output(r)["outcomes"], holder.pid())["exited_after"], "SIGINT");
   EXPECT_EQ(end_signal(holder.pid()), SIGINT);
 }
 

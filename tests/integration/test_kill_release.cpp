@@ -42,15 +42,6 @@ class KillRelease : public ::testing::Test {
     return run_gpureap(args, env);
   }
 
-  static nlohmann::json parse(const RunResult& r) {
-    try {
-      return nlohmann::json::parse(r.out);
-    } catch (const std::exception& e) {
-      ADD_FAILURE() << "not JSON: " << e.what() << "\nstdout: " << r.out << "\nstderr: " << r.err;
-      return nlohmann::json::object();
-    }
-  }
-
   TempDir dir_;
   FakeDevRoot dev_;
 };
@@ -79,7 +70,7 @@ TEST_F(KillRelease, GonePidIsResolvedToItsInheritedHoldersAndItsMemoryComesBack)
 
   auto r = kill({std::to_string(gone), "--yes"});
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
-  auto doc = parse(r);
+  auto doc = parse_output(r);
   EXPECT_EQ(doc["backend"]["available"], true) << r.out;
   std::set<pid_t> targets;
   for (const auto& t : doc["plan"]["targets"]) {
@@ -116,7 +107,7 @@ TEST_F(KillRelease, DelayedReleaseIsAwaited) {
   scenario({{{"pid", holder.pid()}, {"used_bytes", 3 * kGiB}, {"release_delay_ms", 700}}});
   auto r = kill({std::to_string(holder.pid()), "--yes"});
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
-  auto doc = parse(r);
+  auto doc = parse_output(r);
   auto outcome = entry_of(doc["outcomes"], holder.pid());
   EXPECT_EQ(outcome["outcome"], "released") << r.out;
   EXPECT_EQ(outcome["released_bytes"], 3 * kGiB);
@@ -137,7 +128,7 @@ TEST_F(KillRelease, LeakedContextEndsStillHeld) {
   scenario({{{"pid", holder.pid()}, {"used_bytes", kGiB}, {"leaked", true}}});
   auto r = kill({std::to_string(holder.pid()), "--yes", "--wait-release", "500ms"});
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
-  auto doc = parse(r);
+  auto doc = parse_output(r);
   auto outcome = entry_of(doc["outcomes"], holder.pid());
   EXPECT_EQ(outcome["outcome"], "still-held") << r.out;
   EXPECT_EQ(outcome["exited_after"], "SIGTERM");
@@ -166,7 +157,7 @@ TEST_F(KillRelease, ListedPidKeptAliveByItsChildrenIsStillHeldByThemUntilTree) {
 
   auto alone = kill({std::to_string(trainer_pid), "--yes", "--wait-release", "300ms"});
   EXPECT_EQ(alone.exit_code, 1) << alone.out << alone.err;
-  auto outcome = entry_of(parse(alone)["outcomes"], trainer_pid);
+  auto outcome = entry_of(parse_output(alone)["outcomes"], trainer_pid);
   EXPECT_EQ(outcome["outcome"], "still-held") << alone.out;
   ASSERT_EQ(outcome["held_by"].size(), 1u) << outcome.dump();
   EXPECT_EQ(outcome["held_by"][0]["pid"], worker);
@@ -177,7 +168,7 @@ TEST_F(KillRelease, ListedPidKeptAliveByItsChildrenIsStillHeldByThemUntilTree) {
   trainer.kill_and_reap();
   auto again = kill({std::to_string(trainer_pid), "--yes"});
   EXPECT_EQ(again.exit_code, 0) << again.out << again.err;
-  auto doc = parse(again);
+  auto doc = parse_output(again);
   EXPECT_EQ(entry_of(doc["outcomes"], worker)["outcome"], "released");
   EXPECT_EQ(entry_of(doc["gone_outcomes"], trainer_pid)["released"], true);
   EXPECT_FALSE(is_alive(worker));

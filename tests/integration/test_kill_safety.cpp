@@ -11,23 +11,6 @@
 namespace gpureap::testing {
 namespace {
 
-const std::string kNoNvml = "/nonexistent/libnvidia-ml.so.1";
-
-std::vector<std::string> kill_args(const FakeDevRoot& dev, std::vector<std::string> extra) {
-  std::vector<std::string> a{"kill", "--json", "--dev-root", dev.path(), "--nvml-library", kNoNvml};
-  a.insert(a.end(), extra.begin(), extra.end());
-  return a;
-}
-
-nlohmann::json parse(const RunResult& r) {
-  try {
-    return nlohmann::json::parse(r.out);
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << "not JSON: " << e.what() << "\nstdout: " << r.out << "\nstderr: " << r.err;
-    return nlohmann::json::object();
-  }
-}
-
 TEST(KillSafety, ProtectedProcessIsRefusedUnlessNamed) {
   FakeDevRoot dev;
   Ready ready;
@@ -41,7 +24,7 @@ TEST(KillSafety, ProtectedProcessIsRefusedUnlessNamed) {
   ready.wait();
   auto found = run_gpureap(kill_args(dev, {"--gpu", "0", "--yes"}));
   EXPECT_EQ(found.exit_code, 3) << found.out << found.err;
-  auto target = entry_of(parse(found)["plan"]["targets"], daemon.pid());
+  auto target = entry_of(parse_output(found)["plan"]["targets"], daemon.pid());
   ASSERT_FALSE(target.is_null()) << found.out;
   EXPECT_EQ(target["comm"], "nvidia-persiste");
   EXPECT_EQ(target["action"], "refused");
@@ -51,7 +34,7 @@ TEST(KillSafety, ProtectedProcessIsRefusedUnlessNamed) {
   // Named explicitly it is killed: SIGTERM stays blocked, so the grace ends in SIGKILL.
   auto named = run_gpureap(kill_args(dev, {std::to_string(daemon.pid()), "--yes", "--grace", "200ms"}));
   EXPECT_EQ(named.exit_code, 0) << named.out << named.err;
-  auto doc = parse(named);
+  auto doc = parse_output(named);
   EXPECT_EQ(entry_of(doc["plan"]["targets"], daemon.pid())["action"], "signal");
   auto outcome = entry_of(doc["outcomes"], daemon.pid());
   EXPECT_EQ(outcome["outcome"], "released");
@@ -73,7 +56,7 @@ TEST(KillSafety, ZombieIsReportedWithItsParent) {
   ASSERT_TRUE(wait_for_state(zombie, 'Z'));
   auto r = run_gpureap(kill_args(dev, {std::to_string(zombie), "--yes"}));
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
-  auto doc = parse(r);
+  auto doc = parse_output(r);
   EXPECT_EQ(entry_of(doc["plan"]["targets"], zombie)["action"], "zombie");
   auto outcome = entry_of(doc["outcomes"], zombie);
   ASSERT_FALSE(outcome.is_null()) << r.out;
@@ -100,7 +83,7 @@ TEST(KillSafety, NonRootCallerIsNotPermittedForARootProcess) {
   ready.wait();
   auto r = run_gpureap_as(65534, 65534, kill_args(dev, {std::to_string(victim.pid()), "--yes"}));
   EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
-  auto doc = parse(r);
+  auto doc = parse_output(r);
   auto target = entry_of(doc["plan"]["targets"], victim.pid());
   ASSERT_FALSE(target.is_null()) << r.out << r.err;
   EXPECT_EQ(target["action"], "not-permitted");
@@ -116,12 +99,12 @@ TEST(KillSafety, OwnAncestorsAreNeverSignalledEvenWhenNamed) {
   // This test process is gpureap's parent.
   auto r = run_gpureap(kill_args(dev, {std::to_string(::getpid()), "--yes"}));
   EXPECT_EQ(r.exit_code, 3) << r.out << r.err;
-  auto target = entry_of(parse(r)["plan"]["targets"], ::getpid());
+  auto target = entry_of(parse_output(r)["plan"]["targets"], ::getpid());
   EXPECT_EQ(target["action"], "refused");
   EXPECT_NE(target["refusal"].get<std::string>().find("ancestor"), std::string::npos);
   auto init = run_gpureap(kill_args(dev, {"1", "--yes"}));
   EXPECT_EQ(init.exit_code, 3) << init.out << init.err;
-  EXPECT_EQ(entry_of(parse(init)["plan"]["targets"], 1)["action"], "refused");
+  EXPECT_EQ(entry_of(parse_output(init)["plan"]["targets"], 1)["action"], "refused");
 }
 
 }  // namespace

@@ -10,23 +10,6 @@
 namespace gpureap::testing {
 namespace {
 
-const std::string kNoNvml = "/nonexistent/libnvidia-ml.so.1";
-
-std::vector<std::string> kill_args(const FakeDevRoot& dev, std::vector<std::string> extra) {
-  std::vector<std::string> a{"kill", "--json", "--dev-root", dev.path(), "--nvml-library", kNoNvml};
-  a.insert(a.end(), extra.begin(), extra.end());
-  return a;
-}
-
-nlohmann::json parse(const RunResult& r) {
-  try {
-    return nlohmann::json::parse(r.out);
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << "not JSON: " << e.what() << "\nstdout: " << r.out << "\nstderr: " << r.err;
-    return nlohmann::json::object();
-  }
-}
-
 std::set<pid_t> target_pids(const nlohmann::json& doc) {
   std::set<pid_t> out;
   for (const auto& t : doc["plan"]["targets"]) out.insert(t["pid"].get<pid_t>());
@@ -61,7 +44,7 @@ TEST(KillTree, TreeKillsTheHolderAndItsDescendants) {
   KillStrays strays{{child, grandchild}};
   auto r = run_gpureap(kill_args(dev, {std::to_string(parent.pid()), "--tree", "--yes"}));
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
-  auto doc = parse(r);
+  auto doc = parse_output(r);
   EXPECT_EQ(target_pids(doc), (std::set<pid_t>{parent.pid(), child, grandchild}));
   EXPECT_TRUE(has_reason(entry_of(doc["plan"]["targets"], grandchild), "descendant", parent.pid()));
   for (pid_t pid : {parent.pid(), child, grandchild}) {
@@ -100,12 +83,12 @@ TEST(KillTree, GroupReachesMembersOutsideTheTree) {
   KillStrays strays{{direct, stray}};
   ASSERT_NE(stray, 0);
 
-  auto tree = parse(run_gpureap(kill_args(dev, {std::to_string(leader.pid()), "--tree", "--dry-run"})));
+  auto tree = parse_output(run_gpureap(kill_args(dev, {std::to_string(leader.pid()), "--tree", "--dry-run"})));
   EXPECT_EQ(target_pids(tree), (std::set<pid_t>{leader.pid(), direct}));
 
   auto r = run_gpureap(kill_args(dev, {std::to_string(leader.pid()), "--group", "--yes"}));
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
-  auto doc = parse(r);
+  auto doc = parse_output(r);
   EXPECT_EQ(target_pids(doc), (std::set<pid_t>{leader.pid(), direct, stray}));
   auto stray_target = entry_of(doc["plan"]["targets"], stray);
   EXPECT_TRUE(has_reason(stray_target, "process-group", leader.pid())) << stray_target.dump();
