@@ -11,160 +11,111 @@
 #include <sstream>
 #include <vector>
 
-#include "output/escape.h"
 #include "core/duration.h"
+#include "daemon/config_reader.h"
+#include "daemon/config_sections.h"
 
 namespace gpureap::daemon {
 namespace {
 
 using std::chrono::milliseconds;
-
-// Problems found while reading a file: all of them are reported, not only the first.
-struct Problems {
-  std::string source;
-  std::vector<std::string> lines;
-
-  void add(const toml::source_region& where, const std::string& message) {
-    lines.push_back(source + ":" + std::to_string(where.begin.line) + ":" +
-                    std::to_string(where.begin.column) + ": " + message);
-  }
-};
-
-using Apply = std::function<void(const toml::node&, DaemonConfig&, Problems&)>;
-
-struct KeySpec {
-  std::string_view name;
-  Apply apply;
-};
-
-std::string quoted(std::string_view s) {
-  return "\"" + output::terminal_safe(s) + "\"";
-}
-
-std::optional<std::string> string_value(const toml::node& node, std::string_view key, Problems& p) {
-  if (auto v = node.value<std::string>()) return v;
-  p.add(node.source(), std::string(key) + " must be a string (in double quotes)");
-  return std::nullopt;
-}
+using config::Field;
+using config::Problems;
+using config::quoted;
 
 std::string format_ms(milliseconds d) {
   return core::format_duration(d);
 }
 
-Apply duration(std::string_view key, milliseconds DaemonConfig::*field, milliseconds min,
-               milliseconds max) {
-  return [=](const toml::node& node, DaemonConfig& c, Problems& p) {
-    if (node.is_integer() || node.is_floating_point()) {
-      p.add(node.source(),
-            std::string(key) + " is a duration: write it as a string with a unit, e.g. \"10s\"");
-      return;
-    }
-    auto text = string_value(node, key, p);
-    if (!text) return;
-    auto d = core::parse_duration(*text);
-    if (!d) {
-      p.add(node.source(), std::string(key) + ": " + d.error().text());
-      return;
-    }
-    if (*d < min || *d > max) {
-      p.add(node.source(), std::string(key) + " = " + quoted(*text) +
-                               " is out of range: it must be from " + format_ms(min) + " to " +
-                               format_ms(max));
-      return;
-    }
-    c.*field = *d;
-  };
+Field<DaemonConfig> duration(std::string_view key, milliseconds DaemonConfig::*field,
+                             milliseconds min, milliseconds max) {
+  return {key, [=](const toml::node& node, DaemonConfig& c, Problems& p) {
+            if (auto d = config::read_duration(node, key, min, max, p)) c.*field = *d;
+          }};
 }
 
-const std::vector<KeySpec>& key_specs() {
+Field<DaemonConfig> absolute_path(std::string_view key, std::string DaemonConfig::*field) {
+  return {key, [=](const toml::node& node, DaemonConfig& c, Problems& p) {
+            auto text = config::read_string(node, key, p);
+            if (!text) return;
+            if (text->empty() || text->front() != '/')
+              p.add(node, std::string(key) + " must be an absolute path");
+            else
+              c.*field = *text;
+          }};
+}
+
+const std::vector<Field<DaemonConfig>>& key_specs() {
   using namespace std::chrono_literals;
-  static const std::vector<KeySpec> specs = {
+  static const std::vector<Field<DaemonConfig>> specs = {
       {"listen",
        [](const toml::node& node, DaemonConfig& c, Problems& p) {
-         auto text = string_value(node, "listen", p);
+         auto text = config::read_string(node, "listen", p);
          if (!text) return;
          auto a = exporter::parse_listen_address(*text);
          if (!a)
-           p.add(node.source(), a.error().text());
+           p.add(node, a.error().text());
          else
            c.listen = *a;
        }},
-      {"interval", duration("interval", &DaemonConfig::interval, 100ms, 1h)},
-      {"holder_scan_interval",
-       duration("holder_scan_interval", &DaemonConfig::holder_scan_interval, 100ms, 1h)},
-      {"full_scan_interval",
-       duration("full_scan_interval", &DaemonConfig::full_scan_interval, 100ms, 24h)},
-      {"history", duration("history", &DaemonConfig::history, 1s, 24h * 7)},
-      {"driver_timeout", duration("driver_timeout", &DaemonConfig::driver_timeout, 100ms, 10min)},
+      duration("interval", &DaemonConfig::interval, 100ms, 1h),
+      duration("holder_scan_interval", &DaemonConfig::holder_scan_interval, 100ms, 1h),
+      duration("full_scan_interval", &DaemonConfig::full_scan_interval, 100ms, 24h),
+      duration("history", &DaemonConfig::history, 1s, 24h * 7),
+      duration("driver_timeout", &DaemonConfig::driver_timeout, 100ms, 10min),
       {"history_max_processes",
        [](const toml::node& node, DaemonConfig& c, Problems& p) {
-         auto v = node.value<int64_t>();
-         if (!node.is_integer() || !v || *v < 1 || *v > 1'000'000) {
-           p.add(node.source(), "history_max_processes must be a whole number from 1 to 1000000");
-           return;
-         }
-         c.history_max_processes = static_cast<size_t>(*v);
+         if (auto v = config::read_integer(node, "history_max_processes", 1, 1'000'000, p))
+           c.history_max_processes = static_cast<size_t>(*v);
        }},
       {"per_process_metrics",
        [](const toml::node& node, DaemonConfig& c, Problems& p) {
-         if (!node.is_boolean()) {
-           p.add(node.source(), "per_process_metrics must be true or false (without quotes)");
-           return;
-         }
-         c.per_process_metrics = *node.value<bool>();
+         if (auto v = config::read_bool(node, "per_process_metrics", p)) c.per_process_metrics = *v;
        }},
       {"auth_token_file",
        [](const toml::node& node, DaemonConfig& c, Problems& p) {
-         auto text = string_value(node, "auth_token_file", p);
+         auto text = config::read_string(node, "auth_token_file", p);
          if (!text) return;
          if (text->empty())
            c.auth_token_file.reset();  // "" means no token, as when the key is absent
          else if (text->front() != '/')
-           p.add(node.source(), "auth_token_file must be an absolute path");
+           p.add(node, "auth_token_file must be an absolute path");
          else
            c.auth_token_file = *text;
        }},
       {"log_level",
        [](const toml::node& node, DaemonConfig& c, Problems& p) {
-         auto text = string_value(node, "log_level", p);
+         auto text = config::read_string(node, "log_level", p);
          if (!text) return;
          auto level = log_level_from_string(*text);
          if (!level)
-           p.add(node.source(), "log_level must be one of error, warning, notice, info, debug");
+           p.add(node, "log_level must be one of error, warning, notice, info, debug");
          else
            c.log_level = *level;
        }},
+      {"enforce",
+       [](const toml::node& node, DaemonConfig& c, Problems& p) {
+         if (auto v = config::read_bool(node, "enforce", p)) c.enforce = *v;
+       }},
+      absolute_path("audit_log", &DaemonConfig::audit_log),
+      {"audit_max_bytes",
+       [](const toml::node& node, DaemonConfig& c, Problems& p) {
+         auto v = config::read_byte_size(node, "audit_max_bytes", p);
+         if (v && *v < 4096)
+           p.add(node, "audit_max_bytes must be at least 4KiB");
+         else if (v)
+           c.audit_max_bytes = *v;
+       }},
+      {"audit_keep",
+       [](const toml::node& node, DaemonConfig& c, Problems& p) {
+         if (auto v = config::read_integer(node, "audit_keep", 1, 1000, p))
+           c.audit_keep = static_cast<unsigned>(*v);
+       }},
+      {"policy", read_policies},
+      {"alert", read_alerts},
+      {"sink", read_sinks},
   };
   return specs;
-}
-
-size_t edit_distance(std::string_view a, std::string_view b) {
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diag = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      size_t up = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diag = up;
-    }
-  }
-  return row[b.size()];
-}
-
-std::string unknown_key_message(std::string_view key) {
-  std::string msg = "unknown key " + quoted(key);
-  std::string_view best;
-  size_t best_d = 3;
-  std::string known;
-  for (const auto& spec : key_specs()) {
-    known += (known.empty() ? "" : ", ") + std::string(spec.name);
-    size_t d = edit_distance(key, spec.name);
-    if (d < best_d) best_d = d, best = spec.name;
-  }
-  if (!best.empty()) return msg + " (did you mean \"" + std::string(best) + "\"?)";
-  return msg + " (known keys: " + known + ")";
 }
 
 // Rules between keys, checked once every key is read. A scan interval the file leaves out
@@ -205,27 +156,17 @@ core::Result<DaemonConfig> parse_config(std::string_view text, const std::string
     root = toml::parse(text, source);
   } catch (const toml::parse_error& e) {
     problems.add(e.source(), std::string(e.description()));
-    return core::Error{problems.lines.front(),
-                       "fix the TOML syntax; docs/config.md lists every key"};
+    return core::Error{problems.text(), "fix the TOML syntax; docs/config.md lists every key"};
   }
   DaemonConfig config;
   config.source = source;
-  for (auto&& [key, node] : root) {
-    const auto& specs = key_specs();
-    auto spec = std::find_if(specs.begin(), specs.end(),
-                             [&](const KeySpec& s) { return s.name == key.str(); });
-    if (spec == specs.end()) {
-      problems.add(key.source(), unknown_key_message(key.str()));
-      continue;
-    }
-    spec->apply(node, config, problems);
-  }
-  if (problems.lines.empty()) cross_checks(root, config, problems);
-  if (!problems.lines.empty()) {
-    std::string message;
-    for (const auto& line : problems.lines) message += (message.empty() ? "" : "\n") + line;
-    return core::Error{message, "docs/config.md lists every key with its default"};
-  }
+  config::read_fields(root, key_specs(), config, problems);
+  // Between-key rules compare values, so they wait until every value is valid; the tables'
+  // own rules (names, references) hold whatever the values.
+  if (problems.empty()) cross_checks(root, config, problems);
+  check_references(root, config, problems);
+  if (!problems.empty())
+    return core::Error{problems.text(), "docs/config.md lists every key with its default"};
   return config;
 }
 

@@ -6,9 +6,13 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
+#include "alert/rule.h"
+#include "alert/sink.h"
 #include "core/result.h"
 #include "daemon/log.h"
+#include "policy/policy.h"
 #include "export/listen_address.h"
 
 namespace gpureap::daemon {
@@ -26,6 +30,15 @@ struct DaemonConfig {
   std::optional<std::string> auth_token_file;
   std::chrono::milliseconds driver_timeout{std::chrono::seconds(5)};
   LogLevel log_level = LogLevel::Info;
+
+  // Cleanup policies act only when enforce is true; until then they log "would terminate".
+  bool enforce = false;
+  std::vector<policy::Policy> policies;
+  std::string audit_log = "/var/log/gpureap/audit.jsonl";
+  uint64_t audit_max_bytes = 64ull << 20;  // rotate when the file reaches this size
+  unsigned audit_keep = 5;                 // rotated files kept: audit.jsonl.1 ... .N
+  std::vector<alert::Rule> alerts;
+  std::vector<alert::SinkConfig> sinks;
 
   // Filled by load_config: where it came from, and the token read from auth_token_file.
   std::string source = "built-in defaults";

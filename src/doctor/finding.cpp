@@ -13,6 +13,21 @@ const char* to_string(Severity s) {
   return "?";
 }
 
+std::optional<Severity> severity_from_string(std::string_view s) {
+  for (Severity v : {Severity::Info, Severity::Warning, Severity::Critical})
+    if (s == to_string(v)) return v;
+  return std::nullopt;
+}
+
+const std::vector<std::string_view>& finding_codes() {
+  static const std::vector<std::string_view> codes = {
+      "driver-missing",  "driver-mismatch",     "gpu-error",        "nvml-layout",
+      "incomplete-view", "ipc-residue",         "foreign-namespace", "no-such-process",
+      "releasing",       "leaked-memory",       "inherited-holder", "orphan-holder",
+      "stopped-holder",  "uninterruptible-holder", "unreaped-zombies", "protected-holder"};
+  return codes;
+}
+
 void sort_findings(std::vector<Finding>& f) {
   std::stable_sort(f.begin(), f.end(), [](const Finding& a, const Finding& b) {
     if (a.severity != b.severity) return a.severity > b.severity;

@@ -4,13 +4,19 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace gpureap::doctor {
 
 enum class Severity { Info, Warning, Critical };
 const char* to_string(Severity s);
+std::optional<Severity> severity_from_string(std::string_view s);
+
+// Every code a finding can have (stable: alert rules and scripts name them).
+const std::vector<std::string_view>& finding_codes();
 
 struct Finding {
   std::string code;  // stable: no-such-process, leaked-memory, ...

@@ -1,0 +1,59 @@
+#pragma once
+// One line of the audit log: a policy decision or action, with the process identity it was
+// about, the memory it held and what came of it. Serialized as one JSON object per line
+// (JSON Lines); the field names are the public format that `gpureap audit` and users'
+// tools read.
+#include <sys/types.h>
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/result.h"
+
+namespace gpureap::audit {
+
+// What identifies a process for good: a PID is reused, a PID and its start time are not.
+struct ProcessIdentity {
+  pid_t pid = 0;
+  std::optional<uint64_t> start_ticks;  // empty for a PID the driver lists but /proc lacks
+  std::optional<std::chrono::system_clock::time_point> start_time;
+  std::optional<uid_t> uid;
+  std::optional<std::string> user;
+  std::string comm;
+  std::vector<std::string> cmdline;
+  std::optional<std::string> container;
+};
+
+struct GpuMemory {
+  unsigned gpu = 0;
+  std::optional<uint64_t> bytes;  // empty when the driver did not say
+};
+
+struct Record {
+  std::chrono::system_clock::time_point time;
+  std::string host;
+  std::string event;     // "decision" (matched for `after`), "action" (the reaper's result), "retry", "gave-up"
+  std::string policy;
+  std::string action;    // notify, terminate, kill
+  bool enforced = false;
+  // would-terminate, would-kill, notified, released, still-held, survived, refused,
+  // not-permitted, gone, failed
+  std::string outcome;
+  ProcessIdentity process;
+  std::vector<GpuMemory> memory;           // per GPU, at decision time
+  std::optional<uint64_t> released_bytes;  // memory the action got back
+  std::vector<std::string> reasons;        // why the policy matched
+  unsigned attempt = 0;                    // 1 for the first try of an action
+  std::string detail;                      // an error, a refusal, who still holds the memory
+};
+
+nlohmann::json to_json(const Record& r);
+// A line read back; a line that is not a record is an error saying why.
+core::Result<Record> record_from_json(const nlohmann::json& j);
+
+}  // namespace gpureap::audit

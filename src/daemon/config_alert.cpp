@@ -1,0 +1,279 @@
+// [[alert]] and [[sink]] tables, and the rules across all tables (unique names, references).
+#include <algorithm>
+#include <set>
+
+#include "daemon/config_sections.h"
+
+namespace gpureap::daemon {
+namespace {
+
+using alert::Condition;
+using alert::Rule;
+using alert::SinkConfig;
+using config::Field;
+using config::Problems;
+using config::quoted;
+using namespace std::chrono_literals;
+
+Field<Rule> name_field() {
+  return {"name", [](const toml::node& node, Rule& r, Problems& p) {
+            auto v = config::read_string(node, "name", p);
+            if (v && v->empty())
+              p.add(node, "name must not be empty");
+            else if (v)
+              r.name = *v;
+          }};
+}
+
+const std::vector<Field<Rule>>& alert_fields() {
+  static const std::vector<Field<Rule>> fields = {
+      name_field(),
+      {"condition",
+       [](const toml::node& node, Rule& r, Problems& p) {
+         auto v = config::read_string(node, "condition", p);
+         if (!v) return;
+         auto c = alert::condition_from_string(*v);
+         if (!c)
+           p.add(node, "condition must be one of memory_ratio, ghost_memory, unattributed_memory, "
+                       "finding, policy_action");
+         else
+           r.condition = *c;
+       }},
+      // `above` is read by check_alert, once the condition is known: a ratio or a size.
+      {"above", [](const toml::node&, Rule&, Problems&) {}},
+      {"code",
+       [](const toml::node& node, Rule& r, Problems& p) {
+         auto v = config::read_string(node, "code", p);
+         if (!v) return;
+         const auto& codes = doctor::finding_codes();
+         if (std::find(codes.begin(), codes.end(), *v) == codes.end()) {
+           std::string known;
+           for (auto c : codes) known += (known.empty() ? "" : ", ") + std::string(c);
+           p.add(node, "code: unknown finding code " + quoted(*v) + " (known: " + known + ")");
+           return;
+         }
+         r.finding_code = *v;
+       }},
+      {"min_severity",
+       [](const toml::node& node, Rule& r, Problems& p) {
+         auto v = config::read_string(node, "min_severity", p);
+         if (!v) return;
+         auto s = doctor::severity_from_string(*v);
+         if (!s)
+           p.add(node, "min_severity must be one of info, warning, critical");
+         else
+           r.finding_severity = *s;
+       }},
+      {"policy",
+       [](const toml::node& node, Rule& r, Problems& p) {
+         if (auto v = config::read_string(node, "policy", p)) r.policy = *v;
+       }},
+      {"gpu",
+       [](const toml::node& node, Rule& r, Problems& p) {
+         if (auto v = config::read_integer(node, "gpu", 0, 1023, p)) r.gpu = static_cast<unsigned>(*v);
+       }},
+      {"for",
+       [](const toml::node& node, Rule& r, Problems& p) {
+         if (auto d = config::read_duration(node, "for", 0ms, 24h * 7, p)) r.for_duration = *d;
+       }},
+      {"repeat_interval",
+       [](const toml::node& node, Rule& r, Problems& p) {
+         if (auto d = config::read_duration(node, "repeat_interval", 1min, 24h * 7, p))
+           r.repeat_interval = *d;
+       }},
+      {"severity",
+       [](const toml::node& node, Rule& r, Problems& p) {
+         auto v = config::read_string(node, "severity", p);
+         if (v && v->empty())
+           p.add(node, "severity must not be empty");
+         else if (v)
+           r.severity = *v;
+       }},
+      {"sinks",
+       [](const toml::node& node, Rule& r, Problems& p) {
+         if (auto v = config::read_string_list(node, "sinks", false, p)) r.sinks = *v;
+       }},
+  };
+  return fields;
+}
+
+// The keys whose meaning depends on the condition.
+void check_alert(const toml::table& t, Rule& r, Problems& p) {
+  std::string who = "alert " + quoted(r.name) + ": ";
+  auto at = [&](const char* key) -> const toml::source_region& {
+    return t.get(key) ? t.get(key)->source() : t.source();
+  };
+  auto not_for = [&](const char* key, const char* why) {
+    if (t.get(key)) p.add(at(key), who + key + " does not apply to condition = \"" +
+                                       std::string(alert::to_string(r.condition)) + "\" (" + why + ")");
+  };
+  if (!t.get("name")) p.add(t.source(), "[[alert]] needs a name");
+  if (!t.get("condition")) {
+    p.add(t.source(), who + "needs a condition (memory_ratio, ghost_memory, unattributed_memory, "
+                            "finding or policy_action)");
+    return;
+  }
+  const toml::node* above = t.get("above");
+  switch (r.condition) {
+    case Condition::MemoryRatio:
+      if (!above)
+        p.add(t.source(), who + "needs above, the used/total ratio, e.g. above = 0.95");
+      else if (auto v = config::read_number(*above, "above", 0, 1, p))
+        r.ratio_above = *v;
+      break;
+    case Condition::GhostMemory:
+    case Condition::UnattributedMemory:
+      if (!above)
+        p.add(t.source(), who + "needs above, a size, e.g. above = \"1GiB\"");
+      else if (auto v = config::read_byte_size(*above, "above", p))
+        r.bytes_above = *v;
+      break;
+    case Condition::Finding:
+      not_for("above", "a finding is present or not");
+      if (!r.finding_code && !r.finding_severity)
+        p.add(t.source(), who + "needs code, min_severity or both");
+      break;
+    case Condition::PolicyAction:
+      not_for("above", "it fires once per action");
+      not_for("for", "it fires once per action");
+      not_for("gpu", "it fires for every action of the policy");
+      break;
+  }
+  if (r.condition != Condition::Finding) {
+    not_for("code", "it is for condition = \"finding\"");
+    not_for("min_severity", "it is for condition = \"finding\"");
+  }
+  if (r.condition != Condition::PolicyAction) not_for("policy", "it is for condition = \"policy_action\"");
+}
+
+const std::vector<Field<SinkConfig>>& sink_fields() {
+  static const std::vector<Field<SinkConfig>> fields = {
+      {"name",
+       [](const toml::node& node, SinkConfig& s, Problems& p) {
+         auto v = config::read_string(node, "name", p);
+         if (v && v->empty())
+           p.add(node, "name must not be empty");
+         else if (v)
+           s.name = *v;
+       }},
+      {"type",
+       [](const toml::node& node, SinkConfig& s, Problems& p) {
+         auto v = config::read_string(node, "type", p);
+         if (!v) return;
+         auto type = alert::sink_type_from_string(*v);
+         if (!type)
+           p.add(node, "type must be one of webhook, slack, exec");
+         else
+           s.type = *type;
+       }},
+      {"url",
+       [](const toml::node& node, SinkConfig& s, Problems& p) {
+         auto v = config::read_string(node, "url", p);
+         if (!v) return;
+         if (v->rfind("http://", 0) != 0 && v->rfind("https://", 0) != 0)
+           p.add(node, "url must start with http:// or https://");
+         else
+           s.url = *v;
+       }},
+      {"command",
+       [](const toml::node& node, SinkConfig& s, Problems& p) {
+         auto v = config::read_string_list(node, "command", false, p);
+         if (!v) return;
+         if (v->front().empty() || v->front().front() != '/')
+           p.add(node, "command: the program must be an absolute path (the daemon has no shell "
+                       "and a minimal PATH), e.g. [\"/usr/local/bin/page\", \"--team\", \"gpu\"]");
+         else
+           s.command = *v;
+       }},
+      {"timeout",
+       [](const toml::node& node, SinkConfig& s, Problems& p) {
+         if (auto d = config::read_duration(node, "timeout", 100ms, 5min, p)) s.timeout = *d;
+       }},
+      {"retries",
+       [](const toml::node& node, SinkConfig& s, Problems& p) {
+         if (auto v = config::read_integer(node, "retries", 0, 20, p)) s.retries = static_cast<unsigned>(*v);
+       }},
+      {"retry_backoff",
+       [](const toml::node& node, SinkConfig& s, Problems& p) {
+         if (auto d = config::read_duration(node, "retry_backoff", 100ms, 1h, p)) s.retry_backoff = *d;
+       }},
+  };
+  return fields;
+}
+
+void check_sink(const toml::table& t, const SinkConfig& s, Problems& p) {
+  std::string who = "sink " + quoted(s.name) + ": ";
+  if (!t.get("name")) p.add(t.source(), "[[sink]] needs a name");
+  if (!t.get("type")) {
+    p.add(t.source(), who + "needs a type (webhook, slack or exec)");
+    return;
+  }
+  bool exec = s.type == alert::SinkType::Exec;
+  if (exec && t.get("url")) p.add(t.get("url")->source(), who + "an exec sink runs command; url is for webhook and slack");
+  if (!exec && t.get("command"))
+    p.add(t.get("command")->source(), who + "command is for type = \"exec\"");
+  if (exec && !t.get("command")) p.add(t.source(), who + "needs command, e.g. [\"/usr/local/bin/page\"]");
+  if (!exec && !t.get("url")) p.add(t.source(), who + "needs url");
+}
+
+// Each table of an array, with the parsed item at the same position.
+template <class T, class F>
+void for_each_table(const toml::table& root, const char* key, const std::vector<T>& items, F check) {
+  const auto* array = root.get(key) ? root.get(key)->as_array() : nullptr;
+  if (!array) return;
+  for (size_t i = 0; i < array->size() && i < items.size(); ++i)
+    if (const auto* t = (*array)[i].as_table()) check(*t, items[i]);
+}
+
+template <class T>
+void check_unique(const toml::table& root, const char* key, const std::vector<T>& items, Problems& p) {
+  std::set<std::string> seen;
+  for_each_table(root, key, items, [&](const toml::table& t, const T& item) {
+    if (!item.name.empty() && !seen.insert(item.name).second)
+      p.add(t.source(), "another [[" + std::string(key) + "]] is already named " + quoted(item.name));
+  });
+}
+
+}  // namespace
+
+void read_alerts(const toml::node& node, DaemonConfig& c, Problems& p) {
+  for (const toml::table* t : config::tables_of(node, "alert", p)) {
+    Rule r;
+    r.line = static_cast<unsigned>(t->source().begin.line);
+    config::read_fields(*t, alert_fields(), r, p, "[[alert]] ");
+    check_alert(*t, r, p);
+    c.alerts.push_back(std::move(r));
+  }
+}
+
+void read_sinks(const toml::node& node, DaemonConfig& c, Problems& p) {
+  for (const toml::table* t : config::tables_of(node, "sink", p)) {
+    SinkConfig s;
+    s.line = static_cast<unsigned>(t->source().begin.line);
+    config::read_fields(*t, sink_fields(), s, p, "[[sink]] ");
+    check_sink(*t, s, p);
+    c.sinks.push_back(std::move(s));
+  }
+}
+
+void check_references(const toml::table& root, const DaemonConfig& c, Problems& p) {
+  check_policies(root, c, p);
+  check_unique(root, "policy", c.policies, p);
+  check_unique(root, "alert", c.alerts, p);
+  check_unique(root, "sink", c.sinks, p);
+  for_each_table(root, "alert", c.alerts, [&](const toml::table& t, const Rule& r) {
+    auto where = [&](const char* key) -> const toml::source_region& {
+      return t.get(key) ? t.get(key)->source() : t.source();
+    };
+    for (const auto& name : r.sinks)
+      if (std::none_of(c.sinks.begin(), c.sinks.end(), [&](const SinkConfig& s) { return s.name == name; }))
+        p.add(where("sinks"), "alert " + quoted(r.name) + ": no [[sink]] is named " + quoted(name));
+    if (c.sinks.empty())
+      p.add(t.source(), "alert " + quoted(r.name) + " has nowhere to go: add a [[sink]]");
+    if (r.policy && std::none_of(c.policies.begin(), c.policies.end(),
+                                 [&](const policy::Policy& pol) { return pol.name == *r.policy; }))
+      p.add(where("policy"), "alert " + quoted(r.name) + ": no [[policy]] is named " + quoted(*r.policy));
+  });
+}
+
+}  // namespace gpureap::daemon
