@@ -46,14 +46,6 @@ core::Result<reap::KillSettings> settings_from(const KillOptions& o) {
   return k;
 }
 
-// Signals go to PIDs of gpureap's own PID namespace: a procfs of another namespace (or a
-// fixture tree) names other processes by those numbers.
-bool procfs_is_ours(const std::string& root) {
-  char buf[64] = {};
-  ssize_t n = ::readlink((root + "/self").c_str(), buf, sizeof buf - 1);
-  return n > 0 && std::string(buf, static_cast<size_t>(n)) == std::to_string(::getpid());
-}
-
 bool interactive() { return ::isatty(STDIN_FILENO) && ::isatty(STDOUT_FILENO); }
 
 bool confirm(size_t count, std::ostream& out) {
@@ -90,15 +82,14 @@ int run_kill(const GlobalOptions& g, const KillOptions& o) {
   if (g.csv) return fail({"gpureap kill has no CSV output", "use --json"});
   auto settings = settings_from(o);
   if (!settings) return fail(settings.error());
-  if (!o.dry_run && !procfs_is_ours(g.proc_root))
-    return fail({"cannot signal processes read from " + g.proc_root +
-                     ": it is not the procfs of gpureap's own PID namespace",
-                 "use --dry-run to see the plan, or run gpureap where those processes live"});
-
   reap::Report report;
   report.timing.started = SystemClock::now();
   auto collector = open_collector(g);
   if (!collector) return fail(collector.error());
+  if (!o.dry_run && !collector->procfs().names_own_processes())
+    return fail({"cannot signal processes read from " + g.proc_root +
+                     ": it is not the procfs of gpureap's own PID namespace",
+                 "use --dry-run to see the plan, or run gpureap where those processes live"});
   auto snapshot = collector->collect();
   if (g.json && !snapshot.complete())  // the human plan says so itself
     std::cerr << "gpureap: view incomplete: " << snapshot.proc.uninspectable

@@ -6,6 +6,7 @@
 #include "cli/cmd_daemon.h"
 #include "cli/cmd_doctor.h"
 #include "cli/cmd_kill.h"
+#include "cli/cmd_policy.h"
 #include "cli/cmd_ps.h"
 #include "cli/cmd_reset.h"
 #include "cli/cmd_run.h"
@@ -43,6 +44,9 @@ int main(int argc, char** argv) {
   TopOptions top_options;
   auto* top = add_top_command(app, top_options);
 
+  PolicyOptions policy_options;
+  auto* policy = add_policy_command(app, policy_options);
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::Success& e) {
@@ -59,5 +63,6 @@ int main(int argc, char** argv) {
   if (reset->parsed()) return run_reset(global, reset_options);
   if (kill->parsed()) return run_kill(global, kill_options);
   if (daemon->parsed()) return run_daemon_command(global, daemon_options);
+  if (policy->parsed()) return run_policy(global, policy_options);
   return run_ps(global, ps_options);
 }

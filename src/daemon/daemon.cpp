@@ -16,8 +16,9 @@
 #include "daemon/log.h"
 #include "daemon/sampler.h"
 #include "daemon/sd_notify.h"
-#include "export/http_server.h"
 #include "core/duration.h"
+#include "export/http_server.h"
+#include "policy/runner.h"
 
 namespace gpureap::daemon {
 namespace {
@@ -94,7 +95,7 @@ std::string status_line(const Sample& s, const exporter::ListenAddress& at) {
 class Daemon {
  public:
   Daemon(const DaemonOptions& options, DaemonConfig config, collect::Collector collector,
-         BackendFactory backends)
+         collect::Collector acting_collector, BackendFactory backends)
       : options_(options),
         config_(std::move(config)),
         history_(std::make_shared<History>(history_limits(config_))),
@@ -102,8 +103,12 @@ class Daemon {
                  sampler_settings(config_), history_),
         content_(sampler_),
         notifier_(Notifier::from_environment()),
+        policies_(std::make_shared<policy::PolicyRunner>(
+            std::make_unique<policy::ReaperAction>(std::move(acting_collector)))),
         started_(Clock::now()) {
     content_.set_stall_after(stall_threshold(config_.interval, config_.driver_timeout));
+    policies_->configure(config_.policies, config_.enforce);
+    sampler_.add_consumer(policies_);
   }
 
   int run(const sigset_t& signals) {
@@ -168,6 +173,7 @@ class Daemon {
     notifier_.stopping();
     server_->stop();
     sampler_.stop();
+    policies_->stop();
     log_info("stopped");
     return 0;
   }
@@ -200,6 +206,7 @@ class Daemon {
     history_->set_limits(history_limits(*next));
     content_.set_stall_after(stall_threshold(next->interval, next->driver_timeout));
     set_log_level(next->log_level);
+    policies_->configure(next->policies, next->enforce);
     config_ = std::move(*next);
     log_notice("configuration reloaded: " + describe(config_));
     warn_about(config_);
@@ -213,6 +220,7 @@ class Daemon {
   HttpContent content_;
   Notifier notifier_;
   std::unique_ptr<exporter::HttpServer> server_;
+  std::shared_ptr<policy::PolicyRunner> policies_;
   Clock::time_point started_;
 };
 
@@ -248,7 +256,15 @@ int run_daemon(const DaemonOptions& options) {
   BackendFactory backends = [nvml] {
     return std::shared_ptr<backend::GpuBackend>(backend::nvml::make_nvml_backend(nvml));
   };
-  Daemon daemon(options, std::move(*config), std::move(*collector), std::move(backends));
+  // Policy actions get their own collector and NVML instance: they verify releases on their
+  // own thread while the sampler keeps its pace.
+  auto acting = collect::Collector::open(options.roots, backends());
+  if (!acting) {
+    std::cerr << "gpureap: " << acting.error().message << "\n  " << acting.error().hint << "\n";
+    return 2;
+  }
+  Daemon daemon(options, std::move(*config), std::move(*collector), std::move(*acting),
+                std::move(backends));
   return daemon.run(signals);
 }
 

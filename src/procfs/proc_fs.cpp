@@ -127,4 +127,10 @@ std::optional<bool> ProcFs::in_child_pid_namespace() const {
   return inode != kInitPidNamespaceInode;
 }
 
+bool ProcFs::names_own_processes() const {
+  char buf[64] = {};
+  ssize_t n = ::readlinkat(*fd_, "self", buf, sizeof buf - 1);
+  return n > 0 && std::string(buf, static_cast<size_t>(n)) == std::to_string(::getpid());
+}
+
 }  // namespace gpureap::procfs

@@ -35,6 +35,10 @@ class ProcFs {
   // Whether the procfs mount belongs to a PID namespace other than the initial one (gpureap
   // runs in a container); empty when it cannot tell.
   std::optional<bool> in_child_pid_namespace() const;
+  // Whether its PIDs are gpureap's own (its `self` is this process): signals go to PIDs of
+  // gpureap's namespace, and a procfs of another namespace, or a fixture tree, names other
+  // processes by those numbers.
+  bool names_own_processes() const;
 
  private:
   std::string root_;

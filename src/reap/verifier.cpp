@@ -64,7 +64,7 @@ class Verifier {
       observe(s, source);
       if (done(source)) break;
       auto now = Clock::now();
-      if (now >= deadline) {
+      if (now >= deadline || (o.cancelled && o.cancelled())) {
         v_.timed_out = true;
         break;
       }

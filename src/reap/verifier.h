@@ -22,6 +22,9 @@ namespace gpureap::reap {
 struct VerifyOptions {
   std::chrono::milliseconds wait_release{60'000};
   std::chrono::milliseconds interval{150};
+  // Checked between polls: true ends the wait early, as if it had timed out (a daemon that
+  // is stopping does not wait out --wait-release).
+  std::function<bool()> cancelled;
 };
 
 struct Holder {

@@ -1,0 +1,180 @@
+// `gpureap policy test`: evaluates the cleanup policies of a daemon config against one
+// snapshot of this machine, and shows what each would match and why (or why not).
+#include "cli/cmd_policy.h"
+
+#include <iostream>
+
+#include "core/duration.h"
+#include "daemon/config.h"
+#include "output/escape.h"
+#include "output/snapshot_json.h"
+#include "output/table.h"
+#include "output/time_format.h"
+#include "policy/exemption.h"
+#include "policy/matcher.h"
+
+namespace gpureap::cli {
+namespace {
+
+using policy::Evaluation;
+using policy::Policy;
+
+std::string status_of(const Evaluation& e) {
+  if (e.exempt) return "exempt";
+  if (e.matched()) return "matches";
+  if (e.possible()) return "may-match";
+  return "no-match";
+}
+
+std::string process_name(const core::Snapshot& s, pid_t pid) {
+  const auto* row = s.row(pid);
+  if (!row) return "?";
+  if (row->process) return row->process->stat.comm;
+  return row->driver_name.value_or("?") + " (gone)";
+}
+
+std::string user_of(const core::Snapshot& s, pid_t pid) {
+  const auto* row = s.row(pid);
+  if (!row || !row->process || !row->process->details) return "-";
+  const auto& d = *row->process->details;
+  return d.user ? *d.user : d.uid ? std::to_string(*d.uid) : "-";
+}
+
+std::string gpus_text(const std::vector<unsigned>& gpus) {
+  std::string out;
+  for (unsigned g : gpus) out += (out.empty() ? "" : ",") + std::to_string(g);
+  return out.empty() ? "-" : out;
+}
+
+std::string joined(const std::vector<std::string>& parts, const char* sep) {
+  std::string out;
+  for (const auto& p : parts) out += (out.empty() ? "" : sep) + p;
+  return out;
+}
+
+std::string what_it_does(const Policy& p, bool enforce) {
+  std::string action(policy::to_string(p.action));
+  if (p.action == policy::Action::Terminate) action += " (SIGTERM, SIGKILL after " + core::format_duration(p.grace) + ")";
+  std::string when = p.after.count() ? " once the match has held for " + core::format_duration(p.after) : " at once";
+  if (p.action != policy::Action::Notify && !enforce) return "would " + action + when + " (enforce is off: only logged)";
+  return action + when;
+}
+
+void print_policy(std::ostream& out, const Policy& p, const std::vector<Evaluation>& evals,
+                  const core::Snapshot& s, bool enforce, const output::Style& style) {
+  out << "policy " << output::terminal_safe(p.name) << " (line " << p.line << "): " << what_it_does(p, enforce)
+      << "\n";
+  output::Table matches({"PID", "USER", "COMMAND", "GPU", "MEMORY", "WHY"});
+  std::vector<std::string> others;
+  for (const auto& e : evals) {
+    std::string name = output::terminal_safe(process_name(s, e.pid));
+    if (e.matched() || e.possible()) {
+      std::string why = joined(e.reasons(), "; ");
+      for (const auto& c : e.checks)
+        if (c.verdict == policy::Verdict::Unknown) why += (why.empty() ? "" : "; ") + ("to be seen: " + c.detail);
+      matches.add({{std::to_string(e.pid)}, {output::terminal_safe(user_of(s, e.pid))}, {name},
+                   {gpus_text(e.gpus)},
+                   {e.memory_bytes ? output::human_bytes(*e.memory_bytes) : "-"},
+                   {output::terminal_safe(why), e.matched() ? output::Color::Red : output::Color::Yellow}});
+    } else if (e.exempt) {
+      others.push_back(std::to_string(e.pid) + " " + name + ": exempt, " + *e.exempt);
+    } else if (const auto* c = e.failed()) {
+      others.push_back(std::to_string(e.pid) + " " + name + ": " + output::terminal_safe(c->detail));
+    }
+  }
+  if (matches.empty())
+    out << "  matches nothing now\n";
+  else
+    out << matches.render(style, terminal_width());
+  for (const auto& line : others) out << "  not matched: " << line << "\n";
+  out << "\n";
+}
+
+nlohmann::json policy_json(const Policy& p, const std::vector<Evaluation>& evals, const core::Snapshot& s) {
+  nlohmann::json rows = nlohmann::json::array();
+  for (const auto& e : evals) {
+    nlohmann::json checks = nlohmann::json::array();
+    for (const auto& c : e.checks)
+      checks.push_back({{"condition", c.condition},
+                        {"verdict", c.verdict == policy::Verdict::Pass   ? "pass"
+                                    : c.verdict == policy::Verdict::Fail ? "fail"
+                                                                         : "unknown"},
+                        {"detail", c.detail}});
+    rows.push_back({{"pid", e.pid},
+                    {"start_ticks", e.start_ticks ? nlohmann::json(*e.start_ticks) : nlohmann::json()},
+                    {"comm", process_name(s, e.pid)},
+                    {"status", status_of(e)},
+                    {"gpus", e.gpus},
+                    {"memory_bytes", e.memory_bytes ? nlohmann::json(*e.memory_bytes) : nlohmann::json()},
+                    {"exempt", e.exempt ? nlohmann::json(*e.exempt) : nlohmann::json()},
+                    {"checks", checks}});
+  }
+  return {{"name", p.name},
+          {"line", p.line},
+          {"action", policy::to_string(p.action)},
+          {"after_seconds", core::seconds(p.after)},
+          {"processes", rows}};
+}
+
+}  // namespace
+
+CLI::App* add_policy_command(CLI::App& app, PolicyOptions& o) {
+  auto* cmd = app.add_subcommand("policy", "cleanup policies of the daemon's config");
+  cmd->require_subcommand(1);
+  auto* test = cmd->add_subcommand(
+      "test", "show what each policy would match on this machine now, and why (nothing is signalled)");
+  test->add_option("--config", o.config, "the daemon's config file")
+      ->default_str(daemon::kDefaultConfigPath);
+  test->add_option("--policy", o.name, "only the policy with this name");
+  return cmd;
+}
+
+int run_policy(const GlobalOptions& g, const PolicyOptions& o) {
+  if (g.csv) return fail({"gpureap policy test has no CSV output", "use --json"});
+  const std::string path = o.config.empty() ? daemon::kDefaultConfigPath : o.config;
+  auto config = daemon::load_config(path);
+  if (!config) {
+    std::cerr << config.error().message << "\n";
+    if (!config.error().hint.empty()) std::cerr << "  " << config.error().hint << "\n";
+    return kExitUsage;
+  }
+  std::vector<Policy> policies;
+  for (const auto& p : config->policies)
+    if (!o.name || p.name == *o.name) policies.push_back(p);
+  if (o.name && policies.empty())
+    return fail({"no policy named " + output::terminal_safe(*o.name) + " in " + path,
+                 "gpureap policy test --config " + path + " lists them all"});
+  auto collector = open_collector(g);
+  if (!collector) return fail(collector.error());
+  const core::Snapshot snapshot = collector->collect();
+  // One snapshot has no history: `idle` is judged from the utilisation now, and `after` is
+  // the daemon's to time.
+  policy::MatchContext context{snapshot, snapshot.timestamp, nullptr, policy::exemption_for(snapshot)};
+
+  if (g.json) {
+    nlohmann::json doc{{"schema", "gpureap.policy-test/v1"},
+                       {"config", path},
+                       {"enforce", config->enforce},
+                       {"complete", snapshot.complete()},
+                       {"policies", nlohmann::json::array()}};
+    for (const auto& p : policies) doc["policies"].push_back(policy_json(p, policy::evaluate(p, context), snapshot));
+    std::cout << output::dump_json(doc) << "\n";
+    return kExitOk;
+  }
+  auto style = output::Style::for_stdout(g.no_color);
+  std::cout << "Policies in " << output::terminal_safe(path) << ": enforce is "
+            << (config->enforce ? "on: matching processes are ended" : "off: actions are only logged as \"would\"")
+            << "\n";
+  if (!snapshot.backend.available)
+    std::cout << "The GPU driver is not available (" << output::terminal_safe(snapshot.backend.error.value_or("unknown"))
+              << "): only device-file holders are shown, and memory conditions cannot match.\n";
+  if (!snapshot.complete())
+    std::cout << "The view is incomplete: " << snapshot.proc.uninspectable
+              << " processes could not be inspected; run as root to see what the daemon sees.\n";
+  if (policies.empty()) std::cout << "No [[policy]] tables.\n";
+  std::cout << "\n";
+  for (const auto& p : policies) print_policy(std::cout, p, policy::evaluate(p, context), snapshot, config->enforce, style);
+  return kExitOk;
+}
+
+}  // namespace gpureap::cli

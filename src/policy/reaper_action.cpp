@@ -1,0 +1,136 @@
+#include "policy/reaper_action.h"
+
+#include <signal.h>
+
+#include <algorithm>
+
+#include "reap/executor.h"
+#include "reap/outcome.h"
+#include "reap/planner.h"
+#include "reap/safety.h"
+#include "reap/verifier.h"
+
+namespace gpureap::policy {
+namespace {
+
+using std::chrono::milliseconds;
+
+ActionResult unacted(const reap::Target& t) {
+  switch (t.action) {
+    case reap::Action::NotPermitted: return {"not-permitted", std::nullopt, t.refusal, false};
+    case reap::Action::Zombie: return {"gone", std::nullopt, t.refusal, false};
+    default: return {"refused", std::nullopt, t.refusal, false};
+  }
+}
+
+std::string holders_text(const std::vector<reap::Holder>& holders) {
+  std::string out;
+  for (const auto& h : holders)
+    out += (out.empty() ? "" : ", ") + std::to_string(h.pid) + (h.comm ? " (" + *h.comm + ")" : "");
+  return out;
+}
+
+uint64_t freed_bytes(const reap::Report& report) {
+  uint64_t sum = 0;
+  for (const auto& f : report.freed) sum += f.bytes;
+  return sum;
+}
+
+// What became of a live identity.
+ActionResult live_result(const reap::Report& report, pid_t pid) {
+  auto o = std::find_if(report.outcomes.begin(), report.outcomes.end(),
+                        [&](const reap::Outcome& x) { return x.pid == pid; });
+  if (o == report.outcomes.end()) return {"failed", std::nullopt, "the reaper reported nothing for it", true};
+  const uint64_t freed = freed_bytes(report);
+  switch (o->kind) {
+    case reap::OutcomeKind::Released: return {"released", freed, o->why, false};
+    case reap::OutcomeKind::StillHeld:
+      return {"still-held", freed,
+              o->held_by.empty() ? "it exited but the driver still holds its memory"
+                                 : "it exited but " + holders_text(o->held_by) + " still hold its memory",
+              false};
+    case reap::OutcomeKind::Survived: return {"survived", std::nullopt, o->why, true};
+    case reap::OutcomeKind::NotPermitted: return {"not-permitted", std::nullopt, o->why, false};
+    case reap::OutcomeKind::Refused: return {"refused", std::nullopt, o->why, false};
+  }
+  return {"failed", std::nullopt, "unknown outcome", false};
+}
+
+// What became of a gone PID whose keepers were ended.
+ActionResult gone_result(const reap::Report& report, pid_t pid) {
+  for (const auto& o : report.outcomes)
+    if (o.kind == reap::OutcomeKind::Survived)
+      return {"survived", std::nullopt, "keeper " + std::to_string(o.pid) + ": " + o.why, true};
+  auto g = std::find_if(report.gone.begin(), report.gone.end(),
+                        [&](const reap::GoneOutcome& x) { return x.pid == pid; });
+  if (g == report.gone.end() || !g->attempted)
+    return {"refused", std::nullopt, "no live process keeps its memory that could be ended", false};
+  if (g->released) return {"released", freed_bytes(report), "its keepers were ended", false};
+  return {"still-held", freed_bytes(report),
+          g->held_by.empty() ? "its keepers exited but the driver still holds the memory"
+                             : "still held by " + holders_text(g->held_by),
+          false};
+}
+
+}  // namespace
+
+ActionResult ReaperAction::run(const ActionRequest& r, const std::function<bool()>& cancelled) const {
+  const procfs::ProcFs& proc = collector_.procfs();
+  if (!proc.names_own_processes())
+    return {"refused", std::nullopt,
+            "the procfs at " + proc.root() + " is not gpureap's own PID namespace, so its PIDs "
+            "cannot be signalled from here",
+            false};
+  const core::Snapshot& snapshot = *r.snapshot;
+  reap::Request request;
+  request.pids = {r.identity.pid};
+  auto details = [&proc](const core::HostProcess& p) {
+    return proc.read_details(p.stat.pid, p.stat.state == 'D').details;
+  };
+  auto plan = reap::make_plan(snapshot, request, reap::current_caller(snapshot), details);
+  if (!plan) return {"failed", std::nullopt, plan.error().text(), true};
+
+  if (r.identity.start_ticks) {
+    const reap::Target* t = plan->find(r.identity.pid);
+    if (!t || t->start_ticks != *r.identity.start_ticks)
+      return {"gone", std::nullopt, "the process exited before it could be ended", false};
+  }
+  // A named PID overrides the protected list on the command line; a policy never does.
+  for (auto& t : plan->targets)
+    if (t.action == reap::Action::Signal && reap::is_protected(t.comm, t.cmdline)) {
+      t.action = reap::Action::Refused;
+      t.refusal = "protected (display server or GPU management daemon): policies never end it";
+    }
+  if (plan->count(reap::Action::Signal) == 0) {
+    if (const reap::Target* t = plan->find(r.identity.pid)) return unacted(*t);
+    return gone_result(reap::Report{}, r.identity.pid);
+  }
+
+  reap::ExecOptions exec;
+  exec.signal = r.policy.action == Action::Kill ? SIGKILL : SIGTERM;
+  exec.grace = r.policy.grace;
+  exec.kill_wait = std::clamp(r.policy.grace, milliseconds(1000), milliseconds(5000));
+  auto executions = reap::Executor(proc, exec).run(*plan);
+
+  reap::ReleaseSource source;
+  source.driver = [this] {
+    const auto& backend = collector_.backend();
+    return reap::driver_snapshot(backend ? backend->collect() : core::BackendReport{});
+  };
+  source.full = [this] { return collector_.collect(); };
+  source.stat = [&proc](pid_t pid) -> std::optional<core::ProcessStat> {
+    auto st = proc.read_stat(pid);
+    return st.ok() ? *st : std::nullopt;
+  };
+  reap::VerifyOptions verify;
+  verify.wait_release = wait_release_;
+  verify.cancelled = cancelled;
+  auto report = reap::compose(*plan, executions, reap::verify(*plan, executions, source, verify));
+
+  for (const auto& e : executions)
+    if (e.pid == r.identity.pid && e.status == reap::ExecStatus::Recycled)
+      return {"gone", std::nullopt, e.why, false};
+  return r.identity.start_ticks ? live_result(report, r.identity.pid) : gone_result(report, r.identity.pid);
+}
+
+}  // namespace gpureap::policy

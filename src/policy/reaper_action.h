@@ -1,0 +1,49 @@
+#pragma once
+// A policy's action, carried out by the reaper with all its safety: the plan is made from
+// the sample the decision came from and pinned to the matched identity (PID and start time),
+// the protected list holds even though the PID is named, every signal re-checks the start
+// time, SIGTERM escalates to SIGKILL after the policy's grace, and the action counts only
+// once the driver shows the memory back.
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "collect/collector.h"
+#include "core/snapshot.h"
+#include "policy/policy.h"
+#include "policy/tracker.h"
+
+namespace gpureap::policy {
+
+struct ActionRequest {
+  Policy policy;
+  Identity identity;
+  std::shared_ptr<const core::Snapshot> snapshot;  // the sample the decision was made on
+};
+
+struct ActionResult {
+  // released, still-held, survived, refused, not-permitted, gone, failed
+  std::string outcome;
+  std::optional<uint64_t> released_bytes;
+  std::string detail;
+  bool retry = false;  // a later attempt could succeed
+};
+
+class ReaperAction {
+ public:
+  explicit ReaperAction(collect::Collector collector,
+                        std::chrono::milliseconds wait_release = std::chrono::seconds(60))
+      : collector_(std::move(collector)), wait_release_(wait_release) {}
+
+  // Blocks for up to grace + the SIGKILL wait + wait_release; `cancelled` ends the wait for
+  // the memory early (the daemon is stopping).
+  ActionResult run(const ActionRequest& request, const std::function<bool()>& cancelled) const;
+
+ private:
+  collect::Collector collector_;
+  std::chrono::milliseconds wait_release_;
+};
+
+}  // namespace gpureap::policy

@@ -1,0 +1,180 @@
+#include "policy/runner.h"
+
+#include <pthread.h>
+
+#include "core/duration.h"
+#include "daemon/log.h"
+#include "output/time_format.h"
+#include "policy/audit_record.h"
+#include "policy/exemption.h"
+
+namespace gpureap::policy {
+namespace {
+
+using std::chrono::system_clock;
+
+std::string summary(const audit::Record& r) {
+  std::string why;
+  for (const auto& reason : r.reasons) why += (why.empty() ? "" : ", ") + reason;
+  return describe_process(r) + (why.empty() ? "" : ": " + why);
+}
+
+}  // namespace
+
+PolicyRunner::PolicyRunner(std::unique_ptr<ReaperAction> actor) : actor_(std::move(actor)) {
+  thread_ = std::thread([this] {
+    ::pthread_setname_np(::pthread_self(), "gpureap-policy");
+    work();
+  });
+}
+
+PolicyRunner::~PolicyRunner() { stop(); }
+
+void PolicyRunner::stop() {
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+    queue_.clear();
+  }
+  wake_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void PolicyRunner::configure(std::vector<Policy> policies, bool enforce) {
+  std::lock_guard lock(mutex_);
+  matching_.clear();
+  tracker_.configure(std::move(policies), enforce);
+}
+
+void PolicyRunner::add_record_sink(RecordSink sink) { sinks_.push_back(std::move(sink)); }
+
+void PolicyRunner::emit(const audit::Record& record, bool final) {
+  for (const auto& sink : sinks_) sink(record, final);
+}
+
+void PolicyRunner::on_sample(const daemon::Sample& sample, const daemon::History& history) {
+  const auto& snapshot = *sample.snapshot;
+  MatchContext context{snapshot, snapshot.timestamp,
+                       [&history](const core::ProcessRow& row, unsigned gpu, unsigned below) {
+                         return history.below_since(daemon::process_key(row), gpu, below);
+                       },
+                       exemption_for(snapshot)};
+  std::vector<audit::Record> decisions;
+  {
+    std::lock_guard lock(mutex_);
+    std::vector<std::vector<Evaluation>> evaluations;
+    for (const auto& p : tracker_.policies()) {
+      evaluations.push_back(evaluate(p, context));
+      size_t n = 0;
+      for (const auto& e : evaluations.back()) n += e.matched();
+      matching_[p.name] = n;
+    }
+    for (Task& task : tracker_.observe(evaluations, snapshot.timestamp)) {
+      const Policy& p = tracker_.policies()[task.policy];
+      const bool enforced = tracker_.enforced();
+      std::string outcome = task.act                      ? "acting"
+                            : p.action == Action::Notify ? "notified"
+                                                         : "would-" + std::string(to_string(p.action));
+      auto record = make_record(p, task.evaluation, snapshot, enforced, "decision", outcome);
+      record.attempt = task.attempt;
+      if (!task.act) ++counts_[{p.name, record.action, outcome}];
+      if (task.act && !stopping_) queue_.push_back({p, std::move(task), sample.snapshot});
+      decisions.push_back(std::move(record));
+    }
+  }
+  wake_.notify_all();
+  for (const auto& r : decisions) {
+    const bool final = r.outcome != "acting";
+    if (r.outcome == "acting" && r.attempt > 1) continue;  // a retry: its action record follows
+    std::string line = "policy " + r.policy + ": ";
+    if (r.outcome == "notified")
+      line += "matched " + summary(r);
+    else if (r.outcome == "acting")
+      line += r.action + " " + summary(r);
+    else
+      line += "would " + r.action + " " + summary(r) + " (enforce is off)";
+    daemon::log_notice(line);
+    emit(r, final);
+  }
+}
+
+void PolicyRunner::work() {
+  std::unique_lock lock(mutex_);
+  for (;;) {
+    wake_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+    if (stopping_) return;
+    Job job = std::move(queue_.front());
+    queue_.pop_front();
+    lock.unlock();
+    act(job);
+    lock.lock();
+  }
+}
+
+void PolicyRunner::act(const Job& job) {
+  ActionRequest request{job.policy, job.task.identity, job.snapshot};
+  ActionResult result = actor_->run(request, [this] {
+    std::lock_guard lock(mutex_);
+    return stopping_;
+  });
+  auto record = make_record(job.policy, job.task.evaluation, *job.snapshot, true, "action", result.outcome);
+  record.attempt = job.task.attempt;
+  record.released_bytes = result.released_bytes;
+  record.detail = result.detail;
+  Tracker::After after;
+  {
+    std::lock_guard lock(mutex_);
+    after = tracker_.finished(job.policy.name, job.task.identity, result.retry, system_clock::now());
+    ++counts_[{job.policy.name, record.action, result.outcome}];
+    if (after == Tracker::After::GaveUp) ++counts_[{job.policy.name, record.action, "gave-up"}];
+  }
+  std::string line = "policy " + job.policy.name + ": " + record.action + " " + describe_process(record) +
+                     ": " + result.outcome +
+                     (result.released_bytes && *result.released_bytes
+                          ? ", " + output::human_bytes(*result.released_bytes) + " released"
+                          : "") +
+                     (result.detail.empty() ? "" : " (" + result.detail + ")");
+  if (after == Tracker::After::RetryLater) {
+    daemon::log_warning(line + "; attempt " + std::to_string(job.task.attempt) + " of " +
+                        std::to_string(kMaxAttempts) + ", retrying in " +
+                        core::format_duration(kFirstRetryAfter * (1 << (job.task.attempt - 1))) +
+                        " if it still matches");
+  } else if (result.outcome == "released") {
+    daemon::log_notice(line);
+  } else {
+    daemon::log_warning(line);
+  }
+  emit(record, after != Tracker::After::RetryLater);
+  if (after == Tracker::After::GaveUp) {
+    record.event = "gave-up";
+    record.outcome = "gave-up";
+    record.detail = "gave up after " + std::to_string(job.task.attempt) + " attempts: " + result.detail;
+    daemon::log_error("policy " + job.policy.name + ": gave up on " + describe_process(record) +
+                      " after " + std::to_string(job.task.attempt) +
+                      " attempts; end it by hand (gpureap kill " + std::to_string(record.process.pid) + ")");
+    emit(record, true);
+  }
+}
+
+void PolicyRunner::add_metrics(std::vector<exporter::MetricFamily>& out) const {
+  exporter::MetricFamily actions{"gpureap_policy_actions_total",
+                                 "Cleanup policy decisions and actions by result: would-terminate and "
+                                 "would-kill while enforce is off, notified, released, still-held, "
+                                 "survived, refused, not-permitted, gone, failed, gave-up",
+                                 exporter::MetricType::Counter, {}};
+  exporter::MetricFamily matching{"gpureap_policy_matching_processes",
+                                  "Processes each cleanup policy matches in the latest sample "
+                                  "(before its `after` delay)",
+                                  exporter::MetricType::Gauge, {}};
+  std::lock_guard lock(mutex_);
+  for (const auto& [key, n] : counts_) {
+    const auto& [policy, action, result] = key;
+    actions.add({{"policy", policy}, {"action", action}, {"result", result}}, static_cast<double>(n));
+  }
+  for (const auto& p : tracker_.policies())
+    matching.add({{"policy", p.name}}, static_cast<double>(matching_.count(p.name) ? matching_.at(p.name) : 0));
+  out.push_back(std::move(actions));
+  out.push_back(std::move(matching));
+}
+
+}  // namespace gpureap::policy

@@ -1,0 +1,68 @@
+#pragma once
+// The daemon's cleanup policies: on every sample, each policy is evaluated over the snapshot
+// (with the history for `idle`), the Tracker decides what is due, decisions are recorded at
+// once, and actions run one at a time on the runner's own thread through the reaper, so a
+// 10-second grace period never delays sampling. Every decision and result goes to the record
+// sinks (the audit log, the alerts) and to gpureap_policy_actions_total.
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <tuple>
+#include <vector>
+
+#include "audit/record.h"
+#include "daemon/history.h"
+#include "daemon/sample.h"
+#include "policy/reaper_action.h"
+#include "policy/tracker.h"
+
+namespace gpureap::policy {
+
+// Receives every record; `final` is false for a decision whose action is still to come and
+// for an attempt that will be retried.
+using RecordSink = std::function<void(const audit::Record& record, bool final)>;
+
+class PolicyRunner : public daemon::SampleConsumer {
+ public:
+  explicit PolicyRunner(std::unique_ptr<ReaperAction> actor);
+  ~PolicyRunner() override;  // stop()
+
+  void configure(std::vector<Policy> policies, bool enforce);
+  // Before the first sample.
+  void add_record_sink(RecordSink sink);
+
+  void on_sample(const daemon::Sample& sample, const daemon::History& history) override;
+  void add_metrics(std::vector<exporter::MetricFamily>& out) const override;
+
+  // Ends the wait of a running action, and the thread; queued actions are dropped.
+  void stop();
+
+ private:
+  struct Job {
+    Policy policy;
+    Task task;
+    std::shared_ptr<const core::Snapshot> snapshot;
+  };
+  void work();
+  void emit(const audit::Record& record, bool final);
+  void act(const Job& job);
+
+  std::unique_ptr<ReaperAction> actor_;
+  std::vector<RecordSink> sinks_;
+
+  mutable std::mutex mutex_;  // guards everything below
+  std::condition_variable wake_;
+  Tracker tracker_;
+  std::deque<Job> queue_;
+  bool stopping_ = false;
+  std::map<std::tuple<std::string, std::string, std::string>, uint64_t> counts_;  // policy, action, result
+  std::map<std::string, size_t> matching_;  // policy → rows matching now
+  std::thread thread_;
+};
+
+}  // namespace gpureap::policy

@@ -1,0 +1,188 @@
+#include <gtest/gtest.h>
+
+#include "policy/exemption.h"
+#include "policy/matcher.h"
+#include "snapshot_builders.h"
+
+namespace gpureap::policy {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::GiB;
+using testing::gpu;
+using testing::holder;
+using testing::listed;
+using testing::make_snapshot;
+
+const Evaluation& of(const std::vector<Evaluation>& evals, pid_t pid) {
+  for (const auto& e : evals)
+    if (e.pid == pid) return e;
+  ADD_FAILURE() << "no evaluation of " << pid;
+  static Evaluation none;
+  return none;
+}
+
+core::Snapshot two_users() {
+  auto alice = holder(100, 1, 100);
+  alice.details->user = "alice";
+  alice.details->uid = 1000;
+  alice.stat.comm = "python3";
+  alice.details->cmdline = {"/usr/bin/python3", "train.py"};
+  auto bob = holder(200, 1, 200, 1);
+  bob.details->user = "bob";
+  bob.details->uid = 1001;
+  bob.details->container = core::ContainerInfo{"docker", std::string(64, 'a'), std::nullopt};
+  auto g0 = gpu(0, 0, 3 * GiB, {listed(100, 3 * GiB)});
+  auto g1 = gpu(1, 1, GiB / 2, {listed(200, GiB / 2)});
+  g0.processes[0].sm_utilization_percent = 2;
+  return make_snapshot({alice, bob}, {g0, g1});
+}
+
+MatchContext context(const core::Snapshot& s) {
+  return {s, s.timestamp, nullptr, nullptr};
+}
+
+TEST(PolicyMatcher, EveryConditionMustHoldAndEachIsExplained) {
+  auto s = two_users();
+  Policy p;
+  p.user = "alice";
+  p.command = "python*";
+  p.min_memory = GiB;
+  auto evals = evaluate(p, context(s));
+  ASSERT_EQ(evals.size(), 2u);
+  const auto& a = of(evals, 100);
+  EXPECT_TRUE(a.matched());
+  EXPECT_EQ(a.memory_bytes, 3 * GiB);
+  ASSERT_EQ(a.reasons().size(), 3u);
+  EXPECT_EQ(a.reasons()[0], "user alice");
+  EXPECT_NE(a.reasons()[2].find("3.0 GiB"), std::string::npos) << a.reasons()[2];
+  const auto& b = of(evals, 200);
+  EXPECT_FALSE(b.matched());
+  ASSERT_NE(b.failed(), nullptr);
+  EXPECT_EQ(b.failed()->detail, "user bob (wanted alice)");
+}
+
+TEST(PolicyMatcher, MinMemoryAndGpuCountOnlyThatGpu) {
+  auto s = two_users();
+  Policy p;
+  p.gpu = 1;
+  p.min_memory = GiB / 4;
+  auto evals = evaluate(p, context(s));
+  EXPECT_FALSE(of(evals, 100).matched());
+  EXPECT_TRUE(of(evals, 200).matched());
+  EXPECT_EQ(of(evals, 200).gpus, std::vector<unsigned>{1});
+  p.min_memory = GiB;
+  EXPECT_FALSE(of(evaluate(p, context(s)), 200).matched());
+}
+
+TEST(PolicyMatcher, UnknownMemoryNeverMatchesAMinimum) {
+  auto alice = holder(100, 1, 100);
+  auto s = make_snapshot({alice}, {gpu(0, 0, GiB, {listed(100, std::nullopt)})});
+  Policy p;
+  p.min_memory = 1;
+  auto evals = evaluate(p, context(s));
+  const auto& e = of(evals, 100);
+  EXPECT_FALSE(e.matched());
+  EXPECT_NE(e.failed()->detail.find("unknown"), std::string::npos);
+}
+
+TEST(PolicyMatcher, CommandGlobSeesCommArgv0AndTheWholeCommandLine) {
+  auto s = two_users();
+  for (const char* pattern : {"python3", "/usr/bin/python*", "*train.py"}) {
+    Policy p;
+    p.command = pattern;
+    EXPECT_TRUE(of(evaluate(p, context(s)), 100).matched()) << pattern;
+  }
+  Policy p;
+  p.command = "java";
+  EXPECT_FALSE(of(evaluate(p, context(s)), 100).matched());
+}
+
+TEST(PolicyMatcher, ContainerMatchesItsShortIdAndARowOutsideContainersNever) {
+  auto s = two_users();
+  Policy p;
+  p.container = std::string(12, 'a');
+  EXPECT_TRUE(of(evaluate(p, context(s)), 200).matched());
+  EXPECT_FALSE(of(evaluate(p, context(s)), 100).matched());
+  p.container = "*";
+  EXPECT_FALSE(of(evaluate(p, context(s)), 100).matched());
+}
+
+TEST(PolicyMatcher, AnomaliesMatchAnyOfTheNamedOnes) {
+  // 300's parent is init and it leads neither its group nor its session: an orphan.
+  auto orphan = holder(300, 1, 250);
+  orphan.stat.sid = 250;
+  auto s = make_snapshot({orphan}, {gpu(0, 0, GiB, {listed(300, GiB)})});
+  Policy p;
+  p.anomalies = {core::Anomaly::Stopped, core::Anomaly::Orphan};
+  auto evals = evaluate(p, context(s));
+  const auto& e = of(evals, 300);
+  EXPECT_TRUE(e.matched());
+  EXPECT_EQ(e.reasons(), std::vector<std::string>{"orphan"});
+  p.anomalies = {core::Anomaly::Stopped};
+  EXPECT_FALSE(of(evaluate(p, context(s)), 300).matched());
+}
+
+TEST(PolicyMatcher, IdleComesFromTheHistoryAndMustHaveLastedLongEnough) {
+  auto s = two_users();
+  Policy p;
+  p.idle = 10min;
+  p.idle_below = 5;
+  MatchContext ctx = context(s);
+  std::chrono::minutes idle_for{12};
+  ctx.idle_since = [&](const core::ProcessRow& row, unsigned, unsigned below) -> std::optional<std::chrono::system_clock::time_point> {
+    EXPECT_EQ(below, 5u);
+    if (row.pid != 100) return std::nullopt;
+    return s.timestamp - idle_for;
+  };
+  EXPECT_TRUE(of(evaluate(p, ctx), 100).matched());
+  EXPECT_FALSE(of(evaluate(p, ctx), 200).matched());
+  idle_for = std::chrono::minutes(3);
+  auto evals = evaluate(p, ctx);
+  const auto& e = of(evals, 100);
+  EXPECT_FALSE(e.matched());
+  EXPECT_EQ(e.failed()->detail, "idle (SM < 5%) for 3m00s of 10m00s");
+}
+
+TEST(PolicyMatcher, WithoutHistoryIdleIsOnlyPossibleWhenBelowNow) {
+  auto s = two_users();
+  Policy p;
+  p.idle = 10min;
+  auto evals = evaluate(p, context(s));
+  const auto& a = of(evals, 100);  // SM 2% now
+  EXPECT_FALSE(a.matched());
+  EXPECT_TRUE(a.possible());
+  const auto& b = of(evals, 200);  // no utilisation sample: never proven idle
+  EXPECT_FALSE(b.possible());
+}
+
+TEST(PolicyMatcher, RuntimeNeedsTheProcessToBeOlder) {
+  auto s = two_users();
+  s.proc.boot_time = std::chrono::duration_cast<std::chrono::seconds>(s.timestamp.time_since_epoch()).count() - 3600;
+  s.proc.ticks_per_second = 100;
+  Policy p;
+  p.runtime = 30min;  // both started ~11 s after boot: running for ~59 min
+  EXPECT_TRUE(of(evaluate(p, context(s)), 100).matched());
+  p.runtime = 2h;
+  EXPECT_FALSE(of(evaluate(p, context(s)), 100).matched());
+}
+
+TEST(PolicyMatcher, ProtectedProcessesAndGpureapItselfAreExempt) {
+  auto xorg = holder(400, 1, 400);
+  xorg.stat.comm = "Xorg";
+  xorg.details->cmdline = {"/usr/lib/xorg/Xorg", ":0"};
+  auto self = holder(::getpid(), 1, ::getpid());
+  auto s = make_snapshot({xorg, self}, {gpu(0, 0, GiB, {listed(400, GiB)})});
+  Policy p;
+  p.min_memory = 0;
+  MatchContext ctx{s, s.timestamp, nullptr, exemption_for(s)};
+  auto evals = evaluate(p, ctx);
+  const auto& x = of(evals, 400);
+  EXPECT_FALSE(x.matched());
+  ASSERT_TRUE(x.exempt.has_value());
+  EXPECT_NE(x.exempt->find("protected"), std::string::npos);
+  EXPECT_EQ(of(evals, ::getpid()).exempt, "gpureap itself");
+}
+
+}  // namespace
+}  // namespace gpureap::policy
