@@ -31,7 +31,13 @@ audit::Record make_record(const Policy& policy, const Evaluation& e, const core:
     } else if (row->driver_name) {
       id.comm = *row->driver_name;
     }
-    for (const auto& use : row->gpus) r.memory.push_back({use.index, use.used_bytes});
+  }
+  // Per GPU: what it holds or keeps alive there (unknown where the driver did not say).
+  for (unsigned gpu : e.gpus) {
+    auto known = e.memory_by_gpu.find(gpu);
+    r.memory.push_back({gpu, known != e.memory_by_gpu.end() ? std::optional<uint64_t>(known->second)
+                             : e.memory_bytes                ? std::optional<uint64_t>(0)
+                                                             : std::nullopt});
   }
   return r;
 }

@@ -6,6 +6,7 @@
 
 #include "core/duration.h"
 #include "output/time_format.h"
+#include "reap/kin.h"
 
 namespace gpureap::policy {
 namespace {
@@ -48,17 +49,39 @@ std::vector<unsigned> gpus_of(const core::ProcessRow& row, const core::Snapshot&
   return out;
 }
 
-std::optional<uint64_t> listed_memory(const core::ProcessRow& row, const std::vector<unsigned>& gpus) {
-  uint64_t sum = 0;
-  bool any = false;
-  for (const auto& use : row.gpus) {
-    if (std::find(gpus.begin(), gpus.end(), use.index) == gpus.end()) continue;
-    if (!use.used_bytes) return std::nullopt;  // part unknown: the sum is unknown
-    sum += *use.used_bytes;
-    any = true;
+// Gone PIDs' listings by the live processes that keep them alive.
+using Kept = std::map<pid_t, std::vector<const core::GpuUse*>>;
+
+Kept kept_listings(const core::Snapshot& s) {
+  Kept kept;
+  reap::Kin kin(s);
+  for (const auto& row : s.rows) {
+    if (row.process || !row.listed_by_driver) continue;
+    for (pid_t keeper : kin.keepers(row.pid))
+      for (const auto& use : row.gpus) kept[keeper].push_back(&use);
   }
-  if (!any) return row.listed_by_driver ? std::optional<uint64_t>(0) : std::nullopt;
-  return sum;
+  return kept;
+}
+
+// The row's memory on `gpus`: listed for it, or kept alive by it. Empty when part of it is
+// unknown, or when it has none of either.
+void add_memory(Evaluation& e, const core::ProcessRow& row, const Kept& kept) {
+  std::vector<const core::GpuUse*> uses;
+  for (const auto& use : row.gpus) uses.push_back(&use);
+  if (auto k = kept.find(row.pid); k != kept.end()) uses.insert(uses.end(), k->second.begin(), k->second.end());
+  bool unknown = false, any = false;
+  for (const auto* use : uses) {
+    if (std::find(e.gpus.begin(), e.gpus.end(), use->index) == e.gpus.end()) continue;
+    any = true;
+    if (use->used_bytes)
+      e.memory_by_gpu[use->index] += *use->used_bytes;
+    else
+      unknown = true;  // part unknown: the sum is unknown
+  }
+  if (unknown || (!any && !row.listed_by_driver)) return;
+  uint64_t sum = 0;
+  for (const auto& [gpu, bytes] : e.memory_by_gpu) sum += bytes;
+  e.memory_bytes = sum;
 }
 
 Check check_user(const Policy& p, const core::ProcessRow& row) {
@@ -182,6 +205,7 @@ const Check* Evaluation::failed() const {
 
 std::vector<Evaluation> evaluate(const Policy& p, const MatchContext& ctx) {
   std::vector<Evaluation> out;
+  const Kept kept = kept_listings(ctx.snapshot);
   for (const auto& row : ctx.snapshot.rows) {
     Evaluation e;
     e.pid = row.pid;
@@ -193,7 +217,7 @@ std::vector<Evaluation> evaluate(const Policy& p, const MatchContext& ctx) {
                           on ? "on GPU " + std::to_string(*p.gpu) : "not on GPU " + std::to_string(*p.gpu)});
       e.gpus = on ? std::vector<unsigned>{*p.gpu} : std::vector<unsigned>{};
     }
-    e.memory_bytes = listed_memory(row, e.gpus);
+    add_memory(e, row, kept);
     if (p.user || p.uid) e.checks.push_back(check_user(p, row));
     if (p.command) e.checks.push_back(check_command(p, row));
     if (p.container) e.checks.push_back(check_container(p, row));

@@ -5,6 +5,7 @@
 // history (for `idle`) and the exemptions (protected processes, gpureap itself) are passed in.
 #include <chrono>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -27,7 +28,10 @@ struct Evaluation {
   pid_t pid = 0;
   std::optional<uint64_t> start_ticks;  // empty for a PID /proc lacks
   std::vector<unsigned> gpus;           // the GPUs the row uses that the policy looks at
-  std::optional<uint64_t> memory_bytes; // listed memory on those GPUs
+  // Its listed memory on those GPUs, plus what it keeps alive for gone PIDs there (a dead
+  // trainer's worker keeps the trainer's memory).
+  std::optional<uint64_t> memory_bytes;
+  std::map<unsigned, uint64_t> memory_by_gpu;  // the known part of memory_bytes, per GPU
   std::vector<Check> checks;
   std::optional<std::string> exempt;    // why no policy may act on it (protected, gpureap, ...)
 

@@ -86,6 +86,20 @@ TEST(PolicyMatcher, UnknownMemoryNeverMatchesAMinimum) {
   EXPECT_NE(e.failed()->detail.find("unknown"), std::string::npos);
 }
 
+TEST(PolicyMatcher, AKeeperOfAGonePidCountsTheMemoryItKeepsAlive) {
+  // 501 is gone; its forked worker 502 (same process group) still holds GPU 0.
+  auto worker = holder(502, 1, 501);
+  auto s = make_snapshot({worker}, {gpu(0, 0, 6 * GiB, {listed(501, 6 * GiB)})});
+  Policy p;
+  p.anomalies = {core::Anomaly::InheritedHolder};
+  p.min_memory = GiB;
+  auto evals = evaluate(p, context(s));
+  const auto& e = of(evals, 502);
+  EXPECT_TRUE(e.matched()) << (e.failed() ? e.failed()->detail : "");
+  EXPECT_EQ(e.memory_bytes, 6 * GiB);
+  EXPECT_EQ(e.memory_by_gpu.at(0), 6 * GiB);
+}
+
 TEST(PolicyMatcher, CommandGlobSeesCommArgv0AndTheWholeCommandLine) {
   auto s = two_users();
   for (const char* pattern : {"python3", "/usr/bin/python*", "*train.py"}) {

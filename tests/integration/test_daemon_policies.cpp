@@ -1,0 +1,227 @@
+// Cleanup policies in the daemon, against real processes and the NVML test double.
+#include <gtest/gtest.h>
+#include <sys/prctl.h>
+
+#include <fstream>
+#include <set>
+
+#include "support.h"
+
+namespace gpureap::testing {
+namespace {
+
+using nlohmann::json;
+
+json one_gpu(json processes) {
+  return {{"gpus", {{{"name", "NVIDIA H200"}, {"uuid", "GPU-0000"}, {"minor", 0}, {"processes", processes}}}}};
+}
+
+// A daemon config: fast samples, holder scans on every sample, the audit log in `dir`.
+std::string write_config(const TempDir& dir, const std::string& body) {
+  std::ofstream(dir.file("config.toml"))
+      << "interval = \"200ms\"\nholder_scan_interval = \"200ms\"\n"
+      << "audit_log = \"" << dir.file("audit.jsonl") << "\"\n"
+      << body;
+  return dir.file("config.toml");
+}
+
+std::string series(const std::string& policy, const std::string& action, const std::string& result) {
+  return "gpureap_policy_actions_total{policy=\"" + policy + "\",action=\"" + action + "\",result=\"" + result +
+         "\"} ";
+}
+
+// Waits until the daemon has published `n` more samples (each has its own timestamp).
+bool wait_samples(const DaemonProcess& d, int n) {
+  std::set<std::string> seen;
+  return wait_until([&] {
+    auto r = d.get("/api/v1/snapshot");
+    if (r.status == 200) seen.insert(json::parse(r.body, nullptr, false).value("timestamp", ""));
+    return static_cast<int>(seen.size()) > n;
+  });
+}
+
+// A trainer that died and left its forked worker holding the GPU: the driver still lists the
+// trainer's memory, kept alive by the worker (an inherited holder).
+struct GhostHolder {
+  FakeDevRoot dev;
+  Ready ready;
+  Child worker{[this] {
+    hold(dev.dev("nvidia0"));
+    ready.signal();
+  }};
+  pid_t trainer = dead_pid();
+  std::unique_ptr<FakeNvml> nvml;
+
+  GhostHolder() {
+    ready.wait();
+    nvml = std::make_unique<FakeNvml>(one_gpu(json::array(
+        {{{"pid", trainer}, {"used_bytes", 6 * GiB}, {"holders", {worker.pid()}}, {"name", "python"}}})));
+  }
+};
+
+TEST(DaemonPolicies, AnEnforcedPolicyEndsAGhostHolderOnlyAfterItsDelay) {
+  REQUIRE_DOUBLE();
+  GhostHolder g;
+  TempDir cfg;
+  auto config = write_config(cfg, R"(enforce = true
+[[policy]]
+name = "ghosts"
+anomalies = ["inherited-holder"]
+after = "3s"
+action = "terminate"
+grace = "2s"
+)");
+  DaemonProcess d({"--config", config, "--dev-root", g.dev.path()}, g.nvml->env());
+  ASSERT_GT(d.port(), 0) << d.log();
+  ASSERT_TRUE(wait_until([&] { return d.metric("gpureap_policy_matching_processes{policy=\"ghosts\"} ") == 1; }))
+      << d.log();
+  // Matching, but not for 3 s yet: nothing was done.
+  EXPECT_TRUE(is_alive(g.worker.pid()));
+  EXPECT_EQ(d.log().find("policy ghosts: terminate"), std::string::npos) << d.log();
+
+  ASSERT_EQ(end_signal(g.worker.pid()), SIGTERM) << d.log();
+  ASSERT_TRUE(wait_until([&] { return d.metric(series("ghosts", "terminate", "released")) == 1; })) << d.log();
+  EXPECT_TRUE(d.wait_log("policy ghosts: terminate PID " + std::to_string(g.worker.pid())));
+  EXPECT_TRUE(d.wait_log("released")) << d.log();
+}
+
+TEST(DaemonPolicies, AnUnenforcedPolicyOnlyLogsWhatItWouldDoOnce) {
+  REQUIRE_DOUBLE();
+  GhostHolder g;
+  TempDir cfg;
+  auto config = write_config(cfg, R"(
+[[policy]]
+name = "ghosts"
+anomalies = ["inherited-holder"]
+action = "kill"
+)");
+  DaemonProcess d({"--config", config, "--dev-root", g.dev.path()}, g.nvml->env());
+  ASSERT_GT(d.port(), 0) << d.log();
+  ASSERT_TRUE(wait_until([&] { return d.metric(series("ghosts", "kill", "would-kill")) == 1; })) << d.log();
+  EXPECT_TRUE(d.wait_log("policy ghosts: would kill PID " + std::to_string(g.worker.pid())));
+  EXPECT_TRUE(d.wait_log("(enforce is off)"));
+  // Many samples later: still alive, and logged once.
+  ASSERT_TRUE(wait_samples(d, 10)) << d.log();
+  EXPECT_TRUE(is_alive(g.worker.pid()));
+  EXPECT_EQ(d.metric(series("ghosts", "kill", "would-kill")), 1);
+}
+
+TEST(DaemonPolicies, MinMemoryAndIdleSelectOnlyTheBigIdleProcess) {
+  REQUIRE_DOUBLE();
+  FakeDevRoot dev;
+  auto holder = [&] {
+    auto ready = std::make_shared<Ready>();
+    Child c([&dev, ready] {
+      hold(dev.dev("nvidia0"));
+      ready->signal();
+    });
+    ready->wait();
+    return c;
+  };
+  Child big_idle = holder(), small_idle = holder(), big_busy = holder();
+  FakeNvml nvml(one_gpu(json::array({
+      {{"pid", big_idle.pid()}, {"used_bytes", 4 * GiB}, {"sm_util", 0}},
+      {{"pid", small_idle.pid()}, {"used_bytes", 100 * (GiB >> 10)}, {"sm_util", 0}},
+      {{"pid", big_busy.pid()}, {"used_bytes", 4 * GiB}, {"sm_util", 85}},
+  })));
+  TempDir cfg;
+  auto config = write_config(cfg, R"(enforce = true
+[[policy]]
+name = "idle-hogs"
+min_memory = "1GiB"
+idle = "2s"
+idle_below = 5
+action = "kill"
+)");
+  DaemonProcess d({"--config", config, "--dev-root", dev.path()}, nvml.env());
+  ASSERT_GT(d.port(), 0) << d.log();
+  ASSERT_EQ(end_signal(big_idle.pid()), SIGKILL) << d.log();
+  ASSERT_TRUE(wait_until([&] { return d.metric(series("idle-hogs", "kill", "released")) == 1; })) << d.log();
+  EXPECT_TRUE(is_alive(small_idle.pid()));
+  EXPECT_TRUE(is_alive(big_busy.pid()));
+  EXPECT_TRUE(wait_until([&] { return d.metric("gpureap_policy_matching_processes{policy=\"idle-hogs\"} ") == 0; }))
+      << d.log();
+}
+
+TEST(DaemonPolicies, AProtectedProcessIsNeverActedOn) {
+  REQUIRE_DOUBLE();
+  FakeDevRoot dev;
+  Ready xorg_ready, job_ready;
+  Child xorg([&] {
+    ::prctl(PR_SET_NAME, "Xorg");
+    hold(dev.dev("nvidia0"));
+    xorg_ready.signal();
+  });
+  Child job([&] {
+    hold(dev.dev("nvidia0"));
+    job_ready.signal();
+  });
+  xorg_ready.wait();
+  job_ready.wait();
+  FakeNvml nvml(one_gpu(json::array({{{"pid", xorg.pid()}, {"used_bytes", GiB}},
+                                     {{"pid", job.pid()}, {"used_bytes", GiB}}})));
+  TempDir cfg;
+  auto config = write_config(cfg, R"(enforce = true
+[[policy]]
+name = "everything-big"
+min_memory = "512MiB"
+action = "kill"
+)");
+  DaemonProcess d({"--config", config, "--dev-root", dev.path()}, nvml.env());
+  ASSERT_GT(d.port(), 0) << d.log();
+  ASSERT_EQ(end_signal(job.pid()), SIGKILL) << d.log();
+  ASSERT_TRUE(wait_until([&] { return d.metric(series("everything-big", "kill", "released")) == 1; })) << d.log();
+  ASSERT_TRUE(wait_samples(d, 5)) << d.log();
+  EXPECT_TRUE(is_alive(xorg.pid()));
+  EXPECT_EQ(d.log().find("PID " + std::to_string(xorg.pid())), std::string::npos) << d.log();
+}
+
+TEST(PolicyTest, ShowsWhatEachPolicyMatchesNowAndWhy) {
+  REQUIRE_DOUBLE();
+  GhostHolder g;
+  Ready other_ready;
+  // It holds another GPU, one the driver lists nothing on: nothing makes it suspect.
+  Child other([&] {
+    hold(g.dev.dev("nvidia1"));
+    other_ready.signal();
+  });
+  other_ready.wait();
+  TempDir cfg;
+  auto config = write_config(cfg, R"(
+[[policy]]
+name = "ghosts"
+anomalies = ["inherited-holder", "orphan"]
+after = "10m"
+action = "terminate"
+)");
+  auto r = run_gpureap({"policy", "test", "--config", config, "--dev-root", g.dev.path(), "--no-color"},
+                       g.nvml->env());
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("enforce is off"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("policy ghosts (line 5): would terminate"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("once the match has held for 10m00s"), std::string::npos) << r.out;
+  auto rows = rows_of(r.out, g.worker.pid());
+  ASSERT_EQ(rows.size(), 1u) << r.out;
+  EXPECT_NE(rows[0].find("inherited-holder"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("not matched: " + std::to_string(other.pid())), std::string::npos) << r.out;
+
+  auto j = run_json({"--json", "policy", "test", "--config", config, "--dev-root", g.dev.path()}, g.nvml->env());
+  EXPECT_EQ(j["schema"], "gpureap.policy-test/v1");
+  ASSERT_EQ(j["policies"].size(), 1u);
+  auto worker = entry_of(j["policies"][0]["processes"], g.worker.pid());
+  EXPECT_EQ(worker["status"], "matches") << j.dump(2);
+  auto o = entry_of(j["policies"][0]["processes"], other.pid());
+  EXPECT_EQ(o["status"], "no-match") << j.dump(2);
+}
+
+TEST(PolicyTest, AnInvalidConfigIsRefusedWithItsLines) {
+  TempDir cfg;
+  auto config = write_config(cfg, "[[policy]]\nname = \"x\"\nanomalies = [\"zombie\"]\n");
+  auto r = run_gpureap({"policy", "test", "--config", config, "--nvml-library", kNoNvml});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("config.toml:6:"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("unknown anomaly \"zombie\""), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace gpureap::testing
