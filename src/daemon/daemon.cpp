@@ -77,7 +77,10 @@ std::string describe(const DaemonConfig& c) {
          " (all fds every " + core::format_duration(c.full_scan_interval) + "), history " +
          core::format_duration(c.history) + ", driver timeout " +
          core::format_duration(c.driver_timeout) +
-         (c.per_process_metrics ? ", per-process metrics" : "");
+         (c.per_process_metrics ? ", per-process metrics" : "") +
+         (c.policies.empty() ? ""
+                             : ", " + count(c.policies.size(), "cleanup policy") +
+                                   (c.enforce ? " (enforced)" : " (enforce is off: only logged)"));
 }
 
 // systemd's one-line STATUS.

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstring>
 #include <mutex>
 
 #include "output/escape.h"
@@ -40,8 +41,16 @@ LogLevel log_level() {
 }
 
 std::string count(size_t n, std::string_view noun) {
-  const char* plural = !noun.empty() && noun.back() == 's' ? "es" : "s";
-  return std::to_string(n) + " " + std::string(noun) + (n == 1 ? "" : plural);
+  std::string word(noun);
+  if (n != 1 && !word.empty()) {
+    if (word.back() == 's')
+      word += "es";
+    else if (word.back() == 'y' && word.size() > 1 && !std::strchr("aeiou", word[word.size() - 2]))
+      word.back() = 'i', word += "es";  // policy → policies
+    else
+      word += "s";
+  }
+  return std::to_string(n) + " " + word;
 }
 
 std::string format_log_line(LogLevel level, std::string_view message) {

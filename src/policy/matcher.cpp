@@ -54,6 +54,8 @@ using Kept = std::map<pid_t, std::vector<const core::GpuUse*>>;
 
 Kept kept_listings(const core::Snapshot& s) {
   Kept kept;
+  if (std::all_of(s.rows.begin(), s.rows.end(), [](const core::ProcessRow& r) { return r.process.has_value(); }))
+    return kept;  // no gone PID: the usual case, without building the process tree
   reap::Kin kin(s);
   for (const auto& row : s.rows) {
     if (row.process || !row.listed_by_driver) continue;

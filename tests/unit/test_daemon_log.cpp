@@ -24,6 +24,8 @@ TEST(DaemonLog, Counts) {
   EXPECT_EQ(count(1, "GPU"), "1 GPU");
   EXPECT_EQ(count(0, "finding"), "0 findings");
   EXPECT_EQ(count(8, "GPU process"), "8 GPU processes");
+  EXPECT_EQ(count(2, "cleanup policy"), "2 cleanup policies");
+  EXPECT_EQ(count(2, "day"), "2 days");
 }
 
 TEST(DaemonLog, LevelNames) {
