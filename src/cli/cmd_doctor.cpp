@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <functional>
 #include <iostream>
+#include <optional>
 #include <thread>
 
 #include "cli/cmd_kill.h"
@@ -24,11 +25,19 @@ int exit_code(doctor::Severity worst) {
 
 // A second sample only tells something when memory may still be moving: gone PIDs listed,
 // memory attributed to nobody, or a holder stuck in D state. Otherwise it is taken at once.
-bool needs_settle(const core::Snapshot& s) {
+// With --gpu, only that GPU's memory counts (a D-state holder the driver lists nowhere may be
+// holding any GPU).
+bool needs_settle(const core::Snapshot& s, std::optional<unsigned> gpu) {
+  auto concerns = [&](const core::ProcessRow& r) {
+    return !gpu || r.gpus.empty() ||
+           std::any_of(r.gpus.begin(), r.gpus.end(),
+                       [&](const core::GpuUse& u) { return u.index == *gpu; });
+  };
   for (const auto& r : s.rows)
-    if (!r.process || r.has(core::Anomaly::Uninterruptible)) return true;
+    if ((!r.process || r.has(core::Anomaly::Uninterruptible)) && concerns(r)) return true;
   for (const auto& g : s.backend.gpus)
-    if (s.memory_summary(g).unattributed_bytes.value_or(0) > 0) return true;
+    if ((!gpu || g.index == *gpu) && s.memory_summary(g).unattributed_bytes.value_or(0) > 0)
+      return true;
   return false;
 }
 
@@ -53,12 +62,35 @@ std::vector<pid_t> fix_targets(const core::Snapshot& s, const std::vector<doctor
   return out;
 }
 
+// --only: every name must be a finding code, so a typo cannot silently report "healthy".
+std::optional<core::Error> check_codes(const std::vector<std::string>& only) {
+  const auto& codes = doctor::finding_codes();
+  for (const auto& c : only) {
+    if (std::find(codes.begin(), codes.end(), c) != codes.end()) continue;
+    std::string known;
+    for (auto k : codes) known += (known.empty() ? "" : ", ") + std::string(k);
+    return core::Error{"--only: unknown finding code \"" + c + "\"", "codes: " + known};
+  }
+  return std::nullopt;
+}
+
+void keep_only(std::vector<doctor::Finding>& findings, const std::vector<std::string>& only) {
+  if (only.empty()) return;
+  std::erase_if(findings, [&](const doctor::Finding& f) {
+    return std::find(only.begin(), only.end(), f.code) == only.end();
+  });
+}
+
 }  // namespace
 
 CLI::App* add_doctor_command(CLI::App& app, DoctorOptions& o) {
   auto* cmd = app.add_subcommand("doctor", "explain every ghost, with evidence and the command that fixes it");
   cmd->add_option("--gpu", o.gpu, "only findings about this GPU (NVML index)");
   cmd->add_option("--settle", o.settle, "time between the two samples that tell releasing from leaked (default 5s)");
+  cmd->add_option("--only", o.only,
+                  "only findings with these codes (e.g. no-such-process,leaked-memory); the exit status "
+                  "follows them")
+      ->delimiter(',');
   cmd->add_flag("--fix", o.fix, "apply the safe remedies through the reaper, after showing the plan");
   cmd->add_flag("-y,--yes", o.yes, "with --fix: do not ask for confirmation");
   return cmd;
@@ -70,13 +102,23 @@ int run_doctor(const GlobalOptions& g, const DoctorOptions& o) {
     fail(settle.error());
     return kDoctorCannotRun;
   }
+  if (auto bad = check_codes(o.only)) {
+    fail(*bad);
+    return kDoctorCannotRun;
+  }
   auto collector = open_collector(g);
   if (!collector) {
     fail(collector.error());
     return kDoctorCannotRun;
   }
   auto first = collector->collect();
-  if (needs_settle(first)) std::this_thread::sleep_for(*settle);
+  if (o.gpu && first.backend.available && !first.gpu(*o.gpu)) {
+    fail({"GPU " + std::to_string(*o.gpu) + " does not exist",
+          "the driver reports " + std::to_string(first.backend.gpus.size()) +
+              " GPU(s); see `gpureap ps` for their indices"});
+    return kDoctorCannotRun;
+  }
+  if (needs_settle(first, o.gpu)) std::this_thread::sleep_for(*settle);
   auto last = collector->collect();
 
   auto is_protected = [](const core::HostProcess& p) {
@@ -85,8 +127,10 @@ int run_doctor(const GlobalOptions& g, const DoctorOptions& o) {
   auto diagnose = [&](const core::Snapshot& a, const core::Snapshot& b) {
     std::vector<pid_t> live;
     for (const auto& p : b.proc.processes) live.push_back(p.stat.pid);
-    return doctor::diagnose(
+    auto found = doctor::diagnose(
         {a, b, procfs::find_ipc_residue(collector->procfs(), g.dev_root, live), o.gpu, is_protected});
+    keep_only(found, o.only);
+    return found;
   };
   auto findings = diagnose(first, last);
   auto style = output::Style::for_stdout(g.no_color);

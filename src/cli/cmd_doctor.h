@@ -3,6 +3,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "cli/global_options.h"
 
@@ -11,12 +12,14 @@ namespace gpureap::cli {
 struct DoctorOptions {
   std::optional<unsigned> gpu;
   std::string settle = "5s";
+  std::vector<std::string> only;  // finding codes to keep; empty: all
   bool fix = false;
   bool yes = false;
 };
 
 CLI::App* add_doctor_command(CLI::App& app, DoctorOptions& options);
-// Exit: 0 nothing above info, 1 warnings, 2 critical, 3 gpureap could not run.
+// Exit: 0 nothing above info, 1 warnings, 2 critical (of the findings --only keeps), 3 gpureap
+// could not run.
 int run_doctor(const GlobalOptions& global, const DoctorOptions& options);
 
 }  // namespace gpureap::cli

@@ -1,0 +1,473 @@
+// deploy/slurm/epilog.sh and prolog.sh, run as slurmd runs them (the job's variables in a bare
+// environment), against real processes, stand-in device files and the NVML test double.
+#include <fcntl.h>
+#include <grp.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "support.h"
+
+extern char** environ;
+
+namespace gpureap::testing {
+namespace {
+
+using nlohmann::json;
+
+const std::string kSlurmDir = GPUREAP_SLURM_DIR;
+const std::string kEpilog = kSlurmDir + "/epilog.sh";
+const std::string kProlog = kSlurmDir + "/prolog.sh";
+const std::string kUuid1 = "GPU-11111111-2222-3333-4444-555555555555";
+
+// The job's user: ours, or nobody when we are root (the epilog never ends root's processes).
+uid_t job_uid() {
+  return ::geteuid() == 0 ? 65534 : ::geteuid();
+}
+
+// In a child body: become the job's user (nothing to do unless we are root). Files opened
+// before stay open, as a job's do.
+void become_job_user() {
+  if (::geteuid() != 0) return;
+  if (::setgroups(0, nullptr) != 0 || ::setgid(65534) != 0 || ::setuid(65534) != 0) ::_exit(99);
+}
+
+// A uid that is not ours.
+uid_t other_uid() {
+  return ::geteuid() == 65534 ? 65533 : 65534;
+}
+
+// Where a program is on PATH, or "".
+std::string which(const std::string& name) {
+  const char* path = std::getenv("PATH");
+  std::stringstream dirs(path ? path : "/usr/bin:/bin");
+  for (std::string dir; std::getline(dirs, dir, ':');) {
+    std::string candidate = dir + "/" + name;
+    if (::access(candidate.c_str(), X_OK) == 0) return candidate;
+  }
+  return "";
+}
+
+// Runs argv (argv[0] looked up on PATH) in a bare environment: PATH, TMPDIR and `env` only, as
+// slurmd gives prologs and epilogs little more than the job's variables.
+RunResult run_program(const std::vector<std::string>& argv_s, const std::vector<std::string>& env) {
+  std::vector<std::string> env_s = env;
+  for (const char* keep : {"PATH", "TMPDIR"})
+    if (const char* v = std::getenv(keep)) env_s.push_back(std::string(keep) + "=" + v);
+  std::vector<char*> argv, envp;
+  auto args = argv_s;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  for (auto& e : env_s) envp.push_back(e.data());
+  envp.push_back(nullptr);
+
+  TempDir dir;
+  std::string out_path = dir.file("out"), err_path = dir.file("err");
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&fa, 1, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  posix_spawn_file_actions_addopen(&fa, 2, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  pid_t pid = -1;
+  RunResult r;
+  int rc = ::posix_spawnp(&pid, argv[0], &fa, nullptr, argv.data(), envp.data());
+  posix_spawn_file_actions_destroy(&fa);
+  if (rc != 0) {
+    ADD_FAILURE() << "cannot start " << argv[0] << ": " << std::strerror(rc);
+    return r;
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  r.out = read_text(out_path);
+  r.err = read_text(err_path);
+  return r;
+}
+
+size_t lines(const std::string& text) {
+  return std::count(text.begin(), text.end(), '\n');
+}
+
+// Two GPUs behind the stand-ins /dev/nvidia0 and /dev/nvidia1.
+json two_gpus(json gpu0_processes, json gpu1_processes, uint64_t gpu1_driver_held = 0) {
+  return {{"gpus",
+           {{{"uuid", "GPU-00000000-0000-0000-0000-000000000000"},
+             {"minor", 0},
+             {"total_bytes", 80 * GiB},
+             {"processes", gpu0_processes}},
+            {{"uuid", kUuid1},
+             {"minor", 1},
+             {"total_bytes", 80 * GiB},
+             {"driver_held_bytes", gpu1_driver_held},
+             {"processes", gpu1_processes}}}}};
+}
+
+// A job's leftover holding `device` as the job's user, under a parent that reaps it once it
+// ends (as its own parent or init would): the driver's PID then names a gone process.
+class Leftover {
+ public:
+  explicit Leftover(const std::string& device)
+      : parent_([this, device] {
+          pid_t pid = ::fork();
+          if (pid == 0) {
+            hold(device);
+            become_job_user();
+            ready_.send(::getpid());
+            for (;;) ::pause();
+          }
+          while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
+          }
+        }),
+        pid_(static_cast<pid_t>(ready_.receive())),
+        strays_{{pid_}} {}
+  pid_t pid() const { return pid_; }
+
+ private:
+  Ready ready_;
+  Child parent_;
+  pid_t pid_;
+  KillStrays strays_;
+};
+
+class SlurmScript : public ::testing::Test {
+ protected:
+  void SetUp() override { REQUIRE_DOUBLE(); }
+
+  // The script as slurmd would run it (its #! line), or under `shell` when one is given.
+  RunResult run(const std::string& script, std::vector<std::string> vars,
+                const std::string& shell = "") {
+    std::vector<std::string> env{"SLURM_JOB_ID=123",
+                                 std::string("GPUREAP=") + GPUREAP_BINARY,
+                                 "GPUREAP_OPTS=--dev-root " + dev_.path(),
+                                 "GPUREAP_SYSLOG=0",
+                                 "GPUREAP_SLURM_DEFAULTS=/nonexistent",
+                                 "GPUREAP_WAIT_RELEASE=1s",
+                                 "GPUREAP_SETTLE=300ms",
+                                 "GPUREAP_PROLOG_SETTLE=300ms"};
+    for (const auto& e : nvml_.env()) env.push_back(e);
+    // Later entries override: a test's own settings win.
+    for (const auto& v : vars) {
+      std::string name = v.substr(0, v.find('=') + 1);
+      std::erase_if(env, [&](const std::string& e) { return e.rfind(name, 0) == 0; });
+      env.push_back(v);
+    }
+    std::vector<std::string> argv{script};
+    if (!shell.empty()) argv.insert(argv.begin(), shell);
+    return run_program(argv, env);
+  }
+
+  std::string uid_var(uid_t uid) const { return "SLURM_JOB_UID=" + std::to_string(uid); }
+
+  FakeDevRoot dev_;
+  FakeNvml nvml_{json::object()};
+};
+
+// --- the scripts themselves ------------------------------------------------------------------
+
+TEST(SlurmScriptFiles, PassEveryShellsSyntaxCheck) {
+  for (const auto& script : {kEpilog, kProlog}) {
+    struct stat st {};
+    ASSERT_EQ(::stat(script.c_str(), &st), 0) << script;
+    EXPECT_TRUE(st.st_mode & S_IXUSR) << script << " is not executable";
+    EXPECT_EQ(read_text(script).rfind("#!/bin/sh\n", 0), 0u) << script;
+    for (const std::string shell : {"sh", "bash", "dash", "busybox"}) {
+      if (which(shell).empty()) continue;
+      std::vector<std::string> argv{shell, "-n", script};
+      if (shell == "busybox") argv = {"busybox", "sh", "-n", script};
+      auto r = run_program(argv, {});
+      EXPECT_EQ(r.exit_code, 0) << shell << " -n " << script << "\n" << r.err;
+    }
+    if (!which("shellcheck").empty()) {
+      auto r = run_program({"shellcheck", "-s", "sh", "-S", "warning", script}, {});
+      EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+    }
+  }
+}
+
+TEST(SlurmScriptFiles, ShareOneCommonBlock) {
+  auto common = [](const std::string& path) {
+    std::string text = read_text(path);
+    auto begin = text.find("# --- common: begin"), end = text.find("# --- common: end");
+    EXPECT_NE(begin, std::string::npos) << path;
+    EXPECT_NE(end, std::string::npos) << path;
+    return begin == std::string::npos || end == std::string::npos ? std::string()
+                                                                  : text.substr(begin, end - begin);
+  };
+  std::string epilog = common(kEpilog), prolog = common(kProlog);
+  EXPECT_FALSE(epilog.empty());
+  EXPECT_EQ(epilog, prolog) << "the common blocks of epilog.sh and prolog.sh differ";
+}
+
+// --- epilog ----------------------------------------------------------------------------------
+
+// The same cases under the script's own #! (/bin/sh: dash on Debian) and under bash (the
+// /bin/sh of RHEL-like nodes).
+class SlurmEpilogShells : public SlurmScript, public ::testing::WithParamInterface<std::string> {
+ protected:
+  void SetUp() override {
+    SlurmScript::SetUp();
+    if (!GetParam().empty() && which(GetParam()).empty())
+      GTEST_SKIP() << GetParam() << " is not installed";
+  }
+};
+
+TEST_P(SlurmEpilogShells, EndsTheJobUsersLeftoverOnTheJobsGpuOnly) {
+  Ready ready0, ready1;
+  Child other_gpu([&] {
+    block_all_signals();  // a signal sent to it would stay pending: proof it was sent
+    hold(dev_.dev("nvidia0"));
+    become_job_user();
+    ready0.signal();
+  });
+  Child leftover([&] {
+    hold(dev_.dev("nvidia1"));
+    become_job_user();
+    ready1.signal();
+  });
+  ready0.wait();
+  ready1.wait();
+  nvml_.write(two_gpus({{{"pid", other_gpu.pid()}, {"used_bytes", 2 * GiB}}},
+                       {{{"pid", leftover.pid()}, {"used_bytes", 4 * GiB}}}));
+
+  auto r = run(kEpilog, {uid_var(job_uid()), "SLURM_JOB_GPUS=1"}, GetParam());
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err, "gpureap epilog: job 123: ended 1 process of uid " + std::to_string(job_uid()) +
+                       " on GPU 1; memory released\n");
+  EXPECT_EQ(end_signal(leftover.pid()), SIGTERM);
+  EXPECT_TRUE(is_alive(other_gpu.pid())) << "the job's user's process on GPU 0 was ended";
+  EXPECT_TRUE(no_signal_pending(other_gpu.pid()))
+      << "the job's user's process on GPU 0 was signalled";
+}
+
+TEST_P(SlurmEpilogShells, DrainsWhenTheLeftoversMemoryStaysHeld) {
+  Leftover leftover(dev_.dev("nvidia1"));
+  // The driver keeps the context after its last holder is gone: a leak only a reset frees.
+  nvml_.write(two_gpus(json::array(),
+                       {{{"pid", leftover.pid()}, {"used_bytes", 4 * GiB}, {"leaked", true}}}));
+
+  auto r = run(kEpilog, {uid_var(job_uid()), "SLURM_JOB_GPUS=1"}, GetParam());
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_EQ(r.err, "gpureap epilog: job 123: 4.0 GiB still held on GPU 1 after ending uid " +
+                       std::to_string(job_uid()) + "'s processes; draining\n");
+  EXPECT_TRUE(wait_gone(leftover.pid())) << "the leftover was not ended";
+}
+
+INSTANTIATE_TEST_SUITE_P(Shells, SlurmEpilogShells, ::testing::Values("", "bash"),
+                         [](const auto& info) {
+                           return info.param.empty() ? std::string("Shebang") : info.param;
+                         });
+
+using SlurmEpilog = SlurmScript;
+
+TEST_F(SlurmEpilog, DrainsOnLeakedMemoryNoProcessHolds) {
+  nvml_.write(
+      two_gpus(json::array(), {{{"pid", dead_pid()}, {"used_bytes", 4 * GiB}, {"leaked", true}}}));
+  auto r = run(kEpilog, {uid_var(job_uid()), "SLURM_JOB_GPUS=1"});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_EQ(lines(r.err), 1u) << r.err;
+  EXPECT_NE(r.err.find("job 123: 4.0 GiB still held on GPU 1 after ending uid"), std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("; draining\n"), std::string::npos) << r.err;
+}
+
+TEST_F(SlurmEpilog, LeakedMemoryOnAnotherGpuIsNotTheJobsConcern) {
+  nvml_.write(
+      two_gpus({{{"pid", dead_pid()}, {"used_bytes", 4 * GiB}, {"leaked", true}}}, json::array()));
+  auto r = run(kEpilog, {uid_var(job_uid()), "SLURM_JOB_GPUS=1"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+}
+
+TEST_F(SlurmEpilog, NeverEndsAnotherUsersProcess) {
+  Ready ready;
+  Child someone_else([&] {
+    block_all_signals();
+    hold(dev_.dev("nvidia1"));
+    ready.signal();
+  });
+  ready.wait();
+  nvml_.write(two_gpus(json::array(), {{{"pid", someone_else.pid()}, {"used_bytes", 4 * GiB}}}));
+  auto r = run(kEpilog, {uid_var(other_uid()), "SLURM_JOB_GPUS=1"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+  EXPECT_TRUE(is_alive(someone_else.pid()));
+  EXPECT_TRUE(no_signal_pending(someone_else.pid()));
+}
+
+TEST_F(SlurmEpilog, ARootJobsProcessesAreLeftAlone) {
+  Ready ready;
+  Child holder([&] {
+    block_all_signals();
+    hold(dev_.dev("nvidia1"));
+    ready.signal();
+  });
+  ready.wait();
+  nvml_.write(two_gpus(json::array(), {{{"pid", holder.pid()}, {"used_bytes", 4 * GiB}}}));
+  auto r = run(kEpilog, {"SLURM_JOB_UID=0", "SLURM_JOB_GPUS=1"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(is_alive(holder.pid()));
+  EXPECT_TRUE(no_signal_pending(holder.pid()));
+}
+
+TEST_F(SlurmEpilog, AJobWithoutGpusNeedsNothing) {
+  // Not even gpureap: a CPU-only job's epilog must not fail on a node without it.
+  auto r = run(kEpilog, {uid_var(job_uid()), "GPUREAP=/nonexistent/gpureap"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+  r = run(kEpilog,
+          {uid_var(job_uid()), "SLURM_JOB_GPUS=NoDevFiles", "GPUREAP=/nonexistent/gpureap"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+}
+
+TEST_F(SlurmEpilog, WithoutGpureapItCannotCheckAndSaysSo) {
+  auto r = run(kEpilog, {uid_var(job_uid()), "SLURM_JOB_GPUS=1", "GPUREAP=/nonexistent/gpureap"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(lines(r.err), 1u) << r.err;
+  EXPECT_NE(r.err.find("gpureap not found"), std::string::npos) << r.err;
+}
+
+TEST_F(SlurmEpilog, WithoutTheJobsUidItRefuses) {
+  auto r = run(kEpilog, {"SLURM_JOB_GPUS=1"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("SLURM_JOB_UID is not set"), std::string::npos) << r.err;
+}
+
+TEST_F(SlurmEpilog, AWedgedDriverIsBoundedByTheTimeout) {
+  if (which("timeout").empty()) GTEST_SKIP() << "timeout(1) is not installed: nothing bounds the run";
+  nvml_.write(
+      {{"block_call", "nvmlDeviceGetMemoryInfo"}, {"gpus", {json::object(), json::object()}}});
+  auto r = run(kEpilog, {uid_var(job_uid()), "SLURM_JOB_GPUS=1", "GPUREAP_TIMEOUT=1"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_EQ(lines(r.err), 1u) << r.err;
+  EXPECT_NE(r.err.find("gpureap kill on GPU 1 did not finish within 1s"), std::string::npos)
+      << r.err;
+}
+
+// --- prolog ----------------------------------------------------------------------------------
+
+using SlurmProlog = SlurmScript;
+
+TEST_F(SlurmProlog, RefusesAGpuWithLeakedMemory) {
+  nvml_.write(
+      two_gpus(json::array(), {{{"pid", dead_pid()}, {"used_bytes", 4 * GiB}, {"leaked", true}}}));
+  auto r = run(kProlog, {"SLURM_JOB_GPUS=0,1"});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_EQ(lines(r.err), 1u) << r.err;
+  EXPECT_EQ(r.err.rfind("gpureap prolog: job 123: GPU 1 has 4.0 GiB of ghost memory (", 0), 0u)
+      << r.err;
+  EXPECT_NE(r.err.find("not starting the job"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("; draining\n"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("GPU 0"), std::string::npos) << r.err;
+}
+
+TEST_F(SlurmProlog, StartsAJobOnACleanGpu) {
+  nvml_.write(
+      two_gpus(json::array(), {{{"pid", dead_pid()}, {"used_bytes", 4 * GiB}, {"leaked", true}}}));
+  auto r = run(kProlog, {"SLURM_JOB_GPUS=0"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+}
+
+TEST_F(SlurmProlog, RefusesAGpuWhoseGonePidIsKeptAlive) {
+  Ready ready;
+  Child keeper([&] {
+    hold(dev_.dev("nvidia1"));
+    ready.signal();
+  });
+  ready.wait();
+  nvml_.write(
+      two_gpus(json::array(),
+               {{{"pid", dead_pid()}, {"used_bytes", 3 * GiB}, {"holders", {keeper.pid()}}}}));
+  auto r = run(kProlog, {"SLURM_JOB_GPUS=1"});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_EQ(r.err.rfind(
+                "gpureap prolog: job 123: GPU 1 has 3.0 GiB of ghost memory (no-such-process)", 0),
+            0u)
+      << r.err;
+  EXPECT_TRUE(is_alive(keeper.pid())) << "the prolog only looks";
+}
+
+TEST_F(SlurmProlog, RefusesMemoryNobodyHolds) {
+  if (::geteuid() != 0)
+    GTEST_SKIP() << "memory nobody holds is only told from a complete view (root)";
+  nvml_.write(two_gpus(json::array(), json::array(), 2 * GiB));
+  auto r = run(kProlog, {"SLURM_JOB_GPUS=1"});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_EQ(
+      r.err.rfind("gpureap prolog: job 123: GPU 1 has 2.0 GiB of ghost memory (leaked-memory)", 0),
+      0u)
+      << r.err;
+}
+
+TEST_F(SlurmProlog, MapsGpuUuidsToIndices) {
+  nvml_.write(
+      two_gpus(json::array(), {{{"pid", dead_pid()}, {"used_bytes", 4 * GiB}, {"leaked", true}}}));
+  std::string upper = kUuid1;
+  std::transform(upper.begin(), upper.end(), upper.begin(), ::toupper);
+  auto r = run(kProlog, {"CUDA_VISIBLE_DEVICES=" + upper});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find("GPU 1 has 4.0 GiB"), std::string::npos) << r.err;
+
+  r = run(kProlog,
+          {"CUDA_VISIBLE_DEVICES=GPU-99999999-0000-0000-0000-000000000000", "SLURM_JOB_GPUS=0"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("no GPU has the UUID GPU-99999999-0000-0000-0000-000000000000"),
+            std::string::npos)
+      << r.err;
+}
+
+TEST_F(SlurmProlog, ReadsIndicesFromCudaVisibleDevicesWithoutSlurmJobGpus) {
+  nvml_.write(
+      two_gpus(json::array(), {{{"pid", dead_pid()}, {"used_bytes", 4 * GiB}, {"leaked", true}}}));
+  auto r = run(kProlog, {"CUDA_VISIBLE_DEVICES=1"});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find("GPU 1 has 4.0 GiB"), std::string::npos) << r.err;
+}
+
+TEST_F(SlurmProlog, StandsAsideForMigInstances) {
+  nvml_.write(
+      two_gpus(json::array(), {{{"pid", dead_pid()}, {"used_bytes", 4 * GiB}, {"leaked", true}}}));
+  auto r = run(kProlog, {"CUDA_VISIBLE_DEVICES=MIG-4b2c3d1e-0000-0000-0000-000000000000",
+                         "SLURM_JOB_GPUS=1"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(lines(r.err), 1u) << r.err;
+  EXPECT_NE(r.err.find("MIG"), std::string::npos) << r.err;
+}
+
+TEST_F(SlurmProlog, CannotCheckWhatItCannotSee) {
+  nvml_.write(two_gpus(json::array(), json::array()));
+  auto r = run(kProlog, {"SLURM_JOB_GPUS=7"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("GPU 7 does not exist"), std::string::npos) << r.err;
+
+  r = run(kProlog, {"SLURM_JOB_GPUS=1", "GPUREAP_NVML_LIBRARY=/nonexistent/libnvidia-ml.so.1"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_EQ(lines(r.err), 1u) << r.err;
+  EXPECT_NE(r.err.find("no GPU driver to ask about GPU 1"), std::string::npos) << r.err;
+
+  r = run(kProlog, {"SLURM_JOB_GPUS=1,gpu2"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("cannot read the job's GPUs from '1,gpu2'"), std::string::npos) << r.err;
+}
+
+TEST_F(SlurmProlog, SiteDefaultsFileOverridesTheEnvironment) {
+  TempDir etc;
+  std::ofstream(etc.file("gpureap-slurm")) << "GPUREAP=/nonexistent/from-defaults\n";
+  nvml_.write(two_gpus(json::array(), json::array()));
+  auto r =
+      run(kProlog, {"SLURM_JOB_GPUS=1", "GPUREAP_SLURM_DEFAULTS=" + etc.file("gpureap-slurm")});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("gpureap not found"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace gpureap::testing
