@@ -3,6 +3,7 @@
 
 #include <iostream>
 
+#include "cli/cmd_audit.h"
 #include "cli/cmd_daemon.h"
 #include "cli/cmd_doctor.h"
 #include "cli/cmd_kill.h"
@@ -43,6 +44,9 @@ int main(int argc, char** argv) {
   TopOptions top_options;
   auto* top = add_top_command(app, top_options);
 
+  AuditOptions audit_options;
+  auto* audit = add_audit_command(app, audit_options);
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::Success& e) {
@@ -59,5 +63,6 @@ int main(int argc, char** argv) {
   if (reset->parsed()) return run_reset(global, reset_options);
   if (kill->parsed()) return run_kill(global, kill_options);
   if (daemon->parsed()) return run_daemon_command(global, daemon_options);
+  if (audit->parsed()) return run_audit(global, audit_options);
   return run_ps(global, ps_options);
 }
