@@ -37,12 +37,14 @@ struct GpuMemory {
 struct Record {
   std::chrono::system_clock::time_point time;
   std::string host;
-  std::string event;     // "decision" (matched for `after`), "action" (the reaper's result), "retry", "gave-up"
+  // "decision" (matched for `after`), "action" (the reaper's result, one per attempt),
+  // "gave-up"; "records-dropped" is the writer's own note of records it could not keep (pid 0).
+  std::string event;
   std::string policy;
   std::string action;    // notify, terminate, kill
   bool enforced = false;
-  // would-terminate, would-kill, notified, released, still-held, survived, refused,
-  // not-permitted, gone, failed
+  // decisions: would-terminate, would-kill, notified, acting; actions: released, still-held,
+  // survived, refused, not-permitted, gone, failed; gave-up; dropped (records-dropped)
   std::string outcome;
   ProcessIdentity process;
   std::vector<GpuMemory> memory;           // per GPU, at decision time
@@ -53,6 +55,9 @@ struct Record {
 };
 
 nlohmann::json to_json(const Record& r);
+// The line the audit log holds: the same fields in their documented order (time first), on
+// one line, ending with '\n'. Invalid UTF-8 in untrusted text is replaced, never thrown on.
+std::string to_json_line(const Record& r);
 // A line read back; a line that is not a record is an error saying why.
 core::Result<Record> record_from_json(const nlohmann::json& j);
 

@@ -3,6 +3,7 @@
 
 #include <iostream>
 
+#include "cli/cmd_audit.h"
 #include "cli/cmd_daemon.h"
 #include "cli/cmd_doctor.h"
 #include "cli/cmd_kill.h"
@@ -46,6 +47,8 @@ int main(int argc, char** argv) {
 
   PolicyOptions policy_options;
   auto* policy = add_policy_command(app, policy_options);
+  AuditOptions audit_options;
+  auto* audit = add_audit_command(app, audit_options);
 
   try {
     app.parse(argc, argv);
@@ -64,5 +67,6 @@ int main(int argc, char** argv) {
   if (kill->parsed()) return run_kill(global, kill_options);
   if (daemon->parsed()) return run_daemon_command(global, daemon_options);
   if (policy->parsed()) return run_policy(global, policy_options);
+  if (audit->parsed()) return run_audit(global, audit_options);
   return run_ps(global, ps_options);
 }

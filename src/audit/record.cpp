@@ -1,0 +1,205 @@
+// The audit line format. Every field is always written: a value gpureap does not know is
+// null, so a reader (jq, a log shipper's schema) sees one stable shape. Reading is lenient
+// where it can be (unknown fields are ignored, an optional field of the wrong type reads as
+// unknown) and strict only about the fields without which a line means nothing.
+#include "audit/record.h"
+
+#include <limits>
+
+#include "audit/rfc3339.h"
+#include "output/escape.h"
+#include "output/time_format.h"
+
+namespace gpureap::audit {
+namespace {
+
+using json = nlohmann::json;
+
+// Process names, command lines and error texts are untrusted bytes; JSON needs UTF-8.
+std::string text(const std::string& s) {
+  return output::utf8_valid(s);
+}
+
+// One builder for both shapes: `json` (sorted keys, for documents) and `ordered_json` (the
+// log line, time first, as people expect when they tail it).
+template <class J>
+struct Builder {
+  template <class T>
+  static J or_null(const std::optional<T>& v) {
+    return v ? J(*v) : J(nullptr);
+  }
+
+  static J optional_text(const std::optional<std::string>& s) {
+    return s ? J(text(*s)) : J(nullptr);
+  }
+
+  static J text_array(const std::vector<std::string>& items) {
+    J out = J::array();
+    for (const auto& s : items) out.push_back(text(s));
+    return out;
+  }
+
+  // The sum of the memory the driver reported; null when it reported none.
+  static J known_memory_sum(const std::vector<GpuMemory>& memory) {
+    std::optional<uint64_t> sum;
+    for (const auto& m : memory)
+      if (m.bytes) sum = sum.value_or(0) + *m.bytes;
+    return or_null(sum);
+  }
+
+  static J process(const ProcessIdentity& p) {
+    return {{"pid", p.pid},
+            {"start_ticks", or_null(p.start_ticks)},
+            {"start_time", p.start_time ? J(output::iso8601_utc(*p.start_time)) : J(nullptr)},
+            {"uid", or_null(p.uid)},
+            {"user", optional_text(p.user)},
+            {"comm", text(p.comm)},
+            {"cmdline", text_array(p.cmdline)},
+            {"container", optional_text(p.container)}};
+  }
+
+  static J record(const Record& r) {
+    J memory = J::array();
+    for (const auto& m : r.memory) memory.push_back({{"gpu", m.gpu}, {"bytes", or_null(m.bytes)}});
+    return {{"time", output::iso8601_utc(r.time)},
+            {"host", text(r.host)},
+            {"event", text(r.event)},
+            {"policy", text(r.policy)},
+            {"action", text(r.action)},
+            {"enforced", r.enforced},
+            {"outcome", text(r.outcome)},
+            {"process", process(r.process)},
+            {"memory", memory},
+            {"memory_bytes", known_memory_sum(r.memory)},
+            {"released_bytes", or_null(r.released_bytes)},
+            {"reasons", text_array(r.reasons)},
+            {"attempt", r.attempt},
+            {"detail", text(r.detail)}};
+  }
+};
+
+// --- reading ---------------------------------------------------------------------------------
+
+const json* field(const json& object, const char* name) {
+  auto it = object.find(name);
+  return it == object.end() || it->is_null() ? nullptr : &*it;
+}
+
+std::string string_or_empty(const json& object, const char* name) {
+  const json* v = field(object, name);
+  return v && v->is_string() ? v->get<std::string>() : std::string();
+}
+
+std::optional<std::string> optional_string(const json& object, const char* name) {
+  const json* v = field(object, name);
+  if (v && v->is_string()) return v->get<std::string>();
+  return std::nullopt;
+}
+
+template <class T>
+std::optional<T> optional_unsigned(const json& object, const char* name) {
+  const json* v = field(object, name);
+  if (!v || !v->is_number_unsigned()) return std::nullopt;
+  auto n = v->get<uint64_t>();
+  if (n > std::numeric_limits<T>::max()) return std::nullopt;
+  return static_cast<T>(n);
+}
+
+std::vector<std::string> string_array(const json& object, const char* name) {
+  std::vector<std::string> out;
+  const json* v = field(object, name);
+  if (!v || !v->is_array()) return out;
+  for (const auto& item : *v)
+    if (item.is_string()) out.push_back(item.get<std::string>());
+  return out;
+}
+
+std::vector<GpuMemory> memory_from_json(const json& object) {
+  std::vector<GpuMemory> out;
+  const json* v = field(object, "memory");
+  if (!v || !v->is_array()) return out;
+  for (const auto& item : *v) {
+    if (!item.is_object()) continue;
+    auto gpu = optional_unsigned<unsigned>(item, "gpu");
+    if (!gpu) continue;
+    out.push_back({*gpu, optional_unsigned<uint64_t>(item, "bytes")});
+  }
+  return out;
+}
+
+void require_string(const json& j, const char* name, std::string& into,
+                    std::vector<std::string>& problems) {
+  const json* v = field(j, name);
+  if (!v)
+    problems.push_back(std::string("\"") + name + "\" is missing");
+  else if (!v->is_string())
+    problems.push_back(std::string("\"") + name + "\" is not a string");
+  else
+    into = v->get<std::string>();
+}
+
+void read_process(const json& j, ProcessIdentity& p, std::vector<std::string>& problems) {
+  const json* process = field(j, "process");
+  if (!process) return problems.push_back("\"process\" is missing");
+  if (!process->is_object()) return problems.push_back("\"process\" is not an object");
+  const json* pid = field(*process, "pid");
+  if (!pid) return problems.push_back("\"process.pid\" is missing");
+  if (!pid->is_number_integer() || pid->get<int64_t>() < 0 ||
+      pid->get<int64_t>() > std::numeric_limits<pid_t>::max())
+    return problems.push_back("\"process.pid\" is not a PID");
+  p.pid = static_cast<pid_t>(pid->get<int64_t>());
+  p.start_ticks = optional_unsigned<uint64_t>(*process, "start_ticks");
+  if (auto t = optional_string(*process, "start_time")) p.start_time = parse_rfc3339(*t);
+  p.uid = optional_unsigned<uid_t>(*process, "uid");
+  p.user = optional_string(*process, "user");
+  p.comm = string_or_empty(*process, "comm");
+  p.cmdline = string_array(*process, "cmdline");
+  p.container = optional_string(*process, "container");
+}
+
+}  // namespace
+
+nlohmann::json to_json(const Record& r) {
+  return Builder<json>::record(r);
+}
+
+std::string to_json_line(const Record& r) {
+  return Builder<nlohmann::ordered_json>::record(r).dump(
+             -1, ' ', false, nlohmann::ordered_json::error_handler_t::replace) +
+         "\n";
+}
+
+core::Result<Record> record_from_json(const nlohmann::json& j) {
+  if (!j.is_object()) return core::Error{"not a JSON object", ""};
+  Record r;
+  std::vector<std::string> problems;
+  std::string time;
+  require_string(j, "time", time, problems);
+  if (const json* t = field(j, "time"); t && t->is_string()) {
+    if (auto parsed = parse_rfc3339(time))
+      r.time = *parsed;
+    else
+      problems.push_back("\"time\" is not an RFC 3339 time");
+  }
+  require_string(j, "event", r.event, problems);
+  require_string(j, "policy", r.policy, problems);
+  require_string(j, "outcome", r.outcome, problems);
+  read_process(j, r.process, problems);
+  if (!problems.empty()) {
+    std::string message;
+    for (const auto& p : problems) message += (message.empty() ? "" : ", ") + p;
+    return core::Error{message, ""};
+  }
+  r.host = string_or_empty(j, "host");
+  r.action = string_or_empty(j, "action");
+  const json* enforced = field(j, "enforced");
+  r.enforced = enforced && enforced->is_boolean() && enforced->get<bool>();
+  r.memory = memory_from_json(j);
+  r.released_bytes = optional_unsigned<uint64_t>(j, "released_bytes");
+  r.reasons = string_array(j, "reasons");
+  r.attempt = optional_unsigned<unsigned>(j, "attempt").value_or(0);
+  r.detail = string_or_empty(j, "detail");
+  return r;
+}
+
+}  // namespace gpureap::audit

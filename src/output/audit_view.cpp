@@ -1,0 +1,78 @@
+#include "output/audit_view.h"
+
+#include "output/escape.h"
+#include "output/table.h"
+#include "output/time_format.h"
+
+namespace gpureap::output {
+namespace {
+
+std::string or_dash(const std::string& s) {
+  return s.empty() ? "-" : terminal_safe(s);
+}
+
+// "2026-11-30 07:53:57": seconds are enough to read; the JSON keeps the milliseconds.
+std::string table_time(std::chrono::system_clock::time_point t) {
+  std::string iso = iso8601_utc(t);
+  return iso.substr(0, 10) + " " + iso.substr(11, 8);
+}
+
+Color outcome_color(const std::string& outcome) {
+  if (outcome == "released") return Color::Green;
+  if (outcome.rfind("would-", 0) == 0) return Color::Yellow;
+  if (outcome == "failed" || outcome == "survived" || outcome == "still-held" ||
+      outcome == "not-permitted" || outcome == "dropped")
+    return Color::Red;
+  return Color::None;
+}
+
+std::string user_of(const audit::ProcessIdentity& p) {
+  if (p.user) return terminal_safe(*p.user);
+  if (p.uid) return std::to_string(*p.uid);
+  return "-";
+}
+
+std::string command_of(const audit::Record& r) {
+  // The writer's note of records it had to drop has no process: its detail is the news.
+  if (r.event == "records-dropped") return terminal_safe(r.detail);
+  const auto& p = r.process;
+  if (p.cmdline.empty()) return p.comm.empty() ? "-" : "(" + terminal_safe(p.comm) + ")";
+  std::string out;
+  for (const auto& arg : p.cmdline) out += (out.empty() ? "" : " ") + terminal_safe(arg);
+  return out;
+}
+
+std::string memory_of(const std::vector<audit::GpuMemory>& memory) {
+  std::optional<uint64_t> sum;
+  for (const auto& m : memory)
+    if (m.bytes) sum = sum.value_or(0) + *m.bytes;
+  return sum ? human_bytes(*sum) : "-";
+}
+
+}  // namespace
+
+std::string render_audit_table(const std::vector<audit::Record>& records, const Style& style,
+                               std::optional<size_t> max_width) {
+  Table table({"TIME (UTC)", "POLICY", "ACTION", "OUTCOME", "PID", "USER", "MEMORY", "RELEASED",
+               "COMMAND"});
+  for (const auto& r : records) {
+    table.add({{table_time(r.time)},
+               {or_dash(r.policy)},
+               {or_dash(r.action)},
+               {or_dash(r.outcome), outcome_color(r.outcome)},
+               {r.process.pid > 0 ? std::to_string(r.process.pid) : "-"},
+               {user_of(r.process)},
+               {memory_of(r.memory)},
+               {r.released_bytes ? human_bytes(*r.released_bytes) : "-"},
+               {command_of(r)}});
+  }
+  return table.render(style, max_width);
+}
+
+nlohmann::json audit_to_json(const std::vector<audit::Record>& records, size_t malformed_lines) {
+  nlohmann::json list = nlohmann::json::array();
+  for (const auto& r : records) list.push_back(audit::to_json(r));
+  return {{"schema", kAuditSchema}, {"records", list}, {"malformed_lines", malformed_lines}};
+}
+
+}  // namespace gpureap::output

@@ -1,0 +1,24 @@
+#pragma once
+// `gpureap audit`: the audit records as a table for people and as the gpureap.audit/v1
+// document for programs. Everything a record says about a process is untrusted text.
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "audit/record.h"
+#include "output/style.h"
+
+namespace gpureap::output {
+
+inline constexpr const char* kAuditSchema = "gpureap.audit/v1";
+
+// TIME (UTC) POLICY ACTION OUTCOME PID USER MEMORY RELEASED COMMAND; the command last, so a
+// narrow terminal cuts only it.
+std::string render_audit_table(const std::vector<audit::Record>& records, const Style& style,
+                               std::optional<size_t> max_width);
+
+// {"schema": "gpureap.audit/v1", "records": [...], "malformed_lines": N}
+nlohmann::json audit_to_json(const std::vector<audit::Record>& records, size_t malformed_lines);
+
+}  // namespace gpureap::output

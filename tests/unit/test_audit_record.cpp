@@ -1,0 +1,215 @@
+#include <gtest/gtest.h>
+
+#include <functional>
+
+#include "audit/record.h"
+#include "audit/rfc3339.h"
+#include "audit_test_support.h"
+
+namespace gpureap::audit {
+namespace {
+
+using nlohmann::json;
+using test::at_ms;
+
+Record full_record() {
+  Record r;
+  r.time = at_ms(1'780'000'000'123);
+  r.host = "gpu-node-7";
+  r.event = "action";
+  r.policy = "ghost-keepers";
+  r.action = "kill";
+  r.enforced = true;
+  r.outcome = "released";
+  r.process.pid = 4242;
+  r.process.start_ticks = 987654;
+  r.process.start_time = at_ms(1'779'990'000'000);
+  r.process.uid = 1000;
+  r.process.user = "alice";
+  r.process.comm = "pt_data_worker";
+  r.process.cmdline = {"python", "train.py", "--lr", "3e-4"};
+  r.process.container = "3f2a9c";
+  r.memory = {{0, 8ull << 30}, {1, std::nullopt}, {2, 1ull << 30}};
+  r.released_bytes = 9ull << 30;
+  r.reasons = {"inherited-holder", "orphan"};
+  r.attempt = 2;
+  r.detail = "SIGKILL after 10s";
+  return r;
+}
+
+TEST(AuditRecord, FieldNamesAreThePublicFormat) {
+  json j = to_json(full_record());
+  EXPECT_EQ(j["time"], "2026-05-28T20:26:40.123Z");
+  EXPECT_EQ(j["host"], "gpu-node-7");
+  EXPECT_EQ(j["event"], "action");
+  EXPECT_EQ(j["policy"], "ghost-keepers");
+  EXPECT_EQ(j["action"], "kill");
+  EXPECT_EQ(j["enforced"], true);
+  EXPECT_EQ(j["outcome"], "released");
+  EXPECT_EQ(j["process"]["pid"], 4242);
+  EXPECT_EQ(j["process"]["start_ticks"], 987654);
+  EXPECT_EQ(j["process"]["start_time"], "2026-05-28T17:40:00.000Z");
+  EXPECT_EQ(j["process"]["uid"], 1000);
+  EXPECT_EQ(j["process"]["user"], "alice");
+  EXPECT_EQ(j["process"]["comm"], "pt_data_worker");
+  EXPECT_EQ(j["process"]["cmdline"], json({"python", "train.py", "--lr", "3e-4"}));
+  EXPECT_EQ(j["process"]["container"], "3f2a9c");
+  EXPECT_EQ(j["memory"], json::parse(R"([{"gpu":0,"bytes":8589934592},{"gpu":1,"bytes":null},
+                                          {"gpu":2,"bytes":1073741824}])"));
+  EXPECT_EQ(j["memory_bytes"], 9ull << 30) << "the sum of what is known";
+  EXPECT_EQ(j["released_bytes"], 9ull << 30);
+  EXPECT_EQ(j["reasons"], json({"inherited-holder", "orphan"}));
+  EXPECT_EQ(j["attempt"], 2);
+  EXPECT_EQ(j["detail"], "SIGKILL after 10s");
+  EXPECT_EQ(j.size(), 14u) << j.dump();
+  EXPECT_EQ(j["process"].size(), 8u) << j.dump();
+}
+
+TEST(AuditRecord, UnknownValuesAreNullNeverZero) {
+  Record r = full_record();
+  r.process = {};
+  r.process.pid = 77;
+  r.memory = {{0, std::nullopt}};
+  r.released_bytes.reset();
+  json j = to_json(r);
+  for (const char* key : {"start_ticks", "start_time", "uid", "user", "container"})
+    EXPECT_TRUE(j["process"][key].is_null()) << key << ": " << j.dump();
+  EXPECT_TRUE(j["memory_bytes"].is_null());
+  EXPECT_TRUE(j["released_bytes"].is_null());
+  EXPECT_EQ(j["process"]["cmdline"], json::array());
+}
+
+TEST(AuditRecord, RoundTrip) {
+  Record r = full_record();
+  auto back = record_from_json(json::parse(to_json_line(r)));
+  ASSERT_TRUE(back) << back.error().message;
+  EXPECT_EQ(back->time, r.time);
+  EXPECT_EQ(back->host, r.host);
+  EXPECT_EQ(back->event, r.event);
+  EXPECT_EQ(back->policy, r.policy);
+  EXPECT_EQ(back->action, r.action);
+  EXPECT_EQ(back->enforced, r.enforced);
+  EXPECT_EQ(back->outcome, r.outcome);
+  EXPECT_EQ(back->process.pid, r.process.pid);
+  EXPECT_EQ(back->process.start_ticks, r.process.start_ticks);
+  EXPECT_EQ(back->process.start_time, r.process.start_time);
+  EXPECT_EQ(back->process.uid, r.process.uid);
+  EXPECT_EQ(back->process.user, r.process.user);
+  EXPECT_EQ(back->process.comm, r.process.comm);
+  EXPECT_EQ(back->process.cmdline, r.process.cmdline);
+  EXPECT_EQ(back->process.container, r.process.container);
+  ASSERT_EQ(back->memory.size(), 3u);
+  EXPECT_EQ(back->memory[0].gpu, 0u);
+  EXPECT_EQ(back->memory[0].bytes, 8ull << 30);
+  EXPECT_EQ(back->memory[1].gpu, 1u);
+  EXPECT_FALSE(back->memory[1].bytes);
+  EXPECT_EQ(back->released_bytes, r.released_bytes);
+  EXPECT_EQ(back->reasons, r.reasons);
+  EXPECT_EQ(back->attempt, r.attempt);
+  EXPECT_EQ(back->detail, r.detail);
+}
+
+TEST(AuditRecord, TheLineIsOneLineWithTimeFirst) {
+  Record r = full_record();
+  r.process.cmdline = {"evil\nname", "\x1b[2J"};
+  r.detail = "line one\nline two";
+  std::string line = to_json_line(r);
+  ASSERT_FALSE(line.empty());
+  EXPECT_EQ(line.back(), '\n');
+  EXPECT_EQ(line.find('\n'), line.size() - 1) << line;
+  EXPECT_EQ(line.rfind("{\"time\":\"2026-05-28T20:26:40.123Z\",\"host\":", 0), 0u) << line;
+}
+
+TEST(AuditRecord, InvalidUtf8IsReplacedNotThrown) {
+  Record r = full_record();
+  r.process.comm = "bad\xff\xfe";
+  r.process.cmdline = {"\xc3"};
+  std::string line;
+  ASSERT_NO_THROW(line = to_json_line(r));
+  auto j = json::parse(line);
+  EXPECT_EQ(j["process"]["comm"], "bad\xef\xbf\xbd\xef\xbf\xbd");
+  ASSERT_NO_THROW((void)to_json(r).dump());
+}
+
+TEST(AuditRecord, UnknownFieldsAreIgnored) {
+  json j = to_json(full_record());
+  j["written_by"] = "gpureap 9.0";
+  j["process"]["cgroup"] = "/kubepods/x";
+  auto back = record_from_json(j);
+  ASSERT_TRUE(back) << back.error().message;
+  EXPECT_EQ(back->process.pid, 4242);
+}
+
+TEST(AuditRecord, OnlyTheEssentialFieldsAreRequired) {
+  auto back = record_from_json(json::parse(
+      R"({"time":"2026-05-28T20:26:40Z","event":"decision","policy":"p","outcome":"would-kill",
+          "process":{"pid":5}})"));
+  ASSERT_TRUE(back) << back.error().message;
+  EXPECT_EQ(back->process.pid, 5);
+  EXPECT_EQ(back->time, at_ms(1'780'000'000'000));
+  EXPECT_FALSE(back->released_bytes);
+  EXPECT_TRUE(back->memory.empty());
+}
+
+TEST(AuditRecord, MissingOrMistypedRequiredFieldsAreNamed) {
+  json good = to_json(full_record());
+  struct Case {
+    std::function<void(json&)> spoil;
+    std::string expected;
+  };
+  std::vector<Case> cases = {
+      {[](json& j) { j.erase("time"); }, "\"time\" is missing"},
+      {[](json& j) { j["time"] = 5; }, "\"time\" is not a string"},
+      {[](json& j) { j["time"] = "yesterday"; }, "\"time\" is not an RFC 3339 time"},
+      {[](json& j) { j.erase("event"); }, "\"event\" is missing"},
+      {[](json& j) { j["policy"] = json::array(); }, "\"policy\" is not a string"},
+      {[](json& j) { j["outcome"] = nullptr; }, "\"outcome\" is missing"},
+      {[](json& j) { j.erase("process"); }, "\"process\" is missing"},
+      {[](json& j) { j["process"] = "4242"; }, "\"process\" is not an object"},
+      {[](json& j) { j["process"].erase("pid"); }, "\"process.pid\" is missing"},
+      {[](json& j) { j["process"]["pid"] = "4242"; }, "\"process.pid\" is not a PID"},
+      {[](json& j) { j["process"]["pid"] = -1; }, "\"process.pid\" is not a PID"},
+  };
+  for (const auto& c : cases) {
+    json j = good;
+    c.spoil(j);
+    auto back = record_from_json(j);
+    ASSERT_FALSE(back) << c.expected;
+    EXPECT_NE(back.error().message.find(c.expected), std::string::npos)
+        << back.error().message << " / expected " << c.expected;
+  }
+  EXPECT_FALSE(record_from_json(json::array()));
+}
+
+TEST(AuditRecord, MistypedOptionalFieldsReadAsUnknown) {
+  json j = to_json(full_record());
+  j["released_bytes"] = "lots";
+  j["process"]["uid"] = -3;
+  j["memory"] = json::parse(R"([{"gpu": 0, "bytes": "8G"}, {"gpu": "one"}, 7])");
+  auto back = record_from_json(j);
+  ASSERT_TRUE(back) << back.error().message;
+  EXPECT_FALSE(back->released_bytes);
+  EXPECT_FALSE(back->process.uid);
+  ASSERT_EQ(back->memory.size(), 1u);
+  EXPECT_FALSE(back->memory[0].bytes);
+}
+
+TEST(AuditRfc3339, ReadsWhatTheWriterWritesAndOffsets) {
+  EXPECT_EQ(parse_rfc3339("2026-05-28T20:26:40.123Z"), at_ms(1'780'000'000'123));
+  EXPECT_EQ(parse_rfc3339("2026-05-28T20:26:40Z"), at_ms(1'780'000'000'000));
+  EXPECT_EQ(parse_rfc3339("2026-05-28 22:26:40.5+02:00"), at_ms(1'780'000'000'500));
+  EXPECT_EQ(parse_rfc3339("2026-05-28T19:26:40.123456-01:00"), at_ms(1'780'000'000'123));
+  EXPECT_EQ(parse_rfc3339("1970-01-01T00:00:00Z"), at_ms(0));
+  EXPECT_EQ(parse_rfc3339("2024-02-29T00:00:00Z"), at_ms(1'709'164'800'000));
+}
+
+TEST(AuditRfc3339, RejectsWhatIsNotATime) {
+  for (const char* bad :
+       {"", "2026-05-28", "2026-05-28T20:26:40", "2026-13-01T00:00:00Z", "2026-02-29T00:00:00Z",
+        "2026-05-28T24:00:00Z", "2026-05-28T20:26:40.Z", "2026-05-28T20:26:40Zjunk",
+        "2026-5-28T20:26:40Z", "1h", "2026-05-28T20:26:40+0200"})
+    EXPECT_FALSE(parse_rfc3339(bad)) << bad;
+}
+
+}  // namespace
+}  // namespace gpureap::audit
