@@ -9,6 +9,7 @@
 #include <iostream>
 #include <memory>
 
+#include "audit/writer.h"
 #include "backend/nvml/nvml_backend.h"
 #include "daemon/config.h"
 #include "daemon/history.h"
@@ -52,6 +53,21 @@ HistoryLimits history_limits(const DaemonConfig& c) {
   limits.max_processes = c.history_max_processes;
   return limits;
 }
+
+audit::AuditLogSettings audit_settings(const DaemonConfig& c) {
+  return {c.audit_log, c.audit_max_bytes, c.audit_keep};
+}
+
+// The audit log's figures in /metrics.
+class AuditMetrics : public SampleConsumer {
+ public:
+  explicit AuditMetrics(std::shared_ptr<const audit::AuditLog> log) : log_(std::move(log)) {}
+  void on_sample(const Sample&, const History&) override {}
+  void add_metrics(std::vector<exporter::MetricFamily>& out) const override { log_->add_metrics(out); }
+
+ private:
+  std::shared_ptr<const audit::AuditLog> log_;
+};
 
 bool loopback(const std::string& host) {
   return host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
@@ -106,12 +122,15 @@ class Daemon {
                  sampler_settings(config_), history_),
         content_(sampler_),
         notifier_(Notifier::from_environment()),
+        audit_(std::make_shared<audit::AuditLog>(audit_settings(config_))),
         policies_(std::make_shared<policy::PolicyRunner>(
             std::make_unique<policy::ReaperAction>(std::move(acting_collector)))),
         started_(Clock::now()) {
     content_.set_stall_after(stall_threshold(config_.interval, config_.driver_timeout));
     policies_->configure(config_.policies, config_.enforce);
+    policies_->add_record_sink([audit = audit_](const audit::Record& r, bool) { audit->append(r); });
     sampler_.add_consumer(policies_);
+    sampler_.add_consumer(std::make_shared<AuditMetrics>(audit_));
   }
 
   int run(const sigset_t& signals) {
@@ -172,6 +191,9 @@ class Daemon {
         std::string s = status_line(*latest, server_->address());
         if (s != status) notifier_.status(status = s);
       }
+      // Audit records that could not be written (a full disk) are retried here, not only
+      // when the next policy decision comes.
+      if (audit_->counters().pending > 0) audit_->flush();
     }
     notifier_.stopping();
     server_->stop();
@@ -210,6 +232,7 @@ class Daemon {
     content_.set_stall_after(stall_threshold(next->interval, next->driver_timeout));
     set_log_level(next->log_level);
     policies_->configure(next->policies, next->enforce);
+    audit_->reconfigure(audit_settings(*next));
     config_ = std::move(*next);
     log_notice("configuration reloaded: " + describe(config_));
     warn_about(config_);
@@ -223,6 +246,7 @@ class Daemon {
   HttpContent content_;
   Notifier notifier_;
   std::unique_ptr<exporter::HttpServer> server_;
+  std::shared_ptr<audit::AuditLog> audit_;
   std::shared_ptr<policy::PolicyRunner> policies_;
   Clock::time_point started_;
 };

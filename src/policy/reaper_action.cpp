@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "reap/executor.h"
+#include "reap/kin.h"
 #include "reap/outcome.h"
 #include "reap/planner.h"
 #include "reap/safety.h"
@@ -72,6 +73,26 @@ ActionResult gone_result(const reap::Report& report, pid_t pid) {
           false};
 }
 
+// A live process that keeps gone PIDs' contexts alive (a dead trainer's worker): their
+// listings are what ending it frees, so the verifier waits for them too. They count only when
+// every keeper has exited; a sibling that keeps them as well is not ended by this action.
+void add_kept_listings(reap::Plan& plan, const core::Snapshot& s, pid_t pid) {
+  auto target = std::find_if(plan.targets.begin(), plan.targets.end(),
+                             [&](const reap::Target& t) { return t.pid == pid; });
+  if (target == plan.targets.end()) return;
+  reap::Kin kin(s);
+  for (const auto& row : s.rows) {
+    if (row.process || !row.listed_by_driver) continue;
+    auto keepers = kin.keepers(row.pid);
+    if (std::find(keepers.begin(), keepers.end(), pid) == keepers.end()) continue;
+    if (std::find(target->keeps.begin(), target->keeps.end(), row.pid) == target->keeps.end())
+      target->keeps.push_back(row.pid);
+    if (std::none_of(plan.gone.begin(), plan.gone.end(), [&](const reap::GoneListing& g) { return g.pid == row.pid; }))
+      plan.gone.push_back({row.pid, row.driver_name, row.gpus, keepers, false,
+                           row.has(core::Anomaly::ForeignNamespace)});
+  }
+}
+
 }  // namespace
 
 ActionResult ReaperAction::run(const ActionRequest& r, const std::function<bool()>& cancelled) const {
@@ -94,6 +115,7 @@ ActionResult ReaperAction::run(const ActionRequest& r, const std::function<bool(
     const reap::Target* t = plan->find(r.identity.pid);
     if (!t || t->start_ticks != *r.identity.start_ticks)
       return {"gone", std::nullopt, "the process exited before it could be ended", false};
+    add_kept_listings(*plan, snapshot, r.identity.pid);
   }
   // A named PID overrides the protected list on the command line; a policy never does.
   for (auto& t : plan->targets)

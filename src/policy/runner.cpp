@@ -59,9 +59,9 @@ void PolicyRunner::on_sample(const daemon::Sample& sample, const daemon::History
                          return history.below_since(daemon::process_key(row), gpu, below);
                        },
                        exemption_for(snapshot)};
-  std::vector<audit::Record> decisions;
   {
     std::lock_guard lock(mutex_);
+    if (stopping_) return;
     std::vector<std::vector<Evaluation>> evaluations;
     for (const auto& p : tracker_.policies()) {
       evaluations.push_back(evaluate(p, context));
@@ -71,31 +71,28 @@ void PolicyRunner::on_sample(const daemon::Sample& sample, const daemon::History
     }
     for (Task& task : tracker_.observe(evaluations, snapshot.timestamp)) {
       const Policy& p = tracker_.policies()[task.policy];
-      const bool enforced = tracker_.enforced();
       std::string outcome = task.act                      ? "acting"
                             : p.action == Action::Notify ? "notified"
                                                          : "would-" + std::string(to_string(p.action));
-      auto record = make_record(p, task.evaluation, snapshot, enforced, "decision", outcome);
+      auto record = make_record(p, task.evaluation, snapshot, tracker_.enforced(), "decision", outcome);
       record.attempt = task.attempt;
       if (!task.act) ++counts_[{p.name, record.action, outcome}];
-      if (task.act && !stopping_) queue_.push_back({p, std::move(task), sample.snapshot});
-      decisions.push_back(std::move(record));
+      // A retry's decision was recorded with its first attempt: its action record follows.
+      if (task.attempt <= 1) {
+        std::string line = "policy " + p.name + ": ";
+        if (outcome == "notified")
+          line += "matched " + summary(record);
+        else if (task.act)
+          line += record.action + " " + summary(record);
+        else
+          line += "would " + record.action + " " + summary(record) + " (enforce is off)";
+        daemon::log_notice(line);
+        queue_.push_back({std::move(record), !task.act, std::nullopt});
+      }
+      if (task.act) queue_.push_back({std::nullopt, true, Job{p, std::move(task), sample.snapshot}});
     }
   }
   wake_.notify_all();
-  for (const auto& r : decisions) {
-    const bool final = r.outcome != "acting";
-    if (r.outcome == "acting" && r.attempt > 1) continue;  // a retry: its action record follows
-    std::string line = "policy " + r.policy + ": ";
-    if (r.outcome == "notified")
-      line += "matched " + summary(r);
-    else if (r.outcome == "acting")
-      line += r.action + " " + summary(r);
-    else
-      line += "would " + r.action + " " + summary(r) + " (enforce is off)";
-    daemon::log_notice(line);
-    emit(r, final);
-  }
 }
 
 void PolicyRunner::work() {
@@ -103,10 +100,11 @@ void PolicyRunner::work() {
   for (;;) {
     wake_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
     if (stopping_) return;
-    Job job = std::move(queue_.front());
+    Item item = std::move(queue_.front());
     queue_.pop_front();
     lock.unlock();
-    act(job);
+    if (item.record) emit(*item.record, item.final);
+    if (item.job) act(*item.job);
     lock.lock();
   }
 }

@@ -1,15 +1,17 @@
 #pragma once
 // The daemon's cleanup policies: on every sample, each policy is evaluated over the snapshot
-// (with the history for `idle`), the Tracker decides what is due, decisions are recorded at
-// once, and actions run one at a time on the runner's own thread through the reaper, so a
-// 10-second grace period never delays sampling. Every decision and result goes to the record
-// sinks (the audit log, the alerts) and to gpureap_policy_actions_total.
+// (with the history for `idle`) and the Tracker decides what is due. Everything slow happens
+// in order on the runner's own thread: records go to the record sinks (the audit log, which
+// fsyncs, and the alerts), and actions run one at a time through the reaper, so neither a
+// slow disk nor a 30-second grace period delays sampling. Every decision and result is
+// counted in gpureap_policy_actions_total.
 #include <condition_variable>
 #include <deque>
 #include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <tuple>
@@ -48,6 +50,12 @@ class PolicyRunner : public daemon::SampleConsumer {
     Task task;
     std::shared_ptr<const core::Snapshot> snapshot;
   };
+  // The worker's queue: a record to hand to the sinks, or an action to take.
+  struct Item {
+    std::optional<audit::Record> record;
+    bool final = true;
+    std::optional<Job> job;
+  };
   void work();
   void emit(const audit::Record& record, bool final);
   void act(const Job& job);
@@ -58,7 +66,7 @@ class PolicyRunner : public daemon::SampleConsumer {
   mutable std::mutex mutex_;  // guards everything below
   std::condition_variable wake_;
   Tracker tracker_;
-  std::deque<Job> queue_;
+  std::deque<Item> queue_;
   bool stopping_ = false;
   std::map<std::tuple<std::string, std::string, std::string>, uint64_t> counts_;  // policy, action, result
   std::map<std::string, size_t> matching_;  // policy → rows matching now

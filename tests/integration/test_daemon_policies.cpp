@@ -4,6 +4,7 @@
 
 #include <fstream>
 #include <set>
+#include <sstream>
 
 #include "support.h"
 
@@ -30,6 +31,14 @@ std::string series(const std::string& policy, const std::string& action, const s
          "\"} ";
 }
 
+// The audit log's records, one JSON object per line.
+std::vector<json> audit_records(const TempDir& dir) {
+  std::vector<json> out;
+  std::istringstream lines(read_text(dir.file("audit.jsonl")));
+  for (std::string line; std::getline(lines, line);) out.push_back(json::parse(line, nullptr, false));
+  return out;
+}
+
 // Waits until the daemon has published `n` more samples (each has its own timestamp).
 bool wait_samples(const DaemonProcess& d, int n) {
   std::set<std::string> seen;
@@ -40,22 +49,34 @@ bool wait_samples(const DaemonProcess& d, int n) {
   });
 }
 
-// A trainer that died and left its forked worker holding the GPU: the driver still lists the
-// trainer's memory, kept alive by the worker (an inherited holder).
+// A trainer that died and left its forked worker (same process group) holding the GPU: the
+// driver still lists the trainer's 6 GiB, kept alive by the worker (an inherited holder).
 struct GhostHolder {
   FakeDevRoot dev;
-  Ready ready;
-  Child worker{[this] {
-    hold(dev.dev("nvidia0"));
-    ready.signal();
-  }};
-  pid_t trainer = dead_pid();
+  pid_t trainer = 0;
+  pid_t worker = 0;
+  std::unique_ptr<KillStrays> strays;
   std::unique_ptr<FakeNvml> nvml;
 
   GhostHolder() {
-    ready.wait();
+    Ready ready;
+    Child t([&] {
+      ::setpgid(0, 0);
+      hold(dev.dev("nvidia0"));
+      if (::fork() == 0) {
+        ::prctl(PR_SET_NAME, "loader-worker");
+        ready.send(::getpid());
+        for (;;) ::pause();
+      }
+      ::_exit(0);
+    });
+    trainer = t.pid();
+    worker = static_cast<pid_t>(ready.receive());
+    strays = std::make_unique<KillStrays>();  // not from a temporary: its destructor kills
+    strays->pids = {worker};
+    t.kill_and_reap();
     nvml = std::make_unique<FakeNvml>(one_gpu(json::array(
-        {{{"pid", trainer}, {"used_bytes", 6 * GiB}, {"holders", {worker.pid()}}, {"name", "python"}}})));
+        {{{"pid", trainer}, {"used_bytes", 6 * GiB}, {"holders", {worker}}, {"name", "python"}}})));
   }
 };
 
@@ -76,13 +97,39 @@ grace = "2s"
   ASSERT_TRUE(wait_until([&] { return d.metric("gpureap_policy_matching_processes{policy=\"ghosts\"} ") == 1; }))
       << d.log();
   // Matching, but not for 3 s yet: nothing was done.
-  EXPECT_TRUE(is_alive(g.worker.pid()));
+  EXPECT_TRUE(is_alive(g.worker));
   EXPECT_EQ(d.log().find("policy ghosts: terminate"), std::string::npos) << d.log();
 
-  ASSERT_EQ(end_signal(g.worker.pid()), SIGTERM) << d.log();
+  ASSERT_TRUE(wait_gone(g.worker, 20000)) << d.log();
   ASSERT_TRUE(wait_until([&] { return d.metric(series("ghosts", "terminate", "released")) == 1; })) << d.log();
-  EXPECT_TRUE(d.wait_log("policy ghosts: terminate PID " + std::to_string(g.worker.pid())));
+  EXPECT_TRUE(d.wait_log("policy ghosts: terminate PID " + std::to_string(g.worker)));
   EXPECT_TRUE(d.wait_log("released")) << d.log();
+
+  // The audit trail: the decision, then the action with the memory it got back.
+  auto records = audit_records(cfg);
+  ASSERT_EQ(records.size(), 2u) << read_text(cfg.file("audit.jsonl"));
+  const json& decision = records[0];
+  EXPECT_EQ(decision["event"], "decision");
+  EXPECT_EQ(decision["policy"], "ghosts");
+  EXPECT_EQ(decision["action"], "terminate");
+  EXPECT_EQ(decision["enforced"], true);
+  EXPECT_EQ(decision["outcome"], "acting");
+  EXPECT_EQ(decision["process"]["pid"], g.worker);
+  EXPECT_TRUE(decision["process"]["start_ticks"].is_number());
+  EXPECT_TRUE(decision["process"]["start_time"].is_string());
+  EXPECT_EQ(decision["reasons"], json::array({"inherited-holder"}));
+  const json& action = records[1];
+  EXPECT_EQ(action["event"], "action");
+  EXPECT_EQ(action["outcome"], "released");
+  EXPECT_EQ(action["attempt"], 1);
+  EXPECT_EQ(action["released_bytes"], 6 * GiB);
+  EXPECT_EQ(action["process"]["start_ticks"], decision["process"]["start_ticks"]);
+
+  // ... which `gpureap audit` reads back.
+  auto r = run_gpureap({"audit", "--file", cfg.file("audit.jsonl"), "--no-color"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("released"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(std::to_string(g.worker)), std::string::npos) << r.out;
 }
 
 TEST(DaemonPolicies, AnUnenforcedPolicyOnlyLogsWhatItWouldDoOnce) {
@@ -98,12 +145,18 @@ action = "kill"
   DaemonProcess d({"--config", config, "--dev-root", g.dev.path()}, g.nvml->env());
   ASSERT_GT(d.port(), 0) << d.log();
   ASSERT_TRUE(wait_until([&] { return d.metric(series("ghosts", "kill", "would-kill")) == 1; })) << d.log();
-  EXPECT_TRUE(d.wait_log("policy ghosts: would kill PID " + std::to_string(g.worker.pid())));
+  EXPECT_TRUE(d.wait_log("policy ghosts: would kill PID " + std::to_string(g.worker)));
   EXPECT_TRUE(d.wait_log("(enforce is off)"));
   // Many samples later: still alive, and logged once.
   ASSERT_TRUE(wait_samples(d, 10)) << d.log();
-  EXPECT_TRUE(is_alive(g.worker.pid()));
+  EXPECT_TRUE(is_alive(g.worker));
   EXPECT_EQ(d.metric(series("ghosts", "kill", "would-kill")), 1);
+  auto records = audit_records(cfg);
+  ASSERT_EQ(records.size(), 1u) << read_text(cfg.file("audit.jsonl"));
+  EXPECT_EQ(records[0]["event"], "decision");
+  EXPECT_EQ(records[0]["outcome"], "would-kill");
+  EXPECT_EQ(records[0]["enforced"], false);
+  EXPECT_EQ(records[0]["process"]["pid"], g.worker);
 }
 
 TEST(DaemonPolicies, MinMemoryAndIdleSelectOnlyTheBigIdleProcess) {
@@ -174,6 +227,7 @@ action = "kill"
   ASSERT_TRUE(wait_samples(d, 5)) << d.log();
   EXPECT_TRUE(is_alive(xorg.pid()));
   EXPECT_EQ(d.log().find("PID " + std::to_string(xorg.pid())), std::string::npos) << d.log();
+  for (const auto& record : audit_records(cfg)) EXPECT_NE(record["process"]["pid"], xorg.pid());
 }
 
 TEST(PolicyTest, ShowsWhatEachPolicyMatchesNowAndWhy) {
@@ -200,15 +254,16 @@ action = "terminate"
   EXPECT_NE(r.out.find("enforce is off"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("policy ghosts (line 5): would terminate"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("once the match has held for 10m00s"), std::string::npos) << r.out;
-  auto rows = rows_of(r.out, g.worker.pid());
+  auto rows = rows_of(r.out, g.worker);
   ASSERT_EQ(rows.size(), 1u) << r.out;
   EXPECT_NE(rows[0].find("inherited-holder"), std::string::npos) << r.out;
+  EXPECT_NE(rows[0].find("6.0 GiB"), std::string::npos) << "the memory it keeps alive: " << r.out;
   EXPECT_NE(r.out.find("not matched: " + std::to_string(other.pid())), std::string::npos) << r.out;
 
   auto j = run_json({"--json", "policy", "test", "--config", config, "--dev-root", g.dev.path()}, g.nvml->env());
   EXPECT_EQ(j["schema"], "gpureap.policy-test/v1");
   ASSERT_EQ(j["policies"].size(), 1u);
-  auto worker = entry_of(j["policies"][0]["processes"], g.worker.pid());
+  auto worker = entry_of(j["policies"][0]["processes"], g.worker);
   EXPECT_EQ(worker["status"], "matches") << j.dump(2);
   auto o = entry_of(j["policies"][0]["processes"], other.pid());
   EXPECT_EQ(o["status"], "no-match") << j.dump(2);
