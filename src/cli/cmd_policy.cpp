@@ -2,6 +2,9 @@
 // snapshot of this machine, and shows what each would match and why (or why not).
 #include "cli/cmd_policy.h"
 
+#include <unistd.h>
+
+#include <cerrno>
 #include <iostream>
 
 #include "core/duration.h"
@@ -132,6 +135,10 @@ CLI::App* add_policy_command(CLI::App& app, PolicyOptions& o) {
 int run_policy(const GlobalOptions& g, const PolicyOptions& o) {
   if (g.csv) return fail({"gpureap policy test has no CSV output", "use --json"});
   const std::string path = o.config.empty() ? daemon::kDefaultConfigPath : o.config;
+  if (::access(path.c_str(), F_OK) != 0 && errno == ENOENT)
+    return fail({"no config file at " + path,
+                 "policies are [[policy]] tables of the daemon's config (docs/config.md); pass "
+                 "--config FILE"});
   auto config = daemon::load_config(path);
   if (!config) {
     std::cerr << config.error().message << "\n";
