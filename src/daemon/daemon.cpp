@@ -9,6 +9,7 @@
 #include <iostream>
 #include <memory>
 
+#include "alert/alert_consumer.h"
 #include "backend/nvml/nvml_backend.h"
 #include "daemon/config.h"
 #include "daemon/history.h"
@@ -50,6 +51,20 @@ HistoryLimits history_limits(const DaemonConfig& c) {
   limits.interval = c.interval;
   limits.max_processes = c.history_max_processes;
   return limits;
+}
+
+std::string node_name() {
+  char buf[256] = {};
+  if (::gethostname(buf, sizeof buf - 1) != 0) return "unknown";
+  return buf;
+}
+
+// The daemon's URL as alert receivers should see it: the node's name when it listens on
+// every address.
+std::string external_url(const exporter::ListenAddress& at) {
+  exporter::ListenAddress shown = at;
+  if (shown.host.empty() || shown.host == "0.0.0.0" || shown.host == "::") shown.host = node_name();
+  return "http://" + shown.text() + "/";
 }
 
 bool loopback(const std::string& host) {
@@ -102,9 +117,14 @@ class Daemon {
                  sampler_settings(config_), history_),
         content_(sampler_),
         notifier_(Notifier::from_environment()),
+        alerts_(std::make_shared<alert::AlertConsumer>()),
         started_(Clock::now()) {
     content_.set_stall_after(stall_threshold(config_.interval, config_.driver_timeout));
+    sampler_.add_consumer(alerts_);
   }
+
+  // For the policy engine: each final decision or action, for [[alert]] policy_action rules.
+  void on_policy_record(const audit::Record& record) { alerts_->on_policy_record(record); }
 
   int run(const sigset_t& signals) {
     auto server = exporter::HttpServer::start(config_.listen, content_, {config_.auth_token});
@@ -118,6 +138,7 @@ class Daemon {
     warn_about(config_);
     log_notice("listening on http://" + server_->address().text() + "/" +
                (config_.auth_token ? " (bearer token required)" : ""));
+    configure_alerts(config_);
     sampler_.start();
 
     bool ready = false;
@@ -168,6 +189,7 @@ class Daemon {
     notifier_.stopping();
     server_->stop();
     sampler_.stop();
+    alerts_->stop();
     log_info("stopped");
     return 0;
   }
@@ -200,10 +222,17 @@ class Daemon {
     history_->set_limits(history_limits(*next));
     content_.set_stall_after(stall_threshold(next->interval, next->driver_timeout));
     set_log_level(next->log_level);
+    configure_alerts(*next);
     config_ = std::move(*next);
     log_notice("configuration reloaded: " + describe(config_));
     warn_about(config_);
     notifier_.ready();
+  }
+
+  void configure_alerts(const DaemonConfig& c) {
+    alerts_->apply(c.alerts, c.sinks, node_name(), external_url(server_->address()));
+    if (!c.alerts.empty())
+      log_info(count(c.alerts.size(), "alert rule") + " to " + count(c.sinks.size(), "sink"));
   }
 
   const DaemonOptions& options_;
@@ -212,6 +241,7 @@ class Daemon {
   Sampler sampler_;
   HttpContent content_;
   Notifier notifier_;
+  std::shared_ptr<alert::AlertConsumer> alerts_;
   std::unique_ptr<exporter::HttpServer> server_;
   Clock::time_point started_;
 };
