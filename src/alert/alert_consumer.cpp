@@ -13,8 +13,11 @@ AlertConsumer::~AlertConsumer() {
 
 void AlertConsumer::send(const std::vector<Notification>& notifications) {
   for (const auto& n : notifications) {
-    daemon::log_info("alert " + n.rule + ": " + (n.firing() ? "firing" : "resolved") + ", " +
-                     daemon::count(n.alerts.size(), "alert"));
+    for (const auto& a : n.alerts) {
+      auto summary = a.annotations.find("summary");
+      daemon::log_info("alert " + n.rule + (a.resolved() ? " resolved" : " firing") +
+                       (summary == a.annotations.end() ? "" : ": " + summary->second));
+    }
     dispatcher_.dispatch(n, context_.external_url);
   }
 }

@@ -64,7 +64,8 @@ void Dispatcher::apply(std::vector<SinkConfig> sinks) {
       auto& counters = counters_[sink.name];
       if (!counters) counters = std::make_shared<SinkCounters>();
       auto sender = factory_(sink);
-      next.push_back(std::make_unique<SinkWorker>(std::move(sink), std::move(sender), counters, capacity_));
+      next.push_back(
+          std::make_unique<SinkWorker>(std::move(sink), std::move(sender), counters, capacity_));
     }
     for (auto& w : workers_)
       if (w) retired.push_back(std::move(w));

@@ -38,7 +38,8 @@ class Evaluator {
  public:
   // New rules (a reload). A rule that keeps its name, condition and severity keeps its
   // pending and firing alerts; the firing alerts of the others are returned resolved at `now`.
-  std::vector<Notification> set_rules(std::vector<Rule> rules, EvaluatorContext context, TimePoint now);
+  std::vector<Notification> set_rules(std::vector<Rule> rules, EvaluatorContext context,
+                                      TimePoint now);
 
   // One sample: its `taken` is the time for `for` and `repeat_interval`, its snapshot's
   // timestamp the wall-clock time of startsAt and endsAt.

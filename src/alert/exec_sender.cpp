@@ -148,7 +148,8 @@ class ExecSender : public Sender {
     sigemptyset(&pipe_set);
     sigaddset(&pipe_set, SIGPIPE);
     ::pthread_sigmask(SIG_BLOCK, &pipe_set, &old_mask);
-    Attempt result = run(d, argv.data(), envp.data(), in_r, in_w, out_r, out_w, err_r, err_w, rep_r, rep_w);
+    Attempt result =
+        run(d, argv.data(), envp.data(), in_r, in_w, out_r, out_w, err_r, err_w, rep_r, rep_w);
     timespec zero{};
     while (::sigtimedwait(&pipe_set, nullptr, &zero) == SIGPIPE) {
     }
@@ -170,19 +171,21 @@ class ExecSender : public Sender {
 
     int exec_errno = 0;
     ssize_t n;
-    do n = ::read(rep_r.fd, &exec_errno, sizeof exec_errno);
-    while (n < 0 && errno == EINTR);
+    do {
+      n = ::read(rep_r.fd, &exec_errno, sizeof exec_errno);
+    } while (n < 0 && errno == EINTR);
     if (n == static_cast<ssize_t>(sizeof exec_errno)) {
       reap(pid, false);
       return {false,
               "cannot run " + program + ": " + std::strerror(exec_errno) +
-                  (exec_errno == ENOENT ? "; check the path in the sink's command"
+                  (exec_errno == ENOENT   ? "; check the path in the sink's command"
                    : exec_errno == EACCES ? "; make it executable (chmod +x) for the daemon's user"
                                           : ""),
               ""};
     }
 
-    for (Fd* f : {&in_w, &out_r, &err_r}) ::fcntl(f->fd, F_SETFL, ::fcntl(f->fd, F_GETFL) | O_NONBLOCK);
+    for (Fd* f : {&in_w, &out_r, &err_r})
+      ::fcntl(f->fd, F_SETFL, ::fcntl(f->fd, F_GETFL) | O_NONBLOCK);
     std::string out, err;
     size_t written = 0;
     bool unread_input = false;
@@ -214,21 +217,22 @@ class ExecSender : public Sender {
       ::kill(pid, SIGKILL);
       reap(pid, true);
       Attempt a{false, "", trimmed(err.empty() ? out : err)};
-      a.error = canceled ? program + " was killed: the daemon is stopping"
-                         : program + " did not finish within " + core::format_duration(sink_.timeout) +
-                               " and was killed" +
-                               (written < d.body.size() ? " (it had not read all of its input)" : "") +
-                               ": make it exit once it has read the alert from stdin, or raise the "
-                               "sink's timeout";
+      a.error = canceled
+                    ? program + " was killed: the daemon is stopping"
+                    : program + " did not finish within " + core::format_duration(sink_.timeout) +
+                          " and was killed" +
+                          (written < d.body.size() ? " (it had not read all of its input)" : "") +
+                          ": make it exit once it has read the alert from stdin, or raise the "
+                          "sink's timeout";
       return a;
     }
     if (out_r.fd >= 0) drain(out_r, out);
     if (err_r.fd >= 0) drain(err_r, err);
     std::string said = trimmed(err.empty() ? out : err);
     if (WIFEXITED(*status) && WEXITSTATUS(*status) == 0) return {true, "", trimmed(out + err)};
-    std::string error = WIFEXITED(*status)
-                            ? program + " exited with status " + std::to_string(WEXITSTATUS(*status))
-                            : program + " was killed by signal " + std::to_string(WTERMSIG(*status));
+    std::string error =
+        WIFEXITED(*status) ? program + " exited with status " + std::to_string(WEXITSTATUS(*status))
+                           : program + " was killed by signal " + std::to_string(WTERMSIG(*status));
     if (unread_input) error += " without reading its input";
     if (!said.empty()) error += "; it said: " + said;
     return {false, error, said};

@@ -27,7 +27,7 @@ std::string why(httplib::Error e, const HttpTarget& t, std::chrono::milliseconds
         return "cannot resolve " + t.host + ": " + ::gai_strerror(rc) +
                "; check the host name in the sink's url and the node's DNS";
       return "cannot connect to " + t.authority +
-             " (refused or unreachable): is the receiver running and reachable from this node?";
+             " (refused or unreachable); check that the receiver runs and this node can reach it";
     }
     case httplib::Error::ConnectionTimeout:
       return "no connection to " + t.authority + " within " + secs +
@@ -47,8 +47,10 @@ std::string why(httplib::Error e, const HttpTarget& t, std::chrono::milliseconds
       return "the certificate of " + t.authority +
              " is not trusted or does not name that host: fix the receiver's certificate, or add "
              "its CA to the system's store";
-    case httplib::Error::Canceled: return "canceled: the daemon is stopping";
-    default: return "request to " + t.authority + " failed: " + httplib::to_string(e);
+    case httplib::Error::Canceled:
+      return "canceled: the daemon is stopping";
+    default:
+      return "request to " + t.authority + " failed: " + httplib::to_string(e);
   }
 }
 
@@ -72,7 +74,8 @@ class HttpSender : public Sender {
     const auto& t = *target_;
     httplib::Client client(t.scheme + "://" + t.authority);
     if (!client.is_valid())
-      return {false, "the url's scheme or host is not usable: " + t.scheme + "://" + t.authority, ""};
+      return {false, "the url's scheme or host is not usable: " + t.scheme + "://" + t.authority,
+              ""};
     client.set_connection_timeout(sink_.timeout);
     client.set_read_timeout(sink_.timeout);
     client.set_write_timeout(sink_.timeout);

@@ -10,10 +10,10 @@
 namespace gpureap::alert {
 
 struct HttpTarget {
-  std::string scheme;     // http | https
-  std::string authority;  // host[:port], [v6]:port
-  std::string host;       // without brackets or port
-  std::string path;       // path and query, "/" when the URL has none
+  std::string scheme;          // http | https
+  std::string authority;       // host[:port], [v6]:port
+  std::string host;            // without brackets or port
+  std::string path;            // path and query, "/" when the URL has none
   std::string user, password;  // from user:password@ in the URL (basic auth)
 };
 // http(s)://[user[:password]@]host[:port][/path][?query]

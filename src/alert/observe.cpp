@@ -45,14 +45,16 @@ void memory_ratio(const Rule& rule, const core::Gpu& g, const std::string& host,
     ratio = static_cast<double>(*m.used_bytes) / static_cast<double>(*m.total_bytes);
   o.holds = compare(ratio, rule.ratio_above);
   if (!ratio) return;
-  o.annotations["summary"] = fmt::format("GPU {} memory {} used ({} of {})", g.index, percent(*ratio),
-                                         human_bytes(*m.used_bytes), human_bytes(*m.total_bytes));
+  o.annotations["summary"] =
+      fmt::format("GPU {} memory {} used ({} of {})", g.index, percent(*ratio),
+                  human_bytes(*m.used_bytes), human_bytes(*m.total_bytes));
   o.annotations["description"] =
       o.holds == Holds::Yes
-          ? fmt::format("{} on {} has {} of {} in use, above the rule's {}. `gpureap` shows who "
-                        "holds it; `gpureap doctor` finds memory held for nobody.",
-                        gpu_name(g), host, human_bytes(*m.used_bytes), human_bytes(*m.total_bytes),
-                        percent(rule.ratio_above))
+          ? fmt::format(
+                "{} on {} has {} of {} in use, above the rule's {}. `gpureap` shows who "
+                "holds it; `gpureap doctor` finds memory held for nobody.",
+                gpu_name(g), host, human_bytes(*m.used_bytes), human_bytes(*m.total_bytes),
+                percent(rule.ratio_above))
           : fmt::format("{} on {} has {} of {} in use, no longer above {}.", gpu_name(g), host,
                         human_bytes(*m.used_bytes), human_bytes(*m.total_bytes),
                         percent(rule.ratio_above));
@@ -71,10 +73,11 @@ void ghost_memory(const Rule& rule, const core::Snapshot& s, const core::Gpu& g,
       fmt::format("GPU {}: {} held for processes that are gone", g.index, human_bytes(ghost));
   o.annotations["description"] =
       o.holds == Holds::Yes
-          ? fmt::format("{} on {} has {} listed for gone processes or kept alive by the processes "
-                        "that inherited their device files, above the rule's {}. `gpureap doctor` "
-                        "names who keeps it; `gpureap kill --ghosts` frees it.",
-                        gpu_name(g), host, human_bytes(ghost), human_bytes(rule.bytes_above))
+          ? fmt::format(
+                "{} on {} has {} listed for gone processes or kept alive by the processes "
+                "that inherited their device files, above the rule's {}. `gpureap doctor` "
+                "names who keeps it; `gpureap kill --ghosts` frees it.",
+                gpu_name(g), host, human_bytes(ghost), human_bytes(rule.bytes_above))
           : fmt::format("{} on {} has {} held for gone processes, no longer above {}.", gpu_name(g),
                         host, human_bytes(ghost), human_bytes(rule.bytes_above));
 }
@@ -92,10 +95,11 @@ void unattributed_memory(const Rule& rule, const core::Snapshot& s, const core::
       fmt::format("GPU {}: {} in use by no listed process", g.index, human_bytes(*bytes));
   o.annotations["description"] =
       o.holds == Holds::Yes
-          ? fmt::format("{} on {} has {} in use that the driver attributes to no process, above "
-                        "the rule's {}: a context being torn down, or leaked. `gpureap doctor` "
-                        "tells which and what frees it.",
-                        gpu_name(g), host, human_bytes(*bytes), human_bytes(rule.bytes_above))
+          ? fmt::format(
+                "{} on {} has {} in use that the driver attributes to no process, above "
+                "the rule's {}: a context being torn down, or leaked. `gpureap doctor` "
+                "tells which and what frees it.",
+                gpu_name(g), host, human_bytes(*bytes), human_bytes(rule.bytes_above))
           : fmt::format("{} on {} has {} attributed to no process, no longer above {}.",
                         gpu_name(g), host, human_bytes(*bytes), human_bytes(rule.bytes_above));
 }
@@ -111,10 +115,17 @@ Observations memory(const Rule& rule, const daemon::Sample& sample, const std::s
     if (rule.gpu && *rule.gpu != g.index) continue;
     Observation o = gpu_instance(rule, g, host);
     switch (rule.condition) {
-      case Condition::MemoryRatio: memory_ratio(rule, g, host, o); break;
-      case Condition::GhostMemory: ghost_memory(rule, snap, g, host, o); break;
-      case Condition::UnattributedMemory: unattributed_memory(rule, snap, g, host, o); break;
-      default: break;
+      case Condition::MemoryRatio:
+        memory_ratio(rule, g, host, o);
+        break;
+      case Condition::GhostMemory:
+        ghost_memory(rule, snap, g, host, o);
+        break;
+      case Condition::UnattributedMemory:
+        unattributed_memory(rule, snap, g, host, o);
+        break;
+      default:
+        break;
     }
     out.items.push_back(std::move(o));
   }
@@ -199,9 +210,12 @@ Observations observe(const Rule& rule, const daemon::Sample& sample, const std::
   switch (rule.condition) {
     case Condition::MemoryRatio:
     case Condition::GhostMemory:
-    case Condition::UnattributedMemory: return memory(rule, sample, hostname);
-    case Condition::Finding: return findings(rule, sample, hostname);
-    case Condition::PolicyAction: break;
+    case Condition::UnattributedMemory:
+      return memory(rule, sample, hostname);
+    case Condition::Finding:
+      return findings(rule, sample, hostname);
+    case Condition::PolicyAction:
+      break;
   }
   return {};
 }

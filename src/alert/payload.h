@@ -2,11 +2,10 @@
 // What sinks send: Alertmanager's webhook JSON (webhook and exec sinks) and a Slack
 // incoming-webhook message. Pure; untrusted text (process names, users, finding evidence) is
 // escaped by the JSON serializer, and for Slack's markup as well.
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
-
-#include <nlohmann/json.hpp>
 
 #include "alert/alert.h"
 

@@ -8,7 +8,8 @@
 namespace gpureap::alert {
 
 bool policy_matches(const Rule& rule, const audit::Record& record) {
-  return rule.condition == Condition::PolicyAction && (!rule.policy || *rule.policy == record.policy);
+  return rule.condition == Condition::PolicyAction &&
+         (!rule.policy || *rule.policy == record.policy);
 }
 
 Alert policy_alert(const Rule& rule, const audit::Record& r, const std::string& hostname) {
@@ -40,7 +41,8 @@ Alert policy_alert(const Rule& rule, const audit::Record& r, const std::string& 
   std::string summary = fmt::format("policy {}: {} {}", r.policy, r.action, who);
   if (!gpus.empty()) summary += fmt::format(" on GPU {}", a.labels["gpu"]);
   summary += ": " + r.outcome;
-  if (r.released_bytes) summary += fmt::format(" ({} freed)", output::human_bytes(*r.released_bytes));
+  if (r.released_bytes)
+    summary += fmt::format(" ({} freed)", output::human_bytes(*r.released_bytes));
   if (!r.enforced) summary += " (not enforced)";
   a.annotations["summary"] = summary;
 
@@ -51,7 +53,8 @@ Alert policy_alert(const Rule& rule, const audit::Record& r, const std::string& 
   if (held > 0) d += fmt::format(", which held {}", output::human_bytes(held));
   d += fmt::format(": {} -> {}.", r.action, r.outcome);
   if (!r.reasons.empty()) d += fmt::format(" Matched: {}.", fmt::join(r.reasons, "; "));
-  if (!r.process.cmdline.empty()) d += fmt::format(" Command: {}.", fmt::join(r.process.cmdline, " "));
+  if (!r.process.cmdline.empty())
+    d += fmt::format(" Command: {}.", fmt::join(r.process.cmdline, " "));
   if (r.process.container) d += " Container: " + *r.process.container + ".";
   if (!r.detail.empty()) d += " " + r.detail;
   if (r.attempt > 1) d += fmt::format(" (attempt {})", r.attempt);

@@ -22,7 +22,8 @@ inline daemon::Sample sample_at(std::chrono::milliseconds at, std::vector<core::
   SnapshotOptions o;
   o.at = kWall0 + at;
   daemon::Sample s;
-  s.snapshot = std::make_shared<const core::Snapshot>(make_snapshot(std::move(ps), std::move(gpus), o));
+  s.snapshot =
+      std::make_shared<const core::Snapshot>(make_snapshot(std::move(ps), std::move(gpus), o));
   s.findings = std::move(findings);
   s.taken = kT0 + at;
   return s;

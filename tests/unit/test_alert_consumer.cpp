@@ -28,7 +28,8 @@ struct Inbox {
 
 class Recording : public Sender {
  public:
-  Recording(std::string sink, std::shared_ptr<Inbox> inbox) : sink_(std::move(sink)), inbox_(std::move(inbox)) {}
+  Recording(std::string sink, std::shared_ptr<Inbox> inbox)
+      : sink_(std::move(sink)), inbox_(std::move(inbox)) {}
   Attempt send(const Delivery& d) override {
     std::lock_guard lock(inbox_->m);
     inbox_->got.emplace_back(sink_, json::parse(d.body));
@@ -46,7 +47,8 @@ bool wait_for(const std::function<bool()>& done) {
   return done();
 }
 
-const exporter::MetricFamily* family(const std::vector<exporter::MetricFamily>& fs, const std::string& name) {
+const exporter::MetricFamily* family(const std::vector<exporter::MetricFamily>& fs,
+                                     const std::string& name) {
   for (const auto& f : fs)
     if (f.name == name) return &f;
   return nullptr;
@@ -72,12 +74,14 @@ TEST(AlertConsumer, MetricsArePresentBeforeAnySample) {
   ASSERT_EQ(firing->samples.size(), 1u);
   EXPECT_EQ(firing->samples[0].labels[0].value, "GpuMemoryHigh");
   EXPECT_EQ(firing->samples[0].value, 0);
-  EXPECT_NE(exporter::render(out).find("# TYPE gpureap_alerts_sent_total counter\n"), std::string::npos);
+  EXPECT_NE(exporter::render(out).find("# TYPE gpureap_alerts_sent_total counter\n"),
+            std::string::npos);
 }
 
 TEST(AlertConsumer, SamplesAndPolicyRecordsReachTheSinks) {
   auto inbox = std::make_shared<Inbox>();
-  AlertConsumer c([inbox](const SinkConfig& s) { return std::make_unique<Recording>(s.name, inbox); });
+  AlertConsumer c(
+      [inbox](const SinkConfig& s) { return std::make_unique<Recording>(s.name, inbox); });
   Rule acted;
   acted.name = "PolicyActed";
   acted.condition = Condition::PolicyAction;

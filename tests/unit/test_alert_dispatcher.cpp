@@ -115,8 +115,10 @@ TEST(AlertDispatcher, RoutesToTheRulesSinksRenderedForEachType) {
   d.apply({sink("hook"), sink("chat", SinkType::Slack), sink("pager", SinkType::Exec)});
   d.dispatch(note("A", {"hook", "chat"}), "http://node1:9842/");
   d.dispatch(note("B"), "http://node1:9842/");
-  ASSERT_TRUE(wait_for([&] { return d.counts("hook")->success == 2 && d.counts("chat")->success == 2 &&
-                                    d.counts("pager")->success == 1; }));
+  ASSERT_TRUE(wait_for([&] {
+    return d.counts("hook")->success == 2 && d.counts("chat")->success == 2 &&
+           d.counts("pager")->success == 1;
+  }));
   const auto& hook = f.scripts["hook"]->sent;
   ASSERT_EQ(hook.size(), 2u);
   json j = json::parse(hook[0].body);
@@ -178,7 +180,8 @@ TEST(AlertDispatcher, AFullQueueDropsTheOldestAndDispatchNeverWaits) {
   std::vector<std::string> names;
   for (const auto& x : s->sent) names.push_back(x.alertname);
   EXPECT_EQ(names.back(), "D");
-  EXPECT_EQ(std::count(names.begin(), names.end(), "A") + std::count(names.begin(), names.end(), "B"), 0);
+  EXPECT_EQ(
+      std::count(names.begin(), names.end(), "A") + std::count(names.begin(), names.end(), "B"), 0);
 }
 
 TEST(AlertDispatcher, StopCancelsASendThatHangs) {
@@ -199,7 +202,8 @@ TEST(AlertDispatcher, ReloadKeepsUnchangedSinksAndTheirCounters) {
   Dispatcher d(f.factory());
   d.apply({sink("hook"), sink("old")});
   d.dispatch(note("A"), "");
-  ASSERT_TRUE(wait_for([&] { return d.counts("hook")->success == 1 && d.counts("old")->success == 1; }));
+  ASSERT_TRUE(
+      wait_for([&] { return d.counts("hook")->success == 1 && d.counts("old")->success == 1; }));
   auto changed = sink("hook");
   changed.timeout = 3s;
   d.apply({changed});

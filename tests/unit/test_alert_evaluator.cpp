@@ -7,8 +7,8 @@ namespace gpureap::alert {
 namespace {
 
 using namespace std::chrono_literals;
-using testing::gpu_used;
 using testing::GiB;
+using testing::gpu_used;
 using testing::kWall0;
 using testing::memory_rule;
 using testing::sample_at;
@@ -101,7 +101,8 @@ TEST(AlertEvaluator, EachGpuIsItsOwnAlertAndTheGpuKeyFilters) {
 
 TEST(AlertEvaluator, AGpuThatDisappearsResolvesItsAlert) {
   Evaluator e = with({memory_rule(0.9)});
-  ASSERT_EQ(alerts(e.evaluate(sample_at(0s, {gpu_used(0, 95 * GiB), gpu_used(1, 95 * GiB)}))).size(), 2u);
+  ASSERT_EQ(
+      alerts(e.evaluate(sample_at(0s, {gpu_used(0, 95 * GiB), gpu_used(1, 95 * GiB)}))).size(), 2u);
   auto gone = alerts(e.evaluate(sample_at(1s, {gpu_used(0, 95 * GiB)})));
   ASSERT_EQ(gone.size(), 1u);
   EXPECT_TRUE(gone[0].resolved());
@@ -168,10 +169,12 @@ TEST(AlertEvaluator, GhostMemoryOfAGonePid) {
   Evaluator e = with({r});
   using testing::listed;
   // PID 4242 is listed with 8 GiB and is not in /proc.
-  auto fired = alerts(e.evaluate(sample_at(0s, {testing::gpu(0, 0, 8 * GiB, {listed(4242, 8 * GiB)})})));
+  auto fired =
+      alerts(e.evaluate(sample_at(0s, {testing::gpu(0, 0, 8 * GiB, {listed(4242, 8 * GiB)})})));
   ASSERT_EQ(fired.size(), 1u);
   EXPECT_EQ(fired[0].annotations.at("summary"), "GPU 0: 8.0 GiB held for processes that are gone");
-  EXPECT_NE(fired[0].annotations.at("description").find("gpureap kill --ghosts"), std::string::npos);
+  EXPECT_NE(fired[0].annotations.at("description").find("gpureap kill --ghosts"),
+            std::string::npos);
   auto resolved = alerts(e.evaluate(sample_at(1s, {testing::gpu(0, 0, 0, {})})));
   ASSERT_EQ(resolved.size(), 1u);
   EXPECT_TRUE(resolved[0].resolved());
@@ -212,7 +215,8 @@ TEST(AlertEvaluator, FindingsByCodeAndGpusHoldForThenResolve) {
   EXPECT_EQ(fired[0].labels.at("gpu"), "0");
   EXPECT_EQ(fired[0].annotations.at("summary"),
             "no-such-process (critical) on GPU 0, 16 GiB, PID 4242, 4243");
-  EXPECT_NE(fired[0].annotations.at("description").find("Fix: gpureap kill --ghosts"), std::string::npos);
+  EXPECT_NE(fired[0].annotations.at("description").find("Fix: gpureap kill --ghosts"),
+            std::string::npos);
   EXPECT_EQ(fired[0].generator_url, "http://node1:9842/api/v1/findings");
   // The same finding on another GPU is another alert.
   auto on1 = finding("no-such-process", doctor::Severity::Critical, {1}, {5000});
@@ -232,11 +236,11 @@ TEST(AlertEvaluator, FindingsBySeverityAndGpu) {
   r.finding_severity = doctor::Severity::Critical;
   r.gpu = 1;
   Evaluator e = with({r});
-  auto fired = alerts(e.evaluate(sample_at(
-      0s, {gpu_used(0, 0), gpu_used(1, 0)}, {},
-      {finding("no-such-process", doctor::Severity::Critical, {0}, {1}),
-       finding("stopped-holder", doctor::Severity::Warning, {1}, {2}),
-       finding("leaked-memory", doctor::Severity::Critical, {1}, {3})})));
+  auto fired = alerts(
+      e.evaluate(sample_at(0s, {gpu_used(0, 0), gpu_used(1, 0)}, {},
+                           {finding("no-such-process", doctor::Severity::Critical, {0}, {1}),
+                            finding("stopped-holder", doctor::Severity::Warning, {1}, {2}),
+                            finding("leaked-memory", doctor::Severity::Critical, {1}, {3})})));
   ASSERT_EQ(fired.size(), 1u);
   EXPECT_EQ(fired[0].labels.at("code"), "leaked-memory");
 }
@@ -304,9 +308,11 @@ TEST(AlertEvaluator, APolicyActionFiresOnceAndResolvesAtTheNextSample) {
                               {"comm", "python"},
                               {"user", "alice"},
                               {"gpu", "0"}}));
-  EXPECT_EQ(a.annotations.at("summary"),
-            "policy idle: terminate PID 4242 (python, user alice) on GPU 0: released (8.0 GiB freed)");
-  EXPECT_EQ(e.firing(), (std::vector<std::pair<std::string, size_t>>{{"PolicyActed", 2}, {"IdleKilled", 1}}));
+  EXPECT_EQ(
+      a.annotations.at("summary"),
+      "policy idle: terminate PID 4242 (python, user alice) on GPU 0: released (8.0 GiB freed)");
+  EXPECT_EQ(e.firing(),
+            (std::vector<std::pair<std::string, size_t>>{{"PolicyActed", 2}, {"IdleKilled", 1}}));
 
   // A sample taken before the record (the record came in while consumers ran) leaves it open.
   EXPECT_TRUE(e.evaluate(sample_at(2s, {gpu_used(0, 0)})).empty());

@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 #include <httplib.h>
 #include <netinet/in.h>
+#include <signal.h>
 #include <sys/socket.h>
 
 #include <condition_variable>
@@ -46,6 +47,12 @@ class Receiver {
   }
 
  private:
+  // httplib's server ignores SIGPIPE for the whole process; later tests check dispositions.
+  struct KeepSigpipe {
+    struct sigaction old {};
+    KeepSigpipe() { ::sigaction(SIGPIPE, nullptr, &old); }
+    ~KeepSigpipe() { ::sigaction(SIGPIPE, &old, nullptr); }
+  } keep_sigpipe_;  // before server_: restored after it is gone
   httplib::Server server_;
   std::thread thread_;
   int port_ = 0;
@@ -100,7 +107,8 @@ TEST(AlertHttpUrl, SplitsWhatTheClientNeeds) {
 
 TEST(AlertHttpSender, PostsTheJsonAndA2xxIsSuccess) {
   Receiver r(200);
-  auto s = make_http_sender(hook("http://user:pw@127.0.0.1:" + std::to_string(r.port()) + "/hook?team=gpu"));
+  auto s = make_http_sender(
+      hook("http://user:pw@127.0.0.1:" + std::to_string(r.port()) + "/hook?team=gpu"));
   EXPECT_EQ(s->target(), "POST http://127.0.0.1:" + std::to_string(r.port()));
   Attempt a = s->send(delivery());
   EXPECT_TRUE(a.ok) << a.error;
@@ -128,8 +136,8 @@ TEST(AlertHttpSender, NobodyListening) {
   Attempt a = s->send(delivery());
   EXPECT_FALSE(a.ok);
   EXPECT_EQ(a.error, "cannot connect to 127.0.0.1:" + std::to_string(port) +
-                         " (refused or unreachable): is the receiver running and reachable from "
-                         "this node?");
+                         " (refused or unreachable); check that the receiver runs and this node "
+                         "can reach it");
 }
 
 TEST(AlertHttpSender, AReceiverThatHangsTimesOut) {
@@ -137,7 +145,9 @@ TEST(AlertHttpSender, AReceiverThatHangsTimesOut) {
   auto s = make_http_sender(hook("http://127.0.0.1:" + std::to_string(r.port()) + "/", 200ms));
   Attempt a = s->send(delivery());
   EXPECT_FALSE(a.ok);
-  EXPECT_EQ(a.error.rfind("no answer from 127.0.0.1:" + std::to_string(r.port()) + " within 200ms", 0), 0u)
+  EXPECT_EQ(
+      a.error.rfind("no answer from 127.0.0.1:" + std::to_string(r.port()) + " within 200ms", 0),
+      0u)
       << a.error;
 }
 

@@ -14,7 +14,8 @@ const TimePoint kAt{std::chrono::seconds(1'700'000'000)};  // 2023-11-14T22:13:2
 
 Alert gpu_alert(std::string gpu, bool resolved) {
   Alert a;
-  a.labels = {{"alertname", "GpuMemoryHigh"}, {"severity", "warning"}, {"instance", "node1"}, {"gpu", gpu}};
+  a.labels = {
+      {"alertname", "GpuMemoryHigh"}, {"severity", "warning"}, {"instance", "node1"}, {"gpu", gpu}};
   a.annotations = {{"summary", "GPU " + gpu + " memory 97% used (78 GiB of 80 GiB)"},
                    {"description", "long text"}};
   a.starts_at = kAt;
@@ -25,7 +26,10 @@ Alert gpu_alert(std::string gpu, bool resolved) {
 
 TEST(AlertFingerprint, IsPrometheusLabelSetFingerprint) {
   // FNV-1a 64 over name, 0xff, value, 0xff, sorted by name: the value Alertmanager computes.
-  EXPECT_EQ(fingerprint({{"alertname", "GpuMemoryHigh"}, {"instance", "node1"}, {"gpu", "0"}, {"severity", "warning"}}),
+  EXPECT_EQ(fingerprint({{"alertname", "GpuMemoryHigh"},
+                         {"instance", "node1"},
+                         {"gpu", "0"},
+                         {"severity", "warning"}}),
             "f6afce77fb55e54e");
   EXPECT_EQ(fingerprint({}), "cbf29ce484222325");
   // Depends on every label and on nothing else.
