@@ -9,6 +9,7 @@
 #include <iostream>
 #include <memory>
 
+#include "alert/alert_consumer.h"
 #include "audit/writer.h"
 #include "backend/nvml/nvml_backend.h"
 #include "daemon/config.h"
@@ -69,6 +70,20 @@ class AuditMetrics : public SampleConsumer {
   std::shared_ptr<const audit::AuditLog> log_;
 };
 
+std::string node_name() {
+  char buf[256] = {};
+  if (::gethostname(buf, sizeof buf - 1) != 0) return "unknown";
+  return buf;
+}
+
+// The daemon's URL as alert receivers should see it: the node's name when it listens on
+// every address.
+std::string external_url(const exporter::ListenAddress& at) {
+  exporter::ListenAddress shown = at;
+  if (shown.host.empty() || shown.host == "0.0.0.0" || shown.host == "::") shown.host = node_name();
+  return "http://" + shown.text() + "/";
+}
+
 bool loopback(const std::string& host) {
   return host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
 }
@@ -122,14 +137,21 @@ class Daemon {
                  sampler_settings(config_), history_),
         content_(sampler_),
         notifier_(Notifier::from_environment()),
+        alerts_(std::make_shared<alert::AlertConsumer>()),
         audit_(std::make_shared<audit::AuditLog>(audit_settings(config_))),
         policies_(std::make_shared<policy::PolicyRunner>(
             std::make_unique<policy::ReaperAction>(std::move(acting_collector)))),
         started_(Clock::now()) {
     content_.set_stall_after(stall_threshold(config_.interval, config_.driver_timeout));
     policies_->configure(config_.policies, config_.enforce);
+    // Every record is audited; the final ones (not a decision whose action follows, nor an
+    // attempt that will be retried) also feed [[alert]] policy_action rules.
     policies_->add_record_sink([audit = audit_](const audit::Record& r, bool) { audit->append(r); });
+    policies_->add_record_sink([alerts = alerts_](const audit::Record& r, bool final) {
+      if (final) alerts->on_policy_record(r);
+    });
     sampler_.add_consumer(policies_);
+    sampler_.add_consumer(alerts_);
     sampler_.add_consumer(std::make_shared<AuditMetrics>(audit_));
   }
 
@@ -145,6 +167,7 @@ class Daemon {
     warn_about(config_);
     log_notice("listening on http://" + server_->address().text() + "/" +
                (config_.auth_token ? " (bearer token required)" : ""));
+    configure_alerts(config_);
     sampler_.start();
 
     bool ready = false;
@@ -199,6 +222,7 @@ class Daemon {
     server_->stop();
     sampler_.stop();
     policies_->stop();
+    alerts_->stop();
     log_info("stopped");
     return 0;
   }
@@ -233,10 +257,17 @@ class Daemon {
     set_log_level(next->log_level);
     policies_->configure(next->policies, next->enforce);
     audit_->reconfigure(audit_settings(*next));
+    configure_alerts(*next);
     config_ = std::move(*next);
     log_notice("configuration reloaded: " + describe(config_));
     warn_about(config_);
     notifier_.ready();
+  }
+
+  void configure_alerts(const DaemonConfig& c) {
+    alerts_->apply(c.alerts, c.sinks, node_name(), external_url(server_->address()));
+    if (!c.alerts.empty())
+      log_info(count(c.alerts.size(), "alert rule") + " to " + count(c.sinks.size(), "sink"));
   }
 
   const DaemonOptions& options_;
@@ -245,6 +276,7 @@ class Daemon {
   Sampler sampler_;
   HttpContent content_;
   Notifier notifier_;
+  std::shared_ptr<alert::AlertConsumer> alerts_;
   std::unique_ptr<exporter::HttpServer> server_;
   std::shared_ptr<audit::AuditLog> audit_;
   std::shared_ptr<policy::PolicyRunner> policies_;

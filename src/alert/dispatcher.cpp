@@ -1,0 +1,128 @@
+#include "alert/dispatcher.h"
+
+#include <algorithm>
+
+#include "alert/payload.h"
+
+namespace gpureap::alert {
+namespace {
+
+using std::chrono::milliseconds;
+
+constexpr milliseconds kReconfigureWait{1000};
+
+std::optional<std::string> render(const SinkConfig& sink, const Notification& n,
+                                  const std::string& external_url) {
+  if (sink.type == SinkType::Slack) {
+    auto j = slack_payload(n);
+    if (!j) return std::nullopt;
+    return to_text(*j);
+  }
+  return to_text(webhook_payload(n, sink.name, external_url));
+}
+
+bool wants(const Notification& n, const std::string& sink) {
+  return n.sinks.empty() || std::find(n.sinks.begin(), n.sinks.end(), sink) != n.sinks.end();
+}
+
+void stop_all(std::vector<std::unique_ptr<SinkWorker>>& workers, milliseconds wait) {
+  const auto until = std::chrono::steady_clock::now() + wait;
+  for (auto& w : workers) {
+    auto left = std::chrono::duration_cast<milliseconds>(until - std::chrono::steady_clock::now());
+    w->stop(std::max(left, milliseconds(0)));
+  }
+  workers.clear();
+}
+
+}  // namespace
+
+bool same_delivery(const SinkConfig& a, const SinkConfig& b) {
+  return a.name == b.name && a.type == b.type && a.url == b.url && a.command == b.command &&
+         a.timeout == b.timeout && a.retries == b.retries && a.retry_backoff == b.retry_backoff;
+}
+
+Dispatcher::Dispatcher(SenderFactory factory, size_t capacity)
+    : factory_(std::move(factory)), capacity_(capacity) {}
+
+Dispatcher::~Dispatcher() {
+  stop(kReconfigureWait);
+}
+
+void Dispatcher::apply(std::vector<SinkConfig> sinks) {
+  std::vector<std::unique_ptr<SinkWorker>> retired;
+  {
+    std::lock_guard lock(mutex_);
+    std::vector<std::unique_ptr<SinkWorker>> next;
+    for (auto& sink : sinks) {
+      auto same = std::find_if(workers_.begin(), workers_.end(), [&](const auto& w) {
+        return w && same_delivery(w->config(), sink);
+      });
+      if (same != workers_.end()) {
+        next.push_back(std::move(*same));
+        continue;
+      }
+      auto& counters = counters_[sink.name];
+      if (!counters) counters = std::make_shared<SinkCounters>();
+      auto sender = factory_(sink);
+      next.push_back(
+          std::make_unique<SinkWorker>(std::move(sink), std::move(sender), counters, capacity_));
+    }
+    for (auto& w : workers_)
+      if (w) retired.push_back(std::move(w));
+    workers_ = std::move(next);
+  }
+  // Outside the lock: the sampler may dispatch meanwhile.
+  stop_all(retired, kReconfigureWait);
+}
+
+void Dispatcher::dispatch(const Notification& n, const std::string& external_url) {
+  if (n.alerts.empty()) return;
+  Delivery d;
+  d.alertname = n.rule;
+  d.status = n.firing() ? "firing" : "resolved";
+  d.alerts = n.alerts.size();
+  std::lock_guard lock(mutex_);
+  for (auto& w : workers_) {
+    if (!wants(n, w->config().name)) continue;
+    auto body = render(w->config(), n, external_url);
+    if (!body) continue;
+    Delivery copy = d;
+    copy.body = std::move(*body);
+    w->push(std::move(copy));
+  }
+}
+
+void Dispatcher::stop(milliseconds wait) {
+  std::vector<std::unique_ptr<SinkWorker>> workers;
+  {
+    std::lock_guard lock(mutex_);
+    workers.swap(workers_);
+  }
+  stop_all(workers, wait);
+}
+
+exporter::MetricFamily Dispatcher::sent_metric() const {
+  exporter::MetricFamily f{
+      "gpureap_alerts_sent_total",
+      "Alert messages by sink and result: success (delivered), failure (one failed attempt; "
+      "a message is retried), dropped (given up after its retries, or pushed out of a full queue)",
+      exporter::MetricType::Counter};
+  std::lock_guard lock(mutex_);
+  for (const auto& w : workers_) {
+    const auto& name = w->config().name;
+    const auto& c = *counters_.at(name);
+    f.add({{"sink", name}, {"result", "success"}}, static_cast<double>(c.success.load()));
+    f.add({{"sink", name}, {"result", "failure"}}, static_cast<double>(c.failure.load()));
+    f.add({{"sink", name}, {"result", "dropped"}}, static_cast<double>(c.dropped.load()));
+  }
+  return f;
+}
+
+std::optional<Dispatcher::Counts> Dispatcher::counts(const std::string& sink) const {
+  std::lock_guard lock(mutex_);
+  auto it = counters_.find(sink);
+  if (it == counters_.end()) return std::nullopt;
+  return Counts{it->second->success.load(), it->second->failure.load(), it->second->dropped.load()};
+}
+
+}  // namespace gpureap::alert

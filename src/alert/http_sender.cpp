@@ -1,0 +1,163 @@
+#include "alert/http_sender.h"
+
+#include <httplib.h>
+#include <netdb.h>
+
+#include <algorithm>
+#include <mutex>
+
+#include "core/duration.h"
+
+namespace gpureap::alert {
+namespace {
+
+constexpr size_t kAnswerShown = 300;  // bytes of a receiver's answer that reach the log
+
+std::string why(httplib::Error e, const HttpTarget& t, std::chrono::milliseconds timeout) {
+  const std::string secs = core::format_duration(timeout);
+  switch (e) {
+    case httplib::Error::Connection: {
+      // The library says "Connection" for refusals and for names that do not resolve alike.
+      addrinfo hints{};
+      hints.ai_socktype = SOCK_STREAM;
+      addrinfo* res = nullptr;
+      int rc = ::getaddrinfo(t.host.c_str(), nullptr, &hints, &res);
+      if (res) ::freeaddrinfo(res);
+      if (rc != 0)
+        return "cannot resolve " + t.host + ": " + ::gai_strerror(rc) +
+               "; check the host name in the sink's url and the node's DNS";
+      return "cannot connect to " + t.authority +
+             " (refused or unreachable); check that the receiver runs and this node can reach it";
+    }
+    case httplib::Error::ConnectionTimeout:
+      return "no connection to " + t.authority + " within " + secs +
+             ": a firewall may drop the packets, or the receiver is overloaded";
+    case httplib::Error::Read:
+      return "no answer from " + t.authority + " within " + secs +
+             " (or it closed the connection): the receiver hangs or is overloaded; raise the "
+             "sink's timeout if it is only slow";
+    case httplib::Error::Write:
+      return "cannot send to " + t.authority + " (the connection broke or timed out)";
+    case httplib::Error::SSLConnection:
+      return "TLS handshake with " + t.authority +
+             " failed: does the receiver speak https on that port?";
+    case httplib::Error::SSLLoadingCerts:
+      return "cannot load the system's CA certificates (install ca-certificates)";
+    case httplib::Error::SSLServerVerification:
+      return "the certificate of " + t.authority +
+             " is not trusted or does not name that host: fix the receiver's certificate, or add "
+             "its CA to the system's store";
+    case httplib::Error::Canceled:
+      return "canceled: the daemon is stopping";
+    default:
+      return "request to " + t.authority + " failed: " + httplib::to_string(e);
+  }
+}
+
+class HttpSender : public Sender {
+ public:
+  HttpSender(SinkConfig sink, core::Result<HttpTarget> target)
+      : sink_(std::move(sink)), target_(std::move(target)) {}
+
+  std::string target() const override {
+    return target_ ? "POST " + target_->scheme + "://" + target_->authority : "POST (invalid url)";
+  }
+
+  void cancel() override {
+    std::lock_guard lock(mutex_);
+    canceled_ = true;
+    if (active_) active_->stop();
+  }
+
+  Attempt send(const Delivery& d) override {
+    if (!target_) return {false, target_.error().text(), ""};
+    const auto& t = *target_;
+    httplib::Client client(t.scheme + "://" + t.authority);
+    if (!client.is_valid())
+      return {false, "the url's scheme or host is not usable: " + t.scheme + "://" + t.authority,
+              ""};
+    client.set_connection_timeout(sink_.timeout);
+    client.set_read_timeout(sink_.timeout);
+    client.set_write_timeout(sink_.timeout);
+    client.set_keep_alive(false);
+    client.set_follow_location(false);
+    client.enable_server_certificate_verification(true);
+    if (!t.user.empty() || !t.password.empty()) client.set_basic_auth(t.user, t.password);
+    {
+      std::lock_guard lock(mutex_);
+      if (canceled_) return {false, "canceled: the daemon is stopping", ""};
+      active_ = &client;
+    }
+    httplib::Headers headers{{"User-Agent", std::string("gpureap/") + GPUREAP_VERSION}};
+    auto res = client.Post(t.path, headers, d.body, "application/json");
+    {
+      std::lock_guard lock(mutex_);
+      active_ = nullptr;
+    }
+    if (!res) return {false, why(res.error(), t, sink_.timeout), ""};
+    std::string answer = res->body.substr(0, kAnswerShown);
+    if (res->status >= 200 && res->status < 300) return {true, "", answer};
+    std::string error = "the receiver answered HTTP " + std::to_string(res->status);
+    if (res->status >= 300 && res->status < 400)
+      error += " (a redirect to " + res->get_header_value("Location") +
+               "): put the final URL in the sink's url";
+    else if (res->status == 401 || res->status == 403)
+      error += ": check the credentials or token in the sink's url";
+    else if (res->status == 404)
+      error += ": check the path in the sink's url (for Slack, the webhook may have been revoked)";
+    if (!answer.empty()) error += "; it said: " + answer;
+    return {false, error, answer};
+  }
+
+ private:
+  SinkConfig sink_;
+  core::Result<HttpTarget> target_;
+  std::mutex mutex_;
+  httplib::Client* active_ = nullptr;
+  bool canceled_ = false;
+};
+
+}  // namespace
+
+core::Result<HttpTarget> parse_http_url(const std::string& url) {
+  HttpTarget t;
+  auto scheme_end = url.find("://");
+  if (scheme_end == std::string::npos)
+    return core::Error{"url " + url.substr(0, url.find('?')) + " has no scheme",
+                       "write http://host[:port]/path or https://..."};
+  t.scheme = url.substr(0, scheme_end);
+  if (t.scheme != "http" && t.scheme != "https")
+    return core::Error{"url scheme " + t.scheme + " is not supported", "use http:// or https://"};
+  std::string rest = url.substr(scheme_end + 3);
+  auto path_start = rest.find_first_of("/?#");
+  std::string authority = rest.substr(0, path_start);
+  t.path = path_start == std::string::npos ? "/" : rest.substr(path_start);
+  if (auto hash = t.path.find('#'); hash != std::string::npos) t.path.resize(hash);
+  if (t.path.empty() || t.path.front() != '/') t.path.insert(0, "/");
+  if (auto at = authority.rfind('@'); at != std::string::npos) {
+    std::string userinfo = authority.substr(0, at);
+    authority = authority.substr(at + 1);
+    auto colon = userinfo.find(':');
+    t.user = userinfo.substr(0, colon);
+    if (colon != std::string::npos) t.password = userinfo.substr(colon + 1);
+  }
+  t.authority = authority;
+  if (!authority.empty() && authority.front() == '[') {
+    auto close = authority.find(']');
+    if (close == std::string::npos)
+      return core::Error{"url host " + authority + " has no closing ]", "write [::1]:9093"};
+    t.host = authority.substr(1, close - 1);
+  } else {
+    t.host = authority.substr(0, authority.find(':'));
+  }
+  if (t.host.empty())
+    return core::Error{"url " + t.scheme + "://" + authority + " has no host",
+                       "write " + t.scheme + "://host[:port]/path"};
+  return t;
+}
+
+std::unique_ptr<Sender> make_http_sender(const SinkConfig& sink) {
+  return std::make_unique<HttpSender>(sink, parse_http_url(sink.url));
+}
+
+}  // namespace gpureap::alert

@@ -1,0 +1,223 @@
+#include "alert/observe.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+
+#include "export/metrics.h"
+#include "output/time_format.h"
+
+namespace gpureap::alert {
+namespace {
+
+using output::human_bytes;
+
+std::string gpu_list(const std::vector<unsigned>& gpus) {
+  return fmt::format("{}", fmt::join(gpus, ","));
+}
+
+// "GPU 0 (NVIDIA H200)": how a description names a GPU.
+std::string gpu_name(const core::Gpu& g) {
+  return g.name ? fmt::format("GPU {} ({})", g.index, *g.name) : fmt::format("GPU {}", g.index);
+}
+
+Observation gpu_instance(const Rule& rule, const core::Gpu& g, const std::string& hostname) {
+  Observation o;
+  o.key = fmt::format("gpu={}", g.index);
+  o.labels = base_labels(rule, hostname);
+  o.labels["gpu"] = std::to_string(g.index);
+  if (g.uuid) o.labels["gpu_uuid"] = *g.uuid;
+  o.generator_path = fmt::format("api/v1/history?gpu={}", g.index);
+  return o;
+}
+
+// Holds when known and above; the description says which side of the threshold it is on.
+Holds compare(const std::optional<double>& value, double above) {
+  if (!value) return Holds::Unknown;
+  return *value > above ? Holds::Yes : Holds::No;
+}
+
+void memory_ratio(const Rule& rule, const core::Gpu& g, const std::string& host, Observation& o) {
+  const auto& m = g.memory;
+  std::optional<double> ratio;
+  if (!g.error && m.total_bytes && *m.total_bytes > 0 && m.used_bytes)
+    ratio = static_cast<double>(*m.used_bytes) / static_cast<double>(*m.total_bytes);
+  o.holds = compare(ratio, rule.ratio_above);
+  if (!ratio) return;
+  o.annotations["summary"] =
+      fmt::format("GPU {} memory {} used ({} of {})", g.index, percent(*ratio),
+                  human_bytes(*m.used_bytes), human_bytes(*m.total_bytes));
+  o.annotations["description"] =
+      o.holds == Holds::Yes
+          ? fmt::format(
+                "{} on {} has {} of {} in use, above the rule's {}. `gpureap` shows who "
+                "holds it; `gpureap doctor` finds memory held for nobody.",
+                gpu_name(g), host, human_bytes(*m.used_bytes), human_bytes(*m.total_bytes),
+                percent(rule.ratio_above))
+          : fmt::format("{} on {} has {} of {} in use, no longer above {}.", gpu_name(g), host,
+                        human_bytes(*m.used_bytes), human_bytes(*m.total_bytes),
+                        percent(rule.ratio_above));
+}
+
+void ghost_memory(const Rule& rule, const core::Snapshot& s, const core::Gpu& g,
+                  const std::string& host, Observation& o) {
+  // Without trustworthy process lists nobody can say what is a ghost's.
+  if (g.error || g.processes_error) {
+    o.holds = Holds::Unknown;
+    return;
+  }
+  uint64_t ghost = exporter::ghost_bytes(s, g.index);
+  o.holds = ghost > rule.bytes_above ? Holds::Yes : Holds::No;
+  o.annotations["summary"] =
+      fmt::format("GPU {}: {} held for processes that are gone", g.index, human_bytes(ghost));
+  o.annotations["description"] =
+      o.holds == Holds::Yes
+          ? fmt::format(
+                "{} on {} has {} listed for gone processes or kept alive by the processes "
+                "that inherited their device files, above the rule's {}. `gpureap doctor` "
+                "names who keeps it; `gpureap kill --ghosts` frees it.",
+                gpu_name(g), host, human_bytes(ghost), human_bytes(rule.bytes_above))
+          : fmt::format("{} on {} has {} held for gone processes, no longer above {}.", gpu_name(g),
+                        host, human_bytes(ghost), human_bytes(rule.bytes_above));
+}
+
+void unattributed_memory(const Rule& rule, const core::Snapshot& s, const core::Gpu& g,
+                         const std::string& host, Observation& o) {
+  std::optional<uint64_t> bytes;
+  if (!g.error && !g.processes_error) bytes = s.memory_summary(g).unattributed_bytes;
+  if (!bytes) {
+    o.holds = Holds::Unknown;
+    return;
+  }
+  o.holds = *bytes > rule.bytes_above ? Holds::Yes : Holds::No;
+  o.annotations["summary"] =
+      fmt::format("GPU {}: {} in use by no listed process", g.index, human_bytes(*bytes));
+  o.annotations["description"] =
+      o.holds == Holds::Yes
+          ? fmt::format(
+                "{} on {} has {} in use that the driver attributes to no process, above "
+                "the rule's {}: a context being torn down, or leaked. `gpureap doctor` "
+                "tells which and what frees it.",
+                gpu_name(g), host, human_bytes(*bytes), human_bytes(rule.bytes_above))
+          : fmt::format("{} on {} has {} attributed to no process, no longer above {}.",
+                        gpu_name(g), host, human_bytes(*bytes), human_bytes(rule.bytes_above));
+}
+
+Observations memory(const Rule& rule, const daemon::Sample& sample, const std::string& host) {
+  Observations out;
+  const auto& snap = *sample.snapshot;
+  if (!snap.backend.available) {
+    out.all_unknown = true;
+    return out;
+  }
+  for (const auto& g : snap.backend.gpus) {
+    if (rule.gpu && *rule.gpu != g.index) continue;
+    Observation o = gpu_instance(rule, g, host);
+    switch (rule.condition) {
+      case Condition::MemoryRatio:
+        memory_ratio(rule, g, host, o);
+        break;
+      case Condition::GhostMemory:
+        ghost_memory(rule, snap, g, host, o);
+        break;
+      case Condition::UnattributedMemory:
+        unattributed_memory(rule, snap, g, host, o);
+        break;
+      default:
+        break;
+    }
+    out.items.push_back(std::move(o));
+  }
+  return out;
+}
+
+bool matches(const Rule& rule, const doctor::Finding& f) {
+  if (rule.finding_code && f.code != *rule.finding_code) return false;
+  if (rule.finding_severity && f.severity < *rule.finding_severity) return false;
+  return !rule.gpu || std::find(f.gpus.begin(), f.gpus.end(), *rule.gpu) != f.gpus.end();
+}
+
+std::string finding_text(const doctor::Finding& f) {
+  std::string text = f.explanation;
+  if (!f.evidence.empty()) text += fmt::format(" Evidence: {}.", fmt::join(f.evidence, "; "));
+  if (!f.remedy.empty()) text += fmt::format(" Fix: {}", fmt::join(f.remedy, " ; "));
+  return text;
+}
+
+// Findings of one code on one set of GPUs are one alert: several gone PIDs on GPU 0 are one
+// problem of that GPU, and their number changing does not make it a new alert.
+Observations findings(const Rule& rule, const daemon::Sample& sample, const std::string& host) {
+  Observations out;
+  if (sample.driver_timed_out) {
+    out.all_unknown = true;  // the driver did not answer: what it lists is unknown
+    return out;
+  }
+  std::map<std::string, std::vector<const doctor::Finding*>> groups;
+  std::map<std::string, std::vector<unsigned>> gpus_of;
+  for (const auto& f : sample.findings) {
+    if (!matches(rule, f)) continue;
+    std::vector<unsigned> gpus = f.gpus;
+    std::sort(gpus.begin(), gpus.end());
+    gpus.erase(std::unique(gpus.begin(), gpus.end()), gpus.end());
+    std::string key = "code=" + f.code + (gpus.empty() ? "" : " gpu=" + gpu_list(gpus));
+    groups[key].push_back(&f);
+    gpus_of[key] = gpus;
+  }
+  for (const auto& [key, group] : groups) {
+    const auto& first = *group.front();
+    const auto& gpus = gpus_of[key];
+    Observation o;
+    o.key = key;
+    o.holds = Holds::Yes;
+    o.labels = base_labels(rule, host);
+    o.labels["code"] = first.code;
+    if (!gpus.empty()) o.labels["gpu"] = gpu_list(gpus);
+    uint64_t bytes = 0;
+    std::vector<pid_t> pids;
+    std::vector<std::string> texts;
+    for (const auto* f : group) {
+      bytes += f->memory_bytes;
+      pids.insert(pids.end(), f->pids.begin(), f->pids.end());
+      texts.push_back(finding_text(*f));
+    }
+    std::string summary = fmt::format("{} ({})", first.code, doctor::to_string(first.severity));
+    if (!gpus.empty()) summary += fmt::format(" on GPU {}", gpu_list(gpus));
+    if (bytes > 0) summary += ", " + human_bytes(bytes);
+    if (!pids.empty()) summary += fmt::format(", PID {}", fmt::join(pids, ", "));
+    o.annotations["summary"] = summary;
+    o.annotations["description"] = fmt::format("{}", fmt::join(texts, "\n"));
+    o.generator_path = "api/v1/findings";
+    out.items.push_back(std::move(o));
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string percent(double ratio) {
+  double p = ratio * 100;
+  std::string text = fmt::format("{:.1f}", p);
+  if (text.size() > 2 && text.compare(text.size() - 2, 2, ".0") == 0) text.resize(text.size() - 2);
+  return text + "%";
+}
+
+Labels base_labels(const Rule& rule, const std::string& hostname) {
+  return {{"alertname", rule.name}, {"severity", rule.severity}, {"instance", hostname}};
+}
+
+Observations observe(const Rule& rule, const daemon::Sample& sample, const std::string& hostname) {
+  switch (rule.condition) {
+    case Condition::MemoryRatio:
+    case Condition::GhostMemory:
+    case Condition::UnattributedMemory:
+      return memory(rule, sample, hostname);
+    case Condition::Finding:
+      return findings(rule, sample, hostname);
+    case Condition::PolicyAction:
+      break;
+  }
+  return {};
+}
+
+}  // namespace gpureap::alert

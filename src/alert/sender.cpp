@@ -1,0 +1,13 @@
+#include "alert/sender.h"
+
+#include "alert/exec_sender.h"
+#include "alert/http_sender.h"
+
+namespace gpureap::alert {
+
+std::unique_ptr<Sender> make_sender(const SinkConfig& sink) {
+  if (sink.type == SinkType::Exec) return make_exec_sender(sink);
+  return make_http_sender(sink);
+}
+
+}  // namespace gpureap::alert
