@@ -436,6 +436,14 @@ std::string read_text(const std::string& path) {
   return std::string((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
 }
 
+std::vector<nlohmann::json> read_json_lines(const std::string& path) {
+  std::vector<nlohmann::json> out;
+  std::istringstream in(read_text(path));
+  for (std::string line; std::getline(in, line);)
+    if (!line.empty()) out.push_back(nlohmann::json::parse(line, nullptr, false));
+  return out;
+}
+
 }  // namespace gpureap::testing
 
 namespace gpureap::testing {

@@ -138,6 +138,9 @@ class BackgroundGpureap {
 bool wait_for_file(const std::string& path, int ms = 10000);
 // The whole file, or "" when it cannot be read.
 std::string read_text(const std::string& path);
+// A JSON Lines file (the audit log, what an exec alert sink wrote): one document per
+// non-empty line; a line that is not JSON is a discarded value.
+std::vector<nlohmann::json> read_json_lines(const std::string& path);
 
 }  // namespace gpureap::testing
 

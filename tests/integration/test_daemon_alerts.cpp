@@ -83,16 +83,6 @@ class Receiver {
   std::vector<std::string> content_types_;
 };
 
-// The payloads an exec sink's script appended to `path`, one JSON document per line.
-std::vector<json> exec_payloads(const std::string& path) {
-  std::vector<json> out;
-  std::istringstream in(read_text(path));
-  std::string line;
-  while (std::getline(in, line))
-    if (!line.empty()) out.push_back(json::parse(line, nullptr, false));
-  return out;
-}
-
 std::vector<std::string> keys(const json& j) {
   std::vector<std::string> out;
   for (const auto& [k, v] : j.items()) out.push_back(k);
@@ -191,14 +181,14 @@ timeout = "5s"
   // 78 of 80 GiB: above 90%.
   replace_scenario(s.nvml, scenario(78 * GiB));
   ASSERT_TRUE(wait_until([&] {
-    return hook.payloads().size() >= 1 && exec_payloads(s.dir.file("pages.jsonl")).size() >= 1;
+    return hook.payloads().size() >= 1 && read_json_lines(s.dir.file("pages.jsonl")).size() >= 1;
   })) << d.log();
   json fired = hook.payloads()[0];
   expect_shape(fired, "hook", "firing");
   EXPECT_EQ(fired["alerts"][0]["annotations"]["summary"],
             "GPU 0 memory 97.5% used (78 GiB of 80 GiB)");
   EXPECT_EQ(hook.content_types()[0], "application/json");
-  json paged = exec_payloads(s.dir.file("pages.jsonl"))[0];
+  json paged = read_json_lines(s.dir.file("pages.jsonl"))[0];
   expect_shape(paged, "pager", "firing");
   EXPECT_EQ(paged["alerts"][0]["fingerprint"], fired["alerts"][0]["fingerprint"]);
   EXPECT_TRUE(wait_until(
@@ -207,7 +197,7 @@ timeout = "5s"
   // Back to half: resolved, once, to both.
   replace_scenario(s.nvml, scenario(40 * GiB));
   ASSERT_TRUE(wait_until([&] {
-    return hook.payloads().size() >= 2 && exec_payloads(s.dir.file("pages.jsonl")).size() >= 2;
+    return hook.payloads().size() >= 2 && read_json_lines(s.dir.file("pages.jsonl")).size() >= 2;
   })) << d.log();
   json resolved = hook.payloads()[1];
   expect_shape(resolved, "hook", "resolved");
@@ -215,7 +205,7 @@ timeout = "5s"
   EXPECT_EQ(resolved["alerts"][0]["startsAt"], fired["alerts"][0]["startsAt"]);
   EXPECT_EQ(resolved["alerts"][0]["annotations"]["summary"],
             "GPU 0 memory 50% used (40 GiB of 80 GiB)");
-  expect_shape(exec_payloads(s.dir.file("pages.jsonl"))[1], "pager", "resolved");
+  expect_shape(read_json_lines(s.dir.file("pages.jsonl"))[1], "pager", "resolved");
   ASSERT_TRUE(wait_until([&] {
     return d.metric("gpureap_alerts_sent_total{sink=\"pager\",result=\"success\"}") == 2;
   })) << d.get("/metrics").body;

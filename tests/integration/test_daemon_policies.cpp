@@ -31,13 +31,8 @@ std::string series(const std::string& policy, const std::string& action, const s
          "\"} ";
 }
 
-// The audit log's records, one JSON object per line.
-std::vector<json> audit_records(const TempDir& dir) {
-  std::vector<json> out;
-  std::istringstream lines(read_text(dir.file("audit.jsonl")));
-  for (std::string line; std::getline(lines, line);) out.push_back(json::parse(line, nullptr, false));
-  return out;
-}
+// The audit log's records.
+std::vector<json> audit_records(const TempDir& dir) { return read_json_lines(dir.file("audit.jsonl")); }
 
 // Waits until the daemon has published `n` more samples (each has its own timestamp).
 bool wait_samples(const DaemonProcess& d, int n) {
@@ -228,6 +223,42 @@ action = "kill"
   EXPECT_TRUE(is_alive(xorg.pid()));
   EXPECT_EQ(d.log().find("PID " + std::to_string(xorg.pid())), std::string::npos) << d.log();
   for (const auto& record : audit_records(cfg)) EXPECT_NE(record["process"]["pid"], xorg.pid());
+}
+
+TEST(DaemonPolicies, AnActionRaisesAPolicyActionAlert) {
+  REQUIRE_DOUBLE();
+  GhostHolder g;
+  TempDir cfg;
+  std::ofstream(cfg.file("page.sh")) << "cat >> \"$1\"\necho >> \"$1\"\n";
+  auto config = write_config(cfg, R"(enforce = true
+[[policy]]
+name = "ghosts"
+anomalies = ["inherited-holder"]
+action = "kill"
+
+[[alert]]
+name = "PolicyActed"
+condition = "policy_action"
+policy = "ghosts"
+
+[[sink]]
+name = "pager"
+type = "exec"
+command = ["/bin/sh", ")" + cfg.file("page.sh") + "\", \"" + cfg.file("pages.jsonl") + R"("]
+)");
+  DaemonProcess d({"--config", config, "--dev-root", g.dev.path()}, g.nvml->env());
+  ASSERT_GT(d.port(), 0) << d.log();
+  ASSERT_TRUE(wait_until([&] { return !read_json_lines(cfg.file("pages.jsonl")).empty(); })) << d.log();
+  // The decision to kill is not final; the action's result is the one alert.
+  json page = read_json_lines(cfg.file("pages.jsonl"))[0];
+  EXPECT_EQ(page["status"], "firing") << page.dump(2);
+  ASSERT_EQ(page["alerts"].size(), 1u) << page.dump(2);
+  const json& labels = page["alerts"][0]["labels"];
+  EXPECT_EQ(labels["alertname"], "PolicyActed");
+  EXPECT_EQ(labels["policy"], "ghosts");
+  EXPECT_EQ(labels["action"], "kill");
+  EXPECT_EQ(labels["outcome"], "released");
+  EXPECT_EQ(labels["pid"], std::to_string(g.worker));
 }
 
 TEST(PolicyTest, ShowsWhatEachPolicyMatchesNowAndWhy) {
