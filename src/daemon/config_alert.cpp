@@ -15,19 +15,9 @@ using config::Problems;
 using config::quoted;
 using namespace std::chrono_literals;
 
-Field<Rule> name_field() {
-  return {"name", [](const toml::node& node, Rule& r, Problems& p) {
-            auto v = config::read_string(node, "name", p);
-            if (v && v->empty())
-              p.add(node, "name must not be empty");
-            else if (v)
-              r.name = *v;
-          }};
-}
-
 const std::vector<Field<Rule>>& alert_fields() {
   static const std::vector<Field<Rule>> fields = {
-      name_field(),
+      config::name_field<Rule>(),
       {"condition",
        [](const toml::node& node, Rule& r, Problems& p) {
          auto v = config::read_string(node, "condition", p);
@@ -83,11 +73,7 @@ const std::vector<Field<Rule>>& alert_fields() {
        }},
       {"severity",
        [](const toml::node& node, Rule& r, Problems& p) {
-         auto v = config::read_string(node, "severity", p);
-         if (v && v->empty())
-           p.add(node, "severity must not be empty");
-         else if (v)
-           r.severity = *v;
+         if (auto v = config::read_nonempty_string(node, "severity", p)) r.severity = *v;
        }},
       {"sinks",
        [](const toml::node& node, Rule& r, Problems& p) {
@@ -148,14 +134,7 @@ void check_alert(const toml::table& t, Rule& r, Problems& p) {
 
 const std::vector<Field<SinkConfig>>& sink_fields() {
   static const std::vector<Field<SinkConfig>> fields = {
-      {"name",
-       [](const toml::node& node, SinkConfig& s, Problems& p) {
-         auto v = config::read_string(node, "name", p);
-         if (v && v->empty())
-           p.add(node, "name must not be empty");
-         else if (v)
-           s.name = *v;
-       }},
+      config::name_field<SinkConfig>(),
       {"type",
        [](const toml::node& node, SinkConfig& s, Problems& p) {
          auto v = config::read_string(node, "type", p);

@@ -26,11 +26,7 @@ std::string anomaly_names() {
 
 Field<Policy> text(std::string_view key, std::optional<std::string> Policy::*field) {
   return {key, [=](const toml::node& node, Policy& pol, Problems& p) {
-            auto v = config::read_string(node, key, p);
-            if (v && v->empty())
-              p.add(node, std::string(key) + " must not be empty");
-            else if (v)
-              pol.*field = *v;
+            if (auto v = config::read_nonempty_string(node, key, p)) pol.*field = *v;
           }};
 }
 
@@ -42,14 +38,7 @@ Field<Policy> span(std::string_view key, std::optional<milliseconds> Policy::*fi
 
 const std::vector<Field<Policy>>& policy_fields() {
   static const std::vector<Field<Policy>> fields = {
-      {"name",
-       [](const toml::node& node, Policy& pol, Problems& p) {
-         auto v = config::read_string(node, "name", p);
-         if (v && v->empty())
-           p.add(node, "name must not be empty");
-         else if (v)
-           pol.name = *v;
-       }},
+      config::name_field<Policy>(),
       text("user", &Policy::user),
       {"uid",
        [](const toml::node& node, Policy& pol, Problems& p) {

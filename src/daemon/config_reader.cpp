@@ -54,6 +54,16 @@ std::optional<std::string> read_string(const toml::node& node, std::string_view 
   return std::nullopt;
 }
 
+std::optional<std::string> read_nonempty_string(const toml::node& node, std::string_view key,
+                                                Problems& p) {
+  auto v = read_string(node, key, p);
+  if (v && v->empty()) {
+    p.add(node, std::string(key) + " must not be empty");
+    return std::nullopt;
+  }
+  return v;
+}
+
 std::optional<bool> read_bool(const toml::node& node, std::string_view key, Problems& p) {
   if (node.is_boolean()) return *node.value<bool>();
   p.add(node, std::string(key) + " must be true or false (without quotes)");

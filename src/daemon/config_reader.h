@@ -35,6 +35,9 @@ std::string quoted(std::string_view s);
 
 // Each reader reports a wrong type or value under `key` and returns empty.
 std::optional<std::string> read_string(const toml::node& node, std::string_view key, Problems& p);
+// A string that must not be empty.
+std::optional<std::string> read_nonempty_string(const toml::node& node, std::string_view key,
+                                                Problems& p);
 std::optional<bool> read_bool(const toml::node& node, std::string_view key, Problems& p);
 std::optional<int64_t> read_integer(const toml::node& node, std::string_view key, int64_t min,
                                     int64_t max, Problems& p);
@@ -79,6 +82,14 @@ void read_fields(const toml::table& table, const std::vector<Field<T>>& fields, 
     }
     field->apply(node, out, p);
   }
+}
+
+// The `name` key every table has: a non-empty string.
+template <class T>
+Field<T> name_field() {
+  return {"name", [](const toml::node& node, T& table, Problems& p) {
+            if (auto v = read_nonempty_string(node, "name", p)) table.name = *v;
+          }};
 }
 
 // The tables of an array of tables ([[policy]] ...); anything else is a problem.

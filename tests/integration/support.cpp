@@ -100,14 +100,6 @@ int hold(const std::string& path) {
 
 namespace {
 
-std::string drain(int fd) {
-  std::string out;
-  char buf[65536];
-  ssize_t n;
-  while ((n = ::read(fd, buf, sizeof buf)) > 0) out.append(buf, static_cast<size_t>(n));
-  return out;
-}
-
 
 // argv and envp for exec: `env` entries replace inherited ones of the same name. The char*
 // vectors point into the strings, so the struct must outlive the exec call.
@@ -135,14 +127,11 @@ ExecVectors exec_vectors(std::vector<std::string> argv_s, const std::vector<std:
 
 }  // namespace
 
-RunResult run_gpureap(const std::vector<std::string>& args, const std::vector<std::string>& env) {
-  std::vector<std::string> argv_s{GPUREAP_BINARY};
-  argv_s.insert(argv_s.end(), args.begin(), args.end());
-  ExecVectors exec = exec_vectors(std::move(argv_s), env);
-  auto& argv = exec.argv;
-  auto& envp = exec.envp;
+namespace {
 
-  // stdout and stderr go to files: no pipe can fill up and block the child.
+// Runs argv with envp, stdin from /dev/null; stdout and stderr go to files, so no pipe can
+// fill up and block the child. `search_path`: argv[0] is looked up on PATH.
+RunResult spawn_and_wait(char* const argv[], char* const envp[], bool search_path) {
   TempDir dir;
   std::string out_path = dir.file("out"), err_path = dir.file("err");
   posix_spawn_file_actions_t fa;
@@ -152,7 +141,8 @@ RunResult run_gpureap(const std::vector<std::string>& args, const std::vector<st
   posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
   pid_t pid = -1;
   RunResult r;
-  int rc = ::posix_spawn(&pid, argv[0], &fa, nullptr, argv.data(), envp.data());
+  int rc = search_path ? ::posix_spawnp(&pid, argv[0], &fa, nullptr, argv, envp)
+                       : ::posix_spawn(&pid, argv[0], &fa, nullptr, argv, envp);
   posix_spawn_file_actions_destroy(&fa);
   if (rc != 0) {
     ADD_FAILURE() << "cannot start " << argv[0] << ": " << std::strerror(rc);
@@ -161,12 +151,28 @@ RunResult run_gpureap(const std::vector<std::string>& args, const std::vector<st
   int status = 0;
   ::waitpid(pid, &status, 0);
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  int fo = ::open(out_path.c_str(), O_RDONLY), fe = ::open(err_path.c_str(), O_RDONLY);
-  r.out = drain(fo);
-  r.err = drain(fe);
-  ::close(fo);
-  ::close(fe);
+  r.out = read_text(out_path);
+  r.err = read_text(err_path);
   return r;
+}
+
+}  // namespace
+
+RunResult run_gpureap(const std::vector<std::string>& args, const std::vector<std::string>& env) {
+  std::vector<std::string> argv_s{GPUREAP_BINARY};
+  argv_s.insert(argv_s.end(), args.begin(), args.end());
+  ExecVectors exec = exec_vectors(std::move(argv_s), env);
+  return spawn_and_wait(exec.argv.data(), exec.envp.data(), false);
+}
+
+RunResult run_program_in(const std::vector<std::string>& argv, const std::vector<std::string>& env) {
+  std::vector<std::string> argv_s = argv, env_s = env;
+  std::vector<char*> args, envp;
+  for (auto& a : argv_s) args.push_back(a.data());
+  args.push_back(nullptr);
+  for (auto& e : env_s) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  return spawn_and_wait(args.data(), envp.data(), true);
 }
 
 nlohmann::json parse_output(const RunResult& r) {
@@ -289,11 +295,8 @@ RunResult run_gpureap_as(uid_t uid, gid_t gid, const std::vector<std::string>& a
   int status = 0;
   ::waitpid(pid, &status, 0);
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  int fo = ::open(out_path.c_str(), O_RDONLY), fe = ::open(err_path.c_str(), O_RDONLY);
-  r.out = drain(fo);
-  r.err = drain(fe);
-  ::close(fo);
-  ::close(fe);
+  r.out = read_text(out_path);
+  r.err = read_text(err_path);
   return r;
 }
 

@@ -71,6 +71,8 @@ struct RunResult {
 // Runs the gpureap binary with `args` and extra environment entries ("K=V").
 RunResult run_gpureap(const std::vector<std::string>& args, const std::vector<std::string>& env = {});
 nlohmann::json run_json(const std::vector<std::string>& args, const std::vector<std::string>& env = {});
+// Runs any program (argv[0] looked up on PATH) with exactly the environment `env`.
+RunResult run_program_in(const std::vector<std::string>& argv, const std::vector<std::string>& env);
 // The command's stdout as JSON; a test failure (and an empty object) when it is not.
 nlohmann::json parse_output(const RunResult& r);
 

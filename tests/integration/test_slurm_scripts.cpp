@@ -59,38 +59,11 @@ std::string which(const std::string& name) {
 
 // Runs argv (argv[0] looked up on PATH) in a bare environment: PATH, TMPDIR and `env` only, as
 // slurmd gives prologs and epilogs little more than the job's variables.
-RunResult run_program(const std::vector<std::string>& argv_s, const std::vector<std::string>& env) {
+RunResult run_program(const std::vector<std::string>& argv, const std::vector<std::string>& env) {
   std::vector<std::string> env_s = env;
   for (const char* keep : {"PATH", "TMPDIR"})
     if (const char* v = std::getenv(keep)) env_s.push_back(std::string(keep) + "=" + v);
-  std::vector<char*> argv, envp;
-  auto args = argv_s;
-  for (auto& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  for (auto& e : env_s) envp.push_back(e.data());
-  envp.push_back(nullptr);
-
-  TempDir dir;
-  std::string out_path = dir.file("out"), err_path = dir.file("err");
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&fa, 1, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-  posix_spawn_file_actions_addopen(&fa, 2, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-  pid_t pid = -1;
-  RunResult r;
-  int rc = ::posix_spawnp(&pid, argv[0], &fa, nullptr, argv.data(), envp.data());
-  posix_spawn_file_actions_destroy(&fa);
-  if (rc != 0) {
-    ADD_FAILURE() << "cannot start " << argv[0] << ": " << std::strerror(rc);
-    return r;
-  }
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  r.out = read_text(out_path);
-  r.err = read_text(err_path);
-  return r;
+  return run_program_in(argv, env_s);
 }
 
 size_t lines(const std::string& text) {
