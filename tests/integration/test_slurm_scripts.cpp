@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <filesystem>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -27,6 +28,7 @@ using nlohmann::json;
 const std::string kSlurmDir = GPUREAP_SLURM_DIR;
 const std::string kEpilog = kSlurmDir + "/epilog.sh";
 const std::string kProlog = kSlurmDir + "/prolog.sh";
+const std::string kLibrary = kSlurmDir + "/gpureap-slurm.sh";
 const std::string kUuid1 = "GPU-11111111-2222-3333-4444-555555555555";
 
 // The job's user: ours, or nobody when we are root (the epilog never ends root's processes).
@@ -160,24 +162,27 @@ TEST(SlurmScriptFiles, PassEveryShellsSyntaxCheck) {
       EXPECT_EQ(r.exit_code, 0) << shell << " -n " << script << "\n" << r.err;
     }
     if (!which("shellcheck").empty()) {
-      auto r = run_program({"shellcheck", "-s", "sh", "-S", "warning", script}, {});
+      auto r = run_program({"shellcheck", "-x", "-s", "sh", "-S", "warning", script}, {});
       EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
     }
   }
 }
 
-TEST(SlurmScriptFiles, ShareOneCommonBlock) {
-  auto common = [](const std::string& path) {
-    std::string text = read_text(path);
-    auto begin = text.find("# --- common: begin"), end = text.find("# --- common: end");
-    EXPECT_NE(begin, std::string::npos) << path;
-    EXPECT_NE(end, std::string::npos) << path;
-    return begin == std::string::npos || end == std::string::npos ? std::string()
-                                                                  : text.substr(begin, end - begin);
-  };
-  std::string epilog = common(kEpilog), prolog = common(kProlog);
-  EXPECT_FALSE(epilog.empty());
-  EXPECT_EQ(epilog, prolog) << "the common blocks of epilog.sh and prolog.sh differ";
+TEST(SlurmScriptFiles, TheSharedCodePassesEveryShellsSyntaxCheck) {
+  for (const std::string shell : {"sh", "bash", "dash"}) {
+    if (which(shell).empty()) continue;
+    auto r = run_program({shell, "-n", kLibrary}, {});
+    EXPECT_EQ(r.exit_code, 0) << shell << " -n " << kLibrary << "\n" << r.err;
+  }
+}
+
+TEST(SlurmScriptFiles, AScriptInstalledWithoutItsSharedCodeFailsWithOneLine) {
+  TempDir dir;
+  std::filesystem::copy_file(kEpilog, dir.file("epilog.sh"));
+  auto r = run_program({"sh", dir.file("epilog.sh")}, {"SLURM_JOB_ID=7", "SLURM_JOB_GPUS=0"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, "gpureap epilog: job 7: cannot read " + dir.file("gpureap-slurm.sh") +
+                       ": install it beside " + dir.file("epilog.sh") + "; draining\n");
 }
 
 // --- epilog ----------------------------------------------------------------------------------
