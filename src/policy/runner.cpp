@@ -69,7 +69,12 @@ void PolicyRunner::on_sample(const daemon::Sample& sample, const daemon::History
       for (const auto& e : evaluations.back()) n += e.matched();
       matching_[p.name] = n;
     }
-    for (Task& task : tracker_.observe(evaluations, snapshot.timestamp)) {
+    auto exists = [&snapshot](const Identity& id) {
+      if (!id.start_ticks) return snapshot.row(id.pid) != nullptr;  // a gone PID still listed
+      const core::HostProcess* p = snapshot.find(id.pid);
+      return p && p->stat.start_ticks == *id.start_ticks;
+    };
+    for (Task& task : tracker_.observe(evaluations, snapshot.timestamp, exists)) {
       const Policy& p = tracker_.policies()[task.policy];
       std::string outcome = task.act                      ? "acting"
                             : p.action == Action::Notify ? "notified"

@@ -19,7 +19,7 @@ void Tracker::configure(std::vector<Policy> policies, bool enforce) {
 }
 
 std::vector<Task> Tracker::observe(const std::vector<std::vector<Evaluation>>& evaluations,
-                                   TimePoint now) {
+                                   TimePoint now, const Exists& exists) {
   std::vector<Task> tasks;
   for (auto& [key, state] : states_) state.seen = false;
   for (size_t i = 0; i < policies_.size() && i < evaluations.size(); ++i) {
@@ -54,13 +54,19 @@ std::vector<Task> Tracker::observe(const std::vector<std::vector<Evaluation>>& e
       }
     }
   }
-  // A process that left the snapshot is gone for good (its identity cannot come back);
-  // one being acted on stays until its action ends.
-  for (auto it = states_.begin(); it != states_.end();)
-    if (!it->second.seen && it->second.phase != Phase::Running)
-      it = states_.erase(it);
-    else
+  // An identity that no longer exists cannot come back: its state goes. One that merely
+  // stopped being a row (it closed its GPU files for a while) keeps what was done for it, so
+  // it is never acted on twice; its `after` clock restarts. One being acted on stays until its
+  // action ends.
+  for (auto it = states_.begin(); it != states_.end();) {
+    State& s = it->second;
+    bool keep = s.seen || s.phase == Phase::Running ||
+                ((s.phase == Phase::Done || s.phase == Phase::GaveUp) && exists && exists(it->first.second));
+    if (keep)
       ++it;
+    else
+      it = states_.erase(it);
+  }
   return tasks;
 }
 

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <compare>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -48,8 +49,13 @@ class Tracker {
   const std::vector<Policy>& policies() const { return policies_; }
   bool enforced() const { return enforce_; }
 
-  // The evaluations of one sample, one vector per policy (in configure()'s order).
-  std::vector<Task> observe(const std::vector<std::vector<Evaluation>>& evaluations, TimePoint now);
+  // Whether a process identity still exists (in /proc, or listed by the driver when gone).
+  using Exists = std::function<bool(const Identity&)>;
+
+  // The evaluations of one sample, one vector per policy (in configure()'s order). What was
+  // done for an identity is remembered while `exists` says it does (null: while it is a row).
+  std::vector<Task> observe(const std::vector<std::vector<Evaluation>>& evaluations, TimePoint now,
+                            const Exists& exists = nullptr);
 
   enum class After { Done, RetryLater, GaveUp };
   // An action's end: `retry` when a later attempt could succeed (the process survived).

@@ -129,5 +129,15 @@ TEST(PolicyTracker, AProcessThatLeftTheSnapshotIsForgotten) {
   EXPECT_EQ(t.tracked(), 0u);
 }
 
+TEST(PolicyTracker, AProcessThatOnlyStoppedBeingARowIsNotActedOnAgain) {
+  Tracker t;
+  t.configure({terminate_after(0s)}, false);
+  ASSERT_EQ(t.observe({{matching(10)}}, t0).size(), 1u);
+  auto alive = [](const Identity& id) { return id.pid == 10; };
+  t.observe({{}}, t0 + 1s, alive);  // it closed its GPU files; it still runs
+  EXPECT_EQ(t.tracked(), 1u);
+  EXPECT_TRUE(t.observe({{matching(10)}}, t0 + 2s, alive).empty());
+}
+
 }  // namespace
 }  // namespace gpureap::policy
