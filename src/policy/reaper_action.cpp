@@ -132,6 +132,7 @@ ActionResult ReaperAction::run(const ActionRequest& r, const std::function<bool(
   exec.signal = r.policy.action == Action::Kill ? SIGKILL : SIGTERM;
   exec.grace = r.policy.grace;
   exec.kill_wait = std::clamp(r.policy.grace, milliseconds(1000), milliseconds(5000));
+  exec.cancelled = cancelled;
   auto executions = reap::Executor(proc, exec).run(*plan);
 
   reap::ReleaseSource source;

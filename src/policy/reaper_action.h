@@ -37,8 +37,8 @@ class ReaperAction {
                         std::chrono::milliseconds wait_release = std::chrono::seconds(60))
       : collector_(std::move(collector)), wait_release_(wait_release) {}
 
-  // Blocks for up to grace + the SIGKILL wait + wait_release; `cancelled` ends the wait for
-  // the memory early (the daemon is stopping).
+  // Blocks for up to grace + the SIGKILL wait + wait_release. `cancelled` (the daemon is
+  // stopping) ends every wait early, and then no SIGKILL follows the SIGTERM.
   ActionResult run(const ActionRequest& request, const std::function<bool()>& cancelled) const;
 
  private:

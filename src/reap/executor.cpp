@@ -17,6 +17,8 @@ using Clock = std::chrono::steady_clock;
 // Without pidfds, exit cannot be waited on for a process that is not our child: check /proc
 // at this interval instead. Only kernels older than 5.3 take this path.
 constexpr std::chrono::milliseconds kFallbackPoll{20};
+// How often a wait that can be cancelled checks whether it is.
+constexpr std::chrono::milliseconds kCancelPoll{100};
 
 // A target in flight: its handle and what happened to it.
 struct Tracked {
@@ -43,7 +45,7 @@ class Run {
     // refers to the planned process, whatever happens to the PID afterwards.
     for (auto& t : tracked_) send(t, o_.signal, /*first=*/true);
     wait_for_exits(o_.grace);
-    if (o_.escalate && o_.signal != SIGKILL && pending()) {
+    if (o_.escalate && o_.signal != SIGKILL && pending() && !cancelled()) {
       for (auto& t : tracked_)
         if (!t.done()) send(t, SIGKILL, false);
       wait_for_exits(o_.kill_wait);
@@ -54,6 +56,8 @@ class Run {
   }
 
  private:
+  bool cancelled() const { return o_.cancelled && o_.cancelled(); }
+
   bool pending() const {
     return std::any_of(tracked_.begin(), tracked_.end(), [](const Tracked& t) { return !t.done(); });
   }
@@ -137,11 +141,12 @@ class Run {
           still_planned(t);  // marks it exited once /proc no longer shows it alive
         }
       }
-      if (!pending()) return;
+      if (!pending() || cancelled()) return;
       auto now = Clock::now();
       if (now >= deadline) return;
       auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - now);
       if (fallback) left = std::min(left, kFallbackPoll);
+      if (o_.cancelled) left = std::min(left, kCancelPoll);
       int n = ::poll(fds.data(), fds.size(), static_cast<int>(left.count()));
       if (n < 0 && errno != EINTR) return;
       for (size_t i = 0; n > 0 && i < fds.size(); ++i)
@@ -163,6 +168,9 @@ class Run {
     } else if (std::find(e.signals.begin(), e.signals.end(), SIGKILL) != e.signals.end()) {
       e.why = "still alive " + std::to_string(o_.kill_wait.count()) + " ms after SIGKILL (state " +
               std::string(1, e.state.value_or('?')) + ")";
+    } else if (cancelled()) {
+      e.why = "gpureap stopped before the grace after " + signal_name(o_.signal) +
+              " ended; nothing more was sent";
     } else {
       e.why = "did not exit within the " + std::to_string(o_.grace.count()) + " ms grace after " +
               signal_name(o_.signal) +

@@ -7,6 +7,7 @@
 #include <signal.h>
 
 #include <chrono>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -23,6 +24,9 @@ struct ExecOptions {
   // How long to wait after SIGKILL: it acts at once unless the task is in uninterruptible sleep.
   std::chrono::milliseconds kill_wait{5'000};
   bool force_fallback = false;  // signal by PID even where pidfds exist (tests of that path)
+  // Checked while waiting: true ends the wait at once and sends nothing more (a daemon that is
+  // stopping neither waits out a grace period nor turns it into a SIGKILL).
+  std::function<bool()> cancelled;
 };
 
 enum class ExecStatus {

@@ -131,6 +131,18 @@ TEST(ReapExecutor, NoEscalateLeavesASurvivor) {
   EXPECT_EQ(state_of(kid.pid()), 'S');
 }
 
+TEST(ReapExecutor, ACancelledWaitSendsNothingMore) {
+  Kid kid([] { ::signal(SIGTERM, SIG_IGN); });
+  ExecOptions o;
+  o.grace = std::chrono::hours(1);  // only the cancellation can end the wait
+  o.cancelled = [] { return true; };
+  auto e = run({target_of(kid.pid())}, o);
+  EXPECT_EQ(e[0].status, ExecStatus::Survived);
+  EXPECT_EQ(e[0].signals, std::vector<int>{SIGTERM});
+  EXPECT_NE(e[0].why.find("gpureap stopped"), std::string::npos) << e[0].why;
+  EXPECT_EQ(state_of(kid.pid()), 'S');
+}
+
 TEST(ReapExecutor, StoppedProcessIsResumedToActOnSigterm) {
   Kid kid;
   ::kill(kid.pid(), SIGSTOP);
