@@ -6,7 +6,7 @@
 
 #include <limits>
 
-#include "audit/rfc3339.h"
+#include "output/rfc3339.h"
 #include "output/escape.h"
 #include "output/time_format.h"
 
@@ -149,7 +149,7 @@ void read_process(const json& j, ProcessIdentity& p, std::vector<std::string>& p
     return problems.push_back("\"process.pid\" is not a PID");
   p.pid = static_cast<pid_t>(pid->get<int64_t>());
   p.start_ticks = optional_unsigned<uint64_t>(*process, "start_ticks");
-  if (auto t = optional_string(*process, "start_time")) p.start_time = parse_rfc3339(*t);
+  if (auto t = optional_string(*process, "start_time")) p.start_time = output::parse_rfc3339(*t);
   p.uid = optional_unsigned<uid_t>(*process, "uid");
   p.user = optional_string(*process, "user");
   p.comm = string_or_empty(*process, "comm");
@@ -176,7 +176,7 @@ core::Result<Record> record_from_json(const nlohmann::json& j) {
   std::string time;
   require_string(j, "time", time, problems);
   if (const json* t = field(j, "time"); t && t->is_string()) {
-    if (auto parsed = parse_rfc3339(time))
+    if (auto parsed = output::parse_rfc3339(time))
       r.time = *parsed;
     else
       problems.push_back("\"time\" is not an RFC 3339 time");

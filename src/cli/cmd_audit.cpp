@@ -12,9 +12,8 @@
 #include <sstream>
 
 #include "audit/reader.h"
-#include "audit/rfc3339.h"
-#include "core/duration.h"
 #include "daemon/config.h"
+#include "export/history_json.h"
 #include "output/audit_view.h"
 #include "output/escape.h"
 #include "output/snapshot_json.h"
@@ -47,12 +46,11 @@ core::Result<std::string> audit_log_path(const AuditOptions& o) {
 }
 
 core::Result<TimePoint> parse_since(const std::string& text) {
-  if (auto t = audit::parse_rfc3339(text)) return *t;
-  if (auto ago = core::parse_duration(text))
-    return std::chrono::system_clock::now() - std::chrono::duration_cast<TimePoint::duration>(*ago);
-  return core::Error{
-      "--since " + output::terminal_safe(text) + " is neither a duration nor a time",
-      "write a duration ago (30m, 1h, 2d) or an RFC 3339 time (2026-11-30T07:00:00Z)"};
+  auto since = exporter::parse_since(text, std::chrono::system_clock::now());
+  if (!since)
+    return core::Error{"--since " + output::terminal_safe(text) + " is neither a duration nor a time",
+                       since.error().hint};
+  return *since;
 }
 
 void filter(std::vector<audit::Record>& records, const AuditOptions& o) {

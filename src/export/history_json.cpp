@@ -1,12 +1,11 @@
 #include "export/history_json.h"
 
-#include <time.h>
-
 #include <cctype>
 #include <charconv>
 #include <cmath>
 
 #include "output/escape.h"
+#include "output/rfc3339.h"
 #include "core/duration.h"
 
 namespace gpureap::exporter {
@@ -30,7 +29,7 @@ json ratio(const std::optional<unsigned>& percent) {
 
 core::Error since_error(std::string_view text) {
   return {"cannot read since=\"" + output::utf8_valid(text) + "\"",
-          "write a duration ago (10m, 1h), a Unix time in seconds, or an RFC 3339 UTC time "
+          "write a duration ago (10m, 1h), a Unix time in seconds, or an RFC 3339 time "
           "(2024-05-01T12:00:00Z)"};
 }
 
@@ -77,23 +76,9 @@ json history_to_json(const HistoryView& view, const std::string& hostname, TimeP
 
 core::Result<TimePoint> parse_since(std::string_view text, TimePoint now) {
   if (text.empty()) return since_error(text);
-  // RFC 3339, UTC only: a daemon's clients pass what they got from it or from `date -u`.
-  if (text.find('T') != std::string_view::npos && text.find('-') != std::string_view::npos) {
-    std::string s(text);
-    struct tm tm {};
-    const char* end = ::strptime(s.c_str(), "%Y-%m-%dT%H:%M:%S", &tm);
-    if (!end) return since_error(text);
-    double fraction = 0;
-    if (*end == '.') {
-      char* after = nullptr;
-      fraction = std::strtod(end, &after);
-      end = after;
-    }
-    if (std::string_view(end) != "Z" && std::string_view(end) != "+00:00") return since_error(text);
-    time_t secs = ::timegm(&tm);
-    return TimePoint(std::chrono::seconds(secs)) +
-           std::chrono::milliseconds(static_cast<long long>(std::llround(fraction * 1000)));
-  }
+  if (auto t = output::parse_rfc3339(text)) return *t;
+  if (text.find('T') != std::string_view::npos && text.find('-') != std::string_view::npos)
+    return since_error(text);  // meant as a time, but not one
   if (std::isalpha(static_cast<unsigned char>(text.back()))) {
     auto ago = core::parse_duration(text);
     if (!ago) return since_error(text);

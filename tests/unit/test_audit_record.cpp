@@ -3,7 +3,7 @@
 #include <functional>
 
 #include "audit/record.h"
-#include "audit/rfc3339.h"
+#include "output/rfc3339.h"
 #include "audit_test_support.h"
 
 namespace gpureap::audit {
@@ -194,21 +194,21 @@ TEST(AuditRecord, MistypedOptionalFieldsReadAsUnknown) {
   EXPECT_FALSE(back->memory[0].bytes);
 }
 
-TEST(AuditRfc3339, ReadsWhatTheWriterWritesAndOffsets) {
-  EXPECT_EQ(parse_rfc3339("2026-05-28T20:26:40.123Z"), at_ms(1'780'000'000'123));
-  EXPECT_EQ(parse_rfc3339("2026-05-28T20:26:40Z"), at_ms(1'780'000'000'000));
-  EXPECT_EQ(parse_rfc3339("2026-05-28 22:26:40.5+02:00"), at_ms(1'780'000'000'500));
-  EXPECT_EQ(parse_rfc3339("2026-05-28T19:26:40.123456-01:00"), at_ms(1'780'000'000'123));
-  EXPECT_EQ(parse_rfc3339("1970-01-01T00:00:00Z"), at_ms(0));
-  EXPECT_EQ(parse_rfc3339("2024-02-29T00:00:00Z"), at_ms(1'709'164'800'000));
+TEST(OutputRfc3339, ReadsWhatTheWriterWritesAndOffsets) {
+  EXPECT_EQ(output::parse_rfc3339("2026-05-28T20:26:40.123Z"), at_ms(1'780'000'000'123));
+  EXPECT_EQ(output::parse_rfc3339("2026-05-28T20:26:40Z"), at_ms(1'780'000'000'000));
+  EXPECT_EQ(output::parse_rfc3339("2026-05-28 22:26:40.5+02:00"), at_ms(1'780'000'000'500));
+  EXPECT_EQ(output::parse_rfc3339("2026-05-28T19:26:40.123456-01:00"), at_ms(1'780'000'000'123));
+  EXPECT_EQ(output::parse_rfc3339("1970-01-01T00:00:00Z"), at_ms(0));
+  EXPECT_EQ(output::parse_rfc3339("2024-02-29T00:00:00Z"), at_ms(1'709'164'800'000));
 }
 
-TEST(AuditRfc3339, RejectsWhatIsNotATime) {
+TEST(OutputRfc3339, RejectsWhatIsNotATime) {
   for (const char* bad :
        {"", "2026-05-28", "2026-05-28T20:26:40", "2026-13-01T00:00:00Z", "2026-02-29T00:00:00Z",
         "2026-05-28T24:00:00Z", "2026-05-28T20:26:40.Z", "2026-05-28T20:26:40Zjunk",
         "2026-5-28T20:26:40Z", "1h", "2026-05-28T20:26:40+0200"})
-    EXPECT_FALSE(parse_rfc3339(bad)) << bad;
+    EXPECT_FALSE(output::parse_rfc3339(bad)) << bad;
 }
 
 }  // namespace

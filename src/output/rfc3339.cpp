@@ -1,9 +1,9 @@
-#include "audit/rfc3339.h"
+#include "output/rfc3339.h"
 
 #include <charconv>
 #include <ctime>
 
-namespace gpureap::audit {
+namespace gpureap::output {
 namespace {
 
 // Exactly `digits` decimal digits at text[pos], advancing pos.
@@ -91,4 +91,4 @@ std::optional<std::chrono::system_clock::time_point> parse_rfc3339(std::string_v
   return system_clock::time_point(seconds(utc) - minutes(offset_minutes) + milliseconds(millis));
 }
 
-}  // namespace gpureap::audit
+}  // namespace gpureap::output

@@ -5,10 +5,10 @@
 #include <optional>
 #include <string_view>
 
-namespace gpureap::audit {
+namespace gpureap::output {
 
 // Date, 'T' (or 't' or a space), time with optional fraction, then 'Z' or ±HH:MM. Anything
 // else, or a field out of range, is nullopt. Fractions below a millisecond are dropped.
 std::optional<std::chrono::system_clock::time_point> parse_rfc3339(std::string_view text);
 
-}  // namespace gpureap::audit
+}  // namespace gpureap::output
