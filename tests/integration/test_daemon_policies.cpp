@@ -309,5 +309,22 @@ TEST(PolicyTest, AnInvalidConfigIsRefusedWithItsLines) {
   EXPECT_NE(r.err.find("unknown anomaly \"zombie\""), std::string::npos) << r.err;
 }
 
+TEST(DaemonPolicies, CheckConfigNamesEveryPolicyProblemWithItsLine) {
+  TempDir cfg;
+  auto config = write_config(cfg, R"([[policy]]
+name = "p"
+anomalies = ["orphan", "zombie"]
+after = "five minutes"
+user = "alice"
+uid = 1000
+action = "terminate"
+)");
+  auto r = run_gpureap({"daemon", "--check-config", config});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("config.toml:6:13: anomalies: unknown anomaly \"zombie\""), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("config.toml:7:9: after:"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("config.toml:9:7: policy \"p\": give user or uid, not both"), std::string::npos) << r.err;
+}
+
 }  // namespace
 }  // namespace gpureap::testing
