@@ -140,7 +140,8 @@ TEST(ReapExecutor, ACancelledWaitSendsNothingMore) {
   EXPECT_EQ(e[0].status, ExecStatus::Survived);
   EXPECT_EQ(e[0].signals, std::vector<int>{SIGTERM});
   EXPECT_NE(e[0].why.find("gpureap stopped"), std::string::npos) << e[0].why;
-  EXPECT_EQ(state_of(kid.pid()), 'S');
+  char state = state_of(kid.pid());  // alive: it ignores SIGTERM and was sent nothing else
+  EXPECT_TRUE(state != '\0' && state != 'Z' && state != 'X') << state;
 }
 
 TEST(ReapExecutor, StoppedProcessIsResumedToActOnSigterm) {
