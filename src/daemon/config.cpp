@@ -85,12 +85,8 @@ const std::vector<Field<DaemonConfig>>& key_specs() {
        }},
       {"log_level",
        [](const toml::node& node, DaemonConfig& c, Problems& p) {
-         auto text = config::read_string(node, "log_level", p);
-         if (!text) return;
-         auto level = log_level_from_string(*text);
-         if (!level)
-           p.add(node, "log_level must be one of error, warning, notice, info, debug");
-         else
+         if (auto level = config::read_choice(node, "log_level", log_level_from_string,
+                                              "error, warning, notice, info, debug", p))
            c.log_level = *level;
        }},
       {"enforce",

@@ -20,13 +20,10 @@ const std::vector<Field<Rule>>& alert_fields() {
       config::name_field<Rule>(),
       {"condition",
        [](const toml::node& node, Rule& r, Problems& p) {
-         auto v = config::read_string(node, "condition", p);
-         if (!v) return;
-         auto c = alert::condition_from_string(*v);
-         if (!c)
-           p.add(node, "condition must be one of memory_ratio, ghost_memory, unattributed_memory, "
-                       "finding, policy_action");
-         else
+         if (auto c = config::read_choice(node, "condition", alert::condition_from_string,
+                                          "memory_ratio, ghost_memory, unattributed_memory, "
+                                          "finding, policy_action",
+                                          p))
            r.condition = *c;
        }},
       // `above` is read by check_alert, once the condition is known: a ratio or a size.
@@ -46,12 +43,8 @@ const std::vector<Field<Rule>>& alert_fields() {
        }},
       {"min_severity",
        [](const toml::node& node, Rule& r, Problems& p) {
-         auto v = config::read_string(node, "min_severity", p);
-         if (!v) return;
-         auto s = doctor::severity_from_string(*v);
-         if (!s)
-           p.add(node, "min_severity must be one of info, warning, critical");
-         else
+         if (auto s = config::read_choice(node, "min_severity", doctor::severity_from_string,
+                                          "info, warning, critical", p))
            r.finding_severity = *s;
        }},
       {"policy",
@@ -137,12 +130,8 @@ const std::vector<Field<SinkConfig>>& sink_fields() {
       config::name_field<SinkConfig>(),
       {"type",
        [](const toml::node& node, SinkConfig& s, Problems& p) {
-         auto v = config::read_string(node, "type", p);
-         if (!v) return;
-         auto type = alert::sink_type_from_string(*v);
-         if (!type)
-           p.add(node, "type must be one of webhook, slack, exec");
-         else
+         if (auto type = config::read_choice(node, "type", alert::sink_type_from_string,
+                                             "webhook, slack, exec", p))
            s.type = *type;
        }},
       {"url",

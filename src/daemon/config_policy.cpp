@@ -84,12 +84,8 @@ const std::vector<Field<Policy>>& policy_fields() {
        }},
       {"action",
        [](const toml::node& node, Policy& pol, Problems& p) {
-         auto v = config::read_string(node, "action", p);
-         if (!v) return;
-         auto a = policy::action_from_string(*v);
-         if (!a)
-           p.add(node, "action must be one of notify, terminate, kill");
-         else
+         if (auto a = config::read_choice(node, "action", policy::action_from_string,
+                                          "notify, terminate, kill", p))
            pol.action = *a;
        }},
       {"grace",

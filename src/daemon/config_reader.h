@@ -55,6 +55,18 @@ std::optional<std::vector<std::string>> read_string_list(const toml::node& node,
                                                          std::string_view key, bool allow_empty,
                                                          Problems& p);
 
+// A string naming one value of a set: `parse` gives it, or empty for anything else, which is
+// reported with the `choices` ("notify, terminate, kill").
+template <class Parse>
+auto read_choice(const toml::node& node, std::string_view key, Parse parse, std::string_view choices,
+                 Problems& p) -> decltype(parse(std::string_view())) {
+  auto text = read_string(node, key, p);
+  if (!text) return std::nullopt;
+  auto value = parse(*text);
+  if (!value) p.add(node, std::string(key) + " must be one of " + std::string(choices));
+  return value;
+}
+
 // "unknown key "x" (did you mean "y"?)", or the list of known keys.
 std::string unknown_key_message(std::string_view key, const std::vector<std::string_view>& known);
 
