@@ -66,4 +66,17 @@ class BackendWatchdog {
   std::shared_ptr<Worker> waiting_on_;  // the worker collect() waits for, for interrupt()
 };
 
+// The watchdog as a GpuBackend, for code that takes one: the collector of policy actions,
+// whose release checks poll the driver and must not hang on a wedged one either.
+class WatchdogBackend final : public backend::GpuBackend {
+ public:
+  WatchdogBackend(BackendFactory factory, WatchdogOptions options)
+      : watchdog_(std::move(factory), options) {}
+  core::BackendReport collect() override { return watchdog_.collect().report; }
+  void set_timeout(std::chrono::milliseconds timeout) { watchdog_.set_timeout(timeout); }
+
+ private:
+  BackendWatchdog watchdog_;
+};
+
 }  // namespace gpureap::daemon

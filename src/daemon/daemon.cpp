@@ -128,8 +128,10 @@ std::string status_line(const Sample& s, const exporter::ListenAddress& at) {
 
 class Daemon {
  public:
+  // `acting_collector` (with `acting_backend` as its backend) is the policy actions' own.
   Daemon(const DaemonOptions& options, DaemonConfig config, collect::Collector collector,
-         collect::Collector acting_collector, BackendFactory backends)
+         collect::Collector acting_collector, std::shared_ptr<WatchdogBackend> acting_backend,
+         BackendFactory backends)
       : options_(options),
         config_(std::move(config)),
         history_(std::make_shared<History>(history_limits(config_))),
@@ -139,6 +141,7 @@ class Daemon {
         notifier_(Notifier::from_environment()),
         alerts_(std::make_shared<alert::AlertConsumer>()),
         audit_(std::make_shared<audit::AuditLog>(audit_settings(config_))),
+        acting_backend_(std::move(acting_backend)),
         policies_(std::make_shared<policy::PolicyRunner>(
             std::make_unique<policy::ReaperAction>(std::move(acting_collector)))),
         started_(Clock::now()) {
@@ -256,6 +259,7 @@ class Daemon {
     content_.set_stall_after(stall_threshold(next->interval, next->driver_timeout));
     set_log_level(next->log_level);
     policies_->configure(next->policies, next->enforce);
+    acting_backend_->set_timeout(next->driver_timeout);
     audit_->reconfigure(audit_settings(*next));
     configure_alerts(*next);
     config_ = std::move(*next);
@@ -279,6 +283,7 @@ class Daemon {
   std::shared_ptr<alert::AlertConsumer> alerts_;
   std::unique_ptr<exporter::HttpServer> server_;
   std::shared_ptr<audit::AuditLog> audit_;
+  std::shared_ptr<WatchdogBackend> acting_backend_;
   std::shared_ptr<policy::PolicyRunner> policies_;
   Clock::time_point started_;
 };
@@ -316,14 +321,17 @@ int run_daemon(const DaemonOptions& options) {
     return std::shared_ptr<backend::GpuBackend>(backend::nvml::make_nvml_backend(nvml));
   };
   // Policy actions get their own collector and NVML instance: they verify releases on their
-  // own thread while the sampler keeps its pace.
-  auto acting = collect::Collector::open(options.roots, backends());
+  // own thread while the sampler keeps its pace, behind a watchdog of their own.
+  WatchdogOptions acting_watchdog;
+  acting_watchdog.timeout = config->driver_timeout;
+  auto acting_backend = std::make_shared<WatchdogBackend>(backends, acting_watchdog);
+  auto acting = collect::Collector::open(options.roots, acting_backend);
   if (!acting) {
     std::cerr << "gpureap: " << acting.error().message << "\n  " << acting.error().hint << "\n";
     return 2;
   }
   Daemon daemon(options, std::move(*config), std::move(*collector), std::move(*acting),
-                std::move(backends));
+                std::move(acting_backend), std::move(backends));
   return daemon.run(signals);
 }
 

@@ -309,6 +309,38 @@ TEST(PolicyTest, AnInvalidConfigIsRefusedWithItsLines) {
   EXPECT_NE(r.err.find("unknown anomaly \"zombie\""), std::string::npos) << r.err;
 }
 
+TEST(DaemonPolicies, ADriverThatWedgesWhileAnActionWaitsForTheMemoryDoesNotHoldUpTheStop) {
+  REQUIRE_DOUBLE();
+  FakeDevRoot dev;
+  Ready ready;
+  Child job([&] {
+    hold(dev.dev("nvidia0"));
+    ready.signal();
+  });
+  ready.wait();
+  // Its memory stays listed long after it dies: the action keeps polling the driver.
+  json world = one_gpu(json::array(
+      {{{"pid", job.pid()}, {"used_bytes", 2 * GiB}, {"release_delay_ms", 600000}}}));
+  FakeNvml nvml(world);
+  TempDir cfg;
+  auto config = write_config(cfg, R"(enforce = true
+driver_timeout = "500ms"
+[[policy]]
+name = "big"
+min_memory = "1GiB"
+action = "kill"
+)");
+  DaemonProcess d({"--config", config, "--dev-root", dev.path()}, nvml.env());
+  ASSERT_GT(d.port(), 0) << d.log();
+  ASSERT_EQ(end_signal(job.pid()), SIGKILL) << d.log();
+  json wedged = world;
+  wedged["block_call"] = "nvmlDeviceGetMemoryInfo";
+  nvml.write(wedged);
+  ASSERT_TRUE(wait_until([&] { return d.metric("gpureap_up ") == 0; })) << d.log();
+  d.signal(SIGTERM);
+  EXPECT_EQ(d.wait_exit(15000), 0) << d.log();
+}
+
 TEST(DaemonPolicies, CheckConfigNamesEveryPolicyProblemWithItsLine) {
   TempDir cfg;
   auto config = write_config(cfg, R"([[policy]]
