@@ -93,11 +93,14 @@ bool AuditLog::append(const Record& record) noexcept {
     Pending pending{to_json_line(record), record.time};
     std::lock_guard lock(mutex_);
     enqueue_locked(std::move(pending));
-    return write_pending_locked();
+    bool written = write_pending_locked();
+    publish_locked();
+    return written;
   } catch (...) {
     // Only memory exhaustion gets here; the record cannot even be kept.
     std::lock_guard lock(mutex_);
     ++counters_.records_dropped;
+    publish_locked();
     daemon::log_error("audit log: out of memory: a record about PID " +
                       std::to_string(record.process.pid) + " is lost");
     return false;
@@ -107,7 +110,9 @@ bool AuditLog::append(const Record& record) noexcept {
 bool AuditLog::flush() noexcept {
   try {
     std::lock_guard lock(mutex_);
-    return write_pending_locked();
+    bool written = write_pending_locked();
+    publish_locked();
+    return written;
   } catch (...) {
     return false;
   }
@@ -121,6 +126,7 @@ void AuditLog::reconfigure(AuditLogSettings settings) noexcept {
     // A failure at the new path is news: it gets its own error line.
     if (moved) failing_ = rotation_failing_ = false;
     write_pending_locked();
+    publish_locked();
   } catch (...) {
   }
 }
@@ -131,10 +137,14 @@ AuditLogSettings AuditLog::settings() const {
 }
 
 AuditLogCounters AuditLog::counters() const {
-  std::lock_guard lock(mutex_);
-  AuditLogCounters c = counters_;
-  c.pending = pending_.size();
-  return c;
+  std::lock_guard lock(published_mutex_);
+  return published_;
+}
+
+void AuditLog::publish_locked() {
+  std::lock_guard lock(published_mutex_);
+  published_ = counters_;
+  published_.pending = pending_.size();
 }
 
 void AuditLog::add_metrics(std::vector<exporter::MetricFamily>& out) const {

@@ -78,12 +78,17 @@ class AuditLog {
   std::string gap_line_locked() const;
   void note_failure_locked(const Failure& failure);
   void note_success_locked();
+  // Copies the counters for counters() and /metrics, which must not wait for a write (an
+  // fsync on a failing disk can take long).
+  void publish_locked();
 
   mutable std::mutex mutex_;
   AuditLogSettings settings_;
   size_t max_pending_;
   std::deque<Pending> pending_;
   AuditLogCounters counters_;
+  mutable std::mutex published_mutex_;  // guards published_; taken inside mutex_, never around it
+  AuditLogCounters published_;
 
   // The current streak of failures: logged when it starts and when it ends.
   bool failing_ = false;
