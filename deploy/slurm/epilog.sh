@@ -68,7 +68,6 @@ count_text() { # 1 → "1 process", 2 → "2 processes"
 # two of its GPUs is gone before either is examined. kill_<gpu> keeps each kill's exit status.
 for gpu in $gpus; do
   eval "kill_$gpu=skipped survivors_$gpu=0"
-  if [ "$uid" -eq 0 ]; then continue; fi # a root job: never end root's processes (slurmd, daemons)
   run_gpureap kill --gpu "$gpu" --user "$uid" --yes --json --grace "$grace" --wait-release "$wait_release"
   eval "kill_$gpu=$rc"
   case $rc in
@@ -116,11 +115,5 @@ if [ "$status" -eq 0 ]; then
   exit 0
 fi
 reason=
-if [ -n "$held" ]; then
-  if [ "$uid" -eq 0 ]; then
-    reason="$held (a root job: its processes are left alone)"
-  else
-    reason="$held after ending uid $uid's processes"
-  fi
-fi
+if [ -n "$held" ]; then reason="$held after ending uid $uid's processes"; fi
 finish "$status" "${reason}${reason:+${problems:+; }}${problems}"
