@@ -145,11 +145,19 @@ const std::vector<Field<SinkConfig>>& sink_fields() {
        }},
       {"command",
        [](const toml::node& node, SinkConfig& s, Problems& p) {
+         // One string is a shell command line, as a user types it; a list is the program and
+         // its arguments, run without a shell.
+         if (node.is_string()) {
+           if (auto line = config::read_nonempty_string(node, "command", p))
+             s.command = {"/bin/sh", "-c", *line};
+           return;
+         }
          auto v = config::read_string_list(node, "command", false, p);
          if (!v) return;
          if (v->front().empty() || v->front().front() != '/')
-           p.add(node, "command: the program must be an absolute path (the daemon has no shell "
-                       "and a minimal PATH), e.g. [\"/usr/local/bin/page\", \"--team\", \"gpu\"]");
+           p.add(node, "command: the program must be an absolute path (the daemon has a minimal "
+                       "PATH), e.g. [\"/usr/local/bin/page\", \"--team\", \"gpu\"], or one string "
+                       "for the shell");
          else
            s.command = *v;
        }},

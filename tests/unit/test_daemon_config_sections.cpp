@@ -190,6 +190,14 @@ command = ["relative"]
   EXPECT_NE(p.find("the program must be an absolute path"), std::string::npos) << p;
 }
 
+TEST(DaemonConfigSections, AnExecCommandGivenAsOneStringRunsInTheShell) {
+  auto c = parse_config("[[sink]]\nname = \"s\"\ntype = \"exec\"\ncommand = \"page --team gpu | logger\"\n",
+                        "t.toml");
+  ASSERT_TRUE(c.ok()) << c.error().text();
+  EXPECT_EQ(c->sinks[0].command,
+            (std::vector<std::string>{"/bin/sh", "-c", "page --team gpu | logger"}));
+}
+
 TEST(DaemonConfigSections, AnAlertNeedsASink) {
   auto p = problems("[[alert]]\nname = \"x\"\ncondition = \"finding\"\nmin_severity = \"critical\"\n");
   EXPECT_NE(p.find("has nowhere to go: add a [[sink]]"), std::string::npos) << p;
