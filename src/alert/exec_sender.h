@@ -1,5 +1,6 @@
 #pragma once
-// exec sinks: run a command (no shell) with the payload on its stdin.
+// exec sinks: run a command (argv as configured; a one-string command is already /bin/sh -c)
+// with the payload on its stdin.
 //
 // The command runs in its own process group with a clean signal state, the daemon's
 // environment plus GPUREAP_ALERT_STATUS (firing | resolved), GPUREAP_ALERT_NAME and
