@@ -1,5 +1,6 @@
 // [[alert]] and [[sink]] tables, and the rules across all tables (unique names, references).
 #include <algorithm>
+#include <cstdlib>
 #include <set>
 
 #include "daemon/config_sections.h"
@@ -76,6 +77,19 @@ const std::vector<Field<Rule>>& alert_fields() {
   return fields;
 }
 
+// A ratio: a number from 0 to 1, or a percentage string ("95%").
+std::optional<double> ratio(const toml::node& node, Problems& p) {
+  auto text = node.value<std::string>();
+  if (!text || text->empty() || text->back() != '%') return config::read_number(node, "above", 0, 1, p);
+  char* end = nullptr;
+  double percent = std::strtod(text->c_str(), &end);
+  if (end != text->c_str() + text->size() - 1 || !(percent >= 0 && percent <= 100)) {
+    p.add(node, "above must be a ratio from 0 to 1 (0.95) or a percentage from 0% to 100% (\"95%\")");
+    return std::nullopt;
+  }
+  return percent / 100;
+}
+
 // The keys whose meaning depends on the condition.
 void check_alert(const toml::table& t, Rule& r, Problems& p) {
   std::string who = "alert " + quoted(r.name) + ": ";
@@ -97,7 +111,7 @@ void check_alert(const toml::table& t, Rule& r, Problems& p) {
     case Condition::MemoryRatio:
       if (!above)
         p.add(t.source(), who + "needs above, the used/total ratio, e.g. above = 0.95");
-      else if (auto v = config::read_number(*above, "above", 0, 1, p))
+      else if (auto v = ratio(*above, p))
         r.ratio_above = *v;
       break;
     case Condition::GhostMemory:

@@ -159,7 +159,7 @@ TEST(DaemonConfigSections, AlertAndSinkProblems) {
   auto p = problems(R"([[alert]]
 name = "r"
 condition = "memory_ratio"
-above = "90%"
+above = "lots"
 sinks = ["nowhere"]
 
 [[alert]]
@@ -188,6 +188,16 @@ command = ["relative"]
   EXPECT_NE(p.find("for does not apply to condition = \"policy_action\""), std::string::npos) << p;
   EXPECT_NE(p.find("an exec sink runs command"), std::string::npos) << p;
   EXPECT_NE(p.find("the program must be an absolute path"), std::string::npos) << p;
+}
+
+TEST(DaemonConfigSections, AMemoryRatioMayBeAPercentage) {
+  const char* sink = "[[sink]]\nname = \"s\"\ntype = \"webhook\"\nurl = \"http://x\"\n";
+  auto c = parse_config(std::string("[[alert]]\nname = \"a\"\ncondition = \"memory_ratio\"\nabove = \"95%\"\n") + sink,
+                        "t.toml");
+  ASSERT_TRUE(c.ok()) << c.error().text();
+  EXPECT_DOUBLE_EQ(c->alerts[0].ratio_above, 0.95);
+  auto p = problems(std::string("[[alert]]\nname = \"a\"\ncondition = \"memory_ratio\"\nabove = \"150%\"\n") + sink);
+  EXPECT_NE(p.find("t.toml:4:9: above must be a ratio from 0 to 1 (0.95) or a percentage"), std::string::npos) << p;
 }
 
 TEST(DaemonConfigSections, AnExecCommandGivenAsOneStringRunsInTheShell) {
