@@ -154,6 +154,7 @@ class Daemon {
       if (final) alerts->on_policy_record(r);
     });
     sampler_.add_consumer(policies_);
+    content_.set_policies(policies_);
     sampler_.add_consumer(alerts_);
     sampler_.add_consumer(std::make_shared<AuditMetrics>(audit_));
   }

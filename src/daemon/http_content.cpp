@@ -1,6 +1,7 @@
 #include "daemon/http_content.h"
 
 #include "export/history_json.h"
+#include "export/policies_json.h"
 #include "output/doctor_view.h"
 #include "output/snapshot_json.h"
 
@@ -53,6 +54,13 @@ exporter::Reply HttpContent::findings() {
   auto s = sampler_.latest();
   if (!s) return not_ready();
   return {200, kJson, output::dump_json(output::doctor_to_json(*s->snapshot, s->findings)) + "\n"};
+}
+
+exporter::Reply HttpContent::policies() {
+  if (!policies_) return not_ready();
+  return {200, kJson,
+          output::dump_json(exporter::policies_to_json(policies_->status(), std::chrono::system_clock::now())) +
+              "\n"};
 }
 
 exporter::Reply HttpContent::history(const exporter::HistoryRequest& request) {

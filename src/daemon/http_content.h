@@ -6,6 +6,7 @@
 
 #include "daemon/sampler.h"
 #include "export/http_server.h"
+#include "policy/runner.h"
 
 namespace gpureap::daemon {
 
@@ -18,6 +19,10 @@ class HttpContent final : public exporter::ContentSource {
   exporter::Reply snapshot() override;
   exporter::Reply findings() override;
   exporter::Reply history(const exporter::HistoryRequest& request) override;
+  exporter::Reply policies() override;
+
+  // Before the server starts: the runner /api/v1/policies reports on.
+  void set_policies(std::shared_ptr<const policy::PolicyRunner> runner) { policies_ = std::move(runner); }
   std::chrono::milliseconds default_history_span() const override;
 
   // The loop is stalled when no sample finished for this long (set from the config).
@@ -28,6 +33,7 @@ class HttpContent final : public exporter::ContentSource {
 
  private:
   const Sampler& sampler_;
+  std::shared_ptr<const policy::PolicyRunner> policies_;
   std::atomic<long long> stall_after_ms_{60000};
 };
 

@@ -28,6 +28,7 @@ constexpr const char* kLandingPage = R"(<!DOCTYPE html>
 <li><a href="api/v1/snapshot">/api/v1/snapshot</a>: every GPU and holder (the <code>gpureap ps --json</code> document)</li>
 <li><a href="api/v1/findings">/api/v1/findings</a>: what is wrong and how to fix it (the <code>gpureap doctor --json</code> document)</li>
 <li><a href="api/v1/history?since=10m">/api/v1/history?gpu=N&amp;since=10m</a>: memory and utilisation over time</li>
+<li><a href="api/v1/policies">/api/v1/policies</a>: what each cleanup policy matches and where it stands</li>
 </ul>
 <p>Read-only: no endpoint can signal a process.</p>
 </body></html>
@@ -114,6 +115,9 @@ struct HttpServer::Impl {
     });
     server.Get("/api/v1/findings", [this](const httplib::Request&, httplib::Response& res) {
       send(res, content->findings());
+    });
+    server.Get("/api/v1/policies", [this](const httplib::Request&, httplib::Response& res) {
+      send(res, content->policies());
     });
     server.Get("/api/v1/history", [this](const httplib::Request& req, httplib::Response& res) {
       auto r = history_request(req, *content);

@@ -159,6 +159,11 @@ void PolicyRunner::act(const Job& job) {
   }
 }
 
+PolicyRunner::Status PolicyRunner::status() const {
+  std::lock_guard lock(mutex_);
+  return {tracker_.enforced(), tracker_.policies(), matching_, tracker_.items(), queue_.size()};
+}
+
 void PolicyRunner::add_metrics(std::vector<exporter::MetricFamily>& out) const {
   exporter::MetricFamily actions{"gpureap_policy_actions_total",
                                  "Cleanup policy decisions and actions by result: would-terminate and "

@@ -44,6 +44,16 @@ class PolicyRunner : public daemon::SampleConsumer {
   // Ends the wait of a running action, and the thread; queued actions are dropped.
   void stop();
 
+  // What the runner is doing, for the daemon's /api/v1/policies.
+  struct Status {
+    bool enforce = false;
+    std::vector<Policy> policies;
+    std::map<std::string, size_t> matching;  // policy → rows matching in the latest sample
+    std::vector<Tracker::Item> tracked;
+    size_t queued = 0;  // records and actions waiting for the runner's thread
+  };
+  Status status() const;
+
  private:
   struct Job {
     Policy policy;

@@ -70,6 +70,13 @@ std::vector<Task> Tracker::observe(const std::vector<std::vector<Evaluation>>& e
   return tasks;
 }
 
+std::vector<Tracker::Item> Tracker::items() const {
+  std::vector<Item> out;
+  for (const auto& [key, s] : states_)
+    out.push_back({key.first, key.second, s.phase, s.since, s.attempts, s.next_try});
+  return out;
+}
+
 Tracker::After Tracker::finished(const std::string& policy, const Identity& identity, bool retry,
                                  TimePoint now) {
   auto it = states_.find({policy, identity});

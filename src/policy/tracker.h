@@ -63,8 +63,19 @@ class Tracker {
 
   size_t tracked() const { return states_.size(); }
 
- private:
   enum class Phase { Waiting, Running, Backoff, Done, GaveUp };
+  // One tracked policy and process, for the daemon's /api/v1/policies.
+  struct Item {
+    std::string policy;
+    Identity identity;
+    Phase phase = Phase::Waiting;
+    TimePoint since;     // matching continuously since
+    unsigned attempts = 0;
+    TimePoint next_try;  // Backoff: the next attempt, if it still matches then
+  };
+  std::vector<Item> items() const;
+
+ private:
   struct State {
     TimePoint since;
     Phase phase = Phase::Waiting;

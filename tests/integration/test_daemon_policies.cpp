@@ -127,6 +127,39 @@ grace = "2s"
   EXPECT_NE(r.out.find(std::to_string(g.worker)), std::string::npos) << r.out;
 }
 
+TEST(DaemonPolicies, TheApiShowsWhereEachMatchStands) {
+  REQUIRE_DOUBLE();
+  GhostHolder g;
+  TempDir cfg;
+  auto config = write_config(cfg, R"(enforce = true
+[[policy]]
+name = "ghosts"
+anomalies = ["inherited-holder"]
+after = "1h"
+action = "terminate"
+)");
+  DaemonProcess d({"--config", config, "--dev-root", g.dev.path()}, g.nvml->env());
+  ASSERT_GT(d.port(), 0) << d.log();
+  json doc;
+  ASSERT_TRUE(wait_until([&] {
+    auto r = d.get("/api/v1/policies");
+    doc = json::parse(r.body, nullptr, false);
+    return r.status == 200 && doc["policies"][0]["matching"] == 1;
+  })) << doc.dump(2);
+  EXPECT_EQ(doc["schema"], "gpureap.policies/v1");
+  EXPECT_EQ(doc["enforce"], true);
+  const json& p = doc["policies"][0];
+  EXPECT_EQ(p["name"], "ghosts");
+  EXPECT_EQ(p["action"], "terminate");
+  EXPECT_EQ(p["after_seconds"], 3600.0);
+  auto worker = entry_of(p["processes"], g.worker);
+  EXPECT_EQ(worker["state"], "waiting") << p.dump(2);
+  EXPECT_GT(worker["acts_in_seconds"].get<double>(), 3000.0) << p.dump(2);
+  EXPECT_LE(worker["acts_in_seconds"].get<double>(), 3600.0) << p.dump(2);
+  EXPECT_TRUE(worker["start_ticks"].is_number());
+  EXPECT_TRUE(is_alive(g.worker));
+}
+
 TEST(DaemonPolicies, AnUnenforcedPolicyOnlyLogsWhatItWouldDoOnce) {
   REQUIRE_DOUBLE();
   GhostHolder g;
