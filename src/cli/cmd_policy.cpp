@@ -181,6 +181,10 @@ int run_policy(const GlobalOptions& g, const PolicyOptions& o) {
   if (policies.empty()) std::cout << "No [[policy]] tables.\n";
   std::cout << "\n";
   for (const auto& p : policies) print_policy(std::cout, p, policy::evaluate(p, context), snapshot, config->enforce, style);
+  if (!policies.empty())
+    std::cout << "This is one snapshot: how long each match has held, and when the daemon will act, "
+                 "is in its /api/v1/policies (curl -s http://"
+              << output::terminal_safe(config->listen.text()) << "/api/v1/policies).\n";
   return kExitOk;
 }
 
