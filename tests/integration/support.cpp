@@ -98,6 +98,17 @@ int hold(const std::string& path) {
   return fd;
 }
 
+Child holding(const FakeDevRoot& dev, const std::string& name, std::function<void()> first) {
+  Ready ready;
+  Child child([&] {
+    if (first) first();
+    hold(dev.dev(name));
+    ready.signal();
+  });
+  ready.wait();
+  return child;
+}
+
 namespace {
 
 

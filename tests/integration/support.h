@@ -62,6 +62,9 @@ class Ready {
 
 // Opens `path` read-only and returns the fd (never closed: it is what the test holds).
 int hold(const std::string& path);
+// A child that holds `dev`'s file `name` (e.g. "nvidia0"), returned once it does. `first` runs
+// in the child before (e.g. to rename it).
+Child holding(const FakeDevRoot& dev, const std::string& name, std::function<void()> first = {});
 
 struct RunResult {
   int exit_code = -1;

@@ -190,16 +190,8 @@ action = "kill"
 TEST(DaemonPolicies, MinMemoryAndIdleSelectOnlyTheBigIdleProcess) {
   REQUIRE_DOUBLE();
   FakeDevRoot dev;
-  auto holder = [&] {
-    auto ready = std::make_shared<Ready>();
-    Child c([&dev, ready] {
-      hold(dev.dev("nvidia0"));
-      ready->signal();
-    });
-    ready->wait();
-    return c;
-  };
-  Child big_idle = holder(), small_idle = holder(), big_busy = holder();
+  Child big_idle = holding(dev, "nvidia0"), small_idle = holding(dev, "nvidia0"),
+        big_busy = holding(dev, "nvidia0");
   FakeNvml nvml(one_gpu(json::array({
       {{"pid", big_idle.pid()}, {"used_bytes", 4 * GiB}, {"sm_util", 0}},
       {{"pid", small_idle.pid()}, {"used_bytes", 100 * (GiB >> 10)}, {"sm_util", 0}},
@@ -227,18 +219,8 @@ action = "kill"
 TEST(DaemonPolicies, AProtectedProcessIsNeverActedOn) {
   REQUIRE_DOUBLE();
   FakeDevRoot dev;
-  Ready xorg_ready, job_ready;
-  Child xorg([&] {
-    ::prctl(PR_SET_NAME, "Xorg");
-    hold(dev.dev("nvidia0"));
-    xorg_ready.signal();
-  });
-  Child job([&] {
-    hold(dev.dev("nvidia0"));
-    job_ready.signal();
-  });
-  xorg_ready.wait();
-  job_ready.wait();
+  Child xorg = holding(dev, "nvidia0", [] { ::prctl(PR_SET_NAME, "Xorg"); });
+  Child job = holding(dev, "nvidia0");
   FakeNvml nvml(one_gpu(json::array({{{"pid", xorg.pid()}, {"used_bytes", GiB}},
                                      {{"pid", job.pid()}, {"used_bytes", GiB}}})));
   TempDir cfg;
@@ -297,13 +279,8 @@ command = ["/bin/sh", ")" + cfg.file("page.sh") + "\", \"" + cfg.file("pages.jso
 TEST(PolicyTest, ShowsWhatEachPolicyMatchesNowAndWhy) {
   REQUIRE_DOUBLE();
   GhostHolder g;
-  Ready other_ready;
   // It holds another GPU, one the driver lists nothing on: nothing makes it suspect.
-  Child other([&] {
-    hold(g.dev.dev("nvidia1"));
-    other_ready.signal();
-  });
-  other_ready.wait();
+  Child other = holding(g.dev, "nvidia1");
   TempDir cfg;
   auto config = write_config(cfg, R"(
 [[policy]]
@@ -345,12 +322,7 @@ TEST(PolicyTest, AnInvalidConfigIsRefusedWithItsLines) {
 TEST(DaemonPolicies, ADriverThatWedgesWhileAnActionWaitsForTheMemoryDoesNotHoldUpTheStop) {
   REQUIRE_DOUBLE();
   FakeDevRoot dev;
-  Ready ready;
-  Child job([&] {
-    hold(dev.dev("nvidia0"));
-    ready.signal();
-  });
-  ready.wait();
+  Child job = holding(dev, "nvidia0");
   // Its memory stays listed long after it dies: the action keeps polling the driver.
   json world = one_gpu(json::array(
       {{{"pid", job.pid()}, {"used_bytes", 2 * GiB}, {"release_delay_ms", 600000}}}));
