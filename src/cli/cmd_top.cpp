@@ -17,14 +17,6 @@ namespace {
 // How long one NVML collection may take before the driver counts as not answering.
 constexpr std::chrono::milliseconds kDriverDeadline{5000};
 
-// Signals name PIDs of gpureap's own namespace: a procfs of another one (or a fixture tree)
-// names other processes by those numbers.
-bool procfs_is_ours(const std::string& root) {
-  char buf[64] = {};
-  ssize_t n = ::readlink((root + "/self").c_str(), buf, sizeof buf - 1);
-  return n > 0 && std::string(buf, static_cast<size_t>(n)) == std::to_string(::getpid());
-}
-
 }  // namespace
 
 CLI::App* add_top_command(CLI::App& app, TopOptions& o) {
@@ -67,14 +59,13 @@ int run_top(const GlobalOptions& g, const TopOptions& o) {
   const char* no_color = std::getenv("NO_COLOR");
   config.color = !g.no_color && !(no_color && *no_color);
   config.proc_root = g.proc_root;
-  if (!procfs_is_ours(g.proc_root))
-    config.actions_unavailable =
-        "actions are off: " + g.proc_root +
-        " is not the procfs of gpureap's own PID namespace, so its PIDs cannot be signalled";
-
   auto backend = std::make_shared<tui::DeadlineBackend>(make_gpu_backend(g), kDriverDeadline);
   auto collector = collect::Collector::open({g.proc_root, g.dev_root}, backend);
   if (!collector) return fail(collector.error());
+  if (!collector->procfs().names_own_processes())
+    config.actions_unavailable =
+        "actions are off: " + g.proc_root +
+        " is not the procfs of gpureap's own PID namespace, so its PIDs cannot be signalled";
   auto shared = std::make_shared<const collect::Collector>(std::move(*collector));
   auto result = tui::run_top(shared, backend, config);
   if (result.error) fail(*result.error);

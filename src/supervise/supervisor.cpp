@@ -24,9 +24,7 @@ using std::chrono::milliseconds;
 // namespace's, or gpureap would end strangers. <proc-root>/self names the reader's PID as
 // that procfs sees it.
 std::optional<core::Error> check_own_procfs(const procfs::ProcFs& proc) {
-  char buf[32] = {};
-  ssize_t n = ::readlinkat(proc.dirfd(), "self", buf, sizeof buf - 1);
-  if (n > 0 && std::atol(buf) == ::getpid()) return std::nullopt;
+  if (proc.names_own_processes()) return std::nullopt;
   return core::Error{"the procfs at " + proc.root() +
                          " is not a live procfs of gpureap's PID namespace, so the job's "
                          "processes cannot be found in it",
