@@ -8,16 +8,9 @@
 #include <cstdlib>
 
 #include "reap/arguments.h"
-#include "tui/deadline_backend.h"
 #include "tui/top.h"
 
 namespace gpureap::cli {
-namespace {
-
-// How long one NVML collection may take before the driver counts as not answering.
-constexpr std::chrono::milliseconds kDriverDeadline{5000};
-
-}  // namespace
 
 CLI::App* add_top_command(CLI::App& app, TopOptions& o) {
   auto* top =
@@ -59,7 +52,7 @@ int run_top(const GlobalOptions& g, const TopOptions& o) {
   const char* no_color = std::getenv("NO_COLOR");
   config.color = !g.no_color && !(no_color && *no_color);
   config.proc_root = g.proc_root;
-  auto backend = std::make_shared<tui::DeadlineBackend>(make_gpu_backend(g), kDriverDeadline);
+  auto backend = make_watched_gpu_backend(g);
   auto collector = collect::Collector::open({g.proc_root, g.dev_root}, backend);
   if (!collector) return fail(collector.error());
   if (!collector->procfs().names_own_processes())

@@ -31,6 +31,12 @@ std::shared_ptr<backend::GpuBackend> make_gpu_backend(const GlobalOptions& o) {
   return backend::nvml::make_nvml_backend(nvml);
 }
 
+std::shared_ptr<backend::WatchdogBackend> make_watched_gpu_backend(const GlobalOptions& o) {
+  backend::WatchdogOptions watch;
+  watch.timeout = std::chrono::seconds(5);
+  return std::make_shared<backend::WatchdogBackend>([o] { return make_gpu_backend(o); }, watch);
+}
+
 core::Result<collect::Collector> open_collector(const GlobalOptions& o) {
   return collect::Collector::open({o.proc_root, o.dev_root}, make_gpu_backend(o));
 }

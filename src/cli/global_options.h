@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 
+#include "backend/watchdog.h"
 #include "collect/collector.h"
 #include "core/result.h"
 
@@ -28,9 +29,11 @@ void add_global_options(CLI::App& app, GlobalOptions& options);
 
 // The collector for these roots and the NVML backend; an unusable root is an error.
 core::Result<collect::Collector> open_collector(const GlobalOptions& options);
-// The NVML backend these options name (library, PID bound from the procfs), for callers that
-// wrap it (top and ps --watch put a deadline on it) before opening a collector.
+// The NVML backend these options name (library, PID bound from the procfs).
 std::shared_ptr<backend::GpuBackend> make_gpu_backend(const GlobalOptions& options);
+// The same behind a watchdog, for views that sample the driver again and again (top,
+// ps --watch): a wedged driver shows as "not answering" after 5 s and never freezes them.
+std::shared_ptr<backend::WatchdogBackend> make_watched_gpu_backend(const GlobalOptions& options);
 
 // Prints "gpureap: <message>" (and the hint) on stderr, returns kExitUsage.
 int fail(const core::Error& error);

@@ -15,13 +15,10 @@
 #include "output/ps_view.h"
 #include "output/snapshot_json.h"
 #include "reap/arguments.h"
-#include "tui/deadline_backend.h"
 #include "tui/watch.h"
 
 namespace gpureap::cli {
 namespace {
-
-constexpr std::chrono::milliseconds kDriverDeadline{5000};
 
 volatile std::sig_atomic_t g_stop = 0;
 void on_signal(int) {
@@ -70,7 +67,7 @@ int run_ps_watch(const GlobalOptions& g, const PsOptions& o) {
   if (*interval < std::chrono::milliseconds(100))
     return fail({"--watch " + spec + " is too short", "use 100ms or more"});
   // A wedged driver must not freeze the screen: the driver gets a deadline, /proc stays live.
-  auto backend = std::make_shared<tui::DeadlineBackend>(make_gpu_backend(g), kDriverDeadline);
+  auto backend = make_watched_gpu_backend(g);
   auto collector = collect::Collector::open({g.proc_root, g.dev_root}, backend);
   if (!collector) return fail(collector.error());
   install_handlers();
@@ -113,7 +110,7 @@ int run_ps_watch(const GlobalOptions& g, const PsOptions& o) {
   }
   if (tty && !g.json) std::cout << tui::kShowCursor << std::flush;
   // A collection blocked in the driver keeps a thread: leave without waiting for it.
-  if (backend->in_flight()) {
+  if (backend->threads_stuck()) {
     std::fflush(nullptr);
     ::_exit(kExitOk);
   }

@@ -55,7 +55,7 @@ struct BackendReport {
   bool available = false;
   std::optional<std::string> error;  // why the backend is unavailable, with a next step
   // A stable name for that cause: library-not-found, driver-not-loaded, version-mismatch,
-  // no-permission, symbol-missing, init-failed, internal.
+  // no-permission, symbol-missing, init-failed, internal; not-answering (a call timed out).
   std::optional<std::string> error_code;
   std::optional<std::string> driver_version;
   std::optional<std::string> nvml_version;

@@ -130,8 +130,8 @@ class Daemon {
  public:
   // `acting_collector` (with `acting_backend` as its backend) is the policy actions' own.
   Daemon(const DaemonOptions& options, DaemonConfig config, collect::Collector collector,
-         collect::Collector acting_collector, std::shared_ptr<WatchdogBackend> acting_backend,
-         BackendFactory backends)
+         collect::Collector acting_collector, std::shared_ptr<backend::WatchdogBackend> acting_backend,
+         backend::BackendFactory backends)
       : options_(options),
         config_(std::move(config)),
         history_(std::make_shared<History>(history_limits(config_))),
@@ -284,7 +284,7 @@ class Daemon {
   std::shared_ptr<alert::AlertConsumer> alerts_;
   std::unique_ptr<exporter::HttpServer> server_;
   std::shared_ptr<audit::AuditLog> audit_;
-  std::shared_ptr<WatchdogBackend> acting_backend_;
+  std::shared_ptr<backend::WatchdogBackend> acting_backend_;
   std::shared_ptr<policy::PolicyRunner> policies_;
   Clock::time_point started_;
 };
@@ -318,14 +318,14 @@ int run_daemon(const DaemonOptions& options) {
   nvml.library_path = options.nvml_library;
   nvml.pid_max = collector->procfs().pid_max();
   // A fresh instance per worker: one stuck in a wedged call keeps its own.
-  BackendFactory backends = [nvml] {
+  backend::BackendFactory backends = [nvml] {
     return std::shared_ptr<backend::GpuBackend>(backend::nvml::make_nvml_backend(nvml));
   };
   // Policy actions get their own collector and NVML instance: they verify releases on their
   // own thread while the sampler keeps its pace, behind a watchdog of their own.
-  WatchdogOptions acting_watchdog;
+  backend::WatchdogOptions acting_watchdog;
   acting_watchdog.timeout = config->driver_timeout;
-  auto acting_backend = std::make_shared<WatchdogBackend>(backends, acting_watchdog);
+  auto acting_backend = std::make_shared<backend::WatchdogBackend>(backends, acting_watchdog);
   auto acting = collect::Collector::open(options.roots, acting_backend);
   if (!acting) {
     std::cerr << "gpureap: " << acting.error().message << "\n  " << acting.error().hint << "\n";

@@ -30,11 +30,11 @@ bool is_protected(const core::HostProcess& p) {
 
 }  // namespace
 
-Sampler::Sampler(collect::Collector collector, std::string dev_root, BackendFactory backends,
+Sampler::Sampler(collect::Collector collector, std::string dev_root, backend::BackendFactory backends,
                  SamplerSettings settings, std::shared_ptr<History> history)
     : collector_(std::move(collector)),
       dev_root_(std::move(dev_root)),
-      watchdog_(std::move(backends), WatchdogOptions{settings.driver_timeout}),
+      watchdog_(std::move(backends), backend::WatchdogOptions{settings.driver_timeout}),
       history_(std::move(history)),
       settings_(settings) {}
 
@@ -61,7 +61,7 @@ Clock::time_point Sampler::last_progress() const {
   return Clock::time_point(Clock::duration(progress_.load()));
 }
 
-void Sampler::note_driver(const TimedReport& driver) {
+void Sampler::note_driver(const backend::TimedReport& driver) {
   bool up = driver.report.available;
   if (driver_was_up_ && *driver_was_up_ == up) return;
   if (up) {
@@ -88,7 +88,7 @@ void Sampler::sample_once() {
   }
   watchdog_.set_timeout(settings.driver_timeout);
 
-  TimedReport driver = watchdog_.collect();
+  backend::TimedReport driver = watchdog_.collect();
   {
     // Stopping: no holder scan and no sample that nobody will read.
     std::lock_guard lock(mutex_);

@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "collect/collector.h"
-#include "daemon/backend_watchdog.h"
+#include "backend/watchdog.h"
 #include "daemon/driver_view.h"
 #include "daemon/history.h"
 #include "daemon/sample.h"
@@ -38,7 +38,7 @@ inline constexpr std::chrono::minutes kIpcResidueEvery{5};
 
 class Sampler {
  public:
-  Sampler(collect::Collector collector, std::string dev_root, BackendFactory backends,
+  Sampler(collect::Collector collector, std::string dev_root, backend::BackendFactory backends,
           SamplerSettings settings, std::shared_ptr<History> history);
   ~Sampler();  // stops the thread
 
@@ -62,11 +62,11 @@ class Sampler {
 
  private:
   void loop();
-  void note_driver(const TimedReport& driver);
+  void note_driver(const backend::TimedReport& driver);
 
   collect::Collector collector_;
   std::string dev_root_;
-  BackendWatchdog watchdog_;
+  backend::BackendWatchdog watchdog_;
   std::shared_ptr<History> history_;
   std::vector<std::shared_ptr<SampleConsumer>> consumers_;
 

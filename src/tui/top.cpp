@@ -13,10 +13,10 @@ using std::chrono::duration_cast;
 using std::chrono::seconds;
 using std::chrono::steady_clock;
 
-SamplingStatus sampling_status(const Sampler& sampler, const DeadlineBackend& backend,
+SamplingStatus sampling_status(const Sampler& sampler, const backend::WatchdogBackend& backend,
                                std::chrono::milliseconds interval) {
   SamplingStatus st;
-  if (auto stuck = backend.stuck_for()) st.driver_stuck = duration_cast<seconds>(*stuck);
+  if (auto stuck = backend.down_for()) st.driver_stuck = duration_cast<seconds>(*stuck);
   // A collection that runs far past its interval is stuck, whatever blocks it.
   auto limit = std::max<steady_clock::duration>(3 * interval, seconds(5));
   if (auto busy = sampler.busy_for(); busy && *busy > limit)
@@ -31,7 +31,7 @@ bool same(const SamplingStatus& a, const SamplingStatus& b) {
 class Loop {
  public:
   Loop(std::shared_ptr<const collect::Collector> collector,
-       std::shared_ptr<DeadlineBackend> backend, const TopConfig& config, Terminal& term)
+       std::shared_ptr<backend::WatchdogBackend> backend, const TopConfig& config, Terminal& term)
       : collector_(std::move(collector)),
         backend_(std::move(backend)),
         config_(config),
@@ -90,7 +90,7 @@ class Loop {
     TopResult result;
     bool joined = sampler_.stop();
     bool job_running = job_ && !job_->finished();
-    result.threads_left_behind = !joined || job_running || backend_->in_flight();
+    result.threads_left_behind = !joined || job_running || backend_->threads_stuck();
     return result;
   }
 
@@ -140,7 +140,7 @@ class Loop {
   }
 
   std::shared_ptr<const collect::Collector> collector_;
-  std::shared_ptr<DeadlineBackend> backend_;
+  std::shared_ptr<backend::WatchdogBackend> backend_;
   const TopConfig& config_;
   Terminal& term_;
   Sampler sampler_;
@@ -153,7 +153,7 @@ class Loop {
 }  // namespace
 
 TopResult run_top(std::shared_ptr<const collect::Collector> collector,
-                  std::shared_ptr<DeadlineBackend> backend, const TopConfig& config) {
+                  std::shared_ptr<backend::WatchdogBackend> backend, const TopConfig& config) {
   auto term = Terminal::open({config.color, config.mouse});
   if (!term) return {2, false, term.error()};
   try {

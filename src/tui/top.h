@@ -6,9 +6,9 @@
 #include <optional>
 #include <string>
 
+#include "backend/watchdog.h"
 #include "collect/collector.h"
 #include "core/result.h"
-#include "tui/deadline_backend.h"
 #include "tui/kill_job.h"
 
 namespace gpureap::tui {
@@ -32,8 +32,8 @@ struct TopResult {
   std::optional<core::Error> error;  // printed after the terminal is restored
 };
 
-// `backend` is the deadline backend inside `collector` (it says when the driver hangs).
+// `backend` is the watchdog inside `collector` (it says when the driver hangs).
 TopResult run_top(std::shared_ptr<const collect::Collector> collector,
-                  std::shared_ptr<DeadlineBackend> backend, const TopConfig& config);
+                  std::shared_ptr<backend::WatchdogBackend> backend, const TopConfig& config);
 
 }  // namespace gpureap::tui

@@ -93,7 +93,7 @@ TEST(PsWatch, AWedgedDriverDoesNotStopTheLines) {
   for (const auto& l : lines) {
     json doc = json::parse(l);
     EXPECT_EQ(doc["backend"]["available"], false);
-    EXPECT_NE(doc["backend"]["error"].get<std::string>().find("has not answered"),
+    EXPECT_NE(doc["backend"]["error"].get<std::string>().find("did not answer within"),
               std::string::npos)
         << l;
     EXPECT_FALSE(row_of(doc, job.pid()).is_null()) << l;  // /proc still read: the holder is there

@@ -8,7 +8,7 @@
 #include <mutex>
 #include <thread>
 
-#include "tui/deadline_backend.h"
+#include "backend/watchdog.h"
 #include "tui/host_stats.h"
 #include "tui/sampler.h"
 
@@ -60,57 +60,6 @@ bool eventually(F done, std::chrono::milliseconds limit = 10s) {
   return done();
 }
 
-TEST(TuiDeadlineBackend, AnswersNormallyWhenTheDriverDoes) {
-  auto gate = std::make_shared<Gate>();
-  DeadlineBackend b(std::make_shared<GatedBackend>(gate), 2s);
-  auto r = b.collect();
-  EXPECT_TRUE(r.available);
-  EXPECT_EQ(r.driver_version, "test-1");
-  EXPECT_FALSE(b.stuck_for());
-  EXPECT_EQ(b.collect().driver_version, "test-2");
-}
-
-TEST(TuiDeadlineBackend, AWedgedDriverIsReportedDownAndNeverCalledTwice) {
-  auto gate = std::make_shared<Gate>();
-  set_blocked(*gate, true);
-  DeadlineBackend b(std::make_shared<GatedBackend>(gate), 100ms);
-  auto r = b.collect();  // returns although the call does not
-  EXPECT_FALSE(r.available);
-  EXPECT_EQ(r.error_code, "not-answering");
-  ASSERT_TRUE(r.error);
-  EXPECT_NE(r.error->find("not answered"), std::string::npos);
-  EXPECT_TRUE(b.stuck_for());
-  auto again = b.collect();  // the call in flight is not duplicated
-  EXPECT_FALSE(again.available);
-  {
-    std::lock_guard lock(gate->m);
-    EXPECT_EQ(gate->calls, 1);
-  }
-  set_blocked(*gate, false);  // the driver recovers
-  ASSERT_TRUE(eventually([&] {
-    std::lock_guard lock(gate->m);
-    return gate->returned == 1;
-  }));
-  ASSERT_TRUE(eventually([&] { return !b.stuck_for(); }));
-  auto back = b.collect();
-  EXPECT_TRUE(back.available);
-}
-
-TEST(TuiDeadlineBackend, DestroyingItNeverWaitsForAStuckCall) {
-  auto gate = std::make_shared<Gate>();
-  set_blocked(*gate, true);
-  auto b = std::make_unique<DeadlineBackend>(std::make_shared<GatedBackend>(gate), 100ms);
-  EXPECT_FALSE(b->collect().available);
-  EXPECT_TRUE(b->in_flight());
-  auto before = std::chrono::steady_clock::now();
-  b.reset();  // the stuck worker is left behind
-  EXPECT_LT(std::chrono::steady_clock::now() - before, 5s);
-  set_blocked(*gate, false);  // it finishes on its own
-  ASSERT_TRUE(eventually([&] {
-    std::lock_guard lock(gate->m);
-    return gate->returned == 1;
-  }));
-}
 
 class TuiSampler : public ::testing::Test {
  protected:
@@ -165,9 +114,13 @@ TEST_F(TuiSampler, AStuckCollectionIsSeenByTimeAndStopDoesNotWaitForIt) {
   }));
 }
 
-TEST_F(TuiSampler, WithTheDeadlineBackendSamplingGoesOnWhileTheDriverHangs) {
+TEST_F(TuiSampler, BehindTheWatchdogSamplingGoesOnWhileTheDriverHangs) {
   auto gate = std::make_shared<Gate>();
-  auto deadline = std::make_shared<DeadlineBackend>(std::make_shared<GatedBackend>(gate), 100ms);
+  backend::WatchdogOptions watch;
+  watch.timeout = 100ms;
+  watch.first_backoff = 1h;  // one stuck call: the gate counts it alone
+  auto deadline = std::make_shared<backend::WatchdogBackend>(
+      [gate] { return std::make_shared<GatedBackend>(gate); }, watch);
   Sampler s(collector(deadline), "/proc", 50ms);
   s.start();
   ASSERT_TRUE(eventually([&] { return s.latest().generation >= 1; }));
@@ -178,10 +131,11 @@ TEST_F(TuiSampler, WithTheDeadlineBackendSamplingGoesOnWhileTheDriverHangs) {
   }));
   uint64_t seen = s.latest().generation;
   ASSERT_TRUE(eventually([&] { return s.latest().generation > seen + 1; }));  // /proc stays live
-  EXPECT_TRUE(deadline->stuck_for());
+  EXPECT_TRUE(deadline->down_for());
+  EXPECT_TRUE(deadline->threads_stuck());
   EXPECT_TRUE(s.stop(10s));  // generous: a loaded machine scans /proc slowly
   set_blocked(*gate, false);
-  ASSERT_TRUE(eventually([&] { return !deadline->stuck_for(); }));
+  ASSERT_TRUE(eventually([&] { return !deadline->threads_stuck(); }));
 }
 
 TEST(TuiHostStats, ParsesLoadAndMemory) {

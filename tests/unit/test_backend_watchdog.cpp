@@ -5,9 +5,9 @@
 #include <mutex>
 #include <thread>
 
-#include "daemon/backend_watchdog.h"
+#include "backend/watchdog.h"
 
-namespace gpureap::daemon {
+namespace gpureap::backend {
 namespace {
 
 using namespace std::chrono_literals;
@@ -44,7 +44,7 @@ class FakeBackend : public backend::GpuBackend {
   std::shared_ptr<Gate> gate_;
 };
 
-class DaemonBackendWatchdog : public ::testing::Test {
+class BackendWatchdogTest : public ::testing::Test {
  protected:
   void TearDown() override { gate->set(true); }  // let stuck calls return before the test ends
 
@@ -68,7 +68,7 @@ class DaemonBackendWatchdog : public ::testing::Test {
   std::atomic<int> instances{0};
 };
 
-TEST_F(DaemonBackendWatchdog, AnsweringDriverKeepsOneInstance) {
+TEST_F(BackendWatchdogTest, AnsweringDriverKeepsOneInstance) {
   BackendWatchdog w(factory(), options());
   for (int i = 0; i < 3; ++i) {
     auto r = w.collect();
@@ -80,13 +80,15 @@ TEST_F(DaemonBackendWatchdog, AnsweringDriverKeepsOneInstance) {
   EXPECT_EQ(w.stuck(), 0u);
 }
 
-TEST_F(DaemonBackendWatchdog, WedgedCallIsAbandonedAndAFreshInstanceRecovers) {
+TEST_F(BackendWatchdogTest, WedgedCallIsAbandonedAndAFreshInstanceRecovers) {
   BackendWatchdog w(factory(), options());
   gate->set(false);
+  EXPECT_FALSE(w.down_for());
   auto down = w.collect();
   EXPECT_TRUE(down.timed_out);
   EXPECT_FALSE(down.report.available);
-  EXPECT_EQ(down.report.error_code, "timeout");
+  EXPECT_EQ(down.report.error_code, "not-answering");
+  EXPECT_TRUE(w.down_for());
   EXPECT_NE(down.report.error->find("did not answer within 100ms"), std::string::npos)
       << *down.report.error;
   EXPECT_EQ(w.stuck(), 1u);
@@ -98,12 +100,23 @@ TEST_F(DaemonBackendWatchdog, WedgedCallIsAbandonedAndAFreshInstanceRecovers) {
   EXPECT_FALSE(up.timed_out);
   EXPECT_TRUE(up.report.available);
   EXPECT_EQ(up.report.driver_version, "instance-2");
+  EXPECT_FALSE(w.down_for());  // answering again, though a call is still stuck
   EXPECT_EQ(w.stuck(), 1u);
   fresh->set(true);  // the stuck call returns at last: its thread ends
   EXPECT_TRUE(wait_stuck(w, 0));
 }
 
-TEST_F(DaemonBackendWatchdog, BacksOffBeforeTheNextAttempt) {
+TEST_F(BackendWatchdogTest, ATimeoutSetFromAnotherThreadAppliesToTheNextCall) {
+  BackendWatchdog w(factory(), options());
+  gate->set(false);
+  std::thread([&] { w.set_timeout(1ms); }).join();
+  auto down = w.collect();
+  EXPECT_NE(down.report.error->find("did not answer within 1ms"), std::string::npos) << *down.report.error;
+  gate->set(true);
+  EXPECT_TRUE(wait_stuck(w, 0));
+}
+
+TEST_F(BackendWatchdogTest, BacksOffBeforeTheNextAttempt) {
   BackendWatchdog w(factory(), options(1h));
   gate->set(false);
   EXPECT_TRUE(w.collect().timed_out);
@@ -113,7 +126,7 @@ TEST_F(DaemonBackendWatchdog, BacksOffBeforeTheNextAttempt) {
   EXPECT_EQ(instances, 1);  // no new call during the back-off
 }
 
-TEST_F(DaemonBackendWatchdog, StuckCallsAreBounded) {
+TEST_F(BackendWatchdogTest, StuckCallsAreBounded) {
   BackendWatchdog w(factory(), options(0ms, 2));
   gate->set(false);
   for (int i = 0; i < 5; ++i) EXPECT_TRUE(w.collect().timed_out);
@@ -132,4 +145,4 @@ TEST_F(DaemonBackendWatchdog, StuckCallsAreBounded) {
 }
 
 }  // namespace
-}  // namespace gpureap::daemon
+}  // namespace gpureap::backend

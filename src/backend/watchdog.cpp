@@ -1,4 +1,4 @@
-#include "daemon/backend_watchdog.h"
+#include "backend/watchdog.h"
 
 #include <pthread.h>
 
@@ -9,14 +9,14 @@
 
 #include "core/duration.h"
 
-namespace gpureap::daemon {
+namespace gpureap::backend {
 
 using Clock = std::chrono::steady_clock;
 
 // Shared by the daemon and the worker thread, so an abandoned worker can finish (or stay
 // stuck) without touching anything the daemon may have destroyed.
 struct BackendWatchdog::Worker {
-  std::shared_ptr<backend::GpuBackend> backend;
+  std::shared_ptr<GpuBackend> backend;
   std::shared_ptr<std::atomic<unsigned>> stuck;
   std::mutex mutex;
   std::condition_variable cv;
@@ -64,7 +64,8 @@ struct BackendWatchdog::Worker {
 BackendWatchdog::BackendWatchdog(BackendFactory factory, WatchdogOptions options)
     : factory_(std::move(factory)),
       options_(options),
-      stuck_(std::make_shared<std::atomic<unsigned>>(0)) {}
+      stuck_(std::make_shared<std::atomic<unsigned>>(0)),
+      timeout_ms_(options.timeout.count()) {}
 
 BackendWatchdog::~BackendWatchdog() {
   if (!worker_) return;
@@ -76,7 +77,13 @@ BackendWatchdog::~BackendWatchdog() {
 }
 
 void BackendWatchdog::set_timeout(std::chrono::milliseconds timeout) {
-  options_.timeout = timeout;
+  timeout_ms_ = timeout.count();
+}
+
+std::optional<Clock::duration> BackendWatchdog::down_for() const {
+  auto since = down_since_.load();
+  if (since == 0) return std::nullopt;
+  return Clock::now() - Clock::time_point(Clock::duration(since));
 }
 
 void BackendWatchdog::interrupt() {
@@ -94,12 +101,13 @@ unsigned BackendWatchdog::stuck() const {
 
 TimedReport BackendWatchdog::collect() {
   const auto start = Clock::now();
+  const std::chrono::milliseconds timeout(timeout_ms_.load());
   auto down = [&](std::string why) {
     TimedReport r;
     r.timed_out = true;
     r.report.available = false;
     r.report.error = std::move(why);
-    r.report.error_code = "timeout";
+    r.report.error_code = "not-answering";
     r.took = Clock::now() - start;
     return r;
   };
@@ -125,7 +133,7 @@ TimedReport BackendWatchdog::collect() {
   worker_->done = false;
   worker_->requested = true;
   worker_->cv.notify_all();
-  const bool answered = worker_->cv.wait_for(lock, options_.timeout, [&] {
+  const bool answered = worker_->cv.wait_for(lock, timeout, [&] {
     return worker_->done || interrupted_;
   }) && worker_->done;
   TimedReport r;
@@ -144,18 +152,20 @@ TimedReport BackendWatchdog::collect() {
   if (answered) {
     r.took = Clock::now() - start;
     backoff_ = std::chrono::milliseconds(0);
+    down_since_ = 0;
     return r;
   }
+  Clock::rep unset = 0;
+  down_since_.compare_exchange_strong(unset, start.time_since_epoch().count());
   worker_.reset();
   if (interrupted_) return down("gpureap is stopping");
   backoff_ =
       backoff_.count() == 0 ? options_.first_backoff : std::min(backoff_ * 2, options_.max_backoff);
   retry_at_ = Clock::now() + backoff_;
-  last_down_reason_ = "the GPU driver did not answer within " +
-                      core::format_duration(options_.timeout) +
+  last_down_reason_ = "the GPU driver did not answer within " + core::format_duration(timeout) +
                       " (a wedged driver or a GPU fallen off the bus?); gpureap retries in " +
                       core::format_duration(backoff_) + ": check dmesg and nvidia-smi";
   return down(last_down_reason_);
 }
 
-}  // namespace gpureap::daemon
+}  // namespace gpureap::backend

@@ -1,9 +1,10 @@
 #pragma once
-// The GPU backend called off the sampler's thread with a timeout. A wedged driver blocks an
-// NVML call forever and such a thread cannot be cancelled: the call is abandoned (its thread
-// keeps the backend instance alive and exits if the call ever returns), the backend is
-// reported down, and a later call starts a fresh worker with a fresh backend instance. Stuck
-// workers are bounded; retries back off while the driver does not answer.
+// The GPU backend called off the caller's thread with a timeout, for everything that samples
+// the driver repeatedly: the daemon's sampler and its policy actions, `top`, `ps --watch`. A
+// wedged driver blocks an NVML call forever and such a thread cannot be cancelled: the call is
+// abandoned (its thread keeps the backend instance alive and exits if the call ever returns),
+// the backend is reported down, and a later call starts a fresh worker with a fresh backend
+// instance. Stuck workers are bounded; retries back off while the driver does not answer.
 #include <atomic>
 #include <chrono>
 #include <functional>
@@ -15,9 +16,9 @@
 #include "backend/gpu_backend.h"
 #include "core/gpu.h"
 
-namespace gpureap::daemon {
+namespace gpureap::backend {
 
-using BackendFactory = std::function<std::shared_ptr<backend::GpuBackend>()>;
+using BackendFactory = std::function<std::shared_ptr<GpuBackend>()>;
 
 struct WatchdogOptions {
   std::chrono::milliseconds timeout{std::chrono::seconds(5)};
@@ -45,11 +46,14 @@ class BackendWatchdog {
   // One collect(), waiting at most the timeout. Never blocks longer.
   TimedReport collect();
 
-  void set_timeout(std::chrono::milliseconds timeout);
+  void set_timeout(std::chrono::milliseconds timeout);  // from any thread
   // From any thread: a collect() waiting for the driver returns at once (the daemon is
   // stopping), and later ones do not call it.
   void interrupt();
   unsigned stuck() const;  // abandoned calls that have not returned yet
+  // From any thread: how long the driver has not been answering (since the first call of the
+  // current streak that timed out); empty while it answers.
+  std::optional<std::chrono::steady_clock::duration> down_for() const;
 
   struct Worker;
 
@@ -58,6 +62,8 @@ class BackendWatchdog {
   WatchdogOptions options_;
   std::shared_ptr<Worker> worker_;
   std::shared_ptr<std::atomic<unsigned>> stuck_;
+  std::atomic<std::chrono::milliseconds::rep> timeout_ms_;
+  std::atomic<std::chrono::steady_clock::rep> down_since_{0};  // 0: answering
   std::chrono::steady_clock::time_point retry_at_{};
   std::chrono::milliseconds backoff_{0};
   std::string last_down_reason_;
@@ -66,17 +72,21 @@ class BackendWatchdog {
   std::shared_ptr<Worker> waiting_on_;  // the worker collect() waits for, for interrupt()
 };
 
-// The watchdog as a GpuBackend, for code that takes one: the collector of policy actions,
-// whose release checks poll the driver and must not hang on a wedged one either.
-class WatchdogBackend final : public backend::GpuBackend {
+// The watchdog as a GpuBackend, for code that takes one (a Collector): the daemon's policy
+// actions, whose release checks poll the driver, and the terminal views.
+class WatchdogBackend final : public GpuBackend {
  public:
   WatchdogBackend(BackendFactory factory, WatchdogOptions options)
       : watchdog_(std::move(factory), options) {}
   core::BackendReport collect() override { return watchdog_.collect().report; }
   void set_timeout(std::chrono::milliseconds timeout) { watchdog_.set_timeout(timeout); }
+  std::optional<std::chrono::steady_clock::duration> down_for() const { return watchdog_.down_for(); }
+  // A thread is still blocked in the driver: the program should leave with _exit, since exit()
+  // would run destructors under it.
+  bool threads_stuck() const { return watchdog_.stuck() > 0; }
 
  private:
   BackendWatchdog watchdog_;
 };
 
-}  // namespace gpureap::daemon
+}  // namespace gpureap::backend
