@@ -131,17 +131,7 @@ int run_kill(const GlobalOptions& g, const KillOptions& o) {
 
   report.timing.signalled = SystemClock::now();
   auto executions = reap::Executor(proc, settings->exec).run(*plan);
-  reap::ReleaseSource source;
-  source.driver = [&] {
-    const auto& backend = collector->backend();
-    return reap::driver_snapshot(backend ? backend->collect() : core::BackendReport{});
-  };
-  source.full = [&] { return collector->collect(); };
-  source.stat = [&proc](pid_t pid) -> std::optional<core::ProcessStat> {
-    auto st = proc.read_stat(pid);
-    return st.ok() ? *st : std::nullopt;
-  };
-  auto verification = reap::verify(*plan, executions, source, settings->verify);
+  auto verification = reap::verify(*plan, executions, reap::release_source(*collector), settings->verify);
   auto timing = report.timing;
   timing.verified = SystemClock::now();
   report = reap::compose(*plan, executions, verification);

@@ -135,20 +135,11 @@ ActionResult ReaperAction::run(const ActionRequest& r, const std::function<bool(
   exec.cancelled = cancelled;
   auto executions = reap::Executor(proc, exec).run(*plan);
 
-  reap::ReleaseSource source;
-  source.driver = [this] {
-    const auto& backend = collector_.backend();
-    return reap::driver_snapshot(backend ? backend->collect() : core::BackendReport{});
-  };
-  source.full = [this] { return collector_.collect(); };
-  source.stat = [&proc](pid_t pid) -> std::optional<core::ProcessStat> {
-    auto st = proc.read_stat(pid);
-    return st.ok() ? *st : std::nullopt;
-  };
   reap::VerifyOptions verify;
   verify.wait_release = wait_release_;
   verify.cancelled = cancelled;
-  auto report = reap::compose(*plan, executions, reap::verify(*plan, executions, source, verify));
+  auto report = reap::compose(
+      *plan, executions, reap::verify(*plan, executions, reap::release_source(collector_), verify));
 
   for (const auto& e : executions)
     if (e.pid == r.identity.pid && e.status == reap::ExecStatus::Recycled)
