@@ -182,22 +182,6 @@ Verification verify(const Plan& plan, const std::vector<Execution>& executions,
   return Verifier(plan, executions).run(source, options);
 }
 
-Verification verify(const Plan& plan, const std::vector<Execution>& executions,
-                    const SnapshotSource& collect, const VerifyOptions& options) {
-  // Every look is a full snapshot; stat answers from the latest one.
-  auto last = std::make_shared<core::Snapshot>();
-  ReleaseSource source;
-  source.driver = [collect, last] {
-    *last = collect();
-    return *last;
-  };
-  source.full = [last] { return *last; };
-  source.stat = [last](pid_t pid) -> std::optional<core::ProcessStat> {
-    const core::HostProcess* p = last->find(pid);
-    return p ? std::optional(p->stat) : std::nullopt;
-  };
-  return verify(plan, executions, source, options);
-}
 
 core::Snapshot driver_snapshot(core::BackendReport report) {
   return core::join(core::ProcView{}, std::move(report), "", std::chrono::system_clock::now());

@@ -80,11 +80,6 @@ struct ReleaseSource {
 Verification verify(const Plan& plan, const std::vector<Execution>& executions,
                     const ReleaseSource& source, const VerifyOptions& options);
 
-// The same from full snapshots only (each poll rescans /proc): simple, and slower.
-using SnapshotSource = std::function<core::Snapshot()>;
-Verification verify(const Plan& plan, const std::vector<Execution>& executions,
-                    const SnapshotSource& collect, const VerifyOptions& options);
-
 // The driver's report joined with an empty /proc view: rows hold only the listings.
 core::Snapshot driver_snapshot(core::BackendReport report);
 

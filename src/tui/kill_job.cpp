@@ -115,8 +115,8 @@ void KillJob::start() {
     try {
       auto executions = reap::Executor(s->collector->procfs(), s->config.exec).run(s->plan);
       set_progress("The processes are handled; waiting for the GPU memory to come back…");
-      auto verification = reap::verify(
-          s->plan, executions, [c = s->collector] { return c->collect(); }, s->config.verify);
+      auto verification =
+          reap::verify(s->plan, executions, reap::release_source(*s->collector), s->config.verify);
       timing.verified = Clock::now();
       report = reap::compose(s->plan, executions, verification);
       timing.last_exit = report.timing.last_exit;

@@ -14,17 +14,26 @@ namespace {
 using namespace gpureap::testing;
 using std::chrono::milliseconds;
 
-// Hands out the scripted snapshots in order, then repeats the last one.
+// Hands out the scripted snapshots in order, then repeats the last one: every look of the
+// verifier is a full snapshot, and /proc/PID/stat answers from the latest one.
 struct Script {
   std::deque<core::Snapshot> snaps;
   int served = 0;
-  SnapshotSource source() {
-    return [this] {
+  std::shared_ptr<core::Snapshot> last = std::make_shared<core::Snapshot>();
+  ReleaseSource source() {
+    ReleaseSource r;
+    r.driver = [this] {
       ++served;
-      core::Snapshot s = snaps.front();
+      *last = snaps.front();
       if (snaps.size() > 1) snaps.pop_front();
-      return s;
+      return *last;
     };
+    r.full = [this] { return *last; };
+    r.stat = [this](pid_t pid) -> std::optional<core::ProcessStat> {
+      const core::HostProcess* p = last->find(pid);
+      return p ? std::optional(p->stat) : std::nullopt;
+    };
+    return r;
   }
 };
 
