@@ -7,6 +7,17 @@
 namespace gpureap::tui {
 namespace {
 
+// A filter that steps through sorted `values`: none → the first → … → the last → none. None
+// when there are no values.
+template <class T>
+std::optional<T> next_in_cycle(const std::vector<T>& values, const std::optional<T>& current) {
+  if (values.empty()) return std::nullopt;
+  if (!current) return values.front();
+  auto it = std::upper_bound(values.begin(), values.end(), *current);
+  if (it == values.end()) return std::nullopt;
+  return *it;
+}
+
 bool printable(char32_t c) {
   return c >= 0x20 && c != 0x7F;
 }
@@ -118,42 +129,20 @@ void TopModel::set_message(std::string text, Role role) {
 
 void TopModel::cycle_gpu() {
   auto gpus = snapshot_ ? gpus_of(*snapshot_, rows_) : std::vector<unsigned>{};
-  auto& f = options_.filter.gpu;
-  if (gpus.empty()) {
-    f.reset();
+  options_.filter.gpu = next_in_cycle(gpus, options_.filter.gpu);
+  if (gpus.empty())
     set_message("no GPU to filter by", Role::Warn);
-    return;
-  }
-  if (!f)
-    f = gpus.front();
-  else {
-    auto it = std::upper_bound(gpus.begin(), gpus.end(), *f);
-    if (it == gpus.end())
-      f.reset();
-    else
-      f = *it;
-  }
-  rebuild();
+  else
+    rebuild();
 }
 
 void TopModel::cycle_user() {
   auto users = users_of(rows_);
-  auto& f = options_.filter.user;
-  if (users.empty()) {
-    f.reset();
+  options_.filter.user = next_in_cycle(users, options_.filter.user);
+  if (users.empty())
     set_message("no user to filter by", Role::Warn);
-    return;
-  }
-  if (!f)
-    f = users.front();
-  else {
-    auto it = std::upper_bound(users.begin(), users.end(), *f);
-    if (it == users.end())
-      f.reset();
-    else
-      f = *it;
-  }
-  rebuild();
+  else
+    rebuild();
 }
 
 void TopModel::sort_by(Column column) {
