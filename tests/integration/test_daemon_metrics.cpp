@@ -41,20 +41,10 @@ std::string gpu_series(const std::string& metric) {
 TEST(DaemonMetrics, ValuesMatchTheScenarioAndChangeWhenAHolderDies) {
   REQUIRE_DOUBLE();
   FakeDevRoot dev;
-  Ready ready;
-  Child job([&] {
-    hold(dev.dev("nvidia0"));
-    ready.signal();
-  });
-  ready.wait();
+  Child job = holding(dev, "nvidia0");
   // A trainer that is gone; its forked worker still holds the device file, so the driver
   // keeps listing the trainer's 8 GiB.
-  Ready worker_ready;
-  Child worker([&] {
-    hold(dev.dev("nvidia0"));
-    worker_ready.signal();
-  });
-  worker_ready.wait();
+  Child worker = holding(dev, "nvidia0");
   pid_t trainer = dead_pid();
   FakeNvml nvml(gpu0(
       json::array({{{"pid", job.pid()}, {"used_bytes", 4 * GiB}},
@@ -115,14 +105,10 @@ TEST(DaemonMetrics, ValuesMatchTheScenarioAndChangeWhenAHolderDies) {
 TEST(DaemonMetrics, PerProcessSeriesEscapeHostileProcessNames) {
   REQUIRE_DOUBLE();
   FakeDevRoot dev;
-  Ready ready;
-  Child job([&] {
-    // A process may call itself anything, quotes and newlines included.
-    ::prctl(PR_SET_NAME, "a\"b\\c\nd", 0, 0, 0);
-    hold(dev.dev("nvidia0"));
-    ready.signal();
+  Child job = holding(dev, "nvidia0", [&] {
+      // A process may call itself anything, quotes and newlines included.
+      ::prctl(PR_SET_NAME, "a\"b\\c\nd", 0, 0, 0);
   });
-  ready.wait();
   FakeNvml nvml(gpu0(json::array({{{"pid", job.pid()}, {"used_bytes", 2 * GiB}}})));
   TempDir cfg;
   auto config = write_config(cfg, "interval = \"250ms\"\nper_process_metrics = true\n");

@@ -13,12 +13,7 @@ using nlohmann::json;
 TEST(DaemonWatchdog, AWedgedDriverIsUpZeroWhileEndpointsAnswerAndItRecovers) {
   REQUIRE_DOUBLE();
   FakeDevRoot dev;
-  Ready ready;
-  Child job([&] {
-    hold(dev.dev("nvidia0"));
-    ready.signal();
-  });
-  ready.wait();
+  Child job = holding(dev, "nvidia0");
   json world = {{"gpus",
                  {{{"uuid", "GPU-0000"},
                    {"minor", 0},

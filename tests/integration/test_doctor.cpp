@@ -57,12 +57,7 @@ bool remedy_has(const json& f, const std::string& text) {
 TEST(Doctor, HealthyMachineSaysSoInOneLine) {
   REQUIRE_DOUBLE();
   FakeDevRoot dev;
-  Ready ready;
-  Child job([&] {
-    hold(dev.dev("nvidia0"));
-    ready.signal();
-  });
-  ready.wait();
+  Child job = holding(dev, "nvidia0");
   FakeNvml nvml(one_gpu(json::array({{{"pid", job.pid()}, {"used_bytes", 4 * GiB}}})));
   auto d = doctor(dev, nvml);
   EXPECT_EQ(d.exit_code, 0) << d.doc.dump(2);
@@ -128,12 +123,7 @@ TEST(Doctor, LeakedAndReleasingAreToldApart) {
 TEST(Doctor, StoppedHolderAndUnreapedZombies) {
   REQUIRE_DOUBLE();
   FakeDevRoot dev;
-  Ready ready;
-  Child stopped([&] {
-    hold(dev.dev("nvidia0"));
-    ready.signal();
-  });
-  ready.wait();
+  Child stopped = holding(dev, "nvidia0");
   ::kill(stopped.pid(), SIGSTOP);
   ASSERT_TRUE(wait_for_state(stopped.pid(), 'T'));
   Ready ready2;
@@ -226,12 +216,7 @@ class FakeNvidiaSmi : public TempDir {
 TEST(Reset, RefusesWhileAProcessHoldsTheGpu) {
   REQUIRE_DOUBLE();
   FakeDevRoot dev;
-  Ready ready;
-  Child job([&] {
-    hold(dev.dev("nvidia0"));
-    ready.signal();
-  });
-  ready.wait();
+  Child job = holding(dev, "nvidia0");
   FakeNvml nvml(one_gpu(json::array()));
   FakeNvidiaSmi smi;
   auto env = nvml.env();
@@ -315,12 +300,7 @@ TEST(DoctorFix, EndsTheGhostKeepersAndLeavesAHealthyDoctor) {
   pid_t ghost = parent.pid();
   pid_t w1 = static_cast<pid_t>(ready.receive()), w2 = static_cast<pid_t>(ready.receive());
   parent.kill_and_reap();
-  Ready ready2;
-  Child stopped([&] {
-    hold(dev.dev("nvidia0"));
-    ready2.signal();
-  });
-  ready2.wait();
+  Child stopped = holding(dev, "nvidia0");
   ::kill(stopped.pid(), SIGSTOP);
   ASSERT_TRUE(wait_for_state(stopped.pid(), 'T'));
   FakeNvml nvml(one_gpu(json::array({{{"pid", ghost}, {"used_bytes", 8 * GiB}, {"holders", {ghost, w1, w2}}},

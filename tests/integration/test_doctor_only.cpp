@@ -37,12 +37,7 @@ class DoctorOnly : public ::testing::Test {
 // GPU 0: a stopped holder (warning); GPU 1: memory of a gone PID nobody keeps (critical when
 // the view is complete, a warning otherwise).
 TEST_F(DoctorOnly, KeepsOnlyTheNamedCodesAndExitsByThem) {
-  Ready ready;
-  Child stopped([&] {
-    hold(dev_.dev("nvidia0"));
-    ready.signal();
-  });
-  ready.wait();
+  Child stopped = holding(dev_, "nvidia0");
   ASSERT_EQ(::kill(stopped.pid(), SIGSTOP), 0);
   ASSERT_TRUE(wait_for_state(stopped.pid(), 'T'));
   nvml_.write(

@@ -13,12 +13,7 @@ namespace {
 
 TEST(KillBasic, CooperativeProcessIsKilledAndVerified) {
   FakeDevRoot dev;
-  Ready ready;
-  Child holder([&] {
-    hold(dev.dev("nvidia0"));
-    ready.signal();
-  });
-  ready.wait();
+  Child holder = holding(dev, "nvidia0");
   auto r = run_gpureap(kill_args(dev, {std::to_string(holder.pid()), "--yes"}));
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
   auto doc = parse_output(r);
@@ -45,13 +40,7 @@ TEST(KillBasic, CooperativeProcessIsKilledAndVerified) {
 
 TEST(KillBasic, ProcessIgnoringSigtermIsEscalatedToSigkill) {
   FakeDevRoot dev;
-  Ready ready;
-  Child holder([&] {
-    ::signal(SIGTERM, SIG_IGN);
-    hold(dev.dev("nvidia0"));
-    ready.signal();
-  });
-  ready.wait();
+  Child holder = holding(dev, "nvidia0", [&] { ::signal(SIGTERM, SIG_IGN); });
   auto r = run_gpureap(kill_args(dev, {std::to_string(holder.pid()), "--yes", "--grace", "300ms"}));
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
   auto outcome = entry_of(parse_output(r)["outcomes"], holder.pid());
@@ -63,13 +52,7 @@ TEST(KillBasic, ProcessIgnoringSigtermIsEscalatedToSigkill) {
 
 TEST(KillBasic, NoEscalateReportsTheSurvivor) {
   FakeDevRoot dev;
-  Ready ready;
-  Child holder([&] {
-    ::signal(SIGTERM, SIG_IGN);
-    hold(dev.dev("nvidia0"));
-    ready.signal();
-  });
-  ready.wait();
+  Child holder = holding(dev, "nvidia0", [&] { ::signal(SIGTERM, SIG_IGN); });
   auto r = run_gpureap(
       kill_args(dev, {std::to_string(holder.pid()), "--yes", "--grace", "200ms", "--no-escalate"}));
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
@@ -82,12 +65,7 @@ TEST(KillBasic, NoEscalateReportsTheSurvivor) {
 
 TEST(KillBasic, StoppedProcessIsResumedSoItActsOnSigterm) {
   FakeDevRoot dev;
-  Ready ready;
-  Child holder([&] {
-    hold(dev.dev("nvidia1"));
-    ready.signal();
-  });
-  ready.wait();
+  Child holder = holding(dev, "nvidia1");
   ::kill(holder.pid(), SIGSTOP);
   ASSERT_TRUE(wait_for_state(holder.pid(), 'T'));
   // --no-escalate: only SIGCONT lets SIGTERM act; without it the process would survive.
@@ -107,13 +85,7 @@ TEST(KillBasic, StoppedProcessIsResumedSoItActsOnSigterm) {
 
 TEST(KillBasic, DryRunSignalsNothing) {
   FakeDevRoot dev;
-  Ready ready;
-  Child holder([&] {
-    block_all_signals();
-    hold(dev.dev("nvidia0"));
-    ready.signal();
-  });
-  ready.wait();
+  Child holder = holding(dev, "nvidia0", [&] { block_all_signals(); });
   auto r = run_gpureap(kill_args(dev, {"--gpu", "0", "--dry-run"}));
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
   auto doc = parse_output(r);
@@ -128,13 +100,7 @@ TEST(KillBasic, DryRunSignalsNothing) {
 
 TEST(KillBasic, WithoutATerminalItNeedsYes) {
   FakeDevRoot dev;
-  Ready ready;
-  Child holder([&] {
-    block_all_signals();
-    hold(dev.dev("nvidia0"));
-    ready.signal();
-  });
-  ready.wait();
+  Child holder = holding(dev, "nvidia0", [&] { block_all_signals(); });
   auto r = run_gpureap(kill_args(dev, {std::to_string(holder.pid())}));
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("--yes"), std::string::npos) << r.err;
@@ -144,12 +110,7 @@ TEST(KillBasic, WithoutATerminalItNeedsYes) {
 
 TEST(KillBasic, OnATerminalItAsksAndKillsOnYes) {
   FakeDevRoot dev;
-  Ready ready;
-  Child holder([&] {
-    hold(dev.dev("nvidia0"));
-    ready.signal();
-  });
-  ready.wait();
+  Child holder = holding(dev, "nvidia0");
   auto r = run_gpureap_on_tty({"kill", std::to_string(holder.pid()), "--dev-root", dev.path(),
                                "--nvml-library", kNoNvml},
                               "[y/N]", "y");
@@ -162,13 +123,7 @@ TEST(KillBasic, OnATerminalItAsksAndKillsOnYes) {
 
 TEST(KillBasic, OnATerminalAnythingButYesSignalsNothing) {
   FakeDevRoot dev;
-  Ready ready;
-  Child holder([&] {
-    block_all_signals();
-    hold(dev.dev("nvidia0"));
-    ready.signal();
-  });
-  ready.wait();
+  Child holder = holding(dev, "nvidia0", [&] { block_all_signals(); });
   auto r = run_gpureap_on_tty({"kill", "--gpu", "0", "--dev-root", dev.path(), "--nvml-library", kNoNvml},
                               "[y/N]", "n");
   EXPECT_EQ(r.exit_code, 1) << r.out;
@@ -178,12 +133,7 @@ TEST(KillBasic, OnATerminalAnythingButYesSignalsNothing) {
 
 TEST(KillBasic, HumanOutputShowsThePlanAndTheOutcome) {
   FakeDevRoot dev;
-  Ready ready;
-  Child holder([&] {
-    hold(dev.dev("nvidia0"));
-    ready.signal();
-  });
-  ready.wait();
+  Child holder = holding(dev, "nvidia0");
   auto r = run_gpureap({"kill", std::to_string(holder.pid()), "--yes", "--dev-root", dev.path(),
                         "--nvml-library", kNoNvml});
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
@@ -220,13 +170,9 @@ TEST(KillBasic, UsageErrorsExitTwo) {
 
 TEST(KillBasic, CustomSignal) {
   FakeDevRoot dev;
-  Ready ready;
-  Child holder([&] {
+  Child holder = holding(dev, "nvidia0", [&] {
     ::signal(SIGINT, SIG_DFL);  // a shell starting the tests in the background ignores it
-    hold(dev.dev("nvidia0"));
-    ready.signal();
   });
-  ready.wait();
   auto r = run_gpureap(kill_args(dev, {std::to_string(holder.pid()), "--yes", "--signal", "INT"}));
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_EQ(entry_of(parse_output(r)["outcomes"], holder.pid())["exited_after"], "SIGINT");

@@ -98,12 +98,7 @@ TEST_F(KillRelease, GonePidIsResolvedToItsInheritedHoldersAndItsMemoryComesBack)
 }
 
 TEST_F(KillRelease, DelayedReleaseIsAwaited) {
-  Ready ready;
-  Child holder([&] {
-    hold(dev_.dev("nvidia0"));
-    ready.signal();
-  });
-  ready.wait();
+  Child holder = holding(dev_, "nvidia0");
   scenario({{{"pid", holder.pid()}, {"used_bytes", 3 * kGiB}, {"release_delay_ms", 700}}});
   auto r = kill({std::to_string(holder.pid()), "--yes"});
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
@@ -119,12 +114,7 @@ TEST_F(KillRelease, DelayedReleaseIsAwaited) {
 }
 
 TEST_F(KillRelease, LeakedContextEndsStillHeld) {
-  Ready ready;
-  Child holder([&] {
-    hold(dev_.dev("nvidia0"));
-    ready.signal();
-  });
-  ready.wait();
+  Child holder = holding(dev_, "nvidia0");
   scenario({{{"pid", holder.pid()}, {"used_bytes", kGiB}, {"leaked", true}}});
   auto r = kill({std::to_string(holder.pid()), "--yes", "--wait-release", "500ms"});
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err;

@@ -74,13 +74,7 @@ TEST(KillSafety, NonRootCallerIsNotPermittedForARootProcess) {
   if (!binary_runnable_as_nobody()) GTEST_SKIP() << "nobody cannot reach the gpureap binary here";
   FakeDevRoot dev;
   ::chmod(dev.path().c_str(), 0755);  // nobody must be able to read the dev root
-  Ready ready;
-  Child victim([&] {
-    block_all_signals();
-    hold(dev.dev("nvidia0"));
-    ready.signal();
-  });
-  ready.wait();
+  Child victim = holding(dev, "nvidia0", [&] { block_all_signals(); });
   auto r = run_gpureap_as(65534, 65534, kill_args(dev, {std::to_string(victim.pid()), "--yes"}));
   EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
   auto doc = parse_output(r);

@@ -120,12 +120,7 @@ TEST(PsDriverJoin, LeakedContextOfADeadPid) {
   REQUIRE_DOUBLE();
   FakeDevRoot dev;
   pid_t gone = dead_pid();
-  Ready ready;
-  Child listed([&] {
-    hold(dev.dev("nvidia0"));
-    ready.signal();
-  });
-  ready.wait();
+  Child listed = holding(dev, "nvidia0");
   FakeNvml nvml(two_gpus(json::array({{{"pid", gone}, {"used_bytes", 6 * GiB}, {"leaked", true}},
                                       {{"pid", listed.pid()}, {"used_bytes", GiB}}})));
   auto snap = ps(dev, nvml);
@@ -137,12 +132,7 @@ TEST(PsDriverJoin, ForeignNamespaceFromInsideAPidNamespace) {
   REQUIRE_DOUBLE();
   if (::geteuid() != 0) GTEST_SKIP() << "needs root for unshare --pid";
   FakeDevRoot dev;
-  Ready ready;
-  Child host_job([&] {
-    hold(dev.dev("nvidia0"));
-    ready.signal();
-  });
-  ready.wait();
+  Child host_job = holding(dev, "nvidia0");
   FakeNvml nvml(two_gpus(json::array({{{"pid", host_job.pid()}, {"used_bytes", 2 * GiB}, {"leaked", true}}})));
   auto env = nvml.env();
   std::string cmd;
@@ -194,12 +184,7 @@ TEST(PsDriverJoin, ThirtyTwoByteProcessRecords) {
 TEST(PsDriverJoin, NotAvailableMemoryIsNullNotHuge) {
   REQUIRE_DOUBLE();
   FakeDevRoot dev;
-  Ready ready;
-  Child job([&] {
-    hold(dev.dev("nvidia0"));
-    ready.signal();
-  });
-  ready.wait();
+  Child job = holding(dev, "nvidia0");
   FakeNvml nvml(two_gpus(json::array({{{"pid", job.pid()}, {"used_bytes", "not_available"}}})));
   auto snap = ps(dev, nvml);
   auto row = row_of(snap, job.pid());
@@ -212,12 +197,7 @@ TEST(PsDriverJoin, NotAvailableMemoryIsNullNotHuge) {
 TEST(PsDriverJoin, InitErrorsAreExplainedAndHoldersStillShown) {
   REQUIRE_DOUBLE();
   FakeDevRoot dev;
-  Ready ready;
-  Child job([&] {
-    hold(dev.dev("nvidia0"));
-    ready.signal();
-  });
-  ready.wait();
+  Child job = holding(dev, "nvidia0");
   struct Case {
     const char* code;
     const char* expect;
@@ -243,12 +223,7 @@ TEST(PsDriverJoin, InitErrorsAreExplainedAndHoldersStillShown) {
 TEST(PsDriverJoin, OneLostGpuDoesNotHideTheOthers) {
   REQUIRE_DOUBLE();
   FakeDevRoot dev;
-  Ready ready;
-  Child job([&] {
-    hold(dev.dev("nvidia0"));
-    ready.signal();
-  });
-  ready.wait();
+  Child job = holding(dev, "nvidia0");
   auto scenario = two_gpus(json::array({{{"pid", job.pid()}, {"used_bytes", 3 * GiB}}}));
   scenario["gpus"][1]["error"] = "gpu_lost";
   FakeNvml nvml(scenario);

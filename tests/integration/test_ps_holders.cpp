@@ -104,12 +104,7 @@ TEST(PsHolders, InheritedHoldersOfADeadParentAreOrphansInItsGroup) {
 
 TEST(PsHolders, StoppedHolder) {
   FakeDevRoot dev;
-  Ready ready;
-  Child holder([&] {
-    hold(dev.dev("nvidia1"));
-    ready.signal();
-  });
-  ready.wait();
+  Child holder = holding(dev, "nvidia1");
   ::kill(holder.pid(), SIGSTOP);
   ASSERT_TRUE(wait_for_state(holder.pid(), 'T'));
   auto snap = run_json(ps_args(dev));
@@ -140,13 +135,7 @@ TEST(PsHolders, HolderWithUnreapedZombieChild) {
 
 TEST(PsHolders, HostileCommIsReportedExactlyAndSanitisedOnTheTerminal) {
   FakeDevRoot dev;
-  Ready ready;
-  Child holder([&] {
-    ::prctl(PR_SET_NAME, ") (x y");
-    hold(dev.dev("nvidia0"));
-    ready.signal();
-  });
-  ready.wait();
+  Child holder = holding(dev, "nvidia0", [&] { ::prctl(PR_SET_NAME, ") (x y"); });
   auto snap = run_json(ps_args(dev));
   auto row = row_of(snap, holder.pid());
   ASSERT_FALSE(row.is_null());
@@ -154,13 +143,7 @@ TEST(PsHolders, HostileCommIsReportedExactlyAndSanitisedOnTheTerminal) {
   EXPECT_EQ(row["state"], "S");
   EXPECT_EQ(row["ppid"], getpid());
 
-  Ready ready2;
-  Child evil([&] {
-    ::prctl(PR_SET_NAME, "\x1b[31mevil\n");
-    hold(dev.dev("nvidia0"));
-    ready2.signal();
-  });
-  ready2.wait();
+  Child evil = holding(dev, "nvidia0", [&] { ::prctl(PR_SET_NAME, "\x1b[31mevil\n"); });
   auto text = run_gpureap({"ps", "--dev-root", dev.path()});
   EXPECT_EQ(text.exit_code, 0);
   EXPECT_EQ(text.out.find('\x1b'), std::string::npos) << text.out;
@@ -169,24 +152,14 @@ TEST(PsHolders, HostileCommIsReportedExactlyAndSanitisedOnTheTerminal) {
 
 TEST(PsHolders, NothingOutsideTheDevRootIsReported) {
   FakeDevRoot dev, other;
-  Ready ready;
-  Child outsider([&] {
-    hold(other.dev("nvidia0"));
-    ready.signal();
-  });
-  ready.wait();
+  Child outsider = holding(other, "nvidia0");
   auto snap = run_json(ps_args(dev));
   EXPECT_EQ(snap["processes"], nlohmann::json::array());
 }
 
 TEST(PsHolders, CsvHasAHeaderAndOneRowPerHolder) {
   FakeDevRoot dev;
-  Ready ready;
-  Child holder([&] {
-    hold(dev.dev("nvidia0"));
-    ready.signal();
-  });
-  ready.wait();
+  Child holder = holding(dev, "nvidia0");
   auto r = run_gpureap({"--csv", "ps", "--dev-root", dev.path()});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out.rfind("pid,user,state,", 0), 0u);

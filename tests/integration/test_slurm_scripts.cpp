@@ -267,13 +267,7 @@ TEST_F(SlurmEpilog, LeakedMemoryOnAnotherGpuIsNotTheJobsConcern) {
 }
 
 TEST_F(SlurmEpilog, NeverEndsAnotherUsersProcess) {
-  Ready ready;
-  Child someone_else([&] {
-    block_all_signals();
-    hold(dev_.dev("nvidia1"));
-    ready.signal();
-  });
-  ready.wait();
+  Child someone_else = holding(dev_, "nvidia1", [&] { block_all_signals(); });
   nvml_.write(two_gpus(json::array(), {{{"pid", someone_else.pid()}, {"used_bytes", 4 * GiB}}}));
   auto r = run(kEpilog, {uid_var(other_uid()), "SLURM_JOB_GPUS=1"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
@@ -284,12 +278,7 @@ TEST_F(SlurmEpilog, NeverEndsAnotherUsersProcess) {
 
 TEST_F(SlurmEpilog, ARootJobsLeftoversAreEndedButNotTheProcessesTheEpilogRunsUnder) {
   if (::geteuid() != 0) GTEST_SKIP() << "needs root: the job's processes are root's";
-  Ready ready;
-  Child holder([&] {
-    hold(dev_.dev("nvidia1"));
-    ready.signal();
-  });
-  ready.wait();
+  Child holder = holding(dev_, "nvidia1");
   nvml_.write(two_gpus(json::array(), {{{"pid", holder.pid()}, {"used_bytes", 4 * GiB}}}));
   // This test process stands for slurmstepd: it holds the job's GPU too, and the epilog runs
   // under it.
@@ -360,12 +349,7 @@ TEST_F(SlurmProlog, StartsAJobOnACleanGpu) {
 }
 
 TEST_F(SlurmProlog, RefusesAGpuWhoseGonePidIsKeptAlive) {
-  Ready ready;
-  Child keeper([&] {
-    hold(dev_.dev("nvidia1"));
-    ready.signal();
-  });
-  ready.wait();
+  Child keeper = holding(dev_, "nvidia1");
   nvml_.write(
       two_gpus(json::array(),
                {{{"pid", dead_pid()}, {"used_bytes", 3 * GiB}, {"holders", {keeper.pid()}}}}));

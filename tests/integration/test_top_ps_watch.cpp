@@ -32,12 +32,7 @@ std::vector<std::string> lines_of(const std::string& text) {
 TEST(PsWatch, JsonPrintsOneSnapshotPerLineUntilInterrupted) {
   REQUIRE_DOUBLE();
   FakeDevRoot dev;
-  Ready ready;
-  Child job([&] {
-    hold(dev.dev("nvidia0"));
-    ready.signal();
-  });
-  ready.wait();
+  Child job = holding(dev, "nvidia0");
   FakeNvml nvml(one_gpu(job.pid()));
   BackgroundGpureap watch({"ps", "--watch", "100ms", "--json", "--dev-root", dev.path()},
                           nvml.env());
@@ -66,12 +61,7 @@ TEST(PsWatch, JsonPrintsOneSnapshotPerLineUntilInterrupted) {
 TEST(PsWatch, AWedgedDriverDoesNotStopTheLines) {
   REQUIRE_DOUBLE();
   FakeDevRoot dev;
-  Ready ready;
-  Child job([&] {
-    hold(dev.dev("nvidia0"));
-    ready.signal();
-  });
-  ready.wait();
+  Child job = holding(dev, "nvidia0");
   json scenario = one_gpu(job.pid());
   scenario["block_call"] = "nvmlDeviceGetMemoryInfo";  // blocks forever, like a wedged driver
   FakeNvml nvml(scenario);
@@ -104,13 +94,7 @@ TEST(PsWatch, RepaintsInPlaceOnATerminal) {
   REQUIRE_DOUBLE();
   if (!have_tmux()) GTEST_SKIP() << "tmux is not installed";
   FakeDevRoot dev;
-  Ready ready;
-  Child job([&] {
-    ::prctl(PR_SET_NAME, "watched_job");
-    hold(dev.dev("nvidia0"));
-    ready.signal();
-  });
-  ready.wait();
+  Child job = holding(dev, "nvidia0", [&] { ::prctl(PR_SET_NAME, "watched_job"); });
   FakeNvml nvml(one_gpu(job.pid()));
   TmuxGpureap watch({"ps", "--watch", "200ms", "--dev-root", dev.path()}, nvml.env(), 160, 30);
   auto s = watch.wait_until([&](const std::string& sc) { return !rows_of(sc, job.pid()).empty(); },
@@ -156,12 +140,7 @@ TEST(PsWatch, RejectsWhatItCannotDo) {
 TEST(PsWatch, PipeGetsWholeFramesWithoutEscapes) {
   REQUIRE_DOUBLE();
   FakeDevRoot dev;
-  Ready ready;
-  Child job([&] {
-    hold(dev.dev("nvidia0"));
-    ready.signal();
-  });
-  ready.wait();
+  Child job = holding(dev, "nvidia0");
   FakeNvml nvml(one_gpu(job.pid()));
   BackgroundGpureap watch({"ps", "--watch", "100ms", "--dev-root", dev.path()}, nvml.env());
   std::string text;
