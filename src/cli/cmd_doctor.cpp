@@ -41,24 +41,28 @@ bool needs_settle(const core::Snapshot& s, std::optional<unsigned> gpu) {
   return false;
 }
 
-// The processes whose ending is the safe remedy: the keepers of ghost memory, leftovers of
-// dead jobs and stopped holders (the reaper sends stopped ones SIGCONT after SIGTERM). Gone
-// PIDs are passed as they are: the reaper resolves them to their keepers. Protected
-// processes are never passed, since a named PID would override their protection.
-std::vector<pid_t> fix_targets(const core::Snapshot& s, const std::vector<doctor::Finding>& findings,
-                               const std::function<bool(const core::HostProcess&)>& is_protected) {
-  std::vector<pid_t> out;
+// The processes whose ending is the safe remedy, each with the reason doctor chose it: the
+// keepers of ghost memory, leftovers of dead jobs and stopped holders (the reaper sends stopped
+// ones SIGCONT after SIGTERM). A gone PID is passed as it is: the reaper resolves it to its
+// keepers. None is "named", so the reaper's protected list and its other rules still apply.
+std::vector<reap::Chosen> fix_choices(const std::vector<doctor::Finding>& findings) {
+  std::vector<reap::Chosen> out;
+  auto add = [&](pid_t pid, reap::ReasonKind kind, std::optional<core::Anomaly> a) {
+    bool seen = std::any_of(out.begin(), out.end(), [&](const reap::Chosen& c) { return c.pid == pid; });
+    if (!seen) out.push_back({pid, kind, a});
+  };
   for (const auto& f : findings) {
-    bool fixable = f.code == "no-such-process" || f.code == "orphan-holder" || f.code == "stopped-holder" ||
-                   (f.code == "inherited-holder" && f.severity != doctor::Severity::Info);
-    if (!fixable) continue;
-    for (pid_t pid : f.pids) {
-      const auto* p = s.find(pid);
-      if (p && is_protected(*p)) continue;
-      if (std::find(out.begin(), out.end(), pid) == out.end()) out.push_back(pid);
-    }
+    if (f.pids.empty()) continue;
+    if (f.code == "no-such-process" && f.severity == doctor::Severity::Critical)
+      add(f.pids.front(), reap::ReasonKind::Ghost, core::Anomaly::NoSuchProcess);
+    else if (f.code == "orphan-holder")
+      add(f.pids.front(), reap::ReasonKind::Ghost, core::Anomaly::Orphan);
+    else if (f.code == "stopped-holder")
+      add(f.pids.front(), reap::ReasonKind::Ghost, core::Anomaly::Stopped);
+    else if (f.code == "inherited-holder" && f.severity != doctor::Severity::Info)
+      add(f.pids.front(), reap::ReasonKind::Ghost, core::Anomaly::InheritedHolder);
   }
-  std::sort(out.begin(), out.end());
+  std::sort(out.begin(), out.end(), [](const reap::Chosen& a, const reap::Chosen& b) { return a.pid < b.pid; });
   return out;
 }
 
@@ -91,6 +95,9 @@ CLI::App* add_doctor_command(CLI::App& app, DoctorOptions& o) {
                   "only findings with these codes (e.g. no-such-process,leaked-memory); the exit status "
                   "follows them")
       ->delimiter(',');
+  cmd->add_option("--unattributed-threshold", o.unattributed_threshold,
+                  "report memory the driver attributes to no process above this: a size, a percentage of "
+                  "the GPU, or both (default 1GiB,1%: the larger)");
   cmd->add_flag("--fix", o.fix, "apply the safe remedies through the reaper, after showing the plan");
   cmd->add_flag("-y,--yes", o.yes, "with --fix: do not ask for confirmation");
   return cmd;
@@ -105,6 +112,15 @@ int run_doctor(const GlobalOptions& g, const DoctorOptions& o) {
   if (auto bad = check_codes(o.only)) {
     fail(*bad);
     return kDoctorCannotRun;
+  }
+  doctor::UnattributedThreshold threshold;
+  if (o.unattributed_threshold) {
+    auto t = doctor::parse_unattributed_threshold(*o.unattributed_threshold);
+    if (!t) {
+      fail({"--unattributed-threshold: " + t.error().message, t.error().hint});
+      return kDoctorCannotRun;
+    }
+    threshold = *t;
   }
   auto collector = open_collector(g);
   if (!collector) {
@@ -128,41 +144,52 @@ int run_doctor(const GlobalOptions& g, const DoctorOptions& o) {
     std::vector<pid_t> live;
     for (const auto& p : b.proc.processes) live.push_back(p.stat.pid);
     auto found = doctor::diagnose(
-        {a, b, procfs::find_ipc_residue(collector->procfs(), g.dev_root, live), o.gpu, is_protected});
+        {a, b, procfs::find_ipc_residue(collector->procfs(), g.dev_root, live), o.gpu, is_protected,
+         threshold});
     keep_only(found, o.only);
     return found;
   };
   auto findings = diagnose(first, last);
   auto style = output::Style::for_stdout(g.no_color);
   if (o.fix) {
-    auto targets = fix_targets(last, findings, is_protected);
+    auto choices = fix_choices(findings);
     // The findings and the kill's plan and outcome are for the person at the terminal; with
     // --json they go to stderr and stdout carries only the final document.
     std::ostream& log = g.json ? std::cerr : std::cout;
-    if (!g.json) log << output::render_doctor(last, findings, style);
-    if (targets.empty()) {
+    if (!g.json) log << output::render_doctor(last, findings, style, o.gpu);
+    bool fixed = false;
+    if (choices.empty()) {
       log << "\nNothing for --fix to do: the remedies above need a person (or `gpureap reset`).\n";
     } else {
       log << "\nFixing: ending the processes that keep ghost memory or hold the GPU stopped.\n" << std::flush;
       KillOptions kill;
-      kill.pids = targets;
       kill.yes = o.yes;
+      reap::Request request;
+      request.chosen = choices;
       GlobalOptions human = g;
       human.json = false;
       auto* saved = std::cout.rdbuf();
       if (g.json) std::cout.rdbuf(std::cerr.rdbuf());
-      run_kill(human, kill);
+      // Planned on the diagnosed snapshot: each target is the process doctor saw (PID and
+      // start time), however long the diagnosis took to print.
+      auto run = kill_on_snapshot(human, kill, request, *collector, last, std::chrono::system_clock::now(),
+                                  "pass --yes to apply this plan: gpureap doctor --fix --yes");
       std::cout.rdbuf(saved);
+      fixed = run.signalled;
+    }
+    if (fixed) {
       first = collector->collect();
       last = first;
       findings = diagnose(first, last);
       if (!g.json) log << "\nAfter the fix:\n";
+    } else if (!g.json) {
+      return exit_code(doctor::worst(findings));  // the findings are on the screen already
     }
   }
   if (g.json) {
     std::cout << output::dump_json(output::doctor_to_json(last, findings)) << "\n";
   } else {
-    std::cout << output::render_doctor(last, findings, style);
+    std::cout << output::render_doctor(last, findings, style, o.gpu);
   }
   return exit_code(doctor::worst(findings));
 }

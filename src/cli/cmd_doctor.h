@@ -15,6 +15,7 @@ struct DoctorOptions {
   std::vector<std::string> only;  // finding codes to keep; empty: all
   bool fix = false;
   bool yes = false;
+  std::optional<std::string> unattributed_threshold;  // "1GiB", "2%", "1GiB,2%"
 };
 
 CLI::App* add_doctor_command(CLI::App& app, DoctorOptions& options);

@@ -24,7 +24,7 @@ using SystemClock = std::chrono::system_clock;
 
 core::Result<reap::KillSettings> settings_from(const KillOptions& o) {
   reap::KillSettings k;
-  k.request = {o.pids, o.gpu, o.user, o.ghosts, o.tree, o.group};
+  k.request = {.pids = o.pids, .gpu = o.gpu, .user = o.user, .ghosts = o.ghosts, .tree = o.tree, .group = o.group};
   k.dry_run = o.dry_run;
   k.exec.escalate = !o.no_escalate;
   auto signal = reap::parse_signal(o.signal);
@@ -38,16 +38,12 @@ core::Result<reap::KillSettings> settings_from(const KillOptions& o) {
   auto wait = core::parse_duration(o.wait_release);
   if (!wait) return core::Error{"--wait-release: " + wait.error().message, wait.error().hint};
   k.verify.wait_release = *wait;
-  if (o.pids.empty() && !o.gpu && !o.ghosts && !o.user)
-    return core::Error{"nothing to kill was named",
-                       "give PIDs, --gpu N, --ghosts or --user NAME (see gpureap kill --help)"};
   for (pid_t pid : o.pids)
     if (pid <= 0) return core::Error{"invalid PID " + std::to_string(pid), "PIDs are positive numbers"};
   return k;
 }
 
-bool interactive() { return ::isatty(STDIN_FILENO) && ::isatty(STDOUT_FILENO); }
-
+// The question is asked where a person reads it: stdout, or stderr when stdout is a pipe.
 bool confirm(size_t count, std::ostream& out) {
   out << "Kill " << count << " process" << (count == 1 ? "" : "es") << "? [y/N] " << std::flush;
   std::string answer;
@@ -80,12 +76,14 @@ CLI::App* add_kill_command(CLI::App& app, KillOptions& o) {
 
 int run_kill(const GlobalOptions& g, const KillOptions& o) {
   if (g.csv) return fail({"gpureap kill has no CSV output", "use --json"});
+  if (o.pids.empty() && !o.gpu && !o.ghosts && !o.user)
+    return fail({"nothing to kill was named",
+                 "give PIDs, --gpu N, --ghosts or --user NAME (see gpureap kill --help)"});
   auto settings = settings_from(o);
   if (!settings) return fail(settings.error());
-  reap::Report report;
-  report.timing.started = SystemClock::now();
   auto collector = open_collector(g);
   if (!collector) return fail(collector.error());
+  auto started = SystemClock::now();
   if (!o.dry_run && !collector->procfs().names_own_processes())
     return fail({"cannot signal processes read from " + g.proc_root +
                      ": it is not the procfs of gpureap's own PID namespace",
@@ -94,12 +92,25 @@ int run_kill(const GlobalOptions& g, const KillOptions& o) {
   if (g.json && !snapshot.complete())  // the human plan says so itself
     std::cerr << "gpureap: view incomplete: " << snapshot.proc.uninspectable
               << " processes could not be inspected; run as root or grant CAP_SYS_PTRACE\n";
-  const procfs::ProcFs& proc = collector->procfs();
+  return kill_on_snapshot(g, o, settings->request, *collector, snapshot, started,
+                          "pass --yes to kill them, or --dry-run to see the plan")
+      .exit_code;
+}
+
+KillRun kill_on_snapshot(const GlobalOptions& g, const KillOptions& o, const reap::Request& request,
+                         const collect::Collector& collector, const core::Snapshot& snapshot,
+                         std::chrono::system_clock::time_point started, const std::string& proceed) {
+  auto settings = settings_from(o);
+  if (!settings) return {false, fail(settings.error())};
+  settings->request = request;
+  reap::Report report;
+  report.timing.started = started;
+  const procfs::ProcFs& proc = collector.procfs();
   auto details = [&proc](const core::HostProcess& p) {
     return proc.read_details(p.stat.pid, p.stat.state == 'D').details;
   };
   auto plan = reap::make_plan(snapshot, settings->request, reap::current_caller(snapshot), details);
-  if (!plan) return fail(plan.error());
+  if (!plan) return {false, fail(plan.error())};
 
   auto style = output::Style::for_stdout(g.no_color);
   auto print_plan = [&](std::ostream& out) {
@@ -110,20 +121,22 @@ int run_kill(const GlobalOptions& g, const KillOptions& o) {
   if (o.dry_run || !act) {
     if (g.json) std::cout << output::dump_json(reap::kill_to_json(snapshot, *plan, *settings, nullptr)) << "\n";
     else print_plan(std::cout);
-    return reap::plan_exit_code(*plan);
+    return {false, reap::plan_exit_code(*plan)};
   }
   bool plan_shown = false;
   if (!o.yes && to_signal > 0) {
-    if (!interactive())
-      return fail({"not on a terminal, so gpureap cannot ask before killing " + std::to_string(to_signal) +
-                       " process(es)",
-                   "pass --yes to kill them, or --dry-run to see the plan"});
-    std::ostream& out = g.json ? std::cerr : std::cout;
+    std::ostream& out = g.json || !::isatty(STDOUT_FILENO) ? std::cerr : std::cout;
     print_plan(out);
     plan_shown = true;
+    if (!::isatty(STDIN_FILENO)) {
+      fail({"not on a terminal, so gpureap cannot ask before killing " + std::to_string(to_signal) +
+                " process(es); nothing was signalled",
+            proceed});
+      return {false, kExitUsage};
+    }
     if (!confirm(to_signal, out)) {
       out << "Nothing was signalled.\n";
-      return reap::kExitHeld;
+      return {false, reap::kExitHeld};
     }
   }
   if (!g.json && !plan_shown) print_plan(std::cout);
@@ -131,7 +144,7 @@ int run_kill(const GlobalOptions& g, const KillOptions& o) {
 
   report.timing.signalled = SystemClock::now();
   auto executions = reap::Executor(proc, settings->exec).run(*plan);
-  auto verification = reap::verify(*plan, executions, reap::release_source(*collector), settings->verify);
+  auto verification = reap::verify(*plan, executions, reap::release_source(collector), settings->verify);
   auto timing = report.timing;
   timing.verified = SystemClock::now();
   report = reap::compose(*plan, executions, verification);
@@ -142,7 +155,7 @@ int run_kill(const GlobalOptions& g, const KillOptions& o) {
     std::cout << output::dump_json(reap::kill_to_json(snapshot, *plan, *settings, &report)) << "\n";
   else
     std::cout << "\n" << reap::render_results(*plan, report, style, terminal_width());
-  return report.exit_code;
+  return {true, report.exit_code};
 }
 
 }  // namespace gpureap::cli

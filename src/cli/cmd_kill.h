@@ -1,11 +1,14 @@
 #pragma once
 #include <CLI/CLI.hpp>
 
+#include <chrono>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "cli/global_options.h"
+#include "collect/collector.h"
+#include "reap/plan.h"
 
 namespace gpureap::cli {
 
@@ -26,5 +29,19 @@ struct KillOptions {
 
 CLI::App* add_kill_command(CLI::App& app, KillOptions& options);
 int run_kill(const GlobalOptions& global, const KillOptions& options);
+
+struct KillRun {
+  bool signalled = false;  // something was signalled (the plan was carried out)
+  int exit_code = 0;
+};
+
+// Plans `request` on `snapshot` — the view the decision was made on, so every target stays
+// pinned to the process (PID and start time) that was chosen — shows the plan, asks (a
+// question on the terminal when stdin is one, else `proceed` says how to go on), signals
+// and verifies. The options' own selection is ignored; their signal, grace and waits apply.
+KillRun kill_on_snapshot(const GlobalOptions& global, const KillOptions& options,
+                         const reap::Request& request, const collect::Collector& collector,
+                         const core::Snapshot& snapshot, std::chrono::system_clock::time_point started,
+                         const std::string& proceed);
 
 }  // namespace gpureap::cli

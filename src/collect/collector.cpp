@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "procfs/fd_scan.h"
+#include "procfs/open_files.h"
 
 namespace gpureap::collect {
 namespace {
@@ -111,6 +112,9 @@ core::ProcView Collector::scan(const core::ProcView* previous) const {
     if (s.process->holds_device()) holders.push_back(s.process->stat.pid);
     view.processes.push_back(std::move(*s.process));
   }
+  // Only the few holders' fds are compared, so this costs little beside the scan itself.
+  auto grouping = procfs::group_open_files(view.processes, proc_.names_own_processes());
+  view.open_files_unknown = std::move(grouping.incomplete);
   add_details(view, holders);
   return view;
 }

@@ -5,6 +5,7 @@
 #include <map>
 #include <set>
 
+#include "core/ghost_verdict.h"
 #include "core/snapshot.h"
 
 namespace gpureap::core {
@@ -42,15 +43,11 @@ bool is_namespace_init(const HostProcess& p) {
 
 class Joiner {
  public:
-  Joiner(const ProcView& proc, const BackendReport& backend)
-      : proc_(proc), backend_(backend), listed_(listings(backend)) {
+  Joiner(const ProcView& proc, const BackendReport& backend, const GhostVerdict& verdict)
+      : proc_(proc), listed_(listings(backend)), verdict_(verdict) {
     for (const auto& p : proc_.processes)
       if (p.stat.is_zombie()) zombie_parents_.insert(p.stat.ppid);
-    for (const auto& [pid, l] : listed_) {
-      if (find(pid)) continue;
-      gone_.insert(pid);
-      for (const auto& u : l.gpus) gpus_with_gone_.insert(u.index);
-    }
+    for (const auto& g : verdict_.ghosts) ghosts_[g.pid] = &g;
   }
 
   std::vector<ProcessRow> rows() {
@@ -66,10 +63,14 @@ class Joiner {
         row.gpus = l->second.gpus;
         row.driver_name = l->second.name;
       }
+      if (auto it = verdict_.shares_context_of.find(row.pid); it != verdict_.shares_context_of.end())
+        row.shares_context_of = it->second;
+      if (auto it = verdict_.keeps.find(row.pid); it != verdict_.keeps.end()) row.keeps = it->second;
       host_anomalies(p, row);
       out.push_back(std::move(row));
     }
-    for (pid_t pid : gone_) out.push_back(gone_row(pid));
+    for (const auto& [pid, l] : listed_)
+      if (!find(pid)) out.push_back(gone_row(pid, l));
     std::sort(out.begin(), out.end(),
               [](const ProcessRow& a, const ProcessRow& b) { return a.pid < b.pid; });
     return out;
@@ -87,8 +88,9 @@ class Joiner {
     if (p.stat.state == 'D') row.anomalies.push_back(Anomaly::Uninterruptible);
     if (is_orphan(p)) row.anomalies.push_back(Anomaly::Orphan);
     if (zombie_parents_.count(p.stat.pid)) row.anomalies.push_back(Anomaly::ZombieChildren);
-    if (!row.listed_by_driver && p.holds_device() && keeps_foreign_context(p))
-      row.anomalies.push_back(Anomaly::InheritedHolder);
+    // A listed process that also keeps a gone PID's files owns a context of its own: it is
+    // named among the ghost's keepers, but is not itself a ghost.
+    if (!row.listed_by_driver && !row.keeps.empty()) row.anomalies.push_back(Anomaly::InheritedHolder);
   }
 
   // A job's leftover: its parent died (it was reparented to its namespace's init) or the
@@ -106,38 +108,7 @@ class Joiner {
     return parent && is_namespace_init(*parent) && !own_leader;
   }
 
-  // Holds device files of a context the driver attributes to someone else.
-  bool keeps_foreign_context(const HostProcess& p) const {
-    for (const auto& [pid, l] : listed_) {
-      if (p.stat.pgid == pid) return true;  // the listed PID leads (or led) its group
-      if (const HostProcess* owner = find(pid)) {
-        if (owner->stat.pgid == p.stat.pgid && owner->stat.pgid > 0) return true;
-        if (descends_from(p, pid)) return true;
-      }
-    }
-    for (unsigned index : gpus_with_gone_)
-      if (p.holds_nvidia_gpu(minor_of(index))) return true;
-    return false;
-  }
-
-  bool descends_from(const HostProcess& p, pid_t ancestor) const {
-    const HostProcess* cur = &p;
-    for (int depth = 0; cur && depth < 4096; ++depth) {
-      if (cur->stat.ppid == ancestor) return true;
-      if (cur->stat.ppid <= 1) return false;
-      cur = find(cur->stat.ppid);
-    }
-    return false;
-  }
-
-  std::optional<unsigned> minor_of(unsigned index) const {
-    for (const auto& g : backend_.gpus)
-      if (g.index == index) return g.minor;
-    return std::nullopt;
-  }
-
-  ProcessRow gone_row(pid_t pid) const {
-    const Listing& l = listed_.at(pid);
+  ProcessRow gone_row(pid_t pid, const Listing& l) const {
     ProcessRow row;
     row.pid = pid;
     row.listed_by_driver = true;
@@ -145,29 +116,16 @@ class Joiner {
     row.driver_name = l.name;
     row.anomalies.push_back(proc_.in_child_pid_namespace ? Anomaly::ForeignNamespace
                                                          : Anomaly::NoSuchProcess);
-    if (!proc_.in_child_pid_namespace && nothing_can_keep(l)) row.anomalies.push_back(Anomaly::Leaked);
+    if (auto it = ghosts_.find(pid); it != ghosts_.end() && it->second->leaked)
+      row.anomalies.push_back(Anomaly::Leaked);
     return row;
   }
 
-  // Every live holder of the listed GPUs' device files is itself listed by the driver: no
-  // process alive can be keeping this context. An incomplete fd view cannot prove that.
-  bool nothing_can_keep(const Listing& l) const {
-    if (proc_.uninspectable > 0) return false;
-    for (const auto& u : l.gpus) {
-      auto minor = minor_of(u.index);
-      for (const auto& p : proc_.processes)
-        if (!p.stat.is_zombie() && p.holds_nvidia_gpu(minor) && !listed_.count(p.stat.pid))
-          return false;
-    }
-    return true;
-  }
-
   const ProcView& proc_;
-  const BackendReport& backend_;
   std::map<pid_t, Listing> listed_;
+  const GhostVerdict& verdict_;
+  std::map<pid_t, const Ghost*> ghosts_;
   std::set<pid_t> zombie_parents_;
-  std::set<pid_t> gone_;
-  std::set<unsigned> gpus_with_gone_;
 };
 
 }  // namespace
@@ -185,7 +143,9 @@ Snapshot join(ProcView proc, BackendReport backend, std::string hostname,
   Snapshot s;
   s.timestamp = now;
   s.hostname = std::move(hostname);
-  s.rows = Joiner(proc, backend).rows();
+  auto verdict = decide_ghosts(proc, backend);
+  s.rows = Joiner(proc, backend, verdict).rows();
+  s.ghosts = std::move(verdict.ghosts);
   s.backend = std::move(backend);
   s.proc = std::move(proc);
   // Cross-check the driver against the fd scan: a listed PID that holds no NVIDIA device file
@@ -226,21 +186,36 @@ std::optional<std::chrono::system_clock::time_point> Snapshot::start_time(
                                                std::chrono::milliseconds(ms));
 }
 
+const Ghost* Snapshot::ghost(pid_t pid) const {
+  auto it = std::lower_bound(ghosts.begin(), ghosts.end(), pid,
+                             [](const Ghost& g, pid_t v) { return g.pid < v; });
+  return it != ghosts.end() && it->pid == pid ? &*it : nullptr;
+}
+
 GpuMemorySummary Snapshot::memory_summary(const Gpu& gpu) const {
   GpuMemorySummary m;
+  std::set<pid_t> keepers;
   for (const auto& r : rows) {
     for (const auto& u : r.gpus) {
       if (u.index != gpu.index || !u.used_bytes) continue;
-      m.attributed_bytes += *u.used_bytes;
-      if (!r.process) m.ghost_bytes += *u.used_bytes;
+      const Ghost* g = ghost(r.pid);
+      if (!g) {
+        m.attributed_bytes += *u.used_bytes;
+        continue;
+      }
+      m.ghost_bytes += *u.used_bytes;
+      if (g->leaked) m.leaked_bytes += *u.used_bytes;
     }
-    if (r.has(Anomaly::InheritedHolder) && r.process && r.process->holds_nvidia_gpu(gpu.minor))
-      ++m.ghost_keepers;
   }
+  for (const auto& g : ghosts) {
+    if (std::find(g.gpus.begin(), g.gpus.end(), gpu.index) == g.gpus.end()) continue;
+    keepers.insert(g.keepers.begin(), g.keepers.end());
+    keepers.insert(g.listed_keepers.begin(), g.listed_keepers.end());
+  }
+  m.ghost_keepers = keepers.size();
+  uint64_t listed = m.attributed_bytes + m.ghost_bytes;
   if (gpu.memory.used_bytes)
-    m.unattributed_bytes = *gpu.memory.used_bytes > m.attributed_bytes
-                               ? *gpu.memory.used_bytes - m.attributed_bytes
-                               : 0;
+    m.unattributed_bytes = *gpu.memory.used_bytes > listed ? *gpu.memory.used_bytes - listed : 0;
   return m;
 }
 

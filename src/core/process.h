@@ -35,12 +35,16 @@ struct ContainerInfo {
   bool operator==(const ContainerInfo&) const = default;
 };
 
-// A GPU device file held open by a process, with the fd numbers that hold it.
+// A GPU device file held open by a process, with the fd numbers that hold it. A file that
+// reaches one GPU has one hold per open file description (fds dup'd or inherited together).
 struct DeviceHold {
   std::string path;  // as enumerated under the dev root, e.g. /dev/nvidia0
   std::string kind;  // nvidia, nvidiactl, nvidia-uvm, ..., drm-render, drm-card
   std::optional<unsigned> nvidia_minor;  // set for /dev/nvidia<minor>: one GPU's file
   std::vector<int> fds;
+  // The open file description: "PID:FD" of the lowest PID (then fd) holding it, the same in
+  // every process that shares it. Empty when it could not be compared (see ProcView).
+  std::optional<std::string> open_file;
 };
 
 // Details read only for the processes a consumer shows (holders, listed PIDs, their kin).
@@ -63,6 +67,7 @@ struct HostProcess {
   bool holds_device() const { return !devices.empty(); }
   // Holds /dev/nvidia<minor>, or any NVIDIA GPU file when minor is unknown.
   bool holds_nvidia_gpu(std::optional<unsigned> minor) const;
+  bool is_live() const { return !stat.is_zombie(); }
 };
 
 }  // namespace gpureap::core

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/anomaly.h"
+#include "core/ghost.h"
 #include "core/gpu.h"
 #include "core/process.h"
 
@@ -29,6 +30,10 @@ struct ProcessRow {
   std::optional<std::string> driver_name;  // what the driver calls it (for gone PIDs)
   std::vector<Anomaly> anomalies;
 
+  // The ghost verdict for this row (core/ghost_verdict.cpp):
+  std::vector<pid_t> shares_context_of;  // live listed processes whose open GPU file it shares
+  std::vector<pid_t> keeps;              // gone listed PIDs whose context it keeps alive
+
   bool has(Anomaly a) const;
   bool is_ghost() const;
 };
@@ -43,13 +48,19 @@ struct ProcView {
   long ticks_per_second = 100;
   bool in_child_pid_namespace = false;
   bool nvidia_device_files = false;  // the dev root has NVIDIA device nodes (a driver is installed)
+  // Why some GPU-file holds have no open-file id (kcmp missing or refused, a fixture procfs);
+  // empty when every one was compared. Without ids, who keeps which context is a guess.
+  std::optional<std::string> open_files_unknown;
 };
 
+// One GPU's used memory, split the same way in every view (README, "What the memory
+// figures mean"): used = attributed + ghost + unattributed.
 struct GpuMemorySummary {
-  uint64_t attributed_bytes = 0;    // sum over the driver's known per-process memory
-  std::optional<uint64_t> unattributed_bytes;  // used - attributed, never negative
-  uint64_t ghost_bytes = 0;         // listed for processes that are gone
-  size_t ghost_keepers = 0;         // live processes that keep gone PIDs' contexts alive
+  uint64_t attributed_bytes = 0;  // listed for processes that exist (or live in another namespace)
+  uint64_t ghost_bytes = 0;       // listed for PIDs that are gone: kept alive or leaked
+  uint64_t leaked_bytes = 0;      // the part of ghost_bytes that nothing alive holds
+  std::optional<uint64_t> unattributed_bytes;  // used - attributed - ghost, never negative
+  size_t ghost_keepers = 0;       // live processes that keep those gone PIDs' contexts alive
 };
 
 class Snapshot {
@@ -59,11 +70,13 @@ class Snapshot {
   BackendReport backend;
   ProcView proc;
   std::vector<ProcessRow> rows;  // sorted by pid
+  std::vector<Ghost> ghosts;     // sorted by pid; the one ghost verdict every consumer reads
   std::vector<std::string> warnings;
 
   bool complete() const { return proc.uninspectable == 0 && proc.details_complete; }
   const HostProcess* find(pid_t pid) const;
   const ProcessRow* row(pid_t pid) const;
+  const Ghost* ghost(pid_t pid) const;
   std::optional<std::chrono::system_clock::time_point> start_time(const ProcessStat& st) const;
   GpuMemorySummary memory_summary(const Gpu& gpu) const;
   // The GPU with this NVML index, if the backend reports it.

@@ -63,6 +63,16 @@ const std::vector<Field<DaemonConfig>>& key_specs() {
       duration("full_scan_interval", &DaemonConfig::full_scan_interval, 100ms, 24h),
       duration("history", &DaemonConfig::history, 1s, 24h * 7),
       duration("driver_timeout", &DaemonConfig::driver_timeout, 100ms, 10min),
+      {"unattributed_threshold",
+       [](const toml::node& node, DaemonConfig& c, Problems& p) {
+         auto text = config::read_string(node, "unattributed_threshold", p);
+         if (!text) return;
+         auto t = doctor::parse_unattributed_threshold(*text);
+         if (!t)
+           p.add(node, t.error().text());
+         else
+           c.unattributed_threshold = *t;
+       }},
       {"history_max_processes",
        [](const toml::node& node, DaemonConfig& c, Problems& p) {
          if (auto v = config::read_integer(node, "history_max_processes", 1, 1'000'000, p))

@@ -11,6 +11,7 @@
 #include "alert/rule.h"
 #include "alert/sink.h"
 #include "core/result.h"
+#include "doctor/unattributed_threshold.h"
 #include "daemon/log.h"
 #include "policy/policy.h"
 #include "export/listen_address.h"
@@ -30,6 +31,9 @@ struct DaemonConfig {
   std::optional<std::string> auth_token_file;
   std::chrono::milliseconds driver_timeout{std::chrono::seconds(5)};
   LogLevel log_level = LogLevel::Info;
+  // Driver-used memory no listed process accounts for, above which doctor's findings (and
+  // /metrics) report unattributed-memory.
+  doctor::UnattributedThreshold unattributed_threshold;
 
   // Cleanup policies act only when enforce is true; until then they log "would terminate".
   bool enforce = false;

@@ -44,7 +44,7 @@ core::Result<DaemonConfig> load(const DaemonOptions& o) {
 
 SamplerSettings sampler_settings(const DaemonConfig& c) {
   return {c.interval, c.holder_scan_interval, c.full_scan_interval, c.driver_timeout,
-          c.per_process_metrics};
+          c.per_process_metrics, c.unattributed_threshold};
 }
 
 HistoryLimits history_limits(const DaemonConfig& c) {

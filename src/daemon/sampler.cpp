@@ -135,7 +135,8 @@ void Sampler::sample_once() {
   history_->record(*sample->snapshot);
 
   doctor::DoctorInput input{sample->previous ? *sample->previous : *sample->snapshot,
-                            *sample->snapshot, ipc_, std::nullopt, is_protected};
+                            *sample->snapshot, ipc_, std::nullopt, is_protected,
+                            settings.unattributed_threshold};
   sample->findings = doctor::diagnose(input);
 
   exporter::MetricsInput metrics{

@@ -22,6 +22,7 @@
 #include "daemon/driver_view.h"
 #include "daemon/history.h"
 #include "daemon/sample.h"
+#include "doctor/unattributed_threshold.h"
 #include "procfs/ipc_residue.h"
 
 namespace gpureap::daemon {
@@ -32,6 +33,7 @@ struct SamplerSettings {
   std::chrono::milliseconds full_scan_interval{std::chrono::minutes(1)};
   std::chrono::milliseconds driver_timeout{std::chrono::seconds(5)};
   bool per_process_metrics = false;
+  doctor::UnattributedThreshold unattributed_threshold;
 };
 
 inline constexpr std::chrono::minutes kIpcResidueEvery{5};

@@ -7,6 +7,7 @@
 
 #include "core/snapshot.h"
 #include "doctor/finding.h"
+#include "doctor/unattributed_threshold.h"
 #include "procfs/ipc_residue.h"
 
 namespace gpureap::doctor {
@@ -18,6 +19,7 @@ struct DoctorInput {
   std::optional<unsigned> gpu;  // --gpu N: only findings about that GPU (and global ones)
   // Processes gpureap never kills unless named (persistence daemon, DCGM, display servers).
   std::function<bool(const core::HostProcess&)> is_protected;
+  UnattributedThreshold unattributed{};
 };
 
 std::vector<Finding> diagnose(const DoctorInput& input);

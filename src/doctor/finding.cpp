@@ -23,7 +23,7 @@ const std::vector<std::string_view>& finding_codes() {
   static const std::vector<std::string_view> codes = {
       "driver-missing",  "driver-mismatch",     "gpu-error",        "nvml-layout",
       "incomplete-view", "ipc-residue",         "foreign-namespace", "no-such-process",
-      "releasing",       "leaked-memory",       "inherited-holder", "orphan-holder",
+      "releasing",       "leaked-memory",       "unattributed-memory", "inherited-holder", "orphan-holder",
       "stopped-holder",  "uninterruptible-holder", "unreaped-zombies", "protected-holder"};
   return codes;
 }

@@ -11,8 +11,6 @@
 namespace gpureap::doctor {
 namespace {
 
-// Unattributed memory below this is driver bookkeeping, not a leak worth a reset.
-constexpr uint64_t kUnattributedFloor = 256ull << 20;
 // A drop smaller than this between samples is noise.
 constexpr uint64_t kDropNoise = 16ull << 20;
 
@@ -28,21 +26,11 @@ std::vector<unsigned> row_gpus(const core::ProcessRow& r) {
   return out;
 }
 
-// Live processes the driver does not list that hold the device file of one of `gpus`; those
-// in the gone PID's process group first, since they are its own workers.
-std::vector<const core::HostProcess*> keepers(const core::Snapshot& s, pid_t gone,
-                                              const std::vector<unsigned>& gpus) {
-  std::vector<const core::HostProcess*> related, other;
-  for (const auto& p : s.proc.processes) {
-    if (p.stat.is_zombie() || !p.holds_device()) continue;
-    if (const auto* r = s.row(p.stat.pid); r && r->listed_by_driver) continue;
-    bool holds = std::any_of(gpus.begin(), gpus.end(), [&](unsigned g) {
-      const auto* gpu = s.gpu(g);
-      return p.holds_nvidia_gpu(gpu ? gpu->minor : std::nullopt);
-    });
-    if (holds) (p.stat.pgid == gone ? related : other).push_back(&p);
-  }
-  return related.empty() ? other : related;
+std::vector<const core::HostProcess*> live(const core::Snapshot& s, const std::vector<pid_t>& pids) {
+  std::vector<const core::HostProcess*> out;
+  for (pid_t pid : pids)
+    if (const auto* p = s.find(pid)) out.push_back(p);
+  return out;
 }
 
 bool wanted(const DoctorInput& in, const std::vector<unsigned>& gpus) {
@@ -76,8 +64,10 @@ void gone_pid(const DoctorInput& in, const core::ProcessRow& r, std::vector<Find
   uint64_t bytes = listed_bytes(r);
   std::string listed = fmt::format("PID {} is listed on GPU {} with {} but is not in /proc", r.pid,
                                    fmt::join(gpus, ","), bytes_text(bytes));
-  auto keep = keepers(s, r.pid, gpus);
-  if (!keep.empty()) {
+  const core::Ghost* ghost = s.ghost(r.pid);
+  auto keep = ghost ? live(s, ghost->keepers) : std::vector<const core::HostProcess*>{};
+  auto listed_keep = ghost ? live(s, ghost->listed_keepers) : std::vector<const core::HostProcess*>{};
+  if (!keep.empty() || !listed_keep.empty()) {
     Finding f{"no-such-process", Severity::Critical, gpus, {r.pid}, bytes, {listed}};
     std::vector<pid_t> kp;
     for (const auto* p : keep) {
@@ -85,13 +75,28 @@ void gone_pid(const DoctorInput& in, const core::ProcessRow& r, std::vector<Find
       kp.push_back(p->stat.pid);
       f.evidence.push_back(holds_sentence(s, *p));
     }
+    for (const auto* p : listed_keep) {
+      f.pids.push_back(p->stat.pid);
+      f.evidence.push_back(fmt::format(
+          "{} is listed by the driver with a context of its own, and descends from PID {} or shares "
+          "its process group: it may also hold files it inherited from it",
+          process_label(*p), r.pid));
+    }
+    f.evidence.push_back(ghost->exact
+                             ? "the keepers' open device files are shared with no live process the driver "
+                               "lists (compared with kcmp)"
+                             : "who keeps it is inferred from the process tree and groups: the open files "
+                               "could not be compared (" +
+                                   s.proc.open_files_unknown.value_or("no kcmp") + ")");
+    size_t n = keep.size() + listed_keep.size();
     f.explanation = fmt::format(
         "The process that created this GPU context is gone, but {} still hold{} its device files "
         "(inherited when it forked), so the driver cannot free the memory.",
-        keep.size() == 1 ? "one process" : std::to_string(keep.size()) + " processes",
-        keep.size() == 1 ? "s" : "");
-    f.remedy = {fmt::format("gpureap kill {}   # ends the holders, waits for the memory", r.pid),
-                "gpureap kill " + pid_list(kp)};
+        n == 1 ? "one process" : std::to_string(n) + " processes", n == 1 ? "s" : "");
+    if (!listed_keep.empty())
+      f.explanation += " A keeper the driver lists runs a job of its own: ending it ends that job too.";
+    f.remedy = {fmt::format("gpureap kill {}   # ends the holders, waits for the memory", r.pid)};
+    if (!kp.empty()) f.remedy.push_back("gpureap kill " + pid_list(kp));
     for (const auto* p : keep)
       if (auto stop = container_stop_command(*p)) f.remedy.push_back(*stop);
     out.push_back(std::move(f));
@@ -115,7 +120,8 @@ void gone_pid(const DoctorInput& in, const core::ProcessRow& r, std::vector<Find
   }
   auto window = std::chrono::duration_cast<std::chrono::milliseconds>(in.last.timestamp - in.first.timestamp);
   Finding f{"leaked-memory", Severity::Critical, gpus, {r.pid}, bytes, {listed}};
-  f.evidence.push_back("every live holder of that GPU's device files is itself listed by the driver");
+  f.evidence.push_back("no live process holds an open file of that GPU's device that a live listed "
+                       "process does not own");
   f.evidence.push_back(fmt::format("the memory stayed for the {:.1f} s between samples",
                                    window.count() / 1000.0));
   f.explanation =
@@ -140,17 +146,32 @@ void released_during_settle(const DoctorInput& in, std::vector<Finding>& out) {
   }
 }
 
+// Memory listed on a GPU in the first sample for PIDs that left the driver's lists by the last.
+uint64_t departed_bytes(const DoctorInput& in, unsigned gpu) {
+  uint64_t sum = 0;
+  for (const auto& r : in.first.rows) {
+    if (in.last.row(r.pid)) continue;
+    for (const auto& u : r.gpus)
+      if (u.index == gpu) sum += u.used_bytes.value_or(0);
+  }
+  return sum;
+}
+
+// Memory the driver uses beyond what it lists. Some is normal (driver and firmware
+// bookkeeping), so it is reported only above the threshold, and called leaked only with
+// evidence: it appeared as listed processes left and stayed through the settle window.
 void unattributed(const DoctorInput& in, std::vector<Finding>& out) {
   const auto& s = in.last;
   if (s.proc.in_child_pid_namespace) return;  // foreign processes explain it
   for (const auto& g : s.backend.gpus) {
-    if (g.error || (in.gpu && *in.gpu != g.index)) continue;
+    if (g.error || g.processes_error || (in.gpu && *in.gpu != g.index)) continue;
     auto now = s.memory_summary(g).unattributed_bytes.value_or(0);
-    if (now < kUnattributedFloor) continue;
+    uint64_t threshold = in.unattributed.for_total(g.memory.total_bytes);
+    if (now <= threshold) continue;
     const auto* g0 = in.first.gpu(g.index);
     auto then = g0 ? in.first.memory_summary(*g0).unattributed_bytes.value_or(0) : now;
-    std::string seen = fmt::format("GPU {} uses {} that the driver attributes to no process",
-                                   g.index, bytes_text(now));
+    std::string seen = fmt::format("GPU {} uses {} that the driver attributes to no process (the threshold is {})",
+                                   g.index, bytes_text(now), in.unattributed.text());
     if (then > now + kDropNoise) {
       out.push_back({"releasing", Severity::Info, {g.index}, {}, now,
                      {seen, fmt::format("it dropped from {} between samples", bytes_text(then))},
@@ -158,12 +179,28 @@ void unattributed(const DoctorInput& in, std::vector<Finding>& out) {
                      {"gpureap doctor --settle 30s   # check again"}});
       continue;
     }
-    if (!keepers(s, 0, {g.index}).empty() || !s.complete()) continue;
-    out.push_back({"leaked-memory", Severity::Critical, {g.index}, {}, now,
-                   {seen, "no process that the driver does not list holds this GPU's device files"},
-                   "The memory belongs to no live process: a leaked context or a driver fault. Only a "
-                   "GPU reset (or a reboot) frees it.",
-                   {fmt::format("gpureap reset --gpu {}", g.index), "reboot   # if the reset is refused"}});
+    uint64_t departed = departed_bytes(in, g.index);
+    bool appeared = departed > 0 && now > then && now - then + kDropNoise >= departed / 2;
+    if (appeared && s.complete()) {
+      auto window = std::chrono::duration_cast<std::chrono::milliseconds>(s.timestamp - in.first.timestamp);
+      out.push_back({"leaked-memory", Severity::Critical, {g.index}, {}, now,
+                     {seen,
+                      fmt::format("it grew from {} to {} as processes listed with {} exited, and stayed for "
+                                  "the {:.1f} s between samples",
+                                  bytes_text(then), bytes_text(now), bytes_text(departed), window.count() / 1000.0)},
+                     "The memory of processes that ended did not come back: a leaked context or a driver "
+                     "fault. Only a GPU reset (or a reboot) frees it. The driver can take up to a minute: "
+                     "check once more with a longer --settle first.",
+                     {"gpureap doctor --settle 60s   # make sure it stays",
+                      fmt::format("gpureap reset --gpu {}", g.index), "reboot   # if the reset is refused"}});
+      continue;
+    }
+    out.push_back({"unattributed-memory", Severity::Warning, {g.index}, {}, now,
+                   {seen, "no process the driver lists accounts for it"},
+                   "The driver, a process in another container or PID namespace it does not name, or a "
+                   "context that leaked uses it. If it stays while nothing uses the GPU, a reset frees it.",
+                   {"gpureap doctor --settle 60s   # is it still there?",
+                    fmt::format("gpureap reset --gpu {}   # once nothing uses the GPU", g.index)}});
   }
 }
 

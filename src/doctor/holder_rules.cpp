@@ -23,21 +23,6 @@ std::vector<unsigned> gpus_of(const core::Snapshot& s, const core::ProcessRow& r
   return out;
 }
 
-// The gone, driver-listed PIDs whose context this holder may keep: its process group's
-// leader, or any gone PID listed on a GPU whose file it holds.
-std::vector<const core::ProcessRow*> kept_ghosts(const core::Snapshot& s, const core::HostProcess& p) {
-  std::vector<const core::ProcessRow*> out;
-  for (const auto& r : s.rows) {
-    if (r.process || !r.listed_by_driver) continue;
-    bool holds = std::any_of(r.gpus.begin(), r.gpus.end(), [&](const core::GpuUse& u) {
-      const auto* g = s.gpu(u.index);
-      return p.holds_nvidia_gpu(g ? g->minor : std::nullopt);
-    });
-    if (p.stat.pgid == r.pid || holds) out.push_back(&r);
-  }
-  return out;
-}
-
 void add_container_stop(const core::HostProcess& p, Finding& f) {
   if (auto stop = container_stop_command(p)) f.remedy.push_back(*stop + "   # stops its container");
 }
@@ -63,27 +48,31 @@ void holder_rules(const DoctorInput& in, std::vector<Finding>& out) {
     std::string kill = "gpureap kill " + std::to_string(r.pid);
 
     if (r.has(core::Anomaly::InheritedHolder)) {
-      auto ghosts = kept_ghosts(s, p);
-      auto f = holder_finding(s, r, "inherited-holder", ghosts.empty() ? Severity::Info : Severity::Warning);
-      for (const auto* g : ghosts) {
-        f.memory_bytes += listed_bytes(*g);
-        f.evidence.push_back(fmt::format("PID {}, listed by the driver with {}, is gone; {}", g->pid,
-                                         bytes_text(listed_bytes(*g)),
-                                         p.stat.pgid == g->pid ? "it led this process's group"
-                                                               : "this process holds that GPU's device file"));
+      auto f = holder_finding(s, r, "inherited-holder", Severity::Warning);
+      for (pid_t gone : r.keeps) {
+        const auto* g = s.row(gone);
+        uint64_t bytes = g ? listed_bytes(*g) : 0;
+        f.memory_bytes += bytes;
+        f.evidence.push_back(fmt::format("PID {}, listed by the driver with {}, is gone; {}", gone, bytes_text(bytes),
+                                         p.stat.pgid == gone ? "it led this process's group"
+                                                             : "no live listed process shares this open file"));
       }
-      if (ghosts.empty())
-        f.evidence.push_back("its parent or process group is a process the driver lists: it shares that context");
-      f.explanation = ghosts.empty()
-                          ? "It inherited the GPU device files of a running job (a worker or helper); "
-                            "it will keep that job's memory alive if it outlives the job."
-                          : "It inherited the GPU device files of a process that is gone, and keeps that "
-                            "process's GPU memory alive.";
+      f.explanation = "It inherited the GPU device files of a process that is gone, and keeps that "
+                      "process's GPU memory alive.";
       f.remedy = {kill};
       add_container_stop(p, f);
       out.push_back(std::move(f));
+    } else if (!r.listed_by_driver && !r.shares_context_of.empty()) {
+      auto f = holder_finding(s, r, "inherited-holder", Severity::Info);
+      f.evidence.push_back(fmt::format("it shares the open GPU device file of PID {}, which the driver lists: "
+                                       "the same context",
+                                       pid_list(r.shares_context_of)));
+      f.explanation = "A worker or helper of a running job (it inherited the job's GPU device files); it "
+                      "will keep that job's memory alive if it outlives the job.";
+      out.push_back(std::move(f));
     }
-    if (r.has(core::Anomaly::Orphan) && p.holds_device()) {
+    bool workers_only = !r.shares_context_of.empty() && r.keeps.empty();
+    if (r.has(core::Anomaly::Orphan) && p.holds_device() && !r.listed_by_driver && !workers_only) {
       auto f = holder_finding(s, r, "orphan-holder", Severity::Warning);
       bool leader_gone = p.stat.pgid != p.stat.pid && !s.find(p.stat.pgid);
       f.evidence.push_back(leader_gone

@@ -21,6 +21,9 @@ core::Result<std::vector<ResetBlocker>> reset_blockers(const core::Snapshot& s, 
                        "gpureap cannot prove that nothing holds it"};
   std::vector<ResetBlocker> out;
   for (const auto& r : s.rows) {
+    // A gone PID holds nothing: what keeps its context alive is a live holder, which blocks in
+    // its own right, and a leaked one is exactly what the reset is for.
+    if (!r.process || r.process->stat.is_zombie()) continue;
     std::string why;
     for (const auto& u : r.gpus)
       if (u.index == index) why = "listed by the driver with " + bytes_text(u.used_bytes);

@@ -53,8 +53,8 @@ void gpu_families(const MetricsInput& in, std::vector<MetricFamily>& out) {
   MetricFamily unattributed{"gpureap_gpu_memory_unattributed_bytes",
                             "GPU memory in use that the driver attributes to no listed process"};
   MetricFamily ghost{"gpureap_gpu_memory_ghost_bytes",
-                     "GPU memory held for processes that should be gone (no-such-process, leaked, "
-                     "inherited-holder)"};
+                     "GPU memory the driver lists for PIDs that are gone (no-such-process), kept "
+                     "alive by inherited holders or leaked"};
   MetricFamily util{"gpureap_gpu_utilization_ratio",
                     "GPU busy time over the driver's last sample period, 0 to 1"};
   MetricFamily temp{"gpureap_gpu_temperature_celsius", "GPU core temperature"};
@@ -173,12 +173,8 @@ std::string container_label(const core::ProcessRow& row) {
 }
 
 uint64_t ghost_bytes(const core::Snapshot& s, unsigned gpu_index) {
-  uint64_t sum = 0;
-  for (const auto& row : s.rows) {
-    if (!row.is_ghost()) continue;
-    if (const auto* u = use_on(row, gpu_index); u && u->used_bytes) sum += *u->used_bytes;
-  }
-  return sum;
+  const auto* g = s.gpu(gpu_index);
+  return g ? s.memory_summary(*g).ghost_bytes : 0;
 }
 
 std::vector<MetricFamily> build_metrics(const MetricsInput& in) {

@@ -20,18 +20,27 @@ std::string upper(std::string s) {
   return s;
 }
 
+// Listed on the GPU, or holding its device file.
+bool on_gpu(const core::Snapshot& s, const core::ProcessRow& r, unsigned gpu) {
+  for (const auto& u : r.gpus)
+    if (u.index == gpu) return true;
+  const auto* g = s.gpu(gpu);
+  return r.process && r.process->holds_nvidia_gpu(g ? g->minor : std::optional<unsigned>(gpu));
+}
+
 }  // namespace
 
 std::string render_doctor(const core::Snapshot& s, const std::vector<doctor::Finding>& findings,
-                          const Style& style) {
+                          const Style& style, std::optional<unsigned> gpu) {
   std::string out;
-  size_t ghosts = 0;
-  for (const auto& r : s.rows) ghosts += r.is_ghost();
   if (doctor::worst(findings) == doctor::Severity::Info) {
+    size_t rows = 0;
+    for (const auto& r : s.rows) rows += !gpu || on_gpu(s, r, *gpu);
+    std::string gpus = gpu ? fmt::format("GPU {}", *gpu)
+                           : fmt::format("{} GPU{}", s.backend.gpus.size(), s.backend.gpus.size() == 1 ? "" : "s");
     out += style.paint("Healthy", Color::Green) +
-           fmt::format(": {} GPU{}, {} process{} holding GPUs, nothing above info.\n",
-                       s.backend.gpus.size(), s.backend.gpus.size() == 1 ? "" : "s", s.rows.size(),
-                       s.rows.size() == 1 ? "" : "es");
+           fmt::format(": {}, {} process{} holding {}, nothing above info.\n", gpus, rows,
+                       rows == 1 ? "" : "es", gpu ? "it" : "GPUs");
   }
   for (const auto& f : findings) {
     std::string head = fmt::format("{:<8} {}", upper(doctor::to_string(f.severity)), f.code);

@@ -1,5 +1,7 @@
 #include "output/ps_view.h"
 
+#include "output/ghost_summary.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -197,15 +199,13 @@ std::string render_process_table(const core::Snapshot& s, const Style& style,
 
 std::string render_summary(const core::Snapshot& s, const Style& style) {
   std::string out;
-  for (const auto& g : s.backend.gpus) {
-    auto m = s.memory_summary(g);
-    if (!m.ghost_bytes) continue;
-    out += style.paint(fmt::format("{} on GPU {} is held by ghosts", human_bytes(m.ghost_bytes), g.index),
-                       Color::Red);
-    out += m.ghost_keepers ? fmt::format(" ({} process{} keep{} it alive).", m.ghost_keepers,
-                                         m.ghost_keepers == 1 ? "" : "es", m.ghost_keepers == 1 ? "s" : "")
-                           : " (no live process keeps it: a leaked context).";
-    out += " `gpureap doctor` explains; `gpureap kill --ghosts` frees it.\n";
+  for (const auto& n : ghost_notices(s)) {
+    out += style.paint(n.headline, Color::Red) + " ";
+    switch (n.kind) {
+      case GhostCase::Kept: out += "`gpureap doctor` explains; `" + n.command + "` frees it.\n"; break;
+      case GhostCase::Leaked: out += "Only a GPU reset (or a reboot) frees it: `" + n.command + "`.\n"; break;
+      case GhostCase::Unknown: out += "`" + n.command + "` sees every holder.\n"; break;
+    }
   }
   if (out.empty()) {
     bool anomalies = std::any_of(s.rows.begin(), s.rows.end(),

@@ -29,6 +29,17 @@ json gpu_uses_json(const std::vector<core::GpuUse>& uses) {
   return out;
 }
 
+// A gone PID's verdict: who keeps its context (null for a PID of another namespace).
+json ghost_json(const core::Ghost* g) {
+  if (!g) return nullptr;
+  return {{"keepers", g->keepers},
+          {"listed_keepers", g->listed_keepers},
+          {"other_holders", g->other_holders},
+          {"open_files", g->open_files},
+          {"exact", g->exact},
+          {"leaked", g->leaked}};
+}
+
 }  // namespace
 
 json row_to_json(const core::Snapshot& s, const core::ProcessRow& r) {
@@ -39,8 +50,11 @@ json row_to_json(const core::Snapshot& s, const core::ProcessRow& r) {
          {"gpus", gpu_uses_json(r.gpus)},
          {"anomalies", anomalies},
          {"driver_name", opt(r.driver_name)},
-         {"in_proc", r.process.has_value()}};
+         {"in_proc", r.process.has_value()},
+         {"shares_context_of", r.shares_context_of},
+         {"keeps", r.keeps}};
   if (!r.process) {
+    j["ghost"] = ghost_json(s.ghost(r.pid));
     for (const char* k : {"comm", "state", "ppid", "pgid", "sid", "uid", "user", "start_time",
                           "container", "wchan", "threads", "rss_bytes"})
       j[k] = nullptr;
@@ -55,7 +69,8 @@ json row_to_json(const core::Snapshot& s, const core::ProcessRow& r) {
   const auto& d = p.details ? *p.details : empty;
   auto start = s.start_time(p.stat);
   json devices = json::array();
-  for (const auto& h : p.devices) devices.push_back({{"path", h.path}, {"fds", h.fds}, {"kind", h.kind}});
+  for (const auto& h : p.devices)
+    devices.push_back({{"path", h.path}, {"fds", h.fds}, {"kind", h.kind}, {"open_file", opt(h.open_file)}});
   j["comm"] = p.stat.comm;
   j["cmdline"] = d.cmdline;
   j["state"] = std::string(1, p.stat.state);
@@ -92,7 +107,9 @@ json gpu_to_json(const core::Snapshot& s, const core::Gpu& g) {
             {"reserved_bytes", opt(g.memory.reserved_bytes)},
             {"attributed_bytes", m.attributed_bytes},
             {"unattributed_bytes", opt(m.unattributed_bytes)},
-            {"ghost_bytes", m.ghost_bytes}}},
+            {"ghost_bytes", m.ghost_bytes},
+            {"leaked_bytes", m.leaked_bytes},
+            {"ghost_keepers", m.ghost_keepers}}},
           {"utilization_percent", opt(g.utilization_percent)},
           {"memory_utilization_percent", opt(g.memory_utilization_percent)},
           {"temperature_celsius", opt(g.temperature_celsius)},
@@ -116,6 +133,8 @@ json snapshot_to_json(const core::Snapshot& s) {
           {"complete", s.complete()},
           {"uninspectable_processes", s.proc.uninspectable},
           {"in_child_pid_namespace", s.proc.in_child_pid_namespace},
+          {"open_files", s.proc.open_files_unknown ? "guessed" : "exact"},
+          {"open_files_unknown", opt(s.proc.open_files_unknown)},
           {"backend",
            {{"name", s.backend.name},
             {"available", s.backend.available},

@@ -50,40 +50,18 @@ bool Kin::is_gone(pid_t pid) const {
   return !p || p->stat.is_zombie();
 }
 
-std::optional<unsigned> Kin::minor_of(unsigned gpu_index) const {
-  const core::Gpu* g = snapshot_.gpu(gpu_index);
-  return g ? g->minor : std::nullopt;
-}
-
-bool Kin::holds_gpu_of(const core::HostProcess& p, const core::ProcessRow& listed) const {
-  for (const auto& use : listed.gpus)
-    if (p.holds_nvidia_gpu(minor_of(use.index))) return true;
-  return false;
-}
-
+// The snapshot's ghost verdict decides: keepers share no open file with a live listed process.
 std::vector<pid_t> Kin::keepers(pid_t pid) const {
-  std::vector<pid_t> out;
-  const core::ProcessRow* listed = snapshot_.row(pid);
-  if (!listed || !listed->listed_by_driver) return out;
-  for (const auto& p : snapshot_.proc.processes) {
-    if (p.stat.pid == pid || p.stat.is_zombie() || !holds_gpu_of(p, *listed)) continue;
-    if (p.stat.pgid == pid || descends_from(p, pid)) out.push_back(p.stat.pid);
-  }
+  const core::Ghost* g = snapshot_.ghost(pid);
+  if (!g) return {};
+  std::vector<pid_t> out = g->keepers;
+  out.insert(out.end(), g->listed_keepers.begin(), g->listed_keepers.end());
   return out;
 }
 
 std::vector<pid_t> Kin::other_holders(pid_t pid) const {
-  std::vector<pid_t> out;
-  const core::ProcessRow* listed = snapshot_.row(pid);
-  if (!listed || !listed->listed_by_driver) return out;
-  auto keep = keepers(pid);
-  for (const auto& p : snapshot_.proc.processes) {
-    if (p.stat.pid == pid || p.stat.is_zombie() || !holds_gpu_of(p, *listed)) continue;
-    const core::ProcessRow* row = snapshot_.row(p.stat.pid);
-    if (row && row->listed_by_driver) continue;
-    if (std::find(keep.begin(), keep.end(), p.stat.pid) == keep.end()) out.push_back(p.stat.pid);
-  }
-  return out;
+  const core::Ghost* g = snapshot_.ghost(pid);
+  return g ? g->other_holders : std::vector<pid_t>{};
 }
 
 }  // namespace gpureap::reap

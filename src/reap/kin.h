@@ -22,18 +22,14 @@ class Kin {
   std::vector<pid_t> group_members(pid_t pgid) const;
   // A process that is not in /proc, or only as a zombie: it holds no file any more.
   bool is_gone(pid_t pid) const;
-  // The live processes that keep gone PID `pid`'s contexts alive: they hold the device file
-  // of a GPU it is listed on and descend from it or share its process group
-  // (pgid == pid), as forked workers of a dead trainer do.
+  // The live processes that keep gone PID `pid`'s contexts alive (the snapshot's ghost
+  // verdict): the unlisted keepers, then listed processes that may also hold its files.
   std::vector<pid_t> keepers(pid_t pid) const;
-  // Live unlisted holders of the GPUs `pid` is listed on that are not its keepers: they may
-  // keep it too (a worker that changed its group), which only the user can judge.
+  // Live holders of its GPUs' files that are no kin of it while kin keepers exist: they may
+  // keep it too, which only the user can judge.
   std::vector<pid_t> other_holders(pid_t pid) const;
-  std::optional<unsigned> minor_of(unsigned gpu_index) const;
 
  private:
-  bool holds_gpu_of(const core::HostProcess& p, const core::ProcessRow& listed) const;
-
   const core::Snapshot& snapshot_;
   std::map<pid_t, std::vector<pid_t>> children_;
 };

@@ -25,16 +25,6 @@ struct Caller {
   bool privileged() const { return euid == 0; }
 };
 
-// What the user asked for.
-struct Request {
-  std::vector<pid_t> pids;          // named explicitly
-  std::optional<unsigned> gpu;      // --gpu N (NVML index)
-  std::optional<std::string> user;  // --user NAME or uid
-  bool ghosts = false;
-  bool tree = false;
-  bool group = false;
-};
-
 // Why a process is in the plan. Names are part of the JSON schema.
 enum class ReasonKind {
   Named,            // PID given on the command line
@@ -43,9 +33,30 @@ enum class ReasonKind {
   InheritedHolder,  // keeps the context of gone PID `pid` alive
   Descendant,       // --tree: descends from `pid`
   ProcessGroup,     // --group: in process group `pid`
-  Ghost,            // --ghosts: `anomaly` (inherited-holder, orphan, stopped)
+  Ghost,            // --ghosts or a diagnosis: `anomaly` (inherited-holder, orphan, stopped)
   UserHolder,       // --user alone: a GPU holder of that user
 };
+
+// A process a diagnosis chose (doctor --fix), not one a user typed: it keeps the reason it was
+// chosen for, so the protected list and every other check of that reason still apply. The plan
+// is made on the snapshot of the diagnosis, which pins it to the process that was diagnosed.
+struct Chosen {
+  pid_t pid = 0;
+  ReasonKind kind;
+  std::optional<core::Anomaly> anomaly;
+};
+
+// What the user asked for.
+struct Request {
+  std::vector<pid_t> pids;          // named explicitly (typed by a user)
+  std::vector<Chosen> chosen;       // chosen by a diagnosis
+  std::optional<unsigned> gpu;      // --gpu N (NVML index)
+  std::optional<std::string> user;  // --user NAME or uid
+  bool ghosts = false;
+  bool tree = false;
+  bool group = false;
+};
+
 
 struct Reason {
   ReasonKind kind;

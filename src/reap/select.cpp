@@ -15,6 +15,7 @@ class Selector {
 
   core::Result<Selection> run() {
     for (pid_t pid : req_.pids) named(pid);
+    for (const auto& c : req_.chosen) chosen(c);
     if (req_.gpu) {
       if (auto error = gpu(*req_.gpu)) return *error;
     }
@@ -36,14 +37,22 @@ class Selector {
     const core::HostProcess* p = snap_.find(pid);
     const core::ProcessRow* row = snap_.row(pid);
     if (p) add(pid, {ReasonKind::Named});
-    if (row && row->listed_by_driver && kin_.is_gone(pid)) resolve_gone(pid);
+    if (row && row->listed_by_driver && kin_.is_gone(pid)) resolve_gone(pid, true);
     if (!p && !(row && row->listed_by_driver))
       out_.notes.push_back("PID " + std::to_string(pid) +
                            ": no such process, and no GPU driver lists it");
   }
 
-  // A listed PID that is gone: its memory lives as long as its keepers do.
-  void resolve_gone(pid_t pid) {
+  void chosen(const Chosen& c) {
+    const core::ProcessRow* row = snap_.row(c.pid);
+    if (row && row->listed_by_driver && kin_.is_gone(c.pid)) return resolve_gone(c.pid);
+    const core::HostProcess* p = snap_.find(c.pid);
+    if (p && !p->stat.is_zombie()) add(c.pid, {c.kind, std::nullopt, std::nullopt, c.anomaly});
+  }
+
+  // A listed PID that is gone: its memory lives as long as its keepers do. A keeper the
+  // driver lists itself runs a job of its own: only a user who typed the gone PID ends it.
+  void resolve_gone(pid_t pid, bool typed = false) {
     if (std::any_of(out_.gone.begin(), out_.gone.end(),
                     [&](const GoneListing& g) { return g.pid == pid; }))
       return;
@@ -53,7 +62,16 @@ class Selector {
     g.driver_name = row->driver_name;
     g.gpus = row->gpus;
     g.foreign = row->has(core::Anomaly::ForeignNamespace);
-    g.keepers = kin_.keepers(pid);
+    const core::Ghost* ghost = snap_.ghost(pid);
+    if (ghost) {
+      g.keepers = ghost->keepers;
+      if (typed) g.keepers.insert(g.keepers.end(), ghost->listed_keepers.begin(), ghost->listed_keepers.end());
+      else
+        for (pid_t k : ghost->listed_keepers)
+          out_.notes.push_back("PID " + std::to_string(k) + " may also keep gone PID " + std::to_string(pid) +
+                               "'s context, but the driver lists it with a context of its own: `gpureap kill " +
+                               std::to_string(pid) + "` ends it too");
+    }
     for (pid_t k : g.keepers) add(k, {ReasonKind::InheritedHolder, std::nullopt, pid});
     if (g.keepers.empty()) note_unkept(g);
     out_.gone.push_back(std::move(g));
@@ -129,7 +147,10 @@ class Selector {
       bool holds = p.holds_device() || row.listed_by_driver;
       if (row.has(core::Anomaly::InheritedHolder))
         add(row.pid, {ReasonKind::Ghost, std::nullopt, std::nullopt, core::Anomaly::InheritedHolder});
-      if (row.has(core::Anomaly::Orphan) && holds)
+      // An orphan is a leftover only when it holds the GPU for nobody: a listed one uses its
+      // own memory, and one that shares a live listed process's open file is that job's worker.
+      if (row.has(core::Anomaly::Orphan) && p.holds_device() && !row.listed_by_driver &&
+          (row.shares_context_of.empty() || !row.keeps.empty()))
         add(row.pid, {ReasonKind::Ghost, std::nullopt, std::nullopt, core::Anomaly::Orphan});
       if (row.has(core::Anomaly::Stopped) && holds)
         add(row.pid, {ReasonKind::Ghost, std::nullopt, std::nullopt, core::Anomaly::Stopped});

@@ -7,6 +7,7 @@
 #include <ctime>
 
 #include "output/escape.h"
+#include "output/ghost_summary.h"
 #include "output/time_format.h"
 #include "tui/detail.h"
 #include "tui/model.h"
@@ -16,12 +17,6 @@ namespace gpureap::tui {
 namespace {
 
 // "98.2G", "512M": the header has no room for " GiB".
-std::string compact_bytes(uint64_t b) {
-  constexpr double GiB = 1024.0 * 1024 * 1024, MiB = 1024.0 * 1024;
-  if (b >= 1024ull * 1024 * 1024) return fmt::format("{:.1f}G", static_cast<double>(b) / GiB);
-  return fmt::format("{:.0f}M", static_cast<double>(b) / MiB);
-}
-
 std::string local_clock(std::chrono::system_clock::time_point t) {
   std::time_t tt = std::chrono::system_clock::to_time_t(t);
   std::tm tm{};
@@ -56,8 +51,7 @@ void add_bar(Line& l, const core::Gpu& g, const core::GpuMemorySummary& m, size_
     return static_cast<size_t>(
         static_cast<double>(bytes) / static_cast<double>(total) * static_cast<double>(width) + 0.5);
   };
-  uint64_t attributed = m.attributed_bytes > m.ghost_bytes ? m.attributed_bytes - m.ghost_bytes : 0;
-  size_t a = std::min(width, cells(attributed));
+  size_t a = std::min(width, cells(m.attributed_bytes));
   size_t gh = std::min(width - a, cells(m.ghost_bytes));
   if (m.ghost_bytes && !gh && a < width) gh = 1;  // a ghost is never invisible
   size_t un = std::min(width - a - gh, cells(m.unattributed_bytes.value_or(0)));
@@ -169,7 +163,7 @@ void TopModel::compose_header(Frame& f) const {
       l.add("] ", Role::Dim);
       std::string used =
           g.memory.used_bytes && g.memory.total_bytes
-              ? compact_bytes(*g.memory.used_bytes) + "/" + compact_bytes(*g.memory.total_bytes)
+              ? output::compact_bytes(*g.memory.used_bytes) + "/" + output::compact_bytes(*g.memory.total_bytes)
               : "?";
       l.add(pad_right(used, 13), m.ghost_bytes ? Role::Ghost : Role::Normal);
       l.add(pad_left(pct(g.utilization_percent), 4) + " ");
@@ -180,14 +174,12 @@ void TopModel::compose_header(Frame& f) const {
             " ");
       l.add(pad_left(g.power_watts ? fmt::format("{:.0f}W", *g.power_watts) : "-", 5) + " ");
       if (legend) {
-        std::string split = fmt::format(
-            "attributed {}",
-            compact_bytes(m.attributed_bytes - std::min(m.attributed_bytes, m.ghost_bytes)));
+        std::string split = fmt::format("attributed {}", output::compact_bytes(m.attributed_bytes));
         l.add(split, Role::Dim);
         if (m.ghost_bytes)
-          l.add(fmt::format(" {} ghost {}", gl.dot, compact_bytes(m.ghost_bytes)), Role::Ghost);
+          l.add(fmt::format(" {} ghost {}", gl.dot, output::compact_bytes(m.ghost_bytes)), Role::Ghost);
         if (m.unattributed_bytes && *m.unattributed_bytes)
-          l.add(fmt::format(" {} unattributed {}", gl.dot, compact_bytes(*m.unattributed_bytes)),
+          l.add(fmt::format(" {} unattributed {}", gl.dot, output::compact_bytes(*m.unattributed_bytes)),
                 Role::Warn);
         l.add(" ");
       }
@@ -215,7 +207,7 @@ void TopModel::compose_header(Frame& f) const {
     uint64_t used =
         *host_.mem_total_bytes - std::min(*host_.mem_total_bytes, *host_.mem_available_bytes);
     host.add("mem ", Role::Dim)
-        .add(compact_bytes(used) + "/" + compact_bytes(*host_.mem_total_bytes) + "  ");
+        .add(output::compact_bytes(used) + "/" + output::compact_bytes(*host_.mem_total_bytes) + "  ");
   }
   size_t ghosts = 0, stuck = 0;
   for (const auto& r : rows_) ghosts += r.ghost, stuck += r.stuck;
@@ -260,15 +252,17 @@ void TopModel::compose_header(Frame& f) const {
         rows_.size()));
     st.add(parts + "  ", Role::Key);
   }
-  for (const auto& g : b.gpus) {
-    auto m = s->memory_summary(g);
-    if (!m.ghost_bytes) continue;
-    st.add(fmt::format("{} on GPU {} held by ghosts", output::human_bytes(m.ghost_bytes), g.index),
-           Role::Ghost);
-    if (!m.ghost_keepers)
-      st.add(": leaked, only a GPU reset frees it (gpureap reset)  ", Role::Dim);
-    else
+  for (const auto& n : output::ghost_notices(*s)) {
+    if (n.kind == output::GhostCase::Kept) {
+      st.add(fmt::format("{} on GPU {} held by ghosts", output::human_bytes(n.bytes), n.gpu), Role::Ghost);
       st.add(settings_.readonly ? "  " : "; select the ghost, k frees it  ", Role::Dim);
+    } else if (n.kind == output::GhostCase::Leaked) {
+      st.add(fmt::format("{} on GPU {} leaked", output::human_bytes(n.bytes), n.gpu), Role::Ghost);
+      st.add(": only a GPU reset frees it (" + n.command + ")  ", Role::Dim);
+    } else {
+      st.add(fmt::format("{} on GPU {} listed for gone PIDs", output::human_bytes(n.bytes), n.gpu), Role::Ghost);
+      st.add(": no holder visible (" + n.command + ")  ", Role::Dim);
+    }
   }
   f.lines[layout_.status_y] = st;
 }

@@ -365,13 +365,20 @@ TEST_F(SlurmProlog, RefusesAGpuWhoseGonePidIsKeptAlive) {
 TEST_F(SlurmProlog, RefusesMemoryNobodyHolds) {
   if (::geteuid() != 0)
     GTEST_SKIP() << "memory nobody holds is only told from a complete view (root)";
-  nvml_.write(two_gpus(json::array(), json::array(), 2 * GiB));
+  nvml_.write(two_gpus(json::array(), {{{"pid", dead_pid()}, {"used_bytes", 2 * GiB}, {"leaked", true}}}));
   auto r = run(kProlog, {"SLURM_JOB_GPUS=1"});
   EXPECT_EQ(r.exit_code, 1) << r.err;
   EXPECT_EQ(
       r.err.rfind("gpureap prolog: job 123: GPU 1 has 2.0 GiB of ghost memory (leaked-memory)", 0),
       0u)
       << r.err;
+}
+
+TEST_F(SlurmProlog, StartsTheJobBesideMemoryTheDriverKeepsForItself) {
+  // Unattributed memory with no gone PID behind it is no evidence of a leak: no drain.
+  nvml_.write(two_gpus(json::array(), json::array(), 2 * GiB));
+  auto r = run(kProlog, {"SLURM_JOB_GPUS=1"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
 }
 
 TEST_F(SlurmProlog, MapsGpuUuidsToIndices) {

@@ -80,11 +80,14 @@ TEST(Join, ForeignNamespaceInsteadOfNoSuchProcess) {
   EXPECT_EQ(anomalies_of(s, 77777), std::vector<Anomaly>{Anomaly::ForeignNamespace});
 }
 
-TEST(Join, LiveChildOfAListedProcessIsAnInheritedHolder) {
+TEST(Join, LiveChildOfAListedProcessIsItsWorkerNotAGhost) {
   auto s = make({proc(1, 0, 1), proc(10, 1, 10, 'S', 10), holder(700, 10, 700), holder(701, 700, 701)},
                 {gpu(0, 0, 8 * GiB, {listed(700, 8 * GiB)})});
   EXPECT_TRUE(anomalies_of(s, 700).empty());
-  EXPECT_EQ(anomalies_of(s, 701), std::vector<Anomaly>{Anomaly::InheritedHolder});
+  EXPECT_TRUE(anomalies_of(s, 701).empty());
+  EXPECT_EQ(s.row(701)->shares_context_of, std::vector<pid_t>{700});
+  EXPECT_TRUE(s.row(701)->keeps.empty());
+  EXPECT_TRUE(s.ghosts.empty());
 }
 
 TEST(Join, StateAnomalies) {

@@ -93,20 +93,71 @@ TEST(DoctorRules, ReleasingWhenTheGonePidsMemoryDrops) {
   EXPECT_EQ(find(fs, "leaked-memory"), nullptr);
 }
 
-TEST(DoctorRules, UnattributedMemoryThatStaysIsLeaked) {
+std::vector<Finding> run_with(const core::Snapshot& first, const core::Snapshot& last,
+                              UnattributedThreshold threshold) {
+  DoctorInput in{first, last, {}, std::nullopt, nullptr, threshold};
+  return diagnose(in);
+}
+
+TEST(DoctorRules, UnattributedMemoryBelowTheThresholdIsNoFinding) {
+  // A few hundred MiB the driver keeps for itself on an idle, healthy GPU.
+  auto s = make_snapshot({proc(1, 0, 1)}, {gpu(0, 0, 400 * MiB, {})});
+  auto fs = run(s, s);
+  EXPECT_TRUE(fs.empty()) << fs.front().code;
+}
+
+TEST(DoctorRules, UnattributedMemoryAboveTheThresholdIsAWarningNotALeak) {
   auto first = make_snapshot({proc(1, 0, 1)}, {gpu(0, 0, 3 * GiB, {})});
   auto last = later({proc(1, 0, 1)}, {gpu(0, 0, 3 * GiB, {})});
   auto fs = run(first, last);
+  ASSERT_EQ(fs.size(), 1u);
+  EXPECT_EQ(fs[0].code, "unattributed-memory");
+  EXPECT_EQ(fs[0].severity, Severity::Warning);
+  EXPECT_EQ(fs[0].memory_bytes, 3 * GiB);
+  EXPECT_TRUE(fs[0].pids.empty());
+  // A higher threshold (absolute, or a share of the GPU's 100 GiB) silences it.
+  EXPECT_TRUE(run_with(first, last, {4 * GiB, std::nullopt}).empty());
+  EXPECT_TRUE(run_with(first, last, {std::nullopt, 0.05}).empty());
+  EXPECT_EQ(run_with(first, last, {512 * MiB, 0.02}).size(), 1u);
+  // ...and memory that is dropping is still being released.
+  auto dropping = later({proc(1, 0, 1)}, {gpu(0, 0, 2 * GiB, {})});
+  EXPECT_NE(find(run(first, dropping), "releasing"), nullptr);
+}
+
+TEST(DoctorRules, UnattributedMemoryLeftByAnExitedProcessIsLeaked) {
+  // PID 300 is listed with 6 GiB at the first sample; by the last it has left the lists but the
+  // GPU's used memory stayed: its memory did not come back.
+  auto first = make_snapshot({proc(1, 0, 1), proc(10, 1, 10), holder(300, 10, 300)},
+                             {gpu(0, 0, 6 * GiB + 200 * MiB, {listed(300, 6 * GiB)})});
+  auto last = later({proc(1, 0, 1), proc(10, 1, 10)}, {gpu(0, 0, 6 * GiB + 200 * MiB, {})});
+  auto fs = run(first, last);
   const auto* f = find(fs, "leaked-memory");
   ASSERT_NE(f, nullptr);
-  EXPECT_EQ(f->memory_bytes, 3 * GiB);
-  EXPECT_TRUE(f->pids.empty());
-  // ...unless an unlisted process holds the GPU's device file.
-  auto held = later({proc(1, 0, 1), holder(50, 1, 50)}, {gpu(0, 0, 3 * GiB, {})});
-  EXPECT_EQ(find(run(first, held), "leaked-memory"), nullptr);
-  // ...or it is dropping.
-  auto dropping = later({proc(1, 0, 1)}, {gpu(0, 0, 1 * GiB, {})});
-  EXPECT_NE(find(run(first, dropping), "releasing"), nullptr);
+  EXPECT_EQ(f->severity, Severity::Critical);
+  EXPECT_TRUE(remedy_has(*f, "gpureap reset --gpu 0"));
+  EXPECT_EQ(find(fs, "unattributed-memory"), nullptr);
+  // The same memory already there at the first sample, with nothing leaving: only a warning.
+  auto before = make_snapshot({proc(1, 0, 1), proc(10, 1, 10)}, {gpu(0, 0, 6 * GiB + 200 * MiB, {})});
+  auto calm = run(before, last);
+  EXPECT_EQ(find(calm, "leaked-memory"), nullptr);
+  EXPECT_NE(find(calm, "unattributed-memory"), nullptr);
+}
+
+TEST(DoctorRules, UnattributedThresholdParses) {
+  auto both = parse_unattributed_threshold("512MiB, 2%");
+  ASSERT_TRUE(both.ok());
+  EXPECT_EQ(both->bytes, 512 * MiB);
+  EXPECT_DOUBLE_EQ(*both->ratio, 0.02);
+  EXPECT_EQ(both->for_total(100 * GiB), 2 * GiB);
+  EXPECT_EQ(both->for_total(std::nullopt), 512 * MiB);
+  auto pct = parse_unattributed_threshold("5%");
+  ASSERT_TRUE(pct.ok());
+  EXPECT_FALSE(pct->bytes);
+  for (const char* bad : {"", "lots", "120%", "1GiB,2GiB", "5%,6%", ","})
+    EXPECT_FALSE(parse_unattributed_threshold(bad).ok()) << bad;
+  UnattributedThreshold def;
+  EXPECT_EQ(def.for_total(16 * GiB), 1 * GiB);
+  EXPECT_EQ(def.for_total(200 * GiB), 2 * GiB);
 }
 
 TEST(DoctorRules, ForeignNamespace) {

@@ -307,7 +307,7 @@ TEST(TuiModel, FrameAt80x24) {
   EXPECT_NE(f.lines[1].text().find("Test GPU"), std::string::npos);
   EXPECT_TRUE(has_role(f.lines[1], Role::BarGhost));  // GPU 0's bar shows the ghost
   EXPECT_TRUE(has_role(f.lines[1], Role::BarAttributed));
-  EXPECT_NE(f.lines[2].text().find("20.0G/100.0G"), std::string::npos) << f.lines[2].text();
+  EXPECT_NE(f.lines[2].text().find("20G/100G"), std::string::npos) << f.lines[2].text();
   EXPECT_NE(f.lines[3].text().find("host"), std::string::npos);
   EXPECT_NE(line_with(f, "PID"), nullptr);
   EXPECT_NE(line_with(f, "MEMORY▼"), nullptr);

@@ -1,0 +1,211 @@
+#include "core/ghost_verdict.h"
+
+#include <algorithm>
+#include <set>
+
+namespace gpureap::core {
+namespace {
+
+struct Group {
+  std::vector<const HostProcess*> members;  // in pid order
+  std::optional<std::string> id;            // empty: a guessed group of one process
+};
+
+void add_unique(std::vector<pid_t>& v, pid_t pid) {
+  if (std::find(v.begin(), v.end(), pid) == v.end()) v.push_back(pid);
+}
+
+bool reaches(const DeviceHold& h, const Gpu& g) {
+  return h.nvidia_minor && (!g.minor || *h.nvidia_minor == *g.minor);
+}
+
+class Decider {
+ public:
+  Decider(const ProcView& proc, const BackendReport& backend) : proc_(proc), backend_(backend) {
+    for (const auto& g : backend_.gpus)
+      for (const auto& p : g.processes) listed_[p.pid].insert(g.index);
+  }
+
+  GhostVerdict run() {
+    std::map<pid_t, Ghost> ghosts;
+    for (const auto& g : backend_.gpus) {
+      if (g.processes_error) continue;
+      gpu(g, ghosts);
+    }
+    for (auto& [pid, ghost] : ghosts) {
+      ghost.leaked = !ghost.kept() && ghost.other_holders.empty() && proc_.uninspectable == 0;
+      for (pid_t k : ghost.keepers) add_unique(out_.keeps[k], pid);
+      for (pid_t k : ghost.listed_keepers) add_unique(out_.keeps[k], pid);
+      for (auto* v : {&ghost.keepers, &ghost.listed_keepers, &ghost.other_holders})
+        std::sort(v->begin(), v->end());
+      out_.ghosts.push_back(std::move(ghost));
+    }
+    return std::move(out_);
+  }
+
+ private:
+  const HostProcess* find(pid_t pid) const {
+    auto it = std::lower_bound(proc_.processes.begin(), proc_.processes.end(), pid,
+                               [](const HostProcess& p, pid_t v) { return p.stat.pid < v; });
+    return it != proc_.processes.end() && it->stat.pid == pid ? &*it : nullptr;
+  }
+
+  bool live(pid_t pid) const {
+    const HostProcess* p = find(pid);
+    return p && p->is_live();
+  }
+
+  bool listed_on(pid_t pid, unsigned gpu) const {
+    auto it = listed_.find(pid);
+    return it != listed_.end() && it->second.count(gpu);
+  }
+
+  bool listed_anywhere(pid_t pid) const { return listed_.count(pid) > 0; }
+
+  bool descends_from(const HostProcess& p, pid_t ancestor) const {
+    const HostProcess* cur = &p;
+    for (int depth = 0; cur && depth < 4096; ++depth) {
+      if (cur->stat.ppid == ancestor) return true;
+      if (cur->stat.ppid <= 1) return false;
+      cur = find(cur->stat.ppid);
+    }
+    return false;
+  }
+
+  // Forked from `pid` or started in its process group or session: how a dead trainer's
+  // workers look once they have been reparented.
+  bool kin_of(const HostProcess& p, pid_t pid) const {
+    return p.stat.pgid == pid || p.stat.sid == pid || descends_from(p, pid);
+  }
+
+  // A live listed process whose job `p` belongs to (guessed groups only).
+  std::optional<pid_t> job_of(const HostProcess& p, const std::vector<pid_t>& candidates) const {
+    for (pid_t c : candidates) {
+      const HostProcess* owner = find(c);
+      if (!owner || c == p.stat.pid) continue;
+      if (descends_from(p, c) || (owner->stat.pgid > 1 && owner->stat.pgid == p.stat.pgid)) return c;
+    }
+    return std::nullopt;
+  }
+
+  std::vector<Group> groups_on(const Gpu& g) const {
+    std::map<std::string, Group> exact;
+    std::vector<Group> out;
+    for (const auto& p : proc_.processes) {
+      if (!p.is_live()) continue;
+      bool guessed = false;
+      for (const auto& h : p.devices) {
+        if (!reaches(h, g)) continue;
+        if (!h.open_file) {
+          guessed = true;
+          continue;
+        }
+        auto& grp = exact[*h.open_file];
+        grp.id = h.open_file;
+        if (grp.members.empty() || grp.members.back() != &p) grp.members.push_back(&p);
+      }
+      if (guessed) out.push_back({{&p}, std::nullopt});
+    }
+    for (auto& [id, grp] : exact) out.push_back(std::move(grp));
+    return out;
+  }
+
+  void gpu(const Gpu& g, std::map<pid_t, Ghost>& ghosts) {
+    std::vector<pid_t> owners_here, gone_here;
+    for (const auto& p : g.processes) {
+      // A zombie holds no file any more: like a PID gone from /proc, only others keep its
+      // context. An absent PID seen from a child namespace is the host's, not a ghost.
+      if (live(p.pid)) add_unique(owners_here, p.pid);
+      else if (find(p.pid) || !proc_.in_child_pid_namespace) add_unique(gone_here, p.pid);
+    }
+    std::vector<pid_t> all_listed_live;
+    for (const auto& [pid, gpus] : listed_)
+      if (live(pid)) all_listed_live.push_back(pid);
+
+    std::vector<const Group*> unowned;
+    auto groups = groups_on(g);
+    for (const auto& grp : groups) {
+      std::optional<pid_t> owner;
+      for (const auto* m : grp.members)
+        if (listed_on(m->stat.pid, g.index)) { owner = m->stat.pid; break; }
+      if (!owner && !grp.id) owner = job_of(*grp.members.front(), owners_here);
+      if (owner) {
+        for (const auto* m : grp.members)
+          if (m->stat.pid != *owner && !listed_on(m->stat.pid, g.index))
+            add_unique(out_.shares_context_of[m->stat.pid], *owner);
+        continue;
+      }
+      if (own_visible_file(grp, gone_here, all_listed_live)) continue;
+      unowned.push_back(&grp);
+    }
+
+    for (pid_t pid : gone_here) {
+      auto [slot, fresh] = ghosts.try_emplace(pid);
+      auto& ghost = slot->second;
+      if (fresh) {
+        ghost.pid = pid;
+        ghost.exact = !proc_.open_files_unknown;
+      }
+      add_gpu(ghost, g);
+      std::vector<const Group*> kin;
+      for (const auto* grp : unowned)
+        if (std::any_of(grp->members.begin(), grp->members.end(),
+                        [&](const HostProcess* m) { return kin_of(*m, pid); }))
+          kin.push_back(grp);
+      const auto& keeping = kin.empty() ? unowned : kin;
+      for (const auto* grp : keeping) {
+        ghost.exact = ghost.exact && grp->id.has_value();
+        for (const auto* m : grp->members) add_unique(ghost.keepers, m->stat.pid);
+        if (grp->id) add_unique_text(ghost.open_files, *grp->id);
+      }
+      for (const auto* grp : unowned)
+        if (std::find(keeping.begin(), keeping.end(), grp) == keeping.end())
+          for (const auto* m : grp->members)
+            if (std::find(ghost.keepers.begin(), ghost.keepers.end(), m->stat.pid) == ghost.keepers.end())
+              add_unique(ghost.other_holders, m->stat.pid);
+      for (pid_t owner : owners_here)
+        if (const HostProcess* p = find(owner); p && kin_of(*p, pid)) add_unique(ghost.listed_keepers, owner);
+    }
+  }
+
+  // A group whose member the driver lists on another GPU, and that is no kin of a gone PID
+  // here, is a file that process opened itself; so is, when open files are guessed, one of a
+  // process that belongs to the job of such a listed process.
+  bool own_visible_file(const Group& grp, const std::vector<pid_t>& gone_here,
+                        const std::vector<pid_t>& listed_live) const {
+    for (const auto* m : grp.members) {
+      bool kin_of_gone = std::any_of(gone_here.begin(), gone_here.end(),
+                                     [&](pid_t pid) { return kin_of(*m, pid); });
+      if (kin_of_gone) continue;
+      if (listed_anywhere(m->stat.pid)) return true;
+      if (!grp.id && job_of(*m, listed_live)) return true;
+    }
+    return false;
+  }
+
+  static void add_gpu(Ghost& ghost, const Gpu& g) {
+    if (std::find(ghost.gpus.begin(), ghost.gpus.end(), g.index) != ghost.gpus.end()) return;
+    ghost.gpus.push_back(g.index);
+    std::optional<uint64_t> bytes;  // listed twice on one GPU (compute and graphics): once
+    for (const auto& p : g.processes)
+      if (p.pid == ghost.pid && p.used_bytes && (!bytes || *p.used_bytes > *bytes)) bytes = p.used_bytes;
+    ghost.bytes += bytes.value_or(0);
+  }
+
+  static void add_unique_text(std::vector<std::string>& v, const std::string& s) {
+    if (std::find(v.begin(), v.end(), s) == v.end()) v.push_back(s);
+  }
+
+  const ProcView& proc_;
+  const BackendReport& backend_;
+  std::map<pid_t, std::set<unsigned>> listed_;
+  GhostVerdict out_;
+};
+
+}  // namespace
+
+GhostVerdict decide_ghosts(const ProcView& proc, const BackendReport& backend) {
+  return Decider(proc, backend).run();
+}
+
+}  // namespace gpureap::core

@@ -1,0 +1,69 @@
+#include "output/ghost_summary.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <set>
+
+#include "output/time_format.h"
+
+namespace gpureap::output {
+namespace {
+
+uint64_t bytes_on(const core::Snapshot& s, pid_t pid, unsigned gpu) {
+  const auto* r = s.row(pid);
+  if (!r) return 0;
+  for (const auto& u : r->gpus)
+    if (u.index == gpu) return u.used_bytes.value_or(0);
+  return 0;
+}
+
+std::string pids_text(const std::vector<pid_t>& pids) {
+  return fmt::format("{}", fmt::join(pids, " "));
+}
+
+}  // namespace
+
+std::vector<GhostNotice> ghost_notices(const core::Snapshot& s) {
+  std::vector<GhostNotice> out;
+  for (const auto& g : s.backend.gpus) {
+    GhostNotice kept{g.index, GhostCase::Kept}, leaked{g.index, GhostCase::Leaked},
+        unknown{g.index, GhostCase::Unknown};
+    std::set<pid_t> keepers;
+    for (const auto& ghost : s.ghosts) {
+      if (std::find(ghost.gpus.begin(), ghost.gpus.end(), g.index) == ghost.gpus.end()) continue;
+      auto& n = ghost.kept() ? kept : ghost.leaked ? leaked : unknown;
+      n.bytes += bytes_on(s, ghost.pid, g.index);
+      n.gone.push_back(ghost.pid);
+      keepers.insert(ghost.keepers.begin(), ghost.keepers.end());
+      keepers.insert(ghost.listed_keepers.begin(), ghost.listed_keepers.end());
+    }
+    kept.keepers = keepers.size();
+    if (!kept.gone.empty()) {
+      kept.headline = fmt::format("{} on GPU {} is held by ghosts ({} process{} keep{} it alive).",
+                                  human_bytes(kept.bytes), g.index, kept.keepers,
+                                  kept.keepers == 1 ? "" : "es", kept.keepers == 1 ? "s" : "");
+      kept.command = "gpureap kill " + pids_text(kept.gone);
+      out.push_back(std::move(kept));
+    }
+    if (!leaked.gone.empty()) {
+      leaked.headline = fmt::format("{} on GPU {} is leaked: the driver lists gone PID{} {} and no "
+                                    "process holds {}.",
+                                    human_bytes(leaked.bytes), g.index, leaked.gone.size() == 1 ? "" : "s",
+                                    pids_text(leaked.gone), leaked.gone.size() == 1 ? "it" : "them");
+      leaked.command = fmt::format("gpureap reset --gpu {}", g.index);
+      out.push_back(std::move(leaked));
+    }
+    if (!unknown.gone.empty()) {
+      unknown.headline = fmt::format("{} on GPU {} is listed for gone PID{} {}, and no holder was found "
+                                     "among the processes gpureap could inspect.",
+                                     human_bytes(unknown.bytes), g.index,
+                                     unknown.gone.size() == 1 ? "" : "s", pids_text(unknown.gone));
+      unknown.command = "sudo gpureap doctor";
+      out.push_back(std::move(unknown));
+    }
+  }
+  return out;
+}
+
+}  // namespace gpureap::output
