@@ -77,6 +77,13 @@ std::vector<std::string> group_fds(const std::vector<FdRef>& fds, Comparer& cmp,
       ids.push_back(groups[*same].id);
       continue;
     }
+    // A new representative must be a live fd (compared with itself), or every later fd
+    // compared with it would fail: the process may have exited since the scan.
+    if (cmp.compare(f, f) != Order::Same) {
+      failed = true;
+      ids.emplace_back();
+      continue;
+    }
     Group g{f, std::to_string(f.pid) + ":" + std::to_string(f.fd)};
     ids.push_back(g.id);
     groups.insert(groups.begin() + static_cast<long>(lo), std::move(g));

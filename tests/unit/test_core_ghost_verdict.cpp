@@ -1,0 +1,130 @@
+// The ghost verdict (src/core/ghost_verdict.cpp) over hand-built snapshots: with open-file ids
+// (what kcmp gives) and without them (the kinship guess).
+#include <gtest/gtest.h>
+
+#include "snapshot_builders.h"
+
+namespace gpureap::core {
+namespace {
+
+using namespace gpureap::testing;
+
+// Holds /dev/nvidia<minor> on fd 5 as the open file `id`.
+HostProcess sharing(pid_t pid, pid_t ppid, pid_t pgid, const std::string& id, unsigned minor = 0) {
+  auto p = holder(pid, ppid, pgid, minor);
+  p.devices[0].open_file = id;
+  return p;
+}
+
+std::vector<pid_t> keepers(const Snapshot& s, pid_t gone) {
+  const Ghost* g = s.ghost(gone);
+  return g ? g->keepers : std::vector<pid_t>{};
+}
+
+TEST(GhostVerdict, OpenFilesSeparateAHealthyJobsWorkersFromAGhostsKeeper) {
+  // Job 200 (listed) and its workers 201, 202 share "200:5"; gone 300's orphaned worker 301
+  // holds "300:5", an open file no live listed process has.
+  auto s = make_snapshot({proc(1, 0, 1), proc(10, 1, 10), sharing(200, 10, 200, "200:5"),
+                          sharing(201, 200, 200, "200:5"), sharing(202, 200, 200, "200:5"),
+                          sharing(301, 1, 300, "301:5")},
+                         {gpu(0, 0, 30 * GiB, {listed(200, 20 * GiB), listed(300, 8 * GiB)})});
+  ASSERT_EQ(s.ghosts.size(), 1u);
+  EXPECT_EQ(keepers(s, 300), std::vector<pid_t>{301});
+  EXPECT_TRUE(s.ghost(300)->exact);
+  EXPECT_EQ(s.ghost(300)->open_files, std::vector<std::string>{"301:5"});
+  for (pid_t w : {201, 202}) {
+    EXPECT_TRUE(s.row(w)->anomalies.empty());
+    EXPECT_EQ(s.row(w)->shares_context_of, std::vector<pid_t>{200});
+    EXPECT_FALSE(s.row(w)->is_ghost());
+  }
+  EXPECT_TRUE(s.row(301)->has(Anomaly::InheritedHolder));
+  auto m = s.memory_summary(*s.gpu(0));
+  EXPECT_EQ(m.attributed_bytes, 20 * GiB);
+  EXPECT_EQ(m.ghost_bytes, 8 * GiB);
+  EXPECT_EQ(m.leaked_bytes, 0u);
+  EXPECT_EQ(m.ghost_keepers, 1u);
+  EXPECT_EQ(*m.unattributed_bytes, 2 * GiB);
+}
+
+TEST(GhostVerdict, AWorkerInTheGhostsGroupThatSharesAListedJobsFileIsStillTheJobs) {
+  // 401 is in gone 400's process group, but its open file is the listed job 500's.
+  auto s = make_snapshot({proc(1, 0, 1), sharing(500, 1, 500, "500:5"), sharing(401, 500, 400, "500:5"),
+                          sharing(402, 1, 400, "402:5")},
+                         {gpu(0, 0, 9 * GiB, {listed(500, 1 * GiB), listed(400, 8 * GiB)})});
+  EXPECT_EQ(keepers(s, 400), std::vector<pid_t>{402});
+  EXPECT_EQ(s.row(401)->shares_context_of, std::vector<pid_t>{500});
+  EXPECT_FALSE(s.row(401)->is_ghost());
+}
+
+TEST(GhostVerdict, AFileOfAProcessListedOnAnotherGpuIsItsOwn) {
+  // 600 uses GPU 1 and, as CUDA does, opened GPU 0's file too; gone 700 on GPU 0 is kept by 701.
+  auto job = sharing(600, 1, 600, "600:7", 1);
+  job.devices.push_back({"/dev/nvidia0", "nvidia", 0u, {8}, std::string("600:8")});
+  auto s = make_snapshot({proc(1, 0, 1), job, sharing(701, 1, 700, "701:5")},
+                         {gpu(0, 0, 8 * GiB, {listed(700, 8 * GiB)}), gpu(1, 1, 4 * GiB, {listed(600, 4 * GiB)})});
+  EXPECT_EQ(keepers(s, 700), std::vector<pid_t>{701});
+  EXPECT_TRUE(s.row(600)->keeps.empty());
+}
+
+TEST(GhostVerdict, KinKeepersComeFirstOtherUnownedHoldersAreNamedApart) {
+  auto s = make_snapshot({proc(1, 0, 1), sharing(801, 1, 800, "801:5"), sharing(900, 1, 900, "900:5")},
+                         {gpu(0, 0, 8 * GiB, {listed(800, 8 * GiB)})});
+  EXPECT_EQ(keepers(s, 800), std::vector<pid_t>{801});
+  EXPECT_EQ(s.ghost(800)->other_holders, std::vector<pid_t>{900});
+  EXPECT_FALSE(s.row(900)->is_ghost());
+}
+
+TEST(GhostVerdict, WithoutKinTheOnlyUnownedHolderIsTheKeeper) {
+  // The orphaned worker changed its process group: still the one open file nobody listed owns.
+  auto s = make_snapshot({proc(1, 0, 1), sharing(951, 1, 951, "951:5")},
+                         {gpu(0, 0, 8 * GiB, {listed(950, 8 * GiB)})});
+  EXPECT_EQ(keepers(s, 950), std::vector<pid_t>{951});
+  EXPECT_TRUE(s.ghost(950)->exact);
+}
+
+TEST(GhostVerdict, WithoutOpenFileIdsAJobsDescendantIsItsWorkerAndTheVerdictIsAGuess) {
+  auto s = make_snapshot({proc(1, 0, 1), holder(200, 1, 200), holder(201, 200, 201), holder(301, 1, 300)},
+                         {gpu(0, 0, 16 * GiB, {listed(200, 8 * GiB), listed(300, 8 * GiB)})});
+  EXPECT_EQ(s.row(201)->shares_context_of, std::vector<pid_t>{200});
+  EXPECT_TRUE(s.row(201)->anomalies.empty());
+  EXPECT_EQ(keepers(s, 300), std::vector<pid_t>{301});
+  EXPECT_FALSE(s.ghost(300)->exact);
+}
+
+TEST(GhostVerdict, AListedChildOfTheGhostIsOwnerAndKeeper) {
+  auto child = sharing(1001, 1, 1000, "1001:5");
+  child.devices.push_back({"/dev/nvidia0", "nvidia", 0u, {6}, std::string("1001:6")});
+  auto s = make_snapshot({proc(1, 0, 1), child},
+                         {gpu(0, 0, 9 * GiB, {listed(1000, 6 * GiB), listed(1001, 3 * GiB)})});
+  const Ghost* g = s.ghost(1000);
+  ASSERT_NE(g, nullptr);
+  EXPECT_TRUE(g->keepers.empty());
+  EXPECT_EQ(g->listed_keepers, std::vector<pid_t>{1001});
+  EXPECT_FALSE(g->leaked);
+  EXPECT_EQ(s.row(1001)->keeps, std::vector<pid_t>{1000});
+  EXPECT_FALSE(s.row(1001)->is_ghost()) << "it runs a job of its own";
+}
+
+TEST(GhostVerdict, NothingHoldingAGonePidIsALeakOnlyWithACompleteView) {
+  auto s = make_snapshot({proc(1, 0, 1)}, {gpu(0, 0, 4 * GiB, {listed(1100, 4 * GiB)})});
+  EXPECT_TRUE(s.ghost(1100)->leaked);
+  EXPECT_TRUE(s.row(1100)->has(Anomaly::Leaked));
+  EXPECT_EQ(s.memory_summary(*s.gpu(0)).leaked_bytes, 4 * GiB);
+  SnapshotOptions o;
+  o.uninspectable = 3;
+  auto partial = make_snapshot({proc(1, 0, 1)}, {gpu(0, 0, 4 * GiB, {listed(1100, 4 * GiB)})}, o);
+  EXPECT_FALSE(partial.ghost(1100)->leaked);
+  EXPECT_FALSE(partial.row(1100)->has(Anomaly::Leaked));
+}
+
+TEST(GhostVerdict, PidsOfTheHostSeenFromAContainerAreNoGhosts) {
+  SnapshotOptions o;
+  o.child_ns = true;
+  auto s = make_snapshot({proc(1, 0, 1)}, {gpu(0, 0, 4 * GiB, {listed(77777, 4 * GiB)})}, o);
+  EXPECT_TRUE(s.ghosts.empty());
+  EXPECT_EQ(s.memory_summary(*s.gpu(0)).ghost_bytes, 0u);
+  EXPECT_EQ(s.memory_summary(*s.gpu(0)).attributed_bytes, 4 * GiB);
+}
+
+}  // namespace
+}  // namespace gpureap::core
