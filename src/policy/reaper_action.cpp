@@ -104,7 +104,9 @@ ActionResult ReaperAction::run(const ActionRequest& r, const std::function<bool(
             false};
   const core::Snapshot& snapshot = *r.snapshot;
   reap::Request request;
-  request.pids = {r.identity.pid};
+  // Chosen by the policy, not typed by a user: the reaper's rules for unnamed targets hold
+  // (protected processes, and a gone PID's keepers that the driver lists are left alone).
+  request.chosen = {{r.identity.pid, reap::ReasonKind::Policy, std::nullopt}};
   auto details = [&proc](const core::HostProcess& p) {
     return proc.read_details(p.stat.pid, p.stat.state == 'D').details;
   };
@@ -119,7 +121,8 @@ ActionResult ReaperAction::run(const ActionRequest& r, const std::function<bool(
   }
   // A named PID overrides the protected list on the command line; a policy never does.
   for (auto& t : plan->targets)
-    if (t.action == reap::Action::Signal && reap::is_protected(t.comm, t.cmdline)) {
+    if ((t.action == reap::Action::Signal || t.action == reap::Action::Refused) &&
+        reap::is_protected(t.comm, t.cmdline)) {
       t.action = reap::Action::Refused;
       t.refusal = "protected (display server or GPU management daemon): policies never end it";
     }

@@ -45,6 +45,7 @@ std::string_view to_string(ReasonKind kind) {
     case ReasonKind::ProcessGroup: return "process-group";
     case ReasonKind::Ghost: return "ghost";
     case ReasonKind::UserHolder: return "user-holder";
+    case ReasonKind::Policy: return "policy";
   }
   return "?";
 }
@@ -72,6 +73,7 @@ std::string describe(const Reason& r) {
     case ReasonKind::Ghost:
       return "ghost: " + std::string(r.anomaly ? core::to_string(*r.anomaly) : "?");
     case ReasonKind::UserHolder: return "GPU holder of the user";
+    case ReasonKind::Policy: return "matched a cleanup policy";
   }
   return "?";
 }

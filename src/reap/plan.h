@@ -35,6 +35,7 @@ enum class ReasonKind {
   ProcessGroup,     // --group: in process group `pid`
   Ghost,            // --ghosts or a diagnosis: `anomaly` (inherited-holder, orphan, stopped)
   UserHolder,       // --user alone: a GPU holder of that user
+  Policy,           // a daemon cleanup policy matched it
 };
 
 // A process a diagnosis chose (doctor --fix), not one a user typed: it keeps the reason it was
