@@ -1,6 +1,7 @@
 #pragma once
-// Asking before a destructive action: on a terminal, a y/N question; without one, the user
-// must have said --yes up front (a script must never hang on a prompt).
+// Asking before a destructive action: when stdin is a terminal, a y/N question (on stderr if
+// stdout is a pipe); without one, the user must have said --yes up front (a script must never
+// hang on a prompt).
 #include <string>
 
 #include "core/result.h"

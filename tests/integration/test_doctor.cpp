@@ -308,9 +308,15 @@ TEST(DoctorFix, EndsTheGhostKeepersAndLeavesAHealthyDoctor) {
   auto before = doctor(dev, nvml);
   EXPECT_EQ(before.exit_code, 2);
 
-  // Without a terminal --fix needs --yes, and does nothing without it.
-  auto refused = run_gpureap({"doctor", "--fix", "--dev-root", dev.path(), "--settle", "0s"}, nvml.env());
+  // Without a terminal --fix needs --yes, and does nothing without it: it shows the plan and
+  // says how to proceed, and no "After the fix" follows.
+  auto refused = run_gpureap({"doctor", "--fix", "--dev-root", dev.path(), "--settle", "0s", "--no-color"},
+                             nvml.env());
   EXPECT_TRUE(::kill(w1, 0) == 0 && ::kill(stopped.pid(), 0) == 0);
+  EXPECT_NE(refused.err.find("gpureap doctor --fix --yes"), std::string::npos) << refused.err;
+  EXPECT_NE(refused.err.find(std::to_string(w1)), std::string::npos) << "the plan: " << refused.err;
+  EXPECT_EQ(refused.out.find("After the fix"), std::string::npos) << refused.out;
+  EXPECT_EQ(refused.out.find("Nothing was signalled"), std::string::npos) << refused.out;
 
   auto fixed = run_gpureap({"doctor", "--fix", "--yes", "--json", "--dev-root", dev.path(), "--settle", "0s"},
                            nvml.env());

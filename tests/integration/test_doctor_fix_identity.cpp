@@ -1,0 +1,130 @@
+// doctor --fix acts on the processes it diagnosed, not on whatever has their PIDs by the time
+// it signals. In a PID namespace of its own (so a PID can be reused on purpose through
+// ns_last_pid), doctor is held between its diagnosis and its signals by a full stderr pipe;
+// meanwhile the stopped holder it diagnosed exits and an unrelated process takes its PID.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/mount.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <fstream>
+#include <string>
+#include <thread>
+
+#include "support.h"
+
+namespace gpureap::testing {
+namespace {
+
+enum Code { kUntouched = 0, kSignalled = 1, kNoNamespace = 77, kNoReuse = 78, kNotHeld = 79 };
+
+std::string read_first_line(const std::string& path) {
+  std::ifstream f(path);
+  std::string s;
+  std::getline(f, s);
+  return s;
+}
+
+bool wait_for(const std::function<bool()>& done, int ms) {
+  for (int waited = 0; waited < ms; waited += 10) {
+    if (done()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return done();
+}
+
+// Runs as PID 1 of the new namespace, with its own /proc.
+[[noreturn]] void namespace_init(const std::string& dev_root) {
+  if (::mount("proc", "/proc", "proc", 0, nullptr) != 0) ::_exit(kNoNamespace);
+  int held[2];
+  if (::pipe(held) != 0) ::_exit(kNotHeld);
+  pid_t holder = ::fork();
+  if (holder == 0) {
+    hold(dev_root + "/nvidia0");
+    (void)!::write(held[1], "h", 1);
+    for (;;) ::pause();
+  }
+  char h;
+  if (::read(held[0], &h, 1) != 1) ::_exit(kNotHeld);
+  ::kill(holder, SIGSTOP);
+  wait_for([&] { return read_first_line("/proc/" + std::to_string(holder) + "/stat").find(") T ") != std::string::npos; },
+           5000);
+
+  // A pipe already full: doctor's first write to stderr, right after its diagnosis, blocks.
+  int p[2];
+  if (::pipe(p) != 0) ::_exit(kNotHeld);
+  ::fcntl(p[1], F_SETFL, O_NONBLOCK);
+  std::string junk(4096, 'x');
+  while (::write(p[1], junk.data(), junk.size()) > 0) {
+  }
+  ::fcntl(p[1], F_SETFL, 0);
+  pid_t doctor = ::fork();
+  if (doctor == 0) {
+    ::dup2(p[1], STDERR_FILENO);
+    int null = ::open("/dev/null", O_WRONLY);
+    ::dup2(null, STDOUT_FILENO);
+    ::close(p[0]);
+    ::execl(GPUREAP_BINARY, GPUREAP_BINARY, "doctor", "--fix", "--yes", "--json", "--settle", "0s",
+            "--dev-root", dev_root.c_str(), "--nvml-library", "/nonexistent/libnvidia-ml.so.1", nullptr);
+    ::_exit(127);
+  }
+  ::close(p[1]);
+  std::string wchan = "/proc/" + std::to_string(doctor) + "/wchan";
+  if (!wait_for([&] { return read_first_line(wchan).find("pipe_write") != std::string::npos; }, 20000))
+    ::_exit(kNotHeld);
+
+  // The diagnosed holder exits; an unrelated process that blocks every signal takes its PID.
+  ::kill(holder, SIGKILL);
+  ::waitpid(holder, nullptr, 0);
+  std::ofstream("/proc/sys/kernel/ns_last_pid") << holder - 1;
+  pid_t stranger = ::fork();
+  if (stranger == 0) {
+    block_all_signals();
+    for (;;) ::pause();
+  }
+  if (stranger != holder) ::_exit(kNoReuse);
+
+  char buf[4096];
+  std::string said;
+  for (ssize_t n; (n = ::read(p[0], buf, sizeof buf)) > 0;) said.append(buf, static_cast<size_t>(n));
+  std::ofstream(dev_root + "/doctor.err") << said;
+  ::waitpid(doctor, nullptr, 0);
+  bool untouched = is_alive(stranger) && no_signal_pending(stranger);
+  ::kill(stranger, SIGKILL);
+  ::waitpid(stranger, nullptr, 0);
+  ::_exit(untouched ? kUntouched : kSignalled);
+}
+
+TEST(DoctorFixIdentity, AHolderWhosePidWasReusedMeanwhileIsNeverSignalled) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root for a PID namespace and ns_last_pid";
+  FakeDevRoot dev;
+  pid_t outer = ::fork();
+  if (outer == 0) {
+    if (::unshare(CLONE_NEWPID | CLONE_NEWNS) != 0) ::_exit(kNoNamespace);
+    if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) ::_exit(kNoNamespace);
+    pid_t init = ::fork();
+    if (init == 0) namespace_init(dev.path());
+    int status = 0;
+    ::waitpid(init, &status, 0);
+    ::_exit(WIFEXITED(status) ? WEXITSTATUS(status) : kSignalled);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(outer, &status, 0), outer);
+  ASSERT_TRUE(WIFEXITED(status));
+  int code = WEXITSTATUS(status);
+  std::string said = read_text(dev.file("doctor.err"));
+  SCOPED_TRACE("doctor said: " + said.substr(said.find_first_not_of('x') == std::string::npos ? said.size() : said.find_first_not_of('x')));
+  if (code == kNoNamespace) GTEST_SKIP() << "PID namespaces are not available here";
+  if (code == kNoReuse) GTEST_SKIP() << "the namespace did not hand out the PID again";
+  ASSERT_NE(code, kNotHeld) << "doctor never blocked on its stderr";
+  EXPECT_NE(said.find("Fixing"), std::string::npos) << "doctor never planned a fix";
+  EXPECT_EQ(code, kUntouched) << "the process that took the diagnosed holder's PID was signalled";
+}
+
+}  // namespace
+}  // namespace gpureap::testing
