@@ -14,6 +14,7 @@
 #include "core/duration.h"
 #include "daemon/config_reader.h"
 #include "daemon/config_sections.h"
+#include "procfs/file_read.h"
 
 namespace gpureap::daemon {
 namespace {
@@ -176,16 +177,18 @@ core::Result<DaemonConfig> parse_config(std::string_view text, const std::string
   return config;
 }
 
+static std::string read_error_text(int error) {
+  return error == ENOTSUP ? "it is not a regular file" : std::strerror(error);
+}
+
 core::Result<std::string> read_token_file(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) {
-    return core::Error{"cannot read auth_token_file " + path + ": " + std::strerror(errno),
+  auto in = procfs::read_file(path, 64u << 10);
+  if (!in.ok()) {
+    return core::Error{"cannot read auth_token_file " + path + ": " + read_error_text(in.error),
                        "create it with the token (e.g. `openssl rand -hex 32 > " + path +
                            "; chmod 600 " + path + "`) or remove auth_token_file from the config"};
   }
-  std::stringstream ss;
-  ss << in.rdbuf();
-  std::string token = ss.str();
+  std::string token = std::move(in.data);
   auto not_space = [](unsigned char ch) { return !std::isspace(ch); };
   token.erase(token.begin(), std::find_if(token.begin(), token.end(), not_space));
   token.erase(std::find_if(token.rbegin(), token.rend(), not_space).base(), token.end());
@@ -199,14 +202,15 @@ core::Result<std::string> read_token_file(const std::string& path) {
 }
 
 core::Result<DaemonConfig> load_config(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) {
-    return core::Error{"cannot read config file " + path + ": " + std::strerror(errno),
-                       "check the path, or start without --config to use the built-in defaults"};
-  }
-  std::stringstream ss;
-  ss << in.rdbuf();
-  auto config = parse_config(ss.str(), path);
+  // Only a regular file is a config: a directory or a FIFO at the path is an error, at start
+  // and on reload (where the running config then stays), never an empty config.
+  auto in = procfs::read_file(path, 16u << 20);
+  if (!in.ok())
+    return core::Error{"cannot read config file " + path + ": " + read_error_text(in.error),
+                       "give the path of a TOML file, or start without --config to use the built-in defaults"};
+  if (in.truncated)
+    return core::Error{"config file " + path + " is larger than 16 MiB", "is it the right file?"};
+  auto config = parse_config(in.data, path);
   if (!config) return config;
   if (config->auth_token_file) {
     auto token = read_token_file(*config->auth_token_file);

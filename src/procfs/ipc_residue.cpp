@@ -47,7 +47,7 @@ bool mark_used(int proc_fd, pid_t pid, std::set<FileId>& candidates, std::set<Fi
   } else if (errno == EACCES || errno == EPERM) {
     readable = false;
   }
-  auto maps = read_file_at(proc_fd, dir + "/maps");
+  auto maps = read_file_at(proc_fd, dir + "/maps", 64u << 20);  // a line per mapping
   if (maps.denied()) return false;
   std::istringstream in(maps.data);
   std::string line;

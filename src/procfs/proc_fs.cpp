@@ -61,7 +61,7 @@ core::Result<std::optional<core::ProcessStat>> ProcFs::read_stat(pid_t pid) cons
   if (!f.ok()) {
     if (f.vanished()) return std::optional<core::ProcessStat>{};
     return core::Error{"cannot read /proc/" + std::to_string(pid) + "/stat: " +
-                           std::strerror(f.error),
+                           (f.error == ENOTSUP ? "it is not a regular file" : std::strerror(f.error)),
                        ""};
   }
   auto st = parse_stat(f.data);

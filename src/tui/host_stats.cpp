@@ -5,15 +5,12 @@
 #include <fstream>
 #include <sstream>
 
+#include "procfs/file_read.h"
+
 namespace gpureap::tui {
 namespace {
 
-std::string slurp(const std::string& path) {
-  std::ifstream f(path);
-  std::stringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
+std::string slurp(const std::string& path) { return procfs::read_file(path).data; }
 
 std::optional<double> to_double(std::string_view word) {
   if (word.empty()) return std::nullopt;

@@ -1,5 +1,6 @@
 // `gpureap daemon`: signals, reloads, systemd notifications, its log, --check-config.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
@@ -127,6 +128,16 @@ TEST(DaemonLifecycle, SighupWithABadConfigKeepsTheOldOne) {
   // Still running, still on the old config.
   EXPECT_TRUE(is_alive(d.pid()));
   EXPECT_TRUE(d.metric("gpureap_process_memory_bytes{").has_value());
+
+  // The path became a directory: that is no config either, and the token and policies of the
+  // running one stay.
+  std::filesystem::remove(path);
+  std::filesystem::create_directory(path);
+  d.signal(SIGHUP);
+  ASSERT_TRUE(wait_until([&] { return d.log().find("not a regular file") != std::string::npos; })) << d.log();
+  EXPECT_TRUE(is_alive(d.pid()));
+  EXPECT_TRUE(d.metric("gpureap_process_memory_bytes{").has_value());
+  std::filesystem::remove(path);
 
   // A config that cannot be read at all is refused the same way.
   std::filesystem::remove(path);
@@ -288,6 +299,20 @@ TEST(DaemonCheckConfig, BrokenFilesAreExitTwoWithEveryProblemAndItsLine) {
   EXPECT_EQ(missing.exit_code, 2);
   EXPECT_NE(missing.err.find("cannot read config file " + dir.file("absent.toml")),
             std::string::npos);
+}
+
+TEST(DaemonCheckConfig, ADirectoryOrAFifoIsNotAConfig) {
+  TempDir dir;
+  std::filesystem::create_directory(dir.file("conf.d"));
+  auto r = run_gpureap({"daemon", "--check-config", dir.file("conf.d")});
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.err.find("cannot read config file " + dir.file("conf.d") + ": it is not a regular file"),
+            std::string::npos)
+      << r.err;
+  ASSERT_EQ(::mkfifo(dir.file("fifo").c_str(), 0600), 0);
+  auto fifo = run_gpureap({"daemon", "--check-config", dir.file("fifo")});  // must not block
+  EXPECT_EQ(fifo.exit_code, 2);
+  EXPECT_NE(fifo.err.find("not a regular file"), std::string::npos) << fifo.err;
 }
 
 TEST(DaemonCheckConfig, TheShippedConfigIsValid) {

@@ -5,12 +5,17 @@
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
+#include <sys/stat.h>
 #include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
 
 #include <algorithm>
 #include <string>
 #include <vector>
 
+#include "procfs/file_read.h"
 #include "procfs/proc_fs.h"
 
 namespace {
@@ -345,6 +350,52 @@ TEST(ProcFsReal, StoppedChild) {
   EXPECT_EQ((*st)->state, 'T');
   EXPECT_TRUE((*st)->is_stopped());
   EXPECT_EQ((*st)->ppid, ::getpid());
+}
+
+}  // namespace
+
+namespace {
+
+// A procfs tree a hostile user could plant: a FIFO for a stat, a command line that reads like
+// /dev/zero, a status that is a directory. Nothing blocks, nothing allocates without bound.
+TEST(ProcFsHostileTree, FifosDevicesAndDirectoriesAreNotRead) {
+  char tmpl[] = "/tmp/gpureap-hostile-XXXXXX";
+  ASSERT_NE(::mkdtemp(tmpl), nullptr);
+  std::string dir = tmpl;
+  ::mkdir((dir + "/100").c_str(), 0755);
+  ::mkdir((dir + "/200").c_str(), 0755);
+  ASSERT_EQ(::mkfifo((dir + "/100/stat").c_str(), 0600), 0);
+  {
+    FILE* f = std::fopen((dir + "/200/stat").c_str(), "w");
+    std::fputs("200 (ok) S 1 200 200 0 -1 4194560 0 0 0 0 0 0 0 0 20 0 1 0 100 0 0\n", f);
+    std::fclose(f);
+  }
+  ASSERT_EQ(::symlink("/dev/zero", (dir + "/200/cmdline").c_str()), 0);
+  ::mkdir((dir + "/200/status").c_str(), 0755);
+  auto p = ProcFs::open(dir);
+  ASSERT_TRUE(p.ok());
+  auto fifo = p->read_stat(100);
+  ASSERT_FALSE(fifo.ok());
+  EXPECT_NE(fifo.error().message.find("not a regular file"), std::string::npos) << fifo.error().message;
+  auto ok = p->read_stat(200);
+  ASSERT_TRUE(ok.ok() && *ok);
+  auto d = p->read_details(200, false);
+  ASSERT_TRUE(d.details);
+  EXPECT_TRUE(d.details->cmdline.empty());
+  std::system(("rm -rf " + dir).c_str());
+}
+
+TEST(ProcFsHostileTree, AHugeFileIsReadOnlyUpToTheLimit) {
+  char tmpl[] = "/tmp/gpureap-huge-XXXXXX";
+  int fd = ::mkstemp(tmpl);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(::ftruncate(fd, 64 << 20), 0);
+  ::close(fd);
+  auto r = gpureap::procfs::read_file(tmpl, 1 << 20);
+  EXPECT_TRUE(r.ok());
+  EXPECT_TRUE(r.truncated);
+  EXPECT_EQ(r.data.size(), 1u << 20);
+  ::unlink(tmpl);
 }
 
 }  // namespace

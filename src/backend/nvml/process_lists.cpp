@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <map>
+#include <optional>
 
 #include "backend/nvml/errors.h"
 
@@ -22,8 +23,13 @@ constexpr std::array<ListSpec, 3> kLists = {{
     {Fn::MpsComputeRunningProcesses, core::GpuProcessKind::Mps, "MPS"},
 }};
 
+// More processes than any GPU runs: a count beyond this is garbage (a broken driver or
+// library), and a buffer sized from it would be gigabytes.
+constexpr unsigned kMaxProcessRecords = 1u << 16;
+
 struct RawList {
   nvmlReturn_t rc = NVML_SUCCESS;
+  std::optional<unsigned> implausible;  // the count the driver claimed, beyond kMaxProcessRecords
   std::vector<std::byte> buffer;
   std::size_t count = 0;
   bool overfilled = false;  // the driver claimed more records than the buffer holds
@@ -39,6 +45,10 @@ RawList fetch_records(nvmlDeviceGetProcesses_fn fn, nvmlDevice_t device) {
   if (list.rc == NVML_SUCCESS && needed == 0) return list;
   if (list.rc != NVML_SUCCESS && list.rc != NVML_ERROR_INSUFFICIENT_SIZE) return list;
   for (int attempt = 1; attempt <= kProcessReadAttempts; ++attempt) {
+    if (needed > kMaxProcessRecords) {
+      list.implausible = needed;
+      return list;
+    }
     const unsigned capacity = needed + kProcessSlack * static_cast<unsigned>(attempt);
     list.buffer.assign(std::size_t{capacity} * kLargestRecordStride, kCanaryByte);
     unsigned count = capacity;
@@ -81,7 +91,8 @@ std::map<unsigned, unsigned> read_sm_utilization(const SymbolTable& api, nvmlDev
   auto fn = api.get<nvmlDeviceGetProcessUtilization_fn>(Fn::ProcessUtilization);
   unsigned needed = 0;
   nvmlReturn_t rc = fn(device, nullptr, &needed, 0);
-  if ((rc != NVML_SUCCESS && rc != NVML_ERROR_INSUFFICIENT_SIZE) || needed == 0) {
+  if ((rc != NVML_SUCCESS && rc != NVML_ERROR_INSUFFICIENT_SIZE) || needed == 0 ||
+      needed > kMaxProcessRecords) {
     return latest_util;
   }
   std::vector<nvmlProcessUtilizationSample_t> samples;
@@ -95,6 +106,7 @@ std::map<unsigned, unsigned> read_sm_utilization(const SymbolTable& api, nvmlDev
     }
     if (rc != NVML_ERROR_INSUFFICIENT_SIZE) return latest_util;
     needed = std::max(needed, count);
+    if (needed > kMaxProcessRecords) return latest_util;
   }
   if (rc != NVML_SUCCESS) return latest_util;
   std::map<unsigned, unsigned long long> latest_time;
@@ -142,6 +154,14 @@ ProcessLists read_process_lists(const SymbolTable& api, nvmlDevice_t device, uns
     }
     // Graphics and MPS lists are legitimately unsupported on many GPUs.
     if (raw.rc == NVML_ERROR_NOT_SUPPORTED && list.fn != Fn::ComputeRunningProcesses) continue;
+    if (raw.implausible) {
+      result.processes_error = "the driver claims " + std::to_string(*raw.implausible) + " " + list.what +
+                               " processes on GPU " + std::to_string(index) +
+                               ", more than any GPU runs: its process lists are not trusted; check "
+                               "`nvidia-smi` and the driver version";
+      result.processes.clear();
+      return result;
+    }
     if (raw.rc != NVML_SUCCESS) {
       if (!result.processes_error) {
         result.processes_error = list_error(index, list.what, raw.rc, api, api.name(list.fn));
