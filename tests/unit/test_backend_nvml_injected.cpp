@@ -120,5 +120,36 @@ TEST(nvmlInjectedBackend, MissingRequiredFunctionMakesTheBackendUnavailable) {
   EXPECT_TRUE(report.gpus.empty());
 }
 
+// A broken library that claims four billion processes: nothing is allocated from that count.
+nvmlReturn_t compute_absurd(nvmlDevice_t, unsigned* count, void*) {
+  *count = 0xFFFFFFF0u;
+  return NVML_ERROR_INSUFFICIENT_SIZE;
+}
+
+TEST(nvmlInjectedBackend, AnAbsurdProcessCountIsNotTrustedNorAllocated) {
+  std::map<std::string, void*> symbols = {
+      {"nvmlInit", as_symbol(&init_v1)},
+      {"nvmlShutdown", as_symbol(&shutdown)},
+      {"nvmlDeviceGetCount", as_symbol(&count_v1)},
+      {"nvmlDeviceGetHandleByIndex", as_symbol(&handle_v1)},
+      {"nvmlDeviceGetMemoryInfo", as_symbol(&memory_v1)},
+      {"nvmlDeviceGetComputeRunningProcesses", as_symbol(&compute_absurd)},
+  };
+  auto backend = make_nvml_backend_from_resolver(
+      {},
+      [symbols](const char* name) -> void* {
+        auto it = symbols.find(name);
+        return it == symbols.end() ? nullptr : it->second;
+      },
+      "absurd-nvml");
+  const core::BackendReport report = backend->collect();
+  ASSERT_TRUE(report.available) << report.error.value_or("");
+  ASSERT_EQ(report.gpus.size(), 1u);
+  EXPECT_TRUE(report.gpus[0].processes.empty());
+  ASSERT_TRUE(report.gpus[0].processes_error.has_value());
+  EXPECT_NE(report.gpus[0].processes_error->find("4294967280"), std::string::npos)
+      << *report.gpus[0].processes_error;
+}
+
 }  // namespace
 }  // namespace gpureap::backend::nvml
