@@ -141,8 +141,8 @@ int run_policy(const GlobalOptions& g, const PolicyOptions& o) {
                  "--config FILE"});
   auto config = daemon::load_config(path);
   if (!config) {
-    std::cerr << config.error().message << "\n";
-    if (!config.error().hint.empty()) std::cerr << "  " << config.error().hint << "\n";
+    std::cerr << output::terminal_safe_lines(config.error().message) << "\n";
+    if (!config.error().hint.empty()) std::cerr << "  " << output::terminal_safe_lines(config.error().hint) << "\n";
     return kExitUsage;
   }
   std::vector<Policy> policies;

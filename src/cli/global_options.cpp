@@ -7,6 +7,7 @@
 #include <iostream>
 
 #include "backend/nvml/nvml_backend.h"
+#include "output/escape.h"
 
 namespace gpureap::cli {
 
@@ -42,8 +43,9 @@ core::Result<collect::Collector> open_collector(const GlobalOptions& o) {
 }
 
 int fail(const core::Error& error) {
-  std::cerr << "gpureap: " << error.message << "\n";
-  if (!error.hint.empty()) std::cerr << "  " << error.hint << "\n";
+  // Messages echo what a user typed and what /proc said: escaped like any untrusted text.
+  std::cerr << "gpureap: " << output::terminal_safe_lines(error.message) << "\n";
+  if (!error.hint.empty()) std::cerr << "  " << output::terminal_safe_lines(error.hint) << "\n";
   return kExitUsage;
 }
 

@@ -1,6 +1,7 @@
 #include "output/escape.h"
 
 #include <cstdio>
+#include <optional>
 
 namespace gpureap::output {
 namespace {
@@ -22,9 +23,16 @@ std::string hex_escape(unsigned char c) {
   return buf;
 }
 
-}  // namespace
+// A three-byte UTF-8 sequence at s[i] that renders nothing but changes the text around it.
+std::optional<unsigned> invisible(std::string_view s, size_t i) {
+  auto b = [&](size_t k) { return static_cast<unsigned char>(s[i + k]); };
+  unsigned cp = ((b(0) & 0x0Fu) << 12) | ((b(1) & 0x3Fu) << 6) | (b(2) & 0x3Fu);
+  bool hidden = (cp >= 0x200B && cp <= 0x200F) || (cp >= 0x202A && cp <= 0x202E) ||
+                (cp >= 0x2066 && cp <= 0x2069) || cp == 0x2028 || cp == 0x2029 || cp == 0xFEFF;
+  return hidden ? std::optional<unsigned>(cp) : std::nullopt;
+}
 
-std::string terminal_safe(std::string_view s) {
+std::string escape(std::string_view s, bool keep_newlines) {
   std::string out;
   out.reserve(s.size());
   for (size_t i = 0; i < s.size();) {
@@ -35,8 +43,14 @@ std::string terminal_safe(std::string_view s) {
       ++i;
       continue;
     }
-    if (n == 1 && (c < 0x20 || c == 0x7F)) {
+    if (n == 1 && c == '\n' && keep_newlines) {
+      out += '\n';
+    } else if (n == 1 && (c < 0x20 || c == 0x7F)) {
       out += c == '\n' ? "\\n" : c == '\t' ? "\\t" : c == '\r' ? "\\r" : hex_escape(c);
+    } else if (n == 3 && invisible(s, i)) {
+      char buf[16];
+      std::snprintf(buf, sizeof buf, "\\u{%04x}", *invisible(s, i));
+      out += buf;
     } else if (n == 2 && c == 0xC2 && static_cast<unsigned char>(s[i + 1]) < 0xA0) {
       out += hex_escape(static_cast<unsigned char>(s[i + 1]));  // C1 control (U+0080..U+009F)
     } else {
@@ -46,6 +60,11 @@ std::string terminal_safe(std::string_view s) {
   }
   return out;
 }
+
+}  // namespace
+
+std::string terminal_safe(std::string_view s) { return escape(s, false); }
+std::string terminal_safe_lines(std::string_view s) { return escape(s, true); }
 
 std::string utf8_valid(std::string_view s) {
   std::string out;

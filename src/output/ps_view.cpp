@@ -88,7 +88,7 @@ std::string state_word(char state) {
     case 'X': return "dead";
     case 'I': return "idle";
     case 'P': return "parked";
-    default: return std::string(1, state);
+    default: return terminal_safe(std::string(1, state));
   }
 }
 

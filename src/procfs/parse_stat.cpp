@@ -1,3 +1,4 @@
+#include <cctype>
 #include <charconv>
 #include <vector>
 
@@ -43,7 +44,9 @@ core::Result<core::ProcessStat> parse_stat(std::string_view text) {
   auto f = split_spaces(text.substr(close + 1));
   // f[0] is field 3 (state); starttime is field 22, rss field 24.
   if (f.size() < 22) return bad("truncated (" + std::to_string(f.size() + 2) + " fields)");
-  if (f[0].size() != 1) return bad("bad state");
+  // The kernel's state is one letter; anything else (a control byte from a planted tree) is
+  // garbage that must not reach a table, a CSV or a kill plan.
+  if (f[0].size() != 1 || !std::isalpha(static_cast<unsigned char>(f[0][0]))) return bad("bad state");
   st.state = f[0][0];
   long long starttime = 0;
   if (!parse_number(f[1], st.ppid) || !parse_number(f[2], st.pgid) ||

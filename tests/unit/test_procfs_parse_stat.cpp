@@ -54,6 +54,13 @@ TEST(ParseStat, TruncatedIsAnError) {
       parse_stat("abc (x) S 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22").ok());
 }
 
+TEST(ParseStat, AStateThatIsNoLetterIsAnError) {
+  // A control byte planted as the state would reach the table, the CSV and the kill plan.
+  for (std::string state : {"\x1b", "\x07", "1", "?"})
+    EXPECT_FALSE(parse_stat(stat_line("x", state + " 1 42 42 0 -1 0 0 0 0 0 0 0 0 0 20 0 3 0 1 1 1 1")).ok())
+        << static_cast<int>(state[0]);
+}
+
 TEST(ParseStat, NonNumericFieldIsAnError) {
   EXPECT_FALSE(
       parse_stat(stat_line("x", "S one 42 42 0 -1 0 0 0 0 0 0 0 0 0 20 0 3 0 1 1 1 1")).ok());

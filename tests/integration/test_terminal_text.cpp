@@ -1,0 +1,42 @@
+// Text that reaches a terminal from untrusted places — a process name, an argument a user
+// typed — is escaped: no escape sequence runs, no name renders reversed.
+#include <gtest/gtest.h>
+#include <sys/prctl.h>
+
+#include "support.h"
+
+namespace gpureap::testing {
+namespace {
+
+bool raw_control(const std::string& s) {
+  for (unsigned char c : s)
+    if ((c < 0x20 && c != '\n') || c == 0x7f) return true;
+  return false;
+}
+
+TEST(TerminalText, ArgumentsEchoedInErrorsAreEscaped) {
+  for (const auto& args : std::vector<std::vector<std::string>>{
+           {"kill", "--user", "\x1b]0;owned\x07", "--dry-run", "--nvml-library", kNoNvml},
+           {"doctor", "--settle", "\x1b[2J", "--nvml-library", kNoNvml},
+           {"ps", "--proc-root", "/nonexistent/\x1b[31m"},
+           {"kill", "--gpu", "\x1b[31m1"}}) {
+    auto r = run_gpureap(args);
+    EXPECT_NE(r.exit_code, 0);
+    EXPECT_FALSE(raw_control(r.err)) << r.err;
+    EXPECT_NE(r.err.find("\\x1b"), std::string::npos) << r.err;
+  }
+}
+
+TEST(TerminalText, AProcessNameWithABidiOverrideDoesNotRenderReversed) {
+  FakeDevRoot dev;
+  Child named = holding(dev, "nvidia0", [] { ::prctl(PR_SET_NAME, "gpu\u202Egnp.sh"); });
+  auto r = run_gpureap({"ps", "--dev-root", dev.path(), "--nvml-library", kNoNvml, "--no-color"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.find("\u202E"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("gpu\\u{202e}gnp"), std::string::npos) << r.out;
+  auto csv = run_gpureap({"ps", "--csv", "--dev-root", dev.path(), "--nvml-library", kNoNvml});
+  EXPECT_EQ(csv.out.find("\u202E"), std::string::npos) << csv.out;
+}
+
+}  // namespace
+}  // namespace gpureap::testing
