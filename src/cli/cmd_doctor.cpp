@@ -191,6 +191,8 @@ int run_doctor(const GlobalOptions& g, const DoctorOptions& o) {
   } else {
     std::cout << output::render_doctor(last, findings, style, o.gpu);
   }
+  std::cout << std::flush;
+  if (report_driver_timeout(last)) return kExitDriverTimeout;
   return exit_code(doctor::worst(findings));
 }
 

@@ -92,9 +92,12 @@ int run_kill(const GlobalOptions& g, const KillOptions& o) {
   if (g.json && !snapshot.complete())  // the human plan says so itself
     std::cerr << "gpureap: view incomplete: " << snapshot.proc.uninspectable
               << " processes could not be inspected; run as root or grant CAP_SYS_PTRACE\n";
-  return kill_on_snapshot(g, o, settings->request, *collector, snapshot, started,
-                          "pass --yes to kill them, or --dry-run to see the plan")
-      .exit_code;
+  int code = kill_on_snapshot(g, o, settings->request, *collector, snapshot, started,
+                              "pass --yes to kill them, or --dry-run to see the plan")
+                 .exit_code;
+  std::cout << std::flush;
+  // The plan came from /proc alone and no release could be verified: say so in the status.
+  return report_driver_timeout(snapshot) && code != kExitUsage ? kExitDriverTimeout : code;
 }
 
 KillRun kill_on_snapshot(const GlobalOptions& g, const KillOptions& o, const reap::Request& request,

@@ -38,7 +38,8 @@ int run_ps(const GlobalOptions& g, const PsOptions& o) {
     auto style = output::Style::for_stdout(g.no_color);
     std::cout << output::render_ps(snapshot, style, {o.tree, terminal_width()});
   }
-  return kExitOk;
+  std::cout << std::flush;
+  return report_driver_timeout(snapshot) ? kExitDriverTimeout : kExitOk;
 }
 
 }  // namespace gpureap::cli

@@ -43,6 +43,11 @@ int run_reset(const GlobalOptions& g, const ResetOptions& o) {
     auto collector = open_collector(g);
     if (!collector) return fail(collector.error());
     auto snapshot = collector->collect();
+    if (report_driver_timeout(snapshot)) {
+      std::cerr << "gpureap: not resetting GPU " << o.gpu << ": a driver that does not answer cannot tell what "
+                << "uses it (and nvidia-smi would hang too); check dmesg, then reboot\n";
+      return kExitDriverTimeout;
+    }
     auto blockers = doctor::reset_blockers(snapshot, o.gpu);
     if (!blockers) return fail(blockers.error());
     if (!blockers->empty()) {

@@ -53,6 +53,8 @@ int run_top(const GlobalOptions& g, const TopOptions& o) {
   config.color = !g.no_color && !(no_color && *no_color);
   config.proc_root = g.proc_root;
   auto backend = make_watched_gpu_backend(g);
+  if (!backend) return fail({"--driver-timeout: \"" + g.driver_timeout + "\" is not a positive duration",
+                             "write it with a unit: 500ms, 5s, 1m"});
   auto collector = collect::Collector::open({g.proc_root, g.dev_root}, backend);
   if (!collector) return fail(collector.error());
   if (!collector->procfs().names_own_processes())

@@ -7,6 +7,7 @@
 #include <iostream>
 
 #include "backend/nvml/nvml_backend.h"
+#include "core/duration.h"
 #include "output/escape.h"
 
 namespace gpureap::cli {
@@ -19,6 +20,10 @@ void add_global_options(CLI::App& app, GlobalOptions& o) {
       ->group("Global");
   app.add_flag("--json", o.json, "print JSON")->group("Global");
   app.add_flag("--csv", o.csv, "print CSV")->group("Global");
+  app.add_option("--driver-timeout", o.driver_timeout,
+                 "give up on a GPU driver that does not answer within this (default 5s); the output "
+                 "then comes from /proc alone and the exit status is 4")
+      ->group("Global");
   app.add_flag("--no-color", o.no_color, "no colour (also NO_COLOR=1; colour only on a TTY)")
       ->group("Global");
 }
@@ -33,13 +38,26 @@ std::shared_ptr<backend::GpuBackend> make_gpu_backend(const GlobalOptions& o) {
 }
 
 std::shared_ptr<backend::WatchdogBackend> make_watched_gpu_backend(const GlobalOptions& o) {
+  auto timeout = core::parse_duration(o.driver_timeout);
+  if (!timeout || timeout->count() <= 0) return nullptr;
   backend::WatchdogOptions watch;
-  watch.timeout = std::chrono::seconds(5);
+  watch.timeout = *timeout;
   return std::make_shared<backend::WatchdogBackend>([o] { return make_gpu_backend(o); }, watch);
 }
 
 core::Result<collect::Collector> open_collector(const GlobalOptions& o) {
-  return collect::Collector::open({o.proc_root, o.dev_root}, make_gpu_backend(o));
+  auto backend = make_watched_gpu_backend(o);
+  if (!backend)
+    return core::Error{"--driver-timeout: \"" + o.driver_timeout + "\" is not a positive duration",
+                       "write it with a unit: 500ms, 5s, 1m"};
+  return collect::Collector::open({o.proc_root, o.dev_root}, std::move(backend));
+}
+
+bool report_driver_timeout(const core::Snapshot& s) {
+  if (s.backend.error_code != "not-answering") return false;
+  std::cerr << "gpureap: " << output::terminal_safe(s.backend.error.value_or("the GPU driver did not answer"))
+            << "\n  what is shown comes from /proc alone (exit status 4)\n";
+  return true;
 }
 
 int fail(const core::Error& error) {

@@ -15,6 +15,8 @@ namespace gpureap::cli {
 // Exit codes shared by every subcommand.
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitUsage = 2;  // usage or environment error
+// The GPU driver did not answer within --driver-timeout: what was shown comes from /proc alone.
+inline constexpr int kExitDriverTimeout = 4;
 
 struct GlobalOptions {
   std::string proc_root = "/proc";
@@ -23,16 +25,23 @@ struct GlobalOptions {
   bool json = false;
   bool csv = false;
   bool no_color = false;
+  std::string driver_timeout = "5s";  // how long one read of the driver may take
 };
 
 void add_global_options(CLI::App& app, GlobalOptions& options);
 
-// The collector for these roots and the NVML backend; an unusable root is an error.
+// The collector for these roots and the NVML backend, behind a watchdog: a driver that does not
+// answer within --driver-timeout is reported down ("not-answering") instead of hanging the
+// command. An unusable root or a malformed timeout is an error.
 core::Result<collect::Collector> open_collector(const GlobalOptions& options);
+// The driver did not answer for this snapshot: says so on stderr (what it shows is /proc
+// alone) and returns true; the command then exits with kExitDriverTimeout.
+bool report_driver_timeout(const core::Snapshot& snapshot);
 // The NVML backend these options name (library, PID bound from the procfs).
 std::shared_ptr<backend::GpuBackend> make_gpu_backend(const GlobalOptions& options);
-// The same behind a watchdog, for views that sample the driver again and again (top,
-// ps --watch): a wedged driver shows as "not answering" after 5 s and never freezes them.
+// The same behind a watchdog with the --driver-timeout (views that sample the driver again and
+// again, top and ps --watch, use it directly): a wedged driver shows as "not answering" and
+// never freezes them. Empty when the timeout is malformed (open_collector says why).
 std::shared_ptr<backend::WatchdogBackend> make_watched_gpu_backend(const GlobalOptions& options);
 
 // Prints "gpureap: <message>" (and the hint) on stderr, returns kExitUsage.

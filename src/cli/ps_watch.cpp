@@ -68,6 +68,8 @@ int run_ps_watch(const GlobalOptions& g, const PsOptions& o) {
     return fail({"--watch " + spec + " is too short", "use 100ms or more"});
   // A wedged driver must not freeze the screen: the driver gets a deadline, /proc stays live.
   auto backend = make_watched_gpu_backend(g);
+  if (!backend) return fail({"--driver-timeout: \"" + g.driver_timeout + "\" is not a positive duration",
+                             "write it with a unit: 500ms, 5s, 1m"});
   auto collector = collect::Collector::open({g.proc_root, g.dev_root}, backend);
   if (!collector) return fail(collector.error());
   install_handlers();

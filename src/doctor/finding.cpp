@@ -21,7 +21,7 @@ std::optional<Severity> severity_from_string(std::string_view s) {
 
 const std::vector<std::string_view>& finding_codes() {
   static const std::vector<std::string_view> codes = {
-      "driver-missing",  "driver-mismatch",     "gpu-error",        "nvml-layout",
+      "driver-missing",  "driver-mismatch",     "driver-not-answering",     "gpu-error",        "nvml-layout",
       "incomplete-view", "ipc-residue",         "foreign-namespace", "no-such-process",
       "releasing",       "leaked-memory",       "unattributed-memory", "inherited-holder", "orphan-holder",
       "stopped-holder",  "uninterruptible-holder", "unreaped-zombies", "protected-holder"};

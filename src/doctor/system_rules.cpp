@@ -21,6 +21,15 @@ void driver_rules(const DoctorInput& in, std::vector<Finding>& out) {
           "The NVML library and the loaded kernel driver have different versions: the driver was "
           "upgraded without reloading the kernel module. CUDA programs will fail to start.";
       f.remedy = {"reboot", "or, with no GPU process running: rmmod nvidia_uvm nvidia_drm nvidia_modeset nvidia && modprobe nvidia"};
+    } else if (b.error_code == "not-answering") {
+      f.code = "driver-not-answering";
+      f.severity = Severity::Critical;
+      f.explanation =
+          "A call into the GPU driver did not return: the driver is wedged or a GPU fell off the bus. "
+          "Processes that use the GPU may hang in the driver too (state D); only device-file holders "
+          "are shown.";
+      f.remedy = {"dmesg | grep -i -e nvrm -e xid   # what the driver said",
+                  "gpureap doctor --driver-timeout 30s   # if it is only slow", "reboot   # if it stays wedged"};
     } else {
       f.code = "driver-missing";
       f.severity = s.proc.nvidia_device_files ? Severity::Warning : Severity::Info;
