@@ -2,9 +2,11 @@
 
 #include <pthread.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <iostream>
 #include <memory>
@@ -40,6 +42,15 @@ core::Result<DaemonConfig> load(const DaemonOptions& o) {
   auto config = load_config(path);
   if (config && o.listen) config->listen = *o.listen;
   return config;
+}
+
+// Many scrapers (or a flood of idle connections) each take a descriptor: the soft limit is
+// raised to the hard one, as services do, so the HTTP server can keep its connection bound.
+void raise_descriptor_limit() {
+  rlimit nofile{};
+  if (::getrlimit(RLIMIT_NOFILE, &nofile) != 0 || nofile.rlim_cur >= nofile.rlim_max) return;
+  nofile.rlim_cur = std::min<rlim_t>(nofile.rlim_max, 65536);
+  ::setrlimit(RLIMIT_NOFILE, &nofile);
 }
 
 SamplerSettings sampler_settings(const DaemonConfig& c) {
@@ -160,6 +171,7 @@ class Daemon {
   }
 
   int run(const sigset_t& signals) {
+    raise_descriptor_limit();
     auto server = exporter::HttpServer::start(config_.listen, content_, {config_.auth_token});
     if (!server) {
       log_error(server.error().text());

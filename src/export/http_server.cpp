@@ -1,21 +1,42 @@
 #include "export/http_server.h"
 
-#include <httplib.h>
+#include <fcntl.h>
+#include <netdb.h>
 #include <pthread.h>
+#include <sys/epoll.h>
+#include <sys/resource.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <charconv>
+#include <chrono>
+#include <condition_variable>
 #include <cstring>
+#include <deque>
+#include <map>
 #include <mutex>
 #include <thread>
 
 #include "export/bearer_auth.h"
 #include "export/history_json.h"
+#include "export/http_request.h"
 
 namespace gpureap::exporter {
 namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Connections open at once (fewer when the file descriptor limit is lower). At the bound a new
+// connection evicts the one that has waited longest for its request, so a flood of idle
+// sockets costs bounded memory and descriptors and never locks a scraper out.
+constexpr size_t kMaxConnections = 4096;
+// A client has this long to send its request head, and to take the response.
+constexpr auto kHeadTimeout = std::chrono::seconds(5);
+constexpr auto kWriteTimeout = std::chrono::seconds(10);
 
 constexpr const char* kLandingPage = R"(<!DOCTYPE html>
 <html><head><meta charset="utf-8"><title>gpureap</title></head>
@@ -34,120 +55,304 @@ constexpr const char* kLandingPage = R"(<!DOCTYPE html>
 </body></html>
 )";
 
-void send(httplib::Response& res, const Reply& reply) {
-  res.status = reply.status;
-  res.set_content(reply.body, reply.content_type.c_str());
-}
+HttpResponse reply(const Reply& r) { return {r.status, r.content_type, r.body, {}}; }
 
-Reply bad_request(const core::Error& e) {
-  return {400, "text/plain; charset=utf-8", e.text() + "\n"};
-}
+HttpResponse text(int status, std::string body) { return {status, "text/plain; charset=utf-8", std::move(body), {}}; }
 
 // The query of /api/v1/history; errors say what to write instead.
-core::Result<HistoryRequest> history_request(const httplib::Request& req, ContentSource& content) {
+core::Result<HistoryRequest> history_request(const HttpRequest& req, ContentSource& content) {
   HistoryRequest r;
   auto now = std::chrono::system_clock::now();
   r.since = now - std::chrono::duration_cast<TimePoint::duration>(content.default_history_span());
-  if (req.has_param("gpu")) {
-    std::string text = req.get_param_value("gpu");
+  if (auto text = req.param("gpu")) {
     unsigned gpu = 0;
-    auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), gpu);
-    if (text.empty() || ec != std::errc() || ptr != text.data() + text.size())
-      return core::Error{"gpu must be a GPU index (0, 1, ...)",
-                         "e.g. /api/v1/history?gpu=0&since=10m"};
+    auto [ptr, ec] = std::from_chars(text->data(), text->data() + text->size(), gpu);
+    if (text->empty() || ec != std::errc() || ptr != text->data() + text->size())
+      return core::Error{"gpu must be a GPU index (0, 1, ...)", "e.g. /api/v1/history?gpu=0&since=10m"};
     r.gpu = gpu;
   }
-  if (req.has_param("since")) {
-    auto since = parse_since(req.get_param_value("since"), now);
+  if (auto since_text = req.param("since")) {
+    auto since = parse_since(*since_text, now);
     if (!since) return since.error();
     r.since = *since;
   }
   return r;
 }
 
+struct Connection {
+  enum class State { Reading, Processing, Writing } state = State::Reading;
+  std::string in;
+  std::string out;
+  size_t sent = 0;
+  Clock::time_point deadline;
+};
+
+struct Job {
+  int fd;
+  HttpRequest request;
+};
+
+struct Done {
+  int fd;
+  std::string bytes;
+};
+
 }  // namespace
 
+// One event loop thread owns every socket: it accepts, reads request heads and writes
+// responses without blocking, so an idle or slow client costs a few bytes of state and never a
+// thread. Complete requests go to a few workers that only build the response from the
+// ContentSource (prepared samples), so /healthz answers however many clients sit idle.
 struct HttpServer::Impl {
-  httplib::Server server;
   ListenAddress address;
   ContentSource* content = nullptr;
   std::mutex token_mutex;
   std::optional<std::string> token;
-  std::thread thread;
-  std::atomic<bool> finished{false};
-  socket_t listen_fd = -1;
 
-  bool authorized(const httplib::Request& req) {
-    std::lock_guard lock(token_mutex);
-    return !token || bearer_matches(req.get_header_value("Authorization"), *token);
+  int listen_fd = -1;
+  int epoll_fd = -1;
+  int wake_fd = -1;
+  std::atomic<bool> stopping{false};
+  std::thread loop;
+  std::vector<std::thread> workers;
+
+  std::mutex jobs_mutex;
+  std::condition_variable jobs_cv;
+  std::deque<Job> jobs;
+  std::mutex done_mutex;
+  std::deque<Done> done;
+
+  std::map<int, Connection> connections;  // the loop thread's only
+  size_t max_connections = kMaxConnections;
+
+  ~Impl() {
+    for (int fd : {listen_fd, epoll_fd, wake_fd})
+      if (fd >= 0) ::close(fd);
   }
 
-  void routes() {
-    server.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
-      if (req.method != "GET" && req.method != "HEAD") {
-        res.set_header("Allow", "GET, HEAD");
-        send(res, {405, "text/plain; charset=utf-8",
-                   "gpureap's HTTP interface is read-only: use GET\n"});
-        return httplib::Server::HandlerResponse::Handled;
+  bool authorized(const HttpRequest& req) {
+    std::lock_guard lock(token_mutex);
+    return !token || bearer_matches(req.header("authorization"), *token);
+  }
+
+  HttpResponse respond(const HttpRequest& req) {
+    if (req.method != "GET" && req.method != "HEAD") {
+      auto r = text(405, "gpureap's HTTP interface is read-only: use GET\n");
+      r.headers.push_back({"Allow", "GET, HEAD"});
+      return r;
+    }
+    if (req.path != "/healthz" && !authorized(req)) {
+      auto r = text(401,
+                    "a bearer token is required: send the content of the daemon's auth_token_file as "
+                    "\"Authorization: Bearer TOKEN\"\n");
+      r.headers.push_back({"WWW-Authenticate", "Bearer realm=\"gpureap\""});
+      return r;
+    }
+    HttpResponse r;
+    if (req.path == "/") r = {200, "text/html; charset=utf-8", kLandingPage, {}};
+    else if (req.path == "/metrics") r = reply(content->metrics());
+    else if (req.path == "/healthz") r = reply(content->health());
+    else if (req.path == "/api/v1/snapshot") r = reply(content->snapshot());
+    else if (req.path == "/api/v1/findings") r = reply(content->findings());
+    else if (req.path == "/api/v1/policies") r = reply(content->policies());
+    else if (req.path == "/api/v1/history") {
+      auto h = history_request(req, *content);
+      r = h ? reply(content->history(*h)) : text(400, h.error().text() + "\n");
+    } else {
+      r = text(404, "no such page: " + req.path + " (see / for the list)\n");
+    }
+    r.headers.push_back({"Cache-Control", "no-store"});
+    return r;
+  }
+
+  void work() {
+    for (;;) {
+      Job job;
+      {
+        std::unique_lock lock(jobs_mutex);
+        jobs_cv.wait(lock, [&] { return stopping || !jobs.empty(); });
+        if (stopping) return;
+        job = std::move(jobs.front());
+        jobs.pop_front();
       }
-      if (req.path != "/healthz" && !authorized(req)) {
-        res.set_header("WWW-Authenticate", "Bearer realm=\"gpureap\"");
-        send(res,
-             {401, "text/plain; charset=utf-8",
-              "a bearer token is required: send the content of the daemon's auth_token_file as "
-              "\"Authorization: Bearer TOKEN\"\n"});
-        return httplib::Server::HandlerResponse::Handled;
+      std::string bytes;
+      try {
+        bytes = render_response(respond(job.request), job.request.method == "HEAD");
+      } catch (const std::exception& e) {
+        bytes = render_response(text(500, std::string("internal error: ") + e.what() +
+                                              "; please report this as a gpureap bug\n"),
+                                false);
       }
-      res.set_header("Cache-Control", "no-store");
-      return httplib::Server::HandlerResponse::Unhandled;
-    });
-    server.Get("/", [](const httplib::Request&, httplib::Response& res) {
-      send(res, {200, "text/html; charset=utf-8", kLandingPage});
-    });
-    server.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
-      send(res, content->metrics());
-    });
-    server.Get("/healthz", [this](const httplib::Request&, httplib::Response& res) {
-      send(res, content->health());
-    });
-    server.Get("/api/v1/snapshot", [this](const httplib::Request&, httplib::Response& res) {
-      send(res, content->snapshot());
-    });
-    server.Get("/api/v1/findings", [this](const httplib::Request&, httplib::Response& res) {
-      send(res, content->findings());
-    });
-    server.Get("/api/v1/policies", [this](const httplib::Request&, httplib::Response& res) {
-      send(res, content->policies());
-    });
-    server.Get("/api/v1/history", [this](const httplib::Request& req, httplib::Response& res) {
-      auto r = history_request(req, *content);
-      send(res, r ? content->history(*r) : bad_request(r.error()));
-    });
-    server.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
-      if (res.status == 404)
-        res.set_content("no such page: " + req.path + " (see / for the list)\n",
-                        "text/plain; charset=utf-8");
-    });
-    server.set_exception_handler(
-        [](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
-          std::string what = "unknown error";
-          try {
-            std::rethrow_exception(ep);
-          } catch (const std::exception& e) {
-            what = e.what();
-          } catch (...) {
-          }
-          send(res, {500, "text/plain; charset=utf-8",
-                     "internal error: " + what + "; please report this as a gpureap bug\n"});
-        });
+      {
+        std::lock_guard lock(done_mutex);
+        done.push_back({job.fd, std::move(bytes)});
+      }
+      wake();
+    }
+  }
+
+  void wake() {
+    uint64_t one = 1;
+    (void)!::write(wake_fd, &one, sizeof one);
+  }
+
+  void close_connection(int fd) {
+    ::epoll_ctl(epoll_fd, EPOLL_CTL_DEL, fd, nullptr);
+    ::close(fd);
+    connections.erase(fd);
+  }
+
+  void start_writing(int fd, Connection& c, std::string bytes) {
+    c.state = Connection::State::Writing;
+    c.out = std::move(bytes);
+    c.sent = 0;
+    c.in.clear();
+    c.in.shrink_to_fit();
+    c.deadline = Clock::now() + kWriteTimeout;
+    epoll_event ev{};
+    ev.events = EPOLLOUT;
+    ev.data.fd = fd;
+    ::epoll_ctl(epoll_fd, EPOLL_CTL_MOD, fd, &ev);
+    write_some(fd, c);
+  }
+
+  void write_some(int fd, Connection& c) {
+    while (c.sent < c.out.size()) {
+      ssize_t n = ::send(fd, c.out.data() + c.sent, c.out.size() - c.sent, MSG_NOSIGNAL);
+      if (n > 0) {
+        c.sent += static_cast<size_t>(n);
+        continue;
+      }
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
+      return close_connection(fd);
+    }
+    ::shutdown(fd, SHUT_WR);
+    close_connection(fd);
+  }
+
+  void accept_all() {
+    for (;;) {
+      if (connections.size() >= max_connections && !evict_oldest_idle()) return;
+      int fd = ::accept4(listen_fd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+      if (fd < 0) return;
+      epoll_event ev{};
+      ev.events = EPOLLIN | EPOLLRDHUP;
+      ev.data.fd = fd;
+      if (::epoll_ctl(epoll_fd, EPOLL_CTL_ADD, fd, &ev) != 0) {
+        ::close(fd);
+        continue;
+      }
+      connections[fd].deadline = Clock::now() + kHeadTimeout;
+    }
+  }
+
+  bool evict_oldest_idle() {
+    auto oldest = connections.end();
+    for (auto it = connections.begin(); it != connections.end(); ++it)
+      if (it->second.state == Connection::State::Reading &&
+          (oldest == connections.end() || it->second.deadline < oldest->second.deadline))
+        oldest = it;
+    if (oldest == connections.end()) return false;
+    close_connection(oldest->first);
+    return true;
+  }
+
+  void read_some(int fd, Connection& c) {
+    char buf[4096];
+    for (;;) {
+      ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+      if (n > 0) {
+        c.in.append(buf, static_cast<size_t>(n));
+        if (c.in.size() > kMaxRequestHead + sizeof buf) break;
+        continue;
+      }
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
+      return close_connection(fd);  // closed by the client, or an error
+    }
+    auto head = parse_request_head(c.in);
+    switch (head.status) {
+      case HeadStatus::Incomplete: return;
+      case HeadStatus::TooLarge:
+        return start_writing(fd, c, render_response(text(431, "the request head is too large\n"), false));
+      case HeadStatus::Bad:
+        return start_writing(fd, c, render_response(text(400, head.error + "\n"), false));
+      case HeadStatus::Complete: break;
+    }
+    c.state = Connection::State::Processing;
+    epoll_event ev{};
+    ev.data.fd = fd;
+    ::epoll_ctl(epoll_fd, EPOLL_CTL_MOD, fd, &ev);  // no events until the response is ready
+    {
+      std::lock_guard lock(jobs_mutex);
+      jobs.push_back({fd, std::move(head.request)});
+    }
+    jobs_cv.notify_one();
+  }
+
+  void collect_done() {
+    uint64_t n;
+    (void)!::read(wake_fd, &n, sizeof n);
+    std::deque<Done> ready;
+    {
+      std::lock_guard lock(done_mutex);
+      ready.swap(done);
+    }
+    for (auto& d : ready) {
+      auto it = connections.find(d.fd);
+      if (it != connections.end()) start_writing(d.fd, it->second, std::move(d.bytes));
+    }
+  }
+
+  void expire() {
+    auto now = Clock::now();
+    std::vector<int> late;
+    for (const auto& [fd, c] : connections)
+      if (c.state != Connection::State::Processing && now > c.deadline) late.push_back(fd);
+    for (int fd : late) close_connection(fd);
+  }
+
+  void run() {
+    ::pthread_setname_np(::pthread_self(), "gpureap-http");
+    std::vector<epoll_event> events(256);
+    auto next_sweep = Clock::now();
+    while (!stopping) {
+      int n = ::epoll_wait(epoll_fd, events.data(), static_cast<int>(events.size()), 200);
+      for (int i = 0; i < n && !stopping; ++i) {
+        int fd = events[static_cast<size_t>(i)].data.fd;
+        if (fd == listen_fd) accept_all();
+        else if (fd == wake_fd) collect_done();
+        else if (auto it = connections.find(fd); it != connections.end()) {
+          auto& c = it->second;
+          if (c.state == Connection::State::Reading) read_some(fd, c);
+          else if (c.state == Connection::State::Writing) write_some(fd, c);
+        }
+      }
+      if (Clock::now() >= next_sweep) {
+        expire();
+        next_sweep = Clock::now() + std::chrono::milliseconds(200);
+      }
+    }
+    for (auto& [fd, c] : connections) ::close(fd);
+    connections.clear();
   }
 };
 
 HttpServer::HttpServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
-HttpServer::~HttpServer() {
-  stop();
+HttpServer::~HttpServer() { stop(); }
+
+namespace {
+
+core::Error listen_error(const ListenAddress& address, const std::string& why) {
+  return core::Error{"cannot listen on " + address.text() + ": " + why,
+                     "choose another address with --listen or `listen` in the config, or stop what uses it "
+                     "(ss -ltnp 'sport = :" +
+                         std::to_string(address.port) + "')"};
 }
+
+}  // namespace
 
 core::Result<std::unique_ptr<HttpServer>> HttpServer::start(const ListenAddress& address,
                                                             ContentSource& content,
@@ -156,55 +361,61 @@ core::Result<std::unique_ptr<HttpServer>> HttpServer::start(const ListenAddress&
   impl->content = &content;
   impl->token = std::move(options.token);
   impl->address = address;
-  const unsigned threads = std::max(1u, options.threads);
-  impl->server.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
-  // One request per connection, and short read timeouts: each connection holds a worker
-  // thread while it is open, so an idle keep-alive connection (a scraper between scrapes) or
-  // a slow client would starve the others. A scrape every few seconds pays one TCP handshake.
-  impl->server.set_keep_alive_max_count(1);
-  impl->server.set_keep_alive_timeout(1);
-  impl->server.set_read_timeout(2, 0);
-  impl->server.set_write_timeout(2, 0);
-  // Only SO_REUSEADDR: httplib's default adds SO_REUSEPORT, which would let a second daemon
-  // bind the same port and silently take half of the scrapes.
-  Impl* raw = impl.get();
-  impl->server.set_socket_options([raw](socket_t sock) {
+
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+  addrinfo* found = nullptr;
+  std::string port = std::to_string(address.port);
+  if (int rc = ::getaddrinfo(address.host.empty() ? nullptr : address.host.c_str(), port.c_str(), &hints, &found);
+      rc != 0)
+    return listen_error(address, ::gai_strerror(rc));
+  std::string why = "the address cannot be used";
+  for (addrinfo* a = found; a && impl->listen_fd < 0; a = a->ai_next) {
+    int fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, a->ai_protocol);
+    if (fd < 0) continue;
+    // Only SO_REUSEADDR: SO_REUSEPORT would let a second daemon bind the same port and
+    // silently take half of the scrapes.
     int yes = 1;
-    ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
-    raw->listen_fd = sock;
-  });
-  impl->routes();
-  errno = 0;
-  bool bound = false;
-  if (address.port == 0) {
-    int port = impl->server.bind_to_any_port(address.host);
-    bound = port > 0;
-    if (bound) impl->address.port = static_cast<uint16_t>(port);
-  } else {
-    bound = impl->server.bind_to_port(address.host, address.port);
+    ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+    if (::bind(fd, a->ai_addr, a->ai_addrlen) == 0 && ::listen(fd, SOMAXCONN) == 0) {
+      impl->listen_fd = fd;
+      break;
+    }
+    why = std::strerror(errno);
+    ::close(fd);
   }
-  if (!bound) {
-    std::string why = errno ? std::strerror(errno) : "the address cannot be used";
-    return core::Error{
-        "cannot listen on " + address.text() + ": " + why,
-        "choose another address with --listen or `listen` in the config, or stop what uses it "
-        "(ss -ltnp 'sport = :" +
-            std::to_string(address.port) + "')"};
+  ::freeaddrinfo(found);
+  if (impl->listen_fd < 0) return listen_error(address, why);
+  sockaddr_storage bound{};
+  socklen_t len = sizeof bound;
+  if (::getsockname(impl->listen_fd, reinterpret_cast<sockaddr*>(&bound), &len) == 0) {
+    if (bound.ss_family == AF_INET) impl->address.port = ntohs(reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
+    if (bound.ss_family == AF_INET6) impl->address.port = ntohs(reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port);
   }
-  // httplib listens with a backlog of 5: a burst of scrapers (many Prometheus replicas, a
-  // dashboard refresh) would see dropped SYNs and one-second retries. listen() again raises it.
-  if (impl->listen_fd >= 0) ::listen(impl->listen_fd, SOMAXCONN);
-  impl->thread = std::thread([raw] {
-    ::pthread_setname_np(::pthread_self(), "gpureap-http");  // its worker pool inherits it
-    raw->server.listen_after_bind();
-    raw->finished = true;
-  });
+
+  impl->epoll_fd = ::epoll_create1(EPOLL_CLOEXEC);
+  impl->wake_fd = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (impl->epoll_fd < 0 || impl->wake_fd < 0) return listen_error(address, std::strerror(errno));
+  for (int fd : {impl->listen_fd, impl->wake_fd}) {
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.fd = fd;
+    ::epoll_ctl(impl->epoll_fd, EPOLL_CTL_ADD, fd, &ev);
+  }
+  // Descriptors for the connections, with room to spare for the rest of the daemon.
+  rlimit nofile{};
+  if (::getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur != RLIM_INFINITY)
+    impl->max_connections = std::clamp<size_t>(nofile.rlim_cur > 256 ? nofile.rlim_cur - 256 : 16, 16, kMaxConnections);
+  Impl* raw = impl.get();
+  const unsigned threads = std::max(1u, options.threads);
+  for (unsigned i = 0; i < threads; ++i) raw->workers.emplace_back([raw] { raw->work(); });
+  raw->loop = std::thread([raw] { raw->run(); });
   return std::unique_ptr<HttpServer>(new HttpServer(std::move(impl)));
 }
 
-const ListenAddress& HttpServer::address() const {
-  return impl_->address;
-}
+const ListenAddress& HttpServer::address() const { return impl_->address; }
 
 void HttpServer::set_token(std::optional<std::string> token) {
   std::lock_guard lock(impl_->token_mutex);
@@ -212,23 +423,16 @@ void HttpServer::set_token(std::optional<std::string> token) {
 }
 
 void HttpServer::stop() {
-  if (!impl_ || !impl_->thread.joinable()) return;
-  // httplib's stop() does nothing before its loop runs, and must run once: wait for the loop.
-  while (!impl_->server.is_running() && !impl_->finished)
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  if (!impl_->finished) impl_->server.stop();
-  // httplib waits for every connection's worker, and a client in the middle of a request holds
-  // one until the read timeout: a stop must not wait that long (systemd, SIGTERM, a reload).
-  // Past the bound, its threads are left to end on their own with the memory they use.
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(400);
-  while (!impl_->finished && std::chrono::steady_clock::now() < deadline)
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  if (impl_->finished) {
-    impl_->thread.join();
-    return;
+  if (!impl_ || !impl_->loop.joinable()) return;
+  {
+    std::lock_guard lock(impl_->jobs_mutex);
+    impl_->stopping = true;
   }
-  impl_->thread.detach();
-  (void)impl_.release();
+  impl_->jobs_cv.notify_all();
+  impl_->wake();
+  impl_->loop.join();
+  for (auto& w : impl_->workers) w.join();
+  impl_->workers.clear();
 }
 
 }  // namespace gpureap::exporter

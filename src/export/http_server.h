@@ -44,7 +44,7 @@ class ContentSource {
 struct HttpOptions {
   std::optional<std::string>
       token;             // required as "Authorization: Bearer <token>" except on /healthz
-  unsigned threads = 8;  // concurrent requests; more wait in a queue
+  unsigned threads = 4;  // workers that build responses; sockets never hold one
 };
 
 class HttpServer {
