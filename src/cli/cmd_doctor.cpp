@@ -138,7 +138,7 @@ int run_doctor(const GlobalOptions& g, const DoctorOptions& o) {
   auto last = collector->collect();
 
   auto is_protected = [](const core::HostProcess& p) {
-    return reap::is_protected(p.stat.comm, p.details ? p.details->cmdline : std::vector<std::string>{});
+    return reap::is_protected(p);
   };
   auto diagnose = [&](const core::Snapshot& a, const core::Snapshot& b) {
     std::vector<pid_t> live;

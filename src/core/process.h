@@ -47,6 +47,14 @@ struct DeviceHold {
   std::optional<std::string> open_file;
 };
 
+// The program a process runs (/proc/PID/exe).
+struct ExecutableFile {
+  std::string path;  // as the process's mount namespace names it (" (deleted)" removed)
+  // Owned by root and writable by nobody else, in a directory of the same kind (seen through
+  // /proc/PID/root): a file no unprivileged user can have made, renamed or linked there.
+  bool system_installed = false;
+};
+
 // Details read only for the processes a consumer shows (holders, listed PIDs, their kin).
 struct ProcessDetails {
   std::vector<std::string> cmdline;
@@ -56,6 +64,7 @@ struct ProcessDetails {
   std::vector<pid_t> ns_pids;  // NSpid: outermost (procfs mount's namespace) first
   std::optional<ContainerInfo> container;
   std::optional<std::string> wchan;  // only read for D state
+  std::optional<ExecutableFile> exe;  // empty: not readable (another user's, without privilege)
 };
 
 struct HostProcess {

@@ -23,11 +23,6 @@ std::string host_name() {
   return buf;
 }
 
-bool is_protected(const core::HostProcess& p) {
-  return reap::is_protected(p.stat.comm,
-                            p.details ? p.details->cmdline : std::vector<std::string>{});
-}
-
 }  // namespace
 
 Sampler::Sampler(collect::Collector collector, std::string dev_root, backend::BackendFactory backends,
@@ -135,7 +130,8 @@ void Sampler::sample_once() {
   history_->record(*sample->snapshot);
 
   doctor::DoctorInput input{sample->previous ? *sample->previous : *sample->snapshot,
-                            *sample->snapshot, ipc_, std::nullopt, is_protected,
+                            *sample->snapshot, ipc_, std::nullopt,
+                            [](const core::HostProcess& p) { return reap::is_protected(p); },
                             settings.unattributed_threshold};
   sample->findings = doctor::diagnose(input);
 

@@ -45,7 +45,10 @@ void holder_rules(const DoctorInput& in, std::vector<Finding>& out) {
     const auto& p = *r.process;
     auto gpus = gpus_of(s, r);
     if (in.gpu && std::find(gpus.begin(), gpus.end(), *in.gpu) == gpus.end()) continue;
-    std::string kill = "gpureap kill " + std::to_string(r.pid);
+    // Naming a PID overrides the protected list: a remedy that names a protected process says so.
+    bool guarded = in.is_protected && in.is_protected(p);
+    std::string kill = "gpureap kill " + std::to_string(r.pid) +
+                       (guarded ? "   # a protected system service: naming its PID overrides the protection" : "");
 
     if (r.has(core::Anomaly::InheritedHolder)) {
       auto f = holder_finding(s, r, "inherited-holder", Severity::Warning);

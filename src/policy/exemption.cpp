@@ -16,8 +16,7 @@ Exemption exemption_for(const core::Snapshot& snapshot) {
     if (row.pid == caller.self) return "gpureap itself";
     if (std::find(caller.ancestors.begin(), caller.ancestors.end(), row.pid) != caller.ancestors.end())
       return "gpureap runs under it";
-    static const std::vector<std::string> none;
-    if (reap::is_protected(p.stat.comm, p.details ? p.details->cmdline : none))
+    if (reap::is_protected(p))
       return "protected (display server or GPU management daemon)";
     return std::nullopt;
   };

@@ -122,7 +122,7 @@ ActionResult ReaperAction::run(const ActionRequest& r, const std::function<bool(
   // A named PID overrides the protected list on the command line; a policy never does.
   for (auto& t : plan->targets)
     if ((t.action == reap::Action::Signal || t.action == reap::Action::Refused) &&
-        reap::is_protected(t.comm, t.cmdline)) {
+        t.protected_process) {
       t.action = reap::Action::Refused;
       t.refusal = "protected (display server or GPU management daemon): policies never end it";
     }

@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cctype>
@@ -69,6 +70,32 @@ core::Result<std::optional<core::ProcessStat>> ProcFs::read_stat(pid_t pid) cons
   return std::optional<core::ProcessStat>(std::move(*st));
 }
 
+namespace {
+
+// Root's, and writable by nobody else.
+bool root_only(const struct stat& st) { return st.st_uid == 0 && (st.st_mode & (S_IWGRP | S_IWOTH)) == 0; }
+
+}  // namespace
+
+std::optional<core::ExecutableFile> ProcFs::read_exe(pid_t pid) const {
+  std::string dir = std::to_string(pid);
+  char buf[4096];
+  ssize_t n = ::readlinkat(*fd_, (dir + "/exe").c_str(), buf, sizeof buf - 1);
+  if (n <= 0) return std::nullopt;
+  core::ExecutableFile exe;
+  exe.path.assign(buf, static_cast<size_t>(n));
+  if (exe.path.ends_with(" (deleted)")) exe.path.resize(exe.path.size() - 10);
+  struct stat file {}, parent {};
+  auto slash = exe.path.rfind('/');
+  if (slash == std::string::npos || exe.path.front() != '/') return exe;
+  // The directory as the process sees it: a container's /usr/bin, not the host's.
+  std::string parent_dir = dir + "/root" + exe.path.substr(0, slash == 0 ? 1 : slash);
+  exe.system_installed = ::fstatat(*fd_, (dir + "/exe").c_str(), &file, 0) == 0 && S_ISREG(file.st_mode) &&
+                         root_only(file) && ::fstatat(*fd_, parent_dir.c_str(), &parent, 0) == 0 &&
+                         S_ISDIR(parent.st_mode) && root_only(parent);
+  return exe;
+}
+
 DetailsRead ProcFs::read_details(pid_t pid, bool want_wchan) const {
   DetailsRead out;
   std::string dir = std::to_string(pid) + "/";
@@ -92,6 +119,8 @@ DetailsRead ProcFs::read_details(pid_t pid, bool want_wchan) const {
   auto cgroup = read_file_at(*fd_, dir + "cgroup");
   if (cgroup.ok()) d.container = parse_cgroup(cgroup.data);
   else if (cgroup.denied()) out.complete = false;
+
+  d.exe = read_exe(pid);
 
   if (want_wchan) {
     auto wchan = read_file_at(*fd_, dir + "wchan");

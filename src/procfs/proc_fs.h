@@ -29,6 +29,9 @@ class ProcFs {
   // Empty optional: the process is gone. Error: its stat is garbage.
   core::Result<std::optional<core::ProcessStat>> read_stat(pid_t pid) const;
   DetailsRead read_details(pid_t pid, bool want_wchan) const;
+  // The program it runs, and whether that file is a system-installed one; empty when the
+  // link cannot be read.
+  std::optional<core::ExecutableFile> read_exe(pid_t pid) const;
 
   std::optional<long long> boot_time() const;  // seconds since the epoch
   uint64_t pid_max() const;

@@ -92,6 +92,7 @@ struct Target {
   std::vector<core::GpuUse> gpus;  // memory the driver lists for this PID
   std::vector<pid_t> keeps;        // gone listed PIDs whose contexts it keeps alive
   std::vector<Reason> reasons;
+  bool protected_process = false;  // reap::is_protected, decided from /proc when planned
   Action action = Action::Signal;
   std::string refusal;  // why, for Refused and NotPermitted
   Parent parent;        // reported for zombies (and useful context otherwise)

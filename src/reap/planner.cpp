@@ -30,6 +30,7 @@ Target make_target(const core::Snapshot& snap, const core::HostProcess& p,
   t.pgid = p.stat.pgid;
   t.reasons = std::move(reasons);
   std::optional<core::ProcessDetails> d = p.details ? p.details : details(p);
+  t.protected_process = is_protected(p.stat.comm, d);
   if (d) {
     t.cmdline = d->cmdline;
     t.uid = d->uid;

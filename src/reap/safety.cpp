@@ -9,6 +9,8 @@ namespace {
 
 // TASK_COMM_LEN - 1: /proc/PID/stat shows at most this much of a process name.
 constexpr size_t kCommLength = 15;
+// Below this, uids are the system's (Debian's FIRST_UID): daemons, not people.
+constexpr uid_t kFirstUserUid = 1000;
 
 std::string_view basename(std::string_view path) {
   auto slash = path.rfind('/');
@@ -36,11 +38,24 @@ const std::vector<std::string_view>& protected_names() {
   return names;
 }
 
-bool is_protected(std::string_view comm, const std::vector<std::string>& cmdline) {
-  std::string_view argv0 = cmdline.empty() ? std::string_view() : std::string_view(cmdline.front());
-  return std::any_of(protected_names().begin(), protected_names().end(),
-                     [&](std::string_view name) { return matches(name, comm, argv0); });
+bool is_protected(std::string_view comm, const std::optional<core::ProcessDetails>& details) {
+  auto named = [](std::string_view file) {
+    // Debian names GDM's binary gdm3.
+    if (file == "gdm3") return true;
+    return std::find(protected_names().begin(), protected_names().end(), file) != protected_names().end();
+  };
+  // The program it runs decides: a system-installed file with a protected name. A name a user
+  // gives a process (prctl, argv[0], a copy of a binary) protects nothing.
+  if (details && details->exe) return details->exe->system_installed && named(basename(details->exe->path));
+  // Its program could not be read (another user's process, without privilege): the name
+  // counts only for a process that runs as root or a system account, which no user can forge.
+  std::string_view argv0 = details && !details->cmdline.empty() ? std::string_view(details->cmdline.front()) : "";
+  bool name_matches = std::any_of(protected_names().begin(), protected_names().end(),
+                                  [&](std::string_view name) { return matches(name, comm, argv0); });
+  return name_matches && details && details->uid && *details->uid < kFirstUserUid;
 }
+
+bool is_protected(const core::HostProcess& p) { return is_protected(p.stat.comm, p.details); }
 
 void judge(Target& t, const core::HostProcess& p, const Caller& caller) {
   auto refuse = [&](Action action, std::string why) {
@@ -58,7 +73,7 @@ void judge(Target& t, const core::HostProcess& p, const Caller& caller) {
     return refuse(Action::Refused, "gpureap runs under it (an ancestor); it is never signalled");
   if (p.stat.is_zombie())
     return refuse(Action::Zombie, "a zombie has already exited; only its parent can reap it");
-  if (!t.named() && is_protected(t.comm, t.cmdline))
+  if (!t.named() && t.protected_process)
     return refuse(Action::Refused,
                   "protected (display server or GPU management daemon); name its PID to kill it");
   if (!caller.privileged() && t.uid && *t.uid != caller.uid && *t.uid != caller.euid)

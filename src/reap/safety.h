@@ -15,8 +15,12 @@ namespace gpureap::reap {
 // Display servers, the persistence daemon, DCGM and its exporter, gpureap itself.
 const std::vector<std::string_view>& protected_names();
 
-// Matched by comm (which the kernel cuts to 15 bytes) or by argv[0]'s basename.
-bool is_protected(std::string_view comm, const std::vector<std::string>& cmdline);
+// A protected process runs a system-installed program (root's file, in root's directory) of
+// a protected name. When its program cannot be read, its name (comm, which the kernel cuts to
+// 15 bytes, or argv[0]'s basename) counts only if it runs as root or a system uid: a user's
+// look-alike is any other process of that user.
+bool is_protected(std::string_view comm, const std::optional<core::ProcessDetails>& details);
+bool is_protected(const core::HostProcess& process);
 
 // Decides target.action (and target.refusal) from the rules above.
 void judge(Target& target, const core::HostProcess& process, const Caller& caller);

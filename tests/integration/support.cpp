@@ -109,8 +109,30 @@ Child holding(const FakeDevRoot& dev, const std::string& name, std::function<voi
   return child;
 }
 
-namespace {
+std::unique_ptr<SystemProgram> run_system_program(const FakeDevRoot& dev, const std::string& device,
+                                                  const std::string& name, bool block) {
+  auto p = std::make_unique<SystemProgram>();
+  std::string program = p->dir.file(name);
+  std::filesystem::copy_file("/bin/sleep", program);
+  ::chmod(program.c_str(), 0755);
+  ::chmod(p->dir.path().c_str(), 0755);
+  Ready ready;
+  p->child = std::make_unique<Child>([&] {
+    if (block) block_all_signals();
+    hold(dev.dev(device));
+    ready.signal();
+    ::execl(program.c_str(), program.c_str(), "infinity", nullptr);
+    ::_exit(97);
+  });
+  ready.wait();
+  // Until the exec has happened, the process still runs the test binary.
+  std::string exe = "/proc/" + std::to_string(p->pid()) + "/exe";
+  for (int i = 0; i < 500 && std::filesystem::read_symlink(exe).string() != program; ++i)
+    ::usleep(10000);
+  return p;
+}
 
+namespace {
 
 // argv and envp for exec: `env` entries replace inherited ones of the same name. The char*
 // vectors point into the strings, so the struct must outlive the exec call.

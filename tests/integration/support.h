@@ -66,6 +66,18 @@ int hold(const std::string& path);
 // in the child before (e.g. to rename it).
 Child holding(const FakeDevRoot& dev, const std::string& name, std::function<void()> first = {});
 
+// A child that holds `dev`'s file `device` and then runs a copy of sleep(1) installed as root's
+// program `name` in a directory only root may write: a system-installed program of that name,
+// as the protected list requires (the test must run as root). `block` blocks every signal
+// first, so one sent stays pending.
+struct SystemProgram {
+  TempDir dir;
+  std::unique_ptr<Child> child;
+  pid_t pid() const { return child->pid(); }
+};
+std::unique_ptr<SystemProgram> run_system_program(const FakeDevRoot& dev, const std::string& device,
+                                                  const std::string& name, bool block = false);
+
 struct RunResult {
   int exit_code = -1;
   std::string out;

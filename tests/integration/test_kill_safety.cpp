@@ -12,16 +12,11 @@ namespace gpureap::testing {
 namespace {
 
 TEST(KillSafety, ProtectedProcessIsRefusedUnlessNamed) {
+  if (::geteuid() != 0) GTEST_SKIP() << "a system-installed program needs root to install";
   FakeDevRoot dev;
-  Ready ready;
-  Child daemon([&] {
-    block_all_signals();  // a signal sent would stay pending: visible to the test
-    ::prctl(PR_SET_NAME, "nvidia-persistenced");
-    hold(dev.dev("nvidia0"));
-    hold(dev.dev("nvidiactl"));
-    ready.signal();
-  });
-  ready.wait();
+  // A signal sent would stay pending: visible to the test.
+  auto program = run_system_program(dev, "nvidia0", "nvidia-persistenced", true);
+  const Child& daemon = *program->child;
   auto found = run_gpureap(kill_args(dev, {"--gpu", "0", "--yes"}));
   EXPECT_EQ(found.exit_code, 3) << found.out << found.err;
   auto target = entry_of(parse_output(found)["plan"]["targets"], daemon.pid());
@@ -40,6 +35,28 @@ TEST(KillSafety, ProtectedProcessIsRefusedUnlessNamed) {
   EXPECT_EQ(outcome["outcome"], "released");
   EXPECT_EQ(outcome["exited_after"], "SIGKILL");
   EXPECT_EQ(end_signal(daemon.pid()), SIGKILL);
+}
+
+TEST(KillSafety, AUsersLookAlikeOfAProtectedNameIsNotProtected) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to run the look-alike as another user";
+  FakeDevRoot dev;
+  ::chmod(dev.path().c_str(), 0755);
+  ::chmod(dev.dev("nvidia0").c_str(), 0644);
+  for (const char* name : {"Xorg", "nvidia-persistenced"}) {
+    Ready ready;
+    Child lookalike([&] {
+      block_all_signals();
+      hold(dev.dev("nvidia0"));
+      if (::setgid(65534) != 0 || ::setuid(65534) != 0) ::_exit(96);
+      ::prctl(PR_SET_NAME, name);
+      ready.signal();
+    });
+    ready.wait();
+    auto plan = run_gpureap(kill_args(dev, {"--gpu", "0", "--dry-run"}));
+    auto target = entry_of(parse_output(plan)["plan"]["targets"], lookalike.pid());
+    ASSERT_FALSE(target.is_null()) << plan.out;
+    EXPECT_EQ(target["action"], "signal") << name << ": " << target.dump();
+  }
 }
 
 TEST(KillSafety, ZombieIsReportedWithItsParent) {

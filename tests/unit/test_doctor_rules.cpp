@@ -253,6 +253,15 @@ TEST(DoctorRules, ProtectedHolderIsInfo) {
   const auto* f = find(fs, "protected-holder", 77);
   ASSERT_NE(f, nullptr);
   EXPECT_EQ(f->severity, Severity::Info);
+  // Stopped, it gets the stopped-holder remedy, which must say that naming it overrides the
+  // protection.
+  p.stat.state = 'T';
+  auto stopped = run(make_snapshot({proc(1, 0, 1), p}, {gpu(0, 0, 0, {})}));
+  const auto* s = find(stopped, "stopped-holder", 77);
+  ASSERT_NE(s, nullptr);
+  for (const auto& r : s->remedy)
+    if (r.find("gpureap kill 77") != std::string::npos)
+      EXPECT_NE(r.find("overrides the protection"), std::string::npos) << r;
 }
 
 TEST(DoctorRules, GpuFilterKeepsOnlyThatGpusFindings) {

@@ -27,6 +27,7 @@ Target judged(const core::HostProcess& p, bool named, const Caller& c = caller()
   t.cmdline = p.details ? p.details->cmdline : std::vector<std::string>{};
   t.uid = p.details ? p.details->uid : std::nullopt;
   t.user = p.details ? p.details->user : std::nullopt;
+  t.protected_process = is_protected(p);
   if (named) t.reasons.push_back({ReasonKind::Named});
   else t.reasons.push_back({ReasonKind::HoldsDevice, 0u});
   judge(t, p, c);
@@ -40,17 +41,44 @@ core::HostProcess named_proc(pid_t pid, const std::string& comm, const std::stri
   return p;
 }
 
-TEST(ReapSafety, ProtectedNamesMatchCommTruncatedCommAndArgv0) {
-  EXPECT_TRUE(is_protected("Xorg", {}));
-  EXPECT_TRUE(is_protected("gnome-shell", {"/usr/bin/gnome-shell"}));
-  EXPECT_TRUE(is_protected("nvidia-persiste", {}));  // the kernel keeps 15 bytes of a name
-  EXPECT_TRUE(is_protected("whatever", {"/usr/bin/nv-hostengine", "-n"}));
-  EXPECT_TRUE(is_protected("python3", {"/opt/dcgm-exporter"}));
-  EXPECT_TRUE(is_protected("gpureap", {}));
-  EXPECT_FALSE(is_protected("python3", {"python3", "train.py"}));
-  EXPECT_FALSE(is_protected("Xorgish", {}));
-  EXPECT_FALSE(is_protected("nvidia-persis", {}));  // a shorter name is not a truncation
-  EXPECT_FALSE(is_protected("sh", {"sh", "-c", "Xorg"}));
+// Details of a process whose program could not be read: only its uid and command line.
+std::optional<core::ProcessDetails> unread(uid_t uid, std::vector<std::string> cmdline = {}) {
+  core::ProcessDetails d;
+  d.uid = uid;
+  d.cmdline = std::move(cmdline);
+  return d;
+}
+
+std::optional<core::ProcessDetails> running(const std::string& exe, bool system_installed, uid_t uid = 1000) {
+  auto d = unread(uid, {exe});
+  d->exe = core::ExecutableFile{exe, system_installed};
+  return d;
+}
+
+TEST(ReapSafety, WithoutItsProgramANameProtectsOnlyAProcessOfTheSystem) {
+  EXPECT_TRUE(is_protected("Xorg", unread(0)));
+  EXPECT_TRUE(is_protected("gnome-shell", unread(120, {"/usr/bin/gnome-shell"})));
+  EXPECT_TRUE(is_protected("nvidia-persiste", unread(0)));  // the kernel keeps 15 bytes of a name
+  EXPECT_TRUE(is_protected("whatever", unread(0, {"/usr/bin/nv-hostengine", "-n"})));
+  EXPECT_TRUE(is_protected("python3", unread(0, {"/opt/dcgm-exporter"})));
+  EXPECT_FALSE(is_protected("python3", unread(0, {"python3", "train.py"})));
+  EXPECT_FALSE(is_protected("Xorgish", unread(0)));
+  EXPECT_FALSE(is_protected("nvidia-persis", unread(0)));  // a shorter name is not a truncation
+  EXPECT_FALSE(is_protected("sh", unread(0, {"sh", "-c", "Xorg"})));
+  // A user's process that calls itself Xorg, by prctl or argv[0], is that user's process.
+  EXPECT_FALSE(is_protected("Xorg", unread(1000)));
+  EXPECT_FALSE(is_protected("python3", unread(1000, {"nvidia-persistenced"})));
+  EXPECT_FALSE(is_protected("Xorg", std::nullopt));
+}
+
+TEST(ReapSafety, TheProgramItRunsDecidesWhenItCanBeRead) {
+  EXPECT_TRUE(is_protected("Xorg", running("/usr/lib/xorg/Xorg", true)));
+  EXPECT_TRUE(is_protected("gdm3", running("/usr/sbin/gdm3", true, 0)));
+  EXPECT_TRUE(is_protected("nvidia-persiste", running("/usr/bin/nvidia-persistenced", true, 0)));
+  // A copy or a link the user made is not system-installed, whatever its name.
+  EXPECT_FALSE(is_protected("nvidia-persiste", running("/home/u/nvidia-persistenced", false)));
+  // A real system program started under a protected name (exec -a Xorg python3) is not Xorg.
+  EXPECT_FALSE(is_protected("Xorg", running("/usr/bin/python3", true, 0)));
 }
 
 TEST(ReapSafety, ProtectedProcessIsRefusedUnlessNamed) {
