@@ -159,9 +159,11 @@ TEST_F(GhostVerdict, AHealthyJobsWorkersAreNeverTheGhostOfAnotherProcessOnTheirG
   auto doc = output_of({"doctor", "--json", "--dev-root", dev_.path(), "--settle", "100ms"}, nvml.env());
   for (const auto& f : doc["findings"]) {
     auto fp = pids(f["pids"]);
-    for (pid_t w : job.workers)
-      if (std::find(fp.begin(), fp.end(), w) != fp.end())
+    for (pid_t w : job.workers) {
+      if (std::find(fp.begin(), fp.end(), w) != fp.end()) {
         EXPECT_EQ(f["severity"], "info") << f.dump(2);
+      }
+    }
     if (f["code"] == "no-such-process") {
       EXPECT_EQ(fp, (std::vector<pid_t>{ghost.trainer, ghost.keeper})) << f.dump(2);
       EXPECT_EQ(f["memory_bytes"], 8 * GiB);

@@ -259,9 +259,11 @@ TEST(DoctorRules, ProtectedHolderIsInfo) {
   auto stopped = run(make_snapshot({proc(1, 0, 1), p}, {gpu(0, 0, 0, {})}));
   const auto* s = find(stopped, "stopped-holder", 77);
   ASSERT_NE(s, nullptr);
-  for (const auto& r : s->remedy)
-    if (r.find("gpureap kill 77") != std::string::npos)
+  for (const auto& r : s->remedy) {
+    if (r.find("gpureap kill 77") != std::string::npos) {
       EXPECT_NE(r.find("overrides the protection"), std::string::npos) << r;
+    }
+  }
 }
 
 TEST(DoctorRules, GpuFilterKeepsOnlyThatGpusFindings) {
