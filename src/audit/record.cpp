@@ -48,7 +48,9 @@ struct Builder {
   }
 
   static J process(const ProcessIdentity& p) {
-    return {{"pid", p.pid},
+    // Unknown is null, as everywhere in the format: a record about no process (the writer's
+    // records-dropped note) has no PID, not PID 0.
+    return {{"pid", p.pid > 0 ? J(p.pid) : J(nullptr)},
             {"start_ticks", or_null(p.start_ticks)},
             {"start_time", p.start_time ? J(output::iso8601_utc(*p.start_time)) : J(nullptr)},
             {"uid", or_null(p.uid)},
@@ -73,7 +75,7 @@ struct Builder {
             {"memory_bytes", known_memory_sum(r.memory)},
             {"released_bytes", or_null(r.released_bytes)},
             {"reasons", text_array(r.reasons)},
-            {"attempt", r.attempt},
+            {"attempt", r.attempt > 0 ? J(r.attempt) : J(nullptr)},
             {"detail", text(r.detail)}};
   }
 };
@@ -143,7 +145,10 @@ void read_process(const json& j, ProcessIdentity& p, std::vector<std::string>& p
   if (!process) return problems.push_back("\"process\" is missing");
   if (!process->is_object()) return problems.push_back("\"process\" is not an object");
   const json* pid = field(*process, "pid");
-  if (!pid) return problems.push_back("\"process.pid\" is missing");
+  if (!pid) {
+    if (!process->contains("pid")) problems.push_back("\"process.pid\" is missing");
+    return;  // null: a record about no process
+  }
   if (!pid->is_number_integer() || pid->get<int64_t>() < 0 ||
       pid->get<int64_t>() > std::numeric_limits<pid_t>::max())
     return problems.push_back("\"process.pid\" is not a PID");

@@ -38,7 +38,8 @@ struct Record {
   std::chrono::system_clock::time_point time;
   std::string host;
   // "decision" (matched for `after`), "action" (the reaper's result, one per attempt),
-  // "gave-up"; "records-dropped" is the writer's own note of records it could not keep (pid 0).
+  // "gave-up"; "records-dropped" is the writer's own note of records it could not keep (its
+  // process.pid and attempt are null).
   std::string event;
   std::string policy;
   std::string action;    // notify, terminate, kill
@@ -50,7 +51,7 @@ struct Record {
   std::vector<GpuMemory> memory;           // per GPU, at decision time
   std::optional<uint64_t> released_bytes;  // memory the action got back
   std::vector<std::string> reasons;        // why the policy matched
-  unsigned attempt = 0;                    // 1 for the first try of an action
+  unsigned attempt = 0;                    // 1 for the first try of an action; 0: none (null)
   std::string detail;                      // an error, a refusal, who still holds the memory
 };
 

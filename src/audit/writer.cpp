@@ -244,8 +244,9 @@ std::optional<AuditLog::Failure> AuditLog::write_lines_locked() {
 std::optional<AuditLog::Failure> AuditLog::open_locked(OpenFile& file) {
   const std::string& path = settings_.path;
   // Read access: to check the last byte. O_NONBLOCK: a FIFO at the path must not hang the
-  // daemon (it is ignored for regular files).
-  const int flags = O_RDWR | O_APPEND | O_CLOEXEC | O_NOCTTY | O_NONBLOCK;
+  // daemon (it is ignored for regular files). O_NOFOLLOW: a symlink planted at the path must
+  // not make root append to a file of someone's choosing.
+  const int flags = O_RDWR | O_APPEND | O_CLOEXEC | O_NOCTTY | O_NONBLOCK | O_NOFOLLOW;
   int fd = ::open(path.c_str(), flags);
   if (fd < 0 && errno == ENOENT) {
     if (int err = make_parent_directories(path); err != 0)
@@ -265,8 +266,12 @@ std::optional<AuditLog::Failure> AuditLog::open_locked(OpenFile& file) {
     ::close(fd);
     return Failure{"inspect", err};
   }
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return Failure{"use a non-regular file as", EINVAL};
+  }
   file.fd = fd;
-  file.regular = S_ISREG(st.st_mode);
+  file.regular = true;
   file.size = file.regular ? static_cast<uint64_t>(st.st_size) : 0;
   if (file.size > 0) {
     // A write cut short (full disk, crash) leaves half a line; end it, so that only that line

@@ -14,7 +14,7 @@ constexpr double kMaxMs = 366.0 * 86'400'000.0;
 
 core::Error bad_duration(std::string_view text) {
   return {"invalid duration \"" + std::string(text) + "\"",
-          "write a number with a unit: 500ms, 30s, 5m, 1h, 2d (a bare number is seconds)"};
+          "write a number with a unit: 500ms, 30s, 5m, 1h, 2d (only 0 needs none)"};
 }
 
 }  // namespace
@@ -34,7 +34,7 @@ core::Result<std::chrono::milliseconds> parse_duration(std::string_view text) {
   double scale = 0;
   if (unit == "ms")
     scale = 1;
-  else if (unit.empty() || unit == "s")
+  else if (unit == "s" || (unit.empty() && value == 0))
     scale = 1000;
   else if (unit == "m" || unit == "min")
     scale = 60'000;

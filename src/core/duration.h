@@ -10,7 +10,8 @@
 
 namespace gpureap::core {
 
-// A number (decimals allowed) with a unit ms, s, m, h or d; a bare number is seconds.
+// A number (decimals allowed) with a unit ms, s, m (or min), h or d. The unit is required
+// ("5" could mean seconds or milliseconds), except for a plain 0.
 // Negative, garbage, or more than 366 days is an error that says how to write it.
 core::Result<std::chrono::milliseconds> parse_duration(std::string_view text);
 

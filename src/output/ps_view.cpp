@@ -179,7 +179,11 @@ std::string render_process_table(const core::Snapshot& s, const Style& style,
       if (p && shown.count(p->stat.ppid) && p->stat.ppid != pid) children[p->stat.ppid].push_back(pid);
       else roots.push_back(pid);
     }
+    // A hostile procfs can make parent links a cycle: every shown process is walked once, and
+    // one that no root reaches starts a tree of its own.
+    std::set<pid_t> walked;
     std::function<void(pid_t, int)> walk = [&](pid_t pid, int depth) {
+      if (!walked.insert(pid).second || depth > 256) return;
       std::string prefix = depth ? std::string(2 * (depth - 1), ' ') + "└ " : "";
       if (const auto* r = s.row(pid)) {
         add_row(*r, prefix);
@@ -192,6 +196,8 @@ std::string render_process_table(const core::Snapshot& s, const Style& style,
       for (pid_t c : children[pid]) walk(c, depth + 1);
     };
     for (pid_t r : roots) walk(r, 0);
+    for (pid_t pid : shown)
+      if (!walked.count(pid)) walk(pid, 0);
   }
   if (t.empty()) return "No process holds a GPU device file or is listed by the driver.\n";
   return t.render(style, o.width);

@@ -1,0 +1,43 @@
+// The ps screen (src/output/ps_view.cpp): the tree and the footer over hand-built snapshots.
+#include <gtest/gtest.h>
+
+#include "output/ps_view.h"
+#include "snapshot_builders.h"
+
+namespace gpureap::output {
+namespace {
+
+using namespace gpureap::testing;
+
+size_t count(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+TEST(PsTree, ProcessesWhoseParentLinksFormACycleAreShownOnce) {
+  // A hostile procfs: 500's parent is 501 and 501's is 500.
+  auto s = make_snapshot({proc(1, 0, 1), holder(500, 501, 500), holder(501, 500, 501), holder(600, 1, 600)}, {});
+  auto text = render_process_table(s, Style(false), {true, std::nullopt});
+  EXPECT_EQ(count(text, "p500"), 1u) << text;
+  EXPECT_EQ(count(text, "p501"), 1u) << text;
+  EXPECT_EQ(count(text, "p600"), 1u) << text;
+}
+
+TEST(PsFooter, EachGhostCaseNamesTheCommandThatHelps) {
+  auto s = make_snapshot({proc(1, 0, 1), holder(301, 1, 300)},
+                         {gpu(0, 0, 8 * GiB, {listed(300, 8 * GiB)}), gpu(1, 1, 4 * GiB, {listed(400, 4 * GiB)})});
+  auto text = render_ps(s, Style(false), {});
+  EXPECT_NE(text.find("8.0 GiB on GPU 0 is held by ghosts (1 process keeps it alive). `gpureap doctor` explains; "
+                      "`gpureap kill 300` frees it."),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("4.0 GiB on GPU 1 is leaked: the driver lists gone PID 400 and no process holds it. Only a "
+                      "GPU reset (or a reboot) frees it: `gpureap reset --gpu 1`."),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(text.find("kill --ghosts"), std::string::npos) << text;
+}
+
+}  // namespace
+}  // namespace gpureap::output
