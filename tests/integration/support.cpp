@@ -12,6 +12,8 @@
 #include <sys/socket.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <sys/mount.h>
+#include <sched.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -107,6 +109,25 @@ Child holding(const FakeDevRoot& dev, const std::string& name, std::function<voi
   });
   ready.wait();
   return child;
+}
+
+int run_in_new_pid_namespace(const std::function<int()>& init) {
+  pid_t outer = ::fork();
+  if (outer == 0) {
+    if (::unshare(CLONE_NEWPID | CLONE_NEWNS) != 0) ::_exit(kNoPidNamespace);
+    if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) ::_exit(kNoPidNamespace);
+    pid_t first = ::fork();
+    if (first == 0) {
+      if (::mount("proc", "/proc", "proc", 0, nullptr) != 0) ::_exit(kNoPidNamespace);
+      ::_exit(init());
+    }
+    int status = 0;
+    ::waitpid(first, &status, 0);
+    ::_exit(WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
+  }
+  int status = 0;
+  ::waitpid(outer, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
 std::unique_ptr<SystemProgram> run_system_program(const FakeDevRoot& dev, const std::string& device,

@@ -78,6 +78,11 @@ struct SystemProgram {
 std::unique_ptr<SystemProgram> run_system_program(const FakeDevRoot& dev, const std::string& device,
                                                   const std::string& name, bool block = false);
 
+// Runs `init` as PID 1 of a new PID namespace with its own /proc (root only) and returns its
+// exit status; kNoPidNamespace when the namespace cannot be made here.
+inline constexpr int kNoPidNamespace = 77;
+int run_in_new_pid_namespace(const std::function<int()>& init);
+
 struct RunResult {
   int exit_code = -1;
   std::string out;

@@ -4,9 +4,7 @@
 // meanwhile the stopped holder it diagnosed exits and an unrelated process takes its PID.
 #include <fcntl.h>
 #include <gtest/gtest.h>
-#include <sched.h>
 #include <signal.h>
-#include <sys/mount.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -21,7 +19,7 @@
 namespace gpureap::testing {
 namespace {
 
-enum Code { kUntouched = 0, kSignalled = 1, kNoNamespace = 77, kNoReuse = 78, kNotHeld = 79 };
+enum Code { kUntouched = 0, kSignalled = 1, kNoReuse = 78, kNotHeld = 79 };
 
 std::string read_first_line(const std::string& path) {
   std::ifstream f(path);
@@ -39,10 +37,9 @@ bool wait_for(const std::function<bool()>& done, int ms) {
 }
 
 // Runs as PID 1 of the new namespace, with its own /proc.
-[[noreturn]] void namespace_init(const std::string& dev_root) {
-  if (::mount("proc", "/proc", "proc", 0, nullptr) != 0) ::_exit(kNoNamespace);
+int namespace_init(const std::string& dev_root) {
   int held[2];
-  if (::pipe(held) != 0) ::_exit(kNotHeld);
+  if (::pipe(held) != 0) return kNotHeld;
   pid_t holder = ::fork();
   if (holder == 0) {
     hold(dev_root + "/nvidia0");
@@ -50,14 +47,14 @@ bool wait_for(const std::function<bool()>& done, int ms) {
     for (;;) ::pause();
   }
   char h;
-  if (::read(held[0], &h, 1) != 1) ::_exit(kNotHeld);
+  if (::read(held[0], &h, 1) != 1) return kNotHeld;
   ::kill(holder, SIGSTOP);
   wait_for([&] { return read_first_line("/proc/" + std::to_string(holder) + "/stat").find(") T ") != std::string::npos; },
            5000);
 
   // A pipe already full: doctor's first write to stderr, right after its diagnosis, blocks.
   int p[2];
-  if (::pipe(p) != 0) ::_exit(kNotHeld);
+  if (::pipe(p) != 0) return kNotHeld;
   ::fcntl(p[1], F_SETFL, O_NONBLOCK);
   std::string junk(4096, 'x');
   while (::write(p[1], junk.data(), junk.size()) > 0) {
@@ -76,7 +73,7 @@ bool wait_for(const std::function<bool()>& done, int ms) {
   ::close(p[1]);
   std::string wchan = "/proc/" + std::to_string(doctor) + "/wchan";
   if (!wait_for([&] { return read_first_line(wchan).find("pipe_write") != std::string::npos; }, 20000))
-    ::_exit(kNotHeld);
+    return kNotHeld;
 
   // The diagnosed holder exits; an unrelated process that blocks every signal takes its PID.
   ::kill(holder, SIGKILL);
@@ -87,7 +84,7 @@ bool wait_for(const std::function<bool()>& done, int ms) {
     block_all_signals();
     for (;;) ::pause();
   }
-  if (stranger != holder) ::_exit(kNoReuse);
+  if (stranger != holder) return kNoReuse;
 
   char buf[4096];
   std::string said;
@@ -97,29 +94,16 @@ bool wait_for(const std::function<bool()>& done, int ms) {
   bool untouched = is_alive(stranger) && no_signal_pending(stranger);
   ::kill(stranger, SIGKILL);
   ::waitpid(stranger, nullptr, 0);
-  ::_exit(untouched ? kUntouched : kSignalled);
+  return untouched ? kUntouched : kSignalled;
 }
 
 TEST(DoctorFixIdentity, AHolderWhosePidWasReusedMeanwhileIsNeverSignalled) {
   if (::geteuid() != 0) GTEST_SKIP() << "needs root for a PID namespace and ns_last_pid";
   FakeDevRoot dev;
-  pid_t outer = ::fork();
-  if (outer == 0) {
-    if (::unshare(CLONE_NEWPID | CLONE_NEWNS) != 0) ::_exit(kNoNamespace);
-    if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) ::_exit(kNoNamespace);
-    pid_t init = ::fork();
-    if (init == 0) namespace_init(dev.path());
-    int status = 0;
-    ::waitpid(init, &status, 0);
-    ::_exit(WIFEXITED(status) ? WEXITSTATUS(status) : kSignalled);
-  }
-  int status = 0;
-  ASSERT_EQ(::waitpid(outer, &status, 0), outer);
-  ASSERT_TRUE(WIFEXITED(status));
-  int code = WEXITSTATUS(status);
+  int code = run_in_new_pid_namespace([&] { return namespace_init(dev.path()); });
   std::string said = read_text(dev.file("doctor.err"));
   SCOPED_TRACE("doctor said: " + said.substr(said.find_first_not_of('x') == std::string::npos ? said.size() : said.find_first_not_of('x')));
-  if (code == kNoNamespace) GTEST_SKIP() << "PID namespaces are not available here";
+  if (code == kNoPidNamespace) GTEST_SKIP() << "PID namespaces are not available here";
   if (code == kNoReuse) GTEST_SKIP() << "the namespace did not hand out the PID again";
   ASSERT_NE(code, kNotHeld) << "doctor never blocked on its stderr";
   EXPECT_NE(said.find("Fixing"), std::string::npos) << "doctor never planned a fix";
