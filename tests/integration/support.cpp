@@ -9,6 +9,7 @@
 #include <pty.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
@@ -109,6 +110,26 @@ Child holding(const FakeDevRoot& dev, const std::string& name, std::function<voi
   });
   ready.wait();
   return child;
+}
+
+std::unique_ptr<GoneTrainer> gone_trainer(const FakeDevRoot& dev, const std::string& device) {
+  auto g = std::make_unique<GoneTrainer>();
+  Ready ready;
+  Child t([&] {
+    ::setpgid(0, 0);
+    hold(dev.dev(device));
+    if (::fork() == 0) {
+      ::prctl(PR_SET_NAME, "loader-worker");
+      ready.send(::getpid());
+      for (;;) ::pause();
+    }
+    ::_exit(0);
+  });
+  g->trainer = t.pid();
+  g->worker = static_cast<pid_t>(ready.receive());
+  g->strays.pids = {g->worker};
+  t.kill_and_reap();
+  return g;
 }
 
 int run_in_new_pid_namespace(const std::function<int()>& init) {

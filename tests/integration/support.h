@@ -130,6 +130,17 @@ struct KillStrays {
   std::vector<pid_t> pids;
   ~KillStrays();
 };
+
+// A trainer that opened `dev`'s file `device` in a process group of its own, forked one worker
+// (named "loader-worker") that inherits it, and exited, reaped: its PID is gone and the worker
+// keeps its context. The worker is SIGKILLed with the struct.
+struct GoneTrainer {
+  pid_t trainer = 0;
+  pid_t worker = 0;
+  KillStrays strays;
+};
+std::unique_ptr<GoneTrainer> gone_trainer(const FakeDevRoot& dev, const std::string& device = "nvidia0");
+
 // Runs gpureap on a pseudo-terminal (stdin, stdout and stderr), as a user at a shell does.
 // Once the output contains `prompt`, types `answer` and a newline. out holds the whole
 // terminal transcript; err stays empty.

@@ -50,26 +50,13 @@ struct GhostHolder {
   FakeDevRoot dev;
   pid_t trainer = 0;
   pid_t worker = 0;
-  std::unique_ptr<KillStrays> strays;
+  std::unique_ptr<GoneTrainer> gone;  // its destructor kills the worker
   std::unique_ptr<FakeNvml> nvml;
 
   GhostHolder() {
-    Ready ready;
-    Child t([&] {
-      ::setpgid(0, 0);
-      hold(dev.dev("nvidia0"));
-      if (::fork() == 0) {
-        ::prctl(PR_SET_NAME, "loader-worker");
-        ready.send(::getpid());
-        for (;;) ::pause();
-      }
-      ::_exit(0);
-    });
-    trainer = t.pid();
-    worker = static_cast<pid_t>(ready.receive());
-    strays = std::make_unique<KillStrays>();  // not from a temporary: its destructor kills
-    strays->pids = {worker};
-    t.kill_and_reap();
+    gone = gone_trainer(dev);
+    trainer = gone->trainer;
+    worker = gone->worker;
     nvml = std::make_unique<FakeNvml>(one_gpu(json::array(
         {{{"pid", trainer}, {"used_bytes", 6 * GiB}, {"holders", {worker}}, {"name", "python"}}})));
   }

@@ -71,30 +71,6 @@ struct Job {
   pid_t pid() const { return main->pid(); }
 };
 
-// A trainer that opened nvidia0, forked one worker and exited: the worker keeps its context.
-struct Ghost {
-  Ready ready;
-  pid_t trainer = 0, keeper = 0;
-  KillStrays strays;
-
-  explicit Ghost(const FakeDevRoot& dev) {
-    Child t([&] {
-      ::setpgid(0, 0);
-      hold(dev.dev("nvidia0"));
-      if (::fork() == 0) {
-        ::prctl(PR_SET_NAME, "loader-worker");
-        ready.send(::getpid());
-        for (;;) ::pause();
-      }
-      ::_exit(0);
-    });
-    trainer = t.pid();
-    keeper = static_cast<pid_t>(ready.receive());
-    strays.pids = {keeper};
-    t.kill_and_reap();
-  }
-};
-
 class GhostVerdict : public ::testing::Test {
  protected:
   FakeDevRoot dev_;
@@ -103,21 +79,22 @@ class GhostVerdict : public ::testing::Test {
 TEST_F(GhostVerdict, AHealthyJobsWorkersAreNeverTheGhostOfAnotherProcessOnTheirGpu) {
   REQUIRE_DOUBLE();
   Job job(dev_, 2);
-  Ghost ghost(dev_);
+  auto trainer_ghost = gone_trainer(dev_);
+  const GoneTrainer& ghost = *trainer_ghost;
   FakeNvml nvml(gpus({{{"pid", job.pid()}, {"used_bytes", 20 * GiB}, {"holders", {job.pid()}}},
-                      {{"pid", ghost.trainer}, {"used_bytes", 8 * GiB}, {"holders", {ghost.keeper}}}}));
+                      {{"pid", ghost.trainer}, {"used_bytes", 8 * GiB}, {"holders", {ghost.worker}}}}));
 
   auto snap = run_json({"ps", "--json", "--dev-root", dev_.path()}, nvml.env());
   ASSERT_EQ(snap["open_files"], "exact") << snap.dump(2);
   auto gone = row_of(snap, ghost.trainer);
   ASSERT_FALSE(gone.is_null()) << snap.dump(2);
   EXPECT_EQ(strings(gone["anomalies"]), std::vector<std::string>{"no-such-process"});
-  EXPECT_EQ(pids(gone["ghost"]["keepers"]), std::vector<pid_t>{ghost.keeper});
+  EXPECT_EQ(pids(gone["ghost"]["keepers"]), std::vector<pid_t>{ghost.worker});
   EXPECT_TRUE(gone["ghost"]["listed_keepers"].empty());
   EXPECT_EQ(gone["ghost"]["exact"], true);
   EXPECT_EQ(gone["ghost"]["leaked"], false);
 
-  auto keeper = row_of(snap, ghost.keeper);
+  auto keeper = row_of(snap, ghost.worker);
   EXPECT_EQ(pids(keeper["keeps"]), std::vector<pid_t>{ghost.trainer});
   EXPECT_NE(keeper["anomalies"].dump().find("inherited-holder"), std::string::npos) << keeper.dump(2);
 
@@ -151,9 +128,9 @@ TEST_F(GhostVerdict, AHealthyJobsWorkersAreNeverTheGhostOfAnotherProcessOnTheirG
   auto plan = output_of(kill_with_driver(dev_, {"--ghosts", "--dry-run"}), nvml.env());
   std::vector<pid_t> planned;
   for (const auto& t : plan["plan"]["targets"]) planned.push_back(t["pid"].get<pid_t>());
-  EXPECT_EQ(planned, std::vector<pid_t>{ghost.keeper}) << plan.dump(2);
+  EXPECT_EQ(planned, std::vector<pid_t>{ghost.worker}) << plan.dump(2);
   ASSERT_EQ(plan["plan"]["gone"].size(), 1u);
-  EXPECT_EQ(pids(plan["plan"]["gone"][0]["keepers"]), std::vector<pid_t>{ghost.keeper});
+  EXPECT_EQ(pids(plan["plan"]["gone"][0]["keepers"]), std::vector<pid_t>{ghost.worker});
 
   // doctor: the keeper is warned about with the ghost's memory; the workers only at info.
   auto doc = output_of({"doctor", "--json", "--dev-root", dev_.path(), "--settle", "100ms"}, nvml.env());
@@ -165,11 +142,11 @@ TEST_F(GhostVerdict, AHealthyJobsWorkersAreNeverTheGhostOfAnotherProcessOnTheirG
       }
     }
     if (f["code"] == "no-such-process") {
-      EXPECT_EQ(fp, (std::vector<pid_t>{ghost.trainer, ghost.keeper})) << f.dump(2);
+      EXPECT_EQ(fp, (std::vector<pid_t>{ghost.trainer, ghost.worker})) << f.dump(2);
       EXPECT_EQ(f["memory_bytes"], 8 * GiB);
     }
     if (f["code"] == "inherited-holder" && f["severity"] == "warning") {
-      EXPECT_EQ(fp, std::vector<pid_t>{ghost.keeper});
+      EXPECT_EQ(fp, std::vector<pid_t>{ghost.worker});
       EXPECT_EQ(f["memory_bytes"], 8 * GiB);
     }
   }
@@ -178,9 +155,10 @@ TEST_F(GhostVerdict, AHealthyJobsWorkersAreNeverTheGhostOfAnotherProcessOnTheirG
 TEST_F(GhostVerdict, APolicyAndTheMetricsSeeOnlyTheKeeper) {
   REQUIRE_DOUBLE();
   Job job(dev_, 2);
-  Ghost ghost(dev_);
+  auto trainer_ghost = gone_trainer(dev_);
+  const GoneTrainer& ghost = *trainer_ghost;
   FakeNvml nvml(gpus({{{"pid", job.pid()}, {"used_bytes", 20 * GiB}, {"holders", {job.pid()}}},
-                      {{"pid", ghost.trainer}, {"used_bytes", 8 * GiB}, {"holders", {ghost.keeper}}}}));
+                      {{"pid", ghost.trainer}, {"used_bytes", 8 * GiB}, {"holders", {ghost.worker}}}}));
   TempDir cfg;
   std::ofstream(cfg.file("config.toml")) << "interval = \"200ms\"\nholder_scan_interval = \"200ms\"\n"
                                          << "audit_log = \"" << cfg.file("audit.jsonl") << "\"\n"
@@ -191,7 +169,7 @@ TEST_F(GhostVerdict, APolicyAndTheMetricsSeeOnlyTheKeeper) {
   std::vector<pid_t> matching;
   for (const auto& p : test["policies"][0]["processes"])
     if (p["status"] == "matches") matching.push_back(p["pid"].get<pid_t>());
-  EXPECT_EQ(matching, std::vector<pid_t>{ghost.keeper}) << test.dump(2);
+  EXPECT_EQ(matching, std::vector<pid_t>{ghost.worker}) << test.dump(2);
 
   DaemonProcess d({"--config", cfg.file("config.toml"), "--dev-root", dev_.path()}, nvml.env());
   ASSERT_GT(d.port(), 0) << d.log();
