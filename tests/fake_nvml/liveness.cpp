@@ -69,7 +69,9 @@ class StateFile {
 
  private:
   int fd_ = -1;
-  json state_ = json::object();
+  // Also what a state file that cannot be opened (a scenario folder the user cannot write)
+  // leaves: first_dead() must find the object, or it reads past the end of the map.
+  json state_ = {{"first_dead_ms", json::object()}};
   bool dirty_ = false;
 };
 
