@@ -42,6 +42,7 @@ core::Result<CommandResult> run_command(const std::vector<std::string>& args) {
   posix_spawn_file_actions_adddup2(&fa, pipefd[1], 2);
   std::vector<char*> argv;
   std::vector<std::string> copy = args;
+  argv.reserve(copy.size() + 1);
   for (auto& a : copy) argv.push_back(a.data());
   argv.push_back(nullptr);
   pid_t pid = -1;

@@ -83,6 +83,7 @@ template <class T>
 void read_fields(const toml::table& table, const std::vector<Field<T>>& fields, T& out,
                  Problems& p, std::string_view where = {}) {
   std::vector<std::string_view> known;
+  known.reserve(fields.size());
   for (const auto& f : fields) known.push_back(f.name);
   for (auto&& [key, node] : table) {
     const Field<T>* field = nullptr;

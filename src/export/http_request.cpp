@@ -146,7 +146,7 @@ std::string render_response(const HttpResponse& r, bool head_only) {
   out += "Content-Type: " + r.content_type + "\r\n";
   out += "Content-Length: " + std::to_string(r.body.size()) + "\r\n";
   out += "Connection: close\r\n";
-  for (const auto& [name, value] : r.headers) out += name + ": " + value + "\r\n";
+  for (const auto& [name, value] : r.headers) out.append(name).append(": ").append(value).append("\r\n");
   out += "\r\n";
   if (!head_only) out += r.body;
   return out;

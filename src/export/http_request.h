@@ -11,7 +11,7 @@
 
 namespace gpureap::exporter {
 
-inline constexpr size_t kMaxRequestHead = 16 * 1024;
+inline constexpr size_t kMaxRequestHead = size_t{16} * 1024;
 
 struct HttpRequest {
   std::string method;

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <functional>
 #include <map>
 #include <set>
@@ -68,7 +69,7 @@ Color row_color(const core::ProcessRow& r) {
 }
 
 std::string bar(uint64_t used, uint64_t total, size_t width) {
-  size_t filled = total ? static_cast<size_t>((static_cast<double>(used) / total) * width + 0.5) : 0;
+  size_t filled = total ? static_cast<size_t>(std::lround((static_cast<double>(used) / total) * width)) : 0;
   filled = std::min(filled, width);
   std::string out;
   for (size_t i = 0; i < width; ++i) out += i < filled ? "█" : "░";
@@ -184,7 +185,7 @@ std::string render_process_table(const core::Snapshot& s, const Style& style,
     std::set<pid_t> walked;
     std::function<void(pid_t, int)> walk = [&](pid_t pid, int depth) {
       if (!walked.insert(pid).second || depth > 256) return;
-      std::string prefix = depth ? std::string(2 * (depth - 1), ' ') + "└ " : "";
+      std::string prefix = depth ? std::string(size_t{2} * (depth - 1), ' ') + "└ " : "";
       if (const auto* r = s.row(pid)) {
         add_row(*r, prefix);
       } else if (const auto* p = s.find(pid)) {

@@ -73,7 +73,7 @@ std::optional<std::chrono::system_clock::time_point> parse_rfc3339(std::string_v
     if (!oh || !expect(text, pos, ":")) return std::nullopt;
     auto om = fixed_number(text, pos, 2);
     if (!om || *oh > 23 || *om > 59) return std::nullopt;
-    offset_minutes = sign * (*oh * 60 + *om);
+    offset_minutes = sign * (static_cast<long long>(*oh) * 60 + *om);
   } else {
     return std::nullopt;
   }

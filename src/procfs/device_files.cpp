@@ -105,9 +105,9 @@ core::Result<DeviceCatalog> DeviceCatalog::enumerate(const std::string& dev_root
     cat.files_.push_back(std::move(f));
   };
   for (const auto& name : list_dir(dev_root))
-    if (auto c = classify_nvidia(name)) add(dev_root + "/" + name, *c);
+    if (auto c = classify_nvidia(name)) add(std::string(dev_root).append("/").append(name), *c);
   for (const auto& name : list_dir(dev_root + "/dri"))
-    if (auto c = classify_dri(name)) add(dev_root + "/dri/" + name, *c);
+    if (auto c = classify_dri(name)) add(std::string(dev_root).append("/dri/").append(name), *c);
   return cat;
 }
 

@@ -28,6 +28,7 @@ std::vector<JobGpuUse> job_gpu_usage(const core::Snapshot& snapshot, const IsJob
     }
   }
   std::vector<JobGpuUse> out;
+  out.reserve(by_gpu.size());
   for (auto& [index, use] : by_gpu) out.push_back(use);
   return out;
 }

@@ -18,6 +18,7 @@ namespace {
 
 std::vector<char*> c_argv(std::vector<std::string>& args) {
   std::vector<char*> out;
+  out.reserve(args.size() + 1);
   for (auto& a : args) out.push_back(a.data());
   out.push_back(nullptr);
   return out;

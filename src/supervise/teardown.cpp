@@ -85,9 +85,10 @@ void Teardown::kill(const std::vector<core::ProcessStat>& live, bool command_unr
 
 std::vector<Leftover> Teardown::leftovers(const std::vector<core::ProcessStat>& live) const {
   std::vector<Leftover> out;
-  for (const auto& [key, l] : ended_) {
+  for (const auto& [identity, l] : ended_) {
     Leftover copy = l;
-    copy.ended = std::none_of(live.begin(), live.end(), [&](const core::ProcessStat& st) {
+    const auto& key = identity;  // a structured binding is not captured by every compiler
+    copy.ended = std::none_of(live.begin(), live.end(), [&key](const core::ProcessStat& st) {
       return st.pid == key.first && st.start_ticks == key.second;
     });
     out.push_back(std::move(copy));

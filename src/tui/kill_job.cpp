@@ -85,7 +85,7 @@ KillJob::KillJob(std::shared_ptr<const collect::Collector> collector, reap::Plan
     : state_(std::make_shared<State>()) {
   state_->collector = std::move(collector);
   state_->plan = std::move(plan);
-  state_->config = config;
+  state_->config = std::move(config);
 }
 
 KillJob::~KillJob() {

@@ -47,7 +47,7 @@ void pop_utf8(std::string& s) {
 
 }  // namespace
 
-TopModel::TopModel(TopSettings settings) : settings_(std::move(settings)) {
+TopModel::TopModel(TopSettings settings) : settings_(settings) {
   options_.unicode = settings_.unicode;
   set_size(80, 24);
 }
@@ -254,7 +254,6 @@ Effect TopModel::handle_table(const Key& key) {
       move(3);
       return {};
     case Key::Kill:
-      break;
     case Key::Char:
       break;
     default:

@@ -93,7 +93,7 @@ class TopModel {
   void set_size(size_t width, size_t height);
   // A new sample: the previous one is kept for the doctor's second look.
   void set_snapshot(std::shared_ptr<const core::Snapshot> snapshot);
-  void set_host(HostStats host) { host_ = std::move(host); }
+  void set_host(HostStats host) { host_ = host; }
   void set_sampling(SamplingStatus status) { sampling_ = std::move(status); }
 
   Effect handle(const Key& key);

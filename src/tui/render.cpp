@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <ctime>
 
 #include "output/escape.h"
@@ -49,7 +50,7 @@ void add_bar(Line& l, const core::Gpu& g, const core::GpuMemorySummary& m, size_
   }
   auto cells = [&](uint64_t bytes) {
     return static_cast<size_t>(
-        static_cast<double>(bytes) / static_cast<double>(total) * static_cast<double>(width) + 0.5);
+        std::lround(static_cast<double>(bytes) / static_cast<double>(total) * static_cast<double>(width)));
   };
   size_t a = std::min(width, cells(m.attributed_bytes));
   size_t gh = std::min(width - a, cells(m.ghost_bytes));

@@ -38,9 +38,9 @@ std::vector<Line> help_lines(bool readonly, size_t width) {
       out.push_back(Line().add(pad_right(i == 0 ? k : "", key_w), Role::Key).add(parts[i]));
   }
   out.push_back({});
-  auto legend = [&](std::vector<std::pair<std::string, Role>> parts) {
+  auto legend = [&](const std::vector<std::pair<std::string, Role>>& parts) {
     Line l;
-    for (auto& [t, r] : parts) {
+    for (const auto& [t, r] : parts) {
       if (l.width() + text_width(t) > width) {
         out.push_back(std::move(l));
         l = Line();

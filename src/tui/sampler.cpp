@@ -60,7 +60,7 @@ void Sampler::loop(const std::shared_ptr<State>& s) {
     s->busy = false;
     if (snapshot) {
       s->latest = {std::move(snapshot),
-                   std::move(host),
+                   host,
                    s->latest.generation + 1,
                    std::chrono::steady_clock::now(),
                    {}};

@@ -100,7 +100,7 @@ class NvmlBackend final : public GpuBackend {
         source_.reset();
         return false;
       }
-      api_ = std::move(table.value());
+      api_ = table.value();
     }
     if (!initialised_) {
       nvmlReturn_t rc = api_->get<nvmlVoid_fn>(Fn::Init)();
