@@ -86,7 +86,11 @@ core::Result<TimePoint> parse_since(std::string_view text, TimePoint now) {
   }
   double secs = 0;
   auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), secs);
-  if (ec != std::errc() || ptr != text.data() + text.size() || secs < 0 || !std::isfinite(secs))
+  // A TimePoint counts nanoseconds in 64 bits: a time after 2262 does not fit in one.
+  constexpr double kMaxSeconds = static_cast<double>(
+      std::chrono::duration_cast<std::chrono::seconds>(TimePoint::duration::max()).count());
+  if (ec != std::errc() || ptr != text.data() + text.size() || secs < 0 || !std::isfinite(secs) ||
+      secs > kMaxSeconds)
     return since_error(text);
   return TimePoint(std::chrono::milliseconds(static_cast<long long>(std::llround(secs * 1000))));
 }

@@ -88,7 +88,11 @@ std::optional<std::chrono::system_clock::time_point> parse_rfc3339(std::string_v
   tm.tm_sec = *second;
   std::time_t utc = ::timegm(&tm);
   using namespace std::chrono;
-  return system_clock::time_point(seconds(utc) - minutes(offset_minutes) + milliseconds(millis));
+  const milliseconds since_epoch = seconds(utc) - minutes(offset_minutes) + milliseconds(millis);
+  // The clock counts nanoseconds in 64 bits: years before 1678 or after 2261 do not fit.
+  constexpr milliseconds kLimit = duration_cast<milliseconds>(system_clock::duration::max());
+  if (since_epoch > kLimit || since_epoch < -kLimit) return std::nullopt;
+  return system_clock::time_point(since_epoch);
 }
 
 }  // namespace gpureap::output

@@ -207,8 +207,11 @@ TEST(OutputRfc3339, RejectsWhatIsNotATime) {
   for (const char* bad :
        {"", "2026-05-28", "2026-05-28T20:26:40", "2026-13-01T00:00:00Z", "2026-02-29T00:00:00Z",
         "2026-05-28T24:00:00Z", "2026-05-28T20:26:40.Z", "2026-05-28T20:26:40Zjunk",
-        "2026-5-28T20:26:40Z", "1h", "2026-05-28T20:26:40+0200"})
+        "2026-5-28T20:26:40Z", "1h", "2026-05-28T20:26:40+0200",
+        // Beyond what system_clock holds (1678 to 2262): an overflow, not a time.
+        "9999-12-31T23:59:59Z", "0001-01-01T00:00:00Z", "2262-04-12T00:00:00Z"})
     EXPECT_FALSE(output::parse_rfc3339(bad)) << bad;
+  EXPECT_EQ(output::parse_rfc3339("2262-04-11T00:00:00Z"), at_ms(9'223'286'400'000));
 }
 
 }  // namespace

@@ -23,7 +23,9 @@ TEST(ExportHistoryJson, SinceAsDurationAgoUnixTimeOrRfc3339) {
 
 TEST(ExportHistoryJson, BadSinceSaysHowToWriteIt) {
   for (const char* bad :
-       {"", "yesterday", "-5", "10x", "2023-11-14T22:13:20+0200", "2023-11-14T22:13", "1e999"}) {
+       {"", "yesterday", "-5", "10x", "2023-11-14T22:13:20+0200", "2023-11-14T22:13", "1e999",
+        // Later than a TimePoint holds (2262): refused, not overflowed.
+        "1700000070000000000", "1e12", "9999-12-31T23:59:59Z"}) {
     auto r = parse_since(bad, kNow);
     EXPECT_FALSE(r.ok()) << bad;
     if (!r.ok()) {
