@@ -35,7 +35,7 @@
 
 #define MAX_DEVS 16
 
-static pid_t *children;
+static pid_t* children;
 static int nchildren;
 static volatile sig_atomic_t stop_requested;
 
@@ -51,7 +51,7 @@ static void kill_fleet(void) {
     if (children[i] > 0) waitpid(children[i], NULL, 0);
 }
 
-static void die(const char *what) {
+static void die(const char* what) {
   fprintf(stderr, "fleet: %s: %s\n", what, strerror(errno));
   kill_fleet();
   exit(1);
@@ -64,7 +64,7 @@ static void usage(void) {
 }
 
 /* Child: build the fd table, report, sleep. ready_fd has already been moved to 3. */
-static void child_main(int fds, int is_holder, char **devs, int ndevs, const char *tmpfile,
+static void child_main(int fds, int is_holder, char** devs, int ndevs, const char* tmpfile,
                        pid_t parent) {
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (getppid() != parent) _exit(0); /* parent died before the prctl */
@@ -104,8 +104,12 @@ static void child_main(int fds, int is_holder, char **devs, int ndevs, const cha
         }
         fd = open("/dev/null", O_RDONLY);
         break;
-      case 2: fd = open("/dev/null", O_RDONLY); break;
-      case 3: fd = open(tmpfile, O_RDONLY); break;
+      case 2:
+        fd = open("/dev/null", O_RDONLY);
+        break;
+      case 3:
+        fd = open(tmpfile, O_RDONLY);
+        break;
     }
     if (fd < 0) goto failed;
     ++open_count;
@@ -120,27 +124,39 @@ static void child_main(int fds, int is_holder, char **devs, int ndevs, const cha
   for (;;) pause();
 
 failed:
-  if (write(3, &fail, 1) != 1) { /* nothing more to say */ }
+  if (write(3, &fail, 1) != 1) { /* nothing more to say */
+  }
   _exit(1);
 }
 
-int main(int argc, char **argv) {
+int main(int argc, char** argv) {
   int procs = -1, fds = -1, holders = -1, ndevs = 0;
   const char *pidfile = NULL, *tmpdir = NULL;
-  char *devs[MAX_DEVS];
+  char* devs[MAX_DEVS];
   int opt;
   while ((opt = getopt(argc, argv, "n:k:H:o:d:t:")) != -1) {
     switch (opt) {
-      case 'n': procs = atoi(optarg); break;
-      case 'k': fds = atoi(optarg); break;
-      case 'H': holders = atoi(optarg); break;
-      case 'o': pidfile = optarg; break;
+      case 'n':
+        procs = atoi(optarg);
+        break;
+      case 'k':
+        fds = atoi(optarg);
+        break;
+      case 'H':
+        holders = atoi(optarg);
+        break;
+      case 'o':
+        pidfile = optarg;
+        break;
       case 'd':
         if (ndevs == MAX_DEVS) usage();
         devs[ndevs++] = optarg;
         break;
-      case 't': tmpdir = optarg; break;
-      default: usage();
+      case 't':
+        tmpdir = optarg;
+        break;
+      default:
+        usage();
     }
   }
   if (procs < 1 || fds < 3 || holders < 0 || holders > procs || !pidfile) usage();
@@ -206,8 +222,7 @@ int main(int argc, char **argv) {
     return 1;
   }
   if (got < procs || failed) {
-    fprintf(stderr,
-            "fleet: %d of %d children failed to set up %d fds%s (check ulimit -n)\n",
+    fprintf(stderr, "fleet: %d of %d children failed to set up %d fds%s (check ulimit -n)\n",
             failed + (procs - got), procs, fds, ndevs ? " plus the device files" : "");
     kill_fleet();
     unlink(tmpfile);
@@ -216,7 +231,7 @@ int main(int argc, char **argv) {
 
   char tmp[4096];
   snprintf(tmp, sizeof tmp, "%s.tmp", pidfile);
-  FILE *f = fopen(tmp, "w");
+  FILE* f = fopen(tmp, "w");
   if (!f) die(tmp);
   for (int i = 0; i < nchildren; ++i)
     fprintf(f, "%d %s\n", (int)children[i], i < holders ? "holder" : "sleeper");

@@ -22,7 +22,7 @@
 #include <unistd.h>
 
 static int port, requests;
-static const char *path = "/metrics";
+static const char* path = "/metrics";
 static pthread_barrier_t start;
 
 struct result {
@@ -44,9 +44,10 @@ static int get_once(void) {
   a.sin_port = htons((unsigned short)port);
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   int status = 0;
-  if (connect(fd, (struct sockaddr *)&a, sizeof a) == 0) {
+  if (connect(fd, (struct sockaddr*)&a, sizeof a) == 0) {
     char req[256];
-    int n = snprintf(req, sizeof req, "GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n", path);
+    int n = snprintf(req, sizeof req,
+                     "GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n", path);
     if (write(fd, req, (size_t)n) == n) {
       /* The status line from the first bytes; the rest is read and dropped. */
       char buf[65536], head[32];
@@ -66,8 +67,8 @@ static int get_once(void) {
   return status;
 }
 
-static void *client(void *arg) {
-  struct result *out = arg;
+static void* client(void* arg) {
+  struct result* out = arg;
   pthread_barrier_wait(&start);
   for (int i = 0; i < requests; ++i) {
     double t0 = now_ms();
@@ -77,15 +78,19 @@ static void *client(void *arg) {
   return NULL;
 }
 
-int main(int argc, char **argv) {
+int main(int argc, char** argv) {
   int clients = 100;
   requests = 10;
   int opt;
   while ((opt = getopt(argc, argv, "p:c:n:u:")) != -1) {
-    if (opt == 'p') port = atoi(optarg);
-    else if (opt == 'c') clients = atoi(optarg);
-    else if (opt == 'n') requests = atoi(optarg);
-    else if (opt == 'u') path = optarg;
+    if (opt == 'p')
+      port = atoi(optarg);
+    else if (opt == 'c')
+      clients = atoi(optarg);
+    else if (opt == 'n')
+      requests = atoi(optarg);
+    else if (opt == 'u')
+      path = optarg;
     else {
       fprintf(stderr, "usage: scrape_load -p PORT -c CLIENTS -n REQUESTS [-u PATH]\n");
       return 2;
@@ -95,8 +100,8 @@ int main(int argc, char **argv) {
     fprintf(stderr, "scrape_load: -p PORT, -c CLIENTS and -n REQUESTS must be positive\n");
     return 2;
   }
-  pthread_t *threads = calloc((size_t)clients, sizeof *threads);
-  struct result *results = calloc((size_t)clients * (size_t)requests, sizeof *results);
+  pthread_t* threads = calloc((size_t)clients, sizeof *threads);
+  struct result* results = calloc((size_t)clients * (size_t)requests, sizeof *results);
   pthread_barrier_init(&start, NULL, (unsigned)clients);
   for (int c = 0; c < clients; ++c)
     if (pthread_create(&threads[c], NULL, client, results + (size_t)c * (size_t)requests) != 0) {
@@ -104,6 +109,7 @@ int main(int argc, char **argv) {
       return 1;
     }
   for (int c = 0; c < clients; ++c) pthread_join(threads[c], NULL);
-  for (int i = 0; i < clients * requests; ++i) printf("%d %.3f\n", results[i].status, results[i].ms);
+  for (int i = 0; i < clients * requests; ++i)
+    printf("%d %.3f\n", results[i].status, results[i].ms);
   return 0;
 }

@@ -5,11 +5,16 @@ namespace gpureap::alert {
 
 std::string_view to_string(Condition c) {
   switch (c) {
-    case Condition::MemoryRatio: return "memory_ratio";
-    case Condition::GhostMemory: return "ghost_memory";
-    case Condition::UnattributedMemory: return "unattributed_memory";
-    case Condition::Finding: return "finding";
-    case Condition::PolicyAction: return "policy_action";
+    case Condition::MemoryRatio:
+      return "memory_ratio";
+    case Condition::GhostMemory:
+      return "ghost_memory";
+    case Condition::UnattributedMemory:
+      return "unattributed_memory";
+    case Condition::Finding:
+      return "finding";
+    case Condition::PolicyAction:
+      return "policy_action";
   }
   return "?";
 }
@@ -23,9 +28,12 @@ std::optional<Condition> condition_from_string(std::string_view s) {
 
 std::string_view to_string(SinkType t) {
   switch (t) {
-    case SinkType::Webhook: return "webhook";
-    case SinkType::Slack: return "slack";
-    case SinkType::Exec: return "exec";
+    case SinkType::Webhook:
+      return "webhook";
+    case SinkType::Slack:
+      return "slack";
+    case SinkType::Exec:
+      return "exec";
   }
   return "?";
 }

@@ -26,16 +26,16 @@ struct Rule {
   std::string name;  // the alertname label
   unsigned line = 0;
   Condition condition = Condition::MemoryRatio;
-  double ratio_above = 0;   // MemoryRatio: 0..1
-  uint64_t bytes_above = 0; // GhostMemory, UnattributedMemory
-  std::optional<std::string> finding_code;            // Finding
-  std::optional<doctor::Severity> finding_severity;   // Finding: this severity or worse
-  std::optional<std::string> policy;                  // PolicyAction: only this policy's
-  std::optional<unsigned> gpu;                        // only this GPU (NVML index)
-  std::chrono::milliseconds for_duration{0};          // `for`: held this long before firing
+  double ratio_above = 0;                            // MemoryRatio: 0..1
+  uint64_t bytes_above = 0;                          // GhostMemory, UnattributedMemory
+  std::optional<std::string> finding_code;           // Finding
+  std::optional<doctor::Severity> finding_severity;  // Finding: this severity or worse
+  std::optional<std::string> policy;                 // PolicyAction: only this policy's
+  std::optional<unsigned> gpu;                       // only this GPU (NVML index)
+  std::chrono::milliseconds for_duration{0};         // `for`: held this long before firing
   std::chrono::milliseconds repeat_interval{std::chrono::hours(4)};  // re-send while firing
-  std::string severity = "warning";                   // the severity label
-  std::vector<std::string> sinks;                     // empty: every sink
+  std::string severity = "warning";                                  // the severity label
+  std::vector<std::string> sinks;                                    // empty: every sink
 };
 
 }  // namespace gpureap::alert

@@ -22,8 +22,8 @@ struct SinkConfig {
   SinkType type = SinkType::Webhook;
   std::string url;                   // webhook, slack: http:// or https://
   std::vector<std::string> command;  // exec: argv, argv[0] an absolute path
-  std::chrono::milliseconds timeout{std::chrono::seconds(10)};  // per attempt
-  unsigned retries = 3;              // after the first attempt
+  std::chrono::milliseconds timeout{std::chrono::seconds(10)};       // per attempt
+  unsigned retries = 3;                                              // after the first attempt
   std::chrono::milliseconds retry_backoff{std::chrono::seconds(1)};  // doubles per retry
 };
 

@@ -6,8 +6,8 @@
 
 #include <limits>
 
-#include "output/rfc3339.h"
 #include "output/escape.h"
+#include "output/rfc3339.h"
 #include "output/time_format.h"
 
 namespace gpureap::audit {

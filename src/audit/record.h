@@ -7,11 +7,10 @@
 
 #include <chrono>
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "core/result.h"
 
@@ -42,7 +41,7 @@ struct Record {
   // process.pid and attempt are null).
   std::string event;
   std::string policy;
-  std::string action;    // notify, terminate, kill
+  std::string action;  // notify, terminate, kill
   bool enforced = false;
   // decisions: would-terminate, would-kill, notified, acting; actions: released, still-held,
   // survived, refused, not-permitted, gone, failed; gave-up; dropped (records-dropped)

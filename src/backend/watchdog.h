@@ -80,7 +80,9 @@ class WatchdogBackend final : public GpuBackend {
       : watchdog_(std::move(factory), options) {}
   core::BackendReport collect() override { return watchdog_.collect().report; }
   void set_timeout(std::chrono::milliseconds timeout) { watchdog_.set_timeout(timeout); }
-  std::optional<std::chrono::steady_clock::duration> down_for() const { return watchdog_.down_for(); }
+  std::optional<std::chrono::steady_clock::duration> down_for() const {
+    return watchdog_.down_for();
+  }
   // A thread is still blocked in the driver: the program should leave with _exit, since exit()
   // would run destructors under it.
   bool threads_stuck() const { return watchdog_.stuck() > 0; }

@@ -48,8 +48,9 @@ core::Result<std::string> audit_log_path(const AuditOptions& o) {
 core::Result<TimePoint> parse_since(const std::string& text) {
   auto since = exporter::parse_since(text, std::chrono::system_clock::now());
   if (!since)
-    return core::Error{"--since " + output::terminal_safe(text) + " is neither a duration nor a time",
-                       since.error().hint};
+    return core::Error{
+        "--since " + output::terminal_safe(text) + " is neither a duration nor a time",
+        since.error().hint};
   return *since;
 }
 

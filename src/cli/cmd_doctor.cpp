@@ -1,4 +1,3 @@
-#include "core/duration.h"
 #include "cli/cmd_doctor.h"
 
 #include <algorithm>
@@ -8,6 +7,7 @@
 #include <thread>
 
 #include "cli/cmd_kill.h"
+#include "core/duration.h"
 #include "doctor/diagnose.h"
 #include "output/doctor_view.h"
 #include "output/snapshot_json.h"
@@ -48,7 +48,8 @@ bool needs_settle(const core::Snapshot& s, std::optional<unsigned> gpu) {
 std::vector<reap::Chosen> fix_choices(const std::vector<doctor::Finding>& findings) {
   std::vector<reap::Chosen> out;
   auto add = [&](pid_t pid, reap::ReasonKind kind, std::optional<core::Anomaly> a) {
-    bool seen = std::any_of(out.begin(), out.end(), [&](const reap::Chosen& c) { return c.pid == pid; });
+    bool seen =
+        std::any_of(out.begin(), out.end(), [&](const reap::Chosen& c) { return c.pid == pid; });
     if (!seen) out.push_back({pid, kind, a});
   };
   for (const auto& f : findings) {
@@ -62,7 +63,8 @@ std::vector<reap::Chosen> fix_choices(const std::vector<doctor::Finding>& findin
     else if (f.code == "inherited-holder" && f.severity != doctor::Severity::Info)
       add(f.pids.front(), reap::ReasonKind::Ghost, core::Anomaly::InheritedHolder);
   }
-  std::sort(out.begin(), out.end(), [](const reap::Chosen& a, const reap::Chosen& b) { return a.pid < b.pid; });
+  std::sort(out.begin(), out.end(),
+            [](const reap::Chosen& a, const reap::Chosen& b) { return a.pid < b.pid; });
   return out;
 }
 
@@ -88,17 +90,22 @@ void keep_only(std::vector<doctor::Finding>& findings, const std::vector<std::st
 }  // namespace
 
 CLI::App* add_doctor_command(CLI::App& app, DoctorOptions& o) {
-  auto* cmd = app.add_subcommand("doctor", "explain every ghost, with evidence and the command that fixes it");
+  auto* cmd = app.add_subcommand(
+      "doctor", "explain every ghost, with evidence and the command that fixes it");
   cmd->add_option("--gpu", o.gpu, "only findings about this GPU (NVML index)");
-  cmd->add_option("--settle", o.settle, "time between the two samples that tell releasing from leaked (default 5s)");
-  cmd->add_option("--only", o.only,
-                  "only findings with these codes (e.g. no-such-process,leaked-memory); the exit status "
-                  "follows them")
+  cmd->add_option("--settle", o.settle,
+                  "time between the two samples that tell releasing from leaked (default 5s)");
+  cmd->add_option(
+         "--only", o.only,
+         "only findings with these codes (e.g. no-such-process,leaked-memory); the exit status "
+         "follows them")
       ->delimiter(',');
-  cmd->add_option("--unattributed-threshold", o.unattributed_threshold,
-                  "report memory the driver attributes to no process above this: a size, a percentage of "
-                  "the GPU, or both (default 1GiB,1%: the larger)");
-  cmd->add_flag("--fix", o.fix, "apply the safe remedies through the reaper, after showing the plan");
+  cmd->add_option(
+      "--unattributed-threshold", o.unattributed_threshold,
+      "report memory the driver attributes to no process above this: a size, a percentage of "
+      "the GPU, or both (default 1GiB,1%: the larger)");
+  cmd->add_flag("--fix", o.fix,
+                "apply the safe remedies through the reaper, after showing the plan");
   cmd->add_flag("-y,--yes", o.yes, "with --fix: do not ask for confirmation");
   return cmd;
 }
@@ -137,15 +144,13 @@ int run_doctor(const GlobalOptions& g, const DoctorOptions& o) {
   if (needs_settle(first, o.gpu)) std::this_thread::sleep_for(*settle);
   auto last = collector->collect();
 
-  auto is_protected = [](const core::HostProcess& p) {
-    return reap::is_protected(p);
-  };
+  auto is_protected = [](const core::HostProcess& p) { return reap::is_protected(p); };
   auto diagnose = [&](const core::Snapshot& a, const core::Snapshot& b) {
     std::vector<pid_t> live;
     for (const auto& p : b.proc.processes) live.push_back(p.stat.pid);
-    auto found = doctor::diagnose(
-        {a, b, procfs::find_ipc_residue(collector->procfs(), g.dev_root, live), o.gpu, is_protected,
-         threshold});
+    auto found =
+        doctor::diagnose({a, b, procfs::find_ipc_residue(collector->procfs(), g.dev_root, live),
+                          o.gpu, is_protected, threshold});
     keep_only(found, o.only);
     return found;
   };
@@ -161,7 +166,8 @@ int run_doctor(const GlobalOptions& g, const DoctorOptions& o) {
     if (choices.empty()) {
       log << "\nNothing for --fix to do: the remedies above need a person (or `gpureap reset`).\n";
     } else {
-      log << "\nFixing: ending the processes that keep ghost memory or hold the GPU stopped.\n" << std::flush;
+      log << "\nFixing: ending the processes that keep ghost memory or hold the GPU stopped.\n"
+          << std::flush;
       KillOptions kill;
       kill.yes = o.yes;
       reap::Request request;
@@ -172,8 +178,9 @@ int run_doctor(const GlobalOptions& g, const DoctorOptions& o) {
       if (g.json) std::cout.rdbuf(std::cerr.rdbuf());
       // Planned on the diagnosed snapshot: each target is the process doctor saw (PID and
       // start time), however long the diagnosis took to print.
-      auto run = kill_on_snapshot(human, kill, request, *collector, last, std::chrono::system_clock::now(),
-                                  "pass --yes to apply this plan: gpureap doctor --fix --yes");
+      auto run =
+          kill_on_snapshot(human, kill, request, *collector, last, std::chrono::system_clock::now(),
+                           "pass --yes to apply this plan: gpureap doctor --fix --yes");
       std::cout.rdbuf(saved);
       fixed = run.signalled;
     }

@@ -1,6 +1,5 @@
 #pragma once
 #include <CLI/CLI.hpp>
-
 #include <optional>
 #include <string>
 #include <vector>

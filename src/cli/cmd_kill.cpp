@@ -1,5 +1,4 @@
 // `gpureap kill`: plan → confirm → signal → wait → verify that the memory is back.
-#include "core/duration.h"
 #include "cli/cmd_kill.h"
 
 #include <unistd.h>
@@ -7,6 +6,7 @@
 #include <chrono>
 #include <iostream>
 
+#include "core/duration.h"
 #include "output/snapshot_json.h"
 #include "reap/arguments.h"
 #include "reap/executor.h"
@@ -24,7 +24,12 @@ using SystemClock = std::chrono::system_clock;
 
 core::Result<reap::KillSettings> settings_from(const KillOptions& o) {
   reap::KillSettings k;
-  k.request = {.pids = o.pids, .gpu = o.gpu, .user = o.user, .ghosts = o.ghosts, .tree = o.tree, .group = o.group};
+  k.request = {.pids = o.pids,
+               .gpu = o.gpu,
+               .user = o.user,
+               .ghosts = o.ghosts,
+               .tree = o.tree,
+               .group = o.group};
   k.dry_run = o.dry_run;
   k.exec.escalate = !o.no_escalate;
   auto signal = reap::parse_signal(o.signal);
@@ -34,12 +39,14 @@ core::Result<reap::KillSettings> settings_from(const KillOptions& o) {
   if (!grace) return core::Error{"--grace: " + grace.error().message, grace.error().hint};
   k.exec.grace = *grace;
   // SIGKILL acts at once unless the task sleeps in the kernel: a short, bounded wait.
-  k.exec.kill_wait = std::clamp(*grace, std::chrono::milliseconds(1000), std::chrono::milliseconds(5000));
+  k.exec.kill_wait =
+      std::clamp(*grace, std::chrono::milliseconds(1000), std::chrono::milliseconds(5000));
   auto wait = core::parse_duration(o.wait_release);
   if (!wait) return core::Error{"--wait-release: " + wait.error().message, wait.error().hint};
   k.verify.wait_release = *wait;
   for (pid_t pid : o.pids)
-    if (pid <= 0) return core::Error{"invalid PID " + std::to_string(pid), "PIDs are positive numbers"};
+    if (pid <= 0)
+      return core::Error{"invalid PID " + std::to_string(pid), "PIDs are positive numbers"};
   return k;
 }
 
@@ -56,21 +63,29 @@ bool confirm(size_t count, std::ostream& out) {
 CLI::App* add_kill_command(CLI::App& app, KillOptions& o) {
   auto* kill = app.add_subcommand(
       "kill", "reclaim GPU memory: plan, confirm, signal, then verify that the memory is back");
-  kill->add_option("pid", o.pids, "PIDs to kill; a gone PID the driver lists means the processes that keep its memory");
+  kill->add_option(
+      "pid", o.pids,
+      "PIDs to kill; a gone PID the driver lists means the processes that keep its memory");
   kill->add_option("--gpu", o.gpu, "every holder of GPU N (NVML index)");
-  kill->add_option("--user", o.user, "only processes of this user (name or uid); alone: all their GPU processes");
-  kill->add_flag("--ghosts", o.ghosts, "every process that keeps ghost memory alive (inherited holders, orphans, stopped holders)");
+  kill->add_option("--user", o.user,
+                   "only processes of this user (name or uid); alone: all their GPU processes");
+  kill->add_flag(
+      "--ghosts", o.ghosts,
+      "every process that keeps ghost memory alive (inherited holders, orphans, stopped holders)");
   auto* tree = kill->add_flag("--tree", o.tree, "also every descendant of the targets");
-  kill->add_flag("--group", o.group, "also every member of the targets' process groups")->excludes(tree);
+  kill->add_flag("--group", o.group, "also every member of the targets' process groups")
+      ->excludes(tree);
   kill->add_option("--signal", o.signal, "first signal (name or number)")->capture_default_str();
-  kill->add_option("--grace", o.grace, "wait this long before SIGKILL (500ms, 10s, 1m)")->capture_default_str();
+  kill->add_option("--grace", o.grace, "wait this long before SIGKILL (500ms, 10s, 1m)")
+      ->capture_default_str();
   kill->add_flag("--no-escalate", o.no_escalate, "never send SIGKILL");
   kill->add_option("--wait-release", o.wait_release, "wait this long for the memory to be released")
       ->capture_default_str();
   kill->add_flag("--dry-run", o.dry_run, "print the plan and stop");
   kill->add_flag("-y,--yes", o.yes, "do not ask (required when not on a terminal)");
-  kill->footer("Exit status: 0 all gone and released; 1 something survived or memory stayed held; "
-               "2 usage, permission or environment error; 3 nothing matched.");
+  kill->footer(
+      "Exit status: 0 all gone and released; 1 something survived or memory stayed held; "
+      "2 usage, permission or environment error; 3 nothing matched.");
   return kill;
 }
 
@@ -102,7 +117,8 @@ int run_kill(const GlobalOptions& g, const KillOptions& o) {
 
 KillRun kill_on_snapshot(const GlobalOptions& g, const KillOptions& o, const reap::Request& request,
                          const collect::Collector& collector, const core::Snapshot& snapshot,
-                         std::chrono::system_clock::time_point started, const std::string& proceed) {
+                         std::chrono::system_clock::time_point started,
+                         const std::string& proceed) {
   auto settings = settings_from(o);
   if (!settings) return {false, fail(settings.error())};
   settings->request = request;
@@ -122,8 +138,11 @@ KillRun kill_on_snapshot(const GlobalOptions& g, const KillOptions& o, const rea
   size_t to_signal = plan->count(reap::Action::Signal);
   bool act = to_signal > 0 || plan->count(reap::Action::Zombie) > 0;
   if (o.dry_run || !act) {
-    if (g.json) std::cout << output::dump_json(reap::kill_to_json(snapshot, *plan, *settings, nullptr)) << "\n";
-    else print_plan(std::cout);
+    if (g.json)
+      std::cout << output::dump_json(reap::kill_to_json(snapshot, *plan, *settings, nullptr))
+                << "\n";
+    else
+      print_plan(std::cout);
     return {false, reap::plan_exit_code(*plan)};
   }
   bool plan_shown = false;
@@ -147,7 +166,8 @@ KillRun kill_on_snapshot(const GlobalOptions& g, const KillOptions& o, const rea
 
   report.timing.signalled = SystemClock::now();
   auto executions = reap::Executor(proc, settings->exec).run(*plan);
-  auto verification = reap::verify(*plan, executions, reap::release_source(collector), settings->verify);
+  auto verification =
+      reap::verify(*plan, executions, reap::release_source(collector), settings->verify);
   auto timing = report.timing;
   timing.verified = SystemClock::now();
   report = reap::compose(*plan, executions, verification);

@@ -1,6 +1,5 @@
 #pragma once
 #include <CLI/CLI.hpp>
-
 #include <chrono>
 #include <optional>
 #include <string>
@@ -41,7 +40,7 @@ struct KillRun {
 // and verifies. The options' own selection is ignored; their signal, grace and waits apply.
 KillRun kill_on_snapshot(const GlobalOptions& global, const KillOptions& options,
                          const reap::Request& request, const collect::Collector& collector,
-                         const core::Snapshot& snapshot, std::chrono::system_clock::time_point started,
-                         const std::string& proceed);
+                         const core::Snapshot& snapshot,
+                         std::chrono::system_clock::time_point started, const std::string& proceed);
 
 }  // namespace gpureap::cli

@@ -57,16 +57,20 @@ std::string joined(const std::vector<std::string>& parts, const char* sep) {
 
 std::string what_it_does(const Policy& p, bool enforce) {
   std::string action(policy::to_string(p.action));
-  if (p.action == policy::Action::Terminate) action += " (SIGTERM, SIGKILL after " + core::format_duration(p.grace) + ")";
-  std::string when = p.after.count() ? " once the match has held for " + core::format_duration(p.after) : " at once";
-  if (p.action != policy::Action::Notify && !enforce) return "would " + action + when + " (enforce is off: only logged)";
+  if (p.action == policy::Action::Terminate)
+    action += " (SIGTERM, SIGKILL after " + core::format_duration(p.grace) + ")";
+  std::string when = p.after.count()
+                         ? " once the match has held for " + core::format_duration(p.after)
+                         : " at once";
+  if (p.action != policy::Action::Notify && !enforce)
+    return "would " + action + when + " (enforce is off: only logged)";
   return action + when;
 }
 
 void print_policy(std::ostream& out, const Policy& p, const std::vector<Evaluation>& evals,
                   const core::Snapshot& s, bool enforce, const output::Style& style) {
-  out << "policy " << output::terminal_safe(p.name) << " (line " << p.line << "): " << what_it_does(p, enforce)
-      << "\n";
+  out << "policy " << output::terminal_safe(p.name) << " (line " << p.line
+      << "): " << what_it_does(p, enforce) << "\n";
   output::Table matches({"PID", "USER", "COMMAND", "GPU", "MEMORY", "WHY"});
   std::vector<std::string> others;
   for (const auto& e : evals) {
@@ -74,15 +78,20 @@ void print_policy(std::ostream& out, const Policy& p, const std::vector<Evaluati
     if (e.matched() || e.possible()) {
       std::string why = joined(e.reasons(), "; ");
       for (const auto& c : e.checks)
-        if (c.verdict == policy::Verdict::Unknown) why += (why.empty() ? "" : "; ") + ("to be seen: " + c.detail);
-      matches.add({{std::to_string(e.pid)}, {output::terminal_safe(user_of(s, e.pid))}, {name},
-                   {gpus_text(e.gpus)},
-                   {e.memory_bytes ? output::human_bytes(*e.memory_bytes) : "-"},
-                   {output::terminal_safe(why), e.matched() ? output::Color::Red : output::Color::Yellow}});
+        if (c.verdict == policy::Verdict::Unknown)
+          why += (why.empty() ? "" : "; ") + ("to be seen: " + c.detail);
+      matches.add(
+          {{std::to_string(e.pid)},
+           {output::terminal_safe(user_of(s, e.pid))},
+           {name},
+           {gpus_text(e.gpus)},
+           {e.memory_bytes ? output::human_bytes(*e.memory_bytes) : "-"},
+           {output::terminal_safe(why), e.matched() ? output::Color::Red : output::Color::Yellow}});
     } else if (e.exempt) {
       others.push_back(std::to_string(e.pid) + " " + name + ": exempt, " + *e.exempt);
     } else if (const auto* c = e.failed()) {
-      others.push_back(std::to_string(e.pid) + " " + name + ": " + output::terminal_safe(c->detail));
+      others.push_back(std::to_string(e.pid) + " " + name + ": " +
+                       output::terminal_safe(c->detail));
     }
   }
   if (matches.empty())
@@ -93,7 +102,8 @@ void print_policy(std::ostream& out, const Policy& p, const std::vector<Evaluati
   out << "\n";
 }
 
-nlohmann::json policy_json(const Policy& p, const std::vector<Evaluation>& evals, const core::Snapshot& s) {
+nlohmann::json policy_json(const Policy& p, const std::vector<Evaluation>& evals,
+                           const core::Snapshot& s) {
   nlohmann::json rows = nlohmann::json::array();
   for (const auto& e : evals) {
     nlohmann::json checks = nlohmann::json::array();
@@ -103,14 +113,15 @@ nlohmann::json policy_json(const Policy& p, const std::vector<Evaluation>& evals
                                     : c.verdict == policy::Verdict::Fail ? "fail"
                                                                          : "unknown"},
                         {"detail", c.detail}});
-    rows.push_back({{"pid", e.pid},
-                    {"start_ticks", e.start_ticks ? nlohmann::json(*e.start_ticks) : nlohmann::json()},
-                    {"comm", process_name(s, e.pid)},
-                    {"status", status_of(e)},
-                    {"gpus", e.gpus},
-                    {"memory_bytes", e.memory_bytes ? nlohmann::json(*e.memory_bytes) : nlohmann::json()},
-                    {"exempt", e.exempt ? nlohmann::json(*e.exempt) : nlohmann::json()},
-                    {"checks", checks}});
+    rows.push_back(
+        {{"pid", e.pid},
+         {"start_ticks", e.start_ticks ? nlohmann::json(*e.start_ticks) : nlohmann::json()},
+         {"comm", process_name(s, e.pid)},
+         {"status", status_of(e)},
+         {"gpus", e.gpus},
+         {"memory_bytes", e.memory_bytes ? nlohmann::json(*e.memory_bytes) : nlohmann::json()},
+         {"exempt", e.exempt ? nlohmann::json(*e.exempt) : nlohmann::json()},
+         {"checks", checks}});
   }
   return {{"name", p.name},
           {"line", p.line},
@@ -125,7 +136,8 @@ CLI::App* add_policy_command(CLI::App& app, PolicyOptions& o) {
   auto* cmd = app.add_subcommand("policy", "cleanup policies of the daemon's config");
   cmd->require_subcommand(1);
   auto* test = cmd->add_subcommand(
-      "test", "show what each policy would match on this machine now, and why (nothing is signalled)");
+      "test",
+      "show what each policy would match on this machine now, and why (nothing is signalled)");
   test->add_option("--config", o.config, "the daemon's config file")
       ->default_str(daemon::kDefaultConfigPath);
   test->add_option("--policy", o.name, "only the policy with this name");
@@ -142,7 +154,8 @@ int run_policy(const GlobalOptions& g, const PolicyOptions& o) {
   auto config = daemon::load_config(path);
   if (!config) {
     std::cerr << output::terminal_safe_lines(config.error().message) << "\n";
-    if (!config.error().hint.empty()) std::cerr << "  " << output::terminal_safe_lines(config.error().hint) << "\n";
+    if (!config.error().hint.empty())
+      std::cerr << "  " << output::terminal_safe_lines(config.error().hint) << "\n";
     return kExitUsage;
   }
   std::vector<Policy> policies;
@@ -156,7 +169,8 @@ int run_policy(const GlobalOptions& g, const PolicyOptions& o) {
   const core::Snapshot snapshot = collector->collect();
   // One snapshot has no history: `idle` is judged from the utilisation now, and `after` is
   // the daemon's to time.
-  policy::MatchContext context{snapshot, snapshot.timestamp, nullptr, policy::exemption_for(snapshot)};
+  policy::MatchContext context{snapshot, snapshot.timestamp, nullptr,
+                               policy::exemption_for(snapshot)};
 
   if (g.json) {
     nlohmann::json doc{{"schema", "gpureap.policy-test/v1"},
@@ -164,27 +178,32 @@ int run_policy(const GlobalOptions& g, const PolicyOptions& o) {
                        {"enforce", config->enforce},
                        {"complete", snapshot.complete()},
                        {"policies", nlohmann::json::array()}};
-    for (const auto& p : policies) doc["policies"].push_back(policy_json(p, policy::evaluate(p, context), snapshot));
+    for (const auto& p : policies)
+      doc["policies"].push_back(policy_json(p, policy::evaluate(p, context), snapshot));
     std::cout << output::dump_json(doc) << "\n";
     return kExitOk;
   }
   auto style = output::Style::for_stdout(g.no_color);
   std::cout << "Policies in " << output::terminal_safe(path) << ": enforce is "
-            << (config->enforce ? "on: matching processes are ended" : "off: actions are only logged as \"would\"")
+            << (config->enforce ? "on: matching processes are ended"
+                                : "off: actions are only logged as \"would\"")
             << "\n";
   if (!snapshot.backend.available)
-    std::cout << "The GPU driver is not available (" << output::terminal_safe(snapshot.backend.error.value_or("unknown"))
+    std::cout << "The GPU driver is not available ("
+              << output::terminal_safe(snapshot.backend.error.value_or("unknown"))
               << "): only device-file holders are shown, and memory conditions cannot match.\n";
   if (!snapshot.complete())
     std::cout << "The view is incomplete: " << snapshot.proc.uninspectable
               << " processes could not be inspected; run as root to see what the daemon sees.\n";
   if (policies.empty()) std::cout << "No [[policy]] tables.\n";
   std::cout << "\n";
-  for (const auto& p : policies) print_policy(std::cout, p, policy::evaluate(p, context), snapshot, config->enforce, style);
+  for (const auto& p : policies)
+    print_policy(std::cout, p, policy::evaluate(p, context), snapshot, config->enforce, style);
   if (!policies.empty())
-    std::cout << "This is one snapshot: how long each match has held, and when the daemon will act, "
-                 "is in its /api/v1/policies (curl -s http://"
-              << output::terminal_safe(config->listen.text()) << "/api/v1/policies).\n";
+    std::cout
+        << "This is one snapshot: how long each match has held, and when the daemon will act, "
+           "is in its /api/v1/policies (curl -s http://"
+        << output::terminal_safe(config->listen.text()) << "/api/v1/policies).\n";
   return kExitOk;
 }
 

@@ -1,6 +1,5 @@
 #pragma once
 #include <CLI/CLI.hpp>
-
 #include <optional>
 #include <string>
 
@@ -9,8 +8,8 @@
 namespace gpureap::cli {
 
 struct PolicyOptions {
-  std::string config;                // --config (default /etc/gpureap/config.toml)
-  std::optional<std::string> name;   // --policy: only this one
+  std::string config;               // --config (default /etc/gpureap/config.toml)
+  std::optional<std::string> name;  // --policy: only this one
 };
 
 // `gpureap policy test`: what each policy of a daemon config would match on this machine now.

@@ -10,23 +10,29 @@
 namespace gpureap::cli {
 
 CLI::App* add_ps_command(CLI::App& app, PsOptions& o) {
-  auto* ps = app.add_subcommand("ps", "show every process that holds GPU memory or GPU device files (default)");
+  auto* ps = app.add_subcommand(
+      "ps", "show every process that holds GPU memory or GPU device files (default)");
   ps->add_flag("--tree", o.tree, "show the holders inside their process tree");
-  ps->add_option("--watch", o.watch, "re-render in place every INTERVAL (default 2s); with --json one snapshot per line")
+  ps->add_option(
+        "--watch", o.watch,
+        "re-render in place every INTERVAL (default 2s); with --json one snapshot per line")
       ->expected(0, 1)
       ->type_name("[INTERVAL]");
   return ps;
 }
 
 int run_ps(const GlobalOptions& g, const PsOptions& o) {
-  if (g.json && g.csv) return fail({"--json and --csv cannot be combined", "choose one output format"});
+  if (g.json && g.csv)
+    return fail({"--json and --csv cannot be combined", "choose one output format"});
   if (o.watch) return run_ps_watch(g, o);
   auto collector = open_collector(g);
   if (!collector) return fail(collector.error());
   auto snapshot = collector->collect();
   if (!g.json)
-    for (const auto* list : {&snapshot.warnings, &snapshot.proc.warnings, &snapshot.backend.warnings})
-      for (const auto& w : *list) std::cerr << "gpureap: note: " << output::terminal_safe(w) << "\n";
+    for (const auto* list :
+         {&snapshot.warnings, &snapshot.proc.warnings, &snapshot.backend.warnings})
+      for (const auto& w : *list)
+        std::cerr << "gpureap: note: " << output::terminal_safe(w) << "\n";
   if (!snapshot.complete())
     std::cerr << "gpureap: view incomplete: " << snapshot.proc.uninspectable
               << " processes could not be inspected; run as root or grant CAP_SYS_PTRACE\n";

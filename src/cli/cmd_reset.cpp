@@ -30,7 +30,8 @@ std::string bytes_or_unknown(std::optional<uint64_t> b) {
 }  // namespace
 
 CLI::App* add_reset_command(CLI::App& app, ResetOptions& o) {
-  auto* cmd = app.add_subcommand("reset", "reset a GPU whose memory nothing alive holds (last resort; root)");
+  auto* cmd = app.add_subcommand(
+      "reset", "reset a GPU whose memory nothing alive holds (last resort; root)");
   cmd->add_option("--gpu", o.gpu, "the GPU to reset (NVML index)")->required();
   cmd->add_flag("-y,--yes", o.yes, "do not ask for confirmation");
   cmd->add_flag("--dry-run", o.dry_run, "check and show what would run, change nothing");
@@ -44,7 +45,8 @@ int run_reset(const GlobalOptions& g, const ResetOptions& o) {
     if (!collector) return fail(collector.error());
     auto snapshot = collector->collect();
     if (report_driver_timeout(snapshot)) {
-      std::cerr << "gpureap: not resetting GPU " << o.gpu << ": a driver that does not answer cannot tell what "
+      std::cerr << "gpureap: not resetting GPU " << o.gpu
+                << ": a driver that does not answer cannot tell what "
                 << "uses it (and nvidia-smi would hang too); check dmesg, then reboot\n";
       return kExitDriverTimeout;
     }
@@ -58,19 +60,23 @@ int run_reset(const GlobalOptions& g, const ResetOptions& o) {
       return kRefused;
     }
     if (!snapshot.complete())
-      return fail({"some processes could not be inspected, so gpureap cannot prove that nothing uses GPU " +
-                       std::to_string(o.gpu),
-                   "run as root"});
+      return fail(
+          {"some processes could not be inspected, so gpureap cannot prove that nothing uses GPU " +
+               std::to_string(o.gpu),
+           "run as root"});
     before = used_bytes(snapshot, o.gpu);
   }  // the collector (and with it gpureap's NVML handle) is closed here
   std::vector<std::string> command{"nvidia-smi", "--gpu-reset", "-i", std::to_string(o.gpu)};
   std::string nvidia_smi = find_on_path("nvidia-smi");
   if (nvidia_smi.empty())
-    return fail({"nvidia-smi was not found on PATH", "install the NVIDIA driver utilities, or add their directory to PATH"});
+    return fail({"nvidia-smi was not found on PATH",
+                 "install the NVIDIA driver utilities, or add their directory to PATH"});
   std::cout << "GPU " << o.gpu << " uses " << bytes_or_unknown(before)
             << " and nothing holds it. Will run: nvidia-smi --gpu-reset -i " << o.gpu << "\n";
   if (o.dry_run) return kExitOk;
-  if (::geteuid() != 0) return fail({"a GPU reset needs root", "run `sudo gpureap reset --gpu " + std::to_string(o.gpu) + "`"});
+  if (::geteuid() != 0)
+    return fail(
+        {"a GPU reset needs root", "run `sudo gpureap reset --gpu " + std::to_string(o.gpu) + "`"});
   auto go = confirm("Reset GPU " + std::to_string(o.gpu) + "?", o.yes);
   if (!go) return fail(go.error());
   if (!*go) {
@@ -81,8 +87,8 @@ int run_reset(const GlobalOptions& g, const ResetOptions& o) {
   if (!ran) return fail(ran.error());
   if (ran->exit_code != 0) {
     std::cerr << "gpureap: nvidia-smi --gpu-reset failed (exit " << ran->exit_code << "):\n"
-              << output::terminal_safe(ran->output) << "\n  " << doctor::reset_failure_hint(ran->output, o.gpu)
-              << "\n";
+              << output::terminal_safe(ran->output) << "\n  "
+              << doctor::reset_failure_hint(ran->output, o.gpu) << "\n";
     return kRefused;
   }
   auto collector = open_collector(g);

@@ -7,9 +7,9 @@
 #include <cstring>
 #include <iostream>
 
+#include "core/duration.h"
 #include "output/escape.h"
 #include "output/snapshot_json.h"
-#include "core/duration.h"
 #include "supervise/report_json.h"
 #include "supervise/report_text.h"
 #include "supervise/supervisor.h"

@@ -1,5 +1,4 @@
 // `gpureap top`: the live view, with kills through the reaper.
-#include "core/duration.h"
 #include "cli/cmd_top.h"
 
 #include <unistd.h>
@@ -7,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "core/duration.h"
 #include "reap/arguments.h"
 #include "tui/top.h"
 
@@ -53,8 +53,9 @@ int run_top(const GlobalOptions& g, const TopOptions& o) {
   config.color = !g.no_color && !(no_color && *no_color);
   config.proc_root = g.proc_root;
   auto backend = make_watched_gpu_backend(g);
-  if (!backend) return fail({"--driver-timeout: \"" + g.driver_timeout + "\" is not a positive duration",
-                             "write it with a unit: 500ms, 5s, 1m"});
+  if (!backend)
+    return fail({"--driver-timeout: \"" + g.driver_timeout + "\" is not a positive duration",
+                 "write it with a unit: 500ms, 5s, 1m"});
   auto collector = collect::Collector::open({g.proc_root, g.dev_root}, backend);
   if (!collector) return fail(collector.error());
   if (!collector->procfs().names_own_processes())

@@ -20,7 +20,8 @@ std::string find_on_path(const std::string& name) {
   size_t start = 0;
   while (start <= dirs.size()) {
     size_t end = dirs.find(':', start);
-    std::string dir = dirs.substr(start, end == std::string::npos ? std::string::npos : end - start);
+    std::string dir =
+        dirs.substr(start, end == std::string::npos ? std::string::npos : end - start);
     std::string full = (dir.empty() ? "." : dir) + "/" + name;
     if (::access(full.c_str(), X_OK) == 0) return full;
     if (end == std::string::npos) break;
@@ -32,7 +33,8 @@ std::string find_on_path(const std::string& name) {
 core::Result<CommandResult> run_command(const std::vector<std::string>& args) {
   std::string path = find_on_path(args.at(0));
   if (path.empty())
-    return core::Error{args[0] + " was not found on PATH", "install it or add its directory to PATH"};
+    return core::Error{args[0] + " was not found on PATH",
+                       "install it or add its directory to PATH"};
   int pipefd[2];
   if (::pipe2(pipefd, O_CLOEXEC) != 0)
     return core::Error{std::string("cannot create a pipe: ") + std::strerror(errno), ""};

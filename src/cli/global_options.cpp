@@ -14,15 +14,17 @@ namespace gpureap::cli {
 
 void add_global_options(CLI::App& app, GlobalOptions& o) {
   app.add_option("--proc-root", o.proc_root, "procfs to read (default /proc)")->group("Global");
-  app.add_option("--dev-root", o.dev_root, "device directory to match (default /dev)")->group("Global");
+  app.add_option("--dev-root", o.dev_root, "device directory to match (default /dev)")
+      ->group("Global");
   app.add_option("--nvml-library", o.nvml_library,
                  "path of libnvidia-ml.so.1 (default: $GPUREAP_NVML_LIBRARY, then the system's)")
       ->group("Global");
   app.add_flag("--json", o.json, "print JSON")->group("Global");
   app.add_flag("--csv", o.csv, "print CSV")->group("Global");
-  app.add_option("--driver-timeout", o.driver_timeout,
-                 "give up on a GPU driver that does not answer within this (default 5s); the output "
-                 "then comes from /proc alone and the exit status is 4")
+  app.add_option(
+         "--driver-timeout", o.driver_timeout,
+         "give up on a GPU driver that does not answer within this (default 5s); the output "
+         "then comes from /proc alone and the exit status is 4")
       ->group("Global");
   app.add_flag("--no-color", o.no_color, "no colour (also NO_COLOR=1; colour only on a TTY)")
       ->group("Global");
@@ -30,8 +32,10 @@ void add_global_options(CLI::App& app, GlobalOptions& o) {
 
 std::shared_ptr<backend::GpuBackend> make_gpu_backend(const GlobalOptions& o) {
   backend::nvml::NvmlOptions nvml;
-  if (!o.nvml_library.empty()) nvml.library_path = o.nvml_library;
-  else if (const char* env = std::getenv("GPUREAP_NVML_LIBRARY"); env && *env) nvml.library_path = env;
+  if (!o.nvml_library.empty())
+    nvml.library_path = o.nvml_library;
+  else if (const char* env = std::getenv("GPUREAP_NVML_LIBRARY"); env && *env)
+    nvml.library_path = env;
   auto proc = procfs::ProcFs::open(o.proc_root);
   if (proc) nvml.pid_max = proc->pid_max();
   return backend::nvml::make_nvml_backend(nvml);
@@ -55,7 +59,8 @@ core::Result<collect::Collector> open_collector(const GlobalOptions& o) {
 
 bool report_driver_timeout(const core::Snapshot& s) {
   if (s.backend.error_code != "not-answering") return false;
-  std::cerr << "gpureap: " << output::terminal_safe(s.backend.error.value_or("the GPU driver did not answer"))
+  std::cerr << "gpureap: "
+            << output::terminal_safe(s.backend.error.value_or("the GPU driver did not answer"))
             << "\n  what is shown comes from /proc alone (exit status 4)\n";
   return true;
 }

@@ -1,7 +1,6 @@
 #pragma once
 // Options every subcommand accepts, before or after its name.
 #include <CLI/CLI.hpp>
-
 #include <memory>
 #include <optional>
 #include <string>

@@ -1,6 +1,5 @@
 // gpureap: find, explain and reclaim GPU memory held by processes.
 #include <CLI/CLI.hpp>
-
 #include <iostream>
 
 #include "cli/cmd_audit.h"
@@ -17,8 +16,9 @@
 
 int main(int argc, char** argv) {
   using namespace gpureap::cli;
-  CLI::App app{"gpureap: find every process holding GPU memory, explain ghosts, get the memory back",
-               "gpureap"};
+  CLI::App app{
+      "gpureap: find every process holding GPU memory, explain ghosts, get the memory back",
+      "gpureap"};
   app.set_version_flag("--version", std::string("gpureap ") + GPUREAP_VERSION);
   app.require_subcommand(0, 1);
   app.fallthrough();  // global options are accepted after the subcommand too
@@ -57,7 +57,8 @@ int main(int argc, char** argv) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
     // CLI11's message quotes the arguments as typed: escaped before they reach the terminal.
-    std::cerr << gpureap::output::terminal_safe_lines(e.what()) << "\nRun with --help for more information.\n";
+    std::cerr << gpureap::output::terminal_safe_lines(e.what())
+              << "\nRun with --help for more information.\n";
     // `run` follows timeout(1): its own failures are 125, so they differ from the job's.
     return run->parsed() ? kExitRunFailed : kExitUsage;
   }

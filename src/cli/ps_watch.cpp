@@ -1,4 +1,3 @@
-#include "core/duration.h"
 #include "cli/ps_watch.h"
 
 #include <signal.h>
@@ -11,6 +10,7 @@
 #include <iostream>
 #include <thread>
 
+#include "core/duration.h"
 #include "output/escape.h"
 #include "output/ps_view.h"
 #include "output/snapshot_json.h"
@@ -68,8 +68,9 @@ int run_ps_watch(const GlobalOptions& g, const PsOptions& o) {
     return fail({"--watch " + spec + " is too short", "use 100ms or more"});
   // A wedged driver must not freeze the screen: the driver gets a deadline, /proc stays live.
   auto backend = make_watched_gpu_backend(g);
-  if (!backend) return fail({"--driver-timeout: \"" + g.driver_timeout + "\" is not a positive duration",
-                             "write it with a unit: 500ms, 5s, 1m"});
+  if (!backend)
+    return fail({"--driver-timeout: \"" + g.driver_timeout + "\" is not a positive duration",
+                 "write it with a unit: 500ms, 5s, 1m"});
   auto collector = collect::Collector::open({g.proc_root, g.dev_root}, backend);
   if (!collector) return fail(collector.error());
   install_handlers();

@@ -32,8 +32,8 @@ bool known_non_holder(const core::ProcView* previous, const core::ProcessStat& s
   if (!previous) return false;
   auto it = std::lower_bound(previous->processes.begin(), previous->processes.end(), st.pid,
                              [](const core::HostProcess& p, pid_t v) { return p.stat.pid < v; });
-  return it != previous->processes.end() && it->stat.pid == st.pid && it->stat.start_ticks == st.start_ticks &&
-         it->fds_readable && !it->holds_device();
+  return it != previous->processes.end() && it->stat.pid == st.pid &&
+         it->stat.start_ticks == st.start_ticks && it->fds_readable && !it->holds_device();
 }
 
 std::vector<Slot> scan_all(const procfs::ProcFs& proc, const procfs::DeviceCatalog& catalog,
@@ -54,7 +54,8 @@ std::vector<Slot> scan_all(const procfs::ProcFs& proc, const procfs::DeviceCatal
         if (!*st) continue;  // vanished
         core::HostProcess p;
         p.stat = std::move(**st);
-        if (!p.stat.is_kernel_thread() && !p.stat.is_zombie() && !known_non_holder(previous, p.stat)) {
+        if (!p.stat.is_kernel_thread() && !p.stat.is_zombie() &&
+            !known_non_holder(previous, p.stat)) {
           auto scan = procfs::scan_device_fds(proc.dirfd(), pids[i], catalog);
           if (scan.vanished) continue;
           p.fds_readable = scan.readable && !scan.sealed;
@@ -89,9 +90,13 @@ core::Result<Collector> Collector::open(const Roots& roots,
   return Collector(std::move(*proc), std::move(*catalog), std::move(backend));
 }
 
-core::ProcView Collector::scan_processes() const { return scan(nullptr); }
+core::ProcView Collector::scan_processes() const {
+  return scan(nullptr);
+}
 
-core::ProcView Collector::rescan_processes(const core::ProcView& previous) const { return scan(&previous); }
+core::ProcView Collector::rescan_processes(const core::ProcView& previous) const {
+  return scan(&previous);
+}
 
 core::ProcView Collector::scan(const core::ProcView* previous) const {
   core::ProcView view;
@@ -142,8 +147,10 @@ void Collector::add_driver_details(core::ProcView& view, const core::BackendRepo
 core::Snapshot Collector::collect() const {
   auto view = scan_processes();
   core::BackendReport report;
-  if (backend_) report = backend_->collect();
-  else report.error = "no GPU backend configured";
+  if (backend_)
+    report = backend_->collect();
+  else
+    report.error = "no GPU backend configured";
   add_driver_details(view, report);
   return core::join(std::move(view), std::move(report), local_hostname(),
                     std::chrono::system_clock::now());

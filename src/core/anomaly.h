@@ -6,14 +6,14 @@ namespace gpureap::core {
 
 // What is wrong with one row of the joined view. Names are part of the JSON schema.
 enum class Anomaly {
-  Stopped,          // state T/t: alive, holds its memory forever
-  Uninterruptible,  // state D: signals wait until the kernel call returns
-  Orphan,           // parent is PID 1 of its namespace, or its group leader is gone
-  ZombieChildren,   // has unreaped zombie children
-  NoSuchProcess,    // listed by the driver, absent from /proc
-  ForeignNamespace, // listed, absent, and gpureap runs in a child PID namespace
-  InheritedHolder,  // holds device files, unlisted, keeps someone else's context alive
-  Leaked,           // listed, gone, and nothing alive can be keeping the context
+  Stopped,           // state T/t: alive, holds its memory forever
+  Uninterruptible,   // state D: signals wait until the kernel call returns
+  Orphan,            // parent is PID 1 of its namespace, or its group leader is gone
+  ZombieChildren,    // has unreaped zombie children
+  NoSuchProcess,     // listed by the driver, absent from /proc
+  ForeignNamespace,  // listed, absent, and gpureap runs in a child PID namespace
+  InheritedHolder,   // holds device files, unlisted, keeps someone else's context alive
+  Leaked,            // listed, gone, and nothing alive can be keeping the context
 };
 
 std::string_view to_string(Anomaly a);

@@ -30,7 +30,8 @@ core::Result<uint64_t> parse_byte_size(std::string_view text) {
   while (digits < s.size() &&
          (std::isdigit(static_cast<unsigned char>(s[digits])) || s[digits] == '.'))
     ++digits;
-  if (digits == 0) return bad(text, s.front() == '-' ? "it is negative" : "it does not start with a number");
+  if (digits == 0)
+    return bad(text, s.front() == '-' ? "it is negative" : "it does not start with a number");
   double number = 0;
   auto [end, ec] = std::from_chars(s.data(), s.data() + digits, number);
   if (ec != std::errc() || end != s.data() + digits) return bad(text, "the number is malformed");

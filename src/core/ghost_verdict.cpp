@@ -83,7 +83,8 @@ class Decider {
     for (pid_t c : candidates) {
       const HostProcess* owner = find(c);
       if (!owner || c == p.stat.pid) continue;
-      if (descends_from(p, c) || (owner->stat.pgid > 1 && owner->stat.pgid == p.stat.pgid)) return c;
+      if (descends_from(p, c) || (owner->stat.pgid > 1 && owner->stat.pgid == p.stat.pgid))
+        return c;
     }
     return std::nullopt;
   }
@@ -115,8 +116,10 @@ class Decider {
     for (const auto& p : g.processes) {
       // A zombie holds no file any more: like a PID gone from /proc, only others keep its
       // context. An absent PID seen from a child namespace is the host's, not a ghost.
-      if (live(p.pid)) add_unique(owners_here, p.pid);
-      else if (find(p.pid) || !proc_.in_child_pid_namespace) add_unique(gone_here, p.pid);
+      if (live(p.pid))
+        add_unique(owners_here, p.pid);
+      else if (find(p.pid) || !proc_.in_child_pid_namespace)
+        add_unique(gone_here, p.pid);
     }
     std::vector<pid_t> all_listed_live;
     for (const auto& [pid, gpus] : listed_)
@@ -127,7 +130,10 @@ class Decider {
     for (const auto& grp : groups) {
       std::optional<pid_t> owner;
       for (const auto* m : grp.members)
-        if (listed_on(m->stat.pid, g.index)) { owner = m->stat.pid; break; }
+        if (listed_on(m->stat.pid, g.index)) {
+          owner = m->stat.pid;
+          break;
+        }
       if (!owner && !grp.id) owner = job_of(*grp.members.front(), owners_here);
       if (owner) {
         for (const auto* m : grp.members)
@@ -161,10 +167,12 @@ class Decider {
       for (const auto* grp : unowned)
         if (std::find(keeping.begin(), keeping.end(), grp) == keeping.end())
           for (const auto* m : grp->members)
-            if (std::find(ghost.keepers.begin(), ghost.keepers.end(), m->stat.pid) == ghost.keepers.end())
+            if (std::find(ghost.keepers.begin(), ghost.keepers.end(), m->stat.pid) ==
+                ghost.keepers.end())
               add_unique(ghost.other_holders, m->stat.pid);
       for (pid_t owner : owners_here)
-        if (const HostProcess* p = find(owner); p && kin_of(*p, pid)) add_unique(ghost.listed_keepers, owner);
+        if (const HostProcess* p = find(owner); p && kin_of(*p, pid))
+          add_unique(ghost.listed_keepers, owner);
     }
   }
 
@@ -188,7 +196,8 @@ class Decider {
     ghost.gpus.push_back(g.index);
     std::optional<uint64_t> bytes;  // listed twice on one GPU (compute and graphics): once
     for (const auto& p : g.processes)
-      if (p.pid == ghost.pid && p.used_bytes && (!bytes || *p.used_bytes > *bytes)) bytes = p.used_bytes;
+      if (p.pid == ghost.pid && p.used_bytes && (!bytes || *p.used_bytes > *bytes))
+        bytes = p.used_bytes;
     ghost.bytes += bytes.value_or(0);
   }
 

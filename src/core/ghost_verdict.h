@@ -9,7 +9,7 @@
 namespace gpureap::core {
 
 struct GhostVerdict {
-  std::vector<Ghost> ghosts;                          // gone PIDs of this namespace, by pid
+  std::vector<Ghost> ghosts;                              // gone PIDs of this namespace, by pid
   std::map<pid_t, std::vector<pid_t>> shares_context_of;  // worker -> live listed owners
   std::map<pid_t, std::vector<pid_t>> keeps;              // keeper -> gone PIDs
 };

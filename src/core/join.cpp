@@ -63,9 +63,11 @@ class Joiner {
         row.gpus = l->second.gpus;
         row.driver_name = l->second.name;
       }
-      if (auto it = verdict_.shares_context_of.find(row.pid); it != verdict_.shares_context_of.end())
+      if (auto it = verdict_.shares_context_of.find(row.pid);
+          it != verdict_.shares_context_of.end())
         row.shares_context_of = it->second;
-      if (auto it = verdict_.keeps.find(row.pid); it != verdict_.keeps.end()) row.keeps = it->second;
+      if (auto it = verdict_.keeps.find(row.pid); it != verdict_.keeps.end())
+        row.keeps = it->second;
       host_anomalies(p, row);
       out.push_back(std::move(row));
     }
@@ -90,7 +92,8 @@ class Joiner {
     if (zombie_parents_.count(p.stat.pid)) row.anomalies.push_back(Anomaly::ZombieChildren);
     // A listed process that also keeps a gone PID's files owns a context of its own: it is
     // named among the ghost's keepers, but is not itself a ghost.
-    if (!row.listed_by_driver && !row.keeps.empty()) row.anomalies.push_back(Anomaly::InheritedHolder);
+    if (!row.listed_by_driver && !row.keeps.empty())
+      row.anomalies.push_back(Anomaly::InheritedHolder);
   }
 
   // A job's leftover: its parent died (it was reparented to its namespace's init) or the
@@ -135,7 +138,8 @@ bool ProcessRow::has(Anomaly a) const {
 }
 
 bool ProcessRow::is_ghost() const {
-  return std::any_of(anomalies.begin(), anomalies.end(), [](Anomaly a) { return core::is_ghost(a); });
+  return std::any_of(anomalies.begin(), anomalies.end(),
+                     [](Anomaly a) { return core::is_ghost(a); });
 }
 
 Snapshot join(ProcView proc, BackendReport backend, std::string hostname,

@@ -38,8 +38,8 @@ struct ContainerInfo {
 // A GPU device file held open by a process, with the fd numbers that hold it. A file that
 // reaches one GPU has one hold per open file description (fds dup'd or inherited together).
 struct DeviceHold {
-  std::string path;  // as enumerated under the dev root, e.g. /dev/nvidia0
-  std::string kind;  // nvidia, nvidiactl, nvidia-uvm, ..., drm-render, drm-card
+  std::string path;                      // as enumerated under the dev root, e.g. /dev/nvidia0
+  std::string kind;                      // nvidia, nvidiactl, nvidia-uvm, ..., drm-render, drm-card
   std::optional<unsigned> nvidia_minor;  // set for /dev/nvidia<minor>: one GPU's file
   std::vector<int> fds;
   // The open file description: "PID:FD" of the lowest PID (then fd) holding it, the same in
@@ -63,7 +63,7 @@ struct ProcessDetails {
   std::optional<std::string> user;
   std::vector<pid_t> ns_pids;  // NSpid: outermost (procfs mount's namespace) first
   std::optional<ContainerInfo> container;
-  std::optional<std::string> wchan;  // only read for D state
+  std::optional<std::string> wchan;   // only read for D state
   std::optional<ExecutableFile> exe;  // empty: not readable (another user's, without privilege)
 };
 

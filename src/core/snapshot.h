@@ -60,7 +60,7 @@ struct GpuMemorySummary {
   uint64_t ghost_bytes = 0;       // listed for PIDs that are gone: kept alive or leaked
   uint64_t leaked_bytes = 0;      // the part of ghost_bytes that nothing alive holds
   std::optional<uint64_t> unattributed_bytes;  // used - attributed - ghost, never negative
-  size_t ghost_keepers = 0;       // live processes that keep those gone PIDs' contexts alive
+  size_t ghost_keepers = 0;  // live processes that keep those gone PIDs' contexts alive
 };
 
 class Snapshot {

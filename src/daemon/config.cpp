@@ -19,10 +19,10 @@
 namespace gpureap::daemon {
 namespace {
 
-using std::chrono::milliseconds;
 using config::Field;
 using config::Problems;
 using config::quoted;
+using std::chrono::milliseconds;
 
 std::string format_ms(milliseconds d) {
   return core::format_duration(d);
@@ -206,8 +206,9 @@ core::Result<DaemonConfig> load_config(const std::string& path) {
   // and on reload (where the running config then stays), never an empty config.
   auto in = procfs::read_file(path, 16u << 20);
   if (!in.ok())
-    return core::Error{"cannot read config file " + path + ": " + read_error_text(in.error),
-                       "give the path of a TOML file, or start without --config to use the built-in defaults"};
+    return core::Error{
+        "cannot read config file " + path + ": " + read_error_text(in.error),
+        "give the path of a TOML file, or start without --config to use the built-in defaults"};
   if (in.truncated)
     return core::Error{"config file " + path + " is larger than 16 MiB", "is it the right file?"};
   auto config = parse_config(in.data, path);

@@ -11,10 +11,10 @@
 #include "alert/rule.h"
 #include "alert/sink.h"
 #include "core/result.h"
-#include "doctor/unattributed_threshold.h"
 #include "daemon/log.h"
-#include "policy/policy.h"
+#include "doctor/unattributed_threshold.h"
 #include "export/listen_address.h"
+#include "policy/policy.h"
 
 namespace gpureap::daemon {
 

@@ -54,7 +54,8 @@ const std::vector<Field<Rule>>& alert_fields() {
        }},
       {"gpu",
        [](const toml::node& node, Rule& r, Problems& p) {
-         if (auto v = config::read_integer(node, "gpu", 0, 1023, p)) r.gpu = static_cast<unsigned>(*v);
+         if (auto v = config::read_integer(node, "gpu", 0, 1023, p))
+           r.gpu = static_cast<unsigned>(*v);
        }},
       {"for",
        [](const toml::node& node, Rule& r, Problems& p) {
@@ -80,11 +81,13 @@ const std::vector<Field<Rule>>& alert_fields() {
 // A ratio: a number from 0 to 1, or a percentage string ("95%").
 std::optional<double> ratio(const toml::node& node, Problems& p) {
   auto text = node.value<std::string>();
-  if (!text || text->empty() || text->back() != '%') return config::read_number(node, "above", 0, 1, p);
+  if (!text || text->empty() || text->back() != '%')
+    return config::read_number(node, "above", 0, 1, p);
   char* end = nullptr;
   double percent = std::strtod(text->c_str(), &end);
   if (end != text->c_str() + text->size() - 1 || !(percent >= 0 && percent <= 100)) {
-    p.add(node, "above must be a ratio from 0 to 1 (0.95) or a percentage from 0% to 100% (\"95%\")");
+    p.add(node,
+          "above must be a ratio from 0 to 1 (0.95) or a percentage from 0% to 100% (\"95%\")");
     return std::nullopt;
   }
   return percent / 100;
@@ -97,13 +100,15 @@ void check_alert(const toml::table& t, Rule& r, Problems& p) {
     return t.get(key) ? t.get(key)->source() : t.source();
   };
   auto not_for = [&](const char* key, const char* why) {
-    if (t.get(key)) p.add(at(key), who + key + " does not apply to condition = \"" +
-                                       std::string(alert::to_string(r.condition)) + "\" (" + why + ")");
+    if (t.get(key))
+      p.add(at(key), who + key + " does not apply to condition = \"" +
+                         std::string(alert::to_string(r.condition)) + "\" (" + why + ")");
   };
   if (!t.get("name")) p.add(t.source(), "[[alert]] needs a name");
   if (!t.get("condition")) {
-    p.add(t.source(), who + "needs a condition (memory_ratio, ghost_memory, unattributed_memory, "
-                            "finding or policy_action)");
+    p.add(t.source(), who +
+                          "needs a condition (memory_ratio, ghost_memory, unattributed_memory, "
+                          "finding or policy_action)");
     return;
   }
   const toml::node* above = t.get("above");
@@ -136,7 +141,8 @@ void check_alert(const toml::table& t, Rule& r, Problems& p) {
     not_for("code", "it is for condition = \"finding\"");
     not_for("min_severity", "it is for condition = \"finding\"");
   }
-  if (r.condition != Condition::PolicyAction) not_for("policy", "it is for condition = \"policy_action\"");
+  if (r.condition != Condition::PolicyAction)
+    not_for("policy", "it is for condition = \"policy_action\"");
 }
 
 const std::vector<Field<SinkConfig>>& sink_fields() {
@@ -169,9 +175,10 @@ const std::vector<Field<SinkConfig>>& sink_fields() {
          auto v = config::read_string_list(node, "command", false, p);
          if (!v) return;
          if (v->front().empty() || v->front().front() != '/')
-           p.add(node, "command: the program must be an absolute path (the daemon has a minimal "
-                       "PATH), e.g. [\"/usr/local/bin/page\", \"--team\", \"gpu\"], or one string "
-                       "for the shell");
+           p.add(node,
+                 "command: the program must be an absolute path (the daemon has a minimal "
+                 "PATH), e.g. [\"/usr/local/bin/page\", \"--team\", \"gpu\"], or one string "
+                 "for the shell");
          else
            s.command = *v;
        }},
@@ -181,11 +188,13 @@ const std::vector<Field<SinkConfig>>& sink_fields() {
        }},
       {"retries",
        [](const toml::node& node, SinkConfig& s, Problems& p) {
-         if (auto v = config::read_integer(node, "retries", 0, 20, p)) s.retries = static_cast<unsigned>(*v);
+         if (auto v = config::read_integer(node, "retries", 0, 20, p))
+           s.retries = static_cast<unsigned>(*v);
        }},
       {"retry_backoff",
        [](const toml::node& node, SinkConfig& s, Problems& p) {
-         if (auto d = config::read_duration(node, "retry_backoff", 100ms, 1h, p)) s.retry_backoff = *d;
+         if (auto d = config::read_duration(node, "retry_backoff", 100ms, 1h, p))
+           s.retry_backoff = *d;
        }},
   };
   return fields;
@@ -199,16 +208,19 @@ void check_sink(const toml::table& t, const SinkConfig& s, Problems& p) {
     return;
   }
   bool exec = s.type == alert::SinkType::Exec;
-  if (exec && t.get("url")) p.add(t.get("url")->source(), who + "an exec sink runs command; url is for webhook and slack");
+  if (exec && t.get("url"))
+    p.add(t.get("url")->source(), who + "an exec sink runs command; url is for webhook and slack");
   if (!exec && t.get("command"))
     p.add(t.get("command")->source(), who + "command is for type = \"exec\"");
-  if (exec && !t.get("command")) p.add(t.source(), who + "needs command, e.g. [\"/usr/local/bin/page\"]");
+  if (exec && !t.get("command"))
+    p.add(t.source(), who + "needs command, e.g. [\"/usr/local/bin/page\"]");
   if (!exec && !t.get("url")) p.add(t.source(), who + "needs url");
 }
 
 // Each table of an array, with the parsed item at the same position.
 template <class T, class F>
-void for_each_table(const toml::table& root, const char* key, const std::vector<T>& items, F check) {
+void for_each_table(const toml::table& root, const char* key, const std::vector<T>& items,
+                    F check) {
   const auto* array = root.get(key) ? root.get(key)->as_array() : nullptr;
   if (!array) return;
   for (size_t i = 0; i < array->size() && i < items.size(); ++i)
@@ -216,11 +228,13 @@ void for_each_table(const toml::table& root, const char* key, const std::vector<
 }
 
 template <class T>
-void check_unique(const toml::table& root, const char* key, const std::vector<T>& items, Problems& p) {
+void check_unique(const toml::table& root, const char* key, const std::vector<T>& items,
+                  Problems& p) {
   std::set<std::string> seen;
   for_each_table(root, key, items, [&](const toml::table& t, const T& item) {
     if (!item.name.empty() && !seen.insert(item.name).second)
-      p.add(t.source(), "another [[" + std::string(key) + "]] is already named " + quoted(item.name));
+      p.add(t.source(),
+            "another [[" + std::string(key) + "]] is already named " + quoted(item.name));
   });
 }
 
@@ -256,13 +270,15 @@ void check_references(const toml::table& root, const DaemonConfig& c, Problems& 
       return t.get(key) ? t.get(key)->source() : t.source();
     };
     for (const auto& name : r.sinks)
-      if (std::none_of(c.sinks.begin(), c.sinks.end(), [&](const SinkConfig& s) { return s.name == name; }))
+      if (std::none_of(c.sinks.begin(), c.sinks.end(),
+                       [&](const SinkConfig& s) { return s.name == name; }))
         p.add(where("sinks"), "alert " + quoted(r.name) + ": no [[sink]] is named " + quoted(name));
     if (c.sinks.empty())
       p.add(t.source(), "alert " + quoted(r.name) + " has nowhere to go: add a [[sink]]");
     if (r.policy && std::none_of(c.policies.begin(), c.policies.end(),
                                  [&](const policy::Policy& pol) { return pol.name == *r.policy; }))
-      p.add(where("policy"), "alert " + quoted(r.name) + ": no [[policy]] is named " + quoted(*r.policy));
+      p.add(where("policy"),
+            "alert " + quoted(r.name) + ": no [[policy]] is named " + quoted(*r.policy));
   });
 }
 

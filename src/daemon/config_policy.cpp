@@ -16,10 +16,10 @@ using namespace std::chrono_literals;
 
 std::string anomaly_names() {
   std::string out;
-  for (auto a : {core::Anomaly::Stopped, core::Anomaly::Uninterruptible, core::Anomaly::Orphan,
-                 core::Anomaly::ZombieChildren, core::Anomaly::NoSuchProcess,
-                 core::Anomaly::ForeignNamespace, core::Anomaly::InheritedHolder,
-                 core::Anomaly::Leaked})
+  for (auto a :
+       {core::Anomaly::Stopped, core::Anomaly::Uninterruptible, core::Anomaly::Orphan,
+        core::Anomaly::ZombieChildren, core::Anomaly::NoSuchProcess,
+        core::Anomaly::ForeignNamespace, core::Anomaly::InheritedHolder, core::Anomaly::Leaked})
     out += (out.empty() ? "" : ", ") + std::string(core::to_string(a));
   return out;
 }
@@ -59,8 +59,8 @@ const std::vector<Field<Policy>>& policy_fields() {
          for (const auto& name : *names) {
            auto a = core::anomaly_from_string(name);
            if (!a) {
-             p.add(node, "anomalies: unknown anomaly " + quoted(name) + " (known: " +
-                             anomaly_names() + ")");
+             p.add(node, "anomalies: unknown anomaly " + quoted(name) +
+                             " (known: " + anomaly_names() + ")");
              continue;
            }
            if (std::find(pol.anomalies.begin(), pol.anomalies.end(), *a) == pol.anomalies.end())
@@ -103,17 +103,19 @@ void check_policy(const toml::table& t, const Policy& pol, const DaemonConfig& c
   };
   std::string who = "policy " + quoted(pol.name) + ": ";
   if (!t.get("name")) p.add(t.source(), "[[policy]] needs a name");
-  if (t.get("user") && t.get("uid"))
-    p.add(at("uid"), who + "give user or uid, not both");
+  if (t.get("user") && t.get("uid")) p.add(at("uid"), who + "give user or uid, not both");
   if (t.get("idle_below") && !pol.idle)
-    p.add(at("idle_below"), who + "idle_below needs idle (how long the process must stay below it)");
+    p.add(at("idle_below"),
+          who + "idle_below needs idle (how long the process must stay below it)");
   if (t.get("grace") && pol.action != policy::Action::Terminate)
-    p.add(at("grace"), who + "grace applies only to action = \"terminate\" (kill sends SIGKILL at once)");
+    p.add(at("grace"),
+          who + "grace applies only to action = \"terminate\" (kill sends SIGKILL at once)");
   bool condition = pol.user || pol.uid || pol.command || pol.container || pol.gpu ||
                    !pol.anomalies.empty() || pol.min_memory || pol.idle || pol.runtime;
   if (!condition)
-    p.add(t.source(), who + "has no condition, so it would match every GPU process; add user, "
-                            "command, anomalies, min_memory, idle or runtime");
+    p.add(t.source(), who +
+                          "has no condition, so it would match every GPU process; add user, "
+                          "command, anomalies, min_memory, idle or runtime");
   if (pol.idle && *pol.idle > c.history)
     p.add(at("idle"), who + "idle (" + core::format_duration(*pol.idle) +
                           ") is longer than history (" + core::format_duration(c.history) +

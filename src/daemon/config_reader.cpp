@@ -104,7 +104,8 @@ std::optional<std::chrono::milliseconds> read_duration(const toml::node& node, s
                                                        std::chrono::milliseconds min,
                                                        std::chrono::milliseconds max, Problems& p) {
   if (node.is_integer() || node.is_floating_point()) {
-    p.add(node, std::string(key) + " is a duration: write it as a string with a unit, e.g. \"10s\"");
+    p.add(node,
+          std::string(key) + " is a duration: write it as a string with a unit, e.g. \"10s\"");
     return std::nullopt;
   }
   auto text = read_string(node, key, p);

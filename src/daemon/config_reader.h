@@ -58,8 +58,8 @@ std::optional<std::vector<std::string>> read_string_list(const toml::node& node,
 // A string naming one value of a set: `parse` gives it, or empty for anything else, which is
 // reported with the `choices` ("notify, terminate, kill").
 template <class Parse>
-auto read_choice(const toml::node& node, std::string_view key, Parse parse, std::string_view choices,
-                 Problems& p) -> decltype(parse(std::string_view())) {
+auto read_choice(const toml::node& node, std::string_view key, Parse parse,
+                 std::string_view choices, Problems& p) -> decltype(parse(std::string_view())) {
   auto text = read_string(node, key, p);
   if (!text) return std::nullopt;
   auto value = parse(*text);
@@ -80,8 +80,8 @@ struct Field {
 // Reads every key of `table` through `fields`; unknown keys are problems (`where` names the
 // table in messages, e.g. "[[policy]] "), never silently ignored.
 template <class T>
-void read_fields(const toml::table& table, const std::vector<Field<T>>& fields, T& out,
-                 Problems& p, std::string_view where = {}) {
+void read_fields(const toml::table& table, const std::vector<Field<T>>& fields, T& out, Problems& p,
+                 std::string_view where = {}) {
   std::vector<std::string_view> known;
   known.reserve(fields.size());
   for (const auto& f : fields) known.push_back(f.name);
@@ -106,6 +106,7 @@ Field<T> name_field() {
 }
 
 // The tables of an array of tables ([[policy]] ...); anything else is a problem.
-std::vector<const toml::table*> tables_of(const toml::node& node, std::string_view key, Problems& p);
+std::vector<const toml::table*> tables_of(const toml::node& node, std::string_view key,
+                                          Problems& p);
 
 }  // namespace gpureap::daemon::config

@@ -14,13 +14,13 @@
 #include "alert/alert_consumer.h"
 #include "audit/writer.h"
 #include "backend/nvml/nvml_backend.h"
+#include "core/duration.h"
 #include "daemon/config.h"
 #include "daemon/history.h"
 #include "daemon/http_content.h"
 #include "daemon/log.h"
 #include "daemon/sampler.h"
 #include "daemon/sd_notify.h"
-#include "core/duration.h"
 #include "export/http_server.h"
 #include "policy/runner.h"
 
@@ -54,8 +54,8 @@ void raise_descriptor_limit() {
 }
 
 SamplerSettings sampler_settings(const DaemonConfig& c) {
-  return {c.interval, c.holder_scan_interval, c.full_scan_interval, c.driver_timeout,
-          c.per_process_metrics, c.unattributed_threshold};
+  return {c.interval,       c.holder_scan_interval, c.full_scan_interval,
+          c.driver_timeout, c.per_process_metrics,  c.unattributed_threshold};
 }
 
 HistoryLimits history_limits(const DaemonConfig& c) {
@@ -75,7 +75,9 @@ class AuditMetrics : public SampleConsumer {
  public:
   explicit AuditMetrics(std::shared_ptr<const audit::AuditLog> log) : log_(std::move(log)) {}
   void on_sample(const Sample&, const History&) override {}
-  void add_metrics(std::vector<exporter::MetricFamily>& out) const override { log_->add_metrics(out); }
+  void add_metrics(std::vector<exporter::MetricFamily>& out) const override {
+    log_->add_metrics(out);
+  }
 
  private:
   std::shared_ptr<const audit::AuditLog> log_;
@@ -141,8 +143,8 @@ class Daemon {
  public:
   // `acting_collector` (with `acting_backend` as its backend) is the policy actions' own.
   Daemon(const DaemonOptions& options, DaemonConfig config, collect::Collector collector,
-         collect::Collector acting_collector, std::shared_ptr<backend::WatchdogBackend> acting_backend,
-         backend::BackendFactory backends)
+         collect::Collector acting_collector,
+         std::shared_ptr<backend::WatchdogBackend> acting_backend, backend::BackendFactory backends)
       : options_(options),
         config_(std::move(config)),
         history_(std::make_shared<History>(history_limits(config_))),
@@ -160,7 +162,8 @@ class Daemon {
     policies_->configure(config_.policies, config_.enforce);
     // Every record is audited; the final ones (not a decision whose action follows, nor an
     // attempt that will be retried) also feed [[alert]] policy_action rules.
-    policies_->add_record_sink([audit = audit_](const audit::Record& r, bool) { audit->append(r); });
+    policies_->add_record_sink(
+        [audit = audit_](const audit::Record& r, bool) { audit->append(r); });
     policies_->add_record_sink([alerts = alerts_](const audit::Record& r, bool final) {
       if (final) alerts->on_policy_record(r);
     });

@@ -59,7 +59,8 @@ exporter::Reply HttpContent::findings() {
 exporter::Reply HttpContent::policies() {
   if (!policies_) return not_ready();
   return {200, kJson,
-          output::dump_json(exporter::policies_to_json(policies_->status(), std::chrono::system_clock::now())) +
+          output::dump_json(
+              exporter::policies_to_json(policies_->status(), std::chrono::system_clock::now())) +
               "\n"};
 }
 

@@ -22,7 +22,9 @@ class HttpContent final : public exporter::ContentSource {
   exporter::Reply policies() override;
 
   // Before the server starts: the runner /api/v1/policies reports on.
-  void set_policies(std::shared_ptr<const policy::PolicyRunner> runner) { policies_ = std::move(runner); }
+  void set_policies(std::shared_ptr<const policy::PolicyRunner> runner) {
+    policies_ = std::move(runner);
+  }
   std::chrono::milliseconds default_history_span() const override;
 
   // The loop is stalled when no sample finished for this long (set from the config).

@@ -25,8 +25,9 @@ std::string host_name() {
 
 }  // namespace
 
-Sampler::Sampler(collect::Collector collector, std::string dev_root, backend::BackendFactory backends,
-                 SamplerSettings settings, std::shared_ptr<History> history)
+Sampler::Sampler(collect::Collector collector, std::string dev_root,
+                 backend::BackendFactory backends, SamplerSettings settings,
+                 std::shared_ptr<History> history)
     : collector_(std::move(collector)),
       dev_root_(std::move(dev_root)),
       watchdog_(std::move(backends), backend::WatchdogOptions{settings.driver_timeout}),
@@ -130,7 +131,9 @@ void Sampler::sample_once() {
   history_->record(*sample->snapshot);
 
   doctor::DoctorInput input{sample->previous ? *sample->previous : *sample->snapshot,
-                            *sample->snapshot, ipc_, std::nullopt,
+                            *sample->snapshot,
+                            ipc_,
+                            std::nullopt,
                             [](const core::HostProcess& p) { return reap::is_protected(p); },
                             settings.unattributed_threshold};
   sample->findings = doctor::diagnose(input);

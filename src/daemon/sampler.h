@@ -17,8 +17,8 @@
 #include <thread>
 #include <vector>
 
-#include "collect/collector.h"
 #include "backend/watchdog.h"
+#include "collect/collector.h"
 #include "daemon/driver_view.h"
 #include "daemon/history.h"
 #include "daemon/sample.h"

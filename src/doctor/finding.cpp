@@ -6,9 +6,12 @@ namespace gpureap::doctor {
 
 const char* to_string(Severity s) {
   switch (s) {
-    case Severity::Info: return "info";
-    case Severity::Warning: return "warning";
-    case Severity::Critical: return "critical";
+    case Severity::Info:
+      return "info";
+    case Severity::Warning:
+      return "warning";
+    case Severity::Critical:
+      return "critical";
   }
   return "?";
 }
@@ -21,10 +24,11 @@ std::optional<Severity> severity_from_string(std::string_view s) {
 
 const std::vector<std::string_view>& finding_codes() {
   static const std::vector<std::string_view> codes = {
-      "driver-missing",  "driver-mismatch",     "driver-not-answering",     "gpu-error",        "nvml-layout",
-      "incomplete-view", "ipc-residue",         "foreign-namespace", "no-such-process",
-      "releasing",       "leaked-memory",       "unattributed-memory", "inherited-holder", "orphan-holder",
-      "stopped-holder",  "uninterruptible-holder", "unreaped-zombies", "protected-holder"};
+      "driver-missing",   "driver-mismatch", "driver-not-answering", "gpu-error",
+      "nvml-layout",      "incomplete-view", "ipc-residue",          "foreign-namespace",
+      "no-such-process",  "releasing",       "leaked-memory",        "unattributed-memory",
+      "inherited-holder", "orphan-holder",   "stopped-holder",       "uninterruptible-holder",
+      "unreaped-zombies", "protected-holder"};
   return codes;
 }
 

@@ -26,7 +26,8 @@ std::vector<unsigned> row_gpus(const core::ProcessRow& r) {
   return out;
 }
 
-std::vector<const core::HostProcess*> live(const core::Snapshot& s, const std::vector<pid_t>& pids) {
+std::vector<const core::HostProcess*> live(const core::Snapshot& s,
+                                           const std::vector<pid_t>& pids) {
   std::vector<const core::HostProcess*> out;
   for (pid_t pid : pids)
     if (const auto* p = s.find(pid)) out.push_back(p);
@@ -44,11 +45,13 @@ void foreign(const DoctorInput& in, std::vector<Finding>& out) {
     f.pids.push_back(r.pid);
     f.memory_bytes += listed_bytes(r);
     for (unsigned g : row_gpus(r)) f.gpus.push_back(g);
-    f.evidence.push_back(fmt::format("PID {} is listed on GPU {} with {} but is not visible here", r.pid,
-                                     fmt::join(row_gpus(r), ","), bytes_text(listed_bytes(r))));
+    f.evidence.push_back(fmt::format("PID {} is listed on GPU {} with {} but is not visible here",
+                                     r.pid, fmt::join(row_gpus(r), ","),
+                                     bytes_text(listed_bytes(r))));
   }
   if (f.pids.empty()) return;
-  f.evidence.push_back("gpureap runs in a child PID namespace (a container); the driver reports host PIDs");
+  f.evidence.push_back(
+      "gpureap runs in a child PID namespace (a container); the driver reports host PIDs");
   f.explanation =
       "These PIDs belong to the host (or to other containers) and cannot be inspected or "
       "signalled from this namespace. Run gpureap in the host's PID namespace to explain them.";
@@ -66,7 +69,8 @@ void gone_pid(const DoctorInput& in, const core::ProcessRow& r, std::vector<Find
                                    fmt::join(gpus, ","), bytes_text(bytes));
   const core::Ghost* ghost = s.ghost(r.pid);
   auto keep = ghost ? live(s, ghost->keepers) : std::vector<const core::HostProcess*>{};
-  auto listed_keep = ghost ? live(s, ghost->listed_keepers) : std::vector<const core::HostProcess*>{};
+  auto listed_keep =
+      ghost ? live(s, ghost->listed_keepers) : std::vector<const core::HostProcess*>{};
   if (!keep.empty() || !listed_keep.empty()) {
     Finding f{"no-such-process", Severity::Critical, gpus, {r.pid}, bytes, {listed}};
     std::vector<pid_t> kp;
@@ -77,24 +81,26 @@ void gone_pid(const DoctorInput& in, const core::ProcessRow& r, std::vector<Find
     }
     for (const auto* p : listed_keep) {
       f.pids.push_back(p->stat.pid);
-      f.evidence.push_back(fmt::format(
-          "{} is listed by the driver with a context of its own, and descends from PID {} or shares "
-          "its process group: it may also hold files it inherited from it",
-          process_label(*p), r.pid));
+      f.evidence.push_back(
+          fmt::format("{} is listed by the driver with a context of its own, and descends from PID "
+                      "{} or shares "
+                      "its process group: it may also hold files it inherited from it",
+                      process_label(*p), r.pid));
     }
-    f.evidence.push_back(ghost->exact
-                             ? "the keepers' open device files are shared with no live process the driver "
-                               "lists (compared with kcmp)"
-                             : "who keeps it is inferred from the process tree and groups: the open files "
-                               "could not be compared (" +
-                                   s.proc.open_files_unknown.value_or("no kcmp") + ")");
+    f.evidence.push_back(
+        ghost->exact ? "the keepers' open device files are shared with no live process the driver "
+                       "lists (compared with kcmp)"
+                     : "who keeps it is inferred from the process tree and groups: the open files "
+                       "could not be compared (" +
+                           s.proc.open_files_unknown.value_or("no kcmp") + ")");
     size_t n = keep.size() + listed_keep.size();
     f.explanation = fmt::format(
         "The process that created this GPU context is gone, but {} still hold{} its device files "
         "(inherited when it forked), so the driver cannot free the memory.",
         n == 1 ? "one process" : std::to_string(n) + " processes", n == 1 ? "s" : "");
     if (!listed_keep.empty())
-      f.explanation += " A keeper the driver lists runs a job of its own: ending it ends that job too.";
+      f.explanation +=
+          " A keeper the driver lists runs a job of its own: ending it ends that job too.";
     f.remedy = {fmt::format("gpureap kill {}   # ends the holders, waits for the memory", r.pid)};
     if (!kp.empty()) f.remedy.push_back("gpureap kill " + pid_list(kp));
     for (const auto* p : keep)
@@ -104,7 +110,11 @@ void gone_pid(const DoctorInput& in, const core::ProcessRow& r, std::vector<Find
   }
   const auto* before = in.first.row(r.pid);
   if (before && listed_bytes(*before) > bytes + kDropNoise) {
-    out.push_back({"releasing", Severity::Info, gpus, {r.pid}, bytes,
+    out.push_back({"releasing",
+                   Severity::Info,
+                   gpus,
+                   {r.pid},
+                   bytes,
                    {listed, fmt::format("its memory dropped from {} to {} between samples",
                                         bytes_text(listed_bytes(*before)), bytes_text(bytes))},
                    "The driver is still tearing the context down; this takes seconds to a minute.",
@@ -112,18 +122,25 @@ void gone_pid(const DoctorInput& in, const core::ProcessRow& r, std::vector<Find
     return;
   }
   if (!r.has(core::Anomaly::Leaked)) {
-    out.push_back({"no-such-process", Severity::Warning, gpus, {r.pid}, bytes,
-                   {listed, "no holder of that GPU's device files was found, but the view is incomplete"},
-                   "Some processes could not be inspected, so the holder keeping this memory may be hidden.",
-                   {"sudo gpureap doctor"}});
+    out.push_back(
+        {"no-such-process",
+         Severity::Warning,
+         gpus,
+         {r.pid},
+         bytes,
+         {listed, "no holder of that GPU's device files was found, but the view is incomplete"},
+         "Some processes could not be inspected, so the holder keeping this memory may be hidden.",
+         {"sudo gpureap doctor"}});
     return;
   }
-  auto window = std::chrono::duration_cast<std::chrono::milliseconds>(in.last.timestamp - in.first.timestamp);
+  auto window =
+      std::chrono::duration_cast<std::chrono::milliseconds>(in.last.timestamp - in.first.timestamp);
   Finding f{"leaked-memory", Severity::Critical, gpus, {r.pid}, bytes, {listed}};
-  f.evidence.push_back("no live process holds an open file of that GPU's device that a live listed "
-                       "process does not own");
-  f.evidence.push_back(fmt::format("the memory stayed for the {:.1f} s between samples",
-                                   window.count() / 1000.0));
+  f.evidence.push_back(
+      "no live process holds an open file of that GPU's device that a live listed "
+      "process does not own");
+  f.evidence.push_back(
+      fmt::format("the memory stayed for the {:.1f} s between samples", window.count() / 1000.0));
   f.explanation =
       "No live process can be keeping this context: the driver leaked it. Only a GPU reset (or "
       "a reboot) frees it. If the process died within the last minute, re-run with a longer "
@@ -137,7 +154,11 @@ void gone_pid(const DoctorInput& in, const core::ProcessRow& r, std::vector<Find
 void released_during_settle(const DoctorInput& in, std::vector<Finding>& out) {
   for (const auto& r : in.first.rows) {
     if (r.process || in.last.row(r.pid) || !wanted(in, row_gpus(r))) continue;
-    out.push_back({"releasing", Severity::Info, row_gpus(r), {r.pid}, listed_bytes(r),
+    out.push_back({"releasing",
+                   Severity::Info,
+                   row_gpus(r),
+                   {r.pid},
+                   listed_bytes(r),
                    {fmt::format("PID {} (gone) was listed with {} at the first sample and left the "
                                 "driver's lists before the last",
                                 r.pid, bytes_text(listed_bytes(r)))},
@@ -170,10 +191,15 @@ void unattributed(const DoctorInput& in, std::vector<Finding>& out) {
     if (now <= threshold) continue;
     const auto* g0 = in.first.gpu(g.index);
     auto then = g0 ? in.first.memory_summary(*g0).unattributed_bytes.value_or(0) : now;
-    std::string seen = fmt::format("GPU {} uses {} that the driver attributes to no process (the threshold is {})",
-                                   g.index, bytes_text(now), in.unattributed.text());
+    std::string seen =
+        fmt::format("GPU {} uses {} that the driver attributes to no process (the threshold is {})",
+                    g.index, bytes_text(now), in.unattributed.text());
     if (then > now + kDropNoise) {
-      out.push_back({"releasing", Severity::Info, {g.index}, {}, now,
+      out.push_back({"releasing",
+                     Severity::Info,
+                     {g.index},
+                     {},
+                     now,
                      {seen, fmt::format("it dropped from {} between samples", bytes_text(then))},
                      "The driver is still freeing memory of processes that ended.",
                      {"gpureap doctor --settle 30s   # check again"}});
@@ -182,25 +208,37 @@ void unattributed(const DoctorInput& in, std::vector<Finding>& out) {
     uint64_t departed = departed_bytes(in, g.index);
     bool appeared = departed > 0 && now > then && now - then + kDropNoise >= departed / 2;
     if (appeared && s.complete()) {
-      auto window = std::chrono::duration_cast<std::chrono::milliseconds>(s.timestamp - in.first.timestamp);
-      out.push_back({"leaked-memory", Severity::Critical, {g.index}, {}, now,
-                     {seen,
-                      fmt::format("it grew from {} to {} as processes listed with {} exited, and stayed for "
-                                  "the {:.1f} s between samples",
-                                  bytes_text(then), bytes_text(now), bytes_text(departed), window.count() / 1000.0)},
-                     "The memory of processes that ended did not come back: a leaked context or a driver "
-                     "fault. Only a GPU reset (or a reboot) frees it. The driver can take up to a minute: "
-                     "check once more with a longer --settle first.",
-                     {"gpureap doctor --settle 60s   # make sure it stays",
-                      fmt::format("gpureap reset --gpu {}", g.index), "reboot   # if the reset is refused"}});
+      auto window =
+          std::chrono::duration_cast<std::chrono::milliseconds>(s.timestamp - in.first.timestamp);
+      out.push_back(
+          {"leaked-memory",
+           Severity::Critical,
+           {g.index},
+           {},
+           now,
+           {seen,
+            fmt::format("it grew from {} to {} as processes listed with {} exited, and stayed for "
+                        "the {:.1f} s between samples",
+                        bytes_text(then), bytes_text(now), bytes_text(departed),
+                        window.count() / 1000.0)},
+           "The memory of processes that ended did not come back: a leaked context or a driver "
+           "fault. Only a GPU reset (or a reboot) frees it. The driver can take up to a minute: "
+           "check once more with a longer --settle first.",
+           {"gpureap doctor --settle 60s   # make sure it stays",
+            fmt::format("gpureap reset --gpu {}", g.index), "reboot   # if the reset is refused"}});
       continue;
     }
-    out.push_back({"unattributed-memory", Severity::Warning, {g.index}, {}, now,
-                   {seen, "no process the driver lists accounts for it"},
-                   "The driver, a process in another container or PID namespace it does not name, or a "
-                   "context that leaked uses it. If it stays while nothing uses the GPU, a reset frees it.",
-                   {"gpureap doctor --settle 60s   # is it still there?",
-                    fmt::format("gpureap reset --gpu {}   # once nothing uses the GPU", g.index)}});
+    out.push_back(
+        {"unattributed-memory",
+         Severity::Warning,
+         {g.index},
+         {},
+         now,
+         {seen, "no process the driver lists accounts for it"},
+         "The driver, a process in another container or PID namespace it does not name, or a "
+         "context that leaked uses it. If it stays while nothing uses the GPU, a reset frees it.",
+         {"gpureap doctor --settle 60s   # is it still there?",
+          fmt::format("gpureap reset --gpu {}   # once nothing uses the GPU", g.index)}});
   }
 }
 

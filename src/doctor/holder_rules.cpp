@@ -47,8 +47,9 @@ void holder_rules(const DoctorInput& in, std::vector<Finding>& out) {
     if (in.gpu && std::find(gpus.begin(), gpus.end(), *in.gpu) == gpus.end()) continue;
     // Naming a PID overrides the protected list: a remedy that names a protected process says so.
     bool guarded = in.is_protected && in.is_protected(p);
-    std::string kill = "gpureap kill " + std::to_string(r.pid) +
-                       (guarded ? "   # a protected system service: naming its PID overrides the protection" : "");
+    std::string kill =
+        "gpureap kill " + std::to_string(r.pid) +
+        (guarded ? "   # a protected system service: naming its PID overrides the protection" : "");
 
     if (r.has(core::Anomaly::InheritedHolder)) {
       auto f = holder_finding(s, r, "inherited-holder", Severity::Warning);
@@ -56,32 +57,37 @@ void holder_rules(const DoctorInput& in, std::vector<Finding>& out) {
         const auto* g = s.row(gone);
         uint64_t bytes = g ? listed_bytes(*g) : 0;
         f.memory_bytes += bytes;
-        f.evidence.push_back(fmt::format("PID {}, listed by the driver with {}, is gone; {}", gone, bytes_text(bytes),
-                                         p.stat.pgid == gone ? "it led this process's group"
-                                                             : "no live listed process shares this open file"));
+        f.evidence.push_back(fmt::format(
+            "PID {}, listed by the driver with {}, is gone; {}", gone, bytes_text(bytes),
+            p.stat.pgid == gone ? "it led this process's group"
+                                : "no live listed process shares this open file"));
       }
-      f.explanation = "It inherited the GPU device files of a process that is gone, and keeps that "
-                      "process's GPU memory alive.";
+      f.explanation =
+          "It inherited the GPU device files of a process that is gone, and keeps that "
+          "process's GPU memory alive.";
       f.remedy = {kill};
       add_container_stop(p, f);
       out.push_back(std::move(f));
     } else if (!r.listed_by_driver && !r.shares_context_of.empty()) {
       auto f = holder_finding(s, r, "inherited-holder", Severity::Info);
-      f.evidence.push_back(fmt::format("it shares the open GPU device file of PID {}, which the driver lists: "
-                                       "the same context",
-                                       pid_list(r.shares_context_of)));
-      f.explanation = "A worker or helper of a running job (it inherited the job's GPU device files); it "
-                      "will keep that job's memory alive if it outlives the job.";
+      f.evidence.push_back(
+          fmt::format("it shares the open GPU device file of PID {}, which the driver lists: "
+                      "the same context",
+                      pid_list(r.shares_context_of)));
+      f.explanation =
+          "A worker or helper of a running job (it inherited the job's GPU device files); it "
+          "will keep that job's memory alive if it outlives the job.";
       out.push_back(std::move(f));
     }
     bool workers_only = !r.shares_context_of.empty() && r.keeps.empty();
     if (r.has(core::Anomaly::Orphan) && p.holds_device() && !r.listed_by_driver && !workers_only) {
       auto f = holder_finding(s, r, "orphan-holder", Severity::Warning);
       bool leader_gone = p.stat.pgid != p.stat.pid && !s.find(p.stat.pgid);
-      f.evidence.push_back(leader_gone
-                               ? fmt::format("the leader of its process group ({}) is gone", p.stat.pgid)
-                               : "its parent died: it was reparented to its namespace's init");
-      f.explanation = "A leftover of a job whose main process ended; it holds the GPU open for nobody.";
+      f.evidence.push_back(
+          leader_gone ? fmt::format("the leader of its process group ({}) is gone", p.stat.pgid)
+                      : "its parent died: it was reparented to its namespace's init");
+      f.explanation =
+          "A leftover of a job whose main process ended; it holds the GPU open for nobody.";
       f.remedy = {kill, "gpureap kill --ghosts   # every such leftover"};
       add_container_stop(p, f);
       out.push_back(std::move(f));
@@ -89,22 +95,25 @@ void holder_rules(const DoctorInput& in, std::vector<Finding>& out) {
     if (r.has(core::Anomaly::Stopped) && (p.holds_device() || r.listed_by_driver)) {
       auto f = holder_finding(s, r, "stopped-holder", Severity::Warning);
       f.evidence.push_back(fmt::format("{} is stopped (state {})", process_label(p), p.stat.state));
-      f.explanation = "A stopped process (Ctrl-Z, SIGSTOP) keeps its GPU memory until it is resumed or killed.";
-      f.remedy = {"kill -CONT " + std::to_string(r.pid) + "   # resume it", kill + "   # or end it"};
+      f.explanation =
+          "A stopped process (Ctrl-Z, SIGSTOP) keeps its GPU memory until it is resumed or killed.";
+      f.remedy = {"kill -CONT " + std::to_string(r.pid) + "   # resume it",
+                  kill + "   # or end it"};
       out.push_back(std::move(f));
     }
     if (r.has(core::Anomaly::Uninterruptible)) {
       auto f = holder_finding(s, r, "uninterruptible-holder", Severity::Warning);
       const auto* before = in.first.find(r.pid);
-      f.evidence.push_back(fmt::format(
-          "{} is in uninterruptible sleep (D){}{}", process_label(p),
-          p.details && p.details->wchan ? " in " + *p.details->wchan : std::string(),
-          before && before->stat.state == 'D' ? ", in both samples" : ""));
+      f.evidence.push_back(
+          fmt::format("{} is in uninterruptible sleep (D){}{}", process_label(p),
+                      p.details && p.details->wchan ? " in " + *p.details->wchan : std::string(),
+                      before && before->stat.state == 'D' ? ", in both samples" : ""));
       f.explanation =
           "It waits inside the kernel (I/O, NFS, a driver call). No signal, not even SIGKILL, acts "
           "until that call returns.";
       f.remedy = {fmt::format("cat /proc/{}/stack   # where it waits (root)", r.pid),
-                  "dmesg | tail   # storage or driver errors", "fix the I/O it waits on (e.g. the NFS server), else reboot"};
+                  "dmesg | tail   # storage or driver errors",
+                  "fix the I/O it waits on (e.g. the NFS server), else reboot"};
       out.push_back(std::move(f));
     }
     if (r.has(core::Anomaly::ZombieChildren)) {
@@ -112,10 +121,11 @@ void holder_rules(const DoctorInput& in, std::vector<Finding>& out) {
       std::vector<pid_t> zombies;
       for (const auto& z : s.proc.processes)
         if (z.stat.is_zombie() && z.stat.ppid == r.pid) zombies.push_back(z.stat.pid);
-      f.evidence.push_back(fmt::format("{} has zombie children it does not reap: {}", process_label(p),
-                                       pid_list(zombies)));
+      f.evidence.push_back(fmt::format("{} has zombie children it does not reap: {}",
+                                       process_label(p), pid_list(zombies)));
       f.explanation =
-          "Zombies hold no GPU memory, but their parent is not reaping them: it may be stuck, and its "
+          "Zombies hold no GPU memory, but their parent is not reaping them: it may be stuck, and "
+          "its "
           "exited workers can hide a crash.";
       f.remedy = {"kill -CHLD " + std::to_string(r.pid) + "   # remind it to reap",
                   kill + "   # its zombies go with it"};
@@ -123,7 +133,8 @@ void holder_rules(const DoctorInput& in, std::vector<Finding>& out) {
     }
     if (in.is_protected && in.is_protected(p)) {
       auto f = holder_finding(s, r, "protected-holder", Severity::Info);
-      f.explanation = "A system service that holds the GPU on purpose; gpureap never kills it unless named.";
+      f.explanation =
+          "A system service that holds the GPU on purpose; gpureap never kills it unless named.";
       out.push_back(std::move(f));
     }
   }

@@ -11,11 +11,12 @@ namespace gpureap::doctor {
 
 core::Result<std::vector<ResetBlocker>> reset_blockers(const core::Snapshot& s, unsigned index) {
   if (!s.backend.available)
-    return core::Error{"cannot check GPU " + std::to_string(index) + " before a reset: " +
-                           s.backend.error.value_or("NVML is not available"),
+    return core::Error{"cannot check GPU " + std::to_string(index) +
+                           " before a reset: " + s.backend.error.value_or("NVML is not available"),
                        "a reset needs a working driver; see `gpureap doctor`"};
   const auto* gpu = s.gpu(index);
-  if (!gpu) return core::Error{fmt::format("there is no GPU {}", index), "`gpureap ps` lists the GPUs"};
+  if (!gpu)
+    return core::Error{fmt::format("there is no GPU {}", index), "`gpureap ps` lists the GPUs"};
   if (!gpu->minor)
     return core::Error{fmt::format("GPU {}'s device file is unknown (no minor number)", index),
                        "gpureap cannot prove that nothing holds it"};
@@ -30,7 +31,8 @@ core::Result<std::vector<ResetBlocker>> reset_blockers(const core::Snapshot& s, 
     if (r.process) {
       for (const auto& d : r.process->devices)
         if (d.nvidia_minor == gpu->minor)
-          why += (why.empty() ? "" : "; ") + fmt::format("holds {} on fd {}", d.path, fmt::join(d.fds, ","));
+          why += (why.empty() ? "" : "; ") +
+                 fmt::format("holds {} on fd {}", d.path, fmt::join(d.fds, ","));
     }
     if (!why.empty()) out.push_back({r.pid, std::move(why)});
   }
@@ -39,12 +41,15 @@ core::Result<std::vector<ResetBlocker>> reset_blockers(const core::Snapshot& s, 
 
 std::string reset_failure_hint(const std::string& text, unsigned gpu) {
   std::string lower = text;
-  std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
+  std::transform(lower.begin(), lower.end(), lower.begin(),
+                 [](unsigned char c) { return std::tolower(c); });
   if (lower.find("persistence") != std::string::npos)
-    return fmt::format("persistence mode keeps the GPU open: `nvidia-smi -i {} -pm 0` (or stop "
-                       "nvidia-persistenced), reset, then turn it back on",
-                       gpu);
-  if (lower.find("in use") != std::string::npos || lower.find("another client") != std::string::npos)
+    return fmt::format(
+        "persistence mode keeps the GPU open: `nvidia-smi -i {} -pm 0` (or stop "
+        "nvidia-persistenced), reset, then turn it back on",
+        gpu);
+  if (lower.find("in use") != std::string::npos ||
+      lower.find("another client") != std::string::npos)
     return "another client holds the GPU (nvidia-persistenced, DCGM/nv-hostengine, a monitoring "
            "agent, a display server): stop it and retry; `gpureap ps` shows the holders";
   if (lower.find("not supported") != std::string::npos)

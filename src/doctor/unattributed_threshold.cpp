@@ -18,21 +18,24 @@ std::string_view trim(std::string_view s) {
 }
 
 core::Error bad(std::string_view text, std::string why) {
-  return {"unattributed threshold \"" + std::string(text) + "\": " + std::move(why),
-          "write a size (\"1GiB\"), a percentage of the GPU's memory (\"2%\"), or both (\"1GiB,2%\")"};
+  return {
+      "unattributed threshold \"" + std::string(text) + "\": " + std::move(why),
+      "write a size (\"1GiB\"), a percentage of the GPU's memory (\"2%\"), or both (\"1GiB,2%\")"};
 }
 
 }  // namespace
 
 uint64_t UnattributedThreshold::for_total(std::optional<uint64_t> total) const {
   uint64_t out = bytes.value_or(0);
-  if (ratio && total) out = std::max(out, static_cast<uint64_t>(static_cast<double>(*total) * *ratio));
+  if (ratio && total)
+    out = std::max(out, static_cast<uint64_t>(static_cast<double>(*total) * *ratio));
   return out;
 }
 
 std::string UnattributedThreshold::text() const {
   std::string pct = ratio ? fmt::format("{:g} %", *ratio * 100) : "";
-  if (bytes && ratio) return output::human_bytes(*bytes) + " or " + pct + " of the GPU, whichever is larger";
+  if (bytes && ratio)
+    return output::human_bytes(*bytes) + " or " + pct + " of the GPU, whichever is larger";
   if (bytes) return output::human_bytes(*bytes);
   return pct + " of the GPU";
 }

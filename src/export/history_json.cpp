@@ -4,9 +4,9 @@
 #include <charconv>
 #include <cmath>
 
+#include "core/duration.h"
 #include "output/escape.h"
 #include "output/rfc3339.h"
-#include "core/duration.h"
 
 namespace gpureap::exporter {
 namespace {

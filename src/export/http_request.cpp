@@ -26,7 +26,8 @@ int hex(char c) {
 }
 
 bool token_char(char c) {
-  return std::isalnum(static_cast<unsigned char>(c)) || std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
+  return std::isalnum(static_cast<unsigned char>(c)) ||
+         std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
 }
 
 void parse_query(std::string_view q, std::map<std::string, std::string>& out) {
@@ -44,15 +45,24 @@ void parse_query(std::string_view q, std::map<std::string, std::string>& out) {
 
 const char* reason(int status) {
   switch (status) {
-    case 200: return "OK";
-    case 400: return "Bad Request";
-    case 401: return "Unauthorized";
-    case 404: return "Not Found";
-    case 405: return "Method Not Allowed";
-    case 431: return "Request Header Fields Too Large";
-    case 500: return "Internal Server Error";
-    case 503: return "Service Unavailable";
-    default: return "Unknown";
+    case 200:
+      return "OK";
+    case 400:
+      return "Bad Request";
+    case 401:
+      return "Unauthorized";
+    case 404:
+      return "Not Found";
+    case 405:
+      return "Method Not Allowed";
+    case 431:
+      return "Request Header Fields Too Large";
+    case 500:
+      return "Internal Server Error";
+    case 503:
+      return "Service Unavailable";
+    default:
+      return "Unknown";
   }
 }
 
@@ -89,7 +99,8 @@ ParsedHead parse_request_head(std::string_view bytes) {
   ParsedHead out;
   size_t end = bytes.find("\r\n\r\n");
   size_t sep = 4;
-  if (size_t lf = bytes.find("\n\n"); lf != std::string_view::npos && (end == std::string_view::npos || lf < end)) {
+  if (size_t lf = bytes.find("\n\n");
+      lf != std::string_view::npos && (end == std::string_view::npos || lf < end)) {
     end = lf;
     sep = 2;
   }
@@ -121,7 +132,8 @@ ParsedHead parse_request_head(std::string_view bytes) {
   auto method = request_line.substr(0, sp1);
   auto target = request_line.substr(sp1 + 1, sp2 - sp1 - 1);
   auto version = request_line.substr(sp2 + 1);
-  if (method.empty() || !std::all_of(method.begin(), method.end(), token_char)) return bad("malformed method");
+  if (method.empty() || !std::all_of(method.begin(), method.end(), token_char))
+    return bad("malformed method");
   if (!version.starts_with("HTTP/1.")) return bad("only HTTP/1.x is spoken here");
   if (target.empty() || target.front() != '/') return bad("the request target must be a path");
   out.request.method = std::string(method);
@@ -146,7 +158,8 @@ std::string render_response(const HttpResponse& r, bool head_only) {
   out += "Content-Type: " + r.content_type + "\r\n";
   out += "Content-Length: " + std::to_string(r.body.size()) + "\r\n";
   out += "Connection: close\r\n";
-  for (const auto& [name, value] : r.headers) out.append(name).append(": ").append(value).append("\r\n");
+  for (const auto& [name, value] : r.headers)
+    out.append(name).append(": ").append(value).append("\r\n");
   out += "\r\n";
   if (!head_only) out += r.body;
   return out;

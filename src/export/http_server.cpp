@@ -4,8 +4,8 @@
 #include <netdb.h>
 #include <pthread.h>
 #include <sys/epoll.h>
-#include <sys/resource.h>
 #include <sys/eventfd.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -55,9 +55,13 @@ constexpr const char* kLandingPage = R"(<!DOCTYPE html>
 </body></html>
 )";
 
-HttpResponse reply(const Reply& r) { return {r.status, r.content_type, r.body, {}}; }
+HttpResponse reply(const Reply& r) {
+  return {r.status, r.content_type, r.body, {}};
+}
 
-HttpResponse text(int status, std::string body) { return {status, "text/plain; charset=utf-8", std::move(body), {}}; }
+HttpResponse text(int status, std::string body) {
+  return {status, "text/plain; charset=utf-8", std::move(body), {}};
+}
 
 // The query of /api/v1/history; errors say what to write instead.
 core::Result<HistoryRequest> history_request(const HttpRequest& req, ContentSource& content) {
@@ -68,7 +72,8 @@ core::Result<HistoryRequest> history_request(const HttpRequest& req, ContentSour
     unsigned gpu = 0;
     auto [ptr, ec] = std::from_chars(text->data(), text->data() + text->size(), gpu);
     if (text->empty() || ec != std::errc() || ptr != text->data() + text->size())
-      return core::Error{"gpu must be a GPU index (0, 1, ...)", "e.g. /api/v1/history?gpu=0&since=10m"};
+      return core::Error{"gpu must be a GPU index (0, 1, ...)",
+                         "e.g. /api/v1/history?gpu=0&since=10m"};
     r.gpu = gpu;
   }
   if (auto since_text = req.param("since")) {
@@ -142,19 +147,26 @@ struct HttpServer::Impl {
       return r;
     }
     if (req.path != "/healthz" && !authorized(req)) {
-      auto r = text(401,
-                    "a bearer token is required: send the content of the daemon's auth_token_file as "
-                    "\"Authorization: Bearer TOKEN\"\n");
+      auto r =
+          text(401,
+               "a bearer token is required: send the content of the daemon's auth_token_file as "
+               "\"Authorization: Bearer TOKEN\"\n");
       r.headers.push_back({"WWW-Authenticate", "Bearer realm=\"gpureap\""});
       return r;
     }
     HttpResponse r;
-    if (req.path == "/") r = {200, "text/html; charset=utf-8", kLandingPage, {}};
-    else if (req.path == "/metrics") r = reply(content->metrics());
-    else if (req.path == "/healthz") r = reply(content->health());
-    else if (req.path == "/api/v1/snapshot") r = reply(content->snapshot());
-    else if (req.path == "/api/v1/findings") r = reply(content->findings());
-    else if (req.path == "/api/v1/policies") r = reply(content->policies());
+    if (req.path == "/")
+      r = {200, "text/html; charset=utf-8", kLandingPage, {}};
+    else if (req.path == "/metrics")
+      r = reply(content->metrics());
+    else if (req.path == "/healthz")
+      r = reply(content->health());
+    else if (req.path == "/api/v1/snapshot")
+      r = reply(content->snapshot());
+    else if (req.path == "/api/v1/findings")
+      r = reply(content->findings());
+    else if (req.path == "/api/v1/policies")
+      r = reply(content->policies());
     else if (req.path == "/api/v1/history") {
       auto h = history_request(req, *content);
       r = h ? reply(content->history(*h)) : text(400, h.error().text() + "\n");
@@ -273,12 +285,15 @@ struct HttpServer::Impl {
     }
     auto head = parse_request_head(c.in);
     switch (head.status) {
-      case HeadStatus::Incomplete: return;
+      case HeadStatus::Incomplete:
+        return;
       case HeadStatus::TooLarge:
-        return start_writing(fd, c, render_response(text(431, "the request head is too large\n"), false));
+        return start_writing(fd, c,
+                             render_response(text(431, "the request head is too large\n"), false));
       case HeadStatus::Bad:
         return start_writing(fd, c, render_response(text(400, head.error + "\n"), false));
-      case HeadStatus::Complete: break;
+      case HeadStatus::Complete:
+        break;
     }
     c.state = Connection::State::Processing;
     epoll_event ev{};
@@ -321,12 +336,16 @@ struct HttpServer::Impl {
       int n = ::epoll_wait(epoll_fd, events.data(), static_cast<int>(events.size()), 200);
       for (int i = 0; i < n && !stopping; ++i) {
         int fd = events[static_cast<size_t>(i)].data.fd;
-        if (fd == listen_fd) accept_all();
-        else if (fd == wake_fd) collect_done();
+        if (fd == listen_fd)
+          accept_all();
+        else if (fd == wake_fd)
+          collect_done();
         else if (auto it = connections.find(fd); it != connections.end()) {
           auto& c = it->second;
-          if (c.state == Connection::State::Reading) read_some(fd, c);
-          else if (c.state == Connection::State::Writing) write_some(fd, c);
+          if (c.state == Connection::State::Reading)
+            read_some(fd, c);
+          else if (c.state == Connection::State::Writing)
+            write_some(fd, c);
         }
       }
       if (Clock::now() >= next_sweep) {
@@ -341,15 +360,18 @@ struct HttpServer::Impl {
 
 HttpServer::HttpServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
-HttpServer::~HttpServer() { stop(); }
+HttpServer::~HttpServer() {
+  stop();
+}
 
 namespace {
 
 core::Error listen_error(const ListenAddress& address, const std::string& why) {
-  return core::Error{"cannot listen on " + address.text() + ": " + why,
-                     "choose another address with --listen or `listen` in the config, or stop what uses it "
-                     "(ss -ltnp 'sport = :" +
-                         std::to_string(address.port) + "')"};
+  return core::Error{
+      "cannot listen on " + address.text() + ": " + why,
+      "choose another address with --listen or `listen` in the config, or stop what uses it "
+      "(ss -ltnp 'sport = :" +
+          std::to_string(address.port) + "')"};
 }
 
 }  // namespace
@@ -368,7 +390,8 @@ core::Result<std::unique_ptr<HttpServer>> HttpServer::start(const ListenAddress&
   hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
   addrinfo* found = nullptr;
   std::string port = std::to_string(address.port);
-  if (int rc = ::getaddrinfo(address.host.empty() ? nullptr : address.host.c_str(), port.c_str(), &hints, &found);
+  if (int rc = ::getaddrinfo(address.host.empty() ? nullptr : address.host.c_str(), port.c_str(),
+                             &hints, &found);
       rc != 0)
     return listen_error(address, ::gai_strerror(rc));
   std::string why = "the address cannot be used";
@@ -391,8 +414,10 @@ core::Result<std::unique_ptr<HttpServer>> HttpServer::start(const ListenAddress&
   sockaddr_storage bound{};
   socklen_t len = sizeof bound;
   if (::getsockname(impl->listen_fd, reinterpret_cast<sockaddr*>(&bound), &len) == 0) {
-    if (bound.ss_family == AF_INET) impl->address.port = ntohs(reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
-    if (bound.ss_family == AF_INET6) impl->address.port = ntohs(reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port);
+    if (bound.ss_family == AF_INET)
+      impl->address.port = ntohs(reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
+    if (bound.ss_family == AF_INET6)
+      impl->address.port = ntohs(reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port);
   }
 
   impl->epoll_fd = ::epoll_create1(EPOLL_CLOEXEC);
@@ -407,7 +432,8 @@ core::Result<std::unique_ptr<HttpServer>> HttpServer::start(const ListenAddress&
   // Descriptors for the connections, with room to spare for the rest of the daemon.
   rlimit nofile{};
   if (::getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur != RLIM_INFINITY)
-    impl->max_connections = std::clamp<size_t>(nofile.rlim_cur > 256 ? nofile.rlim_cur - 256 : 16, 16, kMaxConnections);
+    impl->max_connections =
+        std::clamp<size_t>(nofile.rlim_cur > 256 ? nofile.rlim_cur - 256 : 16, 16, kMaxConnections);
   Impl* raw = impl.get();
   const unsigned threads = std::max(1u, options.threads);
   for (unsigned i = 0; i < threads; ++i) raw->workers.emplace_back([raw] { raw->work(); });
@@ -415,7 +441,9 @@ core::Result<std::unique_ptr<HttpServer>> HttpServer::start(const ListenAddress&
   return std::unique_ptr<HttpServer>(new HttpServer(std::move(impl)));
 }
 
-const ListenAddress& HttpServer::address() const { return impl_->address; }
+const ListenAddress& HttpServer::address() const {
+  return impl_->address;
+}
 
 void HttpServer::set_token(std::optional<std::string> token) {
   std::lock_guard lock(impl_->token_mutex);

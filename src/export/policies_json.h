@@ -9,6 +9,6 @@
 namespace gpureap::exporter {
 
 nlohmann::json policies_to_json(const policy::PolicyRunner::Status& status,
-                                 std::chrono::system_clock::time_point now);
+                                std::chrono::system_clock::time_point now);
 
 }  // namespace gpureap::exporter

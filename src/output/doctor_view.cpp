@@ -10,7 +10,7 @@ namespace gpureap::output {
 namespace {
 
 Color color_of(doctor::Severity s) {
-  return s == doctor::Severity::Critical ? Color::Red
+  return s == doctor::Severity::Critical  ? Color::Red
          : s == doctor::Severity::Warning ? Color::Yellow
                                           : Color::Dim;
 }
@@ -36,8 +36,9 @@ std::string render_doctor(const core::Snapshot& s, const std::vector<doctor::Fin
   if (doctor::worst(findings) == doctor::Severity::Info) {
     size_t rows = 0;
     for (const auto& r : s.rows) rows += !gpu || on_gpu(s, r, *gpu);
-    std::string gpus = gpu ? fmt::format("GPU {}", *gpu)
-                           : fmt::format("{} GPU{}", s.backend.gpus.size(), s.backend.gpus.size() == 1 ? "" : "s");
+    std::string gpus =
+        gpu ? fmt::format("GPU {}", *gpu)
+            : fmt::format("{} GPU{}", s.backend.gpus.size(), s.backend.gpus.size() == 1 ? "" : "s");
     out += style.paint("Healthy", Color::Green) +
            fmt::format(": {}, {} process{} holding {}, nothing above info.\n", gpus, rows,
                        rows == 1 ? "" : "es", gpu ? "it" : "GPUs");
@@ -49,20 +50,23 @@ std::string render_doctor(const core::Snapshot& s, const std::vector<doctor::Fin
     out += "\n" + style.paint(head, color_of(f.severity)) + "\n";
     for (const auto& e : f.evidence) out += "  • " + terminal_safe(e) + "\n";
     if (!f.explanation.empty()) out += "  " + terminal_safe(f.explanation) + "\n";
-    for (const auto& r : f.remedy) out += "  " + style.paint("$ " + terminal_safe(r), Color::Bold) + "\n";
+    for (const auto& r : f.remedy)
+      out += "  " + style.paint("$ " + terminal_safe(r), Color::Bold) + "\n";
   }
   auto worst = doctor::worst(findings);
   if (worst != doctor::Severity::Info) {
     size_t n = 0;
     for (const auto& f : findings) n += f.severity != doctor::Severity::Info;
-    out += fmt::format("\n{} finding{} need{} attention. `gpureap doctor --fix` applies the safe remedies "
-                       "(it shows the plan first).\n",
-                       n, n == 1 ? "" : "s", n == 1 ? "s" : "");
+    out += fmt::format(
+        "\n{} finding{} need{} attention. `gpureap doctor --fix` applies the safe remedies "
+        "(it shows the plan first).\n",
+        n, n == 1 ? "" : "s", n == 1 ? "s" : "");
   }
   return out;
 }
 
-nlohmann::json doctor_to_json(const core::Snapshot& s, const std::vector<doctor::Finding>& findings) {
+nlohmann::json doctor_to_json(const core::Snapshot& s,
+                              const std::vector<doctor::Finding>& findings) {
   nlohmann::json list = nlohmann::json::array();
   for (const auto& f : findings)
     list.push_back({{"code", f.code},

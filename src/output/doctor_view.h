@@ -17,6 +17,7 @@ inline constexpr const char* kDoctorSchema = "gpureap.doctor/v1";
 // `gpu`: doctor --gpu N, the summary counts that GPU only.
 std::string render_doctor(const core::Snapshot& s, const std::vector<doctor::Finding>& findings,
                           const Style& style, std::optional<unsigned> gpu = std::nullopt);
-nlohmann::json doctor_to_json(const core::Snapshot& s, const std::vector<doctor::Finding>& findings);
+nlohmann::json doctor_to_json(const core::Snapshot& s,
+                              const std::vector<doctor::Finding>& findings);
 
 }  // namespace gpureap::output

@@ -63,8 +63,12 @@ std::string escape(std::string_view s, bool keep_newlines) {
 
 }  // namespace
 
-std::string terminal_safe(std::string_view s) { return escape(s, false); }
-std::string terminal_safe_lines(std::string_view s) { return escape(s, true); }
+std::string terminal_safe(std::string_view s) {
+  return escape(s, false);
+}
+std::string terminal_safe_lines(std::string_view s) {
+  return escape(s, true);
+}
 
 std::string utf8_valid(std::string_view s) {
   std::string out;

@@ -47,18 +47,20 @@ std::vector<GhostNotice> ghost_notices(const core::Snapshot& s) {
       out.push_back(std::move(kept));
     }
     if (!leaked.gone.empty()) {
-      leaked.headline = fmt::format("{} on GPU {} is leaked: the driver lists gone PID{} {} and no "
-                                    "process holds {}.",
-                                    human_bytes(leaked.bytes), g.index, leaked.gone.size() == 1 ? "" : "s",
-                                    pids_text(leaked.gone), leaked.gone.size() == 1 ? "it" : "them");
+      leaked.headline = fmt::format(
+          "{} on GPU {} is leaked: the driver lists gone PID{} {} and no "
+          "process holds {}.",
+          human_bytes(leaked.bytes), g.index, leaked.gone.size() == 1 ? "" : "s",
+          pids_text(leaked.gone), leaked.gone.size() == 1 ? "it" : "them");
       leaked.command = fmt::format("gpureap reset --gpu {}", g.index);
       out.push_back(std::move(leaked));
     }
     if (!unknown.gone.empty()) {
-      unknown.headline = fmt::format("{} on GPU {} is listed for gone PID{} {}, and no holder was found "
-                                     "among the processes gpureap could inspect.",
-                                     human_bytes(unknown.bytes), g.index,
-                                     unknown.gone.size() == 1 ? "" : "s", pids_text(unknown.gone));
+      unknown.headline = fmt::format(
+          "{} on GPU {} is listed for gone PID{} {}, and no holder was found "
+          "among the processes gpureap could inspect.",
+          human_bytes(unknown.bytes), g.index, unknown.gone.size() == 1 ? "" : "s",
+          pids_text(unknown.gone));
       unknown.command = "sudo gpureap doctor";
       out.push_back(std::move(unknown));
     }

@@ -1,7 +1,5 @@
 #include "output/ps_view.h"
 
-#include "output/ghost_summary.h"
-
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -11,6 +9,7 @@
 #include <set>
 
 #include "output/escape.h"
+#include "output/ghost_summary.h"
 #include "output/table.h"
 #include "output/time_format.h"
 
@@ -42,8 +41,10 @@ std::string memory_text(const core::ProcessRow& r) {
   uint64_t sum = 0;
   bool unknown = false;
   for (const auto& u : r.gpus) {
-    if (u.used_bytes) sum += *u.used_bytes;
-    else unknown = true;
+    if (u.used_bytes)
+      sum += *u.used_bytes;
+    else
+      unknown = true;
   }
   if (unknown && sum == 0) return "n/a";
   return human_bytes(sum) + (unknown ? "+?" : "");
@@ -69,7 +70,8 @@ Color row_color(const core::ProcessRow& r) {
 }
 
 std::string bar(uint64_t used, uint64_t total, size_t width) {
-  size_t filled = total ? static_cast<size_t>(std::lround((static_cast<double>(used) / total) * width)) : 0;
+  size_t filled =
+      total ? static_cast<size_t>(std::lround((static_cast<double>(used) / total) * width)) : 0;
   filled = std::min(filled, width);
   std::string out;
   for (size_t i = 0; i < width; ++i) out += i < filled ? "█" : "░";
@@ -80,16 +82,26 @@ std::string bar(uint64_t used, uint64_t total, size_t width) {
 
 std::string state_word(char state) {
   switch (state) {
-    case 'R': return "running";
-    case 'S': return "sleeping";
-    case 'D': return "disk-sleep";
-    case 'T': return "stopped";
-    case 't': return "traced";
-    case 'Z': return "zombie";
-    case 'X': return "dead";
-    case 'I': return "idle";
-    case 'P': return "parked";
-    default: return terminal_safe(std::string(1, state));
+    case 'R':
+      return "running";
+    case 'S':
+      return "sleeping";
+    case 'D':
+      return "disk-sleep";
+    case 'T':
+      return "stopped";
+    case 't':
+      return "traced";
+    case 'Z':
+      return "zombie";
+    case 'X':
+      return "dead";
+    case 'I':
+      return "idle";
+    case 'P':
+      return "parked";
+    default:
+      return terminal_safe(std::string(1, state));
   }
 }
 
@@ -103,7 +115,8 @@ std::string command_text(const core::ProcessRow& r) {
   // A process that renamed itself (a worker, a forked helper) shows that name too.
   const std::string& argv0 = d->cmdline.front();
   std::string base = argv0.substr(argv0.rfind('/') + 1);
-  if (!base.starts_with(r.process->stat.comm)) out += " (" + terminal_safe(r.process->stat.comm) + ")";
+  if (!base.starts_with(r.process->stat.comm))
+    out += " (" + terminal_safe(r.process->stat.comm) + ")";
   return out;
 }
 
@@ -113,8 +126,9 @@ std::string render_gpu_section(const core::Snapshot& s, const Style& style) {
     return style.paint("GPU driver: not available", Color::Bold) + " — " +
            terminal_safe(b.error.value_or("no GPU backend")) +
            "\nShowing processes that hold GPU device files only.\n\n";
-  std::string out = fmt::format("Driver {} · NVML {}\n", terminal_safe(b.driver_version.value_or("?")),
-                                terminal_safe(b.nvml_version.value_or("?")));
+  std::string out =
+      fmt::format("Driver {} · NVML {}\n", terminal_safe(b.driver_version.value_or("?")),
+                  terminal_safe(b.nvml_version.value_or("?")));
   Table t({"GPU", "NAME", "MEMORY", "", "UTIL", "TEMP", "POWER"});
   for (const auto& g : s.backend.gpus) {
     std::string name = terminal_safe(g.name.value_or("?"));
@@ -126,14 +140,20 @@ std::string render_gpu_section(const core::Snapshot& s, const Style& style) {
     std::string mem = "?", used = "?";
     if (g.memory.total_bytes && g.memory.used_bytes) {
       mem = bar(*g.memory.used_bytes, *g.memory.total_bytes, 20);
-      used = fmt::format("{}/{}", human_bytes(*g.memory.used_bytes), human_bytes(*g.memory.total_bytes));
+      used = fmt::format("{}/{}", human_bytes(*g.memory.used_bytes),
+                         human_bytes(*g.memory.total_bytes));
     }
     std::string split = fmt::format("attributed {}", human_bytes(m.attributed_bytes));
     if (m.ghost_bytes) split += " · ghost " + human_bytes(m.ghost_bytes);
     if (m.unattributed_bytes) split += " · unattributed " + human_bytes(*m.unattributed_bytes);
-    auto pct = [](std::optional<unsigned> v) { return v ? fmt::format("{} %", *v) : std::string("-"); };
-    t.add({{std::to_string(g.index)}, {name}, {mem, m.ghost_bytes ? Color::Red : Color::None},
-           {used}, {pct(g.utilization_percent)},
+    auto pct = [](std::optional<unsigned> v) {
+      return v ? fmt::format("{} %", *v) : std::string("-");
+    };
+    t.add({{std::to_string(g.index)},
+           {name},
+           {mem, m.ghost_bytes ? Color::Red : Color::None},
+           {used},
+           {pct(g.utilization_percent)},
            {g.temperature_celsius ? fmt::format("{} °C", *g.temperature_celsius) : "-"},
            {g.power_watts ? fmt::format("{:.0f} W", *g.power_watts) : "-"}});
     t.add({{""}, {""}, {split, Color::Dim}});
@@ -177,8 +197,10 @@ std::string render_process_table(const core::Snapshot& s, const Style& style,
     std::vector<pid_t> roots;
     for (pid_t pid : shown) {
       const auto* p = s.find(pid);
-      if (p && shown.count(p->stat.ppid) && p->stat.ppid != pid) children[p->stat.ppid].push_back(pid);
-      else roots.push_back(pid);
+      if (p && shown.count(p->stat.ppid) && p->stat.ppid != pid)
+        children[p->stat.ppid].push_back(pid);
+      else
+        roots.push_back(pid);
     }
     // A hostile procfs can make parent links a cycle: every shown process is walked once, and
     // one that no root reaches starts a tree of its own.
@@ -189,9 +211,16 @@ std::string render_process_table(const core::Snapshot& s, const Style& style,
       if (const auto* r = s.row(pid)) {
         add_row(*r, prefix);
       } else if (const auto* p = s.find(pid)) {
-        t.add({{prefix + std::to_string(pid), Color::Dim}, {""}, {state_word(p->stat.state), Color::Dim},
-               {""}, {""}, {""}, {std::to_string(p->stat.ppid), Color::Dim},
-               {std::to_string(p->stat.pgid), Color::Dim}, {""}, {""},
+        t.add({{prefix + std::to_string(pid), Color::Dim},
+               {""},
+               {state_word(p->stat.state), Color::Dim},
+               {""},
+               {""},
+               {""},
+               {std::to_string(p->stat.ppid), Color::Dim},
+               {std::to_string(p->stat.pgid), Color::Dim},
+               {""},
+               {""},
                {"[" + terminal_safe(p->stat.comm) + "]", Color::Dim}});
       }
       for (pid_t c : children[pid]) walk(c, depth + 1);
@@ -209,17 +238,24 @@ std::string render_summary(const core::Snapshot& s, const Style& style) {
   for (const auto& n : ghost_notices(s)) {
     out += style.paint(n.headline, Color::Red) + " ";
     switch (n.kind) {
-      case GhostCase::Kept: out += "`gpureap doctor` explains; `" + n.command + "` frees it.\n"; break;
-      case GhostCase::Leaked: out += "Only a GPU reset (or a reboot) frees it: `" + n.command + "`.\n"; break;
-      case GhostCase::Unknown: out += "`" + n.command + "` sees every holder.\n"; break;
+      case GhostCase::Kept:
+        out += "`gpureap doctor` explains; `" + n.command + "` frees it.\n";
+        break;
+      case GhostCase::Leaked:
+        out += "Only a GPU reset (or a reboot) frees it: `" + n.command + "`.\n";
+        break;
+      case GhostCase::Unknown:
+        out += "`" + n.command + "` sees every holder.\n";
+        break;
     }
   }
   if (out.empty()) {
     bool anomalies = std::any_of(s.rows.begin(), s.rows.end(),
                                  [](const core::ProcessRow& r) { return !r.anomalies.empty(); });
     out = anomalies ? "Some holders need attention (see ANOMALIES). `gpureap doctor` explains.\n"
-        : s.rows.empty() ? "Nothing holds the GPUs. `gpureap ps --json` gives the full view.\n"
-                         : "No ghosts. `gpureap ps --tree` shows the holders in their process tree.\n";
+          : s.rows.empty()
+              ? "Nothing holds the GPUs. `gpureap ps --json` gives the full view.\n"
+              : "No ghosts. `gpureap ps --tree` shows the holders in their process tree.\n";
   }
   return out;
 }
@@ -230,7 +266,9 @@ std::string render_ps(const core::Snapshot& s, const Style& style, const PsViewO
 }
 
 std::string render_ps_csv(const core::Snapshot& s) {
-  std::string out = "pid,user,state,gpus,used_bytes,devices,ppid,pgid,sid,container,anomalies,listed_by_driver,command\n";
+  std::string out =
+      "pid,user,state,gpus,used_bytes,devices,ppid,pgid,sid,container,anomalies,listed_by_driver,"
+      "command\n";
   for (const auto& r : s.rows) {
     const auto* p = r.process ? &*r.process : nullptr;
     std::optional<uint64_t> bytes;
@@ -242,13 +280,13 @@ std::string render_ps_csv(const core::Snapshot& s) {
     if (p)
       for (const auto& h : p->devices) devices += (devices.empty() ? "" : " ") + h.path;
     std::string user = p && p->details && p->details->user ? *p->details->user : "";
-    out += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{}\n", r.pid, csv_field(user),
-                       p ? std::string(1, p->stat.state) : "", gpus, bytes ? std::to_string(*bytes) : "",
-                       csv_field(devices), p ? std::to_string(p->stat.ppid) : "",
-                       p ? std::to_string(p->stat.pgid) : "", p ? std::to_string(p->stat.sid) : "",
-                       csv_field(container_text(r) == "-" ? "" : container_text(r)),
-                       anomalies_text(r), r.listed_by_driver ? "true" : "false",
-                       csv_field(command_text(r)));
+    out += fmt::format(
+        "{},{},{},{},{},{},{},{},{},{},{},{},{}\n", r.pid, csv_field(user),
+        p ? std::string(1, p->stat.state) : "", gpus, bytes ? std::to_string(*bytes) : "",
+        csv_field(devices), p ? std::to_string(p->stat.ppid) : "",
+        p ? std::to_string(p->stat.pgid) : "", p ? std::to_string(p->stat.sid) : "",
+        csv_field(container_text(r) == "-" ? "" : container_text(r)), anomalies_text(r),
+        r.listed_by_driver ? "true" : "false", csv_field(command_text(r)));
   }
   return out;
 }

@@ -70,7 +70,8 @@ json row_to_json(const core::Snapshot& s, const core::ProcessRow& r) {
   auto start = s.start_time(p.stat);
   json devices = json::array();
   for (const auto& h : p.devices)
-    devices.push_back({{"path", h.path}, {"fds", h.fds}, {"kind", h.kind}, {"open_file", opt(h.open_file)}});
+    devices.push_back(
+        {{"path", h.path}, {"fds", h.fds}, {"kind", h.kind}, {"open_file", opt(h.open_file)}});
   j["comm"] = p.stat.comm;
   j["cmdline"] = d.cmdline;
   j["state"] = std::string(1, p.stat.state);

@@ -20,9 +20,8 @@ std::string cut(const std::string& s, size_t width) {
 }  // namespace
 
 size_t display_width(const std::string& s) {
-  return static_cast<size_t>(std::count_if(s.begin(), s.end(), [](char c) {
-    return (static_cast<unsigned char>(c) & 0xC0) != 0x80;
-  }));
+  return static_cast<size_t>(std::count_if(
+      s.begin(), s.end(), [](char c) { return (static_cast<unsigned char>(c) & 0xC0) != 0x80; }));
 }
 
 std::string Table::render(const Style& style, std::optional<size_t> max_width) const {

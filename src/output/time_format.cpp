@@ -37,7 +37,9 @@ std::pair<double, int> scaled(uint64_t b) {
   return {v, u};
 }
 
-std::string rounded(double v) { return v < 10 ? fmt::format("{:.1f}", v) : fmt::format("{:.0f}", v); }
+std::string rounded(double v) {
+  return v < 10 ? fmt::format("{:.1f}", v) : fmt::format("{:.0f}", v);
+}
 
 }  // namespace
 

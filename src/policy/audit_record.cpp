@@ -36,8 +36,8 @@ audit::Record make_record(const Policy& policy, const Evaluation& e, const core:
   for (unsigned gpu : e.gpus) {
     auto known = e.memory_by_gpu.find(gpu);
     r.memory.push_back({gpu, known != e.memory_by_gpu.end() ? std::optional<uint64_t>(known->second)
-                             : e.memory_bytes                ? std::optional<uint64_t>(0)
-                                                             : std::nullopt});
+                             : e.memory_bytes               ? std::optional<uint64_t>(0)
+                                                            : std::nullopt});
   }
   return r;
 }
@@ -45,8 +45,10 @@ audit::Record make_record(const Policy& policy, const Evaluation& e, const core:
 std::string describe_process(const audit::Record& r) {
   const auto& p = r.process;
   std::string who = p.comm.empty() ? "" : p.comm;
-  if (p.user) who += (who.empty() ? "user " : ", user ") + *p.user;
-  else if (p.uid) who += (who.empty() ? "uid " : ", uid ") + std::to_string(*p.uid);
+  if (p.user)
+    who += (who.empty() ? "user " : ", user ") + *p.user;
+  else if (p.uid)
+    who += (who.empty() ? "uid " : ", uid ") + std::to_string(*p.uid);
   if (!p.start_ticks) who += who.empty() ? "gone" : ", gone";
   return "PID " + std::to_string(p.pid) + (who.empty() ? "" : " (" + who + ")");
 }

@@ -14,10 +14,10 @@ Exemption exemption_for(const core::Snapshot& snapshot) {
     if (row.pid == 1) return "PID 1 (init)";
     if (p.stat.is_kernel_thread()) return "a kernel thread";
     if (row.pid == caller.self) return "gpureap itself";
-    if (std::find(caller.ancestors.begin(), caller.ancestors.end(), row.pid) != caller.ancestors.end())
+    if (std::find(caller.ancestors.begin(), caller.ancestors.end(), row.pid) !=
+        caller.ancestors.end())
       return "gpureap runs under it";
-    if (reap::is_protected(p))
-      return "protected (display server or GPU management daemon)";
+    if (reap::is_protected(p)) return "protected (display server or GPU management daemon)";
     return std::nullopt;
   };
 }

@@ -54,7 +54,8 @@ using Kept = std::map<pid_t, std::vector<const core::GpuUse*>>;
 
 Kept kept_listings(const core::Snapshot& s) {
   Kept kept;
-  if (std::all_of(s.rows.begin(), s.rows.end(), [](const core::ProcessRow& r) { return r.process.has_value(); }))
+  if (std::all_of(s.rows.begin(), s.rows.end(),
+                  [](const core::ProcessRow& r) { return r.process.has_value(); }))
     return kept;  // no gone PID: the usual case, without building the process tree
   reap::Kin kin(s);
   for (const auto& row : s.rows) {
@@ -70,7 +71,8 @@ Kept kept_listings(const core::Snapshot& s) {
 void add_memory(Evaluation& e, const core::ProcessRow& row, const Kept& kept) {
   std::vector<const core::GpuUse*> uses;
   for (const auto& use : row.gpus) uses.push_back(&use);
-  if (auto k = kept.find(row.pid); k != kept.end()) uses.insert(uses.end(), k->second.begin(), k->second.end());
+  if (auto k = kept.find(row.pid); k != kept.end())
+    uses.insert(uses.end(), k->second.begin(), k->second.end());
   bool unknown = false, any = false;
   for (const auto* use : uses) {
     if (std::find(e.gpus.begin(), e.gpus.end(), use->index) == e.gpus.end()) continue;
@@ -103,15 +105,18 @@ Check check_user(const Policy& p, const core::ProcessRow& row) {
 
 Check check_command(const Policy& p, const core::ProcessRow& row) {
   std::vector<std::string> names;
-  if (row.process) names.push_back(row.process->stat.comm);
-  else if (row.driver_name) names.push_back(*row.driver_name);
+  if (row.process)
+    names.push_back(row.process->stat.comm);
+  else if (row.driver_name)
+    names.push_back(*row.driver_name);
   if (const auto* d = details(row); d && !d->cmdline.empty()) {
     names.push_back(d->cmdline.front());
     names.push_back(basename(d->cmdline.front()));
     names.push_back(joined(d->cmdline));
   }
   for (const auto& n : names)
-    if (glob(*p.command, n)) return {"command", Verdict::Pass, "command " + n + " matches " + *p.command};
+    if (glob(*p.command, n))
+      return {"command", Verdict::Pass, "command " + n + " matches " + *p.command};
   return {"command", Verdict::Fail,
           (names.empty() ? std::string("command unknown") : "command " + names.front()) +
               " does not match " + *p.command};
@@ -127,8 +132,9 @@ Check check_container(const Policy& p, const core::ProcessRow& row) {
   for (const auto& n : names)
     if (glob(*p.container, n))
       return {"container", Verdict::Pass, "container " + (c.id ? c.id->substr(0, 12) : c.runtime)};
-  return {"container", Verdict::Fail,
-          "container " + (c.id ? c.id->substr(0, 12) : c.runtime) + " does not match " + *p.container};
+  return {
+      "container", Verdict::Fail,
+      "container " + (c.id ? c.id->substr(0, 12) : c.runtime) + " does not match " + *p.container};
 }
 
 Check check_anomalies(const Policy& p, const core::ProcessRow& row) {
@@ -148,22 +154,27 @@ Check check_idle(const Policy& p, const core::ProcessRow& row, const std::vector
   for (unsigned g : gpus) {
     if (!ctx.idle_since) {
       // One snapshot: the current utilisation tells "not idle", never "idle for long enough".
-      auto use = std::find_if(row.gpus.begin(), row.gpus.end(), [&](const core::GpuUse& u) { return u.index == g; });
+      auto use = std::find_if(row.gpus.begin(), row.gpus.end(),
+                              [&](const core::GpuUse& u) { return u.index == g; });
       if (use == row.gpus.end() || !use->sm_utilization_percent)
         return {"idle", Verdict::Fail, "SM utilisation on GPU " + std::to_string(g) + " unknown"};
       if (*use->sm_utilization_percent >= p.idle_below)
-        return {"idle", Verdict::Fail,
-                "SM " + std::to_string(*use->sm_utilization_percent) + "% on GPU " + std::to_string(g)};
+        return {
+            "idle", Verdict::Fail,
+            "SM " + std::to_string(*use->sm_utilization_percent) + "% on GPU " + std::to_string(g)};
       continue;
     }
     auto since = ctx.idle_since(row, g, p.idle_below);
-    if (!since) return {"idle", Verdict::Fail, "not idle (" + below + ") on GPU " + std::to_string(g) + " now"};
+    if (!since)
+      return {"idle", Verdict::Fail,
+              "not idle (" + below + ") on GPU " + std::to_string(g) + " now"};
     auto held = duration_cast<milliseconds>(ctx.now - *since);
     shortest = shortest ? std::min(*shortest, held) : held;
   }
   if (!ctx.idle_since)
     return {"idle", Verdict::Unknown,
-            below + " now; the daemon's history decides whether it lasted " + core::format_duration(want)};
+            below + " now; the daemon's history decides whether it lasted " +
+                core::format_duration(want)};
   bool ok = *shortest >= want;
   return {"idle", ok ? Verdict::Pass : Verdict::Fail,
           "idle (" + below + ") for " + core::format_duration(*shortest) +
@@ -215,8 +226,9 @@ std::vector<Evaluation> evaluate(const Policy& p, const MatchContext& ctx) {
     e.gpus = gpus_of(row, ctx.snapshot);
     if (p.gpu) {
       bool on = std::find(e.gpus.begin(), e.gpus.end(), *p.gpu) != e.gpus.end();
-      e.checks.push_back({"gpu", on ? Verdict::Pass : Verdict::Fail,
-                          on ? "on GPU " + std::to_string(*p.gpu) : "not on GPU " + std::to_string(*p.gpu)});
+      e.checks.push_back(
+          {"gpu", on ? Verdict::Pass : Verdict::Fail,
+           on ? "on GPU " + std::to_string(*p.gpu) : "not on GPU " + std::to_string(*p.gpu)});
       e.gpus = on ? std::vector<unsigned>{*p.gpu} : std::vector<unsigned>{};
     }
     add_memory(e, row, kept);
@@ -227,11 +239,13 @@ std::vector<Evaluation> evaluate(const Policy& p, const MatchContext& ctx) {
     if (p.min_memory) {
       const std::string want = output::human_bytes(*p.min_memory);
       if (!e.memory_bytes)
-        e.checks.push_back({"min_memory", Verdict::Fail, "memory unknown (wanted >= " + want + ")"});
+        e.checks.push_back(
+            {"min_memory", Verdict::Fail, "memory unknown (wanted >= " + want + ")"});
       else
-        e.checks.push_back({"min_memory", *e.memory_bytes >= *p.min_memory ? Verdict::Pass : Verdict::Fail,
-                            "uses " + output::human_bytes(*e.memory_bytes) +
-                                (*e.memory_bytes >= *p.min_memory ? " (>= " : " (< ") + want + ")"});
+        e.checks.push_back(
+            {"min_memory", *e.memory_bytes >= *p.min_memory ? Verdict::Pass : Verdict::Fail,
+             "uses " + output::human_bytes(*e.memory_bytes) +
+                 (*e.memory_bytes >= *p.min_memory ? " (>= " : " (< ") + want + ")"});
     }
     if (p.idle) e.checks.push_back(check_idle(p, row, e.gpus, ctx));
     if (p.runtime) e.checks.push_back(check_runtime(p, row, ctx));

@@ -33,10 +33,10 @@ struct Evaluation {
   std::optional<uint64_t> memory_bytes;
   std::map<unsigned, uint64_t> memory_by_gpu;  // the known part of memory_bytes, per GPU
   std::vector<Check> checks;
-  std::optional<std::string> exempt;    // why no policy may act on it (protected, gpureap, ...)
+  std::optional<std::string> exempt;  // why no policy may act on it (protected, gpureap, ...)
 
-  bool matched() const;   // not exempt, and every check passes
-  bool possible() const;  // not exempt, and no check fails (some may be unknown)
+  bool matched() const;                      // not exempt, and every check passes
+  bool possible() const;                     // not exempt, and no check fails (some may be unknown)
   std::vector<std::string> reasons() const;  // the passing checks' details
   const Check* failed() const;               // the first failing check
 };

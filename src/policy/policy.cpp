@@ -4,9 +4,12 @@ namespace gpureap::policy {
 
 std::string_view to_string(Action a) {
   switch (a) {
-    case Action::Notify: return "notify";
-    case Action::Terminate: return "terminate";
-    case Action::Kill: return "kill";
+    case Action::Notify:
+      return "notify";
+    case Action::Terminate:
+      return "terminate";
+    case Action::Kill:
+      return "kill";
   }
   return "?";
 }

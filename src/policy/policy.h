@@ -25,20 +25,23 @@ struct Policy {
 
   // Conditions: every one that is set must hold. A row with a value unknown to gpureap (the
   // user of a gone PID, the utilisation of a driver that does not report it) does not match.
-  std::optional<std::string> user;         // user name
+  std::optional<std::string> user;  // user name
   std::optional<uid_t> uid;
-  std::optional<std::string> command;      // glob over comm, argv[0], its basename, the whole command line
-  std::optional<std::string> container;    // glob over the container id, its 12-character short form, the pod UID, the runtime
-  std::optional<unsigned> gpu;             // NVML index
-  std::vector<core::Anomaly> anomalies;    // any one of them
-  std::optional<uint64_t> min_memory;      // listed memory, summed over the matched GPUs
+  std::optional<std::string>
+      command;  // glob over comm, argv[0], its basename, the whole command line
+  std::optional<std::string> container;  // glob over the container id, its 12-character short form,
+                                         // the pod UID, the runtime
+  std::optional<unsigned> gpu;           // NVML index
+  std::vector<core::Anomaly> anomalies;  // any one of them
+  std::optional<uint64_t> min_memory;    // listed memory, summed over the matched GPUs
   std::optional<std::chrono::milliseconds> idle;  // SM utilisation below idle_below for this long
-  unsigned idle_below = 5;                 // percent
+  unsigned idle_below = 5;                        // percent
   std::optional<std::chrono::milliseconds> runtime;  // the process is older than this
 
   std::chrono::milliseconds after{0};  // the match must hold continuously this long
   Action action = Action::Notify;
-  std::chrono::milliseconds grace{std::chrono::seconds(10)};  // terminate: SIGTERM, then SIGKILL after this
+  std::chrono::milliseconds grace{
+      std::chrono::seconds(10)};  // terminate: SIGTERM, then SIGKILL after this
 };
 
 }  // namespace gpureap::policy

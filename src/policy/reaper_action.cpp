@@ -18,9 +18,12 @@ using std::chrono::milliseconds;
 
 ActionResult unacted(const reap::Target& t) {
   switch (t.action) {
-    case reap::Action::NotPermitted: return {"not-permitted", std::nullopt, t.refusal, false};
-    case reap::Action::Zombie: return {"gone", std::nullopt, t.refusal, false};
-    default: return {"refused", std::nullopt, t.refusal, false};
+    case reap::Action::NotPermitted:
+      return {"not-permitted", std::nullopt, t.refusal, false};
+    case reap::Action::Zombie:
+      return {"gone", std::nullopt, t.refusal, false};
+    default:
+      return {"refused", std::nullopt, t.refusal, false};
   }
 }
 
@@ -41,18 +44,24 @@ uint64_t freed_bytes(const reap::Report& report) {
 ActionResult live_result(const reap::Report& report, pid_t pid) {
   auto o = std::find_if(report.outcomes.begin(), report.outcomes.end(),
                         [&](const reap::Outcome& x) { return x.pid == pid; });
-  if (o == report.outcomes.end()) return {"failed", std::nullopt, "the reaper reported nothing for it", true};
+  if (o == report.outcomes.end())
+    return {"failed", std::nullopt, "the reaper reported nothing for it", true};
   const uint64_t freed = freed_bytes(report);
   switch (o->kind) {
-    case reap::OutcomeKind::Released: return {"released", freed, o->why, false};
+    case reap::OutcomeKind::Released:
+      return {"released", freed, o->why, false};
     case reap::OutcomeKind::StillHeld:
       return {"still-held", freed,
-              o->held_by.empty() ? "it exited but the driver still holds its memory"
-                                 : "it exited but " + holders_text(o->held_by) + " still hold its memory",
+              o->held_by.empty()
+                  ? "it exited but the driver still holds its memory"
+                  : "it exited but " + holders_text(o->held_by) + " still hold its memory",
               false};
-    case reap::OutcomeKind::Survived: return {"survived", std::nullopt, o->why, true};
-    case reap::OutcomeKind::NotPermitted: return {"not-permitted", std::nullopt, o->why, false};
-    case reap::OutcomeKind::Refused: return {"refused", std::nullopt, o->why, false};
+    case reap::OutcomeKind::Survived:
+      return {"survived", std::nullopt, o->why, true};
+    case reap::OutcomeKind::NotPermitted:
+      return {"not-permitted", std::nullopt, o->why, false};
+    case reap::OutcomeKind::Refused:
+      return {"refused", std::nullopt, o->why, false};
   }
   return {"failed", std::nullopt, "unknown outcome", false};
 }
@@ -87,7 +96,8 @@ void add_kept_listings(reap::Plan& plan, const core::Snapshot& s, pid_t pid) {
     if (std::find(keepers.begin(), keepers.end(), pid) == keepers.end()) continue;
     if (std::find(target->keeps.begin(), target->keeps.end(), row.pid) == target->keeps.end())
       target->keeps.push_back(row.pid);
-    if (std::none_of(plan.gone.begin(), plan.gone.end(), [&](const reap::GoneListing& g) { return g.pid == row.pid; }))
+    if (std::none_of(plan.gone.begin(), plan.gone.end(),
+                     [&](const reap::GoneListing& g) { return g.pid == row.pid; }))
       plan.gone.push_back({row.pid, row.driver_name, row.gpus, keepers, false,
                            row.has(core::Anomaly::ForeignNamespace)});
   }
@@ -95,12 +105,14 @@ void add_kept_listings(reap::Plan& plan, const core::Snapshot& s, pid_t pid) {
 
 }  // namespace
 
-ActionResult ReaperAction::run(const ActionRequest& r, const std::function<bool()>& cancelled) const {
+ActionResult ReaperAction::run(const ActionRequest& r,
+                               const std::function<bool()>& cancelled) const {
   const procfs::ProcFs& proc = collector_.procfs();
   if (!proc.names_own_processes())
     return {"refused", std::nullopt,
-            "the procfs at " + proc.root() + " is not gpureap's own PID namespace, so its PIDs "
-            "cannot be signalled from here",
+            "the procfs at " + proc.root() +
+                " is not gpureap's own PID namespace, so its PIDs "
+                "cannot be signalled from here",
             false};
   const core::Snapshot& snapshot = *r.snapshot;
   reap::Request request;
@@ -147,7 +159,8 @@ ActionResult ReaperAction::run(const ActionRequest& r, const std::function<bool(
   for (const auto& e : executions)
     if (e.pid == r.identity.pid && e.status == reap::ExecStatus::Recycled)
       return {"gone", std::nullopt, e.why, false};
-  return r.identity.start_ticks ? live_result(report, r.identity.pid) : gone_result(report, r.identity.pid);
+  return r.identity.start_ticks ? live_result(report, r.identity.pid)
+                                : gone_result(report, r.identity.pid);
 }
 
 }  // namespace gpureap::policy

@@ -28,7 +28,9 @@ PolicyRunner::PolicyRunner(std::unique_ptr<ReaperAction> actor) : actor_(std::mo
   });
 }
 
-PolicyRunner::~PolicyRunner() { stop(); }
+PolicyRunner::~PolicyRunner() {
+  stop();
+}
 
 void PolicyRunner::stop() {
   {
@@ -46,7 +48,9 @@ void PolicyRunner::configure(std::vector<Policy> policies, bool enforce) {
   tracker_.configure(std::move(policies), enforce);
 }
 
-void PolicyRunner::add_record_sink(RecordSink sink) { sinks_.push_back(std::move(sink)); }
+void PolicyRunner::add_record_sink(RecordSink sink) {
+  sinks_.push_back(std::move(sink));
+}
 
 void PolicyRunner::emit(const audit::Record& record, bool final) {
   for (const auto& sink : sinks_) sink(record, final);
@@ -76,10 +80,12 @@ void PolicyRunner::on_sample(const daemon::Sample& sample, const daemon::History
     };
     for (Task& task : tracker_.observe(evaluations, snapshot.timestamp, exists)) {
       const Policy& p = tracker_.policies()[task.policy];
-      std::string outcome = task.act                      ? "acting"
-                            : p.action == Action::Notify ? "notified"
-                                                         : "would-" + std::string(to_string(p.action));
-      auto record = make_record(p, task.evaluation, snapshot, tracker_.enforced(), "decision", outcome);
+      std::string outcome = task.act ? "acting"
+                            : p.action == Action::Notify
+                                ? "notified"
+                                : "would-" + std::string(to_string(p.action));
+      auto record =
+          make_record(p, task.evaluation, snapshot, tracker_.enforced(), "decision", outcome);
       record.attempt = task.attempt;
       if (!task.act) ++counts_[{p.name, record.action, outcome}];
       // A retry's decision was recorded with its first attempt: its action record follows.
@@ -94,7 +100,8 @@ void PolicyRunner::on_sample(const daemon::Sample& sample, const daemon::History
         daemon::log_notice(line);
         queue_.push_back({std::move(record), !task.act, std::nullopt});
       }
-      if (task.act) queue_.push_back({std::nullopt, true, Job{p, std::move(task), sample.snapshot}});
+      if (task.act)
+        queue_.push_back({std::nullopt, true, Job{p, std::move(task), sample.snapshot}});
     }
   }
   wake_.notify_all();
@@ -120,19 +127,21 @@ void PolicyRunner::act(const Job& job) {
     std::lock_guard lock(mutex_);
     return stopping_;
   });
-  auto record = make_record(job.policy, job.task.evaluation, *job.snapshot, true, "action", result.outcome);
+  auto record =
+      make_record(job.policy, job.task.evaluation, *job.snapshot, true, "action", result.outcome);
   record.attempt = job.task.attempt;
   record.released_bytes = result.released_bytes;
   record.detail = result.detail;
   Tracker::After after;
   {
     std::lock_guard lock(mutex_);
-    after = tracker_.finished(job.policy.name, job.task.identity, result.retry, system_clock::now());
+    after =
+        tracker_.finished(job.policy.name, job.task.identity, result.retry, system_clock::now());
     ++counts_[{job.policy.name, record.action, result.outcome}];
     if (after == Tracker::After::GaveUp) ++counts_[{job.policy.name, record.action, "gave-up"}];
   }
-  std::string line = "policy " + job.policy.name + ": " + record.action + " " + describe_process(record) +
-                     ": " + result.outcome +
+  std::string line = "policy " + job.policy.name + ": " + record.action + " " +
+                     describe_process(record) + ": " + result.outcome +
                      (result.released_bytes && *result.released_bytes
                           ? ", " + output::human_bytes(*result.released_bytes) + " released"
                           : "") +
@@ -151,10 +160,12 @@ void PolicyRunner::act(const Job& job) {
   if (after == Tracker::After::GaveUp) {
     record.event = "gave-up";
     record.outcome = "gave-up";
-    record.detail = "gave up after " + std::to_string(job.task.attempt) + " attempts: " + result.detail;
+    record.detail =
+        "gave up after " + std::to_string(job.task.attempt) + " attempts: " + result.detail;
     daemon::log_error("policy " + job.policy.name + ": gave up on " + describe_process(record) +
                       " after " + std::to_string(job.task.attempt) +
-                      " attempts; end it by hand (gpureap kill " + std::to_string(record.process.pid) + ")");
+                      " attempts; end it by hand (gpureap kill " +
+                      std::to_string(record.process.pid) + ")");
     emit(record, true);
   }
 }
@@ -165,22 +176,27 @@ PolicyRunner::Status PolicyRunner::status() const {
 }
 
 void PolicyRunner::add_metrics(std::vector<exporter::MetricFamily>& out) const {
-  exporter::MetricFamily actions{"gpureap_policy_actions_total",
-                                 "Cleanup policy decisions and actions by result: would-terminate and "
-                                 "would-kill while enforce is off, notified, released, still-held, "
-                                 "survived, refused, not-permitted, gone, failed, gave-up",
-                                 exporter::MetricType::Counter, {}};
+  exporter::MetricFamily actions{
+      "gpureap_policy_actions_total",
+      "Cleanup policy decisions and actions by result: would-terminate and "
+      "would-kill while enforce is off, notified, released, still-held, "
+      "survived, refused, not-permitted, gone, failed, gave-up",
+      exporter::MetricType::Counter,
+      {}};
   exporter::MetricFamily matching{"gpureap_policy_matching_processes",
                                   "Processes each cleanup policy matches in the latest sample "
                                   "(before its `after` delay)",
-                                  exporter::MetricType::Gauge, {}};
+                                  exporter::MetricType::Gauge,
+                                  {}};
   std::lock_guard lock(mutex_);
   for (const auto& [key, n] : counts_) {
     const auto& [policy, action, result] = key;
-    actions.add({{"policy", policy}, {"action", action}, {"result", result}}, static_cast<double>(n));
+    actions.add({{"policy", policy}, {"action", action}, {"result", result}},
+                static_cast<double>(n));
   }
   for (const auto& p : tracker_.policies())
-    matching.add({{"policy", p.name}}, static_cast<double>(matching_.count(p.name) ? matching_.at(p.name) : 0));
+    matching.add({{"policy", p.name}},
+                 static_cast<double>(matching_.count(p.name) ? matching_.at(p.name) : 0));
   out.push_back(std::move(actions));
   out.push_back(std::move(matching));
 }

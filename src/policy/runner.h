@@ -78,7 +78,8 @@ class PolicyRunner : public daemon::SampleConsumer {
   Tracker tracker_;
   std::deque<Item> queue_;
   bool stopping_ = false;
-  std::map<std::tuple<std::string, std::string, std::string>, uint64_t> counts_;  // policy, action, result
+  std::map<std::tuple<std::string, std::string, std::string>, uint64_t>
+      counts_;                              // policy, action, result
   std::map<std::string, size_t> matching_;  // policy → rows matching now
   std::thread thread_;
 };

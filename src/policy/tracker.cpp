@@ -61,7 +61,8 @@ std::vector<Task> Tracker::observe(const std::vector<std::vector<Evaluation>>& e
   for (auto it = states_.begin(); it != states_.end();) {
     State& s = it->second;
     bool keep = s.seen || s.phase == Phase::Running ||
-                ((s.phase == Phase::Done || s.phase == Phase::GaveUp) && exists && exists(it->first.second));
+                ((s.phase == Phase::Done || s.phase == Phase::GaveUp) && exists &&
+                 exists(it->first.second));
     if (keep)
       ++it;
     else

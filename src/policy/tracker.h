@@ -69,7 +69,7 @@ class Tracker {
     std::string policy;
     Identity identity;
     Phase phase = Phase::Waiting;
-    TimePoint since;     // matching continuously since
+    TimePoint since;  // matching continuously since
     unsigned attempts = 0;
     TimePoint next_try;  // Backoff: the next attempt, if it still matches then
   };

@@ -60,13 +60,20 @@ std::vector<std::string> list_dir(const std::string& dir) {
 
 const char* to_string(DeviceKind kind) {
   switch (kind) {
-    case DeviceKind::NvidiaGpu: return "nvidia";
-    case DeviceKind::NvidiaCtl: return "nvidiactl";
-    case DeviceKind::NvidiaUvm: return "nvidia-uvm";
-    case DeviceKind::NvidiaUvmTools: return "nvidia-uvm-tools";
-    case DeviceKind::NvidiaModeset: return "nvidia-modeset";
-    case DeviceKind::DrmRender: return "drm-render";
-    case DeviceKind::DrmCard: return "drm-card";
+    case DeviceKind::NvidiaGpu:
+      return "nvidia";
+    case DeviceKind::NvidiaCtl:
+      return "nvidiactl";
+    case DeviceKind::NvidiaUvm:
+      return "nvidia-uvm";
+    case DeviceKind::NvidiaUvmTools:
+      return "nvidia-uvm-tools";
+    case DeviceKind::NvidiaModeset:
+      return "nvidia-modeset";
+    case DeviceKind::DrmRender:
+      return "drm-render";
+    case DeviceKind::DrmCard:
+      return "drm-card";
   }
   return "?";
 }
@@ -90,7 +97,7 @@ core::Result<DeviceCatalog> DeviceCatalog::enumerate(const std::string& dev_root
       unsigned major = ::major(st.st_rdev);
       bool uvm = c.kind == DeviceKind::NvidiaUvm || c.kind == DeviceKind::NvidiaUvmTools;
       bool drm = c.kind == DeviceKind::DrmRender || c.kind == DeviceKind::DrmCard;
-      bool expected = drm ? major == kDrmMajor
+      bool expected = drm   ? major == kDrmMajor
                       : uvm ? cat.uvm_major_ && major == *cat.uvm_major_
                             : major == kNvidiaMajor;
       if (!expected) return;  // same name, another driver: not a GPU device
@@ -137,19 +144,24 @@ std::optional<GpuDeviceFile> DeviceCatalog::match(const struct stat& st) const {
   if (!root_has_major) return std::nullopt;
   std::string p = dev_root_;
   if (major == kNvidiaMajor) {
-    if (minor == kNvidiaCtlMinor) return GpuDeviceFile{p + "/nvidiactl", DeviceKind::NvidiaCtl, {}, true, st.st_rdev};
+    if (minor == kNvidiaCtlMinor)
+      return GpuDeviceFile{p + "/nvidiactl", DeviceKind::NvidiaCtl, {}, true, st.st_rdev};
     if (minor == kNvidiaModesetMinor)
       return GpuDeviceFile{p + "/nvidia-modeset", DeviceKind::NvidiaModeset, {}, true, st.st_rdev};
-    return GpuDeviceFile{p + "/nvidia" + std::to_string(minor), DeviceKind::NvidiaGpu, minor, true, st.st_rdev};
+    return GpuDeviceFile{p + "/nvidia" + std::to_string(minor), DeviceKind::NvidiaGpu, minor, true,
+                         st.st_rdev};
   }
   if (uvm_major_ && major == *uvm_major_)
     return GpuDeviceFile{p + (minor == 0 ? "/nvidia-uvm" : "/nvidia-uvm-tools"),
-                         minor == 0 ? DeviceKind::NvidiaUvm : DeviceKind::NvidiaUvmTools, {}, true,
+                         minor == 0 ? DeviceKind::NvidiaUvm : DeviceKind::NvidiaUvmTools,
+                         {},
+                         true,
                          st.st_rdev};
   if (major == kDrmMajor) {
     bool render = minor >= 128;
     return GpuDeviceFile{p + (render ? "/dri/renderD" : "/dri/card") + std::to_string(minor),
-                         render ? DeviceKind::DrmRender : DeviceKind::DrmCard, minor, true, st.st_rdev};
+                         render ? DeviceKind::DrmRender : DeviceKind::DrmCard, minor, true,
+                         st.st_rdev};
   }
   return std::nullopt;
 }

@@ -14,7 +14,15 @@
 
 namespace gpureap::procfs {
 
-enum class DeviceKind { NvidiaGpu, NvidiaCtl, NvidiaUvm, NvidiaUvmTools, NvidiaModeset, DrmRender, DrmCard };
+enum class DeviceKind {
+  NvidiaGpu,
+  NvidiaCtl,
+  NvidiaUvm,
+  NvidiaUvmTools,
+  NvidiaModeset,
+  DrmRender,
+  DrmCard
+};
 
 struct GpuDeviceFile {
   std::string path;  // dev_root + "/nvidia0", ...

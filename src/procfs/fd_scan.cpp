@@ -16,8 +16,10 @@ FdScan scan_device_fds(int proc_dirfd, pid_t pid, const DeviceCatalog& catalog) 
   std::string fd_dir = std::to_string(pid) + "/fd";
   int dfd = ::openat(proc_dirfd, fd_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dfd < 0) {
-    if (errno == EACCES || errno == EPERM) out.readable = false;
-    else out.vanished = true;
+    if (errno == EACCES || errno == EPERM)
+      out.readable = false;
+    else
+      out.vanished = true;
     return out;
   }
   DIR* dir = ::fdopendir(dfd);
@@ -50,8 +52,8 @@ FdScan scan_device_fds(int proc_dirfd, pid_t pid, const DeviceCatalog& catalog) 
       std::optional<unsigned> minor;
       if (file->kind == DeviceKind::NvidiaGpu) minor = file->minor;
       out.holds.push_back({file->path, to_string(file->kind), minor, {fd}});
-    }
-    else it->fds.push_back(fd);
+    } else
+      it->fds.push_back(fd);
   }
   ::closedir(dir);
   for (auto& h : out.holds) std::sort(h.fds.begin(), h.fds.end());

@@ -9,8 +9,12 @@
 
 namespace gpureap::procfs {
 
-bool FileRead::vanished() const { return error == ENOENT || error == ESRCH; }
-bool FileRead::denied() const { return error == EACCES || error == EPERM; }
+bool FileRead::vanished() const {
+  return error == ENOENT || error == ESRCH;
+}
+bool FileRead::denied() const {
+  return error == EACCES || error == EPERM;
+}
 
 FileRead read_file_at(int dirfd, const std::string& name, size_t limit) {
   FileRead out;
@@ -45,6 +49,8 @@ FileRead read_file_at(int dirfd, const std::string& name, size_t limit) {
   return out;
 }
 
-FileRead read_file(const std::string& path, size_t limit) { return read_file_at(AT_FDCWD, path, limit); }
+FileRead read_file(const std::string& path, size_t limit) {
+  return read_file_at(AT_FDCWD, path, limit);
+}
 
 }  // namespace gpureap::procfs

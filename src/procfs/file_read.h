@@ -7,7 +7,7 @@ namespace gpureap::procfs {
 
 struct FileRead {
   std::string data;
-  int error = 0;  // errno; 0 on success (ENOTSUP: not a regular file)
+  int error = 0;           // errno; 0 on success (ENOTSUP: not a regular file)
   bool truncated = false;  // the file had more than the limit; data holds the limit
 
   bool ok() const { return error == 0; }

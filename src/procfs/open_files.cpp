@@ -29,11 +29,17 @@ struct Comparer {
     ++calls;
     long r = ::syscall(SYS_kcmp, a.pid, b.pid, KCMP_FILE, a.fd, b.fd);
     switch (r) {
-      case 0: return Order::Same;
-      case 1: return Order::Before;
-      case 2: return Order::After;
-      case 3: return Order::Unordered;
-      default: last_errno = errno; return Order::Failed;
+      case 0:
+        return Order::Same;
+      case 1:
+        return Order::Before;
+      case 2:
+        return Order::After;
+      case 3:
+        return Order::Unordered;
+      default:
+        last_errno = errno;
+        return Order::Failed;
     }
   }
 };
@@ -55,10 +61,19 @@ std::vector<std::string> group_fds(const std::vector<FdRef>& fds, Comparer& cmp,
     while (lo < hi) {
       size_t mid = lo + (hi - lo) / 2;
       Order o = cmp.compare(f, groups[mid].rep);
-      if (o == Order::Same) { same = mid; break; }
-      if (o == Order::Before) hi = mid;
-      else if (o == Order::After) lo = mid + 1;
-      else { unordered = o == Order::Unordered; broken = o == Order::Failed; break; }
+      if (o == Order::Same) {
+        same = mid;
+        break;
+      }
+      if (o == Order::Before)
+        hi = mid;
+      else if (o == Order::After)
+        lo = mid + 1;
+      else {
+        unordered = o == Order::Unordered;
+        broken = o == Order::Failed;
+        break;
+      }
     }
     if (unordered) {  // no order from this kernel: compare with every group
       for (size_t i = 0; i < groups.size() && !same && !broken; ++i) {
@@ -93,10 +108,13 @@ std::vector<std::string> group_fds(const std::vector<FdRef>& fds, Comparer& cmp,
 
 std::string why_failed(int err) {
   switch (err) {
-    case ENOSYS: return "this kernel has no kcmp (CONFIG_KCMP)";
+    case ENOSYS:
+      return "this kernel has no kcmp (CONFIG_KCMP)";
     case EPERM:
-    case EACCES: return "kcmp was refused (it needs root or CAP_SYS_PTRACE over the holders)";
-    default: return std::string("kcmp failed: ") + std::strerror(err);
+    case EACCES:
+      return "kcmp was refused (it needs root or CAP_SYS_PTRACE over the holders)";
+    default:
+      return std::string("kcmp failed: ") + std::strerror(err);
   }
 }
 
@@ -115,7 +133,8 @@ OpenFileGrouping group_open_files(std::vector<core::HostProcess>& processes, boo
         for (int fd : h.fds) by_path[h.path].push_back({p.stat.pid, fd});
   if (by_path.empty()) return out;
   if (!live) {
-    out.incomplete = "the procfs does not name gpureap's own processes, so open files cannot be compared";
+    out.incomplete =
+        "the procfs does not name gpureap's own processes, so open files cannot be compared";
     return out;
   }
   Comparer cmp;
@@ -132,7 +151,8 @@ OpenFileGrouping group_open_files(std::vector<core::HostProcess>& processes, boo
   out.comparisons = cmp.calls;
   // A process vanishing meanwhile is normal (its fds fail with ESRCH/EBADF); anything else
   // means kcmp cannot be trusted here.
-  if (failed && cmp.last_errno != ESRCH && cmp.last_errno != EBADF) out.incomplete = why_failed(cmp.last_errno);
+  if (failed && cmp.last_errno != ESRCH && cmp.last_errno != EBADF)
+    out.incomplete = why_failed(cmp.last_errno);
 
   for (auto& p : processes) {
     std::vector<core::DeviceHold> split;
@@ -146,15 +166,17 @@ OpenFileGrouping group_open_files(std::vector<core::HostProcess>& processes, boo
       for (int fd : h.fds) {
         auto it = m.find({p.stat.pid, fd});
         std::string id = it == m.end() ? std::string() : it->second;
-        auto [slot, fresh] = parts.try_emplace(id, core::DeviceHold{h.path, h.kind, h.nvidia_minor, {}, {}});
+        auto [slot, fresh] =
+            parts.try_emplace(id, core::DeviceHold{h.path, h.kind, h.nvidia_minor, {}, {}});
         if (fresh && !id.empty()) slot->second.open_file = id;
         slot->second.fds.push_back(fd);
       }
       for (auto& [id, part] : parts) split.push_back(std::move(part));
     }
-    std::stable_sort(split.begin(), split.end(), [](const core::DeviceHold& a, const core::DeviceHold& b) {
-      return a.path != b.path ? a.path < b.path : a.fds.front() < b.fds.front();
-    });
+    std::stable_sort(split.begin(), split.end(),
+                     [](const core::DeviceHold& a, const core::DeviceHold& b) {
+                       return a.path != b.path ? a.path < b.path : a.fds.front() < b.fds.front();
+                     });
     p.devices = std::move(split);
   }
   return out;

@@ -1,9 +1,9 @@
 // Container identity from /proc/PID/cgroup. Each runtime names its cgroups its own way:
 //   docker      /docker/<id>                       (v1)   .../docker-<id>.scope        (systemd)
-//   containerd  /<namespace>/<id> (cgroupfs)               .../cri-containerd-<id>.scope, nerdctl-<id>.scope
-//   cri-o       .../crio-<id>  or  .../crio-<id>.scope
-//   podman      /libpod_parent/libpod-<id>          (v1)   .../libpod-<id>.scope
-//   kubernetes  .../kubepods[...]/pod<uid>/<id>  or  ...-pod<uid_with_underscores>.slice/...
+//   containerd  /<namespace>/<id> (cgroupfs)               .../cri-containerd-<id>.scope,
+//   nerdctl-<id>.scope cri-o       .../crio-<id>  or  .../crio-<id>.scope podman
+//   /libpod_parent/libpod-<id>          (v1)   .../libpod-<id>.scope kubernetes
+//   .../kubepods[...]/pod<uid>/<id>  or  ...-pod<uid_with_underscores>.slice/...
 #include <algorithm>
 #include <cctype>
 
@@ -35,8 +35,12 @@ struct Prefix {
 };
 // Longest first where one prefix starts another ("crio-conmon-" is the monitor, not a container).
 constexpr Prefix kPrefixes[] = {
-    {"cri-containerd-", "containerd"}, {"containerd-", "containerd"}, {"nerdctl-", "containerd"},
-    {"crio-", "cri-o"},                {"docker-", "docker"},         {"libpod-", "podman"},
+    {"cri-containerd-", "containerd"},
+    {"containerd-", "containerd"},
+    {"nerdctl-", "containerd"},
+    {"crio-", "cri-o"},
+    {"docker-", "docker"},
+    {"libpod-", "podman"},
 };
 
 // "<prefix><id>[.scope]" → runtime and id.
@@ -57,9 +61,8 @@ std::optional<std::string> pod_uid(std::string_view comp) {
   if (pos == std::string_view::npos || (pos != 0 && comp[pos - 1] != '-')) return std::nullopt;
   std::string uid(comp.substr(pos + 3));
   std::replace(uid.begin(), uid.end(), '_', '-');
-  if (uid.size() < 8 || !std::all_of(uid.begin(), uid.end(), [](unsigned char c) {
-        return std::isxdigit(c) || c == '-';
-      }))
+  if (uid.size() < 8 || !std::all_of(uid.begin(), uid.end(),
+                                     [](unsigned char c) { return std::isxdigit(c) || c == '-'; }))
     return std::nullopt;
   return uid;
 }

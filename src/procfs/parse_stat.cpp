@@ -46,13 +46,14 @@ core::Result<core::ProcessStat> parse_stat(std::string_view text) {
   if (f.size() < 22) return bad("truncated (" + std::to_string(f.size() + 2) + " fields)");
   // The kernel's state is one letter; anything else (a control byte from a planted tree) is
   // garbage that must not reach a table, a CSV or a kill plan.
-  if (f[0].size() != 1 || !std::isalpha(static_cast<unsigned char>(f[0][0]))) return bad("bad state");
+  if (f[0].size() != 1 || !std::isalpha(static_cast<unsigned char>(f[0][0])))
+    return bad("bad state");
   st.state = f[0][0];
   long long starttime = 0;
-  if (!parse_number(f[1], st.ppid) || !parse_number(f[2], st.pgid) ||
-      !parse_number(f[3], st.sid) || !parse_number(f[6], st.flags) ||
-      !parse_number(f[17], st.num_threads) || !parse_number(f[19], starttime) ||
-      !parse_number(f[21], st.rss_pages) || starttime < 0 || st.ppid < 0)
+  if (!parse_number(f[1], st.ppid) || !parse_number(f[2], st.pgid) || !parse_number(f[3], st.sid) ||
+      !parse_number(f[6], st.flags) || !parse_number(f[17], st.num_threads) ||
+      !parse_number(f[19], starttime) || !parse_number(f[21], st.rss_pages) || starttime < 0 ||
+      st.ppid < 0)
     return bad("non-numeric field");
   st.start_ticks = static_cast<uint64_t>(starttime);
   return st;

@@ -61,9 +61,10 @@ core::Result<std::optional<core::ProcessStat>> ProcFs::read_stat(pid_t pid) cons
   auto f = read_file_at(*fd_, std::to_string(pid) + "/stat");
   if (!f.ok()) {
     if (f.vanished()) return std::optional<core::ProcessStat>{};
-    return core::Error{"cannot read /proc/" + std::to_string(pid) + "/stat: " +
-                           (f.error == ENOTSUP ? "it is not a regular file" : std::strerror(f.error)),
-                       ""};
+    return core::Error{
+        "cannot read /proc/" + std::to_string(pid) +
+            "/stat: " + (f.error == ENOTSUP ? "it is not a regular file" : std::strerror(f.error)),
+        ""};
   }
   auto st = parse_stat(f.data);
   if (!st) return core::Error{"process " + std::to_string(pid) + ": " + st.error().message, ""};
@@ -73,7 +74,9 @@ core::Result<std::optional<core::ProcessStat>> ProcFs::read_stat(pid_t pid) cons
 namespace {
 
 // Root's, and writable by nobody else.
-bool root_only(const struct stat& st) { return st.st_uid == 0 && (st.st_mode & (S_IWGRP | S_IWOTH)) == 0; }
+bool root_only(const struct stat& st) {
+  return st.st_uid == 0 && (st.st_mode & (S_IWGRP | S_IWOTH)) == 0;
+}
 
 }  // namespace
 
@@ -85,13 +88,15 @@ std::optional<core::ExecutableFile> ProcFs::read_exe(pid_t pid) const {
   core::ExecutableFile exe;
   exe.path.assign(buf, static_cast<size_t>(n));
   if (exe.path.ends_with(" (deleted)")) exe.path.resize(exe.path.size() - 10);
-  struct stat file {}, parent {};
+  struct stat file {
+  }, parent{};
   auto slash = exe.path.rfind('/');
   if (slash == std::string::npos || exe.path.front() != '/') return exe;
   // The directory as the process sees it: a container's /usr/bin, not the host's.
   std::string parent_dir = dir + "/root" + exe.path.substr(0, slash == 0 ? 1 : slash);
-  exe.system_installed = ::fstatat(*fd_, (dir + "/exe").c_str(), &file, 0) == 0 && S_ISREG(file.st_mode) &&
-                         root_only(file) && ::fstatat(*fd_, parent_dir.c_str(), &parent, 0) == 0 &&
+  exe.system_installed = ::fstatat(*fd_, (dir + "/exe").c_str(), &file, 0) == 0 &&
+                         S_ISREG(file.st_mode) && root_only(file) &&
+                         ::fstatat(*fd_, parent_dir.c_str(), &parent, 0) == 0 &&
                          S_ISDIR(parent.st_mode) && root_only(parent);
   return exe;
 }
@@ -113,19 +118,25 @@ DetailsRead ProcFs::read_details(pid_t pid, bool want_wchan) const {
     out.complete = false;
   }
   auto cmdline = read_file_at(*fd_, dir + "cmdline");
-  if (cmdline.ok()) d.cmdline = parse_cmdline(cmdline.data);
-  else if (cmdline.denied()) out.complete = false;
+  if (cmdline.ok())
+    d.cmdline = parse_cmdline(cmdline.data);
+  else if (cmdline.denied())
+    out.complete = false;
 
   auto cgroup = read_file_at(*fd_, dir + "cgroup");
-  if (cgroup.ok()) d.container = parse_cgroup(cgroup.data);
-  else if (cgroup.denied()) out.complete = false;
+  if (cgroup.ok())
+    d.container = parse_cgroup(cgroup.data);
+  else if (cgroup.denied())
+    out.complete = false;
 
   d.exe = read_exe(pid);
 
   if (want_wchan) {
     auto wchan = read_file_at(*fd_, dir + "wchan");
-    if (wchan.ok()) d.wchan = parse_wchan(wchan.data);
-    else if (wchan.denied()) out.complete = false;
+    if (wchan.ok())
+      d.wchan = parse_wchan(wchan.data);
+    else if (wchan.denied())
+      out.complete = false;
   }
   out.details = std::move(d);
   return out;

@@ -19,14 +19,14 @@ struct NamedSignal {
 
 // The signals a user may reasonably ask for by name (Linux numbering).
 constexpr std::array<NamedSignal, 31> kSignals{{
-    {"HUP", SIGHUP},       {"INT", SIGINT},       {"QUIT", SIGQUIT},   {"ILL", SIGILL},
-    {"TRAP", SIGTRAP},     {"ABRT", SIGABRT},     {"BUS", SIGBUS},     {"FPE", SIGFPE},
-    {"KILL", SIGKILL},     {"USR1", SIGUSR1},     {"SEGV", SIGSEGV},   {"USR2", SIGUSR2},
-    {"PIPE", SIGPIPE},     {"ALRM", SIGALRM},     {"TERM", SIGTERM},   {"STKFLT", SIGSTKFLT},
-    {"CHLD", SIGCHLD},     {"CONT", SIGCONT},     {"STOP", SIGSTOP},   {"TSTP", SIGTSTP},
-    {"TTIN", SIGTTIN},     {"TTOU", SIGTTOU},     {"URG", SIGURG},     {"XCPU", SIGXCPU},
-    {"XFSZ", SIGXFSZ},     {"VTALRM", SIGVTALRM}, {"PROF", SIGPROF},   {"WINCH", SIGWINCH},
-    {"IO", SIGIO},         {"PWR", SIGPWR},       {"SYS", SIGSYS},
+    {"HUP", SIGHUP},   {"INT", SIGINT},       {"QUIT", SIGQUIT}, {"ILL", SIGILL},
+    {"TRAP", SIGTRAP}, {"ABRT", SIGABRT},     {"BUS", SIGBUS},   {"FPE", SIGFPE},
+    {"KILL", SIGKILL}, {"USR1", SIGUSR1},     {"SEGV", SIGSEGV}, {"USR2", SIGUSR2},
+    {"PIPE", SIGPIPE}, {"ALRM", SIGALRM},     {"TERM", SIGTERM}, {"STKFLT", SIGSTKFLT},
+    {"CHLD", SIGCHLD}, {"CONT", SIGCONT},     {"STOP", SIGSTOP}, {"TSTP", SIGTSTP},
+    {"TTIN", SIGTTIN}, {"TTOU", SIGTTOU},     {"URG", SIGURG},   {"XCPU", SIGXCPU},
+    {"XFSZ", SIGXFSZ}, {"VTALRM", SIGVTALRM}, {"PROF", SIGPROF}, {"WINCH", SIGWINCH},
+    {"IO", SIGIO},     {"PWR", SIGPWR},       {"SYS", SIGSYS},
 }};
 
 std::string upper(std::string_view s) {
@@ -36,9 +36,7 @@ std::string upper(std::string_view s) {
   return out;
 }
 
-
 }  // namespace
-
 
 core::Result<int> parse_signal(std::string_view text) {
   core::Error bad{"invalid signal \"" + std::string(text) + "\"",

@@ -59,7 +59,8 @@ class Run {
   bool cancelled() const { return o_.cancelled && o_.cancelled(); }
 
   bool pending() const {
-    return std::any_of(tracked_.begin(), tracked_.end(), [](const Tracked& t) { return !t.done(); });
+    return std::any_of(tracked_.begin(), tracked_.end(),
+                       [](const Tracked& t) { return !t.done(); });
   }
 
   void exited(Tracked& t) {
@@ -68,7 +69,8 @@ class Run {
     t.exec->exited_steady = Clock::now();
     // The signal that made it exit; SIGCONT only let a stopped process act on the one before.
     const auto& sent = t.exec->signals;
-    auto acting = std::find_if(sent.rbegin(), sent.rend(), [&](int s) { return s != SIGCONT || s == o_.signal; });
+    auto acting = std::find_if(sent.rbegin(), sent.rend(),
+                               [&](int s) { return s != SIGCONT || s == o_.signal; });
     if (acting != sent.rend()) t.exec->exited_after = *acting;
   }
 
@@ -90,7 +92,8 @@ class Run {
     if (!st.ok()) {
       // Without a start time the PID cannot be pinned to the plan: never signal blind.
       t.exec->status = ExecStatus::Survived;
-      t.exec->why = "its start time could not be checked (" + st.error().message + "): not signalled";
+      t.exec->why =
+          "its start time could not be checked (" + st.error().message + "): not signalled";
       return std::nullopt;
     }
     if (!*st || (*st)->is_zombie()) {  // gone, or exited and not yet reaped
@@ -185,15 +188,22 @@ class Run {
 
 }  // namespace
 
-std::vector<Execution> Executor::run(const Plan& plan) const { return Run(proc_, options_).execute(plan); }
+std::vector<Execution> Executor::run(const Plan& plan) const {
+  return Run(proc_, options_).execute(plan);
+}
 
 std::string_view to_string(ExecStatus status) {
   switch (status) {
-    case ExecStatus::NotAttempted: return "not-attempted";
-    case ExecStatus::Exited: return "exited";
-    case ExecStatus::Survived: return "survived";
-    case ExecStatus::NotPermitted: return "not-permitted";
-    case ExecStatus::Recycled: return "recycled";
+    case ExecStatus::NotAttempted:
+      return "not-attempted";
+    case ExecStatus::Exited:
+      return "exited";
+    case ExecStatus::Survived:
+      return "survived";
+    case ExecStatus::NotPermitted:
+      return "not-permitted";
+    case ExecStatus::Recycled:
+      return "recycled";
   }
   return "?";
 }

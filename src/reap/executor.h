@@ -52,7 +52,8 @@ struct Execution {
 
 class Executor {
  public:
-  Executor(const procfs::ProcFs& proc, ExecOptions options) : proc_(proc), options_(std::move(options)) {}
+  Executor(const procfs::ProcFs& proc, ExecOptions options)
+      : proc_(proc), options_(std::move(options)) {}
   // One Execution per plan target, in plan order.
   std::vector<Execution> run(const Plan& plan) const;
 

@@ -66,13 +66,24 @@ class Composer {
     o.exited_after = e.exited_after;
     o.exited_at = e.exited_at;
     switch (t.action) {
-      case Action::Refused: o.kind = OutcomeKind::Refused; o.why = t.refusal; return o;
-      case Action::NotPermitted: o.kind = OutcomeKind::NotPermitted; o.why = t.refusal; return o;
-      case Action::Zombie: return zombie(t, o);
-      case Action::Signal: break;
+      case Action::Refused:
+        o.kind = OutcomeKind::Refused;
+        o.why = t.refusal;
+        return o;
+      case Action::NotPermitted:
+        o.kind = OutcomeKind::NotPermitted;
+        o.why = t.refusal;
+        return o;
+      case Action::Zombie:
+        return zombie(t, o);
+      case Action::Signal:
+        break;
     }
     switch (e.status) {
-      case ExecStatus::NotPermitted: o.kind = OutcomeKind::NotPermitted; o.why = e.why; return o;
+      case ExecStatus::NotPermitted:
+        o.kind = OutcomeKind::NotPermitted;
+        o.why = e.why;
+        return o;
       case ExecStatus::Survived:
       case ExecStatus::NotAttempted:
         o.kind = OutcomeKind::Survived;
@@ -80,7 +91,8 @@ class Composer {
         o.wchan = e.wchan;
         return o;
       case ExecStatus::Exited:
-      case ExecStatus::Recycled: break;
+      case ExecStatus::Recycled:
+        break;
     }
     return released_or_held(t, e, o);
   }
@@ -94,7 +106,8 @@ class Composer {
     }
     o.kind = OutcomeKind::Survived;
     o.parent = t.parent;
-    std::string parent = std::to_string(t.parent.pid) + (t.parent.comm ? " (" + *t.parent.comm + ")" : "");
+    std::string parent =
+        std::to_string(t.parent.pid) + (t.parent.comm ? " (" + *t.parent.comm + ")" : "");
     o.why = "a zombie: it has exited and holds nothing, but its parent " + parent +
             " has not reaped it; signal or fix the parent (gpureap kill " +
             std::to_string(t.parent.pid) + ")";
@@ -121,37 +134,44 @@ class Composer {
       }
       long long ms = 0;
       for (const auto* l : mine)
-        if (l->released_at && e.exited_steady) ms = std::max(ms, ms_between(*e.exited_steady, *l->released_at));
-      if (e.exited_steady) o.release_ms = mine.empty() ? ms_between(*e.exited_steady, v_.finished) : ms;
+        if (l->released_at && e.exited_steady)
+          ms = std::max(ms, ms_between(*e.exited_steady, *l->released_at));
+      if (e.exited_steady)
+        o.release_ms = mine.empty() ? ms_between(*e.exited_steady, v_.finished) : ms;
       return o;
     }
     o.kind = OutcomeKind::StillHeld;
     o.why = held_why(t, mine, still_holding);
     for (const auto* l : mine)
       for (const auto& h : l->held_by)
-        if (std::none_of(o.held_by.begin(), o.held_by.end(), [&](const Holder& x) { return x.pid == h.pid; }))
+        if (std::none_of(o.held_by.begin(), o.held_by.end(),
+                         [&](const Holder& x) { return x.pid == h.pid; }))
           o.held_by.push_back(h);
     return o;
   }
 
-  std::string held_why(const Target& t, const std::vector<const ListingRelease*>& mine, bool holding) {
+  std::string held_why(const Target& t, const std::vector<const ListingRelease*>& mine,
+                       bool holding) {
     if (holding) return "it exited, yet a later scan still shows it holding a GPU device file";
     for (const auto* l : mine) {
       if (l->released) continue;
       std::string whose = l->pid == t.pid ? "its memory on GPU " + std::to_string(l->gpu)
-                                          : "gone PID " + std::to_string(l->pid) + "'s memory on GPU " +
-                                                std::to_string(l->gpu);
+                                          : "gone PID " + std::to_string(l->pid) +
+                                                "'s memory on GPU " + std::to_string(l->gpu);
       if (l->unreadable)
-        return whose + " could not be checked: the driver's process list could not be read "
-                       "(see `gpureap ps`)";
+        return whose +
+               " could not be checked: the driver's process list could not be read "
+               "(see `gpureap ps`)";
       if (l->left_list)
-        return whose + " left the driver's list, but the GPU's used memory did not drop: the "
-                       "driver is still tearing it down or leaked it; check again later";
+        return whose +
+               " left the driver's list, but the GPU's used memory did not drop: the "
+               "driver is still tearing it down or leaked it; check again later";
       if (!l->held_by.empty())
         return whose + " is still listed and kept alive by " + holder_list(l->held_by) +
                ": kill those too (--tree or --group)";
-      return whose + " is still listed, and no process holds the GPU's device files: a "
-                     "leaked context; only a GPU reset (nvidia-smi -r) or a reboot frees it";
+      return whose +
+             " is still listed, and no process holds the GPU's device files: a "
+             "leaked context; only a GPU reset (nvidia-smi -r) or a reboot frees it";
     }
     return "memory still held";
   }
@@ -166,7 +186,8 @@ class Composer {
       if (l.pid != g.pid) continue;
       any = true;
       all = all && l.released;
-      if (l.released_at && (!released_at || *l.released_at > *released_at)) released_at = l.released_at;
+      if (l.released_at && (!released_at || *l.released_at > *released_at))
+        released_at = l.released_at;
       for (const auto& h : l.held_by) o.held_by.push_back(h);
     }
     o.attempted = any;
@@ -224,11 +245,16 @@ int plan_exit_code(const Plan& plan) {
 
 std::string_view to_string(OutcomeKind kind) {
   switch (kind) {
-    case OutcomeKind::Released: return "released";
-    case OutcomeKind::StillHeld: return "still-held";
-    case OutcomeKind::Survived: return "survived";
-    case OutcomeKind::NotPermitted: return "not-permitted";
-    case OutcomeKind::Refused: return "refused";
+    case OutcomeKind::Released:
+      return "released";
+    case OutcomeKind::StillHeld:
+      return "still-held";
+    case OutcomeKind::Survived:
+      return "survived";
+    case OutcomeKind::NotPermitted:
+      return "not-permitted";
+    case OutcomeKind::Refused:
+      return "refused";
   }
   return "?";
 }

@@ -23,9 +23,9 @@ enum class OutcomeKind {
 
 // Exit codes of `gpureap kill`.
 inline constexpr int kExitReleased = 0;
-inline constexpr int kExitHeld = 1;        // something survived or memory stayed held
-inline constexpr int kExitEnvironment = 2; // usage, permission or environment error
-inline constexpr int kExitNoMatch = 3;     // nothing matched
+inline constexpr int kExitHeld = 1;         // something survived or memory stayed held
+inline constexpr int kExitEnvironment = 2;  // usage, permission or environment error
+inline constexpr int kExitNoMatch = 3;      // nothing matched
 
 struct Outcome {
   pid_t pid = 0;
@@ -58,11 +58,11 @@ struct GpuFreed {
 };
 
 struct Timing {
-  std::chrono::system_clock::time_point started{};     // planning began
+  std::chrono::system_clock::time_point started{};                 // planning began
   std::optional<std::chrono::system_clock::time_point> signalled;  // execution began
   std::optional<std::chrono::system_clock::time_point> last_exit;
   std::optional<std::chrono::system_clock::time_point> verified;
-  std::chrono::system_clock::time_point report{};      // just before printing
+  std::chrono::system_clock::time_point report{};  // just before printing
 };
 
 struct Report {

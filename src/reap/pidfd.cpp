@@ -42,7 +42,9 @@ Pidfd& Pidfd::operator=(Pidfd&& other) noexcept {
   return *this;
 }
 
-Pidfd::~Pidfd() { close(); }
+Pidfd::~Pidfd() {
+  close();
+}
 
 void Pidfd::close() {
   if (fd_ >= 0) ::close(fd_);
@@ -52,9 +54,14 @@ void Pidfd::close() {
 int Pidfd::send_signal(int signal) const {
   long rc = -1;
   switch (status_) {
-    case Status::Opened: rc = ::syscall(SYS_pidfd_send_signal, fd_, signal, nullptr, 0); break;
-    case Status::Fallback: rc = ::kill(pid_, signal); break;
-    case Status::Gone: return ESRCH;
+    case Status::Opened:
+      rc = ::syscall(SYS_pidfd_send_signal, fd_, signal, nullptr, 0);
+      break;
+    case Status::Fallback:
+      rc = ::kill(pid_, signal);
+      break;
+    case Status::Gone:
+      return ESRCH;
   }
   return rc == 0 ? 0 : errno;
 }

@@ -14,15 +14,22 @@ std::optional<uint64_t> sum_known(const std::vector<core::GpuUse>& uses) {
 
 }  // namespace
 
-bool Target::named() const { return has(ReasonKind::Named); }
-
-bool Target::has(ReasonKind kind) const {
-  return std::any_of(reasons.begin(), reasons.end(), [&](const Reason& r) { return r.kind == kind; });
+bool Target::named() const {
+  return has(ReasonKind::Named);
 }
 
-std::optional<uint64_t> Target::memory_bytes() const { return sum_known(gpus); }
+bool Target::has(ReasonKind kind) const {
+  return std::any_of(reasons.begin(), reasons.end(),
+                     [&](const Reason& r) { return r.kind == kind; });
+}
 
-std::optional<uint64_t> GoneListing::memory_bytes() const { return sum_known(gpus); }
+std::optional<uint64_t> Target::memory_bytes() const {
+  return sum_known(gpus);
+}
+
+std::optional<uint64_t> GoneListing::memory_bytes() const {
+  return sum_known(gpus);
+}
 
 const Target* Plan::find(pid_t pid) const {
   auto it = std::lower_bound(targets.begin(), targets.end(), pid,
@@ -37,25 +44,38 @@ size_t Plan::count(Action action) const {
 
 std::string_view to_string(ReasonKind kind) {
   switch (kind) {
-    case ReasonKind::Named: return "named";
-    case ReasonKind::ListedOnGpu: return "listed-on-gpu";
-    case ReasonKind::HoldsDevice: return "holds-device";
-    case ReasonKind::InheritedHolder: return "inherited-holder";
-    case ReasonKind::Descendant: return "descendant";
-    case ReasonKind::ProcessGroup: return "process-group";
-    case ReasonKind::Ghost: return "ghost";
-    case ReasonKind::UserHolder: return "user-holder";
-    case ReasonKind::Policy: return "policy";
+    case ReasonKind::Named:
+      return "named";
+    case ReasonKind::ListedOnGpu:
+      return "listed-on-gpu";
+    case ReasonKind::HoldsDevice:
+      return "holds-device";
+    case ReasonKind::InheritedHolder:
+      return "inherited-holder";
+    case ReasonKind::Descendant:
+      return "descendant";
+    case ReasonKind::ProcessGroup:
+      return "process-group";
+    case ReasonKind::Ghost:
+      return "ghost";
+    case ReasonKind::UserHolder:
+      return "user-holder";
+    case ReasonKind::Policy:
+      return "policy";
   }
   return "?";
 }
 
 std::string_view to_string(Action action) {
   switch (action) {
-    case Action::Signal: return "signal";
-    case Action::Refused: return "refused";
-    case Action::NotPermitted: return "not-permitted";
-    case Action::Zombie: return "zombie";
+    case Action::Signal:
+      return "signal";
+    case Action::Refused:
+      return "refused";
+    case Action::NotPermitted:
+      return "not-permitted";
+    case Action::Zombie:
+      return "zombie";
   }
   return "?";
 }
@@ -64,16 +84,24 @@ std::string describe(const Reason& r) {
   auto gpu = [&] { return r.gpu ? std::to_string(*r.gpu) : std::string("?"); };
   auto pid = [&] { return r.pid ? std::to_string(*r.pid) : std::string("?"); };
   switch (r.kind) {
-    case ReasonKind::Named: return "named";
-    case ReasonKind::ListedOnGpu: return "listed on GPU " + gpu();
-    case ReasonKind::HoldsDevice: return "holds GPU " + gpu() + "'s device file";
-    case ReasonKind::InheritedHolder: return "inherited holder of gone PID " + pid();
-    case ReasonKind::Descendant: return "descendant of " + pid();
-    case ReasonKind::ProcessGroup: return "in process group " + pid();
+    case ReasonKind::Named:
+      return "named";
+    case ReasonKind::ListedOnGpu:
+      return "listed on GPU " + gpu();
+    case ReasonKind::HoldsDevice:
+      return "holds GPU " + gpu() + "'s device file";
+    case ReasonKind::InheritedHolder:
+      return "inherited holder of gone PID " + pid();
+    case ReasonKind::Descendant:
+      return "descendant of " + pid();
+    case ReasonKind::ProcessGroup:
+      return "in process group " + pid();
     case ReasonKind::Ghost:
       return "ghost: " + std::string(r.anomaly ? core::to_string(*r.anomaly) : "?");
-    case ReasonKind::UserHolder: return "GPU holder of the user";
-    case ReasonKind::Policy: return "matched a cleanup policy";
+    case ReasonKind::UserHolder:
+      return "GPU holder of the user";
+    case ReasonKind::Policy:
+      return "matched a cleanup policy";
   }
   return "?";
 }

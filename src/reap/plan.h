@@ -58,7 +58,6 @@ struct Request {
   bool group = false;
 };
 
-
 struct Reason {
   ReasonKind kind;
   std::optional<unsigned> gpu;

@@ -86,8 +86,8 @@ core::Result<Plan> make_plan(const core::Snapshot& snap, const Request& request,
     plan.targets.push_back(std::move(t));
   }
   if (other_users > 0)
-    plan.notes.push_back(std::to_string(other_users) + " matching process(es) left out: not owned by " +
-                         *request.user);
+    plan.notes.push_back(std::to_string(other_users) +
+                         " matching process(es) left out: not owned by " + *request.user);
   // A gone PID is reclaimed through the keepers that remain in the plan.
   for (auto& g : selection->gone) {
     std::erase_if(g.keepers, [&](pid_t k) { return !plan.find(k); });

@@ -27,7 +27,9 @@ void put_time(json& j, const std::string& key, const std::optional<SystemTime>& 
   j[key + "_at_us"] = t ? json(epoch_us(*t)) : json(nullptr);
 }
 
-json text(std::string_view s) { return output::utf8_valid(s); }
+json text(std::string_view s) {
+  return output::utf8_valid(s);
+}
 
 json gpu_uses(const std::vector<core::GpuUse>& uses) {
   json out = json::array();
@@ -94,25 +96,27 @@ json signal_names(const std::vector<int>& signals) {
 }
 
 json outcome_json(const Outcome& o) {
-  json j{{"pid", o.pid},
-         {"outcome", std::string(to_string(o.kind))},
-         {"signals", signal_names(o.signals)},
-         {"exited_after", o.exited_after ? json(signal_name(*o.exited_after)) : json(nullptr)},
-         {"released_bytes", opt(o.released_bytes)},
-         {"release_ms", opt(o.release_ms)},
-         {"held_by", holders(o.held_by)},
-         {"wchan", o.wchan ? text(*o.wchan) : json(nullptr)},
-         {"parent", o.parent ? json{{"pid", o.parent->pid},
-                                    {"comm", o.parent->comm ? text(*o.parent->comm) : json(nullptr)}}
-                             : json(nullptr)},
-         {"why", o.why.empty() ? json(nullptr) : text(o.why)}};
+  json j{
+      {"pid", o.pid},
+      {"outcome", std::string(to_string(o.kind))},
+      {"signals", signal_names(o.signals)},
+      {"exited_after", o.exited_after ? json(signal_name(*o.exited_after)) : json(nullptr)},
+      {"released_bytes", opt(o.released_bytes)},
+      {"release_ms", opt(o.release_ms)},
+      {"held_by", holders(o.held_by)},
+      {"wchan", o.wchan ? text(*o.wchan) : json(nullptr)},
+      {"parent", o.parent ? json{{"pid", o.parent->pid},
+                                 {"comm", o.parent->comm ? text(*o.parent->comm) : json(nullptr)}}
+                          : json(nullptr)},
+      {"why", o.why.empty() ? json(nullptr) : text(o.why)}};
   put_time(j, "exited", o.exited_at);
   return j;
 }
 
 json gone_outcome_json(const GoneOutcome& g) {
-  return {{"pid", g.pid},           {"released", g.released},       {"awaited", g.attempted},
-          {"bytes", opt(g.bytes)},  {"release_ms", opt(g.release_ms)}, {"held_by", holders(g.held_by)}};
+  return {
+      {"pid", g.pid},          {"released", g.released},          {"awaited", g.attempted},
+      {"bytes", opt(g.bytes)}, {"release_ms", opt(g.release_ms)}, {"held_by", holders(g.held_by)}};
 }
 
 json request_json(const KillSettings& k) {
@@ -142,7 +146,8 @@ json summary_json(const Plan& plan, const Report* r) {
     return j;
   }
   auto count = [&](OutcomeKind k) {
-    return std::count_if(r->outcomes.begin(), r->outcomes.end(), [&](const Outcome& o) { return o.kind == k; });
+    return std::count_if(r->outcomes.begin(), r->outcomes.end(),
+                         [&](const Outcome& o) { return o.kind == k; });
   };
   j["released"] = count(OutcomeKind::Released);
   j["still_held"] = count(OutcomeKind::StillHeld);
@@ -152,13 +157,17 @@ json summary_json(const Plan& plan, const Report* r) {
   uint64_t total = 0;
   for (const auto& f : r->freed) {
     total += f.bytes;
-    freed.push_back({{"gpu", f.index}, {"bytes", f.bytes}, {"used_before", opt(f.used_before)},
+    freed.push_back({{"gpu", f.index},
+                     {"bytes", f.bytes},
+                     {"used_before", opt(f.used_before)},
                      {"used_after", opt(f.used_after)}});
   }
   j["freed"] = freed;
   j["freed_bytes"] = total;
   j["polls"] = r->polls;
-  j["elapsed_ms"] = std::chrono::duration_cast<std::chrono::milliseconds>(r->timing.report - r->timing.started).count();
+  j["elapsed_ms"] =
+      std::chrono::duration_cast<std::chrono::milliseconds>(r->timing.report - r->timing.started)
+          .count();
   j["exit_code"] = r->exit_code;
   return j;
 }
@@ -172,8 +181,10 @@ json timing_json(const Report& r) {
   put_time(j, "report", r.timing.report);
   // What the reaper adds after the last target is gone: verification and the report.
   j["after_last_exit_ms"] =
-      r.timing.last_exit ? json(static_cast<double>(epoch_us(r.timing.report) - epoch_us(*r.timing.last_exit)) / 1000.0)
-                         : json(nullptr);
+      r.timing.last_exit
+          ? json(static_cast<double>(epoch_us(r.timing.report) - epoch_us(*r.timing.last_exit)) /
+                 1000.0)
+          : json(nullptr);
   return j;
 }
 
@@ -187,8 +198,10 @@ json kill_to_json(const core::Snapshot& s, const Plan& plan, const KillSettings&
   for (const auto& n : plan.notes) notes.push_back(text(n));
   json doc{{"schema", kKillSchema},
            {"hostname", text(s.hostname)},
-           {"backend", {{"name", s.backend.name}, {"available", s.backend.available},
-                        {"error", opt(s.backend.error)}}},
+           {"backend",
+            {{"name", s.backend.name},
+             {"available", s.backend.available},
+             {"error", opt(s.backend.error)}}},
            {"complete", s.complete()},
            {"request", request_json(settings)},
            {"plan", {{"targets", targets}, {"gone", gone}, {"notes", notes}}}};

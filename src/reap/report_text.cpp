@@ -28,7 +28,8 @@ std::string memory_text(const Target& t) {
   if (t.gpus.empty()) return "-";
   std::string s;
   for (const auto& u : t.gpus)
-    s += (s.empty() ? "" : ", ") + fmt::format("GPU{} {}", u.index, u.used_bytes ? output::human_bytes(*u.used_bytes) : "?");
+    s += (s.empty() ? "" : ", ") +
+         fmt::format("GPU{} {}", u.index, u.used_bytes ? output::human_bytes(*u.used_bytes) : "?");
   return s;
 }
 
@@ -53,10 +54,14 @@ std::string reasons_text(const Target& t) {
 
 Cell action_cell(const Target& t) {
   switch (t.action) {
-    case Action::Signal: return {"kill"};
-    case Action::Refused: return {"refused", Color::Yellow};
-    case Action::NotPermitted: return {"not permitted", Color::Yellow};
-    case Action::Zombie: return {"zombie", Color::Yellow};
+    case Action::Signal:
+      return {"kill"};
+    case Action::Refused:
+      return {"refused", Color::Yellow};
+    case Action::NotPermitted:
+      return {"not permitted", Color::Yellow};
+    case Action::Zombie:
+      return {"zombie", Color::Yellow};
   }
   return {"?"};
 }
@@ -67,20 +72,27 @@ std::string plan_header(const Plan& plan, const KillSettings& k) {
     how += ", then SIGKILL after " + duration_text(k.exec.grace);
   else
     how += ", wait " + duration_text(k.exec.grace);
-  std::string verify = plan.backend_available
-                           ? "wait up to " + duration_text(k.verify.wait_release) + " for the memory"
-                           : "no GPU driver: check that no device file stays held";
+  std::string verify =
+      plan.backend_available
+          ? "wait up to " + duration_text(k.verify.wait_release) + " for the memory"
+          : "no GPU driver: check that no device file stays held";
   size_t n = plan.count(Action::Signal);
-  return fmt::format("Plan: {} process{} to signal ({}; {}).\n", n, n == 1 ? "" : "es", how, verify);
+  return fmt::format("Plan: {} process{} to signal ({}; {}).\n", n, n == 1 ? "" : "es", how,
+                     verify);
 }
 
 Cell outcome_cell(const Outcome& o) {
   switch (o.kind) {
-    case OutcomeKind::Released: return {"released", Color::Green};
-    case OutcomeKind::StillHeld: return {"still-held", Color::Red};
-    case OutcomeKind::Survived: return {"survived", Color::Red};
-    case OutcomeKind::NotPermitted: return {"not-permitted", Color::Yellow};
-    case OutcomeKind::Refused: return {"refused", Color::Yellow};
+    case OutcomeKind::Released:
+      return {"released", Color::Green};
+    case OutcomeKind::StillHeld:
+      return {"still-held", Color::Red};
+    case OutcomeKind::Survived:
+      return {"survived", Color::Red};
+    case OutcomeKind::NotPermitted:
+      return {"not-permitted", Color::Yellow};
+    case OutcomeKind::Refused:
+      return {"refused", Color::Yellow};
   }
   return {"?"};
 }
@@ -88,7 +100,8 @@ Cell outcome_cell(const Outcome& o) {
 std::string outcome_detail(const Outcome& o) {
   std::string s;
   if (o.kind == OutcomeKind::Released || o.kind == OutcomeKind::StillHeld) {
-    s = o.exited_after ? "exited on " + signal_name(*o.exited_after) : "exited before it was signalled";
+    s = o.exited_after ? "exited on " + signal_name(*o.exited_after)
+                       : "exited before it was signalled";
     if (o.released_bytes && *o.released_bytes > 0)
       s += "; " + output::human_bytes(*o.released_bytes) + " released" +
            (o.release_ms ? fmt::format(" {} ms after", *o.release_ms) : std::string());
@@ -111,7 +124,9 @@ std::string render_plan(const core::Snapshot& s, const Plan& plan, const KillSet
       std::string why = reasons_text(t);
       if (!t.refusal.empty()) why += " — " + t.refusal;
       table.add({{std::to_string(t.pid)},
-                 {t.user ? terminal_safe(*t.user) : t.uid ? std::to_string(*t.uid) : "?"},
+                 {t.user  ? terminal_safe(*t.user)
+                  : t.uid ? std::to_string(*t.uid)
+                          : "?"},
                  {output::state_word(t.state)},
                  {memory_text(t)},
                  action_cell(t),
@@ -129,12 +144,14 @@ std::string render_plan(const core::Snapshot& s, const Plan& plan, const KillSet
                        bytes ? output::human_bytes(*bytes) : "unknown memory",
                        keepers.empty() ? "no process in the plan" : "its keepers " + keepers);
   }
-  for (const auto& n : plan.notes) out += style.paint("note: ", Color::Yellow) + terminal_safe(n) + "\n";
+  for (const auto& n : plan.notes)
+    out += style.paint("note: ", Color::Yellow) + terminal_safe(n) + "\n";
   if (!s.complete())
     out += style.paint("note: ", Color::Yellow) +
-           fmt::format("the view is incomplete ({} processes could not be inspected): holders may be "
-                       "missing from this plan; run as root or grant CAP_SYS_PTRACE\n",
-                       s.proc.uninspectable);
+           fmt::format(
+               "the view is incomplete ({} processes could not be inspected): holders may be "
+               "missing from this plan; run as root or grant CAP_SYS_PTRACE\n",
+               s.proc.uninspectable);
   return out;
 }
 
@@ -142,24 +159,33 @@ std::string render_results(const Plan& plan, const Report& r, const output::Styl
                            std::optional<size_t> width) {
   std::string out;
   output::Table table({"PID", "OUTCOME", "DETAIL"});
-  for (const auto& o : r.outcomes) table.add({{std::to_string(o.pid)}, outcome_cell(o), {outcome_detail(o)}});
+  for (const auto& o : r.outcomes)
+    table.add({{std::to_string(o.pid)}, outcome_cell(o), {outcome_detail(o)}});
   out += table.render(style, width);
   for (const auto& g : r.gone) {
     if (!g.attempted) continue;
-    out += g.released ? fmt::format("Gone PID {}: {} released{}.\n", g.pid,
-                                    g.bytes ? output::human_bytes(*g.bytes) : "memory",
-                                    g.release_ms ? fmt::format(" {} ms after its last keeper exited", *g.release_ms) : "")
-                      : fmt::format("Gone PID {}: memory still held.\n", g.pid);
+    out += g.released
+               ? fmt::format("Gone PID {}: {} released{}.\n", g.pid,
+                             g.bytes ? output::human_bytes(*g.bytes) : "memory",
+                             g.release_ms
+                                 ? fmt::format(" {} ms after its last keeper exited", *g.release_ms)
+                                 : "")
+               : fmt::format("Gone PID {}: memory still held.\n", g.pid);
   }
   std::string freed;
   for (const auto& f : r.freed)
-    if (f.bytes > 0) freed += (freed.empty() ? "" : ", ") + fmt::format("GPU {} {}", f.index, output::human_bytes(f.bytes));
-  auto took = std::chrono::duration_cast<std::chrono::milliseconds>(r.timing.report - r.timing.started);
+    if (f.bytes > 0)
+      freed += (freed.empty() ? "" : ", ") +
+               fmt::format("GPU {} {}", f.index, output::human_bytes(f.bytes));
+  auto took =
+      std::chrono::duration_cast<std::chrono::milliseconds>(r.timing.report - r.timing.started);
   if (!plan.backend_available)
-    out += fmt::format("No GPU driver to ask: checked that no target still holds a device file. Took {}.\n",
-                       duration_text(took));
+    out += fmt::format(
+        "No GPU driver to ask: checked that no target still holds a device file. Took {}.\n",
+        duration_text(took));
   else
-    out += fmt::format("Freed {} in {}.\n", freed.empty() ? "no listed GPU memory" : freed, duration_text(took));
+    out += fmt::format("Freed {} in {}.\n", freed.empty() ? "no listed GPU memory" : freed,
+                       duration_text(took));
   if (r.exit_code != kExitReleased)
     out += style.paint("Not everything was reclaimed: ", Color::Red) +
            "`gpureap ps` shows what still holds GPU memory.\n";

@@ -13,8 +13,9 @@
 namespace gpureap::reap {
 
 // The snapshot the plan was made from: an incomplete view is said under the plan.
-std::string render_plan(const core::Snapshot& snapshot, const Plan& plan, const KillSettings& settings,
-                        const output::Style& style, std::optional<size_t> width);
+std::string render_plan(const core::Snapshot& snapshot, const Plan& plan,
+                        const KillSettings& settings, const output::Style& style,
+                        std::optional<size_t> width);
 
 std::string render_results(const Plan& plan, const Report& report, const output::Style& style,
                            std::optional<size_t> width);

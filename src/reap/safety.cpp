@@ -19,7 +19,8 @@ std::string_view basename(std::string_view path) {
 
 bool matches(std::string_view name, std::string_view comm, std::string_view argv0) {
   if (comm == name) return true;
-  if (comm.size() == kCommLength && name.size() > kCommLength && name.starts_with(comm)) return true;
+  if (comm.size() == kCommLength && name.size() > kCommLength && name.starts_with(comm))
+    return true;
   return !argv0.empty() && basename(argv0) == name;
 }
 
@@ -32,9 +33,10 @@ std::string owner(const Target& t) {
 
 const std::vector<std::string_view>& protected_names() {
   static const std::vector<std::string_view> names{
-      "Xorg", "Xwayland", "gnome-shell", "kwin_wayland", "kwin_x11", "sway", "weston", "mutter",
-      "gdm", "sddm", "lightdm", "nvidia-persistenced", "nv-hostengine", "dcgm-exporter", "dcgmi",
-      "gpureap"};
+      "Xorg",          "Xwayland",      "gnome-shell", "kwin_wayland",
+      "kwin_x11",      "sway",          "weston",      "mutter",
+      "gdm",           "sddm",          "lightdm",     "nvidia-persistenced",
+      "nv-hostengine", "dcgm-exporter", "dcgmi",       "gpureap"};
   return names;
 }
 
@@ -42,20 +44,26 @@ bool is_protected(std::string_view comm, const std::optional<core::ProcessDetail
   auto named = [](std::string_view file) {
     // Debian names GDM's binary gdm3.
     if (file == "gdm3") return true;
-    return std::find(protected_names().begin(), protected_names().end(), file) != protected_names().end();
+    return std::find(protected_names().begin(), protected_names().end(), file) !=
+           protected_names().end();
   };
   // The program it runs decides: a system-installed file with a protected name. A name a user
   // gives a process (prctl, argv[0], a copy of a binary) protects nothing.
-  if (details && details->exe) return details->exe->system_installed && named(basename(details->exe->path));
+  if (details && details->exe)
+    return details->exe->system_installed && named(basename(details->exe->path));
   // Its program could not be read (another user's process, without privilege): the name
   // counts only for a process that runs as root or a system account, which no user can forge.
-  std::string_view argv0 = details && !details->cmdline.empty() ? std::string_view(details->cmdline.front()) : "";
-  bool name_matches = std::any_of(protected_names().begin(), protected_names().end(),
-                                  [&](std::string_view name) { return matches(name, comm, argv0); });
+  std::string_view argv0 =
+      details && !details->cmdline.empty() ? std::string_view(details->cmdline.front()) : "";
+  bool name_matches =
+      std::any_of(protected_names().begin(), protected_names().end(),
+                  [&](std::string_view name) { return matches(name, comm, argv0); });
   return name_matches && details && details->uid && *details->uid < kFirstUserUid;
 }
 
-bool is_protected(const core::HostProcess& p) { return is_protected(p.stat.comm, p.details); }
+bool is_protected(const core::HostProcess& p) {
+  return is_protected(p.stat.comm, p.details);
+}
 
 void judge(Target& t, const core::HostProcess& p, const Caller& caller) {
   auto refuse = [&](Action action, std::string why) {
@@ -63,12 +71,10 @@ void judge(Target& t, const core::HostProcess& p, const Caller& caller) {
     t.refusal = std::move(why);
   };
   const auto& ancestors = caller.ancestors;
-  if (t.pid == 1)
-    return refuse(Action::Refused, "PID 1 (init) is never signalled");
+  if (t.pid == 1) return refuse(Action::Refused, "PID 1 (init) is never signalled");
   if (p.stat.is_kernel_thread())
     return refuse(Action::Refused, "a kernel thread is never signalled");
-  if (t.pid == caller.self)
-    return refuse(Action::Refused, "gpureap does not signal itself");
+  if (t.pid == caller.self) return refuse(Action::Refused, "gpureap does not signal itself");
   if (std::find(ancestors.begin(), ancestors.end(), t.pid) != ancestors.end())
     return refuse(Action::Refused, "gpureap runs under it (an ancestor); it is never signalled");
   if (p.stat.is_zombie())

@@ -65,12 +65,15 @@ class Selector {
     const core::Ghost* ghost = snap_.ghost(pid);
     if (ghost) {
       g.keepers = ghost->keepers;
-      if (typed) g.keepers.insert(g.keepers.end(), ghost->listed_keepers.begin(), ghost->listed_keepers.end());
+      if (typed)
+        g.keepers.insert(g.keepers.end(), ghost->listed_keepers.begin(),
+                         ghost->listed_keepers.end());
       else
         for (pid_t k : ghost->listed_keepers)
-          out_.notes.push_back("PID " + std::to_string(k) + " may also keep gone PID " + std::to_string(pid) +
-                               "'s context, but the driver lists it with a context of its own: `gpureap kill " +
-                               std::to_string(pid) + "` ends it too");
+          out_.notes.push_back(
+              "PID " + std::to_string(k) + " may also keep gone PID " + std::to_string(pid) +
+              "'s context, but the driver lists it with a context of its own: `gpureap kill " +
+              std::to_string(pid) + "` ends it too");
     }
     for (pid_t k : g.keepers) add(k, {ReasonKind::InheritedHolder, std::nullopt, pid});
     if (g.keepers.empty()) note_unkept(g);
@@ -80,7 +83,8 @@ class Selector {
   void note_unkept(GoneListing& g) {
     std::string who = "PID " + std::to_string(g.pid);
     if (g.foreign) {
-      out_.notes.push_back(who + " is listed by the driver but belongs to another PID namespace: "
+      out_.notes.push_back(who +
+                           " is listed by the driver but belongs to another PID namespace: "
                            "it is not visible here; run gpureap on the host");
       return;
     }
@@ -88,15 +92,17 @@ class Selector {
     if (!others.empty()) {
       std::string list;
       for (pid_t o : others) list += (list.empty() ? "" : ", ") + std::to_string(o);
-      out_.notes.push_back(who + " is gone and nothing in its process tree or group holds its GPU; "
-                           "other processes hold that GPU's device files (" + list +
-                           "): name them or use --ghosts if they are its leftovers");
+      out_.notes.push_back(who +
+                           " is gone and nothing in its process tree or group holds its GPU; "
+                           "other processes hold that GPU's device files (" +
+                           list + "): name them or use --ghosts if they are its leftovers");
       return;
     }
     g.leaked = snap_.complete();
     out_.notes.push_back(who + " is gone and no process holds its GPU's device files" +
-                         std::string(g.leaked ? ": a leaked context; only a GPU reset frees it"
-                                              : " that gpureap could inspect; run as root to see all"));
+                         std::string(g.leaked
+                                         ? ": a leaked context; only a GPU reset frees it"
+                                         : " that gpureap could inspect; run as root to see all"));
   }
 
   std::optional<core::Error> gpu(unsigned index) {
@@ -116,8 +122,10 @@ class Selector {
         bool on_gpu = std::any_of(row.gpus.begin(), row.gpus.end(),
                                   [&](const core::GpuUse& u) { return u.index == index; });
         if (!on_gpu) continue;
-        if (kin_.is_gone(row.pid)) resolve_gone(row.pid);
-        else add(row.pid, {ReasonKind::ListedOnGpu, index});
+        if (kin_.is_gone(row.pid))
+          resolve_gone(row.pid);
+        else
+          add(row.pid, {ReasonKind::ListedOnGpu, index});
       }
     } else {
       out_.notes.push_back("no GPU driver: --gpu " + std::to_string(index) +
@@ -146,7 +154,8 @@ class Selector {
       if (p.stat.is_zombie()) continue;
       bool holds = p.holds_device() || row.listed_by_driver;
       if (row.has(core::Anomaly::InheritedHolder))
-        add(row.pid, {ReasonKind::Ghost, std::nullopt, std::nullopt, core::Anomaly::InheritedHolder});
+        add(row.pid,
+            {ReasonKind::Ghost, std::nullopt, std::nullopt, core::Anomaly::InheritedHolder});
       // An orphan is a leftover only when it holds the GPU for nobody: a listed one uses its
       // own memory, and one that shares a live listed process's open file is that job's worker.
       if (row.has(core::Anomaly::Orphan) && p.holds_device() && !row.listed_by_driver &&
@@ -172,7 +181,8 @@ class Selector {
     for (pid_t root : roots())
       for (pid_t d : kin_.descendants(root)) {
         auto it = out_.reasons.find(d);
-        bool has_tree_reason = it != out_.reasons.end() &&
+        bool has_tree_reason =
+            it != out_.reasons.end() &&
             std::any_of(it->second.begin(), it->second.end(),
                         [](const Reason& r) { return r.kind == ReasonKind::Descendant; });
         if (!has_tree_reason) add(d, {ReasonKind::Descendant, std::nullopt, root});
@@ -196,7 +206,8 @@ class Selector {
                                         : "gpureap itself runs in it; name its PIDs instead"));
         continue;
       }
-      for (pid_t m : kin_.group_members(pgid)) add(m, {ReasonKind::ProcessGroup, std::nullopt, pgid});
+      for (pid_t m : kin_.group_members(pgid))
+        add(m, {ReasonKind::ProcessGroup, std::nullopt, pgid});
     }
   }
 

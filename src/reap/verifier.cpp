@@ -49,7 +49,8 @@ class Verifier {
     // left there is nothing to wait for.
     for (const auto& g : plan.gone) {
       if (g.keepers.empty()) continue;
-      if (!std::all_of(g.keepers.begin(), g.keepers.end(), [&](pid_t k) { return exited_.count(k); }))
+      if (!std::all_of(g.keepers.begin(), g.keepers.end(),
+                       [&](pid_t k) { return exited_.count(k); }))
         continue;
       for (const auto& u : g.gpus) want(g.pid, u);
     }
@@ -181,7 +182,6 @@ Verification verify(const Plan& plan, const std::vector<Execution>& executions,
                     const ReleaseSource& source, const VerifyOptions& options) {
   return Verifier(plan, executions).run(source, options);
 }
-
 
 core::Snapshot driver_snapshot(core::BackendReport report) {
   return core::join(core::ProcView{}, std::move(report), "", std::chrono::system_clock::now());

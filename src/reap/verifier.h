@@ -38,9 +38,9 @@ struct ListingRelease {
   pid_t pid = 0;
   unsigned gpu = 0;
   std::optional<uint64_t> bytes;
-  bool left_list = false;  // the driver no longer lists it
-  bool released = false;   // ... and the GPU's used memory dropped accordingly
-  bool unreadable = false; // the last read of the GPU's list failed: nothing is known
+  bool left_list = false;   // the driver no longer lists it
+  bool released = false;    // ... and the GPU's used memory dropped accordingly
+  bool unreadable = false;  // the last read of the GPU's list failed: nothing is known
   std::optional<std::chrono::steady_clock::time_point> released_at;
   std::vector<Holder> held_by;  // live processes that still keep it (when not released)
 };
@@ -56,8 +56,8 @@ struct Verification {
   bool backend_available = false;
   std::vector<ListingRelease> listings;
   std::vector<GpuRelease> gpus;
-  std::vector<pid_t> reaped_zombies;   // zombie targets gone by the end
-  std::vector<pid_t> still_holding;    // exited targets a later snapshot still shows holding
+  std::vector<pid_t> reaped_zombies;  // zombie targets gone by the end
+  std::vector<pid_t> still_holding;   // exited targets a later snapshot still shows holding
   int polls = 0;
   bool timed_out = false;
   std::chrono::steady_clock::time_point finished{};

@@ -1,9 +1,9 @@
 #include "supervise/report_json.h"
 
+#include "core/duration.h"
 #include "output/escape.h"
 #include "output/time_format.h"
 #include "reap/arguments.h"
-#include "core/duration.h"
 
 namespace gpureap::supervise {
 namespace {

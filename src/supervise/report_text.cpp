@@ -4,10 +4,10 @@
 
 #include <csignal>
 
+#include "core/duration.h"
 #include "output/escape.h"
 #include "output/time_format.h"
 #include "reap/arguments.h"
-#include "core/duration.h"
 
 namespace gpureap::supervise {
 namespace {

@@ -8,8 +8,8 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "supervise/command_path.h"
 #include "core/duration.h"
+#include "supervise/command_path.h"
 #include "supervise/exit_status.h"
 #include "supervise/release_check.h"
 #include "supervise/spawn.h"
@@ -173,9 +173,10 @@ void Supervisor::finish() {
     report_.exit.cause = timed_out ? EndCause::TimedOut : EndCause::Signaled;
     report_.exit.code = timed_out ? kExitTimedOut : 128 + SIGKILL;
     report_.exit.signal = SIGKILL;
-    report_.exit.error = core::Error{
-        "the command did not end after SIGKILL within " + core::format_duration(options_.release_timeout),
-        "it is in uninterruptible sleep; `gpureap ps` shows where it waits (wchan)"};
+    report_.exit.error =
+        core::Error{"the command did not end after SIGKILL within " +
+                        core::format_duration(options_.release_timeout),
+                    "it is in uninterruptible sleep; `gpureap ps` shows where it waits (wchan)"};
   }
 
   auto is_job = [members = members_](pid_t pid, std::optional<uint64_t> start) {

@@ -112,8 +112,9 @@ std::vector<Line> detail_lines(const core::Snapshot& s, const core::Snapshot* pr
 
   // What the doctor finds about this PID.
   const core::Snapshot& first = previous ? *previous : s;
-  doctor::DoctorInput in{first, s, {}, std::nullopt,
-                         [](const core::HostProcess& hp) { return reap::is_protected(hp); }};
+  doctor::DoctorInput in{first, s, {}, std::nullopt, [](const core::HostProcess& hp) {
+                           return reap::is_protected(hp);
+                         }};
   auto findings = doctor::diagnose(in);
   std::erase_if(findings, [&](const doctor::Finding& f) {
     return std::find(f.pids.begin(), f.pids.end(), r.pid) == f.pids.end();

@@ -10,7 +10,9 @@
 namespace gpureap::tui {
 namespace {
 
-std::string slurp(const std::string& path) { return procfs::read_file(path).data; }
+std::string slurp(const std::string& path) {
+  return procfs::read_file(path).data;
+}
 
 std::optional<double> to_double(std::string_view word) {
   if (word.empty()) return std::nullopt;

@@ -49,8 +49,8 @@ void add_bar(Line& l, const core::Gpu& g, const core::GpuMemorySummary& m, size_
     return;
   }
   auto cells = [&](uint64_t bytes) {
-    return static_cast<size_t>(
-        std::lround(static_cast<double>(bytes) / static_cast<double>(total) * static_cast<double>(width)));
+    return static_cast<size_t>(std::lround(static_cast<double>(bytes) / static_cast<double>(total) *
+                                           static_cast<double>(width)));
   };
   size_t a = std::min(width, cells(m.attributed_bytes));
   size_t gh = std::min(width - a, cells(m.ghost_bytes));
@@ -162,10 +162,10 @@ void TopModel::compose_header(Frame& f) const {
       l.add("[", Role::Dim);
       add_bar(l, g, m, bar_w, gl);
       l.add("] ", Role::Dim);
-      std::string used =
-          g.memory.used_bytes && g.memory.total_bytes
-              ? output::compact_bytes(*g.memory.used_bytes) + "/" + output::compact_bytes(*g.memory.total_bytes)
-              : "?";
+      std::string used = g.memory.used_bytes && g.memory.total_bytes
+                             ? output::compact_bytes(*g.memory.used_bytes) + "/" +
+                                   output::compact_bytes(*g.memory.total_bytes)
+                             : "?";
       l.add(pad_right(used, 13), m.ghost_bytes ? Role::Ghost : Role::Normal);
       l.add(pad_left(pct(g.utilization_percent), 4) + " ");
       l.add(pad_left(g.temperature_celsius ? fmt::format("{}{}", *g.temperature_celsius,
@@ -178,9 +178,11 @@ void TopModel::compose_header(Frame& f) const {
         std::string split = fmt::format("attributed {}", output::compact_bytes(m.attributed_bytes));
         l.add(split, Role::Dim);
         if (m.ghost_bytes)
-          l.add(fmt::format(" {} ghost {}", gl.dot, output::compact_bytes(m.ghost_bytes)), Role::Ghost);
+          l.add(fmt::format(" {} ghost {}", gl.dot, output::compact_bytes(m.ghost_bytes)),
+                Role::Ghost);
         if (m.unattributed_bytes && *m.unattributed_bytes)
-          l.add(fmt::format(" {} unattributed {}", gl.dot, output::compact_bytes(*m.unattributed_bytes)),
+          l.add(fmt::format(" {} unattributed {}", gl.dot,
+                            output::compact_bytes(*m.unattributed_bytes)),
                 Role::Warn);
         l.add(" ");
       }
@@ -208,7 +210,8 @@ void TopModel::compose_header(Frame& f) const {
     uint64_t used =
         *host_.mem_total_bytes - std::min(*host_.mem_total_bytes, *host_.mem_available_bytes);
     host.add("mem ", Role::Dim)
-        .add(output::compact_bytes(used) + "/" + output::compact_bytes(*host_.mem_total_bytes) + "  ");
+        .add(output::compact_bytes(used) + "/" + output::compact_bytes(*host_.mem_total_bytes) +
+             "  ");
   }
   size_t ghosts = 0, stuck = 0;
   for (const auto& r : rows_) ghosts += r.ghost, stuck += r.stuck;
@@ -255,13 +258,15 @@ void TopModel::compose_header(Frame& f) const {
   }
   for (const auto& n : output::ghost_notices(*s)) {
     if (n.kind == output::GhostCase::Kept) {
-      st.add(fmt::format("{} on GPU {} held by ghosts", output::human_bytes(n.bytes), n.gpu), Role::Ghost);
+      st.add(fmt::format("{} on GPU {} held by ghosts", output::human_bytes(n.bytes), n.gpu),
+             Role::Ghost);
       st.add(settings_.readonly ? "  " : "; select the ghost, k frees it  ", Role::Dim);
     } else if (n.kind == output::GhostCase::Leaked) {
       st.add(fmt::format("{} on GPU {} leaked", output::human_bytes(n.bytes), n.gpu), Role::Ghost);
       st.add(": only a GPU reset frees it (" + n.command + ")  ", Role::Dim);
     } else {
-      st.add(fmt::format("{} on GPU {} listed for gone PIDs", output::human_bytes(n.bytes), n.gpu), Role::Ghost);
+      st.add(fmt::format("{} on GPU {} listed for gone PIDs", output::human_bytes(n.bytes), n.gpu),
+             Role::Ghost);
       st.add(": no holder visible (" + n.command + ")  ", Role::Dim);
     }
   }

@@ -2,19 +2,19 @@
 
 #include <arpa/inet.h>
 #include <fcntl.h>
-#include <netinet/in.h>
 #include <grp.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <pty.h>
+#include <sched.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/ioctl.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
-#include <sys/ioctl.h>
 #include <sys/stat.h>
-#include <sys/mount.h>
-#include <sched.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -58,7 +58,9 @@ Child::Child(std::function<void()> body) {
   }
 }
 
-Child::~Child() { kill_and_reap(); }
+Child::~Child() {
+  kill_and_reap();
+}
 
 void Child::kill_and_reap() {
   if (pid_ <= 0) return;
@@ -76,13 +78,17 @@ Ready::~Ready() {
   ::close(fds_[1]);
 }
 
-void Ready::signal() { send(0); }
+void Ready::signal() {
+  send(0);
+}
 
 void Ready::send(long value) {
   if (::write(fds_[1], &value, sizeof value) != sizeof value) ::_exit(99);
 }
 
-void Ready::wait(int ms) { receive(ms); }
+void Ready::wait(int ms) {
+  receive(ms);
+}
 
 long Ready::receive(int ms) {
   pollfd p{fds_[0], POLLIN, 0};
@@ -91,7 +97,8 @@ long Ready::receive(int ms) {
     return -1;
   }
   long value = -1;
-  if (::read(fds_[0], &value, sizeof value) != sizeof value) ADD_FAILURE() << "short read from child";
+  if (::read(fds_[0], &value, sizeof value) != sizeof value)
+    ADD_FAILURE() << "short read from child";
   return value;
 }
 
@@ -190,7 +197,8 @@ ExecVectors exec_vectors(std::vector<std::string> argv_s, const std::vector<std:
   for (char** e = environ; *e; ++e) {
     std::string entry(*e);
     std::string name = entry.substr(0, entry.find('=') + 1);
-    bool overridden = std::any_of(env.begin(), env.end(), [&](const std::string& v) { return v.rfind(name, 0) == 0; });
+    bool overridden = std::any_of(env.begin(), env.end(),
+                                  [&](const std::string& v) { return v.rfind(name, 0) == 0; });
     if (!overridden) x.env_s.push_back(entry);
   }
   for (auto& a : x.argv_s) x.argv.push_back(a.data());
@@ -240,7 +248,8 @@ RunResult run_gpureap(const std::vector<std::string>& args, const std::vector<st
   return spawn_and_wait(exec.argv.data(), exec.envp.data(), false);
 }
 
-RunResult run_program_in(const std::vector<std::string>& argv, const std::vector<std::string>& env) {
+RunResult run_program_in(const std::vector<std::string>& argv,
+                         const std::vector<std::string>& env) {
   std::vector<std::string> argv_s = argv, env_s = env;
   std::vector<char*> args, envp;
   for (auto& a : argv_s) args.push_back(a.data());
@@ -422,7 +431,8 @@ RunResult run_gpureap_on_tty(const std::vector<std::string>& args, const std::st
   bool answered = false;
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
   for (;;) {
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
     pollfd p{master, POLLIN, 0};
     if (left.count() <= 0 || ::poll(&p, 1, static_cast<int>(left.count())) <= 0) {
       ADD_FAILURE() << "gpureap on a terminal did not finish; transcript:\n" << r.out;
@@ -468,8 +478,10 @@ BackgroundGpureap::BackgroundGpureap(const std::vector<std::string>& args,
   auto& envp = exec.envp;
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 1, dir_.file("out").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-  posix_spawn_file_actions_addopen(&fa, 2, dir_.file("err").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  posix_spawn_file_actions_addopen(&fa, 1, dir_.file("out").c_str(), O_WRONLY | O_CREAT | O_TRUNC,
+                                   0600);
+  posix_spawn_file_actions_addopen(&fa, 2, dir_.file("err").c_str(), O_WRONLY | O_CREAT | O_TRUNC,
+                                   0600);
   posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
   int rc = ::posix_spawnp(&pid_, argv[0], &fa, nullptr, argv.data(), envp.data());
   posix_spawn_file_actions_destroy(&fa);
@@ -503,10 +515,12 @@ RunResult BackgroundGpureap::wait(int ms) {
 }
 
 bool wait_for_file(const std::string& path, int ms) {
-  return poll_until([&] {
-    struct stat st {};
-    return ::stat(path.c_str(), &st) == 0 && st.st_size > 0;
-  }, ms);
+  return poll_until(
+      [&] {
+        struct stat st {};
+        return ::stat(path.c_str(), &st) == 0 && st.st_size > 0;
+      },
+      ms);
 }
 
 std::string read_text(const std::string& path) {
@@ -526,7 +540,9 @@ std::vector<nlohmann::json> read_json_lines(const std::string& path) {
 
 namespace gpureap::testing {
 
-FakeNvml::FakeNvml(const nlohmann::json& scenario) { write(scenario); }
+FakeNvml::FakeNvml(const nlohmann::json& scenario) {
+  write(scenario);
+}
 
 void FakeNvml::write(const nlohmann::json& scenario) {
   std::ofstream(scenario_path()) << scenario.dump(2);
@@ -534,7 +550,8 @@ void FakeNvml::write(const nlohmann::json& scenario) {
 
 std::vector<std::string> FakeNvml::env() const {
 #ifdef FAKE_NVML_LIBRARY
-  return {std::string("GPUREAP_NVML_LIBRARY=") + FAKE_NVML_LIBRARY, "FAKE_NVML_SCENARIO=" + scenario_path()};
+  return {std::string("GPUREAP_NVML_LIBRARY=") + FAKE_NVML_LIBRARY,
+          "FAKE_NVML_SCENARIO=" + scenario_path()};
 #else
   return {"GPUREAP_NVML_LIBRARY=/nonexistent/libnvidia-ml.so.1"};
 #endif
@@ -590,10 +607,12 @@ HttpResponse http_request(int port, const std::string& method, const std::string
     ::close(fd);
     return r;
   }
-  std::string request = method + " " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n";
+  std::string request =
+      method + " " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n";
   for (const auto& h : headers) request += h + "\r\n";
   request += "\r\n";
-  if (::send(fd, request.data(), request.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(request.size())) {
+  if (::send(fd, request.data(), request.size(), MSG_NOSIGNAL) !=
+      static_cast<ssize_t>(request.size())) {
     ::close(fd);
     return r;
   }
@@ -615,8 +634,8 @@ HttpResponse http_request(int port, const std::string& method, const std::string
   return r;
 }
 
-DaemonProcess::DaemonProcess(const std::vector<std::string>& args, const std::vector<std::string>& env,
-                             bool listen_on_free_port) {
+DaemonProcess::DaemonProcess(const std::vector<std::string>& args,
+                             const std::vector<std::string>& env, bool listen_on_free_port) {
   std::vector<std::string> argv_s{GPUREAP_BINARY, "daemon"};
   if (listen_on_free_port) argv_s.insert(argv_s.end(), {"--listen", "127.0.0.1:0"});
   argv_s.insert(argv_s.end(), args.begin(), args.end());
@@ -627,7 +646,8 @@ DaemonProcess::DaemonProcess(const std::vector<std::string>& args, const std::ve
   for (char** e = environ; *e; ++e) {
     std::string entry(*e);
     std::string name = entry.substr(0, entry.find('=') + 1);
-    bool overridden = std::any_of(env.begin(), env.end(), [&](const std::string& x) { return x.rfind(name, 0) == 0; });
+    bool overridden = std::any_of(env.begin(), env.end(),
+                                  [&](const std::string& x) { return x.rfind(name, 0) == 0; });
     if (!overridden && name != "NOTIFY_SOCKET=" && name != "WATCHDOG_USEC=") env_s.push_back(entry);
   }
   std::vector<char*> envp;
@@ -635,8 +655,10 @@ DaemonProcess::DaemonProcess(const std::vector<std::string>& args, const std::ve
   envp.push_back(nullptr);
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 1, dir_.file("out").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-  posix_spawn_file_actions_addopen(&fa, 2, dir_.file("err").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  posix_spawn_file_actions_addopen(&fa, 1, dir_.file("out").c_str(), O_WRONLY | O_CREAT | O_TRUNC,
+                                   0600);
+  posix_spawn_file_actions_addopen(&fa, 2, dir_.file("err").c_str(), O_WRONLY | O_CREAT | O_TRUNC,
+                                   0600);
   posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
   int rc = ::posix_spawn(&pid_, argv[0], &fa, nullptr, argv.data(), envp.data());
   posix_spawn_file_actions_destroy(&fa);
@@ -660,7 +682,8 @@ DaemonProcess::DaemonProcess(const std::vector<std::string>& args, const std::ve
         return true;
       },
       20000);
-  if (port_ == 0 && !early_exit_) ADD_FAILURE() << "the daemon did not start listening; its log:\n" << log();
+  if (port_ == 0 && !early_exit_)
+    ADD_FAILURE() << "the daemon did not start listening; its log:\n" << log();
   // It listens before its first sample, and answers 503 until that is taken.
   if (port_ > 0 && !wait_until([&] { return get("/healthz").status == 200; }, 20000))
     ADD_FAILURE() << "the daemon did not take its first sample; its log:\n" << log();
@@ -672,7 +695,9 @@ DaemonProcess::~DaemonProcess() {
   ::waitpid(pid_, nullptr, 0);
 }
 
-std::string DaemonProcess::log() const { return read_text(dir_.file("err")); }
+std::string DaemonProcess::log() const {
+  return read_text(dir_.file("err"));
+}
 
 bool DaemonProcess::wait_log(const std::string& text, int ms) const {
   return wait_until([&] { return log().find(text) != std::string::npos; }, ms);
@@ -731,7 +756,8 @@ Captured run_tool(const std::vector<std::string>& args) {
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
   posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&fa, 1, dir.file("out").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  posix_spawn_file_actions_addopen(&fa, 1, dir.file("out").c_str(), O_WRONLY | O_CREAT | O_TRUNC,
+                                   0600);
   posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
   pid_t pid = -1;
   int rc = ::posix_spawnp(&pid, argv[0], &fa, nullptr, argv.data(), environ);
@@ -746,15 +772,17 @@ Captured run_tool(const std::vector<std::string>& args) {
 
 }  // namespace
 
-bool have_tmux() { return run_tool({"tmux", "-V"}).code == 0; }
+bool have_tmux() {
+  return run_tool({"tmux", "-V"}).code == 0;
+}
 
 std::vector<std::string> TmuxGpureap::base() const {
   // A private server (its own socket), no user configuration, UTF-8.
   return {"tmux", "-u", "-S", dir_.file("tmux.sock"), "-f", "/dev/null"};
 }
 
-TmuxGpureap::TmuxGpureap(const std::vector<std::string>& args, const std::vector<std::string>& env, int width,
-                         int height, const std::vector<std::string>& prefix) {
+TmuxGpureap::TmuxGpureap(const std::vector<std::string>& args, const std::vector<std::string>& env,
+                         int width, int height, const std::vector<std::string>& prefix) {
   auto cmd = base();
   for (const char* a : {"new-session", "-d", "-s", "gpureap", "-x"}) cmd.push_back(a);
   cmd.push_back(std::to_string(width));
@@ -803,8 +831,8 @@ std::string TmuxGpureap::screen(bool escapes) const {
   return run_tool(cmd).out;
 }
 
-std::string TmuxGpureap::wait_until(const std::function<bool(const std::string&)>& done, const std::string& what,
-                                    int ms, bool escapes) const {
+std::string TmuxGpureap::wait_until(const std::function<bool(const std::string&)>& done,
+                                    const std::string& what, int ms, bool escapes) const {
   std::string last;
   auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
   do {
@@ -817,7 +845,8 @@ std::string TmuxGpureap::wait_until(const std::function<bool(const std::string&)
 }
 
 std::string TmuxGpureap::wait_for(const std::string& text, int ms) const {
-  return wait_until([&](const std::string& s) { return s.find(text) != std::string::npos; }, "\"" + text + "\"", ms);
+  return wait_until([&](const std::string& s) { return s.find(text) != std::string::npos; },
+                    "\"" + text + "\"", ms);
 }
 
 int TmuxGpureap::exit_code(int ms) const {
@@ -825,7 +854,8 @@ int TmuxGpureap::exit_code(int ms) const {
   auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
   do {
     std::string s = screen();
-    if (auto at = s.find(tag); at != std::string::npos) return std::atoi(s.c_str() + at + tag.size());
+    if (auto at = s.find(tag); at != std::string::npos)
+      return std::atoi(s.c_str() + at + tag.size());
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   } while (std::chrono::steady_clock::now() < deadline);
   return -1;

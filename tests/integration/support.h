@@ -50,7 +50,7 @@ class Ready {
  public:
   Ready();
   ~Ready();
-  void signal();           // child side
+  void signal();              // child side
   void wait(int ms = 10000);  // parent side; fails the test on timeout
   // Passes a number from child to parent (e.g. a grandchild's pid).
   void send(long value);
@@ -89,8 +89,10 @@ struct RunResult {
   std::string err;
 };
 // Runs the gpureap binary with `args` and extra environment entries ("K=V").
-RunResult run_gpureap(const std::vector<std::string>& args, const std::vector<std::string>& env = {});
-nlohmann::json run_json(const std::vector<std::string>& args, const std::vector<std::string>& env = {});
+RunResult run_gpureap(const std::vector<std::string>& args,
+                      const std::vector<std::string>& env = {});
+nlohmann::json run_json(const std::vector<std::string>& args,
+                        const std::vector<std::string>& env = {});
 // Runs any program (argv[0] looked up on PATH) with exactly the environment `env`.
 RunResult run_program_in(const std::vector<std::string>& argv, const std::vector<std::string>& env);
 // The command's stdout as JSON; a test failure (and an empty object) when it is not.
@@ -139,7 +141,8 @@ struct GoneTrainer {
   pid_t worker = 0;
   KillStrays strays;
 };
-std::unique_ptr<GoneTrainer> gone_trainer(const FakeDevRoot& dev, const std::string& device = "nvidia0");
+std::unique_ptr<GoneTrainer> gone_trainer(const FakeDevRoot& dev,
+                                          const std::string& device = "nvidia0");
 
 // Runs gpureap on a pseudo-terminal (stdin, stdout and stderr), as a user at a shell does.
 // Once the output contains `prompt`, types `answer` and a newline. out holds the whole
@@ -208,12 +211,14 @@ struct HttpResponse {
 // One HTTP/1.1 request on its own connection ("Connection: close"); `headers` are "Name: value".
 HttpResponse http_request(int port, const std::string& method, const std::string& path,
                           const std::vector<std::string>& headers = {}, int timeout_ms = 10000);
-inline HttpResponse http_get(int port, const std::string& path, const std::vector<std::string>& headers = {}) {
+inline HttpResponse http_get(int port, const std::string& path,
+                             const std::vector<std::string>& headers = {}) {
   return http_request(port, "GET", path, headers);
 }
 
 // `gpureap daemon --listen 127.0.0.1:0 ARGS...` in the background; the constructor waits until
-// it logs the port it got and has taken its first sample (or has exited). stderr (the log) goes to a file the test can read at any time.
+// it logs the port it got and has taken its first sample (or has exited). stderr (the log) goes to
+// a file the test can read at any time.
 class DaemonProcess {
  public:
   DaemonProcess(const std::vector<std::string>& args, const std::vector<std::string>& env = {},
@@ -255,8 +260,8 @@ bool have_tmux();
 // runs it under another program (e.g. setpriv, to run it as another user).
 class TmuxGpureap {
  public:
-  TmuxGpureap(const std::vector<std::string>& args, const std::vector<std::string>& env = {}, int width = 120,
-              int height = 40, const std::vector<std::string>& prefix = {});
+  TmuxGpureap(const std::vector<std::string>& args, const std::vector<std::string>& env = {},
+              int width = 120, int height = 40, const std::vector<std::string>& prefix = {});
   ~TmuxGpureap();  // kills the tmux server and everything in it
   TmuxGpureap(const TmuxGpureap&) = delete;
 
@@ -267,8 +272,8 @@ class TmuxGpureap {
   // The visible screen; with `escapes`, with its colours as SGR sequences (capture-pane -e).
   std::string screen(bool escapes = false) const;
   // Polls the screen until `done` holds; on timeout fails the test and shows the screen.
-  std::string wait_until(const std::function<bool(const std::string&)>& done, const std::string& what,
-                         int ms = 20000, bool escapes = false) const;
+  std::string wait_until(const std::function<bool(const std::string&)>& done,
+                         const std::string& what, int ms = 20000, bool escapes = false) const;
   std::string wait_for(const std::string& text, int ms = 20000) const;
   // gpureap's exit code, waiting up to ms for it to exit; -1 when it did not.
   int exit_code(int ms = 15000) const;

@@ -50,7 +50,8 @@ class DaemonIdleClients : public ::testing::Test {
     ::getrlimit(RLIMIT_NOFILE, &nofile);
     nofile.rlim_cur = nofile.rlim_max;
     ::setrlimit(RLIMIT_NOFILE, &nofile);
-    if (nofile.rlim_cur < 2200) GTEST_SKIP() << "needs 2200 open files, the hard limit is " << nofile.rlim_max;
+    if (nofile.rlim_cur < 2200)
+      GTEST_SKIP() << "needs 2200 open files, the hard limit is " << nofile.rlim_max;
   }
   FakeDevRoot dev_;
   FakeNvml nvml_{json{{"gpus", {{{"uuid", "GPU-0000"}, {"minor", 0}, {"total_bytes", 80 * GiB}}}}}};
@@ -84,7 +85,8 @@ TEST_F(DaemonIdleClients, IdleConnectionsNeverStarveHealthzOrMetrics) {
   }
   long during = rss_kib(d.pid());
   ASSERT_GT(before, 0);
-  EXPECT_LT(during - before, 64 * 1024) << "RSS grew from " << before << " KiB to " << during << " KiB";
+  EXPECT_LT(during - before, 64 * 1024)
+      << "RSS grew from " << before << " KiB to " << during << " KiB";
   EXPECT_TRUE(is_alive(d.pid()));
 }
 
@@ -111,12 +113,15 @@ TEST_F(DaemonIdleClients, MalformedAndOversizedRequestsGetAnAnswerAndAClose) {
     (void)!::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL);
     std::string got;
     char buf[4096];
-    for (ssize_t n; (n = ::recv(fd, buf, sizeof buf, 0)) > 0;) got.append(buf, static_cast<size_t>(n));
+    for (ssize_t n; (n = ::recv(fd, buf, sizeof buf, 0)) > 0;)
+      got.append(buf, static_cast<size_t>(n));
     ::close(fd);
     return got;
   };
   EXPECT_EQ(exchange("garbage\r\n\r\n").rfind("HTTP/1.1 400", 0), 0u);
-  EXPECT_EQ(exchange("GET /healthz HTTP/1.1\r\nX: " + std::string(20000, 'a') + "\r\n\r\n").rfind("HTTP/1.1 431", 0), 0u);
+  EXPECT_EQ(exchange("GET /healthz HTTP/1.1\r\nX: " + std::string(20000, 'a') + "\r\n\r\n")
+                .rfind("HTTP/1.1 431", 0),
+            0u);
   auto ok = exchange("GET /api/v1/history?since=10%6d HTTP/1.1\r\nHost: x\r\n\r\n");
   EXPECT_EQ(ok.rfind("HTTP/1.1 200", 0), 0u) << ok.substr(0, 200);
   auto head = exchange("HEAD /metrics HTTP/1.1\r\n\r\n");

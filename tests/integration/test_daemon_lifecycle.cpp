@@ -1,9 +1,9 @@
 // `gpureap daemon`: signals, reloads, systemd notifications, its log, --check-config.
 #include <gtest/gtest.h>
-#include <sys/stat.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -134,7 +134,8 @@ TEST(DaemonLifecycle, SighupWithABadConfigKeepsTheOldOne) {
   std::filesystem::remove(path);
   std::filesystem::create_directory(path);
   d.signal(SIGHUP);
-  ASSERT_TRUE(wait_until([&] { return d.log().find("not a regular file") != std::string::npos; })) << d.log();
+  ASSERT_TRUE(wait_until([&] { return d.log().find("not a regular file") != std::string::npos; }))
+      << d.log();
   EXPECT_TRUE(is_alive(d.pid()));
   EXPECT_TRUE(d.metric("gpureap_process_memory_bytes{").has_value());
   std::filesystem::remove(path);
@@ -306,8 +307,9 @@ TEST(DaemonCheckConfig, ADirectoryOrAFifoIsNotAConfig) {
   std::filesystem::create_directory(dir.file("conf.d"));
   auto r = run_gpureap({"daemon", "--check-config", dir.file("conf.d")});
   EXPECT_EQ(r.exit_code, 2) << r.out;
-  EXPECT_NE(r.err.find("cannot read config file " + dir.file("conf.d") + ": it is not a regular file"),
-            std::string::npos)
+  EXPECT_NE(
+      r.err.find("cannot read config file " + dir.file("conf.d") + ": it is not a regular file"),
+      std::string::npos)
       << r.err;
   ASSERT_EQ(::mkfifo(dir.file("fifo").c_str(), 0600), 0);
   auto fifo = run_gpureap({"daemon", "--check-config", dir.file("fifo")});  // must not block

@@ -106,8 +106,8 @@ TEST(DaemonMetrics, PerProcessSeriesEscapeHostileProcessNames) {
   REQUIRE_DOUBLE();
   FakeDevRoot dev;
   Child job = holding(dev, "nvidia0", [&] {
-      // A process may call itself anything, quotes and newlines included.
-      ::prctl(PR_SET_NAME, "a\"b\\c\nd", 0, 0, 0);
+    // A process may call itself anything, quotes and newlines included.
+    ::prctl(PR_SET_NAME, "a\"b\\c\nd", 0, 0, 0);
   });
   FakeNvml nvml(gpu0(json::array({{{"pid", job.pid()}, {"used_bytes", 2 * GiB}}})));
   TempDir cfg;

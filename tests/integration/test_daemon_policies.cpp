@@ -14,7 +14,9 @@ namespace {
 using nlohmann::json;
 
 json one_gpu(json processes) {
-  return {{"gpus", {{{"name", "NVIDIA H200"}, {"uuid", "GPU-0000"}, {"minor", 0}, {"processes", processes}}}}};
+  return {
+      {"gpus",
+       {{{"name", "NVIDIA H200"}, {"uuid", "GPU-0000"}, {"minor", 0}, {"processes", processes}}}}};
 }
 
 // A daemon config: fast samples, holder scans on every sample, the audit log in `dir`.
@@ -26,13 +28,16 @@ std::string write_config(const TempDir& dir, const std::string& body) {
   return dir.file("config.toml");
 }
 
-std::string series(const std::string& policy, const std::string& action, const std::string& result) {
-  return "gpureap_policy_actions_total{policy=\"" + policy + "\",action=\"" + action + "\",result=\"" + result +
-         "\"} ";
+std::string series(const std::string& policy, const std::string& action,
+                   const std::string& result) {
+  return "gpureap_policy_actions_total{policy=\"" + policy + "\",action=\"" + action +
+         "\",result=\"" + result + "\"} ";
 }
 
 // The audit log's records.
-std::vector<json> audit_records(const TempDir& dir) { return read_json_lines(dir.file("audit.jsonl")); }
+std::vector<json> audit_records(const TempDir& dir) {
+  return read_json_lines(dir.file("audit.jsonl"));
+}
 
 // Waits until the daemon has published `n` more samples (each has its own timestamp).
 bool wait_samples(const DaemonProcess& d, int n) {
@@ -76,14 +81,16 @@ grace = "2s"
 )");
   DaemonProcess d({"--config", config, "--dev-root", g.dev.path()}, g.nvml->env());
   ASSERT_GT(d.port(), 0) << d.log();
-  ASSERT_TRUE(wait_until([&] { return d.metric("gpureap_policy_matching_processes{policy=\"ghosts\"} ") == 1; }))
-      << d.log();
+  ASSERT_TRUE(wait_until([&] {
+    return d.metric("gpureap_policy_matching_processes{policy=\"ghosts\"} ") == 1;
+  })) << d.log();
   // Matching, but not for 3 s yet: nothing was done.
   EXPECT_TRUE(is_alive(g.worker));
   EXPECT_EQ(d.log().find("policy ghosts: terminate"), std::string::npos) << d.log();
 
   ASSERT_TRUE(wait_gone(g.worker, 20000)) << d.log();
-  ASSERT_TRUE(wait_until([&] { return d.metric(series("ghosts", "terminate", "released")) == 1; })) << d.log();
+  ASSERT_TRUE(wait_until([&] { return d.metric(series("ghosts", "terminate", "released")) == 1; }))
+      << d.log();
   EXPECT_TRUE(d.wait_log("policy ghosts: terminate PID " + std::to_string(g.worker)));
   EXPECT_TRUE(d.wait_log("released")) << d.log();
 
@@ -159,7 +166,8 @@ action = "kill"
 )");
   DaemonProcess d({"--config", config, "--dev-root", g.dev.path()}, g.nvml->env());
   ASSERT_GT(d.port(), 0) << d.log();
-  ASSERT_TRUE(wait_until([&] { return d.metric(series("ghosts", "kill", "would-kill")) == 1; })) << d.log();
+  ASSERT_TRUE(wait_until([&] { return d.metric(series("ghosts", "kill", "would-kill")) == 1; }))
+      << d.log();
   EXPECT_TRUE(d.wait_log("policy ghosts: would kill PID " + std::to_string(g.worker)));
   EXPECT_TRUE(d.wait_log("(enforce is off)"));
   // Many samples later: still alive, and logged once.
@@ -196,11 +204,13 @@ action = "kill"
   DaemonProcess d({"--config", config, "--dev-root", dev.path()}, nvml.env());
   ASSERT_GT(d.port(), 0) << d.log();
   ASSERT_EQ(end_signal(big_idle.pid()), SIGKILL) << d.log();
-  ASSERT_TRUE(wait_until([&] { return d.metric(series("idle-hogs", "kill", "released")) == 1; })) << d.log();
+  ASSERT_TRUE(wait_until([&] { return d.metric(series("idle-hogs", "kill", "released")) == 1; }))
+      << d.log();
   EXPECT_TRUE(is_alive(small_idle.pid()));
   EXPECT_TRUE(is_alive(big_busy.pid()));
-  EXPECT_TRUE(wait_until([&] { return d.metric("gpureap_policy_matching_processes{policy=\"idle-hogs\"} ") == 0; }))
-      << d.log();
+  EXPECT_TRUE(wait_until([&] {
+    return d.metric("gpureap_policy_matching_processes{policy=\"idle-hogs\"} ") == 0;
+  })) << d.log();
 }
 
 TEST(DaemonPolicies, AProtectedProcessIsNeverActedOn) {
@@ -210,8 +220,8 @@ TEST(DaemonPolicies, AProtectedProcessIsNeverActedOn) {
   auto program = run_system_program(dev, "nvidia0", "Xorg");
   const Child& xorg = *program->child;
   Child job = holding(dev, "nvidia0");
-  FakeNvml nvml(one_gpu(json::array({{{"pid", xorg.pid()}, {"used_bytes", GiB}},
-                                     {{"pid", job.pid()}, {"used_bytes", GiB}}})));
+  FakeNvml nvml(one_gpu(json::array(
+      {{{"pid", xorg.pid()}, {"used_bytes", GiB}}, {{"pid", job.pid()}, {"used_bytes", GiB}}})));
   TempDir cfg;
   auto config = write_config(cfg, R"(enforce = true
 [[policy]]
@@ -222,7 +232,9 @@ action = "kill"
   DaemonProcess d({"--config", config, "--dev-root", dev.path()}, nvml.env());
   ASSERT_GT(d.port(), 0) << d.log();
   ASSERT_EQ(end_signal(job.pid()), SIGKILL) << d.log();
-  ASSERT_TRUE(wait_until([&] { return d.metric(series("everything-big", "kill", "released")) == 1; })) << d.log();
+  ASSERT_TRUE(wait_until([&] {
+    return d.metric(series("everything-big", "kill", "released")) == 1;
+  })) << d.log();
   ASSERT_TRUE(wait_samples(d, 5)) << d.log();
   EXPECT_TRUE(is_alive(xorg.pid()));
   EXPECT_EQ(d.log().find("PID " + std::to_string(xorg.pid())), std::string::npos) << d.log();
@@ -248,11 +260,13 @@ policy = "ghosts"
 [[sink]]
 name = "pager"
 type = "exec"
-command = ["/bin/sh", ")" + cfg.file("page.sh") + "\", \"" + cfg.file("pages.jsonl") + R"("]
+command = ["/bin/sh", ")" + cfg.file("page.sh") +
+                                      "\", \"" + cfg.file("pages.jsonl") + R"("]
 )");
   DaemonProcess d({"--config", config, "--dev-root", g.dev.path()}, g.nvml->env());
   ASSERT_GT(d.port(), 0) << d.log();
-  ASSERT_TRUE(wait_until([&] { return !read_json_lines(cfg.file("pages.jsonl")).empty(); })) << d.log();
+  ASSERT_TRUE(wait_until([&] { return !read_json_lines(cfg.file("pages.jsonl")).empty(); }))
+      << d.log();
   // The decision to kill is not final; the action's result is the one alert.
   json page = read_json_lines(cfg.file("pages.jsonl"))[0];
   EXPECT_EQ(page["status"], "firing") << page.dump(2);
@@ -278,8 +292,9 @@ anomalies = ["inherited-holder", "orphan"]
 after = "10m"
 action = "terminate"
 )");
-  auto r = run_gpureap({"policy", "test", "--config", config, "--dev-root", g.dev.path(), "--no-color"},
-                       g.nvml->env());
+  auto r =
+      run_gpureap({"policy", "test", "--config", config, "--dev-root", g.dev.path(), "--no-color"},
+                  g.nvml->env());
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("enforce is off"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("policy ghosts (line 5): would terminate"), std::string::npos) << r.out;
@@ -290,7 +305,8 @@ action = "terminate"
   EXPECT_NE(rows[0].find("6.0 GiB"), std::string::npos) << "the memory it keeps alive: " << r.out;
   EXPECT_NE(r.out.find("not matched: " + std::to_string(other.pid())), std::string::npos) << r.out;
 
-  auto j = run_json({"--json", "policy", "test", "--config", config, "--dev-root", g.dev.path()}, g.nvml->env());
+  auto j = run_json({"--json", "policy", "test", "--config", config, "--dev-root", g.dev.path()},
+                    g.nvml->env());
   EXPECT_EQ(j["schema"], "gpureap.policy-test/v1");
   ASSERT_EQ(j["policies"].size(), 1u);
   auto worker = entry_of(j["policies"][0]["processes"], g.worker);
@@ -313,8 +329,8 @@ TEST(DaemonPolicies, ADriverThatWedgesWhileAnActionWaitsForTheMemoryDoesNotHoldU
   FakeDevRoot dev;
   Child job = holding(dev, "nvidia0");
   // Its memory stays listed long after it dies: the action keeps polling the driver.
-  json world = one_gpu(json::array(
-      {{{"pid", job.pid()}, {"used_bytes", 2 * GiB}, {"release_delay_ms", 600000}}}));
+  json world = one_gpu(
+      json::array({{{"pid", job.pid()}, {"used_bytes", 2 * GiB}, {"release_delay_ms", 600000}}}));
   FakeNvml nvml(world);
   TempDir cfg;
   auto config = write_config(cfg, R"(enforce = true
@@ -347,9 +363,13 @@ action = "terminate"
 )");
   auto r = run_gpureap({"daemon", "--check-config", config});
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.err.find("config.toml:6:13: anomalies: unknown anomaly \"zombie\""), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("config.toml:6:13: anomalies: unknown anomaly \"zombie\""),
+            std::string::npos)
+      << r.err;
   EXPECT_NE(r.err.find("config.toml:7:9: after:"), std::string::npos) << r.err;
-  EXPECT_NE(r.err.find("config.toml:9:7: policy \"p\": give user or uid, not both"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("config.toml:9:7: policy \"p\": give user or uid, not both"),
+            std::string::npos)
+      << r.err;
 }
 
 }  // namespace

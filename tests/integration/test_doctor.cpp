@@ -18,9 +18,14 @@ namespace {
 using nlohmann::json;
 
 json one_gpu(json processes, uint64_t driver_held = 0) {
-  return {{"gpus", {{{"name", "NVIDIA H200"}, {"uuid", "GPU-0000"}, {"pci_bus_id", "00000000:17:00.0"},
-                     {"minor", 0}, {"total_bytes", 80 * GiB}, {"driver_held_bytes", driver_held},
-                     {"processes", processes}}}}};
+  return {{"gpus",
+           {{{"name", "NVIDIA H200"},
+             {"uuid", "GPU-0000"},
+             {"pci_bus_id", "00000000:17:00.0"},
+             {"minor", 0},
+             {"total_bytes", 80 * GiB},
+             {"driver_held_bytes", driver_held},
+             {"processes", processes}}}}};
 }
 
 struct Doctor {
@@ -30,7 +35,8 @@ struct Doctor {
 
 Doctor doctor(const FakeDevRoot& dev, const FakeNvml& nvml, std::vector<std::string> extra = {}) {
   std::vector<std::string> args{"doctor", "--json", "--dev-root", dev.path()};
-  if (std::find(extra.begin(), extra.end(), "--settle") == extra.end()) extra.insert(extra.end(), {"--settle", "300ms"});
+  if (std::find(extra.begin(), extra.end(), "--settle") == extra.end())
+    extra.insert(extra.end(), {"--settle", "300ms"});
   args.insert(args.end(), extra.begin(), extra.end());
   auto r = run_gpureap(args, nvml.env());
   Doctor d{r.exit_code, nullptr};
@@ -85,7 +91,8 @@ TEST(Doctor, GhostKeptByWorkersIsCriticalWithTheKillCommand) {
   pid_t ghost = parent.pid();
   pid_t worker = static_cast<pid_t>(ready.receive());
   parent.kill_and_reap();
-  FakeNvml nvml(one_gpu(json::array({{{"pid", ghost}, {"used_bytes", 8 * GiB}, {"holders", {ghost, worker}}}})));
+  FakeNvml nvml(one_gpu(
+      json::array({{{"pid", ghost}, {"used_bytes", 8 * GiB}, {"holders", {ghost, worker}}}})));
   auto d = doctor(dev, nvml);
   EXPECT_EQ(d.exit_code, 2);
   const auto* f = finding(d, "no-such-process");
@@ -105,8 +112,9 @@ TEST(Doctor, LeakedAndReleasingAreToldApart) {
   REQUIRE_DOUBLE();
   FakeDevRoot dev;
   pid_t leaked = dead_pid(), releasing = dead_pid();
-  FakeNvml nvml(one_gpu(json::array({{{"pid", leaked}, {"used_bytes", 6 * GiB}, {"leaked", true}},
-                                     {{"pid", releasing}, {"used_bytes", 2 * GiB}, {"release_delay_ms", 1000}}})));
+  FakeNvml nvml(one_gpu(
+      json::array({{{"pid", leaked}, {"used_bytes", 6 * GiB}, {"leaked", true}},
+                   {{"pid", releasing}, {"used_bytes", 2 * GiB}, {"release_delay_ms", 1000}}})));
   auto d = doctor(dev, nvml, {"--settle", "2500ms"});
   EXPECT_EQ(d.exit_code, 2);
   const auto* leak = finding(d, "leaked-memory");
@@ -200,8 +208,8 @@ TEST(Doctor, DriverMismatchIsCritical) {
 class FakeNvidiaSmi : public TempDir {
  public:
   explicit FakeNvidiaSmi(int exit_code = 0, const std::string& says = "GPU reset done") {
-    std::ofstream(file("nvidia-smi")) << "#!/bin/sh\necho \"$@\" > " << file("args") << "\necho '" << says
-                                      << "'\nexit " << exit_code << "\n";
+    std::ofstream(file("nvidia-smi")) << "#!/bin/sh\necho \"$@\" > " << file("args") << "\necho '"
+                                      << says << "'\nexit " << exit_code << "\n";
     ::chmod(file("nvidia-smi").c_str(), 0755);
   }
   std::string path_env() const { return "PATH=" + path() + ":/usr/bin:/bin"; }
@@ -254,7 +262,12 @@ TEST(Reset, ExplainsWhyNvidiaSmiRefused) {
   if (::geteuid() != 0) GTEST_SKIP() << "a reset needs root";
   FakeDevRoot dev;
   FakeNvml nvml(one_gpu(json::array()));
-  FakeNvidiaSmi smi(3, "Unable to reset this GPU because it is being used by some other process (e.g. CUDA application, graphics application like X server, monitoring application like other instance of nvidia-smi). Please first kill all processes using this GPU and all compute applications running in the system. GPU is in use by another client.");
+  FakeNvidiaSmi smi(
+      3,
+      "Unable to reset this GPU because it is being used by some other process (e.g. CUDA "
+      "application, graphics application like X server, monitoring application like other instance "
+      "of nvidia-smi). Please first kill all processes using this GPU and all compute applications "
+      "running in the system. GPU is in use by another client.");
   auto env = nvml.env();
   env.push_back(smi.path_env());
   auto r = run_gpureap({"reset", "--gpu", "0", "--yes", "--dev-root", dev.path()}, env);
@@ -303,23 +316,25 @@ TEST(DoctorFix, EndsTheGhostKeepersAndLeavesAHealthyDoctor) {
   Child stopped = holding(dev, "nvidia0");
   ::kill(stopped.pid(), SIGSTOP);
   ASSERT_TRUE(wait_for_state(stopped.pid(), 'T'));
-  FakeNvml nvml(one_gpu(json::array({{{"pid", ghost}, {"used_bytes", 8 * GiB}, {"holders", {ghost, w1, w2}}},
-                                     {{"pid", stopped.pid()}, {"used_bytes", 2 * GiB}}})));
+  FakeNvml nvml(
+      one_gpu(json::array({{{"pid", ghost}, {"used_bytes", 8 * GiB}, {"holders", {ghost, w1, w2}}},
+                           {{"pid", stopped.pid()}, {"used_bytes", 2 * GiB}}})));
   auto before = doctor(dev, nvml);
   EXPECT_EQ(before.exit_code, 2);
 
   // Without a terminal --fix needs --yes, and does nothing without it: it shows the plan and
   // says how to proceed, and no "After the fix" follows.
-  auto refused = run_gpureap({"doctor", "--fix", "--dev-root", dev.path(), "--settle", "0s", "--no-color"},
-                             nvml.env());
+  auto refused = run_gpureap(
+      {"doctor", "--fix", "--dev-root", dev.path(), "--settle", "0s", "--no-color"}, nvml.env());
   EXPECT_TRUE(::kill(w1, 0) == 0 && ::kill(stopped.pid(), 0) == 0);
   EXPECT_NE(refused.err.find("gpureap doctor --fix --yes"), std::string::npos) << refused.err;
   EXPECT_NE(refused.err.find(std::to_string(w1)), std::string::npos) << "the plan: " << refused.err;
   EXPECT_EQ(refused.out.find("After the fix"), std::string::npos) << refused.out;
   EXPECT_EQ(refused.out.find("Nothing was signalled"), std::string::npos) << refused.out;
 
-  auto fixed = run_gpureap({"doctor", "--fix", "--yes", "--json", "--dev-root", dev.path(), "--settle", "0s"},
-                           nvml.env());
+  auto fixed = run_gpureap(
+      {"doctor", "--fix", "--yes", "--json", "--dev-root", dev.path(), "--settle", "0s"},
+      nvml.env());
   EXPECT_EQ(fixed.exit_code, 0) << fixed.out << fixed.err;
   auto doc = json::parse(fixed.out);
   for (const auto& f : doc["findings"]) EXPECT_EQ(f["severity"], "info") << f.dump();

@@ -49,8 +49,12 @@ int namespace_init(const std::string& dev_root) {
   char h;
   if (::read(held[0], &h, 1) != 1) return kNotHeld;
   ::kill(holder, SIGSTOP);
-  wait_for([&] { return read_first_line("/proc/" + std::to_string(holder) + "/stat").find(") T ") != std::string::npos; },
-           5000);
+  wait_for(
+      [&] {
+        return read_first_line("/proc/" + std::to_string(holder) + "/stat").find(") T ") !=
+               std::string::npos;
+      },
+      5000);
 
   // A pipe already full: doctor's first write to stderr, right after its diagnosis, blocks.
   int p[2];
@@ -67,12 +71,14 @@ int namespace_init(const std::string& dev_root) {
     ::dup2(null, STDOUT_FILENO);
     ::close(p[0]);
     ::execl(GPUREAP_BINARY, GPUREAP_BINARY, "doctor", "--fix", "--yes", "--json", "--settle", "0s",
-            "--dev-root", dev_root.c_str(), "--nvml-library", "/nonexistent/libnvidia-ml.so.1", nullptr);
+            "--dev-root", dev_root.c_str(), "--nvml-library", "/nonexistent/libnvidia-ml.so.1",
+            nullptr);
     ::_exit(127);
   }
   ::close(p[1]);
   std::string wchan = "/proc/" + std::to_string(doctor) + "/wchan";
-  if (!wait_for([&] { return read_first_line(wchan).find("pipe_write") != std::string::npos; }, 20000))
+  if (!wait_for([&] { return read_first_line(wchan).find("pipe_write") != std::string::npos; },
+                20000))
     return kNotHeld;
 
   // The diagnosed holder exits; an unrelated process that blocks every signal takes its PID.
@@ -88,7 +94,8 @@ int namespace_init(const std::string& dev_root) {
 
   char buf[4096];
   std::string said;
-  for (ssize_t n; (n = ::read(p[0], buf, sizeof buf)) > 0;) said.append(buf, static_cast<size_t>(n));
+  for (ssize_t n; (n = ::read(p[0], buf, sizeof buf)) > 0;)
+    said.append(buf, static_cast<size_t>(n));
   std::ofstream(dev_root + "/doctor.err") << said;
   ::waitpid(doctor, nullptr, 0);
   bool untouched = is_alive(stranger) && no_signal_pending(stranger);
@@ -102,7 +109,9 @@ TEST(DoctorFixIdentity, AHolderWhosePidWasReusedMeanwhileIsNeverSignalled) {
   FakeDevRoot dev;
   int code = run_in_new_pid_namespace([&] { return namespace_init(dev.path()); });
   std::string said = read_text(dev.file("doctor.err"));
-  SCOPED_TRACE("doctor said: " + said.substr(said.find_first_not_of('x') == std::string::npos ? said.size() : said.find_first_not_of('x')));
+  SCOPED_TRACE("doctor said: " + said.substr(said.find_first_not_of('x') == std::string::npos
+                                                 ? said.size()
+                                                 : said.find_first_not_of('x')));
   if (code == kNoPidNamespace) GTEST_SKIP() << "PID namespaces are not available here";
   if (code == kNoReuse) GTEST_SKIP() << "the namespace did not hand out the PID again";
   ASSERT_NE(code, kNotHeld) << "doctor never blocked on its stderr";

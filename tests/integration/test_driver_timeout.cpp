@@ -11,8 +11,12 @@ namespace {
 using nlohmann::json;
 
 json wedged(const std::string& call, json processes = json::array()) {
-  json s = {{"gpus", {{{"name", "NVIDIA H200"}, {"uuid", "GPU-0000"}, {"minor", 0}, {"total_bytes", 80 * GiB},
-                       {"processes", processes}}}}};
+  json s = {{"gpus",
+             {{{"name", "NVIDIA H200"},
+               {"uuid", "GPU-0000"},
+               {"minor", 0},
+               {"total_bytes", 80 * GiB},
+               {"processes", processes}}}}};
   if (!call.empty()) s["block_call"] = call;
   return s;
 }
@@ -45,9 +49,11 @@ TEST_P(DriverTimeout, OneShotCommandsAnswerFromProcAloneAndExitFour) {
 
   auto doctor = run_gpureap(with({"doctor", "--json", "--settle", "0s"}), nvml.env());
   EXPECT_EQ(doctor.exit_code, 4) << doctor.err;
-  EXPECT_NE(parse_output(doctor)["findings"].dump().find("driver-not-answering"), std::string::npos) << doctor.out;
+  EXPECT_NE(parse_output(doctor)["findings"].dump().find("driver-not-answering"), std::string::npos)
+      << doctor.out;
 
-  auto kill = run_gpureap(with({"kill", "--json", "--dry-run", std::to_string(job.pid())}), nvml.env());
+  auto kill =
+      run_gpureap(with({"kill", "--json", "--dry-run", std::to_string(job.pid())}), nvml.env());
   EXPECT_EQ(kill.exit_code, 4) << kill.err;
   EXPECT_EQ(parse_output(kill)["plan"]["targets"].size(), 1u);
   EXPECT_TRUE(is_alive(job.pid()));
@@ -65,7 +71,8 @@ TEST(DriverTimeoutShutdown, AShutdownThatHangsDoesNotKeepTheOutput) {
   REQUIRE_DOUBLE();
   FakeDevRoot dev;
   FakeNvml nvml(wedged("nvmlShutdown"));
-  auto ps = run_gpureap({"ps", "--json", "--dev-root", dev.path(), "--driver-timeout", "300ms"}, nvml.env());
+  auto ps = run_gpureap({"ps", "--json", "--dev-root", dev.path(), "--driver-timeout", "300ms"},
+                        nvml.env());
   EXPECT_EQ(ps.exit_code, 0) << ps.err;
   EXPECT_EQ(parse_output(ps)["backend"]["available"], true);
 }

@@ -3,11 +3,11 @@
 // GPU where a gone PID is listed; the gone PID's own orphaned worker is its one keeper.
 #include <gtest/gtest.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <fstream>
 #include <set>
-#include <sys/stat.h>
 
 #include "support.h"
 
@@ -18,9 +18,16 @@ using nlohmann::json;
 
 json gpus(json gpu0_processes, uint64_t gpu0_driver_held = 0) {
   return {{"gpus",
-           {{{"name", "NVIDIA H200"}, {"uuid", "GPU-0000"}, {"minor", 0}, {"total_bytes", 80 * GiB},
-             {"driver_held_bytes", gpu0_driver_held}, {"processes", gpu0_processes}},
-            {{"name", "NVIDIA H200"}, {"uuid", "GPU-1111"}, {"minor", 1}, {"total_bytes", 80 * GiB},
+           {{{"name", "NVIDIA H200"},
+             {"uuid", "GPU-0000"},
+             {"minor", 0},
+             {"total_bytes", 80 * GiB},
+             {"driver_held_bytes", gpu0_driver_held},
+             {"processes", gpu0_processes}},
+            {{"name", "NVIDIA H200"},
+             {"uuid", "GPU-1111"},
+             {"minor", 1},
+             {"total_bytes", 80 * GiB},
              {"processes", json::array()}}}}};
 }
 
@@ -36,14 +43,19 @@ json output_of(const std::vector<std::string>& args, const std::vector<std::stri
   return parse_output(run_gpureap(args, env));
 }
 
-std::vector<std::string> strings(const json& j) { return j.get<std::vector<std::string>>(); }
-std::vector<pid_t> pids(const json& j) { return j.get<std::vector<pid_t>>(); }
+std::vector<std::string> strings(const json& j) {
+  return j.get<std::vector<std::string>>();
+}
+std::vector<pid_t> pids(const json& j) {
+  return j.get<std::vector<pid_t>>();
+}
 
 // The open-file ids of a row's holds of `path`.
 std::set<std::string> open_files(const json& row, const std::string& path) {
   std::set<std::string> out;
   for (const auto& d : row["devices"])
-    if (d["path"] == path && d["open_file"].is_string()) out.insert(d["open_file"].get<std::string>());
+    if (d["path"] == path && d["open_file"].is_string())
+      out.insert(d["open_file"].get<std::string>());
   return out;
 }
 
@@ -81,8 +93,9 @@ TEST_F(GhostVerdict, AHealthyJobsWorkersAreNeverTheGhostOfAnotherProcessOnTheirG
   Job job(dev_, 2);
   auto trainer_ghost = gone_trainer(dev_);
   const GoneTrainer& ghost = *trainer_ghost;
-  FakeNvml nvml(gpus({{{"pid", job.pid()}, {"used_bytes", 20 * GiB}, {"holders", {job.pid()}}},
-                      {{"pid", ghost.trainer}, {"used_bytes", 8 * GiB}, {"holders", {ghost.worker}}}}));
+  FakeNvml nvml(
+      gpus({{{"pid", job.pid()}, {"used_bytes", 20 * GiB}, {"holders", {job.pid()}}},
+            {{"pid", ghost.trainer}, {"used_bytes", 8 * GiB}, {"holders", {ghost.worker}}}}));
 
   auto snap = run_json({"ps", "--json", "--dev-root", dev_.path()}, nvml.env());
   ASSERT_EQ(snap["open_files"], "exact") << snap.dump(2);
@@ -96,7 +109,8 @@ TEST_F(GhostVerdict, AHealthyJobsWorkersAreNeverTheGhostOfAnotherProcessOnTheirG
 
   auto keeper = row_of(snap, ghost.worker);
   EXPECT_EQ(pids(keeper["keeps"]), std::vector<pid_t>{ghost.trainer});
-  EXPECT_NE(keeper["anomalies"].dump().find("inherited-holder"), std::string::npos) << keeper.dump(2);
+  EXPECT_NE(keeper["anomalies"].dump().find("inherited-holder"), std::string::npos)
+      << keeper.dump(2);
 
   auto main = row_of(snap, job.pid());
   auto job_file = open_files(main, dev_.dev("nvidia0"));
@@ -107,7 +121,8 @@ TEST_F(GhostVerdict, AHealthyJobsWorkersAreNeverTheGhostOfAnotherProcessOnTheirG
     EXPECT_TRUE(strings(wr["anomalies"]).empty()) << wr.dump(2);
     EXPECT_EQ(pids(wr["shares_context_of"]), std::vector<pid_t>{job.pid()});
     EXPECT_TRUE(wr["keeps"].empty());
-    EXPECT_EQ(open_files(wr, dev_.dev("nvidia0")), job_file) << "a forked worker shares the job's open file";
+    EXPECT_EQ(open_files(wr, dev_.dev("nvidia0")), job_file)
+        << "a forked worker shares the job's open file";
   }
   EXPECT_NE(open_files(keeper, dev_.dev("nvidia0")), job_file);
 
@@ -118,8 +133,10 @@ TEST_F(GhostVerdict, AHealthyJobsWorkersAreNeverTheGhostOfAnotherProcessOnTheirG
   EXPECT_EQ(memory["unattributed_bytes"], 0);
 
   auto text = run_gpureap({"ps", "--dev-root", dev_.path(), "--no-color"}, nvml.env());
-  EXPECT_NE(text.out.find("8.0 GiB on GPU 0 is held by ghosts (1 process keeps it alive). `gpureap doctor` "
-                          "explains; `gpureap kill " + std::to_string(ghost.trainer) + "` frees it."),
+  EXPECT_NE(text.out.find(
+                "8.0 GiB on GPU 0 is held by ghosts (1 process keeps it alive). `gpureap doctor` "
+                "explains; `gpureap kill " +
+                std::to_string(ghost.trainer) + "` frees it."),
             std::string::npos)
       << text.out;
   EXPECT_NE(text.out.find("attributed 20 GiB · ghost 8.0 GiB"), std::string::npos) << text.out;
@@ -133,7 +150,8 @@ TEST_F(GhostVerdict, AHealthyJobsWorkersAreNeverTheGhostOfAnotherProcessOnTheirG
   EXPECT_EQ(pids(plan["plan"]["gone"][0]["keepers"]), std::vector<pid_t>{ghost.worker});
 
   // doctor: the keeper is warned about with the ghost's memory; the workers only at info.
-  auto doc = output_of({"doctor", "--json", "--dev-root", dev_.path(), "--settle", "100ms"}, nvml.env());
+  auto doc =
+      output_of({"doctor", "--json", "--dev-root", dev_.path(), "--settle", "100ms"}, nvml.env());
   for (const auto& f : doc["findings"]) {
     auto fp = pids(f["pids"]);
     for (pid_t w : job.workers) {
@@ -157,15 +175,18 @@ TEST_F(GhostVerdict, APolicyAndTheMetricsSeeOnlyTheKeeper) {
   Job job(dev_, 2);
   auto trainer_ghost = gone_trainer(dev_);
   const GoneTrainer& ghost = *trainer_ghost;
-  FakeNvml nvml(gpus({{{"pid", job.pid()}, {"used_bytes", 20 * GiB}, {"holders", {job.pid()}}},
-                      {{"pid", ghost.trainer}, {"used_bytes", 8 * GiB}, {"holders", {ghost.worker}}}}));
+  FakeNvml nvml(
+      gpus({{{"pid", job.pid()}, {"used_bytes", 20 * GiB}, {"holders", {job.pid()}}},
+            {{"pid", ghost.trainer}, {"used_bytes", 8 * GiB}, {"holders", {ghost.worker}}}}));
   TempDir cfg;
-  std::ofstream(cfg.file("config.toml")) << "interval = \"200ms\"\nholder_scan_interval = \"200ms\"\n"
-                                         << "audit_log = \"" << cfg.file("audit.jsonl") << "\"\n"
-                                         << "[[policy]]\nname = \"ghosts\"\nanomalies = [\"inherited-holder\", "
-                                            "\"orphan\"]\nafter = \"10m\"\naction = \"terminate\"\n";
-  auto test = run_json({"--json", "policy", "test", "--config", cfg.file("config.toml"), "--dev-root", dev_.path()},
-                       nvml.env());
+  std::ofstream(cfg.file("config.toml"))
+      << "interval = \"200ms\"\nholder_scan_interval = \"200ms\"\n"
+      << "audit_log = \"" << cfg.file("audit.jsonl") << "\"\n"
+      << "[[policy]]\nname = \"ghosts\"\nanomalies = [\"inherited-holder\", "
+         "\"orphan\"]\nafter = \"10m\"\naction = \"terminate\"\n";
+  auto test = run_json(
+      {"--json", "policy", "test", "--config", cfg.file("config.toml"), "--dev-root", dev_.path()},
+      nvml.env());
   std::vector<pid_t> matching;
   for (const auto& p : test["policies"][0]["processes"])
     if (p["status"] == "matches") matching.push_back(p["pid"].get<pid_t>());
@@ -174,12 +195,14 @@ TEST_F(GhostVerdict, APolicyAndTheMetricsSeeOnlyTheKeeper) {
   DaemonProcess d({"--config", cfg.file("config.toml"), "--dev-root", dev_.path()}, nvml.env());
   ASSERT_GT(d.port(), 0) << d.log();
   std::string gpu0 = "{gpu=\"0\",uuid=\"GPU-0000\"";
-  ASSERT_TRUE(wait_until([&] { return d.metric("gpureap_gpu_memory_ghost_bytes" + gpu0 + "} ") == 8.0 * GiB; }))
-      << d.get("/metrics").body;
+  ASSERT_TRUE(wait_until([&] {
+    return d.metric("gpureap_gpu_memory_ghost_bytes" + gpu0 + "} ") == 8.0 * GiB;
+  })) << d.get("/metrics").body;
   EXPECT_EQ(d.metric("gpureap_gpu_processes" + gpu0 + ",anomaly=\"inherited-holder\"} "), 1);
   EXPECT_EQ(d.metric("gpureap_findings{code=\"inherited-holder\",severity=\"warning\"} "), 1);
-  EXPECT_TRUE(wait_until([&] { return d.metric("gpureap_policy_matching_processes{policy=\"ghosts\"} ") == 1; }))
-      << d.get("/metrics").body;
+  EXPECT_TRUE(wait_until([&] {
+    return d.metric("gpureap_policy_matching_processes{policy=\"ghosts\"} ") == 1;
+  })) << d.get("/metrics").body;
 }
 
 TEST_F(GhostVerdict, AReparentedWorkerThatSharesALiveListedSiblingsFileIsThatJobs) {
@@ -252,7 +275,8 @@ TEST_F(GhostVerdict, AListedProcessThatAlsoHoldsItsDeadParentsFileIsOwnerAndKeep
   EXPECT_EQ(pids(cr["keeps"]), std::vector<pid_t>{trainer});
   EXPECT_EQ(pids(row_of(snap, trainer)["ghost"]["listed_keepers"]), std::vector<pid_t>{child});
 
-  auto doc = output_of({"doctor", "--json", "--dev-root", dev_.path(), "--settle", "100ms"}, nvml.env());
+  auto doc =
+      output_of({"doctor", "--json", "--dev-root", dev_.path(), "--settle", "100ms"}, nvml.env());
   bool said = false;
   for (const auto& f : doc["findings"])
     if (f["code"] == "no-such-process")
@@ -262,18 +286,21 @@ TEST_F(GhostVerdict, AListedProcessThatAlsoHoldsItsDeadParentsFileIsOwnerAndKeep
   // --ghosts does not end a job the driver lists; naming the gone PID does.
   auto ghosts = output_of(kill_with_driver(dev_, {"--ghosts", "--dry-run"}), nvml.env());
   EXPECT_TRUE(ghosts["plan"]["targets"].empty()) << ghosts.dump(2);
-  auto named = output_of(kill_with_driver(dev_, {std::to_string(trainer), "--dry-run"}), nvml.env());
+  auto named =
+      output_of(kill_with_driver(dev_, {std::to_string(trainer), "--dry-run"}), nvml.env());
   ASSERT_EQ(named["plan"]["targets"].size(), 1u) << named.dump(2);
   EXPECT_EQ(named["plan"]["targets"][0]["pid"], child);
 }
 
 TEST_F(GhostVerdict, ALeakIsToldAndDoesNotBlockTheReset) {
   REQUIRE_DOUBLE();
-  if (::geteuid() != 0) GTEST_SKIP() << "a leak is only told from a complete view, and a reset needs root";
+  if (::geteuid() != 0)
+    GTEST_SKIP() << "a leak is only told from a complete view, and a reset needs root";
   pid_t gone = dead_pid();
   FakeNvml nvml(gpus({{{"pid", gone}, {"used_bytes", 4 * GiB}, {"leaked", true}}}));
   TempDir bin;
-  std::ofstream(bin.file("nvidia-smi")) << "#!/bin/sh\necho \"$@\" > " << bin.file("args") << "\necho 'GPU reset done'\n";
+  std::ofstream(bin.file("nvidia-smi"))
+      << "#!/bin/sh\necho \"$@\" > " << bin.file("args") << "\necho 'GPU reset done'\n";
   ::chmod(bin.file("nvidia-smi").c_str(), 0755);
   auto env = nvml.env();
   env.push_back("PATH=" + bin.path() + ":/usr/bin:/bin");
@@ -284,7 +311,8 @@ TEST_F(GhostVerdict, ALeakIsToldAndDoesNotBlockTheReset) {
   auto text = run_gpureap({"ps", "--dev-root", dev_.path(), "--no-color"}, env);
   EXPECT_NE(text.out.find("4.0 GiB on GPU 0 is leaked"), std::string::npos) << text.out;
   EXPECT_NE(text.out.find("`gpureap reset --gpu 0`"), std::string::npos) << text.out;
-  EXPECT_EQ(text.out.find("gpureap kill"), std::string::npos) << "killing frees nothing here: " << text.out;
+  EXPECT_EQ(text.out.find("gpureap kill"), std::string::npos)
+      << "killing frees nothing here: " << text.out;
 
   auto doc = output_of({"doctor", "--json", "--dev-root", dev_.path(), "--settle", "100ms"}, env);
   bool reset_named = false;
@@ -301,15 +329,18 @@ TEST_F(GhostVerdict, ALeakIsToldAndDoesNotBlockTheReset) {
 TEST_F(GhostVerdict, UnattributedMemoryFollowsTheThreshold) {
   REQUIRE_DOUBLE();
   FakeNvml nvml(gpus(json::array(), 600ull << 20));
-  auto quiet = output_of({"doctor", "--json", "--dev-root", dev_.path(), "--settle", "100ms", "--gpu", "0"}, nvml.env());
+  auto quiet =
+      output_of({"doctor", "--json", "--dev-root", dev_.path(), "--settle", "100ms", "--gpu", "0"},
+                nvml.env());
   EXPECT_TRUE(quiet["findings"].empty()) << quiet["findings"].dump(2);
-  auto strict = output_of({"doctor", "--json", "--dev-root", dev_.path(), "--settle", "100ms", "--gpu", "0",
-                          "--unattributed-threshold", "256MiB"},
-                         nvml.env());
+  auto strict = output_of({"doctor", "--json", "--dev-root", dev_.path(), "--settle", "100ms",
+                           "--gpu", "0", "--unattributed-threshold", "256MiB"},
+                          nvml.env());
   ASSERT_EQ(strict["findings"].size(), 1u) << strict["findings"].dump(2);
   EXPECT_EQ(strict["findings"][0]["code"], "unattributed-memory");
   EXPECT_EQ(strict["findings"][0]["severity"], "warning");
-  auto bad = run_gpureap({"doctor", "--dev-root", dev_.path(), "--unattributed-threshold", "lots"}, nvml.env());
+  auto bad = run_gpureap({"doctor", "--dev-root", dev_.path(), "--unattributed-threshold", "lots"},
+                         nvml.env());
   EXPECT_EQ(bad.exit_code, 3);
   EXPECT_NE(bad.err.find("--unattributed-threshold"), std::string::npos) << bad.err;
 }

@@ -111,9 +111,9 @@ TEST(KillBasic, WithoutATerminalItNeedsYes) {
 TEST(KillBasic, OnATerminalItAsksAndKillsOnYes) {
   FakeDevRoot dev;
   Child holder = holding(dev, "nvidia0");
-  auto r = run_gpureap_on_tty({"kill", std::to_string(holder.pid()), "--dev-root", dev.path(),
-                               "--nvml-library", kNoNvml},
-                              "[y/N]", "y");
+  auto r = run_gpureap_on_tty(
+      {"kill", std::to_string(holder.pid()), "--dev-root", dev.path(), "--nvml-library", kNoNvml},
+      "[y/N]", "y");
   EXPECT_EQ(r.exit_code, 0) << r.out;
   EXPECT_NE(r.out.find("Plan: 1 process to signal"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("Kill 1 process? [y/N]"), std::string::npos) << r.out;
@@ -124,8 +124,8 @@ TEST(KillBasic, OnATerminalItAsksAndKillsOnYes) {
 TEST(KillBasic, OnATerminalAnythingButYesSignalsNothing) {
   FakeDevRoot dev;
   Child holder = holding(dev, "nvidia0", [&] { block_all_signals(); });
-  auto r = run_gpureap_on_tty({"kill", "--gpu", "0", "--dev-root", dev.path(), "--nvml-library", kNoNvml},
-                              "[y/N]", "n");
+  auto r = run_gpureap_on_tty(
+      {"kill", "--gpu", "0", "--dev-root", dev.path(), "--nvml-library", kNoNvml}, "[y/N]", "n");
   EXPECT_EQ(r.exit_code, 1) << r.out;
   EXPECT_NE(r.out.find("Nothing was signalled"), std::string::npos) << r.out;
   EXPECT_TRUE(no_signal_pending(holder.pid()));
@@ -152,7 +152,8 @@ TEST(KillBasic, NothingMatchedExitsThree) {
   // A PID that does not exist (beyond the default pid_max).
   auto by_pid = run_gpureap(kill_args(dev, {"4194304", "--yes"}));
   EXPECT_EQ(by_pid.exit_code, 3) << by_pid.out << by_pid.err;
-  EXPECT_NE(parse_output(by_pid)["plan"]["notes"][0].get<std::string>().find("no such process"), std::string::npos);
+  EXPECT_NE(parse_output(by_pid)["plan"]["notes"][0].get<std::string>().find("no such process"),
+            std::string::npos);
 }
 
 TEST(KillBasic, UsageErrorsExitTwo) {

@@ -27,7 +27,9 @@ class KillRelease : public ::testing::Test {
 
   // One GPU, minor 0 (the stand-in /dev/nvidia0), whose driver holds 512 MiB for nobody.
   void scenario(const nlohmann::json& processes) {
-    nlohmann::json gpu{{"minor", 0}, {"total_bytes", 80 * kGiB}, {"driver_held_bytes", 512ull << 20},
+    nlohmann::json gpu{{"minor", 0},
+                       {"total_bytes", 80 * kGiB},
+                       {"driver_held_bytes", 512ull << 20},
                        {"processes", processes}};
     std::ofstream(dir_.file("scenario.json")) << nlohmann::json{{"gpus", {gpu}}}.dump(2);
   }

@@ -27,7 +27,8 @@ TEST(KillSafety, ProtectedProcessIsRefusedUnlessNamed) {
   EXPECT_TRUE(no_signal_pending(daemon.pid()));
 
   // Named explicitly it is killed: SIGTERM stays blocked, so the grace ends in SIGKILL.
-  auto named = run_gpureap(kill_args(dev, {std::to_string(daemon.pid()), "--yes", "--grace", "200ms"}));
+  auto named =
+      run_gpureap(kill_args(dev, {std::to_string(daemon.pid()), "--yes", "--grace", "200ms"}));
   EXPECT_EQ(named.exit_code, 0) << named.out << named.err;
   auto doc = parse_output(named);
   EXPECT_EQ(entry_of(doc["plan"]["targets"], daemon.pid())["action"], "signal");

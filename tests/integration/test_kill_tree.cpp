@@ -61,7 +61,8 @@ TEST(KillTree, GroupReachesMembersOutsideTheTree) {
     ::setpgid(0, 0);
     hold(dev.dev("nvidia0"));
     pid_t direct = ::fork();
-    if (direct == 0) for (;;) ::pause();
+    if (direct == 0)
+      for (;;) ::pause();
     ready.send(direct);
     // A worker whose parent exits: reparented, no longer a descendant, still in the group.
     int pipe_fds[2];
@@ -69,7 +70,8 @@ TEST(KillTree, GroupReachesMembersOutsideTheTree) {
     pid_t middle = ::fork();
     if (middle == 0) {
       pid_t stray = ::fork();
-      if (stray == 0) for (;;) ::pause();
+      if (stray == 0)
+        for (;;) ::pause();
       if (::write(pipe_fds[1], &stray, sizeof stray) != sizeof stray) ::_exit(91);
       ::_exit(0);
     }
@@ -83,7 +85,8 @@ TEST(KillTree, GroupReachesMembersOutsideTheTree) {
   KillStrays strays{{direct, stray}};
   ASSERT_NE(stray, 0);
 
-  auto tree = parse_output(run_gpureap(kill_args(dev, {std::to_string(leader.pid()), "--tree", "--dry-run"})));
+  auto tree = parse_output(
+      run_gpureap(kill_args(dev, {std::to_string(leader.pid()), "--tree", "--dry-run"})));
   EXPECT_EQ(target_pids(tree), (std::set<pid_t>{leader.pid(), direct}));
 
   auto r = run_gpureap(kill_args(dev, {std::to_string(leader.pid()), "--group", "--yes"}));

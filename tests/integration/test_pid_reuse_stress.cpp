@@ -60,8 +60,10 @@ constexpr int kChurnFailed = 2;
       ::_exit(0);
     }
     if (pid < 0) continue;
-    if (bystander) bystanders.push_back(pid);
-    else holders.insert(pid);
+    if (bystander)
+      bystanders.push_back(pid);
+    else
+      holders.insert(pid);
   }
   std::ofstream out(report);
   for (pid_t b : bystanders) out << b << "\n";
@@ -82,18 +84,20 @@ int namespace_init(const std::string& dev_root, const std::string& work) {
   // `kill` again and again: every holder of GPU 0's file, ended.
   int acted = 0;
   for (int i = 0; i < 25; ++i) {
-    auto r = run_gpureap({"kill", "--gpu", "0", "--yes", "--grace", "50ms", "--wait-release", "0s", "--dev-root",
-                          dev_root, "--nvml-library", "/nonexistent/libnvidia-ml.so.1"});
+    auto r =
+        run_gpureap({"kill", "--gpu", "0", "--yes", "--grace", "50ms", "--wait-release", "0s",
+                     "--dev-root", dev_root, "--nvml-library", "/nonexistent/libnvidia-ml.so.1"});
     acted += r.exit_code != 3;  // 3: nothing matched
   }
   std::ofstream(work + "/kills") << acted;
 
   // A daemon whose enforced policy kills every holder it sees.
-  std::ofstream(work + "/config.toml") << "interval = \"100ms\"\nholder_scan_interval = \"100ms\"\n"
-                                       << "full_scan_interval = \"100ms\"\nenforce = true\n"
-                                       << "audit_log = \"" << work << "/audit.jsonl\"\n"
-                                       << "[[policy]]\nname = \"holders\"\ncommand = \"churn-holder\"\n"
-                                       << "action = \"kill\"\n";
+  std::ofstream(work + "/config.toml")
+      << "interval = \"100ms\"\nholder_scan_interval = \"100ms\"\n"
+      << "full_scan_interval = \"100ms\"\nenforce = true\n"
+      << "audit_log = \"" << work << "/audit.jsonl\"\n"
+      << "[[policy]]\nname = \"holders\"\ncommand = \"churn-holder\"\n"
+      << "action = \"kill\"\n";
   {
     DaemonProcess d({"--config", work + "/config.toml", "--dev-root", dev_root, "--nvml-library",
                      "/nonexistent/libnvidia-ml.so.1"});
@@ -126,7 +130,8 @@ TEST(PidReuseStress, NoProcessOutsideThePlanEverReceivesASignal) {
   int code = run_in_new_pid_namespace([&] { return namespace_init(dev.path(), work.path()); });
   if (code == kNoPidNamespace) GTEST_SKIP() << "PID namespaces are not available here";
   ASSERT_NE(code, kChurnFailed);
-  EXPECT_GT(std::stoul(read_text(work.file("count")).empty() ? "0" : read_text(work.file("count"))), 20u)
+  EXPECT_GT(std::stoul(read_text(work.file("count")).empty() ? "0" : read_text(work.file("count"))),
+            20u)
       << "too few bystanders to mean anything";
   EXPECT_EQ(code, 0) << "signalled bystanders: " << read_text(work.file("signalled"));
   // The holders were really acted on, by `kill` and by the policy.

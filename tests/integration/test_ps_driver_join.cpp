@@ -13,15 +13,29 @@ using nlohmann::json;
 
 json two_gpus(json gpu0_processes, json gpu1_processes = json::array()) {
   return {{"gpus",
-           {{{"name", "NVIDIA H200"}, {"uuid", "GPU-0000"}, {"pci_bus_id", "00000000:17:00.0"}, {"minor", 0},
-             {"total_bytes", 80 * GiB}, {"reserved_bytes", GiB / 2}, {"utilization_percent", 87},
-             {"memory_utilization_percent", 40}, {"temperature_celsius", 61}, {"power_mw", 512000},
-             {"mig_mode", false}, {"processes", gpu0_processes}},
-            {{"name", "NVIDIA H200"}, {"uuid", "GPU-1111"}, {"pci_bus_id", "00000000:2A:00.0"}, {"minor", 1},
-             {"total_bytes", 80 * GiB}, {"processes", gpu1_processes}}}}};
+           {{{"name", "NVIDIA H200"},
+             {"uuid", "GPU-0000"},
+             {"pci_bus_id", "00000000:17:00.0"},
+             {"minor", 0},
+             {"total_bytes", 80 * GiB},
+             {"reserved_bytes", GiB / 2},
+             {"utilization_percent", 87},
+             {"memory_utilization_percent", 40},
+             {"temperature_celsius", 61},
+             {"power_mw", 512000},
+             {"mig_mode", false},
+             {"processes", gpu0_processes}},
+            {{"name", "NVIDIA H200"},
+             {"uuid", "GPU-1111"},
+             {"pci_bus_id", "00000000:2A:00.0"},
+             {"minor", 1},
+             {"total_bytes", 80 * GiB},
+             {"processes", gpu1_processes}}}}};
 }
 
-std::vector<std::string> anomalies(const json& row) { return row["anomalies"].get<std::vector<std::string>>(); }
+std::vector<std::string> anomalies(const json& row) {
+  return row["anomalies"].get<std::vector<std::string>>();
+}
 
 json ps(const FakeDevRoot& dev, const FakeNvml& nvml) {
   return run_json({"ps", "--json", "--dev-root", dev.path()}, nvml.env());
@@ -64,11 +78,14 @@ TEST(PsDriverJoin, HealthyJobHasNoAnomalies) {
   ASSERT_EQ(snap["processes"].size(), 1u);
   auto row = row_of(snap, job.pid());
   EXPECT_EQ(row["listed_by_driver"], true);
-  EXPECT_EQ(row["gpus"], json::array({{{"index", 0}, {"used_bytes", 4 * GiB}, {"kind", "compute"},
+  EXPECT_EQ(row["gpus"], json::array({{{"index", 0},
+                                       {"used_bytes", 4 * GiB},
+                                       {"kind", "compute"},
                                        {"sm_utilization_percent", nullptr}}}));
   EXPECT_EQ(row["anomalies"], json::array());
   for (const auto& w : snap["warnings"])  // the job holds its GPU's file: no cross-check warning
-    EXPECT_EQ(w.get<std::string>().find("PID " + std::to_string(job.pid())), std::string::npos) << w;
+    EXPECT_EQ(w.get<std::string>().find("PID " + std::to_string(job.pid())), std::string::npos)
+        << w;
 }
 
 TEST(PsDriverJoin, GhostParentKeptAliveByInheritedWorkers) {
@@ -92,7 +109,8 @@ TEST(PsDriverJoin, GhostParentKeptAliveByInheritedWorkers) {
   pid_t ghost = parent.pid();
   pid_t w1 = static_cast<pid_t>(ready.receive()), w2 = static_cast<pid_t>(ready.receive());
   parent.kill_and_reap();
-  FakeNvml nvml(two_gpus(json::array({{{"pid", ghost}, {"used_bytes", 8 * GiB}, {"holders", {ghost, w1, w2}}}})));
+  FakeNvml nvml(two_gpus(
+      json::array({{{"pid", ghost}, {"used_bytes", 8 * GiB}, {"holders", {ghost, w1, w2}}}})));
   auto snap = ps(dev, nvml);
   auto row = row_of(snap, ghost);
   ASSERT_FALSE(row.is_null()) << snap.dump(2);
@@ -109,9 +127,12 @@ TEST(PsDriverJoin, GhostParentKeptAliveByInheritedWorkers) {
   }
   EXPECT_EQ(snap["gpus"][0]["memory"]["ghost_bytes"], 8 * GiB);
   auto text = run_gpureap({"ps", "--dev-root", dev.path()}, nvml.env());
-  EXPECT_NE(text.out.find("8.0 GiB on GPU 0 is held by ghosts (2 processes keep it alive)"), std::string::npos)
+  EXPECT_NE(text.out.find("8.0 GiB on GPU 0 is held by ghosts (2 processes keep it alive)"),
+            std::string::npos)
       << text.out;
-  EXPECT_NE(text.out.find("`gpureap kill " + std::to_string(ghost) + "` frees it"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("`gpureap kill " + std::to_string(ghost) + "` frees it"),
+            std::string::npos)
+      << text.out;
   ::kill(w1, SIGKILL);
   ::kill(w2, SIGKILL);
 }
@@ -133,7 +154,8 @@ TEST(PsDriverJoin, ForeignNamespaceFromInsideAPidNamespace) {
   if (::geteuid() != 0) GTEST_SKIP() << "needs root for unshare --pid";
   FakeDevRoot dev;
   Child host_job = holding(dev, "nvidia0");
-  FakeNvml nvml(two_gpus(json::array({{{"pid", host_job.pid()}, {"used_bytes", 2 * GiB}, {"leaked", true}}})));
+  FakeNvml nvml(two_gpus(
+      json::array({{{"pid", host_job.pid()}, {"used_bytes", 2 * GiB}, {"leaked", true}}})));
   auto env = nvml.env();
   std::string cmd;
   for (const auto& e : env) cmd += e + " ";
@@ -166,7 +188,8 @@ TEST(PsDriverJoin, ThirtyTwoByteProcessRecords) {
     ready.wait();
   }
   json procs = json::array();
-  for (int i = 0; i < 3; ++i) procs.push_back({{"pid", jobs[i].pid()}, {"used_bytes", (i + 1) * GiB}});
+  for (int i = 0; i < 3; ++i)
+    procs.push_back({{"pid", jobs[i].pid()}, {"used_bytes", (i + 1) * GiB}});
   auto scenario = two_gpus(procs);
   scenario["process_info_v3_stride"] = 32;
   FakeNvml nvml(scenario);
@@ -215,7 +238,8 @@ TEST(PsDriverJoin, InitErrorsAreExplainedAndHoldersStillShown) {
     EXPECT_EQ(snap["gpus"], json::array());
     EXPECT_FALSE(row_of(snap, job.pid()).is_null());
   }
-  auto r = run_gpureap({"ps", "--dev-root", dev.path(), "--nvml-library", "/nonexistent/libnvidia-ml.so.1"});
+  auto r = run_gpureap(
+      {"ps", "--dev-root", dev.path(), "--nvml-library", "/nonexistent/libnvidia-ml.so.1"});
   EXPECT_EQ(r.exit_code, 0);
   EXPECT_NE(r.out.find("could not be loaded"), std::string::npos) << r.out;
 }

@@ -19,12 +19,14 @@ const std::vector<std::string> kNewPidNamespace{"unshare", "--pid", "--fork", "-
                                                 "--kill-child"};
 
 bool pid_namespaces_work() {
-  return ::geteuid() == 0 && std::system("unshare --pid --fork --mount-proc true >/dev/null 2>&1") == 0;
+  return ::geteuid() == 0 &&
+         std::system("unshare --pid --fork --mount-proc true >/dev/null 2>&1") == 0;
 }
 
 // A macro: GTEST_SKIP returns only from the function it is written in.
 #define SKIP_WITHOUT_PID_NAMESPACES() \
-  if (!pid_namespaces_work()) GTEST_SKIP() << "needs root and a permitted unshare --pid --fork --mount-proc"
+  if (!pid_namespaces_work())         \
+  GTEST_SKIP() << "needs root and a permitted unshare --pid --fork --mount-proc"
 
 std::vector<std::string> run_args(const TempDir& dir, const std::string& script) {
   return {"--nvml-library",
@@ -86,7 +88,8 @@ TEST(RunPid1, LeftoversAreEndedBeforePid1Exits) {
   // The job waits until the orphan has become `sleep` (a forked child is `sh` until it execs).
   std::string w = dir.file("w");
   std::string script = "sh -c 'sleep 1000 >/dev/null 2>&1 & echo $! > " + w +
-                       "'; i=0; while [ \"$(cat /proc/$(cat " + w + ")/comm 2>/dev/null)\" != sleep ] && [ $i -lt 5000 ]; "
+                       "'; i=0; while [ \"$(cat /proc/$(cat " + w +
+                       ")/comm 2>/dev/null)\" != sleep ] && [ $i -lt 5000 ]; "
                        "do i=$((i+1)); done; exit 0";
   auto gpureap = BackgroundGpureap(run_args(dir, script), {}, kNewPidNamespace).wait();
   EXPECT_EQ(gpureap.exit_code, 0) << gpureap.err;

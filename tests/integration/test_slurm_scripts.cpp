@@ -11,8 +11,8 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <filesystem>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -313,7 +313,8 @@ TEST_F(SlurmEpilog, WithoutTheJobsUidItRefuses) {
 }
 
 TEST_F(SlurmEpilog, AWedgedDriverIsBoundedByTheTimeout) {
-  if (which("timeout").empty()) GTEST_SKIP() << "timeout(1) is not installed: nothing bounds the run";
+  if (which("timeout").empty())
+    GTEST_SKIP() << "timeout(1) is not installed: nothing bounds the run";
   nvml_.write(
       {{"block_call", "nvmlDeviceGetMemoryInfo"}, {"gpus", {json::object(), json::object()}}});
   auto r = run(kEpilog, {uid_var(job_uid()), "SLURM_JOB_GPUS=1", "GPUREAP_TIMEOUT=1"});
@@ -365,7 +366,8 @@ TEST_F(SlurmProlog, RefusesAGpuWhoseGonePidIsKeptAlive) {
 TEST_F(SlurmProlog, RefusesMemoryNobodyHolds) {
   if (::geteuid() != 0)
     GTEST_SKIP() << "memory nobody holds is only told from a complete view (root)";
-  nvml_.write(two_gpus(json::array(), {{{"pid", dead_pid()}, {"used_bytes", 2 * GiB}, {"leaked", true}}}));
+  nvml_.write(
+      two_gpus(json::array(), {{{"pid", dead_pid()}, {"used_bytes", 2 * GiB}, {"leaked", true}}}));
   auto r = run(kProlog, {"SLURM_JOB_GPUS=1"});
   EXPECT_EQ(r.exit_code, 1) << r.err;
   EXPECT_EQ(

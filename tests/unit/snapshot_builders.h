@@ -30,7 +30,8 @@ inline core::HostProcess proc(pid_t pid, pid_t ppid, pid_t pgid, char state = 'S
 }
 
 // Holds /dev/nvidia<minor> on fd 5 and /dev/nvidiactl on fd 4.
-inline core::HostProcess holder(pid_t pid, pid_t ppid, pid_t pgid, unsigned minor = 0, char state = 'S') {
+inline core::HostProcess holder(pid_t pid, pid_t ppid, pid_t pgid, unsigned minor = 0,
+                                char state = 'S') {
   auto p = proc(pid, ppid, pgid, state);
   p.devices.push_back({"/dev/nvidia" + std::to_string(minor), "nvidia", minor, {5}});
   p.devices.push_back({"/dev/nvidiactl", "nvidiactl", std::nullopt, {4}});
@@ -44,7 +45,8 @@ inline core::DriverProcess listed(pid_t pid, std::optional<uint64_t> bytes) {
   return d;
 }
 
-inline core::Gpu gpu(unsigned index, unsigned minor, uint64_t used, std::vector<core::DriverProcess> procs) {
+inline core::Gpu gpu(unsigned index, unsigned minor, uint64_t used,
+                     std::vector<core::DriverProcess> procs) {
   core::Gpu g;
   g.index = index;
   g.minor = minor;
@@ -58,7 +60,8 @@ inline core::Gpu gpu(unsigned index, unsigned minor, uint64_t used, std::vector<
 struct SnapshotOptions {
   bool child_ns = false;
   size_t uninspectable = 0;
-  std::chrono::system_clock::time_point at = std::chrono::system_clock::time_point(std::chrono::seconds(1'700'000'000));
+  std::chrono::system_clock::time_point at =
+      std::chrono::system_clock::time_point(std::chrono::seconds(1'700'000'000));
 };
 
 inline core::Snapshot make_snapshot(std::vector<core::HostProcess> ps, std::vector<core::Gpu> gpus,
@@ -66,7 +69,9 @@ inline core::Snapshot make_snapshot(std::vector<core::HostProcess> ps, std::vect
   core::ProcView v;
   v.processes = std::move(ps);
   std::sort(v.processes.begin(), v.processes.end(),
-            [](const core::HostProcess& a, const core::HostProcess& b) { return a.stat.pid < b.stat.pid; });
+            [](const core::HostProcess& a, const core::HostProcess& b) {
+              return a.stat.pid < b.stat.pid;
+            });
   v.in_child_pid_namespace = o.child_ns;
   v.uninspectable = o.uninspectable;
   v.nvidia_device_files = true;

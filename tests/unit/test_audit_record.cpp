@@ -3,8 +3,8 @@
 #include <functional>
 
 #include "audit/record.h"
-#include "output/rfc3339.h"
 #include "audit_test_support.h"
+#include "output/rfc3339.h"
 
 namespace gpureap::audit {
 namespace {

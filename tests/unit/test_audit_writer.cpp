@@ -3,14 +3,13 @@
 
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <thread>
 
 #include "audit/reader.h"
 #include "audit/writer.h"
 #include "audit_test_support.h"
-
-#include <nlohmann/json.hpp>
 
 namespace gpureap::audit {
 namespace {

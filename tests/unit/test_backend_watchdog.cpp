@@ -111,7 +111,8 @@ TEST_F(BackendWatchdogTest, ATimeoutSetFromAnotherThreadAppliesToTheNextCall) {
   gate->set(false);
   std::thread([&] { w.set_timeout(1ms); }).join();
   auto down = w.collect();
-  EXPECT_NE(down.report.error->find("did not answer within 1ms"), std::string::npos) << *down.report.error;
+  EXPECT_NE(down.report.error->find("did not answer within 1ms"), std::string::npos)
+      << *down.report.error;
   gate->set(true);
   EXPECT_TRUE(wait_stuck(w, 0));
 }

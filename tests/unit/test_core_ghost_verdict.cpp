@@ -48,8 +48,8 @@ TEST(GhostVerdict, OpenFilesSeparateAHealthyJobsWorkersFromAGhostsKeeper) {
 
 TEST(GhostVerdict, AWorkerInTheGhostsGroupThatSharesAListedJobsFileIsStillTheJobs) {
   // 401 is in gone 400's process group, but its open file is the listed job 500's.
-  auto s = make_snapshot({proc(1, 0, 1), sharing(500, 1, 500, "500:5"), sharing(401, 500, 400, "500:5"),
-                          sharing(402, 1, 400, "402:5")},
+  auto s = make_snapshot({proc(1, 0, 1), sharing(500, 1, 500, "500:5"),
+                          sharing(401, 500, 400, "500:5"), sharing(402, 1, 400, "402:5")},
                          {gpu(0, 0, 9 * GiB, {listed(500, 1 * GiB), listed(400, 8 * GiB)})});
   EXPECT_EQ(keepers(s, 400), std::vector<pid_t>{402});
   EXPECT_EQ(s.row(401)->shares_context_of, std::vector<pid_t>{500});
@@ -60,15 +60,17 @@ TEST(GhostVerdict, AFileOfAProcessListedOnAnotherGpuIsItsOwn) {
   // 600 uses GPU 1 and, as CUDA does, opened GPU 0's file too; gone 700 on GPU 0 is kept by 701.
   auto job = sharing(600, 1, 600, "600:7", 1);
   job.devices.push_back({"/dev/nvidia0", "nvidia", 0u, {8}, std::string("600:8")});
-  auto s = make_snapshot({proc(1, 0, 1), job, sharing(701, 1, 700, "701:5")},
-                         {gpu(0, 0, 8 * GiB, {listed(700, 8 * GiB)}), gpu(1, 1, 4 * GiB, {listed(600, 4 * GiB)})});
+  auto s = make_snapshot(
+      {proc(1, 0, 1), job, sharing(701, 1, 700, "701:5")},
+      {gpu(0, 0, 8 * GiB, {listed(700, 8 * GiB)}), gpu(1, 1, 4 * GiB, {listed(600, 4 * GiB)})});
   EXPECT_EQ(keepers(s, 700), std::vector<pid_t>{701});
   EXPECT_TRUE(s.row(600)->keeps.empty());
 }
 
 TEST(GhostVerdict, KinKeepersComeFirstOtherUnownedHoldersAreNamedApart) {
-  auto s = make_snapshot({proc(1, 0, 1), sharing(801, 1, 800, "801:5"), sharing(900, 1, 900, "900:5")},
-                         {gpu(0, 0, 8 * GiB, {listed(800, 8 * GiB)})});
+  auto s =
+      make_snapshot({proc(1, 0, 1), sharing(801, 1, 800, "801:5"), sharing(900, 1, 900, "900:5")},
+                    {gpu(0, 0, 8 * GiB, {listed(800, 8 * GiB)})});
   EXPECT_EQ(keepers(s, 800), std::vector<pid_t>{801});
   EXPECT_EQ(s.ghost(800)->other_holders, std::vector<pid_t>{900});
   EXPECT_FALSE(s.row(900)->is_ghost());
@@ -83,8 +85,9 @@ TEST(GhostVerdict, WithoutKinTheOnlyUnownedHolderIsTheKeeper) {
 }
 
 TEST(GhostVerdict, WithoutOpenFileIdsAJobsDescendantIsItsWorkerAndTheVerdictIsAGuess) {
-  auto s = make_snapshot({proc(1, 0, 1), holder(200, 1, 200), holder(201, 200, 201), holder(301, 1, 300)},
-                         {gpu(0, 0, 16 * GiB, {listed(200, 8 * GiB), listed(300, 8 * GiB)})});
+  auto s = make_snapshot(
+      {proc(1, 0, 1), holder(200, 1, 200), holder(201, 200, 201), holder(301, 1, 300)},
+      {gpu(0, 0, 16 * GiB, {listed(200, 8 * GiB), listed(300, 8 * GiB)})});
   EXPECT_EQ(s.row(201)->shares_context_of, std::vector<pid_t>{200});
   EXPECT_TRUE(s.row(201)->anomalies.empty());
   EXPECT_EQ(keepers(s, 300), std::vector<pid_t>{301});

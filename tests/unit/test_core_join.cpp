@@ -39,7 +39,8 @@ TEST(Join, GonePidWithInheritedHoldersIsNoSuchProcessNotLeaked) {
   EXPECT_EQ(anomalies_of(s, 300), std::vector<Anomaly>{Anomaly::NoSuchProcess});
   EXPECT_FALSE(s.row(300)->process.has_value());
   for (pid_t w : {301, 302})
-    EXPECT_EQ(anomalies_of(s, w), (std::vector<Anomaly>{Anomaly::Orphan, Anomaly::InheritedHolder}));
+    EXPECT_EQ(anomalies_of(s, w),
+              (std::vector<Anomaly>{Anomaly::Orphan, Anomaly::InheritedHolder}));
   auto m = s.memory_summary(s.backend.gpus[0]);
   EXPECT_EQ(m.ghost_bytes, 8 * GiB);
   EXPECT_EQ(m.ghost_keepers, 2u);
@@ -81,8 +82,9 @@ TEST(Join, ForeignNamespaceInsteadOfNoSuchProcess) {
 }
 
 TEST(Join, LiveChildOfAListedProcessIsItsWorkerNotAGhost) {
-  auto s = make({proc(1, 0, 1), proc(10, 1, 10, 'S', 10), holder(700, 10, 700), holder(701, 700, 701)},
-                {gpu(0, 0, 8 * GiB, {listed(700, 8 * GiB)})});
+  auto s =
+      make({proc(1, 0, 1), proc(10, 1, 10, 'S', 10), holder(700, 10, 700), holder(701, 700, 701)},
+           {gpu(0, 0, 8 * GiB, {listed(700, 8 * GiB)})});
   EXPECT_TRUE(anomalies_of(s, 700).empty());
   EXPECT_TRUE(anomalies_of(s, 701).empty());
   EXPECT_EQ(s.row(701)->shares_context_of, std::vector<pid_t>{700});
@@ -103,11 +105,11 @@ TEST(Join, StateAnomalies) {
 TEST(Join, OrphanRules) {
   auto container_init = proc(50, 1, 50, 'S', 50);
   container_init.details->ns_pids = {50, 1};
-  auto s = make({proc(1, 0, 1), container_init,
-                 holder(900, 1, 90),     // parent is init, group leader 90 gone
-                 holder(901, 1, 901),    // a service: leads its own group under init
-                 holder(902, 50, 50)},   // its parent is its namespace's init
-                {});
+  auto s = make(
+      {proc(1, 0, 1), container_init, holder(900, 1, 90),  // parent is init, group leader 90 gone
+       holder(901, 1, 901),   // a service: leads its own group under init
+       holder(902, 50, 50)},  // its parent is its namespace's init
+      {});
   EXPECT_EQ(anomalies_of(s, 900), std::vector<Anomaly>{Anomaly::Orphan});
   EXPECT_TRUE(anomalies_of(s, 901).empty());
   EXPECT_EQ(anomalies_of(s, 902), std::vector<Anomaly>{Anomaly::Orphan});
@@ -131,7 +133,8 @@ TEST(Join, DuplicateListingCountsOnceWithTheLargerMemory) {
 }
 
 TEST(Join, NotAvailableMemoryIsUnknownNotHuge) {
-  auto s = make({proc(1, 0, 1), holder(200, 1, 200)}, {gpu(0, 0, GiB, {listed(200, std::nullopt)})});
+  auto s =
+      make({proc(1, 0, 1), holder(200, 1, 200)}, {gpu(0, 0, GiB, {listed(200, std::nullopt)})});
   EXPECT_FALSE(s.row(200)->gpus[0].used_bytes.has_value());
   EXPECT_EQ(s.memory_summary(s.backend.gpus[0]).attributed_bytes, 0u);
 }

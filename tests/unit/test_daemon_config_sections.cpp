@@ -31,7 +31,8 @@ runtime = "2h"
 after = "5m"
 action = "terminate"
 grace = "20s"
-)", "t.toml");
+)",
+                        "t.toml");
   ASSERT_TRUE(c.ok()) << c.error().text();
   EXPECT_TRUE(c->enforce);
   ASSERT_EQ(c->policies.size(), 1u);
@@ -40,7 +41,8 @@ grace = "20s"
   EXPECT_EQ(p.line, 3u);
   EXPECT_EQ(p.user, "alice");
   EXPECT_EQ(p.gpu, 1u);
-  EXPECT_EQ(p.anomalies, (std::vector<core::Anomaly>{core::Anomaly::Orphan, core::Anomaly::InheritedHolder}));
+  EXPECT_EQ(p.anomalies,
+            (std::vector<core::Anomaly>{core::Anomaly::Orphan, core::Anomaly::InheritedHolder}));
   EXPECT_EQ(p.min_memory, 3ull << 29);
   EXPECT_EQ(p.idle, 30min);
   EXPECT_EQ(p.idle_below, 3u);
@@ -94,7 +96,9 @@ TEST(DaemonConfigSections, APolicyWithoutConditionOrActingOnLeakedMemoryIsRefuse
 
 TEST(DaemonConfigSections, IdleLongerThanTheHistoryCannotBeKnown) {
   auto p = problems("history = \"1h\"\n[[policy]]\nname = \"i\"\nidle = \"2h\"\n");
-  EXPECT_NE(p.find("t.toml:4:8: policy \"i\": idle (2h00m) is longer than history (1h00m)"), std::string::npos) << p;
+  EXPECT_NE(p.find("t.toml:4:8: policy \"i\": idle (2h00m) is longer than history (1h00m)"),
+            std::string::npos)
+      << p;
 }
 
 TEST(DaemonConfigSections, UnknownKeysInATableAreNamedWithASuggestion) {
@@ -138,7 +142,8 @@ command = ["/usr/local/bin/page", "--team", "gpu"]
 timeout = "5s"
 retries = 2
 retry_backoff = "500ms"
-)", "t.toml");
+)",
+                        "t.toml");
   ASSERT_TRUE(c.ok()) << c.error().text();
   ASSERT_EQ(c->alerts.size(), 3u);
   EXPECT_EQ(c->alerts[0].condition, alert::Condition::MemoryRatio);
@@ -192,24 +197,32 @@ command = ["relative"]
 
 TEST(DaemonConfigSections, AMemoryRatioMayBeAPercentage) {
   const char* sink = "[[sink]]\nname = \"s\"\ntype = \"webhook\"\nurl = \"http://x\"\n";
-  auto c = parse_config(std::string("[[alert]]\nname = \"a\"\ncondition = \"memory_ratio\"\nabove = \"95%\"\n") + sink,
-                        "t.toml");
+  auto c = parse_config(
+      std::string("[[alert]]\nname = \"a\"\ncondition = \"memory_ratio\"\nabove = \"95%\"\n") +
+          sink,
+      "t.toml");
   ASSERT_TRUE(c.ok()) << c.error().text();
   EXPECT_DOUBLE_EQ(c->alerts[0].ratio_above, 0.95);
-  auto p = problems(std::string("[[alert]]\nname = \"a\"\ncondition = \"memory_ratio\"\nabove = \"150%\"\n") + sink);
-  EXPECT_NE(p.find("t.toml:4:9: above must be a ratio from 0 to 1 (0.95) or a percentage"), std::string::npos) << p;
+  auto p = problems(
+      std::string("[[alert]]\nname = \"a\"\ncondition = \"memory_ratio\"\nabove = \"150%\"\n") +
+      sink);
+  EXPECT_NE(p.find("t.toml:4:9: above must be a ratio from 0 to 1 (0.95) or a percentage"),
+            std::string::npos)
+      << p;
 }
 
 TEST(DaemonConfigSections, AnExecCommandGivenAsOneStringRunsInTheShell) {
-  auto c = parse_config("[[sink]]\nname = \"s\"\ntype = \"exec\"\ncommand = \"page --team gpu | logger\"\n",
-                        "t.toml");
+  auto c = parse_config(
+      "[[sink]]\nname = \"s\"\ntype = \"exec\"\ncommand = \"page --team gpu | logger\"\n",
+      "t.toml");
   ASSERT_TRUE(c.ok()) << c.error().text();
   EXPECT_EQ(c->sinks[0].command,
             (std::vector<std::string>{"/bin/sh", "-c", "page --team gpu | logger"}));
 }
 
 TEST(DaemonConfigSections, AnAlertNeedsASink) {
-  auto p = problems("[[alert]]\nname = \"x\"\ncondition = \"finding\"\nmin_severity = \"critical\"\n");
+  auto p =
+      problems("[[alert]]\nname = \"x\"\ncondition = \"finding\"\nmin_severity = \"critical\"\n");
   EXPECT_NE(p.find("has nowhere to go: add a [[sink]]"), std::string::npos) << p;
 }
 

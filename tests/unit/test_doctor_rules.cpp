@@ -14,11 +14,14 @@ std::vector<Finding> run(const core::Snapshot& first, const core::Snapshot& last
                    [](const core::HostProcess& p) { return p.stat.comm == "nvidia-persiste"; }});
 }
 
-std::vector<Finding> run(const core::Snapshot& s) { return run(s, s); }
+std::vector<Finding> run(const core::Snapshot& s) {
+  return run(s, s);
+}
 
 const Finding* find(const std::vector<Finding>& fs, const std::string& code, pid_t pid = 0) {
   for (const auto& f : fs)
-    if (f.code == code && (!pid || std::find(f.pids.begin(), f.pids.end(), pid) != f.pids.end())) return &f;
+    if (f.code == code && (!pid || std::find(f.pids.begin(), f.pids.end(), pid) != f.pids.end()))
+      return &f;
   return nullptr;
 }
 
@@ -51,7 +54,8 @@ TEST(DoctorRules, GonePidKeptByInheritedWorkers) {
   EXPECT_EQ(f->memory_bytes, 8 * GiB);
   EXPECT_EQ(f->gpus, std::vector<unsigned>{0});
   EXPECT_EQ(f->pids, (std::vector<pid_t>{4242, 4250, 4251}));
-  EXPECT_NE(f->evidence[0].find("PID 4242 is listed on GPU 0 with 8.0 GiB but is not in /proc"), std::string::npos);
+  EXPECT_NE(f->evidence[0].find("PID 4242 is listed on GPU 0 with 8.0 GiB but is not in /proc"),
+            std::string::npos);
   EXPECT_NE(f->evidence[1].find("PID 4250 (p4250) holds /dev/nvidia0 on fd 5"), std::string::npos);
   EXPECT_TRUE(remedy_has(*f, "gpureap kill 4242"));
   const auto* inh = find(fs, "inherited-holder", 4250);
@@ -137,7 +141,8 @@ TEST(DoctorRules, UnattributedMemoryLeftByAnExitedProcessIsLeaked) {
   EXPECT_TRUE(remedy_has(*f, "gpureap reset --gpu 0"));
   EXPECT_EQ(find(fs, "unattributed-memory"), nullptr);
   // The same memory already there at the first sample, with nothing leaving: only a warning.
-  auto before = make_snapshot({proc(1, 0, 1), proc(10, 1, 10)}, {gpu(0, 0, 6 * GiB + 200 * MiB, {})});
+  auto before =
+      make_snapshot({proc(1, 0, 1), proc(10, 1, 10)}, {gpu(0, 0, 6 * GiB + 200 * MiB, {})});
   auto calm = run(before, last);
   EXPECT_EQ(find(calm, "leaked-memory"), nullptr);
   EXPECT_NE(find(calm, "unattributed-memory"), nullptr);
@@ -267,8 +272,9 @@ TEST(DoctorRules, ProtectedHolderIsInfo) {
 }
 
 TEST(DoctorRules, GpuFilterKeepsOnlyThatGpusFindings) {
-  auto s = make_snapshot({proc(1, 0, 1), holder(4250, 1, 4242, 1)},
-                         {gpu(0, 0, 8 * GiB, {listed(999, 8 * GiB)}), gpu(1, 1, 2 * GiB, {listed(4242, 2 * GiB)})});
+  auto s = make_snapshot(
+      {proc(1, 0, 1), holder(4250, 1, 4242, 1)},
+      {gpu(0, 0, 8 * GiB, {listed(999, 8 * GiB)}), gpu(1, 1, 2 * GiB, {listed(4242, 2 * GiB)})});
   auto only1 = run(s, s, {}, 1u);
   EXPECT_NE(find(only1, "no-such-process", 4242), nullptr);
   EXPECT_EQ(find(only1, "leaked-memory", 999), nullptr);

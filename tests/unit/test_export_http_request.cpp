@@ -8,8 +8,9 @@ namespace gpureap::exporter {
 namespace {
 
 TEST(HttpRequestHead, ParsesMethodPathQueryAndHeaders) {
-  auto h = parse_request_head("GET /api/v1/history?gpu=0&since=10%6d&x=a+b HTTP/1.1\r\nHost: x\r\n"
-                              "Authorization:  Bearer t0k  \r\n\r\n");
+  auto h = parse_request_head(
+      "GET /api/v1/history?gpu=0&since=10%6d&x=a+b HTTP/1.1\r\nHost: x\r\n"
+      "Authorization:  Bearer t0k  \r\n\r\n");
   ASSERT_EQ(h.status, HeadStatus::Complete) << h.error;
   EXPECT_EQ(h.request.method, "GET");
   EXPECT_EQ(h.request.path, "/api/v1/history");
@@ -28,8 +29,8 @@ TEST(HttpRequestHead, IncompleteUntilTheEmptyLineAndBoundedBeyond) {
 
 TEST(HttpRequestHead, MalformedHeadsAreBad) {
   for (const char* bad : {"garbage\r\n\r\n", "GET\r\n\r\n", "GET noslash HTTP/1.1\r\n\r\n",
-                          "GET / SPDY/3\r\n\r\n", "G@T / HTTP/1.1\r\n\r\n", "GET / HTTP/1.1\r\n: x\r\n\r\n",
-                          "GET / HTTP/1.1\r\nno colon\r\n\r\n"})
+                          "GET / SPDY/3\r\n\r\n", "G@T / HTTP/1.1\r\n\r\n",
+                          "GET / HTTP/1.1\r\n: x\r\n\r\n", "GET / HTTP/1.1\r\nno colon\r\n\r\n"})
     EXPECT_EQ(parse_request_head(bad).status, HeadStatus::Bad) << bad;
 }
 
@@ -42,8 +43,9 @@ TEST(HttpRequestHead, UrlDecodingKeepsMalformedEscapes) {
 TEST(HttpResponse, RenderedWithLengthAndCloseAndNoBodyForHead) {
   HttpResponse r{405, "text/plain", "no\n", {{"Allow", "GET, HEAD"}}};
   auto get = render_response(r, false);
-  EXPECT_EQ(get, "HTTP/1.1 405 Method Not Allowed\r\nContent-Type: text/plain\r\nContent-Length: 3\r\n"
-                 "Connection: close\r\nAllow: GET, HEAD\r\n\r\nno\n");
+  EXPECT_EQ(get,
+            "HTTP/1.1 405 Method Not Allowed\r\nContent-Type: text/plain\r\nContent-Length: 3\r\n"
+            "Connection: close\r\nAllow: GET, HEAD\r\n\r\nno\n");
   auto head = render_response(r, true);
   EXPECT_EQ(head.find("no\n"), std::string::npos);
   EXPECT_NE(head.find("Content-Length: 3"), std::string::npos);

@@ -19,8 +19,9 @@ TEST(TerminalSafe, ControlBytesAndInvalidUtf8AreVisibleEscapes) {
 TEST(TerminalSafe, CharactersThatReorderOrHideTextAreEscaped) {
   // "evil" followed by RIGHT-TO-LEFT OVERRIDE would render the rest reversed.
   EXPECT_EQ(terminal_safe("evil\u202Etxt.exe"), "evil\\u{202e}txt.exe");
-  for (const char* hidden : {"\u202A", "\u202B", "\u202C", "\u202D", "\u2066", "\u2067", "\u2068", "\u2069",
-                             "\u200B", "\u200C", "\u200D", "\u200E", "\u200F", "\u2028", "\u2029", "\uFEFF"}) {
+  for (const char* hidden :
+       {"\u202A", "\u202B", "\u202C", "\u202D", "\u2066", "\u2067", "\u2068", "\u2069", "\u200B",
+        "\u200C", "\u200D", "\u200E", "\u200F", "\u2028", "\u2029", "\uFEFF"}) {
     auto out = terminal_safe(std::string("a") + hidden + "b");
     EXPECT_EQ(out.find(hidden), std::string::npos) << out;
     EXPECT_NE(out.find("\\u{"), std::string::npos) << out;

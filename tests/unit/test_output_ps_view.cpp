@@ -17,7 +17,8 @@ size_t count(const std::string& text, const std::string& what) {
 
 TEST(PsTree, ProcessesWhoseParentLinksFormACycleAreShownOnce) {
   // A hostile procfs: 500's parent is 501 and 501's is 500.
-  auto s = make_snapshot({proc(1, 0, 1), holder(500, 501, 500), holder(501, 500, 501), holder(600, 1, 600)}, {});
+  auto s = make_snapshot(
+      {proc(1, 0, 1), holder(500, 501, 500), holder(501, 500, 501), holder(600, 1, 600)}, {});
   auto text = render_process_table(s, Style(false), {true, std::nullopt});
   EXPECT_EQ(count(text, "p500"), 1u) << text;
   EXPECT_EQ(count(text, "p501"), 1u) << text;
@@ -25,14 +26,17 @@ TEST(PsTree, ProcessesWhoseParentLinksFormACycleAreShownOnce) {
 }
 
 TEST(PsFooter, EachGhostCaseNamesTheCommandThatHelps) {
-  auto s = make_snapshot({proc(1, 0, 1), holder(301, 1, 300)},
-                         {gpu(0, 0, 8 * GiB, {listed(300, 8 * GiB)}), gpu(1, 1, 4 * GiB, {listed(400, 4 * GiB)})});
+  auto s = make_snapshot(
+      {proc(1, 0, 1), holder(301, 1, 300)},
+      {gpu(0, 0, 8 * GiB, {listed(300, 8 * GiB)}), gpu(1, 1, 4 * GiB, {listed(400, 4 * GiB)})});
   auto text = render_ps(s, Style(false), {});
-  EXPECT_NE(text.find("8.0 GiB on GPU 0 is held by ghosts (1 process keeps it alive). `gpureap doctor` explains; "
+  EXPECT_NE(text.find("8.0 GiB on GPU 0 is held by ghosts (1 process keeps it alive). `gpureap "
+                      "doctor` explains; "
                       "`gpureap kill 300` frees it."),
             std::string::npos)
       << text;
-  EXPECT_NE(text.find("4.0 GiB on GPU 1 is leaked: the driver lists gone PID 400 and no process holds it. Only a "
+  EXPECT_NE(text.find("4.0 GiB on GPU 1 is leaked: the driver lists gone PID 400 and no process "
+                      "holds it. Only a "
                       "GPU reset (or a reboot) frees it: `gpureap reset --gpu 1`."),
             std::string::npos)
       << text;

@@ -144,7 +144,8 @@ TEST(PolicyMatcher, IdleComesFromTheHistoryAndMustHaveLastedLongEnough) {
   p.idle_below = 5;
   MatchContext ctx = context(s);
   std::chrono::minutes idle_for{12};
-  ctx.idle_since = [&](const core::ProcessRow& row, unsigned, unsigned below) -> std::optional<std::chrono::system_clock::time_point> {
+  ctx.idle_since = [&](const core::ProcessRow& row, unsigned,
+                       unsigned below) -> std::optional<std::chrono::system_clock::time_point> {
     EXPECT_EQ(below, 5u);
     if (row.pid != 100) return std::nullopt;
     return s.timestamp - idle_for;
@@ -172,7 +173,9 @@ TEST(PolicyMatcher, WithoutHistoryIdleIsOnlyPossibleWhenBelowNow) {
 
 TEST(PolicyMatcher, RuntimeNeedsTheProcessToBeOlder) {
   auto s = two_users();
-  s.proc.boot_time = std::chrono::duration_cast<std::chrono::seconds>(s.timestamp.time_since_epoch()).count() - 3600;
+  s.proc.boot_time =
+      std::chrono::duration_cast<std::chrono::seconds>(s.timestamp.time_since_epoch()).count() -
+      3600;
   s.proc.ticks_per_second = 100;
   Policy p;
   p.runtime = 30min;  // both started ~11 s after boot: running for ~59 min

@@ -64,8 +64,9 @@ std::optional<std::string> id_of(const core::HostProcess& p, int fd) {
 
 TEST_F(OpenFiles, DupAndForkShareOneOpenFileASecondOpenIsAnother) {
   pid_t self = ::getpid();
-  std::vector<core::HostProcess> ps{holding(std::min(self, child_), path_, {first_, dup_, second_}),
-                                    holding(std::max(self, child_), path_, {first_, dup_, second_})};
+  std::vector<core::HostProcess> ps{
+      holding(std::min(self, child_), path_, {first_, dup_, second_}),
+      holding(std::max(self, child_), path_, {first_, dup_, second_})};
   ps[0].stat.pid = std::min(self, child_);
   ps[1].stat.pid = std::max(self, child_);
   auto g = group_open_files(ps, true);
@@ -79,7 +80,8 @@ TEST_F(OpenFiles, DupAndForkShareOneOpenFileASecondOpenIsAnother) {
   }
   // One hold per open file description; the file shared by every GPU stays one hold.
   EXPECT_EQ(ps[0].devices.size(), 3u);
-  EXPECT_EQ(*id_of(ps[0], first_), std::to_string(ps[0].stat.pid) + ":" + std::to_string(std::min(first_, dup_)));
+  EXPECT_EQ(*id_of(ps[0], first_),
+            std::to_string(ps[0].stat.pid) + ":" + std::to_string(std::min(first_, dup_)));
   EXPECT_FALSE(id_of(ps[0], 0).has_value()) << "nvidiactl reaches every GPU: no id";
   EXPECT_LT(g.comparisons, 20u);
 }
@@ -97,7 +99,8 @@ TEST_F(OpenFiles, AVanishedProcessLeavesItsHoldsWithoutAnId) {
   ::kill(child_, SIGKILL);
   ::waitpid(child_, nullptr, 0);
   child_ = -1;
-  std::vector<core::HostProcess> ps{holding(::getpid(), path_, {first_}), holding(gone, path_, {first_})};
+  std::vector<core::HostProcess> ps{holding(::getpid(), path_, {first_}),
+                                    holding(gone, path_, {first_})};
   if (gone < ::getpid()) std::swap(ps[0], ps[1]);
   auto g = group_open_files(ps, true);
   EXPECT_FALSE(g.incomplete) << "a process that exited is normal, not a kcmp failure";

@@ -57,7 +57,8 @@ TEST(ParseStat, TruncatedIsAnError) {
 TEST(ParseStat, AStateThatIsNoLetterIsAnError) {
   // A control byte planted as the state would reach the table, the CSV and the kill plan.
   for (std::string state : {"\x1b", "\x07", "1", "?"})
-    EXPECT_FALSE(parse_stat(stat_line("x", state + " 1 42 42 0 -1 0 0 0 0 0 0 0 0 0 20 0 3 0 1 1 1 1")).ok())
+    EXPECT_FALSE(
+        parse_stat(stat_line("x", state + " 1 42 42 0 -1 0 0 0 0 0 0 0 0 0 20 0 3 0 1 1 1 1")).ok())
         << static_cast<int>(state[0]);
 }
 

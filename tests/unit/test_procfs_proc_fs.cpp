@@ -4,14 +4,13 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/prctl.h>
-#include <sys/wait.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
-
-#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -376,7 +375,8 @@ TEST(ProcFsHostileTree, FifosDevicesAndDirectoriesAreNotRead) {
   ASSERT_TRUE(p.ok());
   auto fifo = p->read_stat(100);
   ASSERT_FALSE(fifo.ok());
-  EXPECT_NE(fifo.error().message.find("not a regular file"), std::string::npos) << fifo.error().message;
+  EXPECT_NE(fifo.error().message.find("not a regular file"), std::string::npos)
+      << fifo.error().message;
   auto ok = p->read_stat(200);
   ASSERT_TRUE(ok.ok() && *ok);
   auto d = p->read_details(200, false);

@@ -18,7 +18,8 @@ TEST(ReapArguments, SignalsByNameAndNumber) {
 }
 
 TEST(ReapArguments, BadSignalsAreErrors) {
-  for (const char* bad : {"", "0", "-9", "65", "TERMINATE", "SIG", "9x", "RTMIN+", "RTMIN+99", "RTMIN-1"})
+  for (const char* bad :
+       {"", "0", "-9", "65", "TERMINATE", "SIG", "9x", "RTMIN+", "RTMIN+99", "RTMIN-1"})
     EXPECT_FALSE(parse_signal(bad).ok()) << bad;
 }
 

@@ -200,14 +200,17 @@ TEST(ReapExecutor, ExitedButUnreapedChildCountsAsExited) {
 
 TEST(ReapExecutor, TargetsThatAreNotToBeSignalledAreUntouched) {
   Kid refused(block_all_signals), zombie_like(block_all_signals), permitted(block_all_signals);
-  auto e = run({target_of(refused.pid(), Action::Refused), target_of(zombie_like.pid(), Action::Zombie),
-                target_of(permitted.pid(), Action::NotPermitted)});
+  auto e =
+      run({target_of(refused.pid(), Action::Refused), target_of(zombie_like.pid(), Action::Zombie),
+           target_of(permitted.pid(), Action::NotPermitted)});
   for (const auto& x : e) EXPECT_EQ(x.status, ExecStatus::NotAttempted);
-  for (pid_t pid : {refused.pid(), zombie_like.pid(), permitted.pid()}) EXPECT_TRUE(nothing_pending(pid));
+  for (pid_t pid : {refused.pid(), zombie_like.pid(), permitted.pid()})
+    EXPECT_TRUE(nothing_pending(pid));
 }
 
 TEST(ReapExecutor, CustomSignal) {
-  Kid kid([] { ::signal(SIGINT, SIG_DFL); });  // a shell starting tests in the background ignores it
+  Kid kid(
+      [] { ::signal(SIGINT, SIG_DFL); });  // a shell starting tests in the background ignores it
   auto e = run({target_of(kid.pid())}, {.signal = SIGINT});
   EXPECT_EQ(e[0].exited_after, SIGINT);
   int status = kid.reap(0);

@@ -71,8 +71,9 @@ TEST(ReapOutcome, MixedResults) {
   auto survived = report({target(30, Action::Signal)}, {status(30, ExecStatus::Survived)});
   EXPECT_EQ(survived.outcomes[0].kind, OutcomeKind::Survived);
   EXPECT_EQ(survived.exit_code, kExitHeld);
-  auto with_refusal = report({target(30, Action::Refused, "protected"), target(31, Action::Signal)},
-                             {status(30, ExecStatus::NotAttempted), status(31, ExecStatus::Exited)});
+  auto with_refusal =
+      report({target(30, Action::Refused, "protected"), target(31, Action::Signal)},
+             {status(30, ExecStatus::NotAttempted), status(31, ExecStatus::Exited)});
   EXPECT_EQ(with_refusal.outcomes[0].kind, OutcomeKind::Refused);
   EXPECT_EQ(with_refusal.outcomes[0].why, "protected");
   EXPECT_EQ(with_refusal.exit_code, kExitReleased);

@@ -19,7 +19,9 @@ Caller root_caller() {
   return c;
 }
 
-std::optional<core::ProcessDetails> no_details(const core::HostProcess&) { return std::nullopt; }
+std::optional<core::ProcessDetails> no_details(const core::HostProcess&) {
+  return std::nullopt;
+}
 
 Plan plan_for(const core::Snapshot& s, const Request& r, const Caller& c = root_caller()) {
   auto p = make_plan(s, r, c, no_details);
@@ -41,9 +43,10 @@ bool has_reason(const Plan& p, pid_t pid, Reason r) {
 // 300 died; its workers 301 and 302 (group 300) keep GPU 0's file; 400 is a healthy listed
 // trainer on GPU 1 with a child 401 that holds nothing; 500 is an idle unrelated holder of GPU 0.
 core::Snapshot ghost_world() {
-  return make_snapshot({proc(1, 0, 1), holder(301, 1, 300), holder(302, 1, 300), holder(400, 1, 400, 1),
-                        proc(401, 400, 400), holder(500, 1, 500)},
-                       {gpu(0, 0, 9 * GiB, {listed(300, 8 * GiB)}), gpu(1, 1, 20 * GiB, {listed(400, 16 * GiB)})});
+  return make_snapshot(
+      {proc(1, 0, 1), holder(301, 1, 300), holder(302, 1, 300), holder(400, 1, 400, 1),
+       proc(401, 400, 400), holder(500, 1, 500)},
+      {gpu(0, 0, 9 * GiB, {listed(300, 8 * GiB)}), gpu(1, 1, 20 * GiB, {listed(400, 16 * GiB)})});
 }
 
 TEST(ReapPlanner, NamedLivePidIsATargetWithItsListedMemory) {
@@ -78,8 +81,9 @@ TEST(ReapPlanner, GoneListedPidResolvesToTheHoldersInItsGroup) {
 TEST(ReapPlanner, GonePidResolvesToDescendantsHoldingItsGpu) {
   // 700 is a zombie (gone for GPU purposes); 701 is its child and holds GPU 0's file; 702 its
   // child without device files is not a keeper.
-  auto s = make_snapshot({proc(1, 0, 1), proc(700, 1, 700, 'Z'), holder(701, 700, 701), proc(702, 700, 702)},
-                         {gpu(0, 0, 4 * GiB, {listed(700, 4 * GiB)})});
+  auto s = make_snapshot(
+      {proc(1, 0, 1), proc(700, 1, 700, 'Z'), holder(701, 700, 701), proc(702, 700, 702)},
+      {gpu(0, 0, 4 * GiB, {listed(700, 4 * GiB)})});
   auto p = plan_for(s, {.pids = {700}});
   EXPECT_EQ(pids(p), (std::vector<pid_t>{700, 701}));
   EXPECT_EQ(p.find(700)->action, Action::Zombie);
@@ -117,7 +121,8 @@ TEST(ReapPlanner, GpuDoesNotTakeAProcessListedOnlyOnAnotherGpu) {
   // 400 uses GPU 1 but, as CUDA does, also holds GPU 0's file.
   auto trainer = holder(400, 1, 400, 1);
   trainer.devices.push_back({"/dev/nvidia0", "nvidia", 0u, {7}});
-  auto s = make_snapshot({proc(1, 0, 1), trainer}, {gpu(0, 0, 0, {}), gpu(1, 1, 16 * GiB, {listed(400, 16 * GiB)})});
+  auto s = make_snapshot({proc(1, 0, 1), trainer},
+                         {gpu(0, 0, 0, {}), gpu(1, 1, 16 * GiB, {listed(400, 16 * GiB)})});
   EXPECT_TRUE(plan_for(s, {.gpu = 0}).nothing_matched());
   EXPECT_EQ(pids(plan_for(s, {.gpu = 1})), std::vector<pid_t>{400});
 }
@@ -137,22 +142,26 @@ TEST(ReapPlanner, WithoutADriverGpuNMeansTheHoldersOfNvidiaN) {
 }
 
 TEST(ReapPlanner, GhostsTakeInheritedHoldersOrphansAndStoppedHolders) {
-  auto s = make_snapshot({proc(1, 0, 1), holder(301, 1, 300), holder(302, 1, 300), holder(400, 1, 400, 1),
-                          holder(600, 1, 600, 1, 'T'), proc(601, 1, 601, 'T')},
-                         {gpu(0, 0, 9 * GiB, {listed(300, 8 * GiB)}), gpu(1, 1, 20 * GiB, {listed(400, 16 * GiB)})});
+  auto s = make_snapshot(
+      {proc(1, 0, 1), holder(301, 1, 300), holder(302, 1, 300), holder(400, 1, 400, 1),
+       holder(600, 1, 600, 1, 'T'), proc(601, 1, 601, 'T')},
+      {gpu(0, 0, 9 * GiB, {listed(300, 8 * GiB)}), gpu(1, 1, 20 * GiB, {listed(400, 16 * GiB)})});
   auto p = plan_for(s, {.ghosts = true});
   // 400 is healthy; 601 is stopped but holds nothing.
   EXPECT_EQ(pids(p), (std::vector<pid_t>{301, 302, 600}));
-  EXPECT_TRUE(has_reason(p, 301, {ReasonKind::Ghost, std::nullopt, std::nullopt, core::Anomaly::InheritedHolder}));
-  EXPECT_TRUE(has_reason(p, 301, {ReasonKind::Ghost, std::nullopt, std::nullopt, core::Anomaly::Orphan}));
+  EXPECT_TRUE(has_reason(
+      p, 301, {ReasonKind::Ghost, std::nullopt, std::nullopt, core::Anomaly::InheritedHolder}));
+  EXPECT_TRUE(
+      has_reason(p, 301, {ReasonKind::Ghost, std::nullopt, std::nullopt, core::Anomaly::Orphan}));
   EXPECT_TRUE(has_reason(p, 301, {ReasonKind::InheritedHolder, std::nullopt, 300}));
-  EXPECT_TRUE(has_reason(p, 600, {ReasonKind::Ghost, std::nullopt, std::nullopt, core::Anomaly::Stopped}));
+  EXPECT_TRUE(
+      has_reason(p, 600, {ReasonKind::Ghost, std::nullopt, std::nullopt, core::Anomaly::Stopped}));
   ASSERT_EQ(p.gone.size(), 1u);
 }
 
 TEST(ReapPlanner, TreeAddsEveryDescendant) {
-  auto s = make_snapshot({proc(1, 0, 1), holder(400, 1, 400), proc(401, 400, 400), proc(402, 401, 402),
-                          proc(403, 1, 400)},
+  auto s = make_snapshot({proc(1, 0, 1), holder(400, 1, 400), proc(401, 400, 400),
+                          proc(402, 401, 402), proc(403, 1, 400)},
                          {gpu(0, 0, 16 * GiB, {listed(400, 16 * GiB)})});
   auto p = plan_for(s, {.pids = {400}, .tree = true});
   EXPECT_EQ(pids(p), (std::vector<pid_t>{400, 401, 402}));
@@ -160,8 +169,8 @@ TEST(ReapPlanner, TreeAddsEveryDescendant) {
 }
 
 TEST(ReapPlanner, GroupAddsEveryMemberOfTheTargetsGroups) {
-  auto s = make_snapshot({proc(1, 0, 1), holder(400, 1, 400), proc(401, 400, 400), proc(402, 401, 402),
-                          proc(403, 1, 400)},
+  auto s = make_snapshot({proc(1, 0, 1), holder(400, 1, 400), proc(401, 400, 400),
+                          proc(402, 401, 402), proc(403, 1, 400)},
                          {gpu(0, 0, 16 * GiB, {listed(400, 16 * GiB)})});
   auto p = plan_for(s, {.pids = {400}, .group = true});
   EXPECT_EQ(pids(p), (std::vector<pid_t>{400, 401, 403}));  // 402 has a group of its own
@@ -176,8 +185,9 @@ TEST(ReapPlanner, GroupOfAGonePidIsExpanded) {
 }
 
 TEST(ReapPlanner, SystemAndOwnProcessGroupsAreNotExpanded) {
-  auto s = make_snapshot({proc(1, 0, 1), holder(20, 1, 1), proc(21, 1, 1), holder(30, 1, 60000), proc(31, 1, 60000)},
-                         {gpu(0, 0, 0, {})});
+  auto s = make_snapshot(
+      {proc(1, 0, 1), holder(20, 1, 1), proc(21, 1, 1), holder(30, 1, 60000), proc(31, 1, 60000)},
+      {gpu(0, 0, 0, {})});
   auto p = plan_for(s, {.pids = {20, 30}, .group = true});
   EXPECT_EQ(pids(p), (std::vector<pid_t>{20, 30}));
   EXPECT_EQ(p.notes.size(), 2u);
@@ -187,7 +197,8 @@ TEST(ReapPlanner, UserNarrowsTheSelection) {
   auto alice = holder(301, 1, 300);
   alice.details->uid = 1000;
   alice.details->user = "alice";
-  auto s = make_snapshot({proc(1, 0, 1), alice, holder(302, 1, 300)}, {gpu(0, 0, 8 * GiB, {listed(300, 8 * GiB)})});
+  auto s = make_snapshot({proc(1, 0, 1), alice, holder(302, 1, 300)},
+                         {gpu(0, 0, 8 * GiB, {listed(300, 8 * GiB)})});
   auto p = plan_for(s, {.pids = {300}, .user = "1000"});
   EXPECT_EQ(pids(p), std::vector<pid_t>{301});
   EXPECT_EQ(p.gone[0].keepers, std::vector<pid_t>{301});

@@ -28,8 +28,10 @@ Target judged(const core::HostProcess& p, bool named, const Caller& c = caller()
   t.uid = p.details ? p.details->uid : std::nullopt;
   t.user = p.details ? p.details->user : std::nullopt;
   t.protected_process = is_protected(p);
-  if (named) t.reasons.push_back({ReasonKind::Named});
-  else t.reasons.push_back({ReasonKind::HoldsDevice, 0u});
+  if (named)
+    t.reasons.push_back({ReasonKind::Named});
+  else
+    t.reasons.push_back({ReasonKind::HoldsDevice, 0u});
   judge(t, p, c);
   return t;
 }
@@ -49,7 +51,8 @@ std::optional<core::ProcessDetails> unread(uid_t uid, std::vector<std::string> c
   return d;
 }
 
-std::optional<core::ProcessDetails> running(const std::string& exe, bool system_installed, uid_t uid = 1000) {
+std::optional<core::ProcessDetails> running(const std::string& exe, bool system_installed,
+                                            uid_t uid = 1000) {
   auto d = unread(uid, {exe});
   d->exe = core::ExecutableFile{exe, system_installed};
   return d;

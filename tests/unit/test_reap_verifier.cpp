@@ -68,9 +68,16 @@ Plan trainer_plan() {
   return p;
 }
 
-core::Snapshot with_trainer() { return make_snapshot({proc(1, 0, 1), holder(400, 1, 400)}, {gpu(0, 0, 17 * GiB, {listed(400, 16 * GiB)})}); }
-core::Snapshot listing_gone_memory_held() { return make_snapshot({proc(1, 0, 1)}, {gpu(0, 0, 17 * GiB, {})}); }
-core::Snapshot all_back() { return make_snapshot({proc(1, 0, 1)}, {gpu(0, 0, GiB, {})}); }
+core::Snapshot with_trainer() {
+  return make_snapshot({proc(1, 0, 1), holder(400, 1, 400)},
+                       {gpu(0, 0, 17 * GiB, {listed(400, 16 * GiB)})});
+}
+core::Snapshot listing_gone_memory_held() {
+  return make_snapshot({proc(1, 0, 1)}, {gpu(0, 0, 17 * GiB, {})});
+}
+core::Snapshot all_back() {
+  return make_snapshot({proc(1, 0, 1)}, {gpu(0, 0, GiB, {})});
+}
 
 TEST(ReapVerifier, WaitsUntilTheListingGoesAndTheMemoryDrops) {
   Plan plan = trainer_plan();
@@ -123,7 +130,8 @@ TEST(ReapVerifier, ListedPidKeptAliveByItsChildrenNamesThem) {
   Plan plan = trainer_plan();
   std::vector<Execution> execs{exited(400)};
   // 400 died, but its worker 401 (group 400) inherited the device file.
-  Script script{{make_snapshot({proc(1, 0, 1), holder(401, 1, 400)}, {gpu(0, 0, 17 * GiB, {listed(400, 16 * GiB)})})}};
+  Script script{{make_snapshot({proc(1, 0, 1), holder(401, 1, 400)},
+                               {gpu(0, 0, 17 * GiB, {listed(400, 16 * GiB)})})}};
   auto v = verify(plan, execs, script.source(), {milliseconds(20), milliseconds(5)});
   auto r = compose(plan, execs, v);
   EXPECT_EQ(r.outcomes[0].kind, OutcomeKind::StillHeld);
@@ -146,7 +154,8 @@ TEST(ReapVerifier, GonePidIsReleasedWhenItsLastKeeperIsGone) {
   p.gone.push_back({300, "python", {{0, 8 * GiB}}, {301, 302}});
   p.gpus.push_back({0, 0, 9 * GiB, GiB});
   std::vector<Execution> execs{exited(301), exited(302)};
-  Script script{{make_snapshot({proc(1, 0, 1)}, {gpu(0, 0, 9 * GiB, {listed(300, 8 * GiB)})}), all_back()}};
+  Script script{
+      {make_snapshot({proc(1, 0, 1)}, {gpu(0, 0, 9 * GiB, {listed(300, 8 * GiB)})}), all_back()}};
   auto v = verify(p, execs, script.source(), kFast);
   EXPECT_EQ(v.polls, 2);
   auto r = compose(p, execs, v);
@@ -176,7 +185,8 @@ TEST(ReapVerifier, GonePidWithASurvivingKeeperIsNotAwaited) {
   survivor.status = ExecStatus::Survived;
   survivor.why = "in uninterruptible sleep (D)";
   std::vector<Execution> execs{exited(301), survivor};
-  Script script{{make_snapshot({proc(1, 0, 1), holder(302, 1, 300, 0, 'D')}, {gpu(0, 0, 9 * GiB, {listed(300, 8 * GiB)})})}};
+  Script script{{make_snapshot({proc(1, 0, 1), holder(302, 1, 300, 0, 'D')},
+                               {gpu(0, 0, 9 * GiB, {listed(300, 8 * GiB)})})}};
   auto v = verify(p, execs, script.source(), kFast);
   EXPECT_EQ(v.polls, 1);  // nothing that can come back, nothing to wait for
   auto r = compose(p, execs, v);
@@ -205,7 +215,8 @@ TEST(ReapVerifier, PollsTheDriverAloneAndScansProcOnlyToNameHolders) {
   ReleaseSource source;
   source.full = [&] {
     ++full_scans;
-    return make_snapshot({proc(1, 0, 1), holder(401, 1, 400)}, {gpu(0, 0, 17 * GiB, {listed(400, 16 * GiB)})});
+    return make_snapshot({proc(1, 0, 1), holder(401, 1, 400)},
+                         {gpu(0, 0, 17 * GiB, {listed(400, 16 * GiB)})});
   };
   source.stat = [&](pid_t) -> std::optional<core::ProcessStat> {
     ++stats;
@@ -216,7 +227,8 @@ TEST(ReapVerifier, PollsTheDriverAloneAndScansProcOnlyToNameHolders) {
     ++driver_polls;
     core::BackendReport r;
     r.available = true;
-    r.gpus.push_back(driver_polls < 3 ? gpu(0, 0, 17 * GiB, {listed(400, 16 * GiB)}) : gpu(0, 0, GiB, {}));
+    r.gpus.push_back(driver_polls < 3 ? gpu(0, 0, 17 * GiB, {listed(400, 16 * GiB)})
+                                      : gpu(0, 0, GiB, {}));
     return driver_snapshot(r);
   };
   auto v = verify(plan, execs, source, kFast);

@@ -85,7 +85,9 @@ TEST(SuperviseReport, StillHeldIsLoud) {
   r.release.took.reset();
   r.release.memory.push_back({0, 4242, 2ull << 30, false, {"no-such-process", "leaked"}});
   auto text = render_summary(r);
-  EXPECT_NE(text.find("STILL HELD 1m00s after teardown (checked with the driver)"), std::string::npos) << text;
+  EXPECT_NE(text.find("STILL HELD 1m00s after teardown (checked with the driver)"),
+            std::string::npos)
+      << text;
   EXPECT_NE(text.find("GPU 0: 2.0 GiB listed for pid 4242 (gone, no-such-process, leaked)"),
             std::string::npos)
       << text;

@@ -60,7 +60,6 @@ bool eventually(F done, std::chrono::milliseconds limit = 10s) {
   return done();
 }
 
-
 class TuiSampler : public ::testing::Test {
  protected:
   void SetUp() override {

@@ -43,10 +43,11 @@ core::Result<Library> Library::open(const std::optional<std::string>& path) {
     if (void* handle = dlopen(name, kFlags)) return Library(handle, loaded_path(handle, name));
     if (first_error.empty()) first_error = last_dlerror();
   }
-  return core::Error{std::string(kDefaultNames[0]) + " could not be loaded: " + first_error +
-                         " (no NVIDIA driver installed, or NVML is not on the library path)",
-                     "install the NVIDIA driver, or point GPUREAP_NVML_LIBRARY or --nvml-library at "
-                     "libnvidia-ml.so.1"};
+  return core::Error{
+      std::string(kDefaultNames[0]) + " could not be loaded: " + first_error +
+          " (no NVIDIA driver installed, or NVML is not on the library path)",
+      "install the NVIDIA driver, or point GPUREAP_NVML_LIBRARY or --nvml-library at "
+      "libnvidia-ml.so.1"};
 }
 
 Library::Library(Library&& other) noexcept

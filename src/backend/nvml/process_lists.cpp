@@ -155,8 +155,8 @@ ProcessLists read_process_lists(const SymbolTable& api, nvmlDevice_t device, uns
     // Graphics and MPS lists are legitimately unsupported on many GPUs.
     if (raw.rc == NVML_ERROR_NOT_SUPPORTED && list.fn != Fn::ComputeRunningProcesses) continue;
     if (raw.implausible) {
-      result.processes_error = "the driver claims " + std::to_string(*raw.implausible) + " " + list.what +
-                               " processes on GPU " + std::to_string(index) +
+      result.processes_error = "the driver claims " + std::to_string(*raw.implausible) + " " +
+                               list.what + " processes on GPU " + std::to_string(index) +
                                ", more than any GPU runs: its process lists are not trusted; check "
                                "`nvidia-smi` and the driver version";
       result.processes.clear();
