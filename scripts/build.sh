@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Installs what is missing, then configures and builds gpureap (and its tests) into build/.
+# GPUREAP_CI=1 (set by .ci/run) makes every warning an error (GPUREAP_WERROR).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
-cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+werror=OFF
+if [ -n "${GPUREAP_CI:-}" ]; then werror=ON; fi
+cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGPUREAP_WERROR="$werror" >/dev/null
 cmake --build build -j"$(nproc)"

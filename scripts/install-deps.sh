@@ -1,9 +1,17 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages gpureap needs to build and test, only those missing.
+#   --ci  also what CI's extra stages need: clang and libFuzzer for scripts/fuzz.sh, and
+#         llvm-symbolizer for readable sanitizer reports (README, "Development").
 set -euo pipefail
 packages=(g++ make cmake libcli11-dev libfmt-dev nlohmann-json3-dev libgtest-dev
           libtomlplusplus-dev libcpp-httplib-dev pkgconf prometheus
           libncurses-dev tmux)
+for arg in "$@"; do
+  case "$arg" in
+    --ci) packages+=(clang libclang-rt-14-dev llvm-14) ;;
+    *) echo "usage: $0 [--ci]" >&2; exit 2 ;;
+  esac
+done
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
