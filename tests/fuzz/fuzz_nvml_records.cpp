@@ -48,7 +48,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   FUZZ_CHECK(decoded->processes.size() == count);
   FUZZ_CHECK(count * decoded->stride <= buffer.size());
   bool stride_is_candidate = false;
-  for (std::size_t s : nvml::candidate_strides(api_version)) stride_is_candidate |= s == decoded->stride;
+  for (std::size_t s : nvml::candidate_strides(api_version))
+    stride_is_candidate |= s == decoded->stride;
   FUZZ_CHECK(stride_is_candidate);
   std::vector<gpureap::core::DriverProcess> merged;
   for (const auto& p : decoded->processes) {
