@@ -8,7 +8,7 @@ packages=(g++ make cmake libcli11-dev libfmt-dev nlohmann-json3-dev libgtest-dev
           libncurses-dev tmux)
 for arg in "$@"; do
   case "$arg" in
-    --ci) packages+=(clang libclang-rt-14-dev llvm-14) ;;
+    --ci) packages+=(clang libclang-rt-14-dev llvm-14 clang-format clang-tidy) ;;
     *) echo "usage: $0 [--ci]" >&2; exit 2 ;;
   esac
 done
