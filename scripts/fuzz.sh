@@ -24,8 +24,9 @@ if ! command -v clang++ >/dev/null; then
   echo "gpureap: fuzzing needs clang++ and libFuzzer; run scripts/install-deps.sh --ci as root" >&2
   exit 1
 fi
+# No NDEBUG: assert() and libraries' own checks (nlohmann::json) fail like sanitizer errors.
 cmake -S . -B "$build" -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-      -DGPUREAP_FUZZ=ON -DBUILD_TESTING=OFF >/dev/null
+      -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1" -DGPUREAP_FUZZ=ON -DBUILD_TESTING=OFF >/dev/null
 cmake --build "$build" -j"$(nproc)" --target "${targets[@]}"
 
 # --- seeds -------------------------------------------------------------------------------
