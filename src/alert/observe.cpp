@@ -107,11 +107,11 @@ void unattributed_memory(const Rule& rule, const core::Snapshot& s, const core::
 Observations memory(const Rule& rule, const daemon::Sample& sample, const std::string& host) {
   Observations out;
   const auto& snap = *sample.snapshot;
-  if (!snap.backend.available) {
+  if (!snap.drivers.any_available()) {
     out.all_unknown = true;
     return out;
   }
-  for (const auto& g : snap.backend.gpus) {
+  for (const auto& g : snap.drivers.gpus) {
     if (rule.gpu && *rule.gpu != g.index) continue;
     Observation o = gpu_instance(rule, g, host);
     switch (rule.condition) {

@@ -31,7 +31,7 @@ struct Rule {
   std::optional<std::string> finding_code;           // Finding
   std::optional<doctor::Severity> finding_severity;  // Finding: this severity or worse
   std::optional<std::string> policy;                 // PolicyAction: only this policy's
-  std::optional<unsigned> gpu;                       // only this GPU (NVML index)
+  std::optional<unsigned> gpu;                       // only this GPU (the index gpureap shows)
   std::chrono::milliseconds for_duration{0};         // `for`: held this long before firing
   std::chrono::milliseconds repeat_interval{std::chrono::hours(4)};  // re-send while firing
   std::string severity = "warning";                                  // the severity label

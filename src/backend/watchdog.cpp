@@ -63,9 +63,9 @@ struct BackendWatchdog::Worker {
 
 BackendWatchdog::BackendWatchdog(BackendFactory factory, WatchdogOptions options)
     : factory_(std::move(factory)),
-      options_(options),
+      options_(std::move(options)),
       stuck_(std::make_shared<std::atomic<unsigned>>(0)),
-      timeout_ms_(options.timeout.count()) {}
+      timeout_ms_(options_.timeout.count()) {}
 
 BackendWatchdog::~BackendWatchdog() {
   if (!worker_) return;
@@ -105,9 +105,11 @@ TimedReport BackendWatchdog::collect() {
   auto down = [&](std::string why) {
     TimedReport r;
     r.timed_out = true;
+    r.report.name = options_.backend_name;
+    r.report.vendor = options_.vendor;
     r.report.available = false;
     r.report.error = std::move(why);
-    r.report.error_code = "not-answering";
+    r.report.error_code = core::BackendErrorCode::NotAnswering;
     r.took = Clock::now() - start;
     return r;
   };

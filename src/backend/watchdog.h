@@ -22,6 +22,9 @@ using BackendFactory = std::function<std::shared_ptr<GpuBackend>()>;
 
 struct WatchdogOptions {
   std::chrono::milliseconds timeout{std::chrono::seconds(5)};
+  // The backend's name and vendor, for the report given while it does not answer.
+  std::string backend_name;
+  std::string vendor;
   // Abandoned calls allowed to stay stuck at once; at the bound, no new call is made until
   // one of them returns (each holds a thread and an NVML handle).
   unsigned max_stuck = 4;
@@ -72,14 +75,15 @@ class BackendWatchdog {
   std::shared_ptr<Worker> waiting_on_;  // the worker collect() waits for, for interrupt()
 };
 
-// The watchdog as a GpuBackend, for code that takes one (a Collector): the daemon's policy
-// actions, whose release checks poll the driver, and the terminal views.
-class WatchdogBackend final : public GpuBackend {
+// A backend whose every collect() runs under a BackendWatchdog: what a BackendSet holds for a
+// backend that calls into a driver library (see registry.h).
+class GuardedBackend final : public GpuBackend {
  public:
-  WatchdogBackend(BackendFactory factory, WatchdogOptions options)
-      : watchdog_(std::move(factory), options) {}
+  GuardedBackend(BackendFactory factory, WatchdogOptions options)
+      : watchdog_(std::move(factory), std::move(options)) {}
   core::BackendReport collect() override { return watchdog_.collect().report; }
   void set_timeout(std::chrono::milliseconds timeout) { watchdog_.set_timeout(timeout); }
+  void interrupt() { watchdog_.interrupt(); }
   std::optional<std::chrono::steady_clock::duration> down_for() const {
     return watchdog_.down_for();
   }

@@ -36,10 +36,7 @@ int run_daemon_command(const GlobalOptions& g, const DaemonCliOptions& o) {
     options.listen = *listen;
   }
   options.roots = {g.proc_root, g.dev_root};
-  if (!g.nvml_library.empty())
-    options.nvml_library = g.nvml_library;
-  else if (const char* env = std::getenv("GPUREAP_NVML_LIBRARY"); env && *env)
-    options.nvml_library = env;
+  options.backends = backend_settings(g);
   return daemon::run_daemon(options);
 }
 

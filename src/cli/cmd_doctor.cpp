@@ -35,7 +35,7 @@ bool needs_settle(const core::Snapshot& s, std::optional<unsigned> gpu) {
   };
   for (const auto& r : s.rows)
     if ((!r.process || r.has(core::Anomaly::Uninterruptible)) && concerns(r)) return true;
-  for (const auto& g : s.backend.gpus)
+  for (const auto& g : s.drivers.gpus)
     if ((!gpu || g.index == *gpu) && s.memory_summary(g).unattributed_bytes.value_or(0) > 0)
       return true;
   return false;
@@ -92,7 +92,7 @@ void keep_only(std::vector<doctor::Finding>& findings, const std::vector<std::st
 CLI::App* add_doctor_command(CLI::App& app, DoctorOptions& o) {
   auto* cmd = app.add_subcommand(
       "doctor", "explain every ghost, with evidence and the command that fixes it");
-  cmd->add_option("--gpu", o.gpu, "only findings about this GPU (NVML index)");
+  cmd->add_option("--gpu", o.gpu, "only findings about this GPU (its index in `gpureap ps`)");
   cmd->add_option("--settle", o.settle,
                   "time between the two samples that tell releasing from leaked (default 5s)");
   cmd->add_option(
@@ -135,9 +135,9 @@ int run_doctor(const GlobalOptions& g, const DoctorOptions& o) {
     return kDoctorCannotRun;
   }
   auto first = collector->collect();
-  if (o.gpu && first.backend.available && !first.gpu(*o.gpu)) {
+  if (o.gpu && first.drivers.any_available() && !first.gpu(*o.gpu)) {
     fail({"GPU " + std::to_string(*o.gpu) + " does not exist",
-          "the driver reports " + std::to_string(first.backend.gpus.size()) +
+          "the driver reports " + std::to_string(first.drivers.gpus.size()) +
               " GPU(s); see `gpureap ps` for their indices"});
     return kDoctorCannotRun;
   }

@@ -66,7 +66,7 @@ CLI::App* add_kill_command(CLI::App& app, KillOptions& o) {
   kill->add_option(
       "pid", o.pids,
       "PIDs to kill; a gone PID the driver lists means the processes that keep its memory");
-  kill->add_option("--gpu", o.gpu, "every holder of GPU N (NVML index)");
+  kill->add_option("--gpu", o.gpu, "every holder of GPU N (its index in `gpureap ps`)");
   kill->add_option("--user", o.user,
                    "only processes of this user (name or uid); alone: all their GPU processes");
   kill->add_flag(

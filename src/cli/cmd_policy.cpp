@@ -188,9 +188,9 @@ int run_policy(const GlobalOptions& g, const PolicyOptions& o) {
             << (config->enforce ? "on: matching processes are ended"
                                 : "off: actions are only logged as \"would\"")
             << "\n";
-  if (!snapshot.backend.available)
+  if (const auto* down = snapshot.drivers.first_down(); down && !snapshot.drivers.any_available())
     std::cout << "The GPU driver is not available ("
-              << output::terminal_safe(snapshot.backend.error.value_or("unknown"))
+              << output::terminal_safe(down->error.value_or("unknown"))
               << "): only device-file holders are shown, and memory conditions cannot match.\n";
   if (!snapshot.complete())
     std::cout << "The view is incomplete: " << snapshot.proc.uninspectable

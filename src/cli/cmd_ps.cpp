@@ -29,10 +29,8 @@ int run_ps(const GlobalOptions& g, const PsOptions& o) {
   if (!collector) return fail(collector.error());
   auto snapshot = collector->collect();
   if (!g.json)
-    for (const auto* list :
-         {&snapshot.warnings, &snapshot.proc.warnings, &snapshot.backend.warnings})
-      for (const auto& w : *list)
-        std::cerr << "gpureap: note: " << output::terminal_safe(w) << "\n";
+    for (const auto& w : snapshot.all_warnings())
+      std::cerr << "gpureap: note: " << output::terminal_safe(w) << "\n";
   if (!snapshot.complete())
     std::cerr << "gpureap: view incomplete: " << snapshot.proc.uninspectable
               << " processes could not be inspected; run as root or grant CAP_SYS_PTRACE\n";

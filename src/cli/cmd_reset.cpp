@@ -32,7 +32,7 @@ std::string bytes_or_unknown(std::optional<uint64_t> b) {
 CLI::App* add_reset_command(CLI::App& app, ResetOptions& o) {
   auto* cmd = app.add_subcommand(
       "reset", "reset a GPU whose memory nothing alive holds (last resort; root)");
-  cmd->add_option("--gpu", o.gpu, "the GPU to reset (NVML index)")->required();
+  cmd->add_option("--gpu", o.gpu, "the GPU to reset (its index in `gpureap ps`)")->required();
   cmd->add_flag("-y,--yes", o.yes, "do not ask for confirmation");
   cmd->add_flag("--dry-run", o.dry_run, "check and show what would run, change nothing");
   return cmd;
@@ -40,6 +40,7 @@ CLI::App* add_reset_command(CLI::App& app, ResetOptions& o) {
 
 int run_reset(const GlobalOptions& g, const ResetOptions& o) {
   std::optional<uint64_t> before;
+  unsigned nvml_index = o.gpu;  // nvidia-smi's numbering: the NVML index
   {
     auto collector = open_collector(g);
     if (!collector) return fail(collector.error());
@@ -64,15 +65,21 @@ int run_reset(const GlobalOptions& g, const ResetOptions& o) {
           {"some processes could not be inspected, so gpureap cannot prove that nothing uses GPU " +
                std::to_string(o.gpu),
            "run as root"});
+    const core::Gpu* gpu = snapshot.gpu(o.gpu);
+    if (gpu && gpu->backend != "nvml")
+      return fail({"GPU " + std::to_string(o.gpu) + " is " + gpu->vendor +
+                       "'s; gpureap resets NVIDIA GPUs only (through nvidia-smi)",
+                   "use the vendor's own tool to reset it, or reboot"});
+    if (gpu) nvml_index = gpu->backend_index;
     before = used_bytes(snapshot, o.gpu);
   }  // the collector (and with it gpureap's NVML handle) is closed here
-  std::vector<std::string> command{"nvidia-smi", "--gpu-reset", "-i", std::to_string(o.gpu)};
+  std::vector<std::string> command{"nvidia-smi", "--gpu-reset", "-i", std::to_string(nvml_index)};
   std::string nvidia_smi = find_on_path("nvidia-smi");
   if (nvidia_smi.empty())
     return fail({"nvidia-smi was not found on PATH",
                  "install the NVIDIA driver utilities, or add their directory to PATH"});
   std::cout << "GPU " << o.gpu << " uses " << bytes_or_unknown(before)
-            << " and nothing holds it. Will run: nvidia-smi --gpu-reset -i " << o.gpu << "\n";
+            << " and nothing holds it. Will run: nvidia-smi --gpu-reset -i " << nvml_index << "\n";
   if (o.dry_run) return kExitOk;
   if (::geteuid() != 0)
     return fail(

@@ -52,7 +52,7 @@ int run_top(const GlobalOptions& g, const TopOptions& o) {
   const char* no_color = std::getenv("NO_COLOR");
   config.color = !g.no_color && !(no_color && *no_color);
   config.proc_root = g.proc_root;
-  auto backend = make_watched_gpu_backend(g);
+  auto backend = make_backends(g);
   if (!backend)
     return fail({"--driver-timeout: \"" + g.driver_timeout + "\" is not a positive duration",
                  "write it with a unit: 500ms, 5s, 1m"});

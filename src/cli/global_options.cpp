@@ -6,7 +6,7 @@
 #include <cstdlib>
 #include <iostream>
 
-#include "backend/nvml/nvml_backend.h"
+#include "backend/registry.h"
 #include "core/duration.h"
 #include "output/escape.h"
 
@@ -30,39 +30,41 @@ void add_global_options(CLI::App& app, GlobalOptions& o) {
       ->group("Global");
 }
 
-std::shared_ptr<backend::GpuBackend> make_gpu_backend(const GlobalOptions& o) {
-  backend::nvml::NvmlOptions nvml;
-  if (!o.nvml_library.empty())
-    nvml.library_path = o.nvml_library;
-  else if (const char* env = std::getenv("GPUREAP_NVML_LIBRARY"); env && *env)
-    nvml.library_path = env;
-  auto proc = procfs::ProcFs::open(o.proc_root);
-  if (proc) nvml.pid_max = proc->pid_max();
-  return backend::nvml::make_nvml_backend(nvml);
+backend::BackendSettings backend_settings(const GlobalOptions& o) {
+  backend::BackendSettings settings;
+  settings.proc_root = o.proc_root;
+  settings.dev_root = o.dev_root;
+  if (!o.nvml_library.empty()) settings.nvml_library = o.nvml_library;
+  if (auto proc = procfs::ProcFs::open(o.proc_root)) settings.pid_max = proc->pid_max();
+  return settings;
 }
 
-std::shared_ptr<backend::WatchdogBackend> make_watched_gpu_backend(const GlobalOptions& o) {
+std::shared_ptr<backend::BackendSet> make_backends(const GlobalOptions& o) {
   auto timeout = core::parse_duration(o.driver_timeout);
   if (!timeout || timeout->count() <= 0) return nullptr;
   backend::WatchdogOptions watch;
   watch.timeout = *timeout;
-  return std::make_shared<backend::WatchdogBackend>([o] { return make_gpu_backend(o); }, watch);
+  return backend::BackendSet::make(backend::builtin_backends(), backend_settings(o), watch);
 }
 
 core::Result<collect::Collector> open_collector(const GlobalOptions& o) {
-  auto backend = make_watched_gpu_backend(o);
-  if (!backend)
+  auto backends = make_backends(o);
+  if (!backends)
     return core::Error{"--driver-timeout: \"" + o.driver_timeout + "\" is not a positive duration",
                        "write it with a unit: 500ms, 5s, 1m"};
-  return collect::Collector::open({o.proc_root, o.dev_root}, std::move(backend));
+  return collect::Collector::open({o.proc_root, o.dev_root}, std::move(backends));
 }
 
 bool report_driver_timeout(const core::Snapshot& s) {
-  if (s.backend.error_code != "not-answering") return false;
-  std::cerr << "gpureap: "
-            << output::terminal_safe(s.backend.error.value_or("the GPU driver did not answer"))
-            << "\n  what is shown comes from /proc alone (exit status 4)\n";
-  return true;
+  bool any = false;
+  for (const auto& b : s.drivers.backends) {
+    if (b.error_code != core::BackendErrorCode::NotAnswering) continue;
+    std::cerr << "gpureap: "
+              << output::terminal_safe(b.error.value_or("the GPU driver did not answer")) << "\n";
+    any = true;
+  }
+  if (any) std::cerr << "  what is shown comes from /proc alone (exit status 4)\n";
+  return any;
 }
 
 int fail(const core::Error& error) {

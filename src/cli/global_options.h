@@ -5,7 +5,7 @@
 #include <optional>
 #include <string>
 
-#include "backend/watchdog.h"
+#include "backend/backend_set.h"
 #include "collect/collector.h"
 #include "core/result.h"
 
@@ -29,19 +29,20 @@ struct GlobalOptions {
 
 void add_global_options(CLI::App& app, GlobalOptions& options);
 
-// The collector for these roots and the NVML backend, behind a watchdog: a driver that does not
-// answer within --driver-timeout is reported down ("not-answering") instead of hanging the
-// command. An unusable root or a malformed timeout is an error.
+// The collector for these roots and every registered backend, each driver behind a watchdog: a
+// driver that does not answer within --driver-timeout is reported down ("not-answering")
+// instead of hanging the command. An unusable root or a malformed timeout is an error.
 core::Result<collect::Collector> open_collector(const GlobalOptions& options);
 // The driver did not answer for this snapshot: says so on stderr (what it shows is /proc
 // alone) and returns true; the command then exits with kExitDriverTimeout.
 bool report_driver_timeout(const core::Snapshot& snapshot);
-// The NVML backend these options name (library, PID bound from the procfs).
-std::shared_ptr<backend::GpuBackend> make_gpu_backend(const GlobalOptions& options);
-// The same behind a watchdog with the --driver-timeout (views that sample the driver again and
-// again, top and ps --watch, use it directly): a wedged driver shows as "not answering" and
-// never freezes them. Empty when the timeout is malformed (open_collector says why).
-std::shared_ptr<backend::WatchdogBackend> make_watched_gpu_backend(const GlobalOptions& options);
+// What the registry's backends need from these options: roots, the NVML library a user named,
+// the PID bound from the procfs.
+backend::BackendSettings backend_settings(const GlobalOptions& options);
+// The registry's backends for these options, drivers behind watchdogs with the
+// --driver-timeout (top reads their state: how long a driver has not answered). Empty when the
+// timeout is malformed (open_collector says why).
+std::shared_ptr<backend::BackendSet> make_backends(const GlobalOptions& options);
 
 // Prints "gpureap: <message>" (and the hint) on stderr, returns kExitUsage.
 int fail(const core::Error& error);

@@ -67,7 +67,7 @@ int run_ps_watch(const GlobalOptions& g, const PsOptions& o) {
   if (*interval < std::chrono::milliseconds(100))
     return fail({"--watch " + spec + " is too short", "use 100ms or more"});
   // A wedged driver must not freeze the screen: the driver gets a deadline, /proc stays live.
-  auto backend = make_watched_gpu_backend(g);
+  auto backend = make_backends(g);
   if (!backend)
     return fail({"--driver-timeout: \"" + g.driver_timeout + "\" is not a positive duration",
                  "write it with a unit: 500ms, 5s, 1m"});

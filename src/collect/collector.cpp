@@ -37,7 +37,8 @@ bool known_non_holder(const core::ProcView* previous, const core::ProcessStat& s
 }
 
 std::vector<Slot> scan_all(const procfs::ProcFs& proc, const procfs::DeviceCatalog& catalog,
-                           const std::vector<pid_t>& pids, const core::ProcView* previous) {
+                           const std::vector<pid_t>& pids, const core::ProcView* previous,
+                           const std::vector<procfs::FdObserver*>& observers) {
   std::vector<Slot> slots(pids.size());
   std::atomic<size_t> next{0};
   constexpr size_t kChunk = 64;
@@ -56,7 +57,7 @@ std::vector<Slot> scan_all(const procfs::ProcFs& proc, const procfs::DeviceCatal
         p.stat = std::move(**st);
         if (!p.stat.is_kernel_thread() && !p.stat.is_zombie() &&
             !known_non_holder(previous, p.stat)) {
-          auto scan = procfs::scan_device_fds(proc.dirfd(), pids[i], catalog);
+          auto scan = procfs::scan_device_fds(proc.dirfd(), pids[i], catalog, observers);
           if (scan.vanished) continue;
           p.fds_readable = scan.readable && !scan.sealed;
           p.devices = std::move(scan.holds);
@@ -82,12 +83,12 @@ std::vector<Slot> scan_all(const procfs::ProcFs& proc, const procfs::DeviceCatal
 }  // namespace
 
 core::Result<Collector> Collector::open(const Roots& roots,
-                                        std::shared_ptr<backend::GpuBackend> backend) {
+                                        std::shared_ptr<backend::BackendSet> drivers) {
   auto proc = procfs::ProcFs::open(roots.proc_root);
   if (!proc) return proc.error();
   auto catalog = procfs::DeviceCatalog::enumerate(roots.dev_root, roots.proc_root);
   if (!catalog) return catalog.error();
-  return Collector(std::move(*proc), std::move(*catalog), std::move(backend));
+  return Collector(std::move(*proc), std::move(*catalog), std::move(drivers));
 }
 
 core::ProcView Collector::scan_processes() const {
@@ -108,7 +109,11 @@ core::ProcView Collector::scan(const core::ProcView* previous) const {
       view.nvidia_device_files = true;
   auto pids = proc_.list_pids();
   std::sort(pids.begin(), pids.end());
-  auto slots = scan_all(proc_, catalog_, pids, previous);
+  std::vector<procfs::FdObserver*> observers;
+  if (drivers_) observers = drivers_->fd_observers();
+  for (auto* o : observers) o->scan_started();
+  auto slots = scan_all(proc_, catalog_, pids, previous, observers);
+  for (auto* o : observers) o->scan_finished();
   std::vector<pid_t> holders;
   for (auto& s : slots) {
     if (s.warning) view.warnings.push_back(*s.warning);
@@ -137,22 +142,22 @@ void Collector::add_details(core::ProcView& view, const std::vector<pid_t>& pids
   }
 }
 
-void Collector::add_driver_details(core::ProcView& view, const core::BackendReport& report) const {
+void Collector::add_driver_details(core::ProcView& view, const core::DriverReading& drivers) const {
   std::vector<pid_t> listed;
-  for (const auto& g : report.gpus)
+  for (const auto& g : drivers.gpus)
     for (const auto& p : g.processes) listed.push_back(p.pid);
   add_details(view, listed);
 }
 
+core::DriverReading Collector::read_drivers() const {
+  return drivers_ ? drivers_->read() : backend::BackendSet().read();
+}
+
 core::Snapshot Collector::collect() const {
   auto view = scan_processes();
-  core::BackendReport report;
-  if (backend_)
-    report = backend_->collect();
-  else
-    report.error = "no GPU backend configured";
-  add_driver_details(view, report);
-  return core::join(std::move(view), std::move(report), local_hostname(),
+  auto drivers = read_drivers();
+  add_driver_details(view, drivers);
+  return core::join(std::move(view), std::move(drivers), local_hostname(),
                     std::chrono::system_clock::now());
 }
 

@@ -1,10 +1,10 @@
 #pragma once
 // Collects one Snapshot: /proc (every process, the fd holder scan, details for the rows that
-// will be shown) and the GPU backend, then joins them.
+// will be shown) and every GPU backend, then joins them.
 #include <memory>
 #include <string>
 
-#include "backend/gpu_backend.h"
+#include "backend/backend_set.h"
 #include "core/result.h"
 #include "core/snapshot.h"
 #include "procfs/device_files.h"
@@ -20,8 +20,9 @@ struct Roots {
 class Collector {
  public:
   // Fails (with a message naming the root and what to do) when a root is unusable.
+  // `drivers` may be null: /proc alone (every reading then says no backend is configured).
   static core::Result<Collector> open(const Roots& roots,
-                                      std::shared_ptr<backend::GpuBackend> backend);
+                                      std::shared_ptr<backend::BackendSet> drivers);
 
   // /proc alone: every process with its GPU device-file holds; details for holders.
   core::ProcView scan_processes() const;
@@ -32,23 +33,25 @@ class Collector {
   core::ProcView rescan_processes(const core::ProcView& previous) const;
   // Details of the PIDs the driver lists (and their parents) that `view` lacks: the daemon
   // reads the driver more often than it scans /proc, and joins the same view again.
-  void add_driver_details(core::ProcView& view, const core::BackendReport& report) const;
+  void add_driver_details(core::ProcView& view, const core::DriverReading& drivers) const;
+  // The drivers alone, every backend: kill's release verification polls them without
+  // rescanning /proc.
+  core::DriverReading read_drivers() const;
   core::Snapshot collect() const;
 
   const procfs::ProcFs& procfs() const { return proc_; }
-  // The driver alone: kill's release verification polls it without rescanning /proc.
-  const std::shared_ptr<backend::GpuBackend>& backend() const { return backend_; }
+  const std::shared_ptr<backend::BackendSet>& drivers() const { return drivers_; }
 
  private:
   Collector(procfs::ProcFs proc, procfs::DeviceCatalog catalog,
-            std::shared_ptr<backend::GpuBackend> backend)
-      : proc_(std::move(proc)), catalog_(std::move(catalog)), backend_(std::move(backend)) {}
+            std::shared_ptr<backend::BackendSet> drivers)
+      : proc_(std::move(proc)), catalog_(std::move(catalog)), drivers_(std::move(drivers)) {}
   void add_details(core::ProcView& view, const std::vector<pid_t>& pids) const;
   core::ProcView scan(const core::ProcView* previous) const;
 
   procfs::ProcFs proc_;
   procfs::DeviceCatalog catalog_;
-  std::shared_ptr<backend::GpuBackend> backend_;
+  std::shared_ptr<backend::BackendSet> drivers_;
 };
 
 }  // namespace gpureap::collect

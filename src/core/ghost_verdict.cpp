@@ -15,20 +15,16 @@ void add_unique(std::vector<pid_t>& v, pid_t pid) {
   if (std::find(v.begin(), v.end(), pid) == v.end()) v.push_back(pid);
 }
 
-bool reaches(const DeviceHold& h, const Gpu& g) {
-  return h.nvidia_minor && (!g.minor || *h.nvidia_minor == *g.minor);
-}
-
 class Decider {
  public:
-  Decider(const ProcView& proc, const BackendReport& backend) : proc_(proc), backend_(backend) {
-    for (const auto& g : backend_.gpus)
+  Decider(const ProcView& proc, const DriverReading& drivers) : proc_(proc), drivers_(drivers) {
+    for (const auto& g : drivers_.gpus)
       for (const auto& p : g.processes) listed_[p.pid].insert(g.index);
   }
 
   GhostVerdict run() {
     std::map<pid_t, Ghost> ghosts;
-    for (const auto& g : backend_.gpus) {
+    for (const auto& g : drivers_.gpus) {
       if (g.processes_error) continue;
       gpu(g, ghosts);
     }
@@ -96,7 +92,7 @@ class Decider {
       if (!p.is_live()) continue;
       bool guessed = false;
       for (const auto& h : p.devices) {
-        if (!reaches(h, g)) continue;
+        if (!h.reaches(g)) continue;
         if (!h.open_file) {
           guessed = true;
           continue;
@@ -206,15 +202,15 @@ class Decider {
   }
 
   const ProcView& proc_;
-  const BackendReport& backend_;
+  const DriverReading& drivers_;
   std::map<pid_t, std::set<unsigned>> listed_;
   GhostVerdict out_;
 };
 
 }  // namespace
 
-GhostVerdict decide_ghosts(const ProcView& proc, const BackendReport& backend) {
-  return Decider(proc, backend).run();
+GhostVerdict decide_ghosts(const ProcView& proc, const DriverReading& drivers) {
+  return Decider(proc, drivers).run();
 }
 
 }  // namespace gpureap::core

@@ -24,6 +24,6 @@ struct GhostVerdict {
 // Holds without an open-file id (no kcmp) each form a group of their own, and a process that
 // descends from or shares the group of a listed process counts as its worker: a guess, and
 // Ghost::exact says so.
-GhostVerdict decide_ghosts(const ProcView& proc, const BackendReport& backend);
+GhostVerdict decide_ghosts(const ProcView& proc, const DriverReading& drivers);
 
 }  // namespace gpureap::core

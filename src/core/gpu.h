@@ -1,11 +1,12 @@
 #pragma once
-// What a GPU driver backend reports. Every metric a backend could not read is an empty
-// optional: unknown is never 0 or -1.
+// What GPU driver backends report, in terms no vendor owns. Every metric a backend could not
+// read is an empty optional: unknown is never 0 or -1.
 #include <sys/types.h>
 
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace gpureap::core {
@@ -32,11 +33,25 @@ struct GpuMemory {
 };
 
 struct Gpu {
+  // The one index users see and type (`--gpu N`): GPUs numbered across every backend, in the
+  // registry's order. A backend reports its own numbering here; the combination renumbers.
   unsigned index = 0;
+  unsigned backend_index = 0;  // the backend's own id (NVML: the NVML index)
+  std::string backend;         // the backend that reports it: "nvml", ...
+  std::string vendor;          // "nvidia", "amd", "intel", ...
+  // Stable across reboots where the hardware allows: vendor + UUID, else PCI address, else the
+  // backend's id (see gpu_key()).
+  std::string key;
   std::optional<std::string> name;
   std::optional<std::string> uuid;
-  std::optional<unsigned> minor;  // /dev/nvidia<minor>; not the same as index
+  std::optional<unsigned> minor;  // the vendor's device minor (NVIDIA: /dev/nvidia<minor>)
   std::optional<std::string> pci_bus_id;
+  // The device numbers (st_rdev) of the files through which a process reaches this GPU, as its
+  // backend knows them (NVIDIA: /dev/nvidia<minor>; DRM: renderD*, card*; AMD compute: /dev/kfd,
+  // shared by every AMD GPU). The join ties holders to GPUs through these alone.
+  std::vector<dev_t> device_numbers;
+  // When the backend could not say which files reach this GPU: any GPU file of this major may.
+  std::optional<unsigned> device_major;
   GpuMemory memory;
   std::optional<unsigned> utilization_percent;
   std::optional<unsigned> memory_utilization_percent;
@@ -50,18 +65,60 @@ struct Gpu {
   std::optional<std::string> error;  // this GPU failed (e.g. fell off the bus)
 };
 
-struct BackendReport {
-  std::string name = "nvml";
+// Why a backend is unavailable; to_string gives the stable names the JSON and metrics carry.
+enum class BackendErrorCode {
+  LibraryNotFound,
+  DriverNotLoaded,
+  VersionMismatch,
+  NoPermission,
+  SymbolMissing,
+  InitFailed,
+  Internal,
+  NotAnswering,  // a call timed out: the driver is wedged
+  NotConfigured,
+};
+const char* to_string(BackendErrorCode code);
+std::optional<BackendErrorCode> backend_error_code(const std::string& name);
+
+// One backend's state in a reading: whether it answered, and the facts only it knows.
+struct BackendStatus {
+  std::string name;    // "nvml", ...
+  std::string vendor;  // the vendor of the GPUs it reports: "nvidia", ...
   bool available = false;
   std::optional<std::string> error;  // why the backend is unavailable, with a next step
-  // A stable name for that cause: library-not-found, driver-not-loaded, version-mismatch,
-  // no-permission, symbol-missing, init-failed, internal; not-answering (a call timed out).
-  std::optional<std::string> error_code;
+  std::optional<BackendErrorCode> error_code;
   std::optional<std::string> driver_version;
-  std::optional<std::string> nvml_version;
   std::optional<std::string> library;  // the library actually loaded
-  std::vector<Gpu> gpus;
+  // Facts of this backend alone, by name, in the order it reports them (NVML: nvml_version,
+  // process_record_layout). The JSON shows them as fields of the backend's object.
+  std::vector<std::pair<std::string, std::string>> details;
   std::vector<std::string> warnings;
+
+  const std::string* detail(const std::string& key) const;
+  std::string label() const;  // the name as people write it: "NVML"
+  void set_detail(const std::string& key, std::string value);
 };
+
+// What one backend's collect() returns: its status and the GPUs it sees, in its own numbering.
+struct BackendReport : BackendStatus {
+  std::vector<Gpu> gpus;
+};
+
+// Every backend's report combined: one list of GPUs with global indices and keys.
+struct DriverReading {
+  std::vector<BackendStatus> backends;  // in the registry's order
+  std::vector<Gpu> gpus;                // by global index
+
+  bool any_available() const;
+  const BackendStatus* first_down() const;  // the first backend that is unavailable
+  const BackendStatus* backend_of(const Gpu& gpu) const;
+  const Gpu* gpu(unsigned index) const;
+};
+
+// vendor + ":" + UUID, else PCI address, else backend name and id.
+std::string gpu_key(const Gpu& gpu);
+// Renumbers the GPUs across backends (each backend's ids offset past the previous backend's
+// highest), fills backend, vendor and key, and keeps each backend's status.
+DriverReading combine(std::vector<BackendReport> reports);
 
 }  // namespace gpureap::core

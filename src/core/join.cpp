@@ -18,9 +18,9 @@ struct Listing {
 
 // Every listed PID with its per-GPU uses. A PID the driver lists twice on one GPU (e.g. in
 // the compute and graphics lists) counts once, with the larger known memory.
-std::map<pid_t, Listing> listings(const BackendReport& backend) {
+std::map<pid_t, Listing> listings(const DriverReading& drivers) {
   std::map<pid_t, Listing> out;
-  for (const auto& gpu : backend.gpus) {
+  for (const auto& gpu : drivers.gpus) {
     for (const auto& p : gpu.processes) {
       auto& l = out[p.pid];
       if (!l.name) l.name = p.name;
@@ -43,8 +43,8 @@ bool is_namespace_init(const HostProcess& p) {
 
 class Joiner {
  public:
-  Joiner(const ProcView& proc, const BackendReport& backend, const GhostVerdict& verdict)
-      : proc_(proc), listed_(listings(backend)), verdict_(verdict) {
+  Joiner(const ProcView& proc, const DriverReading& drivers, const GhostVerdict& verdict)
+      : proc_(proc), listed_(listings(drivers)), verdict_(verdict) {
     for (const auto& p : proc_.processes)
       if (p.stat.is_zombie()) zombie_parents_.insert(p.stat.ppid);
     for (const auto& g : verdict_.ghosts) ghosts_[g.pid] = &g;
@@ -131,6 +131,14 @@ class Joiner {
   std::set<pid_t> zombie_parents_;
 };
 
+// A listed process holds a file of some GPU of the backend that lists it (CUDA opens every
+// visible GPU's file, so not necessarily the listed GPU's).
+bool holds_file_of_backend(const HostProcess& p, const DriverReading& drivers,
+                           const std::string& backend) {
+  return std::any_of(drivers.gpus.begin(), drivers.gpus.end(),
+                     [&](const Gpu& g) { return g.backend == backend && p.holds_gpu(g); });
+}
+
 }  // namespace
 
 bool ProcessRow::has(Anomaly a) const {
@@ -142,26 +150,39 @@ bool ProcessRow::is_ghost() const {
                      [](Anomaly a) { return core::is_ghost(a); });
 }
 
-Snapshot join(ProcView proc, BackendReport backend, std::string hostname,
+Snapshot join(ProcView proc, DriverReading drivers, std::string hostname,
               std::chrono::system_clock::time_point now) {
   Snapshot s;
   s.timestamp = now;
   s.hostname = std::move(hostname);
-  auto verdict = decide_ghosts(proc, backend);
-  s.rows = Joiner(proc, backend, verdict).rows();
+  auto verdict = decide_ghosts(proc, drivers);
+  s.rows = Joiner(proc, drivers, verdict).rows();
   s.ghosts = std::move(verdict.ghosts);
-  s.backend = std::move(backend);
+  s.drivers = std::move(drivers);
   s.proc = std::move(proc);
-  // Cross-check the driver against the fd scan: a listed PID that holds no NVIDIA device file
-  // may be another namespace's PID that happens to exist here too.
+  // Cross-check each driver against the fd scan: a listed PID that holds no device file of
+  // that backend's GPUs may be another namespace's PID that happens to exist here too.
   for (const auto& r : s.rows) {
     if (!r.listed_by_driver || !r.process || !r.process->fds_readable) continue;
-    if (r.process->stat.is_zombie() || r.process->holds_nvidia_gpu(std::nullopt)) continue;
-    s.warnings.push_back("PID " + std::to_string(r.pid) +
-                         " is listed by the driver but holds no NVIDIA device file under the "
-                         "dev root; it may be a PID from another PID namespace");
+    if (r.process->stat.is_zombie()) continue;
+    for (const auto& use : r.gpus) {
+      const Gpu* g = s.gpu(use.index);
+      if (!g || holds_file_of_backend(*r.process, s.drivers, g->backend)) continue;
+      s.warnings.push_back("PID " + std::to_string(r.pid) +
+                           " is listed by the driver but holds no device file of its GPUs under "
+                           "the dev root; it may be a PID from another PID namespace");
+      break;
+    }
   }
   return s;
+}
+
+std::vector<std::string> Snapshot::all_warnings() const {
+  std::vector<std::string> out = warnings;
+  out.insert(out.end(), proc.warnings.begin(), proc.warnings.end());
+  for (const auto& b : drivers.backends)
+    out.insert(out.end(), b.warnings.begin(), b.warnings.end());
+  return out;
 }
 
 const HostProcess* Snapshot::find(pid_t pid) const {
@@ -174,12 +195,6 @@ const ProcessRow* Snapshot::row(pid_t pid) const {
   auto it = std::lower_bound(rows.begin(), rows.end(), pid,
                              [](const ProcessRow& r, pid_t v) { return r.pid < v; });
   return it != rows.end() && it->pid == pid ? &*it : nullptr;
-}
-
-const Gpu* Snapshot::gpu(unsigned index) const {
-  for (const auto& g : backend.gpus)
-    if (g.index == index) return &g;
-  return nullptr;
 }
 
 std::optional<std::chrono::system_clock::time_point> Snapshot::start_time(

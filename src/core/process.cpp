@@ -1,5 +1,11 @@
 #include "core/process.h"
 
+#include <sys/sysmacros.h>
+
+#include <algorithm>
+
+#include "core/gpu.h"
+
 namespace gpureap::core {
 
 // PF_KTHREAD from include/linux/sched.h: the task is a kernel thread.
@@ -9,10 +15,17 @@ bool ProcessStat::is_kernel_thread() const {
   return (flags & kPfKthread) != 0;
 }
 
-bool HostProcess::holds_nvidia_gpu(std::optional<unsigned> minor) const {
-  for (const auto& d : devices)
-    if (d.nvidia_minor && (!minor || *d.nvidia_minor == *minor)) return true;
-  return false;
+bool DeviceHold::reaches(const Gpu& gpu) const {
+  if (!device) return false;
+  if (!gpu.device_numbers.empty())
+    return std::find(gpu.device_numbers.begin(), gpu.device_numbers.end(), *device) !=
+           gpu.device_numbers.end();
+  return gpu_file && gpu.device_major && ::major(*device) == *gpu.device_major;
+}
+
+bool HostProcess::holds_gpu(const Gpu& gpu) const {
+  return std::any_of(devices.begin(), devices.end(),
+                     [&](const DeviceHold& d) { return d.reaches(gpu); });
 }
 
 }  // namespace gpureap::core

@@ -37,14 +37,24 @@ struct ContainerInfo {
 
 // A GPU device file held open by a process, with the fd numbers that hold it. A file that
 // reaches one GPU has one hold per open file description (fds dup'd or inherited together).
+struct Gpu;
+
 struct DeviceHold {
-  std::string path;                      // as enumerated under the dev root, e.g. /dev/nvidia0
-  std::string kind;                      // nvidia, nvidiactl, nvidia-uvm, ..., drm-render, drm-card
-  std::optional<unsigned> nvidia_minor;  // set for /dev/nvidia<minor>: one GPU's file
+  std::string path;  // as enumerated under the dev root, e.g. /dev/nvidia0
+  std::string kind;  // nvidia, nvidiactl, nvidia-uvm, ..., drm-render, drm-card
+  // The device number the file stands for (st_rdev; for a stand-in file, the number its name
+  // gives under the driver's conventions). Empty when unknown.
+  std::optional<dev_t> device;
+  // The file reaches GPUs (a GPU's own node, a DRM node), not a driver's control or UVM file.
+  bool gpu_file = false;
   std::vector<int> fds;
   // The open file description: "PID:FD" of the lowest PID (then fd) holding it, the same in
   // every process that shares it. Empty when it could not be compared (see ProcView).
   std::optional<std::string> open_file;
+
+  // Through this file a process reaches `gpu`: its number is one of the GPU's, or, when the
+  // backend could not say which files reach the GPU, it is a GPU file of the GPU's major.
+  bool reaches(const Gpu& gpu) const;
 };
 
 // The program a process runs (/proc/PID/exe).
@@ -74,8 +84,8 @@ struct HostProcess {
   bool fds_readable = true;  // false: no permission to read /proc/PID/fd
 
   bool holds_device() const { return !devices.empty(); }
-  // Holds /dev/nvidia<minor>, or any NVIDIA GPU file when minor is unknown.
-  bool holds_nvidia_gpu(std::optional<unsigned> minor) const;
+  // Holds a file that reaches this GPU (DeviceHold::reaches).
+  bool holds_gpu(const Gpu& gpu) const;
   bool is_live() const { return !stat.is_zombie(); }
 };
 

@@ -47,7 +47,9 @@ struct ProcView {
   std::optional<long long> boot_time;  // epoch seconds
   long ticks_per_second = 100;
   bool in_child_pid_namespace = false;
-  bool nvidia_device_files = false;  // the dev root has NVIDIA device nodes (a driver is installed)
+  // The dev root has NVIDIA device nodes (a driver is installed): whether an NVML that does
+  // not load is a problem or the machine simply has no NVIDIA GPU.
+  bool nvidia_device_files = false;
   // Why some GPU-file holds have no open-file id (kcmp missing or refused, a fixture procfs);
   // empty when every one was compared. Without ids, who keeps which context is a guess.
   std::optional<std::string> open_files_unknown;
@@ -67,24 +69,26 @@ class Snapshot {
  public:
   std::chrono::system_clock::time_point timestamp;
   std::string hostname;
-  BackendReport backend;
+  DriverReading drivers;  // every backend's status and every GPU, by global index
   ProcView proc;
   std::vector<ProcessRow> rows;  // sorted by pid
   std::vector<Ghost> ghosts;     // sorted by pid; the one ghost verdict every consumer reads
   std::vector<std::string> warnings;
 
   bool complete() const { return proc.uninspectable == 0 && proc.details_complete; }
+  // The join's, the scan's and every backend's warnings, in that order.
+  std::vector<std::string> all_warnings() const;
   const HostProcess* find(pid_t pid) const;
   const ProcessRow* row(pid_t pid) const;
   const Ghost* ghost(pid_t pid) const;
   std::optional<std::chrono::system_clock::time_point> start_time(const ProcessStat& st) const;
   GpuMemorySummary memory_summary(const Gpu& gpu) const;
-  // The GPU with this NVML index, if the backend reports it.
-  const Gpu* gpu(unsigned index) const;
+  // The GPU with this global index, if a backend reports it.
+  const Gpu* gpu(unsigned index) const { return drivers.gpu(index); }
 };
 
 // Joins the two views and derives every row's anomalies.
-Snapshot join(ProcView proc, BackendReport backend, std::string hostname,
+Snapshot join(ProcView proc, DriverReading drivers, std::string hostname,
               std::chrono::system_clock::time_point now);
 
 }  // namespace gpureap::core

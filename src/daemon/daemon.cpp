@@ -13,7 +13,7 @@
 
 #include "alert/alert_consumer.h"
 #include "audit/writer.h"
-#include "backend/nvml/nvml_backend.h"
+#include "backend/registry.h"
 #include "core/duration.h"
 #include "daemon/config.h"
 #include "daemon/history.h"
@@ -132,8 +132,8 @@ std::string status_line(const Sample& s, const exporter::ListenAddress& at) {
   const auto& snap = *s.snapshot;
   size_t listed = 0;
   for (const auto& r : snap.rows) listed += r.listed_by_driver;
-  std::string driver = snap.backend.available
-                           ? "driver up, " + count(snap.backend.gpus.size(), "GPU")
+  std::string driver = snap.drivers.any_available()
+                           ? "driver up, " + count(snap.drivers.gpus.size(), "GPU")
                            : (s.driver_timed_out ? "driver not answering" : "driver unavailable");
   return driver + ", " + count(listed, "GPU process") + ", " + count(s.findings.size(), "finding") +
          "; http://" + at.text() + "/";
@@ -141,20 +141,18 @@ std::string status_line(const Sample& s, const exporter::ListenAddress& at) {
 
 class Daemon {
  public:
-  // `acting_collector` (with `acting_backend` as its backend) is the policy actions' own.
+  // `acting_collector` (with backends of its own) is the policy actions' own.
   Daemon(const DaemonOptions& options, DaemonConfig config, collect::Collector collector,
-         collect::Collector acting_collector,
-         std::shared_ptr<backend::WatchdogBackend> acting_backend, backend::BackendFactory backends)
+         collect::Collector acting_collector)
       : options_(options),
         config_(std::move(config)),
         history_(std::make_shared<History>(history_limits(config_))),
-        sampler_(std::move(collector), options.roots.dev_root, std::move(backends),
-                 sampler_settings(config_), history_),
+        sampler_(std::move(collector), options.roots.dev_root, sampler_settings(config_), history_),
         content_(sampler_),
         notifier_(Notifier::from_environment()),
         alerts_(std::make_shared<alert::AlertConsumer>()),
         audit_(std::make_shared<audit::AuditLog>(audit_settings(config_))),
-        acting_backend_(std::move(acting_backend)),
+        acting_backends_(acting_collector.drivers()),
         policies_(std::make_shared<policy::PolicyRunner>(
             std::make_unique<policy::ReaperAction>(std::move(acting_collector)))),
         started_(Clock::now()) {
@@ -275,7 +273,7 @@ class Daemon {
     content_.set_stall_after(stall_threshold(next->interval, next->driver_timeout));
     set_log_level(next->log_level);
     policies_->configure(next->policies, next->enforce);
-    acting_backend_->set_timeout(next->driver_timeout);
+    if (acting_backends_) acting_backends_->set_timeout(next->driver_timeout);
     audit_->reconfigure(audit_settings(*next));
     configure_alerts(*next);
     config_ = std::move(*next);
@@ -299,7 +297,7 @@ class Daemon {
   std::shared_ptr<alert::AlertConsumer> alerts_;
   std::unique_ptr<exporter::HttpServer> server_;
   std::shared_ptr<audit::AuditLog> audit_;
-  std::shared_ptr<backend::WatchdogBackend> acting_backend_;
+  std::shared_ptr<backend::BackendSet> acting_backends_;
   std::shared_ptr<policy::PolicyRunner> policies_;
   Clock::time_point started_;
 };
@@ -323,31 +321,31 @@ int run_daemon(const DaemonOptions& options) {
     return 2;
   }
   set_log_level(config->log_level);
-  auto collector = collect::Collector::open(options.roots, nullptr);
+  auto proc = procfs::ProcFs::open(options.roots.proc_root);
+  if (!proc) {
+    std::cerr << "gpureap: " << proc.error().message << "\n  " << proc.error().hint << "\n";
+    return 2;
+  }
+  backend::BackendSettings settings = options.backends;
+  settings.pid_max = proc->pid_max();
+  backend::WatchdogOptions watchdog;
+  watchdog.timeout = config->driver_timeout;
+  // The sampler's backends, and the policy actions' own: actions verify releases on their own
+  // thread while the sampler keeps its pace, each driver behind a watchdog of their own.
+  auto collector = collect::Collector::open(
+      options.roots, backend::BackendSet::make(backend::builtin_backends(), settings, watchdog));
   if (!collector) {
     std::cerr << "gpureap: " << collector.error().message << "\n  " << collector.error().hint
               << "\n";
     return 2;
   }
-  backend::nvml::NvmlOptions nvml;
-  nvml.library_path = options.nvml_library;
-  nvml.pid_max = collector->procfs().pid_max();
-  // A fresh instance per worker: one stuck in a wedged call keeps its own.
-  backend::BackendFactory backends = [nvml] {
-    return std::shared_ptr<backend::GpuBackend>(backend::nvml::make_nvml_backend(nvml));
-  };
-  // Policy actions get their own collector and NVML instance: they verify releases on their
-  // own thread while the sampler keeps its pace, behind a watchdog of their own.
-  backend::WatchdogOptions acting_watchdog;
-  acting_watchdog.timeout = config->driver_timeout;
-  auto acting_backend = std::make_shared<backend::WatchdogBackend>(backends, acting_watchdog);
-  auto acting = collect::Collector::open(options.roots, acting_backend);
+  auto acting = collect::Collector::open(
+      options.roots, backend::BackendSet::make(backend::builtin_backends(), settings, watchdog));
   if (!acting) {
     std::cerr << "gpureap: " << acting.error().message << "\n  " << acting.error().hint << "\n";
     return 2;
   }
-  Daemon daemon(options, std::move(*config), std::move(*collector), std::move(*acting),
-                std::move(acting_backend), std::move(backends));
+  Daemon daemon(options, std::move(*config), std::move(*collector), std::move(*acting));
   return daemon.run(signals);
 }
 

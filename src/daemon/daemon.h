@@ -4,6 +4,7 @@
 #include <optional>
 #include <string>
 
+#include "backend/settings.h"
 #include "collect/collector.h"
 #include "export/listen_address.h"
 
@@ -13,7 +14,7 @@ struct DaemonOptions {
   std::optional<std::string> config_path;  // --config; empty: kDefaultConfigPath if it exists
   std::optional<exporter::ListenAddress> listen;  // --listen, wins over the config's `listen`
   collect::Roots roots;
-  std::optional<std::string> nvml_library;  // --nvml-library or $GPUREAP_NVML_LIBRARY
+  backend::BackendSettings backends;  // the roots and libraries the backends are made with
 };
 
 // Exit codes: 0 stopped by a signal; 1 it could not serve (e.g. the address is in use);

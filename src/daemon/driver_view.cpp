@@ -4,10 +4,10 @@
 
 namespace gpureap::daemon {
 
-DriverView driver_view(const core::BackendReport& report) {
+DriverView driver_view(const core::DriverReading& drivers) {
   DriverView v;
-  v.available = report.available;
-  for (const auto& g : report.gpus) {
+  v.available = drivers.any_available();
+  for (const auto& g : drivers.gpus) {
     uint64_t attributed = 0;
     for (const auto& p : g.processes) {
       v.listed.emplace_back(g.index, p.pid);

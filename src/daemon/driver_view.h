@@ -22,7 +22,7 @@ struct DriverView {
   bool operator==(const DriverView&) const = default;
 };
 
-DriverView driver_view(const core::BackendReport& report);
+DriverView driver_view(const core::DriverReading& drivers);
 
 // Unattributed memory moving by less than this is allocator noise, not a context that
 // appeared or went.

@@ -64,7 +64,7 @@ void History::record(const core::Snapshot& s) {
   std::lock_guard lock(mutex_);
   latest_ms_ = std::max(latest_ms_, now);
   const size_t per_series = samples_per_series();
-  for (const auto& g : s.backend.gpus) {
+  for (const auto& g : s.drivers.gpus) {
     auto [it, added] = gpus_.try_emplace(g.index, GpuTrack{"", Ring<GpuSample>(per_series)});
     auto& track = it->second;
     track.uuid = g.uuid.value_or("");

@@ -39,8 +39,11 @@ exporter::Reply HttpContent::health() {
         "stalled: no sample finished for " + std::to_string(age_s) + "s; see the daemon's log\n"};
   // Healthy even when the driver is down: restarting gpureap would not fix the driver, and
   // gpureap_up says so to Prometheus.
-  const auto& b = s->snapshot->backend;
-  std::string driver = b.available ? "up" : "down (" + b.error.value_or("unknown reason") + ")";
+  const auto& drivers = s->snapshot->drivers;
+  const auto* down = drivers.first_down();
+  std::string driver = drivers.any_available() || !down
+                           ? "up"
+                           : "down (" + down->error.value_or("unknown reason") + ")";
   return {200, "text/plain; charset=utf-8", "ok\ndriver: " + driver + "\n"};
 }
 

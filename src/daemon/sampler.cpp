@@ -25,12 +25,10 @@ std::string host_name() {
 
 }  // namespace
 
-Sampler::Sampler(collect::Collector collector, std::string dev_root,
-                 backend::BackendFactory backends, SamplerSettings settings,
+Sampler::Sampler(collect::Collector collector, std::string dev_root, SamplerSettings settings,
                  std::shared_ptr<History> history)
     : collector_(std::move(collector)),
       dev_root_(std::move(dev_root)),
-      watchdog_(std::move(backends), backend::WatchdogOptions{settings.driver_timeout}),
       history_(std::move(history)),
       settings_(settings) {}
 
@@ -57,18 +55,21 @@ Clock::time_point Sampler::last_progress() const {
   return Clock::time_point(Clock::duration(progress_.load()));
 }
 
-void Sampler::note_driver(const backend::TimedReport& driver) {
-  bool up = driver.report.available;
+void Sampler::note_driver(const core::DriverReading& drivers, bool timed_out) {
+  bool up = drivers.any_available();
   if (driver_was_up_ && *driver_was_up_ == up) return;
   if (up) {
+    std::string version = "unknown";
+    for (const auto& b : drivers.backends)
+      if (b.available && b.driver_version) version = *b.driver_version;
     if (driver_was_up_)
-      log_notice("the GPU driver answers again: " + count(driver.report.gpus.size(), "GPU"));
+      log_notice("the GPU driver answers again: " + count(drivers.gpus.size(), "GPU"));
     else
-      log_info("GPU driver: " + count(driver.report.gpus.size(), "GPU") + ", driver " +
-               driver.report.driver_version.value_or("unknown"));
+      log_info("GPU driver: " + count(drivers.gpus.size(), "GPU") + ", driver " + version);
   } else {
-    std::string why = driver.report.error.value_or("unknown reason");
-    if (driver.timed_out)
+    const auto* down = drivers.first_down();
+    std::string why = down && down->error ? *down->error : "unknown reason";
+    if (timed_out)
       log_error("GPU backend down: " + why);
     else
       log_warning("GPU backend unavailable: " + why);
@@ -82,20 +83,25 @@ void Sampler::sample_once() {
     std::lock_guard lock(mutex_);
     settings = settings_;
   }
-  watchdog_.set_timeout(settings.driver_timeout);
+  if (const auto& drivers = collector_.drivers()) drivers->set_timeout(settings.driver_timeout);
 
-  backend::TimedReport driver = watchdog_.collect();
+  const auto driver_start = Clock::now();
+  core::DriverReading drivers = collector_.read_drivers();
+  const bool timed_out = std::any_of(drivers.backends.begin(), drivers.backends.end(),
+                                     [](const core::BackendStatus& b) {
+                                       return b.error_code == core::BackendErrorCode::NotAnswering;
+                                     });
   {
     // Stopping: no holder scan and no sample that nobody will read.
     std::lock_guard lock(mutex_);
     if (stop_) return;
   }
-  driver_seconds_ = std::chrono::duration<double>(driver.took).count();
-  if (!driver.report.available) ++driver_errors_;
-  note_driver(driver);
+  driver_seconds_ = seconds_since(driver_start);
+  if (!drivers.any_available()) ++driver_errors_;
+  note_driver(drivers, timed_out);
 
   const auto now = Clock::now();
-  DriverView dv = driver_view(driver.report);
+  DriverView dv = driver_view(drivers);
   const bool full = !view_ || now >= next_full_scan_ || full_scan_requested_.exchange(false);
   const bool scan = full || now >= next_scan_ || driver_view_moved(view_at_scan_, dv);
   if (scan) {
@@ -118,15 +124,15 @@ void Sampler::sample_once() {
     view_at_scan_ = dv;
     next_scan_ = now + settings.holder_scan_interval;
   }
-  collector_.add_driver_details(*view_, driver.report);
+  collector_.add_driver_details(*view_, drivers);
 
   auto sample = std::make_shared<Sample>();
   sample->sequence = ++sequence_;
-  sample->driver_timed_out = driver.timed_out;
+  sample->driver_timed_out = timed_out;
   sample->holder_scan = scan;
   sample->full_scan = scan && full;
   sample->snapshot = std::make_shared<const core::Snapshot>(
-      core::join(*view_, std::move(driver.report), hostname_, std::chrono::system_clock::now()));
+      core::join(*view_, std::move(drivers), hostname_, std::chrono::system_clock::now()));
   if (auto before = latest()) sample->previous = before->snapshot;
   history_->record(*sample->snapshot);
 
@@ -170,7 +176,8 @@ void Sampler::start() {
 }
 
 void Sampler::stop() {
-  watchdog_.interrupt();  // a sample waiting for a slow driver ends now, not at driver_timeout
+  // A sample waiting for a slow driver ends now, not at driver_timeout.
+  if (const auto& drivers = collector_.drivers()) drivers->interrupt();
   {
     std::lock_guard lock(mutex_);
     stop_ = true;

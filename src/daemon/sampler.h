@@ -40,8 +40,9 @@ inline constexpr std::chrono::minutes kIpcResidueEvery{5};
 
 class Sampler {
  public:
-  Sampler(collect::Collector collector, std::string dev_root, backend::BackendFactory backends,
-          SamplerSettings settings, std::shared_ptr<History> history);
+  // The collector's backends are read every sample, with the settings' driver_timeout.
+  Sampler(collect::Collector collector, std::string dev_root, SamplerSettings settings,
+          std::shared_ptr<History> history);
   ~Sampler();  // stops the thread
 
   // Before start(): consumers are called in the order added.
@@ -64,11 +65,10 @@ class Sampler {
 
  private:
   void loop();
-  void note_driver(const backend::TimedReport& driver);
+  void note_driver(const core::DriverReading& drivers, bool timed_out);
 
   collect::Collector collector_;
   std::string dev_root_;
-  backend::BackendWatchdog watchdog_;
   std::shared_ptr<History> history_;
   std::vector<std::shared_ptr<SampleConsumer>> consumers_;
 

@@ -24,8 +24,8 @@ std::string holds_sentence(const core::Snapshot& s, const core::HostProcess& p) 
 
 std::vector<unsigned> held_gpus(const core::Snapshot& s, const core::HostProcess& p) {
   std::vector<unsigned> out;
-  for (const auto& g : s.backend.gpus)
-    if (g.minor && p.holds_nvidia_gpu(g.minor)) out.push_back(g.index);
+  for (const auto& g : s.drivers.gpus)
+    if (!g.device_numbers.empty() && p.holds_gpu(g)) out.push_back(g.index);
   return out;
 }
 

@@ -184,7 +184,7 @@ uint64_t departed_bytes(const DoctorInput& in, unsigned gpu) {
 void unattributed(const DoctorInput& in, std::vector<Finding>& out) {
   const auto& s = in.last;
   if (s.proc.in_child_pid_namespace) return;  // foreign processes explain it
-  for (const auto& g : s.backend.gpus) {
+  for (const auto& g : s.drivers.gpus) {
     if (g.error || g.processes_error || (in.gpu && *in.gpu != g.index)) continue;
     auto now = s.memory_summary(g).unattributed_bytes.value_or(0);
     uint64_t threshold = in.unattributed.for_total(g.memory.total_bytes);

@@ -10,14 +10,16 @@
 namespace gpureap::doctor {
 
 core::Result<std::vector<ResetBlocker>> reset_blockers(const core::Snapshot& s, unsigned index) {
-  if (!s.backend.available)
-    return core::Error{"cannot check GPU " + std::to_string(index) +
-                           " before a reset: " + s.backend.error.value_or("NVML is not available"),
-                       "a reset needs a working driver; see `gpureap doctor`"};
   const auto* gpu = s.gpu(index);
+  const auto* backend = gpu ? s.drivers.backend_of(*gpu) : nullptr;
+  if (!gpu && !s.drivers.any_available()) backend = s.drivers.first_down();
+  if (backend && !backend->available)
+    return core::Error{"cannot check GPU " + std::to_string(index) + " before a reset: " +
+                           backend->error.value_or("its driver is not available"),
+                       "a reset needs a working driver; see `gpureap doctor`"};
   if (!gpu)
     return core::Error{fmt::format("there is no GPU {}", index), "`gpureap ps` lists the GPUs"};
-  if (!gpu->minor)
+  if (gpu->device_numbers.empty())
     return core::Error{fmt::format("GPU {}'s device file is unknown (no minor number)", index),
                        "gpureap cannot prove that nothing holds it"};
   std::vector<ResetBlocker> out;
@@ -30,7 +32,7 @@ core::Result<std::vector<ResetBlocker>> reset_blockers(const core::Snapshot& s, 
       if (u.index == index) why = "listed by the driver with " + bytes_text(u.used_bytes);
     if (r.process) {
       for (const auto& d : r.process->devices)
-        if (d.nvidia_minor == gpu->minor)
+        if (d.reaches(*gpu))
           why += (why.empty() ? "" : "; ") +
                  fmt::format("holds {} on fd {}", d.path, fmt::join(d.fds, ","));
     }

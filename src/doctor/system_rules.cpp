@@ -7,49 +7,56 @@
 
 namespace gpureap::doctor {
 
+namespace {
+
+// One backend that does not answer or cannot be used.
+Finding backend_down(const core::Snapshot& s, const core::BackendStatus& b) {
+  Finding f;
+  std::string error = b.error.value_or("no GPU backend");
+  f.evidence.push_back(b.label() + ": " + error);
+  if (b.error_code == core::BackendErrorCode::VersionMismatch) {
+    f.code = "driver-mismatch";
+    f.severity = Severity::Critical;
+    f.explanation =
+        "The NVML library and the loaded kernel driver have different versions: the driver was "
+        "upgraded without reloading the kernel module. CUDA programs will fail to start.";
+    f.remedy = {"reboot",
+                "or, with no GPU process running: rmmod nvidia_uvm nvidia_drm nvidia_modeset "
+                "nvidia && modprobe nvidia"};
+  } else if (b.error_code == core::BackendErrorCode::NotAnswering) {
+    f.code = "driver-not-answering";
+    f.severity = Severity::Critical;
+    f.explanation =
+        "A call into the GPU driver did not return: the driver is wedged or a GPU fell off the "
+        "bus. "
+        "Processes that use the GPU may hang in the driver too (state D); only device-file "
+        "holders "
+        "are shown.";
+    f.remedy = {"dmesg | grep -i -e nvrm -e xid   # what the driver said",
+                "gpureap doctor --driver-timeout 30s   # if it is only slow",
+                "reboot   # if it stays wedged"};
+  } else {
+    f.code = "driver-missing";
+    f.severity = s.proc.nvidia_device_files ? Severity::Warning : Severity::Info;
+    f.explanation =
+        s.proc.nvidia_device_files
+            ? "NVIDIA device files exist but NVML cannot be used, so GPU memory cannot be "
+              "attributed; only device-file holders are shown."
+            : "No NVIDIA driver is usable on this machine; gpureap shows the processes "
+              "that hold GPU device files only.";
+    f.remedy = {"nvidia-smi   # does the driver answer?",
+                "gpureap --nvml-library /path/to/libnvidia-ml.so.1   # if NVML lives elsewhere"};
+  }
+  return f;
+}
+
+}  // namespace
+
 void driver_rules(const DoctorInput& in, std::vector<Finding>& out) {
   const auto& s = in.last;
-  const auto& b = s.backend;
-  if (!b.available) {
-    Finding f;
-    std::string error = b.error.value_or("no GPU backend");
-    f.evidence.push_back("NVML: " + error);
-    if (b.error_code == "version-mismatch") {
-      f.code = "driver-mismatch";
-      f.severity = Severity::Critical;
-      f.explanation =
-          "The NVML library and the loaded kernel driver have different versions: the driver was "
-          "upgraded without reloading the kernel module. CUDA programs will fail to start.";
-      f.remedy = {"reboot",
-                  "or, with no GPU process running: rmmod nvidia_uvm nvidia_drm nvidia_modeset "
-                  "nvidia && modprobe nvidia"};
-    } else if (b.error_code == "not-answering") {
-      f.code = "driver-not-answering";
-      f.severity = Severity::Critical;
-      f.explanation =
-          "A call into the GPU driver did not return: the driver is wedged or a GPU fell off the "
-          "bus. "
-          "Processes that use the GPU may hang in the driver too (state D); only device-file "
-          "holders "
-          "are shown.";
-      f.remedy = {"dmesg | grep -i -e nvrm -e xid   # what the driver said",
-                  "gpureap doctor --driver-timeout 30s   # if it is only slow",
-                  "reboot   # if it stays wedged"};
-    } else {
-      f.code = "driver-missing";
-      f.severity = s.proc.nvidia_device_files ? Severity::Warning : Severity::Info;
-      f.explanation =
-          s.proc.nvidia_device_files
-              ? "NVIDIA device files exist but NVML cannot be used, so GPU memory cannot be "
-                "attributed; only device-file holders are shown."
-              : "No NVIDIA driver is usable on this machine; gpureap shows the processes "
-                "that hold GPU device files only.";
-      f.remedy = {"nvidia-smi   # does the driver answer?",
-                  "gpureap --nvml-library /path/to/libnvidia-ml.so.1   # if NVML lives elsewhere"};
-    }
-    out.push_back(std::move(f));
-  }
-  for (const auto& g : b.gpus) {
+  for (const auto& b : s.drivers.backends)
+    if (!b.available) out.push_back(backend_down(s, b));
+  for (const auto& g : s.drivers.gpus) {
     if (in.gpu && *in.gpu != g.index) continue;
     if (g.error) {
       out.push_back(

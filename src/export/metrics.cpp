@@ -39,7 +39,7 @@ const core::GpuUse* use_on(const core::ProcessRow& row, unsigned gpu) {
 // out: every CUDA process opens the files of every GPU it can see.
 bool on_gpu(const core::ProcessRow& row, const core::Gpu& g) {
   if (use_on(row, g.index)) return true;
-  return row.has(Anomaly::InheritedHolder) && row.process && row.process->holds_nvidia_gpu(g.minor);
+  return row.has(Anomaly::InheritedHolder) && row.process && row.process->holds_gpu(g);
 }
 
 void gpu_families(const MetricsInput& in, std::vector<MetricFamily>& out) {
@@ -71,11 +71,16 @@ void gpu_families(const MetricsInput& in, std::vector<MetricFamily>& out) {
       "gpureap_process_memory_bytes",
       "GPU memory the driver lists for one process (only with per_process_metrics = true)"};
 
-  for (const auto& g : s.backend.gpus) {
+  for (const auto& g : s.drivers.gpus) {
     auto labels = gpu_labels(g);
+    const auto* backend = s.drivers.backend_of(g);
     info.add(with(labels, {{"name", g.name.value_or("")},
                            {"pci_bus_id", g.pci_bus_id.value_or("")},
-                           {"driver_version", s.backend.driver_version.value_or("")}}),
+                           {"driver_version",
+                            backend ? backend->driver_version.value_or("") : std::string()},
+                           {"vendor", g.vendor},
+                           {"backend", g.backend},
+                           {"key", g.key}}),
              1);
     // Unknown is left out, never written as 0.
     if (g.memory.total_bytes) total.add(labels, static_cast<double>(*g.memory.total_bytes));
@@ -180,8 +185,13 @@ uint64_t ghost_bytes(const core::Snapshot& s, unsigned gpu_index) {
 std::vector<MetricFamily> build_metrics(const MetricsInput& in) {
   std::vector<MetricFamily> out;
   out.push_back(
-      MetricFamily{"gpureap_up", "1 when the GPU driver answered gpureap's last sample, else 0"}
-          .add({}, in.snapshot.backend.available ? 1 : 0));
+      MetricFamily{"gpureap_up", "1 when a GPU driver answered gpureap's last sample, else 0"}.add(
+          {}, in.snapshot.drivers.any_available() ? 1 : 0));
+  MetricFamily backend_up{"gpureap_backend_up",
+                          "1 when this GPU backend answered gpureap's last sample, else 0"};
+  for (const auto& b : in.snapshot.drivers.backends)
+    backend_up.add({{"backend", b.name}, {"vendor", b.vendor}}, b.available ? 1 : 0);
+  out.push_back(std::move(backend_up));
   gpu_families(in, out);
   finding_families(in, out);
   collector_families(in, out);

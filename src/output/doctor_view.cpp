@@ -25,7 +25,7 @@ bool on_gpu(const core::Snapshot& s, const core::ProcessRow& r, unsigned gpu) {
   for (const auto& u : r.gpus)
     if (u.index == gpu) return true;
   const auto* g = s.gpu(gpu);
-  return r.process && r.process->holds_nvidia_gpu(g ? g->minor : std::optional<unsigned>(gpu));
+  return r.process && g && r.process->holds_gpu(*g);
 }
 
 }  // namespace
@@ -38,7 +38,7 @@ std::string render_doctor(const core::Snapshot& s, const std::vector<doctor::Fin
     for (const auto& r : s.rows) rows += !gpu || on_gpu(s, r, *gpu);
     std::string gpus =
         gpu ? fmt::format("GPU {}", *gpu)
-            : fmt::format("{} GPU{}", s.backend.gpus.size(), s.backend.gpus.size() == 1 ? "" : "s");
+            : fmt::format("{} GPU{}", s.drivers.gpus.size(), s.drivers.gpus.size() == 1 ? "" : "s");
     out += style.paint("Healthy", Color::Green) +
            fmt::format(": {}, {} process{} holding {}, nothing above info.\n", gpus, rows,
                        rows == 1 ? "" : "es", gpu ? "it" : "GPUs");

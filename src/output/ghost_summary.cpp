@@ -26,7 +26,7 @@ std::string pids_text(const std::vector<pid_t>& pids) {
 
 std::vector<GhostNotice> ghost_notices(const core::Snapshot& s) {
   std::vector<GhostNotice> out;
-  for (const auto& g : s.backend.gpus) {
+  for (const auto& g : s.drivers.gpus) {
     GhostNotice kept{g.index, GhostCase::Kept}, leaked{g.index, GhostCase::Leaked},
         unknown{g.index, GhostCase::Unknown};
     std::set<pid_t> keepers;

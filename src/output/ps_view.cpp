@@ -120,17 +120,30 @@ std::string command_text(const core::ProcessRow& r) {
   return out;
 }
 
+// One line per backend: its driver and library versions, or why it is not available.
+std::string backend_lines(const core::DriverReading& drivers, const Style& style) {
+  std::string out;
+  for (const auto& b : drivers.backends) {
+    if (!b.available) {
+      std::string who = drivers.backends.size() > 1 ? " (" + terminal_safe(b.name) + ")" : "";
+      out += style.paint("GPU driver" + who + ": not available", Color::Bold) + " — " +
+             terminal_safe(b.error.value_or("no GPU backend")) + "\n";
+      continue;
+    }
+    out += "Driver " + terminal_safe(b.driver_version.value_or("?"));
+    if (const auto* v = b.detail(b.name + "_version"))
+      out += " · " + terminal_safe(b.label()) + " " + terminal_safe(*v);
+    out += "\n";
+  }
+  return out;
+}
+
 std::string render_gpu_section(const core::Snapshot& s, const Style& style) {
-  const auto& b = s.backend;
-  if (!b.available)
-    return style.paint("GPU driver: not available", Color::Bold) + " — " +
-           terminal_safe(b.error.value_or("no GPU backend")) +
-           "\nShowing processes that hold GPU device files only.\n\n";
-  std::string out =
-      fmt::format("Driver {} · NVML {}\n", terminal_safe(b.driver_version.value_or("?")),
-                  terminal_safe(b.nvml_version.value_or("?")));
+  std::string out = backend_lines(s.drivers, style);
+  if (!s.drivers.any_available())
+    return out + "Showing processes that hold GPU device files only.\n\n";
   Table t({"GPU", "NAME", "MEMORY", "", "UTIL", "TEMP", "POWER"});
-  for (const auto& g : s.backend.gpus) {
+  for (const auto& g : s.drivers.gpus) {
     std::string name = terminal_safe(g.name.value_or("?"));
     if (g.error) {
       t.add({{std::to_string(g.index)}, {name}, {"error: " + terminal_safe(*g.error), Color::Red}});

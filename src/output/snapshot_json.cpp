@@ -1,5 +1,6 @@
 #include "output/snapshot_json.h"
 
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "output/time_format.h"
@@ -17,6 +18,23 @@ json opt(const std::optional<T>& v) {
 json container_json(const std::optional<core::ContainerInfo>& c) {
   if (!c) return nullptr;
   return {{"runtime", c->runtime}, {"id", opt(c->id)}, {"pod_uid", opt(c->pod_uid)}};
+}
+
+std::string device_number_text(dev_t d) {
+  return std::to_string(::major(d)) + ":" + std::to_string(::minor(d));
+}
+
+// One backend: its status and, as fields of their own, the facts only it knows.
+json backend_json(const core::BackendStatus& b) {
+  json j = {{"name", b.name},
+            {"vendor", b.vendor},
+            {"available", b.available},
+            {"error", opt(b.error)},
+            {"error_code", b.error_code ? json(core::to_string(*b.error_code)) : json()},
+            {"driver_version", opt(b.driver_version)},
+            {"library", opt(b.library)}};
+  for (const auto& [key, value] : b.details) j[key] = value;
+  return j;
 }
 
 json gpu_uses_json(const std::vector<core::GpuUse>& uses) {
@@ -70,8 +88,11 @@ json row_to_json(const core::Snapshot& s, const core::ProcessRow& r) {
   auto start = s.start_time(p.stat);
   json devices = json::array();
   for (const auto& h : p.devices)
-    devices.push_back(
-        {{"path", h.path}, {"fds", h.fds}, {"kind", h.kind}, {"open_file", opt(h.open_file)}});
+    devices.push_back({{"path", h.path},
+                       {"fds", h.fds},
+                       {"kind", h.kind},
+                       {"device", h.device ? json(device_number_text(*h.device)) : json()},
+                       {"open_file", opt(h.open_file)}});
   j["comm"] = p.stat.comm;
   j["cmdline"] = d.cmdline;
   j["state"] = std::string(1, p.stat.state);
@@ -96,7 +117,14 @@ json row_to_json(const core::Snapshot& s, const core::ProcessRow& r) {
 
 json gpu_to_json(const core::Snapshot& s, const core::Gpu& g) {
   auto m = s.memory_summary(g);
+  json devices = json::array();
+  for (dev_t d : g.device_numbers) devices.push_back(device_number_text(d));
   return {{"index", g.index},
+          {"key", g.key},
+          {"vendor", g.vendor},
+          {"backend", g.backend},
+          {"backend_index", g.backend_index},
+          {"device_numbers", devices},
           {"uuid", opt(g.uuid)},
           {"name", opt(g.name)},
           {"minor", opt(g.minor)},
@@ -120,14 +148,26 @@ json gpu_to_json(const core::Snapshot& s, const core::Gpu& g) {
           {"error", opt(g.error)}};
 }
 
+// The first backend, with the keys v1 has always had ("backend"); "backends" has them all.
+json primary_backend_json(const core::DriverReading& drivers) {
+  if (drivers.backends.empty()) return backend_json(core::BackendStatus{});
+  const auto& b = drivers.backends.front();
+  const std::string* nvml = b.detail("nvml_version");
+  return {{"name", b.name},
+          {"available", b.available},
+          {"error", opt(b.error)},
+          {"driver_version", opt(b.driver_version)},
+          {"nvml_version", nvml ? json(*nvml) : json()},
+          {"library", opt(b.library)}};
+}
+
 json snapshot_to_json(const core::Snapshot& s) {
   json gpus = json::array();
-  for (const auto& g : s.backend.gpus) gpus.push_back(gpu_to_json(s, g));
+  for (const auto& g : s.drivers.gpus) gpus.push_back(gpu_to_json(s, g));
   json processes = json::array();
   for (const auto& r : s.rows) processes.push_back(row_to_json(s, r));
-  json warnings = s.warnings;
-  for (const auto& w : s.proc.warnings) warnings.push_back(w);
-  for (const auto& w : s.backend.warnings) warnings.push_back(w);
+  json backends = json::array();
+  for (const auto& b : s.drivers.backends) backends.push_back(backend_json(b));
   return {{"schema", kSnapshotSchema},
           {"timestamp", iso8601_utc(s.timestamp)},
           {"hostname", s.hostname},
@@ -136,16 +176,11 @@ json snapshot_to_json(const core::Snapshot& s) {
           {"in_child_pid_namespace", s.proc.in_child_pid_namespace},
           {"open_files", s.proc.open_files_unknown ? "guessed" : "exact"},
           {"open_files_unknown", opt(s.proc.open_files_unknown)},
-          {"backend",
-           {{"name", s.backend.name},
-            {"available", s.backend.available},
-            {"error", opt(s.backend.error)},
-            {"driver_version", opt(s.backend.driver_version)},
-            {"nvml_version", opt(s.backend.nvml_version)},
-            {"library", opt(s.backend.library)}}},
+          {"backend", primary_backend_json(s.drivers)},
+          {"backends", backends},
           {"gpus", gpus},
           {"processes", processes},
-          {"warnings", warnings}};
+          {"warnings", s.all_warnings()}};
 }
 
 std::string dump_json(const json& doc, int indent) {

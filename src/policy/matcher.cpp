@@ -42,9 +42,8 @@ std::vector<unsigned> gpus_of(const core::ProcessRow& row, const core::Snapshot&
   for (const auto& use : row.gpus) add(use.index);
   if (row.process)
     for (const auto& hold : row.process->devices)
-      if (hold.nvidia_minor)
-        for (const auto& g : s.backend.gpus)
-          if (g.minor == hold.nvidia_minor) add(g.index);
+      for (const auto& g : s.drivers.gpus)
+        if (!g.device_numbers.empty() && hold.reaches(g)) add(g.index);
   std::sort(out.begin(), out.end());
   return out;
 }

@@ -31,7 +31,7 @@ struct Policy {
       command;  // glob over comm, argv[0], its basename, the whole command line
   std::optional<std::string> container;  // glob over the container id, its 12-character short form,
                                          // the pod UID, the runtime
-  std::optional<unsigned> gpu;           // NVML index
+  std::optional<unsigned> gpu;           // the GPU index gpureap shows
   std::vector<core::Anomaly> anomalies;  // any one of them
   std::optional<uint64_t> min_memory;    // listed memory, summed over the matched GPUs
   std::optional<std::chrono::milliseconds> idle;  // SM utilisation below idle_below for this long

@@ -58,6 +58,30 @@ std::vector<std::string> list_dir(const std::string& dir) {
 
 }  // namespace
 
+std::optional<dev_t> GpuDeviceFile::number() const {
+  if (is_char_device) return rdev;
+  switch (kind) {
+    case DeviceKind::NvidiaGpu:
+      return minor ? std::optional<dev_t>(::makedev(kNvidiaMajor, *minor)) : std::nullopt;
+    case DeviceKind::NvidiaCtl:
+      return ::makedev(kNvidiaMajor, kNvidiaCtlMinor);
+    case DeviceKind::NvidiaModeset:
+      return ::makedev(kNvidiaMajor, kNvidiaModesetMinor);
+    case DeviceKind::DrmRender:
+    case DeviceKind::DrmCard:
+      return minor ? std::optional<dev_t>(::makedev(kDrmMajor, *minor)) : std::nullopt;
+    case DeviceKind::NvidiaUvm:
+    case DeviceKind::NvidiaUvmTools:
+      return std::nullopt;  // a dynamic major, known only for a real node
+  }
+  return std::nullopt;
+}
+
+bool GpuDeviceFile::reaches_gpus() const {
+  return kind == DeviceKind::NvidiaGpu || kind == DeviceKind::DrmRender ||
+         kind == DeviceKind::DrmCard;
+}
+
 const char* to_string(DeviceKind kind) {
   switch (kind) {
     case DeviceKind::NvidiaGpu:

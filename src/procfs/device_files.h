@@ -32,6 +32,12 @@ struct GpuDeviceFile {
   dev_t rdev = 0;  // char devices
   dev_t dev = 0;   // other files
   ino_t ino = 0;
+
+  // The device number the file stands for: st_rdev of a node; for a stand-in file, the number
+  // its name gives under the driver's conventions (nvidia<N> is 195:N, renderD<N> 226:N).
+  std::optional<dev_t> number() const;
+  // It reaches GPUs (a GPU's own node, a DRM node), unlike a control or UVM file.
+  bool reaches_gpus() const;
 };
 
 class DeviceCatalog {

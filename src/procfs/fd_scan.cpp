@@ -11,7 +11,8 @@
 
 namespace gpureap::procfs {
 
-FdScan scan_device_fds(int proc_dirfd, pid_t pid, const DeviceCatalog& catalog) {
+FdScan scan_device_fds(int proc_dirfd, pid_t pid, const DeviceCatalog& catalog,
+                       const std::vector<FdObserver*>& observers) {
   FdScan out;
   std::string fd_dir = std::to_string(pid) + "/fd";
   int dfd = ::openat(proc_dirfd, fd_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -48,12 +49,12 @@ FdScan scan_device_fds(int proc_dirfd, pid_t pid, const DeviceCatalog& catalog) 
     int fd = std::atoi(e->d_name);
     auto it = std::find_if(out.holds.begin(), out.holds.end(),
                            [&](const core::DeviceHold& h) { return h.path == file->path; });
-    if (it == out.holds.end()) {
-      std::optional<unsigned> minor;
-      if (file->kind == DeviceKind::NvidiaGpu) minor = file->minor;
-      out.holds.push_back({file->path, to_string(file->kind), minor, {fd}});
-    } else
+    if (it == out.holds.end())
+      out.holds.push_back(
+          {file->path, to_string(file->kind), file->number(), file->reaches_gpus(), {fd}, {}});
+    else
       it->fds.push_back(fd);
+    for (FdObserver* o : observers) o->observe({proc_dirfd, pid, fd, *file});
   }
   ::closedir(dir);
   for (auto& h : out.holds) std::sort(h.fds.begin(), h.fds.end());

@@ -7,6 +7,7 @@
 
 #include "core/process.h"
 #include "procfs/device_files.h"
+#include "procfs/fd_observer.h"
 
 namespace gpureap::procfs {
 
@@ -17,7 +18,9 @@ struct FdScan {
   bool vanished = false;
 };
 
-// proc_dirfd: an O_DIRECTORY fd of the proc root.
-FdScan scan_device_fds(int proc_dirfd, pid_t pid, const DeviceCatalog& catalog);
+// proc_dirfd: an O_DIRECTORY fd of the proc root. Each observer sees every GPU device fd found
+// (see fd_observer.h), so a backend reads what it needs while the fd is at hand.
+FdScan scan_device_fds(int proc_dirfd, pid_t pid, const DeviceCatalog& catalog,
+                       const std::vector<FdObserver*>& observers = {});
 
 }  // namespace gpureap::procfs

@@ -121,7 +121,7 @@ std::string why_failed(int err) {
 }  // namespace
 
 bool is_gpu_file(const core::DeviceHold& hold) {
-  return hold.nvidia_minor || hold.kind == "drm-render" || hold.kind == "drm-card";
+  return hold.gpu_file;
 }
 
 OpenFileGrouping group_open_files(std::vector<core::HostProcess>& processes, bool live) {
@@ -167,7 +167,7 @@ OpenFileGrouping group_open_files(std::vector<core::HostProcess>& processes, boo
         auto it = m.find({p.stat.pid, fd});
         std::string id = it == m.end() ? std::string() : it->second;
         auto [slot, fresh] =
-            parts.try_emplace(id, core::DeviceHold{h.path, h.kind, h.nvidia_minor, {}, {}});
+            parts.try_emplace(id, core::DeviceHold{h.path, h.kind, h.device, h.gpu_file, {}, {}});
         if (fresh && !id.empty()) slot->second.open_file = id;
         slot->second.fds.push_back(fd);
       }

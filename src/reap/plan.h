@@ -51,7 +51,7 @@ struct Chosen {
 struct Request {
   std::vector<pid_t> pids;          // named explicitly (typed by a user)
   std::vector<Chosen> chosen;       // chosen by a diagnosis
-  std::optional<unsigned> gpu;      // --gpu N (NVML index)
+  std::optional<unsigned> gpu;      // --gpu N (the index gpureap shows)
   std::optional<std::string> user;  // --user NAME or uid
   bool ghosts = false;
   bool tree = false;

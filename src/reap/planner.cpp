@@ -49,7 +49,7 @@ Target make_target(const core::Snapshot& snap, const core::HostProcess& p,
 
 std::vector<GpuBaseline> baselines(const core::Snapshot& snap) {
   std::vector<GpuBaseline> out;
-  for (const auto& g : snap.backend.gpus) {
+  for (const auto& g : snap.drivers.gpus) {
     auto summary = snap.memory_summary(g);
     out.push_back({g.index, g.minor, g.memory.used_bytes, summary.unattributed_bytes});
   }
@@ -70,7 +70,7 @@ core::Result<Plan> make_plan(const core::Snapshot& snap, const Request& request,
   if (!selection) return selection.error();
 
   Plan plan;
-  plan.backend_available = snap.backend.available;
+  plan.backend_available = snap.drivers.any_available();
   plan.notes = std::move(selection->notes);
   plan.gpus = baselines(snap);
   size_t other_users = 0;

@@ -188,6 +188,13 @@ json timing_json(const Report& r) {
   return j;
 }
 
+// The first backend's status, as gpureap.kill/v1 has always named it.
+json primary_backend(const core::DriverReading& drivers) {
+  if (drivers.backends.empty()) return {{"name", ""}, {"available", false}, {"error", nullptr}};
+  const auto& b = drivers.backends.front();
+  return {{"name", b.name}, {"available", b.available}, {"error", opt(b.error)}};
+}
+
 }  // namespace
 
 json kill_to_json(const core::Snapshot& s, const Plan& plan, const KillSettings& settings,
@@ -198,10 +205,7 @@ json kill_to_json(const core::Snapshot& s, const Plan& plan, const KillSettings&
   for (const auto& n : plan.notes) notes.push_back(text(n));
   json doc{{"schema", kKillSchema},
            {"hostname", text(s.hostname)},
-           {"backend",
-            {{"name", s.backend.name},
-             {"available", s.backend.available},
-             {"error", opt(s.backend.error)}}},
+           {"backend", primary_backend(s.drivers)},
            {"complete", s.complete()},
            {"request", request_json(settings)},
            {"plan", {{"targets", targets}, {"gone", gone}, {"notes", notes}}}};

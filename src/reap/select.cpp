@@ -1,6 +1,9 @@
 #include "reap/select.h"
 
+#include <sys/sysmacros.h>
+
 #include <algorithm>
+#include <functional>
 #include <set>
 
 #include "reap/kin.h"
@@ -106,15 +109,23 @@ class Selector {
   }
 
   std::optional<core::Error> gpu(unsigned index) {
-    std::optional<unsigned> minor = index;  // without a driver, GPU N means /dev/nvidiaN
-    if (snap_.backend.available) {
+    // Without a driver, GPU N means /dev/nvidiaN: the one naming of GPU files that an index
+    // maps to without a driver to ask.
+    std::function<bool(const core::HostProcess&)> holds = [index](const core::HostProcess& p) {
+      return std::any_of(p.devices.begin(), p.devices.end(), [&](const core::DeviceHold& h) {
+        return h.kind == "nvidia" && h.device && ::minor(*h.device) == index;
+      });
+    };
+    if (snap_.drivers.any_available()) {
       const core::Gpu* g = snap_.gpu(index);
       if (!g)
         return core::Error{"GPU " + std::to_string(index) + " does not exist",
-                           "the driver reports " + std::to_string(snap_.backend.gpus.size()) +
+                           "the driver reports " + std::to_string(snap_.drivers.gpus.size()) +
                                " GPU(s); see `gpureap ps` for their indices"};
-      minor = g->minor;
-      if (!minor)
+      holds = nullptr;
+      if (!g->device_numbers.empty())
+        holds = [g](const core::HostProcess& p) { return p.holds_gpu(*g); };
+      else
         out_.notes.push_back("the driver does not tell GPU " + std::to_string(index) +
                              "'s device file; only the processes it lists are selected");
       for (const auto& row : snap_.rows) {
@@ -131,11 +142,11 @@ class Selector {
       out_.notes.push_back("no GPU driver: --gpu " + std::to_string(index) +
                            " selects the holders of /dev/nvidia" + std::to_string(index));
     }
-    if (!minor) return std::nullopt;
+    if (!holds) return std::nullopt;
     // A process the driver lists only on other GPUs merely sees this one (CUDA opens every
     // visible GPU's file); an unlisted holder may be keeping a context or blocking a reset.
     for (const auto& p : snap_.proc.processes) {
-      if (p.stat.is_zombie() || !p.holds_nvidia_gpu(minor)) continue;
+      if (p.stat.is_zombie() || !holds(p)) continue;
       const core::ProcessRow* row = snap_.row(p.stat.pid);
       if (row && row->listed_by_driver) continue;
       add(p.stat.pid, {ReasonKind::HoldsDevice, index});

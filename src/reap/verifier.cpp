@@ -25,7 +25,9 @@ bool gone_for_good(const Execution& e) {
 // Whether the driver's list of this GPU could be read: a failed read is no evidence of release.
 bool readable(const core::Snapshot& s, unsigned gpu) {
   const core::Gpu* g = s.gpu(gpu);
-  return s.backend.available && g && !g->error && !g->processes_error;
+  if (!g || g->error || g->processes_error) return false;
+  const core::BackendStatus* b = s.drivers.backend_of(*g);
+  return b && b->available;
 }
 
 bool listed(const core::Snapshot& s, pid_t pid, unsigned gpu) {
@@ -183,16 +185,13 @@ Verification verify(const Plan& plan, const std::vector<Execution>& executions,
   return Verifier(plan, executions).run(source, options);
 }
 
-core::Snapshot driver_snapshot(core::BackendReport report) {
-  return core::join(core::ProcView{}, std::move(report), "", std::chrono::system_clock::now());
+core::Snapshot driver_snapshot(core::DriverReading drivers) {
+  return core::join(core::ProcView{}, std::move(drivers), "", std::chrono::system_clock::now());
 }
 
 ReleaseSource release_source(const collect::Collector& collector) {
   ReleaseSource source;
-  source.driver = [&collector] {
-    const auto& backend = collector.backend();
-    return driver_snapshot(backend ? backend->collect() : core::BackendReport{});
-  };
+  source.driver = [&collector] { return driver_snapshot(collector.read_drivers()); };
   source.full = [&collector] { return collector.collect(); };
   source.stat = [&collector](pid_t pid) -> std::optional<core::ProcessStat> {
     auto st = collector.procfs().read_stat(pid);

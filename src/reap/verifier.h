@@ -81,7 +81,7 @@ Verification verify(const Plan& plan, const std::vector<Execution>& executions,
                     const ReleaseSource& source, const VerifyOptions& options);
 
 // The driver's report joined with an empty /proc view: rows hold only the listings.
-core::Snapshot driver_snapshot(core::BackendReport report);
+core::Snapshot driver_snapshot(core::DriverReading drivers);
 
 // Where a collector looks: its backend alone for the polls, a full collection at the end, its
 // procfs for the exited targets. The collector must outlive the source.

@@ -7,6 +7,16 @@
 #include "supervise/job_usage.h"
 
 namespace gpureap::supervise {
+namespace {
+
+// "nvml", or "nvml,drm" when several backends sampled the job.
+std::string backend_names(const core::DriverReading& drivers) {
+  std::string out;
+  for (const auto& b : drivers.backends) out += (out.empty() ? "" : ",") + b.name;
+  return out;
+}
+
+}  // namespace
 
 struct GpuSampler::State {
   State(collect::Collector c, std::shared_ptr<JobMembers> m)
@@ -30,15 +40,18 @@ struct GpuSampler::State {
   // Caller holds mutex.
   void record(const core::Snapshot& snap, Clock::time_point taken) {
     ++sampling.samples;
-    if (snap.backend.available) {
+    const auto& drivers = snap.drivers;
+    if (drivers.any_available()) {
       sampling.available = true;
       sampling.error.reset();
       sampling.error_code.reset();
     } else if (!sampling.available) {
-      sampling.error = snap.backend.error;
-      sampling.error_code = snap.backend.error_code;
+      if (const auto* down = drivers.first_down()) {
+        sampling.error = down->error;
+        if (down->error_code) sampling.error_code = core::to_string(*down->error_code);
+      }
     }
-    sampling.backend = snap.backend.name;
+    sampling.backend = backend_names(drivers);
     auto is_job = [this](pid_t pid, std::optional<uint64_t> start) {
       return members->contains(pid, start);
     };

@@ -7,9 +7,9 @@
 namespace gpureap::supervise {
 
 void judge_release(const core::Snapshot& snapshot, const IsJobProcess& is_job, ReleaseCheck& c) {
-  c.method = snapshot.backend.available ? "driver" : "device-files";
+  c.method = snapshot.drivers.any_available() ? "driver" : "device-files";
   c.memory.clear();
-  if (snapshot.backend.available) c.memory = memory_held_by_job(snapshot, is_job);
+  if (snapshot.drivers.any_available()) c.memory = memory_held_by_job(snapshot, is_job);
   c.files = files_held_by_job(snapshot, is_job);
   c.released = c.memory.empty() && c.files.empty();
 }

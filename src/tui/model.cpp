@@ -59,7 +59,7 @@ void TopModel::set_size(size_t width, size_t height) {
 }
 
 void TopModel::relayout() {
-  size_t gpus = snapshot_ && snapshot_->backend.available ? snapshot_->backend.gpus.size() : 0;
+  size_t gpus = snapshot_ ? snapshot_->drivers.gpus.size() : 0;
   layout_ = layout_screen(layout_.width, layout_.height, gpus, detail_);
   columns_ = layout_columns(layout_.width, needs_of(view_));
   select_index(index_);

@@ -127,15 +127,16 @@ void TopModel::compose_header(Frame& f) const {
   }
 
   // One line per GPU.
-  const auto& b = s->backend;
-  if (!b.available || b.gpus.empty()) {
+  const auto& drivers = s->drivers;
+  if (drivers.gpus.empty()) {
     Line l;
-    if (b.error_code && *b.error_code == "not-answering")
+    const core::BackendStatus* b = drivers.first_down();
+    if (b && b->error_code == core::BackendErrorCode::NotAnswering)
       l.add("GPU driver not answering", Role::Error)
-          .add(" — " + output::terminal_safe(b.error.value_or("")), Role::Dim);
-    else if (!b.available)
+          .add(" — " + output::terminal_safe(b->error.value_or("")), Role::Dim);
+    else if (b)
       l.add("GPU driver: not available", Role::Warn)
-          .add(" — " + output::terminal_safe(b.error.value_or("no GPU backend")) +
+          .add(" — " + output::terminal_safe(b->error.value_or("no GPU backend")) +
                    " (processes holding GPU device files only)",
                Role::Dim);
     else
@@ -146,8 +147,8 @@ void TopModel::compose_header(Frame& f) const {
     size_t bar_w = w >= 160 ? 30 : w >= 120 ? 24 : 14;
     size_t fixed = 3 + name_w + 1 + bar_w + 2 + 1 + 13 + 5 + 6 + 6;
     bool legend = w >= fixed + 60;
-    for (size_t i = 0; i < layout_.gpu_lines && i < b.gpus.size(); ++i) {
-      const auto& g = b.gpus[i];
+    for (size_t i = 0; i < layout_.gpu_lines && i < drivers.gpus.size(); ++i) {
+      const auto& g = drivers.gpus[i];
       Line l;
       l.add(pad_right(std::to_string(g.index), 3), Role::Header);
       std::string name = output::terminal_safe(g.name.value_or("?"));
@@ -195,7 +196,7 @@ void TopModel::compose_header(Frame& f) const {
     if (layout_.more_gpus)
       f.lines[layout_.gpu_y + layout_.gpu_lines] =
           Line().add(fmt::format("+{} more GPUs (a taller terminal shows them)",
-                                 b.gpus.size() - layout_.gpu_lines),
+                                 drivers.gpus.size() - layout_.gpu_lines),
                      Role::Dim);
   }
 

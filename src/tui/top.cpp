@@ -13,7 +13,7 @@ using std::chrono::duration_cast;
 using std::chrono::seconds;
 using std::chrono::steady_clock;
 
-SamplingStatus sampling_status(const Sampler& sampler, const backend::WatchdogBackend& backend,
+SamplingStatus sampling_status(const Sampler& sampler, const backend::BackendSet& backend,
                                std::chrono::milliseconds interval) {
   SamplingStatus st;
   if (auto stuck = backend.down_for()) st.driver_stuck = duration_cast<seconds>(*stuck);
@@ -31,7 +31,7 @@ bool same(const SamplingStatus& a, const SamplingStatus& b) {
 class Loop {
  public:
   Loop(std::shared_ptr<const collect::Collector> collector,
-       std::shared_ptr<backend::WatchdogBackend> backend, const TopConfig& config, Terminal& term)
+       std::shared_ptr<backend::BackendSet> backend, const TopConfig& config, Terminal& term)
       : collector_(std::move(collector)),
         backend_(std::move(backend)),
         config_(config),
@@ -140,7 +140,7 @@ class Loop {
   }
 
   std::shared_ptr<const collect::Collector> collector_;
-  std::shared_ptr<backend::WatchdogBackend> backend_;
+  std::shared_ptr<backend::BackendSet> backend_;
   const TopConfig& config_;
   Terminal& term_;
   Sampler sampler_;
@@ -153,7 +153,7 @@ class Loop {
 }  // namespace
 
 TopResult run_top(std::shared_ptr<const collect::Collector> collector,
-                  std::shared_ptr<backend::WatchdogBackend> backend, const TopConfig& config) {
+                  std::shared_ptr<backend::BackendSet> backend, const TopConfig& config) {
   auto term = Terminal::open({config.color, config.mouse});
   if (!term) return {2, false, term.error()};
   try {

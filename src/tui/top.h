@@ -6,7 +6,7 @@
 #include <optional>
 #include <string>
 
-#include "backend/watchdog.h"
+#include "backend/backend_set.h"
 #include "collect/collector.h"
 #include "core/result.h"
 #include "tui/kill_job.h"
@@ -34,6 +34,6 @@ struct TopResult {
 
 // `backend` is the watchdog inside `collector` (it says when the driver hangs).
 TopResult run_top(std::shared_ptr<const collect::Collector> collector,
-                  std::shared_ptr<backend::WatchdogBackend> backend, const TopConfig& config);
+                  std::shared_ptr<backend::BackendSet> backend, const TopConfig& config);
 
 }  // namespace gpureap::tui

@@ -36,7 +36,7 @@ std::string sparkline(const std::vector<std::optional<double>>& values, const Gl
 }
 
 void MemoryTrend::record(const core::Snapshot& s) {
-  for (const auto& gpu : s.backend.gpus) {
+  for (const auto& gpu : s.drivers.gpus) {
     if (!gpu.memory.used_bytes || !gpu.memory.total_bytes || *gpu.memory.total_bytes == 0) continue;
     auto& series = series_[gpu.index];
     series.emplace_back(s.timestamp, static_cast<double>(*gpu.memory.used_bytes) /

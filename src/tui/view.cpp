@@ -237,7 +237,7 @@ std::vector<std::string> users_of(const std::vector<TopRow>& rows) {
 
 std::vector<unsigned> gpus_of(const core::Snapshot& s, const std::vector<TopRow>& rows) {
   std::set<unsigned> gpus;
-  for (const auto& g : s.backend.gpus) gpus.insert(g.index);
+  for (const auto& g : s.drivers.gpus) gpus.insert(g.index);
   for (const auto& r : rows) gpus.insert(r.gpus.begin(), r.gpus.end());
   return {gpus.begin(), gpus.end()};
 }

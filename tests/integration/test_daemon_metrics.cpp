@@ -58,10 +58,12 @@ TEST(DaemonMetrics, ValuesMatchTheScenarioAndChangeWhenAHolderDies) {
   ASSERT_TRUE(wait_until([&] { return d.metric("gpureap_up ").has_value(); })) << d.log();
 
   EXPECT_EQ(d.metric("gpureap_up "), 1);
+  EXPECT_EQ(d.metric("gpureap_backend_up{backend=\"nvml\",vendor=\"nvidia\"}"), 1);
   auto r = d.get("/metrics");
   EXPECT_EQ(r.header("Content-Type"), "text/plain; version=0.0.4; charset=utf-8");
   EXPECT_NE(r.body.find("gpureap_gpu_info{gpu=\"0\",uuid=\"GPU-0000\",name=\"NVIDIA H200\","
-                        "pci_bus_id=\"00000000:17:00.0\",driver_version=\"550.54.15\"} 1\n"),
+                        "pci_bus_id=\"00000000:17:00.0\",driver_version=\"550.54.15\","
+                        "vendor=\"nvidia\",backend=\"nvml\",key=\"nvidia:GPU-0000\"} 1\n"),
             std::string::npos)
       << r.body;
   EXPECT_EQ(d.metric(gpu_series("gpureap_gpu_memory_total_bytes")), 80.0 * GiB);

@@ -1,5 +1,7 @@
 #pragma once
 // Hand-built processes, GPUs and snapshots for tests of the join and its consumers.
+#include <sys/sysmacros.h>
+
 #include <algorithm>
 #include <chrono>
 #include <string>
@@ -29,12 +31,28 @@ inline core::HostProcess proc(pid_t pid, pid_t ppid, pid_t pgid, char state = 'S
   return p;
 }
 
+// /dev/nvidia<minor>'s hold on these fds: device 195:<minor>, a GPU file.
+inline core::DeviceHold nvidia_hold(unsigned minor, std::vector<int> fds,
+                                    std::optional<std::string> open_file = std::nullopt) {
+  return {"/dev/nvidia" + std::to_string(minor),
+          "nvidia",
+          ::makedev(195, minor),
+          true,
+          std::move(fds),
+          std::move(open_file)};
+}
+
+// /dev/nvidiactl's hold: the driver's control file, which reaches no GPU.
+inline core::DeviceHold nvidiactl_hold(std::vector<int> fds) {
+  return {"/dev/nvidiactl", "nvidiactl", ::makedev(195, 255), false, std::move(fds), {}};
+}
+
 // Holds /dev/nvidia<minor> on fd 5 and /dev/nvidiactl on fd 4.
 inline core::HostProcess holder(pid_t pid, pid_t ppid, pid_t pgid, unsigned minor = 0,
                                 char state = 'S') {
   auto p = proc(pid, ppid, pgid, state);
-  p.devices.push_back({"/dev/nvidia" + std::to_string(minor), "nvidia", minor, {5}});
-  p.devices.push_back({"/dev/nvidiactl", "nvidiactl", std::nullopt, {4}});
+  p.devices.push_back(nvidia_hold(minor, {5}));
+  p.devices.push_back(nvidiactl_hold({4}));
   return p;
 }
 
@@ -50,11 +68,24 @@ inline core::Gpu gpu(unsigned index, unsigned minor, uint64_t used,
   core::Gpu g;
   g.index = index;
   g.minor = minor;
+  g.device_numbers = {::makedev(195, minor)};
   g.name = "Test GPU";
   g.memory.total_bytes = 100 * GiB;
   g.memory.used_bytes = used;
   g.processes = std::move(procs);
   return g;
+}
+
+// One NVIDIA backend that answers with these GPUs, as the registry's backends are combined.
+inline core::DriverReading drivers(std::vector<core::Gpu> gpus, bool available = true) {
+  core::BackendReport b;
+  b.name = "nvml";
+  b.vendor = "nvidia";
+  b.available = available;
+  b.gpus = std::move(gpus);
+  std::vector<core::BackendReport> reports;
+  reports.push_back(std::move(b));
+  return core::combine(std::move(reports));
 }
 
 struct SnapshotOptions {
@@ -75,10 +106,7 @@ inline core::Snapshot make_snapshot(std::vector<core::HostProcess> ps, std::vect
   v.in_child_pid_namespace = o.child_ns;
   v.uninspectable = o.uninspectable;
   v.nvidia_device_files = true;
-  core::BackendReport b;
-  b.available = true;
-  b.gpus = std::move(gpus);
-  return core::join(std::move(v), std::move(b), "host", o.at);
+  return core::join(std::move(v), drivers(std::move(gpus)), "host", o.at);
 }
 
 }  // namespace gpureap::testing

@@ -125,7 +125,7 @@ TEST(AlertEvaluator, UnknownValuesNeverFireNorResolve) {
   // The backend is down: nothing is known about any GPU.
   auto down = sample_at(3s, {});
   auto snap = std::make_shared<core::Snapshot>(*down.snapshot);
-  snap->backend.available = false;
+  snap->drivers.backends.at(0).available = false;
   down.snapshot = snap;
   EXPECT_TRUE(e.evaluate(down).empty());
   EXPECT_EQ(e.firing()[0].second, 1u);

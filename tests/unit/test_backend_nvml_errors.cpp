@@ -34,10 +34,11 @@ TEST(nvmlErrors, InitErrorsNameTheCauseAndTheNextStep) {
 }
 
 TEST(nvmlErrors, InitErrorsHaveStableCodes) {
-  EXPECT_STREQ(init_error_code(NVML_ERROR_DRIVER_NOT_LOADED), "driver-not-loaded");
-  EXPECT_STREQ(init_error_code(NVML_ERROR_LIB_RM_VERSION_MISMATCH), "version-mismatch");
-  EXPECT_STREQ(init_error_code(NVML_ERROR_NO_PERMISSION), "no-permission");
-  EXPECT_STREQ(init_error_code(NVML_ERROR_UNKNOWN), "init-failed");
+  EXPECT_STREQ(core::to_string(init_error_code(NVML_ERROR_DRIVER_NOT_LOADED)), "driver-not-loaded");
+  EXPECT_STREQ(core::to_string(init_error_code(NVML_ERROR_LIB_RM_VERSION_MISMATCH)),
+               "version-mismatch");
+  EXPECT_STREQ(core::to_string(init_error_code(NVML_ERROR_NO_PERMISSION)), "no-permission");
+  EXPECT_STREQ(core::to_string(init_error_code(NVML_ERROR_UNKNOWN)), "init-failed");
 }
 
 TEST(nvmlErrors, LostGpuSaysWhichAndWhatToDo) {

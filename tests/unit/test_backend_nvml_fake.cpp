@@ -61,7 +61,10 @@ TEST_F(nvmlFakeLibrary, HealthyMultiGpu) {
   EXPECT_EQ(report.name, "nvml");
   EXPECT_EQ(report.library, fake_nvml_library());
   EXPECT_EQ(report.driver_version, "550.54.15");
-  EXPECT_EQ(report.nvml_version, "12.550.54.15");
+  ASSERT_NE(report.detail("nvml_version"), nullptr);
+  EXPECT_EQ(*report.detail("nvml_version"), "12.550.54.15");
+  EXPECT_EQ(report.name, "nvml");
+  EXPECT_EQ(report.vendor, "nvidia");
   EXPECT_TRUE(report.warnings.empty()) << report.warnings.front();
   ASSERT_EQ(report.gpus.size(), 2u);
 
@@ -227,7 +230,8 @@ TEST_P(nvmlFakeInitError, IsReportedWithItsNextStep) {
   EXPECT_TRUE(report.gpus.empty());
   EXPECT_EQ(report.library, fake_nvml_library());
   EXPECT_TRUE(contains(report.error, GetParam().expected)) << report.error.value_or("(none)");
-  EXPECT_EQ(report.error_code, GetParam().error_code);
+  ASSERT_TRUE(report.error_code.has_value());
+  EXPECT_STREQ(core::to_string(*report.error_code), GetParam().error_code);
 
   // The driver comes back: the same backend recovers on its next collect.
   write_scenario({{"gpus", {json::object()}}});
@@ -263,7 +267,7 @@ TEST_F(nvmlFakeLibrary, MissingLibraryNamesThePathAndTheFix) {
   EXPECT_TRUE(contains(report.error, dir_ + "/libnvidia-ml.so.1 could not be loaded"))
       << report.error.value_or("");
   EXPECT_TRUE(contains(report.error, "--nvml-library"));
-  EXPECT_EQ(report.error_code, "library-not-found");
+  EXPECT_EQ(report.error_code, core::BackendErrorCode::LibraryNotFound);
 }
 
 TEST_F(nvmlFakeLibrary, ALibraryWithoutNvmlIsRejected) {
@@ -273,7 +277,7 @@ TEST_F(nvmlFakeLibrary, ALibraryWithoutNvmlIsRejected) {
   EXPECT_FALSE(report.available);
   EXPECT_TRUE(contains(report.error, "lacks required functions")) << report.error.value_or("");
   EXPECT_TRUE(contains(report.error, "nvmlInit_v2 / nvmlInit"));
-  EXPECT_EQ(report.error_code, "symbol-missing");
+  EXPECT_EQ(report.error_code, core::BackendErrorCode::SymbolMissing);
 }
 
 TEST_F(nvmlFakeLibrary, VariantWithoutV3ProcessFunctionsUsesV2) {

@@ -116,7 +116,7 @@ TEST(nvmlInjectedBackend, MissingRequiredFunctionMakesTheBackendUnavailable) {
   EXPECT_FALSE(report.available);
   ASSERT_TRUE(report.error.has_value());
   EXPECT_NE(report.error->find("nvmlInit_v2 / nvmlInit"), std::string::npos) << *report.error;
-  EXPECT_EQ(report.error_code, "symbol-missing");
+  EXPECT_EQ(report.error_code, core::BackendErrorCode::SymbolMissing);
   EXPECT_TRUE(report.gpus.empty());
 }
 

@@ -87,7 +87,7 @@ TEST_F(BackendWatchdogTest, WedgedCallIsAbandonedAndAFreshInstanceRecovers) {
   auto down = w.collect();
   EXPECT_TRUE(down.timed_out);
   EXPECT_FALSE(down.report.available);
-  EXPECT_EQ(down.report.error_code, "not-answering");
+  EXPECT_EQ(down.report.error_code, core::BackendErrorCode::NotAnswering);
   EXPECT_TRUE(w.down_for());
   EXPECT_NE(down.report.error->find("did not answer within 100ms"), std::string::npos)
       << *down.report.error;

@@ -59,7 +59,7 @@ TEST(GhostVerdict, AWorkerInTheGhostsGroupThatSharesAListedJobsFileIsStillTheJob
 TEST(GhostVerdict, AFileOfAProcessListedOnAnotherGpuIsItsOwn) {
   // 600 uses GPU 1 and, as CUDA does, opened GPU 0's file too; gone 700 on GPU 0 is kept by 701.
   auto job = sharing(600, 1, 600, "600:7", 1);
-  job.devices.push_back({"/dev/nvidia0", "nvidia", 0u, {8}, std::string("600:8")});
+  job.devices.push_back(nvidia_hold(0, {8}, "600:8"));
   auto s = make_snapshot(
       {proc(1, 0, 1), job, sharing(701, 1, 700, "701:5")},
       {gpu(0, 0, 8 * GiB, {listed(700, 8 * GiB)}), gpu(1, 1, 4 * GiB, {listed(600, 4 * GiB)})});
@@ -96,7 +96,7 @@ TEST(GhostVerdict, WithoutOpenFileIdsAJobsDescendantIsItsWorkerAndTheVerdictIsAG
 
 TEST(GhostVerdict, AListedChildOfTheGhostIsOwnerAndKeeper) {
   auto child = sharing(1001, 1, 1000, "1001:5");
-  child.devices.push_back({"/dev/nvidia0", "nvidia", 0u, {6}, std::string("1001:6")});
+  child.devices.push_back(nvidia_hold(0, {6}, "1001:6"));
   auto s = make_snapshot({proc(1, 0, 1), child},
                          {gpu(0, 0, 9 * GiB, {listed(1000, 6 * GiB), listed(1001, 3 * GiB)})});
   const Ghost* g = s.ghost(1000);

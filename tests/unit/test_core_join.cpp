@@ -25,7 +25,7 @@ TEST(Join, HealthyListedHolderHasNoAnomalies) {
   ASSERT_EQ(s.rows.size(), 1u);
   EXPECT_TRUE(s.rows[0].listed_by_driver);
   EXPECT_TRUE(s.rows[0].anomalies.empty());
-  auto m = s.memory_summary(s.backend.gpus[0]);
+  auto m = s.memory_summary(s.drivers.gpus[0]);
   EXPECT_EQ(m.attributed_bytes, 8 * GiB);
   EXPECT_EQ(m.unattributed_bytes, GiB);
   EXPECT_EQ(m.ghost_bytes, 0u);
@@ -41,7 +41,7 @@ TEST(Join, GonePidWithInheritedHoldersIsNoSuchProcessNotLeaked) {
   for (pid_t w : {301, 302})
     EXPECT_EQ(anomalies_of(s, w),
               (std::vector<Anomaly>{Anomaly::Orphan, Anomaly::InheritedHolder}));
-  auto m = s.memory_summary(s.backend.gpus[0]);
+  auto m = s.memory_summary(s.drivers.gpus[0]);
   EXPECT_EQ(m.ghost_bytes, 8 * GiB);
   EXPECT_EQ(m.ghost_keepers, 2u);
 }
@@ -127,7 +127,7 @@ TEST(Join, DuplicateListingCountsOnceWithTheLargerMemory) {
   auto s = make({proc(1, 0, 1), holder(200, 1, 200)}, {gpu(0, 0, GiB, {d1, d2})});
   ASSERT_EQ(s.row(200)->gpus.size(), 1u);
   EXPECT_EQ(s.row(200)->gpus[0].used_bytes, 3 * GiB);
-  auto m = s.memory_summary(s.backend.gpus[0]);
+  auto m = s.memory_summary(s.drivers.gpus[0]);
   EXPECT_EQ(m.attributed_bytes, 3 * GiB);
   EXPECT_EQ(m.unattributed_bytes, 0u);  // never negative
 }
@@ -136,7 +136,7 @@ TEST(Join, NotAvailableMemoryIsUnknownNotHuge) {
   auto s =
       make({proc(1, 0, 1), holder(200, 1, 200)}, {gpu(0, 0, GiB, {listed(200, std::nullopt)})});
   EXPECT_FALSE(s.row(200)->gpus[0].used_bytes.has_value());
-  EXPECT_EQ(s.memory_summary(s.backend.gpus[0]).attributed_bytes, 0u);
+  EXPECT_EQ(s.memory_summary(s.drivers.gpus[0]).attributed_bytes, 0u);
 }
 
 TEST(Join, ListedPidHoldingNoDeviceFileIsWarnedAbout) {

@@ -7,7 +7,7 @@ namespace {
 
 constexpr uint64_t MiB = 1ull << 20;
 
-core::BackendReport report(std::vector<std::pair<pid_t, uint64_t>> procs, uint64_t used) {
+core::DriverReading report(std::vector<std::pair<pid_t, uint64_t>> procs, uint64_t used) {
   core::BackendReport r;
   r.available = true;
   core::Gpu g;
@@ -20,7 +20,7 @@ core::BackendReport report(std::vector<std::pair<pid_t, uint64_t>> procs, uint64
     g.processes.push_back(d);
   }
   r.gpus.push_back(g);
-  return r;
+  return core::combine({r});
 }
 
 TEST(DaemonDriverView, ListedPidsAndUnattributedMemory) {
@@ -48,7 +48,7 @@ TEST(DaemonDriverView, UnattributedMemoryMovingMovesTheViewNoiseDoesNot) {
 
 TEST(DaemonDriverView, DriverComingUpOrGoingDownMovesTheView) {
   auto up = driver_view(report({}, 0));
-  core::BackendReport down;
+  core::DriverReading down = core::combine({core::BackendReport{}});
   EXPECT_TRUE(driver_view_moved(up, driver_view(down)));
   EXPECT_TRUE(driver_view_moved(driver_view(down), up));
 }

@@ -9,6 +9,7 @@
 #include <mutex>
 #include <thread>
 
+#include "backend/backend_set.h"
 #include "daemon/sampler.h"
 
 namespace gpureap::daemon {
@@ -63,6 +64,7 @@ class DaemonSampler : public ::testing::Test {
     core::Gpu g;
     g.index = 0;
     g.uuid = "GPU-test";
+    g.device_major = 195;  // as NVML says when it cannot tell the minor: any /dev/nvidia<N>
     g.memory.total_bytes = 80ull << 30;
     g.memory.used_bytes = 0;
     for (pid_t p : pids) {
@@ -77,12 +79,17 @@ class DaemonSampler : public ::testing::Test {
   }
 
   std::unique_ptr<Sampler> make(SamplerSettings settings = {}) {
-    auto collector = collect::Collector::open({"/proc", dev_}, nullptr);
-    EXPECT_TRUE(collector.ok());
+    // The script as a registered driver backend: called behind a watchdog, as NVML is.
     auto script = script_;
-    return std::make_unique<Sampler>(
-        std::move(*collector), dev_, [script] { return std::make_shared<ScriptedBackend>(script); },
-        settings, std::make_shared<History>());
+    backend::Registry registry{{"nvml", "nvidia", true, [script](const backend::BackendSettings&) {
+                                  return std::make_unique<ScriptedBackend>(script);
+                                }}};
+    auto drivers =
+        backend::BackendSet::make(registry, {}, backend::WatchdogOptions{settings.driver_timeout});
+    auto collector = collect::Collector::open({"/proc", dev_}, drivers);
+    EXPECT_TRUE(collector.ok());
+    return std::make_unique<Sampler>(std::move(*collector), dev_, settings,
+                                     std::make_shared<History>());
   }
 
   std::string dev_;
@@ -98,7 +105,7 @@ TEST_F(DaemonSampler, PublishesSnapshotFindingsAndMetrics) {
   EXPECT_EQ(s->sequence, 1u);
   EXPECT_TRUE(s->holder_scan);
   EXPECT_EQ(s->previous, nullptr);
-  EXPECT_TRUE(s->snapshot->backend.available);
+  EXPECT_TRUE(s->snapshot->drivers.any_available());
   EXPECT_NE(s->snapshot->find(::getpid()), nullptr);  // /proc was scanned
   EXPECT_NE(s->metrics_text.find("\ngpureap_up 1\n"), std::string::npos) << s->metrics_text;
   EXPECT_NE(s->metrics_text.find(

@@ -202,15 +202,15 @@ TEST(DoctorRules, DriverFindings) {
   v.nvidia_device_files = true;
   core::BackendReport b;
   b.error = "NVML library and kernel driver versions differ";
-  b.error_code = "version-mismatch";
-  auto s = core::join(v, b, "h", {});
+  b.error_code = core::BackendErrorCode::VersionMismatch;
+  auto s = core::join(v, core::combine({b}), "h", {});
   auto fs = run(s);
   ASSERT_NE(find(fs, "driver-mismatch"), nullptr);
   EXPECT_EQ(worst(fs), Severity::Critical);
 
-  b.error_code = "library-not-found";
+  b.error_code = core::BackendErrorCode::LibraryNotFound;
   v.nvidia_device_files = false;
-  auto none = core::join(v, b, "h", {});
+  auto none = core::join(v, core::combine({b}), "h", {});
   auto fs2 = run(none);
   ASSERT_NE(find(fs2, "driver-missing"), nullptr);
   EXPECT_EQ(worst(fs2), Severity::Info);  // a machine without NVIDIA devices is not unhealthy

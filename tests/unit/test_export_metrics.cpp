@@ -59,7 +59,7 @@ core::Snapshot fleet() {
   auto s = make_snapshot({proc(1, 0, 1), alice, worker, bob},
                          {named_gpu(0, 0, 29 * GiB, {listed(200, 20 * GiB), listed(300, 8 * GiB)}),
                           named_gpu(1, 1, 4 * GiB, {listed(400, 4 * GiB)})});
-  s.backend.driver_version = "550.54.15";
+  s.drivers.backends.at(0).driver_version = "550.54.15";
   return s;
 }
 
@@ -162,7 +162,7 @@ TEST(ExportMetrics, DownBackendIsUpZeroWithNoGpuSeries) {
   core::BackendReport b;
   b.available = false;
   b.error = "the GPU driver did not answer";
-  auto s = core::join(v, b, "host", std::chrono::system_clock::now());
+  auto s = core::join(v, core::combine({b}), "host", std::chrono::system_clock::now());
   std::vector<doctor::Finding> findings;
   auto m =
       build_metrics({s, findings, {{"driver", 5.0, 3}, {"holder_scan", std::nullopt, 0}}, false});

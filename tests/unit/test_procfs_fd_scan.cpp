@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -65,8 +66,10 @@ class Fd {
 std::string describe(const std::vector<DeviceHold>& holds) {
   std::string s;
   for (const auto& h : holds) {
-    s += h.path + " " + h.kind +
-         " minor=" + (h.nvidia_minor ? std::to_string(*h.nvidia_minor) : "-") + " fds=";
+    s += h.path + " " + h.kind + " device=" +
+         (h.device ? std::to_string(major(*h.device)) + ":" + std::to_string(minor(*h.device))
+                   : "-") +
+         (h.gpu_file ? " gpu" : "") + " fds=";
     for (size_t i = 0; i < h.fds.size(); ++i) s += (i ? "," : "") + std::to_string(h.fds[i]);
     s += "\n";
   }
@@ -94,9 +97,10 @@ TEST(FdScan, ReportsOwnFdsWithPathsAndNumbers) {
   auto scan = scan_device_fds(proc.get(), ::getpid(), cat);
   EXPECT_TRUE(scan.readable);
   EXPECT_FALSE(scan.vanished);
-  std::string want = (dev / "nvidia0") + " nvidia minor=0 fds=" + std::to_string(gpu0a.get()) +
-                     "," + std::to_string(gpu0b.get()) + "\n" + (dev / "nvidiactl") +
-                     " nvidiactl minor=- fds=" + std::to_string(ctl.get()) + "\n";
+  std::string want = (dev / "nvidia0") +
+                     " nvidia device=195:0 gpu fds=" + std::to_string(gpu0a.get()) + "," +
+                     std::to_string(gpu0b.get()) + "\n" + (dev / "nvidiactl") +
+                     " nvidiactl device=195:255 fds=" + std::to_string(ctl.get()) + "\n";
   EXPECT_EQ(describe(scan.holds), want);
 }
 
@@ -121,8 +125,8 @@ TEST(FdScan, DeletedDeviceFileStillMatchesItsCatalogueEntry) {
   Fd gpu1(dev / "nvidia1");
   ASSERT_EQ(::unlink((dev / "nvidia1").c_str()), 0);  // link text now ends in " (deleted)"
   auto scan = scan_device_fds(proc.get(), ::getpid(), cat);
-  EXPECT_EQ(describe(scan.holds),
-            (dev / "nvidia1") + " nvidia minor=1 fds=" + std::to_string(gpu1.get()) + "\n");
+  EXPECT_EQ(describe(scan.holds), (dev / "nvidia1") + " nvidia device=195:1 gpu fds=" +
+                                      std::to_string(gpu1.get()) + "\n");
 }
 
 TEST(FdScan, ForkedChildInheritsTheHolds) {
@@ -146,8 +150,9 @@ TEST(FdScan, ForkedChildInheritsTheHolds) {
   EXPECT_TRUE(scan.readable);
   EXPECT_FALSE(scan.vanished);
   EXPECT_EQ(describe(scan.holds),
-            (dev / "nvidia0") + " nvidia minor=0 fds=" + std::to_string(gpu0.get()) + "\n" +
-                (dev / "nvidiactl") + " nvidiactl minor=- fds=" + std::to_string(ctl.get()) + "\n");
+            (dev / "nvidia0") + " nvidia device=195:0 gpu fds=" + std::to_string(gpu0.get()) +
+                "\n" + (dev / "nvidiactl") +
+                " nvidiactl device=195:255 fds=" + std::to_string(ctl.get()) + "\n");
   // Reaped: the fd table is gone with it.
   auto gone = scan_device_fds(proc.get(), child, cat);
   EXPECT_TRUE(gone.vanished);

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -18,8 +19,9 @@ core::HostProcess holding(pid_t pid, const std::string& path, std::vector<int> f
   core::HostProcess p;
   p.stat.pid = pid;
   p.stat.state = 'S';
-  p.devices.push_back({path, "nvidia", 0u, std::move(fds), std::nullopt});
-  p.devices.push_back({"/dev/nvidiactl", "nvidiactl", std::nullopt, {0}, std::nullopt});
+  p.devices.push_back({path, "nvidia", ::makedev(195, 0), true, std::move(fds), std::nullopt});
+  p.devices.push_back(
+      {"/dev/nvidiactl", "nvidiactl", ::makedev(195, 255), false, {0}, std::nullopt});
   return p;
 }
 

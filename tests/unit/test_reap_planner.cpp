@@ -120,7 +120,7 @@ TEST(ReapPlanner, GpuSelectsListedProcessesGhostKeepersAndUnlistedHolders) {
 TEST(ReapPlanner, GpuDoesNotTakeAProcessListedOnlyOnAnotherGpu) {
   // 400 uses GPU 1 but, as CUDA does, also holds GPU 0's file.
   auto trainer = holder(400, 1, 400, 1);
-  trainer.devices.push_back({"/dev/nvidia0", "nvidia", 0u, {7}});
+  trainer.devices.push_back(nvidia_hold(0, {7}));
   auto s = make_snapshot({proc(1, 0, 1), trainer},
                          {gpu(0, 0, 0, {}), gpu(1, 1, 16 * GiB, {listed(400, 16 * GiB)})});
   EXPECT_TRUE(plan_for(s, {.gpu = 0}).nothing_matched());
@@ -135,7 +135,7 @@ TEST(ReapPlanner, UnknownGpuIsAnError) {
 
 TEST(ReapPlanner, WithoutADriverGpuNMeansTheHoldersOfNvidiaN) {
   auto s = make_snapshot({proc(1, 0, 1), holder(400, 1, 400, 1), holder(500, 1, 500)}, {});
-  s.backend.available = false;
+  s.drivers.backends.at(0).available = false;
   auto p = plan_for(s, {.gpu = 1});
   EXPECT_EQ(pids(p), std::vector<pid_t>{400});
   EXPECT_TRUE(has_reason(p, 400, {ReasonKind::HoldsDevice, 1u}));

@@ -229,7 +229,7 @@ TEST(ReapVerifier, PollsTheDriverAloneAndScansProcOnlyToNameHolders) {
     r.available = true;
     r.gpus.push_back(driver_polls < 3 ? gpu(0, 0, 17 * GiB, {listed(400, 16 * GiB)})
                                       : gpu(0, 0, GiB, {}));
-    return driver_snapshot(r);
+    return driver_snapshot(core::combine({r}));
   };
   auto v = verify(plan, execs, source, kFast);
   EXPECT_EQ(driver_polls, 3);
@@ -255,7 +255,7 @@ TEST(ReapVerifier, AnUnreadableDriverListIsNoEvidenceOfRelease) {
     core::BackendReport r;
     r.available = false;  // NVML failed while we waited
     r.error = "driver not loaded";
-    return driver_snapshot(r);
+    return driver_snapshot(core::combine({r}));
   };
   auto v = verify(plan, execs, source, {milliseconds(20), milliseconds(5)});
   EXPECT_FALSE(v.listings[0].released);

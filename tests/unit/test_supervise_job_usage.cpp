@@ -84,7 +84,7 @@ TEST(SuperviseJobUsage, ReleaseVerdictUsesTheDriverWhenItAnswers) {
 
 TEST(SuperviseJobUsage, WithoutADriverOnlyDeviceFilesCount) {
   auto snap = two_gpus();
-  snap.backend.available = false;
+  snap.drivers.backends.at(0).available = false;
   ReleaseCheck check;
   judge_release(snap, job_of({101}), check);
   EXPECT_EQ(check.method, "device-files");

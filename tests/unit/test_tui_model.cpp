@@ -363,10 +363,10 @@ TEST(TuiModel, DriverNotAnsweringIsShown) {
   m.set_sampling(st);
   EXPECT_NE(line_with(m.compose(), "driver not answering for 12s"), nullptr);
   core::Snapshot down = *scene();
-  down.backend.available = false;
-  down.backend.gpus.clear();
-  down.backend.error_code = "not-answering";
-  down.backend.error = "the GPU driver has not answered for 6 s";
+  down.drivers.backends.at(0).available = false;
+  down.drivers.gpus.clear();
+  down.drivers.backends.at(0).error_code = core::BackendErrorCode::NotAnswering;
+  down.drivers.backends.at(0).error = "the GPU driver has not answered for 6 s";
   m.set_snapshot(std::make_shared<const core::Snapshot>(down));
   EXPECT_NE(line_with(m.compose(), "GPU driver not answering"), nullptr);
   expect_fits(m.compose());

@@ -8,7 +8,7 @@
 #include <mutex>
 #include <thread>
 
-#include "backend/watchdog.h"
+#include "backend/backend_set.h"
 #include "tui/host_stats.h"
 #include "tui/sampler.h"
 
@@ -69,7 +69,9 @@ class TuiSampler : public ::testing::Test {
   void TearDown() override { std::filesystem::remove_all(dev_); }
 
   std::shared_ptr<const collect::Collector> collector(std::shared_ptr<backend::GpuBackend> b) {
-    auto c = collect::Collector::open({"/proc", dev_}, std::move(b));
+    auto c = collect::Collector::open({"/proc", dev_},
+                                      std::make_shared<backend::BackendSet>(
+                                          std::vector<std::shared_ptr<backend::GpuBackend>>{b}));
     EXPECT_TRUE(c.ok());
     return std::make_shared<const collect::Collector>(std::move(*c));
   }
@@ -85,7 +87,7 @@ TEST_F(TuiSampler, PublishesSnapshotsOffTheCallersThread) {
   auto sample = s.latest();
   ASSERT_NE(sample.snapshot, nullptr);
   EXPECT_NE(sample.snapshot->find(::getpid()), nullptr);  // /proc was scanned
-  EXPECT_TRUE(sample.snapshot->backend.available);
+  EXPECT_TRUE(sample.snapshot->drivers.any_available());
   EXPECT_TRUE(sample.host.mem_total_bytes);
   EXPECT_TRUE(s.stop(10s));  // generous: a loaded machine scans /proc slowly
 }
@@ -118,23 +120,28 @@ TEST_F(TuiSampler, BehindTheWatchdogSamplingGoesOnWhileTheDriverHangs) {
   backend::WatchdogOptions watch;
   watch.timeout = 100ms;
   watch.first_backoff = 1h;  // one stuck call: the gate counts it alone
-  auto deadline = std::make_shared<backend::WatchdogBackend>(
-      [gate] { return std::make_shared<GatedBackend>(gate); }, watch);
-  Sampler s(collector(deadline), "/proc", 50ms);
+  backend::Registry registry{{"nvml", "nvidia", true, [gate](const backend::BackendSettings&) {
+                                return std::make_unique<GatedBackend>(gate);
+                              }}};
+  auto drivers = backend::BackendSet::make(registry, {}, watch);
+  auto c = collect::Collector::open({"/proc", dev_}, drivers);
+  ASSERT_TRUE(c.ok());
+  Sampler s(std::make_shared<const collect::Collector>(std::move(*c)), "/proc", 50ms);
   s.start();
   ASSERT_TRUE(eventually([&] { return s.latest().generation >= 1; }));
   set_blocked(*gate, true);
   ASSERT_TRUE(eventually([&] {
     auto l = s.latest();
-    return l.snapshot && l.snapshot->backend.error_code == "not-answering";
+    return l.snapshot && !l.snapshot->drivers.backends.empty() &&
+           l.snapshot->drivers.backends[0].error_code == core::BackendErrorCode::NotAnswering;
   }));
   uint64_t seen = s.latest().generation;
   ASSERT_TRUE(eventually([&] { return s.latest().generation > seen + 1; }));  // /proc stays live
-  EXPECT_TRUE(deadline->down_for());
-  EXPECT_TRUE(deadline->threads_stuck());
+  EXPECT_TRUE(drivers->down_for());
+  EXPECT_TRUE(drivers->threads_stuck());
   EXPECT_TRUE(s.stop(10s));  // generous: a loaded machine scans /proc slowly
   set_blocked(*gate, false);
-  ASSERT_TRUE(eventually([&] { return !deadline->threads_stuck(); }));
+  ASSERT_TRUE(eventually([&] { return !drivers->threads_stuck(); }));
 }
 
 TEST(TuiHostStats, ParsesLoadAndMemory) {

@@ -1,5 +1,7 @@
 #include "backend/nvml/device_reader.h"
 
+#include <sys/sysmacros.h>
+
 #include <array>
 #include <cstring>
 #include <optional>
@@ -11,6 +13,9 @@
 
 namespace gpureap::backend::nvml {
 namespace {
+
+// The character-device major of /dev/nvidia<minor> (the NVIDIA kernel module's own).
+constexpr unsigned kNvidiaDeviceMajor = 195;
 
 // Tracks the calls on one GPU handle: the first real failure becomes Gpu::error, and after
 // GPU_IS_LOST nothing more is asked (every further call would fail the same way, slowly).
@@ -149,6 +154,11 @@ core::Gpu read_gpu(const SymbolTable& api, unsigned index, std::uint64_t pid_max
   gpu.name = read_string(api, calls, Fn::Name, device);
   gpu.uuid = read_string(api, calls, Fn::Uuid, device);
   gpu.minor = read_unsigned(api, calls, Fn::MinorNumber, device);
+  // /dev/nvidia<minor> reaches this GPU; without the minor, any /dev/nvidia<N> may.
+  if (gpu.minor)
+    gpu.device_numbers.push_back(::makedev(kNvidiaDeviceMajor, *gpu.minor));
+  else
+    gpu.device_major = kNvidiaDeviceMajor;
   gpu.pci_bus_id = read_pci_bus_id(api, calls, device);
   gpu.memory = read_memory(api, calls, device);
   read_utilization(api, calls, device, gpu);

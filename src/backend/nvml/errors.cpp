@@ -119,16 +119,16 @@ core::Error init_error(nvmlReturn_t rc, const char* function, const char* nvml_t
   }
 }
 
-const char* init_error_code(nvmlReturn_t rc) {
+core::BackendErrorCode init_error_code(nvmlReturn_t rc) {
   switch (rc) {
     case NVML_ERROR_DRIVER_NOT_LOADED:
-      return "driver-not-loaded";
+      return core::BackendErrorCode::DriverNotLoaded;
     case NVML_ERROR_LIB_RM_VERSION_MISMATCH:
-      return "version-mismatch";
+      return core::BackendErrorCode::VersionMismatch;
     case NVML_ERROR_NO_PERMISSION:
-      return "no-permission";
+      return core::BackendErrorCode::NoPermission;
     default:
-      return "init-failed";
+      return core::BackendErrorCode::InitFailed;
   }
 }
 

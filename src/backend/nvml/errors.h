@@ -4,6 +4,7 @@
 
 #include "backend/nvml/abi.h"
 #include "backend/nvml/symbol_table.h"
+#include "core/gpu.h"
 #include "core/result.h"
 
 namespace gpureap::backend::nvml {
@@ -17,7 +18,7 @@ core::Error init_error(nvmlReturn_t rc, const char* function, const char* nvml_t
 
 // BackendReport::error_code for an nvmlInit failure: driver-not-loaded, version-mismatch,
 // no-permission, or init-failed.
-const char* init_error_code(nvmlReturn_t rc);
+core::BackendErrorCode init_error_code(nvmlReturn_t rc);
 
 // A call on GPU `index` failed in a way that makes that GPU's data untrustworthy.
 core::Error gpu_error(unsigned index, nvmlReturn_t rc, const char* function, const char* nvml_text);

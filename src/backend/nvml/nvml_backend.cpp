@@ -1,5 +1,6 @@
 #include "backend/nvml/nvml_backend.h"
 
+#include <cstdlib>
 #include <exception>
 #include <functional>
 #include <memory>
@@ -43,6 +44,8 @@ class NvmlBackend final : public GpuBackend {
   core::BackendReport collect() override {
     std::lock_guard lock(mutex_);
     core::BackendReport report;
+    report.name = "nvml";
+    report.vendor = "nvidia";
     try {
       collect_into(report);
     } catch (const std::exception& e) {
@@ -50,7 +53,7 @@ class NvmlBackend final : public GpuBackend {
       report.gpus.clear();
       report.error = std::string("internal error while reading NVML: ") + e.what() +
                      ": please report this as a gpureap bug";
-      report.error_code = "internal";
+      report.error_code = core::BackendErrorCode::Internal;
     }
     return report;
   }
@@ -64,7 +67,7 @@ class NvmlBackend final : public GpuBackend {
                                 "; that information is unknown");
     }
     report.driver_version = system_string(Fn::DriverVersion);
-    report.nvml_version = system_string(Fn::NvmlVersion);
+    if (auto v = system_string(Fn::NvmlVersion)) report.set_detail("nvml_version", std::move(*v));
 
     unsigned count = 0;
     auto get_count = api.get<nvmlDeviceGetCount_fn>(Fn::DeviceGetCount);
@@ -86,7 +89,7 @@ class NvmlBackend final : public GpuBackend {
       auto opened = opener_();
       if (!opened) {
         report.error = opened.error().text();
-        report.error_code = "library-not-found";
+        report.error_code = core::BackendErrorCode::LibraryNotFound;
         return false;
       }
       source_ = std::move(opened.value());
@@ -96,7 +99,7 @@ class NvmlBackend final : public GpuBackend {
       auto table = SymbolTable::resolve(source_->resolver);
       if (!table) {
         report.error = source_->library + ": " + table.error().text();
-        report.error_code = "symbol-missing";
+        report.error_code = core::BackendErrorCode::SymbolMissing;
         source_.reset();
         return false;
       }
@@ -134,6 +137,16 @@ class NvmlBackend final : public GpuBackend {
 };
 
 }  // namespace
+
+std::unique_ptr<GpuBackend> make_nvml_backend_for(const BackendSettings& settings) {
+  NvmlOptions options;
+  options.library_path = settings.nvml_library;
+  if (!options.library_path)
+    if (const char* env = std::getenv("GPUREAP_NVML_LIBRARY"); env && *env)
+      options.library_path = env;
+  options.pid_max = settings.pid_max;
+  return make_nvml_backend(options);
+}
 
 std::unique_ptr<GpuBackend> make_nvml_backend(const NvmlOptions& options) {
   auto opener = [path = options.library_path]() -> core::Result<SymbolSource> {

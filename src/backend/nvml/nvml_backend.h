@@ -7,6 +7,7 @@
 #include <string>
 
 #include "backend/gpu_backend.h"
+#include "backend/settings.h"
 
 namespace gpureap::backend::nvml {
 
@@ -18,5 +19,7 @@ struct NvmlOptions {
 };
 
 std::unique_ptr<GpuBackend> make_nvml_backend(const NvmlOptions& options);
+// The registry's maker: the library a user named, else $GPUREAP_NVML_LIBRARY, else the search.
+std::unique_ptr<GpuBackend> make_nvml_backend_for(const BackendSettings& settings);
 
 }  // namespace gpureap::backend::nvml

@@ -1,0 +1,76 @@
+#include "backend/backend_set.h"
+
+namespace gpureap::backend {
+
+std::shared_ptr<BackendSet> BackendSet::make(const Registry& registry,
+                                             const BackendSettings& settings,
+                                             WatchdogOptions watchdog) {
+  auto set = std::make_shared<BackendSet>();
+  for (const auto& entry : registry) {
+    if (!entry.calls_driver_library) {
+      set->members_.push_back({entry.make(settings), nullptr});
+      continue;
+    }
+    WatchdogOptions options = watchdog;
+    options.backend_name = entry.name;
+    options.vendor = entry.vendor;
+    auto guarded = std::make_shared<GuardedBackend>(
+        [make = entry.make, settings] { return std::shared_ptr<GpuBackend>(make(settings)); },
+        std::move(options));
+    set->members_.push_back({guarded, guarded});
+  }
+  return set;
+}
+
+BackendSet::BackendSet(std::vector<std::shared_ptr<GpuBackend>> backends) {
+  for (auto& b : backends)
+    if (b) members_.push_back({std::move(b), nullptr});
+}
+
+core::DriverReading BackendSet::read() const {
+  std::vector<core::BackendReport> reports;
+  reports.reserve(members_.size());
+  for (const auto& m : members_) reports.push_back(m.backend->collect());
+  if (reports.empty()) {
+    core::BackendReport none;
+    none.name = "none";
+    none.error = "no GPU backend configured";
+    none.error_code = core::BackendErrorCode::NotConfigured;
+    reports.push_back(std::move(none));
+  }
+  return core::combine(std::move(reports));
+}
+
+std::vector<procfs::FdObserver*> BackendSet::fd_observers() const {
+  std::vector<procfs::FdObserver*> out;
+  for (const auto& m : members_)
+    if (auto* o = m.backend->fd_observer()) out.push_back(o);
+  return out;
+}
+
+void BackendSet::set_timeout(std::chrono::milliseconds timeout) {
+  for (const auto& m : members_)
+    if (m.guarded) m.guarded->set_timeout(timeout);
+}
+
+void BackendSet::interrupt() {
+  for (const auto& m : members_)
+    if (m.guarded) m.guarded->interrupt();
+}
+
+std::optional<std::chrono::steady_clock::duration> BackendSet::down_for() const {
+  std::optional<std::chrono::steady_clock::duration> longest;
+  for (const auto& m : members_) {
+    if (!m.guarded) continue;
+    if (auto d = m.guarded->down_for(); d && (!longest || *d > *longest)) longest = d;
+  }
+  return longest;
+}
+
+bool BackendSet::threads_stuck() const {
+  for (const auto& m : members_)
+    if (m.guarded && m.guarded->threads_stuck()) return true;
+  return false;
+}
+
+}  // namespace gpureap::backend

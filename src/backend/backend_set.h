@@ -1,0 +1,48 @@
+#pragma once
+// The backends one collector reads, each with its own availability: a wedged NVIDIA driver
+// does not hide another vendor's GPUs. Backends that call a driver library run behind their
+// own watchdog; the others (which may also take part in the holder scan) are called directly.
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "backend/registry.h"
+#include "backend/watchdog.h"
+#include "core/gpu.h"
+
+namespace gpureap::backend {
+
+class BackendSet {
+ public:
+  // Made from a registry: one instance of each entry (a guarded one makes a fresh instance
+  // whenever its watchdog abandons a stuck call).
+  static std::shared_ptr<BackendSet> make(const Registry& registry, const BackendSettings& settings,
+                                          WatchdogOptions watchdog);
+  // Backends as they are, none guarded (a program that wants no watchdog, tests' backends).
+  explicit BackendSet(std::vector<std::shared_ptr<GpuBackend>> backends);
+  BackendSet() = default;
+
+  // Every backend's report now, combined (global GPU indices, keys). With no backend at all,
+  // one unavailable status says so.
+  core::DriverReading read() const;
+  // The observers of the backends that take part in the holder scan.
+  std::vector<procfs::FdObserver*> fd_observers() const;
+
+  // For the guarded backends, from any thread:
+  void set_timeout(std::chrono::milliseconds timeout);
+  void interrupt();  // a read waiting for a driver returns at once; later ones do not call it
+  // How long the longest-silent driver has not answered; empty while every one answers.
+  std::optional<std::chrono::steady_clock::duration> down_for() const;
+  // A thread is still blocked in a driver: the program should leave with _exit.
+  bool threads_stuck() const;
+
+ private:
+  struct Member {
+    std::shared_ptr<GpuBackend> backend;
+    std::shared_ptr<GuardedBackend> guarded;  // the same object, when it is guarded
+  };
+  std::vector<Member> members_;
+};
+
+}  // namespace gpureap::backend
