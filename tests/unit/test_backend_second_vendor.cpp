@@ -1,0 +1,228 @@
+// A second vendor's backend (tests/second_backend) registered beside NVML: its GPU goes through
+// the same holder scan, join, ghost verdict, doctor and metrics as an NVIDIA one, tied to its
+// holders by device number alone, and numbered after the NVIDIA GPUs.
+#include <fcntl.h>
+#include <sys/sysmacros.h>
+
+#include <algorithm>
+
+#include "acme_backend.h"
+#include "backend/backend_set.h"
+#include "collect/collector.h"
+#include "doctor/diagnose.h"
+#include "export/metrics.h"
+#include "export/prometheus_text.h"
+#include "fake_nvml_fixture.h"
+#include "output/snapshot_json.h"
+#include "reap/safety.h"
+
+namespace gpureap::testing {
+namespace {
+
+constexpr unsigned kRenderMinor = 128;
+
+class SecondVendor : public FakeNvmlFixture {
+ protected:
+  void SetUp() override {
+    FakeNvmlFixture::SetUp();
+    dev_ = dir_ + "/dev";
+    std::filesystem::create_directories(dev_ + "/dri");
+    for (const char* f : {"/nvidia0", "/nvidiactl", "/dri/renderD128"})
+      std::ofstream(dev_ + f) << "stand-in\n";
+  }
+
+  // A child that opens a device file and sleeps.
+  pid_t spawn_holding(const std::string& file) {
+    pid_t child = fork();
+    if (child == 0) {
+      if (::open(file.c_str(), O_RDWR) < 0) _exit(1);
+      for (;;) pause();
+    }
+    children_.push_back(child);
+    return child;
+  }
+
+  // A trainer that opens the render node, forks a worker (who inherits the open file) and
+  // exits: its PID is gone, the worker keeps its context. Returns {trainer, worker}.
+  std::pair<pid_t, pid_t> gone_trainer_with_worker() {
+    int pipefd[2];
+    EXPECT_EQ(pipe(pipefd), 0);
+    pid_t trainer = fork();
+    if (trainer == 0) {
+      int fd = ::open((dev_ + "/dri/renderD128").c_str(), O_RDWR);
+      if (fd < 0) _exit(1);
+      pid_t worker = fork();
+      if (worker == 0) {
+        for (;;) pause();
+      }
+      if (write(pipefd[1], &worker, sizeof worker) != sizeof worker) _exit(1);
+      _exit(0);
+    }
+    pid_t worker = 0;
+    EXPECT_EQ(read(pipefd[0], &worker, sizeof worker), static_cast<ssize_t>(sizeof worker));
+    close(pipefd[0]);
+    close(pipefd[1]);
+    EXPECT_EQ(waitpid(trainer, nullptr, 0), trainer);
+    children_.push_back(worker);  // killed at teardown (reparented, so not reaped here)
+    return {trainer, worker};
+  }
+
+  core::Snapshot collect_with_acme(std::vector<AcmeListing> listings) {
+    backend::Registry registry = backend::builtin_backends();
+    registry.push_back(acme_entry(kRenderMinor, std::move(listings)));  // the one line
+    backend::BackendSettings settings;
+    settings.dev_root = dev_;
+    settings.nvml_library = fake_nvml_library();
+    auto drivers = backend::BackendSet::make(registry, settings, {});
+    auto collector = collect::Collector::open({"/proc", dev_}, drivers);
+    EXPECT_TRUE(collector.ok());
+    return collector->collect();
+  }
+
+  std::string dev_;
+};
+
+const core::ProcessRow* row_of(const core::Snapshot& s, pid_t pid) {
+  return s.row(pid);
+}
+
+TEST_F(SecondVendor, ItsGhostIsFoundJoinedDiagnosedAndExported) {
+  const pid_t nvidia_job = spawn_holding(dev_ + "/nvidia0");
+  auto [trainer, worker] = gone_trainer_with_worker();
+  write_scenario({{"gpus",
+                   {{{"uuid", "GPU-0000"},
+                     {"minor", 0},
+                     {"processes", {{{"pid", nvidia_job}, {"used_bytes", 4 * kGiB}}}}}}}});
+
+  auto s = collect_with_acme({{trainer, 2 * kGiB}});
+
+  // Two backends, each answering; GPUs numbered NVIDIA first, then the registry's next.
+  ASSERT_EQ(s.drivers.backends.size(), 2u);
+  EXPECT_EQ(s.drivers.backends[0].name, "nvml");
+  EXPECT_EQ(s.drivers.backends[1].name, "acme");
+  EXPECT_TRUE(s.drivers.backends[0].available);
+  EXPECT_TRUE(s.drivers.backends[1].available);
+  ASSERT_EQ(s.drivers.gpus.size(), 2u);
+  const core::Gpu& nvidia = s.drivers.gpus[0];
+  const core::Gpu& acme = s.drivers.gpus[1];
+  EXPECT_EQ(nvidia.index, 0u);
+  EXPECT_EQ(nvidia.vendor, "nvidia");
+  EXPECT_EQ(nvidia.key, "nvidia:GPU-0000");
+  EXPECT_EQ(acme.index, 1u);
+  EXPECT_EQ(acme.backend_index, 0u);
+  EXPECT_EQ(acme.vendor, "acme");
+  EXPECT_EQ(acme.key, "acme:pci:0000:c1:00.0");
+  EXPECT_EQ(acme.device_numbers, std::vector<dev_t>{::makedev(226, kRenderMinor)});
+
+  // The backend took part in the holder scan: it saw the worker's render fd and its fdinfo.
+  ASSERT_NE(s.drivers.backends[1].detail("acme_render_holders"), nullptr);
+  EXPECT_EQ(*s.drivers.backends[1].detail("acme_render_holders"), "1");
+  EXPECT_EQ(*s.drivers.backends[1].detail("acme_fdinfo_read"), "1");
+
+  // The join: the NVIDIA job is attributed on GPU 0 and healthy; the trainer is a ghost on
+  // GPU 1 kept by its worker, compared exactly (kcmp); nothing else is a row.
+  const auto* job = row_of(s, nvidia_job);
+  ASSERT_NE(job, nullptr);
+  ASSERT_EQ(job->gpus.size(), 1u);
+  EXPECT_EQ(job->gpus[0].index, 0u);
+  EXPECT_TRUE(job->anomalies.empty());
+  const auto* gone = row_of(s, trainer);
+  ASSERT_NE(gone, nullptr);
+  EXPECT_FALSE(gone->process.has_value());
+  ASSERT_EQ(gone->gpus.size(), 1u);
+  EXPECT_EQ(gone->gpus[0].index, 1u);
+  EXPECT_TRUE(gone->has(core::Anomaly::NoSuchProcess));
+  EXPECT_FALSE(gone->has(core::Anomaly::Leaked));
+  const auto* keeper = row_of(s, worker);
+  ASSERT_NE(keeper, nullptr);
+  EXPECT_TRUE(keeper->has(core::Anomaly::InheritedHolder));
+  EXPECT_EQ(keeper->keeps, std::vector<pid_t>{trainer});
+  EXPECT_TRUE(keeper->gpus.empty());
+  const core::Ghost* ghost = s.ghost(trainer);
+  ASSERT_NE(ghost, nullptr);
+  EXPECT_EQ(ghost->gpus, std::vector<unsigned>{1});
+  EXPECT_EQ(ghost->keepers, std::vector<pid_t>{worker});
+  EXPECT_TRUE(ghost->exact);
+  std::vector<pid_t> rows;
+  for (const auto& r : s.rows) rows.push_back(r.pid);
+  std::vector<pid_t> want{nvidia_job, trainer, worker};
+  std::sort(want.begin(), want.end());
+  EXPECT_EQ(rows, want);
+
+  // Memory splits per GPU: NVIDIA's is attributed, Acme's is ghost memory kept alive.
+  EXPECT_EQ(s.memory_summary(nvidia).attributed_bytes, 4 * kGiB);
+  EXPECT_EQ(s.memory_summary(nvidia).ghost_bytes, 0u);
+  EXPECT_EQ(s.memory_summary(acme).ghost_bytes, 2 * kGiB);
+  EXPECT_EQ(s.memory_summary(acme).leaked_bytes, 0u);
+  EXPECT_EQ(s.memory_summary(acme).ghost_keepers, 1u);
+
+  // Doctor: the ghost on GPU 1, kept by the worker, with the command that frees it.
+  doctor::DoctorInput in{s, s, {}, std::nullopt,
+                         [](const core::HostProcess& p) { return reap::is_protected(p); }};
+  auto findings = doctor::diagnose(in);
+  auto ghost_finding = std::find_if(findings.begin(), findings.end(), [&](const auto& f) {
+    return f.code == "no-such-process" && f.gpus == std::vector<unsigned>{1};
+  });
+  ASSERT_NE(ghost_finding, findings.end());
+  EXPECT_NE(std::find(ghost_finding->pids.begin(), ghost_finding->pids.end(), worker),
+            ghost_finding->pids.end());
+  EXPECT_EQ(ghost_finding->remedy.at(0).rfind("gpureap kill " + std::to_string(trainer), 0), 0u);
+  for (const auto& f : findings)
+    EXPECT_EQ(std::find(f.pids.begin(), f.pids.end(), nvidia_job), f.pids.end())
+        << f.code << " names the healthy NVIDIA job";
+
+  // Metrics: one identity series per GPU with its vendor, ghost bytes on GPU 1 alone.
+  auto text = exporter::render(exporter::build_metrics({s, findings, {}, false}));
+  EXPECT_NE(text.find("gpureap_backend_up{backend=\"acme\",vendor=\"acme\"} 1"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("gpureap_gpu_info{gpu=\"1\",uuid=\"\",name=\"Acme A1\","
+                      "pci_bus_id=\"0000:c1:00.0\",driver_version=\"1.2.3\",vendor=\"acme\","
+                      "backend=\"acme\",key=\"acme:pci:0000:c1:00.0\"} 1"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("gpureap_gpu_memory_ghost_bytes{gpu=\"1\",uuid=\"\"} 2147483648"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("gpureap_gpu_memory_ghost_bytes{gpu=\"0\",uuid=\"GPU-0000\"} 0"),
+            std::string::npos)
+      << text;
+
+  // JSON: both backends, each GPU's key and vendor; v1's "backend" is the first one.
+  auto json = output::snapshot_to_json(s);
+  EXPECT_EQ(json["backend"]["name"], "nvml");
+  ASSERT_EQ(json["backends"].size(), 2u);
+  EXPECT_EQ(json["backends"][1]["vendor"], "acme");
+  EXPECT_EQ(json["gpus"][1]["key"], "acme:pci:0000:c1:00.0");
+  EXPECT_EQ(json["gpus"][1]["device_numbers"][0], "226:128");
+}
+
+TEST_F(SecondVendor, ADownDriverDoesNotHideTheOtherVendorsGpus) {
+  auto [trainer, worker] = gone_trainer_with_worker();
+  write_scenario({{"init_error", "driver_not_loaded"}});
+
+  auto s = collect_with_acme({{trainer, kGiB}});
+
+  ASSERT_EQ(s.drivers.backends.size(), 2u);
+  EXPECT_FALSE(s.drivers.backends[0].available);
+  EXPECT_EQ(s.drivers.backends[0].error_code, core::BackendErrorCode::DriverNotLoaded);
+  EXPECT_TRUE(s.drivers.backends[1].available);
+  ASSERT_EQ(s.drivers.gpus.size(), 1u);
+  EXPECT_EQ(s.drivers.gpus[0].vendor, "acme");
+  EXPECT_EQ(s.drivers.gpus[0].index, 0u);  // no NVIDIA GPU: the numbering starts at Acme's
+  const core::Ghost* ghost = s.ghost(trainer);
+  ASSERT_NE(ghost, nullptr);
+  EXPECT_EQ(ghost->keepers, std::vector<pid_t>{worker});
+
+  doctor::DoctorInput in{s, s, {}, std::nullopt,
+                         [](const core::HostProcess& p) { return reap::is_protected(p); }};
+  auto findings = doctor::diagnose(in);
+  auto has = [&](const std::string& code) {
+    return std::any_of(findings.begin(), findings.end(),
+                       [&](const auto& f) { return f.code == code; });
+  };
+  EXPECT_TRUE(has("driver-missing"));
+  EXPECT_TRUE(has("no-such-process"));
+}
+
+}  // namespace
+}  // namespace gpureap::testing
