@@ -29,7 +29,7 @@ struct Caller {
 enum class ReasonKind {
   Named,            // PID given on the command line
   ListedOnGpu,      // the driver lists it on GPU `gpu`
-  HoldsDevice,      // holds /dev/nvidia<minor of gpu>
+  HoldsDevice,      // holds a device file that reaches the GPU
   InheritedHolder,  // keeps the context of gone PID `pid` alive
   Descendant,       // --tree: descends from `pid`
   ProcessGroup,     // --group: in process group `pid`
@@ -116,7 +116,6 @@ struct GoneListing {
 // Per-GPU memory figures at planning time, to tell later whether the memory came back.
 struct GpuBaseline {
   unsigned index = 0;
-  std::optional<unsigned> minor;
   std::optional<uint64_t> used_bytes;
   std::optional<uint64_t> unattributed_bytes;
 };

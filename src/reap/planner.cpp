@@ -51,7 +51,7 @@ std::vector<GpuBaseline> baselines(const core::Snapshot& snap) {
   std::vector<GpuBaseline> out;
   for (const auto& g : snap.drivers.gpus) {
     auto summary = snap.memory_summary(g);
-    out.push_back({g.index, g.minor, g.memory.used_bytes, summary.unattributed_bytes});
+    out.push_back({g.index, g.memory.used_bytes, summary.unattributed_bytes});
   }
   return out;
 }

@@ -157,8 +157,8 @@ TEST_F(SecondVendor, ItsGhostIsFoundJoinedDiagnosedAndExported) {
   EXPECT_EQ(s.memory_summary(acme).ghost_keepers, 1u);
 
   // Doctor: the ghost on GPU 1, kept by the worker, with the command that frees it.
-  doctor::DoctorInput in{s, s, {}, std::nullopt,
-                         [](const core::HostProcess& p) { return reap::is_protected(p); }};
+  doctor::DoctorInput in{
+      s, s, {}, std::nullopt, [](const core::HostProcess& p) { return reap::is_protected(p); }};
   auto findings = doctor::diagnose(in);
   auto ghost_finding = std::find_if(findings.begin(), findings.end(), [&](const auto& f) {
     return f.code == "no-such-process" && f.gpus == std::vector<unsigned>{1};
@@ -213,8 +213,8 @@ TEST_F(SecondVendor, ADownDriverDoesNotHideTheOtherVendorsGpus) {
   ASSERT_NE(ghost, nullptr);
   EXPECT_EQ(ghost->keepers, std::vector<pid_t>{worker});
 
-  doctor::DoctorInput in{s, s, {}, std::nullopt,
-                         [](const core::HostProcess& p) { return reap::is_protected(p); }};
+  doctor::DoctorInput in{
+      s, s, {}, std::nullopt, [](const core::HostProcess& p) { return reap::is_protected(p); }};
   auto findings = doctor::diagnose(in);
   auto has = [&](const std::string& code) {
     return std::any_of(findings.begin(), findings.end(),

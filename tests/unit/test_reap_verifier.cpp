@@ -64,7 +64,7 @@ Plan trainer_plan() {
   Plan p;
   p.backend_available = true;
   p.targets.push_back(listed_target(400, 0, 16 * GiB));
-  p.gpus.push_back({0, 0, 17 * GiB, GiB});
+  p.gpus.push_back({0, 17 * GiB, GiB});
   return p;
 }
 
@@ -152,7 +152,7 @@ TEST(ReapVerifier, GonePidIsReleasedWhenItsLastKeeperIsGone) {
     p.targets.push_back(t);
   }
   p.gone.push_back({300, "python", {{0, 8 * GiB}}, {301, 302}});
-  p.gpus.push_back({0, 0, 9 * GiB, GiB});
+  p.gpus.push_back({0, 9 * GiB, GiB});
   std::vector<Execution> execs{exited(301), exited(302)};
   Script script{
       {make_snapshot({proc(1, 0, 1)}, {gpu(0, 0, 9 * GiB, {listed(300, 8 * GiB)})}), all_back()}};
