@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <map>
 
-#include "export/metrics.h"
 #include "output/time_format.h"
 
 namespace gpureap::alert {
@@ -67,7 +66,7 @@ void ghost_memory(const Rule& rule, const core::Snapshot& s, const core::Gpu& g,
     o.holds = Holds::Unknown;
     return;
   }
-  uint64_t ghost = exporter::ghost_bytes(s, g.index);
+  uint64_t ghost = s.memory_summary(g).ghost_bytes;
   o.holds = ghost > rule.bytes_above ? Holds::Yes : Holds::No;
   o.annotations["summary"] =
       fmt::format("GPU {}: {} held for processes that are gone", g.index, human_bytes(ghost));

@@ -73,7 +73,7 @@ void History::record(const core::Snapshot& s) {
     sample.t_ms = now;
     sample.used = pack(g.memory.used_bytes);
     sample.unattributed = pack(summary.unattributed_bytes);
-    if (!g.processes_error) sample.ghost = exporter::ghost_bytes(s, g.index);
+    if (!g.processes_error) sample.ghost = summary.ghost_bytes;
     sample.util = pack(g.utilization_percent);
     unsigned listed = 0;
     for (const auto& r : s.rows)

@@ -37,13 +37,19 @@ const core::GpuUse* use_on(const core::ProcessRow& row, unsigned gpu) {
 // Rows that belong to a GPU: the ones its driver lists, and the unlisted holders of its
 // device file that keep a gone process's context alive. Healthy unlisted holders are left
 // out: every CUDA process opens the files of every GPU it can see.
+std::string pod_uid(const core::ProcessRow& row) {
+  return row.process && row.process->details && row.process->details->container
+             ? row.process->details->container->pod_uid.value_or("")
+             : "";
+}
+
 bool on_gpu(const core::ProcessRow& row, const core::Gpu& g) {
   if (use_on(row, g.index)) return true;
   return row.has(Anomaly::InheritedHolder) && row.process && row.process->holds_gpu(g);
 }
 
-void gpu_families(const MetricsInput& in, std::vector<MetricFamily>& out) {
-  const auto& s = in.snapshot;
+// The per-GPU families, filled one GPU at a time.
+struct GpuFamilies {
   MetricFamily info{"gpureap_gpu_info", "GPU identity; the value is always 1"};
   MetricFamily total{"gpureap_gpu_memory_total_bytes",
                      "GPU memory in total, as the driver reports it"};
@@ -71,8 +77,7 @@ void gpu_families(const MetricsInput& in, std::vector<MetricFamily>& out) {
       "gpureap_process_memory_bytes",
       "GPU memory the driver lists for one process (only with per_process_metrics = true)"};
 
-  for (const auto& g : s.drivers.gpus) {
-    auto labels = gpu_labels(g);
+  void identity(const core::Snapshot& s, const core::Gpu& g, const std::vector<Label>& labels) {
     const auto* backend = s.drivers.backend_of(g);
     info.add(with(labels, {{"name", g.name.value_or("")},
                            {"pci_bus_id", g.pci_bus_id.value_or("")},
@@ -82,7 +87,10 @@ void gpu_families(const MetricsInput& in, std::vector<MetricFamily>& out) {
                            {"backend", g.backend},
                            {"key", g.key}}),
              1);
-    // Unknown is left out, never written as 0.
+  }
+
+  // Unknown is left out, never written as 0.
+  void readings(const core::Snapshot& s, const core::Gpu& g, const std::vector<Label>& labels) {
     if (g.memory.total_bytes) total.add(labels, static_cast<double>(*g.memory.total_bytes));
     if (g.memory.used_bytes) used.add(labels, static_cast<double>(*g.memory.used_bytes));
     if (g.memory.reserved_bytes)
@@ -90,29 +98,28 @@ void gpu_families(const MetricsInput& in, std::vector<MetricFamily>& out) {
     auto summary = s.memory_summary(g);
     if (summary.unattributed_bytes)
       unattributed.add(labels, static_cast<double>(*summary.unattributed_bytes));
-    if (!g.processes_error) ghost.add(labels, static_cast<double>(ghost_bytes(s, g.index)));
+    if (!g.processes_error) ghost.add(labels, static_cast<double>(summary.ghost_bytes));
     if (g.utilization_percent) util.add(labels, *g.utilization_percent / 100.0);
     if (g.temperature_celsius) temp.add(labels, *g.temperature_celsius);
     if (g.power_watts) power.add(labels, *g.power_watts);
+  }
 
+  // The GPU's processes by anomaly, and its listed memory by user, container and process.
+  void processes(const MetricsInput& in, const core::Gpu& g, const std::vector<Label>& labels) {
     // Every anomaly gets a series, 0 included, so alert rules see an absent problem as 0.
     std::map<std::string, unsigned> by_anomaly{{"none", 0}};
     for (Anomaly a : kAnomalies) by_anomaly[std::string(core::to_string(a))] = 0;
     std::map<std::string, uint64_t> by_user;
     std::map<std::pair<std::string, std::string>, uint64_t> by_container;
-    for (const auto& row : s.rows) {
+    for (const auto& row : in.snapshot.rows) {
       if (!on_gpu(row, g)) continue;
       if (row.anomalies.empty()) ++by_anomaly["none"];
       for (Anomaly a : row.anomalies) ++by_anomaly[std::string(core::to_string(a))];
       const auto* u = use_on(row, g.index);
       if (!u || !u->used_bytes) continue;
       by_user[user_label(row)] += *u->used_bytes;
-      if (auto c = container_label(row); !c.empty()) {
-        std::string pod = row.process && row.process->details && row.process->details->container
-                              ? row.process->details->container->pod_uid.value_or("")
-                              : "";
-        by_container[{c, pod}] += *u->used_bytes;
-      }
+      if (auto c = container_label(row); !c.empty())
+        by_container[{c, pod_uid(row)}] += *u->used_bytes;
       if (in.per_process) {
         std::string comm = row.process ? row.process->stat.comm : row.driver_name.value_or("");
         per_proc.add(with(labels, {{"pid", std::to_string(row.pid)},
@@ -129,10 +136,24 @@ void gpu_families(const MetricsInput& in, std::vector<MetricFamily>& out) {
       containers.add(with(labels, {{"container", key.first}, {"pod_uid", key.second}}),
                      static_cast<double>(bytes));
   }
-  for (auto* f : {&info, &total, &used, &reserved, &unattributed, &ghost, &util, &temp, &power,
-                  &procs, &users, &containers})
-    out.push_back(std::move(*f));
-  if (in.per_process) out.push_back(std::move(per_proc));
+
+  void move_into(std::vector<MetricFamily>& out, bool per_process) {
+    for (auto* f : {&info, &total, &used, &reserved, &unattributed, &ghost, &util, &temp, &power,
+                    &procs, &users, &containers})
+      out.push_back(std::move(*f));
+    if (per_process) out.push_back(std::move(per_proc));
+  }
+};
+
+void gpu_families(const MetricsInput& in, std::vector<MetricFamily>& out) {
+  GpuFamilies families;
+  for (const auto& g : in.snapshot.drivers.gpus) {
+    auto labels = gpu_labels(g);
+    families.identity(in.snapshot, g, labels);
+    families.readings(in.snapshot, g, labels);
+    families.processes(in, g, labels);
+  }
+  families.move_into(out, in.per_process);
 }
 
 void finding_families(const MetricsInput& in, std::vector<MetricFamily>& out) {
@@ -175,11 +196,6 @@ std::string container_label(const core::ProcessRow& row) {
   if (!row.process || !row.process->details || !row.process->details->container) return "";
   const auto& c = *row.process->details->container;
   return c.id.value_or(c.runtime);
-}
-
-uint64_t ghost_bytes(const core::Snapshot& s, unsigned gpu_index) {
-  const auto* g = s.gpu(gpu_index);
-  return g ? s.memory_summary(*g).ghost_bytes : 0;
 }
 
 std::vector<MetricFamily> build_metrics(const MetricsInput& in) {

@@ -37,7 +37,5 @@ std::vector<MetricFamily> build_metrics(const MetricsInput& input);
 std::string user_label(const core::ProcessRow& row);
 // The container id (else the runtime name) of a row, or "" outside containers.
 std::string container_label(const core::ProcessRow& row);
-// Memory of rows that should be gone (no-such-process, leaked, inherited-holder) on a GPU.
-uint64_t ghost_bytes(const core::Snapshot& snapshot, unsigned gpu_index);
 
 }  // namespace gpureap::exporter
