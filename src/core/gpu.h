@@ -58,6 +58,8 @@ struct Gpu {
   std::optional<unsigned> temperature_celsius;
   std::optional<double> power_watts;
   std::optional<bool> mig_mode;
+  // Facts of this GPU that only its backend knows, by name (NVML: process_record_layout).
+  std::vector<std::pair<std::string, std::string>> details;
   std::vector<DriverProcess> processes;
   // Set when the process lists could not be trusted or read (e.g. records failed
   // validation); the lists are then empty rather than garbage.

@@ -119,7 +119,10 @@ json gpu_to_json(const core::Snapshot& s, const core::Gpu& g) {
   auto m = s.memory_summary(g);
   json devices = json::array();
   for (dev_t d : g.device_numbers) devices.push_back(device_number_text(d));
+  json details = json::object();
+  for (const auto& [key, value] : g.details) details[key] = value;
   return {{"index", g.index},
+          {"details", details},
           {"key", g.key},
           {"vendor", g.vendor},
           {"backend", g.backend},

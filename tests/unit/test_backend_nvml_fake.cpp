@@ -148,6 +148,11 @@ TEST_F(nvmlFakeLibrary, ThirtyTwoByteV3Layout) {
   ASSERT_TRUE(report.available) << report.error.value_or("");
   EXPECT_EQ(report.gpus[0].mig_mode, true);
   expect_three_mig_processes(report.gpus[0]);
+  // The probed layout is the backend's own fact about this GPU.
+  using Detail = std::pair<std::string, std::string>;
+  EXPECT_EQ(report.gpus[0].details,
+            (std::vector<Detail>{{"process_record_layout",
+                                  "nvmlDeviceGetComputeRunningProcesses_v3, 32-byte records"}}));
 }
 
 TEST_F(nvmlFakeLibrary, CorruptRecordsAreNotShown) {
@@ -288,6 +293,10 @@ TEST_F(nvmlFakeLibrary, VariantWithoutV3ProcessFunctionsUsesV2) {
   ASSERT_TRUE(report.available) << report.error.value_or("");
   EXPECT_EQ(report.library, fake_nvml_library("no_v3"));
   expect_three_mig_processes(report.gpus[0]);
+  using Detail = std::pair<std::string, std::string>;
+  EXPECT_EQ(report.gpus[0].details,
+            (std::vector<Detail>{{"process_record_layout",
+                                  "nvmlDeviceGetComputeRunningProcesses_v2, 24-byte records"}}));
 }
 
 TEST_F(nvmlFakeLibrary, VariantWithOnlyV1ProcessFunctionsHasNoInstanceIds) {

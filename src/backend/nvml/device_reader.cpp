@@ -177,6 +177,7 @@ core::Gpu read_gpu(const SymbolTable& api, unsigned index, std::uint64_t pid_max
   }
   gpu.processes = std::move(lists.processes);
   gpu.processes_error = std::move(lists.processes_error);
+  if (lists.record_layout) gpu.details.emplace_back("process_record_layout", *lists.record_layout);
   return gpu;
 }
 

@@ -179,6 +179,9 @@ ProcessLists read_process_lists(const SymbolTable& api, nvmlDevice_t device, uns
       result.processes.clear();
       return result;
     }
+    if (!result.record_layout && decoded->stride > 0 && !decoded->processes.empty())
+      result.record_layout =
+          std::string(api.name(list.fn)) + ", " + std::to_string(decoded->stride) + "-byte records";
     for (auto& process : decoded->processes) merge_process(result.processes, std::move(process));
   }
 

@@ -22,6 +22,9 @@ struct ProcessLists {
   std::vector<core::DriverProcess> processes;
   std::optional<std::string> processes_error;  // lists unreadable or untrustworthy
   std::optional<core::Error> gpu_error;        // the GPU itself failed (e.g. lost)
+  // How the records were read, once some were: "nvmlDeviceGetComputeRunningProcesses_v3,
+  // 24-byte records" (the stride is probed: it differs between driver releases).
+  std::optional<std::string> record_layout;
 };
 
 ProcessLists read_process_lists(const SymbolTable& api, nvmlDevice_t device, unsigned index,
