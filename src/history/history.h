@@ -15,10 +15,10 @@
 #include <utility>
 
 #include "core/snapshot.h"
-#include "daemon/ring.h"
 #include "export/history_series.h"
+#include "history/ring.h"
 
-namespace gpureap::daemon {
+namespace gpureap::history {
 
 struct HistoryLimits {
   std::chrono::milliseconds window{std::chrono::hours(1)};
@@ -92,4 +92,4 @@ class History {
 // The identity the history uses for a row.
 exporter::ProcessKey process_key(const core::ProcessRow& row);
 
-}  // namespace gpureap::daemon
+}  // namespace gpureap::history

@@ -7,7 +7,7 @@
 #include <string_view>
 #include <vector>
 
-namespace gpureap::tui {
+namespace gpureap::text {
 
 // Columns a code point takes on a terminal: 0 (combining), 1, or 2 (wide).
 int codepoint_width(char32_t c);
@@ -28,4 +28,4 @@ std::string ascii_only(std::string_view s);
 // Lower-case ASCII (filters match case-insensitively).
 std::string lower(std::string_view s);
 
-}  // namespace gpureap::tui
+}  // namespace gpureap::text

@@ -1,10 +1,10 @@
-#include "daemon/history.h"
+#include "history/history.h"
 
 #include <algorithm>
 
 #include "export/metrics.h"
 
-namespace gpureap::daemon {
+namespace gpureap::history {
 namespace {
 
 using std::chrono::milliseconds;
@@ -220,4 +220,4 @@ size_t History::process_points() const {
   return process_points_;
 }
 
-}  // namespace gpureap::daemon
+}  // namespace gpureap::history

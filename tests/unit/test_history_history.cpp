@@ -1,9 +1,9 @@
 #include <gtest/gtest.h>
 
-#include "daemon/history.h"
+#include "history/history.h"
 #include "snapshot_builders.h"
 
-namespace gpureap::daemon {
+namespace gpureap::history {
 namespace {
 
 using namespace gpureap::testing;
@@ -194,4 +194,4 @@ TEST(DaemonHistory, ProcessGoneFromTheLatestSampleIsNotIdle) {
 }
 
 }  // namespace
-}  // namespace gpureap::daemon
+}  // namespace gpureap::history

@@ -6,7 +6,7 @@
 #include <cstddef>
 #include <vector>
 
-namespace gpureap::daemon {
+namespace gpureap::history {
 
 template <class T>
 class Ring {
@@ -65,4 +65,4 @@ class Ring {
   size_t max_;
 };
 
-}  // namespace gpureap::daemon
+}  // namespace gpureap::history

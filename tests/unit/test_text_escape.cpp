@@ -2,9 +2,9 @@
 // line or a user's argument reaches the terminal raw.
 #include <gtest/gtest.h>
 
-#include "output/escape.h"
+#include "text/escape.h"
 
-namespace gpureap::output {
+namespace gpureap::text {
 namespace {
 
 TEST(TerminalSafe, ControlBytesAndInvalidUtf8AreVisibleEscapes) {
@@ -41,4 +41,4 @@ TEST(CsvField, QuotesAndEscapes) {
 }
 
 }  // namespace
-}  // namespace gpureap::output
+}  // namespace gpureap::text

@@ -1,10 +1,10 @@
-#include "export/policies_json.h"
+#include "policy/status_json.h"
 
 #include "core/duration.h"
-#include "output/escape.h"
-#include "output/time_format.h"
+#include "text/escape.h"
+#include "text/time_format.h"
 
-namespace gpureap::exporter {
+namespace gpureap::policy {
 namespace {
 
 using Phase = policy::Tracker::Phase;
@@ -44,15 +44,15 @@ json policies_to_json(const policy::PolicyRunner::Status& status,
           {"pid", item.identity.pid},
           {"start_ticks", item.identity.start_ticks ? json(*item.identity.start_ticks) : json()},
           {"state", state_name(item.phase)},
-          {"matching_since", output::iso8601_utc(item.since)},
+          {"matching_since", text::iso8601_utc(item.since)},
           {"attempts", item.attempts}};
       if (item.phase == Phase::Waiting)
         entry["acts_in_seconds"] = seconds_between(now, item.since + p.after);
-      if (item.phase == Phase::Backoff) entry["next_attempt"] = output::iso8601_utc(item.next_try);
+      if (item.phase == Phase::Backoff) entry["next_attempt"] = text::iso8601_utc(item.next_try);
       processes.push_back(std::move(entry));
     }
     auto matching = status.matching.find(p.name);
-    policies.push_back({{"name", output::utf8_valid(p.name)},
+    policies.push_back({{"name", text::utf8_valid(p.name)},
                         {"line", p.line},
                         {"action", policy::to_string(p.action)},
                         {"after_seconds", core::seconds(p.after)},
@@ -65,4 +65,4 @@ json policies_to_json(const policy::PolicyRunner::Status& status,
           {"policies", std::move(policies)}};
 }
 
-}  // namespace gpureap::exporter
+}  // namespace gpureap::policy

@@ -3,7 +3,7 @@
 #include <string>
 #include <string_view>
 
-namespace gpureap::output {
+namespace gpureap::text {
 
 // For a terminal: control characters (C0, DEL, C1) and invalid UTF-8 become visible escapes
 // (\n, \x1b, ...), so no escape sequence from a process name ever reaches the terminal; so do
@@ -22,4 +22,4 @@ std::string utf8_valid(std::string_view text);
 // For CSV: quoted when needed, quotes doubled, control characters escaped.
 std::string csv_field(std::string_view text);
 
-}  // namespace gpureap::output
+}  // namespace gpureap::text

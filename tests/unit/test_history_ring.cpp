@@ -1,8 +1,8 @@
 #include <gtest/gtest.h>
 
-#include "daemon/ring.h"
+#include "history/ring.h"
 
-namespace gpureap::daemon {
+namespace gpureap::history {
 namespace {
 
 std::vector<int> items(const Ring<int>& r) {
@@ -46,4 +46,4 @@ TEST(DaemonRing, ShrinkingDropsTheOldest) {
 }
 
 }  // namespace
-}  // namespace gpureap::daemon
+}  // namespace gpureap::history

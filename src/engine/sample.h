@@ -11,9 +11,11 @@
 #include "doctor/finding.h"
 #include "export/prometheus_text.h"
 
-namespace gpureap::daemon {
-
+namespace gpureap::history {
 class History;
+}  // namespace gpureap::history
+
+namespace gpureap::engine {
 
 struct Sample {
   uint64_t sequence = 0;  // 1 for the first sample
@@ -33,9 +35,9 @@ struct Sample {
 class SampleConsumer {
  public:
   virtual ~SampleConsumer() = default;
-  virtual void on_sample(const Sample& sample, const History& history) = 0;
+  virtual void on_sample(const Sample& sample, const history::History& history) = 0;
   // Its own metrics for /metrics (e.g. actions taken), added to every sample's.
   virtual void add_metrics(std::vector<exporter::MetricFamily>& out) const { (void)out; }
 };
 
-}  // namespace gpureap::daemon
+}  // namespace gpureap::engine

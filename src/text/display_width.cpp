@@ -1,8 +1,8 @@
-#include "tui/text.h"
+#include "text/display_width.h"
 
 #include <algorithm>
 
-namespace gpureap::tui {
+namespace gpureap::text {
 namespace {
 
 // Decodes the UTF-8 sequence at s[i]: its code point and byte length (1 for an invalid byte,
@@ -191,4 +191,4 @@ std::string lower(std::string_view s) {
   return out;
 }
 
-}  // namespace gpureap::tui
+}  // namespace gpureap::text

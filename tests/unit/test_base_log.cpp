@@ -1,11 +1,11 @@
 #include <gtest/gtest.h>
 
-#include "daemon/log.h"
+#include "base/log.h"
 
-namespace gpureap::daemon {
+namespace gpureap::base {
 namespace {
 
-TEST(DaemonLog, LinesCarryTheSyslogPriority) {
+TEST(BaseLog, LinesCarryTheSyslogPriority) {
   EXPECT_EQ(format_log_line(LogLevel::Error, "boom"), "<3>gpureap: boom");
   EXPECT_EQ(format_log_line(LogLevel::Warning, "hm"), "<4>gpureap: hm");
   EXPECT_EQ(format_log_line(LogLevel::Notice, "n"), "<5>gpureap: n");
@@ -13,22 +13,14 @@ TEST(DaemonLog, LinesCarryTheSyslogPriority) {
   EXPECT_EQ(format_log_line(LogLevel::Debug, "d"), "<7>gpureap: d");
 }
 
-TEST(DaemonLog, AMessageIsOneLineWhateverItQuotes) {
+TEST(BaseLog, AMessageIsOneLineWhateverItQuotes) {
   // A process name with a newline and an escape sequence cannot start a forged log entry.
   auto line = format_log_line(LogLevel::Info, "process \"evil\n<3>gpureap: fake\x1b[2J\"");
   EXPECT_EQ(line.find('\n'), std::string::npos) << line;
   EXPECT_EQ(line.find('\x1b'), std::string::npos) << line;
 }
 
-TEST(DaemonLog, Counts) {
-  EXPECT_EQ(count(1, "GPU"), "1 GPU");
-  EXPECT_EQ(count(0, "finding"), "0 findings");
-  EXPECT_EQ(count(8, "GPU process"), "8 GPU processes");
-  EXPECT_EQ(count(2, "cleanup policy"), "2 cleanup policies");
-  EXPECT_EQ(count(2, "day"), "2 days");
-}
-
-TEST(DaemonLog, LevelNames) {
+TEST(BaseLog, LevelNames) {
   EXPECT_EQ(log_level_from_string("warning"), LogLevel::Warning);
   EXPECT_EQ(log_level_from_string("debug"), LogLevel::Debug);
   EXPECT_FALSE(log_level_from_string("WARN"));
@@ -36,4 +28,4 @@ TEST(DaemonLog, LevelNames) {
 }
 
 }  // namespace
-}  // namespace gpureap::daemon
+}  // namespace gpureap::base

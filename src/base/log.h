@@ -6,7 +6,7 @@
 #include <string>
 #include <string_view>
 
-namespace gpureap::daemon {
+namespace gpureap::base {
 
 enum class LogLevel { Error = 3, Warning = 4, Notice = 5, Info = 6, Debug = 7 };
 
@@ -34,10 +34,7 @@ inline void log_debug(std::string_view m) {
   log(LogLevel::Debug, m);
 }
 
-// "1 GPU", "2 GPUs": counts in messages.
-std::string count(size_t n, std::string_view noun);
-
 // The exact line log() writes (without the newline); exposed for tests.
 std::string format_log_line(LogLevel level, std::string_view message);
 
-}  // namespace gpureap::daemon
+}  // namespace gpureap::base

@@ -6,9 +6,9 @@
 
 #include "policy/runner.h"
 
-namespace gpureap::exporter {
+namespace gpureap::policy {
 
 nlohmann::json policies_to_json(const policy::PolicyRunner::Status& status,
                                 std::chrono::system_clock::time_point now);
 
-}  // namespace gpureap::exporter
+}  // namespace gpureap::policy

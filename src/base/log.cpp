@@ -1,14 +1,13 @@
-#include "daemon/log.h"
+#include "base/log.h"
 
 #include <unistd.h>
 
 #include <atomic>
-#include <cstring>
 #include <mutex>
 
-#include "output/escape.h"
+#include "text/escape.h"
 
-namespace gpureap::daemon {
+namespace gpureap::base {
 namespace {
 
 std::atomic<int> g_level{static_cast<int>(LogLevel::Info)};
@@ -40,24 +39,11 @@ LogLevel log_level() {
   return static_cast<LogLevel>(g_level.load());
 }
 
-std::string count(size_t n, std::string_view noun) {
-  std::string word(noun);
-  if (n != 1 && !word.empty()) {
-    if (word.back() == 's')
-      word += "es";
-    else if (word.back() == 'y' && word.size() > 1 && !std::strchr("aeiou", word[word.size() - 2]))
-      word.back() = 'i', word += "es";  // policy → policies
-    else
-      word += "s";
-  }
-  return std::to_string(n) + " " + word;
-}
-
 std::string format_log_line(LogLevel level, std::string_view message) {
   // One event is one line: a newline in a message (or in a process name inside it) would
   // otherwise start a forged entry.
   return "<" + std::to_string(static_cast<int>(level)) +
-         ">gpureap: " + output::terminal_safe(message);
+         ">gpureap: " + text::terminal_safe(message);
 }
 
 void log(LogLevel level, std::string_view message) {
@@ -75,4 +61,4 @@ void log(LogLevel level, std::string_view message) {
   }
 }
 
-}  // namespace gpureap::daemon
+}  // namespace gpureap::base

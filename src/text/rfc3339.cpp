@@ -1,9 +1,9 @@
-#include "output/rfc3339.h"
+#include "text/rfc3339.h"
 
 #include <charconv>
 #include <ctime>
 
-namespace gpureap::output {
+namespace gpureap::text {
 namespace {
 
 // Exactly `digits` decimal digits at text[pos], advancing pos.
@@ -95,4 +95,4 @@ std::optional<std::chrono::system_clock::time_point> parse_rfc3339(std::string_v
   return system_clock::time_point(since_epoch);
 }
 
-}  // namespace gpureap::output
+}  // namespace gpureap::text

@@ -1,9 +1,9 @@
-#include "output/escape.h"
+#include "text/escape.h"
 
 #include <cstdio>
 #include <optional>
 
-namespace gpureap::output {
+namespace gpureap::text {
 namespace {
 
 // Length of the valid UTF-8 sequence at s[i], or 0 when it is not valid.
@@ -97,4 +97,4 @@ std::string csv_field(std::string_view text) {
   return out + "\"";
 }
 
-}  // namespace gpureap::output
+}  // namespace gpureap::text
