@@ -1,7 +1,8 @@
 #pragma once
-// Terminal text measured in columns, not bytes: UTF-8 decoding, East Asian wide characters
-// (two columns) and combining marks (none), cutting and padding to a width. Pure, so every
-// layout decision of `top` and `ps --watch` can be tested without a terminal.
+// Terminal text measured in columns, not bytes: UTF-8 decoding, East Asian wide and fullwidth
+// characters (two columns) and combining and zero-width ones (none), cutting and padding to a
+// width. The one measure of every table (`ps`, `kill`, `audit`, `policy`) and of `top`, so a CJK
+// name never shifts the columns after it; pure, so every layout can be tested without a terminal.
 #include <cstddef>
 #include <string>
 #include <string_view>

@@ -1,4 +1,5 @@
-// The ps screen (src/output/ps_view.cpp): the tree and the footer over hand-built snapshots.
+// The ps screen (src/output/ps_view.cpp): the tree, the footer and the column widths over
+// hand-built snapshots.
 #include <gtest/gtest.h>
 
 #include <sstream>

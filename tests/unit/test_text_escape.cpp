@@ -1,4 +1,4 @@
-// Escaping of untrusted text (src/output/escape.cpp): nothing from a process name, a command
+// Escaping of untrusted text (src/text/escape.cpp): nothing from a process name, a command
 // line or a user's argument reaches the terminal raw.
 #include <gtest/gtest.h>
 
