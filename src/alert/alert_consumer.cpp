@@ -1,6 +1,6 @@
 #include "alert/alert_consumer.h"
 
-#include "daemon/log.h"
+#include "base/log.h"
 
 namespace gpureap::alert {
 
@@ -15,8 +15,8 @@ void AlertConsumer::send(const std::vector<Notification>& notifications) {
   for (const auto& n : notifications) {
     for (const auto& a : n.alerts) {
       auto summary = a.annotations.find("summary");
-      daemon::log_info("alert " + n.rule + (a.resolved() ? " resolved" : " firing") +
-                       (summary == a.annotations.end() ? "" : ": " + summary->second));
+      base::log_info("alert " + n.rule + (a.resolved() ? " resolved" : " firing") +
+                     (summary == a.annotations.end() ? "" : ": " + summary->second));
     }
     dispatcher_.dispatch(n, context_.external_url);
   }
@@ -33,7 +33,7 @@ void AlertConsumer::apply(std::vector<Rule> rules, std::vector<SinkConfig> sinks
   send(resolved);
 }
 
-void AlertConsumer::on_sample(const daemon::Sample& sample, const daemon::History&) {
+void AlertConsumer::on_sample(const engine::Sample& sample, const history::History&) {
   std::lock_guard lock(mutex_);
   send(evaluator_.evaluate(sample));
 }

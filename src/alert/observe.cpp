@@ -5,12 +5,10 @@
 #include <algorithm>
 #include <map>
 
-#include "output/time_format.h"
+#include "text/byte_format.h"
 
 namespace gpureap::alert {
 namespace {
-
-using output::human_bytes;
 
 std::string gpu_list(const std::vector<unsigned>& gpus) {
   return fmt::format("{}", fmt::join(gpus, ","));
@@ -46,16 +44,16 @@ void memory_ratio(const Rule& rule, const core::Gpu& g, const std::string& host,
   if (!ratio) return;
   o.annotations["summary"] =
       fmt::format("GPU {} memory {} used ({} of {})", g.index, percent(*ratio),
-                  human_bytes(*m.used_bytes), human_bytes(*m.total_bytes));
+                  text::human_bytes(*m.used_bytes), text::human_bytes(*m.total_bytes));
   o.annotations["description"] =
       o.holds == Holds::Yes
           ? fmt::format(
                 "{} on {} has {} of {} in use, above the rule's {}. `gpureap` shows who "
                 "holds it; `gpureap doctor` finds memory held for nobody.",
-                gpu_name(g), host, human_bytes(*m.used_bytes), human_bytes(*m.total_bytes),
-                percent(rule.ratio_above))
+                gpu_name(g), host, text::human_bytes(*m.used_bytes),
+                text::human_bytes(*m.total_bytes), percent(rule.ratio_above))
           : fmt::format("{} on {} has {} of {} in use, no longer above {}.", gpu_name(g), host,
-                        human_bytes(*m.used_bytes), human_bytes(*m.total_bytes),
+                        text::human_bytes(*m.used_bytes), text::human_bytes(*m.total_bytes),
                         percent(rule.ratio_above));
 }
 
@@ -69,16 +67,16 @@ void ghost_memory(const Rule& rule, const core::Snapshot& s, const core::Gpu& g,
   uint64_t ghost = s.memory_summary(g).ghost_bytes;
   o.holds = ghost > rule.bytes_above ? Holds::Yes : Holds::No;
   o.annotations["summary"] =
-      fmt::format("GPU {}: {} held for processes that are gone", g.index, human_bytes(ghost));
+      fmt::format("GPU {}: {} held for processes that are gone", g.index, text::human_bytes(ghost));
   o.annotations["description"] =
       o.holds == Holds::Yes
           ? fmt::format(
                 "{} on {} has {} listed for gone processes or kept alive by the processes "
                 "that inherited their device files, above the rule's {}. `gpureap doctor` "
                 "names who keeps it; `gpureap kill --ghosts` frees it.",
-                gpu_name(g), host, human_bytes(ghost), human_bytes(rule.bytes_above))
+                gpu_name(g), host, text::human_bytes(ghost), text::human_bytes(rule.bytes_above))
           : fmt::format("{} on {} has {} held for gone processes, no longer above {}.", gpu_name(g),
-                        host, human_bytes(ghost), human_bytes(rule.bytes_above));
+                        host, text::human_bytes(ghost), text::human_bytes(rule.bytes_above));
 }
 
 void unattributed_memory(const Rule& rule, const core::Snapshot& s, const core::Gpu& g,
@@ -91,19 +89,20 @@ void unattributed_memory(const Rule& rule, const core::Snapshot& s, const core::
   }
   o.holds = *bytes > rule.bytes_above ? Holds::Yes : Holds::No;
   o.annotations["summary"] =
-      fmt::format("GPU {}: {} in use by no listed process", g.index, human_bytes(*bytes));
+      fmt::format("GPU {}: {} in use by no listed process", g.index, text::human_bytes(*bytes));
   o.annotations["description"] =
       o.holds == Holds::Yes
           ? fmt::format(
                 "{} on {} has {} in use that the driver attributes to no process, above "
                 "the rule's {}: a context being torn down, or leaked. `gpureap doctor` "
                 "tells which and what frees it.",
-                gpu_name(g), host, human_bytes(*bytes), human_bytes(rule.bytes_above))
+                gpu_name(g), host, text::human_bytes(*bytes), text::human_bytes(rule.bytes_above))
           : fmt::format("{} on {} has {} attributed to no process, no longer above {}.",
-                        gpu_name(g), host, human_bytes(*bytes), human_bytes(rule.bytes_above));
+                        gpu_name(g), host, text::human_bytes(*bytes),
+                        text::human_bytes(rule.bytes_above));
 }
 
-Observations memory(const Rule& rule, const daemon::Sample& sample, const std::string& host) {
+Observations memory(const Rule& rule, const engine::Sample& sample, const std::string& host) {
   Observations out;
   const auto& snap = *sample.snapshot;
   if (!snap.drivers.any_available()) {
@@ -146,7 +145,7 @@ std::string finding_text(const doctor::Finding& f) {
 
 // Findings of one code on one set of GPUs are one alert: several gone PIDs on GPU 0 are one
 // problem of that GPU, and their number changing does not make it a new alert.
-Observations findings(const Rule& rule, const daemon::Sample& sample, const std::string& host) {
+Observations findings(const Rule& rule, const engine::Sample& sample, const std::string& host) {
   Observations out;
   if (sample.driver_timed_out) {
     out.all_unknown = true;  // the driver did not answer: what it lists is unknown
@@ -182,7 +181,7 @@ Observations findings(const Rule& rule, const daemon::Sample& sample, const std:
     }
     std::string summary = fmt::format("{} ({})", first.code, doctor::to_string(first.severity));
     if (!gpus.empty()) summary += fmt::format(" on GPU {}", gpu_list(gpus));
-    if (bytes > 0) summary += ", " + human_bytes(bytes);
+    if (bytes > 0) summary += ", " + text::human_bytes(bytes);
     if (!pids.empty()) summary += fmt::format(", PID {}", fmt::join(pids, ", "));
     o.annotations["summary"] = summary;
     o.annotations["description"] = fmt::format("{}", fmt::join(texts, "\n"));
@@ -205,7 +204,7 @@ Labels base_labels(const Rule& rule, const std::string& hostname) {
   return {{"alertname", rule.name}, {"severity", rule.severity}, {"instance", hostname}};
 }
 
-Observations observe(const Rule& rule, const daemon::Sample& sample, const std::string& hostname) {
+Observations observe(const Rule& rule, const engine::Sample& sample, const std::string& hostname) {
   switch (rule.condition) {
     case Condition::MemoryRatio:
     case Condition::GhostMemory:

@@ -1,6 +1,6 @@
 #include "alert/payload.h"
 
-#include "output/time_format.h"
+#include "text/time_format.h"
 
 namespace gpureap::alert {
 namespace {
@@ -30,7 +30,7 @@ json object(const Labels& labels) {
 }  // namespace
 
 std::string rfc3339(TimePoint t) {
-  return output::iso8601_utc(t);
+  return text::iso8601_utc(t);
 }
 
 std::string to_text(const json& j) {

@@ -3,7 +3,8 @@
 #include <fmt/format.h>
 
 #include "alert/observe.h"
-#include "output/time_format.h"
+#include "text/byte_format.h"
+#include "text/time_format.h"
 
 namespace gpureap::alert {
 
@@ -41,16 +42,15 @@ Alert policy_alert(const Rule& rule, const audit::Record& r, const std::string& 
   std::string summary = fmt::format("policy {}: {} {}", r.policy, r.action, who);
   if (!gpus.empty()) summary += fmt::format(" on GPU {}", a.labels["gpu"]);
   summary += ": " + r.outcome;
-  if (r.released_bytes)
-    summary += fmt::format(" ({} freed)", output::human_bytes(*r.released_bytes));
+  if (r.released_bytes) summary += fmt::format(" ({} freed)", text::human_bytes(*r.released_bytes));
   if (!r.enforced) summary += " (not enforced)";
   a.annotations["summary"] = summary;
 
-  std::string d = fmt::format("At {} on {}, policy {} ({}) ", output::iso8601_utc(r.time), hostname,
+  std::string d = fmt::format("At {} on {}, policy {} ({}) ", text::iso8601_utc(r.time), hostname,
                               r.policy, r.event);
   d += r.enforced ? "acted on " : "would act on (enforce is off) ";
   d += who;
-  if (held > 0) d += fmt::format(", which held {}", output::human_bytes(held));
+  if (held > 0) d += fmt::format(", which held {}", text::human_bytes(held));
   d += fmt::format(": {} -> {}.", r.action, r.outcome);
   if (!r.reasons.empty()) d += fmt::format(" Matched: {}.", fmt::join(r.reasons, "; "));
   if (!r.process.cmdline.empty())

@@ -6,8 +6,9 @@
 #include <deque>
 #include <mutex>
 
+#include "base/log.h"
 #include "core/duration.h"
-#include "daemon/log.h"
+#include "text/plural.h"
 
 namespace gpureap::alert {
 namespace {
@@ -15,7 +16,7 @@ namespace {
 using std::chrono::milliseconds;
 
 std::string what(const Delivery& d) {
-  return daemon::count(d.alerts, d.status + " alert") + " of " + d.alertname;
+  return text::plural(d.alerts, d.status + " alert") + " of " + d.alertname;
 }
 
 }  // namespace
@@ -62,8 +63,8 @@ struct SinkWorker::State {
       Attempt a = sender->send(d);
       if (a.ok) {
         ++counters->success;
-        daemon::log_debug(name() + ": sent " + what(d) +
-                          (a.output.empty() ? "" : "; it answered: " + a.output));
+        base::log_debug(name() + ": sent " + what(d) +
+                        (a.output.empty() ? "" : "; it answered: " + a.output));
         return;
       }
       ++counters->failure;
@@ -73,14 +74,14 @@ struct SinkWorker::State {
       }
       if (attempt == attempts) {
         ++counters->dropped;
-        daemon::log_error(name() + ": gave up on " + what(d) + " after " +
-                          daemon::count(attempts, "attempt") + ": " + a.error);
+        base::log_error(name() + ": gave up on " + what(d) + " after " +
+                        text::plural(attempts, "attempt") + ": " + a.error);
         return;
       }
       milliseconds delay = retry_delay(sink, attempt);
-      daemon::log_warning(name() + ": attempt " + std::to_string(attempt) + " of " +
-                          std::to_string(attempts) + " to send " + what(d) + " failed: " + a.error +
-                          "; retrying in " + core::format_duration(delay));
+      base::log_warning(name() + ": attempt " + std::to_string(attempt) + " of " +
+                        std::to_string(attempts) + " to send " + what(d) + " failed: " + a.error +
+                        "; retrying in " + core::format_duration(delay));
       if (!wait(delay)) {
         ++counters->dropped;
         return;
@@ -103,8 +104,8 @@ struct SinkWorker::State {
     std::lock_guard lock(mutex);
     if (!queue.empty()) {
       counters->dropped += queue.size();
-      daemon::log_warning(name() + ": " + daemon::count(queue.size(), "message") +
-                          " not sent: the daemon is stopping or the sink was reconfigured");
+      base::log_warning(name() + ": " + text::plural(queue.size(), "message") +
+                        " not sent: the daemon is stopping or the sink was reconfigured");
       queue.clear();
     }
     finished = true;
@@ -140,9 +141,9 @@ void SinkWorker::push(Delivery d) {
   if (state_->queue.size() >= state_->capacity) {
     const Delivery& oldest = state_->queue.front();
     ++state_->counters->dropped;
-    daemon::log_warning(state_->name() + ": " + std::to_string(state_->capacity) +
-                        " messages are waiting; dropped the oldest, " + what(oldest) +
-                        ": the sink is down or slower than alerts come");
+    base::log_warning(state_->name() + ": " + std::to_string(state_->capacity) +
+                      " messages are waiting; dropped the oldest, " + what(oldest) +
+                      ": the sink is down or slower than alerts come");
     state_->queue.pop_front();
   }
   state_->queue.push_back(std::move(d));

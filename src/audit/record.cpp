@@ -6,9 +6,9 @@
 
 #include <limits>
 
-#include "output/escape.h"
-#include "output/rfc3339.h"
-#include "output/time_format.h"
+#include "text/escape.h"
+#include "text/rfc3339.h"
+#include "text/time_format.h"
 
 namespace gpureap::audit {
 namespace {
@@ -17,7 +17,7 @@ using json = nlohmann::json;
 
 // Process names, command lines and error texts are untrusted bytes; JSON needs UTF-8.
 std::string text(const std::string& s) {
-  return output::utf8_valid(s);
+  return text::utf8_valid(s);
 }
 
 // One builder for both shapes: `json` (sorted keys, for documents) and `ordered_json` (the
@@ -52,7 +52,7 @@ struct Builder {
     // records-dropped note) has no PID, not PID 0.
     return {{"pid", p.pid > 0 ? J(p.pid) : J(nullptr)},
             {"start_ticks", or_null(p.start_ticks)},
-            {"start_time", p.start_time ? J(output::iso8601_utc(*p.start_time)) : J(nullptr)},
+            {"start_time", p.start_time ? J(text::iso8601_utc(*p.start_time)) : J(nullptr)},
             {"uid", or_null(p.uid)},
             {"user", optional_text(p.user)},
             {"comm", text(p.comm)},
@@ -63,7 +63,7 @@ struct Builder {
   static J record(const Record& r) {
     J memory = J::array();
     for (const auto& m : r.memory) memory.push_back({{"gpu", m.gpu}, {"bytes", or_null(m.bytes)}});
-    return {{"time", output::iso8601_utc(r.time)},
+    return {{"time", text::iso8601_utc(r.time)},
             {"host", text(r.host)},
             {"event", text(r.event)},
             {"policy", text(r.policy)},
@@ -154,7 +154,7 @@ void read_process(const json& j, ProcessIdentity& p, std::vector<std::string>& p
     return problems.push_back("\"process.pid\" is not a PID");
   p.pid = static_cast<pid_t>(pid->get<int64_t>());
   p.start_ticks = optional_unsigned<uint64_t>(*process, "start_ticks");
-  if (auto t = optional_string(*process, "start_time")) p.start_time = output::parse_rfc3339(*t);
+  if (auto t = optional_string(*process, "start_time")) p.start_time = text::parse_rfc3339(*t);
   p.uid = optional_unsigned<uid_t>(*process, "uid");
   p.user = optional_string(*process, "user");
   p.comm = string_or_empty(*process, "comm");
@@ -181,7 +181,7 @@ core::Result<Record> record_from_json(const nlohmann::json& j) {
   std::string time;
   require_string(j, "time", time, problems);
   if (const json* t = field(j, "time"); t && t->is_string()) {
-    if (auto parsed = output::parse_rfc3339(time))
+    if (auto parsed = text::parse_rfc3339(time))
       r.time = *parsed;
     else
       problems.push_back("\"time\" is not an RFC 3339 time");

@@ -8,13 +8,16 @@
 #include <cstring>
 
 #include "audit/log_files.h"
-#include "daemon/log.h"
-#include "output/time_format.h"
+#include "base/hostname.h"
+#include "base/log.h"
+#include "text/byte_format.h"
+#include "text/plural.h"
+#include "text/time_format.h"
 
 namespace gpureap::audit {
 namespace {
 
-using daemon::count;
+using text::plural;
 
 bool write_all(int fd, std::string_view data) {
   while (!data.empty()) {
@@ -50,12 +53,6 @@ std::string remedy(int err) {
   }
 }
 
-std::string host_name() {
-  char buf[256] = {};
-  if (::gethostname(buf, sizeof buf - 1) != 0) return "unknown";
-  return buf;
-}
-
 class FdCloser {
  public:
   explicit FdCloser(int& fd) : fd_(fd) {}
@@ -80,9 +77,9 @@ AuditLog::~AuditLog() {
     if (pending_.empty() && gap_records_ == 0) return;
     counters_.records_dropped += pending_.size();
     if (pending_.empty()) return;  // only the note of an earlier drop, already logged
-    daemon::log_error("audit log: lost " + count(pending_.size(), "record") +
-                      " that could not be written to " + settings_.path + " (" + last_error_ +
-                      ") as gpureap stops");
+    base::log_error("audit log: lost " + plural(pending_.size(), "record") +
+                    " that could not be written to " + settings_.path + " (" + last_error_ +
+                    ") as gpureap stops");
   } catch (...) {
     // Logging failed too; there is nobody left to tell.
   }
@@ -101,8 +98,8 @@ bool AuditLog::append(const Record& record) noexcept {
     std::lock_guard lock(mutex_);
     ++counters_.records_dropped;
     publish_locked();
-    daemon::log_error("audit log: out of memory: a record about PID " +
-                      std::to_string(record.process.pid) + " is lost");
+    base::log_error("audit log: out of memory: a record about PID " +
+                    std::to_string(record.process.pid) + " is lost");
     return false;
   }
 }
@@ -184,9 +181,9 @@ void AuditLog::enqueue_locked(Pending pending) {
     pending_.pop_front();
     if (!dropping_) {
       dropping_ = true;
-      daemon::log_error("audit log: the memory queue is full (" + count(max_pending_, "record") +
-                        "): the oldest are dropped until " + settings_.path +
-                        " can be written; the log will then say how many");
+      base::log_error("audit log: the memory queue is full (" + plural(max_pending_, "record") +
+                      "): the oldest are dropped until " + settings_.path +
+                      " can be written; the log will then say how many");
     }
   }
   pending_.push_back(std::move(pending));
@@ -200,10 +197,10 @@ bool AuditLog::write_pending_locked() {
     return false;
   }
   if (failing_)
-    daemon::log_notice("audit log: writing to " + settings_.path + " again after " +
-                       count(failed_attempts_, "failed attempt") + "; wrote " +
-                       count(counters_.records_written - written_before, "record") +
-                       " that waited in memory");
+    base::log_notice("audit log: writing to " + settings_.path + " again after " +
+                     plural(failed_attempts_, "failed attempt") + "; wrote " +
+                     plural(counters_.records_written - written_before, "record") +
+                     " that waited in memory");
   note_success_locked();
   return true;
 }
@@ -294,13 +291,13 @@ bool AuditLog::rotate_locked(uint64_t size) {
   const auto& s = settings_;
   Rotation rotation = rotate_log_files(s.path, s.keep);
   for (const auto& removed : rotation.removed)
-    daemon::log_notice("audit log: removed " + removed +
-                       ", the oldest beyond audit_keep = " + std::to_string(s.keep));
+    base::log_notice("audit log: removed " + removed +
+                     ", the oldest beyond audit_keep = " + std::to_string(s.keep));
   if (rotation.error != 0) {
     ++counters_.write_errors;
     if (!rotation_failing_) {
       rotation_failing_ = true;
-      daemon::log_error(
+      base::log_error(
           "audit log: cannot " + rotation.failed_step + ": " + std::strerror(rotation.error) +
           "; records go on to " + s.path +
           ", which grows past audit_max_bytes until rotation works: " + remedy(rotation.error));
@@ -308,21 +305,21 @@ bool AuditLog::rotate_locked(uint64_t size) {
     return false;
   }
   rotation_failing_ = false;
-  daemon::log_info("audit log: rotated " + s.path + " (" + output::human_bytes(size) + ") to " +
-                   rotated_path(s.path, 1));
+  base::log_info("audit log: rotated " + s.path + " (" + text::human_bytes(size) + ") to " +
+                 rotated_path(s.path, 1));
   return true;
 }
 
 std::string AuditLog::gap_line_locked() const {
   Record gap;
   gap.time = gap_last_;
-  gap.host = host_name();
+  gap.host = base::host_name();
   gap.event = "records-dropped";
   gap.outcome = "dropped";
-  gap.detail = count(gap_records_, "audit record") + " from " + output::iso8601_utc(gap_first_) +
-               " to " + output::iso8601_utc(gap_last_) +
+  gap.detail = plural(gap_records_, "audit record") + " from " + text::iso8601_utc(gap_first_) +
+               " to " + text::iso8601_utc(gap_last_) +
                " were dropped: the log could not be written (" + last_error_ + ") and " +
-               count(max_pending_, "record") + " already waited in memory";
+               plural(max_pending_, "record") + " already waited in memory";
   return to_json_line(gap);
 }
 
@@ -332,10 +329,10 @@ void AuditLog::note_failure_locked(const Failure& failure) {
   last_error_ = failure.what + " " + settings_.path + ": " + std::strerror(failure.error);
   if (failing_) return;
   failing_ = true;
-  daemon::log_error("audit log: cannot " + last_error_ + "; keeping " +
-                    count(pending_.size(), "record") + " in memory (at most " +
-                    std::to_string(max_pending_) +
-                    ") to write first once it works: " + remedy(failure.error));
+  base::log_error("audit log: cannot " + last_error_ + "; keeping " +
+                  plural(pending_.size(), "record") + " in memory (at most " +
+                  std::to_string(max_pending_) +
+                  ") to write first once it works: " + remedy(failure.error));
 }
 
 void AuditLog::note_success_locked() {

@@ -15,9 +15,9 @@
 #include "daemon/config.h"
 #include "export/history_json.h"
 #include "output/audit_view.h"
-#include "output/escape.h"
 #include "output/snapshot_json.h"
-#include "output/time_format.h"
+#include "text/byte_format.h"
+#include "text/escape.h"
 
 namespace gpureap::cli {
 namespace {
@@ -48,9 +48,8 @@ core::Result<std::string> audit_log_path(const AuditOptions& o) {
 core::Result<TimePoint> parse_since(const std::string& text) {
   auto since = exporter::parse_since(text, std::chrono::system_clock::now());
   if (!since)
-    return core::Error{
-        "--since " + output::terminal_safe(text) + " is neither a duration nor a time",
-        since.error().hint};
+    return core::Error{"--since " + text::terminal_safe(text) + " is neither a duration nor a time",
+                       since.error().hint};
   return *since;
 }
 
@@ -65,8 +64,8 @@ void warn_malformed(const audit::AuditLogContents& contents) {
   const auto& first = *contents.first_malformed;
   std::cerr << "gpureap: warning: skipped " << contents.malformed_lines << " malformed line"
             << (contents.malformed_lines == 1 ? "" : "s")
-            << " (the first: " << output::terminal_safe(first.file) << " line " << first.line
-            << ": " << output::terminal_safe(first.reason) << ")\n"
+            << " (the first: " << text::terminal_safe(first.file) << " line " << first.line << ": "
+            << text::terminal_safe(first.reason) << ")\n"
             << "  a line cut short by a full disk or a crash is expected; others mean the file was "
                "edited or written by another program\n";
 }
@@ -75,8 +74,8 @@ std::string summary(const std::vector<audit::Record>& records, const audit::Audi
   uint64_t released = 0;
   for (const auto& r : records) released += r.released_bytes.value_or(0);
   std::string out = std::to_string(records.size()) + (records.size() == 1 ? " record" : " records");
-  if (released > 0) out += ", " + output::human_bytes(released) + " released";
-  out += " (" + output::terminal_safe(c.files.back());
+  if (released > 0) out += ", " + text::human_bytes(released) + " released";
+  out += " (" + text::terminal_safe(c.files.back());
   if (c.files.size() > 1)
     out += " and " + std::to_string(c.files.size() - 1) + " rotated file" +
            (c.files.size() == 2 ? "" : "s");
@@ -114,7 +113,7 @@ int run_audit(const GlobalOptions& g, const AuditOptions& o) {
   if (!contents) return fail(contents.error());
 
   if (contents->files.empty()) {
-    std::cerr << "gpureap: no audit log at " << output::terminal_safe(*path)
+    std::cerr << "gpureap: no audit log at " << text::terminal_safe(*path)
               << " yet: the daemon writes it when a cleanup policy acts\n";
     if (g.json) std::cout << output::dump_json(output::audit_to_json({}, 0)) << "\n";
     return kExitOk;
@@ -128,9 +127,9 @@ int run_audit(const GlobalOptions& g, const AuditOptions& o) {
     return kExitOk;
   }
   if (contents->records.empty()) {
-    std::cout << "No audit records" << (o.since ? " since " + output::terminal_safe(*o.since) : "")
+    std::cout << "No audit records" << (o.since ? " since " + text::terminal_safe(*o.since) : "")
               << (o.policy || o.pid ? " match --policy/--pid" : "") << " in "
-              << output::terminal_safe(*path) << ".\n";
+              << text::terminal_safe(*path) << ".\n";
     return kExitOk;
   }
   auto style = output::Style::for_stdout(g.no_color);

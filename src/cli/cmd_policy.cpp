@@ -9,12 +9,12 @@
 
 #include "core/duration.h"
 #include "daemon/config.h"
-#include "output/escape.h"
 #include "output/snapshot_json.h"
 #include "output/table.h"
-#include "output/time_format.h"
 #include "policy/exemption.h"
 #include "policy/matcher.h"
+#include "text/byte_format.h"
+#include "text/escape.h"
 
 namespace gpureap::cli {
 namespace {
@@ -69,12 +69,12 @@ std::string what_it_does(const Policy& p, bool enforce) {
 
 void print_policy(std::ostream& out, const Policy& p, const std::vector<Evaluation>& evals,
                   const core::Snapshot& s, bool enforce, const output::Style& style) {
-  out << "policy " << output::terminal_safe(p.name) << " (line " << p.line
+  out << "policy " << text::terminal_safe(p.name) << " (line " << p.line
       << "): " << what_it_does(p, enforce) << "\n";
   output::Table matches({"PID", "USER", "COMMAND", "GPU", "MEMORY", "WHY"});
   std::vector<std::string> others;
   for (const auto& e : evals) {
-    std::string name = output::terminal_safe(process_name(s, e.pid));
+    std::string name = text::terminal_safe(process_name(s, e.pid));
     if (e.matched() || e.possible()) {
       std::string why = joined(e.reasons(), "; ");
       for (const auto& c : e.checks)
@@ -82,16 +82,15 @@ void print_policy(std::ostream& out, const Policy& p, const std::vector<Evaluati
           why += (why.empty() ? "" : "; ") + ("to be seen: " + c.detail);
       matches.add(
           {{std::to_string(e.pid)},
-           {output::terminal_safe(user_of(s, e.pid))},
+           {text::terminal_safe(user_of(s, e.pid))},
            {name},
            {gpus_text(e.gpus)},
-           {e.memory_bytes ? output::human_bytes(*e.memory_bytes) : "-"},
-           {output::terminal_safe(why), e.matched() ? output::Color::Red : output::Color::Yellow}});
+           {e.memory_bytes ? text::human_bytes(*e.memory_bytes) : "-"},
+           {text::terminal_safe(why), e.matched() ? output::Color::Red : output::Color::Yellow}});
     } else if (e.exempt) {
       others.push_back(std::to_string(e.pid) + " " + name + ": exempt, " + *e.exempt);
     } else if (const auto* c = e.failed()) {
-      others.push_back(std::to_string(e.pid) + " " + name + ": " +
-                       output::terminal_safe(c->detail));
+      others.push_back(std::to_string(e.pid) + " " + name + ": " + text::terminal_safe(c->detail));
     }
   }
   if (matches.empty())
@@ -153,16 +152,16 @@ int run_policy(const GlobalOptions& g, const PolicyOptions& o) {
                  "--config FILE"});
   auto config = daemon::load_config(path);
   if (!config) {
-    std::cerr << output::terminal_safe_lines(config.error().message) << "\n";
+    std::cerr << text::terminal_safe_lines(config.error().message) << "\n";
     if (!config.error().hint.empty())
-      std::cerr << "  " << output::terminal_safe_lines(config.error().hint) << "\n";
+      std::cerr << "  " << text::terminal_safe_lines(config.error().hint) << "\n";
     return kExitUsage;
   }
   std::vector<Policy> policies;
   for (const auto& p : config->policies)
     if (!o.name || p.name == *o.name) policies.push_back(p);
   if (o.name && policies.empty())
-    return fail({"no policy named " + output::terminal_safe(*o.name) + " in " + path,
+    return fail({"no policy named " + text::terminal_safe(*o.name) + " in " + path,
                  "gpureap policy test --config " + path + " lists them all"});
   auto collector = open_collector(g);
   if (!collector) return fail(collector.error());
@@ -184,13 +183,13 @@ int run_policy(const GlobalOptions& g, const PolicyOptions& o) {
     return kExitOk;
   }
   auto style = output::Style::for_stdout(g.no_color);
-  std::cout << "Policies in " << output::terminal_safe(path) << ": enforce is "
+  std::cout << "Policies in " << text::terminal_safe(path) << ": enforce is "
             << (config->enforce ? "on: matching processes are ended"
                                 : "off: actions are only logged as \"would\"")
             << "\n";
   if (const auto* down = snapshot.drivers.first_down(); down && !snapshot.drivers.any_available())
     std::cout << "The GPU driver is not available ("
-              << output::terminal_safe(down->error.value_or("unknown"))
+              << text::terminal_safe(down->error.value_or("unknown"))
               << "): only device-file holders are shown, and memory conditions cannot match.\n";
   if (!snapshot.complete())
     std::cout << "The view is incomplete: " << snapshot.proc.uninspectable
@@ -203,7 +202,7 @@ int run_policy(const GlobalOptions& g, const PolicyOptions& o) {
     std::cout
         << "This is one snapshot: how long each match has held, and when the daemon will act, "
            "is in its /api/v1/policies (curl -s http://"
-        << output::terminal_safe(config->listen.text()) << "/api/v1/policies).\n";
+        << text::terminal_safe(config->listen.text()) << "/api/v1/policies).\n";
   return kExitOk;
 }
 

@@ -3,9 +3,9 @@
 #include <iostream>
 
 #include "cli/ps_watch.h"
-#include "output/escape.h"
 #include "output/ps_view.h"
 #include "output/snapshot_json.h"
+#include "text/escape.h"
 
 namespace gpureap::cli {
 
@@ -30,7 +30,7 @@ int run_ps(const GlobalOptions& g, const PsOptions& o) {
   auto snapshot = collector->collect();
   if (!g.json)
     for (const auto& w : snapshot.all_warnings())
-      std::cerr << "gpureap: note: " << output::terminal_safe(w) << "\n";
+      std::cerr << "gpureap: note: " << text::terminal_safe(w) << "\n";
   if (!snapshot.complete())
     std::cerr << "gpureap: view incomplete: " << snapshot.proc.uninspectable
               << " processes could not be inspected; run as root or grant CAP_SYS_PTRACE\n";

@@ -10,8 +10,8 @@
 #include "cli/confirm.h"
 #include "cli/external_command.h"
 #include "doctor/reset_guard.h"
-#include "output/escape.h"
-#include "output/time_format.h"
+#include "text/byte_format.h"
+#include "text/escape.h"
 
 namespace gpureap::cli {
 namespace {
@@ -24,7 +24,7 @@ std::optional<uint64_t> used_bytes(const core::Snapshot& s, unsigned gpu) {
 }
 
 std::string bytes_or_unknown(std::optional<uint64_t> b) {
-  return b ? output::human_bytes(*b) : std::string("unknown");
+  return b ? text::human_bytes(*b) : std::string("unknown");
 }
 
 }  // namespace
@@ -56,7 +56,7 @@ int run_reset(const GlobalOptions& g, const ResetOptions& o) {
     if (!blockers->empty()) {
       std::cerr << "gpureap: refusing to reset GPU " << o.gpu << ": these processes use it:\n";
       for (const auto& b : *blockers)
-        std::cerr << "  PID " << b.pid << ": " << output::terminal_safe(b.why) << "\n";
+        std::cerr << "  PID " << b.pid << ": " << text::terminal_safe(b.why) << "\n";
       std::cerr << "  free them first: gpureap kill --gpu " << o.gpu << "\n";
       return kRefused;
     }
@@ -94,7 +94,7 @@ int run_reset(const GlobalOptions& g, const ResetOptions& o) {
   if (!ran) return fail(ran.error());
   if (ran->exit_code != 0) {
     std::cerr << "gpureap: nvidia-smi --gpu-reset failed (exit " << ran->exit_code << "):\n"
-              << output::terminal_safe(ran->output) << "\n  "
+              << text::terminal_safe(ran->output) << "\n  "
               << doctor::reset_failure_hint(ran->output, o.gpu) << "\n";
     return kRefused;
   }

@@ -8,11 +8,11 @@
 #include <iostream>
 
 #include "core/duration.h"
-#include "output/escape.h"
 #include "output/snapshot_json.h"
 #include "supervise/report_json.h"
 #include "supervise/report_text.h"
 #include "supervise/supervisor.h"
+#include "text/escape.h"
 
 namespace gpureap::cli {
 namespace {
@@ -100,7 +100,7 @@ int run_run(const GlobalOptions& g, const RunCliOptions& o) {
         ::open(options->report_path->c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (report_fd < 0)
       return run_failed({"cannot write the report to " +
-                             output::terminal_safe(*options->report_path) + ": " +
+                             text::terminal_safe(*options->report_path) + ": " +
                              std::strerror(errno),
                          "choose a writable path for --report"});
   }
@@ -120,7 +120,7 @@ int run_run(const GlobalOptions& g, const RunCliOptions& o) {
       if (n < 0 && errno == EINTR) continue;
       if (n <= 0) {
         std::cerr << "gpureap: cannot write the report to "
-                  << output::terminal_safe(*options->report_path) << ": " << std::strerror(errno)
+                  << text::terminal_safe(*options->report_path) << ": " << std::strerror(errno)
                   << "\n";
         break;
       }

@@ -8,7 +8,7 @@
 
 #include "backend/registry.h"
 #include "core/duration.h"
-#include "output/escape.h"
+#include "text/escape.h"
 
 namespace gpureap::cli {
 
@@ -60,7 +60,7 @@ bool report_driver_timeout(const core::Snapshot& s) {
   for (const auto& b : s.drivers.backends) {
     if (b.error_code != core::BackendErrorCode::NotAnswering) continue;
     std::cerr << "gpureap: "
-              << output::terminal_safe(b.error.value_or("the GPU driver did not answer")) << "\n";
+              << text::terminal_safe(b.error.value_or("the GPU driver did not answer")) << "\n";
     any = true;
   }
   if (any) std::cerr << "  what is shown comes from /proc alone (exit status 4)\n";
@@ -69,8 +69,8 @@ bool report_driver_timeout(const core::Snapshot& s) {
 
 int fail(const core::Error& error) {
   // Messages echo what a user typed and what /proc said: escaped like any untrusted text.
-  std::cerr << "gpureap: " << output::terminal_safe_lines(error.message) << "\n";
-  if (!error.hint.empty()) std::cerr << "  " << output::terminal_safe_lines(error.hint) << "\n";
+  std::cerr << "gpureap: " << text::terminal_safe_lines(error.message) << "\n";
+  if (!error.hint.empty()) std::cerr << "  " << text::terminal_safe_lines(error.hint) << "\n";
   return kExitUsage;
 }
 

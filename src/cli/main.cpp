@@ -12,7 +12,7 @@
 #include "cli/cmd_run.h"
 #include "cli/cmd_top.h"
 #include "cli/global_options.h"
-#include "output/escape.h"
+#include "text/escape.h"
 
 int main(int argc, char** argv) {
   using namespace gpureap::cli;
@@ -57,7 +57,7 @@ int main(int argc, char** argv) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
     // CLI11's message quotes the arguments as typed: escaped before they reach the terminal.
-    std::cerr << gpureap::output::terminal_safe_lines(e.what())
+    std::cerr << gpureap::text::terminal_safe_lines(e.what())
               << "\nRun with --help for more information.\n";
     // `run` follows timeout(1): its own failures are 125, so they differ from the job's.
     return run->parsed() ? kExitRunFailed : kExitUsage;

@@ -11,10 +11,11 @@
 #include <thread>
 
 #include "core/duration.h"
-#include "output/escape.h"
 #include "output/ps_view.h"
 #include "output/snapshot_json.h"
 #include "reap/arguments.h"
+#include "text/escape.h"
+#include "text/time_format.h"
 #include "tui/watch.h"
 
 namespace gpureap::cli {
@@ -37,15 +38,6 @@ std::pair<size_t, size_t> terminal_size() {
   if (::ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0 && ws.ws_row > 0)
     return {ws.ws_col, ws.ws_row};
   return {80, 24};
-}
-
-std::string clock_text(std::chrono::system_clock::time_point t) {
-  std::time_t tt = std::chrono::system_clock::to_time_t(t);
-  std::tm tm{};
-  ::localtime_r(&tt, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S", &tm);
-  return buf;
 }
 
 // Sleeps until `until`, waking early when a signal asks to stop.
@@ -87,8 +79,8 @@ int run_ps_watch(const GlobalOptions& g, const PsOptions& o) {
     } else {
       auto [width, height] = terminal_size();
       std::string text = style.paint("Every " + spec + ": gpureap ps", output::Color::Dim) + "   " +
-                         output::terminal_safe(snapshot.hostname) + "   " +
-                         clock_text(snapshot.timestamp) + "\n\n";
+                         text::terminal_safe(snapshot.hostname) + "   " +
+                         text::local_date_time(snapshot.timestamp) + "\n\n";
       if (!snapshot.complete())
         text += style.paint(
                     "view incomplete: " + std::to_string(snapshot.proc.uninspectable) +

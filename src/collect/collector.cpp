@@ -6,17 +6,12 @@
 #include <atomic>
 #include <thread>
 
+#include "base/hostname.h"
 #include "procfs/fd_scan.h"
 #include "procfs/open_files.h"
 
 namespace gpureap::collect {
 namespace {
-
-std::string local_hostname() {
-  char buf[256] = {};
-  if (::gethostname(buf, sizeof buf - 1) != 0) return "unknown";
-  return buf;
-}
 
 struct Slot {
   std::optional<core::HostProcess> process;
@@ -157,7 +152,7 @@ core::Snapshot Collector::collect() const {
   auto view = scan_processes();
   auto drivers = read_drivers();
   add_driver_details(view, drivers);
-  return core::join(std::move(view), std::move(drivers), local_hostname(),
+  return core::join(std::move(view), std::move(drivers), base::host_name(),
                     std::chrono::system_clock::now());
 }
 

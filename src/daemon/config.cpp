@@ -96,7 +96,7 @@ const std::vector<Field<DaemonConfig>>& key_specs() {
        }},
       {"log_level",
        [](const toml::node& node, DaemonConfig& c, Problems& p) {
-         if (auto level = config::read_choice(node, "log_level", log_level_from_string,
+         if (auto level = config::read_choice(node, "log_level", base::log_level_from_string,
                                               "error, warning, notice, info, debug", p))
            c.log_level = *level;
        }},

@@ -10,8 +10,8 @@
 
 #include "alert/rule.h"
 #include "alert/sink.h"
+#include "base/log.h"
 #include "core/result.h"
-#include "daemon/log.h"
 #include "doctor/unattributed_threshold.h"
 #include "export/listen_address.h"
 #include "policy/policy.h"
@@ -30,7 +30,7 @@ struct DaemonConfig {
   bool per_process_metrics = false;
   std::optional<std::string> auth_token_file;
   std::chrono::milliseconds driver_timeout{std::chrono::seconds(5)};
-  LogLevel log_level = LogLevel::Info;
+  base::LogLevel log_level = base::LogLevel::Info;
   // Driver-used memory no listed process accounts for, above which doctor's findings (and
   // /metrics) report unattributed-memory.
   doctor::UnattributedThreshold unattributed_threshold;

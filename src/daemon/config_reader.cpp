@@ -6,7 +6,7 @@
 
 #include "core/byte_size.h"
 #include "core/duration.h"
-#include "output/escape.h"
+#include "text/escape.h"
 
 namespace gpureap::daemon::config {
 namespace {
@@ -45,7 +45,7 @@ std::string Problems::text() const {
 }
 
 std::string quoted(std::string_view s) {
-  return "\"" + output::terminal_safe(s) + "\"";
+  return "\"" + text::terminal_safe(s) + "\"";
 }
 
 std::optional<std::string> read_string(const toml::node& node, std::string_view key, Problems& p) {

@@ -14,15 +14,17 @@
 #include "alert/alert_consumer.h"
 #include "audit/writer.h"
 #include "backend/registry.h"
+#include "base/hostname.h"
+#include "base/log.h"
 #include "core/duration.h"
 #include "daemon/config.h"
-#include "daemon/history.h"
 #include "daemon/http_content.h"
-#include "daemon/log.h"
 #include "daemon/sampler.h"
 #include "daemon/sd_notify.h"
 #include "export/http_server.h"
+#include "history/history.h"
 #include "policy/runner.h"
+#include "text/plural.h"
 
 namespace gpureap::daemon {
 namespace {
@@ -58,8 +60,8 @@ SamplerSettings sampler_settings(const DaemonConfig& c) {
           c.driver_timeout, c.per_process_metrics,  c.unattributed_threshold};
 }
 
-HistoryLimits history_limits(const DaemonConfig& c) {
-  HistoryLimits limits;
+history::HistoryLimits history_limits(const DaemonConfig& c) {
+  history::HistoryLimits limits;
   limits.window = c.history;
   limits.interval = c.interval;
   limits.max_processes = c.history_max_processes;
@@ -71,10 +73,10 @@ audit::AuditLogSettings audit_settings(const DaemonConfig& c) {
 }
 
 // The audit log's figures in /metrics.
-class AuditMetrics : public SampleConsumer {
+class AuditMetrics : public engine::SampleConsumer {
  public:
   explicit AuditMetrics(std::shared_ptr<const audit::AuditLog> log) : log_(std::move(log)) {}
-  void on_sample(const Sample&, const History&) override {}
+  void on_sample(const engine::Sample&, const history::History&) override {}
   void add_metrics(std::vector<exporter::MetricFamily>& out) const override {
     log_->add_metrics(out);
   }
@@ -83,17 +85,12 @@ class AuditMetrics : public SampleConsumer {
   std::shared_ptr<const audit::AuditLog> log_;
 };
 
-std::string node_name() {
-  char buf[256] = {};
-  if (::gethostname(buf, sizeof buf - 1) != 0) return "unknown";
-  return buf;
-}
-
 // The daemon's URL as alert receivers should see it: the node's name when it listens on
 // every address.
 std::string external_url(const exporter::ListenAddress& at) {
   exporter::ListenAddress shown = at;
-  if (shown.host.empty() || shown.host == "0.0.0.0" || shown.host == "::") shown.host = node_name();
+  if (shown.host.empty() || shown.host == "0.0.0.0" || shown.host == "::")
+    shown.host = base::host_name();
   return "http://" + shown.text() + "/";
 }
 
@@ -104,14 +101,15 @@ bool loopback(const std::string& host) {
 // Warnings about a config that works but exposes more than it should.
 void warn_about(const DaemonConfig& c) {
   if (!c.auth_token && !loopback(c.listen.host))
-    log_warning("listening on " + c.listen.text() +
-                " without auth_token_file: anyone who can reach it reads process names, users and "
-                "containers");
+    base::log_warning(
+        "listening on " + c.listen.text() +
+        " without auth_token_file: anyone who can reach it reads process names, users and "
+        "containers");
   if (c.auth_token_file) {
     struct stat st {};
     if (::stat(c.auth_token_file->c_str(), &st) == 0 && (st.st_mode & S_IROTH))
-      log_warning("auth_token_file " + *c.auth_token_file +
-                  " is readable by every user: chmod 600 it");
+      base::log_warning("auth_token_file " + *c.auth_token_file +
+                        " is readable by every user: chmod 600 it");
   }
 }
 
@@ -123,20 +121,20 @@ std::string describe(const DaemonConfig& c) {
          core::format_duration(c.driver_timeout) +
          (c.per_process_metrics ? ", per-process metrics" : "") +
          (c.policies.empty() ? ""
-                             : ", " + count(c.policies.size(), "cleanup policy") +
+                             : ", " + text::plural(c.policies.size(), "cleanup policy") +
                                    (c.enforce ? " (enforced)" : " (enforce is off: only logged)"));
 }
 
 // systemd's one-line STATUS.
-std::string status_line(const Sample& s, const exporter::ListenAddress& at) {
+std::string status_line(const engine::Sample& s, const exporter::ListenAddress& at) {
   const auto& snap = *s.snapshot;
   size_t listed = 0;
   for (const auto& r : snap.rows) listed += r.listed_by_driver;
   std::string driver = snap.drivers.any_available()
-                           ? "driver up, " + count(snap.drivers.gpus.size(), "GPU")
+                           ? "driver up, " + text::plural(snap.drivers.gpus.size(), "GPU")
                            : (s.driver_timed_out ? "driver not answering" : "driver unavailable");
-  return driver + ", " + count(listed, "GPU process") + ", " + count(s.findings.size(), "finding") +
-         "; http://" + at.text() + "/";
+  return driver + ", " + text::plural(listed, "GPU process") + ", " +
+         text::plural(s.findings.size(), "finding") + "; http://" + at.text() + "/";
 }
 
 class Daemon {
@@ -146,7 +144,7 @@ class Daemon {
          collect::Collector acting_collector)
       : options_(options),
         config_(std::move(config)),
-        history_(std::make_shared<History>(history_limits(config_))),
+        history_(std::make_shared<history::History>(history_limits(config_))),
         sampler_(std::move(collector), options.roots.dev_root, sampler_settings(config_), history_),
         content_(sampler_),
         notifier_(Notifier::from_environment()),
@@ -175,15 +173,15 @@ class Daemon {
     raise_descriptor_limit();
     auto server = exporter::HttpServer::start(config_.listen, content_, {config_.auth_token});
     if (!server) {
-      log_error(server.error().text());
+      base::log_error(server.error().text());
       notifier_.status("failed: " + server.error().message);
       return 1;
     }
     server_ = std::move(*server);
-    log_info(describe(config_));
+    base::log_info(describe(config_));
     warn_about(config_);
-    log_notice("listening on http://" + server_->address().text() + "/" +
-               (config_.auth_token ? " (bearer token required)" : ""));
+    base::log_notice("listening on http://" + server_->address().text() + "/" +
+                     (config_.auth_token ? " (bearer token required)" : ""));
     configure_alerts(config_);
     sampler_.start();
 
@@ -200,7 +198,7 @@ class Daemon {
                   static_cast<long>((wait.count() % 1000) * 1000000)};
       int sig = ::sigtimedwait(&signals, nullptr, &ts);
       if (sig == SIGTERM || sig == SIGINT) {
-        log_notice(std::string("stopping on ") + (sig == SIGTERM ? "SIGTERM" : "SIGINT"));
+        base::log_notice(std::string("stopping on ") + (sig == SIGTERM ? "SIGTERM" : "SIGINT"));
         break;
       }
       if (sig == SIGHUP) reload();
@@ -209,13 +207,13 @@ class Daemon {
       if (!ready && latest) {
         ready = true;
         notifier_.ready();
-        log_info("first sample taken: ready");
+        base::log_info("first sample taken: ready");
       }
       const auto now = Clock::now();
       const bool fresh =
           now - std::max(sampler_.last_progress(), started_) < content_.stall_after();
       if (!fresh && !stall_logged) {
-        log_error(
+        base::log_error(
             "the sampler has not finished a sample for " +
             core::format_duration(content_.stall_after()) +
             (notifier_.watchdog() ? "; no more watchdog pings, systemd will restart gpureap" : ""));
@@ -240,7 +238,7 @@ class Daemon {
     sampler_.stop();
     policies_->stop();
     alerts_->stop();
-    log_info("stopped");
+    base::log_info("stopped");
     return 0;
   }
 
@@ -250,47 +248,48 @@ class Daemon {
     notifier_.reloading();
     auto next = load(options_);
     if (!next) {
-      log_error("reload failed, keeping the configuration from " + config_.source + ": " +
-                next.error().message);
+      base::log_error("reload failed, keeping the configuration from " + config_.source + ": " +
+                      next.error().message);
       notifier_.ready();
       return;
     }
     if (next->listen != config_.listen) {
       auto server = exporter::HttpServer::start(next->listen, content_, {next->auth_token});
       if (!server) {
-        log_error("reload failed, keeping the configuration from " + config_.source + ": " +
-                  server.error().text());
+        base::log_error("reload failed, keeping the configuration from " + config_.source + ": " +
+                        server.error().text());
         notifier_.ready();
         return;
       }
       server_->stop();
       server_ = std::move(*server);
-      log_notice("listening on http://" + server_->address().text() + "/");
+      base::log_notice("listening on http://" + server_->address().text() + "/");
     }
     server_->set_token(next->auth_token);
     sampler_.apply(sampler_settings(*next));
     history_->set_limits(history_limits(*next));
     content_.set_stall_after(stall_threshold(next->interval, next->driver_timeout));
-    set_log_level(next->log_level);
+    base::set_log_level(next->log_level);
     policies_->configure(next->policies, next->enforce);
     if (acting_backends_) acting_backends_->set_timeout(next->driver_timeout);
     audit_->reconfigure(audit_settings(*next));
     configure_alerts(*next);
     config_ = std::move(*next);
-    log_notice("configuration reloaded: " + describe(config_));
+    base::log_notice("configuration reloaded: " + describe(config_));
     warn_about(config_);
     notifier_.ready();
   }
 
   void configure_alerts(const DaemonConfig& c) {
-    alerts_->apply(c.alerts, c.sinks, node_name(), external_url(server_->address()));
+    alerts_->apply(c.alerts, c.sinks, base::host_name(), external_url(server_->address()));
     if (!c.alerts.empty())
-      log_info(count(c.alerts.size(), "alert rule") + " to " + count(c.sinks.size(), "sink"));
+      base::log_info(text::plural(c.alerts.size(), "alert rule") + " to " +
+                     text::plural(c.sinks.size(), "sink"));
   }
 
   const DaemonOptions& options_;
   DaemonConfig config_;
-  std::shared_ptr<History> history_;
+  std::shared_ptr<history::History> history_;
   Sampler sampler_;
   HttpContent content_;
   Notifier notifier_;
@@ -320,7 +319,7 @@ int run_daemon(const DaemonOptions& options) {
     std::cerr << "gpureap: " << config.error().message << "\n  " << config.error().hint << "\n";
     return 2;
   }
-  set_log_level(config->log_level);
+  base::set_log_level(config->log_level);
   auto proc = procfs::ProcFs::open(options.roots.proc_root);
   if (!proc) {
     std::cerr << "gpureap: " << proc.error().message << "\n  " << proc.error().hint << "\n";

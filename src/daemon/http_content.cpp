@@ -1,9 +1,9 @@
 #include "daemon/http_content.h"
 
 #include "export/history_json.h"
-#include "export/policies_json.h"
 #include "output/doctor_view.h"
 #include "output/snapshot_json.h"
+#include "policy/status_json.h"
 
 namespace gpureap::daemon {
 namespace {
@@ -63,7 +63,7 @@ exporter::Reply HttpContent::policies() {
   if (!policies_) return not_ready();
   return {200, kJson,
           output::dump_json(
-              exporter::policies_to_json(policies_->status(), std::chrono::system_clock::now())) +
+              policy::policies_to_json(policies_->status(), std::chrono::system_clock::now())) +
               "\n"};
 }
 

@@ -3,10 +3,12 @@
 #include <pthread.h>
 #include <unistd.h>
 
-#include "daemon/log.h"
+#include "base/hostname.h"
+#include "base/log.h"
 #include "doctor/diagnose.h"
 #include "export/metrics.h"
 #include "reap/safety.h"
+#include "text/plural.h"
 
 namespace gpureap::daemon {
 namespace {
@@ -17,16 +19,10 @@ double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-std::string host_name() {
-  char buf[256] = {};
-  if (::gethostname(buf, sizeof buf - 1) != 0) return "unknown";
-  return buf;
-}
-
 }  // namespace
 
 Sampler::Sampler(collect::Collector collector, std::string dev_root, SamplerSettings settings,
-                 std::shared_ptr<History> history)
+                 std::shared_ptr<history::History> history)
     : collector_(std::move(collector)),
       dev_root_(std::move(dev_root)),
       history_(std::move(history)),
@@ -36,7 +32,7 @@ Sampler::~Sampler() {
   stop();
 }
 
-void Sampler::add_consumer(std::shared_ptr<SampleConsumer> consumer) {
+void Sampler::add_consumer(std::shared_ptr<engine::SampleConsumer> consumer) {
   consumers_.push_back(std::move(consumer));
 }
 
@@ -46,7 +42,7 @@ void Sampler::apply(const SamplerSettings& settings) {
   wake_.notify_all();
 }
 
-std::shared_ptr<const Sample> Sampler::latest() const {
+std::shared_ptr<const engine::Sample> Sampler::latest() const {
   std::lock_guard lock(mutex_);
   return latest_;
 }
@@ -63,16 +59,17 @@ void Sampler::note_driver(const core::DriverReading& drivers, bool timed_out) {
     for (const auto& b : drivers.backends)
       if (b.available && b.driver_version) version = *b.driver_version;
     if (driver_was_up_)
-      log_notice("the GPU driver answers again: " + count(drivers.gpus.size(), "GPU"));
+      base::log_notice("the GPU driver answers again: " + text::plural(drivers.gpus.size(), "GPU"));
     else
-      log_info("GPU driver: " + count(drivers.gpus.size(), "GPU") + ", driver " + version);
+      base::log_info("GPU driver: " + text::plural(drivers.gpus.size(), "GPU") + ", driver " +
+                     version);
   } else {
     const auto* down = drivers.first_down();
     std::string why = down && down->error ? *down->error : "unknown reason";
     if (timed_out)
-      log_error("GPU backend down: " + why);
+      base::log_error("GPU backend down: " + why);
     else
-      log_warning("GPU backend unavailable: " + why);
+      base::log_warning("GPU backend unavailable: " + why);
   }
   driver_was_up_ = up;
 }
@@ -118,7 +115,7 @@ void Sampler::sample_once() {
       ipc_ = procfs::find_ipc_residue(collector_.procfs(), dev_root_, live);
       next_ipc_check_ = now + kIpcResidueEvery;
     }
-    hostname_ = host_name();
+    hostname_ = base::host_name();
     scan_seconds_ = seconds_since(start);
     if (view_->uninspectable > 0 || !view_->details_complete) ++scan_errors_;
     view_at_scan_ = dv;
@@ -126,7 +123,7 @@ void Sampler::sample_once() {
   }
   collector_.add_driver_details(*view_, drivers);
 
-  auto sample = std::make_shared<Sample>();
+  auto sample = std::make_shared<engine::Sample>();
   sample->sequence = ++sequence_;
   sample->driver_timed_out = timed_out;
   sample->holder_scan = scan;
@@ -154,7 +151,7 @@ void Sampler::sample_once() {
   sample->metrics_text = exporter::render(families);
   sample->taken = Clock::now();
 
-  std::shared_ptr<const Sample> published = sample;
+  std::shared_ptr<const engine::Sample> published = sample;
   {
     std::lock_guard lock(mutex_);
     latest_ = published;
@@ -193,8 +190,8 @@ void Sampler::loop() {
       sample_once();
     } catch (const std::exception& e) {
       // A sample that fails is skipped and reported; the loop, and what it last published, go on.
-      log_error(std::string("sampling failed: ") + e.what() +
-                "; please report this as a gpureap bug");
+      base::log_error(std::string("sampling failed: ") + e.what() +
+                      "; please report this as a gpureap bug");
     }
     std::unique_lock lock(mutex_);
     const auto planned = settings_.interval;

@@ -20,9 +20,9 @@
 #include "backend/watchdog.h"
 #include "collect/collector.h"
 #include "daemon/driver_view.h"
-#include "daemon/history.h"
-#include "daemon/sample.h"
 #include "doctor/unattributed_threshold.h"
+#include "engine/sample.h"
+#include "history/history.h"
 #include "procfs/ipc_residue.h"
 
 namespace gpureap::daemon {
@@ -42,11 +42,11 @@ class Sampler {
  public:
   // The collector's backends are read every sample, with the settings' driver_timeout.
   Sampler(collect::Collector collector, std::string dev_root, SamplerSettings settings,
-          std::shared_ptr<History> history);
+          std::shared_ptr<history::History> history);
   ~Sampler();  // stops the thread
 
   // Before start(): consumers are called in the order added.
-  void add_consumer(std::shared_ptr<SampleConsumer> consumer);
+  void add_consumer(std::shared_ptr<engine::SampleConsumer> consumer);
 
   // One sample, on the caller's thread (tests; the loop calls it).
   void sample_once();
@@ -58,10 +58,10 @@ class Sampler {
   // The next sample scans /proc in full (every fd table), whatever the intervals say.
   void request_full_scan() { full_scan_requested_ = true; }
 
-  std::shared_ptr<const Sample> latest() const;
+  std::shared_ptr<const engine::Sample> latest() const;
   // When the loop last finished a sample; the daemon's liveness (watchdog, /healthz).
   std::chrono::steady_clock::time_point last_progress() const;
-  const History& history() const { return *history_; }
+  const history::History& history() const { return *history_; }
 
  private:
   void loop();
@@ -69,13 +69,13 @@ class Sampler {
 
   collect::Collector collector_;
   std::string dev_root_;
-  std::shared_ptr<History> history_;
-  std::vector<std::shared_ptr<SampleConsumer>> consumers_;
+  std::shared_ptr<history::History> history_;
+  std::vector<std::shared_ptr<engine::SampleConsumer>> consumers_;
 
   mutable std::mutex mutex_;  // guards settings_, latest_, stop_
   std::condition_variable wake_;
   SamplerSettings settings_;
-  std::shared_ptr<const Sample> latest_;
+  std::shared_ptr<const engine::Sample> latest_;
   bool stop_ = false;
   std::thread thread_;
   std::atomic<std::chrono::steady_clock::rep> progress_{0};

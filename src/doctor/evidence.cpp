@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "output/time_format.h"
+#include "text/byte_format.h"
 
 namespace gpureap::doctor {
 
@@ -40,7 +40,7 @@ std::optional<std::string> container_stop_command(const core::HostProcess& p) {
 }
 
 std::string bytes_text(std::optional<uint64_t> bytes) {
-  return bytes ? output::human_bytes(*bytes) : std::string("an unknown amount");
+  return bytes ? text::human_bytes(*bytes) : std::string("an unknown amount");
 }
 
 std::string pid_list(const std::vector<pid_t>& pids) {

@@ -6,7 +6,7 @@
 
 #include "doctor/diagnose.h"
 #include "doctor/evidence.h"
-#include "output/time_format.h"
+#include "text/time_format.h"
 
 namespace gpureap::doctor {
 namespace {

@@ -6,7 +6,7 @@
 #include <charconv>
 
 #include "core/byte_size.h"
-#include "output/time_format.h"
+#include "text/byte_format.h"
 
 namespace gpureap::doctor {
 namespace {
@@ -35,8 +35,8 @@ uint64_t UnattributedThreshold::for_total(std::optional<uint64_t> total) const {
 std::string UnattributedThreshold::text() const {
   std::string pct = ratio ? fmt::format("{:g} %", *ratio * 100) : "";
   if (bytes && ratio)
-    return output::human_bytes(*bytes) + " or " + pct + " of the GPU, whichever is larger";
-  if (bytes) return output::human_bytes(*bytes);
+    return text::human_bytes(*bytes) + " or " + pct + " of the GPU, whichever is larger";
+  if (bytes) return text::human_bytes(*bytes);
   return pct + " of the GPU";
 }
 

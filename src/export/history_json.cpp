@@ -5,8 +5,8 @@
 #include <cmath>
 
 #include "core/duration.h"
-#include "output/escape.h"
-#include "output/rfc3339.h"
+#include "text/escape.h"
+#include "text/rfc3339.h"
 
 namespace gpureap::exporter {
 namespace {
@@ -28,7 +28,7 @@ json ratio(const std::optional<unsigned>& percent) {
 }
 
 core::Error since_error(std::string_view text) {
-  return {"cannot read since=\"" + output::utf8_valid(text) + "\"",
+  return {"cannot read since=\"" + text::utf8_valid(text) + "\"",
           "write a duration ago (10m, 1h), a Unix time in seconds, or an RFC 3339 time "
           "(2024-05-01T12:00:00Z)"};
 }
@@ -46,7 +46,7 @@ json history_to_json(const HistoryView& view, const std::string& hostname, TimeP
                         {"memory_ghost_bytes", maybe(p.ghost_bytes)},
                         {"utilization_ratio", ratio(p.utilization_percent)},
                         {"processes", p.processes}});
-    gpus.push_back({{"gpu", g.gpu}, {"uuid", output::utf8_valid(g.uuid)}, {"samples", points}});
+    gpus.push_back({{"gpu", g.gpu}, {"uuid", text::utf8_valid(g.uuid)}, {"samples", points}});
   }
   json processes = json::array();
   for (const auto& t : view.processes) {
@@ -58,15 +58,15 @@ json history_to_json(const HistoryView& view, const std::string& hostname, TimeP
     processes.push_back({{"pid", t.key.pid},
                          {"start_ticks", t.key.start_ticks},
                          {"gpu", t.gpu},
-                         {"comm", output::utf8_valid(t.comm)},
-                         {"user", output::utf8_valid(t.user)},
-                         {"container", output::utf8_valid(t.container)},
+                         {"comm", text::utf8_valid(t.comm)},
+                         {"user", text::utf8_valid(t.user)},
+                         {"container", text::utf8_valid(t.container)},
                          {"first_seen", unix_seconds(t.first_seen)},
                          {"last_seen", unix_seconds(t.last_seen)},
                          {"changes", points}});
   }
   return {{"schema", kHistorySchema},
-          {"hostname", output::utf8_valid(hostname)},
+          {"hostname", text::utf8_valid(hostname)},
           {"since", unix_seconds(since)},
           {"window_seconds", view.window.count() / 1000.0},
           {"interval_seconds", view.interval.count() / 1000.0},
@@ -76,7 +76,7 @@ json history_to_json(const HistoryView& view, const std::string& hostname, TimeP
 
 core::Result<TimePoint> parse_since(std::string_view text, TimePoint now) {
   if (text.empty()) return since_error(text);
-  if (auto t = output::parse_rfc3339(text)) return *t;
+  if (auto t = text::parse_rfc3339(text)) return *t;
   if (text.find('T') != std::string_view::npos && text.find('-') != std::string_view::npos)
     return since_error(text);  // meant as a time, but not one
   if (std::isalpha(static_cast<unsigned char>(text.back()))) {

@@ -2,13 +2,13 @@
 
 #include <charconv>
 
-#include "output/escape.h"
+#include "text/escape.h"
 
 namespace gpureap::exporter {
 namespace {
 
 core::Error bad(std::string_view text, const std::string& why) {
-  return {"invalid listen address \"" + output::terminal_safe(text) + "\": " + why,
+  return {"invalid listen address \"" + text::terminal_safe(text) + "\": " + why,
           "write HOST:PORT, e.g. 127.0.0.1:9842, 0.0.0.0:9842 or [::1]:9842"};
 }
 

@@ -4,7 +4,7 @@
 
 #include <cmath>
 
-#include "output/escape.h"
+#include "text/escape.h"
 
 namespace gpureap::exporter {
 namespace {
@@ -26,7 +26,7 @@ bool valid_name(std::string_view name, bool colon_ok) {
 
 std::string escape_label_value(std::string_view value) {
   // Prometheus rejects a whole scrape whose label values are not UTF-8.
-  std::string valid = output::utf8_valid(value);
+  std::string valid = text::utf8_valid(value);
   std::string out;
   out.reserve(valid.size());
   for (char c : valid) {
@@ -48,7 +48,7 @@ std::string escape_label_value(std::string_view value) {
 }
 
 std::string escape_help(std::string_view help) {
-  std::string valid = output::utf8_valid(help);
+  std::string valid = text::utf8_valid(help);
   std::string out;
   out.reserve(valid.size());
   for (char c : valid) {

@@ -1,19 +1,20 @@
 #include "output/audit_view.h"
 
-#include "output/escape.h"
 #include "output/table.h"
-#include "output/time_format.h"
+#include "text/byte_format.h"
+#include "text/escape.h"
+#include "text/time_format.h"
 
 namespace gpureap::output {
 namespace {
 
 std::string or_dash(const std::string& s) {
-  return s.empty() ? "-" : terminal_safe(s);
+  return s.empty() ? "-" : text::terminal_safe(s);
 }
 
 // "2026-11-30 07:53:57": seconds are enough to read; the JSON keeps the milliseconds.
 std::string table_time(std::chrono::system_clock::time_point t) {
-  std::string iso = iso8601_utc(t);
+  std::string iso = text::iso8601_utc(t);
   return iso.substr(0, 10) + " " + iso.substr(11, 8);
 }
 
@@ -27,18 +28,18 @@ Color outcome_color(const std::string& outcome) {
 }
 
 std::string user_of(const audit::ProcessIdentity& p) {
-  if (p.user) return terminal_safe(*p.user);
+  if (p.user) return text::terminal_safe(*p.user);
   if (p.uid) return std::to_string(*p.uid);
   return "-";
 }
 
 std::string command_of(const audit::Record& r) {
   // The writer's note of records it had to drop has no process: its detail is the news.
-  if (r.event == "records-dropped") return terminal_safe(r.detail);
+  if (r.event == "records-dropped") return text::terminal_safe(r.detail);
   const auto& p = r.process;
-  if (p.cmdline.empty()) return p.comm.empty() ? "-" : "(" + terminal_safe(p.comm) + ")";
+  if (p.cmdline.empty()) return p.comm.empty() ? "-" : "(" + text::terminal_safe(p.comm) + ")";
   std::string out;
-  for (const auto& arg : p.cmdline) out += (out.empty() ? "" : " ") + terminal_safe(arg);
+  for (const auto& arg : p.cmdline) out += (out.empty() ? "" : " ") + text::terminal_safe(arg);
   return out;
 }
 
@@ -46,7 +47,7 @@ std::string memory_of(const std::vector<audit::GpuMemory>& memory) {
   std::optional<uint64_t> sum;
   for (const auto& m : memory)
     if (m.bytes) sum = sum.value_or(0) + *m.bytes;
-  return sum ? human_bytes(*sum) : "-";
+  return sum ? text::human_bytes(*sum) : "-";
 }
 
 }  // namespace
@@ -63,7 +64,7 @@ std::string render_audit_table(const std::vector<audit::Record>& records, const 
                {r.process.pid > 0 ? std::to_string(r.process.pid) : "-"},
                {user_of(r.process)},
                {memory_of(r.memory)},
-               {r.released_bytes ? human_bytes(*r.released_bytes) : "-"},
+               {r.released_bytes ? text::human_bytes(*r.released_bytes) : "-"},
                {command_of(r)}});
   }
   return table.render(style, max_width);

@@ -2,9 +2,9 @@
 
 #include <fmt/format.h>
 
-#include "output/escape.h"
 #include "output/snapshot_json.h"
-#include "output/time_format.h"
+#include "text/byte_format.h"
+#include "text/escape.h"
 
 namespace gpureap::output {
 namespace {
@@ -45,13 +45,13 @@ std::string render_doctor(const core::Snapshot& s, const std::vector<doctor::Fin
   }
   for (const auto& f : findings) {
     std::string head = fmt::format("{:<8} {}", upper(doctor::to_string(f.severity)), f.code);
-    if (f.memory_bytes) head += " · " + human_bytes(f.memory_bytes);
+    if (f.memory_bytes) head += " · " + text::human_bytes(f.memory_bytes);
     if (!f.gpus.empty()) head += fmt::format(" · GPU {}", fmt::join(f.gpus, ","));
     out += "\n" + style.paint(head, color_of(f.severity)) + "\n";
-    for (const auto& e : f.evidence) out += "  • " + terminal_safe(e) + "\n";
-    if (!f.explanation.empty()) out += "  " + terminal_safe(f.explanation) + "\n";
+    for (const auto& e : f.evidence) out += "  • " + text::terminal_safe(e) + "\n";
+    if (!f.explanation.empty()) out += "  " + text::terminal_safe(f.explanation) + "\n";
     for (const auto& r : f.remedy)
-      out += "  " + style.paint("$ " + terminal_safe(r), Color::Bold) + "\n";
+      out += "  " + style.paint("$ " + text::terminal_safe(r), Color::Bold) + "\n";
   }
   auto worst = doctor::worst(findings);
   if (worst != doctor::Severity::Info) {

@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <set>
 
-#include "output/time_format.h"
+#include "text/byte_format.h"
 
 namespace gpureap::output {
 namespace {
@@ -41,7 +41,7 @@ std::vector<GhostNotice> ghost_notices(const core::Snapshot& s) {
     kept.keepers = keepers.size();
     if (!kept.gone.empty()) {
       kept.headline = fmt::format("{} on GPU {} is held by ghosts ({} process{} keep{} it alive).",
-                                  human_bytes(kept.bytes), g.index, kept.keepers,
+                                  text::human_bytes(kept.bytes), g.index, kept.keepers,
                                   kept.keepers == 1 ? "" : "es", kept.keepers == 1 ? "s" : "");
       kept.command = "gpureap kill " + pids_text(kept.gone);
       out.push_back(std::move(kept));
@@ -50,7 +50,7 @@ std::vector<GhostNotice> ghost_notices(const core::Snapshot& s) {
       leaked.headline = fmt::format(
           "{} on GPU {} is leaked: the driver lists gone PID{} {} and no "
           "process holds {}.",
-          human_bytes(leaked.bytes), g.index, leaked.gone.size() == 1 ? "" : "s",
+          text::human_bytes(leaked.bytes), g.index, leaked.gone.size() == 1 ? "" : "s",
           pids_text(leaked.gone), leaked.gone.size() == 1 ? "it" : "them");
       leaked.command = fmt::format("gpureap reset --gpu {}", g.index);
       out.push_back(std::move(leaked));
@@ -59,7 +59,7 @@ std::vector<GhostNotice> ghost_notices(const core::Snapshot& s) {
       unknown.headline = fmt::format(
           "{} on GPU {} is listed for gone PID{} {}, and no holder was found "
           "among the processes gpureap could inspect.",
-          human_bytes(unknown.bytes), g.index, unknown.gone.size() == 1 ? "" : "s",
+          text::human_bytes(unknown.bytes), g.index, unknown.gone.size() == 1 ? "" : "s",
           pids_text(unknown.gone));
       unknown.command = "sudo gpureap doctor";
       out.push_back(std::move(unknown));

@@ -8,10 +8,10 @@
 #include <map>
 #include <set>
 
-#include "output/escape.h"
 #include "output/ghost_summary.h"
 #include "output/table.h"
-#include "output/time_format.h"
+#include "text/byte_format.h"
+#include "text/escape.h"
 
 namespace gpureap::output {
 namespace {
@@ -47,7 +47,7 @@ std::string memory_text(const core::ProcessRow& r) {
       unknown = true;
   }
   if (unknown && sum == 0) return "n/a";
-  return human_bytes(sum) + (unknown ? "+?" : "");
+  return text::human_bytes(sum) + (unknown ? "+?" : "");
 }
 
 std::string anomalies_text(const core::ProcessRow& r) {
@@ -60,7 +60,7 @@ std::string container_text(const core::ProcessRow& r) {
   if (!r.process || !r.process->details || !r.process->details->container) return "-";
   const auto& c = *r.process->details->container;
   std::string id = c.id ? c.id->substr(0, 12) : (c.pod_uid ? "pod " + c.pod_uid->substr(0, 8) : "");
-  return terminal_safe(c.runtime + (id.empty() ? "" : ":" + id));
+  return text::terminal_safe(c.runtime + (id.empty() ? "" : ":" + id));
 }
 
 Color row_color(const core::ProcessRow& r) {
@@ -101,22 +101,22 @@ std::string state_word(char state) {
     case 'P':
       return "parked";
     default:
-      return terminal_safe(std::string(1, state));
+      return text::terminal_safe(std::string(1, state));
   }
 }
 
 std::string command_text(const core::ProcessRow& r) {
   if (r.has(core::Anomaly::ForeignNamespace)) return "(host PID, not visible from this namespace)";
-  if (!r.process) return "(" + terminal_safe(r.driver_name.value_or("gone")) + ")";
+  if (!r.process) return "(" + text::terminal_safe(r.driver_name.value_or("gone")) + ")";
   const auto* d = r.process->details ? &*r.process->details : nullptr;
-  if (!d || d->cmdline.empty()) return "[" + terminal_safe(r.process->stat.comm) + "]";
+  if (!d || d->cmdline.empty()) return "[" + text::terminal_safe(r.process->stat.comm) + "]";
   std::string out;
-  for (const auto& a : d->cmdline) out += (out.empty() ? "" : " ") + terminal_safe(a);
+  for (const auto& a : d->cmdline) out += (out.empty() ? "" : " ") + text::terminal_safe(a);
   // A process that renamed itself (a worker, a forked helper) shows that name too.
   const std::string& argv0 = d->cmdline.front();
   std::string base = argv0.substr(argv0.rfind('/') + 1);
   if (!base.starts_with(r.process->stat.comm))
-    out += " (" + terminal_safe(r.process->stat.comm) + ")";
+    out += " (" + text::terminal_safe(r.process->stat.comm) + ")";
   return out;
 }
 
@@ -125,14 +125,14 @@ std::string backend_lines(const core::DriverReading& drivers, const Style& style
   std::string out;
   for (const auto& b : drivers.backends) {
     if (!b.available) {
-      std::string who = drivers.backends.size() > 1 ? " (" + terminal_safe(b.name) + ")" : "";
+      std::string who = drivers.backends.size() > 1 ? " (" + text::terminal_safe(b.name) + ")" : "";
       out += style.paint("GPU driver" + who + ": not available", Color::Bold) + " — " +
-             terminal_safe(b.error.value_or("no GPU backend")) + "\n";
+             text::terminal_safe(b.error.value_or("no GPU backend")) + "\n";
       continue;
     }
-    out += "Driver " + terminal_safe(b.driver_version.value_or("?"));
+    out += "Driver " + text::terminal_safe(b.driver_version.value_or("?"));
     if (const auto* v = b.detail(b.name + "_version"))
-      out += " · " + terminal_safe(b.label()) + " " + terminal_safe(*v);
+      out += " · " + text::terminal_safe(b.label()) + " " + text::terminal_safe(*v);
     out += "\n";
   }
   return out;
@@ -144,21 +144,24 @@ std::string render_gpu_section(const core::Snapshot& s, const Style& style) {
     return out + "Showing processes that hold GPU device files only.\n\n";
   Table t({"GPU", "NAME", "MEMORY", "", "UTIL", "TEMP", "POWER"});
   for (const auto& g : s.drivers.gpus) {
-    std::string name = terminal_safe(g.name.value_or("?"));
+    std::string name = text::terminal_safe(g.name.value_or("?"));
     if (g.error) {
-      t.add({{std::to_string(g.index)}, {name}, {"error: " + terminal_safe(*g.error), Color::Red}});
+      t.add({{std::to_string(g.index)},
+             {name},
+             {"error: " + text::terminal_safe(*g.error), Color::Red}});
       continue;
     }
     auto m = s.memory_summary(g);
     std::string mem = "?", used = "?";
     if (g.memory.total_bytes && g.memory.used_bytes) {
       mem = bar(*g.memory.used_bytes, *g.memory.total_bytes, 20);
-      used = fmt::format("{}/{}", human_bytes(*g.memory.used_bytes),
-                         human_bytes(*g.memory.total_bytes));
+      used = fmt::format("{}/{}", text::human_bytes(*g.memory.used_bytes),
+                         text::human_bytes(*g.memory.total_bytes));
     }
-    std::string split = fmt::format("attributed {}", human_bytes(m.attributed_bytes));
-    if (m.ghost_bytes) split += " · ghost " + human_bytes(m.ghost_bytes);
-    if (m.unattributed_bytes) split += " · unattributed " + human_bytes(*m.unattributed_bytes);
+    std::string split = fmt::format("attributed {}", text::human_bytes(m.attributed_bytes));
+    if (m.ghost_bytes) split += " · ghost " + text::human_bytes(m.ghost_bytes);
+    if (m.unattributed_bytes)
+      split += " · unattributed " + text::human_bytes(*m.unattributed_bytes);
     auto pct = [](std::optional<unsigned> v) {
       return v ? fmt::format("{} %", *v) : std::string("-");
     };
@@ -170,7 +173,8 @@ std::string render_gpu_section(const core::Snapshot& s, const Style& style) {
            {g.temperature_celsius ? fmt::format("{} °C", *g.temperature_celsius) : "-"},
            {g.power_watts ? fmt::format("{:.0f} W", *g.power_watts) : "-"}});
     t.add({{""}, {""}, {split, Color::Dim}});
-    if (g.processes_error) t.add({{""}, {""}, {terminal_safe(*g.processes_error), Color::Yellow}});
+    if (g.processes_error)
+      t.add({{""}, {""}, {text::terminal_safe(*g.processes_error), Color::Yellow}});
   }
   return out + t.render(style, std::nullopt) + "\n";
 }
@@ -182,7 +186,8 @@ std::string render_process_table(const core::Snapshot& s, const Style& style,
   auto add_row = [&](const core::ProcessRow& r, const std::string& prefix) {
     Color c = row_color(r);
     const auto* p = r.process ? &*r.process : nullptr;
-    std::string user = p && p->details && p->details->user ? terminal_safe(*p->details->user) : "-";
+    std::string user =
+        p && p->details && p->details->user ? text::terminal_safe(*p->details->user) : "-";
     t.add({{prefix + std::to_string(r.pid) + (r.is_ghost() ? " !" : ""), c},
            {user},
            {p ? state_word(p->stat.state) : "gone", c},
@@ -234,7 +239,7 @@ std::string render_process_table(const core::Snapshot& s, const Style& style,
                {std::to_string(p->stat.pgid), Color::Dim},
                {""},
                {""},
-               {"[" + terminal_safe(p->stat.comm) + "]", Color::Dim}});
+               {"[" + text::terminal_safe(p->stat.comm) + "]", Color::Dim}});
       }
       for (pid_t c : children[pid]) walk(c, depth + 1);
     };
@@ -294,12 +299,12 @@ std::string render_ps_csv(const core::Snapshot& s) {
       for (const auto& h : p->devices) devices += (devices.empty() ? "" : " ") + h.path;
     std::string user = p && p->details && p->details->user ? *p->details->user : "";
     out += fmt::format(
-        "{},{},{},{},{},{},{},{},{},{},{},{},{}\n", r.pid, csv_field(user),
+        "{},{},{},{},{},{},{},{},{},{},{},{},{}\n", r.pid, text::csv_field(user),
         p ? std::string(1, p->stat.state) : "", gpus, bytes ? std::to_string(*bytes) : "",
-        csv_field(devices), p ? std::to_string(p->stat.ppid) : "",
+        text::csv_field(devices), p ? std::to_string(p->stat.ppid) : "",
         p ? std::to_string(p->stat.pgid) : "", p ? std::to_string(p->stat.sid) : "",
-        csv_field(container_text(r) == "-" ? "" : container_text(r)), anomalies_text(r),
-        r.listed_by_driver ? "true" : "false", csv_field(command_text(r)));
+        text::csv_field(container_text(r) == "-" ? "" : container_text(r)), anomalies_text(r),
+        r.listed_by_driver ? "true" : "false", text::csv_field(command_text(r)));
   }
   return out;
 }

@@ -3,7 +3,7 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
-#include "output/time_format.h"
+#include "text/time_format.h"
 
 namespace gpureap::output {
 namespace {
@@ -102,7 +102,7 @@ json row_to_json(const core::Snapshot& s, const core::ProcessRow& r) {
   j["uid"] = opt(d.uid);
   j["euid"] = opt(d.euid);
   j["user"] = opt(d.user);
-  j["start_time"] = start ? json(iso8601_utc(*start)) : json(nullptr);
+  j["start_time"] = start ? json(text::iso8601_utc(*start)) : json(nullptr);
   j["start_ticks"] = p.stat.start_ticks;
   j["threads"] = p.stat.num_threads;
   j["rss_bytes"] = p.stat.rss_pages * ::getpagesize();
@@ -172,7 +172,7 @@ json snapshot_to_json(const core::Snapshot& s) {
   json backends = json::array();
   for (const auto& b : s.drivers.backends) backends.push_back(backend_json(b));
   return {{"schema", kSnapshotSchema},
-          {"timestamp", iso8601_utc(s.timestamp)},
+          {"timestamp", text::iso8601_utc(s.timestamp)},
           {"hostname", s.hostname},
           {"complete", s.complete()},
           {"uninspectable_processes", s.proc.uninspectable},

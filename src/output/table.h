@@ -1,6 +1,8 @@
 #pragma once
-// A plain text table: columns sized to their widest cell; the last column may be cut to fit
-// the terminal. Cells are already terminal-safe; colour is applied after padding.
+// A plain text table: columns sized to their widest cell in display columns (text::text_width:
+// a CJK character takes two, a combining mark none), so wide names keep the columns aligned; the
+// last column may be cut to fit the terminal. Cells are already terminal-safe; colour is applied
+// after padding.
 #include <optional>
 #include <string>
 #include <vector>
@@ -25,8 +27,5 @@ class Table {
   std::vector<std::string> headers_;
   std::vector<std::vector<Cell>> rows_;
 };
-
-// Display width of UTF-8 text (one column per code point; good enough for names).
-size_t display_width(const std::string& s);
 
 }  // namespace gpureap::output

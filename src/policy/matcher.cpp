@@ -5,8 +5,8 @@
 #include <algorithm>
 
 #include "core/duration.h"
-#include "output/time_format.h"
 #include "reap/kin.h"
+#include "text/byte_format.h"
 
 namespace gpureap::policy {
 namespace {
@@ -236,14 +236,14 @@ std::vector<Evaluation> evaluate(const Policy& p, const MatchContext& ctx) {
     if (p.container) e.checks.push_back(check_container(p, row));
     if (!p.anomalies.empty()) e.checks.push_back(check_anomalies(p, row));
     if (p.min_memory) {
-      const std::string want = output::human_bytes(*p.min_memory);
+      const std::string want = text::human_bytes(*p.min_memory);
       if (!e.memory_bytes)
         e.checks.push_back(
             {"min_memory", Verdict::Fail, "memory unknown (wanted >= " + want + ")"});
       else
         e.checks.push_back(
             {"min_memory", *e.memory_bytes >= *p.min_memory ? Verdict::Pass : Verdict::Fail,
-             "uses " + output::human_bytes(*e.memory_bytes) +
+             "uses " + text::human_bytes(*e.memory_bytes) +
                  (*e.memory_bytes >= *p.min_memory ? " (>= " : " (< ") + want + ")"});
     }
     if (p.idle) e.checks.push_back(check_idle(p, row, e.gpus, ctx));

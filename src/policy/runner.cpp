@@ -2,11 +2,11 @@
 
 #include <pthread.h>
 
+#include "base/log.h"
 #include "core/duration.h"
-#include "daemon/log.h"
-#include "output/time_format.h"
 #include "policy/audit_record.h"
 #include "policy/exemption.h"
+#include "text/byte_format.h"
 
 namespace gpureap::policy {
 namespace {
@@ -56,11 +56,11 @@ void PolicyRunner::emit(const audit::Record& record, bool final) {
   for (const auto& sink : sinks_) sink(record, final);
 }
 
-void PolicyRunner::on_sample(const daemon::Sample& sample, const daemon::History& history) {
+void PolicyRunner::on_sample(const engine::Sample& sample, const history::History& history) {
   const auto& snapshot = *sample.snapshot;
   MatchContext context{snapshot, snapshot.timestamp,
                        [&history](const core::ProcessRow& row, unsigned gpu, unsigned below) {
-                         return history.below_since(daemon::process_key(row), gpu, below);
+                         return history.below_since(history::process_key(row), gpu, below);
                        },
                        exemption_for(snapshot)};
   {
@@ -97,7 +97,7 @@ void PolicyRunner::on_sample(const daemon::Sample& sample, const daemon::History
           line += record.action + " " + summary(record);
         else
           line += "would " + record.action + " " + summary(record) + " (enforce is off)";
-        daemon::log_notice(line);
+        base::log_notice(line);
         queue_.push_back({std::move(record), !task.act, std::nullopt});
       }
       if (task.act)
@@ -143,18 +143,18 @@ void PolicyRunner::act(const Job& job) {
   std::string line = "policy " + job.policy.name + ": " + record.action + " " +
                      describe_process(record) + ": " + result.outcome +
                      (result.released_bytes && *result.released_bytes
-                          ? ", " + output::human_bytes(*result.released_bytes) + " released"
+                          ? ", " + text::human_bytes(*result.released_bytes) + " released"
                           : "") +
                      (result.detail.empty() ? "" : " (" + result.detail + ")");
   if (after == Tracker::After::RetryLater) {
-    daemon::log_warning(line + "; attempt " + std::to_string(job.task.attempt) + " of " +
-                        std::to_string(kMaxAttempts) + ", retrying in " +
-                        core::format_duration(kFirstRetryAfter * (1 << (job.task.attempt - 1))) +
-                        " if it still matches");
+    base::log_warning(line + "; attempt " + std::to_string(job.task.attempt) + " of " +
+                      std::to_string(kMaxAttempts) + ", retrying in " +
+                      core::format_duration(kFirstRetryAfter * (1 << (job.task.attempt - 1))) +
+                      " if it still matches");
   } else if (result.outcome == "released") {
-    daemon::log_notice(line);
+    base::log_notice(line);
   } else {
-    daemon::log_warning(line);
+    base::log_warning(line);
   }
   emit(record, after != Tracker::After::RetryLater);
   if (after == Tracker::After::GaveUp) {
@@ -162,10 +162,10 @@ void PolicyRunner::act(const Job& job) {
     record.outcome = "gave-up";
     record.detail =
         "gave up after " + std::to_string(job.task.attempt) + " attempts: " + result.detail;
-    daemon::log_error("policy " + job.policy.name + ": gave up on " + describe_process(record) +
-                      " after " + std::to_string(job.task.attempt) +
-                      " attempts; end it by hand (gpureap kill " +
-                      std::to_string(record.process.pid) + ")");
+    base::log_error("policy " + job.policy.name + ": gave up on " + describe_process(record) +
+                    " after " + std::to_string(job.task.attempt) +
+                    " attempts; end it by hand (gpureap kill " +
+                    std::to_string(record.process.pid) + ")");
     emit(record, true);
   }
 }

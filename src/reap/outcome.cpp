@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "output/time_format.h"
+#include "text/time_format.h"
 
 namespace gpureap::reap {
 namespace {

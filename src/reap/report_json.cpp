@@ -2,9 +2,9 @@
 
 #include <algorithm>
 
-#include "output/escape.h"
-#include "output/time_format.h"
 #include "reap/arguments.h"
+#include "text/escape.h"
+#include "text/time_format.h"
 
 namespace gpureap::reap {
 namespace {
@@ -23,12 +23,12 @@ long long epoch_us(SystemTime t) {
 }
 
 void put_time(json& j, const std::string& key, const std::optional<SystemTime>& t) {
-  j[key + "_at"] = t ? json(output::iso8601_utc(*t)) : json(nullptr);
+  j[key + "_at"] = t ? json(text::iso8601_utc(*t)) : json(nullptr);
   j[key + "_at_us"] = t ? json(epoch_us(*t)) : json(nullptr);
 }
 
 json text(std::string_view s) {
-  return output::utf8_valid(s);
+  return text::utf8_valid(s);
 }
 
 json gpu_uses(const std::vector<core::GpuUse>& uses) {
@@ -62,7 +62,7 @@ json target_json(const core::Snapshot& s, const Target& t) {
   auto start = s.start_time(st);
   return {{"pid", t.pid},
           {"start_ticks", t.start_ticks},
-          {"start_time", start ? json(output::iso8601_utc(*start)) : json(nullptr)},
+          {"start_time", start ? json(text::iso8601_utc(*start)) : json(nullptr)},
           {"comm", text(t.comm)},
           {"cmdline", cmdline},
           {"user", t.user ? text(*t.user) : json(nullptr)},

@@ -4,18 +4,17 @@
 
 #include <algorithm>
 
-#include "output/escape.h"
 #include "output/ps_view.h"
 #include "output/table.h"
-#include "output/time_format.h"
 #include "reap/arguments.h"
+#include "text/byte_format.h"
+#include "text/escape.h"
 
 namespace gpureap::reap {
 namespace {
 
 using output::Cell;
 using output::Color;
-using output::terminal_safe;
 
 std::string duration_text(std::chrono::milliseconds d) {
   auto ms = d.count();
@@ -29,15 +28,15 @@ std::string memory_text(const Target& t) {
   std::string s;
   for (const auto& u : t.gpus)
     s += (s.empty() ? "" : ", ") +
-         fmt::format("GPU{} {}", u.index, u.used_bytes ? output::human_bytes(*u.used_bytes) : "?");
+         fmt::format("GPU{} {}", u.index, u.used_bytes ? text::human_bytes(*u.used_bytes) : "?");
   return s;
 }
 
 std::string command_text(const Target& t) {
-  if (t.cmdline.empty()) return "[" + terminal_safe(t.comm) + "]";
+  if (t.cmdline.empty()) return "[" + text::terminal_safe(t.comm) + "]";
   std::string s;
   for (const auto& a : t.cmdline) s += (s.empty() ? "" : " ") + a;
-  return terminal_safe(s);
+  return text::terminal_safe(s);
 }
 
 std::string reasons_text(const Target& t) {
@@ -103,11 +102,11 @@ std::string outcome_detail(const Outcome& o) {
     s = o.exited_after ? "exited on " + signal_name(*o.exited_after)
                        : "exited before it was signalled";
     if (o.released_bytes && *o.released_bytes > 0)
-      s += "; " + output::human_bytes(*o.released_bytes) + " released" +
+      s += "; " + text::human_bytes(*o.released_bytes) + " released" +
            (o.release_ms ? fmt::format(" {} ms after", *o.release_ms) : std::string());
   }
   if (!o.why.empty()) s += (s.empty() ? "" : "; ") + o.why;
-  return terminal_safe(s);
+  return text::terminal_safe(s);
 }
 
 }  // namespace
@@ -124,13 +123,13 @@ std::string render_plan(const core::Snapshot& s, const Plan& plan, const KillSet
       std::string why = reasons_text(t);
       if (!t.refusal.empty()) why += " — " + t.refusal;
       table.add({{std::to_string(t.pid)},
-                 {t.user  ? terminal_safe(*t.user)
+                 {t.user  ? text::terminal_safe(*t.user)
                   : t.uid ? std::to_string(*t.uid)
                           : "?"},
                  {output::state_word(t.state)},
                  {memory_text(t)},
                  action_cell(t),
-                 {terminal_safe(why)},
+                 {text::terminal_safe(why)},
                  {command_text(t)}});
     }
     out += table.render(style, width);
@@ -140,12 +139,12 @@ std::string render_plan(const core::Snapshot& s, const Plan& plan, const KillSet
     for (pid_t k2 : g.keepers) keepers += (keepers.empty() ? "" : ", ") + std::to_string(k2);
     auto bytes = g.memory_bytes();
     out += fmt::format("Gone PID {}{} holds {} through {}.\n", g.pid,
-                       g.driver_name ? " (" + terminal_safe(*g.driver_name) + ")" : "",
-                       bytes ? output::human_bytes(*bytes) : "unknown memory",
+                       g.driver_name ? " (" + text::terminal_safe(*g.driver_name) + ")" : "",
+                       bytes ? text::human_bytes(*bytes) : "unknown memory",
                        keepers.empty() ? "no process in the plan" : "its keepers " + keepers);
   }
   for (const auto& n : plan.notes)
-    out += style.paint("note: ", Color::Yellow) + terminal_safe(n) + "\n";
+    out += style.paint("note: ", Color::Yellow) + text::terminal_safe(n) + "\n";
   if (!s.complete())
     out += style.paint("note: ", Color::Yellow) +
            fmt::format(
@@ -166,7 +165,7 @@ std::string render_results(const Plan& plan, const Report& r, const output::Styl
     if (!g.attempted) continue;
     out += g.released
                ? fmt::format("Gone PID {}: {} released{}.\n", g.pid,
-                             g.bytes ? output::human_bytes(*g.bytes) : "memory",
+                             g.bytes ? text::human_bytes(*g.bytes) : "memory",
                              g.release_ms
                                  ? fmt::format(" {} ms after its last keeper exited", *g.release_ms)
                                  : "")
@@ -176,7 +175,7 @@ std::string render_results(const Plan& plan, const Report& r, const output::Styl
   for (const auto& f : r.freed)
     if (f.bytes > 0)
       freed += (freed.empty() ? "" : ", ") +
-               fmt::format("GPU {} {}", f.index, output::human_bytes(f.bytes));
+               fmt::format("GPU {} {}", f.index, text::human_bytes(f.bytes));
   auto took =
       std::chrono::duration_cast<std::chrono::milliseconds>(r.timing.report - r.timing.started);
   if (!plan.backend_available)

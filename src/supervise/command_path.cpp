@@ -6,7 +6,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "output/escape.h"
+#include "text/escape.h"
 
 namespace gpureap::supervise {
 namespace {
@@ -22,13 +22,13 @@ Probe probe(const std::string& path) {
 }
 
 std::string quoted(const std::string& s) {
-  return "`" + output::terminal_safe(s) + "`";
+  return "`" + text::terminal_safe(s) + "`";
 }
 
 CommandNotRunnable not_executable(const std::string& name, const std::string& path, bool dir) {
   std::string why = dir ? "it is a directory" : "permission denied";
   return {EndCause::NotExecutable,
-          {"cannot run " + quoted(name) + ": " + why + " (" + output::terminal_safe(path) + ")",
+          {"cannot run " + quoted(name) + ": " + why + " (" + text::terminal_safe(path) + ")",
            dir ? "name the program inside it"
                : "make it executable (chmod +x) or run it through its interpreter"}};
 }
@@ -72,7 +72,7 @@ std::variant<std::string, CommandNotRunnable> find_command(
   return CommandNotRunnable{
       EndCause::NotFound,
       {"cannot run " + quoted(name) + ": command not found",
-       "check the spelling or give its full path (PATH is " + output::terminal_safe(path) + ")"}};
+       "check the spelling or give its full path (PATH is " + text::terminal_safe(path) + ")"}};
 }
 
 }  // namespace gpureap::supervise

@@ -1,9 +1,9 @@
 #include "supervise/report_json.h"
 
 #include "core/duration.h"
-#include "output/escape.h"
-#include "output/time_format.h"
 #include "reap/arguments.h"
+#include "text/escape.h"
+#include "text/time_format.h"
 
 namespace gpureap::supervise {
 namespace {
@@ -16,7 +16,7 @@ json optional_value(const std::optional<T>& v) {
 }
 
 json text(std::string_view s) {
-  return output::utf8_valid(s);
+  return text::utf8_valid(s);
 }
 
 json text_list(const std::vector<std::string>& v) {
@@ -113,8 +113,8 @@ json run_report_to_json(const RunReport& r) {
   return {{"schema", kRunSchema},
           {"command", text_list(r.command)},
           {"pid", optional_value(r.pid)},
-          {"started_at", output::iso8601_utc(r.started_at)},
-          {"ended_at", output::iso8601_utc(r.ended_at)},
+          {"started_at", text::iso8601_utc(r.started_at)},
+          {"ended_at", text::iso8601_utc(r.ended_at)},
           {"runtime_seconds", core::seconds(r.runtime)},
           {"teardown_seconds", core::seconds(r.teardown)},
           {"interactive", r.interactive},

@@ -5,9 +5,9 @@
 #include <csignal>
 
 #include "core/duration.h"
-#include "output/escape.h"
-#include "output/time_format.h"
 #include "reap/arguments.h"
+#include "text/byte_format.h"
+#include "text/escape.h"
 
 namespace gpureap::supervise {
 namespace {
@@ -47,7 +47,7 @@ std::string gpu_line(const RunReport& r) {
     // The common case on a machine without NVIDIA GPUs: one short line, details in --report.
     if (g.error_code == "library-not-found")
       return "GPU memory not sampled: NVML is not installed (no NVIDIA driver)";
-    return "GPU memory not sampled: " + output::terminal_safe(g.error.value_or("no GPU backend"));
+    return "GPU memory not sampled: " + text::terminal_safe(g.error.value_or("no GPU backend"));
   }
   if (g.peaks.empty())
     return "peak GPU memory: none (no process of the job was listed by the driver)";
@@ -55,8 +55,8 @@ std::string gpu_line(const RunReport& r) {
   for (size_t i = 0; i < g.peaks.size(); ++i) {
     const auto& p = g.peaks[i];
     line += fmt::format("{} GPU {}", i ? "," : "", p.index);
-    if (p.name) line += " (" + output::terminal_safe(*p.name) + ")";
-    line += " " + output::human_bytes(p.peak_bytes);
+    if (p.name) line += " (" + text::terminal_safe(*p.name) + ")";
+    line += " " + text::human_bytes(p.peak_bytes);
   }
   return line;
 }
@@ -74,11 +74,11 @@ std::string signals_text(const std::vector<int>& signals) {
 void leftover_lines(std::string& out, const std::vector<Leftover>& list, bool kept) {
   for (const auto& l : list) {
     std::string cmd =
-        l.cmdline.empty() ? "[" + output::terminal_safe(l.comm) + "]" : command_text(l.cmdline, 60);
+        l.cmdline.empty() ? "[" + text::terminal_safe(l.comm) + "]" : command_text(l.cmdline, 60);
     std::string what = kept ? "left running" : signals_text(l.signals);
     if (!l.devices.empty()) {
       what += "; held";
-      for (const auto& d : l.devices) what += " " + output::terminal_safe(d);
+      for (const auto& d : l.devices) what += " " + text::terminal_safe(d);
     }
     if (!kept && !l.ended) what += "; STILL ALIVE (uninterruptible sleep?)";
     out += fmt::format("{}  {:>7}  {}  ({})\n", kPrefix, l.pid, cmd, what);
@@ -109,7 +109,7 @@ void release_lines(std::string& out, const RunReport& r) {
                                        : core::format_duration(c.timeout) + " after teardown",
                      how);
   for (const auto& m : c.memory) {
-    std::string amount = m.used_bytes ? output::human_bytes(*m.used_bytes) : "memory";
+    std::string amount = m.used_bytes ? text::human_bytes(*m.used_bytes) : "memory";
     std::string state = m.process_alive ? "alive" : "gone";
     for (const auto& a : m.anomalies) state += ", " + a;
     out += fmt::format("{}  GPU {}: {} listed for pid {} ({})\n", kPrefix, m.gpu, amount, m.pid,
@@ -117,8 +117,8 @@ void release_lines(std::string& out, const RunReport& r) {
   }
   for (const auto& f : c.files) {
     std::string paths;
-    for (const auto& p : f.paths) paths += (paths.empty() ? "" : ", ") + output::terminal_safe(p);
-    out += fmt::format("{}  pid {} ({}) holds {}\n", kPrefix, f.pid, output::terminal_safe(f.comm),
+    for (const auto& p : f.paths) paths += (paths.empty() ? "" : ", ") + text::terminal_safe(p);
+    out += fmt::format("{}  pid {} ({}) holds {}\n", kPrefix, f.pid, text::terminal_safe(f.comm),
                        paths);
   }
   out += std::string(kPrefix) +
@@ -136,11 +136,11 @@ std::string command_text(const std::vector<std::string>& argv, size_t width) {
                                    "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
                                    "0123456789-_./=:,+@%") == std::string::npos;
     if (plain) {
-      joined += output::terminal_safe(a);
+      joined += text::terminal_safe(a);
     } else {
       std::string q;
       for (char c : a) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-      joined += "'" + output::terminal_safe(q) + "'";
+      joined += "'" + text::terminal_safe(q) + "'";
     }
   }
   if (joined.size() <= width) return joined;
@@ -153,8 +153,8 @@ std::string command_text(const std::vector<std::string>& argv, size_t width) {
 std::string render_error(const RunReport& r) {
   std::string out;
   if (!r.exit.error) return out;
-  out += std::string(kPrefix) + output::terminal_safe(r.exit.error->message) + "\n";
-  if (!r.exit.error->hint.empty()) out += "  " + output::terminal_safe(r.exit.error->hint) + "\n";
+  out += std::string(kPrefix) + text::terminal_safe(r.exit.error->message) + "\n";
+  if (!r.exit.error->hint.empty()) out += "  " + text::terminal_safe(r.exit.error->hint) + "\n";
   return out;
 }
 
@@ -175,7 +175,7 @@ std::string render_summary(const RunReport& r) {
   }
   release_lines(out, r);
   for (const auto& w : r.warnings)
-    out += std::string(kPrefix) + "warning: " + output::terminal_safe(w) + "\n";
+    out += std::string(kPrefix) + "warning: " + text::terminal_safe(w) + "\n";
   return out;
 }
 

@@ -9,7 +9,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "output/escape.h"
+#include "text/escape.h"
 
 extern char** environ;
 
@@ -85,17 +85,17 @@ std::variant<Spawned, CommandNotRunnable, core::Error> spawn_job(const SpawnRequ
   ::close(pipe_fds[0]);
   if (n != static_cast<ssize_t>(sizeof err)) return Spawned{pid};  // EOF: execve succeeded
   ::waitpid(pid, nullptr, 0);
-  std::string name = "`" + output::terminal_safe(r.argv.empty() ? r.path : r.argv[0]) + "`";
+  std::string name = "`" + text::terminal_safe(r.argv.empty() ? r.path : r.argv[0]) + "`";
   std::string why = std::strerror(err);
   // find_command saw the file, so ENOENT here is its #! interpreter (or a loader) missing.
   if (err == ENOENT)
     return CommandNotRunnable{
         EndCause::NotExecutable,
-        {"cannot run " + name + ": " + why + " (" + output::terminal_safe(r.path) + ")",
+        {"cannot run " + name + ": " + why + " (" + text::terminal_safe(r.path) + ")",
          "check the interpreter named on its #! line"}};
   return CommandNotRunnable{
       EndCause::NotExecutable,
-      {"cannot run " + name + ": " + why + " (" + output::terminal_safe(r.path) + ")",
+      {"cannot run " + name + ": " + why + " (" + text::terminal_safe(r.path) + ")",
        "check that it is a program for this machine and executable"}};
 }
 

@@ -5,15 +5,16 @@
 #include <algorithm>
 
 #include "doctor/diagnose.h"
-#include "output/escape.h"
-#include "output/time_format.h"
 #include "reap/safety.h"
-#include "tui/text.h"
+#include "text/byte_format.h"
+#include "text/display_width.h"
+#include "text/escape.h"
 
 namespace gpureap::tui {
 namespace {
 
-using output::terminal_safe;
+using text::text_width;
+using text::wrap;
 
 void add_wrapped(std::vector<Line>& out, const std::string& label, const std::string& text,
                  size_t width, Role role = Role::Normal, const std::string& indent = "") {
@@ -65,7 +66,7 @@ std::vector<Line> detail_lines(const core::Snapshot& s, const core::Snapshot* pr
   add_wrapped(out, "command    ", r.command, width);
   if (p && p->details && p->details->wchan && !p->details->wchan->empty())
     add_wrapped(out, "waits in   ",
-                terminal_safe(*p->details->wchan) +
+                text::terminal_safe(*p->details->wchan) +
                     " (uninterruptible: no signal acts until this kernel call returns)",
                 width, Role::Stuck);
   if (r.container != "-") add_wrapped(out, "container  ", r.container, width);
@@ -79,8 +80,8 @@ std::vector<Line> detail_lines(const core::Snapshot& s, const core::Snapshot* pr
     if (!p->fds_readable)
       devices = "cannot read its open files (run as root or grant CAP_SYS_PTRACE)";
     for (const auto& h : p->devices)
-      devices +=
-          (devices.empty() ? "" : ", ") + terminal_safe(h.path) + " (fd " + fds_text(h.fds) + ")";
+      devices += (devices.empty() ? "" : ", ") + text::terminal_safe(h.path) + " (fd " +
+                 fds_text(h.fds) + ")";
     add_wrapped(out, "devices    ", devices.empty() ? "none" : devices, width);
   }
   if (row && !row->gpus.empty()) {
@@ -88,7 +89,7 @@ std::vector<Line> detail_lines(const core::Snapshot& s, const core::Snapshot* pr
     for (const auto& u : row->gpus) {
       mem += (mem.empty() ? "" : ", ") +
              fmt::format("GPU {} {} ({})", u.index,
-                         u.used_bytes ? output::human_bytes(*u.used_bytes) : "unknown",
+                         u.used_bytes ? text::human_bytes(*u.used_bytes) : "unknown",
                          core::to_string(u.kind));
       if (u.sm_utilization_percent) mem += fmt::format(" SM {} %", *u.sm_utilization_percent);
     }
@@ -128,15 +129,15 @@ std::vector<Line> detail_lines(const core::Snapshot& s, const core::Snapshot* pr
   for (const auto& f : findings) {
     Line l;
     l.add(fmt::format("[{}] ", doctor::to_string(f.severity)), severity_role(f.severity));
-    l.add(terminal_safe(f.code), Role::Header);
-    if (f.memory_bytes) l.add("  " + output::human_bytes(f.memory_bytes));
+    l.add(text::terminal_safe(f.code), Role::Header);
+    if (f.memory_bytes) l.add("  " + text::human_bytes(f.memory_bytes));
     out.push_back(std::move(l));
     for (const auto& e : f.evidence)
-      add_wrapped(out, "  • ", terminal_safe(e), width, Role::Normal, "  ");
+      add_wrapped(out, "  • ", text::terminal_safe(e), width, Role::Normal, "  ");
     if (!f.explanation.empty())
-      add_wrapped(out, "  ", terminal_safe(f.explanation), width, Role::Dim);
+      add_wrapped(out, "  ", text::terminal_safe(f.explanation), width, Role::Dim);
     for (const auto& m : f.remedy)
-      add_wrapped(out, "  $ ", terminal_safe(m), width, Role::Key, "  ");
+      add_wrapped(out, "  $ ", text::terminal_safe(m), width, Role::Key, "  ");
   }
   return out;
 }

@@ -1,8 +1,11 @@
 #include "tui/frame.h"
 
-#include "tui/text.h"
+#include "text/display_width.h"
 
 namespace gpureap::tui {
+
+using text::columns;
+using text::text_width;
 
 Line& Line::add(std::string text, Role role) {
   if (!text.empty()) spans.push_back({std::move(text), role});

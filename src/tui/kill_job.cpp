@@ -12,10 +12,13 @@
 #include "reap/report_json.h"
 #include "reap/report_text.h"
 #include "reap/safety.h"
-#include "tui/text.h"
+#include "text/display_width.h"
 
 namespace gpureap::tui {
 namespace {
+
+using text::text_width;
+using text::wrap;
 
 // Lines of `text`; a line wider than `width` (prose: a table's rows are already cut to fit) is
 // wrapped, its continuation indented.

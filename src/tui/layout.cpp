@@ -2,9 +2,11 @@
 
 #include <algorithm>
 
-#include "tui/text.h"
+#include "text/display_width.h"
 
 namespace gpureap::tui {
+
+using text::text_width;
 
 ScreenLayout layout_screen(size_t width, size_t height, size_t gpus, bool detail_open) {
   ScreenLayout l;

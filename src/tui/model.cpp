@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "tui/text.h"
+#include "text/display_width.h"
 
 namespace gpureap::tui {
 namespace {

@@ -7,25 +7,22 @@
 #include <cmath>
 #include <ctime>
 
-#include "output/escape.h"
 #include "output/ghost_summary.h"
-#include "output/time_format.h"
+#include "text/byte_format.h"
+#include "text/display_width.h"
+#include "text/escape.h"
+#include "text/time_format.h"
 #include "tui/detail.h"
 #include "tui/model.h"
-#include "tui/text.h"
 
 namespace gpureap::tui {
 namespace {
 
-// "98.2G", "512M": the header has no room for " GiB".
-std::string local_clock(std::chrono::system_clock::time_point t) {
-  std::time_t tt = std::chrono::system_clock::to_time_t(t);
-  std::tm tm{};
-  ::localtime_r(&tt, &tm);
-  char buf[16];
-  std::strftime(buf, sizeof buf, "%H:%M:%S", &tm);
-  return buf;
-}
+using text::columns;
+using text::fit;
+using text::pad_left;
+using text::pad_right;
+using text::text_width;
 
 std::string interval_text(std::chrono::milliseconds d) {
   if (d.count() % 1000 == 0) return fmt::format("{}s", d.count() / 1000);
@@ -111,8 +108,8 @@ void TopModel::compose_header(Frame& f) const {
   title.add(" gpureap top", Role::Title);
   if (s)
     title.add(
-        fmt::format(" {} {} {} {} {} every {}", gl.dot, output::terminal_safe(s->hostname), gl.dot,
-                    local_clock(s->timestamp), gl.dot, interval_text(settings_.interval)),
+        fmt::format(" {} {} {} {} {} every {}", gl.dot, text::terminal_safe(s->hostname), gl.dot,
+                    text::local_clock(s->timestamp), gl.dot, interval_text(settings_.interval)),
         Role::Title);
   std::string right;
   if (settings_.readonly) right += " READ-ONLY";
@@ -133,10 +130,10 @@ void TopModel::compose_header(Frame& f) const {
     const core::BackendStatus* b = drivers.first_down();
     if (b && b->error_code == core::BackendErrorCode::NotAnswering)
       l.add("GPU driver not answering", Role::Error)
-          .add(" — " + output::terminal_safe(b->error.value_or("")), Role::Dim);
+          .add(" — " + text::terminal_safe(b->error.value_or("")), Role::Dim);
     else if (b)
       l.add("GPU driver: not available", Role::Warn)
-          .add(" — " + output::terminal_safe(b->error.value_or("no GPU backend")) +
+          .add(" — " + text::terminal_safe(b->error.value_or("no GPU backend")) +
                    " (processes holding GPU device files only)",
                Role::Dim);
     else
@@ -151,11 +148,11 @@ void TopModel::compose_header(Frame& f) const {
       const auto& g = drivers.gpus[i];
       Line l;
       l.add(pad_right(std::to_string(g.index), 3), Role::Header);
-      std::string name = output::terminal_safe(g.name.value_or("?"));
+      std::string name = text::terminal_safe(g.name.value_or("?"));
       if (name.starts_with("NVIDIA ")) name = name.substr(7);
       l.add(pad_right(name, name_w, gl.ellipsis) + " ");
       if (g.error) {
-        l.add("error: " + output::terminal_safe(*g.error), Role::Error);
+        l.add("error: " + text::terminal_safe(*g.error), Role::Error);
         f.lines[layout_.gpu_y + i] = l;
         continue;
       }
@@ -164,8 +161,8 @@ void TopModel::compose_header(Frame& f) const {
       add_bar(l, g, m, bar_w, gl);
       l.add("] ", Role::Dim);
       std::string used = g.memory.used_bytes && g.memory.total_bytes
-                             ? output::compact_bytes(*g.memory.used_bytes) + "/" +
-                                   output::compact_bytes(*g.memory.total_bytes)
+                             ? text::compact_bytes(*g.memory.used_bytes) + "/" +
+                                   text::compact_bytes(*g.memory.total_bytes)
                              : "?";
       l.add(pad_right(used, 13), m.ghost_bytes ? Role::Ghost : Role::Normal);
       l.add(pad_left(pct(g.utilization_percent), 4) + " ");
@@ -176,18 +173,18 @@ void TopModel::compose_header(Frame& f) const {
             " ");
       l.add(pad_left(g.power_watts ? fmt::format("{:.0f}W", *g.power_watts) : "-", 5) + " ");
       if (legend) {
-        std::string split = fmt::format("attributed {}", output::compact_bytes(m.attributed_bytes));
+        std::string split = fmt::format("attributed {}", text::compact_bytes(m.attributed_bytes));
         l.add(split, Role::Dim);
         if (m.ghost_bytes)
-          l.add(fmt::format(" {} ghost {}", gl.dot, output::compact_bytes(m.ghost_bytes)),
+          l.add(fmt::format(" {} ghost {}", gl.dot, text::compact_bytes(m.ghost_bytes)),
                 Role::Ghost);
         if (m.unattributed_bytes && *m.unattributed_bytes)
           l.add(fmt::format(" {} unattributed {}", gl.dot,
-                            output::compact_bytes(*m.unattributed_bytes)),
+                            text::compact_bytes(*m.unattributed_bytes)),
                 Role::Warn);
         l.add(" ");
       }
-      if (g.processes_error) l.add(output::terminal_safe(*g.processes_error) + " ", Role::Warn);
+      if (g.processes_error) l.add(text::terminal_safe(*g.processes_error) + " ", Role::Warn);
       size_t room = l.width() < w ? w - l.width() : 0;
       size_t spark = std::min<size_t>(room > 1 ? room - 1 : 0, 40);
       if (spark >= 4) l.add(trend_.sparkline(g.index, spark, s->timestamp, gl), Role::Good);
@@ -211,8 +208,7 @@ void TopModel::compose_header(Frame& f) const {
     uint64_t used =
         *host_.mem_total_bytes - std::min(*host_.mem_total_bytes, *host_.mem_available_bytes);
     host.add("mem ", Role::Dim)
-        .add(output::compact_bytes(used) + "/" + output::compact_bytes(*host_.mem_total_bytes) +
-             "  ");
+        .add(text::compact_bytes(used) + "/" + text::compact_bytes(*host_.mem_total_bytes) + "  ");
   }
   size_t ghosts = 0, stuck = 0;
   for (const auto& r : rows_) ghosts += r.ghost, stuck += r.stuck;
@@ -237,7 +233,7 @@ void TopModel::compose_header(Frame& f) const {
     st.add(fmt::format("no new sample for {}s: collection is stuck (driver not answering?)  ",
                        sampling_.stalled->count()),
            Role::Error);
-  if (sampling_.error) st.add(output::terminal_safe(*sampling_.error) + "  ", Role::Error);
+  if (sampling_.error) st.add(text::terminal_safe(*sampling_.error) + "  ", Role::Error);
   if (!message_.empty()) st.add(message_ + "  ", message_role_);
   const Filter& flt = options_.filter;
   if (flt.active() || options_.tree || !tags_.empty()) {
@@ -245,7 +241,7 @@ void TopModel::compose_header(Frame& f) const {
     auto part = [&](const std::string& p) {
       parts += (parts.empty() ? "" : fmt::format(" {} ", gl.dot)) + p;
     };
-    if (!flt.text.empty()) part("filter \"" + output::terminal_safe(flt.text) + "\"");
+    if (!flt.text.empty()) part("filter \"" + text::terminal_safe(flt.text) + "\"");
     if (flt.gpu) part(fmt::format("GPU {}", *flt.gpu));
     if (flt.user) part("user " + *flt.user);
     if (flt.anomalies_only) part("anomalies only");
@@ -259,14 +255,14 @@ void TopModel::compose_header(Frame& f) const {
   }
   for (const auto& n : output::ghost_notices(*s)) {
     if (n.kind == output::GhostCase::Kept) {
-      st.add(fmt::format("{} on GPU {} held by ghosts", output::human_bytes(n.bytes), n.gpu),
+      st.add(fmt::format("{} on GPU {} held by ghosts", text::human_bytes(n.bytes), n.gpu),
              Role::Ghost);
       st.add(settings_.readonly ? "  " : "; select the ghost, k frees it  ", Role::Dim);
     } else if (n.kind == output::GhostCase::Leaked) {
-      st.add(fmt::format("{} on GPU {} leaked", output::human_bytes(n.bytes), n.gpu), Role::Ghost);
+      st.add(fmt::format("{} on GPU {} leaked", text::human_bytes(n.bytes), n.gpu), Role::Ghost);
       st.add(": only a GPU reset frees it (" + n.command + ")  ", Role::Dim);
     } else {
-      st.add(fmt::format("{} on GPU {} listed for gone PIDs", output::human_bytes(n.bytes), n.gpu),
+      st.add(fmt::format("{} on GPU {} listed for gone PIDs", text::human_bytes(n.bytes), n.gpu),
              Role::Ghost);
       st.add(": no holder visible (" + n.command + ")  ", Role::Dim);
     }
@@ -382,7 +378,7 @@ void TopModel::compose_footer(Frame& f) const {
   const size_t w = layout_.width;
   Line l;
   if (mode_ == Mode::FilterInput) {
-    l.add("Filter: ", Role::Key).add(output::terminal_safe(filter_edit_)).add("_", Role::Key);
+    l.add("Filter: ", Role::Key).add(text::terminal_safe(filter_edit_)).add("_", Role::Key);
     l.add("   Enter keeps it · Esc clears it", Role::Dim);
     f.lines[layout_.footer_y] = l;
     return;

@@ -4,11 +4,16 @@
 
 #include <algorithm>
 
+#include "text/display_width.h"
 #include "tui/model.h"
-#include "tui/text.h"
 
 namespace gpureap::tui {
 namespace {
+
+using text::fit;
+using text::pad_right;
+using text::text_width;
+using text::wrap;
 
 // The keys, their descriptions wrapped to fit `width` columns.
 std::vector<Line> help_lines(bool readonly, size_t width) {

@@ -4,9 +4,10 @@
 
 #include <algorithm>
 
-#include "output/escape.h"
 #include "output/ps_view.h"
-#include "output/time_format.h"
+#include "text/byte_format.h"
+#include "text/escape.h"
+#include "text/time_format.h"
 
 namespace gpureap::tui {
 namespace {
@@ -15,7 +16,7 @@ std::string container_text(const core::HostProcess* p) {
   if (!p || !p->details || !p->details->container) return "-";
   const auto& c = *p->details->container;
   std::string id = c.id ? c.id->substr(0, 12) : (c.pod_uid ? "pod " + c.pod_uid->substr(0, 8) : "");
-  return output::terminal_safe(c.runtime + (id.empty() ? "" : ":" + id));
+  return text::terminal_safe(c.runtime + (id.empty() ? "" : ":" + id));
 }
 
 void fill_process(TopRow& r, const core::Snapshot& s, const core::HostProcess& p, const Viewer& v) {
@@ -25,7 +26,7 @@ void fill_process(TopRow& r, const core::Snapshot& s, const core::HostProcess& p
   r.stuck = p.stat.is_stopped() || p.stat.state == 'D';
   if (p.details) {
     if (p.details->user)
-      r.user = output::terminal_safe(*p.details->user);
+      r.user = text::terminal_safe(*p.details->user);
     else if (p.details->uid)
       r.user = std::to_string(*p.details->uid);
     r.uid = p.details->uid;
@@ -56,7 +57,7 @@ std::string TopRow::gpu_text() const {
 std::string TopRow::memory_text() const {
   if (gpus.empty()) return "-";
   if (!memory) return "n/a";
-  return output::human_bytes(*memory) + (memory_partial ? "+?" : "");
+  return text::human_bytes(*memory) + (memory_partial ? "+?" : "");
 }
 
 std::string TopRow::sm_text() const {
@@ -64,7 +65,7 @@ std::string TopRow::sm_text() const {
 }
 
 std::string TopRow::age_text() const {
-  return age ? output::human_age(*age) : "-";
+  return age ? text::human_age(*age) : "-";
 }
 
 TopRow make_row(const core::Snapshot& s, const core::ProcessRow& row, const Viewer& v) {

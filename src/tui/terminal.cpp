@@ -13,10 +13,14 @@
 #include <cstring>
 #include <exception>
 
-#include "tui/text.h"
+#include "text/display_width.h"
 
 namespace gpureap::tui {
 namespace {
+
+using text::ascii_only;
+using text::columns;
+using text::text_width;
 
 volatile std::sig_atomic_t g_interrupted = 0;
 

@@ -7,11 +7,13 @@
 #include <tuple>
 
 #include "reap/kin.h"
+#include "text/display_width.h"
 #include "tui/frame.h"
-#include "tui/text.h"
 
 namespace gpureap::tui {
 namespace {
+
+using text::lower;
 
 int severity(const TopRow& r) {
   return r.ghost ? 3 : r.stuck ? 2 : r.anomalous ? 1 : 0;

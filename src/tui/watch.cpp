@@ -1,8 +1,10 @@
 #include "tui/watch.h"
 
-#include "tui/text.h"
+#include "text/display_width.h"
 
 namespace gpureap::tui {
+
+using text::text_width;
 
 std::string cut_ansi(std::string_view line, size_t width) {
   std::string out;

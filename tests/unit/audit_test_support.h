@@ -36,7 +36,7 @@ class TempDir {
   std::string path_;
 };
 
-// Everything written to fd 2 (where daemon::log writes) while it lives.
+// Everything written to fd 2 (where base::log writes) while it lives.
 class StderrCapture {
  public:
   StderrCapture() : file_(dir_.file("stderr")) {

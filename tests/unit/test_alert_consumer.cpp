@@ -5,7 +5,7 @@
 
 #include "alert/alert_consumer.h"
 #include "alert_samples.h"
-#include "daemon/history.h"
+#include "history/history.h"
 
 namespace gpureap::alert {
 namespace {
@@ -88,7 +88,7 @@ TEST(AlertConsumer, SamplesAndPolicyRecordsReachTheSinks) {
   acted.sinks = {"tickets"};
   c.apply({testing::memory_rule(0.9), acted}, {webhook("hook"), webhook("tickets")}, "node1",
           "http://node1:9842/");
-  daemon::History history;
+  history::History history;
   c.on_sample(sample_at(0s, {gpu_used(0, 95 * GiB)}), history);
   ASSERT_TRUE(wait_for([&] { return inbox->size() == 2; }));  // no rule names sinks: both get it
   EXPECT_EQ(inbox->got[0].second["status"], "firing");

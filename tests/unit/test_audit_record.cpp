@@ -4,7 +4,7 @@
 
 #include "audit/record.h"
 #include "audit_test_support.h"
-#include "output/rfc3339.h"
+#include "text/rfc3339.h"
 
 namespace gpureap::audit {
 namespace {
@@ -195,12 +195,12 @@ TEST(AuditRecord, MistypedOptionalFieldsReadAsUnknown) {
 }
 
 TEST(OutputRfc3339, ReadsWhatTheWriterWritesAndOffsets) {
-  EXPECT_EQ(output::parse_rfc3339("2026-05-28T20:26:40.123Z"), at_ms(1'780'000'000'123));
-  EXPECT_EQ(output::parse_rfc3339("2026-05-28T20:26:40Z"), at_ms(1'780'000'000'000));
-  EXPECT_EQ(output::parse_rfc3339("2026-05-28 22:26:40.5+02:00"), at_ms(1'780'000'000'500));
-  EXPECT_EQ(output::parse_rfc3339("2026-05-28T19:26:40.123456-01:00"), at_ms(1'780'000'000'123));
-  EXPECT_EQ(output::parse_rfc3339("1970-01-01T00:00:00Z"), at_ms(0));
-  EXPECT_EQ(output::parse_rfc3339("2024-02-29T00:00:00Z"), at_ms(1'709'164'800'000));
+  EXPECT_EQ(text::parse_rfc3339("2026-05-28T20:26:40.123Z"), at_ms(1'780'000'000'123));
+  EXPECT_EQ(text::parse_rfc3339("2026-05-28T20:26:40Z"), at_ms(1'780'000'000'000));
+  EXPECT_EQ(text::parse_rfc3339("2026-05-28 22:26:40.5+02:00"), at_ms(1'780'000'000'500));
+  EXPECT_EQ(text::parse_rfc3339("2026-05-28T19:26:40.123456-01:00"), at_ms(1'780'000'000'123));
+  EXPECT_EQ(text::parse_rfc3339("1970-01-01T00:00:00Z"), at_ms(0));
+  EXPECT_EQ(text::parse_rfc3339("2024-02-29T00:00:00Z"), at_ms(1'709'164'800'000));
 }
 
 TEST(OutputRfc3339, RejectsWhatIsNotATime) {
@@ -210,8 +210,8 @@ TEST(OutputRfc3339, RejectsWhatIsNotATime) {
         "2026-5-28T20:26:40Z", "1h", "2026-05-28T20:26:40+0200",
         // Beyond what system_clock holds (1678 to 2262): an overflow, not a time.
         "9999-12-31T23:59:59Z", "0001-01-01T00:00:00Z", "2262-04-12T00:00:00Z"})
-    EXPECT_FALSE(output::parse_rfc3339(bad)) << bad;
-  EXPECT_EQ(output::parse_rfc3339("2262-04-11T00:00:00Z"), at_ms(9'223'286'400'000));
+    EXPECT_FALSE(text::parse_rfc3339(bad)) << bad;
+  EXPECT_EQ(text::parse_rfc3339("2262-04-11T00:00:00Z"), at_ms(9'223'286'400'000));
 }
 
 }  // namespace

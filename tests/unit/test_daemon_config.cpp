@@ -42,7 +42,7 @@ TEST(DaemonConfig, EmptyFileIsTheDocumentedDefaults) {
   EXPECT_FALSE(c->per_process_metrics);
   EXPECT_FALSE(c->auth_token_file);
   EXPECT_EQ(c->driver_timeout, 5s);
-  EXPECT_EQ(c->log_level, LogLevel::Info);
+  EXPECT_EQ(c->log_level, base::LogLevel::Info);
   EXPECT_EQ(c->source, "test.toml");
 }
 
@@ -70,7 +70,7 @@ log_level = "debug"
   EXPECT_TRUE(c->per_process_metrics);
   EXPECT_EQ(c->auth_token_file, "/etc/gpureap/token");
   EXPECT_EQ(c->driver_timeout, 2s);
-  EXPECT_EQ(c->log_level, LogLevel::Debug);
+  EXPECT_EQ(c->log_level, base::LogLevel::Debug);
 }
 
 TEST(DaemonConfig, UnknownKeyIsAnErrorWithItsLineAndASuggestion) {

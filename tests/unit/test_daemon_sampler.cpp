@@ -35,9 +35,11 @@ class ScriptedBackend : public backend::GpuBackend {
   std::shared_ptr<Script> s_;
 };
 
-class Recorder : public SampleConsumer {
+class Recorder : public engine::SampleConsumer {
  public:
-  void on_sample(const Sample& s, const History&) override { sequences.push_back(s.sequence); }
+  void on_sample(const engine::Sample& s, const history::History&) override {
+    sequences.push_back(s.sequence);
+  }
   void add_metrics(std::vector<exporter::MetricFamily>& out) const override {
     out.push_back(
         exporter::MetricFamily{"gpureap_test_consumer", "a consumer's metric"}.add({}, 7));
@@ -89,7 +91,7 @@ class DaemonSampler : public ::testing::Test {
     auto collector = collect::Collector::open({"/proc", dev_}, drivers);
     EXPECT_TRUE(collector.ok());
     return std::make_unique<Sampler>(std::move(*collector), dev_, settings,
-                                     std::make_shared<History>());
+                                     std::make_shared<history::History>());
   }
 
   std::string dev_;
@@ -162,7 +164,7 @@ struct LateHolder {
   }
 };
 
-bool holds(const Sample& s, pid_t pid) {
+bool holds(const engine::Sample& s, pid_t pid) {
   const auto* p = s.snapshot->find(pid);
   return p && p->holds_device();
 }

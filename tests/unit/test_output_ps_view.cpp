@@ -1,8 +1,12 @@
-// The ps screen (src/output/ps_view.cpp): the tree and the footer over hand-built snapshots.
+// The ps screen (src/output/ps_view.cpp): the tree, the footer and the column widths over
+// hand-built snapshots.
 #include <gtest/gtest.h>
+
+#include <sstream>
 
 #include "output/ps_view.h"
 #include "snapshot_builders.h"
+#include "text/display_width.h"
 
 namespace gpureap::output {
 namespace {
@@ -41,6 +45,43 @@ TEST(PsFooter, EachGhostCaseNamesTheCommandThatHelps) {
             std::string::npos)
       << text;
   EXPECT_EQ(text.find("kill --ghosts"), std::string::npos) << text;
+}
+
+// The display column where `what` first starts in `line`.
+size_t column_of(const std::string& line, const std::string& what) {
+  size_t at = line.find(what);
+  EXPECT_NE(at, std::string::npos) << what << " in: " << line;
+  return at == std::string::npos ? 0 : text::text_width(line.substr(0, at));
+}
+
+TEST(PsTable, WideCharactersKeepTheColumnsAligned) {
+  // A CJK user name and command take two terminal columns per character: counted as one, the
+  // columns after them would shift right on the rows that hold them.
+  auto wide = holder(600, 1, 600, 0, 'T');
+  wide.details->user = "田中太郎";
+  wide.details->cmdline = {"python", "训练.py"};
+  auto plain = holder(601, 1, 601, 0, 'T');
+  auto s = make_snapshot({proc(1, 0, 1), wide, plain}, {});
+  std::istringstream table(render_process_table(s, Style(false), {false, std::nullopt}));
+  std::string header, line;
+  std::getline(table, header);
+  size_t rows = 0;
+  while (std::getline(table, line)) {
+    if (line.find("60") != 0) continue;  // PID 600 and 601; not init
+    ++rows;
+    // Every column after the user name starts where its header does.
+    EXPECT_EQ(column_of(line, "stopped"), column_of(header, "STATE")) << header << "\n" << line;
+    EXPECT_EQ(column_of(line, line.find("python") != std::string::npos ? "python" : "/usr/bin"),
+              column_of(header, "COMMAND"))
+        << header << "\n"
+        << line;
+  }
+  EXPECT_EQ(rows, 2u) << table.str();
+
+  // Cut to a terminal's width, a wide command still fits it.
+  const size_t width = column_of(header, "COMMAND") + 12;
+  std::istringstream cut(render_process_table(s, Style(false), {false, width}));
+  while (std::getline(cut, line)) EXPECT_LE(text::text_width(line), width) << line;
 }
 
 }  // namespace

@@ -7,11 +7,13 @@
 #include <filesystem>
 #include <thread>
 
+#include "text/display_width.h"
 #include "tui/kill_job.h"
-#include "tui/text.h"
 
 namespace gpureap::tui {
 namespace {
+
+using text::text_width;
 
 using namespace std::chrono_literals;
 

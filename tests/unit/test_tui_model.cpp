@@ -1,11 +1,13 @@
 #include <gtest/gtest.h>
 
 #include "snapshot_builders.h"
+#include "text/display_width.h"
 #include "tui/model.h"
-#include "tui/text.h"
 
 namespace gpureap::tui {
 namespace {
+
+using text::ascii_only;
 
 using namespace gpureap::testing;
 

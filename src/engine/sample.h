@@ -1,0 +1,43 @@
+#pragma once
+// One published sample of the daemon: immutable once made, shared by the HTTP handlers and
+// the consumers that plug into the sampler (cleanup policies and alerts build on this).
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/snapshot.h"
+#include "doctor/finding.h"
+#include "export/prometheus_text.h"
+
+namespace gpureap::history {
+class History;
+}  // namespace gpureap::history
+
+namespace gpureap::engine {
+
+struct Sample {
+  uint64_t sequence = 0;  // 1 for the first sample
+  std::shared_ptr<const core::Snapshot> snapshot;
+  std::shared_ptr<const core::Snapshot> previous;  // the sample before; null for the first
+  std::vector<doctor::Finding> findings;           // doctor over (previous, snapshot)
+  bool driver_timed_out = false;                   // the backend is down because it did not answer
+  bool holder_scan = false;                        // this sample scanned /proc again
+  bool full_scan = false;                          // ... reading every process's fd table
+  std::string metrics_text;                        // the /metrics body, rendered once per sample
+  std::chrono::steady_clock::time_point taken;
+};
+
+// Something that acts on every sample, on the sampler's thread, after it is published. It
+// must return quickly (anything slow, like sending an alert, goes to its own thread): the
+// next sample waits for it.
+class SampleConsumer {
+ public:
+  virtual ~SampleConsumer() = default;
+  virtual void on_sample(const Sample& sample, const history::History& history) = 0;
+  // Its own metrics for /metrics (e.g. actions taken), added to every sample's.
+  virtual void add_metrics(std::vector<exporter::MetricFamily>& out) const { (void)out; }
+};
+
+}  // namespace gpureap::engine

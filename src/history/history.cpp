@@ -1,0 +1,223 @@
+#include "history/history.h"
+
+#include <algorithm>
+
+#include "export/metrics.h"
+
+namespace gpureap::history {
+namespace {
+
+using std::chrono::milliseconds;
+
+int64_t to_ms(exporter::TimePoint t) {
+  return std::chrono::duration_cast<milliseconds>(t.time_since_epoch()).count();
+}
+exporter::TimePoint from_ms(int64_t ms) {
+  return exporter::TimePoint(milliseconds(ms));
+}
+
+uint64_t pack(const std::optional<uint64_t>& v) {
+  return v ? std::min(*v, UINT64_MAX - 1) : UINT64_MAX;
+}
+uint16_t pack(const std::optional<unsigned>& v) {
+  return v ? static_cast<uint16_t>(std::min(*v, 0xFFFEu)) : UINT16_MAX;
+}
+std::optional<uint64_t> unpack(uint64_t v) {
+  return v == UINT64_MAX ? std::nullopt : std::optional(v);
+}
+std::optional<unsigned> unpack(uint16_t v) {
+  return v == UINT16_MAX ? std::nullopt : std::optional<unsigned>(v);
+}
+
+// A process point costs this little below which the budget is not split further: a track
+// always keeps its recent changes.
+constexpr size_t kMinPointsPerTrack = 16;
+
+}  // namespace
+
+exporter::ProcessKey process_key(const core::ProcessRow& row) {
+  return {row.pid, row.process ? row.process->stat.start_ticks : 0};
+}
+
+History::History(HistoryLimits limits) : limits_(limits) {}
+
+HistoryLimits History::limits() const {
+  std::lock_guard lock(mutex_);
+  return limits_;
+}
+
+size_t History::samples_per_series() const {
+  auto interval = std::max<int64_t>(limits_.interval.count(), 1);
+  return static_cast<size_t>(std::max<int64_t>(limits_.window.count() / interval, 0)) + 2;
+}
+
+void History::set_limits(const HistoryLimits& limits) {
+  std::lock_guard lock(mutex_);
+  limits_ = limits;
+  for (auto& [_, g] : gpus_) g.samples.set_max_size(samples_per_series());
+  if (latest_ms_) trim(latest_ms_);
+  enforce_process_bounds();
+}
+
+void History::record(const core::Snapshot& s) {
+  const int64_t now = to_ms(s.timestamp);
+  std::lock_guard lock(mutex_);
+  latest_ms_ = std::max(latest_ms_, now);
+  const size_t per_series = samples_per_series();
+  for (const auto& g : s.drivers.gpus) {
+    auto [it, added] = gpus_.try_emplace(g.index, GpuTrack{"", Ring<GpuSample>(per_series)});
+    auto& track = it->second;
+    track.uuid = g.uuid.value_or("");
+    auto summary = s.memory_summary(g);
+    GpuSample sample;
+    sample.t_ms = now;
+    sample.used = pack(g.memory.used_bytes);
+    sample.unattributed = pack(summary.unattributed_bytes);
+    if (!g.processes_error) sample.ghost = summary.ghost_bytes;
+    sample.util = pack(g.utilization_percent);
+    unsigned listed = 0;
+    for (const auto& r : s.rows)
+      for (const auto& u : r.gpus) listed += u.index == g.index;
+    sample.processes = static_cast<uint16_t>(std::min(listed, 0xFFFFu));
+    track.samples.push_back(sample);
+  }
+
+  // A process absent for longer than this was not watched in between: mark the gap, so no
+  // duration condition ever spans it.
+  const int64_t gap_ms = 3 * std::max<int64_t>(limits_.interval.count(), 1);
+  for (const auto& row : s.rows) {
+    for (const auto& use : row.gpus) {
+      TrackKey key{process_key(row), use.index};
+      auto [it, added] = tracks_.try_emplace(key);
+      Track& t = it->second;
+      if (added) {
+        t.first_seen_ms = now;
+        t.samples = Ring<ProcessSample>(per_series);
+      }
+      t.comm = row.process ? row.process->stat.comm : row.driver_name.value_or("");
+      t.user = exporter::user_label(row);
+      t.container = exporter::container_label(row);
+      ProcessSample sample{now, pack(use.used_bytes), pack(use.sm_utilization_percent)};
+      size_t before = t.samples.size();
+      if (!added && now - t.last_seen_ms > gap_ms)
+        t.samples.push_back({t.last_seen_ms + limits_.interval.count(), UINT64_MAX, UINT16_MAX});
+      const bool same = !t.samples.empty() && t.samples.back().used == sample.used &&
+                        t.samples.back().sm_util == sample.sm_util;
+      if (!same) t.samples.push_back(sample);
+      process_points_ += t.samples.size() - before;
+      t.last_seen_ms = now;
+    }
+  }
+  trim(now);
+  enforce_process_bounds();
+}
+
+void History::trim(int64_t now_ms) {
+  const int64_t cutoff = now_ms - limits_.window.count();
+  for (auto& [_, g] : gpus_)
+    while (!g.samples.empty() && g.samples.front().t_ms < cutoff) g.samples.pop_front();
+  std::erase_if(gpus_, [](const auto& kv) { return kv.second.samples.empty(); });
+  for (auto it = tracks_.begin(); it != tracks_.end();) {
+    Track& t = it->second;
+    if (t.last_seen_ms < cutoff) {
+      process_points_ -= t.samples.size();
+      it = tracks_.erase(it);
+      continue;
+    }
+    // The point holding at the cutoff stays: it is the value at the window's start.
+    while (t.samples.size() >= 2 && t.samples[1].t_ms <= cutoff) {
+      t.samples.pop_front();
+      --process_points_;
+    }
+    ++it;
+  }
+}
+
+void History::enforce_process_bounds() {
+  while (tracks_.size() > std::max<size_t>(limits_.max_processes, 1)) {
+    auto oldest = std::min_element(
+        tracks_.begin(), tracks_.end(),
+        [](const auto& a, const auto& b) { return a.second.last_seen_ms < b.second.last_seen_ms; });
+    process_points_ -= oldest->second.samples.size();
+    tracks_.erase(oldest);
+  }
+  if (tracks_.empty()) return;
+  const size_t share = std::max(kMinPointsPerTrack, limits_.max_process_points / tracks_.size());
+  const size_t cap = std::min(samples_per_series(), share);
+  for (auto& [_, t] : tracks_) {
+    if (t.samples.max_size() == cap) continue;
+    size_t before = t.samples.size();
+    t.samples.set_max_size(cap);
+    process_points_ -= before - t.samples.size();
+  }
+}
+
+exporter::HistoryView History::query(const HistoryQuery& q) const {
+  std::lock_guard lock(mutex_);
+  exporter::HistoryView view;
+  view.window = limits_.window;
+  view.interval = limits_.interval;
+  const int64_t since = to_ms(q.since);
+  for (const auto& [index, g] : gpus_) {
+    if (q.gpu && *q.gpu != index) continue;
+    exporter::GpuSeries series{index, g.uuid, {}};
+    for (size_t i = 0; i < g.samples.size(); ++i) {
+      const auto& p = g.samples[i];
+      if (p.t_ms < since) continue;
+      series.points.push_back({from_ms(p.t_ms), unpack(p.used), unpack(p.unattributed),
+                               unpack(p.ghost), unpack(p.util), p.processes});
+    }
+    view.gpus.push_back(std::move(series));
+  }
+  for (const auto& [key, t] : tracks_) {
+    if ((q.gpu && *q.gpu != key.second) || t.last_seen_ms < since) continue;
+    exporter::ProcessTrack track{key.first,
+                                 key.second,
+                                 t.comm,
+                                 t.user,
+                                 t.container,
+                                 from_ms(t.first_seen_ms),
+                                 from_ms(t.last_seen_ms),
+                                 {}};
+    for (size_t i = 0; i < t.samples.size(); ++i) {
+      const auto& p = t.samples[i];
+      // The last point before `since` is the value that held then.
+      bool holds_at_since = i + 1 < t.samples.size() && t.samples[i + 1].t_ms > since;
+      if (p.t_ms < since && !holds_at_since && i + 1 != t.samples.size()) continue;
+      track.points.push_back({from_ms(p.t_ms), unpack(p.used), unpack(p.sm_util)});
+    }
+    view.processes.push_back(std::move(track));
+  }
+  return view;
+}
+
+std::optional<exporter::TimePoint> History::below_since(const exporter::ProcessKey& key,
+                                                        unsigned gpu,
+                                                        unsigned below_percent) const {
+  std::lock_guard lock(mutex_);
+  auto it = tracks_.find({key, gpu});
+  if (it == tracks_.end() || it->second.samples.empty()) return std::nullopt;
+  const Track& t = it->second;
+  // Only a process seen in the latest sample can be idle now.
+  if (t.last_seen_ms < latest_ms_) return std::nullopt;
+  std::optional<int64_t> since;
+  for (size_t i = t.samples.size(); i-- > 0;) {
+    const auto& p = t.samples[i];
+    if (p.sm_util == UINT16_MAX || p.sm_util >= below_percent) break;
+    since = p.t_ms;
+  }
+  if (!since) return std::nullopt;
+  return from_ms(*since);
+}
+
+size_t History::tracked_processes() const {
+  std::lock_guard lock(mutex_);
+  return tracks_.size();
+}
+
+size_t History::process_points() const {
+  std::lock_guard lock(mutex_);
+  return process_points_;
+}
+
+}  // namespace gpureap::history

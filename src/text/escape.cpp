@@ -1,0 +1,100 @@
+#include "text/escape.h"
+
+#include <cstdio>
+#include <optional>
+
+namespace gpureap::text {
+namespace {
+
+// Length of the valid UTF-8 sequence at s[i], or 0 when it is not valid.
+size_t utf8_length(std::string_view s, size_t i) {
+  auto c = static_cast<unsigned char>(s[i]);
+  size_t n = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
+  if (n == 0 || i + n > s.size()) return 0;
+  for (size_t k = 1; k < n; ++k)
+    if ((static_cast<unsigned char>(s[i + k]) & 0xC0) != 0x80) return 0;
+  if (n == 2 && c < 0xC2) return 0;  // overlong
+  return n;
+}
+
+std::string hex_escape(unsigned char c) {
+  char buf[8];
+  std::snprintf(buf, sizeof buf, "\\x%02x", c);
+  return buf;
+}
+
+// A three-byte UTF-8 sequence at s[i] that renders nothing but changes the text around it.
+std::optional<unsigned> invisible(std::string_view s, size_t i) {
+  auto b = [&](size_t k) { return static_cast<unsigned char>(s[i + k]); };
+  unsigned cp = ((b(0) & 0x0Fu) << 12) | ((b(1) & 0x3Fu) << 6) | (b(2) & 0x3Fu);
+  bool hidden = (cp >= 0x200B && cp <= 0x200F) || (cp >= 0x202A && cp <= 0x202E) ||
+                (cp >= 0x2066 && cp <= 0x2069) || cp == 0x2028 || cp == 0x2029 || cp == 0xFEFF;
+  return hidden ? std::optional<unsigned>(cp) : std::nullopt;
+}
+
+std::string escape(std::string_view s, bool keep_newlines) {
+  std::string out;
+  out.reserve(s.size());
+  for (size_t i = 0; i < s.size();) {
+    auto c = static_cast<unsigned char>(s[i]);
+    size_t n = utf8_length(s, i);
+    if (n == 0) {
+      out += hex_escape(c);
+      ++i;
+      continue;
+    }
+    if (n == 1 && c == '\n' && keep_newlines) {
+      out += '\n';
+    } else if (n == 1 && (c < 0x20 || c == 0x7F)) {
+      out += c == '\n' ? "\\n" : c == '\t' ? "\\t" : c == '\r' ? "\\r" : hex_escape(c);
+    } else if (n == 3 && invisible(s, i)) {
+      char buf[16];
+      std::snprintf(buf, sizeof buf, "\\u{%04x}", *invisible(s, i));
+      out += buf;
+    } else if (n == 2 && c == 0xC2 && static_cast<unsigned char>(s[i + 1]) < 0xA0) {
+      out += hex_escape(static_cast<unsigned char>(s[i + 1]));  // C1 control (U+0080..U+009F)
+    } else {
+      out.append(s.substr(i, n));
+    }
+    i += n;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string terminal_safe(std::string_view s) {
+  return escape(s, false);
+}
+std::string terminal_safe_lines(std::string_view s) {
+  return escape(s, true);
+}
+
+std::string utf8_valid(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (size_t i = 0; i < s.size();) {
+    size_t n = utf8_length(s, i);
+    if (n == 0) {
+      out += "\xEF\xBF\xBD";
+      ++i;
+    } else {
+      out.append(s.substr(i, n));
+      i += n;
+    }
+  }
+  return out;
+}
+
+std::string csv_field(std::string_view text) {
+  std::string safe = terminal_safe(text);
+  if (safe.find_first_of(",\"") == std::string::npos && safe.find(' ') != 0) return safe;
+  std::string out = "\"";
+  for (char c : safe) {
+    if (c == '"') out += '"';
+    out += c;
+  }
+  return out + "\"";
+}
+
+}  // namespace gpureap::text

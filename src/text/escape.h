@@ -1,0 +1,25 @@
+#pragma once
+// Untrusted text (process names, command lines, container ids) made safe for each sink.
+#include <string>
+#include <string_view>
+
+namespace gpureap::text {
+
+// For a terminal: control characters (C0, DEL, C1) and invalid UTF-8 become visible escapes
+// (\n, \x1b, ...), so no escape sequence from a process name ever reaches the terminal; so do
+// the invisible characters that change how text around them renders (bidirectional embeddings,
+// overrides and isolates U+202A-U+202E, U+2066-U+2069; zero-width and direction marks
+// U+200B-U+200F; U+2028, U+2029, U+FEFF), written \u{202e}: a name never renders reversed.
+std::string terminal_safe(std::string_view text);
+// The same for messages of several lines (errors that echo what a user typed, config
+// problems): line breaks stay, everything else is escaped.
+std::string terminal_safe_lines(std::string_view text);
+
+// Valid UTF-8 for JSON: invalid bytes become U+FFFD. (JSON escaping itself is the
+// serializer's job.)
+std::string utf8_valid(std::string_view text);
+
+// For CSV: quoted when needed, quotes doubled, control characters escaped.
+std::string csv_field(std::string_view text);
+
+}  // namespace gpureap::text

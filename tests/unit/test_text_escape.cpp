@@ -1,0 +1,44 @@
+// Escaping of untrusted text (src/text/escape.cpp): nothing from a process name, a command
+// line or a user's argument reaches the terminal raw.
+#include <gtest/gtest.h>
+
+#include "text/escape.h"
+
+namespace gpureap::text {
+namespace {
+
+TEST(TerminalSafe, ControlBytesAndInvalidUtf8AreVisibleEscapes) {
+  EXPECT_EQ(terminal_safe("a\x1b[31mb"), "a\\x1b[31mb");
+  EXPECT_EQ(terminal_safe("x\ny\tz\r"), "x\\ny\\tz\\r");
+  EXPECT_EQ(terminal_safe("\x7f"), "\\x7f");
+  EXPECT_EQ(terminal_safe("\xc2\x9b"), "\\x9b");  // C1 CSI
+  EXPECT_EQ(terminal_safe("\xff"), "\\xff");
+  EXPECT_EQ(terminal_safe("python train.py ü"), "python train.py ü");
+}
+
+TEST(TerminalSafe, CharactersThatReorderOrHideTextAreEscaped) {
+  // "evil" followed by RIGHT-TO-LEFT OVERRIDE would render the rest reversed.
+  EXPECT_EQ(terminal_safe("evil\u202Etxt.exe"), "evil\\u{202e}txt.exe");
+  for (const char* hidden :
+       {"\u202A", "\u202B", "\u202C", "\u202D", "\u2066", "\u2067", "\u2068", "\u2069", "\u200B",
+        "\u200C", "\u200D", "\u200E", "\u200F", "\u2028", "\u2029", "\uFEFF"}) {
+    auto out = terminal_safe(std::string("a") + hidden + "b");
+    EXPECT_EQ(out.find(hidden), std::string::npos) << out;
+    EXPECT_NE(out.find("\\u{"), std::string::npos) << out;
+  }
+  EXPECT_EQ(terminal_safe("\u2014 \u20AC"), "\u2014 \u20AC") << "visible neighbours stay";
+}
+
+TEST(TerminalSafe, LinesKeepTheirBreaksAndNothingElse) {
+  EXPECT_EQ(terminal_safe_lines("config.toml:1:1: bad\nconfig.toml:2:1: \x1b]0;x\x07"),
+            "config.toml:1:1: bad\nconfig.toml:2:1: \\x1b]0;x\\x07");
+}
+
+TEST(CsvField, QuotesAndEscapes) {
+  EXPECT_EQ(csv_field("a,b"), "\"a,b\"");
+  EXPECT_EQ(csv_field("say \"hi\""), "\"say \"\"hi\"\"\"");
+  EXPECT_EQ(csv_field("x\u202Ey"), "x\\u{202e}y");
+}
+
+}  // namespace
+}  // namespace gpureap::text
