@@ -6,6 +6,7 @@
 #include "output/escape.h"
 #include "output/ps_view.h"
 #include "output/snapshot_json.h"
+#include "output/view_incomplete.h"
 
 namespace gpureap::cli {
 
@@ -33,9 +34,7 @@ int run_ps(const GlobalOptions& g, const PsOptions& o) {
          {&snapshot.warnings, &snapshot.proc.warnings, &snapshot.backend.warnings})
       for (const auto& w : *list)
         std::cerr << "gpureap: note: " << output::terminal_safe(w) << "\n";
-  if (!snapshot.complete())
-    std::cerr << "gpureap: view incomplete: " << snapshot.proc.uninspectable
-              << " processes could not be inspected; run as root or grant CAP_SYS_PTRACE\n";
+  if (!snapshot.complete()) std::cerr << "gpureap: " << output::view_incomplete(snapshot) << "\n";
   if (g.json) {
     std::cout << output::dump_json(output::snapshot_to_json(snapshot)) << "\n";
   } else if (g.csv) {

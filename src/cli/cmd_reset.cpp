@@ -16,8 +16,6 @@
 namespace gpureap::cli {
 namespace {
 
-constexpr int kRefused = 1;
-
 std::optional<uint64_t> used_bytes(const core::Snapshot& s, unsigned gpu) {
   const auto* g = s.gpu(gpu);
   return g ? g->memory.used_bytes : std::nullopt;
@@ -57,7 +55,7 @@ int run_reset(const GlobalOptions& g, const ResetOptions& o) {
       for (const auto& b : *blockers)
         std::cerr << "  PID " << b.pid << ": " << output::terminal_safe(b.why) << "\n";
       std::cerr << "  free them first: gpureap kill --gpu " << o.gpu << "\n";
-      return kRefused;
+      return kExitFailed;
     }
     if (!snapshot.complete())
       return fail(
@@ -81,7 +79,7 @@ int run_reset(const GlobalOptions& g, const ResetOptions& o) {
   if (!go) return fail(go.error());
   if (!*go) {
     std::cout << "Nothing done.\n";
-    return kRefused;
+    return kExitFailed;
   }
   auto ran = run_command(command);
   if (!ran) return fail(ran.error());
@@ -89,7 +87,7 @@ int run_reset(const GlobalOptions& g, const ResetOptions& o) {
     std::cerr << "gpureap: nvidia-smi --gpu-reset failed (exit " << ran->exit_code << "):\n"
               << output::terminal_safe(ran->output) << "\n  "
               << doctor::reset_failure_hint(ran->output, o.gpu) << "\n";
-    return kRefused;
+    return kExitFailed;
   }
   auto collector = open_collector(g);
   if (!collector) return fail(collector.error());
@@ -98,7 +96,7 @@ int run_reset(const GlobalOptions& g, const ResetOptions& o) {
             << bytes_or_unknown(after) << ".\n";
   if (before && after && *after >= *before && *before > 0) {
     std::cerr << "gpureap: the reset ran but the memory did not come back; reboot\n";
-    return kRefused;
+    return kExitFailed;
   }
   return kExitOk;
 }

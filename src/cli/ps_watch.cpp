@@ -14,6 +14,7 @@
 #include "output/escape.h"
 #include "output/ps_view.h"
 #include "output/snapshot_json.h"
+#include "output/view_incomplete.h"
 #include "reap/arguments.h"
 #include "tui/watch.h"
 
@@ -90,11 +91,7 @@ int run_ps_watch(const GlobalOptions& g, const PsOptions& o) {
                          output::terminal_safe(snapshot.hostname) + "   " +
                          clock_text(snapshot.timestamp) + "\n\n";
       if (!snapshot.complete())
-        text += style.paint(
-                    "view incomplete: " + std::to_string(snapshot.proc.uninspectable) +
-                        " processes could not be inspected; run as root or grant CAP_SYS_PTRACE",
-                    output::Color::Yellow) +
-                "\n";
+        text += style.paint(output::view_incomplete(snapshot), output::Color::Yellow) + "\n";
       text += output::render_ps(snapshot, style,
                                 {o.tree, tty ? std::optional<size_t>(width) : std::nullopt});
       if (tty) {

@@ -39,7 +39,7 @@ bool wanted(const DoctorInput& in, const std::vector<unsigned>& gpus) {
 }
 
 void foreign(const DoctorInput& in, std::vector<Finding>& out) {
-  Finding f{"foreign-namespace", Severity::Warning};
+  Finding f{FindingCode::ForeignNamespace, Severity::Warning};
   for (const auto& r : in.last.rows) {
     if (!r.has(core::Anomaly::ForeignNamespace) || !wanted(in, row_gpus(r))) continue;
     f.pids.push_back(r.pid);
@@ -72,7 +72,7 @@ void gone_pid(const DoctorInput& in, const core::ProcessRow& r, std::vector<Find
   auto listed_keep =
       ghost ? live(s, ghost->listed_keepers) : std::vector<const core::HostProcess*>{};
   if (!keep.empty() || !listed_keep.empty()) {
-    Finding f{"no-such-process", Severity::Critical, gpus, {r.pid}, bytes, {listed}};
+    Finding f{FindingCode::NoSuchProcess, Severity::Critical, gpus, {r.pid}, bytes, {listed}};
     std::vector<pid_t> kp;
     for (const auto* p : keep) {
       f.pids.push_back(p->stat.pid);
@@ -110,7 +110,7 @@ void gone_pid(const DoctorInput& in, const core::ProcessRow& r, std::vector<Find
   }
   const auto* before = in.first.row(r.pid);
   if (before && listed_bytes(*before) > bytes + kDropNoise) {
-    out.push_back({"releasing",
+    out.push_back({FindingCode::Releasing,
                    Severity::Info,
                    gpus,
                    {r.pid},
@@ -123,7 +123,7 @@ void gone_pid(const DoctorInput& in, const core::ProcessRow& r, std::vector<Find
   }
   if (!r.has(core::Anomaly::Leaked)) {
     out.push_back(
-        {"no-such-process",
+        {FindingCode::NoSuchProcess,
          Severity::Warning,
          gpus,
          {r.pid},
@@ -135,7 +135,7 @@ void gone_pid(const DoctorInput& in, const core::ProcessRow& r, std::vector<Find
   }
   auto window =
       std::chrono::duration_cast<std::chrono::milliseconds>(in.last.timestamp - in.first.timestamp);
-  Finding f{"leaked-memory", Severity::Critical, gpus, {r.pid}, bytes, {listed}};
+  Finding f{FindingCode::LeakedMemory, Severity::Critical, gpus, {r.pid}, bytes, {listed}};
   f.evidence.push_back(
       "no live process holds an open file of that GPU's device that a live listed "
       "process does not own");
@@ -154,7 +154,7 @@ void gone_pid(const DoctorInput& in, const core::ProcessRow& r, std::vector<Find
 void released_during_settle(const DoctorInput& in, std::vector<Finding>& out) {
   for (const auto& r : in.first.rows) {
     if (r.process || in.last.row(r.pid) || !wanted(in, row_gpus(r))) continue;
-    out.push_back({"releasing",
+    out.push_back({FindingCode::Releasing,
                    Severity::Info,
                    row_gpus(r),
                    {r.pid},
@@ -195,7 +195,7 @@ void unattributed(const DoctorInput& in, std::vector<Finding>& out) {
         fmt::format("GPU {} uses {} that the driver attributes to no process (the threshold is {})",
                     g.index, bytes_text(now), in.unattributed.text());
     if (then > now + kDropNoise) {
-      out.push_back({"releasing",
+      out.push_back({FindingCode::Releasing,
                      Severity::Info,
                      {g.index},
                      {},
@@ -211,7 +211,7 @@ void unattributed(const DoctorInput& in, std::vector<Finding>& out) {
       auto window =
           std::chrono::duration_cast<std::chrono::milliseconds>(s.timestamp - in.first.timestamp);
       out.push_back(
-          {"leaked-memory",
+          {FindingCode::LeakedMemory,
            Severity::Critical,
            {g.index},
            {},
@@ -229,7 +229,7 @@ void unattributed(const DoctorInput& in, std::vector<Finding>& out) {
       continue;
     }
     out.push_back(
-        {"unattributed-memory",
+        {FindingCode::UnattributedMemory,
          Severity::Warning,
          {g.index},
          {},

@@ -27,9 +27,9 @@ void add_container_stop(const core::HostProcess& p, Finding& f) {
   if (auto stop = container_stop_command(p)) f.remedy.push_back(*stop + "   # stops its container");
 }
 
-Finding holder_finding(const core::Snapshot& s, const core::ProcessRow& r, std::string code,
+Finding holder_finding(const core::Snapshot& s, const core::ProcessRow& r, FindingCode code,
                        Severity sev) {
-  Finding f{std::move(code), sev, gpus_of(s, r), {r.pid}, listed_bytes(r)};
+  Finding f{code, sev, gpus_of(s, r), {r.pid}, listed_bytes(r)};
   if (r.process->holds_device()) f.evidence.push_back(holds_sentence(s, *r.process));
   if (r.listed_by_driver)
     f.evidence.push_back(fmt::format("the driver lists it with {}", bytes_text(listed_bytes(r))));
@@ -52,7 +52,7 @@ void holder_rules(const DoctorInput& in, std::vector<Finding>& out) {
         (guarded ? "   # a protected system service: naming its PID overrides the protection" : "");
 
     if (r.has(core::Anomaly::InheritedHolder)) {
-      auto f = holder_finding(s, r, "inherited-holder", Severity::Warning);
+      auto f = holder_finding(s, r, FindingCode::InheritedHolder, Severity::Warning);
       for (pid_t gone : r.keeps) {
         const auto* g = s.row(gone);
         uint64_t bytes = g ? listed_bytes(*g) : 0;
@@ -69,7 +69,7 @@ void holder_rules(const DoctorInput& in, std::vector<Finding>& out) {
       add_container_stop(p, f);
       out.push_back(std::move(f));
     } else if (!r.listed_by_driver && !r.shares_context_of.empty()) {
-      auto f = holder_finding(s, r, "inherited-holder", Severity::Info);
+      auto f = holder_finding(s, r, FindingCode::InheritedHolder, Severity::Info);
       f.evidence.push_back(
           fmt::format("it shares the open GPU device file of PID {}, which the driver lists: "
                       "the same context",
@@ -81,7 +81,7 @@ void holder_rules(const DoctorInput& in, std::vector<Finding>& out) {
     }
     bool workers_only = !r.shares_context_of.empty() && r.keeps.empty();
     if (r.has(core::Anomaly::Orphan) && p.holds_device() && !r.listed_by_driver && !workers_only) {
-      auto f = holder_finding(s, r, "orphan-holder", Severity::Warning);
+      auto f = holder_finding(s, r, FindingCode::OrphanHolder, Severity::Warning);
       bool leader_gone = p.stat.pgid != p.stat.pid && !s.find(p.stat.pgid);
       f.evidence.push_back(
           leader_gone ? fmt::format("the leader of its process group ({}) is gone", p.stat.pgid)
@@ -93,7 +93,7 @@ void holder_rules(const DoctorInput& in, std::vector<Finding>& out) {
       out.push_back(std::move(f));
     }
     if (r.has(core::Anomaly::Stopped) && (p.holds_device() || r.listed_by_driver)) {
-      auto f = holder_finding(s, r, "stopped-holder", Severity::Warning);
+      auto f = holder_finding(s, r, FindingCode::StoppedHolder, Severity::Warning);
       f.evidence.push_back(fmt::format("{} is stopped (state {})", process_label(p), p.stat.state));
       f.explanation =
           "A stopped process (Ctrl-Z, SIGSTOP) keeps its GPU memory until it is resumed or killed.";
@@ -102,7 +102,7 @@ void holder_rules(const DoctorInput& in, std::vector<Finding>& out) {
       out.push_back(std::move(f));
     }
     if (r.has(core::Anomaly::Uninterruptible)) {
-      auto f = holder_finding(s, r, "uninterruptible-holder", Severity::Warning);
+      auto f = holder_finding(s, r, FindingCode::UninterruptibleHolder, Severity::Warning);
       const auto* before = in.first.find(r.pid);
       f.evidence.push_back(
           fmt::format("{} is in uninterruptible sleep (D){}{}", process_label(p),
@@ -117,7 +117,7 @@ void holder_rules(const DoctorInput& in, std::vector<Finding>& out) {
       out.push_back(std::move(f));
     }
     if (r.has(core::Anomaly::ZombieChildren)) {
-      auto f = holder_finding(s, r, "unreaped-zombies", Severity::Warning);
+      auto f = holder_finding(s, r, FindingCode::UnreapedZombies, Severity::Warning);
       std::vector<pid_t> zombies;
       for (const auto& z : s.proc.processes)
         if (z.stat.is_zombie() && z.stat.ppid == r.pid) zombies.push_back(z.stat.pid);
@@ -132,7 +132,7 @@ void holder_rules(const DoctorInput& in, std::vector<Finding>& out) {
       out.push_back(std::move(f));
     }
     if (in.is_protected && in.is_protected(p)) {
-      auto f = holder_finding(s, r, "protected-holder", Severity::Info);
+      auto f = holder_finding(s, r, FindingCode::ProtectedHolder, Severity::Info);
       f.explanation =
           "A system service that holds the GPU on purpose; gpureap never kills it unless named.";
       out.push_back(std::move(f));
