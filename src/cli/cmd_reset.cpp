@@ -36,34 +36,48 @@ CLI::App* add_reset_command(CLI::App& app, ResetOptions& o) {
   return cmd;
 }
 
+namespace {
+
+// Whether GPU `gpu` may be reset: nothing alive holds it or is listed on it, and the view is
+// complete. The collector, and with it gpureap's own NVML handle, is closed on return.
+struct Guarded {
+  std::optional<int> refused;  // the exit status, when it may not
+  std::optional<uint64_t> used_before;
+};
+
+Guarded guard_reset(const GlobalOptions& g, const ResetOptions& o) {
+  auto collector = open_collector(g);
+  if (!collector) return Guarded{fail(collector.error())};
+  auto snapshot = collector->collect();
+  if (report_driver_timeout(snapshot)) {
+    std::cerr << "gpureap: not resetting GPU " << o.gpu
+              << ": a driver that does not answer cannot tell what "
+              << "uses it (and nvidia-smi would hang too); check dmesg, then reboot\n";
+    return Guarded{kExitDriverTimeout};
+  }
+  auto blockers = doctor::reset_blockers(snapshot, o.gpu);
+  if (!blockers) return Guarded{fail(blockers.error())};
+  if (!blockers->empty()) {
+    std::cerr << "gpureap: refusing to reset GPU " << o.gpu << ": these processes use it:\n";
+    for (const auto& b : *blockers)
+      std::cerr << "  PID " << b.pid << ": " << output::terminal_safe(b.why) << "\n";
+    std::cerr << "  free them first: gpureap kill --gpu " << o.gpu << "\n";
+    return Guarded{kExitFailed};
+  }
+  if (!snapshot.complete())
+    return Guarded{fail(
+        {"some processes could not be inspected, so gpureap cannot prove that nothing uses GPU " +
+             std::to_string(o.gpu),
+         "run as root"})};
+  return Guarded{std::nullopt, used_bytes(snapshot, o.gpu)};
+}
+
+}  // namespace
+
 int run_reset(const GlobalOptions& g, const ResetOptions& o) {
-  std::optional<uint64_t> before;
-  {
-    auto collector = open_collector(g);
-    if (!collector) return fail(collector.error());
-    auto snapshot = collector->collect();
-    if (report_driver_timeout(snapshot)) {
-      std::cerr << "gpureap: not resetting GPU " << o.gpu
-                << ": a driver that does not answer cannot tell what "
-                << "uses it (and nvidia-smi would hang too); check dmesg, then reboot\n";
-      return kExitDriverTimeout;
-    }
-    auto blockers = doctor::reset_blockers(snapshot, o.gpu);
-    if (!blockers) return fail(blockers.error());
-    if (!blockers->empty()) {
-      std::cerr << "gpureap: refusing to reset GPU " << o.gpu << ": these processes use it:\n";
-      for (const auto& b : *blockers)
-        std::cerr << "  PID " << b.pid << ": " << output::terminal_safe(b.why) << "\n";
-      std::cerr << "  free them first: gpureap kill --gpu " << o.gpu << "\n";
-      return kExitFailed;
-    }
-    if (!snapshot.complete())
-      return fail(
-          {"some processes could not be inspected, so gpureap cannot prove that nothing uses GPU " +
-               std::to_string(o.gpu),
-           "run as root"});
-    before = used_bytes(snapshot, o.gpu);
-  }  // the collector (and with it gpureap's NVML handle) is closed here
+  auto guarded = guard_reset(g, o);
+  if (guarded.refused) return *guarded.refused;
+  auto before = guarded.used_before;
   std::vector<std::string> command{"nvidia-smi", "--gpu-reset", "-i", std::to_string(o.gpu)};
   std::string nvidia_smi = find_on_path("nvidia-smi");
   if (nvidia_smi.empty())
