@@ -167,6 +167,25 @@ TEST_F(ReapPipeline, AMeaninglessRequestFailsBeforeTheGoAhead) {
   EXPECT_FALSE(asked);
 }
 
+TEST_F(ReapPipeline, ACollectorsWorldReadsItsProcfsAndItsDrivers) {
+  EXPECT_TRUE(world_->signals_reach());  // /proc of gpureap's own namespace
+  EXPECT_EQ(world_->proc_root(), "/proc");
+  pid_t kid = spawn(false);
+  auto st = world_->stat(kid);
+  ASSERT_TRUE(st.ok() && *st);
+  EXPECT_EQ((*st)->pid, kid);
+  EXPECT_EQ((*st)->ppid, ::getpid());
+  ASSERT_TRUE(world_->details(kid, false));
+  ::kill(kid, SIGKILL);
+  ::waitpid(kid, nullptr, 0);
+  std::erase(kids_, kid);
+  auto gone = world_->stat(kid);
+  ASSERT_TRUE(gone.ok());
+  EXPECT_FALSE(*gone);                              // no such process: empty, not an error
+  EXPECT_TRUE(world_->driver_view().rows.empty());  // no drivers: nothing listed, no /proc scan
+  EXPECT_NE(world_->collect().find(::getpid()), nullptr);
+}
+
 TEST(ReapKillWait, TheGraceWithinOneToFiveSeconds) {
   using std::chrono::milliseconds;
   EXPECT_EQ(kill_wait_for(milliseconds(200)), milliseconds(1000));
