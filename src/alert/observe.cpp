@@ -158,7 +158,8 @@ Observations findings(const Rule& rule, const engine::Sample& sample, const std:
     std::vector<unsigned> gpus = f.gpus;
     std::sort(gpus.begin(), gpus.end());
     gpus.erase(std::unique(gpus.begin(), gpus.end()), gpus.end());
-    std::string key = "code=" + f.code + (gpus.empty() ? "" : " gpu=" + gpu_list(gpus));
+    std::string key = "code=" + std::string(doctor::to_string(f.code)) +
+                      (gpus.empty() ? "" : " gpu=" + gpu_list(gpus));
     groups[key].push_back(&f);
     gpus_of[key] = gpus;
   }
@@ -169,7 +170,7 @@ Observations findings(const Rule& rule, const engine::Sample& sample, const std:
     o.key = key;
     o.holds = Holds::Yes;
     o.labels = base_labels(rule, host);
-    o.labels["code"] = first.code;
+    o.labels["code"] = doctor::to_string(first.code);
     if (!gpus.empty()) o.labels["gpu"] = gpu_list(gpus);
     uint64_t bytes = 0;
     std::vector<pid_t> pids;
@@ -179,7 +180,8 @@ Observations findings(const Rule& rule, const engine::Sample& sample, const std:
       pids.insert(pids.end(), f->pids.begin(), f->pids.end());
       texts.push_back(finding_text(*f));
     }
-    std::string summary = fmt::format("{} ({})", first.code, doctor::to_string(first.severity));
+    std::string summary =
+        fmt::format("{} ({})", doctor::to_string(first.code), doctor::to_string(first.severity));
     if (!gpus.empty()) summary += fmt::format(" on GPU {}", gpu_list(gpus));
     if (bytes > 0) summary += ", " + text::human_bytes(bytes);
     if (!pids.empty()) summary += fmt::format(", PID {}", fmt::join(pids, ", "));

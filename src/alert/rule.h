@@ -28,7 +28,7 @@ struct Rule {
   Condition condition = Condition::MemoryRatio;
   double ratio_above = 0;                            // MemoryRatio: 0..1
   uint64_t bytes_above = 0;                          // GhostMemory, UnattributedMemory
-  std::optional<std::string> finding_code;           // Finding
+  std::optional<doctor::FindingCode> finding_code;   // Finding
   std::optional<doctor::Severity> finding_severity;  // Finding: this severity or worse
   std::optional<std::string> policy;                 // PolicyAction: only this policy's
   std::optional<unsigned> gpu;                       // only this GPU (the index gpureap shows)

@@ -6,16 +6,16 @@
 #include <chrono>
 #include <iostream>
 
+#include "cli/confirm.h"
 #include "core/duration.h"
 #include "output/snapshot_json.h"
+#include "output/view_incomplete.h"
 #include "reap/arguments.h"
-#include "reap/executor.h"
+#include "reap/collector_world.h"
 #include "reap/outcome.h"
-#include "reap/planner.h"
+#include "reap/pipeline.h"
 #include "reap/report_json.h"
 #include "reap/report_text.h"
-#include "reap/safety.h"
-#include "reap/verifier.h"
 
 namespace gpureap::cli {
 namespace {
@@ -38,9 +38,7 @@ core::Result<reap::KillSettings> settings_from(const KillOptions& o) {
   auto grace = core::parse_duration(o.grace);
   if (!grace) return core::Error{"--grace: " + grace.error().message, grace.error().hint};
   k.exec.grace = *grace;
-  // SIGKILL acts at once unless the task sleeps in the kernel: a short, bounded wait.
-  k.exec.kill_wait =
-      std::clamp(*grace, std::chrono::milliseconds(1000), std::chrono::milliseconds(5000));
+  k.exec.kill_wait = reap::kill_wait_for(*grace);
   auto wait = core::parse_duration(o.wait_release);
   if (!wait) return core::Error{"--wait-release: " + wait.error().message, wait.error().hint};
   k.verify.wait_release = *wait;
@@ -50,13 +48,60 @@ core::Result<reap::KillSettings> settings_from(const KillOptions& o) {
   return k;
 }
 
-// The question is asked where a person reads it: stdout, or stderr when stdout is a pipe.
-bool confirm(size_t count, std::ostream& out) {
-  out << "Kill " << count << " process" << (count == 1 ? "" : "es") << "? [y/N] " << std::flush;
-  std::string answer;
-  if (!std::getline(std::cin, answer)) return false;
-  return answer == "y" || answer == "Y" || answer == "yes" || answer == "YES" || answer == "Yes";
-}
+// The plan before anything is signalled: shown, and asked about on a terminal. Without a go-ahead
+// `declined` is the exit status.
+struct PlanDialog {
+  const GlobalOptions& g;
+  const KillOptions& o;
+  const reap::KillSettings& settings;
+  const core::Snapshot& snapshot;
+  const std::string& proceed;
+  std::ostream& out;  // the human text
+  output::Style style = output::Style::for_stdout(g.no_color);
+  int declined = kExitOk;
+
+  void show(const reap::Plan& plan, std::ostream& to) const {
+    to << reap::render_plan(snapshot, plan, settings, style, terminal_width());
+  }
+
+  bool go_ahead(const reap::Plan& plan) {
+    size_t to_signal = plan.count(reap::Action::Signal);
+    bool act = to_signal > 0 || plan.count(reap::Action::Zombie) > 0;
+    if (o.dry_run || !act) {
+      if (g.json)
+        std::cout << output::dump_json(reap::kill_to_json(snapshot, plan, settings, nullptr))
+                  << "\n";
+      else
+        show(plan, out);
+      declined = reap::plan_exit_code(plan);
+      return false;
+    }
+    bool shown = false;
+    if (!o.yes && to_signal > 0) {
+      // The question is asked where a person reads it: stderr when stdout is a pipe.
+      std::ostream& ask_on = g.json || !::isatty(STDOUT_FILENO) ? std::cerr : out;
+      show(plan, ask_on);
+      shown = true;
+      if (!::isatty(STDIN_FILENO)) {
+        fail({"not on a terminal, so gpureap cannot ask before killing " +
+                  std::to_string(to_signal) + " process(es); nothing was signalled",
+              proceed});
+        declined = kExitUsage;
+        return false;
+      }
+      if (!ask(
+              "Kill " + std::to_string(to_signal) + " process" + (to_signal == 1 ? "" : "es") + "?",
+              ask_on)) {
+        ask_on << "Nothing was signalled.\n";
+        declined = kExitFailed;
+        return false;
+      }
+    }
+    if (!g.json && !shown) show(plan, out);
+    if (!g.json) out << std::flush;
+    return true;
+  }
+};
 
 }  // namespace
 
@@ -98,17 +143,17 @@ int run_kill(const GlobalOptions& g, const KillOptions& o) {
   if (!settings) return fail(settings.error());
   auto collector = open_collector(g);
   if (!collector) return fail(collector.error());
+  reap::CollectorWorld world(*collector);
   auto started = SystemClock::now();
-  if (!o.dry_run && !collector->procfs().names_own_processes())
+  if (!o.dry_run && !world.signals_reach())
     return fail({"cannot signal processes read from " + g.proc_root +
                      ": it is not the procfs of gpureap's own PID namespace",
                  "use --dry-run to see the plan, or run gpureap where those processes live"});
   auto snapshot = collector->collect();
   if (g.json && !snapshot.complete())  // the human plan says so itself
-    std::cerr << "gpureap: view incomplete: " << snapshot.proc.uninspectable
-              << " processes could not be inspected; run as root or grant CAP_SYS_PTRACE\n";
-  int code = kill_on_snapshot(g, o, settings->request, *collector, snapshot, started,
-                              "pass --yes to kill them, or --dry-run to see the plan")
+    std::cerr << "gpureap: " << output::view_incomplete(snapshot) << "\n";
+  int code = kill_on_snapshot(g, o, settings->request, world, snapshot, started,
+                              "pass --yes to kill them, or --dry-run to see the plan", std::cout)
                  .exit_code;
   std::cout << std::flush;
   // The plan came from /proc alone and no release could be verified: say so in the status.
@@ -116,69 +161,27 @@ int run_kill(const GlobalOptions& g, const KillOptions& o) {
 }
 
 KillRun kill_on_snapshot(const GlobalOptions& g, const KillOptions& o, const reap::Request& request,
-                         const collect::Collector& collector, const core::Snapshot& snapshot,
-                         std::chrono::system_clock::time_point started,
-                         const std::string& proceed) {
+                         const reap::World& world, const core::Snapshot& snapshot,
+                         std::chrono::system_clock::time_point started, const std::string& proceed,
+                         std::ostream& out) {
   auto settings = settings_from(o);
   if (!settings) return {false, fail(settings.error())};
   settings->request = request;
-  reap::Report report;
-  report.timing.started = started;
-  const procfs::ProcFs& proc = collector.procfs();
-  auto details = [&proc](const core::HostProcess& p) {
-    return proc.read_details(p.stat.pid, p.stat.state == 'D').details;
-  };
-  auto plan = reap::make_plan(snapshot, settings->request, reap::current_caller(snapshot), details);
-  if (!plan) return {false, fail(plan.error())};
-
-  auto style = output::Style::for_stdout(g.no_color);
-  auto print_plan = [&](std::ostream& out) {
-    out << reap::render_plan(snapshot, *plan, *settings, style, terminal_width());
-  };
-  size_t to_signal = plan->count(reap::Action::Signal);
-  bool act = to_signal > 0 || plan->count(reap::Action::Zombie) > 0;
-  if (o.dry_run || !act) {
-    if (g.json)
-      std::cout << output::dump_json(reap::kill_to_json(snapshot, *plan, *settings, nullptr))
-                << "\n";
-    else
-      print_plan(std::cout);
-    return {false, reap::plan_exit_code(*plan)};
-  }
-  bool plan_shown = false;
-  if (!o.yes && to_signal > 0) {
-    std::ostream& out = g.json || !::isatty(STDOUT_FILENO) ? std::cerr : std::cout;
-    print_plan(out);
-    plan_shown = true;
-    if (!::isatty(STDIN_FILENO)) {
-      fail({"not on a terminal, so gpureap cannot ask before killing " + std::to_string(to_signal) +
-                " process(es); nothing was signalled",
-            proceed});
-      return {false, kExitUsage};
-    }
-    if (!confirm(to_signal, out)) {
-      out << "Nothing was signalled.\n";
-      return {false, reap::kExitHeld};
-    }
-  }
-  if (!g.json && !plan_shown) print_plan(std::cout);
-  if (!g.json) std::cout << std::flush;
-
-  report.timing.signalled = SystemClock::now();
-  auto executions = reap::Executor(proc, settings->exec).run(*plan);
-  auto verification =
-      reap::verify(*plan, executions, reap::release_source(collector), settings->verify);
-  auto timing = report.timing;
-  timing.verified = SystemClock::now();
-  report = reap::compose(*plan, executions, verification);
-  timing.last_exit = report.timing.last_exit;
-  report.timing = timing;
-  report.timing.report = SystemClock::now();
+  PlanDialog dialog{g, o, *settings, snapshot, proceed, out};
+  reap::Pipeline pipeline(world, {settings->exec, settings->verify});
+  auto reaped = pipeline.run(
+      snapshot, settings->request, [&](reap::Plan& plan) { return dialog.go_ahead(plan); },
+      started);
+  if (!reaped) return {false, fail(reaped.error())};
+  if (!reaped->carried_out) return {false, dialog.declined};
   if (g.json)
-    std::cout << output::dump_json(reap::kill_to_json(snapshot, *plan, *settings, &report)) << "\n";
+    std::cout << output::dump_json(
+                     reap::kill_to_json(snapshot, reaped->plan, *settings, &reaped->report))
+              << "\n";
   else
-    std::cout << "\n" << reap::render_results(*plan, report, style, terminal_width());
-  return {true, report.exit_code};
+    out << "\n"
+        << reap::render_results(reaped->plan, reaped->report, dialog.style, terminal_width());
+  return {true, reaped->report.exit_code};
 }
 
 }  // namespace gpureap::cli

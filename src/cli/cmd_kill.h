@@ -2,12 +2,13 @@
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <optional>
+#include <ostream>
 #include <string>
 #include <vector>
 
 #include "cli/global_options.h"
-#include "collect/collector.h"
 #include "reap/plan.h"
+#include "reap/world.h"
 
 namespace gpureap::cli {
 
@@ -34,13 +35,16 @@ struct KillRun {
   int exit_code = 0;
 };
 
-// Plans `request` on `snapshot` — the view the decision was made on, so every target stays
-// pinned to the process (PID and start time) that was chosen — shows the plan, asks (a
-// question on the terminal when stdin is one, else `proceed` says how to go on), signals
-// and verifies. The options' own selection is ignored; their signal, grace and waits apply.
+// Reaps `request` on `snapshot` — the view the decision was made on, so every target stays
+// pinned to the process (PID and start time) that was chosen — through the reap pipeline:
+// shows the plan, asks (a question on the terminal when stdin is one, else `proceed` says how
+// to go on), signals and verifies, and shows the results. The human text goes to `out` (the
+// JSON document, with global.json, to stdout). The options' own selection is ignored; their
+// signal, grace and waits apply.
 KillRun kill_on_snapshot(const GlobalOptions& global, const KillOptions& options,
-                         const reap::Request& request, const collect::Collector& collector,
+                         const reap::Request& request, const reap::World& world,
                          const core::Snapshot& snapshot,
-                         std::chrono::system_clock::time_point started, const std::string& proceed);
+                         std::chrono::system_clock::time_point started, const std::string& proceed,
+                         std::ostream& out);
 
 }  // namespace gpureap::cli

@@ -1,13 +1,51 @@
 #include "cli/cmd_ps.h"
 
+#include <unistd.h>
+
+#include <cstdio>
 #include <iostream>
 
-#include "cli/ps_watch.h"
+#include "core/duration.h"
 #include "output/ps_view.h"
 #include "output/snapshot_json.h"
+#include "output/view_incomplete.h"
 #include "text/escape.h"
+#include "tui/ps_watch.h"
 
 namespace gpureap::cli {
+namespace {
+
+// The options checked and the collector opened here; the loop is tui's.
+int run_ps_watch(const GlobalOptions& g, const PsOptions& o) {
+  if (g.csv)
+    return fail({"--watch cannot print CSV",
+                 "use --watch alone for the table, or --watch --json for JSON lines"});
+  tui::PsWatchOptions watch{.every = o.watch->empty() ? "2s" : *o.watch,
+                            .tree = o.tree,
+                            .json = g.json,
+                            .no_color = g.no_color};
+  auto interval = core::parse_duration(watch.every);
+  if (!interval) return fail({"--watch: " + interval.error().message, interval.error().hint});
+  if (*interval < std::chrono::milliseconds(100))
+    return fail({"--watch " + watch.every + " is too short", "use 100ms or more"});
+  watch.interval = *interval;
+  // A wedged driver must not freeze the screen: the driver gets a deadline, /proc stays live.
+  auto backend = make_backends(g);
+  if (!backend)
+    return fail({"--driver-timeout: \"" + g.driver_timeout + "\" is not a positive duration",
+                 "write it with a unit: 500ms, 5s, 1m"});
+  auto collector = collect::Collector::open({g.proc_root, g.dev_root}, backend);
+  if (!collector) return fail(collector.error());
+  tui::watch_ps(*collector, watch);
+  // A collection blocked in the driver keeps a thread: leave without waiting for it.
+  if (backend->threads_stuck()) {
+    std::fflush(nullptr);
+    ::_exit(kExitOk);
+  }
+  return kExitOk;
+}
+
+}  // namespace
 
 CLI::App* add_ps_command(CLI::App& app, PsOptions& o) {
   auto* ps = app.add_subcommand(
@@ -31,9 +69,7 @@ int run_ps(const GlobalOptions& g, const PsOptions& o) {
   if (!g.json)
     for (const auto& w : snapshot.all_warnings())
       std::cerr << "gpureap: note: " << text::terminal_safe(w) << "\n";
-  if (!snapshot.complete())
-    std::cerr << "gpureap: view incomplete: " << snapshot.proc.uninspectable
-              << " processes could not be inspected; run as root or grant CAP_SYS_PTRACE\n";
+  if (!snapshot.complete()) std::cerr << "gpureap: " << output::view_incomplete(snapshot) << "\n";
   if (g.json) {
     std::cout << output::dump_json(output::snapshot_to_json(snapshot)) << "\n";
   } else if (g.csv) {

@@ -16,8 +16,6 @@
 namespace gpureap::cli {
 namespace {
 
-constexpr int kRefused = 1;
-
 std::optional<uint64_t> used_bytes(const core::Snapshot& s, unsigned gpu) {
   const auto* g = s.gpu(gpu);
   return g ? g->memory.used_bytes : std::nullopt;
@@ -38,41 +36,55 @@ CLI::App* add_reset_command(CLI::App& app, ResetOptions& o) {
   return cmd;
 }
 
+namespace {
+
+// Whether GPU `gpu` may be reset: nothing alive holds it or is listed on it, and the view is
+// complete. The collector, and with it gpureap's own NVML handle, is closed on return.
+struct Guarded {
+  std::optional<int> refused;  // the exit status, when it may not
+  std::optional<uint64_t> used_before;
+  unsigned nvml_index = 0;  // nvidia-smi's numbering of the GPU
+};
+
+Guarded guard_reset(const GlobalOptions& g, const ResetOptions& o) {
+  auto collector = open_collector(g);
+  if (!collector) return Guarded{fail(collector.error())};
+  auto snapshot = collector->collect();
+  if (report_driver_timeout(snapshot)) {
+    std::cerr << "gpureap: not resetting GPU " << o.gpu
+              << ": a driver that does not answer cannot tell what "
+              << "uses it (and nvidia-smi would hang too); check dmesg, then reboot\n";
+    return Guarded{kExitDriverTimeout};
+  }
+  auto blockers = doctor::reset_blockers(snapshot, o.gpu);
+  if (!blockers) return Guarded{fail(blockers.error())};
+  if (!blockers->empty()) {
+    std::cerr << "gpureap: refusing to reset GPU " << o.gpu << ": these processes use it:\n";
+    for (const auto& b : *blockers)
+      std::cerr << "  PID " << b.pid << ": " << text::terminal_safe(b.why) << "\n";
+    std::cerr << "  free them first: gpureap kill --gpu " << o.gpu << "\n";
+    return Guarded{kExitFailed};
+  }
+  if (!snapshot.complete())
+    return Guarded{fail(
+        {"some processes could not be inspected, so gpureap cannot prove that nothing uses GPU " +
+             std::to_string(o.gpu),
+         "run as root"})};
+  const core::Gpu* gpu = snapshot.gpu(o.gpu);
+  if (gpu && gpu->backend != "nvml")
+    return Guarded{fail({"GPU " + std::to_string(o.gpu) + " is " + gpu->vendor +
+                             "'s; gpureap resets NVIDIA GPUs only (through nvidia-smi)",
+                         "use the vendor's own tool to reset it, or reboot"})};
+  return Guarded{std::nullopt, used_bytes(snapshot, o.gpu), gpu ? gpu->backend_index : o.gpu};
+}
+
+}  // namespace
+
 int run_reset(const GlobalOptions& g, const ResetOptions& o) {
-  std::optional<uint64_t> before;
-  unsigned nvml_index = o.gpu;  // nvidia-smi's numbering: the NVML index
-  {
-    auto collector = open_collector(g);
-    if (!collector) return fail(collector.error());
-    auto snapshot = collector->collect();
-    if (report_driver_timeout(snapshot)) {
-      std::cerr << "gpureap: not resetting GPU " << o.gpu
-                << ": a driver that does not answer cannot tell what "
-                << "uses it (and nvidia-smi would hang too); check dmesg, then reboot\n";
-      return kExitDriverTimeout;
-    }
-    auto blockers = doctor::reset_blockers(snapshot, o.gpu);
-    if (!blockers) return fail(blockers.error());
-    if (!blockers->empty()) {
-      std::cerr << "gpureap: refusing to reset GPU " << o.gpu << ": these processes use it:\n";
-      for (const auto& b : *blockers)
-        std::cerr << "  PID " << b.pid << ": " << text::terminal_safe(b.why) << "\n";
-      std::cerr << "  free them first: gpureap kill --gpu " << o.gpu << "\n";
-      return kRefused;
-    }
-    if (!snapshot.complete())
-      return fail(
-          {"some processes could not be inspected, so gpureap cannot prove that nothing uses GPU " +
-               std::to_string(o.gpu),
-           "run as root"});
-    const core::Gpu* gpu = snapshot.gpu(o.gpu);
-    if (gpu && gpu->backend != "nvml")
-      return fail({"GPU " + std::to_string(o.gpu) + " is " + gpu->vendor +
-                       "'s; gpureap resets NVIDIA GPUs only (through nvidia-smi)",
-                   "use the vendor's own tool to reset it, or reboot"});
-    if (gpu) nvml_index = gpu->backend_index;
-    before = used_bytes(snapshot, o.gpu);
-  }  // the collector (and with it gpureap's NVML handle) is closed here
+  auto guarded = guard_reset(g, o);
+  if (guarded.refused) return *guarded.refused;
+  auto before = guarded.used_before;
+  const unsigned nvml_index = guarded.nvml_index;
   std::vector<std::string> command{"nvidia-smi", "--gpu-reset", "-i", std::to_string(nvml_index)};
   std::string nvidia_smi = find_on_path("nvidia-smi");
   if (nvidia_smi.empty())
@@ -88,7 +100,7 @@ int run_reset(const GlobalOptions& g, const ResetOptions& o) {
   if (!go) return fail(go.error());
   if (!*go) {
     std::cout << "Nothing done.\n";
-    return kRefused;
+    return kExitFailed;
   }
   auto ran = run_command(command);
   if (!ran) return fail(ran.error());
@@ -96,7 +108,7 @@ int run_reset(const GlobalOptions& g, const ResetOptions& o) {
     std::cerr << "gpureap: nvidia-smi --gpu-reset failed (exit " << ran->exit_code << "):\n"
               << text::terminal_safe(ran->output) << "\n  "
               << doctor::reset_failure_hint(ran->output, o.gpu) << "\n";
-    return kRefused;
+    return kExitFailed;
   }
   auto collector = open_collector(g);
   if (!collector) return fail(collector.error());
@@ -105,7 +117,7 @@ int run_reset(const GlobalOptions& g, const ResetOptions& o) {
             << bytes_or_unknown(after) << ".\n";
   if (before && after && *after >= *before && *before > 0) {
     std::cerr << "gpureap: the reset ran but the memory did not come back; reboot\n";
-    return kRefused;
+    return kExitFailed;
   }
   return kExitOk;
 }

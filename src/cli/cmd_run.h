@@ -8,9 +8,6 @@
 
 namespace gpureap::cli {
 
-// As timeout(1) and env(1): gpureap's own failures before CMD runs, usage errors included.
-inline constexpr int kExitRunFailed = 125;
-
 struct RunCliOptions {
   std::vector<std::string> command;
   std::string grace = "30s";

@@ -8,6 +8,7 @@
 
 #include "core/duration.h"
 #include "reap/arguments.h"
+#include "reap/pipeline.h"
 #include "tui/top.h"
 
 namespace gpureap::cli {
@@ -44,8 +45,7 @@ int run_top(const GlobalOptions& g, const TopOptions& o) {
   auto wait = core::parse_duration(o.wait_release);
   if (!wait) return fail({"--wait-release: " + wait.error().message, wait.error().hint});
   config.kill.exec.grace = *grace;
-  config.kill.exec.kill_wait =
-      std::clamp(*grace, std::chrono::milliseconds(1000), std::chrono::milliseconds(5000));
+  config.kill.exec.kill_wait = reap::kill_wait_for(*grace);
   config.kill.verify.wait_release = *wait;
   config.readonly = o.readonly;
   config.mouse = !o.no_mouse;

@@ -4,6 +4,8 @@
 
 #include <iostream>
 
+#include "output/prompt.h"
+
 namespace gpureap::cli {
 
 core::Result<bool> confirm(const std::string& question, bool yes) {
@@ -13,11 +15,11 @@ core::Result<bool> confirm(const std::string& question, bool yes) {
                        "pass --yes to proceed, or --dry-run to only see the plan"};
   // The answer comes from the terminal; the question goes where the person reads it, also
   // when stdout is a pipe.
-  std::ostream& out = ::isatty(STDOUT_FILENO) ? std::cout : std::cerr;
-  out << question << " [y/N] " << std::flush;
-  std::string answer;
-  if (!std::getline(std::cin, answer)) return false;
-  return answer == "y" || answer == "Y" || answer == "yes";
+  return ask(question, ::isatty(STDOUT_FILENO) ? std::cout : std::cerr);
+}
+
+bool ask(const std::string& question, std::ostream& out) {
+  return output::ask_yes_no(question, std::cin, out);
 }
 
 }  // namespace gpureap::cli

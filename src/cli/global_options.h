@@ -6,16 +6,11 @@
 #include <string>
 
 #include "backend/backend_set.h"
+#include "cli/exit_codes.h"
 #include "collect/collector.h"
 #include "core/result.h"
 
 namespace gpureap::cli {
-
-// Exit codes shared by every subcommand.
-inline constexpr int kExitOk = 0;
-inline constexpr int kExitUsage = 2;  // usage or environment error
-// The GPU driver did not answer within --driver-timeout: what was shown comes from /proc alone.
-inline constexpr int kExitDriverTimeout = 4;
 
 struct GlobalOptions {
   std::string proc_root = "/proc";

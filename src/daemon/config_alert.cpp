@@ -33,14 +33,13 @@ const std::vector<Field<Rule>>& alert_fields() {
        [](const toml::node& node, Rule& r, Problems& p) {
          auto v = config::read_string(node, "code", p);
          if (!v) return;
-         const auto& codes = doctor::finding_codes();
-         if (std::find(codes.begin(), codes.end(), *v) == codes.end()) {
-           std::string known;
-           for (auto c : codes) known += (known.empty() ? "" : ", ") + std::string(c);
-           p.add(node, "code: unknown finding code " + quoted(*v) + " (known: " + known + ")");
+         auto code = doctor::finding_code_from_string(*v);
+         if (!code) {
+           p.add(node, "code: unknown finding code " + quoted(*v) +
+                           " (known: " + doctor::finding_code_list() + ")");
            return;
          }
-         r.finding_code = *v;
+         r.finding_code = *code;
        }},
       {"min_severity",
        [](const toml::node& node, Rule& r, Problems& p) {

@@ -137,7 +137,7 @@ void Sampler::sample_once() {
                             *sample->snapshot,
                             ipc_,
                             std::nullopt,
-                            [](const core::HostProcess& p) { return reap::is_protected(p); },
+                            reap::is_protected_process,
                             settings.unattributed_threshold};
   sample->findings = doctor::diagnose(input);
 

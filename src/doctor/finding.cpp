@@ -22,16 +22,6 @@ std::optional<Severity> severity_from_string(std::string_view s) {
   return std::nullopt;
 }
 
-const std::vector<std::string_view>& finding_codes() {
-  static const std::vector<std::string_view> codes = {
-      "driver-missing",   "driver-mismatch", "driver-not-answering", "gpu-error",
-      "nvml-layout",      "incomplete-view", "ipc-residue",          "foreign-namespace",
-      "no-such-process",  "releasing",       "leaked-memory",        "unattributed-memory",
-      "inherited-holder", "orphan-holder",   "stopped-holder",       "uninterruptible-holder",
-      "unreaped-zombies", "protected-holder"};
-  return codes;
-}
-
 void sort_findings(std::vector<Finding>& f) {
   std::stable_sort(f.begin(), f.end(), [](const Finding& a, const Finding& b) {
     if (a.severity != b.severity) return a.severity > b.severity;
@@ -43,6 +33,13 @@ Severity worst(const std::vector<Finding>& f) {
   Severity w = Severity::Info;
   for (const auto& x : f) w = std::max(w, x.severity);
   return w;
+}
+
+void keep_codes(std::vector<Finding>& f, const std::vector<FindingCode>& codes) {
+  if (codes.empty()) return;
+  std::erase_if(f, [&](const Finding& x) {
+    return std::find(codes.begin(), codes.end(), x.code) == codes.end();
+  });
 }
 
 }  // namespace gpureap::doctor

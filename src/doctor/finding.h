@@ -9,17 +9,16 @@
 #include <string_view>
 #include <vector>
 
+#include "doctor/finding_code.h"
+
 namespace gpureap::doctor {
 
 enum class Severity { Info, Warning, Critical };
 const char* to_string(Severity s);
 std::optional<Severity> severity_from_string(std::string_view s);
 
-// Every code a finding can have (stable: alert rules and scripts name them).
-const std::vector<std::string_view>& finding_codes();
-
 struct Finding {
-  std::string code;  // stable: no-such-process, leaked-memory, ...
+  FindingCode code = FindingCode::DriverMissing;
   Severity severity = Severity::Info;
   std::vector<unsigned> gpus;
   std::vector<pid_t> pids;
@@ -32,5 +31,7 @@ struct Finding {
 // Most severe first, then most memory first.
 void sort_findings(std::vector<Finding>& findings);
 Severity worst(const std::vector<Finding>& findings);
+// --only: the findings with one of `codes`; all of them when `codes` is empty.
+void keep_codes(std::vector<Finding>& findings, const std::vector<FindingCode>& codes);
 
 }  // namespace gpureap::doctor

@@ -39,7 +39,7 @@ bool wanted(const DoctorInput& in, const std::vector<unsigned>& gpus) {
 }
 
 void foreign(const DoctorInput& in, std::vector<Finding>& out) {
-  Finding f{"foreign-namespace", Severity::Warning};
+  Finding f{FindingCode::ForeignNamespace, Severity::Warning};
   for (const auto& r : in.last.rows) {
     if (!r.has(core::Anomaly::ForeignNamespace) || !wanted(in, row_gpus(r))) continue;
     f.pids.push_back(r.pid);
@@ -61,6 +61,50 @@ void foreign(const DoctorInput& in, std::vector<Finding>& out) {
   out.push_back(std::move(f));
 }
 
+// A gone PID whose context live processes keep: `keep` hold its device files, `listed_keep` are
+// listed with contexts of their own and may hold inherited files too.
+Finding kept_ghost(const core::Snapshot& s, const core::ProcessRow& r, const core::Ghost& ghost,
+                   const std::vector<const core::HostProcess*>& keep,
+                   const std::vector<const core::HostProcess*>& listed_keep, std::string listed) {
+  auto gpus = row_gpus(r);
+  uint64_t bytes = listed_bytes(r);
+  Finding f{FindingCode::NoSuchProcess, Severity::Critical, gpus, {r.pid}, bytes,
+            {std::move(listed)}};
+  std::vector<pid_t> kp;
+  for (const auto* p : keep) {
+    f.pids.push_back(p->stat.pid);
+    kp.push_back(p->stat.pid);
+    f.evidence.push_back(holds_sentence(s, *p));
+  }
+  for (const auto* p : listed_keep) {
+    f.pids.push_back(p->stat.pid);
+    f.evidence.push_back(
+        fmt::format("{} is listed by the driver with a context of its own, and descends from PID "
+                    "{} or shares "
+                    "its process group: it may also hold files it inherited from it",
+                    process_label(*p), r.pid));
+  }
+  f.evidence.push_back(
+      ghost.exact ? "the keepers' open device files are shared with no live process the driver "
+                    "lists (compared with kcmp)"
+                  : "who keeps it is inferred from the process tree and groups: the open files "
+                    "could not be compared (" +
+                        s.proc.open_files_unknown.value_or("no kcmp") + ")");
+  size_t n = keep.size() + listed_keep.size();
+  f.explanation = fmt::format(
+      "The process that created this GPU context is gone, but {} still hold{} its device files "
+      "(inherited when it forked), so the driver cannot free the memory.",
+      n == 1 ? "one process" : std::to_string(n) + " processes", n == 1 ? "s" : "");
+  if (!listed_keep.empty())
+    f.explanation +=
+        " A keeper the driver lists runs a job of its own: ending it ends that job too.";
+  f.remedy = {fmt::format("gpureap kill {}   # ends the holders, waits for the memory", r.pid)};
+  if (!kp.empty()) f.remedy.push_back("gpureap kill " + pid_list(kp));
+  for (const auto* p : keep)
+    if (auto stop = container_stop_command(*p)) f.remedy.push_back(*stop);
+  return f;
+}
+
 void gone_pid(const DoctorInput& in, const core::ProcessRow& r, std::vector<Finding>& out) {
   const auto& s = in.last;
   auto gpus = row_gpus(r);
@@ -72,45 +116,12 @@ void gone_pid(const DoctorInput& in, const core::ProcessRow& r, std::vector<Find
   auto listed_keep =
       ghost ? live(s, ghost->listed_keepers) : std::vector<const core::HostProcess*>{};
   if (!keep.empty() || !listed_keep.empty()) {
-    Finding f{"no-such-process", Severity::Critical, gpus, {r.pid}, bytes, {listed}};
-    std::vector<pid_t> kp;
-    for (const auto* p : keep) {
-      f.pids.push_back(p->stat.pid);
-      kp.push_back(p->stat.pid);
-      f.evidence.push_back(holds_sentence(s, *p));
-    }
-    for (const auto* p : listed_keep) {
-      f.pids.push_back(p->stat.pid);
-      f.evidence.push_back(
-          fmt::format("{} is listed by the driver with a context of its own, and descends from PID "
-                      "{} or shares "
-                      "its process group: it may also hold files it inherited from it",
-                      process_label(*p), r.pid));
-    }
-    f.evidence.push_back(
-        ghost->exact ? "the keepers' open device files are shared with no live process the driver "
-                       "lists (compared with kcmp)"
-                     : "who keeps it is inferred from the process tree and groups: the open files "
-                       "could not be compared (" +
-                           s.proc.open_files_unknown.value_or("no kcmp") + ")");
-    size_t n = keep.size() + listed_keep.size();
-    f.explanation = fmt::format(
-        "The process that created this GPU context is gone, but {} still hold{} its device files "
-        "(inherited when it forked), so the driver cannot free the memory.",
-        n == 1 ? "one process" : std::to_string(n) + " processes", n == 1 ? "s" : "");
-    if (!listed_keep.empty())
-      f.explanation +=
-          " A keeper the driver lists runs a job of its own: ending it ends that job too.";
-    f.remedy = {fmt::format("gpureap kill {}   # ends the holders, waits for the memory", r.pid)};
-    if (!kp.empty()) f.remedy.push_back("gpureap kill " + pid_list(kp));
-    for (const auto* p : keep)
-      if (auto stop = container_stop_command(*p)) f.remedy.push_back(*stop);
-    out.push_back(std::move(f));
+    out.push_back(kept_ghost(s, r, *ghost, keep, listed_keep, listed));
     return;
   }
   const auto* before = in.first.row(r.pid);
   if (before && listed_bytes(*before) > bytes + kDropNoise) {
-    out.push_back({"releasing",
+    out.push_back({FindingCode::Releasing,
                    Severity::Info,
                    gpus,
                    {r.pid},
@@ -123,7 +134,7 @@ void gone_pid(const DoctorInput& in, const core::ProcessRow& r, std::vector<Find
   }
   if (!r.has(core::Anomaly::Leaked)) {
     out.push_back(
-        {"no-such-process",
+        {FindingCode::NoSuchProcess,
          Severity::Warning,
          gpus,
          {r.pid},
@@ -135,7 +146,7 @@ void gone_pid(const DoctorInput& in, const core::ProcessRow& r, std::vector<Find
   }
   auto window =
       std::chrono::duration_cast<std::chrono::milliseconds>(in.last.timestamp - in.first.timestamp);
-  Finding f{"leaked-memory", Severity::Critical, gpus, {r.pid}, bytes, {listed}};
+  Finding f{FindingCode::LeakedMemory, Severity::Critical, gpus, {r.pid}, bytes, {listed}};
   f.evidence.push_back(
       "no live process holds an open file of that GPU's device that a live listed "
       "process does not own");
@@ -154,7 +165,7 @@ void gone_pid(const DoctorInput& in, const core::ProcessRow& r, std::vector<Find
 void released_during_settle(const DoctorInput& in, std::vector<Finding>& out) {
   for (const auto& r : in.first.rows) {
     if (r.process || in.last.row(r.pid) || !wanted(in, row_gpus(r))) continue;
-    out.push_back({"releasing",
+    out.push_back({FindingCode::Releasing,
                    Severity::Info,
                    row_gpus(r),
                    {r.pid},
@@ -195,7 +206,7 @@ void unattributed(const DoctorInput& in, std::vector<Finding>& out) {
         fmt::format("GPU {} uses {} that the driver attributes to no process (the threshold is {})",
                     g.index, bytes_text(now), in.unattributed.text());
     if (then > now + kDropNoise) {
-      out.push_back({"releasing",
+      out.push_back({FindingCode::Releasing,
                      Severity::Info,
                      {g.index},
                      {},
@@ -211,7 +222,7 @@ void unattributed(const DoctorInput& in, std::vector<Finding>& out) {
       auto window =
           std::chrono::duration_cast<std::chrono::milliseconds>(s.timestamp - in.first.timestamp);
       out.push_back(
-          {"leaked-memory",
+          {FindingCode::LeakedMemory,
            Severity::Critical,
            {g.index},
            {},
@@ -229,7 +240,7 @@ void unattributed(const DoctorInput& in, std::vector<Finding>& out) {
       continue;
     }
     out.push_back(
-        {"unattributed-memory",
+        {FindingCode::UnattributedMemory,
          Severity::Warning,
          {g.index},
          {},

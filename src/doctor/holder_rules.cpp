@@ -27,13 +27,133 @@ void add_container_stop(const core::HostProcess& p, Finding& f) {
   if (auto stop = container_stop_command(p)) f.remedy.push_back(*stop + "   # stops its container");
 }
 
-Finding holder_finding(const core::Snapshot& s, const core::ProcessRow& r, std::string code,
+Finding holder_finding(const core::Snapshot& s, const core::ProcessRow& r, FindingCode code,
                        Severity sev) {
-  Finding f{std::move(code), sev, gpus_of(s, r), {r.pid}, listed_bytes(r)};
+  Finding f{code, sev, gpus_of(s, r), {r.pid}, listed_bytes(r)};
   if (r.process->holds_device()) f.evidence.push_back(holds_sentence(s, *r.process));
   if (r.listed_by_driver)
     f.evidence.push_back(fmt::format("the driver lists it with {}", bytes_text(listed_bytes(r))));
   return f;
+}
+
+// What a holder's rules share: the snapshot, the row, and the remedy that ends it.
+struct Holder {
+  const DoctorInput& in;
+  const core::ProcessRow& r;
+  const core::HostProcess& p;
+  bool guarded;      // a protected system service
+  std::string kill;  // "gpureap kill PID", saying so when naming it overrides the protection
+};
+
+// Keeps a gone PID's context alive through inherited fds (warning), or shares the open file of
+// a job that runs (info: it will keep the job's memory if it outlives it).
+void inherited(const Holder& h, std::vector<Finding>& out) {
+  const auto& s = h.in.last;
+  const auto& r = h.r;
+  if (r.has(core::Anomaly::InheritedHolder)) {
+    auto f = holder_finding(s, r, FindingCode::InheritedHolder, Severity::Warning);
+    for (pid_t gone : r.keeps) {
+      const auto* g = s.row(gone);
+      uint64_t bytes = g ? listed_bytes(*g) : 0;
+      f.memory_bytes += bytes;
+      f.evidence.push_back(
+          fmt::format("PID {}, listed by the driver with {}, is gone; {}", gone, bytes_text(bytes),
+                      h.p.stat.pgid == gone ? "it led this process's group"
+                                            : "no live listed process shares this open file"));
+    }
+    f.explanation =
+        "It inherited the GPU device files of a process that is gone, and keeps that "
+        "process's GPU memory alive.";
+    f.remedy = {h.kill};
+    add_container_stop(h.p, f);
+    out.push_back(std::move(f));
+  } else if (!r.listed_by_driver && !r.shares_context_of.empty()) {
+    auto f = holder_finding(s, r, FindingCode::InheritedHolder, Severity::Info);
+    f.evidence.push_back(
+        fmt::format("it shares the open GPU device file of PID {}, which the driver lists: "
+                    "the same context",
+                    pid_list(r.shares_context_of)));
+    f.explanation =
+        "A worker or helper of a running job (it inherited the job's GPU device files); it "
+        "will keep that job's memory alive if it outlives the job.";
+    out.push_back(std::move(f));
+  }
+}
+
+// A leftover of a job whose main process ended (a live job's workers are not leftovers).
+void orphan(const Holder& h, std::vector<Finding>& out) {
+  const auto& s = h.in.last;
+  const auto& r = h.r;
+  bool workers_only = !r.shares_context_of.empty() && r.keeps.empty();
+  if (!r.has(core::Anomaly::Orphan) || !h.p.holds_device() || r.listed_by_driver || workers_only)
+    return;
+  auto f = holder_finding(s, r, FindingCode::OrphanHolder, Severity::Warning);
+  bool leader_gone = h.p.stat.pgid != h.p.stat.pid && !s.find(h.p.stat.pgid);
+  f.evidence.push_back(
+      leader_gone ? fmt::format("the leader of its process group ({}) is gone", h.p.stat.pgid)
+                  : "its parent died: it was reparented to its namespace's init");
+  f.explanation = "A leftover of a job whose main process ended; it holds the GPU open for nobody.";
+  f.remedy = {h.kill, "gpureap kill --ghosts   # every such leftover"};
+  add_container_stop(h.p, f);
+  out.push_back(std::move(f));
+}
+
+void stopped(const Holder& h, std::vector<Finding>& out) {
+  const auto& r = h.r;
+  if (!r.has(core::Anomaly::Stopped) || !(h.p.holds_device() || r.listed_by_driver)) return;
+  auto f = holder_finding(h.in.last, r, FindingCode::StoppedHolder, Severity::Warning);
+  f.evidence.push_back(fmt::format("{} is stopped (state {})", process_label(h.p), h.p.stat.state));
+  f.explanation =
+      "A stopped process (Ctrl-Z, SIGSTOP) keeps its GPU memory until it is resumed or killed.";
+  f.remedy = {"kill -CONT " + std::to_string(r.pid) + "   # resume it", h.kill + "   # or end it"};
+  out.push_back(std::move(f));
+}
+
+// In D state: no signal acts; the first sample tells whether it has been stuck a while.
+void uninterruptible(const Holder& h, std::vector<Finding>& out) {
+  const auto& r = h.r;
+  if (!r.has(core::Anomaly::Uninterruptible)) return;
+  auto f = holder_finding(h.in.last, r, FindingCode::UninterruptibleHolder, Severity::Warning);
+  const auto* before = h.in.first.find(r.pid);
+  const auto& p = h.p;
+  f.evidence.push_back(
+      fmt::format("{} is in uninterruptible sleep (D){}{}", process_label(p),
+                  p.details && p.details->wchan ? " in " + *p.details->wchan : std::string(),
+                  before && before->stat.state == 'D' ? ", in both samples" : ""));
+  f.explanation =
+      "It waits inside the kernel (I/O, NFS, a driver call). No signal, not even SIGKILL, acts "
+      "until that call returns.";
+  f.remedy = {fmt::format("cat /proc/{}/stack   # where it waits (root)", r.pid),
+              "dmesg | tail   # storage or driver errors",
+              "fix the I/O it waits on (e.g. the NFS server), else reboot"};
+  out.push_back(std::move(f));
+}
+
+void zombie_parent(const Holder& h, std::vector<Finding>& out) {
+  const auto& s = h.in.last;
+  const auto& r = h.r;
+  if (!r.has(core::Anomaly::ZombieChildren)) return;
+  auto f = holder_finding(s, r, FindingCode::UnreapedZombies, Severity::Warning);
+  std::vector<pid_t> zombies;
+  for (const auto& z : s.proc.processes)
+    if (z.stat.is_zombie() && z.stat.ppid == r.pid) zombies.push_back(z.stat.pid);
+  f.evidence.push_back(fmt::format("{} has zombie children it does not reap: {}",
+                                   process_label(h.p), pid_list(zombies)));
+  f.explanation =
+      "Zombies hold no GPU memory, but their parent is not reaping them: it may be stuck, and "
+      "its "
+      "exited workers can hide a crash.";
+  f.remedy = {"kill -CHLD " + std::to_string(r.pid) + "   # remind it to reap",
+              h.kill + "   # its zombies go with it"};
+  out.push_back(std::move(f));
+}
+
+void protected_service(const Holder& h, std::vector<Finding>& out) {
+  if (!h.guarded) return;
+  auto f = holder_finding(h.in.last, h.r, FindingCode::ProtectedHolder, Severity::Info);
+  f.explanation =
+      "A system service that holds the GPU on purpose; gpureap never kills it unless named.";
+  out.push_back(std::move(f));
 }
 
 }  // namespace
@@ -42,101 +162,21 @@ void holder_rules(const DoctorInput& in, std::vector<Finding>& out) {
   const auto& s = in.last;
   for (const auto& r : s.rows) {
     if (!r.process) continue;
-    const auto& p = *r.process;
     auto gpus = gpus_of(s, r);
     if (in.gpu && std::find(gpus.begin(), gpus.end(), *in.gpu) == gpus.end()) continue;
     // Naming a PID overrides the protected list: a remedy that names a protected process says so.
-    bool guarded = in.is_protected && in.is_protected(p);
-    std::string kill =
+    bool guarded = in.is_protected && in.is_protected(*r.process);
+    Holder h{
+        in, r, *r.process, guarded,
         "gpureap kill " + std::to_string(r.pid) +
-        (guarded ? "   # a protected system service: naming its PID overrides the protection" : "");
-
-    if (r.has(core::Anomaly::InheritedHolder)) {
-      auto f = holder_finding(s, r, "inherited-holder", Severity::Warning);
-      for (pid_t gone : r.keeps) {
-        const auto* g = s.row(gone);
-        uint64_t bytes = g ? listed_bytes(*g) : 0;
-        f.memory_bytes += bytes;
-        f.evidence.push_back(fmt::format(
-            "PID {}, listed by the driver with {}, is gone; {}", gone, bytes_text(bytes),
-            p.stat.pgid == gone ? "it led this process's group"
-                                : "no live listed process shares this open file"));
-      }
-      f.explanation =
-          "It inherited the GPU device files of a process that is gone, and keeps that "
-          "process's GPU memory alive.";
-      f.remedy = {kill};
-      add_container_stop(p, f);
-      out.push_back(std::move(f));
-    } else if (!r.listed_by_driver && !r.shares_context_of.empty()) {
-      auto f = holder_finding(s, r, "inherited-holder", Severity::Info);
-      f.evidence.push_back(
-          fmt::format("it shares the open GPU device file of PID {}, which the driver lists: "
-                      "the same context",
-                      pid_list(r.shares_context_of)));
-      f.explanation =
-          "A worker or helper of a running job (it inherited the job's GPU device files); it "
-          "will keep that job's memory alive if it outlives the job.";
-      out.push_back(std::move(f));
-    }
-    bool workers_only = !r.shares_context_of.empty() && r.keeps.empty();
-    if (r.has(core::Anomaly::Orphan) && p.holds_device() && !r.listed_by_driver && !workers_only) {
-      auto f = holder_finding(s, r, "orphan-holder", Severity::Warning);
-      bool leader_gone = p.stat.pgid != p.stat.pid && !s.find(p.stat.pgid);
-      f.evidence.push_back(
-          leader_gone ? fmt::format("the leader of its process group ({}) is gone", p.stat.pgid)
-                      : "its parent died: it was reparented to its namespace's init");
-      f.explanation =
-          "A leftover of a job whose main process ended; it holds the GPU open for nobody.";
-      f.remedy = {kill, "gpureap kill --ghosts   # every such leftover"};
-      add_container_stop(p, f);
-      out.push_back(std::move(f));
-    }
-    if (r.has(core::Anomaly::Stopped) && (p.holds_device() || r.listed_by_driver)) {
-      auto f = holder_finding(s, r, "stopped-holder", Severity::Warning);
-      f.evidence.push_back(fmt::format("{} is stopped (state {})", process_label(p), p.stat.state));
-      f.explanation =
-          "A stopped process (Ctrl-Z, SIGSTOP) keeps its GPU memory until it is resumed or killed.";
-      f.remedy = {"kill -CONT " + std::to_string(r.pid) + "   # resume it",
-                  kill + "   # or end it"};
-      out.push_back(std::move(f));
-    }
-    if (r.has(core::Anomaly::Uninterruptible)) {
-      auto f = holder_finding(s, r, "uninterruptible-holder", Severity::Warning);
-      const auto* before = in.first.find(r.pid);
-      f.evidence.push_back(
-          fmt::format("{} is in uninterruptible sleep (D){}{}", process_label(p),
-                      p.details && p.details->wchan ? " in " + *p.details->wchan : std::string(),
-                      before && before->stat.state == 'D' ? ", in both samples" : ""));
-      f.explanation =
-          "It waits inside the kernel (I/O, NFS, a driver call). No signal, not even SIGKILL, acts "
-          "until that call returns.";
-      f.remedy = {fmt::format("cat /proc/{}/stack   # where it waits (root)", r.pid),
-                  "dmesg | tail   # storage or driver errors",
-                  "fix the I/O it waits on (e.g. the NFS server), else reboot"};
-      out.push_back(std::move(f));
-    }
-    if (r.has(core::Anomaly::ZombieChildren)) {
-      auto f = holder_finding(s, r, "unreaped-zombies", Severity::Warning);
-      std::vector<pid_t> zombies;
-      for (const auto& z : s.proc.processes)
-        if (z.stat.is_zombie() && z.stat.ppid == r.pid) zombies.push_back(z.stat.pid);
-      f.evidence.push_back(fmt::format("{} has zombie children it does not reap: {}",
-                                       process_label(p), pid_list(zombies)));
-      f.explanation =
-          "Zombies hold no GPU memory, but their parent is not reaping them: it may be stuck, and "
-          "its "
-          "exited workers can hide a crash.";
-      f.remedy = {"kill -CHLD " + std::to_string(r.pid) + "   # remind it to reap",
-                  kill + "   # its zombies go with it"};
-      out.push_back(std::move(f));
-    }
-    if (in.is_protected && in.is_protected(p)) {
-      auto f = holder_finding(s, r, "protected-holder", Severity::Info);
-      f.explanation =
-          "A system service that holds the GPU on purpose; gpureap never kills it unless named.";
-      out.push_back(std::move(f));
-    }
+            (guarded ? "   # a protected system service: naming its PID overrides the protection"
+                     : "")};
+    inherited(h, out);
+    orphan(h, out);
+    stopped(h, out);
+    uninterruptible(h, out);
+    zombie_parent(h, out);
+    protected_service(h, out);
   }
 }
 

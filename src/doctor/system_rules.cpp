@@ -15,7 +15,7 @@ Finding backend_down(const core::Snapshot& s, const core::BackendStatus& b) {
   std::string error = b.error.value_or("no GPU backend");
   f.evidence.push_back(b.label() + ": " + error);
   if (b.error_code == core::BackendErrorCode::VersionMismatch) {
-    f.code = "driver-mismatch";
+    f.code = FindingCode::DriverMismatch;
     f.severity = Severity::Critical;
     f.explanation =
         "The NVML library and the loaded kernel driver have different versions: the driver was "
@@ -24,7 +24,7 @@ Finding backend_down(const core::Snapshot& s, const core::BackendStatus& b) {
                 "or, with no GPU process running: rmmod nvidia_uvm nvidia_drm nvidia_modeset "
                 "nvidia && modprobe nvidia"};
   } else if (b.error_code == core::BackendErrorCode::NotAnswering) {
-    f.code = "driver-not-answering";
+    f.code = FindingCode::DriverNotAnswering;
     f.severity = Severity::Critical;
     f.explanation =
         "A call into the GPU driver did not return: the driver is wedged or a GPU fell off the "
@@ -36,7 +36,7 @@ Finding backend_down(const core::Snapshot& s, const core::BackendStatus& b) {
                 "gpureap doctor --driver-timeout 30s   # if it is only slow",
                 "reboot   # if it stays wedged"};
   } else {
-    f.code = "driver-missing";
+    f.code = FindingCode::DriverMissing;
     f.severity = s.proc.nvidia_device_files ? Severity::Warning : Severity::Info;
     f.explanation =
         s.proc.nvidia_device_files
@@ -60,7 +60,7 @@ void driver_rules(const DoctorInput& in, std::vector<Finding>& out) {
     if (in.gpu && *in.gpu != g.index) continue;
     if (g.error) {
       out.push_back(
-          {"gpu-error",
+          {FindingCode::GpuError,
            Severity::Critical,
            {g.index},
            {},
@@ -71,7 +71,7 @@ void driver_rules(const DoctorInput& in, std::vector<Finding>& out) {
     }
     if (g.processes_error) {
       out.push_back(
-          {"nvml-layout",
+          {FindingCode::NvmlLayout,
            Severity::Warning,
            {g.index},
            {},
@@ -85,7 +85,7 @@ void driver_rules(const DoctorInput& in, std::vector<Finding>& out) {
   }
   if (!s.complete()) {
     out.push_back(
-        {"incomplete-view",
+        {FindingCode::IncompleteView,
          Severity::Warning,
          {},
          {},
@@ -101,7 +101,7 @@ void driver_rules(const DoctorInput& in, std::vector<Finding>& out) {
 void ipc_rules(const DoctorInput& in, std::vector<Finding>& out) {
   if (in.ipc.segments.empty() && in.ipc.files.empty()) return;
   Finding f;
-  f.code = "ipc-residue";
+  f.code = FindingCode::IpcResidue;
   f.severity = Severity::Warning;
   for (const auto& seg : in.ipc.segments) {
     f.memory_bytes += seg.size_bytes;

@@ -161,7 +161,7 @@ void finding_families(const MetricsInput& in, std::vector<MetricFamily>& out) {
                  "Findings of gpureap doctor on the latest samples, by code and severity"};
   std::map<std::pair<std::string, std::string>, unsigned> counts;
   for (const auto& finding : in.findings)
-    ++counts[{finding.code, doctor::to_string(finding.severity)}];
+    ++counts[{std::string(doctor::to_string(finding.code)), doctor::to_string(finding.severity)}];
   for (const auto& [key, n] : counts) f.add({{"code", key.first}, {"severity", key.second}}, n);
   out.push_back(std::move(f));
 }

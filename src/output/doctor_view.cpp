@@ -44,7 +44,8 @@ std::string render_doctor(const core::Snapshot& s, const std::vector<doctor::Fin
                        rows == 1 ? "" : "es", gpu ? "it" : "GPUs");
   }
   for (const auto& f : findings) {
-    std::string head = fmt::format("{:<8} {}", upper(doctor::to_string(f.severity)), f.code);
+    std::string head =
+        fmt::format("{:<8} {}", upper(doctor::to_string(f.severity)), doctor::to_string(f.code));
     if (f.memory_bytes) head += " · " + text::human_bytes(f.memory_bytes);
     if (!f.gpus.empty()) head += fmt::format(" · GPU {}", fmt::join(f.gpus, ","));
     out += "\n" + style.paint(head, color_of(f.severity)) + "\n";
@@ -69,7 +70,7 @@ nlohmann::json doctor_to_json(const core::Snapshot& s,
                               const std::vector<doctor::Finding>& findings) {
   nlohmann::json list = nlohmann::json::array();
   for (const auto& f : findings)
-    list.push_back({{"code", f.code},
+    list.push_back({{"code", doctor::to_string(f.code)},
                     {"severity", doctor::to_string(f.severity)},
                     {"gpus", f.gpus},
                     {"pids", f.pids},

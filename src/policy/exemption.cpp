@@ -17,7 +17,7 @@ Exemption exemption_for(const core::Snapshot& snapshot) {
     if (std::find(caller.ancestors.begin(), caller.ancestors.end(), row.pid) !=
         caller.ancestors.end())
       return "gpureap runs under it";
-    if (reap::is_protected(p)) return "protected (display server or GPU management daemon)";
+    if (reap::is_protected_process(p)) return "protected (display server or GPU management daemon)";
     return std::nullopt;
   };
 }

@@ -4,12 +4,10 @@
 
 #include <algorithm>
 
-#include "reap/executor.h"
+#include "reap/collector_world.h"
 #include "reap/kin.h"
 #include "reap/outcome.h"
-#include "reap/planner.h"
-#include "reap/safety.h"
-#include "reap/verifier.h"
+#include "reap/pipeline.h"
 
 namespace gpureap::policy {
 namespace {
@@ -103,64 +101,74 @@ void add_kept_listings(reap::Plan& plan, const core::Snapshot& s, pid_t pid) {
   }
 }
 
-}  // namespace
-
-ActionResult ReaperAction::run(const ActionRequest& r,
-                               const std::function<bool()>& cancelled) const {
-  const procfs::ProcFs& proc = collector_.procfs();
-  if (!proc.names_own_processes())
-    return {"refused", std::nullopt,
-            "the procfs at " + proc.root() +
-                " is not gpureap's own PID namespace, so its PIDs "
-                "cannot be signalled from here",
-            false};
-  const core::Snapshot& snapshot = *r.snapshot;
-  reap::Request request;
-  // Chosen by the policy, not typed by a user: the reaper's rules for unnamed targets hold
-  // (protected processes, and a gone PID's keepers that the driver lists are left alone).
-  request.chosen = {{r.identity.pid, reap::ReasonKind::Policy, std::nullopt}};
-  auto details = [&proc](const core::HostProcess& p) {
-    return proc.read_details(p.stat.pid, p.stat.state == 'D').details;
-  };
-  auto plan = reap::make_plan(snapshot, request, reap::current_caller(snapshot), details);
-  if (!plan) return {"failed", std::nullopt, plan.error().text(), true};
-
-  if (r.identity.start_ticks) {
-    const reap::Target* t = plan->find(r.identity.pid);
-    if (!t || t->start_ticks != *r.identity.start_ticks)
-      return {"gone", std::nullopt, "the process exited before it could be ended", false};
-    add_kept_listings(*plan, snapshot, r.identity.pid);
-  }
-  // A named PID overrides the protected list on the command line; a policy never does.
-  for (auto& t : plan->targets)
+// A named PID overrides the protected list on the command line; a policy never does.
+void refuse_protected(reap::Plan& plan) {
+  for (auto& t : plan.targets)
     if ((t.action == reap::Action::Signal || t.action == reap::Action::Refused) &&
         t.protected_process) {
       t.action = reap::Action::Refused;
       t.refusal = "protected (display server or GPU management daemon): policies never end it";
     }
-  if (plan->count(reap::Action::Signal) == 0) {
-    if (const reap::Target* t = plan->find(r.identity.pid)) return unacted(*t);
-    return gone_result(reap::Report{}, r.identity.pid);
-  }
+}
 
-  reap::ExecOptions exec;
-  exec.signal = r.policy.action == Action::Kill ? SIGKILL : SIGTERM;
-  exec.grace = r.policy.grace;
-  exec.kill_wait = std::clamp(r.policy.grace, milliseconds(1000), milliseconds(5000));
-  exec.cancelled = cancelled;
-  auto executions = reap::Executor(proc, exec).run(*plan);
+// SIGTERM escalating to SIGKILL after the policy's grace, or SIGKILL at once.
+reap::ReapOptions reap_options(const Policy& policy, milliseconds wait_release,
+                               const std::function<bool()>& cancelled) {
+  reap::ReapOptions o;
+  o.exec.signal = policy.action == Action::Kill ? SIGKILL : SIGTERM;
+  o.exec.grace = policy.grace;
+  o.exec.kill_wait = reap::kill_wait_for(policy.grace);
+  o.exec.cancelled = cancelled;
+  o.verify.wait_release = wait_release;
+  o.verify.cancelled = cancelled;
+  return o;
+}
 
-  reap::VerifyOptions verify;
-  verify.wait_release = wait_release_;
-  verify.cancelled = cancelled;
-  auto report = reap::compose(
-      *plan, executions, reap::verify(*plan, executions, reap::release_source(collector_), verify));
+}  // namespace
 
-  for (const auto& e : executions)
+ReaperAction::ReaperAction(collect::Collector collector, milliseconds wait_release)
+    : world_(std::make_shared<reap::CollectorWorld>(
+          std::make_shared<const collect::Collector>(std::move(collector)))),
+      wait_release_(wait_release) {}
+
+ActionResult ReaperAction::run(const ActionRequest& r,
+                               const std::function<bool()>& cancelled) const {
+  if (!world_->signals_reach())
+    return {"refused", std::nullopt,
+            "the procfs at " + world_->proc_root() +
+                " is not gpureap's own PID namespace, so its PIDs "
+                "cannot be signalled from here",
+            false};
+  reap::Request request;
+  // Chosen by the policy, not typed by a user: the reaper's rules for unnamed targets hold
+  // (protected processes, and a gone PID's keepers that the driver lists are left alone).
+  request.chosen = {{r.identity.pid, reap::ReasonKind::Policy, std::nullopt}};
+  std::optional<ActionResult> unexecuted;
+  auto go_ahead = [&](reap::Plan& plan) {
+    if (r.identity.start_ticks) {
+      const reap::Target* t = plan.find(r.identity.pid);
+      if (!t || t->start_ticks != *r.identity.start_ticks) {
+        unexecuted = ActionResult{"gone", std::nullopt,
+                                  "the process exited before it could be ended", false};
+        return false;
+      }
+      add_kept_listings(plan, *r.snapshot, r.identity.pid);
+    }
+    refuse_protected(plan);
+    if (plan.count(reap::Action::Signal) > 0) return true;
+    const reap::Target* t = plan.find(r.identity.pid);
+    unexecuted = t ? unacted(*t) : gone_result(reap::Report{}, r.identity.pid);
+    return false;
+  };
+  reap::Pipeline pipeline(*world_, reap_options(r.policy, wait_release_, cancelled));
+  auto reaped = pipeline.run(*r.snapshot, request, go_ahead, std::chrono::system_clock::now());
+  if (!reaped) return {"failed", std::nullopt, reaped.error().text(), true};
+  if (unexecuted) return *unexecuted;
+  for (const auto& e : reaped->executions)
     if (e.pid == r.identity.pid && e.status == reap::ExecStatus::Recycled)
       return {"gone", std::nullopt, e.why, false};
-  return r.identity.start_ticks ? live_result(report, r.identity.pid)
-                                : gone_result(report, r.identity.pid);
+  return r.identity.start_ticks ? live_result(reaped->report, r.identity.pid)
+                                : gone_result(reaped->report, r.identity.pid);
 }
 
 }  // namespace gpureap::policy

@@ -14,6 +14,7 @@
 #include "core/snapshot.h"
 #include "policy/policy.h"
 #include "policy/tracker.h"
+#include "reap/world.h"
 
 namespace gpureap::policy {
 
@@ -34,15 +35,14 @@ struct ActionResult {
 class ReaperAction {
  public:
   explicit ReaperAction(collect::Collector collector,
-                        std::chrono::milliseconds wait_release = std::chrono::seconds(60))
-      : collector_(std::move(collector)), wait_release_(wait_release) {}
+                        std::chrono::milliseconds wait_release = std::chrono::seconds(60));
 
   // Blocks for up to grace + the SIGKILL wait + wait_release. `cancelled` (the daemon is
   // stopping) ends every wait early, and then no SIGKILL follows the SIGTERM.
   ActionResult run(const ActionRequest& request, const std::function<bool()>& cancelled) const;
 
  private:
-  collect::Collector collector_;
+  std::shared_ptr<const reap::World> world_;
   std::chrono::milliseconds wait_release_;
 };
 

@@ -30,7 +30,7 @@ struct Tracked {
 
 class Run {
  public:
-  Run(const procfs::ProcFs& proc, const ExecOptions& o) : proc_(proc), o_(o) {}
+  Run(const ProcessProbe& proc, const ExecOptions& o) : proc_(proc), o_(o) {}
 
   std::vector<Execution> execute(const Plan& plan) {
     std::vector<Execution> out(plan.targets.size());
@@ -46,6 +46,7 @@ class Run {
     for (auto& t : tracked_) send(t, o_.signal, /*first=*/true);
     wait_for_exits(o_.grace);
     if (o_.escalate && o_.signal != SIGKILL && pending() && !cancelled()) {
+      if (o_.escalating) o_.escalating(survivors());
       for (auto& t : tracked_)
         if (!t.done()) send(t, SIGKILL, false);
       wait_for_exits(o_.kill_wait);
@@ -57,6 +58,11 @@ class Run {
 
  private:
   bool cancelled() const { return o_.cancelled && o_.cancelled(); }
+
+  size_t survivors() const {
+    return std::count_if(tracked_.begin(), tracked_.end(),
+                         [](const Tracked& t) { return !t.done(); });
+  }
 
   bool pending() const {
     return std::any_of(tracked_.begin(), tracked_.end(),
@@ -81,7 +87,7 @@ class Run {
       exited(t);
       return std::nullopt;
     }
-    auto st = proc_.read_stat(t.target->pid);
+    auto st = proc_.stat(t.target->pid);
     if (st.ok() && *st && (*st)->start_ticks != t.target->start_ticks) {
       t.exec->status = ExecStatus::Recycled;
       t.exec->why = "PID " + std::to_string(t.target->pid) + " now belongs to another process (" +
@@ -160,11 +166,10 @@ class Run {
   void survived(Tracked& t) {
     Execution& e = *t.exec;
     e.status = ExecStatus::Survived;
-    auto st = proc_.read_stat(t.target->pid);
+    auto st = proc_.stat(t.target->pid);
     if (st.ok() && *st) e.state = (*st)->state;
     if (e.state == 'D') {
-      auto d = proc_.read_details(t.target->pid, true);
-      if (d.details) e.wchan = d.details->wchan;
+      if (auto d = proc_.details(t.target->pid, true)) e.wchan = d->wchan;
       e.why = "in uninterruptible sleep (D)" + (e.wchan ? " in " + *e.wchan : std::string()) +
               ": signals act only when that kernel call returns; fix the I/O it waits for "
               "(storage, NFS, the GPU driver) or reboot";
@@ -181,7 +186,7 @@ class Run {
     }
   }
 
-  const procfs::ProcFs& proc_;
+  const ProcessProbe& proc_;
   const ExecOptions& o_;
   std::vector<Tracked> tracked_;
 };

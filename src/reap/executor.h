@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "procfs/proc_fs.h"
 #include "reap/plan.h"
+#include "reap/world.h"
 
 namespace gpureap::reap {
 
@@ -27,6 +27,8 @@ struct ExecOptions {
   // Checked while waiting: true ends the wait at once and sends nothing more (a daemon that is
   // stopping neither waits out a grace period nor turns it into a SIGKILL).
   std::function<bool()> cancelled;
+  // Called once the grace is over, before SIGKILL goes to the targets still alive (how many).
+  std::function<void(size_t survivors)> escalating;
 };
 
 enum class ExecStatus {
@@ -52,13 +54,14 @@ struct Execution {
 
 class Executor {
  public:
-  Executor(const procfs::ProcFs& proc, ExecOptions options)
+  // The probe must outlive the executor.
+  Executor(const ProcessProbe& proc, ExecOptions options)
       : proc_(proc), options_(std::move(options)) {}
   // One Execution per plan target, in plan order.
   std::vector<Execution> run(const Plan& plan) const;
 
  private:
-  const procfs::ProcFs& proc_;
+  const ProcessProbe& proc_;
   ExecOptions options_;
 };
 

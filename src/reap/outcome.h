@@ -21,7 +21,8 @@ enum class OutcomeKind {
   Refused,       // a safety rule forbids it; not attempted
 };
 
-// Exit codes of `gpureap kill`.
+// Exit codes of `gpureap kill`, written into gpureap.kill/v1 by the reaper; cli/exit_codes.h
+// lists them with every other command's and checks at compile time that they agree.
 inline constexpr int kExitReleased = 0;
 inline constexpr int kExitHeld = 1;         // something survived or memory stayed held
 inline constexpr int kExitEnvironment = 2;  // usage, permission or environment error

@@ -61,7 +61,7 @@ bool is_protected(std::string_view comm, const std::optional<core::ProcessDetail
   return name_matches && details && details->uid && *details->uid < kFirstUserUid;
 }
 
-bool is_protected(const core::HostProcess& p) {
+bool is_protected_process(const core::HostProcess& p) {
   return is_protected(p.stat.comm, p.details);
 }
 

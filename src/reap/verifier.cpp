@@ -189,12 +189,12 @@ core::Snapshot driver_snapshot(core::DriverReading drivers) {
   return core::join(core::ProcView{}, std::move(drivers), "", std::chrono::system_clock::now());
 }
 
-ReleaseSource release_source(const collect::Collector& collector) {
+ReleaseSource release_source(const World& world) {
   ReleaseSource source;
-  source.driver = [&collector] { return driver_snapshot(collector.read_drivers()); };
-  source.full = [&collector] { return collector.collect(); };
-  source.stat = [&collector](pid_t pid) -> std::optional<core::ProcessStat> {
-    auto st = collector.procfs().read_stat(pid);
+  source.driver = [&world] { return world.driver_view(); };
+  source.full = [&world] { return world.collect(); };
+  source.stat = [&world](pid_t pid) -> std::optional<core::ProcessStat> {
+    auto st = world.stat(pid);
     return st.ok() ? *st : std::nullopt;
   };
   return source;

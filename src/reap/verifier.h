@@ -13,10 +13,10 @@
 #include <optional>
 #include <vector>
 
-#include "collect/collector.h"
 #include "core/snapshot.h"
 #include "reap/executor.h"
 #include "reap/plan.h"
+#include "reap/world.h"
 
 namespace gpureap::reap {
 
@@ -83,8 +83,8 @@ Verification verify(const Plan& plan, const std::vector<Execution>& executions,
 // The driver's report joined with an empty /proc view: rows hold only the listings.
 core::Snapshot driver_snapshot(core::DriverReading drivers);
 
-// Where a collector looks: its backend alone for the polls, a full collection at the end, its
-// procfs for the exited targets. The collector must outlive the source.
-ReleaseSource release_source(const collect::Collector& collector);
+// Where a world looks: its drivers alone for the polls, a full collection at the end, /proc for
+// the exited targets. The world must outlive the source.
+ReleaseSource release_source(const World& world);
 
 }  // namespace gpureap::reap

@@ -113,9 +113,7 @@ std::vector<Line> detail_lines(const core::Snapshot& s, const core::Snapshot* pr
 
   // What the doctor finds about this PID.
   const core::Snapshot& first = previous ? *previous : s;
-  doctor::DoctorInput in{first, s, {}, std::nullopt, [](const core::HostProcess& hp) {
-                           return reap::is_protected(hp);
-                         }};
+  doctor::DoctorInput in{first, s, {}, std::nullopt, reap::is_protected_process};
   auto findings = doctor::diagnose(in);
   std::erase_if(findings, [&](const doctor::Finding& f) {
     return std::find(f.pids.begin(), f.pids.end(), r.pid) == f.pids.end();
@@ -129,7 +127,7 @@ std::vector<Line> detail_lines(const core::Snapshot& s, const core::Snapshot* pr
   for (const auto& f : findings) {
     Line l;
     l.add(fmt::format("[{}] ", doctor::to_string(f.severity)), severity_role(f.severity));
-    l.add(text::terminal_safe(f.code), Role::Header);
+    l.add(std::string(doctor::to_string(f.code)), Role::Header);
     if (f.memory_bytes) l.add("  " + text::human_bytes(f.memory_bytes));
     out.push_back(std::move(l));
     for (const auto& e : f.evidence)

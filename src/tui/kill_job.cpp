@@ -8,10 +8,8 @@
 
 #include "output/style.h"
 #include "reap/arguments.h"
-#include "reap/planner.h"
 #include "reap/report_json.h"
 #include "reap/report_text.h"
-#include "reap/safety.h"
 #include "text/display_width.h"
 
 namespace gpureap::tui {
@@ -39,13 +37,10 @@ std::vector<std::string> split_lines(const std::string& text, size_t width) {
 }  // namespace
 
 core::Result<reap::Plan> plan_kill(const core::Snapshot& s, const std::vector<pid_t>& pids,
-                                   const procfs::ProcFs& proc) {
+                                   const reap::World& world) {
   reap::Request request;
   request.pids = pids;
-  auto details = [&proc](const core::HostProcess& p) {
-    return proc.read_details(p.stat.pid, p.stat.state == 'D').details;
-  };
-  return reap::make_plan(s, request, reap::current_caller(s), details);
+  return reap::Pipeline(world, {}).plan(s, request);
 }
 
 std::vector<std::string> plan_lines(const core::Snapshot& s, const reap::Plan& plan,
@@ -72,7 +67,7 @@ std::vector<std::string> outcome_lines(const reap::Plan& plan, const reap::Repor
 }
 
 struct KillJob::State {
-  std::shared_ptr<const collect::Collector> collector;
+  std::shared_ptr<const reap::World> world;
   reap::Plan plan;
   KillConfig config;
   mutable std::mutex mutex;
@@ -83,10 +78,9 @@ struct KillJob::State {
   std::thread thread;
 };
 
-KillJob::KillJob(std::shared_ptr<const collect::Collector> collector, reap::Plan plan,
-                 KillConfig config)
+KillJob::KillJob(std::shared_ptr<const reap::World> world, reap::Plan plan, KillConfig config)
     : state_(std::make_shared<State>()) {
-  state_->collector = std::move(collector);
+  state_->world = std::move(world);
   state_->plan = std::move(plan);
   state_->config = std::move(config);
 }
@@ -101,30 +95,29 @@ KillJob::~KillJob() {
 
 void KillJob::start() {
   state_->thread = std::thread([s = state_] {
-    using Clock = std::chrono::system_clock;
+    auto started = std::chrono::system_clock::now();
     auto set_progress = [&](std::string text) {
       std::lock_guard lock(s->mutex);
       s->progress = std::move(text);
     };
-    reap::Timing timing;
-    timing.started = Clock::now();
-    size_t n = s->plan.count(reap::Action::Signal);
-    set_progress(fmt::format("Sent {} to {} process{}; waiting up to {} s for them to exit…",
-                             reap::signal_name(s->config.exec.signal), n, n == 1 ? "" : "es",
-                             s->config.exec.grace.count() / 1000));
-    timing.signalled = Clock::now();
+    reap::Progress progress;
+    progress.signalling = [&](const reap::Plan& plan) {
+      size_t n = plan.count(reap::Action::Signal);
+      set_progress(fmt::format("Sent {} to {} process{}; waiting up to {} s for them to exit…",
+                               reap::signal_name(s->config.exec.signal), n, n == 1 ? "" : "es",
+                               s->config.exec.grace.count() / 1000));
+    };
+    progress.escalating = [&](size_t n) {
+      set_progress(fmt::format("{} process{} outlived the grace: sent SIGKILL; waiting…", n,
+                               n == 1 ? "" : "es"));
+    };
+    progress.awaiting_release = [&](const std::vector<reap::Execution>&) {
+      set_progress("The processes are handled; waiting for the GPU memory to come back…");
+    };
     reap::Report report;
     std::optional<std::string> error;
     try {
-      auto executions = reap::Executor(s->collector->procfs(), s->config.exec).run(s->plan);
-      set_progress("The processes are handled; waiting for the GPU memory to come back…");
-      auto verification =
-          reap::verify(s->plan, executions, reap::release_source(*s->collector), s->config.verify);
-      timing.verified = Clock::now();
-      report = reap::compose(s->plan, executions, verification);
-      timing.last_exit = report.timing.last_exit;
-      report.timing = timing;
-      report.timing.report = Clock::now();
+      report = reap::Pipeline(*s->world, s->config, progress).carry_out(s->plan, started).report;
     } catch (const std::exception& e) {
       error = std::string("the kill failed: ") + e.what() + "; `gpureap ps` shows what is left";
       report.exit_code = reap::kExitEnvironment;

@@ -9,24 +9,21 @@
 #include <string>
 #include <vector>
 
-#include "collect/collector.h"
 #include "core/result.h"
 #include "core/snapshot.h"
-#include "reap/executor.h"
 #include "reap/outcome.h"
+#include "reap/pipeline.h"
 #include "reap/plan.h"
-#include "reap/verifier.h"
+#include "reap/world.h"
 
 namespace gpureap::tui {
 
-struct KillConfig {
-  reap::ExecOptions exec;
-  reap::VerifyOptions verify;
-};
+// The signal, grace and waits of top's kills (--grace, --wait-release).
+using KillConfig = reap::ReapOptions;
 
 // The plan for killing `pids` (each one named, as on `gpureap kill PID...`).
 core::Result<reap::Plan> plan_kill(const core::Snapshot& snapshot, const std::vector<pid_t>& pids,
-                                   const procfs::ProcFs& proc);
+                                   const reap::World& world);
 // The plan as the dialog shows it, cut to `width` columns.
 std::vector<std::string> plan_lines(const core::Snapshot& snapshot, const reap::Plan& plan,
                                     const std::vector<pid_t>& pids, const KillConfig& config,
@@ -37,7 +34,8 @@ std::vector<std::string> outcome_lines(const reap::Plan& plan, const reap::Repor
 
 class KillJob {
  public:
-  KillJob(std::shared_ptr<const collect::Collector> collector, reap::Plan plan, KillConfig config);
+  // The job shares the world: a job left behind keeps it alive.
+  KillJob(std::shared_ptr<const reap::World> world, reap::Plan plan, KillConfig config);
   KillJob(const KillJob&) = delete;
   KillJob& operator=(const KillJob&) = delete;
   ~KillJob();  // a job still running is left behind (detached)

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "reap/collector_world.h"
 #include "tui/model.h"
 #include "tui/sampler.h"
 #include "tui/terminal.h"
@@ -33,6 +34,7 @@ class Loop {
   Loop(std::shared_ptr<const collect::Collector> collector,
        std::shared_ptr<backend::BackendSet> backend, const TopConfig& config, Terminal& term)
       : collector_(std::move(collector)),
+        world_(std::make_shared<reap::CollectorWorld>(collector_)),
         backend_(std::move(backend)),
         config_(config),
         term_(term),
@@ -98,7 +100,7 @@ class Loop {
   void plan(const std::vector<pid_t>& pids) {
     auto snapshot = model_.snapshot();
     if (!snapshot) return;
-    auto p = plan_kill(*snapshot, pids, collector_->procfs());
+    auto p = plan_kill(*snapshot, pids, *world_);
     if (!p) {
       model_.show_plan_error(p.error().text());
       return;
@@ -111,7 +113,7 @@ class Loop {
 
   void execute() {
     if (!plan_) return;
-    job_ = std::make_unique<KillJob>(collector_, std::move(*plan_), config_.kill);
+    job_ = std::make_unique<KillJob>(world_, std::move(*plan_), config_.kill);
     plan_.reset();
     job_->start();
   }
@@ -140,6 +142,7 @@ class Loop {
   }
 
   std::shared_ptr<const collect::Collector> collector_;
+  std::shared_ptr<const reap::World> world_;
   std::shared_ptr<backend::BackendSet> backend_;
   const TopConfig& config_;
   Terminal& term_;

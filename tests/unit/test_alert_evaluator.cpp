@@ -183,7 +183,7 @@ TEST(AlertEvaluator, GhostMemoryOfAGonePid) {
 doctor::Finding finding(std::string code, doctor::Severity sev, std::vector<unsigned> gpus,
                         std::vector<pid_t> pids) {
   doctor::Finding f;
-  f.code = std::move(code);
+  f.code = *doctor::finding_code_from_string(code);
   f.severity = sev;
   f.gpus = std::move(gpus);
   f.pids = std::move(pids);
@@ -198,7 +198,7 @@ TEST(AlertEvaluator, FindingsByCodeAndGpusHoldForThenResolve) {
   Rule r;
   r.name = "Ghost";
   r.condition = Condition::Finding;
-  r.finding_code = "no-such-process";
+  r.finding_code = doctor::FindingCode::NoSuchProcess;
   r.for_duration = 5s;
   Evaluator e = with({r});
   auto with_findings = [](std::chrono::milliseconds at, std::vector<doctor::Finding> f) {
@@ -249,7 +249,7 @@ TEST(AlertEvaluator, DriverTimeoutKeepsFindingAlerts) {
   Rule r;
   r.name = "Ghost";
   r.condition = Condition::Finding;
-  r.finding_code = "no-such-process";
+  r.finding_code = doctor::FindingCode::NoSuchProcess;
   Evaluator e = with({r});
   auto f = finding("no-such-process", doctor::Severity::Critical, {0}, {4242});
   ASSERT_EQ(alerts(e.evaluate(sample_at(0s, {gpu_used(0, 0)}, {}, {f}))).size(), 1u);

@@ -157,11 +157,10 @@ TEST_F(SecondVendor, ItsGhostIsFoundJoinedDiagnosedAndExported) {
   EXPECT_EQ(s.memory_summary(acme).ghost_keepers, 1u);
 
   // Doctor: the ghost on GPU 1, kept by the worker, with the command that frees it.
-  doctor::DoctorInput in{
-      s, s, {}, std::nullopt, [](const core::HostProcess& p) { return reap::is_protected(p); }};
+  doctor::DoctorInput in{s, s, {}, std::nullopt, reap::is_protected_process};
   auto findings = doctor::diagnose(in);
   auto ghost_finding = std::find_if(findings.begin(), findings.end(), [&](const auto& f) {
-    return f.code == "no-such-process" && f.gpus == std::vector<unsigned>{1};
+    return f.code == doctor::FindingCode::NoSuchProcess && f.gpus == std::vector<unsigned>{1};
   });
   ASSERT_NE(ghost_finding, findings.end());
   EXPECT_NE(std::find(ghost_finding->pids.begin(), ghost_finding->pids.end(), worker),
@@ -169,7 +168,7 @@ TEST_F(SecondVendor, ItsGhostIsFoundJoinedDiagnosedAndExported) {
   EXPECT_EQ(ghost_finding->remedy.at(0).rfind("gpureap kill " + std::to_string(trainer), 0), 0u);
   for (const auto& f : findings)
     EXPECT_EQ(std::find(f.pids.begin(), f.pids.end(), nvidia_job), f.pids.end())
-        << f.code << " names the healthy NVIDIA job";
+        << doctor::to_string(f.code) << " names the healthy NVIDIA job";
 
   // Metrics: one identity series per GPU with its vendor, ghost bytes on GPU 1 alone.
   auto text = exporter::render(exporter::build_metrics({s, findings, {}, false}));
@@ -213,15 +212,14 @@ TEST_F(SecondVendor, ADownDriverDoesNotHideTheOtherVendorsGpus) {
   ASSERT_NE(ghost, nullptr);
   EXPECT_EQ(ghost->keepers, std::vector<pid_t>{worker});
 
-  doctor::DoctorInput in{
-      s, s, {}, std::nullopt, [](const core::HostProcess& p) { return reap::is_protected(p); }};
+  doctor::DoctorInput in{s, s, {}, std::nullopt, reap::is_protected_process};
   auto findings = doctor::diagnose(in);
-  auto has = [&](const std::string& code) {
+  auto has = [&](doctor::FindingCode code) {
     return std::any_of(findings.begin(), findings.end(),
                        [&](const auto& f) { return f.code == code; });
   };
-  EXPECT_TRUE(has("driver-missing"));
-  EXPECT_TRUE(has("no-such-process"));
+  EXPECT_TRUE(has(doctor::FindingCode::DriverMissing));
+  EXPECT_TRUE(has(doctor::FindingCode::NoSuchProcess));
 }
 
 }  // namespace

@@ -152,7 +152,7 @@ retry_backoff = "500ms"
   EXPECT_EQ(c->alerts[1].bytes_above, 1ull << 30);
   EXPECT_EQ(c->alerts[1].gpu, 0u);
   EXPECT_EQ(c->alerts[1].severity, "critical");
-  EXPECT_EQ(c->alerts[2].finding_code, "leaked-memory");
+  EXPECT_EQ(c->alerts[2].finding_code, doctor::FindingCode::LeakedMemory);
   ASSERT_EQ(c->sinks.size(), 2u);
   EXPECT_EQ(c->sinks[1].type, alert::SinkType::Exec);
   EXPECT_EQ(c->sinks[1].command.size(), 3u);

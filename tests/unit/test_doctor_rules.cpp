@@ -20,7 +20,8 @@ std::vector<Finding> run(const core::Snapshot& s) {
 
 const Finding* find(const std::vector<Finding>& fs, const std::string& code, pid_t pid = 0) {
   for (const auto& f : fs)
-    if (f.code == code && (!pid || std::find(f.pids.begin(), f.pids.end(), pid) != f.pids.end()))
+    if (to_string(f.code) == code &&
+        (!pid || std::find(f.pids.begin(), f.pids.end(), pid) != f.pids.end()))
       return &f;
   return nullptr;
 }
@@ -63,7 +64,7 @@ TEST(DoctorRules, GonePidKeptByInheritedWorkers) {
   EXPECT_EQ(inh->severity, Severity::Warning);
   EXPECT_TRUE(remedy_has(*inh, "gpureap kill 4250"));
   ASSERT_NE(find(fs, "orphan-holder", 4251), nullptr);
-  EXPECT_EQ(fs.front().code, "no-such-process");  // critical first
+  EXPECT_EQ(to_string(fs.front().code), "no-such-process");  // critical first
 }
 
 TEST(DoctorRules, LeakedWhenTheMemoryStaysAndNothingHoldsIt) {
@@ -107,7 +108,7 @@ TEST(DoctorRules, UnattributedMemoryBelowTheThresholdIsNoFinding) {
   // A few hundred MiB the driver keeps for itself on an idle, healthy GPU.
   auto s = make_snapshot({proc(1, 0, 1)}, {gpu(0, 0, 400 * MiB, {})});
   auto fs = run(s, s);
-  EXPECT_TRUE(fs.empty()) << fs.front().code;
+  EXPECT_TRUE(fs.empty()) << to_string(fs.front().code);
 }
 
 TEST(DoctorRules, UnattributedMemoryAboveTheThresholdIsAWarningNotALeak) {
@@ -115,7 +116,7 @@ TEST(DoctorRules, UnattributedMemoryAboveTheThresholdIsAWarningNotALeak) {
   auto last = later({proc(1, 0, 1)}, {gpu(0, 0, 3 * GiB, {})});
   auto fs = run(first, last);
   ASSERT_EQ(fs.size(), 1u);
-  EXPECT_EQ(fs[0].code, "unattributed-memory");
+  EXPECT_EQ(to_string(fs[0].code), "unattributed-memory");
   EXPECT_EQ(fs[0].severity, Severity::Warning);
   EXPECT_EQ(fs[0].memory_bytes, 3 * GiB);
   EXPECT_TRUE(fs[0].pids.empty());

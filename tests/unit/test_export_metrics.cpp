@@ -178,9 +178,10 @@ TEST(ExportMetrics, DownBackendIsUpZeroWithNoGpuSeries) {
 
 TEST(ExportMetrics, FindingsCountedByCodeAndSeverity) {
   auto s = fleet();
-  std::vector<doctor::Finding> findings = {{"no-such-process", doctor::Severity::Critical},
-                                           {"stopped-holder", doctor::Severity::Warning},
-                                           {"stopped-holder", doctor::Severity::Warning}};
+  std::vector<doctor::Finding> findings = {
+      {doctor::FindingCode::NoSuchProcess, doctor::Severity::Critical},
+      {doctor::FindingCode::StoppedHolder, doctor::Severity::Warning},
+      {doctor::FindingCode::StoppedHolder, doctor::Severity::Warning}};
   auto m = build_metrics({s, findings, {}, false});
   EXPECT_EQ(
       value_of(m, "gpureap_findings", {{"code", "no-such-process"}, {"severity", "critical"}}), 1);

@@ -95,7 +95,8 @@ Target target_of(pid_t pid, Action action = Action::Signal) {
 std::vector<Execution> run(std::vector<Target> targets, ExecOptions o = {}) {
   Plan plan;
   plan.targets = std::move(targets);
-  return Executor(proc(), o).run(plan);
+  ProcFsProbe probe(proc());
+  return Executor(probe, o).run(plan);
 }
 
 TEST(ReapExecutor, CooperativeProcessExitsOnSigterm) {

@@ -27,7 +27,7 @@ Target judged(const core::HostProcess& p, bool named, const Caller& c = caller()
   t.cmdline = p.details ? p.details->cmdline : std::vector<std::string>{};
   t.uid = p.details ? p.details->uid : std::nullopt;
   t.user = p.details ? p.details->user : std::nullopt;
-  t.protected_process = is_protected(p);
+  t.protected_process = is_protected_process(p);
   if (named)
     t.reasons.push_back({ReasonKind::Named});
   else

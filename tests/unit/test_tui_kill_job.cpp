@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <thread>
 
+#include "reap/collector_world.h"
 #include "text/display_width.h"
 #include "tui/kill_job.h"
 
@@ -30,6 +31,7 @@ class TuiKillJob : public ::testing::Test {
     auto c = collect::Collector::open({"/proc", dev_}, nullptr);
     ASSERT_TRUE(c.ok());
     collector_ = std::make_shared<const collect::Collector>(std::move(*c));
+    world_ = std::make_shared<reap::CollectorWorld>(collector_);
   }
   void TearDown() override {
     if (child_ > 0) {
@@ -42,11 +44,12 @@ class TuiKillJob : public ::testing::Test {
   std::string dev_;
   pid_t child_ = -1;
   std::shared_ptr<const collect::Collector> collector_;
+  std::shared_ptr<const reap::World> world_;
 };
 
 TEST_F(TuiKillJob, PlansShowsRunsAndReportsThroughTheReaper) {
   auto snapshot = collector_->collect();
-  auto plan = plan_kill(snapshot, {child_}, collector_->procfs());
+  auto plan = plan_kill(snapshot, {child_}, *world_);
   ASSERT_TRUE(plan.ok()) << plan.error().text();
   ASSERT_EQ(plan->count(reap::Action::Signal), 1u);
   KillConfig config;
@@ -57,7 +60,7 @@ TEST_F(TuiKillJob, PlansShowsRunsAndReportsThroughTheReaper) {
   EXPECT_NE(lines[0].find("Plan: 1 process to signal"), std::string::npos) << lines[0];
   for (const auto& l : lines) EXPECT_LE(text_width(l), 60u) << l;  // prose is wrapped to the dialog
 
-  KillJob job(collector_, *plan, config);
+  KillJob job(world_, *plan, config);
   EXPECT_FALSE(job.finished());
   job.start();
   auto until = std::chrono::steady_clock::now() + 20s;
@@ -79,7 +82,7 @@ TEST_F(TuiKillJob, PlansShowsRunsAndReportsThroughTheReaper) {
 
 TEST_F(TuiKillJob, ThePlanSaysWhatTheSafetyRulesRefuse) {
   auto snapshot = collector_->collect();
-  auto plan = plan_kill(snapshot, {1}, collector_->procfs());
+  auto plan = plan_kill(snapshot, {1}, *world_);
   ASSERT_TRUE(plan.ok());
   EXPECT_EQ(plan->count(reap::Action::Signal), 0u);  // PID 1 is never signalled
   auto lines = plan_lines(snapshot, *plan, {1}, {}, 100);

@@ -1,0 +1,81 @@
+#include "doctor/finding_code.h"
+
+namespace gpureap::doctor {
+
+std::string_view to_string(FindingCode code) {
+  switch (code) {
+    case FindingCode::DriverMissing:
+      return "driver-missing";
+    case FindingCode::DriverMismatch:
+      return "driver-mismatch";
+    case FindingCode::DriverNotAnswering:
+      return "driver-not-answering";
+    case FindingCode::GpuError:
+      return "gpu-error";
+    case FindingCode::NvmlLayout:
+      return "nvml-layout";
+    case FindingCode::IncompleteView:
+      return "incomplete-view";
+    case FindingCode::IpcResidue:
+      return "ipc-residue";
+    case FindingCode::ForeignNamespace:
+      return "foreign-namespace";
+    case FindingCode::NoSuchProcess:
+      return "no-such-process";
+    case FindingCode::Releasing:
+      return "releasing";
+    case FindingCode::LeakedMemory:
+      return "leaked-memory";
+    case FindingCode::UnattributedMemory:
+      return "unattributed-memory";
+    case FindingCode::InheritedHolder:
+      return "inherited-holder";
+    case FindingCode::OrphanHolder:
+      return "orphan-holder";
+    case FindingCode::StoppedHolder:
+      return "stopped-holder";
+    case FindingCode::UninterruptibleHolder:
+      return "uninterruptible-holder";
+    case FindingCode::UnreapedZombies:
+      return "unreaped-zombies";
+    case FindingCode::ProtectedHolder:
+      return "protected-holder";
+  }
+  return "?";
+}
+
+const std::vector<FindingCode>& all_finding_codes() {
+  static const std::vector<FindingCode> codes = [] {
+    std::vector<FindingCode> out;
+    for (int c = 0; c <= static_cast<int>(FindingCode::ProtectedHolder); ++c)
+      out.push_back(static_cast<FindingCode>(c));
+    return out;
+  }();
+  return codes;
+}
+
+std::optional<FindingCode> finding_code_from_string(std::string_view text) {
+  for (FindingCode c : all_finding_codes())
+    if (to_string(c) == text) return c;
+  return std::nullopt;
+}
+
+std::string finding_code_list() {
+  std::string out;
+  for (FindingCode c : all_finding_codes())
+    out += (out.empty() ? "" : ", ") + std::string(to_string(c));
+  return out;
+}
+
+core::Result<std::vector<FindingCode>> parse_finding_codes(const std::vector<std::string>& names) {
+  std::vector<FindingCode> out;
+  for (const auto& n : names) {
+    auto c = finding_code_from_string(n);
+    if (!c)
+      return core::Error{"unknown finding code \"" + n + "\"", "codes: " + finding_code_list()};
+    out.push_back(*c);
+  }
+  return out;
+}
+
+}  // namespace gpureap::doctor

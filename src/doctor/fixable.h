@@ -1,0 +1,26 @@
+#pragma once
+// Which findings `doctor --fix` may remedy by ending processes: the keepers of ghost memory,
+// leftovers of dead jobs and stopped holders (the reaper sends stopped ones SIGCONT after
+// SIGTERM). Everything else needs a person (or `gpureap reset`).
+#include <sys/types.h>
+
+#include <vector>
+
+#include "core/anomaly.h"
+#include "doctor/finding.h"
+
+namespace gpureap::doctor {
+
+// A process to end, and the anomaly it was chosen for. A gone PID is passed as it is: the
+// reaper resolves it to its keepers.
+struct Fixable {
+  pid_t pid = 0;
+  core::Anomaly anomaly = core::Anomaly::Orphan;
+  bool operator==(const Fixable&) const = default;
+};
+
+// Critical no-such-process, orphan and stopped holders, and inherited holders above info (an
+// info one is a worker of a job that runs); one per PID, sorted by PID.
+std::vector<Fixable> fixable(const std::vector<Finding>& findings);
+
+}  // namespace gpureap::doctor

@@ -1,0 +1,96 @@
+#include "tui/ps_watch.h"
+
+#include <signal.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <csignal>
+#include <ctime>
+#include <iostream>
+#include <thread>
+
+#include "output/ps_view.h"
+#include "output/snapshot_json.h"
+#include "output/style.h"
+#include "output/view_incomplete.h"
+#include "text/escape.h"
+#include "text/time_format.h"
+#include "tui/watch.h"
+
+namespace gpureap::tui {
+namespace {
+
+volatile std::sig_atomic_t g_stop = 0;
+void on_signal(int) {
+  g_stop = 1;
+}
+
+void install_handlers() {
+  struct sigaction sa {};
+  sa.sa_handler = on_signal;
+  sigemptyset(&sa.sa_mask);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP}) ::sigaction(sig, &sa, nullptr);
+}
+
+std::pair<size_t, size_t> terminal_size() {
+  winsize ws{};
+  if (::ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0 && ws.ws_row > 0)
+    return {ws.ws_col, ws.ws_row};
+  return {80, 24};
+}
+
+// Sleeps until `until`, waking early when a signal asks to stop.
+void sleep_until(std::chrono::steady_clock::time_point until) {
+  while (!g_stop && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(std::min<std::chrono::steady_clock::duration>(
+        std::chrono::milliseconds(50), until - std::chrono::steady_clock::now()));
+}
+
+// One screen: a title line (the interval, the host, the time), the incomplete view's warning,
+// the ps table.
+std::string screen(const core::Snapshot& snapshot, const PsWatchOptions& o,
+                   const output::Style& style, std::optional<size_t> width) {
+  std::string text = style.paint("Every " + o.every + ": gpureap ps", output::Color::Dim) + "   " +
+                     text::terminal_safe(snapshot.hostname) + "   " +
+                     text::local_date_time(snapshot.timestamp) + "\n\n";
+  if (!snapshot.complete())
+    text += style.paint(output::view_incomplete(snapshot), output::Color::Yellow) + "\n";
+  return text + output::render_ps(snapshot, style, {o.tree, width});
+}
+
+}  // namespace
+
+void watch_ps(const collect::Collector& collector, const PsWatchOptions& o) {
+  install_handlers();
+  const bool tty = ::isatty(STDOUT_FILENO);
+  auto style = output::Style::for_stdout(o.no_color);
+  bool first = true;
+  auto next = std::chrono::steady_clock::now();
+  while (!g_stop) {
+    auto snapshot = collector.collect();
+    if (g_stop) break;
+    if (o.json) {
+      std::cout << output::dump_json(output::snapshot_to_json(snapshot), -1) << "\n" << std::flush;
+    } else {
+      auto [width, height] = terminal_size();
+      std::string text =
+          screen(snapshot, o, style, tty ? std::optional<size_t>(width) : std::nullopt);
+      if (tty) {
+        if (first) std::cout << kHideCursor << kClearScreen;
+        std::cout << repaint(text, width, height) << std::flush;
+      } else {
+        std::cout << text << "\n" << std::flush;
+      }
+    }
+    first = false;
+    if (!std::cout) break;  // the reader went away
+    next += o.interval;
+    auto now = std::chrono::steady_clock::now();
+    if (next < now) next = now;  // a slow collection delays the next one, never piles them up
+    sleep_until(next);
+  }
+  if (tty && !o.json) std::cout << kShowCursor << std::flush;
+}
+
+}  // namespace gpureap::tui

@@ -1,0 +1,24 @@
+#pragma once
+// `gpureap ps --watch [INTERVAL]`: the ps screen re-rendered in place every interval (on a
+// terminal; else one screen after another), or one snapshot per line (JSON lines) for logging
+// pipelines.
+#include <chrono>
+#include <string>
+
+#include "collect/collector.h"
+
+namespace gpureap::tui {
+
+struct PsWatchOptions {
+  std::chrono::milliseconds interval{2000};
+  std::string every = "2s";  // the interval as typed, for the title line
+  bool tree = false;
+  bool json = false;  // JSON lines
+  bool no_color = false;
+};
+
+// Collects and shows every interval until SIGINT, SIGTERM or SIGHUP, or until stdout's reader
+// goes away. A slow collection delays the next one, never piles them up.
+void watch_ps(const collect::Collector& collector, const PsWatchOptions& options);
+
+}  // namespace gpureap::tui
