@@ -50,7 +50,6 @@ class History {
   std::optional<exporter::TimePoint> below_since(const exporter::ProcessKey& key, unsigned gpu,
                                                  unsigned below_percent) const;
 
-  size_t tracked_processes() const;
   size_t process_points() const;  // stored, all tracks together
 
  private:
