@@ -146,11 +146,8 @@ int run_doctor(const GlobalOptions& g, const DoctorOptions& o) {
 
   auto is_protected = [](const core::HostProcess& p) { return reap::is_protected(p); };
   auto diagnose = [&](const core::Snapshot& a, const core::Snapshot& b) {
-    std::vector<pid_t> live;
-    for (const auto& p : b.proc.processes) live.push_back(p.stat.pid);
     auto found =
-        doctor::diagnose({a, b, procfs::find_ipc_residue(collector->procfs(), g.dev_root, live),
-                          o.gpu, is_protected, threshold});
+        doctor::diagnose({a, b, collector->ipc_residue(b.proc), o.gpu, is_protected, threshold});
     keep_only(found, o.only);
     return found;
   };

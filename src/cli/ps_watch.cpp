@@ -8,9 +8,9 @@
 #include <csignal>
 #include <ctime>
 #include <iostream>
-#include <thread>
 
 #include "core/duration.h"
+#include "engine/engine.h"
 #include "output/escape.h"
 #include "output/ps_view.h"
 #include "output/snapshot_json.h"
@@ -48,13 +48,6 @@ std::string clock_text(std::chrono::system_clock::time_point t) {
   return buf;
 }
 
-// Sleeps until `until`, waking early when a signal asks to stop.
-void sleep_until(std::chrono::steady_clock::time_point until) {
-  while (!g_stop && std::chrono::steady_clock::now() < until)
-    std::this_thread::sleep_for(std::min<std::chrono::steady_clock::duration>(
-        std::chrono::milliseconds(50), until - std::chrono::steady_clock::now()));
-}
-
 }  // namespace
 
 int run_ps_watch(const GlobalOptions& g, const PsOptions& o) {
@@ -75,13 +68,21 @@ int run_ps_watch(const GlobalOptions& g, const PsOptions& o) {
   if (!collector) return fail(collector.error());
   install_handlers();
 
+  // Collections run on the engine's thread, every one a full scan; this loop only prints them.
+  engine::Engine engine(std::move(*collector), std::make_unique<engine::BackendDriver>(backend),
+                        engine::Cadence{*interval});
+  engine.start();
+
   const bool tty = ::isatty(STDOUT_FILENO);
   auto style = output::Style::for_stdout(g.no_color);
   bool first = true;
-  auto next = std::chrono::steady_clock::now();
+  uint64_t shown = 0;
   while (!g_stop) {
-    auto snapshot = collector->collect();
-    if (g_stop) break;
+    // Short waits, so a signal to stop is seen at once.
+    auto collection = engine.newer_than(shown, std::chrono::milliseconds(50));
+    if (!collection || g_stop) continue;
+    shown = collection->sequence;
+    const core::Snapshot& snapshot = *collection->snapshot;
     if (g.json) {
       std::cout << output::dump_json(output::snapshot_to_json(snapshot), -1) << "\n" << std::flush;
     } else {
@@ -106,14 +107,11 @@ int run_ps_watch(const GlobalOptions& g, const PsOptions& o) {
     }
     first = false;
     if (!std::cout) break;  // the reader went away
-    next += *interval;
-    auto now = std::chrono::steady_clock::now();
-    if (next < now) next = now;  // a slow collection delays the next one, never piles them up
-    sleep_until(next);
   }
   if (tty && !g.json) std::cout << tui::kShowCursor << std::flush;
   // A collection blocked in the driver keeps a thread: leave without waiting for it.
-  if (backend->threads_stuck()) {
+  bool joined = engine.stop(std::chrono::milliseconds(500));
+  if (!joined || backend->threads_stuck()) {
     std::fflush(nullptr);
     ::_exit(kExitOk);
   }

@@ -19,8 +19,9 @@
 #include "daemon/history.h"
 #include "daemon/http_content.h"
 #include "daemon/log.h"
-#include "daemon/sampler.h"
+#include "daemon/sample_publisher.h"
 #include "daemon/sd_notify.h"
+#include "engine/engine.h"
 #include "export/http_server.h"
 #include "policy/runner.h"
 
@@ -53,9 +54,12 @@ void raise_descriptor_limit() {
   ::setrlimit(RLIMIT_NOFILE, &nofile);
 }
 
-SamplerSettings sampler_settings(const DaemonConfig& c) {
-  return {c.interval,       c.holder_scan_interval, c.full_scan_interval,
-          c.driver_timeout, c.per_process_metrics,  c.unattributed_threshold};
+engine::Cadence cadence(const DaemonConfig& c) {
+  return {c.interval, c.holder_scan_interval, c.full_scan_interval, c.driver_timeout, true};
+}
+
+PublishSettings publish_settings(const DaemonConfig& c) {
+  return {c.per_process_metrics, c.unattributed_threshold};
 }
 
 HistoryLimits history_limits(const DaemonConfig& c) {
@@ -148,9 +152,13 @@ class Daemon {
       : options_(options),
         config_(std::move(config)),
         history_(std::make_shared<History>(history_limits(config_))),
-        sampler_(std::move(collector), options.roots.dev_root, std::move(backends),
-                 sampler_settings(config_), history_),
-        content_(sampler_),
+        // The sampling engine reads the driver behind a watchdog of its own.
+        engine_(std::move(collector),
+                std::make_unique<engine::WatchedDriver>(
+                    std::move(backends), backend::WatchdogOptions{config_.driver_timeout}),
+                cadence(config_)),
+        samples_(std::make_shared<SamplePublisher>(publish_settings(config_), history_)),
+        content_(*samples_),
         notifier_(Notifier::from_environment()),
         alerts_(std::make_shared<alert::AlertConsumer>()),
         audit_(std::make_shared<audit::AuditLog>(audit_settings(config_))),
@@ -167,10 +175,11 @@ class Daemon {
     policies_->add_record_sink([alerts = alerts_](const audit::Record& r, bool final) {
       if (final) alerts->on_policy_record(r);
     });
-    sampler_.add_consumer(policies_);
+    samples_->add_consumer(policies_);
     content_.set_policies(policies_);
-    sampler_.add_consumer(alerts_);
-    sampler_.add_consumer(std::make_shared<AuditMetrics>(audit_));
+    samples_->add_consumer(alerts_);
+    samples_->add_consumer(std::make_shared<AuditMetrics>(audit_));
+    engine_.add_consumer(samples_);
   }
 
   int run(const sigset_t& signals) {
@@ -187,7 +196,7 @@ class Daemon {
     log_notice("listening on http://" + server_->address().text() + "/" +
                (config_.auth_token ? " (bearer token required)" : ""));
     configure_alerts(config_);
-    sampler_.start();
+    engine_.start();
 
     bool ready = false;
     bool stall_logged = false;
@@ -207,7 +216,7 @@ class Daemon {
       }
       if (sig == SIGHUP) reload();
 
-      auto latest = sampler_.latest();
+      auto latest = samples_->latest();
       if (!ready && latest) {
         ready = true;
         notifier_.ready();
@@ -215,7 +224,7 @@ class Daemon {
       }
       const auto now = Clock::now();
       const bool fresh =
-          now - std::max(sampler_.last_progress(), started_) < content_.stall_after();
+          now - std::max(samples_->last_progress(), started_) < content_.stall_after();
       if (!fresh && !stall_logged) {
         log_error(
             "the sampler has not finished a sample for " +
@@ -239,7 +248,7 @@ class Daemon {
     }
     notifier_.stopping();
     server_->stop();
-    sampler_.stop();
+    engine_.stop();
     policies_->stop();
     alerts_->stop();
     log_info("stopped");
@@ -270,7 +279,8 @@ class Daemon {
       log_notice("listening on http://" + server_->address().text() + "/");
     }
     server_->set_token(next->auth_token);
-    sampler_.apply(sampler_settings(*next));
+    engine_.apply(cadence(*next));
+    samples_->apply(publish_settings(*next));
     history_->set_limits(history_limits(*next));
     content_.set_stall_after(stall_threshold(next->interval, next->driver_timeout));
     set_log_level(next->log_level);
@@ -293,7 +303,8 @@ class Daemon {
   const DaemonOptions& options_;
   DaemonConfig config_;
   std::shared_ptr<History> history_;
-  Sampler sampler_;
+  engine::Engine engine_;
+  std::shared_ptr<SamplePublisher> samples_;
   HttpContent content_;
   Notifier notifier_;
   std::shared_ptr<alert::AlertConsumer> alerts_;

@@ -14,7 +14,7 @@ void judge_release(const core::Snapshot& snapshot, const IsJobProcess& is_job, R
   c.released = c.memory.empty() && c.files.empty();
 }
 
-ReleaseCheck verify_release(GpuSampler& sampler, const IsJobProcess& is_job,
+ReleaseCheck verify_release(JobSampling& sampler, const IsJobProcess& is_job,
                             std::chrono::milliseconds timeout, const Pause& pause) {
   using Clock = std::chrono::steady_clock;
   using std::chrono::milliseconds;

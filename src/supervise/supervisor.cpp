@@ -94,7 +94,7 @@ bool Supervisor::start() {
   if (auto st = collector_.procfs().read_stat(job_); st && *st) members_->add(**st);
   teardown_ = std::make_unique<Teardown>(collector_.procfs(), *members_, job_);
   sampler_ =
-      std::make_unique<GpuSampler>(collector_, members_, options_.sample_interval, job_start_);
+      std::make_unique<JobSampling>(collector_, members_, options_.sample_interval, job_start_);
   sampler_->start();
   return true;
 }

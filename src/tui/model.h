@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "core/snapshot.h"
+#include "procfs/host_stats.h"
 #include "tui/frame.h"
-#include "tui/host_stats.h"
 #include "tui/layout.h"
 #include "tui/trend.h"
 #include "tui/view.h"
@@ -93,7 +93,7 @@ class TopModel {
   void set_size(size_t width, size_t height);
   // A new sample: the previous one is kept for the doctor's second look.
   void set_snapshot(std::shared_ptr<const core::Snapshot> snapshot);
-  void set_host(HostStats host) { host_ = host; }
+  void set_host(procfs::HostStats host) { host_ = host; }
   void set_sampling(SamplingStatus status) { sampling_ = std::move(status); }
 
   Effect handle(const Key& key);
@@ -149,7 +149,7 @@ class TopModel {
   ViewOptions options_;
   ScreenLayout layout_;
   std::vector<ColumnSpec> columns_;
-  HostStats host_;
+  procfs::HostStats host_;
   SamplingStatus sampling_;
   MemoryTrend trend_;
 

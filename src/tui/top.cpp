@@ -2,8 +2,8 @@
 
 #include <algorithm>
 
+#include "engine/engine.h"
 #include "tui/model.h"
-#include "tui/sampler.h"
 #include "tui/terminal.h"
 
 namespace gpureap::tui {
@@ -13,14 +13,15 @@ using std::chrono::duration_cast;
 using std::chrono::seconds;
 using std::chrono::steady_clock;
 
-SamplingStatus sampling_status(const Sampler& sampler, const backend::WatchdogBackend& backend,
+SamplingStatus sampling_status(const engine::Engine& engine, const engine::Published& published,
                                std::chrono::milliseconds interval) {
   SamplingStatus st;
-  if (auto stuck = backend.down_for()) st.driver_stuck = duration_cast<seconds>(*stuck);
+  if (auto stuck = engine.driver().down_for()) st.driver_stuck = duration_cast<seconds>(*stuck);
   // A collection that runs far past its interval is stuck, whatever blocks it.
   auto limit = std::max<steady_clock::duration>(3 * interval, seconds(5));
-  if (auto busy = sampler.busy_for(); busy && *busy > limit)
+  if (auto busy = engine.busy_for(); busy && *busy > limit)
     st.stalled = duration_cast<seconds>(*busy);
+  if (published.error) st.error = "sampling failed: " + *published.error;
   return st;
 }
 
@@ -36,29 +37,30 @@ class Loop {
         backend_(std::move(backend)),
         config_(config),
         term_(term),
-        sampler_(collector_, config.proc_root, config.interval),
+        // Every collection scans /proc in full: the screen shows every holder as it is now.
+        engine_(*collector_, std::make_unique<engine::BackendDriver>(collector_->backend()),
+                engine::Cadence{config.interval}),
         model_(TopSettings{config.readonly || config.actions_unavailable.has_value(),
                            term.unicode(), config.interval, Viewer::current()}) {}
 
   TopResult run() {
     auto [w, h] = term_.size();
     model_.set_size(w, h);
-    sampler_.start();
+    engine_.start();
     bool dirty = true;
-    uint64_t generation = 0;
+    uint64_t rounds = 0;
     SamplingStatus status;
     while (!Terminal::interrupted()) {
-      Sample sample = sampler_.latest();
-      if (sample.generation != generation) {
-        generation = sample.generation;
-        if (!sample.error) {
-          model_.set_snapshot(sample.snapshot);
-          model_.set_host(sample.host);
+      engine::Published published = engine_.published();
+      if (published.rounds != rounds) {
+        rounds = published.rounds;
+        if (!published.error && published.latest) {
+          model_.set_snapshot(published.latest->snapshot);
+          model_.set_host(published.latest->host);
         }
         dirty = true;
       }
-      auto st = sampling_status(sampler_, *backend_, config_.interval);
-      st.error = sample.error;
+      auto st = sampling_status(engine_, published, config_.interval);
       if (!same(st, status)) {
         status = st;
         model_.set_sampling(st);
@@ -88,7 +90,7 @@ class Loop {
     }
     term_.close();
     TopResult result;
-    bool joined = sampler_.stop();
+    bool joined = engine_.stop(std::chrono::milliseconds(500));
     bool job_running = job_ && !job_->finished();
     result.threads_left_behind = !joined || job_running || backend_->threads_stuck();
     return result;
@@ -129,7 +131,7 @@ class Loop {
         model_.show_outcome(outcome_lines(job_->plan(), report, width),
                             report.exit_code == reap::kExitReleased);
       job_.reset();
-      sampler_.wake();  // show the table without the killed processes at once
+      engine_.wake();  // show the table without the killed processes at once
       return true;
     }
     std::string progress = job_->progress();
@@ -143,7 +145,7 @@ class Loop {
   std::shared_ptr<backend::WatchdogBackend> backend_;
   const TopConfig& config_;
   Terminal& term_;
-  Sampler sampler_;
+  engine::Engine engine_;
   TopModel model_;
   std::optional<reap::Plan> plan_;
   std::unique_ptr<KillJob> job_;
