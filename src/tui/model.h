@@ -14,43 +14,13 @@
 #include "core/snapshot.h"
 #include "procfs/host_stats.h"
 #include "tui/frame.h"
+#include "tui/key.h"
+#include "tui/key_bindings.h"
 #include "tui/layout.h"
 #include "tui/trend.h"
 #include "tui/view.h"
 
 namespace gpureap::tui {
-
-struct Key {
-  enum Kind {
-    None,
-    Char,
-    Up,
-    Down,
-    PageUp,
-    PageDown,
-    Home,
-    End,
-    Left,
-    Right,
-    Enter,
-    Escape,
-    Backspace,
-    Help,       // F1
-    Kill,       // F9
-    Quit,       // F10
-    Interrupt,  // Ctrl-C
-    Click,      // mouse button 1 at row y
-    WheelUp,
-    WheelDown,
-    Resize,
-  };
-  Kind kind = None;
-  char32_t ch = 0;
-  size_t y = 0;
-
-  static Key chr(char32_t c) { return {Char, c, 0}; }
-  static Key of(Kind k) { return {k, 0, 0}; }
-};
 
 enum class Mode {
   Table,        // the process table (and the detail pane when open)
@@ -128,6 +98,9 @@ class TopModel {
   void select_index(size_t index);
   void move(long delta);
   Effect handle_table(const Key& key);
+  void navigate(Action action, const Key& key);
+  void change_view(const Binding& binding);
+  Effect kill_selection();
   Effect handle_filter(const Key& key);
   Effect handle_dialog(const Key& key);
   void cycle_gpu();

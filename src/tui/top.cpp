@@ -77,7 +77,8 @@ class Loop {
         model_.set_size(nw, nh);
         continue;
       }
-      bool kill_key = key.kind == Key::Kill || (key.kind == Key::Char && key.ch == U'k');
+      auto binding = binding_for(key);
+      bool kill_key = binding && binding->action == Action::Kill;
       if (kill_key && config_.actions_unavailable && !config_.readonly &&
           model_.mode() == Mode::Table) {
         model_.set_message(*config_.actions_unavailable, Role::Warn);

@@ -75,12 +75,6 @@ char sort_key(Column c) {
   return '?';
 }
 
-std::optional<Column> column_for_key(char key) {
-  for (Column c : kAllColumns)
-    if (sort_key(c) == key) return c;
-  return std::nullopt;
-}
-
 bool descending_by_default(Column c) {
   return c == Column::Memory || c == Column::Sm || c == Column::Age || c == Column::Anomalies;
 }
