@@ -110,10 +110,20 @@ class TopModel {
 
   // render.cpp
   void compose_header(Frame& f) const;
+  void compose_title(Frame& f) const;
+  void compose_gpus(Frame& f) const;
+  Line gpu_line(const core::Gpu& gpu) const;
+  void compose_host(Frame& f) const;
+  void compose_status(Frame& f) const;
+  void add_sampling_status(Line& status) const;
+  void add_filter_status(Line& status) const;
   void compose_table(Frame& f) const;
+  Line table_line(const ViewRow& row) const;
   void compose_detail(Frame& f) const;
   void compose_footer(Frame& f) const;
   void compose_dialog(Frame& f) const;
+  void draw_dialog(Frame& f, const std::string& title, Role title_role, const std::string& hint,
+                   const std::vector<Line>& content) const;
 
   TopSettings settings_;
   std::shared_ptr<const core::Snapshot> snapshot_, previous_;

@@ -58,7 +58,6 @@ std::vector<Line> help_lines(bool readonly, size_t width) {
 }  // namespace
 
 void TopModel::compose_dialog(Frame& f) const {
-  const Glyphs& gl = glyphs(settings_.unicode);
   std::vector<Line> content;
   std::string title, hint;
   Role title_role = dialog_role_;
@@ -88,6 +87,14 @@ void TopModel::compose_dialog(Frame& f) const {
     default:
       return;
   }
+  draw_dialog(f, title, title_role, hint, content);
+}
+
+// A box centred on the screen: the title in its top border, the hint (and where the scrolled
+// content is) in the bottom one.
+void TopModel::draw_dialog(Frame& f, const std::string& title, Role title_role,
+                           const std::string& hint, const std::vector<Line>& content) const {
+  const Glyphs& gl = glyphs(settings_.unicode);
   size_t cw = std::max(text_width(title) + 4, text_width(hint) + 4);
   for (const auto& l : content) cw = std::max(cw, l.width());
   Box b = center_box(f.width, f.height, cw, content.size());
