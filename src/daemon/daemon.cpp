@@ -234,7 +234,7 @@ class Daemon {
       }
       if (fresh) stall_logged = false;
       if (auto wd = notifier_.watchdog(); wd && now >= next_ping) {
-        // Half of WatchdogSec, as systemd recommends; a stalled sampler stops the pings.
+        // Half of WatchdogSec, as systemd recommends; stalled sampling stops the pings.
         if (fresh) notifier_.ping_watchdog();
         next_ping = now + std::chrono::duration_cast<Clock::duration>(*wd / 2);
       }
@@ -348,7 +348,7 @@ int run_daemon(const DaemonOptions& options) {
     return std::shared_ptr<backend::GpuBackend>(backend::nvml::make_nvml_backend(nvml));
   };
   // Policy actions get their own collector and NVML instance: they verify releases on their
-  // own thread while the sampler keeps its pace, behind a watchdog of their own.
+  // own thread while the engine keeps its pace, behind a watchdog of their own.
   backend::WatchdogOptions acting_watchdog;
   acting_watchdog.timeout = config->driver_timeout;
   auto acting_backend = std::make_shared<backend::WatchdogBackend>(backends, acting_watchdog);

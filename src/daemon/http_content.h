@@ -12,7 +12,7 @@ namespace gpureap::daemon {
 
 class HttpContent final : public exporter::ContentSource {
  public:
-  explicit HttpContent(const SamplePublisher& samples) : sampler_(samples) {}
+  explicit HttpContent(const SamplePublisher& samples) : samples_(samples) {}
 
   exporter::Reply metrics() override;
   exporter::Reply health() override;
@@ -34,7 +34,7 @@ class HttpContent final : public exporter::ContentSource {
   }
 
  private:
-  const SamplePublisher& sampler_;
+  const SamplePublisher& samples_;
   std::shared_ptr<const policy::PolicyRunner> policies_;
   std::atomic<long long> stall_after_ms_{60000};
 };

@@ -16,7 +16,7 @@ namespace gpureap::supervise {
 // sent a terminating signal).
 using Pause = std::function<bool(std::chrono::milliseconds)>;
 
-ReleaseCheck verify_release(JobSampling& sampler, const IsJobProcess& is_job,
+ReleaseCheck verify_release(JobSampling& sampling, const IsJobProcess& is_job,
                             std::chrono::milliseconds timeout, const Pause& pause);
 
 // One snapshot's verdict (pure): fills method, memory, files and released.

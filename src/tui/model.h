@@ -42,7 +42,7 @@ struct Effect {
   std::vector<pid_t> pids;
 };
 
-// What the sampler says about itself.
+// How sampling goes, as the engine tells it.
 struct SamplingStatus {
   std::optional<std::chrono::seconds> driver_stuck;  // an NVML call has been blocked this long
   std::optional<std::chrono::seconds> stalled;       // no new sample for this long
