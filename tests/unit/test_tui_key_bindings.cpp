@@ -53,6 +53,29 @@ TEST(TuiKeyBindings, HelpListsNothingUnbound) {
     }
 }
 
+TEST(TuiKeyBindings, TheRenderedKeyColumnNamesOnlyBoundKeys) {
+  std::set<std::string> bound;
+  for (const auto& group : table_bindings())
+    for (const auto& b : group.bindings) bound.insert(b.key.name());
+  std::istringstream lines(help_text(false));
+  bool in_box = false;
+  size_t listed = 0;
+  for (std::string line; std::getline(lines, line);) {
+    if (line.find("gpureap top: keys") != std::string::npos) {
+      in_box = true;
+      continue;
+    }
+    auto border = line.find("│ ");
+    if (!in_box || border == std::string::npos) continue;
+    std::string content = line.substr(border + std::string("│ ").size());
+    if (content.find_first_not_of(' ') == std::string::npos || content.find_first_not_of(' ') > 100)
+      break;  // the blank line before the legends ends the keys
+    std::istringstream keys(content.substr(0, 28));  // the key column at this width
+    for (std::string k; keys >> k; ++listed) EXPECT_TRUE(bound.count(k)) << k << " in: " << line;
+  }
+  EXPECT_EQ(listed, bound.size());  // and each bound key once
+}
+
 TEST(TuiKeyBindings, NoKeyIsBoundTwiceAndUnboundKeysDoNothing) {
   std::set<std::pair<int, char32_t>> seen;
   for (const auto& group : table_bindings())
