@@ -62,11 +62,8 @@ class Doctor {
       : g_(g), o_(o), run_(run), collector_(collector) {}
 
   std::vector<doctor::Finding> diagnose(const core::Snapshot& a, const core::Snapshot& b) const {
-    std::vector<pid_t> live;
-    for (const auto& p : b.proc.processes) live.push_back(p.stat.pid);
-    auto found =
-        doctor::diagnose({a, b, procfs::find_ipc_residue(collector_.procfs(), g_.dev_root, live),
-                          o_.gpu, reap::is_protected_process, run_.threshold});
+    auto found = doctor::diagnose(
+        {a, b, collector_.ipc_residue(b.proc), o_.gpu, reap::is_protected_process, run_.threshold});
     doctor::keep_codes(found, run_.only);
     return found;
   }

@@ -36,9 +36,9 @@ int run_ps_watch(const GlobalOptions& g, const PsOptions& o) {
                  "write it with a unit: 500ms, 5s, 1m"});
   auto collector = collect::Collector::open({g.proc_root, g.dev_root}, backend);
   if (!collector) return fail(collector.error());
-  tui::watch_ps(*collector, watch);
+  bool joined = tui::watch_ps(*collector, watch);
   // A collection blocked in the driver keeps a thread: leave without waiting for it.
-  if (backend->threads_stuck()) {
+  if (!joined || backend->threads_stuck()) {
     std::fflush(nullptr);
     ::_exit(kExitOk);
   }

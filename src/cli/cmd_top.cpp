@@ -51,7 +51,6 @@ int run_top(const GlobalOptions& g, const TopOptions& o) {
   config.mouse = !o.no_mouse;
   const char* no_color = std::getenv("NO_COLOR");
   config.color = !g.no_color && !(no_color && *no_color);
-  config.proc_root = g.proc_root;
   auto backend = make_backends(g);
   if (!backend)
     return fail({"--driver-timeout: \"" + g.driver_timeout + "\" is not a positive duration",

@@ -156,4 +156,15 @@ core::Snapshot Collector::collect() const {
                     std::chrono::system_clock::now());
 }
 
+procfs::IpcResidue Collector::ipc_residue(const core::ProcView& view) const {
+  std::vector<pid_t> live;
+  live.reserve(view.processes.size());
+  for (const auto& p : view.processes) live.push_back(p.stat.pid);  // sorted, as the view
+  return procfs::find_ipc_residue(proc_, catalog_.dev_root(), live);
+}
+
+procfs::HostStats Collector::host_stats() const {
+  return procfs::read_host_stats(proc_.root());
+}
+
 }  // namespace gpureap::collect

@@ -8,6 +8,8 @@
 #include "core/result.h"
 #include "core/snapshot.h"
 #include "procfs/device_files.h"
+#include "procfs/host_stats.h"
+#include "procfs/ipc_residue.h"
 #include "procfs/proc_fs.h"
 
 namespace gpureap::collect {
@@ -38,6 +40,11 @@ class Collector {
   // rescanning /proc.
   core::DriverReading read_drivers() const;
   core::Snapshot collect() const;
+  // Host-memory leftovers of killed jobs (doctor's ipc-residue) beside the processes of `view`:
+  // costly when the dev root's shm has old files, so asked for apart from collect().
+  procfs::IpcResidue ipc_residue(const core::ProcView& view) const;
+  // The host's load and memory, from the same procfs.
+  procfs::HostStats host_stats() const;
 
   const procfs::ProcFs& procfs() const { return proc_; }
   const std::shared_ptr<backend::BackendSet>& drivers() const { return drivers_; }

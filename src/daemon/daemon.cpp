@@ -19,8 +19,9 @@
 #include "core/duration.h"
 #include "daemon/config.h"
 #include "daemon/http_content.h"
-#include "daemon/sampler.h"
+#include "daemon/sample_publisher.h"
 #include "daemon/sd_notify.h"
+#include "engine/engine.h"
 #include "export/http_server.h"
 #include "history/history.h"
 #include "policy/runner.h"
@@ -55,9 +56,12 @@ void raise_descriptor_limit() {
   ::setrlimit(RLIMIT_NOFILE, &nofile);
 }
 
-SamplerSettings sampler_settings(const DaemonConfig& c) {
-  return {c.interval,       c.holder_scan_interval, c.full_scan_interval,
-          c.driver_timeout, c.per_process_metrics,  c.unattributed_threshold};
+engine::Cadence cadence(const DaemonConfig& c) {
+  return {c.interval, c.holder_scan_interval, c.full_scan_interval, c.driver_timeout, true};
+}
+
+PublishSettings publish_settings(const DaemonConfig& c) {
+  return {c.per_process_metrics, c.unattributed_threshold};
 }
 
 history::HistoryLimits history_limits(const DaemonConfig& c) {
@@ -145,8 +149,10 @@ class Daemon {
       : options_(options),
         config_(std::move(config)),
         history_(std::make_shared<history::History>(history_limits(config_))),
-        sampler_(std::move(collector), options.roots.dev_root, sampler_settings(config_), history_),
-        content_(sampler_),
+        // The sampling engine reads the collector's backends, each driver behind its watchdog.
+        engine_(std::move(collector), cadence(config_)),
+        samples_(std::make_shared<SamplePublisher>(publish_settings(config_), history_)),
+        content_(*samples_),
         notifier_(Notifier::from_environment()),
         alerts_(std::make_shared<alert::AlertConsumer>()),
         audit_(std::make_shared<audit::AuditLog>(audit_settings(config_))),
@@ -163,10 +169,11 @@ class Daemon {
     policies_->add_record_sink([alerts = alerts_](const audit::Record& r, bool final) {
       if (final) alerts->on_policy_record(r);
     });
-    sampler_.add_consumer(policies_);
+    samples_->add_consumer(policies_);
     content_.set_policies(policies_);
-    sampler_.add_consumer(alerts_);
-    sampler_.add_consumer(std::make_shared<AuditMetrics>(audit_));
+    samples_->add_consumer(alerts_);
+    samples_->add_consumer(std::make_shared<AuditMetrics>(audit_));
+    engine_.add_consumer(samples_);
   }
 
   int run(const sigset_t& signals) {
@@ -183,7 +190,7 @@ class Daemon {
     base::log_notice("listening on http://" + server_->address().text() + "/" +
                      (config_.auth_token ? " (bearer token required)" : ""));
     configure_alerts(config_);
-    sampler_.start();
+    engine_.start();
 
     bool ready = false;
     bool stall_logged = false;
@@ -203,7 +210,7 @@ class Daemon {
       }
       if (sig == SIGHUP) reload();
 
-      auto latest = sampler_.latest();
+      auto latest = samples_->latest();
       if (!ready && latest) {
         ready = true;
         notifier_.ready();
@@ -211,7 +218,7 @@ class Daemon {
       }
       const auto now = Clock::now();
       const bool fresh =
-          now - std::max(sampler_.last_progress(), started_) < content_.stall_after();
+          now - std::max(samples_->last_progress(), started_) < content_.stall_after();
       if (!fresh && !stall_logged) {
         base::log_error(
             "the sampler has not finished a sample for " +
@@ -221,7 +228,7 @@ class Daemon {
       }
       if (fresh) stall_logged = false;
       if (auto wd = notifier_.watchdog(); wd && now >= next_ping) {
-        // Half of WatchdogSec, as systemd recommends; a stalled sampler stops the pings.
+        // Half of WatchdogSec, as systemd recommends; stalled sampling stops the pings.
         if (fresh) notifier_.ping_watchdog();
         next_ping = now + std::chrono::duration_cast<Clock::duration>(*wd / 2);
       }
@@ -235,7 +242,7 @@ class Daemon {
     }
     notifier_.stopping();
     server_->stop();
-    sampler_.stop();
+    engine_.stop();
     policies_->stop();
     alerts_->stop();
     base::log_info("stopped");
@@ -266,7 +273,8 @@ class Daemon {
       base::log_notice("listening on http://" + server_->address().text() + "/");
     }
     server_->set_token(next->auth_token);
-    sampler_.apply(sampler_settings(*next));
+    engine_.apply(cadence(*next));
+    samples_->apply(publish_settings(*next));
     history_->set_limits(history_limits(*next));
     content_.set_stall_after(stall_threshold(next->interval, next->driver_timeout));
     base::set_log_level(next->log_level);
@@ -290,7 +298,8 @@ class Daemon {
   const DaemonOptions& options_;
   DaemonConfig config_;
   std::shared_ptr<history::History> history_;
-  Sampler sampler_;
+  engine::Engine engine_;
+  std::shared_ptr<SamplePublisher> samples_;
   HttpContent content_;
   Notifier notifier_;
   std::shared_ptr<alert::AlertConsumer> alerts_;
@@ -329,8 +338,8 @@ int run_daemon(const DaemonOptions& options) {
   settings.pid_max = proc->pid_max();
   backend::WatchdogOptions watchdog;
   watchdog.timeout = config->driver_timeout;
-  // The sampler's backends, and the policy actions' own: actions verify releases on their own
-  // thread while the sampler keeps its pace, each driver behind a watchdog of their own.
+  // The engine's backends, and the policy actions' own: actions verify releases on their own
+  // thread while the engine keeps its pace, each driver behind a watchdog of their own.
   auto collector = collect::Collector::open(
       options.roots, backend::BackendSet::make(backend::builtin_backends(), settings, watchdog));
   if (!collector) {

@@ -1,5 +1,5 @@
 #pragma once
-// `gpureap daemon`: the node agent. Wires the sampler, the HTTP endpoints, systemd's
+// `gpureap daemon`: the node agent. Wires the sampling engine, the HTTP endpoints, systemd's
 // notifications and the signals (SIGHUP reloads, SIGTERM/SIGINT stop).
 #include <optional>
 #include <string>

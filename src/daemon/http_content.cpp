@@ -23,15 +23,15 @@ std::chrono::milliseconds stall_threshold(std::chrono::milliseconds interval,
 }
 
 exporter::Reply HttpContent::metrics() {
-  auto s = sampler_.latest();
+  auto s = samples_.latest();
   if (!s) return not_ready();
   return {200, exporter::kPrometheusContentType, s->metrics_text};
 }
 
 exporter::Reply HttpContent::health() {
-  auto s = sampler_.latest();
+  auto s = samples_.latest();
   if (!s) return not_ready();
-  auto age = std::chrono::steady_clock::now() - sampler_.last_progress();
+  auto age = std::chrono::steady_clock::now() - samples_.last_progress();
   auto age_s = std::chrono::duration_cast<std::chrono::seconds>(age).count();
   if (age > stall_after())
     return {
@@ -48,13 +48,13 @@ exporter::Reply HttpContent::health() {
 }
 
 exporter::Reply HttpContent::snapshot() {
-  auto s = sampler_.latest();
+  auto s = samples_.latest();
   if (!s) return not_ready();
   return {200, kJson, output::dump_json(output::snapshot_to_json(*s->snapshot)) + "\n"};
 }
 
 exporter::Reply HttpContent::findings() {
-  auto s = sampler_.latest();
+  auto s = samples_.latest();
   if (!s) return not_ready();
   return {200, kJson, output::dump_json(output::doctor_to_json(*s->snapshot, s->findings)) + "\n"};
 }
@@ -68,9 +68,9 @@ exporter::Reply HttpContent::policies() {
 }
 
 exporter::Reply HttpContent::history(const exporter::HistoryRequest& request) {
-  auto s = sampler_.latest();
+  auto s = samples_.latest();
   if (!s) return not_ready();
-  auto view = sampler_.history().query({request.gpu, request.since});
+  auto view = samples_.history().query({request.gpu, request.since});
   if (request.gpu && view.gpus.empty())
     return {404, "text/plain; charset=utf-8",
             "no history for GPU " + std::to_string(*request.gpu) +
@@ -81,7 +81,7 @@ exporter::Reply HttpContent::history(const exporter::HistoryRequest& request) {
 }
 
 std::chrono::milliseconds HttpContent::default_history_span() const {
-  return sampler_.history().limits().window;
+  return samples_.history().limits().window;
 }
 
 }  // namespace gpureap::daemon

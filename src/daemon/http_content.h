@@ -1,10 +1,10 @@
 #pragma once
-// What the daemon's HTTP endpoints serve, from the sampler's latest published sample: never
+// What the daemon's HTTP endpoints serve, from the latest published sample: never
 // from the driver, so a scrape cannot block on a wedged GPU.
 #include <atomic>
 #include <chrono>
 
-#include "daemon/sampler.h"
+#include "daemon/sample_publisher.h"
 #include "export/http_server.h"
 #include "policy/runner.h"
 
@@ -12,7 +12,7 @@ namespace gpureap::daemon {
 
 class HttpContent final : public exporter::ContentSource {
  public:
-  explicit HttpContent(const Sampler& sampler) : sampler_(sampler) {}
+  explicit HttpContent(const SamplePublisher& samples) : samples_(samples) {}
 
   exporter::Reply metrics() override;
   exporter::Reply health() override;
@@ -34,7 +34,7 @@ class HttpContent final : public exporter::ContentSource {
   }
 
  private:
-  const Sampler& sampler_;
+  const SamplePublisher& samples_;
   std::shared_ptr<const policy::PolicyRunner> policies_;
   std::atomic<long long> stall_after_ms_{60000};
 };

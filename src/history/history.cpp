@@ -210,11 +210,6 @@ std::optional<exporter::TimePoint> History::below_since(const exporter::ProcessK
   return from_ms(*since);
 }
 
-size_t History::tracked_processes() const {
-  std::lock_guard lock(mutex_);
-  return tracks_.size();
-}
-
 size_t History::process_points() const {
   std::lock_guard lock(mutex_);
   return process_points_;

@@ -1,11 +1,11 @@
 #pragma once
-// Ring buffers of what the sampler saw: per GPU (memory, utilisation, one point per sample)
+// Ring buffers of what the daemon sampled: per GPU (memory, utilisation, one point per sample)
 // and per process and GPU (memory, SM utilisation, one point per change). The basis of
 // /api/v1/history and of the idle and duration conditions that cleanup policies will use.
 //
 // Bounded: a GPU keeps window/interval points; processes are tracked up to max_processes
 // (the longest unseen goes first) and share a budget of process points (the busiest track
-// loses its oldest points first). Thread-safe: the sampler records, HTTP handlers query.
+// loses its oldest points first). Thread-safe: the engine's thread records, HTTP handlers query.
 #include <chrono>
 #include <cstdint>
 #include <map>
@@ -50,7 +50,6 @@ class History {
   std::optional<exporter::TimePoint> below_since(const exporter::ProcessKey& key, unsigned gpu,
                                                  unsigned below_percent) const;
 
-  size_t tracked_processes() const;
   size_t process_points() const;  // stored, all tracks together
 
  private:

@@ -48,6 +48,7 @@ class DeviceCatalog {
                                                const std::string& proc_root);
 
   const std::vector<GpuDeviceFile>& files() const { return files_; }
+  const std::string& dev_root() const { return dev_root_; }
 
   // Cheap filter on an fd's link text, before any stat: can it be a GPU device file?
   bool may_match(std::string_view link_text) const;

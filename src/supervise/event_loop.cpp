@@ -123,7 +123,7 @@ void Supervisor::begin_cleanup() {
     if (WIFSIGNALED(*wait_status_) || job_stopped_) terminal_->restore_modes();
   }
   // The last sample before leftovers are ended: memory they hold counts in the peak.
-  if (auto snap = sampler_->fresh(std::chrono::seconds(5))) teardown_->note_devices(*snap);
+  if (auto snap = sampling_->fresh(std::chrono::seconds(5))) teardown_->note_devices(*snap);
 }
 
 }  // namespace gpureap::supervise

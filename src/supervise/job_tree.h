@@ -33,7 +33,7 @@ struct JobMember {
   std::string comm;
 };
 
-// Shared by the main loop and the GPU sampler thread.
+// Shared by the main loop and the sampling engine's thread.
 class JobMembers {
  public:
   explicit JobMembers(pid_t root) : root_(root) {}

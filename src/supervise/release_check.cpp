@@ -14,7 +14,7 @@ void judge_release(const core::Snapshot& snapshot, const IsJobProcess& is_job, R
   c.released = c.memory.empty() && c.files.empty();
 }
 
-ReleaseCheck verify_release(GpuSampler& sampler, const IsJobProcess& is_job,
+ReleaseCheck verify_release(JobSampling& sampling, const IsJobProcess& is_job,
                             std::chrono::milliseconds timeout, const Pause& pause) {
   using Clock = std::chrono::steady_clock;
   using std::chrono::milliseconds;
@@ -26,7 +26,7 @@ ReleaseCheck verify_release(GpuSampler& sampler, const IsJobProcess& is_job,
   for (;;) {
     auto remaining = std::chrono::duration_cast<milliseconds>(deadline - Clock::now());
     // At least one answer even with --release-timeout 0; a hung driver costs this bound.
-    auto snap = sampler.fresh(std::max(remaining, milliseconds(5000)));
+    auto snap = sampling.fresh(std::max(remaining, milliseconds(5000)));
     if (!snap) {
       if (!c.performed)
         c.skipped_because = "the GPU backend did not answer within " +

@@ -6,7 +6,7 @@
 #include <chrono>
 #include <functional>
 
-#include "supervise/gpu_sampler.h"
+#include "supervise/job_sampling.h"
 #include "supervise/job_usage.h"
 #include "supervise/run_report.h"
 
@@ -16,7 +16,7 @@ namespace gpureap::supervise {
 // sent a terminating signal).
 using Pause = std::function<bool(std::chrono::milliseconds)>;
 
-ReleaseCheck verify_release(GpuSampler& sampler, const IsJobProcess& is_job,
+ReleaseCheck verify_release(JobSampling& sampling, const IsJobProcess& is_job,
                             std::chrono::milliseconds timeout, const Pause& pause);
 
 // One snapshot's verdict (pure): fills method, memory, files and released.

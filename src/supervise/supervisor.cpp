@@ -93,9 +93,9 @@ bool Supervisor::start() {
   // CMD is gpureap's unreaped child: its stat is there even if it already exited.
   if (auto st = collector_.procfs().read_stat(job_); st && *st) members_->add(**st);
   teardown_ = std::make_unique<Teardown>(collector_.procfs(), *members_, job_);
-  sampler_ =
-      std::make_unique<GpuSampler>(collector_, members_, options_.sample_interval, job_start_);
-  sampler_->start();
+  sampling_ =
+      std::make_unique<JobSampling>(collector_, members_, options_.sample_interval, job_start_);
+  sampling_->start();
   return true;
 }
 
@@ -194,10 +194,10 @@ void Supervisor::finish() {
         wait_and_dispatch(until);
       return late_terminating_signals_ == signals_before;
     };
-    report_.release = verify_release(*sampler_, is_job, options_.release_timeout, pause);
+    report_.release = verify_release(*sampling_, is_job, options_.release_timeout, pause);
   }
-  sampler_->stop();
-  report_.gpu = sampler_->result();
+  sampling_->stop();
+  report_.gpu = sampling_->result();
   reap();
 }
 

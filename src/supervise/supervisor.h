@@ -21,7 +21,7 @@
 #include <optional>
 
 #include "collect/collector.h"
-#include "supervise/gpu_sampler.h"
+#include "supervise/job_sampling.h"
 #include "supervise/job_tree.h"
 #include "supervise/options.h"
 #include "supervise/run_report.h"
@@ -62,7 +62,7 @@ class Supervisor {
   std::optional<Terminal> terminal_;
   std::shared_ptr<JobMembers> members_;
   std::unique_ptr<Teardown> teardown_;
-  std::unique_ptr<GpuSampler> sampler_;
+  std::unique_ptr<JobSampling> sampling_;
 
   pid_t job_ = 0;  // CMD's pid, also its process group id
   Clock::time_point job_start_, job_end_;

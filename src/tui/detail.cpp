@@ -42,15 +42,8 @@ std::string fds_text(const std::vector<int>& fds) {
   return out;
 }
 
-}  // namespace
-
-std::vector<Line> detail_lines(const core::Snapshot& s, const core::Snapshot* previous,
-                               const ViewRow& v, const Viewer& viewer, size_t width) {
-  std::vector<Line> out;
-  const TopRow& r = v.row;
-  const core::ProcessRow* row = s.row(r.pid);
-  const core::HostProcess* p = s.find(r.pid);
-
+// PID, state, user, age and the process's family.
+Line head_line(const TopRow& r, const core::HostProcess* p) {
   Line head;
   head.add(fmt::format("PID {}", r.pid), Role::Header);
   head.add("  " + r.state_text(), r.ghost ? Role::Ghost : r.stuck ? Role::Stuck : Role::Normal);
@@ -62,7 +55,12 @@ std::vector<Line> detail_lines(const core::Snapshot& s, const core::Snapshot* pr
                          p->stat.pgid, p->stat.sid, p->stat.num_threads),
              Role::Dim);
   }
-  out.push_back(std::move(head));
+  return head;
+}
+
+// What /proc says: the command, where it waits, its container and namespace PIDs, its GPU files.
+void add_process(std::vector<Line>& out, const TopRow& r, const core::HostProcess* p,
+                 size_t width) {
   add_wrapped(out, "command    ", r.command, width);
   if (p && p->details && p->details->wchan && !p->details->wchan->empty())
     add_wrapped(out, "waits in   ",
@@ -84,6 +82,11 @@ std::vector<Line> detail_lines(const core::Snapshot& s, const core::Snapshot* pr
                  fds_text(h.fds) + ")";
     add_wrapped(out, "devices    ", devices.empty() ? "none" : devices, width);
   }
+}
+
+// What the driver lists for it, its anomalies, and whether this user can act on it.
+void add_gpu_use(std::vector<Line>& out, const TopRow& r, const core::ProcessRow* row,
+                 const Viewer& viewer, size_t width) {
   if (row && !row->gpus.empty()) {
     std::string mem;
     for (const auto& u : row->gpus) {
@@ -110,18 +113,21 @@ std::vector<Line> detail_lines(const core::Snapshot& s, const core::Snapshot* pr
   else if (!viewer.privileged() && r.gone)
     add_wrapped(out, "actions    ", "k kills the processes that keep its memory, if they are yours",
                 width, Role::Dim);
+}
 
-  // What the doctor finds about this PID.
+// What the doctor finds about this PID: evidence, meaning, remedies.
+void add_findings(std::vector<Line>& out, const core::Snapshot& s, const core::Snapshot* previous,
+                  pid_t pid, size_t width) {
   const core::Snapshot& first = previous ? *previous : s;
   doctor::DoctorInput in{first, s, {}, std::nullopt, reap::is_protected_process};
   auto findings = doctor::diagnose(in);
   std::erase_if(findings, [&](const doctor::Finding& f) {
-    return std::find(f.pids.begin(), f.pids.end(), r.pid) == f.pids.end();
+    return std::find(f.pids.begin(), f.pids.end(), pid) == f.pids.end();
   });
   out.push_back({});
   if (findings.empty()) {
     out.push_back(Line().add("gpureap doctor: nothing wrong with this process", Role::Dim));
-    return out;
+    return;
   }
   out.push_back(Line().add("gpureap doctor:", Role::Header));
   for (const auto& f : findings) {
@@ -137,6 +143,19 @@ std::vector<Line> detail_lines(const core::Snapshot& s, const core::Snapshot* pr
     for (const auto& m : f.remedy)
       add_wrapped(out, "  $ ", text::terminal_safe(m), width, Role::Key, "  ");
   }
+}
+
+}  // namespace
+
+std::vector<Line> detail_lines(const core::Snapshot& s, const core::Snapshot* previous,
+                               const ViewRow& v, const Viewer& viewer, size_t width) {
+  const TopRow& r = v.row;
+  const core::HostProcess* p = s.find(r.pid);
+  std::vector<Line> out;
+  out.push_back(head_line(r, p));
+  add_process(out, r, p, width);
+  add_gpu_use(out, r, s.row(r.pid), viewer, width);
+  add_findings(out, s, previous, r.pid, width);
   return out;
 }
 

@@ -165,7 +165,7 @@ void TopModel::shift_sort(int delta) {
 
 Effect TopModel::handle(const Key& key) {
   if (key.kind == Key::None || key.kind == Key::Resize) return {};
-  if (key.kind == Key::Interrupt) return {Effect::Quit};
+  if (key.kind == Key::Interrupt) return {Effect::Quit};  // from any mode
   switch (mode_) {
     case Mode::Table:
       return handle_table(key);
@@ -183,47 +183,84 @@ Effect TopModel::handle(const Key& key) {
 }
 
 Effect TopModel::handle_table(const Key& key) {
-  size_t page = std::max<size_t>(1, layout_.table_rows);
   bool quit_armed = quit_armed_;
   quit_armed_ = false;
-  switch (key.kind) {
-    case Key::Up:
-      move(-1);
+  auto binding = binding_for(key);
+  if (!binding) return {};
+  switch (binding->action) {
+    case Action::Up:
+    case Action::Down:
+    case Action::PageUp:
+    case Action::PageDown:
+    case Action::First:
+    case Action::Last:
+    case Action::Select:
+    case Action::ScrollUp:
+    case Action::ScrollDown:
+      navigate(binding->action, key);
       return {};
-    case Key::Down:
-      move(1);
+    case Action::Quit:
+      return {Effect::Quit};
+    case Action::QuitAsking:
+      if (kill_running() && !quit_armed) {
+        quit_armed_ = true;
+        set_message("a kill is still running: press q again to quit anyway", Role::Warn);
+        return {};
+      }
+      return {Effect::Quit};
+    case Action::Kill:
+      return kill_selection();
+    default:
+      change_view(*binding);
       return {};
-    case Key::PageUp:
-      if (detail_)
-        detail_scroll_ =
-            detail_scroll_ > layout_.detail_rows / 2 ? detail_scroll_ - layout_.detail_rows / 2 : 0;
-      else
-        move(-static_cast<long>(page));
-      return {};
-    case Key::PageDown:
-      if (detail_)
-        detail_scroll_ += std::max<size_t>(1, layout_.detail_rows / 2);
-      else
-        move(static_cast<long>(page));
-      return {};
-    case Key::Home:
-      move(-static_cast<long>(view_.size()));
-      return {};
-    case Key::End:
-      move(static_cast<long>(view_.size()));
-      return {};
-    case Key::Left:
-      shift_sort(-1);
-      return {};
-    case Key::Right:
-      shift_sort(1);
-      return {};
-    case Key::Enter:
+  }
+}
+
+void TopModel::navigate(Action action, const Key& key) {
+  const size_t page = std::max<size_t>(1, layout_.table_rows);
+  const size_t half_pane = layout_.detail_rows / 2;
+  switch (action) {
+    case Action::Up:
+      return move(-1);
+    case Action::Down:
+      return move(1);
+    case Action::PageUp:
+      if (!detail_) return move(-static_cast<long>(page));
+      detail_scroll_ = detail_scroll_ > half_pane ? detail_scroll_ - half_pane : 0;
+      return;
+    case Action::PageDown:
+      if (!detail_) return move(static_cast<long>(page));
+      detail_scroll_ += std::max<size_t>(1, half_pane);
+      return;
+    case Action::First:
+      return move(-static_cast<long>(view_.size()));
+    case Action::Last:
+      return move(static_cast<long>(view_.size()));
+    case Action::Select:
+      if (key.y >= layout_.table_y && key.y < layout_.table_y + layout_.table_rows) {
+        size_t i = scroll_ + (key.y - layout_.table_y);
+        if (i < view_.size()) {
+          detail_scroll_ = 0;
+          select_index(i);
+        }
+      }
+      return;
+    case Action::ScrollUp:
+      return move(-3);
+    case Action::ScrollDown:
+      return move(3);
+    default:
+      return;
+  }
+}
+
+void TopModel::change_view(const Binding& binding) {
+  switch (binding.action) {
+    case Action::Detail:
       detail_ = !detail_;
       detail_scroll_ = 0;
-      relayout();
-      return {};
-    case Key::Escape:
+      return relayout();
+    case Action::Back:
       if (detail_) {
         detail_ = false;
         relayout();
@@ -232,111 +269,65 @@ Effect TopModel::handle_table(const Key& key) {
       } else {
         message_.clear();
       }
-      return {};
-    case Key::Help:
+      return;
+    case Action::Help:
       mode_ = Mode::Help;
-      return {};
-    case Key::Quit:
-      return {Effect::Quit};
-    case Key::Click:
-      if (key.y >= layout_.table_y && key.y < layout_.table_y + layout_.table_rows) {
-        size_t i = scroll_ + (key.y - layout_.table_y);
-        if (i < view_.size()) {
-          detail_scroll_ = 0;
-          select_index(i);
-        }
-      }
-      return {};
-    case Key::WheelUp:
-      move(-3);
-      return {};
-    case Key::WheelDown:
-      move(3);
-      return {};
-    case Key::Kill:
-    case Key::Char:
-      break;
-    default:
-      return {};
-  }
-  char32_t c = key.kind == Key::Kill ? U'k' : key.ch;
-  switch (c) {
-    case U'q':
-    case U'Q':
-      if (kill_running() && !quit_armed) {
-        quit_armed_ = true;
-        set_message("a kill is still running: press q again to quit anyway", Role::Warn);
-        return {};
-      }
-      return {Effect::Quit};
-    case U'?':
-    case U'h':
-      mode_ = Mode::Help;
-      return {};
-    case U'/':
+      return;
+    case Action::Filter:
       mode_ = Mode::FilterInput;
       filter_edit_ = options_.filter.text;
-      return {};
-    case U'g':
-      cycle_gpu();
-      return {};
-    case U'u':
-      cycle_user();
-      return {};
-    case U'a':
+      return;
+    case Action::CycleGpu:
+      return cycle_gpu();
+    case Action::CycleUser:
+      return cycle_user();
+    case Action::AnomaliesOnly:
       options_.filter.anomalies_only = !options_.filter.anomalies_only;
-      rebuild();
-      return {};
-    case U'c':
+      return rebuild();
+    case Action::ClearFilters:
       options_.filter = Filter{};
-      rebuild();
-      return {};
-    case U't':
+      return rebuild();
+    case Action::Tree:
       options_.tree = !options_.tree;
-      rebuild();
-      return {};
-    case U'r':
+      return rebuild();
+    case Action::Reverse:
       options_.sort.descending = !options_.sort.descending;
-      rebuild();
-      return {};
-    case U'<':
-    case U',':
-      shift_sort(-1);
-      return {};
-    case U'>':
-    case U'.':
-      shift_sort(1);
-      return {};
-    case U' ':
+      return rebuild();
+    case Action::SortPrevious:
+      return shift_sort(-1);
+    case Action::SortNext:
+      return shift_sort(1);
+    case Action::SortBy:
+      if (binding.column) sort_by(*binding.column);
+      return;
+    case Action::Tag:
       if (auto pid = selected()) {
         if (!tags_.erase(*pid)) tags_.insert(*pid);
         move(1);
       }
-      return {};
-    case U'k': {
-      if (settings_.readonly) {
-        set_message("read-only (--readonly): actions are disabled", Role::Warn);
-        return {};
-      }
-      if (kill_running()) {
-        set_message("a kill is already running; wait for its outcome", Role::Warn);
-        return {};
-      }
-      std::vector<pid_t> pids(tags_.begin(), tags_.end());
-      if (pids.empty())
-        if (auto pid = selected()) pids.push_back(*pid);
-      if (pids.empty()) {
-        set_message("nothing selected to kill", Role::Warn);
-        return {};
-      }
-      return {Effect::PlanKill, pids};
-    }
+      return;
     default:
-      break;
+      return;
   }
-  if (c < 0x80)
-    if (auto col = column_for_key(static_cast<char>(c))) sort_by(*col);
-  return {};
+}
+
+Effect TopModel::kill_selection() {
+  if (settings_.readonly) {
+    set_message("read-only (--readonly): actions are disabled", Role::Warn);
+    return {};
+  }
+  if (kill_running()) {
+    set_message("a kill is already running; wait for its outcome", Role::Warn);
+    return {};
+  }
+  std::vector<pid_t> pids(tags_.begin(), tags_.end());
+  if (pids.empty())
+    if (auto pid = selected()) pids.push_back(*pid);
+  if (pids.empty()) {
+    set_message("nothing selected to kill", Role::Warn);
+    return {};
+  }
+  return {Effect::PlanKill, pids};
 }
 
 Effect TopModel::handle_filter(const Key& key) {

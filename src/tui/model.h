@@ -12,45 +12,15 @@
 #include <vector>
 
 #include "core/snapshot.h"
+#include "procfs/host_stats.h"
 #include "tui/frame.h"
-#include "tui/host_stats.h"
+#include "tui/key.h"
+#include "tui/key_bindings.h"
 #include "tui/layout.h"
 #include "tui/trend.h"
 #include "tui/view.h"
 
 namespace gpureap::tui {
-
-struct Key {
-  enum Kind {
-    None,
-    Char,
-    Up,
-    Down,
-    PageUp,
-    PageDown,
-    Home,
-    End,
-    Left,
-    Right,
-    Enter,
-    Escape,
-    Backspace,
-    Help,       // F1
-    Kill,       // F9
-    Quit,       // F10
-    Interrupt,  // Ctrl-C
-    Click,      // mouse button 1 at row y
-    WheelUp,
-    WheelDown,
-    Resize,
-  };
-  Kind kind = None;
-  char32_t ch = 0;
-  size_t y = 0;
-
-  static Key chr(char32_t c) { return {Char, c, 0}; }
-  static Key of(Kind k) { return {k, 0, 0}; }
-};
 
 enum class Mode {
   Table,        // the process table (and the detail pane when open)
@@ -72,7 +42,7 @@ struct Effect {
   std::vector<pid_t> pids;
 };
 
-// What the sampler says about itself.
+// How sampling goes, as the engine tells it.
 struct SamplingStatus {
   std::optional<std::chrono::seconds> driver_stuck;  // an NVML call has been blocked this long
   std::optional<std::chrono::seconds> stalled;       // no new sample for this long
@@ -93,7 +63,7 @@ class TopModel {
   void set_size(size_t width, size_t height);
   // A new sample: the previous one is kept for the doctor's second look.
   void set_snapshot(std::shared_ptr<const core::Snapshot> snapshot);
-  void set_host(HostStats host) { host_ = host; }
+  void set_host(procfs::HostStats host) { host_ = host; }
   void set_sampling(SamplingStatus status) { sampling_ = std::move(status); }
 
   Effect handle(const Key& key);
@@ -128,6 +98,9 @@ class TopModel {
   void select_index(size_t index);
   void move(long delta);
   Effect handle_table(const Key& key);
+  void navigate(Action action, const Key& key);
+  void change_view(const Binding& binding);
+  Effect kill_selection();
   Effect handle_filter(const Key& key);
   Effect handle_dialog(const Key& key);
   void cycle_gpu();
@@ -137,10 +110,20 @@ class TopModel {
 
   // render.cpp
   void compose_header(Frame& f) const;
+  void compose_title(Frame& f) const;
+  void compose_gpus(Frame& f) const;
+  Line gpu_line(const core::Gpu& gpu) const;
+  void compose_host(Frame& f) const;
+  void compose_status(Frame& f) const;
+  void add_sampling_status(Line& status) const;
+  void add_filter_status(Line& status) const;
   void compose_table(Frame& f) const;
+  Line table_line(const ViewRow& row) const;
   void compose_detail(Frame& f) const;
   void compose_footer(Frame& f) const;
   void compose_dialog(Frame& f) const;
+  void draw_dialog(Frame& f, const std::string& title, Role title_role, const std::string& hint,
+                   const std::vector<Line>& content) const;
 
   TopSettings settings_;
   std::shared_ptr<const core::Snapshot> snapshot_, previous_;
@@ -149,7 +132,7 @@ class TopModel {
   ViewOptions options_;
   ScreenLayout layout_;
   std::vector<ColumnSpec> columns_;
-  HostStats host_;
+  procfs::HostStats host_;
   SamplingStatus sampling_;
   MemoryTrend trend_;
 

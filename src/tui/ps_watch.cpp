@@ -8,8 +8,8 @@
 #include <csignal>
 #include <ctime>
 #include <iostream>
-#include <thread>
 
+#include "engine/engine.h"
 #include "output/ps_view.h"
 #include "output/snapshot_json.h"
 #include "output/style.h"
@@ -40,13 +40,6 @@ std::pair<size_t, size_t> terminal_size() {
   return {80, 24};
 }
 
-// Sleeps until `until`, waking early when a signal asks to stop.
-void sleep_until(std::chrono::steady_clock::time_point until) {
-  while (!g_stop && std::chrono::steady_clock::now() < until)
-    std::this_thread::sleep_for(std::min<std::chrono::steady_clock::duration>(
-        std::chrono::milliseconds(50), until - std::chrono::steady_clock::now()));
-}
-
 // One screen: a title line (the interval, the host, the time), the incomplete view's warning,
 // the ps table.
 std::string screen(const core::Snapshot& snapshot, const PsWatchOptions& o,
@@ -61,15 +54,21 @@ std::string screen(const core::Snapshot& snapshot, const PsWatchOptions& o,
 
 }  // namespace
 
-void watch_ps(const collect::Collector& collector, const PsWatchOptions& o) {
+bool watch_ps(const collect::Collector& collector, const PsWatchOptions& o) {
   install_handlers();
+  // Collections run on the engine's thread, every one a full scan; this loop only prints them.
+  engine::Engine engine(collector, engine::Cadence{o.interval});
+  engine.start();
   const bool tty = ::isatty(STDOUT_FILENO);
   auto style = output::Style::for_stdout(o.no_color);
   bool first = true;
-  auto next = std::chrono::steady_clock::now();
+  uint64_t shown = 0;
   while (!g_stop) {
-    auto snapshot = collector.collect();
-    if (g_stop) break;
+    // Short waits, so a signal to stop is seen at once.
+    auto collection = engine.newer_than(shown, std::chrono::milliseconds(50));
+    if (!collection || g_stop) continue;
+    shown = collection->sequence;
+    const core::Snapshot& snapshot = *collection->snapshot;
     if (o.json) {
       std::cout << output::dump_json(output::snapshot_to_json(snapshot), -1) << "\n" << std::flush;
     } else {
@@ -85,12 +84,9 @@ void watch_ps(const collect::Collector& collector, const PsWatchOptions& o) {
     }
     first = false;
     if (!std::cout) break;  // the reader went away
-    next += o.interval;
-    auto now = std::chrono::steady_clock::now();
-    if (next < now) next = now;  // a slow collection delays the next one, never piles them up
-    sleep_until(next);
   }
   if (tty && !o.json) std::cout << kShowCursor << std::flush;
+  return engine.stop(std::chrono::milliseconds(500));
 }
 
 }  // namespace gpureap::tui

@@ -17,8 +17,10 @@ struct PsWatchOptions {
   bool no_color = false;
 };
 
-// Collects and shows every interval until SIGINT, SIGTERM or SIGHUP, or until stdout's reader
-// goes away. A slow collection delays the next one, never piles them up.
-void watch_ps(const collect::Collector& collector, const PsWatchOptions& options);
+// Collects (on the sampling engine's thread) and shows every interval until SIGINT, SIGTERM or
+// SIGHUP, or until stdout's reader goes away. A slow collection delays the next one, never
+// piles them up. False when a collection stuck in the driver was left behind: the program
+// should then leave with _exit.
+bool watch_ps(const collect::Collector& collector, const PsWatchOptions& options);
 
 }  // namespace gpureap::tui

@@ -68,6 +68,46 @@ void add_bar(Line& l, const core::Gpu& g, const core::GpuMemorySummary& m, size_
   l.add(repeat(gl.free, width - a - gh - un), Role::BarFree);
 }
 
+// "attributed 89.2G · ghost 8.0G · unattributed 1.0G"
+void add_memory_split(Line& l, const core::GpuMemorySummary& m, const Glyphs& gl) {
+  std::string split = fmt::format("attributed {}", text::compact_bytes(m.attributed_bytes));
+  l.add(split, Role::Dim);
+  if (m.ghost_bytes)
+    l.add(fmt::format(" {} ghost {}", gl.dot, text::compact_bytes(m.ghost_bytes)), Role::Ghost);
+  if (m.unattributed_bytes && *m.unattributed_bytes)
+    l.add(fmt::format(" {} unattributed {}", gl.dot, text::compact_bytes(*m.unattributed_bytes)),
+          Role::Warn);
+  l.add(" ");
+}
+
+// A cell's text and role: the row's role where the column says what is wrong, else `plain`.
+std::pair<std::string, Role> table_cell(const TopRow& r, Column column, Role role, Role plain,
+                                        bool tagged) {
+  switch (column) {
+    case Column::Pid:
+      return {std::to_string(r.pid), tagged ? Role::Tagged : role};
+    case Column::User:
+      return {r.user, plain};
+    case Column::Gpu:
+      return {r.gpu_text(), plain};
+    case Column::Memory:
+      return {r.memory_text(), role};
+    case Column::Sm:
+      return {r.sm_text(), plain};
+    case Column::State:
+      return {r.state_text(), role};
+    case Column::Age:
+      return {r.age_text(), plain};
+    case Column::Container:
+      return {r.container, plain};
+    case Column::Anomalies:
+      return {r.anomalies, role};
+    case Column::Command:
+      break;
+  }
+  return {"", plain};
+}
+
 std::string pct(std::optional<unsigned> v) {
   return v ? fmt::format("{}%", *v) : "-";
 }
@@ -100,10 +140,20 @@ Frame TopModel::compose() const {
 }
 
 void TopModel::compose_header(Frame& f) const {
+  compose_title(f);
+  if (!snapshot_) {
+    f.lines[layout_.gpu_y] = Line().add("collecting the first sample…", Role::Dim);
+    return;
+  }
+  compose_gpus(f);
+  compose_host(f);
+  compose_status(f);
+}
+
+void TopModel::compose_title(Frame& f) const {
   const Glyphs& gl = glyphs(settings_.unicode);
   const size_t w = layout_.width;
   const core::Snapshot* s = snapshot_.get();
-
   Line title;
   title.add(" gpureap top", Role::Title);
   if (s)
@@ -118,13 +168,11 @@ void TopModel::compose_header(Frame& f) const {
   if (tw + rw + 1 < w)
     title.add(std::string(w - tw - rw - 1, ' '), Role::Title).add(right + " ", Role::Title);
   f.lines[layout_.title_y] = pad_line(title, w);
-  if (!s) {
-    f.lines[layout_.gpu_y] = Line().add("collecting the first sample…", Role::Dim);
-    return;
-  }
+}
 
-  // One line per GPU.
-  const auto& drivers = s->drivers;
+// One line per GPU, or one that says why there are none.
+void TopModel::compose_gpus(Frame& f) const {
+  const auto& drivers = snapshot_->drivers;
   if (drivers.gpus.empty()) {
     Line l;
     const core::BackendStatus* b = drivers.first_down();
@@ -139,65 +187,62 @@ void TopModel::compose_header(Frame& f) const {
     else
       l.add("the driver reports no GPU", Role::Dim);
     f.lines[layout_.gpu_y] = l;
-  } else {
-    size_t name_w = w >= 120 ? 16 : 10;
-    size_t bar_w = w >= 160 ? 30 : w >= 120 ? 24 : 14;
-    size_t fixed = 3 + name_w + 1 + bar_w + 2 + 1 + 13 + 5 + 6 + 6;
-    bool legend = w >= fixed + 60;
-    for (size_t i = 0; i < layout_.gpu_lines && i < drivers.gpus.size(); ++i) {
-      const auto& g = drivers.gpus[i];
-      Line l;
-      l.add(pad_right(std::to_string(g.index), 3), Role::Header);
-      std::string name = text::terminal_safe(g.name.value_or("?"));
-      if (name.starts_with("NVIDIA ")) name = name.substr(7);
-      l.add(pad_right(name, name_w, gl.ellipsis) + " ");
-      if (g.error) {
-        l.add("error: " + text::terminal_safe(*g.error), Role::Error);
-        f.lines[layout_.gpu_y + i] = l;
-        continue;
-      }
-      auto m = s->memory_summary(g);
-      l.add("[", Role::Dim);
-      add_bar(l, g, m, bar_w, gl);
-      l.add("] ", Role::Dim);
-      std::string used = g.memory.used_bytes && g.memory.total_bytes
-                             ? text::compact_bytes(*g.memory.used_bytes) + "/" +
-                                   text::compact_bytes(*g.memory.total_bytes)
-                             : "?";
-      l.add(pad_right(used, 13), m.ghost_bytes ? Role::Ghost : Role::Normal);
-      l.add(pad_left(pct(g.utilization_percent), 4) + " ");
-      l.add(pad_left(g.temperature_celsius ? fmt::format("{}{}", *g.temperature_celsius,
-                                                         settings_.unicode ? "°C" : "C")
-                                           : "-",
-                     5) +
-            " ");
-      l.add(pad_left(g.power_watts ? fmt::format("{:.0f}W", *g.power_watts) : "-", 5) + " ");
-      if (legend) {
-        std::string split = fmt::format("attributed {}", text::compact_bytes(m.attributed_bytes));
-        l.add(split, Role::Dim);
-        if (m.ghost_bytes)
-          l.add(fmt::format(" {} ghost {}", gl.dot, text::compact_bytes(m.ghost_bytes)),
-                Role::Ghost);
-        if (m.unattributed_bytes && *m.unattributed_bytes)
-          l.add(fmt::format(" {} unattributed {}", gl.dot,
-                            text::compact_bytes(*m.unattributed_bytes)),
-                Role::Warn);
-        l.add(" ");
-      }
-      if (g.processes_error) l.add(text::terminal_safe(*g.processes_error) + " ", Role::Warn);
-      size_t room = l.width() < w ? w - l.width() : 0;
-      size_t spark = std::min<size_t>(room > 1 ? room - 1 : 0, 40);
-      if (spark >= 4) l.add(trend_.sparkline(g.index, spark, s->timestamp, gl), Role::Good);
-      f.lines[layout_.gpu_y + i] = l;
-    }
-    if (layout_.more_gpus)
-      f.lines[layout_.gpu_y + layout_.gpu_lines] =
-          Line().add(fmt::format("+{} more GPUs (a taller terminal shows them)",
-                                 drivers.gpus.size() - layout_.gpu_lines),
-                     Role::Dim);
+    return;
   }
+  for (size_t i = 0; i < layout_.gpu_lines && i < drivers.gpus.size(); ++i)
+    f.lines[layout_.gpu_y + i] = gpu_line(drivers.gpus[i]);
+  if (layout_.more_gpus)
+    f.lines[layout_.gpu_y + layout_.gpu_lines] =
+        Line().add(fmt::format("+{} more GPUs (a taller terminal shows them)",
+                               drivers.gpus.size() - layout_.gpu_lines),
+                   Role::Dim);
+}
 
-  // The host.
+// Index, name, the memory bar and figures, utilisation, temperature, power, the memory split
+// (when there is room) and the sparkline.
+Line TopModel::gpu_line(const core::Gpu& g) const {
+  const Glyphs& gl = glyphs(settings_.unicode);
+  const size_t w = layout_.width;
+  const core::Snapshot* s = snapshot_.get();
+  size_t name_w = w >= 120 ? 16 : 10;
+  size_t bar_w = w >= 160 ? 30 : w >= 120 ? 24 : 14;
+  size_t fixed = 3 + name_w + 1 + bar_w + 2 + 1 + 13 + 5 + 6 + 6;
+  bool legend = w >= fixed + 60;
+  Line l;
+  l.add(pad_right(std::to_string(g.index), 3), Role::Header);
+  std::string name = text::terminal_safe(g.name.value_or("?"));
+  if (name.starts_with("NVIDIA ")) name = name.substr(7);
+  l.add(pad_right(name, name_w, gl.ellipsis) + " ");
+  if (g.error) {
+    l.add("error: " + text::terminal_safe(*g.error), Role::Error);
+    return l;
+  }
+  auto m = s->memory_summary(g);
+  l.add("[", Role::Dim);
+  add_bar(l, g, m, bar_w, gl);
+  l.add("] ", Role::Dim);
+  std::string used = g.memory.used_bytes && g.memory.total_bytes
+                         ? text::compact_bytes(*g.memory.used_bytes) + "/" +
+                               text::compact_bytes(*g.memory.total_bytes)
+                         : "?";
+  l.add(pad_right(used, 13), m.ghost_bytes ? Role::Ghost : Role::Normal);
+  l.add(pad_left(pct(g.utilization_percent), 4) + " ");
+  l.add(pad_left(g.temperature_celsius
+                     ? fmt::format("{}{}", *g.temperature_celsius, settings_.unicode ? "°C" : "C")
+                     : "-",
+                 5) +
+        " ");
+  l.add(pad_left(g.power_watts ? fmt::format("{:.0f}W", *g.power_watts) : "-", 5) + " ");
+  if (legend) add_memory_split(l, m, gl);
+  if (g.processes_error) l.add(text::terminal_safe(*g.processes_error) + " ", Role::Warn);
+  size_t room = l.width() < w ? w - l.width() : 0;
+  size_t spark = std::min<size_t>(room > 1 ? room - 1 : 0, 40);
+  if (spark >= 4) l.add(trend_.sparkline(g.index, spark, s->timestamp, gl), Role::Good);
+  return l;
+}
+
+void TopModel::compose_host(Frame& f) const {
+  const core::Snapshot* s = snapshot_.get();
   Line host;
   host.add("host ", Role::Header);
   if (host_.load1)
@@ -221,9 +266,33 @@ void TopModel::compose_header(Frame& f) const {
                          s->proc.uninspectable),
              Role::Warn);
   f.lines[layout_.host_y] = host;
+}
 
-  // Status: sampling trouble first, then messages, the filter, and what to do about ghosts.
+// Sampling trouble first, then messages, the filter, and what to do about ghosts.
+void TopModel::compose_status(Frame& f) const {
+  const core::Snapshot* s = snapshot_.get();
   Line st;
+  add_sampling_status(st);
+  if (!message_.empty()) st.add(message_ + "  ", message_role_);
+  add_filter_status(st);
+  for (const auto& n : output::ghost_notices(*s)) {
+    if (n.kind == output::GhostCase::Kept) {
+      st.add(fmt::format("{} on GPU {} held by ghosts", text::human_bytes(n.bytes), n.gpu),
+             Role::Ghost);
+      st.add(settings_.readonly ? "  " : "; select the ghost, k frees it  ", Role::Dim);
+    } else if (n.kind == output::GhostCase::Leaked) {
+      st.add(fmt::format("{} on GPU {} leaked", text::human_bytes(n.bytes), n.gpu), Role::Ghost);
+      st.add(": only a GPU reset frees it (" + n.command + ")  ", Role::Dim);
+    } else {
+      st.add(fmt::format("{} on GPU {} listed for gone PIDs", text::human_bytes(n.bytes), n.gpu),
+             Role::Ghost);
+      st.add(": no holder visible (" + n.command + ")  ", Role::Dim);
+    }
+  }
+  f.lines[layout_.status_y] = st;
+}
+
+void TopModel::add_sampling_status(Line& st) const {
   if (sampling_.driver_stuck)
     st.add(fmt::format("driver not answering for {}s", sampling_.driver_stuck->count()),
            Role::Error)
@@ -234,7 +303,11 @@ void TopModel::compose_header(Frame& f) const {
                        sampling_.stalled->count()),
            Role::Error);
   if (sampling_.error) st.add(text::terminal_safe(*sampling_.error) + "  ", Role::Error);
-  if (!message_.empty()) st.add(message_ + "  ", message_role_);
+}
+
+// The filters and view modes in effect, and how many rows they leave.
+void TopModel::add_filter_status(Line& st) const {
+  const Glyphs& gl = glyphs(settings_.unicode);
   const Filter& flt = options_.filter;
   if (flt.active() || options_.tree || !tags_.empty()) {
     std::string parts;
@@ -253,21 +326,6 @@ void TopModel::compose_header(Frame& f) const {
         rows_.size()));
     st.add(parts + "  ", Role::Key);
   }
-  for (const auto& n : output::ghost_notices(*s)) {
-    if (n.kind == output::GhostCase::Kept) {
-      st.add(fmt::format("{} on GPU {} held by ghosts", text::human_bytes(n.bytes), n.gpu),
-             Role::Ghost);
-      st.add(settings_.readonly ? "  " : "; select the ghost, k frees it  ", Role::Dim);
-    } else if (n.kind == output::GhostCase::Leaked) {
-      st.add(fmt::format("{} on GPU {} leaked", text::human_bytes(n.bytes), n.gpu), Role::Ghost);
-      st.add(": only a GPU reset frees it (" + n.command + ")  ", Role::Dim);
-    } else {
-      st.add(fmt::format("{} on GPU {} listed for gone PIDs", text::human_bytes(n.bytes), n.gpu),
-             Role::Ghost);
-      st.add(": no holder visible (" + n.command + ")  ", Role::Dim);
-    }
-  }
-  f.lines[layout_.status_y] = st;
 }
 
 void TopModel::compose_table(Frame& f) const {
@@ -293,61 +351,34 @@ void TopModel::compose_table(Frame& f) const {
     return;
   }
   for (size_t i = 0; i < layout_.table_rows && scroll_ + i < view_.size(); ++i) {
-    const ViewRow& v = view_[scroll_ + i];
-    const TopRow& r = v.row;
-    Role role = row_role(r);
-    Role plain = r.context || !r.actionable ? Role::Dim : Role::Normal;
-    bool tagged = tags_.count(r.pid) > 0;
-    Line l;
-    l.add(tagged ? "*" : " ", Role::Tagged);
-    for (const auto& c : columns_) {
-      std::string text;
-      Role cell = plain;
-      switch (c.column) {
-        case Column::Pid:
-          text = std::to_string(r.pid), cell = tagged ? Role::Tagged : role;
-          break;
-        case Column::User:
-          text = r.user;
-          break;
-        case Column::Gpu:
-          text = r.gpu_text();
-          break;
-        case Column::Memory:
-          text = r.memory_text(), cell = role;
-          break;
-        case Column::Sm:
-          text = r.sm_text();
-          break;
-        case Column::State:
-          text = r.state_text(), cell = role;
-          break;
-        case Column::Age:
-          text = r.age_text();
-          break;
-        case Column::Container:
-          text = r.container;
-          break;
-        case Column::Anomalies:
-          text = r.anomalies, cell = role;
-          break;
-        case Column::Command:
-          break;
-      }
-      if (c.column == Column::Command) {
-        l.add(fit(v.prefix, c.width, gl.ellipsis), Role::Dim);
-        size_t pw = std::min(c.width, text_width(v.prefix));
-        l.add(fit(r.command, c.width - pw, gl.ellipsis), plain);
-      } else {
-        l.add((c.right ? pad_left(text, c.width, gl.ellipsis)
-                       : pad_right(text, c.width, gl.ellipsis)) +
-                  " ",
-              cell);
-      }
-    }
+    Line l = table_line(view_[scroll_ + i]);
     if (scroll_ + i == index_) l = pad_line(l, layout_.width).reversed();
     f.lines[layout_.table_y + i] = l;
   }
+}
+
+// One row: the tag mark, then each column's cell; the command last, under its tree prefix.
+Line TopModel::table_line(const ViewRow& v) const {
+  const Glyphs& gl = glyphs(settings_.unicode);
+  const TopRow& r = v.row;
+  const Role role = row_role(r);
+  const Role plain = r.context || !r.actionable ? Role::Dim : Role::Normal;
+  const bool tagged = tags_.count(r.pid) > 0;
+  Line l;
+  l.add(tagged ? "*" : " ", Role::Tagged);
+  for (const auto& c : columns_) {
+    if (c.column == Column::Command) {
+      l.add(fit(v.prefix, c.width, gl.ellipsis), Role::Dim);
+      size_t pw = std::min(c.width, text_width(v.prefix));
+      l.add(fit(r.command, c.width - pw, gl.ellipsis), plain);
+      continue;
+    }
+    auto [text, cell] = table_cell(r, c.column, role, plain, tagged);
+    l.add((c.right ? pad_left(text, c.width, gl.ellipsis) : pad_right(text, c.width, gl.ellipsis)) +
+              " ",
+          cell);
+  }
+  return l;
 }
 
 void TopModel::compose_detail(Frame& f) const {

@@ -15,32 +15,18 @@ using text::pad_right;
 using text::text_width;
 using text::wrap;
 
-// The keys, their descriptions wrapped to fit `width` columns.
+// The key table's groups, keys and descriptions each wrapped to fit `width` columns.
 std::vector<Line> help_lines(bool readonly, size_t width) {
-  std::vector<std::pair<std::string, std::string>> keys = {
-      {"Up Down PgUp PgDn", "move (Home and End too); the mouse selects and scrolls"},
-      {"Enter", "detail pane: the process, then doctor's evidence and remedies"},
-      {"/", "filter by text (pid, user, state, command, container, anomaly)"},
-      {"g / u", "filter by GPU / by user (again: the next one, then all)"},
-      {"a", "only rows with anomalies"},
-      {"c", "clear every filter"},
-      {"t", "tree: holders under their parents, workers under the gone PID they keep"},
-      {"P U G M % S A O N C",
-       "sort by PID, user, GPU, memory, SM, state, age, container, anomalies, command"},
-      {"< > r", "previous / next sort column, reverse the order"},
-      {"space", "tag the row (k then acts on every tagged row)"},
-      {"k  F9", readonly ? "kill: disabled (--readonly)"
-                         : "kill the selection or the tagged rows, through the reaper"},
-      {"Esc", "close the detail pane, untag everything"},
-      {"q  Ctrl-C  F10", "quit"},
-  };
   size_t key_w = width >= 100 ? 28 : 20;
   size_t text_w = width > key_w + 10 ? width - key_w : 10;
   std::vector<Line> out;
-  for (const auto& [k, what] : keys) {
-    auto parts = wrap(what, text_w);
-    for (size_t i = 0; i < parts.size(); ++i)
-      out.push_back(Line().add(pad_right(i == 0 ? k : "", key_w), Role::Key).add(parts[i]));
+  for (const auto& group : table_bindings()) {
+    auto keys = wrap(keys_label(group), key_w - 2);
+    auto what = wrap(readonly && group.what_readonly ? *group.what_readonly : group.what, text_w);
+    for (size_t i = 0; i < std::max(keys.size(), what.size()); ++i)
+      out.push_back(Line()
+                        .add(pad_right(i < keys.size() ? keys[i] : "", key_w), Role::Key)
+                        .add(i < what.size() ? what[i] : ""));
   }
   out.push_back({});
   auto legend = [&](const std::vector<std::pair<std::string, Role>>& parts) {
@@ -77,7 +63,6 @@ std::vector<Line> help_lines(bool readonly, size_t width) {
 }  // namespace
 
 void TopModel::compose_dialog(Frame& f) const {
-  const Glyphs& gl = glyphs(settings_.unicode);
   std::vector<Line> content;
   std::string title, hint;
   Role title_role = dialog_role_;
@@ -107,6 +92,14 @@ void TopModel::compose_dialog(Frame& f) const {
     default:
       return;
   }
+  draw_dialog(f, title, title_role, hint, content);
+}
+
+// A box centred on the screen: the title in its top border, the hint (and where the scrolled
+// content is) in the bottom one.
+void TopModel::draw_dialog(Frame& f, const std::string& title, Role title_role,
+                           const std::string& hint, const std::vector<Line>& content) const {
+  const Glyphs& gl = glyphs(settings_.unicode);
   size_t cw = std::max(text_width(title) + 4, text_width(hint) + 4);
   for (const auto& l : content) cw = std::max(cw, l.width());
   Box b = center_box(f.width, f.height, cw, content.size());

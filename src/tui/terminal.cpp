@@ -170,54 +170,61 @@ void Terminal::draw(const Frame& frame) {
   doupdate();
 }
 
+namespace {
+
+// A function or cursor key (or a mouse event) as get_wch reports it.
+Key decode_key_code(wint_t ch) {
+  switch (ch) {
+    case KEY_UP:
+      return Key::of(Key::Up);
+    case KEY_DOWN:
+      return Key::of(Key::Down);
+    case KEY_LEFT:
+      return Key::of(Key::Left);
+    case KEY_RIGHT:
+      return Key::of(Key::Right);
+    case KEY_PPAGE:
+      return Key::of(Key::PageUp);
+    case KEY_NPAGE:
+      return Key::of(Key::PageDown);
+    case KEY_HOME:
+      return Key::of(Key::Home);
+    case KEY_END:
+      return Key::of(Key::End);
+    case KEY_ENTER:
+      return Key::of(Key::Enter);
+    case KEY_BACKSPACE:
+      return Key::of(Key::Backspace);
+    case KEY_RESIZE:
+      return Key::of(Key::Resize);
+    case KEY_F(1):
+      return Key::of(Key::Help);
+    case KEY_F(9):
+      return Key::of(Key::Kill);
+    case KEY_F(10):
+      return Key::of(Key::Quit);
+    case KEY_MOUSE: {
+      MEVENT ev{};
+      if (getmouse(&ev) != OK) return {};
+      if (ev.bstate & BUTTON4_PRESSED) return Key::of(Key::WheelUp);
+      if (ev.bstate & BUTTON5_PRESSED) return Key::of(Key::WheelDown);
+      if (ev.bstate & (BUTTON1_PRESSED | BUTTON1_CLICKED))
+        return {Key::Click, 0, static_cast<size_t>(ev.y)};
+      return {};
+    }
+    default:
+      return {};
+  }
+}
+
+}  // namespace
+
 Key Terminal::read_key(int timeout_ms) {
   timeout(timeout_ms);
   wint_t ch = 0;
   int rc = get_wch(&ch);
   if (rc == ERR) return {};
-  if (rc == KEY_CODE_YES) {
-    switch (ch) {
-      case KEY_UP:
-        return Key::of(Key::Up);
-      case KEY_DOWN:
-        return Key::of(Key::Down);
-      case KEY_LEFT:
-        return Key::of(Key::Left);
-      case KEY_RIGHT:
-        return Key::of(Key::Right);
-      case KEY_PPAGE:
-        return Key::of(Key::PageUp);
-      case KEY_NPAGE:
-        return Key::of(Key::PageDown);
-      case KEY_HOME:
-        return Key::of(Key::Home);
-      case KEY_END:
-        return Key::of(Key::End);
-      case KEY_ENTER:
-        return Key::of(Key::Enter);
-      case KEY_BACKSPACE:
-        return Key::of(Key::Backspace);
-      case KEY_RESIZE:
-        return Key::of(Key::Resize);
-      case KEY_F(1):
-        return Key::of(Key::Help);
-      case KEY_F(9):
-        return Key::of(Key::Kill);
-      case KEY_F(10):
-        return Key::of(Key::Quit);
-      case KEY_MOUSE: {
-        MEVENT ev{};
-        if (getmouse(&ev) != OK) return {};
-        if (ev.bstate & BUTTON4_PRESSED) return Key::of(Key::WheelUp);
-        if (ev.bstate & BUTTON5_PRESSED) return Key::of(Key::WheelDown);
-        if (ev.bstate & (BUTTON1_PRESSED | BUTTON1_CLICKED))
-          return {Key::Click, 0, static_cast<size_t>(ev.y)};
-        return {};
-      }
-      default:
-        return {};
-    }
-  }
+  if (rc == KEY_CODE_YES) return decode_key_code(ch);
   switch (ch) {
     case 3:
       return Key::of(Key::Interrupt);  // Ctrl-C when the terminal sends it as a key

@@ -2,9 +2,9 @@
 
 #include <algorithm>
 
+#include "engine/engine.h"
 #include "reap/collector_world.h"
 #include "tui/model.h"
-#include "tui/sampler.h"
 #include "tui/terminal.h"
 
 namespace gpureap::tui {
@@ -14,14 +14,15 @@ using std::chrono::duration_cast;
 using std::chrono::seconds;
 using std::chrono::steady_clock;
 
-SamplingStatus sampling_status(const Sampler& sampler, const backend::BackendSet& backend,
+SamplingStatus sampling_status(const engine::Engine& engine, const engine::Published& published,
                                std::chrono::milliseconds interval) {
   SamplingStatus st;
-  if (auto stuck = backend.down_for()) st.driver_stuck = duration_cast<seconds>(*stuck);
+  if (auto stuck = engine.driver().down_for()) st.driver_stuck = duration_cast<seconds>(*stuck);
   // A collection that runs far past its interval is stuck, whatever blocks it.
   auto limit = std::max<steady_clock::duration>(3 * interval, seconds(5));
-  if (auto busy = sampler.busy_for(); busy && *busy > limit)
+  if (auto busy = engine.busy_for(); busy && *busy > limit)
     st.stalled = duration_cast<seconds>(*busy);
+  if (published.error) st.error = "sampling failed: " + *published.error;
   return st;
 }
 
@@ -38,29 +39,29 @@ class Loop {
         backend_(std::move(backend)),
         config_(config),
         term_(term),
-        sampler_(collector_, config.proc_root, config.interval),
+        // Every collection scans /proc in full: the screen shows every holder as it is now.
+        engine_(*collector_, engine::Cadence{config.interval}),
         model_(TopSettings{config.readonly || config.actions_unavailable.has_value(),
                            term.unicode(), config.interval, Viewer::current()}) {}
 
   TopResult run() {
     auto [w, h] = term_.size();
     model_.set_size(w, h);
-    sampler_.start();
+    engine_.start();
     bool dirty = true;
-    uint64_t generation = 0;
+    uint64_t rounds = 0;
     SamplingStatus status;
     while (!Terminal::interrupted()) {
-      Sample sample = sampler_.latest();
-      if (sample.generation != generation) {
-        generation = sample.generation;
-        if (!sample.error) {
-          model_.set_snapshot(sample.snapshot);
-          model_.set_host(sample.host);
+      engine::Published published = engine_.published();
+      if (published.rounds != rounds) {
+        rounds = published.rounds;
+        if (!published.error && published.latest) {
+          model_.set_snapshot(published.latest->snapshot);
+          model_.set_host(published.latest->host);
         }
         dirty = true;
       }
-      auto st = sampling_status(sampler_, *backend_, config_.interval);
-      st.error = sample.error;
+      auto st = sampling_status(engine_, published, config_.interval);
       if (!same(st, status)) {
         status = st;
         model_.set_sampling(st);
@@ -77,7 +78,8 @@ class Loop {
         model_.set_size(nw, nh);
         continue;
       }
-      bool kill_key = key.kind == Key::Kill || (key.kind == Key::Char && key.ch == U'k');
+      auto binding = binding_for(key);
+      bool kill_key = binding && binding->action == Action::Kill;
       if (kill_key && config_.actions_unavailable && !config_.readonly &&
           model_.mode() == Mode::Table) {
         model_.set_message(*config_.actions_unavailable, Role::Warn);
@@ -90,7 +92,7 @@ class Loop {
     }
     term_.close();
     TopResult result;
-    bool joined = sampler_.stop();
+    bool joined = engine_.stop(std::chrono::milliseconds(500));
     bool job_running = job_ && !job_->finished();
     result.threads_left_behind = !joined || job_running || backend_->threads_stuck();
     return result;
@@ -131,7 +133,7 @@ class Loop {
         model_.show_outcome(outcome_lines(job_->plan(), report, width),
                             report.exit_code == reap::kExitReleased);
       job_.reset();
-      sampler_.wake();  // show the table without the killed processes at once
+      engine_.wake();  // show the table without the killed processes at once
       return true;
     }
     std::string progress = job_->progress();
@@ -146,7 +148,7 @@ class Loop {
   std::shared_ptr<backend::BackendSet> backend_;
   const TopConfig& config_;
   Terminal& term_;
-  Sampler sampler_;
+  engine::Engine engine_;
   TopModel model_;
   std::optional<reap::Plan> plan_;
   std::unique_ptr<KillJob> job_;

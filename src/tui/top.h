@@ -21,7 +21,6 @@ struct TopConfig {
   std::optional<std::string> actions_unavailable;
   bool color = true;
   bool mouse = true;
-  std::string proc_root = "/proc";
   KillConfig kill;
 };
 

@@ -77,12 +77,6 @@ char sort_key(Column c) {
   return '?';
 }
 
-std::optional<Column> column_for_key(char key) {
-  for (Column c : kAllColumns)
-    if (sort_key(c) == key) return c;
-  return std::nullopt;
-}
-
 bool descending_by_default(Column c) {
   return c == Column::Memory || c == Column::Sm || c == Column::Age || c == Column::Anomalies;
 }
@@ -149,77 +143,84 @@ std::vector<ViewRow> make_view(const core::Snapshot& s, const Viewer& viewer,
   return make_view(s, make_rows(s, viewer), viewer, o);
 }
 
-std::vector<ViewRow> make_view(const core::Snapshot& s, const std::vector<TopRow>& rows,
-                               const Viewer& viewer, const ViewOptions& o) {
-  std::vector<ViewRow> out;
-  auto before = [&](const TopRow& a, const TopRow& b) { return sorts_before(a, b, o.sort); };
-  if (!o.tree) {
-    for (const auto& r : rows)
-      if (matches(r, o.filter)) out.push_back({r, 0, ""});
-    std::stable_sort(out.begin(), out.end(),
-                     [&](const ViewRow& a, const ViewRow& b) { return before(a.row, b.row); });
-    return out;
-  }
+namespace {
 
-  // Tree: the matching rows, every ancestor of theirs (but init) for context, and each gone
-  // PID above the workers that keep its memory alive.
+using Before = std::function<bool(const TopRow&, const TopRow&)>;
+
+// A tree's rows and who is shown under whom.
+struct TreeNodes {
   std::map<pid_t, TopRow> nodes;
-  for (const auto& r : rows)
-    if (matches(r, o.filter)) nodes.emplace(r.pid, r);
   std::map<pid_t, pid_t> parent;
+};
+
+// The matching rows, and each gone PID above the workers that keep its memory alive.
+TreeNodes matching_with_ghosts(const core::Snapshot& s, const std::vector<TopRow>& rows,
+                               const Filter& filter) {
+  TreeNodes t;
+  for (const auto& r : rows)
+    if (matches(r, filter)) t.nodes.emplace(r.pid, r);
   reap::Kin kin(s);
   for (const auto& r : rows) {
     if (!r.gone) continue;
     for (pid_t k : kin.keepers(r.pid)) {
-      if (!nodes.count(k) || parent.count(k)) continue;
-      parent[k] = r.pid;
-      if (!nodes.count(r.pid)) {
+      if (!t.nodes.count(k) || t.parent.count(k)) continue;
+      t.parent[k] = r.pid;
+      if (!t.nodes.count(r.pid)) {
         TopRow ghost = r;
         ghost.context = true;
-        nodes.emplace(r.pid, ghost);
+        t.nodes.emplace(r.pid, ghost);
       }
     }
   }
+  return t;
+}
+
+// Every ancestor (but init) of the rows without a parent yet, for context.
+void add_ancestors(TreeNodes& t, const core::Snapshot& s, const Viewer& viewer) {
   std::vector<pid_t> pending;
-  for (const auto& [pid, r] : nodes)
-    if (!parent.count(pid)) pending.push_back(pid);
+  for (const auto& [pid, r] : t.nodes)
+    if (!t.parent.count(pid)) pending.push_back(pid);
   for (pid_t pid : pending) {
     const core::HostProcess* p = s.find(pid);
     for (int depth = 0; p && depth < 4096; ++depth) {
       pid_t pp = p->stat.ppid;
       if (pp <= 1 || pp == p->stat.pid) break;
-      parent[p->stat.pid] = pp;
-      if (nodes.count(pp)) break;
+      t.parent[p->stat.pid] = pp;
+      if (t.nodes.count(pp)) break;
       const core::HostProcess* up = s.find(pp);
       if (!up) {
-        parent.erase(p->stat.pid);
+        t.parent.erase(p->stat.pid);
         break;
       }
-      nodes.emplace(pp, make_context_row(s, *up, viewer));
+      t.nodes.emplace(pp, make_context_row(s, *up, viewer));
       p = up;
     }
   }
+}
+
+// The tree in display order: roots, then each node's children, sorted, with the branch glyphs.
+std::vector<ViewRow> walk_tree(const TreeNodes& t, const Before& before, const Glyphs& g) {
   std::map<pid_t, std::vector<pid_t>> children;
   std::vector<pid_t> roots;
-  for (const auto& [pid, r] : nodes) {
-    auto it = parent.find(pid);
-    if (it != parent.end() && nodes.count(it->second))
+  for (const auto& [pid, r] : t.nodes) {
+    auto it = t.parent.find(pid);
+    if (it != t.parent.end() && t.nodes.count(it->second))
       children[it->second].push_back(pid);
     else
       roots.push_back(pid);
   }
   auto order = [&](std::vector<pid_t>& pids) {
     std::stable_sort(pids.begin(), pids.end(),
-                     [&](pid_t a, pid_t b) { return before(nodes.at(a), nodes.at(b)); });
+                     [&](pid_t a, pid_t b) { return before(t.nodes.at(a), t.nodes.at(b)); });
   };
   order(roots);
-  const Glyphs& g = glyphs(o.unicode);
+  std::vector<ViewRow> out;
   std::set<pid_t> visited;
   std::function<void(pid_t, int, const std::string&, bool)> walk =
       [&](pid_t pid, int depth, const std::string& indent, bool last) {
         if (!visited.insert(pid).second) return;
         std::string prefix = depth == 0 ? "" : indent + (last ? g.last : g.branch) + " ";
-        out.push_back({nodes.at(pid), depth, prefix});
+        out.push_back({t.nodes.at(pid), depth, prefix});
         auto& kids = children[pid];
         order(kids);
         std::string next = depth == 0 ? "" : indent + (last ? g.space : g.pipe) + " ";
@@ -228,6 +229,26 @@ std::vector<ViewRow> make_view(const core::Snapshot& s, const std::vector<TopRow
       };
   for (pid_t r : roots) walk(r, 0, "", true);
   return out;
+}
+
+}  // namespace
+
+std::vector<ViewRow> make_view(const core::Snapshot& s, const std::vector<TopRow>& rows,
+                               const Viewer& viewer, const ViewOptions& o) {
+  Before before = [&](const TopRow& a, const TopRow& b) { return sorts_before(a, b, o.sort); };
+  if (!o.tree) {
+    std::vector<ViewRow> out;
+    for (const auto& r : rows)
+      if (matches(r, o.filter)) out.push_back({r, 0, ""});
+    std::stable_sort(out.begin(), out.end(),
+                     [&](const ViewRow& a, const ViewRow& b) { return before(a.row, b.row); });
+    return out;
+  }
+  // Tree: the matching rows, every ancestor of theirs (but init) for context, and each gone
+  // PID above the workers that keep its memory alive.
+  TreeNodes t = matching_with_ghosts(s, rows, o.filter);
+  add_ancestors(t, s, viewer);
+  return walk_tree(t, before, glyphs(o.unicode));
 }
 
 std::vector<std::string> users_of(const std::vector<TopRow>& rows) {

@@ -20,7 +20,6 @@ inline constexpr Column kAllColumns[] = {
 std::string_view column_title(Column c);
 // The key that sorts by a column: P U G M % S A O N C.
 char sort_key(Column c);
-std::optional<Column> column_for_key(char key);
 // Numbers and anomalies sort largest first when chosen; text and PIDs A to Z.
 bool descending_by_default(Column c);
 

@@ -12,7 +12,7 @@
 
 #include "core/gpu.h"
 
-namespace gpureap::daemon {
+namespace gpureap::engine {
 
 struct DriverView {
   bool available = false;
@@ -32,4 +32,4 @@ inline constexpr uint64_t kUnattributedMoveBytes = 16ull << 20;
 // kUnattributedMoveBytes (or became known / unknown), or the driver came up or went down.
 bool driver_view_moved(const DriverView& before, const DriverView& now);
 
-}  // namespace gpureap::daemon
+}  // namespace gpureap::engine

@@ -1,8 +1,8 @@
-#include "daemon/driver_view.h"
+#include "engine/driver_view.h"
 
 #include <algorithm>
 
-namespace gpureap::daemon {
+namespace gpureap::engine {
 
 DriverView driver_view(const core::DriverReading& drivers) {
   DriverView v;
@@ -35,4 +35,4 @@ bool driver_view_moved(const DriverView& before, const DriverView& now) {
   return false;
 }
 
-}  // namespace gpureap::daemon
+}  // namespace gpureap::engine

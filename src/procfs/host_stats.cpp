@@ -1,4 +1,4 @@
-#include "tui/host_stats.h"
+#include "procfs/host_stats.h"
 
 #include <charconv>
 #include <cstdlib>
@@ -7,7 +7,7 @@
 
 #include "procfs/file_read.h"
 
-namespace gpureap::tui {
+namespace gpureap::procfs {
 namespace {
 
 std::string slurp(const std::string& path) {
@@ -66,4 +66,4 @@ HostStats read_host_stats(const std::string& proc_root) {
   return h;
 }
 
-}  // namespace gpureap::tui
+}  // namespace gpureap::procfs

@@ -1,12 +1,12 @@
 #pragma once
-// The host line of `top`: load average and memory, read from the procfs root the rest of the
-// view comes from. The parsers are pure.
+// The host's load average and memory (the host line of `top`), read from the procfs root the
+// rest of a collection comes from. The parsers are pure.
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
 
-namespace gpureap::tui {
+namespace gpureap::procfs {
 
 struct HostStats {
   std::optional<double> load1, load5, load15;
@@ -21,4 +21,4 @@ void parse_meminfo(std::string_view text, HostStats& out);
 // <proc_root>/loadavg and <proc_root>/meminfo; what cannot be read stays empty.
 HostStats read_host_stats(const std::string& proc_root);
 
-}  // namespace gpureap::tui
+}  // namespace gpureap::procfs

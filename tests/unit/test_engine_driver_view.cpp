@@ -1,8 +1,8 @@
 #include <gtest/gtest.h>
 
-#include "daemon/driver_view.h"
+#include "engine/driver_view.h"
 
-namespace gpureap::daemon {
+namespace gpureap::engine {
 namespace {
 
 constexpr uint64_t MiB = 1ull << 20;
@@ -23,14 +23,14 @@ core::DriverReading report(std::vector<std::pair<pid_t, uint64_t>> procs, uint64
   return core::combine({r});
 }
 
-TEST(DaemonDriverView, ListedPidsAndUnattributedMemory) {
+TEST(EngineDriverView, ListedPidsAndUnattributedMemory) {
   auto v = driver_view(report({{30, 100 * MiB}, {10, 50 * MiB}}, 200 * MiB));
   EXPECT_TRUE(v.available);
   EXPECT_EQ(v.listed, (std::vector<std::pair<unsigned, pid_t>>{{0, 10}, {0, 30}}));
   EXPECT_EQ(v.unattributed, (std::vector<std::pair<unsigned, uint64_t>>{{0, 50 * MiB}}));
 }
 
-TEST(DaemonDriverView, APidThatAppearsOrGoesMovesTheView) {
+TEST(EngineDriverView, APidThatAppearsOrGoesMovesTheView) {
   auto before = driver_view(report({{10, 100 * MiB}}, 100 * MiB));
   EXPECT_FALSE(driver_view_moved(before, driver_view(report({{10, 100 * MiB}}, 100 * MiB))));
   EXPECT_TRUE(
@@ -38,7 +38,7 @@ TEST(DaemonDriverView, APidThatAppearsOrGoesMovesTheView) {
   EXPECT_TRUE(driver_view_moved(before, driver_view(report({}, 100 * MiB))));
 }
 
-TEST(DaemonDriverView, UnattributedMemoryMovingMovesTheViewNoiseDoesNot) {
+TEST(EngineDriverView, UnattributedMemoryMovingMovesTheViewNoiseDoesNot) {
   auto before = driver_view(report({{10, 100 * MiB}}, 100 * MiB));
   // A listed process growing is not a move: the PIDs are the same and nothing is unattributed.
   EXPECT_FALSE(driver_view_moved(before, driver_view(report({{10, 900 * MiB}}, 900 * MiB))));
@@ -46,7 +46,7 @@ TEST(DaemonDriverView, UnattributedMemoryMovingMovesTheViewNoiseDoesNot) {
   EXPECT_TRUE(driver_view_moved(before, driver_view(report({{10, 100 * MiB}}, 2000 * MiB))));
 }
 
-TEST(DaemonDriverView, DriverComingUpOrGoingDownMovesTheView) {
+TEST(EngineDriverView, DriverComingUpOrGoingDownMovesTheView) {
   auto up = driver_view(report({}, 0));
   core::DriverReading down = core::combine({core::BackendReport{}});
   EXPECT_TRUE(driver_view_moved(up, driver_view(down)));
@@ -54,4 +54,4 @@ TEST(DaemonDriverView, DriverComingUpOrGoingDownMovesTheView) {
 }
 
 }  // namespace
-}  // namespace gpureap::daemon
+}  // namespace gpureap::engine

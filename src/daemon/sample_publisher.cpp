@@ -1,0 +1,108 @@
+#include "daemon/sample_publisher.h"
+
+#include "base/log.h"
+#include "doctor/diagnose.h"
+#include "export/metrics.h"
+#include "reap/safety.h"
+#include "text/plural.h"
+
+namespace gpureap::daemon {
+
+using Clock = std::chrono::steady_clock;
+
+SamplePublisher::SamplePublisher(PublishSettings settings,
+                                 std::shared_ptr<history::History> history)
+    : history_(std::move(history)), settings_(std::move(settings)) {}
+
+void SamplePublisher::add_consumer(std::shared_ptr<engine::SampleConsumer> consumer) {
+  consumers_.push_back(std::move(consumer));
+}
+
+void SamplePublisher::apply(const PublishSettings& settings) {
+  std::lock_guard lock(mutex_);
+  settings_ = settings;
+}
+
+std::shared_ptr<const engine::Sample> SamplePublisher::latest() const {
+  std::lock_guard lock(mutex_);
+  return latest_;
+}
+
+Clock::time_point SamplePublisher::last_progress() const {
+  return Clock::time_point(Clock::duration(progress_.load()));
+}
+
+void SamplePublisher::note_driver(const engine::Collection& c) {
+  const auto& drivers = c.snapshot->drivers;
+  bool up = drivers.any_available();
+  if (driver_was_up_ && *driver_was_up_ == up) return;
+  if (up) {
+    std::string version = "unknown";
+    for (const auto& b : drivers.backends)
+      if (b.available && b.driver_version) version = *b.driver_version;
+    if (driver_was_up_)
+      base::log_notice("the GPU driver answers again: " + text::plural(drivers.gpus.size(), "GPU"));
+    else
+      base::log_info("GPU driver: " + text::plural(drivers.gpus.size(), "GPU") + ", driver " +
+                     version);
+  } else {
+    const auto* down = drivers.first_down();
+    std::string why = down && down->error ? *down->error : "unknown reason";
+    if (c.driver_timed_out)
+      base::log_error("GPU backend down: " + why);
+    else
+      base::log_warning("GPU backend unavailable: " + why);
+  }
+  driver_was_up_ = up;
+}
+
+void SamplePublisher::on_failure(const std::string& what) {
+  // The sample is skipped and reported; the engine, and what was last published, go on.
+  base::log_error("sampling failed: " + what + "; please report this as a gpureap bug");
+}
+
+void SamplePublisher::on_collection(const engine::Collection& c) {
+  PublishSettings settings;
+  {
+    std::lock_guard lock(mutex_);
+    settings = settings_;
+  }
+  note_driver(c);
+
+  auto sample = std::make_shared<engine::Sample>();
+  sample->sequence = c.sequence;
+  sample->driver_timed_out = c.driver_timed_out;
+  sample->holder_scan = c.holder_scan;
+  sample->full_scan = c.full_scan;
+  sample->snapshot = c.snapshot;
+  if (auto before = latest()) sample->previous = before->snapshot;
+  history_->record(*sample->snapshot);
+
+  doctor::DoctorInput input{sample->previous ? *sample->previous : *sample->snapshot,
+                            *sample->snapshot,
+                            c.ipc_residue ? *c.ipc_residue : procfs::IpcResidue{},
+                            std::nullopt,
+                            reap::is_protected_process,
+                            settings.unattributed_threshold};
+  sample->findings = doctor::diagnose(input);
+
+  exporter::MetricsInput metrics{*sample->snapshot,
+                                 sample->findings,
+                                 {{"driver", c.driver.seconds, c.driver.errors},
+                                  {"holder_scan", c.scan.seconds, c.scan.errors}},
+                                 settings.per_process_metrics};
+  auto families = exporter::build_metrics(metrics);
+  for (const auto& consumer : consumers_) consumer->add_metrics(families);
+  sample->metrics_text = exporter::render(families);
+  sample->taken = Clock::now();
+
+  std::shared_ptr<const engine::Sample> published = sample;
+  {
+    std::lock_guard lock(mutex_);
+    latest_ = published;
+  }
+  for (const auto& consumer : consumers_) consumer->on_sample(*published, *history_);
+  progress_ = Clock::now().time_since_epoch().count();
+}
+
+}  // namespace gpureap::daemon

@@ -1,0 +1,57 @@
+#pragma once
+// The daemon's consumer of the sampling engine: each Collection becomes a Sample (the history
+// recorded, doctor's findings over it and the one before, the /metrics text rendered once),
+// published immutable for the HTTP handlers and handed to the daemon's own consumers (cleanup
+// policies, alerts, the audit log's metrics) in order.
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <vector>
+
+#include "doctor/unattributed_threshold.h"
+#include "engine/collection.h"
+#include "engine/sample.h"
+#include "history/history.h"
+
+namespace gpureap::daemon {
+
+struct PublishSettings {
+  bool per_process_metrics = false;
+  doctor::UnattributedThreshold unattributed_threshold;
+};
+
+class SamplePublisher final : public engine::CollectionConsumer {
+ public:
+  SamplePublisher(PublishSettings settings, std::shared_ptr<history::History> history);
+
+  // Before the engine starts: consumers are called in the order added.
+  void add_consumer(std::shared_ptr<engine::SampleConsumer> consumer);
+  // From any thread; takes effect from the next sample.
+  void apply(const PublishSettings& settings);
+
+  void on_collection(const engine::Collection& collection) override;
+  void on_failure(const std::string& what) override;
+
+  std::shared_ptr<const engine::Sample> latest() const;
+  // When a sample was last published (and its consumers returned): the daemon's liveness
+  // (systemd's watchdog, /healthz).
+  std::chrono::steady_clock::time_point last_progress() const;
+  const history::History& history() const { return *history_; }
+
+ private:
+  void note_driver(const engine::Collection& collection);
+
+  std::shared_ptr<history::History> history_;
+  std::vector<std::shared_ptr<engine::SampleConsumer>> consumers_;
+
+  mutable std::mutex mutex_;  // guards settings_ and latest_
+  PublishSettings settings_;
+  std::shared_ptr<const engine::Sample> latest_;
+  std::atomic<std::chrono::steady_clock::rep> progress_{0};
+
+  std::optional<bool> driver_was_up_;  // only the engine's thread touches it
+};
+
+}  // namespace gpureap::daemon

@@ -1,0 +1,56 @@
+#include "engine/scheduled_collector.h"
+
+#include "base/hostname.h"
+
+namespace gpureap::engine {
+namespace {
+
+double seconds(Clock::duration d) {
+  return std::chrono::duration<double>(d).count();
+}
+
+}  // namespace
+
+DriverRead ScheduledCollector::read_driver(const Cadence& cadence) {
+  if (cadence.driver_timeout) driver_.set_timeout(*cadence.driver_timeout);
+  return driver_.read();
+}
+
+std::shared_ptr<Collection> ScheduledCollector::complete(const Cadence& cadence,
+                                                         Clock::time_point began,
+                                                         DriverRead driver) {
+  auto c = std::make_shared<Collection>();
+  c->began = began;
+  driver_timing_.seconds = seconds(driver.took);
+  if (!driver.reading.any_available()) ++driver_timing_.errors;
+  c->driver_timed_out = driver.timed_out;
+
+  const auto now = Clock::now();
+  const DriverView dv = driver_view(driver.reading);
+  const auto due = schedule_.due(now, dv, cadence);
+  if (due.scan) {
+    auto start = Clock::now();
+    view_ = due.full ? collector_.scan_processes() : collector_.rescan_processes(*view_);
+    if (due.ipc_residue)
+      ipc_ = std::make_shared<const procfs::IpcResidue>(collector_.ipc_residue(*view_));
+    hostname_ = base::host_name();
+    scan_timing_.seconds = seconds(Clock::now() - start);
+    if (view_->uninspectable > 0 || !view_->details_complete) ++scan_timing_.errors;
+    schedule_.done(now, due, dv, cadence);
+  }
+  collector_.add_driver_details(*view_, driver.reading);
+
+  c->sequence = ++sequence_;
+  c->holder_scan = due.scan;
+  c->full_scan = due.scan && due.full;
+  c->snapshot = std::make_shared<const core::Snapshot>(
+      core::join(*view_, std::move(driver.reading), hostname_, std::chrono::system_clock::now()));
+  c->host = collector_.host_stats();
+  c->ipc_residue = ipc_;
+  c->driver = driver_timing_;
+  c->scan = scan_timing_;
+  c->ended = Clock::now();
+  return c;
+}
+
+}  // namespace gpureap::engine

@@ -1,0 +1,48 @@
+#pragma once
+// One collection at a time, on the schedule: the driver (through the engine's one Driver),
+// /proc when the ScanSchedule says so (a rescan reuses the latest view), the driver-listed
+// PIDs' details, the join, and what is collected with it. Called on one thread only.
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "collect/collector.h"
+#include "engine/collection.h"
+#include "engine/driver.h"
+#include "engine/scan_schedule.h"
+
+namespace gpureap::engine {
+
+class ScheduledCollector {
+ public:
+  explicit ScheduledCollector(collect::Collector collector)
+      : collector_(std::move(collector)), driver_(collector_.drivers()) {}
+
+  // Null when `stopping()` became true once the driver answered: no scan that nobody reads.
+  template <class Stopping>
+  std::shared_ptr<Collection> collect(const Cadence& cadence, Stopping stopping) {
+    const auto began = Clock::now();
+    auto driver = read_driver(cadence);
+    if (stopping()) return nullptr;
+    return complete(cadence, began, std::move(driver));
+  }
+
+  Driver& driver() { return driver_; }
+  const Driver& driver() const { return driver_; }
+
+ private:
+  DriverRead read_driver(const Cadence& cadence);
+  std::shared_ptr<Collection> complete(const Cadence& cadence, Clock::time_point began,
+                                       DriverRead driver);
+
+  collect::Collector collector_;
+  Driver driver_;
+  ScanSchedule schedule_;
+  std::optional<core::ProcView> view_;  // the latest scan, with every driver report's details
+  std::shared_ptr<const procfs::IpcResidue> ipc_;
+  std::string hostname_;
+  PartTiming driver_timing_, scan_timing_;
+  uint64_t sequence_ = 0;
+};
+
+}  // namespace gpureap::engine
