@@ -30,12 +30,9 @@ int run_ps_watch(const GlobalOptions& g, const PsOptions& o) {
     return fail({"--watch " + watch.every + " is too short", "use 100ms or more"});
   watch.interval = *interval;
   // A wedged driver must not freeze the screen: the driver gets a deadline, /proc stays live.
-  auto backend = make_backends(g);
-  if (!backend)
-    return fail({"--driver-timeout: \"" + g.driver_timeout + "\" is not a positive duration",
-                 "write it with a unit: 500ms, 5s, 1m"});
-  auto collector = collect::Collector::open({g.proc_root, g.dev_root}, backend);
+  auto collector = open_collector(g);
   if (!collector) return fail(collector.error());
+  auto backend = collector->drivers();
   bool joined = tui::watch_ps(*collector, watch);
   // A collection blocked in the driver keeps a thread: leave without waiting for it.
   if (!joined || backend->threads_stuck()) {

@@ -51,12 +51,9 @@ int run_top(const GlobalOptions& g, const TopOptions& o) {
   config.mouse = !o.no_mouse;
   const char* no_color = std::getenv("NO_COLOR");
   config.color = !g.no_color && !(no_color && *no_color);
-  auto backend = make_backends(g);
-  if (!backend)
-    return fail({"--driver-timeout: \"" + g.driver_timeout + "\" is not a positive duration",
-                 "write it with a unit: 500ms, 5s, 1m"});
-  auto collector = collect::Collector::open({g.proc_root, g.dev_root}, backend);
+  auto collector = open_collector(g);
   if (!collector) return fail(collector.error());
+  auto backend = collector->drivers();
   if (!collector->procfs().names_own_processes())
     config.actions_unavailable =
         "actions are off: " + g.proc_root +

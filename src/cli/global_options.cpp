@@ -39,6 +39,8 @@ backend::BackendSettings backend_settings(const GlobalOptions& o) {
   return settings;
 }
 
+namespace {
+
 std::shared_ptr<backend::BackendSet> make_backends(const GlobalOptions& o) {
   auto timeout = core::parse_duration(o.driver_timeout);
   if (!timeout || timeout->count() <= 0) return nullptr;
@@ -46,6 +48,8 @@ std::shared_ptr<backend::BackendSet> make_backends(const GlobalOptions& o) {
   watch.timeout = *timeout;
   return backend::BackendSet::make(backend::builtin_backends(), backend_settings(o), watch);
 }
+
+}  // namespace
 
 core::Result<collect::Collector> open_collector(const GlobalOptions& o) {
   auto backends = make_backends(o);

@@ -26,7 +26,9 @@ void add_global_options(CLI::App& app, GlobalOptions& options);
 
 // The collector for these roots and every registered backend, each driver behind a watchdog: a
 // driver that does not answer within --driver-timeout is reported down ("not-answering")
-// instead of hanging the command. An unusable root or a malformed timeout is an error.
+// instead of hanging the command (the views read the drivers' state through drivers(): how
+// long one has not answered, whether a call is stuck). An unusable root or a malformed timeout
+// is an error.
 core::Result<collect::Collector> open_collector(const GlobalOptions& options);
 // The driver did not answer for this snapshot: says so on stderr (what it shows is /proc
 // alone) and returns true; the command then exits with kExitDriverTimeout.
@@ -34,10 +36,6 @@ bool report_driver_timeout(const core::Snapshot& snapshot);
 // What the registry's backends need from these options: roots, the NVML library a user named,
 // the PID bound from the procfs.
 backend::BackendSettings backend_settings(const GlobalOptions& options);
-// The registry's backends for these options, drivers behind watchdogs with the
-// --driver-timeout (top reads their state: how long a driver has not answered). Empty when the
-// timeout is malformed (open_collector says why).
-std::shared_ptr<backend::BackendSet> make_backends(const GlobalOptions& options);
 
 // Prints "gpureap: <message>" (and the hint) on stderr, returns kExitUsage.
 int fail(const core::Error& error);
