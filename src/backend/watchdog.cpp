@@ -102,35 +102,49 @@ unsigned BackendWatchdog::stuck() const {
 TimedReport BackendWatchdog::collect() {
   const auto start = Clock::now();
   const std::chrono::milliseconds timeout(timeout_ms_.load());
-  auto down = [&](std::string why) {
-    TimedReport r;
-    r.timed_out = true;
-    r.report.name = options_.backend_name;
-    r.report.vendor = options_.vendor;
-    r.report.available = false;
-    r.report.error = std::move(why);
-    r.report.error_code = core::BackendErrorCode::NotAnswering;
-    r.took = Clock::now() - start;
-    return r;
-  };
-  if (interrupted_) return down("gpureap is stopping");
-  if (!worker_) {
-    if (start < retry_at_) return down(last_down_reason_);
-    if (stuck_->load() >= options_.max_stuck) {
-      return down(
-          std::to_string(stuck_->load()) +
-          " calls into the GPU driver have not returned; gpureap makes no new call until one does: "
-          "check the driver (dmesg, nvidia-smi), and restart the daemon once it is fixed");
-    }
-    worker_ = std::make_shared<Worker>();
-    worker_->backend = factory_();
-    worker_->stuck = stuck_;
-    std::thread(Worker::run, worker_).detach();
+  if (auto refused = refusal(start)) return down(std::move(*refused), start);
+  if (auto answer = call(timeout)) {
+    backoff_ = std::chrono::milliseconds(0);
+    down_since_ = 0;
+    return {std::move(*answer), false, Clock::now() - start};
   }
+  return down(give_up(start, timeout), start);
+}
+
+TimedReport BackendWatchdog::down(std::string why, Clock::time_point start) const {
+  TimedReport r;
+  r.timed_out = true;
+  r.report.name = options_.backend_name;
+  r.report.vendor = options_.vendor;
+  r.report.available = false;
+  r.report.error = std::move(why);
+  r.report.error_code = core::BackendErrorCode::NotAnswering;
+  r.took = Clock::now() - start;
+  return r;
+}
+
+std::optional<std::string> BackendWatchdog::refusal(Clock::time_point now) {
+  if (interrupted_) return "gpureap is stopping";
+  if (worker_) return std::nullopt;
+  if (now < retry_at_) return last_down_reason_;
+  if (stuck_->load() >= options_.max_stuck)
+    return std::to_string(stuck_->load()) +
+           " calls into the GPU driver have not returned; gpureap makes no new call until one "
+           "does: "
+           "check the driver (dmesg, nvidia-smi), and restart the daemon once it is fixed";
+  worker_ = std::make_shared<Worker>();
+  worker_->backend = factory_();
+  worker_->stuck = stuck_;
+  std::thread(Worker::run, worker_).detach();
+  return std::nullopt;
+}
+
+std::optional<core::BackendReport> BackendWatchdog::call(std::chrono::milliseconds timeout) {
   {
     std::lock_guard guard(waiting_mutex_);
     waiting_on_ = worker_;
   }
+  std::optional<core::BackendReport> answer;
   std::unique_lock lock(worker_->mutex);
   worker_->done = false;
   worker_->requested = true;
@@ -138,36 +152,32 @@ TimedReport BackendWatchdog::collect() {
   const bool answered = worker_->cv.wait_for(lock, timeout, [&] {
     return worker_->done || interrupted_;
   }) && worker_->done;
-  TimedReport r;
-  if (answered) r.report = std::move(worker_->result);
-  // Not answered: abandon the call. Its thread keeps the backend instance; the next attempt
-  // gets new ones. Counted under the lock, before the thread can count its return.
-  else {
+  if (answered) {
+    answer = std::move(worker_->result);
+  } else {
+    // Abandon the call. Its thread keeps the backend instance; the next attempt gets new ones.
+    // Counted under the lock, before the thread can count its return.
     worker_->abandoned = true;
     ++*stuck_;
   }
   lock.unlock();
-  {
-    std::lock_guard guard(waiting_mutex_);
-    waiting_on_.reset();
-  }
-  if (answered) {
-    r.took = Clock::now() - start;
-    backoff_ = std::chrono::milliseconds(0);
-    down_since_ = 0;
-    return r;
-  }
+  std::lock_guard guard(waiting_mutex_);
+  waiting_on_.reset();
+  return answer;
+}
+
+std::string BackendWatchdog::give_up(Clock::time_point start, std::chrono::milliseconds timeout) {
   Clock::rep unset = 0;
   down_since_.compare_exchange_strong(unset, start.time_since_epoch().count());
   worker_.reset();
-  if (interrupted_) return down("gpureap is stopping");
+  if (interrupted_) return "gpureap is stopping";
   backoff_ =
       backoff_.count() == 0 ? options_.first_backoff : std::min(backoff_ * 2, options_.max_backoff);
   retry_at_ = Clock::now() + backoff_;
   last_down_reason_ = "the GPU driver did not answer within " + core::format_duration(timeout) +
                       " (a wedged driver or a GPU fallen off the bus?); gpureap retries in " +
                       core::format_duration(backoff_) + ": check dmesg and nvidia-smi";
-  return down(last_down_reason_);
+  return last_down_reason_;
 }
 
 }  // namespace gpureap::backend

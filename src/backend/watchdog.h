@@ -61,6 +61,16 @@ class BackendWatchdog {
   struct Worker;
 
  private:
+  using Clock = std::chrono::steady_clock;
+  TimedReport down(std::string why, Clock::time_point start) const;
+  // Why no call is made now (stopping, backing off, too many stuck); else starts a worker if
+  // none is running and returns nothing.
+  std::optional<std::string> refusal(Clock::time_point now);
+  // The worker's answer within the timeout; nothing when the call is abandoned.
+  std::optional<core::BackendReport> call(std::chrono::milliseconds timeout);
+  // After an abandoned call: the streak's start, the backoff, and the reason to report.
+  std::string give_up(Clock::time_point start, std::chrono::milliseconds timeout);
+
   BackendFactory factory_;
   WatchdogOptions options_;
   std::shared_ptr<Worker> worker_;
