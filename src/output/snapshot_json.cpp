@@ -153,8 +153,8 @@ json gpu_to_json(const core::Snapshot& s, const core::Gpu& g) {
 
 // The first backend, with the keys v1 has always had ("backend"); "backends" has them all.
 json primary_backend_json(const core::DriverReading& drivers) {
-  if (drivers.backends.empty()) return backend_json(core::BackendStatus{});
-  const auto& b = drivers.backends.front();
+  static const core::BackendStatus none;
+  const auto& b = drivers.backends.empty() ? none : drivers.backends.front();
   const std::string* nvml = b.detail("nvml_version");
   return {{"name", b.name},
           {"available", b.available},
