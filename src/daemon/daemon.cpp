@@ -178,67 +178,17 @@ class Daemon {
 
   int run(const sigset_t& signals) {
     raise_descriptor_limit();
-    auto server = exporter::HttpServer::start(config_.listen, content_, {config_.auth_token});
-    if (!server) {
-      base::log_error(server.error().text());
-      notifier_.status("failed: " + server.error().message);
-      return 1;
-    }
-    server_ = std::move(*server);
-    base::log_info(describe(config_));
-    warn_about(config_);
-    base::log_notice("listening on http://" + server_->address().text() + "/" +
-                     (config_.auth_token ? " (bearer token required)" : ""));
-    configure_alerts(config_);
+    if (!serve()) return 1;
     engine_.start();
-
-    bool ready = false;
-    bool stall_logged = false;
-    std::string status;
-    auto next_ping = Clock::now();
+    Liveness live;
     for (;;) {
-      milliseconds wait(1000);
-      if (auto wd = notifier_.watchdog())
-        wait = std::min(wait, std::chrono::duration_cast<milliseconds>(*wd / 4));
-      if (!ready) wait = std::min(wait, milliseconds(50));
-      timespec ts{static_cast<time_t>(wait.count() / 1000),
-                  static_cast<long>((wait.count() % 1000) * 1000000)};
-      int sig = ::sigtimedwait(&signals, nullptr, &ts);
+      int sig = wait_for_signal(signals, live.ready);
       if (sig == SIGTERM || sig == SIGINT) {
         base::log_notice(std::string("stopping on ") + (sig == SIGTERM ? "SIGTERM" : "SIGINT"));
         break;
       }
       if (sig == SIGHUP) reload();
-
-      auto latest = samples_->latest();
-      if (!ready && latest) {
-        ready = true;
-        notifier_.ready();
-        base::log_info("first sample taken: ready");
-      }
-      const auto now = Clock::now();
-      const bool fresh =
-          now - std::max(samples_->last_progress(), started_) < content_.stall_after();
-      if (!fresh && !stall_logged) {
-        base::log_error(
-            "the sampler has not finished a sample for " +
-            core::format_duration(content_.stall_after()) +
-            (notifier_.watchdog() ? "; no more watchdog pings, systemd will restart gpureap" : ""));
-        stall_logged = true;
-      }
-      if (fresh) stall_logged = false;
-      if (auto wd = notifier_.watchdog(); wd && now >= next_ping) {
-        // Half of WatchdogSec, as systemd recommends; stalled sampling stops the pings.
-        if (fresh) notifier_.ping_watchdog();
-        next_ping = now + std::chrono::duration_cast<Clock::duration>(*wd / 2);
-      }
-      if (latest) {
-        std::string s = status_line(*latest, server_->address());
-        if (s != status) notifier_.status(status = s);
-      }
-      // Audit records that could not be written (a full disk) are retried here, not only
-      // when the next policy decision comes.
-      if (audit_->counters().pending > 0) audit_->flush();
+      tick(live);
     }
     notifier_.stopping();
     server_->stop();
@@ -250,6 +200,76 @@ class Daemon {
   }
 
  private:
+  // What the main loop tells systemd, and what it has already said.
+  struct Liveness {
+    bool ready = false;
+    bool stall_logged = false;
+    std::string status;
+    Clock::time_point next_ping = Clock::now();
+  };
+
+  // Starts the HTTP server and the alert sinks; false (said in the log and to systemd) when
+  // the address cannot be served.
+  bool serve() {
+    auto server = exporter::HttpServer::start(config_.listen, content_, {config_.auth_token});
+    if (!server) {
+      base::log_error(server.error().text());
+      notifier_.status("failed: " + server.error().message);
+      return false;
+    }
+    server_ = std::move(*server);
+    base::log_info(describe(config_));
+    warn_about(config_);
+    base::log_notice("listening on http://" + server_->address().text() + "/" +
+                     (config_.auth_token ? " (bearer token required)" : ""));
+    configure_alerts(config_);
+    return true;
+  }
+
+  // The next signal, or 0 after a while: often enough for systemd's watchdog, and briefly
+  // until the first sample is ready.
+  int wait_for_signal(const sigset_t& signals, bool ready) {
+    milliseconds wait(1000);
+    if (auto wd = notifier_.watchdog())
+      wait = std::min(wait, std::chrono::duration_cast<milliseconds>(*wd / 4));
+    if (!ready) wait = std::min(wait, milliseconds(50));
+    timespec ts{static_cast<time_t>(wait.count() / 1000),
+                static_cast<long>((wait.count() % 1000) * 1000000)};
+    return ::sigtimedwait(&signals, nullptr, &ts);
+  }
+
+  // Readiness, stalls, watchdog pings and the status line; audit records left to retry.
+  void tick(Liveness& live) {
+    auto latest = samples_->latest();
+    if (!live.ready && latest) {
+      live.ready = true;
+      notifier_.ready();
+      base::log_info("first sample taken: ready");
+    }
+    const auto now = Clock::now();
+    const bool fresh = now - std::max(samples_->last_progress(), started_) < content_.stall_after();
+    if (!fresh && !live.stall_logged) {
+      base::log_error(
+          "the sampler has not finished a sample for " +
+          core::format_duration(content_.stall_after()) +
+          (notifier_.watchdog() ? "; no more watchdog pings, systemd will restart gpureap" : ""));
+      live.stall_logged = true;
+    }
+    if (fresh) live.stall_logged = false;
+    if (auto wd = notifier_.watchdog(); wd && now >= live.next_ping) {
+      // Half of WatchdogSec, as systemd recommends; stalled sampling stops the pings.
+      if (fresh) notifier_.ping_watchdog();
+      live.next_ping = now + std::chrono::duration_cast<Clock::duration>(*wd / 2);
+    }
+    if (latest) {
+      std::string line = status_line(*latest, server_->address());
+      if (line != live.status) notifier_.status(live.status = line);
+    }
+    // Audit records that could not be written (a full disk) are retried here, not only
+    // when the next policy decision comes.
+    if (audit_->counters().pending > 0) audit_->flush();
+  }
+
   // SIGHUP: a new config applies whole, or not at all.
   void reload() {
     notifier_.reloading();
