@@ -179,73 +179,91 @@ std::string render_gpu_section(const core::Snapshot& s, const Style& style) {
   return out + t.render(style, std::nullopt) + "\n";
 }
 
+namespace {
+
+std::vector<Cell> row_cells(const core::ProcessRow& r, const std::string& prefix) {
+  Color c = row_color(r);
+  const auto* p = r.process ? &*r.process : nullptr;
+  std::string user =
+      p && p->details && p->details->user ? text::terminal_safe(*p->details->user) : "-";
+  return {{prefix + std::to_string(r.pid) + (r.is_ghost() ? " !" : ""), c},
+          {user},
+          {p ? state_word(p->stat.state) : "gone", c},
+          {gpus_text(r)},
+          {memory_text(r), c},
+          {devices_text(r)},
+          {p ? std::to_string(p->stat.ppid) : "-"},
+          {p ? std::to_string(p->stat.pgid) : "-"},
+          {container_text(r)},
+          {anomalies_text(r), c},
+          {command_text(r)}};
+}
+
+// An ancestor shown for context only, dimmed.
+std::vector<Cell> ancestor_cells(const core::HostProcess& p, const std::string& prefix) {
+  return {{prefix + std::to_string(p.stat.pid), Color::Dim},
+          {""},
+          {state_word(p.stat.state), Color::Dim},
+          {""},
+          {""},
+          {""},
+          {std::to_string(p.stat.ppid), Color::Dim},
+          {std::to_string(p.stat.pgid), Color::Dim},
+          {""},
+          {""},
+          {"[" + text::terminal_safe(p.stat.comm) + "]", Color::Dim}};
+}
+
+// Every row and each of its ancestors, in tree order, with its depth.
+std::vector<std::pair<pid_t, int>> tree_order(const core::Snapshot& s) {
+  std::set<pid_t> shown;
+  for (const auto& r : s.rows) {
+    for (const core::HostProcess* p = s.find(r.pid); p && !shown.count(p->stat.pid);
+         p = s.find(p->stat.ppid))
+      shown.insert(p->stat.pid);
+    shown.insert(r.pid);
+  }
+  std::map<pid_t, std::vector<pid_t>> children;
+  std::vector<pid_t> roots;
+  for (pid_t pid : shown) {
+    const auto* p = s.find(pid);
+    if (p && shown.count(p->stat.ppid) && p->stat.ppid != pid)
+      children[p->stat.ppid].push_back(pid);
+    else
+      roots.push_back(pid);
+  }
+  // A hostile procfs can make parent links a cycle: every shown process is walked once, and
+  // one that no root reaches starts a tree of its own.
+  std::vector<std::pair<pid_t, int>> order;
+  std::set<pid_t> walked;
+  std::function<void(pid_t, int)> walk = [&](pid_t pid, int depth) {
+    if (!walked.insert(pid).second || depth > 256) return;
+    order.emplace_back(pid, depth);
+    for (pid_t c : children[pid]) walk(c, depth + 1);
+  };
+  for (pid_t r : roots) walk(r, 0);
+  for (pid_t pid : shown)
+    if (!walked.count(pid)) walk(pid, 0);
+  return order;
+}
+
+}  // namespace
+
 std::string render_process_table(const core::Snapshot& s, const Style& style,
                                  const PsViewOptions& o) {
   Table t({"PID", "USER", "STATE", "GPU", "MEMORY", "DEVICES", "PPID", "PGID", "CONTAINER",
            "ANOMALIES", "COMMAND"});
-  auto add_row = [&](const core::ProcessRow& r, const std::string& prefix) {
-    Color c = row_color(r);
-    const auto* p = r.process ? &*r.process : nullptr;
-    std::string user =
-        p && p->details && p->details->user ? text::terminal_safe(*p->details->user) : "-";
-    t.add({{prefix + std::to_string(r.pid) + (r.is_ghost() ? " !" : ""), c},
-           {user},
-           {p ? state_word(p->stat.state) : "gone", c},
-           {gpus_text(r)},
-           {memory_text(r), c},
-           {devices_text(r)},
-           {p ? std::to_string(p->stat.ppid) : "-"},
-           {p ? std::to_string(p->stat.pgid) : "-"},
-           {container_text(r)},
-           {anomalies_text(r), c},
-           {command_text(r)}});
-  };
   if (!o.tree) {
-    for (const auto& r : s.rows) add_row(r, "");
+    for (const auto& r : s.rows) t.add(row_cells(r, ""));
   } else {
     // Rows inside their process tree: every ancestor of a row is shown (dimmed) for context.
-    std::set<pid_t> shown;
-    for (const auto& r : s.rows) {
-      for (const core::HostProcess* p = s.find(r.pid); p && !shown.count(p->stat.pid);
-           p = s.find(p->stat.ppid))
-        shown.insert(p->stat.pid);
-      shown.insert(r.pid);
-    }
-    std::map<pid_t, std::vector<pid_t>> children;
-    std::vector<pid_t> roots;
-    for (pid_t pid : shown) {
-      const auto* p = s.find(pid);
-      if (p && shown.count(p->stat.ppid) && p->stat.ppid != pid)
-        children[p->stat.ppid].push_back(pid);
-      else
-        roots.push_back(pid);
-    }
-    // A hostile procfs can make parent links a cycle: every shown process is walked once, and
-    // one that no root reaches starts a tree of its own.
-    std::set<pid_t> walked;
-    std::function<void(pid_t, int)> walk = [&](pid_t pid, int depth) {
-      if (!walked.insert(pid).second || depth > 256) return;
+    for (auto [pid, depth] : tree_order(s)) {
       std::string prefix = depth ? std::string(size_t{2} * (depth - 1), ' ') + "└ " : "";
-      if (const auto* r = s.row(pid)) {
-        add_row(*r, prefix);
-      } else if (const auto* p = s.find(pid)) {
-        t.add({{prefix + std::to_string(pid), Color::Dim},
-               {""},
-               {state_word(p->stat.state), Color::Dim},
-               {""},
-               {""},
-               {""},
-               {std::to_string(p->stat.ppid), Color::Dim},
-               {std::to_string(p->stat.pgid), Color::Dim},
-               {""},
-               {""},
-               {"[" + text::terminal_safe(p->stat.comm) + "]", Color::Dim}});
-      }
-      for (pid_t c : children[pid]) walk(c, depth + 1);
-    };
-    for (pid_t r : roots) walk(r, 0);
-    for (pid_t pid : shown)
-      if (!walked.count(pid)) walk(pid, 0);
+      if (const auto* r = s.row(pid))
+        t.add(row_cells(*r, prefix));
+      else if (const auto* p = s.find(pid))
+        t.add(ancestor_cells(*p, prefix));
+    }
   }
   if (t.empty()) return "No process holds a GPU device file or is listed by the driver.\n";
   return t.render(style, o.width);
