@@ -1,5 +1,7 @@
 #include "backend/backend_set.h"
 
+#include <algorithm>
+
 namespace gpureap::backend {
 
 std::shared_ptr<BackendSet> BackendSet::make(const Registry& registry,
@@ -38,7 +40,15 @@ core::DriverReading BackendSet::read() const {
     none.error_code = core::BackendErrorCode::NotConfigured;
     reports.push_back(std::move(none));
   }
-  return core::combine(std::move(reports));
+  std::vector<unsigned> widths;
+  {
+    std::lock_guard lock(widths_mutex_);
+    widths_.resize(reports.size(), 0);
+    for (size_t i = 0; i < reports.size(); ++i)
+      for (const auto& g : reports[i].gpus) widths_[i] = std::max(widths_[i], g.index + 1);
+    widths = widths_;
+  }
+  return core::combine(std::move(reports), widths);
 }
 
 std::vector<procfs::FdObserver*> BackendSet::fd_observers() const {

@@ -4,6 +4,7 @@
 // own watchdog; the others (which may also take part in the holder scan) are called directly.
 #include <chrono>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <vector>
 
@@ -23,7 +24,8 @@ class BackendSet {
   explicit BackendSet(std::vector<std::shared_ptr<GpuBackend>> backends);
   BackendSet() = default;
 
-  // Every backend's report now, combined (global GPU indices, keys). With no backend at all,
+  // Every backend's report now, combined (global GPU indices, keys). A backend that goes down
+  // keeps the indices it had, so the next backends' GPUs keep theirs. With no backend at all,
   // one unavailable status says so.
   core::DriverReading read() const;
   // The observers of the backends that take part in the holder scan.
@@ -43,6 +45,8 @@ class BackendSet {
     std::shared_ptr<GuardedBackend> guarded;  // the same object, when it is guarded
   };
   std::vector<Member> members_;
+  mutable std::mutex widths_mutex_;
+  mutable std::vector<unsigned> widths_;  // per member: the most GPU ids it has used
 };
 
 }  // namespace gpureap::backend

@@ -94,11 +94,12 @@ std::string gpu_key(const Gpu& gpu) {
   return gpu.vendor + ":" + gpu.backend + ":" + std::to_string(gpu.backend_index);
 }
 
-DriverReading combine(std::vector<BackendReport> reports) {
+DriverReading combine(std::vector<BackendReport> reports, const std::vector<unsigned>& widths) {
   DriverReading out;
   unsigned offset = 0;
-  for (auto& r : reports) {
-    unsigned next_offset = offset;
+  for (size_t i = 0; i < reports.size(); ++i) {
+    auto& r = reports[i];
+    unsigned next_offset = offset + (i < widths.size() ? widths[i] : 0);
     for (auto& g : r.gpus) {
       g.backend_index = g.index;
       g.index = offset + g.backend_index;

@@ -120,7 +120,9 @@ struct DriverReading {
 // vendor + ":" + UUID, else PCI address, else backend name and id.
 std::string gpu_key(const Gpu& gpu);
 // Renumbers the GPUs across backends (each backend's ids offset past the previous backend's
-// highest), fills backend, vendor and key, and keeps each backend's status.
-DriverReading combine(std::vector<BackendReport> reports);
+// highest), fills backend, vendor and key, and keeps each backend's status. widths[i], when
+// given, is how many ids backend i has used before: one that now reports fewer (it is down)
+// keeps its place, so the GPUs after it keep their numbers.
+DriverReading combine(std::vector<BackendReport> reports, const std::vector<unsigned>& widths = {});
 
 }  // namespace gpureap::core
