@@ -71,7 +71,7 @@ void Dispatcher::apply(std::vector<SinkConfig> sinks) {
       if (w) retired.push_back(std::move(w));
     workers_ = std::move(next);
   }
-  // Outside the lock: the sampler may dispatch meanwhile.
+  // Outside the lock: the engine's thread may dispatch meanwhile.
   stop_all(retired, kReconfigureWait);
 }
 

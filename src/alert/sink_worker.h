@@ -1,7 +1,7 @@
 #pragma once
 // One sink's delivery thread: a bounded queue, retries with exponential backoff, counters.
 // push() never blocks on the sink, so a receiver that is down, slow or hanging never delays
-// the sampler; it only fills this queue, whose oldest message is dropped when it is full.
+// the sampling engine; it only fills this queue, whose oldest message is dropped when it is full.
 #include <atomic>
 #include <chrono>
 #include <cstdint>

@@ -1,7 +1,7 @@
 #pragma once
-// The GPU backend called off the caller's thread with a timeout, for everything that samples
-// the driver repeatedly: the daemon's sampler and its policy actions, `top`, `ps --watch`. A
-// wedged driver blocks an NVML call forever and such a thread cannot be cancelled: the call is
+// The GPU backend called off the caller's thread with a timeout: every driver library a
+// BackendSet reads (each command, the daemon's sampling engine and its policy actions). A wedged
+// driver blocks an NVML call forever and such a thread cannot be cancelled: the call is
 // abandoned (its thread keeps the backend instance alive and exits if the call ever returns),
 // the backend is reported down, and a later call starts a fresh worker with a fresh backend
 // instance. Stuck workers are bounded; retries back off while the driver does not answer.

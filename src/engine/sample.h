@@ -1,6 +1,7 @@
 #pragma once
 // One published sample of the daemon: immutable once made, shared by the HTTP handlers and
-// the consumers that plug into the sampler (cleanup policies and alerts build on this).
+// the consumers that plug into the daemon's SamplePublisher (cleanup policies and alerts build on
+// this).
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -29,7 +30,7 @@ struct Sample {
   std::chrono::steady_clock::time_point taken;
 };
 
-// Something that acts on every sample, on the sampler's thread, after it is published. It
+// Something that acts on every sample, on the sampling engine's thread, after it is published. It
 // must return quickly (anything slow, like sending an alert, goes to its own thread): the
 // next sample waits for it.
 class SampleConsumer {

@@ -2,7 +2,7 @@
 // The daemon's HTTP endpoints, read-only (GET and HEAD; nothing here can signal a process):
 //   /               a landing page linking the others
 //   /metrics        Prometheus text format 0.0.4
-//   /healthz        200 while the sampler runs (never needs the token)
+//   /healthz        200 while the sampling engine runs (never needs the token)
 //   /api/v1/snapshot, /api/v1/findings, /api/v1/history?gpu=N&since=...
 // Thin: it routes, checks the token and parses query parameters; the content comes from a
 // ContentSource that serves prepared samples and never waits for the GPU driver.
