@@ -14,6 +14,7 @@
 #include "export/prometheus_text.h"
 #include "fake_nvml_fixture.h"
 #include "output/snapshot_json.h"
+#include "reap/planner.h"
 #include "reap/safety.h"
 
 namespace gpureap::testing {
@@ -82,6 +83,14 @@ class SecondVendor : public FakeNvmlFixture {
   std::string dev_;
 };
 
+// NVML's GPU 0 (minor 0) with one job on it.
+nlohmann::json one_nvidia_job(pid_t job) {
+  return {{"gpus",
+           {{{"uuid", "GPU-0000"},
+             {"minor", 0},
+             {"processes", {{{"pid", job}, {"used_bytes", 4 * kGiB}}}}}}}};
+}
+
 const core::ProcessRow* row_of(const core::Snapshot& s, pid_t pid) {
   return s.row(pid);
 }
@@ -89,10 +98,7 @@ const core::ProcessRow* row_of(const core::Snapshot& s, pid_t pid) {
 TEST_F(SecondVendor, ItsGhostIsFoundJoinedDiagnosedAndExported) {
   const pid_t nvidia_job = spawn_holding(dev_ + "/nvidia0");
   auto [trainer, worker] = gone_trainer_with_worker();
-  write_scenario({{"gpus",
-                   {{{"uuid", "GPU-0000"},
-                     {"minor", 0},
-                     {"processes", {{{"pid", nvidia_job}, {"used_bytes", 4 * kGiB}}}}}}}});
+  write_scenario(one_nvidia_job(nvidia_job));
 
   auto s = collect_with_acme({{trainer, 2 * kGiB}});
 
@@ -193,6 +199,47 @@ TEST_F(SecondVendor, ItsGhostIsFoundJoinedDiagnosedAndExported) {
   EXPECT_EQ(json["backends"][1]["vendor"], "acme");
   EXPECT_EQ(json["gpus"][1]["key"], "acme:pci:0000:c1:00.0");
   EXPECT_EQ(json["gpus"][1]["device_numbers"][0], "226:128");
+}
+
+// Acting on the Acme GPU reaches its ghost's keeper alone, acting on the NVIDIA GPU the NVIDIA
+// job alone: the whole plans, so who is left alone is asserted too.
+TEST_F(SecondVendor, KillPlansReachOnlyTheGpuTheyName) {
+  const pid_t nvidia_job = spawn_holding(dev_ + "/nvidia0");
+  auto [trainer, worker] = gone_trainer_with_worker();
+  write_scenario(one_nvidia_job(nvidia_job));
+  auto s = collect_with_acme({{trainer, 2 * kGiB}});
+
+  reap::Caller caller{getpid(), getpgrp(), {getppid(), 1}, getuid(), geteuid()};
+  auto plan = [&](const reap::Request& r) {
+    auto p = reap::make_plan(s, r, caller, [](const core::HostProcess&) {
+      return std::optional<core::ProcessDetails>();
+    });
+    EXPECT_TRUE(p.ok()) << (p.ok() ? "" : p.error().text());
+    return p.ok() ? *p : reap::Plan{};
+  };
+  auto signalled = [](const reap::Plan& p) {
+    std::vector<pid_t> out;
+    for (const auto& t : p.targets) {
+      EXPECT_EQ(t.action, reap::Action::Signal) << t.pid;
+      out.push_back(t.pid);
+    }
+    return out;
+  };
+  auto gone = [](const reap::Plan& p) {
+    std::vector<pid_t> out;
+    for (const auto& g : p.gone) out.push_back(g.pid);
+    return out;
+  };
+
+  auto acme = plan({.gpu = 1});
+  EXPECT_EQ(signalled(acme), std::vector<pid_t>{worker});
+  EXPECT_EQ(gone(acme), std::vector<pid_t>{trainer});
+  auto nvidia = plan({.gpu = 0});
+  EXPECT_EQ(signalled(nvidia), std::vector<pid_t>{nvidia_job});
+  EXPECT_TRUE(gone(nvidia).empty());
+  auto ghosts = plan({.ghosts = true});
+  EXPECT_EQ(signalled(ghosts), std::vector<pid_t>{worker});
+  EXPECT_EQ(gone(ghosts), std::vector<pid_t>{trainer});
 }
 
 TEST_F(SecondVendor, ADownDriverDoesNotHideTheOtherVendorsGpus) {
