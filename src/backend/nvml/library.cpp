@@ -10,9 +10,14 @@ namespace {
 
 constexpr const char* kDefaultNames[] = {"libnvidia-ml.so.1", "libnvidia-ml.so"};
 
-std::string last_dlerror() {
+// Takes the message of the last failed dl call and releases glibc's per-thread record of it:
+// a second dlerror() frees the record, so a watchdog thread that opened (or looked up in) NVML
+// and then ends holds nothing of it, however its end races the process's exit.
+std::string take_dlerror() {
   const char* text = dlerror();
-  return text != nullptr ? text : "unknown dlopen error";
+  std::string message = text != nullptr ? text : "unknown dlopen error";
+  dlerror();
+  return message;
 }
 
 // A bare soname says little about which driver answered; the link map has the full path.
@@ -33,7 +38,7 @@ core::Result<Library> Library::open(const std::optional<std::string>& path) {
   if (path && !path->empty()) {
     void* handle = dlopen(path->c_str(), kFlags);
     if (handle == nullptr) {
-      return core::Error{*path + " could not be loaded: " + last_dlerror(),
+      return core::Error{*path + " could not be loaded: " + take_dlerror(),
                          "check the path given with --nvml-library or GPUREAP_NVML_LIBRARY"};
     }
     return Library(handle, loaded_path(handle, *path));
@@ -41,7 +46,8 @@ core::Result<Library> Library::open(const std::optional<std::string>& path) {
   std::string first_error;
   for (const char* name : kDefaultNames) {
     if (void* handle = dlopen(name, kFlags)) return Library(handle, loaded_path(handle, name));
-    if (first_error.empty()) first_error = last_dlerror();
+    std::string error = take_dlerror();
+    if (first_error.empty()) first_error = std::move(error);
   }
   return core::Error{
       std::string(kDefaultNames[0]) + " could not be loaded: " + first_error +
@@ -67,7 +73,11 @@ Library::~Library() {
 }
 
 void* Library::symbol(const char* name) const {
-  return handle_ != nullptr ? dlsym(handle_, name) : nullptr;
+  if (handle_ == nullptr) return nullptr;
+  void* address = dlsym(handle_, name);
+  // An optional entry point an older driver lacks is not an error; release its record.
+  if (address == nullptr) take_dlerror();
+  return address;
 }
 
 }  // namespace gpureap::backend::nvml
