@@ -1,0 +1,55 @@
+#pragma once
+// What a DRM driver says of one open DRM file in /proc/PID/fdinfo/FD (kernel
+// Documentation/gpu/drm-usage-stats.rst): the driver, the device, the client (one per open file
+// description, shared by dup'd and forked fds) and its memory and engine use. The keys are the
+// same for every driver (amdgpu, i915, xe, msm, panfrost, ...): parsed generically.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/result.h"
+
+namespace gpureap::backend::drm {
+
+// One memory region's figures for one client, in bytes (a value without a unit is bytes; KiB
+// and MiB are converted). A figure the driver did not print stays empty.
+struct RegionMemory {
+  std::string name;  // amdgpu: vram, gtt, cpu; i915: local0, system0; xe: vram0, gtt
+  std::optional<uint64_t> total;
+  std::optional<uint64_t> shared;
+  std::optional<uint64_t> resident;  // drm-resident-<r>, else amdgpu's deprecated drm-memory-<r>
+  std::optional<uint64_t> purgeable;
+  std::optional<uint64_t> active;
+};
+
+struct EngineUse {
+  std::string name;                      // gfx, compute, render, rcs, vcs, ...
+  std::optional<uint64_t> busy_ns;       // drm-engine-<e>: <uint> ns
+  std::optional<uint64_t> capacity;      // drm-engine-capacity-<e>
+  std::optional<uint64_t> cycles;        // drm-cycles-<e> (xe)
+  std::optional<uint64_t> total_cycles;  // drm-total-cycles-<e> (xe)
+};
+
+struct DrmClient {
+  std::string driver;                 // drm-driver: mandatory
+  std::optional<std::string> pdev;    // drm-pdev: the PCI address, "0000:03:00.0"
+  std::optional<uint64_t> client_id;  // drm-client-id: unique per device when pdev is present
+  std::vector<RegionMemory> regions;  // in the order the file first names them
+  std::vector<EngineUse> engines;     // in the order the file first names them
+
+  const RegionMemory* region(std::string_view name) const;
+};
+
+// Parses the text of one fdinfo file. Fails, saying which line and why, when there is no
+// drm-driver line (not a DRM file, or a file reused for something else) or when a value of a
+// key gpureap reads is malformed (not a number, an unknown unit, too large for 64 bits once
+// converted). Other keys, drm- or not, are ignored.
+core::Result<DrmClient> parse_fdinfo(std::string_view text);
+
+// The region is the device's own memory (vram, vram0, local0, ...), not system memory that
+// the GPU maps (gtt, cpu, system0, memory).
+bool is_device_local(std::string_view region);
+
+}  // namespace gpureap::backend::drm
