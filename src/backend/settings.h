@@ -9,6 +9,7 @@ namespace gpureap::backend {
 struct BackendSettings {
   std::string proc_root = "/proc";
   std::string dev_root = "/dev";
+  std::string sys_root = "/sys";  // DRM devices and AMD's KFD
   // --nvml-library; empty: $GPUREAP_NVML_LIBRARY, then the normal dlopen search.
   std::optional<std::string> nvml_library;
   // Upper bound for a valid PID in a driver's process record (<proc-root>/sys/kernel/pid_max).

@@ -16,6 +16,9 @@ void add_global_options(CLI::App& app, GlobalOptions& o) {
   app.add_option("--proc-root", o.proc_root, "procfs to read (default /proc)")->group("Global");
   app.add_option("--dev-root", o.dev_root, "device directory to match (default /dev)")
       ->group("Global");
+  app.add_option("--sys-root", o.sys_root,
+                 "sysfs to read DRM GPUs and AMD's KFD from (default /sys)")
+      ->group("Global");
   app.add_option("--nvml-library", o.nvml_library,
                  "path of libnvidia-ml.so.1 (default: $GPUREAP_NVML_LIBRARY, then the system's)")
       ->group("Global");
@@ -34,6 +37,7 @@ backend::BackendSettings backend_settings(const GlobalOptions& o) {
   backend::BackendSettings settings;
   settings.proc_root = o.proc_root;
   settings.dev_root = o.dev_root;
+  settings.sys_root = o.sys_root;
   if (!o.nvml_library.empty()) settings.nvml_library = o.nvml_library;
   if (auto proc = procfs::ProcFs::open(o.proc_root)) settings.pid_max = proc->pid_max();
   return settings;
@@ -56,7 +60,7 @@ core::Result<collect::Collector> open_collector(const GlobalOptions& o) {
   if (!backends)
     return core::Error{"--driver-timeout: \"" + o.driver_timeout + "\" is not a positive duration",
                        "write it with a unit: 500ms, 5s, 1m"};
-  return collect::Collector::open({o.proc_root, o.dev_root}, std::move(backends));
+  return collect::Collector::open({o.proc_root, o.dev_root, o.sys_root}, std::move(backends));
 }
 
 bool report_driver_timeout(const core::Snapshot& s) {

@@ -15,6 +15,7 @@ namespace gpureap::cli {
 struct GlobalOptions {
   std::string proc_root = "/proc";
   std::string dev_root = "/dev";
+  std::string sys_root = "/sys";
   std::string nvml_library;  // empty: GPUREAP_NVML_LIBRARY, then the default search
   bool json = false;
   bool csv = false;

@@ -81,7 +81,7 @@ core::Result<Collector> Collector::open(const Roots& roots,
                                         std::shared_ptr<backend::BackendSet> drivers) {
   auto proc = procfs::ProcFs::open(roots.proc_root);
   if (!proc) return proc.error();
-  auto catalog = procfs::DeviceCatalog::enumerate(roots.dev_root, roots.proc_root);
+  auto catalog = procfs::DeviceCatalog::enumerate(roots.dev_root, roots.proc_root, roots.sys_root);
   if (!catalog) return catalog.error();
   return Collector(std::move(*proc), std::move(*catalog), std::move(drivers));
 }

@@ -17,6 +17,7 @@ namespace gpureap::collect {
 struct Roots {
   std::string proc_root = "/proc";
   std::string dev_root = "/dev";
+  std::string sys_root = "/sys";
 };
 
 class Collector {

@@ -19,7 +19,7 @@ const char* to_string(GpuProcessKind kind) {
 }
 
 namespace {
-constexpr std::array<std::pair<BackendErrorCode, const char*>, 9> kErrorNames{{
+constexpr std::array<std::pair<BackendErrorCode, const char*>, 10> kErrorNames{{
     {BackendErrorCode::LibraryNotFound, "library-not-found"},
     {BackendErrorCode::DriverNotLoaded, "driver-not-loaded"},
     {BackendErrorCode::VersionMismatch, "version-mismatch"},
@@ -29,6 +29,7 @@ constexpr std::array<std::pair<BackendErrorCode, const char*>, 9> kErrorNames{{
     {BackendErrorCode::Internal, "internal"},
     {BackendErrorCode::NotAnswering, "not-answering"},
     {BackendErrorCode::NotConfigured, "not-configured"},
+    {BackendErrorCode::NoDevice, "no-device"},
 }};
 }  // namespace
 
@@ -72,7 +73,7 @@ bool DriverReading::any_available() const {
 
 const BackendStatus* DriverReading::first_down() const {
   for (const auto& b : backends)
-    if (!b.available) return &b;
+    if (!b.available && b.error_code != BackendErrorCode::NoDevice) return &b;
   return nullptr;
 }
 

@@ -14,6 +14,16 @@ namespace gpureap::core {
 enum class GpuProcessKind { Compute, Graphics, Mps };
 const char* to_string(GpuProcessKind kind);
 
+// A process's memory in one region, as a kernel driver accounts it per open file (DRM
+// fdinfo): the device's own memory (vram, local0) or system memory the GPU maps (gtt, system0).
+struct MemoryRegionUse {
+  std::string name;
+  bool device_local = false;
+  std::optional<uint64_t> total_bytes;     // every buffer the process's clients have
+  std::optional<uint64_t> resident_bytes;  // the part resident in this region
+  std::optional<uint64_t> shared_bytes;    // the part shared with other clients
+};
+
 // One entry of a driver's per-GPU process list.
 struct DriverProcess {
   pid_t pid = 0;
@@ -23,6 +33,12 @@ struct DriverProcess {
   std::optional<unsigned> compute_instance_id;
   std::optional<std::string> name;  // process name as the driver knows it
   std::optional<unsigned> sm_utilization_percent;
+  // Per region, where the driver tells (DRM); empty for a driver that gives one figure.
+  std::vector<MemoryRegionUse> regions;
+  // Live processes that hold the same driver clients (a DRM file dup'd or inherited across
+  // fork: one client, one set of buffers). The memory is listed once, on this process; they
+  // are its holders too.
+  std::vector<pid_t> sharers;
 };
 
 struct GpuMemory {
@@ -78,6 +94,9 @@ enum class BackendErrorCode {
   Internal,
   NotAnswering,  // a call timed out: the driver is wedged
   NotConfigured,
+  // Not a failure: the machine has no GPU this backend reads (an AMD backend on a host with
+  // only NVIDIA GPUs). It does not count as down.
+  NoDevice,
 };
 const char* to_string(BackendErrorCode code);
 std::optional<BackendErrorCode> backend_error_code(const std::string& name);
@@ -112,7 +131,8 @@ struct DriverReading {
   std::vector<Gpu> gpus;                // by global index
 
   bool any_available() const;
-  const BackendStatus* first_down() const;  // the first backend that is unavailable
+  // The first backend that is unavailable for a reason other than having no GPU to read.
+  const BackendStatus* first_down() const;
   const BackendStatus* backend_of(const Gpu& gpu) const;
   const Gpu* gpu(unsigned index) const;
 };

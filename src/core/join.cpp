@@ -27,7 +27,8 @@ std::map<pid_t, Listing> listings(const DriverReading& drivers) {
       auto it = std::find_if(l.gpus.begin(), l.gpus.end(),
                              [&](const GpuUse& u) { return u.index == gpu.index; });
       if (it == l.gpus.end()) {
-        l.gpus.push_back({gpu.index, p.used_bytes, p.kind, p.sm_utilization_percent});
+        l.gpus.push_back(
+            {gpu.index, p.used_bytes, p.kind, p.sm_utilization_percent, p.regions, p.sharers});
       } else if (p.used_bytes && (!it->used_bytes || *p.used_bytes > *it->used_bytes)) {
         it->used_bytes = p.used_bytes;
       }

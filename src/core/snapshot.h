@@ -19,6 +19,8 @@ struct GpuUse {
   std::optional<uint64_t> used_bytes;
   GpuProcessKind kind = GpuProcessKind::Compute;
   std::optional<unsigned> sm_utilization_percent;
+  std::vector<MemoryRegionUse> regions;  // DriverProcess::regions
+  std::vector<pid_t> shared_with;        // DriverProcess::sharers
 };
 
 // One row of the joined view: a device-file holder, a driver-listed PID, or both.

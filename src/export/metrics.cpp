@@ -19,8 +19,13 @@ std::string uuid_of(const core::Gpu& g) {
   return g.uuid.value_or("");
 }
 
+// A GPU without a UUID (AMD, Intel) is told apart by its PCI address; the vendor lets one
+// dashboard cover a mixed fleet.
 std::vector<Label> gpu_labels(const core::Gpu& g) {
-  return {{"gpu", std::to_string(g.index)}, {"uuid", uuid_of(g)}};
+  return {{"gpu", std::to_string(g.index)},
+          {"uuid", uuid_of(g)},
+          {"pci_bus_id", g.pci_bus_id.value_or("")},
+          {"vendor", g.vendor}};
 }
 
 std::vector<Label> with(std::vector<Label> labels, std::vector<Label> more) {
@@ -80,10 +85,8 @@ struct GpuFamilies {
   void identity(const core::Snapshot& s, const core::Gpu& g, const std::vector<Label>& labels) {
     const auto* backend = s.drivers.backend_of(g);
     info.add(with(labels, {{"name", g.name.value_or("")},
-                           {"pci_bus_id", g.pci_bus_id.value_or("")},
                            {"driver_version",
                             backend ? backend->driver_version.value_or("") : std::string()},
-                           {"vendor", g.vendor},
                            {"backend", g.backend},
                            {"key", g.key}}),
              1);
@@ -205,8 +208,11 @@ std::vector<MetricFamily> build_metrics(const MetricsInput& in) {
           {}, in.snapshot.drivers.any_available() ? 1 : 0));
   MetricFamily backend_up{"gpureap_backend_up",
                           "1 when this GPU backend answered gpureap's last sample, else 0"};
+  // A backend with no GPU of its kind here (the AMD one on an NVIDIA host) is not down: it is
+  // left out, so an alert on `gpureap_backend_up == 0` means a driver that should answer.
   for (const auto& b : in.snapshot.drivers.backends)
-    backend_up.add({{"backend", b.name}, {"vendor", b.vendor}}, b.available ? 1 : 0);
+    if (b.error_code != core::BackendErrorCode::NoDevice)
+      backend_up.add({{"backend", b.name}, {"vendor", b.vendor}}, b.available ? 1 : 0);
   out.push_back(std::move(backend_up));
   gpu_families(in, out);
   finding_families(in, out);

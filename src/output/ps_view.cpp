@@ -120,19 +120,25 @@ std::string command_text(const core::ProcessRow& r) {
   return out;
 }
 
-// One line per backend: its driver and library versions, or why it is not available.
+// One line per backend: its driver and library versions, or why it is not available. A
+// backend with no GPU of its kind on this machine (no AMD GPU) says nothing.
 std::string backend_lines(const core::DriverReading& drivers, const Style& style) {
+  std::vector<const core::BackendStatus*> shown;
+  for (const auto& b : drivers.backends)
+    if (b.error_code != core::BackendErrorCode::NoDevice) shown.push_back(&b);
   std::string out;
-  for (const auto& b : drivers.backends) {
-    if (!b.available) {
-      std::string who = drivers.backends.size() > 1 ? " (" + text::terminal_safe(b.name) + ")" : "";
-      out += style.paint("GPU driver" + who + ": not available", Color::Bold) + " — " +
-             text::terminal_safe(b.error.value_or("no GPU backend")) + "\n";
+  for (const auto* b : shown) {
+    std::string who = shown.size() > 1 ? text::terminal_safe(b->label()) : "";
+    if (!b->available) {
+      out += style.paint("GPU driver" + (who.empty() ? "" : " (" + who + ")") + ": not available",
+                         Color::Bold) +
+             " — " + text::terminal_safe(b->error.value_or("no GPU backend")) + "\n";
       continue;
     }
-    out += "Driver " + text::terminal_safe(b.driver_version.value_or("?"));
-    if (const auto* v = b.detail(b.name + "_version"))
-      out += " · " + text::terminal_safe(b.label()) + " " + text::terminal_safe(*v);
+    out += (who.empty() ? "" : who + " · ") + "Driver " +
+           text::terminal_safe(b->driver_version.value_or("?"));
+    if (const auto* v = b->detail(b->name + "_version"))
+      out += " · " + text::terminal_safe(b->label()) + " " + text::terminal_safe(*v);
     out += "\n";
   }
   return out;
@@ -269,6 +275,22 @@ std::string render_process_table(const core::Snapshot& s, const Style& style,
   return t.render(style, o.width);
 }
 
+// A driver client several processes hold (a DRM file inherited across fork) is listed once,
+// on one of them: say who else holds it, so the others' empty MEMORY is not read as nothing.
+std::string shared_client_lines(const core::Snapshot& s) {
+  std::string out;
+  for (const auto& r : s.rows)
+    for (const auto& u : r.gpus) {
+      if (u.shared_with.empty()) continue;
+      std::string pids;
+      for (pid_t p : u.shared_with) pids += (pids.empty() ? "" : ", ") + std::to_string(p);
+      out += fmt::format(
+          "PID {} shares its GPU {} memory with PID {}: one driver client, counted once.\n", r.pid,
+          u.index, pids);
+    }
+  return out;
+}
+
 std::string render_summary(const core::Snapshot& s, const Style& style) {
   std::string out;
   for (const auto& n : ghost_notices(s)) {
@@ -293,7 +315,7 @@ std::string render_summary(const core::Snapshot& s, const Style& style) {
               ? "Nothing holds the GPUs. `gpureap ps --json` gives the full view.\n"
               : "No ghosts. `gpureap ps --tree` shows the holders in their process tree.\n";
   }
-  return out;
+  return shared_client_lines(s) + out;
 }
 
 std::string render_ps(const core::Snapshot& s, const Style& style, const PsViewOptions& o) {

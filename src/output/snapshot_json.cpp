@@ -37,13 +37,26 @@ json backend_json(const core::BackendStatus& b) {
   return j;
 }
 
+json regions_json(const std::vector<core::MemoryRegionUse>& regions) {
+  json out = json::array();
+  for (const auto& r : regions)
+    out.push_back({{"name", r.name},
+                   {"device_local", r.device_local},
+                   {"total_bytes", opt(r.total_bytes)},
+                   {"resident_bytes", opt(r.resident_bytes)},
+                   {"shared_bytes", opt(r.shared_bytes)}});
+  return out;
+}
+
 json gpu_uses_json(const std::vector<core::GpuUse>& uses) {
   json out = json::array();
   for (const auto& u : uses)
     out.push_back({{"index", u.index},
                    {"used_bytes", opt(u.used_bytes)},
                    {"kind", core::to_string(u.kind)},
-                   {"sm_utilization_percent", opt(u.sm_utilization_percent)}});
+                   {"sm_utilization_percent", opt(u.sm_utilization_percent)},
+                   {"regions", regions_json(u.regions)},
+                   {"shared_with", u.shared_with}});
   return out;
 }
 

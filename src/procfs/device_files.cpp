@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdio>
 
 #include "procfs/file_read.h"
 #include "procfs/parsers.h"
@@ -41,6 +42,22 @@ std::optional<Classified> classify_nvidia(std::string_view name) {
   return std::nullopt;
 }
 
+std::optional<Classified> classify_kfd(std::string_view name) {
+  if (name == "kfd") return Classified{DeviceKind::Kfd, std::nullopt};
+  return std::nullopt;
+}
+
+// /dev/kfd's number: its major is given at module load, so it is read from sysfs (the node's
+// own MAJ:MIN), else from the major that /proc/devices lists for "kfd" (minor 0).
+std::optional<dev_t> kfd_number(const std::string& sys_root, const std::string& devices) {
+  auto dev = read_file(sys_root + "/class/kfd/kfd/dev");
+  unsigned major = 0, minor = 0;
+  if (dev.ok() && std::sscanf(dev.data.c_str(), "%u:%u", &major, &minor) == 2)
+    return ::makedev(major, minor);
+  if (auto m = parse_char_major(devices, "kfd")) return ::makedev(*m, 0);
+  return std::nullopt;
+}
+
 std::optional<Classified> classify_dri(std::string_view name) {
   if (auto m = number_suffix(name, "renderD")) return Classified{DeviceKind::DrmRender, m};
   if (auto m = number_suffix(name, "card")) return Classified{DeviceKind::DrmCard, m};
@@ -70,6 +87,8 @@ std::optional<dev_t> GpuDeviceFile::number() const {
     case DeviceKind::DrmRender:
     case DeviceKind::DrmCard:
       return minor ? std::optional<dev_t>(::makedev(kDrmMajor, *minor)) : std::nullopt;
+    case DeviceKind::Kfd:
+      return assigned;
     case DeviceKind::NvidiaUvm:
     case DeviceKind::NvidiaUvmTools:
       return std::nullopt;  // a dynamic major, known only for a real node
@@ -79,7 +98,7 @@ std::optional<dev_t> GpuDeviceFile::number() const {
 
 bool GpuDeviceFile::reaches_gpus() const {
   return kind == DeviceKind::NvidiaGpu || kind == DeviceKind::DrmRender ||
-         kind == DeviceKind::DrmCard;
+         kind == DeviceKind::DrmCard || kind == DeviceKind::Kfd;
 }
 
 const char* to_string(DeviceKind kind) {
@@ -98,12 +117,15 @@ const char* to_string(DeviceKind kind) {
       return "drm-render";
     case DeviceKind::DrmCard:
       return "drm-card";
+    case DeviceKind::Kfd:
+      return "kfd";
   }
   return "?";
 }
 
 core::Result<DeviceCatalog> DeviceCatalog::enumerate(const std::string& dev_root,
-                                                     const std::string& proc_root) {
+                                                     const std::string& proc_root,
+                                                     const std::string& sys_root) {
   struct stat root_st {};
   if (::stat(dev_root.c_str(), &root_st) != 0 || !S_ISDIR(root_st.st_mode))
     return core::Error{"dev root " + dev_root + " is not a readable directory",
@@ -112,6 +134,7 @@ core::Result<DeviceCatalog> DeviceCatalog::enumerate(const std::string& dev_root
   cat.dev_root_ = dev_root;
   auto devices = read_file(proc_root + "/devices");
   if (devices.ok()) cat.uvm_major_ = parse_char_major(devices.data, "nvidia-uvm");
+  cat.kfd_ = kfd_number(sys_root, devices.ok() ? devices.data : std::string());
 
   auto add = [&](const std::string& path, Classified c) {
     struct stat st {};
@@ -121,8 +144,10 @@ core::Result<DeviceCatalog> DeviceCatalog::enumerate(const std::string& dev_root
       unsigned major = ::major(st.st_rdev);
       bool uvm = c.kind == DeviceKind::NvidiaUvm || c.kind == DeviceKind::NvidiaUvmTools;
       bool drm = c.kind == DeviceKind::DrmRender || c.kind == DeviceKind::DrmCard;
+      bool kfd = c.kind == DeviceKind::Kfd;
       bool expected = drm   ? major == kDrmMajor
                       : uvm ? cat.uvm_major_ && major == *cat.uvm_major_
+                      : kfd ? !cat.kfd_ || st.st_rdev == *cat.kfd_
                             : major == kNvidiaMajor;
       if (!expected) return;  // same name, another driver: not a GPU device
       f.is_char_device = true;
@@ -130,13 +155,17 @@ core::Result<DeviceCatalog> DeviceCatalog::enumerate(const std::string& dev_root
     } else if (S_ISREG(st.st_mode)) {
       f.dev = st.st_dev;
       f.ino = st.st_ino;
+      if (c.kind == DeviceKind::Kfd) f.assigned = cat.kfd_;
     } else {
       return;
     }
     cat.files_.push_back(std::move(f));
   };
-  for (const auto& name : list_dir(dev_root))
-    if (auto c = classify_nvidia(name)) add(std::string(dev_root).append("/").append(name), *c);
+  for (const auto& name : list_dir(dev_root)) {
+    auto c = classify_nvidia(name);
+    if (!c) c = classify_kfd(name);
+    if (c) add(std::string(dev_root).append("/").append(name), *c);
+  }
   for (const auto& name : list_dir(dev_root + "/dri"))
     if (auto c = classify_dri(name)) add(std::string(dev_root).append("/dri/").append(name), *c);
   return cat;
@@ -148,7 +177,8 @@ bool DeviceCatalog::may_match(std::string_view link) const {
   if (link.empty() || link.front() != '/') return false;
   std::string_view base = link.substr(link.rfind('/') + 1);
   if (base.ends_with(" (deleted)")) base.remove_suffix(10);
-  return base.starts_with("nvidia") || base.starts_with("renderD") || base.starts_with("card");
+  return base.starts_with("nvidia") || base.starts_with("renderD") || base.starts_with("card") ||
+         base == "kfd";
 }
 
 std::optional<GpuDeviceFile> DeviceCatalog::match(const struct stat& st) const {
@@ -181,6 +211,8 @@ std::optional<GpuDeviceFile> DeviceCatalog::match(const struct stat& st) const {
                          {},
                          true,
                          st.st_rdev};
+  if (kfd_ && st.st_rdev == *kfd_)
+    return GpuDeviceFile{p + "/kfd", DeviceKind::Kfd, {}, true, st.st_rdev};
   if (major == kDrmMajor) {
     bool render = minor >= 128;
     return GpuDeviceFile{p + (render ? "/dri/renderD" : "/dri/card") + std::to_string(minor),

@@ -171,7 +171,8 @@ class Composer {
                ": kill those too (--tree or --group)";
       return whose +
              " is still listed, and no process holds the GPU's device files: a "
-             "leaked context; only a GPU reset (nvidia-smi -r) or a reboot frees it";
+             "leaked context; only a GPU reset (gpureap doctor names the command) or a reboot "
+             "frees it";
     }
     return "memory still held";
   }

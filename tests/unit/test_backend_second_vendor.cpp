@@ -73,6 +73,7 @@ class SecondVendor : public FakeNvmlFixture {
     registry.push_back(acme_entry(kRenderMinor, std::move(listings)));  // the one line
     backend::BackendSettings settings;
     settings.dev_root = dev_;
+    settings.sys_root = dir_ + "/sys";  // no DRM GPU: the built-in AMD and Intel have none
     settings.nvml_library = fake_nvml_library();
     auto drivers = backend::BackendSet::make(registry, settings, {});
     auto collector = collect::Collector::open({"/proc", dev_}, drivers);
@@ -102,12 +103,17 @@ TEST_F(SecondVendor, ItsGhostIsFoundJoinedDiagnosedAndExported) {
 
   auto s = collect_with_acme({{trainer, 2 * kGiB}});
 
-  // Two backends, each answering; GPUs numbered NVIDIA first, then the registry's next.
-  ASSERT_EQ(s.drivers.backends.size(), 2u);
+  // The built-in backends and Acme; the AMD and Intel ones have no GPU here (not down). GPUs
+  // are numbered NVIDIA first, then the registry's next.
+  ASSERT_EQ(s.drivers.backends.size(), 4u);
   EXPECT_EQ(s.drivers.backends[0].name, "nvml");
-  EXPECT_EQ(s.drivers.backends[1].name, "acme");
+  EXPECT_EQ(s.drivers.backends[1].name, "amdgpu");
+  EXPECT_EQ(s.drivers.backends[2].name, "intel");
+  EXPECT_EQ(s.drivers.backends[3].name, "acme");
   EXPECT_TRUE(s.drivers.backends[0].available);
-  EXPECT_TRUE(s.drivers.backends[1].available);
+  EXPECT_EQ(s.drivers.backends[1].error_code, core::BackendErrorCode::NoDevice);
+  EXPECT_EQ(s.drivers.backends[2].error_code, core::BackendErrorCode::NoDevice);
+  EXPECT_TRUE(s.drivers.backends[3].available);
   ASSERT_EQ(s.drivers.gpus.size(), 2u);
   const core::Gpu& nvidia = s.drivers.gpus[0];
   const core::Gpu& acme = s.drivers.gpus[1];
@@ -121,9 +127,9 @@ TEST_F(SecondVendor, ItsGhostIsFoundJoinedDiagnosedAndExported) {
   EXPECT_EQ(acme.device_numbers, std::vector<dev_t>{::makedev(226, kRenderMinor)});
 
   // The backend took part in the holder scan: it saw the worker's render fd and its fdinfo.
-  ASSERT_NE(s.drivers.backends[1].detail("acme_render_holders"), nullptr);
-  EXPECT_EQ(*s.drivers.backends[1].detail("acme_render_holders"), "1");
-  EXPECT_EQ(*s.drivers.backends[1].detail("acme_fdinfo_read"), "1");
+  ASSERT_NE(s.drivers.backends[3].detail("acme_render_holders"), nullptr);
+  EXPECT_EQ(*s.drivers.backends[3].detail("acme_render_holders"), "1");
+  EXPECT_EQ(*s.drivers.backends[3].detail("acme_fdinfo_read"), "1");
 
   // The join: the NVIDIA job is attributed on GPU 0 and healthy; the trainer is a ghost on
   // GPU 1 kept by its worker, compared exactly (kcmp); nothing else is a row.
@@ -248,10 +254,10 @@ TEST_F(SecondVendor, ADownDriverDoesNotHideTheOtherVendorsGpus) {
 
   auto s = collect_with_acme({{trainer, kGiB}});
 
-  ASSERT_EQ(s.drivers.backends.size(), 2u);
+  ASSERT_EQ(s.drivers.backends.size(), 4u);
   EXPECT_FALSE(s.drivers.backends[0].available);
   EXPECT_EQ(s.drivers.backends[0].error_code, core::BackendErrorCode::DriverNotLoaded);
-  EXPECT_TRUE(s.drivers.backends[1].available);
+  EXPECT_TRUE(s.drivers.backends[3].available);
   ASSERT_EQ(s.drivers.gpus.size(), 1u);
   EXPECT_EQ(s.drivers.gpus[0].vendor, "acme");
   EXPECT_EQ(s.drivers.gpus[0].index, 0u);  // no NVIDIA GPU: the numbering starts at Acme's

@@ -1,0 +1,79 @@
+#pragma once
+// The DRM clients of this backend's GPUs, learnt from the holder scan: the scan hands over each
+// DRM fd it matched, the table reads its fdinfo and groups fds by client. A client is one open
+// DRM file (the kernel's struct drm_file): fds dup'd or inherited across fork share it, and its
+// buffers, so it is kept once with every (PID, fd) that holds it.
+#include <sys/types.h>
+
+#include <map>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "backend/drm/fdinfo.h"
+#include "procfs/fd_observer.h"
+
+namespace gpureap::backend::drm {
+
+struct FdRef {
+  pid_t pid = 0;
+  int fd = 0;
+  auto operator<=>(const FdRef&) const = default;
+};
+
+struct ObservedClient {
+  DrmClient info;
+  dev_t node = 0;           // the device number of the file the fds refer to
+  std::vector<FdRef> fds;   // sorted; never empty
+  pid_t first_pid() const { return fds.front().pid; }
+};
+
+class ClientTable final : public procfs::FdObserver {
+ public:
+  // The proc root is read again, between scans, to see which clients are still open.
+  explicit ClientTable(const std::string& proc_root);
+  ~ClientTable() override;
+  ClientTable(const ClientTable&) = delete;
+  ClientTable& operator=(const ClientTable&) = delete;
+
+  // The device numbers of the nodes of this backend's GPUs: only their fds are read. Kept for
+  // the next scans until set again.
+  void watch(std::set<dev_t> nodes);
+
+  void scan_started() override;
+  void observe(const procfs::GpuFd& fd) override;
+  void scan_finished() override;
+
+  // The clients now. Right after a scan, what it saw; later, every fd it saw is read again:
+  // an fd that was closed, or that now refers to another client, no longer holds it, and a
+  // client no fd holds is gone (its buffers were freed). New clients need a scan.
+  std::vector<ObservedClient> current();
+  // What could not be parsed in the last scan or refresh, one line per fd (hostile or garbled
+  // fdinfo is reported, never trusted).
+  std::vector<std::string> errors() const;
+
+ private:
+  struct Key {
+    std::string device;  // drm-pdev, else the node's device number
+    uint64_t id = 0;     // drm-client-id, else a per-fd number (see key_of)
+    auto operator<=>(const Key&) const = default;
+  };
+  using Clients = std::map<Key, ObservedClient>;
+
+  std::optional<DrmClient> read(int proc_dirfd, const FdRef& ref, std::string& error) const;
+  static Key key_of(const DrmClient& c, dev_t node, const FdRef& ref);
+  static void add(Clients& into, Key key, DrmClient info, dev_t node, FdRef ref);
+  void refresh();
+
+  int proc_dirfd_ = -1;
+  mutable std::mutex mutex_;
+  std::set<dev_t> nodes_;
+  Clients scanning_, clients_;
+  std::vector<std::string> scan_errors_, errors_;
+  bool fresh_ = false;  // clients_ is what a scan just saw
+};
+
+}  // namespace gpureap::backend::drm

@@ -1,0 +1,150 @@
+#pragma once
+// A machine with DRM GPUs, as files: a procfs root whose processes hold stand-in DRM nodes
+// (fd links) with the fdinfo their drivers would write, a dev root of stand-in nodes, and a
+// sysfs root with the GPUs (class/drm), their totals and AMD's KFD. Built at run time in a
+// temporary directory (fd links are absolute paths), for the unit and the integration tests.
+#include <stdlib.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <string>
+
+namespace gpureap::testing {
+
+class DrmMachine {
+ public:
+  DrmMachine() {
+    char tmpl[] = "/tmp/gpureap-drm-XXXXXX";
+    root_ = ::mkdtemp(tmpl);
+    write("proc/stat", "cpu  1 0 1 100 0 0 0 0 0 0\nbtime 1700000000\n");
+    write("proc/sys/kernel/pid_max", "4194304\n");
+    write("proc/sys/kernel/osrelease", "6.8.0-test\n");
+    write("proc/devices", "Character devices:\n226 drm\n510 kfd\n");
+    std::filesystem::create_directories(path("proc/self/ns"));
+    std::filesystem::create_symlink("pid:[4026531836]", path("proc/self/ns/pid"));
+    std::filesystem::create_directories(path("dev/dri"));
+    std::filesystem::create_directories(path("sys/class/drm"));
+    process(1, "systemd", 0, 1, 1);
+  }
+  ~DrmMachine() {
+    std::error_code ec;
+    std::filesystem::remove_all(root_, ec);
+  }
+  DrmMachine(const DrmMachine&) = delete;
+  DrmMachine& operator=(const DrmMachine&) = delete;
+
+  std::string proc_root() const { return path("proc"); }
+  std::string dev_root() const { return path("dev"); }
+  std::string sys_root() const { return path("sys"); }
+  std::string path(const std::string& rel) const { return root_ + "/" + rel; }
+
+  void write(const std::string& rel, const std::string& text) const {
+    auto p = std::filesystem::path(path(rel));
+    std::filesystem::create_directories(p.parent_path());
+    std::ofstream(p) << text;
+  }
+  void remove(const std::string& rel) const { std::filesystem::remove_all(path(rel)); }
+
+  // --- sysfs ----------------------------------------------------------------------------
+  // A PCI GPU with card<card> and renderD<render> nodes, bound to `driver`.
+  void gpu(const std::string& driver, unsigned vendor_id, unsigned device_id, unsigned card,
+           unsigned render, const std::string& pci) const {
+    std::string dev = "sys/devices/pci0000:00/" + pci;
+    write(dev + "/uevent", "DRIVER=" + driver + "\nPCI_SLOT_NAME=" + pci + "\n");
+    write(dev + "/vendor", hex(vendor_id) + "\n");
+    write(dev + "/device", hex(device_id) + "\n");
+    for (auto [name, minor] : {std::pair{"card" + std::to_string(card), card},
+                               std::pair{"renderD" + std::to_string(render), render}}) {
+      std::string node = dev + "/drm/" + name;
+      write(node + "/dev", "226:" + std::to_string(minor) + "\n");
+      std::filesystem::create_directories(path(node));
+      std::filesystem::create_directory_symlink(path(dev), path(node + "/device"));
+      std::filesystem::create_directory_symlink(path(node), path("sys/class/drm/" + name));
+      write("dev/dri/" + name, "");  // the stand-in node
+    }
+  }
+  // An amdgpu dGPU with its VRAM totals.
+  void amd_gpu(unsigned card, unsigned render, const std::string& pci, uint64_t vram_total,
+               uint64_t vram_used, const std::string& product = "") const {
+    gpu("amdgpu", 0x1002, 0x73bf, card, render, pci);
+    set_vram_used(pci, vram_used);
+    write("sys/devices/pci0000:00/" + pci + "/mem_info_vram_total",
+          std::to_string(vram_total) + "\n");
+    write("sys/devices/pci0000:00/" + pci + "/gpu_busy_percent", "37\n");
+    if (!product.empty())
+      write("sys/devices/pci0000:00/" + pci + "/product_name", product + "\n");
+  }
+  void set_vram_used(const std::string& pci, uint64_t bytes) const {
+    write("sys/devices/pci0000:00/" + pci + "/mem_info_vram_used", std::to_string(bytes) + "\n");
+  }
+  // AMD's KFD: /dev/kfd (510:0) and one GPU node per (gpu_id, PCI address) given.
+  void kfd_node(unsigned node, unsigned gpu_id, unsigned domain, unsigned bus) const {
+    write("sys/class/kfd/kfd/dev", "510:0\n");
+    write("dev/kfd", "");
+    std::string n = "sys/class/kfd/kfd/topology/nodes/" + std::to_string(node);
+    write(n + "/gpu_id", std::to_string(gpu_id) + "\n");
+    write(n + "/properties", "cpu_cores_count 0\nsimd_count 240\ndomain " +
+                                 std::to_string(domain) + "\nlocation_id " +
+                                 std::to_string(bus << 8) + "\n");
+  }
+  void kfd_process(pid_t pid, unsigned gpu_id, uint64_t vram) const {
+    write("sys/class/kfd/kfd/proc/" + std::to_string(pid) + "/vram_" + std::to_string(gpu_id),
+          std::to_string(vram) + "\n");
+  }
+
+  // --- procfs ---------------------------------------------------------------------------
+  void process(pid_t pid, const std::string& comm, pid_t ppid, pid_t pgid, pid_t sid,
+               char state = 'S') const {
+    std::string d = "proc/" + std::to_string(pid) + "/";
+    write(d + "stat", std::to_string(pid) + " (" + comm + ") " + state + " " +
+                          std::to_string(ppid) + " " + std::to_string(pgid) + " " +
+                          std::to_string(sid) +
+                          " 0 -1 4194304 0 0 0 0 10 5 0 0 20 0 1 0 " +
+                          std::to_string(1000 + pid) +
+                          " 1000000 100 18446744073709551615 0 0 0 0 0 0 0 0 0 0 0 0 17 0 0 0 0 "
+                          "0 0 0 0 0 0 0 0 0 0\n");
+    write(d + "status", "Name:\t" + comm + "\nState:\t" + state + "\nPPid:\t" +
+                            std::to_string(ppid) + "\nUid:\t1000\t1000\t1000\t1000\nNSpid:\t" +
+                            std::to_string(pid) + "\nThreads:\t1\n");
+    write(d + "cmdline", comm + std::string(1, '\0'));
+    write(d + "cgroup", "0::/user.slice\n");
+    std::filesystem::create_directories(path(d + "fd"));
+    std::filesystem::create_directories(path(d + "fdinfo"));
+  }
+  // The process's fd `fd` is the stand-in `node` ("dri/renderD128", "kfd"), with this fdinfo.
+  void open_fd(pid_t pid, int fd, const std::string& node, const std::string& fdinfo) const {
+    std::string d = "proc/" + std::to_string(pid) + "/";
+    std::filesystem::create_symlink(path("dev/" + node), path(d + "fd/" + std::to_string(fd)));
+    write(d + "fdinfo/" + std::to_string(fd), "pos:\t0\nflags:\t02100002\nmnt_id:\t24\n" + fdinfo);
+  }
+  void close_fd(pid_t pid, int fd) const {
+    std::string d = "proc/" + std::to_string(pid) + "/";
+    remove(d + "fd/" + std::to_string(fd));
+    remove(d + "fdinfo/" + std::to_string(fd));
+  }
+  void exit_process(pid_t pid) const { remove("proc/" + std::to_string(pid)); }
+
+  // An amdgpu client's fdinfo: drm-memory-* in KiB (the driver's own format).
+  static std::string amdgpu_fdinfo(const std::string& pdev, uint64_t client_id,
+                                   uint64_t vram_kib, uint64_t gtt_kib) {
+    return "drm-driver:\tamdgpu\ndrm-client-id:\t" + std::to_string(client_id) +
+           "\ndrm-pdev:\t" + pdev + "\npasid:\t32770\ndrm-memory-vram:\t" +
+           std::to_string(vram_kib) + " KiB\ndrm-memory-gtt:\t" + std::to_string(gtt_kib) +
+           " KiB\ndrm-memory-cpu:\t0 KiB\ndrm-engine-gfx:\t123456789 ns\n";
+  }
+
+ private:
+  static std::string hex(unsigned v) {
+    char buf[16];
+    std::snprintf(buf, sizeof buf, "0x%04x", v);
+    return buf;
+  }
+  std::string root_;
+};
+
+}  // namespace gpureap::testing
