@@ -14,7 +14,7 @@
 namespace gpureap::backend::drm {
 
 struct KfdNode {
-  unsigned gpu_id = 0;  // nonzero: CPU nodes have gpu_id 0 and are not listed
+  unsigned gpu_id = 0;                     // nonzero: CPU nodes have gpu_id 0 and are not listed
   std::optional<std::string> pci_address;  // from properties: domain and location_id
 };
 
@@ -24,9 +24,9 @@ struct KfdProcess {
 };
 
 struct KfdReading {
-  bool present = false;         // <sys-root>/class/kfd/kfd exists
-  std::optional<dev_t> device;  // class/kfd/kfd/dev, "MAJ:MIN"
-  std::vector<KfdNode> nodes;   // GPU nodes, by gpu_id
+  bool present = false;               // <sys-root>/class/kfd/kfd exists
+  std::optional<dev_t> device;        // class/kfd/kfd/dev, "MAJ:MIN"
+  std::vector<KfdNode> nodes;         // GPU nodes, by gpu_id
   std::vector<KfdProcess> processes;  // by pid
   std::vector<std::string> warnings;
 };
