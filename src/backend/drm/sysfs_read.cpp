@@ -1,0 +1,153 @@
+#include "backend/drm/sysfs_read.h"
+
+#include <dirent.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <charconv>
+#include <cstring>
+
+#include "procfs/file_read.h"
+
+namespace gpureap::backend::drm {
+namespace {
+
+// A sysfs attribute is at most a page; anything longer is not one.
+constexpr size_t kAttributeLimit = 64u << 10;
+// Enough of a bad value to recognise it in a warning.
+constexpr size_t kQuotedLimit = 40;
+
+std::string_view trim(std::string_view s) {
+  auto space = [](char c) { return std::isspace(static_cast<unsigned char>(c)) != 0; };
+  while (!s.empty() && space(s.front())) s.remove_prefix(1);
+  while (!s.empty() && space(s.back())) s.remove_suffix(1);
+  return s;
+}
+
+// The value as a warning shows it: short, and printable whatever the file held.
+std::string quoted(std::string_view s) {
+  std::string out = "\"";
+  for (char c : s.substr(0, kQuotedLimit))
+    out += std::isprint(static_cast<unsigned char>(c)) ? c : '?';
+  if (s.size() > kQuotedLimit) out += "...";
+  return out + "\"";
+}
+
+// Absent, or a path through something that is not a directory: the driver publishes no
+// such file.
+bool absent(int error) {
+  return error == ENOENT || error == ENOTDIR;
+}
+
+template <class T>
+std::optional<T> parse_whole(std::string_view s, int base, std::errc& ec) {
+  T v{};
+  auto [end, err] = std::from_chars(s.data(), s.data() + s.size(), v, base);
+  ec = err;
+  if (err != std::errc{} || end != s.data() + s.size() || s.empty()) {
+    if (err == std::errc{}) ec = std::errc::invalid_argument;
+    return std::nullopt;
+  }
+  return v;
+}
+
+}  // namespace
+
+std::optional<unsigned> number_suffix(std::string_view name, std::string_view prefix) {
+  if (!name.starts_with(prefix)) return std::nullopt;
+  std::string_view digits = name.substr(prefix.size());
+  if (digits.empty() || !std::all_of(digits.begin(), digits.end(), [](char c) {
+        return std::isdigit(static_cast<unsigned char>(c)) != 0;
+      }))
+    return std::nullopt;
+  std::errc ec{};
+  return parse_whole<unsigned>(digits, 10, ec);
+}
+
+std::string child(const std::string& dir, std::string_view name) {
+  std::string path;
+  path.reserve(dir.size() + 1 + name.size());
+  path.append(dir).append("/").append(name);
+  return path;
+}
+
+std::vector<std::string> list_dir(const std::string& dir) {
+  std::vector<std::string> names;
+  DIR* d = ::opendir(dir.c_str());
+  if (!d) return names;
+  while (dirent* e = ::readdir(d)) {
+    std::string_view name = e->d_name;
+    if (name != "." && name != "..") names.emplace_back(name);
+  }
+  ::closedir(d);
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+bool is_dir(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+void AttributeReader::warn(const std::string& path, const std::string& why) {
+  warnings_.push_back(path + ": " + why);
+}
+
+std::optional<std::string> AttributeReader::text(const std::string& path) {
+  auto f = procfs::read_file(path, kAttributeLimit);
+  if (!f.ok()) {
+    if (!absent(f.error)) warn(path, std::string("cannot read: ") + std::strerror(f.error));
+    return std::nullopt;
+  }
+  if (f.truncated) {
+    warn(path, "longer than a sysfs attribute can be");
+    return std::nullopt;
+  }
+  return std::string(trim(f.data));
+}
+
+std::optional<uint64_t> AttributeReader::number(const std::string& path, int base) {
+  auto t = text(path);
+  if (!t) return std::nullopt;
+  std::string_view s = *t;
+  if (base == 16 && (s.starts_with("0x") || s.starts_with("0X"))) s.remove_prefix(2);
+  std::errc ec{};
+  auto v = parse_whole<uint64_t>(s, base, ec);
+  if (!v) {
+    const char* what = base == 16 ? "not a hexadecimal number: " : "not a decimal number: ";
+    warn(path,
+         ec == std::errc::result_out_of_range ? "too large: " + quoted(*t) : what + quoted(*t));
+  }
+  return v;
+}
+
+std::optional<uint64_t> AttributeReader::decimal(const std::string& path) {
+  return number(path, 10);
+}
+
+std::optional<uint64_t> AttributeReader::hex(const std::string& path) {
+  return number(path, 16);
+}
+
+std::optional<dev_t> AttributeReader::device_number(const std::string& path) {
+  auto t = text(path);
+  if (!t) return std::nullopt;
+  std::string_view s = *t;
+  size_t colon = s.find(':');
+  std::errc ec{};
+  std::optional<unsigned> major, minor;
+  if (colon != std::string_view::npos) {
+    major = parse_whole<unsigned>(s.substr(0, colon), 10, ec);
+    minor = parse_whole<unsigned>(s.substr(colon + 1), 10, ec);
+  }
+  if (!major || !minor) {
+    warn(path, "not a device number (MAJOR:MINOR): " + quoted(*t));
+    return std::nullopt;
+  }
+  return ::makedev(*major, *minor);
+}
+
+}  // namespace gpureap::backend::drm

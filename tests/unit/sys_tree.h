@@ -1,0 +1,104 @@
+#pragma once
+// A sysfs tree under a temporary directory, for the DRM and KFD readers' tests: files and
+// links written where the kernel puts them, either as the real layout (class/drm/card0 a
+// link into devices/, device a link to the PCI device) or as plain directories, the way a
+// copied or hand-made fixture tree has them. Both layouts must read the same.
+#include <stdlib.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace gpureap::test {
+
+class SysTree {
+ public:
+  SysTree() {
+    std::string tmpl = (std::filesystem::temp_directory_path() / "gpureap-sys-XXXXXX").string();
+    if (!::mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");
+    root_ = tmpl;
+  }
+  ~SysTree() {
+    std::error_code ec;
+    std::filesystem::remove_all(root_, ec);
+  }
+  SysTree(const SysTree&) = delete;
+  SysTree& operator=(const SysTree&) = delete;
+
+  const std::string& root() const { return root_; }
+  std::string path(const std::string& rel) const { return root_ + "/" + rel; }
+
+  // Writes `text` to the file `rel`, creating its directories.
+  void write(const std::string& rel, const std::string& text) const {
+    std::filesystem::create_directories(std::filesystem::path(path(rel)).parent_path());
+    std::ofstream out(path(rel), std::ios::binary | std::ios::trunc);
+    out << text;
+    if (!out) throw std::runtime_error("cannot write " + path(rel));
+  }
+  void mkdir(const std::string& rel) const { std::filesystem::create_directories(path(rel)); }
+  // A link at `rel` whose text is `target` (relative to the link's directory, as sysfs's are).
+  void symlink(const std::string& target, const std::string& rel) const {
+    std::filesystem::create_directories(std::filesystem::path(path(rel)).parent_path());
+    std::filesystem::create_symlink(target, path(rel));
+  }
+
+ private:
+  std::string root_;
+};
+
+enum class Layout { Symlinks, PlainDirs };
+
+// A PCI GPU and its DRM nodes.
+struct PciGpu {
+  std::string address;                                  // "0000:03:00.0"
+  std::string driver;                                   // "amdgpu"
+  std::string vendor;                                   // device/vendor's text: "0x1002"
+  std::string device;                                   // device/device's text: "0x73bf"
+  std::vector<std::pair<std::string, unsigned>> nodes;  // {"card0", 0}: dev is 226:<minor>
+  std::map<std::string, std::string>
+      files;  // more files of the PCI device: {"mem_info_vram_total", "17163091968\n"}
+  bool slot_in_uevent = true;    // uevent has PCI_SLOT_NAME (else: the device link's name)
+  bool driver_in_uevent = true;  // uevent has DRIVER (else: the driver link; Symlinks only)
+};
+
+// The PCI device's own files, written under `dir`.
+inline void write_pci_device_files(const SysTree& sys, const std::string& dir, const PciGpu& gpu) {
+  std::string uevent;
+  if (gpu.driver_in_uevent) uevent += "DRIVER=" + gpu.driver + "\n";
+  uevent += "PCI_CLASS=30000\n";
+  if (gpu.slot_in_uevent) uevent += "PCI_SLOT_NAME=" + gpu.address + "\n";
+  sys.write(dir + "/uevent", uevent);
+  sys.write(dir + "/vendor", gpu.vendor + "\n");
+  sys.write(dir + "/device", gpu.device + "\n");
+  for (const auto& [name, text] : gpu.files) sys.write(dir + "/" + name, text);
+}
+
+// Symlinks: devices/pci0000:00/<address> holds the device, its driver link and drm/<node>,
+// and class/drm/<node> links there. PlainDirs: class/drm/<node>/device is a directory with a
+// copy of the device's files. Returns where the device's files are, relative to the root
+// (for PlainDirs, those of the first node).
+inline std::string add_pci_gpu(const SysTree& sys, const PciGpu& gpu, Layout layout) {
+  if (layout == Layout::PlainDirs) {
+    for (const auto& [node, minor] : gpu.nodes) {
+      sys.write("class/drm/" + node + "/dev", "226:" + std::to_string(minor) + "\n");
+      write_pci_device_files(sys, "class/drm/" + node + "/device", gpu);
+    }
+    return "class/drm/" + gpu.nodes.front().first + "/device";
+  }
+  const std::string dev_dir = "devices/pci0000:00/" + gpu.address;
+  write_pci_device_files(sys, dev_dir, gpu);
+  sys.mkdir("bus/pci/drivers/" + gpu.driver);
+  sys.symlink("../../../bus/pci/drivers/" + gpu.driver, dev_dir + "/driver");
+  for (const auto& [node, minor] : gpu.nodes) {
+    sys.write(dev_dir + "/drm/" + node + "/dev", "226:" + std::to_string(minor) + "\n");
+    sys.symlink("../../../" + gpu.address, dev_dir + "/drm/" + node + "/device");
+    sys.symlink("../../" + dev_dir + "/drm/" + node, "class/drm/" + node);
+  }
+  return dev_dir;
+}
+
+}  // namespace gpureap::test
