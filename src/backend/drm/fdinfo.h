@@ -45,11 +45,16 @@ struct DrmClient {
 // Parses the text of one fdinfo file. Fails, saying which line and why, when there is no
 // drm-driver line (not a DRM file, or a file reused for something else) or when a value of a
 // key gpureap reads is malformed (not a number, an unknown unit, too large for 64 bits once
-// converted). Other keys, drm- or not, are ignored.
+// converted). Other keys, drm- or not, are ignored. A key printed twice keeps its later value
+// (a driver prints each once). drm-memory-<r> is amdgpu's older name for resident: it counts
+// only where the file has no drm-resident-<r>, whichever line comes first. The error names the
+// line number and the key; the file's text is quoted shortened and with control bytes masked.
 core::Result<DrmClient> parse_fdinfo(std::string_view text);
 
-// The region is the device's own memory (vram, vram0, local0, ...), not system memory that
-// the GPU maps (gtt, cpu, system0, memory).
+// The region is the device's own memory, not system memory that the GPU maps. The rule is the
+// name's prefix, as drivers number their regions: "vram" (amdgpu vram, xe vram0, vram1),
+// "local" (i915 local0) or "lmem" are device-local; anything else is not: gtt, cpu, system0,
+// memory, and also i915's stolen-local0 (firmware-reserved, not what a client allocates).
 bool is_device_local(std::string_view region);
 
 }  // namespace gpureap::backend::drm
