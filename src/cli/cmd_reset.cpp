@@ -10,6 +10,7 @@
 #include "cli/confirm.h"
 #include "cli/external_command.h"
 #include "doctor/reset_guard.h"
+#include "doctor/reset_remedy.h"
 #include "text/byte_format.h"
 #include "text/escape.h"
 
@@ -74,7 +75,8 @@ Guarded guard_reset(const GlobalOptions& g, const ResetOptions& o) {
   if (gpu && gpu->backend != "nvml")
     return Guarded{fail({"GPU " + std::to_string(o.gpu) + " is " + gpu->vendor +
                              "'s; gpureap resets NVIDIA GPUs only (through nvidia-smi)",
-                         "use the vendor's own tool to reset it, or reboot"})};
+                         "nothing holds it now; reset it with: " +
+                             doctor::reset_command(snapshot, o.gpu)})};
   return Guarded{std::nullopt, used_bytes(snapshot, o.gpu), gpu ? gpu->backend_index : o.gpu};
 }
 

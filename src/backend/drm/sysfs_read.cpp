@@ -37,9 +37,11 @@ std::string quoted(std::string_view s) {
 }
 
 // Absent, or a path through something that is not a directory: the driver publishes no
-// such file.
+// such file. EPERM is what amdgpu answers for a runtime-suspended GPU's busy percent and
+// sensors (file permissions give EACCES): while it sleeps the figure is unknown, not a warning
+// on every sample of a laptop's idle dGPU.
 bool absent(int error) {
-  return error == ENOENT || error == ENOTDIR;
+  return error == ENOENT || error == ENOTDIR || error == EPERM;
 }
 
 template <class T>
