@@ -16,7 +16,7 @@ jobs=${FUZZ_JOBS:-$(nproc)}
 build=build-fuzz
 
 all_targets=(fuzz_proc_stat fuzz_proc_status fuzz_proc_cgroup fuzz_proc_devices fuzz_nvml_records
-             fuzz_daemon_config fuzz_duration fuzz_byte_size fuzz_http_query)
+             fuzz_daemon_config fuzz_duration fuzz_byte_size fuzz_http_query fuzz_drm_fdinfo)
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=("${all_targets[@]}")
 
@@ -57,6 +57,9 @@ copy_fixtures fuzz_proc_status wchan
 copy_fixtures fuzz_proc_status stat  # /proc/stat's btime
 copy_fixtures fuzz_proc_cgroup cgroup
 copy_fixtures fuzz_proc_devices devices
+# DRM fdinfo: each driver's text as it prints it (tests/fixtures/drm-fdinfo/*.txt).
+mkdir -p "$seeds/fuzz_drm_fdinfo"
+for f in tests/fixtures/drm-fdinfo/*.txt; do cp "$f" "$seeds/fuzz_drm_fdinfo/$(basename "$f" .txt)"; done
 # The daemon config: the shipped one, the documentation's examples and the unit tests' texts.
 mkdir -p "$seeds/fuzz_daemon_config"
 cp deploy/config.toml "$seeds/fuzz_daemon_config/deploy"
@@ -72,6 +75,9 @@ for f in tests/unit/test_daemon_config*.cpp; do
 done
 literal_seeds fuzz_duration 500ms 30s 5m 1h 2d 1.5s 90 0 10min
 literal_seeds fuzz_byte_size 512MiB 1GiB 1.5G 1000000 '4 KB' 0B 2TiB ' 64mib '
+literal_seeds fuzz_drm_fdinfo 'drm-driver:\txe\ndrm-total-cycles-rcs:\t1\ndrm-engine-capacity-ccs:\t4\n' \
+  'drm-driver: amdgpu\ndrm-resident-vram: 7\ndrm-memory-vram: 100 KiB\ndrm-engine-gfx: 5 ns\n' \
+  'drm-driver: i915\ndrm-total-local0: 17592186044415 MiB\ndrm-client-id: 18446744073709551615\n'
 literal_seeds fuzz_http_query 10m 1700000000 1700000000.25 2024-05-01T12:00:00Z \
   '2024-05-01T12:00:00.5+02:00' \
   'GET /api/v1/history?gpu=0&since=10m HTTP/1.1\r\nHost: node\r\nAuthorization: Bearer s3cret-token\r\n\r\n' \
