@@ -73,10 +73,10 @@ Guarded guard_reset(const GlobalOptions& g, const ResetOptions& o) {
          "run as root"})};
   const core::Gpu* gpu = snapshot.gpu(o.gpu);
   if (gpu && gpu->backend != "nvml")
-    return Guarded{fail({"GPU " + std::to_string(o.gpu) + " is " + gpu->vendor +
-                             "'s; gpureap resets NVIDIA GPUs only (through nvidia-smi)",
-                         "nothing holds it now; reset it with: " +
-                             doctor::reset_command(snapshot, o.gpu)})};
+    return Guarded{
+        fail({"GPU " + std::to_string(o.gpu) + " is " + gpu->vendor +
+                  "'s; gpureap resets NVIDIA GPUs only (through nvidia-smi)",
+              "nothing holds it now; reset it with: " + doctor::reset_command(snapshot, o.gpu)})};
   return Guarded{std::nullopt, used_bytes(snapshot, o.gpu), gpu ? gpu->backend_index : o.gpu};
 }
 

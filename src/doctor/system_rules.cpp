@@ -55,7 +55,8 @@ Finding backend_down(const core::Snapshot& s, const core::BackendStatus& b) {
 void driver_rules(const DoctorInput& in, std::vector<Finding>& out) {
   const auto& s = in.last;
   for (const auto& b : s.drivers.backends)
-    if (!b.available) out.push_back(backend_down(s, b));
+    if (!b.available && b.error_code != core::BackendErrorCode::NoDevice)
+      out.push_back(backend_down(s, b));
   for (const auto& g : s.drivers.gpus) {
     if (in.gpu && *in.gpu != g.index) continue;
     if (g.error) {

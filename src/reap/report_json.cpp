@@ -188,10 +188,17 @@ json timing_json(const Report& r) {
   return j;
 }
 
-// The first backend's status, as gpureap.kill/v1 has always named it.
+// The backend the kill relied on, as gpureap.kill/v1 has always named it: the first that
+// answered (on an AMD-only host, not NVML's absence), else the first that is down.
 json primary_backend(const core::DriverReading& drivers) {
   if (drivers.backends.empty()) return {{"name", ""}, {"available", false}, {"error", nullptr}};
-  const auto& b = drivers.backends.front();
+  const core::BackendStatus* chosen = drivers.first_down();
+  for (const auto& b : drivers.backends)
+    if (b.available) {
+      chosen = &b;
+      break;
+    }
+  const auto& b = chosen ? *chosen : drivers.backends.front();
   return {{"name", b.name}, {"available", b.available}, {"error", opt(b.error)}};
 }
 

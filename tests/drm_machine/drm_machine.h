@@ -12,15 +12,16 @@
 #include <filesystem>
 #include <fstream>
 #include <optional>
+#include <stdexcept>
 #include <string>
+
+#include "sys_tree.h"
 
 namespace gpureap::testing {
 
 class DrmMachine {
  public:
   DrmMachine() {
-    char tmpl[] = "/tmp/gpureap-drm-XXXXXX";
-    root_ = ::mkdtemp(tmpl);
     write("proc/stat", "cpu  1 0 1 100 0 0 0 0 0 0\nbtime 1700000000\n");
     write("proc/sys/kernel/pid_max", "4194304\n");
     write("proc/sys/kernel/osrelease", "6.8.0-test\n");
@@ -51,22 +52,19 @@ class DrmMachine {
   void remove(const std::string& rel) const { std::filesystem::remove_all(path(rel)); }
 
   // --- sysfs ----------------------------------------------------------------------------
-  // A PCI GPU with card<card> and renderD<render> nodes, bound to `driver`.
+  // A PCI GPU with card<card> and renderD<render> nodes, bound to `driver`, in the real
+  // layout (class/drm links into devices/), and its stand-in nodes under the dev root.
   void gpu(const std::string& driver, unsigned vendor_id, unsigned device_id, unsigned card,
            unsigned render, const std::string& pci) const {
-    std::string dev = "sys/devices/pci0000:00/" + pci;
-    write(dev + "/uevent", "DRIVER=" + driver + "\nPCI_SLOT_NAME=" + pci + "\n");
-    write(dev + "/vendor", hex(vendor_id) + "\n");
-    write(dev + "/device", hex(device_id) + "\n");
-    for (auto [name, minor] : {std::pair{"card" + std::to_string(card), card},
-                               std::pair{"renderD" + std::to_string(render), render}}) {
-      std::string node = dev + "/drm/" + name;
-      write(node + "/dev", "226:" + std::to_string(minor) + "\n");
-      std::filesystem::create_directories(path(node));
-      std::filesystem::create_directory_symlink(path(dev), path(node + "/device"));
-      std::filesystem::create_directory_symlink(path(node), path("sys/class/drm/" + name));
-      write("dev/dri/" + name, "");  // the stand-in node
-    }
+    test::PciGpu g{
+        pci,
+        driver,
+        hex(vendor_id),
+        hex(device_id),
+        {{"card" + std::to_string(card), card}, {"renderD" + std::to_string(render), render}},
+        {}};
+    test::add_pci_gpu(sys_, g, test::Layout::Symlinks);
+    for (const auto& [node, minor] : g.nodes) write("dev/dri/" + node, "");
   }
   // An amdgpu dGPU with its VRAM totals.
   void amd_gpu(unsigned card, unsigned render, const std::string& pci, uint64_t vram_total,
@@ -76,8 +74,7 @@ class DrmMachine {
     write("sys/devices/pci0000:00/" + pci + "/mem_info_vram_total",
           std::to_string(vram_total) + "\n");
     write("sys/devices/pci0000:00/" + pci + "/gpu_busy_percent", "37\n");
-    if (!product.empty())
-      write("sys/devices/pci0000:00/" + pci + "/product_name", product + "\n");
+    if (!product.empty()) write("sys/devices/pci0000:00/" + pci + "/product_name", product + "\n");
   }
   void set_vram_used(const std::string& pci, uint64_t bytes) const {
     write("sys/devices/pci0000:00/" + pci + "/mem_info_vram_used", std::to_string(bytes) + "\n");
@@ -88,9 +85,8 @@ class DrmMachine {
     write("dev/kfd", "");
     std::string n = "sys/class/kfd/kfd/topology/nodes/" + std::to_string(node);
     write(n + "/gpu_id", std::to_string(gpu_id) + "\n");
-    write(n + "/properties", "cpu_cores_count 0\nsimd_count 240\ndomain " +
-                                 std::to_string(domain) + "\nlocation_id " +
-                                 std::to_string(bus << 8) + "\n");
+    write(n + "/properties", "cpu_cores_count 0\nsimd_count 240\ndomain " + std::to_string(domain) +
+                                 "\nlocation_id " + std::to_string(bus << 8) + "\n");
   }
   void kfd_process(pid_t pid, unsigned gpu_id, uint64_t vram) const {
     write("sys/class/kfd/kfd/proc/" + std::to_string(pid) + "/vram_" + std::to_string(gpu_id),
@@ -103,8 +99,7 @@ class DrmMachine {
     std::string d = "proc/" + std::to_string(pid) + "/";
     write(d + "stat", std::to_string(pid) + " (" + comm + ") " + state + " " +
                           std::to_string(ppid) + " " + std::to_string(pgid) + " " +
-                          std::to_string(sid) +
-                          " 0 -1 4194304 0 0 0 0 10 5 0 0 20 0 1 0 " +
+                          std::to_string(sid) + " 0 -1 4194304 0 0 0 0 10 5 0 0 20 0 1 0 " +
                           std::to_string(1000 + pid) +
                           " 1000000 100 18446744073709551615 0 0 0 0 0 0 0 0 0 0 0 0 17 0 0 0 0 "
                           "0 0 0 0 0 0 0 0 0 0\n");
@@ -130,11 +125,11 @@ class DrmMachine {
   void exit_process(pid_t pid) const { remove("proc/" + std::to_string(pid)); }
 
   // An amdgpu client's fdinfo: drm-memory-* in KiB (the driver's own format).
-  static std::string amdgpu_fdinfo(const std::string& pdev, uint64_t client_id,
-                                   uint64_t vram_kib, uint64_t gtt_kib) {
-    return "drm-driver:\tamdgpu\ndrm-client-id:\t" + std::to_string(client_id) +
-           "\ndrm-pdev:\t" + pdev + "\npasid:\t32770\ndrm-memory-vram:\t" +
-           std::to_string(vram_kib) + " KiB\ndrm-memory-gtt:\t" + std::to_string(gtt_kib) +
+  static std::string amdgpu_fdinfo(const std::string& pdev, uint64_t client_id, uint64_t vram_kib,
+                                   uint64_t gtt_kib) {
+    return "drm-driver:\tamdgpu\ndrm-client-id:\t" + std::to_string(client_id) + "\ndrm-pdev:\t" +
+           pdev + "\npasid:\t32770\ndrm-memory-vram:\t" + std::to_string(vram_kib) +
+           " KiB\ndrm-memory-gtt:\t" + std::to_string(gtt_kib) +
            " KiB\ndrm-memory-cpu:\t0 KiB\ndrm-engine-gfx:\t123456789 ns\n";
   }
 
@@ -144,7 +139,14 @@ class DrmMachine {
     std::snprintf(buf, sizeof buf, "0x%04x", v);
     return buf;
   }
-  std::string root_;
+  static std::string make_root() {
+    char tmpl[] = "/tmp/gpureap-drm-XXXXXX";
+    if (!::mkdtemp(tmpl)) throw std::runtime_error("mkdtemp failed");
+    return tmpl;
+  }
+
+  std::string root_ = make_root();  // before sys_, which lives in it
+  test::SysTree sys_{root_ + "/sys"};
 };
 
 }  // namespace gpureap::testing

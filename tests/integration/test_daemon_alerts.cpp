@@ -285,7 +285,9 @@ retries = 0
   // The stuck sink is still inside its five-minute attempt, and samples go on regardless.
   replace_scenario(s.nvml, scenario(79 * GiB));
   EXPECT_TRUE(wait_until([&] {
-    return d.metric("gpureap_gpu_memory_used_bytes{gpu=\"0\",uuid=\"GPU-0000\"}") == 79.0 * GiB;
+    return d.metric(
+               "gpureap_gpu_memory_used_bytes{gpu=\"0\",uuid=\"GPU-0000\",pci_bus_id=\"00000000:17:"
+               "00.0\",vendor=\"nvidia\"}") == 79.0 * GiB;
   })) << d.log();
   EXPECT_EQ(d.metric("gpureap_alerts_sent_total{sink=\"stuck\",result=\"success\"}"), 0);
   EXPECT_EQ(d.metric("gpureap_alerts_firing{alertname=\"GpuMemoryHigh\"}"), 1);

@@ -98,8 +98,10 @@ TEST(DaemonLifecycle, SighupAppliesAGoodConfig) {
   d.signal(SIGHUP);
   ASSERT_TRUE(d.wait_log("configuration reloaded")) << d.log();
   EXPECT_TRUE(wait_until([&] {
-    return d.metric("gpureap_process_memory_bytes{gpu=\"0\",uuid=\"GPU-0000\",pid=\"" +
-                    std::to_string(s.job.pid())) == 3.0 * GiB;
+    return d.metric(
+               "gpureap_process_memory_bytes{gpu=\"0\",uuid=\"GPU-0000\",pci_bus_id=\"00000000:17:"
+               "00.0\",vendor=\"nvidia\",pid=\"" +
+               std::to_string(s.job.pid())) == 3.0 * GiB;
   })) << d.get("/metrics").body;
   EXPECT_NE(d.log().find("<5>gpureap: configuration reloaded: config " + path), std::string::npos)
       << d.log();

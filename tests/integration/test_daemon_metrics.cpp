@@ -35,7 +35,7 @@ std::string write_config(const TempDir& dir, const std::string& text) {
 }
 
 std::string gpu_series(const std::string& metric) {
-  return metric + "{gpu=\"0\",uuid=\"GPU-0000\"";
+  return metric + "{gpu=\"0\",uuid=\"GPU-0000\",pci_bus_id=\"00000000:17:00.0\",vendor=\"nvidia\"";
 }
 
 TEST(DaemonMetrics, ValuesMatchTheScenarioAndChangeWhenAHolderDies) {
@@ -61,9 +61,10 @@ TEST(DaemonMetrics, ValuesMatchTheScenarioAndChangeWhenAHolderDies) {
   EXPECT_EQ(d.metric("gpureap_backend_up{backend=\"nvml\",vendor=\"nvidia\"}"), 1);
   auto r = d.get("/metrics");
   EXPECT_EQ(r.header("Content-Type"), "text/plain; version=0.0.4; charset=utf-8");
-  EXPECT_NE(r.body.find("gpureap_gpu_info{gpu=\"0\",uuid=\"GPU-0000\",name=\"NVIDIA H200\","
-                        "pci_bus_id=\"00000000:17:00.0\",driver_version=\"550.54.15\","
-                        "vendor=\"nvidia\",backend=\"nvml\",key=\"nvidia:GPU-0000\"} 1\n"),
+  EXPECT_NE(r.body.find("gpureap_gpu_info{gpu=\"0\",uuid=\"GPU-0000\","
+                        "pci_bus_id=\"00000000:17:00.0\",vendor=\"nvidia\",name=\"NVIDIA H200\","
+                        "driver_version=\"550.54.15\",backend=\"nvml\",key=\"nvidia:GPU-0000\"} "
+                        "1\n"),
             std::string::npos)
       << r.body;
   EXPECT_EQ(d.metric(gpu_series("gpureap_gpu_memory_total_bytes")), 80.0 * GiB);
@@ -118,7 +119,8 @@ TEST(DaemonMetrics, PerProcessSeriesEscapeHostileProcessNames) {
   ASSERT_TRUE(wait_until([&] { return d.metric("gpureap_process_memory_bytes{").has_value(); }))
       << d.log();
   auto body = d.get("/metrics").body;
-  EXPECT_NE(body.find("gpureap_process_memory_bytes{gpu=\"0\",uuid=\"GPU-0000\",pid=\"" +
+  EXPECT_NE(body.find("gpureap_process_memory_bytes{gpu=\"0\",uuid=\"GPU-0000\",pci_bus_id="
+                      "\"00000000:17:00.0\",vendor=\"nvidia\",pid=\"" +
                       std::to_string(job.pid()) + "\",user=\""),
             std::string::npos)
       << body;

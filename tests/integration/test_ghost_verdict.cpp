@@ -194,7 +194,8 @@ TEST_F(GhostVerdict, APolicyAndTheMetricsSeeOnlyTheKeeper) {
 
   DaemonProcess d({"--config", cfg.file("config.toml"), "--dev-root", dev_.path()}, nvml.env());
   ASSERT_GT(d.port(), 0) << d.log();
-  std::string gpu0 = "{gpu=\"0\",uuid=\"GPU-0000\"";
+  std::string gpu0 =
+      "{gpu=\"0\",uuid=\"GPU-0000\",pci_bus_id=\"00000000:17:00.0\",vendor=\"nvidia\"";
   ASSERT_TRUE(wait_until([&] {
     return d.metric("gpureap_gpu_memory_ghost_bytes" + gpu0 + "} ") == 8.0 * GiB;
   })) << d.get("/metrics").body;

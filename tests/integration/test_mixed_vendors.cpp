@@ -38,7 +38,8 @@ class MixedVendors : public ::testing::Test {
     m_.process(701, "rocm_worker", 1, 700, 700);
     m_.open_fd(701, 4, "kfd", "");
 
-    nvml_.write({{"gpus",
+    nvml_.write({{"proc_root", m_.proc_root()},
+                 {"gpus",
                   {{{"uuid", "GPU-0000"},
                     {"minor", 0},
                     {"total_bytes", 80 * kGiB},
@@ -46,9 +47,8 @@ class MixedVendors : public ::testing::Test {
   }
 
   std::vector<std::string> roots(std::vector<std::string> args) const {
-    for (const auto& a : {"--proc-root", m_.proc_root().c_str(), "--dev-root",
-                          m_.dev_root().c_str(), "--sys-root", m_.sys_root().c_str()})
-      args.emplace_back(a);
+    args.insert(args.end(), {"--proc-root", m_.proc_root(), "--dev-root", m_.dev_root(),
+                             "--sys-root", m_.sys_root()});
     return args;
   }
 
@@ -71,8 +71,7 @@ TEST_F(MixedVendors, PsJsonHasBothVendorsGpusAndTheirHolders) {
   EXPECT_EQ(j["gpus"][1]["memory"]["attributed_bytes"], 4 * kGiB);
   EXPECT_EQ(j["gpus"][1]["memory"]["ghost_bytes"], 3 * kGiB);
   EXPECT_EQ(j["gpus"][1]["memory"]["unattributed_bytes"], 2 * kGiB);
-  EXPECT_EQ(j["gpus"][1]["device_numbers"],
-            (nlohmann::json{"226:0", "226:128", "510:0"}));
+  EXPECT_EQ(j["gpus"][1]["device_numbers"], (nlohmann::json{"226:0", "226:128", "510:0"}));
 
   // The backends: NVML and amdgpu answer, the Intel one has no GPU here.
   std::map<std::string, nlohmann::json> backends;
@@ -129,15 +128,17 @@ TEST_F(MixedVendors, PsTextSaysWhoSharesAClientAndNamesTheGhostsCommand) {
 }
 
 TEST_F(MixedVendors, DoctorExplainsTheAmdGhostAndLeavesTheHealthyJobsAlone) {
-  auto j = run_json(roots({"doctor", "--json", "--settle", "0s"}), nvml_.env());
+  auto r = run_gpureap(roots({"doctor", "--json", "--settle", "0s"}), nvml_.env());
+  EXPECT_EQ(r.exit_code, 2) << r.err;  // the ghost is critical
+  auto j = parse_output(r);
   ASSERT_TRUE(j.contains("findings")) << j.dump();
   bool ghost = false;
   for (const auto& f : j["findings"]) {
     for (const auto& pid : f.value("pids", nlohmann::json::array()))
       for (pid_t healthy : {500, 600, 601, 602})
         EXPECT_FALSE(pid == healthy && f["severity"] != "info") << f.dump();
-    if (f["gpus"] == nlohmann::json{1} && f.value("pids", nlohmann::json()).dump().find("700") !=
-                                               std::string::npos)
+    if (f["gpus"] == nlohmann::json{1} &&
+        f.value("pids", nlohmann::json()).dump().find("700") != std::string::npos)
       ghost = true;
   }
   EXPECT_TRUE(ghost) << j["findings"].dump(2);

@@ -81,7 +81,9 @@ TEST(PsDriverJoin, HealthyJobHasNoAnomalies) {
   EXPECT_EQ(row["gpus"], json::array({{{"index", 0},
                                        {"used_bytes", 4 * GiB},
                                        {"kind", "compute"},
-                                       {"sm_utilization_percent", nullptr}}}));
+                                       {"sm_utilization_percent", nullptr},
+                                       {"regions", json::array()},
+                                       {"shared_with", json::array()}}}));
   EXPECT_EQ(row["anomalies"], json::array());
   for (const auto& w : snap["warnings"])  // the job holds its GPU's file: no cross-check warning
     EXPECT_EQ(w.get<std::string>().find("PID " + std::to_string(job.pid())), std::string::npos)

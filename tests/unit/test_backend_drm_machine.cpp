@@ -252,7 +252,12 @@ TEST_F(DrmMachineTest, HostileFdinfoIsAWarningForThatFdAndChangesNoFigure) {
              "drm-driver:\tamdgpu\ndrm-client-id:\t50\ndrm-pdev:\t" + kAmdA +
                  "\ndrm-memory-vram:\t99999999999999999999999 KiB\n");
   m_.process(401, "junk", 1, 401, 401);
-  m_.open_fd(401, 3, "dri/renderD128", std::string(100000, 'x') + "\n\x01\x02garbage");
+  m_.open_fd(401, 3, "dri/renderD128",
+             "drm-driver:\tamdgpu\n" + std::string(100000, 'x') + "\n\x01\x02garbage\n" +
+                 "drm-client-id:\tnot-a-number\n");
+  // A DRM file with no usage stats (a kernel before 5.14): a holder, and no warning.
+  m_.process(402, "old_kernel", 1, 402, 402);
+  m_.open_fd(402, 3, "dri/renderD128", "");
   auto s = collector().collect();
   const auto& a = s.drivers.gpus[0];
   EXPECT_EQ(listed_pids(a), (std::vector<pid_t>{100, 200, 777}));
@@ -263,9 +268,14 @@ TEST_F(DrmMachineTest, HostileFdinfoIsAWarningForThatFdAndChangesNoFigure) {
   EXPECT_TRUE(std::any_of(warnings.begin(), warnings.end(), [](const std::string& w) {
     return w.find("PID 401 fd 3") != std::string::npos;
   })) << ::testing::PrintToString(warnings);
+  EXPECT_FALSE(std::any_of(warnings.begin(), warnings.end(), [](const std::string& w) {
+    return w.find("PID 402") != std::string::npos;
+  })) << ::testing::PrintToString(warnings);
   // They still hold the GPU's node: holders, not listed.
-  ASSERT_NE(s.row(400), nullptr);
-  EXPECT_FALSE(s.row(400)->listed_by_driver);
+  for (pid_t p : {400, 401, 402}) {
+    ASSERT_NE(s.row(p), nullptr) << p;
+    EXPECT_FALSE(s.row(p)->listed_by_driver) << p;
+  }
 }
 
 TEST(DrmMachineAbsent, NoGpuOfItsKindIsNotADownBackend) {

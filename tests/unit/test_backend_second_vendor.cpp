@@ -186,23 +186,27 @@ TEST_F(SecondVendor, ItsGhostIsFoundJoinedDiagnosedAndExported) {
   auto text = exporter::render(exporter::build_metrics({s, findings, {}, false}));
   EXPECT_NE(text.find("gpureap_backend_up{backend=\"acme\",vendor=\"acme\"} 1"), std::string::npos)
       << text;
-  EXPECT_NE(text.find("gpureap_gpu_info{gpu=\"1\",uuid=\"\",name=\"Acme A1\","
-                      "pci_bus_id=\"0000:c1:00.0\",driver_version=\"1.2.3\",vendor=\"acme\","
+  EXPECT_NE(text.find("gpureap_gpu_info{gpu=\"1\",uuid=\"\",pci_bus_id=\"0000:c1:00.0\","
+                      "vendor=\"acme\",name=\"Acme A1\",driver_version=\"1.2.3\","
                       "backend=\"acme\",key=\"acme:pci:0000:c1:00.0\"} 1"),
             std::string::npos)
       << text;
-  EXPECT_NE(text.find("gpureap_gpu_memory_ghost_bytes{gpu=\"1\",uuid=\"\"} 2147483648"),
-            std::string::npos)
+  EXPECT_NE(
+      text.find("gpureap_gpu_memory_ghost_bytes{gpu=\"1\",uuid=\"\",pci_bus_id=\"0000:c1:00.0\","
+                "vendor=\"acme\"} 2147483648"),
+      std::string::npos)
       << text;
-  EXPECT_NE(text.find("gpureap_gpu_memory_ghost_bytes{gpu=\"0\",uuid=\"GPU-0000\"} 0"),
+  EXPECT_NE(text.find("gpureap_gpu_memory_ghost_bytes{gpu=\"0\",uuid=\"GPU-0000\","
+                      "pci_bus_id=\"00000000:17:00.0\",vendor=\"nvidia\"} 0"),
             std::string::npos)
       << text;
 
-  // JSON: both backends, each GPU's key and vendor; v1's "backend" is the first one.
+  // JSON: every backend, each GPU's key and vendor; v1's "backend" is the first one.
   auto json = output::snapshot_to_json(s);
   EXPECT_EQ(json["backend"]["name"], "nvml");
-  ASSERT_EQ(json["backends"].size(), 2u);
-  EXPECT_EQ(json["backends"][1]["vendor"], "acme");
+  ASSERT_EQ(json["backends"].size(), 4u);
+  EXPECT_EQ(json["backends"][1]["error_code"], "no-device");
+  EXPECT_EQ(json["backends"][3]["vendor"], "acme");
   EXPECT_EQ(json["gpus"][1]["key"], "acme:pci:0000:c1:00.0");
   EXPECT_EQ(json["gpus"][1]["device_numbers"][0], "226:128");
 }

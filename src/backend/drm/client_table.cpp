@@ -16,6 +16,10 @@ constexpr size_t kFdinfoLimit = 64u << 10;
 // Parse errors kept per scan: one garbled driver must not flood the warnings.
 constexpr size_t kMaxErrors = 8;
 
+std::string fd_text(const FdRef& ref) {
+  return "PID " + std::to_string(ref.pid) + " fd " + std::to_string(ref.fd);
+}
+
 std::string node_text(dev_t node) {
   return std::to_string(::major(node)) + ":" + std::to_string(::minor(node));
 }
@@ -51,14 +55,20 @@ std::optional<DrmClient> ClientTable::read(int proc_dirfd, const FdRef& ref,
   auto file = procfs::read_file_at(proc_dirfd, path, kFdinfoLimit);
   if (!file.ok()) {
     // Gone since the fd was matched (the process exited, the fd was closed): not an error.
-    if (!file.vanished()) error = "PID " + std::to_string(ref.pid) + " fd " +
-                                  std::to_string(ref.fd) + ": fdinfo could not be read";
+    if (!file.vanished()) error = fd_text(ref) + ": fdinfo could not be read";
     return std::nullopt;
   }
+  if (file.truncated) {
+    error = fd_text(ref) + ": fdinfo is longer than " + std::to_string(kFdinfoLimit >> 10) +
+            " KiB, more than any driver writes";
+    return std::nullopt;
+  }
+  // A DRM file of a driver (or kernel) that keeps no usage stats has no drm- keys at all: it
+  // is a holder the backend knows nothing more of, not a malformed file.
+  if (file.data.find("drm-driver:") == std::string::npos) return std::nullopt;
   auto client = parse_fdinfo(file.data);
   if (!client) {
-    error = "PID " + std::to_string(ref.pid) + " fd " + std::to_string(ref.fd) + ": " +
-            client.error().message;
+    error = fd_text(ref) + ": " + client.error().message;
     return std::nullopt;
   }
   return std::move(*client);
@@ -70,8 +80,7 @@ ClientTable::Key ClientTable::key_of(const DrmClient& c, dev_t node, const FdRef
   // own: fds shared across fork are then counted once per fd.
   std::string device = c.pdev ? *c.pdev : node_text(node);
   if (c.client_id) return {device, *c.client_id};
-  return {"fd:" + device,
-          (static_cast<uint64_t>(ref.pid) << 32) | static_cast<uint32_t>(ref.fd)};
+  return {"fd:" + device, (static_cast<uint64_t>(ref.pid) << 32) | static_cast<uint32_t>(ref.fd)};
 }
 
 void ClientTable::add(Clients& into, Key key, DrmClient info, dev_t node, FdRef ref) {
@@ -93,8 +102,8 @@ void ClientTable::scan_started() {
 
 void ClientTable::observe(const procfs::GpuFd& fd) {
   auto node = fd.file.number();
-  bool drm = fd.file.kind == procfs::DeviceKind::DrmRender ||
-             fd.file.kind == procfs::DeviceKind::DrmCard;
+  bool drm =
+      fd.file.kind == procfs::DeviceKind::DrmRender || fd.file.kind == procfs::DeviceKind::DrmCard;
   if (!drm || !node) return;
   {
     std::lock_guard lock(mutex_);

@@ -26,8 +26,8 @@ struct FdRef {
 
 struct ObservedClient {
   DrmClient info;
-  dev_t node = 0;           // the device number of the file the fds refer to
-  std::vector<FdRef> fds;   // sorted; never empty
+  dev_t node = 0;          // the device number of the file the fds refer to
+  std::vector<FdRef> fds;  // sorted; never empty
   pid_t first_pid() const { return fds.front().pid; }
 };
 

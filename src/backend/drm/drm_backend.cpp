@@ -48,8 +48,8 @@ std::vector<DrmDevice> DrmBackend::devices(DrmDevices& all) const {
 void DrmBackend::Observer::scan_started() {
   auto all = read_drm_devices(owner_.settings_.sys_root);
   std::set<dev_t> nodes;
-  for (const auto& d : owner_.devices(all)) nodes.insert(d.device_numbers.begin(),
-                                                          d.device_numbers.end());
+  for (const auto& d : owner_.devices(all))
+    nodes.insert(d.device_numbers.begin(), d.device_numbers.end());
   owner_.clients_.watch(std::move(nodes));
   owner_.clients_.scan_started();
 }
@@ -97,8 +97,9 @@ core::BackendReport DrmBackend::collect() {
     report.error_code = core::BackendErrorCode::NoDevice;
     report.error = all.present ? "no " + family_.label + " GPU: " + settings_.sys_root +
                                      "/class/drm lists none"
-                               : settings_.sys_root + "/class/drm is missing: no DRM GPU is "
-                                                      "visible (mount sysfs, or pass --sys-root)";
+                               : settings_.sys_root +
+                                     "/class/drm is missing: no DRM GPU is "
+                                     "visible (mount sysfs, or pass --sys-root)";
     return report;
   }
   report.available = true;
@@ -117,10 +118,10 @@ core::BackendReport DrmBackend::collect() {
 }
 
 BackendEntry amd_entry() {
-  return {"amdgpu", "amd", false, [](const BackendSettings& s) {
-            return std::make_unique<DrmBackend>(DrmFamily{"amdgpu", "amd", {"amdgpu"}, true, "AMD"},
-                                                s);
-          }};
+  return {
+      "amdgpu", "amd", false, [](const BackendSettings& s) {
+        return std::make_unique<DrmBackend>(DrmFamily{"amdgpu", "amd", {"amdgpu"}, true, "AMD"}, s);
+      }};
 }
 
 BackendEntry intel_entry() {

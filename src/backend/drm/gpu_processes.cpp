@@ -6,7 +6,9 @@
 namespace gpureap::backend::drm {
 namespace {
 
-std::optional<uint64_t> figure(const RegionMemory& r) { return r.resident ? r.resident : r.total; }
+std::optional<uint64_t> figure(const RegionMemory& r) {
+  return r.resident ? r.resident : r.total;
+}
 
 void add_to(std::optional<uint64_t>& sum, std::optional<uint64_t> v) {
   if (v) sum = sum.value_or(0) + *v;

@@ -17,14 +17,16 @@ namespace gpureap::test {
 
 class SysTree {
  public:
-  SysTree() {
+  SysTree() : owned_(true) {
     std::string tmpl = (std::filesystem::temp_directory_path() / "gpureap-sys-XXXXXX").string();
     if (!::mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");
     root_ = tmpl;
   }
+  // A tree in a directory someone else owns (a DrmMachine's sys/): left in place.
+  explicit SysTree(std::string root) : root_(std::move(root)) {}
   ~SysTree() {
     std::error_code ec;
-    std::filesystem::remove_all(root_, ec);
+    if (owned_) std::filesystem::remove_all(root_, ec);
   }
   SysTree(const SysTree&) = delete;
   SysTree& operator=(const SysTree&) = delete;
@@ -48,6 +50,7 @@ class SysTree {
 
  private:
   std::string root_;
+  bool owned_ = false;
 };
 
 enum class Layout { Symlinks, PlainDirs };
