@@ -10,7 +10,11 @@
 #include "backend/backend_set.h"
 #include "backend/drm/drm_backend.h"
 #include "collect/collector.h"
+#include "doctor/diagnose.h"
 #include "drm_machine.h"
+#include "export/metrics.h"
+#include "export/prometheus_text.h"
+#include "reap/safety.h"
 
 namespace gpureap::testing {
 namespace {
@@ -217,6 +221,36 @@ TEST_F(DrmMachineTest, TheJoinSplitsMemoryAndFindsTheKfdGhostAndItsKeeper) {
   EXPECT_EQ(trainer->gpus[0].shared_with, (std::vector<pid_t>{101, 102}));
   EXPECT_TRUE(trainer->anomalies.empty());
   EXPECT_EQ(s.ghosts.size(), 1u);
+}
+
+TEST_F(DrmMachineTest, DoctorAndMetricsReadTheSameVerdict) {
+  auto s = collector().collect();
+  doctor::DoctorInput in{s, s, {}, std::nullopt, reap::is_protected_process};
+  auto findings = doctor::diagnose(in);
+  auto ghost = std::find_if(findings.begin(), findings.end(), [](const doctor::Finding& f) {
+    return f.code == doctor::FindingCode::NoSuchProcess;
+  });
+  ASSERT_NE(ghost, findings.end());
+  EXPECT_EQ(ghost->gpus, std::vector<unsigned>{0});
+  EXPECT_EQ(ghost->remedy.at(0).rfind("gpureap kill 777", 0), 0u) << ghost->remedy.at(0);
+  // No finding names the trainer or its workers above info: they are one healthy job.
+  for (const auto& f : findings)
+    for (pid_t healthy : {100, 101, 102, 200, 300})
+      EXPECT_FALSE(std::count(f.pids.begin(), f.pids.end(), healthy) &&
+                   f.severity != doctor::Severity::Info)
+          << doctor::to_string(f.code) << " names " << healthy;
+
+  auto text = exporter::render(exporter::build_metrics({s, findings, {}, false}));
+  const std::string a = "{gpu=\"0\",uuid=\"\",pci_bus_id=\"" + kAmdA + "\",vendor=\"amd\"}";
+  EXPECT_NE(text.find("gpureap_gpu_memory_used_bytes" + a + " 6979321856\n"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("gpureap_gpu_memory_ghost_bytes" + a + " 2147483648\n"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("gpureap_backend_up{backend=\"amdgpu\",vendor=\"amd\"} 1"),
+            std::string::npos)
+      << text;
+  // Intel publishes no used memory: the series is absent, never 0.
+  EXPECT_EQ(text.find("gpureap_gpu_memory_used_bytes{gpu=\"2\""), std::string::npos) << text;
 }
 
 TEST_F(DrmMachineTest, BetweenScansAClosedClientLeavesTheListAndAReusedFdIsNotItsClient) {
