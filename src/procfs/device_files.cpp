@@ -1,12 +1,11 @@
 #include "procfs/device_files.h"
 
-#include <dirent.h>
 #include <sys/sysmacros.h>
 
 #include <algorithm>
-#include <cctype>
 #include <cstdio>
 
+#include "procfs/dir_entries.h"
 #include "procfs/file_read.h"
 #include "procfs/parsers.h"
 
@@ -17,16 +16,6 @@ constexpr unsigned kNvidiaMajor = 195;
 constexpr unsigned kDrmMajor = 226;
 constexpr unsigned kNvidiaCtlMinor = 255;
 constexpr unsigned kNvidiaModesetMinor = 254;
-
-std::optional<unsigned> number_suffix(std::string_view name, std::string_view prefix) {
-  if (!name.starts_with(prefix) || name.size() == prefix.size()) return std::nullopt;
-  unsigned v = 0;
-  for (char c : name.substr(prefix.size())) {
-    if (!std::isdigit(static_cast<unsigned char>(c))) return std::nullopt;
-    v = v * 10 + static_cast<unsigned>(c - '0');
-  }
-  return v;
-}
 
 struct Classified {
   DeviceKind kind;
@@ -62,15 +51,6 @@ std::optional<Classified> classify_dri(std::string_view name) {
   if (auto m = number_suffix(name, "renderD")) return Classified{DeviceKind::DrmRender, m};
   if (auto m = number_suffix(name, "card")) return Classified{DeviceKind::DrmCard, m};
   return std::nullopt;
-}
-
-std::vector<std::string> list_dir(const std::string& dir) {
-  std::vector<std::string> names;
-  if (DIR* d = ::opendir(dir.c_str())) {
-    while (dirent* e = ::readdir(d)) names.emplace_back(e->d_name);
-    ::closedir(d);
-  }
-  return names;
 }
 
 }  // namespace

@@ -40,9 +40,9 @@ class KillAmd : public ::testing::Test {
   }
 
   RunResult kill(pid_t pid, const std::string& wait) {
-    return run_gpureap({"kill", "--json", "--dev-root", m_.dev_root(), "--sys-root",
-                        m_.sys_root(), "--nvml-library", kNoNvml, std::to_string(pid), "--yes",
-                        "--wait-release", wait});
+    return run_gpureap({"kill", "--json", "--dev-root", m_.dev_root(), "--sys-root", m_.sys_root(),
+                        "--nvml-library", kNoNvml, std::to_string(pid), "--yes", "--wait-release",
+                        wait});
   }
 
   DrmMachine m_;

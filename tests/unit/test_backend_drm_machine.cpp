@@ -246,8 +246,7 @@ TEST_F(DrmMachineTest, DoctorAndMetricsReadTheSameVerdict) {
       << text;
   EXPECT_NE(text.find("gpureap_gpu_memory_ghost_bytes" + a + " 2147483648\n"), std::string::npos)
       << text;
-  EXPECT_NE(text.find("gpureap_backend_up{backend=\"amdgpu\",vendor=\"amd\"} 1"),
-            std::string::npos)
+  EXPECT_NE(text.find("gpureap_backend_up{backend=\"amdgpu\",vendor=\"amd\"} 1"), std::string::npos)
       << text;
   // Intel publishes no used memory: the series is absent, never 0.
   EXPECT_EQ(text.find("gpureap_gpu_memory_used_bytes{gpu=\"2\""), std::string::npos) << text;

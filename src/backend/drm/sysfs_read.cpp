@@ -1,6 +1,5 @@
 #include "backend/drm/sysfs_read.h"
 
-#include <dirent.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 
@@ -58,35 +57,11 @@ std::optional<T> parse_whole(std::string_view s, int base, std::errc& ec) {
 
 }  // namespace
 
-std::optional<unsigned> number_suffix(std::string_view name, std::string_view prefix) {
-  if (!name.starts_with(prefix)) return std::nullopt;
-  std::string_view digits = name.substr(prefix.size());
-  if (digits.empty() || !std::all_of(digits.begin(), digits.end(), [](char c) {
-        return std::isdigit(static_cast<unsigned char>(c)) != 0;
-      }))
-    return std::nullopt;
-  std::errc ec{};
-  return parse_whole<unsigned>(digits, 10, ec);
-}
-
 std::string child(const std::string& dir, std::string_view name) {
   std::string path;
   path.reserve(dir.size() + 1 + name.size());
   path.append(dir).append("/").append(name);
   return path;
-}
-
-std::vector<std::string> list_dir(const std::string& dir) {
-  std::vector<std::string> names;
-  DIR* d = ::opendir(dir.c_str());
-  if (!d) return names;
-  while (dirent* e = ::readdir(d)) {
-    std::string_view name = e->d_name;
-    if (name != "." && name != "..") names.emplace_back(name);
-  }
-  ::closedir(d);
-  std::sort(names.begin(), names.end());
-  return names;
 }
 
 bool is_dir(const std::string& path) {

@@ -11,18 +11,15 @@
 #include <string_view>
 #include <vector>
 
+#include "procfs/dir_entries.h"
+
 namespace gpureap::backend::drm {
 
-// The number after `prefix` in a name made of the prefix and decimal digits only
-// ("card0" with "card": 0); empty for anything else ("card0-DP-1", "card").
-std::optional<unsigned> number_suffix(std::string_view name, std::string_view prefix);
+using procfs::list_dir;
+using procfs::number_suffix;
 
 // dir/name.
 std::string child(const std::string& dir, std::string_view name);
-
-// The entries of a directory, sorted by name, without "." and ".."; empty when it cannot
-// be listed.
-std::vector<std::string> list_dir(const std::string& dir);
 
 // The path names a directory (following symlinks, as the class/ links of sysfs must be).
 bool is_dir(const std::string& path);

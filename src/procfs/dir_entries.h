@@ -1,0 +1,19 @@
+#pragma once
+// Names in the directories of /proc, /dev and /sys: the entries of one, sorted, and the numbered
+// names their kernel objects have (card0, renderD128, hwmon3, a PID).
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace gpureap::procfs {
+
+// The entries of a directory, sorted by name, without "." and ".."; empty when it cannot be
+// listed.
+std::vector<std::string> list_dir(const std::string& dir);
+
+// The number after `prefix` in a name made of the prefix and decimal digits only ("card0" with
+// "card": 0); empty for anything else ("card0-DP-1", "card", a number too large).
+std::optional<unsigned> number_suffix(std::string_view name, std::string_view prefix);
+
+}  // namespace gpureap::procfs
