@@ -1,0 +1,56 @@
+#pragma once
+// The kernel's own news of GPU device files: fanotify reports every open of a watched file with
+// the opener's PID, and a close when an open file description is finally released (its last
+// fd closed, in whichever process held it last) — the moment the driver frees what that file
+// held. Marks are on the files themselves (FAN_MARK_ADD on each path), so stand-in files in a
+// test's dev root are watched the same way as device nodes.
+#include <sys/types.h>
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "core/result.h"
+
+namespace gpureap::track {
+
+struct FileEvent {
+  enum class Kind { Open, Close };
+  Kind kind = Kind::Open;
+  // Open: the process that opened the file. Close: the one that dropped the last reference.
+  pid_t pid = 0;
+  std::string path;  // the watched path the event's file is (as given to open())
+  std::chrono::system_clock::time_point at;
+};
+
+class FanotifyWatch {
+ public:
+  // Watches `paths` (each must exist). Fails, saying why and what to do, without the privilege
+  // (CAP_SYS_ADMIN), on a kernel or in a container without fanotify, or when a path cannot be
+  // marked.
+  static core::Result<FanotifyWatch> open(const std::vector<std::string>& paths);
+  FanotifyWatch(FanotifyWatch&& other) noexcept;
+  FanotifyWatch& operator=(FanotifyWatch&& other) noexcept;
+  FanotifyWatch(const FanotifyWatch&) = delete;
+  ~FanotifyWatch();
+
+  // Readable (poll POLLIN) when events are queued.
+  int fd() const { return fd_; }
+
+  struct Batch {
+    std::vector<FileEvent> events;
+    // The kernel's queue overflowed (FAN_Q_OVERFLOW): events were lost, only a full rescan
+    // tells the truth again.
+    bool overflow = false;
+  };
+  // Every event queued now; never blocks.
+  Batch read();
+
+ private:
+  FanotifyWatch(int fd, std::vector<std::string> paths);
+  int fd_ = -1;
+  std::vector<std::string> paths_;
+  std::vector<std::pair<dev_t, ino_t>> ids_;  // of paths_, to name an event's file
+};
+
+}  // namespace gpureap::track

@@ -1,0 +1,45 @@
+#pragma once
+// Fork and exit of every process, from the kernel's netlink proc connector
+// (PROC_EVENT_FORK / PROC_EVENT_EXIT; needs CAP_NET_ADMIN). An fd inherited through fork is no
+// open, so fanotify alone misses a holder's children: a fork of a known holder makes its child
+// one to scan.
+#include <sys/types.h>
+
+#include <vector>
+
+#include "core/result.h"
+
+namespace gpureap::track {
+
+struct ProcEvent {
+  enum class Kind { Fork, Exit };
+  Kind kind = Kind::Fork;
+  pid_t pid = 0;     // the new process (fork) or the one that ended (exit); thread-group ids
+  pid_t parent = 0;  // fork: the process it was forked from
+};
+
+class ProcEvents {
+ public:
+  // Subscribes to the connector. Fails, saying why and what to do, without CAP_NET_ADMIN or on
+  // a kernel without CONFIG_PROC_EVENTS.
+  static core::Result<ProcEvents> open();
+  ProcEvents(ProcEvents&& other) noexcept;
+  ProcEvents& operator=(ProcEvents&& other) noexcept;
+  ProcEvents(const ProcEvents&) = delete;
+  ~ProcEvents();
+
+  int fd() const { return fd_; }
+
+  struct Batch {
+    std::vector<ProcEvent> events;  // thread forks and exits are left out: processes only
+    bool overflow = false;          // the socket's buffer overran (ENOBUFS): events were lost
+  };
+  // Every event queued now; never blocks.
+  Batch read();
+
+ private:
+  explicit ProcEvents(int fd) : fd_(fd) {}
+  int fd_ = -1;
+};
+
+}  // namespace gpureap::track
