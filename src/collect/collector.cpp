@@ -33,6 +33,7 @@ bool known_non_holder(const core::ProcView* previous, const core::ProcessStat& s
 
 std::vector<Slot> scan_all(const procfs::ProcFs& proc, const procfs::DeviceCatalog& catalog,
                            const std::vector<pid_t>& pids, const core::ProcView* previous,
+                           const std::vector<pid_t>& changed,
                            const std::vector<procfs::FdObserver*>& observers) {
   std::vector<Slot> slots(pids.size());
   std::atomic<size_t> next{0};
@@ -50,8 +51,9 @@ std::vector<Slot> scan_all(const procfs::ProcFs& proc, const procfs::DeviceCatal
         if (!*st) continue;  // vanished
         core::HostProcess p;
         p.stat = std::move(**st);
+        bool reread = std::binary_search(changed.begin(), changed.end(), p.stat.pid);
         if (!p.stat.is_kernel_thread() && !p.stat.is_zombie() &&
-            !known_non_holder(previous, p.stat)) {
+            (reread || !known_non_holder(previous, p.stat))) {
           auto scan = procfs::scan_device_fds(proc.dirfd(), pids[i], catalog, observers);
           if (scan.vanished) continue;
           p.fds_readable = scan.readable && !scan.sealed;
@@ -90,11 +92,13 @@ core::ProcView Collector::scan_processes() const {
   return scan(nullptr);
 }
 
-core::ProcView Collector::rescan_processes(const core::ProcView& previous) const {
-  return scan(&previous);
+core::ProcView Collector::rescan_processes(const core::ProcView& previous,
+                                           const std::vector<pid_t>& also) const {
+  return scan(&previous, also);
 }
 
-core::ProcView Collector::scan(const core::ProcView* previous) const {
+core::ProcView Collector::scan(const core::ProcView* previous,
+                               const std::vector<pid_t>& also) const {
   core::ProcView view;
   view.boot_time = proc_.boot_time();
   view.ticks_per_second = ::sysconf(_SC_CLK_TCK);
@@ -107,7 +111,9 @@ core::ProcView Collector::scan(const core::ProcView* previous) const {
   std::vector<procfs::FdObserver*> observers;
   if (drivers_) observers = drivers_->fd_observers();
   for (auto* o : observers) o->scan_started();
-  auto slots = scan_all(proc_, catalog_, pids, previous, observers);
+  std::vector<pid_t> changed(also);
+  std::sort(changed.begin(), changed.end());
+  auto slots = scan_all(proc_, catalog_, pids, previous, changed, observers);
   for (auto* o : observers) o->scan_finished();
   std::vector<pid_t> holders;
   for (auto& s : slots) {
@@ -161,6 +167,12 @@ procfs::IpcResidue Collector::ipc_residue(const core::ProcView& view) const {
   live.reserve(view.processes.size());
   for (const auto& p : view.processes) live.push_back(p.stat.pid);  // sorted, as the view
   return procfs::find_ipc_residue(proc_, catalog_.dev_root(), live);
+}
+
+std::vector<std::string> Collector::device_file_paths() const {
+  std::vector<std::string> out;
+  for (const auto& f : catalog_.files()) out.push_back(f.path);
+  return out;
 }
 
 procfs::HostStats Collector::host_stats() const {

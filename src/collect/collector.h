@@ -33,7 +33,9 @@ class Collector {
   // that held no GPU file are not read again; everyone's stat is. Reading every fd link is
   // most of a scan's cost, and a long-lived process seldom starts holding a device file
   // without the driver listing it: the daemon alternates these with full scans.
-  core::ProcView rescan_processes(const core::ProcView& previous) const;
+  // `also`: processes whose open files an event says changed, read even when they held nothing.
+  core::ProcView rescan_processes(const core::ProcView& previous,
+                                  const std::vector<pid_t>& also = {}) const;
   // Details of the PIDs the driver lists (and their parents) that `view` lacks: the daemon
   // reads the driver more often than it scans /proc, and joins the same view again.
   void add_driver_details(core::ProcView& view, const core::DriverReading& drivers) const;
@@ -48,6 +50,8 @@ class Collector {
   procfs::HostStats host_stats() const;
 
   const procfs::ProcFs& procfs() const { return proc_; }
+  // The GPU device files under the dev root, as the holder scan matches them.
+  std::vector<std::string> device_file_paths() const;
   const std::shared_ptr<backend::BackendSet>& drivers() const { return drivers_; }
 
  private:
@@ -55,7 +59,7 @@ class Collector {
             std::shared_ptr<backend::BackendSet> drivers)
       : proc_(std::move(proc)), catalog_(std::move(catalog)), drivers_(std::move(drivers)) {}
   void add_details(core::ProcView& view, const std::vector<pid_t>& pids) const;
-  core::ProcView scan(const core::ProcView* previous) const;
+  core::ProcView scan(const core::ProcView* previous, const std::vector<pid_t>& also = {}) const;
 
   procfs::ProcFs proc_;
   procfs::DeviceCatalog catalog_;

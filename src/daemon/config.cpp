@@ -62,6 +62,11 @@ const std::vector<Field<DaemonConfig>>& key_specs() {
       duration("interval", &DaemonConfig::interval, 100ms, 1h),
       duration("holder_scan_interval", &DaemonConfig::holder_scan_interval, 100ms, 1h),
       duration("full_scan_interval", &DaemonConfig::full_scan_interval, 100ms, 24h),
+      {"holder_events",
+       [](const toml::node& node, DaemonConfig& c, Problems& p) {
+         if (auto v = config::read_bool(node, "holder_events", p)) c.holder_events = *v;
+       }},
+      duration("event_full_scan_interval", &DaemonConfig::event_full_scan_interval, 1s, 24h),
       duration("history", &DaemonConfig::history, 1s, 24h * 7),
       duration("driver_timeout", &DaemonConfig::driver_timeout, 100ms, 10min),
       {"unattributed_threshold",

@@ -25,6 +25,11 @@ struct DaemonConfig {
   std::chrono::milliseconds interval{std::chrono::seconds(1)};
   std::chrono::milliseconds holder_scan_interval{std::chrono::seconds(10)};
   std::chrono::milliseconds full_scan_interval{std::chrono::minutes(1)};
+  // Follow opens and final closes of GPU files and holders' forks through the kernel's events
+  // (fanotify, the proc connector) where it allows; scans are then a safety net, every
+  // event_full_scan_interval. false, or where the kernel refuses: the intervals above.
+  bool holder_events = true;
+  std::chrono::milliseconds event_full_scan_interval{std::chrono::minutes(10)};
   std::chrono::milliseconds history{std::chrono::hours(1)};
   size_t history_max_processes = 1024;
   bool per_process_metrics = false;

@@ -18,6 +18,7 @@
 #include "base/log.h"
 #include "core/duration.h"
 #include "daemon/config.h"
+#include "daemon/holder_tracking.h"
 #include "daemon/http_content.h"
 #include "daemon/sample_publisher.h"
 #include "daemon/sd_notify.h"
@@ -54,10 +55,6 @@ void raise_descriptor_limit() {
   if (::getrlimit(RLIMIT_NOFILE, &nofile) != 0 || nofile.rlim_cur >= nofile.rlim_max) return;
   nofile.rlim_cur = std::min<rlim_t>(nofile.rlim_max, 65536);
   ::setrlimit(RLIMIT_NOFILE, &nofile);
-}
-
-engine::Cadence cadence(const DaemonConfig& c) {
-  return {c.interval, c.holder_scan_interval, c.full_scan_interval, c.driver_timeout, true};
 }
 
 PublishSettings publish_settings(const DaemonConfig& c) {
@@ -145,12 +142,12 @@ class Daemon {
  public:
   // `acting_collector` (with backends of its own) is the policy actions' own.
   Daemon(const DaemonOptions& options, DaemonConfig config, collect::Collector collector,
-         collect::Collector acting_collector)
+         collect::Collector acting_collector, const std::vector<std::string>& gpu_files)
       : options_(options),
         config_(std::move(config)),
         history_(std::make_shared<history::History>(history_limits(config_))),
         // The sampling engine reads the collector's backends, each driver behind its watchdog.
-        engine_(std::move(collector), cadence(config_)),
+        engine_(std::move(collector), cadence(config_, nullptr)),
         samples_(std::make_shared<SamplePublisher>(publish_settings(config_), history_)),
         content_(*samples_),
         notifier_(Notifier::from_environment()),
@@ -173,7 +170,16 @@ class Daemon {
     content_.set_policies(policies_);
     samples_->add_consumer(alerts_);
     samples_->add_consumer(std::make_shared<AuditMetrics>(audit_));
+    tracker_ = start_holder_tracking(config_, gpu_files, engine_);
+    engine_.apply(cadence(config_, tracker_.get()));
+    content_.set_tracker(tracker_);
+    samples_->add_consumer(std::make_shared<TrackingMetrics>(tracker_));
     engine_.add_consumer(samples_);
+  }
+
+  // The tracker wakes the engine: it stops first.
+  ~Daemon() {
+    if (tracker_) tracker_->stop();
   }
 
   int run(const sigset_t& signals) {
@@ -192,6 +198,7 @@ class Daemon {
     }
     notifier_.stopping();
     server_->stop();
+    if (tracker_) tracker_->stop();
     engine_.stop();
     policies_->stop();
     alerts_->stop();
@@ -293,7 +300,7 @@ class Daemon {
       base::log_notice("listening on http://" + server_->address().text() + "/");
     }
     server_->set_token(next->auth_token);
-    engine_.apply(cadence(*next));
+    engine_.apply(cadence(*next, tracker_.get()));
     samples_->apply(publish_settings(*next));
     history_->set_limits(history_limits(*next));
     content_.set_stall_after(stall_threshold(next->interval, next->driver_timeout));
@@ -327,6 +334,7 @@ class Daemon {
   std::shared_ptr<audit::AuditLog> audit_;
   std::shared_ptr<backend::BackendSet> acting_backends_;
   std::shared_ptr<policy::PolicyRunner> policies_;
+  std::shared_ptr<HolderTracker> tracker_;  // null: holders are found by scans alone
   Clock::time_point started_;
 };
 
@@ -373,7 +381,9 @@ int run_daemon(const DaemonOptions& options) {
     std::cerr << "gpureap: " << acting.error().message << "\n  " << acting.error().hint << "\n";
     return 2;
   }
-  Daemon daemon(options, std::move(*config), std::move(*collector), std::move(*acting));
+  auto gpu_files = collector->device_file_paths();
+  Daemon daemon(options, std::move(*config), std::move(*collector), std::move(*acting),
+                gpu_files);
   return daemon.run(signals);
 }
 

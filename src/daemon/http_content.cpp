@@ -4,6 +4,7 @@
 #include "output/doctor_view.h"
 #include "output/snapshot_json.h"
 #include "policy/status_json.h"
+#include "text/time_format.h"
 
 namespace gpureap::daemon {
 namespace {
@@ -65,6 +66,19 @@ exporter::Reply HttpContent::policies() {
           output::dump_json(
               policy::policies_to_json(policies_->status(), std::chrono::system_clock::now())) +
               "\n"};
+}
+
+// gpureap.releases/v1: every final close the tracker kept, oldest first. Without events (the
+// kernel refused them, or holder_events = false) the list is empty and says why.
+exporter::Reply HttpContent::releases() {
+  nlohmann::json list = nlohmann::json::array();
+  if (tracker_)
+    for (const auto& r : tracker_->releases())
+      list.push_back({{"path", r.path}, {"pid", r.pid}, {"at", text::iso8601_utc(r.at)}});
+  nlohmann::json doc{{"schema", "gpureap.releases/v1"},
+                     {"tracking", tracker_ ? "events" : "scans"},
+                     {"releases", list}};
+  return {200, kJson, output::dump_json(doc) + "\n"};
 }
 
 exporter::Reply HttpContent::history(const exporter::HistoryRequest& request) {

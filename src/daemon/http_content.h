@@ -4,6 +4,7 @@
 #include <atomic>
 #include <chrono>
 
+#include "daemon/holder_tracker.h"
 #include "daemon/sample_publisher.h"
 #include "export/http_server.h"
 #include "policy/runner.h"
@@ -20,11 +21,14 @@ class HttpContent final : public exporter::ContentSource {
   exporter::Reply findings() override;
   exporter::Reply history(const exporter::HistoryRequest& request) override;
   exporter::Reply policies() override;
+  exporter::Reply releases() override;
 
   // Before the server starts: the runner /api/v1/policies reports on.
   void set_policies(std::shared_ptr<const policy::PolicyRunner> runner) {
     policies_ = std::move(runner);
   }
+  // Before the server starts: the tracker /api/v1/releases reports on (none: scans only).
+  void set_tracker(std::shared_ptr<const HolderTracker> tracker) { tracker_ = std::move(tracker); }
   std::chrono::milliseconds default_history_span() const override;
 
   // The loop is stalled when no sample finished for this long (set from the config).
@@ -36,6 +40,7 @@ class HttpContent final : public exporter::ContentSource {
  private:
   const SamplePublisher& samples_;
   std::shared_ptr<const policy::PolicyRunner> policies_;
+  std::shared_ptr<const HolderTracker> tracker_;
   std::atomic<long long> stall_after_ms_{60000};
 };
 

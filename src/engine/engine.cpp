@@ -99,6 +99,10 @@ Engine::~Engine() {
   stop(std::chrono::seconds(2));
 }
 
+void Engine::set_scan_hints(std::shared_ptr<ScanHints> hints) {
+  state_->collecting.set_hints(std::move(hints));
+}
+
 void Engine::add_consumer(std::shared_ptr<CollectionConsumer> consumer) {
   state_->consumers.push_back(std::move(consumer));
 }

@@ -13,6 +13,7 @@
 #include "collect/collector.h"
 #include "engine/collection.h"
 #include "engine/driver.h"
+#include "engine/scan_hints.h"
 #include "engine/scan_schedule.h"
 
 namespace gpureap::engine {
@@ -34,6 +35,8 @@ class Engine {
 
   // Before start(): consumers are called in the order added.
   void add_consumer(std::shared_ptr<CollectionConsumer> consumer);
+  // Before start(): an event source that asks for scans when the machine changes.
+  void set_scan_hints(std::shared_ptr<ScanHints> hints);
 
   // Starts the thread: a collection at once (unless the interval is 0), then on the cadence.
   // Call after a job is forked (`run`): the driver is loaded on the first collection and its

@@ -27,10 +27,14 @@ std::shared_ptr<Collection> ScheduledCollector::complete(const Cadence& cadence,
 
   const auto now = Clock::now();
   const DriverView dv = driver_view(driver.reading);
-  const auto due = schedule_.due(now, dv, cadence);
+  auto due = schedule_.due(now, dv, cadence);
+  const ScanRequest asked = hints_ ? hints_->take() : ScanRequest{};
+  due.full = due.full || asked.full;
+  due.scan = due.scan || due.full || !asked.empty();
   if (due.scan) {
     auto start = Clock::now();
-    view_ = due.full ? collector_.scan_processes() : collector_.rescan_processes(*view_);
+    view_ = due.full ? collector_.scan_processes() : collector_.rescan_processes(*view_, asked.pids);
+    if (hints_) hints_->scanned(*view_, due.full);
     if (due.ipc_residue)
       ipc_ = std::make_shared<const procfs::IpcResidue>(collector_.ipc_residue(*view_));
     hostname_ = base::host_name();

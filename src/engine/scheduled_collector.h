@@ -9,6 +9,7 @@
 #include "collect/collector.h"
 #include "engine/collection.h"
 #include "engine/driver.h"
+#include "engine/scan_hints.h"
 #include "engine/scan_schedule.h"
 
 namespace gpureap::engine {
@@ -27,6 +28,9 @@ class ScheduledCollector {
     return complete(cadence, began, std::move(driver));
   }
 
+  // Before the first collection: asked each time whether events call for a scan.
+  void set_hints(std::shared_ptr<ScanHints> hints) { hints_ = std::move(hints); }
+
   Driver& driver() { return driver_; }
   const Driver& driver() const { return driver_; }
 
@@ -38,6 +42,7 @@ class ScheduledCollector {
   collect::Collector collector_;
   Driver driver_;
   ScanSchedule schedule_;
+  std::shared_ptr<ScanHints> hints_;
   std::optional<core::ProcView> view_;  // the latest scan, with every driver report's details
   std::shared_ptr<const procfs::IpcResidue> ipc_;
   std::string hostname_;

@@ -37,6 +37,7 @@ class ContentSource {
   virtual Reply findings() = 0;
   virtual Reply history(const HistoryRequest& request) = 0;
   virtual Reply policies() = 0;
+  virtual Reply releases() = 0;
   // How far back /api/v1/history goes when the request has no `since`.
   virtual std::chrono::milliseconds default_history_span() const = 0;
 };

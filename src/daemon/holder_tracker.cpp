@@ -1,0 +1,156 @@
+#include "daemon/holder_tracker.h"
+
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+namespace gpureap::daemon {
+
+core::Result<std::shared_ptr<HolderTracker>> HolderTracker::start(
+    const std::vector<std::string>& files, std::function<void()> wake) {
+  if (files.empty())
+    return core::Error{"no GPU device file to watch under the dev root", "holder scans only"};
+  auto watch = track::FanotifyWatch::open(files);
+  if (!watch) return watch.error();
+  return std::shared_ptr<HolderTracker>(
+      new HolderTracker(std::move(*watch), track::ProcEvents::open(), std::move(wake)));
+}
+
+HolderTracker::HolderTracker(track::FanotifyWatch files, core::Result<track::ProcEvents> procs,
+                             std::function<void()> wake)
+    : files_(std::move(files)), wake_(std::move(wake)), stop_fd_(::eventfd(0, EFD_CLOEXEC)) {
+  if (procs)
+    procs_.emplace(std::move(*procs));
+  else
+    forks_unavailable_ = procs.error().text();
+  thread_ = std::thread([this] { run(); });
+}
+
+HolderTracker::~HolderTracker() {
+  stop();
+  if (stop_fd_ >= 0) ::close(stop_fd_);
+}
+
+void HolderTracker::stop() {
+  if (!thread_.joinable()) return;
+  uint64_t one = 1;
+  if (stop_fd_ < 0 || ::write(stop_fd_, &one, sizeof one) != sizeof one) {
+    thread_.detach();  // cannot be told: it ends with the process
+    return;
+  }
+  thread_.join();
+}
+
+void HolderTracker::run() {
+  for (;;) {
+    pollfd fds[3] = {{stop_fd_, POLLIN, 0}, {files_.fd(), POLLIN, 0}, {-1, POLLIN, 0}};
+    if (procs_) fds[2].fd = procs_->fd();
+    if (::poll(fds, 3, -1) < 0) {
+      if (errno == EINTR) continue;
+      return;
+    }
+    if (fds[0].revents) return;
+    if (fds[1].revents) on_files(files_.read());
+    if (fds[2].revents && procs_) on_procs(procs_->read());
+  }
+}
+
+void HolderTracker::on_files(track::FanotifyWatch::Batch batch) {
+  bool changed = false;
+  {
+    std::lock_guard lock(mutex_);
+    for (auto& e : batch.events) {
+      changed_.insert(e.pid);
+      touched_.insert(e.pid);
+      changed = true;
+      if (e.kind == track::FileEvent::Kind::Open) {
+        ++counters_.opens;
+        holders_.insert(e.pid);
+        continue;
+      }
+      ++counters_.closes;
+      releases_.push_back({std::move(e.path), e.pid, e.at});
+      if (releases_.size() > kKeptReleases) releases_.pop_front();
+    }
+    if (batch.overflow) {
+      ++counters_.overflows;
+      lost_ = changed = true;
+    }
+  }
+  if (changed && wake_) wake_();
+}
+
+void HolderTracker::on_procs(track::ProcEvents::Batch batch) {
+  bool changed = false;
+  {
+    std::lock_guard lock(mutex_);
+    for (const auto& e : batch.events) {
+      if (e.kind == track::ProcEvent::Kind::Fork) {
+        // The child inherits the holder's fds: no open event, so it must be scanned.
+        if (!holders_.count(e.parent)) continue;
+        ++counters_.forks;
+        holders_.insert(e.pid);
+      } else if (!holders_.erase(e.pid)) {
+        continue;  // an exit of a process that held no GPU file changes nothing
+      }
+      changed_.insert(e.pid);
+      touched_.insert(e.pid);
+      changed = true;
+    }
+    // Lost forks may be lost holders: only a full scan knows.
+    if (batch.overflow) {
+      ++counters_.overflows;
+      lost_ = changed = true;
+    }
+  }
+  if (changed && wake_) wake_();
+}
+
+engine::ScanRequest HolderTracker::take() {
+  std::lock_guard lock(mutex_);
+  engine::ScanRequest r{{changed_.begin(), changed_.end()}, lost_};
+  changed_.clear();
+  lost_ = false;
+  return r;
+}
+
+// What a full scan finds that the latest scan did not, about processes that were already
+// there and that no event has named since: a holder events missed (an fd received over a
+// socket, a lost event), or one they did not see let go.
+void HolderTracker::count_drift(const core::ProcView& view) {
+  for (const auto& p : view.processes) {
+    pid_t pid = p.stat.pid;
+    auto before = scanned_starts_.find(pid);
+    if (before == scanned_starts_.end() || before->second != p.stat.start_ticks) continue;
+    if (touched_.count(pid)) continue;
+    if (p.holds_device() != (scanned_holders_.count(pid) > 0)) ++counters_.drift;
+  }
+}
+
+void HolderTracker::scanned(const core::ProcView& view, bool full) {
+  std::lock_guard lock(mutex_);
+  if (full && scanned_once_) count_drift(view);
+  scanned_holders_.clear();
+  scanned_starts_.clear();
+  for (const auto& p : view.processes) {
+    scanned_starts_.emplace(p.stat.pid, p.stat.start_ticks);
+    if (p.holds_device()) scanned_holders_.insert(p.stat.pid);
+  }
+  holders_ = scanned_holders_;
+  touched_.clear();
+  scanned_once_ = true;
+}
+
+TrackerCounters HolderTracker::counters() const {
+  std::lock_guard lock(mutex_);
+  return counters_;
+}
+
+std::vector<Release> HolderTracker::releases() const {
+  std::lock_guard lock(mutex_);
+  return {releases_.begin(), releases_.end()};
+}
+
+}  // namespace gpureap::daemon

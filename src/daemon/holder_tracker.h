@@ -1,0 +1,99 @@
+#pragma once
+// The daemon's holder tracker: the kernel's events (track::FanotifyWatch on every GPU device
+// file, track::ProcEvents for forks and exits) say which processes' open GPU files changed, and
+// the engine scans those at once (engine::ScanHints) instead of waiting for a scan interval. A
+// final close of an open file is the moment its driver frees what it held: it is recorded with
+// the process that held it last. Lost events (a queue overflow) ask for a full scan; every full
+// scan counts what events missed (drift). Without the kernel's events (not root, a container
+// without the capability, an old kernel) it is not started and the daemon scans as before.
+#include <sys/types.h>
+
+#include <atomic>
+#include <chrono>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/result.h"
+#include "engine/scan_hints.h"
+#include "track/fanotify_watch.h"
+#include "track/proc_events.h"
+
+namespace gpureap::daemon {
+
+// A final close of a GPU file: the open file description is released, its driver frees what
+// it held.
+struct Release {
+  std::string path;
+  pid_t pid = 0;  // the process that held it last
+  std::chrono::system_clock::time_point at;
+};
+
+struct TrackerCounters {
+  uint64_t opens = 0;
+  uint64_t closes = 0;     // final closes
+  uint64_t forks = 0;      // forks of holders followed
+  uint64_t overflows = 0;  // times events were lost (each asked for a full scan)
+  uint64_t drift = 0;      // holders a full scan found that events had missed, or the reverse
+};
+
+class HolderTracker final : public engine::ScanHints {
+ public:
+  // Watches `files` (the dev root's GPU device files); `wake` asks the engine for a collection.
+  // An error says why the kernel's events cannot be had, for the daemon's one log line.
+  static core::Result<std::shared_ptr<HolderTracker>> start(const std::vector<std::string>& files,
+                                                            std::function<void()> wake);
+  ~HolderTracker() override;  // stop()s
+  // Ends the thread (no wake after it returns): before what `wake` reaches goes away.
+  void stop();
+  HolderTracker(const HolderTracker&) = delete;
+  HolderTracker& operator=(const HolderTracker&) = delete;
+
+  engine::ScanRequest take() override;
+  void scanned(const core::ProcView& view, bool full) override;
+
+  // Forks are followed through the proc connector; without it (no CAP_NET_ADMIN) a holder's
+  // new children are found by the holder scans, and this says why.
+  bool follows_forks() const { return procs_.has_value(); }
+  const std::optional<std::string>& forks_unavailable() const { return forks_unavailable_; }
+
+  TrackerCounters counters() const;
+  // The latest final closes, oldest first (at most kKeptReleases).
+  std::vector<Release> releases() const;
+  static constexpr size_t kKeptReleases = 256;
+
+ private:
+  HolderTracker(track::FanotifyWatch files, core::Result<track::ProcEvents> procs,
+                std::function<void()> wake);
+  void run();
+  void on_files(track::FanotifyWatch::Batch batch);
+  void on_procs(track::ProcEvents::Batch batch);
+  void count_drift(const core::ProcView& view);
+
+  track::FanotifyWatch files_;
+  std::optional<track::ProcEvents> procs_;
+  std::optional<std::string> forks_unavailable_;
+  std::function<void()> wake_;
+  int stop_fd_ = -1;  // an eventfd: the destructor ends run()'s poll
+  std::thread thread_;
+
+  mutable std::mutex mutex_;
+  std::set<pid_t> changed_;       // since the last take()
+  bool lost_ = false;             // events were lost since the last take()
+  std::set<pid_t> holders_;       // as of the latest scan, with events applied since
+  std::set<pid_t> scanned_holders_;            // as of the latest scan alone
+  std::map<pid_t, uint64_t> scanned_starts_;   // every process of the latest scan
+  std::set<pid_t> touched_;       // processes events named since the latest scan
+  bool scanned_once_ = false;
+  std::deque<Release> releases_;
+  TrackerCounters counters_;
+};
+
+}  // namespace gpureap::daemon

@@ -1,0 +1,71 @@
+#include "daemon/holder_tracking.h"
+
+#include "base/log.h"
+#include "core/duration.h"
+
+namespace gpureap::daemon {
+
+engine::Cadence cadence(const DaemonConfig& c, const HolderTracker* tracker) {
+  engine::Cadence k{c.interval, c.holder_scan_interval, c.full_scan_interval, c.driver_timeout,
+                    true};
+  if (!tracker) return k;
+  k.full_scan_interval = c.event_full_scan_interval;
+  if (tracker->follows_forks()) k.holder_scan_interval = c.event_full_scan_interval;
+  return k;
+}
+
+std::shared_ptr<HolderTracker> start_holder_tracking(const DaemonConfig& c,
+                                                     const std::vector<std::string>& gpu_files,
+                                                     engine::Engine& engine) {
+  const std::string scans = "holder scans every " + core::format_duration(c.holder_scan_interval) +
+                            ", all fds every " + core::format_duration(c.full_scan_interval);
+  if (!c.holder_events) {
+    base::log_info("holder tracking: scans (holder_events = false): " + scans);
+    return nullptr;
+  }
+  auto started = HolderTracker::start(gpu_files, [&engine] { engine.wake(); });
+  if (!started) {
+    base::log_notice("holder tracking: scans, the kernel's events are not available: " +
+                     started.error().text() + "; " + scans);
+    return nullptr;
+  }
+  auto tracker = *started;
+  engine.set_scan_hints(tracker);
+  std::string forks = tracker->follows_forks()
+                          ? "forks through the proc connector"
+                          : "forks found by holder scans every " +
+                                core::format_duration(c.holder_scan_interval) + " (" +
+                                tracker->forks_unavailable().value_or("") + ")";
+  base::log_info("holder tracking: events (fanotify on " + std::to_string(gpu_files.size()) +
+                 " GPU device files, " + forks + "); all fds every " +
+                 core::format_duration(c.event_full_scan_interval));
+  return tracker;
+}
+
+void TrackingMetrics::add_metrics(std::vector<exporter::MetricFamily>& out) const {
+  const char* mode = !tracker_ ? "scans" : tracker_->follows_forks() ? "events" : "opens";
+  exporter::MetricFamily m{"gpureap_holder_tracking_mode",
+                           "1 for how holders are found: events (opens, final closes and forks "
+                           "from the kernel), opens (forks by scans) or scans"};
+  for (const char* each : {"events", "opens", "scans"})
+    m.add({{"mode", each}}, std::string(each) == mode ? 1 : 0);
+  out.push_back(std::move(m));
+  if (!tracker_) return;
+  auto c = tracker_->counters();
+  auto counter = [&](const char* name, const char* help, uint64_t v) {
+    exporter::MetricFamily f{name, help, exporter::MetricType::Counter};
+    f.add({}, static_cast<double>(v));
+    out.push_back(std::move(f));
+  };
+  counter("gpureap_holder_opens_total", "opens of GPU device files the kernel reported", c.opens);
+  counter("gpureap_holder_closes_total",
+          "final closes of GPU device files (an open file released, its memory freed)",
+          c.closes);
+  counter("gpureap_holder_forks_total", "forks of holders followed", c.forks);
+  counter("gpureap_holder_event_overflows_total",
+          "times the kernel's event queue overflowed (each led to a full scan)", c.overflows);
+  counter("gpureap_holder_tracking_drift_total",
+          "holders a full scan found that events had missed, or had let go unseen", c.drift);
+}
+
+}  // namespace gpureap::daemon

@@ -1,0 +1,152 @@
+// The daemon's holder tracking through the kernel's events, on real processes and a stand-in
+// dev root, with scan intervals of an hour: whatever the daemon sees, it saw through events. A
+// late open by a long-running process, a holder's fork, the final close of a shared open file
+// (with the worker that held it last), an overflow of the kernel's queue; and the fallback to
+// scans, said once in the log.
+#include <gtest/gtest.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <fstream>
+
+#include "support.h"
+
+namespace gpureap::testing {
+namespace {
+
+using nlohmann::json;
+
+// No driver: holders are device-file holders alone, which is what tracking is about.
+std::vector<std::string> no_driver() { return {"GPUREAP_NVML_LIBRARY=" + kNoNvml}; }
+
+class DaemonTracking : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (::geteuid() != 0) GTEST_SKIP() << "the kernel's events need root";
+    std::ofstream(cfg_.file("config.toml"))
+        << "interval = \"200ms\"\nholder_scan_interval = \"1h\"\nfull_scan_interval = \"1h\"\n"
+           "event_full_scan_interval = \"1h\"\n";
+  }
+
+  std::unique_ptr<DaemonProcess> daemon() {
+    auto d = std::make_unique<DaemonProcess>(
+        std::vector<std::string>{"--config", cfg_.file("config.toml"), "--dev-root", dev_.path()},
+        no_driver());
+    EXPECT_GT(d->port(), 0) << d->log();
+    return d;
+  }
+
+  static bool holds(const DaemonProcess& d, pid_t pid) {
+    auto r = d.get("/api/v1/snapshot");
+    if (r.status != 200) return false;
+    auto row = row_of(json::parse(r.body, nullptr, false), pid);
+    return !row.is_null() && row.value("holds_device", false);
+  }
+
+  TempDir cfg_;
+  FakeDevRoot dev_;
+};
+
+TEST_F(DaemonTracking, ALateOpenByALongRunningProcessIsSeen) {
+  Ready started, opened;
+  int go[2];
+  ASSERT_EQ(::pipe(go), 0);
+  Child late([&] {
+    started.signal();
+    char c;
+    if (::read(go[0], &c, 1) != 1) ::_exit(1);
+    hold(dev_.dev("nvidia0"));
+    opened.signal();
+  });
+  started.wait();
+  auto d = daemon();
+  ASSERT_TRUE(d->wait_log("holder tracking: events")) << d->log();
+  EXPECT_FALSE(holds(*d, late.pid()));
+  ASSERT_EQ(::write(go[1], "x", 1), 1);  // it opens the GPU file only now
+  opened.wait();
+  EXPECT_TRUE(wait_until([&] { return holds(*d, late.pid()); }, 5000)) << d->log();
+  EXPECT_GE(d->metric("gpureap_holder_opens_total ").value_or(0), 1);
+  EXPECT_EQ(d->metric("gpureap_holder_tracking_mode{mode=\"events\"} "), 1);
+  ::close(go[0]);
+  ::close(go[1]);
+}
+
+TEST_F(DaemonTracking, AHoldersForkMakesItsChildAHolder) {
+  int go[2];
+  ASSERT_EQ(::pipe(go), 0);
+  Ready forked;
+  Child holder([&] {
+    hold(dev_.dev("nvidia0"));
+    char c;
+    if (::read(go[0], &c, 1) != 1) ::_exit(1);
+    pid_t child = ::fork();
+    if (child == 0) {
+      for (;;) ::pause();
+    }
+    forked.send(child);
+  });
+  auto d = daemon();
+  ASSERT_TRUE(wait_until([&] { return holds(*d, holder.pid()); }, 5000)) << d->log();
+  ASSERT_EQ(::write(go[1], "x", 1), 1);
+  pid_t child = static_cast<pid_t>(forked.receive());
+  KillStrays strays{{child}};
+  EXPECT_TRUE(wait_until([&] { return holds(*d, child); }, 5000)) << d->log();
+  EXPECT_GE(d->metric("gpureap_holder_forks_total ").value_or(0), 1);
+  ::close(go[0]);
+  ::close(go[1]);
+}
+
+TEST_F(DaemonTracking, TheLastCloseOfASharedFileIsRecordedWithTheWorkerThatHeldIt) {
+  auto d = daemon();
+  auto trainer = gone_trainer(dev_);  // the trainer is gone; its worker keeps the file
+  pid_t worker = trainer->worker;
+  ASSERT_TRUE(wait_until([&] { return holds(*d, worker); }, 5000)) << d->log();
+  ::kill(worker, SIGKILL);
+  ASSERT_TRUE(wait_gone(worker));
+  json release;
+  ASSERT_TRUE(wait_until(
+      [&] {
+        auto doc = json::parse(d->get("/api/v1/releases").body, nullptr, false);
+        if (!doc.contains("releases")) return false;
+        for (const auto& r : doc["releases"])
+          if (r["pid"] == worker && r["path"] == dev_.dev("nvidia0")) release = r;
+        return !release.is_null();
+      },
+      5000))
+      << d->get("/api/v1/releases").body;
+  EXPECT_EQ(json::parse(d->get("/api/v1/releases").body)["tracking"], "events");
+  EXPECT_FALSE(release["at"].get<std::string>().empty());
+  EXPECT_TRUE(wait_until([&] { return !holds(*d, worker); }, 5000));
+}
+
+TEST_F(DaemonTracking, ABurstOfOpensEndsWithTheRightHolders) {
+  auto d = daemon();
+  ASSERT_TRUE(d->wait_log("holder tracking: events")) << d->log();
+  Ready done;
+  // A burst of opens and closes while the daemon runs.
+  Child burst([&] {
+    for (int i = 0; i < 40000; ++i) {
+      int fd = ::open(dev_.dev("nvidiactl").c_str(), O_RDONLY);
+      if (fd >= 0) ::close(fd);
+    }
+    hold(dev_.dev("nvidia0"));
+    done.signal();
+  });
+  done.wait(60000);
+  // Whether the queue overflowed (a full scan) or the kernel merged the burst (one event per
+  // process and file), the holder set is right afterwards.
+  EXPECT_TRUE(wait_until([&] { return holds(*d, burst.pid()); }, 10000)) << d->log();
+  EXPECT_GE(d->metric("gpureap_holder_opens_total ").value_or(0), 1);
+}
+
+TEST_F(DaemonTracking, WithHolderEventsOffItScansAndSaysSo) {
+  std::ofstream(cfg_.file("config.toml"), std::ios::app) << "holder_events = false\n";
+  auto d = daemon();
+  EXPECT_TRUE(d->wait_log("holder tracking: scans (holder_events = false)")) << d->log();
+  EXPECT_EQ(d->metric("gpureap_holder_tracking_mode{mode=\"scans\"} "), 1);
+  EXPECT_EQ(json::parse(d->get("/api/v1/releases").body)["tracking"], "scans");
+}
+
+}  // namespace
+}  // namespace gpureap::testing

@@ -1,0 +1,124 @@
+// The holder tracker's bookkeeping: what it asks the engine to scan, and what a full scan
+// finds that events missed. Runs on a stand-in GPU file; the kernel's events need root, and an
+// unprivileged start must fail saying so (the daemon then scans).
+#include <gtest/gtest.h>
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "daemon/holder_tracker.h"
+
+namespace gpureap::daemon {
+namespace {
+
+class HolderTrackerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/gpureap-tracker-XXXXXX";
+    ASSERT_NE(::mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+    file_ = dir_ + "/nvidia0";
+    std::ofstream(file_) << "";
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  std::shared_ptr<HolderTracker> start() {
+    auto t = HolderTracker::start({file_}, [this] { ++wakes_; });
+    if (!t) return nullptr;
+    return *t;
+  }
+
+  static core::HostProcess process(pid_t pid, uint64_t start, bool holder) {
+    core::HostProcess p;
+    p.stat.pid = pid;
+    p.stat.start_ticks = start;
+    if (holder) p.devices.push_back({"/dev/nvidia0", "nvidia", {}, true, {3}, {}});
+    return p;
+  }
+
+  std::string dir_, file_;
+  std::atomic<int> wakes_{0};
+};
+
+TEST_F(HolderTrackerTest, AnOpenAsksForAScanOfTheOpenerAndWakesTheEngine) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root";
+  auto t = start();
+  ASSERT_NE(t, nullptr);
+  pid_t child = ::fork();
+  if (child == 0) {
+    int fd = ::open(file_.c_str(), O_RDONLY);
+    ::_exit(fd >= 0 ? 0 : 1);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  engine::ScanRequest asked;
+  for (int i = 0; i < 200 && asked.pids.size() < 1; ++i) {
+    auto r = t->take();
+    asked.pids.insert(asked.pids.end(), r.pids.begin(), r.pids.end());
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_NE(std::find(asked.pids.begin(), asked.pids.end(), child), asked.pids.end());
+  EXPECT_GE(wakes_.load(), 1);
+  auto c = t->counters();
+  EXPECT_GE(c.opens, 1u);
+  EXPECT_GE(c.closes, 1u);  // its exit released the file
+  auto releases = t->releases();
+  ASSERT_FALSE(releases.empty());
+  EXPECT_EQ(releases.back().pid, child);
+  EXPECT_EQ(releases.back().path, file_);
+  EXPECT_TRUE(t->take().empty());  // taken once
+}
+
+TEST_F(HolderTrackerTest, AFullScanCountsWhatEventsMissedButNotNewOrTouchedProcesses) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root";
+  auto t = start();
+  ASSERT_NE(t, nullptr);
+  core::ProcView first;
+  first.processes = {process(10, 100, false), process(11, 110, true), process(12, 120, false)};
+  t->scanned(first, true);
+  EXPECT_EQ(t->counters().drift, 0u);
+
+  core::ProcView second;
+  second.processes = {
+      process(10, 100, true),   // held nothing, now holds: an open events missed
+      process(11, 110, false),  // let go unseen
+      process(12, 999, true),   // a new process with a reused PID: found as new, no drift
+      process(13, 130, true),   // new: found by the scan, no drift
+  };
+  t->scanned(second, false);  // an event-driven rescan does not count drift
+  EXPECT_EQ(t->counters().drift, 0u);
+  t->scanned(first, false);
+  t->scanned(second, true);  // a full scan: 10 and 11 changed with no event naming them
+  EXPECT_EQ(t->counters().drift, 2u);
+}
+
+TEST_F(HolderTrackerTest, WithoutPrivilegeItDoesNotStartAndSaysWhy) {
+  int pipefd[2];
+  ASSERT_EQ(::pipe(pipefd), 0);
+  pid_t child = ::fork();
+  if (child == 0) {
+    ::close(pipefd[0]);
+    if (::geteuid() == 0 && ::setresuid(65534, 65534, 65534) != 0) ::_exit(2);
+    auto t = HolderTracker::start({file_}, [] {});
+    std::string why = t ? "started" : t.error().text();
+    if (::write(pipefd[1], why.data(), why.size()) < 0) ::_exit(3);
+    ::_exit(t ? 1 : 0);
+  }
+  ::close(pipefd[1]);
+  char buf[512] = {};
+  ssize_t n = ::read(pipefd[0], buf, sizeof buf - 1);
+  ::close(pipefd[0]);
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << std::string(buf, n > 0 ? n : 0);
+  EXPECT_NE(std::string(buf).find("CAP_SYS_ADMIN"), std::string::npos) << buf;
+}
+
+}  // namespace
+}  // namespace gpureap::daemon
