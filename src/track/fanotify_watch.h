@@ -43,7 +43,9 @@ class FanotifyWatch {
     // tells the truth again.
     bool overflow = false;
   };
-  // Every event queued now; never blocks.
+  // Every event queued now; never blocks. The kernel merges the queued events of one process
+  // on one file into one, so their order is lost: an Open and a Close of one process in one
+  // batch (given in that order) may as well have been a close and a new open.
   Batch read();
 
  private:

@@ -1,6 +1,7 @@
 #pragma once
 // Fork and exit of every process, from the kernel's netlink proc connector
-// (PROC_EVENT_FORK / PROC_EVENT_EXIT; needs CAP_NET_ADMIN). An fd inherited through fork is no
+// (PROC_EVENT_FORK / PROC_EVENT_EXIT; needs CAP_NET_ADMIN on kernels before 6.6; later
+// ones let any process of the initial namespaces listen). An fd inherited through fork is no
 // open, so fanotify alone misses a holder's children: a fork of a known holder makes its child
 // one to scan.
 #include <sys/types.h>
@@ -20,8 +21,9 @@ struct ProcEvent {
 
 class ProcEvents {
  public:
-  // Subscribes to the connector. Fails, saying why and what to do, without CAP_NET_ADMIN or on
-  // a kernel without CONFIG_PROC_EVENTS.
+  // Subscribes to the connector. Fails, saying why and what to do, without CAP_NET_ADMIN (on
+  // kernels that ask for it), on a kernel without CONFIG_PROC_EVENTS, or in a container (the
+  // kernel ignores a subscriber outside the initial pid and user namespaces).
   static core::Result<ProcEvents> open();
   ProcEvents(ProcEvents&& other) noexcept;
   ProcEvents& operator=(ProcEvents&& other) noexcept;
@@ -38,8 +40,10 @@ class ProcEvents {
   Batch read();
 
  private:
-  explicit ProcEvents(int fd) : fd_(fd) {}
+  ProcEvents(int fd, Batch pending);
+  void close();  // unsubscribes and closes the socket
   int fd_ = -1;
+  Batch pending_;  // what came with the subscription's acknowledgement, for the first read()
 };
 
 }  // namespace gpureap::track

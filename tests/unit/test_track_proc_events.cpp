@@ -1,0 +1,164 @@
+// ProcEvents (src/track/proc_events.cpp) against the kernel's proc connector: the forks and
+// exits of a child and a grandchild of this test, threads left out, and the refusal without
+// CAP_NET_ADMIN. Every other process of the machine is reported too, so each check looks at
+// the pids it made.
+#include <gtest/gtest.h>
+#include <poll.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "track/proc_events.h"
+#include "unprivileged_child.h"
+
+namespace gpureap::track {
+namespace {
+
+using Events = std::vector<ProcEvent>;
+
+std::string describe(const Events& events) {
+  std::string s;
+  for (const auto& e : events)
+    s += e.kind == ProcEvent::Kind::Fork
+             ? "fork " + std::to_string(e.pid) + " from " + std::to_string(e.parent) + "\n"
+             : "exit " + std::to_string(e.pid) + "\n";
+  return s.empty() ? "(none)" : s;
+}
+
+bool is(const ProcEvent& e, ProcEvent::Kind kind, pid_t pid, pid_t parent = 0) {
+  return e.kind == kind && e.pid == pid && e.parent == parent;
+}
+
+class ProcEventsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto p = ProcEvents::open();
+    if (!p && p.error().message.find("CAP_NET_ADMIN") != std::string::npos)
+      GTEST_SKIP() << p.error().text();
+    ASSERT_TRUE(p) << p.error().text();
+    events_.emplace(std::move(*p));
+  }
+
+  // Reads until an event satisfies `last`, waiting for the socket up to 2 s; keeps only the
+  // events `keep` selects (the rest of the machine forks and exits too).
+  Events collect(const std::function<bool(const ProcEvent&)>& keep,
+                 const std::function<bool(const ProcEvent&)>& last) {
+    Events got;
+    bool done = false;
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+    while (!done && std::chrono::steady_clock::now() < deadline) {
+      pollfd p{events_->fd(), POLLIN, 0};
+      ::poll(&p, 1, 100);
+      auto batch = events_->read();
+      EXPECT_FALSE(batch.overflow);
+      for (const auto& e : batch.events) {
+        if (keep(e)) got.push_back(e);
+        done = done || last(e);
+      }
+    }
+    EXPECT_TRUE(done) << "the last awaited event did not come; got:\n" << describe(got);
+    return got;
+  }
+
+  std::optional<ProcEvents> events_;
+};
+
+TEST_F(ProcEventsTest, ForksAndExitsOfChildAndGrandchild) {
+  int pipe_fds[2];
+  ASSERT_EQ(::pipe(pipe_fds), 0);
+  pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    pid_t grandchild = ::fork();
+    if (grandchild == 0) ::_exit(0);
+    ::waitpid(grandchild, nullptr, 0);
+    ssize_t n = ::write(pipe_fds[1], &grandchild, sizeof grandchild);
+    ::_exit(n == sizeof grandchild ? 0 : 1);
+  }
+  ::close(pipe_fds[1]);
+  pid_t grandchild = 0;
+  ASSERT_EQ(::read(pipe_fds[0], &grandchild, sizeof grandchild), ssize_t(sizeof grandchild));
+  ::close(pipe_fds[0]);
+  ::waitpid(child, nullptr, 0);
+
+  auto got = collect(
+      [&](const ProcEvent& e) {
+        return e.pid == child || e.pid == grandchild ||
+               (e.pid == ::getpid() && e.kind == ProcEvent::Kind::Exit);
+      },
+      [&](const ProcEvent& e) { return is(e, ProcEvent::Kind::Exit, child); });
+  // The kernel sends a fork's event before the new process runs and an exit's before the
+  // parent can reap it: this order is causal.
+  ASSERT_EQ(got.size(), 4u) << describe(got);
+  EXPECT_TRUE(is(got[0], ProcEvent::Kind::Fork, child, ::getpid())) << describe(got);
+  EXPECT_TRUE(is(got[1], ProcEvent::Kind::Fork, grandchild, child)) << describe(got);
+  EXPECT_TRUE(is(got[2], ProcEvent::Kind::Exit, grandchild)) << describe(got);
+  EXPECT_TRUE(is(got[3], ProcEvent::Kind::Exit, child)) << describe(got);
+}
+
+TEST_F(ProcEventsTest, ThreadIsNoProcess) {
+  std::atomic<pid_t> tid{0};
+  std::thread([&] { tid = static_cast<pid_t>(::syscall(SYS_gettid)); }).join();
+  // A forked child after it, as a marker: once its exit is in, the thread's events would be.
+  pid_t marker = ::fork();
+  if (marker == 0) ::_exit(0);
+  ASSERT_GT(marker, 0);
+  ::waitpid(marker, nullptr, 0);
+
+  pid_t self = ::getpid();
+  auto got = collect(
+      [&](const ProcEvent& e) {
+        return e.pid == tid || e.pid == self || e.pid == marker || e.parent == self;
+      },
+      [&](const ProcEvent& e) { return is(e, ProcEvent::Kind::Exit, marker); });
+  ASSERT_EQ(got.size(), 2u) << "thread " << tid << ":\n" << describe(got);
+  EXPECT_TRUE(is(got[0], ProcEvent::Kind::Fork, marker, self)) << describe(got);
+  EXPECT_TRUE(is(got[1], ProcEvent::Kind::Exit, marker)) << describe(got);
+}
+
+TEST_F(ProcEventsTest, MovedFromReadsNothing) {
+  ProcEvents moved = std::move(*events_);
+  EXPECT_EQ(events_->fd(), -1);
+  EXPECT_TRUE(events_->read().events.empty());
+  EXPECT_GE(moved.fd(), 0);
+}
+
+// Whether `events` reports the fork of a child forked now, within 2 s.
+bool sees_a_fork(ProcEvents& events) {
+  pid_t child = ::fork();
+  if (child == 0) ::_exit(0);
+  ::waitpid(child, nullptr, 0);
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+  while (std::chrono::steady_clock::now() < deadline) {
+    pollfd p{events.fd(), POLLIN, 0};
+    ::poll(&p, 1, 100);
+    for (const auto& e : events.read().events)
+      if (is(e, ProcEvent::Kind::Fork, child, ::getpid())) return true;
+  }
+  return false;
+}
+
+// Kernels before 6.6 refuse a listener without CAP_NET_ADMIN; later ones take any process of
+// the initial namespaces. Either way the outcome must be whole: the refusal names the
+// capability, or the subscription works.
+TEST(ProcEvents, WithoutPrivilegeOpenSaysWhatIsNeededOrWorks) {
+  std::string said = testing::run_unprivileged([] {
+    auto p = ProcEvents::open();
+    if (!p) return p.error().text();
+    return std::string(sees_a_fork(*p) ? "listening" : "opened but deaf");
+  });
+  if (said == "listening") return;  // this kernel lets anyone listen
+  EXPECT_NE(said.find("CAP_NET_ADMIN"), std::string::npos) << said;
+  EXPECT_NE(said.find("run the daemon as root"), std::string::npos) << said;
+}
+
+}  // namespace
+}  // namespace gpureap::track
