@@ -382,8 +382,7 @@ int run_daemon(const DaemonOptions& options) {
     return 2;
   }
   auto gpu_files = collector->device_file_paths();
-  Daemon daemon(options, std::move(*config), std::move(*collector), std::move(*acting),
-                gpu_files);
+  Daemon daemon(options, std::move(*config), std::move(*collector), std::move(*acting), gpu_files);
   return daemon.run(signals);
 }
 

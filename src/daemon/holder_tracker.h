@@ -85,12 +85,12 @@ class HolderTracker final : public engine::ScanHints {
   std::thread thread_;
 
   mutable std::mutex mutex_;
-  std::set<pid_t> changed_;       // since the last take()
-  bool lost_ = false;             // events were lost since the last take()
-  std::set<pid_t> holders_;       // as of the latest scan, with events applied since
-  std::set<pid_t> scanned_holders_;            // as of the latest scan alone
-  std::map<pid_t, uint64_t> scanned_starts_;   // every process of the latest scan
-  std::set<pid_t> touched_;       // processes events named since the latest scan
+  std::set<pid_t> changed_;                   // since the last take()
+  bool lost_ = false;                         // events were lost since the last take()
+  std::set<pid_t> holders_;                   // as of the latest scan, with events applied since
+  std::set<pid_t> scanned_holders_;           // as of the latest scan alone
+  std::map<pid_t, uint64_t> scanned_starts_;  // every process of the latest scan
+  std::set<pid_t> touched_;                   // processes events named since the latest scan
   bool scanned_once_ = false;
   std::deque<Release> releases_;
   TrackerCounters counters_;

@@ -59,8 +59,7 @@ void TrackingMetrics::add_metrics(std::vector<exporter::MetricFamily>& out) cons
   };
   counter("gpureap_holder_opens_total", "opens of GPU device files the kernel reported", c.opens);
   counter("gpureap_holder_closes_total",
-          "final closes of GPU device files (an open file released, its memory freed)",
-          c.closes);
+          "final closes of GPU device files (an open file released, its memory freed)", c.closes);
   counter("gpureap_holder_forks_total", "forks of holders followed", c.forks);
   counter("gpureap_holder_event_overflows_total",
           "times the kernel's event queue overflowed (each led to a full scan)", c.overflows);

@@ -33,7 +33,8 @@ std::shared_ptr<Collection> ScheduledCollector::complete(const Cadence& cadence,
   due.scan = due.scan || due.full || !asked.empty();
   if (due.scan) {
     auto start = Clock::now();
-    view_ = due.full ? collector_.scan_processes() : collector_.rescan_processes(*view_, asked.pids);
+    view_ =
+        due.full ? collector_.scan_processes() : collector_.rescan_processes(*view_, asked.pids);
     if (hints_) hints_->scanned(*view_, due.full);
     if (due.ipc_residue)
       ipc_ = std::make_shared<const procfs::IpcResidue>(collector_.ipc_residue(*view_));

@@ -3,8 +3,8 @@
 // late open by a long-running process, a holder's fork, the final close of a shared open file
 // (with the worker that held it last), an overflow of the kernel's queue; and the fallback to
 // scans, said once in the log.
-#include <gtest/gtest.h>
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -18,7 +18,9 @@ namespace {
 using nlohmann::json;
 
 // No driver: holders are device-file holders alone, which is what tracking is about.
-std::vector<std::string> no_driver() { return {"GPUREAP_NVML_LIBRARY=" + kNoNvml}; }
+std::vector<std::string> no_driver() {
+  return {"GPUREAP_NVML_LIBRARY=" + kNoNvml};
+}
 
 class DaemonTracking : public ::testing::Test {
  protected:

@@ -1,8 +1,8 @@
 // The holder tracker's bookkeeping: what it asks the engine to scan, and what a full scan
 // finds that events missed. Runs on a stand-in GPU file; the kernel's events need root, and an
 // unprivileged start must fail saying so (the daemon then scans).
-#include <gtest/gtest.h>
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
