@@ -74,6 +74,7 @@ struct Builder {
             {"memory", memory},
             {"memory_bytes", known_memory_sum(r.memory)},
             {"released_bytes", or_null(r.released_bytes)},
+            {"released_at", r.released_at ? J(text::iso8601_utc(*r.released_at)) : J(nullptr)},
             {"reasons", text_array(r.reasons)},
             {"attempt", r.attempt > 0 ? J(r.attempt) : J(nullptr)},
             {"detail", text(r.detail)}};
@@ -201,6 +202,8 @@ core::Result<Record> record_from_json(const nlohmann::json& j) {
   r.enforced = enforced && enforced->is_boolean() && enforced->get<bool>();
   r.memory = memory_from_json(j);
   r.released_bytes = optional_unsigned<uint64_t>(j, "released_bytes");
+  if (const json* t = field(j, "released_at"); t && t->is_string())
+    if (auto parsed = text::parse_rfc3339(t->get<std::string>())) r.released_at = *parsed;
   r.reasons = string_array(j, "reasons");
   r.attempt = optional_unsigned<unsigned>(j, "attempt").value_or(0);
   r.detail = string_or_empty(j, "detail");

@@ -49,9 +49,12 @@ struct Record {
   ProcessIdentity process;
   std::vector<GpuMemory> memory;           // per GPU, at decision time
   std::optional<uint64_t> released_bytes;  // memory the action got back
-  std::vector<std::string> reasons;        // why the policy matched
-  unsigned attempt = 0;                    // 1 for the first try of an action; 0: none (null)
-  std::string detail;                      // an error, a refusal, who still holds the memory
+  // When the kernel reported the final close of the process's GPU files (the daemon's holder
+  // events): the moment its driver freed what they held. Empty without events.
+  std::optional<std::chrono::system_clock::time_point> released_at;
+  std::vector<std::string> reasons;  // why the policy matched
+  unsigned attempt = 0;              // 1 for the first try of an action; 0: none (null)
+  std::string detail;                // an error, a refusal, who still holds the memory
 };
 
 nlohmann::json to_json(const Record& r);

@@ -161,8 +161,16 @@ class Daemon {
     policies_->configure(config_.policies, config_.enforce);
     // Every record is audited; the final ones (not a decision whose action follows, nor an
     // attempt that will be retried) also feed [[alert]] policy_action rules.
-    policies_->add_record_sink(
-        [audit = audit_](const audit::Record& r, bool) { audit->append(r); });
+    // An action's record carries when the kernel saw its target let go of its GPU files.
+    policies_->add_record_sink([this](const audit::Record& r, bool) {
+      if (r.event != "action" || !tracker_ || r.process.pid <= 0) {
+        audit_->append(r);
+        return;
+      }
+      audit::Record with = r;
+      with.released_at = tracker_->released_by(r.process.pid);
+      audit_->append(with);
+    });
     policies_->add_record_sink([alerts = alerts_](const audit::Record& r, bool final) {
       if (final) alerts->on_policy_record(r);
     });

@@ -148,6 +148,13 @@ TrackerCounters HolderTracker::counters() const {
   return counters_;
 }
 
+std::optional<std::chrono::system_clock::time_point> HolderTracker::released_by(pid_t pid) const {
+  std::lock_guard lock(mutex_);
+  for (auto it = releases_.rbegin(); it != releases_.rend(); ++it)
+    if (it->pid == pid) return it->at;
+  return std::nullopt;
+}
+
 std::vector<Release> HolderTracker::releases() const {
   std::lock_guard lock(mutex_);
   return {releases_.begin(), releases_.end()};

@@ -67,6 +67,8 @@ class HolderTracker final : public engine::ScanHints {
   TrackerCounters counters() const;
   // The latest final closes, oldest first (at most kKeptReleases).
   std::vector<Release> releases() const;
+  // When `pid` last finally closed a GPU file (held one last), if that is still kept.
+  std::optional<std::chrono::system_clock::time_point> released_by(pid_t pid) const;
   static constexpr size_t kKeptReleases = 256;
 
  private:

@@ -113,6 +113,12 @@ grace = "2s"
   EXPECT_EQ(action["attempt"], 1);
   EXPECT_EQ(action["released_bytes"], 6 * GiB);
   EXPECT_EQ(action["process"]["start_ticks"], decision["process"]["start_ticks"]);
+  // The worker held the device files last: the kernel's final close is the release time, no
+  // later than the action's record.
+  if (::geteuid() == 0) {
+    ASSERT_TRUE(action["released_at"].is_string()) << action.dump();
+    EXPECT_LE(action["released_at"].get<std::string>(), action["time"].get<std::string>());
+  }
 
   // ... which `gpureap audit` reads back.
   auto r = run_gpureap({"audit", "--file", cfg.file("audit.jsonl"), "--no-color"});

@@ -31,6 +31,7 @@ Record full_record() {
   r.process.container = "3f2a9c";
   r.memory = {{0, 8ull << 30}, {1, std::nullopt}, {2, 1ull << 30}};
   r.released_bytes = 9ull << 30;
+  r.released_at = at_ms(1'780'000'000'050);
   r.reasons = {"inherited-holder", "orphan"};
   r.attempt = 2;
   r.detail = "SIGKILL after 10s";
@@ -58,10 +59,11 @@ TEST(AuditRecord, FieldNamesAreThePublicFormat) {
                                           {"gpu":2,"bytes":1073741824}])"));
   EXPECT_EQ(j["memory_bytes"], 9ull << 30) << "the sum of what is known";
   EXPECT_EQ(j["released_bytes"], 9ull << 30);
+  EXPECT_EQ(j["released_at"], "2026-05-28T20:26:40.050Z");
   EXPECT_EQ(j["reasons"], json({"inherited-holder", "orphan"}));
   EXPECT_EQ(j["attempt"], 2);
   EXPECT_EQ(j["detail"], "SIGKILL after 10s");
-  EXPECT_EQ(j.size(), 14u) << j.dump();
+  EXPECT_EQ(j.size(), 15u) << j.dump();
   EXPECT_EQ(j["process"].size(), 8u) << j.dump();
 }
 
@@ -71,11 +73,13 @@ TEST(AuditRecord, UnknownValuesAreNullNeverZero) {
   r.process.pid = 77;
   r.memory = {{0, std::nullopt}};
   r.released_bytes.reset();
+  r.released_at.reset();
   json j = to_json(r);
   for (const char* key : {"start_ticks", "start_time", "uid", "user", "container"})
     EXPECT_TRUE(j["process"][key].is_null()) << key << ": " << j.dump();
   EXPECT_TRUE(j["memory_bytes"].is_null());
   EXPECT_TRUE(j["released_bytes"].is_null());
+  EXPECT_TRUE(j["released_at"].is_null());
   EXPECT_EQ(j["process"]["cmdline"], json::array());
 }
 
@@ -104,6 +108,7 @@ TEST(AuditRecord, RoundTrip) {
   EXPECT_EQ(back->memory[1].gpu, 1u);
   EXPECT_FALSE(back->memory[1].bytes);
   EXPECT_EQ(back->released_bytes, r.released_bytes);
+  EXPECT_EQ(back->released_at, r.released_at);
   EXPECT_EQ(back->reasons, r.reasons);
   EXPECT_EQ(back->attempt, r.attempt);
   EXPECT_EQ(back->detail, r.detail);
