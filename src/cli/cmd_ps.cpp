@@ -6,14 +6,14 @@
 #include <iostream>
 
 #include "core/duration.h"
-#include "output/ps_view.h"
-#include "output/snapshot_json.h"
-#include "output/view_incomplete.h"
-#include "text/escape.h"
+#include "output/ps_render.h"
+#include "output/style.h"
 #include "tui/ps_watch.h"
 
 namespace gpureap::cli {
 namespace {
+
+static_assert(output::kPsExitDriverTimeout == kExitDriverTimeout);
 
 // The options checked and the collector opened here; the loop is tui's.
 int run_ps_watch(const GlobalOptions& g, const PsOptions& o) {
@@ -60,23 +60,18 @@ int run_ps(const GlobalOptions& g, const PsOptions& o) {
   if (g.json && g.csv)
     return fail({"--json and --csv cannot be combined", "choose one output format"});
   if (o.watch) return run_ps_watch(g, o);
+  output::PsRenderOptions render{.format = g.json  ? output::PsFormat::Json
+                                           : g.csv ? output::PsFormat::Csv
+                                                   : output::PsFormat::Table,
+                                 .tree = o.tree,
+                                 .width = terminal_width(),
+                                 .color = output::Style::for_stdout(g.no_color).enabled()};
   auto collector = open_collector(g);
   if (!collector) return fail(collector.error());
-  auto snapshot = collector->collect();
-  if (!g.json)
-    for (const auto& w : snapshot.all_warnings())
-      std::cerr << "gpureap: note: " << text::terminal_safe(w) << "\n";
-  if (!snapshot.complete()) std::cerr << "gpureap: " << output::view_incomplete(snapshot) << "\n";
-  if (g.json) {
-    std::cout << output::dump_json(output::snapshot_to_json(snapshot)) << "\n";
-  } else if (g.csv) {
-    std::cout << output::render_ps_csv(snapshot);
-  } else {
-    auto style = output::Style::for_stdout(g.no_color);
-    std::cout << output::render_ps(snapshot, style, {o.tree, terminal_width()});
-  }
-  std::cout << std::flush;
-  return report_driver_timeout(snapshot) ? kExitDriverTimeout : kExitOk;
+  auto rendered = output::render_ps_command(collector->collect(), render);
+  for (const auto& line : rendered.err) std::cerr << line << "\n";
+  std::cout << rendered.out << std::flush;
+  return rendered.exit_code;
 }
 
 }  // namespace gpureap::cli
