@@ -34,6 +34,11 @@ void add_global_options(CLI::App& app, GlobalOptions& o) {
       ->group("Global");
 }
 
+void note_given_options(const CLI::App& app, GlobalOptions& o) {
+  for (const char* name : {"--proc-root", "--dev-root", "--sys-root", "--nvml-library"})
+    if (app.get_option(name)->count() > 0) o.roots_given = true;
+}
+
 backend::BackendSettings backend_settings(const GlobalOptions& o) {
   backend::BackendSettings settings;
   settings.proc_root = o.proc_root;
