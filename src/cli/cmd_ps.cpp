@@ -5,15 +5,36 @@
 #include <cstdio>
 #include <iostream>
 
+#include "cli/daemon_client.h"
 #include "core/duration.h"
-#include "output/ps_view.h"
-#include "output/snapshot_json.h"
-#include "output/view_incomplete.h"
-#include "text/escape.h"
+#include "output/ps_render.h"
+#include "output/style.h"
 #include "tui/ps_watch.h"
 
 namespace gpureap::cli {
 namespace {
+
+static_assert(output::kPsExitDriverTimeout == kExitDriverTimeout);
+
+// What the daemon and the scan print is the same text; only where it came from differs.
+int print(const std::string& out, const std::vector<std::string>& err, int exit_code) {
+  for (const auto& line : err) std::cerr << line << "\n";
+  std::cout << out << std::flush;
+  return exit_code;
+}
+
+// The daemon answers for this machine's own roots with its own driver: only a plain `ps`
+// asks it, and only when a socket is named (GPUREAP_DAEMON_SOCKET="" names none).
+std::optional<daemon::PsAnswer> from_daemon(const GlobalOptions& g, const PsOptions& o,
+                                            const output::PsRenderOptions& render) {
+  if (o.no_daemon || g.roots_given) return std::nullopt;
+  // A malformed option is an error whoever would answer: the scan path reports it.
+  auto timeout = core::parse_duration(g.driver_timeout);
+  if (!timeout || timeout->count() <= 0) return std::nullopt;
+  std::string path = daemon::default_local_socket();
+  if (path.empty()) return std::nullopt;
+  return ask_daemon(path, {render.format, render.tree, render.width, render.color});
+}
 
 // The options checked and the collector opened here; the loop is tui's.
 int run_ps_watch(const GlobalOptions& g, const PsOptions& o) {
@@ -53,6 +74,8 @@ CLI::App* add_ps_command(CLI::App& app, PsOptions& o) {
         "re-render in place every INTERVAL (default 2s); with --json one snapshot per line")
       ->expected(0, 1)
       ->type_name("[INTERVAL]");
+  ps->add_flag("--no-daemon", o.no_daemon,
+               "scan /proc and the drivers here even when the gpureap daemon could answer");
   return ps;
 }
 
@@ -60,23 +83,18 @@ int run_ps(const GlobalOptions& g, const PsOptions& o) {
   if (g.json && g.csv)
     return fail({"--json and --csv cannot be combined", "choose one output format"});
   if (o.watch) return run_ps_watch(g, o);
+  output::PsRenderOptions render{.format = g.json  ? output::PsFormat::Json
+                                           : g.csv ? output::PsFormat::Csv
+                                                   : output::PsFormat::Table,
+                                 .tree = o.tree,
+                                 .width = terminal_width(),
+                                 .color = output::Style::for_stdout(g.no_color).enabled()};
+  if (auto answer = from_daemon(g, o, render))
+    return print(answer->output, answer->warnings, answer->exit_code);
   auto collector = open_collector(g);
   if (!collector) return fail(collector.error());
-  auto snapshot = collector->collect();
-  if (!g.json)
-    for (const auto& w : snapshot.all_warnings())
-      std::cerr << "gpureap: note: " << text::terminal_safe(w) << "\n";
-  if (!snapshot.complete()) std::cerr << "gpureap: " << output::view_incomplete(snapshot) << "\n";
-  if (g.json) {
-    std::cout << output::dump_json(output::snapshot_to_json(snapshot)) << "\n";
-  } else if (g.csv) {
-    std::cout << output::render_ps_csv(snapshot);
-  } else {
-    auto style = output::Style::for_stdout(g.no_color);
-    std::cout << output::render_ps(snapshot, style, {o.tree, terminal_width()});
-  }
-  std::cout << std::flush;
-  return report_driver_timeout(snapshot) ? kExitDriverTimeout : kExitOk;
+  auto rendered = output::render_ps_command(collector->collect(), render);
+  return print(rendered.out, rendered.err, rendered.exit_code);
 }
 
 }  // namespace gpureap::cli

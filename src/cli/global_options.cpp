@@ -8,6 +8,7 @@
 
 #include "backend/registry.h"
 #include "core/duration.h"
+#include "output/ps_render.h"
 #include "text/escape.h"
 
 namespace gpureap::cli {
@@ -31,6 +32,11 @@ void add_global_options(CLI::App& app, GlobalOptions& o) {
       ->group("Global");
   app.add_flag("--no-color", o.no_color, "no colour (also NO_COLOR=1; colour only on a TTY)")
       ->group("Global");
+}
+
+void note_given_options(const CLI::App& app, GlobalOptions& o) {
+  for (const char* name : {"--proc-root", "--dev-root", "--sys-root", "--nvml-library"})
+    if (app.get_option(name)->count() > 0) o.roots_given = true;
 }
 
 backend::BackendSettings backend_settings(const GlobalOptions& o) {
@@ -64,15 +70,9 @@ core::Result<collect::Collector> open_collector(const GlobalOptions& o) {
 }
 
 bool report_driver_timeout(const core::Snapshot& s) {
-  bool any = false;
-  for (const auto& b : s.drivers.backends) {
-    if (b.error_code != core::BackendErrorCode::NotAnswering) continue;
-    std::cerr << "gpureap: "
-              << text::terminal_safe(b.error.value_or("the GPU driver did not answer")) << "\n";
-    any = true;
-  }
-  if (any) std::cerr << "  what is shown comes from /proc alone (exit status 4)\n";
-  return any;
+  auto lines = output::driver_timeout_lines(s);
+  for (const auto& line : lines) std::cerr << line << "\n";
+  return !lines.empty();
 }
 
 int fail(const core::Error& error) {

@@ -21,9 +21,14 @@ struct GlobalOptions {
   bool csv = false;
   bool no_color = false;
   std::string driver_timeout = "5s";  // how long one read of the driver may take
+  // One of --proc-root, --dev-root, --sys-root, --nvml-library was given (even with its
+  // default value): the user asks about those, so `ps` scans them instead of asking the daemon.
+  bool roots_given = false;
 };
 
 void add_global_options(CLI::App& app, GlobalOptions& options);
+// After parsing: what add_global_options cannot tell from the values alone (roots_given).
+void note_given_options(const CLI::App& app, GlobalOptions& options);
 
 // The collector for these roots and every registered backend, each driver behind a watchdog: a
 // driver that does not answer within --driver-timeout is reported down ("not-answering")

@@ -63,6 +63,7 @@ int main(int argc, char** argv) {
     return run->parsed() ? kExitRunFailed : kExitUsage;
   }
   (void)ps;
+  note_given_options(app, global);
   if (run->parsed()) return run_run(global, run_options);
   if (top->parsed()) return run_top(global, top_options);
   if (doctor->parsed()) return run_doctor(global, doctor_options);

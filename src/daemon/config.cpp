@@ -1,6 +1,7 @@
 #include "daemon/config.h"
 
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <toml++/toml.h>
 
 #include <algorithm>
@@ -23,6 +24,9 @@ using config::Field;
 using config::Problems;
 using config::quoted;
 using std::chrono::milliseconds;
+
+// A Unix socket's path, its terminating NUL included.
+constexpr size_t kMaxLocalSocketPath = sizeof(sockaddr_un::sun_path);
 
 std::string format_ms(milliseconds d) {
   return core::format_duration(d);
@@ -98,6 +102,18 @@ const std::vector<Field<DaemonConfig>>& key_specs() {
            p.add(node, "auth_token_file must be an absolute path");
          else
            c.auth_token_file = *text;
+       }},
+      {"local_socket",
+       [](const toml::node& node, DaemonConfig& c, Problems& p) {
+         auto text = config::read_string(node, "local_socket", p);
+         if (!text) return;
+         if (!text->empty() && text->front() != '/')
+           p.add(node, "local_socket must be an absolute path, or \"\" for none");
+         else if (text->size() >= kMaxLocalSocketPath)
+           p.add(node, "local_socket is longer than " + std::to_string(kMaxLocalSocketPath - 1) +
+                           " bytes, the most a Unix socket's path may have");
+         else
+           c.local_socket = *text;
        }},
       {"log_level",
        [](const toml::node& node, DaemonConfig& c, Problems& p) {

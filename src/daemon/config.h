@@ -22,6 +22,9 @@ inline constexpr const char* kDefaultConfigPath = "/etc/gpureap/config.toml";
 
 struct DaemonConfig {
   exporter::ListenAddress listen{"127.0.0.1", 9842};
+  // The Unix socket `gpureap ps` asks the daemon through; "" serves none, unset is
+  // daemon::default_local_socket() (/run/gpureap/gpureap.sock, or $GPUREAP_DAEMON_SOCKET).
+  std::optional<std::string> local_socket;
   std::chrono::milliseconds interval{std::chrono::seconds(1)};
   std::chrono::milliseconds holder_scan_interval{std::chrono::seconds(10)};
   std::chrono::milliseconds full_scan_interval{std::chrono::minutes(1)};

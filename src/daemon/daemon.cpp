@@ -20,6 +20,8 @@
 #include "daemon/config.h"
 #include "daemon/holder_tracking.h"
 #include "daemon/http_content.h"
+#include "daemon/ps_protocol.h"
+#include "daemon/ps_server.h"
 #include "daemon/sample_publisher.h"
 #include "daemon/sd_notify.h"
 #include "engine/engine.h"
@@ -55,6 +57,11 @@ void raise_descriptor_limit() {
   if (::getrlimit(RLIMIT_NOFILE, &nofile) != 0 || nofile.rlim_cur >= nofile.rlim_max) return;
   nofile.rlim_cur = std::min<rlim_t>(nofile.rlim_max, 65536);
   ::setrlimit(RLIMIT_NOFILE, &nofile);
+}
+
+// The socket `gpureap ps` asks through; "" for none.
+std::string local_socket(const DaemonConfig& c) {
+  return c.local_socket.value_or(default_local_socket());
 }
 
 PublishSettings publish_settings(const DaemonConfig& c) {
@@ -205,6 +212,7 @@ class Daemon {
       tick(live);
     }
     notifier_.stopping();
+    if (ps_server_) ps_server_->stop();
     server_->stop();
     if (tracker_) tracker_->stop();
     engine_.stop();
@@ -238,7 +246,24 @@ class Daemon {
     base::log_notice("listening on http://" + server_->address().text() + "/" +
                      (config_.auth_token ? " (bearer token required)" : ""));
     configure_alerts(config_);
+    serve_local_socket(local_socket(config_));
     return true;
+  }
+
+  // The local socket is a convenience for `gpureap ps` on this node: when it cannot be served
+  // the daemon says so once and goes on (ps then scans on its own), unlike the HTTP port.
+  void serve_local_socket(const std::string& path) {
+    if (ps_server_) ps_server_->stop();
+    ps_server_.reset();
+    if (path.empty()) return;
+    auto server = PsServer::start(path, *samples_);
+    if (!server) {
+      base::log_warning(server.error().text() +
+                        "; serving without it (`gpureap ps` scans on its own)");
+      return;
+    }
+    ps_server_ = std::move(*server);
+    base::log_info("serving `gpureap ps` on " + path);
   }
 
   // The next signal, or 0 after a while: often enough for systemd's watchdog, and briefly
@@ -308,6 +333,9 @@ class Daemon {
       base::log_notice("listening on http://" + server_->address().text() + "/");
     }
     server_->set_token(next->auth_token);
+    // Another path moves the socket; the same one is retried if it could not be served.
+    if (local_socket(*next) != local_socket(config_) || !ps_server_)
+      serve_local_socket(local_socket(*next));
     engine_.apply(cadence(*next, tracker_.get()));
     samples_->apply(publish_settings(*next));
     history_->set_limits(history_limits(*next));
@@ -339,6 +367,7 @@ class Daemon {
   Notifier notifier_;
   std::shared_ptr<alert::AlertConsumer> alerts_;
   std::unique_ptr<exporter::HttpServer> server_;
+  std::unique_ptr<PsServer> ps_server_;  // null: no local socket
   std::shared_ptr<audit::AuditLog> audit_;
   std::shared_ptr<backend::BackendSet> acting_backends_;
   std::shared_ptr<policy::PolicyRunner> policies_;

@@ -30,6 +30,13 @@ extern char** environ;
 
 namespace gpureap::testing {
 
+namespace {
+// Every gpureap the tests start inherits this: no `ps` asks a daemon that happens to run on
+// the test machine, and no test daemon binds the system's socket. A test that wants the local
+// socket names one (the `local_socket` key, GPUREAP_DAEMON_SOCKET in a client's env).
+[[maybe_unused]] const bool kNoDaemonSocket = ::setenv("GPUREAP_DAEMON_SOCKET", "", 1) == 0;
+}  // namespace
+
 TempDir::TempDir() {
   std::string tmpl = std::filesystem::temp_directory_path().string() + "/gpureap-test-XXXXXX";
   char* p = ::mkdtemp(tmpl.data());

@@ -75,7 +75,7 @@ cat >"$WORK/scenario.json" <<JSON
 JSON
 
 # --- gpureap on a port the kernel picks; it logs which
-printf 'interval = "500ms"\nper_process_metrics = true\n' >"$WORK/gpureap.toml"
+printf 'interval = "500ms"\nper_process_metrics = true\nlocal_socket = ""\n' >"$WORK/gpureap.toml"
 FAKE_NVML_SCENARIO="$WORK/scenario.json" GPUREAP_NVML_LIBRARY="$FAKE_NVML" \
   "$GPUREAP" daemon --config "$WORK/gpureap.toml" --listen 127.0.0.1:0 --dev-root "$WORK/dev" \
   2>"$WORK/gpureap.log" &

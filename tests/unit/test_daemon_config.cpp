@@ -43,12 +43,14 @@ TEST(DaemonConfig, EmptyFileIsTheDocumentedDefaults) {
   EXPECT_FALSE(c->auth_token_file);
   EXPECT_EQ(c->driver_timeout, 5s);
   EXPECT_EQ(c->log_level, base::LogLevel::Info);
+  EXPECT_FALSE(c->local_socket);  // the daemon's default_local_socket()
   EXPECT_EQ(c->source, "test.toml");
 }
 
 TEST(DaemonConfig, EveryKeyIsRead) {
   auto c = parse_config(R"(# a comment
 listen = "[::1]:9100"
+local_socket = "/run/gpureap-test/ps.sock"
 interval = "500ms"
 holder_scan_interval = "30s"
 full_scan_interval = "5m"
@@ -62,6 +64,7 @@ log_level = "debug"
                         "test.toml");
   ASSERT_TRUE(c.ok()) << c.error().text();
   EXPECT_EQ(c->listen.text(), "[::1]:9100");
+  EXPECT_EQ(c->local_socket, "/run/gpureap-test/ps.sock");
   EXPECT_EQ(c->interval, 500ms);
   EXPECT_EQ(c->holder_scan_interval, 30s);
   EXPECT_EQ(c->full_scan_interval, 5min);
@@ -111,6 +114,21 @@ TEST(DaemonConfig, ValuesOutOfRangeOrMalformed) {
   EXPECT_NE(problems("listen = 9842").find("listen must be a string"), std::string::npos);
   EXPECT_NE(problems("log_level = \"loud\"").find("log_level must be one of"), std::string::npos);
   EXPECT_NE(problems("auth_token_file = \"token\"").find("absolute path"), std::string::npos);
+}
+
+TEST(DaemonConfig, LocalSocketIsAnAbsolutePathOrNone) {
+  auto none = parse_config("local_socket = \"\"", "test.toml");
+  ASSERT_TRUE(none.ok()) << none.error().text();
+  EXPECT_EQ(none->local_socket, "");
+  EXPECT_NE(problems("local_socket = \"gpureap.sock\"")
+                .find("test.toml:1:16: local_socket must be an absolute path, or \"\" for none"),
+            std::string::npos);
+  EXPECT_NE(problems("local_socket = true").find("local_socket must be a string"),
+            std::string::npos);
+  std::string long_path = "local_socket = \"/" + std::string(107, 'x') + "\"";
+  EXPECT_NE(problems(long_path.c_str()).find("longer than 107 bytes"), std::string::npos);
+  std::string longest = "local_socket = \"/" + std::string(106, 'x') + "\"";
+  EXPECT_TRUE(parse_config(longest, "test.toml").ok());
 }
 
 TEST(DaemonConfig, RulesBetweenKeys) {

@@ -1,0 +1,122 @@
+#include "cli/daemon_client.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace gpureap::cli {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// A ps document of a very large node is a few MiB; this only bounds a server gone wrong.
+constexpr size_t kMaxAnswerBytes = size_t{256} << 20;
+
+class Fd {
+ public:
+  explicit Fd(int fd) : fd_(fd) {}
+  ~Fd() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  Fd(const Fd&) = delete;
+  int get() const { return fd_; }
+
+ private:
+  int fd_;
+};
+
+bool wait_for(int fd, short events, Clock::time_point deadline) {
+  for (;;) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    if (left.count() <= 0) return false;
+    pollfd p{fd, events, 0};
+    int n = ::poll(&p, 1, static_cast<int>(left.count()));
+    if (n > 0) return true;
+    if (n < 0 && errno != EINTR) return false;
+  }
+}
+
+// A socket anyone could have made (a test's, $GPUREAP_DAEMON_SOCKET) must be served by root
+// or by this user before its text reaches the terminal.
+bool trusted_server(int fd) {
+  ucred cred{};
+  socklen_t len = sizeof cred;
+  if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) return false;
+  return cred.uid == 0 || cred.uid == ::geteuid();
+}
+
+bool connect_within(int fd, const std::string& path, std::chrono::milliseconds within) {
+  sockaddr_un a{};
+  if (path.empty() || path.size() >= sizeof a.sun_path) return false;
+  a.sun_family = AF_UNIX;
+  std::memcpy(a.sun_path, path.data(), path.size());
+  // A Unix socket's connect() waits only while the server's backlog is full, bounded by the
+  // send timeout.
+  timeval tv{static_cast<time_t>(within.count() / 1000),
+             static_cast<suseconds_t>((within.count() % 1000) * 1000)};
+  ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+  return ::connect(fd, reinterpret_cast<const sockaddr*>(&a), sizeof a) == 0;
+}
+
+bool send_all(int fd, std::string_view text, Clock::time_point deadline) {
+  while (!text.empty()) {
+    ssize_t n = ::send(fd, text.data(), text.size(), MSG_NOSIGNAL);
+    if (n > 0) {
+      text.remove_prefix(static_cast<size_t>(n));
+    } else if (n < 0 && errno == EINTR) {
+      continue;
+    } else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      if (!wait_for(fd, POLLOUT, deadline)) return false;
+    } else {
+      return false;
+    }
+  }
+  return true;
+}
+
+// Everything until the server closes; empty when it did not within the deadline.
+std::optional<std::string> receive_all(int fd, Clock::time_point deadline) {
+  std::string text;
+  char chunk[65536];
+  for (;;) {
+    ssize_t n = ::recv(fd, chunk, sizeof chunk, 0);
+    if (n > 0) {
+      if (text.size() + static_cast<size_t>(n) > kMaxAnswerBytes) return std::nullopt;
+      text.append(chunk, static_cast<size_t>(n));
+    } else if (n == 0) {
+      return text;
+    } else if (errno == EINTR) {
+      continue;
+    } else if (errno == EAGAIN || errno == EWOULDBLOCK) {
+      if (!wait_for(fd, POLLIN, deadline)) return std::nullopt;
+    } else {
+      return std::nullopt;
+    }
+  }
+}
+
+}  // namespace
+
+std::optional<daemon::PsAnswer> ask_daemon(const std::string& path,
+                                           const daemon::PsRequest& request,
+                                           std::chrono::milliseconds within) {
+  const auto deadline = Clock::now() + within;
+  Fd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  if (fd.get() < 0 || !connect_within(fd.get(), path, within) || !trusted_server(fd.get()))
+    return std::nullopt;
+  int flags = ::fcntl(fd.get(), F_GETFL);
+  if (flags < 0 || ::fcntl(fd.get(), F_SETFL, flags | O_NONBLOCK) != 0) return std::nullopt;
+  if (!send_all(fd.get(), daemon::request_line(request), deadline)) return std::nullopt;
+  auto text = receive_all(fd.get(), deadline);
+  if (!text) return std::nullopt;
+  auto answer = daemon::parse_answer(*text);
+  if (!answer) return std::nullopt;
+  return std::move(*answer);
+}
+
+}  // namespace gpureap::cli

@@ -1,0 +1,28 @@
+#pragma once
+// The daemon's local Unix socket as a file: made safely where the config says, removed only
+// when it is still the one this daemon made.
+#include <sys/types.h>
+
+#include <string>
+
+#include "core/result.h"
+
+namespace gpureap::daemon {
+
+struct BoundSocket {
+  int fd = -1;  // listening, non-blocking, close-on-exec
+  std::string path;
+  dev_t dev = 0;  // the socket file's identity, so stopping never removes a successor's
+  ino_t ino = 0;
+};
+
+// Creates the parent directory when it is missing (mode 0755; its own parent must exist),
+// removes a stale socket left by a daemon that died (only a socket nothing answers on; any
+// other file, or a socket in use, is an error and stays), binds, restricts the socket to its
+// owner (mode 0600: root only for a root daemon) before it accepts anything, and listens.
+core::Result<BoundSocket> bind_local_socket(const std::string& path);
+
+// Closes the socket and removes its file if the path still names it.
+void close_local_socket(BoundSocket& socket);
+
+}  // namespace gpureap::daemon

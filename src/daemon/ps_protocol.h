@@ -1,0 +1,57 @@
+#pragma once
+// What `gpureap ps` and the daemon say to each other over the daemon's local socket: one
+// request line of JSON from the client, one JSON document back, then the daemon closes.
+//
+//   {"command":"ps","format":"table"|"json"|"csv","tree":bool,"width":N|null,"color":bool}
+//   {"ok":true,"output":"...","warnings":["..."],"snapshot_age_ms":N,"exit_code":N}
+//   {"ok":false,"error":"..."}
+//
+// Both sides parse what the other sent strictly: a request with a field this daemon does not
+// know is refused (so an older daemon never silently ignores an option), and an answer that is
+// not exactly this makes the client scan on its own.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/result.h"
+#include "output/ps_render.h"
+
+namespace gpureap::daemon {
+
+inline constexpr const char* kDefaultLocalSocket = "/run/gpureap/gpureap.sock";
+// Names another socket for both sides: the tests' daemons and clients, a second daemon.
+inline constexpr const char* kLocalSocketEnv = "GPUREAP_DAEMON_SOCKET";
+// The longest request line, its newline included.
+inline constexpr size_t kMaxRequestBytes = 4096;
+
+// The socket `gpureap ps` tries, and the one a daemon serves when its config leaves
+// `local_socket` out: $GPUREAP_DAEMON_SOCKET when set (empty: none), else kDefaultLocalSocket.
+std::string default_local_socket();
+
+struct PsRequest {
+  output::PsFormat format = output::PsFormat::Table;
+  bool tree = false;
+  std::optional<size_t> width;  // terminal columns, when the client's stdout is a terminal
+  bool color = false;
+};
+
+// The line a client sends, newline included.
+std::string request_line(const PsRequest& request);
+// The request in a line (its newline may be left on); an error says what is wrong with it.
+core::Result<PsRequest> parse_request(std::string_view line);
+
+struct PsAnswer {
+  std::string output;                 // stdout, exactly as `ps` prints it
+  std::vector<std::string> warnings;  // stderr lines
+  int64_t snapshot_age_ms = 0;
+  int exit_code = 0;
+};
+
+std::string answer_text(const PsAnswer& answer);
+std::string error_text(const std::string& message);
+// An ok:true answer; anything else (ok:false with its error, malformed) is an error.
+core::Result<PsAnswer> parse_answer(std::string_view text);
+
+}  // namespace gpureap::daemon

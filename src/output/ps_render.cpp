@@ -1,0 +1,67 @@
+#include "output/ps_render.h"
+
+#include <fmt/format.h>
+
+#include "output/ps_view.h"
+#include "output/snapshot_json.h"
+#include "output/view_incomplete.h"
+#include "text/escape.h"
+
+namespace gpureap::output {
+namespace {
+
+// README's `source` field: which of the two paths answered, so a script can tell.
+nlohmann::json source_json(const PsRenderOptions& o) {
+  if (!o.daemon_age) return {{"kind", "scan"}};
+  return {{"kind", "daemon"}, {"age_ms", o.daemon_age->count()}};
+}
+
+}  // namespace
+
+std::vector<std::string> driver_timeout_lines(const core::Snapshot& s) {
+  std::vector<std::string> lines;
+  for (const auto& b : s.drivers.backends) {
+    if (b.error_code != core::BackendErrorCode::NotAnswering) continue;
+    lines.push_back("gpureap: " +
+                    text::terminal_safe(b.error.value_or("the GPU driver did not answer")));
+  }
+  if (!lines.empty()) lines.push_back("  what is shown comes from /proc alone (exit status 4)");
+  return lines;
+}
+
+std::string daemon_source_line(std::chrono::milliseconds age) {
+  return fmt::format("(from the gpureap daemon, snapshot {:.1f} s old)",
+                     static_cast<double>(age.count()) / 1000.0);
+}
+
+PsRendered render_ps_command(const core::Snapshot& s, const PsRenderOptions& o) {
+  PsRendered r;
+  // The JSON carries the warnings itself; the other formats say them on stderr.
+  if (o.format != PsFormat::Json)
+    for (const auto& w : s.all_warnings())
+      r.err.push_back("gpureap: note: " + text::terminal_safe(w));
+  if (!s.complete()) r.err.push_back("gpureap: " + view_incomplete(s));
+  switch (o.format) {
+    case PsFormat::Json: {
+      auto doc = snapshot_to_json(s);
+      doc["source"] = source_json(o);
+      r.out = dump_json(doc) + "\n";
+      break;
+    }
+    case PsFormat::Csv:
+      r.out = render_ps_csv(s);
+      break;
+    case PsFormat::Table: {
+      Style style(o.color);
+      r.out = render_ps(s, style, {o.tree, o.width});
+      if (o.daemon_age) r.out += style.paint(daemon_source_line(*o.daemon_age), Color::Dim) + "\n";
+      break;
+    }
+  }
+  auto timeout = driver_timeout_lines(s);
+  if (!timeout.empty()) r.exit_code = kPsExitDriverTimeout;
+  r.err.insert(r.err.end(), timeout.begin(), timeout.end());
+  return r;
+}
+
+}  // namespace gpureap::output

@@ -1,0 +1,44 @@
+#pragma once
+// Everything `gpureap ps` prints for one snapshot: its stdout text, its stderr lines and its
+// exit status. The command's own scan and the daemon's local socket both render through here,
+// so the answer a daemon gives is the one `ps` would have printed itself.
+#include <chrono>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/snapshot.h"
+
+namespace gpureap::output {
+
+enum class PsFormat { Table, Json, Csv };
+
+// The exit status of a `ps` whose GPU driver did not answer; the cli's kExitDriverTimeout.
+inline constexpr int kPsExitDriverTimeout = 4;
+
+struct PsRenderOptions {
+  PsFormat format = PsFormat::Table;
+  bool tree = false;
+  std::optional<size_t> width;  // terminal columns, when known
+  bool color = false;
+  // Where the snapshot came from: the daemon's latest sample, this old; empty: the command's
+  // own scan. The table ends with a dim line naming the daemon, the JSON has "source".
+  std::optional<std::chrono::milliseconds> daemon_age;
+};
+
+struct PsRendered {
+  std::string out;               // stdout, exactly
+  std::vector<std::string> err;  // stderr, one line each, without the newline
+  int exit_code = 0;             // 0, or kPsExitDriverTimeout
+};
+
+PsRendered render_ps_command(const core::Snapshot& snapshot, const PsRenderOptions& options);
+
+// What a command says on stderr when a driver did not answer for this snapshot (each such
+// backend's error, then why the output is /proc alone); empty when every driver answered.
+std::vector<std::string> driver_timeout_lines(const core::Snapshot& snapshot);
+
+// "(from the gpureap daemon, snapshot 0.4 s old)".
+std::string daemon_source_line(std::chrono::milliseconds age);
+
+}  // namespace gpureap::output

@@ -1,0 +1,328 @@
+// `gpureap ps` answered by the daemon over its local socket, and every way that falls back to
+// ps's own scan.
+#include <gtest/gtest.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <thread>
+
+#include "support.h"
+
+namespace gpureap::testing {
+namespace {
+
+using nlohmann::json;
+
+json scenario(pid_t job) {
+  return {{"gpus",
+           {{{"name", "NVIDIA H200"},
+             {"uuid", "GPU-sock-0"},
+             {"minor", 0},
+             {"total_bytes", 80 * GiB},
+             {"processes", {{{"pid", job}, {"used_bytes", 4 * GiB}}}}}}}};
+}
+
+// A job holding the stand-in nvidia0, listed by the NVML double, and a config that serves the
+// local socket at a path of the test's own.
+struct Machine {
+  FakeDevRoot dev;
+  Child job = holding(dev, "nvidia0");
+  FakeNvml nvml{scenario(job.pid())};
+  TempDir run;
+  std::string socket = run.file("gpureap.sock");
+
+  // `extra` may set local_socket itself.
+  std::string config(const std::string& extra = "") const {
+    std::string path = run.file("config.toml");
+    std::ofstream out(path);
+    out << "interval = \"250ms\"\n" << extra;
+    if (extra.find("local_socket") == std::string::npos)
+      out << "local_socket = \"" << socket << "\"\n";
+    return path;
+  }
+  std::vector<std::string> daemon_args(const std::string& extra = "") const {
+    return {"--config", config(extra), "--dev-root", dev.path()};
+  }
+  // A client that would ask the daemon: no roots of its own, the test's socket.
+  std::vector<std::string> client_env() const { return {"GPUREAP_DAEMON_SOCKET=" + socket}; }
+  // The same machine scanned by ps itself.
+  json scan_json() const {
+    auto env = nvml.env();
+    return run_json({"ps", "--json", "--no-daemon", "--dev-root", dev.path()}, env);
+  }
+};
+
+// Sends `bytes` on a raw connection to the socket and reads until the daemon closes (or ms
+// pass); "" when it cannot connect.
+std::string raw_exchange(const std::string& path, const std::string& bytes, int ms = 10000) {
+  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_un a{};
+  a.sun_family = AF_UNIX;
+  std::strncpy(a.sun_path, path.c_str(), sizeof a.sun_path - 1);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+    ::close(fd);
+    return "";
+  }
+  if (!bytes.empty()) {
+    EXPECT_EQ(::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL), ssize_t(bytes.size()));
+  }
+  std::string out;
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
+  for (;;) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    pollfd p{fd, POLLIN, 0};
+    if (left.count() <= 0 || ::poll(&p, 1, static_cast<int>(left.count())) <= 0) break;
+    char buf[4096];
+    ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+    if (n <= 0) break;
+    out.append(buf, static_cast<size_t>(n));
+  }
+  ::close(fd);
+  return out;
+}
+
+json parse_answer(const std::string& text) {
+  json j = json::parse(text, nullptr, false);
+  EXPECT_FALSE(j.is_discarded()) << "not JSON: " << text;
+  return j;
+}
+
+// What may differ between two documents of the same machine state taken apart in time.
+json comparable(json doc) {
+  doc.erase("source");
+  doc.erase("timestamp");
+  return doc;
+}
+
+bool is_socket(const std::string& path) {
+  struct stat st {};
+  return ::lstat(path.c_str(), &st) == 0 && S_ISSOCK(st.st_mode);
+}
+
+TEST(DaemonLocalSocket, PsJsonThroughTheDaemonIsTheScansDocument) {
+  REQUIRE_DOUBLE();
+  Machine m;
+  DaemonProcess d(m.daemon_args(), m.nvml.env());
+  ASSERT_TRUE(d.wait_log("serving `gpureap ps` on " + m.socket)) << d.log();
+  auto served = run_gpureap({"ps", "--json"}, m.client_env());
+  ASSERT_EQ(served.exit_code, 0) << served.err;
+  EXPECT_EQ(served.err, "");
+  auto doc = parse_output(served);
+  EXPECT_EQ(doc["source"]["kind"], "daemon") << doc["source"];
+  ASSERT_TRUE(doc["source"]["age_ms"].is_number_unsigned()) << doc["source"];
+  EXPECT_LT(doc["source"]["age_ms"].get<uint64_t>(), 10000u);
+  EXPECT_FALSE(row_of(doc, m.job.pid()).is_null()) << doc.dump(2);
+
+  auto scan = m.scan_json();
+  EXPECT_EQ(scan["source"], json({{"kind", "scan"}}));
+  EXPECT_EQ(comparable(doc), comparable(scan));
+}
+
+TEST(DaemonLocalSocket, TableEndsWithTheDaemonLine) {
+  REQUIRE_DOUBLE();
+  Machine m;
+  DaemonProcess d(m.daemon_args(), m.nvml.env());
+  ASSERT_TRUE(d.wait_log("serving `gpureap ps` on " + m.socket)) << d.log();
+  auto r = run_gpureap({"ps"}, m.client_env());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find(std::to_string(m.job.pid())), std::string::npos) << r.out;
+  EXPECT_TRUE(std::regex_search(
+      r.out, std::regex(R"(\n\(from the gpureap daemon, snapshot [0-9]+\.[0-9] s old\)\n$)")))
+      << r.out;
+  // Above that line, the table ps prints itself.
+  auto env = m.nvml.env();
+  auto own = run_gpureap({"ps", "--no-daemon", "--dev-root", m.dev.path()}, env);
+  ASSERT_EQ(own.exit_code, 0) << own.err;
+  EXPECT_EQ(r.out.substr(0, r.out.rfind("(from the gpureap daemon")), own.out);
+  EXPECT_EQ(own.out.find("gpureap daemon"), std::string::npos) << own.out;
+  // CSV is unchanged: no line says where it came from.
+  auto csv = run_gpureap({"ps", "--csv"}, m.client_env());
+  ASSERT_EQ(csv.exit_code, 0) << csv.err;
+  EXPECT_EQ(csv.out.find("gpureap daemon"), std::string::npos) << csv.out;
+  EXPECT_NE(csv.out.find(std::to_string(m.job.pid()) + ","), std::string::npos) << csv.out;
+  auto scanned_csv = run_gpureap({"ps", "--csv", "--no-daemon", "--dev-root", m.dev.path()}, env);
+  EXPECT_EQ(csv.out, scanned_csv.out);
+}
+
+TEST(DaemonLocalSocket, StoppedDaemonRemovesItsSocketAndPsScans) {
+  REQUIRE_DOUBLE();
+  Machine m;
+  DaemonProcess d(m.daemon_args(), m.nvml.env());
+  ASSERT_TRUE(d.wait_log("serving `gpureap ps` on " + m.socket)) << d.log();
+  ASSERT_TRUE(is_socket(m.socket));
+  d.signal(SIGTERM);
+  EXPECT_EQ(d.wait_exit(), 0) << d.log();
+  EXPECT_FALSE(std::filesystem::exists(m.socket));
+  auto env = m.client_env();
+  env.push_back("GPUREAP_NVML_LIBRARY=" + kNoNvml);
+  auto r = run_gpureap({"ps", "--json"}, env);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+  EXPECT_EQ(parse_output(r)["source"], json({{"kind", "scan"}}));
+}
+
+TEST(DaemonLocalSocket, StaleSocketOfAKilledDaemonIsReplaced) {
+  REQUIRE_DOUBLE();
+  Machine m;
+  {
+    DaemonProcess killed(m.daemon_args(), m.nvml.env());
+    ASSERT_TRUE(killed.wait_log("serving `gpureap ps` on " + m.socket)) << killed.log();
+  }  // SIGKILL: the socket file stays, nothing answers on it
+  ASSERT_TRUE(is_socket(m.socket));
+  auto env = m.client_env();
+  env.push_back("GPUREAP_NVML_LIBRARY=" + kNoNvml);
+  auto r = run_gpureap({"ps", "--json"}, env);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+  EXPECT_EQ(parse_output(r)["source"]["kind"], "scan");
+
+  DaemonProcess d(m.daemon_args(), m.nvml.env());
+  ASSERT_TRUE(d.wait_log("serving `gpureap ps` on " + m.socket)) << d.log();
+  EXPECT_EQ(run_json({"ps", "--json"}, m.client_env())["source"]["kind"], "daemon");
+  // A second daemon on the same path leaves the first one's socket alone.
+  DaemonProcess second(m.daemon_args(), m.nvml.env());
+  ASSERT_TRUE(second.wait_log("another process serves it")) << second.log();
+  EXPECT_EQ(second.get("/healthz").status, 200);
+  EXPECT_EQ(run_json({"ps", "--json"}, m.client_env())["source"]["kind"], "daemon");
+}
+
+TEST(DaemonLocalSocket, RootOptionsBypassTheDaemon) {
+  REQUIRE_DOUBLE();
+  Machine m;
+  DaemonProcess d(m.daemon_args(), m.nvml.env());
+  ASSERT_TRUE(d.wait_log("serving `gpureap ps` on " + m.socket)) << d.log();
+  auto env = m.client_env();
+  for (const auto& e : m.nvml.env()) env.push_back(e);
+  auto doc = run_json({"ps", "--json", "--dev-root", m.dev.path()}, env);
+  EXPECT_EQ(doc["source"], json({{"kind", "scan"}}));
+  EXPECT_FALSE(row_of(doc, m.job.pid()).is_null());
+  // Even a root given with its default value: the user asked for a scan of it.
+  EXPECT_EQ(run_json({"ps", "--json", "--proc-root", "/proc"}, env)["source"]["kind"], "scan");
+  EXPECT_EQ(run_json({"ps", "--json", "--nvml-library", kNoNvml}, env)["source"]["kind"], "scan");
+}
+
+TEST(DaemonLocalSocket, ARegularFileAtThePathIsNeverDeleted) {
+  REQUIRE_DOUBLE();
+  Machine m;
+  std::ofstream(m.socket) << "not a socket\n";
+  DaemonProcess d(m.daemon_args(), m.nvml.env());
+  ASSERT_TRUE(d.wait_log("exists and is not a socket; gpureap does not remove it")) << d.log();
+  EXPECT_EQ(read_text(m.socket), "not a socket\n");
+  EXPECT_EQ(d.get("/healthz").status, 200) << "HTTP is unaffected";
+  auto env = m.client_env();
+  env.push_back("GPUREAP_NVML_LIBRARY=" + kNoNvml);
+  auto r = run_gpureap({"ps", "--json"}, env);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(parse_output(r)["source"]["kind"], "scan");
+}
+
+TEST(DaemonLocalSocket, ParentIsCreatedAndTheSocketIsOwnerOnly) {
+  REQUIRE_DOUBLE();
+  Machine m;
+  m.socket = m.run.file("sub/gpureap.sock");
+  DaemonProcess d(m.daemon_args(), m.nvml.env());
+  ASSERT_TRUE(d.wait_log("serving `gpureap ps` on " + m.socket)) << d.log();
+  struct stat dir {
+  }, sock{};
+  ASSERT_EQ(::stat(m.run.file("sub").c_str(), &dir), 0);
+  EXPECT_EQ(dir.st_mode & 07777, 0755u);
+  ASSERT_EQ(::lstat(m.socket.c_str(), &sock), 0);
+  EXPECT_TRUE(S_ISSOCK(sock.st_mode));
+  EXPECT_EQ(sock.st_mode & 07777, 0600u);
+}
+
+TEST(DaemonLocalSocket, MalformedRequestsGetOkFalse) {
+  REQUIRE_DOUBLE();
+  Machine m;
+  DaemonProcess d(m.daemon_args(), m.nvml.env());
+  ASSERT_TRUE(d.wait_log("serving `gpureap ps` on " + m.socket)) << d.log();
+  auto garbage = parse_answer(raw_exchange(m.socket, "GET / HTTP/1.1\r\n\r\n"));
+  EXPECT_EQ(garbage, json({{"ok", false}, {"error", "bad request: not JSON"}}));
+  auto unknown = parse_answer(raw_exchange(m.socket, "{\"command\":\"kill\"}\n"));
+  EXPECT_EQ(unknown["ok"], false);
+  EXPECT_EQ(unknown["error"], "bad request: \"command\" must be \"ps\"");
+  auto oversized = parse_answer(raw_exchange(m.socket, std::string(8192, '{')));
+  EXPECT_EQ(oversized["error"], "bad request: longer than 4096 bytes");
+  // A well-formed request: the raw protocol as documented.
+  auto ok = parse_answer(raw_exchange(m.socket, "{\"command\":\"ps\",\"format\":\"csv\"}\n"));
+  EXPECT_EQ(ok["ok"], true) << ok;
+  EXPECT_EQ(ok["exit_code"], 0);
+  EXPECT_NE(ok["output"].get<std::string>().find("pid,user,state"), std::string::npos);
+  // The daemon is still fine.
+  EXPECT_EQ(run_json({"ps", "--json"}, m.client_env())["source"]["kind"], "daemon");
+}
+
+TEST(DaemonLocalSocket, SilentClientDelaysNothingButItself) {
+  REQUIRE_DOUBLE();
+  Machine m;
+  DaemonProcess d(m.daemon_args(), m.nvml.env());
+  ASSERT_TRUE(d.wait_log("serving `gpureap ps` on " + m.socket)) << d.log();
+  std::string answer;
+  std::thread silent([&] { answer = raw_exchange(m.socket, "", 10000); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  auto t0 = std::chrono::steady_clock::now();
+  EXPECT_EQ(d.get("/healthz").status, 200);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(1));
+  silent.join();
+  auto j = parse_answer(answer);
+  EXPECT_EQ(j["ok"], false);
+  EXPECT_EQ(j["error"], "no request line within 2000 ms");
+  EXPECT_EQ(run_json({"ps", "--json"}, m.client_env())["source"]["kind"], "daemon");
+}
+
+TEST(DaemonLocalSocket, OtherUsersAreNotServed) {
+  REQUIRE_DOUBLE();
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root";
+  if (!binary_runnable_as_nobody()) GTEST_SKIP() << "nobody cannot reach the gpureap binary here";
+  Machine m;
+  ASSERT_EQ(::chmod(m.run.path().c_str(), 0755), 0);
+  DaemonProcess d(m.daemon_args("log_level = \"debug\"\n"), m.nvml.env());
+  ASSERT_TRUE(d.wait_log("serving `gpureap ps` on " + m.socket)) << d.log();
+  auto env = m.client_env();
+  env.push_back("GPUREAP_NVML_LIBRARY=" + kNoNvml);
+  // The socket's mode keeps nobody out.
+  auto r = run_gpureap_as(65534, 65534, {"ps", "--json"}, env);
+  EXPECT_EQ(parse_output(r)["source"]["kind"], "scan") << r.err;
+  // Loosened by hand, the peer check still does.
+  ASSERT_EQ(::chmod(m.socket.c_str(), 0666), 0);
+  r = run_gpureap_as(65534, 65534, {"ps", "--json"}, env);
+  EXPECT_EQ(parse_output(r)["source"]["kind"], "scan") << r.err;
+  EXPECT_TRUE(d.wait_log("local socket: refused a client of uid 65534")) << d.log();
+}
+
+TEST(DaemonLocalSocket, ReloadMovesTheSocket) {
+  REQUIRE_DOUBLE();
+  Machine m;
+  DaemonProcess d(m.daemon_args(), m.nvml.env());
+  ASSERT_TRUE(d.wait_log("serving `gpureap ps` on " + m.socket)) << d.log();
+  std::string first = m.socket;
+  m.socket = m.run.file("moved.sock");
+  m.config();  // the same file, now naming the new path
+  d.signal(SIGHUP);
+  ASSERT_TRUE(d.wait_log("serving `gpureap ps` on " + m.socket)) << d.log();
+  EXPECT_FALSE(std::filesystem::exists(first));
+  EXPECT_EQ(run_json({"ps", "--json"}, m.client_env())["source"]["kind"], "daemon");
+}
+
+TEST(DaemonLocalSocket, EmptyLocalSocketServesNone) {
+  REQUIRE_DOUBLE();
+  Machine m;
+  DaemonProcess d({"--config", m.config("local_socket = \"\"\n"), "--dev-root", m.dev.path()},
+                  m.nvml.env());
+  EXPECT_EQ(d.get("/healthz").status, 200);
+  EXPECT_FALSE(std::filesystem::exists(m.socket));
+  EXPECT_EQ(d.log().find("serving `gpureap ps`"), std::string::npos) << d.log();
+}
+
+}  // namespace
+}  // namespace gpureap::testing

@@ -1,0 +1,89 @@
+// `gpureap ps` rendered once for both of its paths: its own scan and the daemon's socket.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "output/ps_render.h"
+#include "output/ps_view.h"
+#include "snapshot_builders.h"
+
+namespace gpureap::output {
+namespace {
+
+using namespace gpureap::testing;
+using namespace std::chrono_literals;
+
+core::Snapshot one_holder() {
+  return make_snapshot({holder(10, 1, 10)}, {gpu(0, 0, 4 * GiB, {listed(10, 4 * GiB)})});
+}
+
+TEST(OutputPsRender, TableIsThePsScreenAndNamesTheDaemonWhenItAnswered) {
+  auto s = one_holder();
+  auto scan = render_ps_command(s, {});
+  EXPECT_EQ(scan.out, render_ps(s, Style(false), {}));
+  EXPECT_EQ(scan.exit_code, 0);
+  EXPECT_TRUE(scan.err.empty());
+
+  PsRenderOptions daemon;
+  daemon.daemon_age = 420ms;
+  auto served = render_ps_command(s, daemon);
+  EXPECT_EQ(served.out, scan.out + "(from the gpureap daemon, snapshot 0.4 s old)\n");
+  daemon.color = true;
+  EXPECT_NE(render_ps_command(s, daemon).out.find("\x1b[2m(from the gpureap daemon"),
+            std::string::npos);
+}
+
+TEST(OutputPsRender, JsonSaysItsSource) {
+  auto s = one_holder();
+  auto scan = nlohmann::json::parse(render_ps_command(s, {.format = PsFormat::Json}).out);
+  EXPECT_EQ(scan["source"], nlohmann::json({{"kind", "scan"}}));
+  EXPECT_EQ(scan["schema"], "gpureap.snapshot/v1");
+  PsRenderOptions o{.format = PsFormat::Json};
+  o.daemon_age = 1500ms;
+  auto served = nlohmann::json::parse(render_ps_command(s, o).out);
+  EXPECT_EQ(served["source"], nlohmann::json({{"kind", "daemon"}, {"age_ms", 1500}}));
+  served.erase("source");
+  scan.erase("source");
+  EXPECT_EQ(served, scan);
+}
+
+TEST(OutputPsRender, CsvIsUnchangedWhoeverAnswers) {
+  auto s = one_holder();
+  PsRenderOptions o{.format = PsFormat::Csv};
+  o.daemon_age = 100ms;
+  EXPECT_EQ(render_ps_command(s, o).out, render_ps_csv(s));
+}
+
+TEST(OutputPsRender, IncompleteViewAndWarningsGoToStderr) {
+  auto s = make_snapshot({holder(10, 1, 10)}, {}, {.uninspectable = 2});
+  s.warnings.push_back("something odd");
+  auto table = render_ps_command(s, {});
+  ASSERT_EQ(table.err.size(), 2u);
+  EXPECT_EQ(table.err[0], "gpureap: note: something odd");
+  EXPECT_EQ(table.err[1].rfind("gpureap: view incomplete: 2 processes", 0), 0u);
+  // The JSON has the warnings in it; only the incomplete view is said on stderr too.
+  auto json = render_ps_command(s, {.format = PsFormat::Json});
+  ASSERT_EQ(json.err.size(), 1u);
+  EXPECT_EQ(json.err[0], table.err[1]);
+}
+
+TEST(OutputPsRender, DriverThatDidNotAnswerIsExitFour) {
+  auto s = one_holder();
+  s.drivers.backends.at(0).error_code = core::BackendErrorCode::NotAnswering;
+  s.drivers.backends.at(0).error = "NVML did not answer within 5s";
+  auto r = render_ps_command(s, {});
+  EXPECT_EQ(r.exit_code, kPsExitDriverTimeout);
+  EXPECT_EQ(r.exit_code, 4);
+  ASSERT_GE(r.err.size(), 2u);
+  EXPECT_EQ(r.err[r.err.size() - 2], "gpureap: NVML did not answer within 5s");
+  EXPECT_EQ(r.err.back(), "  what is shown comes from /proc alone (exit status 4)");
+  EXPECT_EQ(driver_timeout_lines(one_holder()), std::vector<std::string>{});
+}
+
+TEST(OutputPsRender, SourceLineRoundsToATenthOfASecond) {
+  EXPECT_EQ(daemon_source_line(0ms), "(from the gpureap daemon, snapshot 0.0 s old)");
+  EXPECT_EQ(daemon_source_line(12345ms), "(from the gpureap daemon, snapshot 12.3 s old)");
+}
+
+}  // namespace
+}  // namespace gpureap::output
