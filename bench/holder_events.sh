@@ -57,7 +57,7 @@ start_daemon() {
 }
 
 start_daemon events "local_socket = \"$FLEET_WORK/gpureap.sock\""
-start_daemon scans 'holder_events = false'
+start_daemon scans $'holder_events = false\nlocal_socket = ""'
 grep -q 'holder tracking: events' "$FLEET_WORK/events.log" ||
   { cat "$FLEET_WORK/events.log" >&2; fleet_die "the events daemon does not follow events"; }
 sleep 2
