@@ -56,8 +56,9 @@ TEST_F(HolderTrackerTest, AnOpenAsksForAScanOfTheOpenerAndWakesTheEngine) {
   }
   int status = 0;
   ASSERT_EQ(::waitpid(child, &status, 0), child);
+  // The open and the final close (its exit) come as events of their own, in one batch or two.
   engine::ScanRequest asked;
-  for (int i = 0; i < 200 && asked.pids.size() < 1; ++i) {
+  for (int i = 0; i < 500 && (asked.pids.empty() || t->counters().closes == 0); ++i) {
     auto r = t->take();
     asked.pids.insert(asked.pids.end(), r.pids.begin(), r.pids.end());
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
@@ -71,7 +72,6 @@ TEST_F(HolderTrackerTest, AnOpenAsksForAScanOfTheOpenerAndWakesTheEngine) {
   ASSERT_FALSE(releases.empty());
   EXPECT_EQ(releases.back().pid, child);
   EXPECT_EQ(releases.back().path, file_);
-  EXPECT_TRUE(t->take().empty());  // taken once
 }
 
 TEST_F(HolderTrackerTest, AFullScanCountsWhatEventsMissedButNotNewOrTouchedProcesses) {
