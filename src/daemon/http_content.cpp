@@ -68,16 +68,27 @@ exporter::Reply HttpContent::policies() {
               "\n"};
 }
 
-// gpureap.releases/v1: every final close the tracker kept, oldest first. Without events (the
-// kernel refused them, or holder_events = false) the list is empty and says why.
-exporter::Reply HttpContent::releases() {
+namespace {
+
+// The final closes the tracker kept since `since`, oldest first; none without events.
+nlohmann::json releases_json(const HolderTracker* tracker,
+                             std::chrono::system_clock::time_point since) {
   nlohmann::json list = nlohmann::json::array();
-  if (tracker_)
-    for (const auto& r : tracker_->releases())
-      list.push_back({{"path", r.path}, {"pid", r.pid}, {"at", text::iso8601_utc(r.at)}});
+  if (tracker)
+    for (const auto& r : tracker->releases())
+      if (r.at >= since)
+        list.push_back({{"path", r.path}, {"pid", r.pid}, {"at", text::iso8601_utc(r.at)}});
+  return list;
+}
+
+}  // namespace
+
+// gpureap.releases/v1: every final close the tracker kept, oldest first. Without events (the
+// kernel refused them, or holder_events = false) the list is empty and `tracking` says so.
+exporter::Reply HttpContent::releases() {
   nlohmann::json doc{{"schema", "gpureap.releases/v1"},
                      {"tracking", tracker_ ? "events" : "scans"},
-                     {"releases", list}};
+                     {"releases", releases_json(tracker_.get(), {})}};
   return {200, kJson, output::dump_json(doc) + "\n"};
 }
 
@@ -89,9 +100,10 @@ exporter::Reply HttpContent::history(const exporter::HistoryRequest& request) {
     return {404, "text/plain; charset=utf-8",
             "no history for GPU " + std::to_string(*request.gpu) +
                 ": the driver reports no such GPU\n"};
-  return {200, kJson,
-          output::dump_json(exporter::history_to_json(view, s->snapshot->hostname, request.since)) +
-              "\n"};
+  auto doc = exporter::history_to_json(view, s->snapshot->hostname, request.since);
+  // The moments drivers freed what a GPU file held, over the same span (holder events).
+  doc["releases"] = releases_json(tracker_.get(), request.since);
+  return {200, kJson, output::dump_json(doc) + "\n"};
 }
 
 std::chrono::milliseconds HttpContent::default_history_span() const {

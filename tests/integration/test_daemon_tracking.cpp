@@ -118,6 +118,11 @@ TEST_F(DaemonTracking, TheLastCloseOfASharedFileIsRecordedWithTheWorkerThatHeldI
       5000))
       << d->get("/api/v1/releases").body;
   EXPECT_EQ(json::parse(d->get("/api/v1/releases").body)["tracking"], "events");
+  // The history over the same span carries it too.
+  auto history = json::parse(d->get("/api/v1/history?since=10m").body, nullptr, false);
+  ASSERT_TRUE(history.contains("releases")) << history.dump();
+  EXPECT_NE(history["releases"].dump().find("\"pid\":" + std::to_string(worker)), std::string::npos)
+      << history["releases"].dump();
   EXPECT_FALSE(release["at"].get<std::string>().empty());
   EXPECT_TRUE(wait_until([&] { return !holds(*d, worker); }, 5000));
 }
