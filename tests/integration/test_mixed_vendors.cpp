@@ -156,3 +156,20 @@ TEST_F(MixedVendors, ResetRefusesTheAmdGpuAndNamesAmdgpusOwnReset) {
 
 }  // namespace
 }  // namespace gpureap::testing
+
+namespace gpureap::testing {
+namespace {
+
+TEST_F(MixedVendors, PsTreeShowsTheWorkersUnderTheirTrainer) {
+  auto r = run_gpureap(roots({"ps", "--tree", "--no-color"}), nvml_.env());
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  auto trainer = r.out.find("└ 600 ");
+  auto worker = r.out.find("  └ 601");  // one level below the trainer
+  ASSERT_NE(trainer, std::string::npos) << r.out;
+  ASSERT_NE(worker, std::string::npos) << r.out;
+  EXPECT_LT(trainer, worker) << r.out;
+  EXPECT_NE(r.out.find("  └ 602"), std::string::npos) << r.out;
+}
+
+}  // namespace
+}  // namespace gpureap::testing

@@ -337,3 +337,48 @@ TEST(DrmMachineAbsent, NoGpuOfItsKindIsNotADownBackend) {
 
 }  // namespace
 }  // namespace gpureap::testing
+
+namespace gpureap::testing {
+namespace {
+
+// An Intel xe dGPU: VRAM from its tile, a client in xe's own keys (vram0 in KiB, gtt, cycles).
+TEST(DrmMachineXe, AnXeClientsVramIsItsDeviceLocalResidentMemory) {
+  DrmMachine m;
+  const std::string pci = "0000:03:00.0";
+  m.gpu("xe", 0x8086, 0x56a0, 0, 128, pci);
+  m.write("sys/devices/pci0000:00/" + pci + "/tile0/physical_vram_size_bytes",
+          std::to_string(16ull << 30) + "\n");
+  m.process(500, "blender", 1, 500, 500);
+  m.open_fd(500, 7, "dri/renderD128",
+            "drm-driver:\txe\ndrm-client-id:\t3\ndrm-pdev:\t" + pci +
+                "\ndrm-total-vram0:\t262144 KiB\ndrm-resident-vram0:\t131072 KiB\n"
+                "drm-total-gtt:\t4096 KiB\ndrm-resident-gtt:\t4096 KiB\n"
+                "drm-cycles-rcs:\t28257900\ndrm-total-cycles-rcs:\t7655183225\n");
+  backend::BackendSettings settings;
+  settings.proc_root = m.proc_root();
+  settings.dev_root = m.dev_root();
+  settings.sys_root = m.sys_root();
+  auto c = collect::Collector::open(
+      {m.proc_root(), m.dev_root(), m.sys_root()},
+      backend::BackendSet::make({backend::drm::intel_entry()}, settings, {}));
+  ASSERT_TRUE(c.ok()) << c.error().text();
+  auto s = c->collect();
+  ASSERT_EQ(s.drivers.gpus.size(), 1u);
+  const auto& g = s.drivers.gpus[0];
+  EXPECT_EQ(g.vendor, "intel");
+  EXPECT_EQ(g.memory.total_bytes, 16ull << 30);
+  EXPECT_FALSE(g.memory.used_bytes.has_value());  // xe publishes no used figure: unknown
+  ASSERT_EQ(g.processes.size(), 1u);
+  EXPECT_EQ(g.processes[0].pid, 500);
+  EXPECT_EQ(g.processes[0].used_bytes, 128ull << 20);  // resident vram0, not gtt
+  ASSERT_EQ(g.processes[0].regions.size(), 2u);
+  EXPECT_EQ(g.processes[0].regions[0].name, "vram0");
+  EXPECT_EQ(g.processes[0].regions[0].total_bytes, 256ull << 20);
+  EXPECT_EQ(g.processes[0].regions[1].name, "gtt");
+  EXPECT_FALSE(g.processes[0].regions[1].device_local);
+  // Nothing is attributed beyond what is known: no used figure, no unattributed one.
+  EXPECT_FALSE(s.memory_summary(g).unattributed_bytes.has_value());
+}
+
+}  // namespace
+}  // namespace gpureap::testing
