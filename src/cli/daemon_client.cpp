@@ -3,11 +3,11 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/socket.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstring>
+
+#include "daemon/local_socket.h"
 
 namespace gpureap::cli {
 namespace {
@@ -41,26 +41,15 @@ bool wait_for(int fd, short events, Clock::time_point deadline) {
   }
 }
 
-// A socket anyone could have made (a test's, $GPUREAP_DAEMON_SOCKET) must be served by root
-// or by this user before its text reaches the terminal.
-bool trusted_server(int fd) {
-  ucred cred{};
-  socklen_t len = sizeof cred;
-  if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) return false;
-  return cred.uid == 0 || cred.uid == ::geteuid();
-}
-
 bool connect_within(int fd, const std::string& path, std::chrono::milliseconds within) {
-  sockaddr_un a{};
-  if (path.empty() || path.size() >= sizeof a.sun_path) return false;
-  a.sun_family = AF_UNIX;
-  std::memcpy(a.sun_path, path.data(), path.size());
+  auto a = daemon::local_address(path);
+  if (!a) return false;
   // A Unix socket's connect() waits only while the server's backlog is full, bounded by the
   // send timeout.
   timeval tv{static_cast<time_t>(within.count() / 1000),
              static_cast<suseconds_t>((within.count() % 1000) * 1000)};
   ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-  return ::connect(fd, reinterpret_cast<const sockaddr*>(&a), sizeof a) == 0;
+  return ::connect(fd, reinterpret_cast<const sockaddr*>(&*a), sizeof *a) == 0;
 }
 
 bool send_all(int fd, std::string_view text, Clock::time_point deadline) {
@@ -107,7 +96,10 @@ std::optional<daemon::PsAnswer> ask_daemon(const std::string& path,
                                            std::chrono::milliseconds within) {
   const auto deadline = Clock::now() + within;
   Fd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
-  if (fd.get() < 0 || !connect_within(fd.get(), path, within) || !trusted_server(fd.get()))
+  if (fd.get() < 0 || !connect_within(fd.get(), path, within) ||
+      // A socket anyone could have made (a test's, $GPUREAP_DAEMON_SOCKET) must be served by
+      // root or by this user before its text reaches the terminal.
+      !daemon::peer_is_root_or_self(fd.get()))
     return std::nullopt;
   int flags = ::fcntl(fd.get(), F_GETFL);
   if (flags < 0 || ::fcntl(fd.get(), F_SETFL, flags | O_NONBLOCK) != 0) return std::nullopt;

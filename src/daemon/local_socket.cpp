@@ -24,13 +24,6 @@ core::Error errno_failure(const std::string& path, const std::string& what) {
                  "set local_socket to a path the daemon may create, or \"\" for none");
 }
 
-sockaddr_un address_of(const std::string& path) {
-  sockaddr_un a{};
-  a.sun_family = AF_UNIX;
-  std::memcpy(a.sun_path, path.data(), path.size());
-  return a;
-}
-
 // The directory the socket goes in; made (0755, so clients can reach a socket whose own mode
 // lets them) only when missing, never changed when it exists.
 std::optional<core::Error> ensure_parent(const std::string& path) {
@@ -62,7 +55,7 @@ std::optional<core::Error> clear_stale(const std::string& path) {
                    "remove it yourself, or set local_socket to another path");
   int probe = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   if (probe < 0) return errno_failure(path, "cannot make a socket");
-  sockaddr_un a = address_of(path);
+  sockaddr_un a = *local_address(path);  // bind_local_socket checked the length
   int rc = ::connect(probe, reinterpret_cast<const sockaddr*>(&a), sizeof a);
   int err = errno;
   ::close(probe);
@@ -98,7 +91,7 @@ core::Result<BoundSocket> bind_local_socket(const std::string& path) {
     if (bound) ::unlink(path.c_str());
     return e;
   };
-  sockaddr_un a = address_of(path);
+  sockaddr_un a = *local_address(path);
   if (::bind(s.fd, reinterpret_cast<const sockaddr*>(&a), sizeof a) != 0)
     return fail("cannot bind", false);
   // Before listen() no client can connect, so no one ever reaches it with a looser mode.
@@ -119,6 +112,22 @@ void close_local_socket(BoundSocket& s) {
   if (::lstat(s.path.c_str(), &st) == 0 && S_ISSOCK(st.st_mode) && st.st_dev == s.dev &&
       st.st_ino == s.ino)
     ::unlink(s.path.c_str());
+}
+
+std::optional<sockaddr_un> local_address(const std::string& path) {
+  sockaddr_un a{};
+  if (path.empty() || path.size() >= sizeof a.sun_path) return std::nullopt;
+  a.sun_family = AF_UNIX;
+  std::memcpy(a.sun_path, path.data(), path.size());
+  return a;
+}
+
+bool peer_is_root_or_self(int fd, uid_t* uid) {
+  ucred cred{};
+  socklen_t len = sizeof cred;
+  if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) return false;
+  if (uid) *uid = cred.uid;
+  return cred.uid == 0 || cred.uid == ::geteuid();
 }
 
 }  // namespace gpureap::daemon

@@ -2,7 +2,9 @@
 // The daemon's local Unix socket as a file: made safely where the config says, removed only
 // when it is still the one this daemon made.
 #include <sys/types.h>
+#include <sys/un.h>
 
+#include <optional>
 #include <string>
 
 #include "core/result.h"
@@ -24,5 +26,13 @@ core::Result<BoundSocket> bind_local_socket(const std::string& path);
 
 // Closes the socket and removes its file if the path still names it.
 void close_local_socket(BoundSocket& socket);
+
+// The address of the socket file at `path`; empty when the path is empty or too long for one.
+std::optional<sockaddr_un> local_address(const std::string& path);
+
+// The process at the other end of a connected socket runs as root or as this process's user:
+// the only peers either side of the local socket trusts (the daemon answers no one else, and
+// `gpureap ps` prints no one else's text). Its uid goes to `uid` when given.
+bool peer_is_root_or_self(int fd, uid_t* uid = nullptr);
 
 }  // namespace gpureap::daemon

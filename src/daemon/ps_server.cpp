@@ -22,16 +22,6 @@ using Clock = std::chrono::steady_clock;
 
 enum class Wait { Ready, TimedOut, Stopping };
 
-// Only root and the daemon's own user are answered: the socket's mode already says so, and
-// the peer's credentials check it again in case the mode was loosened.
-bool peer_allowed(int fd, uid_t& uid) {
-  ucred cred{};
-  socklen_t len = sizeof cred;
-  if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) return false;
-  uid = cred.uid;
-  return cred.uid == 0 || cred.uid == ::geteuid();
-}
-
 }  // namespace
 
 struct PsServer::Impl {
@@ -109,8 +99,10 @@ struct PsServer::Impl {
   }
 
   void serve(int fd) {
+    // The socket's mode already keeps others out; its peer's credentials check it again in
+    // case the mode was loosened.
     uid_t uid = 0;
-    if (!peer_allowed(fd, uid)) {
+    if (!peer_is_root_or_self(fd, &uid)) {
       base::log_debug("local socket: refused a client of uid " + std::to_string(uid));
       write_all(fd, error_text("uid " + std::to_string(uid) + " may not ask this daemon"),
                 limits.write_deadline);
