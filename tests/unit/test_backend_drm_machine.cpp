@@ -14,6 +14,7 @@
 #include "drm_machine.h"
 #include "export/metrics.h"
 #include "export/prometheus_text.h"
+#include "reap/planner.h"
 #include "reap/safety.h"
 
 namespace gpureap::testing {
@@ -250,6 +251,32 @@ TEST_F(DrmMachineTest, DoctorAndMetricsReadTheSameVerdict) {
       << text;
   // Intel publishes no used memory: the series is absent, never 0.
   EXPECT_EQ(text.find("gpureap_gpu_memory_used_bytes{gpu=\"2\""), std::string::npos) << text;
+}
+
+// The whole plans: --ghosts reaches the gone ROCm leader's orphaned keeper alone (never the
+// trainer's workers, which share a live job's client), and --gpu on the Intel GPU its one client.
+TEST_F(DrmMachineTest, KillPlansReachTheGhostsKeeperAloneAndLeaveTheHealthyJobs) {
+  auto s = collector().collect();
+  reap::Caller caller{getpid(), getpgrp(), {getppid(), 1}, getuid(), geteuid()};
+  auto plan = [&](const reap::Request& r) {
+    auto p = reap::make_plan(s, r, caller, [](const core::HostProcess&) {
+      return std::optional<core::ProcessDetails>();
+    });
+    EXPECT_TRUE(p.ok()) << (p.ok() ? "" : p.error().text());
+    return p.ok() ? *p : reap::Plan{};
+  };
+  auto signalled = [](const reap::Plan& p) {
+    std::vector<pid_t> out;
+    for (const auto& t : p.targets) out.push_back(t.pid);
+    return out;
+  };
+  auto ghosts = plan({.ghosts = true});
+  EXPECT_EQ(signalled(ghosts), std::vector<pid_t>{778});
+  ASSERT_EQ(ghosts.gone.size(), 1u);
+  EXPECT_EQ(ghosts.gone[0].pid, 777);
+  auto intel = plan({.gpu = 2});
+  EXPECT_EQ(signalled(intel), std::vector<pid_t>{300});
+  EXPECT_TRUE(intel.gone.empty());
 }
 
 TEST_F(DrmMachineTest, BetweenScansAClosedClientLeavesTheListAndAReusedFdIsNotItsClient) {
