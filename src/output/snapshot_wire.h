@@ -1,0 +1,51 @@
+#pragma once
+// The wire form of a Snapshot's inputs: what the daemon sends a local client (`gpureap top`)
+// so that the client rebuilds exactly the daemon's core::Snapshot. Unlike the public
+// `gpureap.snapshot/v1` document (snapshot_json.h), it is lossless and private to one build:
+// it carries the two views the join reads (core::DriverReading, core::ProcView) with every
+// field, the hostname and the timestamp, and not what the join derives (rows, ghosts, its
+// warnings): the decoder calls core::join, so those are computed by the same code as the
+// daemon's.
+//
+// The document: {"wire": 1, "timestamp_ns": N, "hostname": S, "drivers": {...}, "proc": {...}},
+// each struct an object whose keys are the C++ field names. Every field is present: an empty
+// optional is null, never an absent key. Integers are JSON integers of the field's own type
+// (uint64 sizes up to 2^64-1, pid_t and other signed fields negative too); power_watts is a
+// number, or "nan", "inf", "-inf"; enums are their names (to_string); a backend's or GPU's
+// details are [key, value] pairs in order; the state letter is a string of one byte.
+//
+// Byte strings. Every std::string (process names, paths, command lines, what a driver says)
+// is untrusted bytes. One that is valid UTF-8 is a JSON string; any other is {"hex": "..."}
+// with two lowercase hex digits per byte. So any bytes round-trip exactly, and the document
+// itself is always valid UTF-8 (dump_json never has to replace anything in it).
+//
+// Decoding is strict: a missing, mistyped or out-of-range field, an unknown field, an unknown
+// enum name or a "wire" other than kSnapshotWireVersion is an error naming the field's path
+// (`proc.processes[3].stat.state: not a string`). Nothing throws out of these functions.
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+
+#include "core/result.h"
+#include "core/snapshot.h"
+
+namespace gpureap::output {
+
+// Changes whenever a field is added, removed or changes meaning: an older or newer peer's
+// document is refused, never half-read.
+inline constexpr int kSnapshotWireVersion = 1;
+
+nlohmann::json snapshot_inputs_to_wire(const core::Snapshot& snapshot);
+// The inputs decoded and joined again: core::join(proc, drivers, hostname, timestamp).
+core::Result<core::Snapshot> snapshot_from_wire(const nlohmann::json& wire);
+
+// The same as text: one compact JSON document, and its parse (a text that is not JSON, e.g.
+// cut short, is an error too).
+std::string snapshot_inputs_to_wire_text(const core::Snapshot& snapshot);
+core::Result<core::Snapshot> snapshot_from_wire_text(std::string_view text);
+
+// One byte string's wire value, and back (empty: not a wire byte string).
+nlohmann::json wire_bytes(const std::string& bytes);
+std::optional<std::string> bytes_from_wire(const nlohmann::json& value);
+
+}  // namespace gpureap::output

@@ -1,0 +1,384 @@
+// The lossless wire form of a snapshot's inputs (output/snapshot_wire): every field and every
+// byte comes back, the join derives the same rows and ghosts, and a bad document is refused
+// with the path of the field that is wrong.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <limits>
+
+#include "collect/collector.h"
+#include "output/snapshot_json.h"
+#include "output/snapshot_wire.h"
+#include "snapshot_builders.h"
+
+namespace gpureap {
+namespace {
+
+using namespace testing;  // gpureap::testing: the snapshot builders
+using nlohmann::json;
+
+::testing::AssertionResult Contains(const std::string& text, const std::string& part) {
+  if (text.find(part) != std::string::npos) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << "\"" << text << "\" lacks \"" << part << "\"";
+}
+
+constexpr uint64_t kMax = std::numeric_limits<uint64_t>::max();
+const std::string kBadUtf8 = std::string("tr\xff\xfe") + "ain\x80" + "\xc0\xaf";  // not UTF-8
+
+// Every optional of every struct set somewhere and left empty somewhere else; a ghost kept by
+// orphaned workers, a leaked one, DRM regions and sharers, three backends with one down.
+core::Snapshot rich_snapshot() {
+  core::ProcView v;
+  auto init = proc(1, 0, 1);
+  init.details->container = core::ContainerInfo{"kubernetes", "0123abcd", "pod-uid-1"};
+  init.details->exe = core::ExecutableFile{"/sbin/init", true};
+  init.details->euid = 0;
+  init.stat.flags = 0x00400100;
+  init.stat.num_threads = 1;
+  init.stat.rss_pages = 2500;
+  auto listed_live = holder(100, 1, 100);
+  listed_live.stat.comm = kBadUtf8;
+  listed_live.details->cmdline = {"python", kBadUtf8, "", "--opt=\x01\x7f"};
+  listed_live.details->wchan = "do_wait";
+  listed_live.details->container = core::ContainerInfo{"docker", std::nullopt, std::nullopt};
+  listed_live.details->exe = core::ExecutableFile{"/usr/bin/python3\xff", false};
+  listed_live.devices[0].open_file = "100:5";
+  listed_live.stat.start_ticks = kMax;
+  // 4242 died; its workers, reparented to init, keep GPU 0's file open.
+  auto worker = holder(4250, 1, 4242, 0, 'T');
+  worker.details->user.reset();
+  worker.details->uid.reset();
+  worker.details->ns_pids = {4250, 7, 1};
+  worker.devices[0].open_file = "4250:5";
+  auto hidden = proc(5000, 1, 5000, 'D');
+  hidden.details.reset();
+  hidden.fds_readable = false;
+  hidden.stat.pid = 5000;
+  auto drm_holder = proc(6000, 1, 6000, 'S');
+  drm_holder.devices.push_back(
+      {"/dev/dri/renderD128", "drm-render", ::makedev(226, 128), true, {3, 7}, std::nullopt});
+  drm_holder.devices.push_back({"/dev/kfd", "kfd", std::nullopt, false, {}, std::nullopt});
+  auto sharer = proc(6001, 6000, 6000, 'Z');
+  sharer.stat.ppid = -1;  // signed fields keep their sign
+  v.processes = {init, listed_live, worker, hidden, drm_holder, sharer};
+  v.uninspectable = 0;
+  v.details_complete = true;
+  v.warnings = {"some warning", kBadUtf8};
+  v.boot_time = -12;
+  v.ticks_per_second = 250;
+  v.in_child_pid_namespace = false;
+  v.nvidia_device_files = true;
+  v.open_files_unknown = std::nullopt;
+
+  core::BackendReport nvml;
+  nvml.name = "nvml";
+  nvml.vendor = "nvidia";
+  nvml.available = true;
+  nvml.driver_version = "535.104.05";
+  nvml.library = "/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1";
+  nvml.details = {{"nvml_version", "12.535.104"}, {"process_record_layout", "v3/24"}};
+  nvml.warnings = {"a warning \xe2\x9a\xa0"};
+  auto g0 =
+      gpu(0, 0, 8 * GiB, {listed(100, 4 * GiB), listed(4242, 8 * GiB), listed(9999, 2 * GiB)});
+  g0.uuid = "GPU-1234";
+  g0.pci_bus_id = "00000000:17:00.0";
+  g0.memory = {kMax, 12 * GiB, 88 * GiB, 0};
+  g0.utilization_percent = 87;
+  g0.memory_utilization_percent = 40;
+  g0.temperature_celsius = 61;
+  g0.power_watts = 512.125;
+  g0.mig_mode = false;
+  g0.details = {{"k", "v"}, {"k", "again"}};
+  g0.processes[0].kind = core::GpuProcessKind::Graphics;
+  g0.processes[0].gpu_instance_id = 1;
+  g0.processes[0].compute_instance_id = 0;
+  g0.processes[0].sm_utilization_percent = 99;
+  g0.processes[1].name = kBadUtf8;
+  g0.processes[2].kind = core::GpuProcessKind::Mps;
+  g0.processes[2].used_bytes.reset();
+  auto g1 = gpu(1, 1, 0, {});
+  g1.name.reset();
+  g1.minor.reset();
+  g1.memory = {};
+  g1.power_watts = std::nan("");
+  g1.mig_mode = true;
+  g1.processes_error = "process records failed validation";
+  g1.error = "fell off the bus";
+  g1.device_major = 195;
+  nvml.gpus = {g0, g1};
+
+  core::BackendReport amd;
+  amd.name = "amdgpu";
+  amd.vendor = "amd";
+  amd.available = true;
+  core::Gpu a0;
+  a0.device_numbers = {::makedev(226, 128)};
+  a0.power_watts = -std::numeric_limits<double>::infinity();
+  core::DriverProcess drm = listed(6000, 3 * MiB);
+  drm.regions = {{"vram", true, 4 * MiB, 3 * MiB, 0}, {"gtt", false, kMax, 1, std::nullopt}};
+  drm.sharers = {6001};
+  a0.processes = {drm};
+  amd.gpus = {a0};
+
+  core::BackendReport xe;
+  xe.name = "xe";
+  xe.vendor = "intel";
+  xe.available = false;
+  xe.error = "the xe driver did not answer within 2s: check dmesg";
+  xe.error_code = core::BackendErrorCode::NotAnswering;
+
+  std::vector<core::BackendReport> reports{nvml, amd, xe};
+  auto reading = core::combine(std::move(reports));
+  const auto at = std::chrono::system_clock::time_point(
+      std::chrono::system_clock::duration(1'700'000'000'123'456'789LL));
+  return core::join(std::move(v), std::move(reading), "node-\xff", at);
+}
+
+core::Snapshot round_trip(const core::Snapshot& s) {
+  auto back = output::snapshot_from_wire_text(output::snapshot_inputs_to_wire_text(s));
+  EXPECT_TRUE(back.ok()) << (back.ok() ? "" : back.error().text());
+  return back.ok() ? std::move(*back) : core::Snapshot{};
+}
+
+// What the join derives, field by field.
+void expect_same_derived(const core::Snapshot& a, const core::Snapshot& b) {
+  EXPECT_EQ(a.timestamp, b.timestamp);
+  EXPECT_EQ(a.hostname, b.hostname);
+  EXPECT_EQ(a.warnings, b.warnings);
+  EXPECT_EQ(a.all_warnings(), b.all_warnings());
+  ASSERT_EQ(a.rows.size(), b.rows.size());
+  for (size_t i = 0; i < a.rows.size(); ++i) {
+    const auto &x = a.rows[i], &y = b.rows[i];
+    SCOPED_TRACE("row of pid " + std::to_string(x.pid));
+    EXPECT_EQ(x.pid, y.pid);
+    EXPECT_EQ(x.process.has_value(), y.process.has_value());
+    EXPECT_EQ(x.listed_by_driver, y.listed_by_driver);
+    EXPECT_EQ(x.driver_name, y.driver_name);
+    EXPECT_EQ(x.anomalies, y.anomalies);
+    EXPECT_EQ(x.shares_context_of, y.shares_context_of);
+    EXPECT_EQ(x.keeps, y.keeps);
+    ASSERT_EQ(x.gpus.size(), y.gpus.size());
+    for (size_t k = 0; k < x.gpus.size(); ++k) {
+      EXPECT_EQ(x.gpus[k].index, y.gpus[k].index);
+      EXPECT_EQ(x.gpus[k].used_bytes, y.gpus[k].used_bytes);
+      EXPECT_EQ(x.gpus[k].kind, y.gpus[k].kind);
+      EXPECT_EQ(x.gpus[k].shared_with, y.gpus[k].shared_with);
+      EXPECT_EQ(x.gpus[k].regions.size(), y.gpus[k].regions.size());
+    }
+  }
+  ASSERT_EQ(a.ghosts.size(), b.ghosts.size());
+  for (size_t i = 0; i < a.ghosts.size(); ++i) {
+    const auto &x = a.ghosts[i], &y = b.ghosts[i];
+    EXPECT_EQ(x.pid, y.pid);
+    EXPECT_EQ(x.gpus, y.gpus);
+    EXPECT_EQ(x.bytes, y.bytes);
+    EXPECT_EQ(x.keepers, y.keepers);
+    EXPECT_EQ(x.listed_keepers, y.listed_keepers);
+    EXPECT_EQ(x.other_holders, y.other_holders);
+    EXPECT_EQ(x.open_files, y.open_files);
+    EXPECT_EQ(x.exact, y.exact);
+    EXPECT_EQ(x.leaked, y.leaked);
+  }
+  for (const auto& gpu : a.drivers.gpus) {
+    auto m = a.memory_summary(gpu), n = b.memory_summary(gpu);
+    EXPECT_EQ(m.attributed_bytes, n.attributed_bytes);
+    EXPECT_EQ(m.ghost_bytes, n.ghost_bytes);
+    EXPECT_EQ(m.leaked_bytes, n.leaked_bytes);
+    EXPECT_EQ(m.unattributed_bytes, n.unattributed_bytes);
+    EXPECT_EQ(m.ghost_keepers, n.ghost_keepers);
+  }
+  // And everything the public document shows of them.
+  EXPECT_EQ(output::dump_json(output::snapshot_to_json(a)),
+            output::dump_json(output::snapshot_to_json(b)));
+}
+
+TEST(SnapshotWire, RichSnapshotRoundTripsEveryFieldAndTheJoinAgain) {
+  const auto s = rich_snapshot();
+  // The test means something only if the join found what the inputs are made for.
+  ASSERT_NE(s.ghost(4242), nullptr);
+  EXPECT_EQ(s.ghost(4242)->keepers, std::vector<pid_t>{4250});
+  ASSERT_NE(s.ghost(9999), nullptr);
+  ASSERT_NE(s.row(6000), nullptr);
+  ASSERT_EQ(s.drivers.backends.size(), 3u);
+
+  const auto wire = output::snapshot_inputs_to_wire(s);
+  const auto back = round_trip(s);
+  EXPECT_EQ(output::snapshot_inputs_to_wire(back), wire);
+  expect_same_derived(s, back);
+
+  // The bytes themselves, not only their encoding.
+  ASSERT_NE(back.find(100), nullptr);
+  EXPECT_EQ(back.find(100)->stat.comm, kBadUtf8);
+  EXPECT_EQ(back.find(100)->details->cmdline, s.find(100)->details->cmdline);
+  EXPECT_EQ(back.find(100)->stat.start_ticks, kMax);
+  EXPECT_EQ(back.find(6001)->stat.ppid, -1);
+  EXPECT_EQ(back.find(6001)->stat.state, 'Z');
+  EXPECT_EQ(back.hostname, "node-\xff");
+  EXPECT_EQ(back.proc.boot_time, -12);
+  EXPECT_EQ(back.drivers.gpus[0].memory.total_bytes, kMax);
+  EXPECT_EQ(back.drivers.gpus[0].power_watts, 512.125);
+  EXPECT_TRUE(std::isnan(*back.drivers.gpus[1].power_watts));
+  EXPECT_EQ(back.drivers.gpus[2].power_watts, -std::numeric_limits<double>::infinity());
+  EXPECT_EQ(back.drivers.gpus[0].mig_mode, false);
+  EXPECT_EQ(back.drivers.gpus[1].mig_mode, true);
+  EXPECT_EQ(back.drivers.gpus[2].mig_mode, std::nullopt);
+  EXPECT_EQ(back.drivers.backends[2].error_code, core::BackendErrorCode::NotAnswering);
+  EXPECT_EQ(back.drivers.gpus[2].processes[0].regions[1].resident_bytes, 1u);
+  EXPECT_EQ(back.find(1)->details->container, s.find(1)->details->container);
+  EXPECT_EQ(back.timestamp.time_since_epoch().count(), 1'700'000'000'123'456'789LL);
+
+  // How the choices look on the wire.
+  const auto& comm = wire["proc"]["processes"][1]["stat"]["comm"];
+  EXPECT_EQ(comm, json({{"hex", "7472fffe61696e80c0af"}}));
+  EXPECT_EQ(wire["proc"]["processes"][0]["stat"]["comm"], "p1");
+  EXPECT_TRUE(wire["drivers"]["gpus"][0]["memory"]["total_bytes"].is_number_unsigned());
+  EXPECT_EQ(wire["drivers"]["gpus"][0]["processes"][2]["kind"], "mps");
+  EXPECT_EQ(wire["drivers"]["backends"][2]["error_code"], "not-answering");
+  EXPECT_TRUE(wire["drivers"]["gpus"][1]["name"].is_null());
+  EXPECT_EQ(wire["wire"], 1);
+}
+
+TEST(SnapshotWire, ByteStringsOfEveryKindRoundTripAndStayValidJson) {
+  std::vector<std::string> cases{"",
+                                 "plain",
+                                 "caf\xc3\xa9",
+                                 "\xf0\x9f\x98\x80",
+                                 "\xff",
+                                 "\xed\xa0\x80" /* a surrogate */,
+                                 "\xe0\x80\x80" /* overlong */,
+                                 "\xf4\x90\x80\x80" /* past U+10FFFF */,
+                                 "\xc3" /* cut short */,
+                                 std::string("nul\0inside", 10)};
+  std::string all;
+  for (int b = 0; b < 256; ++b) all += static_cast<char>(b);
+  cases.push_back(all);
+  for (const auto& s : cases) {
+    auto wire = output::wire_bytes(s);
+    // Strict serialisation throws on invalid UTF-8: the wire never has any.
+    std::string text;
+    ASSERT_NO_THROW(text = wire.dump(-1, ' ', false, json::error_handler_t::strict));
+    auto back = output::bytes_from_wire(json::parse(text));
+    ASSERT_TRUE(back.has_value());
+    EXPECT_EQ(*back, s);
+  }
+  EXPECT_TRUE(output::wire_bytes("caf\xc3\xa9").is_string());
+  EXPECT_TRUE(output::wire_bytes("\xed\xa0\x80").is_object());
+  EXPECT_FALSE(output::bytes_from_wire(json{{"hex", "abc"}}).has_value());  // odd length
+  EXPECT_FALSE(output::bytes_from_wire(json{{"hex", "AB"}}).has_value());   // not lowercase
+  EXPECT_FALSE(output::bytes_from_wire(json{{"hex", "ab"}, {"x", 1}}).has_value());
+  EXPECT_FALSE(output::bytes_from_wire(json(5)).has_value());
+}
+
+TEST(SnapshotWire, SnapshotOfThisProcessesRealProcRoundTrips) {
+  // A stand-in GPU file this process holds, so the scan reads its details and open files.
+  char tmpl[] = "/tmp/gpureap-wire-XXXXXX";
+  const std::string dev = ::mkdtemp(tmpl);
+  { std::ofstream(dev + "/nvidia0") << ""; }
+  const int fd = ::open((dev + "/nvidia0").c_str(), O_RDONLY);
+  ASSERT_GE(fd, 0);
+  auto collector = collect::Collector::open({"/proc", dev}, nullptr);
+  ASSERT_TRUE(collector.ok()) << collector.error().text();
+  const auto s = collector->collect();
+  ::close(fd);
+  std::filesystem::remove_all(dev);
+  const auto* self = s.find(::getpid());
+  ASSERT_NE(self, nullptr);
+  ASSERT_TRUE(self->details.has_value());  // a holder: its details were read
+  ASSERT_GT(s.proc.processes.size(), 1u);
+
+  const auto back = round_trip(s);
+  EXPECT_EQ(output::snapshot_inputs_to_wire(back), output::snapshot_inputs_to_wire(s));
+  expect_same_derived(s, back);
+  ASSERT_NE(back.find(::getpid()), nullptr);
+  EXPECT_EQ(back.find(::getpid())->details->cmdline, self->details->cmdline);
+}
+
+// The error of decoding the rich snapshot's wire after `edit`.
+std::string error_after(const std::function<void(json&)>& edit) {
+  auto wire = output::snapshot_inputs_to_wire(rich_snapshot());
+  edit(wire);
+  auto r = output::snapshot_from_wire(wire);
+  if (r.ok()) return "(decoded)";
+  return r.error().text();
+}
+
+TEST(SnapshotWire, RefusesAMissingFieldByItsPath) {
+  EXPECT_TRUE(
+      Contains(error_after([](json& w) { w["proc"]["processes"][3]["stat"].erase("state"); }),
+               "proc.processes[3].stat.state: missing"));
+  EXPECT_TRUE(Contains(error_after([](json& w) { w["drivers"]["gpus"][1].erase("power_watts"); }),
+                       "drivers.gpus[1].power_watts: missing"));
+  EXPECT_TRUE(Contains(error_after([](json& w) { w.erase("hostname"); }), "hostname: missing"));
+}
+
+TEST(SnapshotWire, RefusesAMistypedFieldByItsPath) {
+  EXPECT_TRUE(
+      Contains(error_after([](json& w) { w["proc"]["processes"][3]["stat"]["state"] = 83; }),
+               "proc.processes[3].stat.state: not a string"));
+  EXPECT_TRUE(
+      Contains(error_after([](json& w) { w["proc"]["processes"][3]["stat"]["state"] = "SS"; }),
+               "proc.processes[3].stat.state: not one byte"));
+  EXPECT_TRUE(
+      Contains(error_after([](json& w) { w["drivers"]["gpus"][0]["memory"]["used_bytes"] = 1.5; }),
+               "drivers.gpus[0].memory.used_bytes: not an integer"));
+  EXPECT_TRUE(Contains(error_after([](json& w) { w["drivers"]["gpus"][0]["index"] = -1; }),
+                       "drivers.gpus[0].index: out of range"));
+  EXPECT_TRUE(
+      Contains(error_after([](json& w) { w["proc"]["processes"][0]["stat"]["pid"] = 1ll << 40; }),
+               "proc.processes[0].stat.pid: out of range"));
+  EXPECT_TRUE(Contains(error_after([](json& w) { w["drivers"]["gpus"][0]["mig_mode"] = "no"; }),
+                       "drivers.gpus[0].mig_mode: not a boolean"));
+  EXPECT_TRUE(
+      Contains(error_after([](json& w) { w["proc"]["processes"][1]["devices"] = json::object(); }),
+               "proc.processes[1].devices: not an array"));
+  EXPECT_TRUE(Contains(
+      error_after([](json& w) { w["drivers"]["gpus"][0]["details"][1] = json::array({"k"}); }),
+      "drivers.gpus[0].details[1]: not a [key, value] pair"));
+  EXPECT_TRUE(Contains(
+      error_after([](json& w) { w["proc"]["processes"][1]["stat"]["comm"]["hex"] = "zz"; }),
+      "proc.processes[1].stat.comm: not a string"));
+  EXPECT_TRUE(Contains(error_after([](json& w) { w["proc"]["processes"][2]["stat"]["pid"] = 1; }),
+                       "proc.processes[2].stat.pid: not above the previous process's pid"));
+  EXPECT_TRUE(Contains(error_after([](json& w) { w["proc"]["processes"][0]["extra"] = 1; }),
+                       "proc.processes[0].extra: unknown field"));
+  EXPECT_TRUE(
+      Contains(error_after([](json& w) { w = json::array(); }), "(document): not an object"));
+}
+
+TEST(SnapshotWire, RefusesAnUnknownEnumName) {
+  EXPECT_TRUE(Contains(
+      error_after([](json& w) { w["drivers"]["gpus"][0]["processes"][0]["kind"] = "Compute"; }),
+      "drivers.gpus[0].processes[0].kind: unknown value \"Compute\""));
+  EXPECT_TRUE(Contains(
+      error_after([](json& w) { w["drivers"]["backends"][2]["error_code"] = "on-\x1b[31mfire"; }),
+      "drivers.backends[2].error_code: unknown value \"on-\\u001b[31mfire\""));
+}
+
+TEST(SnapshotWire, RefusesAnotherVersionBeforeAnyOtherField) {
+  auto text = error_after([](json& w) {
+    w["wire"] = 2;
+    w.erase("proc");
+  });
+  EXPECT_TRUE(Contains(text, "wire: version 2, this gpureap reads version 1"));
+  EXPECT_TRUE(Contains(text, "restart it after an upgrade"));
+  EXPECT_TRUE(Contains(error_after([](json& w) { w.erase("wire"); }), "wire: missing"));
+}
+
+TEST(SnapshotWire, RefusesATruncatedDocument) {
+  const auto text = output::snapshot_inputs_to_wire_text(rich_snapshot());
+  for (size_t cut : {size_t{0}, size_t{1}, text.size() / 2, text.size() - 1}) {
+    auto r = output::snapshot_from_wire_text(std::string_view(text).substr(0, cut));
+    ASSERT_FALSE(r.ok()) << cut;
+    EXPECT_TRUE(Contains(r.error().message, "not a JSON document (cut short?)"));
+  }
+  EXPECT_TRUE(output::snapshot_from_wire_text(text).ok());
+}
+
+}  // namespace
+}  // namespace gpureap
