@@ -16,7 +16,8 @@ jobs=${FUZZ_JOBS:-$(nproc)}
 build=build-fuzz
 
 all_targets=(fuzz_proc_stat fuzz_proc_status fuzz_proc_cgroup fuzz_proc_devices fuzz_nvml_records
-             fuzz_daemon_config fuzz_duration fuzz_byte_size fuzz_http_query fuzz_drm_fdinfo)
+             fuzz_daemon_config fuzz_duration fuzz_byte_size fuzz_http_query fuzz_drm_fdinfo
+             fuzz_snapshot_wire)
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=("${all_targets[@]}")
 
@@ -83,6 +84,11 @@ literal_seeds fuzz_http_query 10m 1700000000 1700000000.25 2024-05-01T12:00:00Z 
   'GET /api/v1/history?gpu=0&since=10m HTTP/1.1\r\nHost: node\r\nAuthorization: Bearer s3cret-token\r\n\r\n' \
   'GET /metrics HTTP/1.0\n\n' \
   'HEAD /api/v1/history?since=2024-05-01T12%3A00%3A00Z&gpu=1 HTTP/1.1\r\nX-Echo: a+b\r\n\r\n'
+# The snapshot wire form: JSON is decoded as it is; other bytes edit a valid document (see the
+# target): walk down by bytes below 0xc0, then replace (or, with 0xf0 and above, erase).
+literal_seeds fuzz_snapshot_wire '{"wire":1}' '{"wire":2,"proc":{}}' '[]' \
+  '\x04\x00\x00\x00\x02\x00' '\x04\x01\x00\x01\x00\x05' '\x03\x00\xf5' '\x04\x00\x01\x00\x00\x0b' \
+  '\x03\x01\x00\x00\x00\x00\x00\x01\x05\x04\x00\x00\x01\x00\x02'
 # NVML: header (version, count, flags, total memory, pid_max; fuzz_nvml_records.cpp), then records.
 v2_record='\xd2\x04\x00\x00\x00\x00\x00\x00\x00\x00\x10\x00\x00\x00\x00\x00\xff\xff\xff\xff\xff\xff\xff\xff'
 literal_seeds fuzz_nvml_records \

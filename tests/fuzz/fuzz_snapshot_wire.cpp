@@ -18,8 +18,14 @@ json valid_document() {
   core::ProcView v;
   core::HostProcess init;
   init.stat = {1, "init", 'S', 0, 1, 1, 0, 10, 1, 100};
-  init.details = core::ProcessDetails{{"/sbin/init"}, 0, 0, "root", {1}, std::nullopt,
-                                      std::nullopt, core::ExecutableFile{"/sbin/init", true}};
+  init.details = core::ProcessDetails{{"/sbin/init"},
+                                      0,
+                                      0,
+                                      "root",
+                                      {1},
+                                      std::nullopt,
+                                      std::nullopt,
+                                      core::ExecutableFile{"/sbin/init", true}};
   core::HostProcess worker;
   worker.stat = {301, "w\xff", 'T', 1, 300, 300, 0, 99, 2, 5};
   worker.details = core::ProcessDetails{
@@ -59,18 +65,30 @@ json valid_document() {
 
 json replacement(uint8_t b) {
   switch (b % 12) {
-    case 0: return nullptr;
-    case 1: return -1;
-    case 2: return std::numeric_limits<uint64_t>::max();
-    case 3: return std::numeric_limits<int64_t>::min();
-    case 4: return "x";
-    case 5: return json{{"hex", "zz"}};
-    case 6: return json::array();
-    case 7: return json::object();
-    case 8: return 1.5;
-    case 9: return true;
-    case 10: return 2;
-    default: return "nan";
+    case 0:
+      return nullptr;
+    case 1:
+      return -1;
+    case 2:
+      return std::numeric_limits<uint64_t>::max();
+    case 3:
+      return std::numeric_limits<int64_t>::min();
+    case 4:
+      return "x";
+    case 5:
+      return json{{"hex", "zz"}};
+    case 6:
+      return json::array();
+    case 7:
+      return json::object();
+    case 8:
+      return 1.5;
+    case 9:
+      return true;
+    case 10:
+      return 2;
+    default:
+      return "nan";
   }
 }
 
