@@ -15,6 +15,7 @@ using nlohmann::json;
 
 struct WireError {
   std::string message;
+  bool other_version = false;  // the document is of another wire version
 };
 
 [[noreturn]] void fail(const std::string& path, const std::string& what) {
@@ -338,8 +339,9 @@ core::Snapshot snapshot(const json& v) {
   // The version first: a peer of another version may lack or rename any other field.
   const auto version = integer<int64_t>(o.at("wire"), "wire");
   if (version != kSnapshotWireVersion)
-    fail("wire", "version " + std::to_string(version) + ", this gpureap reads version " +
-                     std::to_string(kSnapshotWireVersion));
+    throw WireError{"wire: version " + std::to_string(version) + ", this gpureap reads version " +
+                        std::to_string(kSnapshotWireVersion),
+                    true};
   const auto ns = std::chrono::nanoseconds(integer<int64_t>(o.at("timestamp_ns"), "timestamp_ns"));
   auto hostname = bytes(o.at("hostname"), "hostname");
   auto reading = driver_reading(o.at("drivers"), "drivers");
@@ -362,7 +364,7 @@ core::Result<core::Snapshot> snapshot_from_wire(const json& wire) {
   try {
     return snapshot(wire);
   } catch (const WireError& e) {
-    return wire_error(e.message, e.message.rfind("wire: version", 0) == 0);
+    return wire_error(e.message, e.other_version);
   } catch (const std::exception& e) {  // e.g. out of memory for a huge document
     return wire_error(e.what());
   }
