@@ -5,10 +5,12 @@
 #include <thread>
 
 #include "cli/cmd_kill.h"
+#include "cli/daemon_client.h"
 #include "core/duration.h"
 #include "doctor/diagnose.h"
 #include "doctor/fixable.h"
 #include "doctor/settle.h"
+#include "output/doctor_command.h"
 #include "output/doctor_view.h"
 #include "output/snapshot_json.h"
 #include "reap/collector_world.h"
@@ -17,11 +19,10 @@
 namespace gpureap::cli {
 namespace {
 
-int exit_code(doctor::Severity worst) {
-  return worst == doctor::Severity::Critical  ? kDoctorCritical
-         : worst == doctor::Severity::Warning ? kDoctorWarnings
-                                              : kDoctorHealthy;
-}
+static_assert(output::kDoctorExitHealthy == kDoctorHealthy &&
+              output::kDoctorExitWarnings == kDoctorWarnings &&
+              output::kDoctorExitCritical == kDoctorCritical &&
+              output::kDoctorExitDriverTimeout == kExitDriverTimeout);
 
 // The options, checked before anything is collected.
 struct DoctorRun {
@@ -101,6 +102,22 @@ class Doctor {
   const collect::Collector& collector_;
 };
 
+// The daemon answers a doctor without --fix (a fix signals from here, on this command's own
+// view) when it may (cli/daemon_client.h).
+std::optional<daemon::Answer> from_daemon(const GlobalOptions& g, const DoctorOptions& o,
+                                          const DoctorRun& run) {
+  if (o.fix) return std::nullopt;
+  auto path = daemon_socket(g, o.no_daemon);
+  if (!path) return std::nullopt;
+  daemon::DoctorRequest request{.json = g.json,
+                                .gpu = o.gpu,
+                                .settle = run.settle,
+                                .only = o.only,
+                                .unattributed_threshold = o.unattributed_threshold,
+                                .color = output::Style::for_stdout(g.no_color).enabled()};
+  return ask_daemon(*path, request);
+}
+
 }  // namespace
 
 CLI::App* add_doctor_command(CLI::App& app, DoctorOptions& o) {
@@ -121,6 +138,9 @@ CLI::App* add_doctor_command(CLI::App& app, DoctorOptions& o) {
   cmd->add_flag("--fix", o.fix,
                 "apply the safe remedies through the reaper, after showing the plan");
   cmd->add_flag("-y,--yes", o.yes, "with --fix: do not ask for confirmation");
+  cmd->add_flag("--no-daemon", o.no_daemon,
+                "diagnose from this command's own samples even when the gpureap daemon could "
+                "answer");
   return cmd;
 }
 
@@ -130,6 +150,8 @@ int run_doctor(const GlobalOptions& g, const DoctorOptions& o) {
     fail(run.error());
     return kDoctorCannotRun;
   }
+  if (auto answer = from_daemon(g, o, *run))
+    return print_command_output(answer->output, answer->warnings, answer->exit_code);
   auto collector = open_collector(g);
   if (!collector) {
     fail(collector.error());
@@ -152,17 +174,14 @@ int run_doctor(const GlobalOptions& g, const DoctorOptions& o) {
       findings = doc.diagnose(last, last);
       if (!g.json) std::cout << "\nAfter the fix:\n";
     } else if (!g.json) {
-      return exit_code(doctor::worst(findings));  // the findings are on the screen already
+      return output::doctor_exit_code(
+          doctor::worst(findings));  // the findings are on the screen already
     }
   }
-  if (g.json)
-    std::cout << output::dump_json(output::doctor_to_json(last, findings)) << "\n";
-  else
-    std::cout << output::render_doctor(last, findings, output::Style::for_stdout(g.no_color),
-                                       o.gpu);
-  std::cout << std::flush;
-  if (report_driver_timeout(last)) return kExitDriverTimeout;
-  return exit_code(doctor::worst(findings));
+  auto rendered = output::render_doctor_command(
+      last, findings,
+      {.json = g.json, .color = output::Style::for_stdout(g.no_color).enabled(), .gpu = o.gpu});
+  return print_command_output(rendered.out, rendered.err, rendered.exit_code);
 }
 
 }  // namespace gpureap::cli

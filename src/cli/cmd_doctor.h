@@ -14,6 +14,7 @@ struct DoctorOptions {
   std::vector<std::string> only;  // finding codes to keep; empty: all
   bool fix = false;
   bool yes = false;
+  bool no_daemon = false;
   std::optional<std::string> unattributed_threshold;  // "1GiB", "2%", "1GiB,2%"
 };
 

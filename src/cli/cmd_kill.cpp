@@ -7,6 +7,7 @@
 #include <iostream>
 
 #include "cli/confirm.h"
+#include "cli/kernel_releases.h"
 #include "core/duration.h"
 #include "output/snapshot_json.h"
 #include "output/view_incomplete.h"
@@ -103,6 +104,13 @@ struct PlanDialog {
   }
 };
 
+std::vector<pid_t> signalled(const reap::Plan& plan) {
+  std::vector<pid_t> pids;
+  for (const auto& t : plan.targets)
+    if (t.action == reap::Action::Signal) pids.push_back(t.pid);
+  return pids;
+}
+
 }  // namespace
 
 CLI::App* add_kill_command(CLI::App& app, KillOptions& o) {
@@ -174,14 +182,19 @@ KillRun kill_on_snapshot(const GlobalOptions& g, const KillOptions& o, const rea
       started);
   if (!reaped) return {false, fail(reaped.error())};
   if (!reaped->carried_out) return {false, dialog.declined};
-  if (g.json)
-    std::cout << output::dump_json(
-                     reap::kill_to_json(snapshot, reaped->plan, *settings, &reaped->report))
-              << "\n";
-  else
+  const auto& report = reaped->report;
+  auto kernel = kernel_releases(signalled(reaped->plan),
+                                report.timing.signalled.value_or(report.timing.started));
+  if (g.json) {
+    auto doc = reap::kill_to_json(snapshot, reaped->plan, *settings, &report);
+    doc["kernel_releases"] = kernel_releases_json(kernel);
+    std::cout << output::dump_json(doc) << "\n";
+  } else {
     out << "\n"
-        << reap::render_results(reaped->plan, reaped->report, dialog.style, terminal_width());
-  return {true, reaped->report.exit_code};
+        << reap::render_results(reaped->plan, report, dialog.style, terminal_width())
+        << kernel_releases_text(kernel, report);
+  }
+  return {true, report.exit_code};
 }
 
 }  // namespace gpureap::cli

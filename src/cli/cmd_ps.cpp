@@ -16,24 +16,13 @@ namespace {
 
 static_assert(output::kPsExitDriverTimeout == kExitDriverTimeout);
 
-// What the daemon and the scan print is the same text; only where it came from differs.
-int print(const std::string& out, const std::vector<std::string>& err, int exit_code) {
-  for (const auto& line : err) std::cerr << line << "\n";
-  std::cout << out << std::flush;
-  return exit_code;
-}
-
-// The daemon answers for this machine's own roots with its own driver: only a plain `ps`
-// asks it, and only when a socket is named (GPUREAP_DAEMON_SOCKET="" names none).
-std::optional<daemon::PsAnswer> from_daemon(const GlobalOptions& g, const PsOptions& o,
-                                            const output::PsRenderOptions& render) {
-  if (o.no_daemon || g.roots_given) return std::nullopt;
-  // A malformed option is an error whoever would answer: the scan path reports it.
-  auto timeout = core::parse_duration(g.driver_timeout);
-  if (!timeout || timeout->count() <= 0) return std::nullopt;
-  std::string path = daemon::default_local_socket();
-  if (path.empty()) return std::nullopt;
-  return ask_daemon(path, {render.format, render.tree, render.width, render.color});
+// The daemon answers only a plain `ps` (not --watch) when it may (cli/daemon_client.h).
+std::optional<daemon::Answer> from_daemon(const GlobalOptions& g, const PsOptions& o,
+                                          const output::PsRenderOptions& render) {
+  auto path = daemon_socket(g, o.no_daemon);
+  if (!path) return std::nullopt;
+  return ask_daemon(*path,
+                    daemon::PsRequest{render.format, render.tree, render.width, render.color});
 }
 
 // The options checked and the collector opened here; the loop is tui's.
@@ -90,11 +79,11 @@ int run_ps(const GlobalOptions& g, const PsOptions& o) {
                                  .width = terminal_width(),
                                  .color = output::Style::for_stdout(g.no_color).enabled()};
   if (auto answer = from_daemon(g, o, render))
-    return print(answer->output, answer->warnings, answer->exit_code);
+    return print_command_output(answer->output, answer->warnings, answer->exit_code);
   auto collector = open_collector(g);
   if (!collector) return fail(collector.error());
   auto rendered = output::render_ps_command(collector->collect(), render);
-  return print(rendered.out, rendered.err, rendered.exit_code);
+  return print_command_output(rendered.out, rendered.err, rendered.exit_code);
 }
 
 }  // namespace gpureap::cli

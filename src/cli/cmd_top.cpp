@@ -6,12 +6,31 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "cli/daemon_client.h"
 #include "core/duration.h"
+#include "output/snapshot_wire.h"
 #include "reap/arguments.h"
 #include "reap/pipeline.h"
 #include "tui/top.h"
 
 namespace gpureap::cli {
+namespace {
+
+// The daemon's latest snapshot, rebuilt here from its inputs (output/snapshot_wire.h); empty on
+// any failure, and top samples on its own.
+tui::SnapshotFetch daemon_fetch(const GlobalOptions& g, const TopOptions& o) {
+  auto path = daemon_socket(g, o.no_daemon);
+  if (!path) return {};
+  return [path = *path]() -> std::optional<core::Snapshot> {
+    auto answer = ask_daemon(path, daemon::SnapshotRequest{});
+    if (!answer) return std::nullopt;
+    auto snapshot = output::snapshot_from_wire_text(answer->output);
+    if (!snapshot) return std::nullopt;
+    return std::move(*snapshot);
+  };
+}
+
+}  // namespace
 
 CLI::App* add_top_command(CLI::App& app, TopOptions& o) {
   auto* top =
@@ -19,6 +38,8 @@ CLI::App* add_top_command(CLI::App& app, TopOptions& o) {
   top->add_option("-d,--delay", o.delay, "refresh interval (500ms, 1s, 2s)")->capture_default_str();
   top->add_flag("--readonly", o.readonly, "disable every action (k does nothing)");
   top->add_flag("--no-mouse", o.no_mouse, "leave the mouse to the terminal (text selection)");
+  top->add_flag("--no-daemon", o.no_daemon,
+                "sample /proc and the drivers here even when the gpureap daemon could answer");
   top->add_option("--grace", o.grace, "for kills: wait this long after SIGTERM before SIGKILL")
       ->capture_default_str();
   top->add_option("--wait-release", o.wait_release,
@@ -49,6 +70,7 @@ int run_top(const GlobalOptions& g, const TopOptions& o) {
   config.kill.verify.wait_release = *wait;
   config.readonly = o.readonly;
   config.mouse = !o.no_mouse;
+  config.from_daemon = daemon_fetch(g, o);
   const char* no_color = std::getenv("NO_COLOR");
   config.color = !g.no_color && !(no_color && *no_color);
   auto collector = open_collector(g);

@@ -10,6 +10,7 @@ struct TopOptions {
   std::string delay = "1s";
   bool readonly = false;
   bool no_mouse = false;
+  bool no_daemon = false;
   std::string grace = "10s";
   std::string wait_release = "60s";
 };

@@ -6,7 +6,9 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <iostream>
 
+#include "core/duration.h"
 #include "daemon/local_socket.h"
 
 namespace gpureap::cli {
@@ -91,9 +93,8 @@ std::optional<std::string> receive_all(int fd, Clock::time_point deadline) {
 
 }  // namespace
 
-std::optional<daemon::PsAnswer> ask_daemon(const std::string& path,
-                                           const daemon::PsRequest& request,
-                                           std::chrono::milliseconds within) {
+std::optional<daemon::Answer> ask_daemon(const std::string& path, const daemon::Request& request,
+                                         std::chrono::milliseconds within) {
   const auto deadline = Clock::now() + within;
   Fd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
   if (fd.get() < 0 || !connect_within(fd.get(), path, within) ||
@@ -109,6 +110,22 @@ std::optional<daemon::PsAnswer> ask_daemon(const std::string& path,
   auto answer = daemon::parse_answer(*text);
   if (!answer) return std::nullopt;
   return std::move(*answer);
+}
+
+std::optional<std::string> daemon_socket(const GlobalOptions& g, bool no_daemon) {
+  if (no_daemon || g.roots_given) return std::nullopt;
+  auto timeout = core::parse_duration(g.driver_timeout);
+  if (!timeout || timeout->count() <= 0) return std::nullopt;
+  std::string path = daemon::default_local_socket();
+  if (path.empty()) return std::nullopt;
+  return path;
+}
+
+int print_command_output(const std::string& out, const std::vector<std::string>& err,
+                         int exit_code) {
+  for (const auto& line : err) std::cerr << line << "\n";
+  std::cout << out << std::flush;
+  return exit_code;
 }
 
 }  // namespace gpureap::cli

@@ -1,20 +1,32 @@
 #pragma once
-// `gpureap ps` asking the node's daemon (its local socket, daemon/ps_protocol.h) instead of
+// A command asking the node's daemon (its local socket, daemon/local_protocol.h) instead of
 // scanning: the daemon has the answer ready, and sees what a user cannot (other users'
 // processes) when it runs as root.
 #include <chrono>
 #include <optional>
 #include <string>
 
-#include "daemon/ps_protocol.h"
+#include "cli/global_options.h"
+#include "daemon/local_protocol.h"
 
 namespace gpureap::cli {
 
 // The daemon's answer, or empty on any failure: no socket, refused, a server that is neither
 // root nor this user, no full answer `within`, a malformed answer or ok:false. The caller then
 // scans on its own, and says nothing: a node without a daemon is normal.
-std::optional<daemon::PsAnswer> ask_daemon(
-    const std::string& socket_path, const daemon::PsRequest& request,
+std::optional<daemon::Answer> ask_daemon(
+    const std::string& socket_path, const daemon::Request& request,
     std::chrono::milliseconds within = std::chrono::milliseconds(2000));
+
+// The daemon's socket when it may answer for these options, else empty: not with `no_daemon`
+// (--no-daemon), not for roots the user named (the daemon answers for this machine's own, with
+// its own driver), not with a malformed --driver-timeout (the command's own run reports it),
+// not when GPUREAP_DAEMON_SOCKET="" names none.
+std::optional<std::string> daemon_socket(const GlobalOptions& global, bool no_daemon);
+
+// Prints what the daemon or the command's own run made of a snapshot: stderr lines first, then
+// stdout; returns the exit status.
+int print_command_output(const std::string& out, const std::vector<std::string>& err,
+                         int exit_code);
 
 }  // namespace gpureap::cli

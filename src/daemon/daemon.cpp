@@ -20,8 +20,8 @@
 #include "daemon/config.h"
 #include "daemon/holder_tracking.h"
 #include "daemon/http_content.h"
-#include "daemon/ps_protocol.h"
-#include "daemon/ps_server.h"
+#include "daemon/local_protocol.h"
+#include "daemon/local_server.h"
 #include "daemon/sample_publisher.h"
 #include "daemon/sd_notify.h"
 #include "engine/engine.h"
@@ -212,7 +212,7 @@ class Daemon {
       tick(live);
     }
     notifier_.stopping();
-    if (ps_server_) ps_server_->stop();
+    if (local_server_) local_server_->stop();
     server_->stop();
     if (tracker_) tracker_->stop();
     engine_.stop();
@@ -253,17 +253,18 @@ class Daemon {
   // The local socket is a convenience for `gpureap ps` on this node: when it cannot be served
   // the daemon says so once and goes on (ps then scans on its own), unlike the HTTP port.
   void serve_local_socket(const std::string& path) {
-    if (ps_server_) ps_server_->stop();
-    ps_server_.reset();
+    if (local_server_) local_server_->stop();
+    local_server_.reset();
     if (path.empty()) return;
-    auto server = PsServer::start(path, *samples_);
+    auto server = LocalServer::start(path, *samples_, tracker_);
     if (!server) {
-      base::log_warning(server.error().text() +
-                        "; serving without it (`gpureap ps` scans on its own)");
+      base::log_warning(
+          server.error().text() +
+          "; serving without it (`gpureap ps`, `doctor` and `top` scan on their own)");
       return;
     }
-    ps_server_ = std::move(*server);
-    base::log_info("serving `gpureap ps` on " + path);
+    local_server_ = std::move(*server);
+    base::log_info("serving `gpureap ps`, `doctor` and `top` on " + path);
   }
 
   // The next signal, or 0 after a while: often enough for systemd's watchdog, and briefly
@@ -334,7 +335,7 @@ class Daemon {
     }
     server_->set_token(next->auth_token);
     // Another path moves the socket; the same one is retried if it could not be served.
-    if (local_socket(*next) != local_socket(config_) || !ps_server_)
+    if (local_socket(*next) != local_socket(config_) || !local_server_)
       serve_local_socket(local_socket(*next));
     engine_.apply(cadence(*next, tracker_.get()));
     samples_->apply(publish_settings(*next));
@@ -367,7 +368,7 @@ class Daemon {
   Notifier notifier_;
   std::shared_ptr<alert::AlertConsumer> alerts_;
   std::unique_ptr<exporter::HttpServer> server_;
-  std::unique_ptr<PsServer> ps_server_;  // null: no local socket
+  std::unique_ptr<LocalServer> local_server_;  // null: no local socket
   std::shared_ptr<audit::AuditLog> audit_;
   std::shared_ptr<backend::BackendSet> acting_backends_;
   std::shared_ptr<policy::PolicyRunner> policies_;

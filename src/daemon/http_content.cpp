@@ -1,5 +1,6 @@
 #include "daemon/http_content.h"
 
+#include "daemon/releases_document.h"
 #include "export/history_json.h"
 #include "output/doctor_view.h"
 #include "output/snapshot_json.h"
@@ -68,28 +69,8 @@ exporter::Reply HttpContent::policies() {
               "\n"};
 }
 
-namespace {
-
-// The final closes the tracker kept since `since`, oldest first; none without events.
-nlohmann::json releases_json(const HolderTracker* tracker,
-                             std::chrono::system_clock::time_point since) {
-  nlohmann::json list = nlohmann::json::array();
-  if (tracker)
-    for (const auto& r : tracker->releases())
-      if (r.at >= since)
-        list.push_back({{"path", r.path}, {"pid", r.pid}, {"at", text::iso8601_utc(r.at)}});
-  return list;
-}
-
-}  // namespace
-
-// gpureap.releases/v1: every final close the tracker kept, oldest first. Without events (the
-// kernel refused them, or holder_events = false) the list is empty and `tracking` says so.
 exporter::Reply HttpContent::releases() {
-  nlohmann::json doc{{"schema", "gpureap.releases/v1"},
-                     {"tracking", tracker_ ? "events" : "scans"},
-                     {"releases", releases_json(tracker_.get(), {})}};
-  return {200, kJson, output::dump_json(doc) + "\n"};
+  return {200, kJson, output::dump_json(releases_document(tracker_.get())) + "\n"};
 }
 
 exporter::Reply HttpContent::history(const exporter::HistoryRequest& request) {

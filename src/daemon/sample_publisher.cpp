@@ -75,7 +75,8 @@ void SamplePublisher::on_collection(const engine::Collection& c) {
   sample->holder_scan = c.holder_scan;
   sample->full_scan = c.full_scan;
   sample->snapshot = c.snapshot;
-  if (auto before = latest()) sample->previous = before->snapshot;
+  auto before = latest();
+  if (before) sample->previous = before->snapshot;
   history_->record(*sample->snapshot);
 
   doctor::DoctorInput input{sample->previous ? *sample->previous : *sample->snapshot,
@@ -95,6 +96,16 @@ void SamplePublisher::on_collection(const engine::Collection& c) {
   for (const auto& consumer : consumers_) consumer->add_metrics(families);
   sample->metrics_text = exporter::render(families);
   sample->taken = Clock::now();
+  sample->ipc_residue = c.ipc_residue;
+  if (anchors_.empty() || sample->taken - anchors_.back().taken >= kSettleSpacing) {
+    anchors_.push_back({sample->taken, sample->snapshot});
+    if (anchors_.size() > kSettleAnchors) anchors_.erase(anchors_.begin());
+  }
+  // The sample before first: with an `interval` longer than --settle it is the one to take.
+  if (before) sample->earlier.push_back({before->taken, before->snapshot});
+  for (auto a = anchors_.rbegin(); a != anchors_.rend(); ++a)
+    if (a->snapshot != sample->snapshot && (!before || a->snapshot != before->snapshot))
+      sample->earlier.push_back(*a);
 
   std::shared_ptr<const engine::Sample> published = sample;
   {

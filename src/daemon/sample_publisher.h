@@ -24,6 +24,12 @@ struct PublishSettings {
 
 class SamplePublisher final : public engine::CollectionConsumer {
  public:
+  // Every sample carries kSettleAnchors earlier snapshots, each at least kSettleSpacing after
+  // the one before: `doctor` through the daemon gets a first sample at least --settle old for
+  // any settle up to (kSettleAnchors - 1) × kSettleSpacing, for the price of a few snapshots.
+  static constexpr std::chrono::milliseconds kSettleSpacing{5000};
+  static constexpr size_t kSettleAnchors = 4;
+
   SamplePublisher(PublishSettings settings, std::shared_ptr<history::History> history);
 
   // Before the engine starts: consumers are called in the order added.
@@ -51,7 +57,9 @@ class SamplePublisher final : public engine::CollectionConsumer {
   std::shared_ptr<const engine::Sample> latest_;
   std::atomic<std::chrono::steady_clock::rep> progress_{0};
 
-  std::optional<bool> driver_was_up_;  // only the engine's thread touches it
+  // Only the engine's thread touches these.
+  std::optional<bool> driver_was_up_;
+  std::vector<engine::TimedSnapshot> anchors_;  // oldest first
 };
 
 }  // namespace gpureap::daemon

@@ -11,12 +11,19 @@
 #include "core/snapshot.h"
 #include "doctor/finding.h"
 #include "export/prometheus_text.h"
+#include "procfs/ipc_residue.h"
 
 namespace gpureap::history {
 class History;
 }  // namespace gpureap::history
 
 namespace gpureap::engine {
+
+// An earlier sample's snapshot and when it was taken.
+struct TimedSnapshot {
+  std::chrono::steady_clock::time_point taken;
+  std::shared_ptr<const core::Snapshot> snapshot;
+};
 
 struct Sample {
   uint64_t sequence = 0;  // 1 for the first sample
@@ -28,6 +35,19 @@ struct Sample {
   bool full_scan = false;                          // ... reading every process's fd table
   std::string metrics_text;                        // the /metrics body, rendered once per sample
   std::chrono::steady_clock::time_point taken;
+  // A few earlier snapshots, spaced out and newest first, so `doctor` can be answered with a
+  // first sample taken --settle before this one (daemon/sample_publisher.h says how far back).
+  std::vector<TimedSnapshot> earlier;
+  std::shared_ptr<const procfs::IpcResidue> ipc_residue;  // as of the latest check; may be null
+
+  // The newest snapshot taken at least `age` before this sample (this one for zero); null when
+  // none is kept from that long ago.
+  const core::Snapshot* taken_before(std::chrono::milliseconds age) const {
+    if (age.count() <= 0) return snapshot.get();
+    for (const auto& e : earlier)
+      if (taken - e.taken >= age) return e.snapshot.get();
+    return nullptr;
+  }
 };
 
 // Something that acts on every sample, on the sampling engine's thread, after it is published. It

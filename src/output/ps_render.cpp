@@ -1,23 +1,11 @@
 #include "output/ps_render.h"
 
-#include <fmt/format.h>
-
 #include "output/ps_view.h"
 #include "output/snapshot_json.h"
 #include "output/view_incomplete.h"
 #include "text/escape.h"
 
 namespace gpureap::output {
-namespace {
-
-// README's `source` field: which of the two paths answered, so a script can tell.
-nlohmann::json source_json(const PsRenderOptions& o) {
-  if (!o.daemon_age) return {{"kind", "scan"}};
-  return {{"kind", "daemon"}, {"age_ms", o.daemon_age->count()}};
-}
-
-}  // namespace
-
 std::vector<std::string> driver_timeout_lines(const core::Snapshot& s) {
   std::vector<std::string> lines;
   for (const auto& b : s.drivers.backends) {
@@ -27,11 +15,6 @@ std::vector<std::string> driver_timeout_lines(const core::Snapshot& s) {
   }
   if (!lines.empty()) lines.push_back("  what is shown comes from /proc alone (exit status 4)");
   return lines;
-}
-
-std::string daemon_source_line(std::chrono::milliseconds age) {
-  return fmt::format("(from the gpureap daemon, snapshot {:.1f} s old)",
-                     static_cast<double>(age.count()) / 1000.0);
 }
 
 PsRendered render_ps_command(const core::Snapshot& s, const PsRenderOptions& o) {
@@ -44,7 +27,7 @@ PsRendered render_ps_command(const core::Snapshot& s, const PsRenderOptions& o) 
   switch (o.format) {
     case PsFormat::Json: {
       auto doc = snapshot_to_json(s);
-      doc["source"] = source_json(o);
+      doc["source"] = source_json(o.daemon_age);
       r.out = dump_json(doc) + "\n";
       break;
     }

@@ -1,13 +1,14 @@
 #pragma once
-// Everything `gpureap ps` prints for one snapshot: its stdout text, its stderr lines and its
-// exit status. The command's own scan and the daemon's local socket both render through here,
-// so the answer a daemon gives is the one `ps` would have printed itself.
+// Everything `gpureap ps` prints for one snapshot (output/command_output.h): the command's own
+// scan and the daemon's local socket both render through here, so the answer a daemon gives is
+// the one `ps` would have printed itself.
 #include <chrono>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "core/snapshot.h"
+#include "output/command_output.h"
 
 namespace gpureap::output {
 
@@ -23,22 +24,16 @@ struct PsRenderOptions {
   bool color = false;
   // Where the snapshot came from: the daemon's latest sample, this old; empty: the command's
   // own scan. The table ends with a dim line naming the daemon, the JSON has "source".
-  std::optional<std::chrono::milliseconds> daemon_age;
+  DaemonAge daemon_age;
 };
 
-struct PsRendered {
-  std::string out;               // stdout, exactly
-  std::vector<std::string> err;  // stderr, one line each, without the newline
-  int exit_code = 0;             // 0, or kPsExitDriverTimeout
-};
+// Its exit status: 0, or kPsExitDriverTimeout.
+using PsRendered = CommandOutput;
 
 PsRendered render_ps_command(const core::Snapshot& snapshot, const PsRenderOptions& options);
 
 // What a command says on stderr when a driver did not answer for this snapshot (each such
 // backend's error, then why the output is /proc alone); empty when every driver answered.
 std::vector<std::string> driver_timeout_lines(const core::Snapshot& snapshot);
-
-// "(from the gpureap daemon, snapshot 0.4 s old)".
-std::string daemon_source_line(std::chrono::milliseconds age);
 
 }  // namespace gpureap::output

@@ -47,6 +47,7 @@ struct SamplingStatus {
   std::optional<std::chrono::seconds> driver_stuck;  // an NVML call has been blocked this long
   std::optional<std::chrono::seconds> stalled;       // no new sample for this long
   std::optional<std::string> error;                  // the last collection failed
+  bool from_daemon = false;                          // the daemon's snapshots are shown
 };
 
 struct TopSettings {

@@ -303,6 +303,7 @@ void TopModel::add_sampling_status(Line& st) const {
                        sampling_.stalled->count()),
            Role::Error);
   if (sampling_.error) st.add(text::terminal_safe(*sampling_.error) + "  ", Role::Error);
+  if (sampling_.from_daemon) st.add("from the gpureap daemon  ", Role::Dim);
 }
 
 // The filters and view modes in effect, and how many rows they leave.

@@ -27,7 +27,8 @@ SamplingStatus sampling_status(const engine::Engine& engine, const engine::Publi
 }
 
 bool same(const SamplingStatus& a, const SamplingStatus& b) {
-  return a.driver_stuck == b.driver_stuck && a.stalled == b.stalled && a.error == b.error;
+  return a.driver_stuck == b.driver_stuck && a.stalled == b.stalled && a.error == b.error &&
+         a.from_daemon == b.from_daemon;
 }
 
 class Loop {
@@ -47,12 +48,23 @@ class Loop {
   TopResult run() {
     auto [w, h] = term_.size();
     model_.set_size(w, h);
-    engine_.start();
+    if (config_.from_daemon) {
+      feed_ = std::make_unique<DaemonFeed>(config_.from_daemon, collector_, config_.interval);
+      if (!feed_->start()) feed_.reset();
+    }
+    if (!feed_) engine_.start();
     bool dirty = true;
     uint64_t rounds = 0;
     SamplingStatus status;
     while (!Terminal::interrupted()) {
-      engine::Published published = engine_.published();
+      if (feed_ && feed_->failed()) {
+        feed_.reset();
+        engine_.start();
+        rounds = ~uint64_t{0};  // the engine counts its own rounds from zero
+        model_.set_message("the gpureap daemon stopped answering: top samples on its own now",
+                           Role::Warn);
+      }
+      engine::Published published = feed_ ? feed_->published() : engine_.published();
       if (published.rounds != rounds) {
         rounds = published.rounds;
         if (!published.error && published.latest) {
@@ -62,6 +74,7 @@ class Loop {
         dirty = true;
       }
       auto st = sampling_status(engine_, published, config_.interval);
+      st.from_daemon = feed_ != nullptr;
       if (!same(st, status)) {
         status = st;
         model_.set_sampling(st);
@@ -91,6 +104,7 @@ class Loop {
       if (effect.kind == Effect::ExecuteKill) execute();
     }
     term_.close();
+    feed_.reset();
     TopResult result;
     bool joined = engine_.stop(std::chrono::milliseconds(500));
     bool job_running = job_ && !job_->finished();
@@ -133,7 +147,11 @@ class Loop {
         model_.show_outcome(outcome_lines(job_->plan(), report, width),
                             report.exit_code == reap::kExitReleased);
       job_.reset();
-      engine_.wake();  // show the table without the killed processes at once
+      // Show the table without the killed processes at once.
+      if (feed_)
+        feed_->wake();
+      else
+        engine_.wake();
       return true;
     }
     std::string progress = job_->progress();
@@ -148,7 +166,8 @@ class Loop {
   std::shared_ptr<backend::BackendSet> backend_;
   const TopConfig& config_;
   Terminal& term_;
-  engine::Engine engine_;
+  engine::Engine engine_;             // not started while the daemon's feed answers
+  std::unique_ptr<DaemonFeed> feed_;  // null: the engine samples
   TopModel model_;
   std::optional<reap::Plan> plan_;
   std::unique_ptr<KillJob> job_;

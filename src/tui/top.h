@@ -9,6 +9,7 @@
 #include "backend/backend_set.h"
 #include "collect/collector.h"
 #include "core/result.h"
+#include "tui/daemon_feed.h"
 #include "tui/kill_job.h"
 
 namespace gpureap::tui {
@@ -22,6 +23,9 @@ struct TopConfig {
   bool color = true;
   bool mouse = true;
   KillConfig kill;
+  // The daemon's snapshots, when the cli may ask it (tui/daemon_feed.h); empty, or a daemon
+  // that does not answer: top's own engine samples.
+  SnapshotFetch from_daemon;
 };
 
 struct TopResult {

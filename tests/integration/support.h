@@ -298,6 +298,9 @@ namespace gpureap::testing {
 
 inline constexpr uint64_t GiB = 1ull << 30;
 
+// What a daemon logs once its local socket serves the commands; its path follows.
+inline const std::string kServingLocalSocket = "serving `gpureap ps`, `doctor` and `top` on ";
+
 }  // namespace gpureap::testing
 
 // Skips a test that needs the NVML test double when the build has none.

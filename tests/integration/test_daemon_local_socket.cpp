@@ -113,7 +113,7 @@ TEST(DaemonLocalSocket, PsJsonThroughTheDaemonIsTheScansDocument) {
   REQUIRE_DOUBLE();
   Machine m;
   DaemonProcess d(m.daemon_args(), m.nvml.env());
-  ASSERT_TRUE(d.wait_log("serving `gpureap ps` on " + m.socket)) << d.log();
+  ASSERT_TRUE(d.wait_log(kServingLocalSocket + m.socket)) << d.log();
   auto served = run_gpureap({"ps", "--json"}, m.client_env());
   ASSERT_EQ(served.exit_code, 0) << served.err;
   EXPECT_EQ(served.err, "");
@@ -132,7 +132,7 @@ TEST(DaemonLocalSocket, TableEndsWithTheDaemonLine) {
   REQUIRE_DOUBLE();
   Machine m;
   DaemonProcess d(m.daemon_args(), m.nvml.env());
-  ASSERT_TRUE(d.wait_log("serving `gpureap ps` on " + m.socket)) << d.log();
+  ASSERT_TRUE(d.wait_log(kServingLocalSocket + m.socket)) << d.log();
   auto r = run_gpureap({"ps"}, m.client_env());
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find(std::to_string(m.job.pid())), std::string::npos) << r.out;
@@ -158,7 +158,7 @@ TEST(DaemonLocalSocket, StoppedDaemonRemovesItsSocketAndPsScans) {
   REQUIRE_DOUBLE();
   Machine m;
   DaemonProcess d(m.daemon_args(), m.nvml.env());
-  ASSERT_TRUE(d.wait_log("serving `gpureap ps` on " + m.socket)) << d.log();
+  ASSERT_TRUE(d.wait_log(kServingLocalSocket + m.socket)) << d.log();
   ASSERT_TRUE(is_socket(m.socket));
   d.signal(SIGTERM);
   EXPECT_EQ(d.wait_exit(), 0) << d.log();
@@ -176,7 +176,7 @@ TEST(DaemonLocalSocket, StaleSocketOfAKilledDaemonIsReplaced) {
   Machine m;
   {
     DaemonProcess killed(m.daemon_args(), m.nvml.env());
-    ASSERT_TRUE(killed.wait_log("serving `gpureap ps` on " + m.socket)) << killed.log();
+    ASSERT_TRUE(killed.wait_log(kServingLocalSocket + m.socket)) << killed.log();
   }  // SIGKILL: the socket file stays, nothing answers on it
   ASSERT_TRUE(is_socket(m.socket));
   auto env = m.client_env();
@@ -187,7 +187,7 @@ TEST(DaemonLocalSocket, StaleSocketOfAKilledDaemonIsReplaced) {
   EXPECT_EQ(parse_output(r)["source"]["kind"], "scan");
 
   DaemonProcess d(m.daemon_args(), m.nvml.env());
-  ASSERT_TRUE(d.wait_log("serving `gpureap ps` on " + m.socket)) << d.log();
+  ASSERT_TRUE(d.wait_log(kServingLocalSocket + m.socket)) << d.log();
   EXPECT_EQ(run_json({"ps", "--json"}, m.client_env())["source"]["kind"], "daemon");
   // A second daemon on the same path leaves the first one's socket alone.
   DaemonProcess second(m.daemon_args(), m.nvml.env());
@@ -200,7 +200,7 @@ TEST(DaemonLocalSocket, RootOptionsBypassTheDaemon) {
   REQUIRE_DOUBLE();
   Machine m;
   DaemonProcess d(m.daemon_args(), m.nvml.env());
-  ASSERT_TRUE(d.wait_log("serving `gpureap ps` on " + m.socket)) << d.log();
+  ASSERT_TRUE(d.wait_log(kServingLocalSocket + m.socket)) << d.log();
   auto env = m.client_env();
   for (const auto& e : m.nvml.env()) env.push_back(e);
   auto doc = run_json({"ps", "--json", "--dev-root", m.dev.path()}, env);
@@ -231,7 +231,7 @@ TEST(DaemonLocalSocket, ParentIsCreatedAndTheSocketIsOwnerOnly) {
   Machine m;
   m.socket = m.run.file("sub/gpureap.sock");
   DaemonProcess d(m.daemon_args(), m.nvml.env());
-  ASSERT_TRUE(d.wait_log("serving `gpureap ps` on " + m.socket)) << d.log();
+  ASSERT_TRUE(d.wait_log(kServingLocalSocket + m.socket)) << d.log();
   struct stat dir {
   }, sock{};
   ASSERT_EQ(::stat(m.run.file("sub").c_str(), &dir), 0);
@@ -245,12 +245,13 @@ TEST(DaemonLocalSocket, MalformedRequestsGetOkFalse) {
   REQUIRE_DOUBLE();
   Machine m;
   DaemonProcess d(m.daemon_args(), m.nvml.env());
-  ASSERT_TRUE(d.wait_log("serving `gpureap ps` on " + m.socket)) << d.log();
+  ASSERT_TRUE(d.wait_log(kServingLocalSocket + m.socket)) << d.log();
   auto garbage = parse_answer(raw_exchange(m.socket, "GET / HTTP/1.1\r\n\r\n"));
   EXPECT_EQ(garbage, json({{"ok", false}, {"error", "bad request: not JSON"}}));
   auto unknown = parse_answer(raw_exchange(m.socket, "{\"command\":\"kill\"}\n"));
   EXPECT_EQ(unknown["ok"], false);
-  EXPECT_EQ(unknown["error"], "bad request: \"command\" must be \"ps\"");
+  EXPECT_EQ(unknown["error"],
+            "bad request: \"command\" must be \"ps\", \"doctor\", \"snapshot\" or \"releases\"");
   auto oversized = parse_answer(raw_exchange(m.socket, std::string(8192, '{')));
   EXPECT_EQ(oversized["error"], "bad request: longer than 4096 bytes");
   // A well-formed request: the raw protocol as documented.
@@ -266,7 +267,7 @@ TEST(DaemonLocalSocket, SilentClientDelaysNothingButItself) {
   REQUIRE_DOUBLE();
   Machine m;
   DaemonProcess d(m.daemon_args(), m.nvml.env());
-  ASSERT_TRUE(d.wait_log("serving `gpureap ps` on " + m.socket)) << d.log();
+  ASSERT_TRUE(d.wait_log(kServingLocalSocket + m.socket)) << d.log();
   std::string answer;
   std::thread silent([&] { answer = raw_exchange(m.socket, "", 10000); });
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
@@ -287,7 +288,7 @@ TEST(DaemonLocalSocket, OtherUsersAreNotServed) {
   Machine m;
   ASSERT_EQ(::chmod(m.run.path().c_str(), 0755), 0);
   DaemonProcess d(m.daemon_args("log_level = \"debug\"\n"), m.nvml.env());
-  ASSERT_TRUE(d.wait_log("serving `gpureap ps` on " + m.socket)) << d.log();
+  ASSERT_TRUE(d.wait_log(kServingLocalSocket + m.socket)) << d.log();
   auto env = m.client_env();
   env.push_back("GPUREAP_NVML_LIBRARY=" + kNoNvml);
   // The socket's mode keeps nobody out.
@@ -304,12 +305,12 @@ TEST(DaemonLocalSocket, ReloadMovesTheSocket) {
   REQUIRE_DOUBLE();
   Machine m;
   DaemonProcess d(m.daemon_args(), m.nvml.env());
-  ASSERT_TRUE(d.wait_log("serving `gpureap ps` on " + m.socket)) << d.log();
+  ASSERT_TRUE(d.wait_log(kServingLocalSocket + m.socket)) << d.log();
   std::string first = m.socket;
   m.socket = m.run.file("moved.sock");
   m.config();  // the same file, now naming the new path
   d.signal(SIGHUP);
-  ASSERT_TRUE(d.wait_log("serving `gpureap ps` on " + m.socket)) << d.log();
+  ASSERT_TRUE(d.wait_log(kServingLocalSocket + m.socket)) << d.log();
   EXPECT_FALSE(std::filesystem::exists(first));
   EXPECT_EQ(run_json({"ps", "--json"}, m.client_env())["source"]["kind"], "daemon");
 }

@@ -28,8 +28,10 @@ class DaemonTracking : public ::testing::Test {
     if (::geteuid() != 0) GTEST_SKIP() << "the kernel's events need root";
     std::ofstream(cfg_.file("config.toml"))
         << "interval = \"200ms\"\nholder_scan_interval = \"1h\"\nfull_scan_interval = \"1h\"\n"
-           "event_full_scan_interval = \"1h\"\n";
+           "event_full_scan_interval = \"1h\"\nlocal_socket = \""
+        << socket() << "\"\n";
   }
+  std::string socket() const { return cfg_.file("gpureap.sock"); }
 
   std::unique_ptr<DaemonProcess> daemon() {
     auto d = std::make_unique<DaemonProcess>(
@@ -125,6 +127,24 @@ TEST_F(DaemonTracking, TheLastCloseOfASharedFileIsRecordedWithTheWorkerThatHeldI
       << history["releases"].dump();
   EXPECT_FALSE(release["at"].get<std::string>().empty());
   EXPECT_TRUE(wait_until([&] { return !holds(*d, worker); }, 5000));
+}
+
+TEST_F(DaemonTracking, AKillIsDatedByTheKernelsFinalClose) {
+  auto d = daemon();
+  ASSERT_TRUE(d->wait_log(kServingLocalSocket + socket())) << d->log();
+  auto trainer = gone_trainer(dev_);
+  pid_t worker = trainer->worker;
+  ASSERT_TRUE(wait_until([&] { return holds(*d, worker); }, 5000)) << d->log();
+  auto r = run_gpureap(kill_args(dev_, {"--yes", "--grace", "2s", std::to_string(worker)}),
+                       {"GPUREAP_DAEMON_SOCKET=" + socket()});
+  auto doc = parse_output(r);
+  ASSERT_EQ(doc["plan"]["targets"].size(), 1u) << r.out << r.err;  // the worker alone
+  EXPECT_EQ(doc["plan"]["targets"][0]["pid"], worker);
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  ASSERT_TRUE(doc["kernel_releases"].is_array()) << r.out;
+  ASSERT_EQ(doc["kernel_releases"].size(), 1u) << doc.dump(1) << d->get("/api/v1/releases").body;
+  EXPECT_EQ(doc["kernel_releases"][0]["pid"], worker);
+  EXPECT_EQ(doc["kernel_releases"][0]["path"], dev_.dev("nvidia0"));
 }
 
 TEST_F(DaemonTracking, ABurstOfOpensEndsWithTheRightHolders) {

@@ -1,18 +1,25 @@
 #pragma once
-// What `gpureap ps` and the daemon say to each other over the daemon's local socket: one
+// What gpureap's commands and the daemon say to each other over the daemon's local socket: one
 // request line of JSON from the client, one JSON document back, then the daemon closes.
 //
 //   {"command":"ps","format":"table"|"json"|"csv","tree":bool,"width":N|null,"color":bool}
+//   {"command":"doctor","json":bool,"gpu":N|null,"settle_ms":N,"only":["code",...],
+//    "unattributed_threshold":"1GiB,1%"|null,"color":bool}
+//   {"command":"snapshot"}   (the latest sample's inputs, output/snapshot_wire.h)
+//   {"command":"releases"}   (the gpureap.releases/v1 document of /api/v1/releases)
+//
 //   {"ok":true,"output":"...","warnings":["..."],"snapshot_age_ms":N,"exit_code":N}
 //   {"ok":false,"error":"..."}
 //
 // Both sides parse what the other sent strictly: a request with a field this daemon does not
 // know is refused (so an older daemon never silently ignores an option), and an answer that is
 // not exactly this makes the client scan on its own.
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <variant>
 #include <vector>
 
 #include "core/result.h"
@@ -26,7 +33,7 @@ inline constexpr const char* kLocalSocketEnv = "GPUREAP_DAEMON_SOCKET";
 // The longest request line, its newline included.
 inline constexpr size_t kMaxRequestBytes = 4096;
 
-// The socket `gpureap ps` tries, and the one a daemon serves when its config leaves
+// The socket the commands try, and the one a daemon serves when its config leaves
 // `local_socket` out: $GPUREAP_DAEMON_SOCKET when set (empty: none), else kDefaultLocalSocket.
 std::string default_local_socket();
 
@@ -37,21 +44,40 @@ struct PsRequest {
   bool color = false;
 };
 
-// The line a client sends, newline included.
-std::string request_line(const PsRequest& request);
-// The request in a line (its newline may be left on); an error says what is wrong with it.
-core::Result<PsRequest> parse_request(std::string_view line);
+// `gpureap doctor` without --fix: its options as the user gave them (the client has checked
+// them; the daemon parses them again with the same functions).
+struct DoctorRequest {
+  bool json = false;
+  std::optional<unsigned> gpu;
+  std::chrono::milliseconds settle{5000};
+  std::vector<std::string> only;                      // finding codes
+  std::optional<std::string> unattributed_threshold;  // as given to --unattributed-threshold
+  bool color = false;
+};
 
-struct PsAnswer {
-  std::string output;                 // stdout, exactly as `ps` prints it
+// `gpureap top`: the latest sample's inputs, which the client joins again.
+struct SnapshotRequest {};
+
+// `gpureap kill`: the final closes of GPU files the kernel reported, to date its releases.
+struct ReleasesRequest {};
+
+using Request = std::variant<PsRequest, DoctorRequest, SnapshotRequest, ReleasesRequest>;
+
+// The line a client sends, newline included.
+std::string request_line(const Request& request);
+// The request in a line (its newline may be left on); an error says what is wrong with it.
+core::Result<Request> parse_request(std::string_view line);
+
+struct Answer {
+  std::string output;                 // stdout, exactly as the command prints it
   std::vector<std::string> warnings;  // stderr lines
   int64_t snapshot_age_ms = 0;
   int exit_code = 0;
 };
 
-std::string answer_text(const PsAnswer& answer);
+std::string answer_text(const Answer& answer);
 std::string error_text(const std::string& message);
 // An ok:true answer; anything else (ok:false with its error, malformed) is an error.
-core::Result<PsAnswer> parse_answer(std::string_view text);
+core::Result<Answer> parse_answer(std::string_view text);
 
 }  // namespace gpureap::daemon

@@ -1,4 +1,4 @@
-#include "daemon/ps_server.h"
+#include "daemon/local_server.h"
 
 #include <poll.h>
 #include <sys/eventfd.h>
@@ -11,9 +11,9 @@
 #include <thread>
 
 #include "base/log.h"
+#include "daemon/local_answer.h"
+#include "daemon/local_protocol.h"
 #include "daemon/local_socket.h"
-#include "daemon/ps_answer.h"
-#include "daemon/ps_protocol.h"
 
 namespace gpureap::daemon {
 namespace {
@@ -24,16 +24,18 @@ enum class Wait { Ready, TimedOut, Stopping };
 
 }  // namespace
 
-struct PsServer::Impl {
+struct LocalServer::Impl {
   BoundSocket socket;
   const SamplePublisher& samples;
-  PsServerLimits limits;
+  std::shared_ptr<const HolderTracker> tracker;
+  LocalServerLimits limits;
   int wake_fd = -1;
   std::atomic<bool> stopping{false};
   std::thread thread;
 
-  Impl(BoundSocket s, const SamplePublisher& p, PsServerLimits l)
-      : socket(std::move(s)), samples(p), limits(l) {}
+  Impl(BoundSocket s, const SamplePublisher& p, std::shared_ptr<const HolderTracker> t,
+       LocalServerLimits l)
+      : socket(std::move(s)), samples(p), tracker(std::move(t)), limits(l) {}
   ~Impl() {
     if (wake_fd >= 0) ::close(wake_fd);
     close_local_socket(socket);
@@ -111,7 +113,8 @@ struct PsServer::Impl {
     std::string why;
     std::string request = read_request(fd, why);
     std::string answer = request.empty() ? error_text(why)
-                                         : ps_answer(request, samples.latest().get(), Clock::now());
+                                         : local_answer(request, samples.latest().get(),
+                                                        tracker.get(), Clock::now());
     write_all(fd, answer, limits.write_deadline);
   }
 
@@ -120,7 +123,7 @@ struct PsServer::Impl {
       pollfd fds[2] = {{socket.fd, POLLIN, 0}, {wake_fd, POLLIN, 0}};
       if (::poll(fds, 2, -1) < 0 && errno != EINTR) {
         base::log_error(std::string("local socket: poll failed: ") + std::strerror(errno) +
-                        "; `gpureap ps` scans on its own from now on");
+                        "; gpureap's commands scan on their own from now on");
         return;
       }
       if (stopping.load()) return;
@@ -138,27 +141,27 @@ struct PsServer::Impl {
   }
 };
 
-PsServer::PsServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+LocalServer::LocalServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
-PsServer::~PsServer() {
+LocalServer::~LocalServer() {
   stop();
 }
 
-core::Result<std::unique_ptr<PsServer>> PsServer::start(const std::string& path,
-                                                        const SamplePublisher& samples,
-                                                        PsServerLimits limits) {
+core::Result<std::unique_ptr<LocalServer>> LocalServer::start(
+    const std::string& path, const SamplePublisher& samples,
+    std::shared_ptr<const HolderTracker> tracker, LocalServerLimits limits) {
   auto bound = bind_local_socket(path);
   if (!bound) return bound.error();
-  auto impl = std::make_unique<Impl>(std::move(*bound), samples, limits);
+  auto impl = std::make_unique<Impl>(std::move(*bound), samples, std::move(tracker), limits);
   impl->wake_fd = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (impl->wake_fd < 0)
     return core::Error{"local socket " + path + ": cannot make an eventfd: " + std::strerror(errno),
                        ""};
   impl->thread = std::thread([raw = impl.get()] { raw->run(); });
-  return std::unique_ptr<PsServer>(new PsServer(std::move(impl)));
+  return std::unique_ptr<LocalServer>(new LocalServer(std::move(impl)));
 }
 
-void PsServer::stop() {
+void LocalServer::stop() {
   if (!impl_) return;
   impl_->stopping.store(true);
   uint64_t one = 1;
@@ -167,7 +170,7 @@ void PsServer::stop() {
   impl_.reset();
 }
 
-const std::string& PsServer::path() const {
+const std::string& LocalServer::path() const {
   static const std::string none;
   return impl_ ? impl_->socket.path : none;
 }

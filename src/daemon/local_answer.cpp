@@ -1,0 +1,89 @@
+#include "daemon/local_answer.h"
+
+#include <algorithm>
+#include <exception>
+
+#include "core/duration.h"
+#include "daemon/local_protocol.h"
+#include "daemon/releases_document.h"
+#include "doctor/diagnose.h"
+#include "doctor/finding_code.h"
+#include "doctor/settle.h"
+#include "output/doctor_command.h"
+#include "output/ps_render.h"
+#include "output/snapshot_json.h"
+#include "output/snapshot_wire.h"
+#include "reap/safety.h"
+
+namespace gpureap::daemon {
+namespace {
+
+using std::chrono::milliseconds;
+
+std::string answer_of(output::CommandOutput rendered, milliseconds age) {
+  return answer_text(
+      {std::move(rendered.out), std::move(rendered.err), age.count(), rendered.exit_code});
+}
+
+std::string ps(const PsRequest& r, const engine::Sample& sample, milliseconds age) {
+  output::PsRenderOptions o{.format = r.format, .tree = r.tree, .width = r.width, .color = r.color};
+  o.daemon_age = age;
+  return answer_of(output::render_ps_command(*sample.snapshot, o), age);
+}
+
+// doctor over the latest sample and one taken --settle before it. What the daemon cannot
+// answer as the command would (a GPU it does not have, no sample that old yet) is refused: the
+// command then runs on its own and says it in its own words.
+std::string doctor(const DoctorRequest& r, const engine::Sample& sample, milliseconds age) {
+  auto only = doctor::parse_finding_codes(r.only);
+  if (!only) return error_text("bad request: \"only\": " + only.error().message);
+  doctor::UnattributedThreshold threshold;
+  if (r.unattributed_threshold) {
+    auto t = doctor::parse_unattributed_threshold(*r.unattributed_threshold);
+    if (!t) return error_text("bad request: \"unattributed_threshold\": " + t.error().message);
+    threshold = *t;
+  }
+  const core::Snapshot& last = *sample.snapshot;
+  if (r.gpu && last.drivers.any_available() && !last.gpu(*r.gpu))
+    return error_text("no GPU " + std::to_string(*r.gpu));
+  const core::Snapshot* first = &last;
+  if (doctor::needs_settle(last, r.gpu)) {
+    first = sample.taken_before(r.settle);
+    if (!first)
+      return error_text("no sample kept from " + core::format_duration(r.settle) +
+                        " before the latest");
+  }
+  auto findings = doctor::diagnose({*first, last,
+                                    sample.ipc_residue ? *sample.ipc_residue : procfs::IpcResidue{},
+                                    r.gpu, reap::is_protected_process, threshold});
+  doctor::keep_codes(findings, *only);
+  return answer_of(
+      output::render_doctor_command(
+          last, findings, {.json = r.json, .color = r.color, .gpu = r.gpu, .daemon_age = age}),
+      age);
+}
+
+}  // namespace
+
+std::string local_answer(std::string_view line, const engine::Sample* sample,
+                         const HolderTracker* tracker, std::chrono::steady_clock::time_point now) {
+  auto request = parse_request(line);
+  if (!request) return error_text(request.error().message);
+  if (std::holds_alternative<ReleasesRequest>(*request))
+    return answer_text({output::dump_json(releases_document(tracker), -1), {}, 0, 0});
+  if (!sample || !sample->snapshot) return error_text("no sample taken yet");
+  try {
+    auto age =
+        std::max(std::chrono::duration_cast<milliseconds>(now - sample->taken), milliseconds(0));
+    if (auto* r = std::get_if<PsRequest>(&*request)) return ps(*r, *sample, age);
+    if (auto* r = std::get_if<DoctorRequest>(&*request)) return doctor(*r, *sample, age);
+    // top: the inputs of the latest snapshot, which the client joins again exactly.
+    return answer_text(
+        {output::snapshot_inputs_to_wire_text(*sample->snapshot), {}, age.count(), 0});
+  } catch (const std::exception& e) {
+    // A bug in rendering must cost one answer, never the daemon.
+    return error_text(std::string("cannot answer: ") + e.what());
+  }
+}
+
+}  // namespace gpureap::daemon

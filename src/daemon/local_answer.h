@@ -1,0 +1,19 @@
+#pragma once
+// The daemon's answer to one request on its local socket (daemon/local_protocol.h): the latest
+// published sample through the very functions the commands render with on their own scan.
+#include <chrono>
+#include <string>
+#include <string_view>
+
+#include "daemon/holder_tracker.h"
+#include "engine/sample.h"
+
+namespace gpureap::daemon {
+
+// The answer document to `request` (one line, as read from the socket) on `sample` (null
+// before the first one), `now` giving its age, and the releases `tracker` kept (null: the
+// daemon follows no kernel events). Never throws: every failure is ok:false.
+std::string local_answer(std::string_view request, const engine::Sample* sample,
+                         const HolderTracker* tracker, std::chrono::steady_clock::time_point now);
+
+}  // namespace gpureap::daemon

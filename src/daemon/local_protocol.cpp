@@ -1,0 +1,270 @@
+#include "daemon/local_protocol.h"
+
+#include <cstdlib>
+#include <nlohmann/json.hpp>
+#include <type_traits>
+
+#include "output/snapshot_json.h"
+
+namespace gpureap::daemon {
+namespace {
+
+using nlohmann::json;
+
+// Widths beyond any real terminal are refused rather than rendered into a huge answer.
+constexpr size_t kMaxWidth = 10000;
+constexpr uint64_t kMaxGpuIndex = 1u << 20;
+// Longer than any settle the daemon keeps samples for: it answers "no sample that old".
+constexpr uint64_t kMaxSettleMs = 24ull * 3600 * 1000;
+
+std::optional<output::PsFormat> format_from(std::string_view s) {
+  if (s == "table") return output::PsFormat::Table;
+  if (s == "json") return output::PsFormat::Json;
+  if (s == "csv") return output::PsFormat::Csv;
+  return std::nullopt;
+}
+
+const char* format_name(output::PsFormat f) {
+  switch (f) {
+    case output::PsFormat::Json:
+      return "json";
+    case output::PsFormat::Csv:
+      return "csv";
+    case output::PsFormat::Table:
+      break;
+  }
+  return "table";
+}
+
+core::Error bad(const std::string& what) {
+  return {"bad request: " + what, ""};
+}
+
+}  // namespace
+
+std::string default_local_socket() {
+  const char* env = std::getenv(kLocalSocketEnv);
+  return env ? std::string(env) : std::string(kDefaultLocalSocket);
+}
+
+namespace {
+
+json ps_line(const PsRequest& r) {
+  return {{"command", "ps"},
+          {"format", format_name(r.format)},
+          {"tree", r.tree},
+          {"width", r.width ? json(*r.width) : json()},
+          {"color", r.color}};
+}
+
+json doctor_line(const DoctorRequest& r) {
+  return {{"command", "doctor"},
+          {"json", r.json},
+          {"gpu", r.gpu ? json(*r.gpu) : json()},
+          {"settle_ms", r.settle.count()},
+          {"only", r.only},
+          {"unattributed_threshold",
+           r.unattributed_threshold ? json(*r.unattributed_threshold) : json()},
+          {"color", r.color}};
+}
+
+// A request's fields but "command", one by one; false with `why` set on the first bad one.
+using FieldReader = bool (*)(const std::string& key, const json& value, Request& r,
+                             std::string& why);
+
+bool boolean(const std::string& key, const json& value, bool& out, std::string& why) {
+  if (!value.is_boolean()) {
+    why = "\"" + key + "\" must be true or false";
+    return false;
+  }
+  out = value.get<bool>();
+  return true;
+}
+
+bool unknown(const std::string& key, std::string& why) {
+  // A newer client's option this daemon cannot honour: the client runs on its own instead.
+  why = "unknown field \"" + key + "\"";
+  return false;
+}
+
+bool ps_field(const std::string& key, const json& value, Request& request, std::string& why) {
+  auto& r = std::get<PsRequest>(request);
+  if (key == "format") {
+    auto f = value.is_string() ? format_from(value.get<std::string>()) : std::nullopt;
+    if (!f) {
+      why = "\"format\" must be \"table\", \"json\" or \"csv\"";
+      return false;
+    }
+    r.format = *f;
+    return true;
+  }
+  if (key == "tree") return boolean(key, value, r.tree, why);
+  if (key == "color") return boolean(key, value, r.color, why);
+  if (key == "width") {
+    if (value.is_null()) {
+      r.width.reset();
+      return true;
+    }
+    if (value.is_number_unsigned() && value.get<uint64_t>() >= 1 &&
+        value.get<uint64_t>() <= kMaxWidth) {
+      r.width = static_cast<size_t>(value.get<uint64_t>());
+      return true;
+    }
+    why = "\"width\" must be null or a number of columns from 1 to " + std::to_string(kMaxWidth);
+    return false;
+  }
+  return unknown(key, why);
+}
+
+bool doctor_field(const std::string& key, const json& value, Request& request, std::string& why) {
+  auto& r = std::get<DoctorRequest>(request);
+  if (key == "json") return boolean(key, value, r.json, why);
+  if (key == "color") return boolean(key, value, r.color, why);
+  if (key == "gpu") {
+    if (value.is_null()) {
+      r.gpu.reset();
+      return true;
+    }
+    if (value.is_number_unsigned() && value.get<uint64_t>() <= kMaxGpuIndex) {
+      r.gpu = static_cast<unsigned>(value.get<uint64_t>());
+      return true;
+    }
+    why = "\"gpu\" must be null or a GPU index";
+    return false;
+  }
+  if (key == "settle_ms") {
+    if (value.is_number_unsigned() && value.get<uint64_t>() <= kMaxSettleMs) {
+      r.settle = std::chrono::milliseconds(value.get<uint64_t>());
+      return true;
+    }
+    why = "\"settle_ms\" must be a number of milliseconds up to " + std::to_string(kMaxSettleMs);
+    return false;
+  }
+  if (key == "only") {
+    if (!value.is_array()) {
+      why = "\"only\" must be a list of finding codes";
+      return false;
+    }
+    r.only.clear();
+    for (const auto& code : value) {
+      if (!code.is_string()) {
+        why = "\"only\" must be a list of finding codes";
+        return false;
+      }
+      r.only.push_back(code.get<std::string>());
+    }
+    return true;
+  }
+  if (key == "unattributed_threshold") {
+    if (value.is_null()) {
+      r.unattributed_threshold.reset();
+      return true;
+    }
+    if (value.is_string()) {
+      r.unattributed_threshold = value.get<std::string>();
+      return true;
+    }
+    why = "\"unattributed_threshold\" must be null or a string";
+    return false;
+  }
+  return unknown(key, why);
+}
+
+// "snapshot" and "releases" take no options.
+bool no_field(const std::string& key, const json&, Request&, std::string& why) {
+  return unknown(key, why);
+}
+
+}  // namespace
+
+std::string request_line(const Request& request) {
+  json j = std::visit(
+      [](const auto& r) -> json {
+        using T = std::decay_t<decltype(r)>;
+        if constexpr (std::is_same_v<T, PsRequest>) return ps_line(r);
+        if constexpr (std::is_same_v<T, DoctorRequest>) return doctor_line(r);
+        if constexpr (std::is_same_v<T, SnapshotRequest>) return {{"command", "snapshot"}};
+        if constexpr (std::is_same_v<T, ReleasesRequest>) return {{"command", "releases"}};
+      },
+      request);
+  return j.dump() + "\n";
+}
+
+core::Result<Request> parse_request(std::string_view line) {
+  if (line.size() > kMaxRequestBytes)
+    return bad("longer than " + std::to_string(kMaxRequestBytes) + " bytes");
+  if (!line.empty() && line.back() == '\n') line.remove_suffix(1);
+  json j = json::parse(line.begin(), line.end(), nullptr, false);
+  if (j.is_discarded()) return bad("not JSON");
+  if (!j.is_object()) return bad("not a JSON object");
+  auto command = j.find("command");
+  if (command == j.end()) return bad("no \"command\"");
+  Request r;
+  FieldReader field = nullptr;
+  std::string name = command->is_string() ? command->get<std::string>() : "";
+  if (name == "ps") {
+    r = PsRequest{};
+    field = ps_field;
+  } else if (name == "doctor") {
+    r = DoctorRequest{};
+    field = doctor_field;
+  } else if (name == "snapshot") {
+    r = SnapshotRequest{};
+    field = no_field;
+  } else if (name == "releases") {
+    r = ReleasesRequest{};
+    field = no_field;
+  } else {
+    return bad("\"command\" must be \"ps\", \"doctor\", \"snapshot\" or \"releases\"");
+  }
+  std::string why;
+  for (const auto& [key, value] : j.items())
+    if (key != "command" && !field(key, value, r, why)) return bad(why);
+  return r;
+}
+
+std::string answer_text(const Answer& a) {
+  json j = {{"ok", true},
+            {"output", a.output},
+            {"warnings", a.warnings},
+            {"snapshot_age_ms", a.snapshot_age_ms},
+            {"exit_code", a.exit_code}};
+  return output::dump_json(j, -1);
+}
+
+std::string error_text(const std::string& message) {
+  return output::dump_json(json{{"ok", false}, {"error", message}}, -1);
+}
+
+core::Result<Answer> parse_answer(std::string_view text) {
+  json j = json::parse(text.begin(), text.end(), nullptr, false);
+  if (j.is_discarded() || !j.is_object()) return core::Error{"the answer is not a JSON object", ""};
+  auto ok = j.find("ok");
+  if (ok == j.end() || !ok->is_boolean()) return core::Error{"the answer has no \"ok\"", ""};
+  if (!ok->get<bool>()) {
+    auto e = j.find("error");
+    return core::Error{e != j.end() && e->is_string() ? e->get<std::string>() : "no reason given",
+                       ""};
+  }
+  auto out = j.find("output");
+  auto warnings = j.find("warnings");
+  auto age = j.find("snapshot_age_ms");
+  auto code = j.find("exit_code");
+  if (out == j.end() || !out->is_string() || warnings == j.end() || !warnings->is_array() ||
+      age == j.end() || !age->is_number_integer() || code == j.end() || !code->is_number_integer())
+    return core::Error{"the answer lacks a field", ""};
+  Answer a;
+  a.output = out->get<std::string>();
+  for (const auto& w : *warnings) {
+    if (!w.is_string()) return core::Error{"a warning is not a string", ""};
+    a.warnings.push_back(w.get<std::string>());
+  }
+  a.snapshot_age_ms = age->get<int64_t>();
+  int64_t exit_code = code->get<int64_t>();
+  if (a.snapshot_age_ms < 0 || exit_code < 0 || exit_code > 255)
+    return core::Error{"the answer's numbers are out of range", ""};
+  a.exit_code = static_cast<int>(exit_code);
+  return a;
+}
+
+}  // namespace gpureap::daemon

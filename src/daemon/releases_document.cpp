@@ -1,0 +1,23 @@
+#include "daemon/releases_document.h"
+
+#include "text/time_format.h"
+
+namespace gpureap::daemon {
+
+nlohmann::json releases_json(const HolderTracker* tracker,
+                             std::chrono::system_clock::time_point since) {
+  nlohmann::json list = nlohmann::json::array();
+  if (tracker)
+    for (const auto& r : tracker->releases())
+      if (r.at >= since)
+        list.push_back({{"path", r.path}, {"pid", r.pid}, {"at", text::iso8601_utc(r.at)}});
+  return list;
+}
+
+nlohmann::json releases_document(const HolderTracker* tracker) {
+  return {{"schema", kReleasesSchema},
+          {"tracking", tracker ? "events" : "scans"},
+          {"releases", releases_json(tracker)}};
+}
+
+}  // namespace gpureap::daemon

@@ -1,0 +1,124 @@
+// `gpureap doctor` answered by the daemon over its local socket: the same findings as its own
+// two samples, a first sample the daemon kept from --settle before, and its own run whenever
+// the daemon cannot answer as it would.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <thread>
+
+#include "support.h"
+
+namespace gpureap::testing {
+namespace {
+
+using nlohmann::json;
+using namespace std::chrono_literals;
+
+// A trainer that died and left a forked worker holding its context: the critical ghost.
+struct GhostMachine {
+  FakeDevRoot dev;
+  Ready ready;
+  Child parent{[this] {
+    ::setpgid(0, 0);
+    hold(dev.dev("nvidia0"));
+    pid_t c = ::fork();
+    if (c == 0) {
+      for (;;) ::pause();
+    }
+    ready.send(c);
+    ::_exit(0);
+  }};
+  pid_t ghost = parent.pid();
+  pid_t worker = static_cast<pid_t>(ready.receive());
+  std::optional<FakeNvml> nvml;
+  TempDir run;
+  std::string socket = run.file("gpureap.sock");
+
+  GhostMachine() {
+    parent.kill_and_reap();
+    nvml.emplace(
+        json{{"gpus",
+              {{{"name", "NVIDIA H200"},
+                {"uuid", "GPU-doc-0"},
+                {"minor", 0},
+                {"total_bytes", 80 * GiB},
+                {"processes",
+                 {{{"pid", ghost}, {"used_bytes", 8 * GiB}, {"holders", {ghost, worker}}}}}}}}});
+  }
+  ~GhostMachine() {
+    ::kill(worker, SIGKILL);
+    wait_gone(worker);
+  }
+  std::vector<std::string> daemon_args() const {
+    std::string path = run.file("config.toml");
+    std::ofstream(path) << "interval = \"200ms\"\nlocal_socket = \"" << socket << "\"\n";
+    return {"--config", path, "--dev-root", dev.path()};
+  }
+  std::vector<std::string> client_env() const { return {"GPUREAP_DAEMON_SOCKET=" + socket}; }
+};
+
+json findings_of(const RunResult& r) {
+  return parse_output(r)["findings"];
+}
+
+TEST(DaemonDoctor, FindingsThroughTheDaemonAreTheCommandsOwn) {
+  REQUIRE_DOUBLE();
+  GhostMachine m;
+  DaemonProcess d(m.daemon_args(), m.nvml->env());
+  ASSERT_TRUE(d.wait_log(kServingLocalSocket + m.socket)) << d.log();
+  // Long enough for the daemon to keep a sample from --settle before its latest.
+  std::this_thread::sleep_for(1200ms);
+  auto served = run_gpureap({"doctor", "--json", "--settle", "1s"}, m.client_env());
+  EXPECT_EQ(served.exit_code, 2) << served.err;
+  auto doc = parse_output(served);
+  EXPECT_EQ(doc["source"]["kind"], "daemon") << served.out;
+  auto own =
+      run_gpureap({"doctor", "--json", "--settle", "1s", "--no-daemon", "--dev-root", m.dev.path()},
+                  m.nvml->env());
+  EXPECT_EQ(own.exit_code, 2) << own.err;
+  EXPECT_EQ(parse_output(own)["source"], json({{"kind", "scan"}}));
+  EXPECT_EQ(doc["findings"], findings_of(own));
+  bool ghost_found = false;
+  for (const auto& f : doc["findings"])
+    if (f["code"] == "no-such-process") {
+      ghost_found = true;
+      EXPECT_EQ(f["pids"], json::array({m.ghost, m.worker}));
+    }
+  EXPECT_TRUE(ghost_found) << doc["findings"].dump(2);
+  // The table ends with the line that names the daemon; --only is honoured there too.
+  auto table = run_gpureap({"doctor", "--settle", "1s", "--only", "orphan-holder"}, m.client_env());
+  EXPECT_EQ(table.exit_code, 1) << table.out << table.err;
+  EXPECT_NE(table.out.find("(from the gpureap daemon, snapshot "), std::string::npos) << table.out;
+  EXPECT_EQ(table.out.find("no-such-process"), std::string::npos) << table.out;
+}
+
+TEST(DaemonDoctor, WhatTheDaemonCannotAnswerRunsOnItsOwn) {
+  REQUIRE_DOUBLE();
+  GhostMachine m;
+  DaemonProcess d(m.daemon_args(), m.nvml->env());
+  ASSERT_TRUE(d.wait_log(kServingLocalSocket + m.socket)) << d.log();
+  // The daemon keeps nothing from 30 s before its first samples: doctor settles by itself
+  // (on this machine's own /dev, where no GPU is: the source says which answered).
+  auto longer = run_gpureap({"doctor", "--json", "--settle", "30s", "--gpu", "0"}, m.client_env());
+  // Nothing here needs settling, so its own run answers at once.
+  EXPECT_EQ(parse_output(longer)["source"]["kind"], "scan") << longer.out << longer.err;
+  // --no-daemon and roots never ask (nor --fix, which signals from the command's own view).
+  for (const auto& args : std::vector<std::vector<std::string>>{
+           {"doctor", "--json", "--settle", "0s", "--no-daemon"},
+           {"doctor", "--json", "--settle", "0s", "--dev-root", m.dev.path()}}) {
+    auto r = run_gpureap(args, m.client_env());
+    EXPECT_EQ(parse_output(r)["source"]["kind"], "scan") << r.out << r.err;
+  }
+  // A GPU the daemon does not have: the command's own run answers (and would name it).
+  auto missing = run_gpureap({"doctor", "--json", "--gpu", "7", "--settle", "0s"}, m.client_env());
+  EXPECT_EQ(parse_output(missing)["source"]["kind"], "scan") << missing.out << missing.err;
+  // The daemon still answers what it can.
+  auto served = run_gpureap({"doctor", "--json", "--settle", "0s"}, m.client_env());
+  EXPECT_EQ(parse_output(served)["source"]["kind"], "daemon") << served.out << served.err;
+}
+
+}  // namespace
+}  // namespace gpureap::testing

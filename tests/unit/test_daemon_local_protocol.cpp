@@ -1,0 +1,165 @@
+// The local socket's protocol between gpureap's commands and the daemon: strict on both sides.
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <nlohmann/json.hpp>
+
+#include "daemon/local_protocol.h"
+
+namespace gpureap::daemon {
+namespace {
+
+template <class T>
+T as(const core::Result<Request>& r) {
+  EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.error().message);
+  if (!r.ok()) return {};
+  const T* t = std::get_if<T>(&*r);
+  EXPECT_TRUE(t) << "another command";
+  return t ? *t : T{};
+}
+
+std::string refusal(std::string_view line) {
+  auto r = parse_request(line);
+  EXPECT_FALSE(r.ok()) << line;
+  return r.ok() ? "" : r.error().message;
+}
+
+TEST(DaemonLocalProtocol, RequestRoundTrips) {
+  PsRequest r{.format = output::PsFormat::Csv, .tree = true, .width = 132, .color = true};
+  std::string line = request_line(r);
+  EXPECT_EQ(line.back(), '\n');
+  auto back = as<PsRequest>(parse_request(line));
+  EXPECT_EQ(back.format, output::PsFormat::Csv);
+  EXPECT_TRUE(back.tree);
+  EXPECT_EQ(back.width, 132u);
+  EXPECT_TRUE(back.color);
+  auto plain = as<PsRequest>(parse_request(request_line(PsRequest{})));
+  EXPECT_EQ(plain.format, output::PsFormat::Table);
+  EXPECT_FALSE(plain.width);
+}
+
+TEST(DaemonLocalProtocol, DoctorRequestRoundTrips) {
+  DoctorRequest r{.json = true,
+                  .gpu = 3,
+                  .settle = std::chrono::milliseconds(7500),
+                  .only = {"no-such-process", "leaked-memory"},
+                  .unattributed_threshold = "2GiB,5%",
+                  .color = true};
+  auto back = as<DoctorRequest>(parse_request(request_line(r)));
+  EXPECT_TRUE(back.json);
+  EXPECT_EQ(back.gpu, 3u);
+  EXPECT_EQ(back.settle.count(), 7500);
+  EXPECT_EQ(back.only, r.only);
+  EXPECT_EQ(back.unattributed_threshold, "2GiB,5%");
+  EXPECT_TRUE(back.color);
+  auto plain = as<DoctorRequest>(parse_request(R"({"command":"doctor"})"));
+  EXPECT_FALSE(plain.json);
+  EXPECT_FALSE(plain.gpu);
+  EXPECT_EQ(plain.settle.count(), 5000);
+  EXPECT_TRUE(plain.only.empty());
+  EXPECT_FALSE(plain.unattributed_threshold);
+  as<SnapshotRequest>(parse_request(request_line(SnapshotRequest{})));
+  as<ReleasesRequest>(parse_request(request_line(ReleasesRequest{})));
+}
+
+TEST(DaemonLocalProtocol, MalformedDoctorRequestsAreRefusedWithWhy) {
+  EXPECT_EQ(refusal(R"({"command":"doctor","gpu":-1})"),
+            "bad request: \"gpu\" must be null or a GPU index");
+  EXPECT_EQ(refusal(R"({"command":"doctor","settle_ms":"5s"})"),
+            "bad request: \"settle_ms\" must be a number of milliseconds up to 86400000");
+  EXPECT_EQ(refusal(R"({"command":"doctor","only":"leaked-memory"})"),
+            "bad request: \"only\" must be a list of finding codes");
+  EXPECT_EQ(refusal(R"({"command":"doctor","only":[1]})"),
+            "bad request: \"only\" must be a list of finding codes");
+  EXPECT_EQ(refusal(R"({"command":"doctor","unattributed_threshold":1})"),
+            "bad request: \"unattributed_threshold\" must be null or a string");
+  EXPECT_EQ(refusal(R"({"command":"doctor","fix":true})"), "bad request: unknown field \"fix\"");
+  EXPECT_EQ(refusal(R"({"command":"snapshot","tree":true})"),
+            "bad request: unknown field \"tree\"");
+  EXPECT_EQ(refusal(R"({"command":"releases","since":0})"), "bad request: unknown field \"since\"");
+}
+
+TEST(DaemonLocalProtocol, OnlyTheCommandIsRequired) {
+  auto r = as<PsRequest>(parse_request(R"({"command":"ps"})"));
+  EXPECT_EQ(r.format, output::PsFormat::Table);
+  EXPECT_FALSE(r.tree);
+  EXPECT_FALSE(r.color);
+  EXPECT_FALSE(r.width);
+  EXPECT_TRUE(parse_request("{\"command\":\"ps\",\"format\":\"json\",\"width\":null}\n").ok());
+}
+
+TEST(DaemonLocalProtocol, MalformedRequestsAreRefusedWithWhy) {
+  EXPECT_EQ(refusal(""), "bad request: not JSON");
+  EXPECT_EQ(refusal("\n"), "bad request: not JSON");
+  EXPECT_EQ(refusal("GET / HTTP/1.1"), "bad request: not JSON");
+  EXPECT_EQ(refusal("{\"command\":\"ps\""), "bad request: not JSON");
+  EXPECT_EQ(refusal("[1,2]"), "bad request: not a JSON object");
+  EXPECT_EQ(refusal("{}"), "bad request: no \"command\"");
+  const std::string commands =
+      "bad request: \"command\" must be \"ps\", \"doctor\", \"snapshot\" or \"releases\"";
+  EXPECT_EQ(refusal(R"({"command":"kill"})"), commands);
+  EXPECT_EQ(refusal(R"({"command":1})"), commands);
+  EXPECT_EQ(refusal(R"({"command":"ps","format":"xml"})"),
+            "bad request: \"format\" must be \"table\", \"json\" or \"csv\"");
+  EXPECT_EQ(refusal(R"({"command":"ps","tree":"yes"})"),
+            "bad request: \"tree\" must be true or false");
+  EXPECT_EQ(refusal(R"({"command":"ps","color":1})"),
+            "bad request: \"color\" must be true or false");
+  for (const char* width : {"0", "-1", "80.5", "\"80\"", "100000"})
+    EXPECT_NE(refusal(std::string(R"({"command":"ps","width":)") + width + "}").find("\"width\""),
+              std::string::npos)
+        << width;
+}
+
+TEST(DaemonLocalProtocol, UnknownFieldIsRefusedSoTheClientScans) {
+  EXPECT_EQ(refusal(R"({"command":"ps","gpu":0})"), "bad request: unknown field \"gpu\"");
+}
+
+TEST(DaemonLocalProtocol, OversizedRequestIsRefused) {
+  std::string line = R"({"command":"ps","pad":")" + std::string(kMaxRequestBytes, 'x') + "\"}";
+  EXPECT_EQ(refusal(line), "bad request: longer than 4096 bytes");
+  // Deeply nested brackets are bounded by the same limit, never a deep recursion.
+  EXPECT_EQ(refusal(std::string(4000, '[')), "bad request: not JSON");
+}
+
+TEST(DaemonLocalProtocol, AnswerRoundTrips) {
+  Answer a{"out\n\x1b[2mdim\x1b[0m\n", {"gpureap: note: x"}, 420, 4};
+  auto back = parse_answer(answer_text(a));
+  ASSERT_TRUE(back.ok()) << back.error().message;
+  EXPECT_EQ(back->output, a.output);
+  EXPECT_EQ(back->warnings, a.warnings);
+  EXPECT_EQ(back->snapshot_age_ms, 420);
+  EXPECT_EQ(back->exit_code, 4);
+}
+
+TEST(DaemonLocalProtocol, RefusalOrMalformedAnswerIsAnError) {
+  auto refused = parse_answer(error_text("no sample taken yet"));
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().message, "no sample taken yet");
+  for (const char* text :
+       {"", "null", "[]", R"({"ok":"yes"})", R"({"ok":true})",
+        R"({"ok":true,"output":1,"warnings":[],"snapshot_age_ms":0,"exit_code":0})",
+        R"({"ok":true,"output":"","warnings":[1],"snapshot_age_ms":0,"exit_code":0})",
+        R"({"ok":true,"output":"","warnings":[],"snapshot_age_ms":-1,"exit_code":0})",
+        R"({"ok":true,"output":"","warnings":[],"snapshot_age_ms":0,"exit_code":300})",
+        R"({"ok":true,"output":"","warnings":[],"snapshot_age_ms":0,"exit_code":0)"})
+    EXPECT_FALSE(parse_answer(text).ok()) << text;
+}
+
+TEST(DaemonLocalProtocol, TheEnvironmentNamesTheSocket) {
+  const char* saved = std::getenv(kLocalSocketEnv);
+  std::string keep = saved ? saved : "";
+  ::unsetenv(kLocalSocketEnv);
+  EXPECT_EQ(default_local_socket(), "/run/gpureap/gpureap.sock");
+  ::setenv(kLocalSocketEnv, "/tmp/other.sock", 1);
+  EXPECT_EQ(default_local_socket(), "/tmp/other.sock");
+  ::setenv(kLocalSocketEnv, "", 1);
+  EXPECT_EQ(default_local_socket(), "");
+  if (saved)
+    ::setenv(kLocalSocketEnv, keep.c_str(), 1);
+  else
+    ::unsetenv(kLocalSocketEnv);
+}
+
+}  // namespace
+}  // namespace gpureap::daemon
