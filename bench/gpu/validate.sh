@@ -3,7 +3,7 @@
 # (bench/README.md, "GPU truth kit"). Never resets a GPU or changes its settings.
 #
 #   bench/gpu/validate.sh [--kit DIR] [--gpureap PATH] [--hold PATH] [--gpu K] [--mib N]
-#                         [--runs N] [--out DIR] [--plan]
+#                         [--runs N] [--out DIR] [--only NAME,...] [--plan]
 #
 # --kit DIR     a folder made by bench/gpu/bundle.sh: DIR/bin/gpureap, DIR/bin/gpukit-hold and
 #               the libraries gpureap needs in DIR/lib (for a GPU machine that cannot build it)
@@ -14,6 +14,7 @@
 # --runs N      timed runs of each command in the timing check (10)
 # --out DIR     where gpukit-result.json, gpukit-summary.txt and gpukit-log.txt go
 #               (default: $OUT when set, else ./gpukit-results)
+# --only        run only these checks (names as --plan lists them), in their usual order
 # --plan        print what would be checked and exit 0, touching no GPU
 #
 # Exit status: 0 every check passed; 1 a check failed; 2 usage or setup error (no gpureap, no
@@ -38,11 +39,11 @@ CHECKS=(
 )
 
 usage() {
-  sed -n '5,21p' "$0" | sed 's/^# \{0,1\}//' >&2
+  sed -n '5,22p' "$0" | sed 's/^# \{0,1\}//' >&2
   exit "$EXIT_SETUP"
 }
 
-kit="" gpureap="${GPUREAP:-}" hold="" gpu=0 mib=512 runs=10 out="${OUT:-}" plan_only=0
+kit="" gpureap="${GPUREAP:-}" hold="" gpu=0 mib=512 runs=10 out="${OUT:-}" plan_only=0 only=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --kit) kit=${2:?}; shift 2 ;;
@@ -52,6 +53,7 @@ while [ $# -gt 0 ]; do
     --mib) mib=${2:?}; shift 2 ;;
     --runs) runs=${2:?}; shift 2 ;;
     --out) out=${2:?}; shift 2 ;;
+    --only) only=${2:?}; shift 2 ;;
     --plan) plan_only=1; shift ;;
     -h | --help) usage ;;
     *) echo "validate.sh: unknown argument '$1'" >&2; usage ;;
@@ -61,6 +63,19 @@ for n in "$gpu" "$mib" "$runs"; do
   case "$n" in '' | *[!0-9]*) echo "validate.sh: --gpu, --mib and --runs take whole numbers" >&2; exit "$EXIT_SETUP" ;; esac
 done
 [ "$mib" -ge 1 ] && [ "$runs" -ge 1 ] || { echo "validate.sh: --mib and --runs must be at least 1" >&2; exit "$EXIT_SETUP"; }
+if [ -n "$only" ]; then
+  selected=()
+  IFS=, read -r -a wanted <<<"$only"
+  for name in "${wanted[@]}"; do
+    known=0
+    for entry in "${CHECKS[@]}"; do [ "${entry%%|*}" = "$name" ] && known=1; done
+    [ "$known" = 1 ] || { echo "validate.sh: --only: no check named '$name'" >&2; exit "$EXIT_SETUP"; }
+  done
+  for entry in "${CHECKS[@]}"; do
+    case ",$only," in *",${entry%%|*},"*) selected+=("$entry") ;; esac
+  done
+  CHECKS=("${selected[@]}")
+fi
 [ -n "$out" ] || out=$PWD/gpukit-results
 mkdir -p "$out" || { echo "validate.sh: cannot create the result folder $out" >&2; exit "$EXIT_SETUP"; }
 out=$(cd "$out" && pwd)

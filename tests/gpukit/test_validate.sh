@@ -70,6 +70,13 @@ run plan "$work/bin-nogpu:/usr/bin:/bin" --plan --out "$work/plan"
 [ "$rc" = 0 ] || fail "plan: exit status $rc, expected 0"
 expect_plan plan
 [ ! -e "$work/plan/gpukit-result.json" ] || fail "plan: wrote a result"
+run only "$work/bin-nogpu:/usr/bin:/bin" --plan --only timing,forked_ghost
+[ "$rc" = 0 ] || fail "only: exit status $rc, expected 0"
+[ "$(grep -cE '^  [a-z_]+ ' "$work/only.out")" = 2 ] || fail "only: the plan lists more than two checks"
+grep -A1 "^  forked_ghost " "$work/only.out" | grep -q "^  timing " || fail "only: not in the usual order"
+run unknown "$work/bin-nogpu:/usr/bin:/bin" --plan --only timing,nonsense
+[ "$rc" = 2 ] || fail "unknown: exit status $rc, expected 2"
+expect_out unknown "validate.sh: --only: no check named 'nonsense'"
 run bad "$work/bin-nogpu:/usr/bin:/bin" --mib lots --out "$work/bad"
 [ "$rc" = 2 ] || fail "bad: exit status $rc, expected 2"
 expect_out bad "validate.sh: --gpu, --mib and --runs take whole numbers"
