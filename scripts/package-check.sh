@@ -31,8 +31,10 @@ for lib in libc6 libstdc++6 libfmt9 libncursesw6 libtomlplusplus3 libcpp-httplib
 done
 ok "gpureap_${version}_${arch}.deb, Depends: $depends"
 
-# apt would install it here: every dependency is satisfiable. A simulation changes nothing.
-sim=$(apt-get install --simulate --no-install-recommends "$deb" 2>&1) ||
+# apt would install it here: every dependency is satisfiable. A simulation changes nothing,
+# and apt keeps its package cache in memory instead of rewriting the one in /var/cache/apt.
+sim=$(apt-get -o Dir::Cache::pkgcache= -o Dir::Cache::srcpkgcache= \
+  install --simulate --no-install-recommends "$deb" 2>&1) ||
   fail "apt-get install --simulate: $sim"
 grep -q "^Inst gpureap " <<<"$sim" || fail "apt would not install gpureap: $sim"
 ok "apt-get install --simulate ./$(basename "$deb")"
