@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <mutex>
 
+#include "base/version.h"
 #include "core/duration.h"
 
 namespace gpureap::alert {
@@ -88,7 +89,7 @@ class HttpSender : public Sender {
       if (canceled_) return {false, "canceled: the daemon is stopping", ""};
       active_ = &client;
     }
-    httplib::Headers headers{{"User-Agent", std::string("gpureap/") + GPUREAP_VERSION}};
+    httplib::Headers headers{{"User-Agent", "gpureap/" + std::string(base::version())}};
     auto res = client.Post(t.path, headers, d.body, "application/json");
     {
       std::lock_guard lock(mutex_);

@@ -2,10 +2,12 @@
 #include <CLI/CLI.hpp>
 #include <iostream>
 
+#include "base/version.h"
 #include "cli/cmd_audit.h"
 #include "cli/cmd_daemon.h"
 #include "cli/cmd_doctor.h"
 #include "cli/cmd_kill.h"
+#include "cli/cmd_list.h"
 #include "cli/cmd_policy.h"
 #include "cli/cmd_ps.h"
 #include "cli/cmd_reset.h"
@@ -19,7 +21,7 @@ int main(int argc, char** argv) {
   CLI::App app{
       "gpureap: find every process holding GPU memory, explain ghosts, get the memory back",
       "gpureap"};
-  app.set_version_flag("--version", std::string("gpureap ") + GPUREAP_VERSION);
+  app.set_version_flag("--version", "gpureap " + std::string(gpureap::base::version()));
   app.require_subcommand(0, 1);
   app.fallthrough();  // global options are accepted after the subcommand too
   app.footer("Without a subcommand, gpureap runs `ps`.");
@@ -50,6 +52,8 @@ int main(int argc, char** argv) {
   auto* policy = add_policy_command(app, policy_options);
   AuditOptions audit_options;
   auto* audit = add_audit_command(app, audit_options);
+  ListOptions list_options;
+  auto* list = add_list_command(app, list_options);
 
   try {
     app.parse(argc, argv);
@@ -72,5 +76,6 @@ int main(int argc, char** argv) {
   if (daemon->parsed()) return run_daemon_command(global, daemon_options);
   if (policy->parsed()) return run_policy(global, policy_options);
   if (audit->parsed()) return run_audit(global, audit_options);
+  if (list->parsed()) return run_list(global, list_options);
   return run_ps(global, ps_options);
 }

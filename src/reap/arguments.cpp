@@ -74,4 +74,10 @@ std::string signal_name(int signal) {
   return "signal " + std::to_string(signal);
 }
 
+std::vector<std::string> signal_names() {
+  std::vector<std::string> out;
+  for (const auto& s : kSignals) out.emplace_back(s.name);
+  return out;
+}
+
 }  // namespace gpureap::reap

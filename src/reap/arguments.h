@@ -4,6 +4,7 @@
 #include <chrono>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "core/result.h"
 
@@ -14,5 +15,9 @@ core::Result<int> parse_signal(std::string_view text);
 
 // "SIGTERM" for 15; "SIGRTMIN+3" for real-time signals; "signal N" when unnamed.
 std::string signal_name(int signal);
+
+// The names parse_signal knows, without "SIG", in number order ("HUP", ..., "SYS"): what
+// shell completion offers for `kill --signal`.
+std::vector<std::string> signal_names();
 
 }  // namespace gpureap::reap

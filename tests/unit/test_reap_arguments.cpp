@@ -30,5 +30,21 @@ TEST(ReapArguments, SignalNames) {
   EXPECT_EQ(signal_name(SIGRTMIN + 3), "SIGRTMIN+3");
 }
 
+// What completion offers for --signal is what --signal accepts, each name once, named back
+// the same way, in number order.
+TEST(ReapArguments, CompletedSignalNamesAreAccepted) {
+  auto names = signal_names();
+  ASSERT_GE(names.size(), 31u);
+  EXPECT_EQ(names.front(), "HUP");
+  int previous = 0;
+  for (const auto& name : names) {
+    auto number = parse_signal(name);
+    ASSERT_TRUE(number.ok()) << name;
+    EXPECT_GT(*number, previous) << name;
+    previous = *number;
+    EXPECT_EQ(signal_name(*number), "SIG" + name);
+  }
+}
+
 }  // namespace
 }  // namespace gpureap::reap
