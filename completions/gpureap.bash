@@ -19,12 +19,12 @@ _gpureap_options() {
     ps) echo "--tree --watch --no-daemon" ;;
     kill) echo "--gpu= --user= --ghosts --tree --group --signal= --grace= --no-escalate" \
                "--wait-release= --dry-run -y --yes" ;;
-    doctor) echo "--gpu= --settle= --only= --unattributed-threshold= --fix -y --yes" ;;
+    doctor) echo "--gpu= --settle= --only= --unattributed-threshold= --fix -y --yes --no-daemon" ;;
     reset) echo "--gpu= -y --yes --dry-run" ;;
     daemon) echo "--config= --listen= --check-config=" ;;
     run) echo "--grace= --timeout= --keep-descendants --release-timeout= --sample= --report=" \
               "-q --quiet" ;;
-    top) echo "-d= --delay= --readonly --no-mouse --grace= --wait-release=" ;;
+    top) echo "-d= --delay= --readonly --no-mouse --no-daemon --grace= --wait-release=" ;;
     policy) echo "" ;;
     "policy test") echo "--config= --policy=" ;;
     audit) echo "--since= --file= --config= --policy= --pid=" ;;

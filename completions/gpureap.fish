@@ -70,6 +70,7 @@ complete -c gpureap -n '__fish_seen_subcommand_from doctor' -l only -x -a '(__gp
 complete -c gpureap -n '__fish_seen_subcommand_from doctor' -l unattributed-threshold -x -d 'report unattributed memory above this'
 complete -c gpureap -n '__fish_seen_subcommand_from doctor' -l fix -d 'apply the safe remedies through the reaper'
 complete -c gpureap -n '__fish_seen_subcommand_from doctor' -s y -l yes -d 'with --fix: do not ask'
+complete -c gpureap -n '__fish_seen_subcommand_from doctor' -l no-daemon -d 'diagnose here even when the daemon could answer'
 
 # reset
 complete -c gpureap -n '__fish_seen_subcommand_from reset' -l gpu -x -a '(__gpureap_values gpus)' -d 'the GPU to reset'
@@ -95,6 +96,7 @@ complete -c gpureap -n '__fish_seen_subcommand_from run; and contains -- -- (com
 complete -c gpureap -n '__fish_seen_subcommand_from top' -s d -l delay -x -d 'refresh interval'
 complete -c gpureap -n '__fish_seen_subcommand_from top' -l readonly -d 'disable every action'
 complete -c gpureap -n '__fish_seen_subcommand_from top' -l no-mouse -d 'leave the mouse to the terminal'
+complete -c gpureap -n '__fish_seen_subcommand_from top' -l no-daemon -d 'sample here even when the daemon could answer'
 complete -c gpureap -n '__fish_seen_subcommand_from top' -l grace -x -d 'for kills: wait this long before SIGKILL'
 complete -c gpureap -n '__fish_seen_subcommand_from top' -l wait-release -x -d 'for kills: wait this long for the memory'
 
