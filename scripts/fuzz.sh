@@ -70,7 +70,7 @@ while IFS= read -r line; do
   printf '\x07%s\n SUBSYSTEM=pci\n' "$line" >"$seeds/fuzz_kmsg/xid-$n"
 done < <(grep -ho '"NVRM: Xid[^"]*"' tests/unit/test_kernel_xid.cpp | tr -d '"' | sed 's/^/4,1,2,-;/')
 literal_seeds fuzz_kmsg '\x0c6,1,10,-;first\n SUBSYSTEM=pci\n DEVICE=+pci:0000:3b:00.0\n6,2,20,c;x\n' \
-  '\x00 ORPHAN=1\ngarbage\n30,7,100,-,caller=T1;NVRM: Xid (PCI:0000:3b:00): 79, pid=<unknown>, name=<unknown>, GPU has fallen off the bus.'
+  '\x00 ORPHAN=1\ngarbage\n4,7,100,-,caller=T1;NVRM: Xid (PCI:0000:3b:00): 79, pid=<unknown>, name=<unknown>, GPU has fallen off the bus.'
 # The daemon config: the shipped one, the documentation's examples and the unit tests' texts.
 mkdir -p "$seeds/fuzz_daemon_config"
 cp deploy/config.toml "$seeds/fuzz_daemon_config/deploy"

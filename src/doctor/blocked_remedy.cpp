@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "doctor/evidence.h"
+#include "kernel/blocked_task.h"
 
 namespace gpureap::doctor {
 namespace {
@@ -91,8 +92,16 @@ void explain_blocked(const DoctorInput& in, const core::HostProcess& p, Finding&
     f.evidence.push_back("its kernel stack: " + stack_text(*t));
   else if (t && t->stack_problem)
     f.evidence.push_back(*t->stack_problem);
-  core::BlockedOn on = t ? t->on : core::BlockedOn::Unknown;
-  switch (on) {
+  // Without the task's evidence (the daemon reads none), the wait channel alone still tells
+  // what kind of wait it is, if not which mount.
+  core::BlockedTask from_wchan;
+  if (!t) {
+    from_wchan.pid = pid;
+    from_wchan.wchan = wchan;
+    from_wchan.on = kernel::classify_wait(wchan, {});
+    t = &from_wchan;
+  }
+  switch (t->on) {
     case core::BlockedOn::Fuse:
       fuse(*t, f);
       return;

@@ -34,6 +34,9 @@ constexpr Parser kParsers[] = {nvidia_xid};
 
 std::optional<core::KernelGpuEvent> gpu_event(const KmsgRecord& r,
                                               std::optional<long long> boot_time) {
+  // Only the kernel logs with facility 0: a process that writes to /dev/kmsg gets LOG_USER
+  // even when it asks for 0, so a forged "NVRM: Xid" line is never taken for the driver's.
+  if (r.facility != 0) return std::nullopt;
   for (Parser parse : kParsers) {
     auto e = parse(r);
     if (!e) continue;

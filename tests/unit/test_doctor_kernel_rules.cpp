@@ -187,6 +187,13 @@ TEST(DoctorKernelRules, NfsGpuDriverAndUnknownWaitsEachGetTheirFix) {
   EXPECT_FALSE(has(f.remedy, "NFS"));
   f = copy_of(run(s, {}, {}), FindingCode::UninterruptibleHolder);  // nothing could be read
   EXPECT_TRUE(has(f.remedy, "cat /proc/701/stack"));
+  // The daemon reads no stacks: the wait channel of the snapshot alone still tells the kind.
+  auto p = in_d(701);
+  p.details->wchan = "uvm_va_space_destroy";
+  auto s2 = make_snapshot({proc(1, 0, 1), p}, {gpu(0, 0, 8 * GiB, {listed(701, 8 * GiB)})});
+  f = copy_of(run(s2, {}, {}), FindingCode::UninterruptibleHolder);
+  EXPECT_TRUE(has(f.evidence, "inside the GPU driver"));
+  EXPECT_TRUE(has(f.remedy, "reboot"));
 }
 
 TEST(DoctorKernelRules, TimeInDIsTheSettleWindowWhenBothSamplesSawIt) {

@@ -136,6 +136,13 @@ TEST(KernelXid, EventsAreMatchedToGpusAndTimedByTheBootTime) {
   EXPECT_FALSE(events[0].gpu);  // no backend reports that address (off the bus)
   r.text = "usb 1-1: new high-speed USB device";
   EXPECT_FALSE(gpu_event(r, std::nullopt));
+  // The same Xid text written by a process (facility user: the kernel forces it) is no Xid.
+  auto forged = parse_kmsg_header("12,10,4000000,-;NVRM: Xid (PCI:0000:5e:00): 79, GPU has fallen");
+  ASSERT_TRUE(forged);
+  EXPECT_FALSE(gpu_event(*forged, 1'700'000'000));
+  auto kernel = parse_kmsg_header("4,10,4000000,-;NVRM: Xid (PCI:0000:5e:00): 79, GPU has fallen");
+  ASSERT_TRUE(kernel);
+  EXPECT_TRUE(gpu_event(*kernel, 1'700'000'000));
 }
 
 TEST(KernelXid, TheFollowerCountsEachEventOnceAsTheLogGrows) {
