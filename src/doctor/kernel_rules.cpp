@@ -91,14 +91,12 @@ void gpu_finding(const DoctorInput& in, const std::vector<const core::KernelGpuE
                  : fmt::format("the GPU at PCI {} (no backend reports it)", newest.pci_address);
   if (newest.gpu) f.gpus.push_back(*newest.gpu);
   std::set<unsigned> codes;
-  bool reboot = false;
   bool any_recent = false;
   for (const auto* e : events) {
     codes.insert(e->code);
     if (recent(*e, s)) {
       any_recent = true;
       f.severity = std::max(f.severity, severity_of(e->level));
-      reboot = reboot || e->needs_reboot;
     }
     if (e->pid && std::find(f.pids.begin(), f.pids.end(), *e->pid) == f.pids.end())
       f.pids.push_back(*e->pid);
@@ -137,7 +135,6 @@ void gpu_finding(const DoctorInput& in, const std::vector<const core::KernelGpuE
     }
   }
   if (ghost_named) f.remedy.push_back("gpureap kill --ghosts   # frees what the gone process left");
-  if (reboot) f.remedy.push_back("reboot   # after an Xid 79 or 95, a GPU reset cannot recover it");
   f.remedy.push_back("journalctl -k | grep -i xid   # the full messages");
   out.push_back(std::move(f));
 }
