@@ -7,6 +7,7 @@
 
 #include "cli/daemon_client.h"
 #include "core/duration.h"
+#include "output/kernel_note.h"
 #include "output/ps_render.h"
 #include "output/style.h"
 #include "tui/ps_watch.h"
@@ -82,7 +83,11 @@ int run_ps(const GlobalOptions& g, const PsOptions& o) {
     return print_command_output(answer->output, answer->warnings, answer->exit_code);
   auto collector = open_collector(g);
   if (!collector) return fail(collector.error());
-  auto rendered = output::render_ps_command(collector->collect(), render);
+  auto snapshot = collector->collect();
+  auto rendered = output::render_ps_command(snapshot, render);
+  // A GPU that logged a critical error looks healthy in the table: one line on stderr says so.
+  if (auto note = output::kernel_note(collector->kernel_log(snapshot)))
+    rendered.err.push_back(*note);
   return print_command_output(rendered.out, rendered.err, rendered.exit_code);
 }
 
