@@ -85,8 +85,13 @@ void SamplePublisher::on_collection(const engine::Collection& c) {
 
   std::vector<core::KernelEventCount> kernel_counts;
   if (kernel_log_) {
-    kernel_log_->poll(sample->snapshot->proc.boot_time, sample->snapshot->drivers.gpus);
+    auto fresh = kernel_log_->poll(sample->snapshot->proc.boot_time, sample->snapshot->drivers.gpus);
     const auto& problem = kernel_log_->log().problem;
+    // One copy per change, shared by the samples: the local socket's doctor and ps read it.
+    if (!kernel_view_ || !fresh.empty() || kernel_view_->problem != problem ||
+        kernel_view_->read != kernel_log_->log().read)
+      kernel_view_ = std::make_shared<const core::KernelLog>(kernel_log_->log());
+    sample->kernel_log = kernel_view_;
     // Once per streak: without the log everything else still works.
     if (problem && !kernel_log_problem_told_) base::log_warning(*problem);
     kernel_log_problem_told_ = problem.has_value();

@@ -65,6 +65,7 @@ class SamplePublisher final : public engine::CollectionConsumer {
   std::optional<bool> driver_was_up_;
   std::vector<engine::TimedSnapshot> anchors_;  // oldest first
   std::unique_ptr<kernel::KernelLogFollower> kernel_log_;
+  std::shared_ptr<const core::KernelLog> kernel_view_;  // the follower's log as of its last change
   bool kernel_log_problem_told_ = false;
 };
 
