@@ -8,6 +8,7 @@
 #include "cli/cmd_kill.h"
 #include "cli/cmd_policy.h"
 #include "cli/cmd_ps.h"
+#include "cli/cmd_report.h"
 #include "cli/cmd_reset.h"
 #include "cli/cmd_run.h"
 #include "cli/cmd_top.h"
@@ -50,6 +51,8 @@ int main(int argc, char** argv) {
   auto* policy = add_policy_command(app, policy_options);
   AuditOptions audit_options;
   auto* audit = add_audit_command(app, audit_options);
+  ReportOptions report_options;
+  auto* report = add_report_command(app, report_options);
 
   try {
     app.parse(argc, argv);
@@ -72,5 +75,6 @@ int main(int argc, char** argv) {
   if (daemon->parsed()) return run_daemon_command(global, daemon_options);
   if (policy->parsed()) return run_policy(global, policy_options);
   if (audit->parsed()) return run_audit(global, audit_options);
+  if (report->parsed()) return run_report(global, report_options);
   return run_ps(global, ps_options);
 }
