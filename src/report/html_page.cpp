@@ -1,5 +1,7 @@
 #include "report/html_page.h"
 
+#include <algorithm>
+
 #include "report/svg_chart.h"
 #include "text/byte_format.h"
 #include "text/escape.h"
@@ -64,6 +66,9 @@ std::string legend(const GpuChart& c) {
   std::string s = "<ul class=\"legend\">";
   for (size_t b = 0; b < c.bands.size(); ++b) {
     const Band& band = c.bands[b];
+    // An idle GPU's legend names no band that holds nothing.
+    if (std::all_of(band.bytes.begin(), band.bytes.end(), [](uint64_t v) { return v == 0; }))
+      continue;
     std::string fill = band_colour(band, b);
     std::string defs;
     if (band.kind == BandKind::Ghost) {
@@ -115,7 +120,7 @@ std::string held_for(TimePoint from, TimePoint to) {
 }
 
 std::string ghost_table(const Page& page) {
-  std::string s = "<section class=\"ghosts\"><h2>Ghosts in this window</h2>";
+  std::string s = "<section class=\"ghosts\" id=\"ghosts\"><h2>Ghosts in this window</h2>";
   if (page.ghosts.empty())
     return s + "<p class=\"note\">No gone process held GPU memory in this window.</p></section>";
   s += "<table class=\"ghost-table\"><thead><tr><th>gone PID</th><th>name</th><th>GPU</th>"
@@ -149,6 +154,13 @@ std::string render_html(const Page& page) {
       esc(page.title) + "</title><style>" + kStyle + "</style></head><body>";
   s += "<header><h1>" + esc(page.title) + "</h1><p class=\"sub\">" + esc(page.subtitle) + "</p>";
   for (const auto& n : page.notes) s += "<p class=\"note\">" + esc(n) + "</p>";
+  if (page.has_ghost_table && !page.ghosts.empty()) {
+    size_t held = 0;
+    for (const auto& g : page.ghosts) held += g.ending == GhostEnding::StillHeld;
+    s += "<p class=\"note\"><a href=\"#ghosts\">" + std::to_string(page.ghosts.size()) +
+         (page.ghosts.size() == 1 ? " ghost" : " ghosts") + " in this window</a>" +
+         (held ? ", " + std::to_string(held) + " still held" : std::string()) + ".</p>";
+  }
   s += "</header>";
   for (const auto& c : page.gpus) {
     s += "<section class=\"gpu\" data-gpu=\"" + std::to_string(c.gpu) + "\"><h2>" + esc(c.title) +

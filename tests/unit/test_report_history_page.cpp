@@ -39,7 +39,8 @@ TEST(ReportHistoryPage, TheLargestProcessesAreNamedTheRestIsOther) {
   EXPECT_EQ(c.bands[4].bytes[5], 1 * GiB);
   EXPECT_EQ(c.total_bytes, 80 * GiB);
   // The stack's top is the driver's used memory at every sample.
-  const auto& g = report_input().history.gpus[0];
+  const auto in = report_input();
+  const auto& g = in.history.gpus[0];
   for (size_t i = 0; i < c.times.size(); ++i) {
     uint64_t sum = 0;
     for (const auto& b : c.bands) sum += b.bytes[i];
