@@ -168,9 +168,11 @@ std::string render_html(const Page& page) {
          "</section>";
   }
   if (page.has_ghost_table) s += ghost_table(page);
-  s += "<footer>Written by gpureap " GPUREAP_VERSION " at " + utc_time(page.generated) + " UTC" +
-       ". Memory is the driver's; ghost memory is held by processes the driver lists that are "
-       "gone from /proc, kept alive by live processes that share their GPU files.</footer>";
+  s += "<footer>Written by gpureap " GPUREAP_VERSION " at " + utc_time(page.generated) + " UTC.";
+  if (page.has_ghost_table)
+    s += " Memory is the driver's; ghost memory is held by processes the driver lists that are "
+         "gone from /proc, kept alive by live processes that share their GPU files.";
+  s += "</footer>";
   return s + "</body></html>\n";
 }
 

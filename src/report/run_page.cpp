@@ -50,7 +50,7 @@ Page build_run_page(const supervise::RunReport& r, TimePoint generated) {
   Page page;
   page.generated = generated;
   page.has_ghost_table = false;
-  page.title = "gpureap run: " + supervise::command_text(r.command, 100);
+  page.title = "gpureap run: " + supervise::command_text(r.command, 70);
   page.from = r.started_at;
   page.to = std::max(r.ended_at, r.started_at + r.runtime + r.teardown);
   page.notes = summary_lines(r);
