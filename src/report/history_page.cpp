@@ -213,12 +213,24 @@ Page build_history_page(const HistoryInput& in, const HistoryPageOptions& o) {
   Page page;
   page.generated = o.generated;
   page.title = "GPU memory on " + (in.hostname.empty() ? std::string("this node") : in.hostname);
+  // A request reaching back beyond what the daemon keeps would draw mostly nothing: the page
+  // starts at the oldest sample, and says so.
+  std::optional<TimePoint> oldest;
+  for (const auto& g : in.history.gpus)
+    if (!g.points.empty() && (!oldest || g.points.front().time < *oldest))
+      oldest = g.points.front().time;
   page.from = in.since;
-  page.to = in.since;
+  if (oldest && *oldest > in.since + std::chrono::minutes(1)) {
+    page.from = *oldest;
+    page.notes.push_back(
+        "The daemon's history begins at " + utc_time(*oldest) +
+        " UTC (it keeps `history`, in its config, of the past): the page starts there.");
+  }
+  page.to = page.from;
   for (const auto& g : in.history.gpus)
     if (!g.points.empty()) page.to = std::max(page.to, g.points.back().time);
   for (const auto& t : in.history.processes) page.to = std::max(page.to, t.last_seen);
-  if (page.to == page.from) page.to = std::max(page.from, o.generated);
+  if (page.to <= page.from) page.to = std::max(page.from, o.generated);
   page.subtitle = "from " + utc_time(page.from) + " to " + utc_time(page.to) + " (UTC)";
   for (const auto& g : in.history.gpus) {
     page.gpus.push_back(chart_for(g, in, o, page.from, page.to));

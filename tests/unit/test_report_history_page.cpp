@@ -117,6 +117,18 @@ TEST(ReportHistoryPage, TheWindowStartsAtSince) {
   EXPECT_EQ(page.gpus[0].markers.size(), 2u);  // the close at t2.3 is outside
 }
 
+// Asked for 6 h of a daemon that keeps 1 h: the page starts at the oldest sample, and says so.
+TEST(ReportHistoryPage, ThePageStartsWhereTheHistoryDoes) {
+  auto in = report_input();
+  in.since = at_s(-6 * 3600);
+  auto page = page_of(in);
+  EXPECT_EQ(page.from, kReportT0);
+  ASSERT_EQ(page.notes.size(), 1u);
+  EXPECT_NE(page.notes[0].find("history begins at 2023-11-14 22:13:20"), std::string::npos)
+      << page.notes[0];
+  EXPECT_EQ(page.ghosts.size(), 3u);
+}
+
 TEST(ReportHistoryPage, AnEmptyHistorySaysSo) {
   HistoryInput in;
   in.since = kReportT0;
