@@ -10,6 +10,7 @@
 #include "cli/cmd_list.h"
 #include "cli/cmd_policy.h"
 #include "cli/cmd_ps.h"
+#include "cli/cmd_report.h"
 #include "cli/cmd_reset.h"
 #include "cli/cmd_run.h"
 #include "cli/cmd_top.h"
@@ -54,6 +55,8 @@ int main(int argc, char** argv) {
   auto* audit = add_audit_command(app, audit_options);
   ListOptions list_options;
   auto* list = add_list_command(app, list_options);
+  ReportOptions report_options;
+  auto* report = add_report_command(app, report_options);
 
   try {
     app.parse(argc, argv);
@@ -77,5 +80,6 @@ int main(int argc, char** argv) {
   if (policy->parsed()) return run_policy(global, policy_options);
   if (audit->parsed()) return run_audit(global, audit_options);
   if (list->parsed()) return run_list(global, list_options);
+  if (report->parsed()) return run_report(global, report_options);
   return run_ps(global, ps_options);
 }
