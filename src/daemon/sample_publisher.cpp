@@ -85,7 +85,8 @@ void SamplePublisher::on_collection(const engine::Collection& c) {
 
   std::vector<core::KernelEventCount> kernel_counts;
   if (kernel_log_) {
-    auto fresh = kernel_log_->poll(sample->snapshot->proc.boot_time, sample->snapshot->drivers.gpus);
+    auto fresh =
+        kernel_log_->poll(sample->snapshot->proc.boot_time, sample->snapshot->drivers.gpus);
     const auto& problem = kernel_log_->log().problem;
     // One copy per change, shared by the samples: the local socket's doctor and ps read it.
     if (!kernel_view_ || !fresh.empty() || kernel_view_->problem != problem ||
