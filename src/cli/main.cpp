@@ -12,7 +12,7 @@
 #include "cli/cmd_run.h"
 #include "cli/cmd_top.h"
 #include "cli/global_options.h"
-#include "text/escape.h"
+#include "cli/usage_error.h"
 
 int main(int argc, char** argv) {
   using namespace gpureap::cli;
@@ -22,7 +22,6 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", std::string("gpureap ") + GPUREAP_VERSION);
   app.require_subcommand(0, 1);
   app.fallthrough();  // global options are accepted after the subcommand too
-  app.footer("Without a subcommand, gpureap runs `ps`.");
 
   GlobalOptions global;
   add_global_options(app, global);
@@ -50,6 +49,8 @@ int main(int argc, char** argv) {
   auto* policy = add_policy_command(app, policy_options);
   AuditOptions audit_options;
   auto* audit = add_audit_command(app, audit_options);
+  // After the subcommands: CLI11 copies a footer into every subcommand added after it.
+  app.footer("Without a subcommand, gpureap runs `ps`.");
 
   try {
     app.parse(argc, argv);
@@ -57,8 +58,7 @@ int main(int argc, char** argv) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
     // CLI11's message quotes the arguments as typed: escaped before they reach the terminal.
-    std::cerr << gpureap::text::terminal_safe_lines(e.what())
-              << "\nRun with --help for more information.\n";
+    std::cerr << "gpureap: " << usage_error_text(app, e) << "\n";
     // `run` follows timeout(1): its own failures are 125, so they differ from the job's.
     return run->parsed() ? kExitRunFailed : kExitUsage;
   }
