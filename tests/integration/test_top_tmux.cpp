@@ -186,13 +186,13 @@ TEST(TopTmux, HtopFunctionKeysSearchTreeSortScrollAndQuit) {
     auto rows = rows_of(sc, server);
     return rows.empty() ? std::string() : rows.front();
   };
-  const std::string program = "gpureap_integration_tests";
+  const std::string program = "gpureap_integration";
   ASSERT_NE(row(s).find(program), std::string::npos) << s;
   top.keys({"Right"});
   s = top.wait_until(
       [&](const std::string& sc) {
-        return row(sc).find(program) == std::string::npos &&
-               row(sc).find(program.substr(8)) != std::string::npos;
+        return row(sc).find("gpureap_") == std::string::npos &&
+               row(sc).find("integration") != std::string::npos;
       },
       "Right to scroll the command by 8 columns");
   EXPECT_NE(s.find("SM%▼"), std::string::npos) << s;
