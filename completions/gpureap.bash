@@ -16,7 +16,7 @@ _gpureap_options() {
   case $1 in
     "") echo "--proc-root= --dev-root= --sys-root= --kmsg= --nvml-library= --json --csv" \
              "--driver-timeout= --no-color --tree --help --version" ;;
-    ps) echo "--tree --watch --no-daemon" ;;
+    ps) echo "--tree --watch --no-daemon --gpu= --user= --pid= --sort= --compact -v --verbose" ;;
     kill) echo "--gpu= --user= --ghosts --tree --group --signal= --grace= --no-escalate" \
                "--wait-release= --dry-run -y --yes" ;;
     doctor) echo "--gpu= --settle= --only= --unattributed-threshold= --fix -y --yes --no-daemon" ;;
@@ -86,6 +86,7 @@ _gpureap() {
       --gpu) mapfile -t COMPREPLY < <(compgen -W "$(_gpureap_values gpus)" -- "$cur") ;;
       --signal)
         mapfile -t COMPREPLY < <(compgen -W "$(_gpureap_values signals)" -- "${cur^^}") ;;
+      --sort) mapfile -t COMPREPLY < <(compgen -W "pid memory age user" -- "$cur") ;;
       --only)
         # A comma-separated list: complete the code after the last comma.
         local done_part="" last=$cur

@@ -50,6 +50,12 @@ complete -c gpureap -n "not __fish_seen_subcommand_from $commands" -a report -d 
 complete -c gpureap -n '__fish_seen_subcommand_from ps' -l tree -d 'show the holders inside their process tree'
 complete -c gpureap -n '__fish_seen_subcommand_from ps' -l watch -d 're-render in place every INTERVAL'
 complete -c gpureap -n '__fish_seen_subcommand_from ps' -l no-daemon -d 'scan here even when the daemon could answer'
+complete -c gpureap -n '__fish_seen_subcommand_from ps' -l gpu -x -a '(__gpureap_values gpus)' -d 'only the processes on GPU N'
+complete -c gpureap -n '__fish_seen_subcommand_from ps' -l user -x -a '(__fish_complete_users)' -d 'only the processes of this user'
+complete -c gpureap -n '__fish_seen_subcommand_from ps' -l pid -x -a '(__fish_complete_pids)' -d 'only this process'
+complete -c gpureap -n '__fish_seen_subcommand_from ps' -l sort -x -a 'pid memory age user' -d 'order within each GPU'
+complete -c gpureap -n '__fish_seen_subcommand_from ps' -l compact -d 'one line per GPU'
+complete -c gpureap -n '__fish_seen_subcommand_from ps' -s v -l verbose -d 'also the notes every run repeats'
 
 # kill
 complete -c gpureap -n '__fish_seen_subcommand_from kill' -a '(__fish_complete_pids)'
