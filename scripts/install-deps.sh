@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages gpureap needs to build, package and test, only those missing:
 # dpkg-dev and file for the .deb's dependencies (CPack runs dpkg-shlibdeps on what file finds
-# to be ELF), man-db for the package test's `man -w`.
+# to be ELF), man-db for the package test's `man -w`, prometheus and prometheus-alertmanager
+# (10 MiB, with amtool) for the tests against the real engines.
 #   --ci  also what CI's extra stages need: clang and libFuzzer for scripts/fuzz.sh, and
 #         llvm-symbolizer for readable sanitizer reports (README, "Development").
 set -euo pipefail
 packages=(g++ make cmake libcli11-dev libfmt-dev nlohmann-json3-dev libgtest-dev
-          libtomlplusplus-dev libcpp-httplib-dev pkgconf prometheus
+          libtomlplusplus-dev libcpp-httplib-dev pkgconf prometheus prometheus-alertmanager
           libncurses-dev tmux dpkg-dev file man-db)
 for arg in "$@"; do
   case "$arg" in
