@@ -160,10 +160,12 @@ TEST(AlertDispatcher, AlertmanagerGetsItsApiArrayAndFiringAlertsAgainUntilResolv
   EXPECT_EQ(again[0]["labels"]["alertname"], "A");
   // Not due again before another interval; the webhook sink never gets re-sends.
   d.resend_firing(t0 + kAlertmanagerResend + 1s);
+  // (hook: A, B, B resolved, then C, which only it gets; the queue keeps the order)
   d.dispatch(note("C", {"hook"}), "");
-  ASSERT_TRUE(wait_for([&] { return d.counts("hook")->success == 3; }));
+  ASSERT_TRUE(wait_for([&] { return d.counts("hook")->success == 4; }));
   EXPECT_EQ(d.counts("am")->success, 4u);
-  EXPECT_EQ(f.scripts["hook"]->sent.size(), 3u);
+  EXPECT_EQ(f.scripts["hook"]->sent.size(), 4u);
+  EXPECT_EQ(f.scripts["hook"]->sent[3].alertname, "C");
 }
 
 TEST(AlertDispatcher, RetriesThenSucceedsAndCountsEachFailedAttempt) {
