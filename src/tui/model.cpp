@@ -402,56 +402,47 @@ Effect TopModel::handle_filter(const Key& key) {
   return {};
 }
 
+// Up/Down and PageUp/PageDown (and Home/End with `ends`) move the dialog's first line within
+// [0, last]; false for any other key.
+bool TopModel::scroll_dialog(const Key& key, size_t page, size_t last, bool ends) {
+  switch (key.kind) {
+    case Key::Up:
+      dialog_scroll_ = dialog_scroll_ ? dialog_scroll_ - 1 : 0;
+      return true;
+    case Key::Down:
+      dialog_scroll_ = std::min(dialog_scroll_ + 1, last);
+      return true;
+    case Key::PageUp:
+      dialog_scroll_ = dialog_scroll_ > page ? dialog_scroll_ - page : 0;
+      return true;
+    case Key::PageDown:
+      dialog_scroll_ = std::min(dialog_scroll_ + page, last);
+      return true;
+    case Key::Home:
+      if (ends) dialog_scroll_ = 0;
+      return ends;
+    case Key::End:
+      if (ends) dialog_scroll_ = last;
+      return ends;
+    default:
+      return false;
+  }
+}
+
 // The help scrolls (a small terminal shows part of it, the legend last); any other key closes.
 Effect TopModel::handle_help(const Key& key) {
   size_t rows = layout_.height > 4 ? layout_.height - 4 : 1;
   size_t lines = help_rows();
   size_t last = lines > rows ? lines - rows : 0;
   size_t page = std::max<size_t>(1, rows - 1);
-  switch (key.kind) {
-    case Key::Up:
-      dialog_scroll_ = dialog_scroll_ ? dialog_scroll_ - 1 : 0;
-      return {};
-    case Key::Down:
-      dialog_scroll_ = std::min(dialog_scroll_ + 1, last);
-      return {};
-    case Key::PageUp:
-      dialog_scroll_ = dialog_scroll_ > page ? dialog_scroll_ - page : 0;
-      return {};
-    case Key::PageDown:
-      dialog_scroll_ = std::min(dialog_scroll_ + page, last);
-      return {};
-    case Key::Home:
-      dialog_scroll_ = 0;
-      return {};
-    case Key::End:
-      dialog_scroll_ = last;
-      return {};
-    default:
-      mode_ = Mode::Table;
-      return {};
-  }
+  if (!scroll_dialog(key, page, last, true)) mode_ = Mode::Table;
+  return {};
 }
 
 Effect TopModel::handle_dialog(const Key& key) {
   size_t page = std::max<size_t>(1, layout_.height / 2);
   size_t last = dialog_lines_.size() > 1 ? dialog_lines_.size() - 1 : 0;
-  switch (key.kind) {
-    case Key::Up:
-      dialog_scroll_ = dialog_scroll_ ? dialog_scroll_ - 1 : 0;
-      return {};
-    case Key::Down:
-      dialog_scroll_ = std::min(dialog_scroll_ + 1, last);
-      return {};
-    case Key::PageUp:
-      dialog_scroll_ = dialog_scroll_ > page ? dialog_scroll_ - page : 0;
-      return {};
-    case Key::PageDown:
-      dialog_scroll_ = std::min(dialog_scroll_ + page, last);
-      return {};
-    default:
-      break;
-  }
+  if (scroll_dialog(key, page, last, false)) return {};
   bool yes = key.kind == Key::Char && (key.ch == U'y' || key.ch == U'Y');
   // y: the reaper's escalation; t, i, 9: that one signal alone.
   std::optional<KillChoice> choice;

@@ -117,6 +117,7 @@ class TopModel {
   Effect handle_filter(const Key& key);
   Effect handle_dialog(const Key& key);
   Effect handle_help(const Key& key);
+  bool scroll_dialog(const Key& key, size_t page, size_t last, bool ends);
   size_t help_width() const;  // the help's text columns at this screen width
   size_t help_rows() const;   // its lines at that width
   void cycle_gpu();
