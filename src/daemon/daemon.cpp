@@ -221,6 +221,7 @@ class Daemon {
     if (acting_backends_) acting_backends_->interrupt();
     policies_->stop();
     alerts_->stop();
+    audit_->close();
     base::log_info("stopped");
     return 0;
   }
@@ -426,7 +427,7 @@ int run_daemon(const DaemonOptions& options) {
   Daemon daemon(options, std::move(*config), std::move(*collector), std::move(*acting), gpu_files);
   int status = daemon.run(signals);
   if (status != 0) return status;
-  // Everything that writes has stopped (the audit log syncs every record; the log is written
+  // Everything that writes has stopped (the audit log is closed; the log is written
   // unbuffered). What is left is each driver's shutdown: NVML's takes a second or more without
   // persistence mode, on each backend instance, and a wedged driver's never returns. The kernel
   // frees what the process held when it exits, so it exits now, without waiting for them and
