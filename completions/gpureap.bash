@@ -14,9 +14,9 @@ _gpureap_values() {
 # Options of each command; those ending in "=" take a value.
 _gpureap_options() {
   case $1 in
-    "") echo "--proc-root= --dev-root= --sys-root= --nvml-library= --json --csv" \
+    "") echo "--proc-root= --dev-root= --sys-root= --kmsg= --nvml-library= --json --csv" \
              "--driver-timeout= --no-color --tree --help --version" ;;
-    ps) echo "--tree --watch --no-daemon" ;;
+    ps) echo "--tree --watch --no-daemon --gpu= --user= --pid= --sort= --compact -v --verbose" ;;
     kill) echo "--gpu= --user= --ghosts --tree --group --signal= --grace= --no-escalate" \
                "--wait-release= --dry-run -y --yes" ;;
     doctor) echo "--gpu= --settle= --only= --unattributed-threshold= --fix -y --yes --no-daemon" ;;
@@ -28,6 +28,7 @@ _gpureap_options() {
     policy) echo "" ;;
     "policy test") echo "--config= --policy=" ;;
     audit) echo "--since= --file= --config= --policy= --pid=" ;;
+    report) echo "--since= -o= --out= --from= --daemon= --config= --audit-log= --processes=" ;;
   esac
 }
 
@@ -64,7 +65,7 @@ _gpureap() {
       continue
     fi
     case $cmd in
-      "") case $word in ps | kill | doctor | reset | daemon | run | top | policy | audit)
+      "") case $word in ps | kill | doctor | reset | daemon | run | top | policy | audit | report)
             cmd=$word ;; esac ;;
       policy) [[ $word == test ]] && cmd="policy test" ;;
     esac
@@ -85,6 +86,7 @@ _gpureap() {
       --gpu) mapfile -t COMPREPLY < <(compgen -W "$(_gpureap_values gpus)" -- "$cur") ;;
       --signal)
         mapfile -t COMPREPLY < <(compgen -W "$(_gpureap_values signals)" -- "${cur^^}") ;;
+      --sort) mapfile -t COMPREPLY < <(compgen -W "pid memory age user" -- "$cur") ;;
       --only)
         # A comma-separated list: complete the code after the last comma.
         local done_part="" last=$cur
@@ -98,7 +100,8 @@ _gpureap() {
       --proc-root | --dev-root | --sys-root)
         compopt -o filenames 2>/dev/null
         mapfile -t COMPREPLY < <(compgen -d -- "$cur") ;;
-      --nvml-library | --config | --check-config | --file | --report)
+      --nvml-library | --config | --check-config | --file | --report | --kmsg | --from | --out | \
+        --audit-log)
         compopt -o filenames 2>/dev/null
         mapfile -t COMPREPLY < <(compgen -f -- "$cur") ;;
     esac
@@ -112,7 +115,7 @@ _gpureap() {
     return 0
   fi
   case $cmd in
-    "") mapfile -t COMPREPLY < <(compgen -W "ps kill doctor reset daemon run top policy audit" \
+    "") mapfile -t COMPREPLY < <(compgen -W "ps kill doctor reset daemon run top policy audit report" \
           -- "$cur") ;;
     policy) mapfile -t COMPREPLY < <(compgen -W "test" -- "$cur") ;;
   esac

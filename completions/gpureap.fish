@@ -2,7 +2,7 @@
 # GPU indices, doctor's finding codes, signal names (`gpureap list KIND`). Installed in
 # share/fish/vendor_completions.d.
 
-set -l commands ps kill doctor reset daemon run top policy audit
+set -l commands ps kill doctor reset daemon run top policy audit report
 
 # "VALUE<TAB>description" lines are what fish shows as a value and its description.
 function __gpureap_values -a kind
@@ -25,6 +25,7 @@ complete -c gpureap -f
 complete -c gpureap -l proc-root -r -a '(__fish_complete_directories)' -d 'procfs to read'
 complete -c gpureap -l dev-root -r -a '(__fish_complete_directories)' -d 'device directory to match'
 complete -c gpureap -l sys-root -r -a '(__fish_complete_directories)' -d 'sysfs to read DRM GPUs and KFD from'
+complete -c gpureap -l kmsg -r -F -d 'kernel log to read GPU errors from'
 complete -c gpureap -l nvml-library -r -F -d 'path of libnvidia-ml.so.1'
 complete -c gpureap -l json -d 'print JSON'
 complete -c gpureap -l csv -d 'print CSV'
@@ -43,11 +44,18 @@ complete -c gpureap -n "not __fish_seen_subcommand_from $commands" -a run -d 'ru
 complete -c gpureap -n "not __fish_seen_subcommand_from $commands" -a top -d 'live view of GPU memory and its holders'
 complete -c gpureap -n "not __fish_seen_subcommand_from $commands" -a policy -d "cleanup policies of the daemon's config"
 complete -c gpureap -n "not __fish_seen_subcommand_from $commands" -a audit -d 'what cleanup policies decided and did'
+complete -c gpureap -n "not __fish_seen_subcommand_from $commands" -a report -d 'GPU memory over time as one HTML page'
 
 # ps
 complete -c gpureap -n '__fish_seen_subcommand_from ps' -l tree -d 'show the holders inside their process tree'
 complete -c gpureap -n '__fish_seen_subcommand_from ps' -l watch -d 're-render in place every INTERVAL'
 complete -c gpureap -n '__fish_seen_subcommand_from ps' -l no-daemon -d 'scan here even when the daemon could answer'
+complete -c gpureap -n '__fish_seen_subcommand_from ps' -l gpu -x -a '(__gpureap_values gpus)' -d 'only the processes on GPU N'
+complete -c gpureap -n '__fish_seen_subcommand_from ps' -l user -x -a '(__fish_complete_users)' -d 'only the processes of this user'
+complete -c gpureap -n '__fish_seen_subcommand_from ps' -l pid -x -a '(__fish_complete_pids)' -d 'only this process'
+complete -c gpureap -n '__fish_seen_subcommand_from ps' -l sort -x -a 'pid memory age user' -d 'order within each GPU'
+complete -c gpureap -n '__fish_seen_subcommand_from ps' -l compact -d 'one line per GPU'
+complete -c gpureap -n '__fish_seen_subcommand_from ps' -s v -l verbose -d 'also the notes every run repeats'
 
 # kill
 complete -c gpureap -n '__fish_seen_subcommand_from kill' -a '(__fish_complete_pids)'
@@ -111,3 +119,12 @@ complete -c gpureap -n '__fish_seen_subcommand_from audit' -l file -r -F -d 'the
 complete -c gpureap -n '__fish_seen_subcommand_from audit' -l config -r -F -d "the daemon config whose audit_log to read"
 complete -c gpureap -n '__fish_seen_subcommand_from audit' -l policy -x -d 'only records of this policy'
 complete -c gpureap -n '__fish_seen_subcommand_from audit' -l pid -x -d 'only records about this PID'
+
+# report
+complete -c gpureap -n '__fish_seen_subcommand_from report' -l since -x -d 'how far back'
+complete -c gpureap -n '__fish_seen_subcommand_from report' -s o -l out -r -F -d 'the page to write'
+complete -c gpureap -n '__fish_seen_subcommand_from report' -l from -r -F -d 'a saved /api/v1/history document'
+complete -c gpureap -n '__fish_seen_subcommand_from report' -l daemon -x -d "the daemon's HTTP address"
+complete -c gpureap -n '__fish_seen_subcommand_from report' -l config -r -F -d "the daemon's config file"
+complete -c gpureap -n '__fish_seen_subcommand_from report' -l audit-log -r -F -d "the policies' audit log"
+complete -c gpureap -n '__fish_seen_subcommand_from report' -l processes -x -d 'processes named per GPU'

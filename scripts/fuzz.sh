@@ -17,7 +17,7 @@ build=build-fuzz
 
 all_targets=(fuzz_proc_stat fuzz_proc_status fuzz_proc_cgroup fuzz_proc_devices fuzz_nvml_records
              fuzz_daemon_config fuzz_duration fuzz_byte_size fuzz_http_query fuzz_drm_fdinfo
-             fuzz_snapshot_wire)
+             fuzz_snapshot_wire fuzz_kmsg)
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=("${all_targets[@]}")
 
@@ -61,6 +61,16 @@ copy_fixtures fuzz_proc_devices devices
 # DRM fdinfo: each driver's text as it prints it (tests/fixtures/drm-fdinfo/*.txt).
 mkdir -p "$seeds/fuzz_drm_fdinfo"
 for f in tests/fixtures/drm-fdinfo/*.txt; do cp "$f" "$seeds/fuzz_drm_fdinfo/$(basename "$f" .txt)"; done
+# The kernel log: the unit tests' kmsg records and Xid lines of every driver generation, each
+# behind a first byte that picks where the fuzz target cuts the text.
+mkdir -p "$seeds/fuzz_kmsg"
+n=0
+while IFS= read -r line; do
+  n=$((n + 1))
+  printf '\x07%s\n SUBSYSTEM=pci\n' "$line" >"$seeds/fuzz_kmsg/xid-$n"
+done < <(grep -ho '"NVRM: Xid[^"]*"' tests/unit/test_kernel_xid.cpp | tr -d '"' | sed 's/^/4,1,2,-;/')
+literal_seeds fuzz_kmsg '\x0c6,1,10,-;first\n SUBSYSTEM=pci\n DEVICE=+pci:0000:3b:00.0\n6,2,20,c;x\n' \
+  '\x00 ORPHAN=1\ngarbage\n4,7,100,-,caller=T1;NVRM: Xid (PCI:0000:3b:00): 79, pid=<unknown>, name=<unknown>, GPU has fallen off the bus.'
 # The daemon config: the shipped one, the documentation's examples and the unit tests' texts.
 mkdir -p "$seeds/fuzz_daemon_config"
 cp deploy/config.toml "$seeds/fuzz_daemon_config/deploy"

@@ -4,6 +4,7 @@
 # to be ELF), man-db for the package test's `man -w`.
 #   --ci  also what CI's extra stages need: clang and libFuzzer for scripts/fuzz.sh, and
 #         llvm-symbolizer for readable sanitizer reports (README, "Development").
+#   --browser  headless Chromium for the report page's browser test (scripts/browser-test.sh)
 set -euo pipefail
 packages=(g++ make cmake libcli11-dev libfmt-dev nlohmann-json3-dev libgtest-dev
           libtomlplusplus-dev libcpp-httplib-dev pkgconf prometheus
@@ -11,7 +12,8 @@ packages=(g++ make cmake libcli11-dev libfmt-dev nlohmann-json3-dev libgtest-dev
 for arg in "$@"; do
   case "$arg" in
     --ci) packages+=(clang libclang-rt-14-dev llvm-14 clang-format clang-tidy) ;;
-    *) echo "usage: $0 [--ci]" >&2; exit 2 ;;
+    --browser) packages+=(chromium) ;;
+    *) echo "usage: $0 [--ci] [--browser]" >&2; exit 2 ;;
   esac
 done
 missing=()

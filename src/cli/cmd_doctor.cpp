@@ -15,6 +15,7 @@
 #include "output/snapshot_json.h"
 #include "reap/collector_world.h"
 #include "reap/safety.h"
+#include "text/escape.h"
 
 namespace gpureap::cli {
 namespace {
@@ -63,8 +64,12 @@ class Doctor {
       : g_(g), o_(o), run_(run), collector_(collector) {}
 
   std::vector<doctor::Finding> diagnose(const core::Snapshot& a, const core::Snapshot& b) const {
-    auto found = doctor::diagnose(
-        {a, b, collector_.ipc_residue(b.proc), o_.gpu, reap::is_protected_process, run_.threshold});
+    auto kernel = collector_.kernel_log(b);
+    // Without the kernel log doctor still diagnoses everything else: say so once.
+    if (kernel.problem) std::cerr << "gpureap: " << text::terminal_safe(*kernel.problem) << "\n";
+    auto found =
+        doctor::diagnose({a, b, collector_.ipc_residue(b.proc), o_.gpu, reap::is_protected_process,
+                          run_.threshold, &kernel, collector_.blocked_tasks(b)});
     doctor::keep_codes(found, run_.only);
     return found;
   }

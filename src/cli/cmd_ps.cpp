@@ -7,6 +7,7 @@
 
 #include "cli/daemon_client.h"
 #include "core/duration.h"
+#include "output/kernel_note.h"
 #include "output/ps_render.h"
 #include "output/style.h"
 #include "tui/ps_watch.h"
@@ -19,6 +20,11 @@ static_assert(output::kPsExitDriverTimeout == kExitDriverTimeout);
 // The daemon answers only a plain `ps` (not --watch) when it may (cli/daemon_client.h).
 std::optional<daemon::Answer> from_daemon(const GlobalOptions& g, const PsOptions& o,
                                           const output::PsRenderOptions& render) {
+  // What the daemon's request cannot carry yet (a selection, the compact form, ASCII, every
+  // note) is rendered from a scan here.
+  if (render.select.narrows() || render.select.sort != output::PsSort::Pid || render.compact ||
+      !render.unicode || render.verbose)
+    return std::nullopt;
   auto path = daemon_socket(g, o.no_daemon);
   if (!path) return std::nullopt;
   return ask_daemon(*path,
@@ -26,19 +32,22 @@ std::optional<daemon::Answer> from_daemon(const GlobalOptions& g, const PsOption
 }
 
 // The options checked and the collector opened here; the loop is tui's.
-int run_ps_watch(const GlobalOptions& g, const PsOptions& o) {
+int run_ps_watch(const GlobalOptions& g, const PsOptions& o, output::PsSort sort) {
   if (g.csv)
     return fail({"--watch cannot print CSV",
                  "use --watch alone for the table, or --watch --json for JSON lines"});
   tui::PsWatchOptions watch{.every = o.watch->empty() ? "2s" : *o.watch,
                             .tree = o.tree,
                             .json = g.json,
-                            .no_color = g.no_color};
+                            .no_color = g.no_color,
+                            .unicode = output::locale_speaks_utf8(),
+                            .compact = o.compact};
   auto interval = core::parse_duration(watch.every);
   if (!interval) return fail({"--watch: " + interval.error().message, interval.error().hint});
   if (*interval < std::chrono::milliseconds(100))
     return fail({"--watch " + watch.every + " is too short", "use 100ms or more"});
   watch.interval = *interval;
+  watch.select = {.gpus = o.gpus, .users = o.users, .pids = o.pids, .sort = sort};
   // A wedged driver must not freeze the screen: the driver gets a deadline, /proc stays live.
   auto collector = open_collector(g);
   if (!collector) return fail(collector.error());
@@ -65,24 +74,55 @@ CLI::App* add_ps_command(CLI::App& app, PsOptions& o) {
       ->type_name("[INTERVAL]");
   ps->add_flag("--no-daemon", o.no_daemon,
                "scan /proc and the drivers here even when the gpureap daemon could answer");
+  ps->add_option("--gpu", o.gpus, "only the processes on GPU N (repeatable), and only its line")
+      ->type_name("N");
+  ps->add_option("--user", o.users, "only the processes of user U (a name or a uid; repeatable)")
+      ->type_name("U");
+  ps->add_option("--pid", o.pids, "only process P (repeatable)")->type_name("PID");
+  ps->add_option("--sort", o.sort,
+                 "order within each GPU's rows: pid (default), memory, age (oldest first), user")
+      ->type_name("KEY");
+  ps->add_flag("--compact", o.compact,
+               "one line per GPU: utilisation, temperature, memory, and who uses it");
+  ps->add_flag("-v,--verbose", o.verbose,
+               "also the notes every run repeats (processes the kernel hides from inspection)");
+  ps->footer(
+      "Columns: CPU% is the CPU time used over the process's life (as ps(1) computes it), RSS "
+      "its resident memory, TIME the CPU time used, AGE how long it has run. Rows are grouped "
+      "by the first GPU each process uses.");
   return ps;
 }
 
 int run_ps(const GlobalOptions& g, const PsOptions& o) {
   if (g.json && g.csv)
     return fail({"--json and --csv cannot be combined", "choose one output format"});
-  if (o.watch) return run_ps_watch(g, o);
-  output::PsRenderOptions render{.format = g.json  ? output::PsFormat::Json
-                                           : g.csv ? output::PsFormat::Csv
-                                                   : output::PsFormat::Table,
-                                 .tree = o.tree,
-                                 .width = terminal_width(),
-                                 .color = output::Style::for_stdout(g.no_color).enabled()};
+  auto sort = output::parse_ps_sort(o.sort);
+  if (!sort) return fail({"--sort: " + sort.error().message, sort.error().hint});
+  for (pid_t pid : o.pids)
+    if (pid <= 0) return fail({"`" + std::to_string(pid) + "` is not a PID", "PIDs start at 1"});
+  if (o.compact && (g.json || g.csv || o.tree))
+    return fail({"--compact is a table of its own", "use it without --json, --csv and --tree"});
+  if (o.watch) return run_ps_watch(g, o, *sort);
+  output::PsRenderOptions render{
+      .format = g.json  ? output::PsFormat::Json
+                : g.csv ? output::PsFormat::Csv
+                        : output::PsFormat::Table,
+      .tree = o.tree,
+      .width = terminal_width(),
+      .color = output::Style::for_stdout(g.no_color).enabled(),
+      .select = {.gpus = o.gpus, .users = o.users, .pids = o.pids, .sort = *sort},
+      .compact = o.compact,
+      .unicode = output::locale_speaks_utf8(),
+      .verbose = o.verbose};
   if (auto answer = from_daemon(g, o, render))
     return print_command_output(answer->output, answer->warnings, answer->exit_code);
   auto collector = open_collector(g);
   if (!collector) return fail(collector.error());
-  auto rendered = output::render_ps_command(collector->collect(), render);
+  auto snapshot = collector->collect();
+  auto rendered = output::render_ps_command(snapshot, render);
+  // A GPU that logged a critical error looks healthy in the table: one line on stderr says so.
+  if (auto note = output::kernel_note(collector->kernel_log(snapshot)))
+    rendered.err.push_back(*note);
   return print_command_output(rendered.out, rendered.err, rendered.exit_code);
 }
 

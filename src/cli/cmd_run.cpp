@@ -3,12 +3,15 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <iostream>
 
 #include "core/duration.h"
 #include "output/snapshot_json.h"
+#include "report/html_page.h"
+#include "report/run_page.h"
 #include "supervise/report_json.h"
 #include "supervise/report_text.h"
 #include "supervise/supervisor.h"
@@ -18,6 +21,15 @@ namespace gpureap::cli {
 namespace {
 
 constexpr std::chrono::milliseconds kMinSampleInterval{100};
+
+// --report FILE.html writes the job's page; any other name the gpureap.run/v1 JSON.
+bool is_html(const std::string& path) {
+  auto dot = path.rfind('.');
+  if (dot == std::string::npos) return false;
+  std::string ext = path.substr(dot + 1);
+  for (char& c : ext) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return ext == "html" || ext == "htm";
+}
 
 int run_failed(const core::Error& error) {
   fail(error);
@@ -81,7 +93,9 @@ CLI::App* add_run_command(CLI::App& app, RunCliOptions& o) {
   run->add_option("--sample", o.sample,
                   "sample the job's GPU memory this often (0: only when the command exits)")
       ->default_str("1s");
-  run->add_option("--report", o.report, "write a JSON report (gpureap.run/v1) to FILE");
+  run->add_option("--report", o.report,
+                  "write a JSON report (gpureap.run/v1) to FILE, or the job's page of GPU "
+                  "memory over time when FILE ends in .html");
   run->add_flag("-q,--quiet", o.quiet, "no summary on stderr (errors are still printed)");
   run->add_option("CMD", o.command, "the command and its arguments, after `--`")->required();
   run->footer(
@@ -113,7 +127,10 @@ int run_run(const GlobalOptions& g, const RunCliOptions& o) {
   auto report = supervisor.run();
 
   if (report_fd >= 0) {
-    std::string text = output::dump_json(supervise::run_report_to_json(report)) + "\n";
+    const std::string text = is_html(*options->report_path)
+                                 ? gpureap::report::render_html(gpureap::report::build_run_page(
+                                       report, std::chrono::system_clock::now()))
+                                 : output::dump_json(supervise::run_report_to_json(report)) + "\n";
     size_t done = 0;
     while (done < text.size()) {
       ssize_t n = ::write(report_fd, text.data() + done, text.size() - done);

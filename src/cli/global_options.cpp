@@ -20,6 +20,10 @@ void add_global_options(CLI::App& app, GlobalOptions& o) {
   app.add_option("--sys-root", o.sys_root,
                  "sysfs to read DRM GPUs and AMD's KFD from (default /sys)")
       ->group("Global");
+  app.add_option("--kmsg", o.kmsg,
+                 "kernel log to read GPU errors (Xids) from: /dev/kmsg (default) or a saved copy "
+                 "of it")
+      ->group("Global");
   app.add_option("--nvml-library", o.nvml_library,
                  "path of libnvidia-ml.so.1 (default: $GPUREAP_NVML_LIBRARY, then the system's)")
       ->group("Global");
@@ -35,7 +39,7 @@ void add_global_options(CLI::App& app, GlobalOptions& o) {
 }
 
 void note_given_options(const CLI::App& app, GlobalOptions& o) {
-  for (const char* name : {"--proc-root", "--dev-root", "--sys-root", "--nvml-library"})
+  for (const char* name : {"--proc-root", "--dev-root", "--sys-root", "--kmsg", "--nvml-library"})
     if (app.get_option(name)->count() > 0) o.roots_given = true;
 }
 
@@ -66,7 +70,8 @@ core::Result<collect::Collector> open_collector(const GlobalOptions& o) {
   if (!backends)
     return core::Error{"--driver-timeout: \"" + o.driver_timeout + "\" is not a positive duration",
                        "write it with a unit: 500ms, 5s, 1m"};
-  return collect::Collector::open({o.proc_root, o.dev_root, o.sys_root}, std::move(backends));
+  return collect::Collector::open({o.proc_root, o.dev_root, o.sys_root, o.kmsg},
+                                  std::move(backends));
 }
 
 bool report_driver_timeout(const core::Snapshot& s) {

@@ -16,12 +16,13 @@ struct GlobalOptions {
   std::string proc_root = "/proc";
   std::string dev_root = "/dev";
   std::string sys_root = "/sys";
-  std::string nvml_library;  // empty: GPUREAP_NVML_LIBRARY, then the default search
+  std::string kmsg = "/dev/kmsg";  // the kernel log, or a saved copy (`cat /dev/kmsg > FILE`)
+  std::string nvml_library;        // empty: GPUREAP_NVML_LIBRARY, then the default search
   bool json = false;
   bool csv = false;
   bool no_color = false;
   std::string driver_timeout = "5s";  // how long one read of the driver may take
-  // One of --proc-root, --dev-root, --sys-root, --nvml-library was given (even with its
+  // One of --proc-root, --dev-root, --sys-root, --kmsg, --nvml-library was given (even with its
   // default value): the user asks about those, so `ps` scans them instead of asking the daemon.
   bool roots_given = false;
 };

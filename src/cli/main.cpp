@@ -10,11 +10,12 @@
 #include "cli/cmd_list.h"
 #include "cli/cmd_policy.h"
 #include "cli/cmd_ps.h"
+#include "cli/cmd_report.h"
 #include "cli/cmd_reset.h"
 #include "cli/cmd_run.h"
 #include "cli/cmd_top.h"
 #include "cli/global_options.h"
-#include "text/escape.h"
+#include "cli/usage_error.h"
 
 int main(int argc, char** argv) {
   using namespace gpureap::cli;
@@ -24,7 +25,6 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", "gpureap " + std::string(gpureap::base::version()));
   app.require_subcommand(0, 1);
   app.fallthrough();  // global options are accepted after the subcommand too
-  app.footer("Without a subcommand, gpureap runs `ps`.");
 
   GlobalOptions global;
   add_global_options(app, global);
@@ -54,6 +54,10 @@ int main(int argc, char** argv) {
   auto* audit = add_audit_command(app, audit_options);
   ListOptions list_options;
   auto* list = add_list_command(app, list_options);
+  ReportOptions report_options;
+  auto* report = add_report_command(app, report_options);
+  // After the subcommands: CLI11 copies a footer into every subcommand added after it.
+  app.footer("Without a subcommand, gpureap runs `ps`.");
 
   try {
     app.parse(argc, argv);
@@ -61,8 +65,7 @@ int main(int argc, char** argv) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
     // CLI11's message quotes the arguments as typed: escaped before they reach the terminal.
-    std::cerr << gpureap::text::terminal_safe_lines(e.what())
-              << "\nRun with --help for more information.\n";
+    std::cerr << "gpureap: " << usage_error_text(app, e) << "\n";
     // `run` follows timeout(1): its own failures are 125, so they differ from the job's.
     return run->parsed() ? kExitRunFailed : kExitUsage;
   }
@@ -77,5 +80,6 @@ int main(int argc, char** argv) {
   if (policy->parsed()) return run_policy(global, policy_options);
   if (audit->parsed()) return run_audit(global, audit_options);
   if (list->parsed()) return run_list(global, list_options);
+  if (report->parsed()) return run_report(global, report_options);
   return run_ps(global, ps_options);
 }

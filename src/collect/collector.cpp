@@ -7,6 +7,8 @@
 #include <thread>
 
 #include "base/hostname.h"
+#include "kernel/blocked_task.h"
+#include "kernel/gpu_events.h"
 #include "procfs/fd_scan.h"
 #include "procfs/open_files.h"
 
@@ -85,7 +87,7 @@ core::Result<Collector> Collector::open(const Roots& roots,
   if (!proc) return proc.error();
   auto catalog = procfs::DeviceCatalog::enumerate(roots.dev_root, roots.proc_root, roots.sys_root);
   if (!catalog) return catalog.error();
-  return Collector(std::move(*proc), std::move(*catalog), std::move(drivers));
+  return Collector(roots, std::move(*proc), std::move(*catalog), std::move(drivers));
 }
 
 core::ProcView Collector::scan_processes() const {
@@ -172,6 +174,18 @@ procfs::IpcResidue Collector::ipc_residue(const core::ProcView& view) const {
 std::vector<std::string> Collector::device_file_paths() const {
   std::vector<std::string> out;
   for (const auto& f : catalog_.files()) out.push_back(f.path);
+  return out;
+}
+
+core::KernelLog Collector::kernel_log(const core::Snapshot& s) const {
+  return kernel::read_kernel_log(roots_.kmsg, s.proc.boot_time, s.drivers.gpus);
+}
+
+std::vector<core::BlockedTask> Collector::blocked_tasks(const core::Snapshot& s) const {
+  std::vector<core::BlockedTask> out;
+  for (const auto& r : s.rows)
+    if (r.has(core::Anomaly::Uninterruptible))
+      out.push_back(kernel::read_blocked_task(proc_.root(), roots_.sys_root, r.pid));
   return out;
 }
 

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "backend/backend_set.h"
+#include "core/kernel_event.h"
 #include "core/result.h"
 #include "core/snapshot.h"
 #include "procfs/device_files.h"
@@ -18,6 +19,7 @@ struct Roots {
   std::string proc_root = "/proc";
   std::string dev_root = "/dev";
   std::string sys_root = "/sys";
+  std::string kmsg = "/dev/kmsg";  // the kernel log, or a saved copy of it (--kmsg)
 };
 
 class Collector {
@@ -46,6 +48,13 @@ class Collector {
   // Host-memory leftovers of killed jobs (doctor's ipc-residue) beside the processes of `view`:
   // costly when the dev root's shm has old files, so asked for apart from collect().
   procfs::IpcResidue ipc_residue(const core::ProcView& view) const;
+  // The GPU errors of the kernel log (NVIDIA's Xids), matched to the snapshot's GPUs. Reads the
+  // whole log: asked for by doctor and ps, once; the daemon follows the log instead.
+  core::KernelLog kernel_log(const core::Snapshot& s) const;
+  // Why each process of `s` in uninterruptible sleep (D) is stuck: its wait channel, kernel
+  // stack and the FUSE or NFS mount it waits on.
+  std::vector<core::BlockedTask> blocked_tasks(const core::Snapshot& s) const;
+  const Roots& roots() const { return roots_; }
   // The host's load and memory, from the same procfs.
   procfs::HostStats host_stats() const;
 
@@ -55,12 +64,16 @@ class Collector {
   const std::shared_ptr<backend::BackendSet>& drivers() const { return drivers_; }
 
  private:
-  Collector(procfs::ProcFs proc, procfs::DeviceCatalog catalog,
+  Collector(Roots roots, procfs::ProcFs proc, procfs::DeviceCatalog catalog,
             std::shared_ptr<backend::BackendSet> drivers)
-      : proc_(std::move(proc)), catalog_(std::move(catalog)), drivers_(std::move(drivers)) {}
+      : roots_(std::move(roots)),
+        proc_(std::move(proc)),
+        catalog_(std::move(catalog)),
+        drivers_(std::move(drivers)) {}
   void add_details(core::ProcView& view, const std::vector<pid_t>& pids) const;
   core::ProcView scan(const core::ProcView* previous, const std::vector<pid_t>& also = {}) const;
 
+  Roots roots_;
   procfs::ProcFs proc_;
   procfs::DeviceCatalog catalog_;
   std::shared_ptr<backend::BackendSet> drivers_;

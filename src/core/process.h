@@ -22,6 +22,7 @@ struct ProcessStat {
   uint64_t start_ticks = 0;  // clock ticks since boot
   long num_threads = 0;
   long rss_pages = 0;
+  uint64_t cpu_ticks = 0;  // utime + stime: CPU time used so far, user and kernel
 
   bool is_kernel_thread() const;  // PF_KTHREAD
   bool is_zombie() const { return state == 'Z'; }

@@ -165,6 +165,7 @@ class Daemon {
             std::make_unique<policy::ReaperAction>(std::move(acting_collector)))),
         started_(Clock::now()) {
     content_.set_stall_after(stall_threshold(config_.interval, config_.driver_timeout));
+    samples_->follow_kernel_log(options_.roots.kmsg);
     policies_->configure(config_.policies, config_.enforce);
     // Every record is audited; the final ones (not a decision whose action follows, nor an
     // attempt that will be retried) also feed [[alert]] policy_action rules.

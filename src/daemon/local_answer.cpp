@@ -10,6 +10,7 @@
 #include "doctor/finding_code.h"
 #include "doctor/settle.h"
 #include "output/doctor_command.h"
+#include "output/kernel_note.h"
 #include "output/ps_render.h"
 #include "output/snapshot_json.h"
 #include "output/snapshot_wire.h"
@@ -28,7 +29,11 @@ std::string answer_of(output::CommandOutput rendered, milliseconds age) {
 std::string ps(const PsRequest& r, const engine::Sample& sample, milliseconds age) {
   output::PsRenderOptions o{.format = r.format, .tree = r.tree, .width = r.width, .color = r.color};
   o.daemon_age = age;
-  return answer_of(output::render_ps_command(*sample.snapshot, o), age);
+  auto rendered = output::render_ps_command(*sample.snapshot, o);
+  // The line the command adds itself when the kernel logged a critical GPU error.
+  if (sample.kernel_log)
+    if (auto note = output::kernel_note(*sample.kernel_log)) rendered.err.push_back(*note);
+  return answer_of(std::move(rendered), age);
 }
 
 // doctor over the latest sample and one taken --settle before it. What the daemon cannot
@@ -53,9 +58,11 @@ std::string doctor(const DoctorRequest& r, const engine::Sample& sample, millise
       return error_text("no sample kept from " + core::format_duration(r.settle) +
                         " before the latest");
   }
-  auto findings = doctor::diagnose({*first, last,
-                                    sample.ipc_residue ? *sample.ipc_residue : procfs::IpcResidue{},
-                                    r.gpu, reap::is_protected_process, threshold});
+  // The kernel log the daemon follows; the kernel stacks of D-state holders are not read here
+  // (its own findings tell their kind from the wait channel).
+  auto findings = doctor::diagnose(
+      {*first, last, sample.ipc_residue ? *sample.ipc_residue : procfs::IpcResidue{}, r.gpu,
+       reap::is_protected_process, threshold, sample.kernel_log.get()});
   doctor::keep_codes(findings, *only);
   return answer_of(
       output::render_doctor_command(

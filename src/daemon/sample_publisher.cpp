@@ -18,6 +18,10 @@ void SamplePublisher::add_consumer(std::shared_ptr<engine::SampleConsumer> consu
   consumers_.push_back(std::move(consumer));
 }
 
+void SamplePublisher::follow_kernel_log(const std::string& path) {
+  kernel_log_ = std::make_unique<kernel::KernelLogFollower>(path);
+}
+
 void SamplePublisher::apply(const PublishSettings& settings) {
   std::lock_guard lock(mutex_);
   settings_ = settings;
@@ -79,19 +83,37 @@ void SamplePublisher::on_collection(const engine::Collection& c) {
   if (before) sample->previous = before->snapshot;
   history_->record(*sample->snapshot);
 
+  std::vector<core::KernelEventCount> kernel_counts;
+  if (kernel_log_) {
+    auto fresh =
+        kernel_log_->poll(sample->snapshot->proc.boot_time, sample->snapshot->drivers.gpus);
+    const auto& problem = kernel_log_->log().problem;
+    // One copy per change, shared by the samples: the local socket's doctor and ps read it.
+    if (!kernel_view_ || !fresh.empty() || kernel_view_->problem != problem ||
+        kernel_view_->read != kernel_log_->log().read)
+      kernel_view_ = std::make_shared<const core::KernelLog>(kernel_log_->log());
+    sample->kernel_log = kernel_view_;
+    // Once per streak: without the log everything else still works.
+    if (problem && !kernel_log_problem_told_) base::log_warning(*problem);
+    kernel_log_problem_told_ = problem.has_value();
+    kernel_counts = kernel_log_->counts();
+  }
   doctor::DoctorInput input{sample->previous ? *sample->previous : *sample->snapshot,
                             *sample->snapshot,
                             c.ipc_residue ? *c.ipc_residue : procfs::IpcResidue{},
                             std::nullopt,
                             reap::is_protected_process,
-                            settings.unattributed_threshold};
+                            settings.unattributed_threshold,
+                            kernel_log_ ? &kernel_log_->log() : nullptr};
   sample->findings = doctor::diagnose(input);
 
   exporter::MetricsInput metrics{*sample->snapshot,
                                  sample->findings,
                                  {{"driver", c.driver.seconds, c.driver.errors},
                                   {"holder_scan", c.scan.seconds, c.scan.errors}},
-                                 settings.per_process_metrics};
+                                 settings.per_process_metrics,
+                                 kernel_log_ ? &kernel_counts : nullptr,
+                                 kernel_log_ && kernel_log_->log().read};
   auto families = exporter::build_metrics(metrics);
   for (const auto& consumer : consumers_) consumer->add_metrics(families);
   sample->metrics_text = exporter::render(families);

@@ -14,6 +14,7 @@
 #include "engine/collection.h"
 #include "engine/sample.h"
 #include "history/history.h"
+#include "kernel/gpu_events.h"
 
 namespace gpureap::daemon {
 
@@ -34,6 +35,9 @@ class SamplePublisher final : public engine::CollectionConsumer {
 
   // Before the engine starts: consumers are called in the order added.
   void add_consumer(std::shared_ptr<engine::SampleConsumer> consumer);
+  // Before the engine starts: follow the kernel log at `path` (/dev/kmsg, or a saved log that
+  // grows) for GPU errors; each sample reads only what was written since the one before.
+  void follow_kernel_log(const std::string& path);
   // From any thread; takes effect from the next sample.
   void apply(const PublishSettings& settings);
 
@@ -60,6 +64,9 @@ class SamplePublisher final : public engine::CollectionConsumer {
   // Only the engine's thread touches these.
   std::optional<bool> driver_was_up_;
   std::vector<engine::TimedSnapshot> anchors_;  // oldest first
+  std::unique_ptr<kernel::KernelLogFollower> kernel_log_;
+  std::shared_ptr<const core::KernelLog> kernel_view_;  // the follower's log as of its last change
+  bool kernel_log_problem_told_ = false;
 };
 
 }  // namespace gpureap::daemon

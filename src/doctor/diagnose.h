@@ -5,6 +5,7 @@
 #include <optional>
 #include <vector>
 
+#include "core/kernel_event.h"
 #include "core/snapshot.h"
 #include "doctor/finding.h"
 #include "doctor/unattributed_threshold.h"
@@ -20,6 +21,10 @@ struct DoctorInput {
   // Processes gpureap never kills unless named (persistence daemon, DCGM, display servers).
   std::function<bool(const core::HostProcess&)> is_protected;
   UnattributedThreshold unattributed{};
+  // The kernel log's GPU errors (Xids); null or unread: none are reported.
+  const core::KernelLog* kernel = nullptr;
+  // Why the D-state processes of `last` are stuck (Collector::blocked_tasks).
+  std::vector<core::BlockedTask> blocked;
 };
 
 std::vector<Finding> diagnose(const DoctorInput& input);
@@ -29,5 +34,6 @@ void driver_rules(const DoctorInput& in, std::vector<Finding>& out);
 void ghost_rules(const DoctorInput& in, std::vector<Finding>& out);
 void holder_rules(const DoctorInput& in, std::vector<Finding>& out);
 void ipc_rules(const DoctorInput& in, std::vector<Finding>& out);
+void kernel_rules(const DoctorInput& in, std::vector<Finding>& out);
 
 }  // namespace gpureap::doctor

@@ -40,6 +40,8 @@ std::string_view to_string(FindingCode code) {
       return "unreaped-zombies";
     case FindingCode::ProtectedHolder:
       return "protected-holder";
+    case FindingCode::GpuXid:
+      return "gpu-xid";
   }
   return "?";
 }
@@ -47,7 +49,7 @@ std::string_view to_string(FindingCode code) {
 const std::vector<FindingCode>& all_finding_codes() {
   static const std::vector<FindingCode> codes = [] {
     std::vector<FindingCode> out;
-    for (int c = 0; c <= static_cast<int>(FindingCode::ProtectedHolder); ++c)
+    for (int c = 0; c <= static_cast<int>(FindingCode::GpuXid); ++c)
       out.push_back(static_cast<FindingCode>(c));
     return out;
   }();

@@ -30,6 +30,7 @@ enum class FindingCode {
   UninterruptibleHolder,
   UnreapedZombies,
   ProtectedHolder,
+  GpuXid,
 };
 
 // "driver-missing", "no-such-process", ...

@@ -157,7 +157,7 @@ void gone_pid(const DoctorInput& in, const core::ProcessRow& r, std::vector<Find
       "No live process can be keeping this context: the driver leaked it. Only a GPU reset (or "
       "a reboot) frees it. If the process died within the last minute, re-run with a longer "
       "--settle first.";
-  for (unsigned g : gpus) f.remedy.push_back(reset_command(in.last, g));
+  for (unsigned g : gpus) f.remedy.push_back(reset_command(in.last, g, in.kernel));
   f.remedy.push_back("reboot   # if the reset is refused");
   out.push_back(std::move(f));
 }
@@ -236,8 +236,8 @@ void unattributed(const DoctorInput& in, std::vector<Finding>& out) {
            "The memory of processes that ended did not come back: a leaked context or a driver "
            "fault. Only a GPU reset (or a reboot) frees it. The driver can take up to a minute: "
            "check once more with a longer --settle first.",
-           {"gpureap doctor --settle 60s   # make sure it stays", reset_command(in.last, g.index),
-            "reboot   # if the reset is refused"}});
+           {"gpureap doctor --settle 60s   # make sure it stays",
+            reset_command(in.last, g.index, in.kernel), "reboot   # if the reset is refused"}});
       continue;
     }
     out.push_back(
@@ -250,7 +250,7 @@ void unattributed(const DoctorInput& in, std::vector<Finding>& out) {
          "The driver, a process in another container or PID namespace it does not name, or a "
          "context that leaked uses it. If it stays while nothing uses the GPU, a reset frees it.",
          {"gpureap doctor --settle 60s   # is it still there?",
-          reset_command(in.last, g.index) + "   # once nothing uses the GPU"}});
+          reset_command(in.last, g.index, in.kernel) + "   # once nothing uses the GPU"}});
   }
 }
 

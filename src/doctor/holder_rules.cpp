@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "doctor/blocked_remedy.h"
 #include "doctor/diagnose.h"
 #include "doctor/evidence.h"
 
@@ -114,18 +115,7 @@ void uninterruptible(const Holder& h, std::vector<Finding>& out) {
   const auto& r = h.r;
   if (!r.has(core::Anomaly::Uninterruptible)) return;
   auto f = holder_finding(h.in.last, r, FindingCode::UninterruptibleHolder, Severity::Warning);
-  const auto* before = h.in.first.find(r.pid);
-  const auto& p = h.p;
-  f.evidence.push_back(
-      fmt::format("{} is in uninterruptible sleep (D){}{}", process_label(p),
-                  p.details && p.details->wchan ? " in " + *p.details->wchan : std::string(),
-                  before && before->stat.state == 'D' ? ", in both samples" : ""));
-  f.explanation =
-      "It waits inside the kernel (I/O, NFS, a driver call). No signal, not even SIGKILL, acts "
-      "until that call returns.";
-  f.remedy = {fmt::format("cat /proc/{}/stack   # where it waits (root)", r.pid),
-              "dmesg | tail   # storage or driver errors",
-              "fix the I/O it waits on (e.g. the NFS server), else reboot"};
+  explain_blocked(h.in, h.p, f);
   out.push_back(std::move(f));
 }
 
@@ -186,6 +176,7 @@ std::vector<Finding> diagnose(const DoctorInput& in) {
   ghost_rules(in, out);
   holder_rules(in, out);
   ipc_rules(in, out);
+  kernel_rules(in, out);
   sort_findings(out);
   return out;
 }

@@ -12,4 +12,14 @@ std::string reset_command(const core::Snapshot& s, unsigned gpu) {
   return "reboot";
 }
 
+std::string reset_command(const core::Snapshot& s, unsigned gpu, const core::KernelLog* kernel) {
+  if (kernel)
+    for (auto it = kernel->events.rbegin(); it != kernel->events.rend(); ++it)
+      if (it->needs_reboot && it->gpu == gpu)
+        return fmt::format("reboot   # {} {} since boot{}: a GPU reset cannot recover it",
+                           it->kind == "xid" ? "Xid" : it->kind, it->code,
+                           it->name ? " (" + *it->name + ")" : std::string());
+  return reset_command(s, gpu);
+}
+
 }  // namespace gpureap::doctor

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "core/kernel_event.h"
 #include "core/snapshot.h"
 #include "doctor/finding.h"
 #include "export/prometheus_text.h"
@@ -39,6 +40,7 @@ struct Sample {
   // first sample taken --settle before this one (daemon/sample_publisher.h says how far back).
   std::vector<TimedSnapshot> earlier;
   std::shared_ptr<const procfs::IpcResidue> ipc_residue;  // as of the latest check; may be null
+  std::shared_ptr<const core::KernelLog> kernel_log;      // null: the daemon follows none
 
   // The newest snapshot taken at least `age` before this sample (this one for zero); null when
   // none is kept from that long ago.

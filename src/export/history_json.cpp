@@ -46,7 +46,10 @@ json history_to_json(const HistoryView& view, const std::string& hostname, TimeP
                         {"memory_ghost_bytes", maybe(p.ghost_bytes)},
                         {"utilization_ratio", ratio(p.utilization_percent)},
                         {"processes", p.processes}});
-    gpus.push_back({{"gpu", g.gpu}, {"uuid", text::utf8_valid(g.uuid)}, {"samples", points}});
+    gpus.push_back({{"gpu", g.gpu},
+                    {"uuid", text::utf8_valid(g.uuid)},
+                    {"memory_total_bytes", maybe(g.total_bytes)},
+                    {"samples", points}});
   }
   json processes = json::array();
   for (const auto& t : view.processes) {
@@ -55,6 +58,9 @@ json history_to_json(const HistoryView& view, const std::string& hostname, TimeP
       points.push_back({{"time", unix_seconds(p.time)},
                         {"memory_bytes", maybe(p.used_bytes)},
                         {"sm_utilization_ratio", ratio(p.sm_utilization_percent)}});
+    json keepers = json::array();
+    for (const auto& k : t.keepers)
+      keepers.push_back({{"pid", k.pid}, {"comm", text::utf8_valid(k.comm)}});
     processes.push_back({{"pid", t.key.pid},
                          {"start_ticks", t.key.start_ticks},
                          {"gpu", t.gpu},
@@ -63,7 +69,8 @@ json history_to_json(const HistoryView& view, const std::string& hostname, TimeP
                          {"container", text::utf8_valid(t.container)},
                          {"first_seen", unix_seconds(t.first_seen)},
                          {"last_seen", unix_seconds(t.last_seen)},
-                         {"changes", points}});
+                         {"changes", points},
+                         {"keepers", keepers}});
   }
   return {{"schema", kHistorySchema},
           {"hostname", text::utf8_valid(hostname)},

@@ -26,7 +26,8 @@ struct GpuPoint {
 struct GpuSeries {
   unsigned gpu = 0;
   std::string uuid;
-  std::vector<GpuPoint> points;  // oldest first, one per sample
+  std::optional<uint64_t> total_bytes;  // the GPU's memory, as last read
+  std::vector<GpuPoint> points;         // oldest first, one per sample
 };
 
 // A change of one process's use of one GPU: the values hold from `time` until the next point
@@ -45,6 +46,13 @@ struct ProcessKey {
   auto operator<=>(const ProcessKey&) const = default;
 };
 
+// A live process that kept a gone PID's context (core::Ghost::keepers), as last seen.
+struct Keeper {
+  pid_t pid = 0;
+  std::string comm;
+  bool operator==(const Keeper&) const = default;
+};
+
 struct ProcessTrack {
   ProcessKey key;
   unsigned gpu = 0;
@@ -54,6 +62,7 @@ struct ProcessTrack {
   TimePoint first_seen;
   TimePoint last_seen;
   std::vector<ProcessPoint> points;  // oldest first
+  std::vector<Keeper> keepers;       // a gone PID's keepers over its track (bounded)
 };
 
 struct HistoryView {

@@ -5,6 +5,8 @@
 #include <map>
 #include <tuple>
 
+#include "export/kernel_metrics.h"
+
 namespace gpureap::exporter {
 namespace {
 
@@ -218,6 +220,7 @@ std::vector<MetricFamily> build_metrics(const MetricsInput& in) {
   gpu_families(in, out);
   finding_families(in, out);
   collector_families(in, out);
+  kernel_families(in, out);
   return out;
 }
 

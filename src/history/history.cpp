@@ -29,6 +29,25 @@ std::optional<unsigned> unpack(uint16_t v) {
   return v == UINT16_MAX ? std::nullopt : std::optional<unsigned>(v);
 }
 
+// A ghost's keepers are a handful; a runaway fork bomb must not grow a track without bound.
+constexpr size_t kMaxKeepersPerTrack = 16;
+
+void note_keepers(std::vector<exporter::Keeper>& keepers, const core::Snapshot& s, pid_t gone) {
+  for (const auto& ghost : s.ghosts) {
+    if (ghost.pid != gone) continue;
+    for (pid_t pid : ghost.keepers) {
+      const auto* row = s.row(pid);
+      exporter::Keeper k{pid, row && row->process ? row->process->stat.comm : ""};
+      auto same = std::find_if(keepers.begin(), keepers.end(),
+                               [&](const auto& old) { return old.pid == pid; });
+      if (same != keepers.end())
+        *same = k;
+      else if (keepers.size() < kMaxKeepersPerTrack)
+        keepers.push_back(k);
+    }
+  }
+}
+
 // A process point costs this little below which the budget is not split further: a track
 // always keeps its recent changes.
 constexpr size_t kMinPointsPerTrack = 16;
@@ -65,9 +84,11 @@ void History::record(const core::Snapshot& s) {
   latest_ms_ = std::max(latest_ms_, now);
   const size_t per_series = samples_per_series();
   for (const auto& g : s.drivers.gpus) {
-    auto [it, added] = gpus_.try_emplace(g.index, GpuTrack{"", Ring<GpuSample>(per_series)});
+    auto [it, added] =
+        gpus_.try_emplace(g.index, GpuTrack{"", std::nullopt, Ring<GpuSample>(per_series)});
     auto& track = it->second;
     track.uuid = g.uuid.value_or("");
+    if (g.memory.total_bytes) track.total = g.memory.total_bytes;
     auto summary = s.memory_summary(g);
     GpuSample sample;
     sample.t_ms = now;
@@ -97,6 +118,7 @@ void History::record(const core::Snapshot& s) {
       t.comm = row.process ? row.process->stat.comm : row.driver_name.value_or("");
       t.user = exporter::user_label(row);
       t.container = exporter::container_label(row);
+      if (!row.process) note_keepers(t.keepers, s, row.pid);
       ProcessSample sample{now, pack(use.used_bytes), pack(use.sm_utilization_percent)};
       size_t before = t.samples.size();
       if (!added && now - t.last_seen_ms > gap_ms)
@@ -160,7 +182,7 @@ exporter::HistoryView History::query(const HistoryQuery& q) const {
   const int64_t since = to_ms(q.since);
   for (const auto& [index, g] : gpus_) {
     if (q.gpu && *q.gpu != index) continue;
-    exporter::GpuSeries series{index, g.uuid, {}};
+    exporter::GpuSeries series{index, g.uuid, g.total, {}};
     for (size_t i = 0; i < g.samples.size(); ++i) {
       const auto& p = g.samples[i];
       if (p.t_ms < since) continue;
@@ -178,7 +200,8 @@ exporter::HistoryView History::query(const HistoryQuery& q) const {
                                  t.container,
                                  from_ms(t.first_seen_ms),
                                  from_ms(t.last_seen_ms),
-                                 {}};
+                                 {},
+                                 t.keepers};
     for (size_t i = 0; i < t.samples.size(); ++i) {
       const auto& p = t.samples[i];
       // The last point before `since` is the value that held then.

@@ -13,6 +13,7 @@
 #include <optional>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "core/snapshot.h"
 #include "export/history_series.h"
@@ -67,12 +68,14 @@ class History {
   };
   struct GpuTrack {
     std::string uuid;
+    std::optional<uint64_t> total;
     Ring<GpuSample> samples;
   };
   struct Track {
     std::string comm, user, container;
     int64_t first_seen_ms = 0, last_seen_ms = 0;
     Ring<ProcessSample> samples;
+    std::vector<exporter::Keeper> keepers;
   };
   using TrackKey = std::pair<exporter::ProcessKey, unsigned>;  // process, GPU index
 

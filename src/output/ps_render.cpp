@@ -17,12 +17,20 @@ std::vector<std::string> driver_timeout_lines(const core::Snapshot& s) {
   return lines;
 }
 
-PsRendered render_ps_command(const core::Snapshot& s, const PsRenderOptions& o) {
+bool is_protected_process_note(const std::string& warning) {
+  // The collector's wording (collect/collector.cpp): no privilege would reveal more, so it is
+  // no news on the next run.
+  return warning.find("the kernel refuses to show its open files") != std::string::npos;
+}
+
+PsRendered render_ps_command(const core::Snapshot& scanned, const PsRenderOptions& o) {
   PsRendered r;
+  core::Snapshot s = select_rows(scanned, o.select);
   // The JSON carries the warnings itself; the other formats say them on stderr.
   if (o.format != PsFormat::Json)
     for (const auto& w : s.all_warnings())
-      r.err.push_back("gpureap: note: " + text::terminal_safe(w));
+      if (o.verbose || !is_protected_process_note(w))
+        r.err.push_back("gpureap: note: " + text::terminal_safe(w));
   if (!s.complete()) r.err.push_back("gpureap: " + view_incomplete(s));
   switch (o.format) {
     case PsFormat::Json: {
@@ -36,7 +44,7 @@ PsRendered render_ps_command(const core::Snapshot& s, const PsRenderOptions& o) 
       break;
     case PsFormat::Table: {
       Style style(o.color);
-      r.out = render_ps(s, style, {o.tree, o.width});
+      r.out = render_ps(s, style, {o.tree, o.width, o.unicode, o.select.sort, o.compact});
       if (o.daemon_age) r.out += style.paint(daemon_source_line(*o.daemon_age), Color::Dim) + "\n";
       break;
     }

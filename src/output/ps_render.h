@@ -9,6 +9,7 @@
 
 #include "core/snapshot.h"
 #include "output/command_output.h"
+#include "output/ps_select.h"
 
 namespace gpureap::output {
 
@@ -25,7 +26,16 @@ struct PsRenderOptions {
   // Where the snapshot came from: the daemon's latest sample, this old; empty: the command's
   // own scan. The table ends with a dim line naming the daemon, the JSON has "source".
   DaemonAge daemon_age;
+  PsSelection select;    // --gpu, --user, --pid, --sort
+  bool compact = false;  // --compact: one line per GPU
+  bool unicode = true;   // the locale speaks UTF-8; otherwise the table is ASCII
+  // --verbose: also the notes that repeat on every run about what no privilege can reveal (a
+  // sandbox's init whose open files the kernel hides).
+  bool verbose = false;
 };
+
+// The note about a process the kernel protects from inspection, said only with --verbose.
+bool is_protected_process_note(const std::string& warning);
 
 // Its exit status: 0, or kPsExitDriverTimeout.
 using PsRendered = CommandOutput;

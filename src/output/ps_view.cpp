@@ -3,15 +3,15 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cmath>
-#include <functional>
-#include <map>
-#include <set>
 
 #include "output/ghost_summary.h"
+#include "output/process_figures.h"
+#include "output/ps_tree.h"
 #include "output/table.h"
 #include "text/byte_format.h"
+#include "text/display_width.h"
 #include "text/escape.h"
+#include "text/time_format.h"
 
 namespace gpureap::output {
 namespace {
@@ -69,13 +69,14 @@ Color row_color(const core::ProcessRow& r) {
   return Color::None;
 }
 
-std::string bar(uint64_t used, uint64_t total, size_t width) {
-  size_t filled =
-      total ? static_cast<size_t>(std::lround((static_cast<double>(used) / total) * width)) : 0;
-  filled = std::min(filled, width);
-  std::string out;
-  for (size_t i = 0; i < width; ++i) out += i < filled ? "█" : "░";
-  return out;
+std::string user_text(const core::HostProcess& p) {
+  if (!p.details) return "-";
+  if (p.details->user) return text::terminal_safe(*p.details->user);
+  return p.details->uid ? std::to_string(*p.details->uid) : "-";
+}
+
+std::string age_text(const std::optional<std::chrono::seconds>& age) {
+  return age ? text::human_age(*age) : "-";
 }
 
 }  // namespace
@@ -110,93 +111,38 @@ std::string command_text(const core::ProcessRow& r) {
   if (!r.process) return "(" + text::terminal_safe(r.driver_name.value_or("gone")) + ")";
   const auto* d = r.process->details ? &*r.process->details : nullptr;
   if (!d || d->cmdline.empty()) return "[" + text::terminal_safe(r.process->stat.comm) + "]";
-  std::string out;
-  for (const auto& a : d->cmdline) out += (out.empty() ? "" : " ") + text::terminal_safe(a);
-  // A process that renamed itself (a worker, a forked helper) shows that name too.
+  // The program's name first: a long interpreter path would fill a narrow column alone (the
+  // full argv is in the JSON).
   const std::string& argv0 = d->cmdline.front();
   std::string base = argv0.substr(argv0.rfind('/') + 1);
+  std::string out = text::terminal_safe(base.empty() ? argv0 : base);
+  for (size_t i = 1; i < d->cmdline.size(); ++i) out += " " + text::terminal_safe(d->cmdline[i]);
+  // A process that renamed itself (a worker, a forked helper) shows that name too.
   if (!base.starts_with(r.process->stat.comm))
     out += " (" + text::terminal_safe(r.process->stat.comm) + ")";
   return out;
 }
 
-// One line per backend: its driver and library versions, or why it is not available. A
-// backend with no GPU of its kind on this machine (no AMD GPU) says nothing.
-std::string backend_lines(const core::DriverReading& drivers, const Style& style) {
-  std::vector<const core::BackendStatus*> shown;
-  for (const auto& b : drivers.backends)
-    if (b.error_code != core::BackendErrorCode::NoDevice) shown.push_back(&b);
-  std::string out;
-  for (const auto* b : shown) {
-    std::string who = shown.size() > 1 ? text::terminal_safe(b->label()) : "";
-    if (!b->available) {
-      out += style.paint("GPU driver" + (who.empty() ? "" : " (" + who + ")") + ": not available",
-                         Color::Bold) +
-             " — " + text::terminal_safe(b->error.value_or("no GPU backend")) + "\n";
-      continue;
-    }
-    out += (who.empty() ? "" : who + " · ") + "Driver " +
-           text::terminal_safe(b->driver_version.value_or("?"));
-    if (const auto* v = b->detail(b->name + "_version"))
-      out += " · " + text::terminal_safe(b->label()) + " " + text::terminal_safe(*v);
-    out += "\n";
-  }
-  return out;
-}
-
-std::string render_gpu_section(const core::Snapshot& s, const Style& style) {
-  std::string out = backend_lines(s.drivers, style);
-  if (!s.drivers.any_available())
-    return out + "Showing processes that hold GPU device files only.\n\n";
-  Table t({"GPU", "NAME", "MEMORY", "", "UTIL", "TEMP", "POWER"});
-  for (const auto& g : s.drivers.gpus) {
-    std::string name = text::terminal_safe(g.name.value_or("?"));
-    if (g.error) {
-      t.add({{std::to_string(g.index)},
-             {name},
-             {"error: " + text::terminal_safe(*g.error), Color::Red}});
-      continue;
-    }
-    auto m = s.memory_summary(g);
-    std::string mem = "?", used = "?";
-    if (g.memory.total_bytes && g.memory.used_bytes) {
-      mem = bar(*g.memory.used_bytes, *g.memory.total_bytes, 20);
-      used = fmt::format("{}/{}", text::human_bytes(*g.memory.used_bytes),
-                         text::human_bytes(*g.memory.total_bytes));
-    }
-    std::string split = fmt::format("attributed {}", text::human_bytes(m.attributed_bytes));
-    if (m.ghost_bytes) split += " · ghost " + text::human_bytes(m.ghost_bytes);
-    if (m.unattributed_bytes)
-      split += " · unattributed " + text::human_bytes(*m.unattributed_bytes);
-    auto pct = [](std::optional<unsigned> v) {
-      return v ? fmt::format("{} %", *v) : std::string("-");
-    };
-    t.add({{std::to_string(g.index)},
-           {name},
-           {mem, m.ghost_bytes ? Color::Red : Color::None},
-           {used},
-           {pct(g.utilization_percent)},
-           {g.temperature_celsius ? fmt::format("{} °C", *g.temperature_celsius) : "-"},
-           {g.power_watts ? fmt::format("{:.0f} W", *g.power_watts) : "-"}});
-    t.add({{""}, {""}, {split, Color::Dim}});
-    if (g.processes_error)
-      t.add({{""}, {""}, {text::terminal_safe(*g.processes_error), Color::Yellow}});
-  }
-  return out + t.render(style, std::nullopt) + "\n";
-}
-
 namespace {
 
-std::vector<Cell> row_cells(const core::ProcessRow& r, const std::string& prefix) {
+const std::vector<std::string> kProcessHeaders = {
+    "PID", "USER",    "STATE", "GPU",  "MEMORY",    "CPU%",      "RSS",    "TIME",
+    "AGE", "DEVICES", "PPID",  "PGID", "CONTAINER", "ANOMALIES", "COMMAND"};
+
+std::vector<Cell> row_cells(const core::Snapshot& s, const core::ProcessRow& r,
+                            const std::string& prefix) {
   Color c = row_color(r);
   const auto* p = r.process ? &*r.process : nullptr;
-  std::string user =
-      p && p->details && p->details->user ? text::terminal_safe(*p->details->user) : "-";
+  ProcessFigures f = p ? process_figures(s, *p) : ProcessFigures{};
   return {{prefix + std::to_string(r.pid) + (r.is_ghost() ? " !" : ""), c},
-          {user},
+          {p ? user_text(*p) : "-"},
           {p ? state_word(p->stat.state) : "gone", c},
           {gpus_text(r)},
           {memory_text(r), c},
+          {cpu_percent_text(f.cpu_percent)},
+          {rss_text(f.rss_bytes)},
+          {cpu_time_text(f.cpu)},
+          {age_text(f.run_time)},
           {devices_text(r)},
           {p ? std::to_string(p->stat.ppid) : "-"},
           {p ? std::to_string(p->stat.pgid) : "-"},
@@ -205,70 +151,48 @@ std::vector<Cell> row_cells(const core::ProcessRow& r, const std::string& prefix
           {command_text(r)}};
 }
 
-// An ancestor shown for context only, dimmed.
-std::vector<Cell> ancestor_cells(const core::HostProcess& p, const std::string& prefix) {
+// An ancestor shown for context only, dimmed; its user says who started the job (often root).
+std::vector<Cell> ancestor_cells(const core::Snapshot& s, const core::HostProcess& p,
+                                 const std::string& prefix) {
+  ProcessFigures f = process_figures(s, p);
+  core::ProcessRow as_row;
+  as_row.pid = p.stat.pid;
+  as_row.process = p;
   return {{prefix + std::to_string(p.stat.pid), Color::Dim},
-          {""},
+          {user_text(p), Color::Dim},
           {state_word(p.stat.state), Color::Dim},
           {""},
           {""},
+          {cpu_percent_text(f.cpu_percent), Color::Dim},
+          {rss_text(f.rss_bytes), Color::Dim},
+          {cpu_time_text(f.cpu), Color::Dim},
+          {age_text(f.run_time), Color::Dim},
           {""},
           {std::to_string(p.stat.ppid), Color::Dim},
           {std::to_string(p.stat.pgid), Color::Dim},
           {""},
           {""},
-          {"[" + text::terminal_safe(p.stat.comm) + "]", Color::Dim}};
-}
-
-// Every row and each of its ancestors, in tree order, with its depth.
-std::vector<std::pair<pid_t, int>> tree_order(const core::Snapshot& s) {
-  std::set<pid_t> shown;
-  for (const auto& r : s.rows) {
-    for (const core::HostProcess* p = s.find(r.pid); p && !shown.count(p->stat.pid);
-         p = s.find(p->stat.ppid))
-      shown.insert(p->stat.pid);
-    shown.insert(r.pid);
-  }
-  std::map<pid_t, std::vector<pid_t>> children;
-  std::vector<pid_t> roots;
-  for (pid_t pid : shown) {
-    const auto* p = s.find(pid);
-    if (p && shown.count(p->stat.ppid) && p->stat.ppid != pid)
-      children[p->stat.ppid].push_back(pid);
-    else
-      roots.push_back(pid);
-  }
-  // A hostile procfs can make parent links a cycle: every shown process is walked once, and
-  // one that no root reaches starts a tree of its own.
-  std::vector<std::pair<pid_t, int>> order;
-  std::set<pid_t> walked;
-  std::function<void(pid_t, int)> walk = [&](pid_t pid, int depth) {
-    if (!walked.insert(pid).second || depth > 256) return;
-    order.emplace_back(pid, depth);
-    for (pid_t c : children[pid]) walk(c, depth + 1);
-  };
-  for (pid_t r : roots) walk(r, 0);
-  for (pid_t pid : shown)
-    if (!walked.count(pid)) walk(pid, 0);
-  return order;
+          {command_text(as_row), Color::Dim}};
 }
 
 }  // namespace
 
 std::string render_process_table(const core::Snapshot& s, const Style& style,
                                  const PsViewOptions& o) {
-  Table t({"PID", "USER", "STATE", "GPU", "MEMORY", "DEVICES", "PPID", "PGID", "CONTAINER",
-           "ANOMALIES", "COMMAND"});
+  Table t(kProcessHeaders);
+  // At 80 columns the command keeps room for its program and first arguments; what goes
+  // first is what `--json` or `--tree` tells better.
+  t.drop_when_narrow({"PGID", "PPID", "DEVICES", "AGE", "TIME", "CONTAINER", "RSS", "CPU%"}, 24);
+  t.set_ellipsis(o.unicode ? "…" : "~");
   if (!o.tree) {
-    for (const auto& r : s.rows) t.add(row_cells(r, ""));
+    for (const auto* r : table_order(s, o.sort)) t.add(row_cells(s, *r, ""));
   } else {
     // Rows inside their process tree: every ancestor of a row is shown (dimmed) for context.
-    for (auto [pid, depth] : tree_order(s)) {
-      std::string prefix = depth ? std::string(size_t{2} * (depth - 1), ' ') + "└ " : "";
-      if (const auto* r = s.row(pid))
-        t.add(row_cells(*r, prefix));
-      else if (const auto* p = s.find(pid))
-        t.add(ancestor_cells(*p, prefix));
+    for (const auto& line : tree_lines(s, tree_glyphs(o.unicode))) {
+      if (const auto* r = s.row(line.pid))
+        t.add(row_cells(s, *r, line.prefix));
+      else if (const auto* p = s.find(line.pid))
+        t.add(ancestor_cells(s, *p, line.prefix));
     }
   }
   if (t.empty()) return "No process holds a GPU device file or is listed by the driver.\n";
@@ -319,8 +243,16 @@ std::string render_summary(const core::Snapshot& s, const Style& style) {
 }
 
 std::string render_ps(const core::Snapshot& s, const Style& style, const PsViewOptions& o) {
-  return render_gpu_section(s, style) + render_process_table(s, style, o) + "\n" +
-         render_summary(s, style);
+  GpuViewOptions gpus{o.width, o.unicode};
+  if (o.compact) {
+    // The footer only when it has something to say: the compact form is for a glance.
+    std::string out = render_compact(s, style, gpus);
+    if (!ghost_notices(s).empty()) out += render_summary(s, style);
+    return o.unicode ? out : text::ascii_only(out);
+  }
+  std::string out = render_gpu_section(s, style, gpus) + render_process_table(s, style, o) + "\n" +
+                    render_summary(s, style);
+  return o.unicode ? out : text::ascii_only(out);
 }
 
 std::string render_ps_csv(const core::Snapshot& s) {

@@ -3,6 +3,9 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include <cmath>
+
+#include "output/process_figures.h"
 #include "text/time_format.h"
 
 namespace gpureap::output {
@@ -86,8 +89,9 @@ json row_to_json(const core::Snapshot& s, const core::ProcessRow& r) {
          {"keeps", r.keeps}};
   if (!r.process) {
     j["ghost"] = ghost_json(s.ghost(r.pid));
-    for (const char* k : {"comm", "state", "ppid", "pgid", "sid", "uid", "user", "start_time",
-                          "container", "wchan", "threads", "rss_bytes"})
+    for (const char* k :
+         {"comm", "state", "ppid", "pgid", "sid", "uid", "user", "start_time", "container", "wchan",
+          "threads", "rss_bytes", "cpu_percent", "cpu_time_seconds", "run_time_seconds"})
       j[k] = nullptr;
     j["cmdline"] = json::array();
     j["ns_pids"] = json::array();
@@ -119,6 +123,13 @@ json row_to_json(const core::Snapshot& s, const core::ProcessRow& r) {
   j["start_ticks"] = p.stat.start_ticks;
   j["threads"] = p.stat.num_threads;
   j["rss_bytes"] = p.stat.rss_pages * ::getpagesize();
+  // CPU % over the process's life, as `ps` shows it (output/process_figures.h).
+  auto figures = process_figures(s, p);
+  j["cpu_percent"] =
+      figures.cpu_percent ? json(std::round(*figures.cpu_percent * 10) / 10) : json();
+  j["cpu_time_seconds"] =
+      figures.cpu ? json(static_cast<double>(figures.cpu->count()) / 1000.0) : json();
+  j["run_time_seconds"] = figures.run_time ? json(figures.run_time->count()) : json();
   j["ns_pids"] = d.ns_pids;
   j["container"] = container_json(d.container);
   j["wchan"] = opt(d.wchan);

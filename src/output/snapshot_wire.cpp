@@ -170,7 +170,8 @@ json stat_wire(const core::ProcessStat& s) {
           {"flags", s.flags},
           {"start_ticks", s.start_ticks},
           {"num_threads", s.num_threads},
-          {"rss_pages", s.rss_pages}};
+          {"rss_pages", s.rss_pages},
+          {"cpu_ticks", s.cpu_ticks}};
 }
 
 json details_wire(const core::ProcessDetails& d) {

@@ -250,6 +250,7 @@ core::ProcessStat process_stat(const json& v, const std::string& path) {
   s.start_ticks = integer<uint64_t>(o.at("start_ticks"), o.path("start_ticks"));
   s.num_threads = integer<long>(o.at("num_threads"), o.path("num_threads"));
   s.rss_pages = integer<long>(o.at("rss_pages"), o.path("rss_pages"));
+  s.cpu_ticks = integer<uint64_t>(o.at("cpu_ticks"), o.path("cpu_ticks"));
   o.finish();
   return s;
 }

@@ -42,20 +42,22 @@ core::Result<core::ProcessStat> parse_stat(std::string_view text) {
   if (!parse_number(text.substr(0, open), st.pid) || st.pid <= 0) return bad("bad pid");
   st.comm = std::string(text.substr(open + 2, close - open - 2));
   auto f = split_spaces(text.substr(close + 1));
-  // f[0] is field 3 (state); starttime is field 22, rss field 24.
+  // f[0] is field 3 (state); utime and stime are fields 14 and 15, starttime 22, rss 24.
   if (f.size() < 22) return bad("truncated (" + std::to_string(f.size() + 2) + " fields)");
   // The kernel's state is one letter; anything else (a control byte from a planted tree) is
   // garbage that must not reach a table, a CSV or a kill plan.
   if (f[0].size() != 1 || !std::isalpha(static_cast<unsigned char>(f[0][0])))
     return bad("bad state");
   st.state = f[0][0];
-  long long starttime = 0;
+  long long starttime = 0, utime = 0, stime = 0;
   if (!parse_number(f[1], st.ppid) || !parse_number(f[2], st.pgid) || !parse_number(f[3], st.sid) ||
       !parse_number(f[6], st.flags) || !parse_number(f[17], st.num_threads) ||
       !parse_number(f[19], starttime) || !parse_number(f[21], st.rss_pages) || starttime < 0 ||
+      !parse_number(f[11], utime) || !parse_number(f[12], stime) || utime < 0 || stime < 0 ||
       st.ppid < 0)
     return bad("non-numeric field");
   st.start_ticks = static_cast<uint64_t>(starttime);
+  st.cpu_ticks = static_cast<uint64_t>(utime) + static_cast<uint64_t>(stime);
   return st;
 }
 

@@ -16,6 +16,21 @@ std::string backend_names(const core::DriverReading& drivers) {
   return out;
 }
 
+// A job of days sampled every second keeps its shape, not its every second.
+constexpr size_t kMaxTimelinePoints = 16384;
+
+// Drops every other sample (all GPUs of one sample go together), keeping the first and last.
+void thin(std::vector<GpuTimelinePoint>& points) {
+  std::vector<GpuTimelinePoint> kept;
+  size_t sample = 0;
+  for (size_t i = 0; i < points.size(); ++i) {
+    if (i > 0 && points[i].at != points[i - 1].at) ++sample;
+    if (sample % 2 == 0 || i + 1 == points.size() || points[i].at == points.back().at)
+      kept.push_back(points[i]);
+  }
+  points = std::move(kept);
+}
+
 }  // namespace
 
 // The engine's consumer: membership, peaks and the backend's state, on the engine's thread.
@@ -41,6 +56,7 @@ class JobSampling::Recorder final : public engine::CollectionConsumer {
     std::lock_guard lock(mutex_);
     GpuSampling out = sampling_;
     for (const auto& [index, peak] : peaks_) out.peaks.push_back(peak);
+    out.timeline = timeline_;
     return out;
   }
 
@@ -61,7 +77,15 @@ class JobSampling::Recorder final : public engine::CollectionConsumer {
     auto is_job = [this](pid_t pid, std::optional<uint64_t> start) {
       return members_->contains(pid, start);
     };
-    for (const auto& use : job_gpu_usage(snap, is_job)) {
+    const auto usage = job_gpu_usage(snap, is_job);
+    if (timeline_.size() + drivers.gpus.size() > kMaxTimelinePoints) thin(timeline_);
+    for (const auto& g : drivers.gpus) {
+      GpuTimelinePoint point{snap.timestamp, g.index, 0, g.memory.used_bytes, g.memory.total_bytes};
+      for (const auto& use : usage)
+        if (use.index == g.index) point.job_bytes = use.bytes;
+      timeline_.push_back(point);
+    }
+    for (const auto& use : usage) {
       auto& peak = peaks_[use.index];
       if (peak.processes != 0 && use.bytes <= peak.peak_bytes) continue;
       peak.index = use.index;
@@ -80,6 +104,7 @@ class JobSampling::Recorder final : public engine::CollectionConsumer {
   mutable std::mutex mutex_;
   GpuSampling sampling_;
   std::map<unsigned, GpuPeak> peaks_;
+  std::vector<GpuTimelinePoint> timeline_;
 };
 
 JobSampling::JobSampling(collect::Collector collector, std::shared_ptr<JobMembers> members,

@@ -61,6 +61,16 @@ struct GpuPeak {
   size_t processes = 0;             // job processes listed on this GPU at the peak
 };
 
+// One GPU at one sample: what the job's processes held, beside what the GPU had in use. The
+// page of `run --report FILE.html` draws these; thinned evenly over a long job (bounded).
+struct GpuTimelinePoint {
+  std::chrono::system_clock::time_point at;
+  unsigned gpu = 0;
+  uint64_t job_bytes = 0;
+  std::optional<uint64_t> used_bytes;
+  std::optional<uint64_t> total_bytes;
+};
+
 struct GpuSampling {
   std::string backend = "nvml";
   bool available = false;                 // the backend answered at least once
@@ -68,7 +78,8 @@ struct GpuSampling {
   std::optional<std::string> error_code;  // its stable name: library-not-found, ...
   std::chrono::milliseconds interval{0};
   unsigned samples = 0;
-  std::vector<GpuPeak> peaks;  // one per GPU the job used, by index
+  std::vector<GpuPeak> peaks;              // one per GPU the job used, by index
+  std::vector<GpuTimelinePoint> timeline;  // every GPU, every kept sample, oldest first
 };
 
 // Memory the driver still lists for a job process after teardown.

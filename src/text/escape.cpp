@@ -97,4 +97,30 @@ std::string csv_field(std::string_view text) {
   return out + "\"";
 }
 
+std::string markup_safe(std::string_view text) {
+  std::string out;
+  for (char c : terminal_safe(text)) {
+    switch (c) {
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
+      default:
+        out += c;
+    }
+  }
+  return out;
+}
+
 }  // namespace gpureap::text

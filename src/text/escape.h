@@ -19,6 +19,11 @@ std::string terminal_safe_lines(std::string_view text);
 // serializer's job.)
 std::string utf8_valid(std::string_view text);
 
+// For HTML and SVG text and attribute values: terminal_safe (no control or direction-changing
+// character is drawn), then & < > " ' written as character references, so a name never opens
+// an element or leaves an attribute.
+std::string markup_safe(std::string_view text);
+
 // For CSV: quoted when needed, quotes doubled, control characters escaped.
 std::string csv_field(std::string_view text);
 

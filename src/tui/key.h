@@ -20,6 +20,10 @@ struct Key {
     Escape,
     Backspace,
     Help,       // F1
+    Search,     // F3
+    FilterKey,  // F4
+    TreeKey,    // F5
+    SortKey,    // F6
     Kill,       // F9
     Quit,       // F10
     Interrupt,  // Ctrl-C

@@ -30,22 +30,26 @@ std::vector<BindingGroup> make_table() {
         {of(Key::WheelDown), A::ScrollDown}}},
       {"detail pane: the process, then doctor's evidence and remedies",
        {{of(Key::Enter), A::Detail}}},
-      {"filter by text (pid, user, state, command, container, anomaly)", {{chr(U'/'), A::Filter}}},
+      {"search: filter by text (pid, user, state, command, container, anomaly)",
+       {{chr(U'/'), A::Filter}, {of(Key::Search), A::Filter}, {of(Key::FilterKey), A::Filter}}},
       {"filter by GPU / by user (again: the next one, then all)",
        {{chr(U'g'), A::CycleGpu}, {chr(U'u'), A::CycleUser}}},
       {"only rows with anomalies", {{chr(U'a'), A::AnomaliesOnly}}},
       {"clear every filter", {{chr(U'c'), A::ClearFilters}}},
       {"tree: holders under their parents, workers under the gone PID they keep",
-       {{chr(U't'), A::Tree}}},
-      {"sort by PID, user, GPU, memory, SM, state, age, container, anomalies, command", sorts},
+       {{chr(U't'), A::Tree}, {of(Key::TreeKey), A::Tree}}},
+      {"sort by PID, user, GPU, memory, SM%, CPU%, RSS, TIME, state, age, container, anomalies, "
+       "command",
+       sorts},
       {"previous / next sort column, reverse the order",
        {{chr(U'<'), A::SortPrevious},
         {chr(U','), A::SortPrevious},
-        {of(Key::Left), A::SortPrevious},
         {chr(U'>'), A::SortNext},
         {chr(U'.'), A::SortNext},
-        {of(Key::Right), A::SortNext},
+        {of(Key::SortKey), A::SortNext},
         {chr(U'r'), A::Reverse}}},
+      {"scroll the table left / right (long commands)",
+       {{of(Key::Left), A::ScrollLeft}, {of(Key::Right), A::ScrollRight}}},
       {"tag the row (k then acts on every tagged row)", {{chr(U' '), A::Tag}}},
       {"kill the selection or the tagged rows, through the reaper",
        {{chr(U'k'), A::Kill}, {of(Key::Kill), A::Kill}},
@@ -95,6 +99,14 @@ std::string KeyChord::name() const {
       return "Backspace";
     case Key::Help:
       return "F1";
+    case Key::Search:
+      return "F3";
+    case Key::FilterKey:
+      return "F4";
+    case Key::TreeKey:
+      return "F5";
+    case Key::SortKey:
+      return "F6";
     case Key::Kill:
       return "F9";
     case Key::Quit:

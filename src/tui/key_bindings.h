@@ -36,6 +36,8 @@ enum class Action {
   SortPrevious,
   SortNext,
   SortBy,
+  ScrollLeft,  // the table's text, horizontally
+  ScrollRight,
   Tag,
   Kill,
 };

@@ -54,9 +54,11 @@ std::vector<ColumnSpec> layout_columns(size_t width, const TableNeeds& n) {
   size_t user = std::clamp<size_t>(n.user, 4, 12);
   size_t gpu = std::clamp<size_t>(n.gpu, 3, 7);
   size_t anomalies = std::clamp<size_t>(n.anomalies, 9, 34);
+  // SM% takes four columns: its title and the sort arrow stay whole when it is sorted on.
   std::vector<ColumnSpec> cols = {
       {Column::Pid, 7, true},    {Column::User, user},    {Column::Gpu, gpu},
-      {Column::Memory, 9, true}, {Column::Sm, 3, true},   {Column::State, 10},
+      {Column::Memory, 9, true}, {Column::Sm, 4, true},   {Column::Cpu, 5, true},
+      {Column::Rss, 5, true},    {Column::Time, 8, true}, {Column::State, 10},
       {Column::Age, 6, true},    {Column::Container, 19}, {Column::Anomalies, anomalies},
       {Column::Command, 0}};
   if (!n.containers)
@@ -76,7 +78,8 @@ std::vector<ColumnSpec> layout_columns(size_t width, const TableNeeds& n) {
       }
   };
   // Least useful first: the command must stay readable.
-  for (Column drop : {Column::Container, Column::Sm, Column::Age}) {
+  for (Column drop :
+       {Column::Container, Column::Time, Column::Rss, Column::Cpu, Column::Sm, Column::Age}) {
     if (room() >= kMinCommandWidth) break;
     std::erase_if(cols, [drop](const ColumnSpec& c) { return c.column == drop; });
   }

@@ -62,7 +62,29 @@ void TopModel::relayout() {
   size_t gpus = snapshot_ ? snapshot_->drivers.gpus.size() : 0;
   layout_ = layout_screen(layout_.width, layout_.height, gpus, detail_);
   columns_ = layout_columns(layout_.width, needs_of(view_));
+  // Sorting by a column the screen no longer shows would order rows by something unseen.
+  if (!shown(options_.sort.column)) {
+    options_.sort = Sort{};  // memory, which every width shows
+    if (snapshot_) view_ = make_view(*snapshot_, rows_, settings_.viewer, options_);
+  }
   select_index(index_);
+}
+
+bool TopModel::shown(Column column) const {
+  return std::any_of(columns_.begin(), columns_.end(),
+                     [&](const ColumnSpec& c) { return c.column == column; });
+}
+
+void TopModel::scroll_sideways(int delta) {
+  size_t widest = 0;
+  for (const auto& v : view_)
+    widest = std::max(widest, text::text_width(v.prefix) + text::text_width(v.row.command));
+  size_t room = columns_.empty() ? 0 : columns_.back().width;
+  size_t most = widest > room ? widest - room : 0;
+  if (delta < 0)
+    hscroll_ = hscroll_ > static_cast<size_t>(-delta) ? hscroll_ - static_cast<size_t>(-delta) : 0;
+  else
+    hscroll_ = std::min(most, hscroll_ + static_cast<size_t>(delta));
 }
 
 void TopModel::set_snapshot(std::shared_ptr<const core::Snapshot> snapshot) {
@@ -146,6 +168,11 @@ void TopModel::cycle_user() {
 }
 
 void TopModel::sort_by(Column column) {
+  if (!shown(column)) {
+    set_message(std::string(column_title(column)) + " is hidden at this width: widen the terminal",
+                Role::Warn);
+    return;
+  }
   if (options_.sort.column == column)
     options_.sort.descending = !options_.sort.descending;
   else
@@ -158,7 +185,15 @@ void TopModel::shift_sort(int delta) {
   int at = 0;
   for (int i = 0; i < n; ++i)
     if (kAllColumns[i] == options_.sort.column) at = i;
-  Column next = kAllColumns[((at + delta) % n + n) % n];
+  // The next column the screen shows: never one hidden at this width.
+  Column next = options_.sort.column;
+  for (int step = 1; step <= n; ++step) {
+    Column c = kAllColumns[((at + delta * step) % n + n) % n];
+    if (shown(c)) {
+      next = c;
+      break;
+    }
+  }
   options_.sort = {next, descending_by_default(next)};
   rebuild();
 }
@@ -172,8 +207,7 @@ Effect TopModel::handle(const Key& key) {
     case Mode::FilterInput:
       return handle_filter(key);
     case Mode::Help:
-      mode_ = Mode::Table;
-      return {};
+      return handle_help(key);
     case Mode::Plan:
     case Mode::Running:
     case Mode::Outcome:
@@ -271,6 +305,7 @@ void TopModel::change_view(const Binding& binding) {
       }
       return;
     case Action::Help:
+      dialog_scroll_ = 0;
       mode_ = Mode::Help;
       return;
     case Action::Filter:
@@ -300,6 +335,10 @@ void TopModel::change_view(const Binding& binding) {
     case Action::SortBy:
       if (binding.column) sort_by(*binding.column);
       return;
+    case Action::ScrollLeft:
+      return scroll_sideways(-8);
+    case Action::ScrollRight:
+      return scroll_sideways(8);
     case Action::Tag:
       if (auto pid = selected()) {
         if (!tags_.erase(*pid)) tags_.insert(*pid);
@@ -363,6 +402,37 @@ Effect TopModel::handle_filter(const Key& key) {
   return {};
 }
 
+// The help scrolls (a small terminal shows part of it, the legend last); any other key closes.
+Effect TopModel::handle_help(const Key& key) {
+  size_t rows = layout_.height > 4 ? layout_.height - 4 : 1;
+  size_t lines = help_rows();
+  size_t last = lines > rows ? lines - rows : 0;
+  size_t page = std::max<size_t>(1, rows - 1);
+  switch (key.kind) {
+    case Key::Up:
+      dialog_scroll_ = dialog_scroll_ ? dialog_scroll_ - 1 : 0;
+      return {};
+    case Key::Down:
+      dialog_scroll_ = std::min(dialog_scroll_ + 1, last);
+      return {};
+    case Key::PageUp:
+      dialog_scroll_ = dialog_scroll_ > page ? dialog_scroll_ - page : 0;
+      return {};
+    case Key::PageDown:
+      dialog_scroll_ = std::min(dialog_scroll_ + page, last);
+      return {};
+    case Key::Home:
+      dialog_scroll_ = 0;
+      return {};
+    case Key::End:
+      dialog_scroll_ = last;
+      return {};
+    default:
+      mode_ = Mode::Table;
+      return {};
+  }
+}
+
 Effect TopModel::handle_dialog(const Key& key) {
   size_t page = std::max<size_t>(1, layout_.height / 2);
   size_t last = dialog_lines_.size() > 1 ? dialog_lines_.size() - 1 : 0;
@@ -383,14 +453,22 @@ Effect TopModel::handle_dialog(const Key& key) {
       break;
   }
   bool yes = key.kind == Key::Char && (key.ch == U'y' || key.ch == U'Y');
+  // y: the reaper's escalation; t, i, 9: that one signal alone.
+  std::optional<KillChoice> choice;
+  if (yes) choice = KillChoice{SIGTERM, true};
+  if (key.kind == Key::Char && key.ch == U't') choice = KillChoice{SIGTERM, false};
+  if (key.kind == Key::Char && key.ch == U'i') choice = KillChoice{SIGINT, false};
+  if (key.kind == Key::Char && (key.ch == U'9' || key.ch == U'K'))
+    choice = KillChoice{SIGKILL, false};
   bool no = key.kind == Key::Escape || key.kind == Key::Quit ||
             (key.kind == Key::Char && (key.ch == U'n' || key.ch == U'N' || key.ch == U'q'));
   bool close = no || key.kind == Key::Enter || (key.kind == Key::Char && key.ch == U' ');
   switch (mode_) {
     case Mode::Plan:
-      if (yes && dialog_signals_ > 0) {
+      if (choice && dialog_signals_ > 0) {
+        kill_choice_ = *choice;
         mode_ = Mode::Running;
-        dialog_title_ = "Killing";
+        dialog_title_ = "Killing (" + kill_choice_.name() + ")";
         dialog_lines_ = {
             "Signalling, then waiting for the processes to exit and the memory to come back…"};
         dialog_scroll_ = 0;
@@ -419,6 +497,11 @@ Effect TopModel::handle_dialog(const Key& key) {
     default:
       return {};
   }
+}
+
+std::string KillChoice::name() const {
+  const char* n = signal == SIGINT ? "SIGINT" : signal == SIGKILL ? "SIGKILL" : "SIGTERM";
+  return std::string(n) + (escalate && signal != SIGKILL ? ", then SIGKILL" : "");
 }
 
 void TopModel::show_plan(std::vector<std::string> lines, size_t to_signal) {

@@ -5,6 +5,7 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <csignal>
 #include <memory>
 #include <optional>
 #include <set>
@@ -21,6 +22,14 @@
 #include "tui/view.h"
 
 namespace gpureap::tui {
+
+// The signal the kill dialog's answer chose: the reaper's escalation (SIGTERM, then SIGKILL
+// after the grace), or one signal alone.
+struct KillChoice {
+  int signal = SIGTERM;
+  bool escalate = true;
+  std::string name() const;  // "SIGTERM, then SIGKILL", "SIGINT"
+};
 
 enum class Mode {
   Table,        // the process table (and the detail pane when open)
@@ -85,6 +94,9 @@ class TopModel {
   std::optional<pid_t> selected() const;
   const std::set<pid_t>& tags() const { return tags_; }
   const ViewOptions& options() const { return options_; }
+  const std::vector<ColumnSpec>& table_columns() const { return columns_; }
+  // What the last confirmed kill dialog chose (y, t, i, 9).
+  const KillChoice& kill_choice() const { return kill_choice_; }
   bool detail_open() const { return detail_; }
   size_t scroll() const { return scroll_; }
   const std::string& message() const { return message_; }
@@ -104,10 +116,15 @@ class TopModel {
   Effect kill_selection();
   Effect handle_filter(const Key& key);
   Effect handle_dialog(const Key& key);
+  Effect handle_help(const Key& key);
+  size_t help_width() const;  // the help's text columns at this screen width
+  size_t help_rows() const;   // its lines at that width
   void cycle_gpu();
   void cycle_user();
   void sort_by(Column column);
   void shift_sort(int delta);
+  bool shown(Column column) const;  // the layout keeps it at this width
+  void scroll_sideways(int delta);
 
   // render.cpp
   void compose_header(Frame& f) const;
@@ -141,6 +158,7 @@ class TopModel {
   size_t index_ = 0;                   // selected position in view_
   std::optional<pid_t> selected_pid_;  // follows the process across refreshes and re-sorts
   size_t scroll_ = 0;                  // first view_ row on screen
+  size_t hscroll_ = 0;                 // columns of the commands scrolled off to the left
   std::set<pid_t> tags_;
   bool detail_ = false;
   size_t detail_scroll_ = 0;
@@ -155,6 +173,7 @@ class TopModel {
   std::vector<std::string> dialog_lines_;
   size_t dialog_scroll_ = 0;
   size_t dialog_signals_ = 0;
+  KillChoice kill_choice_;
   Role dialog_role_ = Role::Normal;
 };
 

@@ -49,7 +49,8 @@ std::string screen(const core::Snapshot& snapshot, const PsWatchOptions& o,
                      text::local_date_time(snapshot.timestamp) + "\n\n";
   if (!snapshot.complete())
     text += style.paint(output::view_incomplete(snapshot), output::Color::Yellow) + "\n";
-  return text + output::render_ps(snapshot, style, {o.tree, width});
+  return text +
+         output::render_ps(snapshot, style, {o.tree, width, o.unicode, o.select.sort, o.compact});
 }
 
 }  // namespace
@@ -68,7 +69,7 @@ bool watch_ps(const collect::Collector& collector, const PsWatchOptions& o) {
     auto collection = engine.newer_than(shown, std::chrono::milliseconds(50));
     if (!collection || g_stop) continue;
     shown = collection->sequence;
-    const core::Snapshot& snapshot = *collection->snapshot;
+    const core::Snapshot snapshot = output::select_rows(*collection->snapshot, o.select);
     if (o.json) {
       std::cout << output::dump_json(output::snapshot_to_json(snapshot), -1) << "\n" << std::flush;
     } else {

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "collect/collector.h"
+#include "output/ps_select.h"
 
 namespace gpureap::tui {
 
@@ -15,6 +16,9 @@ struct PsWatchOptions {
   bool tree = false;
   bool json = false;  // JSON lines
   bool no_color = false;
+  bool unicode = true;         // the locale speaks UTF-8; otherwise ASCII
+  bool compact = false;        // one line per GPU
+  output::PsSelection select;  // --gpu, --user, --pid, --sort
 };
 
 // Collects (on the sampling engine's thread) and shows every interval until SIGINT, SIGTERM or

@@ -94,6 +94,12 @@ std::pair<std::string, Role> table_cell(const TopRow& r, Column column, Role rol
       return {r.memory_text(), role};
     case Column::Sm:
       return {r.sm_text(), plain};
+    case Column::Cpu:
+      return {r.cpu_text(), plain};
+    case Column::Rss:
+      return {r.rss_text(), plain};
+    case Column::Time:
+      return {r.time_text(), plain};
     case Column::State:
       return {r.state_text(), role};
     case Column::Age:
@@ -236,8 +242,16 @@ Line TopModel::gpu_line(const core::Gpu& g) const {
   if (legend) add_memory_split(l, m, gl);
   if (g.processes_error) l.add(text::terminal_safe(*g.processes_error) + " ", Role::Warn);
   size_t room = l.width() < w ? w - l.width() : 0;
-  size_t spark = std::min<size_t>(room > 1 ? room - 1 : 0, 40);
-  if (spark >= 4) l.add(trend_.sparkline(g.index, spark, s->timestamp, gl), Role::Good);
+  size_t spark = std::min<size_t>(room > 1 ? room - 1 : 0, 60);
+  // Memory and utilisation over the last minutes, side by side when both fit.
+  if (trend_.has_utilization(g.index) && spark >= 2 * 4 + 10) {
+    size_t each = (spark - 10) / 2;
+    l.add("mem ", Role::Dim).add(trend_.sparkline(g.index, each, s->timestamp, gl), Role::Good);
+    l.add(" util ", Role::Dim)
+        .add(trend_.utilization_sparkline(g.index, each, s->timestamp, gl), Role::Good);
+  } else if (spark >= 4) {
+    l.add(trend_.sparkline(g.index, spark, s->timestamp, gl), Role::Good);
+  }
   return l;
 }
 
@@ -369,9 +383,13 @@ Line TopModel::table_line(const ViewRow& v) const {
   l.add(tagged ? "*" : " ", Role::Tagged);
   for (const auto& c : columns_) {
     if (c.column == Column::Command) {
-      l.add(fit(v.prefix, c.width, gl.ellipsis), Role::Dim);
-      size_t pw = std::min(c.width, text_width(v.prefix));
-      l.add(fit(r.command, c.width - pw, gl.ellipsis), plain);
+      // Scrolled sideways (Left/Right), the tree drawing and the command move together.
+      std::string prefix = text::columns(v.prefix, hscroll_, text_width(v.prefix));
+      size_t skip = hscroll_ > text_width(v.prefix) ? hscroll_ - text_width(v.prefix) : 0;
+      std::string command = text::columns(r.command, skip, text_width(r.command));
+      l.add(fit(prefix, c.width, gl.ellipsis), Role::Dim);
+      size_t pw = std::min(c.width, text_width(prefix));
+      l.add(fit(command, c.width - pw, gl.ellipsis), plain);
       continue;
     }
     auto [text, cell] = table_cell(r, c.column, role, plain, tagged);

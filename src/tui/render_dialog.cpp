@@ -56,11 +56,19 @@ std::vector<Line> help_lines(bool readonly, size_t width) {
           {"unattributed", Role::BarUnattributed},
           {" · ", Role::Dim},
           {"free", Role::BarFree},
-          {"; the sparkline: used memory over the last minutes", Role::Dim}});
+          {"; the sparklines: memory used, then utilisation, over the last minutes", Role::Dim}});
   return out;
 }
 
 }  // namespace
+
+size_t TopModel::help_width() const {
+  return std::min<size_t>(110, layout_.width > 8 ? layout_.width - 8 : 8);
+}
+
+size_t TopModel::help_rows() const {
+  return help_lines(settings_.readonly, help_width()).size();
+}
 
 void TopModel::compose_dialog(Frame& f) const {
   std::vector<Line> content;
@@ -68,16 +76,17 @@ void TopModel::compose_dialog(Frame& f) const {
   Role title_role = dialog_role_;
   switch (mode_) {
     case Mode::Help:
-      content =
-          help_lines(settings_.readonly, std::min<size_t>(110, f.width > 8 ? f.width - 8 : 8));
+      content = help_lines(settings_.readonly, help_width());
       title = "gpureap top: keys";
-      hint = "any key closes";
+      hint = "Up/Down PgUp/PgDn scroll · any other key closes";
       title_role = Role::Normal;
       break;
     case Mode::Plan:
       for (const auto& s : dialog_lines_) content.push_back(Line().add(s));
       title = dialog_title_;
-      hint = dialog_signals_ > 0 ? "y kills · n or Esc cancels" : "Esc closes";
+      hint = dialog_signals_ > 0
+                 ? "y SIGTERM then SIGKILL · t SIGTERM · i SIGINT · 9 SIGKILL · Esc cancels"
+                 : "Esc closes";
       break;
     case Mode::Running:
       for (const auto& s : dialog_lines_) content.push_back(Line().add(s));

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "output/process_figures.h"
 #include "output/ps_view.h"
 #include "text/byte_format.h"
 #include "text/escape.h"
@@ -34,6 +35,10 @@ void fill_process(TopRow& r, const core::Snapshot& s, const core::HostProcess& p
   if (auto start = s.start_time(p.stat); start && s.timestamp >= *start)
     r.age = std::chrono::duration_cast<std::chrono::seconds>(s.timestamp - *start);
   r.container = container_text(&p);
+  auto figures = output::process_figures(s, p);
+  r.cpu_percent = figures.cpu_percent;
+  r.rss = figures.rss_bytes;
+  r.cpu = figures.cpu;
   // The reaper refuses another user's process unless gpureap runs as root.
   r.actionable = v.privileged() || !r.uid || *r.uid == v.uid || *r.uid == v.euid;
 }
@@ -66,6 +71,18 @@ std::string TopRow::sm_text() const {
 
 std::string TopRow::age_text() const {
   return age ? text::human_age(*age) : "-";
+}
+
+std::string TopRow::cpu_text() const {
+  return output::cpu_percent_text(cpu_percent);
+}
+
+std::string TopRow::rss_text() const {
+  return output::rss_text(rss);
+}
+
+std::string TopRow::time_text() const {
+  return output::cpu_time_text(cpu);
 }
 
 TopRow make_row(const core::Snapshot& s, const core::ProcessRow& row, const Viewer& v) {

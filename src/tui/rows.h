@@ -33,6 +33,10 @@ struct TopRow {
   std::optional<uint64_t> memory;  // sum of the known listed memory
   bool memory_partial = false;     // some listing had no figure
   std::optional<unsigned> sm;      // highest SM utilisation over its GPUs
+  // output/process_figures.h: CPU % over its life, resident memory, CPU time used.
+  std::optional<double> cpu_percent;
+  std::optional<uint64_t> rss;
+  std::optional<std::chrono::milliseconds> cpu;
   char state = '?';
   std::optional<std::chrono::seconds> age;
   std::string container;  // "-" when none
@@ -48,6 +52,9 @@ struct TopRow {
   std::string memory_text() const;  // "8.0 GiB", "n/a", "-"
   std::string sm_text() const;      // "55" or "-"
   std::string age_text() const;     // "2h13m" or "-"
+  std::string cpu_text() const;     // "12.5" or "-"
+  std::string rss_text() const;     // "1.2G" or "-"
+  std::string time_text() const;    // "1:02:03" or "-"
 };
 
 TopRow make_row(const core::Snapshot& s, const core::ProcessRow& row, const Viewer& viewer);

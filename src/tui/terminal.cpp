@@ -199,6 +199,14 @@ Key decode_key_code(wint_t ch) {
       return Key::of(Key::Resize);
     case KEY_F(1):
       return Key::of(Key::Help);
+    case KEY_F(3):
+      return Key::of(Key::Search);
+    case KEY_F(4):
+      return Key::of(Key::FilterKey);
+    case KEY_F(5):
+      return Key::of(Key::TreeKey);
+    case KEY_F(6):
+      return Key::of(Key::SortKey);
     case KEY_F(9):
       return Key::of(Key::Kill);
     case KEY_F(10):

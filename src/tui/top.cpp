@@ -129,7 +129,11 @@ class Loop {
 
   void execute() {
     if (!plan_) return;
-    job_ = std::make_unique<KillJob>(world_, std::move(*plan_), config_.kill);
+    // The signal the dialog's answer chose; grace and waits are the command's.
+    KillConfig kill = config_.kill;
+    kill.exec.signal = model_.kill_choice().signal;
+    kill.exec.escalate = model_.kill_choice().escalate;
+    job_ = std::make_unique<KillJob>(world_, std::move(*plan_), kill);
     plan_.reset();
     job_->start();
   }

@@ -37,6 +37,11 @@ std::string sparkline(const std::vector<std::optional<double>>& values, const Gl
 
 void MemoryTrend::record(const core::Snapshot& s) {
   for (const auto& gpu : s.drivers.gpus) {
+    if (gpu.utilization_percent) {
+      auto& u = utilization_[gpu.index];
+      u.emplace_back(s.timestamp, static_cast<double>(*gpu.utilization_percent) / 100.0);
+      while (!u.empty() && u.front().first < s.timestamp - window_) u.pop_front();
+    }
     if (!gpu.memory.used_bytes || !gpu.memory.total_bytes || *gpu.memory.total_bytes == 0) continue;
     auto& series = series_[gpu.index];
     series.emplace_back(s.timestamp, static_cast<double>(*gpu.memory.used_bytes) /
@@ -49,6 +54,13 @@ std::string MemoryTrend::sparkline(unsigned gpu, size_t width, SystemTime now,
                                    const Glyphs& g) const {
   auto it = series_.find(gpu);
   if (it == series_.end()) return std::string(width, ' ');
+  return tui::sparkline(buckets(it->second, now, window_, width), g);
+}
+
+std::string MemoryTrend::utilization_sparkline(unsigned gpu, size_t width, SystemTime now,
+                                               const Glyphs& g) const {
+  auto it = utilization_.find(gpu);
+  if (it == utilization_.end()) return std::string(width, ' ');
   return tui::sparkline(buckets(it->second, now, window_, width), g);
 }
 

@@ -1,6 +1,6 @@
 #pragma once
-// Each GPU's used memory over the last minutes, for the sparkline in the header. Bounded:
-// samples older than the window are dropped.
+// Each GPU's used memory and utilisation over the last minutes, for the sparklines in the
+// header. Bounded: samples older than the window are dropped.
 #include <chrono>
 #include <deque>
 #include <map>
@@ -26,15 +26,19 @@ std::string sparkline(const std::vector<std::optional<double>>& values, const Gl
 class MemoryTrend {
  public:
   explicit MemoryTrend(std::chrono::seconds window = std::chrono::minutes(5)) : window_(window) {}
-  // Used / total of every GPU that reports both.
+  // Used / total of every GPU that reports both; the utilisation of those that report it.
   void record(const core::Snapshot& s);
   std::string sparkline(unsigned gpu, size_t width, SystemTime now, const Glyphs& glyphs) const;
+  std::string utilization_sparkline(unsigned gpu, size_t width, SystemTime now,
+                                    const Glyphs& glyphs) const;
+  bool has_utilization(unsigned gpu) const { return utilization_.count(gpu) > 0; }
   std::chrono::seconds window() const { return window_; }
   size_t samples(unsigned gpu) const;
 
  private:
   std::chrono::seconds window_;
   std::map<unsigned, std::deque<std::pair<SystemTime, double>>> series_;
+  std::map<unsigned, std::deque<std::pair<SystemTime, double>>> utilization_;
 };
 
 }  // namespace gpureap::tui

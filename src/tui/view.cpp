@@ -37,6 +37,12 @@ std::string_view column_title(Column c) {
       return "MEMORY";
     case Column::Sm:
       return "SM%";
+    case Column::Cpu:
+      return "CPU%";
+    case Column::Rss:
+      return "RSS";
+    case Column::Time:
+      return "TIME";
     case Column::State:
       return "STATE";
     case Column::Age:
@@ -63,6 +69,12 @@ char sort_key(Column c) {
       return 'M';
     case Column::Sm:
       return '%';
+    case Column::Cpu:
+      return 'X';
+    case Column::Rss:
+      return 'R';
+    case Column::Time:
+      return 'T';
     case Column::State:
       return 'S';
     case Column::Age:
@@ -78,7 +90,8 @@ char sort_key(Column c) {
 }
 
 bool descending_by_default(Column c) {
-  return c == Column::Memory || c == Column::Sm || c == Column::Age || c == Column::Anomalies;
+  return c == Column::Memory || c == Column::Sm || c == Column::Cpu || c == Column::Rss ||
+         c == Column::Time || c == Column::Age || c == Column::Anomalies;
 }
 
 bool matches(const TopRow& r, const Filter& f) {
@@ -114,6 +127,15 @@ bool sorts_before(const TopRow& a, const TopRow& b, const Sort& s) {
         break;
       case Column::Sm:
         n = r.sm ? static_cast<long long>(*r.sm) : -1;
+        break;
+      case Column::Cpu:
+        n = r.cpu_percent ? static_cast<long long>(*r.cpu_percent * 10) : -1;
+        break;
+      case Column::Rss:
+        n = number(r.rss);
+        break;
+      case Column::Time:
+        n = r.cpu ? static_cast<long long>(r.cpu->count()) : -1;
         break;
       case Column::State:
         t = r.state_text();

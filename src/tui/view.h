@@ -12,13 +12,28 @@
 
 namespace gpureap::tui {
 
-enum class Column { Pid, User, Gpu, Memory, Sm, State, Age, Container, Anomalies, Command };
+enum class Column {
+  Pid,
+  User,
+  Gpu,
+  Memory,
+  Sm,
+  Cpu,
+  Rss,
+  Time,
+  State,
+  Age,
+  Container,
+  Anomalies,
+  Command
+};
 inline constexpr Column kAllColumns[] = {
-    Column::Pid,   Column::User, Column::Gpu,       Column::Memory,    Column::Sm,
-    Column::State, Column::Age,  Column::Container, Column::Anomalies, Column::Command};
+    Column::Pid,       Column::User,      Column::Gpu,    Column::Memory, Column::Sm,
+    Column::Cpu,       Column::Rss,       Column::Time,   Column::State,  Column::Age,
+    Column::Container, Column::Anomalies, Column::Command};
 
 std::string_view column_title(Column c);
-// The key that sorts by a column: P U G M % S A O N C.
+// The key that sorts by a column: P U G M % X R T S A O N C.
 char sort_key(Column c);
 // Numbers and anomalies sort largest first when chosen; text and PIDs A to Z.
 bool descending_by_default(Column c);

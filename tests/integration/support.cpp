@@ -201,10 +201,15 @@ ExecVectors exec_vectors(std::vector<std::string> argv_s, const std::vector<std:
   ExecVectors x;
   x.argv_s = std::move(argv_s);
   x.env_s = env;
+  // gpureap draws its tables in ASCII under a locale that is not UTF-8: the tests read the
+  // UTF-8 tables whatever the machine's locale, unless a test sets its own.
+  if (std::none_of(env.begin(), env.end(),
+                   [](const std::string& v) { return v.rfind("LC_ALL=", 0) == 0; }))
+    x.env_s.push_back("LC_ALL=C.UTF-8");
   for (char** e = environ; *e; ++e) {
     std::string entry(*e);
     std::string name = entry.substr(0, entry.find('=') + 1);
-    bool overridden = std::any_of(env.begin(), env.end(),
+    bool overridden = std::any_of(x.env_s.begin(), x.env_s.end(),
                                   [&](const std::string& v) { return v.rfind(name, 0) == 0; });
     if (!overridden) x.env_s.push_back(entry);
   }

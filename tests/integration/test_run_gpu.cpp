@@ -101,6 +101,36 @@ TEST_F(RunGpu, PeakOfTheLeftoverHeldContextAndItsRelease) {
   EXPECT_NE(r.err.find("GPU memory released"), std::string::npos) << r.err;
 }
 
+// --report FILE.html: the job's page, with the job's 4 GiB band, the capacity, and the
+// moments the command exited, teardown ended and the memory came back.
+TEST_F(RunGpu, TheHtmlReportDrawsTheJobAndItsRelease) {
+  std::string script = "exec 3<" + dev_.dev("nvidia0") + "; sleep 1000 & w=$!; echo $w > " +
+                       dir_.file("worker") + "; " +
+                       write_scenario(R"({"gpus":[{"name":"Fake H200","minor":0,"processes":[)"
+                                      R"({"pid":$$,"used_bytes":4294967296,"holders":[$$,$w],)"
+                                      R"("release_delay_ms":200}]}]})") +
+                       "sleep 0.5; exit 0";
+  std::vector<std::string> args{"--dev-root", dev_.path(), "run", "--report", dir_.file("job.html"),
+                                "--sample",   "100ms",     "--",  "sh",       "-c",
+                                script};
+  auto r = run_gpureap(args, {"FAKE_NVML_SCENARIO=" + scenario_path(),
+#ifdef FAKE_NVML_LIBRARY
+                              std::string("GPUREAP_NVML_LIBRARY=") + FAKE_NVML_LIBRARY
+#endif
+                             });
+  KillStrays strays{{static_cast<pid_t>(std::stol(read_text(dir_.file("worker"))))}};
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  const std::string html = read_text(dir_.file("job.html"));
+  ASSERT_EQ(html.rfind("<!DOCTYPE html>", 0), 0u) << html.substr(0, 200);
+  EXPECT_NE(html.find("<h2>GPU 0 · Fake H200</h2>"), std::string::npos) << html;
+  EXPECT_NE(html.find("data-series=\"job\""), std::string::npos);
+  EXPECT_NE(html.find("class=\"marker marker-job-end\""), std::string::npos);
+  EXPECT_NE(html.find("class=\"marker marker-teardown\""), std::string::npos);
+  EXPECT_NE(html.find("class=\"marker marker-release\""), std::string::npos);
+  EXPECT_NE(html.find("GPU memory released"), std::string::npos);
+  EXPECT_NE(html.find("peak GPU memory: GPU 0 (Fake H200) 4.0 GiB"), std::string::npos);
+}
+
 // Memory held only while CMD runs (gone before it exits) is seen by the periodic samples.
 TEST_F(RunGpu, SamplesWhileTheJobRuns) {
   std::string held = R"({"pid":$$,"used_bytes":3221225472})";

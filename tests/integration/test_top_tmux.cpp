@@ -161,6 +161,48 @@ TEST(TopTmux, GhostRowsAreHighlightedAndAFilterNarrows) {
   EXPECT_EQ(top.screen().find("gpureap top"), std::string::npos);  // its screen is gone
 }
 
+TEST(TopTmux, HtopFunctionKeysSearchTreeSortScrollAndQuit) {
+  REQUIRE_TERMINAL();
+  Scene scene;
+  TmuxGpureap top(scene.args(), scene.nvml->env());
+  const pid_t server = scene.server->pid();
+  auto s = top.wait_until([&](const std::string& sc) { return shows_row(sc, server); },
+                          "the server's row");
+  // F3 searches as / does; Escape clears it.
+  top.keys({"F3"});
+  top.type("pt_data");
+  top.wait_until([&](const std::string& sc) { return !shows_row(sc, server); }, "F3 to filter");
+  top.keys({"Escape"});
+  top.wait_until([&](const std::string& sc) { return shows_row(sc, server); }, "Esc to clear");
+  // F5 is the tree, F6 the next sort column (memory, then SM%).
+  top.keys({"F5"});
+  top.wait_for("tree ·");
+  top.keys({"F5", "F6"});
+  s = top.wait_for("SM%▼");
+  EXPECT_EQ(s.find("tree ·"), std::string::npos) << s;
+  // Left and Right scroll the commands sideways (the server runs this test program, forked);
+  // sorting stays where it was.
+  auto row = [&](const std::string& sc) {
+    auto rows = rows_of(sc, server);
+    return rows.empty() ? std::string() : rows.front();
+  };
+  const std::string program = "gpureap_integration";
+  ASSERT_NE(row(s).find(program), std::string::npos) << s;
+  top.keys({"Right"});
+  s = top.wait_until(
+      [&](const std::string& sc) {
+        return row(sc).find("gpureap_") == std::string::npos &&
+               row(sc).find("integration") != std::string::npos;
+      },
+      "Right to scroll the command by 8 columns");
+  EXPECT_NE(s.find("SM%▼"), std::string::npos) << s;
+  top.keys({"Left"});
+  top.wait_until([&](const std::string& sc) { return row(sc).find(program) != std::string::npos; },
+                 "Left to scroll back");
+  top.keys({"F10"});
+  EXPECT_EQ(top.exit_code(), 0);
+}
+
 TEST(TopTmux, KillThroughTheUiEndsTheSelectedHolderAndShowsTheMemoryReleased) {
   REQUIRE_TERMINAL();
   Scene scene;

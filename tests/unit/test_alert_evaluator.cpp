@@ -245,6 +245,28 @@ TEST(AlertEvaluator, FindingsBySeverityAndGpu) {
   EXPECT_EQ(fired[0].labels.at("code"), "leaked-memory");
 }
 
+// The built-in condition for the kernel log's GPU errors: a critical Xid (79, 95, 48, ...)
+// makes doctor's gpu-xid finding critical on that GPU; an application's Xid 31 stays a warning.
+TEST(AlertEvaluator, ACriticalXidFiresTheGpuXidRuleOfItsGpuOnly) {
+  Rule r;
+  r.name = "GpuXid";
+  r.condition = Condition::Finding;
+  r.finding_code = doctor::FindingCode::GpuXid;
+  r.finding_severity = doctor::Severity::Critical;
+  Evaluator e = with({r});
+  auto gpus = std::vector<core::Gpu>{gpu_used(0, 0), gpu_used(1, 0)};
+  EXPECT_TRUE(e.evaluate(sample_at(0s, gpus, {},
+                                   {finding("gpu-xid", doctor::Severity::Warning, {1}, {4242})}))
+                  .empty());
+  auto fired =
+      alerts(e.evaluate(sample_at(1s, gpus, {},
+                                  {finding("gpu-xid", doctor::Severity::Critical, {0}, {}),
+                                   finding("gpu-xid", doctor::Severity::Warning, {1}, {4242})})));
+  ASSERT_EQ(fired.size(), 1u);
+  EXPECT_EQ(fired[0].labels.at("code"), "gpu-xid");
+  EXPECT_EQ(fired[0].labels.at("gpu"), "0");
+}
+
 TEST(AlertEvaluator, DriverTimeoutKeepsFindingAlerts) {
   Rule r;
   r.name = "Ghost";

@@ -9,12 +9,25 @@ namespace gpureap::doctor {
 namespace {
 
 TEST(DoctorFindingCode, EveryCodeHasItsDocumentedString) {
-  const std::vector<std::string> documented = {
-      "driver-missing",   "driver-mismatch", "driver-not-answering", "gpu-error",
-      "nvml-layout",      "incomplete-view", "ipc-residue",          "foreign-namespace",
-      "no-such-process",  "releasing",       "leaked-memory",        "unattributed-memory",
-      "inherited-holder", "orphan-holder",   "stopped-holder",       "uninterruptible-holder",
-      "unreaped-zombies", "protected-holder"};
+  const std::vector<std::string> documented = {"driver-missing",
+                                               "driver-mismatch",
+                                               "driver-not-answering",
+                                               "gpu-error",
+                                               "nvml-layout",
+                                               "incomplete-view",
+                                               "ipc-residue",
+                                               "foreign-namespace",
+                                               "no-such-process",
+                                               "releasing",
+                                               "leaked-memory",
+                                               "unattributed-memory",
+                                               "inherited-holder",
+                                               "orphan-holder",
+                                               "stopped-holder",
+                                               "uninterruptible-holder",
+                                               "unreaped-zombies",
+                                               "protected-holder",
+                                               "gpu-xid"};
   const auto& codes = all_finding_codes();
   ASSERT_EQ(codes.size(), documented.size());
   for (size_t i = 0; i < codes.size(); ++i) {

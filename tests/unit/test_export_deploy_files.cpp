@@ -28,8 +28,9 @@ std::set<std::string> emitted() {
   auto s =
       make_snapshot({proc(1, 0, 1), holder(200, 1, 200)}, {gpu(0, 0, GiB, {listed(200, GiB)})});
   std::vector<doctor::Finding> findings;
+  std::vector<core::KernelEventCount> xids;  // the daemon follows the kernel log
   std::set<std::string> names;
-  for (const auto& f : build_metrics({s, findings, {{"driver", 0.1, 0}}, true}))
+  for (const auto& f : build_metrics({s, findings, {{"driver", 0.1, 0}}, true, &xids, true}))
     names.insert(f.name);
   return names;
 }
@@ -45,14 +46,26 @@ std::set<std::string> gpureap_names_in(const std::string& text) {
 
 TEST(ExportDeployFiles, EveryMetricTheIssueNamesIsEmitted) {
   auto names = emitted();
-  for (const char* name :
-       {"gpureap_up", "gpureap_gpu_info", "gpureap_gpu_memory_total_bytes",
-        "gpureap_gpu_memory_used_bytes", "gpureap_gpu_memory_reserved_bytes",
-        "gpureap_gpu_memory_unattributed_bytes", "gpureap_gpu_memory_ghost_bytes",
-        "gpureap_gpu_utilization_ratio", "gpureap_gpu_temperature_celsius",
-        "gpureap_gpu_power_watts", "gpureap_gpu_processes", "gpureap_user_memory_bytes",
-        "gpureap_container_memory_bytes", "gpureap_process_memory_bytes", "gpureap_findings",
-        "gpureap_collect_duration_seconds", "gpureap_collect_errors_total"})
+  for (const char* name : {"gpureap_up",
+                           "gpureap_gpu_info",
+                           "gpureap_gpu_memory_total_bytes",
+                           "gpureap_gpu_memory_used_bytes",
+                           "gpureap_gpu_memory_reserved_bytes",
+                           "gpureap_gpu_memory_unattributed_bytes",
+                           "gpureap_gpu_memory_ghost_bytes",
+                           "gpureap_gpu_utilization_ratio",
+                           "gpureap_gpu_temperature_celsius",
+                           "gpureap_gpu_power_watts",
+                           "gpureap_gpu_processes",
+                           "gpureap_user_memory_bytes",
+                           "gpureap_container_memory_bytes",
+                           "gpureap_process_memory_bytes",
+                           "gpureap_findings",
+                           "gpureap_collect_duration_seconds",
+                           "gpureap_collect_errors_total",
+                           "gpureap_xid_events_total",
+                           "gpureap_xid_last_event_timestamp_seconds",
+                           "gpureap_kernel_log_readable"})
     EXPECT_TRUE(names.count(name)) << name;
 }
 

@@ -38,7 +38,7 @@ TEST(ExportHistoryJson, DocumentShapeWithNullForUnknown) {
   HistoryView v;
   v.window = hours(1);
   v.interval = seconds(1);
-  v.gpus.push_back({0, "GPU-0", {{kNow, 5ull << 30, std::nullopt, 0, 87, 2}}});
+  v.gpus.push_back({0, "GPU-0", 80ull << 30, {{kNow, 5ull << 30, std::nullopt, 0, 87, 2}}});
   ProcessTrack t;
   t.key = {4242, 1234};
   t.gpu = 0;
@@ -57,6 +57,7 @@ TEST(ExportHistoryJson, DocumentShapeWithNullForUnknown) {
   const auto& g = doc["gpus"][0];
   EXPECT_EQ(g["gpu"], 0);
   EXPECT_EQ(g["uuid"], "GPU-0");
+  EXPECT_EQ(g["memory_total_bytes"], 80ull << 30);
   EXPECT_EQ(g["samples"][0]["time"], 1'700'000'000.0);
   EXPECT_EQ(g["samples"][0]["memory_used_bytes"], 5ull << 30);
   EXPECT_TRUE(g["samples"][0]["memory_unattributed_bytes"].is_null());
@@ -67,6 +68,7 @@ TEST(ExportHistoryJson, DocumentShapeWithNullForUnknown) {
   EXPECT_EQ(p["start_ticks"], 1234);
   EXPECT_EQ(p["comm"], "python\xEF\xBF\xBD");
   EXPECT_EQ(p["changes"].size(), 2u);
+  EXPECT_TRUE(p["keepers"].is_array() && p["keepers"].empty());  // a live process keeps nothing
   EXPECT_TRUE(p["changes"][0]["sm_utilization_ratio"].is_null());
   EXPECT_EQ(p["changes"][1]["sm_utilization_ratio"], 0.5);
   EXPECT_EQ(p["changes"][1]["memory_bytes"], 2ull << 30);

@@ -191,6 +191,31 @@ TEST(ExportMetrics, FindingsCountedByCodeAndSeverity) {
             2);
 }
 
+TEST(ExportMetrics, XidsCountedPerGpuAndNumberOnlyWhenTheLogIsFollowed) {
+  auto s = fleet();
+  std::vector<doctor::Finding> none;
+  EXPECT_EQ(family(build_metrics({s, none, {}, false}), "gpureap_xid_events_total"), nullptr);
+  std::vector<core::KernelEventCount> counts = {
+      {"0000:10:00", 0u, "xid", 31, 3,
+       std::chrono::system_clock::time_point(std::chrono::seconds(1'700'000'100))},
+      // A GPU no backend reports any more (off the bus): named by its PCI address alone.
+      {"0000:99:00", std::nullopt, "xid", 79, 1, std::nullopt}};
+  auto m = build_metrics({s, none, {}, false, &counts, true});
+  EXPECT_EQ(
+      value_of(m, "gpureap_xid_events_total",
+               {{"gpu", "0"}, {"uuid", "GPU-0"}, {"pci_bus_id", "0000:10:00"}, {"xid", "31"}}),
+      3);
+  EXPECT_EQ(family(m, "gpureap_xid_events_total")->type, MetricType::Counter);
+  EXPECT_EQ(value_of(m, "gpureap_xid_events_total",
+                     {{"gpu", ""}, {"uuid", ""}, {"pci_bus_id", "0000:99:00"}, {"xid", "79"}}),
+            1);
+  EXPECT_EQ(value_of(m, "gpureap_xid_last_event_timestamp_seconds", {{"xid", "31"}}),
+            1'700'000'100);
+  EXPECT_EQ(value_of(m, "gpureap_xid_last_event_timestamp_seconds", {{"xid", "79"}}),
+            std::nullopt);  // no boot time: no wall time, never a made-up one
+  EXPECT_EQ(value_of(m, "gpureap_kernel_log_readable"), 1);
+}
+
 TEST(ExportMetrics, RenderedTextIsOneSeriesPerLabelSet) {
   auto s = fleet();
   std::vector<doctor::Finding> findings;

@@ -104,6 +104,25 @@ TEST(DaemonHistory, GonePidsAndNewPidsAreSeparateTracks) {
             8 * GiB);  // 999 is gone and nothing unlisted holds GPU 0
 }
 
+// A gone PID's track names the live processes that kept its context (here its process group's
+// member 300, which holds the GPU file unlisted); a live process's track names none. The GPU's
+// series carries its capacity.
+TEST(DaemonHistory, GoneTracksNameTheirKeepersAndGpusTheirCapacity) {
+  History h(limits(hours(1)));
+  auto g = gpu(0, 0, 10 * GiB, {listed(200, GiB), listed(999, 8 * GiB)});
+  h.record(
+      make_snapshot({proc(1, 0, 1), holder(200, 1, 200), holder(300, 1, 999)}, {g}, {.at = kT0}));
+  auto v = h.query({std::nullopt, kT0});
+  ASSERT_EQ(v.gpus.size(), 1u);
+  EXPECT_EQ(v.gpus[0].total_bytes, 100 * GiB);
+  ASSERT_EQ(v.processes.size(), 2u);
+  EXPECT_TRUE(v.processes[0].keepers.empty());
+  ASSERT_EQ(v.processes[1].key.pid, 999);
+  ASSERT_EQ(v.processes[1].keepers.size(), 1u);
+  EXPECT_EQ(v.processes[1].keepers[0].pid, 300);
+  EXPECT_EQ(v.processes[1].keepers[0].comm, "p300");
+}
+
 TEST(DaemonHistory, ProcessesUnseenForTheWindowAreDropped) {
   History h(limits(seconds(10)));
   h.record(at(0, GiB, std::nullopt, {listed(999, GiB)}));

@@ -31,6 +31,20 @@ TEST(ParseStat, PlainFields) {
   EXPECT_EQ(st->rss_pages, 77);
 }
 
+TEST(ParseStat, CpuTimeIsUserPlusSystemNotTheChildren) {
+  // utime 250, stime 50, cutime 7, cstime 9 (fields 14 to 17).
+  auto st = parse_stat(stat_line(
+      "python",
+      "S 1 42 42 0 -1 4194304 0 0 0 0 250 50 7 9 20 0 3 0 12345 1000 77 18446744073709551615"));
+  ASSERT_TRUE(st.ok()) << st.error().message;
+  EXPECT_EQ(st->cpu_ticks, 300u);
+  EXPECT_EQ(st->start_ticks, 12345u);
+  EXPECT_FALSE(
+      parse_stat(
+          stat_line("python", "S 1 42 42 0 -1 4194304 0 0 0 0 -5 50 7 9 20 0 3 0 12345 1000 77 1"))
+          .ok());
+}
+
 TEST(ParseStat, CommWithParenthesesAndSpacesSplitsAtLastParen) {
   auto st = parse_stat(stat_line(") (x y"));
   ASSERT_TRUE(st.ok());

@@ -42,6 +42,7 @@ core::Snapshot rich_snapshot() {
   init.stat.flags = 0x00400100;
   init.stat.num_threads = 1;
   init.stat.rss_pages = 2500;
+  init.stat.cpu_ticks = 4321;  // CPU% and TIME in top from a daemon's snapshot
   auto listed_live = holder(100, 1, 100);
   listed_live.stat.comm = kBadUtf8;
   listed_live.details->cmdline = {"python", kBadUtf8, "", "--opt=\x01\x7f"};
@@ -217,6 +218,7 @@ TEST(SnapshotWire, RichSnapshotRoundTripsEveryFieldAndTheJoinAgain) {
   EXPECT_EQ(back.find(100)->stat.comm, kBadUtf8);
   EXPECT_EQ(back.find(100)->details->cmdline, s.find(100)->details->cmdline);
   EXPECT_EQ(back.find(100)->stat.start_ticks, kMax);
+  EXPECT_EQ(back.find(1)->stat.cpu_ticks, 4321u);
   EXPECT_EQ(back.find(6001)->stat.ppid, -1);
   EXPECT_EQ(back.find(6001)->stat.state, 'Z');
   EXPECT_EQ(back.hostname, "node-\xff");

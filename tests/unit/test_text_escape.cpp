@@ -7,6 +7,17 @@
 namespace gpureap::text {
 namespace {
 
+// HTML and SVG: no name opens an element or leaves an attribute, and what the terminal would
+// not show is escaped the same way; ordinary text, UTF-8 included, is left alone.
+TEST(MarkupSafe, BracketsQuotesAndAmpersandsBecomeReferences) {
+  EXPECT_EQ(markup_safe("<script>alert(\"x\")</script>"),
+            "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;");
+  EXPECT_EQ(markup_safe("a'b&c"), "a&#39;b&amp;c");
+  EXPECT_EQ(markup_safe("python train.py — Zürich"), "python train.py — Zürich");
+  EXPECT_EQ(markup_safe("x\x1b[31m\u202e"), "x\\x1b[31m\\u{202e}");
+  EXPECT_EQ(markup_safe(std::string_view("\xff<", 2)), "\\xff&lt;");
+}
+
 TEST(TerminalSafe, ControlBytesAndInvalidUtf8AreVisibleEscapes) {
   EXPECT_EQ(terminal_safe("a\x1b[31mb"), "a\\x1b[31mb");
   EXPECT_EQ(terminal_safe("x\ny\tz\r"), "x\\ny\\tz\\r");

@@ -118,8 +118,10 @@ TEST(TuiModel, SelectionFollowsTheProcessAcrossRefreshesAndSorts) {
   EXPECT_FALSE(m.options().sort.descending);
   press(m, U'>');
   EXPECT_EQ(m.options().sort.column, Column::User);
-  press(m, Key::Left);
+  press(m, U'<');
   EXPECT_EQ(m.options().sort.column, Column::Pid);
+  press(m, Key::SortKey);  // F6, as in htop
+  EXPECT_EQ(m.options().sort.column, Column::User);
 }
 
 TEST(TuiModel, SlashFiltersWhileTypingEnterKeepsEscClears) {
@@ -214,7 +216,8 @@ TEST(TuiModel, PlanConfirmRunOutcome) {
   auto f = m.compose();
   expect_fits(f);
   EXPECT_NE(line_with(f, "Kill 1 process?"), nullptr) << f.text();
-  EXPECT_NE(line_with(f, "y kills"), nullptr);
+  EXPECT_NE(line_with(f, "y SIGTERM then SIGKILL · t SIGTERM · i SIGINT · 9 SIGKILL"), nullptr)
+      << f.text();
   EXPECT_EQ(press(m, U'q').kind, Effect::None);  // q cancels a dialog, it does not quit
   EXPECT_EQ(m.mode(), Mode::Table);
   EXPECT_EQ(m.message(), "Nothing was signalled.");
@@ -223,6 +226,8 @@ TEST(TuiModel, PlanConfirmRunOutcome) {
   m.show_plan({"Plan"}, 1);
   EXPECT_EQ(press(m, U'y').kind, Effect::ExecuteKill);
   EXPECT_EQ(m.mode(), Mode::Running);
+  EXPECT_EQ(m.kill_choice().signal, SIGTERM);
+  EXPECT_TRUE(m.kill_choice().escalate);  // the reaper's escalation
   EXPECT_TRUE(m.kill_running());
   m.kill_progress("waiting for the GPU memory");
   EXPECT_NE(line_with(m.compose(), "waiting for the GPU memory"), nullptr);
@@ -333,7 +338,7 @@ TEST(TuiModel, FrameAt200x60ShowsEverything) {
     EXPECT_NE(line_with(f, col), nullptr) << col;
   EXPECT_NE(line_with(f, "python serve.py --port 8000"), nullptr);
   EXPECT_NE(line_with(f, "ghost 8.0G"), nullptr) << f.text();  // the memory split
-  EXPECT_NE(line_with(f, "P U G M % S A O N C"), nullptr);
+  EXPECT_NE(line_with(f, "P U G M % X R T S A O N C"), nullptr);
   press(m, Key::Down);
   press(m, Key::Enter);
   f = m.compose();
@@ -399,6 +404,101 @@ TEST(TuiModel, AsciiGlyphsWithoutUtf8) {
         EXPECT_EQ(ascii_only(s.text), s.text) << s.text;
       }
   EXPECT_NE(line_with(f, "`- "), nullptr) << f.text();
+}
+
+}  // namespace
+}  // namespace gpureap::tui
+
+namespace gpureap::tui {
+namespace {
+
+TEST(TuiModelKeys, HelpScrollsAt80x24ToItsLegend) {
+  auto m = model(false, 80, 24);
+  press(m, Key::Help);  // F1
+  ASSERT_EQ(m.mode(), Mode::Help);
+  auto f = m.compose();
+  expect_fits(f);
+  ASSERT_EQ(line_with(f, "Memory bar"), nullptr) << "the help fits: nothing to scroll\n"
+                                                 << f.text();
+  press(m, Key::End);
+  EXPECT_EQ(m.mode(), Mode::Help);  // scrolling keeps it open
+  f = m.compose();
+  expect_fits(f);
+  EXPECT_NE(line_with(f, "Memory bar"), nullptr) << f.text();
+  press(m, Key::Home);
+  EXPECT_EQ(line_with(m.compose(), "Memory bar"), nullptr);
+  press(m, U'x');
+  EXPECT_EQ(m.mode(), Mode::Table);
+}
+
+TEST(TuiModelKeys, TheKillDialogPicksTheSignal) {
+  for (auto [key, signal] : {std::pair{U't', SIGTERM}, {U'i', SIGINT}, {U'9', SIGKILL}}) {
+    auto m = model();
+    press(m, U'k');
+    m.show_plan({"Plan"}, 1);
+    EXPECT_EQ(press(m, key).kind, Effect::ExecuteKill);
+    EXPECT_EQ(m.kill_choice().signal, signal);
+    EXPECT_FALSE(m.kill_choice().escalate);  // that signal alone
+    EXPECT_NE(line_with(m.compose(), "Killing (" + m.kill_choice().name() + ")"), nullptr);
+  }
+  auto m = model();
+  press(m, U'k');
+  m.show_plan({"Nothing to signal"}, 0);
+  EXPECT_EQ(press(m, U'9').kind, Effect::None);  // nothing to signal: no signal to choose
+}
+
+TEST(TuiModelKeys, FunctionKeysAsInHtop) {
+  auto m = model();
+  press(m, Key::TreeKey);  // F5
+  EXPECT_TRUE(m.options().tree);
+  press(m, Key::TreeKey);
+  EXPECT_FALSE(m.options().tree);
+  press(m, Key::Search);  // F3
+  EXPECT_EQ(m.mode(), Mode::FilterInput);
+  press(m, Key::Escape);
+  press(m, Key::FilterKey);  // F4
+  EXPECT_EQ(m.mode(), Mode::FilterInput);
+  press(m, Key::Escape);
+  EXPECT_EQ(m.mode(), Mode::Table);
+  EXPECT_EQ(press(m, Key::Quit).kind, Effect::Quit);  // F10
+}
+
+TEST(TuiModelKeys, LeftAndRightScrollTheCommandsNotTheSort) {
+  auto m = model(false, 80, 24);
+  const Sort before = m.options().sort;
+  ASSERT_NE(line_with(m.compose(), "python serve.py"), nullptr);
+  press(m, Key::Right);
+  EXPECT_EQ(m.options().sort.column, before.column);
+  auto f = m.compose();
+  expect_fits(f);
+  EXPECT_EQ(line_with(f, "python serve.py"), nullptr) << f.text();
+  EXPECT_NE(line_with(f, "--port"), nullptr) << f.text();  // the rest comes into view
+  press(m, Key::Left);
+  EXPECT_NE(line_with(m.compose(), "python serve.py"), nullptr);
+  press(m, Key::Left);  // already at the start: stays
+  EXPECT_NE(line_with(m.compose(), "python serve.py"), nullptr);
+}
+
+TEST(TuiModelKeys, SortingNeverUsesAHiddenColumn) {
+  auto m = model(false, 200, 40);
+  press(m, U'T');  // TIME, shown at 200 columns
+  EXPECT_EQ(m.options().sort.column, Column::Time);
+  m.set_size(80, 24);  // TIME goes: the order falls back to memory
+  EXPECT_EQ(m.options().sort.column, Column::Memory);
+  press(m, U'T');  // refused while hidden, and said why
+  EXPECT_EQ(m.options().sort.column, Column::Memory);
+  EXPECT_NE(line_with(m.compose(), "hidden at this width"), nullptr);
+  // < and > walk only the columns on screen.
+  for (int i = 0; i < 20; ++i) {
+    press(m, U'>');
+    bool shown = false;
+    for (const auto& c : m.table_columns()) shown |= c.column == m.options().sort.column;
+    EXPECT_TRUE(shown) << column_title(m.options().sort.column);
+  }
+  // Sorted on, SM% shows its whole title and the arrow.
+  m.set_size(200, 40);
+  press(m, U'%');
+  EXPECT_NE(line_with(m.compose(), "SM%▼"), nullptr) << m.compose().text();
 }
 
 }  // namespace

@@ -255,6 +255,16 @@ TEST(TuiTrend, SparklineBucketsTheLastMinutes) {
   EXPECT_EQ(t.samples(0), 1u);  // the old one fell out of the window
   EXPECT_EQ(t.sparkline(0, 4, now, glyphs(true)), "   █");
   EXPECT_EQ(t.sparkline(7, 3, now, glyphs(true)), "   ");
+  // Utilisation has a history of its own, kept only where the driver reports it.
+  EXPECT_FALSE(t.has_utilization(0));
+  auto busy = gpu(0, 0, 100 * GiB, {});
+  busy.utilization_percent = 100;
+  auto idle = gpu(0, 0, 100 * GiB, {});
+  idle.utilization_percent = 0;
+  t.record(make_snapshot({proc(1, 0, 1)}, {idle}, {false, 0, now - seconds(50)}));
+  t.record(make_snapshot({proc(1, 0, 1)}, {busy}, {false, 0, now}));
+  EXPECT_TRUE(t.has_utilization(0));
+  EXPECT_EQ(t.utilization_sparkline(0, 2, now, glyphs(true)), "▁█");
 }
 
 }  // namespace

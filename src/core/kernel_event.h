@@ -1,0 +1,88 @@
+#pragma once
+// What the kernel log says about GPUs, in terms no vendor owns: a driver's error record tied to
+// a GPU (NVIDIA's Xids are one kind; the parsers live in src/kernel), and whether the log could
+// be read at all. Filled by whoever reads the log (doctor, ps, the daemon's follower), never by
+// every collection: the log can be megabytes.
+#include <sys/types.h>
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace gpureap::core {
+
+// A severity as the driver vendor's documentation ranks an error, before doctor words it.
+enum class KernelEventLevel { Info, Warning, Critical };
+
+struct KernelGpuEvent {
+  std::string vendor;  // "nvidia"
+  std::string kind;    // "xid"
+  unsigned code = 0;   // the Xid number
+  // The PCI address the driver printed, as "dddd:bb:dd" in lower case (no function).
+  std::string pci_address;
+  std::optional<unsigned> gpu;  // the GPU's global index, when a backend reports that address
+  uint64_t seq = 0;             // the kernel's record number
+  uint64_t since_boot_usec = 0;
+  std::optional<std::chrono::system_clock::time_point> time;  // since_boot + boot time
+  std::optional<pid_t> pid;                                   // the process the driver named
+  std::optional<std::string> process_name;
+  std::string detail;  // the rest of the driver's text (untrusted)
+  // From the vendor's catalog (src/kernel): unknown codes are kept, with no name.
+  std::optional<std::string> name;
+  KernelEventLevel level = KernelEventLevel::Warning;
+  bool needs_reboot = false;  // only a reboot brings the GPU back (NVIDIA: 79, 95)
+};
+
+// How many events of one code a GPU logged, and when the last one was (the daemon's counters).
+struct KernelEventCount {
+  std::string pci_address;
+  std::optional<unsigned> gpu;  // as the last event was matched
+  std::string kind;             // "xid"
+  unsigned code = 0;
+  uint64_t events = 0;
+  std::optional<std::chrono::system_clock::time_point> last_time;
+};
+
+struct KernelLog {
+  bool read = false;                   // the log was opened and read
+  std::optional<std::string> problem;  // why not, or what went wrong part-way (for the user)
+  std::vector<KernelGpuEvent> events;  // oldest first
+  uint64_t records = 0;                // records read
+  uint64_t malformed = 0;              // lines that were not records (skipped)
+};
+
+}  // namespace gpureap::core
+
+namespace gpureap::core {
+
+// Why a process in uninterruptible sleep (D) is stuck, as far as the kernel shows it.
+enum class BlockedOn { Unknown, Fuse, Nfs, GpuDriver };
+
+struct FuseConnection {
+  unsigned id = 0;  // /sys/fs/fuse/connections/<id>: the minor of the mount's device
+  std::string mount_point;
+  std::string fs_type;  // "fuse.sshfs"
+  std::string source;
+  std::optional<uint64_t> waiting;  // requests the daemon has not answered
+};
+
+struct NfsMount {
+  std::string mount_point;
+  std::string fs_type;  // nfs, nfs4
+  std::string server;   // "fileserver" of "fileserver:/export"
+  std::string source;
+};
+
+struct BlockedTask {
+  pid_t pid = 0;
+  std::optional<std::string> wchan;
+  std::vector<std::string> stack;            // /proc/PID/stack, function names (root only)
+  std::optional<std::string> stack_problem;  // why the stack is missing
+  BlockedOn on = BlockedOn::Unknown;
+  std::vector<FuseConnection> fuse;  // the FUSE mounts it may wait on (Fuse)
+  std::vector<NfsMount> nfs;         // the NFS mounts it may wait on (Nfs)
+};
+
+}  // namespace gpureap::core

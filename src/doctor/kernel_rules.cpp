@@ -1,0 +1,154 @@
+// Findings from the kernel log: the GPU errors a driver logged (NVIDIA's Xids), each GPU's
+// joined to the processes they name, so "PID 4242 hit Xid 31" sits next to the ghost it left.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "doctor/diagnose.h"
+#include "doctor/evidence.h"
+#include "kernel/nvidia/xid_catalog.h"
+#include "text/time_format.h"
+
+namespace gpureap::doctor {
+namespace {
+
+// An Xid older than this is history: still shown, no longer a warning.
+constexpr auto kRecent = std::chrono::hours(24);
+// The latest events a finding lists one by one; the rest are counted.
+constexpr size_t kListed = 5;
+
+Severity severity_of(core::KernelEventLevel l) {
+  switch (l) {
+    case core::KernelEventLevel::Critical:
+      return Severity::Critical;
+    case core::KernelEventLevel::Warning:
+      return Severity::Warning;
+    case core::KernelEventLevel::Info:
+      break;
+  }
+  return Severity::Info;
+}
+
+bool recent(const core::KernelGpuEvent& e, const core::Snapshot& s) {
+  return !e.time || s.timestamp - *e.time < kRecent;
+}
+
+std::string when(const core::KernelGpuEvent& e, const core::Snapshot& s) {
+  if (!e.time) return fmt::format("{:.1f} s after boot", e.since_boot_usec / 1e6);
+  return recent(e, s) ? text::local_clock(*e.time) : text::local_date_time(*e.time);
+}
+
+std::string label(const core::KernelGpuEvent& e) {
+  return fmt::format("Xid {}{}", e.code, e.name ? " (" + *e.name + ")" : std::string());
+}
+
+std::string pid_text(const core::KernelGpuEvent& e) {
+  if (!e.pid) return "";
+  return fmt::format(", PID {}{}", *e.pid, e.process_name ? " (" + *e.process_name + ")" : "");
+}
+
+std::string labels(const core::Snapshot& s, const std::vector<pid_t>& pids) {
+  std::string out;
+  for (pid_t pid : pids) {
+    const auto* p = s.find(pid);
+    out += (out.empty() ? "" : ", ") + (p ? process_label(*p) : "PID " + std::to_string(pid));
+  }
+  return out;
+}
+
+// What the PID an Xid names is now: a ghost (with who keeps its memory), a listed process, a
+// keeper of a ghost, or gone and forgotten.
+std::optional<std::string> story(const core::KernelGpuEvent& e, const core::Snapshot& s) {
+  if (!e.pid) return std::nullopt;
+  std::string hit = fmt::format("PID {} hit Xid {} at {}", *e.pid, e.code, when(e, s));
+  if (const auto* g = s.ghost(*e.pid)) {
+    std::vector<pid_t> holders = g->keepers;
+    holders.insert(holders.end(), g->listed_keepers.begin(), g->listed_keepers.end());
+    if (!holders.empty())
+      return fmt::format("{}; it is gone, and its memory ({}) is still held by {}", hit,
+                         bytes_text(g->bytes), labels(s, holders));
+    return fmt::format("{}; it is gone, and the driver still lists its memory ({}){}", hit,
+                       bytes_text(g->bytes), g->leaked ? " with nothing alive holding it" : "");
+  }
+  for (const auto& g : s.ghosts)
+    if (std::find(g.keepers.begin(), g.keepers.end(), *e.pid) != g.keepers.end())
+      return fmt::format("{}; it keeps the memory of gone PID {} alive", hit, g.pid);
+  if (const auto* r = s.row(*e.pid); r && r->process && r->listed_by_driver)
+    return fmt::format("{}; it still runs and the driver lists it", hit);
+  return std::nullopt;
+}
+
+// One finding per GPU (or per PCI address no backend reports).
+void gpu_finding(const DoctorInput& in, const std::vector<const core::KernelGpuEvent*>& events,
+                 std::vector<Finding>& out) {
+  const auto& s = in.last;
+  const auto& newest = *events.back();
+  Finding f{FindingCode::GpuXid, Severity::Info};
+  std::string where =
+      newest.gpu ? fmt::format("GPU {}", *newest.gpu)
+                 : fmt::format("the GPU at PCI {} (no backend reports it)", newest.pci_address);
+  if (newest.gpu) f.gpus.push_back(*newest.gpu);
+  std::set<unsigned> codes;
+  bool any_recent = false;
+  for (const auto* e : events) {
+    codes.insert(e->code);
+    if (recent(*e, s)) {
+      any_recent = true;
+      f.severity = std::max(f.severity, severity_of(e->level));
+    }
+    if (e->pid && std::find(f.pids.begin(), f.pids.end(), *e->pid) == f.pids.end())
+      f.pids.push_back(*e->pid);
+  }
+  std::string codes_text;
+  for (unsigned c : codes) codes_text += (codes_text.empty() ? "" : ", ") + std::to_string(c);
+  f.evidence.push_back(fmt::format("the kernel log has {} Xid error{} of {} since boot (Xid {})",
+                                   events.size(), events.size() == 1 ? "" : "s", where,
+                                   codes_text));
+  size_t first = events.size() > kListed ? events.size() - kListed : 0;
+  if (first > 0) f.evidence.push_back(fmt::format("the latest {}:", kListed));
+  for (size_t i = first; i < events.size(); ++i) {
+    const auto& e = *events[i];
+    f.evidence.push_back(fmt::format("{} at {}{}{}", label(e), when(e, s), pid_text(e),
+                                     e.detail.empty() ? "" : ": " + e.detail));
+  }
+  std::set<pid_t> told;
+  bool ghost_named = false;
+  for (auto it = events.rbegin(); it != events.rend(); ++it)
+    if ((*it)->pid && told.insert(*(*it)->pid).second)
+      if (auto line = story(**it, s)) {
+        f.evidence.push_back(*line);
+        ghost_named = ghost_named || s.ghost(*(*it)->pid);
+      }
+  if (!any_recent)
+    f.evidence.push_back("none in the last 24 hours: the GPU may have recovered since");
+  for (unsigned c : codes) {
+    if (const auto* entry = kernel::nvidia::find_xid(c)) {
+      f.explanation += fmt::format("{}Xid {}, {}: {}.", f.explanation.empty() ? "" : " ", c,
+                                   entry->name, entry->cause);
+      f.remedy.push_back(fmt::format("{}   # Xid {}", entry->action, c));
+    } else {
+      f.explanation +=
+          fmt::format("{}Xid {} is not in gpureap's catalog: see NVIDIA's \"Xid Errors\" document.",
+                      f.explanation.empty() ? "" : " ", c);
+    }
+  }
+  if (ghost_named) f.remedy.push_back("gpureap kill --ghosts   # frees what the gone process left");
+  f.remedy.push_back("journalctl -k | grep -i xid   # the full messages");
+  out.push_back(std::move(f));
+}
+
+}  // namespace
+
+void kernel_rules(const DoctorInput& in, std::vector<Finding>& out) {
+  if (!in.kernel) return;
+  std::map<std::string, std::vector<const core::KernelGpuEvent*>> by_gpu;
+  for (const auto& e : in.kernel->events) {
+    if (in.gpu && e.gpu != in.gpu) continue;
+    by_gpu[e.gpu ? fmt::format("{:08}", *e.gpu) : "pci " + e.pci_address].push_back(&e);
+  }
+  for (const auto& [key, events] : by_gpu) gpu_finding(in, events, out);
+}
+
+}  // namespace gpureap::doctor

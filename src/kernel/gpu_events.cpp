@@ -1,0 +1,107 @@
+#include "kernel/gpu_events.h"
+
+#include "kernel/nvidia/xid_catalog.h"
+#include "kernel/nvidia/xid_line.h"
+#include "kernel/pci_address.h"
+
+namespace gpureap::kernel {
+namespace {
+
+std::optional<core::KernelGpuEvent> nvidia_xid(const KmsgRecord& r) {
+  auto x = nvidia::parse_xid_line(r.text);
+  if (!x) return std::nullopt;
+  core::KernelGpuEvent e;
+  e.vendor = "nvidia";
+  e.kind = "xid";
+  e.code = x->xid;
+  e.pci_address = x->pci_address;
+  e.pid = x->pid;
+  e.process_name = x->process_name;
+  e.detail = x->detail;
+  if (const auto* entry = nvidia::find_xid(x->xid)) {
+    e.name = std::string(entry->name);
+    e.level = entry->level;
+    e.needs_reboot = entry->needs_reboot;
+  }
+  return e;
+}
+
+// Every vendor's parser of kernel messages, tried in order.
+using Parser = std::optional<core::KernelGpuEvent> (*)(const KmsgRecord&);
+constexpr Parser kParsers[] = {nvidia_xid};
+
+}  // namespace
+
+std::optional<core::KernelGpuEvent> gpu_event(const KmsgRecord& r,
+                                              std::optional<long long> boot_time) {
+  // Only the kernel logs with facility 0: a process that writes to /dev/kmsg gets LOG_USER
+  // even when it asks for 0, so a forged "NVRM: Xid" line is never taken for the driver's.
+  if (r.facility != 0) return std::nullopt;
+  for (Parser parse : kParsers) {
+    auto e = parse(r);
+    if (!e) continue;
+    e->seq = r.seq;
+    e->since_boot_usec = r.usec;
+    if (boot_time)
+      e->time = std::chrono::system_clock::time_point(std::chrono::seconds(*boot_time)) +
+                std::chrono::microseconds(r.usec);
+    return e;
+  }
+  return std::nullopt;
+}
+
+void assign_gpus(std::vector<core::KernelGpuEvent>& events, const std::vector<core::Gpu>& gpus) {
+  std::vector<std::pair<std::string, unsigned>> by_address;
+  for (const auto& g : gpus)
+    if (g.pci_bus_id)
+      if (auto a = normalize_pci_address(*g.pci_bus_id)) by_address.emplace_back(*a, g.index);
+  for (auto& e : events) {
+    e.gpu.reset();
+    for (const auto& [address, index] : by_address)
+      if (address == e.pci_address) e.gpu = index;
+  }
+}
+
+core::KernelLog read_kernel_log(const std::string& path, std::optional<long long> boot_time,
+                                const std::vector<core::Gpu>& gpus) {
+  KernelLogFollower once(path, SIZE_MAX);
+  once.poll(boot_time, gpus);
+  return once.log();
+}
+
+KernelLogFollower::KernelLogFollower(std::string path, size_t keep)
+    : reader_(std::move(path)), keep_(keep) {}
+
+std::vector<core::KernelGpuEvent> KernelLogFollower::poll(std::optional<long long> boot_time,
+                                                          const std::vector<core::Gpu>& gpus) {
+  std::vector<core::KernelGpuEvent> fresh;
+  log_.records += reader_.read_new([&](const KmsgRecord& r) {
+    if (auto e = gpu_event(r, boot_time)) fresh.push_back(std::move(*e));
+  });
+  log_.read = reader_.readable();
+  log_.problem = reader_.problem();
+  log_.malformed = reader_.malformed();
+  assign_gpus(fresh, gpus);
+  for (const auto& e : fresh) {
+    auto& c = counts_[{e.pci_address, e.kind, e.code}];
+    c.pci_address = e.pci_address;
+    if (e.gpu) c.gpu = e.gpu;
+    c.kind = e.kind;
+    c.code = e.code;
+    ++c.events;
+    c.last_time = e.time;
+    log_.events.push_back(e);
+  }
+  if (log_.events.size() > keep_)
+    log_.events.erase(log_.events.begin(),
+                      log_.events.begin() + static_cast<long>(log_.events.size() - keep_));
+  return fresh;
+}
+
+std::vector<core::KernelEventCount> KernelLogFollower::counts() const {
+  std::vector<core::KernelEventCount> out;
+  for (const auto& [key, c] : counts_) out.push_back(c);
+  return out;
+}
+
+}  // namespace gpureap::kernel

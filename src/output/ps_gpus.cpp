@@ -1,0 +1,188 @@
+#include "output/ps_gpus.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "output/table.h"
+#include "text/byte_format.h"
+#include "text/display_width.h"
+#include "text/escape.h"
+
+namespace gpureap::output {
+namespace {
+
+constexpr size_t kFullBar = 20;
+constexpr size_t kShortestBar = 6;
+
+std::string bar(uint64_t used, uint64_t total, size_t width, bool unicode) {
+  size_t filled =
+      total ? static_cast<size_t>(std::lround((static_cast<double>(used) / total) * width)) : 0;
+  filled = std::min(filled, width);
+  std::string out;
+  for (size_t i = 0; i < width; ++i)
+    out += i < filled ? (unicode ? "█" : "#") : (unicode ? "░" : ".");
+  return out;
+}
+
+std::string percent(std::optional<unsigned> v) {
+  return v ? fmt::format("{} %", *v) : std::string("-");
+}
+
+std::string temperature(const core::Gpu& g, bool unicode) {
+  if (!g.temperature_celsius) return "-";
+  return fmt::format("{} {}C", *g.temperature_celsius, unicode ? "°" : "");
+}
+
+std::string power(const core::Gpu& g) {
+  return g.power_watts ? fmt::format("{:.0f} W", *g.power_watts) : "-";
+}
+
+std::string used_of_total(const core::Gpu& g) {
+  if (!g.memory.total_bytes || !g.memory.used_bytes) return "?";
+  return fmt::format("{}/{}", text::human_bytes(*g.memory.used_bytes),
+                     text::human_bytes(*g.memory.total_bytes));
+}
+
+// One line per backend: its driver and library versions, or why it is not available. A
+// backend with no GPU of its kind on this machine (no AMD GPU) says nothing.
+std::string backend_lines(const core::DriverReading& drivers, const Style& style, bool unicode) {
+  std::vector<const core::BackendStatus*> shown;
+  for (const auto& b : drivers.backends)
+    if (b.error_code != core::BackendErrorCode::NoDevice) shown.push_back(&b);
+  const std::string dot = unicode ? " · " : " - ";
+  std::string out;
+  for (const auto* b : shown) {
+    std::string who = shown.size() > 1 ? text::terminal_safe(b->label()) : "";
+    if (!b->available) {
+      out += style.paint("GPU driver" + (who.empty() ? "" : " (" + who + ")") + ": not available",
+                         Color::Bold) +
+             (unicode ? " — " : " - ") + text::terminal_safe(b->error.value_or("no GPU backend")) +
+             "\n";
+      continue;
+    }
+    out += (who.empty() ? "" : who + dot) + "Driver " +
+           text::terminal_safe(b->driver_version.value_or("?"));
+    if (const auto* v = b->detail(b->name + "_version"))
+      out += dot + text::terminal_safe(b->label()) + " " + text::terminal_safe(*v);
+    out += "\n";
+  }
+  return out;
+}
+
+// How wide the bar can be so that the header fits: the other columns at their natural widths,
+// two spaces between columns. 0: no room for a readable bar.
+size_t bar_width(const core::Snapshot& s, const GpuViewOptions& o, size_t name_width) {
+  if (!o.width) return kFullBar;
+  size_t others = 3 + 2 + name_width + 2 + 2;  // GPU, NAME, the bar's gap
+  size_t figure = 0, util = 4, temp = 4, watts = 5;
+  for (const auto& g : s.drivers.gpus) {
+    figure = std::max(figure, text::text_width(used_of_total(g)));
+    util = std::max(util, text::text_width(percent(g.utilization_percent)));
+    temp = std::max(temp, text::text_width(temperature(g, o.unicode)));
+    watts = std::max(watts, text::text_width(power(g)));
+  }
+  others += figure + 2 + util + 2 + temp + 2 + watts;
+  size_t room = *o.width > others ? *o.width - others : 0;
+  room = std::min(room, kFullBar);
+  return room >= kShortestBar ? room : 0;
+}
+
+}  // namespace
+
+std::string render_gpu_section(const core::Snapshot& s, const Style& style,
+                               const GpuViewOptions& o) {
+  std::string out = backend_lines(s.drivers, style, o.unicode);
+  if (!s.drivers.any_available())
+    return out + "Showing processes that hold GPU device files only.\n\n";
+  size_t name_width = 4;
+  for (const auto& g : s.drivers.gpus)
+    name_width = std::max(name_width, text::text_width(text::terminal_safe(g.name.value_or("?"))));
+  size_t bars = bar_width(s, o, name_width);
+  // Without room for a bar at a name's full width, a long name is cut before the bar goes.
+  if (o.width && bars == 0 && name_width > 16) {
+    name_width = 16;
+    bars = bar_width(s, o, name_width);
+  }
+  const std::string ellipsis = o.unicode ? "…" : "~";
+  const std::string dot = o.unicode ? " · " : " - ";
+  std::vector<std::string> headers = {"GPU", "NAME", "MEMORY", "", "UTIL", "TEMP", "POWER"};
+  if (!bars) headers = {"GPU", "NAME", "MEMORY", "UTIL", "TEMP", "POWER"};
+  Table t(headers);
+  t.set_ellipsis(ellipsis);
+  for (const auto& g : s.drivers.gpus) {
+    std::string name = text::fit(text::terminal_safe(g.name.value_or("?")), name_width, ellipsis);
+    if (g.error) {
+      t.add({{std::to_string(g.index)},
+             {name},
+             {"error: " + text::terminal_safe(*g.error), Color::Red}});
+      continue;
+    }
+    auto m = s.memory_summary(g);
+    Color memory_color = m.ghost_bytes ? Color::Red : Color::None;
+    std::vector<Cell> row = {{std::to_string(g.index)}, {name}};
+    if (bars) {
+      std::string drawn = "?";
+      if (g.memory.total_bytes && g.memory.used_bytes)
+        drawn = bar(*g.memory.used_bytes, *g.memory.total_bytes, bars, o.unicode);
+      row.push_back({drawn, memory_color});
+      row.push_back({used_of_total(g)});
+    } else {
+      row.push_back({used_of_total(g), memory_color});
+    }
+    row.push_back({percent(g.utilization_percent)});
+    row.push_back({temperature(g, o.unicode)});
+    row.push_back({power(g)});
+    t.add(std::move(row));
+    std::string split = fmt::format("attributed {}", text::human_bytes(m.attributed_bytes));
+    if (m.ghost_bytes) split += dot + "ghost " + text::human_bytes(m.ghost_bytes);
+    if (m.unattributed_bytes)
+      split += dot + "unattributed " + text::human_bytes(*m.unattributed_bytes);
+    t.add_note(2, {split, Color::Dim});
+    if (g.processes_error) t.add_note(2, {text::terminal_safe(*g.processes_error), Color::Yellow});
+  }
+  return out + t.render(style, o.width) + "\n";
+}
+
+std::string render_compact(const core::Snapshot& s, const Style& style, const GpuViewOptions& o) {
+  const std::string ellipsis = o.unicode ? "…" : "~";
+  std::string out;
+  if (!s.drivers.any_available()) out += backend_lines(s.drivers, style, o.unicode);
+  for (const auto& g : s.drivers.gpus) {
+    // On a terminal a long name gives way to the figures and the users.
+    std::string name = text::terminal_safe(g.name.value_or("?"));
+    if (o.width) name = text::fit(name, 24, ellipsis);
+    std::string line = fmt::format("[{}] ", g.index) + name;
+    if (g.error) {
+      out +=
+          line + " | " + style.paint("error: " + text::terminal_safe(*g.error), Color::Red) + "\n";
+      continue;
+    }
+    line += " | " + percent(g.utilization_percent) + "  " + temperature(g, o.unicode) + " | ";
+    auto m = s.memory_summary(g);
+    line += used_of_total(g);
+    // Users in PID order, each with the memory the driver lists for it on this GPU.
+    std::string users;
+    for (const auto& r : s.rows)
+      for (const auto& u : r.gpus) {
+        if (u.index != g.index) continue;
+        std::string who = "(gone)";
+        if (r.process)
+          who = r.process->details && r.process->details->user
+                    ? text::terminal_safe(*r.process->details->user)
+                    : "-";
+        users += " " + who + " " +
+                 (u.used_bytes ? text::compact_bytes(*u.used_bytes) : std::string("?")) + " (" +
+                 std::to_string(r.pid) + ")";
+      }
+    line += " |" + (users.empty() ? std::string(" -") : users);
+    // Cut as plain text, then painted: a GPU with ghost memory is red.
+    if (o.width) line = text::fit(line, *o.width, ellipsis);
+    out += style.paint(line, m.ghost_bytes ? Color::Red : Color::None) + "\n";
+  }
+  return out;
+}
+
+}  // namespace gpureap::output

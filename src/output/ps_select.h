@@ -1,0 +1,38 @@
+#pragma once
+// What `ps` shows of a snapshot: the rows of some GPUs, users or PIDs (`--gpu`, `--user`,
+// `--pid`), and in which order (`--sort`). Rows stay grouped by GPU in the table: a process
+// is shown with the first GPU it uses, and those that use none come last.
+#include <sys/types.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/result.h"
+#include "core/snapshot.h"
+
+namespace gpureap::output {
+
+enum class PsSort { Pid, Memory, Age, User };
+
+core::Result<PsSort> parse_ps_sort(const std::string& word);
+const char* to_string(PsSort sort);
+
+struct PsSelection {
+  std::vector<unsigned> gpus;      // empty: every GPU
+  std::vector<std::string> users;  // names or numeric uids; empty: everyone
+  std::vector<pid_t> pids;         // empty: every process
+  PsSort sort = PsSort::Pid;
+
+  bool narrows() const { return !gpus.empty() || !users.empty() || !pids.empty(); }
+};
+
+// The snapshot with only the selected rows (and, with --gpu, only those GPUs). A row is on a
+// GPU when the driver lists it there or when it holds a file that reaches that GPU.
+core::Snapshot select_rows(const core::Snapshot& snapshot, const PsSelection& selection);
+
+// The rows' order in the table: by the first GPU each uses, then by `sort` (memory and age:
+// largest first), then by PID.
+std::vector<const core::ProcessRow*> table_order(const core::Snapshot& snapshot, PsSort sort);
+
+}  // namespace gpureap::output

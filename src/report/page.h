@@ -1,0 +1,88 @@
+#pragma once
+// A report page as plain data: per GPU, memory over time as stacked bands with the capacity
+// and the moments that explain it (policy actions, kills, releases, a job's end), and the
+// ghosts seen in the window. Built from the daemon's history (history_page.h) or from one
+// `gpureap run` job (run_page.h); drawn by svg_chart.h and html_page.h, which know nothing of
+// where the numbers came from.
+#include <sys/types.h>
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace gpureap::report {
+
+using TimePoint = std::chrono::system_clock::time_point;
+
+// What a band's memory is; the drawing gives each kind its own colour and pattern.
+enum class BandKind { Process, Other, Ghost, Unattributed };
+
+struct Band {
+  BandKind kind = BandKind::Process;
+  std::string id;     // stable, for the page's structure: "pid-4242", "other", "ghost", ...
+  std::string label;  // untrusted (a process name): escaped where it is drawn
+  std::vector<uint64_t> bytes;  // one per GpuChart::times; 0 where the band holds nothing
+};
+
+enum class MarkerKind {
+  PolicyAction,  // a policy's decision or a notify
+  Kill,          // a policy ended processes
+  Release,       // the kernel reported the final close of a GPU file: the driver freed it
+  Xid,           // a driver error reported by the kernel (filled by kernel evidence)
+  JobEnd,        // `run`: the command exited
+  Teardown,      // `run`: the job's last leftover is gone
+};
+const char* to_string(MarkerKind kind);
+
+// "2023-11-14 22:53:21" (UTC, as every time on a page), with tenths of a second when asked:
+// a kill and the final close it caused are often a second apart.
+std::string utc_time(TimePoint t, bool tenths = false);
+
+struct Marker {
+  TimePoint at;
+  MarkerKind kind = MarkerKind::PolicyAction;
+  std::string text;  // untrusted parts included: escaped where it is drawn
+};
+
+struct GpuChart {
+  unsigned gpu = 0;
+  std::string title;  // "GPU 0", with its UUID or name when known (untrusted)
+  std::optional<uint64_t> total_bytes;
+  std::vector<TimePoint> times;  // the samples, oldest first
+  // Bottom to top. A gap in the samples (the daemon was down) breaks every band there.
+  std::vector<Band> bands;
+  std::vector<Marker> markers;  // in time order
+  // Samples farther apart than this are a gap, not a slope.
+  std::chrono::milliseconds gap{std::chrono::seconds(30)};
+};
+
+enum class GhostEnding { KilledByPolicy, ReleasedOnItsOwn, StillHeld };
+const char* to_string(GhostEnding ending);
+
+struct GhostRow {
+  pid_t pid = 0;
+  unsigned gpu = 0;
+  std::string comm;                  // the name the driver last gave (untrusted)
+  std::vector<std::string> keepers;  // "4250 python" (untrusted names)
+  uint64_t peak_bytes = 0;
+  TimePoint first_seen, last_seen;  // within the window
+  GhostEnding ending = GhostEnding::StillHeld;
+  std::string ending_detail;  // the policy, the release time, ...
+};
+
+struct Page {
+  std::string title;     // untrusted (a host name, a command)
+  std::string subtitle;  // untrusted
+  TimePoint from, to;
+  std::vector<GpuChart> gpus;
+  bool has_ghost_table = true;  // a job's page has none
+  std::vector<GhostRow> ghosts;
+  // Facts worth a line under the title: a summary of the job, the audit log that could not
+  // be read, the GPU whose history is empty.
+  std::vector<std::string> notes;  // untrusted parts included
+  TimePoint generated;
+};
+
+}  // namespace gpureap::report

@@ -1,0 +1,88 @@
+#include "report/run_page.h"
+
+#include <algorithm>
+#include <map>
+
+#include "core/duration.h"
+#include "supervise/report_text.h"
+
+namespace gpureap::report {
+namespace {
+
+// Every line of the stderr summary, without its "gpureap: " prefix: the page says what the
+// terminal said.
+std::vector<std::string> summary_lines(const supervise::RunReport& r) {
+  std::vector<std::string> out;
+  const std::string text = supervise::render_summary(r);
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    std::string line = text.substr(start, end - start);
+    if (line.rfind("gpureap: ", 0) == 0) line.erase(0, 9);
+    if (!line.empty()) out.push_back(line);
+    start = end + 1;
+  }
+  return out;
+}
+
+std::vector<Marker> job_markers(const supervise::RunReport& r) {
+  std::vector<Marker> out;
+  const TimePoint exited = r.started_at + r.runtime;
+  out.push_back(
+      {exited, MarkerKind::JobEnd, "the command exited after " + core::format_duration(r.runtime)});
+  const TimePoint torn_down = exited + r.teardown;
+  std::string what = "teardown done";
+  if (!r.leftovers.empty())
+    what += ": " + std::to_string(r.leftovers.size()) + " leftover process" +
+            (r.leftovers.size() == 1 ? "" : "es") + " ended";
+  out.push_back({torn_down, MarkerKind::Teardown, what});
+  if (r.release.performed && r.release.released && r.release.took)
+    out.push_back(
+        {torn_down + *r.release.took, MarkerKind::Release,
+         "GPU memory released " + core::format_duration(*r.release.took) + " after teardown"});
+  return out;
+}
+
+}  // namespace
+
+Page build_run_page(const supervise::RunReport& r, TimePoint generated) {
+  Page page;
+  page.generated = generated;
+  page.has_ghost_table = false;
+  page.title = "gpureap run: " + supervise::command_text(r.command, 70);
+  page.from = r.started_at;
+  page.to = std::max(r.ended_at, r.started_at + r.runtime + r.teardown);
+  page.notes = summary_lines(r);
+  const auto markers = job_markers(r);
+  std::map<unsigned, GpuChart> charts;
+  for (const auto& p : r.gpu.timeline) {
+    page.to = std::max(page.to, p.at);
+    auto [it, added] = charts.try_emplace(p.gpu);
+    GpuChart& c = it->second;
+    if (added) {
+      c.gpu = p.gpu;
+      c.title = "GPU " + std::to_string(p.gpu);
+      for (const auto& peak : r.gpu.peaks)
+        if (peak.index == p.gpu && (peak.name || peak.uuid))
+          c.title += " · " + (peak.name ? *peak.name : *peak.uuid);
+      c.bands = {{BandKind::Process, "job", "the job's processes", {}},
+                 {BandKind::Other, "other", "other processes on the GPU", {}}};
+      c.gap = std::max(std::chrono::milliseconds(3000), 3 * r.gpu.interval);
+      c.markers = markers;
+    }
+    if (p.total_bytes) c.total_bytes = p.total_bytes;
+    c.times.push_back(p.at);
+    c.bands[0].bytes.push_back(p.job_bytes);
+    const uint64_t used = p.used_bytes.value_or(p.job_bytes);
+    c.bands[1].bytes.push_back(used > p.job_bytes ? used - p.job_bytes : 0);
+  }
+  page.subtitle = "started " + utc_time(r.started_at) + " (UTC)";
+  for (auto& [_, c] : charts) page.gpus.push_back(std::move(c));
+  if (page.gpus.empty())
+    page.notes.push_back(r.gpu.available ? "No GPU was sampled while the job ran."
+                                         : "No GPU driver answered while the job ran.");
+  return page;
+}
+
+}  // namespace gpureap::report

@@ -1,0 +1,162 @@
+// The kernel log as evidence, through the real binary: `--kmsg FILE` (a saved log in the real
+// record format), doctor joining an Xid to a gone PID the NVML test double lists, ps's note,
+// and the daemon following a log that grows.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <fstream>
+
+#include "support.h"
+
+namespace gpureap::testing {
+namespace {
+
+using nlohmann::json;
+
+json one_gpu(json processes) {
+  return {{"gpus",
+           {{{"name", "NVIDIA H200"},
+             {"uuid", "GPU-0000"},
+             {"pci_bus_id", "00000000:17:00.0"},
+             {"minor", 0},
+             {"total_bytes", 80 * GiB},
+             {"processes", processes}}}}};
+}
+
+// A record as /dev/kmsg gives it; `usec` since boot.
+std::string record(uint64_t seq, uint64_t usec, const std::string& text) {
+  return "4," + std::to_string(seq) + "," + std::to_string(usec) + ",-;" + text + "\n";
+}
+
+const json* finding(const json& doc, const std::string& code) {
+  for (const auto& f : doc["findings"])
+    if (f["code"] == code) return &f;
+  return nullptr;
+}
+
+bool any_has(const json& lines, const std::string& text) {
+  for (const auto& l : lines)
+    if (l.get<std::string>().find(text) != std::string::npos) return true;
+  return false;
+}
+
+TEST(KernelEvidence, DoctorJoinsAnXidToTheGonePidAndWhoKeepsItsMemory) {
+  REQUIRE_DOUBLE();
+  FakeDevRoot dev;
+  Ready ready;
+  Child parent([&] {
+    ::setpgid(0, 0);
+    hold(dev.dev("nvidia0"));
+    pid_t c = ::fork();
+    if (c == 0) {
+      for (;;) ::pause();
+    }
+    ready.send(c);
+    ::_exit(0);
+  });
+  pid_t ghost = parent.pid();
+  pid_t worker = static_cast<pid_t>(ready.receive());
+  parent.kill_and_reap();
+  FakeNvml nvml(one_gpu(
+      json::array({{{"pid", ghost}, {"used_bytes", 8 * GiB}, {"holders", {ghost, worker}}}})));
+  TempDir logs;
+  std::ofstream(logs.file("kmsg"))
+      << record(1, 1000, "Linux version 6.1.0") << " SUBSYSTEM=cpu\n"
+      << "garbage that is no record\n"
+      << record(2, 2'000'000,
+                "NVRM: Xid (PCI:0000:17:00): 31, pid=" + std::to_string(ghost) +
+                    ", name=trainer, Ch 00000008, intr 00000000. MMU Fault: ENGINE GRAPHICS")
+      << record(3, 3'000'000,
+                "NVRM: Xid (PCI:0000:17:00): 45, pid=" + std::to_string(ghost) +
+                    ", name=trainer, Ch 00000008");
+  auto r = run_gpureap({"doctor", "--json", "--dev-root", dev.path(), "--kmsg", logs.file("kmsg"),
+                        "--settle", "300ms"},
+                       nvml.env());
+  json doc = json::parse(r.out, nullptr, false);
+  ASSERT_FALSE(doc.is_discarded()) << r.out << r.err;
+  const auto* f = finding(doc, "gpu-xid");
+  ASSERT_NE(f, nullptr) << doc["findings"].dump(2);
+  EXPECT_EQ((*f)["gpus"], json::array({0}));
+  EXPECT_EQ((*f)["severity"], "warning");
+  EXPECT_TRUE(any_has((*f)["evidence"], "PID " + std::to_string(ghost) + " hit Xid 45"))
+      << (*f).dump(2);
+  EXPECT_TRUE(any_has((*f)["evidence"], "still held by PID " + std::to_string(worker)))
+      << (*f).dump(2);
+  EXPECT_TRUE(any_has((*f)["remedy"], "gpureap kill --ghosts"));
+  EXPECT_NE(finding(doc, "no-such-process"), nullptr);
+  EXPECT_EQ(r.err.find("kmsg"), std::string::npos) << r.err;  // the log was read: nothing to say
+  ::kill(worker, SIGKILL);
+  wait_gone(worker);
+}
+
+TEST(KernelEvidence, PsNotesACriticalXidAndAnUnreadableLogIsSaidOnce) {
+  REQUIRE_DOUBLE();
+  FakeDevRoot dev;
+  Child job = holding(dev, "nvidia0");
+  FakeNvml nvml(one_gpu(json::array({{{"pid", job.pid()}, {"used_bytes", 4 * GiB}}})));
+  TempDir logs;
+  std::ofstream(logs.file("kmsg")) << record(
+      7, 5'000'000,
+      "NVRM: Xid (PCI:0000:17:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the "
+      "bus.");
+  std::ofstream(logs.file("quiet")) << record(1, 1, "NVRM: loading NVIDIA UNIX Kernel Module");
+  auto ps = run_gpureap({"ps", "--dev-root", dev.path(), "--kmsg", logs.file("kmsg")}, nvml.env());
+  EXPECT_NE(ps.err.find("note: GPU 0 had Xid 79 (GPU has fallen off the bus) since boot"),
+            std::string::npos)
+      << ps.err;
+  auto quiet =
+      run_gpureap({"ps", "--dev-root", dev.path(), "--kmsg", logs.file("quiet")}, nvml.env());
+  EXPECT_EQ(quiet.err.find("Xid"), std::string::npos) << quiet.err;
+  // doctor: the reset advice of the GPU becomes a reboot, and a missing log is said once.
+  auto doc = run_gpureap(
+      {"doctor", "--dev-root", dev.path(), "--kmsg", logs.file("kmsg"), "--settle", "0s"},
+      nvml.env());
+  EXPECT_NE(doc.out.find("Xid 79"), std::string::npos) << doc.out;
+  EXPECT_EQ(doc.exit_code, 2) << doc.out;  // critical
+  auto missing = run_gpureap(
+      {"doctor", "--dev-root", dev.path(), "--kmsg", logs.file("absent"), "--settle", "0s"},
+      nvml.env());
+  EXPECT_EQ(missing.exit_code, 0) << missing.out << missing.err;
+  EXPECT_NE(missing.err.find(logs.file("absent") + ": no such file"), std::string::npos)
+      << missing.err;
+}
+
+TEST(KernelEvidence, TheDaemonFollowsAGrowingLogAndCountsEachXidOnce) {
+  REQUIRE_DOUBLE();
+  FakeDevRoot dev;
+  FakeNvml nvml(one_gpu(json::array()));
+  TempDir dir;
+  std::ofstream(dir.file("config.toml")) << "interval = \"200ms\"\n";
+  const std::string kmsg = dir.file("kmsg");
+  std::ofstream(kmsg) << record(1, 1000, "Linux version 6.1.0")
+                      << record(2, 2'000'000,
+                                "NVRM: Xid (PCI:0000:17:00): 31, pid=4242, "
+                                "name=python, Ch 00000008");
+  DaemonProcess d({"--config", dir.file("config.toml"), "--dev-root", dev.path(), "--kmsg", kmsg},
+                  nvml.env());
+  ASSERT_GT(d.port(), 0) << d.log();
+  const std::string xid31 =
+      "gpureap_xid_events_total{gpu=\"0\",uuid=\"GPU-0000\",pci_bus_id=\"0000:17:00\",xid=\"31\"}";
+  ASSERT_TRUE(wait_until([&] { return d.metric(xid31) == 1; })) << d.get("/metrics").body;
+  EXPECT_EQ(d.metric("gpureap_kernel_log_readable "), 1);
+  // Several samples later, nothing was counted twice.
+  ASSERT_TRUE(wait_until([&] { return d.metric("gpureap_up ").has_value(); }));
+  std::ofstream(kmsg, std::ios::app)
+      << record(3, 3'000'000, "NVRM: Xid (PCI:0000:17:00): 31, pid=4243, name=python, Ch 1")
+      << record(4, 4'000'000,
+                "NVRM: Xid (PCI:0000:17:00): 79, pid='<unknown>', GPU has fallen "
+                "off the bus.");
+  const std::string xid79 =
+      "gpureap_xid_events_total{gpu=\"0\",uuid=\"GPU-0000\",pci_bus_id=\"0000:17:00\",xid=\"79\"}";
+  ASSERT_TRUE(wait_until([&] { return d.metric(xid79) == 1; })) << d.get("/metrics").body;
+  EXPECT_EQ(d.metric(xid31), 2);
+  EXPECT_TRUE(d.metric("gpureap_xid_last_event_timestamp_seconds{gpu=\"0\"").has_value());
+  // doctor's findings in the daemon have it too (alert rules on finding "gpu-xid" see it).
+  auto findings = json::parse(d.get("/api/v1/findings").body, nullptr, false);
+  ASSERT_FALSE(findings.is_discarded());
+  EXPECT_NE(findings.dump().find("gpu-xid"), std::string::npos) << findings.dump(2);
+}
+
+}  // namespace
+}  // namespace gpureap::testing

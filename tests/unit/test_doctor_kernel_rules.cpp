@@ -1,0 +1,213 @@
+// Doctor over the kernel's evidence: Xids joined to the ghost story, reset advice turned into a
+// reboot by the Xids no reset recovers, and the real fix for a D-state holder.
+#include <gtest/gtest.h>
+
+#include "doctor/diagnose.h"
+#include "doctor/reset_remedy.h"
+#include "snapshot_builders.h"
+
+namespace gpureap::doctor {
+namespace {
+
+using namespace gpureap::testing;
+
+core::KernelGpuEvent xid(unsigned code, std::optional<pid_t> pid, unsigned gpu,
+                         core::KernelEventLevel level, bool reboot = false) {
+  core::KernelGpuEvent e;
+  e.vendor = "nvidia";
+  e.kind = "xid";
+  e.code = code;
+  e.pci_address = "0000:3b:00";
+  e.gpu = gpu;
+  e.pid = pid;
+  e.process_name = "python";
+  e.detail = "Ch 00000008";
+  e.level = level;
+  e.needs_reboot = reboot;
+  e.name = "named";
+  // Ten minutes before the builders' snapshot time.
+  e.time = std::chrono::system_clock::time_point(std::chrono::seconds(1'700'000'000 - 600));
+  return e;
+}
+
+std::vector<Finding> run(const core::Snapshot& s, const core::KernelLog& log,
+                         std::vector<core::BlockedTask> blocked = {},
+                         std::optional<unsigned> gpu = std::nullopt) {
+  return diagnose({s, s, {}, gpu, nullptr, {}, &log, std::move(blocked)});
+}
+
+const Finding* find(const std::vector<Finding>& fs, FindingCode code) {
+  for (const auto& f : fs)
+    if (f.code == code) return &f;
+  return nullptr;
+}
+
+// A copy of the finding of `code`, or an empty one (and a failure) when there is none.
+Finding copy_of(const std::vector<Finding>& fs, FindingCode code) {
+  if (const auto* f = find(fs, code)) return *f;
+  ADD_FAILURE() << "no " << to_string(code) << " finding";
+  return {};
+}
+
+bool has(const std::vector<std::string>& lines, const std::string& text) {
+  for (const auto& l : lines)
+    if (l.find(text) != std::string::npos) return true;
+  return false;
+}
+
+TEST(DoctorKernelRules, AnXidNamingAGonePidSaysWhoStillHoldsItsMemory) {
+  auto s = make_snapshot({proc(1, 0, 1), holder(4250, 1, 4242)},
+                         {gpu(0, 0, 8 * GiB, {listed(4242, 8 * GiB)})});
+  core::KernelLog log;
+  log.read = true;
+  log.events = {xid(31, 4242, 0, core::KernelEventLevel::Warning)};
+  auto fs = run(s, log);
+  const auto* f = find(fs, FindingCode::GpuXid);
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->severity, Severity::Warning);
+  EXPECT_EQ(f->gpus, std::vector<unsigned>{0});
+  EXPECT_EQ(f->pids, std::vector<pid_t>{4242});
+  EXPECT_TRUE(has(f->evidence, "PID 4242 hit Xid 31 at "));
+  EXPECT_TRUE(has(f->evidence, "its memory (8.0 GiB) is still held by PID 4250 (p4250)"));
+  EXPECT_TRUE(has(f->remedy, "gpureap kill --ghosts"));
+  EXPECT_TRUE(has({f->explanation}, "Xid 31, GPU memory page fault"));
+  // The ghost itself is still the ghost finding, with its reset advice untouched.
+  EXPECT_NE(find(fs, FindingCode::NoSuchProcess), nullptr);
+}
+
+TEST(DoctorKernelRules, NoKernelLogOrNoXidsMeansNoFinding) {
+  auto s = make_snapshot({proc(1, 0, 1), holder(200, 1, 200)},
+                         {gpu(0, 0, 8 * GiB, {listed(200, 8 * GiB)})});
+  core::KernelLog empty;
+  empty.read = true;
+  EXPECT_EQ(find(run(s, empty), FindingCode::GpuXid), nullptr);
+  EXPECT_EQ(find(diagnose({s, s, {}, std::nullopt, nullptr, {}}), FindingCode::GpuXid), nullptr);
+}
+
+TEST(DoctorKernelRules, UnknownXidsAreShownAndGpuFilterApplies) {
+  auto s = make_snapshot({proc(1, 0, 1)}, {gpu(0, 0, 0, {}), gpu(1, 1, 0, {})});
+  core::KernelLog log;
+  auto unknown = xid(150, std::nullopt, 1, core::KernelEventLevel::Warning);
+  unknown.name.reset();
+  log.events = {unknown};
+  auto fs = run(s, log);
+  const auto* f = find(fs, FindingCode::GpuXid);
+  ASSERT_NE(f, nullptr);
+  EXPECT_TRUE(has(f->evidence, "Xid 150 at "));
+  EXPECT_TRUE(has(f->evidence, "Ch 00000008"));
+  EXPECT_TRUE(has({f->explanation}, "not in gpureap's catalog"));
+  EXPECT_EQ(find(run(s, log, {}, 0u), FindingCode::GpuXid), nullptr);  // --gpu 0: not its Xid
+}
+
+TEST(DoctorKernelRules, XidsOlderThanADayAreHistory) {
+  auto s = make_snapshot({proc(1, 0, 1)}, {gpu(0, 0, 0, {})});
+  core::KernelLog log;
+  auto old = xid(48, std::nullopt, 0, core::KernelEventLevel::Critical);
+  old.time = std::chrono::system_clock::time_point(std::chrono::seconds(1'700'000'000 - 3 * 86400));
+  log.events = {old};
+  auto fs = run(s, log);
+  const auto* f = find(fs, FindingCode::GpuXid);
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->severity, Severity::Info);
+  EXPECT_TRUE(has(f->evidence, "none in the last 24 hours"));
+  log.events.push_back(xid(48, std::nullopt, 0, core::KernelEventLevel::Critical));
+  fs = run(s, log);
+  f = find(fs, FindingCode::GpuXid);
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->severity, Severity::Critical);
+  EXPECT_FALSE(has(f->evidence, "none in the last 24 hours"));
+}
+
+TEST(DoctorKernelRules, Xid79TurnsResetAdviceIntoReboot) {
+  // A leaked context: nothing holds the gone PID's memory, every process inspected.
+  auto s = make_snapshot({proc(1, 0, 1)}, {gpu(0, 0, 8 * GiB, {listed(4242, 8 * GiB)})});
+  core::KernelLog log;
+  auto fs = run(s, log);
+  const auto* leak = find(fs, FindingCode::LeakedMemory);
+  ASSERT_NE(leak, nullptr);
+  EXPECT_TRUE(has(leak->remedy, "gpureap reset --gpu 0"));
+  log.events = {xid(79, std::nullopt, 0, core::KernelEventLevel::Critical, true)};
+  fs = run(s, log);
+  leak = find(fs, FindingCode::LeakedMemory);
+  ASSERT_NE(leak, nullptr);
+  EXPECT_FALSE(has(leak->remedy, "gpureap reset"));
+  EXPECT_TRUE(has(leak->remedy, "reboot   # Xid 79"));
+  const auto* x = find(fs, FindingCode::GpuXid);
+  ASSERT_NE(x, nullptr);
+  EXPECT_EQ(x->severity, Severity::Critical);
+  EXPECT_TRUE(has(x->remedy, "reboot"));
+  // Another GPU's Xid 79 leaves this GPU's reset alone.
+  EXPECT_EQ(reset_command(s, 0, &log).rfind("reboot", 0), 0u);
+  log.events[0].gpu = 1;
+  EXPECT_EQ(reset_command(s, 0, &log), "gpureap reset --gpu 0");
+}
+
+core::HostProcess in_d(pid_t pid) {
+  auto p = holder(pid, 1, pid, 0, 'D');
+  return p;
+}
+
+TEST(DoctorKernelRules, AFuseWaitNamesTheAbortOfItsConnection) {
+  auto s = make_snapshot({proc(1, 0, 1), in_d(700)}, {gpu(0, 0, 8 * GiB, {listed(700, 8 * GiB)})});
+  core::BlockedTask t;
+  t.pid = 700;
+  t.wchan = "request_wait_answer";
+  t.stack = {"request_wait_answer", "fuse_simple_request"};
+  t.on = core::BlockedOn::Fuse;
+  t.fuse = {{48, "/mnt/remote", "fuse.sshfs", "me@host:/data", 3},
+            {52, "/mnt/other", "fuse.rclone", "gdrive:", 0}};
+  auto fs = run(s, {}, {t});
+  const auto* f = find(fs, FindingCode::UninterruptibleHolder);
+  ASSERT_NE(f, nullptr);
+  EXPECT_TRUE(has(f->evidence, "in request_wait_answer"));
+  EXPECT_TRUE(has(f->evidence, "its kernel stack: request_wait_answer < fuse_simple_request"));
+  EXPECT_TRUE(has(f->evidence, "connection 48 with 3 request(s)"));
+  EXPECT_FALSE(has(f->evidence, "connection 52"));  // answers its requests: not the one
+  EXPECT_TRUE(has(f->remedy, "echo 1 > /sys/fs/fuse/connections/48/abort"));
+  EXPECT_FALSE(has(f->remedy, "connections/52"));
+  EXPECT_TRUE(has({f->explanation}, "ENOTCONN"));
+}
+
+TEST(DoctorKernelRules, NfsGpuDriverAndUnknownWaitsEachGetTheirFix) {
+  auto s = make_snapshot({proc(1, 0, 1), in_d(701)}, {gpu(0, 0, 8 * GiB, {listed(701, 8 * GiB)})});
+  core::BlockedTask t;
+  t.pid = 701;
+  t.wchan = "rpc_wait_bit_killable";
+  t.stack_problem = "its kernel stack (/proc/701/stack) can be read by root only";
+  t.on = core::BlockedOn::Nfs;
+  t.nfs = {{"/home", "nfs4", "fileserver", "fileserver:/export/home"}};
+  auto f = copy_of(run(s, {}, {t}), FindingCode::UninterruptibleHolder);
+  EXPECT_TRUE(has(f.evidence, "root only"));
+  EXPECT_TRUE(has(f.evidence, "NFS: /home (nfs4 from server fileserver)"));
+  EXPECT_TRUE(has(f.remedy, "bring the NFS server fileserver back"));
+  t.on = core::BlockedOn::GpuDriver;
+  t.wchan = "uvm_va_space_destroy";
+  f = copy_of(run(s, {}, {t}), FindingCode::UninterruptibleHolder);
+  EXPECT_TRUE(has(f.remedy, "reboot"));
+  EXPECT_FALSE(has(f.remedy, "NFS"));
+  f = copy_of(run(s, {}, {}), FindingCode::UninterruptibleHolder);  // nothing could be read
+  EXPECT_TRUE(has(f.remedy, "cat /proc/701/stack"));
+  // The daemon reads no stacks: the wait channel of the snapshot alone still tells the kind.
+  auto p = in_d(701);
+  p.details->wchan = "uvm_va_space_destroy";
+  auto s2 = make_snapshot({proc(1, 0, 1), p}, {gpu(0, 0, 8 * GiB, {listed(701, 8 * GiB)})});
+  f = copy_of(run(s2, {}, {}), FindingCode::UninterruptibleHolder);
+  EXPECT_TRUE(has(f.evidence, "inside the GPU driver"));
+  EXPECT_TRUE(has(f.remedy, "reboot"));
+}
+
+TEST(DoctorKernelRules, TimeInDIsTheSettleWindowWhenBothSamplesSawIt) {
+  auto first =
+      make_snapshot({proc(1, 0, 1), in_d(701)}, {gpu(0, 0, 8 * GiB, {listed(701, 8 * GiB)})});
+  SnapshotOptions later;
+  later.at += std::chrono::seconds(5);
+  auto last = make_snapshot({proc(1, 0, 1), in_d(701)},
+                            {gpu(0, 0, 8 * GiB, {listed(701, 8 * GiB)})}, later);
+  auto fs = diagnose({first, last, {}, std::nullopt, nullptr, {}, nullptr, {}});
+  const auto* f = find(fs, FindingCode::UninterruptibleHolder);
+  ASSERT_NE(f, nullptr);
+  EXPECT_TRUE(has(f->evidence, "in both samples (5.0 s apart)"));
+}
+
+}  // namespace
+}  // namespace gpureap::doctor

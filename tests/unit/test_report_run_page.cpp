@@ -1,0 +1,82 @@
+// The page of one `run` job: the job's memory and the rest of the GPU over its life, and the
+// moments the command exited, teardown ended and the memory came back.
+#include <gtest/gtest.h>
+
+#include "report/html_page.h"
+#include "report/run_page.h"
+
+namespace gpureap::report {
+namespace {
+
+using namespace std::chrono;
+constexpr uint64_t GiB = uint64_t{1} << 30;
+const auto kStart = system_clock::time_point(seconds(1'700'000'000));
+
+supervise::RunReport job() {
+  supervise::RunReport r;
+  r.command = {"python", "train.py", "--name=<b>"};
+  r.started_at = kStart;
+  r.runtime = seconds(3);
+  r.teardown = milliseconds(500);
+  r.ended_at = kStart + seconds(5);
+  r.exit.cause = supervise::EndCause::Exited;
+  r.exit.code = 0;
+  r.exit.status = 0;
+  r.gpu.available = true;
+  r.gpu.interval = seconds(1);
+  r.gpu.peaks = {{0, "Fake H200", "GPU-1", 4 * GiB, seconds(1), 1}};
+  const uint64_t job_bytes[] = {0, 4 * GiB, 4 * GiB, 4 * GiB, 0};
+  for (int s = 0; s < 5; ++s)
+    r.gpu.timeline.push_back({kStart + seconds(s), 0, job_bytes[s], job_bytes[s] + GiB, 80 * GiB});
+  r.release.performed = true;
+  r.release.released = true;
+  r.release.method = "driver";
+  r.release.took = milliseconds(200);
+  return r;
+}
+
+TEST(ReportRunPage, TheJobAndTheRestOfTheGpuOverItsLife) {
+  auto page = build_run_page(job(), kStart + seconds(10));
+  ASSERT_EQ(page.gpus.size(), 1u);
+  const auto& c = page.gpus[0];
+  EXPECT_EQ(c.title, "GPU 0 · Fake H200");
+  ASSERT_EQ(c.bands.size(), 2u);
+  EXPECT_EQ(c.bands[0].id, "job");
+  EXPECT_EQ(c.bands[0].bytes, (std::vector<uint64_t>{0, 4 * GiB, 4 * GiB, 4 * GiB, 0}));
+  EXPECT_EQ(c.bands[1].bytes, (std::vector<uint64_t>(5, GiB)));
+  EXPECT_EQ(c.total_bytes, 80 * GiB);
+  ASSERT_EQ(c.markers.size(), 3u);
+  EXPECT_EQ(c.markers[0].kind, MarkerKind::JobEnd);
+  EXPECT_EQ(c.markers[0].at, kStart + seconds(3));
+  EXPECT_EQ(c.markers[1].kind, MarkerKind::Teardown);
+  EXPECT_EQ(c.markers[1].at, kStart + milliseconds(3500));
+  EXPECT_EQ(c.markers[2].kind, MarkerKind::Release);
+  EXPECT_EQ(c.markers[2].at, kStart + milliseconds(3700));
+  EXPECT_FALSE(page.has_ghost_table);
+  const std::string html = render_html(page);
+  EXPECT_EQ(html.find("Ghosts in this window"), std::string::npos);
+  EXPECT_EQ(html.find("<b>"), std::string::npos);
+  EXPECT_NE(html.find("--name=&lt;b&gt;"), std::string::npos);
+  EXPECT_NE(html.find("data-series=\"job\""), std::string::npos);
+}
+
+TEST(ReportRunPage, MemoryNeverReleasedHasNoReleaseMarker) {
+  auto r = job();
+  r.release.released = false;
+  r.release.took.reset();
+  auto page = build_run_page(r, kStart + seconds(10));
+  ASSERT_EQ(page.gpus[0].markers.size(), 2u);
+  EXPECT_EQ(page.gpus[0].markers[1].kind, MarkerKind::Teardown);
+}
+
+TEST(ReportRunPage, AJobWithoutGpuSamplesSaysSo) {
+  auto r = job();
+  r.gpu.timeline.clear();
+  r.gpu.available = false;
+  auto page = build_run_page(r, kStart + seconds(10));
+  EXPECT_TRUE(page.gpus.empty());
+  EXPECT_NE(page.notes.back().find("No GPU driver answered"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace gpureap::report
