@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages gpureap needs to build, package and test, only those missing:
 # dpkg-dev and file for the .deb's dependencies (CPack runs dpkg-shlibdeps on what file finds
-# to be ELF), man-db for the package test's `man -w`.
+# to be ELF), man-db for the package test's `man -w`; for the tests against the real engines
+# prometheus, prometheus-alertmanager (10 MiB, with amtool) and a single-node Slurm (slurmctld,
+# slurmd, slurm-client, munge: 4 MiB).
 #   --ci  also what CI's extra stages need: clang and libFuzzer for scripts/fuzz.sh, and
 #         llvm-symbolizer for readable sanitizer reports (README, "Development").
 #   --browser  headless Chromium for the report page's browser test (scripts/browser-test.sh)
 set -euo pipefail
 packages=(g++ make cmake libcli11-dev libfmt-dev nlohmann-json3-dev libgtest-dev
-          libtomlplusplus-dev libcpp-httplib-dev pkgconf prometheus
-          libncurses-dev tmux dpkg-dev file man-db)
+          libtomlplusplus-dev libcpp-httplib-dev pkgconf prometheus prometheus-alertmanager
+          libncurses-dev tmux dpkg-dev file man-db slurmctld slurmd slurm-client munge)
 for arg in "$@"; do
   case "$arg" in
     --ci) packages+=(clang libclang-rt-14-dev llvm-14 clang-format clang-tidy) ;;

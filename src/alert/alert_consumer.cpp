@@ -36,6 +36,7 @@ void AlertConsumer::apply(std::vector<Rule> rules, std::vector<SinkConfig> sinks
 void AlertConsumer::on_sample(const engine::Sample& sample, const history::History&) {
   std::lock_guard lock(mutex_);
   send(evaluator_.evaluate(sample));
+  dispatcher_.resend_firing(sample.taken);
 }
 
 void AlertConsumer::on_policy_record(const audit::Record& record) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "alert/alertmanager_payload.h"
 #include "alert/payload.h"
 
 namespace gpureap::alert {
@@ -13,6 +14,8 @@ constexpr milliseconds kReconfigureWait{1000};
 
 std::optional<std::string> render(const SinkConfig& sink, const Notification& n,
                                   const std::string& external_url) {
+  if (sink.type == SinkType::Alertmanager)
+    return to_text(alertmanager_payload(n.alerts, std::chrono::system_clock::now()));
   if (sink.type == SinkType::Slack) {
     auto j = slack_payload(n);
     if (!j) return std::nullopt;
@@ -37,8 +40,9 @@ void stop_all(std::vector<std::unique_ptr<SinkWorker>>& workers, milliseconds wa
 }  // namespace
 
 bool same_delivery(const SinkConfig& a, const SinkConfig& b) {
-  return a.name == b.name && a.type == b.type && a.url == b.url && a.command == b.command &&
-         a.timeout == b.timeout && a.retries == b.retries && a.retry_backoff == b.retry_backoff;
+  return a.name == b.name && a.type == b.type && a.url == b.url && a.urls == b.urls &&
+         a.command == b.command && a.timeout == b.timeout && a.retries == b.retries &&
+         a.retry_backoff == b.retry_backoff;
 }
 
 Dispatcher::Dispatcher(SenderFactory factory, size_t capacity)
@@ -70,6 +74,11 @@ void Dispatcher::apply(std::vector<SinkConfig> sinks) {
     for (auto& w : workers_)
       if (w) retired.push_back(std::move(w));
     workers_ = std::move(next);
+    std::erase_if(firing_, [&](const auto& kv) {
+      return std::none_of(workers_.begin(), workers_.end(), [&](const auto& w) {
+        return w->config().name == kv.first && w->config().type == SinkType::Alertmanager;
+      });
+    });
   }
   // Outside the lock: the engine's thread may dispatch meanwhile.
   stop_all(retired, kReconfigureWait);
@@ -86,9 +95,38 @@ void Dispatcher::dispatch(const Notification& n, const std::string& external_url
     if (!wants(n, w->config().name)) continue;
     auto body = render(w->config(), n, external_url);
     if (!body) continue;
+    if (w->config().type == SinkType::Alertmanager) {
+      auto& firing = firing_[w->config().name].alerts;
+      for (const auto& a : n.alerts) {
+        if (a.resolved())
+          firing.erase(fingerprint(a.labels));
+        else
+          firing[fingerprint(a.labels)] = a;
+      }
+    }
     Delivery copy = d;
     copy.body = std::move(*body);
     w->push(std::move(copy));
+  }
+}
+
+void Dispatcher::resend_firing(std::chrono::steady_clock::time_point now) {
+  std::lock_guard lock(mutex_);
+  for (auto& w : workers_) {
+    if (w->config().type != SinkType::Alertmanager) continue;
+    auto& f = firing_[w->config().name];
+    if (!f.last_resend) f.last_resend = now;  // the first alerts were just sent
+    if (now - *f.last_resend < kAlertmanagerResend) continue;
+    f.last_resend = now;
+    if (f.alerts.empty()) continue;
+    Delivery d;
+    d.alertname = "every rule (re-sent)";
+    d.status = "firing";
+    std::vector<Alert> alerts;
+    for (const auto& kv : f.alerts) alerts.push_back(kv.second);
+    d.alerts = alerts.size();
+    d.body = to_text(alertmanager_payload(alerts, std::chrono::system_clock::now()));
+    w->push(std::move(d));
   }
 }
 

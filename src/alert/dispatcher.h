@@ -30,6 +30,10 @@ class Dispatcher {
   // Renders the notification for each of its sinks (every sink when the rule names none) and
   // queues it. `external_url` is the payloads' externalURL.
   void dispatch(const Notification& n, const std::string& external_url);
+  // alertmanager sinks: every alert still firing, posted again once kAlertmanagerResend has
+  // passed since the last re-send (called on each sample, so a stalled engine stops vouching
+  // for its alerts and Alertmanager lets them end by their endsAt).
+  void resend_firing(std::chrono::steady_clock::time_point now);
   // Stops every worker, waiting at most `wait` in all.
   void stop(std::chrono::milliseconds wait);
 
@@ -47,6 +51,12 @@ class Dispatcher {
   mutable std::mutex mutex_;
   std::vector<std::unique_ptr<SinkWorker>> workers_;
   std::map<std::string, std::shared_ptr<SinkCounters>> counters_;
+  // alertmanager sinks by name: what fires there (by fingerprint), kept across reloads.
+  struct Firing {
+    std::map<std::string, Alert> alerts;
+    std::optional<std::chrono::steady_clock::time_point> last_resend;
+  };
+  std::map<std::string, Firing> firing_;
 };
 
 // Two configs that deliver the same way (the line in the file does not matter).

@@ -34,12 +34,14 @@ std::string_view to_string(SinkType t) {
       return "slack";
     case SinkType::Exec:
       return "exec";
+    case SinkType::Alertmanager:
+      return "alertmanager";
   }
   return "?";
 }
 
 std::optional<SinkType> sink_type_from_string(std::string_view s) {
-  for (auto t : {SinkType::Webhook, SinkType::Slack, SinkType::Exec})
+  for (auto t : {SinkType::Webhook, SinkType::Slack, SinkType::Exec, SinkType::Alertmanager})
     if (s == to_string(t)) return t;
   return std::nullopt;
 }

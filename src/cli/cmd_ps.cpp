@@ -20,15 +20,9 @@ static_assert(output::kPsExitDriverTimeout == kExitDriverTimeout);
 // The daemon answers only a plain `ps` (not --watch) when it may (cli/daemon_client.h).
 std::optional<daemon::Answer> from_daemon(const GlobalOptions& g, const PsOptions& o,
                                           const output::PsRenderOptions& render) {
-  // What the daemon's request cannot carry yet (a selection, the compact form, ASCII, every
-  // note) is rendered from a scan here.
-  if (render.select.narrows() || render.select.sort != output::PsSort::Pid || render.compact ||
-      !render.unicode || render.verbose)
-    return std::nullopt;
   auto path = daemon_socket(g, o.no_daemon);
   if (!path) return std::nullopt;
-  return ask_daemon(*path,
-                    daemon::PsRequest{render.format, render.tree, render.width, render.color});
+  return ask_daemon(*path, daemon::PsRequest::of(render));
 }
 
 // The options checked and the collector opened here; the loop is tui's.

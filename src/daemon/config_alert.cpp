@@ -150,17 +150,21 @@ const std::vector<Field<SinkConfig>>& sink_fields() {
       {"type",
        [](const toml::node& node, SinkConfig& s, Problems& p) {
          if (auto type = config::read_choice(node, "type", alert::sink_type_from_string,
-                                             "webhook, slack, exec", p))
+                                             "webhook, slack, exec, alertmanager", p))
            s.type = *type;
        }},
       {"url",
        [](const toml::node& node, SinkConfig& s, Problems& p) {
-         auto v = config::read_string(node, "url", p);
+         // One URL, or (alertmanager: an HA pair) a list of them; check_sink says which.
+         auto v = config::read_string_list(node, "url", false, p);
          if (!v) return;
-         if (v->rfind("http://", 0) != 0 && v->rfind("https://", 0) != 0)
-           p.add(node, "url must start with http:// or https://");
-         else
-           s.url = *v;
+         for (const auto& url : *v)
+           if (url.rfind("http://", 0) != 0 && url.rfind("https://", 0) != 0) {
+             p.add(node, "url must start with http:// or https://");
+             return;
+           }
+         s.urls = *v;
+         s.url = s.urls.front();
        }},
       {"command",
        [](const toml::node& node, SinkConfig& s, Problems& p) {
@@ -203,17 +207,21 @@ void check_sink(const toml::table& t, const SinkConfig& s, Problems& p) {
   std::string who = "sink " + quoted(s.name) + ": ";
   if (!t.get("name")) p.add(t.source(), "[[sink]] needs a name");
   if (!t.get("type")) {
-    p.add(t.source(), who + "needs a type (webhook, slack or exec)");
+    p.add(t.source(), who + "needs a type (webhook, slack, exec or alertmanager)");
     return;
   }
   bool exec = s.type == alert::SinkType::Exec;
   if (exec && t.get("url"))
-    p.add(t.get("url")->source(), who + "an exec sink runs command; url is for webhook and slack");
+    p.add(t.get("url")->source(),
+          who + "an exec sink runs command; url is for webhook, slack and alertmanager");
   if (!exec && t.get("command"))
     p.add(t.get("command")->source(), who + "command is for type = \"exec\"");
   if (exec && !t.get("command"))
     p.add(t.source(), who + "needs command, e.g. [\"/usr/local/bin/page\"]");
   if (!exec && !t.get("url")) p.add(t.source(), who + "needs url");
+  if (s.urls.size() > 1 && s.type != alert::SinkType::Alertmanager)
+    p.add(t.get("url")->source(),
+          who + "a list of urls is for type = \"alertmanager\" (an HA pair); give one url");
 }
 
 // Each table of an array, with the parsed item at the same position.

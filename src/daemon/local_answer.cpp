@@ -27,7 +27,7 @@ std::string answer_of(output::CommandOutput rendered, milliseconds age) {
 }
 
 std::string ps(const PsRequest& r, const engine::Sample& sample, milliseconds age) {
-  output::PsRenderOptions o{.format = r.format, .tree = r.tree, .width = r.width, .color = r.color};
+  auto o = r.render_options();
   o.daemon_age = age;
   auto rendered = output::render_ps_command(*sample.snapshot, o);
   // The line the command adds itself when the kernel logged a critical GPU error.

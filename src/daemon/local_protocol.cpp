@@ -14,6 +14,7 @@ using nlohmann::json;
 // Widths beyond any real terminal are refused rather than rendered into a huge answer.
 constexpr size_t kMaxWidth = 10000;
 constexpr uint64_t kMaxGpuIndex = 1u << 20;
+constexpr uint64_t kMaxPid = 1u << 22;  // the kernel's PID_MAX_LIMIT
 // Longer than any settle the daemon keeps samples for: it answers "no sample that old".
 constexpr uint64_t kMaxSettleMs = 24ull * 3600 * 1000;
 
@@ -42,6 +43,19 @@ core::Error bad(const std::string& what) {
 
 }  // namespace
 
+PsRequest PsRequest::of(const output::PsRenderOptions& o) {
+  return {o.format, o.tree, o.width, o.color, o.select, o.compact, o.unicode, o.verbose};
+}
+
+output::PsRenderOptions PsRequest::render_options() const {
+  output::PsRenderOptions o{.format = format, .tree = tree, .width = width, .color = color};
+  o.select = select;
+  o.compact = compact;
+  o.unicode = unicode;
+  o.verbose = verbose;
+  return o;
+}
+
 std::string default_local_socket() {
   const char* env = std::getenv(kLocalSocketEnv);
   return env ? std::string(env) : std::string(kDefaultLocalSocket);
@@ -54,7 +68,34 @@ json ps_line(const PsRequest& r) {
           {"format", format_name(r.format)},
           {"tree", r.tree},
           {"width", r.width ? json(*r.width) : json()},
-          {"color", r.color}};
+          {"color", r.color},
+          {"gpus", r.select.gpus},
+          {"users", r.select.users},
+          {"pids", r.select.pids},
+          {"sort", output::to_string(r.select.sort)},
+          {"compact", r.compact},
+          {"unicode", r.unicode},
+          {"verbose", r.verbose}};
+}
+
+// A list of numbers from 0 (or 1) to `max`; false with `why` set otherwise.
+template <class T>
+bool numbers(const std::string& key, const json& value, uint64_t min, uint64_t max,
+             std::vector<T>& out, std::string& why) {
+  out.clear();
+  bool ok = value.is_array();
+  if (ok)
+    for (const auto& n : value) {
+      if (!n.is_number_unsigned() || n.get<uint64_t>() < min || n.get<uint64_t>() > max) {
+        ok = false;
+        break;
+      }
+      out.push_back(static_cast<T>(n.get<uint64_t>()));
+    }
+  if (!ok)
+    why = "\"" + key + "\" must be a list of numbers from " + std::to_string(min) + " to " +
+          std::to_string(max);
+  return ok;
 }
 
 json doctor_line(const DoctorRequest& r) {
@@ -100,6 +141,32 @@ bool ps_field(const std::string& key, const json& value, Request& request, std::
   }
   if (key == "tree") return boolean(key, value, r.tree, why);
   if (key == "color") return boolean(key, value, r.color, why);
+  if (key == "compact") return boolean(key, value, r.compact, why);
+  if (key == "unicode") return boolean(key, value, r.unicode, why);
+  if (key == "verbose") return boolean(key, value, r.verbose, why);
+  if (key == "gpus") return numbers(key, value, 0, kMaxGpuIndex, r.select.gpus, why);
+  if (key == "pids") return numbers(key, value, 1, kMaxPid, r.select.pids, why);
+  if (key == "users") {
+    r.select.users.clear();
+    if (value.is_array())
+      for (const auto& u : value)
+        if (u.is_string()) r.select.users.push_back(u.get<std::string>());
+    if (!value.is_array() || r.select.users.size() != value.size()) {
+      why = "\"users\" must be a list of user names or uids";
+      return false;
+    }
+    return true;
+  }
+  if (key == "sort") {
+    auto sort = value.is_string() ? output::parse_ps_sort(value.get<std::string>())
+                                  : core::Result<output::PsSort>(core::Error{"", ""});
+    if (!sort) {
+      why = "\"sort\" must be \"pid\", \"memory\", \"age\" or \"user\"";
+      return false;
+    }
+    r.select.sort = *sort;
+    return true;
+  }
   if (key == "width") {
     if (value.is_null()) {
       r.width.reset();

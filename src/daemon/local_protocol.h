@@ -2,7 +2,9 @@
 // What gpureap's commands and the daemon say to each other over the daemon's local socket: one
 // request line of JSON from the client, one JSON document back, then the daemon closes.
 //
-//   {"command":"ps","format":"table"|"json"|"csv","tree":bool,"width":N|null,"color":bool}
+//   {"command":"ps","format":"table"|"json"|"csv","tree":bool,"width":N|null,"color":bool,
+//    "gpus":[N],"users":["name or uid"],"pids":[N],"sort":"pid"|"memory"|"age"|"user",
+//    "compact":bool,"unicode":bool,"verbose":bool}
 //   {"command":"doctor","json":bool,"gpu":N|null,"settle_ms":N,"only":["code",...],
 //    "unattributed_threshold":"1GiB,1%"|null,"color":bool}
 //   {"command":"snapshot"}   (the latest sample's inputs, output/snapshot_wire.h)
@@ -37,11 +39,19 @@ inline constexpr size_t kMaxRequestBytes = 4096;
 // `local_socket` out: $GPUREAP_DAEMON_SOCKET when set (empty: none), else kDefaultLocalSocket.
 std::string default_local_socket();
 
+// `gpureap ps`: what output::PsRenderOptions holds but where the answer comes from.
 struct PsRequest {
   output::PsFormat format = output::PsFormat::Table;
   bool tree = false;
   std::optional<size_t> width;  // terminal columns, when the client's stdout is a terminal
   bool color = false;
+  output::PsSelection select;
+  bool compact = false;
+  bool unicode = true;  // the client's locale speaks UTF-8
+  bool verbose = false;
+
+  static PsRequest of(const output::PsRenderOptions& render);
+  output::PsRenderOptions render_options() const;
 };
 
 // `gpureap doctor` without --fix: its options as the user gave them (the client has checked

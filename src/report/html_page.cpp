@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "base/version.h"
 #include "report/svg_chart.h"
 #include "text/byte_format.h"
 #include "text/escape.h"
@@ -144,6 +145,24 @@ std::string ghost_table(const Page& page) {
   return s + "</tbody></table></section>";
 }
 
+// A GPU that no process used over the window (only what the driver attributes to nobody, no
+// marker) gets one line instead of a chart: on a node with eight GPUs and one busy job, seven
+// empty charts would push the one that matters off the screen.
+std::optional<std::string> idle_line(const GpuChart& c) {
+  if (!c.markers.empty()) return std::nullopt;
+  uint64_t most = 0;
+  for (const auto& b : c.bands) {
+    for (uint64_t v : b.bytes) {
+      if (v && b.kind != BandKind::Unattributed) return std::nullopt;
+      most = std::max(most, v);
+    }
+  }
+  std::string line = "No process used it over the window";
+  if (most) line += "; at most " + text::human_bytes(most) + " the driver attributes to no process";
+  if (c.total_bytes) line += " (of " + text::human_bytes(*c.total_bytes) + ")";
+  return line + ".";
+}
+
 }  // namespace
 
 std::string render_html(const Page& page) {
@@ -163,12 +182,16 @@ std::string render_html(const Page& page) {
   }
   s += "</header>";
   for (const auto& c : page.gpus) {
-    s += "<section class=\"gpu\" data-gpu=\"" + std::to_string(c.gpu) + "\"><h2>" + esc(c.title) +
-         "</h2>" + render_chart_svg(c, page.from, page.to) + legend(c) + marker_table(c) +
+    auto idle = idle_line(c);
+    s += std::string("<section class=\"gpu") + (idle ? " idle" : "") + "\" data-gpu=\"" +
+         std::to_string(c.gpu) + "\"><h2>" + esc(c.title) + "</h2>" +
+         (idle ? "<p class=\"note\">" + esc(*idle) + "</p>"
+               : render_chart_svg(c, page.from, page.to) + legend(c) + marker_table(c)) +
          "</section>";
   }
   if (page.has_ghost_table) s += ghost_table(page);
-  s += "<footer>Written by gpureap " GPUREAP_VERSION " at " + utc_time(page.generated) + " UTC.";
+  s += "<footer>Written by gpureap " + text::markup_safe(base::version()) + " at " +
+       utc_time(page.generated) + " UTC.";
   if (page.has_ghost_table)
     s += " Memory is the driver's; ghost memory is held by processes the driver lists that are "
          "gone from /proc, kept alive by live processes that share their GPU files.";

@@ -128,6 +128,38 @@ TEST(DaemonLocalSocket, PsJsonThroughTheDaemonIsTheScansDocument) {
   EXPECT_EQ(comparable(doc), comparable(scan));
 }
 
+TEST(DaemonLocalSocket, PsOptionsAreAppliedByTheDaemonAsByTheScan) {
+  REQUIRE_DOUBLE();
+  Machine m;
+  DaemonProcess d(m.daemon_args(), m.nvml.env());
+  ASSERT_TRUE(d.wait_log(kServingLocalSocket + m.socket)) << d.log();
+  auto env = m.nvml.env();
+  for (const auto& extra : std::vector<std::vector<std::string>>{
+           {"--pid", std::to_string(m.job.pid()), "--sort", "memory"},
+           {"--pid", "1"},
+           {"--gpu", "0", "--user", std::to_string(::getuid())}}) {
+    std::vector<std::string> args{"ps", "--json"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    auto served = run_gpureap(args, m.client_env());
+    auto doc = parse_output(served);
+    EXPECT_EQ(doc["source"]["kind"], "daemon") << served.out << served.err;
+    args.insert(args.end(), {"--no-daemon", "--dev-root", m.dev.path()});
+    auto scan = parse_output(run_gpureap(args, env));
+    EXPECT_EQ(comparable(doc), comparable(scan)) << extra[0] << " " << extra[1];
+  }
+  // --pid 1 leaves the job out, through the daemon too.
+  auto none = run_json({"ps", "--json", "--pid", "1"}, m.client_env());
+  EXPECT_TRUE(row_of(none, m.job.pid()).is_null()) << none.dump(2);
+  // The compact form is the scan's, and ends with the daemon's line.
+  auto compact = run_gpureap({"ps", "--compact"}, m.client_env());
+  auto own = run_gpureap({"ps", "--compact", "--no-daemon", "--dev-root", m.dev.path()}, env);
+  ASSERT_EQ(compact.exit_code, 0) << compact.err;
+  EXPECT_EQ(compact.out.rfind(own.out.substr(0, own.out.find('\n')), 0), 0u)
+      << compact.out << "\n---\n"
+      << own.out;
+  EXPECT_NE(compact.out.find("(from the gpureap daemon"), std::string::npos) << compact.out;
+}
+
 TEST(DaemonLocalSocket, TableEndsWithTheDaemonLine) {
   REQUIRE_DOUBLE();
   Machine m;

@@ -4,6 +4,7 @@
 #include <deque>
 #include <mutex>
 
+#include "alert/alertmanager_payload.h"
 #include "alert/dispatcher.h"
 #include "alert/payload.h"
 
@@ -131,6 +132,40 @@ TEST(AlertDispatcher, RoutesToTheRulesSinksRenderedForEachType) {
             json({{"text", "*[FIRING]* A on node1: something"}}));
   EXPECT_EQ(json::parse(f.scripts["pager"]->sent[0].body)["receiver"], "pager");
   EXPECT_EQ(json::parse(f.scripts["pager"]->sent[0].body)["groupLabels"]["alertname"], "B");
+}
+
+TEST(AlertDispatcher, AlertmanagerGetsItsApiArrayAndFiringAlertsAgainUntilResolved) {
+  Fakes f;
+  Dispatcher d(f.factory());
+  d.apply({sink("am", SinkType::Alertmanager), sink("hook")});
+  Notification a = note("A"), b = note("B");
+  d.dispatch(a, "http://node1:9842/");
+  d.dispatch(b, "http://node1:9842/");
+  ASSERT_TRUE(wait_for([&] { return d.counts("am")->success == 2; }));
+  json first = json::parse(f.scripts["am"]->sent[0].body);
+  ASSERT_TRUE(first.is_array());
+  EXPECT_EQ(first[0]["labels"]["alertname"], "A");
+
+  const auto t0 = std::chrono::steady_clock::now();
+  d.resend_firing(t0);  // the clock starts: nothing due yet
+  d.resend_firing(t0 + kAlertmanagerResend - 1s);
+  Notification resolved = b;
+  resolved.alerts[0].ends_at = std::chrono::system_clock::now();
+  d.dispatch(resolved, "http://node1:9842/");
+  ASSERT_TRUE(wait_for([&] { return d.counts("am")->success == 3; }));
+  d.resend_firing(t0 + kAlertmanagerResend);
+  ASSERT_TRUE(wait_for([&] { return d.counts("am")->success == 4; }));
+  json again = json::parse(f.scripts["am"]->sent[3].body);
+  ASSERT_EQ(again.size(), 1u);  // A still fires; B was resolved and is not sent again
+  EXPECT_EQ(again[0]["labels"]["alertname"], "A");
+  // Not due again before another interval; the webhook sink never gets re-sends.
+  d.resend_firing(t0 + kAlertmanagerResend + 1s);
+  // (hook: A, B, B resolved, then C, which only it gets; the queue keeps the order)
+  d.dispatch(note("C", {"hook"}), "");
+  ASSERT_TRUE(wait_for([&] { return d.counts("hook")->success == 4; }));
+  EXPECT_EQ(d.counts("am")->success, 4u);
+  EXPECT_EQ(f.scripts["hook"]->sent.size(), 4u);
+  EXPECT_EQ(f.scripts["hook"]->sent[3].alertname, "C");
 }
 
 TEST(AlertDispatcher, RetriesThenSucceedsAndCountsEachFailedAttempt) {

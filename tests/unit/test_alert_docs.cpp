@@ -23,7 +23,8 @@ TEST(AlertDocs, TheConfigExampleIsValid) {
   auto c = parse_config(doc.substr(start, end - start), "docs/config.md");
   ASSERT_TRUE(c) << c.error().message;
   EXPECT_EQ(c->alerts.size(), 4u);
-  EXPECT_EQ(c->sinks.size(), 3u);
+  EXPECT_EQ(c->sinks.size(), 4u);
+  EXPECT_EQ(c->sinks[3].urls.size(), 2u);
 }
 
 }  // namespace

@@ -220,6 +220,61 @@ TEST(DaemonConfigSections, AnExecCommandGivenAsOneStringRunsInTheShell) {
             (std::vector<std::string>{"/bin/sh", "-c", "page --team gpu | logger"}));
 }
 
+TEST(DaemonConfigSections, AnAlertmanagerSinkTakesOneUrlOrAnHaPair) {
+  auto c = parse_config(R"([[sink]]
+name = "am"
+type = "alertmanager"
+url = ["http://am1:9093", "http://am2:9093/"]
+
+[[sink]]
+name = "one"
+type = "alertmanager"
+url = "http://am:9093"
+)",
+                        "t.toml");
+  ASSERT_TRUE(c.ok()) << c.error().text();
+  EXPECT_EQ(c->sinks[0].type, alert::SinkType::Alertmanager);
+  EXPECT_EQ(c->sinks[0].urls, (std::vector<std::string>{"http://am1:9093", "http://am2:9093/"}));
+  EXPECT_EQ(c->sinks[1].urls, (std::vector<std::string>{"http://am:9093"}));
+  EXPECT_EQ(c->sinks[1].url, "http://am:9093");
+}
+
+TEST(DaemonConfigSections, AlertmanagerSinkProblems) {
+  auto p = problems(R"([[sink]]
+name = "a"
+type = "alertmanager"
+
+[[sink]]
+name = "b"
+type = "alertmanager"
+url = ["http://am1:9093", "am2:9093"]
+
+[[sink]]
+name = "c"
+type = "webhook"
+url = ["http://x", "http://y"]
+
+[[sink]]
+name = "d"
+type = "alertmanager"
+url = []
+
+[[sink]]
+name = "e"
+type = "alertmanager"
+url = "http://am:9093"
+command = ["/bin/true"]
+)");
+  EXPECT_NE(p.find("sink \"a\": needs url"), std::string::npos) << p;
+  EXPECT_NE(p.find("t.toml:8:7: url must start with http:// or https://"), std::string::npos) << p;
+  EXPECT_NE(p.find("sink \"c\": a list of urls is for type = \"alertmanager\""), std::string::npos)
+      << p;
+  EXPECT_NE(p.find("url must be a string or a non-empty"), std::string::npos) << p;
+  EXPECT_NE(p.find("sink \"e\": command is for type = \"exec\""), std::string::npos) << p;
+  p = problems("[[sink]]\nname = \"s\"\ntype = \"prometheus\"\nurl = \"http://x\"\n");
+  EXPECT_NE(p.find("webhook, slack, exec, alertmanager"), std::string::npos) << p;
+}
+
 TEST(DaemonConfigSections, AnAlertNeedsASink) {
   auto p =
       problems("[[alert]]\nname = \"x\"\ncondition = \"finding\"\nmin_severity = \"critical\"\n");

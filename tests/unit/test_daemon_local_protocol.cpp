@@ -38,6 +38,37 @@ TEST(DaemonLocalProtocol, RequestRoundTrips) {
   EXPECT_FALSE(plain.width);
 }
 
+TEST(DaemonLocalProtocol, PsSelectionAndFormTravelWithTheRequest) {
+  PsRequest r;
+  r.select = {
+      .gpus = {0, 3}, .users = {"alice", "1001"}, .pids = {42}, .sort = output::PsSort::Memory};
+  r.compact = true;
+  r.unicode = false;
+  r.verbose = true;
+  auto back = as<PsRequest>(parse_request(request_line(r)));
+  EXPECT_EQ(back.select.gpus, (std::vector<unsigned>{0, 3}));
+  EXPECT_EQ(back.select.users, (std::vector<std::string>{"alice", "1001"}));
+  EXPECT_EQ(back.select.pids, (std::vector<pid_t>{42}));
+  EXPECT_EQ(back.select.sort, output::PsSort::Memory);
+  EXPECT_TRUE(back.compact);
+  EXPECT_FALSE(back.unicode);
+  EXPECT_TRUE(back.verbose);
+  // The render options the daemon applies are the client's.
+  auto o = back.render_options();
+  EXPECT_EQ(o.select.pids, (std::vector<pid_t>{42}));
+  EXPECT_TRUE(o.compact);
+  EXPECT_FALSE(o.unicode);
+  EXPECT_FALSE(o.daemon_age);
+  EXPECT_EQ(refusal(R"({"command":"ps","pids":[0]})"),
+            "bad request: \"pids\" must be a list of numbers from 1 to 4194304");
+  EXPECT_EQ(refusal(R"({"command":"ps","gpus":"0"})"),
+            "bad request: \"gpus\" must be a list of numbers from 0 to 1048576");
+  EXPECT_EQ(refusal(R"({"command":"ps","users":[1001]})"),
+            "bad request: \"users\" must be a list of user names or uids");
+  EXPECT_EQ(refusal(R"({"command":"ps","sort":"cpu"})"),
+            "bad request: \"sort\" must be \"pid\", \"memory\", \"age\" or \"user\"");
+}
+
 TEST(DaemonLocalProtocol, DoctorRequestRoundTrips) {
   DoctorRequest r{.json = true,
                   .gpu = 3,

@@ -124,5 +124,37 @@ TEST(ReportHtmlPage, TheGhostTableAndTheMarkerListAreThere) {
   EXPECT_EQ(count(html, "<section class=\"gpu\""), 2u);
 }
 
+TEST(ReportHtmlPage, AGpuNoProcessUsedIsOneLineNotAnEmptyChart) {
+  using namespace std::chrono_literals;
+  Page page;
+  page.title = "node";
+  page.from = TimePoint{} + 1000s;
+  page.to = page.from + 60s;
+  GpuChart busy;
+  busy.gpu = 0;
+  busy.title = "GPU 0";
+  busy.times = {page.from, page.from + 30s};
+  busy.bands = {{BandKind::Process, "pid-1", "1 train", {4ull << 30, 4ull << 30}},
+                {BandKind::Unattributed, "unattributed", "unattributed", {1ull << 30, 1ull << 30}}};
+  GpuChart idle = busy;
+  idle.gpu = 1;
+  idle.title = "GPU 1";
+  idle.total_bytes = 80ull << 30;
+  idle.bands = {{BandKind::Process, "pid-2", "2 gone", {0, 0}},
+                {BandKind::Unattributed, "unattributed", "unattributed", {1ull << 30, 2ull << 30}}};
+  page.gpus = {busy, idle};
+  std::string html = render_html(page);
+  EXPECT_EQ(count(html, "<svg class=\"chart\""), 1u);
+  EXPECT_NE(html.find("<section class=\"gpu\" data-gpu=\"0\">"), std::string::npos);
+  EXPECT_NE(html.find("<section class=\"gpu idle\" data-gpu=\"1\"><h2>GPU 1</h2><p class=\"note\">"
+                      "No process used it over the window; at most 2.0 GiB the driver attributes "
+                      "to no process (of 80 GiB).</p></section>"),
+            std::string::npos)
+      << html;
+  // A marker (a kill, a release) keeps the chart: something happened there.
+  page.gpus[1].markers.push_back({page.from + 10s, MarkerKind::Release, "final close"});
+  EXPECT_EQ(count(render_html(page), "<svg class=\"chart\""), 2u);
+}
+
 }  // namespace
 }  // namespace gpureap::report
