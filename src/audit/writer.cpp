@@ -71,15 +71,23 @@ AuditLog::AuditLog(AuditLogSettings settings, size_t max_pending)
     : settings_(std::move(settings)), max_pending_(std::max<size_t>(max_pending, 1)) {}
 
 AuditLog::~AuditLog() {
+  close();
+}
+
+void AuditLog::close() noexcept {
   try {
     std::lock_guard lock(mutex_);
     if (!pending_.empty() || gap_records_ > 0) write_pending_locked();
+    publish_locked();
     if (pending_.empty() && gap_records_ == 0) return;
     counters_.records_dropped += pending_.size();
-    if (pending_.empty()) return;  // only the note of an earlier drop, already logged
-    base::log_error("audit log: lost " + plural(pending_.size(), "record") +
-                    " that could not be written to " + settings_.path + " (" + last_error_ +
-                    ") as gpureap stops");
+    gap_records_ = 0;  // only the note of an earlier drop, already logged
+    if (pending_.empty()) return;
+    const size_t lost = pending_.size();
+    pending_.clear();
+    publish_locked();
+    base::log_error("audit log: lost " + plural(lost, "record") + " that could not be written to " +
+                    settings_.path + " (" + last_error_ + ") as gpureap stops");
   } catch (...) {
     // Logging failed too; there is nobody left to tell.
   }

@@ -35,7 +35,7 @@ class AuditLog {
   static constexpr size_t kDefaultMaxPending = 10000;
 
   explicit AuditLog(AuditLogSettings settings, size_t max_pending = kDefaultMaxPending);
-  // Makes a last attempt to write what waits; what still cannot be written is logged as lost.
+  // close(), for whoever has not called it.
   ~AuditLog();
   AuditLog(const AuditLog&) = delete;
   AuditLog& operator=(const AuditLog&) = delete;
@@ -45,6 +45,9 @@ class AuditLog {
   bool append(const Record& record) noexcept;
   // Retries the records that wait, without a new one (e.g. once per daemon tick).
   bool flush() noexcept;
+  // Makes a last attempt to write what waits; what still cannot be written is logged as lost
+  // and forgotten. The daemon calls it as it stops, since it exits without destructors.
+  void close() noexcept;
   // New settings (SIGHUP). The next write uses them; waiting records are retried at once.
   void reconfigure(AuditLogSettings settings) noexcept;
 

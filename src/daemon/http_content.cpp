@@ -1,5 +1,8 @@
 #include "daemon/http_content.h"
 
+#include <string>
+
+#include "core/snapshot.h"
 #include "daemon/releases_document.h"
 #include "export/history_json.h"
 #include "output/doctor_view.h"
@@ -15,6 +18,17 @@ constexpr const char* kJson = "application/json; charset=utf-8";
 exporter::Reply not_ready() {
   return {503, "text/plain; charset=utf-8",
           "gpureap is taking its first sample; try again in a moment\n"};
+}
+
+// "no GPU 9: this node has GPUs 0, 1": the index asked for and the ones that would answer.
+std::string no_such_gpu(unsigned index, const core::Snapshot& snapshot) {
+  const auto& gpus = snapshot.drivers.gpus;
+  std::string text = "no GPU " + std::to_string(index) + ": ";
+  if (gpus.empty()) return text + "this node's drivers report no GPU\n";
+  text += gpus.size() == 1 ? "this node has GPU " : "this node has GPUs ";
+  for (std::size_t i = 0; i < gpus.size(); ++i)
+    text += (i ? ", " : "") + std::to_string(gpus[i].index);
+  return text + " (see /api/v1/history for all of them)\n";
 }
 
 }  // namespace
@@ -76,11 +90,11 @@ exporter::Reply HttpContent::releases() {
 exporter::Reply HttpContent::history(const exporter::HistoryRequest& request) {
   auto s = samples_.latest();
   if (!s) return not_ready();
+  // Asked against the latest snapshot, not the history: a GPU that exists but has no
+  // samples in the span is an empty series, not a missing page.
+  if (request.gpu && !s->snapshot->gpu(*request.gpu))
+    return {404, "text/plain; charset=utf-8", no_such_gpu(*request.gpu, *s->snapshot)};
   auto view = samples_.history().query({request.gpu, request.since});
-  if (request.gpu && view.gpus.empty())
-    return {404, "text/plain; charset=utf-8",
-            "no history for GPU " + std::to_string(*request.gpu) +
-                ": the driver reports no such GPU\n"};
   auto doc = exporter::history_to_json(view, s->snapshot->hostname, request.since);
   // The moments drivers freed what a GPU file held, over the same span (holder events).
   doc["releases"] = releases_json(tracker_.get(), request.since);

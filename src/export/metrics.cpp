@@ -130,7 +130,8 @@ struct GpuFamilies {
         per_proc.add(with(labels, {{"pid", std::to_string(row.pid)},
                                    {"user", user_label(row)},
                                    {"comm", comm},
-                                   {"container", container_label(row)}}),
+                                   {"container", container_label(row)},
+                                   {"pod_uid", pod_uid(row)}}),
                      static_cast<double>(*u->used_bytes));
       }
     }

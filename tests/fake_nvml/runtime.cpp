@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -10,6 +11,7 @@
 #include <memory>
 #include <mutex>
 #include <sstream>
+#include <thread>
 
 // Real NVML hands out opaque pointers; the double's point into this array.
 struct nvmlDevice_st {
@@ -89,11 +91,17 @@ bool names_function(const std::string& wanted, const char* function) {
 
 void block_if_named(const char* function) {
   bool block = false;
+  unsigned slow_ms = 0;
   {
     std::lock_guard lock(g_mutex);
     const Scenario* scenario = scenario_locked(false);
     block = scenario != nullptr && names_function(scenario->block_call, function);
+    if (scenario != nullptr)
+      for (const auto& [name, ms] : scenario->slow_calls)
+        if (names_function(name, function)) slow_ms = ms;
   }
+  // A slow driver: the call answers, late. The lock is not held meanwhile either.
+  if (slow_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(slow_ms));
   // Like a wedged driver: never returns. The lock is not held, so other calls still work.
   while (block) ::sleep(3600);
 }

@@ -128,6 +128,7 @@ Scenario parse_scenario(const std::string& json_text, const std::string& path) {
   scenario.driver_version = root.value("driver_version", scenario.driver_version);
   scenario.nvml_version = root.value("nvml_version", scenario.nvml_version);
   scenario.block_call = root.value("block_call", std::string());
+  scenario.slow_calls = root.value("slow_calls", std::map<std::string, unsigned>());
   scenario.process_info_v3_stride = root.value("process_info_v3_stride", 24u);
   if (scenario.process_info_v3_stride != 24 && scenario.process_info_v3_stride != 32) {
     throw std::runtime_error("process_info_v3_stride must be 24 or 32");

@@ -1,6 +1,7 @@
 #pragma once
 // The scenario a test hands the NVML double (format: README.md), parsed into plain structs.
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -50,6 +51,9 @@ struct Scenario {
   std::string driver_version = "550.54.15";
   std::string nvml_version = "12.550.54.15";
   std::string block_call;
+  // function (exact export or base name) → milliseconds each call takes: a real driver's
+  // init and shutdown take a second or more without persistence mode.
+  std::map<std::string, unsigned> slow_calls;
   unsigned process_info_v3_stride = 24;
   unsigned size_query_undercount = 0;
   std::string proc_root = "/proc";

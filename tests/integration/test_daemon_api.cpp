@@ -138,7 +138,11 @@ TEST(DaemonApi, HistoryServesGpuAndProcessSeries) {
   auto bad_since = d.get("/api/v1/history?since=yesterday");
   EXPECT_EQ(bad_since.status, 400);
   EXPECT_NE(bad_since.body.find("RFC 3339"), std::string::npos) << bad_since.body;
-  EXPECT_EQ(d.get("/api/v1/history?gpu=7").status, 404);
+  // A GPU the node does not have is named, with the ones it has; not "no such page".
+  auto no_gpu = d.get("/api/v1/history?gpu=7");
+  EXPECT_EQ(no_gpu.status, 404);
+  EXPECT_NE(no_gpu.body.find("no GPU 7: this node has GPU 0"), std::string::npos) << no_gpu.body;
+  EXPECT_EQ(no_gpu.body.find("no such page"), std::string::npos) << no_gpu.body;
 }
 
 TEST(DaemonApi, LandingPageLinksEveryEndpoint) {

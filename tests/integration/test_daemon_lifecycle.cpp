@@ -167,6 +167,34 @@ TEST(DaemonLifecycle, SigtermAndSigintStopCleanly) {
   }
 }
 
+// SIGTERM while a policy waits out its grace on a job that ignores SIGTERM, over a slow driver
+// (its shutdown takes seconds, as NVML's does without persistence mode): the daemon still
+// stops cleanly and exits 0, and sends the job nothing more on the way out.
+TEST(DaemonLifecycle, SigtermStopsDuringAPolicyActionOverASlowDriver) {
+  REQUIRE_DOUBLE();
+  FakeDevRoot dev;
+  Child job = holding(dev, "nvidia0", [] { ::signal(SIGTERM, SIG_IGN); });
+  FakeNvml nvml(
+      json{{"slow_calls", {{"nvmlShutdown", 5000}, {"nvmlDeviceGetProcessUtilization", 200}}},
+           {"gpus",
+            {{{"uuid", "GPU-0000"},
+              {"minor", 0},
+              {"processes", {{{"pid", job.pid()}, {"used_bytes", 3 * GiB}}}}}}}});
+  TempDir cfg;
+  std::ofstream(cfg.file("config.toml")) << "interval = \"200ms\"\nenforce = true\n"
+                                         << "audit_log = \"" << cfg.file("audit.jsonl") << "\"\n"
+                                         << "[[policy]]\nname = \"stubborn\"\n"
+                                         << "min_memory = \"1GiB\"\nafter = \"0s\"\n"
+                                         << "action = \"terminate\"\ngrace = \"10m\"\n";
+  DaemonProcess d({"--config", cfg.file("config.toml"), "--dev-root", dev.path()}, nvml.env());
+  ASSERT_GT(d.port(), 0) << d.log();
+  ASSERT_TRUE(d.wait_log("policy stubborn: terminate PID " + std::to_string(job.pid()))) << d.log();
+  d.signal(SIGTERM);
+  EXPECT_EQ(d.wait_exit(), 0) << d.log();
+  EXPECT_NE(d.log().find("<6>gpureap: stopped"), std::string::npos) << d.log();
+  EXPECT_TRUE(is_alive(job.pid()));  // no SIGKILL followed the SIGTERM it ignored
+}
+
 TEST(DaemonLifecycle, TellsSystemdReadyStatusWatchdogReloadingAndStopping) {
   REQUIRE_DOUBLE();
   Scene s;

@@ -124,7 +124,9 @@ TEST(DaemonMetrics, PerProcessSeriesEscapeHostileProcessNames) {
                       std::to_string(job.pid()) + "\",user=\""),
             std::string::npos)
       << body;
-  EXPECT_NE(body.find(R"(comm="a\"b\\c\nd",container=""} 2147483648)"), std::string::npos) << body;
+  EXPECT_NE(body.find(R"(comm="a\"b\\c\nd",container="",pod_uid=""} 2147483648)"),
+            std::string::npos)
+      << body;
   // Every sample line still follows the format: the name could not break out of its label.
   static const std::regex line_re(
       R"(^[a-zA-Z_:][a-zA-Z0-9_:]*(\{[a-zA-Z_][a-zA-Z0-9_]*="([^"\\\n]|\\[\\"n])*"(,[a-zA-Z_][a-zA-Z0-9_]*="([^"\\\n]|\\[\\"n])*")*\})? [-+0-9.eEInfNa]+$)");

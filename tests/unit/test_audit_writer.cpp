@@ -266,6 +266,24 @@ TEST(AuditWriter, RecordsUnwrittenAtExitAreReportedAsLost) {
   EXPECT_NE(logged.find("lost 2 records that could not be written"), std::string::npos) << logged;
 }
 
+// The daemon closes the log as it stops (it exits without destructors): the loss is said
+// then, once, and not again by the destructor.
+TEST(AuditWriter, CloseReportsTheLossOnce) {
+  TempDir dir;
+  std::string blocker = dir.file("logs");
+  std::ofstream(blocker) << "";
+  StderrCapture err;
+  {
+    AuditLog log({blocker + "/audit.jsonl", 1 << 20, 2});
+    log.append(numbered_record(1));
+    log.close();
+    EXPECT_NE(err.text().find("lost 1 record that could not be written"), std::string::npos)
+        << err.text();
+    EXPECT_EQ(log.counters().records_dropped, 1u);
+  }
+  EXPECT_EQ(occurrences(err.text(), "lost 1 record"), 1u) << err.text();
+}
+
 TEST(AuditWriter, ReconfigureMovesTheLogAndRetriesWhatWaits) {
   TempDir dir;
   std::string blocker = dir.file("logs");

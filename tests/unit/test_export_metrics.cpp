@@ -133,10 +133,12 @@ TEST(ExportMetrics, PerProcessSeriesOnlyWhenAskedFor) {
                       {"pid", "200"},
                       {"user", "alice"},
                       {"comm", "p200"},
-                      {"container", "c0ffee"}}),
+                      {"container", "c0ffee"},
+                      {"pod_uid", "pod-1"}}),
             20.0 * GiB);
+  // Outside a pod the label is empty, so PromQL joins with kube_pod_info on it only for pods.
   EXPECT_EQ(value_of(on, "gpureap_process_memory_bytes",
-                     {{"pid", "300"}, {"user", "unknown"}, {"container", ""}}),
+                     {{"pid", "300"}, {"user", "unknown"}, {"container", ""}, {"pod_uid", ""}}),
             8.0 * GiB);
   EXPECT_EQ(family(on, "gpureap_process_memory_bytes")->samples.size(), 3u);
 }

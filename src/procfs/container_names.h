@@ -1,0 +1,33 @@
+#pragma once
+// A container's name and its Kubernetes pod, read from the container runtimes' own state files
+// under a runtime root (the host's "/", or where a container mounted it), never through a
+// runtime's API: gpureap needs no socket and no credentials of docker, containerd or the kubelet.
+#include <optional>
+#include <string>
+
+#include "core/process.h"
+
+namespace gpureap::procfs {
+
+struct ContainerNames {
+  std::optional<std::string> name;           // docker's or podman's name; the pod's container name
+  std::optional<std::string> pod_name;       // Kubernetes metadata.name of the pod
+  std::optional<std::string> pod_namespace;  // Kubernetes metadata.namespace
+  bool operator==(const ContainerNames&) const = default;
+};
+
+// Looks the container up where its runtime keeps it (a missing or unreadable file leaves a
+// field empty; names are returned as the runtime wrote them, unescaped):
+//   docker      var/lib/docker/containers/<id>/config.v2.json: Name, Config.Labels (cri-dockerd's
+//               io.kubernetes.pod.name / .namespace / io.kubernetes.container.name)
+//   containerd  run/containerd/io.containerd.runtime.v2.task/<namespace>/<id>/config.json: the
+//               CRI annotations io.kubernetes.cri.container-name / sandbox-name / sandbox-namespace
+//   cri-o       run/containers/storage/overlay-containers/<id>/userdata/config.json: annotations
+//               io.kubernetes.container.name / io.kubernetes.pod.name / .namespace
+//   podman      var/lib/containers/storage/overlay-containers/containers.json: the id's names
+// A container the cgroup names only as "kubernetes" (a bare id under kubepods) is looked up as
+// containerd's, then cri-o's, then docker's. Only a hexadecimal id is looked up, so an id never
+// reaches outside the runtime's directory.
+ContainerNames read_container_names(const std::string& runtime_root, const core::ContainerInfo& c);
+
+}  // namespace gpureap::procfs
