@@ -95,6 +95,18 @@ class Run {
                     ", planned " + std::to_string(t.target->start_ticks) + "): not signalled";
       return std::nullopt;
     }
+    // Start times count clock ticks (10 ms at 100 Hz): a PID freed and handed out again within
+    // one tick keeps the planned start time. The process's name tells them apart then; a
+    // planned process that renamed itself or exec'd since is left alone too, the safe side.
+    if (st.ok() && *st && !t.target->comm.empty() && (*st)->comm != t.target->comm &&
+        !(*st)->is_zombie()) {
+      t.exec->status = ExecStatus::Recycled;
+      t.exec->why = "PID " + std::to_string(t.target->pid) + " now runs " + (*st)->comm +
+                    ", planned " + t.target->comm + " (the same start tick, " +
+                    std::to_string(t.target->start_ticks) +
+                    "): another process, or the planned one renamed; not signalled";
+      return std::nullopt;
+    }
     if (!st.ok()) {
       // Without a start time the PID cannot be pinned to the plan: never signal blind.
       t.exec->status = ExecStatus::Survived;

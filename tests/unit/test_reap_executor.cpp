@@ -171,6 +171,21 @@ TEST(ReapExecutor, StartTimeMismatchIsNeverSignalled) {
   }
 }
 
+TEST(ReapExecutor, APidReusedWithinTheSameStartTickIsToldByItsName) {
+  for (bool fallback : {false, true}) {
+    Kid kid(block_all_signals);
+    Target t = target_of(kid.pid());
+    // The plan saw another program under this PID with the same start tick.
+    t.comm = "churn-holder";
+    auto e = run({t}, {.grace = milliseconds(100), .force_fallback = fallback});
+    EXPECT_EQ(e[0].status, ExecStatus::Recycled) << fallback;
+    EXPECT_TRUE(e[0].signals.empty());
+    EXPECT_NE(e[0].why.find("the same start tick"), std::string::npos) << e[0].why;
+    EXPECT_TRUE(nothing_pending(kid.pid()));
+    EXPECT_NE(state_of(kid.pid()), 'Z');
+  }
+}
+
 TEST(ReapExecutor, FallbackWithoutPidfdSignalsAndWaits) {
   Kid kid;
   auto e = run({target_of(kid.pid())}, {.force_fallback = true});
