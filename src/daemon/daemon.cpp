@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <iostream>
 #include <memory>
+#include <thread>
 
 #include "alert/alert_consumer.h"
 #include "audit/writer.h"
@@ -177,6 +178,12 @@ class Daemon {
       }
       audit::Record with = r;
       with.released_at = tracker_->released_by(r.process.pid);
+      // The memory is back, so the final close is in the kernel's queue: on a busy machine the
+      // tracker's thread may not have read it yet. A moment for it, at most 200 ms.
+      for (int i = 0; !with.released_at && r.outcome == "released" && i < 10; ++i) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        with.released_at = tracker_->released_by(r.process.pid);
+      }
       audit_->append(with);
     });
     policies_->add_record_sink([alerts = alerts_](const audit::Record& r, bool final) {
