@@ -97,10 +97,22 @@ json parse_answer(const std::string& text) {
   return j;
 }
 
-// What may differ between two documents of the same machine state taken apart in time.
+// What may differ between two documents of the same machine state taken apart in time: when
+// and by whom, and each process's figures that grow with the clock (run time, and the CPU %
+// computed over it).
+void erase_clock_figures(json& j) {
+  if (j.is_object()) {
+    for (const char* key : {"run_time_seconds", "cpu_percent", "cpu_time_seconds"}) j.erase(key);
+    for (auto& [key, value] : j.items()) erase_clock_figures(value);
+  } else if (j.is_array()) {
+    for (auto& value : j) erase_clock_figures(value);
+  }
+}
+
 json comparable(json doc) {
   doc.erase("source");
   doc.erase("timestamp");
+  erase_clock_figures(doc);
   return doc;
 }
 
