@@ -42,7 +42,10 @@ std::optional<core::KernelGpuEvent> gpu_event(const KmsgRecord& r,
     if (!e) continue;
     e->seq = r.seq;
     e->since_boot_usec = r.usec;
-    if (boot_time)
+    // A clock time only where it can be one: a saved or forged log may carry a stamp so far
+    // past boot that the clock's nanoseconds would overflow.
+    constexpr uint64_t kCenturyUsec = 100ULL * 366 * 24 * 3600 * 1'000'000;
+    if (boot_time && *boot_time >= 0 && *boot_time < (1LL << 34) && r.usec < kCenturyUsec)
       e->time = std::chrono::system_clock::time_point(std::chrono::seconds(*boot_time)) +
                 std::chrono::microseconds(r.usec);
     return e;

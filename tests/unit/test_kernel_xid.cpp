@@ -143,6 +143,13 @@ TEST(KernelXid, EventsAreMatchedToGpusAndTimedByTheBootTime) {
   auto kernel = parse_kmsg_header("4,10,4000000,-;NVRM: Xid (PCI:0000:5e:00): 79, GPU has fallen");
   ASSERT_TRUE(kernel);
   EXPECT_TRUE(gpu_event(*kernel, 1'700'000'000));
+  // A stamp no clock can hold (a saved or forged log) keeps the event, without a clock time.
+  auto far = parse_kmsg_header("4,11,10044444444444444,-;NVRM: Xid (PCI:0000:5e:00): 79, gone");
+  ASSERT_TRUE(far);
+  auto far_event = gpu_event(*far, 1'700'000'000);
+  ASSERT_TRUE(far_event);
+  EXPECT_EQ(far_event->since_boot_usec, 10044444444444444u);
+  EXPECT_FALSE(far_event->time);
 }
 
 TEST(KernelXid, TheFollowerCountsEachEventOnceAsTheLogGrows) {
