@@ -14,7 +14,7 @@ _gpureap_values() {
 # Options of each command; those ending in "=" take a value.
 _gpureap_options() {
   case $1 in
-    "") echo "--proc-root= --dev-root= --sys-root= --kmsg= --nvml-library= --json --csv" \
+    "") echo "--proc-root= --dev-root= --sys-root= --kmsg= --runtime-root= --nvml-library= --json --csv" \
              "--driver-timeout= --no-color --tree --help --version" ;;
     ps) echo "--tree --watch --no-daemon --gpu= --user= --pid= --sort= --compact -v --verbose" ;;
     kill) echo "--gpu= --user= --ghosts --tree --group --signal= --grace= --no-escalate" \
@@ -97,7 +97,7 @@ _gpureap() {
         mapfile -t COMPREPLY < <(compgen -P "$done_part" -W "$(_gpureap_values finding-codes)" \
           -- "$last") ;;
       --user) mapfile -t COMPREPLY < <(compgen -u -- "$cur") ;;
-      --proc-root | --dev-root | --sys-root)
+      --proc-root | --dev-root | --sys-root | --runtime-root)
         compopt -o filenames 2>/dev/null
         mapfile -t COMPREPLY < <(compgen -d -- "$cur") ;;
       --nvml-library | --config | --check-config | --file | --report | --kmsg | --from | --out | \

@@ -26,6 +26,7 @@ complete -c gpureap -l proc-root -r -a '(__fish_complete_directories)' -d 'procf
 complete -c gpureap -l dev-root -r -a '(__fish_complete_directories)' -d 'device directory to match'
 complete -c gpureap -l sys-root -r -a '(__fish_complete_directories)' -d 'sysfs to read DRM GPUs and KFD from'
 complete -c gpureap -l kmsg -r -F -d 'kernel log to read GPU errors from'
+complete -c gpureap -l runtime-root -r -a '(__fish_complete_directories)' -d 'folder holding the container runtimes state'
 complete -c gpureap -l nvml-library -r -F -d 'path of libnvidia-ml.so.1'
 complete -c gpureap -l json -d 'print JSON'
 complete -c gpureap -l csv -d 'print CSV'

@@ -35,7 +35,7 @@ int run_daemon_command(const GlobalOptions& g, const DaemonCliOptions& o) {
     if (!listen) return fail(listen.error());
     options.listen = *listen;
   }
-  options.roots = {g.proc_root, g.dev_root, g.sys_root, g.kmsg};
+  options.roots = collector_roots(g);
   options.backends = backend_settings(g);
   return daemon::run_daemon(options);
 }

@@ -24,6 +24,11 @@ void add_global_options(CLI::App& app, GlobalOptions& o) {
                  "kernel log to read GPU errors (Xids) from: /dev/kmsg (default) or a saved copy "
                  "of it")
       ->group("Global");
+  app.add_option("--runtime-root", o.runtime_root,
+                 "folder holding the container runtimes' state (var/lib/docker, run/containerd, "
+                 "var/log/pods), to name containers and pods (default: the folder above "
+                 "--proc-root, / for /proc)")
+      ->group("Global");
   app.add_option("--nvml-library", o.nvml_library,
                  "path of libnvidia-ml.so.1 (default: $GPUREAP_NVML_LIBRARY, then the system's)")
       ->group("Global");
@@ -39,7 +44,8 @@ void add_global_options(CLI::App& app, GlobalOptions& o) {
 }
 
 void note_given_options(const CLI::App& app, GlobalOptions& o) {
-  for (const char* name : {"--proc-root", "--dev-root", "--sys-root", "--kmsg", "--nvml-library"})
+  for (const char* name :
+       {"--proc-root", "--dev-root", "--sys-root", "--kmsg", "--runtime-root", "--nvml-library"})
     if (app.get_option(name)->count() > 0) o.roots_given = true;
 }
 
@@ -65,13 +71,16 @@ std::shared_ptr<backend::BackendSet> make_backends(const GlobalOptions& o) {
 
 }  // namespace
 
+collect::Roots collector_roots(const GlobalOptions& o) {
+  return {o.proc_root, o.dev_root, o.sys_root, o.kmsg, o.runtime_root};
+}
+
 core::Result<collect::Collector> open_collector(const GlobalOptions& o) {
   auto backends = make_backends(o);
   if (!backends)
     return core::Error{"--driver-timeout: \"" + o.driver_timeout + "\" is not a positive duration",
                        "write it with a unit: 500ms, 5s, 1m"};
-  return collect::Collector::open({o.proc_root, o.dev_root, o.sys_root, o.kmsg},
-                                  std::move(backends));
+  return collect::Collector::open(collector_roots(o), std::move(backends));
 }
 
 bool report_driver_timeout(const core::Snapshot& s) {

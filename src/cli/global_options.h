@@ -18,16 +18,20 @@ struct GlobalOptions {
   std::string sys_root = "/sys";
   std::string kmsg = "/dev/kmsg";  // the kernel log, or a saved copy (`cat /dev/kmsg > FILE`)
   std::string nvml_library;        // empty: GPUREAP_NVML_LIBRARY, then the default search
+  std::string runtime_root;        // empty: the folder that holds the proc root
+
   bool json = false;
   bool csv = false;
   bool no_color = false;
   std::string driver_timeout = "5s";  // how long one read of the driver may take
-  // One of --proc-root, --dev-root, --sys-root, --kmsg, --nvml-library was given (even with its
-  // default value): the user asks about those, so `ps` scans them instead of asking the daemon.
+  // One of --proc-root, --dev-root, --sys-root, --kmsg, --runtime-root, --nvml-library was given
+  // (even with its default value): the user asks about those, so `ps` scans them instead of asking
+  // the daemon.
   bool roots_given = false;
 };
 
 void add_global_options(CLI::App& app, GlobalOptions& options);
+collect::Roots collector_roots(const GlobalOptions& options);
 // After parsing: what add_global_options cannot tell from the values alone (roots_given).
 void note_given_options(const CLI::App& app, GlobalOptions& options);
 

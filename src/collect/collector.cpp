@@ -1,14 +1,19 @@
 #include "collect/collector.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cstring>
+#include <filesystem>
+#include <map>
 #include <thread>
 
 #include "base/hostname.h"
 #include "kernel/blocked_task.h"
 #include "kernel/gpu_events.h"
+#include "procfs/container_names.h"
 #include "procfs/fd_scan.h"
 #include "procfs/open_files.h"
 
@@ -79,6 +84,15 @@ std::vector<Slot> scan_all(const procfs::ProcFs& proc, const procfs::DeviceCatal
   return slots;
 }
 
+// The folder that holds a procfs mount: the host's "/" for /proc, /host for /host/proc, where
+// a container mounts the host's / and its proc.
+std::string folder_above(const std::string& proc_root) {
+  auto p = std::filesystem::path(proc_root).lexically_normal();
+  if (!p.has_filename()) p = p.parent_path();  // "/host/proc/"
+  auto parent = p.parent_path();
+  return parent.empty() ? "." : parent.string();
+}
+
 }  // namespace
 
 core::Result<Collector> Collector::open(const Roots& roots,
@@ -87,7 +101,16 @@ core::Result<Collector> Collector::open(const Roots& roots,
   if (!proc) return proc.error();
   auto catalog = procfs::DeviceCatalog::enumerate(roots.dev_root, roots.proc_root, roots.sys_root);
   if (!catalog) return catalog.error();
-  return Collector(roots, std::move(*proc), std::move(*catalog), std::move(drivers));
+  Roots resolved = roots;
+  if (resolved.runtime_root.empty()) resolved.runtime_root = folder_above(roots.proc_root);
+  struct stat st {};
+  const bool found = ::stat(resolved.runtime_root.c_str(), &st) == 0;
+  if (!roots.runtime_root.empty() && (!found || !S_ISDIR(st.st_mode)))
+    return core::Error{"cannot open runtime root " + roots.runtime_root + ": " +
+                           (found ? std::string("not a folder") : std::strerror(errno)),
+                       "pass the folder that holds the host's var/lib/docker, run/containerd "
+                       "and var/log/pods with --runtime-root (\"/\" on the host itself)"};
+  return Collector(resolved, std::move(*proc), std::move(*catalog), std::move(drivers));
 }
 
 core::ProcView Collector::scan_processes() const {
@@ -133,6 +156,11 @@ core::ProcView Collector::scan(const core::ProcView* previous,
 }
 
 void Collector::add_details(core::ProcView& view, const std::vector<pid_t>& pids) const {
+  read_details(view, pids);
+  name_containers(view);
+}
+
+void Collector::read_details(core::ProcView& view, const std::vector<pid_t>& pids) const {
   for (pid_t pid : pids) {
     auto it = std::lower_bound(view.processes.begin(), view.processes.end(), pid,
                                [](const core::HostProcess& p, pid_t v) { return p.stat.pid < v; });
@@ -141,7 +169,26 @@ void Collector::add_details(core::ProcView& view, const std::vector<pid_t>& pids
     if (!d.complete) view.details_complete = false;
     it->details = std::move(d.details);
     // The parent's NSpid tells whether it is its namespace's init (orphan detection).
-    if (it->stat.ppid > 1) add_details(view, {it->stat.ppid});
+    if (it->stat.ppid > 1) read_details(view, {it->stat.ppid});
+  }
+}
+
+void Collector::name_containers(core::ProcView& view) const {
+  // A container's processes share its names: each container's files are read once.
+  std::map<std::pair<std::optional<std::string>, std::optional<std::string>>,
+           procfs::ContainerNames>
+      names;
+  for (auto& p : view.processes) {
+    if (!p.details || !p.details->container) continue;
+    auto& c = *p.details->container;
+    if (c.name || c.pod_name || c.pod_namespace) continue;  // named before
+    auto key = std::make_pair(c.id, c.pod_uid);
+    auto it = names.find(key);
+    if (it == names.end())
+      it = names.emplace(key, procfs::read_container_names(roots_.runtime_root, c)).first;
+    c.name = it->second.name;
+    c.pod_name = it->second.pod_name;
+    c.pod_namespace = it->second.pod_namespace;
   }
 }
 

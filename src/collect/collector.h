@@ -20,6 +20,10 @@ struct Roots {
   std::string dev_root = "/dev";
   std::string sys_root = "/sys";
   std::string kmsg = "/dev/kmsg";  // the kernel log, or a saved copy of it (--kmsg)
+  // Where the container runtimes keep their state (var/lib/docker, run/containerd, ...): the
+  // host's "/", or where a container mounted it (--runtime-root). Empty: the folder that holds
+  // the proc root ("/" for /proc, /host for /host/proc).
+  std::string runtime_root;
 };
 
 class Collector {
@@ -71,6 +75,9 @@ class Collector {
         catalog_(std::move(catalog)),
         drivers_(std::move(drivers)) {}
   void add_details(core::ProcView& view, const std::vector<pid_t>& pids) const;
+  void read_details(core::ProcView& view, const std::vector<pid_t>& pids) const;
+  // Container and pod names of the processes with details, from the runtimes' state files.
+  void name_containers(core::ProcView& view) const;
   core::ProcView scan(const core::ProcView* previous, const std::vector<pid_t>& also = {}) const;
 
   Roots roots_;

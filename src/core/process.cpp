@@ -15,6 +15,14 @@ bool ProcessStat::is_kernel_thread() const {
   return (flags & kPfKthread) != 0;
 }
 
+std::string ContainerInfo::display_name() const {
+  if (pod_name) return (pod_namespace ? *pod_namespace + "/" : "") + *pod_name;
+  if (name) return runtime + ":" + *name;
+  if (id) return runtime + ":" + id->substr(0, 12);
+  if (pod_uid) return runtime + ":pod " + pod_uid->substr(0, 8);
+  return runtime;
+}
+
 bool DeviceHold::reaches(const Gpu& gpu) const {
   if (!device) return false;
   if (!gpu.device_numbers.empty())

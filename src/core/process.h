@@ -33,7 +33,16 @@ struct ContainerInfo {
   std::string runtime;  // docker, containerd, cri-o, podman, kubernetes
   std::optional<std::string> id;
   std::optional<std::string> pod_uid;
+  // Names from the runtime's own state files or the kubelet's pod directory, where they could
+  // be read (procfs/container_names); the cgroup path gives only the ids above.
+  std::optional<std::string> name;           // docker's or podman's name; the pod's container
+  std::optional<std::string> pod_name;       // Kubernetes metadata.name
+  std::optional<std::string> pod_namespace;  // Kubernetes metadata.namespace
   bool operator==(const ContainerInfo&) const = default;
+
+  // How a person names it, unescaped: "namespace/pod" in Kubernetes, "docker:trainer" where
+  // the runtime named it, else the runtime and a short id ("containerd:3f4e5d6c7b8a").
+  std::string display_name() const;
 };
 
 // A GPU device file held open by a process, with the fd numbers that hold it. A file that

@@ -33,10 +33,17 @@ std::optional<std::string> container_stop_command(const core::HostProcess& p) {
   if (!p.details || !p.details->container || !p.details->container->id) return std::nullopt;
   const auto& c = *p.details->container;
   const std::string id = c.id->substr(0, 12);
-  if (c.runtime == "docker") return "docker stop " + id;
-  if (c.runtime == "podman") return "podman stop " + id;
-  if (c.runtime == "containerd" && !c.pod_uid) return "nerdctl stop " + id;
-  return "crictl stop " + id;  // cri-o and containerd under Kubernetes
+  // The id, never a name, goes into the command: it is what the runtime cannot confuse. The
+  // names say what it stops.
+  std::string what = "   # stops its container";
+  if (c.pod_name)
+    what = "   # stops container " + c.name.value_or(id) + " of pod " + c.display_name();
+  else if (c.name)
+    what = "   # stops container " + *c.name;
+  if (c.runtime == "docker") return "docker stop " + id + what;
+  if (c.runtime == "podman") return "podman stop " + id + what;
+  if (c.runtime == "containerd" && !c.pod_uid) return "nerdctl stop " + id + what;
+  return "crictl stop " + id + what;  // cri-o and containerd under Kubernetes
 }
 
 std::string bytes_text(std::optional<uint64_t> bytes) {

@@ -25,7 +25,7 @@ std::vector<unsigned> gpus_of(const core::Snapshot& s, const core::ProcessRow& r
 }
 
 void add_container_stop(const core::HostProcess& p, Finding& f) {
-  if (auto stop = container_stop_command(p)) f.remedy.push_back(*stop + "   # stops its container");
+  if (auto stop = container_stop_command(p)) f.remedy.push_back(*stop);
 }
 
 Finding holder_finding(const core::Snapshot& s, const core::ProcessRow& r, FindingCode code,

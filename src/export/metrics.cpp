@@ -44,10 +44,23 @@ const core::GpuUse* use_on(const core::ProcessRow& row, unsigned gpu) {
 // Rows that belong to a GPU: the ones its driver lists, and the unlisted holders of its
 // device file that keep a gone process's context alive. Healthy unlisted holders are left
 // out: every CUDA process opens the files of every GPU it can see.
-std::string pod_uid(const core::ProcessRow& row) {
-  return row.process && row.process->details && row.process->details->container
-             ? row.process->details->container->pod_uid.value_or("")
-             : "";
+// The container's labels, "" outside one: its id, the names its runtime gives, and the pod
+// UID that joins with kube-state-metrics' kube_pod_info{uid}.
+std::array<std::string, 5> container_values(const core::ProcessRow& row) {
+  const auto* c = row.process && row.process->details && row.process->details->container
+                      ? &*row.process->details->container
+                      : nullptr;
+  if (!c) return {};
+  return {container_label(row), c->name.value_or(""), c->pod_name.value_or(""),
+          c->pod_namespace.value_or(""), c->pod_uid.value_or("")};
+}
+
+std::vector<Label> container_labels(const std::array<std::string, 5>& values) {
+  return {{"container", values[0]},
+          {"container_name", values[1]},
+          {"pod_name", values[2]},
+          {"pod_namespace", values[3]},
+          {"pod_uid", values[4]}};
 }
 
 bool on_gpu(const core::ProcessRow& row, const core::Gpu& g) {
@@ -115,7 +128,7 @@ struct GpuFamilies {
     std::map<std::string, unsigned> by_anomaly{{"none", 0}};
     for (Anomaly a : kAnomalies) by_anomaly[std::string(core::to_string(a))] = 0;
     std::map<std::string, uint64_t> by_user;
-    std::map<std::pair<std::string, std::string>, uint64_t> by_container;
+    std::map<std::array<std::string, 5>, uint64_t> by_container;
     for (const auto& row : in.snapshot.rows) {
       if (!on_gpu(row, g)) continue;
       if (row.anomalies.empty()) ++by_anomaly["none"];
@@ -123,24 +136,22 @@ struct GpuFamilies {
       const auto* u = use_on(row, g.index);
       if (!u || !u->used_bytes) continue;
       by_user[user_label(row)] += *u->used_bytes;
-      if (auto c = container_label(row); !c.empty())
-        by_container[{c, pod_uid(row)}] += *u->used_bytes;
+      const auto container = container_values(row);
+      if (!container[0].empty()) by_container[container] += *u->used_bytes;
       if (in.per_process) {
         std::string comm = row.process ? row.process->stat.comm : row.driver_name.value_or("");
-        per_proc.add(with(labels, {{"pid", std::to_string(row.pid)},
-                                   {"user", user_label(row)},
-                                   {"comm", comm},
-                                   {"container", container_label(row)},
-                                   {"pod_uid", pod_uid(row)}}),
+        per_proc.add(with(with(labels, {{"pid", std::to_string(row.pid)},
+                                        {"user", user_label(row)},
+                                        {"comm", comm}}),
+                          container_labels(container)),
                      static_cast<double>(*u->used_bytes));
       }
     }
     for (const auto& [anomaly, n] : by_anomaly) procs.add(with(labels, {{"anomaly", anomaly}}), n);
     for (const auto& [user, bytes] : by_user)
       users.add(with(labels, {{"user", user}}), static_cast<double>(bytes));
-    for (const auto& [key, bytes] : by_container)
-      containers.add(with(labels, {{"container", key.first}, {"pod_uid", key.second}}),
-                     static_cast<double>(bytes));
+    for (const auto& [values, bytes] : by_container)
+      containers.add(with(labels, container_labels(values)), static_cast<double>(bytes));
   }
 
   void move_into(std::vector<MetricFamily>& out, bool per_process) {

@@ -58,9 +58,7 @@ std::string anomalies_text(const core::ProcessRow& r) {
 
 std::string container_text(const core::ProcessRow& r) {
   if (!r.process || !r.process->details || !r.process->details->container) return "-";
-  const auto& c = *r.process->details->container;
-  std::string id = c.id ? c.id->substr(0, 12) : (c.pod_uid ? "pod " + c.pod_uid->substr(0, 8) : "");
-  return text::terminal_safe(c.runtime + (id.empty() ? "" : ":" + id));
+  return text::terminal_safe(r.process->details->container->display_name());
 }
 
 Color row_color(const core::ProcessRow& r) {

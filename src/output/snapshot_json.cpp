@@ -20,7 +20,13 @@ json opt(const std::optional<T>& v) {
 
 json container_json(const std::optional<core::ContainerInfo>& c) {
   if (!c) return nullptr;
-  return {{"runtime", c->runtime}, {"id", opt(c->id)}, {"pod_uid", opt(c->pod_uid)}};
+  return {{"runtime", c->runtime},
+          {"id", opt(c->id)},
+          {"pod_uid", opt(c->pod_uid)},
+          {"name", opt(c->name)},
+          {"pod_name", opt(c->pod_name)},
+          {"pod_namespace", opt(c->pod_namespace)},
+          {"display_name", c->display_name()}};
 }
 
 std::string device_number_text(dev_t d) {

@@ -184,7 +184,10 @@ json details_wire(const core::ProcessDetails& d) {
                             [](const core::ContainerInfo& c) {
                               return json{{"runtime", wire_bytes(c.runtime)},
                                           {"id", opt_bytes(c.id)},
-                                          {"pod_uid", opt_bytes(c.pod_uid)}};
+                                          {"pod_uid", opt_bytes(c.pod_uid)},
+                                          {"name", opt_bytes(c.name)},
+                                          {"pod_name", opt_bytes(c.pod_name)},
+                                          {"pod_namespace", opt_bytes(c.pod_namespace)}};
                             })},
           {"wchan", opt_bytes(d.wchan)},
           {"exe", opt(d.exe, [](const core::ExecutableFile& e) {

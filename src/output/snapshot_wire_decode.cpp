@@ -261,6 +261,9 @@ core::ContainerInfo container_info(const json& v, const std::string& path) {
   c.runtime = bytes(o.at("runtime"), o.path("runtime"));
   c.id = optional(o.at("id"), o.path("id"), str);
   c.pod_uid = optional(o.at("pod_uid"), o.path("pod_uid"), str);
+  c.name = optional(o.at("name"), o.path("name"), str);
+  c.pod_name = optional(o.at("pod_name"), o.path("pod_name"), str);
+  c.pod_namespace = optional(o.at("pod_namespace"), o.path("pod_namespace"), str);
   o.finish();
   return c;
 }

@@ -128,12 +128,14 @@ Check check_container(const Policy& p, const core::ProcessRow& row) {
   std::vector<std::string> names{c.runtime};
   if (c.id) names.push_back(*c.id), names.push_back(c.id->substr(0, 12));
   if (c.pod_uid) names.push_back(*c.pod_uid);
+  // The names its runtime gives: "trainer", and for a pod "bert-0" and "research/bert-0".
+  if (c.name) names.push_back(*c.name);
+  if (c.pod_name) names.push_back(*c.pod_name), names.push_back(c.display_name());
   for (const auto& n : names)
     if (glob(*p.container, n))
-      return {"container", Verdict::Pass, "container " + (c.id ? c.id->substr(0, 12) : c.runtime)};
-  return {
-      "container", Verdict::Fail,
-      "container " + (c.id ? c.id->substr(0, 12) : c.runtime) + " does not match " + *p.container};
+      return {"container", Verdict::Pass, "container " + c.display_name() + " matches " + n};
+  return {"container", Verdict::Fail,
+          "container " + c.display_name() + " does not match " + *p.container};
 }
 
 Check check_anomalies(const Policy& p, const core::ProcessRow& row) {

@@ -124,20 +124,56 @@ ContainerNames podman(const std::string& root, const std::string& id) {
   return n;
 }
 
+ContainerNames by_runtime(const std::string& root, const core::ContainerInfo& c) {
+  if (!c.id || !is_hex_id(*c.id)) return {};
+  const std::string& id = *c.id;
+  if (c.runtime == "docker") return docker(root, id);
+  if (c.runtime == "containerd") return containerd(root, id);
+  if (c.runtime == "cri-o") return crio(root, id);
+  if (c.runtime == "podman") return podman(root, id);
+  if (c.runtime == "kubernetes") {
+    for (auto* read : {containerd, crio, docker})
+      if (auto n = read(root, id); found(n)) return n;
+  }
+  return {};
+}
+
+// A pod UID as the cgroup path gives it (a UUID): nothing else becomes a path.
+bool is_pod_uid(const std::string& uid) {
+  return uid.size() >= 8 && uid.size() <= 64 &&
+         std::all_of(uid.begin(), uid.end(), [](unsigned char c) {
+           return std::isdigit(c) || (c >= 'a' && c <= 'f') || c == '-';
+         });
+}
+
+// The kubelet's log directory of the pod, var/log/pods/<namespace>_<name>_<uid>: the kubelet
+// creates it (root's, not the pod's to write), and neither a namespace nor a pod name may hold
+// an underscore (DNS-1123), so the first and last one split it.
+void from_pod_logs(const std::string& root, const std::string& uid, ContainerNames& n) {
+  const std::string logs = under(root, "var/log/pods");
+  DIR* dir = ::opendir(logs.c_str());
+  if (!dir) return;
+  const std::string suffix = "_" + uid;
+  while (dirent* e = ::readdir(dir)) {
+    std::string entry = e->d_name;
+    if (entry.size() <= suffix.size() || !entry.ends_with(suffix)) continue;
+    std::string rest = entry.substr(0, entry.size() - suffix.size());
+    size_t split = rest.find('_');
+    if (split == 0 || split == std::string::npos || split + 1 == rest.size()) continue;
+    if (!n.pod_namespace) n.pod_namespace = rest.substr(0, split);
+    if (!n.pod_name) n.pod_name = rest.substr(split + 1);
+    break;
+  }
+  ::closedir(dir);
+}
+
 }  // namespace
 
 ContainerNames read_container_names(const std::string& runtime_root, const core::ContainerInfo& c) {
-  if (!c.id || !is_hex_id(*c.id)) return {};
-  const std::string& id = *c.id;
-  if (c.runtime == "docker") return docker(runtime_root, id);
-  if (c.runtime == "containerd") return containerd(runtime_root, id);
-  if (c.runtime == "cri-o") return crio(runtime_root, id);
-  if (c.runtime == "podman") return podman(runtime_root, id);
-  if (c.runtime == "kubernetes") {
-    for (auto* read : {containerd, crio, docker})
-      if (auto n = read(runtime_root, id); found(n)) return n;
-  }
-  return {};
+  ContainerNames n = by_runtime(runtime_root, c);
+  if (c.pod_uid && is_pod_uid(*c.pod_uid) && (!n.pod_name || !n.pod_namespace))
+    from_pod_logs(runtime_root, *c.pod_uid, n);
+  return n;
 }
 
 }  // namespace gpureap::procfs

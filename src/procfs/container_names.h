@@ -26,8 +26,10 @@ struct ContainerNames {
 //               io.kubernetes.container.name / io.kubernetes.pod.name / .namespace
 //   podman      var/lib/containers/storage/overlay-containers/containers.json: the id's names
 // A container the cgroup names only as "kubernetes" (a bare id under kubepods) is looked up as
-// containerd's, then cri-o's, then docker's. Only a hexadecimal id is looked up, so an id never
-// reaches outside the runtime's directory.
+// containerd's, then cri-o's, then docker's. Where the runtime's files give no pod (a pod whose
+// runtime state is elsewhere), the kubelet's log directory var/log/pods/<namespace>_<name>_<uid>
+// does. Only a hexadecimal id and a UUID are looked up, so neither ever reaches outside the
+// runtime's directory. Every file read is one root writes, never the container.
 ContainerNames read_container_names(const std::string& runtime_root, const core::ContainerInfo& c);
 
 }  // namespace gpureap::procfs

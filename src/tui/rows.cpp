@@ -15,9 +15,7 @@ namespace {
 
 std::string container_text(const core::HostProcess* p) {
   if (!p || !p->details || !p->details->container) return "-";
-  const auto& c = *p->details->container;
-  std::string id = c.id ? c.id->substr(0, 12) : (c.pod_uid ? "pod " + c.pod_uid->substr(0, 8) : "");
-  return text::terminal_safe(c.runtime + (id.empty() ? "" : ":" + id));
+  return text::terminal_safe(p->details->container->display_name());
 }
 
 void fill_process(TopRow& r, const core::Snapshot& s, const core::HostProcess& p, const Viewer& v) {

@@ -29,7 +29,8 @@ json valid_document() {
   core::HostProcess worker;
   worker.stat = {301, "w\xff", 'T', 1, 300, 300, 0, 99, 2, 5};
   worker.details = core::ProcessDetails{
-      {"python", "-c"}, 1000, 1000, "alice", {301, 2}, core::ContainerInfo{"docker", "abc", {}},
+      {"python", "-c"}, 1000,     1000,
+      "alice",          {301, 2}, core::ContainerInfo{"docker", "abc", {}, "trainer"},
       "do_wait",        {}};
   worker.devices = {{"/dev/nvidia0", "nvidia", ::makedev(195, 0), true, {5}, "301:5"},
                     {"/dev/nvidiactl", "nvidiactl", ::makedev(195, 255), false, {4}, {}}};

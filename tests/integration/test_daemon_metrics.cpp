@@ -124,8 +124,10 @@ TEST(DaemonMetrics, PerProcessSeriesEscapeHostileProcessNames) {
                       std::to_string(job.pid()) + "\",user=\""),
             std::string::npos)
       << body;
-  EXPECT_NE(body.find(R"(comm="a\"b\\c\nd",container="",pod_uid=""} 2147483648)"),
-            std::string::npos)
+  EXPECT_NE(
+      body.find(
+          R"(comm="a\"b\\c\nd",container="",container_name="",pod_name="",pod_namespace="",pod_uid=""} 2147483648)"),
+      std::string::npos)
       << body;
   // Every sample line still follows the format: the name could not break out of its label.
   static const std::regex line_re(

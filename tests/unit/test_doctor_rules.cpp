@@ -249,7 +249,20 @@ TEST(DoctorRules, ContainerHoldersGetTheRuntimesStopCommand) {
   auto fs = run(s);
   const auto* f = find(fs, "no-such-process", 4242);
   ASSERT_NE(f, nullptr);
-  EXPECT_TRUE(remedy_has(*f, "docker stop aaaaaaaaaaaa"));
+  EXPECT_TRUE(remedy_has(*f, "docker stop aaaaaaaaaaaa   # stops its container"));
+}
+
+TEST(DoctorRules, AStopCommandSaysWhichContainerAndPodItStops) {
+  auto w = holder(4250, 1, 4242);
+  w.details->container = core::ContainerInfo{
+      "kubernetes", std::string(64, 'b'), "uid-1", "train", "bert-0", "research"};
+  auto s = make_snapshot({proc(1, 0, 1), w}, {gpu(0, 0, 8 * GiB, {listed(4242, 8 * GiB)})});
+  auto fs = run(s);
+  const auto* f = find(fs, "no-such-process", 4242);
+  ASSERT_NE(f, nullptr);
+  // The id goes into the command; the names only into its comment.
+  EXPECT_TRUE(
+      remedy_has(*f, "crictl stop bbbbbbbbbbbb   # stops container train of pod research/bert-0"));
 }
 
 TEST(DoctorRules, ProtectedHolderIsInfo) {

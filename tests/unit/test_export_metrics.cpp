@@ -51,7 +51,8 @@ core::Gpu named_gpu(unsigned index, unsigned minor, uint64_t used,
 core::Snapshot fleet() {
   auto alice = holder(200, 1, 200);
   alice.details->user = "alice";
-  alice.details->container = core::ContainerInfo{"kubernetes", "c0ffee", "pod-1"};
+  alice.details->container =
+      core::ContainerInfo{"kubernetes", "c0ffee", "pod-1", "train", "bert-0", "research"};
   auto worker = holder(301, 1, 300);
   worker.details->user = "alice";
   auto bob = holder(400, 1, 400, 1, 'T');
@@ -114,10 +115,15 @@ TEST(ExportMetrics, MemoryByUserAndByContainer) {
   EXPECT_EQ(value_of(m, "gpureap_user_memory_bytes", {{"gpu", "0"}, {"user", "unknown"}}),
             8.0 * GiB);
   EXPECT_EQ(value_of(m, "gpureap_user_memory_bytes", {{"gpu", "1"}, {"user", "bob"}}), 4.0 * GiB);
-  EXPECT_EQ(
-      value_of(m, "gpureap_container_memory_bytes",
-               {{"gpu", "0"}, {"uuid", "GPU-0"}, {"container", "c0ffee"}, {"pod_uid", "pod-1"}}),
-      20.0 * GiB);
+  EXPECT_EQ(value_of(m, "gpureap_container_memory_bytes",
+                     {{"gpu", "0"},
+                      {"uuid", "GPU-0"},
+                      {"container", "c0ffee"},
+                      {"container_name", "train"},
+                      {"pod_name", "bert-0"},
+                      {"pod_namespace", "research"},
+                      {"pod_uid", "pod-1"}}),
+            20.0 * GiB);
   ASSERT_NE(family(m, "gpureap_container_memory_bytes"), nullptr);
   EXPECT_EQ(family(m, "gpureap_container_memory_bytes")->samples.size(), 1u);
 }
@@ -134,11 +140,20 @@ TEST(ExportMetrics, PerProcessSeriesOnlyWhenAskedFor) {
                       {"user", "alice"},
                       {"comm", "p200"},
                       {"container", "c0ffee"},
+                      {"container_name", "train"},
+                      {"pod_name", "bert-0"},
+                      {"pod_namespace", "research"},
                       {"pod_uid", "pod-1"}}),
             20.0 * GiB);
   // Outside a pod the label is empty, so PromQL joins with kube_pod_info on it only for pods.
   EXPECT_EQ(value_of(on, "gpureap_process_memory_bytes",
-                     {{"pid", "300"}, {"user", "unknown"}, {"container", ""}, {"pod_uid", ""}}),
+                     {{"pid", "300"},
+                      {"user", "unknown"},
+                      {"container", ""},
+                      {"container_name", ""},
+                      {"pod_name", ""},
+                      {"pod_namespace", ""},
+                      {"pod_uid", ""}}),
             8.0 * GiB);
   EXPECT_EQ(family(on, "gpureap_process_memory_bytes")->samples.size(), 3u);
 }

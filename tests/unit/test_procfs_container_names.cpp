@@ -93,6 +93,33 @@ TEST_F(RuntimeRoot, PodmanNameFromItsContainerList) {
   EXPECT_EQ(names("podman", kOther).name, "someone-else");
 }
 
+// A pod whose runtime files cannot be read (another runtime, its state elsewhere) is named by
+// the kubelet's log directory; the runtime's names win where both are there.
+TEST_F(RuntimeRoot, TheKubeletsPodLogDirectoryNamesAPodTheRuntimeDoesNot) {
+  const std::string uid = "3f9d2a1c-6b7e-4c5d-8e9f-0a1b2c3d4e5f";
+  fs::create_directories(fs::path(root_) / ("var/log/pods/research_bert-0_" + uid + "/train"));
+  fs::create_directories(fs::path(root_) /
+                         "var/log/pods/other_bert-1_0a1b2c3d-0000-4c5d-8e9f-0a1b2c3d4e5f");
+  auto n = read_container_names(root_, core::ContainerInfo{"kubernetes", kId, uid});
+  EXPECT_EQ(n.pod_name, "bert-0");
+  EXPECT_EQ(n.pod_namespace, "research");
+  EXPECT_EQ(n.name, std::nullopt);  // which of the pod's containers this is, only the runtime says
+  write("run/containerd/io.containerd.runtime.v2.task/k8s.io/" + kId + "/config.json",
+        R"({"annotations":{"io.kubernetes.cri.container-name":"train",)"
+        R"("io.kubernetes.cri.sandbox-name":"bert-0-renamed",)"
+        R"("io.kubernetes.cri.sandbox-namespace":"research"}})");
+  n = read_container_names(root_, core::ContainerInfo{"kubernetes", kId, uid});
+  EXPECT_EQ(n.name, "train");
+  EXPECT_EQ(n.pod_name, "bert-0-renamed");
+  // A pod uid that is no UUID is not looked up; one with no directory finds nothing.
+  EXPECT_EQ(read_container_names(root_, core::ContainerInfo{"kubernetes", std::nullopt, "../x"}),
+            ContainerNames{});
+  EXPECT_EQ(
+      read_container_names(root_, core::ContainerInfo{"kubernetes", std::nullopt,
+                                                      "ffffffff-6b7e-4c5d-8e9f-0a1b2c3d4e5f"}),
+      ContainerNames{});
+}
+
 // What must be left alone: an id that is not hexadecimal never becomes a path, files that are
 // not JSON or hold the wrong types give nothing, and a missing runtime tree is no error.
 TEST_F(RuntimeRoot, BadIdsAndBadFilesGiveNothing) {

@@ -36,7 +36,8 @@ const std::string kBadUtf8 = std::string("tr\xff\xfe") + "ain\x80" + "\xc0\xaf";
 core::Snapshot rich_snapshot() {
   core::ProcView v;
   auto init = proc(1, 0, 1);
-  init.details->container = core::ContainerInfo{"kubernetes", "0123abcd", "pod-uid-1"};
+  init.details->container =
+      core::ContainerInfo{"kubernetes", "0123abcd", "pod-uid-1", "train", "bert-0", "research\xff"};
   init.details->exe = core::ExecutableFile{"/sbin/init", true};
   init.details->euid = 0;
   init.stat.flags = 0x00400100;
@@ -243,7 +244,7 @@ TEST(SnapshotWire, RichSnapshotRoundTripsEveryFieldAndTheJoinAgain) {
   EXPECT_EQ(wire["drivers"]["gpus"][0]["processes"][2]["kind"], "mps");
   EXPECT_EQ(wire["drivers"]["backends"][2]["error_code"], "not-answering");
   EXPECT_TRUE(wire["drivers"]["gpus"][1]["name"].is_null());
-  EXPECT_EQ(wire["wire"], 1);
+  EXPECT_EQ(wire["wire"], output::kSnapshotWireVersion);
 }
 
 TEST(SnapshotWire, ByteStringsOfEveryKindRoundTripAndStayValidJson) {
@@ -364,10 +365,12 @@ TEST(SnapshotWire, RefusesAnUnknownEnumName) {
 
 TEST(SnapshotWire, RefusesAnotherVersionBeforeAnyOtherField) {
   auto text = error_after([](json& w) {
-    w["wire"] = 2;
+    w["wire"] = output::kSnapshotWireVersion + 1;
     w.erase("proc");
   });
-  EXPECT_TRUE(Contains(text, "wire: version 2, this gpureap reads version 1"));
+  EXPECT_TRUE(Contains(text, "wire: version " + std::to_string(output::kSnapshotWireVersion + 1) +
+                                 ", this gpureap reads version " +
+                                 std::to_string(output::kSnapshotWireVersion)));
   EXPECT_TRUE(Contains(text, "restart it after an upgrade"));
   EXPECT_TRUE(Contains(error_after([](json& w) { w.erase("wire"); }), "wire: missing"));
 }
