@@ -80,7 +80,8 @@ class ContainerNaming : public ::testing::Test {
 
   const core::ContainerInfo* container_of_holder(const core::ProcView& view) {
     for (const auto& p : view.processes)
-      if (p.stat.pid == holder_ && p.details) return p.details->container ? &*p.details->container : nullptr;
+      if (p.stat.pid == holder_ && p.details)
+        return p.details->container ? &*p.details->container : nullptr;
     return nullptr;
   }
 
@@ -127,9 +128,8 @@ TEST_F(ContainerNaming, AnotherRuntimeRootIsReadAndAMissingOneIsAClearError) {
   EXPECT_EQ(container->name, std::nullopt);
   EXPECT_EQ(container->display_name(), "docker:2a759f8fac4d");
 
-  auto missing =
-      Collector::open({root_ + "/proc", root_ + "/dev", "/sys", "/dev/null", root_ + "/nope"},
-                      nullptr);
+  auto missing = Collector::open(
+      {root_ + "/proc", root_ + "/dev", "/sys", "/dev/null", root_ + "/nope"}, nullptr);
   ASSERT_FALSE(missing);
   EXPECT_NE(missing.error().message.find("cannot open runtime root " + root_ + "/nope"),
             std::string::npos)

@@ -122,6 +122,25 @@ TEST(PolicyMatcher, ContainerMatchesItsShortIdAndARowOutsideContainersNever) {
   EXPECT_FALSE(of(evaluate(p, context(s)), 100).matched());
 }
 
+TEST(PolicyMatcher, ContainerMatchesTheNamesItsRuntimeGives) {
+  auto s = two_users();
+  auto& c = *s.proc.processes[1].details->container;
+  ASSERT_EQ(s.proc.processes[1].stat.pid, 200);
+  c.name = "train";
+  c.pod_name = "bert-0";
+  c.pod_namespace = "research";
+  s = make_snapshot(s.proc.processes, s.drivers.gpus);
+  for (const char* pattern : {"train", "bert-*", "research/*"}) {
+    Policy p;
+    p.container = pattern;
+    EXPECT_TRUE(of(evaluate(p, context(s)), 200).matched()) << pattern;
+    EXPECT_FALSE(of(evaluate(p, context(s)), 100).matched()) << pattern;
+  }
+  Policy p;
+  p.container = "other/*";
+  EXPECT_FALSE(of(evaluate(p, context(s)), 200).matched());
+}
+
 TEST(PolicyMatcher, AnomaliesMatchAnyOfTheNamedOnes) {
   // 300's parent is init and it leads neither its group nor its session: an orphan.
   auto orphan = holder(300, 1, 250);
