@@ -4,7 +4,8 @@
 # checks that no ghost memory stays on those GPUs. When memory stays held it prints one line
 # and exits non-zero, so slurmd drains the node.
 #
-# Slurm gives:  SLURM_JOB_ID, SLURM_JOB_UID, SLURM_JOB_GPUS and/or CUDA_VISIBLE_DEVICES
+# Slurm gives:  SLURM_JOB_ID, SLURM_JOB_UID, SLURM_JOB_GPUS and/or CUDA_VISIBLE_DEVICES,
+#               SLURMD_NODENAME
 # Settings (environment, or /etc/default/gpureap-slurm, which overrides it):
 #   GPUREAP               the gpureap binary (default: PATH, then /usr/local/bin/gpureap)
 #   GPUREAP_OPTS          global options for every gpureap run (e.g. --nvml-library PATH)
@@ -13,6 +14,10 @@
 #   GPUREAP_SETTLE        doctor's releasing-or-leaked window (default 3s)
 #   GPUREAP_TIMEOUT       seconds any one gpureap run may take (default 120)
 #   GPUREAP_SYSLOG        0: do not also log to syslog (default 1)
+#   GPUREAP_DRAIN_REASON  0: leave the drain to slurmd, whose reason is "Prolog error" or
+#                         "Epilog error" (default 1: scontrol drains the node first, with
+#                         gpureap's reason, e.g. "gpureap epilog: job 7: 8.0 GiB still held on
+#                         GPU 0 ...")
 # Exit: 0 nothing left (or no GPUs); 1 memory still held; 2 could not check. Both drain.
 #
 # POSIX sh (dash, bash, busybox ash); needs only coreutils, sed, awk and, optionally, logger.

@@ -30,8 +30,30 @@ say() {
 finish() {
   status=$1
   shift
-  if [ "$status" -ne 0 ]; then say err "$*; draining"; fi
+  if [ "$status" -ne 0 ]; then
+    say err "$*; draining"
+    drain_with_reason "$*"
+  fi
   exit "$status"
+}
+
+# Drains the node itself, with a reason that says what gpureap found, before failing: the drain
+# slurmd asks for on a failed script says only "Prolog error" or "Epilog error" in `sinfo -R`,
+# and slurmctld leaves a node that is already drained, and its reason, as they are. Skipped
+# with GPUREAP_DRAIN_REASON=0, outside Slurm (no SLURMD_NODENAME) and without scontrol; Slurm
+# still drains the node then, with its own reason.
+drain_with_reason() {
+  if [ "${GPUREAP_DRAIN_REASON:-1}" = 0 ] || [ -z "${SLURMD_NODENAME:-}" ] ||
+    ! command -v scontrol >/dev/null 2>&1; then
+    return 0
+  fi
+  why=$(printf 'gpureap %s: job %s: %s' "$tag" "$job" "$1" | tr -d '\000-\037"' | cut -c1-250)
+  if command -v timeout >/dev/null 2>&1; then
+    timeout -k 2 10 scontrol update NodeName="$SLURMD_NODENAME" State=DRAIN Reason="$why" \
+      </dev/null >/dev/null 2>&1
+  else
+    scontrol update NodeName="$SLURMD_NODENAME" State=DRAIN Reason="$why" </dev/null >/dev/null 2>&1
+  fi || say warning "scontrol could not set the drain reason; Slurm gives its own"
 }
 
 # shellcheck disable=SC2317 # called by the trap

@@ -14,6 +14,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 
 #include "support.h"
@@ -61,11 +62,14 @@ std::string which(const std::string& name) {
 }
 
 // Runs argv (argv[0] looked up on PATH) in a bare environment: PATH, TMPDIR and `env` only, as
-// slurmd gives prologs and epilogs little more than the job's variables.
+// slurmd gives prologs and epilogs little more than the job's variables. A PATH in `env` wins.
 RunResult run_program(const std::vector<std::string>& argv, const std::vector<std::string>& env) {
   std::vector<std::string> env_s = env;
-  for (const char* keep : {"PATH", "TMPDIR"})
-    if (const char* v = std::getenv(keep)) env_s.push_back(std::string(keep) + "=" + v);
+  for (const std::string keep : {"PATH", "TMPDIR"}) {
+    bool given = std::any_of(env.begin(), env.end(),
+                             [&](const std::string& e) { return e.rfind(keep + "=", 0) == 0; });
+    if (const char* v = std::getenv(keep.c_str()); v && !given) env_s.push_back(keep + "=" + v);
+  }
   return run_program_in(argv, env_s);
 }
 
@@ -256,6 +260,72 @@ TEST_F(SlurmEpilog, DrainsOnLeakedMemoryNoProcessHolds) {
   EXPECT_NE(r.err.find("job 123: 4.0 GiB still held on GPU 1 after ending uid"), std::string::npos)
       << r.err;
   EXPECT_NE(r.err.find("; draining\n"), std::string::npos) << r.err;
+}
+
+// Under slurmd (SLURMD_NODENAME), a failing script drains the node itself with gpureap's reason,
+// which `sinfo -R` shows instead of Slurm's "Epilog error"; a clean one, or one told not to,
+// never calls scontrol. A stand-in scontrol on PATH records its arguments, one per line.
+class SlurmDrainReason : public SlurmScript {
+ protected:
+  void SetUp() override {
+    SlurmScript::SetUp();
+    std::ofstream(bin_.file("scontrol"))
+        << "#!/bin/sh\nfor a in \"$@\"; do printf '%s\\n' \"$a\"; done >>" << calls() << "\n";
+    ASSERT_EQ(::chmod(bin_.file("scontrol").c_str(), 0755), 0);
+  }
+  std::string calls() const { return bin_.file("calls"); }
+  std::string recorded() const {
+    std::ifstream in(calls());
+    return {std::istreambuf_iterator<char>(in), {}};
+  }
+  std::vector<std::string> slurmd_env(std::vector<std::string> more) const {
+    more.push_back("SLURMD_NODENAME=node7");
+    more.push_back("PATH=" + bin_.path() + ":/usr/bin:/bin");
+    return more;
+  }
+  TempDir bin_;
+};
+
+TEST_F(SlurmDrainReason, AFailedEpilogDrainsTheNodeWithWhatItFound) {
+  nvml_.write(
+      two_gpus(json::array(), {{{"pid", dead_pid()}, {"used_bytes", 4 * GiB}, {"leaked", true}}}));
+  auto r = run(kEpilog, slurmd_env({uid_var(job_uid()), "SLURM_JOB_GPUS=1"}));
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_EQ(lines(r.err), 1u) << r.err;  // scontrol worked: nothing more to say
+  auto args = recorded();
+  EXPECT_EQ(args.rfind("update\nNodeName=node7\nState=DRAIN\nReason=gpureap epilog: job 123: "
+                       "4.0 GiB still held on GPU 1 after ending uid ",
+                       0),
+            0u)
+      << args;
+  EXPECT_EQ(std::count(args.begin(), args.end(), '\n'), 4) << args;  // one call, four words
+}
+
+TEST_F(SlurmDrainReason, APrologThatRefusesDrainsWithItsReasonAndACleanOneCallsNothing) {
+  nvml_.write(
+      two_gpus(json::array(), {{{"pid", dead_pid()}, {"used_bytes", 4 * GiB}, {"leaked", true}}}));
+  auto clean = run(kProlog, slurmd_env({"SLURM_JOB_GPUS=0"}));
+  EXPECT_EQ(clean.exit_code, 0) << clean.err;
+  EXPECT_EQ(recorded(), "");
+  auto told_not_to = run(kProlog, slurmd_env({"SLURM_JOB_GPUS=1", "GPUREAP_DRAIN_REASON=0"}));
+  EXPECT_EQ(told_not_to.exit_code, 1) << told_not_to.err;
+  EXPECT_EQ(recorded(), "");
+  auto refused = run(kProlog, slurmd_env({"SLURM_JOB_GPUS=1"}));
+  EXPECT_EQ(refused.exit_code, 1) << refused.err;
+  EXPECT_NE(recorded().find("Reason=gpureap prolog: job 123: GPU 1 has 4.0 GiB of ghost memory"),
+            std::string::npos)
+      << recorded();
+}
+
+TEST_F(SlurmDrainReason, AnScontrolThatFailsIsSaidAndTheScriptStillFails) {
+  nvml_.write(
+      two_gpus(json::array(), {{{"pid", dead_pid()}, {"used_bytes", 4 * GiB}, {"leaked", true}}}));
+  std::ofstream(bin_.file("scontrol"), std::ios::trunc) << "#!/bin/sh\nexit 1\n";
+  auto r = run(kEpilog, slurmd_env({uid_var(job_uid()), "SLURM_JOB_GPUS=1"}));
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find("scontrol could not set the drain reason; Slurm gives its own"),
+            std::string::npos)
+      << r.err;
 }
 
 TEST_F(SlurmEpilog, LeakedMemoryOnAnotherGpuIsNotTheJobsConcern) {

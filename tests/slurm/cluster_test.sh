@@ -7,9 +7,10 @@
 #   - a job on a clean GPU runs, on GPU 0;
 #   - a job whose worker escapes (setsid, double fork) and keeps the GPU's file open after the
 #     job ends: the epilog ends it, and only it (another user's process on that file lives);
-#   - a job that leaves memory the driver keeps (a leaked context): the epilog fails and Slurm
-#     drains the node;
-#   - once resumed, the prolog refuses the next job on that GPU (it does not run), drained again.
+#   - a job that leaves memory the driver keeps (a leaked context): the epilog fails and the
+#     node is drained with gpureap's reason (`sinfo -R` names the GPU), not "Epilog error";
+#   - once resumed, the prolog refuses the next job on that GPU (it does not run), drained again,
+#     with the prolog's reason.
 #
 #   cluster_test.sh GPUREAP_BINARY FAKE_NVML_LIBRARY DEPLOY_SLURM_DIR
 #
@@ -29,7 +30,7 @@ skip() {
   echo "SKIP: $*"
   exit 77
 }
-for tool in slurmctld slurmd munged srun sinfo; do
+for tool in slurmctld slurmd munged srun sinfo squeue scontrol; do
   command -v "$tool" >/dev/null ||
     skip "$tool is not installed (scripts/install-deps.sh installs slurmctld, slurmd, slurm-client and munge)"
 done
@@ -205,6 +206,13 @@ wait_for 60 drained || fail "the node was not drained after the epilog: $(sinfo 
 grep -q "8.0 GiB still held on GPU 0" "$W/epilog.log" ||
   fail "the epilog did not say why: $(cat "$W/epilog.log")"
 echo "ok: the epilog failed: $(tail -n 1 "$W/epilog.log")"
+# The reason is gpureap's, naming the GPU, not Slurm's "Epilog error", still once slurmctld has
+# taken in the epilog's failure (the job has left COMPLETING).
+no_jobs() { [ -z "$(squeue -h 2>/dev/null)" ]; }
+wait_for 30 no_jobs || fail "the job never completed: $(squeue 2>&1)"
+reason=$(sinfo -h -R -o '%E')
+[[ "$reason" == "gpureap epilog: job "*"8.0 GiB still held on GPU 0"* ]] ||
+  fail "the drain reason does not say what gpureap found: $reason"
 echo "ok: the node is drained: $(sinfo -h -R -o '%E on %N')"
 
 # --- resumed, the next job on that GPU is refused by the prolog
@@ -216,5 +224,9 @@ grep -q "GPU 0 has 8.0 GiB of ghost memory (leaked-memory)" "$W/prolog.log" ||
   fail "the prolog did not say why: $(cat "$W/prolog.log")"
 wait_for 30 drained || fail "the node was not drained: $(sinfo -N 2>&1)"
 echo "ok: the prolog refused the job: $(tail -n 1 "$W/prolog.log")"
+sleep 2 # slurmctld takes in the prolog's failure and requeues the job
+reason=$(sinfo -h -R -o '%E')
+[[ "$reason" == "gpureap prolog: job "*"GPU 0 has 8.0 GiB of ghost memory"* ]] ||
+  fail "the drain reason does not say what gpureap found: $reason"
 echo "ok: the node is drained: $(sinfo -h -R -o '%E on %N')"
 echo "PASS"
