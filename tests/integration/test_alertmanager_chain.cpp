@@ -255,5 +255,68 @@ retry_backoff = "100ms"
   EXPECT_EQ(receiver.count("GpuGhost", "firing"), 1u);
 }
 
+// An HA pair, as sites run it: both Alertmanagers get every alert (peers share silences, not
+// alerts), and with one of them down the other still hears the alert end, nothing counted as
+// a failed send.
+TEST(AlertmanagerChain, EachOfAnHaPairGetsTheAlertAndOneDownLosesNothing) {
+  REQUIRE_DOUBLE();
+  if (::access(kAlertmanager, X_OK) != 0 || ::access(kAmtool, X_OK) != 0)
+    GTEST_SKIP() << kAlertmanager << " or " << kAmtool << " is not installed";
+  Receiver receiver;
+  Alertmanager first(receiver.port());
+  auto second = std::make_unique<Alertmanager>(receiver.port());
+  ASSERT_TRUE(first.ready()) << first.log();
+  ASSERT_TRUE(second->ready()) << second->log();
+
+  FakeDevRoot dev;
+  Ready ready;
+  Child keeper([&] {
+    hold(dev.dev("nvidia0"));
+    ready.signal();
+  });
+  ready.wait();
+  FakeNvml nvml(scenario(dead_pid(), keeper.pid()));
+  TempDir cfg;
+  std::ofstream(cfg.file("config.toml")) << R"(interval = "200ms"
+[[alert]]
+name = "GpuGhost"
+condition = "finding"
+code = "no-such-process"
+
+[[sink]]
+name = "am"
+type = "alertmanager"
+url = [")" << first.url() << R"(", ")" << second->url()
+                                         << R"("]
+retry_backoff = "100ms"
+)";
+  DaemonProcess d({"--config", cfg.file("config.toml"), "--dev-root", dev.path()}, nvml.env());
+  ASSERT_GT(d.port(), 0) << d.log();
+
+  auto active_in = [](const Alertmanager& am) {
+    json a = am.query("GpuGhost");
+    return a.is_array() && a.size() == 1 && a[0]["status"]["state"] == "active";
+  };
+  ASSERT_TRUE(wait_until([&] { return active_in(first) && active_in(*second); }))
+      << first.query("GpuGhost") << second->query("GpuGhost") << d.log();
+
+  second.reset();  // one of the pair goes down
+  replace_scenario(nvml, scenario(std::nullopt));
+  ASSERT_TRUE(wait_until([&] {
+    json a = first.query("GpuGhost");
+    return a.is_array() && a.empty();
+  })) << first.query("GpuGhost")
+      << d.log();
+  // The one that took it made the send a success (counted once its answer is in); the one
+  // down is only a warning in the log.
+  EXPECT_TRUE(wait_until([&] {
+    return d.metric("gpureap_alerts_sent_total{sink=\"am\",result=\"success\"}") >= 2;
+  })) << d.log();
+  EXPECT_EQ(d.metric("gpureap_alerts_sent_total{sink=\"am\",result=\"failure\"}"), 0) << d.log();
+  EXPECT_TRUE(wait_until([&] {
+    return d.log().find("1 of 2 Alertmanagers did not take the alerts") != std::string::npos;
+  })) << d.log();
+}
+
 }  // namespace
 }  // namespace gpureap::testing
