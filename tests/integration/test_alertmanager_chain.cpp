@@ -169,24 +169,36 @@ std::string host_name() {
   return buf;
 }
 
-TEST(AlertmanagerChain, AGhostFiresResolvesAndASilenceKeepsItFromTheReceiver) {
-  REQUIRE_DOUBLE();
-  if (::access(kAlertmanager, X_OK) != 0 || ::access(kAmtool, X_OK) != 0)
-    GTEST_SKIP() << kAlertmanager << " or " << kAmtool
-                 << " is not installed: install prometheus-alertmanager (scripts/install-deps.sh "
-                    "does) to run the chain against the real Alertmanager";
+// The chain against the real Alertmanager, skipped where it is not installed. The world: a gone
+// trainer's ghost on GPU 0, kept alive by a live process holding its stand-in device file.
+class AlertmanagerChain : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    REQUIRE_DOUBLE();
+    if (::access(kAlertmanager, X_OK) != 0 || ::access(kAmtool, X_OK) != 0)
+      GTEST_SKIP() << kAlertmanager << " or " << kAmtool
+                   << " is not installed: install prometheus-alertmanager (scripts/install-deps.sh "
+                      "does) to run the chain against the real Alertmanager";
+    keeper_ = std::make_unique<Child>([this] {
+      hold(dev_.dev("nvidia0"));
+      ready_.signal();
+    });
+    ready_.wait();
+    nvml_ = std::make_unique<FakeNvml>(scenario(dead_pid(), keeper_->pid()));
+  }
+  pid_t keeper() const { return keeper_->pid(); }
+
+  FakeDevRoot dev_;
+  Ready ready_;
+  std::unique_ptr<Child> keeper_;
+  std::unique_ptr<FakeNvml> nvml_;
+};
+
+TEST_F(AlertmanagerChain, AGhostFiresResolvesAndASilenceKeepsItFromTheReceiver) {
   Receiver receiver;
   Alertmanager am(receiver.port());
   ASSERT_TRUE(am.ready()) << am.log();
 
-  FakeDevRoot dev;
-  Ready ready;
-  Child keeper([&] {
-    hold(dev.dev("nvidia0"));
-    ready.signal();
-  });
-  ready.wait();
-  FakeNvml nvml(scenario(dead_pid(), keeper.pid()));
   TempDir cfg;
   // Two rules on the same ghost: GpuGhost is the one silenced later; GpuGhostSeen, never
   // silenced, shows when a notification of the re-fired ghost has had time to go out.
@@ -208,7 +220,7 @@ type = "alertmanager"
 url = ")" << am.url() << R"("
 retry_backoff = "100ms"
 )";
-  DaemonProcess d({"--config", cfg.file("config.toml"), "--dev-root", dev.path()}, nvml.env());
+  DaemonProcess d({"--config", cfg.file("config.toml"), "--dev-root", dev_.path()}, nvml_->env());
   ASSERT_GT(d.port(), 0) << d.log();
 
   // Fires: Alertmanager has it, with gpureap's labels, and notified the receiver.
@@ -229,7 +241,7 @@ retry_backoff = "100ms"
   EXPECT_EQ(d.metric("gpureap_alerts_sent_total{sink=\"am\",result=\"failure\"}"), 0);
 
   // The ghost is gone: gpureap sends endsAt, Alertmanager resolves it and says so.
-  replace_scenario(nvml, scenario(std::nullopt));
+  replace_scenario(*nvml_, scenario(std::nullopt));
   ASSERT_TRUE(wait_until([&] {
     alerts = am.query("GpuGhost");
     return alerts.is_array() && alerts.empty();
@@ -243,7 +255,7 @@ retry_backoff = "100ms"
                             "--comment=maintenance", "--duration=1h"});
   ASSERT_EQ(silence.exit_code, 0) << silence.err;
   const size_t seen_before = receiver.count("GpuGhostSeen", "firing");
-  replace_scenario(nvml, scenario(dead_pid(), keeper.pid()));
+  replace_scenario(*nvml_, scenario(dead_pid(), keeper()));
   ASSERT_TRUE(wait_until([&] {
     alerts = am.query("GpuGhost", true);
     return alerts.is_array() && alerts.size() == 1 && alerts[0]["status"]["state"] == "suppressed";
@@ -258,24 +270,13 @@ retry_backoff = "100ms"
 // An HA pair, as sites run it: both Alertmanagers get every alert (peers share silences, not
 // alerts), and with one of them down the other still hears the alert end, nothing counted as
 // a failed send.
-TEST(AlertmanagerChain, EachOfAnHaPairGetsTheAlertAndOneDownLosesNothing) {
-  REQUIRE_DOUBLE();
-  if (::access(kAlertmanager, X_OK) != 0 || ::access(kAmtool, X_OK) != 0)
-    GTEST_SKIP() << kAlertmanager << " or " << kAmtool << " is not installed";
+TEST_F(AlertmanagerChain, EachOfAnHaPairGetsTheAlertAndOneDownLosesNothing) {
   Receiver receiver;
   Alertmanager first(receiver.port());
   auto second = std::make_unique<Alertmanager>(receiver.port());
   ASSERT_TRUE(first.ready()) << first.log();
   ASSERT_TRUE(second->ready()) << second->log();
 
-  FakeDevRoot dev;
-  Ready ready;
-  Child keeper([&] {
-    hold(dev.dev("nvidia0"));
-    ready.signal();
-  });
-  ready.wait();
-  FakeNvml nvml(scenario(dead_pid(), keeper.pid()));
   TempDir cfg;
   std::ofstream(cfg.file("config.toml")) << R"(interval = "200ms"
 [[alert]]
@@ -290,7 +291,7 @@ url = [")" << first.url() << R"(", ")" << second->url()
                                          << R"("]
 retry_backoff = "100ms"
 )";
-  DaemonProcess d({"--config", cfg.file("config.toml"), "--dev-root", dev.path()}, nvml.env());
+  DaemonProcess d({"--config", cfg.file("config.toml"), "--dev-root", dev_.path()}, nvml_->env());
   ASSERT_GT(d.port(), 0) << d.log();
 
   auto active_in = [](const Alertmanager& am) {
@@ -301,7 +302,7 @@ retry_backoff = "100ms"
       << first.query("GpuGhost") << second->query("GpuGhost") << d.log();
 
   second.reset();  // one of the pair goes down
-  replace_scenario(nvml, scenario(std::nullopt));
+  replace_scenario(*nvml_, scenario(std::nullopt));
   ASSERT_TRUE(wait_until([&] {
     json a = first.query("GpuGhost");
     return a.is_array() && a.empty();
