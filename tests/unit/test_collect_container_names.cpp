@@ -103,8 +103,8 @@ TEST_F(ContainerNaming, AHoldersContainerIsNamedFromTheRuntimeStateBesideTheProc
   EXPECT_EQ(container->display_name(), "docker:trainer-7");
   // Only the holder (and its parents) get details; no other process is named.
   for (const auto& p : view.processes) {
-    if (p.stat.pid != holder_ && p.details && p.details->container)
-      EXPECT_NE(p.details->container->name, "trainer-7") << p.stat.pid;
+    if (p.stat.pid == holder_ || !p.details || !p.details->container) continue;
+    EXPECT_NE(p.details->container->name, "trainer-7") << p.stat.pid;
   }
 }
 
