@@ -41,9 +41,6 @@ const core::GpuUse* use_on(const core::ProcessRow& row, unsigned gpu) {
   return nullptr;
 }
 
-// Rows that belong to a GPU: the ones its driver lists, and the unlisted holders of its
-// device file that keep a gone process's context alive. Healthy unlisted holders are left
-// out: every CUDA process opens the files of every GPU it can see.
 // The container's labels, "" outside one: its id, the names its runtime gives, and the pod
 // UID that joins with kube-state-metrics' kube_pod_info{uid}.
 std::array<std::string, 5> container_values(const core::ProcessRow& row) {
@@ -63,6 +60,9 @@ std::vector<Label> container_labels(const std::array<std::string, 5>& values) {
           {"pod_uid", values[4]}};
 }
 
+// Rows that belong to a GPU: the ones its driver lists, and the unlisted holders of its
+// device file that keep a gone process's context alive. Healthy unlisted holders are left
+// out: every CUDA process opens the files of every GPU it can see.
 bool on_gpu(const core::ProcessRow& row, const core::Gpu& g) {
   if (use_on(row, g.index)) return true;
   return row.has(Anomaly::InheritedHolder) && row.process && row.process->holds_gpu(g);
