@@ -9,8 +9,10 @@ std::shared_ptr<BackendSet> BackendSet::make(const Registry& registry,
                                              WatchdogOptions watchdog) {
   auto set = std::make_shared<BackendSet>();
   for (const auto& entry : registry) {
+    std::function<std::vector<core::Gpu>()> kernel_gpus;
+    if (entry.kernel_gpus) kernel_gpus = [f = entry.kernel_gpus, settings] { return f(settings); };
     if (!entry.calls_driver_library) {
-      set->members_.push_back({entry.make(settings), nullptr});
+      set->members_.push_back({entry.make(settings), nullptr, std::move(kernel_gpus)});
       continue;
     }
     WatchdogOptions options = watchdog;
@@ -19,7 +21,7 @@ std::shared_ptr<BackendSet> BackendSet::make(const Registry& registry,
     auto guarded = std::make_shared<GuardedBackend>(
         [make = entry.make, settings] { return std::shared_ptr<GpuBackend>(make(settings)); },
         std::move(options));
-    set->members_.push_back({guarded, guarded});
+    set->members_.push_back({guarded, guarded, std::move(kernel_gpus)});
   }
   return set;
 }
@@ -32,7 +34,11 @@ BackendSet::BackendSet(std::vector<std::shared_ptr<GpuBackend>> backends) {
 core::DriverReading BackendSet::read() const {
   std::vector<core::BackendReport> reports;
   reports.reserve(members_.size());
-  for (const auto& m : members_) reports.push_back(m.backend->collect());
+  for (const auto& m : members_) {
+    reports.push_back(m.backend->collect());
+    auto& r = reports.back();
+    if (!r.available && r.gpus.empty() && m.kernel_gpus) r.gpus = m.kernel_gpus();
+  }
   if (reports.empty()) {
     core::BackendReport none;
     none.name = "none";

@@ -3,6 +3,7 @@
 // does not hide another vendor's GPUs. Backends that call a driver library run behind their
 // own watchdog; the others (which may also take part in the holder scan) are called directly.
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -25,8 +26,9 @@ class BackendSet {
   BackendSet() = default;
 
   // Every backend's report now, combined (global GPU indices, keys). A backend that goes down
-  // keeps the indices it had, so the next backends' GPUs keep theirs. With no backend at all,
-  // one unavailable status says so.
+  // keeps the indices it had, so the next backends' GPUs keep theirs, and reports the GPUs its
+  // kernel module still describes (BackendEntry::kernel_gpus). With no backend at all, one
+  // unavailable status says so.
   core::DriverReading read() const;
   // The observers of the backends that take part in the holder scan.
   std::vector<procfs::FdObserver*> fd_observers() const;
@@ -42,7 +44,8 @@ class BackendSet {
  private:
   struct Member {
     std::shared_ptr<GpuBackend> backend;
-    std::shared_ptr<GuardedBackend> guarded;  // the same object, when it is guarded
+    std::shared_ptr<GuardedBackend> guarded;              // the same object, when it is guarded
+    std::function<std::vector<core::Gpu>()> kernel_gpus;  // BackendEntry::kernel_gpus, bound
   };
   std::vector<Member> members_;
   mutable std::mutex widths_mutex_;

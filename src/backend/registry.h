@@ -19,6 +19,10 @@ struct BackendEntry {
   // takes part in the holder scan is called directly.
   bool calls_driver_library = true;
   std::function<std::unique_ptr<GpuBackend>(const BackendSettings&)> make;
+  // The vendor's GPUs as its kernel module describes them, without its library (identity and
+  // device files, nothing measured): a backend that does not answer still reports which device
+  // file is which GPU. Empty for a vendor whose backend reads the kernel alone anyway.
+  std::function<std::vector<core::Gpu>(const BackendSettings&)> kernel_gpus;
 };
 
 using Registry = std::vector<BackendEntry>;

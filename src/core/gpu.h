@@ -81,6 +81,9 @@ struct Gpu {
   // validation); the lists are then empty rather than garbage.
   std::optional<std::string> processes_error;
   std::optional<std::string> error;  // this GPU failed (e.g. fell off the bus)
+  // Set when its driver did not answer and the GPU is known from the kernel alone (its index,
+  // bus and device files, nothing measured): what the kernel said it with.
+  std::optional<std::string> known_from_kernel;
 };
 
 // Why a backend is unavailable; to_string gives the stable names the JSON and metrics carry.

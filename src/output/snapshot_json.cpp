@@ -178,7 +178,8 @@ json gpu_to_json(const core::Snapshot& s, const core::Gpu& g) {
           {"power_watts", opt(g.power_watts)},
           {"mig_mode", opt(g.mig_mode)},
           {"processes_error", opt(g.processes_error)},
-          {"error", opt(g.error)}};
+          {"error", opt(g.error)},
+          {"known_from_kernel", opt(g.known_from_kernel)}};
 }
 
 // The first backend, with the keys v1 has always had ("backend"); "backends" has them all.

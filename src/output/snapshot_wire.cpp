@@ -138,7 +138,8 @@ json gpu_wire(const core::Gpu& g) {
           {"details", pairs(g.details)},
           {"processes", processes},
           {"processes_error", opt_bytes(g.processes_error)},
-          {"error", opt_bytes(g.error)}};
+          {"error", opt_bytes(g.error)},
+          {"known_from_kernel", opt_bytes(g.known_from_kernel)}};
 }
 
 json backend_wire(const core::BackendStatus& b) {

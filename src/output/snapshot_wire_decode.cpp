@@ -206,6 +206,7 @@ core::Gpu gpu_of(const json& v, const std::string& path) {
   g.processes = list(o.at("processes"), o.path("processes"), driver_process);
   g.processes_error = optional(o.at("processes_error"), o.path("processes_error"), str);
   g.error = optional(o.at("error"), o.path("error"), str);
+  g.known_from_kernel = optional(o.at("known_from_kernel"), o.path("known_from_kernel"), str);
   o.finish();
   return g;
 }
