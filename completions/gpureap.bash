@@ -17,7 +17,7 @@ _gpureap_options() {
     "") echo "--proc-root= --dev-root= --sys-root= --kmsg= --runtime-root= --nvml-library= --json --csv" \
              "--driver-timeout= --no-color --tree --help --version" ;;
     ps) echo "--tree --watch --no-daemon --gpu= --user= --pid= --sort= --compact -v --verbose" ;;
-    kill) echo "--gpu= --user= --ghosts --tree --group --signal= --grace= --no-escalate" \
+    kill) echo "--gpu= --user= --ghosts --stopped --tree --group --signal= --grace= --no-escalate" \
                "--wait-release= --dry-run -y --yes" ;;
     doctor) echo "--gpu= --settle= --only= --unattributed-threshold= --fix -y --yes --no-daemon" ;;
     reset) echo "--gpu= -y --yes --dry-run" ;;

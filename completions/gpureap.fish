@@ -62,7 +62,8 @@ complete -c gpureap -n '__fish_seen_subcommand_from ps' -s v -l verbose -d 'also
 complete -c gpureap -n '__fish_seen_subcommand_from kill' -a '(__fish_complete_pids)'
 complete -c gpureap -n '__fish_seen_subcommand_from kill' -l gpu -x -a '(__gpureap_values gpus)' -d 'every holder of GPU N'
 complete -c gpureap -n '__fish_seen_subcommand_from kill' -l user -x -a '(__fish_complete_users)' -d 'only processes of this user'
-complete -c gpureap -n '__fish_seen_subcommand_from kill' -l ghosts -d 'every process that keeps ghost memory alive'
+complete -c gpureap -n '__fish_seen_subcommand_from kill' -l ghosts -d 'the processes that keep ghost memory alive'
+complete -c gpureap -n '__fish_seen_subcommand_from kill' -l stopped -d 'holders that are stopped (paused)'
 complete -c gpureap -n '__fish_seen_subcommand_from kill' -l tree -d 'also every descendant of the targets'
 complete -c gpureap -n '__fish_seen_subcommand_from kill' -l group -d "also every member of the targets' process groups"
 complete -c gpureap -n '__fish_seen_subcommand_from kill' -l signal -x -a '(__gpureap_values signals)' -d 'first signal'

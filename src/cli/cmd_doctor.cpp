@@ -50,8 +50,11 @@ core::Result<DoctorRun> check_options(const DoctorOptions& o) {
 
 // The processes doctor's findings chose, each with the reason: none is "named", so the reaper's
 // protected list and its other rules still apply.
-reap::Request fix_request(const std::vector<doctor::Finding>& findings) {
+reap::Request fix_request(const std::vector<doctor::Finding>& findings,
+                          std::optional<unsigned> gpu) {
   reap::Request request;
+  request.chosen_by = "doctor's remedies";
+  request.gpu = gpu;  // filters: a finding about another GPU's ghost is not fixed here
   for (const auto& f : doctor::fixable(findings))
     request.chosen.push_back({f.pid, reap::ReasonKind::Ghost, f.anomaly});
   return request;
@@ -83,13 +86,12 @@ class Doctor {
     std::ostream& log = g_.json ? std::cerr : std::cout;
     auto style = output::Style::for_stdout(g_.no_color);
     if (!g_.json) log << output::render_doctor(last, findings, style, o_.gpu);
-    auto request = fix_request(findings);
+    auto request = fix_request(findings, o_.gpu);
     if (request.chosen.empty()) {
       log << "\nNothing for --fix to do: the remedies above need a person (or `gpureap reset`).\n";
       return false;
     }
-    log << "\nFixing: ending the processes that keep ghost memory or hold the GPU stopped.\n"
-        << std::flush;
+    log << "\nFixing: ending the processes that keep ghost memory.\n" << std::flush;
     KillOptions kill;
     kill.yes = o_.yes;
     GlobalOptions human = g_;
@@ -163,12 +165,12 @@ int run_doctor(const GlobalOptions& g, const DoctorOptions& o) {
     return kDoctorCannotRun;
   }
   auto first = collector->collect();
-  if (o.gpu && first.drivers.any_available() && !first.gpu(*o.gpu)) {
-    fail({"GPU " + std::to_string(*o.gpu) + " does not exist",
-          "the driver reports " + std::to_string(first.drivers.gpus.size()) +
-              " GPU(s); see `gpureap ps` for their indices"});
-    return kDoctorCannotRun;
-  }
+  if (o.gpu)
+    if (auto unknown = core::check_gpu_index(first, *o.gpu)) {
+      // Without a driver doctor still diagnoses from /proc: only a GPU that is known not to
+      // exist stops it.
+      if (!unknown->driver_down) return fail_scope(*unknown, kDoctorCannotRun);
+    }
   if (doctor::needs_settle(first, o.gpu)) std::this_thread::sleep_for(run->settle);
   auto last = collector->collect();
   Doctor doc(g, o, *run, *collector);

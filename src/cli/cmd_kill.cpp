@@ -29,6 +29,7 @@ core::Result<reap::KillSettings> settings_from(const KillOptions& o) {
                .gpu = o.gpu,
                .user = o.user,
                .ghosts = o.ghosts,
+               .stopped = o.stopped,
                .tree = o.tree,
                .group = o.group};
   k.dry_run = o.dry_run;
@@ -116,15 +117,21 @@ std::vector<pid_t> signalled(const reap::Plan& plan) {
 CLI::App* add_kill_command(CLI::App& app, KillOptions& o) {
   auto* kill = app.add_subcommand(
       "kill", "reclaim GPU memory: plan, confirm, signal, then verify that the memory is back");
-  kill->add_option(
-      "pid", o.pids,
-      "PIDs to kill; a gone PID the driver lists means the processes that keep its memory");
-  kill->add_option("--gpu", o.gpu, "every holder of GPU N (its index in `gpureap ps`)");
+  kill->add_option("pid", o.pids,
+                   "PIDs to kill; a gone PID the driver lists means the processes that keep its "
+                   "memory");
+  kill->add_flag("--ghosts", o.ghosts,
+                 "the processes that keep ghost memory alive: inherited holders of gone PIDs and "
+                 "orphaned holders (never a paused job: see --stopped)");
+  kill->add_flag("--stopped", o.stopped,
+                 "holders that are stopped (paused with Ctrl-Z or SIGSTOP); `kill -CONT PID` "
+                 "resumes one instead");
+  kill->add_option("--gpu", o.gpu,
+                   "with a selector: only what it chose on GPU N; alone: every holder of GPU N "
+                   "(its index in `gpureap ps`)");
   kill->add_option("--user", o.user,
-                   "only processes of this user (name or uid); alone: all their GPU processes");
-  kill->add_flag(
-      "--ghosts", o.ghosts,
-      "every process that keeps ghost memory alive (inherited holders, orphans, stopped holders)");
+                   "with a selector or --gpu: only processes of this user (name or uid); alone: "
+                   "all their GPU processes");
   auto* tree = kill->add_flag("--tree", o.tree, "also every descendant of the targets");
   kill->add_flag("--group", o.group, "also every member of the targets' process groups")
       ->excludes(tree);
@@ -137,16 +144,27 @@ CLI::App* add_kill_command(CLI::App& app, KillOptions& o) {
   kill->add_flag("--dry-run", o.dry_run, "print the plan and stop");
   kill->add_flag("-y,--yes", o.yes, "do not ask (required when not on a terminal)");
   kill->footer(
+      "Selectors choose: PIDs, --ghosts, --stopped. Given one, --gpu and --user only narrow what "
+      "it chose (a filter never adds a process); --gpu or --user alone choose their holders. "
+      "--tree and --group then add the chosen processes' descendants or process groups.\n"
+      "  gpureap kill --ghosts --gpu 0        the ghosts' keepers on GPU 0, nothing else\n"
+      "  gpureap kill --ghosts --user bob     bob's ghost keepers\n"
+      "  gpureap kill --gpu 1 --user bob      bob's holders of GPU 1\n"
+      "  gpureap kill 4242 --gpu 0            PID 4242, if it is on GPU 0\n"
+      "A GPU is mapped to its device files only by its driver or, when the driver does not "
+      "answer, by the kernel's /proc/driver/nvidia/gpus; otherwise --gpu is refused (exit 4).\n"
       "Exit status: 0 all gone and released; 1 something survived or memory stayed held; "
-      "2 usage, permission or environment error; 3 nothing matched.");
+      "2 usage, permission or environment error; 3 nothing matched; 4 the driver did not answer "
+      "(with --gpu: no GPU N could be named).");
   return kill;
 }
 
 int run_kill(const GlobalOptions& g, const KillOptions& o) {
   if (g.csv) return fail({"gpureap kill has no CSV output", "use --json"});
-  if (o.pids.empty() && !o.gpu && !o.ghosts && !o.user)
+  if (o.pids.empty() && !o.gpu && !o.ghosts && !o.stopped && !o.user)
     return fail({"nothing to kill was named",
-                 "give PIDs, --gpu N, --ghosts or --user NAME (see gpureap kill --help)"});
+                 "give PIDs, --ghosts, --stopped, --gpu N or --user NAME (see gpureap kill "
+                 "--help)"});
   auto settings = settings_from(o);
   if (!settings) return fail(settings.error());
   auto collector = open_collector(g);
@@ -158,6 +176,8 @@ int run_kill(const GlobalOptions& g, const KillOptions& o) {
                      ": it is not the procfs of gpureap's own PID namespace",
                  "use --dry-run to see the plan, or run gpureap where those processes live"});
   auto snapshot = collector->collect();
+  if (o.gpu)
+    if (auto unknown = core::check_gpu_index(snapshot, *o.gpu)) return fail_scope(*unknown);
   if (g.json && !snapshot.complete())  // the human plan says so itself
     std::cerr << "gpureap: " << output::view_incomplete(snapshot) << "\n";
   int code = kill_on_snapshot(g, o, settings->request, world, snapshot, started,

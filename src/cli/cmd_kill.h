@@ -17,6 +17,7 @@ struct KillOptions {
   std::optional<unsigned> gpu;
   std::optional<std::string> user;
   bool ghosts = false;
+  bool stopped = false;
   bool tree = false;
   bool group = false;
   std::string signal = "TERM";

@@ -13,8 +13,6 @@ std::optional<core::Anomaly> remedied_anomaly(const Finding& f) {
       return std::nullopt;
     case FindingCode::OrphanHolder:
       return core::Anomaly::Orphan;
-    case FindingCode::StoppedHolder:
-      return core::Anomaly::Stopped;
     case FindingCode::InheritedHolder:
       if (f.severity != Severity::Info) return core::Anomaly::InheritedHolder;
       return std::nullopt;

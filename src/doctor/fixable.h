@@ -1,7 +1,7 @@
 #pragma once
-// Which findings `doctor --fix` may remedy by ending processes: the keepers of ghost memory,
-// leftovers of dead jobs and stopped holders (the reaper sends stopped ones SIGCONT after
-// SIGTERM). Everything else needs a person (or `gpureap reset`).
+// Which findings `doctor --fix` may remedy by ending processes: the keepers of ghost memory and
+// leftovers of dead jobs. A paused job (a stopped holder) is alive and needs a person: resume it
+// or end it by name. Everything else needs a person too (or `gpureap reset`).
 #include <sys/types.h>
 
 #include <vector>
@@ -19,8 +19,8 @@ struct Fixable {
   bool operator==(const Fixable&) const = default;
 };
 
-// Critical no-such-process, orphan and stopped holders, and inherited holders above info (an
-// info one is a worker of a job that runs); one per PID, sorted by PID.
+// Critical no-such-process, orphan holders, and inherited holders above info (an info one is a
+// worker of a job that runs); one per PID, sorted by PID.
 std::vector<Fixable> fixable(const std::vector<Finding>& findings);
 
 }  // namespace gpureap::doctor

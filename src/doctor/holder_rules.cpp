@@ -105,8 +105,10 @@ void stopped(const Holder& h, std::vector<Finding>& out) {
   auto f = holder_finding(h.in.last, r, FindingCode::StoppedHolder, Severity::Warning);
   f.evidence.push_back(fmt::format("{} is stopped (state {})", process_label(h.p), h.p.stat.state));
   f.explanation =
-      "A stopped process (Ctrl-Z, SIGSTOP) keeps its GPU memory until it is resumed or killed.";
-  f.remedy = {"kill -CONT " + std::to_string(r.pid) + "   # resume it", h.kill + "   # or end it"};
+      "A paused job (Ctrl-Z, SIGSTOP, a scheduler's suspend) keeps its GPU memory until it is "
+      "resumed or ended. It is alive: `--ghosts` and `doctor --fix` leave it alone.";
+  f.remedy = {"kill -CONT " + std::to_string(r.pid) + "   # first: resume it",
+              h.kill + "   # then, if it was abandoned: end it"};
   out.push_back(std::move(f));
 }
 

@@ -2,6 +2,7 @@
 
 #include <pwd.h>
 
+#include <charconv>
 #include <mutex>
 #include <unordered_map>
 #include <vector>
@@ -21,6 +22,19 @@ std::string user_name(uid_t uid) {
     name = pw.pw_name;
   cache.emplace(uid, name);
   return name;
+}
+
+core::Result<uid_t> resolve_user(const std::string& user) {
+  uid_t uid = 0;
+  auto [end, ec] = std::from_chars(user.data(), user.data() + user.size(), uid);
+  if (!user.empty() && ec == std::errc() && end == user.data() + user.size()) return uid;
+  passwd pw{};
+  passwd* found = nullptr;
+  std::vector<char> buf(16384);
+  if (::getpwnam_r(user.c_str(), &pw, buf.data(), buf.size(), &found) == 0 && found)
+    return pw.pw_uid;
+  return core::Error{"no user named \"" + user + "\"",
+                     "give a login name this machine knows (getent passwd) or a numeric uid"};
 }
 
 }  // namespace gpureap::procfs

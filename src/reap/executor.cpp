@@ -8,6 +8,7 @@
 
 #include "reap/arguments.h"
 #include "reap/pidfd.h"
+#include "reap/safety.h"
 
 namespace gpureap::reap {
 namespace {
@@ -125,6 +126,14 @@ class Run {
     if (t.done()) return;
     std::optional<char> state = still_planned(t);
     if (!state) return;
+    // Planned on a snapshot that may predate the shell gpureap runs in: the ancestors are read
+    // again now, and one of them is never signalled.
+    auto ancestors = own_ancestors(proc_);
+    if (std::find(ancestors.begin(), ancestors.end(), t.target->pid) != ancestors.end()) {
+      t.exec->status = ExecStatus::Survived;
+      t.exec->why = "gpureap runs under it (an ancestor, now): not signalled";
+      return;
+    }
     int err = t.handle.send_signal(signal);
     if (err == ESRCH) return exited(t);
     if (err == EPERM) {

@@ -19,7 +19,7 @@ core::Result<Plan> Pipeline::plan(const core::Snapshot& snapshot, const Request&
   auto details = [this](const core::HostProcess& p) {
     return world_.details(p.stat.pid, p.stat.state == 'D');
   };
-  return make_plan(snapshot, request, current_caller(snapshot), details);
+  return make_plan(snapshot, request, current_caller(world_), details);
 }
 
 Reaped Pipeline::carry_out(Plan plan, SystemClock::time_point started) const {

@@ -62,6 +62,8 @@ std::string_view to_string(ReasonKind kind) {
       return "user-holder";
     case ReasonKind::Policy:
       return "policy";
+    case ReasonKind::StoppedHolder:
+      return "stopped-holder";
   }
   return "?";
 }
@@ -102,8 +104,34 @@ std::string describe(const Reason& r) {
       return "GPU holder of the user";
     case ReasonKind::Policy:
       return "matched a cleanup policy";
+    case ReasonKind::StoppedHolder:
+      return "stopped (paused) holder";
   }
   return "?";
+}
+
+std::string describe(const Request& r) {
+  std::vector<std::string> chosen;
+  if (!r.pids.empty()) {
+    std::string pids;
+    for (pid_t p : r.pids) pids += (pids.empty() ? "" : ", ") + std::to_string(p);
+    chosen.push_back((r.pids.size() == 1 ? "PID " : "PIDs ") + pids);
+  }
+  if (!r.chosen.empty()) chosen.push_back(r.chosen_by);
+  if (r.ghosts) chosen.push_back("ghosts");
+  if (r.stopped) chosen.push_back("stopped holders");
+  std::string words;
+  for (const auto& c : chosen) words += (words.empty() ? "" : " and ") + c;
+  if (chosen.empty())
+    words = r.gpu    ? "holders of GPU " + std::to_string(*r.gpu)
+            : r.user ? "GPU processes of user " + *r.user
+                     : "nothing";
+  else if (r.gpu)
+    words += " on GPU " + std::to_string(*r.gpu);
+  if (r.user && (!chosen.empty() || r.gpu)) words += " of user " + *r.user;
+  if (r.tree) words += ", with their descendants";
+  if (r.group) words += ", with their process groups";
+  return words;
 }
 
 }  // namespace gpureap::reap

@@ -33,9 +33,10 @@ enum class ReasonKind {
   InheritedHolder,  // keeps the context of gone PID `pid` alive
   Descendant,       // --tree: descends from `pid`
   ProcessGroup,     // --group: in process group `pid`
-  Ghost,            // --ghosts or a diagnosis: `anomaly` (inherited-holder, orphan, stopped)
+  Ghost,            // --ghosts or a diagnosis: `anomaly` (inherited-holder, orphan)
   UserHolder,       // --user alone: a GPU holder of that user
   Policy,           // a daemon cleanup policy matched it
+  StoppedHolder,    // --stopped: a paused holder (never chosen as a ghost)
 };
 
 // A process a diagnosis chose (doctor --fix), not one a user typed: it keeps the reason it was
@@ -47,16 +48,25 @@ struct Chosen {
   std::optional<core::Anomaly> anomaly;
 };
 
-// What the user asked for.
+// What the user asked for. Selectors choose: `pids`, `chosen`, `ghosts`, `stopped`. `gpu` and
+// `user` choose only when no selector is given; with one they filter its choice (an
+// intersection: a filter never adds a process). `tree` and `group` widen the filtered choice.
 struct Request {
-  std::vector<pid_t> pids;          // named explicitly (typed by a user)
-  std::vector<Chosen> chosen;       // chosen by a diagnosis
-  std::optional<unsigned> gpu;      // --gpu N (the index gpureap shows)
-  std::optional<std::string> user;  // --user NAME or uid
+  std::vector<pid_t> pids;           // named explicitly (typed by a user)
+  std::vector<Chosen> chosen;        // chosen by a diagnosis or a policy
+  std::string chosen_by = "chosen";  // how the plan's first line names them: "doctor's remedies"
+  std::optional<unsigned> gpu;       // --gpu N (the index gpureap shows)
+  std::optional<std::string> user;   // --user NAME or uid
   bool ghosts = false;
+  bool stopped = false;
   bool tree = false;
   bool group = false;
+
+  bool has_selector() const { return !pids.empty() || !chosen.empty() || ghosts || stopped; }
 };
+
+// The request in words, as the plan's first line says it: "ghosts on GPU 0 of user bob".
+std::string describe(const Request& request);
 
 struct Reason {
   ReasonKind kind;
@@ -121,6 +131,7 @@ struct GpuBaseline {
 };
 
 struct Plan {
+  std::string selection;        // describe(request): what was asked for, in words
   std::vector<Target> targets;  // sorted by pid
   std::vector<GoneListing> gone;
   std::vector<GpuBaseline> gpus;

@@ -1,24 +1,13 @@
 #include "reap/planner.h"
 
-#include <pwd.h>
-
 #include <algorithm>
-#include <charconv>
 
+#include "procfs/user_names.h"
 #include "reap/safety.h"
 #include "reap/select.h"
 
 namespace gpureap::reap {
 namespace {
-
-// --user NAME or a numeric uid.
-core::Result<uid_t> resolve_user(const std::string& user) {
-  uid_t uid = 0;
-  auto [end, ec] = std::from_chars(user.data(), user.data() + user.size(), uid);
-  if (ec == std::errc() && end == user.data() + user.size()) return uid;
-  if (const passwd* pw = ::getpwnam(user.c_str())) return pw->pw_uid;
-  return core::Error{"unknown user \"" + user + "\"", "give a login name or a numeric uid"};
-}
 
 Target make_target(const core::Snapshot& snap, const core::HostProcess& p,
                    std::vector<Reason> reasons, const DetailsSource& details) {
@@ -62,7 +51,7 @@ core::Result<Plan> make_plan(const core::Snapshot& snap, const Request& request,
                              const Caller& caller, const DetailsSource& details) {
   std::optional<uid_t> only_uid;
   if (request.user) {
-    auto uid = resolve_user(*request.user);
+    auto uid = procfs::resolve_user(*request.user);
     if (!uid) return uid.error();
     only_uid = *uid;
   }
@@ -70,6 +59,7 @@ core::Result<Plan> make_plan(const core::Snapshot& snap, const Request& request,
   if (!selection) return selection.error();
 
   Plan plan;
+  plan.selection = describe(request);
   plan.backend_available = snap.drivers.any_available();
   plan.notes = std::move(selection->notes);
   plan.gpus = baselines(snap);
@@ -91,6 +81,8 @@ core::Result<Plan> make_plan(const core::Snapshot& snap, const Request& request,
   // A gone PID is reclaimed through the keepers that remain in the plan.
   for (auto& g : selection->gone) {
     std::erase_if(g.keepers, [&](pid_t k) { return !plan.find(k); });
+    // --user narrows the gone PIDs too: one none of whose keepers is the user's is not theirs.
+    if (only_uid && g.keepers.empty()) continue;
     plan.gone.push_back(std::move(g));
   }
   return plan;

@@ -125,6 +125,7 @@ json request_json(const KillSettings& k) {
           {"gpu", opt(r.gpu)},
           {"user", opt(r.user)},
           {"ghosts", r.ghosts},
+          {"stopped", r.stopped},
           {"tree", r.tree},
           {"group", r.group},
           {"signal", signal_name(k.exec.signal)},
@@ -215,7 +216,11 @@ json kill_to_json(const core::Snapshot& s, const Plan& plan, const KillSettings&
            {"backend", primary_backend(s.drivers)},
            {"complete", s.complete()},
            {"request", request_json(settings)},
-           {"plan", {{"targets", targets}, {"gone", gone}, {"notes", notes}}}};
+           {"plan",
+            {{"selection", text(plan.selection)},
+             {"targets", targets},
+             {"gone", gone},
+             {"notes", notes}}}};
   json outcomes = json::array(), gone_outcomes = json::array();
   if (report) {
     for (const auto& o : report->outcomes) outcomes.push_back(outcome_json(o));

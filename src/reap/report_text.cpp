@@ -65,7 +65,11 @@ Cell action_cell(const Target& t) {
   return {"?"};
 }
 
-std::string plan_header(const Plan& plan, const KillSettings& k) {
+// The plan's first line: what was chosen, in words, and what will be done to it.
+std::string plan_header(const Plan& plan, const KillSettings& k, const output::Style& style) {
+  std::string chosen = style.paint(text::terminal_safe(plan.selection), Color::Bold);
+  size_t n = plan.targets.size(), to_signal = plan.count(Action::Signal);
+  if (n == 0) return chosen + ": nothing matched.\n";
   std::string how = signal_name(k.exec.signal);
   if (k.exec.escalate && k.exec.signal != SIGKILL)
     how += ", then SIGKILL after " + duration_text(k.exec.grace);
@@ -75,9 +79,9 @@ std::string plan_header(const Plan& plan, const KillSettings& k) {
       plan.backend_available
           ? "wait up to " + duration_text(k.verify.wait_release) + " for the memory"
           : "no GPU driver: check that no device file stays held";
-  size_t n = plan.count(Action::Signal);
-  return fmt::format("Plan: {} process{} to signal ({}; {}).\n", n, n == 1 ? "" : "es", how,
-                     verify);
+  std::string count = fmt::format("{} process{}", n, n == 1 ? "" : "es");
+  if (to_signal != n) count += fmt::format(", {}", to_signal);
+  return fmt::format("{}: {} to signal ({}; {}).\n", chosen, count, how, verify);
 }
 
 Cell outcome_cell(const Outcome& o) {
@@ -113,11 +117,8 @@ std::string outcome_detail(const Outcome& o) {
 
 std::string render_plan(const core::Snapshot& s, const Plan& plan, const KillSettings& k,
                         const output::Style& style, std::optional<size_t> width) {
-  std::string out;
-  if (plan.targets.empty()) {
-    out += "Nothing matched.\n";
-  } else {
-    out += plan_header(plan, k);
+  std::string out = plan_header(plan, k, style);
+  if (!plan.targets.empty()) {
     output::Table table({"PID", "USER", "STATE", "MEMORY", "ACTION", "WHY", "COMMAND"});
     for (const auto& t : plan.targets) {
       std::string why = reasons_text(t);

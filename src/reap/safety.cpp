@@ -88,19 +88,46 @@ void judge(Target& t, const core::HostProcess& p, const Caller& caller) {
   t.action = Action::Signal;
 }
 
-Caller current_caller(const core::Snapshot& snapshot) {
+namespace {
+
+// gpureap's parent, then each one's parent as `parent_of` tells it, up to PID 1.
+template <class ParentOf>
+std::vector<pid_t> ancestors_by(ParentOf parent_of) {
+  std::vector<pid_t> out{::getppid()};
+  for (int depth = 0; depth < 4096 && out.back() > 1; ++depth) {
+    std::optional<pid_t> parent = parent_of(out.back());
+    if (!parent || *parent <= 0) break;
+    if (std::find(out.begin(), out.end(), *parent) != out.end()) break;  // a corrupt view
+    out.push_back(*parent);
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<pid_t> own_ancestors(const ProcessProbe& proc) {
+  return ancestors_by([&](pid_t pid) -> std::optional<pid_t> {
+    auto st = proc.stat(pid);
+    if (!st.ok() || !*st) return std::nullopt;
+    return (*st)->ppid;
+  });
+}
+
+std::vector<pid_t> own_ancestors(const core::Snapshot& snapshot) {
+  return ancestors_by([&](pid_t pid) -> std::optional<pid_t> {
+    const core::HostProcess* p = snapshot.find(pid);
+    if (!p) return std::nullopt;
+    return p->stat.ppid;
+  });
+}
+
+Caller current_caller(const ProcessProbe& proc) {
   Caller c;
   c.self = ::getpid();
   c.pgid = ::getpgrp();
   c.uid = ::getuid();
   c.euid = ::geteuid();
-  c.ancestors.push_back(::getppid());
-  const core::HostProcess* cur = snapshot.find(c.self);
-  for (int depth = 0; cur && depth < 4096 && cur->stat.ppid > 0; ++depth) {
-    if (std::find(c.ancestors.begin(), c.ancestors.end(), cur->stat.ppid) == c.ancestors.end())
-      c.ancestors.push_back(cur->stat.ppid);
-    cur = snapshot.find(cur->stat.ppid);
-  }
+  c.ancestors = own_ancestors(proc);
   return c;
 }
 

@@ -9,6 +9,7 @@
 
 #include "core/snapshot.h"
 #include "reap/plan.h"
+#include "reap/world.h"
 
 namespace gpureap::reap {
 
@@ -27,8 +28,14 @@ bool is_protected_process(const core::HostProcess& process);
 // Decides target.action (and target.refusal) from the rules above.
 void judge(Target& target, const core::HostProcess& process, const Caller& caller);
 
-// The running gpureap: its PID, group, uids and ancestors (from the snapshot, and the live
-// parent in case the snapshot's procfs is not this system's).
-Caller current_caller(const core::Snapshot& snapshot);
+// The running gpureap: its PID, group, uids and its ancestors as /proc shows them now (through
+// `proc`), never as a snapshot does: a snapshot (the daemon's, fed to `top`) may predate the
+// shell that runs gpureap, and would not name it.
+Caller current_caller(const ProcessProbe& proc);
+// gpureap's ancestors now: its parent, grandparent, ... up to PID 1.
+std::vector<pid_t> own_ancestors(const ProcessProbe& proc);
+// As a snapshot shows them: for screening its rows up front (policy exemptions); whatever signals
+// asks /proc (the overload above) again.
+std::vector<pid_t> own_ancestors(const core::Snapshot& snapshot);
 
 }  // namespace gpureap::reap

@@ -1,11 +1,9 @@
 #include "reap/select.h"
 
-#include <sys/sysmacros.h>
-
 #include <algorithm>
-#include <functional>
 #include <set>
 
+#include "core/gpu_index.h"
 #include "reap/kin.h"
 
 namespace gpureap::reap {
@@ -16,20 +14,43 @@ class Selector {
   Selector(const core::Snapshot& s, const Request& r, const Caller& c)
       : snap_(s), req_(r), caller_(c), kin_(s) {}
 
+  // Selectors choose (PIDs, --ghosts, --stopped, a diagnosis's or a policy's choice); --gpu and
+  // --user choose only when no selector is given, and otherwise filter what the selectors chose:
+  // a filter never adds a process. --tree and --group then widen the filtered choice.
   core::Result<Selection> run() {
+    if (req_.gpu) {
+      auto scope = gpu_scope(*req_.gpu);
+      if (!scope) return scope.error();
+      scope_ = *scope;
+    }
     for (pid_t pid : req_.pids) named(pid);
     for (const auto& c : req_.chosen) chosen(c);
-    if (req_.gpu) {
-      if (auto error = gpu(*req_.gpu)) return *error;
-    }
     if (req_.ghosts) ghosts();
-    if (req_.user && req_.pids.empty() && !req_.gpu && !req_.ghosts) user_holders();
+    if (req_.stopped) stopped();
+    if (!req_.has_selector()) {
+      if (scope_)
+        gpu_holders(*scope_);
+      else if (req_.user)
+        user_holders();
+    } else if (scope_) {
+      keep_on_gpu(*scope_);
+    }
     if (req_.tree) tree();
     if (req_.group) group();
     return std::move(out_);
   }
 
  private:
+  // GPU N as the filter and the standing-alone selector see it: the GPU, and whether a process
+  // reaches it through a file it holds.
+  struct GpuScope {
+    unsigned index = 0;
+    const core::Gpu* gpu = nullptr;
+    bool by_files = false;  // the GPU's device numbers are known
+
+    bool held_by(const core::HostProcess& p) const { return by_files && p.holds_gpu(*gpu); }
+  };
+
   void add(pid_t pid, Reason reason) {
     auto& reasons = out_.reasons[pid];
     if (std::find(reasons.begin(), reasons.end(), reason) == reasons.end())
@@ -108,62 +129,89 @@ class Selector {
                                          : " that gpureap could inspect; run as root to see all"));
   }
 
-  std::optional<core::Error> gpu(unsigned index) {
-    // Without a driver, GPU N means /dev/nvidiaN: the one naming of GPU files that an index
-    // maps to without a driver to ask.
-    std::function<bool(const core::HostProcess&)> holds = [index](const core::HostProcess& p) {
-      return std::any_of(p.devices.begin(), p.devices.end(), [&](const core::DeviceHold& h) {
-        return h.kind == "nvidia" && h.device && ::minor(*h.device) == index;
-      });
-    };
-    if (snap_.drivers.any_available()) {
-      const core::Gpu* g = snap_.gpu(index);
-      if (!g)
-        return core::Error{"GPU " + std::to_string(index) + " does not exist",
-                           "the driver reports " + std::to_string(snap_.drivers.gpus.size()) +
-                               " GPU(s); see `gpureap ps` for their indices"};
-      holds = nullptr;
-      if (!g->device_numbers.empty())
-        holds = [g](const core::HostProcess& p) { return p.holds_gpu(*g); };
+  core::Result<GpuScope> gpu_scope(unsigned index) {
+    if (auto unknown = core::check_gpu_index(snap_, index)) return unknown->error;
+    GpuScope scope{index, snap_.gpu(index), !snap_.gpu(index)->device_numbers.empty()};
+    if (!scope.by_files)
+      out_.notes.push_back("the driver does not tell GPU " + std::to_string(index) +
+                           "'s device file; only the processes it lists there are selected");
+    if (auto source = core::gpu_identity_source(*scope.gpu)) out_.notes.push_back(*source);
+    return scope;
+  }
+
+  static bool listed_on(const core::ProcessRow* row, unsigned index) {
+    return row && row->listed_by_driver &&
+           std::any_of(row->gpus.begin(), row->gpus.end(),
+                       [&](const core::GpuUse& u) { return u.index == index; });
+  }
+
+  // --gpu N alone: what the driver lists there, and the unlisted holders of its files. A process
+  // the driver lists only on other GPUs merely sees this one (CUDA opens every visible GPU's
+  // file); an unlisted holder may be keeping a context or blocking a reset.
+  void gpu_holders(const GpuScope& scope) {
+    for (const auto& row : snap_.rows) {
+      if (!listed_on(&row, scope.index)) continue;
+      if (kin_.is_gone(row.pid))
+        resolve_gone(row.pid);
       else
-        out_.notes.push_back("the driver does not tell GPU " + std::to_string(index) +
-                             "'s device file; only the processes it lists are selected");
-      for (const auto& row : snap_.rows) {
-        if (!row.listed_by_driver) continue;
-        bool on_gpu = std::any_of(row.gpus.begin(), row.gpus.end(),
-                                  [&](const core::GpuUse& u) { return u.index == index; });
-        if (!on_gpu) continue;
-        if (kin_.is_gone(row.pid))
-          resolve_gone(row.pid);
-        else
-          add(row.pid, {ReasonKind::ListedOnGpu, index});
-      }
-    } else {
-      out_.notes.push_back("no GPU driver: --gpu " + std::to_string(index) +
-                           " selects the holders of /dev/nvidia" + std::to_string(index));
+        add(row.pid, {ReasonKind::ListedOnGpu, scope.index});
     }
-    if (!holds) return std::nullopt;
-    // A process the driver lists only on other GPUs merely sees this one (CUDA opens every
-    // visible GPU's file); an unlisted holder may be keeping a context or blocking a reset.
     for (const auto& p : snap_.proc.processes) {
-      if (p.stat.is_zombie() || !holds(p)) continue;
+      if (p.stat.is_zombie() || !scope.held_by(p)) continue;
       const core::ProcessRow* row = snap_.row(p.stat.pid);
       if (row && row->listed_by_driver) continue;
-      add(p.stat.pid, {ReasonKind::HoldsDevice, index});
+      add(p.stat.pid, {ReasonKind::HoldsDevice, scope.index});
     }
-    return std::nullopt;
+  }
+
+  // Whether one reason for choosing `pid` concerns GPU N, by the rule --gpu N alone follows: a
+  // keeper of gone PIDs is where the memory it keeps is; a process the driver lists is where it
+  // is listed (it merely sees the other GPUs: CUDA opens every visible GPU's file); any other is
+  // where the files it holds reach.
+  bool on_gpu(pid_t pid, const Reason& reason, const GpuScope& scope) const {
+    auto on = [&](pid_t p) { return listed_on(snap_.row(p), scope.index); };
+    if (reason.kind == ReasonKind::InheritedHolder && reason.pid) return on(*reason.pid);
+    const core::ProcessRow* row = snap_.row(pid);
+    if (reason.kind == ReasonKind::Ghost && row && !row->keeps.empty())
+      return std::any_of(row->keeps.begin(), row->keeps.end(), on);
+    if (row && row->listed_by_driver) return on(pid);
+    const core::HostProcess* p = snap_.find(pid);
+    return p && scope.held_by(*p);
+  }
+
+  // --gpu N with a selector: only what was chosen for GPU N stays, and only for that reason.
+  void keep_on_gpu(const GpuScope& scope) {
+    size_t left_out = 0;
+    std::erase_if(out_.gone, [&](const GoneListing& g) {
+      bool off = std::none_of(g.gpus.begin(), g.gpus.end(),
+                              [&](const core::GpuUse& u) { return u.index == scope.index; });
+      left_out += off;
+      return off;
+    });
+    for (auto it = out_.reasons.begin(); it != out_.reasons.end();) {
+      std::erase_if(it->second, [&](const Reason& r) { return !on_gpu(it->first, r, scope); });
+      if (it->second.empty()) {
+        ++left_out;
+        it = out_.reasons.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    if (left_out > 0)
+      out_.notes.push_back(std::to_string(left_out) + " chosen process" +
+                           (left_out == 1 ? "" : "es") + " left out: not on GPU " +
+                           std::to_string(scope.index));
   }
 
   void ghosts() {
     for (const auto& row : snap_.rows) {
-      if (!row.process) {
-        if (row.has(core::Anomaly::NoSuchProcess) || row.has(core::Anomaly::ForeignNamespace))
-          resolve_gone(row.pid);
+      // A listed PID that is gone (absent, or a zombie whose children keep its files).
+      if (row.listed_by_driver && kin_.is_gone(row.pid)) {
+        resolve_gone(row.pid);
         continue;
       }
+      if (!row.process || row.process->stat.is_zombie()) continue;
       const core::HostProcess& p = *row.process;
-      if (p.stat.is_zombie()) continue;
-      bool holds = p.holds_device() || row.listed_by_driver;
       if (row.has(core::Anomaly::InheritedHolder))
         add(row.pid,
             {ReasonKind::Ghost, std::nullopt, std::nullopt, core::Anomaly::InheritedHolder});
@@ -172,8 +220,16 @@ class Selector {
       if (row.has(core::Anomaly::Orphan) && p.holds_device() && !row.listed_by_driver &&
           (row.shares_context_of.empty() || !row.keeps.empty()))
         add(row.pid, {ReasonKind::Ghost, std::nullopt, std::nullopt, core::Anomaly::Orphan});
-      if (row.has(core::Anomaly::Stopped) && holds)
-        add(row.pid, {ReasonKind::Ghost, std::nullopt, std::nullopt, core::Anomaly::Stopped});
+    }
+  }
+
+  // --stopped: holders someone paused (Ctrl-Z, a scheduler's suspend). A paused job is alive
+  // and is never a ghost; it is chosen only by name or by this selector.
+  void stopped() {
+    for (const auto& row : snap_.rows) {
+      if (!row.process || !row.has(core::Anomaly::Stopped)) continue;
+      if (row.process->holds_device() || row.listed_by_driver)
+        add(row.pid, {ReasonKind::StoppedHolder});
     }
   }
 
@@ -226,6 +282,7 @@ class Selector {
   const Request& req_;
   const Caller& caller_;
   Kin kin_;
+  std::optional<GpuScope> scope_;
   Selection out_;
 };
 

@@ -292,6 +292,23 @@ std::vector<std::string> kill_args(const FakeDevRoot& dev, std::vector<std::stri
   return a;
 }
 
+std::vector<std::string> gpu_kill_args(const FakeDevRoot& dev, std::vector<std::string> extra) {
+  std::vector<std::string> a{"kill", "--json", "--dev-root", dev.path()};
+  a.insert(a.end(), extra.begin(), extra.end());
+  return a;
+}
+
+nlohmann::json idle_gpus() {
+  nlohmann::json gpus = nlohmann::json::array();
+  for (int minor : {0, 1})
+    gpus.push_back({{"name", "NVIDIA H200"},
+                    {"uuid", "GPU-idle-" + std::to_string(minor)},
+                    {"minor", minor},
+                    {"total_bytes", 80ull << 30},
+                    {"processes", nlohmann::json::array()}});
+  return {{"gpus", gpus}};
+}
+
 nlohmann::json row_of(const nlohmann::json& snapshot, pid_t pid) {
   if (!snapshot.contains("processes")) return nullptr;
   for (const auto& p : snapshot["processes"])

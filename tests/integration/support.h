@@ -103,6 +103,12 @@ inline const std::string kNoNvml = "/nonexistent/libnvidia-ml.so.1";
 // `gpureap kill --json --dev-root DEV --nvml-library <none>` followed by `extra`.
 std::vector<std::string> kill_args(const FakeDevRoot& dev, std::vector<std::string> extra);
 
+// `gpureap kill --json --dev-root DEV` followed by `extra`, for a driver the environment names
+// (FakeNvml(idle_gpus()).env(): `--gpu N` needs a driver to map N to its device file).
+std::vector<std::string> gpu_kill_args(const FakeDevRoot& dev, std::vector<std::string> extra);
+// A scenario for the NVML test double: two GPUs, minors 0 and 1, that answer and list nothing.
+nlohmann::json idle_gpus();
+
 // The JSON row of `pid` in a snapshot, or null.
 nlohmann::json row_of(const nlohmann::json& snapshot, pid_t pid);
 // Waits until /proc/<pid>/stat shows `state` (e.g. 'T', 'Z'); false on timeout.

@@ -294,7 +294,7 @@ TEST(Reset, NvidiaSmiMissing) {
 namespace gpureap::testing {
 namespace {
 
-TEST(DoctorFix, EndsTheGhostKeepersAndLeavesAHealthyDoctor) {
+TEST(DoctorFix, EndsTheGhostKeepersAndLeavesThePausedJobAlone) {
   REQUIRE_DOUBLE();
   FakeDevRoot dev;
   Ready ready;
@@ -335,11 +335,17 @@ TEST(DoctorFix, EndsTheGhostKeepersAndLeavesAHealthyDoctor) {
   auto fixed = run_gpureap(
       {"doctor", "--fix", "--yes", "--json", "--dev-root", dev.path(), "--settle", "0s"},
       nvml.env());
-  EXPECT_EQ(fixed.exit_code, 0) << fixed.out << fixed.err;
+  // The paused job is alive: a person resumes or ends it, so its warning stays.
+  EXPECT_EQ(fixed.exit_code, 1) << fixed.out << fixed.err;
   auto doc = json::parse(fixed.out);
-  for (const auto& f : doc["findings"]) EXPECT_EQ(f["severity"], "info") << f.dump();
+  for (const auto& f : doc["findings"])
+    if (f["severity"] != "info") EXPECT_EQ(f["code"], "stopped-holder") << f.dump();
   EXPECT_TRUE(wait_gone(w1));
   EXPECT_TRUE(wait_gone(w2));
+  EXPECT_TRUE(is_alive(stopped.pid())) << "doctor --fix never ends a paused job";
+  EXPECT_EQ(("\n" + refused.err).find("\n" + std::to_string(stopped.pid()) + " "),
+            std::string::npos)
+      << "nor plans it (a plan row starts with its PID): " << refused.err;
   stopped.kill_and_reap();
   EXPECT_NE(refused.exit_code, 0);
 }

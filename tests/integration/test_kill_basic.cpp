@@ -72,7 +72,9 @@ TEST(KillBasic, StoppedProcessIsResumedSoItActsOnSigterm) {
   ::kill(holder.pid(), SIGSTOP);
   ASSERT_TRUE(wait_for_state(holder.pid(), 'T'));
   // --no-escalate: only SIGCONT lets SIGTERM act; without it the process would survive.
-  auto r = run_gpureap(kill_args(dev, {"--gpu", "1", "--yes", "--no-escalate", "--grace", "5s"}));
+  FakeNvml idle(idle_gpus());
+  auto r = run_gpureap(
+      gpu_kill_args(dev, {"--gpu", "1", "--yes", "--no-escalate", "--grace", "5s"}), idle.env());
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
   auto doc = parse_output(r);
   auto target = entry_of(doc["plan"]["targets"], holder.pid());
@@ -89,7 +91,8 @@ TEST(KillBasic, StoppedProcessIsResumedSoItActsOnSigterm) {
 TEST(KillBasic, DryRunSignalsNothing) {
   FakeDevRoot dev;
   Child holder = holding(dev, "nvidia0", [&] { block_all_signals(); });
-  auto r = run_gpureap(kill_args(dev, {"--gpu", "0", "--dry-run"}));
+  FakeNvml idle(idle_gpus());
+  auto r = run_gpureap(gpu_kill_args(dev, {"--gpu", "0", "--dry-run"}), idle.env());
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
   auto doc = parse_output(r);
   EXPECT_EQ(doc["executed"], false);
@@ -118,7 +121,8 @@ TEST(KillBasic, OnATerminalItAsksAndKillsOnYes) {
       {"kill", std::to_string(holder.pid()), "--dev-root", dev.path(), "--nvml-library", kNoNvml},
       "[y/N]", "y");
   EXPECT_EQ(r.exit_code, 0) << r.out;
-  EXPECT_NE(r.out.find("Plan: 1 process to signal"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("PID " + std::to_string(holder.pid())), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(": 1 process to signal"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("Kill 1 process? [y/N]"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("released"), std::string::npos) << r.out;
   EXPECT_EQ(end_signal(holder.pid()), SIGTERM);
@@ -128,7 +132,8 @@ TEST(KillBasic, OnATerminalAnythingButYesSignalsNothing) {
   FakeDevRoot dev;
   Child holder = holding(dev, "nvidia0", [&] { block_all_signals(); });
   auto r = run_gpureap_on_tty(
-      {"kill", "--gpu", "0", "--dev-root", dev.path(), "--nvml-library", kNoNvml}, "[y/N]", "n");
+      {"kill", std::to_string(holder.pid()), "--dev-root", dev.path(), "--nvml-library", kNoNvml},
+      "[y/N]", "n");
   EXPECT_EQ(r.exit_code, 1) << r.out;
   EXPECT_NE(r.out.find("Nothing was signalled"), std::string::npos) << r.out;
   EXPECT_TRUE(no_signal_pending(holder.pid()));
@@ -140,7 +145,9 @@ TEST(KillBasic, HumanOutputShowsThePlanAndTheOutcome) {
   auto r = run_gpureap({"kill", std::to_string(holder.pid()), "--yes", "--dev-root", dev.path(),
                         "--nvml-library", kNoNvml});
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
-  EXPECT_NE(r.out.find("Plan: 1 process to signal"), std::string::npos) << r.out;
+  EXPECT_EQ(
+      r.out.rfind("PID " + std::to_string(holder.pid()) + ": 1 process to signal (SIGTERM", 0), 0u)
+      << r.out;
   EXPECT_NE(r.out.find("released"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("exited on SIGTERM"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("No GPU driver"), std::string::npos) << r.out;
@@ -149,7 +156,8 @@ TEST(KillBasic, HumanOutputShowsThePlanAndTheOutcome) {
 
 TEST(KillBasic, NothingMatchedExitsThree) {
   FakeDevRoot dev;
-  auto by_gpu = run_gpureap(kill_args(dev, {"--gpu", "1", "--yes"}));
+  FakeNvml idle(idle_gpus());
+  auto by_gpu = run_gpureap(gpu_kill_args(dev, {"--gpu", "1", "--yes"}), idle.env());
   EXPECT_EQ(by_gpu.exit_code, 3) << by_gpu.out << by_gpu.err;
   EXPECT_EQ(parse_output(by_gpu)["plan"]["targets"], nlohmann::json::array());
   // A PID that does not exist (beyond the default pid_max).

@@ -17,7 +17,8 @@ TEST(KillSafety, ProtectedProcessIsRefusedUnlessNamed) {
   // A signal sent would stay pending: visible to the test.
   auto program = run_system_program(dev, "nvidia0", "nvidia-persistenced", true);
   const Child& daemon = *program->child;
-  auto found = run_gpureap(kill_args(dev, {"--gpu", "0", "--yes"}));
+  FakeNvml idle(idle_gpus());
+  auto found = run_gpureap(gpu_kill_args(dev, {"--gpu", "0", "--yes"}), idle.env());
   EXPECT_EQ(found.exit_code, 3) << found.out << found.err;
   auto target = entry_of(parse_output(found)["plan"]["targets"], daemon.pid());
   ASSERT_FALSE(target.is_null()) << found.out;
@@ -53,7 +54,8 @@ TEST(KillSafety, AUsersLookAlikeOfAProtectedNameIsNotProtected) {
       ready.signal();
     });
     ready.wait();
-    auto plan = run_gpureap(kill_args(dev, {"--gpu", "0", "--dry-run"}));
+    FakeNvml idle(idle_gpus());
+    auto plan = run_gpureap(gpu_kill_args(dev, {"--gpu", "0", "--dry-run"}), idle.env());
     auto target = entry_of(parse_output(plan)["plan"]["targets"], lookalike.pid());
     ASSERT_FALSE(target.is_null()) << plan.out;
     EXPECT_EQ(target["action"], "signal") << name << ": " << target.dump();

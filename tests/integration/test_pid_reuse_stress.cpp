@@ -83,10 +83,11 @@ int namespace_init(const std::string& dev_root, const std::string& work) {
 
   // `kill` again and again: every holder of GPU 0's file, ended.
   int acted = 0;
+  FakeNvml idle(idle_gpus());  // --gpu 0 is mapped to its device file by a driver
   for (int i = 0; i < 25; ++i) {
-    auto r =
-        run_gpureap({"kill", "--gpu", "0", "--yes", "--grace", "50ms", "--wait-release", "0s",
-                     "--dev-root", dev_root, "--nvml-library", "/nonexistent/libnvidia-ml.so.1"});
+    auto r = run_gpureap({"kill", "--gpu", "0", "--yes", "--grace", "50ms", "--wait-release", "0s",
+                          "--dev-root", dev_root},
+                         idle.env());
     acted += r.exit_code != 3;  // 3: nothing matched
   }
   std::ofstream(work + "/kills") << acted;

@@ -14,17 +14,16 @@ Finding finding(FindingCode code, Severity sev, std::vector<pid_t> pids) {
   return f;
 }
 
-TEST(DoctorFixable, GhostKeepersLeftoversAndStoppedHoldersOnePerPid) {
+TEST(DoctorFixable, GhostKeepersAndLeftoversOnePerPidNeverAPausedJob) {
   std::vector<Finding> fs = {
-      finding(FindingCode::StoppedHolder, Severity::Warning, {30}),
+      finding(FindingCode::StoppedHolder, Severity::Warning, {30}),  // a paused job: a person's
       finding(FindingCode::NoSuchProcess, Severity::Critical, {4242, 4250}),  // kept: fixable
       finding(FindingCode::OrphanHolder, Severity::Warning, {12}),
       finding(FindingCode::InheritedHolder, Severity::Warning, {4250}),
-      finding(FindingCode::StoppedHolder, Severity::Warning, {12}),  // 12 already chosen
+      finding(FindingCode::StoppedHolder, Severity::Warning, {12}),  // 12 chosen as an orphan
   };
   auto chosen = fixable(fs);
   EXPECT_EQ(chosen, (std::vector<Fixable>{{12, core::Anomaly::Orphan},
-                                          {30, core::Anomaly::Stopped},
                                           {4242, core::Anomaly::NoSuchProcess},
                                           {4250, core::Anomaly::InheritedHolder}}));
 }

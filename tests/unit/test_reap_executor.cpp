@@ -10,6 +10,7 @@
 
 #include "procfs/proc_fs.h"
 #include "reap/executor.h"
+#include "reap/safety.h"
 
 namespace gpureap::reap {
 namespace {
@@ -231,6 +232,40 @@ TEST(ReapExecutor, CustomSignal) {
   EXPECT_EQ(e[0].exited_after, SIGINT);
   int status = kid.reap(0);
   EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGINT);
+}
+
+// /proc as it is now, except that gpureap's parent has `ancestor` for its parent: what a shell
+// started after the plan's snapshot (top fed by the daemon) looks like.
+class ProbeWithAncestor final : public ProcessProbe {
+ public:
+  explicit ProbeWithAncestor(pid_t ancestor) : real_(proc()), ancestor_(ancestor) {}
+  core::Result<std::optional<core::ProcessStat>> stat(pid_t pid) const override {
+    auto st = real_.stat(pid);
+    if (pid == ::getppid() && st.ok() && *st) (*st)->ppid = ancestor_;
+    if (pid == ancestor_ && st.ok() && *st) (*st)->ppid = 1;
+    return st;
+  }
+  std::optional<core::ProcessDetails> details(pid_t pid, bool want_wchan) const override {
+    return real_.details(pid, want_wchan);
+  }
+
+ private:
+  ProcFsProbe real_;
+  pid_t ancestor_;
+};
+
+TEST(ReapExecutor, AnAncestorOfGpureapNowIsNeverSignalledWhateverThePlanSaid) {
+  Kid keeper([] { block_all_signals(); });
+  ProbeWithAncestor probe(keeper.pid());
+  Plan plan;  // planned on a snapshot that did not know gpureap's ancestors: it is a target
+  plan.targets.push_back(target_of(keeper.pid()));
+  auto e = Executor(probe, {}).run(plan);
+  ASSERT_EQ(e.size(), 1u);
+  EXPECT_EQ(e[0].status, ExecStatus::Survived);
+  EXPECT_NE(e[0].why.find("ancestor"), std::string::npos) << e[0].why;
+  EXPECT_TRUE(e[0].signals.empty());
+  EXPECT_TRUE(nothing_pending(keeper.pid()));
+  EXPECT_EQ(own_ancestors(probe).at(1), keeper.pid());
 }
 
 }  // namespace

@@ -133,30 +133,55 @@ TEST(ReapPlanner, UnknownGpuIsAnError) {
   EXPECT_NE(r.error().message.find("GPU 7"), std::string::npos);
 }
 
-TEST(ReapPlanner, WithoutADriverGpuNMeansTheHoldersOfNvidiaN) {
+TEST(ReapPlanner, WithoutADriverGpuNIsNeverGuessedFromTheDeviceMinor) {
   auto s = make_snapshot({proc(1, 0, 1), holder(400, 1, 400, 1), holder(500, 1, 500)}, {});
   s.drivers.backends.at(0).available = false;
-  auto p = plan_for(s, {.gpu = 1});
-  EXPECT_EQ(pids(p), std::vector<pid_t>{400});
-  EXPECT_TRUE(has_reason(p, 400, {ReasonKind::HoldsDevice, 1u}));
+  s.drivers.backends.at(0).error = "NVML did not answer within 2s";
+  auto r = make_plan(s, {.gpu = 1}, root_caller(), no_details);
+  ASSERT_FALSE(r.ok()) << "holders of /dev/nvidia1 would be a guess";
+  EXPECT_NE(r.error().message.find("cannot tell which device files are GPU 1"), std::string::npos)
+      << r.error().message;
 }
 
-TEST(ReapPlanner, GhostsTakeInheritedHoldersOrphansAndStoppedHolders) {
+TEST(ReapPlanner, WithoutADriverTheKernelsGpuMapNamesTheFiles) {
+  // The driver is wedged; the kernel says GPU 0 (the first by PCI bus) is minor 1, GPU 1 minor 0.
+  auto first = gpu(0, 1, 0, {}), second = gpu(1, 0, 0, {});
+  for (auto* g : {&first, &second}) {
+    g->memory = {};
+    g->known_from_kernel = "the kernel's /proc/driver/nvidia/gpus";
+  }
+  first.pci_bus_id = "0000:01:00.0";
+  second.pci_bus_id = "0000:02:00.0";
+  auto s = make_snapshot({proc(1, 0, 1), holder(400, 1, 400, 1), holder(500, 1, 500, 0)},
+                         {first, second});
+  s.drivers.backends.at(0).available = false;
+  auto p = plan_for(s, {.gpu = 0});
+  EXPECT_EQ(pids(p), std::vector<pid_t>{400}) << "GPU 0 is /dev/nvidia1";
+  EXPECT_TRUE(has_reason(p, 400, {ReasonKind::HoldsDevice, 0u}));
+  EXPECT_NE(std::find_if(p.notes.begin(), p.notes.end(),
+                         [](const std::string& n) {
+                           return n.find("GPU 0 is 0000:01:00.0 (device minor 1)") == 0;
+                         }),
+            p.notes.end());
+}
+
+TEST(ReapPlanner, GhostsNeverTakeAPausedJobAndStoppedDoes) {
   auto s = make_snapshot(
       {proc(1, 0, 1), holder(301, 1, 300), holder(302, 1, 300), holder(400, 1, 400, 1),
        holder(600, 1, 600, 1, 'T'), proc(601, 1, 601, 'T')},
       {gpu(0, 0, 9 * GiB, {listed(300, 8 * GiB)}), gpu(1, 1, 20 * GiB, {listed(400, 16 * GiB)})});
   auto p = plan_for(s, {.ghosts = true});
-  // 400 is healthy; 601 is stopped but holds nothing.
-  EXPECT_EQ(pids(p), (std::vector<pid_t>{301, 302, 600}));
+  // 400 is healthy; 600 is a paused job; 601 is stopped but holds nothing.
+  EXPECT_EQ(pids(p), (std::vector<pid_t>{301, 302}));
   EXPECT_TRUE(has_reason(
       p, 301, {ReasonKind::Ghost, std::nullopt, std::nullopt, core::Anomaly::InheritedHolder}));
   EXPECT_TRUE(
       has_reason(p, 301, {ReasonKind::Ghost, std::nullopt, std::nullopt, core::Anomaly::Orphan}));
   EXPECT_TRUE(has_reason(p, 301, {ReasonKind::InheritedHolder, std::nullopt, 300}));
-  EXPECT_TRUE(
-      has_reason(p, 600, {ReasonKind::Ghost, std::nullopt, std::nullopt, core::Anomaly::Stopped}));
   ASSERT_EQ(p.gone.size(), 1u);
+  auto paused = plan_for(s, {.stopped = true});
+  EXPECT_EQ(pids(paused), std::vector<pid_t>{600});
+  EXPECT_TRUE(has_reason(paused, 600, {ReasonKind::StoppedHolder}));
 }
 
 TEST(ReapPlanner, TreeAddsEveryDescendant) {

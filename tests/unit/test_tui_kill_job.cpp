@@ -57,7 +57,8 @@ TEST_F(TuiKillJob, PlansShowsRunsAndReportsThroughTheReaper) {
   config.verify.wait_release = 2s;
   auto lines = plan_lines(snapshot, *plan, {child_}, config, 60);
   ASSERT_FALSE(lines.empty());
-  EXPECT_NE(lines[0].find("Plan: 1 process to signal"), std::string::npos) << lines[0];
+  EXPECT_EQ(lines[0].rfind("PID " + std::to_string(child_) + ": 1 process to signal", 0), 0u)
+      << lines[0];
   for (const auto& l : lines) EXPECT_LE(text_width(l), 60u) << l;  // prose is wrapped to the dialog
 
   KillJob job(world_, *plan, config);
