@@ -166,6 +166,13 @@ int run_policy(const GlobalOptions& g, const PolicyOptions& o) {
   auto collector = open_collector(g);
   if (!collector) return fail(collector.error());
   const core::Snapshot snapshot = collector->collect();
+  for (const auto& p : policies)
+    if (p.gpu)
+      if (auto unknown = core::check_gpu_index(snapshot, *p.gpu)) {
+        unknown->error.message = "policy " + p.name + " (line " + std::to_string(p.line) +
+                                 "): " + unknown->error.message;
+        return fail_scope(*unknown);
+      }
   // One snapshot has no history: `idle` is judged from the utilisation now, and `after` is
   // the daemon's to time.
   policy::MatchContext context{snapshot, snapshot.timestamp, nullptr,

@@ -15,7 +15,8 @@
 namespace gpureap::cli {
 namespace {
 
-static_assert(output::kPsExitDriverTimeout == kExitDriverTimeout);
+static_assert(output::kPsExitDriverTimeout == kExitDriverTimeout &&
+              output::kPsExitUsage == kExitUsage);
 
 // The daemon answers only a plain `ps` (not --watch) when it may (cli/daemon_client.h).
 std::optional<daemon::Answer> from_daemon(const GlobalOptions& g, const PsOptions& o,
@@ -46,6 +47,9 @@ int run_ps_watch(const GlobalOptions& g, const PsOptions& o, output::PsSort sort
   auto collector = open_collector(g);
   if (!collector) return fail(collector.error());
   auto backend = collector->drivers();
+  // A typo is an error before the screen starts, not an empty screen every interval.
+  if (auto bad = output::check_selection(collector->collect(), watch.select))
+    return fail_scope(*bad);
   bool joined = tui::watch_ps(*collector, watch);
   // A collection blocked in the driver keeps a thread: leave without waiting for it.
   if (!joined || backend->threads_stuck()) {

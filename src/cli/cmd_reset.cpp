@@ -57,6 +57,7 @@ Guarded guard_reset(const GlobalOptions& g, const ResetOptions& o) {
               << "uses it (and nvidia-smi would hang too); check dmesg, then reboot\n";
     return Guarded{kExitDriverTimeout};
   }
+  if (auto unknown = core::check_gpu_index(snapshot, o.gpu)) return Guarded{fail_scope(*unknown)};
   auto blockers = doctor::reset_blockers(snapshot, o.gpu);
   if (!blockers) return Guarded{fail(blockers.error())};
   if (!blockers->empty()) {

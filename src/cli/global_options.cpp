@@ -96,6 +96,11 @@ int fail(const core::Error& error) {
   return kExitUsage;
 }
 
+int fail_scope(const core::ScopeError& problem, int usage) {
+  fail(problem.error);
+  return problem.driver_down ? kExitDriverTimeout : usage;
+}
+
 std::optional<size_t> terminal_width() {
   winsize ws{};
   if (::isatty(STDOUT_FILENO) && ::ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0)

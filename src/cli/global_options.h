@@ -8,6 +8,7 @@
 #include "backend/backend_set.h"
 #include "cli/exit_codes.h"
 #include "collect/collector.h"
+#include "core/gpu_index.h"
 #include "core/result.h"
 
 namespace gpureap::cli {
@@ -50,6 +51,10 @@ backend::BackendSettings backend_settings(const GlobalOptions& options);
 
 // Prints "gpureap: <message>" (and the hint) on stderr, returns kExitUsage.
 int fail(const core::Error& error);
+// A --gpu or --user that names nothing here (core::check_gpu_index, output::check_selection):
+// the message, then `usage` (the command's status for a bad option), or 4 when no driver
+// answered that could have named the GPU.
+int fail_scope(const core::ScopeError& problem, int usage = kExitUsage);
 
 // Terminal columns of stdout, when it is a terminal.
 std::optional<size_t> terminal_width();

@@ -213,6 +213,7 @@ const Ghost* Snapshot::ghost(pid_t pid) const {
 }
 
 GpuMemorySummary Snapshot::memory_summary(const Gpu& gpu) const {
+  if (whole) return whole->memory_summary(gpu);
   GpuMemorySummary m;
   std::set<pid_t> keepers;
   for (const auto& r : rows) {

@@ -2,6 +2,7 @@
 // The immutable, timestamped joined view: what /proc knows and what the driver reports.
 // Consumers (ps, doctor, reaper, daemon, top) read only this.
 #include <chrono>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -76,6 +77,11 @@ class Snapshot {
   std::vector<ProcessRow> rows;  // sorted by pid
   std::vector<Ghost> ghosts;     // sorted by pid; the one ghost verdict every consumer reads
   std::vector<std::string> warnings;
+  // Set by a view that shows only some rows (`ps --user`, `--pid`): the snapshot they were
+  // chosen from. Every GPU figure (the memory split, the ghosts and their keepers, the footers)
+  // is the whole GPU's, whichever rows are shown.
+  std::shared_ptr<const Snapshot> whole;
+  const Snapshot& figures() const { return whole ? *whole : *this; }
 
   bool complete() const { return proc.uninspectable == 0 && proc.details_complete; }
   // The join's, the scan's and every backend's warnings, in that order.

@@ -24,7 +24,8 @@ std::string pids_text(const std::vector<pid_t>& pids) {
 
 }  // namespace
 
-std::vector<GhostNotice> ghost_notices(const core::Snapshot& s) {
+std::vector<GhostNotice> ghost_notices(const core::Snapshot& shown) {
+  const core::Snapshot& s = shown.figures();
   std::vector<GhostNotice> out;
   for (const auto& g : s.drivers.gpus) {
     GhostNotice kept{g.index, GhostCase::Kept}, leaked{g.index, GhostCase::Leaked},

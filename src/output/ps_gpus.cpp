@@ -165,7 +165,7 @@ std::string render_compact(const core::Snapshot& s, const Style& style, const Gp
     line += used_of_total(g);
     // Users in PID order, each with the memory the driver lists for it on this GPU.
     std::string users;
-    for (const auto& r : s.rows)
+    for (const auto& r : s.figures().rows)
       for (const auto& u : r.gpus) {
         if (u.index != g.index) continue;
         std::string who = "(gone)";

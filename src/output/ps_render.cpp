@@ -25,6 +25,12 @@ bool is_protected_process_note(const std::string& warning) {
 
 PsRendered render_ps_command(const core::Snapshot& scanned, const PsRenderOptions& o) {
   PsRendered r;
+  if (auto bad = check_selection(scanned, o.select)) {
+    r.err.push_back("gpureap: " + text::terminal_safe(bad->error.message));
+    r.err.push_back("  " + text::terminal_safe(bad->error.hint));
+    r.exit_code = bad->driver_down ? kPsExitDriverTimeout : kPsExitUsage;
+    return r;
+  }
   core::Snapshot s = select_rows(scanned, o.select);
   // The JSON carries the warnings itself; the other formats say them on stderr.
   if (o.format != PsFormat::Json)

@@ -17,6 +17,8 @@ enum class PsFormat { Table, Json, Csv };
 
 // The exit status of a `ps` whose GPU driver did not answer; the cli's kExitDriverTimeout.
 inline constexpr int kPsExitDriverTimeout = 4;
+// The exit status of a `ps` whose selection names no such user or GPU; the cli's kExitUsage.
+inline constexpr int kPsExitUsage = 2;
 
 struct PsRenderOptions {
   PsFormat format = PsFormat::Table;

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <limits>
 
+#include "procfs/user_names.h"
+
 namespace gpureap::output {
 namespace {
 
@@ -68,9 +70,18 @@ const char* to_string(PsSort sort) {
   return "pid";
 }
 
+std::optional<core::ScopeError> check_selection(const core::Snapshot& s, const PsSelection& sel) {
+  for (const auto& user : sel.users)
+    if (auto uid = procfs::resolve_user(user); !uid) return core::ScopeError{uid.error(), false};
+  for (unsigned gpu : sel.gpus)
+    if (auto unknown = core::check_gpu_index(s, gpu)) return unknown;
+  return std::nullopt;
+}
+
 core::Snapshot select_rows(const core::Snapshot& s, const PsSelection& sel) {
   core::Snapshot out = s;
   if (!sel.narrows()) return out;
+  out.whole = std::make_shared<const core::Snapshot>(s);
   std::erase_if(out.rows, [&](const core::ProcessRow& r) {
     bool keep = any_or_empty(sel.gpus, [&](unsigned g) { return on_gpu(s, r, g); }) &&
                 any_or_empty(sel.users, [&](const std::string& u) { return of_user(r, u); }) &&

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "core/gpu_index.h"
 #include "core/result.h"
 #include "core/snapshot.h"
 
@@ -26,6 +27,12 @@ struct PsSelection {
 
   bool narrows() const { return !gpus.empty() || !users.empty() || !pids.empty(); }
 };
+
+// A selection that cannot mean anything on this snapshot: a user the passwd database does not
+// know, a GPU that does not exist (or that no driver can name). Checked before anything is shown:
+// a typo is an error, never an empty table.
+std::optional<core::ScopeError> check_selection(const core::Snapshot& snapshot,
+                                                const PsSelection& selection);
 
 // The snapshot with only the selected rows (and, with --gpu, only those GPUs). A row is on a
 // GPU when the driver lists it there or when it holds a file that reaches that GPU.

@@ -85,5 +85,55 @@ TEST(OutputPsRender, SourceLineRoundsToATenthOfASecond) {
   EXPECT_EQ(daemon_source_line(12345ms), "(from the gpureap daemon, snapshot 12.3 s old)");
 }
 
+// Gone 300's 8 GiB is kept by root's worker 301; uid 1000's trainer 400 uses 3 GiB of GPU 0 too.
+core::Snapshot ghost_and_job() {
+  auto job = holder(400, 1, 400);
+  job.details->uid = 1000;
+  job.details->user = "1000";
+  return make_snapshot({proc(1, 0, 1), holder(301, 1, 300), job},
+                       {gpu(0, 0, 11 * GiB, {listed(300, 8 * GiB), listed(400, 3 * GiB)})});
+}
+
+TEST(OutputPsRender, RowFiltersNeverChangeAGpusFigures) {
+  auto s = ghost_and_job();
+  auto whole = nlohmann::json::parse(render_ps_command(s, {.format = PsFormat::Json}).out);
+  auto whole_table = render_ps_command(s, {}).out;
+  ASSERT_EQ(whole["gpus"][0]["memory"]["ghost_bytes"], 8 * GiB);
+  for (PsSelection select :
+       {PsSelection{.users = {"0"}}, PsSelection{.users = {"1000"}}, PsSelection{.pids = {400}},
+        PsSelection{.pids = {300}}, PsSelection{.pids = {400}, .sort = PsSort::Memory}}) {
+    auto json = nlohmann::json::parse(
+        render_ps_command(s, {.format = PsFormat::Json, .select = select}).out);
+    EXPECT_EQ(json["gpus"], whole["gpus"]) << "the GPU's figures are the whole GPU's";
+    auto table = render_ps_command(s, {.select = select}).out;
+    // The GPU section and the footer are the same; only the process rows differ.
+    EXPECT_EQ(table.substr(0, table.find("PID")), whole_table.substr(0, whole_table.find("PID")));
+    EXPECT_NE(table.find("8.0 GiB on GPU 0 is held by ghosts"), std::string::npos) << table;
+  }
+  auto only_job = nlohmann::json::parse(
+      render_ps_command(s, {.format = PsFormat::Json, .select = {.users = {"1000"}}}).out);
+  ASSERT_EQ(only_job["processes"].size(), 1u);
+  EXPECT_EQ(only_job["processes"][0]["pid"], 400);
+}
+
+TEST(OutputPsRender, AnUnknownUserOrGpuIsAnErrorNotAnEmptyTable) {
+  auto s = ghost_and_job();
+  auto user = render_ps_command(s, {.select = {.users = {"no-such-user-xyz"}}});
+  EXPECT_EQ(user.exit_code, 2);
+  EXPECT_TRUE(user.out.empty());
+  ASSERT_FALSE(user.err.empty());
+  EXPECT_EQ(user.err[0], "gpureap: no user named \"no-such-user-xyz\"");
+  auto gpu = render_ps_command(s, {.select = {.gpus = {3}}});
+  EXPECT_EQ(gpu.exit_code, 2);
+  ASSERT_FALSE(gpu.err.empty());
+  EXPECT_EQ(gpu.err[0], "gpureap: GPU 3 does not exist");
+  EXPECT_EQ(gpu.err[1], "  this machine has 1 GPU, GPU 0; `gpureap ps` lists them");
+  // A driver that did not answer may know a GPU 3: that is the driver's status, 4.
+  s.drivers.gpus.clear();
+  s.drivers.backends.at(0).available = false;
+  s.drivers.backends.at(0).error_code = core::BackendErrorCode::NotAnswering;
+  EXPECT_EQ(render_ps_command(s, {.select = {.gpus = {3}}}).exit_code, 4);
+}
+
 }  // namespace
 }  // namespace gpureap::output
