@@ -87,7 +87,11 @@ std::string utf8_valid(std::string_view s) {
 }
 
 std::string csv_field(std::string_view text) {
-  std::string safe = terminal_safe(text);
+  // A spreadsheet reads a cell that starts with one of these as a formula (tab and CR it may
+  // strip first): a leading ' makes it read the cell as text.
+  bool formula =
+      !text.empty() && std::string_view("=+-@\t\r").find(text.front()) != std::string_view::npos;
+  std::string safe = (formula ? "'" : "") + terminal_safe(text);
   if (safe.find_first_of(",\"") == std::string::npos && safe.find(' ') != 0) return safe;
   std::string out = "\"";
   for (char c : safe) {

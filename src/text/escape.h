@@ -24,7 +24,10 @@ std::string utf8_valid(std::string_view text);
 // an element or leaves an attribute.
 std::string markup_safe(std::string_view text);
 
-// For CSV: quoted when needed, quotes doubled, control characters escaped.
+// For a CSV text cell (names, command lines, users, containers, paths): quoted when needed,
+// quotes doubled, control characters escaped, and a cell that a spreadsheet would read as a
+// formula (starting with =, +, -, @, tab or CR) starts with ' instead. Numbers (PIDs, bytes:
+// gpureap's are never negative) are written without it, so no number is ever prefixed.
 std::string csv_field(std::string_view text);
 
 }  // namespace gpureap::text

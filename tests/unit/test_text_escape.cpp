@@ -51,5 +51,22 @@ TEST(CsvField, QuotesAndEscapes) {
   EXPECT_EQ(csv_field("x\u202Ey"), "x\\u{202e}y");
 }
 
+// Spreadsheet formula injection: a text cell that starts with =, +, -, @, tab or CR would run
+// as a formula; it starts with ' instead, and is quoted as any other cell would be.
+TEST(CsvField, CellsThatWouldBeFormulasStartWithAQuote) {
+  EXPECT_EQ(csv_field("=HYPERLINK(\"http://x\")"), "\"'=HYPERLINK(\"\"http://x\"\")\"");
+  EXPECT_EQ(csv_field("=1+1"), "'=1+1");
+  EXPECT_EQ(csv_field("+1"), "'+1");
+  EXPECT_EQ(csv_field("-bash"), "'-bash");
+  EXPECT_EQ(csv_field("@SUM(A1)"), "'@SUM(A1)");
+  EXPECT_EQ(csv_field("\t=1"), "'\\t=1");
+  EXPECT_EQ(csv_field("\r=1"), "'\\r=1");
+  EXPECT_EQ(csv_field("=a,b"), "\"'=a,b\"");
+  // Only the first character counts; ordinary and empty cells are as they were.
+  EXPECT_EQ(csv_field("python a=1 -v"), "python a=1 -v");
+  EXPECT_EQ(csv_field("1+1"), "1+1");
+  EXPECT_EQ(csv_field(""), "");
+}
+
 }  // namespace
 }  // namespace gpureap::text
