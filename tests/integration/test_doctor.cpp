@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/ipc.h>
+#include <sys/prctl.h>
 #include <sys/shm.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -189,6 +190,44 @@ TEST(Doctor, IpcResidue) {
   EXPECT_TRUE(remedy_has(*f, "ipcrm -m " + std::to_string(shmid)));
   EXPECT_TRUE(remedy_has(*f, "rm " + leftover));
   EXPECT_EQ(d.exit_code, 1);
+}
+
+// Names are anyone's to set: a process's name and a file's in shm/ with newlines in them leave
+// every remedy one line, in the JSON (no newline in any string) and on the terminal, and the
+// file's remedy, run by a shell, removes that very file.
+TEST(Doctor, EveryRemedyIsOneLineWhateverTheNames) {
+  REQUIRE_DOUBLE();
+  FakeDevRoot dev;
+  Child stopped = holding(dev, "nvidia0", [] { ::prctl(PR_SET_NAME, "evil\nrm -rf ~"); });
+  ::kill(stopped.pid(), SIGSTOP);
+  ASSERT_TRUE(wait_for_state(stopped.pid(), 'T'));
+  ::mkdir(dev.file("shm").c_str(), 0777);
+  std::string leftover = dev.file("shm/x\ny");
+  std::ofstream(leftover) << std::string(4096, 'x');
+  utimbuf old{::time(nullptr) - 600, ::time(nullptr) - 600};
+  ::utime(leftover.c_str(), &old);
+  FakeNvml nvml(one_gpu(json::array({{{"pid", stopped.pid()}, {"used_bytes", 2 * GiB}}})));
+  auto d = doctor(dev, nvml);
+  ASSERT_NE(finding(d, "stopped-holder"), nullptr) << d.doc["findings"].dump(2);
+  const auto* ipc = finding(d, "ipc-residue");
+  ASSERT_NE(ipc, nullptr) << d.doc["findings"].dump(2);
+  for (const auto& f : d.doc["findings"])
+    for (const char* field : {"remedy", "evidence"})
+      for (const auto& line : f[field])
+        EXPECT_EQ(line.get<std::string>().find_first_of("\n\r"), std::string::npos)
+            << f["code"] << ": " << line;
+  const std::string rm = "rm $'" + dev.file("shm/x") + "\\ny'";
+  ASSERT_TRUE(remedy_has(*ipc, rm)) << (*ipc)["remedy"].dump(2);
+
+  auto text =
+      run_gpureap({"doctor", "--no-color", "--dev-root", dev.path(), "--settle", "0s"}, nvml.env());
+  EXPECT_NE(text.out.find("\n  $ " + rm + "\n"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("evil\\nrm -rf ~"), std::string::npos) << text.out;
+  EXPECT_EQ(text.out.find("\nrm -rf ~"), std::string::npos) << text.out;
+
+  auto ran = run_program_in({"bash", "-c", rm}, {"PATH=/usr/bin:/bin"});
+  EXPECT_EQ(ran.exit_code, 0) << ran.err;
+  EXPECT_NE(::access(leftover.c_str(), F_OK), 0) << "the remedy named another file";
 }
 
 TEST(Doctor, DriverMismatchIsCritical) {
