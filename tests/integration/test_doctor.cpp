@@ -271,7 +271,73 @@ TEST(Reset, RefusesWhileAProcessHoldsTheGpu) {
   auto r = run_gpureap({"reset", "--gpu", "0", "--yes", "--dev-root", dev.path()}, env);
   EXPECT_EQ(r.exit_code, 1) << r.err;
   EXPECT_NE(r.err.find("PID " + std::to_string(job.pid())), std::string::npos) << r.err;
-  EXPECT_NE(r.err.find("gpureap kill --gpu 0"), std::string::npos);
+  EXPECT_NE(r.err.find("  end it first: gpureap kill " + std::to_string(job.pid()) + "\n"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(smi.args(), "");  // never ran
+}
+
+// A gone trainer listed on GPUs 0 and 1 left a worker on each GPU's file. `kill --gpu 0` would
+// end both (each keeps the trainer's memory), but only the one holding GPU 0's file blocks its
+// reset: the refusal names that one, and the command for it alone.
+TEST(Reset, TheRefusalNamesExactlyTheBlockersAndTheCommandForThem) {
+  REQUIRE_DOUBLE();
+  FakeDevRoot dev;
+  Ready ready;
+  Child trainer([&] {
+    ::setpgid(0, 0);
+    // Each worker holds the files open at its fork: GPU 1's, then GPU 0's alone.
+    int gpu1 = hold(dev.dev("nvidia1"));
+    for (int gpu : {1, 0}) {
+      pid_t worker = ::fork();
+      if (worker == 0) {
+        for (;;) ::pause();
+      }
+      ready.send(worker);
+      if (gpu == 1) {
+        ::close(gpu1);
+        hold(dev.dev("nvidia0"));
+      }
+    }
+    ::_exit(0);
+  });
+  const pid_t gone = trainer.pid();
+  const pid_t on_gpu1 = static_cast<pid_t>(ready.receive());
+  const pid_t on_gpu0 = static_cast<pid_t>(ready.receive());
+  KillStrays strays{{on_gpu1, on_gpu0}};
+  trainer.kill_and_reap();
+  json scenario =
+      one_gpu(json::array({{{"pid", gone}, {"used_bytes", 4 * GiB}, {"holders", {on_gpu0}}}}));
+  scenario["gpus"].push_back(
+      {{"name", "NVIDIA H200"},
+       {"uuid", "GPU-1111"},
+       {"pci_bus_id", "00000000:18:00.0"},
+       {"minor", 1},
+       {"total_bytes", 80 * GiB},
+       {"processes",
+        json::array({{{"pid", gone}, {"used_bytes", 4 * GiB}, {"holders", {on_gpu1}}}})}});
+  FakeNvml nvml(scenario);
+  FakeNvidiaSmi smi;
+  auto env = nvml.env();
+  env.push_back(smi.path_env());
+  // What --gpu 0 would plan: both workers.
+  auto plan = parse_output(
+      run_gpureap({"kill", "--json", "--gpu", "0", "--dry-run", "--dev-root", dev.path()}, env));
+  EXPECT_FALSE(entry_of(plan["plan"]["targets"], on_gpu1).is_null()) << plan.dump(2);
+  EXPECT_FALSE(entry_of(plan["plan"]["targets"], on_gpu0).is_null()) << plan.dump(2);
+
+  auto r = run_gpureap({"reset", "--gpu", "0", "--dry-run", "--dev-root", dev.path()}, env);
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find("gpureap: refusing to reset GPU 0: this process uses it, and a reset "
+                       "would end it:\n  PID " +
+                       std::to_string(on_gpu0) + " ("),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("\n  end it first: gpureap kill " + std::to_string(on_gpu0) + "\n"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(r.err.find("PID " + std::to_string(on_gpu1)), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("--gpu"), std::string::npos) << r.err;
   EXPECT_EQ(smi.args(), "");  // never ran
 }
 
