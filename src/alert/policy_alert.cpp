@@ -4,6 +4,7 @@
 
 #include "alert/observe.h"
 #include "text/byte_format.h"
+#include "text/escape.h"
 #include "text/time_format.h"
 
 namespace gpureap::alert {
@@ -23,7 +24,8 @@ Alert policy_alert(const Rule& rule, const audit::Record& r, const std::string& 
   a.labels["outcome"] = r.outcome;
   a.labels["event"] = r.event;
   a.labels["pid"] = std::to_string(r.process.pid);
-  a.labels["comm"] = r.process.comm;
+  // The process's name, argv and container are anyone's to set: one line each, escaped.
+  a.labels["comm"] = text::terminal_safe(r.process.comm);
   if (r.process.user)
     a.labels["user"] = *r.process.user;
   else if (r.process.uid)
@@ -44,7 +46,7 @@ Alert policy_alert(const Rule& rule, const audit::Record& r, const std::string& 
   summary += ": " + r.outcome;
   if (r.released_bytes) summary += fmt::format(" ({} freed)", text::human_bytes(*r.released_bytes));
   if (!r.enforced) summary += " (not enforced)";
-  a.annotations["summary"] = summary;
+  a.annotations["summary"] = text::terminal_safe(summary);
 
   std::string d = fmt::format("At {} on {}, policy {} ({}) ", text::iso8601_utc(r.time), hostname,
                               r.policy, r.event);
@@ -58,7 +60,7 @@ Alert policy_alert(const Rule& rule, const audit::Record& r, const std::string& 
   if (r.process.container) d += " Container: " + *r.process.container + ".";
   if (!r.detail.empty()) d += " " + r.detail;
   if (r.attempt > 1) d += fmt::format(" (attempt {})", r.attempt);
-  a.annotations["description"] = d;
+  a.annotations["description"] = text::terminal_safe(d);
   return a;
 }
 

@@ -61,10 +61,9 @@ Guarded guard_reset(const GlobalOptions& g, const ResetOptions& o) {
   auto blockers = doctor::reset_blockers(snapshot, o.gpu);
   if (!blockers) return Guarded{fail(blockers.error())};
   if (!blockers->empty()) {
-    std::cerr << "gpureap: refusing to reset GPU " << o.gpu << ": these processes use it:\n";
-    for (const auto& b : *blockers)
-      std::cerr << "  PID " << b.pid << ": " << text::terminal_safe(b.why) << "\n";
-    std::cerr << "  free them first: gpureap kill --gpu " << o.gpu << "\n";
+    auto lines = doctor::reset_refusal(o.gpu, *blockers);
+    std::cerr << "gpureap: " << lines.front() << "\n";
+    for (size_t i = 1; i < lines.size(); ++i) std::cerr << lines[i] << "\n";
     return Guarded{kExitFailed};
   }
   if (!snapshot.complete())

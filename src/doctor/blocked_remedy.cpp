@@ -6,6 +6,7 @@
 
 #include "doctor/evidence.h"
 #include "kernel/blocked_task.h"
+#include "text/escape.h"
 
 namespace gpureap::doctor {
 namespace {
@@ -47,8 +48,8 @@ void fuse(const core::BlockedTask& t, Finding& f) {
         fmt::format("echo 1 > /sys/fs/fuse/connections/{}/abort   # fails the "
                     "requests pending on {}: the process wakes with an error",
                     c->id, c->mount_point));
-    f.remedy.push_back(
-        fmt::format("umount -l {}   # then restart its FUSE daemon", shell_quote(c->mount_point)));
+    f.remedy.push_back(fmt::format("umount -l {}   # then restart its FUSE daemon",
+                                   text::shell_quote(c->mount_point)));
   }
   if (stuck.empty())
     f.remedy.push_back(
@@ -67,7 +68,7 @@ void nfs(const core::BlockedTask& t, Finding& f) {
         fmt::format("bring the NFS server {} back (or the network to it)", m.server));
     f.remedy.push_back(
         fmt::format("umount -f {}   # may release it when the server is gone for good",
-                    shell_quote(m.mount_point)));
+                    text::shell_quote(m.mount_point)));
   }
   if (t.nfs.empty()) f.remedy.push_back("bring the NFS server back (mount -t nfs,nfs4 lists them)");
 }

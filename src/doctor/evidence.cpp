@@ -56,14 +56,4 @@ std::string pid_list(const std::vector<pid_t>& pids) {
   return out;
 }
 
-std::string shell_quote(const std::string& w) {
-  bool plain = !w.empty() && w.find_first_not_of(
-                                 "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-                                 "0123456789/._-+:@%,=") == std::string::npos;
-  if (plain) return w;
-  std::string out = "'";
-  for (char c : w) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
-
 }  // namespace gpureap::doctor

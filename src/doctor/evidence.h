@@ -19,7 +19,5 @@ std::optional<std::string> container_stop_command(const core::HostProcess& p);
 // "8.0 GiB"; "unknown" when the driver did not say.
 std::string bytes_text(std::optional<uint64_t> bytes);
 std::string pid_list(const std::vector<pid_t>& pids);
-// A word for a POSIX shell: single-quoted unless it is plainly safe.
-std::string shell_quote(const std::string& word);
 
 }  // namespace gpureap::doctor

@@ -6,6 +6,7 @@
 #include "doctor/blocked_remedy.h"
 #include "doctor/diagnose.h"
 #include "doctor/evidence.h"
+#include "text/escape.h"
 
 namespace gpureap::doctor {
 namespace {
@@ -179,6 +180,14 @@ std::vector<Finding> diagnose(const DoctorInput& in) {
   holder_rules(in, out);
   ipc_rules(in, out);
   kernel_rules(in, out);
+  // Each remedy, fact and explanation is one line in every view (text, JSON, top, alerts): a
+  // name in it with a newline or another control character (a process's, a mount point's, a
+  // container's) is escaped here, once. Escaping is idempotent, so the views may escape again.
+  for (auto& f : out) {
+    for (auto& r : f.remedy) r = text::terminal_safe(r);
+    for (auto& e : f.evidence) e = text::terminal_safe(e);
+    f.explanation = text::terminal_safe(f.explanation);
+  }
   sort_findings(out);
   return out;
 }

@@ -35,9 +35,14 @@ bool recent(const core::KernelGpuEvent& e, const core::Snapshot& s) {
   return !e.time || s.timestamp - *e.time < kRecent;
 }
 
+// A time of the last day as its clock time, an older one with its date.
+std::string clock_text(std::chrono::system_clock::time_point t, const core::Snapshot& s) {
+  return s.timestamp - t < kRecent ? text::local_clock(t) : text::local_date_time(t);
+}
+
 std::string when(const core::KernelGpuEvent& e, const core::Snapshot& s) {
   if (!e.time) return fmt::format("{:.1f} s after boot", e.since_boot_usec / 1e6);
-  return recent(e, s) ? text::local_clock(*e.time) : text::local_date_time(*e.time);
+  return clock_text(*e.time, s);
 }
 
 std::string label(const core::KernelGpuEvent& e) {
@@ -58,19 +63,52 @@ std::string labels(const core::Snapshot& s, const std::vector<pid_t>& pids) {
   return out;
 }
 
+// Whether the process now at an Xid's PID is the one the driver named. A PID is handed out
+// again once its process is gone, so it names the process now at it only if that process was
+// already running at the Xid's time (the kernel vouches for start times, not for a log's PID).
+enum class Identity { Same, Reused, Unconfirmed };
+
+Identity identity(const core::KernelGpuEvent& e, const core::Snapshot& s,
+                  const core::HostProcess& p) {
+  auto started = s.start_time(p.stat);
+  if (!e.time || !started) return Identity::Unconfirmed;
+  return *started <= *e.time ? Identity::Same : Identity::Reused;
+}
+
 // What the PID an Xid names is now: a ghost (with who keeps its memory), a listed process, a
-// keeper of a ghost, or gone and forgotten.
+// keeper of a ghost, another process that got the PID later, or gone and forgotten.
 std::optional<std::string> story(const core::KernelGpuEvent& e, const core::Snapshot& s) {
   if (!e.pid) return std::nullopt;
   std::string hit = fmt::format("PID {} hit Xid {} at {}", *e.pid, e.code, when(e, s));
   if (const auto* g = s.ghost(*e.pid)) {
+    // A gone process's start time went with it: the listing is the same PID, not proof that
+    // it is the same process.
+    const char* unproven =
+        "; whether the gone process is the one the Xid names cannot be confirmed (its start time "
+        "is gone with it)";
     std::vector<pid_t> holders = g->keepers;
     holders.insert(holders.end(), g->listed_keepers.begin(), g->listed_keepers.end());
     if (!holders.empty())
-      return fmt::format("{}; it is gone, and its memory ({}) is still held by {}", hit,
-                         bytes_text(g->bytes), labels(s, holders));
-    return fmt::format("{}; it is gone, and the driver still lists its memory ({}){}", hit,
-                       bytes_text(g->bytes), g->leaked ? " with nothing alive holding it" : "");
+      return fmt::format("{}; it is gone, and its memory ({}) is still held by {}{}", hit,
+                         bytes_text(g->bytes), labels(s, holders), unproven);
+    return fmt::format("{}; it is gone, and the driver still lists its memory ({}){}{}", hit,
+                       bytes_text(g->bytes), g->leaked ? " with nothing alive holding it" : "",
+                       unproven);
+  }
+  if (const auto* p = s.find(*e.pid)) {
+    switch (identity(e, s, *p)) {
+      case Identity::Reused:
+        return fmt::format(
+            "{}; the process now at {} started later, at {}: the PID was reused, and the Xid is "
+            "not about that process",
+            hit, process_label(*p), clock_text(*s.start_time(p->stat), s));
+      case Identity::Unconfirmed:
+        return fmt::format(
+            "{}; whether that was the process now at {} cannot be confirmed: {} is unknown", hit,
+            process_label(*p), e.time ? "its start time" : "the Xid's clock time");
+      case Identity::Same:
+        break;
+    }
   }
   for (const auto& g : s.ghosts)
     if (std::find(g.keepers.begin(), g.keepers.end(), *e.pid) != g.keepers.end())
@@ -98,7 +136,11 @@ void gpu_finding(const DoctorInput& in, const std::vector<const core::KernelGpuE
       any_recent = true;
       f.severity = std::max(f.severity, severity_of(e->level));
     }
-    if (e->pid && std::find(f.pids.begin(), f.pids.end(), *e->pid) == f.pids.end())
+    // A PID handed to another process since is not this finding's: `top` shows a process
+    // the findings that name it.
+    const auto* now = e->pid ? s.find(*e->pid) : nullptr;
+    if (e->pid && std::find(f.pids.begin(), f.pids.end(), *e->pid) == f.pids.end() &&
+        !(now && identity(*e, s, *now) == Identity::Reused))
       f.pids.push_back(*e->pid);
   }
   std::string codes_text;

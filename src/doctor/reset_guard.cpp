@@ -6,6 +6,7 @@
 #include <cctype>
 
 #include "doctor/evidence.h"
+#include "text/escape.h"
 
 namespace gpureap::doctor {
 
@@ -36,8 +37,24 @@ core::Result<std::vector<ResetBlocker>> reset_blockers(const core::Snapshot& s, 
           why += (why.empty() ? "" : "; ") +
                  fmt::format("holds {} on fd {}", d.path, fmt::join(d.fds, ","));
     }
-    if (!why.empty()) out.push_back({r.pid, std::move(why)});
+    if (!why.empty()) out.push_back({r.pid, r.process->stat.comm, std::move(why)});
   }
+  return out;
+}
+
+std::vector<std::string> reset_refusal(unsigned gpu, const std::vector<ResetBlocker>& blockers) {
+  const bool one = blockers.size() == 1;
+  std::vector<std::string> out{fmt::format(
+      "refusing to reset GPU {}: {} {} it, and a reset would end {}:", gpu,
+      one ? "this process" : "these processes", one ? "uses" : "use", one ? "it" : "them")};
+  std::vector<pid_t> pids;
+  for (const auto& b : blockers) {
+    out.push_back(fmt::format("  PID {} ({}): {}", b.pid, text::terminal_safe(b.comm),
+                              text::terminal_safe(b.why)));
+    pids.push_back(b.pid);
+  }
+  out.push_back(
+      fmt::format("  end {} first: gpureap kill {}", one ? "it" : "them", pid_list(pids)));
   return out;
 }
 

@@ -12,11 +12,17 @@ namespace gpureap::doctor {
 
 struct ResetBlocker {
   pid_t pid = 0;
-  std::string why;  // "holds /dev/nvidia0 on fd 7", "listed by the driver with 8.0 GiB"
+  std::string comm;  // untrusted: escaped where it is shown
+  std::string why;   // "holds /dev/nvidia0 on fd 7", "listed by the driver with 8.0 GiB"
 };
 
 // Error when the GPU is unknown to the backend (the device file cannot be mapped).
 core::Result<std::vector<ResetBlocker>> reset_blockers(const core::Snapshot& s, unsigned gpu);
+
+// Why a reset of GPU `gpu` is refused, one line each: the processes that block it (a reset
+// ends them) and the command that ends exactly those, never a wider one (`kill --gpu N` also
+// plans the keepers of a gone PID listed on the GPU that hold only another GPU's file).
+std::vector<std::string> reset_refusal(unsigned gpu, const std::vector<ResetBlocker>& blockers);
 
 // nvidia-smi's complaint turned into the next step (persistence mode, another client, ...).
 std::string reset_failure_hint(const std::string& nvidia_smi_output, unsigned gpu);

@@ -4,6 +4,7 @@
 
 #include "doctor/diagnose.h"
 #include "doctor/evidence.h"
+#include "text/escape.h"
 
 namespace gpureap::doctor {
 
@@ -116,7 +117,7 @@ void ipc_rules(const DoctorInput& in, std::vector<Finding>& out) {
     f.memory_bytes += file.size_bytes;
     f.evidence.push_back(fmt::format("{} ({}) is neither open nor mapped by any live process",
                                      file.path, bytes_text(file.size_bytes)));
-    f.remedy.push_back("rm " + shell_quote(file.path));
+    f.remedy.push_back("rm " + text::shell_quote(file.path));
   }
   if (!in.ipc.files.empty() && !in.ipc.uninspected.empty())
     f.evidence.push_back(

@@ -25,13 +25,6 @@ ActionResult unacted(const reap::Target& t) {
   }
 }
 
-std::string holders_text(const std::vector<reap::Holder>& holders) {
-  std::string out;
-  for (const auto& h : holders)
-    out += (out.empty() ? "" : ", ") + std::to_string(h.pid) + (h.comm ? " (" + *h.comm + ")" : "");
-  return out;
-}
-
 uint64_t freed_bytes(const reap::Report& report) {
   uint64_t sum = 0;
   for (const auto& f : report.freed) sum += f.bytes;
@@ -52,7 +45,7 @@ ActionResult live_result(const reap::Report& report, pid_t pid) {
       return {"still-held", freed,
               o->held_by.empty()
                   ? "it exited but the driver still holds its memory"
-                  : "it exited but " + holders_text(o->held_by) + " still hold its memory",
+                  : "it exited but " + reap::holders_text(o->held_by) + " still hold its memory",
               false};
     case reap::OutcomeKind::Survived:
       return {"survived", std::nullopt, o->why, true};
@@ -76,7 +69,7 @@ ActionResult gone_result(const reap::Report& report, pid_t pid) {
   if (g->released) return {"released", freed_bytes(report), "its keepers were ended", false};
   return {"still-held", freed_bytes(report),
           g->held_by.empty() ? "its keepers exited but the driver still holds the memory"
-                             : "still held by " + holders_text(g->held_by),
+                             : "still held by " + reap::holders_text(g->held_by),
           false};
 }
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "text/escape.h"
 #include "text/time_format.h"
 
 namespace gpureap::reap {
@@ -13,14 +14,6 @@ using SteadyTime = std::chrono::steady_clock::time_point;
 
 long long ms_between(SteadyTime from, SteadyTime to) {
   return std::max<long long>(0, duration_cast<milliseconds>(to - from).count());
-}
-
-// Holders as words: "4250 (python), 4251 (python)" or "nobody".
-std::string holder_list(const std::vector<Holder>& held) {
-  std::string s;
-  for (const auto& h : held)
-    s += (s.empty() ? "" : ", ") + std::to_string(h.pid) + (h.comm ? " (" + *h.comm + ")" : "");
-  return s;
 }
 
 class Composer {
@@ -106,8 +99,8 @@ class Composer {
     }
     o.kind = OutcomeKind::Survived;
     o.parent = t.parent;
-    std::string parent =
-        std::to_string(t.parent.pid) + (t.parent.comm ? " (" + *t.parent.comm + ")" : "");
+    std::string parent = std::to_string(t.parent.pid) +
+                         (t.parent.comm ? " (" + text::terminal_safe(*t.parent.comm) + ")" : "");
     o.why = "a zombie: it has exited and holds nothing, but its parent " + parent +
             " has not reaped it; signal or fix the parent (gpureap kill " +
             std::to_string(t.parent.pid) + ")";
@@ -167,7 +160,7 @@ class Composer {
                " left the driver's list, but the GPU's used memory did not drop: the "
                "driver is still tearing it down or leaked it; check again later";
       if (!l->held_by.empty())
-        return whose + " is still listed and kept alive by " + holder_list(l->held_by) +
+        return whose + " is still listed and kept alive by " + holders_text(l->held_by) +
                ": kill those too (--tree or --group)";
       return whose +
              " is still listed, and no process holds the GPU's device files: a "
@@ -258,6 +251,14 @@ std::string_view to_string(OutcomeKind kind) {
       return "refused";
   }
   return "?";
+}
+
+std::string holders_text(const std::vector<Holder>& held) {
+  std::string s;
+  for (const auto& h : held)
+    s += (s.empty() ? "" : ", ") + std::to_string(h.pid) +
+         (h.comm ? " (" + text::terminal_safe(*h.comm) + ")" : "");
+  return s;
 }
 
 }  // namespace gpureap::reap

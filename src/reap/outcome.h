@@ -82,5 +82,7 @@ Report compose(const Plan& plan, const std::vector<Execution>& executions,
 int plan_exit_code(const Plan& plan);
 
 std::string_view to_string(OutcomeKind kind);
+// Who still holds memory, as words: "4250 (python), 4251 (python)"; names escaped to one line.
+std::string holders_text(const std::vector<Holder>& held);
 
 }  // namespace gpureap::reap

@@ -86,8 +86,48 @@ std::string utf8_valid(std::string_view s) {
   return out;
 }
 
+std::string shell_quote(std::string_view w) {
+  bool plain = !w.empty() && w.find_first_not_of(
+                                 "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                 "0123456789/._-+:@%,=") == std::string_view::npos;
+  if (plain) return std::string(w);
+  if (terminal_safe(w) == w) {
+    std::string out = "'";
+    for (char c : w) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    return out + "'";
+  }
+  // What the terminal would show escaped, $'...' writes as escapes bash, zsh and ksh turn back
+  // into the very bytes: the word stays one line and still names the file.
+  std::string out = "$'";
+  for (size_t i = 0; i < w.size();) {
+    auto c = static_cast<unsigned char>(w[i]);
+    size_t n = utf8_length(w, i);
+    bool hidden = n == 0 || (n == 1 && (c < 0x20 || c == 0x7F)) || (n == 3 && invisible(w, i)) ||
+                  (n == 2 && c == 0xC2 && static_cast<unsigned char>(w[i + 1]) < 0xA0);
+    if (n == 0) n = 1;
+    if (hidden && c == '\n') {
+      out += "\\n";
+    } else if (hidden && c == '\t') {
+      out += "\\t";
+    } else if (hidden) {
+      for (size_t k = 0; k < n; ++k) out += hex_escape(static_cast<unsigned char>(w[i + k]));
+    } else if (c == '\'' || c == '\\') {
+      out += '\\';
+      out += static_cast<char>(c);
+    } else {
+      out.append(w.substr(i, n));
+    }
+    i += n;
+  }
+  return out + "'";
+}
+
 std::string csv_field(std::string_view text) {
-  std::string safe = terminal_safe(text);
+  // A spreadsheet reads a cell that starts with one of these as a formula (tab and CR it may
+  // strip first): a leading ' makes it read the cell as text.
+  bool formula =
+      !text.empty() && std::string_view("=+-@\t\r").find(text.front()) != std::string_view::npos;
+  std::string safe = (formula ? "'" : "") + terminal_safe(text);
   if (safe.find_first_of(",\"") == std::string::npos && safe.find(' ') != 0) return safe;
   std::string out = "\"";
   for (char c : safe) {

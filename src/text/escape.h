@@ -24,7 +24,16 @@ std::string utf8_valid(std::string_view text);
 // an element or leaves an attribute.
 std::string markup_safe(std::string_view text);
 
-// For CSV: quoted when needed, quotes doubled, control characters escaped.
+// A word for a POSIX shell: as it is when plainly safe, else single-quoted; a word with what
+// terminal_safe would escape (a newline, a control or invisible character, invalid UTF-8) is
+// written $'...' with those bytes as escapes, so a command that names it is one line and, in
+// bash, zsh or ksh, still names it.
+std::string shell_quote(std::string_view word);
+
+// For a CSV text cell (names, command lines, users, containers, paths): quoted when needed,
+// quotes doubled, control characters escaped, and a cell that a spreadsheet would read as a
+// formula (starting with =, +, -, @, tab or CR) starts with ' instead. Numbers (PIDs, bytes:
+// gpureap's are never negative) are written without it, so no number is ever prefixed.
 std::string csv_field(std::string_view text);
 
 }  // namespace gpureap::text

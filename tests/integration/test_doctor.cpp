@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/ipc.h>
+#include <sys/prctl.h>
 #include <sys/shm.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -191,6 +192,44 @@ TEST(Doctor, IpcResidue) {
   EXPECT_EQ(d.exit_code, 1);
 }
 
+// Names are anyone's to set: a process's name and a file's in shm/ with newlines in them leave
+// every remedy one line, in the JSON (no newline in any string) and on the terminal, and the
+// file's remedy, run by a shell, removes that very file.
+TEST(Doctor, EveryRemedyIsOneLineWhateverTheNames) {
+  REQUIRE_DOUBLE();
+  FakeDevRoot dev;
+  Child stopped = holding(dev, "nvidia0", [] { ::prctl(PR_SET_NAME, "evil\nrm -rf ~"); });
+  ::kill(stopped.pid(), SIGSTOP);
+  ASSERT_TRUE(wait_for_state(stopped.pid(), 'T'));
+  ::mkdir(dev.file("shm").c_str(), 0777);
+  std::string leftover = dev.file("shm/x\ny");
+  std::ofstream(leftover) << std::string(4096, 'x');
+  utimbuf old{::time(nullptr) - 600, ::time(nullptr) - 600};
+  ::utime(leftover.c_str(), &old);
+  FakeNvml nvml(one_gpu(json::array({{{"pid", stopped.pid()}, {"used_bytes", 2 * GiB}}})));
+  auto d = doctor(dev, nvml);
+  ASSERT_NE(finding(d, "stopped-holder"), nullptr) << d.doc["findings"].dump(2);
+  const auto* ipc = finding(d, "ipc-residue");
+  ASSERT_NE(ipc, nullptr) << d.doc["findings"].dump(2);
+  for (const auto& f : d.doc["findings"])
+    for (const char* field : {"remedy", "evidence"})
+      for (const auto& line : f[field])
+        EXPECT_EQ(line.get<std::string>().find_first_of("\n\r"), std::string::npos)
+            << f["code"] << ": " << line;
+  const std::string rm = "rm $'" + dev.file("shm/x") + "\\ny'";
+  ASSERT_TRUE(remedy_has(*ipc, rm)) << (*ipc)["remedy"].dump(2);
+
+  auto text =
+      run_gpureap({"doctor", "--no-color", "--dev-root", dev.path(), "--settle", "0s"}, nvml.env());
+  EXPECT_NE(text.out.find("\n  $ " + rm + "\n"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("evil\\nrm -rf ~"), std::string::npos) << text.out;
+  EXPECT_EQ(text.out.find("\nrm -rf ~"), std::string::npos) << text.out;
+
+  auto ran = run_program_in({"bash", "-c", rm}, {"PATH=/usr/bin:/bin"});
+  EXPECT_EQ(ran.exit_code, 0) << ran.err;
+  EXPECT_NE(::access(leftover.c_str(), F_OK), 0) << "the remedy named another file";
+}
+
 TEST(Doctor, DriverMismatchIsCritical) {
   REQUIRE_DOUBLE();
   FakeDevRoot dev;
@@ -232,7 +271,73 @@ TEST(Reset, RefusesWhileAProcessHoldsTheGpu) {
   auto r = run_gpureap({"reset", "--gpu", "0", "--yes", "--dev-root", dev.path()}, env);
   EXPECT_EQ(r.exit_code, 1) << r.err;
   EXPECT_NE(r.err.find("PID " + std::to_string(job.pid())), std::string::npos) << r.err;
-  EXPECT_NE(r.err.find("gpureap kill --gpu 0"), std::string::npos);
+  EXPECT_NE(r.err.find("  end it first: gpureap kill " + std::to_string(job.pid()) + "\n"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(smi.args(), "");  // never ran
+}
+
+// A gone trainer listed on GPUs 0 and 1 left a worker on each GPU's file. `kill --gpu 0` would
+// end both (each keeps the trainer's memory), but only the one holding GPU 0's file blocks its
+// reset: the refusal names that one, and the command for it alone.
+TEST(Reset, TheRefusalNamesExactlyTheBlockersAndTheCommandForThem) {
+  REQUIRE_DOUBLE();
+  FakeDevRoot dev;
+  Ready ready;
+  Child trainer([&] {
+    ::setpgid(0, 0);
+    // Each worker holds the files open at its fork: GPU 1's, then GPU 0's alone.
+    int gpu1 = hold(dev.dev("nvidia1"));
+    for (int gpu : {1, 0}) {
+      pid_t worker = ::fork();
+      if (worker == 0) {
+        for (;;) ::pause();
+      }
+      ready.send(worker);
+      if (gpu == 1) {
+        ::close(gpu1);
+        hold(dev.dev("nvidia0"));
+      }
+    }
+    ::_exit(0);
+  });
+  const pid_t gone = trainer.pid();
+  const pid_t on_gpu1 = static_cast<pid_t>(ready.receive());
+  const pid_t on_gpu0 = static_cast<pid_t>(ready.receive());
+  KillStrays strays{{on_gpu1, on_gpu0}};
+  trainer.kill_and_reap();
+  json scenario =
+      one_gpu(json::array({{{"pid", gone}, {"used_bytes", 4 * GiB}, {"holders", {on_gpu0}}}}));
+  scenario["gpus"].push_back(
+      {{"name", "NVIDIA H200"},
+       {"uuid", "GPU-1111"},
+       {"pci_bus_id", "00000000:18:00.0"},
+       {"minor", 1},
+       {"total_bytes", 80 * GiB},
+       {"processes",
+        json::array({{{"pid", gone}, {"used_bytes", 4 * GiB}, {"holders", {on_gpu1}}}})}});
+  FakeNvml nvml(scenario);
+  FakeNvidiaSmi smi;
+  auto env = nvml.env();
+  env.push_back(smi.path_env());
+  // What --gpu 0 would plan: both workers.
+  auto plan = parse_output(
+      run_gpureap({"kill", "--json", "--gpu", "0", "--dry-run", "--dev-root", dev.path()}, env));
+  EXPECT_FALSE(entry_of(plan["plan"]["targets"], on_gpu1).is_null()) << plan.dump(2);
+  EXPECT_FALSE(entry_of(plan["plan"]["targets"], on_gpu0).is_null()) << plan.dump(2);
+
+  auto r = run_gpureap({"reset", "--gpu", "0", "--dry-run", "--dev-root", dev.path()}, env);
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find("gpureap: refusing to reset GPU 0: this process uses it, and a reset "
+                       "would end it:\n  PID " +
+                       std::to_string(on_gpu0) + " ("),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("\n  end it first: gpureap kill " + std::to_string(on_gpu0) + "\n"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(r.err.find("PID " + std::to_string(on_gpu1)), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("--gpu"), std::string::npos) << r.err;
   EXPECT_EQ(smi.args(), "");  // never ran
 }
 

@@ -6,6 +6,8 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <iterator>
+#include <sstream>
 
 #include "support.h"
 
@@ -39,6 +41,17 @@ bool any_has(const json& lines, const std::string& text) {
   for (const auto& l : lines)
     if (l.get<std::string>().find(text) != std::string::npos) return true;
   return false;
+}
+
+// When `pid` started, in microseconds since boot (the clock of /dev/kmsg's records).
+uint64_t started_usec(pid_t pid) {
+  std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat((std::istreambuf_iterator<char>(f)), {});
+  std::istringstream after(stat.substr(stat.rfind(')') + 2));
+  std::string field;
+  for (int i = 3; i <= 22 && after >> field; ++i) {
+  }
+  return std::stoull(field) * 1'000'000 / static_cast<uint64_t>(::sysconf(_SC_CLK_TCK));
 }
 
 TEST(KernelEvidence, DoctorJoinsAnXidToTheGonePidAndWhoKeepsItsMemory) {
@@ -88,6 +101,56 @@ TEST(KernelEvidence, DoctorJoinsAnXidToTheGonePidAndWhoKeepsItsMemory) {
   EXPECT_EQ(r.err.find("kmsg"), std::string::npos) << r.err;  // the log was read: nothing to say
   ::kill(worker, SIGKILL);
   wait_gone(worker);
+}
+
+// An Xid names the process at its PID only if that process was already running then: one
+// started after the Xid has a reused PID, and one of a log whose clock time is unknown cannot
+// be confirmed.
+TEST(KernelEvidence, AnXidNamesOnlyAProcessThatRanAtItsTime) {
+  REQUIRE_DOUBLE();
+  FakeDevRoot dev;
+  Child early = holding(dev, "nvidia0");
+  ::usleep(200'000);
+  Child late = holding(dev, "nvidia0");
+  // Halfway between the two starts, far from either at the clock's 10 ms resolution.
+  const uint64_t at = (started_usec(early.pid()) + started_usec(late.pid())) / 2;
+  ASSERT_GT(started_usec(late.pid()), started_usec(early.pid()) + 100'000);
+  FakeNvml nvml(one_gpu(json::array({{{"pid", early.pid()}, {"used_bytes", 2 * GiB}},
+                                     {{"pid", late.pid()}, {"used_bytes", 2 * GiB}}})));
+  auto xid = [](pid_t pid) {
+    return "NVRM: Xid (PCI:0000:17:00): 31, pid=" + std::to_string(pid) +
+           ", name=python, Ch 00000008";
+  };
+  TempDir logs;
+  std::ofstream(logs.file("kmsg"))
+      << record(1, at, xid(early.pid())) << record(2, at, xid(late.pid()));
+  // A stamp no clock time can have (past a century of uptime): the Xid's time is unknown.
+  std::ofstream(logs.file("timeless")) << record(1, 4'000'000'000'000'000, xid(early.pid()));
+  auto doctor = [&](const std::string& kmsg) {
+    auto r = run_gpureap(
+        {"doctor", "--json", "--dev-root", dev.path(), "--kmsg", kmsg, "--settle", "0s"},
+        nvml.env());
+    json doc = json::parse(r.out, nullptr, false);
+    EXPECT_FALSE(doc.is_discarded()) << r.out << r.err;
+    const auto* f = doc.is_discarded() ? nullptr : finding(doc, "gpu-xid");
+    EXPECT_NE(f, nullptr) << r.out;
+    return f ? *f : json::object();
+  };
+  const std::string e = std::to_string(early.pid()), l = std::to_string(late.pid());
+  json f = doctor(logs.file("kmsg"));
+  EXPECT_TRUE(any_has(f["evidence"], "PID " + e + " hit Xid 31 at ")) << f.dump(2);
+  EXPECT_TRUE(any_has(f["evidence"], "; it still runs and the driver lists it")) << f.dump(2);
+  EXPECT_TRUE(any_has(f["evidence"], "PID " + l + " hit Xid 31 at ")) << f.dump(2);
+  EXPECT_TRUE(any_has(f["evidence"], "the process now at PID " + l)) << f.dump(2);
+  EXPECT_TRUE(any_has(f["evidence"], "the PID was reused, and the Xid is not about that process"))
+      << f.dump(2);
+  EXPECT_EQ(f["pids"], json::array({early.pid()})) << f.dump(2);
+
+  f = doctor(logs.file("timeless"));
+  EXPECT_TRUE(any_has(f["evidence"], "whether that was the process now at PID " + e)) << f.dump(2);
+  EXPECT_TRUE(any_has(f["evidence"], "cannot be confirmed: the Xid's clock time is unknown"))
+      << f.dump(2);
+  EXPECT_FALSE(any_has(f["evidence"], "still runs")) << f.dump(2);
 }
 
 TEST(KernelEvidence, PsNotesACriticalXidAndAnUnreadableLogIsSaidOnce) {

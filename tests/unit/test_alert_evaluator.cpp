@@ -300,6 +300,28 @@ audit::Record record(std::string policy, std::string outcome) {
   return r;
 }
 
+// A process's name and argv are anyone's to set: a newline in them leaves the alert's label,
+// summary and description one line each.
+TEST(AlertEvaluator, APolicyAlertKeepsANameWithANewlineOnOneLine) {
+  Rule any;
+  any.name = "PolicyActed";
+  any.condition = Condition::PolicyAction;
+  Evaluator e = with({any});
+  auto r = record("idle", "released");
+  r.process.comm = "evil\nrm -rf /";
+  r.process.cmdline = {"python", "x\ny"};
+  r.process.container = "c\r1";
+  auto fired = e.on_policy_record(r, testing::kT0 + 3s);
+  ASSERT_EQ(fired.size(), 1u);
+  const Alert& a = fired[0].alerts.at(0);
+  EXPECT_EQ(a.labels.at("comm"), "evil\\nrm -rf /");
+  for (const auto& [name, text] : a.annotations)
+    EXPECT_EQ(text.find_first_of("\n\r"), std::string::npos) << name << ": " << text;
+  EXPECT_NE(a.annotations.at("summary").find("PID 4242 (evil\\nrm -rf /"), std::string::npos);
+  EXPECT_NE(a.annotations.at("description").find("Command: python x\\ny."), std::string::npos)
+      << a.annotations.at("description");
+}
+
 TEST(AlertEvaluator, APolicyActionFiresOnceAndResolvesAtTheNextSample) {
   Rule any;
   any.name = "PolicyActed";

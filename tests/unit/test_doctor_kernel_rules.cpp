@@ -69,10 +69,67 @@ TEST(DoctorKernelRules, AnXidNamingAGonePidSaysWhoStillHoldsItsMemory) {
   EXPECT_EQ(f->pids, std::vector<pid_t>{4242});
   EXPECT_TRUE(has(f->evidence, "PID 4242 hit Xid 31 at "));
   EXPECT_TRUE(has(f->evidence, "its memory (8.0 GiB) is still held by PID 4250 (p4250)"));
+  // The gone process's start time went with it: the PID is the driver's listing, not proof.
+  EXPECT_TRUE(has(f->evidence,
+                  "whether the gone process is the one the Xid names cannot be "
+                  "confirmed"));
   EXPECT_TRUE(has(f->remedy, "gpureap kill --ghosts"));
   EXPECT_TRUE(has({f->explanation}, "Xid 31, GPU memory page fault"));
   // The ghost itself is still the ghost finding, with its reset advice untouched.
   EXPECT_NE(find(fs, FindingCode::NoSuchProcess), nullptr);
+}
+
+// PID 300, listed on GPU 0, started 13 s after boot (the builders' start ticks at 100 per
+// second); `boot_ago` places boot that long before the snapshot, whose Xid is 10 minutes old.
+core::Snapshot listed_300(std::chrono::seconds boot_ago) {
+  auto s = make_snapshot({proc(1, 0, 1), holder(300, 1, 300)},
+                         {gpu(0, 0, 8 * GiB, {listed(300, 8 * GiB)})});
+  s.proc.boot_time = 1'700'000'000 - boot_ago.count();
+  return s;
+}
+
+// The gpu-xid finding of one event: Xid 31 naming PID 300, unless `e` says otherwise.
+Finding xid_finding(const core::Snapshot& s,
+                    core::KernelGpuEvent e = xid(31, 300, 0, core::KernelEventLevel::Warning)) {
+  core::KernelLog log;
+  log.events = {std::move(e)};
+  return copy_of(run(s, log), FindingCode::GpuXid);
+}
+
+TEST(DoctorKernelRules, AnXidNamesAProcessThatWasRunningAtItsTime) {
+  auto f = xid_finding(listed_300(std::chrono::hours(1)));  // started 47 minutes before the Xid
+  EXPECT_TRUE(has(f.evidence, "PID 300 hit Xid 31 at ")) << ::testing::PrintToString(f.evidence);
+  EXPECT_TRUE(has(f.evidence, "; it still runs and the driver lists it"));
+  EXPECT_FALSE(has(f.evidence, "reused"));
+  EXPECT_EQ(f.pids, std::vector<pid_t>{300});
+}
+
+TEST(DoctorKernelRules, AnXidBeforeTheProcessStartedNamesAReusedPid) {
+  auto f = xid_finding(listed_300(std::chrono::seconds(605)));  // started 8 s after the Xid
+  EXPECT_TRUE(has(f.evidence, "PID 300 hit Xid 31 at ")) << ::testing::PrintToString(f.evidence);
+  EXPECT_TRUE(has(f.evidence, "the process now at PID 300 (p300) started later, at "));
+  EXPECT_TRUE(has(f.evidence, "the PID was reused, and the Xid is not about that process"));
+  EXPECT_FALSE(has(f.evidence, "still runs"));
+  EXPECT_TRUE(f.pids.empty());  // the finding is not about the process at PID 300 now
+}
+
+TEST(DoctorKernelRules, AnXidOfUnknownTimeCannotConfirmItsPid) {
+  auto s = listed_300(std::chrono::hours(1));
+  auto timeless = xid(31, 300, 0, core::KernelEventLevel::Warning);
+  timeless.time.reset();  // no boot time: the log's clock alone
+  timeless.since_boot_usec = 2'500'000;
+  auto f = xid_finding(s, timeless);
+  EXPECT_TRUE(has(f.evidence,
+                  "PID 300 hit Xid 31 at 2.5 s after boot; whether that was the "
+                  "process now at PID 300 (p300) cannot be confirmed: the Xid's "
+                  "clock time is unknown"))
+      << ::testing::PrintToString(f.evidence);
+  EXPECT_FALSE(has(f.evidence, "still runs"));
+  // Nor when the process's start time is unknown (no boot time in the snapshot).
+  s.proc.boot_time.reset();
+  f = xid_finding(s);
+  EXPECT_TRUE(has(f.evidence, "cannot be confirmed: its start time is unknown"))
+      << ::testing::PrintToString(f.evidence);
 }
 
 TEST(DoctorKernelRules, NoKernelLogOrNoXidsMeansNoFinding) {

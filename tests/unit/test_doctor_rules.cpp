@@ -265,6 +265,42 @@ TEST(DoctorRules, AStopCommandSaysWhichContainerAndPodItStops) {
       remedy_has(*f, "crictl stop bbbbbbbbbbbb   # stops container train of pod research/bert-0"));
 }
 
+// A line with a raw control character: a newline would split it in two wherever it is shown.
+bool raw_control(const std::string& line) {
+  return std::any_of(line.begin(), line.end(), [](char c) {
+    auto u = static_cast<unsigned char>(c);
+    return u < 0x20 || u == 0x7F;
+  });
+}
+
+// Names are anyone's to set (a process's, a container's, a file's in /dev/shm): every remedy,
+// fact and explanation stays one line, and a path in a command still names the file.
+TEST(DoctorRules, EveryLineOfAFindingIsOneLineWhateverTheNames) {
+  auto w = holder(4250, 1, 4242);
+  w.stat.comm = "evil\nrm -rf /";
+  w.details->container = core::ContainerInfo{"kubernetes", std::string(64, 'b'), "uid-1",
+                                             "c\n1",       "pod\r\n2",           "ns\x1b[31m"};
+  auto stopped = holder(4300, 1, 4300, 0, 'T');
+  stopped.stat.comm = "a\nb";
+  procfs::IpcResidue ipc;
+  ipc.files.push_back({"/dev/shm/x\ny'z", 32 * MiB, 0});
+  auto s = make_snapshot({proc(1, 0, 1), w, stopped},
+                         {gpu(0, 0, 8 * GiB, {listed(4242, 8 * GiB), listed(4300, 0)})});
+  auto fs = run(s, s, ipc);
+  ASSERT_NE(find(fs, "no-such-process", 4242), nullptr);
+  ASSERT_NE(find(fs, "stopped-holder", 4300), nullptr);
+  for (const auto& f : fs) {
+    for (const auto& r : f.remedy) EXPECT_FALSE(raw_control(r)) << to_string(f.code) << ": " << r;
+    for (const auto& e : f.evidence) EXPECT_FALSE(raw_control(e)) << to_string(f.code) << ": " << e;
+    EXPECT_FALSE(raw_control(f.explanation)) << to_string(f.code);
+  }
+  EXPECT_TRUE(remedy_has(*find(fs, "no-such-process", 4242),
+                         "crictl stop bbbbbbbbbbbb   # stops container c\\n1 of pod "
+                         "ns\\x1b[31m/pod\\r\\n2"));
+  // The file's name as a shell word the shell turns back into it, on one line.
+  EXPECT_TRUE(remedy_has(*find(fs, "ipc-residue"), "rm $'/dev/shm/x\\ny\\'z'"));
+}
+
 TEST(DoctorRules, ProtectedHolderIsInfo) {
   auto p = holder(77, 1, 77);
   p.stat.comm = "nvidia-persiste";

@@ -45,10 +45,44 @@ TEST(TerminalSafe, LinesKeepTheirBreaksAndNothingElse) {
             "config.toml:1:1: bad\nconfig.toml:2:1: \\x1b]0;x\\x07");
 }
 
+// Shell words in remedies: plain ones as they are, others single-quoted, and those with what a
+// terminal would escape written $'...', one line that the shell turns back into the very bytes.
+TEST(ShellQuote, PlainQuotedOrEscapedOnOneLine) {
+  EXPECT_EQ(shell_quote("/dev/shm/torch_1234"), "/dev/shm/torch_1234");
+  EXPECT_EQ(shell_quote("/mnt/my data"), "'/mnt/my data'");
+  EXPECT_EQ(shell_quote("it's"), "'it'\\''s'");
+  EXPECT_EQ(shell_quote(""), "''");
+  EXPECT_EQ(shell_quote("/mnt/Zürich"), "'/mnt/Zürich'");
+  EXPECT_EQ(shell_quote("a\nb'c\\d"), "$'a\\nb\\'c\\\\d'");
+  EXPECT_EQ(shell_quote("x\ty\x1b[0m"), "$'x\\ty\\x1b[0m'");
+  EXPECT_EQ(shell_quote(std::string_view("\xff\xc2\x9b", 3)), "$'\\xff\\xc2\\x9b'");
+  EXPECT_EQ(shell_quote("a\u202Eb"), "$'a\\xe2\\x80\\xaeb'");
+  // Nothing the terminal would escape is left in it.
+  for (const char* w : {"a\nb", "x\ty", "\x7f", "a\u202Eb"})
+    EXPECT_EQ(terminal_safe(shell_quote(w)), shell_quote(w)) << w;
+}
+
 TEST(CsvField, QuotesAndEscapes) {
   EXPECT_EQ(csv_field("a,b"), "\"a,b\"");
   EXPECT_EQ(csv_field("say \"hi\""), "\"say \"\"hi\"\"\"");
   EXPECT_EQ(csv_field("x\u202Ey"), "x\\u{202e}y");
+}
+
+// Spreadsheet formula injection: a text cell that starts with =, +, -, @, tab or CR would run
+// as a formula; it starts with ' instead, and is quoted as any other cell would be.
+TEST(CsvField, CellsThatWouldBeFormulasStartWithAQuote) {
+  EXPECT_EQ(csv_field("=HYPERLINK(\"http://x\")"), "\"'=HYPERLINK(\"\"http://x\"\")\"");
+  EXPECT_EQ(csv_field("=1+1"), "'=1+1");
+  EXPECT_EQ(csv_field("+1"), "'+1");
+  EXPECT_EQ(csv_field("-bash"), "'-bash");
+  EXPECT_EQ(csv_field("@SUM(A1)"), "'@SUM(A1)");
+  EXPECT_EQ(csv_field("\t=1"), "'\\t=1");
+  EXPECT_EQ(csv_field("\r=1"), "'\\r=1");
+  EXPECT_EQ(csv_field("=a,b"), "\"'=a,b\"");
+  // Only the first character counts; ordinary and empty cells are as they were.
+  EXPECT_EQ(csv_field("python a=1 -v"), "python a=1 -v");
+  EXPECT_EQ(csv_field("1+1"), "1+1");
+  EXPECT_EQ(csv_field(""), "");
 }
 
 }  // namespace

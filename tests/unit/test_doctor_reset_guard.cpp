@@ -1,0 +1,62 @@
+// What blocks a GPU reset, and the refusal that names exactly those processes with the command
+// that ends them (src/doctor/reset_guard.cpp).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "doctor/reset_guard.h"
+#include "reap/select.h"
+#include "snapshot_builders.h"
+
+namespace gpureap::doctor {
+namespace {
+
+using namespace gpureap::testing;
+
+// Gone PID 4242 is listed on GPUs 0 and 1: worker 4250 keeps its context through GPU 1's file
+// only, worker 4251 through GPU 0's. PID 4260 is listed on GPU 0 and holds only GPU 1's file.
+core::Snapshot two_gpus() {
+  return make_snapshot(
+      {proc(1, 0, 1), holder(4250, 1, 4242, 1), holder(4251, 1, 4242, 0), holder(4260, 1, 4260, 1)},
+      {gpu(0, 0, 12 * GiB, {listed(4242, 8 * GiB), listed(4260, 4 * GiB)}),
+       gpu(1, 1, 8 * GiB, {listed(4242, 8 * GiB)})});
+}
+
+std::vector<pid_t> pids_of(const std::vector<ResetBlocker>& blockers) {
+  std::vector<pid_t> out;
+  for (const auto& b : blockers) out.push_back(b.pid);
+  return out;
+}
+
+TEST(ResetGuard, TheRefusalNamesTheBlockersAndTheCommandForExactlyThem) {
+  auto s = two_gpus();
+  auto blockers = reset_blockers(s, 0);
+  ASSERT_TRUE(blockers) << blockers.error().message;
+  EXPECT_EQ(pids_of(*blockers), (std::vector<pid_t>{4251, 4260}));
+  // `kill --gpu 0` would also end 4250, which blocks nothing on GPU 0.
+  auto planned = reap::select_targets(s, {.gpu = 0u}, reap::Caller{});
+  ASSERT_TRUE(planned);
+  EXPECT_TRUE(planned->reasons.count(4250));
+  EXPECT_EQ(reset_refusal(0, *blockers),
+            (std::vector<std::string>{
+                "refusing to reset GPU 0: these processes use it, and a reset would end them:",
+                "  PID 4251 (p4251): holds /dev/nvidia0 on fd 5",
+                "  PID 4260 (p4260): listed by the driver with 4.0 GiB",
+                "  end them first: gpureap kill 4251 4260"}));
+}
+
+TEST(ResetGuard, OneBlockerIsNamedAsOneAndItsNameIsEscaped) {
+  auto p = holder(300, 1, 300);
+  p.stat.comm = "evil\nrm -rf /";
+  auto s = make_snapshot({proc(1, 0, 1), p}, {gpu(0, 0, 0, {})});
+  auto blockers = reset_blockers(s, 0);
+  ASSERT_TRUE(blockers);
+  EXPECT_EQ(reset_refusal(0, *blockers),
+            (std::vector<std::string>{
+                "refusing to reset GPU 0: this process uses it, and a reset would end it:",
+                "  PID 300 (evil\\nrm -rf /): holds /dev/nvidia0 on fd 5",
+                "  end it first: gpureap kill 300"}));
+}
+
+}  // namespace
+}  // namespace gpureap::doctor
