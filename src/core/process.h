@@ -38,6 +38,11 @@ struct ContainerInfo {
   std::optional<std::string> name;           // docker's or podman's name; the pod's container
   std::optional<std::string> pod_name;       // Kubernetes metadata.name
   std::optional<std::string> pod_namespace;  // Kubernetes metadata.namespace
+  // Where /proc/PID/cgroup puts it: the hierarchy ("" on cgroup v2, else the v1 controllers or
+  // "name=systemd") and the cgroup whose name gives the ids above, from the hierarchy's root
+  // as the reader's cgroup namespace sees it. Empty cgroup: the file did not locate one.
+  std::string hierarchy;
+  std::string cgroup;
   bool operator==(const ContainerInfo&) const = default;
 
   // How a person names it, unescaped: "namespace/pod" in Kubernetes, "docker:trainer" where
