@@ -28,6 +28,18 @@
 
 namespace gpureap::testing {
 
+// The cgroups of a forgery: the victim's docker container, made by root, and a cgroup of the
+// same name that uid 65534 makes in the subtree systemd hands every logged-in user.
+namespace forgery {
+inline const std::string kId = "9c3f2d8e1a7b4c6d5e0f9a8b7c6d5e4f3a2b1c0d9e8f7a6b5c4d3e2f1a0b9c8d";
+inline const std::string kShort = kId.substr(0, 12);
+inline const std::string kScope = "docker-" + kId + ".scope";
+inline const std::string kVictim = "/system.slice/" + kScope;
+inline constexpr uid_t kForger = 65534;
+inline const std::string kUserManager = "/user.slice/user-65534.slice/user@65534.service";
+inline const std::string kForged = kUserManager + "/app.slice/" + kScope;
+}  // namespace forgery
+
 class ContainerMachine {
  public:
   ContainerMachine() {

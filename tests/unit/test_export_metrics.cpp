@@ -53,6 +53,7 @@ core::Snapshot fleet() {
   alice.details->user = "alice";
   alice.details->container =
       core::ContainerInfo{"kubernetes", "c0ffee", "pod-1", "train", "bert-0", "research"};
+  alice.details->container->verified = true;
   auto worker = holder(301, 1, 300);
   worker.details->user = "alice";
   auto bob = holder(400, 1, 400, 1, 'T');

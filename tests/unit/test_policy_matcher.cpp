@@ -32,6 +32,7 @@ core::Snapshot two_users() {
   bob.details->user = "bob";
   bob.details->uid = 1001;
   bob.details->container = core::ContainerInfo{"docker", std::string(64, 'a'), std::nullopt};
+  bob.details->container->verified = true;
   auto g0 = gpu(0, 0, 3 * GiB, {listed(100, 3 * GiB)});
   auto g1 = gpu(1, 1, GiB / 2, {listed(200, GiB / 2)});
   g0.processes[0].sm_utilization_percent = 2;
