@@ -142,6 +142,29 @@ TEST(PolicyMatcher, ContainerMatchesTheNamesItsRuntimeGives) {
   EXPECT_FALSE(of(evaluate(p, context(s)), 200).matched());
 }
 
+TEST(PolicyMatcher, AnUnverifiedContainerClaimMatchesNoContainerCondition) {
+  // alice's cgroup claims bob's container, names and all; the collector could not verify it.
+  auto s = two_users();
+  auto& alice = s.proc.processes[0];
+  ASSERT_EQ(alice.stat.pid, 100);
+  s.proc.processes[1].details->container->name = "train";
+  alice.details->container = s.proc.processes[1].details->container;
+  alice.details->container->verified = false;
+  alice.details->container->verification = "cgroup /x lies in user@1000.service";
+  s = make_snapshot(s.proc.processes, s.drivers.gpus);
+  for (const char* pattern : {"*", "docker", "aaaaaaaaaaaa", "train"}) {
+    Policy p;
+    p.container = pattern;
+    auto e = of(evaluate(p, context(s)), 100);
+    EXPECT_FALSE(e.matched()) << pattern;
+    ASSERT_NE(e.failed(), nullptr) << pattern;
+    EXPECT_EQ(e.failed()->detail,
+              "unverified docker:aaaaaaaaaaaa: cgroup /x lies in user@1000.service")
+        << pattern;
+    EXPECT_TRUE(of(evaluate(p, context(s)), 200).matched()) << pattern << ": bob's own";
+  }
+}
+
 TEST(PolicyMatcher, AnomaliesMatchAnyOfTheNamedOnes) {
   // 300's parent is init and it leads neither its group nor its session: an orphan.
   auto orphan = holder(300, 1, 250);
