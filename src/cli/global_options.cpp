@@ -18,7 +18,8 @@ void add_global_options(CLI::App& app, GlobalOptions& o) {
   app.add_option("--dev-root", o.dev_root, "device directory to match (default /dev)")
       ->group("Global");
   app.add_option("--sys-root", o.sys_root,
-                 "sysfs to read DRM GPUs and AMD's KFD from (default /sys)")
+                 "sysfs to read DRM GPUs, AMD's KFD and the cgroup filesystem (fs/cgroup, whose "
+                 "owners verify containers) from (default /sys)")
       ->group("Global");
   app.add_option("--kmsg", o.kmsg,
                  "kernel log to read GPU errors (Xids) from: /dev/kmsg (default) or a saved copy "
@@ -26,7 +27,7 @@ void add_global_options(CLI::App& app, GlobalOptions& o) {
       ->group("Global");
   app.add_option("--runtime-root", o.runtime_root,
                  "folder holding the container runtimes' state (var/lib/docker, run/containerd, "
-                 "var/log/pods), to name containers and pods (default: the folder above "
+                 "var/log/pods), to verify and name containers and pods (default: the folder above "
                  "--proc-root, / for /proc)")
       ->group("Global");
   app.add_option("--nvml-library", o.nvml_library,

@@ -7,13 +7,12 @@
 #include <atomic>
 #include <cstring>
 #include <filesystem>
-#include <map>
 #include <thread>
 
 #include "base/hostname.h"
+#include "collect/container_claims.h"
 #include "kernel/blocked_task.h"
 #include "kernel/gpu_events.h"
-#include "procfs/container_names.h"
 #include "procfs/fd_scan.h"
 #include "procfs/open_files.h"
 
@@ -157,7 +156,7 @@ core::ProcView Collector::scan(const core::ProcView* previous,
 
 void Collector::add_details(core::ProcView& view, const std::vector<pid_t>& pids) const {
   read_details(view, pids);
-  name_containers(view);
+  settle_container_claims(view, proc_, roots_.sys_root + "/fs/cgroup", roots_.runtime_root);
 }
 
 void Collector::read_details(core::ProcView& view, const std::vector<pid_t>& pids) const {
@@ -170,25 +169,6 @@ void Collector::read_details(core::ProcView& view, const std::vector<pid_t>& pid
     it->details = std::move(d.details);
     // The parent's NSpid tells whether it is its namespace's init (orphan detection).
     if (it->stat.ppid > 1) read_details(view, {it->stat.ppid});
-  }
-}
-
-void Collector::name_containers(core::ProcView& view) const {
-  // A container's processes share its names: each container's files are read once.
-  std::map<std::pair<std::optional<std::string>, std::optional<std::string>>,
-           procfs::ContainerNames>
-      names;
-  for (auto& p : view.processes) {
-    if (!p.details || !p.details->container) continue;
-    auto& c = *p.details->container;
-    if (c.name || c.pod_name || c.pod_namespace) continue;  // named before
-    auto key = std::make_pair(c.id, c.pod_uid);
-    auto it = names.find(key);
-    if (it == names.end())
-      it = names.emplace(key, procfs::read_container_names(roots_.runtime_root, c)).first;
-    c.name = it->second.name;
-    c.pod_name = it->second.pod_name;
-    c.pod_namespace = it->second.pod_namespace;
   }
 }
 

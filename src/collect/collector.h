@@ -76,8 +76,6 @@ class Collector {
         drivers_(std::move(drivers)) {}
   void add_details(core::ProcView& view, const std::vector<pid_t>& pids) const;
   void read_details(core::ProcView& view, const std::vector<pid_t>& pids) const;
-  // Container and pod names of the processes with details, from the runtimes' state files.
-  void name_containers(core::ProcView& view) const;
   core::ProcView scan(const core::ProcView* previous, const std::vector<pid_t>& also = {}) const;
 
   Roots roots_;

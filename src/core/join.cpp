@@ -80,11 +80,7 @@ class Joiner {
   }
 
  private:
-  const HostProcess* find(pid_t pid) const {
-    auto it = std::lower_bound(proc_.processes.begin(), proc_.processes.end(), pid,
-                               [](const HostProcess& p, pid_t v) { return p.stat.pid < v; });
-    return it != proc_.processes.end() && it->stat.pid == pid ? &*it : nullptr;
-  }
+  const HostProcess* find(pid_t pid) const { return proc_.find(pid); }
 
   void host_anomalies(const HostProcess& p, ProcessRow& row) const {
     if (p.stat.is_stopped()) row.anomalies.push_back(Anomaly::Stopped);
@@ -186,10 +182,14 @@ std::vector<std::string> Snapshot::all_warnings() const {
   return out;
 }
 
-const HostProcess* Snapshot::find(pid_t pid) const {
-  auto it = std::lower_bound(proc.processes.begin(), proc.processes.end(), pid,
+const HostProcess* ProcView::find(pid_t pid) const {
+  auto it = std::lower_bound(processes.begin(), processes.end(), pid,
                              [](const HostProcess& p, pid_t v) { return p.stat.pid < v; });
-  return it != proc.processes.end() && it->stat.pid == pid ? &*it : nullptr;
+  return it != processes.end() && it->stat.pid == pid ? &*it : nullptr;
+}
+
+const HostProcess* Snapshot::find(pid_t pid) const {
+  return proc.find(pid);
 }
 
 const ProcessRow* Snapshot::row(pid_t pid) const {

@@ -16,11 +16,19 @@ bool ProcessStat::is_kernel_thread() const {
 }
 
 std::string ContainerInfo::display_name() const {
-  if (pod_name) return (pod_namespace ? *pod_namespace + "/" : "") + *pod_name;
-  if (name) return runtime + ":" + *name;
-  if (id) return runtime + ":" + id->substr(0, 12);
-  if (pod_uid) return runtime + ":pod " + pod_uid->substr(0, 8);
-  return runtime;
+  if (verified && pod_name) return (pod_namespace ? *pod_namespace + "/" : "") + *pod_name;
+  if (verified && name) return runtime + ":" + *name;
+  std::string shown = runtime;
+  if (id)
+    shown += ":" + id->substr(0, 12);
+  else if (pod_uid)
+    shown += ":pod " + pod_uid->substr(0, 8);
+  return verified ? shown : "unverified " + shown;
+}
+
+const ContainerInfo* HostProcess::verified_container() const {
+  return details && details->container && details->container->verified ? &*details->container
+                                                                       : nullptr;
 }
 
 bool DeviceHold::reaches(const Gpu& gpu) const {

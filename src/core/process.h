@@ -38,10 +38,22 @@ struct ContainerInfo {
   std::optional<std::string> name;           // docker's or podman's name; the pod's container
   std::optional<std::string> pod_name;       // Kubernetes metadata.name
   std::optional<std::string> pod_namespace;  // Kubernetes metadata.namespace
+  // Where /proc/PID/cgroup puts it: the hierarchy ("" on cgroup v2, else the v1 controllers or
+  // "name=systemd") and the cgroup whose name gives the ids above, from the hierarchy's root
+  // as the reader's cgroup namespace sees it. Empty cgroup: the file did not locate one.
+  std::string hierarchy;
+  std::string cgroup;
+  // The ids are a cgroup's name, which anyone with a delegated cgroup subtree can choose
+  // (every logged-in user has one). The collector checks the claim against what the kernel
+  // and the runtime's state say (collect/container_claims): only a verified container is
+  // named, charged to a pod, matched by a policy and stopped by a remedy.
+  bool verified = false;
+  std::string verification;  // how it was verified, or why not; empty: not checked
   bool operator==(const ContainerInfo&) const = default;
 
   // How a person names it, unescaped: "namespace/pod" in Kubernetes, "docker:trainer" where
-  // the runtime named it, else the runtime and a short id ("containerd:3f4e5d6c7b8a").
+  // the runtime named it, else the runtime and a short id ("containerd:3f4e5d6c7b8a"). An
+  // unverified claim reads "unverified docker:3f4e5d6c7b8a", and never shows a name.
   std::string display_name() const;
 };
 
@@ -97,6 +109,9 @@ struct HostProcess {
   // Holds a file that reaches this GPU (DeviceHold::reaches).
   bool holds_gpu(const Gpu& gpu) const;
   bool is_live() const { return !stat.is_zombie(); }
+  // The container it verifiably runs in: null outside one, and for a claim that failed
+  // verification. Whatever charges, names, matches or stops a container asks this.
+  const ContainerInfo* verified_container() const;
 };
 
 }  // namespace gpureap::core

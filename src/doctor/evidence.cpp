@@ -30,8 +30,10 @@ std::vector<unsigned> held_gpus(const core::Snapshot& s, const core::HostProcess
 }
 
 std::optional<std::string> container_stop_command(const core::HostProcess& p) {
-  if (!p.details || !p.details->container || !p.details->container->id) return std::nullopt;
-  const auto& c = *p.details->container;
+  // A claim its cgroup's name makes, unverified, may name someone else's container.
+  const auto* verified = p.verified_container();
+  if (!verified || !verified->id) return std::nullopt;
+  const auto& c = *verified;
   const std::string id = c.id->substr(0, 12);
   // The id, never a name, goes into the command: it is what the runtime cannot confuse. The
   // names say what it stops.

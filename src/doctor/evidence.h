@@ -14,7 +14,8 @@ std::string process_label(const core::HostProcess& p);
 std::string holds_sentence(const core::Snapshot& s, const core::HostProcess& p);
 // The GPU indexes whose /dev/nvidia<minor> the process holds.
 std::vector<unsigned> held_gpus(const core::Snapshot& s, const core::HostProcess& p);
-// "docker stop ID   # stops container NAME" and friends, when the process runs in a container.
+// "docker stop ID   # stops container NAME" and friends, when the process verifiably runs in a
+// container.
 std::optional<std::string> container_stop_command(const core::HostProcess& p);
 // "8.0 GiB"; "unknown" when the driver did not say.
 std::string bytes_text(std::optional<uint64_t> bytes);

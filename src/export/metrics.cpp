@@ -41,12 +41,11 @@ const core::GpuUse* use_on(const core::ProcessRow& row, unsigned gpu) {
   return nullptr;
 }
 
-// The container's labels, "" outside one: its id, the names its runtime gives, and the pod
-// UID that joins with kube-state-metrics' kube_pod_info{uid}.
+// The container's labels, "" outside one and for an unverified claim (nothing is charged to a
+// container or pod a cgroup's name merely claims): its id, the names its runtime gives, and the
+// pod UID that joins with kube-state-metrics' kube_pod_info{uid}.
 std::array<std::string, 5> container_values(const core::ProcessRow& row) {
-  const auto* c = row.process && row.process->details && row.process->details->container
-                      ? &*row.process->details->container
-                      : nullptr;
+  const auto* c = row.process ? row.process->verified_container() : nullptr;
   if (!c) return {};
   return {container_label(row), c->name.value_or(""), c->pod_name.value_or(""),
           c->pod_namespace.value_or(""), c->pod_uid.value_or("")};
@@ -210,9 +209,8 @@ std::string user_label(const core::ProcessRow& row) {
 }
 
 std::string container_label(const core::ProcessRow& row) {
-  if (!row.process || !row.process->details || !row.process->details->container) return "";
-  const auto& c = *row.process->details->container;
-  return c.id.value_or(c.runtime);
+  const auto* c = row.process ? row.process->verified_container() : nullptr;
+  return c ? c->id.value_or(c->runtime) : "";
 }
 
 std::vector<MetricFamily> build_metrics(const MetricsInput& in) {

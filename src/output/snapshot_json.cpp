@@ -18,14 +18,19 @@ json opt(const std::optional<T>& v) {
   return v ? json(*v) : json(nullptr);
 }
 
+// The ids are what the cgroup's name claims; the names come only with a verified claim.
 json container_json(const std::optional<core::ContainerInfo>& c) {
   if (!c) return nullptr;
+  auto named = [&](const std::optional<std::string>& v) { return c->verified ? opt(v) : nullptr; };
   return {{"runtime", c->runtime},
           {"id", opt(c->id)},
           {"pod_uid", opt(c->pod_uid)},
-          {"name", opt(c->name)},
-          {"pod_name", opt(c->pod_name)},
-          {"pod_namespace", opt(c->pod_namespace)},
+          {"cgroup", c->cgroup.empty() ? json(nullptr) : json(c->cgroup)},
+          {"verified", c->verified},
+          {"verification", c->verification.empty() ? json(nullptr) : json(c->verification)},
+          {"name", named(c->name)},
+          {"pod_name", named(c->pod_name)},
+          {"pod_namespace", named(c->pod_namespace)},
           {"display_name", c->display_name()}};
 }
 

@@ -188,7 +188,11 @@ json details_wire(const core::ProcessDetails& d) {
                                           {"pod_uid", opt_bytes(c.pod_uid)},
                                           {"name", opt_bytes(c.name)},
                                           {"pod_name", opt_bytes(c.pod_name)},
-                                          {"pod_namespace", opt_bytes(c.pod_namespace)}};
+                                          {"pod_namespace", opt_bytes(c.pod_namespace)},
+                                          {"hierarchy", wire_bytes(c.hierarchy)},
+                                          {"cgroup", wire_bytes(c.cgroup)},
+                                          {"verified", c.verified},
+                                          {"verification", wire_bytes(c.verification)}};
                             })},
           {"wchan", opt_bytes(d.wchan)},
           {"exe", opt(d.exe, [](const core::ExecutableFile& e) {

@@ -265,6 +265,10 @@ core::ContainerInfo container_info(const json& v, const std::string& path) {
   c.name = optional(o.at("name"), o.path("name"), str);
   c.pod_name = optional(o.at("pod_name"), o.path("pod_name"), str);
   c.pod_namespace = optional(o.at("pod_namespace"), o.path("pod_namespace"), str);
+  c.hierarchy = bytes(o.at("hierarchy"), o.path("hierarchy"));
+  c.cgroup = bytes(o.at("cgroup"), o.path("cgroup"));
+  c.verified = boolean(o.at("verified"), o.path("verified"));
+  c.verification = bytes(o.at("verification"), o.path("verification"));
   o.finish();
   return c;
 }

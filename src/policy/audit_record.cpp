@@ -25,8 +25,7 @@ audit::Record make_record(const Policy& policy, const Evaluation& e, const core:
         id.uid = p.details->uid;
         id.user = p.details->user;
         id.cmdline = p.details->cmdline;
-        if (p.details->container)
-          id.container = p.details->container->id.value_or(p.details->container->runtime);
+        if (const auto* c = p.verified_container()) id.container = c->id.value_or(c->runtime);
       }
     } else if (row->driver_name) {
       id.comm = *row->driver_name;

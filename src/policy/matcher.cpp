@@ -124,6 +124,11 @@ Check check_command(const Policy& p, const core::ProcessRow& row) {
 Check check_container(const Policy& p, const core::ProcessRow& row) {
   const auto* d = details(row);
   if (!d || !d->container) return {"container", Verdict::Fail, "not in a container"};
+  // A claim its cgroup's name makes, unverified, is anyone's to make: it never matches.
+  if (!d->container->verified)
+    return {"container", Verdict::Fail,
+            d->container->display_name() +
+                (d->container->verification.empty() ? "" : ": " + d->container->verification)};
   const auto& c = *d->container;
   std::vector<std::string> names{c.runtime};
   if (c.id) names.push_back(*c.id), names.push_back(c.id->substr(0, 12));

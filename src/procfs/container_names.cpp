@@ -51,23 +51,43 @@ void from_map(const json& map, const char* container, const char* pod, const cha
   if (auto v = text_at(map, ns)) out.pod_namespace = v;
 }
 
-bool found(const ContainerNames& n) {
-  return n.name || n.pod_name || n.pod_namespace;
+// A PID file's number ("1234\n"); empty unless it is a plausible PID other than init's.
+std::optional<pid_t> pid_in(const std::string& path) {
+  auto f = read_file(path, 64);
+  if (!f.ok() || f.truncated) return std::nullopt;
+  std::string text = f.data;
+  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) text.pop_back();
+  if (text.empty() || text.size() > 9 ||
+      !std::all_of(text.begin(), text.end(), [](unsigned char c) { return std::isdigit(c); }))
+    return std::nullopt;
+  pid_t pid = std::stoi(text);
+  return pid > 1 ? std::optional<pid_t>(pid) : std::nullopt;
 }
 
-ContainerNames docker(const std::string& root, const std::string& id) {
-  ContainerNames n;
+RuntimeRecord docker(const std::string& root, const std::string& id) {
+  RuntimeRecord r;
   auto doc = read_json(under(root, "var/lib/docker/containers/" + id + "/config.v2.json"));
+  if (!doc.is_object()) return r;
+  r.runtime = "docker";
+  auto& n = r.names;
   if (auto name = text_at(doc, "Name")) {
     std::string v = *name;
     if (v.starts_with('/')) v.erase(0, 1);  // docker keeps "/name"
     if (!v.empty()) n.name = v;
   }
-  if (doc.is_object() && doc.contains("Config") && doc["Config"].is_object())
+  if (doc.contains("Config") && doc["Config"].is_object())
     if (auto labels = doc["Config"].find("Labels"); labels != doc["Config"].end())
       from_map(*labels, "io.kubernetes.container.name", "io.kubernetes.pod.name",
                "io.kubernetes.pod.namespace", n);
-  return n;
+  if (auto state = doc.find("State"); state != doc.end() && state->is_object()) {
+    auto running = state->find("Running");
+    auto pid = state->find("Pid");
+    if (running != state->end() && running->is_boolean() && running->get<bool>() &&
+        pid != state->end() && pid->is_number_integer() && pid->get<int64_t>() > 1 &&
+        pid->get<int64_t>() < (int64_t{1} << 31))
+      r.init_pid = static_cast<pid_t>(pid->get<int64_t>());
+  }
+  return r;
 }
 
 json annotations(const json& spec) {
@@ -78,11 +98,11 @@ json annotations(const json& spec) {
 
 // containerd keeps each task under its namespace (k8s.io for Kubernetes, moby for docker,
 // default for nerdctl): every namespace directory is tried.
-ContainerNames containerd(const std::string& root, const std::string& id) {
-  ContainerNames n;
+RuntimeRecord containerd(const std::string& root, const std::string& id) {
+  RuntimeRecord r;
   const std::string tasks = under(root, "run/containerd/io.containerd.runtime.v2.task");
   DIR* dir = ::opendir(tasks.c_str());
-  if (!dir) return n;
+  if (!dir) return r;
   std::vector<std::string> namespaces;
   while (dirent* e = ::readdir(dir)) {
     std::string ns = e->d_name;
@@ -91,40 +111,52 @@ ContainerNames containerd(const std::string& root, const std::string& id) {
   ::closedir(dir);
   std::sort(namespaces.begin(), namespaces.end());
   for (const auto& ns : namespaces) {
-    auto spec = read_json(tasks + "/" + ns + "/" + id + "/config.json");
+    const std::string task = tasks + "/" + ns + "/" + id;
+    auto spec = read_json(task + "/config.json");
     if (spec.is_null()) continue;
+    r.runtime = "containerd";
     from_map(annotations(spec), "io.kubernetes.cri.container-name",
-             "io.kubernetes.cri.sandbox-name", "io.kubernetes.cri.sandbox-namespace", n);
-    return n;
+             "io.kubernetes.cri.sandbox-name", "io.kubernetes.cri.sandbox-namespace", r.names);
+    r.init_pid = pid_in(task + "/init.pid");
+    return r;
   }
-  return n;
+  return r;
 }
 
-ContainerNames crio(const std::string& root, const std::string& id) {
-  ContainerNames n;
-  auto spec = read_json(
-      under(root, "run/containers/storage/overlay-containers/" + id + "/userdata/config.json"));
+// cri-o's and podman's run directory of a container (containers/storage's run root).
+std::string userdata(const std::string& root, const std::string& id) {
+  return under(root, "run/containers/storage/overlay-containers/" + id + "/userdata");
+}
+
+RuntimeRecord crio(const std::string& root, const std::string& id) {
+  RuntimeRecord r;
+  auto spec = read_json(userdata(root, id) + "/config.json");
+  if (spec.is_null()) return r;
+  r.runtime = "cri-o";
   from_map(annotations(spec), "io.kubernetes.container.name", "io.kubernetes.pod.name",
-           "io.kubernetes.pod.namespace", n);
-  return n;
+           "io.kubernetes.pod.namespace", r.names);
+  r.init_pid = pid_in(userdata(root, id) + "/pidfile");
+  return r;
 }
 
-ContainerNames podman(const std::string& root, const std::string& id) {
-  ContainerNames n;
+RuntimeRecord podman(const std::string& root, const std::string& id) {
+  RuntimeRecord r;
   auto list = read_json(
       under(root, "var/lib/containers/storage/overlay-containers/containers.json"), kListLimit);
-  if (!list.is_array()) return n;
+  if (!list.is_array()) return r;
   for (const auto& c : list) {
     if (text_at(c, "id") != id) continue;
+    r.runtime = "podman";
     auto names = c.find("names");
     if (names != c.end() && names->is_array() && !names->empty() && names->front().is_string())
-      n.name = names->front().get<std::string>();
+      r.names.name = names->front().get<std::string>();
+    r.init_pid = pid_in(userdata(root, id) + "/pidfile");
     break;
   }
-  return n;
+  return r;
 }
 
-ContainerNames by_runtime(const std::string& root, const core::ContainerInfo& c) {
+RuntimeRecord by_runtime(const std::string& root, const core::ContainerInfo& c) {
   if (!c.id || !is_hex_id(*c.id)) return {};
   const std::string& id = *c.id;
   if (c.runtime == "docker") return docker(root, id);
@@ -133,7 +165,7 @@ ContainerNames by_runtime(const std::string& root, const core::ContainerInfo& c)
   if (c.runtime == "podman") return podman(root, id);
   if (c.runtime == "kubernetes") {
     for (auto* read : {containerd, crio, docker})
-      if (auto n = read(root, id); found(n)) return n;
+      if (auto r = read(root, id); !r.runtime.empty()) return r;
   }
   return {};
 }
@@ -169,11 +201,15 @@ void from_pod_logs(const std::string& root, const std::string& uid, ContainerNam
 
 }  // namespace
 
+RuntimeRecord read_runtime_record(const std::string& runtime_root, const core::ContainerInfo& c) {
+  RuntimeRecord r = by_runtime(runtime_root, c);
+  if (c.pod_uid && is_pod_uid(*c.pod_uid) && (!r.names.pod_name || !r.names.pod_namespace))
+    from_pod_logs(runtime_root, *c.pod_uid, r.names);
+  return r;
+}
+
 ContainerNames read_container_names(const std::string& runtime_root, const core::ContainerInfo& c) {
-  ContainerNames n = by_runtime(runtime_root, c);
-  if (c.pod_uid && is_pod_uid(*c.pod_uid) && (!n.pod_name || !n.pod_namespace))
-    from_pod_logs(runtime_root, *c.pod_uid, n);
-  return n;
+  return read_runtime_record(runtime_root, c).names;
 }
 
 }  // namespace gpureap::procfs

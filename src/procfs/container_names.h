@@ -2,6 +2,8 @@
 // A container's name and its Kubernetes pod, read from the container runtimes' own state files
 // under a runtime root (the host's "/", or where a container mounted it), never through a
 // runtime's API: gpureap needs no socket and no credentials of docker, containerd or the kubelet.
+#include <sys/types.h>
+
 #include <optional>
 #include <string>
 
@@ -31,5 +33,18 @@ struct ContainerNames {
 // does. Only a hexadecimal id and a UUID are looked up, so neither ever reaches outside the
 // runtime's directory. Every file read is one root writes, never the container.
 ContainerNames read_container_names(const std::string& runtime_root, const core::ContainerInfo& c);
+
+// What the runtime's state says about the container beyond its names: whether the runtime keeps
+// any for it, and the host PID of its init while it runs, where the runtime records that:
+//   docker      config.v2.json (above): State.Pid while State.Running
+//   containerd  the task's init.pid beside its config.json
+//   cri-o, podman  run/containers/storage/overlay-containers/<id>/userdata/pidfile
+// The names are read_container_names'.
+struct RuntimeRecord {
+  std::string runtime;            // whose state was found; empty: no runtime keeps any for it
+  std::optional<pid_t> init_pid;  // empty: the runtime says it does not run, or did not say
+  ContainerNames names;
+};
+RuntimeRecord read_runtime_record(const std::string& runtime_root, const core::ContainerInfo& c);
 
 }  // namespace gpureap::procfs

@@ -6,6 +6,8 @@
 //   .../kubepods[...]/pod<uid>/<id>  or  ...-pod<uid_with_underscores>.slice/...
 #include <algorithm>
 #include <cctype>
+#include <set>
+#include <string>
 
 #include "procfs/parsers.h"
 
@@ -67,17 +69,27 @@ std::optional<std::string> pod_uid(std::string_view comp) {
   return uid;
 }
 
+// The path's first `count` components as a path from the hierarchy's root.
+std::string leading(const std::vector<std::string_view>& comps, size_t count) {
+  std::string out;
+  for (size_t i = 0; i < count; ++i) out.append("/").append(comps[i]);
+  return out;
+}
+
 std::optional<core::ContainerInfo> from_path(std::string_view path) {
   auto comps = components(path);
   std::optional<std::string> pod;
+  size_t pod_at = 0;
   bool kubepods = false;
   std::optional<core::ContainerInfo> found;
+  size_t found_at = 0;
   for (size_t i = 0; i < comps.size(); ++i) {
     std::string_view c = comps[i];
     if (c.starts_with("kubepods")) kubepods = true;
-    if (kubepods && !pod) pod = pod_uid(c);
+    if (kubepods && !pod && (pod = pod_uid(c))) pod_at = i;
     if (auto s = from_scope(c)) {
       found = s;
+      found_at = i;
       continue;
     }
     if (is_hex_id(c) && c.size() == 64) {
@@ -89,10 +101,17 @@ std::optional<core::ContainerInfo> from_path(std::string_view path) {
       // A bare id directly under the root is not a container namespace layout.
       if (i == 0 && !kubepods) continue;
       found = core::ContainerInfo{runtime, std::string(c), std::nullopt};
+      found_at = i;
     }
   }
-  if (!found && pod) found = core::ContainerInfo{"kubernetes", std::nullopt, std::nullopt};
-  if (found && pod) found->pod_uid = pod;
+  if (!found && pod) {
+    found = core::ContainerInfo{"kubernetes", std::nullopt, std::nullopt};
+    found_at = pod_at;
+  }
+  if (!found) return std::nullopt;
+  if (pod) found->pod_uid = pod;
+  // The cgroup that names it; what lies below is the container's own business.
+  found->cgroup = leading(comps, found_at + 1);
   return found;
 }
 
@@ -100,6 +119,8 @@ std::optional<core::ContainerInfo> from_path(std::string_view path) {
 
 std::optional<core::ContainerInfo> parse_cgroup(std::string_view text) {
   std::optional<core::ContainerInfo> best;
+  std::set<std::string_view> hierarchies;
+  bool repeated = false;
   while (!text.empty()) {
     size_t nl = text.find('\n');
     std::string_view line = text.substr(0, nl);
@@ -107,11 +128,16 @@ std::optional<core::ContainerInfo> parse_cgroup(std::string_view text) {
     size_t c1 = line.find(':');
     size_t c2 = c1 == std::string_view::npos ? c1 : line.find(':', c1 + 1);
     if (c2 == std::string_view::npos) continue;
+    repeated |= !hierarchies.insert(line.substr(0, c1)).second;
     auto info = from_path(line.substr(c2 + 1));
+    if (info) info->hierarchy = std::string(line.substr(c1 + 1, c2 - c1 - 1));
     // Prefer a line that names both the container and its pod.
     if (info && (!best || (info->id && !best->id) || (info->pod_uid && !best->pod_uid)))
       best = info;
   }
+  // The kernel lists each hierarchy once. A second line for one is part of a cgroup's name
+  // with a newline in it (older kernels allowed one): the file then locates nothing.
+  if (best && repeated) best->cgroup.clear();
   return best;
 }
 

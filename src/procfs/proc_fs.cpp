@@ -101,6 +101,11 @@ std::optional<core::ExecutableFile> ProcFs::read_exe(pid_t pid) const {
   return exe;
 }
 
+std::optional<core::ContainerInfo> ProcFs::read_container(pid_t pid) const {
+  auto cgroup = read_file_at(*fd_, std::to_string(pid) + "/cgroup");
+  return cgroup.ok() ? parse_cgroup(cgroup.data) : std::nullopt;
+}
+
 DetailsRead ProcFs::read_details(pid_t pid, bool want_wchan) const {
   DetailsRead out;
   std::string dir = std::to_string(pid) + "/";

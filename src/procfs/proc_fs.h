@@ -32,6 +32,8 @@ class ProcFs {
   // The program it runs, and whether that file is a system-installed one; empty when the
   // link cannot be read.
   std::optional<core::ExecutableFile> read_exe(pid_t pid) const;
+  // The container its cgroup names (unverified), alone: empty outside one, or when it is gone.
+  std::optional<core::ContainerInfo> read_container(pid_t pid) const;
 
   std::optional<long long> boot_time() const;  // seconds since the epoch
   uint64_t pid_max() const;

@@ -245,6 +245,7 @@ TEST(DoctorRules, IpcResidue) {
 TEST(DoctorRules, ContainerHoldersGetTheRuntimesStopCommand) {
   auto w = holder(4250, 1, 4242);
   w.details->container = core::ContainerInfo{"docker", std::string(64, 'a'), std::nullopt};
+  w.details->container->verified = true;
   auto s = make_snapshot({proc(1, 0, 1), w}, {gpu(0, 0, 8 * GiB, {listed(4242, 8 * GiB)})});
   auto fs = run(s);
   const auto* f = find(fs, "no-such-process", 4242);
@@ -252,10 +253,25 @@ TEST(DoctorRules, ContainerHoldersGetTheRuntimesStopCommand) {
   EXPECT_TRUE(remedy_has(*f, "docker stop aaaaaaaaaaaa   # stops its container"));
 }
 
+TEST(DoctorRules, AnUnverifiedContainerClaimGetsNoStopCommand) {
+  // Its cgroup's name claims someone else's container: stopping that would hit the victim.
+  auto w = holder(4250, 1, 4242);
+  w.details->container = core::ContainerInfo{"docker", std::string(64, 'a'), std::nullopt};
+  w.details->container->name = "victim";
+  auto s = make_snapshot({proc(1, 0, 1), w}, {gpu(0, 0, 8 * GiB, {listed(4242, 8 * GiB)})});
+  auto fs = run(s);
+  const auto* f = find(fs, "no-such-process", 4242);
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->remedy, (std::vector<std::string>{
+                           "gpureap kill 4242   # ends the holders, waits for the memory",
+                           "gpureap kill 4250"}));
+}
+
 TEST(DoctorRules, AStopCommandSaysWhichContainerAndPodItStops) {
   auto w = holder(4250, 1, 4242);
   w.details->container = core::ContainerInfo{
       "kubernetes", std::string(64, 'b'), "uid-1", "train", "bert-0", "research"};
+  w.details->container->verified = true;
   auto s = make_snapshot({proc(1, 0, 1), w}, {gpu(0, 0, 8 * GiB, {listed(4242, 8 * GiB)})});
   auto fs = run(s);
   const auto* f = find(fs, "no-such-process", 4242);

@@ -46,13 +46,20 @@ core::Gpu named_gpu(unsigned index, unsigned minor, uint64_t used,
   return g;
 }
 
-// GPU 0: a healthy job (alice, 20 GiB) in a container, a gone trainer (8 GiB) kept alive by an
-// orphaned worker, and 1 GiB nobody is listed for. GPU 1: a stopped job of bob.
-core::Snapshot fleet() {
+// alice's job, PID 200, in her pod's container (verified).
+core::HostProcess alices_job() {
   auto alice = holder(200, 1, 200);
   alice.details->user = "alice";
   alice.details->container =
       core::ContainerInfo{"kubernetes", "c0ffee", "pod-1", "train", "bert-0", "research"};
+  alice.details->container->verified = true;
+  return alice;
+}
+
+// GPU 0: a healthy job (alice, 20 GiB) in a container, a gone trainer (8 GiB) kept alive by an
+// orphaned worker, and 1 GiB nobody is listed for. GPU 1: a stopped job of bob.
+core::Snapshot fleet() {
+  auto alice = alices_job();
   auto worker = holder(301, 1, 300);
   worker.details->user = "alice";
   auto bob = holder(400, 1, 400, 1, 'T');
@@ -156,6 +163,37 @@ TEST(ExportMetrics, PerProcessSeriesOnlyWhenAskedFor) {
                       {"pod_uid", ""}}),
             8.0 * GiB);
   EXPECT_EQ(family(on, "gpureap_process_memory_bytes")->samples.size(), 3u);
+}
+
+TEST(ExportMetrics, AnUnverifiedContainerClaimIsChargedToNoContainerOrPod) {
+  // mallory's cgroup claims alice's container; even were its names filled in, nothing of the
+  // claim becomes a label.
+  auto alice = alices_job();
+  auto mallory = holder(500, 1, 500);
+  mallory.details->user = "mallory";
+  mallory.details->container = alice.details->container;
+  mallory.details->container->verified = false;
+  auto s =
+      make_snapshot({proc(1, 0, 1), alice, mallory},
+                    {named_gpu(0, 0, 24 * GiB, {listed(200, 20 * GiB), listed(500, 4 * GiB)})});
+  std::vector<doctor::Finding> findings;
+  auto m = build_metrics({s, findings, {}, true});
+  ASSERT_NE(family(m, "gpureap_container_memory_bytes"), nullptr);
+  ASSERT_EQ(family(m, "gpureap_container_memory_bytes")->samples.size(), 1u);
+  EXPECT_EQ(value_of(m, "gpureap_container_memory_bytes",
+                     {{"container", "c0ffee"}, {"pod_name", "bert-0"}, {"pod_uid", "pod-1"}}),
+            20.0 * GiB);
+  EXPECT_EQ(value_of(m, "gpureap_process_memory_bytes",
+                     {{"pid", "500"},
+                      {"user", "mallory"},
+                      {"container", ""},
+                      {"container_name", ""},
+                      {"pod_name", ""},
+                      {"pod_namespace", ""},
+                      {"pod_uid", ""}}),
+            4.0 * GiB);
+  EXPECT_EQ(container_label(*s.row(500)), "");
+  EXPECT_EQ(container_label(*s.row(200)), "c0ffee");
 }
 
 TEST(ExportMetrics, UnknownValuesAreLeftOutNotZero) {

@@ -32,6 +32,7 @@ core::Snapshot two_users() {
   bob.details->user = "bob";
   bob.details->uid = 1001;
   bob.details->container = core::ContainerInfo{"docker", std::string(64, 'a'), std::nullopt};
+  bob.details->container->verified = true;
   auto g0 = gpu(0, 0, 3 * GiB, {listed(100, 3 * GiB)});
   auto g1 = gpu(1, 1, GiB / 2, {listed(200, GiB / 2)});
   g0.processes[0].sm_utilization_percent = 2;
@@ -139,6 +140,29 @@ TEST(PolicyMatcher, ContainerMatchesTheNamesItsRuntimeGives) {
   Policy p;
   p.container = "other/*";
   EXPECT_FALSE(of(evaluate(p, context(s)), 200).matched());
+}
+
+TEST(PolicyMatcher, AnUnverifiedContainerClaimMatchesNoContainerCondition) {
+  // alice's cgroup claims bob's container, names and all; the collector could not verify it.
+  auto s = two_users();
+  auto& alice = s.proc.processes[0];
+  ASSERT_EQ(alice.stat.pid, 100);
+  s.proc.processes[1].details->container->name = "train";
+  alice.details->container = s.proc.processes[1].details->container;
+  alice.details->container->verified = false;
+  alice.details->container->verification = "cgroup /x lies in user@1000.service";
+  s = make_snapshot(s.proc.processes, s.drivers.gpus);
+  for (const char* pattern : {"*", "docker", "aaaaaaaaaaaa", "train"}) {
+    Policy p;
+    p.container = pattern;
+    auto e = of(evaluate(p, context(s)), 100);
+    EXPECT_FALSE(e.matched()) << pattern;
+    ASSERT_NE(e.failed(), nullptr) << pattern;
+    EXPECT_EQ(e.failed()->detail,
+              "unverified docker:aaaaaaaaaaaa: cgroup /x lies in user@1000.service")
+        << pattern;
+    EXPECT_TRUE(of(evaluate(p, context(s)), 200).matched()) << pattern << ": bob's own";
+  }
 }
 
 TEST(PolicyMatcher, AnomaliesMatchAnyOfTheNamedOnes) {

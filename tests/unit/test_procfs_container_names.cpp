@@ -149,5 +149,54 @@ TEST_F(RuntimeRoot, AFifoIsNotRead) {
   EXPECT_EQ(names("docker"), ContainerNames{});
 }
 
+// ---- The runtime's record: whether it keeps state for the container, and its init's PID ----
+
+// "runtime init=PID name=NAME", "-" for what is missing.
+std::string record(const std::string& root, const std::string& runtime, const std::string& id) {
+  auto r = read_runtime_record(root, core::ContainerInfo{runtime, id, std::nullopt});
+  return (r.runtime.empty() ? "-" : r.runtime) +
+         " init=" + (r.init_pid ? std::to_string(*r.init_pid) : "-") +
+         " name=" + r.names.name.value_or("-");
+}
+
+TEST_F(RuntimeRoot, DockersInitWhileItRuns) {
+  const std::string state = "var/lib/docker/containers/" + kId + "/config.v2.json";
+  write(state, R"({"Name":"/t","State":{"Running":true,"Pid":4242}})");
+  EXPECT_EQ(record(root_, "docker", kId), "docker init=4242 name=t");
+  write(state, R"({"Name":"/t","State":{"Running":false,"Pid":0}})");
+  EXPECT_EQ(record(root_, "docker", kId), "docker init=- name=t");
+  // A PID that is no number, init's own, or a running flag that is no boolean: none.
+  for (const char* s : {R"("Running":true,"Pid":"4242")", R"("Running":true,"Pid":1)",
+                        R"("Running":"yes","Pid":4242)", R"("Running":true,"Pid":-5)"}) {
+    write(state, std::string(R"({"Name":"/t","State":{)") + s + "}}");
+    EXPECT_EQ(record(root_, "docker", kId), "docker init=- name=t") << s;
+  }
+  EXPECT_EQ(record(root_, "docker", kOther), "- init=- name=-");
+}
+
+TEST_F(RuntimeRoot, ContainerdsInitPidBesideTheTasksSpec) {
+  const std::string task = "run/containerd/io.containerd.runtime.v2.task/k8s.io/" + kId;
+  write(task + "/config.json", R"({"annotations":{"io.kubernetes.cri.container-name":"vllm"}})");
+  EXPECT_EQ(record(root_, "containerd", kId), "containerd init=- name=vllm");
+  write(task + "/init.pid", "31337");
+  EXPECT_EQ(record(root_, "containerd", kId), "containerd init=31337 name=vllm");
+  // A bare id under kubepods finds containerd's state first.
+  EXPECT_EQ(record(root_, "kubernetes", kId), "containerd init=31337 name=vllm");
+  write(task + "/init.pid", "31337; rm -rf /\n");
+  EXPECT_EQ(record(root_, "containerd", kId), "containerd init=- name=vllm");
+}
+
+TEST_F(RuntimeRoot, CriOsAndPodmansPidfileInTheirRunDirectory) {
+  const std::string run = "run/containers/storage/overlay-containers/" + kId + "/userdata";
+  write(run + "/config.json", R"({"annotations":{"io.kubernetes.container.name":"jupyter"}})");
+  write(run + "/pidfile", "777\n");
+  EXPECT_EQ(record(root_, "cri-o", kId), "cri-o init=777 name=jupyter");
+  write("var/lib/containers/storage/overlay-containers/containers.json",
+        R"([{"id":")" + kId + R"(","names":["web"]}])");
+  EXPECT_EQ(record(root_, "podman", kId), "podman init=777 name=web");
+  // Podman keeps no state for another id, whatever its run directory holds.
+  EXPECT_EQ(record(root_, "podman", kOther), "- init=- name=-");
+}
+
 }  // namespace
 }  // namespace gpureap::procfs

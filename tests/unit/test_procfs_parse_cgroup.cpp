@@ -164,4 +164,42 @@ TEST(ParseCgroupEdges, LastLineWithoutNewline) {
             "docker id=" + kId + " pod=-");
 }
 
+// ---- Where the claim comes from: the hierarchy and the cgroup that names it ----
+
+// "hierarchy cgroup", the hierarchy "-" for cgroup v2.
+std::string located(std::string_view text) {
+  auto c = parse_cgroup(text);
+  if (!c) return "null";
+  return (c->hierarchy.empty() ? "-" : c->hierarchy) + " " + c->cgroup;
+}
+
+TEST(ParseCgroupLocation, TheCgroupThatNamesTheContainerNotTheOnesInsideIt) {
+  // systemd in a container makes cgroups of its own below the container's.
+  EXPECT_EQ(located("0::/system.slice/docker-" + kId + ".scope/init.scope\n"),
+            "- /system.slice/docker-" + kId + ".scope");
+  EXPECT_EQ(located("0::/../../system.slice/docker-" + kId + ".scope\n"),
+            "- /../../system.slice/docker-" + kId + ".scope");
+}
+
+TEST(ParseCgroupLocation, TheV1HierarchyOfTheLineChosen) {
+  EXPECT_EQ(located("3:cpu:/kubepods/burstable/pod9e8d7c6b-5a49-4382-a716-5f4e3d2c1b0a\n"
+                    "2:memory:/kubepods/burstable/pod9e8d7c6b-5a49-4382-a716-5f4e3d2c1b0a/" +
+                    kId + "\n0::/\n"),
+            "memory /kubepods/burstable/pod9e8d7c6b-5a49-4382-a716-5f4e3d2c1b0a/" + kId);
+  EXPECT_EQ(located("1:name=systemd:/docker/" + kId + "\n"), "name=systemd /docker/" + kId);
+}
+
+TEST(ParseCgroupLocation, APodLevelProcessIsLocatedAtItsPod) {
+  EXPECT_EQ(located("0::/kubepods.slice/kubepods-pod3f9d2a1c_6b7e_4c5d_8e9f_0a1b2c3d4e5f.slice\n"),
+            "- /kubepods.slice/kubepods-pod3f9d2a1c_6b7e_4c5d_8e9f_0a1b2c3d4e5f.slice");
+}
+
+TEST(ParseCgroupLocation, AHierarchyListedTwiceLocatesNothing) {
+  // A cgroup named "x\n0::/system.slice/docker-<id>.scope" (older kernels allowed a line break)
+  // would add a line for a cgroup the process is not in.
+  std::string forged = "0::/user.slice/x\n0::/system.slice/docker-" + kId + ".scope\n";
+  EXPECT_EQ(describe(parse_cgroup(forged)), "docker id=" + kId + " pod=-");
+  EXPECT_EQ(located(forged), "- ");
+}
+
 }  // namespace

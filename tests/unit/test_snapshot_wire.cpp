@@ -38,6 +38,10 @@ core::Snapshot rich_snapshot() {
   auto init = proc(1, 0, 1);
   init.details->container =
       core::ContainerInfo{"kubernetes", "0123abcd", "pod-uid-1", "train", "bert-0", "research\xff"};
+  init.details->container->hierarchy = "name=systemd";
+  init.details->container->cgroup = "/kubepods/pod-uid-1/0123abcd\xff";
+  init.details->container->verified = true;
+  init.details->container->verification = "containerd names it as the container's init";
   init.details->exe = core::ExecutableFile{"/sbin/init", true};
   init.details->euid = 0;
   init.stat.flags = 0x00400100;
@@ -49,6 +53,7 @@ core::Snapshot rich_snapshot() {
   listed_live.details->cmdline = {"python", kBadUtf8, "", "--opt=\x01\x7f"};
   listed_live.details->wchan = "do_wait";
   listed_live.details->container = core::ContainerInfo{"docker", std::nullopt, std::nullopt};
+  listed_live.details->container->verification = "cgroup /u lies in user@1000.service";
   listed_live.details->exe = core::ExecutableFile{"/usr/bin/python3\xff", false};
   listed_live.devices[0].open_file = "100:5";
   listed_live.stat.start_ticks = kMax;
