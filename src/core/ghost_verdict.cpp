@@ -40,11 +40,7 @@ class Decider {
   }
 
  private:
-  const HostProcess* find(pid_t pid) const {
-    auto it = std::lower_bound(proc_.processes.begin(), proc_.processes.end(), pid,
-                               [](const HostProcess& p, pid_t v) { return p.stat.pid < v; });
-    return it != proc_.processes.end() && it->stat.pid == pid ? &*it : nullptr;
-  }
+  const HostProcess* find(pid_t pid) const { return proc_.find(pid); }
 
   bool live(pid_t pid) const {
     const HostProcess* p = find(pid);

@@ -55,6 +55,8 @@ struct ProcView {
   // Why some GPU-file holds have no open-file id (kcmp missing or refused, a fixture procfs);
   // empty when every one was compared. Without ids, who keeps which context is a guess.
   std::optional<std::string> open_files_unknown;
+
+  const HostProcess* find(pid_t pid) const;
 };
 
 // One GPU's used memory, split the same way in every view (README, "What the memory
