@@ -20,6 +20,8 @@ std::optional<OrphanEvidence> orphan_evidence(const ProcView& view, const HostPr
   using Kind = OrphanEvidence::Kind;
   const ProcessStat& st = p.stat;
   if (is_namespace_init(p) || st.sid == st.pid) return std::nullopt;
+  if (auto it = view.exited_parents.find(st.pid); it != view.exited_parents.end())
+    return OrphanEvidence{Kind::ParentExited, it->second};
   // A live parent in the job still runs it: a runner whose harness (the group's leader) exited
   // starts its holders in that group. PID 0 is a leader this procfs cannot see.
   const HostProcess* parent = view.find(st.ppid);

@@ -14,11 +14,12 @@ namespace gpureap::core {
 
 struct OrphanEvidence {
   enum class Kind {
+    ParentExited,       // the daemon saw its parent fork it, and then exit
     GroupLeaderGone,    // the leader of its process group ended, no live parent in it is left
     SessionLeaderGone,  // the leader of its session ended, no live parent in it is left
   };
-  Kind kind = Kind::GroupLeaderGone;
-  pid_t gone = 0;  // the leader that ended
+  Kind kind = Kind::ParentExited;
+  pid_t gone = 0;  // the parent that exited, or the leader that ended
 };
 
 // Empty when nothing says that its job is gone. A namespace's init and a session leader are

@@ -85,6 +85,9 @@ void inherited(const Holder& h, std::vector<Finding>& out) {
 std::string orphan_sentence(const core::OrphanEvidence& e) {
   using Kind = core::OrphanEvidence::Kind;
   switch (e.kind) {
+    case Kind::ParentExited:
+      return fmt::format("the process that forked it ({}) has exited (the daemon saw both)",
+                         e.gone);
     case Kind::GroupLeaderGone:
       return fmt::format("the leader of its process group ({}) is gone", e.gone);
     case Kind::SessionLeaderGone:

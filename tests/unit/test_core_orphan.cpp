@@ -72,6 +72,25 @@ TEST(Orphan, AWorkerWhoseTrainerDiedInTheEntrypointsGroupLooksLikeItsChild) {
   EXPECT_FALSE(evidence(v, 62));
 }
 
+TEST(Orphan, WhereTheDaemonSawItsParentForkItAndExitItIsOne) {
+  // The same worker as above, seen by the daemon, which followed the trainer's fork and exit.
+  auto v = view_of(container({holder(62, 50, 50), holder(63, 50, 50)}));
+  v.exited_parents = {{62, 60}};
+  expect_orphan(v, 62, Kind::ParentExited, 60);
+  EXPECT_FALSE(evidence(v, 63)) << "the entrypoint's own child";
+  // That record is the most direct evidence: it is named even where a leader is gone too.
+  auto w = view_of({proc(1, 0, 1), holder(71, 1, 70)});
+  w.exited_parents = {{71, 70}};
+  expect_orphan(w, 71, Kind::ParentExited, 70);
+}
+
+TEST(Orphan, ASessionLeaderWhoseParentExitedIsAService) {
+  // daemon(3): fork, the child setsid()s, the parent exits. Started that way on purpose.
+  auto v = view_of({proc(1, 0, 1), holder(81, 1, 81)});
+  v.exited_parents = {{81, 80}};
+  EXPECT_FALSE(evidence(v, 81));
+}
+
 TEST(Orphan, ADoubleForkedDaemonIsOne) {
   // fork, setsid, fork again, the middle one exits: the daemon 71's group and session were
   // the middle one's (70), which is gone, and init is its parent. Its parent died on purpose,
