@@ -10,6 +10,8 @@
 #         chroot whose / only root may enter refuses) they are removed again, gpureap builds
 #         anyway, and the Slurm test skips saying why.
 #   --browser  headless Chromium for the report page's browser test (scripts/browser-test.sh)
+#   --containers  podman, runc and busybox-static for the container test, which runs a real
+#         container from a root filesystem it builds (no registry); only tests need them.
 set -euo pipefail
 packages=(g++ make cmake libcli11-dev libfmt-dev nlohmann-json3-dev libgtest-dev
           libtomlplusplus-dev libcpp-httplib-dev pkgconf prometheus prometheus-alertmanager
@@ -20,8 +22,9 @@ for arg in "$@"; do
   case "$arg" in
     --ci) packages+=(clang libclang-rt-14-dev llvm-14 clang-format clang-tidy) ;;
     --browser) packages+=(chromium) ;;
+    --containers) packages+=(podman runc busybox-static) ;;
     --slurm) want_slurm=1 ;;
-    *) echo "usage: $0 [--ci] [--browser] [--slurm]" >&2; exit 2 ;;
+    *) echo "usage: $0 [--ci] [--browser] [--containers] [--slurm]" >&2; exit 2 ;;
   esac
 done
 missing_of() {

@@ -167,7 +167,7 @@ void Collector::read_details(core::ProcView& view, const std::vector<pid_t>& pid
     auto d = proc_.read_details(pid, it->stat.state == 'D');
     if (!d.complete) view.details_complete = false;
     it->details = std::move(d.details);
-    // The parent's NSpid tells whether it is its namespace's init (orphan detection).
+    // The parent's too: trees show it above its holder, with its user and command line.
     if (it->stat.ppid > 1) read_details(view, {it->stat.ppid});
   }
 }

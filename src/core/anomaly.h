@@ -8,7 +8,7 @@ namespace gpureap::core {
 enum class Anomaly {
   Stopped,           // state T/t: alive, holds its memory forever
   Uninterruptible,   // state D: signals wait until the kernel call returns
-  Orphan,            // parent is PID 1 of its namespace, or its group leader is gone
+  Orphan,            // the job that started it is gone (core/orphan.h)
   ZombieChildren,    // has unreaped zombie children
   NoSuchProcess,     // listed by the driver, absent from /proc
   ForeignNamespace,  // listed, absent, and gpureap runs in a child PID namespace

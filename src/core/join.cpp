@@ -6,6 +6,7 @@
 #include <set>
 
 #include "core/ghost_verdict.h"
+#include "core/orphan.h"
 #include "core/snapshot.h"
 
 namespace gpureap::core {
@@ -35,11 +36,6 @@ std::map<pid_t, Listing> listings(const DriverReading& drivers) {
     }
   }
   return out;
-}
-
-bool is_namespace_init(const HostProcess& p) {
-  if (p.stat.pid == 1) return true;
-  return p.details && !p.details->ns_pids.empty() && p.details->ns_pids.back() == 1;
 }
 
 class Joiner {
@@ -73,39 +69,22 @@ class Joiner {
       out.push_back(std::move(row));
     }
     for (const auto& [pid, l] : listed_)
-      if (!find(pid)) out.push_back(gone_row(pid, l));
+      if (!proc_.find(pid)) out.push_back(gone_row(pid, l));
     std::sort(out.begin(), out.end(),
               [](const ProcessRow& a, const ProcessRow& b) { return a.pid < b.pid; });
     return out;
   }
 
  private:
-  const HostProcess* find(pid_t pid) const { return proc_.find(pid); }
-
   void host_anomalies(const HostProcess& p, ProcessRow& row) const {
     if (p.stat.is_stopped()) row.anomalies.push_back(Anomaly::Stopped);
     if (p.stat.state == 'D') row.anomalies.push_back(Anomaly::Uninterruptible);
-    if (is_orphan(p)) row.anomalies.push_back(Anomaly::Orphan);
+    if (orphan_evidence(proc_, p)) row.anomalies.push_back(Anomaly::Orphan);
     if (zombie_parents_.count(p.stat.pid)) row.anomalies.push_back(Anomaly::ZombieChildren);
     // A listed process that also keeps a gone PID's files owns a context of its own: it is
     // named among the ghost's keepers, but is not itself a ghost.
     if (!row.listed_by_driver && !row.keeps.empty())
       row.anomalies.push_back(Anomaly::InheritedHolder);
-  }
-
-  // A job's leftover: its parent died (it was reparented to its namespace's init) or the
-  // leader of its process group is gone and no live parent of that group still runs it.
-  // Leaders of their own group or session that run under init are services started that way
-  // on purpose; a process whose parent is alive in its own group (a runner whose group
-  // leader, e.g. a CI harness, exited) still has its job around it.
-  bool is_orphan(const HostProcess& p) const {
-    if (is_namespace_init(p)) return false;
-    const HostProcess* parent = find(p.stat.ppid);
-    bool parent_in_group = parent && parent->stat.pgid == p.stat.pgid && !parent->stat.is_zombie();
-    if (p.stat.pgid > 0 && p.stat.pgid != p.stat.pid && !find(p.stat.pgid) && !parent_in_group)
-      return true;
-    bool own_leader = p.stat.pgid == p.stat.pid || p.stat.sid == p.stat.pid;
-    return parent && is_namespace_init(*parent) && !own_leader;
   }
 
   ProcessRow gone_row(pid_t pid, const Listing& l) const {

@@ -2,6 +2,7 @@
 // The immutable, timestamped joined view: what /proc knows and what the driver reports.
 // Consumers (ps, doctor, reaper, daemon, top) read only this.
 #include <chrono>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -56,6 +57,10 @@ struct ProcView {
   // Why some GPU-file holds have no open-file id (kcmp missing or refused, a fixture procfs);
   // empty when every one was compared. Without ids, who keeps which context is a guess.
   std::optional<std::string> open_files_unknown;
+  // Processes whose parent the daemon saw fork them and then exit, with that parent (its holder
+  // tracker follows holders' forks and every exit): evidence of reparenting that /proc lacks.
+  // Empty where nothing followed the forks (a CLI's own scan, a daemon without the connector).
+  std::map<pid_t, pid_t> exited_parents;
 
   const HostProcess* find(pid_t pid) const;
 };

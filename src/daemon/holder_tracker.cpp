@@ -92,20 +92,50 @@ void HolderTracker::on_procs(track::ProcEvents::Batch batch) {
         if (!holders_.count(e.parent)) continue;
         ++counters_.forks;
         holders_.insert(e.pid);
-      } else if (!holders_.erase(e.pid)) {
-        continue;  // an exit of a process that held no GPU file changes nothing
+        forked_by_[e.pid] = e.parent;
+      } else {
+        bool reparented = exited(e.pid);
+        if (!holders_.erase(e.pid)) {
+          changed = changed || reparented;  // its children become orphans: a new sample says so
+          continue;                         // it held no GPU file: nothing to scan
+        }
       }
       changed_.insert(e.pid);
       touched_.insert(e.pid);
       changed = true;
     }
-    // Lost forks may be lost holders: only a full scan knows.
+    // Lost forks may be lost holders: only a full scan knows. A lost exit may leave a PID that
+    // is reused next among the records of parents: none is kept past a loss.
     if (batch.overflow) {
       ++counters_.overflows;
       lost_ = changed = true;
+      forked_by_.clear();
+      exited_parents_.clear();
     }
   }
   if (changed && wake_) wake_();
+}
+
+// The process ended: it is no one's child any more, and the children it forked were reparented.
+bool HolderTracker::exited(pid_t pid) {
+  forked_by_.erase(pid);
+  exited_parents_.erase(pid);
+  bool reparented = false;
+  for (auto it = forked_by_.begin(); it != forked_by_.end();) {
+    if (it->second != pid) {
+      ++it;
+      continue;
+    }
+    exited_parents_[it->first] = pid;
+    it = forked_by_.erase(it);
+    reparented = true;
+  }
+  return reparented;
+}
+
+std::map<pid_t, pid_t> HolderTracker::exited_parents() const {
+  std::lock_guard lock(mutex_);
+  return exited_parents_;
 }
 
 engine::ScanRequest HolderTracker::take() {

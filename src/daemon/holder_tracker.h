@@ -3,9 +3,11 @@
 // file, track::ProcEvents for forks and exits) say which processes' open GPU files changed, and
 // the engine scans those at once (engine::ScanHints) instead of waiting for a scan interval. A
 // final close of an open file is the moment its driver frees what it held: it is recorded with
-// the process that held it last. Lost events (a queue overflow) ask for a full scan; every full
-// scan counts what events missed (drift). Without the kernel's events (not root, a container
-// without the capability, an old kernel) it is not started and the daemon scans as before.
+// the process that held it last. A holder's child whose parent then exits was reparented: the
+// join's evidence that it is an orphan, which /proc does not keep. Lost events (a queue
+// overflow) ask for a full scan; every full scan counts what events missed (drift). Without the
+// kernel's events (not root, a container without the capability, an old kernel) it is not
+// started and the daemon scans as before.
 #include <sys/types.h>
 
 #include <atomic>
@@ -58,6 +60,7 @@ class HolderTracker final : public engine::ScanHints {
 
   engine::ScanRequest take() override;
   void scanned(const core::ProcView& view, bool full) override;
+  std::map<pid_t, pid_t> exited_parents() const override;
 
   // Forks are followed through the proc connector; without it (no CAP_NET_ADMIN) a holder's
   // new children are found by the holder scans, and this says why.
@@ -78,6 +81,7 @@ class HolderTracker final : public engine::ScanHints {
   void on_files(track::FanotifyWatch::Batch batch);
   void on_procs(track::ProcEvents::Batch batch);
   void count_drift(const core::ProcView& view);
+  bool exited(pid_t pid);  // true: it was the recorded parent of a live child
 
   track::FanotifyWatch files_;
   std::optional<track::ProcEvents> procs_;
@@ -93,6 +97,8 @@ class HolderTracker final : public engine::ScanHints {
   std::set<pid_t> scanned_holders_;           // as of the latest scan alone
   std::map<pid_t, uint64_t> scanned_starts_;  // every process of the latest scan
   std::set<pid_t> touched_;                   // processes events named since the latest scan
+  std::map<pid_t, pid_t> forked_by_;          // holders' live children, with their parent
+  std::map<pid_t, pid_t> exited_parents_;     // those whose parent exited since
   bool scanned_once_ = false;
   std::deque<Release> releases_;
   TrackerCounters counters_;

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "core/orphan.h"
 #include "doctor/blocked_remedy.h"
 #include "doctor/diagnose.h"
 #include "doctor/evidence.h"
@@ -82,6 +83,20 @@ void inherited(const Holder& h, std::vector<Finding>& out) {
   }
 }
 
+std::string orphan_sentence(const core::OrphanEvidence& e) {
+  using Kind = core::OrphanEvidence::Kind;
+  switch (e.kind) {
+    case Kind::ParentExited:
+      return fmt::format("the process that forked it ({}) has exited (the daemon saw both)",
+                         e.gone);
+    case Kind::GroupLeaderGone:
+      return fmt::format("the leader of its process group ({}) is gone", e.gone);
+    case Kind::SessionLeaderGone:
+      return fmt::format("the leader of its session ({}) is gone", e.gone);
+  }
+  return {};
+}
+
 // A leftover of a job whose main process ended (a live job's workers are not leftovers).
 void orphan(const Holder& h, std::vector<Finding>& out) {
   const auto& s = h.in.last;
@@ -90,10 +105,7 @@ void orphan(const Holder& h, std::vector<Finding>& out) {
   if (!r.has(core::Anomaly::Orphan) || !h.p.holds_device() || r.listed_by_driver || workers_only)
     return;
   auto f = holder_finding(s, r, FindingCode::OrphanHolder, Severity::Warning);
-  bool leader_gone = h.p.stat.pgid != h.p.stat.pid && !s.find(h.p.stat.pgid);
-  f.evidence.push_back(
-      leader_gone ? fmt::format("the leader of its process group ({}) is gone", h.p.stat.pgid)
-                  : "its parent died: it was reparented to its namespace's init");
+  if (auto why = core::orphan_evidence(s.proc, h.p)) f.evidence.push_back(orphan_sentence(*why));
   f.explanation = "A leftover of a job whose main process ended; it holds the GPU open for nobody.";
   f.remedy = {h.kill, "gpureap kill --ghosts   # every such leftover"};
   add_container_stop(h.p, f);

@@ -5,6 +5,7 @@
 // interval. Called on the engine's thread.
 #include <sys/types.h>
 
+#include <map>
 #include <vector>
 
 #include "core/snapshot.h"
@@ -24,6 +25,9 @@ class ScanHints {
   virtual ScanRequest take() = 0;
   // A scan finished (`full`: every fd table was read): the holders it found.
   virtual void scanned(const core::ProcView& view, bool full) = 0;
+  // Processes it saw forked by a parent that has exited since, with that parent
+  // (core::ProcView::exited_parents); asked once per collection.
+  virtual std::map<pid_t, pid_t> exited_parents() const { return {}; }
 };
 
 }  // namespace gpureap::engine

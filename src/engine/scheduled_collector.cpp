@@ -48,8 +48,10 @@ std::shared_ptr<Collection> ScheduledCollector::complete(const Cadence& cadence,
   c->sequence = ++sequence_;
   c->holder_scan = due.scan;
   c->full_scan = due.scan && due.full;
-  c->snapshot = std::make_shared<const core::Snapshot>(
-      core::join(*view_, std::move(driver.reading), hostname_, std::chrono::system_clock::now()));
+  core::ProcView view = *view_;
+  if (hints_) view.exited_parents = hints_->exited_parents();
+  c->snapshot = std::make_shared<const core::Snapshot>(core::join(
+      std::move(view), std::move(driver.reading), hostname_, std::chrono::system_clock::now()));
   c->host = collector_.host_stats();
   c->ipc_residue = ipc_;
   c->driver = driver_timing_;

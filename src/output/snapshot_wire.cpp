@@ -221,6 +221,9 @@ json process_wire(const core::HostProcess& p) {
 json proc_wire(const core::ProcView& v) {
   json processes = json::array();
   for (const auto& p : v.processes) processes.push_back(process_wire(p));
+  json exited_parents = json::array();
+  for (const auto& [pid, parent] : v.exited_parents)
+    exited_parents.push_back({{"pid", pid}, {"parent", parent}});
   return {{"processes", processes},
           {"uninspectable", v.uninspectable},
           {"details_complete", v.details_complete},
@@ -229,7 +232,8 @@ json proc_wire(const core::ProcView& v) {
           {"ticks_per_second", v.ticks_per_second},
           {"in_child_pid_namespace", v.in_child_pid_namespace},
           {"nvidia_device_files", v.nvidia_device_files},
-          {"open_files_unknown", opt_bytes(v.open_files_unknown)}};
+          {"open_files_unknown", opt_bytes(v.open_files_unknown)},
+          {"exited_parents", exited_parents}};
 }
 
 }  // namespace

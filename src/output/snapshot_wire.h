@@ -33,7 +33,8 @@ namespace gpureap::output {
 
 // Changes whenever a field is added, removed or changes meaning: an older or newer peer's
 // document is refused, never half-read.
-inline constexpr int kSnapshotWireVersion = 3;  // 2: container and pod names; 3: verified
+inline constexpr int kSnapshotWireVersion = 4;  // 2: container and pod names; 3: verified
+// containers; 4: exited parents
 
 nlohmann::json snapshot_inputs_to_wire(const core::Snapshot& snapshot);
 // The inputs decoded and joined again: core::join(proc, drivers, hostname, timestamp).

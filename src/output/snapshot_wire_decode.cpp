@@ -321,6 +321,14 @@ core::HostProcess host_process(const json& v, const std::string& path) {
   return p;
 }
 
+std::pair<pid_t, pid_t> exited_parent(const json& v, const std::string& path) {
+  Object o(v, path);
+  std::pair<pid_t, pid_t> out{integer<pid_t>(o.at("pid"), o.path("pid")),
+                              integer<pid_t>(o.at("parent"), o.path("parent"))};
+  o.finish();
+  return out;
+}
+
 core::ProcView proc_view(const json& v, const std::string& path) {
   Object o(v, path);
   core::ProcView p;
@@ -339,6 +347,8 @@ core::ProcView proc_view(const json& v, const std::string& path) {
       boolean(o.at("in_child_pid_namespace"), o.path("in_child_pid_namespace"));
   p.nvidia_device_files = boolean(o.at("nvidia_device_files"), o.path("nvidia_device_files"));
   p.open_files_unknown = optional(o.at("open_files_unknown"), o.path("open_files_unknown"), str);
+  for (auto [pid, parent] : list(o.at("exited_parents"), o.path("exited_parents"), exited_parent))
+    p.exited_parents[pid] = parent;
   o.finish();
   return p;
 }

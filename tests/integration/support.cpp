@@ -24,6 +24,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <thread>
 
 extern char** environ;
@@ -318,11 +319,17 @@ nlohmann::json row_of(const nlohmann::json& snapshot, pid_t pid) {
 
 namespace {
 
-char state_of(pid_t pid) {
+// /proc/<pid>/stat after the command's closing parenthesis ("S 1 42 42 ..."), or "".
+std::string stat_after_comm(pid_t pid) {
   std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
   std::string s((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
   auto close = s.rfind(')');
-  return close == std::string::npos || close + 2 >= s.size() ? '\0' : s[close + 2];
+  return close == std::string::npos || close + 2 >= s.size() ? "" : s.substr(close + 2);
+}
+
+char state_of(pid_t pid) {
+  std::string rest = stat_after_comm(pid);
+  return rest.empty() ? '\0' : rest[0];
 }
 
 template <class F>
@@ -343,6 +350,31 @@ bool wait_for_state(pid_t pid, char state, int ms) {
 
 bool wait_gone(pid_t pid, int ms) {
   return poll_until([&] { return ::kill(pid, 0) != 0 && errno == ESRCH; }, ms);
+}
+
+pid_t parent_of(pid_t pid) {
+  std::istringstream rest(stat_after_comm(pid));
+  char state = 0;
+  pid_t ppid = 0;
+  rest >> state >> ppid;
+  return ppid;
+}
+
+std::map<std::string, pid_t> sleepers_under(pid_t ancestor) {
+  std::map<std::string, pid_t> out;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc", ec)) {
+    const std::string name = entry.path().filename();
+    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
+    const pid_t pid = std::stoi(name);
+    bool under = false;
+    for (pid_t p = parent_of(pid); p > 1 && !under; p = parent_of(p)) under = p == ancestor;
+    std::ifstream in("/proc/" + name + "/cmdline");
+    std::vector<std::string> argv;
+    for (std::string arg; std::getline(in, arg, '\0');) argv.push_back(arg);
+    if (under && argv.size() == 2 && argv[0] == "sleep") out[argv[1]] = pid;
+  }
+  return out;
 }
 
 // --- for `gpureap kill` ---------------------------------------------------------------------

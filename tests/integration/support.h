@@ -3,6 +3,7 @@
 #include <sys/types.h>
 
 #include <functional>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -115,6 +116,11 @@ nlohmann::json row_of(const nlohmann::json& snapshot, pid_t pid);
 bool wait_for_state(pid_t pid, char state, int ms = 10000);
 // Waits until the pid no longer exists.
 bool wait_gone(pid_t pid, int ms = 10000);
+// Its parent's PID (/proc/<pid>/stat), 0 when it is gone.
+pid_t parent_of(pid_t pid);
+// Host PIDs of `ancestor`'s descendants that run `sleep MARKER`, by marker: a test that starts
+// processes in a shell (in a container, a PID namespace) names each by its sleep's argument.
+std::map<std::string, pid_t> sleepers_under(pid_t ancestor);
 
 // --- for `gpureap kill` ---------------------------------------------------------------------
 // A field of /proc/<pid>/status ("SigPnd", "ShdPnd", ...) without its key, or "" when absent.

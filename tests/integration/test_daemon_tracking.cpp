@@ -6,6 +6,8 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <fstream>
@@ -165,6 +167,65 @@ TEST_F(DaemonTracking, ABurstOfOpensEndsWithTheRightHolders) {
   // process and file), the holder set is right afterwards.
   EXPECT_TRUE(wait_until([&] { return holds(*d, burst.pid()); }, 10000)) << d->log();
   EXPECT_GE(d->metric("gpureap_holder_opens_total ").value_or(0), 1);
+}
+
+TEST_F(DaemonTracking, AWorkerWhoseParentExitedInAGroupThatLivesOnIsAnOrphanToTheDaemon) {
+  // An entrypoint (a subreaper leading its session, as a container's init leads its namespace)
+  // runs a trainer in its own group; the trainer opens the GPU file, forks a worker and exits.
+  // /proc then shows the worker as one of the entrypoint's children, in its live group: only
+  // the daemon, which saw the fork and the exit, knows that the worker's parent died.
+  int go[2];
+  ASSERT_EQ(::pipe(go), 0);
+  Ready opened, forked;
+  Child entrypoint([&] {
+    ::setsid();
+    ::prctl(PR_SET_CHILD_SUBREAPER, 1);
+    pid_t trainer = ::fork();
+    if (trainer == 0) {
+      hold(dev_.dev("nvidia0"));
+      opened.send(::getpid());
+      char c;
+      if (::read(go[0], &c, 1) != 1) ::_exit(1);
+      if (::fork() == 0) {
+        forked.send(::getpid());
+        for (;;) ::pause();
+      }
+      ::_exit(0);
+    }
+    ::waitpid(trainer, nullptr, 0);
+  });
+  const pid_t trainer = static_cast<pid_t>(opened.receive());
+  auto d = daemon();
+  ASSERT_TRUE(d->wait_log("holder tracking: events")) << d->log();
+  if (d->log().find("forks through the proc connector") == std::string::npos)
+    GTEST_SKIP() << "the daemon cannot follow forks here: " << d->log();
+  ASSERT_TRUE(wait_until([&] { return holds(*d, trainer); }, 5000)) << d->log();
+  ASSERT_EQ(::write(go[1], "x", 1), 1);
+  const pid_t worker = static_cast<pid_t>(forked.receive());
+  KillStrays strays{{worker}};
+  ASSERT_TRUE(wait_gone(trainer));
+  ASSERT_EQ(parent_of(worker), entrypoint.pid());
+  ::close(go[0]);
+  ::close(go[1]);
+
+  auto own = run_json({"ps", "--json", "--dev-root", dev_.path()}, no_driver());
+  auto row = row_of(own, worker);
+  ASSERT_FALSE(row.is_null()) << own.dump(2);
+  EXPECT_EQ(row["anomalies"], json::array()) << "/proc has no evidence: " << row.dump(2);
+  EXPECT_TRUE(wait_until(
+      [&] {
+        auto doc = json::parse(d->get("/api/v1/snapshot").body, nullptr, false);
+        return row_of(doc, worker)["anomalies"] == json::array({"orphan"});
+      },
+      5000))
+      << d->get("/api/v1/snapshot").body;
+  // A client reads the daemon's snapshot over the local socket, with the evidence.
+  auto served = run_gpureap({"doctor", "--json", "--settle", "0s", "--only", "orphan-holder"},
+                            {"GPUREAP_DAEMON_SOCKET=" + socket()});
+  EXPECT_NE(served.out.find("the process that forked it (" + std::to_string(trainer) +
+                            ") has exited (the daemon saw both)"),
+            std::string::npos)
+      << served.out << served.err;
 }
 
 TEST_F(DaemonTracking, WithHolderEventsOffItScansAndSaysSo) {

@@ -3,6 +3,7 @@
 // unprivileged start must fail saying so (the daemon then scans).
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -95,6 +96,46 @@ TEST_F(HolderTrackerTest, AFullScanCountsWhatEventsMissedButNotNewOrTouchedProce
   t->scanned(first, false);
   t->scanned(second, true);  // a full scan: 10 and 11 changed with no event naming them
   EXPECT_EQ(t->counters().drift, 2u);
+}
+
+// Polls `done` every 10 ms, up to 5 s.
+template <class F>
+bool soon(F done) {
+  for (int i = 0; i < 500 && !done(); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  return done();
+}
+
+TEST_F(HolderTrackerTest, AHoldersChildWhoseParentExitsIsRecordedWithThatParentUntilItEnds) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root";
+  auto t = start();
+  ASSERT_NE(t, nullptr);
+  if (!t->follows_forks()) GTEST_SKIP() << t->forks_unavailable().value_or("");
+  int go[2], back[2];
+  ASSERT_EQ(::pipe(go), 0);
+  ASSERT_EQ(::pipe(back), 0);
+  pid_t parent = ::fork();
+  if (parent == 0) {
+    int fd = ::open(file_.c_str(), O_RDONLY);
+    char c;
+    if (fd < 0 || ::read(go[0], &c, 1) != 1) ::_exit(1);  // forks once its open was seen
+    pid_t child = ::fork();
+    if (child == 0)
+      for (;;) ::pause();
+    ::_exit(::write(back[1], &child, sizeof child) == sizeof child ? 0 : 1);
+  }
+  ASSERT_TRUE(soon([&] { return t->counters().opens > 0; }));
+  ASSERT_EQ(::write(go[1], "x", 1), 1);
+  pid_t child = 0;
+  ASSERT_EQ(::read(back[0], &child, sizeof child), static_cast<ssize_t>(sizeof child));
+  int status = 0;
+  ASSERT_EQ(::waitpid(parent, &status, 0), parent);
+  for (int fd : {go[0], go[1], back[0], back[1]}) ::close(fd);
+  EXPECT_TRUE(soon([&] {
+    return t->exited_parents() == std::map<pid_t, pid_t>{{child, parent}};
+  })) << t->exited_parents().size();
+  ::kill(child, SIGKILL);  // reparented: init reaps it
+  EXPECT_TRUE(soon([&] { return t->exited_parents().empty(); }));
 }
 
 TEST_F(HolderTrackerTest, WithoutPrivilegeItDoesNotStartAndSaysWhy) {

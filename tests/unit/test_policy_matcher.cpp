@@ -166,7 +166,7 @@ TEST(PolicyMatcher, AnUnverifiedContainerClaimMatchesNoContainerCondition) {
 }
 
 TEST(PolicyMatcher, AnomaliesMatchAnyOfTheNamedOnes) {
-  // 300's parent is init and it leads neither its group nor its session: an orphan.
+  // The leader of 300's group and session (250) is gone: an orphan.
   auto orphan = holder(300, 1, 250);
   orphan.stat.sid = 250;
   auto s = make_snapshot({orphan}, {gpu(0, 0, GiB, {listed(300, GiB)})});

@@ -82,6 +82,7 @@ core::Snapshot rich_snapshot() {
   v.in_child_pid_namespace = false;
   v.nvidia_device_files = true;
   v.open_files_unknown = std::nullopt;
+  v.exited_parents = {{4250, 4242}};
 
   core::BackendReport nvml;
   nvml.name = "nvml";
@@ -229,6 +230,7 @@ TEST(SnapshotWire, RichSnapshotRoundTripsEveryFieldAndTheJoinAgain) {
   EXPECT_EQ(back.find(6001)->stat.state, 'Z');
   EXPECT_EQ(back.hostname, "node-\xff");
   EXPECT_EQ(back.proc.boot_time, -12);
+  EXPECT_EQ(back.proc.exited_parents, s.proc.exited_parents);
   EXPECT_EQ(back.drivers.gpus[0].memory.total_bytes, kMax);
   EXPECT_EQ(back.drivers.gpus[0].power_watts, 512.125);
   EXPECT_TRUE(std::isnan(*back.drivers.gpus[1].power_watts));
