@@ -443,8 +443,11 @@ TEST(DoctorFix, EndsTheGhostKeepersAndLeavesThePausedJobAlone) {
   // The paused job is alive: a person resumes or ends it, so its warning stays.
   EXPECT_EQ(fixed.exit_code, 1) << fixed.out << fixed.err;
   auto doc = json::parse(fixed.out);
-  for (const auto& f : doc["findings"])
-    if (f["severity"] != "info") EXPECT_EQ(f["code"], "stopped-holder") << f.dump();
+  for (const auto& f : doc["findings"]) {
+    if (f["severity"] != "info") {
+      EXPECT_EQ(f["code"], "stopped-holder") << f.dump();
+    }
+  }
   EXPECT_TRUE(wait_gone(w1));
   EXPECT_TRUE(wait_gone(w2));
   EXPECT_TRUE(is_alive(stopped.pid())) << "doctor --fix never ends a paused job";
