@@ -296,6 +296,7 @@ TEST(DoctorRules, EveryLineOfAFindingIsOneLineWhateverTheNames) {
   w.stat.comm = "evil\nrm -rf /";
   w.details->container = core::ContainerInfo{"kubernetes", std::string(64, 'b'), "uid-1",
                                              "c\n1",       "pod\r\n2",           "ns\x1b[31m"};
+  w.details->container->verified = true;  // the runtime vouched for it: it gets a stop command
   auto stopped = holder(4300, 1, 4300, 0, 'T');
   stopped.stat.comm = "a\nb";
   procfs::IpcResidue ipc;
