@@ -1,7 +1,7 @@
 // doctor --fix acts on the processes it diagnosed, not on whatever has their PIDs by the time
 // it signals. In a PID namespace of its own (so a PID can be reused on purpose through
 // ns_last_pid), doctor is held between its diagnosis and its signals by a full stderr pipe;
-// meanwhile the stopped holder it diagnosed exits and an unrelated process takes its PID.
+// meanwhile the orphaned holder it diagnosed exits and an unrelated process takes its PID.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -38,24 +38,24 @@ bool wait_for(const std::function<bool()>& done, int ms) {
 
 // Runs as PID 1 of the new namespace, with its own /proc.
 int namespace_init(const std::string& dev_root) {
+  // A trainer forks a worker that inherits its GPU file and exits: the worker, whose group's
+  // leader is gone, is an orphaned holder, which doctor --fix ends.
   int held[2];
   if (::pipe(held) != 0) return kNotHeld;
-  pid_t holder = ::fork();
-  if (holder == 0) {
+  pid_t trainer = ::fork();
+  if (trainer == 0) {
+    ::setpgid(0, 0);
     hold(dev_root + "/nvidia0");
-    (void)!::write(held[1], "h", 1);
-    for (;;) ::pause();
+    if (::fork() == 0) {
+      pid_t me = ::getpid();
+      (void)!::write(held[1], &me, sizeof me);
+      for (;;) ::pause();
+    }
+    ::_exit(0);
   }
-  char h;
-  if (::read(held[0], &h, 1) != 1) return kNotHeld;
-  ::kill(holder, SIGSTOP);
-  wait_for(
-      [&] {
-        return read_first_line("/proc/" + std::to_string(holder) + "/stat").find(") T ") !=
-               std::string::npos;
-      },
-      5000);
-
+  ::waitpid(trainer, nullptr, 0);
+  pid_t holder = 0;
+  if (::read(held[0], &holder, sizeof holder) != sizeof holder) return kNotHeld;
   // A pipe already full: doctor's first write to stderr, right after its diagnosis, blocks.
   int p[2];
   if (::pipe(p) != 0) return kNotHeld;
