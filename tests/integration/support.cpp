@@ -310,6 +310,12 @@ nlohmann::json idle_gpus() {
   return {{"gpus", gpus}};
 }
 
+std::vector<pid_t> planned_pids(const nlohmann::json& kill_doc) {
+  std::vector<pid_t> out;
+  for (const auto& t : kill_doc["plan"]["targets"]) out.push_back(t["pid"].get<pid_t>());
+  return out;
+}
+
 nlohmann::json row_of(const nlohmann::json& snapshot, pid_t pid) {
   if (!snapshot.contains("processes")) return nullptr;
   for (const auto& p : snapshot["processes"])

@@ -110,6 +110,9 @@ std::vector<std::string> gpu_kill_args(const FakeDevRoot& dev, std::vector<std::
 // A scenario for the NVML test double: two GPUs, minors 0 and 1, that answer and list nothing.
 nlohmann::json idle_gpus();
 
+// The PIDs a gpureap.kill/v1 document plans, in the plan's order (by PID).
+std::vector<pid_t> planned_pids(const nlohmann::json& kill_doc);
+
 // The JSON row of `pid` in a snapshot, or null.
 nlohmann::json row_of(const nlohmann::json& snapshot, pid_t pid);
 // Waits until /proc/<pid>/stat shows `state` (e.g. 'T', 'Z'); false on timeout.

@@ -77,13 +77,6 @@ struct Scene {
   }
 };
 
-std::vector<pid_t> targets_of(const json& doc) {
-  std::vector<pid_t> out;
-  for (const auto& t : doc["plan"]["targets"]) out.push_back(t["pid"].get<pid_t>());
-  std::sort(out.begin(), out.end());
-  return out;
-}
-
 std::vector<pid_t> sorted(std::vector<pid_t> v) {
   std::sort(v.begin(), v.end());
   return v;
@@ -126,7 +119,7 @@ TEST(KillScope, EverySelectorWithEveryFilterPlansExactlyWhatItNames) {
     auto r = plan(c.args);
     EXPECT_EQ(r.exit_code, c.targets.empty() ? 3 : 0) << what << r.err;
     auto doc = parse_output(r);
-    EXPECT_EQ(targets_of(doc), sorted(c.targets)) << what << r.out;
+    EXPECT_EQ(planned_pids(doc), sorted(c.targets)) << what << r.out;
     EXPECT_EQ(doc["plan"]["selection"], c.selection) << what;
   }
   // The human plan starts with what was chosen, in words.

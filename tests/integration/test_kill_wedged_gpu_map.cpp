@@ -43,12 +43,6 @@ json wedged() {
         {{"name", "NVIDIA H200"}, {"uuid", "GPU-1"}, {"minor", 0}, {"processes", json::array()}}}}};
 }
 
-std::vector<pid_t> targets_of(const json& doc) {
-  std::vector<pid_t> out;
-  for (const auto& t : doc["plan"]["targets"]) out.push_back(t["pid"].get<pid_t>());
-  return out;
-}
-
 TEST(KillWedgedGpuMap, GpuZeroIsTheKernelsMinorOneNotNvidiaZero) {
   REQUIRE_DOUBLE();
   FakeDevRoot dev;
@@ -61,7 +55,7 @@ TEST(KillWedgedGpuMap, GpuZeroIsTheKernelsMinorOneNotNvidiaZero) {
                        nvml.env());
   EXPECT_EQ(r.exit_code, 4) << "the driver did not answer: " << r.err;
   auto doc = parse_output(r);
-  EXPECT_EQ(targets_of(doc), std::vector<pid_t>{on_minor1.pid()}) << r.out;
+  EXPECT_EQ(planned_pids(doc), std::vector<pid_t>{on_minor1.pid()}) << r.out;
   EXPECT_NE(doc["plan"]["notes"].dump().find(
                 "GPU 0 is 0000:19:00.0 (device minor 1) by the kernel's /proc/driver/nvidia/gpus"),
             std::string::npos)

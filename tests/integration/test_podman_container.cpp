@@ -138,12 +138,6 @@ class PodmanScene {
   bool imported_ = false, started_ = false;
 };
 
-std::vector<pid_t> planned(const json& plan) {
-  std::vector<pid_t> out;
-  for (const auto& t : plan["plan"]["targets"]) out.push_back(t["pid"].get<pid_t>());
-  return out;
-}
-
 TEST(PodmanContainer, TheEntrypointsChildrenAreNoOrphansAndTheKilledTrainersWorkerIsItsKeeper) {
   REQUIRE_DOUBLE();
   FakeDevRoot dev;
@@ -191,7 +185,7 @@ TEST(PodmanContainer, TheEntrypointsChildrenAreNoOrphansAndTheKilledTrainersWork
 
   auto plan = parse_output(run_gpureap(
       {"kill", "--json", "--dev-root", dev.path(), "--ghosts", "--dry-run"}, nvml.env()));
-  EXPECT_EQ(planned(plan), std::vector<pid_t>{worker}) << plan.dump(2);
+  EXPECT_EQ(planned_pids(plan), std::vector<pid_t>{worker}) << plan.dump(2);
 
   auto doc = parse_output(
       run_gpureap({"doctor", "--json", "--dev-root", dev.path(), "--settle", "100ms"}, nvml.env()));
