@@ -144,7 +144,7 @@ sleep 2
 curl -sf "$BASE/api/v1/history?since=1h" | HISTORY=$HISTORY python3 -c '
 import json, os, sys
 doc = json.load(sys.stdin)
-pts = [p["time"] for p in doc["gpus"][0]["points"]]
+pts = [p["time"] for p in doc["gpus"][0]["samples"]]
 span = pts[-1] - pts[0]
 window = float(os.environ["HISTORY"])
 slots = len({int(t) for t in pts})

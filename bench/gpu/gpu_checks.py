@@ -498,7 +498,7 @@ def check_daemon_events(kit, procs, facts, failures, differences):
     # The history: one point per interval, the storm notwithstanding.
     history = _daemon_get(port, "/api/v1/history?since=1h")
     points = [p["time"] for g in history.get("gpus", []) if g.get("gpu") == kit.gpu
-              for p in g.get("points", [])]
+              for p in g.get("samples", [])]
     facts["history_points"] = len(points)
     span = (points[-1] - points[0]) if len(points) >= 2 else 0
     facts["history_span_seconds"] = round(span, 1)
