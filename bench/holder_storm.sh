@@ -5,8 +5,8 @@
 #   1. the fleet (PROCS x FDS, HOLDERS), the NVML test double listing one GPU, the daemon at
 #      `interval = 1s` and `history = HISTORY` (default 60s), up for longer than HISTORY;
 #   2. for STORM seconds (default 30) uid 65534 opens and closes the stand-in nvidia0 as fast as
-#      it can: the daemon's CPU over the storm (user + system, % of one core; target <= 10 %);
-#   3. during the storm, TRIALS times (default 10) a long-running process opens nvidia0 and the
+#      it can: the daemon's CPU over its first half (user + system, % of one core; target <= 10 %);
+#   3. in its second half, TRIALS times (default 10) a long-running process opens nvidia0 and the
 #      time until /api/v1/snapshot names it (polled every 5 ms): p50 / max (target <= 100 ms);
 #   4. after it: the history's GPU series, its points and their span (target: the whole
 #      HISTORY window, one point per interval), and the daemon's peak RSS.
@@ -107,9 +107,11 @@ seen_ms() {  # pid start: ms until the snapshot names pid, or "-" after 15 s
     sleep 0.005
   done
 }
+# The CPU over the storm's first half, with nothing else asking the daemon anything.
+sleep $((STORM / 2))
+c1=$(cpu_ticks)
+t1=$EPOCHREALTIME
 lat=()
-per_trial=$(awk -v s="$STORM" -v t="$TRIALS" 'BEGIN {printf "%.2f", (s - 2) / t}')
-sleep 1
 for ((i = 0; i < TRIALS; i++)); do
   fifo="$FLEET_WORK/go.$i"
   mkfifo "$fifo"
@@ -121,20 +123,15 @@ for ((i = 0; i < TRIALS; i++)); do
   lat+=("$(seen_ms "$late" "$start")")
   kill "$late" 2>/dev/null
   wait "$late" 2>/dev/null
-  elapsed=$(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN {printf "%.2f", b - a}')
-  awk -v e="$elapsed" -v want="$(awk -v p="$per_trial" -v n=$((i + 1)) 'BEGIN {print 1 + p * n}')" \
-    'BEGIN {exit !(e < want)}' && sleep "$(awk -v e="$elapsed" -v p="$per_trial" -v n=$((i + 1)) 'BEGIN {printf "%.2f", 1 + p * n - e}')"
 done
-left=$(awk -v a="$t0" -v b="$EPOCHREALTIME" -v s="$STORM" 'BEGIN {d = s - (b - a); printf "%.2f", d > 0 ? d : 0}')
+left=$(awk -v a="$t0" -v b="$EPOCHREALTIME" -v s="$STORM" 'BEGIN {d = s - (b - a); if (d < 0) d = 0; printf "%.2f", d}')
 sleep "$left"
-c1=$(cpu_ticks)
-t1=$EPOCHREALTIME
 opens1=$(curl -sf "$BASE/metrics" | awk '$1 == "gpureap_holder_opens_total" {print $2}')
 kill -KILL "$STORM_PID" 2>/dev/null
 wait "$STORM_PID" 2>/dev/null
 cpu=$(awk -v c=$((c1 - c0)) -v hz="$TICKS" -v a="$t0" -v b="$t1" 'BEGIN {printf "%.1f", 100 * c / hz / (b - a)}')
 echo "  storm: ${STORM} s by uid 65534, $(awk -v a="$opens0" -v b="$opens1" 'BEGIN {printf "%.0f", b - a}') open events read by the daemon"
-echo "  daemon CPU during the storm: ${cpu}% of a core (target <= 10%)"
+echo "  daemon CPU during the storm's first $((STORM / 2)) s: ${cpu}% of a core (target <= 10%)"
 read -r p50 pmax <<<"$(printf '%s\n' "${lat[@]}" | grep -v - | sort -n | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)], v[NR]}')"
 missed=$(printf '%s\n' "${lat[@]}" | grep -c -- - || true)
 echo "  new holder during the storm, $TRIALS trials: p50 ${p50} ms, max ${pmax} ms, missed ${missed} (target <= 100 ms)"
