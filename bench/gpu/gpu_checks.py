@@ -357,6 +357,162 @@ def check_timing(kit, procs, facts, failures, differences):
     p.wait(timeout=30)
 
 
+def _daemon_get(port, path, timeout=2):
+    import urllib.request
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=timeout) as r:
+        return json.loads(r.read(16 << 20))
+
+
+def _cpu_seconds(pid):
+    with open(f"/proc/{pid}/stat", encoding="ascii") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _device_fds(pid, device):
+    fds = set()
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            if os.readlink(f"/proc/{pid}/fd/{fd}") == device:
+                fds.add(int(fd))
+        except OSError:
+            pass
+    return fds
+
+
+def check_daemon_events(kit, procs, facts, failures, differences):
+    """The daemon following the kernel's events on the real device files during an open storm
+    by an unprivileged user: a new holder seen within 100 ms, the daemon never a holder itself
+    (no device fd of its own appears, the driver never lists it), its CPU low, its history whole.
+    """
+    if os.geteuid() != 0:
+        raise CheckFailed("the daemon's events (fanotify) need root: run the kit as root")
+    device = f"/dev/nvidia{kit.gpu}"
+    storm_seconds, interval_s = 10, 1
+    config = os.path.join(kit.work, "daemon.toml")
+    with open(config, "w", encoding="utf-8") as f:
+        f.write(f'interval = "{interval_s}s"\nhistory = "10m"\nlocal_socket = ""\n')
+    log_path = os.path.join(kit.work, "daemon.log")
+    log = open(log_path, "w")
+    d = subprocess.Popen([kit.args.gpureap, "daemon", "--config", config, "--listen",
+                          "127.0.0.1:0"], stdout=log, stderr=subprocess.STDOUT,
+                         env=kit.gpureap_env, start_new_session=True)
+    procs.popens.append(d)
+    procs.add(d.pid)
+
+    def daemon_log():
+        with open(log_path, encoding="utf-8", errors="replace") as f:
+            return f.read()
+
+    ok, _ = kit.wait_until(lambda: "holder tracking:" in daemon_log() and
+                           "listening on http://127.0.0.1:" in daemon_log(), 30, 0.1)
+    text = daemon_log()
+    if not ok:
+        raise CheckFailed(f"the daemon did not start following holders within 30s: {text[-500:]}")
+    port = int(text.split("listening on http://127.0.0.1:", 1)[1].split("/", 1)[0])
+    tracking = [line for line in text.splitlines() if "holder tracking:" in line]
+    facts["tracking_log"] = tracking
+    status = _daemon_get(port, "/api/v1/status").get("holder_tracking", {})
+    facts["status"] = status
+    expect(status.get("mode") in ("events", "opens"),
+           f"the daemon does not follow the kernel's events: {tracking}", failures)
+    expect(status.get("event_source") == "file_handles",
+           f"events name GPU files by {status.get('event_source')} "
+           f"({status.get('event_source_fallback')}): the kernel opens {device} in the daemon",
+           failures)
+    ok, _ = kit.wait_until(lambda: _daemon_get(port, "/api/v1/snapshot").get("gpus"), 30, 0.2)
+    expect(bool(ok), "the daemon's snapshot lists no GPU", failures)
+    baseline = _device_fds(d.pid, device)
+
+    # The storm: an unprivileged user (as /dev/nvidia* is usually 0666) opening and closing.
+    def as_nobody():
+        os.setgid(65534)
+        os.setuid(65534)
+    storm_code = ("import os,sys,time\nend=time.monotonic()+float(sys.argv[2])\n"
+                  "n=0\nwhile time.monotonic()<end:\n os.close(os.open(sys.argv[1],os.O_RDONLY))\n"
+                  " n+=1\nprint(n)\n")
+    storm = subprocess.Popen([sys.executable, "-c", storm_code, device, str(storm_seconds)],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             preexec_fn=as_nobody, start_new_session=True)
+    procs.popens.append(storm)
+    procs.add(storm.pid)
+    cpu_before, wall_before = _cpu_seconds(d.pid), time.monotonic()
+    time.sleep(1)
+
+    # New holders during the storm: the time from their open to the daemon's live view.
+    holder_code = ("import os,sys,time\nfd=os.open(sys.argv[1],os.O_RDONLY)\n"
+                   "t=time.monotonic()\nopen(sys.argv[2],'w').write(repr(t))\ntime.sleep(60)\n")
+    latencies, transient = [], set()
+    for i in range(5):
+        stamp = os.path.join(kit.work, f"opened-{i}")
+        h = subprocess.Popen([sys.executable, "-c", holder_code, device, stamp],
+                             start_new_session=True)
+        procs.popens.append(h)
+        procs.add(h.pid)
+        seen = None
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline:
+            transient |= _device_fds(d.pid, device) - baseline
+            snap = _daemon_get(port, "/api/v1/snapshot")
+            row = row_json(snap, h.pid)
+            if row and row.get("holds_device") and os.path.exists(stamp):
+                seen = time.monotonic()
+                break
+            time.sleep(0.002)
+        if seen is None:
+            failures.append(f"a holder opened during the storm ({h.pid}) was not seen within 5s")
+        else:
+            with open(stamp, encoding="ascii") as f:
+                latencies.append(round((seen - float(f.read())) * 1000, 1))
+        h.kill()
+        h.wait(timeout=10)
+        time.sleep(0.5)
+    # The rest of the storm: the daemon is never among the driver's processes, and no device
+    # file of its own appears (the fallback's per-event opens would show here).
+    listed, asked_driver = False, 0.0
+    while storm.poll() is None:
+        transient |= _device_fds(d.pid, device) - baseline
+        if time.monotonic() - asked_driver > 1:  # nvidia-smi takes a while: once a second
+            listed = listed or d.pid in kit.smi_apps()
+            asked_driver = time.monotonic()
+        time.sleep(0.002)
+    cpu = (_cpu_seconds(d.pid) - cpu_before) / (time.monotonic() - wall_before)
+    out, err = storm.communicate(timeout=10)
+    facts["storm_opens"] = int(out.strip() or 0)
+    facts["storm_seconds"] = storm_seconds
+    facts["new_holder_latency_ms"] = latencies
+    facts["daemon_cpu_share_during_storm"] = round(cpu, 3)
+    facts["daemon_transient_device_fds"] = sorted(transient)
+    expect(facts["storm_opens"] > 1000,
+           f"the storm opened {device} only {facts['storm_opens']} times: {err.strip()[-300:]}",
+           failures)
+    expect(latencies and max(latencies) <= 100,
+           f"new holders were seen after {latencies} ms (over 100 ms)", failures)
+    expect(cpu <= 0.10, f"the daemon used {cpu:.0%} of a core during the storm", failures)
+    expect(not transient, f"the daemon itself opened {device} during the storm (fds "
+           f"{sorted(transient)})", failures)
+    expect(not listed, "the driver listed the daemon among the GPU's processes", failures)
+    snap = _daemon_get(port, "/api/v1/snapshot")
+    expect(row_json(snap, d.pid) is None or not row_json(snap, d.pid).get("listed_by_driver"),
+           "gpureap lists the daemon as a holder the driver knows", failures)
+    # The history: one point per interval, the storm notwithstanding.
+    history = _daemon_get(port, "/api/v1/history?since=1h")
+    points = [p["time"] for g in history.get("gpus", []) if g.get("gpu") == kit.gpu
+              for p in g.get("samples", [])]
+    facts["history_points"] = len(points)
+    span = (points[-1] - points[0]) if len(points) >= 2 else 0
+    facts["history_span_seconds"] = round(span, 1)
+    slots = {int(t // interval_s) for t in points}
+    expect(len(slots) == len(points), "the history has two points in one interval", failures)
+    expect(len(points) <= span / interval_s + 2,
+           f"{len(points)} history points over {span:.1f}s at {interval_s}s", failures)
+    d.send_signal(signal.SIGTERM)
+    try:
+        d.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        failures.append("the daemon did not stop within 15s of SIGTERM")
+
+
 CHECKS = {
     "environment": check_environment,
     "memory_info": check_memory_info,
@@ -367,6 +523,7 @@ CHECKS = {
     "run_supervised": check_run_supervised,
     "exit_release": check_exit_release,
     "timing": check_timing,
+    "daemon_events": check_daemon_events,
 }
 
 
@@ -465,6 +622,11 @@ def key_fact(check):
     if check["name"] == "exit_release":
         return (f"driver dropped a killed holder in {f.get('driver_release_seconds')} s; run: "
                 f"{f.get('run_exit_release', {}).get('seconds')} s")
+    if check["name"] == "daemon_events":
+        return (f"storm of {f.get('storm_opens')} opens: new holders in "
+                f"{f.get('new_holder_latency_ms')} ms, daemon CPU "
+                f"{f.get('daemon_cpu_share_during_storm')}, {f.get('history_points')} history "
+                f"points over {f.get('history_span_seconds')} s")
     if "holder_nvidia_smi_mib" in f:
         return f"{f['holder_nvidia_smi_mib']} MiB in both"
     return ""

@@ -36,6 +36,7 @@ CHECKS=(
   "run_supervised|gpureap run -- gpukit-hold --mode fork: its leftovers are ended, nothing stays listed, the report gives the release time"
   "exit_release|a holder killed without freeing: how long the driver takes to drop it, gpureap lists nothing after; gpureap run -- gpukit-hold --mode exit reports the release"
   "timing|gpureap ps --json against nvidia-smi --query-compute-apps, RUNS runs each after a warm-up: median, min, max"
+  "daemon_events|the daemon following the kernel's events during a 10 s open storm by uid 65534 on /dev/nvidia<K>: new holders in its live view within 100 ms, events by file handle, no device fd of its own, never in the driver's list, CPU <= 10% of a core, one history point per interval"
 )
 
 usage() {

@@ -4,7 +4,11 @@
 #include <netdb.h>
 
 #include <algorithm>
+#include <chrono>
+#include <condition_variable>
 #include <mutex>
+#include <optional>
+#include <thread>
 
 #include "base/version.h"
 #include "core/duration.h"
@@ -13,6 +17,52 @@ namespace gpureap::alert {
 namespace {
 
 constexpr size_t kAnswerShown = 300;  // bytes of a receiver's answer that reach the log
+// Bytes of a receiver's answer read at most: the rest is never read, however large.
+constexpr size_t kAnswerKept = 4096;
+
+// What one exchange got, as the library hands it over.
+struct Exchange {
+  int status = 0;  // 0: no status line yet
+  std::string location;
+  std::string answer;   // the body's first kAnswerKept bytes
+  bool enough = false;  // the body went on past them: reading stopped there
+  bool late = false;    // the deadline passed before the exchange ended
+};
+
+// Stops `client` at `deadline` (and every 100 ms after, in case it was between sockets) until
+// it goes out of scope.
+class Watchdog {
+ public:
+  Watchdog(httplib::Client& client, std::chrono::steady_clock::time_point deadline)
+      : thread_([this, &client, deadline] {
+          std::unique_lock lock(mutex_);
+          if (cv_.wait_until(lock, deadline, [this] { return done_; })) return;
+          fired_ = true;
+          do client.stop();
+          while (!cv_.wait_for(lock, std::chrono::milliseconds(100), [this] { return done_; }));
+        }) {}
+  ~Watchdog() {
+    {
+      std::lock_guard lock(mutex_);
+      done_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+  Watchdog(const Watchdog&) = delete;
+  Watchdog& operator=(const Watchdog&) = delete;
+  bool fired() {
+    std::lock_guard lock(mutex_);
+    return fired_;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  bool done_ = false;
+  bool fired_ = false;
+  std::thread thread_;  // last: it starts once the rest is there
+};
 
 std::string why(httplib::Error e, const HttpTarget& t, std::chrono::milliseconds timeout) {
   const std::string secs = core::format_duration(timeout);
@@ -77,6 +127,10 @@ class HttpSender : public Sender {
     if (!client.is_valid())
       return {false, "the url's scheme or host is not usable: " + t.scheme + "://" + t.authority,
               ""};
+    // One deadline for the whole exchange: connecting, sending, the status, headers and body.
+    // The library's timeouts are per read and write: a receiver that trickles a byte within
+    // each would hold the attempt forever, so a watchdog stops the client at the deadline.
+    const auto deadline = std::chrono::steady_clock::now() + sink_.timeout;
     client.set_connection_timeout(sink_.timeout);
     client.set_read_timeout(sink_.timeout);
     client.set_write_timeout(sink_.timeout);
@@ -89,22 +143,60 @@ class HttpSender : public Sender {
       if (canceled_) return {false, "canceled: the daemon is stopping", ""};
       active_ = &client;
     }
-    httplib::Headers headers{{"User-Agent", "gpureap/" + std::string(base::version())}};
-    auto res = client.Post(t.path, headers, d.body, "application/json");
+    Exchange x;
+    httplib::Request req;
+    req.method = "POST";
+    req.path = t.path;
+    req.headers = {{"User-Agent", "gpureap/" + std::string(base::version())},
+                   {"Content-Type", "application/json"}};
+    req.body = d.body;
+    // The status and headers, then at most kAnswerKept bytes of the body: what follows is
+    // never read (the connection is dropped), however much the receiver sends.
+    req.response_handler = [&x, deadline](const httplib::Response& r) {
+      x.status = r.status;
+      x.location = r.get_header_value("Location").substr(0, kAnswerShown);
+      return std::chrono::steady_clock::now() < deadline;
+    };
+    req.content_receiver = [&x, deadline](const char* data, size_t n, uint64_t, uint64_t) {
+      x.answer.append(data, std::min(n, kAnswerKept - x.answer.size()));
+      if (x.answer.size() >= kAnswerKept) {
+        x.enough = true;
+        return false;
+      }
+      return std::chrono::steady_clock::now() < deadline;
+    };
+    std::optional<httplib::Result> res;
+    {
+      Watchdog watchdog(client, deadline);
+      res.emplace(client.send(req));
+      x.late = watchdog.fired();
+    }
     {
       std::lock_guard lock(mutex_);
       active_ = nullptr;
     }
-    if (!res) return {false, why(res.error(), t, sink_.timeout), ""};
-    std::string answer = res->body.substr(0, kAnswerShown);
-    if (res->status >= 200 && res->status < 300) return {true, "", answer};
-    std::string error = "the receiver answered HTTP " + std::to_string(res->status);
-    if (res->status >= 300 && res->status < 400)
-      error += " (a redirect to " + res->get_header_value("Location") +
-               "): put the final URL in the sink's url";
-    else if (res->status == 401 || res->status == 403)
+    const bool complete = *res || (x.enough && x.status > 0);
+    if (!complete) {
+      const bool late = x.late || std::chrono::steady_clock::now() >= deadline;
+      if (late && x.status > 0)
+        return {false,
+                "no full answer from " + t.authority + " within " +
+                    core::format_duration(sink_.timeout) + ": it began answering (HTTP " +
+                    std::to_string(x.status) +
+                    ") but did not finish; the sink's timeout covers the whole exchange",
+                ""};
+      if (late) return {false, why(httplib::Error::Read, t, sink_.timeout), ""};
+      return {false, why(res->error(), t, sink_.timeout), ""};
+    }
+    const int status = *res ? (*res)->status : x.status;
+    std::string answer = x.answer.substr(0, kAnswerShown);
+    if (status >= 200 && status < 300) return {true, "", answer};
+    std::string error = "the receiver answered HTTP " + std::to_string(status);
+    if (status >= 300 && status < 400)
+      error += " (a redirect to " + x.location + "): put the final URL in the sink's url";
+    else if (status == 401 || status == 403)
       error += ": check the credentials or token in the sink's url";
-    else if (res->status == 404)
+    else if (status == 404)
       error += ": check the path in the sink's url (for Slack, the webhook may have been revoked)";
     if (!answer.empty()) error += "; it said: " + answer;
     return {false, error, answer};

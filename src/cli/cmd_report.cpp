@@ -2,6 +2,7 @@
 // as one self-contained HTML page.
 #include "cli/cmd_report.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -11,7 +12,9 @@
 #include <sstream>
 
 #include "audit/reader.h"
+#include "cli/daemon_client.h"
 #include "daemon/config.h"
+#include "daemon/local_protocol.h"
 #include "export/history_json.h"
 #include "report/daemon_fetch.h"
 #include "report/history_page.h"
@@ -51,8 +54,23 @@ core::Result<daemon::DaemonConfig> daemon_config(const ReportOptions& o) {
   return *parsed;
 }
 
+// The history from the daemon's local socket, whose server ask_daemon verifies (root or this
+// user): no token, no TCP port anyone could have taken. Empty when it cannot answer (no socket,
+// not allowed, an older daemon): then the HTTP API.
+std::optional<std::string> history_from_socket(const ReportOptions& o,
+                                               const daemon::DaemonConfig& config) {
+  const std::string socket = config.local_socket.value_or(daemon::default_local_socket());
+  if (socket.empty()) return std::nullopt;
+  auto answer = ask_daemon(socket, daemon::HistoryRequest{o.since}, std::chrono::seconds(15));
+  if (!answer || answer->exit_code != 0) return std::nullopt;
+  return std::move(answer->output);
+}
+
 core::Result<std::string> history_text(const ReportOptions& o, const daemon::DaemonConfig& config) {
   if (o.from) return read_file(*o.from, "the history file");
+  // The config's daemon is this machine's: its local socket first.
+  if (!o.daemon)
+    if (auto text = history_from_socket(o, config)) return *text;
   report::FetchRequest request;
   request.since = o.since;
   request.daemon = config.listen;
@@ -61,9 +79,16 @@ core::Result<std::string> history_text(const ReportOptions& o, const daemon::Dae
     if (!a) return core::Error{"--daemon: " + a.error().message, a.error().hint};
     request.daemon = *a;
   }
-  // The token file is usually root's alone: without it, the daemon's 401 says what to do.
+  // The token file is usually root's alone: without it, the daemon's 401 says what to do. The
+  // daemon runs as root or as the file's owner: on this machine the token goes only to a port
+  // one of them holds.
   if (config.auth_token_file)
-    if (auto token = daemon::read_token_file(*config.auth_token_file)) request.token = *token;
+    if (auto token = daemon::read_token_file(*config.auth_token_file)) {
+      request.token = *token;
+      struct stat st {};
+      if (::stat(config.auth_token_file->c_str(), &st) == 0 && st.st_uid != 0)
+        request.token_holders.push_back(st.st_uid);
+    }
   return report::fetch_history(request);
 }
 

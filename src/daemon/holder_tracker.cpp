@@ -4,6 +4,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 
 namespace gpureap::daemon {
@@ -43,21 +44,50 @@ void HolderTracker::stop() {
   thread_.join();
 }
 
+void HolderTracker::want_wake(Need need) {
+  if (need == Need::Nothing) return;
+  auto due = last_wake_ + (need == Need::Soon ? kMinWakeGap : kHotWakeGap);
+  if (!wake_due_ || due < *wake_due_) wake_due_ = due;
+}
+
 void HolderTracker::run() {
+  using Clock = std::chrono::steady_clock;
   for (;;) {
+    if (wake_due_ && Clock::now() >= *wake_due_) {
+      wake_due_.reset();
+      last_wake_ = Clock::now();
+      if (wake_) wake_();
+    }
     pollfd fds[3] = {{stop_fd_, POLLIN, 0}, {files_.fd(), POLLIN, 0}, {-1, POLLIN, 0}};
     if (procs_) fds[2].fd = procs_->fd();
-    if (::poll(fds, 3, -1) < 0) {
+    int timeout = -1;
+    if (wake_due_) {
+      auto left = std::chrono::ceil<std::chrono::milliseconds>(*wake_due_ - Clock::now());
+      timeout = static_cast<int>(std::max<int64_t>(left.count(), 0));
+    }
+    if (::poll(fds, 3, timeout) < 0) {
       if (errno == EINTR) continue;
       return;
     }
     if (fds[0].revents) return;
-    if (fds[1].revents) on_files(files_.read());
-    if (fds[2].revents && procs_) on_procs(procs_->read());
+    if (fds[1].revents) want_wake(on_files(files_.read()));
+    if (fds[2].revents && procs_ && on_procs(procs_->read())) want_wake(Need::Soon);
   }
 }
 
-void HolderTracker::on_files(track::FanotifyWatch::Batch batch) {
+HolderTracker::Need HolderTracker::on_files(track::FanotifyWatch::Batch batch) {
+  const auto now = std::chrono::steady_clock::now();
+  Need need = Need::Nothing;
+  // A process with no file event in the last kHotWindow is news; one that keeps opening and
+  // closing can wait. Forgotten once quiet, so this holds only the last window's processes.
+  for (const auto& e : batch.events) {
+    auto [it, added] = last_file_event_.try_emplace(e.pid, now);
+    const bool hot = !added && now - it->second < kHotWindow;
+    it->second = now;
+    need = std::max(need, hot ? Need::Later : Need::Soon);
+  }
+  if (last_file_event_.size() > 64)
+    std::erase_if(last_file_event_, [&](const auto& kv) { return now - kv.second >= kHotWindow; });
   bool changed = false;
   {
     std::lock_guard lock(mutex_);
@@ -79,10 +109,11 @@ void HolderTracker::on_files(track::FanotifyWatch::Batch batch) {
       lost_ = changed = true;
     }
   }
-  if (changed && wake_) wake_();
+  if (batch.overflow) need = Need::Soon;
+  return changed ? need : Need::Nothing;
 }
 
-void HolderTracker::on_procs(track::ProcEvents::Batch batch) {
+bool HolderTracker::on_procs(track::ProcEvents::Batch batch) {
   bool changed = false;
   {
     std::lock_guard lock(mutex_);
@@ -113,7 +144,7 @@ void HolderTracker::on_procs(track::ProcEvents::Batch batch) {
       exited_parents_.clear();
     }
   }
-  if (changed && wake_) wake_();
+  return changed;
 }
 
 // The process ended: it is no one's child any more, and the children it forked were reparented.

@@ -5,7 +5,15 @@
 // final close of an open file is the moment its driver frees what it held: it is recorded with
 // the process that held it last. A holder's child whose parent then exits was reparented: the
 // join's evidence that it is an orphan, which /proc does not keep. Lost events (a queue
-// overflow) ask for a full scan; every full scan counts what events missed (drift). Without the
+// overflow) ask for a full scan; every full scan counts what events missed (drift). Wake-ups
+// are coalesced: events of a process that had none in the last kHotWindow wake the engine
+// within kMinWakeGap of the previous wake-up; those of a process that keeps opening and closing
+// (a storm: GPU device files are usually mode 0666, so by any user) wait up to kHotWakeGap, the
+// events between two wake-ups taken by one collection. So a storm costs about one collection a
+// second, a storm of many processes at most one per kMinWakeGap, and a new holder is still seen
+// within the gap and one collection. The history keeps one point per interval whatever the rate
+// (history::History).
+// Without the
 // kernel's events (not root, a container without the capability, an old kernel) it is not
 // started and the daemon scans as before.
 #include <sys/types.h>
@@ -21,6 +29,7 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include "core/result.h"
@@ -67,19 +76,35 @@ class HolderTracker final : public engine::ScanHints {
   bool follows_forks() const { return procs_.has_value(); }
   const std::optional<std::string>& forks_unavailable() const { return forks_unavailable_; }
 
+  // How the kernel's events name GPU files: by file handle, or (the fallback) by an open file
+  // descriptor, which makes the kernel open the device in the daemon for every event.
+  track::FanotifyWatch::Source event_source() const { return files_.source(); }
+  const std::string& event_source_fallback() const { return files_.fallback_reason(); }
+
   TrackerCounters counters() const;
   // The latest final closes, oldest first (at most kKeptReleases).
   std::vector<Release> releases() const;
   // When `pid` last finally closed a GPU file (held one last), if that is still kept.
   std::optional<std::chrono::system_clock::time_point> released_by(pid_t pid) const;
   static constexpr size_t kKeptReleases = 256;
+  // The least time between two wake-ups of the engine: events cost at most one collection per
+  // gap; a holder opened during a storm is in the live view within it and one collection.
+  static constexpr std::chrono::milliseconds kMinWakeGap{50};
+  // A process with file events less than kHotWindow apart is storming: its events wake the
+  // engine kHotWakeGap after the previous wake-up at the latest (other events still sooner).
+  static constexpr std::chrono::milliseconds kHotWindow{1000};
+  static constexpr std::chrono::milliseconds kHotWakeGap{1000};
 
  private:
   HolderTracker(track::FanotifyWatch files, core::Result<track::ProcEvents> procs,
                 std::function<void()> wake);
   void run();
-  void on_files(track::FanotifyWatch::Batch batch);
-  void on_procs(track::ProcEvents::Batch batch);
+  enum class Need { Nothing, Later, Soon };
+  // Asks for a wake-up kMinWakeGap (Soon) or kHotWakeGap (Later) after the last one.
+  void want_wake(Need need);
+  // What the events ask of the engine.
+  Need on_files(track::FanotifyWatch::Batch batch);
+  bool on_procs(track::ProcEvents::Batch batch);
   void count_drift(const core::ProcView& view);
   bool exited(pid_t pid);  // true: it was the recorded parent of a live child
 
@@ -88,6 +113,10 @@ class HolderTracker final : public engine::ScanHints {
   std::optional<std::string> forks_unavailable_;
   std::function<void()> wake_;
   int stop_fd_ = -1;  // an eventfd: the destructor ends run()'s poll
+  // Only run()'s thread touches these.
+  std::chrono::steady_clock::time_point last_wake_{};
+  std::optional<std::chrono::steady_clock::time_point> wake_due_;
+  std::unordered_map<pid_t, std::chrono::steady_clock::time_point> last_file_event_;
   std::thread thread_;
 
   mutable std::mutex mutex_;

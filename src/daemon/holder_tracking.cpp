@@ -5,6 +5,12 @@
 
 namespace gpureap::daemon {
 
+std::string event_source_text(const HolderTracker& tracker) {
+  return tracker.event_source() == track::FanotifyWatch::Source::FileHandles
+             ? "files named by file handle"
+             : "files named by file descriptor";
+}
+
 engine::Cadence cadence(const DaemonConfig& c, const HolderTracker* tracker) {
   engine::Cadence k{c.interval, c.holder_scan_interval, c.full_scan_interval, c.driver_timeout,
                     true};
@@ -37,8 +43,13 @@ std::shared_ptr<HolderTracker> start_holder_tracking(const DaemonConfig& c,
                                 core::format_duration(c.holder_scan_interval) + " (" +
                                 tracker->forks_unavailable().value_or("") + ")";
   base::log_info("holder tracking: events (fanotify on " + std::to_string(gpu_files.size()) +
-                 " GPU device files, " + forks + "); all fds every " +
-                 core::format_duration(c.event_full_scan_interval));
+                 " GPU device files, " + event_source_text(*tracker) + ", " + forks +
+                 "); all fds every " + core::format_duration(c.event_full_scan_interval));
+  if (tracker->event_source() == track::FanotifyWatch::Source::Fds)
+    base::log_notice("holder tracking: " + tracker->event_source_fallback() +
+                     ": events carry open file descriptors instead, so the kernel opens the GPU "
+                     "device file in the daemon for each event (a newer kernel, or a dev root "
+                     "on a filesystem with file handles, avoids it)");
   return tracker;
 }
 

@@ -13,6 +13,10 @@
 
 namespace gpureap::daemon {
 
+// How the tracker's events name GPU files, for the log: "files named by file handle" or "...
+// by file descriptor".
+std::string event_source_text(const HolderTracker& tracker);
+
 // The engine's cadence for this config: with events tracking the holders, scans are the
 // safety net (event_full_scan_interval); holder scans stay on their interval where forks
 // cannot be followed (they find a holder's new children).

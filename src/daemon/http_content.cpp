@@ -87,6 +87,24 @@ exporter::Reply HttpContent::releases() {
   return {200, kJson, output::dump_json(releases_document(tracker_.get())) + "\n"};
 }
 
+// gpureap.status/v1: how holders are followed here. "event_source" says how the kernel's
+// events name GPU files: "file_handles", or "file_descriptors" (the fallback, with why:
+// the kernel then opens the GPU device file in the daemon for each event); null with scans.
+exporter::Reply HttpContent::status() {
+  nlohmann::json tracking = {{"mode", "scans"},
+                             {"event_source", nullptr},
+                             {"event_source_fallback", nullptr},
+                             {"min_wake_gap_ms", HolderTracker::kMinWakeGap.count()}};
+  if (tracker_) {
+    tracking["mode"] = tracker_->follows_forks() ? "events" : "opens";
+    const bool handles = tracker_->event_source() == track::FanotifyWatch::Source::FileHandles;
+    tracking["event_source"] = handles ? "file_handles" : "file_descriptors";
+    if (!handles) tracking["event_source_fallback"] = tracker_->event_source_fallback();
+  }
+  nlohmann::json doc = {{"schema", "gpureap.status/v1"}, {"holder_tracking", tracking}};
+  return {200, kJson, output::dump_json(doc) + "\n"};
+}
+
 exporter::Reply HttpContent::history(const exporter::HistoryRequest& request) {
   auto s = samples_.latest();
   if (!s) return not_ready();
@@ -94,10 +112,8 @@ exporter::Reply HttpContent::history(const exporter::HistoryRequest& request) {
   // samples in the span is an empty series, not a missing page.
   if (request.gpu && !s->snapshot->gpu(*request.gpu))
     return {404, "text/plain; charset=utf-8", no_such_gpu(*request.gpu, *s->snapshot)};
-  auto view = samples_.history().query({request.gpu, request.since});
-  auto doc = exporter::history_to_json(view, s->snapshot->hostname, request.since);
-  // The moments drivers freed what a GPU file held, over the same span (holder events).
-  doc["releases"] = releases_json(tracker_.get(), request.since);
+  auto doc = history_document(samples_.history(), s->snapshot->hostname, request.since, request.gpu,
+                              tracker_.get());
   return {200, kJson, output::dump_json(doc) + "\n"};
 }
 

@@ -22,6 +22,7 @@ class HttpContent final : public exporter::ContentSource {
   exporter::Reply history(const exporter::HistoryRequest& request) override;
   exporter::Reply policies() override;
   exporter::Reply releases() override;
+  exporter::Reply status() override;
 
   // Before the server starts: the runner /api/v1/policies reports on.
   void set_policies(std::shared_ptr<const policy::PolicyRunner> runner) {

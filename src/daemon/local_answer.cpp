@@ -9,6 +9,7 @@
 #include "doctor/diagnose.h"
 #include "doctor/finding_code.h"
 #include "doctor/settle.h"
+#include "export/history_json.h"
 #include "output/doctor_command.h"
 #include "output/kernel_note.h"
 #include "output/ps_render.h"
@@ -73,7 +74,8 @@ std::string doctor(const DoctorRequest& r, const engine::Sample& sample, millise
 }  // namespace
 
 std::string local_answer(std::string_view line, const engine::Sample* sample,
-                         const HolderTracker* tracker, std::chrono::steady_clock::time_point now) {
+                         const HolderTracker* tracker, std::chrono::steady_clock::time_point now,
+                         const history::History* history) {
   auto request = parse_request(line);
   if (!request) return error_text(request.error().message);
   if (std::holds_alternative<ReleasesRequest>(*request))
@@ -84,6 +86,14 @@ std::string local_answer(std::string_view line, const engine::Sample* sample,
         std::max(std::chrono::duration_cast<milliseconds>(now - sample->taken), milliseconds(0));
     if (auto* r = std::get_if<PsRequest>(&*request)) return ps(*r, *sample, age);
     if (auto* r = std::get_if<DoctorRequest>(&*request)) return doctor(*r, *sample, age);
+    if (auto* r = std::get_if<HistoryRequest>(&*request)) {
+      if (!history) return error_text("this daemon keeps no history here");
+      auto since = exporter::parse_since(r->since, std::chrono::system_clock::now());
+      if (!since) return error_text("since: " + since.error().message);
+      auto doc =
+          history_document(*history, sample->snapshot->hostname, *since, std::nullopt, tracker);
+      return answer_text({output::dump_json(doc, -1), {}, age.count(), 0});
+    }
     // top: the inputs of the latest snapshot, which the client joins again exactly.
     return answer_text(
         {output::snapshot_inputs_to_wire_text(*sample->snapshot), {}, age.count(), 0});

@@ -7,13 +7,16 @@
 
 #include "daemon/holder_tracker.h"
 #include "engine/sample.h"
+#include "history/history.h"
 
 namespace gpureap::daemon {
 
 // The answer document to `request` (one line, as read from the socket) on `sample` (null
 // before the first one), `now` giving its age, and the releases `tracker` kept (null: the
-// daemon follows no kernel events). Never throws: every failure is ok:false.
+// daemon follows no kernel events), and the `history` (null: "history" is refused). Never
+// throws: every failure is ok:false.
 std::string local_answer(std::string_view request, const engine::Sample* sample,
-                         const HolderTracker* tracker, std::chrono::steady_clock::time_point now);
+                         const HolderTracker* tracker, std::chrono::steady_clock::time_point now,
+                         const history::History* history = nullptr);
 
 }  // namespace gpureap::daemon

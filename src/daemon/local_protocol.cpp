@@ -237,6 +237,18 @@ bool doctor_field(const std::string& key, const json& value, Request& request, s
   return unknown(key, why);
 }
 
+bool history_field(const std::string& key, const json& v, Request& r, std::string& why) {
+  if (key == "since" && v.is_string() && v.get<std::string>().size() <= 64) {
+    std::get<HistoryRequest>(r).since = v.get<std::string>();
+    return true;
+  }
+  if (key == "since") {
+    why = "\"since\" must be a string of at most 64 characters";
+    return false;
+  }
+  return unknown(key, why);
+}
+
 // "snapshot" and "releases" take no options.
 bool no_field(const std::string& key, const json&, Request&, std::string& why) {
   return unknown(key, why);
@@ -252,6 +264,8 @@ std::string request_line(const Request& request) {
         if constexpr (std::is_same_v<T, DoctorRequest>) return doctor_line(r);
         if constexpr (std::is_same_v<T, SnapshotRequest>) return {{"command", "snapshot"}};
         if constexpr (std::is_same_v<T, ReleasesRequest>) return {{"command", "releases"}};
+        if constexpr (std::is_same_v<T, HistoryRequest>)
+          return {{"command", "history"}, {"since", r.since}};
       },
       request);
   return j.dump() + "\n";
@@ -281,8 +295,11 @@ core::Result<Request> parse_request(std::string_view line) {
   } else if (name == "releases") {
     r = ReleasesRequest{};
     field = no_field;
+  } else if (name == "history") {
+    r = HistoryRequest{};
+    field = history_field;
   } else {
-    return bad("\"command\" must be \"ps\", \"doctor\", \"snapshot\" or \"releases\"");
+    return bad("\"command\" must be \"ps\", \"doctor\", \"snapshot\", \"releases\" or \"history\"");
   }
   std::string why;
   for (const auto& [key, value] : j.items())

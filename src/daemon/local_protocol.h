@@ -9,6 +9,7 @@
 //    "unattributed_threshold":"1GiB,1%"|null,"color":bool}
 //   {"command":"snapshot"}   (the latest sample's inputs, output/snapshot_wire.h)
 //   {"command":"releases"}   (the gpureap.releases/v1 document of /api/v1/releases)
+//   {"command":"history","since":"6h"}   (the gpureap.history/v1 document of /api/v1/history)
 //
 //   {"ok":true,"output":"...","warnings":["..."],"snapshot_age_ms":N,"exit_code":N}
 //   {"ok":false,"error":"..."}
@@ -71,7 +72,14 @@ struct SnapshotRequest {};
 // `gpureap kill`: the final closes of GPU files the kernel reported, to date its releases.
 struct ReleasesRequest {};
 
-using Request = std::variant<PsRequest, DoctorRequest, SnapshotRequest, ReleasesRequest>;
+// `gpureap report`: the history over a span, as /api/v1/history gives it; `since` as that reads
+// it (a duration, a Unix time, an RFC 3339 time).
+struct HistoryRequest {
+  std::string since = "6h";
+};
+
+using Request =
+    std::variant<PsRequest, DoctorRequest, SnapshotRequest, ReleasesRequest, HistoryRequest>;
 
 // The line a client sends, newline included.
 std::string request_line(const Request& request);

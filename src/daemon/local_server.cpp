@@ -112,9 +112,10 @@ struct LocalServer::Impl {
     }
     std::string why;
     std::string request = read_request(fd, why);
-    std::string answer = request.empty() ? error_text(why)
-                                         : local_answer(request, samples.latest().get(),
-                                                        tracker.get(), Clock::now());
+    std::string answer = request.empty()
+                             ? error_text(why)
+                             : local_answer(request, samples.latest().get(), tracker.get(),
+                                            Clock::now(), &samples.history());
     write_all(fd, answer, limits.write_deadline);
   }
 

@@ -1,5 +1,6 @@
 #include "daemon/releases_document.h"
 
+#include "export/history_json.h"
 #include "text/time_format.h"
 
 namespace gpureap::daemon {
@@ -18,6 +19,15 @@ nlohmann::json releases_document(const HolderTracker* tracker) {
   return {{"schema", kReleasesSchema},
           {"tracking", tracker ? "events" : "scans"},
           {"releases", releases_json(tracker)}};
+}
+
+nlohmann::json history_document(const history::History& history, const std::string& hostname,
+                                std::chrono::system_clock::time_point since,
+                                std::optional<unsigned> gpu, const HolderTracker* tracker) {
+  auto doc = exporter::history_to_json(history.query({gpu, since}), hostname, since);
+  // The moments drivers freed what a GPU file held, over the same span (holder events).
+  doc["releases"] = releases_json(tracker, since);
+  return doc;
 }
 
 }  // namespace gpureap::daemon

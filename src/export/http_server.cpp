@@ -51,6 +51,7 @@ constexpr const char* kLandingPage = R"(<!DOCTYPE html>
 <li><a href="api/v1/history?since=10m">/api/v1/history?gpu=N&amp;since=10m</a>: memory and utilisation over time</li>
 <li><a href="api/v1/policies">/api/v1/policies</a>: what each cleanup policy matches and where it stands</li>
 <li><a href="api/v1/releases">/api/v1/releases</a>: the latest final closes of GPU device files, with who held each last</li>
+<li><a href="api/v1/status">/api/v1/status</a>: how the daemon follows GPU device files here</li>
 </ul>
 <p>Read-only: no endpoint can signal a process.</p>
 </body></html>
@@ -170,6 +171,8 @@ struct HttpServer::Impl {
       r = reply(content->policies());
     else if (req.path == "/api/v1/releases")
       r = reply(content->releases());
+    else if (req.path == "/api/v1/status")
+      r = reply(content->status());
     else if (req.path == "/api/v1/history") {
       auto h = history_request(req, *content);
       r = h ? reply(content->history(*h)) : text(400, h.error().text() + "\n");

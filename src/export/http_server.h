@@ -38,6 +38,8 @@ class ContentSource {
   virtual Reply history(const HistoryRequest& request) = 0;
   virtual Reply policies() = 0;
   virtual Reply releases() = 0;
+  // /api/v1/status: how the daemon works here (e.g. how it follows GPU device files).
+  virtual Reply status() { return {404, "text/plain; charset=utf-8", "no status here\n"}; }
   // How far back /api/v1/history goes when the request has no `since`.
   virtual std::chrono::milliseconds default_history_span() const = 0;
 };

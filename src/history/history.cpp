@@ -83,6 +83,9 @@ void History::record(const core::Snapshot& s) {
   std::lock_guard lock(mutex_);
   latest_ms_ = std::max(latest_ms_, now);
   const size_t per_series = samples_per_series();
+  const int64_t interval = std::max<int64_t>(limits_.interval.count(), 1);
+  // The grid's slot of a time (floor division: times before 1970 stay on the grid too).
+  auto slot = [interval](int64_t t) { return t / interval - (t % interval < 0 ? 1 : 0); };
   for (const auto& g : s.drivers.gpus) {
     auto [it, added] =
         gpus_.try_emplace(g.index, GpuTrack{"", std::nullopt, Ring<GpuSample>(per_series)});
@@ -100,7 +103,12 @@ void History::record(const core::Snapshot& s) {
     for (const auto& r : s.rows)
       for (const auto& u : r.gpus) listed += u.index == g.index;
     sample.processes = static_cast<uint16_t>(std::min(listed, 0xFFFFu));
-    track.samples.push_back(sample);
+    // A second sample in the slot is the slot's latest value, not a point of its own.
+    if (!track.samples.empty() && slot(track.samples.back().t_ms) == slot(now) &&
+        track.samples.back().t_ms <= now)
+      track.samples.back() = sample;
+    else
+      track.samples.push_back(sample);
   }
 
   // A process absent for longer than this was not watched in between: mark the gap, so no
@@ -125,7 +133,22 @@ void History::record(const core::Snapshot& s) {
         t.samples.push_back({t.last_seen_ms + limits_.interval.count(), UINT64_MAX, UINT16_MAX});
       const bool same = !t.samples.empty() && t.samples.back().used == sample.used &&
                         t.samples.back().sm_util == sample.sm_util;
-      if (!same) t.samples.push_back(sample);
+      // A change within the slot of the track's latest point (not its first) replaces that
+      // point's value, keeping its time: one point per slot, whatever the sample rate. Back to
+      // the value before it, the point goes.
+      const bool in_slot = !added && t.samples.size() >= 2 &&
+                           slot(t.samples.back().t_ms) == slot(now) && t.samples.back().t_ms <= now;
+      if (!same && in_slot) {
+        const auto& prior = t.samples[t.samples.size() - 2];
+        if (prior.used == sample.used && prior.sm_util == sample.sm_util) {
+          t.samples.pop_back();  // counted below, with what was added
+        } else {
+          t.samples.back().used = sample.used;
+          t.samples.back().sm_util = sample.sm_util;
+        }
+      } else if (!same) {
+        t.samples.push_back(sample);
+      }
       process_points_ += t.samples.size() - before;
       t.last_seen_ms = now;
     }

@@ -1,7 +1,12 @@
 #pragma once
-// Ring buffers of what the daemon sampled: per GPU (memory, utilisation, one point per sample)
-// and per process and GPU (memory, SM utilisation, one point per change). The basis of
-// /api/v1/history and of the idle and duration conditions that cleanup policies will use.
+// Ring buffers of what the daemon sampled: per GPU (memory, utilisation, one point per
+// interval) and per process and GPU (memory, SM utilisation, one point per change). The basis
+// of /api/v1/history and of the idle and duration conditions that cleanup policies will use.
+//
+// On a grid: time is cut into slots of `interval`, and each series keeps at most one point per
+// slot. Samples the daemon takes between its ticks (the kernel's holder events wake it at
+// once) update the slot's point instead of adding one, so however many samples arrive the
+// history spans its whole window: a storm of opens cannot push its past out.
 //
 // Bounded: a GPU keeps window/interval points; processes are tracked up to max_processes
 // (the longest unseen goes first) and share a budget of process points (the busiest track

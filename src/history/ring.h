@@ -36,6 +36,10 @@ class Ring {
     ++size_;
   }
 
+  void pop_back() {
+    if (size_ > 0) --size_;
+  }
+
   void pop_front() {
     if (size_ == 0) return;
     head_ = (head_ + 1) % buf_.size();

@@ -3,11 +3,16 @@
 #include <fcntl.h>
 #include <sys/fanotify.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstddef>
 #include <cstring>
+#include <optional>
+#include <string>
 #include <utility>
+#include <variant>
 
 namespace gpureap::track {
 namespace {
@@ -46,11 +51,72 @@ core::Result<std::vector<std::pair<dev_t, ino_t>>> mark_all(int fd,
   return ids;
 }
 
+#ifndef AT_HANDLE_FID
+#define AT_HANDLE_FID 0x200  // Linux 6.5: a handle only to compare, for any filesystem
+#endif
+
+// A file's identifier as FAN_REPORT_FID gives it: the filesystem's id (statfs f_fsid), then
+// the handle's type and bytes, one string to compare.
+std::string file_id(const __kernel_fsid_t& fsid, int type, const unsigned char* bytes, size_t n) {
+  std::string id(reinterpret_cast<const char*>(&fsid), sizeof fsid);
+  id.append(reinterpret_cast<const char*>(&type), sizeof type);
+  id.append(reinterpret_cast<const char*>(bytes), n);
+  return id;
+}
+
+// The identifier of `path`; an errno when the filesystem gives no handle or id.
+std::variant<std::string, int> file_id_of(const std::string& path) {
+  struct statfs fs {};
+  if (::statfs(path.c_str(), &fs) != 0) return errno;
+  __kernel_fsid_t fsid;
+  static_assert(sizeof fsid == sizeof fs.f_fsid);
+  std::memcpy(&fsid, &fs.f_fsid, sizeof fsid);
+  if (fsid.val[0] == 0 && fsid.val[1] == 0) return ENODEV;  // as fanotify_mark says of it
+  alignas(file_handle) unsigned char buf[sizeof(file_handle) + MAX_HANDLE_SZ];
+  auto* fh = reinterpret_cast<file_handle*>(buf);
+  int mount_id = 0;
+  for (int flags : {0, AT_HANDLE_FID}) {
+    fh->handle_bytes = MAX_HANDLE_SZ;
+    if (::name_to_handle_at(AT_FDCWD, path.c_str(), fh, &mount_id, flags) == 0)
+      return file_id(fsid, fh->handle_type, fh->f_handle, fh->handle_bytes);
+    if (errno != EOPNOTSUPP || flags != 0) return errno;
+  }
+  return EOPNOTSUPP;
+}
+
 // The watched files, to name the file of an event.
 struct Watched {
   const std::vector<std::string>& paths;
   const std::vector<std::pair<dev_t, ino_t>>& ids;
+  const std::vector<std::string>& handles;
 };
+
+// The watched path an event's file identifier names, or nullptr.
+const std::string* path_of_fid(const Watched& watched, const fanotify_event_metadata& event) {
+  const auto* base = reinterpret_cast<const unsigned char*>(&event);
+  size_t at = event.metadata_len;
+  while (at + sizeof(fanotify_event_info_header) <= event.event_len) {
+    fanotify_event_info_header hdr;
+    std::memcpy(&hdr, base + at, sizeof hdr);
+    if (hdr.len < sizeof hdr || at + hdr.len > event.event_len) return nullptr;
+    if (hdr.info_type == FAN_EVENT_INFO_TYPE_FID &&
+        hdr.len >= sizeof(fanotify_event_info_fid) + sizeof(file_handle)) {
+      __kernel_fsid_t fsid;
+      std::memcpy(&fsid, base + at + offsetof(fanotify_event_info_fid, fsid), sizeof fsid);
+      const unsigned char* h = base + at + offsetof(fanotify_event_info_fid, handle);
+      file_handle fh;
+      std::memcpy(&fh, h, sizeof fh);
+      size_t room = hdr.len - sizeof(fanotify_event_info_fid) - sizeof(file_handle);
+      if (fh.handle_bytes > room) return nullptr;
+      auto id = file_id(fsid, fh.handle_type, h + sizeof(file_handle), fh.handle_bytes);
+      for (size_t i = 0; i < watched.handles.size(); ++i)
+        if (watched.handles[i] == id) return &watched.paths[i];
+      return nullptr;
+    }
+    at += hdr.len;
+  }
+  return nullptr;
+}
 
 // The watched path the event's open file is, or nullptr when it is none of them. Takes the
 // event's fd over: it is closed here whatever the outcome, since every event that is not an
@@ -73,7 +139,9 @@ void take(const Watched& watched, const fanotify_event_metadata& event,
     if (event.fd >= 0) ::close(event.fd);
     return;
   }
-  const std::string* path = path_of(watched, event.fd);
+  const std::string* path =
+      watched.handles.empty() ? path_of(watched, event.fd) : path_of_fid(watched, event);
+  if (event.fd >= 0 && !watched.handles.empty()) ::close(event.fd);  // none is asked for
   if (!path) return;
   auto now = std::chrono::system_clock::now();
   // The kernel merges queued events of one process on one file into one record, OR-ing
@@ -97,7 +165,48 @@ bool take_all(const Watched& watched, const char* buf, ssize_t len, FanotifyWatc
 
 }  // namespace
 
+namespace {
+
+// Events with file identifiers: nothing is opened for the listener. The reason it cannot be
+// had, when it cannot (the caller then takes events with file descriptors).
+std::optional<std::string> fid_marks(int fd, const std::vector<std::string>& paths,
+                                     std::vector<std::string>& handles) {
+  for (const auto& path : paths) {
+    auto id = file_id_of(path);
+    if (auto* err = std::get_if<int>(&id))
+      return "the filesystem of " + path + " gives no file handle (" + std::strerror(*err) + ")";
+    if (::fanotify_mark(fd, FAN_MARK_ADD, kOpenMask | kCloseMask, AT_FDCWD, path.c_str()) != 0)
+      return "the kernel cannot report " + path + " by file handle (" + std::strerror(errno) + ")";
+    handles.push_back(std::get<std::string>(std::move(id)));
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
 core::Result<FanotifyWatch> FanotifyWatch::open(const std::vector<std::string>& paths) {
+  std::string fallback;
+  int fid = ::fanotify_init(FAN_CLASS_NOTIF | FAN_CLOEXEC | FAN_NONBLOCK | FAN_REPORT_FID,
+                            O_RDONLY | O_LARGEFILE | O_CLOEXEC);
+  if (fid < 0 && errno != EINVAL) return init_error(errno);
+  if (fid < 0) {
+    fallback = "this kernel reports no file identifiers (FAN_REPORT_FID needs Linux 5.1)";
+  } else {
+    std::vector<std::string> handles;
+    if (auto why = fid_marks(fid, paths, handles)) {
+      ::close(fid);
+      fallback = *why;
+    } else {
+      FanotifyWatch watch(fid, paths);
+      watch.source_ = Source::FileHandles;
+      watch.handles_ = std::move(handles);
+      for (const auto& path : paths) {
+        struct stat st {};
+        if (::stat(path.c_str(), &st) == 0) watch.ids_.emplace_back(st.st_dev, st.st_ino);
+      }
+      return watch;
+    }
+  }
   int fd = ::fanotify_init(FAN_CLASS_NOTIF | FAN_CLOEXEC | FAN_NONBLOCK,
                            O_RDONLY | O_LARGEFILE | O_CLOEXEC);
   if (fd < 0) return init_error(errno);
@@ -108,6 +217,7 @@ core::Result<FanotifyWatch> FanotifyWatch::open(const std::vector<std::string>& 
   }
   FanotifyWatch watch(fd, paths);
   watch.ids_ = std::move(*ids);
+  watch.fallback_ = std::move(fallback);
   return watch;
 }
 
@@ -116,15 +226,21 @@ FanotifyWatch::FanotifyWatch(int fd, std::vector<std::string> paths)
 
 FanotifyWatch::FanotifyWatch(FanotifyWatch&& other) noexcept
     : fd_(std::exchange(other.fd_, -1)),
+      source_(other.source_),
+      fallback_(std::move(other.fallback_)),
       paths_(std::move(other.paths_)),
-      ids_(std::move(other.ids_)) {}
+      ids_(std::move(other.ids_)),
+      handles_(std::move(other.handles_)) {}
 
 FanotifyWatch& FanotifyWatch::operator=(FanotifyWatch&& other) noexcept {
   if (this != &other) {
     if (fd_ >= 0) ::close(fd_);
     fd_ = std::exchange(other.fd_, -1);
+    source_ = other.source_;
+    fallback_ = std::move(other.fallback_);
     paths_ = std::move(other.paths_);
     ids_ = std::move(other.ids_);
+    handles_ = std::move(other.handles_);
   }
   return *this;
 }
@@ -136,14 +252,16 @@ FanotifyWatch::~FanotifyWatch() {
 FanotifyWatch::Batch FanotifyWatch::read() {
   Batch batch;
   if (fd_ < 0) return batch;
-  // Each event in a read brings an fd into this process until it is closed: a small buffer keeps
-  // that well under the fd limit.
+  // With file descriptors each event in a read brings an fd into this process until it is
+  // closed: a small buffer keeps that well under the fd limit.
   alignas(fanotify_event_metadata) char buf[4096];
+  const std::vector<std::string> no_handles;
+  const Watched watched{paths_, ids_, source_ == Source::FileHandles ? handles_ : no_handles};
   for (;;) {
     ssize_t n = ::read(fd_, buf, sizeof buf);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0 && errno == EAGAIN) break;
-    if (n <= 0 || !take_all(Watched{paths_, ids_}, buf, n, batch)) {
+    if (n <= 0 || !take_all(watched, buf, n, batch)) {
       // The kernel drops an event whose fd it cannot open here (EMFILE, ENFILE...) and
       // says so only through this error: an event is lost, as in an overflow. Stop; a
       // poll that still finds the fd readable calls again.

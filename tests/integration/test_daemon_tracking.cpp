@@ -7,10 +7,14 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <fstream>
+#include <set>
+#include <thread>
 
 #include "support.h"
 
@@ -167,6 +171,61 @@ TEST_F(DaemonTracking, ABurstOfOpensEndsWithTheRightHolders) {
   // process and file), the holder set is right afterwards.
   EXPECT_TRUE(wait_until([&] { return holds(*d, burst.pid()); }, 10000)) << d->log();
   EXPECT_GE(d->metric("gpureap_holder_opens_total ").value_or(0), 1);
+}
+
+// An unprivileged user's open/close storm on a GPU file wakes the daemon again and again: the
+// live view stays immediate (a holder opened during the storm is seen), and the history keeps
+// one point per interval, so it still spans its whole window afterwards.
+TEST_F(DaemonTracking, AnOpenStormNeitherErasesTheHistoryNorHidesANewHolder) {
+  REQUIRE_DOUBLE();
+  const json scenario = {{"gpus",
+                          {{{"name", "NVIDIA H200"},
+                            {"uuid", "GPU-0000"},
+                            {"minor", 0},
+                            {"total_bytes", 80 * GiB},
+                            {"processes", json::array()}}}}};
+  FakeNvml nvml(scenario);
+  std::ofstream(cfg_.file("config.toml"))
+      << "interval = \"200ms\"\nhistory = \"2s\"\nholder_scan_interval = \"1h\"\n"
+         "full_scan_interval = \"1h\"\nevent_full_scan_interval = \"1h\"\nlocal_socket = \"\"\n";
+  DaemonProcess d({"--config", cfg_.file("config.toml"), "--dev-root", dev_.path()}, nvml.env());
+  ASSERT_TRUE(d.wait_log("holder tracking: events")) << d.log();
+  ASSERT_EQ(::chmod(dev_.path().c_str(), 0755), 0);  // as /dev: others reach its files
+  int stop[2];
+  ASSERT_EQ(::pipe(stop), 0);
+  Child storm([&] {
+    ::close(stop[1]);
+    if (::setresuid(65534, 65534, 65534) != 0) ::_exit(2);  // anyone may open /dev/nvidia*
+    ::fcntl(stop[0], F_SETFL, O_NONBLOCK);
+    char c;
+    while (::read(stop[0], &c, 1) < 0)
+      for (int i = 0; i < 50; ++i) ::close(::open(dev_.dev("nvidia0").c_str(), O_RDONLY));
+  });
+  ::close(stop[0]);
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  Ready opened;
+  Child late([&] {
+    hold(dev_.dev("nvidia0"));
+    opened.signal();
+  });
+  opened.wait();
+  EXPECT_TRUE(wait_until([&] { return holds(d, late.pid()); }, 3000)) << "not seen in the storm";
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  ASSERT_EQ(::write(stop[1], "x", 1), 1);
+  ::close(stop[1]);
+  EXPECT_GE(d.metric("gpureap_holder_opens_total ").value_or(0), 50) << "not much of a storm";
+
+  auto doc = json::parse(d.get("/api/v1/history?since=1h").body, nullptr, false);
+  ASSERT_TRUE(doc.contains("gpus") && !doc["gpus"].empty()) << doc.dump();
+  const auto& points = doc["gpus"][0]["samples"];
+  // 2 s at 200 ms: at most the window's slots and one cut by its start.
+  EXPECT_LE(points.size(), 12u) << points.dump();
+  ASSERT_GE(points.size(), 2u) << doc.dump().substr(0, 3000) << d.log();
+  const double first = points.front()["time"], last = points.back()["time"];
+  EXPECT_GE(last - first, 1.5) << "the storm pushed the history's past out: " << points.dump();
+  std::set<long long> slots;
+  for (const auto& p : points) slots.insert(std::llround(p["time"].get<double>() * 1000) / 200);
+  EXPECT_EQ(slots.size(), points.size()) << "two points in one interval: " << points.dump();
 }
 
 TEST_F(DaemonTracking, AWorkerWhoseParentExitedInAGroupThatLivesOnIsAnOrphanToTheDaemon) {

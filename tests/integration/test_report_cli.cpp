@@ -1,7 +1,14 @@
 // `gpureap report`: the running daemon's history drawn as a page (the gone PID in the ghost
 // table with the worker that keeps it, the GPU's capacity), a saved history drawn offline, and
 // the failures a user can meet, each with what to do.
+#include <arpa/inet.h>
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <fstream>
 
@@ -97,6 +104,86 @@ TEST(ReportCli, FailuresSayWhatToDo) {
   EXPECT_NE(down.err.find("cannot reach the daemon at 127.0.0.1:1"), std::string::npos) << down.err;
   EXPECT_NE(down.err.find("--from FILE"), std::string::npos) << down.err;
   EXPECT_FALSE(wait_for_file(dir.file("p.html"), 0));
+}
+
+// On the daemon's machine `report` asks its local socket (whose server it verifies): no token,
+// no TCP port. The config's listen points nowhere here, so only the socket can have answered.
+TEST(ReportCli, TheDaemonsHistoryComesThroughItsLocalSocket) {
+  REQUIRE_DOUBLE();
+  FakeDevRoot dev;
+  FakeNvml nvml(scenario(json::array()));
+  TempDir dir;
+  std::ofstream(dir.file("config.toml"))
+      << "interval = \"200ms\"\nlisten = \"127.0.0.1:1\"\nlocal_socket = \""
+      << dir.file("gpureap.sock") << "\"\n";
+  DaemonProcess d({"--config", dir.file("config.toml"), "--dev-root", dev.path()}, nvml.env());
+  ASSERT_TRUE(d.wait_log(kServingLocalSocket + dir.file("gpureap.sock"))) << d.log();
+  ASSERT_TRUE(wait_until([&] { return d.get("/api/v1/history?since=1m").status == 200; }));
+  auto r = run_gpureap({"report", "--config", dir.file("config.toml"), "--since", "1m", "--out",
+                        dir.file("page.html")});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("(1 GPU, 0 ghosts"), std::string::npos) << r.err;
+}
+
+// While the daemon is down any user may bind its port: `report` must not hand that user the
+// daemon's bearer token, whether the port comes from the config or from --daemon.
+TEST(ReportCli, ASquattedPortNeverGetsTheToken) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root, to squat as another user";
+  TempDir dir;
+  const std::string token = "s3cret-token-of-the-daemon";
+  std::ofstream(dir.file("token")) << token << "\n";
+  ASSERT_EQ(::chmod(dir.file("token").c_str(), 0600), 0);
+  int got[2];
+  ASSERT_EQ(::pipe(got), 0);
+  Ready listening;
+  Child squatter([&] {
+    ::close(got[0]);
+    if (::setresuid(65534, 65534, 65534) != 0) ::_exit(2);
+    int l = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof a;
+    if (::bind(l, reinterpret_cast<sockaddr*>(&a), len) != 0 || ::listen(l, 8) != 0 ||
+        ::getsockname(l, reinterpret_cast<sockaddr*>(&a), &len) != 0)
+      ::_exit(3);
+    listening.send(ntohs(a.sin_port));
+    for (;;) {
+      int c = ::accept(l, nullptr, nullptr);
+      if (c < 0) continue;
+      char buf[4096];
+      pollfd p{c, POLLIN, 0};
+      while (::poll(&p, 1, 2000) > 0) {
+        ssize_t n = ::read(c, buf, sizeof buf);
+        if (n <= 0) break;
+        if (::write(got[1], buf, static_cast<size_t>(n)) < 0) ::_exit(4);
+      }
+      ::close(c);
+    }
+  });
+  ::close(got[1]);
+  const std::string port = std::to_string(listening.receive());
+  std::ofstream(dir.file("config.toml"))
+      << "listen = \"127.0.0.1:" << port << "\"\nauth_token_file = \"" << dir.file("token")
+      << "\"\nlocal_socket = \"" << dir.file("no-daemon.sock") << "\"\n";
+  for (bool named : {false, true}) {
+    std::vector<std::string> args{"report", "--config", dir.file("config.toml"), "--out",
+                                  dir.file("p.html")};
+    if (named) args.insert(args.end(), {"--daemon", "127.0.0.1:" + port});
+    auto r = run_gpureap(args);
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_NE(r.err.find("not held by the daemon"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("uid 65534"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("the bearer token was not sent"), std::string::npos) << r.err;
+  }
+  squatter.kill_and_reap();
+  ::fcntl(got[0], F_SETFL, O_NONBLOCK);
+  std::string received;
+  char buf[4096];
+  for (ssize_t n; (n = ::read(got[0], buf, sizeof buf)) > 0;) received.append(buf, n);
+  ::close(got[0]);
+  EXPECT_EQ(received.find(token), std::string::npos) << received;
+  EXPECT_EQ(received.find("Authorization"), std::string::npos) << received;
 }
 
 }  // namespace

@@ -4,11 +4,14 @@
 #include <signal.h>
 #include <sys/socket.h>
 
+#include <atomic>
 #include <condition_variable>
+#include <functional>
 #include <mutex>
 #include <thread>
 
 #include "alert/http_sender.h"
+#include "alert/sink_worker.h"
 
 namespace gpureap::alert {
 namespace {
@@ -166,6 +169,136 @@ TEST(AlertHttpSender, HttpsToAPlainHttpReceiverFailsTheHandshake) {
   EXPECT_FALSE(a.ok);
   EXPECT_NE(a.error.find("TLS"), std::string::npos) << a.error;
   EXPECT_TRUE(r.requests().empty());
+}
+
+// A receiver on 127.0.0.1 written by hand: reads the request's head, then `serve` writes what
+// it likes on the connection. Counts the bytes it managed to send.
+class RawReceiver {
+ public:
+  explicit RawReceiver(std::function<void(RawReceiver&, int)> serve) : serve_(std::move(serve)) {
+    listener_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ::bind(listener_, reinterpret_cast<sockaddr*>(&a), sizeof a);
+    ::listen(listener_, 4);
+    socklen_t len = sizeof a;
+    ::getsockname(listener_, reinterpret_cast<sockaddr*>(&a), &len);
+    port_ = ntohs(a.sin_port);
+    thread_ = std::thread([this] {
+      int fd = ::accept(listener_, nullptr, nullptr);
+      if (fd < 0) return;
+      std::string head;
+      char c;
+      while (head.find("\r\n\r\n") == std::string::npos && ::recv(fd, &c, 1, 0) == 1) head += c;
+      serve_(*this, fd);
+      ::close(fd);
+    });
+  }
+  ~RawReceiver() {
+    stop_ = true;
+    ::shutdown(listener_, SHUT_RDWR);
+    thread_.join();
+    ::close(listener_);
+  }
+  int port() const { return port_; }
+  bool stopping() const { return stop_; }
+  // Sends all of `text`; false once the client is gone.
+  bool send(int fd, std::string_view text) {
+    while (!text.empty()) {
+      ssize_t n = ::send(fd, text.data(), text.size(), MSG_NOSIGNAL);
+      if (n <= 0) return false;
+      sent_ += static_cast<uint64_t>(n);
+      text.remove_prefix(static_cast<size_t>(n));
+    }
+    return true;
+  }
+  uint64_t sent() const { return sent_; }
+
+ private:
+  std::function<void(RawReceiver&, int)> serve_;
+  int listener_ = -1;
+  int port_ = 0;
+  std::atomic<bool> stop_{false};
+  std::atomic<uint64_t> sent_{0};
+  std::thread thread_;
+};
+
+// `status` and a 1 GiB body sent as fast as the client takes it.
+void huge_answer(RawReceiver& r, int fd, int status) {
+  if (!r.send(fd, "HTTP/1.1 " + std::to_string(status) +
+                      " X\r\nContent-Length: 1073741824\r\nConnection: close\r\n\r\n"))
+    return;
+  const std::string chunk(1 << 16, 'x');
+  for (uint64_t n = 0; n < (uint64_t{1} << 30) && !r.stopping(); n += chunk.size())
+    if (!r.send(fd, chunk)) return;
+}
+
+// A 1 GiB answer: the status decides, at most a few KiB of the body are read, and the
+// receiver can push no more than the sockets' buffers hold before the sender hangs up.
+TEST(AlertHttpSender, AHugeAnswerIsReadOnlyAFewKibibytesOf) {
+  for (int status : {200, 500}) {
+    RawReceiver r([status](RawReceiver& self, int fd) { huge_answer(self, fd, status); });
+    auto s = make_http_sender(hook("http://127.0.0.1:" + std::to_string(r.port()) + "/", 10s));
+    auto began = std::chrono::steady_clock::now();
+    Attempt a = s->send(delivery());
+    EXPECT_LT(std::chrono::steady_clock::now() - began, 9s) << "it read to the deadline";
+    EXPECT_EQ(a.ok, status == 200) << a.error;
+    EXPECT_LE(a.output.size(), 300u);
+    if (status == 500) {
+      EXPECT_EQ(a.error.rfind("the receiver answered HTTP 500; it said: xxx", 0), 0u) << a.error;
+      EXPECT_LT(a.error.size(), 400u);
+    }
+    // What the kernel's loopback buffers took, not the gigabyte.
+    while (r.sent() == 0) std::this_thread::sleep_for(1ms);
+    std::this_thread::sleep_for(100ms);
+    EXPECT_LT(r.sent(), uint64_t{64} << 20);
+  }
+}
+
+// A receiver that trickles its answer (a byte every 50 ms, each within any read timeout) or
+// its headers: the attempt ends at its deadline, as a failure, whichever it trickles.
+TEST(AlertHttpSender, ATricklingReceiverFailsAtTheDeadline) {
+  for (bool in_headers : {false, true}) {
+    RawReceiver r([in_headers](RawReceiver& self, int fd) {
+      if (!self.send(fd, in_headers ? "HTTP/1.1 200 OK\r\n"
+                                    : "HTTP/1.1 200 OK\r\nContent-Length: 100000\r\n\r\n"))
+        return;
+      for (int i = 0; i < 400 && !self.stopping(); ++i) {
+        std::this_thread::sleep_for(50ms);
+        if (!self.send(fd, in_headers ? "X-Slow: 1\r\n" : "x")) return;
+      }
+    });
+    auto s = make_http_sender(hook("http://127.0.0.1:" + std::to_string(r.port()) + "/", 500ms));
+    auto began = std::chrono::steady_clock::now();
+    Attempt a = s->send(delivery());
+    auto took = std::chrono::steady_clock::now() - began;
+    EXPECT_FALSE(a.ok);
+    EXPECT_NE(a.error.find("within 500ms"), std::string::npos) << a.error;
+    EXPECT_LT(took, 5s) << "the deadline did not hold";
+  }
+}
+
+// Through the sink's worker: the trickled attempt is counted, as a failure.
+TEST(AlertHttpSender, ATrickledAttemptCountsAsAFailure) {
+  RawReceiver r([](RawReceiver& self, int fd) {
+    if (!self.send(fd, "HTTP/1.1 200 OK\r\nContent-Length: 100000\r\n\r\n")) return;
+    for (int i = 0; i < 400 && !self.stopping(); ++i) {
+      std::this_thread::sleep_for(50ms);
+      if (!self.send(fd, "x")) return;
+    }
+  });
+  auto sink = hook("http://127.0.0.1:" + std::to_string(r.port()) + "/", 300ms);
+  sink.retries = 0;
+  auto counters = std::make_shared<SinkCounters>();
+  SinkWorker worker(sink, make_http_sender(sink), counters);
+  worker.push(delivery());
+  auto until = std::chrono::steady_clock::now() + 10s;
+  while (counters->failure == 0 && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(10ms);
+  EXPECT_EQ(counters->failure.load(), 1u);
+  EXPECT_EQ(counters->success.load(), 0u);
+  worker.stop(1s);
 }
 
 }  // namespace

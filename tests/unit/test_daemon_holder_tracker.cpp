@@ -4,9 +4,11 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -159,6 +161,107 @@ TEST_F(HolderTrackerTest, WithoutPrivilegeItDoesNotStartAndSaysWhy) {
   ASSERT_TRUE(WIFEXITED(status));
   EXPECT_EQ(WEXITSTATUS(status), 0) << std::string(buf, n > 0 ? n : 0);
   EXPECT_NE(std::string(buf).find("CAP_SYS_ADMIN"), std::string::npos) << buf;
+}
+
+// An open/close storm on a GPU file (mode 0666: anyone can) wakes the engine at most once per
+// kMinWakeGap, and the last events are still taken: a holder opened during the storm is asked
+// for within the gap.
+TEST_F(HolderTrackerTest, AStormOfOpensWakesTheEngineAtMostOncePerGap) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root";
+  auto t = start();
+  ASSERT_NE(t, nullptr);
+  int stop[2];
+  ASSERT_EQ(::pipe(stop), 0);
+  pid_t storm = ::fork();
+  if (storm == 0) {
+    ::close(stop[1]);
+    ::fcntl(stop[0], F_SETFL, O_NONBLOCK);
+    char c;
+    while (::read(stop[0], &c, 1) < 0)
+      for (int i = 0; i < 100; ++i) ::close(::open(file_.c_str(), O_RDONLY));
+    ::_exit(0);
+  }
+  ::close(stop[0]);
+  ASSERT_TRUE(soon([&] { return t->counters().opens > 100; }));
+  const auto began = std::chrono::steady_clock::now();
+  const int wakes_before = wakes_.load();
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  const int wakes = wakes_.load() - wakes_before;
+  const auto elapsed = std::chrono::steady_clock::now() - began;
+  // A holder opened during the storm is asked for.
+  pid_t late = ::fork();
+  if (late == 0) {
+    int fd = ::open(file_.c_str(), O_RDONLY);
+    ::pause();
+    ::_exit(fd >= 0 ? 0 : 1);
+  }
+  // By name, or by a full scan when the kernel's queue overflowed and lost events.
+  bool asked = false;
+  soon([&] {
+    auto r = t->take();
+    asked = asked || r.full || std::find(r.pids.begin(), r.pids.end(), late) != r.pids.end();
+    return asked;
+  });
+  ASSERT_EQ(::write(stop[1], "x", 1), 1);
+  ::close(stop[1]);
+  int status = 0;
+  ::waitpid(storm, &status, 0);
+  ::kill(late, SIGKILL);
+  ::waitpid(late, &status, 0);
+  EXPECT_TRUE(asked) << t->counters().opens << " opens, " << t->counters().overflows
+                     << " overflows";
+  EXPECT_GT(t->counters().opens, 1000u) << "not much of a storm";
+  const auto gaps = elapsed / HolderTracker::kMinWakeGap;
+  EXPECT_GE(wakes, 1);
+  EXPECT_LE(wakes, gaps + 2) << "over " << gaps << " gaps";
+}
+
+// With file handles the kernel opens nothing in the listener: events still come when this
+// process cannot take one more file descriptor (with file descriptors they could not).
+TEST_F(HolderTrackerTest, FileHandleEventsOpenNothingInTheListener) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root";
+  auto w = track::FanotifyWatch::open({file_});
+  ASSERT_TRUE(w) << w.error().text();
+  if (w->source() != track::FanotifyWatch::Source::FileHandles)
+    GTEST_SKIP() << "no file handles here: " << w->fallback_reason();
+  EXPECT_TRUE(w->fallback_reason().empty());
+  int go[2];
+  ASSERT_EQ(::pipe(go), 0);
+  rlimit old{};
+  ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &old), 0);
+  pid_t child = ::fork();
+  if (child == 0) {
+    char c;
+    if (::read(go[0], &c, 1) != 1) ::_exit(1);
+    ::setrlimit(RLIMIT_NOFILE, &old);
+    ::_exit(::open(file_.c_str(), O_RDONLY) >= 0 ? 0 : 1);
+  }
+  // No fd is free for this process from here on.
+  int lowest = ::dup(0);
+  ASSERT_GE(lowest, 0);
+  ::close(lowest);
+  rlimit none = old;
+  none.rlim_cur = static_cast<rlim_t>(lowest);
+  ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &none), 0);
+  ASSERT_EQ(::write(go[1], "x", 1), 1);
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  std::vector<track::FileEvent> events;
+  bool overflow = false;
+  for (int i = 0; i < 200 && events.empty(); ++i) {
+    auto batch = w->read();
+    overflow = overflow || batch.overflow;
+    events.insert(events.end(), batch.events.begin(), batch.events.end());
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  ::setrlimit(RLIMIT_NOFILE, &old);
+  ::close(go[0]);
+  ::close(go[1]);
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  EXPECT_FALSE(overflow);
+  ASSERT_FALSE(events.empty());
+  EXPECT_EQ(events.front().pid, child);
+  EXPECT_EQ(events.front().path, file_);
 }
 
 }  // namespace

@@ -127,7 +127,8 @@ TEST(DaemonLocalProtocol, MalformedRequestsAreRefusedWithWhy) {
   EXPECT_EQ(refusal("[1,2]"), "bad request: not a JSON object");
   EXPECT_EQ(refusal("{}"), "bad request: no \"command\"");
   const std::string commands =
-      "bad request: \"command\" must be \"ps\", \"doctor\", \"snapshot\" or \"releases\"";
+      "bad request: \"command\" must be \"ps\", \"doctor\", \"snapshot\", \"releases\" or "
+      "\"history\"";
   EXPECT_EQ(refusal(R"({"command":"kill"})"), commands);
   EXPECT_EQ(refusal(R"({"command":1})"), commands);
   EXPECT_EQ(refusal(R"({"command":"ps","format":"xml"})"),

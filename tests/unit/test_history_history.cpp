@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include "history/history.h"
 #include "snapshot_builders.h"
 
@@ -25,6 +27,14 @@ core::Snapshot at(int second, uint64_t bytes, std::optional<unsigned> util = std
   g.uuid = "GPU-0";
   g.utilization_percent = util;
   return make_snapshot({proc(1, 0, 1), holder(200, 1, 200)}, {g}, {.at = kT0 + seconds(second)});
+}
+
+// As at(), sampled at t0 + `ms` milliseconds.
+core::Snapshot at_ms(int64_t ms, uint64_t bytes, std::optional<unsigned> util = std::nullopt) {
+  auto g = gpu(0, 0, bytes + 2 * GiB, {with_util(listed(200, bytes), util)});
+  g.uuid = "GPU-0";
+  g.utilization_percent = util;
+  return make_snapshot({proc(1, 0, 1), holder(200, 1, 200)}, {g}, {.at = kT0 + milliseconds(ms)});
 }
 
 HistoryLimits limits(seconds window, size_t max_processes = 1024, size_t budget = 131072) {
@@ -209,6 +219,66 @@ TEST(DaemonHistory, ProcessGoneFromTheLatestSampleIsNotIdle) {
   EXPECT_TRUE(h.below_since({300, 0}, 0, 5));
   h.record(at(5, GiB, 0));
   EXPECT_FALSE(h.below_since({300, 0}, 0, 5));
+}
+
+// A storm of opens wakes the daemon ~150 times a second: every sample is recorded, yet the
+// history keeps one point per interval and spans its whole window.
+TEST(DaemonHistory, AStormOfSamplesKeepsOnePointPerIntervalAndTheWholeWindow) {
+  History h(limits(seconds(60)));
+  int64_t last = 0;
+  for (int64_t ms = 0; ms <= 120'000; ms += 7) {
+    // The process's memory and utilisation flicker with every sample, as a storm's would.
+    bool odd = (ms / 7) % 2;
+    h.record(at_ms(ms, (odd ? 2 : 1) * GiB, odd ? 40u : 0u));
+    last = ms;
+  }
+  auto v = h.query({0, kT0});
+  ASSERT_EQ(v.gpus.size(), 1u);
+  const auto& points = v.gpus[0].points;
+  // 60 s at 1 s: the window's slots (and the one the cutoff cuts), no more.
+  EXPECT_LE(points.size(), 61u);
+  EXPECT_GE(points.size(), 60u);
+  auto latest = kT0 + milliseconds(last);
+  EXPECT_EQ(points.back().time, latest);
+  EXPECT_LE(points.front().time, latest - seconds(59));
+  EXPECT_GE(points.front().time, latest - seconds(60));
+  std::set<int64_t> slots;
+  for (const auto& p : points)
+    slots.insert(duration_cast<seconds>(p.time.time_since_epoch()).count());
+  EXPECT_EQ(slots.size(), points.size()) << "two points in one interval";
+
+  ASSERT_EQ(v.processes.size(), 1u);
+  const auto& track = v.processes[0].points;
+  EXPECT_LE(track.size(), 62u);
+  EXPECT_LE(track.front().time, latest - seconds(59));
+  EXPECT_EQ(h.process_points(), track.size());
+  std::set<int64_t> track_slots;
+  for (const auto& p : track)
+    track_slots.insert(duration_cast<seconds>(p.time.time_since_epoch()).count());
+  EXPECT_EQ(track_slots.size(), track.size()) << "two process points in one interval";
+}
+
+// Within an interval the slot's point holds the latest value; a change back to the value
+// before it leaves no point.
+TEST(DaemonHistory, ALaterSampleInTheIntervalUpdatesItsPoint) {
+  History h(limits(hours(1)));
+  h.record(at_ms(0, GiB, 10u));
+  h.record(at_ms(1000, 2 * GiB, 10u));
+  h.record(at_ms(1100, 3 * GiB, 10u));
+  h.record(at_ms(1900, 3 * GiB, 20u));
+  auto v = h.query({0, kT0});
+  ASSERT_EQ(v.gpus[0].points.size(), 2u);
+  EXPECT_EQ(v.gpus[0].points[1].time, kT0 + milliseconds(1900));
+  EXPECT_EQ(v.gpus[0].points[1].used_bytes, 5 * GiB);
+  EXPECT_EQ(v.gpus[0].points[1].utilization_percent, 20u);
+  ASSERT_EQ(v.processes[0].points.size(), 2u);
+  EXPECT_EQ(v.processes[0].points[1].time, kT0 + milliseconds(1000));
+  EXPECT_EQ(v.processes[0].points[1].used_bytes, 3 * GiB);
+  EXPECT_EQ(v.processes[0].points[1].sm_utilization_percent, 20u);
+  h.record(at_ms(2000, 2 * GiB, 10u));
+  h.record(at_ms(2500, 3 * GiB, 20u));  // back to the value before the slot's point: none
+  EXPECT_EQ(h.query({0, kT0}).processes[0].points.size(), 2u);
+  EXPECT_EQ(h.process_points(), 2u);
 }
 
 }  // namespace

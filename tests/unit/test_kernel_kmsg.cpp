@@ -1,8 +1,10 @@
 // The kernel log's record format and the reader that follows it: records and their
 // continuation lines, garbage between them, a log that grows, one that is truncated, a large one.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -177,6 +179,100 @@ TEST(KernelKmsg, ATenMegabyteLogIsReadInPiecesAndEveryXidFound) {
   EXPECT_EQ(events.malformed, 0u);
   ASSERT_EQ(events.events.size(), xids);
   EXPECT_EQ(events.events.back().seq, (seq / 997) * 997);
+}
+
+// `--kmsg` takes the kernel log device by its number, or a regular file: /dev/zero would grow
+// the reader without end, /dev/urandom would never return.
+TEST(KernelKmsg, OtherCharacterDevicesAreRefused) {
+  for (const char* path : {"/dev/zero", "/dev/urandom", "/dev/null"}) {
+    KmsgReader reader(path);
+    EXPECT_EQ(reader.read_new([](const KmsgRecord&) {}), 0u) << path;
+    EXPECT_FALSE(reader.readable()) << path;
+    ASSERT_TRUE(reader.problem()) << path;
+    EXPECT_NE(reader.problem()->find("neither the kernel's log device"), std::string::npos)
+        << *reader.problem();
+    EXPECT_EQ(reader.held_bytes(), 0u);
+  }
+}
+
+TEST(KernelKmsg, ThePermissionProblemNamesThePrivilegeNotASysctl) {
+  TempLog log;
+  log.append("6,1,10,-;one\n");
+  ASSERT_EQ(::chmod(log.path().c_str(), 0), 0);
+  if (::access(log.path().c_str(), R_OK) == 0) {
+    // root reads it anyway: check the wording on a reader that cannot
+    GTEST_SKIP() << "root reads a mode 0 file";
+  }
+  KmsgReader reader(log.path());
+  reader.read_new([](const KmsgRecord&) {});
+  ASSERT_TRUE(reader.problem());
+  EXPECT_NE(reader.problem()->find("root or CAP_SYSLOG"), std::string::npos);
+  EXPECT_EQ(reader.problem()->find("sysctl"), std::string::npos);
+}
+
+// A saved log whose one line is 64 MiB, written while it is followed: the reader holds at most
+// one record's worth of it at any time, cuts the line there, and finds the records after it.
+TEST(KernelKmsg, ASixtyFourMebibyteLineCostsOneRecordsWorth) {
+  static_assert(KmsgReader::kMaxRecordBytes <= 16 * 1024);
+  static_assert(KmsgReader::kReadChunk <= 64 * 1024);
+  TempLog log;
+  log.append("6,1,10,-;before\n6,2,20,-;");
+  KmsgReader reader(log.path());
+  std::vector<std::string> seen;
+  size_t longest = 0;
+  auto collect = [&](const KmsgRecord& r) {
+    seen.push_back(r.text.substr(0, 16));
+    longest = std::max(longest, r.text.size());
+  };
+  reader.read_new(collect);
+  const std::string piece(size_t{1} << 20, 'A');
+  for (int i = 0; i < 64; ++i) {
+    log.append(piece);
+    reader.read_new(collect);
+    EXPECT_LE(reader.held_bytes(), KmsgReader::kMaxRecordBytes) << "after " << i + 1 << " MiB";
+  }
+  log.append("\n6,3,30,-;after\n");
+  reader.read_new(collect);
+  EXPECT_EQ(reader.held_bytes(), 0u);
+  EXPECT_EQ(reader.cut_lines(), 1u);
+  ASSERT_EQ(seen.size(), 3u);
+  EXPECT_EQ(seen[0], "before");
+  EXPECT_EQ(seen[1], std::string(16, 'A'));
+  EXPECT_EQ(seen[2], "after");
+  EXPECT_LE(longest, KmsgReader::kMaxRecordBytes);
+  EXPECT_FALSE(reader.problem());
+}
+
+// One pass reads a bounded amount however much was written: the rest comes with the next.
+TEST(KernelKmsg, APassReadsABoundedAmount) {
+  TempLog log;
+  {
+    std::ofstream f(log.path(), std::ios::binary);
+    const std::string line = "6,1,10,-;" + std::string(1000, 'x') + "\n";
+    for (uint64_t written = 0; written < KmsgReader::kMaxBytesPerPass + (1 << 20);
+         written += line.size())
+      f << line;
+  }
+  KmsgReader reader(log.path());
+  uint64_t first = reader.read_new([](const KmsgRecord&) {});
+  uint64_t second = reader.read_new([](const KmsgRecord&) {});
+  EXPECT_LE(first * 1010, KmsgReader::kMaxBytesPerPass + 1010);
+  EXPECT_GT(second, 0u);
+}
+
+// A record's continuation lines are a handful; a flood of them is dropped past the bound.
+TEST(KernelKmsg, ARecordKeepsABoundedNumberOfContinuationLines) {
+  TempLog log;
+  std::string text = "6,1,10,-;flooded\n";
+  for (int i = 0; i < 10000; ++i) text += " KEY=value\n";
+  text += "6,2,20,-;next\n";
+  log.append(text);
+  KmsgReader reader(log.path());
+  std::vector<KmsgRecord> seen;
+  reader.read_new([&](const KmsgRecord& r) { seen.push_back(r); });
+  ASSERT_EQ(seen.size(), 2u);
+  EXPECT_EQ(seen[0].dict.size(), KmsgReader::kMaxContinuationLines);
+  EXPECT_EQ(seen[1].text, "next");
 }
 
 }  // namespace
