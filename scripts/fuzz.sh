@@ -1,23 +1,25 @@
 #!/usr/bin/env bash
-# Builds the libFuzzer targets of tests/fuzz with clang (ASan + UBSan) into build-fuzz/ and runs
-# each for FUZZ_SECONDS (default 30) seconds; fails when any target crashes, leaks, hangs or
-# breaks a property it checks. A failing input is written to tests/fuzz/corpus/<target>/: fix
-# the bug and commit the input, and every later run replays it first.
+# Runs the libFuzzer targets of tests/fuzz (one per parser of untrusted input, each a
+# fuzz_*.cpp there: the files are the list) for FUZZ_SECONDS (default 30) seconds each; fails
+# when any target crashes, leaks, hangs or breaks a property it checks. A failing input is
+# written to tests/fuzz/corpus/<target>/: fix the bug and commit the input, and every later run
+# replays it first.
 #   scripts/fuzz.sh                    every target
 #   scripts/fuzz.sh fuzz_duration ...  only these
 #   FUZZ_SECONDS=300 FUZZ_JOBS=1 scripts/fuzz.sh
-# Seeds are built at run time from tests/fixtures, deploy/ and docs/ (build-fuzz/seeds); what a
-# run learns is kept in build-fuzz/corpus for the next run on this machine, never committed.
+# The targets are built with clang (ASan + UBSan) in FUZZ_BUILD (default build-fuzz/, only what
+# they link); CI passes the instrumented tree scripts/sanitize.sh built (build-asan/), which
+# has them already. Seeds are made at run time from tests/fixtures, deploy/ and docs/
+# ($FUZZ_BUILD/seeds); what a run learns is kept in $FUZZ_BUILD/corpus for the next run on
+# this machine, never committed.
 # Needs clang and libFuzzer (Debian: clang, libclang-rt-14-dev): scripts/install-deps.sh --ci.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${FUZZ_SECONDS:-30}
 jobs=${FUZZ_JOBS:-$(nproc)}
-build=build-fuzz
+build=${FUZZ_BUILD:-build-fuzz}
 
-all_targets=(fuzz_proc_stat fuzz_proc_status fuzz_proc_cgroup fuzz_proc_devices fuzz_nvml_records
-             fuzz_daemon_config fuzz_duration fuzz_byte_size fuzz_http_query fuzz_drm_fdinfo
-             fuzz_snapshot_wire fuzz_kmsg)
+mapfile -t all_targets < <(cd tests/fuzz && ls fuzz_*.cpp | sed 's/\.cpp$//')
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=("${all_targets[@]}")
 
@@ -26,8 +28,11 @@ if ! command -v clang++ >/dev/null; then
   exit 1
 fi
 # No NDEBUG: assert() and libraries' own checks (nlohmann::json) fail like sanitizer errors.
-cmake -S . -B "$build" -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-      -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1" -DGPUREAP_FUZZ=ON -DBUILD_TESTING=OFF >/dev/null
+if ! grep -qs '^GPUREAP_FUZZ:BOOL=ON' "$build/CMakeCache.txt"; then
+  cmake -S . -B "$build" -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_C_COMPILER=clang \
+        -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1" \
+        -DGPUREAP_FUZZ=ON -DBUILD_TESTING=OFF >/dev/null
+fi
 cmake --build "$build" -j"$(nproc)" --target "${targets[@]}"
 
 # --- seeds -------------------------------------------------------------------------------

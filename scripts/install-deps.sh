@@ -1,30 +1,36 @@
 #!/usr/bin/env bash
-# Installs the Debian 12 packages gpureap needs to build, package and test, only those missing:
-# dpkg-dev and file for the .deb's dependencies (CPack runs dpkg-shlibdeps on what file finds
-# to be ELF), man-db for the package test's `man -w`; for the tests against the real engines
-# prometheus and prometheus-alertmanager (10 MiB, with amtool).
-#   --ci  also what CI's extra stages need: clang and libFuzzer for scripts/fuzz.sh, and
-#         llvm-symbolizer for readable sanitizer reports (README, "Development").
+# Installs the Debian 12 packages gpureap needs, only those missing. Without options: what
+# building the program needs (the README's first command), nothing more.
+#   --tests  also what the test suite needs: GoogleTest, the NVML test double's build, tmux
+#         for the terminal tests, prometheus and prometheus-alertmanager for the tests against
+#         the real engines, and the packaging tools (--package)
+#   --package  dpkg-dev and file for the .deb's dependencies (CPack runs dpkg-shlibdeps on what
+#         file finds to be ELF), man-db for the package test's `man -w`
+#   --ci  also what CI's extra stages need: clang and libFuzzer for the instrumented build
+#         (scripts/sanitize.sh, scripts/fuzz.sh), llvm-symbolizer for readable sanitizer
+#         reports, clang-format and clang-tidy (docs/development.md)
 #   --slurm  also a single-node Slurm for its test (slurmctld, slurmd, slurm-client, munge: 4 MiB),
 #         on a best-effort basis: where their setup fails (munge's runs as its own user, which a
 #         chroot whose / only root may enter refuses) they are removed again, gpureap builds
 #         anyway, and the Slurm test skips saying why.
-#   --browser  headless Chromium for the report page's browser test (scripts/browser-test.sh)
+#   --browser  headless Chromium for the report page's browser test
 #   --containers  podman, runc and busybox-static for the container test, which runs a real
 #         container from a root filesystem it builds (no registry); only tests need them.
 set -euo pipefail
-packages=(g++ make cmake libcli11-dev libfmt-dev nlohmann-json3-dev libgtest-dev
-          libtomlplusplus-dev libcpp-httplib-dev pkgconf prometheus prometheus-alertmanager
-          libncurses-dev tmux dpkg-dev file man-db)
+packages=(g++ make cmake libcli11-dev libfmt-dev nlohmann-json3-dev libtomlplusplus-dev
+          libcpp-httplib-dev pkgconf libncurses-dev)
+package_tools=(dpkg-dev file man-db)
 slurm=(slurmctld slurmd slurm-client munge)
 want_slurm=0
 for arg in "$@"; do
   case "$arg" in
+    --tests) packages+=(libgtest-dev tmux prometheus prometheus-alertmanager "${package_tools[@]}") ;;
+    --package) packages+=("${package_tools[@]}") ;;
     --ci) packages+=(clang libclang-rt-14-dev llvm-14 clang-format clang-tidy) ;;
     --browser) packages+=(chromium) ;;
     --containers) packages+=(podman runc busybox-static) ;;
     --slurm) want_slurm=1 ;;
-    *) echo "usage: $0 [--ci] [--browser] [--containers] [--slurm]" >&2; exit 2 ;;
+    *) echo "usage: $0 [--tests] [--package] [--ci] [--browser] [--containers] [--slurm]" >&2; exit 2 ;;
   esac
 done
 missing_of() {

@@ -4,7 +4,7 @@
 #   sudo apt-get install ./build-package/gpureap_*.deb
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/install-deps.sh
+bash scripts/install-deps.sh --package
 cmake -S . -B build-package -DCMAKE_BUILD_TYPE=Release -DBUILD_TESTING=OFF \
   -DCMAKE_INSTALL_PREFIX=/usr >/dev/null
 cmake --build build-package -j"$(nproc)"

@@ -126,6 +126,19 @@ bool ProcessRow::is_ghost() const {
                      [](Anomaly a) { return core::is_ghost(a); });
 }
 
+uint64_t ProcessRow::listed_bytes() const {
+  uint64_t sum = 0;
+  for (const auto& u : gpus) sum += u.used_bytes.value_or(0);
+  return sum;
+}
+
+bool Snapshot::on_gpu(const ProcessRow& row, unsigned index) const {
+  for (const auto& u : row.gpus)
+    if (u.index == index) return true;
+  const Gpu* g = gpu(index);
+  return g && row.process && row.process->holds_gpu(*g);
+}
+
 Snapshot join(ProcView proc, DriverReading drivers, std::string hostname,
               std::chrono::system_clock::time_point now) {
   Snapshot s;

@@ -40,6 +40,8 @@ struct ProcessRow {
 
   bool has(Anomaly a) const;
   bool is_ghost() const;
+  // The memory the driver lists it using, over every GPU.
+  uint64_t listed_bytes() const;
 };
 
 // What /proc gave the collector, before the join.
@@ -100,6 +102,8 @@ class Snapshot {
   GpuMemorySummary memory_summary(const Gpu& gpu) const;
   // The GPU with this global index, if a backend reports it.
   const Gpu* gpu(unsigned index) const { return drivers.gpu(index); }
+  // The row is listed on the GPU, or holds a file that reaches it.
+  bool on_gpu(const ProcessRow& row, unsigned index) const;
 };
 
 // Joins the two views and derives every row's anomalies.

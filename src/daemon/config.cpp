@@ -21,8 +21,8 @@ namespace gpureap::daemon {
 namespace {
 
 using config::Field;
+using config::in_quotes;
 using config::Problems;
-using config::quoted;
 using std::chrono::milliseconds;
 
 // A Unix socket's path, its terminating NUL included.

@@ -12,8 +12,8 @@ using alert::Condition;
 using alert::Rule;
 using alert::SinkConfig;
 using config::Field;
+using config::in_quotes;
 using config::Problems;
-using config::quoted;
 using namespace std::chrono_literals;
 
 const std::vector<Field<Rule>>& alert_fields() {
@@ -35,7 +35,7 @@ const std::vector<Field<Rule>>& alert_fields() {
          if (!v) return;
          auto code = doctor::finding_code_from_string(*v);
          if (!code) {
-           p.add(node, "code: unknown finding code " + quoted(*v) +
+           p.add(node, "code: unknown finding code " + in_quotes(*v) +
                            " (known: " + doctor::finding_code_list() + ")");
            return;
          }
@@ -94,7 +94,7 @@ std::optional<double> ratio(const toml::node& node, Problems& p) {
 
 // The keys whose meaning depends on the condition.
 void check_alert(const toml::table& t, Rule& r, Problems& p) {
-  std::string who = "alert " + quoted(r.name) + ": ";
+  std::string who = "alert " + in_quotes(r.name) + ": ";
   auto at = [&](const char* key) -> const toml::source_region& {
     return t.get(key) ? t.get(key)->source() : t.source();
   };
@@ -204,7 +204,7 @@ const std::vector<Field<SinkConfig>>& sink_fields() {
 }
 
 void check_sink(const toml::table& t, const SinkConfig& s, Problems& p) {
-  std::string who = "sink " + quoted(s.name) + ": ";
+  std::string who = "sink " + in_quotes(s.name) + ": ";
   if (!t.get("name")) p.add(t.source(), "[[sink]] needs a name");
   if (!t.get("type")) {
     p.add(t.source(), who + "needs a type (webhook, slack, exec or alertmanager)");
@@ -241,7 +241,7 @@ void check_unique(const toml::table& root, const char* key, const std::vector<T>
   for_each_table(root, key, items, [&](const toml::table& t, const T& item) {
     if (!item.name.empty() && !seen.insert(item.name).second)
       p.add(t.source(),
-            "another [[" + std::string(key) + "]] is already named " + quoted(item.name));
+            "another [[" + std::string(key) + "]] is already named " + in_quotes(item.name));
   });
 }
 
@@ -279,13 +279,14 @@ void check_references(const toml::table& root, const DaemonConfig& c, Problems& 
     for (const auto& name : r.sinks)
       if (std::none_of(c.sinks.begin(), c.sinks.end(),
                        [&](const SinkConfig& s) { return s.name == name; }))
-        p.add(where("sinks"), "alert " + quoted(r.name) + ": no [[sink]] is named " + quoted(name));
+        p.add(where("sinks"),
+              "alert " + in_quotes(r.name) + ": no [[sink]] is named " + in_quotes(name));
     if (c.sinks.empty())
-      p.add(t.source(), "alert " + quoted(r.name) + " has nowhere to go: add a [[sink]]");
+      p.add(t.source(), "alert " + in_quotes(r.name) + " has nowhere to go: add a [[sink]]");
     if (r.policy && std::none_of(c.policies.begin(), c.policies.end(),
                                  [&](const policy::Policy& pol) { return pol.name == *r.policy; }))
       p.add(where("policy"),
-            "alert " + quoted(r.name) + ": no [[policy]] is named " + quoted(*r.policy));
+            "alert " + in_quotes(r.name) + ": no [[policy]] is named " + in_quotes(*r.policy));
   });
 }
 

@@ -8,8 +8,8 @@ namespace gpureap::daemon {
 namespace {
 
 using config::Field;
+using config::in_quotes;
 using config::Problems;
-using config::quoted;
 using policy::Policy;
 using std::chrono::milliseconds;
 using namespace std::chrono_literals;
@@ -59,7 +59,7 @@ const std::vector<Field<Policy>>& policy_fields() {
          for (const auto& name : *names) {
            auto a = core::anomaly_from_string(name);
            if (!a) {
-             p.add(node, "anomalies: unknown anomaly " + quoted(name) +
+             p.add(node, "anomalies: unknown anomaly " + in_quotes(name) +
                              " (known: " + anomaly_names() + ")");
              continue;
            }
@@ -101,7 +101,7 @@ void check_policy(const toml::table& t, const Policy& pol, const DaemonConfig& c
   auto at = [&](const char* key) -> const toml::source_region& {
     return t.get(key) ? t.get(key)->source() : t.source();
   };
-  std::string who = "policy " + quoted(pol.name) + ": ";
+  std::string who = "policy " + in_quotes(pol.name) + ": ";
   if (!t.get("name")) p.add(t.source(), "[[policy]] needs a name");
   if (t.get("user") && t.get("uid")) p.add(at("uid"), who + "give user or uid, not both");
   if (t.get("idle_below") && !pol.idle)

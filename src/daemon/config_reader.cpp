@@ -44,7 +44,7 @@ std::string Problems::text() const {
   return out;
 }
 
-std::string quoted(std::string_view s) {
+std::string in_quotes(std::string_view s) {
   return "\"" + text::terminal_safe(s) + "\"";
 }
 
@@ -116,7 +116,7 @@ std::optional<std::chrono::milliseconds> read_duration(const toml::node& node, s
     return std::nullopt;
   }
   if (*d < min || *d > max) {
-    p.add(node, std::string(key) + " = " + quoted(*text) + " is out of range: it must be from " +
+    p.add(node, std::string(key) + " = " + in_quotes(*text) + " is out of range: it must be from " +
                     core::format_duration(min) + " to " + core::format_duration(max));
     return std::nullopt;
   }
@@ -167,7 +167,7 @@ std::optional<std::vector<std::string>> read_string_list(const toml::node& node,
 }
 
 std::string unknown_key_message(std::string_view key, const std::vector<std::string_view>& known) {
-  std::string msg = "unknown key " + quoted(key);
+  std::string msg = "unknown key " + in_quotes(key);
   std::string_view best;
   size_t best_d = 3;
   std::string list;

@@ -31,7 +31,7 @@ struct Problems {
 };
 
 // "\"text\"", made terminal-safe: values from the file in messages.
-std::string quoted(std::string_view s);
+std::string in_quotes(std::string_view s);
 
 // Each reader reports a wrong type or value under `key` and returns empty.
 std::optional<std::string> read_string(const toml::node& node, std::string_view key, Problems& p);

@@ -15,12 +15,6 @@ namespace {
 // A drop smaller than this between samples is noise.
 constexpr uint64_t kDropNoise = 16ull << 20;
 
-uint64_t listed_bytes(const core::ProcessRow& r) {
-  uint64_t sum = 0;
-  for (const auto& u : r.gpus) sum += u.used_bytes.value_or(0);
-  return sum;
-}
-
 std::vector<unsigned> row_gpus(const core::ProcessRow& r) {
   std::vector<unsigned> out;
   for (const auto& u : r.gpus) out.push_back(u.index);
@@ -44,11 +38,11 @@ void foreign(const DoctorInput& in, std::vector<Finding>& out) {
   for (const auto& r : in.last.rows) {
     if (!r.has(core::Anomaly::ForeignNamespace) || !wanted(in, row_gpus(r))) continue;
     f.pids.push_back(r.pid);
-    f.memory_bytes += listed_bytes(r);
+    f.memory_bytes += r.listed_bytes();
     for (unsigned g : row_gpus(r)) f.gpus.push_back(g);
     f.evidence.push_back(fmt::format("PID {} is listed on GPU {} with {} but is not visible here",
                                      r.pid, fmt::join(row_gpus(r), ","),
-                                     bytes_text(listed_bytes(r))));
+                                     bytes_text(r.listed_bytes())));
   }
   if (f.pids.empty()) return;
   f.evidence.push_back(
@@ -68,7 +62,7 @@ Finding kept_ghost(const core::Snapshot& s, const core::ProcessRow& r, const cor
                    const std::vector<const core::HostProcess*>& keep,
                    const std::vector<const core::HostProcess*>& listed_keep, std::string listed) {
   auto gpus = row_gpus(r);
-  uint64_t bytes = listed_bytes(r);
+  uint64_t bytes = r.listed_bytes();
   Finding f{FindingCode::NoSuchProcess, Severity::Critical, gpus, {r.pid}, bytes,
             {std::move(listed)}};
   std::vector<pid_t> kp;
@@ -109,7 +103,7 @@ Finding kept_ghost(const core::Snapshot& s, const core::ProcessRow& r, const cor
 void gone_pid(const DoctorInput& in, const core::ProcessRow& r, std::vector<Finding>& out) {
   const auto& s = in.last;
   auto gpus = row_gpus(r);
-  uint64_t bytes = listed_bytes(r);
+  uint64_t bytes = r.listed_bytes();
   std::string listed = fmt::format("PID {} is listed on GPU {} with {} but is not in /proc", r.pid,
                                    fmt::join(gpus, ","), bytes_text(bytes));
   const core::Ghost* ghost = s.ghost(r.pid);
@@ -121,14 +115,14 @@ void gone_pid(const DoctorInput& in, const core::ProcessRow& r, std::vector<Find
     return;
   }
   const auto* before = in.first.row(r.pid);
-  if (before && listed_bytes(*before) > bytes + kDropNoise) {
+  if (before && before->listed_bytes() > bytes + kDropNoise) {
     out.push_back({FindingCode::Releasing,
                    Severity::Info,
                    gpus,
                    {r.pid},
                    bytes,
                    {listed, fmt::format("its memory dropped from {} to {} between samples",
-                                        bytes_text(listed_bytes(*before)), bytes_text(bytes))},
+                                        bytes_text(before->listed_bytes()), bytes_text(bytes))},
                    "The driver is still tearing the context down; this takes seconds to a minute.",
                    {"gpureap doctor --settle 30s   # check again"}});
     return;
@@ -170,10 +164,10 @@ void released_during_settle(const DoctorInput& in, std::vector<Finding>& out) {
                    Severity::Info,
                    row_gpus(r),
                    {r.pid},
-                   listed_bytes(r),
+                   r.listed_bytes(),
                    {fmt::format("PID {} (gone) was listed with {} at the first sample and left the "
                                 "driver's lists before the last",
-                                r.pid, bytes_text(listed_bytes(r)))},
+                                r.pid, bytes_text(r.listed_bytes()))},
                    "The driver was tearing the context down; the memory is coming back.",
                    {"gpureap ps   # check that the memory is back"}});
   }

@@ -12,12 +12,6 @@
 namespace gpureap::doctor {
 namespace {
 
-uint64_t listed_bytes(const core::ProcessRow& r) {
-  uint64_t sum = 0;
-  for (const auto& u : r.gpus) sum += u.used_bytes.value_or(0);
-  return sum;
-}
-
 std::vector<unsigned> gpus_of(const core::Snapshot& s, const core::ProcessRow& r) {
   std::vector<unsigned> out;
   for (const auto& u : r.gpus) out.push_back(u.index);
@@ -32,10 +26,10 @@ void add_container_stop(const core::HostProcess& p, Finding& f) {
 
 Finding holder_finding(const core::Snapshot& s, const core::ProcessRow& r, FindingCode code,
                        Severity sev) {
-  Finding f{code, sev, gpus_of(s, r), {r.pid}, listed_bytes(r)};
+  Finding f{code, sev, gpus_of(s, r), {r.pid}, r.listed_bytes()};
   if (r.process->holds_device()) f.evidence.push_back(holds_sentence(s, *r.process));
   if (r.listed_by_driver)
-    f.evidence.push_back(fmt::format("the driver lists it with {}", bytes_text(listed_bytes(r))));
+    f.evidence.push_back(fmt::format("the driver lists it with {}", bytes_text(r.listed_bytes())));
   return f;
 }
 
@@ -57,7 +51,7 @@ void inherited(const Holder& h, std::vector<Finding>& out) {
     auto f = holder_finding(s, r, FindingCode::InheritedHolder, Severity::Warning);
     for (pid_t gone : r.keeps) {
       const auto* g = s.row(gone);
-      uint64_t bytes = g ? listed_bytes(*g) : 0;
+      uint64_t bytes = g ? g->listed_bytes() : 0;
       f.memory_bytes += bytes;
       f.evidence.push_back(
           fmt::format("PID {}, listed by the driver with {}, is gone; {}", gone, bytes_text(bytes),

@@ -7,15 +7,10 @@
 
 #include "core/byte_size.h"
 #include "text/byte_format.h"
+#include "text/trim.h"
 
 namespace gpureap::doctor {
 namespace {
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && s.front() == ' ') s.remove_prefix(1);
-  while (!s.empty() && s.back() == ' ') s.remove_suffix(1);
-  return s;
-}
 
 core::Error bad(std::string_view text, std::string why) {
   return {
@@ -45,12 +40,12 @@ core::Result<UnattributedThreshold> parse_unattributed_threshold(std::string_vie
   std::string_view rest = text;
   while (!rest.empty() || (!out.bytes && !out.ratio)) {
     auto comma = rest.find(',');
-    auto part = trim(rest.substr(0, comma));
+    auto part = text::trim(rest.substr(0, comma), " ");
     rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
     if (part.empty()) return bad(text, "an empty part");
     if (part.back() == '%') {
       if (out.ratio) return bad(text, "two percentages");
-      auto num = trim(part.substr(0, part.size() - 1));
+      auto num = text::trim(part.substr(0, part.size() - 1), " ");
       double v = 0;
       auto [end, ec] = std::from_chars(num.data(), num.data() + num.size(), v);
       if (ec != std::errc() || end != num.data() + num.size() || !(v >= 0 && v <= 100))

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cctype>
 
+#include "text/trim.h"
+
 namespace gpureap::exporter {
 namespace {
 
@@ -10,12 +12,6 @@ std::string lower(std::string_view s) {
   std::string out(s);
   for (auto& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return out;
-}
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
 }
 
 int hex(char c) {
@@ -147,7 +143,8 @@ ParsedHead parse_request_head(std::string_view bytes) {
     if (colon == std::string_view::npos || colon == 0) return bad("malformed header line");
     auto name = line.substr(0, colon);
     if (!std::all_of(name.begin(), name.end(), token_char)) return bad("malformed header name");
-    out.request.headers.emplace(lower(name), std::string(trim(line.substr(colon + 1))));
+    out.request.headers.emplace(lower(name),
+                                std::string(text::trim(line.substr(colon + 1), " \t")));
   }
   out.status = HeadStatus::Complete;
   return out;

@@ -20,14 +20,6 @@ std::string upper(std::string s) {
   return s;
 }
 
-// Listed on the GPU, or holding its device file.
-bool on_gpu(const core::Snapshot& s, const core::ProcessRow& r, unsigned gpu) {
-  for (const auto& u : r.gpus)
-    if (u.index == gpu) return true;
-  const auto* g = s.gpu(gpu);
-  return r.process && g && r.process->holds_gpu(*g);
-}
-
 }  // namespace
 
 std::string render_doctor(const core::Snapshot& s, const std::vector<doctor::Finding>& findings,
@@ -35,7 +27,7 @@ std::string render_doctor(const core::Snapshot& s, const std::vector<doctor::Fin
   std::string out;
   if (doctor::worst(findings) == doctor::Severity::Info) {
     size_t rows = 0;
-    for (const auto& r : s.rows) rows += !gpu || on_gpu(s, r, *gpu);
+    for (const auto& r : s.rows) rows += !gpu || s.on_gpu(r, *gpu);
     std::string gpus =
         gpu ? fmt::format("GPU {}", *gpu)
             : fmt::format("{} GPU{}", s.drivers.gpus.size(), s.drivers.gpus.size() == 1 ? "" : "s");

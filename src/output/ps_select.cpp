@@ -8,13 +8,6 @@
 namespace gpureap::output {
 namespace {
 
-bool on_gpu(const core::Snapshot& s, const core::ProcessRow& r, unsigned index) {
-  for (const auto& u : r.gpus)
-    if (u.index == index) return true;
-  const core::Gpu* gpu = s.gpu(index);
-  return gpu && r.process && r.process->holds_gpu(*gpu);
-}
-
 bool of_user(const core::ProcessRow& r, const std::string& who) {
   if (!r.process || !r.process->details) return false;
   const auto& d = *r.process->details;
@@ -30,12 +23,6 @@ unsigned first_gpu(const core::ProcessRow& r) {
   unsigned first = std::numeric_limits<unsigned>::max();
   for (const auto& u : r.gpus) first = std::min(first, u.index);
   return first;
-}
-
-uint64_t memory_of(const core::ProcessRow& r) {
-  uint64_t sum = 0;
-  for (const auto& u : r.gpus) sum += u.used_bytes.value_or(0);
-  return sum;
 }
 
 // Ticks since boot at start: a smaller value is an older process. Gone PIDs sort as newest.
@@ -83,7 +70,7 @@ core::Snapshot select_rows(const core::Snapshot& s, const PsSelection& sel) {
   if (!sel.narrows()) return out;
   out.whole = std::make_shared<const core::Snapshot>(s);
   std::erase_if(out.rows, [&](const core::ProcessRow& r) {
-    bool keep = any_or_empty(sel.gpus, [&](unsigned g) { return on_gpu(s, r, g); }) &&
+    bool keep = any_or_empty(sel.gpus, [&](unsigned g) { return s.on_gpu(r, g); }) &&
                 any_or_empty(sel.users, [&](const std::string& u) { return of_user(r, u); }) &&
                 any_or_empty(sel.pids, [&](pid_t p) { return p == r.pid; });
     return !keep;
@@ -103,7 +90,8 @@ std::vector<const core::ProcessRow*> table_order(const core::Snapshot& s, PsSort
                      if (first_gpu(*a) != first_gpu(*b)) return first_gpu(*a) < first_gpu(*b);
                      switch (sort) {
                        case PsSort::Memory:
-                         if (memory_of(*a) != memory_of(*b)) return memory_of(*a) > memory_of(*b);
+                         if (a->listed_bytes() != b->listed_bytes())
+                           return a->listed_bytes() > b->listed_bytes();
                          break;
                        case PsSort::Age:
                          if (start_of(*a) != start_of(*b)) return start_of(*a) < start_of(*b);

@@ -5,6 +5,7 @@
 
 #include <cmath>
 
+#include "output/json_optional.h"
 #include "output/process_figures.h"
 #include "text/time_format.h"
 
@@ -12,11 +13,6 @@ namespace gpureap::output {
 namespace {
 
 using nlohmann::json;
-
-template <class T>
-json opt(const std::optional<T>& v) {
-  return v ? json(*v) : json(nullptr);
-}
 
 // The ids are what the cgroup's name claims; the names come only with a verified claim.
 json container_json(const std::optional<core::ContainerInfo>& c) {

@@ -6,6 +6,7 @@
 
 #include <cmath>
 
+#include "output/json_optional.h"
 #include "output/snapshot_json.h"
 
 namespace gpureap::output {
@@ -55,16 +56,6 @@ int hex_digit(char c) {
   return -1;
 }
 
-template <class T, class F>
-json opt(const std::optional<T>& v, F&& encode) {
-  return v ? json(encode(*v)) : json(nullptr);
-}
-
-template <class T>
-json opt(const std::optional<T>& v) {
-  return v ? json(*v) : json(nullptr);
-}
-
 json opt_bytes(const std::optional<std::string>& v) {
   return v ? wire_bytes(*v) : json(nullptr);
 }
@@ -83,7 +74,7 @@ json pairs(const std::vector<std::pair<std::string, std::string>>& list) {
 }
 
 // JSON has no NaN or infinity: they travel as names, every finite value as itself.
-json real(double v) {
+json wire_real(double v) {
   if (std::isnan(v)) return "nan";
   if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
   return v;
@@ -133,7 +124,7 @@ json gpu_wire(const core::Gpu& g) {
           {"utilization_percent", opt(g.utilization_percent)},
           {"memory_utilization_percent", opt(g.memory_utilization_percent)},
           {"temperature_celsius", opt(g.temperature_celsius)},
-          {"power_watts", opt(g.power_watts, real)},
+          {"power_watts", opt(g.power_watts, wire_real)},
           {"mig_mode", opt(g.mig_mode)},
           {"details", pairs(g.details)},
           {"processes", processes},

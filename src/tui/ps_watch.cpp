@@ -22,13 +22,13 @@ namespace gpureap::tui {
 namespace {
 
 volatile std::sig_atomic_t g_stop = 0;
-void on_signal(int) {
+void on_stop_signal(int) {
   g_stop = 1;
 }
 
 void install_handlers() {
   struct sigaction sa {};
-  sa.sa_handler = on_signal;
+  sa.sa_handler = on_stop_signal;
   sigemptyset(&sa.sa_mask);
   for (int sig : {SIGINT, SIGTERM, SIGHUP}) ::sigaction(sig, &sa, nullptr);
 }

@@ -24,7 +24,7 @@ using text::text_width;
 
 volatile std::sig_atomic_t g_interrupted = 0;
 
-void on_signal(int) {
+void on_interrupt(int) {
   g_interrupted = 1;
 }
 
@@ -82,7 +82,7 @@ std::terminate_handler g_previous_terminate = nullptr;
 
 void install_signal_handlers() {
   struct sigaction sa {};
-  sa.sa_handler = on_signal;
+  sa.sa_handler = on_interrupt;
   sigemptyset(&sa.sa_mask);
   sa.sa_flags = 0;  // no SA_RESTART: the wait for a key returns at once
   for (int sig : {SIGINT, SIGTERM, SIGHUP}) ::sigaction(sig, &sa, nullptr);

@@ -4,6 +4,8 @@
 #include <limits>
 #include <unordered_map>
 
+#include "text/trim.h"
+
 namespace gpureap::backend::drm {
 namespace {
 
@@ -40,13 +42,6 @@ struct Line {
   size_t number;  // from 1
   std::string_view key, value;
 };
-
-std::string_view trim(std::string_view s) {
-  constexpr std::string_view blank = " \t\r";
-  size_t first = s.find_first_not_of(blank);
-  if (first == std::string_view::npos) return {};
-  return s.substr(first, s.find_last_not_of(blank) - first + 1);
-}
 
 // A piece of the file fit for an error message: the file may hold anything, of any length.
 std::string shown(std::string_view s) {
@@ -92,7 +87,7 @@ core::Result<uint64_t> figure(const Line& line, Unit unit) {
   if (end == v.data()) return malformed(line, "\"" + shown(v) + "\" is not a number");
   if (ec == std::errc::result_out_of_range)
     return malformed(line, "\"" + shown(v) + "\" does not fit in 64 bits");
-  std::string_view unit_text = trim(v.substr(static_cast<size_t>(end - v.data())));
+  std::string_view unit_text = text::trim(v.substr(static_cast<size_t>(end - v.data())));
   auto scale = scale_of(unit_text, unit);
   if (!scale)
     return malformed(line, "unknown unit \"" + shown(unit_text) + "\" (want " +
@@ -212,7 +207,7 @@ core::Result<DrmClient> parse_fdinfo(std::string_view text) {
     text = nl == std::string_view::npos ? std::string_view{} : text.substr(nl + 1);
     size_t colon = raw.find(':');
     if (colon == std::string_view::npos) continue;  // not key: value; nothing gpureap reads
-    Line line{number, raw.substr(0, colon), trim(raw.substr(colon + 1))};
+    Line line{number, raw.substr(0, colon), text::trim(raw.substr(colon + 1), " \t\r")};
     if (auto error = parser.add(line)) return *error;
   }
   return parser.finish();

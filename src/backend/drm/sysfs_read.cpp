@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "procfs/file_read.h"
+#include "text/trim.h"
 
 namespace gpureap::backend::drm {
 namespace {
@@ -19,15 +20,8 @@ constexpr size_t kAttributeLimit = 64u << 10;
 // Enough of a bad value to recognise it in a warning.
 constexpr size_t kQuotedLimit = 40;
 
-std::string_view trim(std::string_view s) {
-  auto space = [](char c) { return std::isspace(static_cast<unsigned char>(c)) != 0; };
-  while (!s.empty() && space(s.front())) s.remove_prefix(1);
-  while (!s.empty() && space(s.back())) s.remove_suffix(1);
-  return s;
-}
-
 // The value as a warning shows it: short, and printable whatever the file held.
-std::string quoted(std::string_view s) {
+std::string shown_value(std::string_view s) {
   std::string out = "\"";
   for (char c : s.substr(0, kQuotedLimit))
     out += std::isprint(static_cast<unsigned char>(c)) ? c : '?';
@@ -83,7 +77,7 @@ std::optional<std::string> AttributeReader::text(const std::string& path) {
     warn(path, "longer than a sysfs attribute can be");
     return std::nullopt;
   }
-  return std::string(trim(f.data));
+  return std::string(text::trim(f.data));
 }
 
 std::optional<uint64_t> AttributeReader::number(const std::string& path, int base) {
@@ -95,8 +89,8 @@ std::optional<uint64_t> AttributeReader::number(const std::string& path, int bas
   auto v = parse_whole<uint64_t>(s, base, ec);
   if (!v) {
     const char* what = base == 16 ? "not a hexadecimal number: " : "not a decimal number: ";
-    warn(path,
-         ec == std::errc::result_out_of_range ? "too large: " + quoted(*t) : what + quoted(*t));
+    warn(path, ec == std::errc::result_out_of_range ? "too large: " + shown_value(*t)
+                                                    : what + shown_value(*t));
   }
   return v;
 }
@@ -121,7 +115,7 @@ std::optional<dev_t> AttributeReader::device_number(const std::string& path) {
     minor = parse_whole<unsigned>(s.substr(colon + 1), 10, ec);
   }
   if (!major || !minor) {
-    warn(path, "not a device number (MAJOR:MINOR): " + quoted(*t));
+    warn(path, "not a device number (MAJOR:MINOR): " + shown_value(*t));
     return std::nullopt;
   }
   return ::makedev(*major, *minor);

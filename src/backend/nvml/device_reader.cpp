@@ -8,14 +8,12 @@
 #include <string>
 
 #include "backend/nvml/abi.h"
+#include "backend/nvml/device_major.h"
 #include "backend/nvml/errors.h"
 #include "backend/nvml/process_lists.h"
 
 namespace gpureap::backend::nvml {
 namespace {
-
-// The character-device major of /dev/nvidia<minor> (the NVIDIA kernel module's own).
-constexpr unsigned kNvidiaDeviceMajor = 195;
 
 // Tracks the calls on one GPU handle: the first real failure becomes Gpu::error, and after
 // GPU_IS_LOST nothing more is asked (every further call would fail the same way, slowly).

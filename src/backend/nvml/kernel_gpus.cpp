@@ -6,20 +6,15 @@
 #include <cctype>
 #include <charconv>
 
+#include "backend/nvml/device_major.h"
 #include "procfs/dir_entries.h"
 #include "procfs/file_read.h"
+#include "text/trim.h"
 
 namespace gpureap::backend::nvml {
 namespace {
 
-constexpr unsigned kNvidiaDeviceMajor = 195;
 constexpr std::string_view kSource = "the kernel's /proc/driver/nvidia/gpus";
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
-  return s;
-}
 
 std::string lower(std::string_view s) {
   std::string out(s);
@@ -37,7 +32,8 @@ GpuInformation parse_gpu_information(std::string_view text) {
     text = end == std::string_view::npos ? std::string_view() : text.substr(end + 1);
     size_t colon = line.find(':');
     if (colon == std::string_view::npos) continue;
-    std::string_view key = trim(line.substr(0, colon)), value = trim(line.substr(colon + 1));
+    std::string_view key = text::trim(line.substr(0, colon)),
+                     value = text::trim(line.substr(colon + 1));
     if (value.empty()) continue;
     if (key == "Model") {
       info.model = std::string(value);
