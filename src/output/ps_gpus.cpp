@@ -222,16 +222,20 @@ std::string render_compact(const core::Snapshot& s, const Style& style, const Gp
           ++hidden;
         }
       }
+      // Greedy lines: a ghost's entry that does not fit goes on a line of its own, indented.
+      std::vector<std::string> entries;
+      for (size_t i = 0; i < users.size(); ++i)
+        if (kept[i]) entries.push_back(users[i].text);
+      if (hidden) entries.push_back(fmt::format(" +{}", hidden));
+      const std::string indent = "  ";
       std::string current = line;
-      for (size_t i = 0; i < users.size(); ++i) {
-        if (!kept[i]) continue;
-        if (text::text_width(current) + text::text_width(users[i].text) > room && current != line) {
+      for (const auto& e : entries) {
+        if (current != indent && text::text_width(current) + text::text_width(e) > room) {
           lines.push_back(current);
-          current = "   ";  // a ghost's entry that does not fit goes on a line of its own
+          current = indent;
         }
-        current += users[i].text;
+        current += e;
       }
-      if (hidden) current += fmt::format(" +{}", hidden);
       lines.push_back(current);
     }
     // Painted after the fitting: a GPU with ghost memory is red.
