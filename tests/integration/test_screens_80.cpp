@@ -20,11 +20,12 @@ namespace {
 
 using nlohmann::json;
 
-// A shell job: keeps fd 9 (its GPU file) and sleeps in short naps that do not inherit it. The
-// worker first names itself, as a PyTorch DataLoader worker does.
-const std::string kJob = "#!/bin/sh\nwhile :; do sleep 1 9<&-; done\n";
+// A shell job: keeps fd 9 (its GPU file) and sleeps in naps that do not inherit it. The
+// worker first names itself, as a PyTorch DataLoader worker does. (A nap just forked still holds
+// it for an instant: long naps make that rare.)
+const std::string kJob = "#!/bin/sh\nwhile :; do sleep 5 9<&-; done\n";
 const std::string kWorker =
-    "#!/bin/sh\nprintf pt_data_worker > /proc/$$/comm\nwhile :; do sleep 1 9<&-; done\n";
+    "#!/bin/sh\nprintf pt_data_worker > /proc/$$/comm\nwhile :; do sleep 5 9<&-; done\n";
 
 // Holds `path` as fd 9 alone: the jobs' naps close it, so they hold nothing.
 void hold_as_fd9(const std::string& path) {
