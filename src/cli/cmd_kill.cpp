@@ -4,12 +4,14 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <iostream>
 
 #include "cli/confirm.h"
 #include "cli/kernel_releases.h"
 #include "core/duration.h"
 #include "output/snapshot_json.h"
+#include "output/table.h"
 #include "output/view_incomplete.h"
 #include "reap/arguments.h"
 #include "reap/collector_world.h"
@@ -22,6 +24,11 @@ namespace gpureap::cli {
 namespace {
 
 using SystemClock = std::chrono::system_clock;
+
+// The width the plan and the results fit: the terminal's, else COLUMNS.
+std::optional<size_t> width() {
+  return output::fit_width(terminal_width(), std::getenv("COLUMNS"));
+}
 
 core::Result<reap::KillSettings> settings_from(const KillOptions& o) {
   reap::KillSettings k;
@@ -63,7 +70,7 @@ struct PlanDialog {
   int declined = kExitOk;
 
   void show(const reap::Plan& plan, std::ostream& to) const {
-    to << reap::render_plan(snapshot, plan, settings, style, terminal_width());
+    to << reap::render_plan(snapshot, plan, settings, style, width());
   }
 
   bool go_ahead(const reap::Plan& plan) {
@@ -211,7 +218,7 @@ KillRun kill_on_snapshot(const GlobalOptions& g, const KillOptions& o, const rea
     std::cout << output::dump_json(doc) << "\n";
   } else {
     out << "\n"
-        << reap::render_results(reaped->plan, report, dialog.style, terminal_width())
+        << reap::render_results(reaped->plan, report, dialog.style, width())
         << kernel_releases_text(kernel, report);
   }
   return {true, report.exit_code};

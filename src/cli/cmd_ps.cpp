@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 
 #include "cli/daemon_client.h"
@@ -10,6 +11,7 @@
 #include "output/kernel_note.h"
 #include "output/ps_render.h"
 #include "output/style.h"
+#include "output/table.h"
 #include "tui/ps_watch.h"
 
 namespace gpureap::cli {
@@ -106,7 +108,7 @@ int run_ps(const GlobalOptions& g, const PsOptions& o) {
                 : g.csv ? output::PsFormat::Csv
                         : output::PsFormat::Table,
       .tree = o.tree,
-      .width = terminal_width(),
+      .width = output::fit_width(terminal_width(), std::getenv("COLUMNS")),
       .color = output::Style::for_stdout(g.no_color).enabled(),
       .select = {.gpus = o.gpus, .users = o.users, .pids = o.pids, .sort = *sort},
       .compact = o.compact,

@@ -48,7 +48,8 @@ std::string used_of_total(const core::Gpu& g) {
 
 // One line per backend: its driver and library versions, or why it is not available. A
 // backend with no GPU of its kind on this machine (no AMD GPU) says nothing.
-std::string backend_lines(const core::DriverReading& drivers, const Style& style, bool unicode) {
+std::string backend_lines(const core::DriverReading& drivers, const Style& style, bool unicode,
+                          std::optional<size_t> width) {
   std::vector<const core::BackendStatus*> shown;
   for (const auto& b : drivers.backends)
     if (b.error_code != core::BackendErrorCode::NoDevice) shown.push_back(&b);
@@ -57,17 +58,20 @@ std::string backend_lines(const core::DriverReading& drivers, const Style& style
   for (const auto* b : shown) {
     std::string who = shown.size() > 1 ? text::terminal_safe(b->label()) : "";
     if (!b->available) {
-      out += style.paint("GPU driver" + (who.empty() ? "" : " (" + who + ")") + ": not available",
-                         Color::Bold) +
-             (unicode ? " — " : " - ") + text::terminal_safe(b->error.value_or("no GPU backend")) +
-             "\n";
+      // The error wraps under its title at word boundaries: it says what to do.
+      std::string title = "GPU driver" + (who.empty() ? "" : " (" + who + ")") + ": not available";
+      std::string wrapped = wrap_text(title + (unicode ? " — " : " - ") +
+                                          text::terminal_safe(b->error.value_or("no GPU backend")),
+                                      width);
+      out +=
+          style.paint(wrapped.substr(0, title.size()), Color::Bold) + wrapped.substr(title.size());
       continue;
     }
-    out += (who.empty() ? "" : who + dot) + "Driver " +
-           text::terminal_safe(b->driver_version.value_or("?"));
+    std::string line = (who.empty() ? "" : who + dot) + "Driver " +
+                       text::terminal_safe(b->driver_version.value_or("?"));
     if (const auto* v = b->detail(b->name + "_version"))
-      out += dot + text::terminal_safe(b->label()) + " " + text::terminal_safe(*v);
-    out += "\n";
+      line += dot + text::terminal_safe(b->label()) + " " + text::terminal_safe(*v);
+    out += wrap_text(line, width);
   }
   return out;
 }
@@ -94,7 +98,7 @@ size_t bar_width(const core::Snapshot& s, const GpuViewOptions& o, size_t name_w
 
 std::string render_gpu_section(const core::Snapshot& s, const Style& style,
                                const GpuViewOptions& o) {
-  std::string out = backend_lines(s.drivers, style, o.unicode);
+  std::string out = backend_lines(s.drivers, style, o.unicode, o.width);
   if (!s.drivers.any_available())
     return out + "Showing processes that hold GPU device files only.\n\n";
   size_t name_width = 4;
@@ -149,22 +153,31 @@ std::string render_gpu_section(const core::Snapshot& s, const Style& style,
 std::string render_compact(const core::Snapshot& s, const Style& style, const GpuViewOptions& o) {
   const std::string ellipsis = o.unicode ? "…" : "~";
   std::string out;
-  if (!s.drivers.any_available()) out += backend_lines(s.drivers, style, o.unicode);
+  if (!s.drivers.any_available()) out += backend_lines(s.drivers, style, o.unicode, o.width);
   for (const auto& g : s.drivers.gpus) {
     // On a terminal a long name gives way to the figures and the users.
     std::string name = text::terminal_safe(g.name.value_or("?"));
     if (o.width) name = text::fit(name, 24, ellipsis);
     std::string line = fmt::format("[{}] ", g.index) + name;
     if (g.error) {
-      out +=
-          line + " | " + style.paint("error: " + text::terminal_safe(*g.error), Color::Red) + "\n";
+      std::string error = "error: " + text::terminal_safe(*g.error);
+      line += " | ";
+      if (o.width)
+        error = text::fit(error,
+                          *o.width > text::text_width(line) ? *o.width - text::text_width(line) : 0,
+                          ellipsis);
+      out += line + style.paint(error, Color::Red) + "\n";
       continue;
     }
     line += " | " + percent(g.utilization_percent) + "  " + temperature(g, o.unicode) + " | ";
     auto m = s.memory_summary(g);
     line += used_of_total(g);
     // Users in PID order, each with the memory the driver lists for it on this GPU.
-    std::string users;
+    struct User {
+      std::string text;
+      bool ghost = false;
+    };
+    std::vector<User> users;
     for (const auto& r : s.figures().rows)
       for (const auto& u : r.gpus) {
         if (u.index != g.index) continue;
@@ -173,14 +186,61 @@ std::string render_compact(const core::Snapshot& s, const Style& style, const Gp
           who = r.process->details && r.process->details->user
                     ? text::terminal_safe(*r.process->details->user)
                     : "-";
-        users += " " + who + " " +
+        users.push_back(
+            {" " + who + " " +
                  (u.used_bytes ? text::compact_bytes(*u.used_bytes) : std::string("?")) + " (" +
-                 std::to_string(r.pid) + ")";
+                 std::to_string(r.pid) + ")",
+             r.is_ghost() || !r.process});
       }
-    line += " |" + (users.empty() ? std::string(" -") : users);
-    // Cut as plain text, then painted: a GPU with ghost memory is red.
-    if (o.width) line = text::fit(line, *o.width, ellipsis);
-    out += style.paint(line, m.ghost_bytes ? Color::Red : Color::None) + "\n";
+    line = o.width ? text::fit(line + " |", *o.width, ellipsis) : line + " |";
+    std::string all;
+    for (const auto& u : users) all += u.text;
+    if (users.empty()) all = " -";
+    std::vector<std::string> lines;
+    if (!o.width || text::text_width(line + all) <= *o.width) {
+      lines.push_back(line + all);
+    } else {
+      // Too long: a ghost's entry is never cut; other users give way, counted ("+2").
+      size_t room = *o.width;
+      size_t ghosts = 0;
+      for (const auto& u : users) ghosts += u.ghost ? text::text_width(u.text) : 0;
+      std::vector<bool> kept(users.size());
+      size_t used = text::text_width(line) + ghosts, hidden = 0;
+      for (size_t i = 0; i < users.size(); ++i) {
+        if (users[i].ghost) {
+          kept[i] = true;
+          continue;
+        }
+        size_t w = text::text_width(users[i].text);
+        size_t others_left = 0;
+        for (size_t j = i + 1; j < users.size(); ++j) others_left += !users[j].ghost;
+        size_t marker = others_left ? 5 : 0;  // " +NN"
+        if (used + w + marker <= room) {
+          kept[i] = true;
+          used += w;
+        } else {
+          ++hidden;
+        }
+      }
+      // Greedy lines: a ghost's entry that does not fit goes on a line of its own, indented.
+      std::vector<std::string> entries;
+      for (size_t i = 0; i < users.size(); ++i)
+        if (kept[i]) entries.push_back(users[i].text);
+      if (hidden) entries.push_back(fmt::format(" +{}", hidden));
+      const std::string indent = "  ";
+      std::string current = line;
+      for (const auto& e : entries) {
+        if (current != indent && text::text_width(current) + text::text_width(e) > room) {
+          lines.push_back(current);
+          current = indent;
+        }
+        current += e;
+      }
+      lines.push_back(current);
+    }
+    // Painted after the fitting: a GPU with ghost memory is red.
+    for (const auto& l : lines)
+      out += style.paint(l, m.ghost_bytes ? Color::Red : Color::None) + "\n";
   }
   return out;
 }

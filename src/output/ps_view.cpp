@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "output/command_label.h"
 #include "output/ghost_summary.h"
 #include "output/process_figures.h"
 #include "output/ps_tree.h"
@@ -104,21 +105,31 @@ std::string state_word(char state) {
   }
 }
 
-std::string command_text(const core::ProcessRow& r) {
+namespace {
+
+// What stands for a row without a process to read: one in another PID namespace, or gone.
+std::optional<std::string> absent_command(const core::ProcessRow& r) {
   if (r.has(core::Anomaly::ForeignNamespace)) return "(host PID, not visible from this namespace)";
   if (!r.process) return "(" + text::terminal_safe(r.driver_name.value_or("gone")) + ")";
-  const auto* d = r.process->details ? &*r.process->details : nullptr;
-  if (!d || d->cmdline.empty()) return "[" + text::terminal_safe(r.process->stat.comm) + "]";
-  // The program's name first: a long interpreter path would fill a narrow column alone (the
-  // full argv is in the JSON).
-  const std::string& argv0 = d->cmdline.front();
-  std::string base = argv0.substr(argv0.rfind('/') + 1);
-  std::string out = text::terminal_safe(base.empty() ? argv0 : base);
-  for (size_t i = 1; i < d->cmdline.size(); ++i) out += " " + text::terminal_safe(d->cmdline[i]);
-  // A process that renamed itself (a worker, a forked helper) shows that name too.
-  if (!base.starts_with(r.process->stat.comm))
-    out += " (" + text::terminal_safe(r.process->stat.comm) + ")";
-  return out;
+  return std::nullopt;
+}
+
+const std::vector<std::string> kNoArgv;
+
+const std::vector<std::string>& argv_of(const core::ProcessRow& r) {
+  return r.process->details ? r.process->details->cmdline : kNoArgv;
+}
+
+}  // namespace
+
+std::string command_text(const core::ProcessRow& r) {
+  if (auto absent = absent_command(r)) return *absent;
+  return command_label(argv_of(r), r.process->stat.comm);
+}
+
+std::string command_line(const core::ProcessRow& r) {
+  if (auto absent = absent_command(r)) return *absent;
+  return command_line_text(argv_of(r), r.process->stat.comm);
 }
 
 namespace {
@@ -181,6 +192,10 @@ std::string render_process_table(const core::Snapshot& s, const Style& style,
   // At 80 columns the command keeps room for its program and first arguments; what goes
   // first is what `--json` or `--tree` tells better.
   t.drop_when_narrow({"PGID", "PPID", "DEVICES", "AGE", "TIME", "CONTAINER", "RSS", "CPU%"}, 24);
+  // Then a long user name is cut, and the anomalies go to a line under their row: cut, they
+  // would no longer say what is wrong.
+  t.shrink_when_narrow("USER", 8);
+  t.fold_when_narrow("ANOMALIES", "anomalies");
   t.set_ellipsis(o.unicode ? "…" : "~");
   if (!o.tree) {
     for (const auto* r : table_order(s, o.sort)) t.add(row_cells(s, *r, ""));
@@ -197,47 +212,75 @@ std::string render_process_table(const core::Snapshot& s, const Style& style,
   return t.render(style, o.width);
 }
 
+namespace {
+
+// Each line of `text` wrapped to the width, painted.
+std::string painted(const std::string& text, Color color, const Style& style,
+                    std::optional<size_t> width) {
+  std::string out;
+  std::string wrapped = wrap_text(text, width);
+  for (size_t i = 0; i < wrapped.size();) {
+    size_t end = wrapped.find('\n', i);
+    out += style.paint(std::string_view(wrapped).substr(i, end - i), color) + "\n";
+    i = end + 1;
+  }
+  return out;
+}
+
 // A driver client several processes hold (a DRM file inherited across fork) is listed once,
 // on one of them: say who else holds it, so the others' empty MEMORY is not read as nothing.
-std::string shared_client_lines(const core::Snapshot& s) {
+std::string shared_client_lines(const core::Snapshot& s, std::optional<size_t> width) {
   std::string out;
   for (const auto& r : s.rows)
     for (const auto& u : r.gpus) {
       if (u.shared_with.empty()) continue;
       std::string pids;
       for (pid_t p : u.shared_with) pids += (pids.empty() ? "" : ", ") + std::to_string(p);
-      out += fmt::format(
-          "PID {} shares its GPU {} memory with PID {}: one driver client, counted once.\n", r.pid,
-          u.index, pids);
+      out += wrap_text(
+          fmt::format(
+              "PID {} shares its GPU {} memory with PID {}: one driver client, counted once.",
+              r.pid, u.index, pids),
+          width);
     }
   return out;
 }
 
-std::string render_summary(const core::Snapshot& s, const Style& style) {
+}  // namespace
+
+std::string render_summary(const core::Snapshot& s, const Style& style,
+                           std::optional<size_t> width) {
   std::string out;
   for (const auto& n : ghost_notices(s)) {
-    out += style.paint(n.headline, Color::Red) + " ";
+    std::string advice;
     switch (n.kind) {
       case GhostCase::Kept:
-        out += "`gpureap doctor` explains; `" + n.command + "` frees it.\n";
+        advice = "`gpureap doctor` explains; `" + n.command + "` frees it.";
         break;
       case GhostCase::Leaked:
-        out += "Only a GPU reset (or a reboot) frees it: `" + n.command + "`.\n";
+        advice = "Only a GPU reset (or a reboot) frees it: `" + n.command + "`.";
         break;
       case GhostCase::Unknown:
-        out += "`" + n.command + "` sees every holder.\n";
+        advice = "`" + n.command + "` sees every holder.";
         break;
     }
+    // One line when it fits, else the headline, then the advice on lines of its own: the
+    // command to run is never split.
+    if (!width || text::text_width(n.headline) + 1 + text::text_width(advice) <= *width)
+      out += style.paint(n.headline, Color::Red) + " " + advice + "\n";
+    else
+      out += painted(n.headline, Color::Red, style, width) + wrap_text(advice, width);
   }
   if (out.empty()) {
     bool anomalies = std::any_of(s.rows.begin(), s.rows.end(),
                                  [](const core::ProcessRow& r) { return !r.anomalies.empty(); });
-    out = anomalies ? "Some holders need attention (see ANOMALIES). `gpureap doctor` explains.\n"
-          : s.rows.empty()
-              ? "Nothing holds the GPUs. `gpureap ps --json` gives the full view.\n"
-              : "No ghosts. `gpureap ps --tree` shows the holders in their process tree.\n";
+    out = wrap_text(anomalies
+                        ? "Some holders need attention (see ANOMALIES). `gpureap doctor` explains."
+                    : s.rows.empty()
+                        ? "Nothing holds the GPUs. `gpureap ps --json` gives the full view."
+                        : "No ghosts. `gpureap ps --tree` shows the holders in their process tree.",
+                    width);
   }
-  return shared_client_lines(s) + out;
+  return shared_client_lines(s, width) + out;
 }
 
 std::string render_ps(const core::Snapshot& s, const Style& style, const PsViewOptions& o) {
@@ -245,11 +288,11 @@ std::string render_ps(const core::Snapshot& s, const Style& style, const PsViewO
   if (o.compact) {
     // The footer only when it has something to say: the compact form is for a glance.
     std::string out = render_compact(s, style, gpus);
-    if (!ghost_notices(s).empty()) out += render_summary(s, style);
+    if (!ghost_notices(s).empty()) out += render_summary(s, style, o.width);
     return o.unicode ? out : text::ascii_only(out);
   }
   std::string out = render_gpu_section(s, style, gpus) + render_process_table(s, style, o) + "\n" +
-                    render_summary(s, style);
+                    render_summary(s, style, o.width);
   return o.unicode ? out : text::ascii_only(out);
 }
 
@@ -274,7 +317,7 @@ std::string render_ps_csv(const core::Snapshot& s) {
         text::csv_field(devices), p ? std::to_string(p->stat.ppid) : "",
         p ? std::to_string(p->stat.pgid) : "", p ? std::to_string(p->stat.sid) : "",
         text::csv_field(container_text(r) == "-" ? "" : container_text(r)), anomalies_text(r),
-        r.listed_by_driver ? "true" : "false", text::csv_field(command_text(r)));
+        r.listed_by_driver ? "true" : "false", text::csv_field(command_line(r)));
   }
   return out;
 }

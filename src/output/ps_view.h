@@ -20,15 +20,20 @@ struct PsViewOptions {
 
 std::string render_process_table(const core::Snapshot& s, const Style& style,
                                  const PsViewOptions& options);
-// One line per GPU with ghost memory, then the next useful command.
-std::string render_summary(const core::Snapshot& s, const Style& style);
+// One line per GPU with ghost memory, then the next useful command; wrapped at the width
+// (never inside a command), when there is one.
+std::string render_summary(const core::Snapshot& s, const Style& style,
+                           std::optional<size_t> width = std::nullopt);
 std::string render_ps(const core::Snapshot& s, const Style& style, const PsViewOptions& options);
 std::string render_ps_csv(const core::Snapshot& s);
 
 // Words for a process state letter: running, sleeping, stopped, zombie, ...
 std::string state_word(char state);
-// The command to show: the program's name (argv[0] without its directory), then its
-// arguments, or [comm] when argv is empty (kernel thread, zombie).
+// The command to show in a table: output/command_label.h's short label (the program, what it
+// runs, the name it gave itself), or [comm] when argv is empty (kernel thread, zombie).
 std::string command_text(const core::ProcessRow& row);
+// The whole command line (the program's name without its directory, every argument), for the
+// CSV, filters and details.
+std::string command_line(const core::ProcessRow& row);
 
 }  // namespace gpureap::output

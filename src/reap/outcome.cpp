@@ -261,4 +261,11 @@ std::string holders_text(const std::vector<Holder>& held) {
   return s;
 }
 
+std::chrono::milliseconds reclaim_time(const Timing& t) {
+  auto from = t.signalled.value_or(t.started);
+  auto to = t.verified.value_or(t.report);
+  if (to < from) return std::chrono::milliseconds(0);
+  return std::chrono::duration_cast<std::chrono::milliseconds>(to - from);
+}
+
 }  // namespace gpureap::reap

@@ -66,6 +66,10 @@ struct Timing {
   std::chrono::system_clock::time_point report{};  // just before printing
 };
 
+// How long the reclaim took: from the first signal (not from the plan, nor the time a person took
+// to answer its question) to the verification that ended it.
+std::chrono::milliseconds reclaim_time(const Timing& timing);
+
 struct Report {
   std::vector<Outcome> outcomes;  // one per plan target, in plan order
   std::vector<GoneOutcome> gone;

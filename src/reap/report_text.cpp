@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "output/command_label.h"
 #include "output/ps_view.h"
 #include "output/table.h"
 #include "reap/arguments.h"
@@ -32,11 +33,16 @@ std::string memory_text(const Target& t) {
   return s;
 }
 
-std::string command_text(const Target& t) {
-  if (t.cmdline.empty()) return "[" + text::terminal_safe(t.comm) + "]";
-  std::string s;
-  for (const auto& a : t.cmdline) s += (s.empty() ? "" : " ") + a;
-  return text::terminal_safe(s);
+// Text wrapped at the width, its first `bold` bytes painted (what was chosen), or all of it in
+// `color` after a painted `label` ("note: ").
+std::string lines(const std::string& text, std::optional<size_t> width) {
+  return output::wrap_text(text, width);
+}
+
+std::string labelled(const output::Style& style, const std::string& label, Color color,
+                     const std::string& text, std::optional<size_t> width) {
+  std::string wrapped = lines(label + text, width);
+  return style.paint(wrapped.substr(0, label.size() - 1), color) + wrapped.substr(label.size() - 1);
 }
 
 std::string reasons_text(const Target& t) {
@@ -66,10 +72,11 @@ Cell action_cell(const Target& t) {
 }
 
 // The plan's first line: what was chosen, in words, and what will be done to it.
-std::string plan_header(const Plan& plan, const KillSettings& k, const output::Style& style) {
-  std::string chosen = style.paint(text::terminal_safe(plan.selection), Color::Bold);
+std::string plan_header(const Plan& plan, const KillSettings& k, const output::Style& style,
+                        std::optional<size_t> width) {
+  std::string chosen = text::terminal_safe(plan.selection);
   size_t n = plan.targets.size(), to_signal = plan.count(Action::Signal);
-  if (n == 0) return chosen + ": nothing matched.\n";
+  if (n == 0) return labelled(style, chosen + ":", Color::Bold, " nothing matched.", width);
   std::string how = signal_name(k.exec.signal);
   if (k.exec.escalate && k.exec.signal != SIGKILL)
     how += ", then SIGKILL after " + duration_text(k.exec.grace);
@@ -81,7 +88,8 @@ std::string plan_header(const Plan& plan, const KillSettings& k, const output::S
           : "no GPU driver: check that no device file stays held";
   std::string count = fmt::format("{} process{}", n, n == 1 ? "" : "es");
   if (to_signal != n) count += fmt::format(", {}", to_signal);
-  return fmt::format("{}: {} to signal ({}; {}).\n", chosen, count, how, verify);
+  return labelled(style, chosen + ":", Color::Bold,
+                  fmt::format(" {} to signal ({}; {}).", count, how, verify), width);
 }
 
 Cell outcome_cell(const Outcome& o) {
@@ -117,9 +125,16 @@ std::string outcome_detail(const Outcome& o) {
 
 std::string render_plan(const core::Snapshot& s, const Plan& plan, const KillSettings& k,
                         const output::Style& style, std::optional<size_t> width) {
-  std::string out = plan_header(plan, k, style);
+  std::string out = plan_header(plan, k, style, width);
   if (!plan.targets.empty()) {
     output::Table table({"PID", "USER", "STATE", "MEMORY", "ACTION", "WHY", "COMMAND"});
+    // Nobody confirms a kill on a PID and a user alone: the command keeps its column at any
+    // width, the reasons moving to a line under each target first.
+    table.drop_when_narrow({}, 28);
+    table.shrink_when_narrow("USER", 8);
+    table.fold_when_narrow("WHY", "why");
+    table.shrink_when_narrow("MEMORY", 12);
+    table.shrink_when_narrow("STATE", 7);
     for (const auto& t : plan.targets) {
       std::string why = reasons_text(t);
       if (!t.refusal.empty()) why += " — " + t.refusal;
@@ -131,7 +146,7 @@ std::string render_plan(const core::Snapshot& s, const Plan& plan, const KillSet
                  {memory_text(t)},
                  action_cell(t),
                  {text::terminal_safe(why)},
-                 {command_text(t)}});
+                 {output::command_label(t.cmdline, t.comm)}});
     }
     out += table.render(style, width);
   }
@@ -139,19 +154,21 @@ std::string render_plan(const core::Snapshot& s, const Plan& plan, const KillSet
     std::string keepers;
     for (pid_t k2 : g.keepers) keepers += (keepers.empty() ? "" : ", ") + std::to_string(k2);
     auto bytes = g.memory_bytes();
-    out += fmt::format("Gone PID {}{} holds {} through {}.\n", g.pid,
-                       g.driver_name ? " (" + text::terminal_safe(*g.driver_name) + ")" : "",
-                       bytes ? text::human_bytes(*bytes) : "unknown memory",
-                       keepers.empty() ? "no process in the plan" : "its keepers " + keepers);
+    out += lines(fmt::format("Gone PID {}{} holds {} through {}.", g.pid,
+                             g.driver_name ? " (" + text::terminal_safe(*g.driver_name) + ")" : "",
+                             bytes ? text::human_bytes(*bytes) : "unknown memory",
+                             keepers.empty() ? "no process in the plan" : "its keepers " + keepers),
+                 width);
   }
   for (const auto& n : plan.notes)
-    out += style.paint("note: ", Color::Yellow) + text::terminal_safe(n) + "\n";
+    out += labelled(style, "note: ", Color::Yellow, text::terminal_safe(n), width);
   if (!s.complete())
-    out += style.paint("note: ", Color::Yellow) +
-           fmt::format(
-               "the view is incomplete ({} processes could not be inspected): holders may be "
-               "missing from this plan; run as root or grant CAP_SYS_PTRACE\n",
-               s.proc.uninspectable);
+    out += labelled(style, "note: ", Color::Yellow,
+                    fmt::format("the view is incomplete ({} processes could not be inspected): "
+                                "holders may be missing from this plan; run as root or grant "
+                                "CAP_SYS_PTRACE",
+                                s.proc.uninspectable),
+                    width);
   return out;
 }
 
@@ -164,31 +181,34 @@ std::string render_results(const Plan& plan, const Report& r, const output::Styl
   out += table.render(style, width);
   for (const auto& g : r.gone) {
     if (!g.attempted) continue;
-    out += g.released
-               ? fmt::format("Gone PID {}: {} released{}.\n", g.pid,
-                             g.bytes ? text::human_bytes(*g.bytes) : "memory",
-                             g.release_ms
-                                 ? fmt::format(" {} ms after its last keeper exited", *g.release_ms)
-                                 : "")
-               : fmt::format("Gone PID {}: memory still held.\n", g.pid);
+    out += lines(g.released
+                     ? fmt::format("Gone PID {}: {} released{}.", g.pid,
+                                   g.bytes ? text::human_bytes(*g.bytes) : "memory",
+                                   g.release_ms ? fmt::format(" {} ms after its last keeper exited",
+                                                              *g.release_ms)
+                                                : "")
+                     : fmt::format("Gone PID {}: memory still held.", g.pid),
+                 width);
   }
   std::string freed;
   for (const auto& f : r.freed)
     if (f.bytes > 0)
       freed += (freed.empty() ? "" : ", ") +
                fmt::format("GPU {} {}", f.index, text::human_bytes(f.bytes));
-  auto took =
-      std::chrono::duration_cast<std::chrono::milliseconds>(r.timing.report - r.timing.started);
+  // From the first signal to the release seen: not the time spent planning or answering.
+  auto took = reclaim_time(r.timing);
   if (!plan.backend_available)
-    out += fmt::format(
-        "No GPU driver to ask: checked that no target still holds a device file. Took {}.\n",
-        duration_text(took));
+    out += lines(fmt::format("No GPU driver to ask: checked that no target still holds a device "
+                             "file. Took {}.",
+                             duration_text(took)),
+                 width);
   else
-    out += fmt::format("Freed {} in {}.\n", freed.empty() ? "no listed GPU memory" : freed,
-                       duration_text(took));
+    out += lines(fmt::format("Freed {} in {}.", freed.empty() ? "no listed GPU memory" : freed,
+                             duration_text(took)),
+                 width);
   if (r.exit_code != kExitReleased)
-    out += style.paint("Not everything was reclaimed: ", Color::Red) +
-           "`gpureap ps` shows what still holds GPU memory.\n";
+    out += labelled(style, "Not everything was reclaimed: ", Color::Red,
+                    "`gpureap ps` shows what still holds GPU memory.", width);
   return out;
 }
 

@@ -61,7 +61,7 @@ Line head_line(const TopRow& r, const core::HostProcess* p) {
 // What /proc says: the command, where it waits, its container and namespace PIDs, its GPU files.
 void add_process(std::vector<Line>& out, const TopRow& r, const core::HostProcess* p,
                  size_t width) {
-  add_wrapped(out, "command    ", r.command, width);
+  add_wrapped(out, "command    ", r.command_line.empty() ? r.command : r.command_line, width);
   if (p && p->details && p->details->wchan && !p->details->wchan->empty())
     add_wrapped(out, "waits in   ",
                 text::terminal_safe(*p->details->wchan) +

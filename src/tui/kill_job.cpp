@@ -54,10 +54,12 @@ std::vector<std::string> plan_lines(const core::Snapshot& s, const reap::Plan& p
       split_lines(reap::render_plan(s, plan, settings, output::Style(false), width), width);
   size_t refused = plan.count(reap::Action::Refused),
          denied = plan.count(reap::Action::NotPermitted);
+  std::string more;
   if (denied)
-    lines.push_back(fmt::format("{} process{} not yours: only root or the owner may signal them.",
-                                denied, denied == 1 ? " is" : "es are"));
-  if (refused) lines.push_back(fmt::format("{} refused by a safety rule (see WHY).", refused));
+    more += fmt::format("{} process{} not yours: only root or the owner may signal them.\n", denied,
+                        denied == 1 ? " is" : "es are");
+  if (refused) more += fmt::format("{} refused by a safety rule (see why).\n", refused);
+  for (auto& l : split_lines(more, width)) lines.push_back(std::move(l));
   return lines;
 }
 

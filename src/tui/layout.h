@@ -45,7 +45,8 @@ struct ColumnSpec {
 };
 
 inline constexpr size_t kMarkWidth = 1;  // the tag mark before each row
-inline constexpr size_t kMinCommandWidth = 20;
+// What the command column keeps before a column gives way: a program and its script.
+inline constexpr size_t kMinCommandWidth = 24;
 
 // The columns that fit in `width`, separated by one space after the mark column. The command
 // takes what is left; less useful columns go first when it would get too little.

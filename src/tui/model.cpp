@@ -147,6 +147,15 @@ std::optional<pid_t> TopModel::selected() const {
 void TopModel::set_message(std::string text, Role role) {
   message_ = std::move(text);
   message_role_ = role;
+  message_at_ = std::chrono::steady_clock::now();
+  message_sticky_ = false;
+  ++message_serial_;
+}
+
+bool TopModel::expire_message(std::chrono::steady_clock::time_point now) {
+  if (message_.empty() || message_sticky_ || now - message_at_ < kMessageFor) return false;
+  message_.clear();
+  return true;
 }
 
 void TopModel::cycle_gpu() {
@@ -201,6 +210,14 @@ void TopModel::shift_sort(int delta) {
 Effect TopModel::handle(const Key& key) {
   if (key.kind == Key::None || key.kind == Key::Resize) return {};
   if (key.kind == Key::Interrupt) return {Effect::Quit};  // from any mode
+  // A message has been read once a key is pressed: it goes, unless this key says something new.
+  unsigned serial = message_serial_;
+  Effect effect = dispatch(key);
+  if (message_serial_ == serial && !message_sticky_) message_.clear();
+  return effect;
+}
+
+Effect TopModel::dispatch(const Key& key) {
   switch (mode_) {
     case Mode::Table:
       return handle_table(key);
@@ -515,8 +532,10 @@ void TopModel::show_plan_error(std::string message) {
 void TopModel::kill_progress(std::string text) {
   if (mode_ == Mode::Running)
     dialog_lines_ = {std::move(text)};
-  else if (running_hidden_)
+  else if (running_hidden_) {
     set_message(std::move(text), Role::Dim);
+    message_sticky_ = true;
+  }
 }
 
 void TopModel::show_outcome(std::vector<std::string> lines, bool all_released) {
@@ -530,6 +549,7 @@ void TopModel::show_outcome(std::vector<std::string> lines, bool all_released) {
   dialog_role_ = all_released ? Role::Good : Role::Warn;
   tags_.clear();
   message_.clear();
+  message_sticky_ = false;
 }
 
 }  // namespace gpureap::tui

@@ -84,7 +84,12 @@ class TopModel {
   void show_plan_error(std::string message);
   void kill_progress(std::string text);
   void show_outcome(std::vector<std::string> lines, bool all_released);
+  // A message on the status line: it goes with the next key, or after kMessageFor
+  // (expire_message); a kill's progress stays until its outcome.
   void set_message(std::string text, Role role = Role::Normal);
+  static constexpr std::chrono::seconds kMessageFor{5};
+  // True when a message expired at `now` (the screen must be redrawn).
+  bool expire_message(std::chrono::steady_clock::time_point now);
 
   Frame compose() const;
 
@@ -110,6 +115,7 @@ class TopModel {
   void relayout();
   void select_index(size_t index);
   void move(long delta);
+  Effect dispatch(const Key& key);
   Effect handle_table(const Key& key);
   void navigate(Action action, const Key& key);
   void change_view(const Binding& binding);
@@ -169,6 +175,9 @@ class TopModel {
   std::string filter_edit_;  // the text being typed after '/'
   std::string message_;
   Role message_role_ = Role::Normal;
+  std::chrono::steady_clock::time_point message_at_{};
+  unsigned message_serial_ = 0;  // counts set_message: a key that set none clears the last
+  bool message_sticky_ = false;  // a hidden kill's progress
 
   std::string dialog_title_;
   std::vector<std::string> dialog_lines_;

@@ -114,6 +114,20 @@ std::pair<std::string, Role> table_cell(const TopRow& r, Column column, Role rol
   return {"", plain};
 }
 
+// Without its trailing spaces, and cut with an ellipsis when wider than `width`: a line that
+// does not fit says so.
+Line ellipsized(Line l, size_t width, const char* ellipsis) {
+  while (!l.spans.empty()) {
+    auto& t = l.spans.back().text;
+    while (!t.empty() && t.back() == ' ') t.pop_back();
+    if (!t.empty()) break;
+    l.spans.pop_back();
+  }
+  if (l.width() <= width || width == 0) return l;
+  Role role = l.spans.back().role;
+  return slice(l, 0, width - 1).add(ellipsis, role);
+}
+
 std::string pct(std::optional<unsigned> v) {
   return v ? fmt::format("{}%", *v) : "-";
 }
@@ -279,7 +293,7 @@ void TopModel::compose_host(Frame& f) const {
     host.add(fmt::format("view incomplete: {} processes could not be inspected (run as root)",
                          s->proc.uninspectable),
              Role::Warn);
-  f.lines[layout_.host_y] = host;
+  f.lines[layout_.host_y] = ellipsized(host, layout_.width, glyphs(settings_.unicode).ellipsis);
 }
 
 // Sampling trouble first, then messages, the filter, and what to do about ghosts.
@@ -303,7 +317,7 @@ void TopModel::compose_status(Frame& f) const {
       st.add(": no holder visible (" + n.command + ")  ", Role::Dim);
     }
   }
-  f.lines[layout_.status_y] = st;
+  f.lines[layout_.status_y] = ellipsized(st, layout_.width, glyphs(settings_.unicode).ellipsis);
 }
 
 void TopModel::add_sampling_status(Line& st) const {
@@ -453,10 +467,17 @@ void TopModel::compose_footer(Frame& f) const {
   keys.push_back({sort_keys, "sort by column"});
   std::string pos = view_.empty() ? "" : fmt::format(" {}/{}", index_ + 1, view_.size());
   size_t room = w > text_width(pos) ? w - text_width(pos) : 0;
-  for (const auto& [k, what] : keys) {
-    size_t need = text_width(k) + 1 + text_width(what) + 2;
-    if (l.width() + need > room) break;
-    l.add(k, Role::Key).add(" " + what + "  ", Role::Dim);
+  const Glyphs& gl = glyphs(settings_.unicode);
+  for (size_t i = 0; i < keys.size(); ++i) {
+    const auto& [k, what] = keys[i];
+    size_t need = text_width(k) + 1 + text_width(what) + (i + 1 < keys.size() ? 2 : 0);
+    // The hint says when it is cut: "?" lists every key.
+    size_t keep = i + 1 < keys.size() ? 1 : 0;
+    if (l.width() + need + keep > room) {
+      l.add(gl.ellipsis, Role::Dim);
+      break;
+    }
+    l.add(k, Role::Key).add(" " + what + (i + 1 < keys.size() ? "  " : ""), Role::Dim);
   }
   if (l.width() < room) l.add(std::string(room - l.width(), ' '));
   l.add(pos, Role::Dim);

@@ -29,14 +29,47 @@ std::vector<Line> help_lines(bool readonly, size_t width) {
                         .add(i < what.size() ? what[i] : ""));
   }
   out.push_back({});
+  // A legend wrapped word by word, each word in its part's role; a separator ("·") stays at the
+  // end of the line before, so no line starts with one or ends with a lone title.
   auto legend = [&](const std::vector<std::pair<std::string, Role>>& parts) {
+    struct Word {
+      std::vector<Span> spans;  // a word may change role inside ("ghost" then "·")
+      bool space_before = false;
+      size_t width() const {
+        size_t w = 0;
+        for (const auto& s : spans) w += text_width(s.text);
+        return w;
+      }
+    };
+    std::vector<Word> words;
+    bool space = false;
+    for (const auto& [t, role] : parts)
+      for (size_t i = 0; i <= t.size();) {
+        size_t end = std::min(t.find(' ', i), t.size());
+        std::string piece = t.substr(i, end - i);
+        if (!piece.empty()) {
+          bool glue = !words.empty() && (!space || piece == "·" || piece == "-" || piece == ";");
+          if (glue) {
+            if (space) words.back().spans.push_back({" ", role});
+            words.back().spans.push_back({piece, role});
+          } else {
+            words.push_back({{{piece, role}}, space});
+          }
+          space = false;
+        }
+        if (end < t.size()) space = true;
+        i = end + 1;
+      }
     Line l;
-    for (const auto& [t, r] : parts) {
-      if (l.width() + text_width(t) > width) {
+    for (const auto& word : words) {
+      size_t gap = l.spans.empty() ? 0 : 1;
+      if (!l.spans.empty() && l.width() + gap + word.width() > width) {
         out.push_back(std::move(l));
         l = Line();
+        gap = 0;
       }
-      l.add(t, r);
+      if (gap) l.add(" ", Role::Dim);
+      for (const auto& sp : word.spans) l.add(sp.text, sp.role);
     }
     out.push_back(std::move(l));
   };
@@ -47,7 +80,7 @@ std::vector<Line> help_lines(bool readonly, size_t width) {
           {" (stopped or uninterruptible) · ", Role::Dim},
           {"other anomaly", Role::Warn},
           {" · ", Role::Dim},
-          {"dim: context, or not yours to signal", Role::Dim}});
+          {"dim: context, or not yours to signal.", Role::Dim}});
   legend({{"Memory bar: ", Role::Dim},
           {"attributed", Role::BarAttributed},
           {" · ", Role::Dim},
@@ -55,8 +88,8 @@ std::vector<Line> help_lines(bool readonly, size_t width) {
           {" · ", Role::Dim},
           {"unattributed", Role::BarUnattributed},
           {" · ", Role::Dim},
-          {"free", Role::BarFree},
-          {"; the sparklines: memory used, then utilisation, over the last minutes", Role::Dim}});
+          {"free.", Role::BarFree}});
+  legend({{"Sparklines: memory used, then utilisation, over the last minutes.", Role::Dim}});
   return out;
 }
 

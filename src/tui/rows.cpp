@@ -109,6 +109,7 @@ TopRow make_row(const core::Snapshot& s, const core::ProcessRow& row, const View
   else
     r.memory_partial = false;
   r.command = output::command_text(row);
+  r.command_line = output::command_line(row);
   for (auto a : row.anomalies)
     r.anomalies += (r.anomalies.empty() ? "" : " ") + std::string(core::to_string(a));
   r.ghost = row.is_ghost();
@@ -127,6 +128,7 @@ TopRow make_context_row(const core::Snapshot& s, const core::HostProcess& p, con
   as_row.pid = p.stat.pid;
   as_row.process = p;
   r.command = output::command_text(as_row);
+  r.command_line = output::command_line(as_row);
   return r;
 }
 

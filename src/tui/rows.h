@@ -39,11 +39,12 @@ struct TopRow {
   std::optional<std::chrono::milliseconds> cpu;
   char state = '?';
   std::optional<std::chrono::seconds> age;
-  std::string container;  // "-" when none
-  std::string command;
-  std::string anomalies;  // space-separated names
-  bool ghost = false;     // core::ProcessRow::is_ghost()
-  bool stuck = false;     // stopped or uninterruptible
+  std::string container;     // "-" when none
+  std::string command;       // output::command_text: the short label the table shows
+  std::string command_line;  // the whole command line: the filter and the detail read it
+  std::string anomalies;     // space-separated names
+  bool ghost = false;        // core::ProcessRow::is_ghost()
+  bool stuck = false;        // stopped or uninterruptible
   bool anomalous = false;
   bool actionable = true;  // the viewer may signal it (root, or its owner)
 

@@ -81,6 +81,7 @@ class Loop {
         dirty = true;
       }
       dirty |= poll_job();
+      dirty |= model_.expire_message(std::chrono::steady_clock::now());
       if (dirty) term_.draw(model_.compose());
       dirty = false;
       Key key = term_.read_key(100);

@@ -100,8 +100,8 @@ bool matches(const TopRow& r, const Filter& f) {
   if (f.user && r.user != *f.user) return false;
   if (f.text.empty()) return true;
   std::string needle = lower(f.text);
-  for (const std::string& hay :
-       {std::to_string(r.pid), r.user, r.state_text(), r.command, r.container, r.anomalies})
+  for (const std::string& hay : {std::to_string(r.pid), r.user, r.state_text(), r.command,
+                                 r.command_line, r.container, r.anomalies})
     if (lower(hay).find(needle) != std::string::npos) return true;
   return false;
 }

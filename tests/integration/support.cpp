@@ -466,7 +466,8 @@ KillStrays::~KillStrays() {
 }
 
 RunResult run_gpureap_on_tty(const std::vector<std::string>& args, const std::string& prompt,
-                             const std::string& answer, const std::vector<std::string>& env) {
+                             const std::string& answer, const std::vector<std::string>& env,
+                             unsigned short columns) {
   RunResult r;
   std::vector<std::string> argv_s{GPUREAP_BINARY};
   argv_s.insert(argv_s.end(), args.begin(), args.end());
@@ -480,7 +481,10 @@ RunResult run_gpureap_on_tty(const std::vector<std::string>& args, const std::st
   for (auto& e : env_s) envp.push_back(e.data());
   envp.push_back(nullptr);
   int master = -1, slave = -1;
-  if (::openpty(&master, &slave, nullptr, nullptr, nullptr) != 0) {
+  winsize size{};
+  size.ws_row = 24;
+  size.ws_col = columns;
+  if (::openpty(&master, &slave, nullptr, nullptr, columns ? &size : nullptr) != 0) {
     ADD_FAILURE() << "openpty: " << std::strerror(errno);
     return r;
   }

@@ -162,8 +162,10 @@ std::unique_ptr<GoneTrainer> gone_trainer(const FakeDevRoot& dev,
 // Runs gpureap on a pseudo-terminal (stdin, stdout and stderr), as a user at a shell does.
 // Once the output contains `prompt`, types `answer` and a newline. out holds the whole
 // terminal transcript; err stays empty.
+// `columns`: the terminal's width (0: a terminal that reports no size).
 RunResult run_gpureap_on_tty(const std::vector<std::string>& args, const std::string& prompt,
-                             const std::string& answer, const std::vector<std::string>& env = {});
+                             const std::string& answer, const std::vector<std::string>& env = {},
+                             unsigned short columns = 0);
 // The element of a JSON array of objects whose "pid" is pid, or null.
 nlohmann::json entry_of(const nlohmann::json& array, pid_t pid);
 

@@ -92,7 +92,8 @@ TEST(PsLayout, WithoutATerminalNothingIsCut) {
   auto text = render_ps(machine(), Style(false), {false, std::nullopt});
   EXPECT_EQ(text.find("…"), std::string::npos) << text;
   EXPECT_NE(text.find("train.py " + kLongTail), std::string::npos) << text;
-  EXPECT_NE(text.find("训练 工作进程 " + kLongTail), std::string::npos) << text;
+  // The name it gave itself follows what it runs, before the rest of its arguments.
+  EXPECT_NE(text.find("训练 工作进程 (p301) " + kLongTail), std::string::npos) << text;
   EXPECT_NE(text.find("NVIDIA H100 80GB HBM3 Extended Edition"), std::string::npos);
   EXPECT_NE(text.find("█"), std::string::npos);  // the full bar
 }
@@ -264,6 +265,69 @@ TEST(PsRender, ProtectedProcessNotesOnlyWithVerbose) {
   EXPECT_FALSE(has(quiet, "refuses"));
   EXPECT_TRUE(has(quiet, "something else"));
   EXPECT_TRUE(has(loud, "refuses"));
+}
+
+// Two jobs of one interpreter, a ghost and its keeper, a leak and a shared client: every
+// footer and note there is.
+core::Snapshot ghost_machine() {
+  std::vector<core::HostProcess> ps = {proc(1, 0, 1)};
+  for (auto [pid, script] :
+       {std::pair{500, "train_resnet50.py"}, {501, "evaluate_bert_large.py"}}) {
+    auto p = holder(pid, 1, pid);
+    p.stat.comm = "python3";
+    p.details->user = "a-long-user-name";
+    p.details->cmdline = {"/usr/bin/python3", "-u", std::string("/opt/jobs/nightly/") + script,
+                          "--config", "/opt/jobs/nightly/configs/experiment.yaml"};
+    ps.push_back(p);
+  }
+  auto keeper = holder(4250, 1, 4242);
+  keeper.stat.comm = "pt_data_worker";
+  keeper.details->cmdline = {"/usr/bin/python3", "/opt/jobs/nightly/gpt.py"};
+  ps.push_back(keeper);
+  auto g0 =
+      gpu(0, 0, 72 * GiB, {listed(500, 40 * GiB), listed(501, 24 * GiB), listed(4242, 8 * GiB)});
+  auto g1 = gpu(1, 1, 4 * GiB, {listed(4300, 4 * GiB)});
+  return make_snapshot(ps, {g0, g1});
+}
+
+TEST(PsAt80, EveryLineFitsFootersIncludedAndTheJobsReadApart) {
+  auto s = ghost_machine();
+  for (bool tree : {false, true}) {
+    auto text = render_ps(s, Style(false), {tree, 80u});
+    auto lines = lines_of(text);
+    for (const auto& l : lines) EXPECT_LE(text::text_width(l), 80u) << l << "\n" << text;
+    const std::string* a = line_with(lines, "python3 train_resnet50.py");
+    const std::string* b = line_with(lines, "python3 evaluate_bert_large.py");
+    ASSERT_NE(a, nullptr) << text;
+    ASSERT_NE(b, nullptr) << text;
+    EXPECT_NE(line_with(lines, "python3 gpt.py (pt_data_worker)"), nullptr) << text;
+    // The footer's commands are whole, each on one line.
+    EXPECT_NE(line_with(lines, "`gpureap kill 4242`"), nullptr) << text;
+    EXPECT_NE(line_with(lines, "`gpureap reset --gpu 1`"), nullptr) << text;
+    // The anomalies are whole, under their row.
+    const std::string* anomalies = line_with(lines, "anomalies: orphan");
+    ASSERT_NE(anomalies, nullptr) << text;
+    EXPECT_NE(anomalies->find("inherited-holder"), std::string::npos) << text;
+  }
+  // Into a pipe: one line per footer, as before.
+  auto piped = render_ps(s, Style(false), {false, std::nullopt});
+  EXPECT_NE(piped.find("is held by ghosts (1 process keeps it alive). `gpureap doctor` explains; "
+                       "`gpureap kill 4242` frees it."),
+            std::string::npos)
+      << piped;
+}
+
+TEST(PsCompact, AGhostsEntryIsNeverCut) {
+  auto s = ghost_machine();
+  for (size_t width : {60u, 80u}) {
+    auto text = render_ps(s, Style(false), {false, width, true, PsSort::Pid, true});
+    auto lines = lines_of(text);
+    for (const auto& l : lines) EXPECT_LE(text::text_width(l), width) << l << "\n" << text;
+    EXPECT_NE(text.find("(gone) 8.0G (4242)"), std::string::npos) << text;
+    EXPECT_NE(text.find("(gone) 4.0G (4300)"), std::string::npos) << text;
+    // The footer is whole too.
+    EXPECT_NE(text.find("`gpureap kill 4242`"), std::string::npos) << text;
+  }
 }
 
 }  // namespace

@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "snapshot_builders.h"
 #include "text/display_width.h"
 #include "tui/model.h"
@@ -499,6 +501,119 @@ TEST(TuiModelKeys, SortingNeverUsesAHiddenColumn) {
   m.set_size(200, 40);
   press(m, U'%');
   EXPECT_NE(line_with(m.compose(), "SM%▼"), nullptr) << m.compose().text();
+}
+
+TEST(TuiModelAt80, TheHintLineSaysWhenItIsCut) {
+  for (size_t w : {80u, 100u}) {
+    auto m = model(false, w, 24);
+    auto f = m.compose();
+    expect_fits(f);
+    const std::string footer = f.lines[23].text();
+    // Not every key fits: the hint ends with an ellipsis before the position; "?" lists them.
+    EXPECT_NE(footer.find("…"), std::string::npos) << footer;
+    EXPECT_NE(footer.find("? help"), std::string::npos) << footer;
+  }
+  auto wide = model(false, 300, 24);
+  EXPECT_EQ(wide.compose().lines[23].text().find("…"), std::string::npos);
+}
+
+TEST(TuiModelAt80, MessagesGoWithTheNextKeyOrAfterAWhile) {
+  auto m = model(false, 80, 24);
+  m.set_message("the gpureap daemon stopped answering: top samples on its own now", Role::Warn);
+  ASSERT_NE(line_with(m.compose(), "daemon stopped answering"), nullptr);
+  press(m, Key::Down);  // read: the next key takes it away
+  EXPECT_EQ(m.message(), "");
+  EXPECT_EQ(line_with(m.compose(), "daemon stopped answering"), nullptr);
+  // Unread, it expires.
+  m.set_message("no GPU to filter by", Role::Warn);
+  auto now = std::chrono::steady_clock::now();
+  EXPECT_FALSE(m.expire_message(now));
+  EXPECT_EQ(m.message(), "no GPU to filter by");
+  EXPECT_TRUE(m.expire_message(now + TopModel::kMessageFor + std::chrono::seconds(1)));
+  EXPECT_EQ(m.message(), "");
+  // A key that says something new keeps its own message.
+  press(m, U'k');
+  m.show_plan({"Plan"}, 1);
+  press(m, Key::Escape);
+  EXPECT_EQ(m.message(), "Nothing was signalled.");
+  // A hidden kill's progress stays until its outcome.
+  press(m, U'k');
+  m.show_plan({"Plan"}, 1);
+  press(m, U'y');
+  press(m, Key::Escape);
+  m.kill_progress("waiting for the GPU memory");
+  press(m, Key::Down);
+  EXPECT_FALSE(m.expire_message(std::chrono::steady_clock::now() + std::chrono::minutes(1)));
+  EXPECT_EQ(m.message(), "waiting for the GPU memory");
+}
+
+TEST(TuiModelAt80, ALongStatusEndsWithAnEllipsis) {
+  auto m = model(false, 80, 24);
+  m.set_message(std::string(30, 'x') + " " + std::string(30, 'y') + " " + std::string(30, 'z'),
+                Role::Warn);
+  auto f = m.compose();
+  expect_fits(f);
+  const Line* status = line_with(f, "xxxxxxxxxx");
+  ASSERT_NE(status, nullptr) << f.text();
+  EXPECT_EQ(status->width(), 80u);
+  EXPECT_TRUE(status->text().ends_with("…")) << status->text();
+}
+
+TEST(TuiModelAt80, TheHelpHasNoDanglingLines) {
+  for (size_t w : {80u, 100u, 120u}) {
+    auto m = model(false, w, 60);
+    press(m, U'?');
+    auto f = m.compose();
+    expect_fits(f);
+    std::vector<std::string> inside;
+    for (const auto& l : f.lines) {
+      std::string t = l.text();
+      auto open = t.find("│ ");
+      auto close = t.rfind(" │");
+      if (open == std::string::npos || close == std::string::npos || close <= open) continue;
+      std::string body =
+          t.substr(open + std::string("│ ").size(), close - open - std::string("│ ").size());
+      while (!body.empty() && body.back() == ' ') body.pop_back();
+      inside.push_back(body);
+    }
+    ASSERT_FALSE(inside.empty()) << f.text();
+    EXPECT_NE(std::find_if(inside.begin(), inside.end(),
+                           [](const std::string& b) { return b.find("Sparklines") == 0; }),
+              inside.end())
+        << f.text();
+    for (const auto& b : inside) {
+      // No line starts with a separator or is a title alone.
+      EXPECT_FALSE(b.starts_with("·") || b.starts_with(";") || b.starts_with(" ·"))
+          << w << ": " << b;
+      EXPECT_NE(b, "Rows:") << f.text();
+      EXPECT_NE(b, "Memory bar:") << f.text();
+      EXPECT_FALSE(b.ends_with("Rows:") || b.ends_with("Memory bar:")) << w << ": " << b;
+    }
+  }
+}
+
+TEST(TuiModelAt80, ProcessesOfOneInterpreterReadApart) {
+  std::vector<core::HostProcess> ps = {proc(1, 0, 1)};
+  for (auto [pid, script] : {std::pair{600, "train_resnet50.py"}, {601, "evaluate_bert.py"}}) {
+    auto p = owned(holder(pid, 1, pid), 1000, "alice");
+    p.stat.comm = "python3";
+    p.details->cmdline = {"/usr/bin/python3", "-u", std::string("/opt/jobs/nightly/") + script,
+                          "--config", "/opt/jobs/nightly/configs/a-long-config-name.yaml"};
+    ps.push_back(p);
+  }
+  auto s = make_snapshot(ps, {gpu(0, 0, 16 * GiB, {listed(600, 8 * GiB), listed(601, 8 * GiB)})});
+  TopModel m(TopSettings{false, true, std::chrono::milliseconds(1000), Viewer{0, 0}});
+  m.set_size(80, 24);
+  m.set_snapshot(std::make_shared<const core::Snapshot>(std::move(s)));
+  auto f = m.compose();
+  expect_fits(f);
+  EXPECT_NE(line_with(f, "python3 train_resnet50.py"), nullptr) << f.text();
+  EXPECT_NE(line_with(f, "python3 evaluate_bert.py"), nullptr) << f.text();
+  // The filter still reads the whole command line.
+  press(m, U'/');
+  type(m, "nightly");
+  press(m, Key::Enter);
+  EXPECT_EQ(m.view().size(), 2u);
 }
 
 }  // namespace
