@@ -2,7 +2,8 @@
 # Installs the Debian 12 packages gpureap needs to build, package and test, only those missing:
 # dpkg-dev and file for the .deb's dependencies (CPack runs dpkg-shlibdeps on what file finds
 # to be ELF), man-db for the package test's `man -w`; for the tests against the real engines
-# prometheus and prometheus-alertmanager (10 MiB, with amtool).
+# prometheus and prometheus-alertmanager (10 MiB, with amtool); pci.ids (the PCI ID database,
+# 250 KiB) at run time, for the names of AMD and Intel GPUs (the tests bring their own excerpt).
 #   --ci  also what CI's extra stages need: clang and libFuzzer for scripts/fuzz.sh, and
 #         llvm-symbolizer for readable sanitizer reports (README, "Development").
 #   --slurm  also a single-node Slurm for its test (slurmctld, slurmd, slurm-client, munge: 4 MiB),
@@ -15,7 +16,7 @@
 set -euo pipefail
 packages=(g++ make cmake libcli11-dev libfmt-dev nlohmann-json3-dev libgtest-dev
           libtomlplusplus-dev libcpp-httplib-dev pkgconf prometheus prometheus-alertmanager
-          libncurses-dev tmux dpkg-dev file man-db)
+          libncurses-dev tmux dpkg-dev file man-db pci.ids)
 slurm=(slurmctld slurmd slurm-client munge)
 want_slurm=0
 for arg in "$@"; do
