@@ -33,25 +33,25 @@ std::string stream_of(int fd) {
 }
 
 TEST(BaseLog, TheJournalIsTheStreamJournalStreamNames) {
-  int p[2];
-  ASSERT_EQ(::pipe(p), 0);
-  const std::string mine = stream_of(p[1]);
-  EXPECT_TRUE(is_journal_stream(p[1], mine.c_str())) << mine;
-  // The read end is another inode: a child whose stderr was redirected inherits the variable.
-  EXPECT_FALSE(is_journal_stream(p[0], mine.c_str())) << mine;
+  int journal[2], other[2];
+  ASSERT_EQ(::pipe(journal), 0);
+  ASSERT_EQ(::pipe(other), 0);
+  const std::string mine = stream_of(journal[1]);
+  EXPECT_TRUE(is_journal_stream(journal[1], mine.c_str())) << mine;
+  // Another stream: a child whose stderr was redirected still inherits the variable.
+  EXPECT_FALSE(is_journal_stream(other[1], mine.c_str())) << mine;
   struct stat st {};
-  ASSERT_EQ(::fstat(p[1], &st), 0);
+  ASSERT_EQ(::fstat(journal[1], &st), 0);
   const std::string other_inode = std::to_string(st.st_dev) + ":" + std::to_string(st.st_ino + 1);
-  EXPECT_FALSE(is_journal_stream(p[1], other_inode.c_str()));
+  EXPECT_FALSE(is_journal_stream(journal[1], other_inode.c_str()));
   const std::string other_device = std::to_string(st.st_dev + 1) + ":" + std::to_string(st.st_ino);
-  EXPECT_FALSE(is_journal_stream(p[1], other_device.c_str()));
-  for (const char* bad : {"", ":", "12", "12:", ":34", "a:b", "-1:5", "1:2:3",
-                          "99999999999999999999999:1", " 1:2"})
-    EXPECT_FALSE(is_journal_stream(p[1], bad)) << bad;
-  EXPECT_FALSE(is_journal_stream(p[1], nullptr));
-  ::close(p[0]);
-  ::close(p[1]);
-  EXPECT_FALSE(is_journal_stream(p[1], mine.c_str())) << "a closed fd is no stream";
+  EXPECT_FALSE(is_journal_stream(journal[1], other_device.c_str()));
+  for (const char* bad :
+       {"", ":", "12", "12:", ":34", "a:b", "-1:5", "1:2:3", "99999999999999999999999:1", " 1:2"})
+    EXPECT_FALSE(is_journal_stream(journal[1], bad)) << bad;
+  EXPECT_FALSE(is_journal_stream(journal[1], nullptr));
+  for (int fd : {journal[0], journal[1], other[0], other[1]}) ::close(fd);
+  EXPECT_FALSE(is_journal_stream(journal[1], mine.c_str())) << "a closed fd is no stream";
 }
 
 TEST(BaseLog, StderrIsTheJournalOnlyWhenTheVariableNamesIt) {
