@@ -141,6 +141,18 @@ std::string wrap(const std::string& text, size_t width, size_t first_used, size_
       line_start = true;
     }
     first_paragraph = false;
+    // A line laid out by hand (an example, columns: it starts with or holds two spaces) is
+    // kept as it is.
+    if (paragraph.starts_with(' ') || paragraph.find("  ") != std::string::npos) {
+      if (!line_start) {
+        out += "\n" + std::string(indent, ' ');
+        used = indent;
+      }
+      out += paragraph;
+      used += text::text_width(paragraph);
+      line_start = false;
+      continue;
+    }
     std::istringstream words(paragraph);
     std::string word;
     while (words >> word) {
@@ -186,7 +198,9 @@ std::vector<Status> statuses_of(const std::string& command) {
             {failed.c_str(), "something survived or memory stayed held, or you answered no"},
             {usage.c_str(), usage_text},
             {no_match.c_str(), "nothing matched"},
-            {timeout.c_str(), timeout_text}};
+            {timeout.c_str(),
+             "the GPU driver did not answer within --driver-timeout (with --gpu: no GPU N "
+             "could be named)"}};
   if (command == "doctor")
     return {{healthy.c_str(), "nothing needs attention (findings at info at most)"},
             {warnings.c_str(), "warnings"},
@@ -240,9 +254,14 @@ HelpFormatter::HelpFormatter(size_t width) : width_(width) {
   column_width(kNameColumn);
 }
 
+// A flag takes no value: CLI11 gives it no type name.
+static bool is_flag(const CLI::Option* opt) {
+  return opt->get_type_size() == 0 || opt->get_type_name().empty();
+}
+
 std::string HelpFormatter::make_option_opts(const CLI::Option* opt) const {
   if (!opt->get_option_text().empty()) return " " + opt->get_option_text();
-  if (opt->get_type_size() == 0) return "";
+  if (is_flag(opt)) return "";
   return " " + placeholder(opt);
 }
 
@@ -250,7 +269,7 @@ std::string HelpFormatter::make_option_desc(const CLI::Option* opt) const {
   std::string desc = opt->get_description();
   std::vector<std::string> notes;
   for (const auto& check : split_type(opt).second) notes.push_back(check_sentence(check));
-  if (!opt->get_default_str().empty() && !mentions_default(desc) && opt->get_type_size() != 0)
+  if (!opt->get_default_str().empty() && !mentions_default(desc) && !is_flag(opt))
     notes.push_back("default " + opt->get_default_str());
   if (opt->get_required() && !opt->get_positional()) notes.push_back("required");
   for (const CLI::Option* other : opt->get_excludes())

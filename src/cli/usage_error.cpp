@@ -128,8 +128,10 @@ std::optional<std::string> run_rewritten(const CLI::App& app, const CLI::App* ru
   for (size_t j = i + 1; j < args.size(); ++j)
     if (args[j].substr(0, args[j].find('=')) == unknown) after_command = true;
   if (!after_command) return std::nullopt;
+  // What came before `run` (global options) stays where it was.
+  std::string before = join_words(args, 0, first);
   std::string options = join_words(args, first, i);
-  return "gpureap run " + (options.empty() ? "" : options + " ") + "-- " +
+  return "gpureap " + before + " " + (options.empty() ? "" : options + " ") + "-- " +
          join_words(args, i, args.size());
 }
 
@@ -158,6 +160,13 @@ std::string extras_text(const CLI::App& app, const CLI::App* sub, const std::str
   return "unexpected argument " + backticked(first) + "; run " + help_of(sub) + " for the usage";
 }
 
+// The arguments the parser could not place, where it kept them (the subcommand, or gpureap
+// itself when the subcommand passed them up).
+std::vector<std::string> unplaced(const CLI::App& app, const CLI::App* sub) {
+  auto rest = sub->remaining();
+  return rest.empty() ? app.remaining() : rest;
+}
+
 }  // namespace
 
 std::string usage_error_text(const CLI::App& app, const CLI::ParseError& e,
@@ -167,8 +176,12 @@ std::string usage_error_text(const CLI::App& app, const CLI::ParseError& e,
   const std::string usage = "; run " + help_of(sub) + " for the usage";
   std::string out;
   if (dynamic_cast<const CLI::ExtrasError*>(&e)) {
+    // The first argument the parser could not place, in the order given (CLI11's message lists
+    // them last first).
+    auto rest = app.remaining(true);
     std::string list = after(what, "expected: ");
-    out = extras_text(app, sub, list.substr(0, list.find(' ')), args);
+    std::string first = rest.empty() ? list.substr(list.rfind(' ') + 1) : rest.front();
+    out = extras_text(app, sub, first, args);
   } else if (dynamic_cast<const CLI::ConversionError*>(&e) &&
              what.starts_with("Could not convert: ")) {
     std::string rest = after(what, "Could not convert: ");
@@ -183,8 +196,8 @@ std::string usage_error_text(const CLI::App& app, const CLI::ParseError& e,
     const CLI::Option* o = find_option(app, sub, name);
     if (sub && sub->get_name() == "run" && o && o->get_positional())
       out = "a command is required: `gpureap run [OPTIONS] -- COMMAND [ARGUMENTS...]`" + usage;
-    else if (name == "A subcommand" && sub && !sub->remaining().empty())
-      out = extras_text(app, sub, sub->remaining().front(), args);  // `policy tset`
+    else if (name == "A subcommand" && sub && !unplaced(app, sub).empty())
+      out = extras_text(app, sub, unplaced(app, sub).front(), args);  // `policy tset`
     else if (name == "A subcommand" && sub)
       out = "`" + command_of(sub) + "` needs a subcommand; run " + help_of(sub) + " for the list";
     else
