@@ -27,6 +27,9 @@ set(CPACK_DEBIAN_PACKAGE_SECTION admin)
 set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
 set(CPACK_DEBIAN_PACKAGE_HOMEPAGE https://github.com/gpureap/gpureap)
 set(CPACK_DEBIAN_PACKAGE_SUGGESTS "libnvidia-ml1")
+# The PCI ID database names AMD and Intel GPUs ("AMD Radeon RX 6900 XT", not "AMD 0x73bf");
+# without it gpureap shows the ids.
+set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "pci.ids | hwdata")
 # The config is a conffile: an edited /etc/gpureap/config.toml survives upgrades, and only
 # `apt purge` removes it.
 set(CPACK_DEBIAN_PACKAGE_CONTROL_EXTRA ${PROJECT_SOURCE_DIR}/cmake/conffiles)

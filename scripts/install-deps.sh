@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages gpureap needs, only those missing. Without options: what
-# building the program needs (the README's first command), nothing more.
+# building the program needs (the README's first command), and pci.ids (the PCI ID database,
+# 250 KiB), which it reads at run time for the names of AMD and Intel GPUs (the tests bring
+# their own excerpt); nothing more.
 #   --tests  also what the test suite needs: GoogleTest, the NVML test double's build, tmux
 #         for the terminal tests, prometheus and prometheus-alertmanager for the tests against
 #         the real engines, and the packaging tools (--package)
@@ -18,7 +20,7 @@
 #         container from a root filesystem it builds (no registry); only tests need them.
 set -euo pipefail
 packages=(g++ make cmake libcli11-dev libfmt-dev nlohmann-json3-dev libtomlplusplus-dev
-          libcpp-httplib-dev pkgconf libncurses-dev)
+          libcpp-httplib-dev pkgconf libncurses-dev pci.ids)
 package_tools=(dpkg-dev file man-db)
 slurm=(slurmctld slurmd slurm-client munge)
 want_slurm=0

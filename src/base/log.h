@@ -1,7 +1,9 @@
 #pragma once
-// The daemon's log: one line per event on stderr, prefixed with the syslog priority ("<3>",
-// "<4>", ...) so journald and `journalctl -p` keep the levels. Thread-safe; untrusted text in
-// a message is made terminal-safe.
+// The daemon's log: one line per event on stderr. When stderr is the journal (systemd names its
+// stream in $JOURNAL_STREAM), each line starts with the syslog priority ("<3>", "<4>", ...) so
+// journald and `journalctl -p` keep the levels; on a terminal or into a file it reads
+// "gpureap: warning: ..." instead. Thread-safe; untrusted text in a message is made
+// terminal-safe.
 #include <optional>
 #include <string>
 #include <string_view>
@@ -34,7 +36,17 @@ inline void log_debug(std::string_view m) {
   log(LogLevel::Debug, m);
 }
 
-// The exact line log() writes (without the newline); exposed for tests.
-std::string format_log_line(LogLevel level, std::string_view message);
+// The exact line log() writes (without the newline): with the priority prefix for the journal,
+// else with the level in words (errors, warnings and debug messages).
+std::string format_log_line(LogLevel level, std::string_view message, bool journal);
+
+// Whether `fd` is the stream systemd's journal reads, as $JOURNAL_STREAM ("DEVICE:INODE", both
+// decimal, `journal_stream` here) names it: systemd sets the variable for a service whose
+// stdout or stderr it connects to the journal, and documents comparing it with fstat(2) of the
+// stream, since a child that inherits the variable may have had its stderr redirected.
+bool is_journal_stream(int fd, const char* journal_stream);
+// is_journal_stream(STDERR_FILENO, getenv("JOURNAL_STREAM")), decided on each call (cheap; a
+// test or a program may redirect stderr).
+bool stderr_is_journal();
 
 }  // namespace gpureap::base

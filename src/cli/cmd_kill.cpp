@@ -154,15 +154,12 @@ CLI::App* add_kill_command(CLI::App& app, KillOptions& o) {
       "Selectors choose: PIDs, --ghosts, --stopped. Given one, --gpu and --user only narrow what "
       "it chose (a filter never adds a process); --gpu or --user alone choose their holders. "
       "--tree and --group then add the chosen processes' descendants or process groups.\n"
-      "  gpureap kill --ghosts --gpu 0        the ghosts' keepers on GPU 0, nothing else\n"
-      "  gpureap kill --ghosts --user bob     bob's ghost keepers\n"
-      "  gpureap kill --gpu 1 --user bob      bob's holders of GPU 1\n"
-      "  gpureap kill 4242 --gpu 0            PID 4242, if it is on GPU 0\n"
+      "  gpureap kill --ghosts --gpu 0      the ghosts' keepers on GPU 0, nothing else\n"
+      "  gpureap kill --ghosts --user bob   bob's ghost keepers\n"
+      "  gpureap kill --gpu 1 --user bob    bob's holders of GPU 1\n"
+      "  gpureap kill 4242 --gpu 0          PID 4242, if it is on GPU 0\n"
       "A GPU is mapped to its device files only by its driver or, when the driver does not "
-      "answer, by the kernel's /proc/driver/nvidia/gpus; otherwise --gpu is refused (exit 4).\n"
-      "Exit status: 0 all gone and released; 1 something survived or memory stayed held; "
-      "2 usage, permission or environment error; 3 nothing matched; 4 the driver did not answer "
-      "(with --gpu: no GPU N could be named).");
+      "answer, by the kernel's /proc/driver/nvidia/gpus; otherwise --gpu is refused (exit 4).");
   return kill;
 }
 

@@ -80,8 +80,7 @@ CLI::App* add_run_command(CLI::App& app, RunCliOptions& o) {
   auto* run = app.add_subcommand(
       "run",
       "run a command so that every process it creates is gone when it ends, and its GPU "
-      "memory is back (exit status: the command's; 124 timeout; 125 gpureap failed; "
-      "126 not executable; 127 not found)");
+      "memory is back");
   run->add_option("--grace", o.grace, "after SIGTERM, wait this long before SIGKILL")
       ->default_str("30s");
   run->add_option("--timeout", o.timeout, "end the job after this long (exit status 124)");
@@ -97,7 +96,8 @@ CLI::App* add_run_command(CLI::App& app, RunCliOptions& o) {
                   "write a JSON report (gpureap.run/v1) to FILE, or the job's page of GPU "
                   "memory over time when FILE ends in .html");
   run->add_flag("-q,--quiet", o.quiet, "no summary on stderr (errors are still printed)");
-  run->add_option("CMD", o.command, "the command and its arguments, after `--`")->required();
+  // Named "command": CLI11 says "command is required", which usage_error.cpp words.
+  run->add_option("command", o.command, "the command and its arguments, after `--`")->required();
   run->footer(
       "Durations: 500ms, 30s, 5m, 1h, 2d. Options of gpureap go before `--`; "
       "everything after it is the command, untouched.");

@@ -55,6 +55,7 @@ backend::BackendSettings backend_settings(const GlobalOptions& o) {
   settings.proc_root = o.proc_root;
   settings.dev_root = o.dev_root;
   settings.sys_root = o.sys_root;
+  settings.runtime_root = o.runtime_root;
   if (!o.nvml_library.empty()) settings.nvml_library = o.nvml_library;
   if (auto proc = procfs::ProcFs::open(o.proc_root)) settings.pid_max = proc->pid_max();
   return settings;

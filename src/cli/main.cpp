@@ -15,6 +15,7 @@
 #include "cli/cmd_run.h"
 #include "cli/cmd_top.h"
 #include "cli/global_options.h"
+#include "cli/help_format.h"
 #include "cli/usage_error.h"
 
 int main(int argc, char** argv) {
@@ -22,7 +23,11 @@ int main(int argc, char** argv) {
   CLI::App app{
       "gpureap: find every process holding GPU memory, explain ghosts, get the memory back",
       "gpureap"};
-  app.set_version_flag("--version", "gpureap " + std::string(gpureap::base::version()));
+  // Before the subcommands: each copies its parent's formatter and help flag when added.
+  app.formatter(make_help_formatter(terminal_width()));
+  app.set_help_flag("-h,--help", "print this help and exit");
+  app.set_version_flag("--version", "gpureap " + std::string(gpureap::base::version()),
+                       "print gpureap's version and exit");
   app.require_subcommand(0, 1);
   app.fallthrough();  // global options are accepted after the subcommand too
 
@@ -33,7 +38,7 @@ int main(int argc, char** argv) {
   KillOptions kill_options;
   auto* kill = add_kill_command(app, kill_options);
   // `gpureap --tree` is `gpureap ps --tree`.
-  app.add_flag("--tree", ps_options.tree, "same as `ps --tree`")->group("ps");
+  app.add_flag("--tree", ps_options.tree, "same as `gpureap ps --tree`");
   DoctorOptions doctor_options;
   auto* doctor = add_doctor_command(app, doctor_options);
   ResetOptions reset_options;
@@ -65,7 +70,7 @@ int main(int argc, char** argv) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
     // CLI11's message quotes the arguments as typed: escaped before they reach the terminal.
-    std::cerr << "gpureap: " << usage_error_text(app, e) << "\n";
+    std::cerr << "gpureap: " << usage_error_text(app, e, {argv + 1, argv + argc}) << "\n";
     // `run` follows timeout(1): its own failures are 125, so they differ from the job's.
     return run->parsed() ? kExitRunFailed : kExitUsage;
   }

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <thread>
 
+#include "backend/settings.h"
 #include "base/hostname.h"
 #include "collect/container_claims.h"
 #include "kernel/blocked_task.h"
@@ -83,15 +84,6 @@ std::vector<Slot> scan_all(const procfs::ProcFs& proc, const procfs::DeviceCatal
   return slots;
 }
 
-// The folder that holds a procfs mount: the host's "/" for /proc, /host for /host/proc, where
-// a container mounts the host's / and its proc.
-std::string folder_above(const std::string& proc_root) {
-  auto p = std::filesystem::path(proc_root).lexically_normal();
-  if (!p.has_filename()) p = p.parent_path();  // "/host/proc/"
-  auto parent = p.parent_path();
-  return parent.empty() ? "." : parent.string();
-}
-
 }  // namespace
 
 core::Result<Collector> Collector::open(const Roots& roots,
@@ -101,7 +93,7 @@ core::Result<Collector> Collector::open(const Roots& roots,
   auto catalog = procfs::DeviceCatalog::enumerate(roots.dev_root, roots.proc_root, roots.sys_root);
   if (!catalog) return catalog.error();
   Roots resolved = roots;
-  if (resolved.runtime_root.empty()) resolved.runtime_root = folder_above(roots.proc_root);
+  if (resolved.runtime_root.empty()) resolved.runtime_root = backend::folder_above(roots.proc_root);
   struct stat st {};
   const bool found = ::stat(resolved.runtime_root.c_str(), &st) == 0;
   if (!roots.runtime_root.empty() && (!found || !S_ISDIR(st.st_mode)))

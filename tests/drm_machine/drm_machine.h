@@ -11,9 +11,11 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 #include "sys_tree.h"
 
@@ -54,22 +56,27 @@ class DrmMachine {
   // --- sysfs ----------------------------------------------------------------------------
   // A PCI GPU with card<card> and renderD<render> nodes, bound to `driver`, in the real
   // layout (class/drm links into devices/), and its stand-in nodes under the dev root.
+  // `subsystem` is the board, "vendor:device" ({0x1002, 0x0e3a}), or none.
   void gpu(const std::string& driver, unsigned vendor_id, unsigned device_id, unsigned card,
-           unsigned render, const std::string& pci) const {
+           unsigned render, const std::string& pci,
+           std::optional<std::pair<unsigned, unsigned>> subsystem = std::nullopt) const {
     test::PciGpu g{
         pci,
         driver,
         hex(vendor_id),
         hex(device_id),
+        subsystem ? hex(subsystem->first) : "",
+        subsystem ? hex(subsystem->second) : "",
         {{"card" + std::to_string(card), card}, {"renderD" + std::to_string(render), render}},
         {}};
     test::add_pci_gpu(sys_, g, test::Layout::Symlinks);
     for (const auto& [node, minor] : g.nodes) write("dev/dri/" + node, "");
   }
-  // An amdgpu dGPU with its VRAM totals.
+  // An amdgpu dGPU with its VRAM totals: a Navi 21 (1002:73bf) on AMD's own Radeon RX 6900 XT
+  // board (subsystem 1002:0e3a).
   void amd_gpu(unsigned card, unsigned render, const std::string& pci, uint64_t vram_total,
                uint64_t vram_used, const std::string& product = "") const {
-    gpu("amdgpu", 0x1002, 0x73bf, card, render, pci);
+    gpu("amdgpu", 0x1002, 0x73bf, card, render, pci, std::make_pair(0x1002u, 0x0e3au));
     set_vram_used(pci, vram_used);
     write("sys/devices/pci0000:00/" + pci + "/mem_info_vram_total",
           std::to_string(vram_total) + "\n");
@@ -91,6 +98,22 @@ class DrmMachine {
   void kfd_process(pid_t pid, unsigned gpu_id, uint64_t vram) const {
     write("sys/class/kfd/kfd/proc/" + std::to_string(pid) + "/vram_" + std::to_string(gpu_id),
           std::to_string(vram) + "\n");
+  }
+
+  // The version a driver built outside the kernel tree gives its module (AMD's DKMS amdgpu).
+  void module_version(const std::string& driver, const std::string& version) const {
+    write("sys/module/" + driver + "/version", version + "\n");
+  }
+
+  // --- the host's files ------------------------------------------------------------------
+  // The PCI ID database where Debian's pci.ids package puts it, under the folder that holds
+  // the proc root (gpureap's default runtime root): `text`, or the excerpt in tests/fixtures.
+  void pci_ids(const std::string& text) const { write("usr/share/misc/pci.ids", text); }
+  void pci_ids_fixture(const std::string& fixtures_dir) const {
+    std::ifstream in(fixtures_dir + "/pci-ids/pci.ids");
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (text.empty()) throw std::runtime_error("no pci.ids fixture in " + fixtures_dir);
+    pci_ids(text);
   }
 
   // --- procfs ---------------------------------------------------------------------------

@@ -57,10 +57,14 @@ enum class Layout { Symlinks, PlainDirs };
 
 // A PCI GPU and its DRM nodes.
 struct PciGpu {
-  std::string address;                                  // "0000:03:00.0"
-  std::string driver;                                   // "amdgpu"
-  std::string vendor;                                   // device/vendor's text: "0x1002"
-  std::string device;                                   // device/device's text: "0x73bf"
+  std::string address;  // "0000:03:00.0"
+  std::string driver;   // "amdgpu"
+  std::string vendor;   // device/vendor's text: "0x1002"
+  std::string device;   // device/device's text: "0x73bf"
+  // The board: device/subsystem_vendor and subsystem_device ("0x1002", "0x0e3a"); not
+  // written when empty.
+  std::string subsystem_vendor;
+  std::string subsystem_device;
   std::vector<std::pair<std::string, unsigned>> nodes;  // {"card0", 0}: dev is 226:<minor>
   std::map<std::string, std::string>
       files;  // more files of the PCI device: {"mem_info_vram_total", "17163091968\n"}
@@ -77,6 +81,11 @@ inline void write_pci_device_files(const SysTree& sys, const std::string& dir, c
   sys.write(dir + "/uevent", uevent);
   sys.write(dir + "/vendor", gpu.vendor + "\n");
   sys.write(dir + "/device", gpu.device + "\n");
+  sys.write(dir + "/class", "0x030000\n");  // a VGA-compatible display controller
+  if (!gpu.subsystem_vendor.empty())
+    sys.write(dir + "/subsystem_vendor", gpu.subsystem_vendor + "\n");
+  if (!gpu.subsystem_device.empty())
+    sys.write(dir + "/subsystem_device", gpu.subsystem_device + "\n");
   for (const auto& [name, text] : gpu.files) sys.write(dir + "/" + name, text);
 }
 

@@ -714,10 +714,25 @@ DaemonProcess::DaemonProcess(const std::vector<std::string>& args,
   for (auto& a : argv_s) argv.push_back(a.data());
   argv.push_back(nullptr);
   std::vector<std::string> env_s = env;
+  // The log file stands for the journal, as systemd connects a service's stderr to it: it names
+  // the stream in JOURNAL_STREAM, so the lines carry their syslog priority ("<6>"). A test that
+  // passes its own JOURNAL_STREAM sees the daemon as on any other stream.
+  const std::string err_path = dir_.file("err");
+  bool own_journal = std::any_of(env.begin(), env.end(), [](const std::string& x) {
+    return x.rfind("JOURNAL_STREAM=", 0) == 0;
+  });
+  if (!own_journal) {
+    int fd = ::open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    struct stat st {};
+    if (fd >= 0 && ::fstat(fd, &st) == 0)
+      env_s.push_back("JOURNAL_STREAM=" + std::to_string(st.st_dev) + ":" +
+                      std::to_string(st.st_ino));
+    if (fd >= 0) ::close(fd);
+  }
   for (char** e = environ; *e; ++e) {
     std::string entry(*e);
     std::string name = entry.substr(0, entry.find('=') + 1);
-    bool overridden = std::any_of(env.begin(), env.end(),
+    bool overridden = std::any_of(env_s.begin(), env_s.end(),
                                   [&](const std::string& x) { return x.rfind(name, 0) == 0; });
     if (!overridden && name != "NOTIFY_SOCKET=" && name != "WATCHDOG_USEC=") env_s.push_back(entry);
   }
@@ -728,8 +743,8 @@ DaemonProcess::DaemonProcess(const std::vector<std::string>& args,
   posix_spawn_file_actions_init(&fa);
   posix_spawn_file_actions_addopen(&fa, 1, dir_.file("out").c_str(), O_WRONLY | O_CREAT | O_TRUNC,
                                    0600);
-  posix_spawn_file_actions_addopen(&fa, 2, dir_.file("err").c_str(), O_WRONLY | O_CREAT | O_TRUNC,
-                                   0600);
+  // O_TRUNC keeps the inode JOURNAL_STREAM names.
+  posix_spawn_file_actions_addopen(&fa, 2, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
   posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
   int rc = ::posix_spawn(&pid_, argv[0], &fa, nullptr, argv.data(), envp.data());
   posix_spawn_file_actions_destroy(&fa);

@@ -167,6 +167,25 @@ TEST(DaemonLifecycle, SigtermAndSigintStopCleanly) {
   }
 }
 
+// Outside the journal (a terminal, a file, a pipe to another program) the lines carry no syslog
+// priority: $JOURNAL_STREAM names another stream, as for a daemon started from a shell of a
+// systemd user session, whose stderr is the terminal.
+TEST(DaemonLifecycle, NoPriorityPrefixesOutsideTheJournal) {
+  REQUIRE_DOUBLE();
+  Scene s;
+  auto env = s.nvml->env();
+  env.push_back("JOURNAL_STREAM=1:1");
+  DaemonProcess d(s.args(s.config("")), env);
+  ASSERT_GT(d.port(), 0) << d.log();
+  d.signal(SIGTERM);
+  EXPECT_EQ(d.wait_exit(), 0) << d.log();
+  auto log = d.log();
+  EXPECT_NE(log.find("gpureap: listening on http://127.0.0.1:"), std::string::npos) << log;
+  EXPECT_NE(log.find("gpureap: stopped"), std::string::npos) << log;
+  for (const char* prefix : {"<3>", "<4>", "<5>", "<6>", "<7>"})
+    EXPECT_EQ(log.find(prefix), std::string::npos) << prefix << " in\n" << log;
+}
+
 // SIGTERM while a policy waits out its grace on a job that ignores SIGTERM, over a slow driver
 // (its shutdown takes seconds, as NVML's does without persistence mode): the daemon still
 // stops cleanly and exits 0, and sends the job nothing more on the way out.

@@ -10,8 +10,9 @@ bash_c=$src/completions/gpureap.bash zsh_c=$src/completions/_gpureap fish_c=$src
 failed=0
 problem() { echo "FAIL: $*"; failed=1; }
 
-# CLI11's help: option names at the start of a line, commands under "Subcommands:".
-options_of() { "$bin" "$@" --help | grep -oE '^ +(-[a-z],)?--[a-z][a-z0-9-]*' | grep -oE -- '--[a-z0-9-]+' | grep -vx -- '--help'; }
+# CLI11's help: option names two spaces in (descriptions wrap further in, and may name other
+# options), commands under "Subcommands:".
+options_of() { "$bin" "$@" --help | grep -oE '^  (-[a-z],)?--[a-z][a-z0-9-]*' | grep -oE -- '--[a-z0-9-]+' | grep -vx -- '--help'; }
 commands_of() { "$bin" "$@" --help | awk '/^Subcommands:/ {on=1; next} on && /^  [a-z]/ {print $1} on && /^$/ {on=0}'; }
 
 # The page of a command documents OPT as \-\-opt; bash and zsh completions name --opt; fish

@@ -409,3 +409,87 @@ TEST(DrmMachineXe, AnXeClientsVramIsItsDeviceLocalResidentMemory) {
 
 }  // namespace
 }  // namespace gpureap::testing
+
+namespace gpureap::testing {
+namespace {
+
+// Names from the PCI ID database, and the driver's version from the kernel.
+class DrmNames : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    m_.amd_gpu(0, 128, kAmdA, 16 * kGiB, 1 * kGiB);  // Navi 21 on the RX 6900 XT board
+    m_.gpu("i915", 0x8086, 0x4680, 1, 129, kIntel);  // no subsystem the database knows
+  }
+  core::Snapshot collect() {
+    backend::BackendSettings settings;
+    settings.proc_root = m_.proc_root();
+    settings.dev_root = m_.dev_root();
+    settings.sys_root = m_.sys_root();
+    backend::Registry registry{backend::drm::amd_entry(), backend::drm::intel_entry()};
+    auto c = collect::Collector::open({m_.proc_root(), m_.dev_root(), m_.sys_root()},
+                                      backend::BackendSet::make(registry, settings, {}));
+    EXPECT_TRUE(c.ok()) << (c.ok() ? "" : c.error().text());
+    return c->collect();
+  }
+  DrmMachine m_;
+};
+
+TEST_F(DrmNames, TheDatabaseNamesTheBoardElseTheChip) {
+  m_.pci_ids_fixture(GPUREAP_FIXTURES);
+  auto s = collect();
+  ASSERT_EQ(s.drivers.gpus.size(), 2u);
+  EXPECT_EQ(s.drivers.gpus[0].name, "AMD Radeon RX 6900 XT");
+  EXPECT_EQ(s.drivers.gpus[1].name, "Intel AlderLake-S GT1");
+  const auto* path = s.drivers.backends[0].detail("pci_ids");
+  ASSERT_TRUE(path);
+  EXPECT_EQ(*path, m_.path("usr/share/misc/pci.ids"));
+}
+
+TEST_F(DrmNames, ABoardTheDatabaseDoesNotKnowIsNamedByItsChip) {
+  m_.pci_ids(
+      "1002  Advanced Micro Devices, Inc. [AMD/ATI]\n"
+      "\t73bf  Navi 21 [Radeon RX 6800/6800 XT / 6900 XT]\n"
+      "\t\t1da2 e437  Pulse Radeon RX 6800\n");
+  auto s = collect();
+  ASSERT_FALSE(s.drivers.gpus.empty());
+  EXPECT_EQ(s.drivers.gpus[0].name, "AMD Navi 21 [Radeon RX 6800/6800 XT / 6900 XT]");
+  // Intel's vendor is not in this file: the ids.
+  EXPECT_EQ(s.drivers.gpus[1].name, "Intel 0x4680");
+}
+
+TEST_F(DrmNames, TheDriversOwnProductNameComesFirst) {
+  m_.pci_ids_fixture(GPUREAP_FIXTURES);
+  m_.write("sys/devices/pci0000:00/" + kAmdA + "/product_name", "AMD Radeon PRO W6800\n");
+  EXPECT_EQ(collect().drivers.gpus[0].name, "AMD Radeon PRO W6800");
+}
+
+TEST_F(DrmNames, WithoutTheDatabaseTheIdsAndTheReportSaysSo) {
+  auto s = collect();
+  EXPECT_EQ(s.drivers.gpus[0].name, "AMD 0x73bf");
+  const auto* path = s.drivers.backends[0].detail("pci_ids");
+  ASSERT_TRUE(path);
+  EXPECT_EQ(*path, "none");
+}
+
+TEST_F(DrmNames, TheDriverVersionIsTheModulesElseTheKernels) {
+  m_.module_version("amdgpu", "6.2.4");  // AMD's DKMS driver
+  auto s = collect();
+  ASSERT_EQ(s.drivers.backends.size(), 2u);
+  EXPECT_EQ(s.drivers.backends[0].driver_version, "6.2.4");
+  ASSERT_TRUE(s.drivers.backends[0].detail("driver_version_of"));
+  EXPECT_EQ(*s.drivers.backends[0].detail("driver_version_of"), "module amdgpu");
+  // i915 in the kernel tree has no version of its own: the kernel's release.
+  EXPECT_EQ(s.drivers.backends[1].driver_version, "6.8.0-test");
+  EXPECT_EQ(*s.drivers.backends[1].detail("driver_version_of"), "kernel");
+}
+
+TEST_F(DrmNames, NeitherVersionIsUnknownNotInvented) {
+  m_.remove("proc/sys/kernel/osrelease");
+  m_.write("sys/module/amdgpu/version", "\n");  // empty: not a version
+  auto s = collect();
+  EXPECT_FALSE(s.drivers.backends[0].driver_version);
+  EXPECT_FALSE(s.drivers.backends[0].detail("driver_version_of"));
+}
+
+}  // namespace
+}  // namespace gpureap::testing

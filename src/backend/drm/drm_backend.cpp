@@ -17,6 +17,18 @@ std::optional<std::string> kernel_release(const std::string& proc_root) {
   return s;
 }
 
+// The version of the kernel module that drives `driver` (a driver built out of the kernel tree,
+// as AMD's DKMS amdgpu is, writes <sys-root>/module/<driver>/version), else none: an in-tree
+// driver is the kernel's own.
+std::optional<std::string> module_version(const std::string& sys_root, const std::string& driver) {
+  auto f = procfs::read_file(sys_root + "/module/" + driver + "/version", 256);
+  if (!f.ok()) return std::nullopt;
+  std::string s = f.data.substr(0, f.data.find('\n'));
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\r' || s.back() == '\t')) s.pop_back();
+  if (s.empty()) return std::nullopt;
+  return s;
+}
+
 std::optional<unsigned> kfd_gpu_id(const DrmDevice& device, const KfdReading& kfd) {
   for (const auto& n : kfd.nodes)
     if (n.pci_address && *n.pci_address == device.pci_address) return n.gpu_id;
@@ -85,11 +97,31 @@ core::Gpu DrmBackend::gpu_of(const DrmDevice& device, unsigned index, const KfdR
   return gpu;
 }
 
+std::optional<std::string> DrmBackend::database_name(const DrmDevice& device) {
+  if (!device.pci_vendor || !device.pci_device) return std::nullopt;
+  PciId id{*device.pci_vendor, *device.pci_device, device.pci_subsystem_vendor,
+           device.pci_subsystem_device};
+  PciKey key{id.vendor, id.device, id.subsystem_vendor.value_or(0),
+             id.subsystem_device.value_or(0)};
+  if (auto known = names_.find(key); known != names_.end()) return known->second;
+  std::optional<std::string> name;
+  auto file = read_pci_ids(host_root(settings_));
+  pci_ids_path_ = file ? std::optional<std::string>(file->path) : std::nullopt;
+  if (file) {
+    PciName found = lookup_pci_name(file->text, id);
+    // The board when the database knows this subsystem ("Radeon RX 6900 XT"), else the chip
+    // ("Navi 21 [Radeon RX 6800/6800 XT / 6900 XT]"); the vendor's name first unless there.
+    if (auto n = found.subsystem ? found.subsystem : found.device)
+      name = n->find(family_.label) == std::string::npos ? family_.label + " " + *n : *n;
+  }
+  names_.emplace(key, name);
+  return name;
+}
+
 core::BackendReport DrmBackend::collect() {
   core::BackendReport report;
   report.name = family_.name;
   report.vendor = family_.vendor;
-  report.driver_version = kernel_release(settings_.proc_root);
   auto all = read_drm_devices(settings_.sys_root);
   append(report.warnings, all.warnings);
   auto mine = devices(all);
@@ -112,8 +144,21 @@ core::BackendReport DrmBackend::collect() {
   auto clients = clients_.current();
   append(report.warnings, clients_.errors());
   report.set_detail("drm_clients", std::to_string(clients.size()));
-  for (unsigned i = 0; i < mine.size(); ++i)
+  // The driver's version: its module's when it has one, else the kernel's release.
+  for (const auto& d : mine)
+    if (d.driver && !report.driver_version)
+      if ((report.driver_version = module_version(settings_.sys_root, *d.driver)))
+        report.set_detail("driver_version_of", "module " + *d.driver);
+  if (!report.driver_version && (report.driver_version = kernel_release(settings_.proc_root)))
+    report.set_detail("driver_version_of", "kernel");
+  for (unsigned i = 0; i < mine.size(); ++i) {
     report.gpus.push_back(gpu_of(mine[i], i, kfd, clients));
+    if (!mine[i].name)
+      if (auto name = database_name(mine[i])) report.gpus.back().name = std::move(name);
+  }
+  // Where names came from when one was needed: the database's path, or "none" (the names are
+  // then the PCI ids, "AMD 0x73bf"; install pci.ids or hwdata).
+  if (pci_ids_path_) report.set_detail("pci_ids", pci_ids_path_->value_or("none"));
   return report;
 }
 

@@ -3,13 +3,17 @@
 // own files: sysfs for the devices and their totals, each holder's fdinfo for its memory per
 // region, and for AMD, KFD's process list. No vendor library is called, so it needs no
 // watchdog; it takes part in the holder scan (ClientTable) instead of walking /proc itself.
+#include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "backend/drm/client_table.h"
 #include "backend/drm/kfd.h"
+#include "backend/drm/pci_ids.h"
 #include "backend/drm/sysfs_devices.h"
 #include "backend/gpu_backend.h"
 #include "backend/registry.h"
@@ -50,6 +54,14 @@ class DrmBackend final : public GpuBackend {
   std::vector<DrmDevice> devices(DrmDevices& all) const;
   core::Gpu gpu_of(const DrmDevice& device, unsigned index, const KfdReading& kfd,
                    const std::vector<ObservedClient>& clients) const;
+  // The device's name from the PCI ID database ("AMD Radeon RX 6900 XT"), looked up once per
+  // device and kept: the file is a megabyte, read only when a new device needs a name.
+  std::optional<std::string> database_name(const DrmDevice& device);
+
+  using PciKey = std::tuple<unsigned, unsigned, unsigned, unsigned>;
+  std::map<PciKey, std::optional<std::string>> names_;
+  // The database last looked in (its path), or none when no file was there.
+  std::optional<std::optional<std::string>> pci_ids_path_;
 
   DrmFamily family_;
   BackendSettings settings_;

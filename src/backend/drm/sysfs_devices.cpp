@@ -133,6 +133,8 @@ DrmDevice read_pci_device(std::string address, const std::string& device_dir, co
   d.driver = driver_of(device_dir, uevent);
   d.pci_vendor = pci_id(device_dir + "/vendor", r);
   d.pci_device = pci_id(device_dir + "/device", r);
+  d.pci_subsystem_vendor = pci_id(device_dir + "/subsystem_vendor", r);
+  d.pci_subsystem_device = pci_id(device_dir + "/subsystem_device", r);
   d.vendor = vendor_name(d.pci_vendor);
   read_device_figures(device_dir, r, d);
   return d;

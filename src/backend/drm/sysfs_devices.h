@@ -12,20 +12,22 @@
 namespace gpureap::backend::drm {
 
 struct DrmDevice {
-  std::string pci_address;                      // "0000:03:00.0"
-  std::optional<std::string> driver;            // "amdgpu", "i915", "xe": the device's bound driver
-  std::optional<unsigned> pci_vendor;           // device/vendor (0x1002 AMD, 0x8086 Intel)
-  std::optional<unsigned> pci_device;           // device/device
-  std::string vendor;                           // "amd", "intel", "nvidia", else "pci-0x<vendor>"
-  std::optional<std::string> name;              // device/product_name where the driver gives one
-  std::optional<unsigned> card_minor;           // card<N>
-  std::optional<unsigned> render_minor;         // renderD<N>
-  std::vector<dev_t> device_numbers;            // from card<N>/dev and renderD<N>/dev ("226:0")
-  std::optional<uint64_t> memory_total_bytes;   // amdgpu mem_info_vram_total; xe tile VRAM size
-  std::optional<uint64_t> memory_used_bytes;    // amdgpu mem_info_vram_used
-  std::optional<unsigned> busy_percent;         // gpu_busy_percent
-  std::optional<unsigned> temperature_celsius;  // hwmon temp1_input (m°C)
-  std::optional<double> power_watts;            // hwmon power1_average, else power1_input (µW)
+  std::string pci_address;             // "0000:03:00.0"
+  std::optional<std::string> driver;   // "amdgpu", "i915", "xe": the device's bound driver
+  std::optional<unsigned> pci_vendor;  // device/vendor (0x1002 AMD, 0x8086 Intel)
+  std::optional<unsigned> pci_device;  // device/device
+  std::optional<unsigned> pci_subsystem_vendor;  // device/subsystem_vendor: the board's maker
+  std::optional<unsigned> pci_subsystem_device;  // device/subsystem_device: the board
+  std::string vendor;                            // "amd", "intel", "nvidia", else "pci-0x<vendor>"
+  std::optional<std::string> name;               // device/product_name where the driver gives one
+  std::optional<unsigned> card_minor;            // card<N>
+  std::optional<unsigned> render_minor;          // renderD<N>
+  std::vector<dev_t> device_numbers;             // from card<N>/dev and renderD<N>/dev ("226:0")
+  std::optional<uint64_t> memory_total_bytes;    // amdgpu mem_info_vram_total; xe tile VRAM size
+  std::optional<uint64_t> memory_used_bytes;     // amdgpu mem_info_vram_used
+  std::optional<unsigned> busy_percent;          // gpu_busy_percent
+  std::optional<unsigned> temperature_celsius;   // hwmon temp1_input (m°C)
+  std::optional<double> power_watts;             // hwmon power1_average, else power1_input (µW)
 };
 
 struct DrmDevices {

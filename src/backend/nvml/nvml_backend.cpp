@@ -13,6 +13,7 @@
 #include "backend/nvml/device_reader.h"
 #include "backend/nvml/errors.h"
 #include "backend/nvml/library.h"
+#include "backend/nvml/nvidia_presence.h"
 #include "backend/nvml/resolver_backend.h"
 #include "backend/nvml/symbol_table.h"
 
@@ -90,6 +91,7 @@ class NvmlBackend final : public GpuBackend {
       if (!opened) {
         report.error = opened.error().text();
         report.error_code = core::BackendErrorCode::LibraryNotFound;
+        unless_nvidia_hardware(report);
         return false;
       }
       source_ = std::move(opened.value());
@@ -110,11 +112,25 @@ class NvmlBackend final : public GpuBackend {
       if (rc != NVML_SUCCESS) {
         report.error = init_error(rc, api_->name(Fn::Init), nvml_error_text(*api_, rc)).text();
         report.error_code = init_error_code(rc);
+        if (rc == NVML_ERROR_DRIVER_NOT_LOADED) unless_nvidia_hardware(report);
         return false;
       }
       initialised_ = true;
     }
     return true;
+  }
+
+  // NVML is missing or its driver not loaded on a machine without NVIDIA hardware (only AMD or
+  // Intel GPUs): nothing is wrong, there is just no NVIDIA GPU. Said as "no device", which the
+  // views leave out; the reason stays in the report (`ps --json`).
+  void unless_nvidia_hardware(core::BackendReport& report) const {
+    if (!options_.dev_root) return;
+    if (nvidia_device_node_exists(*options_.dev_root)) return;
+    if (options_.sys_root && nvidia_pci_display_exists(*options_.sys_root)) return;
+    report.error = "no NVIDIA GPU: " + *options_.dev_root +
+                   " has no NVIDIA device node (nvidiactl, nvidia0, ...); " +
+                   report.error.value_or("");
+    report.error_code = core::BackendErrorCode::NoDevice;
   }
 
   std::optional<std::string> system_string(Fn fn) const {
@@ -145,6 +161,8 @@ std::unique_ptr<GpuBackend> make_nvml_backend_for(const BackendSettings& setting
     if (const char* env = std::getenv("GPUREAP_NVML_LIBRARY"); env && *env)
       options.library_path = env;
   options.pid_max = settings.pid_max;
+  options.dev_root = settings.dev_root;
+  options.sys_root = settings.sys_root;
   return make_nvml_backend(options);
 }
 

@@ -16,6 +16,10 @@ struct NvmlOptions {
   std::optional<std::string> library_path;
   // Upper bound for a valid PID in a process record (from <proc-root>/sys/kernel/pid_max).
   uint64_t pid_max = 4194304;
+  // The roots to look for NVIDIA hardware in (nvidia_presence.h) when NVML cannot start: with
+  // none there, the backend reports no device instead of an error. Unset: always an error.
+  std::optional<std::string> dev_root;
+  std::optional<std::string> sys_root;
 };
 
 std::unique_ptr<GpuBackend> make_nvml_backend(const NvmlOptions& options);
