@@ -19,8 +19,8 @@ constexpr size_t kFileChunk = 1 << 20;
 std::string open_problem(const std::string& path, int err) {
   if (err == EPERM || err == EACCES)
     return path + ": " + std::strerror(err) +
-           " (reading the kernel log needs root or CAP_SYSLOG while kernel.dmesg_restrict=1): "
-           "run as root, or `sysctl kernel.dmesg_restrict=0`; Xid errors are not shown";
+           " (reading the kernel log needs root or CAP_SYSLOG): run as root to see Xid errors; "
+           "everything else is shown";
   if (err == ENOENT) return path + ": no such file (pass --kmsg FILE to read a saved log)";
   return path + ": " + std::strerror(err);
 }

@@ -1,8 +1,8 @@
 #pragma once
 // Reads the kernel log from where the last read stopped: /dev/kmsg (a character device) record
 // by record, without blocking, or a saved log (a regular file, `--kmsg FILE`) by offset, so a
-// follower only ever reads what is new. Reading /dev/kmsg needs CAP_SYSLOG unless
-// kernel.dmesg_restrict=0: that is a problem to report once, not an error to stop on.
+// follower only ever reads what is new. Reading /dev/kmsg needs root or CAP_SYSLOG (where
+// kernel.dmesg_restrict is set): that is a problem to report once, not an error to stop on.
 #include <cstdint>
 #include <functional>
 #include <optional>
