@@ -55,6 +55,12 @@ bool has(const std::vector<std::string>& lines, const std::string& text) {
   return false;
 }
 
+bool has(const std::vector<RemedyStep>& steps, const std::string& text) {
+  for (const auto& s : steps)
+    if (s.line().find(text) != std::string::npos) return true;
+  return false;
+}
+
 TEST(DoctorKernelRules, AnXidNamingAGonePidSaysWhoStillHoldsItsMemory) {
   auto s = make_snapshot({proc(1, 0, 1), holder(4250, 1, 4242)},
                          {gpu(0, 0, 8 * GiB, {listed(4242, 8 * GiB)})});
