@@ -179,10 +179,14 @@ void gone_pid(const DoctorInput& in, const core::ProcessRow& r, std::vector<Find
   for (unsigned g : gpus)
     f.remedy.push_back(step(f.remedy.empty() ? StepKind::Run : StepKind::Then,
                             reset_command(in.last, g, in.kernel)));
+  for (auto& step : f.remedy)
+    if (step.why.empty())
+      step.why = step.command.rfind("gpureap reset", 0) == 0
+                     ? "frees the GPU's memory; refused while anything uses the GPU"
+                     : "frees the GPU's memory";
   f.remedy.push_back({StepKind::Or, "reboot", "if the reset is refused"});
-  f.summary =
-      fmt::format("GPU {}: {} leaked by gone PID {}; nothing holds it, only a reset frees it",
-                  fmt::join(gpus, ","), bytes_text(bytes), r.pid);
+  f.summary = fmt::format("GPU {}: {} leaked by gone PID {}; only a reset frees it",
+                          fmt::join(gpus, ","), bytes_text(bytes), r.pid);
   out.push_back(std::move(f));
 }
 

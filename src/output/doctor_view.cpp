@@ -59,6 +59,25 @@ class Page {
       start = end + 1;
     }
   }
+  // `s`, then `tail` on its last line when it fits there, else on a line of its own: a command
+  // is never split from its backticks across the end of a sentence.
+  void text_with_tail(std::string_view s, std::string_view tail, std::string_view first,
+                      std::string_view rest, Color c) {
+    size_t before = out_.size();
+    text(s, first, rest, c);
+    if (tail.empty()) return;
+    std::string t(tail);
+    if (!o_.unicode) t = text::ascii_only(t);
+    size_t last = out_.rfind('\n', out_.size() - 2);
+    last = last == std::string::npos || last < before ? before : last + 1;
+    size_t used = text::visible_width(std::string_view(out_).substr(last, out_.size() - 1 - last));
+    if (o_.width == 0 || used + 1 + text::visible_width(t) <= o_.width) {
+      out_.pop_back();
+      out_ += " " + style_.paint(t, c) + "\n";
+    } else {
+      text(t, rest, rest, c);
+    }
+  }
   void blank() { out_ += "\n"; }
   std::string take() { return std::move(out_); }
 
@@ -72,18 +91,15 @@ bool shown(const doctor::Finding& f, const DoctorTextOptions& o) {
   return o.verbose || f.severity != doctor::Severity::Info;
 }
 
-std::string summary_line(const doctor::Finding& f) {
-  std::string line = text::terminal_safe(f.summary);
-  if (!f.remedy.empty()) line += " — `" + text::terminal_safe(f.remedy.front().command) + "`";
-  return line;
-}
-
 void summaries(Page& page, const std::vector<doctor::Finding>& findings) {
   size_t n = 0;
   for (const auto& f : findings) {
     if (f.severity == doctor::Severity::Info) continue;
     std::string number = fmt::format("{:>2}. ", ++n);
-    page.text(summary_line(f), number, "    ", color_of(f.severity));
+    std::string command =
+        f.remedy.empty() ? "" : "— `" + text::terminal_safe(f.remedy.front().command) + "`";
+    page.text_with_tail(text::terminal_safe(f.summary), command, number, "    ",
+                        color_of(f.severity));
   }
 }
 
@@ -102,9 +118,9 @@ void details(Page& page, const doctor::Finding& f, size_t number) {
   if (!f.explanation.empty()) page.text(text::terminal_safe(f.explanation), "  ", "  ");
   for (const auto& step : f.remedy) {
     std::string label = fmt::format("  {:<6}", std::string(doctor::to_string(step.kind)) + ":");
-    page.text(text::terminal_safe(step.command), label, "          ", Color::Bold);
+    page.text(text::terminal_safe(step.command), label, "        ", Color::Bold);
     if (!step.why.empty())
-      page.text(text::terminal_safe(step.why), "          ", "          ", Color::Dim);
+      page.text(text::terminal_safe(step.why), "        ", "        ", Color::Dim);
   }
 }
 

@@ -226,7 +226,10 @@ TEST(Doctor, EveryRemedyIsOneLineWhateverTheNames) {
 
   auto text =
       run_gpureap({"doctor", "--no-color", "--dev-root", dev.path(), "--settle", "0s"}, nvml.env());
-  EXPECT_NE(text.out.find("\n  $ " + rm + "\n"), std::string::npos) << text.out;
+  // A step of the remedy, on a line of its own: "  run:  COMMAND" or "  then: COMMAND".
+  EXPECT_TRUE(text.out.find("\n  run:  " + rm + "\n") != std::string::npos ||
+              text.out.find("\n  then: " + rm + "\n") != std::string::npos)
+      << text.out;
   EXPECT_NE(text.out.find("evil\\nrm -rf ~"), std::string::npos) << text.out;
   EXPECT_EQ(text.out.find("\nrm -rf ~"), std::string::npos) << text.out;
 

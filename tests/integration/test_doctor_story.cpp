@@ -56,7 +56,9 @@ class DoctorStory : public ::testing::Test {
   }
 
   std::vector<std::string> args(std::vector<std::string> extra) const {
-    std::vector<std::string> a{"doctor", "--dev-root", dev_.path(), "--settle", "300ms"};
+    std::vector<std::string> a{"doctor", "--dev-root", dev_.path()};
+    if (std::find(extra.begin(), extra.end(), "--settle") == extra.end())
+      a.insert(a.end(), {"--settle", "300ms"});
     a.insert(a.end(), extra.begin(), extra.end());
     return a;
   }
