@@ -207,9 +207,10 @@ TEST(DoctorView, SummariesFirstInfoHiddenEveryLineFitsEightyColumns) {
   EXPECT_NE(verbose.find("protected system service"), std::string::npos);
   EXPECT_EQ(verbose.find("hidden"), std::string::npos);
   auto fixing = output::render_doctor(scene.last, fs, plain, {.width = 80, .fixing = true});
-  EXPECT_EQ(fixing.find("--fix"), std::string::npos) << fixing;
+  EXPECT_EQ(fixing.find("`gpureap doctor --fix` applies"), std::string::npos) << fixing;
+  EXPECT_NE(fixing.find("4 problems need attention"), std::string::npos) << fixing;
   // Into a pipe: not wrapped, one line per fact.
-  auto piped = output::render_doctor(scene.last, fs, plain, {});
+  auto piped = output::render_doctor(scene.last, fs, plain, output::DoctorTextOptions{});
   EXPECT_LT(lines_of(piped).size(), lines.size());
 }
 
@@ -235,6 +236,43 @@ TEST(DoctorView, JsonCarriesCodesFacetsSummaryAndSteps) {
   const auto& paused = doc["findings"][2];
   EXPECT_EQ(paused["steps"][0]["kind"], "run");
   EXPECT_EQ(paused["steps"][1]["kind"], "or");
+}
+
+// A machine with AMD GPUs only: NVML cannot load and no NVIDIA device node exists. Nothing
+// about NVIDIA is wrong there: no "No NVIDIA driver is usable", no nvidia-smi, and the one
+// informational line about NVML shows only with -v.
+TEST(DoctorView, AnAmdOnlyMachineHearsNothingAboutNvidia) {
+  core::ProcView v;
+  v.nvidia_device_files = false;
+  core::BackendReport nvml;
+  nvml.name = "nvml";
+  nvml.vendor = "nvidia";
+  nvml.error = "libnvidia-ml.so.1: cannot open shared object file";
+  nvml.error_code = core::BackendErrorCode::LibraryNotFound;
+  core::BackendReport amd;
+  amd.name = "amdgpu";
+  amd.vendor = "amd";
+  amd.available = true;
+  auto g = gpu(0, 0, 0, {});
+  g.vendor = "amd";
+  g.backend = "amdgpu";
+  g.name = "AMD Radeon RX 6800";
+  amd.gpus.push_back(g);
+  auto s = core::join(v, core::combine({nvml, amd}), "h", {});
+  auto fs = diagnose({s, s, {}, std::nullopt, nullptr});
+  EXPECT_EQ(worst(fs), Severity::Info);
+  for (const auto& f : fs) {
+    EXPECT_EQ(f.explanation.find("No NVIDIA driver is usable"), std::string::npos);
+    for (const auto& step : f.remedy) EXPECT_EQ(step.command.find("nvidia-smi"), std::string::npos);
+  }
+  output::Style plain(false);
+  auto text = output::render_doctor(s, fs, plain, {.width = 80});
+  EXPECT_EQ(text.find("NVML"), std::string::npos) << text;
+  EXPECT_EQ(text.find("NVIDIA"), std::string::npos) << text;
+  EXPECT_EQ(text.rfind("Healthy: 1 GPU", 0), 0u) << text;
+  auto verbose = output::render_doctor(s, fs, plain, {.verbose = true, .width = 80});
+  EXPECT_EQ(verbose.find("nvidia-smi"), std::string::npos) << verbose;
+  EXPECT_EQ(verbose.find("No NVIDIA driver"), std::string::npos) << verbose;
 }
 
 }  // namespace
