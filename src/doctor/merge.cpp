@@ -36,13 +36,14 @@ bool is_holder(const Finding& f) {
   }
 }
 
-// `from`, a view of the problem `into` is, becomes its facets.
-void absorb(Finding& into, Finding&& from, bool keep_evidence) {
+// `from`, a view of the problem `into` is, becomes its facets. A ghost's GPUs are where its
+// memory is (`keep_gpus` false): its keeper's other device files do not widen them.
+void absorb(Finding& into, Finding&& from, bool keep_evidence, bool keep_gpus = true) {
   into.facets.push_back({from.code, from.pids.empty() ? 0 : from.pids.front(), from.severity,
                          from.summary.empty() ? from.explanation : from.summary});
   for (auto& x : from.facets) into.facets.push_back(std::move(x));
   into.severity = std::max(into.severity, from.severity);
-  add_unique(into.gpus, from.gpus);
+  if (keep_gpus) add_unique(into.gpus, from.gpus);
   add_unique(into.pids, from.pids);
   if (keep_evidence) add_unique(into.evidence, from.evidence);
 }
@@ -97,7 +98,7 @@ void merge_into_ghosts(std::vector<Finding>& f) {
       Finding other = std::move(f[j]);
       f.erase(f.begin() + static_cast<long>(j));
       if (j < i) --i;
-      absorb(f[i], std::move(other), facts);
+      absorb(f[i], std::move(other), facts, false);
     }
   }
 }
