@@ -19,7 +19,7 @@ _gpureap_options() {
     ps) echo "--tree --watch --no-daemon --gpu= --user= --pid= --sort= --compact -v --verbose" ;;
     kill) echo "--gpu= --user= --ghosts --stopped --tree --group --signal= --grace= --no-escalate" \
                "--wait-release= --dry-run -y --yes" ;;
-    doctor) echo "--gpu= --settle= --only= --unattributed-threshold= --fix -y --yes --no-daemon" ;;
+    doctor) echo "--gpu= --settle= --only= --unattributed-threshold= --fix -y --yes -v --verbose --no-pager --no-daemon" ;;
     reset) echo "--gpu= -y --yes --dry-run" ;;
     daemon) echo "--config= --listen= --check-config=" ;;
     run) echo "--grace= --timeout= --keep-descendants --release-timeout= --sample= --report=" \

@@ -80,6 +80,8 @@ complete -c gpureap -n '__fish_seen_subcommand_from doctor' -l only -x -a '(__gp
 complete -c gpureap -n '__fish_seen_subcommand_from doctor' -l unattributed-threshold -x -d 'report unattributed memory above this'
 complete -c gpureap -n '__fish_seen_subcommand_from doctor' -l fix -d 'apply the safe remedies through the reaper'
 complete -c gpureap -n '__fish_seen_subcommand_from doctor' -s y -l yes -d 'with --fix: do not ask'
+complete -c gpureap -n '__fish_seen_subcommand_from doctor' -s v -l verbose -d 'also the informational findings'
+complete -c gpureap -n '__fish_seen_subcommand_from doctor' -l no-pager -d 'never page the report'
 complete -c gpureap -n '__fish_seen_subcommand_from doctor' -l no-daemon -d 'diagnose here even when the daemon could answer'
 
 # reset

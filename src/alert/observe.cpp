@@ -131,7 +131,9 @@ Observations memory(const Rule& rule, const engine::Sample& sample, const std::s
 }
 
 bool matches(const Rule& rule, const doctor::Finding& f) {
-  if (rule.finding_code && f.code != *rule.finding_code) return false;
+  // A rule on a code matches the finding that carries it, as its own or a facet's (a keeper
+  // that is an orphan is a facet of its ghost's finding).
+  if (rule.finding_code && !f.has(*rule.finding_code)) return false;
   if (rule.finding_severity && f.severity < *rule.finding_severity) return false;
   return !rule.gpu || std::find(f.gpus.begin(), f.gpus.end(), *rule.gpu) != f.gpus.end();
 }
@@ -139,7 +141,11 @@ bool matches(const Rule& rule, const doctor::Finding& f) {
 std::string finding_text(const doctor::Finding& f) {
   std::string text = f.explanation;
   if (!f.evidence.empty()) text += fmt::format(" Evidence: {}.", fmt::join(f.evidence, "; "));
-  if (!f.remedy.empty()) text += fmt::format(" Fix: {}", fmt::join(f.remedy, " ; "));
+  std::vector<std::string> steps;
+  for (const auto& s : f.remedy)
+    steps.push_back((steps.empty() ? "" : std::string(doctor::to_string(s.kind)) + ": ") +
+                    s.line());
+  if (!steps.empty()) text += fmt::format(" Fix: {}", fmt::join(steps, " ; "));
   return text;
 }
 
@@ -158,7 +164,9 @@ Observations findings(const Rule& rule, const engine::Sample& sample, const std:
     std::vector<unsigned> gpus = f.gpus;
     std::sort(gpus.begin(), gpus.end());
     gpus.erase(std::unique(gpus.begin(), gpus.end()), gpus.end());
-    std::string key = "code=" + std::string(doctor::to_string(f.code)) +
+    // The code the rule names, so its alert keeps its identity whichever finding carries it.
+    auto code = rule.finding_code.value_or(f.code);
+    std::string key = "code=" + std::string(doctor::to_string(code)) +
                       (gpus.empty() ? "" : " gpu=" + gpu_list(gpus));
     groups[key].push_back(&f);
     gpus_of[key] = gpus;
@@ -170,7 +178,7 @@ Observations findings(const Rule& rule, const engine::Sample& sample, const std:
     o.key = key;
     o.holds = Holds::Yes;
     o.labels = base_labels(rule, host);
-    o.labels["code"] = doctor::to_string(first.code);
+    o.labels["code"] = doctor::to_string(rule.finding_code.value_or(first.code));
     if (!gpus.empty()) o.labels["gpu"] = gpu_list(gpus);
     uint64_t bytes = 0;
     std::vector<pid_t> pids;
@@ -181,7 +189,8 @@ Observations findings(const Rule& rule, const engine::Sample& sample, const std:
       texts.push_back(finding_text(*f));
     }
     std::string summary =
-        fmt::format("{} ({})", doctor::to_string(first.code), doctor::to_string(first.severity));
+        fmt::format("{} ({})", doctor::to_string(rule.finding_code.value_or(first.code)),
+                    doctor::to_string(first.severity));
     if (!gpus.empty()) summary += fmt::format(" on GPU {}", gpu_list(gpus));
     if (bytes > 0) summary += ", " + text::human_bytes(bytes);
     if (!pids.empty()) summary += fmt::format(", PID {}", fmt::join(pids, ", "));

@@ -1,5 +1,8 @@
 #include "cli/cmd_doctor.h"
 
+#include <unistd.h>
+
+#include <cstdlib>
 #include <iostream>
 #include <optional>
 #include <thread>
@@ -12,6 +15,7 @@
 #include "doctor/settle.h"
 #include "output/doctor_command.h"
 #include "output/doctor_view.h"
+#include "output/pager.h"
 #include "output/snapshot_json.h"
 #include "reap/collector_world.h"
 #include "reap/safety.h"
@@ -46,6 +50,34 @@ core::Result<DoctorRun> check_options(const DoctorOptions& o) {
     run.threshold = *t;
   }
   return run;
+}
+
+// The columns to wrap to: the terminal's; into a pipe none, unless COLUMNS was exported.
+size_t text_width() {
+  if (auto w = terminal_width()) return *w;
+  if (const char* c = std::getenv("COLUMNS")) {
+    char* end = nullptr;
+    long n = std::strtol(c, &end, 10);
+    if (end != c && *end == '\0' && n > 0 && n < 10000) return static_cast<size_t>(n);
+  }
+  return 0;
+}
+
+output::DoctorRenderOptions render_options(const GlobalOptions& g, const DoctorOptions& o) {
+  return {.json = g.json,
+          .color = output::Style::for_stdout(g.no_color).enabled(),
+          .gpu = o.gpu,
+          .verbose = o.verbose,
+          .width = text_width(),
+          .unicode = output::locale_speaks_utf8()};
+}
+
+// Prints a doctor's report: warnings on stderr, the report through the pager on a terminal.
+int print_report(const std::string& out, const std::vector<std::string>& err, int exit_code,
+                 const DoctorOptions& o) {
+  for (const auto& line : err) std::cerr << line << "\n";
+  output::page(out, output::pager_for_stdout(o.no_pager));
+  return exit_code;
 }
 
 // The processes doctor's findings chose, each with the reason: none is "named", so the reaper's
@@ -85,7 +117,14 @@ class Doctor {
   bool fix(const core::Snapshot& last, const std::vector<doctor::Finding>& findings) const {
     std::ostream& log = g_.json ? std::cerr : std::cout;
     auto style = output::Style::for_stdout(g_.no_color);
-    if (!g_.json) log << output::render_doctor(last, findings, style, o_.gpu);
+    auto text = render_options(g_, o_);
+    if (!g_.json)
+      log << output::render_doctor(last, findings, style,
+                                   {.gpu = o_.gpu,
+                                    .verbose = o_.verbose,
+                                    .width = text.width,
+                                    .fixing = true,
+                                    .unicode = text.unicode});
     auto request = fix_request(findings, o_.gpu);
     if (request.chosen.empty()) {
       log << "\nNothing for --fix to do: the remedies above need a person (or `gpureap reset`).\n";
@@ -121,8 +160,37 @@ std::optional<daemon::Answer> from_daemon(const GlobalOptions& g, const DoctorOp
                                 .settle = run.settle,
                                 .only = o.only,
                                 .unattributed_threshold = o.unattributed_threshold,
-                                .color = output::Style::for_stdout(g.no_color).enabled()};
+                                .color = output::Style::for_stdout(g.no_color).enabled(),
+                                .verbose = o.verbose,
+                                .unicode = output::locale_speaks_utf8()};
+  if (size_t w = text_width()) request.width = w;
   return ask_daemon(*path, request);
+}
+
+// Before the wait for the second sample, on a terminal: why it waits, and the problems the
+// first sample shows already (those that do not depend on how memory moves), so a person is
+// never left looking at nothing.
+void say_settling(const GlobalOptions& g, const DoctorOptions& o, const DoctorRun& run,
+                  const collect::Collector& collector, const core::Snapshot& first) {
+  std::cerr << "gpureap: checking again in " << core::format_duration(run.settle)
+            << " to tell memory being released from leaked memory"
+            << (output::locale_speaks_utf8() ? "…" : "...") << "\n";
+  if (g.json) return;
+  auto early = doctor::diagnose({first, first, collector.ipc_residue(first.proc), o.gpu,
+                                 reap::is_protected_process, run.threshold});
+  doctor::keep_codes(early, run.only);
+  std::erase_if(early, [](const doctor::Finding& f) {
+    return f.has(doctor::FindingCode::NoSuchProcess) || f.has(doctor::FindingCode::Releasing) ||
+           f.has(doctor::FindingCode::LeakedMemory) ||
+           f.has(doctor::FindingCode::UnattributedMemory) ||
+           f.has(doctor::FindingCode::UninterruptibleHolder) ||
+           f.has(doctor::FindingCode::ForeignNamespace);
+  });
+  auto text = render_options(g, o);
+  text.width = terminal_width().value_or(0);
+  std::string lines = output::render_doctor_summaries(
+      early, output::Style(false), {.gpu = o.gpu, .width = text.width, .unicode = text.unicode});
+  if (!lines.empty()) std::cerr << "Found so far:\n" << lines << std::flush;
 }
 
 }  // namespace
@@ -145,6 +213,11 @@ CLI::App* add_doctor_command(CLI::App& app, DoctorOptions& o) {
   cmd->add_flag("--fix", o.fix,
                 "apply the safe remedies through the reaper, after showing the plan");
   cmd->add_flag("-y,--yes", o.yes, "with --fix: do not ask for confirmation");
+  cmd->add_flag("-v,--verbose", o.verbose,
+                "also the informational findings (a running job's workers, protected services)");
+  cmd->add_flag("--no-pager", o.no_pager,
+                "never page the report (by default a report longer than the terminal goes "
+                "through $PAGER, else less -FRX)");
   cmd->add_flag("--no-daemon", o.no_daemon,
                 "diagnose from this command's own samples even when the gpureap daemon could "
                 "answer");
@@ -158,7 +231,7 @@ int run_doctor(const GlobalOptions& g, const DoctorOptions& o) {
     return kDoctorCannotRun;
   }
   if (auto answer = from_daemon(g, o, *run))
-    return print_command_output(answer->output, answer->warnings, answer->exit_code);
+    return print_report(answer->output, answer->warnings, answer->exit_code, o);
   auto collector = open_collector(g);
   if (!collector) {
     fail(collector.error());
@@ -171,7 +244,10 @@ int run_doctor(const GlobalOptions& g, const DoctorOptions& o) {
       // exist stops it.
       if (!unknown->driver_down) return fail_scope(*unknown, kDoctorCannotRun);
     }
-  if (doctor::needs_settle(first, o.gpu)) std::this_thread::sleep_for(run->settle);
+  if (doctor::needs_settle(first, o.gpu)) {
+    if (::isatty(STDERR_FILENO)) say_settling(g, o, *run, *collector, first);
+    std::this_thread::sleep_for(run->settle);
+  }
   auto last = collector->collect();
   Doctor doc(g, o, *run, *collector);
   auto findings = doc.diagnose(first, last);
@@ -185,10 +261,10 @@ int run_doctor(const GlobalOptions& g, const DoctorOptions& o) {
           doctor::worst(findings));  // the findings are on the screen already
     }
   }
-  auto rendered = output::render_doctor_command(
-      last, findings,
-      {.json = g.json, .color = output::Style::for_stdout(g.no_color).enabled(), .gpu = o.gpu});
-  return print_command_output(rendered.out, rendered.err, rendered.exit_code);
+  auto options = render_options(g, o);
+  options.fixing = o.fix;
+  auto rendered = output::render_doctor_command(last, findings, options);
+  return print_report(rendered.out, rendered.err, rendered.exit_code, o);
 }
 
 }  // namespace gpureap::cli

@@ -16,6 +16,8 @@ struct DoctorOptions {
   bool yes = false;
   bool no_daemon = false;
   std::optional<std::string> unattributed_threshold;  // "1GiB", "2%", "1GiB,2%"
+  bool verbose = false;                               // -v: the info findings too
+  bool no_pager = false;                              // --no-pager: never through $PAGER / less
 };
 
 CLI::App* add_doctor_command(CLI::App& app, DoctorOptions& options);

@@ -65,10 +65,15 @@ std::string doctor(const DoctorRequest& r, const engine::Sample& sample, millise
       {*first, last, sample.ipc_residue ? *sample.ipc_residue : procfs::IpcResidue{}, r.gpu,
        reap::is_protected_process, threshold, sample.kernel_log.get()});
   doctor::keep_codes(findings, *only);
-  return answer_of(
-      output::render_doctor_command(
-          last, findings, {.json = r.json, .color = r.color, .gpu = r.gpu, .daemon_age = age}),
-      age);
+  return answer_of(output::render_doctor_command(last, findings,
+                                                 {.json = r.json,
+                                                  .color = r.color,
+                                                  .gpu = r.gpu,
+                                                  .daemon_age = age,
+                                                  .verbose = r.verbose,
+                                                  .width = r.width.value_or(0),
+                                                  .unicode = r.unicode}),
+                   age);
 }
 
 }  // namespace

@@ -106,7 +106,10 @@ json doctor_line(const DoctorRequest& r) {
           {"only", r.only},
           {"unattributed_threshold",
            r.unattributed_threshold ? json(*r.unattributed_threshold) : json()},
-          {"color", r.color}};
+          {"color", r.color},
+          {"verbose", r.verbose},
+          {"width", r.width ? json(*r.width) : json()},
+          {"unicode", r.unicode}};
 }
 
 // A request's fields but "command", one by one; false with `why` set on the first bad one.
@@ -125,6 +128,20 @@ bool boolean(const std::string& key, const json& value, bool& out, std::string& 
 bool unknown(const std::string& key, std::string& why) {
   // A newer client's option this daemon cannot honour: the client runs on its own instead.
   why = "unknown field \"" + key + "\"";
+  return false;
+}
+
+bool width_field(const json& value, std::optional<size_t>& width, std::string& why) {
+  if (value.is_null()) {
+    width.reset();
+    return true;
+  }
+  if (value.is_number_unsigned() && value.get<uint64_t>() >= 1 &&
+      value.get<uint64_t>() <= kMaxWidth) {
+    width = static_cast<size_t>(value.get<uint64_t>());
+    return true;
+  }
+  why = "\"width\" must be null or a number of columns from 1 to " + std::to_string(kMaxWidth);
   return false;
 }
 
@@ -167,19 +184,7 @@ bool ps_field(const std::string& key, const json& value, Request& request, std::
     r.select.sort = *sort;
     return true;
   }
-  if (key == "width") {
-    if (value.is_null()) {
-      r.width.reset();
-      return true;
-    }
-    if (value.is_number_unsigned() && value.get<uint64_t>() >= 1 &&
-        value.get<uint64_t>() <= kMaxWidth) {
-      r.width = static_cast<size_t>(value.get<uint64_t>());
-      return true;
-    }
-    why = "\"width\" must be null or a number of columns from 1 to " + std::to_string(kMaxWidth);
-    return false;
-  }
+  if (key == "width") return width_field(value, r.width, why);
   return unknown(key, why);
 }
 
@@ -187,6 +192,9 @@ bool doctor_field(const std::string& key, const json& value, Request& request, s
   auto& r = std::get<DoctorRequest>(request);
   if (key == "json") return boolean(key, value, r.json, why);
   if (key == "color") return boolean(key, value, r.color, why);
+  if (key == "verbose") return boolean(key, value, r.verbose, why);
+  if (key == "unicode") return boolean(key, value, r.unicode, why);
+  if (key == "width") return width_field(value, r.width, why);
   if (key == "gpu") {
     if (value.is_null()) {
       r.gpu.reset();

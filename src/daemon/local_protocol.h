@@ -64,6 +64,9 @@ struct DoctorRequest {
   std::vector<std::string> only;                      // finding codes
   std::optional<std::string> unattributed_threshold;  // as given to --unattributed-threshold
   bool color = false;
+  bool verbose = false;         // -v: the info findings too
+  std::optional<size_t> width;  // terminal columns to wrap to, when the client's is a terminal
+  bool unicode = true;          // the client's locale speaks UTF-8
 };
 
 // `gpureap top`: the latest sample's inputs, which the client joins again.

@@ -48,8 +48,9 @@ void fuse(const core::BlockedTask& t, Finding& f) {
         fmt::format("echo 1 > /sys/fs/fuse/connections/{}/abort   # fails the "
                     "requests pending on {}: the process wakes with an error",
                     c->id, c->mount_point));
-    f.remedy.push_back(fmt::format("umount -l {}   # then restart its FUSE daemon",
-                                   text::shell_quote(c->mount_point)));
+    f.remedy.push_back(
+        step(StepKind::Then, fmt::format("umount -l {}   # then restart its FUSE daemon",
+                                         text::shell_quote(c->mount_point))));
   }
   if (stuck.empty())
     f.remedy.push_back(
@@ -114,7 +115,8 @@ void explain_blocked(const DoctorInput& in, const core::HostProcess& p, Finding&
       f.explanation =
           "It is stuck in a call into the GPU driver. No signal acts until that call returns, and "
           "a driver that wedged does not return: only a reboot frees the process and its memory.";
-      f.remedy = {"dmesg | grep -i -e nvrm -e xid   # the driver's errors", "reboot"};
+      f.remedy = {"dmesg | grep -i -e nvrm -e xid   # shows the driver's errors",
+                  {StepKind::Then, "reboot", "frees the process and its memory"}};
       return;
     case core::BlockedOn::Unknown:
       break;
@@ -122,9 +124,11 @@ void explain_blocked(const DoctorInput& in, const core::HostProcess& p, Finding&
   f.explanation =
       "It waits inside the kernel (I/O, NFS, a driver call). No signal, not even SIGKILL, acts "
       "until that call returns.";
-  f.remedy = {fmt::format("cat /proc/{}/stack   # where it waits (root)", pid),
-              "dmesg | tail   # storage or driver errors",
-              "fix the I/O it waits on (e.g. the NFS server), else reboot"};
+  f.remedy = {fmt::format("cat /proc/{}/stack   # shows where it waits (root)", pid),
+              "dmesg | tail   # shows storage or driver errors",
+              {StepKind::Then, "fix the I/O it waits on (e.g. the NFS server)",
+               "the process wakes when it returns"},
+              {StepKind::Or, "reboot", "if it never does"}};
 }
 
 }  // namespace gpureap::doctor

@@ -22,6 +22,52 @@ std::optional<Severity> severity_from_string(std::string_view s) {
   return std::nullopt;
 }
 
+const char* to_string(StepKind k) {
+  switch (k) {
+    case StepKind::Run:
+      return "run";
+    case StepKind::Or:
+      return "or";
+    case StepKind::Then:
+      return "then";
+  }
+  return "?";
+}
+
+RemedyStep::RemedyStep(std::string text) {
+  auto hash = text.find("   # ");
+  if (hash == std::string::npos) {
+    command = std::move(text);
+    return;
+  }
+  why = text.substr(hash + 5);
+  text.resize(hash);
+  while (!text.empty() && text.back() == ' ') text.pop_back();
+  command = std::move(text);
+}
+
+RemedyStep step(StepKind kind, std::string text) {
+  RemedyStep s(std::move(text));
+  s.kind = kind;
+  return s;
+}
+
+std::string RemedyStep::line() const {
+  return why.empty() ? command : command + "   # " + why;
+}
+
+bool Finding::has(FindingCode c) const {
+  return code == c ||
+         std::any_of(facets.begin(), facets.end(), [&](const Facet& x) { return x.code == c; });
+}
+
+std::vector<FindingCode> Finding::codes() const {
+  std::vector<FindingCode> out{code};
+  for (const auto& x : facets)
+    if (std::find(out.begin(), out.end(), x.code) == out.end()) out.push_back(x.code);
+  return out;
+}
+
 void sort_findings(std::vector<Finding>& f) {
   std::stable_sort(f.begin(), f.end(), [](const Finding& a, const Finding& b) {
     if (a.severity != b.severity) return a.severity > b.severity;
@@ -38,7 +84,7 @@ Severity worst(const std::vector<Finding>& f) {
 void keep_codes(std::vector<Finding>& f, const std::vector<FindingCode>& codes) {
   if (codes.empty()) return;
   std::erase_if(f, [&](const Finding& x) {
-    return std::find(codes.begin(), codes.end(), x.code) == codes.end();
+    return std::none_of(codes.begin(), codes.end(), [&](FindingCode c) { return x.has(c); });
   });
 }
 

@@ -6,19 +6,25 @@
 namespace gpureap::doctor {
 namespace {
 
-std::optional<core::Anomaly> remedied_anomaly(const Finding& f) {
-  switch (f.code) {
+std::optional<core::Anomaly> remedied_anomaly(FindingCode code, Severity severity) {
+  switch (code) {
     case FindingCode::NoSuchProcess:
-      if (f.severity == Severity::Critical) return core::Anomaly::NoSuchProcess;
+      if (severity == Severity::Critical) return core::Anomaly::NoSuchProcess;
       return std::nullopt;
     case FindingCode::OrphanHolder:
       return core::Anomaly::Orphan;
     case FindingCode::InheritedHolder:
-      if (f.severity != Severity::Info) return core::Anomaly::InheritedHolder;
+      if (severity != Severity::Info) return core::Anomaly::InheritedHolder;
       return std::nullopt;
     default:
       return std::nullopt;
   }
+}
+
+void add(std::vector<Fixable>& out, pid_t pid, std::optional<core::Anomaly> anomaly) {
+  if (!anomaly || pid <= 0) return;
+  if (std::none_of(out.begin(), out.end(), [&](const Fixable& x) { return x.pid == pid; }))
+    out.push_back({pid, *anomaly});
 }
 
 }  // namespace
@@ -26,12 +32,10 @@ std::optional<core::Anomaly> remedied_anomaly(const Finding& f) {
 std::vector<Fixable> fixable(const std::vector<Finding>& findings) {
   std::vector<Fixable> out;
   for (const auto& f : findings) {
-    if (f.pids.empty()) continue;
-    auto anomaly = remedied_anomaly(f);
-    if (!anomaly) continue;
-    pid_t pid = f.pids.front();
-    if (std::none_of(out.begin(), out.end(), [&](const Fixable& x) { return x.pid == pid; }))
-      out.push_back({pid, *anomaly});
+    if (!f.pids.empty()) add(out, f.pids.front(), remedied_anomaly(f.code, f.severity));
+    // A facet is judged as the finding it would be on its own: a keeper that is an orphan is
+    // one, a worker of a running job is not.
+    for (const auto& x : f.facets) add(out, x.pid, remedied_anomaly(x.code, x.severity));
   }
   std::sort(out.begin(), out.end(),
             [](const Fixable& a, const Fixable& b) { return a.pid < b.pid; });

@@ -20,7 +20,7 @@ struct Fixable {
 };
 
 // Critical no-such-process, orphan holders, and inherited holders above info (an info one is a
-// worker of a job that runs); one per PID, sorted by PID.
+// worker of a job that runs), as findings or as facets of one; one per PID, sorted by PID.
 std::vector<Fixable> fixable(const std::vector<Finding>& findings);
 
 }  // namespace gpureap::doctor

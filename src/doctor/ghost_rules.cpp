@@ -50,9 +50,13 @@ void foreign(const DoctorInput& in, std::vector<Finding>& out) {
   f.explanation =
       "These PIDs belong to the host (or to other containers) and cannot be inspected or "
       "signalled from this namespace. Run gpureap in the host's PID namespace to explain them.";
-  f.remedy = {"sudo gpureap doctor   # on the host",
-              "docker run --pid=host --privileged ... gpureap doctor",
-              "Kubernetes: run gpureap in a pod with hostPID: true"};
+  f.remedy = {{StepKind::Run, "sudo gpureap doctor", "on the host"},
+              {StepKind::Or, "docker run --pid=host --privileged ... gpureap doctor",
+               "in a container that shares the host's PIDs"},
+              {StepKind::Or, "run gpureap in a pod with hostPID: true", "on Kubernetes"}};
+  f.summary = fmt::format("{} listed by the driver with {} are not visible in this PID namespace",
+                          f.pids.size() == 1 ? "1 PID" : std::to_string(f.pids.size()) + " PIDs",
+                          bytes_text(f.memory_bytes));
   out.push_back(std::move(f));
 }
 
@@ -93,10 +97,21 @@ Finding kept_ghost(const core::Snapshot& s, const core::ProcessRow& r, const cor
   if (!listed_keep.empty())
     f.explanation +=
         " A keeper the driver lists runs a job of its own: ending it ends that job too.";
-  f.remedy = {fmt::format("gpureap kill {}   # ends the holders, waits for the memory", r.pid)};
-  if (!kp.empty()) f.remedy.push_back("gpureap kill " + pid_list(kp));
+  std::vector<pid_t> all = kp;
+  for (const auto* p : listed_keep) all.push_back(p->stat.pid);
+  f.remedy = {{StepKind::Run, fmt::format("gpureap kill {}", r.pid),
+               fmt::format("ends {} ({} {}) and waits for the memory to come back",
+                           all.size() == 1 ? "its keeper" : "its keepers",
+                           all.size() == 1 ? "PID" : "PIDs", pid_list(all))}};
   for (const auto* p : keep)
-    if (auto stop = container_stop_command(*p)) f.remedy.push_back(*stop);
+    if (auto stop = container_stop_command(*p)) {
+      RemedyStep step(*stop);
+      step.kind = StepKind::Or;
+      f.remedy.push_back(std::move(step));
+    }
+  f.summary =
+      fmt::format("GPU {}: {} held by gone PID {} through {}", fmt::join(gpus, ","),
+                  bytes_text(bytes), r.pid, n == 1 ? "1 worker" : std::to_string(n) + " workers");
   return f;
 }
 
@@ -124,7 +139,9 @@ void gone_pid(const DoctorInput& in, const core::ProcessRow& r, std::vector<Find
                    {listed, fmt::format("its memory dropped from {} to {} between samples",
                                         bytes_text(before->listed_bytes()), bytes_text(bytes))},
                    "The driver is still tearing the context down; this takes seconds to a minute.",
-                   {"gpureap doctor --settle 30s   # check again"}});
+                   {"gpureap doctor --settle 30s   # check again"},
+                   fmt::format("GPU {}: {} of gone PID {} is being released", fmt::join(gpus, ","),
+                               bytes_text(bytes), r.pid)});
     return;
   }
   if (!r.has(core::Anomaly::Leaked)) {
@@ -136,7 +153,9 @@ void gone_pid(const DoctorInput& in, const core::ProcessRow& r, std::vector<Find
          bytes,
          {listed, "no holder of that GPU's device files was found, but the view is incomplete"},
          "Some processes could not be inspected, so the holder keeping this memory may be hidden.",
-         {"sudo gpureap doctor"}});
+         {"sudo gpureap doctor   # sees every process's open files"},
+         fmt::format("GPU {}: {} held by gone PID {}; who keeps it is hidden", fmt::join(gpus, ","),
+                     bytes_text(bytes), r.pid)});
     return;
   }
   auto window =
@@ -151,8 +170,17 @@ void gone_pid(const DoctorInput& in, const core::ProcessRow& r, std::vector<Find
       "No live process can be keeping this context: the driver leaked it. Only a GPU reset (or "
       "a reboot) frees it. If the process died within the last minute, re-run with a longer "
       "--settle first.";
-  for (unsigned g : gpus) f.remedy.push_back(reset_command(in.last, g, in.kernel));
-  f.remedy.push_back("reboot   # if the reset is refused");
+  for (unsigned g : gpus)
+    f.remedy.push_back(step(f.remedy.empty() ? StepKind::Run : StepKind::Then,
+                            reset_command(in.last, g, in.kernel)));
+  for (auto& step : f.remedy)
+    if (step.why.empty())
+      step.why = step.command.rfind("gpureap reset", 0) == 0
+                     ? "frees the GPU's memory; refused while anything uses the GPU"
+                     : "frees the GPU's memory";
+  f.remedy.push_back({StepKind::Or, "reboot", "if the reset is refused"});
+  f.summary = fmt::format("GPU {}: {} leaked by gone PID {}; only a reset frees it",
+                          fmt::join(gpus, ","), bytes_text(bytes), r.pid);
   out.push_back(std::move(f));
 }
 
@@ -169,7 +197,9 @@ void released_during_settle(const DoctorInput& in, std::vector<Finding>& out) {
                                 "driver's lists before the last",
                                 r.pid, bytes_text(r.listed_bytes()))},
                    "The driver was tearing the context down; the memory is coming back.",
-                   {"gpureap ps   # check that the memory is back"}});
+                   {"gpureap ps   # check that the memory is back"},
+                   fmt::format("GPU {}: {} of gone PID {} was released",
+                               fmt::join(row_gpus(r), ","), bytes_text(listed_bytes(r)), r.pid)});
   }
 }
 
@@ -208,7 +238,9 @@ void unattributed(const DoctorInput& in, std::vector<Finding>& out) {
                      now,
                      {seen, fmt::format("it dropped from {} between samples", bytes_text(then))},
                      "The driver is still freeing memory of processes that ended.",
-                     {"gpureap doctor --settle 30s   # check again"}});
+                     {"gpureap doctor --settle 30s   # check again"},
+                     fmt::format("GPU {}: {} attributed to no process is being released", g.index,
+                                 bytes_text(now))});
       continue;
     }
     uint64_t departed = departed_bytes(in, g.index);
@@ -230,8 +262,11 @@ void unattributed(const DoctorInput& in, std::vector<Finding>& out) {
            "The memory of processes that ended did not come back: a leaked context or a driver "
            "fault. Only a GPU reset (or a reboot) frees it. The driver can take up to a minute: "
            "check once more with a longer --settle first.",
-           {"gpureap doctor --settle 60s   # make sure it stays",
-            reset_command(in.last, g.index, in.kernel), "reboot   # if the reset is refused"}});
+           {"gpureap doctor --settle 60s   # first: make sure it stays",
+            step(StepKind::Then, reset_command(in.last, g.index, in.kernel)),
+            {StepKind::Or, "reboot", "if the reset is refused"}},
+           fmt::format("GPU {}: {} leaked by processes that ended; only a reset frees it", g.index,
+                       bytes_text(now))});
       continue;
     }
     out.push_back(
@@ -243,8 +278,10 @@ void unattributed(const DoctorInput& in, std::vector<Finding>& out) {
          {seen, "no process the driver lists accounts for it"},
          "The driver, a process in another container or PID namespace it does not name, or a "
          "context that leaked uses it. If it stays while nothing uses the GPU, a reset frees it.",
-         {"gpureap doctor --settle 60s   # is it still there?",
-          reset_command(in.last, g.index, in.kernel) + "   # once nothing uses the GPU"}});
+         {"gpureap doctor --settle 60s   # first: is it still there?",
+          step(StepKind::Then,
+               reset_command(in.last, g.index, in.kernel) + "   # once nothing uses the GPU")},
+         fmt::format("GPU {}: {} attributed to no process", g.index, bytes_text(now))});
   }
 }
 

@@ -7,6 +7,7 @@
 #include "doctor/blocked_remedy.h"
 #include "doctor/diagnose.h"
 #include "doctor/evidence.h"
+#include "doctor/merge.h"
 #include "text/escape.h"
 
 namespace gpureap::doctor {
@@ -38,8 +39,13 @@ struct Holder {
   const DoctorInput& in;
   const core::ProcessRow& r;
   const core::HostProcess& p;
-  bool guarded;      // a protected system service
-  std::string kill;  // "gpureap kill PID", saying so when naming it overrides the protection
+  bool guarded;  // a protected system service
+  // "gpureap kill PID" and what it does, saying so when naming it overrides the protection.
+  RemedyStep kill(StepKind kind, const std::string& why) const {
+    return {kind, "gpureap kill " + std::to_string(r.pid),
+            guarded ? why + " (a protected system service: naming its PID overrides the protection)"
+                    : why};
+  }
 };
 
 // Keeps a gone PID's context alive through inherited fds (warning), or shares the open file of
@@ -61,8 +67,10 @@ void inherited(const Holder& h, std::vector<Finding>& out) {
     f.explanation =
         "It inherited the GPU device files of a process that is gone, and keeps that "
         "process's GPU memory alive.";
-    f.remedy = {h.kill};
+    f.remedy = {h.kill(StepKind::Run, "ends it; the memory it keeps comes back")};
     add_container_stop(h.p, f);
+    f.summary = fmt::format("{} is a worker that inherited the GPU files of gone PID {}",
+                            process_label(h.p), pid_list(r.keeps));
     out.push_back(std::move(f));
   } else if (!r.listed_by_driver && !r.shares_context_of.empty()) {
     auto f = holder_finding(s, r, FindingCode::InheritedHolder, Severity::Info);
@@ -73,6 +81,8 @@ void inherited(const Holder& h, std::vector<Finding>& out) {
     f.explanation =
         "A worker or helper of a running job (it inherited the job's GPU device files); it "
         "will keep that job's memory alive if it outlives the job.";
+    f.summary = fmt::format("{} is a worker of running PID {}", process_label(h.p),
+                            pid_list(r.shares_context_of));
     out.push_back(std::move(f));
   }
 }
@@ -99,9 +109,13 @@ void orphan(const Holder& h, std::vector<Finding>& out) {
   if (!r.has(core::Anomaly::Orphan) || !h.p.holds_device() || r.listed_by_driver || workers_only)
     return;
   auto f = holder_finding(s, r, FindingCode::OrphanHolder, Severity::Warning);
-  if (auto why = core::orphan_evidence(s.proc, h.p)) f.evidence.push_back(orphan_sentence(*why));
+  auto why = core::orphan_evidence(s.proc, h.p);
+  if (why) f.evidence.push_back(orphan_sentence(*why));
   f.explanation = "A leftover of a job whose main process ended; it holds the GPU open for nobody.";
-  f.remedy = {h.kill, "gpureap kill --ghosts   # every such leftover"};
+  f.remedy = {h.kill(StepKind::Run, "ends it"),
+              {StepKind::Or, "gpureap kill --ghosts", "ends every such leftover"}};
+  f.summary = fmt::format("{} is an orphan{}", process_label(h.p),
+                          why ? ": " + orphan_sentence(*why) : std::string());
   add_container_stop(h.p, f);
   out.push_back(std::move(f));
 }
@@ -114,8 +128,10 @@ void stopped(const Holder& h, std::vector<Finding>& out) {
   f.explanation =
       "A paused job (Ctrl-Z, SIGSTOP, a scheduler's suspend) keeps its GPU memory until it is "
       "resumed or ended. It is alive: `--ghosts` and `doctor --fix` leave it alone.";
-  f.remedy = {"kill -CONT " + std::to_string(r.pid) + "   # first: resume it",
-              h.kill + "   # then, if it was abandoned: end it"};
+  f.remedy = {"kill -CONT " + std::to_string(r.pid) + "   # resumes it",
+              h.kill(StepKind::Or, "ends it, if it was abandoned")};
+  f.summary = fmt::format("{} is paused (state {}){}", process_label(h.p), h.p.stat.state,
+                          f.memory_bytes ? " and holds " + bytes_text(f.memory_bytes) : "");
   out.push_back(std::move(f));
 }
 
@@ -125,6 +141,8 @@ void uninterruptible(const Holder& h, std::vector<Finding>& out) {
   if (!r.has(core::Anomaly::Uninterruptible)) return;
   auto f = holder_finding(h.in.last, r, FindingCode::UninterruptibleHolder, Severity::Warning);
   explain_blocked(h.in, h.p, f);
+  f.summary =
+      fmt::format("{} is stuck in the kernel (state D); no signal acts on it", process_label(h.p));
   out.push_back(std::move(f));
 }
 
@@ -142,8 +160,10 @@ void zombie_parent(const Holder& h, std::vector<Finding>& out) {
       "Zombies hold no GPU memory, but their parent is not reaping them: it may be stuck, and "
       "its "
       "exited workers can hide a crash.";
-  f.remedy = {"kill -CHLD " + std::to_string(r.pid) + "   # remind it to reap",
-              h.kill + "   # its zombies go with it"};
+  f.remedy = {"kill -CHLD " + std::to_string(r.pid) + "   # reminds it to reap them",
+              h.kill(StepKind::Or, "ends it; its zombies go with it")};
+  f.summary = fmt::format("{} does not reap {} zombie child{}", process_label(h.p), zombies.size(),
+                          zombies.size() == 1 ? "" : "ren");
   out.push_back(std::move(f));
 }
 
@@ -152,6 +172,7 @@ void protected_service(const Holder& h, std::vector<Finding>& out) {
   auto f = holder_finding(h.in.last, h.r, FindingCode::ProtectedHolder, Severity::Info);
   f.explanation =
       "A system service that holds the GPU on purpose; gpureap never kills it unless named.";
+  f.summary = process_label(h.p) + " is a protected system service";
   out.push_back(std::move(f));
 }
 
@@ -165,11 +186,7 @@ void holder_rules(const DoctorInput& in, std::vector<Finding>& out) {
     if (in.gpu && std::find(gpus.begin(), gpus.end(), *in.gpu) == gpus.end()) continue;
     // Naming a PID overrides the protected list: a remedy that names a protected process says so.
     bool guarded = in.is_protected && in.is_protected(*r.process);
-    Holder h{
-        in, r, *r.process, guarded,
-        "gpureap kill " + std::to_string(r.pid) +
-            (guarded ? "   # a protected system service: naming its PID overrides the protection"
-                     : "")};
+    Holder h{in, r, *r.process, guarded};
     inherited(h, out);
     orphan(h, out);
     stopped(h, out);
@@ -189,10 +206,16 @@ std::vector<Finding> diagnose(const DoctorInput& in) {
   // Each remedy, fact and explanation is one line in every view (text, JSON, top, alerts): a
   // name in it with a newline or another control character (a process's, a mount point's, a
   // container's) is escaped here, once. Escaping is idempotent, so the views may escape again.
+  merge_findings(out);
   for (auto& f : out) {
-    for (auto& r : f.remedy) r = text::terminal_safe(r);
+    for (auto& r : f.remedy) {
+      r.command = text::terminal_safe(r.command);
+      r.why = text::terminal_safe(r.why);
+    }
     for (auto& e : f.evidence) e = text::terminal_safe(e);
+    for (auto& x : f.facets) x.text = text::terminal_safe(x.text);
     f.explanation = text::terminal_safe(f.explanation);
+    f.summary = text::terminal_safe(f.summary);
   }
   sort_findings(out);
   return out;

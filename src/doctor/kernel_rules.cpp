@@ -169,15 +169,20 @@ void gpu_finding(const DoctorInput& in, const std::vector<const core::KernelGpuE
     if (const auto* entry = kernel::nvidia::find_xid(c)) {
       f.explanation += fmt::format("{}Xid {}, {}: {}.", f.explanation.empty() ? "" : " ", c,
                                    entry->name, entry->cause);
-      f.remedy.push_back(fmt::format("{}   # Xid {}", entry->action, c));
+      f.remedy.push_back(step(f.remedy.empty() ? StepKind::Run : StepKind::Then,
+                              fmt::format("{}   # Xid {}", entry->action, c)));
     } else {
       f.explanation +=
           fmt::format("{}Xid {} is not in gpureap's catalog: see NVIDIA's \"Xid Errors\" document.",
                       f.explanation.empty() ? "" : " ", c);
     }
   }
-  if (ghost_named) f.remedy.push_back("gpureap kill --ghosts   # frees what the gone process left");
-  f.remedy.push_back("journalctl -k | grep -i xid   # the full messages");
+  auto next = [&] { return f.remedy.empty() ? StepKind::Run : StepKind::Then; };
+  if (ghost_named)
+    f.remedy.push_back({next(), "gpureap kill --ghosts", "frees what the gone process left"});
+  f.remedy.push_back({next(), "journalctl -k | grep -i xid", "shows the full messages"});
+  f.summary = fmt::format("{}: {} Xid error{} in the kernel log (Xid {})", where, events.size(),
+                          events.size() == 1 ? "" : "s", codes_text);
   out.push_back(std::move(f));
 }
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <map>
+#include <set>
 #include <tuple>
 
 #include "export/kernel_metrics.h"
@@ -176,8 +177,15 @@ void finding_families(const MetricsInput& in, std::vector<MetricFamily>& out) {
   MetricFamily f{"gpureap_findings",
                  "Findings of gpureap doctor on the latest samples, by code and severity"};
   std::map<std::pair<std::string, std::string>, unsigned> counts;
-  for (const auto& finding : in.findings)
-    ++counts[{std::string(doctor::to_string(finding.code)), doctor::to_string(finding.severity)}];
+  // Each code a finding carries counts, its facets' too (at the facet's own severity): a rule
+  // on `gpureap_findings{code="orphan-holder"}` still sees an orphan that keeps a ghost.
+  for (const auto& finding : in.findings) {
+    std::set<std::pair<std::string, std::string>> seen{
+        {std::string(doctor::to_string(finding.code)), doctor::to_string(finding.severity)}};
+    for (const auto& x : finding.facets)
+      seen.insert({std::string(doctor::to_string(x.code)), doctor::to_string(x.severity)});
+    for (const auto& key : seen) ++counts[key];
+  }
   for (const auto& [key, n] : counts) f.add({{"code", key.first}, {"severity", key.second}}, n);
   out.push_back(std::move(f));
 }

@@ -23,7 +23,12 @@ CommandOutput render_doctor_command(const core::Snapshot& last,
     r.out = dump_json(doc) + "\n";
   } else {
     Style style(o.color);
-    r.out = render_doctor(last, findings, style, o.gpu);
+    r.out = render_doctor(last, findings, style,
+                          {.gpu = o.gpu,
+                           .verbose = o.verbose,
+                           .width = o.width,
+                           .fixing = o.fixing,
+                           .unicode = o.unicode});
     if (o.daemon_age) r.out += style.paint(daemon_source_line(*o.daemon_age), Color::Dim) + "\n";
   }
   r.err = driver_timeout_lines(last);

@@ -21,6 +21,10 @@ struct DoctorRenderOptions {
   bool color = false;
   std::optional<unsigned> gpu;  // --gpu N: the summary counts that GPU only
   DaemonAge daemon_age;
+  bool verbose = false;  // -v: the info findings too
+  size_t width = 0;      // the terminal's columns to wrap to; 0: no wrapping
+  bool unicode = true;   // the locale speaks UTF-8
+  bool fixing = false;   // doctor --fix: no line pointing at --fix
 };
 
 int doctor_exit_code(doctor::Severity worst);

@@ -1,8 +1,9 @@
 #pragma once
-#include <optional>
-// `gpureap doctor` output: findings grouped by severity, most memory first; and the
-// `gpureap.doctor/v1` JSON document.
+// `gpureap doctor` output: a one-line summary of each problem, most severe first, then each
+// problem's details (evidence, facets, meaning, remedy steps); and the `gpureap.doctor/v1`
+// JSON document.
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -14,9 +15,25 @@ namespace gpureap::output {
 
 inline constexpr const char* kDoctorSchema = "gpureap.doctor/v1";
 
-// `gpu`: doctor --gpu N, the summary counts that GPU only.
+struct DoctorTextOptions {
+  std::optional<unsigned> gpu;  // doctor --gpu N: the summary counts that GPU only
+  bool verbose = false;         // -v: info findings too (else only counted)
+  size_t width = 0;             // terminal columns to wrap to; 0: no wrapping (a pipe)
+  bool fixing = false;          // doctor --fix: no line pointing at --fix
+  bool unicode = true;          // the locale speaks UTF-8
+};
+
 std::string render_doctor(const core::Snapshot& s, const std::vector<doctor::Finding>& findings,
-                          const Style& style, std::optional<unsigned> gpu = std::nullopt);
+                          const Style& style, const DoctorTextOptions& options);
+inline std::string render_doctor(const core::Snapshot& s,
+                                 const std::vector<doctor::Finding>& findings, const Style& style,
+                                 std::optional<unsigned> gpu = std::nullopt) {
+  return render_doctor(s, findings, style, DoctorTextOptions{.gpu = gpu});
+}
+// The one-line summaries of the findings above info, as render_doctor begins with them (for
+// what doctor can say before its second sample).
+std::string render_doctor_summaries(const std::vector<doctor::Finding>& findings,
+                                    const Style& style, const DoctorTextOptions& options);
 nlohmann::json doctor_to_json(const core::Snapshot& s,
                               const std::vector<doctor::Finding>& findings);
 

@@ -141,7 +141,7 @@ void add_findings(std::vector<Line>& out, const core::Snapshot& s, const core::S
     if (!f.explanation.empty())
       add_wrapped(out, "  ", text::terminal_safe(f.explanation), width, Role::Dim);
     for (const auto& m : f.remedy)
-      add_wrapped(out, "  $ ", text::terminal_safe(m), width, Role::Key, "  ");
+      add_wrapped(out, "  $ ", text::terminal_safe(m.line()), width, Role::Key, "  ");
   }
 }
 

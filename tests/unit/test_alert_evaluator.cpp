@@ -229,6 +229,27 @@ TEST(AlertEvaluator, FindingsByCodeAndGpusHoldForThenResolve) {
   EXPECT_EQ(alerts(e.evaluate(with_findings(11s, {on1}))).size(), 1u);
 }
 
+// A ghost's keeper that is an orphan is a facet of the ghost's finding: a rule on
+// orphan-holder still fires on it, and its alert keeps the rule's code as its label.
+TEST(AlertEvaluator, ARuleOnACodeMatchesTheFindingThatCarriesItAsAFacet) {
+  Rule r;
+  r.name = "Orphans";
+  r.condition = Condition::Finding;
+  r.finding_code = doctor::FindingCode::OrphanHolder;
+  Evaluator e = with({r});
+  auto ghost = finding("no-such-process", doctor::Severity::Critical, {0}, {4242, 4250});
+  ghost.facets = {{doctor::FindingCode::OrphanHolder, 4250, doctor::Severity::Warning,
+                   "PID 4250 (w) is an orphan"}};
+  auto fired = alerts(e.evaluate(sample_at(0s, {gpu_used(0, 8 * GiB)}, {}, {ghost})));
+  ASSERT_EQ(fired.size(), 1u);
+  EXPECT_EQ(fired[0].labels.at("code"), "orphan-holder");
+  EXPECT_EQ(fired[0].annotations.at("summary").rfind("orphan-holder (critical) on GPU 0", 0), 0u)
+      << fired[0].annotations.at("summary");
+  auto plain = finding("no-such-process", doctor::Severity::Critical, {0}, {4243});
+  Evaluator none = with({r});
+  EXPECT_TRUE(none.evaluate(sample_at(0s, {gpu_used(0, 8 * GiB)}, {}, {plain})).empty());
+}
+
 TEST(AlertEvaluator, FindingsBySeverityAndGpu) {
   Rule r;
   r.name = "Critical";

@@ -233,7 +233,7 @@ TEST_F(DrmMachineTest, DoctorAndMetricsReadTheSameVerdict) {
   });
   ASSERT_NE(ghost, findings.end());
   EXPECT_EQ(ghost->gpus, std::vector<unsigned>{0});
-  EXPECT_EQ(ghost->remedy.at(0).rfind("gpureap kill 777", 0), 0u) << ghost->remedy.at(0);
+  EXPECT_EQ(ghost->remedy.at(0).command, "gpureap kill 777") << ghost->remedy.at(0).line();
   // No finding names the trainer or its workers above info: they are one healthy job.
   for (const auto& f : findings)
     for (pid_t healthy : {100, 101, 102, 200, 300})

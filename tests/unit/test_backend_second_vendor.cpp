@@ -177,7 +177,7 @@ TEST_F(SecondVendor, ItsGhostIsFoundJoinedDiagnosedAndExported) {
   ASSERT_NE(ghost_finding, findings.end());
   EXPECT_NE(std::find(ghost_finding->pids.begin(), ghost_finding->pids.end(), worker),
             ghost_finding->pids.end());
-  EXPECT_EQ(ghost_finding->remedy.at(0).rfind("gpureap kill " + std::to_string(trainer), 0), 0u);
+  EXPECT_EQ(ghost_finding->remedy.at(0).command, "gpureap kill " + std::to_string(trainer));
   for (const auto& f : findings)
     EXPECT_EQ(std::find(f.pids.begin(), f.pids.end(), nvidia_job), f.pids.end())
         << doctor::to_string(f.code) << " names the healthy NVIDIA job";

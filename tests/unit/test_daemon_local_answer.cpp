@@ -114,11 +114,13 @@ std::vector<doctor::Finding> local_findings(const core::Snapshot& first,
 TEST(DaemonLocalAnswer, DoctorIsWhatDoctorRendersOnASampleSettleBeforeTheLatest) {
   auto now = Clock::now();
   auto sample = with_earlier(now - 300ms);
-  DoctorRequest request{.json = false, .settle = 5s};
+  // -v: PID 77's release is an info finding.
+  DoctorRequest request{.json = false, .settle = 5s, .verbose = true};
   auto answer = parse_answer(local_answer(request_line(request), &sample, nullptr, now));
   ASSERT_TRUE(answer.ok()) << answer.error().message;
   auto findings = local_findings(six_seconds_ago(), now_snapshot());
-  auto expected = output::render_doctor_command(now_snapshot(), findings, {.daemon_age = 300ms});
+  auto expected = output::render_doctor_command(now_snapshot(), findings,
+                                                {.daemon_age = 300ms, .verbose = true});
   EXPECT_EQ(answer->output, expected.out);
   EXPECT_EQ(answer->exit_code, expected.exit_code);
   EXPECT_EQ(answer->snapshot_age_ms, 300);

@@ -75,8 +75,14 @@ TEST(DaemonLocalProtocol, DoctorRequestRoundTrips) {
                   .settle = std::chrono::milliseconds(7500),
                   .only = {"no-such-process", "leaked-memory"},
                   .unattributed_threshold = "2GiB,5%",
-                  .color = true};
+                  .color = true,
+                  .verbose = true,
+                  .width = 80,
+                  .unicode = false};
   auto back = as<DoctorRequest>(parse_request(request_line(r)));
+  EXPECT_TRUE(back.verbose);
+  EXPECT_EQ(back.width, 80u);
+  EXPECT_FALSE(back.unicode);
   EXPECT_TRUE(back.json);
   EXPECT_EQ(back.gpu, 3u);
   EXPECT_EQ(back.settle.count(), 7500);
@@ -89,6 +95,8 @@ TEST(DaemonLocalProtocol, DoctorRequestRoundTrips) {
   EXPECT_EQ(plain.settle.count(), 5000);
   EXPECT_TRUE(plain.only.empty());
   EXPECT_FALSE(plain.unattributed_threshold);
+  EXPECT_FALSE(plain.verbose);
+  EXPECT_FALSE(plain.width);  // a pipe: not wrapped
   as<SnapshotRequest>(parse_request(request_line(SnapshotRequest{})));
   as<ReleasesRequest>(parse_request(request_line(ReleasesRequest{})));
 }

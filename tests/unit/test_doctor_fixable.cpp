@@ -28,6 +28,16 @@ TEST(DoctorFixable, GhostKeepersAndLeftoversOnePerPidNeverAPausedJob) {
                                           {4250, core::Anomaly::InheritedHolder}}));
 }
 
+TEST(DoctorFixable, AFacetIsJudgedAsTheFindingItWouldBe) {
+  auto ghost = finding(FindingCode::NoSuchProcess, Severity::Critical, {4242, 4250, 4251});
+  ghost.facets = {{FindingCode::InheritedHolder, 4250, Severity::Warning, "kept"},
+                  {FindingCode::OrphanHolder, 4250, Severity::Warning, "orphan"},
+                  {FindingCode::InheritedHolder, 4251, Severity::Info, "a running job's worker"},
+                  {FindingCode::StoppedHolder, 4251, Severity::Warning, "paused"}};
+  EXPECT_EQ(fixable({ghost}), (std::vector<Fixable>{{4242, core::Anomaly::NoSuchProcess},
+                                                    {4250, core::Anomaly::InheritedHolder}}));
+}
+
 TEST(DoctorFixable, WhatNeedsAPersonIsLeftAlone) {
   std::vector<Finding> fs = {
       // a gone PID in another namespace, or one nothing keeps, is not solved by a kill

@@ -55,6 +55,12 @@ bool has(const std::vector<std::string>& lines, const std::string& text) {
   return false;
 }
 
+bool has(const std::vector<RemedyStep>& steps, const std::string& text) {
+  for (const auto& s : steps)
+    if (s.line().find(text) != std::string::npos) return true;
+  return false;
+}
+
 TEST(DoctorKernelRules, AnXidNamingAGonePidSaysWhoStillHoldsItsMemory) {
   auto s = make_snapshot({proc(1, 0, 1), holder(4250, 1, 4242)},
                          {gpu(0, 0, 8 * GiB, {listed(4242, 8 * GiB)})});
@@ -74,7 +80,7 @@ TEST(DoctorKernelRules, AnXidNamingAGonePidSaysWhoStillHoldsItsMemory) {
                   "whether the gone process is the one the Xid names cannot be "
                   "confirmed"));
   EXPECT_TRUE(has(f->remedy, "gpureap kill --ghosts"));
-  EXPECT_TRUE(has({f->explanation}, "Xid 31, GPU memory page fault"));
+  EXPECT_TRUE(has(std::vector<std::string>{f->explanation}, "Xid 31, GPU memory page fault"));
   // The ghost itself is still the ghost finding, with its reset advice untouched.
   EXPECT_NE(find(fs, FindingCode::NoSuchProcess), nullptr);
 }
@@ -152,7 +158,7 @@ TEST(DoctorKernelRules, UnknownXidsAreShownAndGpuFilterApplies) {
   ASSERT_NE(f, nullptr);
   EXPECT_TRUE(has(f->evidence, "Xid 150 at "));
   EXPECT_TRUE(has(f->evidence, "Ch 00000008"));
-  EXPECT_TRUE(has({f->explanation}, "not in gpureap's catalog"));
+  EXPECT_TRUE(has(std::vector<std::string>{f->explanation}, "not in gpureap's catalog"));
   EXPECT_EQ(find(run(s, log, {}, 0u), FindingCode::GpuXid), nullptr);  // --gpu 0: not its Xid
 }
 
@@ -222,7 +228,7 @@ TEST(DoctorKernelRules, AFuseWaitNamesTheAbortOfItsConnection) {
   EXPECT_FALSE(has(f->evidence, "connection 52"));  // answers its requests: not the one
   EXPECT_TRUE(has(f->remedy, "echo 1 > /sys/fs/fuse/connections/48/abort"));
   EXPECT_FALSE(has(f->remedy, "connections/52"));
-  EXPECT_TRUE(has({f->explanation}, "ENOTCONN"));
+  EXPECT_TRUE(has(std::vector<std::string>{f->explanation}, "ENOTCONN"));
 }
 
 TEST(DoctorKernelRules, NfsGpuDriverAndUnknownWaitsEachGetTheirFix) {

@@ -28,7 +28,22 @@ const Finding* find(const std::vector<Finding>& fs, const std::string& code, pid
 
 bool remedy_has(const Finding& f, const std::string& text) {
   return std::any_of(f.remedy.begin(), f.remedy.end(),
-                     [&](const std::string& r) { return r.find(text) != std::string::npos; });
+                     [&](const RemedyStep& r) { return r.line().find(text) != std::string::npos; });
+}
+
+// The facet of `code` about `pid`, or null.
+const Facet* facet(const Finding& f, FindingCode code, pid_t pid) {
+  for (const auto& x : f.facets)
+    if (x.code == code && x.pid == pid) return &x;
+  return nullptr;
+}
+
+// The findings above info that name `pid`.
+size_t problems_naming(const std::vector<Finding>& fs, pid_t pid) {
+  return static_cast<size_t>(std::count_if(fs.begin(), fs.end(), [&](const Finding& f) {
+    return f.severity != Severity::Info &&
+           std::find(f.pids.begin(), f.pids.end(), pid) != f.pids.end();
+  }));
 }
 
 core::Snapshot later(std::vector<core::HostProcess> ps, std::vector<core::Gpu> gpus) {
@@ -58,13 +73,35 @@ TEST(DoctorRules, GonePidKeptByInheritedWorkers) {
   EXPECT_NE(f->evidence[0].find("PID 4242 is listed on GPU 0 with 8.0 GiB but is not in /proc"),
             std::string::npos);
   EXPECT_NE(f->evidence[1].find("PID 4250 (p4250) holds /dev/nvidia0 on fd 5"), std::string::npos);
-  EXPECT_TRUE(remedy_has(*f, "gpureap kill 4242"));
-  const auto* inh = find(fs, "inherited-holder", 4250);
-  ASSERT_NE(inh, nullptr);
-  EXPECT_EQ(inh->severity, Severity::Warning);
-  EXPECT_TRUE(remedy_has(*inh, "gpureap kill 4250"));
-  ASSERT_NE(find(fs, "orphan-holder", 4251), nullptr);
-  EXPECT_EQ(to_string(fs.front().code), "no-such-process");  // critical first
+  // One remedy, one step: the kill that ends both keepers, saying so.
+  ASSERT_EQ(f->remedy.size(), 1u);
+  EXPECT_EQ(f->remedy[0].kind, StepKind::Run);
+  EXPECT_EQ(f->remedy[0].command, "gpureap kill 4242");
+  EXPECT_EQ(f->remedy[0].why,
+            "ends its keepers (PIDs 4250 4251) and waits for the memory to come back");
+  EXPECT_EQ(f->summary, "GPU 0: 8.0 GiB held by gone PID 4242 through 2 workers");
+  // What the keepers are is part of this one finding: each keeper's inherited-holder and
+  // orphan-holder are its facets, not findings of their own.
+  for (pid_t keeper : {4250, 4251}) {
+    const auto* inh = facet(*f, FindingCode::InheritedHolder, keeper);
+    ASSERT_NE(inh, nullptr) << keeper;
+    EXPECT_EQ(inh->severity, Severity::Warning);
+    EXPECT_NE(inh->text.find("inherited the GPU files of gone PID 4242"), std::string::npos)
+        << inh->text;
+    const auto* orphan = facet(*f, FindingCode::OrphanHolder, keeper);
+    ASSERT_NE(orphan, nullptr) << keeper;
+    EXPECT_NE(orphan->text.find("is an orphan"), std::string::npos) << orphan->text;
+    EXPECT_EQ(problems_naming(fs, keeper), 1u);
+  }
+  EXPECT_TRUE(f->has(FindingCode::InheritedHolder));
+  EXPECT_TRUE(f->has(FindingCode::OrphanHolder));
+  EXPECT_EQ(f->codes(),
+            (std::vector<FindingCode>{FindingCode::NoSuchProcess, FindingCode::InheritedHolder,
+                                      FindingCode::OrphanHolder}));
+  EXPECT_EQ(find(fs, "inherited-holder"), nullptr);
+  EXPECT_EQ(find(fs, "orphan-holder"), nullptr);
+  EXPECT_EQ(fs.size(), 1u);
+  EXPECT_EQ(problems_naming(fs, 4242), 1u);
 }
 
 TEST(DoctorRules, LeakedWhenTheMemoryStaysAndNothingHoldsIt) {
@@ -262,9 +299,10 @@ TEST(DoctorRules, AnUnverifiedContainerClaimGetsNoStopCommand) {
   auto fs = run(s);
   const auto* f = find(fs, "no-such-process", 4242);
   ASSERT_NE(f, nullptr);
-  EXPECT_EQ(f->remedy, (std::vector<std::string>{
-                           "gpureap kill 4242   # ends the holders, waits for the memory",
-                           "gpureap kill 4250"}));
+  EXPECT_EQ(f->remedy,
+            (std::vector<RemedyStep>{{StepKind::Run, "gpureap kill 4242",
+                                      "ends its keeper (PID 4250) and waits for the memory to "
+                                      "come back"}}));
 }
 
 TEST(DoctorRules, AStopCommandSaysWhichContainerAndPodItStops) {
@@ -307,7 +345,10 @@ TEST(DoctorRules, EveryLineOfAFindingIsOneLineWhateverTheNames) {
   ASSERT_NE(find(fs, "no-such-process", 4242), nullptr);
   ASSERT_NE(find(fs, "stopped-holder", 4300), nullptr);
   for (const auto& f : fs) {
-    for (const auto& r : f.remedy) EXPECT_FALSE(raw_control(r)) << to_string(f.code) << ": " << r;
+    for (const auto& r : f.remedy)
+      EXPECT_FALSE(raw_control(r.line())) << to_string(f.code) << ": " << r.line();
+    for (const auto& x : f.facets) EXPECT_FALSE(raw_control(x.text)) << to_string(f.code);
+    EXPECT_FALSE(raw_control(f.summary)) << to_string(f.code);
     for (const auto& e : f.evidence) EXPECT_FALSE(raw_control(e)) << to_string(f.code) << ": " << e;
     EXPECT_FALSE(raw_control(f.explanation)) << to_string(f.code);
   }
@@ -331,11 +372,17 @@ TEST(DoctorRules, ProtectedHolderIsInfo) {
   auto stopped = run(make_snapshot({proc(1, 0, 1), p}, {gpu(0, 0, 0, {})}));
   const auto* s = find(stopped, "stopped-holder", 77);
   ASSERT_NE(s, nullptr);
+  bool named = false;
   for (const auto& r : s->remedy) {
-    if (r.find("gpureap kill 77") != std::string::npos) {
-      EXPECT_NE(r.find("overrides the protection"), std::string::npos) << r;
+    if (r.command == "gpureap kill 77") {
+      named = true;
+      EXPECT_NE(r.why.find("overrides the protection"), std::string::npos) << r.line();
     }
   }
+  EXPECT_TRUE(named);
+  // One process, one finding: its being protected is a facet of its being stopped.
+  EXPECT_EQ(find(stopped, "protected-holder", 77), nullptr);
+  EXPECT_NE(facet(*s, FindingCode::ProtectedHolder, 77), nullptr);
 }
 
 TEST(DoctorRules, GpuFilterKeepsOnlyThatGpusFindings) {

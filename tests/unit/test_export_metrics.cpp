@@ -242,6 +242,20 @@ TEST(ExportMetrics, FindingsCountedByCodeAndSeverity) {
       value_of(m, "gpureap_findings", {{"code", "no-such-process"}, {"severity", "critical"}}), 1);
   EXPECT_EQ(value_of(m, "gpureap_findings", {{"code", "stopped-holder"}, {"severity", "warning"}}),
             2);
+  // A ghost's keeper that is an orphan is a facet of its finding: its code still counts.
+  findings[0].facets = {
+      {doctor::FindingCode::OrphanHolder, 4250, doctor::Severity::Warning, "an orphan"},
+      {doctor::FindingCode::InheritedHolder, 4250, doctor::Severity::Warning, "inherited"}};
+  auto merged = build_metrics({s, findings, {}, false});
+  EXPECT_EQ(
+      value_of(merged, "gpureap_findings", {{"code", "no-such-process"}, {"severity", "critical"}}),
+      1);
+  EXPECT_EQ(
+      value_of(merged, "gpureap_findings", {{"code", "orphan-holder"}, {"severity", "warning"}}),
+      1);
+  EXPECT_EQ(
+      value_of(merged, "gpureap_findings", {{"code", "inherited-holder"}, {"severity", "warning"}}),
+      1);
 }
 
 TEST(ExportMetrics, XidsCountedPerGpuAndNumberOnlyWhenTheLogIsFollowed) {
