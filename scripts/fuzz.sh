@@ -8,8 +8,8 @@
 #   scripts/fuzz.sh fuzz_duration ...  only these
 #   FUZZ_SECONDS=300 FUZZ_JOBS=1 scripts/fuzz.sh
 # The targets are built with clang (ASan + UBSan) in FUZZ_BUILD (default build-fuzz/, only what
-# they link); CI passes the instrumented tree scripts/sanitize.sh built (build-asan/), which
-# has them already. Seeds are made at run time from tests/fixtures, deploy/ and docs/
+# they link; a tree configured with GPUREAP_FUZZ and the tests has them too, linked to the
+# suite's library). Seeds are made at run time from tests/fixtures, deploy/ and docs/
 # ($FUZZ_BUILD/seeds); what a run learns is kept in $FUZZ_BUILD/corpus for the next run on
 # this machine, never committed.
 # Needs clang and libFuzzer (Debian: clang, libclang-rt-14-dev): scripts/install-deps.sh --ci.
