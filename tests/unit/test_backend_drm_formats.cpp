@@ -20,7 +20,7 @@
 namespace gpureap::testing {
 namespace {
 
-constexpr uint64_t kKiB = 1ull << 10, kMiB = 1ull << 20, kGiB = 1ull << 30;
+constexpr uint64_t kMiB = 1ull << 20, kGiB = 1ull << 30;
 const std::string kAmd = "0000:03:00.0", kIntel = "0000:00:02.0";
 constexpr unsigned kGpuId = 1234;
 
