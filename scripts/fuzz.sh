@@ -93,7 +93,10 @@ literal_seeds fuzz_duration 500ms 30s 5m 1h 2d 1.5s 90 0 10min
 literal_seeds fuzz_byte_size 512MiB 1GiB 1.5G 1000000 '4 KB' 0B 2TiB ' 64mib '
 literal_seeds fuzz_drm_fdinfo 'drm-driver:\txe\ndrm-total-cycles-rcs:\t1\ndrm-engine-capacity-ccs:\t4\n' \
   'drm-driver: amdgpu\ndrm-resident-vram: 7\ndrm-memory-vram: 100 KiB\ndrm-engine-gfx: 5 ns\n' \
-  'drm-driver: i915\ndrm-total-local0: 17592186044415 MiB\ndrm-client-id: 18446744073709551615\n'
+  'drm-driver: i915\ndrm-total-local0: 17592186044415 MiB\ndrm-client-id: 18446744073709551615\n' \
+  'pdev:\t0000:03:00.0\npasid:\t32771\nvram mem:\t18014398509481983 kB\ngfx0:\t0.5%\nenc_10:\t99.99 %\n' \
+  'pos:\t0\npdev:\t0000:03:00.0\ngtt mem:\t4 kB\ncompute0:\t1.100%\ndrm-memory-gtt: 7\n' \
+  'pdev: x\ncpu mem: 0 kB\nsdma1: 18446744073709551615.99%\n'
 literal_seeds fuzz_http_query 10m 1700000000 1700000000.25 2024-05-01T12:00:00Z \
   '2024-05-01T12:00:00.5+02:00' \
   'GET /api/v1/history?gpu=0&since=10m HTTP/1.1\r\nHost: node\r\nAuthorization: Bearer s3cret-token\r\n\r\n' \

@@ -142,6 +142,7 @@ core::ProcView Collector::scan(const core::ProcView* previous,
   // Only the few holders' fds are compared, so this costs little beside the scan itself.
   auto grouping = procfs::group_open_files(view.processes, proc_.names_own_processes());
   view.open_files_unknown = std::move(grouping.incomplete);
+  for (auto* o : observers) o->open_files_grouped(view.processes, view.open_files_unknown);
   add_details(view, holders);
   return view;
 }

@@ -3,7 +3,15 @@
 // fdinfo) learns it from the fds the scan finds, instead of walking /proc a second time.
 #include <sys/types.h>
 
+#include <optional>
+#include <string>
+#include <vector>
+
 #include "procfs/device_files.h"
+
+namespace gpureap::core {
+struct HostProcess;
+}
 
 namespace gpureap::procfs {
 
@@ -25,6 +33,10 @@ class FdObserver {
   // right after the fd was matched; the process may close or reuse it meanwhile, so what an
   // observer reads about it is checked (fdinfo names its driver).
   virtual void observe(const GpuFd& fd) = 0;
+  // After scan_finished, once the holds are split by open file description (kcmp): each GPU
+  // file hold of `processes` carries its open_file id, or none where `unknown` says why.
+  virtual void open_files_grouped(const std::vector<core::HostProcess>& /*processes*/,
+                                  const std::optional<std::string>& /*unknown*/) {}
 };
 
 }  // namespace gpureap::procfs

@@ -146,7 +146,26 @@ class DrmMachine {
     remove(d + "fdinfo/" + std::to_string(fd));
   }
   void exit_process(pid_t pid) const { remove("proc/" + std::to_string(pid)); }
+  // The kernel's release (/proc/sys/kernel/osrelease).
+  void kernel(const std::string& release) const {
+    write("proc/sys/kernel/osrelease", release + "\n");
+  }
+  // The tree names this test's own processes, as the real procfs does (its "self" is this
+  // PID): the holder scan then compares the fds of these PIDs with kcmp, on their real fds.
+  // The tree's processes must be this process and its children, holding those fd numbers.
+  void names_own_processes() const {
+    remove("proc/self");
+    std::filesystem::create_symlink(std::to_string(::getpid()), path("proc/self"));
+  }
 
+  // An amdgpu client's fdinfo on kernels 5.14 to 5.18, before drm-usage-stats: no drm- key, no
+  // client id, memory in kB (KiB), engines as percentages.
+  static std::string amdgpu_5_15_fdinfo(const std::string& pdev, unsigned pasid, uint64_t vram_kib,
+                                        uint64_t gtt_kib) {
+    return "pdev:\t" + pdev + "\npasid:\t" + std::to_string(pasid) + "\nvram mem:\t" +
+           std::to_string(vram_kib) + " kB\ngtt mem:\t" + std::to_string(gtt_kib) +
+           " kB\ncpu mem:\t0 kB\ngfx0:\t12.50%\n";
+  }
   // An amdgpu client's fdinfo: drm-memory-* in KiB (the driver's own format).
   static std::string amdgpu_fdinfo(const std::string& pdev, uint64_t client_id, uint64_t vram_kib,
                                    uint64_t gtt_kib) {

@@ -4,9 +4,13 @@
 #include "fuzz_check.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  auto client = gpureap::backend::drm::parse_fdinfo(fuzz_text(data, size));
+  const auto text = fuzz_text(data, size);
+  auto client = gpureap::backend::drm::parse_fdinfo(text);
   if (client) {
     FUZZ_CHECK(!client->driver.empty());
+    // What parses is what the client table reads: it never skips a file it could parse.
+    FUZZ_CHECK(gpureap::backend::drm::has_usage_stats(text));
+    FUZZ_CHECK(!client->amdgpu_legacy || (client->driver == "amdgpu" && client->pdev));
     FUZZ_CHECK(!client->pdev || !client->pdev->empty());
     for (const auto& r : client->regions) {
       FUZZ_CHECK(!r.name.empty());

@@ -12,6 +12,7 @@
 namespace {
 
 using gpureap::backend::drm::DrmClient;
+using gpureap::backend::drm::has_usage_stats;
 using gpureap::backend::drm::is_device_local;
 using gpureap::backend::drm::parse_fdinfo;
 using gpureap::backend::drm::RegionMemory;
@@ -84,6 +85,98 @@ TEST(DrmFdinfo, AmdgpuLegacyTakesResidentFromDrmMemory) {
   EXPECT_EQ(region(c, "cpu").resident, 0u);
   EXPECT_EQ(names(c.engines), "gfx compute dma dec enc enc_1 jpeg");
   EXPECT_EQ(c.engines[5].busy_ns, 0u);
+}
+
+// amdgpu on kernels 5.14 to 5.18 (Ubuntu 22.04's 5.15): no drm- key at all. "kB" is KiB (the
+// driver divides bytes by 1024); the percentages' hundredths are printed unpadded.
+TEST(DrmFdinfo, AmdgpuBeforeDrmUsageStatsReadsPdevKilobytesAndPercentages) {
+  DrmClient c = parsed(fixture("amdgpu-5.15.txt"));
+  EXPECT_EQ(c.driver, "amdgpu");
+  EXPECT_TRUE(c.amdgpu_legacy);
+  EXPECT_EQ(c.pdev, "0000:03:00.0");
+  EXPECT_EQ(c.pasid, 32771u);
+  EXPECT_EQ(c.client_id, std::nullopt);
+  EXPECT_EQ(names(c.regions), "vram gtt cpu");
+  EXPECT_EQ(region(c, "vram").resident, 1048576 * KiB);
+  EXPECT_EQ(region(c, "gtt").resident, 4096 * KiB);
+  EXPECT_EQ(region(c, "cpu").resident, 0u);
+  EXPECT_EQ(region(c, "vram").total, std::nullopt);
+  EXPECT_EQ(region(c, "vram").shared, std::nullopt);
+  EXPECT_EQ(names(c.engines), "gfx0 compute0 dma1");
+  EXPECT_EQ(c.engines[0].percent_hundredths, 5u);     // "0.5%": perc 5, 0.05%
+  EXPECT_EQ(c.engines[1].percent_hundredths, 1250u);  // "12.50%"
+  EXPECT_EQ(c.engines[2].percent_hundredths, 307u);   // "3.7%": 3.07%
+  EXPECT_EQ(c.engines[0].busy_ns, std::nullopt);
+  EXPECT_TRUE(has_usage_stats(fixture("amdgpu-5.15.txt")));
+}
+
+// The first drm-usage-stats form posted for amdgpu (drm-pdev, drm-memory-*, per-ring engines,
+// no drm-client-id): standard keys, no id.
+TEST(DrmFdinfo, AmdgpuStandardFormWithoutClientId) {
+  DrmClient c = parsed(fixture("amdgpu-no-client-id.txt"));
+  EXPECT_EQ(c.driver, "amdgpu");
+  EXPECT_FALSE(c.amdgpu_legacy);
+  EXPECT_EQ(c.pdev, "0000:03:00.0");
+  EXPECT_EQ(c.pasid, 32771u);
+  EXPECT_EQ(c.client_id, std::nullopt);
+  EXPECT_EQ(region(c, "vram").resident, 512 * MiB);
+  EXPECT_EQ(region(c, "gtt").resident, 2 * MiB);
+  EXPECT_EQ(names(c.engines), "gfx0 dma1");
+  EXPECT_EQ(c.engines[0].busy_ns, 4466200u);
+}
+
+// i915 from 5.19 until its memory stats: engines only. No region: memory unknown, not 0.
+TEST(DrmFdinfo, I915BeforeMemoryStatsHasEnginesAndNoRegion) {
+  DrmClient c = parsed(fixture("i915-engines-only.txt"));
+  EXPECT_EQ(c.driver, "i915");
+  EXPECT_EQ(c.client_id, 12u);
+  EXPECT_TRUE(c.regions.empty());
+  EXPECT_EQ(names(c.engines), "render copy video video-enhance");
+  EXPECT_EQ(c.engines[2].capacity, 2u);
+  DrmClient guc = parsed(fixture("i915-guc-no-engines.txt"));
+  EXPECT_EQ(guc.client_id, 13u);
+  EXPECT_TRUE(guc.regions.empty());
+  EXPECT_TRUE(guc.engines.empty());
+}
+
+TEST(DrmFdinfo, AmdgpuLegacyKeysCountOnlyWithoutDrmDriver) {
+  // With drm-driver, "pdev:" and "vram mem:" are some other driver's keys: ignored.
+  DrmClient c = parsed("drm-driver: foo\npdev: 0000:01:00.0\nvram mem: 12 kB\ngfx0: 1.0%\n");
+  EXPECT_EQ(c.driver, "foo");
+  EXPECT_EQ(c.pdev, std::nullopt);
+  EXPECT_TRUE(c.regions.empty());
+  EXPECT_TRUE(c.engines.empty());
+  EXPECT_FALSE(c.amdgpu_legacy);
+  // drm-memory-<r> (had a kernel printed both) ranks above "vram mem:".
+  DrmClient both = parsed("pdev: 0000:01:00.0\nvram mem: 12 kB\ndrm-memory-vram: 7\n");
+  EXPECT_EQ(region(both, "vram").resident, 7u);
+  // Without a memory line, or without pdev, it is no DRM file.
+  EXPECT_EQ(error_of("pdev: 0000:01:00.0\npasid: 3\n"), "no drm-driver line: not a DRM file");
+  EXPECT_EQ(error_of("vram mem: 12 kB\n"), "no drm-driver line: not a DRM file");
+  EXPECT_FALSE(has_usage_stats("pos:\t0\nflags:\t02\nmnt_id:\t24\n"));
+  EXPECT_FALSE(has_usage_stats("pdev:\t0000:01:00.0\n"));
+  EXPECT_TRUE(has_usage_stats("drm-driver:\tsomething\n"));
+}
+
+TEST(DrmFdinfo, AmdgpuLegacyMalformedValuesAreErrors) {
+  const std::string head = "pdev:\t0000:03:00.0\n";
+  EXPECT_EQ(error_of(head + "vram mem:\t12 KiB\n"),
+            "fdinfo line 2 (vram mem): unknown unit \"KiB\" (want kB)");
+  EXPECT_EQ(error_of(head + "vram mem:\t18014398509481984 kB\n"),
+            "fdinfo line 2 (vram mem): \"18014398509481984 kB\" does not fit in 64 bits as bytes");
+  EXPECT_EQ(error_of(head + "vram mem:\t1 kB\ngfx0:\t1.100%\n"),
+            "fdinfo line 3 (gfx0): \"1.100%\" is not a percentage with hundredths");
+  EXPECT_EQ(error_of(head + "vram mem:\t1 kB\ngfx0:\tx%\n"),
+            "fdinfo line 3 (gfx0): \"x%\" is not a percentage");
+  EXPECT_EQ(error_of(head + "vram mem:\t1 kB\ngfx0:\t1.5%%\n"),
+            "fdinfo line 3 (gfx0): \"1.5%%\" is not a percentage");
+  EXPECT_EQ(error_of("pdev:\t\nvram mem:\t1 kB\n"), "fdinfo line 1 (pdev): the value is empty");
+  EXPECT_EQ(error_of("drm-driver: amdgpu\npasid: none\n"),
+            "fdinfo line 2 (pasid): \"none\" is not a number");
+  // A space before "%" (a posted revision) and a whole percentage are read.
+  DrmClient c = parsed(head + "vram mem:\t1 kB\ngfx0:\t7.25 %\nsdma0:\t100%\n");
+  EXPECT_EQ(c.engines[0].percent_hundredths, 725u);
+  EXPECT_EQ(c.engines[1].percent_hundredths, 10000u);
 }
 
 TEST(DrmFdinfo, I915ReadsSystemRegionsAndEngineCapacity) {

@@ -65,7 +65,7 @@ std::optional<DrmClient> ClientTable::read(int proc_dirfd, const FdRef& ref,
   }
   // A DRM file of a driver (or kernel) that keeps no usage stats has no drm- keys at all: it
   // is a holder the backend knows nothing more of, not a malformed file.
-  if (file.data.find("drm-driver:") == std::string::npos) return std::nullopt;
+  if (!has_usage_stats(file.data)) return std::nullopt;
   auto client = parse_fdinfo(file.data);
   if (!client) {
     error = fd_text(ref) + ": " + client.error().message;
@@ -74,13 +74,16 @@ std::optional<DrmClient> ClientTable::read(int proc_dirfd, const FdRef& ref,
   return std::move(*client);
 }
 
-ClientTable::Key ClientTable::key_of(const DrmClient& c, dev_t node, const FdRef& ref) {
+ClientTable::Key ClientTable::key_of(const DrmClient& c, dev_t node, const FdRef& ref) const {
   // drm-client-id is unique per device when drm-pdev names it; without pdev, the node names the
-  // device. A kernel too old to print an id (amdgpu before 5.19) leaves each fd a client of its
-  // own: fds shared across fork are then counted once per fd.
+  // device. Without an id (amdgpu before 5.19) the client is the open file description, named
+  // by its lowest (PID, fd); where the scan could not compare open files, the fd itself.
   std::string device = c.pdev ? *c.pdev : node_text(node);
   if (c.client_id) return {device, *c.client_id};
-  return {"fd:" + device, (static_cast<uint64_t>(ref.pid) << 32) | static_cast<uint32_t>(ref.fd)};
+  auto it = open_file_.find(ref);
+  const FdRef& file = it == open_file_.end() ? ref : it->second;
+  return {"file:" + device,
+          (static_cast<uint64_t>(file.pid) << 32) | static_cast<uint32_t>(file.fd)};
 }
 
 void ClientTable::add(Clients& into, Key key, DrmClient info, dev_t node, FdRef ref) {
@@ -113,24 +116,82 @@ void ClientTable::observe(const procfs::GpuFd& fd) {
   std::string error;
   auto client = read(fd.proc_dirfd, ref, error);
   std::lock_guard lock(mutex_);
-  if (client) {
-    Key key = key_of(*client, *node, ref);
-    add(scanning_, std::move(key), std::move(*client), *node, ref);
-  } else if (!error.empty() && scan_errors_.size() < kMaxErrors) {
+  if (client)
+    scanning_[ref] = SeenFd{std::move(*client), *node};
+  else if (!error.empty() && scan_errors_.size() < kMaxErrors)
     scan_errors_.push_back(std::move(error));
-  }
 }
 
 void ClientTable::scan_finished() {
   std::lock_guard lock(mutex_);
-  for (auto& [key, client] : scanning_)
-    if (auto old = clients_.find(key); old != clients_.end())
-      keep_engine_maxima(client.info, old->second.info);
-  clients_ = std::move(scanning_);
+  before_scan_ = std::move(clients_);
+  seen_ = std::move(scanning_);
   scanning_.clear();
   errors_ = std::move(scan_errors_);
   scan_errors_.clear();
+  open_file_.clear();  // until the scan's open-file groups come
+  unknown_ = "the scan did not compare open files";
+  group(before_scan_);
   fresh_ = true;
+}
+
+void ClientTable::open_files_grouped(const std::vector<core::HostProcess>& processes,
+                                     const std::optional<std::string>& unknown) {
+  std::map<FdRef, std::string> ids;
+  for (const auto& p : processes)
+    for (const auto& h : p.devices)
+      if (h.open_file)
+        for (int fd : h.fds) ids[{p.stat.pid, fd}] = *h.open_file;
+  std::map<std::string, FdRef> lowest;  // ids is in (PID, fd) order: the first is the lowest
+  for (const auto& [ref, id] : ids) lowest.try_emplace(id, ref);
+  std::lock_guard lock(mutex_);
+  open_file_.clear();
+  for (const auto& [ref, id] : ids)
+    if (seen_.count(ref)) open_file_[ref] = lowest[id];
+  unknown_ = unknown.value_or("kcmp gave no answer for them");
+  group(before_scan_);
+}
+
+void ClientTable::group(const Clients& before) {
+  Clients out;
+  size_t per_fd = 0;
+  for (const auto& [ref, fd] : seen_) {
+    if (!fd.info.client_id && !open_file_.count(ref)) ++per_fd;
+    add(out, key_of(fd.info, fd.node, ref), fd.info, fd.node, ref);
+  }
+  for (auto& [key, client] : out)
+    if (auto old = before.find(key); old != before.end())
+      keep_engine_maxima(client.info, old->second.info);
+
+  grouping_warnings_.clear();
+  if (per_fd)
+    grouping_warnings_.push_back(
+        "DRM clients counted per fd: " + std::to_string(per_fd) +
+        " fd(s) of clients whose driver prints no drm-client-id could not be compared by open "
+        "file (" +
+        unknown_ + "); a client inherited across fork or dup'd is counted once per fd");
+  // drm-client-id names one open file (struct drm_file): one id per open file, one open file
+  // per id. A disagreement (an fd closed and reopened between the fdinfo read and kcmp, or a
+  // driver whose id is not per file) is reported; the id counts.
+  std::map<FdRef, Key> key_by_file;
+  std::map<Key, FdRef> file_by_key;
+  size_t disagree = 0;
+  std::string first;
+  for (const auto& [ref, fd] : seen_) {
+    auto file = open_file_.find(ref);
+    if (!fd.info.client_id || file == open_file_.end()) continue;
+    Key key = key_of(fd.info, fd.node, ref);
+    auto [k, new_file] = key_by_file.try_emplace(file->second, key);
+    auto [f, new_key] = file_by_key.try_emplace(key, file->second);
+    if ((!new_file && k->second != key) || (!new_key && f->second != file->second)) {
+      if (!disagree++) first = fd_text(ref);
+    }
+  }
+  if (disagree)
+    grouping_warnings_.push_back("drm-client-id and the open files disagree for " +
+                                 std::to_string(disagree) + " DRM fd(s) (first: " + first +
+                                 "): clients are counted by drm-client-id");
+  clients_ = std::move(out);
 }
 
 void ClientTable::refresh() {
@@ -166,7 +227,9 @@ std::vector<ObservedClient> ClientTable::current() {
 
 std::vector<std::string> ClientTable::errors() const {
   std::lock_guard lock(mutex_);
-  return errors_;
+  std::vector<std::string> out = errors_;
+  out.insert(out.end(), grouping_warnings_.begin(), grouping_warnings_.end());
+  return out;
 }
 
 }  // namespace gpureap::backend::drm

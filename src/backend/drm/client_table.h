@@ -2,7 +2,9 @@
 // The DRM clients of this backend's GPUs, learnt from the holder scan: the scan hands over each
 // DRM fd it matched, the table reads its fdinfo and groups fds by client. A client is one open
 // DRM file (the kernel's struct drm_file): fds dup'd or inherited across fork share it, and its
-// buffers, so it is kept once with every (PID, fd) that holds it.
+// buffers, so it is kept once with every (PID, fd) that holds it. The driver's drm-client-id
+// names it; a kernel that prints none (amdgpu before 5.19) leaves the open file description
+// itself, which the scan compares with kcmp, as the client; the two cross-check each other.
 #include <sys/types.h>
 
 #include <map>
@@ -14,6 +16,7 @@
 #include <vector>
 
 #include "backend/drm/fdinfo.h"
+#include "core/process.h"
 #include "procfs/fd_observer.h"
 
 namespace gpureap::backend::drm {
@@ -46,13 +49,20 @@ class ClientTable final : public procfs::FdObserver {
   void scan_started() override;
   void observe(const procfs::GpuFd& fd) override;
   void scan_finished() override;
+  // The scan's open-file groups: fds of one open file whose driver prints no client id are one
+  // client; those with an id are checked against them. Without groups (no kcmp: a fixture
+  // tree, no permission) each such fd is a client of its own, and a warning says so.
+  void open_files_grouped(const std::vector<core::HostProcess>& processes,
+                          const std::optional<std::string>& unknown) override;
 
   // The clients now. Right after a scan, what it saw; later, every fd it saw is read again:
   // an fd that was closed, or that now refers to another client, no longer holds it, and a
   // client no fd holds is gone (its buffers were freed). New clients need a scan.
   std::vector<ObservedClient> current();
   // What could not be parsed in the last scan or refresh, one line per fd (hostile or garbled
-  // fdinfo is reported, never trusted).
+  // fdinfo is reported, never trusted); then, when some clients without an id could not be
+  // grouped by open file, "clients counted per fd" and why; and any disagreement between
+  // drm-client-id and the open files.
   std::vector<std::string> errors() const;
 
  private:
@@ -63,17 +73,29 @@ class ClientTable final : public procfs::FdObserver {
   };
   using Clients = std::map<Key, ObservedClient>;
 
+  struct SeenFd {
+    DrmClient info;
+    dev_t node = 0;
+  };
+
   std::optional<DrmClient> read(int proc_dirfd, const FdRef& ref, std::string& error) const;
-  static Key key_of(const DrmClient& c, dev_t node, const FdRef& ref);
+  Key key_of(const DrmClient& c, dev_t node, const FdRef& ref) const;
   static void add(Clients& into, Key key, DrmClient info, dev_t node, FdRef ref);
+  // clients_ from seen_, by key_of; engine figures kept at their maxima over `before`.
+  void group(const Clients& before);
   void refresh();
 
   int proc_dirfd_ = -1;
   mutable std::mutex mutex_;
   std::set<dev_t> nodes_;
-  Clients scanning_, clients_;
+  std::map<FdRef, SeenFd> scanning_, seen_;  // every DRM fd of the scan with usage stats
+  Clients clients_, before_scan_;
+  // Each fd's open file description, as its lowest (PID, fd): from the scan's kcmp groups.
+  std::map<FdRef, FdRef> open_file_;
   std::vector<std::string> scan_errors_, errors_;
-  bool fresh_ = false;  // clients_ is what a scan just saw
+  std::string unknown_;                         // why some fds have no open-file group
+  std::vector<std::string> grouping_warnings_;  // per-fd counting, id and open-file mismatches
+  bool fresh_ = false;                          // clients_ is what a scan just saw
 };
 
 }  // namespace gpureap::backend::drm

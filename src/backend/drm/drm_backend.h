@@ -46,6 +46,10 @@ class DrmBackend final : public GpuBackend {
     void scan_started() override;
     void observe(const procfs::GpuFd& fd) override { owner_.clients_.observe(fd); }
     void scan_finished() override { owner_.clients_.scan_finished(); }
+    void open_files_grouped(const std::vector<core::HostProcess>& processes,
+                            const std::optional<std::string>& unknown) override {
+      owner_.clients_.open_files_grouped(processes, unknown);
+    }
 
    private:
     DrmBackend& owner_;

@@ -1,6 +1,8 @@
 #include "backend/drm/fdinfo.h"
 
+#include <algorithm>
 #include <charconv>
+#include <iterator>
 #include <limits>
 #include <unordered_map>
 
@@ -9,7 +11,7 @@
 namespace gpureap::backend::drm {
 namespace {
 
-enum class Unit { none, bytes, ns };
+enum class Unit { none, bytes, ns, kilobytes };
 
 // Keys whose suffix names an engine. Checked before the region keys, and the longer prefix of
 // a pair first: drm-total-cycles-rcs is no region "cycles-rcs", drm-engine-capacity-gfx no
@@ -38,6 +40,15 @@ constexpr RegionKey kRegionKeys[] = {
 // amdgpu's name for resident before drm-resident-<r> existed; still printed beside it.
 constexpr std::string_view kLegacyResident = "drm-memory-";
 
+// amdgpu before drm-usage-stats (5.14 to 5.18): "pdev:\t0000:03:00.0", "vram mem:\t1024 kB"
+// (the driver divides bytes by 1024: KiB), one line per region it keeps.
+constexpr std::string_view kAmdgpuPdev = "pdev";
+struct AmdgpuMemoryKey {
+  std::string_view key, region;
+};
+constexpr AmdgpuMemoryKey kAmdgpuMemoryKeys[] = {
+    {"vram mem", "vram"}, {"gtt mem", "gtt"}, {"cpu mem", "cpu"}};
+
 struct Line {
   size_t number;  // from 1
   std::string_view key, value;
@@ -64,6 +75,7 @@ std::optional<uint64_t> scale_of(std::string_view unit_text, Unit unit) {
   if (unit == Unit::bytes && unit_text == "KiB") return uint64_t{1} << 10;
   if (unit == Unit::bytes && unit_text == "MiB") return uint64_t{1} << 20;
   if (unit == Unit::ns && unit_text == "ns") return 1;
+  if (unit == Unit::kilobytes && unit_text == "kB") return uint64_t{1} << 10;
   return std::nullopt;
 }
 
@@ -73,6 +85,8 @@ std::string_view units_wanted(Unit unit) {
       return "none (bytes), KiB or MiB";
     case Unit::ns:
       return "ns";
+    case Unit::kilobytes:
+      return "kB";
     case Unit::none:
       break;
   }
@@ -97,6 +111,35 @@ core::Result<uint64_t> figure(const Line& line, Unit unit) {
   return n * *scale;
 }
 
+// amdgpu's legacy engine key: an IP block's name and its ring's index ("gfx0", "enc_11").
+bool is_amdgpu_engine_key(std::string_view key) {
+  size_t digits = key.find_first_of("0123456789");
+  if (digits == 0 || digits == std::string_view::npos) return false;
+  for (char c : key.substr(0, digits))
+    if (!((c >= 'a' && c <= 'z') || c == '_')) return false;
+  return key.find_first_not_of("0123456789", digits) == std::string_view::npos;
+}
+
+// "<uint>.<hundredths>%": the kernel printed perc/100, a dot, perc%100 unpadded, and "%" (a
+// posted revision had a space before it). In hundredths of a percent.
+core::Result<uint64_t> percent(const Line& line) {
+  std::string_view v = line.value;
+  const char* const end = v.data() + v.size();
+  uint64_t whole = 0, hundredths = 0;
+  auto [p, ec] = std::from_chars(v.data(), end, whole);
+  if (p == v.data() || ec != std::errc{} || whole > std::numeric_limits<uint64_t>::max() / 100)
+    return malformed(line, "\"" + shown(v) + "\" is not a percentage");
+  if (p != end && *p == '.') {
+    auto [q, ec2] = std::from_chars(p + 1, end, hundredths);
+    if (q == p + 1 || ec2 != std::errc{} || hundredths > 99)
+      return malformed(line, "\"" + shown(v) + "\" is not a percentage with hundredths");
+    p = q;
+  }
+  if (trim(std::string_view(p, static_cast<size_t>(end - p))) != "%")
+    return malformed(line, "\"" + shown(v) + "\" is not a percentage");
+  return whole * 100 + hundredths;
+}
+
 // One client's fdinfo, line by line; the later of two lines with the same key wins.
 class Parser {
  public:
@@ -111,11 +154,14 @@ class Parser {
   std::optional<core::Error> add_engine(const Line& line, const EngineKey& key);
   core::Result<RegionFigure> region_figure(const Line& line, std::string_view prefix);
   size_t region_index(std::string_view name);
+  std::optional<core::Error> finish_amdgpu_legacy();
 
   DrmClient client_;
   // Views into the text, which outlives the parser: names are looked up once per line.
   std::unordered_map<std::string_view, size_t> regions_, engines_;
   std::vector<std::optional<uint64_t>> legacy_resident_;  // by region index
+  // amdgpu's pre-standard lines, read only if the file turns out to have no drm-driver.
+  std::vector<Line> amdgpu_legacy_;
 };
 
 size_t Parser::region_index(std::string_view name) {
@@ -176,11 +222,64 @@ std::optional<core::Error> Parser::add(const Line& line) {
     auto f = region_figure(line, kLegacyResident);
     if (!f) return f.error();
     legacy_resident_[f->index] = f->bytes;
+    return std::nullopt;
   }
+  if (key == "pasid") {  // amdgpu, in every format
+    auto id = figure(line, Unit::none);
+    if (!id) return id.error();
+    client_.pasid = *id;
+    return std::nullopt;
+  }
+  bool amdgpu_memory = std::any_of(std::begin(kAmdgpuMemoryKeys), std::end(kAmdgpuMemoryKeys),
+                                   [&](const AmdgpuMemoryKey& k) { return k.key == key; });
+  if (key == kAmdgpuPdev || amdgpu_memory ||
+      (line.value.ends_with('%') && is_amdgpu_engine_key(key)))
+    amdgpu_legacy_.push_back(line);
   return std::nullopt;  // pos:, flags:, drm-client-name:, amd-evicted-vram:, ...
 }
 
+std::optional<core::Error> Parser::finish_amdgpu_legacy() {
+  const Line* pdev = nullptr;
+  bool memory = false;
+  for (const Line& line : amdgpu_legacy_) {
+    if (line.key == kAmdgpuPdev) pdev = &line;
+    if (line.key.ends_with(" mem")) memory = true;
+  }
+  if (!pdev || !memory) return std::nullopt;  // not amdgpu's legacy file: finish() refuses it
+  if (pdev->value.empty()) return malformed(*pdev, "the value is empty");
+  client_.driver = "amdgpu";
+  client_.pdev = std::string(pdev->value);
+  client_.amdgpu_legacy = true;
+  std::vector<std::optional<uint64_t>> kb_resident(client_.regions.size());
+  for (const Line& line : amdgpu_legacy_) {
+    if (line.key == kAmdgpuPdev) continue;
+    if (line.key.ends_with(" mem")) {
+      auto key = std::find_if(std::begin(kAmdgpuMemoryKeys), std::end(kAmdgpuMemoryKeys),
+                              [&](const AmdgpuMemoryKey& k) { return k.key == line.key; });
+      if (key == std::end(kAmdgpuMemoryKeys)) continue;
+      auto bytes = figure(line, Unit::kilobytes);
+      if (!bytes) return bytes.error();
+      size_t index = region_index(key->region);
+      kb_resident.resize(client_.regions.size());
+      kb_resident[index] = *bytes;
+      continue;
+    }
+    auto hundredths = percent(line);
+    if (!hundredths) return hundredths.error();
+    auto [it, added] = engines_.try_emplace(line.key, client_.engines.size());
+    if (added) client_.engines.push_back(EngineUse{.name = std::string(line.key)});
+    client_.engines[it->second].percent_hundredths = *hundredths;
+  }
+  // Below drm-resident-<r> and drm-memory-<r>, which no kernel printed beside these lines.
+  for (size_t i = 0; i < kb_resident.size(); ++i)
+    if (!legacy_resident_[i]) legacy_resident_[i] = kb_resident[i];
+  return std::nullopt;
+}
+
 core::Result<DrmClient> Parser::finish() {
+  if (client_.driver.empty()) {  // amdgpu before drm-usage-stats, or no DRM file at all
+    if (auto error = finish_amdgpu_legacy()) return *error;
+  }
   if (client_.driver.empty())  // an empty drm-driver value is refused by add()
     return core::Error{"no drm-driver line: not a DRM file",
                        "the descriptor is not a DRM device, or its driver prints no usage stats"};
@@ -211,6 +310,12 @@ core::Result<DrmClient> parse_fdinfo(std::string_view text) {
     if (auto error = parser.add(line)) return *error;
   }
   return parser.finish();
+}
+
+bool has_usage_stats(std::string_view text) {
+  if (text.find("drm-driver:") != std::string_view::npos) return true;
+  bool pdev = text.starts_with("pdev:") || text.find("\npdev:") != std::string_view::npos;
+  return pdev && text.find(" mem:") != std::string_view::npos;
 }
 
 bool is_device_local(std::string_view region) {

@@ -40,27 +40,59 @@ bool client_of(const ObservedClient& client, const DrmDevice& device) {
   return std::find(numbers.begin(), numbers.end(), client.node) != numbers.end();
 }
 
-std::optional<uint64_t> client_used_bytes(const DrmClient& client) {
+// The regions whose memory is the GPU's: its own (vram, local0), or every region on a GPU
+// with none.
+bool counted(const DrmClient& client, const RegionMemory& r) {
   bool has_local = std::any_of(client.regions.begin(), client.regions.end(),
-                               [](const RegionMemory& r) { return is_device_local(r.name); });
+                               [](const RegionMemory& m) { return is_device_local(m.name); });
+  return !has_local || is_device_local(r.name);
+}
+
+std::optional<uint64_t> client_used_bytes(const DrmClient& client) {
   std::optional<uint64_t> used;
   for (const auto& r : client.regions)
-    if (!has_local || is_device_local(r.name)) add_to(used, figure(r));
+    if (counted(client, r)) add_to(used, figure(r));
   return used;
+}
+
+std::optional<uint64_t> client_shared_bytes(const DrmClient& client) {
+  std::optional<uint64_t> shared;
+  for (const auto& r : client.regions)
+    if (counted(client, r) && r.shared && figure(r))
+      add_to(shared, std::min(*r.shared, *figure(r)));
+  return shared;
 }
 
 std::vector<core::DriverProcess> gpu_processes(const DrmDevice& device,
                                                const std::vector<ObservedClient>& clients,
                                                const KfdReading& kfd,
                                                std::optional<unsigned> kfd_gpu_id) {
+  struct Part {
+    const ObservedClient* client;
+    std::optional<uint64_t> used, shared;
+  };
+  std::vector<Part> parts;
+  const Part* counts_shared = nullptr;  // the client whose used memory keeps its shared part
+  for (const auto& client : clients)
+    if (client_of(client, device))
+      parts.push_back({&client, client_used_bytes(client.info), client_shared_bytes(client.info)});
+  for (const auto& part : parts) {
+    if (part.shared.value_or(0) == 0) continue;
+    if (!counts_shared || *part.shared > *counts_shared->shared ||
+        (*part.shared == *counts_shared->shared &&
+         part.client->first_pid() < counts_shared->client->first_pid()))
+      counts_shared = &part;
+  }
   std::map<pid_t, core::DriverProcess> by_pid;
-  for (const auto& client : clients) {
-    if (!client_of(client, device)) continue;
+  for (const auto& part : parts) {
+    const auto& client = *part.client;
     auto& p = by_pid[client.first_pid()];
     p.pid = client.first_pid();
     // DRM does not say whether a client renders or computes.
     p.kind = core::GpuProcessKind::Graphics;
-    add_to(p.used_bytes, client_used_bytes(client.info));
+    auto used = part.used;
+    if (used && part.shared && &part != counts_shared) *used -= *part.shared;  // shared <= used
+    add_to(p.used_bytes, used);
     add_regions(p.regions, client.info);
     for (const auto& ref : client.fds)
       if (ref.pid != p.pid) add_unique(p.sharers, ref.pid);
