@@ -199,7 +199,7 @@ void released_during_settle(const DoctorInput& in, std::vector<Finding>& out) {
                    "The driver was tearing the context down; the memory is coming back.",
                    {"gpureap ps   # check that the memory is back"},
                    fmt::format("GPU {}: {} of gone PID {} was released",
-                               fmt::join(row_gpus(r), ","), bytes_text(listed_bytes(r)), r.pid)});
+                               fmt::join(row_gpus(r), ","), bytes_text(r.listed_bytes()), r.pid)});
   }
 }
 
