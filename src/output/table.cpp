@@ -3,58 +3,10 @@
 #include <algorithm>
 
 #include "text/display_width.h"
+#include "text/wrap.h"
 
 namespace gpureap::output {
 namespace {
-
-// The words of one paragraph; a `quoted command` with what sticks to it is one word.
-std::vector<std::string> tokens(std::string_view text) {
-  std::vector<std::string> out;
-  std::string word;
-  bool quoted = false;
-  for (char c : text) {
-    if (c == '`') quoted = !quoted;
-    if (c == ' ' && !quoted) {
-      if (!word.empty()) out.push_back(std::move(word));
-      word.clear();
-      continue;
-    }
-    word += c;
-  }
-  if (!word.empty()) out.push_back(std::move(word));
-  return out;
-}
-
-std::vector<std::string> wrap_paragraph(std::string_view text, size_t width) {
-  std::vector<std::string> lines;
-  std::string line;
-  size_t line_w = 0;
-  for (const auto& token : tokens(text)) {
-    size_t w = text::text_width(token);
-    if (w > width) {  // a quoted command longer than a line breaks at its spaces
-      for (const auto& piece : text::wrap(token, width)) {
-        size_t pw = text::text_width(piece);
-        if (line_w > 0 && line_w + 1 + pw > width) {
-          lines.push_back(std::move(line));
-          line.clear();
-          line_w = 0;
-        }
-        line += (line_w ? " " : "") + piece;
-        line_w += (line_w ? 1 : 0) + pw;
-      }
-      continue;
-    }
-    if (line_w > 0 && line_w + 1 + w > width) {
-      lines.push_back(std::move(line));
-      line.clear();
-      line_w = 0;
-    }
-    line += (line_w ? " " : "") + token;
-    line_w += (line_w ? 1 : 0) + w;
-  }
-  if (!line.empty() || lines.empty()) lines.push_back(std::move(line));
-  return lines;
-}
 
 std::vector<std::string> wrap_lines(std::string_view text, std::optional<size_t> width) {
   std::vector<std::string> out;
@@ -64,7 +16,7 @@ std::vector<std::string> wrap_lines(std::string_view text, std::optional<size_t>
     if (!width || text::text_width(paragraph) <= *width) {
       out.emplace_back(paragraph);
     } else {
-      for (auto& l : wrap_paragraph(paragraph, std::max<size_t>(*width, 1)))
+      for (auto& l : text::wrap(paragraph, std::max<size_t>(*width, 1)))
         out.push_back(std::move(l));
     }
     i = end + 1;

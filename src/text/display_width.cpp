@@ -119,47 +119,6 @@ size_t prefix_bytes(std::string_view s, size_t width) {
 }
 }  // namespace
 
-std::vector<std::string> wrap(std::string_view text, size_t width) {
-  std::vector<std::string> lines;
-  if (width == 0) return lines;
-  std::string line;
-  size_t line_w = 0;
-  auto flush = [&] {
-    lines.push_back(line);
-    line.clear();
-    line_w = 0;
-  };
-  size_t i = 0;
-  while (i < text.size()) {
-    size_t end = text.find(' ', i);
-    if (end == std::string_view::npos) end = text.size();
-    std::string_view word = text.substr(i, end - i);
-    i = end + 1;
-    if (word.empty()) continue;
-    size_t ww = text_width(word);
-    if (line_w > 0 && line_w + 1 + ww > width) flush();
-    while (ww > width) {  // a word longer than a line: cut it into pieces
-      if (line_w > 0) flush();
-      size_t bytes = prefix_bytes(word, width);
-      if (bytes == 0) bytes = 1;
-      line = std::string(word.substr(0, bytes));
-      word.remove_prefix(bytes);
-      ww = text_width(word);
-      flush();
-    }
-    if (!word.empty()) {
-      if (line_w > 0) {
-        line += ' ';
-        ++line_w;
-      }
-      line += std::string(word);
-      line_w += ww;
-    }
-  }
-  if (!line.empty() || lines.empty()) lines.push_back(line);
-  return lines;
-}
-
 std::string ascii_only(std::string_view s) {
   std::string out;
   out.reserve(s.size());

@@ -21,8 +21,6 @@ std::string pad_right(std::string_view s, size_t width, std::string_view ellipsi
 std::string pad_left(std::string_view s, size_t width, std::string_view ellipsis = "…");
 // The columns [from, to) of s; a wide character cut in half becomes a space.
 std::string columns(std::string_view s, size_t from, size_t to);
-// Words wrapped to `width` columns (a word longer than the width is cut into pieces).
-std::vector<std::string> wrap(std::string_view text, size_t width);
 // For terminals without UTF-8: "…" becomes "~", "·" and dashes "-", "•" "*", "→" ">", any other
 // non-ASCII character "?" (two for a wide one: the columns stay).
 std::string ascii_only(std::string_view s);

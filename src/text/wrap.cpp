@@ -1,5 +1,6 @@
 #include "text/wrap.h"
 
+#include <algorithm>
 #include <vector>
 
 #include "text/display_width.h"
@@ -55,6 +56,40 @@ size_t visible_width(std::string_view s) {
   return w + text_width(s.substr(start));
 }
 
+namespace {
+
+// The words of one paragraph: split at spaces, except that a `command in backquotes` (with
+// what sticks to it) is one word, so a command to run is never split across lines when it fits
+// one. One that fits no line is split at its own spaces after all.
+std::vector<std::string_view> words_of(std::string_view text, size_t line_room) {
+  std::vector<std::string_view> out;
+  size_t start = 0;
+  bool quoted = false;
+  auto add = [&](std::string_view word) {
+    if (word.empty()) return;
+    if (word.find(' ') == std::string_view::npos || visible_width(word) <= line_room) {
+      out.push_back(word);
+      return;
+    }
+    for (size_t i = 0; i < word.size();) {
+      size_t end = std::min(word.find(' ', i), word.size());
+      if (end > i) out.push_back(word.substr(i, end - i));
+      i = end + 1;
+    }
+  };
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '`') quoted = !quoted;
+    if (text[i] == ' ' && !quoted) {
+      add(text.substr(start, i - start));
+      start = i + 1;
+    }
+  }
+  add(text.substr(start));
+  return out;
+}
+
+}  // namespace
+
 std::string wrap_paragraph(std::string_view text, size_t width, std::string_view first,
                            std::string_view rest) {
   std::string out(first);
@@ -68,13 +103,7 @@ std::string wrap_paragraph(std::string_view text, size_t width, std::string_view
     line_w = indent_w;
     line_empty = true;
   };
-  size_t i = 0;
-  while (i < text.size()) {
-    size_t end = text.find(' ', i);
-    if (end == std::string_view::npos) end = text.size();
-    std::string_view word = text.substr(i, end - i);
-    i = end + 1;
-    if (word.empty()) continue;
+  for (std::string_view word : words_of(text, width > indent_w ? width - indent_w : 0)) {
     size_t ww = visible_width(word);
     size_t need = ww + (line_empty ? 0 : 1);
     if (line_w + need > width && !line_empty) newline();
@@ -101,6 +130,18 @@ std::string wrap_paragraph(std::string_view text, size_t width, std::string_view
     line_empty = false;
   }
   return out + "\n";
+}
+
+std::vector<std::string> wrap(std::string_view text, size_t width) {
+  std::vector<std::string> lines;
+  if (width == 0) return lines;
+  std::string wrapped = wrap_paragraph(text, width, "", "");
+  for (size_t i = 0; i < wrapped.size();) {
+    size_t end = wrapped.find('\n', i);
+    lines.emplace_back(wrapped.substr(i, end - i));
+    i = end + 1;
+  }
+  return lines;
 }
 
 }  // namespace gpureap::text

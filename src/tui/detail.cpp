@@ -9,6 +9,7 @@
 #include "text/byte_format.h"
 #include "text/display_width.h"
 #include "text/escape.h"
+#include "text/wrap.h"
 
 namespace gpureap::tui {
 namespace {

@@ -11,6 +11,7 @@
 #include "reap/report_json.h"
 #include "reap/report_text.h"
 #include "text/display_width.h"
+#include "text/wrap.h"
 
 namespace gpureap::tui {
 namespace {

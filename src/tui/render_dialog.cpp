@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "text/display_width.h"
+#include "text/wrap.h"
 #include "tui/model.h"
 
 namespace gpureap::tui {

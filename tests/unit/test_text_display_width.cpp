@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include "text/display_width.h"
+#include "text/wrap.h"
 
 namespace gpureap::text {
 namespace {

@@ -90,3 +90,15 @@ TEST(TextWrap, WideCharactersTakeTwoColumns) {
 
 }  // namespace
 }  // namespace gpureap::text
+
+TEST(TextWrap, ACommandInBackquotesStaysOnOneLineWhenItFits) {
+  auto lines = gpureap::text::wrap("8.0 GiB is held: `gpureap kill 4242` frees it", 24);
+  ASSERT_EQ(lines.size(), 3u);
+  EXPECT_EQ(lines[0], "8.0 GiB is held:");
+  EXPECT_EQ(lines[1], "`gpureap kill 4242`");
+  EXPECT_EQ(lines[2], "frees it");
+  // One that fits no line breaks at its own spaces, never inside a word.
+  for (const auto& l : gpureap::text::wrap("run `gpureap kill --ghosts --gpu 0 --yes`", 12))
+    EXPECT_LE(gpureap::text::visible_width(l), 12u) << l;
+  EXPECT_EQ(gpureap::text::wrap("`a b` c", 0), std::vector<std::string>{});
+}
