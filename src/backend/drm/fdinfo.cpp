@@ -135,7 +135,7 @@ core::Result<uint64_t> percent(const Line& line) {
       return malformed(line, "\"" + shown(v) + "\" is not a percentage with hundredths");
     p = q;
   }
-  if (trim(std::string_view(p, static_cast<size_t>(end - p))) != "%")
+  if (text::trim(std::string_view(p, static_cast<size_t>(end - p)), " \t\r") != "%")
     return malformed(line, "\"" + shown(v) + "\" is not a percentage");
   return whole * 100 + hundredths;
 }
