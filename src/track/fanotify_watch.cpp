@@ -1,8 +1,10 @@
 #include "track/fanotify_watch.h"
 
 #include <fcntl.h>
+#include <linux/capability.h>
 #include <sys/fanotify.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/vfs.h>
 #include <unistd.h>
 
@@ -182,9 +184,20 @@ std::optional<std::string> fid_marks(int fd, const std::vector<std::string>& pat
   return std::nullopt;
 }
 
+// Since Linux 5.13 a listener without CAP_SYS_ADMIN may start a group that reports file
+// identifiers, but the kernel then hides the PID of every other process's event (it reads 0):
+// useless for finding holders, so the watch asks for the capability itself.
+bool has_cap_sys_admin() {
+  __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
+  __user_cap_data_struct data[_LINUX_CAPABILITY_U32S_3] = {};
+  if (::syscall(SYS_capget, &header, data) != 0) return false;
+  return (data[CAP_SYS_ADMIN / 32].effective & (1u << (CAP_SYS_ADMIN % 32))) != 0;
+}
+
 }  // namespace
 
 core::Result<FanotifyWatch> FanotifyWatch::open(const std::vector<std::string>& paths) {
+  if (!has_cap_sys_admin()) return init_error(EPERM);
   std::string fallback;
   int fid = ::fanotify_init(FAN_CLASS_NOTIF | FAN_CLOEXEC | FAN_NONBLOCK | FAN_REPORT_FID,
                             O_RDONLY | O_LARGEFILE | O_CLOEXEC);
