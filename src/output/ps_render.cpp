@@ -23,6 +23,23 @@ bool is_protected_process_note(const std::string& warning) {
   return warning.find("the kernel refuses to show its open files") != std::string::npos;
 }
 
+// What the views leave out because it is no news on this machine, said with --verbose: a
+// backend with no GPU of its kind here (NVML without NVIDIA hardware) and why, and GPUs named
+// by their PCI ids for want of the PCI ID database.
+std::vector<std::string> silent_backend_notes(const core::DriverReading& drivers) {
+  std::vector<std::string> out;
+  for (const auto& b : drivers.backends) {
+    if (b.error_code == core::BackendErrorCode::NoDevice)
+      out.push_back(text::terminal_safe(b.label()) + ": no GPU of its kind here" +
+                    (b.error ? " (" + text::terminal_safe(*b.error) + ")" : ""));
+    if (const auto* ids = b.detail("pci_ids"); ids && *ids == "none")
+      out.push_back(text::terminal_safe(b.label()) +
+                    ": no PCI ID database (the pci.ids package), so GPUs are named by their "
+                    "PCI ids");
+  }
+  return out;
+}
+
 PsRendered render_ps_command(const core::Snapshot& scanned, const PsRenderOptions& o) {
   PsRendered r;
   if (auto bad = check_selection(scanned, o.select)) {
@@ -37,6 +54,8 @@ PsRendered render_ps_command(const core::Snapshot& scanned, const PsRenderOption
     for (const auto& w : s.all_warnings())
       if (o.verbose || !is_protected_process_note(w))
         r.err.push_back("gpureap: note: " + text::terminal_safe(w));
+  if (o.verbose && o.format != PsFormat::Json)
+    for (const auto& w : silent_backend_notes(s.drivers)) r.err.push_back("gpureap: note: " + w);
   if (!s.complete()) r.err.push_back("gpureap: " + view_incomplete(s));
   switch (o.format) {
     case PsFormat::Json: {

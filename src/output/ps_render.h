@@ -42,6 +42,10 @@ bool is_protected_process_note(const std::string& warning);
 // Its exit status: 0, or kPsExitDriverTimeout.
 using PsRendered = CommandOutput;
 
+// --verbose's notes on what the views leave out as no news here: a backend with no GPU of its
+// kind (and why), GPUs named by their PCI ids for want of the PCI ID database.
+std::vector<std::string> silent_backend_notes(const core::DriverReading& drivers);
+
 PsRendered render_ps_command(const core::Snapshot& snapshot, const PsRenderOptions& options);
 
 // What a command says on stderr when a driver did not answer for this snapshot (each such

@@ -1,6 +1,7 @@
 // `gpureap ps` rendered once for both of its paths: its own scan and the daemon's socket.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "output/ps_render.h"
@@ -133,6 +134,28 @@ TEST(OutputPsRender, AnUnknownUserOrGpuIsAnErrorNotAnEmptyTable) {
   s.drivers.backends.at(0).available = false;
   s.drivers.backends.at(0).error_code = core::BackendErrorCode::NotAnswering;
   EXPECT_EQ(render_ps_command(s, {.select = {.gpus = {3}}}).exit_code, 4);
+}
+
+TEST(OutputPsRender, ABackendWithNoGpuOfItsKindIsSilentUnlessVerbose) {
+  auto s = one_holder();
+  core::BackendStatus nvml;
+  nvml.name = "nvml";
+  nvml.available = false;
+  nvml.error_code = core::BackendErrorCode::NoDevice;
+  nvml.error = "libnvidia-ml.so.1 is not installed";
+  s.drivers.backends.push_back(nvml);
+  s.drivers.backends.at(0).set_detail("pci_ids", "none");
+  auto quiet = render_ps_command(s, {});
+  for (const auto& line : quiet.err) EXPECT_EQ(line.find("NVML"), std::string::npos) << line;
+  EXPECT_EQ(quiet.out.find("NVML"), std::string::npos);
+  auto verbose = render_ps_command(s, {.verbose = true});
+  auto said = [&](const std::string& what) {
+    return std::any_of(verbose.err.begin(), verbose.err.end(),
+                       [&](const std::string& l) { return l.find(what) != std::string::npos; });
+  };
+  EXPECT_TRUE(said("NVML: no GPU of its kind here (libnvidia-ml.so.1 is not installed)"));
+  EXPECT_TRUE(said("no PCI ID database"));
+  EXPECT_EQ(verbose.out, quiet.out);
 }
 
 }  // namespace
