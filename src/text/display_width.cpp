@@ -28,9 +28,6 @@ bool in(const Range* begin, const Range* end, char32_t c) {
   return std::any_of(begin, end, [c](const Range& r) { return c >= r.first && c <= r.last; });
 }
 
-// Bytes of the longest prefix of s that fits in `width` columns.
-size_t prefix_bytes(std::string_view s, size_t width);
-
 }  // namespace
 
 int codepoint_width(char32_t c) {
@@ -104,20 +101,6 @@ std::string columns(std::string_view s, size_t from, size_t to) {
   }
   return out;
 }
-
-namespace {
-size_t prefix_bytes(std::string_view s, size_t width) {
-  size_t w = 0, i = 0;
-  while (i < s.size()) {
-    auto [cp, n] = decode(s, i);
-    size_t cw = static_cast<size_t>(codepoint_width(cp));
-    if (w + cw > width) break;
-    w += cw;
-    i += n;
-  }
-  return i;
-}
-}  // namespace
 
 std::string ascii_only(std::string_view s) {
   std::string out;
