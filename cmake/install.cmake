@@ -45,7 +45,8 @@ install(FILES ${PROJECT_SOURCE_DIR}/completions/gpureap.fish
         DESTINATION ${CMAKE_INSTALL_DATAROOTDIR}/fish/vendor_completions.d)
 
 # The unit runs the installed binary: its ExecStart names PREFIX/bin/gpureap instead of the
-# /usr/local/bin of a hand install (README, "systemd"); the hand-install notes at its top go.
+# /usr/local/bin of a hand install (docs/daemon.md, "systemd"); the hand-install notes at its
+# top go.
 install(CODE "set(GPUREAP_SOURCE_DIR \"${PROJECT_SOURCE_DIR}\")
 set(GPUREAP_STAGE_DIR \"${PROJECT_BINARY_DIR}/install-stage\")")
 install(SCRIPT ${PROJECT_SOURCE_DIR}/cmake/install_prefixed.cmake)
