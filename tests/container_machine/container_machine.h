@@ -143,7 +143,13 @@ class ContainerMachine {
     if (pid < 0) throw std::runtime_error("fork failed");
     if (pid == 0) {
       ::close(fds[0]);
-      body();
+      // The child is a copy of the test program: whatever the body throws ends it here, never
+      // in the test framework's own code, which would go on running tests in the child.
+      try {
+        body();
+      } catch (...) {
+        ::_exit(1);
+      }
       if (!device_path.empty() && ::open(device_path.c_str(), O_RDONLY) < 0) ::_exit(1);
       if (::write(fds[1], "1", 1) != 1) ::_exit(1);
       ::close(fds[1]);
@@ -156,6 +162,20 @@ class ContainerMachine {
     if (n != 1) throw std::runtime_error("the spawned process failed before it was ready");
     return pid;
   }
+  // Whether `uid` may reach `dir`: a folder above it may be one only root may enter (the root
+  // of a chroot made with mktemp -d), where another user's process of a scene cannot run.
+  static bool user_reaches(uid_t uid, const std::string& dir) {
+    pid_t pid = ::fork();
+    if (pid < 0) return false;
+    if (pid == 0) {
+      become(uid);
+      ::_exit(::access(dir.c_str(), X_OK) == 0 ? 0 : 1);
+    }
+    int status = 0;
+    if (::waitpid(pid, &status, 0) != pid) return false;
+    return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+  }
+
   // In a spawned body: become `uid` (its own group, no others) for good, as a user's login does.
   static void become(uid_t uid) {
     if (::setgroups(0, nullptr) != 0 || ::setresgid(uid, uid, uid) != 0 ||

@@ -22,6 +22,10 @@ class ContainerClaims : public ::testing::Test {
  protected:
   void SetUp() override {
     if (::geteuid() != 0) GTEST_SKIP() << "handing a cgroup to a user needs root";
+    if (!ContainerMachine::user_reaches(kForger, m_.path("")))
+      GTEST_SKIP() << "uid " << kForger << " cannot reach " << m_.path("")
+                   << " (a folder above it only root may enter, as a chroot's root made by "
+                      "mktemp -d): the forger's processes cannot run there";
     m_.make_cgroup(kVictim);
     m_.make_cgroup(kUserManager, kForger);
   }
