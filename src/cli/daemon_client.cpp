@@ -8,13 +8,16 @@
 #include <cerrno>
 #include <iostream>
 
+#include "base/deadline_io.h"
 #include "core/duration.h"
 #include "daemon/local_socket.h"
 
 namespace gpureap::cli {
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using Clock = base::DeadlineClock;
+using base::send_all;
+using base::wait_for;
 
 // A ps document of a very large node is a few MiB; this only bounds a server gone wrong.
 constexpr size_t kMaxAnswerBytes = size_t{256} << 20;
@@ -32,17 +35,6 @@ class Fd {
   int fd_;
 };
 
-bool wait_for(int fd, short events, Clock::time_point deadline) {
-  for (;;) {
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
-    if (left.count() <= 0) return false;
-    pollfd p{fd, events, 0};
-    int n = ::poll(&p, 1, static_cast<int>(left.count()));
-    if (n > 0) return true;
-    if (n < 0 && errno != EINTR) return false;
-  }
-}
-
 bool connect_within(int fd, const std::string& path, std::chrono::milliseconds within) {
   auto a = daemon::local_address(path);
   if (!a) return false;
@@ -52,22 +44,6 @@ bool connect_within(int fd, const std::string& path, std::chrono::milliseconds w
              static_cast<suseconds_t>((within.count() % 1000) * 1000)};
   ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
   return ::connect(fd, reinterpret_cast<const sockaddr*>(&*a), sizeof *a) == 0;
-}
-
-bool send_all(int fd, std::string_view text, Clock::time_point deadline) {
-  while (!text.empty()) {
-    ssize_t n = ::send(fd, text.data(), text.size(), MSG_NOSIGNAL);
-    if (n > 0) {
-      text.remove_prefix(static_cast<size_t>(n));
-    } else if (n < 0 && errno == EINTR) {
-      continue;
-    } else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-      if (!wait_for(fd, POLLOUT, deadline)) return false;
-    } else {
-      return false;
-    }
-  }
-  return true;
 }
 
 // Everything until the server closes; empty when it did not within the deadline.

@@ -19,12 +19,15 @@
 #include <sstream>
 #include <thread>
 
+#include "base/deadline_io.h"
 #include "core/duration.h"
 
 namespace gpureap::report {
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using Clock = base::DeadlineClock;
+using base::send_all;
+using base::wait_for;
 
 // A daemon listening on every address is reached on loopback.
 std::string connect_host(const std::string& host) {
@@ -55,18 +58,6 @@ class Fd {
   int fd_;
 };
 
-// Waits for `events` on `fd` until `deadline`; false when it passed (or poll failed).
-bool wait_for(int fd, short events, Clock::time_point deadline) {
-  for (;;) {
-    auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now());
-    if (left.count() <= 0) return false;
-    pollfd p{fd, events, 0};
-    int n = ::poll(&p, 1, static_cast<int>(std::min<int64_t>(left.count(), 60000)));
-    if (n > 0) return true;
-    if (n < 0 && errno != EINTR) return false;
-  }
-}
-
 enum class Outcome { Ok, Refused, Late };
 
 Outcome connect_to(const addrinfo& a, Clock::time_point deadline, Fd& out) {
@@ -82,22 +73,6 @@ Outcome connect_to(const addrinfo& a, Clock::time_point deadline, Fd& out) {
   }
   out = std::move(fd);
   return Outcome::Ok;
-}
-
-bool send_all(int fd, std::string_view text, Clock::time_point deadline) {
-  while (!text.empty()) {
-    ssize_t n = ::send(fd, text.data(), text.size(), MSG_NOSIGNAL);
-    if (n > 0) {
-      text.remove_prefix(static_cast<size_t>(n));
-    } else if (n < 0 && errno == EINTR) {
-      continue;
-    } else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-      if (!wait_for(fd, POLLOUT, deadline)) return false;
-    } else {
-      return false;
-    }
-  }
-  return true;
 }
 
 // An address as the kernel's /proc/net/tcp{,6} print it: the raw 32-bit words in hex.
