@@ -93,9 +93,10 @@ struct Watched {
   const std::vector<std::string>& handles;
 };
 
-// The watched path an event's file identifier names, or nullptr.
-const std::string* path_of_fid(const Watched& watched, const fanotify_event_metadata& event) {
-  const auto* base = reinterpret_cast<const unsigned char*>(&event);
+// The watched path an event's file identifier names, or nullptr. `base` is where the event
+// starts in the read buffer: its info records are read byte-wise, as they may sit unaligned.
+const std::string* path_of_fid(const Watched& watched, const fanotify_event_metadata& event,
+                               const unsigned char* base) {
   size_t at = event.metadata_len;
   while (at + sizeof(fanotify_event_info_header) <= event.event_len) {
     fanotify_event_info_header hdr;
@@ -135,14 +136,14 @@ const std::string* path_of(const Watched& watched, int event_fd) {
 }
 
 void take(const Watched& watched, const fanotify_event_metadata& event,
-          FanotifyWatch::Batch& batch) {
+          const unsigned char* base, FanotifyWatch::Batch& batch) {
   if (event.mask & FAN_Q_OVERFLOW) {
     batch.overflow = true;
     if (event.fd >= 0) ::close(event.fd);
     return;
   }
   const std::string* path =
-      watched.handles.empty() ? path_of(watched, event.fd) : path_of_fid(watched, event);
+      watched.handles.empty() ? path_of(watched, event.fd) : path_of_fid(watched, event, base);
   if (event.fd >= 0 && !watched.handles.empty()) ::close(event.fd);  // none is asked for
   if (!path) return;
   auto now = std::chrono::system_clock::now();
@@ -156,11 +157,20 @@ void take(const Watched& watched, const fanotify_event_metadata& event,
 
 // Every whole event in one buffer the kernel filled; false when the layout is not the one this
 // was built for (then nothing in it can be trusted, not even where its fds are).
+// Events with file identifiers are padded to 4 bytes only, so a record after one may start
+// off the metadata's 8-byte alignment: each is copied out rather than read in place (what
+// FAN_EVENT_OK and FAN_EVENT_NEXT would do).
 bool take_all(const Watched& watched, const char* buf, ssize_t len, FanotifyWatch::Batch& batch) {
-  auto* event = reinterpret_cast<const fanotify_event_metadata*>(buf);
-  for (; FAN_EVENT_OK(event, len); event = FAN_EVENT_NEXT(event, len)) {
-    if (event->vers != FANOTIFY_METADATA_VERSION) return false;
-    take(watched, *event, batch);
+  const auto* bytes = reinterpret_cast<const unsigned char*>(buf);
+  size_t at = 0;
+  const auto end = static_cast<size_t>(len);
+  while (end - at >= FAN_EVENT_METADATA_LEN) {
+    fanotify_event_metadata event;
+    std::memcpy(&event, bytes + at, sizeof event);
+    if (event.event_len < FAN_EVENT_METADATA_LEN || event.event_len > end - at) break;
+    if (event.vers != FANOTIFY_METADATA_VERSION) return false;
+    take(watched, event, bytes + at, batch);
+    at += event.event_len;
   }
   return true;
 }
