@@ -20,7 +20,7 @@
 namespace gpureap::testing {
 namespace {
 
-constexpr uint64_t kKiB = 1ull << 10, kMiB = 1ull << 20, kGiB = 1ull << 30;
+constexpr uint64_t kMiB = 1ull << 20, kGiB = 1ull << 30;
 const std::string kAmdA = "0000:03:00.0", kAmdB = "0000:43:00.0", kIntel = "0000:00:02.0";
 constexpr unsigned kGpuIdA = 1234, kGpuIdB = 5678;
 
