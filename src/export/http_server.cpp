@@ -69,7 +69,8 @@ HttpResponse text(int status, std::string body) {
 core::Result<HistoryRequest> history_request(const HttpRequest& req, ContentSource& content) {
   HistoryRequest r;
   auto now = std::chrono::system_clock::now();
-  r.since = now - std::chrono::duration_cast<TimePoint::duration>(content.default_history_span());
+  r.since = now - std::chrono::duration_cast<history::TimePoint::duration>(
+                      content.default_history_span());
   if (auto text = req.param("gpu")) {
     unsigned gpu = 0;
     auto [ptr, ec] = std::from_chars(text->data(), text->data() + text->size(), gpu);

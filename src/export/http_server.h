@@ -11,8 +11,8 @@
 #include <string>
 
 #include "core/result.h"
-#include "export/history_series.h"
 #include "export/listen_address.h"
+#include "history/series.h"
 
 namespace gpureap::exporter {
 
@@ -24,7 +24,7 @@ struct Reply {
 
 struct HistoryRequest {
   std::optional<unsigned> gpu;
-  TimePoint since;
+  history::TimePoint since;
 };
 
 // Called from the server's worker threads, concurrently: implementations must be thread-safe.
