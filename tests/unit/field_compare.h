@@ -2,8 +2,8 @@
 // Every field of the model's structs, compared and checked without a hand-kept list: a struct's
 // fields are reached through structured bindings (core::field_count says how many), so a field
 // added to a struct is compared the moment it exists. For the round-trip tests of serialisers:
-//   FieldDiff: the fields that differ between two values, by path ("drivers.gpus[1] (core::Gpu)
-//     field 15"), floating-point NaN equal to NaN;
+//   FieldDiff: the fields that differ between two values, by path ("snapshot.Snapshot:2.
+//     DriverReading:1[1].Gpu:15": field 15 of the second GPU), floating-point NaN equal to NaN;
 //   FieldCoverage: the fields of each struct that held their default value in every instance
 //     seen, i.e. that a test's data never set (a field a test never sets proves nothing).
 #include <cxxabi.h>
@@ -190,9 +190,12 @@ std::string type_name() {
   return out;
 }
 
+// "snapshot.Snapshot:3.ProcView:0[2]": field 3 of the Snapshot, then field 0 of that ProcView.
 template <class T>
 std::string field_path(const std::string& path, size_t i) {
-  return path + " (" + type_name<T>() + ") field " + std::to_string(i);
+  std::string type = type_name<T>();
+  if (auto colon = type.rfind("::"); colon != std::string::npos) type.erase(0, colon + 2);
+  return path + "." + type + ":" + std::to_string(i);
 }
 
 }  // namespace fields
