@@ -3,7 +3,6 @@
 #include <algorithm>
 
 #include "alert/alertmanager_payload.h"
-#include "alert/payload.h"
 #include "alert/sink_kind.h"
 
 namespace gpureap::alert {
