@@ -33,7 +33,7 @@ void AlertConsumer::apply(std::vector<Rule> rules, std::vector<SinkConfig> sinks
   send(resolved);
 }
 
-void AlertConsumer::on_sample(const engine::Sample& sample, const history::History&) {
+void AlertConsumer::on_sample(const sample::Sample& sample, const history::History&) {
   std::lock_guard lock(mutex_);
   send(evaluator_.evaluate(sample));
   dispatcher_.resend_firing(sample.taken);

@@ -9,11 +9,11 @@
 
 #include "alert/dispatcher.h"
 #include "alert/evaluator.h"
-#include "engine/sample.h"
+#include "sample/sample.h"
 
 namespace gpureap::alert {
 
-class AlertConsumer : public engine::SampleConsumer {
+class AlertConsumer : public sample::SampleConsumer {
  public:
   explicit AlertConsumer(Dispatcher::SenderFactory factory = make_sender,
                          size_t queue_capacity = kQueueCapacity);
@@ -25,7 +25,7 @@ class AlertConsumer : public engine::SampleConsumer {
   void apply(std::vector<Rule> rules, std::vector<SinkConfig> sinks, std::string hostname,
              std::string external_url = "");
 
-  void on_sample(const engine::Sample& sample, const history::History& history) override;
+  void on_sample(const sample::Sample& sample, const history::History& history) override;
   // gpureap_alerts_sent_total{sink,result} and gpureap_alerts_firing{alertname}.
   void add_metrics(std::vector<exporter::MetricFamily>& out) const override;
 

@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "alert/alertmanager_payload.h"
-#include "alert/payload.h"
+#include "alert/sink_kind.h"
 
 namespace gpureap::alert {
 namespace {
@@ -11,18 +11,6 @@ namespace {
 using std::chrono::milliseconds;
 
 constexpr milliseconds kReconfigureWait{1000};
-
-std::optional<std::string> render(const SinkConfig& sink, const Notification& n,
-                                  const std::string& external_url) {
-  if (sink.type == SinkType::Alertmanager)
-    return to_text(alertmanager_payload(n.alerts, std::chrono::system_clock::now()));
-  if (sink.type == SinkType::Slack) {
-    auto j = slack_payload(n);
-    if (!j) return std::nullopt;
-    return to_text(*j);
-  }
-  return to_text(webhook_payload(n, sink.name, external_url));
-}
 
 bool wants(const Notification& n, const std::string& sink) {
   return n.sinks.empty() || std::find(n.sinks.begin(), n.sinks.end(), sink) != n.sinks.end();
@@ -40,9 +28,9 @@ void stop_all(std::vector<std::unique_ptr<SinkWorker>>& workers, milliseconds wa
 }  // namespace
 
 bool same_delivery(const SinkConfig& a, const SinkConfig& b) {
-  return a.name == b.name && a.type == b.type && a.url == b.url && a.urls == b.urls &&
-         a.command == b.command && a.timeout == b.timeout && a.retries == b.retries &&
-         a.retry_backoff == b.retry_backoff;
+  SinkConfig a_at_b = a;
+  a_at_b.line = b.line;  // every field but the line
+  return a_at_b == b;
 }
 
 Dispatcher::Dispatcher(SenderFactory factory, size_t capacity)
@@ -76,7 +64,7 @@ void Dispatcher::apply(std::vector<SinkConfig> sinks) {
     workers_ = std::move(next);
     std::erase_if(firing_, [&](const auto& kv) {
       return std::none_of(workers_.begin(), workers_.end(), [&](const auto& w) {
-        return w->config().name == kv.first && w->config().type == SinkType::Alertmanager;
+        return w->config().name == kv.first && sink_kind(w->config().type).resends_firing;
       });
     });
   }
@@ -93,9 +81,10 @@ void Dispatcher::dispatch(const Notification& n, const std::string& external_url
   std::lock_guard lock(mutex_);
   for (auto& w : workers_) {
     if (!wants(n, w->config().name)) continue;
-    auto body = render(w->config(), n, external_url);
+    const auto& kind = sink_kind(w->config().type);
+    auto body = kind.body(w->config(), n, external_url);
     if (!body) continue;
-    if (w->config().type == SinkType::Alertmanager) {
+    if (kind.resends_firing) {
       auto& firing = firing_[w->config().name].alerts;
       for (const auto& a : n.alerts) {
         if (a.resolved())
@@ -113,7 +102,8 @@ void Dispatcher::dispatch(const Notification& n, const std::string& external_url
 void Dispatcher::resend_firing(std::chrono::steady_clock::time_point now) {
   std::lock_guard lock(mutex_);
   for (auto& w : workers_) {
-    if (w->config().type != SinkType::Alertmanager) continue;
+    const auto& kind = sink_kind(w->config().type);
+    if (!kind.resends_firing) continue;
     auto& f = firing_[w->config().name];
     if (!f.last_resend) f.last_resend = now;  // the first alerts were just sent
     if (now - *f.last_resend < kAlertmanagerResend) continue;
@@ -122,10 +112,12 @@ void Dispatcher::resend_firing(std::chrono::steady_clock::time_point now) {
     Delivery d;
     d.alertname = "every rule (re-sent)";
     d.status = "firing";
-    std::vector<Alert> alerts;
-    for (const auto& kv : f.alerts) alerts.push_back(kv.second);
-    d.alerts = alerts.size();
-    d.body = to_text(alertmanager_payload(alerts, std::chrono::system_clock::now()));
+    Notification all{d.alertname, {}, {}};
+    for (const auto& kv : f.alerts) all.alerts.push_back(kv.second);
+    d.alerts = all.alerts.size();
+    auto body = kind.body(w->config(), all, "");
+    if (!body) continue;
+    d.body = std::move(*body);
     w->push(std::move(d));
   }
 }

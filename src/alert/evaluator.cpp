@@ -73,7 +73,7 @@ std::vector<Notification> Evaluator::set_rules(std::vector<Rule> rules, Evaluato
   return out;
 }
 
-void Evaluator::evaluate_rule(RuleState& rs, const engine::Sample& sample, Notification& out) {
+void Evaluator::evaluate_rule(RuleState& rs, const sample::Sample& sample, Notification& out) {
   const Rule& rule = rs.rule;
   const SteadyTime now = sample.taken;
   const TimePoint wall = sample.snapshot->timestamp;
@@ -132,7 +132,7 @@ void Evaluator::evaluate_rule(RuleState& rs, const engine::Sample& sample, Notif
   }
 }
 
-std::vector<Notification> Evaluator::evaluate(const engine::Sample& sample) {
+std::vector<Notification> Evaluator::evaluate(const sample::Sample& sample) {
   std::vector<Notification> out;
   if (!sample.snapshot) return out;
   for (auto& rs : rules_) {

@@ -22,7 +22,7 @@
 #include "alert/alert.h"
 #include "alert/rule.h"
 #include "audit/record.h"
-#include "engine/sample.h"
+#include "sample/sample.h"
 
 namespace gpureap::alert {
 
@@ -43,7 +43,7 @@ class Evaluator {
 
   // One sample: its `taken` is the time for `for` and `repeat_interval`, its snapshot's
   // timestamp the wall-clock time of startsAt and endsAt.
-  std::vector<Notification> evaluate(const engine::Sample& sample);
+  std::vector<Notification> evaluate(const sample::Sample& sample);
 
   // One policy decision or action: an alert for each PolicyAction rule that takes it.
   std::vector<Notification> on_policy_record(const audit::Record& record, SteadyTime now);
@@ -71,7 +71,7 @@ class Evaluator {
     std::vector<Event> events;  // fired, resolved at the next sample
   };
 
-  void evaluate_rule(RuleState& rs, const engine::Sample& sample, Notification& out);
+  void evaluate_rule(RuleState& rs, const sample::Sample& sample, Notification& out);
   Alert alert_of(const Instance& in) const;
   std::string url(const std::string& path) const;
 

@@ -102,7 +102,7 @@ void unattributed_memory(const Rule& rule, const core::Snapshot& s, const core::
                         text::human_bytes(rule.bytes_above));
 }
 
-Observations memory(const Rule& rule, const engine::Sample& sample, const std::string& host) {
+Observations memory(const Rule& rule, const sample::Sample& sample, const std::string& host) {
   Observations out;
   const auto& snap = *sample.snapshot;
   if (!snap.drivers.any_available()) {
@@ -151,7 +151,7 @@ std::string finding_text(const doctor::Finding& f) {
 
 // Findings of one code on one set of GPUs are one alert: several gone PIDs on GPU 0 are one
 // problem of that GPU, and their number changing does not make it a new alert.
-Observations findings(const Rule& rule, const engine::Sample& sample, const std::string& host) {
+Observations findings(const Rule& rule, const sample::Sample& sample, const std::string& host) {
   Observations out;
   if (sample.driver_timed_out) {
     out.all_unknown = true;  // the driver did not answer: what it lists is unknown
@@ -215,7 +215,7 @@ Labels base_labels(const Rule& rule, const std::string& hostname) {
   return {{"alertname", rule.name}, {"severity", rule.severity}, {"instance", hostname}};
 }
 
-Observations observe(const Rule& rule, const engine::Sample& sample, const std::string& hostname) {
+Observations observe(const Rule& rule, const sample::Sample& sample, const std::string& hostname) {
   switch (rule.condition) {
     case Condition::MemoryRatio:
     case Condition::GhostMemory:

@@ -7,7 +7,7 @@
 
 #include "alert/alert.h"
 #include "alert/rule.h"
-#include "engine/sample.h"
+#include "sample/sample.h"
 
 namespace gpureap::alert {
 
@@ -33,7 +33,7 @@ struct Observations {
 Labels base_labels(const Rule& rule, const std::string& hostname);
 
 // For every condition but PolicyAction (which is not observed: it is handed records).
-Observations observe(const Rule& rule, const engine::Sample& sample, const std::string& hostname);
+Observations observe(const Rule& rule, const sample::Sample& sample, const std::string& hostname);
 
 // "97%", "95.5%": a ratio as a readable percentage.
 std::string percent(double ratio);

@@ -16,6 +16,7 @@ enum class SinkType {
   // every kAlertmanagerResend, so that Alertmanager routes, groups, silences and inhibits them
   Alertmanager,
 };
+// The config's names of the types (sink_kind.h has the table).
 std::string_view to_string(SinkType t);
 std::optional<SinkType> sink_type_from_string(std::string_view s);
 
@@ -29,6 +30,8 @@ struct SinkConfig {
   std::chrono::milliseconds timeout{std::chrono::seconds(10)};       // per attempt
   unsigned retries = 3;                                              // after the first attempt
   std::chrono::milliseconds retry_backoff{std::chrono::seconds(1)};  // doubles per retry
+
+  bool operator==(const SinkConfig&) const = default;
 };
 
 }  // namespace gpureap::alert

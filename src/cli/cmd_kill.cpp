@@ -10,6 +10,7 @@
 #include "cli/confirm.h"
 #include "cli/kernel_releases.h"
 #include "core/duration.h"
+#include "output/kill_view.h"
 #include "output/snapshot_json.h"
 #include "output/table.h"
 #include "output/view_incomplete.h"
@@ -18,7 +19,6 @@
 #include "reap/outcome.h"
 #include "reap/pipeline.h"
 #include "reap/report_json.h"
-#include "reap/report_text.h"
 
 namespace gpureap::cli {
 namespace {
@@ -70,7 +70,7 @@ struct PlanDialog {
   int declined = kExitOk;
 
   void show(const reap::Plan& plan, std::ostream& to) const {
-    to << reap::render_plan(snapshot, plan, settings, style, width());
+    to << output::render_plan(snapshot, plan, settings, style, width());
   }
 
   bool go_ahead(const reap::Plan& plan) {
@@ -215,7 +215,7 @@ KillRun kill_on_snapshot(const GlobalOptions& g, const KillOptions& o, const rea
     std::cout << output::dump_json(doc) << "\n";
   } else {
     out << "\n"
-        << reap::render_results(reaped->plan, report, dialog.style, width())
+        << output::render_results(reaped->plan, report, dialog.style, width())
         << kernel_releases_text(kernel, report);
   }
   return {true, report.exit_code};

@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <set>
 
+#include "alert/sink_kind.h"
 #include "daemon/config_sections.h"
 
 namespace gpureap::daemon {
@@ -150,7 +151,7 @@ const std::vector<Field<SinkConfig>>& sink_fields() {
       {"type",
        [](const toml::node& node, SinkConfig& s, Problems& p) {
          if (auto type = config::read_choice(node, "type", alert::sink_type_from_string,
-                                             "webhook, slack, exec, alertmanager", p))
+                                             alert::sink_type_names(", "), p))
            s.type = *type;
        }},
       {"url",
@@ -207,19 +208,22 @@ void check_sink(const toml::table& t, const SinkConfig& s, Problems& p) {
   std::string who = "sink " + in_quotes(s.name) + ": ";
   if (!t.get("name")) p.add(t.source(), "[[sink]] needs a name");
   if (!t.get("type")) {
-    p.add(t.source(), who + "needs a type (webhook, slack, exec or alertmanager)");
+    p.add(t.source(), who + "needs a type (" + alert::sink_type_names(" or ") + ")");
     return;
   }
-  bool exec = s.type == alert::SinkType::Exec;
+  const auto& kind = alert::sink_kind(s.type);
+  bool exec = kind.target == alert::SinkTarget::Command;
   if (exec && t.get("url"))
-    p.add(t.get("url")->source(),
-          who + "an exec sink runs command; url is for webhook, slack and alertmanager");
+    p.add(t.get("url")->source(), who + "an exec sink runs command; url is for " +
+                                      alert::sink_type_names(" and ", [](const alert::SinkKind& k) {
+                                        return k.target != alert::SinkTarget::Command;
+                                      }));
   if (!exec && t.get("command"))
     p.add(t.get("command")->source(), who + "command is for type = \"exec\"");
   if (exec && !t.get("command"))
     p.add(t.source(), who + "needs command, e.g. [\"/usr/local/bin/page\"]");
   if (!exec && !t.get("url")) p.add(t.source(), who + "needs url");
-  if (s.urls.size() > 1 && s.type != alert::SinkType::Alertmanager)
+  if (s.urls.size() > 1 && kind.target != alert::SinkTarget::Urls)
     p.add(t.get("url")->source(),
           who + "a list of urls is for type = \"alertmanager\" (an HA pair); give one url");
 }

@@ -82,10 +82,10 @@ audit::AuditLogSettings audit_settings(const DaemonConfig& c) {
 }
 
 // The audit log's figures in /metrics.
-class AuditMetrics : public engine::SampleConsumer {
+class AuditMetrics : public sample::SampleConsumer {
  public:
   explicit AuditMetrics(std::shared_ptr<const audit::AuditLog> log) : log_(std::move(log)) {}
-  void on_sample(const engine::Sample&, const history::History&) override {}
+  void on_sample(const sample::Sample&, const history::History&) override {}
   void add_metrics(std::vector<exporter::MetricFamily>& out) const override {
     log_->add_metrics(out);
   }
@@ -135,7 +135,7 @@ std::string describe(const DaemonConfig& c) {
 }
 
 // systemd's one-line STATUS.
-std::string status_line(const engine::Sample& s, const exporter::ListenAddress& at) {
+std::string status_line(const sample::Sample& s, const exporter::ListenAddress& at) {
   const auto& snap = *s.snapshot;
   size_t listed = 0;
   for (const auto& r : snap.rows) listed += r.listed_by_driver;
@@ -246,7 +246,8 @@ class Daemon {
   // Starts the HTTP server and the alert sinks; false (said in the log and to systemd) when
   // the address cannot be served.
   bool serve() {
-    auto server = exporter::HttpServer::start(config_.listen, content_, {config_.auth_token});
+    auto server =
+        exporter::HttpServer::start(config_.listen, content_.routes(), {config_.auth_token});
     if (!server) {
       base::log_error(server.error().text());
       notifier_.status("failed: " + server.error().message);
@@ -334,7 +335,8 @@ class Daemon {
       return;
     }
     if (next->listen != config_.listen) {
-      auto server = exporter::HttpServer::start(next->listen, content_, {next->auth_token});
+      auto server =
+          exporter::HttpServer::start(next->listen, content_.routes(), {next->auth_token});
       if (!server) {
         base::log_error("reload failed, keeping the configuration from " + config_.source + ": " +
                         server.error().text());

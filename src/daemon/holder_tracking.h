@@ -9,7 +9,7 @@
 #include "daemon/config.h"
 #include "daemon/holder_tracker.h"
 #include "engine/engine.h"
-#include "engine/sample.h"
+#include "sample/sample.h"
 
 namespace gpureap::daemon {
 
@@ -29,11 +29,11 @@ std::shared_ptr<HolderTracker> start_holder_tracking(const DaemonConfig& c,
                                                      engine::Engine& engine);
 
 // /metrics: gpureap_holder_tracking_mode and, with events, the events' counters.
-class TrackingMetrics final : public engine::SampleConsumer {
+class TrackingMetrics final : public sample::SampleConsumer {
  public:
   explicit TrackingMetrics(std::shared_ptr<const HolderTracker> tracker)
       : tracker_(std::move(tracker)) {}
-  void on_sample(const engine::Sample&, const history::History&) override {}
+  void on_sample(const sample::Sample&, const history::History&) override {}
   void add_metrics(std::vector<exporter::MetricFamily>& out) const override;
 
  private:

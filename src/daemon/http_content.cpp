@@ -117,6 +117,34 @@ exporter::Reply HttpContent::history(const exporter::HistoryRequest& request) {
   return {200, kJson, output::dump_json(doc) + "\n"};
 }
 
+std::vector<exporter::Route> HttpContent::routes() {
+  auto serve = [this](exporter::Reply (HttpContent::*page)()) {
+    return [this, page](const exporter::HttpRequest&) { return (this->*page)(); };
+  };
+  auto history_page = [this](const exporter::HttpRequest& request) {
+    auto h = exporter::history_request(request, default_history_span());
+    if (!h) return exporter::Reply{400, "text/plain; charset=utf-8", h.error().text() + "\n"};
+    return history(*h);
+  };
+  return {
+      {"/metrics", "Prometheus metrics", "", "", false, serve(&HttpContent::metrics)},
+      {"/healthz", "liveness", "", "", true, serve(&HttpContent::health)},
+      {"/api/v1/snapshot", "every GPU and holder (the <code>gpureap ps --json</code> document)", "",
+       "", false, serve(&HttpContent::snapshot)},
+      {"/api/v1/findings",
+       "what is wrong and how to fix it (the <code>gpureap doctor --json</code> document)", "", "",
+       false, serve(&HttpContent::findings)},
+      {"/api/v1/history", "memory and utilisation over time", "?since=10m", "?gpu=N&since=10m",
+       false, history_page},
+      {"/api/v1/policies", "what each cleanup policy matches and where it stands", "", "", false,
+       serve(&HttpContent::policies)},
+      {"/api/v1/releases", "the latest final closes of GPU device files, with who held each last",
+       "", "", false, serve(&HttpContent::releases)},
+      {"/api/v1/status", "how the daemon follows GPU device files here", "", "", false,
+       serve(&HttpContent::status)},
+  };
+}
+
 std::chrono::milliseconds HttpContent::default_history_span() const {
   return samples_.history().limits().window;
 }

@@ -3,6 +3,7 @@
 // from the driver, so a scrape cannot block on a wedged GPU.
 #include <atomic>
 #include <chrono>
+#include <vector>
 
 #include "daemon/holder_tracker.h"
 #include "daemon/sample_publisher.h"
@@ -11,18 +12,24 @@
 
 namespace gpureap::daemon {
 
-class HttpContent final : public exporter::ContentSource {
+// Thread-safe: the server's workers call it concurrently.
+class HttpContent final {
  public:
   explicit HttpContent(const SamplePublisher& samples) : samples_(samples) {}
 
-  exporter::Reply metrics() override;
-  exporter::Reply health() override;
-  exporter::Reply snapshot() override;
-  exporter::Reply findings() override;
-  exporter::Reply history(const exporter::HistoryRequest& request) override;
-  exporter::Reply policies() override;
-  exporter::Reply releases() override;
-  exporter::Reply status() override;
+  // The daemon's endpoints, in the landing page's order: what the HTTP server serves. Each
+  // handler calls this object, which must outlive the server.
+  std::vector<exporter::Route> routes();
+
+  exporter::Reply metrics();
+  exporter::Reply health();
+  exporter::Reply snapshot();
+  exporter::Reply findings();
+  exporter::Reply history(const exporter::HistoryRequest& request);
+  exporter::Reply policies();
+  exporter::Reply releases();
+  // /api/v1/status: how the daemon works here (e.g. how it follows GPU device files).
+  exporter::Reply status();
 
   // Before the server starts: the runner /api/v1/policies reports on.
   void set_policies(std::shared_ptr<const policy::PolicyRunner> runner) {
@@ -30,7 +37,8 @@ class HttpContent final : public exporter::ContentSource {
   }
   // Before the server starts: the tracker /api/v1/releases reports on (none: scans only).
   void set_tracker(std::shared_ptr<const HolderTracker> tracker) { tracker_ = std::move(tracker); }
-  std::chrono::milliseconds default_history_span() const override;
+  // How far back /api/v1/history goes when the request has no `since`.
+  std::chrono::milliseconds default_history_span() const;
 
   // The loop is stalled when no sample finished for this long (set from the config).
   void set_stall_after(std::chrono::milliseconds d) { stall_after_ms_ = d.count(); }

@@ -27,7 +27,7 @@ std::string answer_of(output::CommandOutput rendered, milliseconds age) {
       {std::move(rendered.out), std::move(rendered.err), age.count(), rendered.exit_code});
 }
 
-std::string ps(const PsRequest& r, const engine::Sample& sample, milliseconds age) {
+std::string ps(const PsRequest& r, const sample::Sample& sample, milliseconds age) {
   auto o = r.render_options();
   o.daemon_age = age;
   auto rendered = output::render_ps_command(*sample.snapshot, o);
@@ -40,7 +40,7 @@ std::string ps(const PsRequest& r, const engine::Sample& sample, milliseconds ag
 // doctor over the latest sample and one taken --settle before it. What the daemon cannot
 // answer as the command would (a GPU it does not have, no sample that old yet) is refused: the
 // command then runs on its own and says it in its own words.
-std::string doctor(const DoctorRequest& r, const engine::Sample& sample, milliseconds age) {
+std::string doctor(const DoctorRequest& r, const sample::Sample& sample, milliseconds age) {
   auto only = doctor::parse_finding_codes(r.only);
   if (!only) return error_text("bad request: \"only\": " + only.error().message);
   doctor::UnattributedThreshold threshold;
@@ -78,7 +78,7 @@ std::string doctor(const DoctorRequest& r, const engine::Sample& sample, millise
 
 }  // namespace
 
-std::string local_answer(std::string_view line, const engine::Sample* sample,
+std::string local_answer(std::string_view line, const sample::Sample* sample,
                          const HolderTracker* tracker, std::chrono::steady_clock::time_point now,
                          const history::History* history) {
   auto request = parse_request(line);

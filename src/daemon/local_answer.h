@@ -6,8 +6,8 @@
 #include <string_view>
 
 #include "daemon/holder_tracker.h"
-#include "engine/sample.h"
 #include "history/history.h"
+#include "sample/sample.h"
 
 namespace gpureap::daemon {
 
@@ -15,7 +15,7 @@ namespace gpureap::daemon {
 // before the first one), `now` giving its age, and the releases `tracker` kept (null: the
 // daemon follows no kernel events), and the `history` (null: "history" is refused). Never
 // throws: every failure is ok:false.
-std::string local_answer(std::string_view request, const engine::Sample* sample,
+std::string local_answer(std::string_view request, const sample::Sample* sample,
                          const HolderTracker* tracker, std::chrono::steady_clock::time_point now,
                          const history::History* history = nullptr);
 

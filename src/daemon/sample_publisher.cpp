@@ -14,7 +14,7 @@ SamplePublisher::SamplePublisher(PublishSettings settings,
                                  std::shared_ptr<history::History> history)
     : history_(std::move(history)), settings_(std::move(settings)) {}
 
-void SamplePublisher::add_consumer(std::shared_ptr<engine::SampleConsumer> consumer) {
+void SamplePublisher::add_consumer(std::shared_ptr<sample::SampleConsumer> consumer) {
   consumers_.push_back(std::move(consumer));
 }
 
@@ -27,7 +27,7 @@ void SamplePublisher::apply(const PublishSettings& settings) {
   settings_ = settings;
 }
 
-std::shared_ptr<const engine::Sample> SamplePublisher::latest() const {
+std::shared_ptr<const sample::Sample> SamplePublisher::latest() const {
   std::lock_guard lock(mutex_);
   return latest_;
 }
@@ -73,7 +73,7 @@ void SamplePublisher::on_collection(const engine::Collection& c) {
   }
   note_driver(c);
 
-  auto sample = std::make_shared<engine::Sample>();
+  auto sample = std::make_shared<sample::Sample>();
   sample->sequence = c.sequence;
   sample->driver_timed_out = c.driver_timed_out;
   sample->holder_scan = c.holder_scan;
@@ -129,7 +129,7 @@ void SamplePublisher::on_collection(const engine::Collection& c) {
     if (a->snapshot != sample->snapshot && (!before || a->snapshot != before->snapshot))
       sample->earlier.push_back(*a);
 
-  std::shared_ptr<const engine::Sample> published = sample;
+  std::shared_ptr<const sample::Sample> published = sample;
   {
     std::lock_guard lock(mutex_);
     latest_ = published;

@@ -12,9 +12,9 @@
 
 #include "doctor/unattributed_threshold.h"
 #include "engine/collection.h"
-#include "engine/sample.h"
 #include "history/history.h"
 #include "kernel/gpu_events.h"
+#include "sample/sample.h"
 
 namespace gpureap::daemon {
 
@@ -34,7 +34,7 @@ class SamplePublisher final : public engine::CollectionConsumer {
   SamplePublisher(PublishSettings settings, std::shared_ptr<history::History> history);
 
   // Before the engine starts: consumers are called in the order added.
-  void add_consumer(std::shared_ptr<engine::SampleConsumer> consumer);
+  void add_consumer(std::shared_ptr<sample::SampleConsumer> consumer);
   // Before the engine starts: follow the kernel log at `path` (/dev/kmsg, or a saved log that
   // grows) for GPU errors; each sample reads only what was written since the one before.
   void follow_kernel_log(const std::string& path);
@@ -44,7 +44,7 @@ class SamplePublisher final : public engine::CollectionConsumer {
   void on_collection(const engine::Collection& collection) override;
   void on_failure(const std::string& what) override;
 
-  std::shared_ptr<const engine::Sample> latest() const;
+  std::shared_ptr<const sample::Sample> latest() const;
   // When a sample was last published (and its consumers returned): the daemon's liveness
   // (systemd's watchdog, /healthz).
   std::chrono::steady_clock::time_point last_progress() const;
@@ -54,16 +54,16 @@ class SamplePublisher final : public engine::CollectionConsumer {
   void note_driver(const engine::Collection& collection);
 
   std::shared_ptr<history::History> history_;
-  std::vector<std::shared_ptr<engine::SampleConsumer>> consumers_;
+  std::vector<std::shared_ptr<sample::SampleConsumer>> consumers_;
 
   mutable std::mutex mutex_;  // guards settings_ and latest_
   PublishSettings settings_;
-  std::shared_ptr<const engine::Sample> latest_;
+  std::shared_ptr<const sample::Sample> latest_;
   std::atomic<std::chrono::steady_clock::rep> progress_{0};
 
   // Only the engine's thread touches these.
   std::optional<bool> driver_was_up_;
-  std::vector<engine::TimedSnapshot> anchors_;  // oldest first
+  std::vector<sample::TimedSnapshot> anchors_;  // oldest first
   std::unique_ptr<kernel::KernelLogFollower> kernel_log_;
   std::shared_ptr<const core::KernelLog> kernel_view_;  // the follower's log as of its last change
   bool kernel_log_problem_told_ = false;

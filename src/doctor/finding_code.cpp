@@ -2,7 +2,11 @@
 
 namespace gpureap::doctor {
 
-std::string_view to_string(FindingCode code) {
+namespace {
+
+// The one list of the codes and their names: an enumerator without a case here does not
+// compile (-Wswitch, no default), and a value past the last enumerator has no name.
+constexpr std::string_view code_name(FindingCode code) {
   switch (code) {
     case FindingCode::DriverMissing:
       return "driver-missing";
@@ -43,14 +47,27 @@ std::string_view to_string(FindingCode code) {
     case FindingCode::GpuXid:
       return "gpu-xid";
   }
-  return "?";
+  return {};
+}
+
+// Every code in the enum's order: its values from 0 up to the first that has no name.
+constexpr size_t kCodeCount = [] {
+  size_t n = 0;
+  while (!code_name(static_cast<FindingCode>(n)).empty()) ++n;
+  return n;
+}();
+
+}  // namespace
+
+std::string_view to_string(FindingCode code) {
+  auto name = code_name(code);
+  return name.empty() ? "?" : name;
 }
 
 const std::vector<FindingCode>& all_finding_codes() {
   static const std::vector<FindingCode> codes = [] {
     std::vector<FindingCode> out;
-    for (int c = 0; c <= static_cast<int>(FindingCode::GpuXid); ++c)
-      out.push_back(static_cast<FindingCode>(c));
+    for (size_t c = 0; c < kCodeCount; ++c) out.push_back(static_cast<FindingCode>(c));
     return out;
   }();
   return codes;

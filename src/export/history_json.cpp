@@ -13,7 +13,7 @@ namespace {
 
 using nlohmann::json;
 
-double unix_seconds(TimePoint t) {
+double unix_seconds(history::TimePoint t) {
   auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
   return static_cast<double>(ms) / 1000.0;
 }
@@ -35,7 +35,8 @@ core::Error since_error(std::string_view text) {
 
 }  // namespace
 
-json history_to_json(const HistoryView& view, const std::string& hostname, TimePoint since) {
+json history_to_json(const history::HistoryView& view, const std::string& hostname,
+                     history::TimePoint since) {
   json gpus = json::array();
   for (const auto& g : view.gpus) {
     json points = json::array();
@@ -81,7 +82,7 @@ json history_to_json(const HistoryView& view, const std::string& hostname, TimeP
           {"processes", processes}};
 }
 
-core::Result<TimePoint> parse_since(std::string_view text, TimePoint now) {
+core::Result<history::TimePoint> parse_since(std::string_view text, history::TimePoint now) {
   if (text.empty()) return since_error(text);
   if (auto t = text::parse_rfc3339(text)) return *t;
   if (text.find('T') != std::string_view::npos && text.find('-') != std::string_view::npos)
@@ -89,17 +90,19 @@ core::Result<TimePoint> parse_since(std::string_view text, TimePoint now) {
   if (std::isalpha(static_cast<unsigned char>(text.back()))) {
     auto ago = core::parse_duration(text);
     if (!ago) return since_error(text);
-    return now - std::chrono::duration_cast<TimePoint::duration>(*ago);
+    return now - std::chrono::duration_cast<history::TimePoint::duration>(*ago);
   }
   double secs = 0;
   auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), secs);
   // A TimePoint counts nanoseconds in 64 bits: a time after 2262 does not fit in one.
   constexpr double kMaxSeconds = static_cast<double>(
-      std::chrono::duration_cast<std::chrono::seconds>(TimePoint::duration::max()).count());
+      std::chrono::duration_cast<std::chrono::seconds>(history::TimePoint::duration::max())
+          .count());
   if (ec != std::errc() || ptr != text.data() + text.size() || secs < 0 || !std::isfinite(secs) ||
       secs > kMaxSeconds)
     return since_error(text);
-  return TimePoint(std::chrono::milliseconds(static_cast<long long>(std::llround(secs * 1000))));
+  return history::TimePoint(
+      std::chrono::milliseconds(static_cast<long long>(std::llround(secs * 1000))));
 }
 
 }  // namespace gpureap::exporter

@@ -24,6 +24,7 @@
 #include "export/bearer_auth.h"
 #include "export/history_json.h"
 #include "export/http_request.h"
+#include "text/escape.h"
 
 namespace gpureap::exporter {
 namespace {
@@ -38,24 +39,24 @@ constexpr size_t kMaxConnections = 4096;
 constexpr auto kHeadTimeout = std::chrono::seconds(5);
 constexpr auto kWriteTimeout = std::chrono::seconds(10);
 
-constexpr const char* kLandingPage = R"(<!DOCTYPE html>
+// The landing page: a link to each route, in the order the daemon registered them.
+std::string landing_page(const std::vector<Route>& routes) {
+  std::string page = R"(<!DOCTYPE html>
 <html><head><meta charset="utf-8"><title>gpureap</title></head>
 <body>
 <h1>gpureap</h1>
 <p>Which processes hold GPU memory on this node, and why.</p>
 <ul>
-<li><a href="metrics">/metrics</a>: Prometheus metrics</li>
-<li><a href="healthz">/healthz</a>: liveness</li>
-<li><a href="api/v1/snapshot">/api/v1/snapshot</a>: every GPU and holder (the <code>gpureap ps --json</code> document)</li>
-<li><a href="api/v1/findings">/api/v1/findings</a>: what is wrong and how to fix it (the <code>gpureap doctor --json</code> document)</li>
-<li><a href="api/v1/history?since=10m">/api/v1/history?gpu=N&amp;since=10m</a>: memory and utilisation over time</li>
-<li><a href="api/v1/policies">/api/v1/policies</a>: what each cleanup policy matches and where it stands</li>
-<li><a href="api/v1/releases">/api/v1/releases</a>: the latest final closes of GPU device files, with who held each last</li>
-<li><a href="api/v1/status">/api/v1/status</a>: how the daemon follows GPU device files here</li>
-</ul>
+)";
+  for (const auto& r : routes)
+    page += "<li><a href=\"" + text::markup_safe(r.path.substr(1) + r.example_query) + "\">" +
+            text::markup_safe(r.path + r.usage_query) + "</a>: " + r.description_html + "</li>\n";
+  page += R"(</ul>
 <p>Read-only: no endpoint can signal a process.</p>
 </body></html>
 )";
+  return page;
+}
 
 HttpResponse reply(const Reply& r) {
   return {r.status, r.content_type, r.body, {}};
@@ -63,27 +64,6 @@ HttpResponse reply(const Reply& r) {
 
 HttpResponse text(int status, std::string body) {
   return {status, "text/plain; charset=utf-8", std::move(body), {}};
-}
-
-// The query of /api/v1/history; errors say what to write instead.
-core::Result<HistoryRequest> history_request(const HttpRequest& req, ContentSource& content) {
-  HistoryRequest r;
-  auto now = std::chrono::system_clock::now();
-  r.since = now - std::chrono::duration_cast<TimePoint::duration>(content.default_history_span());
-  if (auto text = req.param("gpu")) {
-    unsigned gpu = 0;
-    auto [ptr, ec] = std::from_chars(text->data(), text->data() + text->size(), gpu);
-    if (text->empty() || ec != std::errc() || ptr != text->data() + text->size())
-      return core::Error{"gpu must be a GPU index (0, 1, ...)",
-                         "e.g. /api/v1/history?gpu=0&since=10m"};
-    r.gpu = gpu;
-  }
-  if (auto since_text = req.param("since")) {
-    auto since = parse_since(*since_text, now);
-    if (!since) return since.error();
-    r.since = *since;
-  }
-  return r;
 }
 
 struct Connection {
@@ -106,13 +86,35 @@ struct Done {
 
 }  // namespace
 
+core::Result<HistoryRequest> history_request(const HttpRequest& req,
+                                             std::chrono::milliseconds default_span) {
+  HistoryRequest r;
+  auto now = std::chrono::system_clock::now();
+  r.since = now - std::chrono::duration_cast<history::TimePoint::duration>(default_span);
+  if (auto text = req.param("gpu")) {
+    unsigned gpu = 0;
+    auto [ptr, ec] = std::from_chars(text->data(), text->data() + text->size(), gpu);
+    if (text->empty() || ec != std::errc() || ptr != text->data() + text->size())
+      return core::Error{"gpu must be a GPU index (0, 1, ...)",
+                         "e.g. /api/v1/history?gpu=0&since=10m"};
+    r.gpu = gpu;
+  }
+  if (auto since_text = req.param("since")) {
+    auto since = parse_since(*since_text, now);
+    if (!since) return since.error();
+    r.since = *since;
+  }
+  return r;
+}
+
 // One event loop thread owns every socket: it accepts, reads request heads and writes
 // responses without blocking, so an idle or slow client costs a few bytes of state and never a
-// thread. Complete requests go to a few workers that only build the response from the
-// ContentSource (prepared samples), so /healthz answers however many clients sit idle.
+// thread. Complete requests go to a few workers that only build the response with the route's
+// handler (from prepared samples), so /healthz answers however many clients sit idle.
 struct HttpServer::Impl {
   ListenAddress address;
-  ContentSource* content = nullptr;
+  std::vector<Route> routes;
+  std::string landing;  // the page at "/", from the routes
   std::mutex token_mutex;
   std::optional<std::string> token;
 
@@ -148,7 +150,13 @@ struct HttpServer::Impl {
       r.headers.push_back({"Allow", "GET, HEAD"});
       return r;
     }
-    if (req.path != "/healthz" && !authorized(req)) {
+    const Route* route = nullptr;
+    for (const auto& candidate : routes)
+      if (candidate.path == req.path) {
+        route = &candidate;
+        break;
+      }
+    if (!(route && route->open) && !authorized(req)) {
       auto r =
           text(401,
                "a bearer token is required: send the content of the daemon's auth_token_file as "
@@ -158,27 +166,11 @@ struct HttpServer::Impl {
     }
     HttpResponse r;
     if (req.path == "/")
-      r = {200, "text/html; charset=utf-8", kLandingPage, {}};
-    else if (req.path == "/metrics")
-      r = reply(content->metrics());
-    else if (req.path == "/healthz")
-      r = reply(content->health());
-    else if (req.path == "/api/v1/snapshot")
-      r = reply(content->snapshot());
-    else if (req.path == "/api/v1/findings")
-      r = reply(content->findings());
-    else if (req.path == "/api/v1/policies")
-      r = reply(content->policies());
-    else if (req.path == "/api/v1/releases")
-      r = reply(content->releases());
-    else if (req.path == "/api/v1/status")
-      r = reply(content->status());
-    else if (req.path == "/api/v1/history") {
-      auto h = history_request(req, *content);
-      r = h ? reply(content->history(*h)) : text(400, h.error().text() + "\n");
-    } else {
+      r = {200, "text/html; charset=utf-8", landing, {}};
+    else if (route)
+      r = reply(route->handle(req));
+    else
       r = text(404, "no such page: " + req.path + " (see / for the list)\n");
-    }
     r.headers.push_back({"Cache-Control", "no-store"});
     return r;
   }
@@ -383,10 +375,11 @@ core::Error listen_error(const ListenAddress& address, const std::string& why) {
 }  // namespace
 
 core::Result<std::unique_ptr<HttpServer>> HttpServer::start(const ListenAddress& address,
-                                                            ContentSource& content,
+                                                            std::vector<Route> routes,
                                                             HttpOptions options) {
   auto impl = std::make_unique<Impl>();
-  impl->content = &content;
+  impl->landing = landing_page(routes);
+  impl->routes = std::move(routes);
   impl->token = std::move(options.token);
   impl->address = address;
 

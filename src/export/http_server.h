@@ -1,18 +1,20 @@
 #pragma once
-// The daemon's HTTP endpoints, read-only (GET and HEAD; nothing here can signal a process):
-//   /               a landing page linking the others
-//   /metrics        Prometheus text format 0.0.4
-//   /healthz        200 while the sampling engine runs (never needs the token)
-//   /api/v1/snapshot, /api/v1/findings, /api/v1/history?gpu=N&since=...
-// Thin: it routes, checks the token and parses query parameters; the content comes from a
-// ContentSource that serves prepared samples and never waits for the GPU driver.
+// The daemon's HTTP transport, read-only (GET and HEAD; nothing here can signal a process):
+//   /               a landing page listing the routes, generated from them
+//   and the routes the daemon registers (daemon/http_content: /metrics, /healthz, /api/v1/...).
+// Thin: it routes, checks the token and renders responses; the content comes from each route's
+// handler, which serves prepared samples and never waits for the GPU driver.
+#include <chrono>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "core/result.h"
-#include "export/history_series.h"
+#include "export/http_request.h"
 #include "export/listen_address.h"
+#include "history/series.h"
 
 namespace gpureap::exporter {
 
@@ -24,37 +26,39 @@ struct Reply {
 
 struct HistoryRequest {
   std::optional<unsigned> gpu;
-  TimePoint since;
+  history::TimePoint since;
 };
 
-// Called from the server's worker threads, concurrently: implementations must be thread-safe.
-class ContentSource {
- public:
-  virtual ~ContentSource() = default;
-  virtual Reply metrics() = 0;
-  virtual Reply health() = 0;
-  virtual Reply snapshot() = 0;
-  virtual Reply findings() = 0;
-  virtual Reply history(const HistoryRequest& request) = 0;
-  virtual Reply policies() = 0;
-  virtual Reply releases() = 0;
-  // /api/v1/status: how the daemon works here (e.g. how it follows GPU device files).
-  virtual Reply status() { return {404, "text/plain; charset=utf-8", "no status here\n"}; }
-  // How far back /api/v1/history goes when the request has no `since`.
-  virtual std::chrono::milliseconds default_history_span() const = 0;
+// The query of /api/v1/history (`gpu`, `since`); errors say what to write instead. Without
+// `since`, the last `default_span`.
+core::Result<HistoryRequest> history_request(const HttpRequest& request,
+                                             std::chrono::milliseconds default_span);
+
+// One page of the server: its path, how the landing page lists it, and what builds it.
+struct Route {
+  std::string path;  // "/metrics"
+  // The landing page's line: a link to path + example_query, written as path + usage_query
+  // (plain text), then ": " and the description (HTML).
+  std::string description_html;
+  std::string example_query;  // "?since=10m"
+  std::string usage_query;    // "?gpu=N&since=10m"
+  bool open = false;          // answers without the bearer token (/healthz: probes carry none)
+  // Called from the server's worker threads, concurrently: it must be thread-safe.
+  std::function<Reply(const HttpRequest& request)> handle;
 };
 
 struct HttpOptions {
   std::optional<std::string>
-      token;             // required as "Authorization: Bearer <token>" except on /healthz
+      token;             // required as "Authorization: Bearer <token>" except on open routes
   unsigned threads = 4;  // workers that build responses; sockets never hold one
 };
 
 class HttpServer {
  public:
   // Binds before returning, so "address in use" is an error here and not a log line later.
+  // The routes are served in their order; "/" is the landing page that lists them.
   static core::Result<std::unique_ptr<HttpServer>> start(const ListenAddress& address,
-                                                         ContentSource& content,
+                                                         std::vector<Route> routes,
                                                          HttpOptions options);
   ~HttpServer();  // stops and joins
   HttpServer(const HttpServer&) = delete;

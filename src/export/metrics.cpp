@@ -6,6 +6,7 @@
 #include <set>
 #include <tuple>
 
+#include "core/row_labels.h"
 #include "export/kernel_metrics.h"
 
 namespace gpureap::exporter {
@@ -48,7 +49,7 @@ const core::GpuUse* use_on(const core::ProcessRow& row, unsigned gpu) {
 std::array<std::string, 5> container_values(const core::ProcessRow& row) {
   const auto* c = row.process ? row.process->verified_container() : nullptr;
   if (!c) return {};
-  return {container_label(row), c->name.value_or(""), c->pod_name.value_or(""),
+  return {core::container_label(row), c->name.value_or(""), c->pod_name.value_or(""),
           c->pod_namespace.value_or(""), c->pod_uid.value_or("")};
 }
 
@@ -135,13 +136,13 @@ struct GpuFamilies {
       for (Anomaly a : row.anomalies) ++by_anomaly[std::string(core::to_string(a))];
       const auto* u = use_on(row, g.index);
       if (!u || !u->used_bytes) continue;
-      by_user[user_label(row)] += *u->used_bytes;
+      by_user[core::user_label(row)] += *u->used_bytes;
       const auto container = container_values(row);
       if (!container[0].empty()) by_container[container] += *u->used_bytes;
       if (in.per_process) {
         std::string comm = row.process ? row.process->stat.comm : row.driver_name.value_or("");
         per_proc.add(with(with(labels, {{"pid", std::to_string(row.pid)},
-                                        {"user", user_label(row)},
+                                        {"user", core::user_label(row)},
                                         {"comm", comm}}),
                           container_labels(container)),
                      static_cast<double>(*u->used_bytes));
@@ -206,20 +207,6 @@ void collector_families(const MetricsInput& in, std::vector<MetricFamily>& out) 
 }
 
 }  // namespace
-
-std::string user_label(const core::ProcessRow& row) {
-  if (row.process && row.process->details) {
-    const auto& d = *row.process->details;
-    if (d.user) return *d.user;
-    if (d.uid) return std::to_string(*d.uid);
-  }
-  return "unknown";
-}
-
-std::string container_label(const core::ProcessRow& row) {
-  const auto* c = row.process ? row.process->verified_container() : nullptr;
-  return c ? c->id.value_or(c->runtime) : "";
-}
 
 std::vector<MetricFamily> build_metrics(const MetricsInput& in) {
   std::vector<MetricFamily> out;

@@ -37,10 +37,4 @@ struct MetricsInput {
 
 std::vector<MetricFamily> build_metrics(const MetricsInput& input);
 
-// The label value of a row's owner: the user name, else the uid, else "unknown" (a PID the
-// driver lists that /proc does not have).
-std::string user_label(const core::ProcessRow& row);
-// The container id (else the runtime name) of a row, or "" outside a verified container.
-std::string container_label(const core::ProcessRow& row);
-
 }  // namespace gpureap::exporter

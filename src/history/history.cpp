@@ -2,18 +2,18 @@
 
 #include <algorithm>
 
-#include "export/metrics.h"
+#include "core/row_labels.h"
 
 namespace gpureap::history {
 namespace {
 
 using std::chrono::milliseconds;
 
-int64_t to_ms(exporter::TimePoint t) {
+int64_t to_ms(TimePoint t) {
   return std::chrono::duration_cast<milliseconds>(t.time_since_epoch()).count();
 }
-exporter::TimePoint from_ms(int64_t ms) {
-  return exporter::TimePoint(milliseconds(ms));
+TimePoint from_ms(int64_t ms) {
+  return TimePoint(milliseconds(ms));
 }
 
 uint64_t pack(const std::optional<uint64_t>& v) {
@@ -32,12 +32,12 @@ std::optional<unsigned> unpack(uint16_t v) {
 // A ghost's keepers are a handful; a runaway fork bomb must not grow a track without bound.
 constexpr size_t kMaxKeepersPerTrack = 16;
 
-void note_keepers(std::vector<exporter::Keeper>& keepers, const core::Snapshot& s, pid_t gone) {
+void note_keepers(std::vector<Keeper>& keepers, const core::Snapshot& s, pid_t gone) {
   for (const auto& ghost : s.ghosts) {
     if (ghost.pid != gone) continue;
     for (pid_t pid : ghost.keepers) {
       const auto* row = s.row(pid);
-      exporter::Keeper k{pid, row && row->process ? row->process->stat.comm : ""};
+      Keeper k{pid, row && row->process ? row->process->stat.comm : ""};
       auto same = std::find_if(keepers.begin(), keepers.end(),
                                [&](const auto& old) { return old.pid == pid; });
       if (same != keepers.end())
@@ -54,7 +54,7 @@ constexpr size_t kMinPointsPerTrack = 16;
 
 }  // namespace
 
-exporter::ProcessKey process_key(const core::ProcessRow& row) {
+ProcessKey process_key(const core::ProcessRow& row) {
   return {row.pid, row.process ? row.process->stat.start_ticks : 0};
 }
 
@@ -124,8 +124,8 @@ void History::record(const core::Snapshot& s) {
         t.samples = Ring<ProcessSample>(per_series);
       }
       t.comm = row.process ? row.process->stat.comm : row.driver_name.value_or("");
-      t.user = exporter::user_label(row);
-      t.container = exporter::container_label(row);
+      t.user = core::user_label(row);
+      t.container = core::container_label(row);
       if (!row.process) note_keepers(t.keepers, s, row.pid);
       ProcessSample sample{now, pack(use.used_bytes), pack(use.sm_utilization_percent)};
       size_t before = t.samples.size();
@@ -197,15 +197,15 @@ void History::enforce_process_bounds() {
   }
 }
 
-exporter::HistoryView History::query(const HistoryQuery& q) const {
+HistoryView History::query(const HistoryQuery& q) const {
   std::lock_guard lock(mutex_);
-  exporter::HistoryView view;
+  HistoryView view;
   view.window = limits_.window;
   view.interval = limits_.interval;
   const int64_t since = to_ms(q.since);
   for (const auto& [index, g] : gpus_) {
     if (q.gpu && *q.gpu != index) continue;
-    exporter::GpuSeries series{index, g.uuid, g.total, {}};
+    GpuSeries series{index, g.uuid, g.total, {}};
     for (size_t i = 0; i < g.samples.size(); ++i) {
       const auto& p = g.samples[i];
       if (p.t_ms < since) continue;
@@ -216,15 +216,15 @@ exporter::HistoryView History::query(const HistoryQuery& q) const {
   }
   for (const auto& [key, t] : tracks_) {
     if ((q.gpu && *q.gpu != key.second) || t.last_seen_ms < since) continue;
-    exporter::ProcessTrack track{key.first,
-                                 key.second,
-                                 t.comm,
-                                 t.user,
-                                 t.container,
-                                 from_ms(t.first_seen_ms),
-                                 from_ms(t.last_seen_ms),
-                                 {},
-                                 t.keepers};
+    ProcessTrack track{key.first,
+                       key.second,
+                       t.comm,
+                       t.user,
+                       t.container,
+                       from_ms(t.first_seen_ms),
+                       from_ms(t.last_seen_ms),
+                       {},
+                       t.keepers};
     for (size_t i = 0; i < t.samples.size(); ++i) {
       const auto& p = t.samples[i];
       // The last point before `since` is the value that held then.
@@ -237,9 +237,8 @@ exporter::HistoryView History::query(const HistoryQuery& q) const {
   return view;
 }
 
-std::optional<exporter::TimePoint> History::below_since(const exporter::ProcessKey& key,
-                                                        unsigned gpu,
-                                                        unsigned below_percent) const {
+std::optional<TimePoint> History::below_since(const ProcessKey& key, unsigned gpu,
+                                              unsigned below_percent) const {
   std::lock_guard lock(mutex_);
   auto it = tracks_.find({key, gpu});
   if (it == tracks_.end() || it->second.samples.empty()) return std::nullopt;

@@ -21,8 +21,8 @@
 #include <vector>
 
 #include "core/snapshot.h"
-#include "export/history_series.h"
 #include "history/ring.h"
+#include "history/series.h"
 
 namespace gpureap::history {
 
@@ -35,7 +35,7 @@ struct HistoryLimits {
 
 struct HistoryQuery {
   std::optional<unsigned> gpu;  // empty: every GPU
-  exporter::TimePoint since;  // points at or after this time (a process point holding then counts)
+  TimePoint since;  // points at or after this time (a process point holding then counts)
 };
 
 class History {
@@ -48,13 +48,13 @@ class History {
 
   void record(const core::Snapshot& snapshot);
 
-  exporter::HistoryView query(const HistoryQuery& query) const;
+  HistoryView query(const HistoryQuery& query) const;
 
   // Since when the process's SM utilisation on `gpu` has stayed below `below_percent`,
   // without a gap in the record; empty when it is not below now or is unknown (an unknown
   // utilisation never proves a process idle). Clipped to the window.
-  std::optional<exporter::TimePoint> below_since(const exporter::ProcessKey& key, unsigned gpu,
-                                                 unsigned below_percent) const;
+  std::optional<TimePoint> below_since(const ProcessKey& key, unsigned gpu,
+                                       unsigned below_percent) const;
 
   size_t process_points() const;  // stored, all tracks together
 
@@ -80,9 +80,9 @@ class History {
     std::string comm, user, container;
     int64_t first_seen_ms = 0, last_seen_ms = 0;
     Ring<ProcessSample> samples;
-    std::vector<exporter::Keeper> keepers;
+    std::vector<Keeper> keepers;
   };
-  using TrackKey = std::pair<exporter::ProcessKey, unsigned>;  // process, GPU index
+  using TrackKey = std::pair<ProcessKey, unsigned>;  // process, GPU index
 
   size_t samples_per_series() const;
   void trim(int64_t now_ms);
@@ -97,6 +97,6 @@ class History {
 };
 
 // The identity the history uses for a row.
-exporter::ProcessKey process_key(const core::ProcessRow& row);
+ProcessKey process_key(const core::ProcessRow& row);
 
 }  // namespace gpureap::history

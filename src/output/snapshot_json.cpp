@@ -5,6 +5,7 @@
 
 #include <cmath>
 
+#include "core/field_count.h"
 #include "output/json_optional.h"
 #include "output/process_figures.h"
 #include "text/time_format.h"
@@ -13,6 +14,26 @@ namespace gpureap::output {
 namespace {
 
 using nlohmann::json;
+
+// The structs this document shows, with their field counts: a field added to one of them fails
+// here until someone decides whether gpureap.snapshot/v1 shows it (and documents it) or not.
+template <class T, std::size_t N>
+constexpr bool considered = core::field_count<T>() == N;
+static_assert(considered<core::Snapshot, 8>);
+static_assert(considered<core::ProcView, 10>);
+static_assert(considered<core::ProcessRow, 8>);
+static_assert(considered<core::GpuUse, 6>);
+static_assert(considered<core::Ghost, 9>);
+static_assert(considered<core::HostProcess, 4>);
+static_assert(considered<core::ProcessStat, 11>);
+static_assert(considered<core::ProcessDetails, 8>);
+static_assert(considered<core::ContainerInfo, 10>);
+static_assert(considered<core::DeviceHold, 6>);
+static_assert(considered<core::DriverReading, 2>);
+static_assert(considered<core::BackendStatus, 9>);
+static_assert(considered<core::Gpu, 22>);
+static_assert(considered<core::GpuMemory, 4>);
+static_assert(considered<core::MemoryRegionUse, 5>);
 
 // The ids are what the cgroup's name claims; the names come only with a verified claim.
 json container_json(const std::optional<core::ContainerInfo>& c) {

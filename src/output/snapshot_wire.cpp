@@ -1,11 +1,14 @@
 // The encoding half of the wire form (snapshot_wire.h) and the byte strings both halves share.
 // A field added to a struct of core/gpu.h, core/process.h or core::ProcView must be added
 // here, in snapshot_wire_decode.cpp and to the round-trip test, with kSnapshotWireVersion
-// raised.
+// raised: each encoder below asserts its struct's field count (`carried`), so the build stops
+// here until it is, and the round-trip test (test_snapshot_wire.cpp) compares every field of a
+// snapshot whose fields are all set, so a field left out on both sides fails there.
 #include "output/snapshot_wire.h"
 
 #include <cmath>
 
+#include "core/field_count.h"
 #include "output/json_optional.h"
 #include "output/snapshot_json.h"
 
@@ -13,6 +16,10 @@ namespace gpureap::output {
 namespace {
 
 using nlohmann::json;
+
+// The struct has N fields, every one carried by its encoder below and its decoder.
+template <class T, std::size_t N>
+constexpr bool carried = core::field_count<T>() == N;
 
 // Strict UTF-8 as RFC 3629 defines it (no overlong forms, no surrogates, nothing past
 // U+10FFFF): exactly what nlohmann::json accepts when it dumps or parses a string.
@@ -80,6 +87,7 @@ json wire_real(double v) {
   return v;
 }
 
+static_assert(carried<core::MemoryRegionUse, 5>);
 json region_wire(const core::MemoryRegionUse& r) {
   return {{"name", wire_bytes(r.name)},
           {"device_local", r.device_local},
@@ -88,6 +96,7 @@ json region_wire(const core::MemoryRegionUse& r) {
           {"shared_bytes", opt(r.shared_bytes)}};
 }
 
+static_assert(carried<core::DriverProcess, 9>);
 json driver_process_wire(const core::DriverProcess& p) {
   json regions = json::array();
   for (const auto& r : p.regions) regions.push_back(region_wire(r));
@@ -102,6 +111,8 @@ json driver_process_wire(const core::DriverProcess& p) {
           {"sharers", p.sharers}};
 }
 
+static_assert(carried<core::Gpu, 22>);
+static_assert(carried<core::GpuMemory, 4>);
 json gpu_wire(const core::Gpu& g) {
   json processes = json::array();
   for (const auto& p : g.processes) processes.push_back(driver_process_wire(p));
@@ -133,6 +144,7 @@ json gpu_wire(const core::Gpu& g) {
           {"known_from_kernel", opt_bytes(g.known_from_kernel)}};
 }
 
+static_assert(carried<core::BackendStatus, 9>);
 json backend_wire(const core::BackendStatus& b) {
   return {{"name", wire_bytes(b.name)},
           {"vendor", wire_bytes(b.vendor)},
@@ -145,6 +157,7 @@ json backend_wire(const core::BackendStatus& b) {
           {"warnings", bytes_list(b.warnings)}};
 }
 
+static_assert(carried<core::DriverReading, 2>);
 json drivers_wire(const core::DriverReading& d) {
   json backends = json::array(), gpus = json::array();
   for (const auto& b : d.backends) backends.push_back(backend_wire(b));
@@ -152,6 +165,7 @@ json drivers_wire(const core::DriverReading& d) {
   return {{"backends", backends}, {"gpus", gpus}};
 }
 
+static_assert(carried<core::ProcessStat, 11>);
 json stat_wire(const core::ProcessStat& s) {
   return {{"pid", s.pid},
           {"comm", wire_bytes(s.comm)},
@@ -166,6 +180,9 @@ json stat_wire(const core::ProcessStat& s) {
           {"cpu_ticks", s.cpu_ticks}};
 }
 
+static_assert(carried<core::ProcessDetails, 8>);
+static_assert(carried<core::ContainerInfo, 10>);
+static_assert(carried<core::ExecutableFile, 2>);
 json details_wire(const core::ProcessDetails& d) {
   return {{"cmdline", bytes_list(d.cmdline)},
           {"uid", opt(d.uid)},
@@ -191,6 +208,7 @@ json details_wire(const core::ProcessDetails& d) {
            })}};
 }
 
+static_assert(carried<core::DeviceHold, 6>);
 json hold_wire(const core::DeviceHold& h) {
   return {{"path", wire_bytes(h.path)},
           {"kind", wire_bytes(h.kind)},
@@ -200,6 +218,7 @@ json hold_wire(const core::DeviceHold& h) {
           {"open_file", opt_bytes(h.open_file)}};
 }
 
+static_assert(carried<core::HostProcess, 4>);
 json process_wire(const core::HostProcess& p) {
   json devices = json::array();
   for (const auto& h : p.devices) devices.push_back(hold_wire(h));
@@ -209,6 +228,7 @@ json process_wire(const core::HostProcess& p) {
           {"fds_readable", p.fds_readable}};
 }
 
+static_assert(carried<core::ProcView, 10>);
 json proc_wire(const core::ProcView& v) {
   json processes = json::array();
   for (const auto& p : v.processes) processes.push_back(process_wire(p));
@@ -259,6 +279,8 @@ std::optional<std::string> bytes_from_wire(const json& value) {
   return out;
 }
 
+// The inputs are timestamp, hostname, drivers and proc; the join derives the other fields.
+static_assert(carried<core::Snapshot, 8>);
 json snapshot_inputs_to_wire(const core::Snapshot& s) {
   // Nanoseconds are as fine as system_clock is here, so the count is exact.
   static_assert(std::ratio_less_equal_v<std::nano, std::chrono::system_clock::period>);

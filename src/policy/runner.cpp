@@ -56,7 +56,7 @@ void PolicyRunner::emit(const audit::Record& record, bool final) {
   for (const auto& sink : sinks_) sink(record, final);
 }
 
-void PolicyRunner::on_sample(const engine::Sample& sample, const history::History& history) {
+void PolicyRunner::on_sample(const sample::Sample& sample, const history::History& history) {
   const auto& snapshot = *sample.snapshot;
   MatchContext context{snapshot, snapshot.timestamp,
                        [&history](const core::ProcessRow& row, unsigned gpu, unsigned below) {

@@ -18,10 +18,10 @@
 #include <vector>
 
 #include "audit/record.h"
-#include "engine/sample.h"
 #include "history/history.h"
 #include "policy/reaper_action.h"
 #include "policy/tracker.h"
+#include "sample/sample.h"
 
 namespace gpureap::policy {
 
@@ -29,7 +29,7 @@ namespace gpureap::policy {
 // for an attempt that will be retried.
 using RecordSink = std::function<void(const audit::Record& record, bool final)>;
 
-class PolicyRunner : public engine::SampleConsumer {
+class PolicyRunner : public sample::SampleConsumer {
  public:
   explicit PolicyRunner(std::unique_ptr<ReaperAction> actor);
   ~PolicyRunner() override;  // stop()
@@ -38,7 +38,7 @@ class PolicyRunner : public engine::SampleConsumer {
   // Before the first sample.
   void add_record_sink(RecordSink sink);
 
-  void on_sample(const engine::Sample& sample, const history::History& history) override;
+  void on_sample(const sample::Sample& sample, const history::History& history) override;
   void add_metrics(std::vector<exporter::MetricFamily>& out) const override;
 
   // Ends the wait of a running action, and the thread; queued actions are dropped.

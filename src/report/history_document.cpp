@@ -67,15 +67,15 @@ const json& array_field(const json& object, const char* name, const std::string&
   return a;
 }
 
-exporter::GpuSeries gpu_series(const json& g, const std::string& where) {
-  exporter::GpuSeries s;
+history::GpuSeries gpu_series(const json& g, const std::string& where) {
+  history::GpuSeries s;
   s.gpu = integer_of<unsigned>(field(g, "gpu", where), where + ".gpu");
   s.uuid = string_of(g, "uuid");
   s.total_bytes = bytes_of(g, "memory_total_bytes", where);
   size_t i = 0;
   for (const auto& p : array_field(g, "samples", where)) {
     std::string at = where + ".samples[" + std::to_string(i++) + "]";
-    exporter::GpuPoint point;
+    history::GpuPoint point;
     point.time = time_of(field(p, "time", at), at + ".time");
     point.used_bytes = bytes_of(p, "memory_used_bytes", at);
     point.unattributed_bytes = bytes_of(p, "memory_unattributed_bytes", at);
@@ -86,8 +86,8 @@ exporter::GpuSeries gpu_series(const json& g, const std::string& where) {
   return s;
 }
 
-exporter::ProcessTrack process_track(const json& t, const std::string& where) {
-  exporter::ProcessTrack track;
+history::ProcessTrack process_track(const json& t, const std::string& where) {
+  history::ProcessTrack track;
   track.key.pid = integer_of<pid_t>(field(t, "pid", where), where + ".pid");
   track.key.start_ticks =
       integer_of<uint64_t>(field(t, "start_ticks", where), where + ".start_ticks");

@@ -12,21 +12,21 @@ namespace {
 
 using std::chrono::milliseconds;
 
-bool gone(const exporter::ProcessTrack& t) {
+bool gone(const history::ProcessTrack& t) {
   return t.key.start_ticks == 0;  // listed by the driver, absent from /proc
 }
 
 // The value a track holds at t: its last change at or before t, while it was seen.
-uint64_t value_at(const exporter::ProcessTrack& t, TimePoint at) {
+uint64_t value_at(const history::ProcessTrack& t, TimePoint at) {
   if (at < t.first_seen || at > t.last_seen) return 0;
   auto after =
       std::upper_bound(t.points.begin(), t.points.end(), at,
-                       [](TimePoint v, const exporter::ProcessPoint& p) { return v < p.time; });
+                       [](TimePoint v, const history::ProcessPoint& p) { return v < p.time; });
   if (after == t.points.begin()) return 0;
   return std::prev(after)->used_bytes.value_or(0);
 }
 
-std::string process_label(const exporter::ProcessTrack& t) {
+std::string process_label(const history::ProcessTrack& t) {
   std::string label = std::to_string(t.key.pid) + " " + (t.comm.empty() ? "?" : t.comm);
   if (!t.user.empty()) label += " (" + t.user + ")";
   if (!t.container.empty()) label += " [" + t.container + "]";
@@ -61,7 +61,7 @@ bool touches(const HistoryInput& in, pid_t pid, unsigned gpu) {
   for (const auto& t : in.history.processes) {
     bool here =
         t.key.pid == pid || std::any_of(t.keepers.begin(), t.keepers.end(),
-                                        [&](const exporter::Keeper& k) { return k.pid == pid; });
+                                        [&](const history::Keeper& k) { return k.pid == pid; });
     if (!here) continue;
     if (t.gpu == gpu) return true;
     seen = true;
@@ -99,24 +99,24 @@ std::vector<Marker> markers_for(const HistoryInput& in, unsigned gpu, TimePoint 
   return out;
 }
 
-GpuChart chart_for(const exporter::GpuSeries& g, const HistoryInput& in,
-                   const HistoryPageOptions& o, TimePoint from, TimePoint to) {
+GpuChart chart_for(const history::GpuSeries& g, const HistoryInput& in, const HistoryPageOptions& o,
+                   TimePoint from, TimePoint to) {
   GpuChart c;
   c.gpu = g.gpu;
   c.title = "GPU " + std::to_string(g.gpu) + (g.uuid.empty() ? "" : " · " + g.uuid);
   c.total_bytes = g.total_bytes;
   c.gap = std::max(milliseconds(3 * std::max<int64_t>(in.history.interval.count(), 1000)),
                    milliseconds(3000));
-  std::vector<const exporter::GpuPoint*> points;
+  std::vector<const history::GpuPoint*> points;
   for (const auto& p : g.points)
     if (p.time >= from && p.time <= to) points.push_back(&p);
   for (const auto* p : points) c.times.push_back(p->time);
 
-  std::vector<const exporter::ProcessTrack*> live, ghosts;
+  std::vector<const history::ProcessTrack*> live, ghosts;
   for (const auto& t : in.history.processes)
     if (t.gpu == g.gpu) (gone(t) ? ghosts : live).push_back(&t);
   // The largest by memory over time get bands of their own.
-  std::vector<std::pair<double, const exporter::ProcessTrack*>> ranked;
+  std::vector<std::pair<double, const history::ProcessTrack*>> ranked;
   for (const auto* t : live) {
     double area = 0;
     for (auto at : c.times) area += static_cast<double>(value_at(*t, at));
@@ -165,7 +165,7 @@ std::string utc(TimePoint t) {
   return utc_time(t, true);
 }
 
-GhostRow ghost_row(const exporter::ProcessTrack& t, const HistoryInput& in, TimePoint from,
+GhostRow ghost_row(const history::ProcessTrack& t, const HistoryInput& in, TimePoint from,
                    TimePoint series_end) {
   GhostRow row;
   row.pid = t.key.pid;
@@ -185,7 +185,7 @@ GhostRow ghost_row(const exporter::ProcessTrack& t, const HistoryInput& in, Time
   auto involved = [&](pid_t pid) {
     if (pid == t.key.pid) return true;
     return std::any_of(t.keepers.begin(), t.keepers.end(),
-                       [&](const exporter::Keeper& k) { return k.pid == pid; });
+                       [&](const history::Keeper& k) { return k.pid == pid; });
   };
   const auto window_end = t.last_seen + std::chrono::minutes(2);
   for (const auto& r : in.audit) {

@@ -8,7 +8,7 @@
 
 #include "audit/record.h"
 #include "core/result.h"
-#include "export/history_series.h"
+#include "history/series.h"
 #include "report/page.h"
 
 namespace gpureap::report {
@@ -23,7 +23,7 @@ struct FileRelease {
 struct HistoryInput {
   std::string hostname;
   TimePoint since;
-  exporter::HistoryView history;
+  history::HistoryView history;
   std::vector<FileRelease> releases;
   std::vector<audit::Record> audit;
   // Events of other sources, drawn on every GPU's chart as they are: the hook through which

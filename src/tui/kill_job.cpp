@@ -6,10 +6,10 @@
 #include <sstream>
 #include <thread>
 
+#include "output/kill_view.h"
 #include "output/style.h"
 #include "reap/arguments.h"
 #include "reap/report_json.h"
-#include "reap/report_text.h"
 #include "text/display_width.h"
 #include "text/wrap.h"
 
@@ -52,7 +52,7 @@ std::vector<std::string> plan_lines(const core::Snapshot& s, const reap::Plan& p
   settings.exec = config.exec;
   settings.verify = config.verify;
   auto lines =
-      split_lines(reap::render_plan(s, plan, settings, output::Style(false), width), width);
+      split_lines(output::render_plan(s, plan, settings, output::Style(false), width), width);
   size_t refused = plan.count(reap::Action::Refused),
          denied = plan.count(reap::Action::NotPermitted);
   std::string more;
@@ -66,7 +66,7 @@ std::vector<std::string> plan_lines(const core::Snapshot& s, const reap::Plan& p
 
 std::vector<std::string> outcome_lines(const reap::Plan& plan, const reap::Report& report,
                                        size_t width) {
-  return split_lines(reap::render_results(plan, report, output::Style(false), width), width);
+  return split_lines(output::render_results(plan, report, output::Style(false), width), width);
 }
 
 struct KillJob::State {

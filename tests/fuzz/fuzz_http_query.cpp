@@ -12,7 +12,7 @@ namespace ex = gpureap::exporter;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view bytes = fuzz_text(data, size);
-  const ex::TimePoint now{std::chrono::seconds(1'700'000'000)};
+  const gpureap::history::TimePoint now{std::chrono::seconds(1'700'000'000)};
   (void)ex::parse_since(bytes, now);
   (void)ex::url_decode(bytes, true);
 

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "alert/rule.h"
-#include "engine/sample.h"
+#include "sample/sample.h"
 #include "snapshot_builders.h"
 
 namespace gpureap::testing {
@@ -16,12 +16,12 @@ inline const SteadyTime kT0{std::chrono::hours(1000)};
 inline const std::chrono::system_clock::time_point kWall0{std::chrono::seconds(1'700'000'000)};
 
 // A sample taken `at` after kT0 (and as long after kWall0 on the wall clock).
-inline engine::Sample sample_at(std::chrono::milliseconds at, std::vector<core::Gpu> gpus,
+inline sample::Sample sample_at(std::chrono::milliseconds at, std::vector<core::Gpu> gpus,
                                 std::vector<core::HostProcess> ps = {},
                                 std::vector<doctor::Finding> findings = {}) {
   SnapshotOptions o;
   o.at = kWall0 + at;
-  engine::Sample s;
+  sample::Sample s;
   s.snapshot =
       std::make_shared<const core::Snapshot>(make_snapshot(std::move(ps), std::move(gpus), o));
   s.findings = std::move(findings);

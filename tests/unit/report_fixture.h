@@ -17,10 +17,10 @@ inline report::TimePoint at_s(double seconds) {
   return kReportT0 + std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
 }
 
-inline exporter::ProcessTrack report_track(pid_t pid, uint64_t start, const std::string& comm,
-                                           int first, int last, uint64_t gib,
-                                           std::vector<exporter::Keeper> keepers = {}) {
-  exporter::ProcessTrack t;
+inline history::ProcessTrack report_track(pid_t pid, uint64_t start, const std::string& comm,
+                                          int first, int last, uint64_t gib,
+                                          std::vector<history::Keeper> keepers = {}) {
+  history::ProcessTrack t;
   t.key = {pid, start};
   t.gpu = 0;
   t.comm = comm;
@@ -48,8 +48,8 @@ inline report::HistoryInput report_input() {
   p.push_back(report_track(7777, 0, "early", 1, 2, 1, {{7778, "worker"}}));
   p.push_back(report_track(4242, 0, "gone-trainer", 2, 5, 8, {{4250, "python"}}));
   p.push_back(report_track(5151, 0, "stuck", 6, 9, 2, {{5152, "loader"}}));
-  exporter::GpuSeries g0{0, "GPU-aaaa", 80 * kReportGiB, {}};
-  exporter::GpuSeries g1{1, "GPU-bbbb", 80 * kReportGiB, {}};
+  history::GpuSeries g0{0, "GPU-aaaa", 80 * kReportGiB, {}};
+  history::GpuSeries g1{1, "GPU-bbbb", 80 * kReportGiB, {}};
   for (int s = 0; s < 10; ++s) {
     uint64_t live = 0, gone = 0;
     for (const auto& t : p)

@@ -21,8 +21,8 @@ using namespace gpureap::testing;
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 
-engine::Sample sample_of(core::Snapshot s, Clock::time_point taken) {
-  engine::Sample sample;
+sample::Sample sample_of(core::Snapshot s, Clock::time_point taken) {
+  sample::Sample sample;
   sample.sequence = 1;
   sample.snapshot = std::make_shared<const core::Snapshot>(std::move(s));
   sample.taken = taken;
@@ -98,7 +98,7 @@ core::Snapshot now_snapshot() {
   return make_snapshot({}, {gpu(0, 0, GiB, {listed(88, GiB)})});
 }
 
-engine::Sample with_earlier(Clock::time_point now) {
+sample::Sample with_earlier(Clock::time_point now) {
   auto sample = sample_of(now_snapshot(), now);
   sample.earlier.push_back(
       {now - 1s, std::make_shared<const core::Snapshot>(now_snapshot())});  // the previous one

@@ -36,9 +36,9 @@ class ScriptedBackend : public backend::GpuBackend {
   std::shared_ptr<Script> s_;
 };
 
-class Recorder : public engine::SampleConsumer {
+class Recorder : public sample::SampleConsumer {
  public:
-  void on_sample(const engine::Sample& s, const history::History&) override {
+  void on_sample(const sample::Sample& s, const history::History&) override {
     sequences.push_back(s.sequence);
   }
   void add_metrics(std::vector<exporter::MetricFamily>& out) const override {
@@ -55,7 +55,7 @@ struct Daemonish {
   std::shared_ptr<SamplePublisher> samples;
 
   void sample_once() { engine->collect_once(); }
-  std::shared_ptr<const engine::Sample> latest() const { return samples->latest(); }
+  std::shared_ptr<const sample::Sample> latest() const { return samples->latest(); }
 };
 
 class DaemonSamplePublisher : public ::testing::Test {
@@ -179,7 +179,7 @@ struct LateHolder {
   }
 };
 
-bool holds(const engine::Sample& s, pid_t pid) {
+bool holds(const sample::Sample& s, pid_t pid) {
   const auto* p = s.snapshot->find(pid);
   return p && p->holds_device();
 }

@@ -6,6 +6,9 @@ namespace gpureap::exporter {
 namespace {
 
 using namespace std::chrono;
+using history::HistoryView;
+using history::ProcessTrack;
+using history::TimePoint;
 
 const TimePoint kNow = TimePoint(seconds(1'700'000'000));
 

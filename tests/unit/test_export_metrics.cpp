@@ -2,6 +2,7 @@
 
 #include <set>
 
+#include "core/row_labels.h"
 #include "export/metrics.h"
 #include "snapshot_builders.h"
 
@@ -192,8 +193,8 @@ TEST(ExportMetrics, AnUnverifiedContainerClaimIsChargedToNoContainerOrPod) {
                       {"pod_namespace", ""},
                       {"pod_uid", ""}}),
             4.0 * GiB);
-  EXPECT_EQ(container_label(*s.row(500)), "");
-  EXPECT_EQ(container_label(*s.row(200)), "c0ffee");
+  EXPECT_EQ(core::container_label(*s.row(500)), "");
+  EXPECT_EQ(core::container_label(*s.row(200)), "c0ffee");
 }
 
 TEST(ExportMetrics, UnknownValuesAreLeftOutNotZero) {

@@ -181,7 +181,7 @@ TEST(DaemonHistory, SmallerLimitsTrimAtOnce) {
 
 TEST(DaemonHistory, BelowSinceIsTheStartOfTheCurrentIdleStretch) {
   History h(limits(hours(1)));
-  const exporter::ProcessKey key{200, 1200};
+  const history::ProcessKey key{200, 1200};
   for (int s = 0; s < 10; ++s) h.record(at(s, GiB, 90));
   for (int s = 10; s < 20; ++s) h.record(at(s, GiB, s % 2 ? 1 : 3));
   auto since = h.below_since(key, 0, 5);
@@ -203,7 +203,7 @@ TEST(DaemonHistory, UnknownUtilisationNeverProvesIdle) {
 
 TEST(DaemonHistory, AGapInTheRecordBreaksAnIdleStretch) {
   History h(limits(hours(1)));
-  const exporter::ProcessKey key{200, 1200};
+  const history::ProcessKey key{200, 1200};
   for (int s = 0; s < 5; ++s) h.record(at(s, GiB, 0));
   // The process was not seen for a minute (the driver was down): idle since its return only.
   for (int s = 65; s < 70; ++s) h.record(at(s, GiB, 0));

@@ -39,7 +39,7 @@ TEST(ReportHistoryDocument, WhatTheDaemonWritesIsWhatTheReportReads) {
   ASSERT_EQ(in->history.processes.size(), want.history.processes.size());
   const auto& ghost = in->history.processes[4];
   EXPECT_EQ(ghost.key.pid, 4242);
-  EXPECT_EQ(ghost.keepers, (std::vector<exporter::Keeper>{{4250, "python"}}));
+  EXPECT_EQ(ghost.keepers, (std::vector<history::Keeper>{{4250, "python"}}));
   EXPECT_EQ(in->history.processes[1].comm, kHostileName);
   ASSERT_EQ(in->releases.size(), 1u);
   EXPECT_EQ(in->releases[0].pid, 7778);

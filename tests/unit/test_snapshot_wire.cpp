@@ -13,6 +13,7 @@
 #include <limits>
 
 #include "collect/collector.h"
+#include "field_compare.h"
 #include "output/snapshot_json.h"
 #include "output/snapshot_wire.h"
 #include "snapshot_builders.h"
@@ -118,6 +119,7 @@ core::Snapshot rich_snapshot() {
   g1.mig_mode = true;
   g1.processes_error = "process records failed validation";
   g1.error = "fell off the bus";
+  g1.known_from_kernel = "the kernel's PCI devices";
   g1.device_major = 195;
   nvml.gpus = {g0, g1};
 
@@ -148,10 +150,32 @@ core::Snapshot rich_snapshot() {
   return core::join(std::move(v), std::move(reading), "node-\xff", at);
 }
 
+// The rich snapshot's inputs again, with the ProcView fields it leaves at their defaults set:
+// between the two, every field of every struct the wire carries holds a value other than its
+// default somewhere (EveryFieldOfEveryStructComesBackAsItWas checks that too).
+core::Snapshot rich_snapshot_other_view() {
+  const auto s = rich_snapshot();
+  auto v = s.proc;
+  v.uninspectable = 2;
+  v.details_complete = false;
+  v.in_child_pid_namespace = true;
+  v.open_files_unknown = "kcmp(2) is refused here";
+  return core::join(std::move(v), s.drivers, s.hostname, s.timestamp);
+}
+
 core::Snapshot round_trip(const core::Snapshot& s) {
   auto back = output::snapshot_from_wire_text(output::snapshot_inputs_to_wire_text(s));
   EXPECT_TRUE(back.ok()) << (back.ok() ? "" : back.error().text());
   return back.ok() ? std::move(*back) : core::Snapshot{};
+}
+
+// Every field of both snapshots, inputs and what the join derived, by structured bindings.
+void expect_same_fields(const core::Snapshot& a, const core::Snapshot& b) {
+  testing::FieldDiff diff;
+  diff.compare(a, b, "snapshot");
+  std::string differences;
+  for (const auto& path : diff.differences) differences += "\n  " + path;
+  EXPECT_TRUE(diff.differences.empty()) << "fields that did not come back:" << differences;
 }
 
 // What the join derives, field by field.
@@ -254,6 +278,23 @@ TEST(SnapshotWire, RichSnapshotRoundTripsEveryFieldAndTheJoinAgain) {
   EXPECT_EQ(wire["wire"], output::kSnapshotWireVersion);
 }
 
+// A field forgotten in both the encoder and the decoder would still give equal wire documents:
+// so every field of every struct is compared after the trip, and the data must set every one.
+TEST(SnapshotWire, EveryFieldOfEveryStructComesBackAsItWas) {
+  testing::FieldCoverage coverage;
+  for (const auto& s : {rich_snapshot(), rich_snapshot_other_view()}) {
+    coverage.visit(s.drivers);
+    coverage.visit(s.proc);
+    expect_same_fields(s, round_trip(s));
+  }
+  std::string never_set;
+  for (const auto& field : coverage.never_set()) never_set += "\n  " + field;
+  EXPECT_TRUE(never_set.empty())
+      << "fields the test data leaves at their default (set them in rich_snapshot; a field's "
+         "number counts from 0 in declaration order):"
+      << never_set;
+}
+
 TEST(SnapshotWire, ByteStringsOfEveryKindRoundTripAndStayValidJson) {
   std::vector<std::string> cases{"",
                                  "plain",
@@ -305,6 +346,7 @@ TEST(SnapshotWire, SnapshotOfThisProcessesRealProcRoundTrips) {
   const auto back = round_trip(s);
   EXPECT_EQ(output::snapshot_inputs_to_wire(back), output::snapshot_inputs_to_wire(s));
   expect_same_derived(s, back);
+  expect_same_fields(s, back);
   ASSERT_NE(back.find(::getpid()), nullptr);
   EXPECT_EQ(back.find(::getpid())->details->cmdline, self->details->cmdline);
 }

@@ -18,7 +18,7 @@ namespace gpureap::history {
 class History;
 }  // namespace gpureap::history
 
-namespace gpureap::engine {
+namespace gpureap::sample {
 
 // An earlier sample's snapshot and when it was taken.
 struct TimedSnapshot {
@@ -63,4 +63,4 @@ class SampleConsumer {
   virtual void add_metrics(std::vector<exporter::MetricFamily>& out) const { (void)out; }
 };
 
-}  // namespace gpureap::engine
+}  // namespace gpureap::sample

@@ -1,11 +1,11 @@
-// The kill plan and results as text (src/reap/report_text.cpp): at 80 columns every line fits,
+// The kill plan and results as text (src/output/kill_view.cpp): at 80 columns every line fits,
 // the command column stays (the reasons fold under their row first), the notes wrap at word
 // boundaries; "Freed ... in" counts from the first signal, not from the question.
 #include <gtest/gtest.h>
 
 #include <sstream>
 
-#include "reap/report_text.h"
+#include "output/kill_view.h"
 #include "snapshot_builders.h"
 #include "text/display_width.h"
 
@@ -64,7 +64,7 @@ TEST(KillPlanText, At80ColumnsEveryLineFitsAndTheCommandStays) {
   ASSERT_FALSE(s.complete());
   KillSettings k;
   for (size_t width : {60u, 80u, 100u}) {
-    auto text = render_plan(s, ghost_plan(), k, output::Style(false), width);
+    auto text = output::render_plan(s, ghost_plan(), k, output::Style(false), width);
     auto lines = lines_of(text);
     for (const auto& l : lines) EXPECT_LE(text::text_width(l), width) << width << ": " << l;
     ASSERT_GE(lines.size(), 2u) << text;
@@ -87,10 +87,10 @@ TEST(KillPlanText, At80ColumnsEveryLineFitsAndTheCommandStays) {
     EXPECT_NE(text.find("CAP_SYS_PTRACE"), std::string::npos) << text;
     EXPECT_NE(text.find("`gpureap ps`"), std::string::npos) << text;
   }
-  auto narrow = render_plan(s, ghost_plan(), k, output::Style(false), 80u);
+  auto narrow = output::render_plan(s, ghost_plan(), k, output::Style(false), 80u);
   EXPECT_NE(narrow.find("why: inherited holder of gone PID 4242"), std::string::npos) << narrow;
   // Without a terminal nothing is cut or wrapped.
-  auto piped = render_plan(s, ghost_plan(), k, output::Style(false), std::nullopt);
+  auto piped = output::render_plan(s, ghost_plan(), k, output::Style(false), std::nullopt);
   EXPECT_EQ(piped.find("…"), std::string::npos) << piped;
   EXPECT_NE(piped.find("WHY"), std::string::npos) << piped;
   EXPECT_NE(piped.find("the view is incomplete (3 processes could not be inspected): holders may "
@@ -101,8 +101,8 @@ TEST(KillPlanText, At80ColumnsEveryLineFitsAndTheCommandStays) {
 
 TEST(KillPlanText, ColourDoesNotChangeTheFit) {
   auto s = incomplete_snapshot();
-  auto plain = render_plan(s, ghost_plan(), {}, output::Style(false), 80u);
-  auto colored = render_plan(s, ghost_plan(), {}, output::Style(true), 80u);
+  auto plain = output::render_plan(s, ghost_plan(), {}, output::Style(false), 80u);
+  auto colored = output::render_plan(s, ghost_plan(), {}, output::Style(true), 80u);
   std::string stripped;
   for (size_t i = 0; i < colored.size(); ++i) {
     if (colored[i] == '\x1b') {
@@ -124,7 +124,7 @@ TEST(KillResultsText, FreedCountsFromTheFirstSignal) {
   r.timing.verified = t0 + std::chrono::milliseconds(32'000);  // the memory was back
   r.timing.report = t0 + std::chrono::milliseconds(32'010);
   EXPECT_EQ(reclaim_time(r.timing), std::chrono::milliseconds(2000));
-  auto text = render_results(plan, r, output::Style(false), 80u);
+  auto text = output::render_results(plan, r, output::Style(false), 80u);
   EXPECT_NE(text.find("Freed GPU 0 8.0 GiB in 2.0 s."), std::string::npos) << text;
   // Not signalled (nothing to time from): from the start.
   Timing none;

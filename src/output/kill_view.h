@@ -10,14 +10,14 @@
 #include "reap/plan.h"
 #include "reap/report_json.h"
 
-namespace gpureap::reap {
+namespace gpureap::output {
 
 // The snapshot the plan was made from: an incomplete view is said under the plan.
-std::string render_plan(const core::Snapshot& snapshot, const Plan& plan,
-                        const KillSettings& settings, const output::Style& style,
+std::string render_plan(const core::Snapshot& snapshot, const reap::Plan& plan,
+                        const reap::KillSettings& settings, const Style& style,
                         std::optional<size_t> width);
 
-std::string render_results(const Plan& plan, const Report& report, const output::Style& style,
+std::string render_results(const reap::Plan& plan, const reap::Report& report, const Style& style,
                            std::optional<size_t> width);
 
-}  // namespace gpureap::reap
+}  // namespace gpureap::output

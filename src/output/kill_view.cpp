@@ -1,4 +1,4 @@
-#include "reap/report_text.h"
+#include "output/kill_view.h"
 
 #include <fmt/format.h>
 
@@ -11,11 +11,11 @@
 #include "text/byte_format.h"
 #include "text/escape.h"
 
-namespace gpureap::reap {
-namespace {
+namespace gpureap::output {
+// The helpers of this file, in a namespace of their own (the output module is one unit).
+namespace kill_view {
 
-using output::Cell;
-using output::Color;
+using namespace reap;
 
 std::string duration_text(std::chrono::milliseconds d) {
   auto ms = d.count();
@@ -121,10 +121,8 @@ std::string outcome_detail(const Outcome& o) {
   return text::terminal_safe(s);
 }
 
-}  // namespace
-
-std::string render_plan(const core::Snapshot& s, const Plan& plan, const KillSettings& k,
-                        const output::Style& style, std::optional<size_t> width) {
+std::string plan_text(const core::Snapshot& s, const Plan& plan, const KillSettings& k,
+                      const output::Style& style, std::optional<size_t> width) {
   std::string out = plan_header(plan, k, style, width);
   if (!plan.targets.empty()) {
     output::Table table({"PID", "USER", "STATE", "MEMORY", "ACTION", "WHY", "COMMAND"});
@@ -172,8 +170,8 @@ std::string render_plan(const core::Snapshot& s, const Plan& plan, const KillSet
   return out;
 }
 
-std::string render_results(const Plan& plan, const Report& r, const output::Style& style,
-                           std::optional<size_t> width) {
+std::string results_text(const Plan& plan, const Report& r, const output::Style& style,
+                         std::optional<size_t> width) {
   std::string out;
   output::Table table({"PID", "OUTCOME", "DETAIL"});
   for (const auto& o : r.outcomes)
@@ -212,4 +210,17 @@ std::string render_results(const Plan& plan, const Report& r, const output::Styl
   return out;
 }
 
-}  // namespace gpureap::reap
+}  // namespace kill_view
+
+std::string render_plan(const core::Snapshot& snapshot, const reap::Plan& plan,
+                        const reap::KillSettings& settings, const Style& style,
+                        std::optional<size_t> width) {
+  return kill_view::plan_text(snapshot, plan, settings, style, width);
+}
+
+std::string render_results(const reap::Plan& plan, const reap::Report& report, const Style& style,
+                           std::optional<size_t> width) {
+  return kill_view::results_text(plan, report, style, width);
+}
+
+}  // namespace gpureap::output

@@ -1,6 +1,7 @@
 #pragma once
 // The time series of the daemon's history, as plain data: what the History keeps and what
-// /api/v1/history serves. Unknown values are empty optionals, as everywhere in gpureap.
+// /api/v1/history serves (export/history_json writes them). Unknown values are empty optionals, as
+// everywhere in gpureap.
 #include <sys/types.h>
 
 #include <chrono>
@@ -9,7 +10,7 @@
 #include <string>
 #include <vector>
 
-namespace gpureap::exporter {
+namespace gpureap::history {
 
 using TimePoint = std::chrono::system_clock::time_point;
 
@@ -72,4 +73,4 @@ struct HistoryView {
   std::vector<ProcessTrack> processes;
 };
 
-}  // namespace gpureap::exporter
+}  // namespace gpureap::history
