@@ -7,6 +7,7 @@
 #include <tuple>
 
 #include "export/kernel_metrics.h"
+#include "export/problem_metrics.h"
 
 namespace gpureap::exporter {
 namespace {
@@ -238,6 +239,7 @@ std::vector<MetricFamily> build_metrics(const MetricsInput& in) {
   finding_families(in, out);
   collector_families(in, out);
   kernel_families(in, out);
+  problem_families(in, out);
   return out;
 }
 
