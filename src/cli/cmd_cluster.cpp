@@ -18,14 +18,14 @@
 namespace gpureap::cli {
 namespace {
 
-struct Prepared {
+struct ClusterPrepared {
   cluster::PrometheusClient client;
   cluster::ViewSettings settings;
   cluster::Filters filters;
   std::chrono::milliseconds interval;
 };
 
-core::Result<std::chrono::milliseconds> duration_option(const char* name, const std::string& v) {
+core::Result<std::chrono::milliseconds> cluster_duration(const char* name, const std::string& v) {
   auto d = core::parse_duration(v);
   if (!d || d->count() <= 0)
     return core::Error{std::string(name) + " " + text::terminal_safe(v) + " is not a duration",
@@ -33,7 +33,7 @@ core::Result<std::chrono::milliseconds> duration_option(const char* name, const 
   return *d;
 }
 
-core::Result<Prepared> prepare(const ClusterOptions& o) {
+core::Result<ClusterPrepared> cluster_prepare(const ClusterOptions& o) {
   auto target = cluster::parse_prometheus_url(o.prometheus);
   if (!target) return target.error();
   cluster::PrometheusAuth auth;
@@ -47,11 +47,11 @@ core::Result<Prepared> prepare(const ClusterOptions& o) {
     if (!b) return b.error();
     auth.basic = *b;
   }
-  auto timeout = duration_option("--timeout", o.timeout);
+  auto timeout = cluster_duration("--timeout", o.timeout);
   if (!timeout) return timeout.error();
-  auto stale = duration_option("--stale-after", o.stale_after);
+  auto stale = cluster_duration("--stale-after", o.stale_after);
   if (!stale) return stale.error();
-  auto interval = duration_option("--interval", o.interval);
+  auto interval = cluster_duration("--interval", o.interval);
   if (!interval) return interval.error();
   cluster::ViewSettings settings;
   settings.job = o.job;
@@ -61,11 +61,11 @@ core::Result<Prepared> prepare(const ClusterOptions& o) {
     if (!t) return core::Error{"--unattributed-threshold: " + t.error().message, t.error().hint};
     settings.unattributed = *t;
   }
-  return Prepared{cluster::PrometheusClient(*target, auth, *timeout), settings,
-                  cluster::Filters{o.nodes, o.gpus, o.pods}, *interval};
+  return ClusterPrepared{cluster::PrometheusClient(*target, auth, *timeout), settings,
+                         cluster::Filters{o.nodes, o.gpus, o.pods}, *interval};
 }
 
-core::Result<cluster::ClusterView> ask(const Prepared& p) {
+core::Result<cluster::ClusterView> cluster_ask(const ClusterPrepared& p) {
   const double now =
       std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
   auto facts_body = p.client.query(cluster::facts_query(p.settings.job), now);
@@ -114,12 +114,12 @@ CLI::App* add_cluster_command(CLI::App& app, ClusterOptions& o) {
 
 int run_cluster(const GlobalOptions& g, const ClusterOptions& o) {
   if (g.csv) return fail({"gpureap cluster has no CSV output", "use --json"});
-  auto prepared = prepare(o);
+  auto prepared = cluster_prepare(o);
   if (!prepared) return fail(prepared.error());
   const auto& p = *prepared;
   const bool tty = ::isatty(STDOUT_FILENO) == 1;
   for (;;) {
-    auto view = ask(p);
+    auto view = cluster_ask(p);
     std::string shown;
     int status = kExitUsage;
     if (!view) {

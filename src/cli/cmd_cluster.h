@@ -11,8 +11,8 @@
 namespace gpureap::cli {
 
 struct ClusterOptions {
-  std::string prometheus;                    // http(s)://HOST:PORT[/PREFIX]
-  std::optional<std::string> token_file;     // a bearer token on its first line
+  std::string prometheus;                      // http(s)://HOST:PORT[/PREFIX]
+  std::optional<std::string> token_file;       // a bearer token on its first line
   std::optional<std::string> basic_auth_file;  // user:password on its first line
   std::string job = "gpureap";
   std::vector<std::string> nodes;

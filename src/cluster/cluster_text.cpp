@@ -120,8 +120,8 @@ std::string render_text(const ClusterView& view, const output::Style& style,
                                             ? output::Color::Red
                                             : output::Color::Yellow}});
       auto command = command_text(line);
-      table.add_note(1, {command.empty() ? line.command_note : "run: " + command,
-                         output::Color::Dim});
+      table.add_note(1,
+                     {command.empty() ? line.command_note : "run: " + command, output::Color::Dim});
     }
     out += table.render(style, width);
   }
@@ -149,26 +149,28 @@ json to_json(const ClusterView& view, const std::string& prometheus, const ViewS
     for (const auto& p : line.processes) processes.push_back(process_json(p));
     json xids = json::array();
     for (const auto& x : line.xids)
-      xids.push_back({{"xid", x.code}, {"time", x.time}, {"pci_bus_id", text::utf8_valid(x.pci_bus_id)}});
+      xids.push_back(
+          {{"xid", x.code}, {"time", x.time}, {"pci_bus_id", text::utf8_valid(x.pci_bus_id)}});
     auto command = command_text(line);
-    lines.push_back({{"node", text::utf8_valid(node.name)},
-                     {"instance", text::utf8_valid(node.instance)},
-                     {"kubernetes", node.kubernetes},
-                     {"gpu", optional_json(line.gpu)},
-                     {"state", line.state.empty() ? json(nullptr) : json(line.state)},
-                     {"at_stake_bytes", optional_json(line.at_stake)},
-                     {"processes", processes},
-                     {"ghost_unnamed_bytes", optional_json(line.ghost_unnamed)},
-                     {"unattributed_bytes", optional_json(line.unattributed)},
-                     {"xids", xids},
-                     {"stale_seconds", line.state == "stale" ? json(line.stale_seconds) : json(nullptr)},
-                     {"summary", text::utf8_valid(describe(view, line))},
-                     {"command", command.empty() ? json(nullptr) : json(text::utf8_valid(command))},
-                     {"argv", line.command.empty() ? json(nullptr) : [&] {
-                        json a = json::array();
-                        for (const auto& w : line.command) a.push_back(text::utf8_valid(w));
-                        return a;
-                      }()}});
+    lines.push_back(
+        {{"node", text::utf8_valid(node.name)},
+         {"instance", text::utf8_valid(node.instance)},
+         {"kubernetes", node.kubernetes},
+         {"gpu", optional_json(line.gpu)},
+         {"state", line.state.empty() ? json(nullptr) : json(line.state)},
+         {"at_stake_bytes", optional_json(line.at_stake)},
+         {"processes", processes},
+         {"ghost_unnamed_bytes", optional_json(line.ghost_unnamed)},
+         {"unattributed_bytes", optional_json(line.unattributed)},
+         {"xids", xids},
+         {"stale_seconds", line.state == "stale" ? json(line.stale_seconds) : json(nullptr)},
+         {"summary", text::utf8_valid(describe(view, line))},
+         {"command", command.empty() ? json(nullptr) : json(text::utf8_valid(command))},
+         {"argv", line.command.empty() ? json(nullptr) : [&] {
+            json a = json::array();
+            for (const auto& w : line.command) a.push_back(text::utf8_valid(w));
+            return a;
+          }()}});
   }
   return {{"schema", "gpureap.cluster/v1"},
           {"prometheus", text::utf8_valid(prometheus)},

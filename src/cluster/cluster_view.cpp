@@ -51,8 +51,8 @@ bool parse_keepers(const std::string& text, std::vector<pid_t>& out, size_t& mor
   size_t start = 0;
   while (start <= text.size()) {
     auto comma = text.find(',', start);
-    std::string part = text.substr(start, comma == std::string::npos ? std::string::npos
-                                                                     : comma - start);
+    std::string part =
+        text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
     if (!part.empty() && part.front() == '+') {
       auto n = whole_number<size_t>(part.substr(1), 1'000'000);
       if (!n || comma != std::string::npos) return false;
@@ -246,9 +246,9 @@ class Builder {
         return w;
       }
       if (plain_k8s_name(n.name)) {
-        std::vector<std::string> w{"kubectl",         "debug", "node/" + n.name, "-it",
-                                   "--profile=sysadmin", "--image=busybox", "--", "chroot",
-                                   "/host"};
+        std::vector<std::string> w{
+            "kubectl",         "debug", "node/" + n.name, "-it",  "--profile=sysadmin",
+            "--image=busybox", "--",    "chroot",         "/host"};
         w.insert(w.end(), gpureap_words.begin(), gpureap_words.end());
         return w;
       }
@@ -270,7 +270,13 @@ class Builder {
     if (state == "stale") line.stale_seconds = now_ - *n.sample_time;
     if (state == "down" || state == "missing") {
       if (n.kubernetes && plain_k8s_name(n.name))
-        line.command = {"kubectl", "get", "pods", "-A", "-o", "wide", "--field-selector",
+        line.command = {"kubectl",
+                        "get",
+                        "pods",
+                        "-A",
+                        "-o",
+                        "wide",
+                        "--field-selector",
                         "spec.nodeName=" + n.name};
       else if (!n.kubernetes && plain_host_name(n.name))
         line.command = {"ssh", "-t", n.name, "systemctl", "status", "gpureap"};
@@ -288,8 +294,7 @@ class Builder {
     // A node that says nothing now says nothing of its GPUs either.
     if (n.missing) return node_line(i, "missing", f);
     if (n.up && *n.up == 0) return node_line(i, "down", f);
-    if (n.sample_time &&
-        now_ - *n.sample_time > static_cast<double>(settings_.stale_after.count()))
+    if (n.sample_time && now_ - *n.sample_time > static_cast<double>(settings_.stale_after.count()))
       return node_line(i, "stale", f);
     bool said = false;
     if (n.driver_up && *n.driver_up == 0) {
@@ -347,8 +352,8 @@ class Builder {
       stake += *g.unattributed;
     }
     line.xids = g.xids;
-    const bool something = !g.processes.empty() || line.ghost_unnamed || line.unattributed ||
-                           !line.xids.empty();
+    const bool something =
+        !g.processes.empty() || line.ghost_unnamed || line.unattributed || !line.xids.empty();
     if (!something) return false;
     for (const auto& p : g.processes)
       if (f.pods.empty() || on_pod(p, f.pods)) line.processes.push_back(p);

@@ -29,7 +29,7 @@ struct ViewSettings {
 struct Filters {
   std::vector<std::string> nodes;  // node names or instances
   std::vector<unsigned> gpus;
-  std::vector<std::string> pods;   // NAME or NAMESPACE/NAME
+  std::vector<std::string> pods;  // NAME or NAMESPACE/NAME
   bool empty() const { return nodes.empty() && gpus.empty() && pods.empty(); }
 };
 
@@ -60,11 +60,11 @@ struct Node {
   std::string instance;  // Prometheus's
   std::string name;      // the node's: its `node` label, else the instance without its port
   bool kubernetes = false;
-  std::string pod, pod_namespace;  // the daemon's own pod, where the target labels say
+  std::string pod, pod_namespace;   // the daemon's own pod, where the target labels say
   std::optional<double> up;         // Prometheus's up
   std::optional<double> driver_up;  // gpureap_up
   std::optional<double> sample_time;
-  bool missing = false;  // scraped in the last hour, not now
+  bool missing = false;          // scraped in the last hour, not now
   bool names_processes = false;  // it exports gpureap_problem_process_memory_bytes
   std::map<unsigned, GpuFacts> gpus;
   std::vector<XidSeen> unplaced_xids;  // on a GPU no backend reports
@@ -72,10 +72,10 @@ struct Node {
 
 // One line of the view: a node, or one GPU of it, with something to say.
 struct Line {
-  size_t node = 0;              // into ClusterView::nodes
-  std::optional<unsigned> gpu;  // none: the whole node
-  std::optional<uint64_t> at_stake;  // ghost, leaked, stopped, D-state and unattributed memory
-  std::string state;  // node-wide: down, missing, stale, driver-down; else ""
+  size_t node = 0;                        // into ClusterView::nodes
+  std::optional<unsigned> gpu;            // none: the whole node
+  std::optional<uint64_t> at_stake;       // ghost, leaked, stopped, D-state and unattributed memory
+  std::string state;                      // node-wide: down, missing, stale, driver-down; else ""
   std::vector<ProblemProcess> processes;  // the ones shown (after --pod)
   std::optional<uint64_t> ghost_unnamed;  // ghost memory whose PIDs the daemon does not export
   std::optional<uint64_t> unattributed;   // above the threshold

@@ -17,9 +17,9 @@ namespace gpureap::cluster {
 
 struct AnswerLimits {
   size_t max_series = 500'000;
-  size_t max_labels = 64;          // per series
-  size_t max_label_bytes = 4096;   // a label name or value
-  size_t max_points = 20'000;      // per series of a range query
+  size_t max_labels = 64;         // per series
+  size_t max_label_bytes = 4096;  // a label name or value
+  size_t max_points = 20'000;     // per series of a range query
   size_t max_total_points = 4'000'000;
 };
 
@@ -39,8 +39,8 @@ struct RangeSeries {
 template <class T>
 struct Answer {
   std::vector<T> series;
-  size_t skipped = 0;                  // series dropped: a value that is no finite number
-  std::vector<std::string> warnings;   // Prometheus's own, as sent (escape before showing)
+  size_t skipped = 0;                 // series dropped: a value that is no finite number
+  std::vector<std::string> warnings;  // Prometheus's own, as sent (escape before showing)
 };
 
 // An instant query's answer (resultType "vector"; a "scalar" is one unlabelled sample). An

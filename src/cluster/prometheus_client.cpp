@@ -59,7 +59,7 @@ class ClientWatchdog {
 };
 
 core::Result<std::string> read_small_file(const std::string& path, const char* what) {
-  struct stat st{};
+  struct stat st {};
   if (::stat(path.c_str(), &st) != 0)
     return core::Error{std::string("cannot read the ") + what + " " + text::terminal_safe(path) +
                            ": " + std::strerror(errno),
@@ -113,17 +113,18 @@ core::Result<PrometheusTarget> parse_prometheus_url(const std::string& url) {
                        "write http://HOST:9090 or https://HOST/PREFIX"};
   t.scheme = url.substr(0, scheme_end);
   if (t.scheme != "http" && t.scheme != "https")
-    return core::Error{"--prometheus: the scheme " + text::terminal_safe(t.scheme) +
-                           " is not supported",
-                       "use http:// or https://"};
+    return core::Error{
+        "--prometheus: the scheme " + text::terminal_safe(t.scheme) + " is not supported",
+        "use http:// or https://"};
   std::string rest = url.substr(scheme_end + 3);
   auto path_start = rest.find_first_of("/?#");
   t.authority = rest.substr(0, path_start);
   if (t.authority.find('@') != std::string::npos)
-    return core::Error{"--prometheus names credentials in the URL, where every user's `ps` sees "
-                       "them",
-                       "put them in a file: --basic-auth-file FILE (user:password) or "
-                       "--token-file FILE"};
+    return core::Error{
+        "--prometheus names credentials in the URL, where every user's `ps` sees "
+        "them",
+        "put them in a file: --basic-auth-file FILE (user:password) or "
+        "--token-file FILE"};
   if (path_start != std::string::npos) {
     if (rest[path_start] != '/')
       return core::Error{"--prometheus " + shown + " has a query or fragment",
@@ -132,8 +133,9 @@ core::Result<PrometheusTarget> parse_prometheus_url(const std::string& url) {
     while (!t.base_path.empty() && t.base_path.back() == '/') t.base_path.pop_back();
     for (unsigned char c : t.base_path)
       if (c <= ' ' || c >= 0x7f || c == '?' || c == '#')
-        return core::Error{"--prometheus " + shown + " has a path with characters a URL cannot hold",
-                           "percent-encode them"};
+        return core::Error{
+            "--prometheus " + shown + " has a path with characters a URL cannot hold",
+            "percent-encode them"};
   }
   if (!t.authority.empty() && t.authority.front() == '[') {
     auto close = t.authority.find(']');
@@ -162,9 +164,9 @@ core::Result<std::pair<std::string, std::string>> read_basic_auth_file(const std
   if (!line) return line.error();
   auto colon = line->find(':');
   if (colon == std::string::npos || colon == 0)
-    return core::Error{"the basic auth file " + text::terminal_safe(path) +
-                           " does not read user:password",
-                       "write the user, a colon and the password on its first line"};
+    return core::Error{
+        "the basic auth file " + text::terminal_safe(path) + " does not read user:password",
+        "write the user, a colon and the password on its first line"};
   return std::pair{line->substr(0, colon), line->substr(colon + 1)};
 }
 
@@ -211,7 +213,8 @@ core::Result<std::string> PrometheusClient::get(const std::string& path_and_quer
     auto length = r.get_header_value("Content-Length");
     uint64_t n = 0;
     auto [end, ec] = std::from_chars(length.data(), length.data() + length.size(), n);
-    if (!length.empty() && (ec == std::errc::result_out_of_range || (ec == std::errc() && n > bound)))
+    if (!length.empty() &&
+        (ec == std::errc::result_out_of_range || (ec == std::errc() && n > bound)))
       too_big = true;
     return !too_big && std::chrono::steady_clock::now() < deadline;
   };
@@ -237,9 +240,9 @@ core::Result<std::string> PrometheusClient::get(const std::string& path_and_quer
                        "narrow the query (--node, --job) or ask a Prometheus closer to the nodes"};
   if (!*res) {
     if (late)
-      return core::Error{"Prometheus at " + text::terminal_safe(where) +
-                             " did not answer in full within " + secs,
-                         "it may be overloaded; try again or raise --timeout"};
+      return core::Error{
+          "Prometheus at " + text::terminal_safe(where) + " did not answer in full within " + secs,
+          "it may be overloaded; try again or raise --timeout"};
     auto e = res->error();
     if (e == httplib::Error::SSLServerVerification)
       return core::Error{"the certificate of " + text::terminal_safe(where) +
@@ -253,21 +256,22 @@ core::Result<std::string> PrometheusClient::get(const std::string& path_and_quer
                        "check --prometheus and that this machine can reach it"};
   }
   if (status >= 300 && status < 400)
-    return core::Error{"Prometheus at " + text::terminal_safe(where) + " answered a redirect (HTTP " +
-                           std::to_string(status) + "), which is not followed",
+    return core::Error{"Prometheus at " + text::terminal_safe(where) +
+                           " answered a redirect (HTTP " + std::to_string(status) +
+                           "), which is not followed",
                        "give the final URL to --prometheus"};
   if (status == 401 || status == 403)
-    return core::Error{"Prometheus at " + text::terminal_safe(where) + " refused the request (HTTP " +
-                           std::to_string(status) + ")",
+    return core::Error{"Prometheus at " + text::terminal_safe(where) +
+                           " refused the request (HTTP " + std::to_string(status) + ")",
                        auth_.bearer_token || auth_.basic
                            ? "check the credentials in --token-file or --basic-auth-file"
                            : "it wants credentials: --token-file FILE or --basic-auth-file FILE"};
   // Prometheus words its own errors (bad_data 400, execution 422, timeout 503) in JSON: the
   // parser reads them; anything else is a status alone.
   if (status != 200 && (body.empty() || body.front() != '{'))
-    return core::Error{"Prometheus at " + text::terminal_safe(where) + " answered HTTP " +
-                           std::to_string(status),
-                       "is --prometheus the Prometheus server (its API is under /api/v1)?"};
+    return core::Error{
+        "Prometheus at " + text::terminal_safe(where) + " answered HTTP " + std::to_string(status),
+        "is --prometheus the Prometheus server (its API is under /api/v1)?"};
   return body;
 }
 

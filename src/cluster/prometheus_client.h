@@ -41,9 +41,11 @@ core::Result<std::pair<std::string, std::string>> read_basic_auth_file(const std
 
 class PrometheusClient {
  public:
-  PrometheusClient(PrometheusTarget target, PrometheusAuth auth,
-                   std::chrono::milliseconds timeout, size_t max_bytes = kMaxAnswerBytes)
-      : target_(std::move(target)), auth_(std::move(auth)), timeout_(timeout),
+  PrometheusClient(PrometheusTarget target, PrometheusAuth auth, std::chrono::milliseconds timeout,
+                   size_t max_bytes = kMaxAnswerBytes)
+      : target_(std::move(target)),
+        auth_(std::move(auth)),
+        timeout_(timeout),
         max_bytes_(max_bytes) {}
 
   // GET <base>/api/v1/query?query=EXPR&time=T: the body of a 200 (or of a 4xx/5xx that carries
