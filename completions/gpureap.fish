@@ -133,6 +133,10 @@ complete -c gpureap -n '__fish_seen_subcommand_from report' -l daemon -x -d "the
 complete -c gpureap -n '__fish_seen_subcommand_from report' -l config -r -F -d "the daemon's config file"
 complete -c gpureap -n '__fish_seen_subcommand_from report' -l audit-log -r -F -d "the policies' audit log"
 complete -c gpureap -n '__fish_seen_subcommand_from report' -l processes -x -d 'processes named per GPU'
+complete -c gpureap -n '__fish_seen_subcommand_from report' -l prometheus -x -d 'draw the cluster from this Prometheus'
+complete -c gpureap -n '__fish_seen_subcommand_from report' -l token-file -r -F -d 'a file with the bearer token'
+complete -c gpureap -n '__fish_seen_subcommand_from report' -l basic-auth-file -r -F -d 'a file with user:password'
+complete -c gpureap -n '__fish_seen_subcommand_from report' -l job -x -d 'the scrape job of the daemons'
 
 # cluster
 complete -c gpureap -n '__fish_seen_subcommand_from cluster' -l prometheus -x -d 'the Prometheus server URL'

@@ -3,16 +3,25 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
+#include <cstring>
+#include <fstream>
 #include <iostream>
 #include <thread>
 
+#include "cluster/cluster_page.h"
 #include "cluster/cluster_text.h"
 #include "cluster/prometheus_client.h"
 #include "core/duration.h"
+#include "export/history_json.h"
 #include "output/snapshot_json.h"
 #include "output/table.h"
+#include "report/html_page.h"
+#include "text/byte_format.h"
 #include "text/escape.h"
 
 namespace gpureap::cli {
@@ -79,7 +88,109 @@ core::Result<cluster::ClusterView> cluster_ask(const ClusterPrepared& p) {
   return cluster::build_view(*facts, *missing, now, p.settings, p.filters);
 }
 
+core::Result<cluster::PrometheusAuth> cluster_auth(const std::optional<std::string>& token_file,
+                                                   const std::optional<std::string>& basic_file) {
+  cluster::PrometheusAuth auth;
+  if (token_file) {
+    auto t = cluster::read_token_file(*token_file);
+    if (!t) return t.error();
+    auth.bearer_token = *t;
+  }
+  if (basic_file) {
+    auto b = cluster::read_basic_auth_file(*basic_file);
+    if (!b) return b.error();
+    auth.basic = *b;
+  }
+  return auth;
+}
+
+core::Result<cluster::Answer<cluster::RangeSeries>> cluster_range(
+    const cluster::PrometheusClient& client, const std::string& expr, double start, double end,
+    double step) {
+  auto body = client.query_range(expr, start, end, step);
+  if (!body) return body.error();
+  return cluster::parse_matrix_answer(*body);
+}
+
+core::Result<size_t> cluster_write_page(const std::string& out, const std::string& html) {
+  if (out == "-") {
+    std::cout << html << std::flush;
+    return html.size();
+  }
+  std::ofstream file(out, std::ios::binary | std::ios::trunc);
+  if (file) file << html;
+  if (file) file.close();
+  if (!file)
+    return core::Error{
+        "cannot write the report to " + text::terminal_safe(out) + ": " + std::strerror(errno),
+        "choose a writable path with --out"};
+  return html.size();
+}
+
 }  // namespace
+
+void add_cluster_report_options(CLI::App& report, ClusterReportOptions& o) {
+  auto* prometheus = report.add_option(
+      "--prometheus", o.prometheus,
+      "draw the cluster (every node's memory over time) from this Prometheus instead");
+  auto* token = report.add_option("--token-file", o.token_file,
+                                  "with --prometheus: a file with the bearer token it wants");
+  token->needs(prometheus);
+  report
+      .add_option("--basic-auth-file", o.basic_auth_file,
+                  "with --prometheus: a file with user:password for it")
+      ->needs(prometheus)
+      ->excludes(token);
+  report.add_option("--job", o.job, "with --prometheus: the scrape job of the daemons")
+      ->default_str("gpureap")
+      ->needs(prometheus);
+}
+
+int run_cluster_report(const GlobalOptions& g, const ClusterReportOptions& o,
+                       const std::string& since_text, const std::string& out) {
+  (void)g;
+  auto target = cluster::parse_prometheus_url(*o.prometheus);
+  if (!target) return fail(target.error());
+  auto auth = cluster_auth(o.token_file, o.basic_auth_file);
+  if (!auth) return fail(auth.error());
+  const auto now_tp = std::chrono::system_clock::now();
+  auto since = exporter::parse_since(since_text, now_tp);
+  if (!since)
+    return fail({"--since " + text::terminal_safe(since_text) + " is neither a duration nor a time",
+                 since.error().hint});
+  cluster::PrometheusClient client(*target, *auth, std::chrono::seconds(30));
+  cluster::ViewSettings settings;
+  settings.job = o.job;
+  ClusterPrepared p{client, settings, {}, std::chrono::seconds(1)};
+  auto view = cluster_ask(p);
+  if (!view) return fail(view.error());
+  cluster::PageSeries s;
+  s.end = view->time;
+  s.start = std::chrono::duration<double>(since->time_since_epoch()).count();
+  if (!(s.start < s.end))
+    return fail({"--since " + text::terminal_safe(since_text) + " is not in the past", ""});
+  // About 240 points per chart, never finer than Prometheus's usual 15 s scrape.
+  s.step = std::max(15.0, std::ceil((s.end - s.start) / 240));
+  const std::pair<cluster::Answer<cluster::RangeSeries>*, const char*> wanted[] = {
+      {&s.used, "gpureap_gpu_memory_used_bytes"},
+      {&s.ghost, "gpureap_gpu_memory_ghost_bytes"},
+      {&s.unattributed, "gpureap_gpu_memory_unattributed_bytes"},
+      {&s.total, "gpureap_gpu_memory_total_bytes"}};
+  for (const auto& [into, metric] : wanted) {
+    auto a = cluster_range(client, cluster::node_sum_query(metric, o.job), s.start, s.end, s.step);
+    if (!a) return fail(a.error());
+    *into = std::move(*a);
+  }
+  auto page = cluster::build_cluster_page(*view, s, client.where(), 32);
+  auto written = cluster_write_page(out, report::render_html(page));
+  if (!written) return fail(written.error());
+  if (out != "-")
+    std::cerr << "gpureap: wrote " << text::terminal_safe(out) << " (" << view->nodes.size()
+              << (view->nodes.size() == 1 ? " node, " : " nodes, ") << view->lines.size()
+              << (view->lines.size() == 1 ? " line, " : " lines, ") << text::human_bytes(*written)
+              << "): open it in a browser\n";
+  return kExitOk;
+}
 
 CLI::App* add_cluster_command(CLI::App& app, ClusterOptions& o) {
   auto* cmd = app.add_subcommand(

@@ -7,9 +7,8 @@
 #include <tuple>
 
 namespace gpureap::cluster {
-namespace {
+namespace {}  // namespace
 
-// A PromQL string literal.
 std::string promql_string(const std::string& s) {
   std::string out = "\"";
   for (char c : s) {
@@ -22,6 +21,8 @@ std::string promql_string(const std::string& s) {
   }
   return out + "\"";
 }
+
+namespace {
 
 std::string label(const Labels& l, const std::string& name) {
   auto it = l.find(name);

@@ -99,6 +99,9 @@ struct ClusterView {
   std::vector<std::string> warnings;  // untrusted text: escape before showing
 };
 
+// A PromQL string literal: quoted, with quotes, backslashes and newlines escaped.
+std::string promql_string(const std::string& s);
+
 // The instant query that gathers everything (one series per target and GPU, and the problem
 // processes): `up` with every target label, gpureap_up, the sample time, the GPUs' memory
 // split, the problem processes and the last Xid times.

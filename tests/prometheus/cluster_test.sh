@@ -171,6 +171,18 @@ for want in '"schema": "gpureap.cluster/v1"' "\"command\": \"ssh -t node-b sudo 
 done
 echo "ok: gpureap cluster --json"
 
+# The same view as a page: every node's memory over time from range queries, the lines under
+# the title, nothing fetched, no script.
+"$GPUREAP" report --prometheus "http://127.0.0.1:$PPORT" --since 10m -o "$WORK/cluster.html" \
+  2>"$WORK/report.err" || fail "gpureap report --prometheus failed: $(cat "$WORK/report.err")"
+for want in "<h2>node-a</h2>" "<h2>node-b</h2>" "<h2>node-c</h2>" "<svg" \
+  "node-b, GPU 0: ghost PID $GONE_B: 8.0 GiB kept by $WORKER_B. Run: ssh -t node-b sudo gpureap kill $GONE_B" \
+  "1 node healthy now"; do
+  grep -qF -- "$want" "$WORK/cluster.html" || fail "the cluster page lacks $want"
+done
+! grep -qiE "<script|<link|<img| src=" "$WORK/cluster.html" || fail "the cluster page fetches or runs something"
+echo "ok: gpureap report --prometheus"
+
 # node-a's daemon stops: Prometheus cannot scrape it, and node-a reads as down.
 kill -TERM "${DAEMON[node-a]}"
 wait "${DAEMON[node-a]}" 2>/dev/null

@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cluster/cluster_page.h"
 #include "cluster/cluster_text.h"
 #include "cluster/cluster_view.h"
 #include "cluster/prom_answer.h"
@@ -281,6 +282,63 @@ TEST(ClusterQueries, JobIsQuotedForPromQL) {
   EXPECT_NE(facts_query("a\"b").find("job=\"a\\\"b\""), std::string::npos);
   EXPECT_EQ(missing_query("gpureap"),
             "max_over_time(up{job=\"gpureap\"}[1h]) unless on(instance) up{job=\"gpureap\"}");
+}
+
+}  // namespace
+}  // namespace gpureap::cluster
+
+namespace gpureap::cluster {
+namespace {
+
+std::string matrix_answer(const std::vector<std::pair<std::string, std::vector<double>>>& series,
+                          double start, double step) {
+  json result = json::array();
+  for (const auto& [instance, values] : series) {
+    json points = json::array();
+    for (size_t i = 0; i < values.size(); ++i)
+      points.push_back({start + static_cast<double>(i) * step, std::to_string(values[i])});
+    result.push_back({{"metric", {{"instance", instance}}}, {"values", points}});
+  }
+  return json{{"status", "success"}, {"data", {{"resultType", "matrix"}, {"result", result}}}}
+      .dump();
+}
+
+TEST(ClusterPage, OneChartPerNodeProblemNodesFirstBandsSplitTheUsedMemory) {
+  auto v = view_of(three_and_down());
+  PageSeries s;
+  s.start = kNow - 120;
+  s.end = kNow;
+  s.step = 60;
+  auto parse = [&](std::vector<std::pair<std::string, std::vector<double>>> series) {
+    return *parse_matrix_answer(matrix_answer(series, s.start, s.step));
+  };
+  s.used = parse({{"node-a:9842", {5 * GiB, 5 * GiB, 5 * GiB}},
+                  {"node-b:9842", {5 * GiB, 13 * GiB, 13 * GiB}},
+                  {"node-c:9842", {6 * GiB, 6 * GiB, 6 * GiB}}});
+  s.ghost =
+      parse({{"node-b:9842", {0, 8 * GiB, 8 * GiB}}, {"node-c:9842", {2 * GiB, 2 * GiB, 2 * GiB}}});
+  s.unattributed = parse({{"node-a:9842", {0, 0, 0}}});
+  s.total = parse({{"node-b:9842", {80 * GiB, 80 * GiB, 80 * GiB}}});
+  auto page = build_cluster_page(v, s, "http://prom:9090", 3);
+  ASSERT_EQ(page.gpus.size(), 3u);
+  EXPECT_EQ(page.gpus[0].title, "node-b (node-b:9842)");
+  EXPECT_EQ(page.gpus[1].title, "node-c (node-c:9842)");
+  EXPECT_EQ(page.gpus[2].title, "node-d (node-d:9842)");  // down: drawn, with a note
+  EXPECT_EQ(page.gpus[0].total_bytes, 80 * 1073741824ull);
+  ASSERT_EQ(page.gpus[0].times.size(), 3u);
+  ASSERT_EQ(page.gpus[0].bands.size(), 3u);
+  EXPECT_EQ(page.gpus[0].bands[0].bytes,
+            (std::vector<uint64_t>{5ull << 30, 5ull << 30, 5ull << 30}));
+  EXPECT_EQ(page.gpus[0].bands[1].bytes, (std::vector<uint64_t>{0, 8ull << 30, 8ull << 30}));
+  EXPECT_TRUE(page.gpus[2].times.empty());
+  // The view's lines and the nodes left out are notes under the title.
+  ASSERT_GE(page.notes.size(), 4u);
+  EXPECT_EQ(page.notes[0],
+            "node-b, GPU 0: ghost PID 4242 (python): 8.0 GiB kept by 4250. Run: ssh -t node-b "
+            "sudo gpureap kill 4242");
+  bool left_out = false;
+  for (const auto& n : page.notes) left_out |= n.rfind("1 more node not drawn", 0) == 0;
+  EXPECT_TRUE(left_out);
 }
 
 }  // namespace
