@@ -13,13 +13,13 @@
 #include <iostream>
 #include <thread>
 
-#include "cluster/cluster_page.h"
 #include "cluster/cluster_text.h"
 #include "cluster/prometheus_client.h"
 #include "core/duration.h"
 #include "export/history_json.h"
 #include "output/snapshot_json.h"
 #include "output/table.h"
+#include "report/cluster_page.h"
 #include "report/html_page.h"
 #include "text/byte_format.h"
 #include "text/escape.h"
@@ -164,7 +164,7 @@ int run_cluster_report(const GlobalOptions& g, const ClusterReportOptions& o,
   ClusterPrepared p{client, settings, {}, std::chrono::seconds(1)};
   auto view = cluster_ask(p);
   if (!view) return fail(view.error());
-  cluster::PageSeries s;
+  report::PageSeries s;
   s.end = view->time;
   s.start = std::chrono::duration<double>(since->time_since_epoch()).count();
   if (!(s.start < s.end))
@@ -177,11 +177,11 @@ int run_cluster_report(const GlobalOptions& g, const ClusterReportOptions& o,
       {&s.unattributed, "gpureap_gpu_memory_unattributed_bytes"},
       {&s.total, "gpureap_gpu_memory_total_bytes"}};
   for (const auto& [into, metric] : wanted) {
-    auto a = cluster_range(client, cluster::node_sum_query(metric, o.job), s.start, s.end, s.step);
+    auto a = cluster_range(client, report::node_sum_query(metric, o.job), s.start, s.end, s.step);
     if (!a) return fail(a.error());
     *into = std::move(*a);
   }
-  auto page = cluster::build_cluster_page(*view, s, client.where(), 32);
+  auto page = report::build_cluster_page(*view, s, client.where(), 32);
   auto written = cluster_write_page(out, report::render_html(page));
   if (!written) return fail(written.error());
   if (out != "-")

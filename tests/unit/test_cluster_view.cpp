@@ -4,11 +4,11 @@
 
 #include <nlohmann/json.hpp>
 
-#include "cluster/cluster_page.h"
 #include "cluster/cluster_text.h"
 #include "cluster/cluster_view.h"
 #include "cluster/prom_answer.h"
 #include "cluster/prometheus_client.h"
+#include "report/cluster_page.h"
 
 namespace gpureap::cluster {
 namespace {
@@ -305,7 +305,7 @@ std::string matrix_answer(const std::vector<std::pair<std::string, std::vector<d
 
 TEST(ClusterPage, OneChartPerNodeProblemNodesFirstBandsSplitTheUsedMemory) {
   auto v = view_of(three_and_down());
-  PageSeries s;
+  report::PageSeries s;
   s.start = kNow - 120;
   s.end = kNow;
   s.step = 60;
@@ -319,7 +319,7 @@ TEST(ClusterPage, OneChartPerNodeProblemNodesFirstBandsSplitTheUsedMemory) {
       parse({{"node-b:9842", {0, 8 * GiB, 8 * GiB}}, {"node-c:9842", {2 * GiB, 2 * GiB, 2 * GiB}}});
   s.unattributed = parse({{"node-a:9842", {0, 0, 0}}});
   s.total = parse({{"node-b:9842", {80 * GiB, 80 * GiB, 80 * GiB}}});
-  auto page = build_cluster_page(v, s, "http://prom:9090", 3);
+  auto page = report::build_cluster_page(v, s, "http://prom:9090", 3);
   ASSERT_EQ(page.gpus.size(), 3u);
   EXPECT_EQ(page.gpus[0].title, "node-b (node-b:9842)");
   EXPECT_EQ(page.gpus[1].title, "node-c (node-c:9842)");

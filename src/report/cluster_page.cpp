@@ -1,4 +1,4 @@
-#include "cluster/cluster_page.h"
+#include "report/cluster_page.h"
 
 #include <algorithm>
 #include <cmath>
@@ -9,13 +9,14 @@
 #include "text/byte_format.h"
 #include "text/plural.h"
 
-namespace gpureap::cluster {
+namespace gpureap::report {
 namespace {
 
 using Points = std::map<long long, double>;  // step number -> value
 
 // Each instance's points, by step number from the start.
-std::map<std::string, Points> by_instance(const Answer<RangeSeries>& a, double start, double step) {
+std::map<std::string, Points> by_instance(const cluster::Answer<cluster::RangeSeries>& a,
+                                          double start, double step) {
   std::map<std::string, Points> out;
   for (const auto& s : a.series) {
     auto it = s.labels.find("instance");
@@ -31,24 +32,23 @@ uint64_t clamp_bytes(double v) {
   return v > 1e18 ? uint64_t{1'000'000'000'000'000'000ull} : static_cast<uint64_t>(std::llround(v));
 }
 
-report::TimePoint page_time(double seconds) {
-  return report::TimePoint(std::chrono::duration_cast<report::TimePoint::duration>(
-      std::chrono::duration<double>(seconds)));
+TimePoint page_time(double seconds) {
+  return TimePoint(
+      std::chrono::duration_cast<TimePoint::duration>(std::chrono::duration<double>(seconds)));
 }
 
 }  // namespace
 
 std::string node_sum_query(const std::string& metric, const std::string& job) {
-  return "sum by (instance) (" + metric + "{job=" + promql_string(job) + "})";
+  return "sum by (instance) (" + metric + "{job=" + cluster::promql_string(job) + "})";
 }
 
-report::Page build_cluster_page(const ClusterView& view, const PageSeries& s,
-                                const std::string& prometheus, size_t max_nodes) {
-  report::Page page;
+Page build_cluster_page(const cluster::ClusterView& view, const PageSeries& s,
+                        const std::string& prometheus, size_t max_nodes) {
+  Page page;
   page.title = "gpureap cluster";
   page.subtitle = std::to_string(view.nodes.size()) + " nodes, from " + prometheus + ", " +
-                  report::utc_time(page_time(s.start)) + " to " +
-                  report::utc_time(page_time(s.end)) + " UTC";
+                  utc_time(page_time(s.start)) + " to " + utc_time(page_time(s.end)) + " UTC";
   page.from = page_time(s.start);
   page.to = page_time(s.end);
   page.generated = page_time(view.time);
@@ -56,9 +56,10 @@ report::Page build_cluster_page(const ClusterView& view, const PageSeries& s,
 
   for (const auto& line : view.lines) {
     const auto& node = view.nodes[line.node];
-    auto command = command_text(line);
+    auto command = cluster::command_text(line);
     page.notes.push_back(node.name + (line.gpu ? ", GPU " + std::to_string(*line.gpu) : "") + ": " +
-                         describe(view, line) + (command.empty() ? "" : ". Run: " + command));
+                         cluster::describe(view, line) +
+                         (command.empty() ? "" : ". Run: " + command));
   }
   const auto& h = view.healthy;
   if (h.nodes)
@@ -97,7 +98,7 @@ report::Page build_cluster_page(const ClusterView& view, const PageSeries& s,
   unsigned chart_index = 0;
   for (size_t i : order) {
     const auto& node = view.nodes[i];
-    report::GpuChart chart;
+    GpuChart chart;
     chart.gpu = chart_index++;
     chart.title = node.name == node.instance ? node.name : node.name + " (" + node.instance + ")";
     chart.gap = std::chrono::milliseconds(static_cast<long long>(step * 2500));
@@ -106,10 +107,9 @@ report::Page build_cluster_page(const ClusterView& view, const PageSeries& s,
     const auto& un = unattributed[node.instance];
     const auto& t = total[node.instance];
     if (!t.empty()) chart.total_bytes = clamp_bytes(t.rbegin()->second);
-    report::Band in_use{report::BandKind::Other, "in-use", "in use by listed processes", {}};
-    report::Band ghost_band{report::BandKind::Ghost, "ghost", "ghost", {}};
-    report::Band unattributed_band{
-        report::BandKind::Unattributed, "unattributed", "unattributed", {}};
+    Band in_use{BandKind::Other, "in-use", "in use by listed processes", {}};
+    Band ghost_band{BandKind::Ghost, "ghost", "ghost", {}};
+    Band unattributed_band{BandKind::Unattributed, "unattributed", "unattributed", {}};
     for (const auto& [k, v] : u) {
       chart.times.push_back(page_time(s.start + static_cast<double>(k) * step));
       auto find = [&](const Points& p) {
@@ -131,4 +131,4 @@ report::Page build_cluster_page(const ClusterView& view, const PageSeries& s,
   return page;
 }
 
-}  // namespace gpureap::cluster
+}  // namespace gpureap::report
