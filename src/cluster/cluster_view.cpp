@@ -344,7 +344,8 @@ class Builder {
       if (p.problem == "ghost" || p.problem == "leaked") named_ghost += p.bytes;
     }
     // Ghost memory the daemon does not name PIDs for (a daemon older than the metric).
-    if (g.ghost && *g.ghost > named_ghost && !n.names_processes) {
+    // A daemon that exports its sample time also exports every ghost's PID.
+    if (g.ghost && *g.ghost > named_ghost && !n.names_processes && !n.sample_time) {
       line.ghost_unnamed = *g.ghost - named_ghost;
       stake += *line.ghost_unnamed;
     }

@@ -215,6 +215,21 @@ TEST(ClusterView, HostileLabelValuesAreEscapedAndNeverBecomeOptionsOrCommands) {
   EXPECT_EQ(text_of(vb).find("reboot"), std::string::npos);
 }
 
+TEST(ClusterView, AnOlderDaemonsGhostMemoryIsShownWithoutPids) {
+  // No sample time, no problem processes: a daemon from before those metrics.
+  auto facts = node("old:9842", 13 * GiB, 8 * GiB, 3 * GiB);
+  std::erase_if(facts, [](const S& s) {
+    return s.labels.at("__name__") == "gpureap_sample_timestamp_seconds";
+  });
+  auto v = view_of(facts);
+  ASSERT_EQ(v.lines.size(), 1u);
+  EXPECT_EQ(*v.lines[0].at_stake, static_cast<uint64_t>(11 * GiB));
+  EXPECT_EQ(describe(v, v.lines[0]),
+            "ghost 8.0 GiB (its daemon exports no PIDs: an older gpureap); unattributed 3.0 GiB "
+            "that no listed process holds");
+  EXPECT_EQ(command_text(v.lines[0]), "ssh -t old sudo gpureap kill --ghosts --gpu 0");
+}
+
 TEST(PromAnswer, MalformedAndErrorAnswersAreErrorsNeverCrashes) {
   for (const char* body :
        {"", "null", "[]", "{", "{\"status\":\"success\"}",
