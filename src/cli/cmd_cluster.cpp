@@ -134,14 +134,14 @@ void add_cluster_report_options(CLI::App& report, ClusterReportOptions& o) {
       "--prometheus", o.prometheus,
       "draw the cluster (every node's memory over time) from this Prometheus instead");
   auto* token = report.add_option("--token-file", o.token_file,
-                                  "with --prometheus: a file with the bearer token it wants");
+                                  "a file with the bearer token Prometheus wants");
   token->needs(prometheus);
   report
       .add_option("--basic-auth-file", o.basic_auth_file,
-                  "with --prometheus: a file with user:password for it")
+                  "a file with user:password for Prometheus")
       ->needs(prometheus)
       ->excludes(token);
-  report.add_option("--job", o.job, "with --prometheus: the scrape job of the daemons")
+  report.add_option("--job", o.job, "the scrape job of the daemons in Prometheus")
       ->default_str("gpureap")
       ->needs(prometheus);
 }

@@ -251,9 +251,12 @@ core::Result<std::string> PrometheusClient::get(const std::string& path_and_quer
     if (e == httplib::Error::SSLConnection)
       return core::Error{"TLS handshake with " + text::terminal_safe(where) + " failed",
                          "does it speak https on that port?"};
-    return core::Error{"cannot reach Prometheus at " + text::terminal_safe(where) + " (" +
-                           httplib::to_string(e) + ")",
-                       "check --prometheus and that this machine can reach it"};
+    return core::Error{
+        "cannot reach Prometheus at " + text::terminal_safe(where) +
+            (e == httplib::Error::Connection
+                 ? std::string(" (refused, unreachable, or the name does not resolve)")
+                 : " (" + httplib::to_string(e) + ")"),
+        "check --prometheus and that this machine can reach it"};
   }
   if (status >= 300 && status < 400)
     return core::Error{"Prometheus at " + text::terminal_safe(where) +

@@ -110,7 +110,8 @@ Page build_cluster_page(const cluster::ClusterView& view, const PageSeries& s,
     Band in_use{BandKind::Other, "in-use", "in use by listed processes", {}};
     Band ghost_band{BandKind::Ghost, "ghost", "ghost", {}};
     Band unattributed_band{BandKind::Unattributed, "unattributed", "unattributed", {}};
-    for (const auto& [k, v] : u) {
+    for (const auto& [step_no, v] : u) {
+      const long long k = step_no;
       chart.times.push_back(page_time(s.start + static_cast<double>(k) * step));
       auto find = [&](const Points& p) {
         auto it = p.find(k);
