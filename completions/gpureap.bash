@@ -28,7 +28,10 @@ _gpureap_options() {
     policy) echo "" ;;
     "policy test") echo "--config= --policy=" ;;
     audit) echo "--since= --file= --config= --policy= --pid=" ;;
-    report) echo "--since= -o= --out= --from= --daemon= --config= --audit-log= --processes=" ;;
+    report) echo "--since= -o= --out= --from= --daemon= --config= --audit-log= --processes=" \
+                 "--prometheus= --token-file= --basic-auth-file= --job=" ;;
+    cluster) echo "--prometheus= --token-file= --basic-auth-file= --job= --node= --gpu= --pod=" \
+                  "--unattributed-threshold= --stale-after= --timeout= --watch --interval=" ;;
   esac
 }
 
@@ -65,7 +68,7 @@ _gpureap() {
       continue
     fi
     case $cmd in
-      "") case $word in ps | kill | doctor | reset | daemon | run | top | policy | audit | report)
+      "") case $word in ps | kill | doctor | reset | daemon | run | top | policy | audit | report | cluster)
             cmd=$word ;; esac ;;
       policy) [[ $word == test ]] && cmd="policy test" ;;
     esac
@@ -101,7 +104,7 @@ _gpureap() {
         compopt -o filenames 2>/dev/null
         mapfile -t COMPREPLY < <(compgen -d -- "$cur") ;;
       --nvml-library | --config | --check-config | --file | --report | --kmsg | --from | --out | \
-        --audit-log)
+        --audit-log | --token-file | --basic-auth-file)
         compopt -o filenames 2>/dev/null
         mapfile -t COMPREPLY < <(compgen -f -- "$cur") ;;
     esac
@@ -115,7 +118,7 @@ _gpureap() {
     return 0
   fi
   case $cmd in
-    "") mapfile -t COMPREPLY < <(compgen -W "ps kill doctor reset daemon run top policy audit report" \
+    "") mapfile -t COMPREPLY < <(compgen -W "ps kill doctor reset daemon run top policy audit report cluster" \
           -- "$cur") ;;
     policy) mapfile -t COMPREPLY < <(compgen -W "test" -- "$cur") ;;
   esac

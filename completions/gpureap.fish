@@ -2,7 +2,7 @@
 # GPU indices, doctor's finding codes, signal names (`gpureap list KIND`). Installed in
 # share/fish/vendor_completions.d.
 
-set -l commands ps kill doctor reset daemon run top policy audit report
+set -l commands ps kill doctor reset daemon run top policy audit report cluster
 
 # "VALUE<TAB>description" lines are what fish shows as a value and its description.
 function __gpureap_values -a kind
@@ -45,6 +45,7 @@ complete -c gpureap -n "not __fish_seen_subcommand_from $commands" -a run -d 'ru
 complete -c gpureap -n "not __fish_seen_subcommand_from $commands" -a top -d 'live view of GPU memory and its holders'
 complete -c gpureap -n "not __fish_seen_subcommand_from $commands" -a policy -d "cleanup policies of the daemon's config"
 complete -c gpureap -n "not __fish_seen_subcommand_from $commands" -a audit -d 'what cleanup policies decided and did'
+complete -c gpureap -n "not __fish_seen_subcommand_from $commands" -a cluster -d "every node's ghosts and holders, from Prometheus"
 complete -c gpureap -n "not __fish_seen_subcommand_from $commands" -a report -d 'GPU memory over time as one HTML page'
 
 # ps
@@ -132,3 +133,21 @@ complete -c gpureap -n '__fish_seen_subcommand_from report' -l daemon -x -d "the
 complete -c gpureap -n '__fish_seen_subcommand_from report' -l config -r -F -d "the daemon's config file"
 complete -c gpureap -n '__fish_seen_subcommand_from report' -l audit-log -r -F -d "the policies' audit log"
 complete -c gpureap -n '__fish_seen_subcommand_from report' -l processes -x -d 'processes named per GPU'
+complete -c gpureap -n '__fish_seen_subcommand_from report' -l prometheus -x -d 'draw the cluster from this Prometheus'
+complete -c gpureap -n '__fish_seen_subcommand_from report' -l token-file -r -F -d 'a file with the bearer token'
+complete -c gpureap -n '__fish_seen_subcommand_from report' -l basic-auth-file -r -F -d 'a file with user:password'
+complete -c gpureap -n '__fish_seen_subcommand_from report' -l job -x -d 'the scrape job of the daemons'
+
+# cluster
+complete -c gpureap -n '__fish_seen_subcommand_from cluster' -l prometheus -x -d 'the Prometheus server URL'
+complete -c gpureap -n '__fish_seen_subcommand_from cluster' -l token-file -r -F -d 'a file with the bearer token'
+complete -c gpureap -n '__fish_seen_subcommand_from cluster' -l basic-auth-file -r -F -d 'a file with user:password'
+complete -c gpureap -n '__fish_seen_subcommand_from cluster' -l job -x -d 'the scrape job of the daemons'
+complete -c gpureap -n '__fish_seen_subcommand_from cluster' -l node -x -d 'only this node'
+complete -c gpureap -n '__fish_seen_subcommand_from cluster' -l gpu -x -d 'only this GPU index'
+complete -c gpureap -n '__fish_seen_subcommand_from cluster' -l pod -x -d 'only the processes of this pod'
+complete -c gpureap -n '__fish_seen_subcommand_from cluster' -l unattributed-threshold -x -d 'unattributed memory shown above this'
+complete -c gpureap -n '__fish_seen_subcommand_from cluster' -l stale-after -x -d 'a sample older than this is stale'
+complete -c gpureap -n '__fish_seen_subcommand_from cluster' -l timeout -x -d 'the most one query may take'
+complete -c gpureap -n '__fish_seen_subcommand_from cluster' -l watch -d 'redraw every --interval'
+complete -c gpureap -n '__fish_seen_subcommand_from cluster' -l interval -x -d 'with --watch, the time between views'

@@ -107,6 +107,11 @@ literal_seeds fuzz_http_query 10m 1700000000 1700000000.25 2024-05-01T12:00:00Z 
 literal_seeds fuzz_snapshot_wire '{"wire":1}' '{"wire":2,"proc":{}}' '[]' \
   '\x04\x00\x00\x00\x02\x00' '\x04\x01\x00\x01\x00\x05' '\x03\x00\xf5' '\x04\x00\x01\x00\x00\x0b' \
   '\x03\x01\x00\x00\x00\x00\x00\x01\x05\x04\x00\x00\x01\x00\x02'
+# Prometheus's answers as `gpureap cluster` reads them (an instant query's, a range query's).
+literal_seeds fuzz_prom_answer \
+  '{"status":"success","data":{"resultType":"vector","result":[{"metric":{"__name__":"up","instance":"n:9842","job":"gpureap"},"value":[1800000000,"1"]},{"metric":{"__name__":"gpureap_problem_process_memory_bytes","instance":"n:9842","gpu":"0","pid":"4242","problem":"ghost","keepers":"4250,+2","comm":"python"},"value":[1800000000,"8589934592"]},{"metric":{"__name__":"gpureap_gpu_memory_unattributed_bytes","instance":"n:9842","gpu":"0"},"value":[1800000000,"3e9"]}]}}' \
+  '{"status":"success","data":{"resultType":"matrix","result":[{"metric":{"instance":"a"},"values":[[1,"1"],[2,"NaN"]]}]}}' \
+  '{"status":"error","errorType":"bad_data","error":"x"}'
 # NVML: header (version, count, flags, total memory, pid_max; fuzz_nvml_records.cpp), then records.
 v2_record='\xd2\x04\x00\x00\x00\x00\x00\x00\x00\x00\x10\x00\x00\x00\x00\x00\xff\xff\xff\xff\xff\xff\xff\xff'
 literal_seeds fuzz_nvml_records \

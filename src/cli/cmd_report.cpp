@@ -146,6 +146,7 @@ CLI::App* add_report_command(CLI::App& app, ReportOptions& o) {
   cmd->add_option("--processes", o.named, "processes named per GPU; the rest are \"other\"")
       ->default_str("5")
       ->check(CLI::Range(1, 12));
+  add_cluster_report_options(*cmd, o.cluster);
   cmd->footer(
       "The page has no script and fetches nothing: open it in any browser, offline, or "
       "print it. Ghost memory is hatched; markers are numbered and listed under each chart.");
@@ -157,6 +158,7 @@ int run_report(const GlobalOptions& g, const ReportOptions& o) {
   if (g.json || g.csv)
     return fail({"--json and --csv do not apply to `report`: it writes an HTML page",
                  "for the numbers, ask the daemon's /api/v1/history"});
+  if (o.cluster.prometheus) return run_cluster_report(g, o.cluster, o.since, o.out);
   const auto now = std::chrono::system_clock::now();
   auto since = exporter::parse_since(o.since, now);
   if (!since)

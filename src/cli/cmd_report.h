@@ -4,6 +4,7 @@
 #include <optional>
 #include <string>
 
+#include "cli/cmd_cluster.h"
 #include "cli/global_options.h"
 
 namespace gpureap::cli {
@@ -17,6 +18,7 @@ struct ReportOptions {
   std::optional<std::string> config;     // the daemon config (listen, audit_log, token)
   std::optional<std::string> audit_log;  // else the config's audit_log
   size_t named = 5;                      // processes named per GPU
+  ClusterReportOptions cluster;          // --prometheus: the cluster's page instead
 };
 
 CLI::App* add_report_command(CLI::App& app, ReportOptions& options);

@@ -58,6 +58,14 @@ const std::pair<const char*, const char*> kPlaceholders[] = {
     {"gpu", "N"},
     {"pid", "PID"},
     {"processes", "N"},
+    {"prometheus", "URL"},
+    {"token-file", "FILE"},
+    {"basic-auth-file", "FILE"},
+    {"job", "NAME"},
+    {"node", "NODE"},
+    {"pod", "POD"},
+    {"stale-after", "DURATION"},
+    {"interval", "DURATION"},
 };
 
 std::string upper(std::string s) {
@@ -224,6 +232,10 @@ std::vector<Status> statuses_of(const std::string& command) {
             {usage.c_str(),
              "a configuration or usage error (systemd does not restart it); with "
              "--check-config: every problem and its line"}};
+  if (command == "cluster")
+    return {{ok.c_str(), "every node in view is healthy: nothing to show"},
+            {failed.c_str(), "lines shown: a node or GPU has something to say"},
+            {usage.c_str(), "a usage error, or Prometheus cannot be asked or its answer read"}};
   if (command == "ps" || command == "top")
     return {{ok.c_str(), "success"}, {usage.c_str(), usage_text}, {timeout.c_str(), timeout_text}};
   if (command.empty())

@@ -4,6 +4,7 @@
 
 #include "base/version.h"
 #include "cli/cmd_audit.h"
+#include "cli/cmd_cluster.h"
 #include "cli/cmd_daemon.h"
 #include "cli/cmd_doctor.h"
 #include "cli/cmd_kill.h"
@@ -61,6 +62,8 @@ int main(int argc, char** argv) {
   auto* list = add_list_command(app, list_options);
   ReportOptions report_options;
   auto* report = add_report_command(app, report_options);
+  ClusterOptions cluster_options;
+  auto* cluster = add_cluster_command(app, cluster_options);
   // After the subcommands: CLI11 copies a footer into every subcommand added after it.
   app.footer("Without a subcommand, gpureap runs `ps`.");
 
@@ -86,5 +89,6 @@ int main(int argc, char** argv) {
   if (audit->parsed()) return run_audit(global, audit_options);
   if (list->parsed()) return run_list(global, list_options);
   if (report->parsed()) return run_report(global, report_options);
+  if (cluster->parsed()) return run_cluster(global, cluster_options);
   return run_ps(global, ps_options);
 }

@@ -8,6 +8,7 @@
 
 #include "core/row_labels.h"
 #include "export/kernel_metrics.h"
+#include "export/problem_metrics.h"
 
 namespace gpureap::exporter {
 namespace {
@@ -225,6 +226,7 @@ std::vector<MetricFamily> build_metrics(const MetricsInput& in) {
   finding_families(in, out);
   collector_families(in, out);
   kernel_families(in, out);
+  problem_families(in, out);
   return out;
 }
 

@@ -1,0 +1,424 @@
+#include "cluster/cluster_view.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <set>
+#include <tuple>
+
+namespace gpureap::cluster {
+namespace {}  // namespace
+
+std::string promql_string(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    if (c == '\n') {
+      out += "\\n";
+      continue;
+    }
+    out += c;
+  }
+  return out + "\"";
+}
+
+namespace {
+
+std::string label(const Labels& l, const std::string& name) {
+  auto it = l.find(name);
+  return it == l.end() ? std::string() : it->second;
+}
+
+template <class T>
+std::optional<T> whole_number(const std::string& s, T max) {
+  T v{};
+  if (s.empty() || s.size() > 12) return std::nullopt;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || p != s.data() + s.size() || v > max) return std::nullopt;
+  return v;
+}
+
+// PIDs are at most 2^22 (pid_max's ceiling).
+constexpr pid_t kPidMax = 4'194'304;
+
+std::optional<uint64_t> bytes_of(double v) {
+  if (!(v >= 0) || v > 1e18) return std::nullopt;
+  return static_cast<uint64_t>(std::llround(v));
+}
+
+// "4250,4251,+3": named keepers and how many more; false when it is not that.
+bool parse_keepers(const std::string& text, std::vector<pid_t>& out, size_t& more) {
+  if (text.empty()) return true;
+  size_t start = 0;
+  while (start <= text.size()) {
+    auto comma = text.find(',', start);
+    std::string part =
+        text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    if (!part.empty() && part.front() == '+') {
+      auto n = whole_number<size_t>(part.substr(1), 1'000'000);
+      if (!n || comma != std::string::npos) return false;
+      more = *n;
+      return true;
+    }
+    auto pid = whole_number<pid_t>(part, kPidMax);
+    if (!pid || *pid <= 0 || out.size() >= 64) return false;
+    out.push_back(*pid);
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return true;
+}
+
+// The node's name: the `node` label a Kubernetes scrape config sets, else the instance
+// without its port ("host:9842" → host, "[::1]:9842" → ::1).
+std::string node_name(const Labels& l) {
+  for (const char* key : {"node", "kubernetes_node", "nodename"})
+    if (auto v = label(l, key); !v.empty()) return v;
+  std::string instance = label(l, "instance");
+  if (!instance.empty() && instance.front() == '[') {
+    auto close = instance.find(']');
+    if (close != std::string::npos) return instance.substr(1, close - 1);
+  }
+  auto colon = instance.rfind(':');
+  if (colon != std::string::npos && instance.find(':') == colon && colon + 1 < instance.size() &&
+      whole_number<unsigned>(instance.substr(colon + 1), 65535))
+    return instance.substr(0, colon);
+  return instance;
+}
+
+bool says_kubernetes(const Labels& l) {
+  for (const char* key : {"node", "kubernetes_node", "pod", "kubernetes_pod_name"})
+    if (!label(l, key).empty()) return true;
+  return false;
+}
+
+bool plain_k8s_name(const std::string& s) {
+  if (s.empty() || s.size() > 253 || !std::isalnum(static_cast<unsigned char>(s.front())))
+    return false;
+  return std::all_of(s.begin(), s.end(), [](unsigned char c) {
+    return std::islower(c) || std::isdigit(c) || c == '-' || c == '.';
+  });
+}
+
+bool on_pod(const ProblemProcess& p, const std::vector<std::string>& pods) {
+  for (const auto& want : pods) {
+    if (!p.pod_name.empty() && want == p.pod_name) return true;
+    if (!p.pod_name.empty() && want == p.pod_namespace + "/" + p.pod_name) return true;
+  }
+  return false;
+}
+
+const std::set<std::string> kProblems{"ghost", "leaked", "stopped", "uninterruptible"};
+
+class Builder {
+ public:
+  Builder(double now, const ViewSettings& s) : now_(now), settings_(s) {}
+
+  void facts(const Answer<Sample>& a) {
+    view_.skipped_series += a.skipped;
+    for (const auto& w : a.warnings) view_.warnings.push_back(w);
+    // `up` first: it carries the target labels (node, pod) that name the node.
+    for (const auto& s : a.series)
+      if (label(s.labels, "__name__") == "up") node_for(s.labels).up = s.value;
+    for (const auto& s : a.series) sample(s);
+  }
+
+  void missing(const Answer<Sample>& a) {
+    for (const auto& s : a.series) {
+      auto& n = node_for(s.labels);
+      if (!n.up) n.missing = true;
+    }
+  }
+
+  ClusterView finish(const Filters& filters) {
+    std::stable_sort(view_.nodes.begin(), view_.nodes.end(), [](const Node& a, const Node& b) {
+      return std::tie(a.name, a.instance) < std::tie(b.name, b.instance);
+    });
+    index_.clear();
+    for (auto& n : view_.nodes)
+      for (auto& [i, g] : n.gpus)
+        std::sort(g.processes.begin(), g.processes.end(), [](const auto& a, const auto& b) {
+          return std::tie(a.problem, a.pid) < std::tie(b.problem, b.pid);
+        });
+    for (size_t i = 0; i < view_.nodes.size(); ++i) lines_of(i, filters);
+    std::stable_sort(view_.lines.begin(), view_.lines.end(), [&](const Line& a, const Line& b) {
+      // Known memory first, the most first; then the nodes that say nothing (down, missing),
+      // by name and GPU.
+      auto ka = a.at_stake.value_or(0), kb = b.at_stake.value_or(0);
+      if (ka != kb) return ka > kb;
+      const auto& na = view_.nodes[a.node].name;
+      const auto& nb = view_.nodes[b.node].name;
+      if (na != nb) return na < nb;
+      return a.gpu.value_or(~0u) < b.gpu.value_or(~0u);
+    });
+    return std::move(view_);
+  }
+
+ private:
+  Node& node_for(const Labels& l) {
+    const std::string instance = label(l, "instance");
+    auto it = index_.find(instance);
+    if (it != index_.end()) return view_.nodes[it->second];
+    Node n;
+    n.instance = instance;
+    n.name = node_name(l);
+    if (n.name.empty()) n.name = instance;
+    n.kubernetes = says_kubernetes(l);
+    n.pod = label(l, "pod").empty() ? label(l, "kubernetes_pod_name") : label(l, "pod");
+    n.pod_namespace =
+        label(l, "namespace").empty() ? label(l, "kubernetes_namespace") : label(l, "namespace");
+    index_.emplace(instance, view_.nodes.size());
+    view_.nodes.push_back(std::move(n));
+    return view_.nodes.back();
+  }
+
+  GpuFacts* gpu_of(Node& n, const Labels& l) {
+    auto index = whole_number<unsigned>(label(l, "gpu"), 1u << 20);
+    if (!index) return nullptr;
+    auto& g = n.gpus[*index];
+    g.index = *index;
+    return &g;
+  }
+
+  void sample(const Sample& s) {
+    const std::string name = label(s.labels, "__name__");
+    if (name == "up") return;
+    auto& n = node_for(s.labels);
+    if (name == "gpureap_up") {
+      n.driver_up = s.value;
+    } else if (name == "gpureap_sample_timestamp_seconds") {
+      n.sample_time = s.value;
+    } else if (name == "gpureap_xid_last_event_timestamp_seconds") {
+      if (s.value < now_ - static_cast<double>(settings_.xid_window.count())) return;
+      auto code = whole_number<unsigned>(label(s.labels, "xid"), 1u << 16);
+      if (!code) return;
+      XidSeen x{*code, s.value, label(s.labels, "pci_bus_id")};
+      if (auto* g = gpu_of(n, s.labels))
+        g->xids.push_back(std::move(x));
+      else
+        n.unplaced_xids.push_back(std::move(x));
+    } else if (name == "gpureap_problem_process_memory_bytes") {
+      n.names_processes = true;
+      ProblemProcess p;
+      p.problem = label(s.labels, "problem");
+      auto pid = whole_number<pid_t>(label(s.labels, "pid"), kPidMax);
+      auto bytes = bytes_of(s.value);
+      auto* g = gpu_of(n, s.labels);
+      if (!g || !pid || *pid <= 0 || !bytes || !kProblems.count(p.problem) ||
+          !parse_keepers(label(s.labels, "keepers"), p.keepers, p.more_keepers)) {
+        ++view_.skipped_series;
+        return;
+      }
+      p.pid = *pid;
+      p.bytes = *bytes;
+      p.comm = label(s.labels, "comm");
+      p.user = label(s.labels, "user");
+      p.pod_namespace = label(s.labels, "pod_namespace");
+      p.pod_name = label(s.labels, "pod_name");
+      g->processes.push_back(std::move(p));
+    } else if (name.rfind("gpureap_gpu_memory_", 0) == 0) {
+      auto* g = gpu_of(n, s.labels);
+      auto bytes = bytes_of(s.value);
+      if (!g || !bytes) {
+        ++view_.skipped_series;
+        return;
+      }
+      if (name == "gpureap_gpu_memory_used_bytes") g->used = bytes;
+      if (name == "gpureap_gpu_memory_total_bytes") g->total = bytes;
+      if (name == "gpureap_gpu_memory_ghost_bytes") g->ghost = bytes;
+      if (name == "gpureap_gpu_memory_unattributed_bytes") g->unattributed = bytes;
+    }
+  }
+
+  bool node_passes(const Node& n, const Filters& f) const {
+    if (f.nodes.empty()) return true;
+    return std::any_of(f.nodes.begin(), f.nodes.end(),
+                       [&](const std::string& w) { return w == n.name || w == n.instance; });
+  }
+
+  // The command that starts on the node: ssh, or kubectl where the labels say Kubernetes
+  // (exec in gpureap's own pod when they name it, else a node debug pod).
+  std::vector<std::string> on_node(const Node& n, std::vector<std::string> gpureap_words,
+                                   std::string& note) const {
+    if (n.kubernetes) {
+      if (plain_k8s_name(n.pod) && plain_k8s_name(n.pod_namespace)) {
+        std::vector<std::string> w{"kubectl", "exec", "-it", "-n", n.pod_namespace, n.pod, "--"};
+        w.insert(w.end(), gpureap_words.begin(), gpureap_words.end());
+        return w;
+      }
+      if (plain_k8s_name(n.name)) {
+        std::vector<std::string> w{
+            "kubectl",         "debug", "node/" + n.name, "-it",  "--profile=sysadmin",
+            "--image=busybox", "--",    "chroot",         "/host"};
+        w.insert(w.end(), gpureap_words.begin(), gpureap_words.end());
+        return w;
+      }
+    } else if (plain_host_name(n.name)) {
+      std::vector<std::string> w{"ssh", "-t", n.name, "sudo"};
+      w.insert(w.end(), gpureap_words.begin(), gpureap_words.end());
+      return w;
+    }
+    note = "the node's name is no host name: no command is given for it";
+    return {};
+  }
+
+  void node_line(size_t i, const std::string& state, const Filters& f) {
+    const auto& n = view_.nodes[i];
+    if (!f.pods.empty()) return;
+    Line line;
+    line.node = i;
+    line.state = state;
+    if (state == "stale") line.stale_seconds = now_ - *n.sample_time;
+    if (state == "down" || state == "missing") {
+      if (n.kubernetes && plain_k8s_name(n.name))
+        line.command = {"kubectl",
+                        "get",
+                        "pods",
+                        "-A",
+                        "-o",
+                        "wide",
+                        "--field-selector",
+                        "spec.nodeName=" + n.name};
+      else if (!n.kubernetes && plain_host_name(n.name))
+        line.command = {"ssh", "-t", n.name, "systemctl", "status", "gpureap"};
+      else
+        line.command_note = "the node's name is no host name: no command is given for it";
+    } else {
+      line.command = on_node(n, {"gpureap", "doctor"}, line.command_note);
+    }
+    view_.lines.push_back(std::move(line));
+  }
+
+  void lines_of(size_t i, const Filters& f) {
+    const auto& n = view_.nodes[i];
+    if (!node_passes(n, f)) return;
+    // A node that says nothing now says nothing of its GPUs either.
+    if (n.missing) return node_line(i, "missing", f);
+    if (n.up && *n.up == 0) return node_line(i, "down", f);
+    if (n.sample_time && now_ - *n.sample_time > static_cast<double>(settings_.stale_after.count()))
+      return node_line(i, "stale", f);
+    bool said = false;
+    if (n.driver_up && *n.driver_up == 0) {
+      node_line(i, "driver-down", f);
+      said = true;
+    }
+    if (!n.unplaced_xids.empty() && f.pods.empty() && f.gpus.empty()) {
+      Line line;
+      line.node = i;
+      line.xids = n.unplaced_xids;
+      line.command = on_node(n, {"gpureap", "doctor"}, line.command_note);
+      view_.lines.push_back(std::move(line));
+      said = true;
+    }
+    size_t healthy_gpus = 0;
+    uint64_t used = 0, total = 0;
+    for (const auto& [index, g] : n.gpus) {
+      if (!f.gpus.empty() && std::find(f.gpus.begin(), f.gpus.end(), index) == f.gpus.end())
+        continue;
+      if (gpu_line(i, g, f)) {
+        said = true;
+      } else {
+        ++healthy_gpus;
+        used += g.used.value_or(0);
+        total += g.total.value_or(0);
+      }
+    }
+    if (!said && f.pods.empty()) {
+      ++view_.healthy.nodes;
+      view_.healthy.gpus += healthy_gpus;
+      view_.healthy.used += used;
+      view_.healthy.total += total;
+    }
+  }
+
+  // True when the GPU has something to say (whether or not --pod shows it).
+  bool gpu_line(size_t i, const GpuFacts& g, const Filters& f) {
+    const auto& n = view_.nodes[i];
+    Line line;
+    line.node = i;
+    line.gpu = g.index;
+    uint64_t stake = 0;
+    uint64_t named_ghost = 0;
+    for (const auto& p : g.processes) {
+      stake += p.bytes;
+      if (p.problem == "ghost" || p.problem == "leaked") named_ghost += p.bytes;
+    }
+    // Ghost memory the daemon does not name PIDs for (a daemon older than the metric).
+    // A daemon that exports its sample time also exports every ghost's PID.
+    if (g.ghost && *g.ghost > named_ghost && !n.names_processes && !n.sample_time) {
+      line.ghost_unnamed = *g.ghost - named_ghost;
+      stake += *line.ghost_unnamed;
+    }
+    if (g.unattributed && *g.unattributed > settings_.unattributed.for_total(g.total)) {
+      line.unattributed = g.unattributed;
+      stake += *g.unattributed;
+    }
+    line.xids = g.xids;
+    const bool something =
+        !g.processes.empty() || line.ghost_unnamed || line.unattributed || !line.xids.empty();
+    if (!something) return false;
+    for (const auto& p : g.processes)
+      if (f.pods.empty() || on_pod(p, f.pods)) line.processes.push_back(p);
+    if (!f.pods.empty() && line.processes.empty()) return true;
+    line.at_stake = stake;
+
+    std::vector<std::string> words{"gpureap"};
+    std::vector<std::string> pids;
+    bool leaked = false;
+    for (const auto& p : line.processes) {
+      if (p.problem == "ghost" || p.problem == "stopped") pids.push_back(std::to_string(p.pid));
+      leaked = leaked || p.problem == "leaked";
+    }
+    if (!pids.empty()) {
+      words.push_back("kill");
+      words.insert(words.end(), pids.begin(), pids.end());
+    } else if (line.ghost_unnamed && f.pods.empty()) {
+      words.insert(words.end(), {"kill", "--ghosts", "--gpu", std::to_string(g.index)});
+    } else if (leaked) {
+      words.insert(words.end(), {"reset", "--gpu", std::to_string(g.index)});
+    } else {
+      words.insert(words.end(), {"doctor", "--gpu", std::to_string(g.index)});
+    }
+    line.command = on_node(n, words, line.command_note);
+    view_.lines.push_back(std::move(line));
+    return true;
+  }
+
+  double now_;
+  const ViewSettings& settings_;
+  ClusterView view_;
+  std::map<std::string, size_t> index_;
+};
+
+}  // namespace
+
+bool plain_host_name(const std::string& name) {
+  if (name.empty() || name.size() > 253 || name.front() == '-') return false;
+  return std::all_of(name.begin(), name.end(), [](unsigned char c) {
+    return std::isalnum(c) || c == '.' || c == '-' || c == '_' || c == ':';
+  });
+}
+
+std::string facts_query(const std::string& job) {
+  return "{job=" + promql_string(job) +
+         ",__name__=~\"up|gpureap_up|gpureap_sample_timestamp_seconds|gpureap_gpu_memory_(used|"
+         "total|ghost|unattributed)_bytes|gpureap_problem_process_memory_bytes|gpureap_xid_last_"
+         "event_timestamp_seconds\"}";
+}
+
+std::string missing_query(const std::string& job) {
+  const std::string up = "up{job=" + promql_string(job) + "}";
+  return "max_over_time(" + up + "[1h]) unless on(instance) " + up;
+}
+
+ClusterView build_view(const Answer<Sample>& facts, const Answer<Sample>& missing, double now,
+                       const ViewSettings& settings, const Filters& filters) {
+  Builder b(now, settings);
+  b.facts(facts);
+  b.missing(missing);
+  ClusterView v = b.finish(filters);
+  v.time = now;
+  return v;
+}
+
+}  // namespace gpureap::cluster

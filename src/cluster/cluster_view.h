@@ -1,0 +1,119 @@
+#pragma once
+// The cluster view: what Prometheus holds about every node's gpureap daemon, read into nodes
+// and GPUs, and the lines worth a user's attention, ranked by the memory at stake, each with
+// the command to run on that node. Pure: the answers in, the view out (the unit tests feed it
+// canned answers, hostile ones included).
+#include <sys/types.h>
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cluster/prom_answer.h"
+#include "doctor/unattributed_threshold.h"
+
+namespace gpureap::cluster {
+
+struct ViewSettings {
+  std::string job = "gpureap";
+  doctor::UnattributedThreshold unattributed;
+  std::chrono::seconds stale_after{120};  // a sample older than this: the daemon is stuck
+  std::chrono::seconds xid_window{3600};  // Xids logged this recently are told
+};
+
+// Narrowing only, as `kill`'s filters: each one only removes lines, never adds or changes a
+// figure. A node-wide line (down, stale, missing, driver down) passes --gpu, not --pod.
+struct Filters {
+  std::vector<std::string> nodes;  // node names or instances
+  std::vector<unsigned> gpus;
+  std::vector<std::string> pods;  // NAME or NAMESPACE/NAME
+  bool empty() const { return nodes.empty() && gpus.empty() && pods.empty(); }
+};
+
+// A process with a problem, as gpureap_problem_process_memory_bytes names it.
+struct ProblemProcess {
+  std::string problem;  // ghost, leaked, stopped, uninterruptible
+  pid_t pid = 0;
+  uint64_t bytes = 0;
+  std::vector<pid_t> keepers;
+  size_t more_keepers = 0;  // keepers past those named
+  std::string comm, user, pod_namespace, pod_name;
+};
+
+struct XidSeen {
+  unsigned code = 0;
+  double time = 0;  // seconds since the epoch
+  std::string pci_bus_id;
+};
+
+struct GpuFacts {
+  unsigned index = 0;
+  std::optional<uint64_t> used, total, ghost, unattributed;
+  std::vector<ProblemProcess> processes;  // by problem, then PID
+  std::vector<XidSeen> xids;
+};
+
+struct Node {
+  std::string instance;  // Prometheus's
+  std::string name;      // the node's: its `node` label, else the instance without its port
+  bool kubernetes = false;
+  std::string pod, pod_namespace;   // the daemon's own pod, where the target labels say
+  std::optional<double> up;         // Prometheus's up
+  std::optional<double> driver_up;  // gpureap_up
+  std::optional<double> sample_time;
+  bool missing = false;          // scraped in the last hour, not now
+  bool names_processes = false;  // it exports gpureap_problem_process_memory_bytes
+  std::map<unsigned, GpuFacts> gpus;
+  std::vector<XidSeen> unplaced_xids;  // on a GPU no backend reports
+};
+
+// One line of the view: a node, or one GPU of it, with something to say.
+struct Line {
+  size_t node = 0;                        // into ClusterView::nodes
+  std::optional<unsigned> gpu;            // none: the whole node
+  std::optional<uint64_t> at_stake;       // ghost, leaked, stopped, D-state and unattributed memory
+  std::string state;                      // node-wide: down, missing, stale, driver-down; else ""
+  std::vector<ProblemProcess> processes;  // the ones shown (after --pod)
+  std::optional<uint64_t> ghost_unnamed;  // ghost memory whose PIDs the daemon does not export
+  std::optional<uint64_t> unattributed;   // above the threshold
+  std::vector<XidSeen> xids;
+  double stale_seconds = 0;
+  std::vector<std::string> command;  // words, each to be shell-quoted; empty: none
+  std::string command_note;          // why there is none, or what it assumes
+};
+
+struct Healthy {
+  size_t nodes = 0, gpus = 0;
+  uint64_t used = 0, total = 0;
+};
+
+struct ClusterView {
+  double time = 0;
+  std::vector<Node> nodes;  // by name
+  std::vector<Line> lines;  // ranked
+  Healthy healthy;
+  size_t skipped_series = 0;
+  std::vector<std::string> warnings;  // untrusted text: escape before showing
+};
+
+// A PromQL string literal: quoted, with quotes, backslashes and newlines escaped.
+std::string promql_string(const std::string& s);
+
+// The instant query that gathers everything (one series per target and GPU, and the problem
+// processes): `up` with every target label, gpureap_up, the sample time, the GPUs' memory
+// split, the problem processes and the last Xid times.
+std::string facts_query(const std::string& job);
+// The targets scraped within the last hour that are not scraped now.
+std::string missing_query(const std::string& job);
+
+ClusterView build_view(const Answer<Sample>& facts, const Answer<Sample>& missing, double now,
+                       const ViewSettings& settings, const Filters& filters);
+
+// A name safe as an ssh destination or a kubectl argument: letters, digits, . _ - :, not
+// starting with -.
+bool plain_host_name(const std::string& name);
+
+}  // namespace gpureap::cluster

@@ -1,0 +1,57 @@
+#pragma once
+// Prometheus's query answers read back strictly and bounded: every answer is untrusted (a
+// Prometheus anyone can push series into, a proxy, a port someone else took). Nesting deeper
+// than an answer has is refused before the JSON parser sees it; so are too many series or
+// labels, labels longer than any name gpureap writes, and values that are no number. A label
+// value is kept as sent: the views escape it for the terminal, JSON or HTML.
+#include <cstddef>
+#include <map>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "core/result.h"
+
+namespace gpureap::cluster {
+
+struct AnswerLimits {
+  size_t max_series = 500'000;
+  size_t max_labels = 64;         // per series
+  size_t max_label_bytes = 4096;  // a label name or value
+  size_t max_points = 20'000;     // per series of a range query
+  size_t max_total_points = 4'000'000;
+};
+
+using Labels = std::map<std::string, std::string>;
+
+struct Sample {
+  Labels labels;  // __name__ included when Prometheus keeps it
+  double time = 0;
+  double value = 0;  // finite: a series whose value is NaN or infinite is skipped
+};
+
+struct RangeSeries {
+  Labels labels;
+  std::vector<std::pair<double, double>> points;  // (time, value), finite values only
+};
+
+template <class T>
+struct Answer {
+  std::vector<T> series;
+  size_t skipped = 0;                 // series dropped: a value that is no finite number
+  std::vector<std::string> warnings;  // Prometheus's own, as sent (escape before showing)
+};
+
+// An instant query's answer (resultType "vector"; a "scalar" is one unlabelled sample). An
+// error answer ("status": "error") is an error with Prometheus's errorType and message.
+core::Result<Answer<Sample>> parse_vector_answer(std::string_view body,
+                                                 const AnswerLimits& limits = {});
+// A range query's answer (resultType "matrix").
+core::Result<Answer<RangeSeries>> parse_matrix_answer(std::string_view body,
+                                                      const AnswerLimits& limits = {});
+
+// The deepest nesting of arrays and objects in `json` (strings skipped), counted up to `stop`.
+size_t json_depth(std::string_view json, size_t stop);
+
+}  // namespace gpureap::cluster

@@ -1,0 +1,281 @@
+#include "cluster/prometheus_client.h"
+
+#include <httplib.h>
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <charconv>
+#include <condition_variable>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <mutex>
+#include <thread>
+
+#include "base/version.h"
+#include "core/duration.h"
+#include "text/escape.h"
+#include "text/trim.h"
+
+namespace gpureap::cluster {
+namespace {
+
+constexpr size_t kMaxCredentialFile = 64 * 1024;
+
+// Stops `client` at `deadline` (and every 100 ms after, in case it was between sockets): the
+// library's timeouts are per read, so a server that trickles a byte within each would hold the
+// exchange forever.
+class ClientWatchdog {
+ public:
+  ClientWatchdog(httplib::Client& client, std::chrono::steady_clock::time_point deadline)
+      : thread_([this, &client, deadline] {
+          std::unique_lock lock(mutex_);
+          if (cv_.wait_until(lock, deadline, [this] { return done_; })) return;
+          fired_ = true;
+          do client.stop();
+          while (!cv_.wait_for(lock, std::chrono::milliseconds(100), [this] { return done_; }));
+        }) {}
+  ~ClientWatchdog() {
+    {
+      std::lock_guard lock(mutex_);
+      done_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+  ClientWatchdog(const ClientWatchdog&) = delete;
+  ClientWatchdog& operator=(const ClientWatchdog&) = delete;
+  bool fired() {
+    std::lock_guard lock(mutex_);
+    return fired_;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  bool done_ = false;
+  bool fired_ = false;
+  std::thread thread_;
+};
+
+core::Result<std::string> read_small_file(const std::string& path, const char* what) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0)
+    return core::Error{std::string("cannot read the ") + what + " " + text::terminal_safe(path) +
+                           ": " + std::strerror(errno),
+                       ""};
+  if (!S_ISREG(st.st_mode) || st.st_size > static_cast<off_t>(kMaxCredentialFile))
+    return core::Error{std::string("the ") + what + " " + text::terminal_safe(path) +
+                           " is not a small regular file",
+                       "put the credential alone on the file's first line"};
+  std::ifstream in(path);
+  std::string line;
+  if (!in || !std::getline(in, line))
+    return core::Error{std::string("the ") + what + " " + text::terminal_safe(path) + " is empty",
+                       "put the credential alone on the file's first line"};
+  auto value = std::string(text::trim(line));
+  if (value.empty())
+    return core::Error{std::string("the ") + what + " " + text::terminal_safe(path) + " is empty",
+                       "put the credential alone on the file's first line"};
+  return value;
+}
+
+std::string number(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.3f", v);
+  return buf;
+}
+
+}  // namespace
+
+std::string url_encode(std::string_view value) {
+  std::string out;
+  for (unsigned char c : value) {
+    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
+      out += static_cast<char>(c);
+      continue;
+    }
+    char buf[4];
+    std::snprintf(buf, sizeof buf, "%%%02X", c);
+    out += buf;
+  }
+  return out;
+}
+
+core::Result<PrometheusTarget> parse_prometheus_url(const std::string& url) {
+  // A URL with credentials in it is not echoed.
+  const std::string shown =
+      url.find('@') == std::string::npos ? text::terminal_safe(url) : std::string("URL");
+  PrometheusTarget t;
+  auto scheme_end = url.find("://");
+  if (scheme_end == std::string::npos)
+    return core::Error{"--prometheus " + shown + " is not a URL",
+                       "write http://HOST:9090 or https://HOST/PREFIX"};
+  t.scheme = url.substr(0, scheme_end);
+  if (t.scheme != "http" && t.scheme != "https")
+    return core::Error{
+        "--prometheus: the scheme " + text::terminal_safe(t.scheme) + " is not supported",
+        "use http:// or https://"};
+  std::string rest = url.substr(scheme_end + 3);
+  auto path_start = rest.find_first_of("/?#");
+  t.authority = rest.substr(0, path_start);
+  if (t.authority.find('@') != std::string::npos)
+    return core::Error{
+        "--prometheus names credentials in the URL, where every user's `ps` sees "
+        "them",
+        "put them in a file: --basic-auth-file FILE (user:password) or "
+        "--token-file FILE"};
+  if (path_start != std::string::npos) {
+    if (rest[path_start] != '/')
+      return core::Error{"--prometheus " + shown + " has a query or fragment",
+                         "give the server's URL only: http://HOST:9090[/PREFIX]"};
+    t.base_path = rest.substr(path_start);
+    while (!t.base_path.empty() && t.base_path.back() == '/') t.base_path.pop_back();
+    for (unsigned char c : t.base_path)
+      if (c <= ' ' || c >= 0x7f || c == '?' || c == '#')
+        return core::Error{
+            "--prometheus " + shown + " has a path with characters a URL cannot hold",
+            "percent-encode them"};
+  }
+  if (!t.authority.empty() && t.authority.front() == '[') {
+    auto close = t.authority.find(']');
+    if (close == std::string::npos)
+      return core::Error{"--prometheus " + shown + ": the host has no closing ]",
+                         "write http://[::1]:9090"};
+    t.host = t.authority.substr(1, close - 1);
+  } else {
+    t.host = t.authority.substr(0, t.authority.find(':'));
+  }
+  if (t.host.empty())
+    return core::Error{"--prometheus " + shown + " has no host", "write http://HOST:9090"};
+  for (unsigned char c : t.authority)
+    if (c <= ' ' || c >= 0x7f)
+      return core::Error{"--prometheus " + shown + ": the host has characters no host name has",
+                         "write http://HOST:9090"};
+  return t;
+}
+
+core::Result<std::string> read_token_file(const std::string& path) {
+  return read_small_file(path, "token file");
+}
+
+core::Result<std::pair<std::string, std::string>> read_basic_auth_file(const std::string& path) {
+  auto line = read_small_file(path, "basic auth file");
+  if (!line) return line.error();
+  auto colon = line->find(':');
+  if (colon == std::string::npos || colon == 0)
+    return core::Error{
+        "the basic auth file " + text::terminal_safe(path) + " does not read user:password",
+        "write the user, a colon and the password on its first line"};
+  return std::pair{line->substr(0, colon), line->substr(colon + 1)};
+}
+
+core::Result<std::string> PrometheusClient::query(const std::string& expr, double time) const {
+  return get("/api/v1/query?query=" + url_encode(expr) + "&time=" + number(time));
+}
+
+core::Result<std::string> PrometheusClient::query_range(const std::string& expr, double start,
+                                                        double end, double step) const {
+  return get("/api/v1/query_range?query=" + url_encode(expr) + "&start=" + number(start) +
+             "&end=" + number(end) + "&step=" + number(step));
+}
+
+core::Result<std::string> PrometheusClient::get(const std::string& path_and_query) const {
+  last_bytes_ = 0;
+  const std::string where = this->where();
+  const std::string secs = core::format_duration(timeout_);
+  httplib::Client client(target_.scheme + "://" + target_.authority);
+  if (!client.is_valid())
+    return core::Error{"cannot use " + text::terminal_safe(where) +
+                           (target_.scheme == "https" ? " (this build has no TLS?)" : ""),
+                       "check --prometheus"};
+  const auto deadline = std::chrono::steady_clock::now() + timeout_;
+  client.set_connection_timeout(timeout_);
+  client.set_read_timeout(timeout_);
+  client.set_write_timeout(timeout_);
+  client.set_keep_alive(false);
+  client.set_follow_location(false);
+  client.enable_server_certificate_verification(true);
+  if (auth_.basic) client.set_basic_auth(auth_.basic->first, auth_.basic->second);
+  if (auth_.bearer_token) client.set_bearer_token_auth(*auth_.bearer_token);
+
+  int status = 0;
+  std::string body;
+  bool too_big = false;
+  httplib::Request req;
+  req.method = "GET";
+  req.path = target_.base_path + path_and_query;
+  req.headers = {{"User-Agent", "gpureap/" + std::string(base::version())},
+                 {"Accept", "application/json"}};
+  const size_t bound = max_bytes_;
+  req.response_handler = [&](const httplib::Response& r) {
+    status = r.status;
+    auto length = r.get_header_value("Content-Length");
+    uint64_t n = 0;
+    auto [end, ec] = std::from_chars(length.data(), length.data() + length.size(), n);
+    if (!length.empty() &&
+        (ec == std::errc::result_out_of_range || (ec == std::errc() && n > bound)))
+      too_big = true;
+    return !too_big && std::chrono::steady_clock::now() < deadline;
+  };
+  req.content_receiver = [&](const char* data, size_t n, uint64_t, uint64_t) {
+    if (body.size() + n > bound) {
+      too_big = true;
+      return false;
+    }
+    body.append(data, n);
+    return std::chrono::steady_clock::now() < deadline;
+  };
+  std::optional<httplib::Result> res;
+  bool late = false;
+  {
+    ClientWatchdog watchdog(client, deadline);
+    res.emplace(client.send(req));
+    late = watchdog.fired() || std::chrono::steady_clock::now() >= deadline;
+  }
+  last_bytes_ = body.size();
+  if (too_big)
+    return core::Error{"Prometheus at " + text::terminal_safe(where) + " answered with more than " +
+                           std::to_string(bound >> 20) + " MiB: refused unread",
+                       "narrow the query (--node, --job) or ask a Prometheus closer to the nodes"};
+  if (!*res) {
+    if (late)
+      return core::Error{
+          "Prometheus at " + text::terminal_safe(where) + " did not answer in full within " + secs,
+          "it may be overloaded; try again or raise --timeout"};
+    auto e = res->error();
+    if (e == httplib::Error::SSLServerVerification)
+      return core::Error{"the certificate of " + text::terminal_safe(where) +
+                             " is not trusted or does not name that host",
+                         "add its CA to the system's store"};
+    if (e == httplib::Error::SSLConnection)
+      return core::Error{"TLS handshake with " + text::terminal_safe(where) + " failed",
+                         "does it speak https on that port?"};
+    return core::Error{
+        "cannot reach Prometheus at " + text::terminal_safe(where) +
+            (e == httplib::Error::Connection
+                 ? std::string(" (refused, unreachable, or the name does not resolve)")
+                 : " (" + httplib::to_string(e) + ")"),
+        "check --prometheus and that this machine can reach it"};
+  }
+  if (status >= 300 && status < 400)
+    return core::Error{"Prometheus at " + text::terminal_safe(where) +
+                           " answered a redirect (HTTP " + std::to_string(status) +
+                           "), which is not followed",
+                       "give the final URL to --prometheus"};
+  if (status == 401 || status == 403)
+    return core::Error{"Prometheus at " + text::terminal_safe(where) +
+                           " refused the request (HTTP " + std::to_string(status) + ")",
+                       auth_.bearer_token || auth_.basic
+                           ? "check the credentials in --token-file or --basic-auth-file"
+                           : "it wants credentials: --token-file FILE or --basic-auth-file FILE"};
+  // Prometheus words its own errors (bad_data 400, execution 422, timeout 503) in JSON: the
+  // parser reads them; anything else is a status alone.
+  if (status != 200 && (body.empty() || body.front() != '{'))
+    return core::Error{
+        "Prometheus at " + text::terminal_safe(where) + " answered HTTP " + std::to_string(status),
+        "is --prometheus the Prometheus server (its API is under /api/v1)?"};
+  return body;
+}
+
+}  // namespace gpureap::cluster

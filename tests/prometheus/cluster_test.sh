@@ -1,0 +1,204 @@
+#!/usr/bin/env bash
+# `gpureap cluster` against the real Prometheus scraping three real gpureap daemons on loopback,
+# each a node of its own (its own dev root, NVML test double scenario and `instance` label):
+# node-a is healthy, node-b has a ghost (a gone trainer kept by its worker), node-c a leak (a
+# gone PID nothing holds). The test asserts the exact lines for each node, then stops node-a's
+# daemon and asserts that node-a reads as down.
+#
+#   cluster_test.sh GPUREAP_BINARY FAKE_NVML_LIBRARY
+#
+# Exit 0 pass, 1 fail, 77 skipped (prometheus or curl not installed). Everything it starts is
+# killed on exit, however it exits.
+set -uo pipefail
+
+GPUREAP=${1:?usage: cluster_test.sh GPUREAP_BINARY FAKE_NVML_LIBRARY}
+FAKE_NVML=${2:?usage: cluster_test.sh GPUREAP_BINARY FAKE_NVML_LIBRARY}
+GiB=1073741824
+
+for tool in prometheus curl; do
+  if ! command -v "$tool" >/dev/null; then
+    echo "SKIP: $tool is not installed (apt-get install prometheus curl)"
+    exit 77
+  fi
+done
+
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/gpureap-cluster.XXXXXX") || exit 1
+PIDS=()
+cleanup() {
+  local p
+  for p in "${PIDS[@]}"; do kill -KILL "$p" 2>/dev/null; done
+  for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null; done
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+fail() {
+  echo "FAIL: $*"
+  for f in node-a/gpureap.log node-b/gpureap.log node-c/gpureap.log prometheus.log; do
+    [ -s "$WORK/$f" ] && { echo "--- $f (last 20 lines)"; tail -n 20 "$WORK/$f"; }
+  done
+  exit 1
+}
+
+wait_for() {
+  local deadline=$((SECONDS + $1))
+  shift
+  until "$@"; do
+    [ "$SECONDS" -lt "$deadline" ] || return 1
+    sleep 0.3
+  done
+}
+
+gone_pid() {
+  sh -c 'exit 0' &
+  local p=$!
+  wait "$p"
+  echo "$p"
+}
+
+# --- three nodes: a dev root with a stand-in GPU file and a scenario each
+for n in node-a node-b node-c; do
+  mkdir -p "$WORK/$n/dev"
+  : >"$WORK/$n/dev/nvidia0"
+  : >"$WORK/$n/dev/nvidiactl"
+done
+sleep 600 <"$WORK/node-a/dev/nvidia0" &
+JOB_A=$!
+PIDS+=("$JOB_A")
+sleep 600 <"$WORK/node-b/dev/nvidia0" &
+WORKER_B=$!
+PIDS+=("$WORKER_B")
+GONE_B=$(gone_pid)
+GONE_C=$(gone_pid)
+gpu() { # NAME USED_GIB PROCESSES_JSON
+  printf '{"gpus": [{"name": "NVIDIA H200", "uuid": "GPU-%s", "minor": 0, "total_bytes": %d,
+            "driver_held_bytes": 0, "processes": [%s]}]}\n' "$1" $((80 * GiB)) "$3"
+}
+gpu node-a 4 "{\"pid\": $JOB_A, \"used_bytes\": $((4 * GiB))}" >"$WORK/node-a/scenario.json"
+gpu node-b 8 "{\"pid\": $GONE_B, \"used_bytes\": $((8 * GiB)), \"holders\": [$WORKER_B]}" \
+  >"$WORK/node-b/scenario.json"
+gpu node-c 2 "{\"pid\": $GONE_C, \"used_bytes\": $((2 * GiB)), \"leaked\": true}" \
+  >"$WORK/node-c/scenario.json"
+
+declare -A PORT DAEMON
+start_daemon() {
+  local n=$1
+  printf 'interval = "500ms"\nlocal_socket = ""\n' >"$WORK/$n/gpureap.toml"
+  FAKE_NVML_SCENARIO="$WORK/$n/scenario.json" GPUREAP_NVML_LIBRARY="$FAKE_NVML" \
+    "$GPUREAP" daemon --config "$WORK/$n/gpureap.toml" --listen 127.0.0.1:0 \
+    --dev-root "$WORK/$n/dev" 2>"$WORK/$n/gpureap.log" &
+  DAEMON[$n]=$!
+  PIDS+=("$!")
+}
+daemon_port() { sed -n 's|.*listening on http://127\.0\.0\.1:\([0-9]*\)/.*|\1|p' "$WORK/$1/gpureap.log" | head -n1; }
+has_port() { [ -n "$(daemon_port "$1")" ]; }
+for n in node-a node-b node-c; do start_daemon "$n"; done
+for n in node-a node-b node-c; do
+  wait_for 30 has_port "$n" || fail "gpureap on $n did not start listening"
+  PORT[$n]=$(daemon_port "$n")
+done
+
+# --- Prometheus: one target per node, its `instance` the node's name
+{
+  printf 'global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nscrape_configs:\n'
+  printf '  - job_name: gpureap\n    static_configs:\n'
+  for n in node-a node-b node-c; do
+    printf '      - targets: ["127.0.0.1:%s"]\n        labels: {instance: %s}\n' "${PORT[$n]}" "$n"
+  done
+} >"$WORK/prometheus.yml"
+
+port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+PPORT=""
+for attempt in 1 2 3 4 5 6 7 8; do
+  candidate=$((20000 + (RANDOM * 32768 + RANDOM) % 40000))
+  port_free "$candidate" || continue
+  prometheus --config.file="$WORK/prometheus.yml" --storage.tsdb.path="$WORK/data" \
+    --web.listen-address="127.0.0.1:$candidate" >"$WORK/prometheus.log" 2>&1 &
+  PROM=$!
+  PIDS+=("$PROM")
+  if wait_for 30 curl -sf "http://127.0.0.1:$candidate/-/ready" -o /dev/null; then
+    PPORT=$candidate
+    break
+  fi
+  kill -KILL "$PROM" 2>/dev/null
+  wait "$PROM" 2>/dev/null
+  grep -q "address already in use" "$WORK/prometheus.log" || fail "prometheus did not start"
+done
+[ -n "$PPORT" ] || fail "no free port for prometheus after 8 attempts"
+echo "prometheus listens on 127.0.0.1:$PPORT; daemons on ${PORT[node-a]} ${PORT[node-b]} ${PORT[node-c]}"
+
+cluster() { "$GPUREAP" cluster --prometheus "http://127.0.0.1:$PPORT" "$@" 2>&1; }
+# expect_view WANT [OPTIONS...]: waits (the next scrapes) until `gpureap cluster` prints WANT.
+LAST=""
+same() {
+  LAST=$(cluster "${@:2}")
+  [ "$LAST" = "$1" ]
+}
+expect_view() {
+  if ! wait_for 40 same "$@"; then
+    echo "--- expected"
+    printf '%s\n' "$1"
+    echo "--- got"
+    printf '%s\n' "$LAST"
+    fail "gpureap cluster ${*:2} did not print the expected view"
+  fi
+  echo "ok: gpureap cluster ${*:2}"
+}
+
+expect_view "NODE    GPU  AT STAKE  PROBLEM
+node-b  0    8.0 GiB   ghost PID $GONE_B: 8.0 GiB kept by $WORKER_B
+        run: ssh -t node-b sudo gpureap kill $GONE_B
+node-c  0    2.0 GiB   leaked PID $GONE_C: 2.0 GiB, nothing holds it
+        run: ssh -t node-c sudo gpureap reset --gpu 0
+1 node healthy: 1 GPU, 4.0 GiB of 80 GiB used."
+
+# The exit status says whether there is something to see.
+cluster >/dev/null
+[ $? -eq 1 ] || fail "gpureap cluster with problems did not exit 1"
+cluster --node node-a >/dev/null || fail "gpureap cluster --node node-a (healthy) did not exit 0"
+
+expect_view "NODE    GPU  AT STAKE  PROBLEM
+node-c  0    2.0 GiB   leaked PID $GONE_C: 2.0 GiB, nothing holds it
+        run: ssh -t node-c sudo gpureap reset --gpu 0" --node node-c
+
+# The same view for scripts.
+json=$(cluster --json)
+for want in '"schema": "gpureap.cluster/v1"' "\"command\": \"ssh -t node-b sudo gpureap kill $GONE_B\"" \
+  "\"keepers\": [" "\"state\": null"; do
+  grep -qF "$want" <<<"$json" || fail "gpureap cluster --json lacks $want: $json"
+done
+echo "ok: gpureap cluster --json"
+
+# The same view as a page: every node's memory over time from range queries, the lines under
+# the title, nothing fetched, no script.
+"$GPUREAP" report --prometheus "http://127.0.0.1:$PPORT" --since 10m -o "$WORK/cluster.html" \
+  2>"$WORK/report.err" || fail "gpureap report --prometheus failed: $(cat "$WORK/report.err")"
+for want in "<h2>node-a</h2>" "<h2>node-b</h2>" "<h2>node-c</h2>" "<svg" \
+  "node-b, GPU 0: ghost PID $GONE_B: 8.0 GiB kept by $WORKER_B. Run: ssh -t node-b sudo gpureap kill $GONE_B" \
+  "1 node healthy now"; do
+  grep -qF -- "$want" "$WORK/cluster.html" || fail "the cluster page lacks $want"
+done
+! grep -qiE "<script|<link|<img| src=" "$WORK/cluster.html" || fail "the cluster page fetches or runs something"
+echo "ok: gpureap report --prometheus"
+
+# node-a's daemon stops: Prometheus cannot scrape it, and node-a reads as down.
+kill -TERM "${DAEMON[node-a]}"
+wait "${DAEMON[node-a]}" 2>/dev/null
+expect_view "NODE    GPU  AT STAKE  PROBLEM
+node-b  0    8.0 GiB   ghost PID $GONE_B: 8.0 GiB kept by $WORKER_B
+        run: ssh -t node-b sudo gpureap kill $GONE_B
+node-c  0    2.0 GiB   leaked PID $GONE_C: 2.0 GiB, nothing holds it
+        run: ssh -t node-c sudo gpureap reset --gpu 0
+node-a  -    -         down: Prometheus cannot scrape its daemon (up == 0)
+        run: ssh -t node-a systemctl status gpureap"
+
+# Nothing answers: an error that says where, exit 2.
+out=$("$GPUREAP" cluster --prometheus "http://127.0.0.1:1" --timeout 2s 2>&1)
+status=$?
+[ "$status" -eq 2 ] || fail "gpureap cluster against nothing exited $status: $out"
+grep -q "cannot reach Prometheus at http://127.0.0.1:1" <<<"$out" || fail "unexpected error: $out"
+echo "ok: an unreachable Prometheus is an error"
+
+echo "PASS"

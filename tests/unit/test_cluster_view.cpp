@@ -1,0 +1,360 @@
+// The cluster view from canned Prometheus answers: the lines, their ranking and commands, the
+// filters, and answers that are huge, malformed or hostile.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "cluster/cluster_text.h"
+#include "cluster/cluster_view.h"
+#include "cluster/prom_answer.h"
+#include "cluster/prometheus_client.h"
+#include "report/cluster_page.h"
+
+namespace gpureap::cluster {
+namespace {
+
+using nlohmann::json;
+constexpr double kNow = 1'800'000'000;
+constexpr double GiB = 1073741824.0;
+
+struct S {
+  Labels labels;
+  double value;
+};
+
+std::string vector_answer(const std::vector<S>& series) {
+  json result = json::array();
+  for (const auto& s : series) {
+    json metric = json::object();
+    for (const auto& [k, v] : s.labels) metric[k] = v;
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.17g", s.value);
+    result.push_back({{"metric", metric}, {"value", {kNow, buf}}});
+  }
+  return json{{"status", "success"}, {"data", {{"resultType", "vector"}, {"result", result}}}}
+      .dump();
+}
+
+Labels at(const std::string& name, const std::string& instance, Labels more = {}) {
+  more["__name__"] = name;
+  more["instance"] = instance;
+  more["job"] = "gpureap";
+  return more;
+}
+
+// A node whose daemon answers, with one GPU of `used` of 80 GiB, `ghost` and `unattributed`.
+std::vector<S> node(const std::string& instance, double used, double ghost = 0,
+                    double unattributed = 0, unsigned gpu = 0) {
+  Labels g{{"gpu", std::to_string(gpu)}, {"uuid", "GPU-" + instance}};
+  return {{at("up", instance), 1},
+          {at("gpureap_up", instance), 1},
+          {at("gpureap_sample_timestamp_seconds", instance), kNow - 1},
+          {at("gpureap_gpu_memory_used_bytes", instance, g), used},
+          {at("gpureap_gpu_memory_total_bytes", instance, g), 80 * GiB},
+          {at("gpureap_gpu_memory_ghost_bytes", instance, g), ghost},
+          {at("gpureap_gpu_memory_unattributed_bytes", instance, g), unattributed}};
+}
+
+S problem(const std::string& instance, const std::string& kind, int pid, double bytes,
+          const std::string& keepers = "", Labels more = {}) {
+  Labels l{{"gpu", "0"},          {"pid", std::to_string(pid)},
+           {"problem", kind},     {"keepers", keepers},
+           {"comm", "python"},    {"user", "alice"},
+           {"pod_namespace", ""}, {"pod_name", ""}};
+  for (auto& [k, v] : more) l[k] = v;
+  return {at("gpureap_problem_process_memory_bytes", instance, l), bytes};
+}
+
+std::vector<S> join(std::vector<std::vector<S>> parts) {
+  std::vector<S> out;
+  for (auto& p : parts) out.insert(out.end(), p.begin(), p.end());
+  return out;
+}
+
+ClusterView view_of(const std::vector<S>& facts, const std::vector<S>& missing = {},
+                    const Filters& filters = {}) {
+  auto f = parse_vector_answer(vector_answer(facts));
+  auto m = parse_vector_answer(vector_answer(missing));
+  EXPECT_TRUE(f) << (f ? "" : f.error().text());
+  EXPECT_TRUE(m);
+  return build_view(*f, *m, kNow, ViewSettings{}, filters);
+}
+
+std::string text_of(const ClusterView& v) {
+  return render_text(v, output::Style(false), std::nullopt);
+}
+
+// Three nodes: a healthy one, one with a ghost (4242 kept by 4250), one with a leak; a fourth
+// whose daemon Prometheus cannot scrape.
+std::vector<S> three_and_down() {
+  return join({node("node-a:9842", 5 * GiB),
+               node("node-b:9842", 13 * GiB, 8 * GiB),
+               node("node-c:9842", 6 * GiB, 2 * GiB),
+               {problem("node-b:9842", "ghost", 4242, 8 * GiB, "4250"),
+                problem("node-c:9842", "leaked", 5002, 2 * GiB),
+                {at("up", "node-d:9842"), 0}}});
+}
+
+TEST(ClusterView, LinesRankedByMemoryAtStakeEachWithItsCommand) {
+  auto v = view_of(three_and_down());
+  EXPECT_EQ(text_of(v),
+            "NODE    GPU  AT STAKE  PROBLEM\n"
+            "node-b  0    8.0 GiB   ghost PID 4242 (python): 8.0 GiB kept by 4250\n"
+            "        run: ssh -t node-b sudo gpureap kill 4242\n"
+            "node-c  0    2.0 GiB   leaked PID 5002 (python, alice): 2.0 GiB, nothing holds it\n"
+            "        run: ssh -t node-c sudo gpureap reset --gpu 0\n"
+            "node-d  -    -         down: Prometheus cannot scrape its daemon (up == 0)\n"
+            "        run: ssh -t node-d systemctl status gpureap\n"
+            "1 node healthy: 1 GPU, 5.0 GiB of 80 GiB used.\n");
+}
+
+TEST(ClusterView, JsonCarriesTheSameLinesExactly) {
+  auto v = view_of(three_and_down());
+  auto j = to_json(v, "http://prom:9090", ViewSettings{});
+  EXPECT_EQ(j["schema"], "gpureap.cluster/v1");
+  ASSERT_EQ(j["lines"].size(), 3u);
+  EXPECT_EQ(j["lines"][0]["node"], "node-b");
+  EXPECT_EQ(j["lines"][0]["at_stake_bytes"], 8 * 1073741824ull);
+  EXPECT_EQ(j["lines"][0]["processes"][0]["pid"], 4242);
+  EXPECT_EQ(j["lines"][0]["processes"][0]["keepers"], json::array({4250}));
+  EXPECT_EQ(j["lines"][0]["command"], "ssh -t node-b sudo gpureap kill 4242");
+  EXPECT_EQ(j["lines"][2]["state"], "down");
+  EXPECT_EQ(j["healthy"]["nodes"], 1);
+}
+
+TEST(ClusterView, FiltersOnlyNarrow) {
+  auto only_c = view_of(three_and_down(), {}, Filters{{"node-c"}, {}, {}});
+  ASSERT_EQ(only_c.lines.size(), 1u);
+  EXPECT_EQ(only_c.nodes[only_c.lines[0].node].name, "node-c");
+  EXPECT_EQ(only_c.healthy.nodes, 0u);
+  // --gpu 1: no node has one with something to say; the down node still reads as down.
+  auto gpu1 = view_of(three_and_down(), {}, Filters{{}, {1}, {}});
+  ASSERT_EQ(gpu1.lines.size(), 1u);
+  EXPECT_EQ(gpu1.lines[0].state, "down");
+  // --pod: only the lines of that pod's processes; the GPU's figures stay the GPU's.
+  auto facts = join({node("node-b:9842", 13 * GiB, 8 * GiB),
+                     {problem("node-b:9842", "ghost", 4242, 8 * GiB, "4250",
+                              {{"pod_namespace", "ml"}, {"pod_name", "bert-0"}}),
+                      problem("node-b:9842", "stopped", 6001, 1 * GiB)}});
+  auto pod = view_of(facts, {}, Filters{{}, {}, {"ml/bert-0"}});
+  ASSERT_EQ(pod.lines.size(), 1u);
+  ASSERT_EQ(pod.lines[0].processes.size(), 1u);
+  EXPECT_EQ(pod.lines[0].processes[0].pid, 4242);
+  EXPECT_EQ(*pod.lines[0].at_stake, static_cast<uint64_t>(9 * GiB));
+  EXPECT_EQ(command_text(pod.lines[0]), "ssh -t node-b sudo gpureap kill 4242");
+  auto none = view_of(facts, {}, Filters{{}, {}, {"other"}});
+  EXPECT_TRUE(none.lines.empty());
+}
+
+TEST(ClusterView, StaleMissingAndDriverDownNodes) {
+  auto facts = join({node("node-a:9842", GiB), node("node-e:9842", GiB)});
+  for (auto& s : facts)
+    if (s.labels["__name__"] == "gpureap_sample_timestamp_seconds" &&
+        s.labels["instance"] == "node-e:9842")
+      s.value = kNow - 600;
+  facts.push_back({at("gpureap_up", "node-a:9842"), 0});
+  facts.erase(std::find_if(facts.begin(), facts.end(), [](const S& s) {
+    return s.labels.at("__name__") == "gpureap_up" && s.labels.at("instance") == "node-a:9842";
+  }));
+  Labels gone{{"instance", "node-f:9842"}, {"job", "gpureap"}};
+  auto v = view_of(facts, {{gone, 1}});
+  ASSERT_EQ(v.lines.size(), 3u);
+  EXPECT_EQ(v.lines[0].state, "driver-down");
+  EXPECT_EQ(v.lines[1].state, "stale");
+  EXPECT_EQ(v.lines[2].state, "missing");
+  EXPECT_NE(text_of(v).find("stale: the daemon's last sample is 10m old"), std::string::npos);
+}
+
+TEST(ClusterView, KubernetesNodesGetKubectlCommands) {
+  auto facts =
+      join({node("gpu-1", 13 * GiB, 8 * GiB), {problem("gpu-1", "ghost", 4242, 8 * GiB, "4250")}});
+  for (auto& s : facts) {
+    s.labels["namespace"] = "gpureap";
+    s.labels["pod"] = "gpureap-x7k2p";
+  }
+  auto v = view_of(facts);
+  ASSERT_EQ(v.lines.size(), 1u);
+  EXPECT_EQ(command_text(v.lines[0]),
+            "kubectl exec -it -n gpureap gpureap-x7k2p -- gpureap kill 4242");
+  for (auto& s : facts) {
+    s.labels.erase("namespace");
+    s.labels.erase("pod");
+    s.labels["node"] = "gpu-1";
+  }
+  v = view_of(facts);
+  EXPECT_EQ(command_text(v.lines[0]),
+            "kubectl debug node/gpu-1 -it --profile=sysadmin --image=busybox -- chroot /host "
+            "gpureap kill 4242");
+}
+
+TEST(ClusterView, HostileLabelValuesAreEscapedAndNeverBecomeOptionsOrCommands) {
+  const std::string evil = "-oProxyCommand=sh -c 'x'\x1b[31m";
+  auto facts = join(
+      {node(evil + ":9842", 13 * GiB, 8 * GiB),
+       {problem(evil + ":9842", "ghost", 4242, 8 * GiB, "4250",
+                {{"comm", "py\x1b]0;pwned\x07\xe2\x80\xae"}, {"user", "al\xe2\x80\xaeice"}})}});
+  auto v = view_of(facts);
+  ASSERT_EQ(v.lines.size(), 1u);
+  EXPECT_TRUE(v.lines[0].command.empty());
+  auto text = text_of(v);
+  EXPECT_EQ(text.find('\x1b'), std::string::npos);
+  EXPECT_EQ(text.find('\x07'), std::string::npos);
+  EXPECT_EQ(text.find("\xe2\x80\xae"), std::string::npos);  // no right-to-left override
+  EXPECT_NE(text.find("no host name"), std::string::npos);
+  // JSON: valid UTF-8, dumpable without throwing.
+  EXPECT_NO_THROW(to_json(v, "http://p", ViewSettings{}).dump());
+  // A PID or keeper list that is no number is skipped, counted, never shown.
+  auto bad =
+      join({node("node-b:9842", 13 * GiB, 8 * GiB),
+            {problem("node-b:9842", "ghost", 4242, 8 * GiB, "4250;rm -rf /"),
+             problem("node-b:9842", "ghost", 4243, 8 * GiB, "4250", {{"pid", "4243 && reboot"}}),
+             problem("node-b:9842", "pwn", 4244, GiB)}});
+  auto vb = view_of(bad);
+  EXPECT_EQ(vb.skipped_series, 3u);
+  EXPECT_EQ(text_of(vb).find("rm -rf"), std::string::npos);
+  EXPECT_EQ(text_of(vb).find("reboot"), std::string::npos);
+}
+
+TEST(ClusterView, AnOlderDaemonsGhostMemoryIsShownWithoutPids) {
+  // No sample time, no problem processes: a daemon from before those metrics.
+  auto facts = node("old:9842", 13 * GiB, 8 * GiB, 3 * GiB);
+  std::erase_if(facts, [](const S& s) {
+    return s.labels.at("__name__") == "gpureap_sample_timestamp_seconds";
+  });
+  auto v = view_of(facts);
+  ASSERT_EQ(v.lines.size(), 1u);
+  EXPECT_EQ(*v.lines[0].at_stake, static_cast<uint64_t>(11 * GiB));
+  EXPECT_EQ(describe(v, v.lines[0]),
+            "ghost 8.0 GiB (its daemon exports no PIDs: an older gpureap); unattributed 3.0 GiB "
+            "that no listed process holds");
+  EXPECT_EQ(command_text(v.lines[0]), "ssh -t old sudo gpureap kill --ghosts --gpu 0");
+}
+
+TEST(PromAnswer, MalformedAndErrorAnswersAreErrorsNeverCrashes) {
+  for (const char* body :
+       {"", "null", "[]", "{", "{\"status\":\"success\"}",
+        "{\"status\":\"success\",\"data\":{\"resultType\":\"matrix\",\"result\":[]}}",
+        "{\"status\":\"success\",\"data\":{\"resultType\":\"vector\",\"result\":{}}}",
+        "{\"status\":\"success\",\"data\":{\"resultType\":\"vector\",\"result\":[{\"metric\":{"
+        "\"a\":1},\"value\":[1,\"1\"]}]}}",
+        "{\"status\":\"success\",\"data\":{\"resultType\":\"vector\",\"result\":[{\"metric\":{},"
+        "\"value\":[\"x\",\"1\"]}]}}"})
+    EXPECT_FALSE(parse_vector_answer(body)) << body;
+  auto refused = parse_vector_answer(
+      R"({"status":"error","errorType":"bad_data","error":"parse error \u001b[31m"})");
+  ASSERT_FALSE(refused);
+  EXPECT_NE(refused.error().message.find("bad_data"), std::string::npos);
+  EXPECT_EQ(refused.error().message.find('\x1b'), std::string::npos);
+}
+
+TEST(PromAnswer, DeepNestingHugeAnswersAndLongLabelsAreRefused) {
+  std::string deep(1'000'000, '[');
+  EXPECT_FALSE(parse_vector_answer(deep));
+  EXPECT_EQ(json_depth(deep, 17), 17u);
+  EXPECT_EQ(json_depth(R"({"a":"[[[[[[","b":[1]})", 100), 2u);
+  AnswerLimits small;
+  small.max_series = 2;
+  auto three = vector_answer(node("n:1", GiB)).substr(0);
+  EXPECT_FALSE(parse_vector_answer(three, small));
+  auto long_label = vector_answer({{at("up", std::string(5000, 'x')), 1}});
+  EXPECT_FALSE(parse_vector_answer(long_label));
+  // Non-finite values are skipped, not believed.
+  auto nan = parse_vector_answer(
+      R"({"status":"success","data":{"resultType":"vector","result":[)"
+      R"({"metric":{"__name__":"up"},"value":[1,"NaN"]},{"metric":{},"value":[1,"+Inf"]},)"
+      R"({"metric":{},"value":[1,"2"]}]}})");
+  ASSERT_TRUE(nan);
+  EXPECT_EQ(nan->skipped, 2u);
+  ASSERT_EQ(nan->series.size(), 1u);
+  EXPECT_EQ(nan->series[0].value, 2);
+}
+
+TEST(PromAnswer, MatrixAnswerReadsPoints) {
+  auto m =
+      parse_matrix_answer(R"({"status":"success","data":{"resultType":"matrix","result":[)"
+                          R"({"metric":{"instance":"a"},"values":[[1,"1"],[2,"NaN"],[3,"3"]]}]}})");
+  ASSERT_TRUE(m);
+  ASSERT_EQ(m->series.size(), 1u);
+  EXPECT_EQ(m->series[0].points.size(), 2u);
+}
+
+TEST(PrometheusUrl, CredentialsInTheUrlAreRefusedAndPrefixesKept) {
+  EXPECT_FALSE(parse_prometheus_url("http://user:pw@prom:9090"));
+  EXPECT_FALSE(parse_prometheus_url("ftp://prom"));
+  EXPECT_FALSE(parse_prometheus_url("prom:9090"));
+  EXPECT_FALSE(parse_prometheus_url("http://prom:9090/?x=1"));
+  auto t = parse_prometheus_url("https://prom.example:8443/prometheus/");
+  ASSERT_TRUE(t);
+  EXPECT_EQ(t->authority, "prom.example:8443");
+  EXPECT_EQ(t->base_path, "/prometheus");
+  auto v6 = parse_prometheus_url("http://[::1]:9090");
+  ASSERT_TRUE(v6);
+  EXPECT_EQ(v6->host, "::1");
+  EXPECT_EQ(url_encode("up{job=\"a b\"}"), "up%7Bjob%3D%22a%20b%22%7D");
+}
+
+TEST(ClusterQueries, JobIsQuotedForPromQL) {
+  EXPECT_NE(facts_query("a\"b").find("job=\"a\\\"b\""), std::string::npos);
+  EXPECT_EQ(missing_query("gpureap"),
+            "max_over_time(up{job=\"gpureap\"}[1h]) unless on(instance) up{job=\"gpureap\"}");
+}
+
+}  // namespace
+}  // namespace gpureap::cluster
+
+namespace gpureap::cluster {
+namespace {
+
+std::string matrix_answer(const std::vector<std::pair<std::string, std::vector<double>>>& series,
+                          double start, double step) {
+  json result = json::array();
+  for (const auto& [instance, values] : series) {
+    json points = json::array();
+    for (size_t i = 0; i < values.size(); ++i)
+      points.push_back({start + static_cast<double>(i) * step, std::to_string(values[i])});
+    result.push_back({{"metric", {{"instance", instance}}}, {"values", points}});
+  }
+  return json{{"status", "success"}, {"data", {{"resultType", "matrix"}, {"result", result}}}}
+      .dump();
+}
+
+TEST(ClusterPage, OneChartPerNodeProblemNodesFirstBandsSplitTheUsedMemory) {
+  auto v = view_of(three_and_down());
+  report::PageSeries s;
+  s.start = kNow - 120;
+  s.end = kNow;
+  s.step = 60;
+  auto parse = [&](std::vector<std::pair<std::string, std::vector<double>>> series) {
+    return *parse_matrix_answer(matrix_answer(series, s.start, s.step));
+  };
+  s.used = parse({{"node-a:9842", {5 * GiB, 5 * GiB, 5 * GiB}},
+                  {"node-b:9842", {5 * GiB, 13 * GiB, 13 * GiB}},
+                  {"node-c:9842", {6 * GiB, 6 * GiB, 6 * GiB}}});
+  s.ghost =
+      parse({{"node-b:9842", {0, 8 * GiB, 8 * GiB}}, {"node-c:9842", {2 * GiB, 2 * GiB, 2 * GiB}}});
+  s.unattributed = parse({{"node-a:9842", {0, 0, 0}}});
+  s.total = parse({{"node-b:9842", {80 * GiB, 80 * GiB, 80 * GiB}}});
+  auto page = report::build_cluster_page(v, s, "http://prom:9090", 3);
+  ASSERT_EQ(page.gpus.size(), 3u);
+  EXPECT_EQ(page.gpus[0].title, "node-b (node-b:9842)");
+  EXPECT_EQ(page.gpus[1].title, "node-c (node-c:9842)");
+  EXPECT_EQ(page.gpus[2].title, "node-d (node-d:9842)");  // down: drawn, with a note
+  EXPECT_EQ(page.gpus[0].total_bytes, 80 * 1073741824ull);
+  ASSERT_EQ(page.gpus[0].times.size(), 3u);
+  ASSERT_EQ(page.gpus[0].bands.size(), 3u);
+  EXPECT_EQ(page.gpus[0].bands[0].bytes,
+            (std::vector<uint64_t>{5ull << 30, 5ull << 30, 5ull << 30}));
+  EXPECT_EQ(page.gpus[0].bands[1].bytes, (std::vector<uint64_t>{0, 8ull << 30, 8ull << 30}));
+  EXPECT_TRUE(page.gpus[2].times.empty());
+  // The view's lines and the nodes left out are notes under the title.
+  ASSERT_GE(page.notes.size(), 4u);
+  EXPECT_EQ(page.notes[0],
+            "node-b, GPU 0: ghost PID 4242 (python): 8.0 GiB kept by 4250. Run: ssh -t node-b "
+            "sudo gpureap kill 4242");
+  bool left_out = false;
+  for (const auto& n : page.notes) left_out |= n.rfind("1 more node not drawn", 0) == 0;
+  EXPECT_TRUE(left_out);
+}
+
+}  // namespace
+}  // namespace gpureap::cluster
