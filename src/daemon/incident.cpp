@@ -85,16 +85,16 @@ json now_json(const engine::Sample& sample) {
       if (row.process && row.process->stat.is_stopped() && s.on_gpu(row, gpu.index) &&
           (row.listed_by_driver || !row.keeps.empty()))
         stopped.push_back(row.pid);
-    gpus.push_back({{"gpu", gpu.index},
-                    {"state", state_of(m, gpu, sample.findings)},
-                    {"used_bytes", gpu.memory.used_bytes ? json(*gpu.memory.used_bytes) : json()},
-                    {"total_bytes", gpu.memory.total_bytes ? json(*gpu.memory.total_bytes) : json()},
-                    {"attributed_bytes", m.attributed_bytes},
-                    {"ghost_bytes", m.ghost_bytes},
-                    {"leaked_bytes", m.leaked_bytes},
-                    {"unattributed_bytes",
-                     m.unattributed_bytes ? json(*m.unattributed_bytes) : json(nullptr)},
-                    {"stopped", stopped}});
+    gpus.push_back(
+        {{"gpu", gpu.index},
+         {"state", state_of(m, gpu, sample.findings)},
+         {"used_bytes", gpu.memory.used_bytes ? json(*gpu.memory.used_bytes) : json()},
+         {"total_bytes", gpu.memory.total_bytes ? json(*gpu.memory.total_bytes) : json()},
+         {"attributed_bytes", m.attributed_bytes},
+         {"ghost_bytes", m.ghost_bytes},
+         {"leaked_bytes", m.leaked_bytes},
+         {"unattributed_bytes", m.unattributed_bytes ? json(*m.unattributed_bytes) : json(nullptr)},
+         {"stopped", stopped}});
   }
   json problems = json::array();
   for (const auto& f : sample.findings) {
@@ -181,8 +181,8 @@ json Incidents::document(std::chrono::system_clock::time_point since,
       gpus.push_back({{"gpu", gpu.index},
                       {"name", utf8(gpu.name.value_or(""))},
                       {"uuid", utf8(gpu.uuid.value_or(""))},
-                      {"total_bytes", gpu.memory.total_bytes ? json(*gpu.memory.total_bytes)
-                                                             : json(nullptr)}});
+                      {"total_bytes",
+                       gpu.memory.total_bytes ? json(*gpu.memory.total_bytes) : json(nullptr)}});
   json lanes = json::array();
   for (const auto& l : view.lanes) lanes.push_back(lane_json(l));
   json events = json::array();

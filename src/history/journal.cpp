@@ -116,14 +116,14 @@ void Journal::record(const core::Snapshot& s) {
         }
         if (!lane.ghost) {
           lane.ghost = now;
-          add_event({now, JournalEventKind::Ghost, use.index, row.pid, 0,
-                     use.used_bytes.value_or(0)});
+          add_event(
+              {now, JournalEventKind::Ghost, use.index, row.pid, 0, use.used_bytes.value_or(0)});
         }
         const auto* ghost = s.ghost(row.pid);
         if (ghost && ghost->leaked && !lane.leaked) {
           lane.leaked = true;
-          add_event({now, JournalEventKind::Leak, use.index, row.pid, 0,
-                     use.used_bytes.value_or(0)});
+          add_event(
+              {now, JournalEventKind::Leak, use.index, row.pid, 0, use.used_bytes.value_or(0)});
         }
         seen.insert(key);
       }
@@ -219,8 +219,8 @@ void Journal::record_kernel_events(const std::vector<core::KernelGpuEvent>& even
     kernel_seq_ = std::max(kernel_seq_, k.seq);
     if (!k.time) continue;
     JournalEvent e{*k.time, JournalEventKind::Xid, k.gpu, k.pid.value_or(0)};
-    e.text = k.vendor == "nvidia" ? "Xid " + std::to_string(k.code) : k.kind + " " +
-                                                                          std::to_string(k.code);
+    e.text = k.vendor == "nvidia" ? "Xid " + std::to_string(k.code)
+                                  : k.kind + " " + std::to_string(k.code);
     if (k.name) e.text += " (" + *k.name + ")";
     if (k.process_name) e.command = *k.process_name;
     add_event(std::move(e));
@@ -229,7 +229,8 @@ void Journal::record_kernel_events(const std::vector<core::KernelGpuEvent>& even
 
 void Journal::trim(JournalTime now) {
   const auto cut = now - limits_.window;
-  std::erase_if(lanes_, [&](const auto& kv) { return !kv.second.open && kv.second.last_seen < cut; });
+  std::erase_if(lanes_,
+                [&](const auto& kv) { return !kv.second.open && kv.second.last_seen < cut; });
   while (!events_.empty() && events_.front().at < cut) events_.pop_front();
   if (lanes_.size() > limits_.max_lanes) {
     // The longest closed go first; open lanes stay (they are what is on the GPUs now).

@@ -39,8 +39,8 @@ struct JournalLane {
   std::string comm;  // the name it had while alive (untrusted)
   std::string user;
   JournalTime first_seen, last_seen;
-  bool listed = false;     // the driver listed it on the GPU (its own context)
-  bool keeper = false;     // it kept a gone PID's context on the GPU alive
+  bool listed = false;                // the driver listed it on the GPU (its own context)
+  bool keeper = false;                // it kept a gone PID's context on the GPU alive
   std::optional<JournalTime> exited;  // gone from /proc
   std::optional<JournalTime> ghost;   // listed while gone: from here its lane is a ghost's
   bool leaked = false;                // a ghost nothing alive holds

@@ -132,8 +132,8 @@ GpuChart chart_for(const exporter::GpuSeries& g, const HistoryInput& in,
     if (p.time >= from && p.time <= to) points.push_back(&p);
   // A day at one sample a second is 86400 columns on a chart 1200 pixels wide: one sample per
   // column of time is drawn, the one with the most memory used (the stack stays a real sample,
-  // its peaks stay), and the page stays a few hundred KiB.
-  constexpr size_t kMaxColumns = 1600;
+  // its peaks stay), and the page stays small.
+  constexpr size_t kMaxColumns = 1000;
   if (points.size() > kMaxColumns && to > from) {
     const auto span = std::chrono::duration_cast<milliseconds>(to - from).count();
     std::vector<const exporter::GpuPoint*> kept;

@@ -174,11 +174,16 @@ std::string lane_label(const IncidentLane& l) {
 
 LaneMarkKind mark_kind(const std::string& kind, bool& known) {
   static const std::map<std::string, LaneMarkKind> kinds = {
-      {"fork", LaneMarkKind::Fork},       {"exit", LaneMarkKind::Exit},
-      {"ghost", LaneMarkKind::Ghost},     {"leak", LaneMarkKind::Leak},
-      {"stopped", LaneMarkKind::Stopped}, {"resumed", LaneMarkKind::Resumed},
-      {"signal", LaneMarkKind::Signal},   {"close", LaneMarkKind::Close},
-      {"memory-back", LaneMarkKind::MemoryBack}, {"xid", LaneMarkKind::Xid},
+      {"fork", LaneMarkKind::Fork},
+      {"exit", LaneMarkKind::Exit},
+      {"ghost", LaneMarkKind::Ghost},
+      {"leak", LaneMarkKind::Leak},
+      {"stopped", LaneMarkKind::Stopped},
+      {"resumed", LaneMarkKind::Resumed},
+      {"signal", LaneMarkKind::Signal},
+      {"close", LaneMarkKind::Close},
+      {"memory-back", LaneMarkKind::MemoryBack},
+      {"xid", LaneMarkKind::Xid},
       {"reset", LaneMarkKind::Reset}};
   auto it = kinds.find(kind);
   known = it != kinds.end();
@@ -289,17 +294,19 @@ Timeline build_timeline(const Incident& in, unsigned gpu, TimePoint from, TimePo
     for (const auto& [at, now_stopped] : stops) {
       const TimePoint x = std::clamp(at, begin, alive_end);
       if (now_stopped == stopped) continue;
-      if (x > cursor) lane.spans.push_back({cursor, x, stopped ? SpanKind::Stopped : SpanKind::Alive});
+      if (x > cursor)
+        lane.spans.push_back({cursor, x, stopped ? SpanKind::Stopped : SpanKind::Alive});
       cursor = x;
       stopped = now_stopped;
     }
     if (l->stopped && l->open) stopped = true;
     if (alive_end > cursor || lane.spans.empty())
-      lane.spans.push_back({cursor, std::max(cursor, alive_end),
-                            stopped ? SpanKind::Stopped : SpanKind::Alive});
-    if (l->ghost && end > *l->ghost) lane.spans.push_back({std::max(*l->ghost, begin), end, SpanKind::Ghost});
-    std::string title = lane.label + ": held GPU " + std::to_string(gpu) + " from " +
-                        utc_time(l->first_seen, true);
+      lane.spans.push_back(
+          {cursor, std::max(cursor, alive_end), stopped ? SpanKind::Stopped : SpanKind::Alive});
+    if (l->ghost && end > *l->ghost)
+      lane.spans.push_back({std::max(*l->ghost, begin), end, SpanKind::Ghost});
+    std::string title =
+        lane.label + ": held GPU " + std::to_string(gpu) + " from " + utc_time(l->first_seen, true);
     if (l->ghost) title += "; gone (a ghost) from " + utc_time(*l->ghost, true);
     if (l->leaked) title += "; leaked: kept by nobody";
     if (!l->open) title += "; until " + utc_time(l->last_seen, true);

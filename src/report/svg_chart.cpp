@@ -128,14 +128,23 @@ void bands(std::string& s, const GpuChart& c, const ChartGeometry& g) {
       // A lone sample is drawn as a sliver, so it is still seen.
       const double pad = first == last ? 1.5 : 0;
       auto xs = [&](size_t i, bool end) { return g.x(c.times[i]) + (end ? pad : -pad); };
-      s += "M" + num(xs(first, false)) + " " + num(g.y(tops[b][first]));
+      std::vector<std::pair<double, double>> outline;
       for (size_t i = first; i <= last; ++i) {
-        s += " L" + num(xs(i, false)) + " " + num(g.y(tops[b][i]));
-        if (pad > 0) s += " L" + num(xs(i, true)) + " " + num(g.y(tops[b][i]));
+        outline.push_back({xs(i, false), g.y(tops[b][i])});
+        if (pad > 0) outline.push_back({xs(i, true), g.y(tops[b][i])});
       }
       for (size_t i = last + 1; i-- > first;) {
-        if (pad > 0) s += " L" + num(xs(i, true)) + " " + num(g.y(b ? tops[b - 1][i] : 0));
-        s += " L" + num(xs(i, false)) + " " + num(g.y(b ? tops[b - 1][i] : 0));
+        if (pad > 0) outline.push_back({xs(i, true), g.y(b ? tops[b - 1][i] : 0)});
+        outline.push_back({xs(i, false), g.y(b ? tops[b - 1][i] : 0)});
+      }
+      s += "M" + num(outline[0].first) + " " + num(outline[0].second);
+      // A vertex in the middle of a level run adds nothing: steady memory costs two vertices,
+      // not one per sample (a day's page stays small).
+      for (size_t k = 1; k < outline.size(); ++k) {
+        const bool level = k + 1 < outline.size() &&
+                           num(outline[k - 1].second) == num(outline[k].second) &&
+                           num(outline[k + 1].second) == num(outline[k].second);
+        if (!level) s += " L" + num(outline[k].first) + " " + num(outline[k].second);
       }
       s += " Z ";
     }

@@ -66,7 +66,8 @@ std::string glyph(LaneMarkKind k, double x, double y) {
                   "#D55E00", "#ffffff");
     case LaneMarkKind::Leak:
       return "<rect x=\"" + n1(x - 5) + "\" y=\"" + n1(y - 5) +
-             "\" width=\"10\" height=\"10\" fill=\"#D55E00\" stroke=\"#000\" stroke-width=\"1.5\"/>";
+             "\" width=\"10\" height=\"10\" fill=\"#D55E00\" stroke=\"#000\" "
+             "stroke-width=\"1.5\"/>";
     case LaneMarkKind::Stopped:
     case LaneMarkKind::Resumed:
       return "<rect x=\"" + n1(x - 5) + "\" y=\"" + n1(y - 6) +
@@ -146,8 +147,8 @@ std::string render_timeline_svg(const Timeline& t, const ChartGeometry& g, unsig
            n1(kBarHeight) + "\" fill=\"" + span_fill(sp.kind, gpu) + "\"/>";
     }
     // The label rides above its lane from where the lane begins, kept inside the plot.
-    const double lx = std::min(std::max(lane.spans.empty() ? x0 : g.x(lane.spans.front().from), x0),
-                               x1 - 160);
+    const double lx =
+        std::min(std::max(lane.spans.empty() ? x0 : g.x(lane.spans.front().from), x0), x1 - 160);
     std::string label = lane.label;
     if (lane.leaked) label += " · leaked: kept by nobody";
     if (lane.stopped_now) label += " · stopped";

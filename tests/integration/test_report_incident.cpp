@@ -157,8 +157,9 @@ TEST(ReportIncident, ATrainerKilledItsGhostEndedByKillALeakAndAStoppedJob) {
   auto page = run_gpureap({"report", "--config", config, "--since", "10m", "--out", out}, env);
   ASSERT_EQ(page.exit_code, 0) << page.err;
   const std::string html = read_text(out);
-  if (keep) std::filesystem::copy_file(run.file("audit.jsonl"), std::string(keep) + "/audit.jsonl",
-                                       std::filesystem::copy_options::overwrite_existing);
+  if (keep)
+    std::filesystem::copy_file(run.file("audit.jsonl"), std::string(keep) + "/audit.jsonl",
+                               std::filesystem::copy_options::overwrite_existing);
 
   // Who acted: the ghost ended by the kill, as root, not "exited on its own".
   const std::string by = "ended by `gpureap kill " + std::to_string(trainer_pid) + "` (root) at ";
@@ -197,7 +198,8 @@ TEST(ReportIncident, ATrainerKilledItsGhostEndedByKillALeakAndAStoppedJob) {
   const std::string eval_lane = lane_of(html, eval.pid());
   EXPECT_NE(eval_lane.find("stopped-now"), std::string::npos) << eval_lane;
   EXPECT_NE(eval_lane.find("span-stopped"), std::string::npos) << eval_lane;
-  EXPECT_NE(html.find(std::to_string(eval.pid()) + " eval-job (root) (stopped)"), std::string::npos);
+  EXPECT_NE(html.find(std::to_string(eval.pid()) + " eval-job (root) (stopped)"),
+            std::string::npos);
   const std::string leak_lane = lane_of(html, leaked);
   EXPECT_NE(leak_lane.find(" leaked"), std::string::npos) << leak_lane;
   EXPECT_NE(leak_lane.find("leaked: kept by nobody"), std::string::npos) << leak_lane;

@@ -58,11 +58,14 @@ TEST(ReportSvgChart, EverySeriesIsDrawnWithItsValuesAtKnownSamples) {
   full.total_bytes = 26 * GiB;
   EXPECT_EQ(chart_geometry(full, page.from, page.to).y_max, 30 * GiB);
   EXPECT_NE(render_chart_svg(full, page.from, page.to).find("capacity 26 GiB"), std::string::npos);
-  // 100's band tops out at 10 GiB at t0; the ghost band's top at t3 is 10+4+1+8 GiB.
-  EXPECT_NE(band_path(svg, "pid-100").find(point(g.x(at_s(0)), g.y(10 * GiB))), std::string::npos)
+  // 100's band tops out at 10 GiB from t0 (a level run: its two ends alone are drawn); the ghost
+  // band's top at t3 is 10+4+1+8 GiB, its bottom 15 GiB throughout.
+  EXPECT_EQ(band_path(svg, "pid-100").rfind("M" + point(g.x(at_s(0)), g.y(10 * GiB)).substr(1), 0),
+            0u)
       << band_path(svg, "pid-100");
+  EXPECT_NE(band_path(svg, "pid-100").find(point(g.x(at_s(9)), g.y(10 * GiB))), std::string::npos);
   EXPECT_NE(band_path(svg, "ghost").find(point(g.x(at_s(3)), g.y(23 * GiB))), std::string::npos);
-  EXPECT_NE(band_path(svg, "ghost").find(point(g.x(at_s(3)), g.y(15 * GiB))), std::string::npos);
+  EXPECT_NE(band_path(svg, "ghost").find(point(g.x(at_s(0)), g.y(15 * GiB))), std::string::npos);
   // The axes say their units.
   EXPECT_NE(svg.find("memory used (GiB)"), std::string::npos);
   EXPECT_NE(svg.find("time (UTC)"), std::string::npos);
