@@ -6,11 +6,13 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <regex>
 
 #include "support.h"
@@ -219,6 +221,65 @@ TEST(ReportIncident, ATrainerKilledItsGhostEndedByKillALeakAndAStoppedJob) {
   EXPECT_EQ(html.find("<script"), std::string::npos);
   EXPECT_EQ(html.find("http://"), html.find("http://www.w3.org/2000/svg"));
   EXPECT_EQ(html.find("src="), std::string::npos);
+}
+
+// Every other command that ends processes or resets a GPU tells the daemon first: `doctor --fix`,
+// `run`'s teardown and `reset` each leave an announced record naming the command and the user.
+TEST(ReportIncident, DoctorFixRunAndResetSaySoFirst) {
+  REQUIRE_DOUBLE();
+  if (::geteuid() != 0) GTEST_SKIP() << "reset needs root, and the daemon's socket is root's";
+  FakeDevRoot dev;
+  auto gone = gone_trainer(dev);
+  json scenario = {{"gpus",
+                    {{{"minor", 0},
+                      {"processes",
+                       {{{"pid", gone->trainer},
+                         {"used_bytes", 2 * GiB},
+                         {"holders", {gone->trainer, gone->worker}}}}}},
+                     {{"minor", 1}, {"processes", json::array()}}}}};
+  FakeNvml nvml(scenario);
+  TempDir run;
+  const std::string socket = run.file("gpureap.sock");
+  DaemonProcess d({"--config", config_file(run, socket), "--dev-root", dev.path()}, nvml.env());
+  ASSERT_TRUE(d.wait_log(kServingLocalSocket)) << d.log();
+  auto env = nvml.env();
+  env.push_back("GPUREAP_DAEMON_SOCKET=" + socket);
+
+  auto fix =
+      run_gpureap({"doctor", "--fix", "--yes", "--settle", "300ms", "--dev-root", dev.path()}, env);
+  EXPECT_TRUE(wait_gone(gone->worker)) << fix.out << fix.err;
+
+  TempDir smi;
+  std::ofstream(smi.file("nvidia-smi")) << "#!/bin/sh\nexit 0\n";
+  ::chmod(smi.file("nvidia-smi").c_str(), 0755);
+  auto reset_env = env;
+  reset_env.push_back("PATH=" + smi.path() + ":/usr/bin:/bin");
+  auto reset = run_gpureap({"reset", "--gpu", "1", "--yes", "--dev-root", dev.path()}, reset_env);
+  EXPECT_EQ(reset.exit_code, 0) << reset.out << reset.err;
+
+  auto job = run_gpureap({"run", "--quiet", "--grace", "2s", "--dev-root", dev.path(), "--", "sh",
+                          "-c", "sleep 60 & exit 0"},
+                         env);
+  EXPECT_EQ(job.exit_code, 0) << job.err;
+
+  std::map<std::string, json> by_command;
+  for (const auto& r : read_json_lines(run.file("audit.jsonl")))
+    if (r.value("event", "") == "announced") {
+      EXPECT_EQ(r["actor"]["user"], "root") << r.dump();
+      by_command[r["actor"]["command"].get<std::string>()] = r;
+    }
+  ASSERT_TRUE(by_command.count("gpureap doctor --fix")) << read_text(run.file("audit.jsonl"));
+  EXPECT_EQ(by_command["gpureap doctor --fix"]["process"]["pid"], gone->worker);
+  ASSERT_TRUE(by_command.count("gpureap reset --gpu 1")) << read_text(run.file("audit.jsonl"));
+  EXPECT_EQ(by_command["gpureap reset --gpu 1"]["action"], "reset");
+  bool teardown = false;
+  for (const auto& [command, r] : by_command)
+    if (command.rfind("gpureap run sh -c", 0) == 0) {
+      teardown = true;
+      EXPECT_EQ(r["action"], "SIGTERM");
+      EXPECT_EQ(r["process"]["comm"], "sleep");
+    }
+  EXPECT_TRUE(teardown) << read_text(run.file("audit.jsonl"));
 }
 
 // Without a daemon, the commands that announce act as before, at once and without a word.
