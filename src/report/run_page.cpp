@@ -134,8 +134,9 @@ Page build_run_page(const supervise::RunReport& r, TimePoint generated) {
   page.subtitle = "started " + utc_time(r.started_at) + " (UTC)";
   for (auto& [_, c] : charts) {
     // The job's lanes under the charts of the GPUs it used.
+    const unsigned gpu = c.gpu;  // a structured binding cannot be captured before C++20's DR
     if (std::any_of(r.gpu.peaks.begin(), r.gpu.peaks.end(),
-                    [&](const supervise::GpuPeak& p) { return p.index == c.gpu; }))
+                    [gpu](const supervise::GpuPeak& p) { return p.index == gpu; }))
       c.timeline = job_timeline(r, page.to);
     page.gpus.push_back(std::move(c));
   }
