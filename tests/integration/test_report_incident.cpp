@@ -217,6 +217,17 @@ TEST(ReportIncident, ATrainerKilledItsGhostEndedByKillALeakAndAStoppedJob) {
   EXPECT_NE(box.find("stopped holder " + std::to_string(eval.pid())), std::string::npos) << box;
   EXPECT_NE(box.find("<code>"), std::string::npos) << box;
   EXPECT_NE(box.find("gpureap reset --gpu 1"), std::string::npos) << box;
+  // --until ends the window in the past: no "now" then; before --since it is refused.
+  auto past = run_gpureap({"report", "--config", config, "--since", "10m", "--until", "1s", "--out",
+                           run.file("p.html")},
+                          env);
+  EXPECT_EQ(past.exit_code, 0) << past.err;
+  EXPECT_EQ(read_text(run.file("p.html")).find("<section class=\"now\""), std::string::npos);
+  auto empty = run_gpureap(
+      {"report", "--config", config, "--since", "1m", "--until", "2m", "--out", run.file("q.html")},
+      env);
+  EXPECT_EQ(empty.exit_code, 2);
+  EXPECT_NE(empty.err.find("--until is not after --since"), std::string::npos) << empty.err;
   // Still one file: no script, nothing fetched.
   EXPECT_EQ(html.find("<script"), std::string::npos);
   EXPECT_EQ(html.find("http://"), html.find("http://www.w3.org/2000/svg"));

@@ -109,6 +109,26 @@ TEST(HistoryJournal, AStoppedHolderAndWhoSignalledIt) {
   EXPECT_EQ(signal.gpu, 0u);
 }
 
+TEST(HistoryJournal, DriverErrorsAreKeptOnceEach) {
+  Journal j;
+  core::KernelGpuEvent x;
+  x.vendor = "nvidia";
+  x.kind = "xid";
+  x.code = 31;
+  x.name = "GPU memory page fault";
+  x.gpu = 0;
+  x.seq = 7;
+  x.time = at(5);
+  x.pid = 4242;
+  j.record_kernel_events({x});
+  j.record_kernel_events({x});  // the follower hands the log again: nothing new
+  auto v = j.query(at(0), at(10));
+  ASSERT_EQ(v.events.size(), 1u);
+  EXPECT_EQ(v.events[0].kind, JournalEventKind::Xid);
+  EXPECT_EQ(v.events[0].pid, 4242);
+  EXPECT_EQ(v.events[0].text, "Xid 31 (GPU memory page fault)");
+}
+
 TEST(HistoryJournal, ItIsBoundedByItsWindowAndCaps) {
   Journal j({std::chrono::seconds(60), 8, 16});
   for (int s = 0; s < 40; ++s) {
