@@ -28,7 +28,7 @@ _gpureap_options() {
     policy) echo "" ;;
     "policy test") echo "--config= --policy=" ;;
     audit) echo "--since= --file= --config= --policy= --pid=" ;;
-    report) echo "--since= -o= --out= --from= --daemon= --config= --audit-log= --processes=" \
+    report) echo "--since= --until= -o= --out= --from= --daemon= --config= --audit-log= --processes=" \
                  "--prometheus= --token-file= --basic-auth-file= --job=" ;;
     cluster) echo "--prometheus= --token-file= --basic-auth-file= --job= --node= --gpu= --pod=" \
                   "--unattributed-threshold= --stale-after= --timeout= --watch --interval=" ;;

@@ -127,6 +127,7 @@ complete -c gpureap -n '__fish_seen_subcommand_from audit' -l pid -x -d 'only re
 
 # report
 complete -c gpureap -n '__fish_seen_subcommand_from report' -l since -x -d 'how far back'
+complete -c gpureap -n '__fish_seen_subcommand_from report' -l until -x -d 'where the window ends'
 complete -c gpureap -n '__fish_seen_subcommand_from report' -s o -l out -r -F -d 'the page to write'
 complete -c gpureap -n '__fish_seen_subcommand_from report' -l from -r -F -d 'a saved /api/v1/history document'
 complete -c gpureap -n '__fish_seen_subcommand_from report' -l daemon -x -d "the daemon's HTTP address"

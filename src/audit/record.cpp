@@ -77,7 +77,11 @@ struct Builder {
             {"released_at", r.released_at ? J(text::iso8601_utc(*r.released_at)) : J(nullptr)},
             {"reasons", text_array(r.reasons)},
             {"attempt", r.attempt > 0 ? J(r.attempt) : J(nullptr)},
-            {"detail", text(r.detail)}};
+            {"detail", text(r.detail)},
+            {"actor", r.actor ? J{{"uid", r.actor->uid},
+                                  {"user", text(r.actor->user)},
+                                  {"command", text(r.actor->command)}}
+                              : J(nullptr)}};
   }
 };
 
@@ -207,6 +211,9 @@ core::Result<Record> record_from_json(const nlohmann::json& j) {
   r.reasons = string_array(j, "reasons");
   r.attempt = optional_unsigned<unsigned>(j, "attempt").value_or(0);
   r.detail = string_or_empty(j, "detail");
+  if (const json* a = field(j, "actor"); a && a->is_object())
+    if (auto uid = optional_unsigned<uid_t>(*a, "uid"))
+      r.actor = Actor{*uid, string_or_empty(*a, "user"), string_or_empty(*a, "command")};
   return r;
 }
 

@@ -33,12 +33,22 @@ struct GpuMemory {
   std::optional<uint64_t> bytes;  // empty when the driver did not say
 };
 
+// Who asked for an action a gpureap command announced to the daemon (`kill`, `doctor --fix`,
+// `top`, `run`, `reset`): the uid comes from the local socket's peer credentials, which the
+// kernel vouches for; the command line is the client's own words.
+struct Actor {
+  uid_t uid = 0;
+  std::string user;     // the uid's login name, as the daemon read it
+  std::string command;  // "gpureap kill 4242"
+};
+
 struct Record {
   std::chrono::system_clock::time_point time;
   std::string host;
   // "decision" (matched for `after`), "action" (the reaper's result, one per attempt),
-  // "gave-up"; "records-dropped" is the writer's own note of records it could not keep (its
-  // process.pid and attempt are null).
+  // "gave-up"; "announced" (a gpureap command said it is about to signal the process, or to
+  // reset a GPU: `actor` says who); "records-dropped" is the writer's own note of records it could
+  // not keep (its process.pid and attempt are null).
   std::string event;
   std::string policy;
   std::string action;  // notify, terminate, kill
@@ -55,6 +65,7 @@ struct Record {
   std::vector<std::string> reasons;  // why the policy matched
   unsigned attempt = 0;              // 1 for the first try of an action; 0: none (null)
   std::string detail;                // an error, a refusal, who still holds the memory
+  std::optional<Actor> actor;        // announced: who asked; null for a policy's records
 };
 
 nlohmann::json to_json(const Record& r);

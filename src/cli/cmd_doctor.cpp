@@ -133,6 +133,8 @@ class Doctor {
     log << "\nFixing: ending the processes that keep ghost memory.\n" << std::flush;
     KillOptions kill;
     kill.yes = o_.yes;
+    kill.announce_as =
+        "gpureap doctor --fix" + (o_.gpu ? " --gpu " + std::to_string(*o_.gpu) : std::string());
     GlobalOptions human = g_;
     human.json = false;
     reap::CollectorWorld world(collector_);

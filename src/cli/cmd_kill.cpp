@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <iostream>
 
+#include "cli/announce.h"
 #include "cli/confirm.h"
 #include "cli/kernel_releases.h"
 #include "core/duration.h"
@@ -121,6 +122,19 @@ std::vector<pid_t> signalled(const reap::Plan& plan) {
 
 }  // namespace
 
+std::string kill_command_text(const KillOptions& o) {
+  std::vector<std::string> words{"gpureap", "kill"};
+  for (pid_t pid : o.pids) words.push_back(std::to_string(pid));
+  if (o.ghosts) words.push_back("--ghosts");
+  if (o.stopped) words.push_back("--stopped");
+  if (o.gpu) words.insert(words.end(), {"--gpu", std::to_string(*o.gpu)});
+  if (o.user) words.insert(words.end(), {"--user", *o.user});
+  if (o.tree) words.push_back("--tree");
+  if (o.group) words.push_back("--group");
+  if (o.signal != "TERM") words.insert(words.end(), {"--signal", o.signal});
+  return command_words(words);
+}
+
 CLI::App* add_kill_command(CLI::App& app, KillOptions& o) {
   auto* kill = app.add_subcommand(
       "kill", "reclaim GPU memory: plan, confirm, signal, then verify that the memory is back");
@@ -200,7 +214,12 @@ KillRun kill_on_snapshot(const GlobalOptions& g, const KillOptions& o, const rea
   if (!settings) return {false, fail(settings.error())};
   settings->request = request;
   PlanDialog dialog{g, o, *settings, snapshot, proceed, out};
-  reap::Pipeline pipeline(world, {settings->exec, settings->verify});
+  // The daemon hears of it first, so its audit log and report say who ended what.
+  reap::Progress progress;
+  const std::string by = o.announce_as.empty() ? kill_command_text(o) : o.announce_as;
+  const int first_signal = settings->exec.signal;
+  progress.signalling = [&](const reap::Plan& plan) { announce_plan(by, first_signal, plan); };
+  reap::Pipeline pipeline(world, {settings->exec, settings->verify}, std::move(progress));
   auto reaped = pipeline.run(
       snapshot, settings->request, [&](reap::Plan& plan) { return dialog.go_ahead(plan); },
       started);

@@ -26,7 +26,13 @@ struct KillOptions {
   std::string wait_release = "60s";
   bool dry_run = false;
   bool yes = false;
+  // The command as the daemon's audit log and the report name it ("gpureap doctor --fix"),
+  // announced before the first signal; empty: `gpureap kill` and its arguments.
+  std::string announce_as;
 };
+
+// "gpureap kill 4242 --gpu 0": the command line of these options, in short.
+std::string kill_command_text(const KillOptions& options);
 
 CLI::App* add_kill_command(CLI::App& app, KillOptions& options);
 int run_kill(const GlobalOptions& global, const KillOptions& options);

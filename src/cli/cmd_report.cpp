@@ -61,7 +61,8 @@ std::optional<std::string> history_from_socket(const ReportOptions& o,
                                                const daemon::DaemonConfig& config) {
   const std::string socket = config.local_socket.value_or(daemon::default_local_socket());
   if (socket.empty()) return std::nullopt;
-  auto answer = ask_daemon(socket, daemon::HistoryRequest{o.since}, std::chrono::seconds(15));
+  auto answer =
+      ask_daemon(socket, daemon::HistoryRequest{o.since, o.until}, std::chrono::seconds(15));
   if (!answer || answer->exit_code != 0) return std::nullopt;
   return std::move(answer->output);
 }
@@ -135,6 +136,9 @@ CLI::App* add_report_command(CLI::App& app, ReportOptions& o) {
   cmd->add_option("--since", o.since,
                   "how far back: a duration (6h, 30m), a Unix time or an RFC 3339 time")
       ->default_str("6h");
+  cmd->add_option("--until", o.until,
+                  "where the window ends: a duration ago (1h), a Unix time or an RFC 3339 time "
+                  "(default: now)");
   cmd->add_option("-o,--out", o.out, "the page to write (- for stdout)")
       ->default_str("report.html");
   cmd->add_option("--from", o.from,
@@ -149,7 +153,9 @@ CLI::App* add_report_command(CLI::App& app, ReportOptions& o) {
   add_cluster_report_options(*cmd, o.cluster);
   cmd->footer(
       "The page has no script and fetches nothing: open it in any browser, offline, or "
-      "print it. Ghost memory is hatched; markers are numbered and listed under each chart.");
+      "print it. A box at the top says each GPU's state now and what fixes each problem; under "
+      "each chart, a lane per process that held the GPU (hover for who signalled it, and "
+      "when). Ghost memory is hatched; markers are numbered and listed under each chart.");
   cmd->callback([cmd, &o] { o.since_given = cmd->count("--since") > 0; });
   return cmd;
 }
@@ -164,6 +170,17 @@ int run_report(const GlobalOptions& g, const ReportOptions& o) {
   if (!since)
     return fail({"--since " + text::terminal_safe(o.since) + " is neither a duration nor a time",
                  since.error().hint});
+  std::optional<std::chrono::system_clock::time_point> until;
+  if (o.until) {
+    auto u = exporter::parse_since(*o.until, now);
+    if (!u)
+      return fail({"--until " + text::terminal_safe(*o.until) + " is neither a duration nor a time",
+                   u.error().hint});
+    if (*u <= *since)
+      return fail({"--until is not after --since: the window would be empty",
+                   "give --until a later time than --since"});
+    until = *u;
+  }
   auto config = daemon_config(o);
   if (!config) return fail(config.error());
   auto body = history_text(o, *config);
@@ -171,6 +188,7 @@ int run_report(const GlobalOptions& g, const ReportOptions& o) {
   auto input = report::parse_history_document(*body);
   if (!input) return fail(input.error());
   if (o.from && o.since_given && *since > input->since) input->since = *since;
+  if (until) input->until = *until;
 
   std::vector<std::string> notes;
   add_audit(*input, o.audit_log.value_or(config->audit_log), notes);

@@ -19,6 +19,7 @@ struct ReportOptions {
   std::optional<std::string> audit_log;  // else the config's audit_log
   size_t named = 5;                      // processes named per GPU
   ClusterReportOptions cluster;          // --prometheus: the cluster's page instead
+  std::optional<std::string> until;      // the window's end (a duration ago or a time)
 };
 
 CLI::App* add_report_command(CLI::App& app, ReportOptions& options);

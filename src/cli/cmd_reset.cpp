@@ -7,6 +7,7 @@
 
 #include <iostream>
 
+#include "cli/announce.h"
 #include "cli/confirm.h"
 #include "cli/external_command.h"
 #include "doctor/reset_guard.h"
@@ -104,6 +105,13 @@ int run_reset(const GlobalOptions& g, const ResetOptions& o) {
     std::cout << "Nothing done.\n";
     return kExitFailed;
   }
+  // The daemon hears of it first: its audit log and the report then say who reset the GPU.
+  daemon::AnnounceRequest announced;
+  announced.by = "gpureap reset --gpu " + std::to_string(o.gpu);
+  announced.signal = "reset";
+  announced.reason = "nothing holds GPU " + std::to_string(o.gpu) + "; nvidia-smi --gpu-reset";
+  announced.gpu = o.gpu;
+  announce(announced);
   auto ran = run_command(command);
   if (!ran) return fail(ran.error());
   if (ran->exit_code != 0) {

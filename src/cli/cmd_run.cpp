@@ -8,6 +8,7 @@
 #include <cstring>
 #include <iostream>
 
+#include "cli/announce.h"
 #include "core/duration.h"
 #include "output/snapshot_json.h"
 #include "report/html_page.h"
@@ -44,6 +45,22 @@ core::Result<supervise::RunOptions> to_run_options(const GlobalOptions& g, const
   r.command = o.command;
   r.keep_descendants = o.keep_descendants;
   r.quiet = o.quiet;
+  // The daemon hears of the teardown before its first signal: who ended the job's leftovers.
+  r.announce_teardown = [by = "gpureap run " + supervise::command_text(o.command, 60)](
+                            const std::vector<core::ProcessStat>& live) {
+    daemon::AnnounceRequest a;
+    a.by = by.substr(0, 256);
+    a.signal = "SIGTERM";
+    a.reason = "run's teardown: the job's processes left when it ended";
+    for (const auto& st : live) {
+      if (a.targets.size() == daemon::kMaxAnnouncedTargets) {
+        ++a.more;
+        continue;
+      }
+      a.targets.push_back({st.pid, st.start_ticks, st.comm.substr(0, 64), std::nullopt});
+    }
+    announce(a);
+  };
   auto duration = [](const std::string& option,
                      const std::string& text) -> core::Result<std::chrono::milliseconds> {
     auto d = core::parse_duration(text);

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "cli/announce.h"
 #include "cli/daemon_client.h"
 #include "core/duration.h"
 #include "output/snapshot_wire.h"
@@ -68,6 +69,9 @@ int run_top(const GlobalOptions& g, const TopOptions& o) {
   config.kill.exec.grace = *grace;
   config.kill.exec.kill_wait = reap::kill_wait_for(*grace);
   config.kill.verify.wait_release = *wait;
+  config.announce = [](const reap::Plan& plan, int signal) {
+    announce_plan("gpureap top", signal, plan);
+  };
   config.readonly = o.readonly;
   config.mouse = !o.no_mouse;
   config.from_daemon = daemon_fetch(g, o);

@@ -161,6 +161,7 @@ class Daemon {
         notifier_(Notifier::from_environment()),
         alerts_(std::make_shared<alert::AlertConsumer>()),
         audit_(std::make_shared<audit::AuditLog>(audit_settings(config_))),
+        incidents_(std::make_shared<Incidents>(audit_, history::JournalLimits{config_.history})),
         acting_backends_(acting_collector.drivers()),
         policies_(std::make_shared<policy::PolicyRunner>(
             std::make_unique<policy::ReaperAction>(std::move(acting_collector)))),
@@ -193,9 +194,11 @@ class Daemon {
     content_.set_policies(policies_);
     samples_->add_consumer(alerts_);
     samples_->add_consumer(std::make_shared<AuditMetrics>(audit_));
+    samples_->add_consumer(incidents_);
     tracker_ = start_holder_tracking(config_, gpu_files, engine_);
     engine_.apply(cadence(config_, tracker_.get()));
     content_.set_tracker(tracker_);
+    content_.set_incidents(incidents_);
     samples_->add_consumer(std::make_shared<TrackingMetrics>(tracker_));
     engine_.add_consumer(samples_);
   }
@@ -269,7 +272,7 @@ class Daemon {
     if (local_server_) local_server_->stop();
     local_server_.reset();
     if (path.empty()) return;
-    auto server = LocalServer::start(path, *samples_, tracker_);
+    auto server = LocalServer::start(path, *samples_, tracker_, {}, incidents_);
     if (!server) {
       base::log_warning(
           server.error().text() +
@@ -354,6 +357,7 @@ class Daemon {
     engine_.apply(cadence(*next, tracker_.get()));
     samples_->apply(publish_settings(*next));
     history_->set_limits(history_limits(*next));
+    incidents_->set_window(next->history);
     content_.set_stall_after(stall_threshold(next->interval, next->driver_timeout));
     base::set_log_level(next->log_level);
     policies_->configure(next->policies, next->enforce);
@@ -384,6 +388,7 @@ class Daemon {
   std::unique_ptr<exporter::HttpServer> server_;
   std::unique_ptr<LocalServer> local_server_;  // null: no local socket
   std::shared_ptr<audit::AuditLog> audit_;
+  std::shared_ptr<Incidents> incidents_;  // the report's journal and the commands' announcements
   std::shared_ptr<backend::BackendSet> acting_backends_;
   std::shared_ptr<policy::PolicyRunner> policies_;
   std::shared_ptr<HolderTracker> tracker_;  // null: holders are found by scans alone

@@ -114,6 +114,9 @@ exporter::Reply HttpContent::history(const exporter::HistoryRequest& request) {
     return {404, "text/plain; charset=utf-8", no_such_gpu(*request.gpu, *s->snapshot)};
   auto doc = history_document(samples_.history(), s->snapshot->hostname, request.since, request.gpu,
                               tracker_.get());
+  if (incidents_ && !request.gpu)
+    doc["incident"] =
+        incidents_->document(request.since, std::chrono::system_clock::now(), s.get());
   return {200, kJson, output::dump_json(doc) + "\n"};
 }
 

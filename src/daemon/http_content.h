@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "daemon/holder_tracker.h"
+#include "daemon/incident.h"
 #include "daemon/sample_publisher.h"
 #include "export/http_server.h"
 #include "policy/runner.h"
@@ -37,7 +38,10 @@ class HttpContent final {
   }
   // Before the server starts: the tracker /api/v1/releases reports on (none: scans only).
   void set_tracker(std::shared_ptr<const HolderTracker> tracker) { tracker_ = std::move(tracker); }
-  // How far back /api/v1/history goes when the request has no `since`.
+  // The incident journal the history document carries (daemon/incident.h).
+  void set_incidents(std::shared_ptr<const Incidents> incidents) {
+    incidents_ = std::move(incidents);
+  }
   std::chrono::milliseconds default_history_span() const;
 
   // The loop is stalled when no sample finished for this long (set from the config).
@@ -50,6 +54,7 @@ class HttpContent final {
   const SamplePublisher& samples_;
   std::shared_ptr<const policy::PolicyRunner> policies_;
   std::shared_ptr<const HolderTracker> tracker_;
+  std::shared_ptr<const Incidents> incidents_;
   std::atomic<long long> stall_after_ms_{60000};
 };
 

@@ -80,9 +80,14 @@ std::string doctor(const DoctorRequest& r, const sample::Sample& sample, millise
 
 std::string local_answer(std::string_view line, const sample::Sample* sample,
                          const HolderTracker* tracker, std::chrono::steady_clock::time_point now,
-                         const history::History* history) {
+                         const history::History* history, Incidents* incidents, uid_t peer_uid) {
   auto request = parse_request(line);
   if (!request) return error_text(request.error().message);
+  if (auto* a = std::get_if<AnnounceRequest>(&*request)) {
+    if (!incidents) return error_text("this daemon keeps no incident journal");
+    incidents->announce(*a, peer_uid, sample && sample->snapshot ? sample->snapshot->hostname : "");
+    return answer_text({"", {}, 0, 0});
+  }
   if (std::holds_alternative<ReleasesRequest>(*request))
     return answer_text({output::dump_json(releases_document(tracker), -1), {}, 0, 0});
   if (!sample || !sample->snapshot) return error_text("no sample taken yet");
@@ -95,8 +100,16 @@ std::string local_answer(std::string_view line, const sample::Sample* sample,
       if (!history) return error_text("this daemon keeps no history here");
       auto since = exporter::parse_since(r->since, std::chrono::system_clock::now());
       if (!since) return error_text("since: " + since.error().message);
+      auto wall = std::chrono::system_clock::now();
+      auto until = wall;
+      if (r->until) {
+        auto u = exporter::parse_since(*r->until, wall);
+        if (!u) return error_text("until: " + u.error().message);
+        until = *u;
+      }
       auto doc =
           history_document(*history, sample->snapshot->hostname, *since, std::nullopt, tracker);
+      if (incidents) doc["incident"] = incidents->document(*since, until, sample);
       return answer_text({output::dump_json(doc, -1), {}, age.count(), 0});
     }
     // top: the inputs of the latest snapshot, which the client joins again exactly.

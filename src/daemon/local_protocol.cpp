@@ -250,11 +250,92 @@ bool history_field(const std::string& key, const json& v, Request& r, std::strin
     std::get<HistoryRequest>(r).since = v.get<std::string>();
     return true;
   }
-  if (key == "since") {
-    why = "\"since\" must be a string of at most 64 characters";
+  if (key == "until" && (v.is_null() || (v.is_string() && v.get<std::string>().size() <= 64))) {
+    if (v.is_string()) std::get<HistoryRequest>(r).until = v.get<std::string>();
+    return true;
+  }
+  if (key == "since" || key == "until") {
+    why = "\"" + key + "\" must be a string of at most 64 characters";
     return false;
   }
   return unknown(key, why);
+}
+
+bool short_text(const json& v, size_t max, std::string& into) {
+  if (!v.is_string() || v.get<std::string>().size() > max) return false;
+  into = v.get<std::string>();
+  return true;
+}
+
+std::optional<AnnouncedTarget> announced_target(const json& t) {
+  if (!t.is_object()) return std::nullopt;
+  AnnouncedTarget out;
+  for (const auto& [key, v] : t.items()) {
+    if (key == "pid" && v.is_number_unsigned() && v.get<uint64_t>() > 0 &&
+        v.get<uint64_t>() <= kMaxPid)
+      out.pid = static_cast<pid_t>(v.get<uint64_t>());
+    else if (key == "start_ticks" && v.is_number_unsigned())
+      out.start_ticks = v.get<uint64_t>();
+    else if (key == "comm" && short_text(v, 64, out.comm))
+      continue;
+    else if (key == "gpu" && v.is_null())
+      continue;
+    else if (key == "gpu" && v.is_number_unsigned() && v.get<uint64_t>() <= kMaxGpuIndex)
+      out.gpu = static_cast<unsigned>(v.get<uint64_t>());
+    else
+      return std::nullopt;
+  }
+  if (out.pid == 0) return std::nullopt;
+  return out;
+}
+
+bool announce_field(const std::string& key, const json& v, Request& r, std::string& why) {
+  auto& a = std::get<AnnounceRequest>(r);
+  if (key == "by" && short_text(v, 256, a.by)) return true;
+  if (key == "signal" && short_text(v, 16, a.signal)) return true;
+  if (key == "reason" && short_text(v, 512, a.reason)) return true;
+  if (key == "gpu" && v.is_null()) return true;
+  if (key == "gpu" && v.is_number_unsigned() && v.get<uint64_t>() <= kMaxGpuIndex) {
+    a.gpu = static_cast<unsigned>(v.get<uint64_t>());
+    return true;
+  }
+  if (key == "more" && v.is_number_unsigned() && v.get<uint64_t>() <= kMaxPid) {
+    a.more = static_cast<size_t>(v.get<uint64_t>());
+    return true;
+  }
+  if (key == "targets" && v.is_array() && v.size() <= kMaxAnnouncedTargets) {
+    for (const auto& t : v) {
+      auto target = announced_target(t);
+      if (!target) {
+        why = "\"targets\" holds an entry that is not {pid, start_ticks, comm, gpu}";
+        return false;
+      }
+      a.targets.push_back(std::move(*target));
+    }
+    return true;
+  }
+  if (key == "by" || key == "signal" || key == "reason" || key == "gpu" || key == "targets" ||
+      key == "more") {
+    why = "\"" + key + "\" has a value of the wrong type or size";
+    return false;
+  }
+  return unknown(key, why);
+}
+
+json announce_line(const AnnounceRequest& a) {
+  json targets = json::array();
+  for (const auto& t : a.targets)
+    targets.push_back({{"pid", t.pid},
+                       {"start_ticks", t.start_ticks},
+                       {"comm", t.comm},
+                       {"gpu", t.gpu ? json(*t.gpu) : json(nullptr)}});
+  return {{"command", "announce"},
+          {"by", a.by},
+          {"signal", a.signal},
+          {"reason", a.reason},
+          {"gpu", a.gpu ? json(*a.gpu) : json(nullptr)},
+          {"targets", targets},
+          {"more", a.more}};
 }
 
 // "snapshot" and "releases" take no options.
@@ -263,6 +344,19 @@ bool no_field(const std::string& key, const json&, Request&, std::string& why) {
 }
 
 }  // namespace
+
+void fit_announcement(AnnounceRequest& a) {
+  while (request_line(a).size() > kMaxRequestBytes) {
+    if (!a.targets.empty()) {
+      a.targets.pop_back();
+      ++a.more;
+    } else if (!a.reason.empty()) {
+      a.reason.clear();
+    } else {
+      a.by.resize(a.by.size() / 2);
+    }
+  }
+}
 
 std::string request_line(const Request& request) {
   json j = std::visit(
@@ -273,10 +367,12 @@ std::string request_line(const Request& request) {
         if constexpr (std::is_same_v<T, SnapshotRequest>) return {{"command", "snapshot"}};
         if constexpr (std::is_same_v<T, ReleasesRequest>) return {{"command", "releases"}};
         if constexpr (std::is_same_v<T, HistoryRequest>)
-          return {{"command", "history"}, {"since", r.since}};
+          return r.until ? json{{"command", "history"}, {"since", r.since}, {"until", *r.until}}
+                         : json{{"command", "history"}, {"since", r.since}};
+        if constexpr (std::is_same_v<T, AnnounceRequest>) return announce_line(r);
       },
       request);
-  return j.dump() + "\n";
+  return j.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
 }
 
 core::Result<Request> parse_request(std::string_view line) {
@@ -306,8 +402,13 @@ core::Result<Request> parse_request(std::string_view line) {
   } else if (name == "history") {
     r = HistoryRequest{};
     field = history_field;
+  } else if (name == "announce") {
+    r = AnnounceRequest{};
+    field = announce_field;
   } else {
-    return bad("\"command\" must be \"ps\", \"doctor\", \"snapshot\", \"releases\" or \"history\"");
+    return bad(
+        "\"command\" must be \"ps\", \"doctor\", \"snapshot\", \"releases\", \"history\" or "
+        "\"announce\"");
   }
   std::string why;
   for (const auto& [key, value] : j.items())

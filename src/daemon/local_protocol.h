@@ -9,7 +9,12 @@
 //    "unattributed_threshold":"1GiB,1%"|null,"color":bool}
 //   {"command":"snapshot"}   (the latest sample's inputs, output/snapshot_wire.h)
 //   {"command":"releases"}   (the gpureap.releases/v1 document of /api/v1/releases)
-//   {"command":"history","since":"6h"}   (the gpureap.history/v1 document of /api/v1/history)
+//   {"command":"history","since":"6h","until":"..."}   (the gpureap.history/v1 document of
+//                                  /api/v1/history, with the daemon's "incident" journal added)
+//   {"command":"announce","by":"gpureap kill 4242","signal":"SIGTERM","reason":"...","gpu":N|null,
+//    "targets":[{"pid":N,"start_ticks":N,"comm":"...","gpu":N|null}]}
+//                                  (a command about to signal or reset: the daemon records who
+//                                   asked, the user taken from the socket's peer credentials)
 //
 //   {"ok":true,"output":"...","warnings":["..."],"snapshot_age_ms":N,"exit_code":N}
 //   {"ok":false,"error":"..."}
@@ -79,10 +84,35 @@ struct ReleasesRequest {};
 // it (a duration, a Unix time, an RFC 3339 time).
 struct HistoryRequest {
   std::string since = "6h";
+  std::optional<std::string> until;  // empty: now
 };
 
-using Request =
-    std::variant<PsRequest, DoctorRequest, SnapshotRequest, ReleasesRequest, HistoryRequest>;
+// A command that is about to signal processes (`kill`, `doctor --fix`, `top`'s kill, `run`'s
+// teardown) or reset a GPU (`reset`) says so first: what, why and as which command. The daemon
+// records it in its audit log and its incident journal, with the user it reads from the
+// socket's peer credentials (never from the message), so the report can say who ended what.
+struct AnnouncedTarget {
+  pid_t pid = 0;
+  uint64_t start_ticks = 0;  // 0: unknown
+  std::string comm;          // untrusted
+  std::optional<unsigned> gpu;
+};
+inline constexpr size_t kMaxAnnouncedTargets = 24;  // a request line stays under 4 KiB
+struct AnnounceRequest {
+  std::string by;      // "gpureap kill 4242": the command line in short
+  std::string signal;  // "SIGTERM"; "reset" for a GPU reset
+  std::string reason;  // why these processes: the plan's words
+  std::optional<unsigned> gpu;
+  std::vector<AnnouncedTarget> targets;  // at most kMaxAnnouncedTargets
+  size_t more = 0;                       // targets left out of the list
+};
+
+using Request = std::variant<PsRequest, DoctorRequest, SnapshotRequest, ReleasesRequest,
+                             HistoryRequest, AnnounceRequest>;
+
+// Cuts an announcement until its line fits kMaxRequestBytes (names that escape to six bytes a
+// byte can make a long list too long): targets go first (counted in `more`), then the reason.
+void fit_announcement(AnnounceRequest& request);
 
 // The line a client sends, newline included.
 std::string request_line(const Request& request);

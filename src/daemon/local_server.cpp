@@ -28,6 +28,7 @@ struct LocalServer::Impl {
   BoundSocket socket;
   const SamplePublisher& samples;
   std::shared_ptr<const HolderTracker> tracker;
+  std::shared_ptr<Incidents> incidents;
   LocalServerLimits limits;
   int wake_fd = -1;
   std::atomic<bool> stopping{false};
@@ -115,7 +116,7 @@ struct LocalServer::Impl {
     std::string answer = request.empty()
                              ? error_text(why)
                              : local_answer(request, samples.latest().get(), tracker.get(),
-                                            Clock::now(), &samples.history());
+                                            Clock::now(), &samples.history(), incidents.get(), uid);
     write_all(fd, answer, limits.write_deadline);
   }
 
@@ -150,10 +151,12 @@ LocalServer::~LocalServer() {
 
 core::Result<std::unique_ptr<LocalServer>> LocalServer::start(
     const std::string& path, const SamplePublisher& samples,
-    std::shared_ptr<const HolderTracker> tracker, LocalServerLimits limits) {
+    std::shared_ptr<const HolderTracker> tracker, LocalServerLimits limits,
+    std::shared_ptr<Incidents> incidents) {
   auto bound = bind_local_socket(path);
   if (!bound) return bound.error();
   auto impl = std::make_unique<Impl>(std::move(*bound), samples, std::move(tracker), limits);
+  impl->incidents = std::move(incidents);
   impl->wake_fd = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (impl->wake_fd < 0)
     return core::Error{"local socket " + path + ": cannot make an eventfd: " + std::strerror(errno),

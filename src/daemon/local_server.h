@@ -10,6 +10,7 @@
 
 #include "core/result.h"
 #include "daemon/holder_tracker.h"
+#include "daemon/incident.h"
 #include "daemon/sample_publisher.h"
 
 namespace gpureap::daemon {
@@ -22,10 +23,12 @@ struct LocalServerLimits {
 class LocalServer {
  public:
   // Binds `path` (local_socket.h) and starts serving the latest of `samples` and the releases
-  // `tracker` keeps (null: none); an error says why it cannot.
+  // `tracker` keeps (null: none), recording the commands' announcements in `incidents` (null:
+  // refused); an error says why it cannot.
   static core::Result<std::unique_ptr<LocalServer>> start(
       const std::string& path, const SamplePublisher& samples,
-      std::shared_ptr<const HolderTracker> tracker, LocalServerLimits limits = {});
+      std::shared_ptr<const HolderTracker> tracker, LocalServerLimits limits = {},
+      std::shared_ptr<Incidents> incidents = nullptr);
   ~LocalServer();  // stop()
   LocalServer(const LocalServer&) = delete;
   LocalServer& operator=(const LocalServer&) = delete;

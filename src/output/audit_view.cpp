@@ -43,6 +43,14 @@ std::string command_of(const audit::Record& r) {
   return out;
 }
 
+// Who asked: a policy by name, or a gpureap command and the user the daemon read from its
+// socket's peer credentials ("gpureap kill 4242 (root)").
+std::string source_of(const audit::Record& r) {
+  if (r.actor)
+    return text::terminal_safe(r.actor->command) + " (" + text::terminal_safe(r.actor->user) + ")";
+  return or_dash(r.policy);
+}
+
 std::string memory_of(const std::vector<audit::GpuMemory>& memory) {
   std::optional<uint64_t> sum;
   for (const auto& m : memory)
@@ -54,11 +62,11 @@ std::string memory_of(const std::vector<audit::GpuMemory>& memory) {
 
 std::string render_audit_table(const std::vector<audit::Record>& records, const Style& style,
                                std::optional<size_t> max_width) {
-  Table table({"TIME (UTC)", "POLICY", "ACTION", "OUTCOME", "PID", "USER", "MEMORY", "RELEASED",
-               "COMMAND"});
+  Table table(
+      {"TIME (UTC)", "BY", "ACTION", "OUTCOME", "PID", "USER", "MEMORY", "RELEASED", "COMMAND"});
   for (const auto& r : records) {
     table.add({{table_time(r.time)},
-               {or_dash(r.policy)},
+               {source_of(r)},
                {or_dash(r.action)},
                {or_dash(r.outcome), outcome_color(r.outcome)},
                {r.process.pid > 0 ? std::to_string(r.process.pid) : "-"},

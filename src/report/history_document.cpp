@@ -159,6 +159,13 @@ core::Result<HistoryInput> parse_history_document(std::string_view text) {
     for (const auto& t : array_field(doc, "processes", "the document"))
       in.history.processes.push_back(process_track(t, "processes[" + std::to_string(i++) + "]"));
     in.releases = releases(doc);
+    // Daemons that keep the incident journal add it; older ones and saved copies may not.
+    if (auto it = doc.find("incident"); it != doc.end() && !it->is_null()) {
+      auto incident = parse_incident(*it);
+      if (!incident)
+        return core::Error{text::terminal_safe(incident.error().message), incident.error().hint};
+      in.incident = std::move(*incident);
+    }
     return in;
   } catch (const Malformed& m) {
     return core::Error{

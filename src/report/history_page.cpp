@@ -33,6 +33,16 @@ std::string process_label(const history::ProcessTrack& t) {
   return label;
 }
 
+// The journal says the process is stopped at the end of the window: a paused job that holds
+// its memory forever is drawn and labelled as one.
+bool stopped_now(const HistoryInput& in, const history::ProcessTrack& t) {
+  if (!in.incident) return false;
+  return std::any_of(in.incident->lanes.begin(), in.incident->lanes.end(), [&](const auto& l) {
+    return l.pid == t.key.pid && l.start_ticks == t.key.start_ticks && l.gpu == t.gpu &&
+           l.stopped && l.open;
+  });
+}
+
 bool is_kill(const audit::Record& r) {
   return r.event == "action" && (r.action == "terminate" || r.action == "kill");
 }
@@ -44,6 +54,12 @@ bool on_gpu(const audit::Record& r, unsigned gpu) {
 }
 
 std::string audit_text(const audit::Record& r) {
+  if (r.event == "announced" && r.actor) {
+    std::string what =
+        r.action == "reset" ? "GPU reset" : r.action + " to PID " + std::to_string(r.process.pid);
+    if (!r.process.comm.empty() && r.action != "reset") what += " " + r.process.comm;
+    return what + " by `" + r.actor->command + "` (" + r.actor->user + ")";
+  }
   std::string text = "policy " + r.policy + ": " + r.event + " " + r.action + " PID " +
                      std::to_string(r.process.pid);
   if (!r.process.comm.empty()) text += " " + r.process.comm;
@@ -75,7 +91,8 @@ std::vector<Marker> markers_for(const HistoryInput& in, unsigned gpu, TimePoint 
   for (const auto& r : in.audit) {
     if (r.event == "records-dropped" || r.time < from || r.time > to || !on_gpu(r, gpu)) continue;
     out.push_back(
-        {r.time, is_kill(r) ? MarkerKind::Kill : MarkerKind::PolicyAction, audit_text(r)});
+        {r.time, is_kill(r) || r.event == "announced" ? MarkerKind::Kill : MarkerKind::PolicyAction,
+         audit_text(r)});
   }
   // A CUDA process opens every visible GPU's file, and a path does not say which GPU index it
   // is: every chart shows every final close, once per process and moment.
@@ -103,13 +120,37 @@ GpuChart chart_for(const history::GpuSeries& g, const HistoryInput& in, const Hi
                    TimePoint from, TimePoint to) {
   GpuChart c;
   c.gpu = g.gpu;
-  c.title = "GPU " + std::to_string(g.gpu) + (g.uuid.empty() ? "" : " · " + g.uuid);
+  const IncidentGpu* id = in.incident ? in.incident->gpu(g.gpu) : nullptr;
+  c.title = gpu_heading(g.gpu, id ? id->name : "", g.uuid.empty() && id ? id->uuid : g.uuid);
+  c.scale_to_data = true;
+  if (in.incident) c.timeline = build_timeline(*in.incident, g.gpu, from, to);
   c.total_bytes = g.total_bytes;
   c.gap = std::max(milliseconds(3 * std::max<int64_t>(in.history.interval.count(), 1000)),
                    milliseconds(3000));
   std::vector<const history::GpuPoint*> points;
   for (const auto& p : g.points)
     if (p.time >= from && p.time <= to) points.push_back(&p);
+  // A day at one sample a second is 86400 columns on a chart 1200 pixels wide: one sample per
+  // column of time is drawn, the one with the most memory used (the stack stays a real sample,
+  // its peaks stay), and the page stays small.
+  constexpr size_t kMaxColumns = 1000;
+  if (points.size() > kMaxColumns && to > from) {
+    const auto span = std::chrono::duration_cast<milliseconds>(to - from).count();
+    std::vector<const history::GpuPoint*> kept;
+    int64_t column = -1;
+    for (const auto* p : points) {
+      const int64_t col =
+          std::chrono::duration_cast<milliseconds>(p->time - from).count() * kMaxColumns / span;
+      if (col != column) {
+        kept.push_back(p);
+        column = col;
+      } else if (p->used_bytes.value_or(0) > kept.back()->used_bytes.value_or(0)) {
+        kept.back() = p;
+      }
+    }
+    points = std::move(kept);
+    c.gap = std::max(c.gap, milliseconds(3 * span / static_cast<int64_t>(kMaxColumns)));
+  }
   for (const auto* p : points) c.times.push_back(p->time);
 
   std::vector<const history::ProcessTrack*> live, ghosts;
@@ -128,6 +169,7 @@ GpuChart chart_for(const history::GpuSeries& g, const HistoryInput& in, const Hi
   for (size_t i = 0; i < named; ++i) {
     const auto* t = ranked[i].second;
     Band b{BandKind::Process, "pid-" + std::to_string(t->key.pid), process_label(*t), {}};
+    if (stopped_now(in, *t)) b.label += " (stopped)";
     for (auto at : c.times) b.bytes.push_back(value_at(*t, at));
     c.bands.push_back(std::move(b));
   }
@@ -165,14 +207,25 @@ std::string utc(TimePoint t) {
   return utc_time(t, true);
 }
 
+bool leaked_lane(const HistoryInput& in, const history::ProcessTrack& t) {
+  if (!in.incident) return false;
+  return std::any_of(in.incident->lanes.begin(), in.incident->lanes.end(), [&](const auto& l) {
+    return l.pid == t.key.pid && l.gpu == t.gpu && l.leaked;
+  });
+}
+
 GhostRow ghost_row(const history::ProcessTrack& t, const HistoryInput& in, TimePoint from,
                    TimePoint series_end) {
   GhostRow row;
   row.pid = t.key.pid;
   row.gpu = t.gpu;
   row.comm = t.comm;
+  // The driver gives a gone PID no name: the one it had while alive, when the journal saw it.
+  if (in.incident)
+    if (auto name = in.incident->name_of(t.key.pid); !name.empty()) row.comm = name;
   for (const auto& k : t.keepers)
     row.keepers.push_back(std::to_string(k.pid) + (k.comm.empty() ? "" : " " + k.comm));
+  if (row.keepers.empty() && leaked_lane(in, t)) row.keepers.push_back("nobody (leaked)");
   for (const auto& p : t.points)
     row.peak_bytes = std::max(row.peak_bytes, p.used_bytes.value_or(0));
   row.first_seen = std::max(t.first_seen, from);
@@ -188,11 +241,53 @@ GhostRow ghost_row(const history::ProcessTrack& t, const HistoryInput& in, TimeP
                        [&](const history::Keeper& k) { return k.pid == pid; });
   };
   const auto window_end = t.last_seen + std::chrono::minutes(2);
+  // Memory back: the first sample of the GPU that no longer lists the ghost.
+  std::optional<TimePoint> back;
+  for (const auto& g : in.history.gpus)
+    if (g.gpu == t.gpu)
+      for (const auto& p : g.points)
+        if (p.time > t.last_seen) {
+          back = p.time;
+          break;
+        }
+  // The last final close by the ghost's keepers before the memory came back.
+  std::optional<TimePoint> last_close;
+  for (const auto& r : in.releases)
+    if (involved(r.pid) && r.at >= t.first_seen && (!back || r.at <= *back) &&
+        (!last_close || r.at > *last_close))
+      last_close = r.at;
+  auto memory_back = [&]() -> std::string {
+    if (back && last_close)
+      return ", memory back " +
+             std::to_string(std::chrono::duration_cast<milliseconds>(*back - *last_close).count()) +
+             " ms after the last keeper's final close";
+    if (back) return ", memory back by " + utc(*back);
+    return "";
+  };
+  // A gpureap command that announced its signals to the daemon (`kill`, `doctor --fix`, `top`).
+  std::vector<pid_t> pids{t.key.pid};
+  for (const auto& k : t.keepers) pids.push_back(k.pid);
+  if (in.incident)
+    if (auto e = announced_signal(*in.incident, pids, t.first_seen - interval, window_end)) {
+      row.ending = GhostEnding::EndedByCommand;
+      row.ending_detail = "`" + (e->command.empty() ? std::string("gpureap") : e->command) + "`" +
+                          (e->user.empty() ? "" : " (" + e->user + ")") + " at " +
+                          utc_time(e->at).substr(11) + memory_back();
+      return row;
+    }
+  for (const auto& r : in.audit) {
+    if (r.event != "announced" || !r.actor || !involved(r.process.pid)) continue;
+    if (r.time + interval < t.first_seen || r.time > window_end) continue;
+    row.ending = GhostEnding::EndedByCommand;
+    row.ending_detail = "`" + r.actor->command + "` (" + r.actor->user + ") at " +
+                        utc_time(r.time).substr(11) + memory_back();
+    return row;
+  }
   for (const auto& r : in.audit) {
     if (!is_kill(r) || !r.enforced || !involved(r.process.pid)) continue;
     if (r.time + interval < t.first_seen || r.time > window_end) continue;
     row.ending = GhostEnding::KilledByPolicy;
-    row.ending_detail = "policy " + r.policy + " (" + r.action + " PID " +
+    row.ending_detail = "policy `" + r.policy + "` (" + r.action + " PID " +
                         std::to_string(r.process.pid) + ", " + r.outcome + ") at " + utc(r.time);
     if (r.released_at) row.ending_detail += ", memory freed at " + utc(*r.released_at);
     return row;
@@ -231,6 +326,8 @@ Page build_history_page(const HistoryInput& in, const HistoryPageOptions& o) {
     if (!g.points.empty()) page.to = std::max(page.to, g.points.back().time);
   for (const auto& t : in.history.processes) page.to = std::max(page.to, t.last_seen);
   if (page.to <= page.from) page.to = std::max(page.from, o.generated);
+  if (in.until && *in.until > page.from && *in.until < page.to) page.to = *in.until;
+  if (in.incident && in.incident->now && !in.until) page.now = build_now(*in.incident);
   page.subtitle = "from " + utc_time(page.from) + " to " + utc_time(page.to) + " (UTC)";
   for (const auto& g : in.history.gpus) {
     page.gpus.push_back(chart_for(g, in, o, page.from, page.to));
@@ -240,7 +337,7 @@ Page build_history_page(const HistoryInput& in, const HistoryPageOptions& o) {
   if (in.history.gpus.empty())
     page.notes.push_back("The history has no GPU: the daemon had not sampled one in the window.");
   for (const auto& t : in.history.processes) {
-    if (!gone(t) || t.last_seen < page.from) continue;
+    if (!gone(t) || t.last_seen < page.from || t.first_seen > page.to) continue;
     TimePoint series_end = page.to;
     for (const auto& g : in.history.gpus)
       if (g.gpu == t.gpu && !g.points.empty()) series_end = g.points.back().time;

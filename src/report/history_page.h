@@ -9,6 +9,7 @@
 #include "audit/record.h"
 #include "core/result.h"
 #include "history/series.h"
+#include "report/incident.h"
 #include "report/page.h"
 
 namespace gpureap::report {
@@ -29,6 +30,10 @@ struct HistoryInput {
   // Events of other sources, drawn on every GPU's chart as they are: the hook through which
   // kernel evidence (Xid errors) joins the page without this module reading the kernel.
   std::vector<Marker> events;
+  // The daemon's incident journal (lanes, who acted, the state now), when it sent one.
+  std::optional<Incident> incident;
+  // The end of the window (--until); empty: the history's last sample.
+  std::optional<TimePoint> until;
 };
 
 // A gpureap.history/v1 document, as /api/v1/history serves it. Anything else (another schema,

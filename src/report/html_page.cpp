@@ -4,6 +4,7 @@
 
 #include "base/version.h"
 #include "report/svg_chart.h"
+#include "report/timeline_svg.h"
 #include "text/byte_format.h"
 #include "text/escape.h"
 #include "text/time_format.h"
@@ -45,6 +46,23 @@ td.time { white-space: nowrap; font-variant-numeric: tabular-nums; }
         text-align: center; font-weight: bold; }
 .ending-still-held { font-weight: bold; }
 footer { color: #666; font-size: 12px; margin-top: 20px; }
+svg.timeline { width: 100%; height: auto; display: block; font-size: 12px; margin-top: -6px; }
+svg.timeline .lane-label { fill: #1a1a1a; font-size: 15px; }
+svg.timeline .lane-rule { stroke: #e3e3e3; stroke-width: 1; }
+svg.timeline .span { stroke: #fff; stroke-width: 0.5; }
+section.now { border: 2px solid #1a1a1a; border-radius: 6px; padding: 8px 12px; margin: 10px 0; }
+section.now h2 { margin: 0 0 6px; }
+section.now ul { margin: 4px 0; padding-left: 18px; font-size: 14px; }
+section.now li { margin: 2px 0; overflow-wrap: anywhere; }
+.state { display: inline-block; padding: 0 6px; border-radius: 4px; font-weight: bold;
+         font-size: 12px; color: #fff; background: #555; }
+.state-attributed, .state-idle { background: #0072B2; }
+.state-ghost { background: #D55E00; }
+.state-leaked { background: #000; }
+.state-unattributed { background: #6E6E6E; }
+.sev-critical { color: #b00020; font-weight: bold; }
+.sev-warning { color: #8a5a00; font-weight: bold; }
+code { font-size: 13px; background: #f3f3f3; padding: 0 3px; border-radius: 3px; }
 @media print {
   body { max-width: none; margin: 0; }
   section.gpu { break-inside: avoid; }
@@ -116,6 +134,23 @@ std::string marker_table(const GpuChart& c) {
   return s;
 }
 
+std::string now_box(const NowBox& now) {
+  std::string s = "<section class=\"now\" id=\"now\"><h2>Now <span class=\"note\">(" +
+                  utc_time(now.at) + " UTC)</span></h2><ul class=\"now-gpus\">";
+  for (const auto& g : now.gpus)
+    s += "<li data-gpu=\"" + std::to_string(g.gpu) + "\" data-state=\"" + esc(g.state) +
+         "\"><strong>" + esc(g.heading) + "</strong> <span class=\"state state-" + esc(g.state) +
+         "\">" + esc(g.state) + "</span> " + esc(g.detail) + "</li>";
+  s += "</ul>";
+  if (now.problems.empty()) return s + "<p class=\"note\">No problem now.</p></section>";
+  s += "<ul class=\"now-problems\">";
+  for (const auto& p : now.problems)
+    s += "<li><span class=\"sev-" + esc(p.severity) + "\">" + esc(p.severity) + "</span> " +
+         esc(p.summary) +
+         (p.command.empty() ? std::string() : " → <code>" + esc(p.command) + "</code>") + "</li>";
+  return s + "</ul></section>";
+}
+
 std::string held_for(TimePoint from, TimePoint to) {
   return text::human_age(to > from ? to - from : TimePoint::duration{0});
 }
@@ -140,16 +175,32 @@ std::string ghost_table(const Page& page) {
          "</td><td class=\"num\">" + text::human_bytes(g.peak_bytes) + "</td><td class=\"num\">" +
          held_for(g.first_seen, g.last_seen) + (g.ending == GhostEnding::StillHeld ? "+" : "") +
          "</td><td class=\"ending-" + css + "\">" + ending +
-         (g.ending_detail.empty() ? "" : ": " + esc(g.ending_detail)) + "</td></tr>";
+         (g.ending_detail.empty()
+              ? ""
+              : (g.ending == GhostEnding::EndedByCommand ? " " : ": ") + esc(g.ending_detail)) +
+         "</td></tr>";
   }
   return s + "</tbody></table></section>";
+}
+
+std::string lanes_note(const Timeline& t) {
+  if (t.lanes.empty()) return "";
+  std::string s =
+      "<p class=\"note lanes-key\">Lanes: a process from its first open of the GPU to its final "
+      "close; blue alive, amber hatched stopped, orange hatched a ghost (gone, memory still "
+      "held). ▼ a signal (hover: by whom), ✕ exit, ○ fork, ◆ became a ghost, ▲ memory back. "
+      "Hover for details.";
+  if (t.lanes_left_out)
+    s += " " + std::to_string(t.lanes_left_out) + " smaller lanes are left out.";
+  return s + "</p>";
 }
 
 // A GPU that no process used over the window (only what the driver attributes to nobody, no
 // marker) gets one line instead of a chart: on a node with eight GPUs and one busy job, seven
 // empty charts would push the one that matters off the screen.
 std::optional<std::string> idle_line(const GpuChart& c) {
-  if (!c.markers.empty()) return std::nullopt;
+  if (!c.markers.empty() || !c.timeline.lanes.empty() || !c.timeline.gpu_marks.empty())
+    return std::nullopt;
   uint64_t most = 0;
   for (const auto& b : c.bands) {
     for (uint64_t v : b.bytes) {
@@ -181,12 +232,15 @@ std::string render_html(const Page& page) {
          (held ? ", " + std::to_string(held) + " still held" : std::string()) + ".</p>";
   }
   s += "</header>";
+  if (page.now) s += now_box(*page.now);
   for (const auto& c : page.gpus) {
     auto idle = idle_line(c);
     s += std::string("<section class=\"gpu") + (idle ? " idle" : "") + "\" data-gpu=\"" +
          std::to_string(c.gpu) + "\"><h2>" + esc(c.title) + "</h2>" +
          (idle ? "<p class=\"note\">" + esc(*idle) + "</p>"
-               : render_chart_svg(c, page.from, page.to) + legend(c) + marker_table(c)) +
+               : render_chart_svg(c, page.from, page.to) +
+                     render_timeline_svg(c.timeline, chart_geometry(c, page.from, page.to), c.gpu) +
+                     lanes_note(c.timeline) + legend(c) + marker_table(c)) +
          "</section>";
   }
   if (page.has_ghost_table) s += ghost_table(page);

@@ -28,9 +28,39 @@ const char* to_string(GhostEnding ending) {
     case GhostEnding::KilledByPolicy:
       return "killed by policy";
     case GhostEnding::ReleasedOnItsOwn:
-      return "released on its own";
+      return "exited on its own";
     case GhostEnding::StillHeld:
       return "still held";
+    case GhostEnding::EndedByCommand:
+      return "ended by";
+  }
+  return "?";
+}
+
+const char* to_string(LaneMarkKind kind) {
+  switch (kind) {
+    case LaneMarkKind::Fork:
+      return "fork";
+    case LaneMarkKind::Exit:
+      return "exit";
+    case LaneMarkKind::Ghost:
+      return "ghost";
+    case LaneMarkKind::Leak:
+      return "leak";
+    case LaneMarkKind::Stopped:
+      return "stopped";
+    case LaneMarkKind::Resumed:
+      return "resumed";
+    case LaneMarkKind::Signal:
+      return "signal";
+    case LaneMarkKind::Close:
+      return "close";
+    case LaneMarkKind::MemoryBack:
+      return "memory-back";
+    case LaneMarkKind::Xid:
+      return "xid";
+    case LaneMarkKind::Reset:
+      return "reset";
   }
   return "?";
 }

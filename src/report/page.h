@@ -46,6 +46,48 @@ struct Marker {
   std::string text;  // untrusted parts included: escaped where it is drawn
 };
 
+// The timeline under a GPU's chart, on the same time axis: a lane per process that held the
+// GPU, from its first open (or the fork that gave it its parent's files) to its final close.
+enum class SpanKind { Alive, Stopped, Ghost };
+struct LaneSpan {
+  TimePoint from, to;
+  SpanKind kind = SpanKind::Alive;
+};
+enum class LaneMarkKind {
+  Fork,
+  Exit,
+  Ghost,
+  Leak,
+  Stopped,
+  Resumed,
+  Signal,
+  Close,
+  MemoryBack,
+  Xid,
+  Reset
+};
+const char* to_string(LaneMarkKind kind);
+struct LaneMark {
+  TimePoint at;
+  LaneMarkKind kind = LaneMarkKind::Fork;
+  std::string text;  // the hover's words (untrusted parts included)
+};
+struct Lane {
+  pid_t pid = 0;
+  std::string label;  // "4242 python (alice)": untrusted
+  std::string title;  // the hover over the whole lane
+  std::vector<LaneSpan> spans;
+  std::vector<LaneMark> marks;
+  bool leaked = false;
+  bool stopped_now = false;
+  bool still_open = false;  // holds the GPU at the window's end
+};
+struct Timeline {
+  std::vector<Lane> lanes;
+  std::vector<LaneMark> gpu_marks;  // not one process's: a reset, an Xid naming none
+  size_t lanes_left_out = 0;        // beyond the page's bound
+};
+
 struct GpuChart {
   unsigned gpu = 0;
   std::string title;  // "GPU 0", with its UUID or name when known (untrusted)
@@ -56,9 +98,13 @@ struct GpuChart {
   std::vector<Marker> markers;  // in time order
   // Samples farther apart than this are a gap, not a slope.
   std::chrono::milliseconds gap{std::chrono::seconds(30)};
+  Timeline timeline;  // empty: nothing followed who held the GPU (an older daemon's history)
+  // The y-axis runs to the data's top; the GPU's total is marked where it is, or named at the
+  // top when it is far above.
+  bool scale_to_data = false;
 };
 
-enum class GhostEnding { KilledByPolicy, ReleasedOnItsOwn, StillHeld };
+enum class GhostEnding { KilledByPolicy, ReleasedOnItsOwn, StillHeld, EndedByCommand };
 const char* to_string(GhostEnding ending);
 
 struct GhostRow {
@@ -72,9 +118,28 @@ struct GhostRow {
   std::string ending_detail;  // the policy, the release time, ...
 };
 
+// The box at the top: each GPU's state now and each problem with the command that fixes it.
+struct NowGpu {
+  unsigned gpu = 0;
+  std::string heading;  // "GPU 0 · NVIDIA H100 80GB HBM3" (untrusted name)
+  std::string state;    // attributed, ghost, leaked, unattributed, idle
+  std::string detail;   // "12.0 GiB used of 80.0 GiB: 8.0 GiB ghost (1 keeper)"
+};
+struct NowProblem {
+  std::string severity;  // critical, warning
+  std::string summary;   // untrusted parts included
+  std::string command;   // doctor's remedy
+};
+struct NowBox {
+  TimePoint at;
+  std::vector<NowGpu> gpus;
+  std::vector<NowProblem> problems;
+};
+
 struct Page {
-  std::string title;     // untrusted (a host name, a command)
-  std::string subtitle;  // untrusted
+  std::optional<NowBox> now;  // empty: the source said nothing of the state now
+  std::string title;          // untrusted (a host name, a command)
+  std::string subtitle;       // untrusted
   TimePoint from, to;
   std::vector<GpuChart> gpus;
   bool has_ghost_table = true;  // a job's page has none

@@ -128,14 +128,23 @@ void bands(std::string& s, const GpuChart& c, const ChartGeometry& g) {
       // A lone sample is drawn as a sliver, so it is still seen.
       const double pad = first == last ? 1.5 : 0;
       auto xs = [&](size_t i, bool end) { return g.x(c.times[i]) + (end ? pad : -pad); };
-      s += "M" + num(xs(first, false)) + " " + num(g.y(tops[b][first]));
+      std::vector<std::pair<double, double>> outline;
       for (size_t i = first; i <= last; ++i) {
-        s += " L" + num(xs(i, false)) + " " + num(g.y(tops[b][i]));
-        if (pad > 0) s += " L" + num(xs(i, true)) + " " + num(g.y(tops[b][i]));
+        outline.push_back({xs(i, false), g.y(tops[b][i])});
+        if (pad > 0) outline.push_back({xs(i, true), g.y(tops[b][i])});
       }
       for (size_t i = last + 1; i-- > first;) {
-        if (pad > 0) s += " L" + num(xs(i, true)) + " " + num(g.y(b ? tops[b - 1][i] : 0));
-        s += " L" + num(xs(i, false)) + " " + num(g.y(b ? tops[b - 1][i] : 0));
+        if (pad > 0) outline.push_back({xs(i, true), g.y(b ? tops[b - 1][i] : 0)});
+        outline.push_back({xs(i, false), g.y(b ? tops[b - 1][i] : 0)});
+      }
+      s += "M" + num(outline[0].first) + " " + num(outline[0].second);
+      // A vertex in the middle of a level run adds nothing: steady memory costs two vertices,
+      // not one per sample (a day's page stays small).
+      for (size_t k = 1; k < outline.size(); ++k) {
+        const bool level = k + 1 < outline.size() &&
+                           num(outline[k - 1].second) == num(outline[k].second) &&
+                           num(outline[k + 1].second) == num(outline[k].second);
+        if (!level) s += " L" + num(outline[k].first) + " " + num(outline[k].second);
       }
       s += " Z ";
     }
@@ -145,6 +154,13 @@ void bands(std::string& s, const GpuChart& c, const ChartGeometry& g) {
 
 void capacity(std::string& s, const GpuChart& c, const ChartGeometry& g) {
   if (!c.total_bytes) return;
+  if (*c.total_bytes > g.y_max) {
+    s += "<g class=\"capacity off-scale\" data-bytes=\"" + std::to_string(*c.total_bytes) +
+         "\"><text x=\"" + num(g.width - g.right - 4) + "\" y=\"" + num(g.top - 5) +
+         "\" text-anchor=\"end\">GPU total " + text::human_bytes(*c.total_bytes) +
+         " ↑ (above this scale)</text></g>";
+    return;
+  }
   double y = g.y(*c.total_bytes);
   s += "<g class=\"capacity\" data-bytes=\"" + std::to_string(*c.total_bytes) + "\"><line x1=\"" +
        num(g.left) + "\" x2=\"" + num(g.width - g.right) + "\" y1=\"" + num(y) + "\" y2=\"" +
@@ -196,9 +212,15 @@ ChartGeometry chart_geometry(const GpuChart& c, TimePoint from, TimePoint to) {
   ChartGeometry g;
   g.from = from;
   g.to = to > from ? to : from + std::chrono::seconds(1);
-  uint64_t top = c.total_bytes.value_or(0);
+  uint64_t data_top = 0;
   for (const auto& column : stack_of(c))
-    for (uint64_t v : column) top = std::max(top, v);
+    for (uint64_t v : column) data_top = std::max(data_top, v);
+  // Scaled to the data, 12 GiB on an 80 GiB GPU fills the chart; the total is drawn where it
+  // is when it is near the data's top, and named at the top when it is far above.
+  uint64_t top = data_top;
+  const uint64_t total = c.total_bytes.value_or(0);
+  if (!c.scale_to_data || total <= data_top + data_top / 4) top = std::max(top, total);
+  if (top == 0) top = total;
   g.unit = top >= 2 * kGiB ? kGiB : kMiB;
   g.unit_name = g.unit == kGiB ? "GiB" : "MiB";
   const double units = std::max(1.0, static_cast<double>(top) / static_cast<double>(g.unit));

@@ -1,9 +1,12 @@
 #pragma once
 // What `gpureap run` was asked to do.
 #include <chrono>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
+
+#include "core/process.h"
 
 namespace gpureap::supervise {
 
@@ -16,6 +19,9 @@ struct RunOptions {
   std::chrono::milliseconds sample_interval{1'000};   // 0: no periodic GPU sampling
   std::optional<std::string> report_path;             // --report FILE
   bool quiet = false;                                 // no summary on stderr
+  // Told once, just before the teardown's first SIGTERM, which processes it is about to end:
+  // the cli tells the node's daemon (cli/announce.h), whose audit log and report then say so.
+  std::function<void(const std::vector<core::ProcessStat>&)> announce_teardown;
 };
 
 }  // namespace gpureap::supervise

@@ -130,8 +130,13 @@ void Supervisor::supervise() {
       live = teardown_->scan();
       if (killed_at_)
         teardown_->kill(live, !wait_status_);
-      else
+      else {
+        if (!announced_teardown_ && !live.empty() && options_.announce_teardown) {
+          announced_teardown_ = true;
+          options_.announce_teardown(live);
+        }
         teardown_->terminate(live);
+      }
       if (wait_status_ && live.empty()) break;
       // Survivors of SIGKILL are in uninterruptible sleep: report them, do not hang.
       if (killed_at_ && now - *killed_at_ >= options_.release_timeout) {

@@ -73,6 +73,7 @@ class Supervisor {
   bool hurry_ = false;                          // skip the rest of the grace
   unsigned late_terminating_signals_ = 0;       // received after CMD exited
   bool gave_up_ = false;                        // processes survived SIGKILL
+  bool announced_teardown_ = false;             // options_.announce_teardown was called
 };
 
 }  // namespace gpureap::supervise

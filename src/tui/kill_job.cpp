@@ -73,6 +73,7 @@ struct KillJob::State {
   std::shared_ptr<const reap::World> world;
   reap::Plan plan;
   KillConfig config;
+  AnnounceKill announce;
   mutable std::mutex mutex;
   bool finished = false;
   std::string progress;
@@ -81,8 +82,10 @@ struct KillJob::State {
   std::thread thread;
 };
 
-KillJob::KillJob(std::shared_ptr<const reap::World> world, reap::Plan plan, KillConfig config)
+KillJob::KillJob(std::shared_ptr<const reap::World> world, reap::Plan plan, KillConfig config,
+                 AnnounceKill announce)
     : state_(std::make_shared<State>()) {
+  state_->announce = std::move(announce);
   state_->world = std::move(world);
   state_->plan = std::move(plan);
   state_->config = std::move(config);
@@ -105,6 +108,7 @@ void KillJob::start() {
     };
     reap::Progress progress;
     progress.signalling = [&](const reap::Plan& plan) {
+      if (s->announce) s->announce(plan, s->config.exec.signal);
       size_t n = plan.count(reap::Action::Signal);
       set_progress(fmt::format("Sent {} to {} process{}; waiting up to {} s for them to exit…",
                                reap::signal_name(s->config.exec.signal), n, n == 1 ? "" : "es",

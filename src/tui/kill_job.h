@@ -4,6 +4,7 @@
 // stays live while the reaper waits for exits and for the memory to come back.
 #include <sys/types.h>
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -20,6 +21,8 @@ namespace gpureap::tui {
 
 // The signal, grace and waits of top's kills (--grace, --wait-release).
 using KillConfig = reap::ReapOptions;
+// Told of a kill just before its first signal (the plan, the signal): the daemon's record.
+using AnnounceKill = std::function<void(const reap::Plan&, int signal)>;
 
 // The plan for killing `pids` (each one named, as on `gpureap kill PID...`).
 core::Result<reap::Plan> plan_kill(const core::Snapshot& snapshot, const std::vector<pid_t>& pids,
@@ -35,7 +38,8 @@ std::vector<std::string> outcome_lines(const reap::Plan& plan, const reap::Repor
 class KillJob {
  public:
   // The job shares the world: a job left behind keeps it alive.
-  KillJob(std::shared_ptr<const reap::World> world, reap::Plan plan, KillConfig config);
+  KillJob(std::shared_ptr<const reap::World> world, reap::Plan plan, KillConfig config,
+          AnnounceKill announce = {});
   KillJob(const KillJob&) = delete;
   KillJob& operator=(const KillJob&) = delete;
   ~KillJob();  // a job still running is left behind (detached)

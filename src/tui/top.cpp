@@ -134,7 +134,7 @@ class Loop {
     KillConfig kill = config_.kill;
     kill.exec.signal = model_.kill_choice().signal;
     kill.exec.escalate = model_.kill_choice().escalate;
-    job_ = std::make_unique<KillJob>(world_, std::move(*plan_), kill);
+    job_ = std::make_unique<KillJob>(world_, std::move(*plan_), kill, config_.announce);
     plan_.reset();
     job_->start();
   }

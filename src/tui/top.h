@@ -23,6 +23,9 @@ struct TopConfig {
   bool color = true;
   bool mouse = true;
   KillConfig kill;
+  // Called on the kill's thread just before its first signal, with the plan and that signal:
+  // the cli tells the node's daemon who is about to end what (cli/announce.h).
+  AnnounceKill announce;
   // The daemon's snapshots, when the cli may ask it (tui/daemon_feed.h); empty, or a daemon
   // that does not answer: top's own engine samples.
   SnapshotFetch from_daemon;

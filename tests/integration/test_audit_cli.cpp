@@ -78,8 +78,8 @@ TEST(AuditCli, TableOfEveryFileOldestFirst) {
   auto r = run_gpureap({"audit", "--file", log.path});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.err, "");
-  for (const char* header : {"TIME (UTC)", "POLICY", "ACTION", "OUTCOME", "PID", "USER", "MEMORY",
-                             "RELEASED", "COMMAND"})
+  for (const char* header :
+       {"TIME (UTC)", "BY", "ACTION", "OUTCOME", "PID", "USER", "MEMORY", "RELEASED", "COMMAND"})
     EXPECT_NE(r.out.find(header), std::string::npos) << header << "\n" << r.out;
   auto p101 = r.out.find("101"), p102 = r.out.find("102"), p103 = r.out.find("103"),
        p104 = r.out.find("104");

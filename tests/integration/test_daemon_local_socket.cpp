@@ -295,8 +295,8 @@ TEST(DaemonLocalSocket, MalformedRequestsGetOkFalse) {
   auto unknown = parse_answer(raw_exchange(m.socket, "{\"command\":\"kill\"}\n"));
   EXPECT_EQ(unknown["ok"], false);
   EXPECT_EQ(unknown["error"],
-            "bad request: \"command\" must be \"ps\", \"doctor\", \"snapshot\", \"releases\" or "
-            "\"history\"");
+            "bad request: \"command\" must be \"ps\", \"doctor\", \"snapshot\", \"releases\", "
+            "\"history\" or \"announce\"");
   auto oversized = parse_answer(raw_exchange(m.socket, std::string(8192, '{')));
   EXPECT_EQ(oversized["error"], "bad request: longer than 4096 bytes");
   // A well-formed request: the raw protocol as documented.

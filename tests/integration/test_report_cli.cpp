@@ -72,8 +72,13 @@ TEST(ReportCli, TheDaemonsHistoryWithItsGhostAndItsKeeper) {
       << r.err;
   const std::string html = read_text(dir.file("page.html"));
   EXPECT_EQ(count(html, "<section class=\"gpu\""), 1u);
-  EXPECT_NE(html.find("class=\"capacity\" data-bytes=\"" + std::to_string(80 * GiB) + "\""),
-            std::string::npos);
+  // The axis fits the data: the 80 GiB total is named above it.
+  EXPECT_NE(
+      html.find("class=\"capacity off-scale\" data-bytes=\"" + std::to_string(80 * GiB) + "\""),
+      std::string::npos);
+  // Over HTTP too the history carries the incident journal: the Now box and the lanes.
+  EXPECT_NE(html.find("<section class=\"now\""), std::string::npos);
+  EXPECT_NE(html.find("<svg class=\"timeline\""), std::string::npos);
   EXPECT_NE(html.find("data-series=\"pid-" + std::to_string(job.pid()) + "\""), std::string::npos);
   const auto row = html.find("<tr data-pid=\"" + std::to_string(gone) + "\"");
   ASSERT_NE(row, std::string::npos) << html;

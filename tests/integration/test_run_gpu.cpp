@@ -122,7 +122,10 @@ TEST_F(RunGpu, TheHtmlReportDrawsTheJobAndItsRelease) {
   EXPECT_EQ(r.exit_code, 0) << r.err;
   const std::string html = read_text(dir_.file("job.html"));
   ASSERT_EQ(html.rfind("<!DOCTYPE html>", 0), 0u) << html.substr(0, 200);
-  EXPECT_NE(html.find("<h2>GPU 0 · Fake H200</h2>"), std::string::npos) << html;
+  EXPECT_NE(html.find("<h2>GPU 0 · Fake H200 · "), std::string::npos) << html;
+  // The job's lanes under the chart: its command, and the worker the teardown ended.
+  EXPECT_NE(html.find("<svg class=\"timeline\""), std::string::npos);
+  EXPECT_NE(html.find("by `gpureap run` (its teardown)"), std::string::npos) << html;
   EXPECT_NE(html.find("data-series=\"job\""), std::string::npos);
   EXPECT_NE(html.find("class=\"marker marker-job-end\""), std::string::npos);
   EXPECT_NE(html.find("class=\"marker marker-teardown\""), std::string::npos);

@@ -63,8 +63,26 @@ TEST(AuditRecord, FieldNamesAreThePublicFormat) {
   EXPECT_EQ(j["reasons"], json({"inherited-holder", "orphan"}));
   EXPECT_EQ(j["attempt"], 2);
   EXPECT_EQ(j["detail"], "SIGKILL after 10s");
-  EXPECT_EQ(j.size(), 15u) << j.dump();
+  EXPECT_EQ(j["actor"], nullptr) << "a policy's record: no command asked";
+  EXPECT_EQ(j.size(), 16u) << j.dump();
   EXPECT_EQ(j["process"].size(), 8u) << j.dump();
+}
+
+TEST(AuditRecord, AnAnnouncedActionNamesWhoAskedAndReadsBack) {
+  Record r;
+  r.time = std::chrono::system_clock::time_point(std::chrono::seconds(1'780'000'000));
+  r.event = "announced";
+  r.action = "SIGTERM";
+  r.outcome = "announced";
+  r.process.pid = 4250;
+  r.actor = Actor{0, "root", "gpureap kill 4242"};
+  json j = to_json(r);
+  EXPECT_EQ(j["actor"], json({{"uid", 0}, {"user", "root"}, {"command", "gpureap kill 4242"}}));
+  auto back = record_from_json(json::parse(to_json_line(r)));
+  ASSERT_TRUE(back.ok());
+  ASSERT_TRUE(back->actor);
+  EXPECT_EQ(back->actor->user, "root");
+  EXPECT_EQ(back->actor->command, "gpureap kill 4242");
 }
 
 TEST(AuditRecord, UnknownValuesAreNullNeverZero) {

@@ -135,8 +135,8 @@ TEST(DaemonLocalProtocol, MalformedRequestsAreRefusedWithWhy) {
   EXPECT_EQ(refusal("[1,2]"), "bad request: not a JSON object");
   EXPECT_EQ(refusal("{}"), "bad request: no \"command\"");
   const std::string commands =
-      "bad request: \"command\" must be \"ps\", \"doctor\", \"snapshot\", \"releases\" or "
-      "\"history\"";
+      "bad request: \"command\" must be \"ps\", \"doctor\", \"snapshot\", \"releases\", "
+      "\"history\" or \"announce\"";
   EXPECT_EQ(refusal(R"({"command":"kill"})"), commands);
   EXPECT_EQ(refusal(R"({"command":1})"), commands);
   EXPECT_EQ(refusal(R"({"command":"ps","format":"xml"})"),
@@ -199,6 +199,51 @@ TEST(DaemonLocalProtocol, TheEnvironmentNamesTheSocket) {
     ::setenv(kLocalSocketEnv, keep.c_str(), 1);
   else
     ::unsetenv(kLocalSocketEnv);
+}
+
+}  // namespace
+}  // namespace gpureap::daemon
+
+namespace gpureap::daemon {
+namespace {
+
+TEST(DaemonLocalProtocol, AnnouncementsRoundTripAndStayWithinALine) {
+  AnnounceRequest a;
+  a.by = "gpureap kill 4242";
+  a.signal = "SIGTERM";
+  a.reason = "the processes that keep gone PID 4242's memory";
+  a.gpu = 0;
+  for (pid_t pid = 1000; pid < 1000 + static_cast<pid_t>(kMaxAnnouncedTargets); ++pid)
+    a.targets.push_back({pid, 123456789012, std::string(64, '\x01'), 7});
+  a.more = 3;
+  // Names of control bytes escape to six bytes each: the list is cut to fit, and counted.
+  EXPECT_GT(request_line(a).size(), kMaxRequestBytes);
+  fit_announcement(a);
+  const std::string line = request_line(a);
+  EXPECT_LE(line.size(), kMaxRequestBytes) << line.size();
+  auto back = as<AnnounceRequest>(parse_request(line));
+  EXPECT_EQ(back.by, "gpureap kill 4242");
+  EXPECT_EQ(back.signal, "SIGTERM");
+  EXPECT_EQ(back.gpu, 0u);
+  ASSERT_GE(back.targets.size(), 5u);
+  EXPECT_EQ(back.targets[0].pid, 1000);
+  EXPECT_EQ(back.targets[0].start_ticks, 123456789012u);
+  EXPECT_EQ(back.targets[0].gpu, 7u);
+  EXPECT_EQ(back.more, 3 + kMaxAnnouncedTargets - back.targets.size());
+  // Plain names: all of them fit.
+  AnnounceRequest plain = a;
+  plain.targets.assign(kMaxAnnouncedTargets, {4242, 1, "python3.11-work", 0});
+  plain.more = 0;
+  fit_announcement(plain);
+  EXPECT_EQ(plain.targets.size(), kMaxAnnouncedTargets);
+  // No user field: the daemon reads the user from the socket, never from the message.
+  EXPECT_EQ(refusal(R"({"command":"announce","by":"x","user":"root"})"),
+            "bad request: unknown field \"user\"");
+  EXPECT_EQ(refusal(R"({"command":"announce","targets":[{"pid":0}]})"),
+            "bad request: \"targets\" holds an entry that is not {pid, start_ticks, comm, gpu}");
+  auto history =
+      as<HistoryRequest>(parse_request(R"({"command":"history","since":"1h","until":"30m"})"));
+  EXPECT_EQ(history.until, "30m");
 }
 
 }  // namespace

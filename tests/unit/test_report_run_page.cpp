@@ -2,6 +2,8 @@
 // moments the command exited, teardown ended and the memory came back.
 #include <gtest/gtest.h>
 
+#include <csignal>
+
 #include "report/html_page.h"
 #include "report/run_page.h"
 
@@ -39,7 +41,7 @@ TEST(ReportRunPage, TheJobAndTheRestOfTheGpuOverItsLife) {
   auto page = build_run_page(job(), kStart + seconds(10));
   ASSERT_EQ(page.gpus.size(), 1u);
   const auto& c = page.gpus[0];
-  EXPECT_EQ(c.title, "GPU 0 · Fake H200");
+  EXPECT_EQ(c.title, "GPU 0 · Fake H200 · GPU-1");
   ASSERT_EQ(c.bands.size(), 2u);
   EXPECT_EQ(c.bands[0].id, "job");
   EXPECT_EQ(c.bands[0].bytes, (std::vector<uint64_t>{0, 4 * GiB, 4 * GiB, 4 * GiB, 0}));
@@ -76,6 +78,27 @@ TEST(ReportRunPage, AJobWithoutGpuSamplesSaysSo) {
   auto page = build_run_page(r, kStart + seconds(10));
   EXPECT_TRUE(page.gpus.empty());
   EXPECT_NE(page.notes.back().find("No GPU driver answered"), std::string::npos);
+}
+
+TEST(ReportRunPage, TheJobsLanesShowItsCommandAndWhatTheTeardownEnded) {
+  auto r = job();
+  r.pid = 4242;
+  r.leftovers = {{4250, "loader<1>", {}, {"/dev/nvidia0"}, {SIGTERM, SIGCONT}, true}};
+  auto page = build_run_page(r, kStart + seconds(10));
+  const auto& t = page.gpus[0].timeline;
+  ASSERT_EQ(t.lanes.size(), 2u);
+  EXPECT_EQ(t.lanes[0].pid, 4242);
+  EXPECT_EQ(t.lanes[0].spans.front().from, kStart);
+  EXPECT_EQ(t.lanes[1].pid, 4250);
+  ASSERT_FALSE(t.lanes[1].marks.empty());
+  EXPECT_EQ(t.lanes[1].marks[0].kind, LaneMarkKind::Signal);
+  EXPECT_EQ(t.lanes[1].marks[0].text.rfind(
+                "SIGTERM, SIGCONT to PID 4250 by `gpureap run` (its teardown)", 0),
+            0u)
+      << t.lanes[1].marks[0].text;
+  const std::string html = render_html(page);
+  EXPECT_NE(html.find("<svg class=\"timeline\""), std::string::npos);
+  EXPECT_NE(html.find("4250 loader&lt;1&gt;"), std::string::npos);
 }
 
 }  // namespace

@@ -46,16 +46,26 @@ TEST(ReportSvgChart, EverySeriesIsDrawnWithItsValuesAtKnownSamples) {
   const std::string svg = render_chart_svg(c, page.from, page.to);
   for (const auto& b : c.bands) EXPECT_NE(band_path(svg, b.id), "") << b.id;
   const auto g = chart_geometry(c, page.from, page.to);
-  EXPECT_EQ(g.y_max, 80 * GiB);  // the capacity, a round number of GiB
+  // Scaled to the data (24 GiB at most), a round number of GiB; the 80 GiB total is named above.
+  EXPECT_EQ(g.y_max, 25 * GiB);
   EXPECT_STREQ(g.unit_name, "GiB");
-  EXPECT_NE(svg.find("class=\"capacity\" data-bytes=\"" + std::to_string(80 * GiB) + "\""),
-            std::string::npos);
-  EXPECT_NE(svg.find("capacity 80 GiB"), std::string::npos);
-  // 100's band tops out at 10 GiB at t0; the ghost band's top at t3 is 10+4+1+8 GiB.
-  EXPECT_NE(band_path(svg, "pid-100").find(point(g.x(at_s(0)), g.y(10 * GiB))), std::string::npos)
+  EXPECT_NE(
+      svg.find("class=\"capacity off-scale\" data-bytes=\"" + std::to_string(80 * GiB) + "\""),
+      std::string::npos);
+  EXPECT_NE(svg.find("GPU total 80 GiB ↑ (above this scale)"), std::string::npos);
+  // Drawn to the total when the data comes near it.
+  auto full = c;
+  full.total_bytes = 26 * GiB;
+  EXPECT_EQ(chart_geometry(full, page.from, page.to).y_max, 30 * GiB);
+  EXPECT_NE(render_chart_svg(full, page.from, page.to).find("capacity 26 GiB"), std::string::npos);
+  // 100's band tops out at 10 GiB from t0 (a level run: its two ends alone are drawn); the ghost
+  // band's top at t3 is 10+4+1+8 GiB, its bottom 15 GiB throughout.
+  EXPECT_EQ(band_path(svg, "pid-100").rfind("M" + point(g.x(at_s(0)), g.y(10 * GiB)).substr(1), 0),
+            0u)
       << band_path(svg, "pid-100");
+  EXPECT_NE(band_path(svg, "pid-100").find(point(g.x(at_s(9)), g.y(10 * GiB))), std::string::npos);
   EXPECT_NE(band_path(svg, "ghost").find(point(g.x(at_s(3)), g.y(23 * GiB))), std::string::npos);
-  EXPECT_NE(band_path(svg, "ghost").find(point(g.x(at_s(3)), g.y(15 * GiB))), std::string::npos);
+  EXPECT_NE(band_path(svg, "ghost").find(point(g.x(at_s(0)), g.y(15 * GiB))), std::string::npos);
   // The axes say their units.
   EXPECT_NE(svg.find("memory used (GiB)"), std::string::npos);
   EXPECT_NE(svg.find("time (UTC)"), std::string::npos);
@@ -114,9 +124,9 @@ TEST(ReportHtmlPage, ThePageFetchesNothing) {
 TEST(ReportHtmlPage, TheGhostTableAndTheMarkerListAreThere) {
   const std::string html = render_html(page_of(report_input()));
   EXPECT_EQ(count(html, "<tr data-pid="), 3u);
-  EXPECT_NE(html.find("killed by policy: policy reap-ghosts"), std::string::npos);
+  EXPECT_NE(html.find("killed by policy: policy `reap-ghosts`"), std::string::npos);
   EXPECT_NE(html.find("4250 python"), std::string::npos);
-  EXPECT_NE(html.find("released on its own"), std::string::npos);
+  EXPECT_NE(html.find("exited on its own"), std::string::npos);
   EXPECT_NE(html.find("class=\"ending-still-held\">still held"), std::string::npos);
   EXPECT_EQ(count(html, "<tr data-kind=\"kill\""), 1u);
   EXPECT_EQ(count(html, "<tr data-kind=\"xid\""), 2u);               // one list per GPU

@@ -61,7 +61,15 @@ TEST_F(TuiKillJob, PlansShowsRunsAndReportsThroughTheReaper) {
       << lines[0];
   for (const auto& l : lines) EXPECT_LE(text_width(l), 60u) << l;  // prose is wrapped to the dialog
 
-  KillJob job(world_, *plan, config);
+  // top tells the daemon before the first signal: the plan, and the signal the dialog chose.
+  std::vector<pid_t> announced;
+  int announced_signal = 0;
+  bool child_alive_then = false;
+  KillJob job(world_, *plan, config, [&](const reap::Plan& p, int signal) {
+    for (const auto& t : p.targets) announced.push_back(t.pid);
+    announced_signal = signal;
+    child_alive_then = ::kill(child_, 0) == 0;
+  });
   EXPECT_FALSE(job.finished());
   job.start();
   auto until = std::chrono::steady_clock::now() + 20s;
@@ -72,6 +80,9 @@ TEST_F(TuiKillJob, PlansShowsRunsAndReportsThroughTheReaper) {
   ASSERT_EQ(::waitpid(child_, &status, 0), child_);
   child_ = -1;
   EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM);
+  EXPECT_EQ(announced, std::vector<pid_t>{plan->targets[0].pid});
+  EXPECT_EQ(announced_signal, SIGTERM);
+  EXPECT_TRUE(child_alive_then) << "announced after the signal";
   const auto& report = job.report();
   ASSERT_EQ(report.outcomes.size(), 1u);
   EXPECT_EQ(report.outcomes[0].kind, reap::OutcomeKind::Released);

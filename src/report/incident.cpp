@@ -1,0 +1,384 @@
+// The daemon's incident journal read back, and made into the page's timelines and now box.
+#include "report/incident.h"
+
+#include <algorithm>
+#include <map>
+
+#include "text/byte_format.h"
+
+namespace gpureap::report {
+namespace incident_detail {
+
+using nlohmann::json;
+
+struct Bad {
+  std::string what;
+};
+
+const json& member(const json& o, const char* name, const std::string& where) {
+  if (!o.is_object()) throw Bad{where + " is not an object"};
+  auto it = o.find(name);
+  if (it == o.end()) throw Bad{where + " has no \"" + name + "\""};
+  return *it;
+}
+
+TimePoint when(const json& v, const std::string& where) {
+  if (!v.is_number()) throw Bad{where + " is not a time in Unix seconds"};
+  double secs = v.get<double>();
+  if (!(secs >= 0 && secs < 1e11)) throw Bad{where + " is not a time in Unix seconds"};
+  return TimePoint(std::chrono::milliseconds(static_cast<int64_t>(secs * 1000 + 0.5)));
+}
+
+std::optional<TimePoint> maybe_when(const json& o, const char* name, const std::string& where) {
+  auto it = o.find(name);
+  if (it == o.end() || it->is_null()) return std::nullopt;
+  return when(*it, where + "." + name);
+}
+
+template <class T>
+T whole(const json& o, const char* name, const std::string& where) {
+  const json& v = member(o, name, where);
+  if (!v.is_number_unsigned() && !(v.is_number_integer() && v.get<int64_t>() >= 0))
+    throw Bad{where + "." + name + " is not a non-negative integer"};
+  uint64_t n = v.get<uint64_t>();
+  if (n > static_cast<uint64_t>(std::numeric_limits<T>::max()))
+    throw Bad{where + "." + name + " is out of range"};
+  return static_cast<T>(n);
+}
+
+template <class T>
+std::optional<T> maybe_whole(const json& o, const char* name, const std::string& where) {
+  auto it = o.find(name);
+  if (it == o.end() || it->is_null()) return std::nullopt;
+  return whole<T>(o, name, where);
+}
+
+std::string words(const json& o, const char* name, const std::string& where, bool required) {
+  auto it = o.find(name);
+  if (it == o.end()) {
+    if (required) throw Bad{where + " has no \"" + name + "\""};
+    return "";
+  }
+  if (!it->is_string()) throw Bad{where + "." + name + " is not a string"};
+  return it->get<std::string>();
+}
+
+bool flag(const json& o, const char* name, const std::string& where) {
+  auto it = o.find(name);
+  if (it == o.end()) return false;
+  if (!it->is_boolean()) throw Bad{where + "." + name + " is not true or false"};
+  return it->get<bool>();
+}
+
+const json& list(const json& o, const char* name, const std::string& where) {
+  const json& v = member(o, name, where);
+  if (!v.is_array()) throw Bad{where + "." + name + " is not a list"};
+  return v;
+}
+
+IncidentNow now_of(const json& n) {
+  IncidentNow out;
+  out.at = when(member(n, "time", "incident.now"), "incident.now.time");
+  size_t i = 0;
+  for (const auto& g : list(n, "gpus", "incident.now")) {
+    std::string at = "incident.now.gpus[" + std::to_string(i++) + "]";
+    IncidentNowGpu x;
+    x.gpu = whole<unsigned>(g, "gpu", at);
+    x.state = words(g, "state", at, true);
+    x.used_bytes = maybe_whole<uint64_t>(g, "used_bytes", at);
+    x.total_bytes = maybe_whole<uint64_t>(g, "total_bytes", at);
+    x.unattributed_bytes = maybe_whole<uint64_t>(g, "unattributed_bytes", at);
+    x.attributed_bytes = maybe_whole<uint64_t>(g, "attributed_bytes", at).value_or(0);
+    x.ghost_bytes = maybe_whole<uint64_t>(g, "ghost_bytes", at).value_or(0);
+    x.leaked_bytes = maybe_whole<uint64_t>(g, "leaked_bytes", at).value_or(0);
+    if (auto it = g.find("stopped"); it != g.end() && it->is_array())
+      for (const auto& p : *it)
+        if (p.is_number_integer() && p.get<int64_t>() > 0) x.stopped.push_back(p.get<pid_t>());
+    out.gpus.push_back(std::move(x));
+  }
+  i = 0;
+  for (const auto& p : list(n, "problems", "incident.now")) {
+    std::string at = "incident.now.problems[" + std::to_string(i++) + "]";
+    out.problems.push_back({words(p, "severity", at, true), words(p, "summary", at, true),
+                            words(p, "command", at, false)});
+  }
+  return out;
+}
+
+Incident incident_of(const json& j) {
+  Incident in;
+  size_t i = 0;
+  for (const auto& g : list(j, "gpus", "incident")) {
+    std::string at = "incident.gpus[" + std::to_string(i++) + "]";
+    in.gpus.push_back({whole<unsigned>(g, "gpu", at), words(g, "name", at, false),
+                       words(g, "uuid", at, false), maybe_whole<uint64_t>(g, "total_bytes", at)});
+  }
+  i = 0;
+  for (const auto& l : list(j, "lanes", "incident")) {
+    std::string at = "incident.lanes[" + std::to_string(i++) + "]";
+    IncidentLane x;
+    x.pid = whole<pid_t>(l, "pid", at);
+    x.start_ticks = maybe_whole<uint64_t>(l, "start_ticks", at).value_or(0);
+    x.gpu = whole<unsigned>(l, "gpu", at);
+    x.ppid = maybe_whole<pid_t>(l, "ppid", at).value_or(0);
+    x.comm = words(l, "comm", at, false);
+    x.user = words(l, "user", at, false);
+    x.first_seen = when(member(l, "first_seen", at), at + ".first_seen");
+    x.last_seen = when(member(l, "last_seen", at), at + ".last_seen");
+    x.listed = flag(l, "listed", at);
+    x.keeper = flag(l, "keeper", at);
+    x.exited = maybe_when(l, "exited", at);
+    x.ghost = maybe_when(l, "ghost", at);
+    x.leaked = flag(l, "leaked", at);
+    x.stopped = flag(l, "stopped", at);
+    x.open = flag(l, "open", at);
+    x.peak_bytes = maybe_whole<uint64_t>(l, "peak_bytes", at).value_or(0);
+    in.lanes.push_back(std::move(x));
+  }
+  i = 0;
+  for (const auto& e : list(j, "events", "incident")) {
+    std::string at = "incident.events[" + std::to_string(i++) + "]";
+    IncidentEvent x;
+    x.at = when(member(e, "time", at), at + ".time");
+    x.kind = words(e, "kind", at, true);
+    x.gpu = maybe_whole<unsigned>(e, "gpu", at);
+    x.pid = maybe_whole<pid_t>(e, "pid", at).value_or(0);
+    x.other = maybe_whole<pid_t>(e, "other", at).value_or(0);
+    x.bytes = maybe_whole<uint64_t>(e, "bytes", at).value_or(0);
+    x.text = words(e, "text", at, false);
+    x.uid = maybe_whole<uid_t>(e, "uid", at);
+    x.user = words(e, "user", at, false);
+    x.command = words(e, "command", at, false);
+    x.reason = words(e, "reason", at, false);
+    in.events.push_back(std::move(x));
+  }
+  if (auto it = j.find("now"); it != j.end() && !it->is_null()) in.now = now_of(*it);
+  return in;
+}
+
+std::string clock_of(TimePoint t) {
+  return utc_time(t).substr(11);  // "14:02:11"
+}
+
+std::string who(const IncidentEvent& e) {
+  std::string by = e.command.empty() ? std::string("a gpureap command") : "`" + e.command + "`";
+  if (!e.user.empty()) by += " (" + e.user + ")";
+  return by;
+}
+
+std::string lane_label(const IncidentLane& l) {
+  std::string label = std::to_string(l.pid) + " " + (l.comm.empty() ? "?" : l.comm);
+  if (!l.user.empty()) label += " (" + l.user + ")";
+  return label;
+}
+
+LaneMarkKind mark_kind(const std::string& kind, bool& known) {
+  static const std::map<std::string, LaneMarkKind> kinds = {
+      {"fork", LaneMarkKind::Fork},
+      {"exit", LaneMarkKind::Exit},
+      {"ghost", LaneMarkKind::Ghost},
+      {"leak", LaneMarkKind::Leak},
+      {"stopped", LaneMarkKind::Stopped},
+      {"resumed", LaneMarkKind::Resumed},
+      {"signal", LaneMarkKind::Signal},
+      {"close", LaneMarkKind::Close},
+      {"memory-back", LaneMarkKind::MemoryBack},
+      {"xid", LaneMarkKind::Xid},
+      {"reset", LaneMarkKind::Reset}};
+  auto it = kinds.find(kind);
+  known = it != kinds.end();
+  return known ? it->second : LaneMarkKind::Xid;
+}
+
+std::string mark_text(const IncidentEvent& e) {
+  const std::string at = " at " + utc_time(e.at, true);
+  const std::string pid = "PID " + std::to_string(e.pid);
+  if (e.kind == "fork") return pid + " forked PID " + std::to_string(e.other) + at;
+  if (e.kind == "exit") return pid + " exited" + at;
+  if (e.kind == "ghost")
+    return pid + " is gone but the driver still lists it (a ghost" +
+           (e.bytes ? ", " + text::human_bytes(e.bytes) : std::string()) + ")" + at;
+  if (e.kind == "leak") return pid + " is leaked: nothing alive holds its memory" + at;
+  if (e.kind == "stopped") return pid + " was stopped" + at;
+  if (e.kind == "resumed") return pid + " runs again" + at;
+  if (e.kind == "close") return pid + " let go of the GPU's files" + at;
+  if (e.kind == "memory-back")
+    return "the driver freed " + pid + "'s memory" +
+           (e.bytes ? " (" + text::human_bytes(e.bytes) + ")" : std::string()) + at;
+  if (e.kind == "signal")
+    return e.text + " to " + pid + " by " + who(e) + at +
+           (e.reason.empty() ? std::string() : ": " + e.reason);
+  if (e.kind == "reset") return "GPU reset by " + who(e) + at;
+  return e.text + (e.pid ? " naming " + pid : std::string()) + at;
+}
+
+}  // namespace incident_detail
+
+const IncidentGpu* Incident::gpu(unsigned index) const {
+  for (const auto& g : gpus)
+    if (g.gpu == index) return &g;
+  return nullptr;
+}
+
+std::string Incident::name_of(pid_t pid) const {
+  for (const auto& l : lanes)
+    if (l.pid == pid && !l.comm.empty()) return l.comm;
+  return "";
+}
+
+core::Result<Incident> parse_incident(const nlohmann::json& j) {
+  try {
+    return incident_detail::incident_of(j);
+  } catch (const incident_detail::Bad& b) {
+    return core::Error{"the history's " + b.what, "save the daemon's /api/v1/history again"};
+  } catch (const nlohmann::json::exception& e) {
+    return core::Error{std::string("the history's incident is malformed: ") + e.what(), ""};
+  }
+}
+
+std::string short_uuid(const std::string& uuid) {
+  // "GPU-8f3a2c1e-..." → "GPU-8f3a2c1e"; anything else keeps its first 12 characters.
+  auto dash = uuid.find('-', 4);
+  if (uuid.rfind("GPU-", 0) == 0 && dash != std::string::npos) return uuid.substr(0, dash);
+  return uuid.substr(0, 12);
+}
+
+std::string gpu_heading(unsigned gpu, const std::string& name, const std::string& uuid) {
+  std::string s = "GPU " + std::to_string(gpu);
+  if (!name.empty()) s += " · " + name;
+  if (!uuid.empty()) s += " · " + short_uuid(uuid);
+  return s;
+}
+
+Timeline build_timeline(const Incident& in, unsigned gpu, TimePoint from, TimePoint to) {
+  using namespace incident_detail;
+  constexpr size_t kMaxLanes = 40;  // per GPU; the rest are counted
+  Timeline t;
+  std::vector<const IncidentLane*> lanes;
+  for (const auto& l : in.lanes)
+    if (l.gpu == gpu && l.last_seen >= from && l.first_seen <= to) lanes.push_back(&l);
+  // The lanes that explain the most first: ghosts and their keepers, stopped holders, then
+  // by memory; shown in the order they began.
+  auto weight = [](const IncidentLane* l) {
+    return (l->ghost || l->keeper ? 4 : 0) + (l->stopped ? 2 : 0) + (l->listed ? 1 : 0);
+  };
+  if (lanes.size() > kMaxLanes) {
+    std::stable_sort(lanes.begin(), lanes.end(), [&](auto* a, auto* b) {
+      return std::make_pair(weight(a), a->peak_bytes) > std::make_pair(weight(b), b->peak_bytes);
+    });
+    t.lanes_left_out = lanes.size() - kMaxLanes;
+    lanes.resize(kMaxLanes);
+  }
+  std::stable_sort(lanes.begin(), lanes.end(), [](auto* a, auto* b) {
+    return std::tie(a->first_seen, a->pid) < std::tie(b->first_seen, b->pid);
+  });
+  for (const auto* l : lanes) {
+    Lane lane;
+    lane.pid = l->pid;
+    lane.label = lane_label(*l);
+    lane.leaked = l->leaked;
+    lane.stopped_now = l->stopped && l->open;
+    lane.still_open = l->open;
+    const TimePoint begin = std::max(l->first_seen, from);
+    const TimePoint end = std::min(l->open ? to : l->last_seen, to);
+    // Alive until it became a ghost, stopped between its stop and resume events.
+    TimePoint alive_end = l->ghost ? std::min(*l->ghost, end) : end;
+    std::vector<std::pair<TimePoint, bool>> stops;  // (time, stopped)
+    for (const auto& e : in.events)
+      if (e.pid == l->pid && (!e.gpu || *e.gpu == gpu) && e.at >= l->first_seen &&
+          e.at <= l->last_seen + std::chrono::seconds(1) &&
+          (e.kind == "stopped" || e.kind == "resumed"))
+        stops.push_back({e.at, e.kind == "stopped"});
+    TimePoint cursor = begin;
+    bool stopped = false;
+    for (const auto& [at, now_stopped] : stops) {
+      const TimePoint x = std::clamp(at, begin, alive_end);
+      if (now_stopped == stopped) continue;
+      if (x > cursor)
+        lane.spans.push_back({cursor, x, stopped ? SpanKind::Stopped : SpanKind::Alive});
+      cursor = x;
+      stopped = now_stopped;
+    }
+    if (l->stopped && l->open) stopped = true;
+    if (alive_end > cursor || lane.spans.empty())
+      lane.spans.push_back(
+          {cursor, std::max(cursor, alive_end), stopped ? SpanKind::Stopped : SpanKind::Alive});
+    if (l->ghost && end > *l->ghost)
+      lane.spans.push_back({std::max(*l->ghost, begin), end, SpanKind::Ghost});
+    std::string title =
+        lane.label + ": held GPU " + std::to_string(gpu) + " from " + utc_time(l->first_seen, true);
+    if (l->ghost) title += "; gone (a ghost) from " + utc_time(*l->ghost, true);
+    if (l->leaked) title += "; leaked: kept by nobody";
+    if (!l->open) title += "; until " + utc_time(l->last_seen, true);
+    if (lane.stopped_now) title += "; stopped now";
+    if (l->peak_bytes) title += "; at most " + text::human_bytes(l->peak_bytes) + " listed";
+    lane.title = title;
+    for (const auto& e : in.events) {
+      // A fork is on both lanes: the parent's, and the child's, where it begins.
+      const bool mine = e.pid == l->pid || (e.kind == "fork" && e.other == l->pid);
+      if (!mine || (e.gpu && *e.gpu != gpu) || e.at < from || e.at > to) continue;
+      if (e.at + std::chrono::seconds(1) < l->first_seen ||
+          (!l->open && e.at > l->last_seen + std::chrono::seconds(5)))
+        continue;
+      bool known = false;
+      auto kind = mark_kind(e.kind, known);
+      if (!known) continue;
+      lane.marks.push_back({e.at, kind, mark_text(e)});
+    }
+    t.lanes.push_back(std::move(lane));
+  }
+  for (const auto& e : in.events) {
+    if (e.at < from || e.at > to) continue;
+    if (!(e.kind == "reset" || (e.kind == "xid" && e.pid == 0))) continue;
+    if (e.gpu && *e.gpu != gpu) continue;
+    bool known = false;
+    auto kind = mark_kind(e.kind, known);
+    t.gpu_marks.push_back({e.at, kind, mark_text(e)});
+  }
+  return t;
+}
+
+NowBox build_now(const Incident& in) {
+  NowBox box;
+  if (!in.now) return box;
+  box.at = in.now->at;
+  for (const auto& g : in.now->gpus) {
+    NowGpu x;
+    x.gpu = g.gpu;
+    const auto* id = in.gpu(g.gpu);
+    x.heading = id ? gpu_heading(g.gpu, id->name, "") : "GPU " + std::to_string(g.gpu);
+    x.state = g.state;
+    std::string d;
+    if (g.used_bytes) d = text::human_bytes(*g.used_bytes) + " used";
+    if (g.total_bytes) d += (d.empty() ? "" : " of ") + text::human_bytes(*g.total_bytes);
+    std::vector<std::string> parts;
+    if (g.attributed_bytes) parts.push_back(text::human_bytes(g.attributed_bytes) + " attributed");
+    if (g.ghost_bytes > g.leaked_bytes)
+      parts.push_back(text::human_bytes(g.ghost_bytes - g.leaked_bytes) + " ghost");
+    if (g.leaked_bytes) parts.push_back(text::human_bytes(g.leaked_bytes) + " leaked (nobody)");
+    if (g.unattributed_bytes && *g.unattributed_bytes)
+      parts.push_back(text::human_bytes(*g.unattributed_bytes) + " unattributed");
+    for (size_t i = 0; i < parts.size(); ++i) d += (i ? ", " : (d.empty() ? "" : ": ")) + parts[i];
+    if (!g.stopped.empty()) {
+      d += "; stopped holder" + std::string(g.stopped.size() == 1 ? " " : "s ");
+      for (size_t i = 0; i < g.stopped.size(); ++i)
+        d += (i ? ", " : "") + std::to_string(g.stopped[i]);
+    }
+    x.detail = d;
+    box.gpus.push_back(std::move(x));
+  }
+  box.problems = in.now->problems;
+  return box;
+}
+
+std::optional<IncidentEvent> announced_signal(const Incident& in, const std::vector<pid_t>& pids,
+                                              TimePoint from, TimePoint until) {
+  std::optional<IncidentEvent> found;
+  for (const auto& e : in.events)
+    if (e.kind == "signal" && e.at >= from && e.at <= until &&
+        std::find(pids.begin(), pids.end(), e.pid) != pids.end() && (!found || e.at <= found->at))
+      found = e;
+  return found;
+}
+
+}  // namespace gpureap::report

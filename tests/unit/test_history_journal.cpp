@@ -1,0 +1,147 @@
+// The incident journal from samples alone: lanes from first sample to last, a forked worker
+// followed from its parent, a gone PID's lane continued as a ghost under its living name, a
+// stopped holder, memory coming back, and announced signals with who sent them.
+#include <gtest/gtest.h>
+
+#include "history/journal.h"
+#include "snapshot_builders.h"
+
+namespace gpureap::history {
+namespace {
+
+using testing::GiB;
+using testing::holder;
+using testing::listed;
+using testing::make_snapshot;
+
+const auto kT0 = std::chrono::system_clock::time_point(std::chrono::seconds(1'700'000'000));
+
+JournalTime at(int s) {
+  return kT0 + std::chrono::seconds(s);
+}
+
+core::Snapshot sample(int s, std::vector<core::HostProcess> ps,
+                      std::vector<core::DriverProcess> on_gpu0) {
+  auto snap = make_snapshot(std::move(ps), {testing::gpu(0, 0, 10 * GiB, std::move(on_gpu0))},
+                            {.at = at(s)});
+  return snap;
+}
+
+std::vector<JournalEventKind> kinds_of(const JournalView& v, pid_t pid) {
+  std::vector<JournalEventKind> out;
+  for (const auto& e : v.events)
+    if (e.pid == pid) out.push_back(e.kind);
+  return out;
+}
+
+const JournalLane* lane_of(const JournalView& v, pid_t pid) {
+  for (const auto& l : v.lanes)
+    if (l.pid == pid) return &l;
+  return nullptr;
+}
+
+TEST(HistoryJournal, ATrainersWorkerAndGhostAndTheMemoryComingBack) {
+  Journal j;
+  auto trainer = holder(100, 1, 100);
+  trainer.stat.comm = "trainer";
+  auto worker = holder(101, 100, 100);
+  j.record(sample(0, {trainer, worker}, {listed(100, 8 * GiB)}));
+  j.record(sample(1, {trainer, worker}, {listed(100, 8 * GiB)}));
+  auto orphan = worker;
+  orphan.stat.ppid = 1;
+  j.record(sample(2, {orphan}, {listed(100, 8 * GiB)}));
+  j.record(sample(3, {orphan}, {listed(100, 8 * GiB)}));
+  j.record(sample(4, {}, {}));
+
+  auto v = j.query(at(0), at(10));
+  const auto* t = lane_of(v, 100);
+  ASSERT_TRUE(t);
+  EXPECT_EQ(t->comm, "trainer") << "the ghost keeps the name it had alive";
+  EXPECT_EQ(t->start_ticks, 1100u) << "one lane: the living one, continued";
+  EXPECT_EQ(t->first_seen, at(0));
+  EXPECT_EQ(t->last_seen, at(3));
+  EXPECT_EQ(t->ghost, at(2));
+  EXPECT_EQ(t->peak_bytes, 8 * GiB);
+  EXPECT_FALSE(t->open);
+  EXPECT_EQ(kinds_of(v, 100),
+            (std::vector<JournalEventKind>{JournalEventKind::Fork, JournalEventKind::Exit,
+                                           JournalEventKind::Ghost, JournalEventKind::MemoryBack}));
+  const auto* w = lane_of(v, 101);
+  ASSERT_TRUE(w);
+  EXPECT_EQ(w->first_seen, at(1)) << "followed from the sample after its parent's lane began";
+  EXPECT_EQ(w->ppid, 100);
+  EXPECT_EQ(w->last_seen, at(3));
+  EXPECT_EQ(w->exited, at(4));
+  EXPECT_EQ(kinds_of(v, 101), std::vector<JournalEventKind>{JournalEventKind::Exit});
+  EXPECT_EQ(v.lanes.size(), 2u);
+  // A window before anything happened has nothing.
+  EXPECT_TRUE(j.query(at(-10), at(-1)).lanes.empty());
+}
+
+TEST(HistoryJournal, AStoppedHolderAndWhoSignalledIt) {
+  Journal j;
+  auto job = holder(200, 1, 200);
+  j.record(sample(0, {job}, {listed(200, 4 * GiB)}));
+  auto stopped = job;
+  stopped.stat.state = 'T';
+  j.record(sample(1, {stopped}, {listed(200, 4 * GiB)}));
+  Announcement a;
+  a.at = at(2);
+  a.uid = 0;
+  a.user = "root";
+  a.command = "gpureap kill 200";
+  a.signal = "SIGTERM";
+  a.targets = {{200, 1200, "p200", 0}};
+  j.announce(a);
+  j.record(sample(2, {stopped}, {listed(200, 4 * GiB)}));
+
+  auto v = j.query(at(0), at(10));
+  const auto* l = lane_of(v, 200);
+  ASSERT_TRUE(l);
+  EXPECT_TRUE(l->stopped);
+  EXPECT_TRUE(l->open);
+  ASSERT_EQ(kinds_of(v, 200),
+            (std::vector<JournalEventKind>{JournalEventKind::Stopped, JournalEventKind::Signal}));
+  const auto& signal = v.events.back();
+  EXPECT_EQ(signal.user, "root");
+  EXPECT_EQ(signal.command, "gpureap kill 200");
+  EXPECT_EQ(signal.text, "SIGTERM");
+  EXPECT_EQ(signal.gpu, 0u);
+}
+
+TEST(HistoryJournal, DriverErrorsAreKeptOnceEach) {
+  Journal j;
+  core::KernelGpuEvent x;
+  x.vendor = "nvidia";
+  x.kind = "xid";
+  x.code = 31;
+  x.name = "GPU memory page fault";
+  x.gpu = 0;
+  x.seq = 7;
+  x.time = at(5);
+  x.pid = 4242;
+  j.record_kernel_events({x});
+  j.record_kernel_events({x});  // the follower hands the log again: nothing new
+  auto v = j.query(at(0), at(10));
+  ASSERT_EQ(v.events.size(), 1u);
+  EXPECT_EQ(v.events[0].kind, JournalEventKind::Xid);
+  EXPECT_EQ(v.events[0].pid, 4242);
+  EXPECT_EQ(v.events[0].text, "Xid 31 (GPU memory page fault)");
+}
+
+TEST(HistoryJournal, ItIsBoundedByItsWindowAndCaps) {
+  Journal j({std::chrono::seconds(60), 8, 16});
+  for (int s = 0; s < 40; ++s) {
+    auto p = holder(300 + s, 1, 300 + s);
+    j.record(sample(s, {p}, {listed(300 + s, GiB)}));
+  }
+  auto v = j.query(at(-100), at(100));
+  EXPECT_LE(v.lanes.size(), 8u);
+  EXPECT_LE(v.events.size(), 16u);
+  EXPECT_EQ(lane_of(v, 339)->open, true) << "the lane open now stays";
+  j.record(sample(200, {}, {}));
+  EXPECT_LE(j.query(at(0), at(300)).lanes.size(), 1u) << "past the window, closed lanes go";
+}
+
+}  // namespace
+}  // namespace gpureap::history
