@@ -71,6 +71,9 @@ struct BackendEntry {
   // The prefixes of its kernel modules' functions: a process in D state whose wait channel or
   // stack is in one of them waits inside the driver.
   std::vector<std::string> kernel_functions;
+  // Its daemons that hold GPUs by design (persistence, monitoring): gpureap never ends them
+  // unless named (reap/safety).
+  std::vector<std::string> protected_programs;
   VendorWords words;
 };
 

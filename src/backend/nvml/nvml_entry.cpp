@@ -74,6 +74,7 @@ BackendEntry nvml_entry() {
   e.kernel_log = kernel::nvidia::xid_parser();
   // nvidia.ko (os_*, nv_*, _nv*), nvidia-uvm.ko (uvm_*).
   e.kernel_functions = {"uvm_", "nvidia", "nv_", "_nv", "os_acquire", "os_wait"};
+  e.protected_programs = {"nvidia-persistenced", "nv-hostengine", "dcgm-exporter", "dcgmi"};
   e.reset = ResetTool{
       "nvidia-smi",
       [](unsigned nvml_index) {
