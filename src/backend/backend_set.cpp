@@ -8,6 +8,13 @@ std::shared_ptr<BackendSet> BackendSet::make(const Registry& registry,
                                              const BackendSettings& settings,
                                              WatchdogOptions watchdog) {
   auto set = std::make_shared<BackendSet>();
+  // What /proc and the kernel log are read for does not depend on which backends are read:
+  // every vendor gpureap knows, the registry's own entries first.
+  Registry known = registry;
+  known.insert(known.end(), builtin_backends().begin(), builtin_backends().end());
+  set->nodes_ = backend::device_nodes(known);
+  set->parsers_ = backend::kernel_log_parsers(known);
+  set->functions_ = backend::kernel_functions(known);
   for (const auto& entry : registry) {
     std::function<std::vector<core::Gpu>()> kernel_gpus;
     if (entry.kernel_gpus) kernel_gpus = [f = entry.kernel_gpus, settings] { return f(settings); };
@@ -18,6 +25,7 @@ std::shared_ptr<BackendSet> BackendSet::make(const Registry& registry,
     WatchdogOptions options = watchdog;
     options.backend_name = entry.name;
     options.vendor = entry.vendor;
+    options.check_driver = entry.words.check_driver;
     auto guarded = std::make_shared<GuardedBackend>(
         [make = entry.make, settings] { return std::shared_ptr<GpuBackend>(make(settings)); },
         std::move(options));
@@ -26,7 +34,12 @@ std::shared_ptr<BackendSet> BackendSet::make(const Registry& registry,
   return set;
 }
 
-BackendSet::BackendSet(std::vector<std::shared_ptr<GpuBackend>> backends) {
+BackendSet::BackendSet()
+    : nodes_(backend::device_nodes(builtin_backends())),
+      parsers_(backend::kernel_log_parsers(builtin_backends())),
+      functions_(backend::kernel_functions(builtin_backends())) {}
+
+BackendSet::BackendSet(std::vector<std::shared_ptr<GpuBackend>> backends) : BackendSet() {
   for (auto& b : backends)
     if (b) members_.push_back({std::move(b), nullptr});
 }

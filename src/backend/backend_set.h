@@ -1,6 +1,6 @@
 #pragma once
-// The backends one collector reads, each with its own availability: a wedged NVIDIA driver
-// does not hide another vendor's GPUs. Backends that call a driver library run behind their
+// The backends one collector reads, each with its own availability: a wedged driver does not
+// hide another vendor's GPUs. Backends that call a driver library run behind their
 // own watchdog; the others (which may also take part in the holder scan) are called directly.
 #include <chrono>
 #include <functional>
@@ -21,9 +21,17 @@ class BackendSet {
   // whenever its watchdog abandons a stuck call).
   static std::shared_ptr<BackendSet> make(const Registry& registry, const BackendSettings& settings,
                                           WatchdogOptions watchdog);
-  // Backends as they are, none guarded (a program that wants no watchdog, tests' backends).
+  // Backends as they are, none guarded (a program that wants no watchdog, tests' backends);
+  // the device nodes and kernel-log parsers are the built-in registry's.
   explicit BackendSet(std::vector<std::shared_ptr<GpuBackend>> backends);
-  BackendSet() = default;
+  BackendSet();
+
+  // What the registry's entries (and the built-in ones) say of their vendors, for the layers
+  // below the backends: the device nodes the holder scan matches, the kernel log's parsers, the
+  // drivers' kernel functions.
+  const procfs::DeviceNodes& device_nodes() const { return nodes_; }
+  const kernel::KernelLogParsers& kernel_log_parsers() const { return parsers_; }
+  const std::vector<std::string>& kernel_functions() const { return functions_; }
 
   // Every backend's report now, combined (global GPU indices, keys). A backend that goes down
   // keeps the indices it had, so the next backends' GPUs keep theirs, and reports the GPUs its
@@ -48,6 +56,9 @@ class BackendSet {
     std::function<std::vector<core::Gpu>()> kernel_gpus;  // BackendEntry::kernel_gpus, bound
   };
   std::vector<Member> members_;
+  procfs::DeviceNodes nodes_;
+  kernel::KernelLogParsers parsers_;
+  std::vector<std::string> functions_;
   mutable std::mutex widths_mutex_;
   mutable std::vector<unsigned> widths_;  // per member: the most GPU ids it has used
 };

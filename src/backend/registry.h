@@ -1,19 +1,59 @@
 #pragma once
-// The one list of GPU backends gpureap knows. Adding a vendor is one folder under src/backend
-// and one line in builtin_backends(); every command and the daemon build their backends here.
+// The one list of GPU backends gpureap knows, and everything the rest of the program knows of a
+// vendor: its device nodes, its driver library's option, its kernel-log parser, its reset tool
+// and the words of its remedies. Adding a vendor is one folder under src/backend (and
+// src/kernel for a log parser) and one line in builtin_backends(); the device catalogue, the
+// collector, doctor and `reset` read these entries and name no vendor themselves.
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "backend/gpu_backend.h"
 #include "backend/settings.h"
+#include "kernel/blocked_task.h"
+#include "kernel/gpu_events.h"
+#include "procfs/device_files.h"
 
 namespace gpureap::backend {
 
+// The driver library a user may name on the command line (--<option> PATH).
+struct LibraryOption {
+  std::string option;   // the long option without dashes: its value is settings.libraries[name]
+  std::string env;      // the environment variable read when the option is not given
+  std::string help;     // the option's help text
+  std::string example;  // "/path/to/lib.so.1", for remedies
+};
+
+// `gpureap reset`: the vendor's tool that resets one GPU.
+struct ResetTool {
+  std::string program;  // found on PATH
+  // Its arguments for the GPU with this backend id.
+  std::function<std::vector<std::string>(unsigned backend_index)> arguments;
+  std::string missing_hint;  // what to install when the program is not on PATH
+  // Its complaint turned into the next step; `gpu` is the global index.
+  std::function<std::string(const std::string& output, unsigned gpu)> failure_hint;
+};
+
+// The words doctor and `reset` use for this vendor's driver; an empty one is not said.
+struct VendorWords {
+  std::string vendor;           // the vendor as people write it
+  std::string library;          // its driver library as people write it, where it has one
+  std::string check_driver;     // a command that shows whether the driver answers
+  std::string driver_log_grep;  // a command that shows what the driver logged
+  std::string gpu_query;        // a command that shows what the driver knows of GPU {gpu}
+  std::string process_query;    // a command that lists the driver's processes
+  std::string reload_driver;    // a command that reloads the kernel modules
+  std::string mismatch_effect;  // what a library/driver version mismatch breaks
+  // The command that resets GPU {gpu} (its minor: {minor}); empty: only a reboot does.
+  std::string reset;
+};
+
 struct BackendEntry {
-  std::string name;    // "nvml": the backend's name in reports, JSON and metrics
-  std::string vendor;  // "nvidia"
+  std::string name;    // the backend's name in reports, JSON and metrics
+  std::string vendor;  // the vendor of its GPUs, lower case
   // It calls into a vendor library, which blocks forever on a wedged driver: each instance is
   // then called behind a watchdog. A backend that reads only kernel files (fdinfo, sysfs) and
   // takes part in the holder scan is called directly.
@@ -23,11 +63,38 @@ struct BackendEntry {
   // device files, nothing measured): a backend that does not answer still reports which device
   // file is which GPU. Empty for a vendor whose backend reads the kernel alone anyway.
   std::function<std::vector<core::Gpu>(const BackendSettings&)> kernel_gpus;
+  // The device nodes its driver makes (DeviceNode::backend is filled from `name`).
+  procfs::DeviceNodes device_nodes;
+  std::optional<LibraryOption> library;
+  std::optional<kernel::KernelLogParser> kernel_log;
+  std::optional<ResetTool> reset;
+  // The prefixes of its kernel modules' functions: a process in D state whose wait channel or
+  // stack is in one of them waits inside the driver.
+  std::vector<std::string> kernel_functions;
+  // Its daemons that hold GPUs by design (persistence, monitoring): gpureap never ends them
+  // unless named (reap/safety).
+  std::vector<std::string> protected_programs;
+  VendorWords words;
 };
 
 using Registry = std::vector<BackendEntry>;
 
 // Every backend gpureap ships, in the order their GPUs are numbered.
 const Registry& builtin_backends();
+
+// The entry named `name` in `registry` (null: the built-in one), or null.
+const BackendEntry* find_backend(std::string_view name, const Registry* registry = nullptr);
+// Every entry's device nodes, each kind once (the first entry that names it owns it).
+procfs::DeviceNodes device_nodes(const Registry& registry);
+// Every entry's kernel-log parser, each kind once.
+std::vector<kernel::KernelLogParser> kernel_log_parsers(const Registry& registry);
+// Every entry's kernel function prefixes, each once.
+std::vector<std::string> kernel_functions(const Registry& registry);
+// The entry whose kernel functions a D-state wait is in (its wait channel, then its stack).
+const BackendEntry* driver_waited_in(const std::optional<std::string>& wchan,
+                                     const std::vector<std::string>& stack,
+                                     const Registry* registry = nullptr);
+// "{gpu}" and "{minor}" of a word replaced; empty when it needs a minor the GPU lacks.
+std::string fill_gpu(std::string text, unsigned gpu, std::optional<unsigned> minor = {});
 
 }  // namespace gpureap::backend

@@ -1,7 +1,7 @@
 #pragma once
 // What a backend may need to be made: the runtime roots and the libraries a user named.
 #include <cstdint>
-#include <optional>
+#include <map>
 #include <string>
 
 namespace gpureap::backend {
@@ -9,12 +9,13 @@ namespace gpureap::backend {
 struct BackendSettings {
   std::string proc_root = "/proc";
   std::string dev_root = "/dev";
-  std::string sys_root = "/sys";  // DRM devices and AMD's KFD
+  std::string sys_root = "/sys";  // the drivers' sysfs (devices, dynamic majors)
   // The folder holding the host's files (usr/share/misc/pci.ids, var/lib/docker, ...): --runtime-
   // root; empty: the folder above proc_root ("/" for /proc, /host for /host/proc).
   std::string runtime_root;
-  // --nvml-library; empty: $GPUREAP_NVML_LIBRARY, then the normal dlopen search.
-  std::optional<std::string> nvml_library;
+  // The driver libraries a user named, by backend name (each entry's LibraryOption); a
+  // backend without one here reads its environment variable, then searches as dlopen does.
+  std::map<std::string, std::string> libraries;
   // Upper bound for a valid PID in a driver's process record (<proc-root>/sys/kernel/pid_max).
   uint64_t pid_max = 4194304;
 };

@@ -26,8 +26,9 @@ struct BackendWatchdog::Worker {
   bool quit = false;
   bool finished = false;
   core::BackendReport result;
+  std::string thread_name = "gpureap-driver";
 
-  // The backend instance goes before the thread ends, so its NVML shutdown never races with
+  // The backend instance goes before the thread ends, so its library's shutdown never races with
   // the process's exit.
   void finish(std::unique_lock<std::mutex>& lock) {
     lock.unlock();
@@ -39,7 +40,7 @@ struct BackendWatchdog::Worker {
 
   static void run(std::shared_ptr<Worker> self) {
     // Named, so `top -H` (and the footprint benchmark) can tell the driver's time from ours.
-    ::pthread_setname_np(::pthread_self(), "gpureap-nvml");
+    ::pthread_setname_np(::pthread_self(), self->thread_name.c_str());
     for (;;) {
       {
         std::unique_lock lock(self->mutex);
@@ -131,8 +132,11 @@ std::optional<std::string> BackendWatchdog::refusal(Clock::time_point now) {
     return std::to_string(stuck_->load()) +
            " calls into the GPU driver have not returned; gpureap makes no new call until one "
            "does: "
-           "check the driver (dmesg, nvidia-smi), and restart the daemon once it is fixed";
+           "check the driver (" +
+           check_driver() + "), and restart the daemon once it is fixed";
   worker_ = std::make_shared<Worker>();
+  // "gpureap-<backend>", within the kernel's 15 characters.
+  worker_->thread_name = ("gpureap-" + options_.backend_name).substr(0, 15);
   worker_->backend = factory_();
   worker_->stuck = stuck_;
   std::thread(Worker::run, worker_).detach();
@@ -176,7 +180,7 @@ std::string BackendWatchdog::give_up(Clock::time_point start, std::chrono::milli
   retry_at_ = Clock::now() + backoff_;
   last_down_reason_ = "the GPU driver did not answer within " + core::format_duration(timeout) +
                       " (a wedged driver or a GPU fallen off the bus?); gpureap retries in " +
-                      core::format_duration(backoff_) + ": check dmesg and nvidia-smi";
+                      core::format_duration(backoff_) + ": check " + check_driver_and();
   return last_down_reason_;
 }
 

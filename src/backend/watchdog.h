@@ -1,7 +1,7 @@
 #pragma once
 // The GPU backend called off the caller's thread with a timeout: every driver library a
 // BackendSet reads (each command, the daemon's sampling engine and its policy actions). A wedged
-// driver blocks an NVML call forever and such a thread cannot be cancelled: the call is
+// driver blocks a library call forever and such a thread cannot be cancelled: the call is
 // abandoned (its thread keeps the backend instance alive and exits if the call ever returns),
 // the backend is reported down, and a later call starts a fresh worker with a fresh backend
 // instance. Stuck workers are bounded; retries back off while the driver does not answer.
@@ -25,8 +25,10 @@ struct WatchdogOptions {
   // The backend's name and vendor, for the report given while it does not answer.
   std::string backend_name;
   std::string vendor;
+  // The vendor's command that shows whether the driver answers (VendorWords::check_driver).
+  std::string check_driver;
   // Abandoned calls allowed to stay stuck at once; at the bound, no new call is made until
-  // one of them returns (each holds a thread and an NVML handle).
+  // one of them returns (each holds a thread and a library handle).
   unsigned max_stuck = 4;
   // After a timeout, the next attempt waits this long, doubling up to max_backoff.
   std::chrono::milliseconds first_backoff{std::chrono::seconds(1)};
@@ -61,6 +63,13 @@ class BackendWatchdog {
   struct Worker;
 
  private:
+  // "dmesg, <the vendor's check>": what a user looks at when the driver does not answer.
+  std::string check_driver() const {
+    return options_.check_driver.empty() ? "dmesg" : "dmesg, " + options_.check_driver;
+  }
+  std::string check_driver_and() const {
+    return options_.check_driver.empty() ? "dmesg" : "dmesg and " + options_.check_driver;
+  }
   using Clock = std::chrono::steady_clock;
   TimedReport down(std::string why, Clock::time_point start) const;
   // Why no call is made now (stopping, backing off, too many stuck); else starts a worker if

@@ -200,7 +200,7 @@ void say_settling(const GlobalOptions& g, const DoctorOptions& o, const DoctorRu
 CLI::App* add_doctor_command(CLI::App& app, DoctorOptions& o) {
   auto* cmd = app.add_subcommand(
       "doctor", "explain every ghost, with evidence and the command that fixes it");
-  cmd->add_option("--gpu", o.gpu, "only findings about this GPU (NVML index)");
+  cmd->add_option("--gpu", o.gpu, "only findings about this GPU (its index in `gpureap ps`)");
   cmd->add_option("--settle", o.settle,
                   "time between the two samples that tell releasing from leaked (default 5s)");
   cmd->add_option(

@@ -173,7 +173,7 @@ CLI::App* add_kill_command(CLI::App& app, KillOptions& o) {
       "  gpureap kill --gpu 1 --user bob    bob's holders of GPU 1\n"
       "  gpureap kill 4242 --gpu 0          PID 4242, if it is on GPU 0\n"
       "A GPU is mapped to its device files only by its driver or, when the driver does not "
-      "answer, by the kernel's /proc/driver/nvidia/gpus; otherwise --gpu is refused (exit 4).");
+      "answer, by its kernel module's own listing; otherwise --gpu is refused (exit 4).");
   return kill;
 }
 

@@ -1,12 +1,13 @@
 // `gpureap reset`: the last resort, guarded. It refuses while anything uses the GPU, lets go
-// of gpureap's own NVML handle (an open handle blocks the reset), runs nvidia-smi, and checks
-// that the memory came back.
+// of gpureap's own driver handles (an open handle blocks the reset), runs the reset tool of the
+// GPU's backend (its registry entry's ResetTool), and checks that the memory came back.
 #include "cli/cmd_reset.h"
 
 #include <unistd.h>
 
 #include <iostream>
 
+#include "backend/registry.h"
 #include "cli/announce.h"
 #include "cli/confirm.h"
 #include "cli/external_command.h"
@@ -27,6 +28,32 @@ std::string bytes_or_unknown(std::optional<uint64_t> b) {
   return b ? text::human_bytes(*b) : std::string("unknown");
 }
 
+// The entry whose tool resets this GPU: its backend's; for a GPU no backend reports, the first
+// entry that has one.
+const backend::BackendEntry* reset_entry(const core::Gpu* gpu) {
+  if (gpu) return backend::find_backend(gpu->backend);
+  for (const auto& e : backend::builtin_backends())
+    if (e.reset) return &e;
+  return nullptr;
+}
+
+// "<Vendor> GPUs only (through <tool>)": the vendors whose GPUs gpureap resets, and how.
+std::string resettable() {
+  std::string vendors, tools;
+  for (const auto& e : backend::builtin_backends())
+    if (e.reset) {
+      vendors += (vendors.empty() ? "" : ", ") + e.words.vendor;
+      tools += (tools.empty() ? "" : ", ") + e.reset->program;
+    }
+  return vendors + " GPUs only (through " + tools + ")";
+}
+
+std::string joined(const std::vector<std::string>& words) {
+  std::string out;
+  for (const auto& w : words) out += (out.empty() ? "" : " ") + w;
+  return out;
+}
+
 }  // namespace
 
 CLI::App* add_reset_command(CLI::App& app, ResetOptions& o) {
@@ -41,11 +68,12 @@ CLI::App* add_reset_command(CLI::App& app, ResetOptions& o) {
 namespace {
 
 // Whether GPU `gpu` may be reset: nothing alive holds it or is listed on it, and the view is
-// complete. The collector, and with it gpureap's own NVML handle, is closed on return.
+// complete. The collector, and with it gpureap's own driver handles, is closed on return.
 struct Guarded {
   std::optional<int> refused;  // the exit status, when it may not
   std::optional<uint64_t> used_before;
-  unsigned nvml_index = 0;  // nvidia-smi's numbering of the GPU
+  unsigned backend_index = 0;  // the reset tool's numbering of the GPU
+  const backend::BackendEntry* entry = nullptr;
 };
 
 Guarded guard_reset(const GlobalOptions& g, const ResetOptions& o) {
@@ -55,7 +83,7 @@ Guarded guard_reset(const GlobalOptions& g, const ResetOptions& o) {
   if (report_driver_timeout(snapshot)) {
     std::cerr << "gpureap: not resetting GPU " << o.gpu
               << ": a driver that does not answer cannot tell what "
-              << "uses it (and nvidia-smi would hang too); check dmesg, then reboot\n";
+              << "uses it (and its reset would hang too); check dmesg, then reboot\n";
     return Guarded{kExitDriverTimeout};
   }
   if (auto unknown = core::check_gpu_index(snapshot, o.gpu)) return Guarded{fail_scope(*unknown)};
@@ -73,12 +101,14 @@ Guarded guard_reset(const GlobalOptions& g, const ResetOptions& o) {
              std::to_string(o.gpu),
          "run as root"})};
   const core::Gpu* gpu = snapshot.gpu(o.gpu);
-  if (gpu && gpu->backend != "nvml")
-    return Guarded{
-        fail({"GPU " + std::to_string(o.gpu) + " is " + gpu->vendor +
-                  "'s; gpureap resets NVIDIA GPUs only (through nvidia-smi)",
-              "nothing holds it now; reset it with: " + doctor::reset_command(snapshot, o.gpu)})};
-  return Guarded{std::nullopt, used_bytes(snapshot, o.gpu), gpu ? gpu->backend_index : o.gpu};
+  const backend::BackendEntry* entry = reset_entry(gpu);
+  if (!entry || !entry->reset)
+    return Guarded{fail(
+        {"GPU " + std::to_string(o.gpu) + " is " + (gpu ? gpu->vendor : std::string("no backend")) +
+             "'s; gpureap resets " + resettable(),
+         "nothing holds it now; reset it with: " + doctor::reset_command(snapshot, o.gpu)})};
+  return Guarded{std::nullopt, used_bytes(snapshot, o.gpu), gpu ? gpu->backend_index : o.gpu,
+                 entry};
 }
 
 }  // namespace
@@ -87,14 +117,13 @@ int run_reset(const GlobalOptions& g, const ResetOptions& o) {
   auto guarded = guard_reset(g, o);
   if (guarded.refused) return *guarded.refused;
   auto before = guarded.used_before;
-  const unsigned nvml_index = guarded.nvml_index;
-  std::vector<std::string> command{"nvidia-smi", "--gpu-reset", "-i", std::to_string(nvml_index)};
-  std::string nvidia_smi = find_on_path("nvidia-smi");
-  if (nvidia_smi.empty())
-    return fail({"nvidia-smi was not found on PATH",
-                 "install the NVIDIA driver utilities, or add their directory to PATH"});
+  const backend::ResetTool& tool = *guarded.entry->reset;
+  std::vector<std::string> command{tool.program};
+  for (auto& arg : tool.arguments(guarded.backend_index)) command.push_back(std::move(arg));
+  if (find_on_path(tool.program).empty())
+    return fail({tool.program + " was not found on PATH", tool.missing_hint});
   std::cout << "GPU " << o.gpu << " uses " << bytes_or_unknown(before)
-            << " and nothing holds it. Will run: nvidia-smi --gpu-reset -i " << nvml_index << "\n";
+            << " and nothing holds it. Will run: " << joined(command) << "\n";
   if (o.dry_run) return kExitOk;
   if (::geteuid() != 0)
     return fail(
@@ -115,9 +144,11 @@ int run_reset(const GlobalOptions& g, const ResetOptions& o) {
   auto ran = run_command(command);
   if (!ran) return fail(ran.error());
   if (ran->exit_code != 0) {
-    std::cerr << "gpureap: nvidia-smi --gpu-reset failed (exit " << ran->exit_code << "):\n"
+    std::cerr << "gpureap: " << joined(command) << " failed (exit " << ran->exit_code << "):\n"
               << text::terminal_safe(ran->output) << "\n  "
-              << doctor::reset_failure_hint(ran->output, o.gpu) << "\n";
+              << (tool.failure_hint ? tool.failure_hint(ran->output, o.gpu)
+                                    : std::string("reboot if nothing else helps"))
+              << "\n";
     return kExitFailed;
   }
   auto collector = open_collector(g);

@@ -1,5 +1,5 @@
 #pragma once
-// Runs another program (e.g. nvidia-smi) found on PATH and captures what it prints.
+// Runs another program (e.g. a driver's reset tool) found on PATH and captures what it prints.
 #include <string>
 #include <vector>
 

@@ -18,7 +18,8 @@ void add_global_options(CLI::App& app, GlobalOptions& o) {
   app.add_option("--dev-root", o.dev_root, "device directory to match (default /dev)")
       ->group("Global");
   app.add_option("--sys-root", o.sys_root,
-                 "sysfs to read DRM GPUs, AMD's KFD and the cgroup filesystem (fs/cgroup, whose "
+                 "sysfs to read DRM GPUs, the drivers' device numbers and the cgroup filesystem "
+                 "(fs/cgroup, whose "
                  "owners verify containers) from (default /sys)")
       ->group("Global");
   app.add_option("--kmsg", o.kmsg,
@@ -30,9 +31,11 @@ void add_global_options(CLI::App& app, GlobalOptions& o) {
                  "var/log/pods), to verify and name containers and pods (default: the folder above "
                  "--proc-root, / for /proc)")
       ->group("Global");
-  app.add_option("--nvml-library", o.nvml_library,
-                 "path of libnvidia-ml.so.1 (default: $GPUREAP_NVML_LIBRARY, then the system's)")
-      ->group("Global");
+  // Each backend's driver library, where its registry entry names an option for it.
+  for (const auto& entry : backend::builtin_backends())
+    if (entry.library)
+      app.add_option("--" + entry.library->option, o.libraries[entry.name], entry.library->help)
+          ->group("Global");
   app.add_flag("--json", o.json, "print JSON")->group("Global");
   app.add_flag("--csv", o.csv, "print CSV")->group("Global");
   app.add_option(
@@ -45,8 +48,11 @@ void add_global_options(CLI::App& app, GlobalOptions& o) {
 }
 
 void note_given_options(const CLI::App& app, GlobalOptions& o) {
-  for (const char* name :
-       {"--proc-root", "--dev-root", "--sys-root", "--kmsg", "--runtime-root", "--nvml-library"})
+  std::vector<std::string> names{"--proc-root", "--dev-root", "--sys-root", "--kmsg",
+                                 "--runtime-root"};
+  for (const auto& entry : backend::builtin_backends())
+    if (entry.library) names.push_back("--" + entry.library->option);
+  for (const auto& name : names)
     if (app.get_option(name)->count() > 0) o.roots_given = true;
 }
 
@@ -56,7 +62,8 @@ backend::BackendSettings backend_settings(const GlobalOptions& o) {
   settings.dev_root = o.dev_root;
   settings.sys_root = o.sys_root;
   settings.runtime_root = o.runtime_root;
-  if (!o.nvml_library.empty()) settings.nvml_library = o.nvml_library;
+  for (const auto& [name, path] : o.libraries)
+    if (!path.empty()) settings.libraries[name] = path;
   if (auto proc = procfs::ProcFs::open(o.proc_root)) settings.pid_max = proc->pid_max();
   return settings;
 }

@@ -1,6 +1,7 @@
 #pragma once
 // Options every subcommand accepts, before or after its name.
 #include <CLI/CLI.hpp>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -18,14 +19,16 @@ struct GlobalOptions {
   std::string dev_root = "/dev";
   std::string sys_root = "/sys";
   std::string kmsg = "/dev/kmsg";  // the kernel log, or a saved copy (`cat /dev/kmsg > FILE`)
-  std::string nvml_library;        // empty: GPUREAP_NVML_LIBRARY, then the default search
-  std::string runtime_root;        // empty: the folder that holds the proc root
+  // The driver libraries named with the registry's options (--<LibraryOption::option>), by
+  // backend name; one not given: its environment variable, then the default search.
+  std::map<std::string, std::string> libraries;
+  std::string runtime_root;  // empty: the folder that holds the proc root
 
   bool json = false;
   bool csv = false;
   bool no_color = false;
   std::string driver_timeout = "5s";  // how long one read of the driver may take
-  // One of --proc-root, --dev-root, --sys-root, --kmsg, --runtime-root, --nvml-library was given
+  // One of --proc-root, --dev-root, --sys-root, --kmsg, --runtime-root or a library was given
   // (even with its default value): the user asks about those, so `ps` scans them instead of asking
   // the daemon.
   bool roots_given = false;
@@ -45,7 +48,7 @@ core::Result<collect::Collector> open_collector(const GlobalOptions& options);
 // The driver did not answer for this snapshot: says so on stderr (what it shows is /proc
 // alone) and returns true; the command then exits with kExitDriverTimeout.
 bool report_driver_timeout(const core::Snapshot& snapshot);
-// What the registry's backends need from these options: roots, the NVML library a user named,
+// What the registry's backends need from these options: roots, the libraries a user named,
 // the PID bound from the procfs.
 backend::BackendSettings backend_settings(const GlobalOptions& options);
 

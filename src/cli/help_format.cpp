@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include "backend/registry.h"
 #include "cli/exit_codes.h"
 #include "text/display_width.h"
 
@@ -31,7 +32,6 @@ const std::pair<const char*, const char*> kPlaceholders[] = {
     {"sys-root", "DIR"},
     {"runtime-root", "DIR"},
     {"kmsg", "FILE"},
-    {"nvml-library", "PATH"},
     {"config", "FILE"},
     {"check-config", "FILE"},
     {"report", "FILE"},
@@ -103,9 +103,12 @@ std::pair<std::string, std::vector<std::string>> split_type(const CLI::Option* o
 std::string placeholder(const CLI::Option* opt) {
   auto [base, checks] = split_type(opt);
   if (!is_generic_type(base)) return base;
-  for (const auto& name : opt->get_lnames())
+  for (const auto& name : opt->get_lnames()) {
     for (const auto& [option, word] : kPlaceholders)
       if (name == option) return word;
+    for (const auto& entry : backend::builtin_backends())  // a driver library's path
+      if (entry.library && name == entry.library->option) return "PATH";
+  }
   if (opt->get_positional()) return upper(opt->get_name(true, false));
   if (base == "INT" || base == "UINT" || base == "NUMBER") return "N";
   return "VALUE";

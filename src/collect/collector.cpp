@@ -90,7 +90,10 @@ core::Result<Collector> Collector::open(const Roots& roots,
                                         std::shared_ptr<backend::BackendSet> drivers) {
   auto proc = procfs::ProcFs::open(roots.proc_root);
   if (!proc) return proc.error();
-  auto catalog = procfs::DeviceCatalog::enumerate(roots.dev_root, roots.proc_root, roots.sys_root);
+  // The device nodes the registry's entries name (a set made without one: the built-in ones).
+  auto catalog = procfs::DeviceCatalog::enumerate(
+      drivers ? drivers->device_nodes() : backend::BackendSet().device_nodes(), roots.dev_root,
+      roots.proc_root, roots.sys_root);
   if (!catalog) return catalog.error();
   Roots resolved = roots;
   if (resolved.runtime_root.empty()) resolved.runtime_root = backend::folder_above(roots.proc_root);
@@ -119,9 +122,7 @@ core::ProcView Collector::scan(const core::ProcView* previous,
   view.boot_time = proc_.boot_time();
   view.ticks_per_second = ::sysconf(_SC_CLK_TCK);
   view.in_child_pid_namespace = proc_.in_child_pid_namespace().value_or(false);
-  for (const auto& f : catalog_.files())
-    if (f.kind == procfs::DeviceKind::NvidiaCtl || f.kind == procfs::DeviceKind::NvidiaGpu)
-      view.nvidia_device_files = true;
+  view.driver_device_files = catalog_.drivers_present();
   auto pids = proc_.list_pids();
   std::sort(pids.begin(), pids.end());
   std::vector<procfs::FdObserver*> observers;
@@ -198,14 +199,18 @@ std::vector<std::string> Collector::device_file_paths() const {
 }
 
 core::KernelLog Collector::kernel_log(const core::Snapshot& s) const {
-  return kernel::read_kernel_log(roots_.kmsg, s.proc.boot_time, s.drivers.gpus);
+  return kernel::read_kernel_log(
+      roots_.kmsg, s.proc.boot_time, s.drivers.gpus,
+      drivers_ ? drivers_->kernel_log_parsers() : backend::BackendSet().kernel_log_parsers());
 }
 
 std::vector<core::BlockedTask> Collector::blocked_tasks(const core::Snapshot& s) const {
   std::vector<core::BlockedTask> out;
   for (const auto& r : s.rows)
     if (r.has(core::Anomaly::Uninterruptible))
-      out.push_back(kernel::read_blocked_task(proc_.root(), roots_.sys_root, r.pid));
+      out.push_back(kernel::read_blocked_task(
+          proc_.root(), roots_.sys_root, r.pid,
+          drivers_ ? drivers_->kernel_functions() : backend::BackendSet().kernel_functions()));
   return out;
 }
 

@@ -52,8 +52,8 @@ class Collector {
   // Host-memory leftovers of killed jobs (doctor's ipc-residue) beside the processes of `view`:
   // costly when the dev root's shm has old files, so asked for apart from collect().
   procfs::IpcResidue ipc_residue(const core::ProcView& view) const;
-  // The GPU errors of the kernel log (NVIDIA's Xids), matched to the snapshot's GPUs. Reads the
-  // whole log: asked for by doctor and ps, once; the daemon follows the log instead.
+  // The GPU errors of the kernel log (the registry's parsers), matched to the snapshot's GPUs.
+  // Reads the whole log: asked for by doctor and ps, once; the daemon follows the log instead.
   core::KernelLog kernel_log(const core::Snapshot& s) const;
   // Why each process of `s` in uninterruptible sleep (D) is stuck: its wait channel, kernel
   // stack and the FUSE or NFS mount it waits on.

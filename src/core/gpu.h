@@ -52,19 +52,19 @@ struct Gpu {
   // The one index users see and type (`--gpu N`): GPUs numbered across every backend, in the
   // registry's order. A backend reports its own numbering here; the combination renumbers.
   unsigned index = 0;
-  unsigned backend_index = 0;  // the backend's own id (NVML: the NVML index)
-  std::string backend;         // the backend that reports it: "nvml", ...
-  std::string vendor;          // "nvidia", "amd", "intel", ...
+  unsigned backend_index = 0;  // the backend's own id (its library's index)
+  std::string backend;         // the backend that reports it (its registry entry's name)
+  std::string vendor;          // its registry entry's vendor
   // Stable across reboots where the hardware allows: vendor + UUID, else PCI address, else the
   // backend's id (see gpu_key()).
   std::string key;
   std::optional<std::string> name;
   std::optional<std::string> uuid;
-  std::optional<unsigned> minor;  // the vendor's device minor (NVIDIA: /dev/nvidia<minor>)
+  std::optional<unsigned> minor;  // the vendor's device minor (of its numbered device node)
   std::optional<std::string> pci_bus_id;
   // The device numbers (st_rdev) of the files through which a process reaches this GPU, as its
-  // backend knows them (NVIDIA: /dev/nvidia<minor>; DRM: renderD*, card*; AMD compute: /dev/kfd,
-  // shared by every AMD GPU). The join ties holders to GPUs through these alone.
+  // backend knows them (a node of its own, DRM's renderD* and card*, a compute node shared by
+  // every GPU of a vendor). The join ties holders to GPUs through these alone.
   std::vector<dev_t> device_numbers;
   // When the backend could not say which files reach this GPU: any GPU file of this major may.
   std::optional<unsigned> device_major;
@@ -74,7 +74,7 @@ struct Gpu {
   std::optional<unsigned> temperature_celsius;
   std::optional<double> power_watts;
   std::optional<bool> mig_mode;
-  // Facts of this GPU that only its backend knows, by name (NVML: process_record_layout).
+  // Facts of this GPU that only its backend knows, by name (process_record_layout, ...).
   std::vector<std::pair<std::string, std::string>> details;
   std::vector<DriverProcess> processes;
   // Set when the process lists could not be trusted or read (e.g. records failed
@@ -97,8 +97,8 @@ enum class BackendErrorCode {
   Internal,
   NotAnswering,  // a call timed out: the driver is wedged
   NotConfigured,
-  // Not a failure: the machine has no GPU this backend reads (an AMD backend on a host with
-  // only NVIDIA GPUs). It does not count as down.
+  // Not a failure: the machine has no GPU this backend reads (a backend on a host with only
+  // other vendors' GPUs). It does not count as down.
   NoDevice,
 };
 const char* to_string(BackendErrorCode code);
@@ -106,20 +106,20 @@ std::optional<BackendErrorCode> backend_error_code(const std::string& name);
 
 // One backend's state in a reading: whether it answered, and the facts only it knows.
 struct BackendStatus {
-  std::string name;    // "nvml", ...
-  std::string vendor;  // the vendor of the GPUs it reports: "nvidia", ...
+  std::string name;    // its registry entry's name
+  std::string vendor;  // the vendor of the GPUs it reports (its entry's)
   bool available = false;
   std::optional<std::string> error;  // why the backend is unavailable, with a next step
   std::optional<BackendErrorCode> error_code;
   std::optional<std::string> driver_version;
   std::optional<std::string> library;  // the library actually loaded
-  // Facts of this backend alone, by name, in the order it reports them (NVML: nvml_version,
-  // process_record_layout). The JSON shows them as fields of the backend's object.
+  // Facts of this backend alone, by name, in the order it reports them (a library's version,
+  // its record layout). The JSON shows them as fields of the backend's object.
   std::vector<std::pair<std::string, std::string>> details;
   std::vector<std::string> warnings;
 
   const std::string* detail(const std::string& key) const;
-  std::string label() const;  // the name as people write it: "NVML"
+  std::string label() const;  // the name as people write it (upper case)
   void set_detail(const std::string& key, std::string value);
 };
 

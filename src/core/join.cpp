@@ -1,6 +1,6 @@
 // The join: every driver-listed PID against /proc, every device-file holder against the
 // driver's lists. Memory is attributed only from the driver's lists: a CUDA process opens the
-// device files of every visible GPU, so holding /dev/nvidia1 does not mean using GPU 1.
+// device files of every visible GPU, so holding a GPU's own node does not mean using that GPU.
 #include <algorithm>
 #include <map>
 #include <set>

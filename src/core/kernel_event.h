@@ -1,8 +1,8 @@
 #pragma once
 // What the kernel log says about GPUs, in terms no vendor owns: a driver's error record tied to
-// a GPU (NVIDIA's Xids are one kind; the parsers live in src/kernel), and whether the log could
-// be read at all. Filled by whoever reads the log (doctor, ps, the daemon's follower), never by
-// every collection: the log can be megabytes.
+// a GPU (one vendor's Xids are one kind; the parsers live in src/kernel/<vendor>), and whether the
+// log could be read at all. Filled by whoever reads the log (doctor, ps, the daemon's follower),
+// never by every collection: the log can be megabytes.
 #include <sys/types.h>
 
 #include <chrono>
@@ -17,7 +17,7 @@ namespace gpureap::core {
 enum class KernelEventLevel { Info, Warning, Critical };
 
 struct KernelGpuEvent {
-  std::string vendor;  // "nvidia"
+  std::string vendor;  // the vendor of the parser that read it
   std::string kind;    // "xid"
   unsigned code = 0;   // the Xid number
   // The PCI address the driver printed, as "dddd:bb:dd" in lower case (no function).
@@ -32,7 +32,7 @@ struct KernelGpuEvent {
   // From the vendor's catalog (src/kernel): unknown codes are kept, with no name.
   std::optional<std::string> name;
   KernelEventLevel level = KernelEventLevel::Warning;
-  bool needs_reboot = false;  // only a reboot brings the GPU back (NVIDIA: 79, 95)
+  bool needs_reboot = false;  // only a reboot brings the GPU back (Xid 79, 95)
 };
 
 // How many events of one code a GPU logged, and when the last one was (the daemon's counters).

@@ -62,12 +62,12 @@ struct ContainerInfo {
 struct Gpu;
 
 struct DeviceHold {
-  std::string path;  // as enumerated under the dev root, e.g. /dev/nvidia0
-  std::string kind;  // nvidia, nvidiactl, nvidia-uvm, ..., drm-render, drm-card
+  std::string path;  // as enumerated under the dev root, e.g. /dev/dri/renderD128
+  std::string kind;  // the device node's kind in the backends' registry: drm-render, ...
   // The device number the file stands for (st_rdev; for a stand-in file, the number its name
   // gives under the driver's conventions). Empty when unknown.
   std::optional<dev_t> device;
-  // The file reaches GPUs (a GPU's own node, a DRM node), not a driver's control or UVM file.
+  // The file reaches GPUs (a GPU's own node, a DRM node), not a driver's control file.
   bool gpu_file = false;
   std::vector<int> fds;
   // The open file description: "PID:FD" of the lowest PID (then fd) holding it, the same in

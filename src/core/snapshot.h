@@ -53,9 +53,10 @@ struct ProcView {
   std::optional<long long> boot_time;  // epoch seconds
   long ticks_per_second = 100;
   bool in_child_pid_namespace = false;
-  // The dev root has NVIDIA device nodes (a driver is installed): whether an NVML that does
-  // not load is a problem or the machine simply has no NVIDIA GPU.
-  bool nvidia_device_files = false;
+  // The backends whose driver's device nodes the dev root has (DeviceNode::shows_driver: a
+  // driver is installed): whether a library that does not load is a problem or the machine
+  // simply has no GPU of that vendor.
+  std::vector<std::string> driver_device_files;
   // Why some GPU-file holds have no open-file id (kcmp missing or refused, a fixture procfs);
   // empty when every one was compared. Without ids, who keeps which context is a guess.
   std::optional<std::string> open_files_unknown;

@@ -167,7 +167,9 @@ class Daemon {
             std::make_unique<policy::ReaperAction>(std::move(acting_collector)))),
         started_(Clock::now()) {
     content_.set_stall_after(stall_threshold(config_.interval, config_.driver_timeout));
-    samples_->follow_kernel_log(options_.roots.kmsg);
+    samples_->follow_kernel_log(options_.roots.kmsg,
+                                acting_backends_ ? acting_backends_->kernel_log_parsers()
+                                                 : backend::BackendSet().kernel_log_parsers());
     policies_->configure(config_.policies, config_.enforce);
     // Every record is audited; the final ones (not a decision whose action follows, nor an
     // attempt that will be retried) also feed [[alert]] policy_action rules.
@@ -443,7 +445,7 @@ int run_daemon(const DaemonOptions& options) {
   int status = daemon.run(signals);
   if (status != 0) return status;
   // Everything that writes has stopped (the audit log is closed; the log is written
-  // unbuffered). What is left is each driver's shutdown: NVML's takes a second or more without
+  // unbuffered). What is left is each driver's shutdown: a library's takes a second or more without
   // persistence mode, on each backend instance, and a wedged driver's never returns. The kernel
   // frees what the process held when it exits, so it exits now, without waiting for them and
   // without running the libraries' exit handlers beside a thread still inside the driver.

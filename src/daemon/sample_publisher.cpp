@@ -18,8 +18,8 @@ void SamplePublisher::add_consumer(std::shared_ptr<sample::SampleConsumer> consu
   consumers_.push_back(std::move(consumer));
 }
 
-void SamplePublisher::follow_kernel_log(const std::string& path) {
-  kernel_log_ = std::make_unique<kernel::KernelLogFollower>(path);
+void SamplePublisher::follow_kernel_log(const std::string& path, kernel::KernelLogParsers parsers) {
+  kernel_log_ = std::make_unique<kernel::KernelLogFollower>(path, std::move(parsers));
 }
 
 void SamplePublisher::apply(const PublishSettings& settings) {

@@ -37,7 +37,7 @@ class SamplePublisher final : public engine::CollectionConsumer {
   void add_consumer(std::shared_ptr<sample::SampleConsumer> consumer);
   // Before the engine starts: follow the kernel log at `path` (/dev/kmsg, or a saved log that
   // grows) for GPU errors; each sample reads only what was written since the one before.
-  void follow_kernel_log(const std::string& path);
+  void follow_kernel_log(const std::string& path, kernel::KernelLogParsers parsers);
   // From any thread; takes effect from the next sample.
   void apply(const PublishSettings& settings);
 

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "backend/registry.h"
 #include "doctor/evidence.h"
 #include "kernel/blocked_task.h"
 #include "text/escape.h"
@@ -78,6 +79,7 @@ void nfs(const core::BlockedTask& t, Finding& f) {
 
 void explain_blocked(const DoctorInput& in, const core::HostProcess& p, Finding& f) {
   const pid_t pid = p.stat.pid;
+  const auto* backends = in.backends;
   const auto* t = task_of(in, pid);
   auto wchan = t && t->wchan ? t->wchan : p.details ? p.details->wchan : std::nullopt;
   const auto* before = in.first.find(pid);
@@ -100,7 +102,8 @@ void explain_blocked(const DoctorInput& in, const core::HostProcess& p, Finding&
   if (!t) {
     from_wchan.pid = pid;
     from_wchan.wchan = wchan;
-    from_wchan.on = kernel::classify_wait(wchan, {});
+    from_wchan.on = kernel::classify_wait(
+        wchan, {}, backend::kernel_functions(backends ? *backends : backend::builtin_backends()));
     t = &from_wchan;
   }
   switch (t->on) {
@@ -110,14 +113,23 @@ void explain_blocked(const DoctorInput& in, const core::HostProcess& p, Finding&
     case core::BlockedOn::Nfs:
       nfs(*t, f);
       return;
-    case core::BlockedOn::GpuDriver:
-      f.evidence.push_back("it waits inside the GPU driver itself (nvidia, uvm)");
+    case core::BlockedOn::GpuDriver: {
+      // The vendor whose kernel module it waits in words where to look.
+      const auto* entry = backend::driver_waited_in(t->wchan, t->stack, backends);
+      auto in_fn = entry ? kernel::first_function_of(t->wchan, t->stack, entry->kernel_functions)
+                         : std::nullopt;
+      f.evidence.push_back("it waits inside the GPU driver itself" +
+                           (in_fn ? " (" + *in_fn + ")" : std::string()));
       f.explanation =
           "It is stuck in a call into the GPU driver. No signal acts until that call returns, and "
           "a driver that wedged does not return: only a reboot frees the process and its memory.";
-      f.remedy = {"dmesg | grep -i -e nvrm -e xid   # shows the driver's errors",
-                  {StepKind::Then, "reboot", "frees the process and its memory"}};
+      f.remedy.clear();
+      if (entry && !entry->words.driver_log_grep.empty())
+        f.remedy.push_back(entry->words.driver_log_grep + "   # shows the driver's errors");
+      f.remedy.push_back({f.remedy.empty() ? StepKind::Run : StepKind::Then, "reboot",
+                          "frees the process and its memory"});
       return;
+    }
     case core::BlockedOn::Unknown:
       break;
   }

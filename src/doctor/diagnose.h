@@ -11,6 +11,10 @@
 #include "doctor/unattributed_threshold.h"
 #include "procfs/ipc_residue.h"
 
+namespace gpureap::backend {
+struct BackendEntry;
+}
+
 namespace gpureap::doctor {
 
 struct DoctorInput {
@@ -25,6 +29,8 @@ struct DoctorInput {
   const core::KernelLog* kernel = nullptr;
   // Why the D-state processes of `last` are stuck (Collector::blocked_tasks).
   std::vector<core::BlockedTask> blocked;
+  // The backends whose words the remedies use (their vendors' commands); null: the built-in.
+  const std::vector<backend::BackendEntry>* backends = nullptr;
 };
 
 std::vector<Finding> diagnose(const DoctorInput& input);

@@ -10,9 +10,9 @@ namespace gpureap::doctor {
 
 // "PID 4250 (loader-worker)"
 std::string process_label(const core::HostProcess& p);
-// "PID 4250 (loader-worker) holds /dev/nvidia0 on fd 7; its parent is 1"
+// "PID 4250 (loader-worker) holds /dev/dri/renderD128 on fd 7; its parent is 1"
 std::string holds_sentence(const core::Snapshot& s, const core::HostProcess& p);
-// The GPU indexes whose /dev/nvidia<minor> the process holds.
+// The GPU indexes whose own device file the process holds.
 std::vector<unsigned> held_gpus(const core::Snapshot& s, const core::HostProcess& p);
 // "docker stop ID   # stops container NAME" and friends, when the process verifiably runs in a
 // container.

@@ -172,7 +172,7 @@ void gone_pid(const DoctorInput& in, const core::ProcessRow& r, std::vector<Find
       "--settle first.";
   for (unsigned g : gpus)
     f.remedy.push_back(step(f.remedy.empty() ? StepKind::Run : StepKind::Then,
-                            reset_command(in.last, g, in.kernel)));
+                            reset_command(in.last, g, in.kernel, in.backends)));
   for (auto& step : f.remedy)
     if (step.why.empty())
       step.why = step.command.rfind("gpureap reset", 0) == 0
@@ -263,7 +263,7 @@ void unattributed(const DoctorInput& in, std::vector<Finding>& out) {
            "fault. Only a GPU reset (or a reboot) frees it. The driver can take up to a minute: "
            "check once more with a longer --settle first.",
            {"gpureap doctor --settle 60s   # first: make sure it stays",
-            step(StepKind::Then, reset_command(in.last, g.index, in.kernel)),
+            step(StepKind::Then, reset_command(in.last, g.index, in.kernel, in.backends)),
             {StepKind::Or, "reboot", "if the reset is refused"}},
            fmt::format("GPU {}: {} leaked by processes that ended; only a reset frees it", g.index,
                        bytes_text(now))});
@@ -279,8 +279,8 @@ void unattributed(const DoctorInput& in, std::vector<Finding>& out) {
          "The driver, a process in another container or PID namespace it does not name, or a "
          "context that leaked uses it. If it stays while nothing uses the GPU, a reset frees it.",
          {"gpureap doctor --settle 60s   # first: is it still there?",
-          step(StepKind::Then,
-               reset_command(in.last, g.index, in.kernel) + "   # once nothing uses the GPU")},
+          step(StepKind::Then, reset_command(in.last, g.index, in.kernel, in.backends) +
+                                   "   # once nothing uses the GPU")},
          fmt::format("GPU {}: {} attributed to no process", g.index, bytes_text(now))});
   }
 }

@@ -1,4 +1,4 @@
-// Findings from the kernel log: the GPU errors a driver logged (NVIDIA's Xids), each GPU's
+// Findings from the kernel log: the GPU errors a driver logged (Xids), each GPU's
 // joined to the processes they name, so "PID 4242 hit Xid 31" sits next to the ghost it left.
 #include <fmt/format.h>
 
@@ -6,9 +6,9 @@
 #include <map>
 #include <set>
 
+#include "backend/registry.h"
 #include "doctor/diagnose.h"
 #include "doctor/evidence.h"
-#include "kernel/nvidia/xid_catalog.h"
 #include "text/time_format.h"
 
 namespace gpureap::doctor {
@@ -165,22 +165,29 @@ void gpu_finding(const DoctorInput& in, const std::vector<const core::KernelGpuE
       }
   if (!any_recent)
     f.evidence.push_back("none in the last 24 hours: the GPU may have recovered since");
+  // The catalogue of the vendor whose parser gave these events (its registry entry).
+  const kernel::KernelLogParser* parser = nullptr;
+  for (const auto& e : in.backends ? *in.backends : backend::builtin_backends())
+    if (e.kernel_log && e.vendor == newest.vendor && e.kernel_log->kind == newest.kind)
+      parser = &*e.kernel_log;
   for (unsigned c : codes) {
-    if (const auto* entry = kernel::nvidia::find_xid(c)) {
+    auto entry = parser && parser->describe ? parser->describe(c) : std::nullopt;
+    if (entry) {
       f.explanation += fmt::format("{}Xid {}, {}: {}.", f.explanation.empty() ? "" : " ", c,
                                    entry->name, entry->cause);
       f.remedy.push_back(step(f.remedy.empty() ? StepKind::Run : StepKind::Then,
                               fmt::format("{}   # Xid {}", entry->action, c)));
     } else {
-      f.explanation +=
-          fmt::format("{}Xid {} is not in gpureap's catalog: see NVIDIA's \"Xid Errors\" document.",
-                      f.explanation.empty() ? "" : " ", c);
+      f.explanation += fmt::format(
+          "{}Xid {} is not in gpureap's catalog{}.", f.explanation.empty() ? "" : " ", c,
+          parser && !parser->reference.empty() ? ": see " + parser->reference : std::string());
     }
   }
   auto next = [&] { return f.remedy.empty() ? StepKind::Run : StepKind::Then; };
   if (ghost_named)
     f.remedy.push_back({next(), "gpureap kill --ghosts", "frees what the gone process left"});
-  f.remedy.push_back({next(), "journalctl -k | grep -i xid", "shows the full messages"});
+  if (parser && !parser->full_messages.empty())
+    f.remedy.push_back({next(), parser->full_messages, "shows the full messages"});
   f.summary = fmt::format("{}: {} Xid error{} in the kernel log (Xid {})", where, events.size(),
                           events.size() == 1 ? "" : "s", codes_text);
   out.push_back(std::move(f));

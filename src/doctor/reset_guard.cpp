@@ -58,24 +58,4 @@ std::vector<std::string> reset_refusal(unsigned gpu, const std::vector<ResetBloc
   return out;
 }
 
-std::string reset_failure_hint(const std::string& text, unsigned gpu) {
-  std::string lower = text;
-  std::transform(lower.begin(), lower.end(), lower.begin(),
-                 [](unsigned char c) { return std::tolower(c); });
-  if (lower.find("persistence") != std::string::npos)
-    return fmt::format(
-        "persistence mode keeps the GPU open: `nvidia-smi -i {} -pm 0` (or stop "
-        "nvidia-persistenced), reset, then turn it back on",
-        gpu);
-  if (lower.find("in use") != std::string::npos ||
-      lower.find("another client") != std::string::npos)
-    return "another client holds the GPU (nvidia-persistenced, DCGM/nv-hostengine, a monitoring "
-           "agent, a display server): stop it and retry; `gpureap ps` shows the holders";
-  if (lower.find("not supported") != std::string::npos)
-    return "this GPU or configuration does not support a reset from nvidia-smi: reboot";
-  if (lower.find("permission") != std::string::npos || lower.find("root") != std::string::npos)
-    return "run as root";
-  return "reboot if nothing else helps";
-}
-
 }  // namespace gpureap::doctor

@@ -2,24 +2,29 @@
 
 #include <fmt/format.h>
 
+#include "backend/registry.h"
+
 namespace gpureap::doctor {
 
-std::string reset_command(const core::Snapshot& s, unsigned gpu) {
+std::string reset_command(const core::Snapshot& s, unsigned gpu,
+                          const std::vector<backend::BackendEntry>* backends) {
   const core::Gpu* g = s.gpu(gpu);
-  if (!g || g->backend == "nvml") return fmt::format("gpureap reset --gpu {}", gpu);
-  if (g->vendor == "amd" && g->minor)
-    return fmt::format("sudo cat /sys/kernel/debug/dri/{}/amdgpu_gpu_recover", *g->minor);
-  return "reboot";
+  if (!g) return fmt::format("gpureap reset --gpu {}", gpu);
+  const auto* entry = backend::find_backend(g->backend, backends);
+  std::string command =
+      entry ? backend::fill_gpu(entry->words.reset, gpu, g->minor) : std::string();
+  return command.empty() ? "reboot" : command;
 }
 
-std::string reset_command(const core::Snapshot& s, unsigned gpu, const core::KernelLog* kernel) {
+std::string reset_command(const core::Snapshot& s, unsigned gpu, const core::KernelLog* kernel,
+                          const std::vector<backend::BackendEntry>* backends) {
   if (kernel)
     for (auto it = kernel->events.rbegin(); it != kernel->events.rend(); ++it)
       if (it->needs_reboot && it->gpu == gpu)
         return fmt::format("reboot   # {} {} since boot{}: a GPU reset cannot recover it",
                            it->kind == "xid" ? "Xid" : it->kind, it->code,
                            it->name ? " (" + *it->name + ")" : std::string());
-  return reset_command(s, gpu);
+  return reset_command(s, gpu, backends);
 }
 
 }  // namespace gpureap::doctor

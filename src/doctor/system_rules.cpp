@@ -1,7 +1,11 @@
-// Findings about gpureap's view itself: the driver, the NVML records, permissions, and host
-// memory left behind by killed jobs.
+// Findings about gpureap's view itself: the driver, its process records, permissions, and host
+// memory left behind by killed jobs. Each vendor's commands and names come from its backend's
+// registry entry.
 #include <fmt/format.h>
 
+#include <algorithm>
+
+#include "backend/registry.h"
 #include "doctor/diagnose.h"
 #include "doctor/evidence.h"
 #include "text/escape.h"
@@ -10,22 +14,37 @@ namespace gpureap::doctor {
 
 namespace {
 
-// One backend that does not answer or cannot be used.
-Finding backend_down(const core::Snapshot& s, const core::BackendStatus& b) {
+const backend::VendorWords kNoWords{};
+
+// A step of a rule's remedy: Run for the first, Then after.
+StepKind next_kind(const std::vector<RemedyStep>& remedy) {
+  return remedy.empty() ? StepKind::Run : StepKind::Then;
+}
+StepKind next_step(const Finding& f) {
+  return next_kind(f.remedy);
+}
+
+// One backend that does not answer or cannot be used, worded by its registry entry.
+Finding backend_down(const core::Snapshot& s, const core::BackendStatus& b,
+                     const backend::BackendEntry* entry) {
   Finding f;
+  const backend::VendorWords& w = entry ? entry->words : kNoWords;
+  const std::string vendor = w.vendor.empty() ? b.vendor : w.vendor;
+  const std::string library = w.library.empty() ? b.label() : w.library;
   std::string error = b.error.value_or("no GPU backend");
   f.evidence.push_back(b.label() + ": " + error);
   if (b.error_code == core::BackendErrorCode::VersionMismatch) {
     f.code = FindingCode::DriverMismatch;
     f.severity = Severity::Critical;
-    f.explanation =
-        "The NVML library and the loaded kernel driver have different versions: the driver was "
-        "upgraded without reloading the kernel module. CUDA programs will fail to start.";
-    f.remedy = {
-        {StepKind::Run, "reboot", "loads the new driver"},
-        {StepKind::Or, "rmmod nvidia_uvm nvidia_drm nvidia_modeset nvidia && modprobe nvidia",
-         "with no GPU process running"}};
-    f.summary = "NVML and the loaded NVIDIA driver have different versions";
+    f.explanation = "The " + library +
+                    " library and the loaded kernel driver have different versions: the driver was "
+                    "upgraded without reloading the kernel module." +
+                    (w.mismatch_effect.empty() ? "" : " " + w.mismatch_effect);
+    f.remedy = {{StepKind::Run, "reboot", "loads the new driver"}};
+    if (!w.reload_driver.empty())
+      f.remedy.push_back({StepKind::Or, w.reload_driver, "with no GPU process running"});
+    f.summary = library + " and the loaded " + (vendor.empty() ? "" : vendor + " ") +
+                "driver have different versions";
   } else if (b.error_code == core::BackendErrorCode::NotAnswering) {
     f.code = FindingCode::DriverNotAnswering;
     f.severity = Severity::Critical;
@@ -35,38 +54,46 @@ Finding backend_down(const core::Snapshot& s, const core::BackendStatus& b) {
         "Processes that use the GPU may hang in the driver too (state D); only device-file "
         "holders "
         "are shown.";
-    f.remedy = {"dmesg | grep -i -e nvrm -e xid   # shows what the driver said",
-                {StepKind::Then, "gpureap doctor --driver-timeout 30s", "if it is only slow"},
-                {StepKind::Or, "reboot", "if it stays wedged"}};
+    if (!w.driver_log_grep.empty())
+      f.remedy.push_back(w.driver_log_grep + "   # shows what the driver said");
+    f.remedy.push_back({next_step(f), "gpureap doctor --driver-timeout 30s", "if it is only slow"});
+    f.remedy.push_back({StepKind::Or, "reboot", "if it stays wedged"});
     f.summary = b.label() + " does not answer: the GPU driver is wedged";
   } else {
     f.code = FindingCode::DriverMissing;
-    f.severity = s.proc.nvidia_device_files ? Severity::Warning : Severity::Info;
-    if (b.vendor != "nvidia") {
+    const auto& present = s.proc.driver_device_files;
+    const bool has_nodes = std::find(present.begin(), present.end(), b.name) != present.end();
+    f.severity = has_nodes ? Severity::Warning : Severity::Info;
+    // The library that may live elsewhere: the option that names it.
+    auto library_steps = [&](const std::string& check_why) {
+      if (!w.check_driver.empty()) f.remedy.push_back(w.check_driver + "   # " + check_why);
+      if (entry && entry->library)
+        f.remedy.push_back({f.remedy.empty() ? StepKind::Run : StepKind::Or,
+                            "gpureap --" + entry->library->option + " " + entry->library->example,
+                            "if " + library + " lives elsewhere"});
+    };
+    if (!entry || !entry->library) {
+      // A backend that reads the kernel alone: no library to find.
       f.explanation = b.label() + " cannot be used; the GPUs it would report are not shown.";
       f.summary = b.label() + " cannot be used: " + error;
-    } else if (s.proc.nvidia_device_files) {
-      f.explanation =
-          "NVIDIA device files exist but NVML cannot be used, so GPU memory cannot be "
-          "attributed; only device-file holders are shown.";
-      f.remedy = {"nvidia-smi   # does the driver answer?",
-                  {StepKind::Or, "gpureap --nvml-library /path/to/libnvidia-ml.so.1",
-                   "if NVML lives elsewhere"}};
-      f.summary = "NVIDIA device files exist but NVML cannot be used";
+    } else if (has_nodes) {
+      f.explanation = vendor + " device files exist but " + library +
+                      " cannot be used, so GPU memory cannot be attributed; only device-file "
+                      "holders are shown.";
+      library_steps("does the driver answer?");
+      f.summary = vendor + " device files exist but " + library + " cannot be used";
     } else if (!s.drivers.gpus.empty()) {
-      // A machine with other vendors' GPUs only: nothing about NVIDIA is wrong here.
+      // A machine with other vendors' GPUs only: nothing about this vendor is wrong here.
       f.explanation = fmt::format(
-          "No NVIDIA device node exists, so {} is not needed: the {} shown come from the other "
+          "No {} device node exists, so {} is not needed: the {} shown come from the other "
           "backends.",
-          b.label(), s.drivers.gpus.size() == 1 ? "GPU" : "GPUs");
-      f.summary = b.label() + " is not loaded: this machine has no NVIDIA device";
+          vendor, b.label(), s.drivers.gpus.size() == 1 ? "GPU" : "GPUs");
+      f.summary = b.label() + " is not loaded: this machine has no " + vendor + " device";
     } else {
       f.explanation =
           "No GPU driver gpureap knows is usable on this machine; it shows the processes that "
           "hold GPU device files only.";
-      f.remedy = {"nvidia-smi   # on an NVIDIA machine: does the driver answer?",
-                  {StepKind::Or, "gpureap --nvml-library /path/to/libnvidia-ml.so.1",
-                   "if NVML lives elsewhere"}};
+      library_steps("on an " + vendor + " machine: does the driver answer?");
       f.summary = "no GPU driver is usable: device-file holders only";
     }
   }
@@ -79,10 +106,19 @@ void driver_rules(const DoctorInput& in, std::vector<Finding>& out) {
   const auto& s = in.last;
   for (const auto& b : s.drivers.backends)
     if (!b.available && b.error_code != core::BackendErrorCode::NoDevice)
-      out.push_back(backend_down(s, b));
+      out.push_back(backend_down(s, b, backend::find_backend(b.name, in.backends)));
   for (const auto& g : s.drivers.gpus) {
     if (in.gpu && *in.gpu != g.index) continue;
+    const auto* entry = backend::find_backend(g.backend, in.backends);
+    const backend::VendorWords& w = entry ? entry->words : kNoWords;
     if (g.error) {
+      std::vector<RemedyStep> remedy;
+      if (!w.driver_log_grep.empty())
+        remedy.push_back(w.driver_log_grep + "   # shows the driver's errors");
+      if (!w.gpu_query.empty())
+        remedy.push_back({remedy.empty() ? StepKind::Run : StepKind::Then,
+                          backend::fill_gpu(w.gpu_query, g.backend_index),
+                          "shows what the driver knows of it"});
       out.push_back({FindingCode::GpuError,
                      Severity::Critical,
                      {g.index},
@@ -90,12 +126,13 @@ void driver_rules(const DoctorInput& in, std::vector<Finding>& out) {
                      0,
                      {fmt::format("GPU {}: {}", g.index, *g.error)},
                      "The driver cannot read this GPU; its memory and processes are unknown.",
-                     {"dmesg | grep -i -e nvrm -e xid   # shows the driver's errors",
-                      {StepKind::Then, "nvidia-smi -q -i " + std::to_string(g.index),
-                       "shows what the driver knows of it"}},
+                     remedy,
                      fmt::format("GPU {} cannot be read: {}", g.index, *g.error)});
     }
     if (g.processes_error) {
+      std::vector<RemedyStep> remedy;
+      if (!w.process_query.empty()) remedy.push_back(w.process_query + "   # lists them instead");
+      remedy.push_back({next_kind(remedy), "report the driver version to the gpureap project", ""});
       out.push_back(
           {FindingCode::NvmlLayout,
            Severity::Warning,
@@ -103,10 +140,10 @@ void driver_rules(const DoctorInput& in, std::vector<Finding>& out) {
            {},
            0,
            {fmt::format("GPU {}: {}", g.index, *g.processes_error)},
-           "The driver's process records did not pass validation (an NVML ABI gpureap does "
-           "not recognise), so they are not shown rather than shown wrong.",
-           {"nvidia-smi --query-compute-apps=pid,used_memory --format=csv   # lists them instead",
-            {StepKind::Then, "report the driver version to the gpureap project"}},
+           "The driver's process records did not pass validation (an " +
+               (w.library.empty() ? std::string("driver") : w.library) +
+               " ABI gpureap does not recognise), so they are not shown rather than shown wrong.",
+           remedy,
            fmt::format("GPU {}: the driver's process records are not understood", g.index)});
     }
   }

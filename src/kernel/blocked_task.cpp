@@ -1,5 +1,6 @@
 #include "kernel/blocked_task.h"
 
+#include <algorithm>
 #include <charconv>
 
 #include "procfs/file_read.h"
@@ -55,10 +56,9 @@ bool nfs_function(std::string_view f) {
   return starts_with(f, "nfs") || starts_with(f, "rpc_") || starts_with(f, "__rpc_") ||
          contains(f, "rpc_wait_bit") || starts_with(f, "xprt_");
 }
-// NVIDIA's kernel modules: nvidia.ko (os_*, nv_*, _nv*), nvidia-uvm.ko (uvm_*).
-bool gpu_driver_function(std::string_view f) {
-  return starts_with(f, "uvm_") || starts_with(f, "nvidia") || starts_with(f, "nv_") ||
-         starts_with(f, "_nv") || starts_with(f, "os_acquire") || starts_with(f, "os_wait");
+bool gpu_driver_function(std::string_view f, const std::vector<std::string>& prefixes) {
+  return std::any_of(prefixes.begin(), prefixes.end(),
+                     [&](const std::string& p) { return starts_with(f, p); });
 }
 
 bool is_fuse(std::string_view type) {
@@ -113,14 +113,24 @@ std::vector<std::string> parse_kernel_stack(std::string_view text) {
   return out;
 }
 
+std::optional<std::string> first_function_of(const std::optional<std::string>& wchan,
+                                             const std::vector<std::string>& stack,
+                                             const std::vector<std::string>& prefixes) {
+  if (wchan && gpu_driver_function(*wchan, prefixes)) return wchan;
+  for (const auto& f : stack)
+    if (gpu_driver_function(f, prefixes)) return f;
+  return std::nullopt;
+}
+
 core::BlockedOn classify_wait(const std::optional<std::string>& wchan,
-                              const std::vector<std::string>& stack) {
+                              const std::vector<std::string>& stack,
+                              const std::vector<std::string>& driver_functions) {
   std::vector<std::string_view> fns;
   if (wchan) fns.push_back(*wchan);
   for (const auto& f : stack) fns.push_back(f);
   // The innermost frames say most: the first function that belongs to a known waiter decides.
   for (auto f : fns) {
-    if (gpu_driver_function(f)) return core::BlockedOn::GpuDriver;
+    if (gpu_driver_function(f, driver_functions)) return core::BlockedOn::GpuDriver;
     if (fuse_function(f)) return core::BlockedOn::Fuse;
     if (nfs_function(f)) return core::BlockedOn::Nfs;
   }
@@ -128,7 +138,7 @@ core::BlockedOn classify_wait(const std::optional<std::string>& wchan,
 }
 
 core::BlockedTask read_blocked_task(const std::string& proc_root, const std::string& sys_root,
-                                    pid_t pid) {
+                                    pid_t pid, const std::vector<std::string>& driver_functions) {
   core::BlockedTask t;
   t.pid = pid;
   const std::string dir = proc_root + "/" + std::to_string(pid) + "/";
@@ -143,7 +153,7 @@ core::BlockedTask read_blocked_task(const std::string& proc_root, const std::str
     t.stack_problem = "the process is gone";
   else
     t.stack_problem = "this kernel does not show kernel stacks (/proc/PID/stack)";
-  t.on = classify_wait(t.wchan, t.stack);
+  t.on = classify_wait(t.wchan, t.stack, driver_functions);
   if (t.on != core::BlockedOn::Fuse && t.on != core::BlockedOn::Nfs) return t;
   auto mi = procfs::read_file(dir + "mountinfo");
   if (!mi.ok()) return t;

@@ -1,44 +1,18 @@
 #include "kernel/gpu_events.h"
 
-#include "kernel/nvidia/xid_catalog.h"
-#include "kernel/nvidia/xid_line.h"
 #include "kernel/pci_address.h"
 
 namespace gpureap::kernel {
-namespace {
-
-std::optional<core::KernelGpuEvent> nvidia_xid(const KmsgRecord& r) {
-  auto x = nvidia::parse_xid_line(r.text);
-  if (!x) return std::nullopt;
-  core::KernelGpuEvent e;
-  e.vendor = "nvidia";
-  e.kind = "xid";
-  e.code = x->xid;
-  e.pci_address = x->pci_address;
-  e.pid = x->pid;
-  e.process_name = x->process_name;
-  e.detail = x->detail;
-  if (const auto* entry = nvidia::find_xid(x->xid)) {
-    e.name = std::string(entry->name);
-    e.level = entry->level;
-    e.needs_reboot = entry->needs_reboot;
-  }
-  return e;
-}
-
-// Every vendor's parser of kernel messages, tried in order.
-using Parser = std::optional<core::KernelGpuEvent> (*)(const KmsgRecord&);
-constexpr Parser kParsers[] = {nvidia_xid};
-
-}  // namespace
 
 std::optional<core::KernelGpuEvent> gpu_event(const KmsgRecord& r,
-                                              std::optional<long long> boot_time) {
+                                              std::optional<long long> boot_time,
+                                              const KernelLogParsers& parsers) {
   // Only the kernel logs with facility 0: a process that writes to /dev/kmsg gets LOG_USER
-  // even when it asks for 0, so a forged "NVRM: Xid" line is never taken for the driver's.
+  // even when it asks for 0, so a forged driver line is never taken for the driver's.
   if (r.facility != 0) return std::nullopt;
-  for (Parser parse : kParsers) {
-    auto e = parse(r);
+  for (const auto& parser : parsers) {
+    if (!parser.parse) continue;
+    auto e = parser.parse(r);
     if (!e) continue;
     e->seq = r.seq;
     e->since_boot_usec = r.usec;
@@ -66,20 +40,21 @@ void assign_gpus(std::vector<core::KernelGpuEvent>& events, const std::vector<co
 }
 
 core::KernelLog read_kernel_log(const std::string& path, std::optional<long long> boot_time,
-                                const std::vector<core::Gpu>& gpus) {
-  KernelLogFollower once(path, SIZE_MAX);
+                                const std::vector<core::Gpu>& gpus,
+                                const KernelLogParsers& parsers) {
+  KernelLogFollower once(path, parsers, SIZE_MAX);
   once.poll(boot_time, gpus);
   return once.log();
 }
 
-KernelLogFollower::KernelLogFollower(std::string path, size_t keep)
-    : reader_(std::move(path)), keep_(keep) {}
+KernelLogFollower::KernelLogFollower(std::string path, KernelLogParsers parsers, size_t keep)
+    : reader_(std::move(path)), parsers_(std::move(parsers)), keep_(keep) {}
 
 std::vector<core::KernelGpuEvent> KernelLogFollower::poll(std::optional<long long> boot_time,
                                                           const std::vector<core::Gpu>& gpus) {
   std::vector<core::KernelGpuEvent> fresh;
   log_.records += reader_.read_new([&](const KmsgRecord& r) {
-    if (auto e = gpu_event(r, boot_time)) fresh.push_back(std::move(*e));
+    if (auto e = gpu_event(r, boot_time, parsers_)) fresh.push_back(std::move(*e));
   });
   log_.read = reader_.readable();
   log_.problem = reader_.problem();

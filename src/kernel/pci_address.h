@@ -1,5 +1,5 @@
 #pragma once
-// PCI addresses as drivers print them ("0000:3b:00", "PCI:0000:3B:00.0", NVML's
+// PCI addresses as drivers print them ("0000:3b:00", "PCI:0000:3B:00.0", a library's
 // "00000000:3B:00.0", "3b:00.0"), reduced to one form so a kernel message can be matched to the
 // GPU a backend reports. The function is dropped: GPU drivers name the device.
 #include <optional>

@@ -47,7 +47,7 @@ std::string used_of_total(const core::Gpu& g) {
 }
 
 // One line per backend: its driver and library versions, or why it is not available. A
-// backend with no GPU of its kind on this machine (no AMD GPU) says nothing.
+// backend with no GPU of its kind on this machine says nothing.
 std::string backend_lines(const core::DriverReading& drivers, const Style& style, bool unicode,
                           std::optional<size_t> width) {
   std::vector<const core::BackendStatus*> shown;

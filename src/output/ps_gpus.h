@@ -20,7 +20,7 @@ struct GpuViewOptions {
 // the used/total figure or the name is cut.
 std::string render_gpu_section(const core::Snapshot& s, const Style& style,
                                const GpuViewOptions& options = {});
-// `[0] NVIDIA H200 | 87 %  61 °C | 98.2/139.8 GiB | alice 8.0G (4242) bob 81.2G (5120)`.
+// `[0] H200 | 87 %  61 °C | 98.2/139.8 GiB | alice 8.0G (4242) bob 81.2G (5120)`.
 std::string render_compact(const core::Snapshot& s, const Style& style,
                            const GpuViewOptions& options = {});
 

@@ -24,7 +24,7 @@ bool is_protected_process_note(const std::string& warning) {
 }
 
 // What the views leave out because it is no news on this machine, said with --verbose: a
-// backend with no GPU of its kind here (NVML without NVIDIA hardware) and why, and GPUs named
+// backend with no GPU of its kind here (a library without its hardware) and why, and GPUs named
 // by their PCI ids for want of the PCI ID database.
 std::vector<std::string> silent_backend_notes(const core::DriverReading& drivers) {
   std::vector<std::string> out;

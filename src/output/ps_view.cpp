@@ -19,7 +19,9 @@ namespace {
 
 std::string short_device(const core::DeviceHold& h) {
   std::string base = h.path.substr(h.path.rfind('/') + 1);
-  if (base.starts_with("nvidia-")) return base.substr(7);  // uvm, uvm-tools, modeset
+  // A driver's auxiliary node, "<driver>-<role>", by its role alone (uvm, uvm-tools, modeset).
+  if (auto dash = base.find('-'); dash != std::string::npos && dash > 0)
+    return base.substr(dash + 1);
   return base;
 }
 

@@ -242,7 +242,7 @@ json proc_wire(const core::ProcView& v) {
           {"boot_time", opt(v.boot_time)},
           {"ticks_per_second", v.ticks_per_second},
           {"in_child_pid_namespace", v.in_child_pid_namespace},
-          {"nvidia_device_files", v.nvidia_device_files},
+          {"driver_device_files", v.driver_device_files},
           {"open_files_unknown", opt_bytes(v.open_files_unknown)},
           {"exited_parents", exited_parents}};
 }

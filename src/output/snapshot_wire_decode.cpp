@@ -345,7 +345,7 @@ core::ProcView proc_view(const json& v, const std::string& path) {
   p.ticks_per_second = integer<long>(o.at("ticks_per_second"), o.path("ticks_per_second"));
   p.in_child_pid_namespace =
       boolean(o.at("in_child_pid_namespace"), o.path("in_child_pid_namespace"));
-  p.nvidia_device_files = boolean(o.at("nvidia_device_files"), o.path("nvidia_device_files"));
+  p.driver_device_files = list(o.at("driver_device_files"), o.path("driver_device_files"), str);
   p.open_files_unknown = optional(o.at("open_files_unknown"), o.path("open_files_unknown"), str);
   for (auto [pid, parent] : list(o.at("exited_parents"), o.path("exited_parents"), exited_parent))
     p.exited_parents[pid] = parent;

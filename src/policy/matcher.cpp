@@ -33,7 +33,7 @@ const core::ProcessDetails* details(const core::ProcessRow& row) {
   return row.process && row.process->details ? &*row.process->details : nullptr;
 }
 
-// The GPUs a row uses: listed on, or holding the GPU's /dev/nvidia<minor>.
+// The GPUs a row uses: listed on, or holding a file that reaches the GPU.
 std::vector<unsigned> gpus_of(const core::ProcessRow& row, const core::Snapshot& s) {
   std::vector<unsigned> out;
   auto add = [&](unsigned i) {

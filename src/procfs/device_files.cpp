@@ -12,98 +12,39 @@
 namespace gpureap::procfs {
 namespace {
 
-constexpr unsigned kNvidiaMajor = 195;
-constexpr unsigned kDrmMajor = 226;
-constexpr unsigned kNvidiaCtlMinor = 255;
-constexpr unsigned kNvidiaModesetMinor = 254;
-
-struct Classified {
-  DeviceKind kind;
-  std::optional<unsigned> minor;
-};
-
-std::optional<Classified> classify_nvidia(std::string_view name) {
-  if (name == "nvidiactl") return Classified{DeviceKind::NvidiaCtl, std::nullopt};
-  if (name == "nvidia-uvm") return Classified{DeviceKind::NvidiaUvm, std::nullopt};
-  if (name == "nvidia-uvm-tools") return Classified{DeviceKind::NvidiaUvmTools, std::nullopt};
-  if (name == "nvidia-modeset") return Classified{DeviceKind::NvidiaModeset, std::nullopt};
-  if (auto m = number_suffix(name, "nvidia")) return Classified{DeviceKind::NvidiaGpu, m};
-  return std::nullopt;
-}
-
-std::optional<Classified> classify_kfd(std::string_view name) {
-  if (name == "kfd") return Classified{DeviceKind::Kfd, std::nullopt};
-  return std::nullopt;
-}
-
-// /dev/kfd's number: its major is given at module load, so it is read from sysfs (the node's
-// own MAJ:MIN), else from the major that /proc/devices lists for "kfd" (minor 0).
-std::optional<dev_t> kfd_number(const std::string& sys_root, const std::string& devices) {
-  auto dev = read_file(sys_root + "/class/kfd/kfd/dev");
+// A sysfs "dev" file: "MAJ:MIN\n".
+std::optional<dev_t> read_dev_file(const std::string& path) {
+  auto dev = read_file(path);
   unsigned major = 0, minor = 0;
   if (dev.ok() && std::sscanf(dev.data.c_str(), "%u:%u", &major, &minor) == 2)
     return ::makedev(major, minor);
-  if (auto m = parse_char_major(devices, "kfd")) return ::makedev(*m, 0);
   return std::nullopt;
 }
 
-std::optional<Classified> classify_dri(std::string_view name) {
-  if (auto m = number_suffix(name, "renderD")) return Classified{DeviceKind::DrmRender, m};
-  if (auto m = number_suffix(name, "card")) return Classified{DeviceKind::DrmCard, m};
-  return std::nullopt;
+// The sys file of a numbered node, "{n}" replaced with its number.
+std::string per_node(std::string pattern, unsigned n) {
+  auto at = pattern.find("{n}");
+  if (at != std::string::npos) pattern.replace(at, 3, std::to_string(n));
+  return pattern;
+}
+
+bool per_node_sys_file(const DeviceNode& node) {
+  return node.numbered && node.sys_dev_file.find("{n}") != std::string::npos;
+}
+
+std::string node_path(const std::string& dev_root, const DeviceNode& node) {
+  return dev_root + (node.folder.empty() ? "" : "/" + node.folder) + "/" + node.name;
 }
 
 }  // namespace
 
 std::optional<dev_t> GpuDeviceFile::number() const {
   if (is_char_device) return rdev;
-  switch (kind) {
-    case DeviceKind::NvidiaGpu:
-      return minor ? std::optional<dev_t>(::makedev(kNvidiaMajor, *minor)) : std::nullopt;
-    case DeviceKind::NvidiaCtl:
-      return ::makedev(kNvidiaMajor, kNvidiaCtlMinor);
-    case DeviceKind::NvidiaModeset:
-      return ::makedev(kNvidiaMajor, kNvidiaModesetMinor);
-    case DeviceKind::DrmRender:
-    case DeviceKind::DrmCard:
-      return minor ? std::optional<dev_t>(::makedev(kDrmMajor, *minor)) : std::nullopt;
-    case DeviceKind::Kfd:
-      return assigned;
-    case DeviceKind::NvidiaUvm:
-    case DeviceKind::NvidiaUvmTools:
-      return std::nullopt;  // a dynamic major, known only for a real node
-  }
-  return std::nullopt;
+  return assigned;
 }
 
-bool GpuDeviceFile::reaches_gpus() const {
-  return kind == DeviceKind::NvidiaGpu || kind == DeviceKind::DrmRender ||
-         kind == DeviceKind::DrmCard || kind == DeviceKind::Kfd;
-}
-
-const char* to_string(DeviceKind kind) {
-  switch (kind) {
-    case DeviceKind::NvidiaGpu:
-      return "nvidia";
-    case DeviceKind::NvidiaCtl:
-      return "nvidiactl";
-    case DeviceKind::NvidiaUvm:
-      return "nvidia-uvm";
-    case DeviceKind::NvidiaUvmTools:
-      return "nvidia-uvm-tools";
-    case DeviceKind::NvidiaModeset:
-      return "nvidia-modeset";
-    case DeviceKind::DrmRender:
-      return "drm-render";
-    case DeviceKind::DrmCard:
-      return "drm-card";
-    case DeviceKind::Kfd:
-      return "kfd";
-  }
-  return "?";
-}
-
-core::Result<DeviceCatalog> DeviceCatalog::enumerate(const std::string& dev_root,
+core::Result<DeviceCatalog> DeviceCatalog::enumerate(const DeviceNodes& nodes,
+                                                     const std::string& dev_root,
                                                      const std::string& proc_root,
                                                      const std::string& sys_root) {
   struct stat root_st {};
@@ -113,52 +54,100 @@ core::Result<DeviceCatalog> DeviceCatalog::enumerate(const std::string& dev_root
   DeviceCatalog cat;
   cat.dev_root_ = dev_root;
   auto devices = read_file(proc_root + "/devices");
-  if (devices.ok()) cat.uvm_major_ = parse_char_major(devices.data, "nvidia-uvm");
-  cat.kfd_ = kfd_number(sys_root, devices.ok() ? devices.data : std::string());
+  for (const auto& node : nodes) {
+    Resolved r{node, std::nullopt, std::nullopt};
+    if (!node.sys_dev_file.empty() && !per_node_sys_file(node))
+      if (auto n = read_dev_file(sys_root + "/" + node.sys_dev_file)) {
+        r.major = ::major(*n);
+        r.number = n;
+      }
+    if (!r.major) r.major = node.major;
+    if (!r.major && !node.devices_name.empty() && devices.ok())
+      r.major = parse_char_major(devices.data, node.devices_name);
+    if (!r.number && !node.numbered && r.major && node.minor)
+      r.number = ::makedev(*r.major, *node.minor);
+    cat.nodes_.push_back(std::move(r));
+  }
 
-  auto add = [&](const std::string& path, Classified c) {
+  auto add = [&](const std::string& path, Resolved& r, std::optional<unsigned> minor) {
     struct stat st {};
     if (::stat(path.c_str(), &st) != 0) return;
-    GpuDeviceFile f{path, c.kind, c.minor};
+    GpuDeviceFile f{path, r.node.kind, minor};
+    f.reaches = r.node.reaches_gpus;
+    std::optional<dev_t> own;  // the node's own number from sysfs
+    if (per_node_sys_file(r.node) && minor) {
+      own = read_dev_file(sys_root + "/" + per_node(r.node.sys_dev_file, *minor));
+      if (own && !r.major) r.major = ::major(*own);
+    }
     if (S_ISCHR(st.st_mode)) {
-      unsigned major = ::major(st.st_rdev);
-      bool uvm = c.kind == DeviceKind::NvidiaUvm || c.kind == DeviceKind::NvidiaUvmTools;
-      bool drm = c.kind == DeviceKind::DrmRender || c.kind == DeviceKind::DrmCard;
-      bool kfd = c.kind == DeviceKind::Kfd;
-      bool expected = drm   ? major == kDrmMajor
-                      : uvm ? cat.uvm_major_ && major == *cat.uvm_major_
-                      : kfd ? !cat.kfd_ || st.st_rdev == *cat.kfd_
-                            : major == kNvidiaMajor;
+      bool expected = own                            ? st.st_rdev == *own
+                      : r.number && !r.node.numbered ? st.st_rdev == *r.number
+                      : r.major                      ? ::major(st.st_rdev) == *r.major
+                                                     : r.node.trust_name;
       if (!expected) return;  // same name, another driver: not a GPU device
       f.is_char_device = true;
       f.rdev = st.st_rdev;
     } else if (S_ISREG(st.st_mode)) {
       f.dev = st.st_dev;
       f.ino = st.st_ino;
-      if (c.kind == DeviceKind::Kfd) f.assigned = cat.kfd_;
+      if (own)
+        f.assigned = own;
+      else if (!r.node.numbered)
+        f.assigned = r.number;
+      else if (r.major && minor)
+        f.assigned = ::makedev(*r.major, *minor);
     } else {
       return;
     }
     cat.files_.push_back(std::move(f));
   };
-  for (const auto& name : list_dir(dev_root)) {
-    auto c = classify_nvidia(name);
-    if (!c) c = classify_kfd(name);
-    if (c) add(std::string(dev_root).append("/").append(name), *c);
+  // Each folder once, in the order the nodes first name it; exact names before numbered ones.
+  std::vector<std::string> folders;
+  for (const auto& r : cat.nodes_)
+    if (std::find(folders.begin(), folders.end(), r.node.folder) == folders.end())
+      folders.push_back(r.node.folder);
+  for (const auto& folder : folders) {
+    std::string dir = folder.empty() ? dev_root : dev_root + "/" + folder;
+    for (const auto& name : list_dir(dir)) {
+      Resolved* found = nullptr;
+      std::optional<unsigned> minor;
+      for (auto& r : cat.nodes_)
+        if (r.node.folder == folder && !r.node.numbered && name == r.node.name) {
+          found = &r;
+          break;
+        }
+      if (!found)
+        for (auto& r : cat.nodes_)
+          if (r.node.folder == folder && r.node.numbered)
+            if ((minor = number_suffix(name, r.node.name))) {
+              found = &r;
+              break;
+            }
+      if (found) add(dir + "/" + name, *found, minor);
+    }
   }
-  for (const auto& name : list_dir(dev_root + "/dri"))
-    if (auto c = classify_dri(name)) add(std::string(dev_root).append("/dri/").append(name), *c);
   return cat;
+}
+
+std::vector<std::string> DeviceCatalog::drivers_present() const {
+  std::vector<std::string> out;
+  for (const auto& f : files_)
+    for (const auto& r : nodes_)
+      if (r.node.kind == f.kind && r.node.shows_driver &&
+          std::find(out.begin(), out.end(), r.node.backend) == out.end())
+        out.push_back(r.node.backend);
+  return out;
 }
 
 bool DeviceCatalog::may_match(std::string_view link) const {
   // Device files are never sockets/pipes/anon inodes; the link text of a device node names
-  // its path in the holder's mount namespace, whose basename still is nvidia*/renderD*/card*.
+  // its path in the holder's mount namespace, whose basename still is the driver's name.
   if (link.empty() || link.front() != '/') return false;
   std::string_view base = link.substr(link.rfind('/') + 1);
   if (base.ends_with(" (deleted)")) base.remove_suffix(10);
-  return base.starts_with("nvidia") || base.starts_with("renderD") || base.starts_with("card") ||
-         base == "kfd";
+  return std::any_of(nodes_.begin(), nodes_.end(), [&](const Resolved& r) {
+    return r.node.numbered ? base.starts_with(r.node.name) : base == r.node.name;
+  });
 }
 
 std::optional<GpuDeviceFile> DeviceCatalog::match(const struct stat& st) const {
@@ -168,6 +157,10 @@ std::optional<GpuDeviceFile> DeviceCatalog::match(const struct stat& st) const {
     if (!chr && !f.is_char_device && f.dev == st.st_dev && f.ino == st.st_ino) return f;
   }
   if (!chr) return std::nullopt;
+  return name_by_number(st);
+}
+
+std::optional<GpuDeviceFile> DeviceCatalog::name_by_number(const struct stat& st) const {
   // A GPU node the dev root lacks (the holder's /dev differs from ours): name it by number,
   // but only when the dev root itself has nodes of that driver, so a dev root of stand-in
   // files never reports the machine's real devices.
@@ -176,28 +169,21 @@ std::optional<GpuDeviceFile> DeviceCatalog::match(const struct stat& st) const {
     return f.is_char_device && ::major(f.rdev) == major;
   });
   if (!root_has_major) return std::nullopt;
-  std::string p = dev_root_;
-  if (major == kNvidiaMajor) {
-    if (minor == kNvidiaCtlMinor)
-      return GpuDeviceFile{p + "/nvidiactl", DeviceKind::NvidiaCtl, {}, true, st.st_rdev};
-    if (minor == kNvidiaModesetMinor)
-      return GpuDeviceFile{p + "/nvidia-modeset", DeviceKind::NvidiaModeset, {}, true, st.st_rdev};
-    return GpuDeviceFile{p + "/nvidia" + std::to_string(minor), DeviceKind::NvidiaGpu, minor, true,
-                         st.st_rdev};
-  }
-  if (uvm_major_ && major == *uvm_major_)
-    return GpuDeviceFile{p + (minor == 0 ? "/nvidia-uvm" : "/nvidia-uvm-tools"),
-                         minor == 0 ? DeviceKind::NvidiaUvm : DeviceKind::NvidiaUvmTools,
-                         {},
-                         true,
-                         st.st_rdev};
-  if (kfd_ && st.st_rdev == *kfd_)
-    return GpuDeviceFile{p + "/kfd", DeviceKind::Kfd, {}, true, st.st_rdev};
-  if (major == kDrmMajor) {
-    bool render = minor >= 128;
-    return GpuDeviceFile{p + (render ? "/dri/renderD" : "/dri/card") + std::to_string(minor),
-                         render ? DeviceKind::DrmRender : DeviceKind::DrmCard, minor, true,
-                         st.st_rdev};
+  auto file = [&](const Resolved& r, std::optional<unsigned> m) {
+    GpuDeviceFile f{node_path(dev_root_, r.node) + (m ? std::to_string(*m) : ""), r.node.kind, m,
+                    true, st.st_rdev};
+    f.reaches = r.node.reaches_gpus;
+    return f;
+  };
+  // A node with a number of its own first (a control file beside numbered GPU nodes), then
+  // the first whose major and minors fit.
+  for (const auto& r : nodes_)
+    if (!r.node.numbered && r.number && *r.number == st.st_rdev) return file(r, std::nullopt);
+  for (const auto& r : nodes_) {
+    if (!r.major || *r.major != major || minor < r.node.min_minor || minor > r.node.max_minor)
+      continue;
+    if (r.node.numbered) return file(r, minor);
+    if (!r.number) return file(r, std::nullopt);
   }
   return std::nullopt;
 }

@@ -50,8 +50,7 @@ FdScan scan_device_fds(int proc_dirfd, pid_t pid, const DeviceCatalog& catalog,
     auto it = std::find_if(out.holds.begin(), out.holds.end(),
                            [&](const core::DeviceHold& h) { return h.path == file->path; });
     if (it == out.holds.end())
-      out.holds.push_back(
-          {file->path, to_string(file->kind), file->number(), file->reaches_gpus(), {fd}, {}});
+      out.holds.push_back({file->path, file->kind, file->number(), file->reaches_gpus(), {fd}, {}});
     else
       it->fds.push_back(fd);
     for (FdObserver* o : observers) o->observe({proc_dirfd, pid, fd, *file});

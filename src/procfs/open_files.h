@@ -19,7 +19,7 @@ struct OpenFileGrouping {
   size_t comparisons = 0;  // kcmp calls made
 };
 
-// Splits the GPU-file holds (one GPU's file: nvidia<N>, DRM render and card nodes) of
+// Splits the GPU-file holds (one GPU's file: its own node, DRM render and card nodes) of
 // `processes` into one hold per open file description and gives each its id: "PID:FD" of the
 // lowest PID (then fd) that holds it, the same in every process that shares it. `live`: the
 // PIDs are gpureap's own (kcmp acts on real processes); otherwise nothing is grouped.

@@ -190,7 +190,8 @@ json timing_json(const Report& r) {
 }
 
 // The backend the kill relied on, as gpureap.kill/v1 has always named it: the first that
-// answered (on an AMD-only host, not NVML's absence), else the first that is down.
+// answered (on a host with one vendor's GPUs, not another backend's absence), else the first that
+// is down.
 json primary_backend(const core::DriverReading& drivers) {
   if (drivers.backends.empty()) return {{"name", ""}, {"available", false}, {"error", nullptr}};
   const core::BackendStatus* chosen = drivers.first_down();

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "backend/registry.h"
+
 namespace gpureap::reap {
 namespace {
 
@@ -32,11 +34,15 @@ std::string owner(const Target& t) {
 }  // namespace
 
 const std::vector<std::string_view>& protected_names() {
-  static const std::vector<std::string_view> names{
-      "Xorg",          "Xwayland",      "gnome-shell", "kwin_wayland",
-      "kwin_x11",      "sway",          "weston",      "mutter",
-      "gdm",           "sddm",          "lightdm",     "nvidia-persistenced",
-      "nv-hostengine", "dcgm-exporter", "dcgmi",       "gpureap"};
+  static const std::vector<std::string_view> names = [] {
+    std::vector<std::string_view> out{"Xorg",     "Xwayland", "gnome-shell", "kwin_wayland",
+                                      "kwin_x11", "sway",     "weston",      "mutter",
+                                      "gdm",      "sddm",     "lightdm",     "gpureap"};
+    // Each vendor's own daemons (persistence, monitoring), as its registry entry names them.
+    for (const auto& entry : backend::builtin_backends())
+      out.insert(out.end(), entry.protected_programs.begin(), entry.protected_programs.end());
+    return out;
+  }();
   return names;
 }
 

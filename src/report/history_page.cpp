@@ -70,7 +70,7 @@ std::string audit_text(const audit::Record& r) {
 }
 
 // Whether a final close by `pid` belongs on `gpu`'s chart: a path does not say which GPU index
-// it is (NVML's index is not the minor), but the history says where its holder was seen, as a
+// it is (a library's index is not the minor), but the history says where its holder was seen, as a
 // process or as a ghost's keeper. A holder the history never saw is drawn on every chart.
 bool touches(const HistoryInput& in, pid_t pid, unsigned gpu) {
   bool seen = false;

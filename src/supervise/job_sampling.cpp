@@ -9,7 +9,7 @@ namespace gpureap::supervise {
 
 namespace {
 
-// "nvml", or "nvml,acme" when several backends sampled the job.
+// One backend's name, or "a,b" when several backends sampled the job.
 std::string backend_names(const core::DriverReading& drivers) {
   std::string out;
   for (const auto& b : drivers.backends) out += (out.empty() ? "" : ",") + b.name;

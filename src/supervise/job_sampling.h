@@ -1,7 +1,7 @@
 #pragma once
-// The GPU memory the job holds, sampled by the engine on its own thread: NVML can block for a
-// long time (or forever, with a wedged driver), and the main loop must keep forwarding signals
-// and reaping meanwhile. Every collection also updates the job's membership, and the main
+// The GPU memory the job holds, sampled by the engine on its own thread: a driver library can block
+// for a long time (or forever, with a wedged driver), and the main loop must keep forwarding
+// signals and reaping meanwhile. Every collection also updates the job's membership, and the main
 // loop asks for fresh snapshots (at CMD's exit, for the release check) with a bounded wait,
 // so a hung driver delays nothing by more than that bound.
 #include <chrono>
@@ -26,8 +26,8 @@ class JobSampling {
   JobSampling& operator=(const JobSampling&) = delete;
   ~JobSampling();
 
-  // Starts sampling. Call after CMD is forked: NVML is loaded on the first sample, and its
-  // file descriptors must not leak into the job.
+  // Starts sampling. Call after CMD is forked: a driver library is loaded on the first sample, and
+  // its file descriptors must not leak into the job.
   void start();
   // A snapshot whose collection began after this call; null when none completes in time.
   std::shared_ptr<const core::Snapshot> fresh(std::chrono::milliseconds timeout);

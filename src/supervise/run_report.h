@@ -101,7 +101,7 @@ struct HeldFiles {
 struct ReleaseCheck {
   bool performed = false;
   std::optional<std::string> skipped_because;
-  std::string method;  // "driver" (NVML lists) or "device-files" (no driver answered)
+  std::string method;  // "driver" (its lists) or "device-files" (no driver answered)
   bool released = false;
   std::optional<std::chrono::milliseconds> took;  // from the end of teardown
   std::chrono::milliseconds timeout{0};

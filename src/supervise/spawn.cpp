@@ -25,7 +25,7 @@ std::vector<char*> c_argv(std::vector<std::string>& args) {
 }
 
 // Only async-signal-safe calls between fork and execve: gpureap may have threads (the GPU
-// sampling engine, NVML's own) whose locks the child inherits held.
+// sampling engine, a driver library's own) whose locks the child inherits held.
 [[noreturn]] void run_child(const SpawnRequest& r, char* const* argv, char* const* sh_argv,
                             const SignalChannel& signals, int report_fd) {
   ::setpgid(0, 0);

@@ -53,7 +53,7 @@ struct Effect {
 
 // How sampling goes, as the engine tells it.
 struct SamplingStatus {
-  std::optional<std::chrono::seconds> driver_stuck;  // an NVML call has been blocked this long
+  std::optional<std::chrono::seconds> driver_stuck;  // a driver call has been blocked this long
   std::optional<std::chrono::seconds> stalled;       // no new sample for this long
   std::optional<std::string> error;                  // the last collection failed
   bool from_daemon = false;                          // the daemon's snapshots are shown

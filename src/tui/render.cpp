@@ -7,6 +7,7 @@
 #include <cmath>
 #include <ctime>
 
+#include "backend/registry.h"
 #include "output/ghost_summary.h"
 #include "text/byte_format.h"
 #include "text/display_width.h"
@@ -231,7 +232,10 @@ Line TopModel::gpu_line(const core::Gpu& g) const {
   Line l;
   l.add(pad_right(std::to_string(g.index), 3), Role::Header);
   std::string name = text::terminal_safe(g.name.value_or("?"));
-  if (name.starts_with("NVIDIA ")) name = name.substr(7);
+  // The vendor's name before the model says nothing in a column this narrow.
+  if (const auto* entry = backend::find_backend(g.backend); entry && !entry->words.vendor.empty())
+    if (name.starts_with(entry->words.vendor + " "))
+      name = name.substr(entry->words.vendor.size() + 1);
   l.add(pad_right(name, name_w, gl.ellipsis) + " ");
   if (g.error) {
     l.add("error: " + text::terminal_safe(*g.error), Role::Error);
@@ -321,10 +325,20 @@ void TopModel::compose_status(Frame& f) const {
 }
 
 void TopModel::add_sampling_status(Line& st) const {
+  // The library of the driver that does not answer, as its registry entry words it.
+  std::string library = "driver";
+  if (snapshot_)
+    for (const auto& b : snapshot_->drivers.backends)
+      if (b.error_code == core::BackendErrorCode::NotAnswering)
+        if (const auto* entry = backend::find_backend(b.name);
+            entry && !entry->words.library.empty()) {
+          library = entry->words.library;
+          break;
+        }
   if (sampling_.driver_stuck)
     st.add(fmt::format("driver not answering for {}s", sampling_.driver_stuck->count()),
            Role::Error)
-        .add(" — an NVML call is blocked (a wedged driver?); showing what /proc knows  ",
+        .add(" — an " + library + " call is blocked (a wedged driver?); showing what /proc knows  ",
              Role::Dim);
   else if (sampling_.stalled)
     st.add(fmt::format("no new sample for {}s: collection is stuck (driver not answering?)  ",

@@ -105,7 +105,7 @@ inline core::Snapshot make_snapshot(std::vector<core::HostProcess> ps, std::vect
             });
   v.in_child_pid_namespace = o.child_ns;
   v.uninspectable = o.uninspectable;
-  v.nvidia_device_files = true;
+  v.driver_device_files = {"nvml"};
   return core::join(std::move(v), drivers(std::move(gpus)), "host", o.at);
 }
 

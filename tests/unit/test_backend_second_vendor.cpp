@@ -74,7 +74,7 @@ class SecondVendor : public FakeNvmlFixture {
     backend::BackendSettings settings;
     settings.dev_root = dev_;
     settings.sys_root = dir_ + "/sys";  // no DRM GPU: the built-in AMD and Intel have none
-    settings.nvml_library = fake_nvml_library();
+    settings.libraries["nvml"] = fake_nvml_library();
     auto drivers = backend::BackendSet::make(registry, settings, {});
     auto collector = collect::Collector::open({"/proc", dev_}, drivers);
     EXPECT_TRUE(collector.ok());

@@ -243,7 +243,7 @@ TEST(DoctorView, JsonCarriesCodesFacetsSummaryAndSteps) {
 // informational line about NVML shows only with -v.
 TEST(DoctorView, AnAmdOnlyMachineHearsNothingAboutNvidia) {
   core::ProcView v;
-  v.nvidia_device_files = false;
+  v.driver_device_files = {};
   core::BackendReport nvml;
   nvml.name = "nvml";
   nvml.vendor = "nvidia";

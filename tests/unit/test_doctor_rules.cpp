@@ -237,7 +237,7 @@ TEST(DoctorRules, StateFindings) {
 
 TEST(DoctorRules, DriverFindings) {
   core::ProcView v;
-  v.nvidia_device_files = true;
+  v.driver_device_files = {"nvml"};
   core::BackendReport b;
   b.error = "NVML library and kernel driver versions differ";
   b.error_code = core::BackendErrorCode::VersionMismatch;
@@ -247,7 +247,7 @@ TEST(DoctorRules, DriverFindings) {
   EXPECT_EQ(worst(fs), Severity::Critical);
 
   b.error_code = core::BackendErrorCode::LibraryNotFound;
-  v.nvidia_device_files = false;
+  v.driver_device_files = {};
   auto none = core::join(v, core::combine({b}), "h", {});
   auto fs2 = run(none);
   ASSERT_NE(find(fs2, "driver-missing"), nullptr);

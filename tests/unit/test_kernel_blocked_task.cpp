@@ -14,12 +14,17 @@
 #include <fstream>
 #include <thread>
 
+#include "backend/registry.h"
 #include "kernel/blocked_task.h"
 
 namespace gpureap::kernel {
 namespace {
 
 namespace fs = std::filesystem;
+
+// The GPU drivers' function prefixes, as the built-in registry names them.
+const std::vector<std::string> kNvidiaFunctions =
+    backend::kernel_functions(backend::builtin_backends());
 
 class Tree {
  public:
@@ -64,17 +69,18 @@ TEST(KernelBlockedTask, MountinfoAndStackParse) {
 }
 
 TEST(KernelBlockedTask, WaitsAreToldApart) {
-  EXPECT_EQ(classify_wait("fuse_wait_answer", {}), core::BlockedOn::Fuse);
-  EXPECT_EQ(classify_wait("rpc_wait_bit_killable", {}), core::BlockedOn::Nfs);
-  EXPECT_EQ(classify_wait(std::nullopt, {"nfs_wait_on_request", "do_syscall_64"}),
+  EXPECT_EQ(classify_wait("fuse_wait_answer", {}, kNvidiaFunctions), core::BlockedOn::Fuse);
+  EXPECT_EQ(classify_wait("rpc_wait_bit_killable", {}, kNvidiaFunctions), core::BlockedOn::Nfs);
+  EXPECT_EQ(classify_wait(std::nullopt, {"nfs_wait_on_request", "do_syscall_64"}, kNvidiaFunctions),
             core::BlockedOn::Nfs);
-  EXPECT_EQ(classify_wait("uvm_va_space_destroy", {}), core::BlockedOn::GpuDriver);
-  EXPECT_EQ(classify_wait("io_schedule", {"_nv012345rm", "nvidia_ioctl"}),
+  EXPECT_EQ(classify_wait("uvm_va_space_destroy", {}, kNvidiaFunctions),
+            core::BlockedOn::GpuDriver);
+  EXPECT_EQ(classify_wait("io_schedule", {"_nv012345rm", "nvidia_ioctl"}, kNvidiaFunctions),
             core::BlockedOn::GpuDriver);
   // Plain disk I/O, or nothing known: no guess.
-  EXPECT_EQ(classify_wait("io_schedule", {"blk_mq_get_tag", "nvme_queue_rq"}),
+  EXPECT_EQ(classify_wait("io_schedule", {"blk_mq_get_tag", "nvme_queue_rq"}, kNvidiaFunctions),
             core::BlockedOn::Unknown);
-  EXPECT_EQ(classify_wait(std::nullopt, {}), core::BlockedOn::Unknown);
+  EXPECT_EQ(classify_wait(std::nullopt, {}, kNvidiaFunctions), core::BlockedOn::Unknown);
 }
 
 TEST(KernelBlockedTask, FuseWaitNamesTheConnectionAndItsWaitingCount) {
@@ -84,7 +90,7 @@ TEST(KernelBlockedTask, FuseWaitNamesTheConnectionAndItsWaitingCount) {
   t.write("proc/700/mountinfo", kMounts);
   t.write("sys/fs/fuse/connections/48/waiting", "3\n");
   t.write("sys/fs/fuse/connections/52/waiting", "0\n");
-  auto b = read_blocked_task(t.proc(), t.sys(), 700);
+  auto b = read_blocked_task(t.proc(), t.sys(), 700, kNvidiaFunctions);
   EXPECT_EQ(b.on, core::BlockedOn::Fuse);
   EXPECT_EQ(b.wchan, "request_wait_answer");
   EXPECT_FALSE(b.stack_problem);
@@ -100,7 +106,7 @@ TEST(KernelBlockedTask, NfsWaitNamesTheServerAndAnUnreadableStackIsSaid) {
   Tree t;
   t.write("proc/701/wchan", "rpc_wait_bit_killable");
   t.write("proc/701/mountinfo", kMounts);  // no stack file: this kernel does not show it
-  auto b = read_blocked_task(t.proc(), t.sys(), 701);
+  auto b = read_blocked_task(t.proc(), t.sys(), 701, kNvidiaFunctions);
   EXPECT_EQ(b.on, core::BlockedOn::Nfs);
   ASSERT_EQ(b.nfs.size(), 1u);
   EXPECT_EQ(b.nfs[0].server, "fileserver");
@@ -111,7 +117,7 @@ TEST(KernelBlockedTask, NfsWaitNamesTheServerAndAnUnreadableStackIsSaid) {
 
 TEST(KernelBlockedTask, AProcessWithNothingToReadGivesNoGuess) {
   Tree t;
-  auto b = read_blocked_task(t.proc(), t.sys(), 999);
+  auto b = read_blocked_task(t.proc(), t.sys(), 999, kNvidiaFunctions);
   EXPECT_EQ(b.on, core::BlockedOn::Unknown);
   EXPECT_FALSE(b.wchan);
   EXPECT_TRUE(b.stack.empty());
@@ -119,7 +125,7 @@ TEST(KernelBlockedTask, AProcessWithNothingToReadGivesNoGuess) {
 }
 
 TEST(KernelBlockedTask, OurOwnStackIsReadableOnlyAsRoot) {
-  auto b = read_blocked_task("/proc", "/sys", ::getpid());
+  auto b = read_blocked_task("/proc", "/sys", ::getpid(), kNvidiaFunctions);
   if (::geteuid() == 0 && b.stack_problem)
     GTEST_SKIP() << *b.stack_problem;  // a kernel without stacks, or a sandbox
   if (::geteuid() != 0) {
@@ -203,7 +209,7 @@ TEST(KernelBlockedTask, ARealProcessStuckOnAFuseMountThatNeverAnswers) {
   char state = '?';
   for (int i = 0; i < 500 && (state = state_of()) != 'D'; ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  auto b = read_blocked_task("/proc", t.sys(), child);
+  auto b = read_blocked_task("/proc", t.sys(), child, kNvidiaFunctions);
   // Let the child go: abort the connection if fusectl is there, else unmount lazily.
   std::optional<unsigned> id;
   for (const auto& c : b.fuse)

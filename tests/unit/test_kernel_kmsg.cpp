@@ -10,6 +10,7 @@
 #include <fstream>
 #include <string>
 
+#include "backend/registry.h"
 #include "kernel/gpu_events.h"
 #include "kernel/kmsg_reader.h"
 #include "kernel/kmsg_record.h"
@@ -18,6 +19,11 @@ namespace gpureap::kernel {
 namespace {
 
 namespace fs = std::filesystem;
+
+// The kernel-log parsers of the built-in backends (NVIDIA's Xids).
+KernelLogParsers builtin_parsers() {
+  return backend::kernel_log_parsers(backend::builtin_backends());
+}
 
 class TempLog {
  public:
@@ -173,7 +179,7 @@ TEST(KernelKmsg, ATenMegabyteLogIsReadInPiecesAndEveryXidFound) {
       written += chunk.size();
     }
   }
-  auto events = read_kernel_log(log.path(), 1'700'000'000, {});
+  auto events = read_kernel_log(log.path(), 1'700'000'000, {}, builtin_parsers());
   EXPECT_TRUE(events.read);
   EXPECT_EQ(events.records, seq);
   EXPECT_EQ(events.malformed, 0u);

@@ -14,14 +14,20 @@
 #include <string>
 #include <vector>
 
+#include "backend/registry.h"
 #include "procfs/device_files.h"
 
 namespace {
 
 namespace fs = std::filesystem;
 using gpureap::procfs::DeviceCatalog;
-using gpureap::procfs::DeviceKind;
 using gpureap::procfs::GpuDeviceFile;
+
+// The device nodes of the built-in backends, as the collector gets them from the registry.
+const gpureap::procfs::DeviceNodes& builtin_nodes() {
+  static const auto nodes = gpureap::backend::device_nodes(gpureap::backend::builtin_backends());
+  return nodes;
+}
 
 std::string proc_root(const std::string& name) {
   return std::string(GPUREAP_FIXTURES) + "/proc/" + name;
@@ -83,14 +89,14 @@ struct stat char_device(unsigned major, unsigned minor) {
 
 std::string describe(const std::optional<GpuDeviceFile>& f) {
   if (!f) return "none";
-  std::string s = f->path + " " + gpureap::procfs::to_string(f->kind);
+  std::string s = f->path + " " + f->kind;
   if (f->minor) s += " minor=" + std::to_string(*f->minor);
   s += f->is_char_device ? " chr" : " file";
   return s;
 }
 
 DeviceCatalog enumerate(const TempDir& dev, const std::string& proc = "host") {
-  auto cat = DeviceCatalog::enumerate(dev.path(), proc_root(proc));
+  auto cat = DeviceCatalog::enumerate(builtin_nodes(), dev.path(), proc_root(proc));
   EXPECT_TRUE(cat.ok()) << cat.error().text();
   return std::move(*cat);
 }
@@ -127,7 +133,7 @@ TEST(DeviceCatalogEnumerate, RecordsDeviceAndInodeOfRegularFiles) {
 
 TEST(DeviceCatalogEnumerate, EmptyDevRootIsAnEmptyCatalogue) {
   TempDir dev;
-  auto cat = DeviceCatalog::enumerate(dev.path(), proc_root("host"));
+  auto cat = DeviceCatalog::enumerate(builtin_nodes(), dev.path(), proc_root("host"));
   ASSERT_TRUE(cat.ok()) << cat.error().text();
   EXPECT_TRUE(cat->files().empty());
 }
@@ -135,7 +141,7 @@ TEST(DeviceCatalogEnumerate, EmptyDevRootIsAnEmptyCatalogue) {
 TEST(DeviceCatalogEnumerate, MissingDevRootIsAnErrorNamingThePath) {
   TempDir dev;
   const std::string missing = dev / "no-such-dev";
-  auto cat = DeviceCatalog::enumerate(missing, proc_root("host"));
+  auto cat = DeviceCatalog::enumerate(builtin_nodes(), missing, proc_root("host"));
   ASSERT_FALSE(cat.ok());
   EXPECT_NE(cat.error().message.find(missing), std::string::npos) << cat.error().message;
   EXPECT_FALSE(cat.error().hint.empty());
@@ -144,7 +150,7 @@ TEST(DeviceCatalogEnumerate, MissingDevRootIsAnErrorNamingThePath) {
 TEST(DeviceCatalogEnumerate, DevRootThatIsAFileIsAnError) {
   TempDir dev;
   touch(dev / "file");
-  auto cat = DeviceCatalog::enumerate(dev / "file", proc_root("host"));
+  auto cat = DeviceCatalog::enumerate(builtin_nodes(), dev / "file", proc_root("host"));
   ASSERT_FALSE(cat.ok());
   EXPECT_NE(cat.error().message.find(dev / "file"), std::string::npos);
 }
@@ -152,7 +158,7 @@ TEST(DeviceCatalogEnumerate, DevRootThatIsAFileIsAnError) {
 TEST(DeviceCatalogEnumerate, MissingProcRootIsNotAnError) {
   TempDir dev;
   make_dev_root(dev);
-  auto cat = DeviceCatalog::enumerate(dev.path(), dev / "no-such-proc");
+  auto cat = DeviceCatalog::enumerate(builtin_nodes(), dev.path(), dev / "no-such-proc");
   ASSERT_TRUE(cat.ok()) << cat.error().text();
   EXPECT_EQ(cat->files().size(), 5u);
 }
@@ -295,14 +301,11 @@ TEST_F(CharDevRoot, UvmMajorComesFromProcDevices) {
 }
 
 TEST(DeviceKindNames, AllKinds) {
-  using gpureap::procfs::to_string;
-  EXPECT_STREQ(to_string(DeviceKind::NvidiaGpu), "nvidia");
-  EXPECT_STREQ(to_string(DeviceKind::NvidiaCtl), "nvidiactl");
-  EXPECT_STREQ(to_string(DeviceKind::NvidiaUvm), "nvidia-uvm");
-  EXPECT_STREQ(to_string(DeviceKind::NvidiaUvmTools), "nvidia-uvm-tools");
-  EXPECT_STREQ(to_string(DeviceKind::NvidiaModeset), "nvidia-modeset");
-  EXPECT_STREQ(to_string(DeviceKind::DrmRender), "drm-render");
-  EXPECT_STREQ(to_string(DeviceKind::DrmCard), "drm-card");
+  std::vector<std::string> kinds;
+  for (const auto& n : builtin_nodes()) kinds.push_back(n.kind);
+  EXPECT_EQ(kinds, (std::vector<std::string>{"nvidiactl", "nvidia-uvm", "nvidia-uvm-tools",
+                                             "nvidia-modeset", "nvidia", "drm-render", "drm-card",
+                                             "kfd"}));
 }
 
 }  // namespace

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/registry.h"
 #include "procfs/device_files.h"
 #include "procfs/fd_scan.h"
 
@@ -77,7 +78,8 @@ std::string describe(const std::vector<DeviceHold>& holds) {
 }
 
 DeviceCatalog catalog(const TempDevRoot& dev) {
-  auto cat = DeviceCatalog::enumerate(dev.path(), "/proc");
+  auto cat = DeviceCatalog::enumerate(
+      gpureap::backend::device_nodes(gpureap::backend::builtin_backends()), dev.path(), "/proc");
   EXPECT_TRUE(cat.ok()) << cat.error().text();
   return std::move(*cat);
 }

@@ -105,8 +105,7 @@ void ClientTable::scan_started() {
 
 void ClientTable::observe(const procfs::GpuFd& fd) {
   auto node = fd.file.number();
-  bool drm =
-      fd.file.kind == procfs::DeviceKind::DrmRender || fd.file.kind == procfs::DeviceKind::DrmCard;
+  bool drm = fd.file.kind == kDrmRenderKind || fd.file.kind == kDrmCardKind;
   if (!drm || !node) return;
   {
     std::lock_guard lock(mutex_);

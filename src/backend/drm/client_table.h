@@ -21,6 +21,11 @@
 
 namespace gpureap::backend::drm {
 
+// The kinds of the DRM nodes (dri/renderD<N>, dri/card<N>) in the device catalogue.
+inline constexpr const char* kDrmRenderKind = "drm-render";
+inline constexpr const char* kDrmCardKind = "drm-card";
+inline constexpr unsigned kDrmMajor = 226;
+
 struct FdRef {
   pid_t pid = 0;
   int fd = 0;

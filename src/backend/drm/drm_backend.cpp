@@ -162,18 +162,51 @@ core::BackendReport DrmBackend::collect() {
   return report;
 }
 
+procfs::DeviceNodes drm_nodes() {
+  procfs::DeviceNode render{kDrmRenderKind, "dri", "renderD", true, true};
+  render.major = kDrmMajor;
+  render.min_minor = 128;
+  procfs::DeviceNode card{kDrmCardKind, "dri", "card", true, true};
+  card.major = kDrmMajor;
+  card.max_minor = 127;
+  return {render, card};
+}
+
 BackendEntry amd_entry() {
-  return {
-      "amdgpu", "amd", false, [](const BackendSettings& s) {
-        return std::make_unique<DrmBackend>(DrmFamily{"amdgpu", "amd", {"amdgpu"}, true, "AMD"}, s);
-      }};
+  BackendEntry e;
+  e.name = "amdgpu";
+  e.vendor = "amd";
+  e.calls_driver_library = false;
+  e.make = [](const BackendSettings& s) {
+    return std::make_unique<DrmBackend>(DrmFamily{"amdgpu", "amd", {"amdgpu"}, true, "AMD"}, s);
+  };
+  e.device_nodes = drm_nodes();
+  // /dev/kfd: AMD's compute driver, one node for every AMD GPU. Its major is given at module
+  // load: the node's own MAJ:MIN in sysfs, else the major /proc/devices lists for "kfd".
+  procfs::DeviceNode kfd{"kfd", "", "kfd", false, true, true};
+  kfd.sys_dev_file = "class/kfd/kfd/dev";
+  kfd.devices_name = "kfd";
+  kfd.minor = 0;
+  kfd.trust_name = true;
+  e.device_nodes.push_back(kfd);
+  e.words.vendor = "AMD";
+  // amdgpu's reset is asked through debugfs.
+  e.words.reset = "sudo cat /sys/kernel/debug/dri/{minor}/amdgpu_gpu_recover";
+  return e;
 }
 
 BackendEntry intel_entry() {
-  return {"intel", "intel", false, [](const BackendSettings& s) {
-            return std::make_unique<DrmBackend>(
-                DrmFamily{"intel", "intel", {"i915", "xe"}, false, "Intel"}, s);
-          }};
+  BackendEntry e;
+  e.name = "intel";
+  e.vendor = "intel";
+  e.calls_driver_library = false;
+  e.make = [](const BackendSettings& s) {
+    return std::make_unique<DrmBackend>(DrmFamily{"intel", "intel", {"i915", "xe"}, false, "Intel"},
+                                        s);
+  };
+  e.device_nodes = drm_nodes();
+  e.words.vendor = "Intel";  // i915 and xe offer no reset a user should reach for before a reboot
+  return e;
 }
 
 }  // namespace gpureap::backend::drm

@@ -74,6 +74,8 @@ class DrmBackend final : public GpuBackend {
 };
 
 // The built-in DRM families, as registry entries.
+// dri/renderD<N> and dri/card<N>, the DRM nodes every DRM vendor's GPUs have.
+procfs::DeviceNodes drm_nodes();
 BackendEntry amd_entry();
 BackendEntry intel_entry();
 

@@ -156,7 +156,8 @@ class NvmlBackend final : public GpuBackend {
 
 std::unique_ptr<GpuBackend> make_nvml_backend_for(const BackendSettings& settings) {
   NvmlOptions options;
-  options.library_path = settings.nvml_library;
+  if (auto named = settings.libraries.find("nvml"); named != settings.libraries.end())
+    options.library_path = named->second;
   if (!options.library_path)
     if (const char* env = std::getenv("GPUREAP_NVML_LIBRARY"); env && *env)
       options.library_path = env;
