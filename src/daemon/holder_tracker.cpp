@@ -65,8 +65,8 @@ void HolderTracker::run() {
       if (wake_) wake_();
     }
     const bool files_now = now >= next_files_read;
-    pollfd fds[3] = {{stop_fd_, POLLIN, 0}, {files_now ? files_.fd() : -1, POLLIN, 0},
-                     {-1, POLLIN, 0}};
+    pollfd fds[3] = {
+        {stop_fd_, POLLIN, 0}, {files_now ? files_.fd() : -1, POLLIN, 0}, {-1, POLLIN, 0}};
     if (procs_) fds[2].fd = procs_->fd();
     std::optional<Clock::time_point> until = wake_due_;
     if (!files_now && (!until || next_files_read < *until)) until = next_files_read;

@@ -12,11 +12,9 @@
 // events between two wake-ups taken by one collection. So a storm costs about one collection a
 // second, a storm of many processes at most one per kMinWakeGap, and a new holder is still seen
 // within the gap and one collection. File events are read at most every kFileReadGap, so the
-// kernel merges a storm's events in its queue. The history keeps one point per interval whatever the rate
-// (history::History).
-// Without the
-// kernel's events (not root, a container without the capability, an old kernel) it is not
-// started and the daemon scans as before.
+// kernel merges a storm's events in its queue. The history keeps one point per interval whatever
+// the rate (history::History). Without the kernel's events (not root, a container without the
+// capability, an old kernel) it is not started and the daemon scans as before.
 #include <sys/types.h>
 
 #include <atomic>

@@ -135,8 +135,8 @@ const std::string* path_of(const Watched& watched, int event_fd) {
   return nullptr;
 }
 
-void take(const Watched& watched, const fanotify_event_metadata& event,
-          const unsigned char* base, FanotifyWatch::Batch& batch) {
+void take(const Watched& watched, const fanotify_event_metadata& event, const unsigned char* base,
+          FanotifyWatch::Batch& batch) {
   if (event.mask & FAN_Q_OVERFLOW) {
     batch.overflow = true;
     if (event.fd >= 0) ::close(event.fd);

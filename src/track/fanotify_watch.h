@@ -61,9 +61,9 @@ class FanotifyWatch {
     bool overflow = false;
   };
   // The events queued now, up to kMaxBatchReads buffers' worth (a few hundred events each);
-  // never blocks. More may be left: the fd stays readable. The kernel merges the queued events of one process
-  // on one file into one, so their order is lost: an Open and a Close of one process in one
-  // batch (given in that order) may as well have been a close and a new open.
+  // never blocks. More may be left: the fd stays readable. The kernel merges the queued events of
+  // one process on one file into one, so their order is lost: an Open and a Close of one process in
+  // one batch (given in that order) may as well have been a close and a new open.
   Batch read();
   static constexpr int kMaxBatchReads = 16;
 
