@@ -36,6 +36,12 @@ const core::HostProcess* known(const core::ProcView* previous, const core::Proce
   return p && p->stat.start_ticks == st.start_ticks ? p : nullptr;
 }
 
+// It holds a DRM node: the only files whose fds a backend observes (DRM fdinfo).
+bool holds_drm_node(const core::HostProcess& p) {
+  return std::any_of(p.devices.begin(), p.devices.end(),
+                     [](const core::DeviceHold& h) { return h.kind.rfind("drm", 0) == 0; });
+}
+
 bool known_non_holder(const core::ProcView* previous, const core::ProcessStat& st) {
   const auto* p = known(previous, st);
   return p && p->fds_readable && !p->holds_device();
@@ -51,6 +57,8 @@ std::vector<Slot> scan_all(const procfs::ProcFs& proc, const procfs::DeviceCatal
                            const std::vector<pid_t>& changed,
                            const std::vector<procfs::FdObserver*>& observers,
                            std::vector<core::HostProcess>& processes, bool reread_holders = true) {
+  // Without reread_holders, a known holder no event named keeps its holds, unless a backend
+  // observes its fds (a DRM node's): the observer must see every one, as in a scan.
   std::vector<Slot> slots(pids.size());
   processes.resize(pids.size());
   std::atomic<size_t> next{0};
@@ -70,7 +78,7 @@ std::vector<Slot> scan_all(const procfs::ProcFs& proc, const procfs::DeviceCatal
         p.stat = std::move(**st);
         bool reread = std::binary_search(changed.begin(), changed.end(), p.stat.pid);
         const core::HostProcess* was = reread_holders || reread ? nullptr : known(previous, p.stat);
-        if (was && was->holds_device()) {  // its holds as before: only events change them
+        if (was && was->holds_device() && (observers.empty() || !holds_drm_node(*was))) {
           p.devices = was->devices;
           p.fds_readable = was->fds_readable;
         } else if (!p.stat.is_kernel_thread() && !p.stat.is_zombie() &&
@@ -209,8 +217,7 @@ core::ProcView Collector::update_processes(const core::ProcView& previous,
   std::vector<pid_t> round = asked, seen = asked;
   while (!round.empty()) {
     std::vector<core::HostProcess> found;
-    auto slots =
-        scan_all(proc_, catalog_, round, &previous, named, observers, found, !observers.empty());
+    auto slots = scan_all(proc_, catalog_, round, &previous, named, observers, found, false);
     std::vector<pid_t> next;
     for (size_t i = 0; i < slots.size(); ++i) {
       // The previous scan's warnings are kept; one said again is not added twice.
@@ -248,8 +255,13 @@ core::ProcView Collector::update_processes(const core::ProcView& previous,
     const bool same_process = was && was->stat.start_ticks == p.stat.start_ticks;
     const bool same_holds = same_process && same_device_fds(*was, p);
     if (!same_holds && (p.holds_device() || (was && was->holds_device()))) holds_moved = true;
-    if (same_holds && same_stat(was->stat, p.stat) && was->fds_readable == p.fds_readable) {
-      p = *was;  // unchanged: keep it as it is
+    // Unchanged, or a process that held nothing and still holds nothing (a storm's opener
+    // between two opens: only its figures moved, and no row shows them): kept as it is, so
+    // the list stays shared.
+    const bool still_none = same_holds && !p.holds_device();
+    if (same_holds && was->fds_readable == p.fds_readable &&
+        (still_none || same_stat(was->stat, p.stat))) {
+      p = *was;
       continue;
     }
     differs = true;

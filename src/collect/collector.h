@@ -44,8 +44,9 @@ class Collector {
                                   const std::vector<pid_t>& also = {}) const;
   // What events said changed, without listing /proc again: `previous` with the processes
   // `changed` re-read (stat and fd table), every other holder of `previous` re-read (its stat;
-  // its fd table too where a backend observes GPU fds, so that it sees them all as in a scan;
-  // else its holds change only with an event naming it), and any process those name as
+  // its fd table too where it holds a DRM node a backend observes, so that the backend sees
+  // every such fd as in a scan; else its holds change only with an event naming it, as GPU
+  // files are watched), and any process those name as
   // parent, group or session leader that `previous` lacks read in. Every other process is as
   // `previous` had it. Costs a read or two per holder instead of a scan of every process: the
   // daemon's answer to a holder's event. Where nothing changed the result shares `previous`'s

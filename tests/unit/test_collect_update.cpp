@@ -96,6 +96,17 @@ TEST_F(CollectUpdate, WhereNothingChangedTheListIsShared) {
   EXPECT_TRUE(named.processes.shares_with(view.processes));
 }
 
+// A storm's opener between two opens: it held nothing and holds nothing, only its figures
+// moved, and no row shows them.
+TEST_F(CollectUpdate, ANamedProcessThatStillHoldsNothingKeepsTheListShared) {
+  auto view = collector_->scan_processes();
+  ASSERT_NE(view.find(::getpid()), nullptr);
+  volatile unsigned long spin = 0;  // some CPU time, so this process's stat moves
+  for (unsigned long i = 0; i < 50'000'000UL; ++i) spin = spin + i;
+  auto after = collector_->update_processes(view, {::getpid()});
+  EXPECT_TRUE(after.processes.shares_with(view.processes));
+}
+
 TEST_F(CollectUpdate, AHolderThatExitedLeavesTheList) {
   int go = -1;
   pid_t holder = spawn(go);
