@@ -5,11 +5,13 @@
 #   1. the fleet (PROCS x FDS, HOLDERS), the NVML test double listing one GPU, the daemon at
 #      `interval = 1s` and `history = HISTORY` (default 60s), up for longer than HISTORY;
 #   2. for STORM seconds (default 30) uid 65534 opens and closes the stand-in nvidia0 as fast as
-#      it can: the daemon's CPU over its first half (user + system, % of one core; target <= 10 %);
+#      it can: the daemon's CPU over its first half (its own user + system time, % of one core;
+#      target <= 10 %), split into collections and reading events, and how busy the machine was;
 #   3. in its second half, TRIALS times (default 10) a long-running process opens nvidia0 and the
 #      time until /api/v1/snapshot names it (polled every 5 ms): p50 / max (target <= 100 ms);
 #   4. after it: the history's GPU series, its points and their span (target: the whole
-#      HISTORY window, one point per interval), and the daemon's peak RSS.
+#      HISTORY window, one point per interval), and the daemon's peak RSS (before the storm,
+#      after its first half, after the trials). Latest figures: bench/README.md.
 #
 # Knobs: PROCS=2000 FDS=40 HOLDERS=100 STORM=30 TRIALS=10 HISTORY=60 (seconds)
 #   GPUREAP=build/gpureap FAKE_NVML=<gpureap's dir>/tests/fake_nvml/libnvidia-ml.so.1
@@ -97,6 +99,8 @@ echo "  event source: $(curl -sf "$BASE/api/v1/status" | python3 -c 'import json
 # Up for longer than the history's window before the storm: its span can be judged after.
 sleep $((HISTORY > STORM ? HISTORY - STORM + 5 : 5))
 
+hwm_before=$(hwm_mib)
+
 # --- 2. the storm, and the CPU over it
 setpriv --reuid 65534 --regid 65534 --clear-groups "$FLEET_WORK/storm" "$FLEET_DEV/nvidia0" &
 STORM_PID=$!
@@ -129,6 +133,7 @@ s1=$(thread_ticks gpureap-sample)
 e1=$(thread_ticks gpureap-events)
 read -r mb1 mt1 < <(machine_ticks)
 t1=$EPOCHREALTIME
+hwm_storm=$(hwm_mib)
 lat=()
 for ((i = 0; i < TRIALS; i++)); do
   fifo="$FLEET_WORK/go.$i"
@@ -170,5 +175,6 @@ slots = len({int(t) for t in pts})
 print(f"  history after the storm: {len(pts)} GPU points over {span:.1f} s of a {window:.0f} s window "
       f"({slots} one-second slots; target: the whole window, one point per interval)")
 '
-echo "  daemon peak RSS (VmHWM): $(hwm_mib) MiB"
+echo "  daemon peak RSS (VmHWM): ${hwm_before} MiB before the storm, ${hwm_storm} MiB after its first half," \
+  "$(hwm_mib) MiB after the trials (their /api/v1/snapshot polling every 5 ms included)"
 exit 0
