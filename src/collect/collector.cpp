@@ -225,7 +225,9 @@ core::ProcView Collector::update_processes(const core::ProcView& previous,
                                         *slots[i].warning) == view.warnings.end())
         view.warnings.push_back(*slots[i].warning);
       if (!slots[i].present) {
-        if (!slots[i].warning) vanished.push_back(round[i]);
+        // Gone from the list; a leader that was never in it (a session whose leader has
+        // exited long ago) changes nothing.
+        if (!slots[i].warning && previous.find(round[i])) vanished.push_back(round[i]);
         continue;
       }
       const auto& st = found[i].stat;

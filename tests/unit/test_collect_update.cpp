@@ -107,6 +107,35 @@ TEST_F(CollectUpdate, ANamedProcessThatStillHoldsNothingKeepsTheListShared) {
   EXPECT_TRUE(after.processes.shares_with(view.processes));
 }
 
+// A holder whose session leader exited long ago (a shell that started a job and left): the
+// leader is looked for, found gone, and nothing changes.
+TEST_F(CollectUpdate, ALeaderThatIsGoneChangesNothing) {
+  int ready[2];
+  ASSERT_EQ(::pipe(ready), 0);
+  pid_t leader = ::fork();
+  if (leader == 0) {
+    ::setsid();
+    pid_t child = ::fork();
+    if (child == 0) {
+      int fd = ::open((dev_ + "/nvidia0").c_str(), O_RDONLY);
+      pid_t me = ::getpid();
+      if (fd < 0 || ::write(ready[1], &me, sizeof me) != sizeof me) ::_exit(98);
+      for (;;) ::pause();
+    }
+    ::_exit(0);  // the session's leader leaves; its child is reparented
+  }
+  ::waitpid(leader, nullptr, 0);
+  pid_t holder = 0;
+  ASSERT_EQ(::read(ready[0], &holder, sizeof holder), static_cast<ssize_t>(sizeof holder));
+  kids_.push_back(holder);  // killed at the end (not a child: waitpid fails, harmlessly)
+  auto view = collector_->scan_processes();
+  ASSERT_NE(view.find(holder), nullptr);
+  ASSERT_EQ(view.find(holder)->stat.sid, leader);
+  ASSERT_EQ(view.find(leader), nullptr);
+  auto after = collector_->update_processes(view, {holder});
+  EXPECT_TRUE(after.processes.shares_with(view.processes));
+}
+
 TEST_F(CollectUpdate, AHolderThatExitedLeavesTheList) {
   int go = -1;
   pid_t holder = spawn(go);
