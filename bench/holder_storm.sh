@@ -5,11 +5,13 @@
 #   1. the fleet (PROCS x FDS, HOLDERS), the NVML test double listing one GPU, the daemon at
 #      `interval = 1s` and `history = HISTORY` (default 60s), up for longer than HISTORY;
 #   2. for STORM seconds (default 30) uid 65534 opens and closes the stand-in nvidia0 as fast as
-#      it can: the daemon's CPU over its first half (user + system, % of one core; target <= 10 %);
+#      it can: the daemon's CPU over its first half (its own user + system time, % of one core;
+#      target <= 10 %), split into collections and reading events, and how busy the machine was;
 #   3. in its second half, TRIALS times (default 10) a long-running process opens nvidia0 and the
 #      time until /api/v1/snapshot names it (polled every 5 ms): p50 / max (target <= 100 ms);
 #   4. after it: the history's GPU series, its points and their span (target: the whole
-#      HISTORY window, one point per interval), and the daemon's peak RSS.
+#      HISTORY window, one point per interval), and the daemon's peak RSS (before the storm,
+#      after its first half, after the trials). Latest figures: bench/README.md.
 #
 # Knobs: PROCS=2000 FDS=40 HOLDERS=100 STORM=30 TRIALS=10 HISTORY=60 (seconds)
 #   GPUREAP=build/gpureap FAKE_NVML=<gpureap's dir>/tests/fake_nvml/libnvidia-ml.so.1
@@ -77,6 +79,18 @@ grep -q 'holder tracking: events' "$FLEET_WORK/daemon.log" ||
 BASE="http://127.0.0.1:$port"
 TICKS=$(getconf CLK_TCK)
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$DAEMON/stat"; }
+# CPU ticks of the daemon's threads named $1 (gpureap-sample: collections; gpureap-events: the
+# kernel's events); comms have no spaces.
+thread_ticks() {
+  local t n=0 comm
+  for t in /proc/"$DAEMON"/task/*; do
+    read -r comm <"$t/comm" 2>/dev/null || continue
+    [ "$comm" = "$1" ] && n=$((n + $(awk '{print $14 + $15}' "$t/stat")))
+  done
+  echo "$n"
+}
+# The machine's busy and total ticks so far (every CPU), from /proc/stat.
+machine_ticks() { awk '$1 == "cpu" {print $2 + $3 + $4 + $7 + $8 + $9, $2 + $3 + $4 + $5 + $6 + $7 + $8 + $9}' /proc/stat; }
 hwm_mib() { awk '$1 == "VmHWM:" {printf "%.1f", $2 / 1024}' "/proc/$DAEMON/status"; }
 
 echo "holder storm: $PROCS processes x $FDS fds, $HOLDERS holders; $(nproc) CPUs, Linux $(uname -r)"
@@ -85,12 +99,17 @@ echo "  event source: $(curl -sf "$BASE/api/v1/status" | python3 -c 'import json
 # Up for longer than the history's window before the storm: its span can be judged after.
 sleep $((HISTORY > STORM ? HISTORY - STORM + 5 : 5))
 
+hwm_before=$(hwm_mib)
+
 # --- 2. the storm, and the CPU over it
 setpriv --reuid 65534 --regid 65534 --clear-groups "$FLEET_WORK/storm" "$FLEET_DEV/nvidia0" &
 STORM_PID=$!
 FLEET_EXIT_HOOKS+=("kill -KILL $STORM_PID 2>/dev/null; wait $STORM_PID 2>/dev/null")
 t0=$EPOCHREALTIME
 c0=$(cpu_ticks)
+s0=$(thread_ticks gpureap-sample)
+e0=$(thread_ticks gpureap-events)
+read -r mb0 mt0 < <(machine_ticks)
 opens0=$(curl -sf "$BASE/metrics" | awk '$1 == "gpureap_holder_opens_total" {print $2}')
 
 # --- 3. new holders during the storm
@@ -110,7 +129,11 @@ seen_ms() {  # pid start: ms until the snapshot names pid, or "-" after 15 s
 # The CPU over the storm's first half, with nothing else asking the daemon anything.
 sleep $((STORM / 2))
 c1=$(cpu_ticks)
+s1=$(thread_ticks gpureap-sample)
+e1=$(thread_ticks gpureap-events)
+read -r mb1 mt1 < <(machine_ticks)
 t1=$EPOCHREALTIME
+hwm_storm=$(hwm_mib)
 lat=()
 for ((i = 0; i < TRIALS; i++)); do
   fifo="$FLEET_WORK/go.$i"
@@ -131,7 +154,11 @@ kill -KILL "$STORM_PID" 2>/dev/null
 wait "$STORM_PID" 2>/dev/null
 cpu=$(awk -v c=$((c1 - c0)) -v hz="$TICKS" -v a="$t0" -v b="$t1" 'BEGIN {printf "%.1f", 100 * c / hz / (b - a)}')
 echo "  storm: ${STORM} s by uid 65534, $(awk -v a="$opens0" -v b="$opens1" 'BEGIN {printf "%.0f", b - a}') open events read by the daemon"
-echo "  daemon CPU during the storm's first $((STORM / 2)) s: ${cpu}% of a core (target <= 10%)"
+pct() { awk -v c="$1" -v hz="$TICKS" -v a="$t0" -v b="$t1" 'BEGIN {printf "%.1f", 100 * c / hz / (b - a)}'; }
+echo "  daemon CPU during the storm's first $((STORM / 2)) s: ${cpu}% of a core (target <= 10%):" \
+  "collections $(pct $((s1 - s0)))%, reading events $(pct $((e1 - e0)))%;" \
+  "$(nproc) CPUs $(awk -v b=$((mb1 - mb0)) -v t=$((mt1 - mt0)) 'BEGIN {printf "%.0f", t ? 100 * b / t : 0}')% busy" \
+  "(load average $(cut -d' ' -f1 /proc/loadavg))"
 read -r p50 pmax <<<"$(printf '%s\n' "${lat[@]}" | grep -v - | sort -n | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)], v[NR]}')"
 missed=$(printf '%s\n' "${lat[@]}" | grep -c -- - || true)
 echo "  new holder during the storm, $TRIALS trials: p50 ${p50} ms, max ${pmax} ms, missed ${missed} (target <= 100 ms)"
@@ -148,5 +175,6 @@ slots = len({int(t) for t in pts})
 print(f"  history after the storm: {len(pts)} GPU points over {span:.1f} s of a {window:.0f} s window "
       f"({slots} one-second slots; target: the whole window, one point per interval)")
 '
-echo "  daemon peak RSS (VmHWM): $(hwm_mib) MiB"
+echo "  daemon peak RSS (VmHWM): ${hwm_before} MiB before the storm, ${hwm_storm} MiB after its first half," \
+  "$(hwm_mib) MiB after the trials (their /api/v1/snapshot polling every 5 ms included)"
 exit 0

@@ -20,29 +20,47 @@
 namespace gpureap::collect {
 namespace {
 
+// What the scan of one process found besides the process itself.
 struct Slot {
-  std::optional<core::HostProcess> process;
   std::optional<std::string> warning;
+  bool present = false;  // it was there (not vanished) when read
   bool uninspectable = false;
 };
 
-// Per process: stat, then the fd scan. Processes are independent, so the work is split
-// across cores; each worker takes the next chunk from a shared counter.
 // A process `previous` had (same PID and start time) that held nothing and whose fds could be
 // read: a rescan reuses that instead of reading its fd table again.
-bool known_non_holder(const core::ProcView* previous, const core::ProcessStat& st) {
-  if (!previous) return false;
-  auto it = std::lower_bound(previous->processes.begin(), previous->processes.end(), st.pid,
-                             [](const core::HostProcess& p, pid_t v) { return p.stat.pid < v; });
-  return it != previous->processes.end() && it->stat.pid == st.pid &&
-         it->stat.start_ticks == st.start_ticks && it->fds_readable && !it->holds_device();
+// The same process (PID and start time) in `previous`, if it is there.
+const core::HostProcess* known(const core::ProcView* previous, const core::ProcessStat& st) {
+  if (!previous) return nullptr;
+  const auto* p = previous->find(st.pid);
+  return p && p->stat.start_ticks == st.start_ticks ? p : nullptr;
 }
 
+// It holds a DRM node: the only files whose fds a backend observes (DRM fdinfo).
+bool holds_drm_node(const core::HostProcess& p) {
+  return std::any_of(p.devices.begin(), p.devices.end(),
+                     [](const core::DeviceHold& h) { return h.kind.rfind("drm", 0) == 0; });
+}
+
+bool known_non_holder(const core::ProcView* previous, const core::ProcessStat& st) {
+  const auto* p = known(previous, st);
+  return p && p->fds_readable && !p->holds_device();
+}
+
+// Per process: stat, then the fd scan, into `processes[i]` (sized as `pids`). Processes are
+// independent, so the work is split across cores; each worker takes the next chunk from a
+// shared counter. The processes are written where they will stay: no second copy of the list
+// exists during a scan (std::optional<HostProcess> slots moved into a growing vector held
+// three lists' worth at the peak).
 std::vector<Slot> scan_all(const procfs::ProcFs& proc, const procfs::DeviceCatalog& catalog,
                            const std::vector<pid_t>& pids, const core::ProcView* previous,
                            const std::vector<pid_t>& changed,
-                           const std::vector<procfs::FdObserver*>& observers) {
+                           const std::vector<procfs::FdObserver*>& observers,
+                           std::vector<core::HostProcess>& processes, bool reread_holders = true) {
+  // Without reread_holders, a known holder no event named keeps its holds, unless a backend
+  // observes its fds (a DRM node's): the observer must see every one, as in a scan.
   std::vector<Slot> slots(pids.size());
+  processes.resize(pids.size());
   std::atomic<size_t> next{0};
   constexpr size_t kChunk = 64;
   auto work = [&] {
@@ -56,11 +74,15 @@ std::vector<Slot> scan_all(const procfs::ProcFs& proc, const procfs::DeviceCatal
           continue;
         }
         if (!*st) continue;  // vanished
-        core::HostProcess p;
+        core::HostProcess& p = processes[i];
         p.stat = std::move(**st);
         bool reread = std::binary_search(changed.begin(), changed.end(), p.stat.pid);
-        if (!p.stat.is_kernel_thread() && !p.stat.is_zombie() &&
-            (reread || !known_non_holder(previous, p.stat))) {
+        const core::HostProcess* was = reread_holders || reread ? nullptr : known(previous, p.stat);
+        if (was && was->holds_device() && (observers.empty() || !holds_drm_node(*was))) {
+          p.devices = was->devices;
+          p.fds_readable = was->fds_readable;
+        } else if (!p.stat.is_kernel_thread() && !p.stat.is_zombie() &&
+                   (reread || !known_non_holder(previous, p.stat))) {
           auto scan = procfs::scan_device_fds(proc.dirfd(), pids[i], catalog, observers);
           if (scan.vanished) continue;
           p.fds_readable = scan.readable && !scan.sealed;
@@ -71,7 +93,7 @@ std::vector<Slot> scan_all(const procfs::ProcFs& proc, const procfs::DeviceCatal
                                "): the kernel refuses to show its open files even to this user "
                                "(it is protected from ptrace); it is left out of the holder scan";
         }
-        slots[i].process = std::move(p);
+        slots[i].present = true;
       }
     }
   };
@@ -82,6 +104,26 @@ std::vector<Slot> scan_all(const procfs::ProcFs& proc, const procfs::DeviceCatal
   work();
   for (auto& t : threads) t.join();
   return slots;
+}
+
+// The same stat, field by field (its figures move while a process runs).
+bool same_stat(const core::ProcessStat& a, const core::ProcessStat& b) {
+  return a.pid == b.pid && a.comm == b.comm && a.state == b.state && a.ppid == b.ppid &&
+         a.pgid == b.pgid && a.sid == b.sid && a.flags == b.flags &&
+         a.start_ticks == b.start_ticks && a.num_threads == b.num_threads &&
+         a.rss_pages == b.rss_pages && a.cpu_ticks == b.cpu_ticks;
+}
+
+// The same GPU files on the same fds, whether or not the holds are split by open file yet.
+bool same_device_fds(const core::HostProcess& a, const core::HostProcess& b) {
+  auto fds = [](const core::HostProcess& p) {
+    std::vector<std::pair<std::string, int>> out;
+    for (const auto& h : p.devices)
+      for (int fd : h.fds) out.emplace_back(h.path, fd);
+    std::sort(out.begin(), out.end());
+    return out;
+  };
+  return fds(a) == fds(b);
 }
 
 }  // namespace
@@ -130,21 +172,132 @@ core::ProcView Collector::scan(const core::ProcView* previous,
   for (auto* o : observers) o->scan_started();
   std::vector<pid_t> changed(also);
   std::sort(changed.begin(), changed.end());
-  auto slots = scan_all(proc_, catalog_, pids, previous, changed, observers);
+  std::vector<core::HostProcess> processes;
+  auto slots = scan_all(proc_, catalog_, pids, previous, changed, observers, processes);
   for (auto* o : observers) o->scan_finished();
   std::vector<pid_t> holders;
-  for (auto& s : slots) {
+  size_t kept = 0;  // the processes that were there, moved to the front in order
+  for (size_t i = 0; i < slots.size(); ++i) {
+    const auto& s = slots[i];
     if (s.warning) view.warnings.push_back(*s.warning);
     if (s.uninspectable) ++view.uninspectable;
-    if (!s.process) continue;
-    if (s.process->holds_device()) holders.push_back(s.process->stat.pid);
-    view.processes.push_back(std::move(*s.process));
+    if (!s.present) continue;
+    if (processes[i].holds_device()) holders.push_back(processes[i].stat.pid);
+    if (kept != i) processes[kept] = std::move(processes[i]);
+    ++kept;
   }
+  processes.resize(kept);  // keeps the capacity: the few vanished ones cost a few slots
   // Only the few holders' fds are compared, so this costs little beside the scan itself.
-  auto grouping = procfs::group_open_files(view.processes, proc_.names_own_processes());
+  auto grouping = procfs::group_open_files(processes, proc_.names_own_processes());
   view.open_files_unknown = std::move(grouping.incomplete);
-  for (auto* o : observers) o->open_files_grouped(view.processes, view.open_files_unknown);
+  for (auto* o : observers) o->open_files_grouped(processes, view.open_files_unknown);
+  view.processes = std::move(processes);
   add_details(view, holders);
+  return view;
+}
+
+core::ProcView Collector::update_processes(const core::ProcView& previous,
+                                           const std::vector<pid_t>& changed) const {
+  core::ProcView view = previous;  // shares the process list until something differs
+  const auto& old = previous.processes;
+  std::vector<pid_t> asked(changed);
+  for (const auto& p : old)
+    if (p.holds_device()) asked.push_back(p.stat.pid);
+  std::sort(asked.begin(), asked.end());
+  asked.erase(std::unique(asked.begin(), asked.end()), asked.end());
+  std::vector<pid_t> named(changed);
+  std::sort(named.begin(), named.end());
+
+  std::vector<procfs::FdObserver*> observers;
+  if (drivers_) observers = drivers_->fd_observers();
+  for (auto* o : observers) o->scan_started();
+  // Rounds: the processes asked for, then those they name (parent, group and session leader)
+  // that the list lacks, so the join does not take a new job's leaders for gone.
+  std::vector<core::HostProcess> fresh;  // read now, sorted by pid at the end
+  std::vector<pid_t> vanished;
+  std::vector<pid_t> round = asked, seen = asked;
+  while (!round.empty()) {
+    std::vector<core::HostProcess> found;
+    auto slots = scan_all(proc_, catalog_, round, &previous, named, observers, found, false);
+    std::vector<pid_t> next;
+    for (size_t i = 0; i < slots.size(); ++i) {
+      // The previous scan's warnings are kept; one said again is not added twice.
+      if (slots[i].warning && std::find(view.warnings.begin(), view.warnings.end(),
+                                        *slots[i].warning) == view.warnings.end())
+        view.warnings.push_back(*slots[i].warning);
+      if (!slots[i].present) {
+        // Gone from the list; a leader that was never in it (a session whose leader has
+        // exited long ago) changes nothing.
+        if (!slots[i].warning && previous.find(round[i])) vanished.push_back(round[i]);
+        continue;
+      }
+      const auto& st = found[i].stat;
+      for (pid_t kin : {st.ppid, st.pgid, st.sid})
+        if (kin > 1 && !view.find(kin) && !std::binary_search(seen.begin(), seen.end(), kin) &&
+            std::find(next.begin(), next.end(), kin) == next.end())
+          next.push_back(kin);
+      fresh.push_back(std::move(found[i]));
+    }
+    std::sort(next.begin(), next.end());
+    seen.insert(seen.end(), next.begin(), next.end());
+    std::sort(seen.begin(), seen.end());
+    round = std::move(next);
+  }
+  for (auto* o : observers) o->scan_finished();
+  std::sort(fresh.begin(), fresh.end(), [](const core::HostProcess& a, const core::HostProcess& b) {
+    return a.stat.pid < b.stat.pid;
+  });
+  std::sort(vanished.begin(), vanished.end());
+
+  // What differs from the list: a process read again that is new, or whose stat or holds
+  // moved (one that did not keeps its entry: its open-file ids, its details).
+  bool holds_moved = false, differs = !vanished.empty();
+  std::vector<pid_t> detail;  // holders to read details for: new, or named by an event
+  for (auto& p : fresh) {
+    const core::HostProcess* was = previous.find(p.stat.pid);
+    const bool same_process = was && was->stat.start_ticks == p.stat.start_ticks;
+    const bool same_holds = same_process && same_device_fds(*was, p);
+    if (!same_holds && (p.holds_device() || (was && was->holds_device()))) holds_moved = true;
+    // Unchanged, or a process that held nothing and still holds nothing (a storm's opener
+    // between two opens: only its figures moved, and no row shows them): kept as it is, so
+    // the list stays shared.
+    const bool still_none = same_holds && !p.holds_device();
+    if (same_holds && was->fds_readable == p.fds_readable &&
+        (still_none || same_stat(was->stat, p.stat))) {
+      p = *was;
+      continue;
+    }
+    differs = true;
+    if (same_holds) p.devices = was->devices;  // already split by open file
+    // Details are read again for a process an event named, one that changed state (a D
+    // state's wait channel), or a new one; kept for a holder whose stat alone moved.
+    const bool named_now = std::binary_search(named.begin(), named.end(), p.stat.pid);
+    if (same_process && !named_now && was->details && was->stat.state == p.stat.state &&
+        was->stat.comm == p.stat.comm)
+      p.details = was->details;
+    if (p.holds_device()) detail.push_back(p.stat.pid);
+  }
+  if (differs) {
+    std::vector<core::HostProcess> merged;
+    merged.reserve(old.size() + fresh.size());
+    auto f = fresh.begin();
+    for (const auto& p : old) {
+      for (; f != fresh.end() && f->stat.pid < p.stat.pid; ++f) merged.push_back(std::move(*f));
+      if (f != fresh.end() && f->stat.pid == p.stat.pid) {
+        merged.push_back(std::move(*f++));
+        continue;
+      }
+      if (!std::binary_search(vanished.begin(), vanished.end(), p.stat.pid)) merged.push_back(p);
+    }
+    for (; f != fresh.end(); ++f) merged.push_back(std::move(*f));
+    if (holds_moved) {
+      auto grouping = procfs::group_open_files(merged, proc_.names_own_processes());
+      view.open_files_unknown = std::move(grouping.incomplete);
+    }
+    view.processes = std::move(merged);
+  }
+  for (auto* o : observers) o->open_files_grouped(view.processes, view.open_files_unknown);
+  add_details(view, detail);
   return view;
 }
 
@@ -155,14 +308,19 @@ void Collector::add_details(core::ProcView& view, const std::vector<pid_t>& pids
 
 void Collector::read_details(core::ProcView& view, const std::vector<pid_t>& pids) const {
   for (pid_t pid : pids) {
-    auto it = std::lower_bound(view.processes.begin(), view.processes.end(), pid,
+    // Found without editing: the list may be shared with snapshots already taken, and is
+    // copied only when a process in it gains its details.
+    const auto& list = view.processes;
+    auto it = std::lower_bound(list.begin(), list.end(), pid,
                                [](const core::HostProcess& p, pid_t v) { return p.stat.pid < v; });
-    if (it == view.processes.end() || it->stat.pid != pid || it->details) continue;
+    if (it == list.end() || it->stat.pid != pid || it->details) continue;
+    const auto index = static_cast<size_t>(it - list.begin());
     auto d = proc_.read_details(pid, it->stat.state == 'D');
     if (!d.complete) view.details_complete = false;
-    it->details = std::move(d.details);
+    auto& p = view.processes.edit()[index];
+    p.details = std::move(d.details);
     // The parent's too: trees show it above its holder, with its user and command line.
-    if (it->stat.ppid > 1) read_details(view, {it->stat.ppid});
+    if (p.stat.ppid > 1) read_details(view, {p.stat.ppid});
   }
 }
 

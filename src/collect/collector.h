@@ -42,6 +42,17 @@ class Collector {
   // `also`: processes whose open files an event says changed, read even when they held nothing.
   core::ProcView rescan_processes(const core::ProcView& previous,
                                   const std::vector<pid_t>& also = {}) const;
+  // What events said changed, without listing /proc again: `previous` with the processes
+  // `changed` re-read (stat and fd table), every other holder of `previous` re-read (its stat;
+  // its fd table too where it holds a DRM node a backend observes, so that the backend sees
+  // every such fd as in a scan; else its holds change only with an event naming it, as GPU
+  // files are watched), and any process those name as
+  // parent, group or session leader that `previous` lacks read in. Every other process is as
+  // `previous` had it. Costs a read or two per holder instead of a scan of every process: the
+  // daemon's answer to a holder's event. Where nothing changed the result shares `previous`'s
+  // process list (core::SharedList).
+  core::ProcView update_processes(const core::ProcView& previous,
+                                  const std::vector<pid_t>& changed) const;
   // Details of the PIDs the driver lists (and their parents) that `view` lacks: the daemon
   // reads the driver more often than it scans /proc, and joins the same view again.
   void add_driver_details(core::ProcView& view, const core::DriverReading& drivers) const;

@@ -1,5 +1,6 @@
 #include "collect/container_claims.h"
 
+#include <algorithm>
 #include <map>
 #include <tuple>
 
@@ -69,11 +70,16 @@ void settle_container_claims(core::ProcView& view, const procfs::ProcFs& proc,
                              const std::string& cgroup_fs, const std::string& runtime_root) {
   using Key = std::tuple<std::string, std::string, std::string, std::optional<std::string>,
                          std::optional<std::string>>;
+  auto undecided = [](const core::HostProcess& p) {
+    return p.details && p.details->container && p.details->container->verification.empty();
+  };
+  // Most passes find every claim decided before: the list, which snapshots may share, is
+  // then left as it is rather than copied to be edited.
+  if (std::none_of(view.processes.begin(), view.processes.end(), undecided)) return;
   std::map<Key, Evidence> evidence;
-  for (auto& p : view.processes) {
-    if (!p.details || !p.details->container) continue;
+  for (auto& p : view.processes.edit()) {
+    if (!undecided(p)) continue;
     auto& c = *p.details->container;
-    if (!c.verification.empty()) continue;  // decided before
     Key key{c.hierarchy, c.cgroup, c.runtime, c.id, c.pod_uid};
     auto it = evidence.find(key);
     if (it == evidence.end()) {

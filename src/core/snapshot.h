@@ -12,6 +12,7 @@
 #include "core/ghost.h"
 #include "core/gpu.h"
 #include "core/process.h"
+#include "core/shared_list.h"
 
 namespace gpureap::core {
 
@@ -46,8 +47,9 @@ struct ProcessRow {
 
 // What /proc gave the collector, before the join.
 struct ProcView {
-  std::vector<HostProcess> processes;  // every process, sorted by pid
-  size_t uninspectable = 0;            // processes whose fd table could not be read
+  // Every process, sorted by pid; shared by the snapshots taken from one scan.
+  SharedList<HostProcess> processes;
+  size_t uninspectable = 0;  // processes whose fd table could not be read
   bool details_complete = true;
   std::vector<std::string> warnings;
   std::optional<long long> boot_time;  // epoch seconds

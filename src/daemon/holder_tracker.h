@@ -11,11 +11,10 @@
 // (a storm: GPU device files are usually mode 0666, so by any user) wait up to kHotWakeGap, the
 // events between two wake-ups taken by one collection. So a storm costs about one collection a
 // second, a storm of many processes at most one per kMinWakeGap, and a new holder is still seen
-// within the gap and one collection. The history keeps one point per interval whatever the rate
-// (history::History).
-// Without the
-// kernel's events (not root, a container without the capability, an old kernel) it is not
-// started and the daemon scans as before.
+// within the gap and one collection. File events are read at most every kFileReadGap, so the
+// kernel merges a storm's events in its queue. The history keeps one point per interval whatever
+// the rate (history::History). Without the kernel's events (not root, a container without the
+// capability, an old kernel) it is not started and the daemon scans as before.
 #include <sys/types.h>
 
 #include <atomic>
@@ -94,6 +93,11 @@ class HolderTracker final : public engine::ScanHints {
   // engine kHotWakeGap after the previous wake-up at the latest (other events still sooner).
   static constexpr std::chrono::milliseconds kHotWindow{1000};
   static constexpr std::chrono::milliseconds kHotWakeGap{1000};
+  // The least time between two reads of the file events. Meanwhile the kernel merges the
+  // queued events of one process on one file into one record: a storm of opens by one
+  // process costs a record per gap instead of one per open (it read 13-70 thousand a second
+  // before), and a new holder's event waits at most this long.
+  static constexpr std::chrono::milliseconds kFileReadGap{20};
 
  private:
   HolderTracker(track::FanotifyWatch files, core::Result<track::ProcEvents> procs,

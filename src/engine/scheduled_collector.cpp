@@ -30,18 +30,24 @@ std::shared_ptr<Collection> ScheduledCollector::complete(const Cadence& cadence,
   auto due = schedule_.due(now, dv, cadence);
   const ScanRequest asked = hints_ ? hints_->take() : ScanRequest{};
   due.full = due.full || asked.full;
+  // Events alone (no scan due): only the processes they name and the known holders are read
+  // again, not every process in /proc. A storm of opens by one user then costs a few reads
+  // per wake-up, and a new holder is in the live view in milliseconds.
+  const bool update = !due.scan && !due.full && !asked.empty() && view_;
   due.scan = due.scan || due.full || !asked.empty();
   if (due.scan) {
     auto start = Clock::now();
-    view_ =
-        due.full ? collector_.scan_processes() : collector_.rescan_processes(*view_, asked.pids);
+    view_ = due.full ? collector_.scan_processes()
+            : update ? collector_.update_processes(*view_, asked.pids)
+                     : collector_.rescan_processes(*view_, asked.pids);
     if (hints_) hints_->scanned(*view_, due.full);
     if (due.ipc_residue)
       ipc_ = std::make_shared<const procfs::IpcResidue>(collector_.ipc_residue(*view_));
     hostname_ = base::host_name();
     scan_timing_.seconds = seconds(Clock::now() - start);
     if (view_->uninspectable > 0 || !view_->details_complete) ++scan_timing_.errors;
-    schedule_.done(now, due, dv, cadence);
+    // An update is no scan: the next holder scan stays when it was due.
+    if (!update) schedule_.done(now, due, dv, cadence);
   }
   collector_.add_driver_details(*view_, driver.reading);
 

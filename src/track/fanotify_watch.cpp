@@ -280,7 +280,11 @@ FanotifyWatch::Batch FanotifyWatch::read() {
   alignas(fanotify_event_metadata) char buf[4096];
   const std::vector<std::string> no_handles;
   const Watched watched{paths_, ids_, source_ == Source::FileHandles ? handles_ : no_handles};
-  for (;;) {
+  // At most kMaxBatchReads buffers a call: a storm of opens can queue events as fast as they
+  // are read, and a reader that waited for the queue to drain would never hand its batch on
+  // (a new holder's event behind it unseen, the batch growing without end). The caller's
+  // poll finds the fd still readable and calls again.
+  for (int reads = 0; reads < kMaxBatchReads; ++reads) {
     ssize_t n = ::read(fd_, buf, sizeof buf);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0 && errno == EAGAIN) break;

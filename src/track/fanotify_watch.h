@@ -60,10 +60,12 @@ class FanotifyWatch {
     // tells the truth again.
     bool overflow = false;
   };
-  // Every event queued now; never blocks. The kernel merges the queued events of one process
-  // on one file into one, so their order is lost: an Open and a Close of one process in one
-  // batch (given in that order) may as well have been a close and a new open.
+  // The events queued now, up to kMaxBatchReads buffers' worth (a few hundred events each);
+  // never blocks. More may be left: the fd stays readable. The kernel merges the queued events of
+  // one process on one file into one, so their order is lost: an Open and a Close of one process in
+  // one batch (given in that order) may as well have been a close and a new open.
   Batch read();
+  static constexpr int kMaxBatchReads = 16;
 
  private:
   FanotifyWatch(int fd, std::vector<std::string> paths);

@@ -97,12 +97,11 @@ struct SnapshotOptions {
 
 inline core::Snapshot make_snapshot(std::vector<core::HostProcess> ps, std::vector<core::Gpu> gpus,
                                     SnapshotOptions o = {}) {
+  std::sort(ps.begin(), ps.end(), [](const core::HostProcess& a, const core::HostProcess& b) {
+    return a.stat.pid < b.stat.pid;
+  });
   core::ProcView v;
   v.processes = std::move(ps);
-  std::sort(v.processes.begin(), v.processes.end(),
-            [](const core::HostProcess& a, const core::HostProcess& b) {
-              return a.stat.pid < b.stat.pid;
-            });
   v.in_child_pid_namespace = o.child_ns;
   v.uninspectable = o.uninspectable;
   v.driver_device_files = {"nvml"};

@@ -12,10 +12,10 @@ using namespace gpureap::testing;
 using Kind = OrphanEvidence::Kind;
 
 ProcView view_of(std::vector<HostProcess> ps) {
+  std::sort(ps.begin(), ps.end(),
+            [](const HostProcess& a, const HostProcess& b) { return a.stat.pid < b.stat.pid; });
   ProcView v;
   v.processes = std::move(ps);
-  std::sort(v.processes.begin(), v.processes.end(),
-            [](const HostProcess& a, const HostProcess& b) { return a.stat.pid < b.stat.pid; });
   return v;
 }
 

@@ -151,6 +151,41 @@ TEST_F(EngineTest, CollectOnceOnTheCallersThreadWithIpcResidueWhenAsked) {
   EXPECT_EQ(calls(*gate), 1);  // the driver read once, through the engine's driver
 }
 
+// The daemon keeps several snapshots at once (the latest, the one before, doctor's anchors):
+// those taken from one scan of /proc hold one process list, not a copy each.
+TEST_F(EngineTest, SnapshotsOfOneScanShareItsProcessList) {
+  auto gate = std::make_shared<Gate>();
+  auto e = make(std::make_shared<GatedBackend>(gate), Cadence{1s, 1h, 1h});
+  e->collect_once();
+  auto first = e->latest();
+  e->collect_once();
+  auto second = e->latest();
+  e->collect_once();
+  auto third = e->latest();
+  ASSERT_TRUE(first && second && third);
+  EXPECT_TRUE(first->full_scan);
+  EXPECT_FALSE(second->holder_scan);  // the holder scan is not due for an hour
+  EXPECT_FALSE(third->holder_scan);
+  EXPECT_NE(first->snapshot, second->snapshot);
+  EXPECT_NE(first->snapshot->find(::getpid()), nullptr);
+  EXPECT_TRUE(first->snapshot->proc.processes.shares_with(second->snapshot->proc.processes));
+  EXPECT_TRUE(second->snapshot->proc.processes.shares_with(third->snapshot->proc.processes));
+  EXPECT_EQ(&first->snapshot->proc.processes[0], &third->snapshot->proc.processes[0]);
+}
+
+TEST_F(EngineTest, EachScanGivesItsSnapshotANewProcessList) {
+  auto gate = std::make_shared<Gate>();
+  auto e = make(std::make_shared<GatedBackend>(gate), Cadence{1s});  // every collection scans
+  e->collect_once();
+  auto first = e->latest();
+  e->collect_once();
+  auto second = e->latest();
+  ASSERT_TRUE(first && second);
+  EXPECT_TRUE(second->holder_scan);
+  EXPECT_FALSE(first->snapshot->proc.processes.shares_with(second->snapshot->proc.processes));
+  EXPECT_NE(second->snapshot->find(::getpid()), nullptr);
+}
+
 TEST_F(EngineTest, FreshWaitsForACollectionThatBeganAfterTheCall) {
   auto gate = std::make_shared<Gate>();
   auto e = make(std::make_shared<GatedBackend>(gate), Cadence{0ms});  // only when asked

@@ -125,7 +125,7 @@ TEST(PolicyMatcher, ContainerMatchesItsShortIdAndARowOutsideContainersNever) {
 
 TEST(PolicyMatcher, ContainerMatchesTheNamesItsRuntimeGives) {
   auto s = two_users();
-  auto& c = *s.proc.processes[1].details->container;
+  auto& c = *s.proc.processes.edit()[1].details->container;
   ASSERT_EQ(s.proc.processes[1].stat.pid, 200);
   c.name = "train";
   c.pod_name = "bert-0";
@@ -145,10 +145,11 @@ TEST(PolicyMatcher, ContainerMatchesTheNamesItsRuntimeGives) {
 TEST(PolicyMatcher, AnUnverifiedContainerClaimMatchesNoContainerCondition) {
   // alice's cgroup claims bob's container, names and all; the collector could not verify it.
   auto s = two_users();
-  auto& alice = s.proc.processes[0];
+  auto& processes = s.proc.processes.edit();
+  auto& alice = processes[0];
   ASSERT_EQ(alice.stat.pid, 100);
-  s.proc.processes[1].details->container->name = "train";
-  alice.details->container = s.proc.processes[1].details->container;
+  processes[1].details->container->name = "train";
+  alice.details->container = processes[1].details->container;
   alice.details->container->verified = false;
   alice.details->container->verification = "cgroup /x lies in user@1000.service";
   s = make_snapshot(s.proc.processes, s.drivers.gpus);

@@ -257,6 +257,42 @@ TEST_F(FanotifyWatchTest, BurstPastTheQueueLimitIsAnOverflow) {
   EXPECT_TRUE(overflow) << events << " events read from " << children * kFiles << " opens";
 }
 
+// A storm can queue events as fast as they are read: one read() hands on what it took after
+// a bounded number of buffers, and the rest is there for the next call.
+TEST_F(FanotifyWatchTest, OneReadTakesABoundedBatchAndLeavesTheRest) {
+  long limit = queue_limit();
+  constexpr int kFiles = 128, kChildren = 24;  // 3072 records: more than one batch holds
+  if (limit >= 0 && limit < kFiles * kChildren + 64)
+    GTEST_SKIP() << "fanotify queue limit " << limit << " is too small";
+  fs::create_directory(dir_ / "many");
+  std::vector<std::string> paths;
+  for (int i = 0; i < kFiles; ++i) paths.push_back(make_file("many/" + std::to_string(i)));
+  auto many = FanotifyWatch::open(paths);
+  ASSERT_TRUE(many) << many.error().text();
+  for (int c = 0; c < kChildren; ++c) {
+    pid_t pid = ::fork();
+    if (pid == 0) {
+      for (const auto& p : paths) ::close(open_file(p));
+      ::_exit(0);
+    }
+    ASSERT_GT(pid, 0);
+    ::waitpid(pid, nullptr, 0);
+  }
+  auto first = many->read();
+  ASSERT_FALSE(first.overflow);
+  EXPECT_GT(first.events.size(), 0u);
+  EXPECT_LT(first.events.size(), size_t{2} * kFiles * kChildren) << "one read took everything";
+  pollfd p{many->fd(), POLLIN, 0};
+  EXPECT_EQ(::poll(&p, 1, 0), 1) << "the rest is still queued";
+  size_t total = first.events.size();
+  for (int reads = 0; reads < 1000; ++reads) {
+    auto batch = many->read();
+    if (batch.events.empty()) break;
+    total += batch.events.size();
+  }
+  EXPECT_EQ(total, size_t{2} * kFiles * kChildren);  // an open and a close each, none lost
+}
+
 TEST_F(FanotifyWatchTest, MissingPathIsNamedInTheError) {
   std::string missing = (dir_ / "nvidia7").string();
   auto w = FanotifyWatch::open({nvidia0_, missing});
