@@ -14,7 +14,7 @@ std::string gpu_list(const std::vector<unsigned>& gpus) {
   return fmt::format("{}", fmt::join(gpus, ","));
 }
 
-// "GPU 0 (NVIDIA H200)": how a description names a GPU.
+// "GPU 0 (<its name>)": how a description names a GPU.
 std::string gpu_name(const core::Gpu& g) {
   return g.name ? fmt::format("GPU {} ({})", g.index, *g.name) : fmt::format("GPU {}", g.index);
 }

@@ -138,7 +138,7 @@ int run_reset(const GlobalOptions& g, const ResetOptions& o) {
   daemon::AnnounceRequest announced;
   announced.by = "gpureap reset --gpu " + std::to_string(o.gpu);
   announced.signal = "reset";
-  announced.reason = "nothing holds GPU " + std::to_string(o.gpu) + "; nvidia-smi --gpu-reset";
+  announced.reason = "nothing holds GPU " + std::to_string(o.gpu) + "; " + joined(command);
   announced.gpu = o.gpu;
   announce(announced);
   auto ran = run_command(command);

@@ -24,7 +24,7 @@ std::string uuid_of(const core::Gpu& g) {
   return g.uuid.value_or("");
 }
 
-// A GPU without a UUID (AMD, Intel) is told apart by its PCI address; the vendor lets one
+// A GPU without a UUID (a DRM GPU) is told apart by its PCI address; the vendor lets one
 // dashboard cover a mixed fleet.
 std::vector<Label> gpu_labels(const core::Gpu& g) {
   return {{"gpu", std::to_string(g.index)},
@@ -216,7 +216,7 @@ std::vector<MetricFamily> build_metrics(const MetricsInput& in) {
           {}, in.snapshot.drivers.any_available() ? 1 : 0));
   MetricFamily backend_up{"gpureap_backend_up",
                           "1 when this GPU backend answered gpureap's last sample, else 0"};
-  // A backend with no GPU of its kind here (the AMD one on an NVIDIA host) is not down: it is
+  // A backend with no GPU of its kind here (a DRM backend on a host with no DRM GPU) is not down: it is
   // left out, so an alert on `gpureap_backend_up == 0` means a driver that should answer.
   for (const auto& b : in.snapshot.drivers.backends)
     if (b.error_code != core::BackendErrorCode::NoDevice)

@@ -1,6 +1,7 @@
 #include "history/journal.h"
 
 #include <algorithm>
+#include <cctype>
 #include <set>
 
 namespace gpureap::history {
@@ -219,8 +220,11 @@ void Journal::record_kernel_events(const std::vector<core::KernelGpuEvent>& even
     kernel_seq_ = std::max(kernel_seq_, k.seq);
     if (!k.time) continue;
     JournalEvent e{*k.time, JournalEventKind::Xid, k.gpu, k.pid.value_or(0)};
-    e.text = k.vendor == "nvidia" ? "Xid " + std::to_string(k.code)
-                                  : k.kind + " " + std::to_string(k.code);
+    // The parser's kind as a word of the log ("xid" is written "Xid 79").
+    std::string kind = k.kind;
+    if (!kind.empty())
+      kind[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(kind[0])));
+    e.text = kind + " " + std::to_string(k.code);
     if (k.name) e.text += " (" + *k.name + ")";
     if (k.process_name) e.command = *k.process_name;
     add_event(std::move(e));

@@ -79,7 +79,7 @@ core::Result<Incident> parse_incident(const nlohmann::json& incident);
 
 // "GPU-8f3a2c1e": a UUID short enough for a heading.
 std::string short_uuid(const std::string& uuid);
-// "GPU 0 · NVIDIA H100 80GB HBM3 · GPU-8f3a2c1e" (untrusted name).
+// "GPU 0 · <its name> · GPU-8f3a2c1e" (untrusted name).
 std::string gpu_heading(unsigned gpu, const std::string& name, const std::string& uuid);
 
 // The lanes of `gpu` over [from, to], with their marks: the timeline under its chart.

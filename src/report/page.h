@@ -121,7 +121,7 @@ struct GhostRow {
 // The box at the top: each GPU's state now and each problem with the command that fixes it.
 struct NowGpu {
   unsigned gpu = 0;
-  std::string heading;  // "GPU 0 · NVIDIA H100 80GB HBM3" (untrusted name)
+  std::string heading;  // "GPU 0 · <its name>" (untrusted name)
   std::string state;    // attributed, ghost, leaked, unattributed, idle
   std::string detail;   // "12.0 GiB used of 80.0 GiB: 8.0 GiB ghost (1 keeper)"
 };
