@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "core/field_count.h"
+#include "core/shared_list.h"
 
 namespace gpureap::testing {
 namespace fields {
@@ -34,6 +35,9 @@ template <class T>
 struct IsVector : std::false_type {};
 template <class T, class A>
 struct IsVector<std::vector<T, A>> : std::true_type {};
+// The process list snapshots share: read as the vector it stands for.
+template <class T>
+struct IsVector<core::SharedList<T>> : std::true_type {};
 template <class T>
 struct IsMap : std::false_type {};
 template <class K, class V, class C, class A>
