@@ -13,8 +13,8 @@
 
 #include "audit/writer.h"
 #include "daemon/local_protocol.h"
-#include "sample/sample.h"
 #include "history/journal.h"
+#include "sample/sample.h"
 
 namespace gpureap::daemon {
 

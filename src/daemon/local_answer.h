@@ -7,8 +7,8 @@
 
 #include "daemon/holder_tracker.h"
 #include "daemon/incident.h"
-#include "sample/sample.h"
 #include "history/history.h"
+#include "sample/sample.h"
 
 namespace gpureap::daemon {
 

@@ -1,5 +1,6 @@
 #pragma once
-// The metrics of the kernel log the daemon follows: GPU errors (each vendor's codes) per GPU and code.
+// The metrics of the kernel log the daemon follows: GPU errors (each vendor's codes) per GPU and
+// code.
 #include <vector>
 
 #include "export/metrics.h"

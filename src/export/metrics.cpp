@@ -216,8 +216,8 @@ std::vector<MetricFamily> build_metrics(const MetricsInput& in) {
           {}, in.snapshot.drivers.any_available() ? 1 : 0));
   MetricFamily backend_up{"gpureap_backend_up",
                           "1 when this GPU backend answered gpureap's last sample, else 0"};
-  // A backend with no GPU of its kind here (a DRM backend on a host with no DRM GPU) is not down: it is
-  // left out, so an alert on `gpureap_backend_up == 0` means a driver that should answer.
+  // A backend with no GPU of its kind here (a DRM backend on a host with no DRM GPU) is not down:
+  // it is left out, so an alert on `gpureap_backend_up == 0` means a driver that should answer.
   for (const auto& b : in.snapshot.drivers.backends)
     if (b.error_code != core::BackendErrorCode::NoDevice)
       backend_up.add({{"backend", b.name}, {"vendor", b.vendor}}, b.available ? 1 : 0);
