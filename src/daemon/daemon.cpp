@@ -200,6 +200,7 @@ class Daemon {
     tracker_ = start_holder_tracking(config_, gpu_files, engine_);
     engine_.apply(cadence(config_, tracker_.get()));
     content_.set_tracker(tracker_);
+    incidents_->set_tracker(tracker_);
     content_.set_incidents(incidents_);
     samples_->add_consumer(std::make_shared<TrackingMetrics>(tracker_));
     engine_.add_consumer(samples_);

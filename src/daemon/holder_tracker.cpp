@@ -111,6 +111,7 @@ HolderTracker::Need HolderTracker::on_files(track::FanotifyWatch::Batch batch) {
       if (e.kind == track::FileEvent::Kind::Open) {
         ++counters_.opens;
         holders_.insert(e.pid);
+        note_beginning(e.pid, e.at);
         continue;
       }
       ++counters_.closes;
@@ -137,7 +138,9 @@ bool HolderTracker::on_procs(track::ProcEvents::Batch batch) {
         ++counters_.forks;
         holders_.insert(e.pid);
         forked_by_[e.pid] = e.parent;
+        note_beginning(e.pid, std::chrono::system_clock::now());
       } else {
+        began_.erase(e.pid);  // the PID may be handed out again
         bool reparented = exited(e.pid);
         if (!holders_.erase(e.pid)) {
           changed = changed || reparented;  // its children become orphans: a new sample says so
@@ -227,6 +230,27 @@ std::optional<std::chrono::system_clock::time_point> HolderTracker::released_by(
   for (auto it = releases_.rbegin(); it != releases_.rend(); ++it)
     if (it->pid == pid) return it->at;
   return std::nullopt;
+}
+
+void HolderTracker::note_beginning(pid_t pid, std::chrono::system_clock::time_point at) {
+  began_.try_emplace(pid, at);
+  if (began_.size() <= kKeptBeginnings) return;
+  // Bounded under a storm of many processes: the older half goes at once, so this costs a
+  // sort per kKeptBeginnings / 2 new processes, not one per event.
+  std::vector<std::chrono::system_clock::time_point> times;
+  times.reserve(began_.size());
+  for (const auto& kv : began_) times.push_back(kv.second);
+  auto middle = times.begin() + static_cast<std::ptrdiff_t>(times.size() / 2);
+  std::nth_element(times.begin(), middle, times.end());
+  const auto cut = *middle;
+  std::erase_if(began_, [&](const auto& kv) { return kv.second < cut; });
+}
+
+std::optional<std::chrono::system_clock::time_point> HolderTracker::began_holding(pid_t pid) const {
+  std::lock_guard lock(mutex_);
+  auto it = began_.find(pid);
+  if (it == began_.end()) return std::nullopt;
+  return it->second;
 }
 
 std::vector<Release> HolderTracker::releases() const {

@@ -86,6 +86,10 @@ class HolderTracker final : public engine::ScanHints {
   // When `pid` last finally closed a GPU file (held one last), if that is still kept.
   std::optional<std::chrono::system_clock::time_point> released_by(pid_t pid) const;
   static constexpr size_t kKeptReleases = 256;
+  // When `pid` began holding GPU files as the events saw it: its first open, or the fork that
+  // gave it a holder's files. Forgotten when it exits; at most kKeptBeginnings, newest kept.
+  std::optional<std::chrono::system_clock::time_point> began_holding(pid_t pid) const;
+  static constexpr size_t kKeptBeginnings = 4096;
   // The least time between two wake-ups of the engine: events cost at most one collection per
   // gap; a holder opened during a storm is in the live view within it and one collection.
   static constexpr std::chrono::milliseconds kMinWakeGap{50};
@@ -111,6 +115,8 @@ class HolderTracker final : public engine::ScanHints {
   bool on_procs(track::ProcEvents::Batch batch);
   void count_drift(const core::ProcView& view);
   bool exited(pid_t pid);  // true: it was the recorded parent of a live child
+  // Under mutex_: `pid` began holding at `at`, unless an earlier beginning is kept.
+  void note_beginning(pid_t pid, std::chrono::system_clock::time_point at);
 
   track::FanotifyWatch files_;
   std::optional<track::ProcEvents> procs_;
@@ -134,6 +140,7 @@ class HolderTracker final : public engine::ScanHints {
   std::map<pid_t, pid_t> exited_parents_;     // those whose parent exited since
   bool scanned_once_ = false;
   std::deque<Release> releases_;
+  std::map<pid_t, std::chrono::system_clock::time_point> began_;  // see began_holding()
   TrackerCounters counters_;
 };
 

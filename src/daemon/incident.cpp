@@ -128,9 +128,24 @@ void Incidents::set_window(std::chrono::milliseconds window) {
   journal_.set_limits(limits_);
 }
 
+void Incidents::set_tracker(std::shared_ptr<const HolderTracker> tracker) {
+  std::lock_guard lock(tracker_mutex_);
+  tracker_ = std::move(tracker);
+}
+
 void Incidents::on_sample(const sample::Sample& sample, const history::History&) {
   if (!sample.snapshot) return;
-  journal_.record(*sample.snapshot);
+  std::shared_ptr<const HolderTracker> tracker;
+  {
+    std::lock_guard lock(tracker_mutex_);
+    tracker = tracker_;
+  }
+  history::EventClock clock;
+  if (tracker) {
+    clock.began = [&](pid_t pid) { return tracker->began_holding(pid); };
+    clock.released = [&](pid_t pid) { return tracker->released_by(pid); };
+  }
+  journal_.record(*sample.snapshot, clock);
   if (sample.kernel_log) journal_.record_kernel_events(sample.kernel_log->events);
 }
 

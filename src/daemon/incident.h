@@ -8,10 +8,12 @@
 
 #include <chrono>
 #include <memory>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <string>
 
 #include "audit/writer.h"
+#include "daemon/holder_tracker.h"
 #include "daemon/local_protocol.h"
 #include "history/journal.h"
 #include "sample/sample.h"
@@ -38,10 +40,16 @@ class Incidents final : public sample::SampleConsumer {
 
   const history::Journal& journal() const { return journal_; }
 
+  // The holder tracker whose events time the lanes' starts and ends exactly (null: the
+  // samples' times). Set once the tracker runs, while samples may already flow.
+  void set_tracker(std::shared_ptr<const HolderTracker> tracker);
+
  private:
   std::shared_ptr<audit::AuditLog> audit_;
   history::Journal journal_;
   history::JournalLimits limits_;
+  mutable std::mutex tracker_mutex_;
+  std::shared_ptr<const HolderTracker> tracker_;
 };
 
 // One line for a person: "gpureap kill 4242 (root)".

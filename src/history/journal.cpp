@@ -70,10 +70,19 @@ void Journal::add_event(JournalEvent e) {
   while (events_.size() > limits_.max_events) events_.pop_front();
 }
 
-void Journal::record(const core::Snapshot& s) {
+void Journal::record(const core::Snapshot& s, const EventClock& clock) {
   using namespace journal_detail;
   const auto now = s.timestamp;
   std::lock_guard lock(mutex_);
+  // An event's moment is believed only between the sample before and this one: a PID handed
+  // out again, or an event the previous sample already saw, keeps the sample's time.
+  const auto previous = last_record_;
+  last_record_ = now;
+  auto between = [&](std::optional<JournalTime> at,
+                     JournalTime after) -> std::optional<JournalTime> {
+    if (!at || *at > now || *at <= after) return std::nullopt;
+    return at;
+  };
   std::set<LaneKey> seen;
   // The lanes open before this sample, by PID and GPU: a child's parent, a gone PID's live past.
   std::map<std::pair<pid_t, unsigned>, LaneKey> open_by_pid;
@@ -151,10 +160,12 @@ void Journal::record(const core::Snapshot& s) {
         lane.gpu = gpu;
         lane.ppid = stat.ppid;
         lane.first_seen = now;
+        if (previous && clock.began)
+          if (auto at = between(clock.began(row.pid), *previous)) lane.first_seen = *at;
         if (row.process->details && row.process->details->user)
           lane.user = *row.process->details->user;
         if (open_by_pid.count({stat.ppid, gpu}) && !h.listed.count(gpu))
-          add_event({now, JournalEventKind::Fork, gpu, stat.ppid, row.pid});
+          add_event({lane.first_seen, JournalEventKind::Fork, gpu, stat.ppid, row.pid});
       }
       lane.comm = stat.comm;
       lane.listed = lane.listed || h.listed.count(gpu);
@@ -178,11 +189,17 @@ void Journal::record(const core::Snapshot& s) {
                        now_there->stat.start_ticks == std::get<1>(key);
     if (lane.ghost) {
       add_event({now, JournalEventKind::MemoryBack, lane.gpu, lane.pid, 0, lane.peak_bytes});
-    } else if (!alive) {
-      lane.exited = now;
-      add_event({now, JournalEventKind::Exit, lane.gpu, lane.pid});
+      continue;
+    }
+    // A live holder's lane ends at its final close where the kernel's events say when.
+    auto ended = now;
+    if (clock.released)
+      if (auto at = between(clock.released(lane.pid), lane.last_seen)) ended = lane.last_seen = *at;
+    if (!alive) {
+      lane.exited = ended;
+      add_event({ended, JournalEventKind::Exit, lane.gpu, lane.pid});
     } else {
-      add_event({now, JournalEventKind::Close, lane.gpu, lane.pid});
+      add_event({ended, JournalEventKind::Close, lane.gpu, lane.pid});
     }
   }
   trim(now);

@@ -7,9 +7,9 @@
 // a holder stopped or resumed, a signal a gpureap command announced (with the user the daemon
 // read from the socket's peer credentials), a reset, a driver error, memory coming back.
 //
-// Built from the samples alone (every snapshot says who holds what, who is gone, who is
-// stopped), so it needs neither root nor the kernel's events; the holder tracker's final
-// closes make the report's ends exact to the millisecond where it runs. Bounded: lanes and
+// Built from the samples (every snapshot says who holds what, who is gone, who is stopped), so
+// it needs neither root nor the kernel's events; where the daemon follows them (EventClock),
+// a lane starts at its open or fork and ends at its final close, to the millisecond. Bounded: lanes and
 // events past the window go, and each list has a hard cap (the oldest first). Thread-safe:
 // the engine's thread records, the socket's and HTTP's threads query.
 #include <sys/types.h>
@@ -17,6 +17,7 @@
 #include <chrono>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -103,6 +104,14 @@ struct Announcement {
   std::vector<Target> targets;
 };
 
+// The exact moments the kernel's events gave (the daemon's holder tracker), where it runs: a
+// lane then starts at its process's open or fork and ends at its final close, not at the
+// samples around them. Either may be empty.
+struct EventClock {
+  std::function<std::optional<JournalTime>(pid_t)> began;     // first open, or the fork
+  std::function<std::optional<JournalTime>(pid_t)> released;  // last final close
+};
+
 struct JournalLimits {
   std::chrono::milliseconds window{std::chrono::hours(1)};
   size_t max_lanes = 4096;
@@ -114,7 +123,7 @@ class Journal {
   explicit Journal(JournalLimits limits = {}) : limits_(limits) {}
   void set_limits(const JournalLimits& limits);
 
-  void record(const core::Snapshot& snapshot);
+  void record(const core::Snapshot& snapshot, const EventClock& clock = {});
   void announce(const Announcement& announcement);
   // Driver errors the daemon's kernel log follower read: those not seen before are kept.
   void record_kernel_events(const std::vector<core::KernelGpuEvent>& events);
@@ -131,8 +140,9 @@ class Journal {
   JournalLimits limits_;
   std::map<LaneKey, JournalLane> lanes_;
   std::deque<JournalEvent> events_;
-  std::map<pid_t, std::string> names_;  // the last name a live PID had, for its ghost
-  uint64_t kernel_seq_ = 0;             // the newest kernel record already kept
+  std::map<pid_t, std::string> names_;      // the last name a live PID had, for its ghost
+  uint64_t kernel_seq_ = 0;                 // the newest kernel record already kept
+  std::optional<JournalTime> last_record_;  // the previous sample's time
 };
 
 }  // namespace gpureap::history

@@ -3,6 +3,8 @@
 // stopped holder, memory coming back, and announced signals with who sent them.
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include "history/journal.h"
 #include "snapshot_builders.h"
 
@@ -13,6 +15,7 @@ using testing::GiB;
 using testing::holder;
 using testing::listed;
 using testing::make_snapshot;
+using testing::proc;
 
 const auto kT0 = std::chrono::system_clock::time_point(std::chrono::seconds(1'700'000'000));
 
@@ -76,6 +79,59 @@ TEST(HistoryJournal, ATrainersWorkerAndGhostAndTheMemoryComingBack) {
   EXPECT_EQ(v.lanes.size(), 2u);
   // A window before anything happened has nothing.
   EXPECT_TRUE(j.query(at(-10), at(-1)).lanes.empty());
+}
+
+// Where the daemon follows the kernel's events, a lane starts at its open or fork and ends at
+// its final close; a moment outside the two samples around it (a PID handed out again, a close
+// from before) is not believed, and without events the samples' times stand.
+TEST(HistoryJournal, TheKernelsEventsTimeALanesStartAndEnd) {
+  using std::chrono::milliseconds;
+  std::map<pid_t, JournalTime> began{{100, at(0) + milliseconds(300)},
+                                     {101, at(1) + milliseconds(500)},
+                                     {102, at(0) + milliseconds(100)}};
+  std::map<pid_t, JournalTime> released{{100, at(2) + milliseconds(700)}, {102, at(9)}};
+  auto lookup = [](const std::map<pid_t, JournalTime>& m) {
+    return [&m](pid_t pid) -> std::optional<JournalTime> {
+      auto it = m.find(pid);
+      if (it == m.end()) return std::nullopt;
+      return it->second;
+    };
+  };
+  const EventClock clock{lookup(began), lookup(released)};
+  Journal j;
+  auto trainer = holder(100, 1, 100);
+  auto worker = holder(101, 100, 100);
+  auto recycled = holder(102, 1, 102);
+  j.record(sample(0, {}, {}), clock);
+  j.record(sample(1, {trainer}, {listed(100, 4 * GiB)}), clock);
+  j.record(sample(2, {trainer, worker, recycled}, {listed(100, 4 * GiB), listed(102, GiB)}), clock);
+  auto idle = proc(100, 1, 100);  // alive, its GPU files closed
+  j.record(sample(3, {idle, worker}, {}), clock);
+  j.record(sample(4, {idle}, {}), clock);
+
+  auto v = j.query(at(0), at(10));
+  const auto* t = lane_of(v, 100);
+  ASSERT_TRUE(t);
+  EXPECT_EQ(t->first_seen, at(0) + milliseconds(300)) << "its open, not the sample after";
+  EXPECT_EQ(t->last_seen, at(2) + milliseconds(700)) << "its final close";
+  const auto* w = lane_of(v, 101);
+  ASSERT_TRUE(w);
+  EXPECT_EQ(w->first_seen, at(1) + milliseconds(500)) << "the fork";
+  EXPECT_EQ(w->last_seen, at(3)) << "no close event: the last sample that saw it";
+  EXPECT_EQ(w->exited, at(4));
+  const auto* r = lane_of(v, 102);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->first_seen, at(2)) << "an open before the previous sample is another process's";
+  EXPECT_EQ(r->last_seen, at(2)) << "a close after this sample is not this one's";
+  bool fork_at_the_fork = false, close_at_the_close = false;
+  for (const auto& e : v.events) {
+    if (e.kind == JournalEventKind::Fork && e.other == 101)
+      fork_at_the_fork = e.at == at(1) + milliseconds(500);
+    if (e.kind == JournalEventKind::Close && e.pid == 100)
+      close_at_the_close = e.at == at(2) + milliseconds(700);
+  }
+  EXPECT_TRUE(fork_at_the_fork);
+  EXPECT_TRUE(close_at_the_close);
 }
 
 TEST(HistoryJournal, AStoppedHolderAndWhoSignalledIt) {
