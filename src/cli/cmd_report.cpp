@@ -74,6 +74,7 @@ core::Result<std::string> history_text(const ReportOptions& o, const daemon::Dae
     if (auto text = history_from_socket(o, config)) return *text;
   report::FetchRequest request;
   request.since = o.since;
+  request.until = o.until;
   request.daemon = config.listen;
   if (o.daemon) {
     auto a = exporter::parse_listen_address(*o.daemon);

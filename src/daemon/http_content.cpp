@@ -115,8 +115,8 @@ exporter::Reply HttpContent::history(const exporter::HistoryRequest& request) {
   auto doc = history_document(samples_.history(), s->snapshot->hostname, request.since, request.gpu,
                               tracker_.get());
   if (incidents_ && !request.gpu)
-    doc["incident"] =
-        incidents_->document(request.since, std::chrono::system_clock::now(), s.get());
+    doc["incident"] = incidents_->document(
+        request.since, request.until.value_or(std::chrono::system_clock::now()), s.get());
   return {200, kJson, output::dump_json(doc) + "\n"};
 }
 

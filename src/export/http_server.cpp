@@ -104,6 +104,14 @@ core::Result<HistoryRequest> history_request(const HttpRequest& req,
     if (!since) return since.error();
     r.since = *since;
   }
+  if (auto until_text = req.param("until")) {
+    auto until = parse_since(*until_text, now);
+    if (!until) return until.error();
+    if (*until <= r.since)
+      return core::Error{"until must be after since: the window would be empty",
+                         "e.g. /api/v1/history?since=2h&until=1h"};
+    r.until = *until;
+  }
   return r;
 }
 

@@ -27,10 +27,11 @@ struct Reply {
 struct HistoryRequest {
   std::optional<unsigned> gpu;
   history::TimePoint since;
+  std::optional<history::TimePoint> until;  // the incident's end; empty: now
 };
 
-// The query of /api/v1/history (`gpu`, `since`); errors say what to write instead. Without
-// `since`, the last `default_span`.
+// The query of /api/v1/history (`gpu`, `since`, `until`); errors say what to write instead.
+// Without `since`, the last `default_span`.
 core::Result<HistoryRequest> history_request(const HttpRequest& request,
                                              std::chrono::milliseconds default_span);
 

@@ -302,8 +302,10 @@ core::Result<std::string> fetch_history(const FetchRequest& r) {
               port + "'), " + offline};
   }
 
-  std::string request = "GET /api/v1/history?since=" + encode_param(r.since) +
-                        " HTTP/1.0\r\nHost: " + where + "\r\nUser-Agent: gpureap\r\n" +
+  std::string query = "since=" + encode_param(r.since);
+  if (r.until) query += "&until=" + encode_param(*r.until);
+  std::string request = "GET /api/v1/history?" + query + " HTTP/1.0\r\nHost: " + where +
+                        "\r\nUser-Agent: gpureap\r\n" +
                         "Accept: application/json\r\nConnection: close\r\n";
   if (r.token) request += "Authorization: Bearer " + *r.token + "\r\n";
   request += "\r\n";

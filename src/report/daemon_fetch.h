@@ -25,6 +25,7 @@ inline constexpr size_t kMaxHeadBytes = 16 * 1024;
 struct FetchRequest {
   exporter::ListenAddress daemon;    // the daemon's `listen`; a wildcard host means loopback
   std::string since;                 // as /api/v1/history reads it: 6h, a Unix time, RFC 3339
+  std::optional<std::string> until;  // the same forms; empty: now
   std::optional<std::string> token;  // the daemon's bearer token, when it asks for one
   // The users the daemon may run as (root, the token file's owner): the token goes to a port
   // on this machine only when a socket of one of them holds it.

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "export/http_request.h"
+#include "export/http_server.h"
 
 namespace gpureap::exporter {
 namespace {
@@ -19,6 +20,28 @@ TEST(HttpRequestHead, ParsesMethodPathQueryAndHeaders) {
   EXPECT_EQ(h.request.param("x"), "a b");
   EXPECT_FALSE(h.request.param("y"));
   EXPECT_EQ(h.request.header("authorization"), "Bearer t0k");
+}
+
+// /api/v1/history's `until` ends the incident's window: the forms of `since`, after it, or a
+// 400 that says what to write.
+TEST(HistoryQuery, UntilIsATimeAfterSince) {
+  auto query = [](const std::string& q) {
+    auto h = parse_request_head("GET /api/v1/history?" + q + " HTTP/1.1\r\n\r\n");
+    EXPECT_EQ(h.status, HeadStatus::Complete) << h.error;
+    return history_request(h.request, std::chrono::hours(1));
+  };
+  auto both = query("since=1700000000&until=1700000600");
+  ASSERT_TRUE(both) << both.error().text();
+  EXPECT_EQ(both->since, history::TimePoint(std::chrono::seconds(1700000000)));
+  ASSERT_TRUE(both->until);
+  EXPECT_EQ(*both->until, history::TimePoint(std::chrono::seconds(1700000600)));
+  auto open_ended = query("since=10m");
+  ASSERT_TRUE(open_ended);
+  EXPECT_FALSE(open_ended->until);
+  auto backwards = query("since=1700000600&until=1700000000");
+  ASSERT_FALSE(backwards);
+  EXPECT_NE(backwards.error().text().find("until must be after since"), std::string::npos);
+  EXPECT_FALSE(query("since=10m&until=soon"));
 }
 
 TEST(HttpRequestHead, IncompleteUntilTheEmptyLineAndBoundedBeyond) {
