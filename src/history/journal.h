@@ -9,9 +9,9 @@
 //
 // Built from the samples (every snapshot says who holds what, who is gone, who is stopped), so
 // it needs neither root nor the kernel's events; where the daemon follows them (EventClock),
-// a lane starts at its open or fork and ends at its final close, to the millisecond. Bounded: lanes and
-// events past the window go, and each list has a hard cap (the oldest first). Thread-safe:
-// the engine's thread records, the socket's and HTTP's threads query.
+// a lane starts at its open or fork and ends at its final close, to the millisecond. Bounded: lanes
+// and events past the window go, and each list has a hard cap (the oldest first). Thread-safe: the
+// engine's thread records, the socket's and HTTP's threads query.
 #include <sys/types.h>
 
 #include <chrono>
