@@ -5,11 +5,10 @@
 
 #include <algorithm>
 #include <chrono>
-#include <condition_variable>
 #include <mutex>
 #include <optional>
-#include <thread>
 
+#include "base/stop_at_deadline.h"
 #include "base/version.h"
 #include "core/duration.h"
 
@@ -27,41 +26,6 @@ struct Exchange {
   std::string answer;   // the body's first kAnswerKept bytes
   bool enough = false;  // the body went on past them: reading stopped there
   bool late = false;    // the deadline passed before the exchange ended
-};
-
-// Stops `client` at `deadline` (and every 100 ms after, in case it was between sockets) until
-// it goes out of scope.
-class Watchdog {
- public:
-  Watchdog(httplib::Client& client, std::chrono::steady_clock::time_point deadline)
-      : thread_([this, &client, deadline] {
-          std::unique_lock lock(mutex_);
-          if (cv_.wait_until(lock, deadline, [this] { return done_; })) return;
-          fired_ = true;
-          do client.stop();
-          while (!cv_.wait_for(lock, std::chrono::milliseconds(100), [this] { return done_; }));
-        }) {}
-  ~Watchdog() {
-    {
-      std::lock_guard lock(mutex_);
-      done_ = true;
-    }
-    cv_.notify_all();
-    thread_.join();
-  }
-  Watchdog(const Watchdog&) = delete;
-  Watchdog& operator=(const Watchdog&) = delete;
-  bool fired() {
-    std::lock_guard lock(mutex_);
-    return fired_;
-  }
-
- private:
-  std::mutex mutex_;
-  std::condition_variable cv_;
-  bool done_ = false;
-  bool fired_ = false;
-  std::thread thread_;  // last: it starts once the rest is there
 };
 
 std::string why(httplib::Error e, const HttpTarget& t, std::chrono::milliseconds timeout) {
@@ -167,7 +131,7 @@ class HttpSender : public Sender {
     };
     std::optional<httplib::Result> res;
     {
-      Watchdog watchdog(client, deadline);
+      base::StopAtDeadline watchdog(client, deadline);
       res.emplace(client.send(req));
       x.late = watchdog.fired();
     }

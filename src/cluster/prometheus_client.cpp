@@ -5,13 +5,11 @@
 
 #include <cerrno>
 #include <charconv>
-#include <condition_variable>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
-#include <mutex>
-#include <thread>
 
+#include "base/stop_at_deadline.h"
 #include "base/version.h"
 #include "core/duration.h"
 #include "text/escape.h"
@@ -21,42 +19,6 @@ namespace gpureap::cluster {
 namespace {
 
 constexpr size_t kMaxCredentialFile = 64 * 1024;
-
-// Stops `client` at `deadline` (and every 100 ms after, in case it was between sockets): the
-// library's timeouts are per read, so a server that trickles a byte within each would hold the
-// exchange forever.
-class ClientWatchdog {
- public:
-  ClientWatchdog(httplib::Client& client, std::chrono::steady_clock::time_point deadline)
-      : thread_([this, &client, deadline] {
-          std::unique_lock lock(mutex_);
-          if (cv_.wait_until(lock, deadline, [this] { return done_; })) return;
-          fired_ = true;
-          do client.stop();
-          while (!cv_.wait_for(lock, std::chrono::milliseconds(100), [this] { return done_; }));
-        }) {}
-  ~ClientWatchdog() {
-    {
-      std::lock_guard lock(mutex_);
-      done_ = true;
-    }
-    cv_.notify_all();
-    thread_.join();
-  }
-  ClientWatchdog(const ClientWatchdog&) = delete;
-  ClientWatchdog& operator=(const ClientWatchdog&) = delete;
-  bool fired() {
-    std::lock_guard lock(mutex_);
-    return fired_;
-  }
-
- private:
-  std::mutex mutex_;
-  std::condition_variable cv_;
-  bool done_ = false;
-  bool fired_ = false;
-  std::thread thread_;
-};
 
 core::Result<std::string> read_small_file(const std::string& path, const char* what) {
   struct stat st {};
@@ -229,7 +191,7 @@ core::Result<std::string> PrometheusClient::get(const std::string& path_and_quer
   std::optional<httplib::Result> res;
   bool late = false;
   {
-    ClientWatchdog watchdog(client, deadline);
+    base::StopAtDeadline watchdog(client, deadline);
     res.emplace(client.send(req));
     late = watchdog.fired() || std::chrono::steady_clock::now() >= deadline;
   }
