@@ -13,6 +13,7 @@
 #include <iostream>
 #include <thread>
 
+#include "cli/page_file.h"
 #include "cluster/cluster_text.h"
 #include "cluster/prometheus_client.h"
 #include "core/duration.h"
@@ -112,21 +113,6 @@ core::Result<cluster::Answer<cluster::RangeSeries>> cluster_range(
   return cluster::parse_matrix_answer(*body);
 }
 
-core::Result<size_t> cluster_write_page(const std::string& out, const std::string& html) {
-  if (out == "-") {
-    std::cout << html << std::flush;
-    return html.size();
-  }
-  std::ofstream file(out, std::ios::binary | std::ios::trunc);
-  if (file) file << html;
-  if (file) file.close();
-  if (!file)
-    return core::Error{
-        "cannot write the report to " + text::terminal_safe(out) + ": " + std::strerror(errno),
-        "choose a writable path with --out"};
-  return html.size();
-}
-
 }  // namespace
 
 void add_cluster_report_options(CLI::App& report, ClusterReportOptions& o) {
@@ -182,7 +168,7 @@ int run_cluster_report(const GlobalOptions& g, const ClusterReportOptions& o,
     *into = std::move(*a);
   }
   auto page = report::build_cluster_page(*view, s, client.where(), 32);
-  auto written = cluster_write_page(out, report::render_html(page));
+  auto written = write_page(out, report::render_html(page));
   if (!written) return fail(written.error());
   if (out != "-")
     std::cerr << "gpureap: wrote " << text::terminal_safe(out) << " (" << view->nodes.size()

@@ -13,6 +13,7 @@
 
 #include "audit/reader.h"
 #include "cli/daemon_client.h"
+#include "cli/page_file.h"
 #include "daemon/config.h"
 #include "daemon/local_protocol.h"
 #include "export/history_json.h"
@@ -109,22 +110,6 @@ void add_audit(report::HistoryInput& input, const std::string& path,
     return;
   }
   input.audit = std::move(contents->records);
-}
-
-core::Result<size_t> write_page(const std::string& out, const std::string& html) {
-  if (out == "-") {
-    std::cout << html;
-    std::cout.flush();
-    return html.size();
-  }
-  std::ofstream file(out, std::ios::binary | std::ios::trunc);
-  if (file) file << html;
-  if (file) file.close();
-  if (!file)
-    return core::Error{
-        "cannot write the report to " + text::terminal_safe(out) + ": " + std::strerror(errno),
-        "choose a writable path with --out"};
-  return html.size();
 }
 
 }  // namespace
