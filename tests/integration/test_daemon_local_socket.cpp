@@ -178,14 +178,22 @@ TEST(DaemonLocalSocket, TableEndsWithTheDaemonLine) {
   DaemonProcess d(m.daemon_args(), m.nvml.env());
   ASSERT_TRUE(d.wait_log(kServingLocalSocket + m.socket)) << d.log();
   // Above the daemon's line, the table ps prints itself. The job's run time and CPU share move
-  // with the clock between the two commands, so a second boundary may fall between them: the
-  // tables must agree within a few tries, not at the first.
+  // with the clock between the daemon's sample and ps's own (a CPU share needs a second of
+  // life), so a second boundary may fall between them: the tables must agree within some tries
+  // once the job has a CPU share in the daemon's view, not at the first.
   auto env = m.nvml.env();
+  for (int wait = 0; wait < 100; ++wait) {
+    auto served = run_json({"ps", "--json"}, m.client_env());
+    auto row = row_of(served, m.job.pid());
+    if (row.is_object() && !row["cpu_percent"].is_null()) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
   RunResult r, own;
-  for (int attempt = 0; attempt < 3; ++attempt) {
+  for (int attempt = 0; attempt < 20; ++attempt) {
     r = run_gpureap({"ps"}, m.client_env());
     own = run_gpureap({"ps", "--no-daemon", "--dev-root", m.dev.path()}, env);
     if (r.out.substr(0, r.out.rfind("(from the gpureap daemon")) == own.out) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find(std::to_string(m.job.pid())), std::string::npos) << r.out;

@@ -243,9 +243,14 @@ TEST(TopTmux, KillThroughTheUiEndsTheSelectedHolderAndShowsTheMemoryReleased) {
       [&](const std::string& sc) { return shows_row(sc, scene.ghost) && !shows_row(sc, scene.w1); },
       "only the ghost");
   top.keys({"k"});
-  s = top.wait_for("Kill 2 processes?");
-  EXPECT_NE(s.find(std::to_string(scene.w1)), std::string::npos);
-  EXPECT_NE(s.find(std::to_string(scene.w2)), std::string::npos);
+  // The dialog's title and its list of processes may reach the screen in separate writes.
+  s = top.wait_until(
+      [&](const std::string& sc) {
+        return sc.find("Kill 2 processes?") != std::string::npos &&
+               sc.find(std::to_string(scene.w1)) != std::string::npos &&
+               sc.find(std::to_string(scene.w2)) != std::string::npos;
+      },
+      "the kill dialog naming both workers");
   top.keys({"y"});
   s = top.wait_for("8.0 GiB released", 30000);
   EXPECT_NE(s.find("Freed GPU 0 8.0 GiB"), std::string::npos) << s;
