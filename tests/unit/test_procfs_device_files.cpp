@@ -241,7 +241,8 @@ class CharDevRoot : public ::testing::Test {
   void SetUp() override {
     // host fixture: /proc/devices lists nvidia-uvm as major 508.
     if (!make_node(dev / "nvidia0", 195, 0) || !make_node(dev / "nvidiactl", 195, 255) ||
-        !make_node(dev / "nvidia-uvm", 508, 0) || !make_node(dev / "dri/renderD128", 226, 128))
+        !make_node(dev / "nvidia-uvm", 508, 0) || !make_node(dev / "dri/renderD128", 226, 128) ||
+        !make_node(dev / "nvidia-caps/nvidia-cap12", 234, 12))
       GTEST_SKIP() << "cannot mknod (no CAP_MKNOD)";
     // Decoys: GPU names on another driver's numbers.
     ASSERT_TRUE(make_node(dev / "nvidia5", 1, 3));
@@ -258,6 +259,7 @@ TEST_F(CharDevRoot, EnumeratesByDeviceNumberAndRejectsOtherDrivers) {
   std::sort(got.begin(), got.end());
   EXPECT_EQ(got, (std::vector<std::string>{
                      dev / "dri/renderD128 drm-render minor=128 chr",
+                     dev / "nvidia-caps/nvidia-cap12 nvidia-cap minor=12 chr",
                      dev / "nvidia-uvm nvidia-uvm chr",
                      dev / "nvidia0 nvidia minor=0 chr",
                      dev / "nvidiactl nvidiactl chr",
@@ -269,6 +271,9 @@ TEST_F(CharDevRoot, MatchesEnumeratedNodesByRdev) {
   EXPECT_EQ(describe(cat.match(char_device(195, 0))), dev / "nvidia0 nvidia minor=0 chr");
   EXPECT_EQ(describe(cat.match(char_device(195, 255))), dev / "nvidiactl nvidiactl chr");
   EXPECT_EQ(describe(cat.match(char_device(508, 0))), dev / "nvidia-uvm nvidia-uvm chr");
+  // A MIG capability file: its major is the "nvidia-caps" line of /proc/devices.
+  EXPECT_EQ(describe(cat.match(char_device(234, 12))),
+            dev / "nvidia-caps/nvidia-cap12 nvidia-cap minor=12 chr");
   EXPECT_EQ(describe(cat.match(char_device(226, 128))),
             dev / "dri/renderD128 drm-render minor=128 chr");
   EXPECT_EQ(describe(cat.match(stat_of(dev / "nvidia0"))), dev / "nvidia0 nvidia minor=0 chr");
@@ -304,8 +309,8 @@ TEST(DeviceKindNames, AllKinds) {
   std::vector<std::string> kinds;
   for (const auto& n : builtin_nodes()) kinds.push_back(n.kind);
   EXPECT_EQ(kinds, (std::vector<std::string>{"nvidiactl", "nvidia-uvm", "nvidia-uvm-tools",
-                                             "nvidia-modeset", "nvidia", "drm-render", "drm-card",
-                                             "kfd"}));
+                                             "nvidia-modeset", "nvidia", "nvidia-cap", "drm-render",
+                                             "drm-card", "kfd"}));
 }
 
 }  // namespace

@@ -34,7 +34,12 @@ procfs::DeviceNodes nvidia_nodes() {
   modeset.minor = kNvidiaModesetMinor;
   procfs::DeviceNode gpu{"nvidia", "", "nvidia", true, true, true};
   gpu.major = kNvidiaDeviceMajor;
-  return {ctl, uvm, uvm_tools, modeset, gpu};
+  // /dev/nvidia-caps/nvidia-cap<M>: a MIG instance's capability file (mig_capabilities.h says
+  // which instance M is). It names the instance a process runs on; the context itself lives on
+  // the GPU's own node, so it does not reach a GPU by itself.
+  procfs::DeviceNode cap{"nvidia-cap", "nvidia-caps", "nvidia-cap", true};
+  cap.devices_name = "nvidia-caps";
+  return {ctl, uvm, uvm_tools, modeset, gpu, cap};
 }
 
 }  // namespace
