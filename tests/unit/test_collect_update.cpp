@@ -9,6 +9,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <stdexcept>
 
 #include "collect/collector.h"
@@ -58,6 +59,18 @@ class CollectUpdate : public ::testing::Test {
     char c;
     ASSERT_EQ(::read(answers_.back(), &c, 1), 1);
   }
+  // Until the child sleeps in pause(): between its answer and the pause it still runs, and a
+  // stat read then differs from one read after.
+  static void wait_paused(pid_t pid) {
+    for (int i = 0; i < 1000; ++i) {
+      std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+      std::string text((std::istreambuf_iterator<char>(in)), {});
+      auto close = text.rfind(')');
+      if (close != std::string::npos && close + 2 < text.size() && text[close + 2] == 'S') return;
+      ::usleep(1000);
+    }
+    FAIL() << "process " << pid << " never went to sleep";
+  }
 
   std::string dev_;
   std::optional<Collector> collector_;
@@ -87,6 +100,7 @@ TEST_F(CollectUpdate, WhereNothingChangedTheListIsShared) {
   int go = -1;
   pid_t holder = spawn(go);
   open_now(go);
+  wait_paused(holder);
   auto view = collector_->scan_processes();
   ASSERT_TRUE(view.find(holder) && view.find(holder)->holds_device());
   // The holder is read again (it pauses: the same stat, the same fds), nothing differs.
@@ -128,6 +142,7 @@ TEST_F(CollectUpdate, ALeaderThatIsGoneChangesNothing) {
   pid_t holder = 0;
   ASSERT_EQ(::read(ready[0], &holder, sizeof holder), static_cast<ssize_t>(sizeof holder));
   kids_.push_back(holder);  // killed at the end (not a child: waitpid fails, harmlessly)
+  wait_paused(holder);
   auto view = collector_->scan_processes();
   ASSERT_NE(view.find(holder), nullptr);
   ASSERT_EQ(view.find(holder)->stat.sid, leader);
@@ -140,6 +155,7 @@ TEST_F(CollectUpdate, AHolderThatExitedLeavesTheList) {
   int go = -1;
   pid_t holder = spawn(go);
   open_now(go);
+  wait_paused(holder);
   auto view = collector_->scan_processes();
   ASSERT_NE(view.find(holder), nullptr);
   ::kill(holder, SIGKILL);
