@@ -18,8 +18,10 @@ import subprocess
 import sys
 import time
 
-from gpukit_support import (MIB, CheckFailed, Kit, Log, Processes, alive, compare_holder, expect,
-                            gpu_json, now_iso, nvml_probe, proc_state, row_json)
+from gpu_sharing_checks import SHARING_CHECKS
+from gpukit_support import (MIB, CheckFailed, CheckSkipped, Kit, Log, Processes, alive,
+                            compare_holder, expect, gpu_json, now_iso, nvml_probe, proc_state,
+                            row_json)
 
 SCHEMA = "gpureap.gpukit/v1"
 
@@ -524,6 +526,7 @@ CHECKS = {
     "exit_release": check_exit_release,
     "timing": check_timing,
     "daemon_events": check_daemon_events,
+    **SHARING_CHECKS,
 }
 
 
@@ -582,6 +585,9 @@ def main():
                 check["status"] = "pass" if not check["failures"] else "fail"
             except CheckFailed as e:
                 check["failures"].append(str(e))
+            except CheckSkipped as e:
+                check["status"] = "skipped"
+                check["reason"] = str(e)
             except Exception as e:  # a bug in the kit, or a surprise from a tool: keep going
                 check["status"] = "error"
                 check["failures"].append(f"{type(e).__name__}: {e}")
@@ -590,7 +596,7 @@ def main():
                 procs.cleanup()
             check["seconds"] = round(time.monotonic() - start, 2)
             log.write(f"== {name}: {check['status']} {check['failures']}")
-        failed = [c for c in result["checks"] if c["status"] != "pass"]
+        failed = [c for c in result["checks"] if c["status"] not in ("pass", "skipped")]
         result["status"] = "passed" if not failed else "failed"
     finally:
         result["finished_at"] = now_iso()
@@ -607,6 +613,15 @@ def key_fact(check):
     f = check["facts"]
     if check["failures"]:
         return check["failures"][0][:90]
+    if check["status"] == "skipped":
+        return f"skipped: {check.get('reason')}"
+    if check["name"] == "mps_client":
+        if "server_dropped_the_client_seconds" in f:
+            return f"the MPS server dropped a killed client in {f['server_dropped_the_client_seconds']} s"
+        return (f"gone client {f.get('client_pid')} kept by MPS server {f.get('server_pid')}; "
+                f"terminate_client released it in {f.get('terminate_client_release_seconds')} s")
+    if check["name"] == "mig_instances":
+        return f"{len(f.get('gpureap_instances', []))} instances, as nvidia-smi -L lists them"
     if check["name"] == "timing":
         g, s = f["gpureap_ps_json"], f["nvidia_smi_query_compute_apps"]
         return (f"ps --json {g['median_ms']} ms, nvidia-smi {s['median_ms']} ms "
@@ -635,16 +650,16 @@ def key_fact(check):
 def write_summary(result, path):
     lines = [f"gpukit on {result['host']['hostname']}: {result['status']} "
              f"({result['seconds']} s)", "",
-             f"{'check':<17} {'status':<6} {'s':>6}  detail"]
+             f"{'check':<17} {'status':<7} {'s':>6}  detail"]
     for c in result["checks"]:
         seconds = "-" if c["seconds"] is None else c["seconds"]
         try:
             detail = key_fact(c)
         except (KeyError, TypeError, ZeroDivisionError):
             detail = ""
-        lines.append(f"{c['name']:<17} {c['status']:<6} {seconds:>6}  {detail}")
+        lines.append(f"{c['name']:<17} {c['status']:<7} {seconds:>6}  {detail}")
         for d in c["differences"]:
-            lines.append(f"{'':<31}difference: {d}")
+            lines.append(f"{'':<32}difference: {d}")
     text = "\n".join(lines) + "\n"
     with open(path, "w", encoding="utf-8") as f:
         f.write(text)

@@ -16,6 +16,11 @@ class CheckFailed(Exception):
     pass
 
 
+class CheckSkipped(Exception):
+    """The machine lacks what the check needs (MPS's tools, a GPU already in MIG mode): the
+    check says why and does not count as a failure. Nothing is changed to make it possible."""
+
+
 class Log:
     def __init__(self, path):
         self.file = open(path, "a", encoding="utf-8")
@@ -165,14 +170,18 @@ class Kit:
         return apps
 
     # --- holders --------------------------------------------------------------------------
-    def start_hold(self, procs, mode, mib=None, workers=2, seconds=240):
+    def start_hold(self, procs, mode, mib=None, workers=2, seconds=240, env=None, cuda_gpu=None):
+        """env: extra environment (an MPS pipe folder, a MIG device in CUDA_VISIBLE_DEVICES);
+        cuda_gpu: the CUDA ordinal when it is not the checked GPU's index (0 under a MIG UUID)."""
         self.counter += 1
         ready = os.path.join(self.work, f"ready-{self.counter}")
-        cmd = [self.args.hold, "--gpu", str(self.gpu), "--mib", str(mib or self.args.mib),
+        gpu = self.gpu if cuda_gpu is None else cuda_gpu
+        cmd = [self.args.hold, "--gpu", str(gpu), "--mib", str(mib or self.args.mib),
                "--mode", mode, "--workers", str(workers), "--seconds", str(seconds),
                "--ready-file", ready]
         err = open(os.path.join(self.work, f"hold-{self.counter}.err"), "w")
-        p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err, start_new_session=True)
+        p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err, start_new_session=True,
+                             env=dict(os.environ, **env) if env else None)
         procs.popens.append(p)
         procs.add(p.pid)
         self.log.write(f"started {' '.join(cmd)}: pid {p.pid}")

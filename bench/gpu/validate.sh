@@ -37,6 +37,8 @@ CHECKS=(
   "exit_release|a holder killed without freeing: how long the driver takes to drop it, gpureap lists nothing after; gpureap run -- gpukit-hold --mode exit reports the release"
   "timing|gpureap ps --json against nvidia-smi --query-compute-apps, RUNS runs each after a warm-up: median, min, max"
   "daemon_events|the daemon following the kernel's events during a 10 s open storm by uid 65534 on /dev/nvidia<K>: new holders in its live view within 100 ms, events by file handle, no device fd of its own, never in the driver's list, CPU <= 10% of a core, one history point per interval"
+  "mps_client|an MPS client of its own control daemon (private pipe folder, this GPU only) killed with SIGKILL: its memory kept by the MPS server, never the server planned, doctor's remedy MPS's terminate_client, which releases it; the daemon stopped after (skipped without nvidia-cuda-mps-control or root)"
+  "mig_instances|where the GPU is already in MIG mode (never enabled here): its instances as nvidia-smi -L lists them, a holder on one listed on that instance, kill --gpu K/GI naming it (else skipped: MIG not enabled)"
 )
 
 usage() {

@@ -10,7 +10,7 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/gpukit-validate-test.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 failures=0
 fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
-checks="environment;memory_info;healthy_holder;process_records;forked_ghost;stopped_holder;run_supervised;exit_release;timing;daemon_events"
+checks="environment;memory_info;healthy_holder;process_records;forked_ghost;stopped_holder;run_supervised;exit_release;timing;daemon_events;mps_client;mig_instances"
 
 # An nvidia-smi that answers as the driver does when it finds no GPU. It must never be asked to
 # change anything: any other call is recorded and fails the test.
