@@ -112,6 +112,7 @@ HolderTracker::Need HolderTracker::on_files(track::FanotifyWatch::Batch batch) {
         ++counters_.opens;
         holders_.insert(e.pid);
         note_beginning(e.pid, e.at);
+        claim_recent_forks();
         continue;
       }
       ++counters_.closes;
@@ -134,11 +135,12 @@ bool HolderTracker::on_procs(track::ProcEvents::Batch batch) {
     for (const auto& e : batch.events) {
       if (e.kind == track::ProcEvent::Kind::Fork) {
         // The child inherits the holder's fds: no open event, so it must be scanned.
-        if (!holders_.count(e.parent)) continue;
-        ++counters_.forks;
-        holders_.insert(e.pid);
-        forked_by_[e.pid] = e.parent;
-        note_beginning(e.pid, std::chrono::system_clock::now());
+        if (!holders_.count(e.parent)) {
+          recent_forks_.push_back({e.pid, e.parent, std::chrono::steady_clock::now()});
+          if (recent_forks_.size() > kKeptRecentForks) recent_forks_.pop_front();
+          continue;
+        }
+        add_forked_holder(e.pid, e.parent, std::chrono::system_clock::now());
       } else {
         began_.erase(e.pid);  // the PID may be handed out again
         bool reparented = exited(e.pid);
@@ -161,6 +163,31 @@ bool HolderTracker::on_procs(track::ProcEvents::Batch batch) {
     }
   }
   return changed;
+}
+
+void HolderTracker::add_forked_holder(pid_t child, pid_t parent,
+                                      std::chrono::system_clock::time_point at) {
+  ++counters_.forks;
+  holders_.insert(child);
+  forked_by_[child] = parent;
+  note_beginning(child, at);
+}
+
+void HolderTracker::claim_recent_forks() {
+  const auto now = std::chrono::steady_clock::now();
+  while (!recent_forks_.empty() && now - recent_forks_.front().at > kRecentForkWindow)
+    recent_forks_.pop_front();
+  // Parents come before their children in the queue, so one pass finds grandchildren too.
+  for (auto it = recent_forks_.begin(); it != recent_forks_.end();) {
+    if (!holders_.count(it->parent)) {
+      ++it;
+      continue;
+    }
+    add_forked_holder(it->child, it->parent, std::chrono::system_clock::now());
+    changed_.insert(it->child);
+    touched_.insert(it->child);
+    it = recent_forks_.erase(it);
+  }
 }
 
 // The process ended: it is no one's child any more, and the children it forked were reparented.

@@ -102,6 +102,12 @@ class HolderTracker final : public engine::ScanHints {
   // process costs a record per gap instead of one per open (it read 13-70 thousand a second
   // before), and a new holder's event waits at most this long.
   static constexpr std::chrono::milliseconds kFileReadGap{20};
+  // Forks are read at once, file events up to kFileReadGap later (longer under a storm's
+  // bounded batches): a process that opens a GPU file and forks at once is no holder yet when
+  // its fork is read. Forks by processes not known to hold are kept this long (at most
+  // kKeptRecentForks, newest kept), so the open read after them still names the children.
+  static constexpr std::chrono::milliseconds kRecentForkWindow{2000};
+  static constexpr size_t kKeptRecentForks = 4096;
 
  private:
   HolderTracker(track::FanotifyWatch files, core::Result<track::ProcEvents> procs,
@@ -115,6 +121,11 @@ class HolderTracker final : public engine::ScanHints {
   bool on_procs(track::ProcEvents::Batch batch);
   void count_drift(const core::ProcView& view);
   bool exited(pid_t pid);  // true: it was the recorded parent of a live child
+  // Under mutex_: `child`, forked by a holder, holds what its parent held at the fork.
+  void add_forked_holder(pid_t child, pid_t parent, std::chrono::system_clock::time_point at);
+  // Under mutex_: after an open, the recent forks whose parent is now a holder (and theirs):
+  // the children may hold what it opened, and are read again.
+  void claim_recent_forks();
   // Under mutex_: `pid` began holding at `at`, unless an earlier beginning is kept.
   void note_beginning(pid_t pid, std::chrono::system_clock::time_point at);
 
@@ -138,6 +149,11 @@ class HolderTracker final : public engine::ScanHints {
   std::set<pid_t> touched_;                   // processes events named since the latest scan
   std::map<pid_t, pid_t> forked_by_;          // holders' live children, with their parent
   std::map<pid_t, pid_t> exited_parents_;     // those whose parent exited since
+  struct RecentFork {
+    pid_t child = 0, parent = 0;
+    std::chrono::steady_clock::time_point at;
+  };
+  std::deque<RecentFork> recent_forks_;  // by processes not known to hold, oldest first
   bool scanned_once_ = false;
   std::deque<Release> releases_;
   std::map<pid_t, std::chrono::system_clock::time_point> began_;  // see began_holding()

@@ -142,6 +142,46 @@ TEST_F(HolderTrackerTest, AHoldersChildWhoseParentExitsIsRecordedWithThatParentU
   EXPECT_TRUE(soon([&] { return t->exited_parents().empty(); }));
 }
 
+// A trainer that opens the GPU file and forks its worker at once: the fork is read before the
+// open (file events wait up to kFileReadGap), yet the worker is read again, every time.
+TEST_F(HolderTrackerTest, AForkReadBeforeItsParentsOpenStillNamesTheChild) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root";
+  auto t = start();
+  ASSERT_NE(t, nullptr);
+  if (!t->follows_forks()) GTEST_SKIP() << t->forks_unavailable().value_or("");
+  // Opens all along keep the tracker reading file events a gap apart.
+  pid_t storm = ::fork();
+  if (storm == 0)
+    for (;;) ::close(::open(file_.c_str(), O_RDONLY));
+  for (int round = 0; round < 10; ++round) {
+    int back[2];
+    ASSERT_EQ(::pipe(back), 0);
+    pid_t trainer = ::fork();
+    if (trainer == 0) {
+      int fd = ::open(file_.c_str(), O_RDONLY);
+      pid_t worker = ::fork();
+      if (worker == 0)
+        for (;;) ::pause();
+      ::_exit(fd >= 0 && ::write(back[1], &worker, sizeof worker) == sizeof worker ? 0 : 1);
+    }
+    pid_t worker = 0;
+    ASSERT_EQ(::read(back[0], &worker, sizeof worker), static_cast<ssize_t>(sizeof worker));
+    ::close(back[0]);
+    ::close(back[1]);
+    ASSERT_EQ(::waitpid(trainer, nullptr, 0), trainer);
+    std::vector<pid_t> asked;
+    const bool named = soon([&] {
+      auto r = t->take();
+      asked.insert(asked.end(), r.pids.begin(), r.pids.end());
+      return std::find(asked.begin(), asked.end(), worker) != asked.end();
+    });
+    ::kill(worker, SIGKILL);
+    EXPECT_TRUE(named) << "round " << round << ": the worker " << worker << " was never asked for";
+  }
+  ::kill(storm, SIGKILL);
+  ::waitpid(storm, nullptr, 0);
+}
+
 TEST_F(HolderTrackerTest, WithoutPrivilegeItDoesNotStartAndSaysWhy) {
   int pipefd[2];
   ASSERT_EQ(::pipe(pipefd), 0);
