@@ -30,7 +30,8 @@ std::string instance_label(const GpuInstance& instance) {
   std::string label = "MIG";
   if (instance.profile) label += " " + *instance.profile;
   label += " (GI " + std::to_string(instance.gpu_instance_id);
-  if (instance.compute_instance_id) label += ", CI " + std::to_string(*instance.compute_instance_id);
+  if (instance.compute_instance_id)
+    label += ", CI " + std::to_string(*instance.compute_instance_id);
   return label + ")";
 }
 
@@ -51,13 +52,12 @@ std::vector<unsigned> gpu_instance_ids(const Gpu& gpu) {
 std::vector<unsigned> held_instances(const HostProcess& process, const Gpu& gpu) {
   std::vector<unsigned> ids;
   for (const auto& instance : gpu.instances) {
-    const bool held = std::any_of(process.devices.begin(), process.devices.end(),
-                                  [&](const DeviceHold& hold) {
-                                    return hold.device &&
-                                           std::find(instance.device_numbers.begin(),
-                                                     instance.device_numbers.end(),
-                                                     *hold.device) != instance.device_numbers.end();
-                                  });
+    const bool held =
+        std::any_of(process.devices.begin(), process.devices.end(), [&](const DeviceHold& hold) {
+          return hold.device &&
+                 std::find(instance.device_numbers.begin(), instance.device_numbers.end(),
+                           *hold.device) != instance.device_numbers.end();
+        });
     if (held && std::find(ids.begin(), ids.end(), instance.gpu_instance_id) == ids.end())
       ids.push_back(instance.gpu_instance_id);
   }
@@ -97,8 +97,7 @@ GpuPlaceResult resolve_gpu_ref(const Snapshot& snapshot, const GpuRef& ref) {
     for (const auto& gpu : snapshot.drivers.gpus) {
       if (gpu.uuid == ref.uuid) return {GpuPlace{gpu.index, std::nullopt}, ""};
       for (const auto& instance : gpu.instances)
-        if (instance.uuid == ref.uuid)
-          return {GpuPlace{gpu.index, instance.gpu_instance_id}, ""};
+        if (instance.uuid == ref.uuid) return {GpuPlace{gpu.index, instance.gpu_instance_id}, ""};
     }
     return {std::nullopt, "no GPU or MIG instance has the UUID " + *ref.uuid +
                               " (`gpureap ps --json` lists every GPU's and instance's UUID)"};
@@ -114,8 +113,8 @@ GpuPlaceResult resolve_gpu_ref(const Snapshot& snapshot, const GpuRef& ref) {
                               std::to_string(place.index)};
   if (std::find(ids.begin(), ids.end(), *ref.gpu_instance) == ids.end())
     return {std::nullopt, "GPU " + std::to_string(place.index) + " has no GPU instance " +
-                              std::to_string(*ref.gpu_instance) + " (its instances: " +
-                              mig_id_list(ids) + ", written " +
+                              std::to_string(*ref.gpu_instance) +
+                              " (its instances: " + mig_id_list(ids) + ", written " +
                               instance_place(place.index, ids.front()) + ")"};
   return {place, ""};
 }

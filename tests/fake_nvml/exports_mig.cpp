@@ -23,19 +23,20 @@ FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetMaxMigDeviceCount(nvmlDevice_t device
 FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetMigDeviceHandleByIndex(nvmlDevice_t device,
                                                                   unsigned int index,
                                                                   nvmlDevice_t* migDevice) {
-  return fake_nvml::call_device(
-      "nvmlDeviceGetMigDeviceHandleByIndex", device,
-      [&](const Scenario&, unsigned gpu_index, const Gpu& gpu) {
-        if (migDevice == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
-        if (!gpu.mig_mode.value_or(false)) return NVML_ERROR_INVALID_ARGUMENT;
-        if (index >= gpu.max_mig_devices.value_or(0)) return NVML_ERROR_INVALID_ARGUMENT;
-        for (const MigDevice& mig : gpu.mig_devices) {
-          if (mig.slot != index) continue;
-          *migDevice = fake_nvml::mig_handle_for(gpu_index, index);
-          return *migDevice ? NVML_SUCCESS : NVML_ERROR_UNKNOWN;
-        }
-        return NVML_ERROR_NOT_FOUND;
-      });
+  return fake_nvml::call_device("nvmlDeviceGetMigDeviceHandleByIndex", device,
+                                [&](const Scenario&, unsigned gpu_index, const Gpu& gpu) {
+                                  if (migDevice == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+                                  if (!gpu.mig_mode.value_or(false))
+                                    return NVML_ERROR_INVALID_ARGUMENT;
+                                  if (index >= gpu.max_mig_devices.value_or(0))
+                                    return NVML_ERROR_INVALID_ARGUMENT;
+                                  for (const MigDevice& mig : gpu.mig_devices) {
+                                    if (mig.slot != index) continue;
+                                    *migDevice = fake_nvml::mig_handle_for(gpu_index, index);
+                                    return *migDevice ? NVML_SUCCESS : NVML_ERROR_UNKNOWN;
+                                  }
+                                  return NVML_ERROR_NOT_FOUND;
+                                });
 }
 
 FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetGpuInstanceId(nvmlDevice_t device, unsigned int* id) {

@@ -1,16 +1,16 @@
 #include "backend/nvml/mig_devices.h"
 
-#include "backend/nvml/mig_capabilities.h"
-#include "procfs/parsers.h"
-
-#include <algorithm>
 #include <sys/sysmacros.h>
 
+#include <algorithm>
 #include <array>
 #include <cstring>
 #include <fstream>
 #include <sstream>
 #include <string>
+
+#include "backend/nvml/mig_capabilities.h"
+#include "procfs/parsers.h"
 
 namespace gpureap::backend::nvml {
 namespace {
