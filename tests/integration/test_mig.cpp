@@ -40,16 +40,15 @@ struct MigScene {
                   {"uuid", kMig3},
                   {"total_bytes", 40 * GiB}},
                  {{"gpu_instance_id", 5}, {"profile", "1g.10gb"}, {"total_bytes", 10 * GiB}}}},
-               {"processes",
-                json::array({{{"pid", ghost->trainer},
-                              {"used_bytes", 8 * GiB},
-                              {"holders", {ghost->trainer, ghost->worker}},
-                              {"gpu_instance_id", 3},
-                              {"compute_instance_id", 0}},
-                             {{"pid", job.pid()},
-                              {"used_bytes", 2 * GiB},
-                              {"gpu_instance_id", 5},
-                              {"compute_instance_id", 0}}})}}}}};
+               {"processes", json::array({{{"pid", ghost->trainer},
+                                           {"used_bytes", 8 * GiB},
+                                           {"holders", {ghost->trainer, ghost->worker}},
+                                           {"gpu_instance_id", 3},
+                                           {"compute_instance_id", 0}},
+                                          {{"pid", job.pid()},
+                                           {"used_bytes", 2 * GiB},
+                                           {"gpu_instance_id", 5},
+                                           {"compute_instance_id", 0}}})}}}}};
   }
 };
 
@@ -110,7 +109,9 @@ TEST(Mig, GpuInstanceNarrowsKillsPlanExactly) {
       {{"--ghosts", "--gpu", kMig3}, {s.ghost->worker}, "ghosts on GPU 0/3"},
       {{"--ghosts", "--gpu", "0/5"}, {}, "ghosts on GPU 0/5"},
       {{"--gpu", "0/5"}, {s.job.pid()}, "holders of GPU 0/5"},
-      {{std::to_string(s.job.pid()), "--gpu", "0/3"}, {}, "PID " + std::to_string(s.job.pid()) + " on GPU 0/3"},
+      {{std::to_string(s.job.pid()), "--gpu", "0/3"},
+       {},
+       "PID " + std::to_string(s.job.pid()) + " on GPU 0/3"},
   };
   for (const auto& c : cases) {
     std::string what;
@@ -123,8 +124,7 @@ TEST(Mig, GpuInstanceNarrowsKillsPlanExactly) {
   }
   auto unknown = plan({"--ghosts", "--gpu", "0/4"});
   EXPECT_EQ(unknown.exit_code, 2) << unknown.err;
-  EXPECT_NE(unknown.err.find("GPU 0 has no GPU instance 4 (its instances: 3, 5"),
-            std::string::npos)
+  EXPECT_NE(unknown.err.find("GPU 0 has no GPU instance 4 (its instances: 3, 5"), std::string::npos)
       << unknown.err;
   EXPECT_TRUE(is_alive(s.ghost->worker));
   EXPECT_TRUE(is_alive(s.job.pid()));
