@@ -177,7 +177,7 @@ CLI::App* add_kill_command(CLI::App& app, KillOptions& o) {
       "  gpureap kill --ghosts --user bob   bob's ghost keepers\n"
       "  gpureap kill --gpu 1 --user bob    bob's holders of GPU 1\n"
       "  gpureap kill 4242 --gpu 0          PID 4242, if it is on GPU 0\n"
-      "  gpureap kill --ghosts --gpu 0/3    the ghosts' keepers on MIG GPU instance 3 of GPU 0\n"
+      "  gpureap kill --ghosts --gpu 0/3    only MIG GPU instance 3's keepers\n"
       "A GPU is mapped to its device files only by its driver or, when the driver does not "
       "answer, by its kernel module's own listing; otherwise --gpu is refused (exit 4).");
   return kill;
