@@ -11,6 +11,7 @@
 #include "cli/confirm.h"
 #include "cli/kernel_releases.h"
 #include "core/duration.h"
+#include "core/mig.h"
 #include "output/kill_view.h"
 #include "output/snapshot_json.h"
 #include "output/table.h"
@@ -20,6 +21,7 @@
 #include "reap/outcome.h"
 #include "reap/pipeline.h"
 #include "reap/report_json.h"
+#include "text/escape.h"
 
 namespace gpureap::cli {
 namespace {
@@ -127,7 +129,10 @@ std::string kill_command_text(const KillOptions& o) {
   for (pid_t pid : o.pids) words.push_back(std::to_string(pid));
   if (o.ghosts) words.push_back("--ghosts");
   if (o.stopped) words.push_back("--stopped");
-  if (o.gpu) words.insert(words.end(), {"--gpu", std::to_string(*o.gpu)});
+  if (o.gpu_spec)
+    words.insert(words.end(), {"--gpu", *o.gpu_spec});
+  else if (o.gpu)
+    words.insert(words.end(), {"--gpu", std::to_string(*o.gpu)});
   if (o.user) words.insert(words.end(), {"--user", *o.user});
   if (o.tree) words.push_back("--tree");
   if (o.group) words.push_back("--group");
@@ -147,9 +152,9 @@ CLI::App* add_kill_command(CLI::App& app, KillOptions& o) {
   kill->add_flag("--stopped", o.stopped,
                  "holders that are stopped (paused with Ctrl-Z or SIGSTOP); `kill -CONT PID` "
                  "resumes one instead");
-  kill->add_option("--gpu", o.gpu,
+  kill->add_option("--gpu", o.gpu_spec,
                    "with a selector: only what it chose on GPU N; alone: every holder of GPU N "
-                   "(its index in `gpureap ps`)");
+                   "(its index in `gpureap ps`; N/G or a MIG UUID: only MIG GPU instance G)");
   kill->add_option("--user", o.user,
                    "with a selector or --gpu: only processes of this user (name or uid); alone: "
                    "all their GPU processes");
@@ -172,14 +177,25 @@ CLI::App* add_kill_command(CLI::App& app, KillOptions& o) {
       "  gpureap kill --ghosts --user bob   bob's ghost keepers\n"
       "  gpureap kill --gpu 1 --user bob    bob's holders of GPU 1\n"
       "  gpureap kill 4242 --gpu 0          PID 4242, if it is on GPU 0\n"
+      "  gpureap kill --ghosts --gpu 0/3    only MIG GPU instance 3's keepers\n"
       "A GPU is mapped to its device files only by its driver or, when the driver does not "
       "answer, by its kernel module's own listing; otherwise --gpu is refused (exit 4).");
   return kill;
 }
 
-int run_kill(const GlobalOptions& g, const KillOptions& o) {
+int run_kill(const GlobalOptions& g, const KillOptions& options) {
   if (g.csv) return fail({"gpureap kill has no CSV output", "use --json"});
-  if (o.pids.empty() && !o.gpu && !o.ghosts && !o.stopped && !o.user)
+  KillOptions o = options;
+  std::optional<core::GpuRef> gpu_ref;
+  if (o.gpu_spec) {
+    gpu_ref = core::parse_gpu_ref(*o.gpu_spec);
+    if (!gpu_ref)
+      return fail({"--gpu " + text::terminal_safe(*o.gpu_spec) + " names no GPU",
+                   "write a GPU's index (0), a MIG GPU instance as GPU/instance (0/3), or a MIG "
+                   "device's UUID (MIG-...)"});
+    if (gpu_ref->index) o.gpu = gpu_ref->index;
+  }
+  if (o.pids.empty() && !o.gpu && !gpu_ref && !o.ghosts && !o.stopped && !o.user)
     return fail({"nothing to kill was named",
                  "give PIDs, --ghosts, --stopped, --gpu N or --user NAME (see gpureap kill "
                  "--help)"});
@@ -194,6 +210,13 @@ int run_kill(const GlobalOptions& g, const KillOptions& o) {
                      ": it is not the procfs of gpureap's own PID namespace",
                  "use --dry-run to see the plan, or run gpureap where those processes live"});
   auto snapshot = collector->collect();
+  if (gpu_ref) {
+    auto resolved = core::resolve_gpu_ref(snapshot, *gpu_ref);
+    if (!resolved.place) return fail({resolved.why, "`gpureap ps` shows every GPU and instance"});
+    o.gpu = resolved.place->index;
+    settings->request.gpu = resolved.place->index;
+    settings->request.gpu_instance = resolved.place->gpu_instance;
+  }
   if (o.gpu)
     if (auto unknown = core::check_gpu_index(snapshot, *o.gpu)) return fail_scope(*unknown);
   if (g.json && !snapshot.complete())  // the human plan says so itself

@@ -29,6 +29,9 @@ struct KillOptions {
   // The command as the daemon's audit log and the report name it ("gpureap doctor --fix"),
   // announced before the first signal; empty: `gpureap kill` and its arguments.
   std::string announce_as;
+  // --gpu as typed: "N", "N/G" (GPU N's MIG GPU instance G) or a MIG device's UUID; `gpu` is
+  // its index once resolved against the snapshot (core/mig.h).
+  std::optional<std::string> gpu_spec;
 };
 
 // "gpureap kill 4242 --gpu 0": the command line of these options, in short.

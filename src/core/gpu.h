@@ -48,6 +48,20 @@ struct GpuMemory {
   std::optional<uint64_t> reserved_bytes;
 };
 
+// One instance of a GPU that its driver splits into isolated parts (NVIDIA's Multi-Instance GPU,
+// MIG): a compute instance inside a GPU instance. Processes run in exactly one; the compute
+// instances of one GPU instance share its memory.
+struct GpuInstance {
+  unsigned gpu_instance_id = 0;
+  std::optional<unsigned> compute_instance_id;
+  std::optional<std::string> profile;  // the driver's profile name, e.g. "1g.10gb"
+  std::optional<std::string> uuid;     // "MIG-..."
+  GpuMemory memory;                    // the GPU instance's memory
+  // The device numbers of the files through which a process is granted this instance (NVIDIA:
+  // /dev/nvidia-caps/nvidia-cap<M> of the GPU instance and of the compute instance).
+  std::vector<dev_t> device_numbers;
+};
+
 struct Gpu {
   // The one index users see and type (`--gpu N`): GPUs numbered across every backend, in the
   // registry's order. A backend reports its own numbering here; the combination renumbers.
@@ -84,6 +98,8 @@ struct Gpu {
   // Set when its driver did not answer and the GPU is known from the kernel alone (its index,
   // bus and device files, nothing measured): what the kernel said it with.
   std::optional<std::string> known_from_kernel;
+  // The GPU's instances when it is split (mig_mode), in the driver's order; empty otherwise.
+  std::vector<GpuInstance> instances;
 };
 
 // Why a backend is unavailable; to_string gives the stable names the JSON and metrics carry.

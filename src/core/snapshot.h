@@ -24,6 +24,9 @@ struct GpuUse {
   std::optional<unsigned> sm_utilization_percent;
   std::vector<MemoryRegionUse> regions;  // DriverProcess::regions
   std::vector<pid_t> shared_with;        // DriverProcess::sharers
+  // The instance of a split GPU (GpuInstance) the driver lists it in.
+  std::optional<unsigned> gpu_instance_id;
+  std::optional<unsigned> compute_instance_id;
 };
 
 // One row of the joined view: a device-file holder, a driver-listed PID, or both.

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "core/mig.h"
 #include "doctor/diagnose.h"
 #include "doctor/evidence.h"
 #include "doctor/reset_remedy.h"
@@ -19,6 +20,40 @@ std::vector<unsigned> row_gpus(const core::ProcessRow& r) {
   std::vector<unsigned> out;
   for (const auto& u : r.gpus) out.push_back(u.index);
   return out;
+}
+
+// Where the driver lists a row: "0", or "0/3" on MIG GPU 0's GPU instance 3 (core/mig.h).
+std::vector<std::string> row_places(const core::ProcessRow& r) {
+  std::vector<std::string> out;
+  for (const auto& u : r.gpus)
+    out.push_back(u.gpu_instance_id ? core::instance_place(u.index, *u.gpu_instance_id)
+                                    : std::to_string(u.index));
+  return out;
+}
+
+// On a MIG GPU: which instance the gone PID ran in, and which instance each keeper is granted
+// through the capability files it holds.
+void instance_evidence(const core::Snapshot& s, const core::ProcessRow& r,
+                       const std::vector<const core::HostProcess*>& keep,
+                       std::vector<std::string>& evidence) {
+  for (const auto& u : r.gpus) {
+    const core::Gpu* gpu = s.gpu(u.index);
+    if (!gpu || !u.gpu_instance_id) continue;
+    const std::string place = core::instance_place(u.index, *u.gpu_instance_id);
+    if (const auto* instance = core::find_instance(*gpu, *u.gpu_instance_id))
+      evidence.push_back(
+          fmt::format("GPU {} is {} of MIG GPU {}: only the work in that instance "
+                      "is affected",
+                      place, core::instance_label(*instance), u.index));
+    for (const auto* p : keep) {
+      auto held = core::held_instances(*p, *gpu);
+      if (held.empty()) continue;
+      std::vector<std::string> places;
+      for (unsigned gi : held) places.push_back(core::instance_place(u.index, gi));
+      evidence.push_back(fmt::format("PID {} holds the capability files of MIG instance {}",
+                                     p->stat.pid, fmt::join(places, ", ")));
+    }
+  }
 }
 
 std::vector<const core::HostProcess*> live(const core::Snapshot& s,
@@ -83,6 +118,7 @@ Finding kept_ghost(const core::Snapshot& s, const core::ProcessRow& r, const cor
                     "its process group: it may also hold files it inherited from it",
                     process_label(*p), r.pid));
   }
+  instance_evidence(s, r, keep, f.evidence);
   f.evidence.push_back(
       ghost.exact ? "the keepers' open device files are shared with no live process the driver "
                     "lists (compared with kcmp)"
@@ -110,7 +146,7 @@ Finding kept_ghost(const core::Snapshot& s, const core::ProcessRow& r, const cor
       f.remedy.push_back(std::move(step));
     }
   f.summary =
-      fmt::format("GPU {}: {} held by gone PID {} through {}", fmt::join(gpus, ","),
+      fmt::format("GPU {}: {} held by gone PID {} through {}", fmt::join(row_places(r), ","),
                   bytes_text(bytes), r.pid, n == 1 ? "1 worker" : std::to_string(n) + " workers");
   return f;
 }
@@ -120,7 +156,7 @@ void gone_pid(const DoctorInput& in, const core::ProcessRow& r, std::vector<Find
   auto gpus = row_gpus(r);
   uint64_t bytes = r.listed_bytes();
   std::string listed = fmt::format("PID {} is listed on GPU {} with {} but is not in /proc", r.pid,
-                                   fmt::join(gpus, ","), bytes_text(bytes));
+                                   fmt::join(row_places(r), ","), bytes_text(bytes));
   const core::Ghost* ghost = s.ghost(r.pid);
   auto keep = ghost ? live(s, ghost->keepers) : std::vector<const core::HostProcess*>{};
   auto listed_keep =
@@ -140,8 +176,8 @@ void gone_pid(const DoctorInput& in, const core::ProcessRow& r, std::vector<Find
                                         bytes_text(before->listed_bytes()), bytes_text(bytes))},
                    "The driver is still tearing the context down; this takes seconds to a minute.",
                    {"gpureap doctor --settle 30s   # check again"},
-                   fmt::format("GPU {}: {} of gone PID {} is being released", fmt::join(gpus, ","),
-                               bytes_text(bytes), r.pid)});
+                   fmt::format("GPU {}: {} of gone PID {} is being released",
+                               fmt::join(row_places(r), ","), bytes_text(bytes), r.pid)});
     return;
   }
   if (!r.has(core::Anomaly::Leaked)) {
@@ -154,8 +190,8 @@ void gone_pid(const DoctorInput& in, const core::ProcessRow& r, std::vector<Find
          {listed, "no holder of that GPU's device files was found, but the view is incomplete"},
          "Some processes could not be inspected, so the holder keeping this memory may be hidden.",
          {"sudo gpureap doctor   # sees every process's open files"},
-         fmt::format("GPU {}: {} held by gone PID {}; who keeps it is hidden", fmt::join(gpus, ","),
-                     bytes_text(bytes), r.pid)});
+         fmt::format("GPU {}: {} held by gone PID {}; who keeps it is hidden",
+                     fmt::join(row_places(r), ","), bytes_text(bytes), r.pid)});
     return;
   }
   auto window =
@@ -180,7 +216,7 @@ void gone_pid(const DoctorInput& in, const core::ProcessRow& r, std::vector<Find
                      : "frees the GPU's memory";
   f.remedy.push_back({StepKind::Or, "reboot", "if the reset is refused"});
   f.summary = fmt::format("GPU {}: {} leaked by gone PID {}; only a reset frees it",
-                          fmt::join(gpus, ","), bytes_text(bytes), r.pid);
+                          fmt::join(row_places(r), ","), bytes_text(bytes), r.pid);
   out.push_back(std::move(f));
 }
 

@@ -95,6 +95,13 @@ struct GpuFamilies {
                      "GPU memory the driver lists for the processes of a user"};
   MetricFamily containers{"gpureap_container_memory_bytes",
                           "GPU memory the driver lists for the processes of a container"};
+  MetricFamily instance_info{
+      "gpureap_gpu_instance_info",
+      "A MIG instance of a GPU (one per compute instance); the value is always 1"};
+  MetricFamily instance_total{"gpureap_gpu_instance_memory_total_bytes",
+                              "Memory of a MIG GPU instance, as the driver reports it"};
+  MetricFamily instance_used{"gpureap_gpu_instance_memory_used_bytes",
+                             "Memory in use in a MIG GPU instance, as the driver reports it"};
   MetricFamily per_proc{
       "gpureap_process_memory_bytes",
       "GPU memory the driver lists for one process (only with per_process_metrics = true)"};
@@ -107,6 +114,26 @@ struct GpuFamilies {
                            {"backend", g.backend},
                            {"key", g.key}}),
              1);
+  }
+
+  // A MIG GPU's instances: one info series per compute instance, memory per GPU instance.
+  void instances(const core::Gpu& g, const std::vector<Label>& labels) {
+    std::set<unsigned> seen;
+    for (const auto& i : g.instances) {
+      const Label gi{"gpu_instance", std::to_string(i.gpu_instance_id)};
+      instance_info.add(
+          with(labels, {gi,
+                        {"compute_instance",
+                         i.compute_instance_id ? std::to_string(*i.compute_instance_id) : ""},
+                        {"profile", i.profile.value_or("")},
+                        {"mig_uuid", i.uuid.value_or("")}}),
+          1);
+      if (!seen.insert(i.gpu_instance_id).second) continue;
+      if (i.memory.total_bytes)
+        instance_total.add(with(labels, {gi}), static_cast<double>(*i.memory.total_bytes));
+      if (i.memory.used_bytes)
+        instance_used.add(with(labels, {gi}), static_cast<double>(*i.memory.used_bytes));
+    }
   }
 
   // Unknown is left out, never written as 0.
@@ -142,11 +169,14 @@ struct GpuFamilies {
       if (!container[0].empty()) by_container[container] += *u->used_bytes;
       if (in.per_process) {
         std::string comm = row.process ? row.process->stat.comm : row.driver_name.value_or("");
-        per_proc.add(with(with(labels, {{"pid", std::to_string(row.pid)},
-                                        {"user", core::user_label(row)},
-                                        {"comm", comm}}),
-                          container_labels(container)),
-                     static_cast<double>(*u->used_bytes));
+        auto series = with(with(labels, {{"pid", std::to_string(row.pid)},
+                                         {"user", core::user_label(row)},
+                                         {"comm", comm}}),
+                           container_labels(container));
+        // On a MIG GPU, the GPU instance it runs in.
+        if (u->gpu_instance_id)
+          series.push_back({"gpu_instance", std::to_string(*u->gpu_instance_id)});
+        per_proc.add(std::move(series), static_cast<double>(*u->used_bytes));
       }
     }
     for (const auto& [anomaly, n] : by_anomaly) procs.add(with(labels, {{"anomaly", anomaly}}), n);
@@ -160,6 +190,9 @@ struct GpuFamilies {
     for (auto* f : {&info, &total, &used, &reserved, &unattributed, &ghost, &util, &temp, &power,
                     &procs, &users, &containers})
       out.push_back(std::move(*f));
+    // Only on a machine with a MIG GPU.
+    for (auto* f : {&instance_info, &instance_total, &instance_used})
+      if (!f->samples.empty()) out.push_back(std::move(*f));
     if (per_process) out.push_back(std::move(per_proc));
   }
 };
@@ -171,6 +204,7 @@ void gpu_families(const MetricsInput& in, std::vector<MetricFamily>& out) {
     families.identity(in.snapshot, g, labels);
     families.readings(in.snapshot, g, labels);
     families.processes(in, g, labels);
+    families.instances(g, labels);
   }
   families.move_into(out, in.per_process);
 }

@@ -97,6 +97,9 @@ void problem_families(const MetricsInput& in, std::vector<MetricFamily>& out) {
                                         {"pod_namespace", o.pod_namespace},
                                         {"pod_name", o.pod_name}})
         labels.push_back(std::move(l));
+      // On a MIG GPU, the GPU instance it runs in.
+      if (u && u->gpu_instance_id)
+        labels.push_back({"gpu_instance", std::to_string(*u->gpu_instance_id)});
       f.add(std::move(labels), u && u->used_bytes ? static_cast<double>(*u->used_bytes) : 0);
     };
     for (const auto& ghost : s.ghosts) {

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <map>
 
+#include "core/mig.h"
 #include "output/table.h"
 #include "text/byte_format.h"
 #include "text/display_width.h"
@@ -40,10 +41,18 @@ std::string power(const core::Gpu& g) {
   return g.power_watts ? fmt::format("{:.0f} W", *g.power_watts) : "-";
 }
 
+std::string used_of_total(const core::GpuMemory& m) {
+  if (!m.total_bytes || !m.used_bytes) return "?";
+  return fmt::format("{}/{}", text::human_bytes(*m.used_bytes), text::human_bytes(*m.total_bytes));
+}
 std::string used_of_total(const core::Gpu& g) {
-  if (!g.memory.total_bytes || !g.memory.used_bytes) return "?";
-  return fmt::format("{}/{}", text::human_bytes(*g.memory.used_bytes),
-                     text::human_bytes(*g.memory.total_bytes));
+  return used_of_total(g.memory);
+}
+
+// A split GPU's instances, each once per GPU instance's compute instance, as the GPU column
+// and the name column show them: "0/3" and "MIG 1g.18gb (GI 3, CI 0)".
+std::string instance_name(const core::GpuInstance& i) {
+  return text::terminal_safe(core::instance_label(i));
 }
 
 // One line per backend: its driver and library versions, or why it is not available. A
@@ -80,10 +89,16 @@ std::string backend_lines(const core::DriverReading& drivers, const Style& style
 // two spaces between columns. 0: no room for a readable bar.
 size_t bar_width(const core::Snapshot& s, const GpuViewOptions& o, size_t name_width) {
   if (!o.width) return kFullBar;
-  size_t others = 3 + 2 + name_width + 2 + 2;  // GPU, NAME, the bar's gap
+  size_t place = 3;
+  for (const auto& g : s.drivers.gpus)
+    for (const auto& i : g.instances)
+      place = std::max(place, core::instance_place(g.index, i.gpu_instance_id).size());
+  size_t others = place + 2 + name_width + 2 + 2;  // GPU, NAME, the bar's gap
   size_t figure = 0, util = 4, temp = 4, watts = 5;
   for (const auto& g : s.drivers.gpus) {
     figure = std::max(figure, text::text_width(used_of_total(g)));
+    for (const auto& i : g.instances)
+      figure = std::max(figure, text::text_width(used_of_total(i.memory)));
     util = std::max(util, text::text_width(percent(g.utilization_percent)));
     temp = std::max(temp, text::text_width(temperature(g, o.unicode)));
     watts = std::max(watts, text::text_width(power(g)));
@@ -102,8 +117,11 @@ std::string render_gpu_section(const core::Snapshot& s, const Style& style,
   if (!s.drivers.any_available())
     return out + "Showing processes that hold GPU device files only.\n\n";
   size_t name_width = 4;
-  for (const auto& g : s.drivers.gpus)
+  for (const auto& g : s.drivers.gpus) {
     name_width = std::max(name_width, text::text_width(text::terminal_safe(g.name.value_or("?"))));
+    for (const auto& i : g.instances)
+      name_width = std::max(name_width, text::text_width(instance_name(i)));
+  }
   size_t bars = bar_width(s, o, name_width);
   // Without room for a bar at a name's full width, a long name is cut before the bar goes.
   if (o.width && bars == 0 && name_width > 16) {
@@ -146,6 +164,20 @@ std::string render_gpu_section(const core::Snapshot& s, const Style& style,
       split += dot + "unattributed " + text::human_bytes(*m.unattributed_bytes);
     t.add_note(2, {split, Color::Dim});
     if (g.processes_error) t.add_note(2, {text::terminal_safe(*g.processes_error), Color::Yellow});
+    // A MIG GPU's instances under it, each with its own memory.
+    for (const auto& i : g.instances) {
+      std::vector<Cell> child = {{core::instance_place(g.index, i.gpu_instance_id)},
+                                 {text::fit(instance_name(i), name_width, ellipsis)}};
+      if (bars) {
+        std::string drawn = "?";
+        if (i.memory.total_bytes && i.memory.used_bytes)
+          drawn = bar(*i.memory.used_bytes, *i.memory.total_bytes, bars, o.unicode);
+        child.push_back({drawn});
+      }
+      child.push_back({used_of_total(i.memory)});
+      for (int k = 0; k < 3; ++k) child.push_back({""});
+      t.add(std::move(child));
+    }
   }
   return out + t.render(style, o.width) + "\n";
 }
@@ -241,6 +273,20 @@ std::string render_compact(const core::Snapshot& s, const Style& style, const Gp
     // Painted after the fitting: a GPU with ghost memory is red.
     for (const auto& l : lines)
       out += style.paint(l, m.ghost_bytes ? Color::Red : Color::None) + "\n";
+    for (const auto& i : g.instances) {
+      std::string child = fmt::format("  [{}] ", core::instance_place(g.index, i.gpu_instance_id)) +
+                          instance_name(i) + " | " + used_of_total(i.memory) + " |";
+      size_t users_here = 0;
+      for (const auto& r : s.figures().rows)
+        for (const auto& u : r.gpus)
+          if (u.index == g.index && u.gpu_instance_id == i.gpu_instance_id &&
+              (!i.compute_instance_id || u.compute_instance_id == i.compute_instance_id)) {
+            child += " " + std::to_string(r.pid);
+            ++users_here;
+          }
+      if (!users_here) child += " -";
+      out += (o.width ? text::fit(child, *o.width, ellipsis) : child) + "\n";
+    }
   }
   return out;
 }

@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "core/field_count.h"
+#include "core/mig.h"
 #include "output/json_optional.h"
 #include "output/process_figures.h"
 #include "text/time_format.h"
@@ -22,7 +23,7 @@ constexpr bool considered = core::field_count<T>() == N;
 static_assert(considered<core::Snapshot, 8>);
 static_assert(considered<core::ProcView, 10>);
 static_assert(considered<core::ProcessRow, 8>);
-static_assert(considered<core::GpuUse, 6>);
+static_assert(considered<core::GpuUse, 8>);
 static_assert(considered<core::Ghost, 9>);
 static_assert(considered<core::HostProcess, 4>);
 static_assert(considered<core::ProcessStat, 11>);
@@ -31,7 +32,8 @@ static_assert(considered<core::ContainerInfo, 10>);
 static_assert(considered<core::DeviceHold, 6>);
 static_assert(considered<core::DriverReading, 2>);
 static_assert(considered<core::BackendStatus, 9>);
-static_assert(considered<core::Gpu, 22>);
+static_assert(considered<core::Gpu, 23>);
+static_assert(considered<core::GpuInstance, 6>);
 static_assert(considered<core::GpuMemory, 4>);
 static_assert(considered<core::MemoryRegionUse, 5>);
 
@@ -82,12 +84,53 @@ json regions_json(const std::vector<core::MemoryRegionUse>& regions) {
 json gpu_uses_json(const std::vector<core::GpuUse>& uses) {
   json out = json::array();
   for (const auto& u : uses)
-    out.push_back({{"index", u.index},
-                   {"used_bytes", opt(u.used_bytes)},
-                   {"kind", core::to_string(u.kind)},
-                   {"sm_utilization_percent", opt(u.sm_utilization_percent)},
-                   {"regions", regions_json(u.regions)},
-                   {"shared_with", u.shared_with}});
+    out.push_back(
+        {{"index", u.index},
+         {"used_bytes", opt(u.used_bytes)},
+         {"kind", core::to_string(u.kind)},
+         {"sm_utilization_percent", opt(u.sm_utilization_percent)},
+         {"regions", regions_json(u.regions)},
+         {"shared_with", u.shared_with},
+         {"gpu_instance_id", opt(u.gpu_instance_id)},
+         {"compute_instance_id", opt(u.compute_instance_id)},
+         {"instance",
+          u.gpu_instance_id ? json(core::instance_place(u.index, *u.gpu_instance_id)) : json()}});
+  return out;
+}
+
+json memory_json(const core::GpuMemory& m) {
+  return {{"total_bytes", opt(m.total_bytes)},
+          {"used_bytes", opt(m.used_bytes)},
+          {"free_bytes", opt(m.free_bytes)},
+          {"reserved_bytes", opt(m.reserved_bytes)}};
+}
+
+// A split GPU's instances (MIG), each with its place ("0/3": GPU 0, GPU instance 3).
+json instances_json(const core::Gpu& g) {
+  json out = json::array();
+  for (const auto& i : g.instances) {
+    json devices = json::array();
+    for (dev_t d : i.device_numbers) devices.push_back(device_number_text(d));
+    out.push_back({{"instance", core::instance_place(g.index, i.gpu_instance_id)},
+                   {"gpu_instance_id", i.gpu_instance_id},
+                   {"compute_instance_id", opt(i.compute_instance_id)},
+                   {"profile", opt(i.profile)},
+                   {"uuid", opt(i.uuid)},
+                   {"memory", memory_json(i.memory)},
+                   {"device_numbers", devices}});
+  }
+  return out;
+}
+
+// The places ("N/G") a row runs in on split GPUs: where the driver lists it, else the one
+// instance whose capability files it holds.
+json row_instances_json(const core::Snapshot& s, const core::ProcessRow& r) {
+  json out = json::array();
+  for (const auto& g : s.drivers.gpus) {
+    if (g.instances.empty()) continue;
+    if (auto gi = core::row_instance(s, r, g.index))
+      out.push_back(core::instance_place(g.index, *gi));
+  }
   return out;
 }
 
@@ -114,7 +157,8 @@ json row_to_json(const core::Snapshot& s, const core::ProcessRow& r) {
          {"driver_name", opt(r.driver_name)},
          {"in_proc", r.process.has_value()},
          {"shares_context_of", r.shares_context_of},
-         {"keeps", r.keeps}};
+         {"keeps", r.keeps},
+         {"instances", row_instances_json(s, r)}};
   if (!r.process) {
     j["ghost"] = ghost_json(s.ghost(r.pid));
     for (const char* k :
@@ -201,7 +245,8 @@ json gpu_to_json(const core::Snapshot& s, const core::Gpu& g) {
           {"mig_mode", opt(g.mig_mode)},
           {"processes_error", opt(g.processes_error)},
           {"error", opt(g.error)},
-          {"known_from_kernel", opt(g.known_from_kernel)}};
+          {"known_from_kernel", opt(g.known_from_kernel)},
+          {"instances", instances_json(g)}};
 }
 
 // The first backend, with the keys v1 has always had ("backend"); "backends" has them all.

@@ -111,11 +111,28 @@ json driver_process_wire(const core::DriverProcess& p) {
           {"sharers", p.sharers}};
 }
 
-static_assert(carried<core::Gpu, 22>);
 static_assert(carried<core::GpuMemory, 4>);
+json memory_wire(const core::GpuMemory& m) {
+  return {{"total_bytes", opt(m.total_bytes)},
+          {"used_bytes", opt(m.used_bytes)},
+          {"free_bytes", opt(m.free_bytes)},
+          {"reserved_bytes", opt(m.reserved_bytes)}};
+}
+
+static_assert(carried<core::GpuInstance, 6>);
+json instance_wire(const core::GpuInstance& i) {
+  return {
+      {"gpu_instance_id", i.gpu_instance_id}, {"compute_instance_id", opt(i.compute_instance_id)},
+      {"profile", opt_bytes(i.profile)},      {"uuid", opt_bytes(i.uuid)},
+      {"memory", memory_wire(i.memory)},      {"device_numbers", i.device_numbers}};
+}
+
+static_assert(carried<core::Gpu, 23>);
 json gpu_wire(const core::Gpu& g) {
   json processes = json::array();
   for (const auto& p : g.processes) processes.push_back(driver_process_wire(p));
+  json instances = json::array();
+  for (const auto& i : g.instances) instances.push_back(instance_wire(i));
   return {{"index", g.index},
           {"backend_index", g.backend_index},
           {"backend", wire_bytes(g.backend)},
@@ -127,11 +144,7 @@ json gpu_wire(const core::Gpu& g) {
           {"pci_bus_id", opt_bytes(g.pci_bus_id)},
           {"device_numbers", g.device_numbers},
           {"device_major", opt(g.device_major)},
-          {"memory",
-           {{"total_bytes", opt(g.memory.total_bytes)},
-            {"used_bytes", opt(g.memory.used_bytes)},
-            {"free_bytes", opt(g.memory.free_bytes)},
-            {"reserved_bytes", opt(g.memory.reserved_bytes)}}},
+          {"memory", memory_wire(g.memory)},
           {"utilization_percent", opt(g.utilization_percent)},
           {"memory_utilization_percent", opt(g.memory_utilization_percent)},
           {"temperature_celsius", opt(g.temperature_celsius)},
@@ -141,7 +154,8 @@ json gpu_wire(const core::Gpu& g) {
           {"processes", processes},
           {"processes_error", opt_bytes(g.processes_error)},
           {"error", opt_bytes(g.error)},
-          {"known_from_kernel", opt_bytes(g.known_from_kernel)}};
+          {"known_from_kernel", opt_bytes(g.known_from_kernel)},
+          {"instances", instances}};
 }
 
 static_assert(carried<core::BackendStatus, 9>);

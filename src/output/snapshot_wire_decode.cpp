@@ -179,6 +179,20 @@ core::GpuMemory gpu_memory(const json& v, const std::string& path) {
   return m;
 }
 
+core::GpuInstance gpu_instance(const json& v, const std::string& path) {
+  Object o(v, path);
+  core::GpuInstance i;
+  i.gpu_instance_id = integer<unsigned>(o.at("gpu_instance_id"), o.path("gpu_instance_id"));
+  i.compute_instance_id =
+      optional(o.at("compute_instance_id"), o.path("compute_instance_id"), int_of<unsigned>);
+  i.profile = optional(o.at("profile"), o.path("profile"), str);
+  i.uuid = optional(o.at("uuid"), o.path("uuid"), str);
+  i.memory = gpu_memory(o.at("memory"), o.path("memory"));
+  i.device_numbers = list(o.at("device_numbers"), o.path("device_numbers"), int_of<dev_t>);
+  o.finish();
+  return i;
+}
+
 core::Gpu gpu_of(const json& v, const std::string& path) {
   Object o(v, path);
   core::Gpu g;
@@ -207,6 +221,7 @@ core::Gpu gpu_of(const json& v, const std::string& path) {
   g.processes_error = optional(o.at("processes_error"), o.path("processes_error"), str);
   g.error = optional(o.at("error"), o.path("error"), str);
   g.known_from_kernel = optional(o.at("known_from_kernel"), o.path("known_from_kernel"), str);
+  g.instances = list(o.at("instances"), o.path("instances"), gpu_instance);
   o.finish();
   return g;
 }

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "core/mig.h"
+
 namespace gpureap::reap {
 namespace {
 
@@ -110,6 +112,11 @@ std::string describe(const Reason& r) {
   return "?";
 }
 
+// "0", or "0/3" for a MIG GPU instance (core/mig.h).
+static std::string gpu_words(const Request& r) {
+  return r.gpu_instance ? core::instance_place(*r.gpu, *r.gpu_instance) : std::to_string(*r.gpu);
+}
+
 std::string describe(const Request& r) {
   std::vector<std::string> chosen;
   if (!r.pids.empty()) {
@@ -123,11 +130,11 @@ std::string describe(const Request& r) {
   std::string words;
   for (const auto& c : chosen) words += (words.empty() ? "" : " and ") + c;
   if (chosen.empty())
-    words = r.gpu    ? "holders of GPU " + std::to_string(*r.gpu)
+    words = r.gpu    ? "holders of GPU " + gpu_words(r)
             : r.user ? "GPU processes of user " + *r.user
                      : "nothing";
   else if (r.gpu)
-    words += " on GPU " + std::to_string(*r.gpu);
+    words += " on GPU " + gpu_words(r);
   if (r.user && (!chosen.empty() || r.gpu)) words += " of user " + *r.user;
   if (r.tree) words += ", with their descendants";
   if (r.group) words += ", with their process groups";

@@ -4,6 +4,7 @@
 #include <set>
 
 #include "core/gpu_index.h"
+#include "core/mig.h"
 #include "reap/kin.h"
 
 namespace gpureap::reap {
@@ -19,7 +20,7 @@ class Selector {
   // a filter never adds a process. --tree and --group then widen the filtered choice.
   core::Result<Selection> run() {
     if (req_.gpu) {
-      auto scope = gpu_scope(*req_.gpu);
+      auto scope = gpu_scope(*req_.gpu, req_.gpu_instance);
       if (!scope) return scope.error();
       scope_ = *scope;
     }
@@ -46,9 +47,23 @@ class Selector {
   struct GpuScope {
     unsigned index = 0;
     const core::Gpu* gpu = nullptr;
-    bool by_files = false;  // the GPU's device numbers are known
+    bool by_files = false;  // the GPU's (or the GPU instance's) device numbers are known
+    // --gpu N/G: only GPU instance G of MIG GPU N. A process is in it when listed there, or,
+    // unlisted, when it holds the instance's capability files.
+    std::optional<unsigned> gpu_instance;
 
-    bool held_by(const core::HostProcess& p) const { return by_files && p.holds_gpu(*gpu); }
+    bool held_by(const core::HostProcess& p) const {
+      if (!by_files || !p.holds_gpu(*gpu)) return false;
+      if (!gpu_instance) return true;
+      auto held = core::held_instances(p, *gpu);
+      return std::find(held.begin(), held.end(), *gpu_instance) != held.end();
+    }
+    bool covers(const core::GpuUse& u) const {
+      return u.index == index && (!gpu_instance || u.gpu_instance_id == gpu_instance);
+    }
+    std::string words() const {
+      return gpu_instance ? core::instance_place(index, *gpu_instance) : std::to_string(index);
+    }
   };
 
   void add(pid_t pid, Reason reason) {
@@ -129,20 +144,37 @@ class Selector {
                                          : " that gpureap could inspect; run as root to see all"));
   }
 
-  core::Result<GpuScope> gpu_scope(unsigned index) {
+  core::Result<GpuScope> gpu_scope(unsigned index, std::optional<unsigned> gpu_instance) {
     if (auto unknown = core::check_gpu_index(snap_, index)) return unknown->error;
-    GpuScope scope{index, snap_.gpu(index), !snap_.gpu(index)->device_numbers.empty()};
-    if (!scope.by_files)
+    GpuScope scope{index, snap_.gpu(index), !snap_.gpu(index)->device_numbers.empty(),
+                   gpu_instance};
+    if (gpu_instance) {
+      const core::GpuInstance* instance = core::find_instance(*scope.gpu, *gpu_instance);
+      if (!instance)
+        return core::Error{"GPU " + std::to_string(index) + " has no MIG GPU instance " +
+                               std::to_string(*gpu_instance),
+                           "`gpureap ps` shows its instances as N/G under it"};
+      bool files = false;
+      for (const auto& i : scope.gpu->instances)
+        if (i.gpu_instance_id == *gpu_instance && !i.device_numbers.empty()) files = true;
+      if (!files) {
+        scope.by_files = false;
+        out_.notes.push_back("the driver does not tell GPU instance " + scope.words() +
+                             "'s capability files; only the processes it lists there are "
+                             "selected");
+      }
+    }
+    if (!scope.by_files && !gpu_instance)
       out_.notes.push_back("the driver does not tell GPU " + std::to_string(index) +
                            "'s device file; only the processes it lists there are selected");
     if (auto source = core::gpu_identity_source(*scope.gpu)) out_.notes.push_back(*source);
     return scope;
   }
 
-  static bool listed_on(const core::ProcessRow* row, unsigned index) {
+  static bool listed_on(const core::ProcessRow* row, const GpuScope& scope) {
     return row && row->listed_by_driver &&
            std::any_of(row->gpus.begin(), row->gpus.end(),
-                       [&](const core::GpuUse& u) { return u.index == index; });
+                       [&](const core::GpuUse& u) { return scope.covers(u); });
   }
 
   // --gpu N alone: what the driver lists there, and the unlisted holders of its files. A process
@@ -150,7 +182,7 @@ class Selector {
   // file); an unlisted holder may be keeping a context or blocking a reset.
   void gpu_holders(const GpuScope& scope) {
     for (const auto& row : snap_.rows) {
-      if (!listed_on(&row, scope.index)) continue;
+      if (!listed_on(&row, scope)) continue;
       if (kin_.is_gone(row.pid))
         resolve_gone(row.pid);
       else
@@ -169,7 +201,7 @@ class Selector {
   // is listed (it merely sees the other GPUs: CUDA opens every visible GPU's file); any other is
   // where the files it holds reach.
   bool on_gpu(pid_t pid, const Reason& reason, const GpuScope& scope) const {
-    auto on = [&](pid_t p) { return listed_on(snap_.row(p), scope.index); };
+    auto on = [&](pid_t p) { return listed_on(snap_.row(p), scope); };
     if (reason.kind == ReasonKind::InheritedHolder && reason.pid) return on(*reason.pid);
     const core::ProcessRow* row = snap_.row(pid);
     if (reason.kind == ReasonKind::Ghost && row && !row->keeps.empty())
@@ -184,7 +216,7 @@ class Selector {
     size_t left_out = 0;
     std::erase_if(out_.gone, [&](const GoneListing& g) {
       bool off = std::none_of(g.gpus.begin(), g.gpus.end(),
-                              [&](const core::GpuUse& u) { return u.index == scope.index; });
+                              [&](const core::GpuUse& u) { return scope.covers(u); });
       left_out += off;
       return off;
     });
@@ -199,8 +231,7 @@ class Selector {
     }
     if (left_out > 0)
       out_.notes.push_back(std::to_string(left_out) + " chosen process" +
-                           (left_out == 1 ? "" : "es") + " left out: not on GPU " +
-                           std::to_string(scope.index));
+                           (left_out == 1 ? "" : "es") + " left out: not on GPU " + scope.words());
   }
 
   void ghosts() {

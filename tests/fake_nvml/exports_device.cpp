@@ -8,6 +8,7 @@
 #include "runtime.h"
 
 using fake_nvml::Gpu;
+using fake_nvml::MigDevice;
 using fake_nvml::Scenario;
 
 namespace {
@@ -18,14 +19,19 @@ struct MemoryFigures {
 
 // NVML semantics (v2): used = driver-held + listed contexts, excluding reserved;
 // free = total - reserved - used. Memory a context holds counts while it is listed.
-MemoryFigures memory_figures(const Scenario& scenario, unsigned index, const Gpu& gpu) {
-  unsigned long long used = gpu.driver_held_bytes;
+// A MIG device's are its GPU instance's: the contexts listed in that GPU instance.
+MemoryFigures memory_figures(const Scenario& scenario, unsigned index, const Gpu& gpu,
+                             const MigDevice* mig) {
+  unsigned long long used = mig ? 0 : gpu.driver_held_bytes;
   for (const auto* process : fake_nvml::listed_processes(scenario, index)) {
+    if (mig && process->gpu_instance_id != mig->gpu_instance_id) continue;
     if (process->used_bytes) used += *process->used_bytes;
   }
-  const unsigned long long taken = used + gpu.reserved_bytes;
-  const unsigned long long free = taken >= gpu.total_bytes ? 0 : gpu.total_bytes - taken;
-  return {gpu.total_bytes, gpu.reserved_bytes, used, free};
+  const unsigned long long total = mig ? mig->total_bytes : gpu.total_bytes;
+  const unsigned long long reserved = mig ? 0 : gpu.reserved_bytes;
+  const unsigned long long taken = used + reserved;
+  const unsigned long long free = taken >= total ? 0 : total - taken;
+  return {total, reserved, used, free};
 }
 
 // Fixed-size, NUL-terminated char fields of NVML structs.
@@ -63,18 +69,20 @@ nvmlReturn_t pci_info(const char* function, nvmlDevice_t device, nvmlPciInfo_t* 
 
 FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t device, char* name,
                                                 unsigned int length) {
-  return fake_nvml::call_device("nvmlDeviceGetName", device,
-                                [&](const Scenario&, unsigned, const Gpu& gpu) {
-                                  return fake_nvml::copy_string(gpu.name, name, length);
-                                });
+  return fake_nvml::call_any_device(
+      "nvmlDeviceGetName", device,
+      [&](const Scenario&, unsigned, const Gpu& gpu, const MigDevice* mig) {
+        return fake_nvml::copy_string(mig ? mig->name : gpu.name, name, length);
+      });
 }
 
 FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t device, char* uuid,
                                                 unsigned int length) {
-  return fake_nvml::call_device("nvmlDeviceGetUUID", device,
-                                [&](const Scenario&, unsigned, const Gpu& gpu) {
-                                  return fake_nvml::copy_string(gpu.uuid, uuid, length);
-                                });
+  return fake_nvml::call_any_device(
+      "nvmlDeviceGetUUID", device,
+      [&](const Scenario&, unsigned, const Gpu& gpu, const MigDevice* mig) {
+        return fake_nvml::copy_string(mig ? mig->uuid : gpu.uuid, uuid, length);
+      });
 }
 
 FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetMinorNumber(nvmlDevice_t device,
@@ -104,34 +112,35 @@ FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetPciInfo(nvmlDevice_t device, nvmlPciI
 #ifndef FAKE_NVML_NO_MEMORY_V2
 FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t device,
                                                          nvmlMemory_v2_t* memory) {
-  return fake_nvml::call_device("nvmlDeviceGetMemoryInfo_v2", device,
-                                [&](const Scenario& scenario, unsigned index, const Gpu& gpu) {
-                                  if (memory == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
-                                  // Real NVML rejects a version field that is not
-                                  // NVML_STRUCT_VERSION(Memory, 2).
-                                  if (memory->version != nvmlMemory_v2)
-                                    return NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
-                                  const MemoryFigures m = memory_figures(scenario, index, gpu);
-                                  memory->total = m.total;
-                                  memory->reserved = m.reserved;
-                                  memory->used = m.used;
-                                  memory->free = m.free;
-                                  return NVML_SUCCESS;
-                                });
+  return fake_nvml::call_any_device(
+      "nvmlDeviceGetMemoryInfo_v2", device,
+      [&](const Scenario& scenario, unsigned index, const Gpu& gpu, const MigDevice* mig) {
+        if (memory == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+        // Real NVML rejects a version field that is not
+        // NVML_STRUCT_VERSION(Memory, 2).
+        if (memory->version != nvmlMemory_v2) return NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
+        const MemoryFigures m = memory_figures(scenario, index, gpu, mig);
+        memory->total = m.total;
+        memory->reserved = m.reserved;
+        memory->used = m.used;
+        memory->free = m.free;
+        return NVML_SUCCESS;
+      });
 }
 #endif
 
 // v1 has no reserved figure: it is folded into used.
 FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t* memory) {
-  return fake_nvml::call_device("nvmlDeviceGetMemoryInfo", device,
-                                [&](const Scenario& scenario, unsigned index, const Gpu& gpu) {
-                                  if (memory == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
-                                  const MemoryFigures m = memory_figures(scenario, index, gpu);
-                                  memory->total = m.total;
-                                  memory->used = m.used + m.reserved;
-                                  memory->free = m.free;
-                                  return NVML_SUCCESS;
-                                });
+  return fake_nvml::call_any_device(
+      "nvmlDeviceGetMemoryInfo", device,
+      [&](const Scenario& scenario, unsigned index, const Gpu& gpu, const MigDevice* mig) {
+        if (memory == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+        const MemoryFigures m = memory_figures(scenario, index, gpu, mig);
+        memory->total = m.total;
+        memory->used = m.used + m.reserved;
+        memory->free = m.free;
+        return NVML_SUCCESS;
+      });
 }
 
 FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t device,

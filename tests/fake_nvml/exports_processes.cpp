@@ -11,14 +11,20 @@
 
 using fake_nvml::Gpu;
 using fake_nvml::Kind;
+using fake_nvml::MigDevice;
 using fake_nvml::Process;
 using fake_nvml::Scenario;
 
 namespace {
 
-std::vector<const Process*> listed_of_kind(const Scenario& scenario, unsigned index, Kind kind) {
+// A MIG device's lists hold the contexts of its compute instance alone.
+std::vector<const Process*> listed_of_kind(const Scenario& scenario, unsigned index, Kind kind,
+                                           const MigDevice* mig) {
   std::vector<const Process*> matching;
   for (const Process* process : fake_nvml::listed_processes(scenario, index)) {
+    if (mig && (process->gpu_instance_id != mig->gpu_instance_id ||
+                process->compute_instance_id != mig->compute_instance_id))
+      continue;
     for (Kind k : process->kinds) {
       if (k == kind) {
         matching.push_back(process);
@@ -36,26 +42,29 @@ void write_garbage(char* out, unsigned stride, unsigned i) {
 
 void write_record(char* out, unsigned stride, const Process& process) {
   const unsigned long long used = process.used_bytes.value_or(NVML_VALUE_NOT_AVAILABLE);
+  const unsigned gi = process.hide_instance_ids ? 0xFFFFFFFFu : process.gpu_instance_id;
+  const unsigned ci = process.hide_instance_ids ? 0xFFFFFFFFu : process.compute_instance_id;
   if (stride == sizeof(nvmlProcessInfo_v1_t)) {
     const nvmlProcessInfo_v1_t record{process.pid, used};
     std::memcpy(out, &record, sizeof record);
   } else if (stride == sizeof(nvmlProcessInfo_v2_t)) {
-    const nvmlProcessInfo_v2_t record{process.pid, used, process.gpu_instance_id,
-                                      process.compute_instance_id};
+    const nvmlProcessInfo_v2_t record{process.pid, used, gi, ci};
     std::memcpy(out, &record, sizeof record);
   } else {
-    const nvmlProcessInfo_r535_t record{process.pid, used, process.gpu_instance_id,
-                                        process.compute_instance_id, 0};
+    const nvmlProcessInfo_r535_t record{process.pid, used, gi, ci, 0};
     std::memcpy(out, &record, sizeof record);
   }
 }
 
 nvmlReturn_t running_processes(const char* function, Kind kind, int version, nvmlDevice_t device,
                                unsigned int* infoCount, void* infos) {
-  return fake_nvml::call_device(
-      function, device, [&](const Scenario& scenario, unsigned index, const Gpu& gpu) {
+  return fake_nvml::call_any_device(
+      function, device,
+      [&](const Scenario& scenario, unsigned index, const Gpu& gpu, const MigDevice* mig) {
         if (infoCount == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
-        const auto listed = listed_of_kind(scenario, index, kind);
+        if (!mig && gpu.aggregate_processes_error != NVML_SUCCESS)
+          return gpu.aggregate_processes_error;
+        const auto listed = listed_of_kind(scenario, index, kind, mig);
         const auto count = static_cast<unsigned>(listed.size());
         if (infos == nullptr) {
           if (*infoCount != 0) return NVML_ERROR_INVALID_ARGUMENT;

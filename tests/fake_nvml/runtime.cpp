@@ -16,12 +16,14 @@
 // Real NVML hands out opaque pointers; the double's point into this array.
 struct nvmlDevice_st {
   unsigned index;
+  int mig_slot;  // -1: the GPU's own handle
 };
 
 namespace fake_nvml {
 namespace {
 
 constexpr unsigned kMaxDevices = 64;
+constexpr unsigned kMaxMigSlots = 16;
 
 std::mutex g_mutex;
 int g_init_count = 0;
@@ -38,6 +40,11 @@ std::unique_ptr<Loaded> g_loaded;
 nvmlDevice_st g_devices[kMaxDevices];
 nvmlDevice_st* devices() {
   return g_devices;
+}
+nvmlDevice_st g_mig_devices[kMaxDevices * kMaxMigSlots];
+
+bool in_table(nvmlDevice_t device, nvmlDevice_st* table, unsigned size) {
+  return device != nullptr && device >= table && device < table + size;
 }
 
 void complain(const std::string& text) {
@@ -140,25 +147,47 @@ nvmlReturn_t call(const char* function, const std::function<nvmlReturn_t(const S
   }
 }
 
-nvmlReturn_t call_device(
-    const char* function, nvmlDevice_t device,
-    const std::function<nvmlReturn_t(const Scenario&, unsigned, const Gpu&)>& body) {
+nvmlReturn_t call_any_device(const char* function, nvmlDevice_t device,
+                             const std::function<nvmlReturn_t(const Scenario&, unsigned, const Gpu&,
+                                                              const MigDevice*)>& body) {
   return call(function, [&](const Scenario& scenario) {
-    if (device == nullptr || device < devices() || device >= devices() + kMaxDevices) {
-      return NVML_ERROR_INVALID_ARGUMENT;
-    }
+    const bool mig = in_table(device, g_mig_devices, kMaxDevices * kMaxMigSlots);
+    if (!mig && !in_table(device, devices(), kMaxDevices)) return NVML_ERROR_INVALID_ARGUMENT;
     const unsigned index = device->index;
     if (index >= scenario.gpus.size()) return NVML_ERROR_INVALID_ARGUMENT;
     const Gpu& gpu = scenario.gpus[index];
     if (gpu.error != NVML_SUCCESS) return gpu.error;
-    return body(scenario, index, gpu);
+    if (!mig) return body(scenario, index, gpu, nullptr);
+    for (const MigDevice& m : gpu.mig_devices)
+      if (static_cast<int>(m.slot) == device->mig_slot) return body(scenario, index, gpu, &m);
+    return NVML_ERROR_INVALID_ARGUMENT;  // the scenario no longer has it
   });
+}
+
+nvmlReturn_t call_device(
+    const char* function, nvmlDevice_t device,
+    const std::function<nvmlReturn_t(const Scenario&, unsigned, const Gpu&)>& body) {
+  return call_any_device(
+      function, device,
+      [&](const Scenario& scenario, unsigned index, const Gpu& gpu, const MigDevice* mig) {
+        if (mig != nullptr) return NVML_ERROR_NOT_SUPPORTED;
+        return body(scenario, index, gpu);
+      });
+}
+
+nvmlDevice_t mig_handle_for(unsigned index, unsigned slot) {
+  if (index >= kMaxDevices || slot >= kMaxMigSlots) return nullptr;
+  nvmlDevice_st* device = g_mig_devices + index * kMaxMigSlots + slot;
+  device->index = index;
+  device->mig_slot = static_cast<int>(slot);
+  return device;
 }
 
 nvmlDevice_t handle_for(unsigned index) {
   if (index >= kMaxDevices) return nullptr;
   nvmlDevice_st* device = devices() + index;
   device->index = index;
+  device->mig_slot = -1;
   return device;
 }
 

@@ -24,7 +24,17 @@ nvmlReturn_t call_device(
     const char* function, nvmlDevice_t device,
     const std::function<nvmlReturn_t(const Scenario&, unsigned index, const Gpu&)>& body);
 
+// As call_device(), for a function that MIG device handles answer too: `mig` is the MIG
+// device a MIG handle stands for, null for a GPU's own handle. call_device() answers a MIG
+// handle NOT_SUPPORTED, as NVML does for what a MIG device does not have.
+nvmlReturn_t call_any_device(
+    const char* function, nvmlDevice_t device,
+    const std::function<nvmlReturn_t(const Scenario&, unsigned index, const Gpu&,
+                                     const MigDevice* mig)>& body);
+
 nvmlDevice_t handle_for(unsigned index);
+// The handle of the MIG device in `slot` of GPU `index` (null beyond the double's tables).
+nvmlDevice_t mig_handle_for(unsigned index, unsigned slot);
 
 // NVML's string convention: INSUFFICIENT_SIZE when text and its NUL do not fit.
 nvmlReturn_t copy_string(const std::string& text, char* out, unsigned length);

@@ -53,7 +53,21 @@ Process parse_process(const json& object) {
   process.mem_util = object.value("mem_util", 0u);
   process.gpu_instance_id = object.value("gpu_instance_id", 0xFFFFFFFFu);
   process.compute_instance_id = object.value("compute_instance_id", 0xFFFFFFFFu);
+  process.hide_instance_ids = object.value("hide_instance_ids", false);
   return process;
+}
+
+MigDevice parse_mig_device(const json& object, const Gpu& gpu, unsigned position) {
+  MigDevice mig;
+  mig.slot = object.value("slot", position);
+  mig.gpu_instance_id = object.at("gpu_instance_id").get<unsigned>();
+  mig.compute_instance_id = object.value("compute_instance_id", 0u);
+  const std::string profile = object.value("profile", std::string("1g.10gb"));
+  mig.name = object.value("name", gpu.name + " MIG " + profile);
+  mig.uuid = object.value("uuid", "MIG-fake-" + std::to_string(mig.gpu_instance_id) + "-" +
+                                      std::to_string(mig.compute_instance_id));
+  mig.total_bytes = object.value("total_bytes", std::uint64_t{10} << 30);
+  return mig;
 }
 
 Gpu parse_gpu(const json& object, unsigned index) {
@@ -82,6 +96,16 @@ Gpu parse_gpu(const json& object, unsigned index) {
   for (const auto& process : object.value("processes", json::array())) {
     gpu.processes.push_back(parse_process(process));
   }
+  unsigned position = 0;
+  for (const auto& mig : object.value("mig_devices", json::array()))
+    gpu.mig_devices.push_back(parse_mig_device(mig, gpu, position++));
+  gpu.max_mig_devices = optional_field<unsigned>(object, "max_mig_devices");
+  if (!gpu.max_mig_devices && !gpu.mig_devices.empty()) gpu.max_mig_devices = 7;
+  for (const auto& mig : gpu.mig_devices)
+    if (mig.slot >= *gpu.max_mig_devices)
+      throw std::runtime_error("a MIG device's slot must be below max_mig_devices");
+  if (auto error = optional_field<std::string>(object, "aggregate_processes_error"))
+    gpu.aggregate_processes_error = return_code_from_name(*error);
   return gpu;
 }
 

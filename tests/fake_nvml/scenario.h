@@ -24,6 +24,19 @@ struct Process {
   unsigned mem_util = 0;
   unsigned gpu_instance_id = 0xFFFFFFFFu;
   unsigned compute_instance_id = 0xFFFFFFFFu;
+  // The records leave the instance ids out (0xFFFFFFFF) although the process runs in the
+  // instance above: what gpureap must fill from the MIG device handle it read the list from.
+  bool hide_instance_ids = false;
+};
+
+// One MIG device under a GPU: one compute instance of a GPU instance.
+struct MigDevice {
+  unsigned slot = 0;  // its index for nvmlDeviceGetMigDeviceHandleByIndex
+  unsigned gpu_instance_id = 0;
+  unsigned compute_instance_id = 0;
+  std::string name;  // nvmlDeviceGetName: "<GPU name> MIG <profile>"
+  std::string uuid;
+  std::uint64_t total_bytes = 0;  // its GPU instance's memory
 };
 
 struct Gpu {
@@ -43,6 +56,12 @@ struct Gpu {
   nvmlReturn_t handle_error = NVML_SUCCESS;  // nvmlDeviceGetHandleByIndex returns this
   bool corrupt_process_records = false;
   std::vector<Process> processes;
+  // MIG: nvmlDeviceGetMaxMigDeviceCount (NOT_SUPPORTED when absent) and the MIG devices.
+  std::optional<unsigned> max_mig_devices;
+  std::vector<MigDevice> mig_devices;
+  // What the GPU's own (aggregate) process lists return instead of the records, e.g.
+  // NO_PERMISSION as NVML answers an unprivileged caller in MIG mode.
+  nvmlReturn_t aggregate_processes_error = NVML_SUCCESS;
 };
 
 struct Scenario {

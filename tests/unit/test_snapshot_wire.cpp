@@ -121,6 +121,14 @@ core::Snapshot rich_snapshot() {
   g1.error = "fell off the bus";
   g1.known_from_kernel = "the kernel's PCI devices";
   g1.device_major = 195;
+  core::GpuInstance mig;
+  mig.gpu_instance_id = 3;
+  mig.compute_instance_id = 0;
+  mig.profile = "1g.18gb";
+  mig.uuid = "MIG-0c7ebb6a-\xff";
+  mig.memory = {18 * GiB, 2 * GiB, 16 * GiB, 1};
+  mig.device_numbers = {::makedev(511, 30), ::makedev(511, 31)};
+  g1.instances = {mig, core::GpuInstance{5, std::nullopt, std::nullopt, std::nullopt, {}, {}}};
   nvml.gpus = {g0, g1};
 
   core::BackendReport amd;

@@ -151,6 +151,9 @@ using nvmlDeviceGetUnsigned_fn = nvmlReturn_t (*)(nvmlDevice_t, unsigned*);
 using nvmlDeviceGetUtilizationRates_fn = nvmlReturn_t (*)(nvmlDevice_t, nvmlUtilization_t*);
 using nvmlDeviceGetTemperature_fn = nvmlReturn_t (*)(nvmlDevice_t, unsigned, unsigned*);
 using nvmlDeviceGetMigMode_fn = nvmlReturn_t (*)(nvmlDevice_t, unsigned*, unsigned*);
+// nvmlDeviceGetMigDeviceHandleByIndex(parent, index, &mig): NOT_FOUND for an empty slot.
+using nvmlDeviceGetMigDeviceHandleByIndex_fn = nvmlReturn_t (*)(nvmlDevice_t, unsigned,
+                                                                nvmlDevice_t*);
 using nvmlDeviceGetProcessUtilization_fn = nvmlReturn_t (*)(nvmlDevice_t,
                                                             nvmlProcessUtilizationSample_t*,
                                                             unsigned*, unsigned long long);

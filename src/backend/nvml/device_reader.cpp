@@ -10,6 +10,7 @@
 #include "backend/nvml/abi.h"
 #include "backend/nvml/device_major.h"
 #include "backend/nvml/errors.h"
+#include "backend/nvml/mig_devices.h"
 #include "backend/nvml/process_lists.h"
 
 namespace gpureap::backend::nvml {
@@ -133,6 +134,31 @@ std::optional<bool> read_mig_mode(const SymbolTable& api, GpuCalls& calls, nvmlD
   return current != 0;
 }
 
+// The lists of each MIG device, for when the parent's aggregate lists are refused. A record
+// without instance ids gets its MIG device's.
+ProcessLists read_instance_lists(const SymbolTable& api, const std::vector<MigDevice>& mig,
+                                 unsigned index, std::uint64_t pid_max) {
+  ProcessLists all;
+  for (const MigDevice& device : mig) {
+    const RecordLimits limits{pid_max, device.instance.memory.total_bytes};
+    ProcessLists lists = read_process_lists(api, device.handle, index, limits);
+    if (lists.gpu_error) return lists;
+    if (lists.processes_error && !all.processes_error)
+      all.processes_error = "MIG instance " + std::to_string(device.instance.gpu_instance_id) +
+                            ": " + *lists.processes_error;
+    all.refused = all.refused || lists.refused;
+    if (!all.record_layout) all.record_layout = lists.record_layout;
+    for (auto& process : lists.processes) {
+      if (!process.gpu_instance_id) {
+        process.gpu_instance_id = device.instance.gpu_instance_id;
+        process.compute_instance_id = device.instance.compute_instance_id;
+      }
+      merge_process(all.processes, std::move(process));
+    }
+  }
+  return all;
+}
+
 }  // namespace
 
 core::Gpu read_gpu(const SymbolTable& api, unsigned index, std::uint64_t pid_max) {
@@ -166,9 +192,13 @@ core::Gpu read_gpu(const SymbolTable& api, unsigned index, std::uint64_t pid_max
   }
   gpu.mig_mode = read_mig_mode(api, calls, device);
   if (calls.lost()) return gpu;
+  std::vector<MigDevice> mig;
+  if (gpu.mig_mode.value_or(false)) mig = read_mig_devices(api, device);
+  for (const MigDevice& m : mig) gpu.instances.push_back(m.instance);
 
   const RecordLimits limits{pid_max, gpu.memory.total_bytes};
   ProcessLists lists = read_process_lists(api, device, index, limits);
+  if (lists.refused && !mig.empty()) lists = read_instance_lists(api, mig, index, pid_max);
   if (lists.gpu_error) {
     gpu.error = lists.gpu_error->text();
     return gpu;

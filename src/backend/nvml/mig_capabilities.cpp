@@ -40,8 +40,7 @@ std::optional<unsigned> parse_capability_minor(std::string_view text) {
     std::string_view value = text::trim(line.substr(colon + 1));
     unsigned minor = 0;
     auto [p, ec] = std::from_chars(value.data(), value.data() + value.size(), minor);
-    if (ec != std::errc() || p != value.data() + value.size() || value.empty())
-      return std::nullopt;
+    if (ec != std::errc() || p != value.data() + value.size() || value.empty()) return std::nullopt;
     return minor;
   }
   return std::nullopt;

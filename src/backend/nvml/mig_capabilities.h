@@ -14,8 +14,8 @@
 namespace gpureap::backend::nvml {
 
 struct MigCapability {
-  unsigned gpu_minor = 0;     // the parent GPU's /dev/nvidia<gpu_minor>
-  unsigned gpu_instance = 0;  // GI id
+  unsigned gpu_minor = 0;                    // the parent GPU's /dev/nvidia<gpu_minor>
+  unsigned gpu_instance = 0;                 // GI id
   std::optional<unsigned> compute_instance;  // CI id; empty for the GPU instance's own file
   unsigned device_minor = 0;                 // /dev/nvidia-caps/nvidia-cap<device_minor>
 

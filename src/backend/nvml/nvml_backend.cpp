@@ -13,6 +13,7 @@
 #include "backend/nvml/device_reader.h"
 #include "backend/nvml/errors.h"
 #include "backend/nvml/library.h"
+#include "backend/nvml/mig_devices.h"
 #include "backend/nvml/nvidia_presence.h"
 #include "backend/nvml/resolver_backend.h"
 #include "backend/nvml/symbol_table.h"
@@ -82,6 +83,7 @@ class NvmlBackend final : public GpuBackend {
     for (unsigned index = 0; index < count; ++index) {
       report.gpus.push_back(read_gpu(api, index, options_.pid_max));
     }
+    if (options_.proc_root) attach_mig_capabilities(report.gpus, *options_.proc_root);
   }
 
   // Library loaded, symbols resolved, NVML initialised; otherwise report.error says why.
@@ -164,6 +166,7 @@ std::unique_ptr<GpuBackend> make_nvml_backend_for(const BackendSettings& setting
   options.pid_max = settings.pid_max;
   options.dev_root = settings.dev_root;
   options.sys_root = settings.sys_root;
+  options.proc_root = settings.proc_root;
   return make_nvml_backend(options);
 }
 

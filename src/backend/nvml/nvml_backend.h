@@ -20,6 +20,9 @@ struct NvmlOptions {
   // none there, the backend reports no device instead of an error. Unset: always an error.
   std::optional<std::string> dev_root;
   std::optional<std::string> sys_root;
+  // Where the kernel module names MIG instances' capability files (mig_capabilities.h); unset:
+  // MIG instances are read without the files that grant them.
+  std::optional<std::string> proc_root;
 };
 
 std::unique_ptr<GpuBackend> make_nvml_backend(const NvmlOptions& options);

@@ -163,6 +163,7 @@ ProcessLists read_process_lists(const SymbolTable& api, nvmlDevice_t device, uns
       return result;
     }
     if (raw.rc != NVML_SUCCESS) {
+      if (raw.rc == NVML_ERROR_NO_PERMISSION) result.refused = true;
       if (!result.processes_error) {
         result.processes_error = list_error(index, list.what, raw.rc, api, api.name(list.fn));
       }

@@ -25,6 +25,9 @@ struct ProcessLists {
   // How the records were read, once some were: "nvmlDeviceGetComputeRunningProcesses_v3,
   // 24-byte records" (the stride is probed: it differs between driver releases).
   std::optional<std::string> record_layout;
+  // A list was refused (NO_PERMISSION): in MIG mode NVML gives a GPU's aggregate lists only to
+  // privileged callers, and each MIG device's lists to whoever may use it.
+  bool refused = false;
 };
 
 ProcessLists read_process_lists(const SymbolTable& api, nvmlDevice_t device, unsigned index,

@@ -70,6 +70,13 @@ constexpr std::array<SymbolSpec, kFnCount> kSpecs = {{
      kOptional,
      "process names as the driver knows them",
      {{{"nvmlSystemGetProcessName", 1}}}},
+    {Fn::MaxMigDeviceCount, kOptional, "MIG instances", {{{"nvmlDeviceGetMaxMigDeviceCount", 1}}}},
+    {Fn::MigDeviceHandleByIndex,
+     kOptional,
+     "MIG instances",
+     {{{"nvmlDeviceGetMigDeviceHandleByIndex", 1}}}},
+    {Fn::GpuInstanceId, kOptional, "MIG instances", {{{"nvmlDeviceGetGpuInstanceId", 1}}}},
+    {Fn::ComputeInstanceId, kOptional, "MIG instances", {{{"nvmlDeviceGetComputeInstanceId", 1}}}},
 }};
 
 // SymbolTable indexes by Fn, so entry i must describe Fn(i).

@@ -35,6 +35,10 @@ enum class Fn : std::size_t {
   DriverVersion,
   NvmlVersion,
   ProcessName,
+  MaxMigDeviceCount,
+  MigDeviceHandleByIndex,
+  GpuInstanceId,
+  ComputeInstanceId,
   Count_,  // number of entries; not a function
 };
 inline constexpr std::size_t kFnCount = static_cast<std::size_t>(Fn::Count_);

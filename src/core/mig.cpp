@@ -1,0 +1,122 @@
+#include "core/mig.h"
+
+#include <algorithm>
+#include <charconv>
+
+namespace gpureap::core {
+namespace {
+
+std::optional<unsigned> mig_number(std::string_view text) {
+  unsigned value = 0;
+  if (text.empty() || text.size() > 9) return std::nullopt;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || end != text.data() + text.size()) return std::nullopt;
+  return value;
+}
+
+std::string mig_id_list(const std::vector<unsigned>& ids) {
+  std::string out;
+  for (unsigned id : ids) out += (out.empty() ? "" : ", ") + std::to_string(id);
+  return out;
+}
+
+}  // namespace
+
+std::string instance_place(unsigned gpu_index, unsigned gpu_instance_id) {
+  return std::to_string(gpu_index) + "/" + std::to_string(gpu_instance_id);
+}
+
+std::string instance_label(const GpuInstance& instance) {
+  std::string label = "MIG";
+  if (instance.profile) label += " " + *instance.profile;
+  label += " (GI " + std::to_string(instance.gpu_instance_id);
+  if (instance.compute_instance_id)
+    label += ", CI " + std::to_string(*instance.compute_instance_id);
+  return label + ")";
+}
+
+const GpuInstance* find_instance(const Gpu& gpu, unsigned gpu_instance_id) {
+  for (const auto& instance : gpu.instances)
+    if (instance.gpu_instance_id == gpu_instance_id) return &instance;
+  return nullptr;
+}
+
+std::vector<unsigned> gpu_instance_ids(const Gpu& gpu) {
+  std::vector<unsigned> ids;
+  for (const auto& instance : gpu.instances)
+    if (std::find(ids.begin(), ids.end(), instance.gpu_instance_id) == ids.end())
+      ids.push_back(instance.gpu_instance_id);
+  return ids;
+}
+
+std::vector<unsigned> held_instances(const HostProcess& process, const Gpu& gpu) {
+  std::vector<unsigned> ids;
+  for (const auto& instance : gpu.instances) {
+    const bool held =
+        std::any_of(process.devices.begin(), process.devices.end(), [&](const DeviceHold& hold) {
+          return hold.device &&
+                 std::find(instance.device_numbers.begin(), instance.device_numbers.end(),
+                           *hold.device) != instance.device_numbers.end();
+        });
+    if (held && std::find(ids.begin(), ids.end(), instance.gpu_instance_id) == ids.end())
+      ids.push_back(instance.gpu_instance_id);
+  }
+  return ids;
+}
+
+std::optional<unsigned> row_instance(const Snapshot& snapshot, const ProcessRow& row,
+                                     unsigned gpu_index) {
+  for (const auto& use : row.gpus)
+    if (use.index == gpu_index && use.gpu_instance_id) return use.gpu_instance_id;
+  const Gpu* gpu = snapshot.gpu(gpu_index);
+  if (!gpu || gpu->instances.empty() || !row.process) return std::nullopt;
+  auto held = held_instances(*row.process, *gpu);
+  if (held.size() == 1) return held.front();
+  return std::nullopt;
+}
+
+std::optional<GpuRef> parse_gpu_ref(const std::string& text) {
+  GpuRef ref;
+  if (text.rfind("MIG-", 0) == 0 || text.rfind("GPU-", 0) == 0) {
+    if (text.size() <= 4 || text.size() > 96) return std::nullopt;
+    ref.uuid = text;
+    return ref;
+  }
+  const auto slash = text.find('/');
+  ref.index = mig_number(std::string_view(text).substr(0, slash));
+  if (!ref.index) return std::nullopt;
+  if (slash != std::string::npos) {
+    ref.gpu_instance = mig_number(std::string_view(text).substr(slash + 1));
+    if (!ref.gpu_instance) return std::nullopt;
+  }
+  return ref;
+}
+
+GpuPlaceResult resolve_gpu_ref(const Snapshot& snapshot, const GpuRef& ref) {
+  if (ref.uuid) {
+    for (const auto& gpu : snapshot.drivers.gpus) {
+      if (gpu.uuid == ref.uuid) return {GpuPlace{gpu.index, std::nullopt}, ""};
+      for (const auto& instance : gpu.instances)
+        if (instance.uuid == ref.uuid) return {GpuPlace{gpu.index, instance.gpu_instance_id}, ""};
+    }
+    return {std::nullopt, "no GPU or MIG instance has the UUID " + *ref.uuid +
+                              " (`gpureap ps --json` lists every GPU's and instance's UUID)"};
+  }
+  GpuPlace place{ref.index.value_or(0), ref.gpu_instance};
+  if (!ref.gpu_instance) return {place, ""};
+  const Gpu* gpu = snapshot.gpu(place.index);
+  if (!gpu) return {place, ""};  // the index's own check says what is wrong
+  const auto ids = gpu_instance_ids(*gpu);
+  if (ids.empty())
+    return {std::nullopt, "GPU " + std::to_string(place.index) +
+                              " is not split into MIG instances: name it as " +
+                              std::to_string(place.index)};
+  if (std::find(ids.begin(), ids.end(), *ref.gpu_instance) == ids.end())
+    return {std::nullopt, "GPU " + std::to_string(place.index) + " has no GPU instance " +
+                              std::to_string(*ref.gpu_instance) +
+                              " (its instances: " + mig_id_list(ids) + ", written " +
+                              instance_place(place.index, ids.front()) + ")"};
+  return {place, ""};
+}
+
+}  // namespace gpureap::core

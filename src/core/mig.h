@@ -1,0 +1,55 @@
+#pragma once
+// Where a process runs on a GPU split into instances (NVIDIA MIG), in the one notation every
+// view and every `--gpu` option uses: "N/G", GPU N's GPU instance G (a MIG device's
+// compute instances share their GPU instance's memory, so the GPU instance is the place).
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/gpu.h"
+#include "core/process.h"
+#include "core/snapshot.h"
+
+namespace gpureap::core {
+
+// "0/3".
+std::string instance_place(unsigned gpu_index, unsigned gpu_instance_id);
+// "MIG 1g.10gb (GI 3, CI 0)", or "MIG (GI 3)" where the driver gave no profile or CI.
+std::string instance_label(const GpuInstance& instance);
+// The GPU's instances of GPU instance `gi` (one per compute instance), first one or null.
+const GpuInstance* find_instance(const Gpu& gpu, unsigned gpu_instance_id);
+// The GPU instance ids of the GPU's instances, each once, in the driver's order.
+std::vector<unsigned> gpu_instance_ids(const Gpu& gpu);
+
+// The GPU instances of `gpu` a process is granted through the capability files it holds.
+std::vector<unsigned> held_instances(const HostProcess& process, const Gpu& gpu);
+
+// The GPU instance a row runs in on GPU `gpu_index`: where the driver lists it; for an unlisted
+// holder, the one instance whose files it holds (none when it holds several, or none).
+std::optional<unsigned> row_instance(const Snapshot& snapshot, const ProcessRow& row,
+                                     unsigned gpu_index);
+
+// A GPU as a user names it: "N", "N/G", or a MIG device's UUID ("MIG-...").
+struct GpuRef {
+  std::optional<unsigned> index;
+  std::optional<unsigned> gpu_instance;
+  std::optional<std::string> uuid;
+};
+// Fails with a sentence that says what a GPU is written as.
+std::optional<GpuRef> parse_gpu_ref(const std::string& text);
+
+// A resolved GPU, or GPU instance, of a snapshot.
+struct GpuPlace {
+  unsigned index = 0;
+  std::optional<unsigned> gpu_instance;
+};
+// The MIG device with this UUID, or GPU N's instance G, checked against the GPU's instances.
+// An empty place with `why` set when the snapshot has no such instance; a bare index is
+// returned as it is (core::check_gpu_index checks it).
+struct GpuPlaceResult {
+  std::optional<GpuPlace> place;
+  std::string why;
+};
+GpuPlaceResult resolve_gpu_ref(const Snapshot& snapshot, const GpuRef& ref);
+
+}  // namespace gpureap::core
