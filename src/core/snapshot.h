@@ -24,6 +24,11 @@ struct GpuUse {
   std::optional<unsigned> sm_utilization_percent;
   std::vector<MemoryRegionUse> regions;  // DriverProcess::regions
   std::vector<pid_t> shared_with;        // DriverProcess::sharers
+  // A server of other processes' GPU work (DriverProcess::serves_clients): what it is called,
+  // and the clients listed on this GPU that name it as their server.
+  std::optional<std::string> serves_clients;
+  std::vector<pid_t> clients;
+  std::optional<pid_t> server;  // a client's server on this GPU (DriverProcess::server)
 };
 
 // One row of the joined view: a device-file holder, a driver-listed PID, or both.

@@ -22,8 +22,8 @@ constexpr bool considered = core::field_count<T>() == N;
 static_assert(considered<core::Snapshot, 8>);
 static_assert(considered<core::ProcView, 10>);
 static_assert(considered<core::ProcessRow, 8>);
-static_assert(considered<core::GpuUse, 6>);
-static_assert(considered<core::Ghost, 9>);
+static_assert(considered<core::GpuUse, 9>);
+static_assert(considered<core::Ghost, 10>);
 static_assert(considered<core::HostProcess, 4>);
 static_assert(considered<core::ProcessStat, 11>);
 static_assert(considered<core::ProcessDetails, 8>);
@@ -87,7 +87,10 @@ json gpu_uses_json(const std::vector<core::GpuUse>& uses) {
                    {"kind", core::to_string(u.kind)},
                    {"sm_utilization_percent", opt(u.sm_utilization_percent)},
                    {"regions", regions_json(u.regions)},
-                   {"shared_with", u.shared_with}});
+                   {"shared_with", u.shared_with},
+                   {"serves_clients", opt(u.serves_clients)},
+                   {"clients", u.clients},
+                   {"server", opt(u.server)}});
   return out;
 }
 
@@ -99,7 +102,8 @@ json ghost_json(const core::Ghost* g) {
           {"other_holders", g->other_holders},
           {"open_files", g->open_files},
           {"exact", g->exact},
-          {"leaked", g->leaked}};
+          {"leaked", g->leaked},
+          {"servers", g->servers}};
 }
 
 }  // namespace

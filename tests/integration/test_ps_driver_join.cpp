@@ -83,7 +83,10 @@ TEST(PsDriverJoin, HealthyJobHasNoAnomalies) {
                                        {"kind", "compute"},
                                        {"sm_utilization_percent", nullptr},
                                        {"regions", json::array()},
-                                       {"shared_with", json::array()}}}));
+                                       {"shared_with", json::array()},
+                                       {"serves_clients", nullptr},
+                                       {"clients", json::array()},
+                                       {"server", nullptr}}}));
   EXPECT_EQ(row["anomalies"], json::array());
   for (const auto& w : snap["warnings"])  // the job holds its GPU's file: no cross-check warning
     EXPECT_EQ(w.get<std::string>().find("PID " + std::to_string(job.pid())), std::string::npos)
