@@ -7,6 +7,7 @@
 #include "doctor/diagnose.h"
 #include "doctor/evidence.h"
 #include "doctor/reset_remedy.h"
+#include "doctor/server_rules.h"
 #include "text/time_format.h"
 
 namespace gpureap::doctor {
@@ -142,6 +143,10 @@ void gone_pid(const DoctorInput& in, const core::ProcessRow& r, std::vector<Find
                    {"gpureap doctor --settle 30s   # check again"},
                    fmt::format("GPU {}: {} of gone PID {} is being released", fmt::join(gpus, ","),
                                bytes_text(bytes), r.pid)});
+    return;
+  }
+  if (ghost && ghost->kept_by_server()) {
+    out.push_back(served_ghost(in, r, *ghost));
     return;
   }
   if (!r.has(core::Anomaly::Leaked)) {
