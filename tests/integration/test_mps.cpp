@@ -272,9 +272,13 @@ TEST_F(Mps, NoKillPlanReachesTheServerTheLiveClientOrTheJob) {
   expect_untouched();
 }
 
-TEST_F(Mps, MetricsCountTheServersClientsAndTheGhostMemory) {
+TEST_F(Mps, MetricsCountTheServersClientsAndAGhostPolicyEndsNothing) {
   TempDir cfg;
-  std::ofstream(cfg.file("config.toml")) << "interval = \"250ms\"\n";
+  // An enforced policy on gone PIDs: the gone client's plan has no target.
+  std::ofstream(cfg.file("config.toml")) << "interval = \"250ms\"\nenforce = true\n"
+                                            "[[policy]]\nname = \"ghosts\"\n"
+                                            "anomalies = [\"no-such-process\"]\n"
+                                            "action = \"kill\"\n";
   DaemonProcess d({"--config", cfg.file("config.toml"), "--dev-root", dev_.path()}, env());
   ASSERT_GT(d.port(), 0) << d.log();
   const std::string gpu =
@@ -286,6 +290,10 @@ TEST_F(Mps, MetricsCountTheServersClientsAndTheGhostMemory) {
             2);
   EXPECT_EQ(d.metric("gpureap_gpu_memory_ghost_bytes" + gpu + "}"), 6.0 * GiB);
   EXPECT_EQ(d.metric("gpureap_findings{code=\"kept-by-server\",severity=\"critical\"}"), 1);
+  // Many samples later, with the policy deciding on each, nothing was signalled.
+  wait_until([] { return false; }, 3000);
+  EXPECT_TRUE(d.wait_log("policy ghosts: kill PID " + std::to_string(gone_) + " (gone): refused"))
+      << d.log();
   expect_untouched();
 }
 
