@@ -12,6 +12,7 @@
 #include "output/ghost_summary.h"
 #include "output/ps_view.h"
 #include "snapshot_builders.h"
+#include "tui/model.h"
 
 namespace gpureap::collect {
 namespace {
@@ -212,6 +213,27 @@ TEST(WorkServers, AnXidOfTheServerSaysItsClientsWorkFailsWithTheLogAsEvidence) {
   for (const auto& f : doctor::diagnose(later))
     if (f.code == doctor::FindingCode::GpuXid)
       EXPECT_EQ(f.summary.find("MPS server"), std::string::npos) << f.summary;
+}
+
+TEST(WorkServers, TopShowsTheServerItsClientsAndWhoHoldsTheGoneClientsMemoryIn80Columns) {
+  tui::TopModel m(tui::TopSettings{false, true, std::chrono::milliseconds(1000), {0, 0}});
+  m.set_size(80, 24);
+  m.set_snapshot(std::make_shared<const core::Snapshot>(joined(scene())));
+  auto f = m.compose();
+  bool server_row = false, client_row = false, status = false;
+  for (const auto& l : f.lines) {
+    EXPECT_LE(l.width(), 80u) << l.text();
+    const std::string t = l.text();
+    server_row = server_row || (t.find(" 51 ") != std::string::npos &&
+                                t.find("[MPS server · 2 clients]") != std::string::npos);
+    client_row = client_row || (t.find(" 61 ") != std::string::npos &&
+                                t.find("[client of 51]") != std::string::npos);
+    status = status ||
+             t.find("6.0 GiB on GPU 0 held for gone clients by server 51") != std::string::npos;
+  }
+  EXPECT_TRUE(server_row) << f.text();
+  EXPECT_TRUE(client_row) << f.text();
+  EXPECT_TRUE(status) << f.text();
 }
 
 }  // namespace
