@@ -15,6 +15,7 @@ std::shared_ptr<BackendSet> BackendSet::make(const Registry& registry,
   set->nodes_ = backend::device_nodes(known);
   set->parsers_ = backend::kernel_log_parsers(known);
   set->functions_ = backend::kernel_functions(known);
+  set->work_servers_ = backend::work_servers(known);
   for (const auto& entry : registry) {
     std::function<std::vector<core::Gpu>()> kernel_gpus;
     if (entry.kernel_gpus) kernel_gpus = [f = entry.kernel_gpus, settings] { return f(settings); };
@@ -37,7 +38,8 @@ std::shared_ptr<BackendSet> BackendSet::make(const Registry& registry,
 BackendSet::BackendSet()
     : nodes_(backend::device_nodes(builtin_backends())),
       parsers_(backend::kernel_log_parsers(builtin_backends())),
-      functions_(backend::kernel_functions(builtin_backends())) {}
+      functions_(backend::kernel_functions(builtin_backends())),
+      work_servers_(backend::work_servers(builtin_backends())) {}
 
 BackendSet::BackendSet(std::vector<std::shared_ptr<GpuBackend>> backends) : BackendSet() {
   for (auto& b : backends)

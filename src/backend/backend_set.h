@@ -32,6 +32,10 @@ class BackendSet {
   const procfs::DeviceNodes& device_nodes() const { return nodes_; }
   const kernel::KernelLogParsers& kernel_log_parsers() const { return parsers_; }
   const std::vector<std::string>& kernel_functions() const { return functions_; }
+  // The programs that run other processes' GPU work, by backend name (BackendEntry).
+  const std::vector<std::pair<std::string, WorkServer>>& work_servers() const {
+    return work_servers_;
+  }
 
   // Every backend's report now, combined (global GPU indices, keys). A backend that goes down
   // keeps the indices it had, so the next backends' GPUs keep theirs, and reports the GPUs its
@@ -59,6 +63,7 @@ class BackendSet {
   procfs::DeviceNodes nodes_;
   kernel::KernelLogParsers parsers_;
   std::vector<std::string> functions_;
+  std::vector<std::pair<std::string, WorkServer>> work_servers_;
   mutable std::mutex widths_mutex_;
   mutable std::vector<unsigned> widths_;  // per member: the most GPU ids it has used
 };

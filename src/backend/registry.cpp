@@ -46,6 +46,13 @@ std::vector<kernel::KernelLogParser> kernel_log_parsers(const Registry& registry
   return out;
 }
 
+std::vector<std::pair<std::string, WorkServer>> work_servers(const Registry& registry) {
+  std::vector<std::pair<std::string, WorkServer>> out;
+  for (const auto& entry : registry)
+    if (entry.work_server) out.emplace_back(entry.name, *entry.work_server);
+  return out;
+}
+
 std::vector<std::string> kernel_functions(const Registry& registry) {
   std::vector<std::string> out;
   for (const auto& entry : registry)
@@ -60,6 +67,21 @@ const BackendEntry* driver_waited_in(const std::optional<std::string>& wchan,
   for (const auto& entry : registry ? *registry : builtin_backends())
     if (kernel::first_function_of(wchan, stack, entry.kernel_functions)) return &entry;
   return nullptr;
+}
+
+const WorkServer* work_server_of(std::string_view name, const Registry* registry) {
+  const BackendEntry* entry = find_backend(name, registry);
+  return entry && entry->work_server ? &*entry->work_server : nullptr;
+}
+
+std::string fill_client(std::string text, pid_t server, pid_t client) {
+  for (const auto& [key, pid] : {std::pair<std::string_view, pid_t>{"{server}", server},
+                                 std::pair<std::string_view, pid_t>{"{client}", client}}) {
+    const std::string value = std::to_string(pid);
+    for (auto at = text.find(key); at != std::string::npos; at = text.find(key, at + value.size()))
+      text.replace(at, key.size(), value);
+  }
+  return text;
 }
 
 std::string fill_gpu(std::string text, unsigned gpu, std::optional<unsigned> minor) {

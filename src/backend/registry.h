@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "backend/gpu_backend.h"
@@ -51,6 +52,24 @@ struct VendorWords {
   std::string reset;
 };
 
+// A program of the vendor's that runs other processes' GPU work in its own context (NVIDIA's
+// MPS server): the driver lists it with its own memory, and its clients in a list of their own
+// (kind Mps). Anyone can name a program so, so a listed process is taken for one only when the
+// program it runs (/proc/PID/exe) has this name and its parent runs `parent_program`
+// (collect/work_servers); what the claim changes is bounded there.
+struct WorkServer {
+  std::string program;         // the server's executable's name
+  std::string parent_program;  // the daemon that starts it: its parent's executable's name
+  std::string name;            // as people call it: "MPS server"
+  // Ends one client's work on a server ({server}, {client}: their PIDs); empty: none can.
+  std::string end_client;
+  std::string restart;         // restarts the servers (each step one command, in order)
+  std::string restart_effect;  // what a restart costs
+  // Its daemon's log folder under the runtime root, and the files in it worth reading.
+  std::string log_dir;
+  std::vector<std::string> log_files;
+};
+
 struct BackendEntry {
   std::string name;    // the backend's name in reports, JSON and metrics
   std::string vendor;  // the vendor of its GPUs, lower case
@@ -75,6 +94,7 @@ struct BackendEntry {
   // unless named (reap/safety).
   std::vector<std::string> protected_programs;
   VendorWords words;
+  std::optional<WorkServer> work_server;
 };
 
 using Registry = std::vector<BackendEntry>;
@@ -88,12 +108,18 @@ const BackendEntry* find_backend(std::string_view name, const Registry* registry
 procfs::DeviceNodes device_nodes(const Registry& registry);
 // Every entry's kernel-log parser, each kind once.
 std::vector<kernel::KernelLogParser> kernel_log_parsers(const Registry& registry);
+// Every entry's work server, by its entry's name.
+std::vector<std::pair<std::string, WorkServer>> work_servers(const Registry& registry);
 // Every entry's kernel function prefixes, each once.
 std::vector<std::string> kernel_functions(const Registry& registry);
 // The entry whose kernel functions a D-state wait is in (its wait channel, then its stack).
 const BackendEntry* driver_waited_in(const std::optional<std::string>& wchan,
                                      const std::vector<std::string>& stack,
                                      const Registry* registry = nullptr);
+// The work server of the backend named `name` (null: none).
+const WorkServer* work_server_of(std::string_view name, const Registry* registry = nullptr);
+// "{server}" and "{client}" of a WorkServer's command replaced by PIDs.
+std::string fill_client(std::string text, pid_t server, pid_t client);
 // "{gpu}" and "{minor}" of a word replaced; empty when it needs a minor the GPU lacks.
 std::string fill_gpu(std::string text, unsigned gpu, std::optional<unsigned> minor = {});
 

@@ -102,9 +102,16 @@ class Doctor {
     auto kernel = collector_.kernel_log(b);
     // Without the kernel log doctor still diagnoses everything else: say so once.
     if (kernel.problem) std::cerr << "gpureap: " << text::terminal_safe(*kernel.problem) << "\n";
-    auto found =
-        doctor::diagnose({a, b, collector_.ipc_residue(b.proc), o_.gpu, reap::is_protected_process,
-                          run_.threshold, &kernel, collector_.blocked_tasks(b)});
+    doctor::DoctorInput input{a,
+                              b,
+                              collector_.ipc_residue(b.proc),
+                              o_.gpu,
+                              reap::is_protected_process,
+                              run_.threshold,
+                              &kernel,
+                              collector_.blocked_tasks(b)};
+    input.work_server_log = collector_.work_server_log(b);
+    auto found = doctor::diagnose(input);
     doctor::keep_codes(found, run_.only);
     return found;
   }

@@ -12,6 +12,7 @@
 #include "backend/settings.h"
 #include "base/hostname.h"
 #include "collect/container_claims.h"
+#include "collect/work_servers.h"
 #include "kernel/blocked_task.h"
 #include "kernel/gpu_events.h"
 #include "procfs/fd_scan.h"
@@ -331,6 +332,12 @@ void Collector::add_driver_details(core::ProcView& view, const core::DriverReadi
   add_details(view, listed);
 }
 
+void Collector::mark_work_servers(const core::ProcView& view, core::DriverReading& drivers) const {
+  collect::mark_work_servers(
+      view, drivers,
+      drivers_ ? drivers_->work_servers() : backend::work_servers(backend::builtin_backends()));
+}
+
 core::DriverReading Collector::read_drivers() const {
   return drivers_ ? drivers_->read() : backend::BackendSet().read();
 }
@@ -339,6 +346,7 @@ core::Snapshot Collector::collect() const {
   auto view = scan_processes();
   auto drivers = read_drivers();
   add_driver_details(view, drivers);
+  mark_work_servers(view, drivers);
   return core::join(std::move(view), std::move(drivers), base::host_name(),
                     std::chrono::system_clock::now());
 }
@@ -360,6 +368,12 @@ core::KernelLog Collector::kernel_log(const core::Snapshot& s) const {
   return kernel::read_kernel_log(
       roots_.kmsg, s.proc.boot_time, s.drivers.gpus,
       drivers_ ? drivers_->kernel_log_parsers() : backend::BackendSet().kernel_log_parsers());
+}
+
+std::vector<std::string> Collector::work_server_log(const core::Snapshot& s) const {
+  return read_work_server_logs(
+      roots_.runtime_root, s,
+      drivers_ ? drivers_->work_servers() : backend::work_servers(backend::builtin_backends()));
 }
 
 std::vector<core::BlockedTask> Collector::blocked_tasks(const core::Snapshot& s) const {

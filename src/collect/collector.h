@@ -56,6 +56,9 @@ class Collector {
   // Details of the PIDs the driver lists (and their parents) that `view` lacks: the daemon
   // reads the driver more often than it scans /proc, and joins the same view again.
   void add_driver_details(core::ProcView& view, const core::DriverReading& drivers) const;
+  // The listed servers of other processes' GPU work, verified against `view` (after
+  // add_driver_details), and each client's server (collect/work_servers).
+  void mark_work_servers(const core::ProcView& view, core::DriverReading& drivers) const;
   // The drivers alone, every backend: kill's release verification polls them without
   // rescanning /proc.
   core::DriverReading read_drivers() const;
@@ -69,6 +72,9 @@ class Collector {
   // Why each process of `s` in uninterruptible sleep (D) is stuck: its wait channel, kernel
   // stack and the FUSE or NFS mount it waits on.
   std::vector<core::BlockedTask> blocked_tasks(const core::Snapshot& s) const;
+  // The last lines of the log of the daemon that starts `s`'s servers of other processes' work
+  // (MPS: <runtime-root>/var/log/nvidia-mps), for doctor's evidence (collect/work_servers).
+  std::vector<std::string> work_server_log(const core::Snapshot& s) const;
   const Roots& roots() const { return roots_; }
   // The host's load and memory, from the same procfs.
   procfs::HostStats host_stats() const;

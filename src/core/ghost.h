@@ -27,8 +27,13 @@ struct Ghost {
   bool exact = false;
   // Nothing alive holds it and every process could be inspected: a leaked context.
   bool leaked = false;
+  // Live servers that run other processes' GPU work (DriverProcess::serves_clients) listed on
+  // a GPU where the driver lists it as their client (kind Mps): its context lives inside a
+  // server, which keeps it until the server ends the client's work, not any inherited file.
+  std::vector<pid_t> servers;
 
   bool kept() const { return !keepers.empty() || !listed_keepers.empty(); }
+  bool kept_by_server() const { return !servers.empty(); }
 };
 
 }  // namespace gpureap::core

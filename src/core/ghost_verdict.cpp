@@ -29,10 +29,11 @@ class Decider {
       gpu(g, ghosts);
     }
     for (auto& [pid, ghost] : ghosts) {
-      ghost.leaked = !ghost.kept() && ghost.other_holders.empty() && proc_.uninspectable == 0;
+      ghost.leaked = !ghost.kept() && !ghost.kept_by_server() && ghost.other_holders.empty() &&
+                     proc_.uninspectable == 0;
       for (pid_t k : ghost.keepers) add_unique(out_.keeps[k], pid);
       for (pid_t k : ghost.listed_keepers) add_unique(out_.keeps[k], pid);
-      for (auto* v : {&ghost.keepers, &ghost.listed_keepers, &ghost.other_holders})
+      for (auto* v : {&ghost.keepers, &ghost.listed_keepers, &ghost.other_holders, &ghost.servers})
         std::sort(v->begin(), v->end());
       out_.ghosts.push_back(std::move(ghost));
     }
@@ -145,6 +146,12 @@ class Decider {
         ghost.exact = !proc_.open_files_unknown;
       }
       add_gpu(ghost, g);
+      // A client of a live server here: its context is the server's, which no inherited
+      // file keeps and no holder here can free.
+      if (auto servers = servers_of(g, pid); !servers.empty()) {
+        for (pid_t s : servers) add_unique(ghost.servers, s);
+        continue;
+      }
       std::vector<const Group*> kin;
       for (const auto* grp : unowned)
         if (std::any_of(grp->members.begin(), grp->members.end(),
@@ -163,7 +170,7 @@ class Decider {
                 ghost.keepers.end())
               add_unique(ghost.other_holders, m->stat.pid);
       for (pid_t owner : owners_here)
-        if (const HostProcess* p = find(owner); p && kin_of(*p, pid))
+        if (const HostProcess* p = find(owner); p && kin_of(*p, pid) && !serves_clients(g, owner))
           add_unique(ghost.listed_keepers, owner);
     }
   }
@@ -181,6 +188,26 @@ class Decider {
       if (!grp.id && job_of(*m, listed_live)) return true;
     }
     return false;
+  }
+
+  static bool serves_clients(const Gpu& g, pid_t pid) {
+    return std::any_of(g.processes.begin(), g.processes.end(),
+                       [&](const DriverProcess& p) { return p.pid == pid && p.serves_clients; });
+  }
+
+  // The live servers on `g` that run a gone client's work: `pid` is listed there as a client
+  // (kind Mps), and its server named, else every live server listed there.
+  std::vector<pid_t> servers_of(const Gpu& g, pid_t pid) const {
+    std::vector<pid_t> out;
+    const DriverProcess* client = nullptr;
+    for (const auto& p : g.processes)
+      if (p.pid == pid && p.kind == GpuProcessKind::Mps) client = &p;
+    if (!client) return out;
+    if (client->server && live(*client->server) && serves_clients(g, *client->server))
+      return {*client->server};
+    for (const auto& p : g.processes)
+      if (p.serves_clients && live(p.pid)) add_unique(out, p.pid);
+    return out;
   }
 
   static void add_gpu(Ghost& ghost, const Gpu& g) {

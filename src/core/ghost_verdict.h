@@ -21,6 +21,9 @@ struct GhostVerdict {
 //   PID there, is that process's own (CUDA opens every visible GPU's file);
 // - any other group, on a GPU where a gone PID is listed, keeps that PID's context: the groups
 //   of its kin (its group, session or children) when there are any, else all of them.
+// A gone PID the driver lists as a client (kind Mps) on a GPU where a live server of other
+// processes' work is listed (DriverProcess::serves_clients) is kept by that server
+// (Ghost::servers), not by any holder there: its context is the server's.
 // Holds without an open-file id (no kcmp) each form a group of their own, and a process that
 // descends from or shares the group of a listed process counts as its worker: a guess, and
 // Ghost::exact says so.

@@ -39,6 +39,13 @@ struct DriverProcess {
   // fork: one client, one set of buffers). The memory is listed once, on this process; they
   // are its holders too.
   std::vector<pid_t> sharers;
+  // Set on a process that runs other processes' GPU work in its own context (NVIDIA's MPS
+  // server), once the collector verified what it runs (collect/work_servers): what its vendor
+  // calls it ("MPS server"). Its listed memory is its own, not its clients'.
+  std::optional<std::string> serves_clients;
+  // On a client of such a server (kind Mps): the server listed on this GPU that runs its work
+  // (the only one there, or the one of the client's user). Empty: none is known.
+  std::optional<pid_t> server;
 };
 
 struct GpuMemory {

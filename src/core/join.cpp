@@ -28,8 +28,20 @@ std::map<pid_t, Listing> listings(const DriverReading& drivers) {
       auto it = std::find_if(l.gpus.begin(), l.gpus.end(),
                              [&](const GpuUse& u) { return u.index == gpu.index; });
       if (it == l.gpus.end()) {
-        l.gpus.push_back({gpu.index, p.used_bytes, p.kind, p.sm_utilization_percent, p.regions,
-                          p.sharers, p.gpu_instance_id, p.compute_instance_id});
+        GpuUse use{gpu.index,
+                   p.used_bytes,
+                   p.kind,
+                   p.sm_utilization_percent,
+                   p.regions,
+                   p.sharers,
+                   p.gpu_instance_id,
+                   p.compute_instance_id};
+        use.serves_clients = p.serves_clients;
+        use.server = p.server;
+        if (p.serves_clients)
+          for (const auto& q : gpu.processes)
+            if (q.server == p.pid && q.pid != p.pid) use.clients.push_back(q.pid);
+        l.gpus.push_back(std::move(use));
       } else if (p.used_bytes && (!it->used_bytes || *p.used_bytes > *it->used_bytes)) {
         it->used_bytes = p.used_bytes;
       }

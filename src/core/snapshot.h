@@ -27,6 +27,11 @@ struct GpuUse {
   // The instance of a split GPU (GpuInstance) the driver lists it in.
   std::optional<unsigned> gpu_instance_id;
   std::optional<unsigned> compute_instance_id;
+  // A server of other processes' GPU work (DriverProcess::serves_clients): what it is called,
+  // and the clients listed on this GPU that name it as their server.
+  std::optional<std::string> serves_clients;
+  std::vector<pid_t> clients;
+  std::optional<pid_t> server;  // a client's server on this GPU (DriverProcess::server)
 };
 
 // One row of the joined view: a device-file holder, a driver-listed PID, or both.

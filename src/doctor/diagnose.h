@@ -3,6 +3,7 @@
 // reported; the first tells memory that is still dropping from memory that stays).
 #include <functional>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "core/kernel_event.h"
@@ -31,6 +32,9 @@ struct DoctorInput {
   std::vector<core::BlockedTask> blocked;
   // The backends whose words the remedies use (their vendors' commands); null: the built-in.
   const std::vector<backend::BackendEntry>* backends = nullptr;
+  // The last lines of the log of the daemon that starts the servers of other processes' work
+  // (MPS's control.log and server.log), as read; each is escaped like every fact.
+  std::vector<std::string> work_server_log;
 };
 
 std::vector<Finding> diagnose(const DoctorInput& input);

@@ -46,6 +46,8 @@ constexpr std::string_view code_name(FindingCode code) {
       return "protected-holder";
     case FindingCode::GpuXid:
       return "gpu-xid";
+    case FindingCode::KeptByServer:
+      return "kept-by-server";
   }
   return {};
 }

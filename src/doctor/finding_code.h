@@ -31,6 +31,9 @@ enum class FindingCode {
   UnreapedZombies,
   ProtectedHolder,
   GpuXid,
+  // A gone client whose work a live server of other processes' work (an MPS server) still
+  // runs: the server keeps its memory.
+  KeptByServer,
 };
 
 // "driver-missing", "no-such-process", ...

@@ -8,6 +8,7 @@
 #include "doctor/diagnose.h"
 #include "doctor/evidence.h"
 #include "doctor/reset_remedy.h"
+#include "doctor/server_rules.h"
 #include "text/time_format.h"
 
 namespace gpureap::doctor {
@@ -178,6 +179,10 @@ void gone_pid(const DoctorInput& in, const core::ProcessRow& r, std::vector<Find
                    {"gpureap doctor --settle 30s   # check again"},
                    fmt::format("GPU {}: {} of gone PID {} is being released",
                                fmt::join(row_places(r), ","), bytes_text(bytes), r.pid)});
+    return;
+  }
+  if (ghost && ghost->kept_by_server()) {
+    out.push_back(served_ghost(in, r, *ghost));
     return;
   }
   if (!r.has(core::Anomaly::Leaked)) {

@@ -9,6 +9,7 @@
 #include "backend/registry.h"
 #include "doctor/diagnose.h"
 #include "doctor/evidence.h"
+#include "doctor/server_rules.h"
 #include "text/time_format.h"
 
 namespace gpureap::doctor {
@@ -190,6 +191,14 @@ void gpu_finding(const DoctorInput& in, const std::vector<const core::KernelGpuE
     f.remedy.push_back({next(), parser->full_messages, "shows the full messages"});
   f.summary = fmt::format("{}: {} Xid error{} in the kernel log (Xid {})", where, events.size(),
                           events.size() == 1 ? "" : "s", codes_text);
+  // The newest recent fault of a server of other processes' work (an MPS server) names the
+  // problem: every client's work fails with it.
+  for (auto it = events.rbegin(); it != events.rend(); ++it)
+    if (recent(**it, s) && severity_of((*it)->level) >= Severity::Warning)
+      if (const auto* server = server_hit(**it, s)) {
+        server_fault(in, **it, *server, f);
+        break;
+      }
   out.push_back(std::move(f));
 }
 

@@ -50,6 +50,7 @@ std::shared_ptr<Collection> ScheduledCollector::complete(const Cadence& cadence,
     if (!update) schedule_.done(now, due, dv, cadence);
   }
   collector_.add_driver_details(*view_, driver.reading);
+  collector_.mark_work_servers(*view_, driver.reading);
 
   c->sequence = ++sequence_;
   c->holder_scan = due.scan;

@@ -102,6 +102,10 @@ struct GpuFamilies {
                               "Memory of a MIG GPU instance, as the driver reports it"};
   MetricFamily instance_used{"gpureap_gpu_instance_memory_used_bytes",
                              "Memory in use in a MIG GPU instance, as the driver reports it"};
+  MetricFamily server_clients{
+      "gpureap_server_clients",
+      "Clients listed on a GPU whose work a server of other processes' GPU work runs (an NVIDIA "
+      "MPS server), per server; gone clients count too"};
   MetricFamily per_proc{
       "gpureap_process_memory_bytes",
       "GPU memory the driver lists for one process (only with per_process_metrics = true)"};
@@ -163,6 +167,10 @@ struct GpuFamilies {
       if (row.anomalies.empty()) ++by_anomaly["none"];
       for (Anomaly a : row.anomalies) ++by_anomaly[std::string(core::to_string(a))];
       const auto* u = use_on(row, g.index);
+      if (u && u->serves_clients)
+        server_clients.add(
+            with(labels, {{"pid", std::to_string(row.pid)}, {"server", *u->serves_clients}}),
+            static_cast<double>(u->clients.size()));
       if (!u || !u->used_bytes) continue;
       by_user[core::user_label(row)] += *u->used_bytes;
       const auto container = container_values(row);
@@ -188,7 +196,7 @@ struct GpuFamilies {
 
   void move_into(std::vector<MetricFamily>& out, bool per_process) {
     for (auto* f : {&info, &total, &used, &reserved, &unattributed, &ghost, &util, &temp, &power,
-                    &procs, &users, &containers})
+                    &procs, &users, &containers, &server_clients})
       out.push_back(std::move(*f));
     // Only on a machine with a MIG GPU.
     for (auto* f : {&instance_info, &instance_total, &instance_used})

@@ -29,11 +29,18 @@ std::vector<GhostNotice> ghost_notices(const core::Snapshot& shown) {
   std::vector<GhostNotice> out;
   for (const auto& g : s.drivers.gpus) {
     GhostNotice kept{g.index, GhostCase::Kept}, leaked{g.index, GhostCase::Leaked},
-        unknown{g.index, GhostCase::Unknown};
+        unknown{g.index, GhostCase::Unknown}, served{g.index, GhostCase::Served};
     std::set<pid_t> keepers;
     for (const auto& ghost : s.ghosts) {
       if (std::find(ghost.gpus.begin(), ghost.gpus.end(), g.index) == ghost.gpus.end()) continue;
-      auto& n = ghost.kept() ? kept : ghost.leaked ? leaked : unknown;
+      auto& n = ghost.kept_by_server() ? served
+                : ghost.kept()         ? kept
+                : ghost.leaked         ? leaked
+                                       : unknown;
+      if (ghost.kept_by_server())
+        for (pid_t server : ghost.servers)
+          if (std::find(n.servers.begin(), n.servers.end(), server) == n.servers.end())
+            n.servers.push_back(server);
       n.bytes += bytes_on(s, ghost.pid, g.index);
       n.gone.push_back(ghost.pid);
       keepers.insert(ghost.keepers.begin(), ghost.keepers.end());
@@ -55,6 +62,18 @@ std::vector<GhostNotice> ghost_notices(const core::Snapshot& shown) {
           pids_text(leaked.gone), leaked.gone.size() == 1 ? "it" : "them");
       leaked.command = fmt::format("gpureap reset --gpu {}", g.index);
       out.push_back(std::move(leaked));
+    }
+    if (!served.gone.empty()) {
+      std::string name = "a server";
+      for (const auto& p : g.processes)
+        if (p.pid == served.servers.front() && p.serves_clients) name = *p.serves_clients;
+      served.headline = fmt::format(
+          "{} on GPU {} is held for gone PID{} {} by {} PID {}, which still runs {} work.",
+          text::human_bytes(served.bytes), g.index, served.gone.size() == 1 ? "" : "s",
+          pids_text(served.gone), name, pids_text(served.servers),
+          served.gone.size() == 1 ? "its" : "their");
+      served.command = fmt::format("gpureap doctor --gpu {}", g.index);
+      out.push_back(std::move(served));
     }
     if (!unknown.gone.empty()) {
       unknown.headline = fmt::format(

@@ -16,6 +16,7 @@ enum class GhostCase {
   Kept,     // live processes keep the contexts: ending them frees the memory
   Leaked,   // nothing alive holds them: only a GPU reset (or a reboot) frees the memory
   Unknown,  // no holder found, but some processes could not be inspected
+  Served,   // gone clients whose work a live server (an MPS server) still runs
 };
 
 struct GhostNotice {
@@ -26,6 +27,8 @@ struct GhostNotice {
   size_t keepers = 0;       // Kept: live processes that keep them
   std::string headline;     // "8.0 GiB on GPU 0 is held by ghosts (1 process keeps it alive)."
   std::string command;      // the command that really helps, e.g. "gpureap kill 4242"
+  // Served: the servers that keep them.
+  std::vector<pid_t> servers;
 };
 
 std::vector<GhostNotice> ghost_notices(const core::Snapshot& snapshot);

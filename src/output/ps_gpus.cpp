@@ -218,10 +218,17 @@ std::string render_compact(const core::Snapshot& s, const Style& style, const Gp
           who = r.process->details && r.process->details->user
                     ? text::terminal_safe(*r.process->details->user)
                     : "-";
+        // A server of other processes' work and its clients say so: "(4000 MPS server)",
+        // "(4001 via 4000)".
+        std::string role;
+        if (u.serves_clients)
+          role = " " + text::terminal_safe(*u.serves_clients);
+        else if (u.server)
+          role = " via " + std::to_string(*u.server);
         users.push_back(
             {" " + who + " " +
                  (u.used_bytes ? text::compact_bytes(*u.used_bytes) : std::string("?")) + " (" +
-                 std::to_string(r.pid) + ")",
+                 std::to_string(r.pid) + role + ")",
              r.is_ghost() || !r.process});
       }
     line = o.width ? text::fit(line + " |", *o.width, ellipsis) : line + " |";

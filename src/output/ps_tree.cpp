@@ -21,6 +21,15 @@ std::vector<TreeLine> tree_lines(const core::Snapshot& s, const TreeGlyphs& g) {
     for (pid_t k : ghost.keepers)
       if (nodes.count(k) && !parent.count(k) && k != ghost.pid) parent[k] = ghost.pid;
   }
+  // A server's clients go under it: it runs their work, gone clients' too.
+  for (const auto& r : s.rows)
+    for (const auto& u : r.gpus)
+      if (u.server && nodes.count(*u.server) && !parent.count(r.pid) && *u.server != r.pid)
+        parent[r.pid] = *u.server;
+  for (const auto& ghost : s.ghosts)
+    for (pid_t server : ghost.servers)
+      if (nodes.count(ghost.pid) && nodes.count(server) && !parent.count(ghost.pid))
+        parent[ghost.pid] = server;
   // The others under their ancestors (but init), shown for context.
   std::vector<pid_t> pending;
   for (pid_t pid : nodes)

@@ -131,9 +131,28 @@ const std::vector<std::string>& argv_of(const core::ProcessRow& r) {
 
 }  // namespace
 
+std::string role_text(const core::ProcessRow& r) {
+  std::vector<pid_t> clients;
+  const std::string* name = nullptr;
+  std::optional<pid_t> server;
+  for (const auto& u : r.gpus) {
+    if (u.serves_clients) name = &*u.serves_clients;
+    for (pid_t c : u.clients)
+      if (std::find(clients.begin(), clients.end(), c) == clients.end()) clients.push_back(c);
+    if (u.server && !server) server = u.server;
+  }
+  if (name)
+    return fmt::format("{} · {} client{}", text::terminal_safe(*name), clients.size(),
+                       clients.size() == 1 ? "" : "s");
+  if (server) return fmt::format("client of {}", *server);
+  return {};
+}
+
 std::string command_text(const core::ProcessRow& r) {
-  if (auto absent = absent_command(r)) return *absent;
-  return command_label(argv_of(r), r.process->stat.comm);
+  const std::string role = role_text(r);
+  const std::string prefix = role.empty() ? "" : "[" + role + "] ";
+  if (auto absent = absent_command(r)) return prefix + *absent;
+  return prefix + command_label(argv_of(r), r.process->stat.comm);
 }
 
 std::string command_line(const core::ProcessRow& r) {
@@ -271,6 +290,9 @@ std::string render_summary(const core::Snapshot& s, const Style& style,
       case GhostCase::Unknown:
         advice = "`" + n.command + "` sees every holder.";
         break;
+      case GhostCase::Served:
+        advice = "`" + n.command + "` names the command that ends the client's work.";
+        break;
     }
     // One line when it fits, else the headline, then the advice on lines of its own: the
     // command to run is never split.
@@ -308,7 +330,7 @@ std::string render_ps(const core::Snapshot& s, const Style& style, const PsViewO
 std::string render_ps_csv(const core::Snapshot& s) {
   std::string out =
       "pid,user,state,gpus,used_bytes,devices,ppid,pgid,sid,container,anomalies,listed_by_driver,"
-      "command\n";
+      "work_server,server,command\n";
   for (const auto& r : s.rows) {
     const auto* p = r.process ? &*r.process : nullptr;
     std::optional<uint64_t> bytes;
@@ -320,13 +342,20 @@ std::string render_ps_csv(const core::Snapshot& s) {
     if (p)
       for (const auto& h : p->devices) devices += (devices.empty() ? "" : " ") + h.path;
     std::string user = p && p->details && p->details->user ? *p->details->user : "";
+    std::string work_server, server;
+    for (const auto& u : r.gpus) {
+      if (u.serves_clients && work_server.empty()) work_server = *u.serves_clients;
+      if (u.server && server.empty()) server = std::to_string(*u.server);
+    }
+    // The command last: the one free-text column.
+    const std::string role = text::csv_field(work_server) + "," + server;
     out += fmt::format(
-        "{},{},{},{},{},{},{},{},{},{},{},{},{}\n", r.pid, text::csv_field(user),
+        "{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", r.pid, text::csv_field(user),
         p ? std::string(1, p->stat.state) : "", gpus, bytes ? std::to_string(*bytes) : "",
         text::csv_field(devices), p ? std::to_string(p->stat.ppid) : "",
         p ? std::to_string(p->stat.pgid) : "", p ? std::to_string(p->stat.sid) : "",
         text::csv_field(container_text(r) == "-" ? "" : container_text(r)), anomalies_text(r),
-        r.listed_by_driver ? "true" : "false", text::csv_field(command_line(r)));
+        r.listed_by_driver ? "true" : "false", role, text::csv_field(command_line(r)));
   }
   return out;
 }

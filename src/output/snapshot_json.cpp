@@ -23,8 +23,8 @@ constexpr bool considered = core::field_count<T>() == N;
 static_assert(considered<core::Snapshot, 8>);
 static_assert(considered<core::ProcView, 10>);
 static_assert(considered<core::ProcessRow, 8>);
-static_assert(considered<core::GpuUse, 8>);
-static_assert(considered<core::Ghost, 9>);
+static_assert(considered<core::GpuUse, 11>);
+static_assert(considered<core::Ghost, 10>);
 static_assert(considered<core::HostProcess, 4>);
 static_assert(considered<core::ProcessStat, 11>);
 static_assert(considered<core::ProcessDetails, 8>);
@@ -94,7 +94,10 @@ json gpu_uses_json(const std::vector<core::GpuUse>& uses) {
          {"gpu_instance_id", opt(u.gpu_instance_id)},
          {"compute_instance_id", opt(u.compute_instance_id)},
          {"instance",
-          u.gpu_instance_id ? json(core::instance_place(u.index, *u.gpu_instance_id)) : json()}});
+          u.gpu_instance_id ? json(core::instance_place(u.index, *u.gpu_instance_id)) : json()},
+         {"serves_clients", opt(u.serves_clients)},
+         {"clients", u.clients},
+         {"server", opt(u.server)}});
   return out;
 }
 
@@ -142,7 +145,8 @@ json ghost_json(const core::Ghost* g) {
           {"other_holders", g->other_holders},
           {"open_files", g->open_files},
           {"exact", g->exact},
-          {"leaked", g->leaked}};
+          {"leaked", g->leaked},
+          {"servers", g->servers}};
 }
 
 }  // namespace

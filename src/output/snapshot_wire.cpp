@@ -96,7 +96,7 @@ json region_wire(const core::MemoryRegionUse& r) {
           {"shared_bytes", opt(r.shared_bytes)}};
 }
 
-static_assert(carried<core::DriverProcess, 9>);
+static_assert(carried<core::DriverProcess, 11>);
 json driver_process_wire(const core::DriverProcess& p) {
   json regions = json::array();
   for (const auto& r : p.regions) regions.push_back(region_wire(r));
@@ -108,7 +108,9 @@ json driver_process_wire(const core::DriverProcess& p) {
           {"name", opt_bytes(p.name)},
           {"sm_utilization_percent", opt(p.sm_utilization_percent)},
           {"regions", regions},
-          {"sharers", p.sharers}};
+          {"sharers", p.sharers},
+          {"serves_clients", opt_bytes(p.serves_clients)},
+          {"server", opt(p.server)}};
 }
 
 static_assert(carried<core::GpuMemory, 4>);

@@ -164,6 +164,8 @@ core::DriverProcess driver_process(const json& v, const std::string& path) {
       optional(o.at("sm_utilization_percent"), o.path("sm_utilization_percent"), int_of<unsigned>);
   p.regions = list(o.at("regions"), o.path("regions"), region_use);
   p.sharers = list(o.at("sharers"), o.path("sharers"), int_of<pid_t>);
+  p.serves_clients = optional(o.at("serves_clients"), o.path("serves_clients"), str);
+  p.server = optional(o.at("server"), o.path("server"), int_of<pid_t>);
   o.finish();
   return p;
 }

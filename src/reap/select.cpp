@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <set>
 
+#include "backend/registry.h"
 #include "core/gpu_index.h"
 #include "core/mig.h"
 #include "reap/kin.h"
@@ -115,8 +116,34 @@ class Selector {
               std::to_string(pid) + "` ends it too");
     }
     for (pid_t k : g.keepers) add(k, {ReasonKind::InheritedHolder, std::nullopt, pid});
-    if (g.keepers.empty()) note_unkept(g);
+    if (ghost && ghost->kept_by_server())
+      note_served(*ghost);
+    else if (g.keepers.empty())
+      note_unkept(g);
     out_.gone.push_back(std::move(g));
+  }
+
+  // A gone client of a server of other processes' work (an MPS server): the server keeps its
+  // context, and ending the server ends every client's work, so it is never chosen; its
+  // vendor's own command ends the one client.
+  void note_served(const core::Ghost& ghost) {
+    for (pid_t server : ghost.servers) {
+      const backend::WorkServer* ws = nullptr;
+      for (unsigned index : ghost.gpus)
+        if (const core::Gpu* gpu = snap_.gpu(index); gpu && !ws)
+          ws = backend::work_server_of(gpu->backend);
+      const std::string name = ws ? ws->name : "the server";
+      std::string note = "PID " + std::to_string(ghost.pid) + " is gone, but " + name + " PID " +
+                         std::to_string(server) +
+                         " still runs its work; gpureap does not end the server";
+      if (ws && !ws->end_client.empty())
+        note += ": `" + backend::fill_client(ws->end_client, server, ghost.pid) +
+                "` ends that client's work";
+      if (ws && !ws->restart.empty())
+        note += std::string(ws->end_client.empty() ? ": " : ", or ") + "`" + ws->restart +
+                "` restarts it (" + ws->restart_effect + ")";
+      out_.notes.push_back(note);
+    }
   }
 
   void note_unkept(GoneListing& g) {

@@ -315,6 +315,11 @@ void TopModel::compose_status(Frame& f) const {
     } else if (n.kind == output::GhostCase::Leaked) {
       st.add(fmt::format("{} on GPU {} leaked", text::human_bytes(n.bytes), n.gpu), Role::Ghost);
       st.add(": only a GPU reset frees it (" + n.command + ")  ", Role::Dim);
+    } else if (n.kind == output::GhostCase::Served) {
+      st.add(fmt::format("{} on GPU {} held for gone clients by server {}",
+                         text::human_bytes(n.bytes), n.gpu, fmt::join(n.servers, ",")),
+             Role::Ghost);
+      st.add(": " + n.command + " names the fix  ", Role::Dim);
     } else {
       st.add(fmt::format("{} on GPU {} listed for gone PIDs", text::human_bytes(n.bytes), n.gpu),
              Role::Ghost);

@@ -86,7 +86,10 @@ TEST(PsDriverJoin, HealthyJobHasNoAnomalies) {
                                        {"shared_with", json::array()},
                                        {"gpu_instance_id", nullptr},
                                        {"compute_instance_id", nullptr},
-                                       {"instance", nullptr}}}));
+                                       {"instance", nullptr},
+                                       {"serves_clients", nullptr},
+                                       {"clients", json::array()},
+                                       {"server", nullptr}}}));
   EXPECT_EQ(row["anomalies"], json::array());
   for (const auto& w : snap["warnings"])  // the job holds its GPU's file: no cross-check warning
     EXPECT_EQ(w.get<std::string>().find("PID " + std::to_string(job.pid())), std::string::npos)

@@ -340,7 +340,7 @@ TEST_F(nvmlFakeLibrary, APidInSeveralListsIsCountedOnce) {
   const core::Gpu gpu = collect().gpus.at(0);
   ASSERT_EQ(gpu.processes.size(), 2u);
   EXPECT_EQ(gpu.processes[0].kind, GpuProcessKind::Compute);
-  EXPECT_EQ(gpu.processes[1].kind, GpuProcessKind::Graphics);
+  EXPECT_EQ(gpu.processes[1].kind, GpuProcessKind::Mps) << "the MPS list marks its clients";
   EXPECT_EQ(gpu.memory.used_bytes, 2 * kGiB);
 }
 

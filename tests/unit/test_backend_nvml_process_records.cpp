@@ -232,5 +232,21 @@ TEST(nvmlProcessRecords, APidInSeveralListsIsCountedOnce) {
   EXPECT_EQ(merged[2].kind, GpuProcessKind::Mps);
 }
 
+TEST(nvmlProcessRecords, APidInTheMpsListIsAnMpsClientWhateverElseListsIt) {
+  std::vector<core::DriverProcess> merged;
+  merge_process(merged, entry(20, GpuProcessKind::Compute, kGiB));
+  merge_process(merged, entry(21, GpuProcessKind::Compute, std::nullopt));
+  merge_process(merged, entry(22, GpuProcessKind::Compute, kGiB));
+  merge_process(merged, entry(20, GpuProcessKind::Mps, kGiB));
+  merge_process(merged, entry(21, GpuProcessKind::Mps, 2 * kGiB));
+  merge_process(merged, entry(22, GpuProcessKind::Graphics, kGiB));
+  ASSERT_EQ(merged.size(), 3u);
+  EXPECT_EQ(merged[0].kind, GpuProcessKind::Mps) << "compute and MPS (M+C) is an MPS client";
+  EXPECT_EQ(merged[0].used_bytes, kGiB);
+  EXPECT_EQ(merged[1].kind, GpuProcessKind::Mps);
+  EXPECT_EQ(merged[1].used_bytes, 2 * kGiB);
+  EXPECT_EQ(merged[2].kind, GpuProcessKind::Compute) << "no MPS list: the first kind stays";
+}
+
 }  // namespace
 }  // namespace gpureap::backend::nvml

@@ -27,7 +27,8 @@ TEST(DoctorFindingCode, EveryCodeHasItsDocumentedString) {
                                                "uninterruptible-holder",
                                                "unreaped-zombies",
                                                "protected-holder",
-                                               "gpu-xid"};
+                                               "gpu-xid",
+                                               "kept-by-server"};
   const auto& codes = all_finding_codes();
   ASSERT_EQ(codes.size(), documented.size());
   for (size_t i = 0; i < codes.size(); ++i) {

@@ -111,6 +111,8 @@ core::Snapshot rich_snapshot() {
   g0.processes[1].name = kBadUtf8;
   g0.processes[2].kind = core::GpuProcessKind::Mps;
   g0.processes[2].used_bytes.reset();
+  g0.processes[1].serves_clients = "MPS server";
+  g0.processes[2].server = g0.processes[1].pid;
   auto g1 = gpu(1, 1, 0, {});
   g1.name.reset();
   g1.minor.reset();

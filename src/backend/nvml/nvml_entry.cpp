@@ -79,7 +79,9 @@ BackendEntry nvml_entry() {
   e.kernel_log = kernel::nvidia::xid_parser();
   // nvidia.ko (os_*, nv_*, _nv*), nvidia-uvm.ko (uvm_*).
   e.kernel_functions = {"uvm_", "nvidia", "nv_", "_nv", "os_acquire", "os_wait"};
-  e.protected_programs = {"nvidia-persistenced", "nv-hostengine", "dcgm-exporter", "dcgmi"};
+  e.protected_programs = {"nvidia-persistenced",    "nv-hostengine",
+                          "dcgm-exporter",          "dcgmi",
+                          "nvidia-cuda-mps-server", "nvidia-cuda-mps-control"};
   e.reset = ResetTool{
       "nvidia-smi",
       [](unsigned nvml_index) {
@@ -95,6 +97,19 @@ BackendEntry nvml_entry() {
   e.words.reload_driver = "rmmod nvidia_uvm nvidia_drm nvidia_modeset nvidia && modprobe nvidia";
   e.words.mismatch_effect = "CUDA programs will fail to start.";
   e.words.reset = "gpureap reset --gpu {gpu}";
+  // Multi-Process Service (nvidia-cuda-mps-control(1), NVIDIA's MPS guide): the control
+  // daemon starts one server per user, which runs its clients' work in its own context and
+  // holds the device files; NVML lists the server as a compute process and the clients through
+  // nvmlDeviceGetMPSComputeRunningProcesses. terminate_client ends one client's outstanding
+  // work on a server (recent CUDA releases); quit stops the daemon and every server.
+  e.work_server = WorkServer{"nvidia-cuda-mps-server",
+                             "nvidia-cuda-mps-control",
+                             "MPS server",
+                             "echo terminate_client {server} {client} | nvidia-cuda-mps-control",
+                             "echo quit | nvidia-cuda-mps-control && nvidia-cuda-mps-control -d",
+                             "every client of the server loses its work",
+                             "var/log/nvidia-mps",
+                             {"control.log", "server.log"}};
   return e;
 }
 

@@ -16,7 +16,8 @@ struct ListSpec {
   const char* what;
 };
 
-// Compute first: a PID in several lists keeps the first kind (see merge_process).
+// Compute first: a PID in several lists keeps the first kind, except that the MPS list marks
+// its clients whatever else lists them (see merge_process).
 constexpr std::array<ListSpec, 3> kLists = {{
     {Fn::ComputeRunningProcesses, core::GpuProcessKind::Compute, "compute"},
     {Fn::GraphicsRunningProcesses, core::GpuProcessKind::Graphics, "graphics"},

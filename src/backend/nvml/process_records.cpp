@@ -144,9 +144,13 @@ void merge_process(std::vector<core::DriverProcess>& processes, core::DriverProc
   auto existing = std::find_if(processes.begin(), processes.end(), same_pid);
   if (existing == processes.end()) {
     processes.push_back(std::move(process));
-  } else if (more_memory(process.used_bytes, existing->used_bytes)) {
-    *existing = std::move(process);
+    return;
   }
+  // Volta and later list an MPS client in the compute list too: the MPS list says what it is.
+  const bool mps_client =
+      existing->kind == core::GpuProcessKind::Mps || process.kind == core::GpuProcessKind::Mps;
+  if (more_memory(process.used_bytes, existing->used_bytes)) *existing = std::move(process);
+  if (mps_client) existing->kind = core::GpuProcessKind::Mps;
 }
 
 }  // namespace gpureap::backend::nvml

@@ -72,7 +72,9 @@ core::Result<DecodedRecords> decode_process_records(std::span<const std::byte> b
 
 // Adds `process` to a GPU's list. NVML lists a process once per list it is in (compute,
 // graphics, MPS) with the same memory, so a PID seen again is not counted twice: the entry
-// kept is the first one with the most memory (unknown memory counts as least).
+// kept is the first one with the most memory (unknown memory counts as least). A PID in the
+// MPS list is an MPS client whatever else lists it (Volta+ list clients in the compute list
+// too, nvidia-smi's "M+C"): its kind is Mps.
 void merge_process(std::vector<core::DriverProcess>& processes, core::DriverProcess process);
 
 }  // namespace gpureap::backend::nvml

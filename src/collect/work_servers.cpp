@@ -1,0 +1,115 @@
+#include "collect/work_servers.h"
+
+#include <algorithm>
+#include <deque>
+#include <fstream>
+#include <set>
+#include <string_view>
+#include <utility>
+
+namespace gpureap::collect {
+namespace {
+
+std::string_view work_server_basename(std::string_view path) {
+  auto slash = path.rfind('/');
+  return slash == std::string_view::npos ? path : path.substr(slash + 1);
+}
+
+// The kernel keeps 15 bytes of a program's name as its comm.
+constexpr std::size_t kCommLength = 15;
+
+bool runs_program(const core::HostProcess& p, const std::string& program, bool root_comm_suffices) {
+  if (!p.is_live() || !p.details) return false;
+  if (p.details->exe) return work_server_basename(p.details->exe->path) == program;
+  // Root's exe is unreadable to other users; a root process's name is root's choice.
+  return root_comm_suffices && p.details->uid == 0u &&
+         p.stat.comm == program.substr(0, kCommLength);
+}
+
+std::optional<uid_t> uid_of(const core::ProcView& view, pid_t pid) {
+  const auto* p = view.find(pid);
+  return p && p->details ? p->details->uid : std::nullopt;
+}
+
+constexpr std::size_t kLogLines = 5;
+constexpr std::size_t kLogLineBytes = 240;
+constexpr std::streamoff kLogTailBytes = 64 * 1024;  // read from the end of a log, no more
+
+std::vector<std::string> log_tail(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return {};
+  in.seekg(0, std::ios::end);
+  const std::streamoff size = in.tellg();
+  if (size <= 0) return {};
+  const std::streamoff from = size > kLogTailBytes ? size - kLogTailBytes : 0;
+  in.seekg(from);
+  std::deque<std::string> lines;
+  std::string line;
+  bool first = from > 0;  // a line cut by the start of the tail is not a line
+  while (std::getline(in, line)) {
+    if (std::exchange(first, false)) continue;
+    if (line.empty()) continue;
+    if (line.size() > kLogLineBytes) line = line.substr(0, kLogLineBytes) + "…";
+    lines.push_back(std::move(line));
+    if (lines.size() > kLogLines) lines.pop_front();
+  }
+  return {lines.begin(), lines.end()};
+}
+
+}  // namespace
+
+std::vector<std::string> read_work_server_logs(const std::string& runtime_root,
+                                               const core::Snapshot& s,
+                                               const WorkServers& servers) {
+  std::set<std::string> backends;
+  for (const auto& g : s.drivers.gpus)
+    for (const auto& p : g.processes)
+      if (p.serves_clients) backends.insert(g.backend);
+  std::vector<std::string> out;
+  for (const auto& [backend, server] : servers) {
+    if (!backends.count(backend) || server.log_dir.empty()) continue;
+    const std::string dir =
+        runtime_root + (runtime_root.ends_with('/') ? "" : "/") + server.log_dir;
+    for (const auto& file : server.log_files)
+      for (auto& line : log_tail(dir + "/" + file)) out.push_back(file + ": " + line);
+  }
+  return out;
+}
+
+bool is_work_server(const core::ProcView& view, const core::HostProcess& process,
+                    const backend::WorkServer& server) {
+  if (!runs_program(process, server.program, false)) return false;
+  const auto* parent = view.find(process.stat.ppid);
+  return parent && runs_program(*parent, server.parent_program, true);
+}
+
+void mark_work_servers(const core::ProcView& view, core::DriverReading& drivers,
+                       const WorkServers& servers) {
+  for (auto& g : drivers.gpus) {
+    auto spec = std::find_if(servers.begin(), servers.end(),
+                             [&](const auto& s) { return s.first == g.backend; });
+    if (spec == servers.end()) continue;
+    std::vector<pid_t> here;
+    for (auto& p : g.processes) {
+      p.serves_clients.reset();
+      p.server.reset();
+      const auto* host = view.find(p.pid);
+      if (host && is_work_server(view, *host, spec->second)) {
+        p.serves_clients = spec->second.name;
+        here.push_back(p.pid);
+      }
+    }
+    if (here.empty()) continue;
+    for (auto& p : g.processes) {
+      if (p.kind != core::GpuProcessKind::Mps || p.serves_clients) continue;
+      // A server runs the work of its own user's clients; a gone client's user is unknown.
+      std::vector<pid_t> candidates;
+      const auto client_uid = uid_of(view, p.pid);
+      for (pid_t s : here)
+        if (!client_uid || uid_of(view, s) == client_uid) candidates.push_back(s);
+      if (candidates.size() == 1) p.server = candidates.front();
+    }
+  }
+}
+
+}  // namespace gpureap::collect

@@ -1,0 +1,374 @@
+// NVIDIA's Multi-Process Service on real processes: a control daemon and the server it started
+// (copies of sleep(1) named nvidia-cuda-mps-control and nvidia-cuda-mps-server, the server
+// holding a stand-in of /dev/nvidia0), two clients the NVML test double lists in the compute
+// and MPS lists (one alive, one gone) and an unrelated job. The server is shown as such with its
+// clients, the gone client is a ghost kept by the server, and no plan ever reaches the server,
+// the live client or the job.
+#include <gtest/gtest.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "support.h"
+
+namespace gpureap::testing {
+namespace {
+
+using nlohmann::json;
+
+// A program `name` in `dir`: a copy of sleep(1), so the process's exe has that name.
+std::string sleep_named(const TempDir& dir, const std::string& name) {
+  std::string program = dir.file(name);
+  std::filesystem::copy_file("/bin/sleep", program);
+  ::chmod(program.c_str(), 0755);
+  return program;
+}
+
+bool runs(pid_t pid, const std::string& program) {
+  std::error_code ec;
+  auto exe = std::filesystem::read_symlink("/proc/" + std::to_string(pid) + "/exe", ec);
+  return !ec && exe.string() == program;
+}
+
+// The control daemon and its server. The daemon forks the server (which opens the GPU's file
+// and runs the server program) and then runs the daemon program itself; `server_parent_is_daemon`
+// false makes the server's parent a program of another name (a forged server).
+struct MpsDaemon {
+  TempDir bin;
+  std::unique_ptr<Child> control;
+  pid_t server = 0;
+  KillStrays strays;
+
+  MpsDaemon(const FakeDevRoot& dev, bool server_parent_is_daemon = true) {
+    const std::string control_program =
+        sleep_named(bin, server_parent_is_daemon ? "nvidia-cuda-mps-control" : "job-launcher");
+    const std::string server_program = sleep_named(bin, "nvidia-cuda-mps-server");
+    Ready ready;
+    control = std::make_unique<Child>([&] {
+      ::setsid();
+      pid_t s = ::fork();
+      if (s == 0) {
+        hold(dev.dev("nvidia0"));
+        ::execl(server_program.c_str(), "nvidia-cuda-mps-server", "infinity", nullptr);
+        ::_exit(97);
+      }
+      ready.send(s);
+      ::execl(control_program.c_str(), "nvidia-cuda-mps-control", "infinity", nullptr);
+      ::_exit(97);
+    });
+    server = static_cast<pid_t>(ready.receive());
+    strays.pids = {server};
+    for (int i = 0;
+         i < 500 && !(runs(server, server_program) && runs(control->pid(), control_program)); ++i)
+      ::usleep(10000);
+  }
+  pid_t daemon() const { return control->pid(); }
+};
+
+json scene(pid_t server, pid_t live_client, pid_t gone_client, pid_t job) {
+  return {{"gpus",
+           {{{"name", "NVIDIA H100"},
+             {"uuid", "GPU-0000"},
+             {"minor", 0},
+             {"total_bytes", 80 * GiB},
+             {"processes",
+              {{{"pid", server}, {"used_bytes", GiB / 2}, {"kind", "compute"}},
+               // Volta and later list a client in both lists ("M+C").
+               {{"pid", live_client}, {"used_bytes", 4 * GiB}, {"kind", {"compute", "mps"}}},
+               {{"pid", gone_client},
+                {"used_bytes", 6 * GiB},
+                {"kind", {"compute", "mps"}},
+                {"holders", {server}}},
+               {{"pid", job}, {"used_bytes", 10 * GiB}}}}},
+            {{"name", "NVIDIA H100"},
+             {"uuid", "GPU-1111"},
+             {"minor", 1},
+             {"total_bytes", 80 * GiB},
+             {"processes", json::array()}}}}};
+}
+
+std::vector<pid_t> pids(const json& j) {
+  auto v = j.get<std::vector<pid_t>>();
+  std::sort(v.begin(), v.end());
+  return v;
+}
+
+class Mps : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    REQUIRE_DOUBLE();
+    daemon_ = std::make_unique<MpsDaemon>(dev_);
+    client_ = std::make_unique<Child>([] {
+      ::prctl(PR_SET_NAME, "mps_client");
+      for (;;) ::pause();
+    });
+    job_ = std::make_unique<Child>([this] {
+      ::setpgid(0, 0);
+      hold(dev_.dev("nvidia0"));
+      for (;;) ::pause();
+    });
+    gone_ = dead_pid();
+    nvml_ = std::make_unique<FakeNvml>(scene(daemon_->server, client_->pid(), gone_, job_->pid()));
+  }
+
+  void expect_untouched() {
+    EXPECT_TRUE(is_alive(daemon_->server));
+    EXPECT_TRUE(is_alive(daemon_->daemon()));
+    EXPECT_TRUE(is_alive(client_->pid()));
+    EXPECT_TRUE(is_alive(job_->pid()));
+  }
+
+  std::vector<std::string> env() const { return nvml_->env(); }
+
+  FakeDevRoot dev_;
+  std::unique_ptr<MpsDaemon> daemon_;
+  std::unique_ptr<Child> client_, job_;
+  pid_t gone_ = 0;
+  std::unique_ptr<FakeNvml> nvml_;
+};
+
+TEST_F(Mps, PsJsonShowsTheServerItsClientsAndTheGoneClientKeptByIt) {
+  const pid_t server = daemon_->server;
+  auto snap = run_json({"ps", "--json", "--dev-root", dev_.path()}, env());
+
+  auto s = row_of(snap, server);
+  ASSERT_FALSE(s.is_null()) << snap.dump(2);
+  EXPECT_EQ(s["gpus"][0]["serves_clients"], "MPS server");
+  EXPECT_EQ(s["gpus"][0]["kind"], "compute");
+  EXPECT_EQ(s["gpus"][0]["used_bytes"], GiB / 2) << "its own memory, not its clients'";
+  EXPECT_EQ(pids(s["gpus"][0]["clients"]), pids(json{client_->pid(), gone_}));
+  EXPECT_TRUE(s["anomalies"].empty()) << s.dump(2);
+
+  auto c = row_of(snap, client_->pid());
+  EXPECT_EQ(c["gpus"][0]["kind"], "mps") << "listed in both lists, it is an MPS client";
+  EXPECT_EQ(c["gpus"][0]["server"], server);
+  EXPECT_TRUE(c["gpus"][0]["serves_clients"].is_null());
+
+  auto g = row_of(snap, gone_);
+  ASSERT_FALSE(g.is_null()) << snap.dump(2);
+  EXPECT_EQ(g["gpus"][0]["kind"], "mps");
+  EXPECT_EQ(g["gpus"][0]["server"], server);
+  EXPECT_EQ(g["anomalies"], json{"no-such-process"});
+  EXPECT_EQ(pids(g["ghost"]["servers"]), std::vector<pid_t>{server});
+  EXPECT_TRUE(g["ghost"]["keepers"].empty()) << "no inherited file keeps a client's context";
+  EXPECT_TRUE(g["ghost"]["listed_keepers"].empty());
+  EXPECT_EQ(g["ghost"]["leaked"], false);
+  EXPECT_TRUE(row_of(snap, job_->pid())["gpus"][0]["server"].is_null());
+  EXPECT_EQ(snap["gpus"][0]["memory"]["ghost_bytes"], 6 * GiB);
+  EXPECT_EQ(snap["gpus"][0]["memory"]["leaked_bytes"], 0);
+}
+
+TEST_F(Mps, PsTextPutsTheClientsUnderTheServerAndSaysWhatHoldsTheGhost) {
+  const pid_t server = daemon_->server;
+  auto r = run_gpureap({"ps", "--tree", "--no-color", "--dev-root", dev_.path()}, env());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("[MPS server · 2 clients]"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("[client of " + std::to_string(server) + "]"), std::string::npos) << r.out;
+  // The tree: the daemon, the server under it, both clients under the server.
+  std::vector<std::string> lines;
+  for (size_t at = 0; at < r.out.size();) {
+    size_t end = r.out.find('\n', at);
+    lines.push_back(r.out.substr(at, end - at));
+    at = end == std::string::npos ? r.out.size() : end + 1;
+  }
+  auto line_of = [&](pid_t pid) -> std::string {
+    for (const auto& l : lines) {
+      auto at = l.find(std::to_string(pid) + " ");
+      if (at != std::string::npos && l.find_first_not_of(" |`├└│─", 0) == at) return l;
+    }
+    return {};
+  };
+  auto depth = [&](pid_t pid) { return line_of(pid).find(std::to_string(pid)); };
+  ASSERT_FALSE(line_of(server).empty()) << r.out;
+  ASSERT_FALSE(line_of(gone_).empty()) << r.out;
+  EXPECT_GT(depth(gone_), depth(server)) << r.out;
+  EXPECT_GT(depth(client_->pid()), depth(server)) << r.out;
+  EXPECT_NE(r.out.find("held for gone PID " + std::to_string(gone_) + " by MPS server PID " +
+                       std::to_string(server)),
+            std::string::npos)
+      << r.out;
+
+  auto compact = run_gpureap({"ps", "--compact", "--no-color", "--dev-root", dev_.path()}, env());
+  EXPECT_NE(compact.out.find("(" + std::to_string(server) + " MPS server)"), std::string::npos)
+      << compact.out;
+  EXPECT_NE(compact.out.find("(" + std::to_string(gone_) + " via " + std::to_string(server) + ")"),
+            std::string::npos)
+      << compact.out;
+
+  auto csv = run_gpureap({"ps", "--csv", "--dev-root", dev_.path()}, env());
+  EXPECT_EQ(csv.out.rfind("pid,user,state,", 0), 0u) << csv.out;
+  EXPECT_NE(csv.out.find(",work_server,server,command\n"), std::string::npos) << csv.out;
+  EXPECT_NE(csv.out.find(",true,MPS server,,nvidia-cuda-mps-server infinity\n"), std::string::npos)
+      << csv.out;
+  EXPECT_NE(csv.out.find(",true,," + std::to_string(server) + ",(gone)\n"), std::string::npos)
+      << csv.out;
+}
+
+TEST_F(Mps, DoctorGivesOneFindingWhoseRemedyIsMpsOwn) {
+  const pid_t server = daemon_->server;
+  auto r = run_gpureap({"doctor", "--json", "--settle", "0s", "--dev-root", dev_.path()}, env());
+  auto doc = parse_output(r);
+  std::vector<json> about_gone;
+  for (const auto& f : doc["findings"])
+    if (std::find(f["pids"].begin(), f["pids"].end(), json(gone_)) != f["pids"].end())
+      about_gone.push_back(f);
+  ASSERT_EQ(about_gone.size(), 1u) << doc["findings"].dump(2);
+  const auto& f = about_gone.front();
+  EXPECT_EQ(f["code"], "kept-by-server");
+  EXPECT_EQ(f["pids"], json({gone_, server}));
+  EXPECT_EQ(f["memory_bytes"], 6 * GiB);
+  ASSERT_GE(f["steps"].size(), 2u) << f.dump(2);
+  EXPECT_EQ(f["steps"][0]["kind"], "run");
+  EXPECT_EQ(f["steps"][0]["command"], "echo terminate_client " + std::to_string(server) + " " +
+                                          std::to_string(gone_) + " | nvidia-cuda-mps-control");
+  EXPECT_EQ(f["steps"][1]["kind"], "or");
+  EXPECT_NE(f["steps"][1]["command"].get<std::string>().find("echo quit | nvidia-cuda-mps-control"),
+            std::string::npos);
+  EXPECT_NE(f["steps"][1]["why"].get<std::string>().find("every client"), std::string::npos);
+  for (const auto& other : doc["findings"])
+    EXPECT_NE(other["code"], "leaked-memory") << other.dump(2);
+
+  // The text starts with the summary, then the steps to run.
+  auto text =
+      run_gpureap({"doctor", "--settle", "0s", "--no-color", "--dev-root", dev_.path()}, env());
+  EXPECT_NE(text.out.find("kept by MPS server PID " + std::to_string(server)), std::string::npos)
+      << text.out;
+
+  // --fix remedies by ending processes: nothing here is one to end.
+  auto fixed = run_gpureap(
+      {"doctor", "--fix", "--yes", "--json", "--settle", "0s", "--dev-root", dev_.path()}, env());
+  expect_untouched();
+  EXPECT_EQ(fixed.err.find("SIGTERM"), std::string::npos) << fixed.err;
+}
+
+TEST_F(Mps, NoKillPlanReachesTheServerTheLiveClientOrTheJob) {
+  const pid_t server = daemon_->server;
+  auto ghosts = parse_output(
+      run_gpureap({"kill", "--json", "--dry-run", "--ghosts", "--dev-root", dev_.path()}, env()));
+  EXPECT_TRUE(planned_pids(ghosts).empty()) << ghosts.dump(2);
+  auto notes = ghosts["plan"]["notes"].dump();
+  EXPECT_NE(
+      notes.find("echo terminate_client " + std::to_string(server) + " " + std::to_string(gone_)),
+      std::string::npos)
+      << notes;
+
+  // Named, the gone PID's plan is still empty: the server runs every client's work.
+  auto named = parse_output(run_gpureap(
+      {"kill", "--json", "--dry-run", std::to_string(gone_), "--dev-root", dev_.path()}, env()));
+  EXPECT_TRUE(planned_pids(named).empty()) << named.dump(2);
+  EXPECT_NE(named["plan"]["notes"].dump().find("gpureap does not end the server"),
+            std::string::npos)
+      << named.dump(2);
+
+  auto with_tree = parse_output(run_gpureap(
+      {"kill", "--json", "--dry-run", "--ghosts", "--tree", "--dev-root", dev_.path()}, env()));
+  EXPECT_TRUE(planned_pids(with_tree).empty()) << with_tree.dump(2);
+  expect_untouched();
+}
+
+TEST_F(Mps, MetricsCountTheServersClientsAndAGhostPolicyEndsNothing) {
+  TempDir cfg;
+  // An enforced policy on gone PIDs: the gone client's plan has no target.
+  std::ofstream(cfg.file("config.toml")) << "interval = \"250ms\"\nenforce = true\n"
+                                            "[[policy]]\nname = \"ghosts\"\n"
+                                            "anomalies = [\"no-such-process\"]\n"
+                                            "action = \"kill\"\n";
+  DaemonProcess d({"--config", cfg.file("config.toml"), "--dev-root", dev_.path()}, env());
+  ASSERT_GT(d.port(), 0) << d.log();
+  const std::string gpu =
+      "{gpu=\"0\",uuid=\"GPU-0000\",pci_bus_id=\"00000000:17:00.0\",vendor=\"nvidia\"";
+  ASSERT_TRUE(wait_until([&] { return d.metric("gpureap_server_clients" + gpu).has_value(); }))
+      << d.get("/metrics").body;
+  EXPECT_EQ(d.metric("gpureap_server_clients" + gpu + ",pid=\"" + std::to_string(daemon_->server) +
+                     "\",server=\"MPS server\"}"),
+            2);
+  EXPECT_EQ(d.metric("gpureap_gpu_memory_ghost_bytes" + gpu + "}"), 6.0 * GiB);
+  EXPECT_EQ(d.metric("gpureap_findings{code=\"kept-by-server\",severity=\"critical\"}"), 1);
+  // Many samples later, with the policy deciding on each, nothing was signalled.
+  wait_until([] { return false; }, 3000);
+  EXPECT_TRUE(d.wait_log("policy ghosts: kill PID " + std::to_string(gone_) + " (gone): refused"))
+      << d.log();
+  expect_untouched();
+}
+
+// Anyone can run a program named nvidia-cuda-mps-server: without the control daemon for
+// parent it is no server, and the gone client's memory is judged as any ghost's.
+TEST(MpsClaims, AServerNameWithoutTheControlDaemonAboveItIsNoServer) {
+  REQUIRE_DOUBLE();
+  FakeDevRoot dev;
+  MpsDaemon forged(dev, false);
+  pid_t gone = dead_pid();
+  json processes = {
+      {{"pid", forged.server}, {"used_bytes", GiB}},
+      {{"pid", gone}, {"used_bytes", 2 * GiB}, {"kind", "mps"}, {"holders", {forged.server}}}};
+  json gpu0 = {{"uuid", "GPU-0000"}, {"minor", 0}, {"processes", processes}};
+  FakeNvml nvml(json{{"gpus", json::array({gpu0})}});
+  auto snap = run_json({"ps", "--json", "--dev-root", dev.path()}, nvml.env());
+  auto s = row_of(snap, forged.server);
+  ASSERT_FALSE(s.is_null()) << snap.dump(2);
+  EXPECT_TRUE(s["gpus"][0]["serves_clients"].is_null()) << s.dump(2);
+  auto g = row_of(snap, gone);
+  EXPECT_TRUE(g["ghost"]["servers"].empty()) << g.dump(2);
+  EXPECT_TRUE(g["gpus"][0]["server"].is_null());
+}
+
+}  // namespace
+}  // namespace gpureap::testing
+
+namespace gpureap::testing {
+namespace {
+
+// When `pid` started, in microseconds since boot (the clock of /dev/kmsg's records).
+uint64_t mps_started_usec(pid_t pid) {
+  std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat((std::istreambuf_iterator<char>(f)), {});
+  std::istringstream after(stat.substr(stat.rfind(')') + 2));
+  std::string field;
+  for (int i = 3; i <= 22 && after >> field; ++i) {
+  }
+  return std::stoull(field) * 1'000'000 / static_cast<uint64_t>(::sysconf(_SC_CLK_TCK));
+}
+
+TEST_F(Mps, AnXidOfTheServerIsItsClientsProblemWithTheMpsLogAsEvidence) {
+  const pid_t server = daemon_->server;
+  TempDir logs, runtime;
+  std::ofstream(logs.file("kmsg")) << "4,1," << mps_started_usec(server) + 500'000
+                                   << ",-;NVRM: Xid (PCI:0000:17:00): 31, pid=" << server
+                                   << ", name=nvidia-cuda-mps, Ch 00000008, intr 00000000. MMU "
+                                      "Fault: ENGINE GRAPHICS\n";
+  std::filesystem::create_directories(runtime.file("var/log/nvidia-mps"));
+  std::ofstream(runtime.file("var/log/nvidia-mps/server.log"))
+      << "[2026-12-05 05:00:00.000 Other " << server << "] Server started\n"
+      << "[2026-12-05 05:00:01.000 Other " << server << "] \x1b[31mMMU fault\x1b[0m\n";
+  auto r = run_gpureap({"doctor", "--json", "--settle", "0s", "--dev-root", dev_.path(), "--kmsg",
+                        logs.file("kmsg"), "--runtime-root", runtime.path()},
+                       env());
+  auto doc = parse_output(r);
+  const json* xid = nullptr;
+  for (const auto& f : doc["findings"])
+    if (f["code"] == "gpu-xid") xid = &f;
+  ASSERT_NE(xid, nullptr) << doc["findings"].dump(2) << r.err;
+  EXPECT_EQ((*xid)["summary"], "MPS server PID " + std::to_string(server) +
+                                   " on GPU 0 hit Xid 31: its clients' work fails until it "
+                                   "restarts");
+  EXPECT_EQ((*xid)["severity"], "critical");
+  EXPECT_EQ((*xid)["steps"][0]["command"],
+            "echo quit | nvidia-cuda-mps-control && nvidia-cuda-mps-control -d");
+  bool log_line = false;
+  for (const auto& e : (*xid)["evidence"]) {
+    const auto line = e.get<std::string>();
+    if (line.find("server.log: [2026-12-05 05:00:01.000") == std::string::npos) continue;
+    log_line = true;
+    EXPECT_EQ(line.find('\x1b'), std::string::npos) << "the log's text is escaped: " << line;
+  }
+  EXPECT_TRUE(log_line) << (*xid)["evidence"].dump(2);
+}
+
+}  // namespace
+}  // namespace gpureap::testing
