@@ -89,24 +89,31 @@ void mark_work_servers(const core::ProcView& view, core::DriverReading& drivers,
     auto spec = std::find_if(servers.begin(), servers.end(),
                              [&](const auto& s) { return s.first == g.backend; });
     if (spec == servers.end()) continue;
-    std::vector<pid_t> here;
+    struct Server {
+      pid_t pid;
+      std::optional<unsigned> gpu_instance;
+    };
+    std::vector<Server> here;
     for (auto& p : g.processes) {
       p.serves_clients.reset();
       p.server.reset();
       const auto* host = view.find(p.pid);
       if (host && is_work_server(view, *host, spec->second)) {
         p.serves_clients = spec->second.name;
-        here.push_back(p.pid);
+        here.push_back({p.pid, p.gpu_instance_id});
       }
     }
     if (here.empty()) continue;
     for (auto& p : g.processes) {
       if (p.kind != core::GpuProcessKind::Mps || p.serves_clients) continue;
-      // A server runs the work of its own user's clients; a gone client's user is unknown.
+      // A server runs the work of its own user's clients (a gone client's user is unknown), on
+      // its own instance of a split GPU (a server per MIG instance).
       std::vector<pid_t> candidates;
       const auto client_uid = uid_of(view, p.pid);
-      for (pid_t s : here)
-        if (!client_uid || uid_of(view, s) == client_uid) candidates.push_back(s);
+      for (const auto& s : here)
+        if ((!client_uid || uid_of(view, s.pid) == client_uid) &&
+            (!p.gpu_instance_id || !s.gpu_instance || s.gpu_instance == p.gpu_instance_id))
+          candidates.push_back(s.pid);
       if (candidates.size() == 1) p.server = candidates.front();
     }
   }

@@ -123,6 +123,22 @@ TEST(WorkServers, AClientNamesTheServerOfItsUser) {
   EXPECT_EQ(s.ghost(kGone)->servers, (std::vector<pid_t>{kServer, 52}));
 }
 
+TEST(WorkServers, OnASplitGpuAClientNamesTheServerOfItsInstance) {
+  // MIG: a server per GPU instance, both root's; the gone client's user is unknown, but the
+  // driver lists it in GPU instance 3, where one server runs.
+  auto sc = scene();
+  sc.processes.push_back(running(holder(52, kDaemon, kDaemon), "/usr/bin/nvidia-cuda-mps-server"));
+  sc.reading.gpus[0].processes.push_back(listed(52, GiB / 2));
+  for (auto& p : sc.reading.gpus[0].processes) {
+    p.gpu_instance_id = p.pid == 52 ? 5u : 3u;
+    p.compute_instance_id = 0u;
+  }
+  auto s = joined(sc);
+  EXPECT_EQ(listing(s, kGone)->server, kServer);
+  EXPECT_EQ(listing(s, kClient)->server, kServer);
+  EXPECT_EQ(s.ghost(kGone)->servers, std::vector<pid_t>{kServer});
+}
+
 TEST(WorkServers, AGoneClientIsKeptByItsServerNotByHoldersAndIsNotLeaked) {
   auto s = joined(scene());
   const core::Ghost* g = s.ghost(kGone);
