@@ -31,6 +31,9 @@ struct DoctorInput {
   std::vector<core::BlockedTask> blocked;
   // The backends whose words the remedies use (their vendors' commands); null: the built-in.
   const std::vector<backend::BackendEntry>* backends = nullptr;
+  // --gpu N/G, with `gpu` N: of the findings about processes, only those about one in MIG GPU
+  // instance G (core::in_gpu_instance); the GPU's own findings stay.
+  std::optional<unsigned> gpu_instance;
 };
 
 std::vector<Finding> diagnose(const DoctorInput& input);
