@@ -70,7 +70,8 @@ output::DoctorRenderOptions render_options(const GlobalOptions& g, const DoctorO
           .gpu = o.gpu,
           .verbose = o.verbose,
           .width = text_width(),
-          .unicode = output::locale_speaks_utf8()};
+          .unicode = output::locale_speaks_utf8(),
+          .gpu_instance = o.gpu_instance};
 }
 
 // Prints a doctor's report: warnings on stderr, the report through the pager on a terminal.
@@ -132,7 +133,8 @@ class Doctor {
                                     .verbose = o_.verbose,
                                     .width = text.width,
                                     .fixing = true,
-                                    .unicode = text.unicode});
+                                    .unicode = text.unicode,
+                                    .gpu_instance = o_.gpu_instance});
     auto request = fix_request(findings, o_);
     if (request.chosen.empty()) {
       log << "\nNothing for --fix to do: the remedies above need a person (or `gpureap reset`).\n";

@@ -88,7 +88,8 @@ std::string doctor(const DoctorRequest& r, const sample::Sample& sample, millise
                                                   .daemon_age = age,
                                                   .verbose = r.verbose,
                                                   .width = r.width.value_or(0),
-                                                  .unicode = r.unicode}),
+                                                  .unicode = r.unicode,
+                                                  .gpu_instance = gpu_instance}),
                    age);
 }
 

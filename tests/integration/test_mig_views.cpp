@@ -156,6 +156,8 @@ TEST(MigViews, DoctorGpuInstanceKeepsOnlyThatInstancesFindings) {
   auto on5 = m.run({"doctor", "--no-color", "--no-daemon", "--settle", "0s", "--gpu", "0/5"});
   EXPECT_EQ(on5.out.find(ghost), std::string::npos) << on5.out;
   EXPECT_EQ(on5.exit_code, 0) << on5.out << on5.err;
+  // Healthy, counted in the instance: the job alone, not the ghost's worker on 0/3.
+  EXPECT_NE(on5.out.find("Healthy: GPU 0/5, 1 process holding it"), std::string::npos) << on5.out;
   auto missing = m.run({"doctor", "--no-daemon", "--settle", "0s", "--gpu", "0/4"});
   EXPECT_EQ(missing.exit_code, 3) << missing.err;
   EXPECT_NE(missing.err.find("GPU 0 has no GPU instance 4"), std::string::npos) << missing.err;
@@ -280,8 +282,9 @@ TEST(MigViews, ResetSaysEveryInstancesWorkEndsAndSignalsNothing) {
   auto r = m.run({"reset", "--gpu", "0", "--dry-run"});
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
   // Before the refusal: what the reset would end, instance by instance, with whose work it is.
-  const auto mig = r.err.find("gpureap: GPU 0 is in MIG mode: a reset ends the work on every "
-                              "instance:");
+  const auto mig = r.err.find(
+      "gpureap: GPU 0 is in MIG mode: a reset ends the work on every "
+      "instance:");
   const auto refusal = r.err.find("refusing to reset GPU 0");
   ASSERT_NE(mig, std::string::npos) << r.err;
   ASSERT_NE(refusal, std::string::npos) << r.err;
@@ -290,10 +293,10 @@ TEST(MigViews, ResetSaysEveryInstancesWorkEndsAndSignalsNothing) {
   EXPECT_NE(r.err.find("'s PID " + std::to_string(m.ghost->worker) + " ("), std::string::npos)
       << r.err;
   EXPECT_NE(r.err.find("  0/5 (MIG 1g.10gb): "), std::string::npos) << r.err;
-  EXPECT_NE(r.err.find("'s PID " + std::to_string(m.job.pid()) + " ("), std::string::npos)
-      << r.err;
+  EXPECT_NE(r.err.find("'s PID " + std::to_string(m.job.pid()) + " ("), std::string::npos) << r.err;
   // The refusal names the blockers under their instances, in order.
-  const auto on3 = r.err.find("  on 0/3 (MIG 3g.40gb):\n    PID " + std::to_string(m.ghost->worker));
+  const auto on3 =
+      r.err.find("  on 0/3 (MIG 3g.40gb):\n    PID " + std::to_string(m.ghost->worker));
   const auto on5 = r.err.find("  on 0/5 (MIG 1g.10gb):\n    PID " + std::to_string(m.job.pid()));
   EXPECT_NE(on3, std::string::npos) << r.err;
   EXPECT_NE(on5, std::string::npos) << r.err;
