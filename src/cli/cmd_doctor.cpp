@@ -10,6 +10,7 @@
 #include "cli/cmd_kill.h"
 #include "cli/daemon_client.h"
 #include "core/duration.h"
+#include "core/mig.h"
 #include "doctor/diagnose.h"
 #include "doctor/fixable.h"
 #include "doctor/settle.h"
@@ -69,7 +70,8 @@ output::DoctorRenderOptions render_options(const GlobalOptions& g, const DoctorO
           .gpu = o.gpu,
           .verbose = o.verbose,
           .width = text_width(),
-          .unicode = output::locale_speaks_utf8()};
+          .unicode = output::locale_speaks_utf8(),
+          .gpu_instance = o.gpu_instance};
 }
 
 // Prints a doctor's report: warnings on stderr, the report through the pager on a terminal.
@@ -82,11 +84,11 @@ int print_report(const std::string& out, const std::vector<std::string>& err, in
 
 // The processes doctor's findings chose, each with the reason: none is "named", so the reaper's
 // protected list and its other rules still apply.
-reap::Request fix_request(const std::vector<doctor::Finding>& findings,
-                          std::optional<unsigned> gpu) {
+reap::Request fix_request(const std::vector<doctor::Finding>& findings, const DoctorOptions& o) {
   reap::Request request;
   request.chosen_by = "doctor's remedies";
-  request.gpu = gpu;  // filters: a finding about another GPU's ghost is not fixed here
+  request.gpu = o.gpu;  // filters: a finding about another GPU's ghost is not fixed here
+  request.gpu_instance = o.gpu_instance;
   for (const auto& f : doctor::fixable(findings))
     request.chosen.push_back({f.pid, reap::ReasonKind::Ghost, f.anomaly});
   return request;
@@ -111,6 +113,7 @@ class Doctor {
                               &kernel,
                               collector_.blocked_tasks(b)};
     input.work_server_log = collector_.work_server_log(b);
+    input.gpu_instance = o_.gpu_instance;
     auto found = doctor::diagnose(input);
     doctor::keep_codes(found, run_.only);
     return found;
@@ -131,8 +134,9 @@ class Doctor {
                                     .verbose = o_.verbose,
                                     .width = text.width,
                                     .fixing = true,
-                                    .unicode = text.unicode});
-    auto request = fix_request(findings, o_.gpu);
+                                    .unicode = text.unicode,
+                                    .gpu_instance = o_.gpu_instance});
+    auto request = fix_request(findings, o_);
     if (request.chosen.empty()) {
       log << "\nNothing for --fix to do: the remedies above need a person (or `gpureap reset`).\n";
       return false;
@@ -141,7 +145,7 @@ class Doctor {
     KillOptions kill;
     kill.yes = o_.yes;
     kill.announce_as =
-        "gpureap doctor --fix" + (o_.gpu ? " --gpu " + std::to_string(*o_.gpu) : std::string());
+        "gpureap doctor --fix" + (o_.gpu_spec ? " --gpu " + *o_.gpu_spec : std::string());
     GlobalOptions human = g_;
     human.json = false;
     reap::CollectorWorld world(collector_);
@@ -166,6 +170,7 @@ std::optional<daemon::Answer> from_daemon(const GlobalOptions& g, const DoctorOp
   if (!path) return std::nullopt;
   daemon::DoctorRequest request{.json = g.json,
                                 .gpu = o.gpu,
+                                .gpu_place = o.gpu ? std::nullopt : o.gpu_spec,
                                 .settle = run.settle,
                                 .only = o.only,
                                 .unattributed_threshold = o.unattributed_threshold,
@@ -185,8 +190,11 @@ void say_settling(const GlobalOptions& g, const DoctorOptions& o, const DoctorRu
             << " to tell memory being released from leaked memory"
             << (output::locale_speaks_utf8() ? "…" : "...") << "\n";
   if (g.json) return;
-  auto early = doctor::diagnose({first, first, collector.ipc_residue(first.proc), o.gpu,
-                                 reap::is_protected_process, run.threshold});
+  doctor::DoctorInput input{
+      first,        first, collector.ipc_residue(first.proc), o.gpu, reap::is_protected_process,
+      run.threshold};
+  input.gpu_instance = o.gpu_instance;
+  auto early = doctor::diagnose(input);
   doctor::keep_codes(early, run.only);
   std::erase_if(early, [](const doctor::Finding& f) {
     return f.has(doctor::FindingCode::NoSuchProcess) || f.has(doctor::FindingCode::Releasing) ||
@@ -207,7 +215,10 @@ void say_settling(const GlobalOptions& g, const DoctorOptions& o, const DoctorRu
 CLI::App* add_doctor_command(CLI::App& app, DoctorOptions& o) {
   auto* cmd = app.add_subcommand(
       "doctor", "explain every ghost, with evidence and the command that fixes it");
-  cmd->add_option("--gpu", o.gpu, "only findings about this GPU (its index in `gpureap ps`)");
+  cmd->add_option("--gpu", o.gpu_spec,
+                  "only findings about this GPU (its index in `gpureap ps`; N/G or a MIG UUID: "
+                  "only about processes in MIG GPU instance G)")
+      ->type_name("N");
   cmd->add_option("--settle", o.settle,
                   "time between the two samples that tell releasing from leaked (default 5s)");
   cmd->add_option(
@@ -233,11 +244,23 @@ CLI::App* add_doctor_command(CLI::App& app, DoctorOptions& o) {
   return cmd;
 }
 
-int run_doctor(const GlobalOptions& g, const DoctorOptions& o) {
-  auto run = check_options(o);
+int run_doctor(const GlobalOptions& g, const DoctorOptions& given) {
+  auto run = check_options(given);
   if (!run) {
     fail(run.error());
     return kDoctorCannotRun;
+  }
+  DoctorOptions o = given;
+  std::optional<core::GpuRef> gpu_ref;
+  if (o.gpu_spec) {
+    gpu_ref = core::parse_gpu_ref(*o.gpu_spec);
+    if (!gpu_ref) {
+      fail({"--gpu " + text::terminal_safe(*o.gpu_spec) + " names no GPU",
+            "write a GPU's index (0), a MIG GPU instance as GPU/instance (0/3), or a GPU's or MIG "
+            "device's UUID"});
+      return kDoctorCannotRun;
+    }
+    if (gpu_ref->index && !gpu_ref->gpu_instance) o.gpu = gpu_ref->index;
   }
   if (auto answer = from_daemon(g, o, *run))
     return print_report(answer->output, answer->warnings, answer->exit_code, o);
@@ -247,6 +270,15 @@ int run_doctor(const GlobalOptions& g, const DoctorOptions& o) {
     return kDoctorCannotRun;
   }
   auto first = collector->collect();
+  if (gpu_ref && !o.gpu) {
+    auto resolved = core::resolve_gpu_ref(first, *gpu_ref);
+    if (!resolved.place) {
+      fail({resolved.why, "`gpureap ps` shows every GPU and instance"});
+      return kDoctorCannotRun;
+    }
+    o.gpu = resolved.place->index;
+    o.gpu_instance = resolved.place->gpu_instance;
+  }
   if (o.gpu)
     if (auto unknown = core::check_gpu_index(first, *o.gpu)) {
       // Without a driver doctor still diagnoses from /proc: only a GPU that is known not to

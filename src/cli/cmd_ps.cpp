@@ -44,7 +44,8 @@ int run_ps_watch(const GlobalOptions& g, const PsOptions& o, output::PsSort sort
   if (*interval < std::chrono::milliseconds(100))
     return fail({"--watch " + watch.every + " is too short", "use 100ms or more"});
   watch.interval = *interval;
-  watch.select = {.gpus = o.gpus, .users = o.users, .pids = o.pids, .sort = sort};
+  watch.select = {.users = o.users, .pids = o.pids, .sort = sort};
+  if (auto gpus = output::add_gpu_values(watch.select, o.gpus); !gpus) return fail(gpus.error());
   // A wedged driver must not freeze the screen: the driver gets a deadline, /proc stays live.
   auto collector = open_collector(g);
   if (!collector) return fail(collector.error());
@@ -74,7 +75,9 @@ CLI::App* add_ps_command(CLI::App& app, PsOptions& o) {
       ->type_name("[INTERVAL]");
   ps->add_flag("--no-daemon", o.no_daemon,
                "scan /proc and the drivers here even when the gpureap daemon could answer");
-  ps->add_option("--gpu", o.gpus, "only the processes on GPU N (repeatable), and only its line")
+  ps->add_option("--gpu", o.gpus,
+                 "only the processes on GPU N (repeatable), and only its line; N/G or a MIG "
+                 "UUID: only those in MIG GPU instance G")
       ->type_name("N");
   ps->add_option("--user", o.users, "only the processes of user U (a name or a uid; repeatable)")
       ->type_name("U");
@@ -103,6 +106,8 @@ int run_ps(const GlobalOptions& g, const PsOptions& o) {
   if (o.compact && (g.json || g.csv || o.tree))
     return fail({"--compact is a table of its own", "use it without --json, --csv and --tree"});
   if (o.watch) return run_ps_watch(g, o, *sort);
+  output::PsSelection gpus;
+  if (auto ok = output::add_gpu_values(gpus, o.gpus); !ok) return fail(ok.error());
   output::PsRenderOptions render{
       .format = g.json  ? output::PsFormat::Json
                 : g.csv ? output::PsFormat::Csv
@@ -110,10 +115,12 @@ int run_ps(const GlobalOptions& g, const PsOptions& o) {
       .tree = o.tree,
       .width = output::fit_width(terminal_width(), std::getenv("COLUMNS")),
       .color = output::Style::for_stdout(g.no_color).enabled(),
-      .select = {.gpus = o.gpus, .users = o.users, .pids = o.pids, .sort = *sort},
+      .select = {.users = o.users, .pids = o.pids, .sort = *sort},
       .compact = o.compact,
       .unicode = output::locale_speaks_utf8(),
       .verbose = o.verbose};
+  render.select.gpus = gpus.gpus;
+  render.select.gpu_places = gpus.gpu_places;
   if (auto answer = from_daemon(g, o, render))
     return print_command_output(answer->output, answer->warnings, answer->exit_code);
   auto collector = open_collector(g);

@@ -14,7 +14,7 @@ struct PsOptions {
   bool tree = false;
   std::optional<std::string> watch;  // --watch [INTERVAL]; "" when given without one
   bool no_daemon = false;            // scan even when a daemon could answer
-  std::vector<unsigned> gpus;        // --gpu N (repeatable)
+  std::vector<std::string> gpus;     // --gpu N, N/G or a UUID (repeatable)
   std::vector<std::string> users;    // --user U
   std::vector<pid_t> pids;           // --pid P
   std::string sort = "pid";          // --sort memory|pid|age|user

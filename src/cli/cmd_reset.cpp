@@ -89,8 +89,13 @@ Guarded guard_reset(const GlobalOptions& g, const ResetOptions& o) {
   if (auto unknown = core::check_gpu_index(snapshot, o.gpu)) return Guarded{fail_scope(*unknown)};
   auto blockers = doctor::reset_blockers(snapshot, o.gpu);
   if (!blockers) return Guarded{fail(blockers.error())};
+  // Before anything else: on a MIG GPU a reset ends the work on every instance, not one.
+  auto mig = doctor::mig_reset_lines(snapshot, o.gpu);
+  std::ostream& mig_out = blockers->empty() ? std::cout : std::cerr;
+  for (size_t i = 0; i < mig.size(); ++i)
+    mig_out << (i == 0 && !blockers->empty() ? "gpureap: " : "") << mig[i] << "\n";
   if (!blockers->empty()) {
-    auto lines = doctor::reset_refusal(o.gpu, *blockers);
+    auto lines = doctor::reset_refusal(snapshot, o.gpu, *blockers);
     std::cerr << "gpureap: " << lines.front() << "\n";
     for (size_t i = 1; i < lines.size(); ++i) std::cerr << lines[i] << "\n";
     return Guarded{kExitFailed};

@@ -75,6 +75,28 @@ std::optional<unsigned> row_instance(const Snapshot& snapshot, const ProcessRow&
   return std::nullopt;
 }
 
+bool in_gpu_instance(const Snapshot& snapshot, const ProcessRow& row, unsigned gpu_index,
+                     unsigned gpu_instance_id) {
+  auto listed_in = [&](const ProcessRow* r) {
+    return r && std::any_of(r->gpus.begin(), r->gpus.end(), [&](const GpuUse& u) {
+             return u.index == gpu_index && u.gpu_instance_id == gpu_instance_id;
+           });
+  };
+  if (listed_in(&row)) return true;
+  for (pid_t pid : row.keeps)
+    if (listed_in(snapshot.row(pid))) return true;
+  for (pid_t pid : row.shares_context_of)
+    if (listed_in(snapshot.row(pid))) return true;
+  // Listed on this GPU elsewhere: it is where the driver says, whatever else it holds.
+  if (std::any_of(row.gpus.begin(), row.gpus.end(),
+                  [&](const GpuUse& u) { return u.index == gpu_index; }))
+    return false;
+  const Gpu* gpu = snapshot.gpu(gpu_index);
+  if (!gpu || !row.process) return false;
+  auto held = held_instances(*row.process, *gpu);
+  return std::find(held.begin(), held.end(), gpu_instance_id) != held.end();
+}
+
 std::optional<GpuRef> parse_gpu_ref(const std::string& text) {
   GpuRef ref;
   if (text.rfind("MIG-", 0) == 0 || text.rfind("GPU-", 0) == 0) {

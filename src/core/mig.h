@@ -29,6 +29,12 @@ std::vector<unsigned> held_instances(const HostProcess& process, const Gpu& gpu)
 std::optional<unsigned> row_instance(const Snapshot& snapshot, const ProcessRow& row,
                                      unsigned gpu_index);
 
+// Whether a row is in GPU instance `gi` of GPU `gpu_index`, as `--gpu N/G` narrows every view and
+// kill's plan: listed there; a keeper of a gone PID or a sharer of a live one's context where
+// that memory is; an unlisted holder by the instance's capability files it holds.
+bool in_gpu_instance(const Snapshot& snapshot, const ProcessRow& row, unsigned gpu_index,
+                     unsigned gpu_instance_id);
+
 // A GPU as a user names it: "N", "N/G", or a MIG device's UUID ("MIG-...").
 struct GpuRef {
   std::optional<unsigned> index;

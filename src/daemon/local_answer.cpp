@@ -4,6 +4,7 @@
 #include <exception>
 
 #include "core/duration.h"
+#include "core/mig.h"
 #include "daemon/local_protocol.h"
 #include "daemon/releases_document.h"
 #include "doctor/diagnose.h"
@@ -50,10 +51,19 @@ std::string doctor(const DoctorRequest& r, const sample::Sample& sample, millise
     threshold = *t;
   }
   const core::Snapshot& last = *sample.snapshot;
-  if (r.gpu && last.drivers.any_available() && !last.gpu(*r.gpu))
-    return error_text("no GPU " + std::to_string(*r.gpu));
+  std::optional<unsigned> gpu = r.gpu, gpu_instance;
+  if (r.gpu_place) {
+    // An instance or UUID it does not have: the command resolves it itself and says so.
+    auto ref = core::parse_gpu_ref(*r.gpu_place);
+    auto resolved = ref ? core::resolve_gpu_ref(last, *ref) : core::GpuPlaceResult{};
+    if (!resolved.place) return error_text("no GPU " + *r.gpu_place);
+    gpu = resolved.place->index;
+    gpu_instance = resolved.place->gpu_instance;
+  }
+  if (gpu && last.drivers.any_available() && !last.gpu(*gpu))
+    return error_text("no GPU " + std::to_string(*gpu));
   const core::Snapshot* first = &last;
-  if (doctor::needs_settle(last, r.gpu)) {
+  if (doctor::needs_settle(last, gpu)) {
     first = sample.taken_before(r.settle);
     if (!first)
       return error_text("no sample kept from " + core::format_duration(r.settle) +
@@ -61,18 +71,25 @@ std::string doctor(const DoctorRequest& r, const sample::Sample& sample, millise
   }
   // The kernel log the daemon follows; the kernel stacks of D-state holders are not read here
   // (its own findings tell their kind from the wait channel).
-  auto findings = doctor::diagnose(
-      {*first, last, sample.ipc_residue ? *sample.ipc_residue : procfs::IpcResidue{}, r.gpu,
-       reap::is_protected_process, threshold, sample.kernel_log.get()});
+  doctor::DoctorInput input{*first,
+                            last,
+                            sample.ipc_residue ? *sample.ipc_residue : procfs::IpcResidue{},
+                            gpu,
+                            reap::is_protected_process,
+                            threshold,
+                            sample.kernel_log.get()};
+  input.gpu_instance = gpu_instance;
+  auto findings = doctor::diagnose(input);
   doctor::keep_codes(findings, *only);
   return answer_of(output::render_doctor_command(last, findings,
                                                  {.json = r.json,
                                                   .color = r.color,
-                                                  .gpu = r.gpu,
+                                                  .gpu = gpu,
                                                   .daemon_age = age,
                                                   .verbose = r.verbose,
                                                   .width = r.width.value_or(0),
-                                                  .unicode = r.unicode}),
+                                                  .unicode = r.unicode,
+                                                  .gpu_instance = gpu_instance}),
                    age);
 }
 

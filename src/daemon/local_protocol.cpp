@@ -63,19 +63,31 @@ std::string default_local_socket() {
 
 namespace {
 
+// A GPU instance or UUID as a user typed it (core::parse_gpu_ref); longer is none.
+constexpr size_t kMaxGpuPlaceBytes = 96;
+
+bool gpu_place_text(const json& value) {
+  return value.is_string() && !value.get<std::string>().empty() &&
+         value.get<std::string>().size() <= kMaxGpuPlaceBytes;
+}
+
 json ps_line(const PsRequest& r) {
-  return {{"command", "ps"},
-          {"format", format_name(r.format)},
-          {"tree", r.tree},
-          {"width", r.width ? json(*r.width) : json()},
-          {"color", r.color},
-          {"gpus", r.select.gpus},
-          {"users", r.select.users},
-          {"pids", r.select.pids},
-          {"sort", output::to_string(r.select.sort)},
-          {"compact", r.compact},
-          {"unicode", r.unicode},
-          {"verbose", r.verbose}};
+  json line = {{"command", "ps"},
+               {"format", format_name(r.format)},
+               {"tree", r.tree},
+               {"width", r.width ? json(*r.width) : json()},
+               {"color", r.color},
+               {"gpus", r.select.gpus},
+               {"users", r.select.users},
+               {"pids", r.select.pids},
+               {"sort", output::to_string(r.select.sort)},
+               {"compact", r.compact},
+               {"unicode", r.unicode},
+               {"verbose", r.verbose}};
+  // Only when given: a daemon older than instances refuses the field, and the command then
+  // narrows on its own scan instead of being answered for the whole GPU.
+  if (!r.select.gpu_places.empty()) line["gpu_places"] = r.select.gpu_places;
+  return line;
 }
 
 // A list of numbers from 0 (or 1) to `max`; false with `why` set otherwise.
@@ -99,17 +111,19 @@ bool numbers(const std::string& key, const json& value, uint64_t min, uint64_t m
 }
 
 json doctor_line(const DoctorRequest& r) {
-  return {{"command", "doctor"},
-          {"json", r.json},
-          {"gpu", r.gpu ? json(*r.gpu) : json()},
-          {"settle_ms", r.settle.count()},
-          {"only", r.only},
-          {"unattributed_threshold",
-           r.unattributed_threshold ? json(*r.unattributed_threshold) : json()},
-          {"color", r.color},
-          {"verbose", r.verbose},
-          {"width", r.width ? json(*r.width) : json()},
-          {"unicode", r.unicode}};
+  json line = {{"command", "doctor"},
+               {"json", r.json},
+               {"gpu", r.gpu ? json(*r.gpu) : json()},
+               {"settle_ms", r.settle.count()},
+               {"only", r.only},
+               {"unattributed_threshold",
+                r.unattributed_threshold ? json(*r.unattributed_threshold) : json()},
+               {"color", r.color},
+               {"verbose", r.verbose},
+               {"width", r.width ? json(*r.width) : json()},
+               {"unicode", r.unicode}};
+  if (r.gpu_place) line["gpu_place"] = *r.gpu_place;  // as "gpu_places" of ps
+  return line;
 }
 
 // A request's fields but "command", one by one; false with `why` set on the first bad one.
@@ -163,6 +177,17 @@ bool ps_field(const std::string& key, const json& value, Request& request, std::
   if (key == "verbose") return boolean(key, value, r.verbose, why);
   if (key == "gpus") return numbers(key, value, 0, kMaxGpuIndex, r.select.gpus, why);
   if (key == "pids") return numbers(key, value, 1, kMaxPid, r.select.pids, why);
+  if (key == "gpu_places") {
+    r.select.gpu_places.clear();
+    if (value.is_array())
+      for (const auto& p : value)
+        if (gpu_place_text(p)) r.select.gpu_places.push_back(p.get<std::string>());
+    if (!value.is_array() || r.select.gpu_places.size() != value.size()) {
+      why = "\"gpu_places\" must be a list of GPU instances (N/G) or UUIDs";
+      return false;
+    }
+    return true;
+  }
   if (key == "users") {
     r.select.users.clear();
     if (value.is_array())
@@ -205,6 +230,14 @@ bool doctor_field(const std::string& key, const json& value, Request& request, s
       return true;
     }
     why = "\"gpu\" must be null or a GPU index";
+    return false;
+  }
+  if (key == "gpu_place") {
+    if (gpu_place_text(value)) {
+      r.gpu_place = value.get<std::string>();
+      return true;
+    }
+    why = "\"gpu_place\" must be a GPU instance (N/G) or a UUID";
     return false;
   }
   if (key == "settle_ms") {

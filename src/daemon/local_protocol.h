@@ -4,9 +4,11 @@
 //
 //   {"command":"ps","format":"table"|"json"|"csv","tree":bool,"width":N|null,"color":bool,
 //    "gpus":[N],"users":["name or uid"],"pids":[N],"sort":"pid"|"memory"|"age"|"user",
-//    "compact":bool,"unicode":bool,"verbose":bool}
+//    "compact":bool,"unicode":bool,"verbose":bool,"gpu_places":["0/3","MIG-..."]}
 //   {"command":"doctor","json":bool,"gpu":N|null,"settle_ms":N,"only":["code",...],
-//    "unattributed_threshold":"1GiB,1%"|null,"color":bool}
+//    "unattributed_threshold":"1GiB,1%"|null,"color":bool,"gpu_place":"0/3"}
+//   ("gpu_places" and "gpu_place", MIG instances or UUIDs as typed, are sent only when given:
+//    a daemon that predates them refuses the request and the command scans on its own.)
 //   {"command":"snapshot"}   (the latest sample's inputs, output/snapshot_wire.h)
 //   {"command":"releases"}   (the gpureap.releases/v1 document of /api/v1/releases)
 //   {"command":"history","since":"6h","until":"..."}   (the gpureap.history/v1 document of
@@ -65,6 +67,8 @@ struct PsRequest {
 struct DoctorRequest {
   bool json = false;
   std::optional<unsigned> gpu;
+  // --gpu N/G or a UUID as typed, resolved by the daemon against its snapshot (`gpu` empty).
+  std::optional<std::string> gpu_place;
   std::chrono::milliseconds settle{5000};
   std::vector<std::string> only;                      // finding codes
   std::optional<std::string> unattributed_threshold;  // as given to --unattributed-threshold

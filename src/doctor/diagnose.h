@@ -35,6 +35,9 @@ struct DoctorInput {
   // The last lines of the log of the daemon that starts the servers of other processes' work
   // (MPS's control.log and server.log), as read; each is escaped like every fact.
   std::vector<std::string> work_server_log;
+  // --gpu N/G, with `gpu` N: of the findings about processes, only those about one in MIG GPU
+  // instance G (core::in_gpu_instance); the GPU's own findings stay.
+  std::optional<unsigned> gpu_instance;
 };
 
 std::vector<Finding> diagnose(const DoctorInput& input);

@@ -7,6 +7,7 @@
 #include "core/mig.h"
 #include "doctor/diagnose.h"
 #include "doctor/evidence.h"
+#include "doctor/reset_guard.h"
 #include "doctor/reset_remedy.h"
 #include "doctor/server_rules.h"
 #include "text/time_format.h"
@@ -63,6 +64,14 @@ std::vector<const core::HostProcess*> live(const core::Snapshot& s,
   for (pid_t pid : pids)
     if (const auto* p = s.find(pid)) out.push_back(p);
   return out;
+}
+
+// A reset step for GPU `gpu`; on a MIG GPU it says first that the reset ends every instance's
+// work (doctor/reset_guard.h), in one line.
+RemedyStep with_mig_reset_note(const core::Snapshot& s, unsigned gpu, RemedyStep reset) {
+  if (auto note = mig_reset_note(s, gpu))
+    reset.why = *note + (reset.why.empty() ? "" : "; " + reset.why);
+  return reset;
 }
 
 bool wanted(const DoctorInput& in, const std::vector<unsigned>& gpus) {
@@ -214,11 +223,14 @@ void gone_pid(const DoctorInput& in, const core::ProcessRow& r, std::vector<Find
   for (unsigned g : gpus)
     f.remedy.push_back(step(f.remedy.empty() ? StepKind::Run : StepKind::Then,
                             reset_command(in.last, g, in.kernel, in.backends)));
-  for (auto& step : f.remedy)
+  for (size_t i = 0; i < f.remedy.size(); ++i) {
+    auto& step = f.remedy[i];
     if (step.why.empty())
       step.why = step.command.rfind("gpureap reset", 0) == 0
                      ? "frees the GPU's memory; refused while anything uses the GPU"
                      : "frees the GPU's memory";
+    step = with_mig_reset_note(in.last, gpus[i], step);
+  }
   f.remedy.push_back({StepKind::Or, "reboot", "if the reset is refused"});
   f.summary = fmt::format("GPU {}: {} leaked by gone PID {}; only a reset frees it",
                           fmt::join(row_places(r), ","), bytes_text(bytes), r.pid);
@@ -304,7 +316,9 @@ void unattributed(const DoctorInput& in, std::vector<Finding>& out) {
            "fault. Only a GPU reset (or a reboot) frees it. The driver can take up to a minute: "
            "check once more with a longer --settle first.",
            {"gpureap doctor --settle 60s   # first: make sure it stays",
-            step(StepKind::Then, reset_command(in.last, g.index, in.kernel, in.backends)),
+            with_mig_reset_note(
+                s, g.index,
+                step(StepKind::Then, reset_command(in.last, g.index, in.kernel, in.backends))),
             {StepKind::Or, "reboot", "if the reset is refused"}},
            fmt::format("GPU {}: {} leaked by processes that ended; only a reset frees it", g.index,
                        bytes_text(now))});
@@ -320,8 +334,10 @@ void unattributed(const DoctorInput& in, std::vector<Finding>& out) {
          "The driver, a process in another container or PID namespace it does not name, or a "
          "context that leaked uses it. If it stays while nothing uses the GPU, a reset frees it.",
          {"gpureap doctor --settle 60s   # first: is it still there?",
-          step(StepKind::Then, reset_command(in.last, g.index, in.kernel, in.backends) +
-                                   "   # once nothing uses the GPU")},
+          with_mig_reset_note(
+              s, g.index,
+              step(StepKind::Then, reset_command(in.last, g.index, in.kernel, in.backends) +
+                                       "   # once nothing uses the GPU"))},
          fmt::format("GPU {}: {} attributed to no process", g.index, bytes_text(now))});
   }
 }

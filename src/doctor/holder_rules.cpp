@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "core/mig.h"
 #include "core/orphan.h"
 #include "doctor/blocked_remedy.h"
 #include "doctor/diagnose.h"
@@ -196,6 +197,20 @@ void holder_rules(const DoctorInput& in, std::vector<Finding>& out) {
   }
 }
 
+// --gpu N/G: a finding about processes stays when one of them is in the instance.
+void keep_gpu_instance(const DoctorInput& in, std::vector<Finding>& out) {
+  if (!in.gpu || !in.gpu_instance) return;
+  auto in_instance = [&](pid_t pid) {
+    for (const core::Snapshot* s : {&in.last, &in.first})
+      if (const auto* r = s->row(pid))
+        return core::in_gpu_instance(*s, *r, *in.gpu, *in.gpu_instance);
+    return false;
+  };
+  std::erase_if(out, [&](const Finding& f) {
+    return !f.pids.empty() && std::none_of(f.pids.begin(), f.pids.end(), in_instance);
+  });
+}
+
 std::vector<Finding> diagnose(const DoctorInput& in) {
   std::vector<Finding> out;
   driver_rules(in, out);
@@ -207,6 +222,7 @@ std::vector<Finding> diagnose(const DoctorInput& in) {
   // name in it with a newline or another control character (a process's, a mount point's, a
   // container's) is escaped here, once. Escaping is idempotent, so the views may escape again.
   merge_findings(out);
+  keep_gpu_instance(in, out);
   for (auto& f : out) {
     for (auto& r : f.remedy) {
       r.command = text::terminal_safe(r.command);

@@ -5,10 +5,63 @@
 #include <algorithm>
 #include <cctype>
 
+#include "core/mig.h"
 #include "doctor/evidence.h"
 #include "text/escape.h"
 
 namespace gpureap::doctor {
+namespace {
+
+// More processes than this in one instance are counted, not named.
+constexpr size_t kMigNamedHolders = 6;
+
+// "bob's PID 4242 (python)": whose work a reset ends.
+std::string mig_holder_words(const core::ProcessRow& r) {
+  const auto& d = r.process->details;
+  std::string user = d && d->user  ? text::terminal_safe(*d->user)
+                     : d && d->uid ? "uid " + std::to_string(*d->uid)
+                                   : std::string("an unknown user");
+  return fmt::format("{}'s PID {} ({})", user, r.pid, text::terminal_safe(r.process->stat.comm));
+}
+
+// "MIG 3g.40gb", or "MIG" where the driver gave no profile.
+std::string mig_profile_words(const core::GpuInstance& i) {
+  return i.profile ? "MIG " + text::terminal_safe(*i.profile) : std::string("MIG");
+}
+
+struct MigPlace {
+  unsigned gpu_instance = 0;
+  std::string profile;
+  std::vector<std::string> holders;  // mig_holder_words, at most kMigNamedHolders
+  size_t more = 0;
+};
+
+// Each GPU instance of the GPU with the live processes working in it.
+std::vector<MigPlace> mig_places(const core::Snapshot& s, const core::Gpu& gpu) {
+  std::vector<MigPlace> out;
+  for (unsigned gi : core::gpu_instance_ids(gpu)) {
+    MigPlace place{gi, mig_profile_words(*core::find_instance(gpu, gi)), {}, 0};
+    for (const auto& r : s.rows) {
+      if (!r.process || r.process->stat.is_zombie() || !core::in_gpu_instance(s, r, gpu.index, gi))
+        continue;
+      if (place.holders.size() < kMigNamedHolders)
+        place.holders.push_back(mig_holder_words(r));
+      else
+        ++place.more;
+    }
+    out.push_back(std::move(place));
+  }
+  return out;
+}
+
+std::string mig_holders_text(const MigPlace& p) {
+  if (p.holders.empty()) return "nothing runs there";
+  std::string text = fmt::format("{}", fmt::join(p.holders, ", "));
+  if (p.more) text += fmt::format(" and {} more", p.more);
+  return text;
+}
+
+}  // namespace
 
 core::Result<std::vector<ResetBlocker>> reset_blockers(const core::Snapshot& s, unsigned index) {
   const auto* gpu = s.gpu(index);
@@ -37,9 +90,36 @@ core::Result<std::vector<ResetBlocker>> reset_blockers(const core::Snapshot& s, 
           why += (why.empty() ? "" : "; ") +
                  fmt::format("holds {} on fd {}", d.path, fmt::join(d.fds, ","));
     }
-    if (!why.empty()) out.push_back({r.pid, r.process->stat.comm, std::move(why)});
+    if (why.empty()) continue;
+    ResetBlocker blocker{r.pid, r.process->stat.comm, std::move(why), std::nullopt};
+    for (unsigned gi : core::gpu_instance_ids(*gpu))
+      if (!blocker.gpu_instance && core::in_gpu_instance(s, r, index, gi))
+        blocker.gpu_instance = gi;
+    out.push_back(std::move(blocker));
   }
   return out;
+}
+
+std::vector<std::string> mig_reset_lines(const core::Snapshot& s, unsigned index) {
+  const core::Gpu* gpu = s.gpu(index);
+  if (!gpu || gpu->instances.empty()) return {};
+  std::vector<std::string> out{
+      fmt::format("GPU {} is in MIG mode: a reset ends the work on every instance:", index)};
+  for (const auto& p : mig_places(s, *gpu))
+    out.push_back(fmt::format("  {} ({}): {}", core::instance_place(index, p.gpu_instance),
+                              p.profile, mig_holders_text(p)));
+  return out;
+}
+
+std::optional<std::string> mig_reset_note(const core::Snapshot& s, unsigned index) {
+  const core::Gpu* gpu = s.gpu(index);
+  if (!gpu || gpu->instances.empty()) return std::nullopt;
+  std::vector<std::string> places;
+  for (const auto& p : mig_places(s, *gpu))
+    places.push_back(fmt::format("{} ({}: {})", core::instance_place(index, p.gpu_instance),
+                                 p.profile, p.holders.empty() ? "nothing" : mig_holders_text(p)));
+  return fmt::format("GPU {} is in MIG mode: a reset ends the work on every instance: {}", index,
+                     fmt::join(places, ", "));
 }
 
 std::vector<std::string> reset_refusal(unsigned gpu, const std::vector<ResetBlocker>& blockers) {
@@ -55,6 +135,31 @@ std::vector<std::string> reset_refusal(unsigned gpu, const std::vector<ResetBloc
   }
   out.push_back(
       fmt::format("  end {} first: gpureap kill {}", one ? "it" : "them", pid_list(pids)));
+  return out;
+}
+
+std::vector<std::string> reset_refusal(const core::Snapshot& s, unsigned index,
+                                       const std::vector<ResetBlocker>& blockers) {
+  auto plain = reset_refusal(index, blockers);
+  const core::Gpu* gpu = s.gpu(index);
+  if (!gpu || gpu->instances.empty()) return plain;
+  // The header and the closing command stay; the blockers go under their instances.
+  std::vector<std::string> out{plain.front()};
+  auto group = [&](std::optional<unsigned> gi, const std::string& heading) {
+    bool any = false;
+    for (const auto& b : blockers) {
+      if (b.gpu_instance != gi) continue;
+      if (!any) out.push_back(heading);
+      any = true;
+      out.push_back(fmt::format("    PID {} ({}): {}", b.pid, text::terminal_safe(b.comm),
+                                text::terminal_safe(b.why)));
+    }
+  };
+  for (unsigned gi : core::gpu_instance_ids(*gpu))
+    group(gi, fmt::format("  on {} ({}):", core::instance_place(index, gi),
+                          mig_profile_words(*core::find_instance(*gpu, gi))));
+  group(std::nullopt, fmt::format("  on GPU {} itself, in no one instance:", index));
+  out.push_back(plain.back());
   return out;
 }
 

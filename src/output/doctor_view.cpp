@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "core/mig.h"
 #include "doctor/fixable.h"
 #include "output/snapshot_json.h"
 #include "text/byte_format.h"
@@ -135,9 +136,13 @@ std::string render_doctor(const core::Snapshot& s, const std::vector<doctor::Fin
   }
   if (problems == 0) {
     size_t rows = 0;
-    for (const auto& r : s.rows) rows += !o.gpu || s.on_gpu(r, *o.gpu);
+    for (const auto& r : s.rows)
+      rows += !o.gpu || (o.gpu_instance ? core::in_gpu_instance(s, r, *o.gpu, *o.gpu_instance)
+                                        : s.on_gpu(r, *o.gpu));
     std::string gpus =
-        o.gpu ? fmt::format("GPU {}", *o.gpu) : text::plural(s.drivers.gpus.size(), "GPU");
+        o.gpu ? fmt::format("GPU {}", o.gpu_instance ? core::instance_place(*o.gpu, *o.gpu_instance)
+                                                     : std::to_string(*o.gpu))
+              : text::plural(s.drivers.gpus.size(), "GPU");
     page.text(style.paint("Healthy", Color::Green) +
               fmt::format(": {}, {} holding {}, nothing above info.", gpus,
                           text::plural(rows, "process"), o.gpu ? "it" : "GPUs"));

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "core/mig.h"
 #include "output/command_label.h"
 #include "output/ps_view.h"
 #include "output/table.h"
@@ -29,7 +30,10 @@ std::string memory_text(const Target& t) {
   std::string s;
   for (const auto& u : t.gpus)
     s += (s.empty() ? "" : ", ") +
-         fmt::format("GPU{} {}", u.index, u.used_bytes ? text::human_bytes(*u.used_bytes) : "?");
+         fmt::format("GPU{} {}",
+                     u.gpu_instance_id ? core::instance_place(u.index, *u.gpu_instance_id)
+                                       : std::to_string(u.index),
+                     u.used_bytes ? text::human_bytes(*u.used_bytes) : "?");
   return s;
 }
 

@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <limits>
 
+#include "core/mig.h"
 #include "procfs/user_names.h"
+#include "text/escape.h"
 
 namespace gpureap::output {
 namespace {
@@ -35,7 +37,37 @@ std::string user_of(const core::ProcessRow& r) {
   return *r.process->details->user;
 }
 
+// --gpu's places resolved against the snapshot; those that name nothing are left out (checked
+// by check_selection before).
+std::vector<core::GpuPlace> resolved_places(const core::Snapshot& s, const PsSelection& sel) {
+  std::vector<core::GpuPlace> out;
+  for (const auto& text : sel.gpu_places)
+    if (auto ref = core::parse_gpu_ref(text))
+      if (auto r = core::resolve_gpu_ref(s, *ref); r.place) out.push_back(*r.place);
+  return out;
+}
+
+bool in_place(const core::Snapshot& s, const core::ProcessRow& r, const core::GpuPlace& p) {
+  return p.gpu_instance ? core::in_gpu_instance(s, r, p.index, *p.gpu_instance)
+                        : s.on_gpu(r, p.index);
+}
+
 }  // namespace
+
+core::Result<bool> add_gpu_values(PsSelection& sel, const std::vector<std::string>& values) {
+  for (const auto& v : values) {
+    auto ref = core::parse_gpu_ref(v);
+    if (!ref)
+      return core::Error{"--gpu " + text::terminal_safe(v) + " names no GPU",
+                         "write a GPU's index (0), a MIG GPU instance as GPU/instance (0/3), or "
+                         "a GPU's or MIG device's UUID"};
+    if (ref->index && !ref->gpu_instance)
+      sel.gpus.push_back(*ref->index);
+    else
+      sel.gpu_places.push_back(v);
+  }
+  return true;
+}
 
 core::Result<PsSort> parse_ps_sort(const std::string& word) {
   for (PsSort s : {PsSort::Pid, PsSort::Memory, PsSort::Age, PsSort::User})
@@ -62,6 +94,18 @@ std::optional<core::ScopeError> check_selection(const core::Snapshot& s, const P
     if (auto uid = procfs::resolve_user(user); !uid) return core::ScopeError{uid.error(), false};
   for (unsigned gpu : sel.gpus)
     if (auto unknown = core::check_gpu_index(s, gpu)) return unknown;
+  for (const auto& text : sel.gpu_places) {
+    auto ref = core::parse_gpu_ref(text);
+    if (!ref)
+      return core::ScopeError{{"--gpu " + text + " names no GPU",
+                               "write a GPU's index (0), a MIG GPU instance as GPU/instance (0/3), "
+                               "or a GPU's or MIG device's UUID"},
+                              false};
+    auto resolved = core::resolve_gpu_ref(s, *ref);
+    if (!resolved.place)
+      return core::ScopeError{{resolved.why, "`gpureap ps` shows every GPU and instance"}, false};
+    if (auto unknown = core::check_gpu_index(s, resolved.place->index)) return unknown;
+  }
   return std::nullopt;
 }
 
@@ -69,16 +113,40 @@ core::Snapshot select_rows(const core::Snapshot& s, const PsSelection& sel) {
   core::Snapshot out = s;
   if (!sel.narrows()) return out;
   out.whole = std::make_shared<const core::Snapshot>(s);
+  const auto places = resolved_places(s, sel);
+  const bool by_gpu = !sel.gpus.empty() || !sel.gpu_places.empty();
   std::erase_if(out.rows, [&](const core::ProcessRow& r) {
-    bool keep = any_or_empty(sel.gpus, [&](unsigned g) { return s.on_gpu(r, g); }) &&
+    bool on =
+        std::any_of(sel.gpus.begin(), sel.gpus.end(), [&](unsigned g) { return s.on_gpu(r, g); }) ||
+        std::any_of(places.begin(), places.end(),
+                    [&](const core::GpuPlace& p) { return in_place(s, r, p); });
+    bool keep = (!by_gpu || on) &&
                 any_or_empty(sel.users, [&](const std::string& u) { return of_user(r, u); }) &&
                 any_or_empty(sel.pids, [&](pid_t p) { return p == r.pid; });
     return !keep;
   });
-  if (!sel.gpus.empty())
-    std::erase_if(out.drivers.gpus, [&](const core::Gpu& g) {
-      return std::find(sel.gpus.begin(), sel.gpus.end(), g.index) == sel.gpus.end();
+  if (!by_gpu) return out;
+  auto whole_gpu = [&](unsigned index) {
+    return std::find(sel.gpus.begin(), sel.gpus.end(), index) != sel.gpus.end() ||
+           std::any_of(places.begin(), places.end(), [&](const core::GpuPlace& p) {
+             return p.index == index && !p.gpu_instance;
+           });
+  };
+  auto instance_chosen = [&](unsigned index, unsigned gi) {
+    return std::any_of(places.begin(), places.end(), [&](const core::GpuPlace& p) {
+      return p.index == index && p.gpu_instance == gi;
     });
+  };
+  std::erase_if(out.drivers.gpus, [&](const core::Gpu& g) {
+    return !whole_gpu(g.index) &&
+           std::none_of(places.begin(), places.end(),
+                        [&](const core::GpuPlace& p) { return p.index == g.index; });
+  });
+  for (auto& g : out.drivers.gpus)
+    if (!whole_gpu(g.index))
+      std::erase_if(g.instances, [&](const core::GpuInstance& i) {
+        return !instance_chosen(g.index, i.gpu_instance_id);
+      });
   return out;
 }
 

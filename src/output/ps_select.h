@@ -24,8 +24,13 @@ struct PsSelection {
   std::vector<std::string> users;  // names or numeric uids; empty: everyone
   std::vector<pid_t> pids;         // empty: every process
   PsSort sort = PsSort::Pid;
+  // --gpu N/G (GPU N's MIG GPU instance G) or a GPU's or MIG device's UUID, as typed
+  // (core::parse_gpu_ref): resolved against the snapshot shown, so a daemon resolves them too.
+  std::vector<std::string> gpu_places;
 
-  bool narrows() const { return !gpus.empty() || !users.empty() || !pids.empty(); }
+  bool narrows() const {
+    return !gpus.empty() || !users.empty() || !pids.empty() || !gpu_places.empty();
+  }
 };
 
 // A selection that cannot mean anything on this snapshot: a user the passwd database does not
@@ -34,8 +39,14 @@ struct PsSelection {
 std::optional<core::ScopeError> check_selection(const core::Snapshot& snapshot,
                                                 const PsSelection& selection);
 
+// Splits --gpu's values: bare indices into `gpus`, the rest (N/G, UUIDs) into `gpu_places`; an
+// error names the first value that is no GPU.
+core::Result<bool> add_gpu_values(PsSelection& selection, const std::vector<std::string>& values);
+
 // The snapshot with only the selected rows (and, with --gpu, only those GPUs). A row is on a
-// GPU when the driver lists it there or when it holds a file that reaches that GPU.
+// GPU when the driver lists it there or when it holds a file that reaches that GPU; in a MIG
+// GPU instance as core::in_gpu_instance says, and only the selected instances' lines are kept
+// under their GPU (whose own figures stay the whole GPU's).
 core::Snapshot select_rows(const core::Snapshot& snapshot, const PsSelection& selection);
 
 // The rows' order in the table: by the first GPU each uses, then by `sort` (memory and age:

@@ -85,7 +85,11 @@ std::string_view to_string(Action action) {
 }
 
 std::string describe(const Reason& r) {
-  auto gpu = [&] { return r.gpu ? std::to_string(*r.gpu) : std::string("?"); };
+  auto gpu = [&] {
+    return !r.gpu           ? std::string("?")
+           : r.gpu_instance ? core::instance_place(*r.gpu, *r.gpu_instance)
+                            : std::to_string(*r.gpu);
+  };
   auto pid = [&] { return r.pid ? std::to_string(*r.pid) : std::string("?"); };
   switch (r.kind) {
     case ReasonKind::Named:
@@ -93,7 +97,7 @@ std::string describe(const Reason& r) {
     case ReasonKind::ListedOnGpu:
       return "listed on GPU " + gpu();
     case ReasonKind::HoldsDevice:
-      return "holds GPU " + gpu() + "'s device file";
+      return "holds GPU " + gpu() + (r.gpu_instance ? "'s capability files" : "'s device file");
     case ReasonKind::InheritedHolder:
       return "inherited holder of gone PID " + pid();
     case ReasonKind::Descendant:

@@ -75,6 +75,8 @@ struct Reason {
   std::optional<unsigned> gpu;
   std::optional<pid_t> pid;
   std::optional<core::Anomaly> anomaly;
+  // With `gpu`: the MIG GPU instance it is listed in or holds the files of ("GPU 0/3").
+  std::optional<unsigned> gpu_instance;
   bool operator==(const Reason&) const = default;
 };
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "core/mig.h"
 #include "reap/arguments.h"
 #include "text/escape.h"
 #include "text/time_format.h"
@@ -33,7 +34,12 @@ json text(std::string_view s) {
 
 json gpu_uses(const std::vector<core::GpuUse>& uses) {
   json out = json::array();
-  for (const auto& u : uses) out.push_back({{"index", u.index}, {"used_bytes", opt(u.used_bytes)}});
+  for (const auto& u : uses) {
+    json use = {{"index", u.index}, {"used_bytes", opt(u.used_bytes)}};
+    // A MIG GPU instance, as every view names it ("0/3").
+    if (u.gpu_instance_id) use["instance"] = core::instance_place(u.index, *u.gpu_instance_id);
+    out.push_back(std::move(use));
+  }
   return out;
 }
 
@@ -47,6 +53,8 @@ json holders(const std::vector<Holder>& held) {
 json reason_json(const Reason& r) {
   return {{"kind", std::string(to_string(r.kind))},
           {"gpu", opt(r.gpu)},
+          {"instance", r.gpu && r.gpu_instance ? json(core::instance_place(*r.gpu, *r.gpu_instance))
+                                               : json(nullptr)},
           {"pid", opt(r.pid)},
           {"anomaly", r.anomaly ? json(std::string(core::to_string(*r.anomaly))) : json(nullptr)},
           {"text", describe(r)}};

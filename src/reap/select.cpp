@@ -198,6 +198,13 @@ class Selector {
     return scope;
   }
 
+  // The MIG GPU instance the driver lists the row in on GPU `index`, if any.
+  static std::optional<unsigned> listed_instance(const core::ProcessRow& row, unsigned index) {
+    for (const auto& u : row.gpus)
+      if (u.index == index && u.gpu_instance_id) return u.gpu_instance_id;
+    return std::nullopt;
+  }
+
   static bool listed_on(const core::ProcessRow* row, const GpuScope& scope) {
     return row && row->listed_by_driver &&
            std::any_of(row->gpus.begin(), row->gpus.end(),
@@ -213,13 +220,15 @@ class Selector {
       if (kin_.is_gone(row.pid))
         resolve_gone(row.pid);
       else
-        add(row.pid, {ReasonKind::ListedOnGpu, scope.index});
+        add(row.pid, {ReasonKind::ListedOnGpu, scope.index, std::nullopt, std::nullopt,
+                      listed_instance(row, scope.index)});
     }
     for (const auto& p : snap_.proc.processes) {
       if (p.stat.is_zombie() || !scope.held_by(p)) continue;
       const core::ProcessRow* row = snap_.row(p.stat.pid);
       if (row && row->listed_by_driver) continue;
-      add(p.stat.pid, {ReasonKind::HoldsDevice, scope.index});
+      add(p.stat.pid,
+          {ReasonKind::HoldsDevice, scope.index, std::nullopt, std::nullopt, scope.gpu_instance});
     }
   }
 

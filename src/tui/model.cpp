@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "core/mig.h"
 #include "text/display_width.h"
 
 namespace gpureap::tui {
@@ -60,7 +61,14 @@ void TopModel::set_size(size_t width, size_t height) {
 
 void TopModel::relayout() {
   size_t gpus = snapshot_ ? snapshot_->drivers.gpus.size() : 0;
-  layout_ = layout_screen(layout_.width, layout_.height, gpus, detail_);
+  size_t instances = 0;
+  if (snapshot_)
+    for (const auto& g : snapshot_->drivers.gpus) instances += core::gpu_instance_ids(g).size();
+  // MIG instances under their GPUs when every line fits; else the GPUs' lines alone.
+  layout_ = layout_screen(layout_.width, layout_.height, gpus + instances, detail_);
+  instance_lines_ = instances > 0 && !layout_.more_gpus;
+  if (instances > 0 && !instance_lines_)
+    layout_ = layout_screen(layout_.width, layout_.height, gpus, detail_);
   columns_ = layout_columns(layout_.width, needs_of(view_));
   // Sorting by a column the screen no longer shows would order rows by something unseen.
   if (!shown(options_.sort.column)) {

@@ -138,6 +138,8 @@ class TopModel {
   void compose_title(Frame& f) const;
   void compose_gpus(Frame& f) const;
   Line gpu_line(const core::Gpu& gpu) const;
+  // A MIG GPU's GPU instance under its GPU's line: its place (0/3), profile and memory.
+  Line instance_line(const core::Gpu& gpu, unsigned gpu_instance) const;
   void compose_host(Frame& f) const;
   void compose_status(Frame& f) const;
   void add_sampling_status(Line& status) const;
@@ -156,6 +158,8 @@ class TopModel {
   std::vector<ViewRow> view_;
   ViewOptions options_;
   ScreenLayout layout_;
+  // The header has a line for each MIG GPU instance under its GPU's (when they all fit).
+  bool instance_lines_ = false;
   std::vector<ColumnSpec> columns_;
   procfs::HostStats host_;
   SamplingStatus sampling_;

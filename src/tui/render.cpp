@@ -8,6 +8,7 @@
 #include <ctime>
 
 #include "backend/registry.h"
+#include "core/mig.h"
 #include "output/ghost_summary.h"
 #include "text/byte_format.h"
 #include "text/display_width.h"
@@ -210,6 +211,15 @@ void TopModel::compose_gpus(Frame& f) const {
     f.lines[layout_.gpu_y] = l;
     return;
   }
+  if (instance_lines_) {
+    size_t y = 0;
+    for (const auto& g : drivers.gpus) {
+      if (y < layout_.gpu_lines) f.lines[layout_.gpu_y + y++] = gpu_line(g);
+      for (unsigned gi : core::gpu_instance_ids(g))
+        if (y < layout_.gpu_lines) f.lines[layout_.gpu_y + y++] = instance_line(g, gi);
+    }
+    return;
+  }
   for (size_t i = 0; i < layout_.gpu_lines && i < drivers.gpus.size(); ++i)
     f.lines[layout_.gpu_y + i] = gpu_line(drivers.gpus[i]);
   if (layout_.more_gpus)
@@ -270,6 +280,39 @@ Line TopModel::gpu_line(const core::Gpu& g) const {
   } else if (spark >= 4) {
     l.add(trend_.sparkline(g.index, spark, s->timestamp, gl), Role::Good);
   }
+  return l;
+}
+
+Line TopModel::instance_line(const core::Gpu& g, unsigned gi) const {
+  const Glyphs& gl = glyphs(settings_.unicode);
+  const size_t w = layout_.width;
+  const core::GpuInstance* instance = core::find_instance(g, gi);
+  size_t name_w = w >= 120 ? 16 : 10;
+  size_t bar_w = w >= 160 ? 30 : w >= 120 ? 24 : 14;
+  Line l;
+  l.add(pad_right(std::string("  ") + gl.last, 3), Role::Dim);
+  std::string name = core::instance_place(g.index, gi) + " " +
+                     text::terminal_safe(instance->profile.value_or("MIG"));
+  // A long name takes from the bar, so the figures stay under the GPU's.
+  size_t extra =
+      std::min(text::text_width(name) > name_w ? text::text_width(name) - name_w : 0, bar_w - 6);
+  l.add(pad_right(name, name_w + extra, gl.ellipsis) + " ");
+  // The instance's memory split as the GPU's: what the driver lists there, live and gone.
+  core::Gpu part;
+  part.memory = instance->memory;
+  core::GpuMemorySummary m;
+  for (const auto& r : snapshot_->rows)
+    for (const auto& u : r.gpus)
+      if (u.index == g.index && u.gpu_instance_id == gi)
+        (r.process ? m.attributed_bytes : m.ghost_bytes) += u.used_bytes.value_or(0);
+  l.add("[", Role::Dim);
+  add_bar(l, part, m, bar_w - extra, gl);
+  l.add("] ", Role::Dim);
+  std::string used = part.memory.used_bytes && part.memory.total_bytes
+                         ? text::compact_bytes(*part.memory.used_bytes) + "/" +
+                               text::compact_bytes(*part.memory.total_bytes)
+                         : "?";
+  l.add(pad_right(used, 13), m.ghost_bytes ? Role::Ghost : Role::Normal);
   return l;
 }
 

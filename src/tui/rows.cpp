@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "core/mig.h"
 #include "output/process_figures.h"
 #include "output/ps_view.h"
 #include "text/byte_format.h"
@@ -53,7 +54,11 @@ std::string TopRow::state_text() const {
 
 std::string TopRow::gpu_text() const {
   std::string out;
-  for (unsigned g : gpus) out += (out.empty() ? "" : ",") + std::to_string(g);
+  for (size_t i = 0; i < gpus.size(); ++i) {
+    auto gi = i < gpu_instances.size() ? gpu_instances[i] : std::nullopt;
+    out += (out.empty() ? "" : ",") +
+           (gi ? core::instance_place(gpus[i], *gi) : std::to_string(gpus[i]));
+  }
   return out.empty() ? "-" : out;
 }
 
@@ -95,7 +100,10 @@ TopRow make_row(const core::Snapshot& s, const core::ProcessRow& row, const View
   uint64_t sum = 0;
   bool known = false;
   for (const auto& u : row.gpus) {
-    if (std::find(r.gpus.begin(), r.gpus.end(), u.index) == r.gpus.end()) r.gpus.push_back(u.index);
+    if (std::find(r.gpus.begin(), r.gpus.end(), u.index) == r.gpus.end()) {
+      r.gpus.push_back(u.index);
+      r.gpu_instances.push_back(core::row_instance(s, row, u.index));
+    }
     if (u.used_bytes) {
       sum += *u.used_bytes;
       known = true;

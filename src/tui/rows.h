@@ -30,6 +30,8 @@ struct TopRow {
   std::string user;  // "-" when unknown
   std::optional<uid_t> uid;
   std::vector<unsigned> gpus;
+  // Parallel to `gpus`: the MIG GPU instance it is in there (core::row_instance), if any.
+  std::vector<std::optional<unsigned>> gpu_instances;
   std::optional<uint64_t> memory;  // sum of the known listed memory
   bool memory_partial = false;     // some listing had no figure
   std::optional<unsigned> sm;      // highest SM utilisation over its GPUs
@@ -49,7 +51,7 @@ struct TopRow {
   bool actionable = true;  // the viewer may signal it (root, or its owner)
 
   std::string state_text() const;   // running, sleeping, ..., gone
-  std::string gpu_text() const;     // "0,1" or "-"
+  std::string gpu_text() const;     // "0,1", "0/3" (MIG GPU instance 3 of GPU 0) or "-"
   std::string memory_text() const;  // "8.0 GiB", "n/a", "-"
   std::string sm_text() const;      // "55" or "-"
   std::string age_text() const;     // "2h13m" or "-"

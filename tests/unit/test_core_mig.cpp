@@ -3,7 +3,12 @@
 #include <gtest/gtest.h>
 #include <sys/sysmacros.h>
 
+#include <algorithm>
+
 #include "core/mig.h"
+#include "doctor/diagnose.h"
+#include "doctor/reset_guard.h"
+#include "output/ps_select.h"
 #include "reap/planner.h"
 #include "snapshot_builders.h"
 
@@ -120,6 +125,107 @@ TEST(CoreMig, GpuInstanceNarrowsWholePlansExactly) {
   // Alone: what is listed in GI 5 (the gone PID through its keeper) and its files' holders.
   EXPECT_EQ(planned(s, {.gpu = 0, .gpu_instance = 5}), (std::vector<pid_t>{5260, 6000}));
   EXPECT_EQ(planned(s, {.pids = {6000}, .gpu = 0, .gpu_instance = 3}), std::vector<pid_t>{});
+}
+
+TEST(CoreMig, InGpuInstanceFollowsTheListingTheKeptMemoryAndTheFiles) {
+  auto s = mig_scene();
+  auto in = [&](pid_t pid, unsigned gi) { return core::in_gpu_instance(s, *s.row(pid), 0, gi); };
+  EXPECT_TRUE(in(4242, 3));  // listed there
+  EXPECT_FALSE(in(4242, 5));
+  EXPECT_TRUE(in(4250, 3));  // keeps 4242's memory, in GI 3
+  EXPECT_FALSE(in(4250, 5));
+  EXPECT_TRUE(in(5260, 5));
+  EXPECT_TRUE(in(6000, 5));  // listed in GI 5
+  EXPECT_FALSE(in(6000, 3));
+  EXPECT_FALSE(core::in_gpu_instance(s, *s.row(6000), 1, 5));  // no GPU 1
+}
+
+std::vector<pid_t> rows_of(const core::Snapshot& s) {
+  std::vector<pid_t> out;
+  for (const auto& r : s.rows) out.push_back(r.pid);
+  return out;
+}
+
+TEST(MigPsSelect, AGpuInstanceNarrowsRowsAndInstanceLinesNeverTheFigures) {
+  const auto s = mig_scene();
+  output::PsSelection sel;
+  ASSERT_TRUE(output::add_gpu_values(sel, {"0/3"}));
+  EXPECT_TRUE(sel.gpus.empty());
+  EXPECT_EQ(sel.gpu_places, std::vector<std::string>{"0/3"});
+  EXPECT_FALSE(output::check_selection(s, sel));
+  auto on3 = output::select_rows(s, sel);
+  EXPECT_EQ(rows_of(on3), (std::vector<pid_t>{4242, 4250}));
+  ASSERT_EQ(on3.drivers.gpus.size(), 1u);
+  ASSERT_EQ(on3.drivers.gpus[0].instances.size(), 1u);
+  EXPECT_EQ(on3.drivers.gpus[0].instances[0].gpu_instance_id, 3u);
+  EXPECT_EQ(on3.drivers.gpus[0].memory.used_bytes, s.drivers.gpus[0].memory.used_bytes);
+  const auto whole = s.memory_summary(s.drivers.gpus[0]);
+  const auto shown = on3.figures().memory_summary(on3.figures().drivers.gpus[0]);
+  EXPECT_EQ(shown.attributed_bytes, whole.attributed_bytes);
+  EXPECT_EQ(shown.ghost_bytes, whole.ghost_bytes);
+
+  output::PsSelection by_uuid;
+  ASSERT_TRUE(output::add_gpu_values(by_uuid, {"MIG-5"}));
+  EXPECT_EQ(rows_of(output::select_rows(s, by_uuid)), (std::vector<pid_t>{5252, 5260, 6000}));
+  // With the whole GPU named as well, every instance line stays.
+  output::PsSelection both;
+  ASSERT_TRUE(output::add_gpu_values(both, {"0", "0/3"}));
+  EXPECT_EQ(both.gpus, std::vector<unsigned>{0});
+  EXPECT_EQ(output::select_rows(s, both).drivers.gpus[0].instances.size(), 2u);
+
+  output::PsSelection missing;
+  ASSERT_TRUE(output::add_gpu_values(missing, {"0/4"}));
+  auto bad = output::check_selection(s, missing);
+  ASSERT_TRUE(bad);
+  EXPECT_EQ(bad->error.message, "GPU 0 has no GPU instance 4 (its instances: 3, 5, written 0/3)");
+  output::PsSelection typo;
+  auto refused = output::add_gpu_values(typo, {"0/x"});
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().message, "--gpu 0/x names no GPU");
+}
+
+TEST(MigDoctor, AGpuInstanceKeepsOnlyFindingsAboutItsProcesses) {
+  const auto s = mig_scene();
+  auto pids_of = [&](std::optional<unsigned> gi) {
+    doctor::DoctorInput in{s, s, {}, 0u};
+    in.gpu_instance = gi;
+    std::vector<pid_t> out;
+    for (const auto& f : doctor::diagnose(in))
+      if (f.code == doctor::FindingCode::NoSuchProcess) out.push_back(f.pids.front());
+    std::sort(out.begin(), out.end());
+    return out;
+  };
+  EXPECT_EQ(pids_of(std::nullopt), (std::vector<pid_t>{4242, 5252}));
+  EXPECT_EQ(pids_of(3u), std::vector<pid_t>{4242});
+  EXPECT_EQ(pids_of(5u), std::vector<pid_t>{5252});
+}
+
+TEST(MigResetGuard, AResetSaysItEndsEveryInstancesWorkAndWhose) {
+  auto s = mig_scene();
+  s.drivers.gpus[0].instances[0].profile = "3g.40gb";
+  EXPECT_EQ(doctor::mig_reset_lines(s, 0),
+            (std::vector<std::string>{
+                "GPU 0 is in MIG mode: a reset ends the work on every instance:",
+                "  0/3 (MIG 3g.40gb): root's PID 4250 (p4250)",
+                "  0/5 (MIG 1g.10gb): root's PID 5260 (p5260), root's PID 6000 (p6000)"}));
+  EXPECT_EQ(doctor::mig_reset_note(s, 0),
+            "GPU 0 is in MIG mode: a reset ends the work on every instance: 0/3 (MIG 3g.40gb: "
+            "root's PID 4250 (p4250)), 0/5 (MIG 1g.10gb: root's PID 5260 (p5260), root's PID 6000 "
+            "(p6000))");
+  auto blockers = doctor::reset_blockers(s, 0);
+  ASSERT_TRUE(blockers);
+  EXPECT_EQ(
+      doctor::reset_refusal(s, 0, *blockers),
+      (std::vector<std::string>{
+          "refusing to reset GPU 0: these processes use it, and a reset would end them:",
+          "  on 0/3 (MIG 3g.40gb):", "    PID 4250 (p4250): holds /dev/nvidia0 on fd 5",
+          "  on 0/5 (MIG 1g.10gb):", "    PID 5260 (p5260): holds /dev/nvidia0 on fd 5",
+          "    PID 6000 (p6000): listed by the driver with 6.0 GiB; holds /dev/nvidia0 on fd 5",
+          "  end them first: gpureap kill 4250 5260 6000"}));
+  // Not split: none of it.
+  auto plain = make_snapshot({proc(1, 0, 1)}, {gpu(0, 0, 0, {})});
+  EXPECT_TRUE(doctor::mig_reset_lines(plain, 0).empty());
+  EXPECT_FALSE(doctor::mig_reset_note(plain, 0));
 }
 
 }  // namespace

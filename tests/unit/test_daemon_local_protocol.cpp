@@ -69,6 +69,30 @@ TEST(DaemonLocalProtocol, PsSelectionAndFormTravelWithTheRequest) {
             "bad request: \"sort\" must be \"pid\", \"memory\", \"age\" or \"user\"");
 }
 
+// A MIG instance or UUID travels only when given: a daemon that predates the field refuses the
+// request (the client then narrows on its own scan), and a plain request stays one it answers.
+TEST(DaemonLocalProtocol, GpuPlacesTravelOnlyWhenGiven) {
+  PsRequest plain;
+  plain.select.gpus = {0};
+  EXPECT_EQ(request_line(plain).find("gpu_places"), std::string::npos) << request_line(plain);
+  DoctorRequest doctor{.gpu = 0};
+  EXPECT_EQ(request_line(doctor).find("gpu_place"), std::string::npos) << request_line(doctor);
+
+  PsRequest mig;
+  mig.select.gpu_places = {"0/3", "MIG-5"};
+  auto back = as<PsRequest>(parse_request(request_line(mig)));
+  EXPECT_EQ(back.select.gpu_places, (std::vector<std::string>{"0/3", "MIG-5"}));
+  EXPECT_EQ(back.render_options().select.gpu_places, back.select.gpu_places);
+  DoctorRequest on{.gpu_place = "0/3"};
+  auto doctor_back = as<DoctorRequest>(parse_request(request_line(on)));
+  EXPECT_EQ(doctor_back.gpu_place, "0/3");
+  EXPECT_FALSE(doctor_back.gpu);
+  EXPECT_EQ(refusal(R"({"command":"ps","gpu_places":[3]})"),
+            "bad request: \"gpu_places\" must be a list of GPU instances (N/G) or UUIDs");
+  EXPECT_EQ(refusal(R"({"command":"doctor","gpu_place":""})"),
+            "bad request: \"gpu_place\" must be a GPU instance (N/G) or a UUID");
+}
+
 TEST(DaemonLocalProtocol, DoctorRequestRoundTrips) {
   DoctorRequest r{.json = true,
                   .gpu = 3,

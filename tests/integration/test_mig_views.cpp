@@ -1,0 +1,358 @@
+// A MIG GPU's instances through every other view: `ps` and `doctor --gpu N/G` (by their own scan,
+// through the daemon, and through a daemon that predates instances), `ps --watch`, `reset`'s
+// refusal, kill's plan rows and `top`'s header.
+#include <gtest/gtest.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <fstream>
+#include <mutex>
+#include <sstream>
+#include <thread>
+
+#include "support.h"
+
+namespace gpureap::testing {
+namespace {
+
+using nlohmann::json;
+
+constexpr const char* kMigUuid3 = "MIG-33333333-0000-0000-0000-000000000003";
+
+#ifndef FAKE_NVML_LIBRARY
+#define REQUIRE_TMUX() GTEST_SKIP() << "the NVML test double was not built"
+#else
+#define REQUIRE_TMUX()                                       \
+  if (!have_tmux()) GTEST_SKIP() << "tmux is not installed"; \
+  (void)0
+#endif
+
+// MIG GPU 0 split into GPU instances 3 and 5: trainer on 3 is gone and its forked worker keeps
+// its context; a job runs on 5.
+struct MigViews {
+  FakeDevRoot dev;
+  std::unique_ptr<GoneTrainer> ghost = gone_trainer(dev, "nvidia0");
+  Child job = holding(dev, "nvidia0");
+  FakeNvml nvml{scenario()};
+
+  json scenario() const {
+    return {{"gpus",
+             {{{"name", "NVIDIA H100 80GB HBM3"},
+               {"uuid", "GPU-0000"},
+               {"minor", 0},
+               {"total_bytes", 80 * GiB},
+               {"used_bytes", 10 * GiB},
+               {"mig_mode", true},
+               {"mig_devices",
+                {{{"gpu_instance_id", 3},
+                  {"profile", "3g.40gb"},
+                  {"uuid", kMigUuid3},
+                  {"total_bytes", 40 * GiB}},
+                 {{"gpu_instance_id", 5}, {"profile", "1g.10gb"}, {"total_bytes", 10 * GiB}}}},
+               {"processes", json::array({{{"pid", ghost->trainer},
+                                           {"used_bytes", 8 * GiB},
+                                           {"holders", {ghost->trainer, ghost->worker}},
+                                           {"gpu_instance_id", 3},
+                                           {"compute_instance_id", 0}},
+                                          {{"pid", job.pid()},
+                                           {"used_bytes", 2 * GiB},
+                                           {"gpu_instance_id", 5},
+                                           {"compute_instance_id", 0}}})}}}}};
+  }
+  RunResult run(std::vector<std::string> args) const {
+    args.insert(args.end(), {"--dev-root", dev.path()});
+    return run_gpureap(args, nvml.env());
+  }
+};
+
+std::vector<pid_t> row_pids(const json& doc) {
+  std::vector<pid_t> out;
+  for (const auto& p : doc["processes"]) out.push_back(p["pid"].get<pid_t>());
+  return out;
+}
+
+std::vector<pid_t> sorted(std::vector<pid_t> v) {
+  std::sort(v.begin(), v.end());
+  return v;
+}
+
+TEST(MigViews, PsGpuInstanceNarrowsTheRowsButNeverTheGpusFigures) {
+  REQUIRE_DOUBLE();
+  MigViews m;
+  auto whole = parse_output(m.run({"ps", "--json", "--no-daemon"}));
+  ASSERT_EQ(whole["gpus"].size(), 1u) << whole.dump();
+  struct Case {
+    std::string gpu;
+    std::vector<pid_t> rows;
+    std::vector<std::string> instances;
+  };
+  for (const auto& c : std::vector<Case>{
+           {"0/3", sorted({m.ghost->trainer, m.ghost->worker}), {"0/3"}},
+           {kMigUuid3, sorted({m.ghost->trainer, m.ghost->worker}), {"0/3"}},
+           {"0/5", {m.job.pid()}, {"0/5"}},
+       }) {
+    auto r = m.run({"ps", "--json", "--no-daemon", "--gpu", c.gpu});
+    ASSERT_EQ(r.exit_code, 0) << c.gpu << r.err;
+    auto doc = parse_output(r);
+    EXPECT_EQ(sorted(row_pids(doc)), c.rows) << c.gpu << doc.dump(1);
+    ASSERT_EQ(doc["gpus"].size(), 1u) << c.gpu;
+    // The GPU's own figures are the whole GPU's, whichever instance's rows are shown.
+    EXPECT_EQ(doc["gpus"][0]["memory"], whole["gpus"][0]["memory"]) << c.gpu;
+    std::vector<std::string> instances;
+    for (const auto& i : doc["gpus"][0]["instances"]) instances.push_back(i["instance"]);
+    EXPECT_EQ(instances, c.instances) << c.gpu;
+  }
+  // The table says the same: the worker's row on 0/3, not the job's.
+  auto table = m.run({"ps", "--no-color", "--no-daemon", "--gpu", "0/3"});
+  ASSERT_EQ(table.exit_code, 0) << table.err;
+  EXPECT_NE(table.out.find(std::to_string(m.ghost->worker)), std::string::npos) << table.out;
+  EXPECT_EQ(table.out.find(std::to_string(m.job.pid())), std::string::npos) << table.out;
+  EXPECT_EQ(table.out.find("0/5"), std::string::npos) << table.out;
+
+  auto missing = m.run({"ps", "--no-daemon", "--gpu", "0/4"});
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_NE(missing.err.find("GPU 0 has no GPU instance 4 (its instances: 3, 5"), std::string::npos)
+      << missing.err;
+  auto typo = m.run({"ps", "--no-daemon", "--gpu", "0/x"});
+  EXPECT_EQ(typo.exit_code, 2);
+  EXPECT_NE(typo.err.find("--gpu 0/x names no GPU"), std::string::npos) << typo.err;
+}
+
+TEST(MigViews, PsWatchNarrowsToTheInstanceToo) {
+  REQUIRE_DOUBLE();
+  MigViews m;
+  BackgroundGpureap watch(
+      {"ps", "--watch", "100ms", "--json", "--gpu", "0/5", "--dev-root", m.dev.path()},
+      m.nvml.env());
+  std::string text;
+  ASSERT_TRUE(wait_until([&] {
+    text = read_text("/proc/" + std::to_string(watch.pid()) + "/fd/1");
+    return text.find('\n') != std::string::npos;
+  })) << text;
+  ::kill(watch.pid(), SIGINT);
+  auto r = watch.wait();
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  auto doc = json::parse(r.out.substr(0, r.out.find('\n')));
+  EXPECT_EQ(row_pids(doc), std::vector<pid_t>{m.job.pid()}) << doc.dump(1);
+}
+
+TEST(MigViews, DoctorGpuInstanceKeepsOnlyThatInstancesFindings) {
+  REQUIRE_DOUBLE();
+  MigViews m;
+  const std::string ghost = "held by gone PID " + std::to_string(m.ghost->trainer);
+  auto on3 = m.run({"doctor", "--no-color", "--no-daemon", "--settle", "0s", "--gpu", "0/3"});
+  EXPECT_NE(on3.out.find(ghost), std::string::npos) << on3.out << on3.err;
+  auto by_uuid = m.run({"doctor", "--json", "--no-daemon", "--settle", "0s", "--gpu", kMigUuid3});
+  bool found = false;
+  const auto uuid_doc = parse_output(by_uuid);
+  for (const auto& f : uuid_doc["findings"]) found |= f["code"] == "no-such-process";
+  EXPECT_TRUE(found) << by_uuid.out;
+  auto on5 = m.run({"doctor", "--no-color", "--no-daemon", "--settle", "0s", "--gpu", "0/5"});
+  EXPECT_EQ(on5.out.find(ghost), std::string::npos) << on5.out;
+  EXPECT_EQ(on5.exit_code, 0) << on5.out << on5.err;
+  // Healthy, counted in the instance: the job alone, not the ghost's worker on 0/3.
+  EXPECT_NE(on5.out.find("Healthy: GPU 0/5, 1 process holding it"), std::string::npos) << on5.out;
+  auto missing = m.run({"doctor", "--no-daemon", "--settle", "0s", "--gpu", "0/4"});
+  EXPECT_EQ(missing.exit_code, 3) << missing.err;
+  EXPECT_NE(missing.err.find("GPU 0 has no GPU instance 4"), std::string::npos) << missing.err;
+}
+
+// A daemon serving the local socket: the instance travels with the request and the daemon
+// narrows on its own snapshot.
+TEST(MigViews, TheDaemonNarrowsPsAndDoctorToTheInstance) {
+  REQUIRE_DOUBLE();
+  MigViews m;
+  TempDir run;
+  const std::string socket = run.file("gpureap.sock");
+  std::string config = run.file("config.toml");
+  std::ofstream(config) << "interval = \"250ms\"\nlocal_socket = \"" << socket << "\"\n";
+  DaemonProcess d({"--config", config, "--dev-root", m.dev.path()}, m.nvml.env());
+  ASSERT_TRUE(d.wait_log(kServingLocalSocket + socket)) << d.log();
+  const std::vector<std::string> client{"GPUREAP_DAEMON_SOCKET=" + socket};
+  auto ps = run_gpureap({"ps", "--json", "--gpu", "0/5"}, client);
+  ASSERT_EQ(ps.exit_code, 0) << ps.err;
+  auto doc = parse_output(ps);
+  EXPECT_EQ(doc["source"]["kind"], "daemon") << doc["source"];
+  EXPECT_EQ(row_pids(doc), std::vector<pid_t>{m.job.pid()}) << doc.dump(1);
+
+  auto on5 = run_gpureap({"doctor", "--json", "--settle", "0s", "--gpu", "0/5"}, client);
+  auto d5 = parse_output(on5);
+  EXPECT_EQ(d5["source"]["kind"], "daemon") << on5.out << on5.err;
+  for (const auto& f : d5["findings"]) EXPECT_NE(f["code"], "no-such-process") << f.dump();
+  auto on3 = run_gpureap({"doctor", "--json", "--settle", "0s", "--gpu", kMigUuid3}, client);
+  bool found = false;
+  const auto d3 = parse_output(on3);
+  for (const auto& f : d3["findings"]) found |= f["code"] == "no-such-process";
+  EXPECT_TRUE(found) << on3.out << on3.err;
+}
+
+// A daemon older than instances: strict, it refuses a field it does not know, and answers a
+// plain request. Serves one connection per accept until stopped.
+class OldDaemon {
+ public:
+  explicit OldDaemon(std::string path) : path_(std::move(path)) {
+    fd_ = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_un a{};
+    a.sun_family = AF_UNIX;
+    std::strncpy(a.sun_path, path_.c_str(), sizeof a.sun_path - 1);
+    EXPECT_EQ(::bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+    EXPECT_EQ(::listen(fd_, 8), 0);
+    thread_ = std::thread([this] { serve(); });
+  }
+  ~OldDaemon() {
+    stop_ = true;
+    thread_.join();
+    ::close(fd_);
+  }
+  std::vector<std::string> requests() const {
+    std::lock_guard lock(mu_);
+    return requests_;
+  }
+
+ private:
+  void serve() {
+    while (!stop_) {
+      pollfd p{fd_, POLLIN, 0};
+      if (::poll(&p, 1, 50) <= 0) continue;
+      int c = ::accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
+      if (c < 0) continue;
+      std::string line;
+      char buf[4096];
+      while (line.find('\n') == std::string::npos) {
+        ssize_t n = ::recv(c, buf, sizeof buf, 0);
+        if (n <= 0) break;
+        line.append(buf, static_cast<size_t>(n));
+      }
+      {
+        std::lock_guard lock(mu_);
+        requests_.push_back(line);
+      }
+      std::string answer =
+          line.find("\"gpu_places\"") != std::string::npos ||
+                  line.find("\"gpu_place\"") != std::string::npos
+              ? R"({"ok":false,"error":"bad request: unknown field \"gpu_places\""})"
+              : R"({"ok":true,"output":"ANSWERED BY THE OLD DAEMON\n","warnings":[],)"
+                R"("snapshot_age_ms":5,"exit_code":0})";
+      ::send(c, answer.data(), answer.size(), MSG_NOSIGNAL);
+      ::close(c);
+    }
+  }
+  std::string path_;
+  int fd_ = -1;
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+  mutable std::mutex mu_;
+  std::vector<std::string> requests_;
+};
+
+TEST(MigViews, AnOldDaemonNeverAnswersForTheWholeGpu) {
+  REQUIRE_DOUBLE();
+  MigViews m;
+  TempDir run;
+  OldDaemon old(run.file("old.sock"));
+  std::vector<std::string> env = m.nvml.env();
+  env.push_back("GPUREAP_DAEMON_SOCKET=" + run.file("old.sock"));
+  // A plain request still goes to it.
+  auto plain = run_gpureap({"ps", "--gpu", "0"}, env);
+  EXPECT_EQ(plain.out, "ANSWERED BY THE OLD DAEMON\n") << plain.err;
+  // An instance is refused by it: the command narrows on its own scan instead.
+  auto narrowed = run_gpureap({"ps", "--json", "--gpu", "0/5"}, env);
+  ASSERT_EQ(narrowed.exit_code, 0) << narrowed.err;
+  auto doc = parse_output(narrowed);
+  EXPECT_EQ(doc["source"]["kind"], "scan");
+  EXPECT_EQ(row_pids(doc), std::vector<pid_t>{m.job.pid()}) << doc.dump(1);
+  auto doctor = run_gpureap({"doctor", "--settle", "0s", "--gpu", "0/5"}, env);
+  EXPECT_EQ(doctor.out.find("OLD DAEMON"), std::string::npos) << doctor.out;
+  auto requests = old.requests();
+  ASSERT_EQ(requests.size(), 3u);
+  EXPECT_EQ(requests[0].find("gpu_places"), std::string::npos) << requests[0];
+  EXPECT_NE(requests[1].find(R"("gpu_places":["0/5"])"), std::string::npos) << requests[1];
+  EXPECT_NE(requests[2].find(R"("gpu_place":"0/5")"), std::string::npos) << requests[2];
+}
+
+TEST(MigViews, ResetSaysEveryInstancesWorkEndsAndSignalsNothing) {
+  REQUIRE_DOUBLE();
+  MigViews m;
+  auto r = m.run({"reset", "--gpu", "0", "--dry-run"});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  // Before the refusal: what the reset would end, instance by instance, with whose work it is.
+  const auto mig = r.err.find(
+      "gpureap: GPU 0 is in MIG mode: a reset ends the work on every "
+      "instance:");
+  const auto refusal = r.err.find("refusing to reset GPU 0");
+  ASSERT_NE(mig, std::string::npos) << r.err;
+  ASSERT_NE(refusal, std::string::npos) << r.err;
+  EXPECT_LT(mig, refusal);
+  EXPECT_NE(r.err.find("  0/3 (MIG 3g.40gb): "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("'s PID " + std::to_string(m.ghost->worker) + " ("), std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("  0/5 (MIG 1g.10gb): "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("'s PID " + std::to_string(m.job.pid()) + " ("), std::string::npos) << r.err;
+  // The refusal names the blockers under their instances, in order.
+  const auto on3 =
+      r.err.find("  on 0/3 (MIG 3g.40gb):\n    PID " + std::to_string(m.ghost->worker));
+  const auto on5 = r.err.find("  on 0/5 (MIG 1g.10gb):\n    PID " + std::to_string(m.job.pid()));
+  EXPECT_NE(on3, std::string::npos) << r.err;
+  EXPECT_NE(on5, std::string::npos) << r.err;
+  EXPECT_TRUE(is_alive(m.ghost->worker));
+  EXPECT_TRUE(is_alive(m.job.pid()));
+  EXPECT_TRUE(no_signal_pending(m.ghost->worker));
+  EXPECT_TRUE(no_signal_pending(m.job.pid()));
+}
+
+TEST(MigViews, KillsPlanRowsSayTheInstance) {
+  REQUIRE_DOUBLE();
+  MigViews m;
+  auto text = m.run({"kill", "--dry-run", "--no-color", "--gpu", "0/5"});
+  EXPECT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("listed on GPU 0/5"), std::string::npos) << text.out;
+  auto whole = m.run({"kill", "--dry-run", "--json", "--gpu", "0"});
+  auto doc = parse_output(whole);
+  bool listed = false;
+  for (const auto& t : doc["plan"]["targets"])
+    if (t["pid"] == m.job.pid())
+      for (const auto& reason : t["reasons"])
+        if (reason["kind"] == "listed-on-gpu") {
+          listed = true;
+          EXPECT_EQ(reason["instance"], "0/5") << reason.dump();
+          EXPECT_EQ(reason["text"], "listed on GPU 0/5") << reason.dump();
+        }
+  EXPECT_TRUE(listed) << whole.out;
+  EXPECT_TRUE(is_alive(m.job.pid()));
+}
+
+TEST(MigViews, TopShowsTheInstancesUnderTheGpuAt80x24) {
+  REQUIRE_DOUBLE();
+  REQUIRE_TMUX();
+  MigViews m;
+  TmuxGpureap top({"top", "--dev-root", m.dev.path()}, m.nvml.env(), 80, 24);
+  auto screen = top.wait_until(
+      [&](const std::string& s) { return !rows_of(s, m.job.pid()).empty(); }, "the job's row");
+  std::istringstream lines(screen);
+  std::vector<std::string> all;
+  for (std::string l; std::getline(lines, l);) all.push_back(l);
+  size_t gpu = all.size(), i3 = all.size(), i5 = all.size();
+  for (size_t i = 0; i < all.size(); ++i) {
+    if (gpu == all.size() && all[i].rfind("0  ", 0) == 0) gpu = i;
+    if (all[i].find("0/3 3g.40gb") != std::string::npos) i3 = i;
+    if (all[i].find("0/5 1g.10gb") != std::string::npos) i5 = i;
+  }
+  ASSERT_LT(gpu, all.size()) << screen;
+  EXPECT_EQ(i3, gpu + 1) << screen;
+  EXPECT_EQ(i5, gpu + 2) << screen;
+  for (const auto& l : all) EXPECT_LE(l.size(), 80u * 4) << l;
+  auto job = rows_of(screen, m.job.pid());
+  ASSERT_FALSE(job.empty()) << screen;
+  EXPECT_NE(job.front().find(" 0/5 "), std::string::npos) << job.front();
+  top.keys({"q"});
+  EXPECT_EQ(top.exit_code(), 0);
+}
+
+}  // namespace
+}  // namespace gpureap::testing
