@@ -10,7 +10,7 @@
 #include "cli/cmd_kill.h"
 #include "cli/daemon_client.h"
 #include "core/duration.h"
-#include "core/mig.h"
+#include "core/gpu_place.h"
 #include "doctor/diagnose.h"
 #include "doctor/fixable.h"
 #include "doctor/settle.h"
@@ -255,9 +255,7 @@ int run_doctor(const GlobalOptions& g, const DoctorOptions& given) {
   if (o.gpu_spec) {
     gpu_ref = core::parse_gpu_ref(*o.gpu_spec);
     if (!gpu_ref) {
-      fail({"--gpu " + text::terminal_safe(*o.gpu_spec) + " names no GPU",
-            "write a GPU's index (0), a MIG GPU instance as GPU/instance (0/3), or a GPU's or MIG "
-            "device's UUID"});
+      fail({"--gpu " + text::terminal_safe(*o.gpu_spec) + " names no GPU", core::kGpuRefWords});
       return kDoctorCannotRun;
     }
     if (gpu_ref->index && !gpu_ref->gpu_instance) o.gpu = gpu_ref->index;

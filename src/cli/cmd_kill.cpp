@@ -11,7 +11,7 @@
 #include "cli/confirm.h"
 #include "cli/kernel_releases.h"
 #include "core/duration.h"
-#include "core/mig.h"
+#include "core/gpu_place.h"
 #include "output/kill_view.h"
 #include "output/snapshot_json.h"
 #include "output/table.h"
@@ -190,9 +190,8 @@ int run_kill(const GlobalOptions& g, const KillOptions& options) {
   if (o.gpu_spec) {
     gpu_ref = core::parse_gpu_ref(*o.gpu_spec);
     if (!gpu_ref)
-      return fail({"--gpu " + text::terminal_safe(*o.gpu_spec) + " names no GPU",
-                   "write a GPU's index (0), a MIG GPU instance as GPU/instance (0/3), or a MIG "
-                   "device's UUID (MIG-...)"});
+      return fail(
+          {"--gpu " + text::terminal_safe(*o.gpu_spec) + " names no GPU", core::kGpuRefWords});
     if (gpu_ref->index) o.gpu = gpu_ref->index;
   }
   if (o.pids.empty() && !o.gpu && !gpu_ref && !o.ghosts && !o.stopped && !o.user)

@@ -30,7 +30,7 @@ struct KillOptions {
   // announced before the first signal; empty: `gpureap kill` and its arguments.
   std::string announce_as;
   // --gpu as typed: "N", "N/G" (GPU N's MIG GPU instance G) or a MIG device's UUID; `gpu` is
-  // its index once resolved against the snapshot (core/mig.h).
+  // its index once resolved against the snapshot (core/gpu_place.h).
   std::optional<std::string> gpu_spec;
 };
 

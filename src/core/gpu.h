@@ -62,11 +62,12 @@ struct GpuInstance {
   unsigned gpu_instance_id = 0;
   std::optional<unsigned> compute_instance_id;
   std::optional<std::string> profile;  // the driver's profile name, e.g. "1g.10gb"
-  std::optional<std::string> uuid;     // "MIG-..."
+  std::optional<std::string> uuid;     // its own, as the vendor writes it
   GpuMemory memory;                    // the GPU instance's memory
   // The device numbers of the files through which a process is granted this instance (NVIDIA:
   // /dev/nvidia-caps/nvidia-cap<M> of the GPU instance and of the compute instance).
   std::vector<dev_t> device_numbers;
+  std::string kind;  // what its vendor calls such an instance ("MIG"), set by its backend
 };
 
 struct Gpu {

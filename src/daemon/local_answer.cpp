@@ -4,7 +4,7 @@
 #include <exception>
 
 #include "core/duration.h"
-#include "core/mig.h"
+#include "core/gpu_place.h"
 #include "daemon/local_protocol.h"
 #include "daemon/releases_document.h"
 #include "doctor/diagnose.h"

@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-#include "core/mig.h"
+#include "core/gpu_place.h"
 #include "doctor/diagnose.h"
 #include "doctor/evidence.h"
 #include "doctor/reset_guard.h"
@@ -24,7 +24,7 @@ std::vector<unsigned> row_gpus(const core::ProcessRow& r) {
   return out;
 }
 
-// Where the driver lists a row: "0", or "0/3" on MIG GPU 0's GPU instance 3 (core/mig.h).
+// Where the driver lists a row: "0", or "0/3" on MIG GPU 0's GPU instance 3 (core/gpu_place.h).
 std::vector<std::string> row_places(const core::ProcessRow& r) {
   std::vector<std::string> out;
   for (const auto& u : r.gpus)
@@ -44,16 +44,15 @@ void instance_evidence(const core::Snapshot& s, const core::ProcessRow& r,
     const std::string place = core::instance_place(u.index, *u.gpu_instance_id);
     if (const auto* instance = core::find_instance(*gpu, *u.gpu_instance_id))
       evidence.push_back(
-          fmt::format("GPU {} is {} of MIG GPU {}: only the work in that instance "
-                      "is affected",
-                      place, core::instance_label(*instance), u.index));
+          fmt::format("GPU {} is {} of GPU {}: only the work in that instance is affected", place,
+                      core::instance_label(*instance), u.index));
     for (const auto* p : keep) {
       auto held = core::held_instances(*p, *gpu);
       if (held.empty()) continue;
       std::vector<std::string> places;
       for (unsigned gi : held) places.push_back(core::instance_place(u.index, gi));
-      evidence.push_back(fmt::format("PID {} holds the capability files of MIG instance {}",
-                                     p->stat.pid, fmt::join(places, ", ")));
+      evidence.push_back(fmt::format("PID {} holds the files that grant instance {}", p->stat.pid,
+                                     fmt::join(places, ", ")));
     }
   }
 }

@@ -3,7 +3,7 @@
 
 #include <algorithm>
 
-#include "core/mig.h"
+#include "core/gpu_place.h"
 #include "core/orphan.h"
 #include "doctor/blocked_remedy.h"
 #include "doctor/diagnose.h"

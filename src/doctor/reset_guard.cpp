@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <cctype>
 
-#include "core/mig.h"
+#include "core/gpu_place.h"
 #include "doctor/evidence.h"
 #include "text/escape.h"
 
@@ -24,9 +24,15 @@ std::string mig_holder_words(const core::ProcessRow& r) {
   return fmt::format("{}'s PID {} ({})", user, r.pid, text::terminal_safe(r.process->stat.comm));
 }
 
-// "MIG 3g.40gb", or "MIG" where the driver gave no profile.
-std::string mig_profile_words(const core::GpuInstance& i) {
-  return i.profile ? "MIG " + text::terminal_safe(*i.profile) : std::string("MIG");
+std::string safe_instance_words(const core::GpuInstance& i) {
+  return text::terminal_safe(core::instance_words(i));
+}
+
+// "GPU 0 is split into MIG instances": what its vendor calls them.
+std::string split_words(const core::Gpu& gpu, unsigned index) {
+  const std::string& kind = gpu.instances.front().kind;
+  return fmt::format("GPU {} is split into {} instances", index,
+                     kind.empty() ? std::string("GPU") : text::terminal_safe(kind));
 }
 
 struct MigPlace {
@@ -40,7 +46,7 @@ struct MigPlace {
 std::vector<MigPlace> mig_places(const core::Snapshot& s, const core::Gpu& gpu) {
   std::vector<MigPlace> out;
   for (unsigned gi : core::gpu_instance_ids(gpu)) {
-    MigPlace place{gi, mig_profile_words(*core::find_instance(gpu, gi)), {}, 0};
+    MigPlace place{gi, safe_instance_words(*core::find_instance(gpu, gi)), {}, 0};
     for (const auto& r : s.rows) {
       if (!r.process || r.process->stat.is_zombie() || !core::in_gpu_instance(s, r, gpu.index, gi))
         continue;
@@ -103,8 +109,8 @@ core::Result<std::vector<ResetBlocker>> reset_blockers(const core::Snapshot& s, 
 std::vector<std::string> mig_reset_lines(const core::Snapshot& s, unsigned index) {
   const core::Gpu* gpu = s.gpu(index);
   if (!gpu || gpu->instances.empty()) return {};
-  std::vector<std::string> out{
-      fmt::format("GPU {} is in MIG mode: a reset ends the work on every instance:", index)};
+  std::vector<std::string> out{split_words(*gpu, index) +
+                               ": a reset ends the work on every instance:"};
   for (const auto& p : mig_places(s, *gpu))
     out.push_back(fmt::format("  {} ({}): {}", core::instance_place(index, p.gpu_instance),
                               p.profile, mig_holders_text(p)));
@@ -118,7 +124,7 @@ std::optional<std::string> mig_reset_note(const core::Snapshot& s, unsigned inde
   for (const auto& p : mig_places(s, *gpu))
     places.push_back(fmt::format("{} ({}: {})", core::instance_place(index, p.gpu_instance),
                                  p.profile, p.holders.empty() ? "nothing" : mig_holders_text(p)));
-  return fmt::format("GPU {} is in MIG mode: a reset ends the work on every instance: {}", index,
+  return fmt::format("{}: a reset ends the work on every instance: {}", split_words(*gpu, index),
                      fmt::join(places, ", "));
 }
 
@@ -157,7 +163,7 @@ std::vector<std::string> reset_refusal(const core::Snapshot& s, unsigned index,
   };
   for (unsigned gi : core::gpu_instance_ids(*gpu))
     group(gi, fmt::format("  on {} ({}):", core::instance_place(index, gi),
-                          mig_profile_words(*core::find_instance(*gpu, gi))));
+                          safe_instance_words(*core::find_instance(*gpu, gi))));
   group(std::nullopt, fmt::format("  on GPU {} itself, in no one instance:", index));
   out.push_back(plain.back());
   return out;

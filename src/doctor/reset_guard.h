@@ -34,8 +34,8 @@ std::vector<std::string> reset_refusal(const core::Snapshot& s, unsigned gpu,
 // instance. The first line, then one per GPU instance with the live processes in it and their
 // users ("0/3 (MIG 3g.40gb): bob's PID 4242 (python)"); empty when the GPU is not split.
 std::vector<std::string> mig_reset_lines(const core::Snapshot& s, unsigned gpu);
-// The same in one line, for doctor's reset remedy: "GPU 0 is in MIG mode: a reset ends the work
-// on every instance: 0/3 (MIG 3g.40gb: bob's PID 4242), 0/5 (MIG 1g.10gb: nothing)".
+// The same in one line, for doctor's reset remedy: "GPU 0 is split into MIG instances: a reset ends
+// the work on every instance: 0/3 (MIG 3g.40gb: bob's PID 4242), 0/5 (MIG 1g.10gb: nothing)".
 std::optional<std::string> mig_reset_note(const core::Snapshot& s, unsigned gpu);
 
 }  // namespace gpureap::doctor

@@ -97,11 +97,13 @@ struct GpuFamilies {
                           "GPU memory the driver lists for the processes of a container"};
   MetricFamily instance_info{
       "gpureap_gpu_instance_info",
-      "A MIG instance of a GPU (one per compute instance); the value is always 1"};
+      "An instance of a GPU split into instances (one per compute instance); the value is "
+      "always 1"};
   MetricFamily instance_total{"gpureap_gpu_instance_memory_total_bytes",
-                              "Memory of a MIG GPU instance, as the driver reports it"};
-  MetricFamily instance_used{"gpureap_gpu_instance_memory_used_bytes",
-                             "Memory in use in a MIG GPU instance, as the driver reports it"};
+                              "Memory of a GPU instance of a split GPU, as the driver reports it"};
+  MetricFamily instance_used{
+      "gpureap_gpu_instance_memory_used_bytes",
+      "Memory in use in a GPU instance of a split GPU, as the driver reports it"};
   MetricFamily server_clients{
       "gpureap_server_clients",
       "Clients listed on a GPU whose work a server of other processes' GPU work runs (an NVIDIA "

@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "core/mig.h"
+#include "core/gpu_place.h"
 #include "doctor/fixable.h"
 #include "output/snapshot_json.h"
 #include "text/byte_format.h"

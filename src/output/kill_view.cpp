@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-#include "core/mig.h"
+#include "core/gpu_place.h"
 #include "output/command_label.h"
 #include "output/ps_view.h"
 #include "output/table.h"

@@ -6,7 +6,7 @@
 #include <cmath>
 #include <map>
 
-#include "core/mig.h"
+#include "core/gpu_place.h"
 #include "output/table.h"
 #include "text/byte_format.h"
 #include "text/display_width.h"

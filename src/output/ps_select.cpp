@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <limits>
 
-#include "core/mig.h"
+#include "core/gpu_place.h"
 #include "procfs/user_names.h"
 #include "text/escape.h"
 
@@ -58,9 +58,7 @@ core::Result<bool> add_gpu_values(PsSelection& sel, const std::vector<std::strin
   for (const auto& v : values) {
     auto ref = core::parse_gpu_ref(v);
     if (!ref)
-      return core::Error{"--gpu " + text::terminal_safe(v) + " names no GPU",
-                         "write a GPU's index (0), a MIG GPU instance as GPU/instance (0/3), or "
-                         "a GPU's or MIG device's UUID"};
+      return core::Error{"--gpu " + text::terminal_safe(v) + " names no GPU", core::kGpuRefWords};
     if (ref->index && !ref->gpu_instance)
       sel.gpus.push_back(*ref->index);
     else
@@ -97,10 +95,8 @@ std::optional<core::ScopeError> check_selection(const core::Snapshot& s, const P
   for (const auto& text : sel.gpu_places) {
     auto ref = core::parse_gpu_ref(text);
     if (!ref)
-      return core::ScopeError{{"--gpu " + text + " names no GPU",
-                               "write a GPU's index (0), a MIG GPU instance as GPU/instance (0/3), "
-                               "or a GPU's or MIG device's UUID"},
-                              false};
+      return core::ScopeError{
+          {"--gpu " + text::terminal_safe(text) + " names no GPU", core::kGpuRefWords}, false};
     auto resolved = core::resolve_gpu_ref(s, *ref);
     if (!resolved.place)
       return core::ScopeError{{resolved.why, "`gpureap ps` shows every GPU and instance"}, false};

@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-#include "core/mig.h"
+#include "core/gpu_place.h"
 #include "output/command_label.h"
 #include "output/ghost_summary.h"
 #include "output/process_figures.h"
@@ -34,7 +34,7 @@ std::string devices_text(const core::ProcessRow& r) {
   return out.empty() ? "-" : out;
 }
 
-// "0", or "0/3" for GPU 0's MIG GPU instance 3 (core/mig.h).
+// "0", or "0/3" for GPU 0's MIG GPU instance 3 (core/gpu_place.h).
 std::string gpu_place(const core::GpuUse& u) {
   return u.gpu_instance_id ? core::instance_place(u.index, *u.gpu_instance_id)
                            : std::to_string(u.index);

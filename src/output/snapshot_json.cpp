@@ -6,7 +6,7 @@
 #include <cmath>
 
 #include "core/field_count.h"
-#include "core/mig.h"
+#include "core/gpu_place.h"
 #include "output/json_optional.h"
 #include "output/process_figures.h"
 #include "text/time_format.h"
@@ -33,7 +33,7 @@ static_assert(considered<core::DeviceHold, 6>);
 static_assert(considered<core::DriverReading, 2>);
 static_assert(considered<core::BackendStatus, 9>);
 static_assert(considered<core::Gpu, 23>);
-static_assert(considered<core::GpuInstance, 6>);
+static_assert(considered<core::GpuInstance, 7>);
 static_assert(considered<core::GpuMemory, 4>);
 static_assert(considered<core::MemoryRegionUse, 5>);
 
@@ -117,6 +117,7 @@ json instances_json(const core::Gpu& g) {
     out.push_back({{"instance", core::instance_place(g.index, i.gpu_instance_id)},
                    {"gpu_instance_id", i.gpu_instance_id},
                    {"compute_instance_id", opt(i.compute_instance_id)},
+                   {"kind", i.kind},
                    {"profile", opt(i.profile)},
                    {"uuid", opt(i.uuid)},
                    {"memory", memory_json(i.memory)},

@@ -121,12 +121,15 @@ json memory_wire(const core::GpuMemory& m) {
           {"reserved_bytes", opt(m.reserved_bytes)}};
 }
 
-static_assert(carried<core::GpuInstance, 6>);
+static_assert(carried<core::GpuInstance, 7>);
 json instance_wire(const core::GpuInstance& i) {
-  return {
-      {"gpu_instance_id", i.gpu_instance_id}, {"compute_instance_id", opt(i.compute_instance_id)},
-      {"profile", opt_bytes(i.profile)},      {"uuid", opt_bytes(i.uuid)},
-      {"memory", memory_wire(i.memory)},      {"device_numbers", i.device_numbers}};
+  return {{"gpu_instance_id", i.gpu_instance_id},
+          {"compute_instance_id", opt(i.compute_instance_id)},
+          {"profile", opt_bytes(i.profile)},
+          {"uuid", opt_bytes(i.uuid)},
+          {"memory", memory_wire(i.memory)},
+          {"device_numbers", i.device_numbers},
+          {"kind", wire_bytes(i.kind)}};
 }
 
 static_assert(carried<core::Gpu, 23>);

@@ -191,6 +191,7 @@ core::GpuInstance gpu_instance(const json& v, const std::string& path) {
   i.uuid = optional(o.at("uuid"), o.path("uuid"), str);
   i.memory = gpu_memory(o.at("memory"), o.path("memory"));
   i.device_numbers = list(o.at("device_numbers"), o.path("device_numbers"), int_of<dev_t>);
+  i.kind = str(o.at("kind"), o.path("kind"));
   o.finish();
   return i;
 }

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "core/mig.h"
+#include "core/gpu_place.h"
 
 namespace gpureap::reap {
 namespace {
@@ -116,7 +116,7 @@ std::string describe(const Reason& r) {
   return "?";
 }
 
-// "0", or "0/3" for a MIG GPU instance (core/mig.h).
+// "0", or "0/3" for a MIG GPU instance (core/gpu_place.h).
 static std::string gpu_words(const Request& r) {
   return r.gpu_instance ? core::instance_place(*r.gpu, *r.gpu_instance) : std::to_string(*r.gpu);
 }

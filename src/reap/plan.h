@@ -61,7 +61,7 @@ struct Request {
   bool stopped = false;
   bool tree = false;
   bool group = false;
-  // --gpu N/G: only GPU N's MIG GPU instance G (core/mig.h), with `gpu` N.
+  // --gpu N/G: only GPU N's MIG GPU instance G (core/gpu_place.h), with `gpu` N.
   std::optional<unsigned> gpu_instance;
 
   bool has_selector() const { return !pids.empty() || !chosen.empty() || ghosts || stopped; }

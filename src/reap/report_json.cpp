@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "core/mig.h"
+#include "core/gpu_place.h"
 #include "reap/arguments.h"
 #include "text/escape.h"
 #include "text/time_format.h"

@@ -5,7 +5,7 @@
 
 #include "backend/registry.h"
 #include "core/gpu_index.h"
-#include "core/mig.h"
+#include "core/gpu_place.h"
 #include "reap/kin.h"
 
 namespace gpureap::reap {
@@ -178,7 +178,7 @@ class Selector {
     if (gpu_instance) {
       const core::GpuInstance* instance = core::find_instance(*scope.gpu, *gpu_instance);
       if (!instance)
-        return core::Error{"GPU " + std::to_string(index) + " has no MIG GPU instance " +
+        return core::Error{"GPU " + std::to_string(index) + " has no GPU instance " +
                                std::to_string(*gpu_instance),
                            "`gpureap ps` shows its instances as N/G under it"};
       bool files = false;

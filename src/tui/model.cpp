@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "core/mig.h"
+#include "core/gpu_place.h"
 #include "text/display_width.h"
 
 namespace gpureap::tui {

@@ -8,7 +8,7 @@
 #include <ctime>
 
 #include "backend/registry.h"
-#include "core/mig.h"
+#include "core/gpu_place.h"
 #include "output/ghost_summary.h"
 #include "text/byte_format.h"
 #include "text/display_width.h"
@@ -291,8 +291,10 @@ Line TopModel::instance_line(const core::Gpu& g, unsigned gi) const {
   size_t bar_w = w >= 160 ? 30 : w >= 120 ? 24 : 14;
   Line l;
   l.add(pad_right(std::string("  ") + gl.last, 3), Role::Dim);
-  std::string name = core::instance_place(g.index, gi) + " " +
-                     text::terminal_safe(instance->profile.value_or("MIG"));
+  // The profile alone where there is one: the line sits under its GPU, which says what it is.
+  std::string name =
+      core::instance_place(g.index, gi) + " " +
+      text::terminal_safe(instance->profile ? *instance->profile : core::instance_words(*instance));
   // A long name takes from the bar, so the figures stay under the GPU's.
   size_t extra =
       std::min(text::text_width(name) > name_w ? text::text_width(name) - name_w : 0, bar_w - 6);

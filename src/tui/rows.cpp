@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-#include "core/mig.h"
+#include "core/gpu_place.h"
 #include "output/process_figures.h"
 #include "output/ps_view.h"
 #include "text/byte_format.h"

@@ -87,7 +87,7 @@ TEST(Mig, DoctorNamesTheGhostsInstance) {
   EXPECT_NE(r.out.find("GPU 0/3: 8.0 GiB held by gone PID " + std::to_string(s.ghost->trainer)),
             std::string::npos)
       << r.out << r.err;
-  EXPECT_NE(r.out.find("is MIG 3g.40gb (GI 3, CI 0) of MIG GPU 0"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("is MIG 3g.40gb (GI 3, CI 0) of GPU 0"), std::string::npos) << r.out;
 }
 
 TEST(Mig, GpuInstanceNarrowsKillsPlanExactly) {

@@ -283,7 +283,7 @@ TEST(MigViews, ResetSaysEveryInstancesWorkEndsAndSignalsNothing) {
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
   // Before the refusal: what the reset would end, instance by instance, with whose work it is.
   const auto mig = r.err.find(
-      "gpureap: GPU 0 is in MIG mode: a reset ends the work on every "
+      "gpureap: GPU 0 is split into MIG instances: a reset ends the work on every "
       "instance:");
   const auto refusal = r.err.find("refusing to reset GPU 0");
   ASSERT_NE(mig, std::string::npos) << r.err;

@@ -5,7 +5,7 @@
 
 #include <algorithm>
 
-#include "core/mig.h"
+#include "core/gpu_place.h"
 #include "doctor/diagnose.h"
 #include "doctor/reset_guard.h"
 #include "output/ps_select.h"
@@ -32,6 +32,7 @@ core::GpuInstance mig_instance(unsigned gi, unsigned gi_minor, unsigned ci_minor
   i.gpu_instance_id = gi;
   i.compute_instance_id = 0;
   i.profile = "1g.10gb";
+  i.kind = "MIG";
   i.uuid = std::move(uuid);
   i.memory.total_bytes = 10 * GiB;
   i.device_numbers = {::makedev(kCapsMajor, gi_minor), ::makedev(kCapsMajor, ci_minor)};
@@ -205,11 +206,12 @@ TEST(MigResetGuard, AResetSaysItEndsEveryInstancesWorkAndWhose) {
   s.drivers.gpus[0].instances[0].profile = "3g.40gb";
   EXPECT_EQ(doctor::mig_reset_lines(s, 0),
             (std::vector<std::string>{
-                "GPU 0 is in MIG mode: a reset ends the work on every instance:",
+                "GPU 0 is split into MIG instances: a reset ends the work on every instance:",
                 "  0/3 (MIG 3g.40gb): root's PID 4250 (p4250)",
                 "  0/5 (MIG 1g.10gb): root's PID 5260 (p5260), root's PID 6000 (p6000)"}));
   EXPECT_EQ(doctor::mig_reset_note(s, 0),
-            "GPU 0 is in MIG mode: a reset ends the work on every instance: 0/3 (MIG 3g.40gb: "
+            "GPU 0 is split into MIG instances: a reset ends the work on every instance: 0/3 (MIG "
+            "3g.40gb: "
             "root's PID 4250 (p4250)), 0/5 (MIG 1g.10gb: root's PID 5260 (p5260), root's PID 6000 "
             "(p6000))");
   auto blockers = doctor::reset_blockers(s, 0);

@@ -127,6 +127,7 @@ core::Snapshot rich_snapshot() {
   mig.gpu_instance_id = 3;
   mig.compute_instance_id = 0;
   mig.profile = "1g.18gb";
+  mig.kind = "MIG";
   mig.uuid = "MIG-0c7ebb6a-\xff";
   mig.memory = {18 * GiB, 2 * GiB, 16 * GiB, 1};
   mig.device_numbers = {::makedev(511, 30), ::makedev(511, 31)};

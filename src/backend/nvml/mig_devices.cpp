@@ -105,6 +105,7 @@ std::vector<MigDevice> read_mig_devices(const SymbolTable& api, nvmlDevice_t par
     const auto gi = mig_unsigned(api, Fn::GpuInstanceId, handle);
     if (!gi) continue;
     device.instance.gpu_instance_id = *gi;
+    device.instance.kind = "MIG";
     device.instance.compute_instance_id = mig_unsigned(api, Fn::ComputeInstanceId, handle);
     if (auto name = mig_string(api, Fn::Name, handle)) device.instance.profile = mig_profile(*name);
     device.instance.uuid = mig_string(api, Fn::Uuid, handle);

@@ -1,5 +1,5 @@
 #pragma once
-// Where a process runs on a GPU split into instances (NVIDIA MIG), in the one notation every
+// Where a process runs on a GPU split into instances (NVIDIA's MIG), in the one notation every
 // view and every `--gpu` option uses: "N/G", GPU N's GPU instance G (a MIG device's
 // compute instances share their GPU instance's memory, so the GPU instance is the place).
 #include <optional>
@@ -14,6 +14,8 @@ namespace gpureap::core {
 
 // "0/3".
 std::string instance_place(unsigned gpu_index, unsigned gpu_instance_id);
+// The instance's kind and profile: "MIG 1g.10gb", or "MIG" where the driver gave no profile.
+std::string instance_words(const GpuInstance& instance);
 // "MIG 1g.10gb (GI 3, CI 0)", or "MIG (GI 3)" where the driver gave no profile or CI.
 std::string instance_label(const GpuInstance& instance);
 // The GPU's instances of GPU instance `gi` (one per compute instance), first one or null.
@@ -35,7 +37,13 @@ std::optional<unsigned> row_instance(const Snapshot& snapshot, const ProcessRow&
 bool in_gpu_instance(const Snapshot& snapshot, const ProcessRow& row, unsigned gpu_index,
                      unsigned gpu_instance_id);
 
-// A GPU as a user names it: "N", "N/G", or a MIG device's UUID ("MIG-...").
+// How a GPU is written on the command line, for help texts and errors.
+inline constexpr const char* kGpuRefWords =
+    "write a GPU's index (0), a GPU instance as GPU/instance (0/3), or a GPU's or an instance's "
+    "UUID";
+
+// A GPU as a user names it: "N", "N/G", or a GPU's or an instance's UUID (any text that does not
+// start with a digit).
 struct GpuRef {
   std::optional<unsigned> index;
   std::optional<unsigned> gpu_instance;

@@ -1,12 +1,13 @@
-#include "core/mig.h"
+#include "core/gpu_place.h"
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 
 namespace gpureap::core {
 namespace {
 
-std::optional<unsigned> mig_number(std::string_view text) {
+std::optional<unsigned> place_number(std::string_view text) {
   unsigned value = 0;
   if (text.empty() || text.size() > 9) return std::nullopt;
   auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
@@ -14,7 +15,7 @@ std::optional<unsigned> mig_number(std::string_view text) {
   return value;
 }
 
-std::string mig_id_list(const std::vector<unsigned>& ids) {
+std::string id_list(const std::vector<unsigned>& ids) {
   std::string out;
   for (unsigned id : ids) out += (out.empty() ? "" : ", ") + std::to_string(id);
   return out;
@@ -26,9 +27,14 @@ std::string instance_place(unsigned gpu_index, unsigned gpu_instance_id) {
   return std::to_string(gpu_index) + "/" + std::to_string(gpu_instance_id);
 }
 
+std::string instance_words(const GpuInstance& instance) {
+  std::string words = instance.kind.empty() ? "instance" : instance.kind;
+  if (instance.profile) words += " " + *instance.profile;
+  return words;
+}
+
 std::string instance_label(const GpuInstance& instance) {
-  std::string label = "MIG";
-  if (instance.profile) label += " " + *instance.profile;
+  std::string label = instance_words(instance);
   label += " (GI " + std::to_string(instance.gpu_instance_id);
   if (instance.compute_instance_id)
     label += ", CI " + std::to_string(*instance.compute_instance_id);
@@ -99,16 +105,16 @@ bool in_gpu_instance(const Snapshot& snapshot, const ProcessRow& row, unsigned g
 
 std::optional<GpuRef> parse_gpu_ref(const std::string& text) {
   GpuRef ref;
-  if (text.rfind("MIG-", 0) == 0 || text.rfind("GPU-", 0) == 0) {
+  if (!text.empty() && !std::isdigit(static_cast<unsigned char>(text.front()))) {
     if (text.size() <= 4 || text.size() > 96) return std::nullopt;
     ref.uuid = text;
     return ref;
   }
   const auto slash = text.find('/');
-  ref.index = mig_number(std::string_view(text).substr(0, slash));
+  ref.index = place_number(std::string_view(text).substr(0, slash));
   if (!ref.index) return std::nullopt;
   if (slash != std::string::npos) {
-    ref.gpu_instance = mig_number(std::string_view(text).substr(slash + 1));
+    ref.gpu_instance = place_number(std::string_view(text).substr(slash + 1));
     if (!ref.gpu_instance) return std::nullopt;
   }
   return ref;
@@ -121,7 +127,7 @@ GpuPlaceResult resolve_gpu_ref(const Snapshot& snapshot, const GpuRef& ref) {
       for (const auto& instance : gpu.instances)
         if (instance.uuid == ref.uuid) return {GpuPlace{gpu.index, instance.gpu_instance_id}, ""};
     }
-    return {std::nullopt, "no GPU or MIG instance has the UUID " + *ref.uuid +
+    return {std::nullopt, "no GPU or GPU instance has the UUID " + *ref.uuid +
                               " (`gpureap ps --json` lists every GPU's and instance's UUID)"};
   }
   GpuPlace place{ref.index.value_or(0), ref.gpu_instance};
@@ -131,12 +137,12 @@ GpuPlaceResult resolve_gpu_ref(const Snapshot& snapshot, const GpuRef& ref) {
   const auto ids = gpu_instance_ids(*gpu);
   if (ids.empty())
     return {std::nullopt, "GPU " + std::to_string(place.index) +
-                              " is not split into MIG instances: name it as " +
+                              " is not split into instances: name it as " +
                               std::to_string(place.index)};
   if (std::find(ids.begin(), ids.end(), *ref.gpu_instance) == ids.end())
     return {std::nullopt, "GPU " + std::to_string(place.index) + " has no GPU instance " +
                               std::to_string(*ref.gpu_instance) +
-                              " (its instances: " + mig_id_list(ids) + ", written " +
+                              " (its instances: " + id_list(ids) + ", written " +
                               instance_place(place.index, ids.front()) + ")"};
   return {place, ""};
 }
