@@ -68,6 +68,8 @@ struct WorkServer {
   // Its daemon's log folder under the runtime root, and the files in it worth reading.
   std::string log_dir;
   std::vector<std::string> log_files;
+  // The environment variable of its daemon that moves that folder elsewhere ("" for none).
+  std::string log_dir_variable;
 };
 
 struct BackendEntry {

@@ -372,7 +372,7 @@ core::KernelLog Collector::kernel_log(const core::Snapshot& s) const {
 
 std::vector<std::string> Collector::work_server_log(const core::Snapshot& s) const {
   return read_work_server_logs(
-      roots_.runtime_root, s,
+      roots_.runtime_root, roots_.proc_root, s,
       drivers_ ? drivers_->work_servers() : backend::work_servers(backend::builtin_backends()));
 }
 

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <deque>
 #include <fstream>
+#include <map>
+#include <optional>
 #include <set>
 #include <string_view>
 #include <utility>
@@ -34,6 +36,7 @@ std::optional<uid_t> uid_of(const core::ProcView& view, pid_t pid) {
 constexpr std::size_t kLogLines = 5;
 constexpr std::size_t kLogLineBytes = 240;
 constexpr std::streamoff kLogTailBytes = 64 * 1024;  // read from the end of a log, no more
+constexpr std::size_t kEnvironBytes = 128 * 1024;    // of a daemon's environment, no more
 
 std::vector<std::string> log_tail(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -56,22 +59,52 @@ std::vector<std::string> log_tail(const std::string& path) {
   return {lines.begin(), lines.end()};
 }
 
+// Where the root daemon that started `server` moved its log folder with `variable`: an absolute
+// path without "..", or nothing (another user's daemon, no such variable, unreadable).
+std::optional<std::string> moved_log_dir(const std::string& proc_root, const core::ProcView& view,
+                                         pid_t server, const std::string& variable) {
+  if (variable.empty()) return std::nullopt;
+  const auto* p = view.find(server);
+  const auto* daemon = p ? view.find(p->stat.ppid) : nullptr;
+  if (!daemon || !daemon->details || daemon->details->uid != 0u) return std::nullopt;
+  std::ifstream in(proc_root + "/" + std::to_string(daemon->stat.pid) + "/environ",
+                   std::ios::binary);
+  std::string entry;
+  const std::string prefix = variable + "=";
+  for (std::size_t read = 0; std::getline(in, entry, '\0') && read < kEnvironBytes;
+       read += entry.size() + 1) {
+    if (entry.rfind(prefix, 0) != 0) continue;
+    std::string dir = entry.substr(prefix.size());
+    if (dir.size() < 2 || dir.front() != '/' || dir.find("/..") != std::string::npos)
+      return std::nullopt;
+    return dir;
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 std::vector<std::string> read_work_server_logs(const std::string& runtime_root,
+                                               const std::string& proc_root,
                                                const core::Snapshot& s,
                                                const WorkServers& servers) {
-  std::set<std::string> backends;
+  std::map<std::string, std::vector<pid_t>> listed;  // backend -> its verified servers
   for (const auto& g : s.drivers.gpus)
     for (const auto& p : g.processes)
-      if (p.serves_clients) backends.insert(g.backend);
+      if (p.serves_clients) listed[g.backend].push_back(p.pid);
+  const std::string root = runtime_root + (runtime_root.ends_with('/') ? "" : "/");
   std::vector<std::string> out;
+  std::set<std::string> read;  // each log once, however many servers or entries name it
   for (const auto& [backend, server] : servers) {
-    if (!backends.count(backend) || server.log_dir.empty()) continue;
-    const std::string dir =
-        runtime_root + (runtime_root.ends_with('/') ? "" : "/") + server.log_dir;
-    for (const auto& file : server.log_files)
-      for (auto& line : log_tail(dir + "/" + file)) out.push_back(file + ": " + line);
+    auto found = listed.find(backend);
+    if (found == listed.end() || server.log_dir.empty()) continue;
+    for (pid_t pid : found->second) {
+      const auto moved = moved_log_dir(proc_root, s.proc, pid, server.log_dir_variable);
+      const std::string dir = moved ? root + moved->substr(1) : root + server.log_dir;
+      for (const auto& file : server.log_files)
+        if (read.insert(dir + "/" + file).second)
+          for (auto& line : log_tail(dir + "/" + file)) out.push_back(file + ": " + line);
+    }
   }
   return out;
 }

@@ -26,11 +26,14 @@ bool is_work_server(const core::ProcView& view, const core::HostProcess& process
 void mark_work_servers(const core::ProcView& view, core::DriverReading& drivers,
                        const WorkServers& servers);
 
-// The last lines of the logs of the daemons that start the servers `s` lists (each backend's
-// WorkServer::log_dir under `runtime_root`), as "FILE: LINE", when `s` has a verified server:
-// at most kLogLines per file, each cut at kLogLineBytes; unreadable files are left out. The
-// lines are untrusted text, escaped where they are shown.
+// The last lines of the logs of the daemons that start the servers `s` lists, as "FILE: LINE",
+// when `s` has a verified server: at most kLogLines per file, each cut at kLogLineBytes;
+// unreadable files are left out. The lines are untrusted text, escaped where they are shown.
+// The folder is WorkServer::log_dir under `runtime_root`, or where the daemon's
+// WorkServer::log_dir_variable (read from <proc_root>/PID/environ) moves it, when that daemon
+// is root's: another user's daemon could point root's doctor at any file.
 std::vector<std::string> read_work_server_logs(const std::string& runtime_root,
+                                               const std::string& proc_root,
                                                const core::Snapshot& s, const WorkServers& servers);
 
 }  // namespace gpureap::collect

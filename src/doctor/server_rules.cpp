@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <utility>
 
 #include "backend/registry.h"
 #include "doctor/evidence.h"
@@ -95,13 +96,14 @@ void server_fault(const DoctorInput& in, const core::KernelGpuEvent& e,
   const std::string name = use ? *use->serves_clients : "server";
   const auto* ws = work_server_on(in, s, {use ? use->index : 0u});
   const unsigned gpu = e.gpu.value_or(use ? use->index : 0u);
+  f.severity = std::max(f.severity, Severity::Critical);
+  const std::string summary =
+      fmt::format("{} PID {} on GPU {} hit Xid {}: its clients' work fails until it restarts", name,
+                  server.pid, gpu, e.code);
+  // The same Xid of the server seen again is one problem: its evidence and remedy said once.
+  if (std::exchange(f.summary, summary) == summary) return;
   if (std::find(f.pids.begin(), f.pids.end(), server.pid) == f.pids.end())
     f.pids.push_back(server.pid);
-  f.severity = std::max(f.severity, Severity::Critical);
-  f.summary = fmt::format(
-      "{} PID {} on GPU {} hit Xid {}: its clients' work fails until it "
-      "restarts",
-      name, server.pid, gpu, e.code);
   f.evidence.push_back(
       fmt::format("{} runs the GPU work of {} client{} ({}): a fault in the server is theirs", name,
                   use ? use->clients.size() : 0, use && use->clients.size() == 1 ? "" : "s",

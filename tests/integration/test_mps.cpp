@@ -45,7 +45,9 @@ struct MpsDaemon {
   pid_t server = 0;
   KillStrays strays;
 
-  MpsDaemon(const FakeDevRoot& dev, bool server_parent_is_daemon = true) {
+  // `log_dir`: the daemon's CUDA_MPS_LOG_DIRECTORY, where it moves its logs ("": none).
+  MpsDaemon(const FakeDevRoot& dev, bool server_parent_is_daemon = true,
+            const std::string& log_dir = "") {
     const std::string control_program =
         sleep_named(bin, server_parent_is_daemon ? "nvidia-cuda-mps-control" : "job-launcher");
     const std::string server_program = sleep_named(bin, "nvidia-cuda-mps-server");
@@ -59,6 +61,7 @@ struct MpsDaemon {
         ::_exit(97);
       }
       ready.send(s);
+      if (!log_dir.empty()) ::setenv("CUDA_MPS_LOG_DIRECTORY", log_dir.c_str(), 1);
       ::execl(control_program.c_str(), "nvidia-cuda-mps-control", "infinity", nullptr);
       ::_exit(97);
     });
@@ -103,7 +106,7 @@ class Mps : public ::testing::Test {
  protected:
   void SetUp() override {
     REQUIRE_DOUBLE();
-    daemon_ = std::make_unique<MpsDaemon>(dev_);
+    daemon_ = std::make_unique<MpsDaemon>(dev_, true, log_dir());
     client_ = std::make_unique<Child>([] {
       ::prctl(PR_SET_NAME, "mps_client");
       for (;;) ::pause();
@@ -125,6 +128,7 @@ class Mps : public ::testing::Test {
   }
 
   std::vector<std::string> env() const { return nvml_->env(); }
+  virtual std::string log_dir() const { return ""; }
 
   FakeDevRoot dev_;
   std::unique_ptr<MpsDaemon> daemon_;
@@ -335,39 +339,72 @@ uint64_t mps_started_usec(pid_t pid) {
   return std::stoull(field) * 1'000'000 / static_cast<uint64_t>(::sysconf(_SC_CLK_TCK));
 }
 
-TEST_F(Mps, AnXidOfTheServerIsItsClientsProblemWithTheMpsLogAsEvidence) {
-  const pid_t server = daemon_->server;
-  TempDir logs, runtime;
+// Doctor's gpu-xid finding for an Xid of `server`, with `runtime` as the runtime root.
+json xid_of_the_server(pid_t server, const std::string& dev_root, const std::string& runtime,
+                       const std::vector<std::string>& env) {
+  TempDir logs;
   std::ofstream(logs.file("kmsg")) << "4,1," << mps_started_usec(server) + 500'000
                                    << ",-;NVRM: Xid (PCI:0000:17:00): 31, pid=" << server
                                    << ", name=nvidia-cuda-mps, Ch 00000008, intr 00000000. MMU "
                                       "Fault: ENGINE GRAPHICS\n";
+  auto r = run_gpureap({"doctor", "--json", "--settle", "0s", "--dev-root", dev_root, "--kmsg",
+                        logs.file("kmsg"), "--runtime-root", runtime},
+                       env);
+  auto doc = parse_output(r);
+  for (const auto& f : doc["findings"])
+    if (f["code"] == "gpu-xid") return f;
+  ADD_FAILURE() << doc["findings"].dump(2) << r.err;
+  return json();
+}
+
+// The evidence lines a finding takes from `file` of the MPS logs.
+std::vector<std::string> log_evidence(const json& finding, const std::string& file) {
+  std::vector<std::string> out;
+  if (!finding.contains("evidence")) return out;
+  for (const auto& e : finding["evidence"])
+    if (e.get<std::string>().rfind(file + ": ", 0) == 0) out.push_back(e.get<std::string>());
+  return out;
+}
+
+TEST_F(Mps, AnXidOfTheServerIsItsClientsProblemWithTheMpsLogAsEvidence) {
+  const pid_t server = daemon_->server;
+  TempDir runtime;
   std::filesystem::create_directories(runtime.file("var/log/nvidia-mps"));
   std::ofstream(runtime.file("var/log/nvidia-mps/server.log"))
       << "[2026-12-05 05:00:00.000 Other " << server << "] Server started\n"
       << "[2026-12-05 05:00:01.000 Other " << server << "] \x1b[31mMMU fault\x1b[0m\n";
-  auto r = run_gpureap({"doctor", "--json", "--settle", "0s", "--dev-root", dev_.path(), "--kmsg",
-                        logs.file("kmsg"), "--runtime-root", runtime.path()},
-                       env());
-  auto doc = parse_output(r);
-  const json* xid = nullptr;
-  for (const auto& f : doc["findings"])
-    if (f["code"] == "gpu-xid") xid = &f;
-  ASSERT_NE(xid, nullptr) << doc["findings"].dump(2) << r.err;
-  EXPECT_EQ((*xid)["summary"], "MPS server PID " + std::to_string(server) +
-                                   " on GPU 0 hit Xid 31: its clients' work fails until it "
-                                   "restarts");
-  EXPECT_EQ((*xid)["severity"], "critical");
-  EXPECT_EQ((*xid)["steps"][0]["command"],
+  const json xid = xid_of_the_server(server, dev_.path(), runtime.path(), env());
+  ASSERT_FALSE(xid.is_null());
+  EXPECT_EQ(xid["summary"], "MPS server PID " + std::to_string(server) +
+                                " on GPU 0 hit Xid 31: its clients' work fails until it "
+                                "restarts");
+  EXPECT_EQ(xid["severity"], "critical");
+  EXPECT_EQ(xid["steps"][0]["command"],
             "echo quit | nvidia-cuda-mps-control && nvidia-cuda-mps-control -d");
   bool log_line = false;
-  for (const auto& e : (*xid)["evidence"]) {
-    const auto line = e.get<std::string>();
+  for (const auto& line : log_evidence(xid, "server.log")) {
     if (line.find("server.log: [2026-12-05 05:00:01.000") == std::string::npos) continue;
     log_line = true;
     EXPECT_EQ(line.find('\x1b'), std::string::npos) << "the log's text is escaped: " << line;
   }
-  EXPECT_TRUE(log_line) << (*xid)["evidence"].dump(2);
+  EXPECT_TRUE(log_line) << xid["evidence"].dump(2);
+}
+
+// A control daemon started with CUDA_MPS_LOG_DIRECTORY logs there: root's daemon is believed.
+class MpsMovedLog : public Mps {
+  std::string log_dir() const override { return "/srv/mps-logs"; }
+};
+
+TEST_F(MpsMovedLog, TheRootDaemonsLogFolderIsWhereItsEnvironmentMovesIt) {
+  if (::geteuid() != 0) GTEST_SKIP() << "the daemon must be root's for its folder to count";
+  TempDir runtime;
+  std::filesystem::create_directories(runtime.file("var/log/nvidia-mps"));
+  std::ofstream(runtime.file("var/log/nvidia-mps/control.log")) << "default folder\n";
+  std::filesystem::create_directories(runtime.file("srv/mps-logs"));
+  std::ofstream(runtime.file("srv/mps-logs/control.log")) << "moved folder\n";
+  const json xid = xid_of_the_server(daemon_->server, dev_.path(), runtime.path(), env());
+  EXPECT_EQ(log_evidence(xid, "control.log"), std::vector<std::string>{"control.log: moved folder"})
+      << xid.dump(2);
 }
 
 }  // namespace

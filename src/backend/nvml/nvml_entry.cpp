@@ -109,7 +109,8 @@ BackendEntry nvml_entry() {
                              "echo quit | nvidia-cuda-mps-control && nvidia-cuda-mps-control -d",
                              "every client of the server loses its work",
                              "var/log/nvidia-mps",
-                             {"control.log", "server.log"}};
+                             {"control.log", "server.log"},
+                             "CUDA_MPS_LOG_DIRECTORY"};
   return e;
 }
 
