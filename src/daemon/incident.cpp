@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "core/gpu_place.h"
 #include "doctor/finding_code.h"
 #include "procfs/user_names.h"
 #include "text/escape.h"
@@ -75,6 +76,19 @@ std::string state_of(const core::GpuMemorySummary& m, const core::Gpu& gpu,
   return "idle";
 }
 
+// A split GPU's instances (one per GPU instance: its compute instances share its memory).
+json instances_now(const core::Gpu& gpu) {
+  json out = json::array();
+  for (unsigned gi : core::gpu_instance_ids(gpu)) {
+    const core::GpuInstance* i = core::find_instance(gpu, gi);
+    out.push_back({{"instance", core::instance_place(gpu.index, gi)},
+                   {"label", core::instance_words(*i)},
+                   {"used_bytes", i->memory.used_bytes ? json(*i->memory.used_bytes) : json()},
+                   {"total_bytes", i->memory.total_bytes ? json(*i->memory.total_bytes) : json()}});
+  }
+  return out;
+}
+
 json now_json(const sample::Sample& sample) {
   const auto& s = *sample.snapshot;
   json gpus = json::array();
@@ -94,7 +108,8 @@ json now_json(const sample::Sample& sample) {
          {"ghost_bytes", m.ghost_bytes},
          {"leaked_bytes", m.leaked_bytes},
          {"unattributed_bytes", m.unattributed_bytes ? json(*m.unattributed_bytes) : json(nullptr)},
-         {"stopped", stopped}});
+         {"stopped", stopped},
+         {"instances", instances_now(gpu)}});
   }
   json problems = json::array();
   for (const auto& f : sample.findings) {

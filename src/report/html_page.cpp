@@ -134,13 +134,20 @@ std::string marker_table(const GpuChart& c) {
   return s;
 }
 
+std::string instance_list(const NowGpu& g) {
+  if (g.instances.empty()) return "";
+  std::string s = "<ul class=\"now-instances\">";
+  for (const auto& i : g.instances) s += "<li>" + esc(i) + "</li>";
+  return s + "</ul>";
+}
+
 std::string now_box(const NowBox& now) {
   std::string s = "<section class=\"now\" id=\"now\"><h2>Now <span class=\"note\">(" +
                   utc_time(now.at) + " UTC)</span></h2><ul class=\"now-gpus\">";
   for (const auto& g : now.gpus)
     s += "<li data-gpu=\"" + std::to_string(g.gpu) + "\" data-state=\"" + esc(g.state) +
          "\"><strong>" + esc(g.heading) + "</strong> <span class=\"state state-" + esc(g.state) +
-         "\">" + esc(g.state) + "</span> " + esc(g.detail) + "</li>";
+         "\">" + esc(g.state) + "</span> " + esc(g.detail) + instance_list(g) + "</li>";
   s += "</ul>";
   if (now.problems.empty()) return s + "<p class=\"note\">No problem now.</p></section>";
   s += "<ul class=\"now-problems\">";

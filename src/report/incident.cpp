@@ -94,6 +94,16 @@ IncidentNow now_of(const json& n) {
     if (auto it = g.find("stopped"); it != g.end() && it->is_array())
       for (const auto& p : *it)
         if (p.is_number_integer() && p.get<int64_t>() > 0) x.stopped.push_back(p.get<pid_t>());
+    // Absent from a daemon of before instances: none.
+    if (g.contains("instances")) {
+      size_t k = 0;
+      for (const auto& v : list(g, "instances", at)) {
+        std::string where = at + ".instances[" + std::to_string(k++) + "]";
+        x.instances.push_back({words(v, "instance", where, true), words(v, "label", where, false),
+                               maybe_whole<uint64_t>(v, "used_bytes", where),
+                               maybe_whole<uint64_t>(v, "total_bytes", where)});
+      }
+    }
     out.gpus.push_back(std::move(x));
   }
   i = 0;
@@ -365,6 +375,13 @@ NowBox build_now(const Incident& in) {
         d += (i ? ", " : "") + std::to_string(g.stopped[i]);
     }
     x.detail = d;
+    for (const auto& i : g.instances) {
+      std::string line = i.place + (i.label.empty() ? "" : " " + i.label);
+      if (i.used_bytes || i.total_bytes) line += ":";
+      if (i.used_bytes) line += " " + text::human_bytes(*i.used_bytes) + " used";
+      if (i.total_bytes) line += (i.used_bytes ? " of " : " ") + text::human_bytes(*i.total_bytes);
+      x.instances.push_back(std::move(line));
+    }
     box.gpus.push_back(std::move(x));
   }
   box.problems = in.now->problems;

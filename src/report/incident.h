@@ -55,6 +55,11 @@ struct IncidentNowGpu {
   std::optional<uint64_t> used_bytes, total_bytes, unattributed_bytes;
   uint64_t attributed_bytes = 0, ghost_bytes = 0, leaked_bytes = 0;
   std::vector<pid_t> stopped;
+  struct Instance {
+    std::string place, label;  // "0/3", "MIG 3g.40gb" (untrusted)
+    std::optional<uint64_t> used_bytes, total_bytes;
+  };
+  std::vector<Instance> instances;  // of a split GPU (MIG)
 };
 
 struct IncidentNow {

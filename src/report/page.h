@@ -124,6 +124,8 @@ struct NowGpu {
   std::string heading;  // "GPU 0 · <its name>" (untrusted name)
   std::string state;    // attributed, ghost, leaked, unattributed, idle
   std::string detail;   // "12.0 GiB used of 80.0 GiB: 8.0 GiB ghost (1 keeper)"
+  // A split GPU's instances, each "0/3 MIG 3g.40gb: 8.0 GiB used of 40.0 GiB" (untrusted label).
+  std::vector<std::string> instances;
 };
 struct NowProblem {
   std::string severity;  // critical, warning

@@ -190,6 +190,16 @@ TEST(MigViews, TheDaemonNarrowsPsAndDoctorToTheInstance) {
   const auto d3 = parse_output(on3);
   for (const auto& f : d3["findings"]) found |= f["code"] == "no-such-process";
   EXPECT_TRUE(found) << on3.out << on3.err;
+
+  // The report's Now box: the GPU's instances, by place, with what they are.
+  auto history = d.get("/api/v1/history?since=1m");
+  ASSERT_EQ(history.status, 200) << history.body;
+  const auto now = json::parse(history.body)["incident"]["now"]["gpus"][0];
+  ASSERT_TRUE(now.contains("instances")) << now.dump(1);
+  std::vector<std::string> places;
+  for (const auto& i : now["instances"]) places.push_back(i["instance"]);
+  EXPECT_EQ(places, (std::vector<std::string>{"0/3", "0/5"})) << now.dump(1);
+  EXPECT_EQ(now["instances"][0]["label"], "MIG 3g.40gb") << now.dump(1);
 }
 
 // A daemon older than instances: strict, it refuses a field it does not know, and answers a

@@ -181,6 +181,31 @@ TEST(ReportIncident, TheNowBoxComesFirstWithEachProblemsCommand) {
   EXPECT_FALSE(build_history_page(in, {5, at_s(10)}).now);
 }
 
+TEST(ReportIncident, ASplitGpusInstancesAreListedUnderItInTheNowBox) {
+  // As the daemon sends them: the place, what the vendor calls it (untrusted), its memory.
+  auto parsed = parse_incident(nlohmann::json::parse(R"({"gpus":[],"lanes":[],"events":[],
+      "now":{"time":9,"problems":[],"gpus":[{"gpu":0,"state":"ghost","instances":[
+        {"instance":"0/3","label":"MIG 3g.40gb","used_bytes":8589934592,
+         "total_bytes":42949672960},
+        {"instance":"0/5","label":"MIG 1g.10gb","used_bytes":null,"total_bytes":null}]}]}})"));
+  ASSERT_TRUE(parsed.ok()) << parsed.error().message;
+  ASSERT_EQ(parsed->now->gpus[0].instances.size(), 2u);
+  EXPECT_EQ(parsed->now->gpus[0].instances[0].place, "0/3");
+  EXPECT_EQ(parsed->now->gpus[0].instances[0].used_bytes, 8 * kReportGiB);
+  EXPECT_FALSE(parsed->now->gpus[0].instances[1].total_bytes);
+
+  auto in = incident_input();
+  in.incident->now->gpus[0].instances = {{"0/3", "MIG 3g.40gb", 8 * kReportGiB, 40 * kReportGiB},
+                                         {"0/5", kHostileName, std::nullopt, std::nullopt}};
+  const std::string html = render_html(build_history_page(in, {5, at_s(10)}));
+  auto list =
+      html.find("<ul class=\"now-instances\"><li>0/3 MIG 3g.40gb: 8.0 GiB used of 40 GiB</li>");
+  EXPECT_NE(list, std::string::npos) << html.substr(html.find("<section class=\"now\""), 900);
+  EXPECT_EQ(html.find("<script>alert"), std::string::npos) << "a label stays text";
+  // A daemon of before instances sends none: no list.
+  EXPECT_EQ(render_html(incident_page()).find("now-instances"), std::string::npos);
+}
+
 TEST(ReportIncident, HeadingsNameTheGpuAndTheAxisFitsTheData) {
   auto page = incident_page();
   EXPECT_EQ(page.gpus[0].title, "GPU 0 · NVIDIA H100 80GB HBM3 · GPU-aaaa");
