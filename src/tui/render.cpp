@@ -70,6 +70,19 @@ void add_bar(Line& l, const core::Gpu& g, const core::GpuMemorySummary& m, size_
   l.add(repeat(gl.free, width - a - gh - un), Role::BarFree);
 }
 
+// "[bar] used/total": a GPU's, or a GPU instance's (its memory as a Gpu of its own).
+void add_memory(Line& l, const core::Gpu& g, const core::GpuMemorySummary& m, size_t width,
+                const Glyphs& gl) {
+  l.add("[", Role::Dim);
+  add_bar(l, g, m, width, gl);
+  l.add("] ", Role::Dim);
+  std::string used = g.memory.used_bytes && g.memory.total_bytes
+                         ? text::compact_bytes(*g.memory.used_bytes) + "/" +
+                               text::compact_bytes(*g.memory.total_bytes)
+                         : "?";
+  l.add(pad_right(used, 13), m.ghost_bytes ? Role::Ghost : Role::Normal);
+}
+
 // "attributed 89.2G · ghost 8.0G · unattributed 1.0G"
 void add_memory_split(Line& l, const core::GpuMemorySummary& m, const Glyphs& gl) {
   std::string split = fmt::format("attributed {}", text::compact_bytes(m.attributed_bytes));
@@ -251,15 +264,8 @@ Line TopModel::gpu_line(const core::Gpu& g) const {
     l.add("error: " + text::terminal_safe(*g.error), Role::Error);
     return l;
   }
-  auto m = s->memory_summary(g);
-  l.add("[", Role::Dim);
-  add_bar(l, g, m, bar_w, gl);
-  l.add("] ", Role::Dim);
-  std::string used = g.memory.used_bytes && g.memory.total_bytes
-                         ? text::compact_bytes(*g.memory.used_bytes) + "/" +
-                               text::compact_bytes(*g.memory.total_bytes)
-                         : "?";
-  l.add(pad_right(used, 13), m.ghost_bytes ? Role::Ghost : Role::Normal);
+  const auto m = s->memory_summary(g);
+  add_memory(l, g, m, bar_w, gl);
   l.add(pad_left(pct(g.utilization_percent), 4) + " ");
   l.add(pad_left(g.temperature_celsius
                      ? fmt::format("{}{}", *g.temperature_celsius, settings_.unicode ? "°C" : "C")
@@ -307,14 +313,7 @@ Line TopModel::instance_line(const core::Gpu& g, unsigned gi) const {
     for (const auto& u : r.gpus)
       if (u.index == g.index && u.gpu_instance_id == gi)
         (r.process ? m.attributed_bytes : m.ghost_bytes) += u.used_bytes.value_or(0);
-  l.add("[", Role::Dim);
-  add_bar(l, part, m, bar_w - extra, gl);
-  l.add("] ", Role::Dim);
-  std::string used = part.memory.used_bytes && part.memory.total_bytes
-                         ? text::compact_bytes(*part.memory.used_bytes) + "/" +
-                               text::compact_bytes(*part.memory.total_bytes)
-                         : "?";
-  l.add(pad_right(used, 13), m.ghost_bytes ? Role::Ghost : Role::Normal);
+  add_memory(l, part, m, bar_w - extra, gl);
   return l;
 }
 
