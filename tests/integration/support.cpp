@@ -635,6 +635,16 @@ pid_t dead_pid() {
   return pid;
 }
 
+uint64_t started_usec(pid_t pid) {
+  std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat((std::istreambuf_iterator<char>(f)), {});
+  std::istringstream after(stat.substr(stat.rfind(')') + 2));
+  std::string field;
+  for (int i = 3; i <= 22 && after >> field; ++i) {
+  }
+  return std::stoull(field) * 1'000'000 / static_cast<uint64_t>(::sysconf(_SC_CLK_TCK));
+}
+
 }  // namespace gpureap::testing
 
 // --- for `gpureap daemon` -------------------------------------------------------------------

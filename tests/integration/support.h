@@ -210,6 +210,8 @@ class FakeNvml : public TempDir {
 
 // A PID that existed and is gone (a child that exited and was reaped).
 pid_t dead_pid();
+// When `pid` started, in microseconds since boot (the clock of /dev/kmsg's records).
+uint64_t started_usec(pid_t pid);
 
 }  // namespace gpureap::testing
 

@@ -43,17 +43,6 @@ bool any_has(const json& lines, const std::string& text) {
   return false;
 }
 
-// When `pid` started, in microseconds since boot (the clock of /dev/kmsg's records).
-uint64_t started_usec(pid_t pid) {
-  std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
-  std::string stat((std::istreambuf_iterator<char>(f)), {});
-  std::istringstream after(stat.substr(stat.rfind(')') + 2));
-  std::string field;
-  for (int i = 3; i <= 22 && after >> field; ++i) {
-  }
-  return std::stoull(field) * 1'000'000 / static_cast<uint64_t>(::sysconf(_SC_CLK_TCK));
-}
-
 TEST(KernelEvidence, DoctorJoinsAnXidToTheGonePidAndWhoKeepsItsMemory) {
   REQUIRE_DOUBLE();
   FakeDevRoot dev;

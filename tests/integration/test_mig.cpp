@@ -7,6 +7,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "mig_scene.h"
 #include "support.h"
 
 namespace gpureap::testing {
@@ -20,36 +21,12 @@ std::string mig_config(const TempDir& dir, const std::string& text) {
   return path;
 }
 
-constexpr const char* kMig3 = "MIG-33333333-0000-0000-0000-000000000003";
-
 struct MigScene {
   FakeDevRoot dev;
   std::unique_ptr<GoneTrainer> ghost = gone_trainer(dev, "nvidia0");
   Child job = holding(dev, "nvidia0");
 
-  json scenario() const {
-    return {{"gpus",
-             {{{"name", "NVIDIA H100 80GB HBM3"},
-               {"uuid", "GPU-0000"},
-               {"minor", 0},
-               {"total_bytes", 80 * GiB},
-               {"mig_mode", true},
-               {"mig_devices",
-                {{{"gpu_instance_id", 3},
-                  {"profile", "3g.40gb"},
-                  {"uuid", kMig3},
-                  {"total_bytes", 40 * GiB}},
-                 {{"gpu_instance_id", 5}, {"profile", "1g.10gb"}, {"total_bytes", 10 * GiB}}}},
-               {"processes", json::array({{{"pid", ghost->trainer},
-                                           {"used_bytes", 8 * GiB},
-                                           {"holders", {ghost->trainer, ghost->worker}},
-                                           {"gpu_instance_id", 3},
-                                           {"compute_instance_id", 0}},
-                                          {{"pid", job.pid()},
-                                           {"used_bytes", 2 * GiB},
-                                           {"gpu_instance_id", 5},
-                                           {"compute_instance_id", 0}}})}}}}};
-  }
+  json scenario() const { return mig_scenario(*ghost, job.pid()); }
 };
 
 TEST(Mig, PsShowsTheInstancesUnderTheGpuAndEachProcessOnItsOwn) {
@@ -68,7 +45,7 @@ TEST(Mig, PsShowsTheInstancesUnderTheGpuAndEachProcessOnItsOwn) {
   const auto& instances = doc["gpus"][0]["instances"];
   ASSERT_EQ(instances.size(), 2u) << doc["gpus"][0].dump();
   EXPECT_EQ(instances[0]["instance"], "0/3");
-  EXPECT_EQ(instances[0]["uuid"], kMig3);
+  EXPECT_EQ(instances[0]["uuid"], kMigUuid3);
   EXPECT_EQ(instances[0]["memory"]["used_bytes"], 8 * GiB);
   EXPECT_EQ(instances[1]["instance"], "0/5");
   auto gone = entry_of(doc["processes"], s.ghost->trainer);
@@ -106,7 +83,7 @@ TEST(Mig, GpuInstanceNarrowsKillsPlanExactly) {
   };
   std::vector<Case> cases{
       {{"--ghosts", "--gpu", "0/3"}, {s.ghost->worker}, "ghosts on GPU 0/3"},
-      {{"--ghosts", "--gpu", kMig3}, {s.ghost->worker}, "ghosts on GPU 0/3"},
+      {{"--ghosts", "--gpu", kMigUuid3}, {s.ghost->worker}, "ghosts on GPU 0/3"},
       {{"--ghosts", "--gpu", "0/5"}, {}, "ghosts on GPU 0/5"},
       {{"--gpu", "0/5"}, {s.job.pid()}, "holders of GPU 0/5"},
       {{std::to_string(s.job.pid()), "--gpu", "0/3"},

@@ -16,14 +16,13 @@
 #include <sstream>
 #include <thread>
 
+#include "mig_scene.h"
 #include "support.h"
 
 namespace gpureap::testing {
 namespace {
 
 using nlohmann::json;
-
-constexpr const char* kMigUuid3 = "MIG-33333333-0000-0000-0000-000000000003";
 
 #ifndef FAKE_NVML_LIBRARY
 #define REQUIRE_TMUX() GTEST_SKIP() << "the NVML test double was not built"
@@ -41,30 +40,8 @@ struct MigViews {
   Child job = holding(dev, "nvidia0");
   FakeNvml nvml{scenario()};
 
-  json scenario() const {
-    return {{"gpus",
-             {{{"name", "NVIDIA H100 80GB HBM3"},
-               {"uuid", "GPU-0000"},
-               {"minor", 0},
-               {"total_bytes", 80 * GiB},
-               {"used_bytes", 10 * GiB},
-               {"mig_mode", true},
-               {"mig_devices",
-                {{{"gpu_instance_id", 3},
-                  {"profile", "3g.40gb"},
-                  {"uuid", kMigUuid3},
-                  {"total_bytes", 40 * GiB}},
-                 {{"gpu_instance_id", 5}, {"profile", "1g.10gb"}, {"total_bytes", 10 * GiB}}}},
-               {"processes", json::array({{{"pid", ghost->trainer},
-                                           {"used_bytes", 8 * GiB},
-                                           {"holders", {ghost->trainer, ghost->worker}},
-                                           {"gpu_instance_id", 3},
-                                           {"compute_instance_id", 0}},
-                                          {{"pid", job.pid()},
-                                           {"used_bytes", 2 * GiB},
-                                           {"gpu_instance_id", 5},
-                                           {"compute_instance_id", 0}}})}}}}};
-  }
+  json scenario() const { return mig_scenario(*ghost, job.pid(), 10 * GiB); }
+
   RunResult run(std::vector<std::string> args) const {
     args.insert(args.end(), {"--dev-root", dev.path()});
     return run_gpureap(args, nvml.env());

@@ -322,28 +322,11 @@ TEST(MpsClaims, AServerNameWithoutTheControlDaemonAboveItIsNoServer) {
   EXPECT_TRUE(g["gpus"][0]["server"].is_null());
 }
 
-}  // namespace
-}  // namespace gpureap::testing
-
-namespace gpureap::testing {
-namespace {
-
-// When `pid` started, in microseconds since boot (the clock of /dev/kmsg's records).
-uint64_t mps_started_usec(pid_t pid) {
-  std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
-  std::string stat((std::istreambuf_iterator<char>(f)), {});
-  std::istringstream after(stat.substr(stat.rfind(')') + 2));
-  std::string field;
-  for (int i = 3; i <= 22 && after >> field; ++i) {
-  }
-  return std::stoull(field) * 1'000'000 / static_cast<uint64_t>(::sysconf(_SC_CLK_TCK));
-}
-
 // Doctor's gpu-xid finding for an Xid of `server`, with `runtime` as the runtime root.
 json xid_of_the_server(pid_t server, const std::string& dev_root, const std::string& runtime,
                        const std::vector<std::string>& env) {
   TempDir logs;
-  std::ofstream(logs.file("kmsg")) << "4,1," << mps_started_usec(server) + 500'000
+  std::ofstream(logs.file("kmsg")) << "4,1," << started_usec(server) + 500'000
                                    << ",-;NVRM: Xid (PCI:0000:17:00): 31, pid=" << server
                                    << ", name=nvidia-cuda-mps, Ch 00000008, intr 00000000. MMU "
                                       "Fault: ENGINE GRAPHICS\n";
