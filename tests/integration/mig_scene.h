@@ -4,9 +4,8 @@
 // job holds 2 GiB on 5.
 #include <cstdint>
 #include <memory>
-#include <optional>
-
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "support.h"
 
