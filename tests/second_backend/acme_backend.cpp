@@ -10,7 +10,7 @@ namespace gpureap::testing {
 namespace {
 
 constexpr unsigned kDrmMajor = 226;
-constexpr uint64_t kGiB = 1ull << 30;
+constexpr uint64_t kAcmeBoardBytes = 16ull << 30;  // 16 GiB
 
 // /proc/PID/fdinfo/FD names the file's position for every file: a DRM driver adds its own keys.
 bool fdinfo_readable(const procfs::GpuFd& fd) {
@@ -39,7 +39,7 @@ core::BackendReport AcmeBackend::collect() {
   gpu.name = "Acme A1";
   gpu.pci_bus_id = "0000:c1:00.0";
   gpu.device_numbers = {render_};
-  gpu.memory.total_bytes = 16 * kGiB;
+  gpu.memory.total_bytes = kAcmeBoardBytes;
   uint64_t used = 0;
   for (const auto& l : listings_) {
     core::DriverProcess p;

@@ -1,8 +1,10 @@
 #pragma once
 // Samples and rules for the alert tests: snapshots at chosen times, with chosen GPU memory.
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "alert/rule.h"
@@ -43,6 +45,13 @@ inline alert::Rule memory_rule(double above, std::chrono::milliseconds for_durat
   r.ratio_above = above;
   r.for_duration = for_duration;
   return r;
+}
+
+// Whether `done` holds within 10 s (the senders and the dispatcher work on their own threads).
+inline bool wait_for(const std::function<bool()>& done) {
+  for (int i = 0; i < 1000 && !done(); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  return done();
 }
 
 }  // namespace gpureap::testing

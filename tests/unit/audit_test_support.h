@@ -95,7 +95,7 @@ inline Record numbered_record(unsigned n, int64_t base_ms = 1'780'000'000'000) {
   return r;
 }
 
-inline std::vector<std::string> lines_of(const std::string& path) {
+inline std::vector<std::string> file_lines(const std::string& path) {
   std::vector<std::string> out;
   std::ifstream in(path);
   for (std::string line; std::getline(in, line);) out.push_back(line);

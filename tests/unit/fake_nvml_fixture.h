@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "backend/nvml/nvml_backend.h"
+#include "byte_units.h"
 #include "core/gpu.h"
 
 #ifndef FAKE_NVML_DIR
@@ -22,9 +23,6 @@
 #endif
 
 namespace gpureap::testing {
-
-inline constexpr unsigned long long kGiB = 1ULL << 30;
-inline constexpr unsigned long long kMiB = 1ULL << 20;
 
 // "" for the full double, or a variant folder: "no_v3", "v1_only", "no_memory_v2".
 inline std::string fake_nvml_library(const std::string& variant = "") {

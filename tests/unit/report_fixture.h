@@ -4,11 +4,11 @@
 // Xid event. GPU samples are derived from the tracks, as the daemon's would be.
 #include <chrono>
 
+#include "byte_units.h"
 #include "report/history_page.h"
 
 namespace gpureap::testing {
 
-inline constexpr uint64_t kReportGiB = uint64_t{1} << 30;
 inline const auto kReportT0 =
     std::chrono::system_clock::time_point(std::chrono::seconds(1'700'000'000));
 inline const std::string kHostileName = "<script>alert(\"x\")</script>'\x1b[31m";
@@ -27,7 +27,7 @@ inline history::ProcessTrack report_track(pid_t pid, uint64_t start, const std::
   t.user = start ? "alice" : "unknown";
   t.first_seen = at_s(first);
   t.last_seen = at_s(last);
-  t.points = {{at_s(first), gib * kReportGiB, std::nullopt}};
+  t.points = {{at_s(first), gib * kGiB, std::nullopt}};
   t.keepers = std::move(keepers);
   return t;
 }
@@ -48,15 +48,15 @@ inline report::HistoryInput report_input() {
   p.push_back(report_track(7777, 0, "early", 1, 2, 1, {{7778, "worker"}}));
   p.push_back(report_track(4242, 0, "gone-trainer", 2, 5, 8, {{4250, "python"}}));
   p.push_back(report_track(5151, 0, "stuck", 6, 9, 2, {{5152, "loader"}}));
-  history::GpuSeries g0{0, "GPU-aaaa", 80 * kReportGiB, {}};
-  history::GpuSeries g1{1, "GPU-bbbb", 80 * kReportGiB, {}};
+  history::GpuSeries g0{0, "GPU-aaaa", 80 * kGiB, {}};
+  history::GpuSeries g1{1, "GPU-bbbb", 80 * kGiB, {}};
   for (int s = 0; s < 10; ++s) {
     uint64_t live = 0, gone = 0;
     for (const auto& t : p)
       if (at_s(s) >= t.first_seen && at_s(s) <= t.last_seen)
         (t.key.start_ticks ? live : gone) += *t.points[0].used_bytes;
-    g0.points.push_back({at_s(s), live + gone + kReportGiB, kReportGiB, gone, 50u, 3});
-    g1.points.push_back({at_s(s), 2 * kReportGiB, 2 * kReportGiB, 0, 0u, 0});
+    g0.points.push_back({at_s(s), live + gone + kGiB, kGiB, gone, 50u, 3});
+    g1.points.push_back({at_s(s), 2 * kGiB, 2 * kGiB, 0, 0u, 0});
   }
   in.history.gpus = {g0, g1};
   in.releases.push_back({"/dev/nvidia0", 7778, at_s(2.3)});
@@ -69,8 +69,8 @@ inline report::HistoryInput report_input() {
   kill.outcome = "released";
   kill.process.pid = 4250;
   kill.process.comm = "python";
-  kill.memory = {{0, 8 * kReportGiB}};
-  kill.released_bytes = 8 * kReportGiB;
+  kill.memory = {{0, 8 * kGiB}};
+  kill.released_bytes = 8 * kGiB;
   in.audit.push_back(kill);
   in.events.push_back({at_s(7), report::MarkerKind::Xid, "Xid 79: GPU has fallen off the bus"});
   return in;

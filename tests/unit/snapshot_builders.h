@@ -56,6 +56,13 @@ inline core::HostProcess holder(pid_t pid, pid_t ppid, pid_t pgid, unsigned mino
   return p;
 }
 
+// `p` owned by user `user` (uid `uid`).
+inline core::HostProcess owned(core::HostProcess p, uid_t uid, const std::string& user) {
+  p.details->uid = uid;
+  p.details->user = user;
+  return p;
+}
+
 inline core::DriverProcess listed(pid_t pid, std::optional<uint64_t> bytes) {
   core::DriverProcess d;
   d.pid = pid;

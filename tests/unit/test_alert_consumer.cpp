@@ -15,6 +15,7 @@ using nlohmann::json;
 using testing::GiB;
 using testing::gpu_used;
 using testing::sample_at;
+using testing::wait_for;
 
 // Every message any sink got, in order.
 struct Inbox {
@@ -41,11 +42,6 @@ class Recording : public Sender {
   std::string sink_;
   std::shared_ptr<Inbox> inbox_;
 };
-
-bool wait_for(const std::function<bool()>& done) {
-  for (int i = 0; i < 1000 && !done(); ++i) std::this_thread::sleep_for(10ms);
-  return done();
-}
 
 const exporter::MetricFamily* family(const std::vector<exporter::MetricFamily>& fs,
                                      const std::string& name) {

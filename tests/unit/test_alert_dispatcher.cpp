@@ -7,12 +7,14 @@
 #include "alert/alertmanager_payload.h"
 #include "alert/dispatcher.h"
 #include "alert/payload.h"
+#include "alert_samples.h"
 
 namespace gpureap::alert {
 namespace {
 
 using namespace std::chrono_literals;
 using nlohmann::json;
+using testing::wait_for;
 
 // A sink whose answers the test scripts, recording what it was given. With `hold`, each send
 // waits until the test releases it.
@@ -93,11 +95,6 @@ struct Fakes {
     };
   }
 };
-
-bool wait_for(const std::function<bool()>& done) {
-  for (int i = 0; i < 1000 && !done(); ++i) std::this_thread::sleep_for(10ms);
-  return done();
-}
 
 TEST(AlertRetryDelay, DoublesFromTheBackoffUpToAnHour) {
   SinkConfig s;

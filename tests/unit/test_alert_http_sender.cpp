@@ -86,7 +86,7 @@ SinkConfig hook(std::string url, std::chrono::milliseconds timeout = 5s) {
   return s;
 }
 
-Delivery delivery() {
+Delivery http_delivery() {
   return {R"({"version":"4"})", "GpuMemoryHigh", "firing", 1};
 }
 
@@ -113,7 +113,7 @@ TEST(AlertHttpSender, PostsTheJsonAndA2xxIsSuccess) {
   auto s = make_http_sender(
       hook("http://user:pw@127.0.0.1:" + std::to_string(r.port()) + "/hook?team=gpu"));
   EXPECT_EQ(s->target(), "POST http://127.0.0.1:" + std::to_string(r.port()));
-  Attempt a = s->send(delivery());
+  Attempt a = s->send(http_delivery());
   EXPECT_TRUE(a.ok) << a.error;
   auto got = r.requests();
   ASSERT_EQ(got.size(), 1u);
@@ -128,7 +128,7 @@ TEST(AlertHttpSender, PostsTheJsonAndA2xxIsSuccess) {
 TEST(AlertHttpSender, AnErrorStatusIsAFailureWithWhatTheReceiverSaid) {
   Receiver r(500);
   auto s = make_http_sender(hook("http://127.0.0.1:" + std::to_string(r.port()) + "/"));
-  Attempt a = s->send(delivery());
+  Attempt a = s->send(http_delivery());
   EXPECT_FALSE(a.ok);
   EXPECT_EQ(a.error, "the receiver answered HTTP 500; it said: boom");
 }
@@ -136,7 +136,7 @@ TEST(AlertHttpSender, AnErrorStatusIsAFailureWithWhatTheReceiverSaid) {
 TEST(AlertHttpSender, NobodyListening) {
   int port = closed_port();
   auto s = make_http_sender(hook("http://127.0.0.1:" + std::to_string(port) + "/"));
-  Attempt a = s->send(delivery());
+  Attempt a = s->send(http_delivery());
   EXPECT_FALSE(a.ok);
   EXPECT_EQ(a.error, "cannot connect to 127.0.0.1:" + std::to_string(port) +
                          " (refused or unreachable); check that the receiver runs and this node "
@@ -146,7 +146,7 @@ TEST(AlertHttpSender, NobodyListening) {
 TEST(AlertHttpSender, AReceiverThatHangsTimesOut) {
   Receiver r(200, true);
   auto s = make_http_sender(hook("http://127.0.0.1:" + std::to_string(r.port()) + "/", 200ms));
-  Attempt a = s->send(delivery());
+  Attempt a = s->send(http_delivery());
   EXPECT_FALSE(a.ok);
   EXPECT_EQ(
       a.error.rfind("no answer from 127.0.0.1:" + std::to_string(r.port()) + " within 200ms", 0),
@@ -157,7 +157,7 @@ TEST(AlertHttpSender, AReceiverThatHangsTimesOut) {
 TEST(AlertHttpSender, ANameThatDoesNotResolve) {
   // .invalid never resolves (RFC 2606).
   auto s = make_http_sender(hook("http://no-such-receiver.invalid/"));
-  Attempt a = s->send(delivery());
+  Attempt a = s->send(http_delivery());
   EXPECT_FALSE(a.ok);
   EXPECT_EQ(a.error.rfind("cannot resolve no-such-receiver.invalid: ", 0), 0u) << a.error;
 }
@@ -165,7 +165,7 @@ TEST(AlertHttpSender, ANameThatDoesNotResolve) {
 TEST(AlertHttpSender, HttpsToAPlainHttpReceiverFailsTheHandshake) {
   Receiver r(200);
   auto s = make_http_sender(hook("https://127.0.0.1:" + std::to_string(r.port()) + "/"));
-  Attempt a = s->send(delivery());
+  Attempt a = s->send(http_delivery());
   EXPECT_FALSE(a.ok);
   EXPECT_NE(a.error.find("TLS"), std::string::npos) << a.error;
   EXPECT_TRUE(r.requests().empty());
@@ -241,7 +241,7 @@ TEST(AlertHttpSender, AHugeAnswerIsReadOnlyAFewKibibytesOf) {
     RawReceiver r([status](RawReceiver& self, int fd) { huge_answer(self, fd, status); });
     auto s = make_http_sender(hook("http://127.0.0.1:" + std::to_string(r.port()) + "/", 10s));
     auto began = std::chrono::steady_clock::now();
-    Attempt a = s->send(delivery());
+    Attempt a = s->send(http_delivery());
     EXPECT_LT(std::chrono::steady_clock::now() - began, 9s) << "it read to the deadline";
     EXPECT_EQ(a.ok, status == 200) << a.error;
     EXPECT_LE(a.output.size(), 300u);
@@ -271,7 +271,7 @@ TEST(AlertHttpSender, ATricklingReceiverFailsAtTheDeadline) {
     });
     auto s = make_http_sender(hook("http://127.0.0.1:" + std::to_string(r.port()) + "/", 500ms));
     auto began = std::chrono::steady_clock::now();
-    Attempt a = s->send(delivery());
+    Attempt a = s->send(http_delivery());
     auto took = std::chrono::steady_clock::now() - began;
     EXPECT_FALSE(a.ok);
     EXPECT_NE(a.error.find("within 500ms"), std::string::npos) << a.error;
@@ -292,7 +292,7 @@ TEST(AlertHttpSender, ATrickledAttemptCountsAsAFailure) {
   sink.retries = 0;
   auto counters = std::make_shared<SinkCounters>();
   SinkWorker worker(sink, make_http_sender(sink), counters);
-  worker.push(delivery());
+  worker.push(http_delivery());
   auto until = std::chrono::steady_clock::now() + 10s;
   while (counters->failure == 0 && std::chrono::steady_clock::now() < until)
     std::this_thread::sleep_for(10ms);

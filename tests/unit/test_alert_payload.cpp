@@ -10,7 +10,7 @@ namespace {
 using nlohmann::json;
 using namespace std::chrono_literals;
 
-const TimePoint kAt{std::chrono::seconds(1'700'000'000)};  // 2023-11-14T22:13:20Z
+const TimePoint kRaisedAt{std::chrono::seconds(1'700'000'000)};  // 2023-11-14T22:13:20Z
 
 Alert gpu_alert(std::string gpu, bool resolved) {
   Alert a;
@@ -18,8 +18,8 @@ Alert gpu_alert(std::string gpu, bool resolved) {
       {"alertname", "GpuMemoryHigh"}, {"severity", "warning"}, {"instance", "node1"}, {"gpu", gpu}};
   a.annotations = {{"summary", "GPU " + gpu + " memory 97% used (78 GiB of 80 GiB)"},
                    {"description", "long text"}};
-  a.starts_at = kAt;
-  if (resolved) a.ends_at = kAt + 90s + 250ms;
+  a.starts_at = kRaisedAt;
+  if (resolved) a.ends_at = kRaisedAt + 90s + 250ms;
   a.generator_url = "http://node1:9842/api/v1/history?gpu=" + gpu;
   return a;
 }

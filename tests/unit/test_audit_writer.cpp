@@ -15,7 +15,7 @@ namespace gpureap::audit {
 namespace {
 
 namespace fs = std::filesystem;
-using test::lines_of;
+using test::file_lines;
 using test::numbered_record;
 using test::occurrences;
 using test::StderrCapture;
@@ -59,7 +59,7 @@ TEST(AuditWriter, CreatesTheDirectoriesAndAppendsOneLinePerRecord) {
   ::umask(old_umask);
   EXPECT_EQ(mode_of(dir.file("var/log/gpureap")), 0750u);
   EXPECT_EQ(mode_of(path), 0640u);
-  auto lines = lines_of(path);
+  auto lines = file_lines(path);
   ASSERT_EQ(lines.size(), 2u);
   EXPECT_EQ(lines[0] + "\n", to_json_line(numbered_record(1)));
   EXPECT_EQ(lines[1] + "\n", to_json_line(numbered_record(2)));
@@ -110,7 +110,7 @@ TEST(AuditWriter, RotatesBySizeAndLosesNothingWithinKeep) {
   }
   EXPECT_FALSE(fs::exists(path + ".4"));
   EXPECT_EQ(read_back(path), one_to(12));
-  EXPECT_EQ(lines_of(path + ".3").size(), 3u);
+  EXPECT_EQ(file_lines(path + ".3").size(), 3u);
 }
 
 TEST(AuditWriter, KeepIsHonouredAndRemovalsAreLogged) {
@@ -150,7 +150,7 @@ TEST(AuditWriter, ALineLargerThanMaxBytesIsStillWritten) {
   AuditLog log({path, 16, 2});
   for (unsigned i = 1; i <= 3; ++i) ASSERT_TRUE(log.append(numbered_record(i)));
   EXPECT_EQ(read_back(path), one_to(3));
-  EXPECT_EQ(lines_of(path).size(), 1u);
+  EXPECT_EQ(file_lines(path).size(), 1u);
 }
 
 TEST(AuditWriter, AHalfWrittenLineDoesNotSpoilTheNext) {
@@ -163,7 +163,7 @@ TEST(AuditWriter, AHalfWrittenLineDoesNotSpoilTheNext) {
   size_t malformed = 0;
   EXPECT_EQ(read_back(path, &malformed), (std::vector<unsigned>{2}));
   EXPECT_EQ(malformed, 1u);
-  EXPECT_EQ(lines_of(path).size(), 2u);
+  EXPECT_EQ(file_lines(path).size(), 2u);
 }
 
 // The parent of the path is a regular file: open fails (ENOTDIR) as it would on a read-only

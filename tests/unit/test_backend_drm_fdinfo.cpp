@@ -20,7 +20,7 @@ using namespace std::string_view_literals;
 
 constexpr uint64_t KiB = 1024, MiB = 1024 * 1024;
 
-std::string fixture(const std::string& name) {
+std::string fdinfo_fixture(const std::string& name) {
   auto f = gpureap::procfs::read_file(std::string(GPUREAP_FIXTURES) + "/drm-fdinfo/" + name);
   EXPECT_TRUE(f.ok()) << "fixture " << name << " unreadable, errno " << f.error;
   return f.data;
@@ -54,7 +54,7 @@ const RegionMemory& region(const DrmClient& c, std::string_view name) {
 }
 
 TEST(DrmFdinfo, AmdgpuReadsEveryRegionAndEngine) {
-  DrmClient c = parsed(fixture("amdgpu.txt"));
+  DrmClient c = parsed(fdinfo_fixture("amdgpu.txt"));
   EXPECT_EQ(c.driver, "amdgpu");
   EXPECT_EQ(c.pdev, "0000:03:00.0");
   EXPECT_EQ(c.client_id, 42u);
@@ -75,7 +75,7 @@ TEST(DrmFdinfo, AmdgpuReadsEveryRegionAndEngine) {
 }
 
 TEST(DrmFdinfo, AmdgpuLegacyTakesResidentFromDrmMemory) {
-  DrmClient c = parsed(fixture("amdgpu-legacy.txt"));
+  DrmClient c = parsed(fdinfo_fixture("amdgpu-legacy.txt"));
   EXPECT_EQ(c.driver, "amdgpu");
   EXPECT_EQ(c.client_id, 42u);
   EXPECT_EQ(names(c.regions), "vram gtt cpu");
@@ -90,7 +90,7 @@ TEST(DrmFdinfo, AmdgpuLegacyTakesResidentFromDrmMemory) {
 // amdgpu on kernels 5.14 to 5.18 (Ubuntu 22.04's 5.15): no drm- key at all. "kB" is KiB (the
 // driver divides bytes by 1024); the percentages' hundredths are printed unpadded.
 TEST(DrmFdinfo, AmdgpuBeforeDrmUsageStatsReadsPdevKilobytesAndPercentages) {
-  DrmClient c = parsed(fixture("amdgpu-5.15.txt"));
+  DrmClient c = parsed(fdinfo_fixture("amdgpu-5.15.txt"));
   EXPECT_EQ(c.driver, "amdgpu");
   EXPECT_TRUE(c.amdgpu_legacy);
   EXPECT_EQ(c.pdev, "0000:03:00.0");
@@ -107,13 +107,13 @@ TEST(DrmFdinfo, AmdgpuBeforeDrmUsageStatsReadsPdevKilobytesAndPercentages) {
   EXPECT_EQ(c.engines[1].percent_hundredths, 1250u);  // "12.50%"
   EXPECT_EQ(c.engines[2].percent_hundredths, 307u);   // "3.7%": 3.07%
   EXPECT_EQ(c.engines[0].busy_ns, std::nullopt);
-  EXPECT_TRUE(has_usage_stats(fixture("amdgpu-5.15.txt")));
+  EXPECT_TRUE(has_usage_stats(fdinfo_fixture("amdgpu-5.15.txt")));
 }
 
 // The first drm-usage-stats form posted for amdgpu (drm-pdev, drm-memory-*, per-ring engines,
 // no drm-client-id): standard keys, no id.
 TEST(DrmFdinfo, AmdgpuStandardFormWithoutClientId) {
-  DrmClient c = parsed(fixture("amdgpu-no-client-id.txt"));
+  DrmClient c = parsed(fdinfo_fixture("amdgpu-no-client-id.txt"));
   EXPECT_EQ(c.driver, "amdgpu");
   EXPECT_FALSE(c.amdgpu_legacy);
   EXPECT_EQ(c.pdev, "0000:03:00.0");
@@ -127,13 +127,13 @@ TEST(DrmFdinfo, AmdgpuStandardFormWithoutClientId) {
 
 // i915 from 5.19 until its memory stats: engines only. No region: memory unknown, not 0.
 TEST(DrmFdinfo, I915BeforeMemoryStatsHasEnginesAndNoRegion) {
-  DrmClient c = parsed(fixture("i915-engines-only.txt"));
+  DrmClient c = parsed(fdinfo_fixture("i915-engines-only.txt"));
   EXPECT_EQ(c.driver, "i915");
   EXPECT_EQ(c.client_id, 12u);
   EXPECT_TRUE(c.regions.empty());
   EXPECT_EQ(names(c.engines), "render copy video video-enhance");
   EXPECT_EQ(c.engines[2].capacity, 2u);
-  DrmClient guc = parsed(fixture("i915-guc-no-engines.txt"));
+  DrmClient guc = parsed(fdinfo_fixture("i915-guc-no-engines.txt"));
   EXPECT_EQ(guc.client_id, 13u);
   EXPECT_TRUE(guc.regions.empty());
   EXPECT_TRUE(guc.engines.empty());
@@ -180,7 +180,7 @@ TEST(DrmFdinfo, AmdgpuLegacyMalformedValuesAreErrors) {
 }
 
 TEST(DrmFdinfo, I915ReadsSystemRegionsAndEngineCapacity) {
-  DrmClient c = parsed(fixture("i915.txt"));
+  DrmClient c = parsed(fdinfo_fixture("i915.txt"));
   EXPECT_EQ(c.driver, "i915");
   EXPECT_EQ(c.pdev, "0000:00:02.0");
   EXPECT_EQ(c.client_id, 7u);
@@ -197,7 +197,7 @@ TEST(DrmFdinfo, I915ReadsSystemRegionsAndEngineCapacity) {
 }
 
 TEST(DrmFdinfo, XeCyclesAreEnginesNotRegions) {
-  DrmClient c = parsed(fixture("xe.txt"));
+  DrmClient c = parsed(fdinfo_fixture("xe.txt"));
   EXPECT_EQ(c.driver, "xe");
   EXPECT_EQ(c.client_id, 4u);
   EXPECT_EQ(names(c.regions), "system gtt vram0 stolen");
@@ -390,7 +390,7 @@ TEST(DrmFdinfo, DeviceLocalRegionsByPrefix) {
 TEST(DrmFdinfo, DeviceLocalRegionsOfTheFixtures) {
   auto local = [](const std::string& file) {
     std::string out;
-    for (const RegionMemory& r : parsed(fixture(file)).regions)
+    for (const RegionMemory& r : parsed(fdinfo_fixture(file)).regions)
       if (is_device_local(r.name)) out += (out.empty() ? "" : " ") + r.name;
     return out;
   };

@@ -13,6 +13,7 @@
 
 #include "backend/backend_set.h"
 #include "backend/drm/drm_backend.h"
+#include "byte_units.h"
 #include "collect/collector.h"
 #include "drm_machine.h"
 #include "output/snapshot_json.h"
@@ -20,7 +21,6 @@
 namespace gpureap::testing {
 namespace {
 
-constexpr uint64_t kMiB = 1ull << 20, kGiB = 1ull << 30;
 const std::string kAmd = "0000:03:00.0", kIntel = "0000:00:02.0";
 constexpr unsigned kGpuId = 1234;
 
@@ -36,7 +36,7 @@ core::Snapshot collect(const DrmMachine& m) {
   return c->collect();
 }
 
-const core::DriverProcess* listed(const core::Gpu& g, pid_t pid) {
+const core::DriverProcess* listed_on(const core::Gpu& g, pid_t pid) {
   auto it = std::find_if(g.processes.begin(), g.processes.end(),
                          [&](const core::DriverProcess& p) { return p.pid == pid; });
   return it == g.processes.end() ? nullptr : &*it;
@@ -85,13 +85,13 @@ TEST(DrmFormats, AmdgpuBeforeClientIdsWithoutKcmpCountsClientsPerFdAndSaysSo) {
   EXPECT_EQ(s.drivers.backends[0].driver_version, "5.15.0-91-generic");
   // Read, not "unattributed": every fd's 512 MiB counts, since nothing tells they are one.
   EXPECT_EQ(listed_pids(g), (std::vector<pid_t>{100, 101, 200}));
-  EXPECT_EQ(listed(g, 100)->used_bytes, 1 * kGiB);  // fds 5 and 6; KFD's 256 MiB is less
-  EXPECT_EQ(listed(g, 100)->kind, core::GpuProcessKind::Compute);
-  ASSERT_EQ(listed(g, 100)->regions.size(), 3u);
-  EXPECT_EQ(listed(g, 100)->regions[1].name, "gtt");
-  EXPECT_EQ(listed(g, 100)->regions[1].resident_bytes, 8 * kMiB);
-  EXPECT_EQ(listed(g, 101)->used_bytes, 512 * kMiB);
-  EXPECT_EQ(listed(g, 200)->used_bytes, 256 * kMiB);
+  EXPECT_EQ(listed_on(g, 100)->used_bytes, 1 * kGiB);  // fds 5 and 6; KFD's 256 MiB is less
+  EXPECT_EQ(listed_on(g, 100)->kind, core::GpuProcessKind::Compute);
+  ASSERT_EQ(listed_on(g, 100)->regions.size(), 3u);
+  EXPECT_EQ(listed_on(g, 100)->regions[1].name, "gtt");
+  EXPECT_EQ(listed_on(g, 100)->regions[1].resident_bytes, 8 * kMiB);
+  EXPECT_EQ(listed_on(g, 101)->used_bytes, 512 * kMiB);
+  EXPECT_EQ(listed_on(g, 200)->used_bytes, 256 * kMiB);
   EXPECT_EQ(*s.drivers.backends[0].detail("drm_clients"), "4");
   auto m_ = s.memory_summary(g);
   EXPECT_EQ(m_.attributed_bytes, 1 * kGiB + 768 * kMiB);
@@ -182,12 +182,12 @@ TEST_F(LiveOpenFiles, AmdgpuClientsWithoutIdAreTheirOpenFilesCountedOnce) {
   std::vector<pid_t> pids{holder, other_};
   std::sort(pids.begin(), pids.end());
   EXPECT_EQ(listed_pids(g), pids);
-  ASSERT_NE(listed(g, holder), nullptr);
-  EXPECT_EQ(listed(g, holder)->used_bytes, 512 * kMiB);  // four fds, one client
-  EXPECT_EQ(listed(g, holder)->sharers, std::vector<pid_t>{std::max(self_, worker_)});
-  EXPECT_EQ(listed(g, holder)->regions[1].resident_bytes, 4 * kMiB);
-  ASSERT_NE(listed(g, other_), nullptr);
-  EXPECT_EQ(listed(g, other_)->used_bytes, 256 * kMiB);  // same fd number, its own open file
+  ASSERT_NE(listed_on(g, holder), nullptr);
+  EXPECT_EQ(listed_on(g, holder)->used_bytes, 512 * kMiB);  // four fds, one client
+  EXPECT_EQ(listed_on(g, holder)->sharers, std::vector<pid_t>{std::max(self_, worker_)});
+  EXPECT_EQ(listed_on(g, holder)->regions[1].resident_bytes, 4 * kMiB);
+  ASSERT_NE(listed_on(g, other_), nullptr);
+  EXPECT_EQ(listed_on(g, other_)->used_bytes, 256 * kMiB);  // same fd number, its own open file
   EXPECT_EQ(s.memory_summary(g).attributed_bytes, 768 * kMiB);
   EXPECT_EQ(warnings_with(s, "counted per fd"), 0u);
   EXPECT_EQ(warnings_with(s, "disagree"), 0u);
@@ -235,9 +235,9 @@ TEST(DrmFormats, SharedBuffersAreCountedOnceAndAttributedStaysWithinUsed) {
   auto s = collect(m);
   const auto& g = s.drivers.gpus[0];
   // The compositor and the application tie at 768 MiB: the lower PID counts it.
-  EXPECT_EQ(listed(g, 100)->used_bytes, 1024 * kMiB);
-  EXPECT_EQ(listed(g, 200)->used_bytes, 768 * kMiB);  // its private part
-  EXPECT_EQ(listed(g, 300)->used_bytes, 256 * kMiB);
+  EXPECT_EQ(listed_on(g, 100)->used_bytes, 1024 * kMiB);
+  EXPECT_EQ(listed_on(g, 200)->used_bytes, 768 * kMiB);  // its private part
+  EXPECT_EQ(listed_on(g, 300)->used_bytes, 256 * kMiB);
   auto summary = s.memory_summary(g);
   EXPECT_EQ(summary.attributed_bytes, 2 * kGiB);
   EXPECT_LE(summary.attributed_bytes, *g.memory.used_bytes);
@@ -275,8 +275,8 @@ TEST(DrmFormats, I915WithoutMemoryFiguresLeavesMemoryUnknown) {
   ASSERT_EQ(s.drivers.gpus.size(), 1u);
   const auto& g = s.drivers.gpus[0];
   EXPECT_EQ(listed_pids(g), std::vector<pid_t>{300});
-  EXPECT_FALSE(listed(g, 300)->used_bytes.has_value());
-  EXPECT_TRUE(listed(g, 300)->regions.empty());
+  EXPECT_FALSE(listed_on(g, 300)->used_bytes.has_value());
+  EXPECT_TRUE(listed_on(g, 300)->regions.empty());
   const auto* row = s.row(300);
   ASSERT_NE(row, nullptr);
   ASSERT_EQ(row->gpus.size(), 1u);

@@ -9,6 +9,7 @@
 
 #include "backend/backend_set.h"
 #include "backend/drm/drm_backend.h"
+#include "byte_units.h"
 #include "collect/collector.h"
 #include "doctor/diagnose.h"
 #include "drm_machine.h"
@@ -20,8 +21,7 @@
 namespace gpureap::testing {
 namespace {
 
-constexpr uint64_t kMiB = 1ull << 20, kGiB = 1ull << 30;
-const std::string kAmdA = "0000:03:00.0", kAmdB = "0000:43:00.0", kIntel = "0000:00:02.0";
+const std::string kAmdA = "0000:03:00.0", kAmdB = "0000:43:00.0", kIntelIgpu = "0000:00:02.0";
 constexpr unsigned kGpuIdA = 1234, kGpuIdB = 5678;
 
 class DrmMachineTest : public ::testing::Test {
@@ -29,7 +29,7 @@ class DrmMachineTest : public ::testing::Test {
   void SetUp() override {
     m_.amd_gpu(0, 128, kAmdA, 16 * kGiB, 6 * kGiB + 512 * kMiB, "AMD Radeon PRO W6800");
     m_.amd_gpu(1, 129, kAmdB, 16 * kGiB, 1 * kGiB);
-    m_.gpu("i915", 0x8086, 0x4680, 2, 130, kIntel);
+    m_.gpu("i915", 0x8086, 0x4680, 2, 130, kIntelIgpu);
     m_.kfd_node(1, kGpuIdA, 0, 0x03);
     m_.kfd_node(2, kGpuIdB, 0, 0x43);
     m_.write("sys/class/kfd/kfd/topology/nodes/0/gpu_id", "0\n");  // the CPU node
@@ -66,7 +66,7 @@ class DrmMachineTest : public ::testing::Test {
     // A desktop client on the Intel iGPU: system memory only, in MiB and unit-less bytes.
     m_.process(300, "firefox", 1, 300, 300);
     m_.open_fd(300, 9, "dri/renderD130",
-               "drm-driver:\ti915\ndrm-client-id:\t7\ndrm-pdev:\t" + kIntel +
+               "drm-driver:\ti915\ndrm-client-id:\t7\ndrm-pdev:\t" + kIntelIgpu +
                    "\ndrm-total-system0:\t3 MiB\ndrm-resident-system0:\t2097152\n"
                    "drm-engine-render:\t25662044495 ns\ndrm-engine-capacity-video:\t2\n");
   }
@@ -417,8 +417,8 @@ namespace {
 class DrmNames : public ::testing::Test {
  protected:
   void SetUp() override {
-    m_.amd_gpu(0, 128, kAmdA, 16 * kGiB, 1 * kGiB);  // Navi 21 on the RX 6900 XT board
-    m_.gpu("i915", 0x8086, 0x4680, 1, 129, kIntel);  // no subsystem the database knows
+    m_.amd_gpu(0, 128, kAmdA, 16 * kGiB, 1 * kGiB);      // Navi 21 on the RX 6900 XT board
+    m_.gpu("i915", 0x8086, 0x4680, 1, 129, kIntelIgpu);  // no subsystem the database knows
   }
   core::Snapshot collect() {
     backend::BackendSettings settings;

@@ -8,11 +8,12 @@
 
 #include "backend/nvml/abi.h"
 #include "backend/nvml/resolver_backend.h"
+#include "byte_units.h"
 
 namespace gpureap::backend::nvml {
 namespace {
 
-constexpr unsigned long long kGiB = 1ULL << 30;
+using testing::kGiB;
 
 int g_init_calls = 0;
 int g_shutdown_calls = 0;

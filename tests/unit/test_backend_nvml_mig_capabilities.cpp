@@ -6,7 +6,7 @@
 namespace gpureap::backend::nvml {
 namespace {
 
-const std::string kFixture = std::string(GPUREAP_FIXTURES) + "/proc/nvidia-mig";
+const std::string kMigProc = std::string(GPUREAP_FIXTURES) + "/proc/nvidia-mig";
 
 TEST(NvmlMigCapabilities, ParsesTheAccessFile) {
   EXPECT_EQ(parse_capability_minor("DeviceFileMinor: 12\nDeviceFileMode: 292\n"), 12u);
@@ -19,7 +19,7 @@ TEST(NvmlMigCapabilities, ParsesTheAccessFile) {
 }
 
 TEST(NvmlMigCapabilities, EachExistingInstanceWithItsComputeInstances) {
-  auto caps = read_mig_capabilities(kFixture);
+  auto caps = read_mig_capabilities(kMigProc);
   // The global files (mig/config, mig/monitor, fabric-mgmt) are no instance; gi9 names no minor
   // and is left out, not guessed.
   std::vector<MigCapability> expected{

@@ -7,13 +7,14 @@
 
 #include "backend/nvml/abi.h"
 #include "backend/nvml/process_records.h"
+#include "byte_units.h"
 
 namespace gpureap::backend::nvml {
 namespace {
 
 using core::GpuProcessKind;
 
-constexpr std::uint64_t kGiB = 1ULL << 30;
+using testing::kGiB;
 constexpr std::uint32_t kNoInstance = 0xFFFFFFFFu;
 
 struct Record {

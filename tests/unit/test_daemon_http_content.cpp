@@ -16,13 +16,13 @@
 namespace gpureap::daemon {
 namespace {
 
-struct Answer {
+struct HttpAnswer {
   int status = 0;
   std::string body;
 };
 
 // One GET over a fresh connection (the server closes it after the response).
-Answer get(uint16_t port, const std::string& path, const std::string& token = "") {
+HttpAnswer get(uint16_t port, const std::string& path, const std::string& token = "") {
   int fd = ::socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
@@ -40,7 +40,7 @@ Answer get(uint16_t port, const std::string& path, const std::string& token = ""
   char buf[4096];
   for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) > 0;) response.append(buf, n);
   ::close(fd);
-  Answer a;
+  HttpAnswer a;
   if (response.rfind("HTTP/1.1 ", 0) == 0) a.status = std::stoi(response.substr(9, 3));
   auto body = response.find("\r\n\r\n");
   if (body != std::string::npos) a.body = response.substr(body + 4);

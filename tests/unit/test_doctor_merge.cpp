@@ -10,6 +10,7 @@
 #include "output/doctor_view.h"
 #include "snapshot_builders.h"
 #include "text/wrap.h"
+#include "text_lines.h"
 
 namespace gpureap::doctor {
 namespace {
@@ -176,13 +177,6 @@ TEST(DoctorMerge, StepsSayHowTheyFollowEachOther) {
   EXPECT_EQ(fs[0].remedy[0].kind, StepKind::Run);
   EXPECT_EQ(fs[0].remedy[1].kind, StepKind::Or);  // an unqualified later step is an alternative
   EXPECT_EQ(fs[0].remedy[2].kind, StepKind::Then);
-}
-
-std::vector<std::string> lines_of(const std::string& s) {
-  std::vector<std::string> out;
-  std::istringstream in(s);
-  for (std::string line; std::getline(in, line);) out.push_back(line);
-  return out;
 }
 
 TEST(DoctorView, SummariesFirstInfoHiddenEveryLineFitsEightyColumns) {

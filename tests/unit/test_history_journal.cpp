@@ -17,10 +17,11 @@ using testing::listed;
 using testing::make_snapshot;
 using testing::proc;
 
-const auto kT0 = std::chrono::system_clock::time_point(std::chrono::seconds(1'700'000'000));
+const auto kJournalStart =
+    std::chrono::system_clock::time_point(std::chrono::seconds(1'700'000'000));
 
 JournalTime at(int s) {
-  return kT0 + std::chrono::seconds(s);
+  return kJournalStart + std::chrono::seconds(s);
 }
 
 core::Snapshot sample(int s, std::vector<core::HostProcess> ps,

@@ -18,7 +18,7 @@ namespace {
 using nvidia::parse_xid_line;
 
 // The kernel-log parsers of the built-in backends (NVIDIA's Xids).
-KernelLogParsers builtin_parsers() {
+KernelLogParsers every_vendors_parsers() {
   return backend::kernel_log_parsers(backend::builtin_backends());
 }
 
@@ -125,7 +125,7 @@ TEST(KernelXid, EventsAreMatchedToGpusAndTimedByTheBootTime) {
   r.seq = 9;
   r.usec = 3'500'000;
   r.text = "NVRM: Xid (PCI:0000:5e:00): 150, pid=77, some new error";
-  auto e = gpu_event(r, 1'700'000'000, builtin_parsers());
+  auto e = gpu_event(r, 1'700'000'000, every_vendors_parsers());
   ASSERT_TRUE(e);
   EXPECT_EQ(e->code, 150u);
   EXPECT_FALSE(e->name);  // unknown, kept with its number and text
@@ -141,18 +141,18 @@ TEST(KernelXid, EventsAreMatchedToGpusAndTimedByTheBootTime) {
   assign_gpus(events, {gpu_at(0, "00000000:3B:00.0", "GPU-a")});
   EXPECT_FALSE(events[0].gpu);  // no backend reports that address (off the bus)
   r.text = "usb 1-1: new high-speed USB device";
-  EXPECT_FALSE(gpu_event(r, std::nullopt, builtin_parsers()));
+  EXPECT_FALSE(gpu_event(r, std::nullopt, every_vendors_parsers()));
   // The same Xid text written by a process (facility user: the kernel forces it) is no Xid.
   auto forged = parse_kmsg_header("12,10,4000000,-;NVRM: Xid (PCI:0000:5e:00): 79, GPU has fallen");
   ASSERT_TRUE(forged);
-  EXPECT_FALSE(gpu_event(*forged, 1'700'000'000, builtin_parsers()));
+  EXPECT_FALSE(gpu_event(*forged, 1'700'000'000, every_vendors_parsers()));
   auto kernel = parse_kmsg_header("4,10,4000000,-;NVRM: Xid (PCI:0000:5e:00): 79, GPU has fallen");
   ASSERT_TRUE(kernel);
-  EXPECT_TRUE(gpu_event(*kernel, 1'700'000'000, builtin_parsers()));
+  EXPECT_TRUE(gpu_event(*kernel, 1'700'000'000, every_vendors_parsers()));
   // A stamp no clock can hold (a saved or forged log) keeps the event, without a clock time.
   auto far = parse_kmsg_header("4,11,10044444444444444,-;NVRM: Xid (PCI:0000:5e:00): 79, gone");
   ASSERT_TRUE(far);
-  auto far_event = gpu_event(*far, 1'700'000'000, builtin_parsers());
+  auto far_event = gpu_event(*far, 1'700'000'000, every_vendors_parsers());
   ASSERT_TRUE(far_event);
   EXPECT_EQ(far_event->since_boot_usec, 10044444444444444u);
   EXPECT_FALSE(far_event->time);
@@ -165,7 +165,7 @@ TEST(KernelXid, TheFollowerCountsEachEventOnceAsTheLogGrows) {
   std::ofstream(path) << "6,1,10,-;boot\n4,2,20,-;NVRM: Xid (PCI:0000:3b:00): 31, pid=4242, "
                          "name=python, Ch 00000008\n";
   std::vector<core::Gpu> gpus{gpu_at(0, "00000000:3B:00.0", "GPU-a")};
-  KernelLogFollower follower(path, builtin_parsers(), 2);
+  KernelLogFollower follower(path, every_vendors_parsers(), 2);
   EXPECT_EQ(follower.poll(1'700'000'000, gpus).size(), 1u);
   EXPECT_EQ(follower.poll(1'700'000'000, gpus).size(), 0u);  // nothing new, nothing re-read
   std::ofstream(path, std::ios::app)

@@ -8,18 +8,12 @@
 #include "output/kill_view.h"
 #include "snapshot_builders.h"
 #include "text/display_width.h"
+#include "text_lines.h"
 
 namespace gpureap::reap {
 namespace {
 
 using namespace gpureap::testing;
-
-std::vector<std::string> lines_of(const std::string& text) {
-  std::vector<std::string> out;
-  std::istringstream in(text);
-  for (std::string l; std::getline(in, l);) out.push_back(l);
-  return out;
-}
 
 Target worker(pid_t pid, const std::string& script) {
   Target t;

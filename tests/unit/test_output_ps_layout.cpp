@@ -12,6 +12,7 @@
 #include "output/snapshot_json.h"
 #include "snapshot_builders.h"
 #include "text/display_width.h"
+#include "text_lines.h"
 
 namespace gpureap::output {
 namespace {
@@ -19,13 +20,6 @@ namespace {
 using namespace gpureap::testing;
 
 const std::string kLongTail = "--config=/very/long/path/to/an/experiment/config.yaml --end";
-
-std::vector<std::string> lines_of(const std::string& text) {
-  std::vector<std::string> out;
-  std::istringstream in(text);
-  for (std::string l; std::getline(in, l);) out.push_back(l);
-  return out;
-}
 
 const std::string* line_with(const std::vector<std::string>& lines, const std::string& what) {
   for (const auto& l : lines)

@@ -7,16 +7,12 @@
 
 #include "output/table.h"
 #include "text/display_width.h"
+#include "text_lines.h"
 
 namespace gpureap::output {
 namespace {
 
-std::vector<std::string> lines_of(const std::string& text) {
-  std::vector<std::string> out;
-  std::istringstream in(text);
-  for (std::string l; std::getline(in, l);) out.push_back(l);
-  return out;
-}
+using testing::lines_of;
 
 Table plan_like() {
   Table t({"PID", "USER", "WHY", "COMMAND"});

@@ -5,7 +5,7 @@
 #include <string>
 
 #include "core/process.h"
-#include "procfs/file_read.h"
+#include "proc_fixture.h"
 #include "procfs/parsers.h"
 
 namespace {
@@ -13,11 +13,7 @@ namespace {
 using gpureap::core::ContainerInfo;
 using gpureap::procfs::parse_cgroup;
 
-std::string fixture(const std::string& rel) {
-  auto f = gpureap::procfs::read_file(std::string(GPUREAP_FIXTURES) + "/proc/" + rel);
-  EXPECT_TRUE(f.ok()) << "fixture " << rel << " unreadable, errno " << f.error;
-  return f.data;
-}
+using gpureap::testing::proc_fixture;
 
 // One comparable, readable line per result, so a mismatch shows every field at once.
 std::string describe(const std::optional<ContainerInfo>& c) {
@@ -26,7 +22,7 @@ std::string describe(const std::optional<ContainerInfo>& c) {
 }
 
 std::string from_fixture(int pid) {
-  return describe(parse_cgroup(fixture("containers/" + std::to_string(pid) + "/cgroup")));
+  return describe(parse_cgroup(proc_fixture("containers/" + std::to_string(pid) + "/cgroup")));
 }
 
 TEST(ParseCgroup, DockerV1) {
@@ -97,9 +93,9 @@ TEST(ParseCgroup, NotContainers) {
 }
 
 TEST(ParseCgroup, HostProcessesInTheHostFixture) {
-  EXPECT_EQ(describe(parse_cgroup(fixture("host/1/cgroup"))), "null");
-  EXPECT_EQ(describe(parse_cgroup(fixture("host/2/cgroup"))), "null");
-  EXPECT_EQ(describe(parse_cgroup(fixture("host/4242/cgroup"))), "null");
+  EXPECT_EQ(describe(parse_cgroup(proc_fixture("host/1/cgroup"))), "null");
+  EXPECT_EQ(describe(parse_cgroup(proc_fixture("host/2/cgroup"))), "null");
+  EXPECT_EQ(describe(parse_cgroup(proc_fixture("host/4242/cgroup"))), "null");
 }
 
 // ---- Inline edge cases ----

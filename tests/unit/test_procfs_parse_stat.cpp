@@ -3,7 +3,7 @@
 #include <string>
 #include <string_view>
 
-#include "procfs/file_read.h"
+#include "proc_fixture.h"
 #include "procfs/parsers.h"
 
 using gpureap::procfs::parse_stat;
@@ -87,14 +87,10 @@ TEST(ParseStat, NonNumericFieldIsAnError) {
 
 namespace {
 
-std::string fixture(const std::string& rel) {
-  auto f = gpureap::procfs::read_file(std::string(GPUREAP_FIXTURES) + "/proc/" + rel);
-  EXPECT_TRUE(f.ok()) << "fixture " << rel << " unreadable, errno " << f.error;
-  return f.data;
-}
+using gpureap::testing::proc_fixture;
 
 TEST(ParseStatFixture, FullFiftyTwoFieldLine) {
-  auto st = parse_stat(fixture("host/4242/stat"));
+  auto st = parse_stat(proc_fixture("host/4242/stat"));
   ASSERT_TRUE(st.ok()) << st.error().message;
   EXPECT_EQ(st->pid, 4242);
   EXPECT_EQ(st->comm, "python3");
@@ -112,7 +108,7 @@ TEST(ParseStatFixture, FullFiftyTwoFieldLine) {
 }
 
 TEST(ParseStatFixture, KernelThreadHasPfKthreadInField9) {
-  auto st = parse_stat(fixture("host/2/stat"));
+  auto st = parse_stat(proc_fixture("host/2/stat"));
   ASSERT_TRUE(st.ok()) << st.error().message;
   EXPECT_EQ(st->comm, "kthreadd");
   EXPECT_EQ(st->flags, 0x00208040u);
@@ -124,7 +120,7 @@ TEST(ParseStatFixture, KernelThreadHasPfKthreadInField9) {
 }
 
 TEST(ParseStatFixture, ZombieAndDiskSleep) {
-  auto z = parse_stat(fixture("host/4300/stat"));
+  auto z = parse_stat(proc_fixture("host/4300/stat"));
   ASSERT_TRUE(z.ok()) << z.error().message;
   EXPECT_EQ(z->state, 'Z');
   EXPECT_TRUE(z->is_zombie());
@@ -132,7 +128,7 @@ TEST(ParseStatFixture, ZombieAndDiskSleep) {
   EXPECT_EQ(z->ppid, 4242);
   EXPECT_EQ(z->start_ticks, 987800u);
 
-  auto d = parse_stat(fixture("host/4250/stat"));
+  auto d = parse_stat(proc_fixture("host/4250/stat"));
   ASSERT_TRUE(d.ok()) << d.error().message;
   EXPECT_EQ(d->state, 'D');
   EXPECT_FALSE(d->is_zombie());
@@ -162,7 +158,7 @@ constexpr HostileComm kHostile[] = {
 TEST(ParseStatFixture, HostileCommIsKeptByteForByteAndFieldsStayInPlace) {
   for (const auto& h : kHostile) {
     SCOPED_TRACE("hostile-comm/" + std::to_string(h.pid));
-    auto st = parse_stat(fixture("hostile-comm/" + std::to_string(h.pid) + "/stat"));
+    auto st = parse_stat(proc_fixture("hostile-comm/" + std::to_string(h.pid) + "/stat"));
     ASSERT_TRUE(st.ok()) << st.error().message;
     EXPECT_EQ(st->pid, h.pid);
     EXPECT_EQ(st->comm, h.comm);
@@ -179,19 +175,19 @@ TEST(ParseStatFixture, HostileCommIsKeptByteForByteAndFieldsStayInPlace) {
 }
 
 TEST(ParseStatFixture, MaxLengthCommIsFifteenBytes) {
-  auto st = parse_stat(fixture("hostile-comm/107/stat"));
+  auto st = parse_stat(proc_fixture("hostile-comm/107/stat"));
   ASSERT_TRUE(st.ok());
   EXPECT_EQ(st->comm.size(), 15u);
 }
 
 TEST(ParseStatFixture, TruncatedStatIsAnErrorNamingTheFieldCount) {
-  auto st = parse_stat(fixture("garbage-stat/201/stat"));
+  auto st = parse_stat(proc_fixture("garbage-stat/201/stat"));
   ASSERT_FALSE(st.ok());
   EXPECT_EQ(st.error().message, "malformed /proc/PID/stat: truncated (11 fields)");
 }
 
 TEST(ParseStatFixture, BinaryJunkIsAnError) {
-  std::string junk = fixture("garbage-stat/202/stat");
+  std::string junk = proc_fixture("garbage-stat/202/stat");
   ASSERT_EQ(junk.size(), 22u);  // the NULs made it into the file
   auto st = parse_stat(junk);
   ASSERT_FALSE(st.ok());
@@ -199,19 +195,19 @@ TEST(ParseStatFixture, BinaryJunkIsAnError) {
 }
 
 TEST(ParseStatFixture, NonNumericFieldsAreAnError) {
-  auto st = parse_stat(fixture("garbage-stat/203/stat"));
+  auto st = parse_stat(proc_fixture("garbage-stat/203/stat"));
   ASSERT_FALSE(st.ok());
   EXPECT_EQ(st.error().message, "malformed /proc/PID/stat: non-numeric field");
 }
 
 TEST(ParseStatFixture, EmptyFileIsAnError) {
-  std::string empty = fixture("garbage-stat/204/stat");
+  std::string empty = proc_fixture("garbage-stat/204/stat");
   ASSERT_TRUE(empty.empty());
   EXPECT_FALSE(parse_stat(empty).ok());
 }
 
 TEST(ParseStatFixture, TwoLetterStateIsAnError) {
-  auto st = parse_stat(fixture("garbage-stat/205/stat"));
+  auto st = parse_stat(proc_fixture("garbage-stat/205/stat"));
   ASSERT_FALSE(st.ok());
   EXPECT_EQ(st.error().message, "malformed /proc/PID/stat: bad state");
 }

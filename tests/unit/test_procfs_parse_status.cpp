@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "procfs/file_read.h"
+#include "proc_fixture.h"
 #include "procfs/parsers.h"
 
 namespace {
@@ -16,16 +16,12 @@ using gpureap::procfs::parse_status;
 using gpureap::procfs::parse_wchan;
 using namespace std::string_literals;
 
-std::string fixture(const std::string& rel) {
-  auto f = gpureap::procfs::read_file(std::string(GPUREAP_FIXTURES) + "/proc/" + rel);
-  EXPECT_TRUE(f.ok()) << "fixture " << rel << " unreadable, errno " << f.error;
-  return f.data;
-}
+using gpureap::testing::proc_fixture;
 
 // ---- status ----
 
 TEST(ParseStatus, OneLevelNSpid) {
-  auto s = parse_status(fixture("host/4242/status"));
+  auto s = parse_status(proc_fixture("host/4242/status"));
   ASSERT_TRUE(s.uid.has_value());
   ASSERT_TRUE(s.euid.has_value());
   EXPECT_EQ(*s.uid, 54321u);
@@ -36,14 +32,14 @@ TEST(ParseStatus, OneLevelNSpid) {
 }
 
 TEST(ParseStatus, TwoLevelNSpid) {
-  auto s = parse_status(fixture("host/4250/status"));
+  auto s = parse_status(proc_fixture("host/4250/status"));
   EXPECT_EQ(s.ns_pids, (std::vector<pid_t>{4250, 17}));
   EXPECT_EQ(s.threads, 1);
   EXPECT_EQ(s.rss_bytes, 524288ull * 1024);
 }
 
 TEST(ParseStatus, ThreeLevelNSpidOutermostFirst) {
-  auto s = parse_status(fixture("host/6001/status"));
+  auto s = parse_status(proc_fixture("host/6001/status"));
   EXPECT_EQ(s.ns_pids, (std::vector<pid_t>{6001, 45, 7}));
   EXPECT_EQ(s.uid, 0u);
   EXPECT_EQ(s.euid, 0u);
@@ -51,20 +47,20 @@ TEST(ParseStatus, ThreeLevelNSpidOutermostFirst) {
 }
 
 TEST(ParseStatus, KernelThreadAndZombieHaveNoRss) {
-  auto k = parse_status(fixture("host/2/status"));
+  auto k = parse_status(proc_fixture("host/2/status"));
   EXPECT_EQ(k.rss_bytes, std::nullopt);
   EXPECT_EQ(k.uid, 0u);
   EXPECT_EQ(k.ns_pids, (std::vector<pid_t>{2}));
   EXPECT_EQ(k.threads, 1);
 
-  auto z = parse_status(fixture("host/4300/status"));
+  auto z = parse_status(proc_fixture("host/4300/status"));
   EXPECT_EQ(z.rss_bytes, std::nullopt);
   EXPECT_EQ(z.uid, 54321u);
   EXPECT_EQ(z.ns_pids, (std::vector<pid_t>{4300}));
 }
 
 TEST(ParseStatus, EscapedHostileNameDoesNotDisturbOtherFields) {
-  auto s = parse_status(fixture("hostile-comm/104/status"));
+  auto s = parse_status(proc_fixture("hostile-comm/104/status"));
   EXPECT_EQ(s.uid, 1000u);
   EXPECT_EQ(s.ns_pids, (std::vector<pid_t>{104}));
   EXPECT_EQ(s.rss_bytes, 400ull * 1024);
@@ -127,15 +123,15 @@ TEST(ParseStatus, NumberWithTrailingJunkMakesTheListEmpty) {
 // ---- cmdline ----
 
 TEST(ParseCmdline, SplitsAtNulKeepingSpacesAndEmptyArguments) {
-  EXPECT_EQ(parse_cmdline(fixture("host/4242/cmdline")),
+  EXPECT_EQ(parse_cmdline(proc_fixture("host/4242/cmdline")),
             (std::vector<std::string>{"python3", "train.py", "--run-name", "my run", "--tag", ""}));
-  EXPECT_EQ(parse_cmdline(fixture("host/1/cmdline")),
+  EXPECT_EQ(parse_cmdline(proc_fixture("host/1/cmdline")),
             (std::vector<std::string>{"/sbin/init", "splash"}));
 }
 
 TEST(ParseCmdline, KernelThreadAndZombieHaveNone) {
-  EXPECT_TRUE(parse_cmdline(fixture("host/2/cmdline")).empty());
-  EXPECT_TRUE(parse_cmdline(fixture("host/4300/cmdline")).empty());
+  EXPECT_TRUE(parse_cmdline(proc_fixture("host/2/cmdline")).empty());
+  EXPECT_TRUE(parse_cmdline(proc_fixture("host/4300/cmdline")).empty());
   EXPECT_TRUE(parse_cmdline("").empty());
 }
 
@@ -161,18 +157,18 @@ TEST(ParseWchan, ZeroAndEmptyMeanNone) {
   EXPECT_EQ(parse_wchan("0"), std::nullopt);
   EXPECT_EQ(parse_wchan("0\n"), std::nullopt);
   EXPECT_EQ(parse_wchan(""), std::nullopt);
-  EXPECT_EQ(parse_wchan(fixture("host/4242/wchan")), std::nullopt);
+  EXPECT_EQ(parse_wchan(proc_fixture("host/4242/wchan")), std::nullopt);
 }
 
 TEST(ParseWchan, FunctionName) {
-  EXPECT_EQ(parse_wchan(fixture("host/4250/wchan")), "rpc_wait_bit_killable");
+  EXPECT_EQ(parse_wchan(proc_fixture("host/4250/wchan")), "rpc_wait_bit_killable");
   EXPECT_EQ(parse_wchan("do_wait\n"), "do_wait");
 }
 
 // ---- /proc/stat btime ----
 
 TEST(ParseBootTime, FromFixture) {
-  EXPECT_EQ(parse_boot_time(fixture("host/stat")), 1700000000);
+  EXPECT_EQ(parse_boot_time(proc_fixture("host/stat")), 1700000000);
 }
 
 TEST(ParseBootTime, MissingOrBad) {
@@ -188,7 +184,7 @@ TEST(ParseBootTime, LastLineWithoutNewline) {
 // ---- /proc/devices ----
 
 TEST(ParseCharMajor, FromFixture) {
-  std::string devices = fixture("host/devices");
+  std::string devices = proc_fixture("host/devices");
   EXPECT_EQ(parse_char_major(devices, "nvidia-uvm"), 508u);
   EXPECT_EQ(parse_char_major(devices, "nvidia-frontend"), 195u);
   EXPECT_EQ(parse_char_major(devices, "drm"), 226u);

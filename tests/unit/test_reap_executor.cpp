@@ -51,7 +51,7 @@ class Kid {
   pid_t pid_ = -1;
 };
 
-const procfs::ProcFs& proc() {
+const procfs::ProcFs& proc_fs() {
   static auto p = procfs::ProcFs::open("/proc");
   return *p;
 }
@@ -76,12 +76,12 @@ void block_all_signals() {
 }
 
 char state_of(pid_t pid) {
-  auto st = proc().read_stat(pid);
+  auto st = proc_fs().read_stat(pid);
   return st.ok() && *st ? (*st)->state : '\0';
 }
 
 Target target_of(pid_t pid, Action action = Action::Signal) {
-  auto st = proc().read_stat(pid);
+  auto st = proc_fs().read_stat(pid);
   EXPECT_TRUE(st.ok() && *st);
   Target t;
   t.pid = pid;
@@ -96,7 +96,7 @@ Target target_of(pid_t pid, Action action = Action::Signal) {
 std::vector<Execution> run(std::vector<Target> targets, ExecOptions o = {}) {
   Plan plan;
   plan.targets = std::move(targets);
-  ProcFsProbe probe(proc());
+  ProcFsProbe probe(proc_fs());
   return Executor(probe, o).run(plan);
 }
 
@@ -238,7 +238,7 @@ TEST(ReapExecutor, CustomSignal) {
 // started after the plan's snapshot (top fed by the daemon) looks like.
 class ProbeWithAncestor final : public ProcessProbe {
  public:
-  explicit ProbeWithAncestor(pid_t ancestor) : real_(proc()), ancestor_(ancestor) {}
+  explicit ProbeWithAncestor(pid_t ancestor) : real_(proc_fs()), ancestor_(ancestor) {}
   core::Result<std::optional<core::ProcessStat>> stat(pid_t pid) const override {
     auto st = real_.stat(pid);
     if (pid == ::getppid() && st.ok() && *st) (*st)->ppid = ancestor_;

@@ -28,7 +28,7 @@ TEST(ReportHistoryDocument, WhatTheDaemonWritesIsWhatTheReportReads) {
   EXPECT_EQ(in->since, kReportT0);
   EXPECT_EQ(in->history.interval, std::chrono::seconds(1));
   ASSERT_EQ(in->history.gpus.size(), 2u);
-  EXPECT_EQ(in->history.gpus[0].total_bytes, 80 * kReportGiB);
+  EXPECT_EQ(in->history.gpus[0].total_bytes, 80 * kGiB);
   ASSERT_EQ(in->history.gpus[0].points.size(), 10u);
   for (size_t i = 0; i < 10; ++i) {
     EXPECT_EQ(in->history.gpus[0].points[i].time, want.history.gpus[0].points[i].time);

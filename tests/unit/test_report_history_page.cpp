@@ -9,7 +9,6 @@ namespace gpureap::report {
 namespace {
 
 using namespace gpureap::testing;
-constexpr uint64_t GiB = kReportGiB;
 
 Page page_of(const HistoryInput& in, size_t named = 2) {
   return build_history_page(in, {named, at_s(100)});
@@ -29,15 +28,15 @@ TEST(ReportHistoryPage, TheLargestProcessesAreNamedTheRestIsOther) {
             (std::vector<std::string>{"pid-100", "pid-200", "other", "ghost", "unattributed"}));
   EXPECT_EQ(c.bands[0].label, "100 trainer (alice)");
   ASSERT_EQ(c.times.size(), 10u);
-  EXPECT_EQ(c.bands[0].bytes[0], 10 * GiB);
-  EXPECT_EQ(c.bands[1].bytes[0], 4 * GiB);
-  EXPECT_EQ(c.bands[2].bytes[0], 1 * GiB);  // 300, not named
+  EXPECT_EQ(c.bands[0].bytes[0], 10 * kGiB);
+  EXPECT_EQ(c.bands[1].bytes[0], 4 * kGiB);
+  EXPECT_EQ(c.bands[2].bytes[0], 1 * kGiB);  // 300, not named
   EXPECT_EQ(c.bands[3].bytes[0], 0u);
-  EXPECT_EQ(c.bands[3].bytes[2], 9 * GiB);  // 7777 and 4242
-  EXPECT_EQ(c.bands[3].bytes[3], 8 * GiB);
-  EXPECT_EQ(c.bands[3].bytes[7], 2 * GiB);
-  EXPECT_EQ(c.bands[4].bytes[5], 1 * GiB);
-  EXPECT_EQ(c.total_bytes, 80 * GiB);
+  EXPECT_EQ(c.bands[3].bytes[2], 9 * kGiB);  // 7777 and 4242
+  EXPECT_EQ(c.bands[3].bytes[3], 8 * kGiB);
+  EXPECT_EQ(c.bands[3].bytes[7], 2 * kGiB);
+  EXPECT_EQ(c.bands[4].bytes[5], 1 * kGiB);
+  EXPECT_EQ(c.total_bytes, 80 * kGiB);
   // The stack's top is the driver's used memory at every sample.
   const auto in = report_input();
   const auto& g = in.history.gpus[0];
@@ -90,7 +89,7 @@ TEST(ReportHistoryPage, GhostsEndInTheirThreeWays) {
   EXPECT_EQ(killed.ending, GhostEnding::KilledByPolicy);
   EXPECT_NE(killed.ending_detail.find("reap-ghosts"), std::string::npos);
   EXPECT_EQ(killed.keepers, (std::vector<std::string>{"4250 python"}));
-  EXPECT_EQ(killed.peak_bytes, 8 * GiB);
+  EXPECT_EQ(killed.peak_bytes, 8 * kGiB);
   EXPECT_EQ(killed.last_seen - killed.first_seen, std::chrono::seconds(3));
   EXPECT_EQ(page.ghosts[2].pid, 5151);
   EXPECT_EQ(page.ghosts[2].ending, GhostEnding::StillHeld);

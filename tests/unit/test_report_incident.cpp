@@ -13,8 +13,8 @@ namespace gpureap::report {
 namespace {
 
 using testing::at_s;
+using testing::kGiB;
 using testing::kHostileName;
-using testing::kReportGiB;
 
 IncidentLane lane(pid_t pid, uint64_t start, const std::string& comm, double first, double last) {
   IncidentLane l;
@@ -45,8 +45,8 @@ HistoryInput incident_input() {
   auto in = testing::report_input();
   in.audit.clear();  // no policy: the kill is a person's
   Incident inc;
-  inc.gpus = {{0, "NVIDIA H100 80GB HBM3", "GPU-8f3a2c1e-1111-2222", 80 * kReportGiB},
-              {1, kHostileName, "GPU-bbbb", 80 * kReportGiB}};
+  inc.gpus = {{0, "NVIDIA H100 80GB HBM3", "GPU-8f3a2c1e-1111-2222", 80 * kGiB},
+              {1, kHostileName, "GPU-bbbb", 80 * kGiB}};
   auto trainer = lane(4242, 9000, "trainer", 0, 5);
   trainer.listed = true;
   trainer.exited = at_s(2);
@@ -77,9 +77,9 @@ HistoryInput incident_input() {
   IncidentNowGpu g0;
   g0.gpu = 0;
   g0.state = "ghost";
-  g0.used_bytes = 17 * kReportGiB;
-  g0.total_bytes = 80 * kReportGiB;
-  g0.ghost_bytes = 2 * kReportGiB;
+  g0.used_bytes = 17 * kGiB;
+  g0.total_bytes = 80 * kGiB;
+  g0.ghost_bytes = 2 * kGiB;
   g0.stopped = {300};
   now.gpus.push_back(g0);
   now.problems.push_back({"critical", "GPU 0: 2.0 GiB held by gone PID 5151 " + kHostileName,
@@ -191,11 +191,11 @@ TEST(ReportIncident, ASplitGpusInstancesAreListedUnderItInTheNowBox) {
   ASSERT_TRUE(parsed.ok()) << parsed.error().message;
   ASSERT_EQ(parsed->now->gpus[0].instances.size(), 2u);
   EXPECT_EQ(parsed->now->gpus[0].instances[0].place, "0/3");
-  EXPECT_EQ(parsed->now->gpus[0].instances[0].used_bytes, 8 * kReportGiB);
+  EXPECT_EQ(parsed->now->gpus[0].instances[0].used_bytes, 8 * kGiB);
   EXPECT_FALSE(parsed->now->gpus[0].instances[1].total_bytes);
 
   auto in = incident_input();
-  in.incident->now->gpus[0].instances = {{"0/3", "MIG 3g.40gb", 8 * kReportGiB, 40 * kReportGiB},
+  in.incident->now->gpus[0].instances = {{"0/3", "MIG 3g.40gb", 8 * kGiB, 40 * kGiB},
                                          {"0/5", kHostileName, std::nullopt, std::nullopt}};
   const std::string html = render_html(build_history_page(in, {5, at_s(10)}));
   auto list =
@@ -212,8 +212,8 @@ TEST(ReportIncident, HeadingsNameTheGpuAndTheAxisFitsTheData) {
   EXPECT_EQ(short_uuid("GPU-8f3a2c1e-1111-2222"), "GPU-8f3a2c1e");
   // 17 GiB at most on an 80 GiB GPU: the axis runs to 20, the total is named at the top.
   auto g = chart_geometry(page.gpus[0], page.from, page.to);
-  EXPECT_LT(g.y_max, 30 * kReportGiB);
-  EXPECT_GE(g.y_max, 17 * kReportGiB);
+  EXPECT_LT(g.y_max, 30 * kGiB);
+  EXPECT_GE(g.y_max, 17 * kGiB);
   const std::string svg = render_chart_svg(page.gpus[0], page.from, page.to);
   EXPECT_NE(svg.find("GPU total 80 GiB ↑ (above this scale)"), std::string::npos);
 }
@@ -236,10 +236,10 @@ TEST(ReportIncident, ADayOfHistoryStaysSmall) {
   in.history.window = std::chrono::hours(24);
   Incident inc;
   for (unsigned gpu = 0; gpu < 8; ++gpu) {
-    history::GpuSeries s{gpu, "GPU-" + std::to_string(gpu), 80 * kReportGiB, {}};
+    history::GpuSeries s{gpu, "GPU-" + std::to_string(gpu), 80 * kGiB, {}};
     for (int t = 0; t < 86400; ++t)
-      s.points.push_back({at_s(t), (10 + (t / 600) % 40) * kReportGiB, kReportGiB,
-                          (t / 3600) % 3 ? 0 : 2 * kReportGiB, 50u, 4});
+      s.points.push_back(
+          {at_s(t), (10 + (t / 600) % 40) * kGiB, kGiB, (t / 3600) % 3 ? 0 : 2 * kGiB, 50u, 4});
     in.history.gpus.push_back(std::move(s));
     inc.gpus.push_back({gpu, "NVIDIA H100 80GB HBM3", "GPU-" + std::to_string(gpu), {}});
     // A job an hour, each with four workers and a few events.
@@ -252,7 +252,7 @@ TEST(ReportIncident, ADayOfHistoryStaysSmall) {
       track.first_seen = at_s(h * 3600);
       track.last_seen = at_s(h * 3600 + 3000);
       for (int m = 0; m < 50; ++m)
-        track.points.push_back({at_s(h * 3600 + m * 60), (8 + m % 5) * kReportGiB, 40u});
+        track.points.push_back({at_s(h * 3600 + m * 60), (8 + m % 5) * kGiB, 40u});
       in.history.processes.push_back(track);
       for (int w = 0; w < 5; ++w) {
         auto l = lane(pid + w, 1000u + static_cast<uint64_t>(h), w ? "worker" : "python",

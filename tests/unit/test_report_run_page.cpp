@@ -4,6 +4,7 @@
 
 #include <csignal>
 
+#include "byte_units.h"
 #include "report/html_page.h"
 #include "report/run_page.h"
 
@@ -11,7 +12,7 @@ namespace gpureap::report {
 namespace {
 
 using namespace std::chrono;
-constexpr uint64_t GiB = uint64_t{1} << 30;
+using testing::kGiB;
 const auto kStart = system_clock::time_point(seconds(1'700'000'000));
 
 supervise::RunReport job() {
@@ -26,10 +27,11 @@ supervise::RunReport job() {
   r.exit.status = 0;
   r.gpu.available = true;
   r.gpu.interval = seconds(1);
-  r.gpu.peaks = {{0, "Fake H200", "GPU-1", 4 * GiB, seconds(1), 1}};
-  const uint64_t job_bytes[] = {0, 4 * GiB, 4 * GiB, 4 * GiB, 0};
+  r.gpu.peaks = {{0, "Fake H200", "GPU-1", 4 * kGiB, seconds(1), 1}};
+  const uint64_t job_bytes[] = {0, 4 * kGiB, 4 * kGiB, 4 * kGiB, 0};
   for (int s = 0; s < 5; ++s)
-    r.gpu.timeline.push_back({kStart + seconds(s), 0, job_bytes[s], job_bytes[s] + GiB, 80 * GiB});
+    r.gpu.timeline.push_back(
+        {kStart + seconds(s), 0, job_bytes[s], job_bytes[s] + kGiB, 80 * kGiB});
   r.release.performed = true;
   r.release.released = true;
   r.release.method = "driver";
@@ -44,9 +46,9 @@ TEST(ReportRunPage, TheJobAndTheRestOfTheGpuOverItsLife) {
   EXPECT_EQ(c.title, "GPU 0 · Fake H200 · GPU-1");
   ASSERT_EQ(c.bands.size(), 2u);
   EXPECT_EQ(c.bands[0].id, "job");
-  EXPECT_EQ(c.bands[0].bytes, (std::vector<uint64_t>{0, 4 * GiB, 4 * GiB, 4 * GiB, 0}));
-  EXPECT_EQ(c.bands[1].bytes, (std::vector<uint64_t>(5, GiB)));
-  EXPECT_EQ(c.total_bytes, 80 * GiB);
+  EXPECT_EQ(c.bands[0].bytes, (std::vector<uint64_t>{0, 4 * kGiB, 4 * kGiB, 4 * kGiB, 0}));
+  EXPECT_EQ(c.bands[1].bytes, (std::vector<uint64_t>(5, kGiB)));
+  EXPECT_EQ(c.total_bytes, 80 * kGiB);
   ASSERT_EQ(c.markers.size(), 3u);
   EXPECT_EQ(c.markers[0].kind, MarkerKind::JobEnd);
   EXPECT_EQ(c.markers[0].at, kStart + seconds(3));

@@ -14,9 +14,8 @@ namespace gpureap::report {
 namespace {
 
 using namespace gpureap::testing;
-constexpr uint64_t GiB = kReportGiB;
 
-Page page_of(const HistoryInput& in) {
+Page chart_page_of(const HistoryInput& in) {
   return build_history_page(in, {2, at_s(100)});
 }
 
@@ -41,31 +40,31 @@ size_t count(const std::string& text, const std::string& what) {
 }
 
 TEST(ReportSvgChart, EverySeriesIsDrawnWithItsValuesAtKnownSamples) {
-  auto page = page_of(report_input());
+  auto page = chart_page_of(report_input());
   const auto& c = page.gpus[0];
   const std::string svg = render_chart_svg(c, page.from, page.to);
   for (const auto& b : c.bands) EXPECT_NE(band_path(svg, b.id), "") << b.id;
   const auto g = chart_geometry(c, page.from, page.to);
   // Scaled to the data (24 GiB at most), a round number of GiB; the 80 GiB total is named above.
-  EXPECT_EQ(g.y_max, 25 * GiB);
+  EXPECT_EQ(g.y_max, 25 * kGiB);
   EXPECT_STREQ(g.unit_name, "GiB");
   EXPECT_NE(
-      svg.find("class=\"capacity off-scale\" data-bytes=\"" + std::to_string(80 * GiB) + "\""),
+      svg.find("class=\"capacity off-scale\" data-bytes=\"" + std::to_string(80 * kGiB) + "\""),
       std::string::npos);
   EXPECT_NE(svg.find("GPU total 80 GiB ↑ (above this scale)"), std::string::npos);
   // Drawn to the total when the data comes near it.
   auto full = c;
-  full.total_bytes = 26 * GiB;
-  EXPECT_EQ(chart_geometry(full, page.from, page.to).y_max, 30 * GiB);
+  full.total_bytes = 26 * kGiB;
+  EXPECT_EQ(chart_geometry(full, page.from, page.to).y_max, 30 * kGiB);
   EXPECT_NE(render_chart_svg(full, page.from, page.to).find("capacity 26 GiB"), std::string::npos);
   // 100's band tops out at 10 GiB from t0 (a level run: its two ends alone are drawn); the ghost
   // band's top at t3 is 10+4+1+8 GiB, its bottom 15 GiB throughout.
-  EXPECT_EQ(band_path(svg, "pid-100").rfind("M" + point(g.x(at_s(0)), g.y(10 * GiB)).substr(1), 0),
+  EXPECT_EQ(band_path(svg, "pid-100").rfind("M" + point(g.x(at_s(0)), g.y(10 * kGiB)).substr(1), 0),
             0u)
       << band_path(svg, "pid-100");
-  EXPECT_NE(band_path(svg, "pid-100").find(point(g.x(at_s(9)), g.y(10 * GiB))), std::string::npos);
-  EXPECT_NE(band_path(svg, "ghost").find(point(g.x(at_s(3)), g.y(23 * GiB))), std::string::npos);
-  EXPECT_NE(band_path(svg, "ghost").find(point(g.x(at_s(0)), g.y(15 * GiB))), std::string::npos);
+  EXPECT_NE(band_path(svg, "pid-100").find(point(g.x(at_s(9)), g.y(10 * kGiB))), std::string::npos);
+  EXPECT_NE(band_path(svg, "ghost").find(point(g.x(at_s(3)), g.y(23 * kGiB))), std::string::npos);
+  EXPECT_NE(band_path(svg, "ghost").find(point(g.x(at_s(0)), g.y(15 * kGiB))), std::string::npos);
   // The axes say their units.
   EXPECT_NE(svg.find("memory used (GiB)"), std::string::npos);
   EXPECT_NE(svg.find("time (UTC)"), std::string::npos);
@@ -80,7 +79,7 @@ TEST(ReportSvgChart, AGapInTheSamplesBreaksTheBands) {
   auto in = report_input();
   for (auto& p : in.history.gpus[0].points)
     if (p.time >= at_s(5)) p.time += std::chrono::minutes(5);
-  auto page = page_of(in);
+  auto page = chart_page_of(in);
   const std::string svg = render_chart_svg(page.gpus[0], page.from, page.to);
   EXPECT_EQ(count(band_path(svg, "unattributed"), "M"), 2u);
   EXPECT_EQ(count(band_path(svg, "pid-100"), "Z"), 2u);
@@ -99,7 +98,7 @@ TEST(ReportSvgChart, SmallGpusAreDrawnInMiB) {
 }
 
 TEST(ReportHtmlPage, HostileNamesAreEscapedEverywhere) {
-  const std::string html = render_html(page_of(report_input()));
+  const std::string html = render_html(chart_page_of(report_input()));
   std::string lower = html;
   std::transform(lower.begin(), lower.end(), lower.begin(), ::tolower);
   EXPECT_EQ(lower.find("<script"), std::string::npos);
@@ -112,7 +111,7 @@ TEST(ReportHtmlPage, HostileNamesAreEscapedEverywhere) {
 }
 
 TEST(ReportHtmlPage, ThePageFetchesNothing) {
-  const std::string html = render_html(page_of(report_input()));
+  const std::string html = render_html(chart_page_of(report_input()));
   // The SVG namespace is a name, not a fetch; nothing else names a place.
   EXPECT_EQ(count(html, "http"), count(html, "xmlns=\"http://www.w3.org/2000/svg\""));
   EXPECT_EQ(html.find(" src="), std::string::npos);
@@ -122,7 +121,7 @@ TEST(ReportHtmlPage, ThePageFetchesNothing) {
 }
 
 TEST(ReportHtmlPage, TheGhostTableAndTheMarkerListAreThere) {
-  const std::string html = render_html(page_of(report_input()));
+  const std::string html = render_html(chart_page_of(report_input()));
   EXPECT_EQ(count(html, "<tr data-pid="), 3u);
   EXPECT_NE(html.find("killed by policy: policy `reap-ghosts`"), std::string::npos);
   EXPECT_NE(html.find("4250 python"), std::string::npos);

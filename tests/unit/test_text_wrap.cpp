@@ -6,16 +6,12 @@
 
 #include "text/display_width.h"
 #include "text/wrap.h"
+#include "text_lines.h"
 
 namespace gpureap::text {
 namespace {
 
-std::vector<std::string> lines_of(const std::string& s) {
-  std::vector<std::string> out;
-  std::istringstream in(s);
-  for (std::string line; std::getline(in, line);) out.push_back(line);
-  return out;
-}
+using testing::lines_of;
 
 // Every word of `text` appears whole on one of the lines.
 void expect_whole_words(const std::string& text, const std::string& wrapped) {

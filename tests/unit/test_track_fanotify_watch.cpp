@@ -22,7 +22,7 @@ namespace gpureap::track {
 namespace {
 
 namespace fs = std::filesystem;
-using Events = std::vector<FileEvent>;
+using FileEventList = std::vector<FileEvent>;
 
 // A forked child that runs `body` when told to go (a byte on a pipe) and exits when told to
 // finish (the pipe closed), so a test decides when it opens and when it ends.
@@ -85,8 +85,9 @@ class FanotifyWatchTest : public ::testing::Test {
 
   // Reads until `done` holds for what came so far, waiting for the fd up to 2 s; then once
   // more, so that anything queued with the awaited event is in too.
-  Events collect(const std::function<bool(const Events&)>& done, bool* overflow = nullptr) {
-    Events got;
+  FileEventList collect(const std::function<bool(const FileEventList&)>& done,
+                        bool* overflow = nullptr) {
+    FileEventList got;
     auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
     auto take = [&] {
       auto batch = watch_->read();
@@ -107,13 +108,13 @@ class FanotifyWatchTest : public ::testing::Test {
   std::optional<FanotifyWatch> watch_;
 };
 
-bool has(const Events& events, FileEvent::Kind kind, pid_t pid, const std::string& path) {
+bool has(const FileEventList& events, FileEvent::Kind kind, pid_t pid, const std::string& path) {
   for (const auto& e : events)
     if (e.kind == kind && e.pid == pid && e.path == path) return true;
   return false;
 }
 
-std::string describe(const Events& events) {
+std::string describe(const FileEventList& events) {
   std::string s;
   for (const auto& e : events)
     s += std::string(e.kind == FileEvent::Kind::Open ? "open " : "close ") + std::to_string(e.pid) +
@@ -129,7 +130,7 @@ TEST_F(FanotifyWatchTest, ChildsOpenIsReportedWithItsPidAndThePath) {
   std::string path = nvidia0_;
   Child child([&] { open_file(path); });  // held until the child exits
   child.go();
-  auto opened = collect([&](const Events& e) { return !e.empty(); });
+  auto opened = collect([&](const FileEventList& e) { return !e.empty(); });
   ASSERT_EQ(opened.size(), 1u) << describe(opened);
   EXPECT_EQ(opened[0].kind, FileEvent::Kind::Open);
   EXPECT_EQ(opened[0].pid, child.pid());
@@ -137,7 +138,7 @@ TEST_F(FanotifyWatchTest, ChildsOpenIsReportedWithItsPidAndThePath) {
 
   pid_t pid = child.pid();
   child.finish();
-  auto closed = collect([&](const Events& e) { return !e.empty(); });
+  auto closed = collect([&](const FileEventList& e) { return !e.empty(); });
   ASSERT_EQ(closed.size(), 1u) << describe(closed);
   EXPECT_EQ(closed[0].kind, FileEvent::Kind::Close);
   EXPECT_EQ(closed[0].pid, pid) << "the exiting child closed it";
@@ -147,7 +148,7 @@ TEST_F(FanotifyWatchTest, ChildsOpenIsReportedWithItsPidAndThePath) {
 TEST_F(FanotifyWatchTest, InheritedFileClosesOnceForItsLastHolder) {
   int fd = open_file(render_);
   ASSERT_GE(fd, 0);
-  auto opened = collect([&](const Events& e) { return !e.empty(); });
+  auto opened = collect([&](const FileEventList& e) { return !e.empty(); });
   ASSERT_EQ(opened.size(), 1u) << describe(opened);
   EXPECT_TRUE(has(opened, FileEvent::Kind::Open, ::getpid(), render_)) << describe(opened);
 
@@ -160,7 +161,7 @@ TEST_F(FanotifyWatchTest, InheritedFileClosesOnceForItsLastHolder) {
 
   pid_t pid = child.pid();
   child.finish();
-  auto closed = collect([&](const Events& e) { return !e.empty(); });
+  auto closed = collect([&](const FileEventList& e) { return !e.empty(); });
   ASSERT_EQ(closed.size(), 1u) << describe(closed);
   EXPECT_EQ(closed[0].kind, FileEvent::Kind::Close);
   EXPECT_EQ(closed[0].pid, pid) << "the child held the last reference";
@@ -172,7 +173,7 @@ TEST_F(FanotifyWatchTest, DupedFdClosesOnce) {
   ASSERT_GE(fd, 0);
   int dup = ::dup(fd);
   ASSERT_GE(dup, 0);
-  auto opened = collect([&](const Events& e) { return !e.empty(); });
+  auto opened = collect([&](const FileEventList& e) { return !e.empty(); });
   ASSERT_EQ(opened.size(), 1u) << describe(opened);
   EXPECT_TRUE(has(opened, FileEvent::Kind::Open, ::getpid(), nvidia0_));
 
@@ -180,14 +181,14 @@ TEST_F(FanotifyWatchTest, DupedFdClosesOnce) {
   auto after_first = watch_->read();
   EXPECT_TRUE(after_first.events.empty()) << describe(after_first.events);
   ::close(dup);
-  auto closed = collect([&](const Events& e) { return !e.empty(); });
+  auto closed = collect([&](const FileEventList& e) { return !e.empty(); });
   ASSERT_EQ(closed.size(), 1u) << describe(closed);
   EXPECT_TRUE(has(closed, FileEvent::Kind::Close, ::getpid(), nvidia0_));
 }
 
 TEST_F(FanotifyWatchTest, OpenAndCloseMergedInTheQueueComeOpenFirst) {
   ::close(open_file(render_));
-  auto got = collect([&](const Events& e) { return e.size() >= 2; });
+  auto got = collect([&](const FileEventList& e) { return e.size() >= 2; });
   ASSERT_EQ(got.size(), 2u) << describe(got);
   EXPECT_EQ(got[0].kind, FileEvent::Kind::Open);
   EXPECT_EQ(got[1].kind, FileEvent::Kind::Close);
@@ -201,7 +202,7 @@ TEST_F(FanotifyWatchTest, UnwatchedFileInTheSameDirIsLeftOut) {
   ::close(open_file(other_));
   ::close(open_file(nvidia0_));  // a marker: once it is in, the other file's would be too
   auto got = collect(
-      [&](const Events& e) { return has(e, FileEvent::Kind::Close, ::getpid(), nvidia0_); });
+      [&](const FileEventList& e) { return has(e, FileEvent::Kind::Close, ::getpid(), nvidia0_); });
   ASSERT_EQ(got.size(), 2u) << describe(got);
   for (const auto& e : got) EXPECT_EQ(e.path, nvidia0_) << describe(got);
 }
@@ -212,7 +213,7 @@ TEST_F(FanotifyWatchTest, EveryEventFdIsClosed) {
   };
   auto before = fds_open();
   for (int i = 0; i < 50; ++i) ::close(open_file(i % 2 ? nvidia0_ : other_));
-  auto got = collect([](const Events& e) { return e.size() >= 2; });
+  auto got = collect([](const FileEventList& e) { return e.size() >= 2; });
   EXPECT_EQ(got.size(), 2u) << describe(got);  // 25 of each merged into one record
   EXPECT_EQ(fds_open(), before);
 }

@@ -22,9 +22,9 @@
 namespace gpureap::track {
 namespace {
 
-using Events = std::vector<ProcEvent>;
+using ProcEventList = std::vector<ProcEvent>;
 
-std::string describe(const Events& events) {
+std::string describe(const ProcEventList& events) {
   std::string s;
   for (const auto& e : events)
     s += e.kind == ProcEvent::Kind::Fork
@@ -49,9 +49,9 @@ class ProcEventsTest : public ::testing::Test {
 
   // Reads until an event satisfies `last`, waiting for the socket up to 2 s; keeps only the
   // events `keep` selects (the rest of the machine forks and exits too).
-  Events collect(const std::function<bool(const ProcEvent&)>& keep,
-                 const std::function<bool(const ProcEvent&)>& last) {
-    Events got;
+  ProcEventList collect(const std::function<bool(const ProcEvent&)>& keep,
+                        const std::function<bool(const ProcEvent&)>& last) {
+    ProcEventList got;
     bool done = false;
     auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
     while (!done && std::chrono::steady_clock::now() < deadline) {

@@ -13,12 +13,6 @@ using text::ascii_only;
 
 using namespace gpureap::testing;
 
-core::HostProcess owned(core::HostProcess p, uid_t uid, const std::string& user) {
-  p.details->uid = uid;
-  p.details->user = user;
-  return p;
-}
-
 std::shared_ptr<const core::Snapshot> scene(bool with_server = true) {
   std::vector<core::HostProcess> ps = {proc(1, 0, 1), owned(holder(301, 1, 300), 1000, "alice"),
                                        owned(holder(302, 1, 300), 1000, "alice"),

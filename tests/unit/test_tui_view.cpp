@@ -10,15 +10,9 @@ namespace {
 
 using namespace gpureap::testing;
 
-core::HostProcess owned(core::HostProcess p, uid_t uid, const std::string& user) {
-  p.details->uid = uid;
-  p.details->user = user;
-  return p;
-}
-
 // A trainer 300 died; its workers 301 and 302 (group 300, reparented to init) keep 8 GiB on
 // GPU 0 alive. 400 (bob, under a shell 399) serves on GPU 1; 500 (carol) is stopped on GPU 0.
-core::Snapshot scene() {
+core::Snapshot ghost_scene() {
   auto w1 = owned(holder(301, 1, 300), 1000, "alice");
   auto w2 = owned(holder(302, 1, 300), 1000, "alice");
   auto shell = owned(proc(399, 1, 399), 1001, "bob");
@@ -40,7 +34,7 @@ std::vector<pid_t> pids(const std::vector<ViewRow>& v) {
 const Viewer kRoot{0, 0};
 
 TEST(TuiRows, CellsAndFlagsComeFromTheJoinedView) {
-  auto s = scene();
+  auto s = ghost_scene();
   auto rows = make_rows(s, kRoot);
   ASSERT_EQ(rows.size(), 5u);
   const TopRow& ghost = rows[0];
@@ -62,7 +56,7 @@ TEST(TuiRows, CellsAndFlagsComeFromTheJoinedView) {
 }
 
 TEST(TuiRows, NonRootSeesWhatItCannotActOn) {
-  auto s = scene();
+  auto s = ghost_scene();
   auto rows = make_rows(s, Viewer{1000, 1000});  // alice
   for (const auto& r : rows) {
     if (r.gone)
@@ -73,7 +67,7 @@ TEST(TuiRows, NonRootSeesWhatItCannotActOn) {
 }
 
 TEST(TuiView, SortsByAnyColumnBothWays) {
-  auto s = scene();
+  auto s = ghost_scene();
   ViewOptions o;
   o.sort = {Column::Memory, true};
   EXPECT_EQ(pids(make_view(s, kRoot, o)), (std::vector<pid_t>{400, 300, 500, 301, 302}));
@@ -95,7 +89,7 @@ TEST(TuiView, SortsByAnyColumnBothWays) {
 }
 
 TEST(TuiView, FiltersByTextGpuUserAndAnomalies) {
-  auto s = scene();
+  auto s = ghost_scene();
   ViewOptions o;
   o.sort = {Column::Pid, false};
   o.filter.text = "SERVE";  // case-insensitive, in the command
@@ -120,7 +114,7 @@ TEST(TuiView, FiltersByTextGpuUserAndAnomalies) {
 }
 
 TEST(TuiView, TreePutsHoldersUnderParentsAndKeepersUnderTheirGhost) {
-  auto s = scene();
+  auto s = ghost_scene();
   ViewOptions o;
   o.tree = true;
   o.sort = {Column::Pid, false};
