@@ -20,6 +20,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -333,11 +334,6 @@ std::string stat_after_comm(pid_t pid) {
   return close == std::string::npos || close + 2 >= s.size() ? "" : s.substr(close + 2);
 }
 
-char state_of(pid_t pid) {
-  std::string rest = stat_after_comm(pid);
-  return rest.empty() ? '\0' : rest[0];
-}
-
 template <class F>
 bool poll_until(F done, int ms) {
   auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
@@ -349,6 +345,11 @@ bool poll_until(F done, int ms) {
 }
 
 }  // namespace
+
+char state_of(pid_t pid) {
+  std::string rest = stat_after_comm(pid);
+  return rest.empty() ? '\0' : rest[0];
+}
 
 bool wait_for_state(pid_t pid, char state, int ms) {
   return poll_until([&] { return state_of(pid) == state; }, ms);
@@ -594,6 +595,15 @@ bool wait_for_file(const std::string& path, int ms) {
       ms);
 }
 
+nlohmann::json report_of(const TempDir& dir) {
+  try {
+    return nlohmann::json::parse(read_text(dir.file("report.json")));
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << "no JSON report: " << e.what();
+    return nlohmann::json::object();
+  }
+}
+
 std::string read_text(const std::string& path) {
   std::ifstream f(path);
   return std::string((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
@@ -617,6 +627,12 @@ FakeNvml::FakeNvml(const nlohmann::json& scenario) {
 
 void FakeNvml::write(const nlohmann::json& scenario) {
   std::ofstream(scenario_path()) << scenario.dump(2);
+}
+
+void replace_scenario(const FakeNvml& nvml, const nlohmann::json& scenario) {
+  std::string tmp = nvml.scenario_path() + ".tmp";
+  std::ofstream(tmp) << scenario.dump(2);
+  ASSERT_EQ(std::rename(tmp.c_str(), nvml.scenario_path().c_str()), 0);
 }
 
 std::vector<std::string> FakeNvml::env() const {

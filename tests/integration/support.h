@@ -1,11 +1,14 @@
 #pragma once
 // Real processes, a temporary dev root of stand-in device files, and the real gpureap binary.
 #include <sys/types.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -112,9 +115,34 @@ nlohmann::json idle_gpus();
 
 // The PIDs a gpureap.kill/v1 document plans, in the plan's order (by PID).
 std::vector<pid_t> planned_pids(const nlohmann::json& kill_doc);
+// The PIDs in ascending order.
+inline std::vector<pid_t> sorted(std::vector<pid_t> v) {
+  std::sort(v.begin(), v.end());
+  return v;
+}
+
+// A JSON array of strings, of PIDs, as a vector (in the array's order).
+inline std::vector<std::string> strings(const nlohmann::json& array) {
+  return array.get<std::vector<std::string>>();
+}
+inline std::vector<pid_t> pids(const nlohmann::json& array) {
+  return array.get<std::vector<pid_t>>();
+}
 
 // The JSON row of `pid` in a snapshot, or null.
 nlohmann::json row_of(const nlohmann::json& snapshot, pid_t pid);
+// A snapshot row's anomalies ("orphan", "stopped", ...).
+inline std::vector<std::string> anomalies(const nlohmann::json& row) {
+  return row["anomalies"].get<std::vector<std::string>>();
+}
+// The finding of a gpureap.doctor/v1 document with `code`, or nullptr.
+inline const nlohmann::json* finding(const nlohmann::json& doctor_doc, const std::string& code) {
+  for (const auto& f : doctor_doc["findings"])
+    if (f["code"] == code) return &f;
+  return nullptr;
+}
+// The state letter of /proc/<pid>/stat ('R', 'S', 'T', 'Z', ...), '\0' when it is gone.
+char state_of(pid_t pid);
 // Waits until /proc/<pid>/stat shows `state` (e.g. 'T', 'Z'); false on timeout.
 bool wait_for_state(pid_t pid, char state, int ms = 10000);
 // Waits until the pid no longer exists.
@@ -187,10 +215,23 @@ class BackgroundGpureap {
   TempDir dir_;
   pid_t pid_ = -1;
 };
+// The report `gpureap run --report DIR/report.json` wrote in `dir`; a test failure (and an empty
+// object) when it is not JSON.
+nlohmann::json report_of(const TempDir& dir);
 // Waits until `path` exists and is not empty.
 bool wait_for_file(const std::string& path, int ms = 10000);
 // The whole file, or "" when it cannot be read.
 std::string read_text(const std::string& path);
+// The lines of a text, without their "\n" (nor a terminal's "\r" before it).
+inline std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    out.push_back(line);
+  }
+  return out;
+}
 // A JSON Lines file (the audit log, what an exec alert sink wrote): one document per
 // non-empty line; a line that is not JSON is a discarded value.
 std::vector<nlohmann::json> read_json_lines(const std::string& path);
@@ -207,6 +248,9 @@ class FakeNvml : public TempDir {
   std::vector<std::string> env() const;
   std::string scenario_path() const { return file("scenario.json"); }
 };
+// Rewrites the scenario for a long-running gpureap, which must see every change whole: writes
+// beside the file, then renames over it.
+void replace_scenario(const FakeNvml& nvml, const nlohmann::json& scenario);
 
 // A PID that existed and is gone (a child that exited and was reaped).
 pid_t dead_pid();
@@ -317,6 +361,16 @@ namespace gpureap::testing {
 
 inline constexpr uint64_t GiB = 1ull << 30;
 
+// The PCI address the AMD tests give their stand-in AMD GPU (DrmMachine::amd_gpu).
+inline const std::string kAmd = "0000:03:00.0";
+
+// This machine's host name (the `instance` an alert names).
+inline std::string host_name() {
+  char buf[256] = {};
+  ::gethostname(buf, sizeof buf - 1);
+  return buf;
+}
+
 // What a daemon logs once its local socket serves the commands; its path follows.
 inline const std::string kServingLocalSocket = "serving `gpureap ps`, `doctor` and `top` on ";
 
@@ -327,6 +381,15 @@ inline const std::string kServingLocalSocket = "serving `gpureap ps`, `doctor` a
 #define REQUIRE_DOUBLE() GTEST_SKIP() << "the NVML test double was not built"
 #else
 #define REQUIRE_DOUBLE() (void)0
+#endif
+
+// Skips a terminal test (gpureap on tmux, with the NVML test double) where it cannot run.
+#ifndef FAKE_NVML_LIBRARY
+#define REQUIRE_TERMINAL() GTEST_SKIP() << "the NVML test double was not built"
+#else
+#define REQUIRE_TERMINAL()                                   \
+  if (!have_tmux()) GTEST_SKIP() << "tmux is not installed"; \
+  (void)0
 #endif
 
 namespace gpureap::testing {

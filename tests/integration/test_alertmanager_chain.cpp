@@ -39,9 +39,9 @@ int free_port() {
 }
 
 // The receiver Alertmanager notifies (its webhook_configs): every notification it gets.
-class Receiver {
+class ChainReceiver {
  public:
-  Receiver() {
+  ChainReceiver() {
     server_.set_socket_options([](int fd) {
       int yes = 1;
       ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
@@ -56,7 +56,7 @@ class Receiver {
     thread_ = std::thread([this] { server_.listen_after_bind(); });
     while (!server_.is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
-  ~Receiver() {
+  ~ChainReceiver() {
     server_.stop();
     thread_.join();
   }
@@ -146,7 +146,7 @@ receivers:
 
 // One GPU; its process list has `gone` (a PID that exited) holding 8 GiB for `keeper`, a live
 // process that inherited its device file: a ghost. Or nothing.
-json scenario(std::optional<pid_t> gone, pid_t keeper = 0) {
+json chain_scenario(std::optional<pid_t> gone, pid_t keeper = 0) {
   json processes = json::array();
   if (gone) processes.push_back({{"pid", *gone}, {"used_bytes", 8 * GiB}, {"holders", {keeper}}});
   return {{"gpus",
@@ -155,18 +155,6 @@ json scenario(std::optional<pid_t> gone, pid_t keeper = 0) {
              {"minor", 0},
              {"total_bytes", 80 * GiB},
              {"processes", processes}}}}};
-}
-
-void replace_scenario(const FakeNvml& nvml, const json& s) {
-  std::string tmp = nvml.scenario_path() + ".tmp";
-  std::ofstream(tmp) << s.dump(2);
-  ASSERT_EQ(std::rename(tmp.c_str(), nvml.scenario_path().c_str()), 0);
-}
-
-std::string host_name() {
-  char buf[256] = {};
-  ::gethostname(buf, sizeof buf - 1);
-  return buf;
 }
 
 // The chain against the real Alertmanager, skipped where it is not installed. The world: a gone
@@ -184,7 +172,7 @@ class AlertmanagerChain : public ::testing::Test {
       ready_.signal();
     });
     ready_.wait();
-    nvml_ = std::make_unique<FakeNvml>(scenario(dead_pid(), keeper_->pid()));
+    nvml_ = std::make_unique<FakeNvml>(chain_scenario(dead_pid(), keeper_->pid()));
   }
   pid_t keeper() const { return keeper_->pid(); }
 
@@ -195,7 +183,7 @@ class AlertmanagerChain : public ::testing::Test {
 };
 
 TEST_F(AlertmanagerChain, AGhostFiresResolvesAndASilenceKeepsItFromTheReceiver) {
-  Receiver receiver;
+  ChainReceiver receiver;
   Alertmanager am(receiver.port());
   ASSERT_TRUE(am.ready()) << am.log();
 
@@ -241,7 +229,7 @@ retry_backoff = "100ms"
   EXPECT_EQ(d.metric("gpureap_alerts_sent_total{sink=\"am\",result=\"failure\"}"), 0);
 
   // The ghost is gone: gpureap sends endsAt, Alertmanager resolves it and says so.
-  replace_scenario(*nvml_, scenario(std::nullopt));
+  replace_scenario(*nvml_, chain_scenario(std::nullopt));
   ASSERT_TRUE(wait_until([&] {
     alerts = am.query("GpuGhost");
     return alerts.is_array() && alerts.empty();
@@ -255,7 +243,7 @@ retry_backoff = "100ms"
                             "--comment=maintenance", "--duration=1h"});
   ASSERT_EQ(silence.exit_code, 0) << silence.err;
   const size_t seen_before = receiver.count("GpuGhostSeen", "firing");
-  replace_scenario(*nvml_, scenario(dead_pid(), keeper()));
+  replace_scenario(*nvml_, chain_scenario(dead_pid(), keeper()));
   ASSERT_TRUE(wait_until([&] {
     alerts = am.query("GpuGhost", true);
     return alerts.is_array() && alerts.size() == 1 && alerts[0]["status"]["state"] == "suppressed";
@@ -271,7 +259,7 @@ retry_backoff = "100ms"
 // alerts), and with one of them down the other still hears the alert end, nothing counted as
 // a failed send.
 TEST_F(AlertmanagerChain, EachOfAnHaPairGetsTheAlertAndOneDownLosesNothing) {
-  Receiver receiver;
+  ChainReceiver receiver;
   Alertmanager first(receiver.port());
   auto second = std::make_unique<Alertmanager>(receiver.port());
   ASSERT_TRUE(first.ready()) << first.log();
@@ -302,7 +290,7 @@ retry_backoff = "100ms"
       << first.query("GpuGhost") << second->query("GpuGhost") << d.log();
 
   second.reset();  // one of the pair goes down
-  replace_scenario(*nvml_, scenario(std::nullopt));
+  replace_scenario(*nvml_, chain_scenario(std::nullopt));
   ASSERT_TRUE(wait_until([&] {
     json a = first.query("GpuGhost");
     return a.is_array() && a.empty();

@@ -23,8 +23,8 @@ std::string rfc3339(std::chrono::system_clock::time_point t) {
   return buf;
 }
 
-json record(const std::string& time, int pid, const std::string& policy, const std::string& outcome,
-            std::optional<uint64_t> released = std::nullopt) {
+json action_record(const std::string& time, int pid, const std::string& policy,
+                   const std::string& outcome, std::optional<uint64_t> released = std::nullopt) {
   return {{"time", time},
           {"host", "node1"},
           {"event", "action"},
@@ -63,13 +63,15 @@ std::vector<int> pids_of(const json& doc) {
 struct Log : TempDir {
   std::string path = file("audit.jsonl");
   Log() {
-    write_log(path + ".2",
-              {record("2026-01-01T10:00:00.000Z", 101, "ghosts", "released", 8 * GiB).dump()});
+    write_log(
+        path + ".2",
+        {action_record("2026-01-01T10:00:00.000Z", 101, "ghosts", "released", 8 * GiB).dump()});
     write_log(path + ".1",
-              {record("2026-01-01T11:00:00.000Z", 102, "idle", "would-terminate").dump()});
-    write_log(path,
-              {record("2026-01-01T12:00:00.000Z", 103, "ghosts", "still-held").dump(),
-               record("2026-01-01T12:30:00.000Z", 104, "ghosts", "released", 4 * GiB).dump()});
+              {action_record("2026-01-01T11:00:00.000Z", 102, "idle", "would-terminate").dump()});
+    write_log(
+        path,
+        {action_record("2026-01-01T12:00:00.000Z", 103, "ghosts", "still-held").dump(),
+         action_record("2026-01-01T12:30:00.000Z", 104, "ghosts", "released", 4 * GiB).dump()});
   }
 };
 
@@ -127,8 +129,9 @@ TEST(AuditCli, SinceKeepsTheRecent) {
   TempDir dir;
   std::string path = dir.file("audit.jsonl");
   auto now = std::chrono::system_clock::now();
-  write_log(path, {record(rfc3339(now - std::chrono::hours(3)), 201, "p", "released").dump(),
-                   record(rfc3339(now - std::chrono::minutes(5)), 202, "p", "released").dump()});
+  write_log(path,
+            {action_record(rfc3339(now - std::chrono::hours(3)), 201, "p", "released").dump(),
+             action_record(rfc3339(now - std::chrono::minutes(5)), 202, "p", "released").dump()});
   EXPECT_EQ(pids_of(run_json({"audit", "--file", path, "--since", "1h", "--json"})),
             (std::vector<int>{202}));
   EXPECT_EQ(pids_of(run_json({"audit", "--file", path, "--since", "1d", "--json"})),
@@ -165,9 +168,9 @@ TEST(AuditCli, NoLogYetIsNotAnError) {
 TEST(AuditCli, MalformedLinesAreSkippedWithAWarning) {
   TempDir dir;
   std::string path = dir.file("audit.jsonl");
-  std::string good = record("2026-01-01T10:00:00.000Z", 301, "p", "released").dump();
+  std::string good = action_record("2026-01-01T10:00:00.000Z", 301, "p", "released").dump();
   write_log(path, {good, good.substr(0, 40), R"({"time":"2026-01-01T10:00:00Z","event":"x"})",
-                   record("2026-01-01T10:01:00.000Z", 302, "p", "released").dump()});
+                   action_record("2026-01-01T10:01:00.000Z", 302, "p", "released").dump()});
   auto r = run_gpureap({"audit", "--file", path, "--json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   json doc = parse_output(r);

@@ -9,13 +9,6 @@
 namespace gpureap::testing {
 namespace {
 
-std::vector<std::string> lines_of(const std::string& text) {
-  std::vector<std::string> out;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) out.push_back(line);
-  return out;
-}
-
 // The names listed under "Subcommands:" in a help text.
 std::vector<std::string> subcommands_in(const std::string& help) {
   std::vector<std::string> out;

@@ -31,7 +31,7 @@ using namespace forgery;
 const std::string kForgedWhy =
     "cgroup " + kForged + " lies in user@65534.service, the subtree systemd delegates to that user";
 
-struct Scene {
+struct ClaimsScene {
   ContainerMachine m;
   pid_t v = 0, w = 0, w_keep = 0, t_v = 0;  // the victim's container
   pid_t a = 0, a_keep = 0, t_a = 0;         // uid 65534's forgery
@@ -67,8 +67,8 @@ void gone_trainer_with_worker(const std::string& dev, const std::string& pids,
   std::ofstream(pids + "/" + name + ".trainer") << trainer;
 }
 
-std::unique_ptr<Scene> make_scene() {
-  auto s = std::make_unique<Scene>();
+std::unique_ptr<ClaimsScene> make_scene() {
+  auto s = std::make_unique<ClaimsScene>();
   auto& m = s->m;
   const std::string pids = m.path("pids");
   std::filesystem::create_directories(pids);
@@ -140,7 +140,7 @@ class ContainerClaims : public ::testing::Test {
     command.insert(command.end(), roots.begin(), roots.end());
     return command;
   }
-  std::unique_ptr<Scene> s_;
+  std::unique_ptr<ClaimsScene> s_;
 };
 
 json victim_container(const std::string& why) {

@@ -24,7 +24,7 @@ namespace {
 using nlohmann::json;
 
 // One GPU of 80 GiB with `used` in use (held by the driver, no process listed).
-json scenario(uint64_t used) {
+json alert_scenario(uint64_t used) {
   return {{"gpus",
            {{{"name", "NVIDIA H200"},
              {"uuid", "GPU-0000"},
@@ -34,17 +34,10 @@ json scenario(uint64_t used) {
              {"processes", json::array()}}}}};
 }
 
-// A long-running daemon must see every change whole: write beside it, then rename over it.
-void replace_scenario(const FakeNvml& nvml, const json& s) {
-  std::string tmp = nvml.scenario_path() + ".tmp";
-  std::ofstream(tmp) << s.dump(2);
-  ASSERT_EQ(std::rename(tmp.c_str(), nvml.scenario_path().c_str()), 0);
-}
-
 // An Alertmanager-style webhook receiver on 127.0.0.1 that records every payload.
-class Receiver {
+class AlertReceiver {
  public:
-  Receiver() {
+  AlertReceiver() {
     server_.set_socket_options([](int fd) {
       int yes = 1;
       ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
@@ -60,7 +53,7 @@ class Receiver {
     thread_ = std::thread([this] { server_.listen_after_bind(); });
     while (!server_.is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
-  ~Receiver() {
+  ~AlertReceiver() {
     server_.stop();
     thread_.join();
   }
@@ -88,12 +81,6 @@ std::vector<std::string> keys(const json& j) {
   for (const auto& [k, v] : j.items()) out.push_back(k);
   std::sort(out.begin(), out.end());
   return out;
-}
-
-std::string host_name() {
-  char buf[256] = {};
-  ::gethostname(buf, sizeof buf - 1);
-  return buf;
 }
 
 // The documented shape: every key, the values that do not depend on time.
@@ -128,9 +115,9 @@ void expect_shape(const json& p, const std::string& receiver, const std::string&
   EXPECT_NE(a["generatorURL"].get<std::string>().find("/api/v1/history?gpu=0"), std::string::npos);
 }
 
-struct Scene {
+struct AlertScene {
   FakeDevRoot dev;
-  FakeNvml nvml{scenario(40 * GiB)};
+  FakeNvml nvml{alert_scenario(40 * GiB)};
   TempDir dir;
 
   std::string config(const std::string& text) {
@@ -152,8 +139,8 @@ severity = "critical"
 
 TEST(DaemonAlerts, WebhookAndExecSinksGetFiringThenResolved) {
   REQUIRE_DOUBLE();
-  Scene s;
-  Receiver hook;
+  AlertScene s;
+  AlertReceiver hook;
   std::ofstream(s.dir.file("page.sh")) << "cat >> \"$1\"\necho >> \"$1\"\n";
   s.config(std::string(kRule) + R"(
 [[sink]]
@@ -179,7 +166,7 @@ timeout = "5s"
   EXPECT_TRUE(hook.payloads().empty());
 
   // 78 of 80 GiB: above 90%.
-  replace_scenario(s.nvml, scenario(78 * GiB));
+  replace_scenario(s.nvml, alert_scenario(78 * GiB));
   ASSERT_TRUE(wait_until([&] {
     return hook.payloads().size() >= 1 && read_json_lines(s.dir.file("pages.jsonl")).size() >= 1;
   })) << d.log();
@@ -195,7 +182,7 @@ timeout = "5s"
       [&] { return d.metric("gpureap_alerts_firing{alertname=\"GpuMemoryHigh\"}") == 1; }));
 
   // Back to half: resolved, once, to both.
-  replace_scenario(s.nvml, scenario(40 * GiB));
+  replace_scenario(s.nvml, alert_scenario(40 * GiB));
   ASSERT_TRUE(wait_until([&] {
     return hook.payloads().size() >= 2 && read_json_lines(s.dir.file("pages.jsonl")).size() >= 2;
   })) << d.log();
@@ -219,7 +206,7 @@ timeout = "5s"
 
 TEST(DaemonAlerts, ASinkThatIsDownIsRetriedAndCountedWhileSamplingGoesOn) {
   REQUIRE_DOUBLE();
-  Scene s;
+  AlertScene s;
   // Nothing listens on `down`; `stuck` accepts connections and never answers.
   int down = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   int stuck = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -237,7 +224,7 @@ TEST(DaemonAlerts, ASinkThatIsDownIsRetriedAndCountedWhileSamplingGoesOn) {
   ASSERT_EQ(::getsockname(stuck, reinterpret_cast<sockaddr*>(&a), &len), 0);
   int stuck_port = ntohs(a.sin_port);
 
-  replace_scenario(s.nvml, scenario(78 * GiB));
+  replace_scenario(s.nvml, alert_scenario(78 * GiB));
   s.config(std::string(kRule) + R"(
 [[sink]]
 name = "down"
@@ -283,7 +270,7 @@ retries = 0
   EXPECT_EQ(log.find("/services/secret"), std::string::npos) << log;
 
   // The stuck sink is still inside its five-minute attempt, and samples go on regardless.
-  replace_scenario(s.nvml, scenario(79 * GiB));
+  replace_scenario(s.nvml, alert_scenario(79 * GiB));
   EXPECT_TRUE(wait_until([&] {
     return d.metric(
                "gpureap_gpu_memory_used_bytes{gpu=\"0\",uuid=\"GPU-0000\",pci_bus_id=\"00000000:17:"
@@ -300,9 +287,9 @@ retries = 0
 
 TEST(DaemonAlerts, AReloadThatRemovesARuleResolvesItsAlerts) {
   REQUIRE_DOUBLE();
-  Scene s;
-  Receiver hook;
-  replace_scenario(s.nvml, scenario(78 * GiB));
+  AlertScene s;
+  AlertReceiver hook;
+  replace_scenario(s.nvml, alert_scenario(78 * GiB));
   std::string sink = R"(
 [[sink]]
 name = "hook"

@@ -12,7 +12,7 @@ namespace {
 
 using nlohmann::json;
 
-json scenario(json processes) {
+json api_scenario(json processes) {
   return {{"gpus",
            {{{"name", "NVIDIA H200"},
              {"uuid", "GPU-0000"},
@@ -50,7 +50,7 @@ struct World {
   World() {
     ready.wait();
     worker_ready.wait();
-    nvml = std::make_unique<FakeNvml>(scenario(
+    nvml = std::make_unique<FakeNvml>(api_scenario(
         json::array({{{"pid", job.pid()}, {"used_bytes", 4 * GiB}, {"sm_util", 25}},
                      {{"pid", gone}, {"used_bytes", 8 * GiB}, {"holders", {worker.pid()}}}})));
   }

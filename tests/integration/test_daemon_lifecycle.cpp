@@ -18,7 +18,7 @@ namespace {
 
 using nlohmann::json;
 
-struct Scene {
+struct LifecycleScene {
   FakeDevRoot dev;
   Ready ready;
   Child job{[this] {
@@ -28,7 +28,7 @@ struct Scene {
   std::unique_ptr<FakeNvml> nvml;
   TempDir cfg;
 
-  Scene() {
+  LifecycleScene() {
     ready.wait();
     nvml = std::make_unique<FakeNvml>(
         json{{"gpus",
@@ -80,7 +80,7 @@ class NotifySocket {
   int fd_ = -1;
 };
 
-bool has(const std::vector<std::string>& messages, const std::string& prefix) {
+bool any_starts_with(const std::vector<std::string>& messages, const std::string& prefix) {
   for (const auto& m : messages)
     if (m.rfind(prefix, 0) == 0) return true;
   return false;
@@ -88,7 +88,7 @@ bool has(const std::vector<std::string>& messages, const std::string& prefix) {
 
 TEST(DaemonLifecycle, SighupAppliesAGoodConfig) {
   REQUIRE_DOUBLE();
-  Scene s;
+  LifecycleScene s;
   auto path = s.config("interval = \"250ms\"\n");
   DaemonProcess d(s.args(path), s.nvml->env());
   ASSERT_TRUE(wait_until([&] { return d.metric("gpureap_up ") == 1; })) << d.log();
@@ -109,7 +109,7 @@ TEST(DaemonLifecycle, SighupAppliesAGoodConfig) {
 
 TEST(DaemonLifecycle, SighupWithABadConfigKeepsTheOldOne) {
   REQUIRE_DOUBLE();
-  Scene s;
+  LifecycleScene s;
   auto path = s.config("interval = \"250ms\"\nper_process_metrics = true\n");
   DaemonProcess d(s.args(path), s.nvml->env());
   ASSERT_TRUE(wait_until([&] { return d.metric("gpureap_process_memory_bytes{").has_value(); }))
@@ -152,7 +152,7 @@ TEST(DaemonLifecycle, SighupWithABadConfigKeepsTheOldOne) {
 TEST(DaemonLifecycle, SigtermAndSigintStopCleanly) {
   REQUIRE_DOUBLE();
   for (int sig : {SIGTERM, SIGINT}) {
-    Scene s;
+    LifecycleScene s;
     DaemonProcess d(s.args(s.config("")), s.nvml->env());
     ASSERT_GT(d.port(), 0);
     d.signal(sig);
@@ -172,7 +172,7 @@ TEST(DaemonLifecycle, SigtermAndSigintStopCleanly) {
 // systemd user session, whose stderr is the terminal.
 TEST(DaemonLifecycle, NoPriorityPrefixesOutsideTheJournal) {
   REQUIRE_DOUBLE();
-  Scene s;
+  LifecycleScene s;
   auto env = s.nvml->env();
   env.push_back("JOURNAL_STREAM=1:1");
   DaemonProcess d(s.args(s.config("")), env);
@@ -216,7 +216,7 @@ TEST(DaemonLifecycle, SigtermStopsDuringAPolicyActionOverASlowDriver) {
 
 TEST(DaemonLifecycle, TellsSystemdReadyStatusWatchdogReloadingAndStopping) {
   REQUIRE_DOUBLE();
-  Scene s;
+  LifecycleScene s;
   NotifySocket systemd;
   auto env = s.nvml->env();
   env.push_back("NOTIFY_SOCKET=" + systemd.path());
@@ -234,16 +234,16 @@ TEST(DaemonLifecycle, TellsSystemdReadyStatusWatchdogReloadingAndStopping) {
 
   d.signal(SIGHUP);
   auto reload = systemd.until("RELOADING=1");
-  EXPECT_TRUE(has(systemd.until("READY=1"), "READY=1"));
+  EXPECT_TRUE(any_starts_with(systemd.until("READY=1"), "READY=1"));
 
   d.signal(SIGTERM);
-  EXPECT_TRUE(has(systemd.until("STOPPING=1"), "STOPPING=1"));
+  EXPECT_TRUE(any_starts_with(systemd.until("STOPPING=1"), "STOPPING=1"));
   EXPECT_EQ(d.wait_exit(), 0);
 }
 
 TEST(DaemonLifecycle, LogLinesCarrySyslogPriorities) {
   REQUIRE_DOUBLE();
-  Scene s;
+  LifecycleScene s;
   DaemonProcess d(s.args(s.config("")), s.nvml->env());
   ASSERT_TRUE(d.wait_log("first sample taken"));
   auto log = d.log();
@@ -264,7 +264,7 @@ TEST(DaemonLifecycle, LogLinesCarrySyslogPriorities) {
 
 TEST(DaemonLifecycle, AnAddressInUseIsAnErrorNotASharedPort) {
   REQUIRE_DOUBLE();
-  Scene s;
+  LifecycleScene s;
   DaemonProcess first(s.args(s.config("")), s.nvml->env());
   ASSERT_GT(first.port(), 0);
   auto args = s.args(s.cfg.file("config.toml"));
@@ -279,7 +279,7 @@ TEST(DaemonLifecycle, AnAddressInUseIsAnErrorNotASharedPort) {
 
 TEST(DaemonLifecycle, WithoutAConfigFileItRunsOnDefaults) {
   REQUIRE_DOUBLE();
-  Scene s;
+  LifecycleScene s;
   // No --config and no /etc/gpureap/config.toml in the test environment (when there is one,
   // this checks nothing about defaults but still that the daemon starts).
   DaemonProcess d({"--dev-root", s.dev.path()}, s.nvml->env());
@@ -293,7 +293,7 @@ TEST(DaemonLifecycle, WithoutAConfigFileItRunsOnDefaults) {
 }
 
 TEST(DaemonLifecycle, ABadConfigAtStartIsExitCode2) {
-  Scene s;
+  LifecycleScene s;
   auto path = s.config("listen = \"localhost\"\n");
   auto r = run_gpureap({"daemon", "--config", path});
   EXPECT_EQ(r.exit_code, 2);

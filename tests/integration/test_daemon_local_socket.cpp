@@ -22,7 +22,7 @@ namespace {
 
 using nlohmann::json;
 
-json scenario(pid_t job) {
+json socket_scenario(pid_t job) {
   return {{"gpus",
            {{{"name", "NVIDIA H200"},
              {"uuid", "GPU-sock-0"},
@@ -36,7 +36,7 @@ json scenario(pid_t job) {
 struct Machine {
   FakeDevRoot dev;
   Child job = holding(dev, "nvidia0");
-  FakeNvml nvml{scenario(job.pid())};
+  FakeNvml nvml{socket_scenario(job.pid())};
   TempDir run;
   std::string socket = run.file("gpureap.sock");
 

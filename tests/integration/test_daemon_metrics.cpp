@@ -29,7 +29,7 @@ json gpu0(json processes) {
              {"processes", processes}}}}};
 }
 
-std::string write_config(const TempDir& dir, const std::string& text) {
+std::string write_metrics_config(const TempDir& dir, const std::string& text) {
   std::ofstream(dir.file("config.toml")) << text;
   return dir.file("config.toml");
 }
@@ -52,7 +52,7 @@ TEST(DaemonMetrics, ValuesMatchTheScenarioAndChangeWhenAHolderDies) {
   TempDir cfg;
   // The periodic holder scan is an hour away: the changes below must be seen because the
   // driver's list moved.
-  auto config = write_config(cfg, "interval = \"250ms\"\nholder_scan_interval = \"1h\"\n");
+  auto config = write_metrics_config(cfg, "interval = \"250ms\"\nholder_scan_interval = \"1h\"\n");
   DaemonProcess d({"--config", config, "--dev-root", dev.path()}, nvml.env());
   ASSERT_GT(d.port(), 0) << d.log();
   ASSERT_TRUE(wait_until([&] { return d.metric("gpureap_up ").has_value(); })) << d.log();
@@ -114,7 +114,7 @@ TEST(DaemonMetrics, PerProcessSeriesEscapeHostileProcessNames) {
   });
   FakeNvml nvml(gpu0(json::array({{{"pid", job.pid()}, {"used_bytes", 2 * GiB}}})));
   TempDir cfg;
-  auto config = write_config(cfg, "interval = \"250ms\"\nper_process_metrics = true\n");
+  auto config = write_metrics_config(cfg, "interval = \"250ms\"\nper_process_metrics = true\n");
   DaemonProcess d({"--config", config, "--dev-root", dev.path()}, nvml.env());
   ASSERT_TRUE(wait_until([&] { return d.metric("gpureap_process_memory_bytes{").has_value(); }))
       << d.log();

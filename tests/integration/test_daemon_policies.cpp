@@ -13,14 +13,14 @@ namespace {
 
 using nlohmann::json;
 
-json one_gpu(json processes) {
+json policy_scenario(json processes) {
   return {
       {"gpus",
        {{{"name", "NVIDIA H200"}, {"uuid", "GPU-0000"}, {"minor", 0}, {"processes", processes}}}}};
 }
 
 // A daemon config: fast samples, holder scans on every sample, the audit log in `dir`.
-std::string write_config(const TempDir& dir, const std::string& body) {
+std::string write_policy_config(const TempDir& dir, const std::string& body) {
   std::ofstream(dir.file("config.toml"))
       << "interval = \"200ms\"\nholder_scan_interval = \"200ms\"\n"
       << "audit_log = \"" << dir.file("audit.jsonl") << "\"\n"
@@ -62,7 +62,7 @@ struct GhostHolder {
     gone = gone_trainer(dev);
     trainer = gone->trainer;
     worker = gone->worker;
-    nvml = std::make_unique<FakeNvml>(one_gpu(json::array(
+    nvml = std::make_unique<FakeNvml>(policy_scenario(json::array(
         {{{"pid", trainer}, {"used_bytes", 6 * GiB}, {"holders", {worker}}, {"name", "python"}}})));
   }
 };
@@ -71,7 +71,7 @@ TEST(DaemonPolicies, AnEnforcedPolicyEndsAGhostHolderOnlyAfterItsDelay) {
   REQUIRE_DOUBLE();
   GhostHolder g;
   TempDir cfg;
-  auto config = write_config(cfg, R"(enforce = true
+  auto config = write_policy_config(cfg, R"(enforce = true
 [[policy]]
 name = "ghosts"
 anomalies = ["inherited-holder"]
@@ -135,7 +135,7 @@ TEST(DaemonPolicies, TheApiShowsWhereEachMatchStands) {
   REQUIRE_DOUBLE();
   GhostHolder g;
   TempDir cfg;
-  auto config = write_config(cfg, R"(enforce = true
+  auto config = write_policy_config(cfg, R"(enforce = true
 [[policy]]
 name = "ghosts"
 anomalies = ["inherited-holder"]
@@ -168,7 +168,7 @@ TEST(DaemonPolicies, AnUnenforcedPolicyOnlyLogsWhatItWouldDoOnce) {
   REQUIRE_DOUBLE();
   GhostHolder g;
   TempDir cfg;
-  auto config = write_config(cfg, R"(
+  auto config = write_policy_config(cfg, R"(
 [[policy]]
 name = "ghosts"
 anomalies = ["inherited-holder"]
@@ -197,13 +197,13 @@ TEST(DaemonPolicies, MinMemoryAndIdleSelectOnlyTheBigIdleProcess) {
   FakeDevRoot dev;
   Child big_idle = holding(dev, "nvidia0"), small_idle = holding(dev, "nvidia0"),
         big_busy = holding(dev, "nvidia0");
-  FakeNvml nvml(one_gpu(json::array({
+  FakeNvml nvml(policy_scenario(json::array({
       {{"pid", big_idle.pid()}, {"used_bytes", 4 * GiB}, {"sm_util", 0}},
       {{"pid", small_idle.pid()}, {"used_bytes", 100 * (GiB >> 10)}, {"sm_util", 0}},
       {{"pid", big_busy.pid()}, {"used_bytes", 4 * GiB}, {"sm_util", 85}},
   })));
   TempDir cfg;
-  auto config = write_config(cfg, R"(enforce = true
+  auto config = write_policy_config(cfg, R"(enforce = true
 [[policy]]
 name = "idle-hogs"
 min_memory = "1GiB"
@@ -230,10 +230,10 @@ TEST(DaemonPolicies, AProtectedProcessIsNeverActedOn) {
   auto program = run_system_program(dev, "nvidia0", "Xorg");
   const Child& xorg = *program->child;
   Child job = holding(dev, "nvidia0");
-  FakeNvml nvml(one_gpu(json::array(
+  FakeNvml nvml(policy_scenario(json::array(
       {{{"pid", xorg.pid()}, {"used_bytes", GiB}}, {{"pid", job.pid()}, {"used_bytes", GiB}}})));
   TempDir cfg;
-  auto config = write_config(cfg, R"(enforce = true
+  auto config = write_policy_config(cfg, R"(enforce = true
 [[policy]]
 name = "everything-big"
 min_memory = "512MiB"
@@ -256,7 +256,7 @@ TEST(DaemonPolicies, AnActionRaisesAPolicyActionAlert) {
   GhostHolder g;
   TempDir cfg;
   std::ofstream(cfg.file("page.sh")) << "cat >> \"$1\"\necho >> \"$1\"\n";
-  auto config = write_config(cfg, R"(enforce = true
+  auto config = write_policy_config(cfg, R"(enforce = true
 [[policy]]
 name = "ghosts"
 anomalies = ["inherited-holder"]
@@ -271,7 +271,7 @@ policy = "ghosts"
 name = "pager"
 type = "exec"
 command = ["/bin/sh", ")" + cfg.file("page.sh") +
-                                      "\", \"" + cfg.file("pages.jsonl") + R"("]
+                                             "\", \"" + cfg.file("pages.jsonl") + R"("]
 )");
   DaemonProcess d({"--config", config, "--dev-root", g.dev.path()}, g.nvml->env());
   ASSERT_GT(d.port(), 0) << d.log();
@@ -295,7 +295,7 @@ TEST(PolicyTest, ShowsWhatEachPolicyMatchesNowAndWhy) {
   // It holds another GPU, one the driver lists nothing on: nothing makes it suspect.
   Child other = holding(g.dev, "nvidia1");
   TempDir cfg;
-  auto config = write_config(cfg, R"(
+  auto config = write_policy_config(cfg, R"(
 [[policy]]
 name = "ghosts"
 anomalies = ["inherited-holder", "orphan"]
@@ -327,7 +327,7 @@ action = "terminate"
 
 TEST(PolicyTest, AnInvalidConfigIsRefusedWithItsLines) {
   TempDir cfg;
-  auto config = write_config(cfg, "[[policy]]\nname = \"x\"\nanomalies = [\"zombie\"]\n");
+  auto config = write_policy_config(cfg, "[[policy]]\nname = \"x\"\nanomalies = [\"zombie\"]\n");
   auto r = run_gpureap({"policy", "test", "--config", config, "--nvml-library", kNoNvml});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("config.toml:6:"), std::string::npos) << r.err;
@@ -339,11 +339,11 @@ TEST(DaemonPolicies, ADriverThatWedgesWhileAnActionWaitsForTheMemoryDoesNotHoldU
   FakeDevRoot dev;
   Child job = holding(dev, "nvidia0");
   // Its memory stays listed long after it dies: the action keeps polling the driver.
-  json world = one_gpu(
+  json world = policy_scenario(
       json::array({{{"pid", job.pid()}, {"used_bytes", 2 * GiB}, {"release_delay_ms", 600000}}}));
   FakeNvml nvml(world);
   TempDir cfg;
-  auto config = write_config(cfg, R"(enforce = true
+  auto config = write_policy_config(cfg, R"(enforce = true
 driver_timeout = "500ms"
 [[policy]]
 name = "big"
@@ -363,7 +363,7 @@ action = "kill"
 
 TEST(DaemonPolicies, CheckConfigNamesEveryPolicyProblemWithItsLine) {
   TempDir cfg;
-  auto config = write_config(cfg, R"([[policy]]
+  auto config = write_policy_config(cfg, R"([[policy]]
 name = "p"
 anomalies = ["orphan", "zombie"]
 after = "five minutes"

@@ -18,7 +18,7 @@ namespace {
 
 using nlohmann::json;
 
-json one_gpu(json processes, uint64_t driver_held = 0) {
+json doctor_scenario(json processes, uint64_t driver_held = 0) {
   return {{"gpus",
            {{{"name", "NVIDIA H200"},
              {"uuid", "GPU-0000"},
@@ -49,12 +49,6 @@ Doctor doctor(const FakeDevRoot& dev, const FakeNvml& nvml, std::vector<std::str
   return d;
 }
 
-const json* finding(const Doctor& d, const std::string& code) {
-  for (const auto& f : d.doc["findings"])
-    if (f["code"] == code) return &f;
-  return nullptr;
-}
-
 bool remedy_has(const json& f, const std::string& text) {
   for (const auto& r : f["remedy"])
     if (r.get<std::string>().find(text) != std::string::npos) return true;
@@ -65,7 +59,7 @@ TEST(Doctor, HealthyMachineSaysSoInOneLine) {
   REQUIRE_DOUBLE();
   FakeDevRoot dev;
   Child job = holding(dev, "nvidia0");
-  FakeNvml nvml(one_gpu(json::array({{{"pid", job.pid()}, {"used_bytes", 4 * GiB}}})));
+  FakeNvml nvml(doctor_scenario(json::array({{{"pid", job.pid()}, {"used_bytes", 4 * GiB}}})));
   auto d = doctor(dev, nvml);
   EXPECT_EQ(d.exit_code, 0) << d.doc.dump(2);
   EXPECT_EQ(d.doc["schema"], "gpureap.doctor/v1");
@@ -92,11 +86,11 @@ TEST(Doctor, GhostKeptByWorkersIsCriticalWithTheKillCommand) {
   pid_t ghost = parent.pid();
   pid_t worker = static_cast<pid_t>(ready.receive());
   parent.kill_and_reap();
-  FakeNvml nvml(one_gpu(
+  FakeNvml nvml(doctor_scenario(
       json::array({{{"pid", ghost}, {"used_bytes", 8 * GiB}, {"holders", {ghost, worker}}}})));
   auto d = doctor(dev, nvml);
   EXPECT_EQ(d.exit_code, 2);
-  const auto* f = finding(d, "no-such-process");
+  const auto* f = finding(d.doc, "no-such-process");
   ASSERT_NE(f, nullptr) << d.doc["findings"].dump(2);
   EXPECT_EQ((*f)["severity"], "critical");
   EXPECT_EQ((*f)["memory_bytes"], 8 * GiB);
@@ -108,8 +102,8 @@ TEST(Doctor, GhostKeptByWorkersIsCriticalWithTheKillCommand) {
   EXPECT_EQ((*f)["codes"], json::array({"no-such-process", "inherited-holder", "orphan-holder"}));
   for (const auto& x : (*f)["facets"]) EXPECT_EQ(x["pid"], worker) << x.dump();
   EXPECT_EQ((*f)["facets"].size(), 2u) << f->dump(2);
-  EXPECT_EQ(finding(d, "inherited-holder"), nullptr) << d.doc["findings"].dump(2);
-  EXPECT_EQ(finding(d, "orphan-holder"), nullptr) << d.doc["findings"].dump(2);
+  EXPECT_EQ(finding(d.doc, "inherited-holder"), nullptr) << d.doc["findings"].dump(2);
+  EXPECT_EQ(finding(d.doc, "orphan-holder"), nullptr) << d.doc["findings"].dump(2);
   ::kill(worker, SIGKILL);
   wait_gone(worker);
 }
@@ -118,17 +112,17 @@ TEST(Doctor, LeakedAndReleasingAreToldApart) {
   REQUIRE_DOUBLE();
   FakeDevRoot dev;
   pid_t leaked = dead_pid(), releasing = dead_pid();
-  FakeNvml nvml(one_gpu(
+  FakeNvml nvml(doctor_scenario(
       json::array({{{"pid", leaked}, {"used_bytes", 6 * GiB}, {"leaked", true}},
                    {{"pid", releasing}, {"used_bytes", 2 * GiB}, {"release_delay_ms", 1000}}})));
   auto d = doctor(dev, nvml, {"--settle", "2500ms"});
   EXPECT_EQ(d.exit_code, 2);
-  const auto* leak = finding(d, "leaked-memory");
+  const auto* leak = finding(d.doc, "leaked-memory");
   ASSERT_NE(leak, nullptr) << d.doc["findings"].dump(2);
   EXPECT_EQ((*leak)["pids"], json::array({leaked}));
   EXPECT_EQ((*leak)["memory_bytes"], 6 * GiB);
   EXPECT_TRUE(remedy_has(*leak, "gpureap reset --gpu 0"));
-  const auto* rel = finding(d, "releasing");
+  const auto* rel = finding(d.doc, "releasing");
   ASSERT_NE(rel, nullptr) << d.doc["findings"].dump(2);
   EXPECT_EQ((*rel)["pids"], json::array({releasing}));
   EXPECT_EQ((*rel)["severity"], "info");
@@ -149,16 +143,16 @@ TEST(Doctor, StoppedHolderAndUnreapedZombies) {
   });
   pid_t zombie = static_cast<pid_t>(ready2.receive());
   ASSERT_TRUE(wait_for_state(zombie, 'Z'));
-  FakeNvml nvml(one_gpu(json::array({{{"pid", stopped.pid()}, {"used_bytes", 5 * GiB}},
-                                     {{"pid", parent.pid()}, {"used_bytes", GiB}}})));
+  FakeNvml nvml(doctor_scenario(json::array({{{"pid", stopped.pid()}, {"used_bytes", 5 * GiB}},
+                                             {{"pid", parent.pid()}, {"used_bytes", GiB}}})));
   auto d = doctor(dev, nvml);
   EXPECT_EQ(d.exit_code, 1);
-  const auto* s = finding(d, "stopped-holder");
+  const auto* s = finding(d.doc, "stopped-holder");
   ASSERT_NE(s, nullptr);
   EXPECT_EQ((*s)["pids"], json::array({stopped.pid()}));
   EXPECT_EQ((*s)["memory_bytes"], 5 * GiB);
   EXPECT_TRUE(remedy_has(*s, "kill -CONT " + std::to_string(stopped.pid())));
-  const auto* z = finding(d, "unreaped-zombies");
+  const auto* z = finding(d.doc, "unreaped-zombies");
   ASSERT_NE(z, nullptr);
   EXPECT_EQ((*z)["pids"], json::array({parent.pid()}));
 }
@@ -187,10 +181,10 @@ TEST(Doctor, IpcResidue) {
   std::ofstream(leftover) << std::string(4096, 'x');
   utimbuf old{::time(nullptr) - 600, ::time(nullptr) - 600};
   ::utime(leftover.c_str(), &old);
-  FakeNvml nvml(one_gpu(json::array()));
+  FakeNvml nvml(doctor_scenario(json::array()));
   auto d = doctor(dev, nvml);
   ::shmctl(shmid, IPC_RMID, nullptr);
-  const auto* f = finding(d, "ipc-residue");
+  const auto* f = finding(d.doc, "ipc-residue");
   ASSERT_NE(f, nullptr) << d.doc["findings"].dump(2);
   EXPECT_TRUE(remedy_has(*f, "ipcrm -m " + std::to_string(shmid)));
   EXPECT_TRUE(remedy_has(*f, "rm " + leftover));
@@ -211,10 +205,10 @@ TEST(Doctor, EveryRemedyIsOneLineWhateverTheNames) {
   std::ofstream(leftover) << std::string(4096, 'x');
   utimbuf old{::time(nullptr) - 600, ::time(nullptr) - 600};
   ::utime(leftover.c_str(), &old);
-  FakeNvml nvml(one_gpu(json::array({{{"pid", stopped.pid()}, {"used_bytes", 2 * GiB}}})));
+  FakeNvml nvml(doctor_scenario(json::array({{{"pid", stopped.pid()}, {"used_bytes", 2 * GiB}}})));
   auto d = doctor(dev, nvml);
-  ASSERT_NE(finding(d, "stopped-holder"), nullptr) << d.doc["findings"].dump(2);
-  const auto* ipc = finding(d, "ipc-residue");
+  ASSERT_NE(finding(d.doc, "stopped-holder"), nullptr) << d.doc["findings"].dump(2);
+  const auto* ipc = finding(d.doc, "ipc-residue");
   ASSERT_NE(ipc, nullptr) << d.doc["findings"].dump(2);
   for (const auto& f : d.doc["findings"])
     for (const char* field : {"remedy", "evidence"})
@@ -241,11 +235,11 @@ TEST(Doctor, EveryRemedyIsOneLineWhateverTheNames) {
 TEST(Doctor, DriverMismatchIsCritical) {
   REQUIRE_DOUBLE();
   FakeDevRoot dev;
-  auto scenario = one_gpu(json::array());
+  auto scenario = doctor_scenario(json::array());
   scenario["init_error"] = "lib_rm_version_mismatch";
   FakeNvml nvml(scenario);
   auto d = doctor(dev, nvml);
-  const auto* f = finding(d, "driver-mismatch");
+  const auto* f = finding(d.doc, "driver-mismatch");
   ASSERT_NE(f, nullptr) << d.doc["findings"].dump(2);
   EXPECT_EQ((*f)["severity"], "critical");
   EXPECT_EQ(d.exit_code, 2);
@@ -272,7 +266,7 @@ TEST(Reset, RefusesWhileAProcessHoldsTheGpu) {
   REQUIRE_DOUBLE();
   FakeDevRoot dev;
   Child job = holding(dev, "nvidia0");
-  FakeNvml nvml(one_gpu(json::array()));
+  FakeNvml nvml(doctor_scenario(json::array()));
   FakeNvidiaSmi smi;
   auto env = nvml.env();
   env.push_back(smi.path_env());
@@ -314,8 +308,8 @@ TEST(Reset, TheRefusalNamesExactlyTheBlockersAndTheCommandForThem) {
   const pid_t on_gpu0 = static_cast<pid_t>(ready.receive());
   KillStrays strays{{on_gpu1, on_gpu0}};
   trainer.kill_and_reap();
-  json scenario =
-      one_gpu(json::array({{{"pid", gone}, {"used_bytes", 4 * GiB}, {"holders", {on_gpu0}}}}));
+  json scenario = doctor_scenario(
+      json::array({{{"pid", gone}, {"used_bytes", 4 * GiB}, {"holders", {on_gpu0}}}}));
   scenario["gpus"].push_back(
       {{"name", "NVIDIA H200"},
        {"uuid", "GPU-1111"},
@@ -353,7 +347,7 @@ TEST(Reset, RunsNvidiaSmiWhenNothingHoldsTheGpu) {
   REQUIRE_DOUBLE();
   if (::geteuid() != 0) GTEST_SKIP() << "a reset needs root";
   FakeDevRoot dev;
-  FakeNvml nvml(one_gpu(json::array(), 3 * GiB));
+  FakeNvml nvml(doctor_scenario(json::array(), 3 * GiB));
   FakeNvidiaSmi smi;
   auto env = nvml.env();
   env.push_back(smi.path_env());
@@ -374,7 +368,7 @@ TEST(Reset, ExplainsWhyNvidiaSmiRefused) {
   REQUIRE_DOUBLE();
   if (::geteuid() != 0) GTEST_SKIP() << "a reset needs root";
   FakeDevRoot dev;
-  FakeNvml nvml(one_gpu(json::array()));
+  FakeNvml nvml(doctor_scenario(json::array()));
   FakeNvidiaSmi smi(
       3,
       "Unable to reset this GPU because it is being used by some other process (e.g. CUDA "
@@ -392,7 +386,7 @@ TEST(Reset, NvidiaSmiMissing) {
   REQUIRE_DOUBLE();
   if (::geteuid() != 0) GTEST_SKIP() << "a reset needs root";
   FakeDevRoot dev;
-  FakeNvml nvml(one_gpu(json::array()));
+  FakeNvml nvml(doctor_scenario(json::array()));
   TempDir empty;
   auto env = nvml.env();
   env.push_back("PATH=" + empty.path());
@@ -429,9 +423,9 @@ TEST(DoctorFix, EndsTheGhostKeepersAndLeavesThePausedJobAlone) {
   Child stopped = holding(dev, "nvidia0");
   ::kill(stopped.pid(), SIGSTOP);
   ASSERT_TRUE(wait_for_state(stopped.pid(), 'T'));
-  FakeNvml nvml(
-      one_gpu(json::array({{{"pid", ghost}, {"used_bytes", 8 * GiB}, {"holders", {ghost, w1, w2}}},
-                           {{"pid", stopped.pid()}, {"used_bytes", 2 * GiB}}})));
+  FakeNvml nvml(doctor_scenario(
+      json::array({{{"pid", ghost}, {"used_bytes", 8 * GiB}, {"holders", {ghost, w1, w2}}},
+                   {{"pid", stopped.pid()}, {"used_bytes", 2 * GiB}}})));
   auto before = doctor(dev, nvml);
   EXPECT_EQ(before.exit_code, 2);
 

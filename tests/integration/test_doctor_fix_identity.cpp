@@ -37,7 +37,7 @@ bool wait_for(const std::function<bool()>& done, int ms) {
 }
 
 // Runs as PID 1 of the new namespace, with its own /proc.
-int namespace_init(const std::string& dev_root) {
+int fix_identity_init(const std::string& dev_root) {
   // A trainer forks a worker that inherits its GPU file and exits: the worker, whose group's
   // leader is gone, is an orphaned holder, which doctor --fix ends.
   int held[2];
@@ -107,7 +107,7 @@ int namespace_init(const std::string& dev_root) {
 TEST(DoctorFixIdentity, AHolderWhosePidWasReusedMeanwhileIsNeverSignalled) {
   if (::geteuid() != 0) GTEST_SKIP() << "needs root for a PID namespace and ns_last_pid";
   FakeDevRoot dev;
-  int code = run_in_new_pid_namespace([&] { return namespace_init(dev.path()); });
+  int code = run_in_new_pid_namespace([&] { return fix_identity_init(dev.path()); });
   std::string said = read_text(dev.file("doctor.err"));
   SCOPED_TRACE("doctor said: " + said.substr(said.find_first_not_of('x') == std::string::npos
                                                  ? said.size()

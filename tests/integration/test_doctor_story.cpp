@@ -71,7 +71,7 @@ class DoctorStory : public ::testing::Test {
 };
 
 // Columns of a line of doctor's output: its characters (none is wide), colour escapes none.
-size_t columns(const std::string& line) {
+size_t doctor_columns(const std::string& line) {
   size_t n = 0;
   for (size_t i = 0; i < line.size(); ++i) {
     if (line[i] == '\x1b' && i + 1 < line.size() && line[i + 1] == '[') {
@@ -81,16 +81,6 @@ size_t columns(const std::string& line) {
     n += (static_cast<unsigned char>(line[i]) & 0xC0) != 0x80;
   }
   return n;
-}
-
-std::vector<std::string> lines_of(const std::string& s) {
-  std::vector<std::string> out;
-  std::istringstream in(s);
-  for (std::string line; std::getline(in, line);) {
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    out.push_back(line);
-  }
-  return out;
 }
 
 size_t naming(const std::vector<json>& problems, pid_t pid) {
@@ -143,7 +133,7 @@ TEST_F(DoctorStory, TheScreenTellsEachProblemOnceFirstAndFitsEightyColumns) {
                            0),
             0u)
       << r.out;
-  for (const auto& l : lines) EXPECT_LE(columns(l), 80u) << l;
+  for (const auto& l : lines) EXPECT_LE(doctor_columns(l), 80u) << l;
   // The same story once: the ghost's codes are not findings of their own.
   EXPECT_EQ(r.out.find("WARNING inherited-holder"), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find("WARNING orphan-holder"), std::string::npos) << r.out;
@@ -172,7 +162,7 @@ TEST_F(DoctorStory, OnAnEightyColumnTerminalEveryLineFitsAndTheWaitIsSaid) {
       << r.out;
   EXPECT_NE(r.out.find("Found so far:"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("4 problems need attention"), std::string::npos) << r.out;
-  for (const auto& l : lines) EXPECT_LE(columns(l), 80u) << l;
+  for (const auto& l : lines) EXPECT_LE(doctor_columns(l), 80u) << l;
 }
 
 }  // namespace

@@ -10,7 +10,7 @@ namespace {
 
 using nlohmann::json;
 
-json wedged(const std::string& call, json processes = json::array()) {
+json timeout_scenario(const std::string& call, json processes = json::array()) {
   json s = {{"gpus",
              {{{"name", "NVIDIA H200"},
                {"uuid", "GPU-0000"},
@@ -29,7 +29,7 @@ class DriverTimeout : public ::testing::TestWithParam<std::string> {
 TEST_P(DriverTimeout, OneShotCommandsAnswerFromProcAloneAndExitFour) {
   REQUIRE_DOUBLE();
   Child job = holding(dev_, "nvidia0");
-  FakeNvml nvml(wedged(GetParam(), {{{"pid", job.pid()}, {"used_bytes", 2 * GiB}}}));
+  FakeNvml nvml(timeout_scenario(GetParam(), {{{"pid", job.pid()}, {"used_bytes", 2 * GiB}}}));
   std::vector<std::string> common{"--dev-root", dev_.path(), "--driver-timeout", "300ms"};
   auto with = [&](std::vector<std::string> args) {
     args.insert(args.end(), common.begin(), common.end());
@@ -70,7 +70,7 @@ INSTANTIATE_TEST_SUITE_P(Calls, DriverTimeout,
 TEST(DriverTimeoutShutdown, AShutdownThatHangsDoesNotKeepTheOutput) {
   REQUIRE_DOUBLE();
   FakeDevRoot dev;
-  FakeNvml nvml(wedged("nvmlShutdown"));
+  FakeNvml nvml(timeout_scenario("nvmlShutdown"));
   auto ps = run_gpureap({"ps", "--json", "--dev-root", dev.path(), "--driver-timeout", "300ms"},
                         nvml.env());
   EXPECT_EQ(ps.exit_code, 0) << ps.err;

@@ -43,13 +43,6 @@ json output_of(const std::vector<std::string>& args, const std::vector<std::stri
   return parse_output(run_gpureap(args, env));
 }
 
-std::vector<std::string> strings(const json& j) {
-  return j.get<std::vector<std::string>>();
-}
-std::vector<pid_t> pids(const json& j) {
-  return j.get<std::vector<pid_t>>();
-}
-
 // The open-file ids of a row's holds of `path`.
 std::set<std::string> open_files(const json& row, const std::string& path) {
   std::set<std::string> out;

@@ -16,7 +16,7 @@ namespace {
 
 using nlohmann::json;
 
-json one_gpu(json processes) {
+json kernel_scenario(json processes) {
   return {{"gpus",
            {{{"name", "NVIDIA H200"},
              {"uuid", "GPU-0000"},
@@ -27,14 +27,8 @@ json one_gpu(json processes) {
 }
 
 // A record as /dev/kmsg gives it; `usec` since boot.
-std::string record(uint64_t seq, uint64_t usec, const std::string& text) {
+std::string kmsg_record(uint64_t seq, uint64_t usec, const std::string& text) {
   return "4," + std::to_string(seq) + "," + std::to_string(usec) + ",-;" + text + "\n";
-}
-
-const json* finding(const json& doc, const std::string& code) {
-  for (const auto& f : doc["findings"])
-    if (f["code"] == code) return &f;
-  return nullptr;
 }
 
 bool any_has(const json& lines, const std::string& text) {
@@ -60,18 +54,18 @@ TEST(KernelEvidence, DoctorJoinsAnXidToTheGonePidAndWhoKeepsItsMemory) {
   pid_t ghost = parent.pid();
   pid_t worker = static_cast<pid_t>(ready.receive());
   parent.kill_and_reap();
-  FakeNvml nvml(one_gpu(
+  FakeNvml nvml(kernel_scenario(
       json::array({{{"pid", ghost}, {"used_bytes", 8 * GiB}, {"holders", {ghost, worker}}}})));
   TempDir logs;
   std::ofstream(logs.file("kmsg"))
-      << record(1, 1000, "Linux version 6.1.0") << " SUBSYSTEM=cpu\n"
+      << kmsg_record(1, 1000, "Linux version 6.1.0") << " SUBSYSTEM=cpu\n"
       << "garbage that is no record\n"
-      << record(2, 2'000'000,
-                "NVRM: Xid (PCI:0000:17:00): 31, pid=" + std::to_string(ghost) +
-                    ", name=trainer, Ch 00000008, intr 00000000. MMU Fault: ENGINE GRAPHICS")
-      << record(3, 3'000'000,
-                "NVRM: Xid (PCI:0000:17:00): 45, pid=" + std::to_string(ghost) +
-                    ", name=trainer, Ch 00000008");
+      << kmsg_record(2, 2'000'000,
+                     "NVRM: Xid (PCI:0000:17:00): 31, pid=" + std::to_string(ghost) +
+                         ", name=trainer, Ch 00000008, intr 00000000. MMU Fault: ENGINE GRAPHICS")
+      << kmsg_record(3, 3'000'000,
+                     "NVRM: Xid (PCI:0000:17:00): 45, pid=" + std::to_string(ghost) +
+                         ", name=trainer, Ch 00000008");
   auto r = run_gpureap({"doctor", "--json", "--dev-root", dev.path(), "--kmsg", logs.file("kmsg"),
                         "--settle", "300ms"},
                        nvml.env());
@@ -104,17 +98,17 @@ TEST(KernelEvidence, AnXidNamesOnlyAProcessThatRanAtItsTime) {
   // Halfway between the two starts, far from either at the clock's 10 ms resolution.
   const uint64_t at = (started_usec(early.pid()) + started_usec(late.pid())) / 2;
   ASSERT_GT(started_usec(late.pid()), started_usec(early.pid()) + 100'000);
-  FakeNvml nvml(one_gpu(json::array({{{"pid", early.pid()}, {"used_bytes", 2 * GiB}},
-                                     {{"pid", late.pid()}, {"used_bytes", 2 * GiB}}})));
+  FakeNvml nvml(kernel_scenario(json::array({{{"pid", early.pid()}, {"used_bytes", 2 * GiB}},
+                                             {{"pid", late.pid()}, {"used_bytes", 2 * GiB}}})));
   auto xid = [](pid_t pid) {
     return "NVRM: Xid (PCI:0000:17:00): 31, pid=" + std::to_string(pid) +
            ", name=python, Ch 00000008";
   };
   TempDir logs;
   std::ofstream(logs.file("kmsg"))
-      << record(1, at, xid(early.pid())) << record(2, at, xid(late.pid()));
+      << kmsg_record(1, at, xid(early.pid())) << kmsg_record(2, at, xid(late.pid()));
   // A stamp no clock time can have (past a century of uptime): the Xid's time is unknown.
-  std::ofstream(logs.file("timeless")) << record(1, 4'000'000'000'000'000, xid(early.pid()));
+  std::ofstream(logs.file("timeless")) << kmsg_record(1, 4'000'000'000'000'000, xid(early.pid()));
   auto doctor = [&](const std::string& kmsg) {
     auto r = run_gpureap(
         {"doctor", "--json", "--dev-root", dev.path(), "--kmsg", kmsg, "--settle", "0s"},
@@ -146,13 +140,13 @@ TEST(KernelEvidence, PsNotesACriticalXidAndAnUnreadableLogIsSaidOnce) {
   REQUIRE_DOUBLE();
   FakeDevRoot dev;
   Child job = holding(dev, "nvidia0");
-  FakeNvml nvml(one_gpu(json::array({{{"pid", job.pid()}, {"used_bytes", 4 * GiB}}})));
+  FakeNvml nvml(kernel_scenario(json::array({{{"pid", job.pid()}, {"used_bytes", 4 * GiB}}})));
   TempDir logs;
-  std::ofstream(logs.file("kmsg")) << record(
+  std::ofstream(logs.file("kmsg")) << kmsg_record(
       7, 5'000'000,
       "NVRM: Xid (PCI:0000:17:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the "
       "bus.");
-  std::ofstream(logs.file("quiet")) << record(1, 1, "NVRM: loading NVIDIA UNIX Kernel Module");
+  std::ofstream(logs.file("quiet")) << kmsg_record(1, 1, "NVRM: loading NVIDIA UNIX Kernel Module");
   auto ps = run_gpureap({"ps", "--dev-root", dev.path(), "--kmsg", logs.file("kmsg")}, nvml.env());
   EXPECT_NE(ps.err.find("note: GPU 0 had Xid 79 (GPU has fallen off the bus) since boot"),
             std::string::npos)
@@ -177,14 +171,14 @@ TEST(KernelEvidence, PsNotesACriticalXidAndAnUnreadableLogIsSaidOnce) {
 TEST(KernelEvidence, TheDaemonFollowsAGrowingLogAndCountsEachXidOnce) {
   REQUIRE_DOUBLE();
   FakeDevRoot dev;
-  FakeNvml nvml(one_gpu(json::array()));
+  FakeNvml nvml(kernel_scenario(json::array()));
   TempDir dir;
   std::ofstream(dir.file("config.toml")) << "interval = \"200ms\"\n";
   const std::string kmsg = dir.file("kmsg");
-  std::ofstream(kmsg) << record(1, 1000, "Linux version 6.1.0")
-                      << record(2, 2'000'000,
-                                "NVRM: Xid (PCI:0000:17:00): 31, pid=4242, "
-                                "name=python, Ch 00000008");
+  std::ofstream(kmsg) << kmsg_record(1, 1000, "Linux version 6.1.0")
+                      << kmsg_record(2, 2'000'000,
+                                     "NVRM: Xid (PCI:0000:17:00): 31, pid=4242, "
+                                     "name=python, Ch 00000008");
   DaemonProcess d({"--config", dir.file("config.toml"), "--dev-root", dev.path(), "--kmsg", kmsg},
                   nvml.env());
   ASSERT_GT(d.port(), 0) << d.log();
@@ -195,10 +189,10 @@ TEST(KernelEvidence, TheDaemonFollowsAGrowingLogAndCountsEachXidOnce) {
   // Several samples later, nothing was counted twice.
   ASSERT_TRUE(wait_until([&] { return d.metric("gpureap_up ").has_value(); }));
   std::ofstream(kmsg, std::ios::app)
-      << record(3, 3'000'000, "NVRM: Xid (PCI:0000:17:00): 31, pid=4243, name=python, Ch 1")
-      << record(4, 4'000'000,
-                "NVRM: Xid (PCI:0000:17:00): 79, pid='<unknown>', GPU has fallen "
-                "off the bus.");
+      << kmsg_record(3, 3'000'000, "NVRM: Xid (PCI:0000:17:00): 31, pid=4243, name=python, Ch 1")
+      << kmsg_record(4, 4'000'000,
+                     "NVRM: Xid (PCI:0000:17:00): 79, pid='<unknown>', GPU has fallen "
+                     "off the bus.");
   const std::string xid79 =
       "gpureap_xid_events_total{gpu=\"0\",uuid=\"GPU-0000\",pci_bus_id=\"0000:17:00\",xid=\"79\"}";
   ASSERT_TRUE(wait_until([&] { return d.metric(xid79) == 1; })) << d.get("/metrics").body;

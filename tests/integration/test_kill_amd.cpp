@@ -15,14 +15,12 @@
 namespace gpureap::testing {
 namespace {
 
-constexpr uint64_t kGiB = 1ull << 30;
-const std::string kAmd = "0000:03:00.0";
 constexpr unsigned kGpuId = 4321;
 
 class KillAmd : public ::testing::Test {
  protected:
   void SetUp() override {
-    m_.amd_gpu(0, 128, kAmd, 16 * kGiB, 3 * kGiB);
+    m_.amd_gpu(0, 128, kAmd, 16 * GiB, 3 * GiB);
     m_.kfd_node(1, kGpuId, 0, 0x03);
   }
 
@@ -35,7 +33,7 @@ class KillAmd : public ::testing::Test {
       ready.signal();
     });
     ready.wait();
-    m_.kfd_process(job->pid(), kGpuId, 2 * kGiB);
+    m_.kfd_process(job->pid(), kGpuId, 2 * GiB);
     return job;
   }
 
@@ -57,7 +55,7 @@ TEST_F(KillAmd, TheKillCountsOnceKfdDropsTheJobAndItsVramIsBack) {
     while (!done && is_alive(pid)) std::this_thread::sleep_for(std::chrono::milliseconds(10));
     std::this_thread::sleep_for(std::chrono::milliseconds(200));  // teardown takes a while
     m_.remove("sys/class/kfd/kfd/proc/" + std::to_string(pid));
-    m_.set_vram_used(kAmd, 1 * kGiB);
+    m_.set_vram_used(kAmd, 1 * GiB);
   });
   auto r = kill(pid, "20s");
   done = true;
@@ -66,7 +64,7 @@ TEST_F(KillAmd, TheKillCountsOnceKfdDropsTheJobAndItsVramIsBack) {
   auto doc = parse_output(r);
   auto outcome = entry_of(doc["outcomes"], pid);
   EXPECT_EQ(outcome["outcome"], "released") << r.out;
-  EXPECT_EQ(outcome["released_bytes"], 2 * kGiB) << r.out;
+  EXPECT_EQ(outcome["released_bytes"], 2 * GiB) << r.out;
 }
 
 TEST_F(KillAmd, AListingKfdKeepsIsNotReleased) {

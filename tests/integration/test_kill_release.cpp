@@ -15,8 +15,6 @@
 namespace gpureap::testing {
 namespace {
 
-constexpr uint64_t kGiB = 1ull << 30;
-
 class KillRelease : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -28,7 +26,7 @@ class KillRelease : public ::testing::Test {
   // One GPU, minor 0 (the stand-in /dev/nvidia0), whose driver holds 512 MiB for nobody.
   void scenario(const nlohmann::json& processes) {
     nlohmann::json gpu{{"minor", 0},
-                       {"total_bytes", 80 * kGiB},
+                       {"total_bytes", 80 * GiB},
                        {"driver_held_bytes", 512ull << 20},
                        {"processes", processes}};
     std::ofstream(dir_.file("scenario.json")) << nlohmann::json{{"gpus", {gpu}}}.dump(2);
@@ -68,7 +66,7 @@ TEST_F(KillRelease, GonePidIsResolvedToItsInheritedHoldersAndItsMemoryComesBack)
   pid_t w1 = std::min(a, b), w2 = std::max(a, b);  // the plan lists keepers by pid
   KillStrays strays{{w1, w2}};
   trainer.kill_and_reap();
-  scenario({{{"pid", gone}, {"used_bytes", 6 * kGiB}, {"holders", {w1, w2}}, {"name", "python"}}});
+  scenario({{{"pid", gone}, {"used_bytes", 6 * GiB}, {"holders", {w1, w2}}, {"name", "python"}}});
 
   auto r = kill({std::to_string(gone), "--yes"});
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
@@ -85,7 +83,7 @@ TEST_F(KillRelease, GonePidIsResolvedToItsInheritedHoldersAndItsMemoryComesBack)
   EXPECT_EQ(targets, (std::set<pid_t>{w1, w2}));
   auto listing = entry_of(doc["plan"]["gone"], gone);
   ASSERT_FALSE(listing.is_null()) << r.out;
-  EXPECT_EQ(listing["memory_bytes"], 6 * kGiB);
+  EXPECT_EQ(listing["memory_bytes"], 6 * GiB);
   EXPECT_EQ(listing["keepers"], nlohmann::json::array({w1, w2}));
   for (pid_t w : {w1, w2}) {
     EXPECT_EQ(entry_of(doc["outcomes"], w)["outcome"], "released");
@@ -93,31 +91,31 @@ TEST_F(KillRelease, GonePidIsResolvedToItsInheritedHoldersAndItsMemoryComesBack)
   }
   auto released = entry_of(doc["gone_outcomes"], gone);
   EXPECT_EQ(released["released"], true);
-  EXPECT_EQ(released["bytes"], 6 * kGiB);
-  EXPECT_EQ(doc["summary"]["freed"][0]["bytes"], 6 * kGiB);
-  EXPECT_EQ(doc["summary"]["freed"][0]["used_before"], 6 * kGiB + (512ull << 20));
+  EXPECT_EQ(released["bytes"], 6 * GiB);
+  EXPECT_EQ(doc["summary"]["freed"][0]["bytes"], 6 * GiB);
+  EXPECT_EQ(doc["summary"]["freed"][0]["used_before"], 6 * GiB + (512ull << 20));
   EXPECT_EQ(doc["summary"]["freed"][0]["used_after"], 512ull << 20);
 }
 
 TEST_F(KillRelease, DelayedReleaseIsAwaited) {
   Child holder = holding(dev_, "nvidia0");
-  scenario({{{"pid", holder.pid()}, {"used_bytes", 3 * kGiB}, {"release_delay_ms", 700}}});
+  scenario({{{"pid", holder.pid()}, {"used_bytes", 3 * GiB}, {"release_delay_ms", 700}}});
   auto r = kill({std::to_string(holder.pid()), "--yes"});
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
   auto doc = parse_output(r);
   auto outcome = entry_of(doc["outcomes"], holder.pid());
   EXPECT_EQ(outcome["outcome"], "released") << r.out;
-  EXPECT_EQ(outcome["released_bytes"], 3 * kGiB);
+  EXPECT_EQ(outcome["released_bytes"], 3 * GiB);
   // The double lists the context for 700 ms after it first sees the process dead, which is
   // after the exit: the verification must have waited at least that long, over several polls.
   EXPECT_GE(outcome["release_ms"].get<long long>(), 700);
   EXPECT_GE(doc["summary"]["polls"].get<int>(), 2);
-  EXPECT_EQ(doc["summary"]["freed"][0]["bytes"], 3 * kGiB);
+  EXPECT_EQ(doc["summary"]["freed"][0]["bytes"], 3 * GiB);
 }
 
 TEST_F(KillRelease, LeakedContextEndsStillHeld) {
   Child holder = holding(dev_, "nvidia0");
-  scenario({{{"pid", holder.pid()}, {"used_bytes", kGiB}, {"leaked", true}}});
+  scenario({{{"pid", holder.pid()}, {"used_bytes", GiB}, {"leaked", true}}});
   auto r = kill({std::to_string(holder.pid()), "--yes", "--wait-release", "500ms"});
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
   auto doc = parse_output(r);
@@ -145,7 +143,7 @@ TEST_F(KillRelease, ListedPidKeptAliveByItsChildrenIsStillHeldByThemUntilTree) {
   pid_t worker = static_cast<pid_t>(ready.receive());
   pid_t trainer_pid = trainer.pid();
   KillStrays strays{{worker}};
-  scenario({{{"pid", trainer_pid}, {"used_bytes", 2 * kGiB}, {"holders", {trainer_pid, worker}}}});
+  scenario({{{"pid", trainer_pid}, {"used_bytes", 2 * GiB}, {"holders", {trainer_pid, worker}}}});
 
   auto alone = kill({std::to_string(trainer_pid), "--yes", "--wait-release", "300ms"});
   EXPECT_EQ(alone.exit_code, 1) << alone.out << alone.err;

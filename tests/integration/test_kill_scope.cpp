@@ -16,14 +16,14 @@ using nlohmann::json;
 
 // GPU 0: a healthy job (trainer + a worker sharing its file), a paused job, and a zombie whose
 // child kept its file. GPU 1: a trainer that is gone, kept by its orphaned worker.
-struct Scene {
+struct KillScopeScene {
   FakeDevRoot dev;
   pid_t trainer = 0, worker = 0, paused = 0, zombie = 0, zombie_child = 0;
   std::vector<std::unique_ptr<Child>> children;
   std::unique_ptr<GoneTrainer> ghost;
   KillStrays strays;
 
-  Scene() {
+  KillScopeScene() {
     Ready job;
     children.push_back(std::make_unique<Child>([&] {
       hold(dev.dev("nvidia0"));
@@ -77,14 +77,9 @@ struct Scene {
   }
 };
 
-std::vector<pid_t> sorted(std::vector<pid_t> v) {
-  std::sort(v.begin(), v.end());
-  return v;
-}
-
 TEST(KillScope, EverySelectorWithEveryFilterPlansExactlyWhatItNames) {
   REQUIRE_DOUBLE();
-  Scene s;
+  KillScopeScene s;
   FakeNvml nvml(s.scenario());
   auto plan = [&](std::vector<std::string> extra) {
     std::vector<std::string> args{"kill", "--json", "--dry-run", "--dev-root", s.dev.path()};

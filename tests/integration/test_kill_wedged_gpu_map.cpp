@@ -35,7 +35,7 @@ class ProcWithNvidiaGpus : public TempDir {
   }
 };
 
-json wedged() {
+json wedged_map_scenario() {
   return {
       {"block_call", "nvmlDeviceGetCount"},
       {"gpus",
@@ -49,7 +49,7 @@ TEST(KillWedgedGpuMap, GpuZeroIsTheKernelsMinorOneNotNvidiaZero) {
   Child on_minor0 = holding(dev, "nvidia0");
   Child on_minor1 = holding(dev, "nvidia1");
   ProcWithNvidiaGpus proc({{"0000:19:00.0", 1}, {"0000:3b:00.0", 0}});
-  FakeNvml nvml(wedged());
+  FakeNvml nvml(wedged_map_scenario());
   auto r = run_gpureap({"kill", "--json", "--dry-run", "--gpu", "0", "--proc-root", proc.path(),
                         "--dev-root", dev.path(), "--driver-timeout", "300ms"},
                        nvml.env());
@@ -78,7 +78,7 @@ TEST(KillWedgedGpuMap, WithoutTheKernelsMapGpuIsRefusedNotGuessed) {
     GTEST_SKIP() << "this machine's kernel names its GPUs";
   FakeDevRoot dev;
   Child on_minor0 = holding(dev, "nvidia0");
-  FakeNvml nvml(wedged());
+  FakeNvml nvml(wedged_map_scenario());
   // This machine's own /proc, without an NVIDIA module: a real kill, had gpureap guessed.
   auto r = run_gpureap(
       {"kill", "--yes", "--gpu", "0", "--dev-root", dev.path(), "--driver-timeout", "300ms"},

@@ -24,14 +24,6 @@ namespace {
 
 using nlohmann::json;
 
-#ifndef FAKE_NVML_LIBRARY
-#define REQUIRE_TMUX() GTEST_SKIP() << "the NVML test double was not built"
-#else
-#define REQUIRE_TMUX()                                       \
-  if (!have_tmux()) GTEST_SKIP() << "tmux is not installed"; \
-  (void)0
-#endif
-
 // MIG GPU 0 split into GPU instances 3 and 5: trainer on 3 is gone and its forked worker keeps
 // its context; a job runs on 5.
 struct MigViews {
@@ -52,11 +44,6 @@ std::vector<pid_t> row_pids(const json& doc) {
   std::vector<pid_t> out;
   for (const auto& p : doc["processes"]) out.push_back(p["pid"].get<pid_t>());
   return out;
-}
-
-std::vector<pid_t> sorted(std::vector<pid_t> v) {
-  std::sort(v.begin(), v.end());
-  return v;
 }
 
 TEST(MigViews, PsGpuInstanceNarrowsTheRowsButNeverTheGpusFigures) {
@@ -316,7 +303,7 @@ TEST(MigViews, KillsPlanRowsSayTheInstance) {
 
 TEST(MigViews, TopShowsTheInstancesUnderTheGpuAt80x24) {
   REQUIRE_DOUBLE();
-  REQUIRE_TMUX();
+  REQUIRE_TERMINAL();
   MigViews m;
   TmuxGpureap top({"top", "--dev-root", m.dev.path()}, m.nvml.env(), 80, 24);
   auto screen = top.wait_until(

@@ -9,15 +9,14 @@
 namespace gpureap::testing {
 namespace {
 
-constexpr uint64_t kMiB = 1ull << 20, kGiB = 1ull << 30;
-const std::string kAmd = "0000:03:00.0";
+constexpr uint64_t kMiB = 1ull << 20;
 
 class MixedVendors : public ::testing::Test {
  protected:
   void SetUp() override {
     m_.write("dev/nvidia0", "");
     m_.write("dev/nvidiactl", "");
-    m_.amd_gpu(0, 128, kAmd, 32 * kGiB, 9 * kGiB, "AMD Instinct MI210");
+    m_.amd_gpu(0, 128, kAmd, 32 * GiB, 9 * GiB, "AMD Instinct MI210");
     m_.kfd_node(1, 4321, 0, 0x03);
 
     // An NVIDIA job (500), listed by NVML.
@@ -34,7 +33,7 @@ class MixedVendors : public ::testing::Test {
       m_.open_fd(w, 5, "dri/renderD128", client);
     }
     // A ROCm leader (700) gone, its orphaned worker (701) keeping /dev/kfd: KFD lists 3 GiB.
-    m_.kfd_process(700, 4321, 3 * kGiB);
+    m_.kfd_process(700, 4321, 3 * GiB);
     m_.process(701, "rocm_worker", 1, 700, 700);
     m_.open_fd(701, 4, "kfd", "");
 
@@ -42,8 +41,8 @@ class MixedVendors : public ::testing::Test {
                  {"gpus",
                   {{{"uuid", "GPU-0000"},
                     {"minor", 0},
-                    {"total_bytes", 80 * kGiB},
-                    {"processes", {{{"pid", 500}, {"used_bytes", 6 * kGiB}}}}}}}});
+                    {"total_bytes", 80 * GiB},
+                    {"processes", {{{"pid", 500}, {"used_bytes", 6 * GiB}}}}}}}});
   }
 
   std::vector<std::string> roots(std::vector<std::string> args) const {
@@ -67,10 +66,10 @@ TEST_F(MixedVendors, PsJsonHasBothVendorsGpusAndTheirHolders) {
   EXPECT_EQ(j["gpus"][1]["backend"], "amdgpu");
   EXPECT_EQ(j["gpus"][1]["key"], "amd:pci:" + kAmd);
   EXPECT_EQ(j["gpus"][1]["name"], "AMD Instinct MI210");
-  EXPECT_EQ(j["gpus"][1]["memory"]["used_bytes"], 9 * kGiB);
-  EXPECT_EQ(j["gpus"][1]["memory"]["attributed_bytes"], 4 * kGiB);
-  EXPECT_EQ(j["gpus"][1]["memory"]["ghost_bytes"], 3 * kGiB);
-  EXPECT_EQ(j["gpus"][1]["memory"]["unattributed_bytes"], 2 * kGiB);
+  EXPECT_EQ(j["gpus"][1]["memory"]["used_bytes"], 9 * GiB);
+  EXPECT_EQ(j["gpus"][1]["memory"]["attributed_bytes"], 4 * GiB);
+  EXPECT_EQ(j["gpus"][1]["memory"]["ghost_bytes"], 3 * GiB);
+  EXPECT_EQ(j["gpus"][1]["memory"]["unattributed_bytes"], 2 * GiB);
   EXPECT_EQ(j["gpus"][1]["device_numbers"], (nlohmann::json{"226:0", "226:128", "510:0"}));
 
   // The backends: NVML and amdgpu answer, the Intel one has no GPU here.
@@ -85,16 +84,16 @@ TEST_F(MixedVendors, PsJsonHasBothVendorsGpusAndTheirHolders) {
   auto nvidia_job = row_of(j, 500);
   ASSERT_FALSE(nvidia_job.is_null());
   EXPECT_EQ(nvidia_job["gpus"][0]["index"], 0);
-  EXPECT_EQ(nvidia_job["gpus"][0]["used_bytes"], 6 * kGiB);
+  EXPECT_EQ(nvidia_job["gpus"][0]["used_bytes"], 6 * GiB);
 
   auto trainer = row_of(j, 600);
   ASSERT_FALSE(trainer.is_null());
   ASSERT_EQ(trainer["gpus"].size(), 1u);
   EXPECT_EQ(trainer["gpus"][0]["index"], 1);
-  EXPECT_EQ(trainer["gpus"][0]["used_bytes"], 4 * kGiB);
+  EXPECT_EQ(trainer["gpus"][0]["used_bytes"], 4 * GiB);
   EXPECT_EQ(trainer["gpus"][0]["shared_with"], (nlohmann::json{601, 602}));
   EXPECT_EQ(trainer["gpus"][0]["regions"][0]["name"], "vram");
-  EXPECT_EQ(trainer["gpus"][0]["regions"][0]["resident_bytes"], 4 * kGiB);
+  EXPECT_EQ(trainer["gpus"][0]["regions"][0]["resident_bytes"], 4 * GiB);
   EXPECT_EQ(trainer["gpus"][0]["regions"][1]["name"], "gtt");
   EXPECT_EQ(trainer["gpus"][0]["regions"][1]["resident_bytes"], 1 * kMiB);
   EXPECT_TRUE(trainer["anomalies"].empty());

@@ -96,7 +96,7 @@ json scene(pid_t server, pid_t live_client, pid_t gone_client, pid_t job) {
              {"processes", json::array()}}}}};
 }
 
-std::vector<pid_t> pids(const json& j) {
+std::vector<pid_t> sorted_pids(const json& j) {
   auto v = j.get<std::vector<pid_t>>();
   std::sort(v.begin(), v.end());
   return v;
@@ -146,7 +146,7 @@ TEST_F(Mps, PsJsonShowsTheServerItsClientsAndTheGoneClientKeptByIt) {
   EXPECT_EQ(s["gpus"][0]["serves_clients"], "MPS server");
   EXPECT_EQ(s["gpus"][0]["kind"], "compute");
   EXPECT_EQ(s["gpus"][0]["used_bytes"], GiB / 2) << "its own memory, not its clients'";
-  EXPECT_EQ(pids(s["gpus"][0]["clients"]), pids(json{client_->pid(), gone_}));
+  EXPECT_EQ(sorted_pids(s["gpus"][0]["clients"]), sorted_pids(json{client_->pid(), gone_}));
   EXPECT_TRUE(s["anomalies"].empty()) << s.dump(2);
 
   auto c = row_of(snap, client_->pid());
@@ -159,7 +159,7 @@ TEST_F(Mps, PsJsonShowsTheServerItsClientsAndTheGoneClientKeptByIt) {
   EXPECT_EQ(g["gpus"][0]["kind"], "mps");
   EXPECT_EQ(g["gpus"][0]["server"], server);
   EXPECT_EQ(g["anomalies"], json{"no-such-process"});
-  EXPECT_EQ(pids(g["ghost"]["servers"]), std::vector<pid_t>{server});
+  EXPECT_EQ(sorted_pids(g["ghost"]["servers"]), std::vector<pid_t>{server});
   EXPECT_TRUE(g["ghost"]["keepers"].empty()) << "no inherited file keeps a client's context";
   EXPECT_TRUE(g["ghost"]["listed_keepers"].empty());
   EXPECT_EQ(g["ghost"]["leaked"], false);

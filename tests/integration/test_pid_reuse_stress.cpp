@@ -71,7 +71,7 @@ constexpr int kChurnFailed = 2;
   for (;;) ::pause();
 }
 
-int namespace_init(const std::string& dev_root, const std::string& work) {
+int pid_reuse_init(const std::string& dev_root, const std::string& work) {
   int stop[2];
   if (::pipe(stop) != 0) return kChurnFailed;
   pid_t churner = ::fork();
@@ -128,7 +128,7 @@ TEST(PidReuseStress, NoProcessOutsideThePlanEverReceivesASignal) {
   if (::geteuid() != 0) GTEST_SKIP() << "needs root for a PID namespace and ns_last_pid";
   FakeDevRoot dev;
   TempDir work;
-  int code = run_in_new_pid_namespace([&] { return namespace_init(dev.path(), work.path()); });
+  int code = run_in_new_pid_namespace([&] { return pid_reuse_init(dev.path(), work.path()); });
   if (code == kNoPidNamespace) GTEST_SKIP() << "PID namespaces are not available here";
   ASSERT_NE(code, kChurnFailed);
   EXPECT_GT(std::stoul(read_text(work.file("count")).empty() ? "0" : read_text(work.file("count"))),

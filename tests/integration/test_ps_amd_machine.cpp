@@ -12,9 +12,6 @@
 namespace gpureap::testing {
 namespace {
 
-constexpr uint64_t kGiB = 1ull << 30;
-const std::string kAmd = "0000:03:00.0";
-
 std::string lower(std::string s) {
   std::transform(s.begin(), s.end(), s.begin(),
                  [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
@@ -24,8 +21,8 @@ std::string lower(std::string s) {
 class PsAmdMachine : public ::testing::Test {
  protected:
   void SetUp() override {
-    m_.amd_gpu(0, 128, kAmd, 16 * kGiB, 5 * kGiB);  // Navi 21 on the RX 6900 XT board
-    m_.module_version("amdgpu", "6.2.4");           // AMD's DKMS driver
+    m_.amd_gpu(0, 128, kAmd, 16 * GiB, 5 * GiB);  // Navi 21 on the RX 6900 XT board
+    m_.module_version("amdgpu", "6.2.4");         // AMD's DKMS driver
     m_.pci_ids_fixture(GPUREAP_FIXTURES);
     m_.process(600, "trainer", 1, 600, 600);
     m_.open_fd(600, 5, "dri/renderD128", DrmMachine::amdgpu_fdinfo(kAmd, 17, 4 * 1024 * 1024, 0));

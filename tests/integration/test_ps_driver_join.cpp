@@ -11,7 +11,7 @@ namespace {
 
 using nlohmann::json;
 
-json two_gpus(json gpu0_processes, json gpu1_processes = json::array()) {
+json join_scenario(json gpu0_processes, json gpu1_processes = json::array()) {
   return {{"gpus",
            {{{"name", "NVIDIA H200"},
              {"uuid", "GPU-0000"},
@@ -33,10 +33,6 @@ json two_gpus(json gpu0_processes, json gpu1_processes = json::array()) {
              {"processes", gpu1_processes}}}}};
 }
 
-std::vector<std::string> anomalies(const json& row) {
-  return row["anomalies"].get<std::vector<std::string>>();
-}
-
 json ps(const FakeDevRoot& dev, const FakeNvml& nvml) {
   return run_json({"ps", "--json", "--dev-root", dev.path()}, nvml.env());
 }
@@ -52,7 +48,7 @@ TEST(PsDriverJoin, HealthyJobHasNoAnomalies) {
     ready.signal();
   });
   ready.wait();
-  FakeNvml nvml(two_gpus(json::array({{{"pid", job.pid()}, {"used_bytes", 4 * GiB}}})));
+  FakeNvml nvml(join_scenario(json::array({{{"pid", job.pid()}, {"used_bytes", 4 * GiB}}})));
   auto snap = ps(dev, nvml);
   EXPECT_EQ(snap["backend"]["available"], true);
   EXPECT_EQ(snap["backend"]["driver_version"], "550.54.15");
@@ -117,7 +113,7 @@ TEST(PsDriverJoin, GhostParentKeptAliveByInheritedWorkers) {
   pid_t ghost = parent.pid();
   pid_t w1 = static_cast<pid_t>(ready.receive()), w2 = static_cast<pid_t>(ready.receive());
   parent.kill_and_reap();
-  FakeNvml nvml(two_gpus(
+  FakeNvml nvml(join_scenario(
       json::array({{{"pid", ghost}, {"used_bytes", 8 * GiB}, {"holders", {ghost, w1, w2}}}})));
   auto snap = ps(dev, nvml);
   auto row = row_of(snap, ghost);
@@ -150,8 +146,9 @@ TEST(PsDriverJoin, LeakedContextOfADeadPid) {
   FakeDevRoot dev;
   pid_t gone = dead_pid();
   Child listed = holding(dev, "nvidia0");
-  FakeNvml nvml(two_gpus(json::array({{{"pid", gone}, {"used_bytes", 6 * GiB}, {"leaked", true}},
-                                      {{"pid", listed.pid()}, {"used_bytes", GiB}}})));
+  FakeNvml nvml(
+      join_scenario(json::array({{{"pid", gone}, {"used_bytes", 6 * GiB}, {"leaked", true}},
+                                 {{"pid", listed.pid()}, {"used_bytes", GiB}}})));
   auto snap = ps(dev, nvml);
   EXPECT_EQ(anomalies(row_of(snap, gone)), (std::vector<std::string>{"no-such-process", "leaked"}));
   EXPECT_EQ(anomalies(row_of(snap, listed.pid())), std::vector<std::string>{});
@@ -162,7 +159,7 @@ TEST(PsDriverJoin, ForeignNamespaceFromInsideAPidNamespace) {
   if (::geteuid() != 0) GTEST_SKIP() << "needs root for unshare --pid";
   FakeDevRoot dev;
   Child host_job = holding(dev, "nvidia0");
-  FakeNvml nvml(two_gpus(
+  FakeNvml nvml(join_scenario(
       json::array({{{"pid", host_job.pid()}, {"used_bytes", 2 * GiB}, {"leaked", true}}})));
   auto env = nvml.env();
   std::string cmd;
@@ -198,7 +195,7 @@ TEST(PsDriverJoin, ThirtyTwoByteProcessRecords) {
   json procs = json::array();
   for (int i = 0; i < 3; ++i)
     procs.push_back({{"pid", jobs[i].pid()}, {"used_bytes", (i + 1) * GiB}});
-  auto scenario = two_gpus(procs);
+  auto scenario = join_scenario(procs);
   scenario["process_info_v3_stride"] = 32;
   FakeNvml nvml(scenario);
   auto snap = ps(dev, nvml);
@@ -216,7 +213,8 @@ TEST(PsDriverJoin, NotAvailableMemoryIsNullNotHuge) {
   REQUIRE_DOUBLE();
   FakeDevRoot dev;
   Child job = holding(dev, "nvidia0");
-  FakeNvml nvml(two_gpus(json::array({{{"pid", job.pid()}, {"used_bytes", "not_available"}}})));
+  FakeNvml nvml(
+      join_scenario(json::array({{{"pid", job.pid()}, {"used_bytes", "not_available"}}})));
   auto snap = ps(dev, nvml);
   auto row = row_of(snap, job.pid());
   EXPECT_TRUE(row["gpus"][0]["used_bytes"].is_null());
@@ -236,7 +234,7 @@ TEST(PsDriverJoin, InitErrorsAreExplainedAndHoldersStillShown) {
                {"lib_rm_version_mismatch", "reboot, or reload the nvidia modules"},
                {"no_permission", "permission"}};
   for (const auto& c : cases) {
-    auto scenario = two_gpus(json::array());
+    auto scenario = join_scenario(json::array());
     scenario["init_error"] = c.code;
     FakeNvml nvml(scenario);
     auto snap = ps(dev, nvml);
@@ -256,7 +254,7 @@ TEST(PsDriverJoin, OneLostGpuDoesNotHideTheOthers) {
   REQUIRE_DOUBLE();
   FakeDevRoot dev;
   Child job = holding(dev, "nvidia0");
-  auto scenario = two_gpus(json::array({{{"pid", job.pid()}, {"used_bytes", 3 * GiB}}}));
+  auto scenario = join_scenario(json::array({{{"pid", job.pid()}, {"used_bytes", 3 * GiB}}}));
   scenario["gpus"][1]["error"] = "gpu_lost";
   FakeNvml nvml(scenario);
   auto snap = ps(dev, nvml);

@@ -15,17 +15,13 @@ std::vector<std::string> ps_args(const FakeDevRoot& dev) {
   return {"ps", "--json", "--dev-root", dev.path()};
 }
 
-std::set<pid_t> row_pids(const nlohmann::json& snap) {
+std::set<pid_t> row_pid_set(const nlohmann::json& snap) {
   std::set<pid_t> out;
   for (const auto& p : snap["processes"]) out.insert(p["pid"].get<pid_t>());
   return out;
 }
 
-std::vector<std::string> anomalies(const nlohmann::json& row) {
-  return row["anomalies"].get<std::vector<std::string>>();
-}
-
-bool has(const std::vector<std::string>& v, const std::string& s) {
+bool has_entry(const std::vector<std::string>& v, const std::string& s) {
   return std::find(v.begin(), v.end(), s) != v.end();
 }
 
@@ -43,7 +39,7 @@ TEST(PsHolders, ProcessHoldingTwoDeviceFiles) {
   EXPECT_EQ(snap["complete"], true);
   EXPECT_EQ(snap["backend"]["name"], "nvml");
   EXPECT_TRUE(snap["gpus"].is_array());
-  EXPECT_EQ(row_pids(snap), std::set<pid_t>{holder.pid()});
+  EXPECT_EQ(row_pid_set(snap), std::set<pid_t>{holder.pid()});
   auto row = row_of(snap, holder.pid());
   ASSERT_FALSE(row.is_null());
   ASSERT_EQ(row["devices"].size(), 2u);
@@ -85,14 +81,14 @@ TEST(PsHolders, InheritedHoldersOfADeadParentAreOrphansInItsGroup) {
   pid_t c2 = static_cast<pid_t>(ready.receive());
   parent.kill_and_reap();  // reaps the exited parent: its group now has no leader
   auto snap = run_json(ps_args(dev));
-  EXPECT_EQ(row_pids(snap), (std::set<pid_t>{c1, c2}));
+  EXPECT_EQ(row_pid_set(snap), (std::set<pid_t>{c1, c2}));
   for (pid_t c : {c1, c2}) {
     auto row = row_of(snap, c);
     ASSERT_FALSE(row.is_null());
     EXPECT_EQ(row["comm"], "loader-worker");
     EXPECT_EQ(row["pgid"], leader);
     EXPECT_NE(row["ppid"], leader);
-    EXPECT_TRUE(has(anomalies(row), "orphan")) << row.dump();
+    EXPECT_TRUE(has_entry(anomalies(row), "orphan")) << row.dump();
     ASSERT_EQ(row["devices"].size(), 2u);
     EXPECT_EQ(row["devices"][0]["path"], dev.dev("nvidia0"));
     EXPECT_EQ(row["devices"][1]["path"], dev.dev("nvidiactl"));
@@ -112,7 +108,7 @@ TEST(PsHolders, StoppedHolder) {
   ASSERT_FALSE(row.is_null());
   EXPECT_EQ(row["state"], "T");
   EXPECT_EQ(anomalies(row), std::vector<std::string>{"stopped"});
-  EXPECT_EQ(row_pids(snap), std::set<pid_t>{holder.pid()});
+  EXPECT_EQ(row_pid_set(snap), std::set<pid_t>{holder.pid()});
 }
 
 TEST(PsHolders, HolderWithUnreapedZombieChild) {
@@ -127,7 +123,7 @@ TEST(PsHolders, HolderWithUnreapedZombieChild) {
   pid_t zombie = static_cast<pid_t>(ready.receive());
   ASSERT_TRUE(wait_for_state(zombie, 'Z'));
   auto snap = run_json(ps_args(dev));
-  EXPECT_EQ(row_pids(snap), std::set<pid_t>{holder.pid()});
+  EXPECT_EQ(row_pid_set(snap), std::set<pid_t>{holder.pid()});
   auto row = row_of(snap, holder.pid());
   EXPECT_EQ(anomalies(row), std::vector<std::string>{"zombie-children"});
   EXPECT_EQ(row["devices"][0]["path"], dev.dev("dri/renderD128"));

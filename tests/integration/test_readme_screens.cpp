@@ -72,7 +72,7 @@ std::string readme_screen(const std::string& name) {
   return "";
 }
 
-struct Scene {
+struct ReadmeScene {
   FakeDevRoot dev;
   TempDir dir;
   std::unique_ptr<Child> job;
@@ -80,7 +80,7 @@ struct Scene {
   KillStrays strays;
   std::unique_ptr<FakeNvml> nvml;
 
-  Scene() {
+  ReadmeScene() {
     std::ofstream(dir.file("train.py")) << "read -r _\n";
     EXPECT_EQ(::symlink("/bin/bash", dir.file("python").c_str()), 0);
     Ready job_ready;
@@ -227,7 +227,7 @@ void expect_readme_shows(const std::string& name, const std::string& command,
 
 TEST(ReadmeScreens, PsShowsTheGhostAsTheReadmeDoes) {
   REQUIRE_DOUBLE();
-  Scene s;
+  ReadmeScene s;
   auto r = run_gpureap({"ps", "--no-daemon", "--dev-root", s.dev.path()}, s.env());
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   expect_readme_shows("ps", "gpureap", "$ gpureap\n" + s.normalised(r.out, true));
@@ -235,7 +235,7 @@ TEST(ReadmeScreens, PsShowsTheGhostAsTheReadmeDoes) {
 
 TEST(ReadmeScreens, DoctorExplainsTheGhostAsTheReadmeDoes) {
   REQUIRE_DOUBLE();
-  Scene s;
+  ReadmeScene s;
   auto r = run_gpureap({"doctor", "--no-daemon", "--settle", "300ms", "--dev-root", s.dev.path()},
                        s.env());
   EXPECT_EQ(r.exit_code, 2) << "a ghost is critical: " << r.out << r.err;

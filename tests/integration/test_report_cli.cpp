@@ -19,7 +19,7 @@ namespace {
 
 using nlohmann::json;
 
-json scenario(json processes) {
+json report_scenario(json processes) {
   return {{"gpus",
            {{{"name", "NVIDIA H200"},
              {"uuid", "GPU-0000"},
@@ -49,7 +49,7 @@ TEST(ReportCli, TheDaemonsHistoryWithItsGhostAndItsKeeper) {
   ready.wait();
   worker_ready.wait();
   const pid_t gone = dead_pid();
-  FakeNvml nvml(scenario(
+  FakeNvml nvml(report_scenario(
       json::array({{{"pid", job.pid()}, {"used_bytes", 4 * GiB}},
                    {{"pid", gone}, {"used_bytes", 8 * GiB}, {"holders", {worker.pid()}}}})));
   TempDir dir;
@@ -116,7 +116,7 @@ TEST(ReportCli, FailuresSayWhatToDo) {
 TEST(ReportCli, TheDaemonsHistoryComesThroughItsLocalSocket) {
   REQUIRE_DOUBLE();
   FakeDevRoot dev;
-  FakeNvml nvml(scenario(json::array()));
+  FakeNvml nvml(report_scenario(json::array()));
   TempDir dir;
   std::ofstream(dir.file("config.toml"))
       << "interval = \"200ms\"\nlisten = \"127.0.0.1:1\"\nlocal_socket = \""

@@ -10,8 +10,6 @@
 namespace gpureap::testing {
 namespace {
 
-constexpr uint64_t kGiB = 1ull << 30;
-
 class RunGpu : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -89,7 +87,7 @@ TEST_F(RunGpu, PeakOfTheLeftoverHeldContextAndItsRelease) {
   auto peak = rep["gpu"]["peaks"][0];
   EXPECT_EQ(peak["index"], 0);
   EXPECT_EQ(peak["name"], "Fake H200");
-  EXPECT_EQ(peak["peak_bytes"], 4 * kGiB);
+  EXPECT_EQ(peak["peak_bytes"], 4 * GiB);
   EXPECT_EQ(peak["processes"], 1);
   ASSERT_EQ(rep["leftovers"].size(), 1u);
   EXPECT_EQ(rep["leftovers"][0]["pid"], strays.pids[0]);
@@ -151,7 +149,7 @@ TEST_F(RunGpu, SamplesWhileTheJobRuns) {
   EXPECT_EQ(r.exit_code, 0) << r.err;
   auto rep = report();
   ASSERT_EQ(rep["gpu"]["peaks"].size(), 1u) << rep.dump(2);
-  EXPECT_EQ(rep["gpu"]["peaks"][0]["peak_bytes"], 3 * kGiB);
+  EXPECT_EQ(rep["gpu"]["peaks"][0]["peak_bytes"], 3 * GiB);
   EXPECT_GE(rep["gpu"]["samples"].get<int>(), 3);
   EXPECT_EQ(rep["release"]["released"], true);
 }
@@ -165,7 +163,7 @@ TEST_F(RunGpu, LeakedContextIsReportedAsStillHeld) {
   EXPECT_EQ(r.exit_code, 0) << r.err;
   pid_t job = static_cast<pid_t>(std::stol(read_text(dir_.file("job"))));
   auto rep = report();
-  EXPECT_EQ(rep["gpu"]["peaks"][0]["peak_bytes"], 2 * kGiB);
+  EXPECT_EQ(rep["gpu"]["peaks"][0]["peak_bytes"], 2 * GiB);
   EXPECT_EQ(rep["release"]["checked"], true);
   EXPECT_EQ(rep["release"]["method"], "driver");
   EXPECT_EQ(rep["release"]["released"], false);
@@ -173,7 +171,7 @@ TEST_F(RunGpu, LeakedContextIsReportedAsStillHeld) {
   ASSERT_EQ(held.size(), 1u) << rep["release"].dump(2);
   EXPECT_EQ(held[0]["gpu"], 0);
   EXPECT_EQ(held[0]["pid"], job);
-  EXPECT_EQ(held[0]["used_bytes"], 2 * kGiB);
+  EXPECT_EQ(held[0]["used_bytes"], 2 * GiB);
   EXPECT_EQ(held[0]["process_alive"], false);
   EXPECT_NE(r.err.find("STILL HELD"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("GPU 0: 2.0 GiB listed for pid " + std::to_string(job)), std::string::npos)

@@ -10,9 +10,9 @@ namespace gpureap::testing {
 namespace {
 
 // No NVML: the release is checked through the device files under the stand-in dev root.
-std::vector<std::string> run_args(const FakeDevRoot& dev, const TempDir& dir,
-                                  const std::vector<std::string>& options,
-                                  const std::string& script) {
+std::vector<std::string> leftover_run_args(const FakeDevRoot& dev, const TempDir& dir,
+                                           const std::vector<std::string>& options,
+                                           const std::string& script) {
   std::vector<std::string> args{
       "--dev-root", dev.path(), "--nvml-library",       dir.file("no-such-libnvidia-ml.so.1"),
       "run",        "--report", dir.file("report.json")};
@@ -21,21 +21,8 @@ std::vector<std::string> run_args(const FakeDevRoot& dev, const TempDir& dir,
   return args;
 }
 
-nlohmann::json report_of(const TempDir& dir) {
-  try {
-    return nlohmann::json::parse(read_text(dir.file("report.json")));
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << "no JSON report: " << e.what();
-    return nlohmann::json::object();
-  }
-}
-
 pid_t pid_in(const TempDir& dir, const std::string& name) {
   return static_cast<pid_t>(std::stol(read_text(dir.file(name))));
-}
-
-std::vector<std::string> strings(const nlohmann::json& v) {
-  return v.get<std::vector<std::string>>();
 }
 
 bool contains(const std::vector<std::string>& v, const std::string& s) {
@@ -49,7 +36,7 @@ TEST(RunLeftovers, WorkersInheritingADeviceFdAreEndedAndReported) {
   // The job opens a stand-in device file, forks two workers that inherit it, and exits.
   std::string script = "exec 3<" + dev.dev("nvidia0") + "; sleep 1000 & echo $! > " +
                        dir.file("w1") + "; sleep 1000 & echo $! > " + dir.file("w2") + "; exit 7";
-  auto r = run_gpureap(run_args(dev, dir, {}, script));
+  auto r = run_gpureap(leftover_run_args(dev, dir, {}, script));
   pid_t w1 = pid_in(dir, "w1"), w2 = pid_in(dir, "w2");
   strays.pids = {w1, w2};
   EXPECT_EQ(r.exit_code, 7) << r.err;
@@ -95,7 +82,7 @@ TEST(RunLeftovers, DoubleForkedSetsidDaemonIsEnded) {
                        d + " ]; do sleep 0.01; done; p=$(cat " + d +
                        "); "
                        "[ \"$(cut -d' ' -f6 /proc/$p/stat)\" = \"$p\" ] || exit 99; exit 0";
-  auto r = run_gpureap(run_args(dev, dir, {"--grace", "5s"}, script));
+  auto r = run_gpureap(leftover_run_args(dev, dir, {"--grace", "5s"}, script));
   pid_t daemon = pid_in(dir, "daemon");
   strays.pids = {daemon};
   EXPECT_EQ(r.exit_code, 0) << r.err;
@@ -115,7 +102,7 @@ TEST(RunLeftovers, LeftoverIgnoringSigtermIsKilledAfterTheGrace) {
                        "; exec sleep 1000' & "
                        "while [ ! -s " +
                        w + " ]; do sleep 0.01; done; exit 0";
-  auto r = run_gpureap(run_args(dev, dir, {"--grace", "200ms"}, script));
+  auto r = run_gpureap(leftover_run_args(dev, dir, {"--grace", "200ms"}, script));
   pid_t worker = pid_in(dir, "w");
   strays.pids = {worker};
   EXPECT_EQ(r.exit_code, 0) << r.err;
@@ -140,7 +127,7 @@ TEST(RunLeftovers, StoppedLeftoverIsEnded) {
       w + " ]; do sleep 0.01; done; p=$(cat " + w +
       "); "
       "while [ \"$(cut -d' ' -f3 /proc/$p/stat)\" != T ]; do sleep 0.01; done; exit 0";
-  auto r = run_gpureap(run_args(dev, dir, {"--grace", "20s"}, script));
+  auto r = run_gpureap(leftover_run_args(dev, dir, {"--grace", "20s"}, script));
   pid_t worker = pid_in(dir, "w");
   strays.pids = {worker};
   EXPECT_EQ(r.exit_code, 0) << r.err;
@@ -155,7 +142,7 @@ TEST(RunLeftovers, KeepDescendantsLeavesThemRunning) {
   TempDir dir;
   KillStrays strays;
   std::string script = "sleep 1000 & echo $! > " + dir.file("w") + "; exit 0";
-  auto r = run_gpureap(run_args(dev, dir, {"--keep-descendants"}, script));
+  auto r = run_gpureap(leftover_run_args(dev, dir, {"--keep-descendants"}, script));
   pid_t worker = pid_in(dir, "w");
   strays.pids = {worker};
   EXPECT_EQ(r.exit_code, 0) << r.err;

@@ -28,7 +28,7 @@ bool pid_namespaces_work() {
   if (!pid_namespaces_work())         \
   GTEST_SKIP() << "needs root and a permitted unshare --pid --fork --mount-proc"
 
-std::vector<std::string> run_args(const TempDir& dir, const std::string& script) {
+std::vector<std::string> pid1_run_args(const TempDir& dir, const std::string& script) {
   return {"--nvml-library",
           dir.file("no-such-libnvidia-ml.so.1"),
           "run",
@@ -73,7 +73,7 @@ TEST(RunPid1, OrphansZombiesAreReaped) {
       "done; "
       "for p in $pids; do n=0; while [ -e /proc/$p ]; do n=$((n+1)); "
       "if [ $n -gt 400 ]; then cat /proc/$p/stat; exit 1; fi; sleep 0.05; done; done; exit 0";
-  BackgroundGpureap gpureap(run_args(dir, script), {}, kNewPidNamespace);
+  BackgroundGpureap gpureap(pid1_run_args(dir, script), {}, kNewPidNamespace);
   auto r = gpureap.wait();
   EXPECT_EQ(r.exit_code, 0) << "an orphan stayed a zombie: " << r.out << r.err;
   auto report = nlohmann::json::parse(read_text(dir.file("report.json")));
@@ -91,7 +91,7 @@ TEST(RunPid1, LeftoversAreEndedBeforePid1Exits) {
                        "'; i=0; while [ \"$(cat /proc/$(cat " + w +
                        ")/comm 2>/dev/null)\" != sleep ] && [ $i -lt 5000 ]; "
                        "do i=$((i+1)); done; exit 0";
-  auto gpureap = BackgroundGpureap(run_args(dir, script), {}, kNewPidNamespace).wait();
+  auto gpureap = BackgroundGpureap(pid1_run_args(dir, script), {}, kNewPidNamespace).wait();
   EXPECT_EQ(gpureap.exit_code, 0) << gpureap.err;
   auto report = nlohmann::json::parse(read_text(dir.file("report.json")));
   ASSERT_EQ(report["leftovers"].size(), 1u) << report.dump(2);
@@ -105,7 +105,7 @@ TEST(RunPid1, SigtermFromTheParentNamespaceReachesTheJob) {
   TempDir dir;
   std::string script = "trap 'echo handled > " + dir.file("term") + "; exit 0' TERM; echo up > " +
                        dir.file("ready") + "; while :; do sleep 0.05; done";
-  BackgroundGpureap unshare(run_args(dir, script), {}, kNewPidNamespace);
+  BackgroundGpureap unshare(pid1_run_args(dir, script), {}, kNewPidNamespace);
   ASSERT_TRUE(wait_for_file(dir.file("ready")));
   pid_t pid1 = child_of(unshare.pid());
   ASSERT_GT(pid1, 0) << "cannot find gpureap under unshare";

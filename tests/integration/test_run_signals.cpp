@@ -10,8 +10,9 @@
 namespace gpureap::testing {
 namespace {
 
-std::vector<std::string> run_args(const TempDir& dir, const std::vector<std::string>& options,
-                                  const std::vector<std::string>& command) {
+std::vector<std::string> signal_run_args(const TempDir& dir,
+                                         const std::vector<std::string>& options,
+                                         const std::vector<std::string>& command) {
   std::vector<std::string> args{"--nvml-library", dir.file("no-such-libnvidia-ml.so.1"), "run",
                                 "--report", dir.file("report.json")};
   args.insert(args.end(), options.begin(), options.end());
@@ -20,20 +21,11 @@ std::vector<std::string> run_args(const TempDir& dir, const std::vector<std::str
   return args;
 }
 
-nlohmann::json report_of(const TempDir& dir) {
-  try {
-    return nlohmann::json::parse(read_text(dir.file("report.json")));
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << "no JSON report: " << e.what();
-    return nlohmann::json::object();
-  }
-}
-
 TEST(RunSignals, SigtermReachesAJobThatHandlesIt) {
   TempDir dir;
   std::string script = "trap 'echo handled > " + dir.file("term") + "; exit 0' TERM; echo $$ > " +
                        dir.file("ready") + "; while :; do sleep 0.05; done";
-  BackgroundGpureap gpureap(run_args(dir, {}, {"sh", "-c", script}));
+  BackgroundGpureap gpureap(signal_run_args(dir, {}, {"sh", "-c", script}));
   ASSERT_TRUE(wait_for_file(dir.file("ready"))) << "the job did not start";
   ASSERT_EQ(::kill(gpureap.pid(), SIGTERM), 0);
   auto r = gpureap.wait();
@@ -50,7 +42,7 @@ TEST(RunSignals, JobIgnoringSigtermIsKilledAfterTheGrace) {
   TempDir dir;
   std::string script =
       "trap '' TERM; echo $$ > " + dir.file("ready") + "; while :; do sleep 0.05; done";
-  BackgroundGpureap gpureap(run_args(dir, {"--grace", "300ms"}, {"sh", "-c", script}));
+  BackgroundGpureap gpureap(signal_run_args(dir, {"--grace", "300ms"}, {"sh", "-c", script}));
   ASSERT_TRUE(wait_for_file(dir.file("ready")));
   pid_t job = static_cast<pid_t>(std::stol(read_text(dir.file("ready"))));
   ASSERT_EQ(::kill(gpureap.pid(), SIGTERM), 0);
@@ -72,7 +64,7 @@ TEST(RunSignals, Sigusr1GoesToTheCommandOnly) {
   std::string script = "trap 'echo got > " + dir.file("usr1") +
                        "; exit 5' USR1; sleep 1000 & echo $! > " + dir.file("worker") +
                        "; echo $$ > " + dir.file("ready") + "; while :; do sleep 0.05; done";
-  BackgroundGpureap gpureap(run_args(dir, {}, {"sh", "-c", script}));
+  BackgroundGpureap gpureap(signal_run_args(dir, {}, {"sh", "-c", script}));
   ASSERT_TRUE(wait_for_file(dir.file("ready")));
   pid_t worker = static_cast<pid_t>(std::stol(read_text(dir.file("worker"))));
   strays.pids = {worker};
@@ -91,7 +83,7 @@ TEST(RunSignals, KilledGpureapLeavesTheJobASigterm) {
   TempDir dir;
   std::string script = "trap 'echo handled > " + dir.file("term") + "; exit 0' TERM; echo $$ > " +
                        dir.file("ready") + "; while :; do sleep 0.05; done";
-  BackgroundGpureap gpureap(run_args(dir, {}, {"sh", "-c", script}));
+  BackgroundGpureap gpureap(signal_run_args(dir, {}, {"sh", "-c", script}));
   ASSERT_TRUE(wait_for_file(dir.file("ready")));
   pid_t job = static_cast<pid_t>(std::stol(read_text(dir.file("ready"))));
   KillStrays strays{{job}};
@@ -104,7 +96,8 @@ TEST(RunSignals, KilledGpureapLeavesTheJobASigterm) {
 
 TEST(RunSignals, TimeoutGives124) {
   TempDir dir;
-  auto r = run_gpureap(run_args(dir, {"--timeout", "300ms", "--grace", "5s"}, {"sleep", "1000"}));
+  auto r =
+      run_gpureap(signal_run_args(dir, {"--timeout", "300ms", "--grace", "5s"}, {"sleep", "1000"}));
   EXPECT_EQ(r.exit_code, 124) << r.err;
   auto report = report_of(dir);
   EXPECT_EQ(report["exit"]["code"], 124);
@@ -117,8 +110,8 @@ TEST(RunSignals, TimeoutGives124) {
 
 TEST(RunSignals, TimeoutKillsAJobIgnoringSigtermAfterTheGraceAndStillGives124) {
   TempDir dir;
-  auto r = run_gpureap(run_args(dir, {"--timeout", "200ms", "--grace", "200ms"},
-                                {"sh", "-c", "trap '' TERM; while :; do sleep 0.05; done"}));
+  auto r = run_gpureap(signal_run_args(dir, {"--timeout", "200ms", "--grace", "200ms"},
+                                       {"sh", "-c", "trap '' TERM; while :; do sleep 0.05; done"}));
   EXPECT_EQ(r.exit_code, 124) << r.err;
   auto report = report_of(dir);
   EXPECT_EQ(report["exit"]["signal"], "SIGKILL");
@@ -127,7 +120,7 @@ TEST(RunSignals, TimeoutKillsAJobIgnoringSigtermAfterTheGraceAndStillGives124) {
 
 TEST(RunSignals, DeathBySignalGives128PlusN) {
   TempDir dir;
-  auto r = run_gpureap(run_args(dir, {}, {"sh", "-c", "kill -USR2 $$"}));
+  auto r = run_gpureap(signal_run_args(dir, {}, {"sh", "-c", "kill -USR2 $$"}));
   EXPECT_EQ(r.exit_code, 128 + SIGUSR2) << r.err;
   EXPECT_EQ(report_of(dir)["exit"]["signal"], "SIGUSR2");
   EXPECT_NE(r.err.find("was killed by SIGUSR2"), std::string::npos) << r.err;
@@ -139,7 +132,7 @@ TEST(RunSignals, DeathBySignalGives128PlusN) {
 // signals ignored in the programs it starts, gpureap included.
 TEST(RunSignals, JobDoesNotInheritGpureapsSignalMask) {
   TempDir dir;
-  auto r = run_gpureap(run_args(dir, {}, {"cat", "/proc/self/status"}));
+  auto r = run_gpureap(signal_run_args(dir, {}, {"cat", "/proc/self/status"}));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto standard = [](const std::string& status, const std::string& key) {
     std::istringstream in(status);

@@ -118,12 +118,6 @@ class PtySession {
   std::string output_;
 };
 
-char state_of(pid_t pid) {
-  std::string s = read_text("/proc/" + std::to_string(pid) + "/stat");
-  auto close = s.rfind(')');
-  return close == std::string::npos || close + 2 >= s.size() ? '\0' : s[close + 2];
-}
-
 TEST(RunTerminal, CtrlZStopsJobAndGpureapFgResumesCtrlCEnds) {
   TempDir dir;
   std::string ready = dir.file("ready");

@@ -23,8 +23,8 @@ using nlohmann::json;
 // A shell job: keeps fd 9 (its GPU file) and sleeps in naps that do not inherit it. The
 // worker first names itself, as a PyTorch DataLoader worker does. (A nap just forked still holds
 // it for an instant: long naps make that rare.)
-const std::string kJob = "#!/bin/sh\nwhile :; do sleep 5 9<&-; done\n";
-const std::string kWorker =
+const std::string kJobScript = "#!/bin/sh\nwhile :; do sleep 5 9<&-; done\n";
+const std::string kWorkerScript =
     "#!/bin/sh\nprintf pt_data_worker > /proc/$$/comm\nwhile :; do sleep 5 9<&-; done\n";
 
 // Holds `path` as fd 9 alone: the jobs' naps close it, so they hold nothing.
@@ -45,7 +45,7 @@ bool wait_cmdline(pid_t pid, const std::string& part, const std::string& comm = 
   });
 }
 
-struct Scene {
+struct Screens80Scene {
   FakeDevRoot dev;
   TempDir jobs;
   std::string dir;
@@ -73,12 +73,12 @@ struct Scene {
     return c;
   }
 
-  Scene() {
+  Screens80Scene() {
     dir = jobs.path() + "/jobs/nightly";
     std::filesystem::create_directories(dir);
     for (const auto& name : {"train_resnet50.sh", "evaluate_bert_large.sh"})
-      std::ofstream(dir + "/" + name) << kJob;
-    std::ofstream(dir + "/pretrain_gpt.sh") << kWorker;
+      std::ofstream(dir + "/" + name) << kJobScript;
+    std::ofstream(dir + "/pretrain_gpt.sh") << kWorkerScript;
     train = job("train_resnet50.sh", {"--epochs", "90", "--data", "/datasets/imagenet/train"});
     eval = job("evaluate_bert_large.sh",
                {"--batch-size", "64", "--checkpoint", "/checkpoints/bert/last.pt"});
@@ -131,20 +131,10 @@ struct Scene {
 };
 
 // Columns of a line of gpureap's output (its glyphs, "…", "█", "─", take one column each).
-size_t columns(const std::string& line) {
+size_t screen_columns(const std::string& line) {
   size_t n = 0;
   for (unsigned char c : line) n += (c & 0xC0) != 0x80;
   return n;
-}
-
-std::vector<std::string> lines_of(const std::string& text) {
-  std::vector<std::string> out;
-  std::istringstream in(text);
-  for (std::string l; std::getline(in, l);) {
-    if (!l.empty() && l.back() == '\r') l.pop_back();
-    out.push_back(l);
-  }
-  return out;
 }
 
 // Without the colours a terminal gets.
@@ -162,7 +152,7 @@ std::string plain(const std::string& text) {
 
 void expect_fits(const std::string& text, size_t width, const std::string& what) {
   for (const auto& l : lines_of(plain(text)))
-    EXPECT_LE(columns(l), width) << what << ": " << l << "\n" << text;
+    EXPECT_LE(screen_columns(l), width) << what << ": " << l << "\n" << text;
 }
 
 // The line of the table row of pid: the PID first, after the tree's branches.
@@ -180,7 +170,7 @@ std::string row(const std::string& text, pid_t pid) {
 }
 
 // gpureap on a real terminal of 80 columns: script(1) gives it one.
-RunResult on_terminal(const Scene& scene, const std::vector<std::string>& args) {
+RunResult on_terminal(const Screens80Scene& scene, const std::vector<std::string>& args) {
   std::string cmd = "stty cols 80 rows 40; exec env";
   for (const auto& e : scene.env({"LC_ALL=C.UTF-8"})) cmd += " '" + e + "'";
   cmd += std::string(" '") + GPUREAP_BINARY + "'";
@@ -191,7 +181,7 @@ RunResult on_terminal(const Scene& scene, const std::vector<std::string>& args) 
 
 TEST(Screens80, PsFitsAndTellsTheJobsApart) {
   REQUIRE_DOUBLE();
-  Scene scene;
+  Screens80Scene scene;
   for (bool tree : {false, true}) {
     std::vector<std::string> a = {"ps"};
     if (tree) a.push_back("--tree");
@@ -234,7 +224,7 @@ TEST(Screens80, PsFitsAndTellsTheJobsApart) {
 
 TEST(Screens80, CompactNeverCutsTheGhost) {
   REQUIRE_DOUBLE();
-  Scene scene;
+  Screens80Scene scene;
   for (size_t width : {80u, 60u}) {
     auto r = run_gpureap(scene.args({"ps", "--compact"}),
                          scene.env({"COLUMNS=" + std::to_string(width), "LC_ALL=C.UTF-8"}));
@@ -248,7 +238,7 @@ TEST(Screens80, CompactNeverCutsTheGhost) {
 
 TEST(Screens80, TheKillPlanKeepsItsCommandColumn) {
   REQUIRE_DOUBLE();
-  Scene scene;
+  Screens80Scene scene;
   auto r = run_gpureap(scene.args({"kill", "--ghosts", "--dry-run"}),
                        scene.env({"COLUMNS=80", "LC_ALL=C.UTF-8"}));
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
@@ -278,7 +268,7 @@ TEST(Screens80, TheKillPlanKeepsItsCommandColumn) {
 TEST(Screens80, TopAt80x24) {
   REQUIRE_DOUBLE();
   if (!have_tmux()) GTEST_SKIP() << "tmux is not installed";
-  Scene scene;
+  Screens80Scene scene;
   TmuxGpureap top({"top", "--dev-root", scene.dev.path(), "-d", "300ms"}, scene.env(), 80, 24);
   auto s = top.wait_until(
       [&](const std::string& sc) {
@@ -286,7 +276,7 @@ TEST(Screens80, TopAt80x24) {
                !rows_of(sc, scene.eval->pid()).empty() && !rows_of(sc, scene.worker).empty();
       },
       "the two jobs and the worker");
-  for (const auto& l : lines_of(s)) EXPECT_LE(columns(l), 80u) << l;
+  for (const auto& l : lines_of(s)) EXPECT_LE(screen_columns(l), 80u) << l;
   EXPECT_NE(rows_of(s, scene.train->pid()).front().find("sh train_resnet50.sh"), std::string::npos)
       << s;
   EXPECT_NE(rows_of(s, scene.eval->pid()).front().find("sh evaluate_bert_large"), std::string::npos)

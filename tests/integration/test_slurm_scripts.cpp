@@ -78,7 +78,7 @@ size_t lines(const std::string& text) {
 }
 
 // Two GPUs behind the stand-ins /dev/nvidia0 and /dev/nvidia1.
-json two_gpus(json gpu0_processes, json gpu1_processes, uint64_t gpu1_driver_held = 0) {
+json slurm_scenario(json gpu0_processes, json gpu1_processes, uint64_t gpu1_driver_held = 0) {
   return {{"gpus",
            {{{"uuid", "GPU-00000000-0000-0000-0000-000000000000"},
              {"minor", 0},
@@ -218,8 +218,8 @@ TEST_P(SlurmEpilogShells, EndsTheJobUsersLeftoverOnTheJobsGpuOnly) {
   });
   ready0.wait();
   ready1.wait();
-  nvml_.write(two_gpus({{{"pid", other_gpu.pid()}, {"used_bytes", 2 * GiB}}},
-                       {{{"pid", leftover.pid()}, {"used_bytes", 4 * GiB}}}));
+  nvml_.write(slurm_scenario({{{"pid", other_gpu.pid()}, {"used_bytes", 2 * GiB}}},
+                             {{{"pid", leftover.pid()}, {"used_bytes", 4 * GiB}}}));
 
   auto r = run(kEpilog, {uid_var(job_uid()), "SLURM_JOB_GPUS=1"}, GetParam());
   EXPECT_EQ(r.exit_code, 0) << r.err;
@@ -234,8 +234,8 @@ TEST_P(SlurmEpilogShells, EndsTheJobUsersLeftoverOnTheJobsGpuOnly) {
 TEST_P(SlurmEpilogShells, DrainsWhenTheLeftoversMemoryStaysHeld) {
   Leftover leftover(dev_.dev("nvidia1"));
   // The driver keeps the context after its last holder is gone: a leak only a reset frees.
-  nvml_.write(two_gpus(json::array(),
-                       {{{"pid", leftover.pid()}, {"used_bytes", 4 * GiB}, {"leaked", true}}}));
+  nvml_.write(slurm_scenario(
+      json::array(), {{{"pid", leftover.pid()}, {"used_bytes", 4 * GiB}, {"leaked", true}}}));
 
   auto r = run(kEpilog, {uid_var(job_uid()), "SLURM_JOB_GPUS=1"}, GetParam());
   EXPECT_EQ(r.exit_code, 1) << r.err;
@@ -252,8 +252,8 @@ INSTANTIATE_TEST_SUITE_P(Shells, SlurmEpilogShells, ::testing::Values("", "bash"
 using SlurmEpilog = SlurmScript;
 
 TEST_F(SlurmEpilog, DrainsOnLeakedMemoryNoProcessHolds) {
-  nvml_.write(
-      two_gpus(json::array(), {{{"pid", dead_pid()}, {"used_bytes", 4 * GiB}, {"leaked", true}}}));
+  nvml_.write(slurm_scenario(json::array(),
+                             {{{"pid", dead_pid()}, {"used_bytes", 4 * GiB}, {"leaked", true}}}));
   auto r = run(kEpilog, {uid_var(job_uid()), "SLURM_JOB_GPUS=1"});
   EXPECT_EQ(r.exit_code, 1) << r.err;
   EXPECT_EQ(lines(r.err), 1u) << r.err;
@@ -287,8 +287,8 @@ class SlurmDrainReason : public SlurmScript {
 };
 
 TEST_F(SlurmDrainReason, AFailedEpilogDrainsTheNodeWithWhatItFound) {
-  nvml_.write(
-      two_gpus(json::array(), {{{"pid", dead_pid()}, {"used_bytes", 4 * GiB}, {"leaked", true}}}));
+  nvml_.write(slurm_scenario(json::array(),
+                             {{{"pid", dead_pid()}, {"used_bytes", 4 * GiB}, {"leaked", true}}}));
   auto r = run(kEpilog, slurmd_env({uid_var(job_uid()), "SLURM_JOB_GPUS=1"}));
   EXPECT_EQ(r.exit_code, 1) << r.err;
   EXPECT_EQ(lines(r.err), 1u) << r.err;  // scontrol worked: nothing more to say
@@ -302,8 +302,8 @@ TEST_F(SlurmDrainReason, AFailedEpilogDrainsTheNodeWithWhatItFound) {
 }
 
 TEST_F(SlurmDrainReason, APrologThatRefusesDrainsWithItsReasonAndACleanOneCallsNothing) {
-  nvml_.write(
-      two_gpus(json::array(), {{{"pid", dead_pid()}, {"used_bytes", 4 * GiB}, {"leaked", true}}}));
+  nvml_.write(slurm_scenario(json::array(),
+                             {{{"pid", dead_pid()}, {"used_bytes", 4 * GiB}, {"leaked", true}}}));
   auto clean = run(kProlog, slurmd_env({"SLURM_JOB_GPUS=0"}));
   EXPECT_EQ(clean.exit_code, 0) << clean.err;
   EXPECT_EQ(recorded(), "");
@@ -318,8 +318,8 @@ TEST_F(SlurmDrainReason, APrologThatRefusesDrainsWithItsReasonAndACleanOneCallsN
 }
 
 TEST_F(SlurmDrainReason, AnScontrolThatFailsIsSaidAndTheScriptStillFails) {
-  nvml_.write(
-      two_gpus(json::array(), {{{"pid", dead_pid()}, {"used_bytes", 4 * GiB}, {"leaked", true}}}));
+  nvml_.write(slurm_scenario(json::array(),
+                             {{{"pid", dead_pid()}, {"used_bytes", 4 * GiB}, {"leaked", true}}}));
   std::ofstream(bin_.file("scontrol"), std::ios::trunc) << "#!/bin/sh\nexit 1\n";
   auto r = run(kEpilog, slurmd_env({uid_var(job_uid()), "SLURM_JOB_GPUS=1"}));
   EXPECT_EQ(r.exit_code, 1) << r.err;
@@ -329,8 +329,8 @@ TEST_F(SlurmDrainReason, AnScontrolThatFailsIsSaidAndTheScriptStillFails) {
 }
 
 TEST_F(SlurmEpilog, LeakedMemoryOnAnotherGpuIsNotTheJobsConcern) {
-  nvml_.write(
-      two_gpus({{{"pid", dead_pid()}, {"used_bytes", 4 * GiB}, {"leaked", true}}}, json::array()));
+  nvml_.write(slurm_scenario({{{"pid", dead_pid()}, {"used_bytes", 4 * GiB}, {"leaked", true}}},
+                             json::array()));
   auto r = run(kEpilog, {uid_var(job_uid()), "SLURM_JOB_GPUS=1"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.err, "");
@@ -338,7 +338,8 @@ TEST_F(SlurmEpilog, LeakedMemoryOnAnotherGpuIsNotTheJobsConcern) {
 
 TEST_F(SlurmEpilog, NeverEndsAnotherUsersProcess) {
   Child someone_else = holding(dev_, "nvidia1", [&] { block_all_signals(); });
-  nvml_.write(two_gpus(json::array(), {{{"pid", someone_else.pid()}, {"used_bytes", 4 * GiB}}}));
+  nvml_.write(
+      slurm_scenario(json::array(), {{{"pid", someone_else.pid()}, {"used_bytes", 4 * GiB}}}));
   auto r = run(kEpilog, {uid_var(other_uid()), "SLURM_JOB_GPUS=1"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.err, "");
@@ -349,7 +350,7 @@ TEST_F(SlurmEpilog, NeverEndsAnotherUsersProcess) {
 TEST_F(SlurmEpilog, ARootJobsLeftoversAreEndedButNotTheProcessesTheEpilogRunsUnder) {
   if (::geteuid() != 0) GTEST_SKIP() << "needs root: the job's processes are root's";
   Child holder = holding(dev_, "nvidia1");
-  nvml_.write(two_gpus(json::array(), {{{"pid", holder.pid()}, {"used_bytes", 4 * GiB}}}));
+  nvml_.write(slurm_scenario(json::array(), {{{"pid", holder.pid()}, {"used_bytes", 4 * GiB}}}));
   // This test process stands for slurmstepd: it holds the job's GPU too, and the epilog runs
   // under it.
   int fd = hold(dev_.dev("nvidia1"));
@@ -399,8 +400,8 @@ TEST_F(SlurmEpilog, AWedgedDriverIsBoundedByTheTimeout) {
 using SlurmProlog = SlurmScript;
 
 TEST_F(SlurmProlog, RefusesAGpuWithLeakedMemory) {
-  nvml_.write(
-      two_gpus(json::array(), {{{"pid", dead_pid()}, {"used_bytes", 4 * GiB}, {"leaked", true}}}));
+  nvml_.write(slurm_scenario(json::array(),
+                             {{{"pid", dead_pid()}, {"used_bytes", 4 * GiB}, {"leaked", true}}}));
   auto r = run(kProlog, {"SLURM_JOB_GPUS=0,1"});
   EXPECT_EQ(r.exit_code, 1) << r.err;
   EXPECT_EQ(lines(r.err), 1u) << r.err;
@@ -412,8 +413,8 @@ TEST_F(SlurmProlog, RefusesAGpuWithLeakedMemory) {
 }
 
 TEST_F(SlurmProlog, StartsAJobOnACleanGpu) {
-  nvml_.write(
-      two_gpus(json::array(), {{{"pid", dead_pid()}, {"used_bytes", 4 * GiB}, {"leaked", true}}}));
+  nvml_.write(slurm_scenario(json::array(),
+                             {{{"pid", dead_pid()}, {"used_bytes", 4 * GiB}, {"leaked", true}}}));
   auto r = run(kProlog, {"SLURM_JOB_GPUS=0"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.err, "");
@@ -421,9 +422,9 @@ TEST_F(SlurmProlog, StartsAJobOnACleanGpu) {
 
 TEST_F(SlurmProlog, RefusesAGpuWhoseGonePidIsKeptAlive) {
   Child keeper = holding(dev_, "nvidia1");
-  nvml_.write(
-      two_gpus(json::array(),
-               {{{"pid", dead_pid()}, {"used_bytes", 3 * GiB}, {"holders", {keeper.pid()}}}}));
+  nvml_.write(slurm_scenario(
+      json::array(),
+      {{{"pid", dead_pid()}, {"used_bytes", 3 * GiB}, {"holders", {keeper.pid()}}}}));
   auto r = run(kProlog, {"SLURM_JOB_GPUS=1"});
   EXPECT_EQ(r.exit_code, 1) << r.err;
   EXPECT_EQ(r.err.rfind(
@@ -436,8 +437,8 @@ TEST_F(SlurmProlog, RefusesAGpuWhoseGonePidIsKeptAlive) {
 TEST_F(SlurmProlog, RefusesMemoryNobodyHolds) {
   if (::geteuid() != 0)
     GTEST_SKIP() << "memory nobody holds is only told from a complete view (root)";
-  nvml_.write(
-      two_gpus(json::array(), {{{"pid", dead_pid()}, {"used_bytes", 2 * GiB}, {"leaked", true}}}));
+  nvml_.write(slurm_scenario(json::array(),
+                             {{{"pid", dead_pid()}, {"used_bytes", 2 * GiB}, {"leaked", true}}}));
   auto r = run(kProlog, {"SLURM_JOB_GPUS=1"});
   EXPECT_EQ(r.exit_code, 1) << r.err;
   EXPECT_EQ(
@@ -448,14 +449,14 @@ TEST_F(SlurmProlog, RefusesMemoryNobodyHolds) {
 
 TEST_F(SlurmProlog, StartsTheJobBesideMemoryTheDriverKeepsForItself) {
   // Unattributed memory with no gone PID behind it is no evidence of a leak: no drain.
-  nvml_.write(two_gpus(json::array(), json::array(), 2 * GiB));
+  nvml_.write(slurm_scenario(json::array(), json::array(), 2 * GiB));
   auto r = run(kProlog, {"SLURM_JOB_GPUS=1"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
 }
 
 TEST_F(SlurmProlog, MapsGpuUuidsToIndices) {
-  nvml_.write(
-      two_gpus(json::array(), {{{"pid", dead_pid()}, {"used_bytes", 4 * GiB}, {"leaked", true}}}));
+  nvml_.write(slurm_scenario(json::array(),
+                             {{{"pid", dead_pid()}, {"used_bytes", 4 * GiB}, {"leaked", true}}}));
   std::string upper = kUuid1;
   std::transform(upper.begin(), upper.end(), upper.begin(), ::toupper);
   auto r = run(kProlog, {"CUDA_VISIBLE_DEVICES=" + upper});
@@ -471,16 +472,16 @@ TEST_F(SlurmProlog, MapsGpuUuidsToIndices) {
 }
 
 TEST_F(SlurmProlog, ReadsIndicesFromCudaVisibleDevicesWithoutSlurmJobGpus) {
-  nvml_.write(
-      two_gpus(json::array(), {{{"pid", dead_pid()}, {"used_bytes", 4 * GiB}, {"leaked", true}}}));
+  nvml_.write(slurm_scenario(json::array(),
+                             {{{"pid", dead_pid()}, {"used_bytes", 4 * GiB}, {"leaked", true}}}));
   auto r = run(kProlog, {"CUDA_VISIBLE_DEVICES=1"});
   EXPECT_EQ(r.exit_code, 1) << r.err;
   EXPECT_NE(r.err.find("GPU 1 has 4.0 GiB"), std::string::npos) << r.err;
 }
 
 TEST_F(SlurmProlog, StandsAsideForMigInstances) {
-  nvml_.write(
-      two_gpus(json::array(), {{{"pid", dead_pid()}, {"used_bytes", 4 * GiB}, {"leaked", true}}}));
+  nvml_.write(slurm_scenario(json::array(),
+                             {{{"pid", dead_pid()}, {"used_bytes", 4 * GiB}, {"leaked", true}}}));
   auto r = run(kProlog, {"CUDA_VISIBLE_DEVICES=MIG-4b2c3d1e-0000-0000-0000-000000000000",
                          "SLURM_JOB_GPUS=1"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
@@ -489,7 +490,7 @@ TEST_F(SlurmProlog, StandsAsideForMigInstances) {
 }
 
 TEST_F(SlurmProlog, CannotCheckWhatItCannotSee) {
-  nvml_.write(two_gpus(json::array(), json::array()));
+  nvml_.write(slurm_scenario(json::array(), json::array()));
   auto r = run(kProlog, {"SLURM_JOB_GPUS=7"});
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_NE(r.err.find("GPU 7 does not exist"), std::string::npos) << r.err;
@@ -507,7 +508,7 @@ TEST_F(SlurmProlog, CannotCheckWhatItCannotSee) {
 TEST_F(SlurmProlog, SiteDefaultsFileOverridesTheEnvironment) {
   TempDir etc;
   std::ofstream(etc.file("gpureap-slurm")) << "GPUREAP=/nonexistent/from-defaults\n";
-  nvml_.write(two_gpus(json::array(), json::array()));
+  nvml_.write(slurm_scenario(json::array(), json::array()));
   auto r =
       run(kProlog, {"SLURM_JOB_GPUS=1", "GPUREAP_SLURM_DEFAULTS=" + etc.file("gpureap-slurm")});
   EXPECT_EQ(r.exit_code, 2) << r.err;

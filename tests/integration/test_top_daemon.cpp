@@ -17,14 +17,6 @@ namespace {
 
 using nlohmann::json;
 
-#ifndef FAKE_NVML_LIBRARY
-#define REQUIRE_TERMINAL() GTEST_SKIP() << "the NVML test double was not built"
-#else
-#define REQUIRE_TERMINAL()                                   \
-  if (!have_tmux()) GTEST_SKIP() << "tmux is not installed"; \
-  (void)0
-#endif
-
 // A server holding a stand-in nvidia0 with 4 GiB listed, seen by a daemon on that dev root.
 // top runs without roots of its own (so it may ask the daemon): only through the daemon does it
 // see the stand-in GPU file and the double's memory.

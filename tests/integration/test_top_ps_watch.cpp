@@ -13,7 +13,7 @@ namespace {
 
 using nlohmann::json;
 
-json one_gpu(pid_t pid) {
+json watch_scenario(pid_t pid) {
   return {{"gpus",
            {{{"name", "NVIDIA H200"},
              {"uuid", "GPU-0"},
@@ -22,18 +22,11 @@ json one_gpu(pid_t pid) {
              {"processes", json::array({{{"pid", pid}, {"used_bytes", 2 * GiB}}})}}}}};
 }
 
-std::vector<std::string> lines_of(const std::string& text) {
-  std::vector<std::string> out;
-  std::istringstream in(text);
-  for (std::string l; std::getline(in, l);) out.push_back(l);
-  return out;
-}
-
 TEST(PsWatch, JsonPrintsOneSnapshotPerLineUntilInterrupted) {
   REQUIRE_DOUBLE();
   FakeDevRoot dev;
   Child job = holding(dev, "nvidia0");
-  FakeNvml nvml(one_gpu(job.pid()));
+  FakeNvml nvml(watch_scenario(job.pid()));
   BackgroundGpureap watch({"ps", "--watch", "100ms", "--json", "--dev-root", dev.path()},
                           nvml.env());
   // Wait (bounded) for three lines, then stop it like a user does.
@@ -62,7 +55,7 @@ TEST(PsWatch, AWedgedDriverDoesNotStopTheLines) {
   REQUIRE_DOUBLE();
   FakeDevRoot dev;
   Child job = holding(dev, "nvidia0");
-  json scenario = one_gpu(job.pid());
+  json scenario = watch_scenario(job.pid());
   scenario["block_call"] = "nvmlDeviceGetMemoryInfo";  // blocks forever, like a wedged driver
   FakeNvml nvml(scenario);
   BackgroundGpureap watch({"ps", "--watch", "200ms", "--json", "--dev-root", dev.path()},
@@ -95,7 +88,7 @@ TEST(PsWatch, RepaintsInPlaceOnATerminal) {
   if (!have_tmux()) GTEST_SKIP() << "tmux is not installed";
   FakeDevRoot dev;
   Child job = holding(dev, "nvidia0", [&] { ::prctl(PR_SET_NAME, "watched_job"); });
-  FakeNvml nvml(one_gpu(job.pid()));
+  FakeNvml nvml(watch_scenario(job.pid()));
   TmuxGpureap watch({"ps", "--watch", "200ms", "--dev-root", dev.path()}, nvml.env(), 160, 30);
   auto s = watch.wait_until([&](const std::string& sc) { return !rows_of(sc, job.pid()).empty(); },
                             "the job's row");
@@ -141,7 +134,7 @@ TEST(PsWatch, PipeGetsWholeFramesWithoutEscapes) {
   REQUIRE_DOUBLE();
   FakeDevRoot dev;
   Child job = holding(dev, "nvidia0");
-  FakeNvml nvml(one_gpu(job.pid()));
+  FakeNvml nvml(watch_scenario(job.pid()));
   BackgroundGpureap watch({"ps", "--watch", "100ms", "--dev-root", dev.path()}, nvml.env());
   std::string text;
   ASSERT_TRUE(wait_until([&] {

@@ -14,15 +14,6 @@ namespace gpureap::testing {
 namespace {
 
 using nlohmann::json;
-constexpr uint64_t GiB = 1ull << 30;
-
-#ifndef FAKE_NVML_LIBRARY
-#define REQUIRE_TERMINAL() GTEST_SKIP() << "the NVML test double was not built"
-#else
-#define REQUIRE_TERMINAL()                                   \
-  if (!have_tmux()) GTEST_SKIP() << "tmux is not installed"; \
-  (void)0
-#endif
 
 json gpu_json(unsigned index, json processes) {
   return {{"name", "NVIDIA H200"},
@@ -37,7 +28,7 @@ json gpu_json(unsigned index, json processes) {
 
 // A dead trainer whose two DataLoader-like workers keep 8 GiB on GPU 0 alive, and a healthy
 // server with 4 GiB on GPU 1.
-struct Scene {
+struct TopScene {
   FakeDevRoot dev;
   Ready ready;
   pid_t ghost = 0, w1 = 0, w2 = 0;
@@ -45,7 +36,7 @@ struct Scene {
   KillStrays strays;
   std::unique_ptr<FakeNvml> nvml;
 
-  Scene() {
+  TopScene() {
     Child trainer([&] {
       ::setpgid(0, 0);
       hold(dev.dev("nvidiactl"));
@@ -105,7 +96,7 @@ bool shows_row(const std::string& screen, pid_t pid) {
 
 TEST(TopTmux, GhostRowsAreHighlightedAndAFilterNarrows) {
   REQUIRE_TERMINAL();
-  Scene scene;
+  TopScene scene;
   TmuxGpureap top(scene.args(), scene.nvml->env());
   auto s = top.wait_until(
       [&](const std::string& sc) {
@@ -163,7 +154,7 @@ TEST(TopTmux, GhostRowsAreHighlightedAndAFilterNarrows) {
 
 TEST(TopTmux, HtopFunctionKeysSearchTreeSortScrollAndQuit) {
   REQUIRE_TERMINAL();
-  Scene scene;
+  TopScene scene;
   TmuxGpureap top(scene.args(), scene.nvml->env());
   const pid_t server = scene.server->pid();
   auto s = top.wait_until([&](const std::string& sc) { return shows_row(sc, server); },
@@ -205,7 +196,7 @@ TEST(TopTmux, HtopFunctionKeysSearchTreeSortScrollAndQuit) {
 
 TEST(TopTmux, KillThroughTheUiEndsTheSelectedHolderAndShowsTheMemoryReleased) {
   REQUIRE_TERMINAL();
-  Scene scene;
+  TopScene scene;
   TmuxGpureap top(scene.args({"--grace", "2s", "--wait-release", "20s"}), scene.nvml->env(), 140,
                   40);
   top.wait_until([&](const std::string& sc) { return shows_row(sc, scene.server->pid()); },
@@ -262,7 +253,7 @@ TEST(TopTmux, KillThroughTheUiEndsTheSelectedHolderAndShowsTheMemoryReleased) {
 
 TEST(TopTmux, ReadonlyRefusesToKill) {
   REQUIRE_TERMINAL();
-  Scene scene;
+  TopScene scene;
   auto env = scene.nvml->env();
   env.push_back("NO_COLOR=1");
   TmuxGpureap top(scene.args({"--readonly"}), env);
@@ -290,7 +281,7 @@ TEST(TopTmux, NonRootSeesWhatItCannotActOn) {
   REQUIRE_TERMINAL();
   if (::geteuid() != 0) GTEST_SKIP() << "needs root to run gpureap as nobody";
   if (!binary_runnable_as_nobody()) GTEST_SKIP() << "nobody cannot reach the gpureap binary here";
-  Scene scene;
+  TopScene scene;
   // nobody must be able to read the dev root and the scenario.
   ::chmod(scene.dev.path().c_str(), 0755);
   ::chmod(scene.nvml->path().c_str(), 0755);
@@ -324,7 +315,7 @@ TEST(TopTmux, NonRootSeesWhatItCannotActOn) {
 
 TEST(TopTmux, AWedgedDriverShowsNotAnsweringAndTheUiStaysResponsive) {
   REQUIRE_TERMINAL();
-  Scene scene;
+  TopScene scene;
   TmuxGpureap top(scene.args(), scene.nvml->env());
   top.wait_until([&](const std::string& sc) { return shows_row(sc, scene.ghost); },
                  "the ghost row");
@@ -351,7 +342,7 @@ TEST(TopTmux, AWedgedDriverShowsNotAnsweringAndTheUiStaysResponsive) {
 
 TEST(TopTmux, WorksAt80x24AndFollowsResizes) {
   REQUIRE_TERMINAL();
-  Scene scene;
+  TopScene scene;
   TmuxGpureap top(scene.args(), scene.nvml->env(), 80, 24);
   auto s = top.wait_until([&](const std::string& sc) { return shows_row(sc, scene.server->pid()); },
                           "the server row");
