@@ -112,6 +112,7 @@ HolderTracker::Need HolderTracker::on_files(track::FanotifyWatch::Batch batch) {
         ++counters_.opens;
         holders_.insert(e.pid);
         note_beginning(e.pid, e.at);
+        check_dropped_forks(e.pid);
         claim_recent_forks();
         continue;
       }
@@ -136,8 +137,7 @@ bool HolderTracker::on_procs(track::ProcEvents::Batch batch) {
       if (e.kind == track::ProcEvent::Kind::Fork) {
         // The child inherits the holder's fds: no open event, so it must be scanned.
         if (!holders_.count(e.parent)) {
-          recent_forks_.push_back({e.pid, e.parent, std::chrono::steady_clock::now()});
-          if (recent_forks_.size() > kKeptRecentForks) recent_forks_.pop_front();
+          remember_fork(e.pid, e.parent);
           continue;
         }
         add_forked_holder(e.pid, e.parent, std::chrono::system_clock::now());
@@ -173,6 +173,33 @@ void HolderTracker::add_forked_holder(pid_t child, pid_t parent,
   note_beginning(child, at);
 }
 
+void HolderTracker::remember_fork(pid_t child, pid_t parent) {
+  const auto now = std::chrono::steady_clock::now();
+  recent_forks_.push_back({child, parent, now});
+  if (recent_forks_.size() <= kKeptRecentForks) return;
+  const RecentFork oldest = recent_forks_.front();
+  recent_forks_.pop_front();
+  if (now - oldest.at > kRecentForkWindow) return;
+  if (dropped_fork_parents_.size() >= kKeptRecentForks)
+    std::erase_if(dropped_fork_parents_,
+                  [&](const auto& kv) { return now - kv.second > kRecentForkWindow; });
+  if (dropped_fork_parents_.size() >= kKeptRecentForks)
+    dropped_all_until_ = now + kRecentForkWindow;
+  else
+    dropped_fork_parents_[oldest.parent] = oldest.at;
+}
+
+void HolderTracker::check_dropped_forks(pid_t pid) {
+  const auto now = std::chrono::steady_clock::now();
+  auto it = dropped_fork_parents_.find(pid);
+  const bool dropped = it != dropped_fork_parents_.end() && now - it->second <= kRecentForkWindow;
+  if (dropped || now < dropped_all_until_) {
+    ++counters_.overflows;
+    lost_ = true;
+  }
+  if (it != dropped_fork_parents_.end()) dropped_fork_parents_.erase(it);
+}
+
 void HolderTracker::claim_recent_forks() {
   const auto now = std::chrono::steady_clock::now();
   while (!recent_forks_.empty() && now - recent_forks_.front().at > kRecentForkWindow)
@@ -184,6 +211,7 @@ void HolderTracker::claim_recent_forks() {
       continue;
     }
     add_forked_holder(it->child, it->parent, std::chrono::system_clock::now());
+    check_dropped_forks(it->child);
     changed_.insert(it->child);
     touched_.insert(it->child);
     it = recent_forks_.erase(it);

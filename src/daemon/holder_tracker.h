@@ -106,6 +106,9 @@ class HolderTracker final : public engine::ScanHints {
   // bounded batches): a process that opens a GPU file and forks at once is no holder yet when
   // its fork is read. Forks by processes not known to hold are kept this long (at most
   // kKeptRecentForks, newest kept), so the open read after them still names the children.
+  // A fork storm elsewhere (a PID-cycling job) can push a record out inside its window: its
+  // parent is then remembered, and when that parent turns out to hold, a full scan finds the
+  // children the record would have named.
   static constexpr std::chrono::milliseconds kRecentForkWindow{2000};
   static constexpr size_t kKeptRecentForks = 4096;
 
@@ -126,6 +129,11 @@ class HolderTracker final : public engine::ScanHints {
   // Under mutex_: after an open, the recent forks whose parent is now a holder (and theirs):
   // the children may hold what it opened, and are read again.
   void claim_recent_forks();
+  // Under mutex_: `pid` is a new holder; when a fork record of it was pushed out, asks for a
+  // full scan (lost_).
+  void check_dropped_forks(pid_t pid);
+  // Under mutex_: a fork by a process not known to hold, kept for claim_recent_forks().
+  void remember_fork(pid_t child, pid_t parent);
   // Under mutex_: `pid` began holding at `at`, unless an earlier beginning is kept.
   void note_beginning(pid_t pid, std::chrono::system_clock::time_point at);
 
@@ -154,6 +162,10 @@ class HolderTracker final : public engine::ScanHints {
     std::chrono::steady_clock::time_point at;
   };
   std::deque<RecentFork> recent_forks_;  // by processes not known to hold, oldest first
+  // Parents of records pushed out of recent_forks_ inside their window, with when (at most
+  // kKeptRecentForks; past that, every new holder until dropped_all_until_ counts as one).
+  std::unordered_map<pid_t, std::chrono::steady_clock::time_point> dropped_fork_parents_;
+  std::chrono::steady_clock::time_point dropped_all_until_{};
   bool scanned_once_ = false;
   std::deque<Release> releases_;
   std::map<pid_t, std::chrono::system_clock::time_point> began_;  // see began_holding()

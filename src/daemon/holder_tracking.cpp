@@ -73,7 +73,9 @@ void TrackingMetrics::add_metrics(std::vector<exporter::MetricFamily>& out) cons
           "final closes of GPU device files (an open file released, its memory freed)", c.closes);
   counter("gpureap_holder_forks_total", "forks of holders followed", c.forks);
   counter("gpureap_holder_event_overflows_total",
-          "times the kernel's event queue overflowed (each led to a full scan)", c.overflows);
+          "times events were lost, in the kernel's queues or the daemon's record of recent forks "
+          "(each led to a full scan)",
+          c.overflows);
   counter("gpureap_holder_tracking_drift_total",
           "holders a full scan found that events had missed, or had let go unseen", c.drift);
 }

@@ -3,9 +3,11 @@
 // unprivileged start must fail saying so (the daemon then scans).
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -180,6 +182,52 @@ TEST_F(HolderTrackerTest, AForkReadBeforeItsParentsOpenStillNamesTheChild) {
   }
   ::kill(storm, SIGKILL);
   ::waitpid(storm, nullptr, 0);
+}
+
+// A fork storm elsewhere (a PID-cycling job) pushes the record of a trainer's fork out before
+// the trainer's open is read: the worker is then found by a full scan instead of never.
+TEST_F(HolderTrackerTest, AForkRecordPushedOutByAStormStillLeadsToTheChild) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root";
+  auto t = start();
+  ASSERT_NE(t, nullptr);
+  if (!t->follows_forks()) GTEST_SKIP() << t->forks_unavailable().value_or("");
+  int go[2], back[2];
+  ASSERT_EQ(::pipe(go), 0);
+  ASSERT_EQ(::pipe(back), 0);
+  pid_t trainer = ::fork();
+  if (trainer == 0) {
+    // The worker shares the trainer's fd table (CLONE_FILES), so it holds what the trainer
+    // opens after the fork: the storm fits between the fork and the open.
+    long worker = ::syscall(SYS_clone, CLONE_FILES | SIGCHLD, nullptr, nullptr, nullptr, nullptr);
+    if (worker == 0)
+      for (;;) ::pause();
+    pid_t w = static_cast<pid_t>(worker);
+    char c;
+    if (::write(back[1], &w, sizeof w) != sizeof w || ::read(go[0], &c, 1) != 1) ::_exit(1);
+    if (::open(file_.c_str(), O_RDONLY) < 0) ::_exit(1);
+    for (;;) ::pause();
+  }
+  pid_t worker = 0;
+  ASSERT_EQ(::read(back[0], &worker, sizeof worker), static_cast<ssize_t>(sizeof worker));
+  // More forks than the tracker keeps, well inside its window (vfork: no copy to make).
+  for (size_t i = 0; i < HolderTracker::kKeptRecentForks + 256; ++i) {
+    pid_t p = ::vfork();
+    if (p == 0) ::_exit(0);
+    ::waitpid(p, nullptr, 0);
+  }
+  ASSERT_EQ(::write(go[1], "x", 1), 1);
+  bool full = false, named = false;
+  EXPECT_TRUE(soon([&] {
+    auto r = t->take();
+    full = full || r.full;
+    named = named || std::find(r.pids.begin(), r.pids.end(), worker) != r.pids.end();
+    return full || named;
+  })) << "the worker "
+      << worker << " was never asked for, nor a full scan";
+  ::kill(worker, SIGKILL);
+  ::kill(trainer, SIGKILL);
+  ::waitpid(trainer, nullptr, 0);
+  for (int fd : {go[0], go[1], back[0], back[1]}) ::close(fd);
 }
 
 TEST_F(HolderTrackerTest, WithoutPrivilegeItDoesNotStartAndSaysWhy) {
