@@ -1,5 +1,6 @@
 # bash completion for gpureap: commands, options, and the values gpureap knows: this
-# machine's GPU indices, doctor's finding codes, signal names (`gpureap list KIND`).
+# machine's GPUs and their MIG instances, doctor's finding codes, signal names
+# (`gpureap list KIND`).
 # Installed as share/bash-completion/completions/gpureap; works without bash-completion too
 # (`source` this file).
 
@@ -86,7 +87,11 @@ _gpureap() {
   fi
   if [[ -n $prev ]]; then
     case $prev in
-      --gpu) mapfile -t COMPREPLY < <(compgen -W "$(_gpureap_values gpus)" -- "$cur") ;;
+      --gpu)
+        # reset takes a whole GPU; the others also a MIG instance (N/G).
+        local kind=gpu-places
+        [[ $cmd == reset ]] && kind=gpus
+        mapfile -t COMPREPLY < <(compgen -W "$(_gpureap_values $kind)" -- "$cur") ;;
       --signal)
         mapfile -t COMPREPLY < <(compgen -W "$(_gpureap_values signals)" -- "${cur^^}") ;;
       --sort) mapfile -t COMPREPLY < <(compgen -W "pid memory age user" -- "$cur") ;;

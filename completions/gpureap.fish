@@ -52,7 +52,7 @@ complete -c gpureap -n "not __fish_seen_subcommand_from $commands" -a report -d 
 complete -c gpureap -n '__fish_seen_subcommand_from ps' -l tree -d 'show the holders inside their process tree'
 complete -c gpureap -n '__fish_seen_subcommand_from ps' -l watch -d 're-render in place every INTERVAL'
 complete -c gpureap -n '__fish_seen_subcommand_from ps' -l no-daemon -d 'scan here even when the daemon could answer'
-complete -c gpureap -n '__fish_seen_subcommand_from ps' -l gpu -x -a '(__gpureap_values gpus)' -d 'only the processes on GPU N'
+complete -c gpureap -n '__fish_seen_subcommand_from ps' -l gpu -x -a '(__gpureap_values gpu-places)' -d 'only the processes on GPU N'
 complete -c gpureap -n '__fish_seen_subcommand_from ps' -l user -x -a '(__fish_complete_users)' -d 'only the processes of this user'
 complete -c gpureap -n '__fish_seen_subcommand_from ps' -l pid -x -a '(__fish_complete_pids)' -d 'only this process'
 complete -c gpureap -n '__fish_seen_subcommand_from ps' -l sort -x -a 'pid memory age user' -d 'order within each GPU'
@@ -61,7 +61,7 @@ complete -c gpureap -n '__fish_seen_subcommand_from ps' -s v -l verbose -d 'also
 
 # kill
 complete -c gpureap -n '__fish_seen_subcommand_from kill' -a '(__fish_complete_pids)'
-complete -c gpureap -n '__fish_seen_subcommand_from kill' -l gpu -x -a '(__gpureap_values gpus)' -d 'every holder of GPU N'
+complete -c gpureap -n '__fish_seen_subcommand_from kill' -l gpu -x -a '(__gpureap_values gpu-places)' -d 'every holder of GPU N'
 complete -c gpureap -n '__fish_seen_subcommand_from kill' -l user -x -a '(__fish_complete_users)' -d 'only processes of this user'
 complete -c gpureap -n '__fish_seen_subcommand_from kill' -l ghosts -d 'the processes that keep ghost memory alive'
 complete -c gpureap -n '__fish_seen_subcommand_from kill' -l stopped -d 'holders that are stopped (paused)'
@@ -75,7 +75,7 @@ complete -c gpureap -n '__fish_seen_subcommand_from kill' -l dry-run -d 'print t
 complete -c gpureap -n '__fish_seen_subcommand_from kill' -s y -l yes -d 'do not ask'
 
 # doctor
-complete -c gpureap -n '__fish_seen_subcommand_from doctor' -l gpu -x -a '(__gpureap_values gpus)' -d 'only findings about this GPU'
+complete -c gpureap -n '__fish_seen_subcommand_from doctor' -l gpu -x -a '(__gpureap_values gpu-places)' -d 'only findings about this GPU'
 complete -c gpureap -n '__fish_seen_subcommand_from doctor' -l settle -x -d 'time between the two samples'
 complete -c gpureap -n '__fish_seen_subcommand_from doctor' -l only -x -a '(__gpureap_finding_codes)' -d 'only findings with these codes'
 complete -c gpureap -n '__fish_seen_subcommand_from doctor' -l unattributed-threshold -x -d 'report unattributed memory above this'

@@ -13,9 +13,16 @@ const core::GpuUse* problem_use_on(const core::ProcessRow& row, unsigned gpu) {
   return nullptr;
 }
 
-std::string keepers_label(const core::Ghost& g) {
+// Who keeps a gone PID's memory: its holders, or the server that ran its GPU work (MPS).
+std::set<pid_t> ghost_keepers(const core::Ghost& g) {
   std::set<pid_t> all(g.keepers.begin(), g.keepers.end());
   all.insert(g.listed_keepers.begin(), g.listed_keepers.end());
+  all.insert(g.servers.begin(), g.servers.end());
+  return all;
+}
+
+std::string keepers_label(const core::Ghost& g) {
+  const auto all = ghost_keepers(g);
   std::string out;
   size_t n = 0;
   for (pid_t p : all) {
@@ -48,11 +55,8 @@ Owner owner_of(const core::ProcessRow& row) {
 }
 
 Owner ghost_owner(const core::Snapshot& s, const core::Ghost& g) {
-  std::vector<pid_t> keepers = g.keepers;
-  keepers.insert(keepers.end(), g.listed_keepers.begin(), g.listed_keepers.end());
-  std::sort(keepers.begin(), keepers.end());
   Owner first;
-  for (pid_t k : keepers) {
+  for (pid_t k : ghost_keepers(g)) {
     const auto* row = s.row(k);
     if (!row) continue;
     auto o = owner_of(*row);
@@ -77,9 +81,9 @@ void problem_families(const MetricsInput& in, std::vector<MetricFamily>& out) {
           .add({}, std::chrono::duration<double>(s.timestamp.time_since_epoch()).count()));
   MetricFamily f{"gpureap_problem_process_memory_bytes",
                  "GPU memory the driver lists for a process with a problem a node's user acts "
-                 "on: a gone PID kept alive by others (ghost, keepers names them) or by none "
-                 "(leaked), a stopped or uninterruptible process; one series per PID and GPU "
-                 "while it lasts"};
+                 "on: a gone PID kept alive by others (ghost, keepers names them: holders, or "
+                 "the server that ran its work) or by none (leaked), a stopped or "
+                 "uninterruptible process; one series per PID and GPU while it lasts"};
   for (const auto& g : s.drivers.gpus) {
     std::vector<Label> gpu{{"gpu", std::to_string(g.index)},
                            {"uuid", g.uuid.value_or("")},

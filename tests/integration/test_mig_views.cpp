@@ -46,6 +46,21 @@ std::vector<pid_t> row_pids(const json& doc) {
   return out;
 }
 
+// What the shells complete after --gpu: the instances for ps, kill and doctor, whole GPUs
+// alone for reset.
+TEST(MigViews, CompletionListsTheInstancesWhereAnOptionTakesThem) {
+  REQUIRE_DOUBLE();
+  MigViews m;
+  auto places = m.run({"list", "gpu-places"});
+  ASSERT_EQ(places.exit_code, 0) << places.err;
+  EXPECT_EQ(lines_of(places.out),
+            (std::vector<std::string>{"0\tNVIDIA H100 80GB HBM3", "0/3\tMIG 3g.40gb",
+                                      "0/5\tMIG 1g.10gb"}));
+  auto gpus = m.run({"list", "gpus"});
+  ASSERT_EQ(gpus.exit_code, 0) << gpus.err;
+  EXPECT_EQ(lines_of(gpus.out), (std::vector<std::string>{"0\tNVIDIA H100 80GB HBM3"}));
+}
+
 TEST(MigViews, PsGpuInstanceNarrowsTheRowsButNeverTheGpusFigures) {
   REQUIRE_DOUBLE();
   MigViews m;

@@ -52,7 +52,7 @@ for cmd in $commands; do
   done
 done
 # The hidden `list` command's kinds are what the completions ask for.
-for kind in gpus finding-codes signals; do
+for kind in gpus gpu-places finding-codes signals; do
   "$bin" list "$kind" >/dev/null 2>&1 || problem "gpureap list $kind fails"
   for c in "$bash_c" "$zsh_c" "$fish_c"; do
     grep -q -- "$kind" "$c" || problem "$(basename "$c") does not ask for $kind"

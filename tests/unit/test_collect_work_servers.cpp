@@ -4,11 +4,13 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
 
 #include "backend/registry.h"
 #include "collect/work_servers.h"
 #include "doctor/diagnose.h"
 #include "doctor/fixable.h"
+#include "export/metrics.h"
 #include "output/ghost_summary.h"
 #include "output/ps_view.h"
 #include "snapshot_builders.h"
@@ -166,6 +168,25 @@ TEST(WorkServers, AGoneClientIsKeptByItsServerNotByHoldersAndIsNotLeaked) {
   auto without = joined(sc);
   EXPECT_TRUE(without.ghost(kGone)->servers.empty());
   EXPECT_EQ(without.ghost(kGone)->keepers, std::vector<pid_t>{80});
+}
+
+// The cluster view names who keeps a gone PID's memory from the metric's keepers: for a gone
+// client, its server (it is no leak, and no holder keeps it).
+TEST(WorkServers, TheProblemMetricNamesTheServerAsTheGoneClientsKeeper) {
+  auto s = joined(scene());
+  std::vector<doctor::Finding> findings;
+  auto m = exporter::build_metrics({s, findings, {}, false});
+  std::vector<std::pair<std::string, std::string>> problems;
+  for (const auto& f : m)
+    if (f.name == "gpureap_problem_process_memory_bytes")
+      for (const auto& sample : f.samples) {
+        std::map<std::string, std::string> l;
+        for (const auto& label : sample.labels) l[label.name] = label.value;
+        problems.push_back({l["pid"] + " " + l["problem"], l["keepers"]});
+      }
+  using Problem = std::pair<std::string, std::string>;
+  EXPECT_EQ(problems,
+            (std::vector<Problem>{{std::to_string(kGone) + " ghost", std::to_string(kServer)}}));
 }
 
 TEST(WorkServers, DoctorGivesOneFindingAndFixesNothingForAGoneClient) {
