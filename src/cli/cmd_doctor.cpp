@@ -112,7 +112,7 @@ class Doctor {
                               run_.threshold,
                               &kernel,
                               collector_.blocked_tasks(b)};
-    input.work_server_log = collector_.work_server_log(b);
+    if (doctor::wants_work_server_log(input)) input.work_server_log = collector_.work_server_log(b);
     input.gpu_instance = o_.gpu_instance;
     auto found = doctor::diagnose(input);
     doctor::keep_codes(found, run_.only);

@@ -15,6 +15,7 @@
 #include "alert/alert_consumer.h"
 #include "audit/writer.h"
 #include "backend/registry.h"
+#include "backend/settings.h"
 #include "base/hostname.h"
 #include "base/log.h"
 #include "core/duration.h"
@@ -170,6 +171,12 @@ class Daemon {
     samples_->follow_kernel_log(options_.roots.kmsg,
                                 acting_backends_ ? acting_backends_->kernel_log_parsers()
                                                  : backend::BackendSet().kernel_log_parsers());
+    samples_->follow_work_server_logs(
+        options_.roots.runtime_root.empty() ? backend::folder_above(options_.roots.proc_root)
+                                            : options_.roots.runtime_root,
+        options_.roots.proc_root,
+        acting_backends_ ? acting_backends_->work_servers()
+                         : backend::work_servers(backend::builtin_backends()));
     policies_->configure(config_.policies, config_.enforce);
     // Every record is audited; the final ones (not a decision whose action follows, nor an
     // attempt that will be retried) also feed [[alert]] policy_action rules.

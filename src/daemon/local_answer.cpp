@@ -79,6 +79,7 @@ std::string doctor(const DoctorRequest& r, const sample::Sample& sample, millise
                             threshold,
                             sample.kernel_log.get()};
   input.gpu_instance = gpu_instance;
+  input.work_server_log = sample.work_server_log;
   auto findings = doctor::diagnose(input);
   doctor::keep_codes(findings, *only);
   return answer_of(output::render_doctor_command(last, findings,

@@ -22,6 +22,12 @@ void SamplePublisher::follow_kernel_log(const std::string& path, kernel::KernelL
   kernel_log_ = std::make_unique<kernel::KernelLogFollower>(path, std::move(parsers));
 }
 
+void SamplePublisher::follow_work_server_logs(std::string runtime_root, std::string proc_root,
+                                              collect::WorkServers servers) {
+  work_server_logs_ =
+      WorkServerLogs{std::move(runtime_root), std::move(proc_root), std::move(servers)};
+}
+
 void SamplePublisher::apply(const PublishSettings& settings) {
   std::lock_guard lock(mutex_);
   settings_ = settings;
@@ -105,6 +111,11 @@ void SamplePublisher::on_collection(const engine::Collection& c) {
                             reap::is_protected_process,
                             settings.unattributed_threshold,
                             kernel_log_ ? &kernel_log_->log() : nullptr};
+  if (work_server_logs_ && doctor::wants_work_server_log(input))
+    sample->work_server_log = collect::read_work_server_logs(
+        work_server_logs_->runtime_root, work_server_logs_->proc_root, *sample->snapshot,
+        work_server_logs_->servers);
+  input.work_server_log = sample->work_server_log;
   sample->findings = doctor::diagnose(input);
 
   exporter::MetricsInput metrics{*sample->snapshot,

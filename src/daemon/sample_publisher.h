@@ -10,6 +10,7 @@
 #include <optional>
 #include <vector>
 
+#include "collect/work_servers.h"
 #include "doctor/unattributed_threshold.h"
 #include "engine/collection.h"
 #include "history/history.h"
@@ -38,6 +39,11 @@ class SamplePublisher final : public engine::CollectionConsumer {
   // Before the engine starts: follow the kernel log at `path` (/dev/kmsg, or a saved log that
   // grows) for GPU errors; each sample reads only what was written since the one before.
   void follow_kernel_log(const std::string& path, kernel::KernelLogParsers parsers);
+  // Before the engine starts: where the logs of `servers` (MPS's control.log and server.log)
+  // are, under the host's `runtime_root` (the servers' environments are read under
+  // `proc_root`): doctor's evidence when a server hits a fault, as `gpureap doctor` gives.
+  void follow_work_server_logs(std::string runtime_root, std::string proc_root,
+                               collect::WorkServers servers);
   // From any thread; takes effect from the next sample.
   void apply(const PublishSettings& settings);
 
@@ -67,6 +73,11 @@ class SamplePublisher final : public engine::CollectionConsumer {
   std::unique_ptr<kernel::KernelLogFollower> kernel_log_;
   std::shared_ptr<const core::KernelLog> kernel_view_;  // the follower's log as of its last change
   bool kernel_log_problem_told_ = false;
+  struct WorkServerLogs {
+    std::string runtime_root, proc_root;
+    collect::WorkServers servers;
+  };
+  std::optional<WorkServerLogs> work_server_logs_;
 };
 
 }  // namespace gpureap::daemon

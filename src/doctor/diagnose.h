@@ -42,6 +42,11 @@ struct DoctorInput {
 
 std::vector<Finding> diagnose(const DoctorInput& input);
 
+// Whether the kernel log names a fault of a live server of other processes' work (an MPS
+// server): only then does diagnose() use DoctorInput::work_server_log, so only then is the
+// log worth reading.
+bool wants_work_server_log(const DoctorInput& input);
+
 // The rule families, each a pure function of the input (exposed for tests).
 void driver_rules(const DoctorInput& in, std::vector<Finding>& out);
 void ghost_rules(const DoctorInput& in, std::vector<Finding>& out);

@@ -322,22 +322,31 @@ TEST(MpsClaims, AServerNameWithoutTheControlDaemonAboveItIsNoServer) {
   EXPECT_TRUE(g["gpus"][0]["server"].is_null());
 }
 
-// Doctor's gpu-xid finding for an Xid of `server`, with `runtime` as the runtime root.
-json xid_of_the_server(pid_t server, const std::string& dev_root, const std::string& runtime,
-                       const std::vector<std::string>& env) {
-  TempDir logs;
-  std::ofstream(logs.file("kmsg")) << "4,1," << started_usec(server) + 500'000
-                                   << ",-;NVRM: Xid (PCI:0000:17:00): 31, pid=" << server
-                                   << ", name=nvidia-cuda-mps, Ch 00000008, intr 00000000. MMU "
-                                      "Fault: ENGINE GRAPHICS\n";
-  auto r = run_gpureap({"doctor", "--json", "--settle", "0s", "--dev-root", dev_root, "--kmsg",
-                        logs.file("kmsg"), "--runtime-root", runtime},
-                       env);
+// A kernel log at `path` in which `server` hit Xid 31 just after it started.
+void write_server_xid(const std::string& path, pid_t server) {
+  std::ofstream(path) << "4,1," << started_usec(server) + 500'000
+                      << ",-;NVRM: Xid (PCI:0000:17:00): 31, pid=" << server
+                      << ", name=nvidia-cuda-mps, Ch 00000008, intr 00000000. MMU "
+                         "Fault: ENGINE GRAPHICS\n";
+}
+
+// The gpu-xid finding of a doctor run, or null (a test failure).
+json xid_finding(const RunResult& r) {
   auto doc = parse_output(r);
   for (const auto& f : doc["findings"])
     if (f["code"] == "gpu-xid") return f;
   ADD_FAILURE() << doc["findings"].dump(2) << r.err;
   return json();
+}
+
+// Doctor's gpu-xid finding for an Xid of `server`, with `runtime` as the runtime root.
+json xid_of_the_server(pid_t server, const std::string& dev_root, const std::string& runtime,
+                       const std::vector<std::string>& env) {
+  TempDir logs;
+  write_server_xid(logs.file("kmsg"), server);
+  return xid_finding(run_gpureap({"doctor", "--json", "--settle", "0s", "--dev-root", dev_root,
+                                  "--kmsg", logs.file("kmsg"), "--runtime-root", runtime},
+                                 env));
 }
 
 // The evidence lines a finding takes from `file` of the MPS logs.
@@ -371,6 +380,33 @@ TEST_F(Mps, AnXidOfTheServerIsItsClientsProblemWithTheMpsLogAsEvidence) {
     EXPECT_EQ(line.find('\x1b'), std::string::npos) << "the log's text is escaped: " << line;
   }
   EXPECT_TRUE(log_line) << xid["evidence"].dump(2);
+}
+
+// gpureap's daemon reads the MPS log for its doctor too: through its socket, the same evidence.
+TEST_F(Mps, ThroughTheDaemonTheServersXidCarriesTheMpsLogToo) {
+  const pid_t server = daemon_->server;
+  TempDir runtime, run;
+  std::filesystem::create_directories(runtime.file("var/log/nvidia-mps"));
+  std::ofstream(runtime.file("var/log/nvidia-mps/server.log"))
+      << "[2026-12-05 05:00:01.000 Other " << server << "] MMU fault\n";
+  write_server_xid(run.file("kmsg"), server);
+  const std::string socket = run.file("gpureap.sock");
+  std::ofstream(run.file("config.toml"))
+      << "interval = \"200ms\"\nlocal_socket = \"" << socket << "\"\n";
+  DaemonProcess d({"--config", run.file("config.toml"), "--dev-root", dev_.path(), "--kmsg",
+                   run.file("kmsg"), "--runtime-root", runtime.path()},
+                  env());
+  ASSERT_TRUE(d.wait_log(kServingLocalSocket + socket)) << d.log();
+  ASSERT_TRUE(d.wait_log("first sample taken")) << d.log();  // else doctor scans on its own
+  auto client = env();
+  client.push_back("GPUREAP_DAEMON_SOCKET=" + socket);
+  auto r = run_gpureap({"doctor", "--json", "--settle", "0s"}, client);
+  EXPECT_EQ(parse_output(r)["source"]["kind"], "daemon") << r.out << r.err;
+  const json xid = xid_finding(r);
+  EXPECT_EQ(log_evidence(xid, "server.log"),
+            std::vector<std::string>{"server.log: [2026-12-05 05:00:01.000 Other " +
+                                     std::to_string(server) + "] MMU fault"})
+      << xid.dump(2);
 }
 
 // A control daemon started with CUDA_MPS_LOG_DIRECTORY logs there: root's daemon is believed.
