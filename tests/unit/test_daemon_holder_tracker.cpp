@@ -52,6 +52,19 @@ class HolderTrackerTest : public ::testing::Test {
   std::atomic<int> wakes_{0};
 };
 
+// The tests of forks: a tracker that follows them (root, and the proc connector).
+class HolderTrackerForkTest : public HolderTrackerTest {
+ protected:
+  void SetUp() override {
+    HolderTrackerTest::SetUp();
+    if (::geteuid() != 0) GTEST_SKIP() << "needs root";
+    tracker_ = start();
+    ASSERT_NE(tracker_, nullptr);
+    if (!tracker_->follows_forks()) GTEST_SKIP() << tracker_->forks_unavailable().value_or("");
+  }
+  std::shared_ptr<HolderTracker> tracker_;
+};
+
 TEST_F(HolderTrackerTest, AnOpenAsksForAScanOfTheOpenerAndWakesTheEngine) {
   if (::geteuid() != 0) GTEST_SKIP() << "needs root";
   auto t = start();
@@ -112,11 +125,8 @@ bool soon(F done) {
   return done();
 }
 
-TEST_F(HolderTrackerTest, AHoldersChildWhoseParentExitsIsRecordedWithThatParentUntilItEnds) {
-  if (::geteuid() != 0) GTEST_SKIP() << "needs root";
-  auto t = start();
-  ASSERT_NE(t, nullptr);
-  if (!t->follows_forks()) GTEST_SKIP() << t->forks_unavailable().value_or("");
+TEST_F(HolderTrackerForkTest, AHoldersChildWhoseParentExitsIsRecordedWithThatParentUntilItEnds) {
+  auto t = tracker_;
   int go[2], back[2];
   ASSERT_EQ(::pipe(go), 0);
   ASSERT_EQ(::pipe(back), 0);
@@ -146,11 +156,8 @@ TEST_F(HolderTrackerTest, AHoldersChildWhoseParentExitsIsRecordedWithThatParentU
 
 // A trainer that opens the GPU file and forks its worker at once: the fork is read before the
 // open (file events wait up to kFileReadGap), yet the worker is read again, every time.
-TEST_F(HolderTrackerTest, AForkReadBeforeItsParentsOpenStillNamesTheChild) {
-  if (::geteuid() != 0) GTEST_SKIP() << "needs root";
-  auto t = start();
-  ASSERT_NE(t, nullptr);
-  if (!t->follows_forks()) GTEST_SKIP() << t->forks_unavailable().value_or("");
+TEST_F(HolderTrackerForkTest, AForkReadBeforeItsParentsOpenStillNamesTheChild) {
+  auto t = tracker_;
   // Opens all along keep the tracker reading file events a gap apart.
   pid_t storm = ::fork();
   if (storm == 0)
@@ -186,11 +193,8 @@ TEST_F(HolderTrackerTest, AForkReadBeforeItsParentsOpenStillNamesTheChild) {
 
 // A fork storm elsewhere (a PID-cycling job) pushes the record of a trainer's fork out before
 // the trainer's open is read: the worker is then found by a full scan instead of never.
-TEST_F(HolderTrackerTest, AForkRecordPushedOutByAStormStillLeadsToTheChild) {
-  if (::geteuid() != 0) GTEST_SKIP() << "needs root";
-  auto t = start();
-  ASSERT_NE(t, nullptr);
-  if (!t->follows_forks()) GTEST_SKIP() << t->forks_unavailable().value_or("");
+TEST_F(HolderTrackerForkTest, AForkRecordPushedOutByAStormStillLeadsToTheChild) {
+  auto t = tracker_;
   int go[2], back[2];
   ASSERT_EQ(::pipe(go), 0);
   ASSERT_EQ(::pipe(back), 0);
