@@ -124,6 +124,14 @@ GpuChart chart_for(const history::GpuSeries& g, const HistoryInput& in, const Hi
   c.title = gpu_heading(g.gpu, id ? id->name : "", g.uuid.empty() && id ? id->uuid : g.uuid);
   c.scale_to_data = true;
   if (in.incident) c.timeline = build_timeline(*in.incident, g.gpu, from, to);
+  if (in.incident && in.incident->now)
+    for (const auto& now : in.incident->now->gpus) {
+      if (now.gpu != g.gpu || now.instances.empty()) continue;
+      std::string list;
+      for (const auto& i : now.instances)
+        list += (list.empty() ? "" : ", ") + i.place + (i.label.empty() ? "" : " " + i.label);
+      c.split = "Split into instances now: " + list + "; the chart is the whole GPU's memory.";
+    }
   c.total_bytes = g.total_bytes;
   c.gap = std::max(milliseconds(3 * std::max<int64_t>(in.history.interval.count(), 1000)),
                    milliseconds(3000));

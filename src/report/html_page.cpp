@@ -244,6 +244,7 @@ std::string render_html(const Page& page) {
     auto idle = idle_line(c);
     s += std::string("<section class=\"gpu") + (idle ? " idle" : "") + "\" data-gpu=\"" +
          std::to_string(c.gpu) + "\"><h2>" + esc(c.title) + "</h2>" +
+         (c.split.empty() ? "" : "<p class=\"note\">" + esc(c.split) + "</p>") +
          (idle ? "<p class=\"note\">" + esc(*idle) + "</p>"
                : render_chart_svg(c, page.from, page.to) +
                      render_timeline_svg(c.timeline, chart_geometry(c, page.from, page.to), c.gpu) +

@@ -91,6 +91,9 @@ struct Timeline {
 struct GpuChart {
   unsigned gpu = 0;
   std::string title;  // "GPU 0", with its UUID or name when known (untrusted)
+  // A GPU split into instances (MIG), as the daemon's incident says it is now: "Split into
+  // instances now: 0/3 MIG 3g.40gb, ...". Empty for a whole GPU. Untrusted labels.
+  std::string split;
   std::optional<uint64_t> total_bytes;
   std::vector<TimePoint> times;  // the samples, oldest first
   // Bottom to top. A gap in the samples (the daemon was down) breaks every band there.

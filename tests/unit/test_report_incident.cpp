@@ -202,8 +202,14 @@ TEST(ReportIncident, ASplitGpusInstancesAreListedUnderItInTheNowBox) {
       html.find("<ul class=\"now-instances\"><li>0/3 MIG 3g.40gb: 8.0 GiB used of 40 GiB</li>");
   EXPECT_NE(list, std::string::npos) << html.substr(html.find("<section class=\"now\""), 900);
   EXPECT_EQ(html.find("<script>alert"), std::string::npos) << "a label stays text";
-  // A daemon of before instances sends none: no list.
+  // The GPU's chart says it is split, and that its figures are the whole GPU's.
+  EXPECT_NE(html.find("</h2><p class=\"note\">Split into instances now: 0/3 MIG 3g.40gb, 0/5 "
+                      "&lt;script&gt;"),
+            std::string::npos)
+      << html.substr(html.find("<section class=\"gpu"), 400);
+  // A daemon of before instances sends none: no list, and no chart says it is split.
   EXPECT_EQ(render_html(incident_page()).find("now-instances"), std::string::npos);
+  EXPECT_EQ(render_html(incident_page()).find("Split into"), std::string::npos);
 }
 
 TEST(ReportIncident, HeadingsNameTheGpuAndTheAxisFitsTheData) {
