@@ -42,8 +42,8 @@ struct DoctorInput {
 
 std::vector<Finding> diagnose(const DoctorInput& input);
 
-// Whether the kernel log names a fault of a live server of other processes' work (an MPS
-// server): only then does diagnose() use DoctorInput::work_server_log, so only then is the
+// Whether the kernel log names a recent fault of a live server of other processes' work (an
+// MPS server): only then does diagnose() use DoctorInput::work_server_log, so only then is the
 // log worth reading.
 bool wants_work_server_log(const DoctorInput& input);
 

@@ -36,6 +36,12 @@ bool recent(const core::KernelGpuEvent& e, const core::Snapshot& s) {
   return !e.time || s.timestamp - *e.time < kRecent;
 }
 
+// The live server of other processes' work (an MPS server) that `e` says hit a fault lately:
+// every client's work fails with it.
+const core::ProcessRow* faulted_server(const core::KernelGpuEvent& e, const core::Snapshot& s) {
+  return recent(e, s) && severity_of(e.level) >= Severity::Warning ? server_hit(e, s) : nullptr;
+}
+
 // A time of the last day as its clock time, an older one with its date.
 std::string clock_text(std::chrono::system_clock::time_point t, const core::Snapshot& s) {
   return s.timestamp - t < kRecent ? text::local_clock(t) : text::local_date_time(t);
@@ -194,15 +200,21 @@ void gpu_finding(const DoctorInput& in, const std::vector<const core::KernelGpuE
   // The newest recent fault of a server of other processes' work (an MPS server) names the
   // problem: every client's work fails with it.
   for (auto it = events.rbegin(); it != events.rend(); ++it)
-    if (recent(**it, s) && severity_of((*it)->level) >= Severity::Warning)
-      if (const auto* server = server_hit(**it, s)) {
-        server_fault(in, **it, *server, f);
-        break;
-      }
+    if (const auto* server = faulted_server(**it, s)) {
+      server_fault(in, **it, *server, f);
+      break;
+    }
   out.push_back(std::move(f));
 }
 
 }  // namespace
+
+bool wants_work_server_log(const DoctorInput& in) {
+  if (!in.kernel) return false;
+  for (const auto& e : in.kernel->events)
+    if (faulted_server(e, in.last)) return true;
+  return false;
+}
 
 void kernel_rules(const DoctorInput& in, std::vector<Finding>& out) {
   if (!in.kernel) return;

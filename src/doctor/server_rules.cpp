@@ -81,13 +81,6 @@ Finding served_ghost(const DoctorInput& in, const core::ProcessRow& r, const cor
   return f;
 }
 
-bool wants_work_server_log(const DoctorInput& input) {
-  if (!input.kernel) return false;
-  for (const auto& e : input.kernel->events)
-    if (server_hit(e, input.last)) return true;
-  return false;
-}
-
 const core::ProcessRow* server_hit(const core::KernelGpuEvent& e, const core::Snapshot& s) {
   if (!e.pid || !e.time) return nullptr;
   const auto* r = s.row(*e.pid);

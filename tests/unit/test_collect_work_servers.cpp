@@ -224,6 +224,7 @@ TEST(WorkServers, AnXidOfTheServerSaysItsClientsWorkFailsWithTheLogAsEvidence) {
   core::KernelLog log;
   log.events = {e};
   doctor::DoctorInput in{s, s, {}, std::nullopt, nullptr, {}, &log};
+  EXPECT_TRUE(doctor::wants_work_server_log(in));
   in.work_server_log = {"server.log: [2026-12-05 05:00:00.000 Other 51] \x1b[31mfault\x1b[0m"};
   auto found = doctor::diagnose(in);
   const doctor::Finding* xid = nullptr;
@@ -243,6 +244,18 @@ TEST(WorkServers, AnXidOfTheServerSaysItsClientsWorkFailsWithTheLogAsEvidence) {
       EXPECT_EQ(line.find('\x1b'), std::string::npos) << "log lines are escaped";
     }
   EXPECT_TRUE(log_line);
+
+  // The log is read only for a recent fault of a live server: not for another process's, nor
+  // for one more than a day old.
+  auto other = e;
+  other.pid = kJob;
+  log.events = {other};
+  EXPECT_FALSE(doctor::wants_work_server_log(in)) << "an Xid of a job, not of the server";
+  auto old = e;
+  old.time = std::chrono::system_clock::time_point(std::chrono::seconds(1'700'000'000 - 90'000));
+  log.events = {old};
+  EXPECT_FALSE(doctor::wants_work_server_log(in)) << "an Xid of yesterday";
+  log.events = {e};
 
   // A server started after the Xid is not the process it names.
   s.proc.boot_time = 1'700'000'000 - 300;
