@@ -27,6 +27,10 @@ std::string instance_place(unsigned gpu_index, unsigned gpu_instance_id) {
   return std::to_string(gpu_index) + "/" + std::to_string(gpu_instance_id);
 }
 
+std::string gpu_place_text(unsigned gpu_index, std::optional<unsigned> gpu_instance_id) {
+  return gpu_instance_id ? instance_place(gpu_index, *gpu_instance_id) : std::to_string(gpu_index);
+}
+
 std::string instance_words(const GpuInstance& instance) {
   std::string words = instance.kind.empty() ? "instance" : instance.kind;
   if (instance.profile) words += " " + *instance.profile;

@@ -14,6 +14,8 @@ namespace gpureap::core {
 
 // "0/3".
 std::string instance_place(unsigned gpu_index, unsigned gpu_instance_id);
+// "0" for a whole GPU, "0/3" for its GPU instance 3.
+std::string gpu_place_text(unsigned gpu_index, std::optional<unsigned> gpu_instance_id);
 // The instance's kind and profile: "MIG 1g.10gb", or "MIG" where the driver gave no profile.
 std::string instance_words(const GpuInstance& instance);
 // "MIG 1g.10gb (GI 3, CI 0)", or "MIG (GI 3)" where the driver gave no profile or CI.

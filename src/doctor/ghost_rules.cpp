@@ -27,9 +27,7 @@ std::vector<unsigned> row_gpus(const core::ProcessRow& r) {
 // Where the driver lists a row: "0", or "0/3" on MIG GPU 0's GPU instance 3 (core/gpu_place.h).
 std::vector<std::string> row_places(const core::ProcessRow& r) {
   std::vector<std::string> out;
-  for (const auto& u : r.gpus)
-    out.push_back(u.gpu_instance_id ? core::instance_place(u.index, *u.gpu_instance_id)
-                                    : std::to_string(u.index));
+  for (const auto& u : r.gpus) out.push_back(core::gpu_place_text(u.index, u.gpu_instance_id));
   return out;
 }
 

@@ -30,9 +30,7 @@ std::string memory_text(const Target& t) {
   std::string s;
   for (const auto& u : t.gpus)
     s += (s.empty() ? "" : ", ") +
-         fmt::format("GPU{} {}",
-                     u.gpu_instance_id ? core::instance_place(u.index, *u.gpu_instance_id)
-                                       : std::to_string(u.index),
+         fmt::format("GPU{} {}", core::gpu_place_text(u.index, u.gpu_instance_id),
                      u.used_bytes ? text::human_bytes(*u.used_bytes) : "?");
   return s;
 }

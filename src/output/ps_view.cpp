@@ -34,15 +34,10 @@ std::string devices_text(const core::ProcessRow& r) {
   return out.empty() ? "-" : out;
 }
 
-// "0", or "0/3" for GPU 0's MIG GPU instance 3 (core/gpu_place.h).
-std::string gpu_place(const core::GpuUse& u) {
-  return u.gpu_instance_id ? core::instance_place(u.index, *u.gpu_instance_id)
-                           : std::to_string(u.index);
-}
-
 std::string gpus_text(const core::ProcessRow& r) {
   std::string out;
-  for (const auto& u : r.gpus) out += (out.empty() ? "" : ",") + gpu_place(u);
+  for (const auto& u : r.gpus)
+    out += (out.empty() ? "" : ",") + core::gpu_place_text(u.index, u.gpu_instance_id);
   return out.empty() ? "-" : out;
 }
 
@@ -337,7 +332,8 @@ std::string render_ps_csv(const core::Snapshot& s) {
     for (const auto& u : r.gpus)
       if (u.used_bytes) bytes = bytes.value_or(0) + *u.used_bytes;
     std::string gpus;
-    for (const auto& u : r.gpus) gpus += (gpus.empty() ? "" : " ") + gpu_place(u);
+    for (const auto& u : r.gpus)
+      gpus += (gpus.empty() ? "" : " ") + core::gpu_place_text(u.index, u.gpu_instance_id);
     std::string devices;
     if (p)
       for (const auto& h : p->devices) devices += (devices.empty() ? "" : " ") + h.path;

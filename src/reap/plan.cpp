@@ -85,11 +85,7 @@ std::string_view to_string(Action action) {
 }
 
 std::string describe(const Reason& r) {
-  auto gpu = [&] {
-    return !r.gpu           ? std::string("?")
-           : r.gpu_instance ? core::instance_place(*r.gpu, *r.gpu_instance)
-                            : std::to_string(*r.gpu);
-  };
+  auto gpu = [&] { return r.gpu ? core::gpu_place_text(*r.gpu, r.gpu_instance) : "?"; };
   auto pid = [&] { return r.pid ? std::to_string(*r.pid) : std::string("?"); };
   switch (r.kind) {
     case ReasonKind::Named:
@@ -116,11 +112,6 @@ std::string describe(const Reason& r) {
   return "?";
 }
 
-// "0", or "0/3" for a MIG GPU instance (core/gpu_place.h).
-static std::string gpu_words(const Request& r) {
-  return r.gpu_instance ? core::instance_place(*r.gpu, *r.gpu_instance) : std::to_string(*r.gpu);
-}
-
 std::string describe(const Request& r) {
   std::vector<std::string> chosen;
   if (!r.pids.empty()) {
@@ -134,11 +125,11 @@ std::string describe(const Request& r) {
   std::string words;
   for (const auto& c : chosen) words += (words.empty() ? "" : " and ") + c;
   if (chosen.empty())
-    words = r.gpu    ? "holders of GPU " + gpu_words(r)
+    words = r.gpu    ? "holders of GPU " + core::gpu_place_text(*r.gpu, r.gpu_instance)
             : r.user ? "GPU processes of user " + *r.user
                      : "nothing";
   else if (r.gpu)
-    words += " on GPU " + gpu_words(r);
+    words += " on GPU " + core::gpu_place_text(*r.gpu, r.gpu_instance);
   if (r.user && (!chosen.empty() || r.gpu)) words += " of user " + *r.user;
   if (r.tree) words += ", with their descendants";
   if (r.group) words += ", with their process groups";

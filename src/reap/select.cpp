@@ -62,9 +62,7 @@ class Selector {
     bool covers(const core::GpuUse& u) const {
       return u.index == index && (!gpu_instance || u.gpu_instance_id == gpu_instance);
     }
-    std::string words() const {
-      return gpu_instance ? core::instance_place(index, *gpu_instance) : std::to_string(index);
-    }
+    std::string words() const { return core::gpu_place_text(index, gpu_instance); }
   };
 
   void add(pid_t pid, Reason reason) {

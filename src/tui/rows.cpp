@@ -56,8 +56,7 @@ std::string TopRow::gpu_text() const {
   std::string out;
   for (size_t i = 0; i < gpus.size(); ++i) {
     auto gi = i < gpu_instances.size() ? gpu_instances[i] : std::nullopt;
-    out += (out.empty() ? "" : ",") +
-           (gi ? core::instance_place(gpus[i], *gi) : std::to_string(gpus[i]));
+    out += (out.empty() ? "" : ",") + core::gpu_place_text(gpus[i], gi);
   }
   return out.empty() ? "-" : out;
 }
