@@ -253,11 +253,12 @@ int run_doctor(const GlobalOptions& g, const DoctorOptions& given) {
   DoctorOptions o = given;
   std::optional<core::GpuRef> gpu_ref;
   if (o.gpu_spec) {
-    gpu_ref = core::parse_gpu_ref(*o.gpu_spec);
-    if (!gpu_ref) {
-      fail({"--gpu " + text::terminal_safe(*o.gpu_spec) + " names no GPU", core::kGpuRefWords});
+    auto ref = core::parse_gpu_option(*o.gpu_spec);
+    if (!ref) {
+      fail(ref.error());
       return kDoctorCannotRun;
     }
+    gpu_ref = *ref;
     if (gpu_ref->index && !gpu_ref->gpu_instance) o.gpu = gpu_ref->index;
   }
   if (auto answer = from_daemon(g, o, *run))
@@ -269,13 +270,13 @@ int run_doctor(const GlobalOptions& g, const DoctorOptions& given) {
   }
   auto first = collector->collect();
   if (gpu_ref && !o.gpu) {
-    auto resolved = core::resolve_gpu_ref(first, *gpu_ref);
-    if (!resolved.place) {
-      fail({resolved.why, "`gpureap ps` shows every GPU and instance"});
+    auto place = core::resolve_gpu_ref(first, *gpu_ref);
+    if (!place) {
+      fail(place.error());
       return kDoctorCannotRun;
     }
-    o.gpu = resolved.place->index;
-    o.gpu_instance = resolved.place->gpu_instance;
+    o.gpu = place->index;
+    o.gpu_instance = place->gpu_instance;
   }
   if (o.gpu)
     if (auto unknown = core::check_gpu_index(first, *o.gpu)) {

@@ -21,7 +21,6 @@
 #include "reap/outcome.h"
 #include "reap/pipeline.h"
 #include "reap/report_json.h"
-#include "text/escape.h"
 
 namespace gpureap::cli {
 namespace {
@@ -188,10 +187,9 @@ int run_kill(const GlobalOptions& g, const KillOptions& options) {
   KillOptions o = options;
   std::optional<core::GpuRef> gpu_ref;
   if (o.gpu_spec) {
-    gpu_ref = core::parse_gpu_ref(*o.gpu_spec);
-    if (!gpu_ref)
-      return fail(
-          {"--gpu " + text::terminal_safe(*o.gpu_spec) + " names no GPU", core::kGpuRefWords});
+    auto ref = core::parse_gpu_option(*o.gpu_spec);
+    if (!ref) return fail(ref.error());
+    gpu_ref = *ref;
     if (gpu_ref->index) o.gpu = gpu_ref->index;
   }
   if (o.pids.empty() && !o.gpu && !gpu_ref && !o.ghosts && !o.stopped && !o.user)
@@ -210,11 +208,11 @@ int run_kill(const GlobalOptions& g, const KillOptions& options) {
                  "use --dry-run to see the plan, or run gpureap where those processes live"});
   auto snapshot = collector->collect();
   if (gpu_ref) {
-    auto resolved = core::resolve_gpu_ref(snapshot, *gpu_ref);
-    if (!resolved.place) return fail({resolved.why, "`gpureap ps` shows every GPU and instance"});
-    o.gpu = resolved.place->index;
-    settings->request.gpu = resolved.place->index;
-    settings->request.gpu_instance = resolved.place->gpu_instance;
+    auto place = core::resolve_gpu_ref(snapshot, *gpu_ref);
+    if (!place) return fail(place.error());
+    o.gpu = place->index;
+    settings->request.gpu = place->index;
+    settings->request.gpu_instance = place->gpu_instance;
   }
   if (o.gpu)
     if (auto unknown = core::check_gpu_index(snapshot, *o.gpu)) return fail_scope(*unknown);

@@ -124,31 +124,37 @@ std::optional<GpuRef> parse_gpu_ref(const std::string& text) {
   return ref;
 }
 
-GpuPlaceResult resolve_gpu_ref(const Snapshot& snapshot, const GpuRef& ref) {
+Result<GpuRef> parse_gpu_option(const std::string& text) {
+  if (auto ref = parse_gpu_ref(text)) return *ref;
+  return Error{"--gpu " + text + " names no GPU", kGpuRefWords};
+}
+
+Result<GpuPlace> resolve_gpu_ref(const Snapshot& snapshot, const GpuRef& ref) {
+  auto none = [](std::string why) {
+    return Error{std::move(why), "`gpureap ps` shows every GPU and instance"};
+  };
   if (ref.uuid) {
     for (const auto& gpu : snapshot.drivers.gpus) {
-      if (gpu.uuid == ref.uuid) return {GpuPlace{gpu.index, std::nullopt}, ""};
+      if (gpu.uuid == ref.uuid) return GpuPlace{gpu.index, std::nullopt};
       for (const auto& instance : gpu.instances)
-        if (instance.uuid == ref.uuid) return {GpuPlace{gpu.index, instance.gpu_instance_id}, ""};
+        if (instance.uuid == ref.uuid) return GpuPlace{gpu.index, instance.gpu_instance_id};
     }
-    return {std::nullopt, "no GPU or GPU instance has the UUID " + *ref.uuid +
-                              " (`gpureap ps --json` lists every GPU's and instance's UUID)"};
+    return none("no GPU or GPU instance has the UUID " + *ref.uuid +
+                " (`gpureap ps --json` lists every GPU's and instance's UUID)");
   }
   GpuPlace place{ref.index.value_or(0), ref.gpu_instance};
-  if (!ref.gpu_instance) return {place, ""};
+  if (!ref.gpu_instance) return place;
   const Gpu* gpu = snapshot.gpu(place.index);
-  if (!gpu) return {place, ""};  // the index's own check says what is wrong
+  if (!gpu) return place;  // the index's own check says what is wrong
   const auto ids = gpu_instance_ids(*gpu);
   if (ids.empty())
-    return {std::nullopt, "GPU " + std::to_string(place.index) +
-                              " is not split into instances: name it as " +
-                              std::to_string(place.index)};
+    return none("GPU " + std::to_string(place.index) + " is not split into instances: name it as " +
+                std::to_string(place.index));
   if (std::find(ids.begin(), ids.end(), *ref.gpu_instance) == ids.end())
-    return {std::nullopt, "GPU " + std::to_string(place.index) + " has no GPU instance " +
-                              std::to_string(*ref.gpu_instance) +
-                              " (its instances: " + id_list(ids) + ", written " +
-                              instance_place(place.index, ids.front()) + ")"};
-  return {place, ""};
+    return none("GPU " + std::to_string(place.index) + " has no GPU instance " +
+                std::to_string(*ref.gpu_instance) + " (its instances: " + id_list(ids) +
+                ", written " + instance_place(place.index, ids.front()) + ")");
+  return place;
 }
 
 }  // namespace gpureap::core

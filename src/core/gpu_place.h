@@ -8,6 +8,7 @@
 
 #include "core/gpu.h"
 #include "core/process.h"
+#include "core/result.h"
 #include "core/snapshot.h"
 
 namespace gpureap::core {
@@ -51,21 +52,19 @@ struct GpuRef {
   std::optional<unsigned> gpu_instance;
   std::optional<std::string> uuid;
 };
-// Fails with a sentence that says what a GPU is written as.
 std::optional<GpuRef> parse_gpu_ref(const std::string& text);
+// --gpu's value: fails naming it ("--gpu 0/x names no GPU", as typed: the views escape it)
+// with kGpuRefWords.
+Result<GpuRef> parse_gpu_option(const std::string& text);
 
 // A resolved GPU, or GPU instance, of a snapshot.
 struct GpuPlace {
   unsigned index = 0;
   std::optional<unsigned> gpu_instance;
 };
-// The MIG device with this UUID, or GPU N's instance G, checked against the GPU's instances.
-// An empty place with `why` set when the snapshot has no such instance; a bare index is
-// returned as it is (core::check_gpu_index checks it).
-struct GpuPlaceResult {
-  std::optional<GpuPlace> place;
-  std::string why;
-};
-GpuPlaceResult resolve_gpu_ref(const Snapshot& snapshot, const GpuRef& ref);
+// The MIG device with this UUID, or GPU N's instance G, checked against the GPU's instances;
+// fails saying why when the snapshot has no such instance. A bare index is returned as it is
+// (core::check_gpu_index checks it).
+Result<GpuPlace> resolve_gpu_ref(const Snapshot& snapshot, const GpuRef& ref);
 
 }  // namespace gpureap::core

@@ -55,10 +55,11 @@ std::string doctor(const DoctorRequest& r, const sample::Sample& sample, millise
   if (r.gpu_place) {
     // An instance or UUID it does not have: the command resolves it itself and says so.
     auto ref = core::parse_gpu_ref(*r.gpu_place);
-    auto resolved = ref ? core::resolve_gpu_ref(last, *ref) : core::GpuPlaceResult{};
-    if (!resolved.place) return error_text("no GPU " + *r.gpu_place);
-    gpu = resolved.place->index;
-    gpu_instance = resolved.place->gpu_instance;
+    if (!ref) return error_text("no GPU " + *r.gpu_place);
+    auto place = core::resolve_gpu_ref(last, *ref);
+    if (!place) return error_text("no GPU " + *r.gpu_place);
+    gpu = place->index;
+    gpu_instance = place->gpu_instance;
   }
   if (gpu && last.drivers.any_available() && !last.gpu(*gpu))
     return error_text("no GPU " + std::to_string(*gpu));

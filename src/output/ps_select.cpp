@@ -5,7 +5,6 @@
 
 #include "core/gpu_place.h"
 #include "procfs/user_names.h"
-#include "text/escape.h"
 
 namespace gpureap::output {
 namespace {
@@ -43,7 +42,7 @@ std::vector<core::GpuPlace> resolved_places(const core::Snapshot& s, const PsSel
   std::vector<core::GpuPlace> out;
   for (const auto& text : sel.gpu_places)
     if (auto ref = core::parse_gpu_ref(text))
-      if (auto r = core::resolve_gpu_ref(s, *ref); r.place) out.push_back(*r.place);
+      if (auto place = core::resolve_gpu_ref(s, *ref)) out.push_back(*place);
   return out;
 }
 
@@ -56,9 +55,8 @@ bool in_place(const core::Snapshot& s, const core::ProcessRow& r, const core::Gp
 
 core::Result<bool> add_gpu_values(PsSelection& sel, const std::vector<std::string>& values) {
   for (const auto& v : values) {
-    auto ref = core::parse_gpu_ref(v);
-    if (!ref)
-      return core::Error{"--gpu " + text::terminal_safe(v) + " names no GPU", core::kGpuRefWords};
+    auto ref = core::parse_gpu_option(v);
+    if (!ref) return ref.error();
     if (ref->index && !ref->gpu_instance)
       sel.gpus.push_back(*ref->index);
     else
@@ -93,14 +91,11 @@ std::optional<core::ScopeError> check_selection(const core::Snapshot& s, const P
   for (unsigned gpu : sel.gpus)
     if (auto unknown = core::check_gpu_index(s, gpu)) return unknown;
   for (const auto& text : sel.gpu_places) {
-    auto ref = core::parse_gpu_ref(text);
-    if (!ref)
-      return core::ScopeError{
-          {"--gpu " + text::terminal_safe(text) + " names no GPU", core::kGpuRefWords}, false};
-    auto resolved = core::resolve_gpu_ref(s, *ref);
-    if (!resolved.place)
-      return core::ScopeError{{resolved.why, "`gpureap ps` shows every GPU and instance"}, false};
-    if (auto unknown = core::check_gpu_index(s, resolved.place->index)) return unknown;
+    auto ref = core::parse_gpu_option(text);
+    if (!ref) return core::ScopeError{ref.error(), false};
+    auto place = core::resolve_gpu_ref(s, *ref);
+    if (!place) return core::ScopeError{place.error(), false};
+    if (auto unknown = core::check_gpu_index(s, place->index)) return unknown;
   }
   return std::nullopt;
 }

@@ -84,16 +84,17 @@ TEST(CoreMig, ParsesIndexInstanceAndUuid) {
 TEST(CoreMig, ResolvesAgainstTheSnapshotsInstances) {
   const auto s = mig_scene();
   auto by_uuid = core::resolve_gpu_ref(s, {std::nullopt, std::nullopt, "MIG-5"});
-  ASSERT_TRUE(by_uuid.place) << by_uuid.why;
-  EXPECT_EQ(by_uuid.place->index, 0u);
-  EXPECT_EQ(by_uuid.place->gpu_instance, 5u);
+  ASSERT_TRUE(by_uuid) << by_uuid.error().text();
+  EXPECT_EQ(by_uuid->index, 0u);
+  EXPECT_EQ(by_uuid->gpu_instance, 5u);
   auto missing = core::resolve_gpu_ref(s, {0u, 4u, std::nullopt});
-  EXPECT_FALSE(missing.place);
-  EXPECT_EQ(missing.why, "GPU 0 has no GPU instance 4 (its instances: 3, 5, written 0/3)");
-  EXPECT_FALSE(core::resolve_gpu_ref(s, {std::nullopt, std::nullopt, "MIG-9"}).place);
+  ASSERT_FALSE(missing);
+  EXPECT_EQ(missing.error().message,
+            "GPU 0 has no GPU instance 4 (its instances: 3, 5, written 0/3)");
+  EXPECT_FALSE(core::resolve_gpu_ref(s, {std::nullopt, std::nullopt, "MIG-9"}));
   auto whole = core::resolve_gpu_ref(s, {0u, std::nullopt, std::nullopt});
-  ASSERT_TRUE(whole.place);
-  EXPECT_FALSE(whole.place->gpu_instance);
+  ASSERT_TRUE(whole);
+  EXPECT_FALSE(whole->gpu_instance);
 }
 
 TEST(CoreMig, AKeeperIsInTheInstanceWhoseCapabilityFilesItHolds) {
