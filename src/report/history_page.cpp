@@ -128,8 +128,7 @@ GpuChart chart_for(const history::GpuSeries& g, const HistoryInput& in, const Hi
     for (const auto& now : in.incident->now->gpus) {
       if (now.gpu != g.gpu || now.instances.empty()) continue;
       std::string list;
-      for (const auto& i : now.instances)
-        list += (list.empty() ? "" : ", ") + i.place + (i.label.empty() ? "" : " " + i.label);
+      for (const auto& i : now.instances) list += (list.empty() ? "" : ", ") + i.words();
       c.split = "Split into instances now: " + list + "; the chart is the whole GPU's memory.";
     }
   c.total_bytes = g.total_bytes;

@@ -376,7 +376,7 @@ NowBox build_now(const Incident& in) {
     }
     x.detail = d;
     for (const auto& i : g.instances) {
-      std::string line = i.place + (i.label.empty() ? "" : " " + i.label);
+      std::string line = i.words();
       if (i.used_bytes || i.total_bytes) line += ":";
       if (i.used_bytes) line += " " + text::human_bytes(*i.used_bytes) + " used";
       if (i.total_bytes) line += (i.used_bytes ? " of " : " ") + text::human_bytes(*i.total_bytes);

@@ -58,6 +58,8 @@ struct IncidentNowGpu {
   struct Instance {
     std::string place, label;  // "0/3", "MIG 3g.40gb" (untrusted)
     std::optional<uint64_t> used_bytes, total_bytes;
+    // "0/3 MIG 3g.40gb", or the place alone.
+    std::string words() const { return label.empty() ? place : place + " " + label; }
   };
   std::vector<Instance> instances;  // of a split GPU (MIG)
 };
