@@ -3,19 +3,53 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <string>
 
+#include "procfs/file_read.h"
+#include "procfs/parsers.h"
+
 namespace gpureap::procfs {
+namespace {
+
+// What the matcher compares: the type, the node's number, the file's device and inode.
+struct stat as_stat(const struct statx& sx) {
+  struct stat st {};
+  st.st_mode = sx.stx_mode;
+  st.st_ino = sx.stx_ino;
+  st.st_dev = ::makedev(sx.stx_dev_major, sx.stx_dev_minor);
+  st.st_rdev = ::makedev(sx.stx_rdev_major, sx.stx_rdev_minor);
+  return st;
+}
+
+// The kernel refuses this fd's link itself (the process is protected from ptrace), not only
+// the attributes of the file behind it (a security module's rule on that one file).
+bool link_refused(int dfd, const char* name) {
+  char link[8];
+  return ::readlinkat(dfd, name, link, sizeof link) < 0 && (errno == EACCES || errno == EPERM);
+}
+
+// Opened with O_PATH: it names the file and opens nothing. Unknown (no fdinfo, as in a fixture
+// tree) counts as opened, as every fd did before fdinfo was read.
+bool opened_as_path(int proc_dirfd, const std::string& table, const char* fd) {
+  auto info = read_file_at(proc_dirfd, table + "/fdinfo/" + fd);
+  if (!info.ok()) return false;
+  auto flags = parse_fdinfo_flags(info.data);
+  return flags && (*flags & O_PATH) != 0;
+}
+
+}  // namespace
 
 FdScan scan_device_fds(int proc_dirfd, pid_t pid, const DeviceCatalog& catalog,
-                       const std::vector<FdObserver*>& observers) {
+                       const std::vector<FdObserver*>& observers, pid_t thread) {
   FdScan out;
-  std::string fd_dir = std::to_string(pid) + "/fd";
-  int dfd = ::openat(proc_dirfd, fd_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  const std::string table =
+      std::to_string(pid) + (thread ? "/task/" + std::to_string(thread) : std::string());
+  int dfd = ::openat(proc_dirfd, (table + "/fd").c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dfd < 0) {
     if (errno == EACCES || errno == EPERM)
       out.readable = false;
@@ -29,23 +63,26 @@ FdScan scan_device_fds(int proc_dirfd, pid_t pid, const DeviceCatalog& catalog,
     out.vanished = true;
     return out;
   }
-  char link[512];
   while (dirent* e = ::readdir(dir)) {
     if (e->d_name[0] == '.') continue;
-    ssize_t n = ::readlinkat(dfd, e->d_name, link, sizeof link - 1);
-    if (n < 0 && (errno == EACCES || errno == EPERM)) {
-      // The table could be listed (we have the privilege) but the kernel still refuses the
-      // links: the process is protected from ptrace (e.g. a sandbox's init). Root cannot do
-      // better, so it is reported, not counted as a permission gap.
-      out.sealed = true;
-      break;
+    // One statx per fd, as cheap as the readlinkat that once filtered by name (the cost is the
+    // lookup of /proc/PID/fd/N, the same for both). AT_STATX_DONT_SYNC: the type and numbers
+    // cached in the inode, so a file on a network or FUSE file system (whose server a user may
+    // run, and stall) is never asked.
+    struct statx sx {};
+    if (::statx(dfd, e->d_name, AT_STATX_DONT_SYNC, STATX_TYPE | STATX_INO, &sx) != 0) {
+      if ((errno == EACCES || errno == EPERM) && link_refused(dfd, e->d_name)) {
+        // The table could be listed (we have the privilege) but the kernel still refuses the
+        // links: the process is protected from ptrace (e.g. a sandbox's init). Root cannot do
+        // better, so it is reported, not counted as a permission gap.
+        out.sealed = true;
+        break;
+      }
+      continue;  // fd closed meanwhile
     }
-    if (n <= 0) continue;  // fd closed meanwhile
-    if (!catalog.may_match(std::string_view(link, static_cast<size_t>(n)))) continue;
-    struct stat st {};
-    if (::fstatat(dfd, e->d_name, &st, 0) != 0) continue;
-    auto file = catalog.match(st);
+    auto file = catalog.match(as_stat(sx));
     if (!file) continue;
+    if (opened_as_path(proc_dirfd, table, e->d_name)) continue;
     int fd = std::atoi(e->d_name);
     auto it = std::find_if(out.holds.begin(), out.holds.end(),
                            [&](const core::DeviceHold& h) { return h.path == file->path; });

@@ -1,6 +1,8 @@
 #pragma once
-// The hot path: which GPU device files one process holds open. One directory read per
-// process, one readlinkat per fd, filter by the link text, stat only the candidates.
+// The hot path: which GPU device files one process holds open. One directory read per process
+// and one statx per fd: a file is a GPU device file by its number (a node's st_rdev; a
+// stand-in's device and inode), which the kernel vouches for, never by the name its link shows
+// (a bind mount in the holder's own mount namespace names it whatever its user chose).
 #include <sys/types.h>
 
 #include <vector>
@@ -19,8 +21,11 @@ struct FdScan {
 };
 
 // proc_dirfd: an O_DIRECTORY fd of the proc root. Each observer sees every GPU device fd found
-// (see fd_observer.h), so a backend reads what it needs while the fd is at hand.
+// (see fd_observer.h), so a backend reads what it needs while the fd is at hand. `thread`: a
+// live thread whose table to read, when the process's main thread has exited (StatRead's
+// fd_task); 0 for the process's own. An fd opened with O_PATH opens no device (no driver
+// open, no context to keep) and holds nothing.
 FdScan scan_device_fds(int proc_dirfd, pid_t pid, const DeviceCatalog& catalog,
-                       const std::vector<FdObserver*>& observers = {});
+                       const std::vector<FdObserver*>& observers = {}, pid_t thread = 0);
 
 }  // namespace gpureap::procfs

@@ -30,6 +30,10 @@ std::optional<core::ContainerInfo> parse_cgroup(std::string_view text);
 // /proc/PID/wchan: the kernel function a sleeping task waits in; empty when none ("0").
 std::optional<std::string> parse_wchan(std::string_view text);
 
+// /proc/PID/fdinfo/FD: the open file's flags (the "flags:" line, octal, as open(2) took them);
+// empty when the text has none.
+std::optional<unsigned> parse_fdinfo_flags(std::string_view text);
+
 // /proc/stat: boot time (btime), seconds since the epoch.
 std::optional<long long> parse_boot_time(std::string_view text);
 
