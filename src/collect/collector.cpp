@@ -69,14 +69,17 @@ std::vector<Slot> scan_all(const procfs::ProcFs& proc, const procfs::DeviceCatal
       size_t begin = next.fetch_add(kChunk);
       if (begin >= pids.size()) return;
       for (size_t i = begin; i < std::min(pids.size(), begin + kChunk); ++i) {
-        auto st = proc.read_stat(pids[i]);
+        // A process whose main thread has exited reads as its live thread makes it, and its
+        // fds are read through that thread (procfs/thread_group.h).
+        auto st = proc.read_process_stat(pids[i]);
         if (!st) {
           slots[i].warning = st.error().message;
           continue;
         }
         if (!*st) continue;  // vanished
         core::HostProcess& p = processes[i];
-        p.stat = std::move(**st);
+        p.stat = std::move((*st)->stat);
+        const pid_t fd_task = (*st)->fd_task;
         bool reread = std::binary_search(changed.begin(), changed.end(), p.stat.pid);
         const core::HostProcess* was = reread_holders || reread ? nullptr : known(previous, p.stat);
         if (was && was->holds_device() && (observers.empty() || !holds_drm_node(*was))) {
@@ -84,7 +87,7 @@ std::vector<Slot> scan_all(const procfs::ProcFs& proc, const procfs::DeviceCatal
           p.fds_readable = was->fds_readable;
         } else if (!p.stat.is_kernel_thread() && !p.stat.is_zombie() &&
                    (reread || !known_non_holder(previous, p.stat))) {
-          auto scan = procfs::scan_device_fds(proc.dirfd(), pids[i], catalog, observers);
+          auto scan = procfs::scan_device_fds(proc.dirfd(), pids[i], catalog, observers, fd_task);
           if (scan.vanished) continue;
           p.fds_readable = scan.readable && !scan.sealed;
           p.devices = std::move(scan.holds);
@@ -189,7 +192,7 @@ core::ProcView Collector::scan(const core::ProcView* previous,
   }
   processes.resize(kept);  // keeps the capacity: the few vanished ones cost a few slots
   // Only the few holders' fds are compared, so this costs little beside the scan itself.
-  auto grouping = procfs::group_open_files(processes, proc_.names_own_processes());
+  auto grouping = procfs::group_open_files(processes, proc_.names_own_processes(), proc_.dirfd());
   view.open_files_unknown = std::move(grouping.incomplete);
   for (auto* o : observers) o->open_files_grouped(processes, view.open_files_unknown);
   view.processes = std::move(processes);
@@ -292,7 +295,7 @@ core::ProcView Collector::update_processes(const core::ProcView& previous,
     }
     for (; f != fresh.end(); ++f) merged.push_back(std::move(*f));
     if (holds_moved) {
-      auto grouping = procfs::group_open_files(merged, proc_.names_own_processes());
+      auto grouping = procfs::group_open_files(merged, proc_.names_own_processes(), proc_.dirfd());
       view.open_files_unknown = std::move(grouping.incomplete);
     }
     view.processes = std::move(merged);

@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "procfs/file_read.h"
+#include "procfs/thread_group.h"
 
 namespace gpureap::procfs {
 namespace {
@@ -23,10 +24,11 @@ bool alive(const std::vector<pid_t>& live, pid_t pid) {
   return pid > 0 && std::binary_search(live.begin(), live.end(), pid);
 }
 
-// Marks the /dev/shm files a process holds (fd) or maps (maps lines carry dev and inode).
-// False when the process's tables could not be read.
-bool mark_used(int proc_fd, pid_t pid, std::set<FileId>& candidates, std::set<FileId>& used) {
-  std::string dir = std::to_string(pid);
+// Marks the /dev/shm files a task holds (fd) or maps (maps lines carry dev and inode); `dir`
+// is "PID" or "PID/task/TID". False when its tables could not be read. `mapped`: its maps
+// named a mapping.
+bool mark_used_by(int proc_fd, const std::string& dir, std::set<FileId>& candidates,
+                  std::set<FileId>& used, bool& mapped) {
   bool readable = true;
   int dfd = ::openat(proc_fd, (dir + "/fd").c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dfd >= 0) {
@@ -49,6 +51,7 @@ bool mark_used(int proc_fd, pid_t pid, std::set<FileId>& candidates, std::set<Fi
   }
   auto maps = read_file_at(proc_fd, dir + "/maps", 64u << 20);  // a line per mapping
   if (maps.denied()) return false;
+  mapped = !maps.data.empty();
   std::istringstream in(maps.data);
   std::string line;
   while (std::getline(in, line)) {
@@ -60,6 +63,18 @@ bool mark_used(int proc_fd, pid_t pid, std::set<FileId>& candidates, std::set<Fi
     FileId id{::makedev(maj, min), static_cast<ino_t>(ino)};
     if (candidates.count(id)) used.insert(id);
   }
+  return readable;
+}
+
+// The same for a process: through a live thread where its main thread has exited, since
+// the leader then shows no fds and no maps while its threads still share both.
+bool mark_used(int proc_fd, pid_t pid, std::set<FileId>& candidates, std::set<FileId>& used) {
+  bool mapped = false;
+  bool readable = mark_used_by(proc_fd, std::to_string(pid), candidates, used, mapped);
+  if (readable && !mapped)  // a kernel thread, a zombie, or a leader that has exited
+    if (auto t = live_thread(proc_fd, pid))
+      readable = mark_used_by(proc_fd, std::to_string(pid) + "/task/" + std::to_string(t->tid),
+                              candidates, used, mapped);
   return readable;
 }
 

@@ -9,12 +9,15 @@
 #include <cstring>
 #include <map>
 
+#include "procfs/thread_group.h"
+
 namespace gpureap::procfs {
 namespace {
 
 struct FdRef {
   pid_t pid;
   int fd;
+  pid_t task;  // whose fd table kcmp reads: the process, or its live thread
 };
 
 enum class Order { Same, Before, After, Unordered, Failed };
@@ -27,7 +30,7 @@ struct Comparer {
   // that makes a binary search over one representative per open file possible.
   Order compare(const FdRef& a, const FdRef& b) {
     ++calls;
-    long r = ::syscall(SYS_kcmp, a.pid, b.pid, KCMP_FILE, a.fd, b.fd);
+    long r = ::syscall(SYS_kcmp, a.task, b.task, KCMP_FILE, a.fd, b.fd);
     switch (r) {
       case 0:
         return Order::Same;
@@ -124,13 +127,21 @@ bool is_gpu_file(const core::DeviceHold& hold) {
   return hold.gpu_file;
 }
 
-OpenFileGrouping group_open_files(std::vector<core::HostProcess>& processes, bool live) {
+OpenFileGrouping group_open_files(std::vector<core::HostProcess>& processes, bool live,
+                                  int proc_dirfd) {
   OpenFileGrouping out;
   std::map<std::string, std::vector<FdRef>> by_path;
-  for (const auto& p : processes)
-    for (const auto& h : p.devices)
-      if (is_gpu_file(h))
-        for (int fd : h.fds) by_path[h.path].push_back({p.stat.pid, fd});
+  for (const auto& p : processes) {
+    pid_t task = p.stat.pid;
+    bool resolved = false;  // the task is looked up once per process, and only for holders
+    for (const auto& h : p.devices) {
+      if (!is_gpu_file(h)) continue;
+      if (!resolved && live && proc_dirfd >= 0 && p.is_live() && leader_exited(p.stat))
+        if (auto t = live_thread(proc_dirfd, p.stat.pid)) task = t->tid;
+      resolved = true;
+      for (int fd : h.fds) by_path[h.path].push_back({p.stat.pid, fd, task});
+    }
+  }
   if (by_path.empty()) return out;
   if (!live) {
     out.incomplete =

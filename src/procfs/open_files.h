@@ -23,7 +23,11 @@ struct OpenFileGrouping {
 // `processes` into one hold per open file description and gives each its id: "PID:FD" of the
 // lowest PID (then fd) that holds it, the same in every process that shares it. `live`: the
 // PIDs are gpureap's own (kcmp acts on real processes); otherwise nothing is grouped.
-OpenFileGrouping group_open_files(std::vector<core::HostProcess>& processes, bool live);
+// `proc_dirfd`: that proc root, where a process whose main thread has exited is compared
+// through a live thread (kcmp reads the fd table of the task it is given, and an exited
+// leader has none); -1: each is compared by its PID alone.
+OpenFileGrouping group_open_files(std::vector<core::HostProcess>& processes, bool live,
+                                  int proc_dirfd = -1);
 
 // Whether a hold is of a file that reaches one GPU (and so carries an open-file id).
 bool is_gpu_file(const core::DeviceHold& hold);

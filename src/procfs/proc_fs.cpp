@@ -10,6 +10,7 @@
 
 #include "procfs/file_read.h"
 #include "procfs/parsers.h"
+#include "procfs/thread_group.h"
 #include "procfs/user_names.h"
 
 namespace gpureap::procfs {
@@ -57,10 +58,10 @@ std::vector<pid_t> ProcFs::list_pids() const {
   return pids;
 }
 
-core::Result<std::optional<core::ProcessStat>> ProcFs::read_stat(pid_t pid) const {
+core::Result<std::optional<StatRead>> ProcFs::read_process_stat(pid_t pid) const {
   auto f = read_file_at(*fd_, std::to_string(pid) + "/stat");
   if (!f.ok()) {
-    if (f.vanished()) return std::optional<core::ProcessStat>{};
+    if (f.vanished()) return std::optional<StatRead>{};
     return core::Error{
         "cannot read /proc/" + std::to_string(pid) +
             "/stat: " + (f.error == ENOTSUP ? "it is not a regular file" : std::strerror(f.error)),
@@ -68,7 +69,23 @@ core::Result<std::optional<core::ProcessStat>> ProcFs::read_stat(pid_t pid) cons
   }
   auto st = parse_stat(f.data);
   if (!st) return core::Error{"process " + std::to_string(pid) + ": " + st.error().message, ""};
-  return std::optional<core::ProcessStat>(std::move(*st));
+  StatRead out{std::move(*st), 0};
+  // A zombie leader still counts its live threads (and itself) in num_threads: only then is
+  // the task list read, so an ordinary zombie costs nothing more.
+  if (out.stat.is_zombie() && out.stat.num_threads > 1 && leader_exited(out.stat))
+    if (auto t = live_thread(*fd_, pid)) {
+      out.stat.state = t->stat.state;
+      out.stat.rss_pages = t->stat.rss_pages;  // the leader's reads 0: it has let go of the mm
+      out.fd_task = t->tid;
+    }
+  return std::optional<StatRead>(std::move(out));
+}
+
+core::Result<std::optional<core::ProcessStat>> ProcFs::read_stat(pid_t pid) const {
+  auto r = read_process_stat(pid);
+  if (!r) return r.error();
+  if (!*r) return std::optional<core::ProcessStat>{};
+  return std::optional<core::ProcessStat>(std::move((*r)->stat));
 }
 
 namespace {
@@ -81,7 +98,10 @@ bool root_only(const struct stat& st) {
 }  // namespace
 
 std::optional<core::ExecutableFile> ProcFs::read_exe(pid_t pid) const {
-  std::string dir = std::to_string(pid);
+  return read_exe_at(std::to_string(pid));
+}
+
+std::optional<core::ExecutableFile> ProcFs::read_exe_at(const std::string& dir) const {
   char buf[4096];
   ssize_t n = ::readlinkat(*fd_, (dir + "/exe").c_str(), buf, sizeof buf - 1);
   if (n <= 0) return std::nullopt;
@@ -123,6 +143,14 @@ DetailsRead ProcFs::read_details(pid_t pid, bool want_wchan) const {
     out.complete = false;
   }
   auto cmdline = read_file_at(*fd_, dir + "cmdline");
+  // An empty command line: a zombie, or a leader that has exited while a thread runs on. Its
+  // program and command line are then that thread's (they share one memory map).
+  std::string task_dir = dir;
+  if (cmdline.ok() && cmdline.data.empty())
+    if (auto t = live_thread(*fd_, pid)) {
+      task_dir = dir + "task/" + std::to_string(t->tid) + "/";
+      cmdline = read_file_at(*fd_, task_dir + "cmdline");
+    }
   if (cmdline.ok())
     d.cmdline = parse_cmdline(cmdline.data);
   else if (cmdline.denied())
@@ -134,10 +162,10 @@ DetailsRead ProcFs::read_details(pid_t pid, bool want_wchan) const {
   else if (cgroup.denied())
     out.complete = false;
 
-  d.exe = read_exe(pid);
+  d.exe = read_exe_at(task_dir.substr(0, task_dir.size() - 1));
 
   if (want_wchan) {
-    auto wchan = read_file_at(*fd_, dir + "wchan");
+    auto wchan = read_file_at(*fd_, task_dir + "wchan");
     if (wchan.ok())
       d.wchan = parse_wchan(wchan.data);
     else if (wchan.denied())

@@ -13,6 +13,14 @@
 
 namespace gpureap::procfs {
 
+// A process's stat as its live threads make it, and the task whose fd table is the process's.
+struct StatRead {
+  core::ProcessStat stat;
+  // 0: the process's own (/proc/PID/fd). Else a live thread's TID: its main thread has exited
+  // and the table is read through /proc/PID/task/TID (see thread_group.h).
+  pid_t fd_task = 0;
+};
+
 struct DetailsRead {
   std::optional<core::ProcessDetails> details;  // empty: the process vanished
   bool complete = true;                         // false: a file could not be read (permission)
@@ -26,7 +34,11 @@ class ProcFs {
   int dirfd() const { return *fd_; }
 
   std::vector<pid_t> list_pids() const;
-  // Empty optional: the process is gone. Error: its stat is garbage.
+  // Empty optional: the process is gone. Error: its stat is garbage. A process whose main
+  // thread has exited while another thread runs is alive: its state (and resident size) are
+  // that thread's, its identity (PID, start time, parent, group) the leader's. A true zombie
+  // stays 'Z'. Every consumer reads this, so all see the same process.
+  core::Result<std::optional<StatRead>> read_process_stat(pid_t pid) const;
   core::Result<std::optional<core::ProcessStat>> read_stat(pid_t pid) const;
   DetailsRead read_details(pid_t pid, bool want_wchan) const;
   // The program it runs, and whether that file is a system-installed one; empty when the
@@ -46,6 +58,9 @@ class ProcFs {
   bool names_own_processes() const;
 
  private:
+  // The same for "PID" or "PID/task/TID" (a live thread of a process whose leader exited).
+  std::optional<core::ExecutableFile> read_exe_at(const std::string& dir) const;
+
   std::string root_;
   std::shared_ptr<int> fd_;
 };

@@ -1,0 +1,59 @@
+#include "procfs/thread_group.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <charconv>
+#include <cstring>
+#include <string>
+
+#include "procfs/file_read.h"
+#include "procfs/parsers.h"
+
+namespace gpureap::procfs {
+namespace {
+
+// PF_EXITING from include/linux/sched.h.
+constexpr unsigned kPfExiting = 0x00000004;
+
+std::optional<pid_t> task_id(const char* name) {
+  pid_t tid = 0;
+  const char* end = name + std::strlen(name);
+  auto [p, ec] = std::from_chars(name, end, tid);
+  if (ec != std::errc() || p != end || tid <= 0) return std::nullopt;
+  return tid;
+}
+
+}  // namespace
+
+bool leader_exited(const core::ProcessStat& leader) {
+  return (leader.flags & kPfExiting) != 0;
+}
+
+std::optional<LiveThread> live_thread(int proc_dirfd, pid_t pid) {
+  std::string dir = std::to_string(pid) + "/task";
+  int dfd = ::openat(proc_dirfd, dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd < 0) return std::nullopt;
+  DIR* d = ::fdopendir(dfd);
+  if (!d) {
+    ::close(dfd);
+    return std::nullopt;
+  }
+  std::optional<LiveThread> out;
+  while (dirent* e = ::readdir(d)) {
+    auto tid = task_id(e->d_name);
+    if (!tid || *tid == pid) continue;
+    auto f = read_file_at(dfd, std::string(e->d_name) + "/stat");
+    if (!f.ok()) continue;  // it ended meanwhile
+    auto st = parse_stat(f.data);
+    // A thread on its way out (a process ending thread by thread) keeps nothing alive.
+    if (!st || st->state == 'Z' || st->state == 'X' || leader_exited(*st)) continue;
+    out = LiveThread{*tid, std::move(*st)};
+    break;
+  }
+  ::closedir(d);
+  return out;
+}
+
+}  // namespace gpureap::procfs
