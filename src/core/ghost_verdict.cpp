@@ -17,9 +17,11 @@ void add_unique(std::vector<pid_t>& v, pid_t pid) {
 
 class Decider {
  public:
-  Decider(const ProcView& proc, const DriverReading& drivers) : proc_(proc), drivers_(drivers) {
+  Decider(const ProcView& proc, const DriverReading& drivers, const ListedIdentities& identities)
+      : proc_(proc), drivers_(drivers), identities_(identities) {
     for (const auto& g : drivers_.gpus)
-      for (const auto& p : g.processes) listed_[p.pid].insert(g.index);
+      for (const auto& p : g.processes)
+        if (identities_.owner(p.pid)) listed_[p.pid].insert(g.index);
   }
 
   GhostVerdict run() {
@@ -29,8 +31,8 @@ class Decider {
       gpu(g, ghosts);
     }
     for (auto& [pid, ghost] : ghosts) {
-      ghost.leaked = !ghost.kept() && !ghost.kept_by_server() && ghost.other_holders.empty() &&
-                     proc_.uninspectable == 0;
+      // Other holders keep nothing that is proven: the memory is a leak unless a keeper is.
+      ghost.leaked = !ghost.kept() && !ghost.kept_by_server() && proc_.uninspectable == 0;
       for (pid_t k : ghost.keepers) add_unique(out_.keeps[k], pid);
       for (pid_t k : ghost.listed_keepers) add_unique(out_.keeps[k], pid);
       for (auto* v : {&ghost.keepers, &ghost.listed_keepers, &ghost.other_holders, &ghost.servers})
@@ -43,10 +45,8 @@ class Decider {
  private:
   const HostProcess* find(pid_t pid) const { return proc_.find(pid); }
 
-  bool live(pid_t pid) const {
-    const HostProcess* p = find(pid);
-    return p && p->is_live();
-  }
+  // The live process is the one the driver lists under its number (ListedIdentities).
+  bool owned(pid_t pid) const { return identities_.owner(pid) != nullptr; }
 
   bool listed_on(pid_t pid, unsigned gpu) const {
     auto it = listed_.find(pid);
@@ -65,9 +65,30 @@ class Decider {
     return false;
   }
 
-  // Forked from `pid` or started in its process group or session: how a dead trainer's
-  // workers look once they have been reparented.
+  // The daemon saw the gone PID fork `p`, or fork one of its live ancestors, and then exit.
+  bool seen_inheriting(const HostProcess& p, pid_t pid) const {
+    const HostProcess* cur = &p;
+    for (int depth = 0; cur && depth < 4096; ++depth) {
+      auto it = proc_.exited_parents.find(cur->stat.pid);
+      if (it != proc_.exited_parents.end() && it->second == pid) return true;
+      if (cur->stat.ppid <= 1) return false;
+      cur = find(cur->stat.ppid);
+    }
+    return false;
+  }
+
+  // Part of the gone PID's job, on the kernel's word (see decide_ghosts): how a dead trainer's
+  // workers look once they have been reparented. A number is evidence only while it cannot
+  // name another process: a reused PID's group and children are the new process's, and a
+  // zombie leader's user and start time must agree.
   bool kin_of(const HostProcess& p, pid_t pid) const {
+    if (seen_inheriting(p, pid)) return true;
+    if (identities_.reused(pid)) return false;
+    if (const HostProcess* leader = find(pid)) {
+      if (p.stat.start_ticks < leader->stat.start_ticks) return false;
+      auto uid = [](const HostProcess& h) { return h.details ? h.details->uid : std::nullopt; };
+      if (uid(p) && uid(*leader) && *uid(p) != *uid(*leader)) return false;
+    }
     return p.stat.pgid == pid || p.stat.sid == pid || descends_from(p, pid);
   }
 
@@ -108,15 +129,16 @@ class Decider {
     std::vector<pid_t> owners_here, gone_here;
     for (const auto& p : g.processes) {
       // A zombie holds no file any more: like a PID gone from /proc, only others keep its
-      // context. An absent PID seen from a child namespace is the host's, not a ghost.
-      if (live(p.pid))
+      // context; so does a number another process has now. An absent PID seen from a child
+      // namespace is the host's, not a ghost (and so is one that names another process here).
+      const HostProcess* there = find(p.pid);
+      if (owned(p.pid))
         add_unique(owners_here, p.pid);
-      else if (find(p.pid) || !proc_.in_child_pid_namespace)
+      else if (!proc_.in_child_pid_namespace || (there && !there->is_live()))
         add_unique(gone_here, p.pid);
     }
     std::vector<pid_t> all_listed_live;
-    for (const auto& [pid, gpus] : listed_)
-      if (live(pid)) all_listed_live.push_back(pid);
+    for (const auto& [pid, gpus] : listed_) all_listed_live.push_back(pid);
 
     std::vector<const Group*> unowned;
     auto groups = groups_on(g);
@@ -152,12 +174,12 @@ class Decider {
         for (pid_t s : servers) add_unique(ghost.servers, s);
         continue;
       }
-      std::vector<const Group*> kin;
+      // Only a group with a kin member keeps it: every member shares that member's open file.
+      std::vector<const Group*> keeping;
       for (const auto* grp : unowned)
         if (std::any_of(grp->members.begin(), grp->members.end(),
                         [&](const HostProcess* m) { return kin_of(*m, pid); }))
-          kin.push_back(grp);
-      const auto& keeping = kin.empty() ? unowned : kin;
+          keeping.push_back(grp);
       for (const auto* grp : keeping) {
         ghost.exact = ghost.exact && grp->id.has_value();
         for (const auto* m : grp->members) add_unique(ghost.keepers, m->stat.pid);
@@ -203,10 +225,10 @@ class Decider {
     for (const auto& p : g.processes)
       if (p.pid == pid && p.kind == GpuProcessKind::Mps) client = &p;
     if (!client) return out;
-    if (client->server && live(*client->server) && serves_clients(g, *client->server))
+    if (client->server && owned(*client->server) && serves_clients(g, *client->server))
       return {*client->server};
     for (const auto& p : g.processes)
-      if (p.serves_clients && live(p.pid)) add_unique(out, p.pid);
+      if (p.serves_clients && owned(p.pid)) add_unique(out, p.pid);
     return out;
   }
 
@@ -226,14 +248,16 @@ class Decider {
 
   const ProcView& proc_;
   const DriverReading& drivers_;
-  std::map<pid_t, std::set<unsigned>> listed_;
+  const ListedIdentities& identities_;
+  std::map<pid_t, std::set<unsigned>> listed_;  // listed PIDs whose process lives, by GPU
   GhostVerdict out_;
 };
 
 }  // namespace
 
-GhostVerdict decide_ghosts(const ProcView& proc, const DriverReading& drivers) {
-  return Decider(proc, drivers).run();
+GhostVerdict decide_ghosts(const ProcView& proc, const DriverReading& drivers,
+                           const ListedIdentities& identities) {
+  return Decider(proc, drivers, identities).run();
 }
 
 }  // namespace gpureap::core

@@ -4,6 +4,7 @@
 // doctor, kill, policies, metrics, JSON) reads its result from the Snapshot.
 #include <map>
 
+#include "core/listed_identity.h"
 #include "core/snapshot.h"
 
 namespace gpureap::core {
@@ -15,18 +16,26 @@ struct GhostVerdict {
 };
 
 // Per GPU, every open file description of its device file is one group of fds:
-// - a group with a live member the driver lists on that GPU belongs to that process; its
-//   other members are the job's workers;
+// - a group with a live member the driver lists on that GPU (ListedIdentities::owner) belongs to
+//   that process; its other members are the job's workers;
 // - a group whose member the driver lists on another GPU only, and that is no kin of a gone
 //   PID there, is that process's own (CUDA opens every visible GPU's file);
-// - any other group, on a GPU where a gone PID is listed, keeps that PID's context: the groups
-//   of its kin (its group, session or children) when there are any, else all of them.
+// - any other group, on a GPU where a gone PID is listed, keeps that PID's context only with
+//   evidence: a member is kin of the gone PID (kin_of), so every member shares an open file with
+//   the gone job. The members of the other groups are only "other holders": they hold the GPU's
+//   files, but nothing says they keep the gone PID's memory, and nothing plans them.
+// Kinship is the kernel's facts agreeing, never a number alone:
+// - the daemon saw the gone PID fork it, or fork one of its ancestors, and then exit;
+// - its process group or session is the gone PID's number, or it descends from the gone PID,
+//   and that number is not another live process's now (a reused number's group is the new
+//   process's); a zombie leader's uid and start time must agree with it too.
 // A gone PID the driver lists as a client (kind Mps) on a GPU where a live server of other
 // processes' work is listed (DriverProcess::serves_clients) is kept by that server
 // (Ghost::servers), not by any holder there: its context is the server's.
 // Holds without an open-file id (no kcmp) each form a group of their own, and a process that
 // descends from or shares the group of a listed process counts as its worker: a guess, and
 // Ghost::exact says so.
-GhostVerdict decide_ghosts(const ProcView& proc, const DriverReading& drivers);
+GhostVerdict decide_ghosts(const ProcView& proc, const DriverReading& drivers,
+                           const ListedIdentities& identities);
 
 }  // namespace gpureap::core

@@ -52,8 +52,9 @@ std::map<pid_t, Listing> listings(const DriverReading& drivers) {
 
 class Joiner {
  public:
-  Joiner(const ProcView& proc, const DriverReading& drivers, const GhostVerdict& verdict)
-      : proc_(proc), listed_(listings(drivers)), verdict_(verdict) {
+  Joiner(const ProcView& proc, const DriverReading& drivers, const GhostVerdict& verdict,
+         const ListedIdentities& identities)
+      : proc_(proc), listed_(listings(drivers)), verdict_(verdict), identities_(identities) {
     for (const auto& p : proc_.processes)
       if (p.stat.is_zombie()) zombie_parents_.insert(p.stat.ppid);
     for (const auto& g : verdict_.ghosts) ghosts_[g.pid] = &g;
@@ -63,6 +64,10 @@ class Joiner {
     std::vector<ProcessRow> out;
     for (const auto& p : proc_.processes) {
       auto l = listed_.find(p.stat.pid);
+      // A number the driver lists that another process has now: the row is the listing's, a
+      // gone one. The newcomer is not charged with it, and has no row of its own (the gone
+      // row below names it); it is still an "other holder" of what it holds.
+      if (identities_.reused(p.stat.pid)) continue;
       if (!p.holds_device() && l == listed_.end()) continue;
       ProcessRow row;
       row.pid = p.stat.pid;
@@ -81,7 +86,7 @@ class Joiner {
       out.push_back(std::move(row));
     }
     for (const auto& [pid, l] : listed_)
-      if (!proc_.find(pid)) out.push_back(gone_row(pid, l));
+      if (!proc_.find(pid) || identities_.reused(pid)) out.push_back(gone_row(pid, l));
     std::sort(out.begin(), out.end(),
               [](const ProcessRow& a, const ProcessRow& b) { return a.pid < b.pid; });
     return out;
@@ -91,12 +96,22 @@ class Joiner {
   void host_anomalies(const HostProcess& p, ProcessRow& row) const {
     if (p.stat.is_stopped()) row.anomalies.push_back(Anomaly::Stopped);
     if (p.stat.state == 'D') row.anomalies.push_back(Anomaly::Uninterruptible);
-    if (orphan_evidence(proc_, p)) row.anomalies.push_back(Anomaly::Orphan);
+    // A process that made a session of its own, whose leader then exited (a daemon that
+    // double-forked), left its job on purpose: it is an orphan only when it keeps a gone
+    // listed PID's context, the driver's evidence that its job is gone.
+    if (orphan_evidence(proc_, p) && (!row.keeps.empty() || !detached(p)))
+      row.anomalies.push_back(Anomaly::Orphan);
     if (zombie_parents_.count(p.stat.pid)) row.anomalies.push_back(Anomaly::ZombieChildren);
     // A listed process that also keeps a gone PID's files owns a context of its own: it is
     // named among the ghost's keepers, but is not itself a ghost.
     if (!row.listed_by_driver && !row.keeps.empty())
       row.anomalies.push_back(Anomaly::InheritedHolder);
+  }
+
+  bool detached(const HostProcess& p) const {
+    if (p.stat.sid != p.stat.pgid) return false;
+    const HostProcess* leader = proc_.find(p.stat.sid);
+    return !leader || leader->stat.is_zombie();
   }
 
   ProcessRow gone_row(pid_t pid, const Listing& l) const {
@@ -105,6 +120,7 @@ class Joiner {
     row.listed_by_driver = true;
     row.gpus = l.gpus;
     row.driver_name = l.name;
+    if (const ReusedPid* r = identities_.reused(pid)) row.reused = *r;
     row.anomalies.push_back(proc_.in_child_pid_namespace ? Anomaly::ForeignNamespace
                                                          : Anomaly::NoSuchProcess);
     if (auto it = ghosts_.find(pid); it != ghosts_.end() && it->second->leaked)
@@ -115,17 +131,10 @@ class Joiner {
   const ProcView& proc_;
   std::map<pid_t, Listing> listed_;
   const GhostVerdict& verdict_;
+  const ListedIdentities& identities_;
   std::map<pid_t, const Ghost*> ghosts_;
   std::set<pid_t> zombie_parents_;
 };
-
-// A listed process holds a file of some GPU of the backend that lists it (CUDA opens every
-// visible GPU's file, so not necessarily the listed GPU's).
-bool holds_file_of_backend(const HostProcess& p, const DriverReading& drivers,
-                           const std::string& backend) {
-  return std::any_of(drivers.gpus.begin(), drivers.gpus.end(),
-                     [&](const Gpu& g) { return g.backend == backend && p.holds_gpu(g); });
-}
 
 }  // namespace
 
@@ -156,25 +165,12 @@ Snapshot join(ProcView proc, DriverReading drivers, std::string hostname,
   Snapshot s;
   s.timestamp = now;
   s.hostname = std::move(hostname);
-  auto verdict = decide_ghosts(proc, drivers);
-  s.rows = Joiner(proc, drivers, verdict).rows();
+  const ListedIdentities identities(proc, drivers);
+  auto verdict = decide_ghosts(proc, drivers, identities);
+  s.rows = Joiner(proc, drivers, verdict, identities).rows();
   s.ghosts = std::move(verdict.ghosts);
   s.drivers = std::move(drivers);
   s.proc = std::move(proc);
-  // Cross-check each driver against the fd scan: a listed PID that holds no device file of
-  // that backend's GPUs may be another namespace's PID that happens to exist here too.
-  for (const auto& r : s.rows) {
-    if (!r.listed_by_driver || !r.process || !r.process->fds_readable) continue;
-    if (r.process->stat.is_zombie()) continue;
-    for (const auto& use : r.gpus) {
-      const Gpu* g = s.gpu(use.index);
-      if (!g || holds_file_of_backend(*r.process, s.drivers, g->backend)) continue;
-      s.warnings.push_back("PID " + std::to_string(r.pid) +
-                           " is listed by the driver but holds no device file of its GPUs under "
-                           "the dev root; it may be a PID from another PID namespace");
-      break;
-    }
-  }
   return s;
 }
 

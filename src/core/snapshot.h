@@ -34,6 +34,18 @@ struct GpuUse {
   std::optional<pid_t> server;  // a client's server on this GPU (DriverProcess::server)
 };
 
+// The live process that has a listed PID's number now and is not the listed process.
+struct ReusedPid {
+  enum class Why {
+    HoldsNoFile,          // it holds no device file of any GPU that lists the PID
+    StartedAfterListing,  // it started after the daemon first saw the PID listed
+  };
+  Why why = Why::HoldsNoFile;
+  std::string comm;  // what it calls itself: a label only
+  std::optional<uid_t> uid;
+  uint64_t start_ticks = 0;
+};
+
 // One row of the joined view: a device-file holder, a driver-listed PID, or both.
 struct ProcessRow {
   pid_t pid = 0;
@@ -46,6 +58,9 @@ struct ProcessRow {
   // The ghost verdict for this row (core/ghost_verdict.cpp):
   std::vector<pid_t> shares_context_of;  // live listed processes whose open GPU file it shares
   std::vector<pid_t> keeps;              // gone listed PIDs whose context it keeps alive
+  // A listed PID whose number a live process has now that is not the listed process
+  // (core/listed_identity.h): `process` is then empty, as for a PID gone from /proc.
+  std::optional<ReusedPid> reused;
 
   bool has(Anomaly a) const;
   bool is_ghost() const;
@@ -74,6 +89,11 @@ struct ProcView {
   // tracker follows holders' forks and every exit): evidence of reparenting that /proc lacks.
   // Empty where nothing followed the forks (a CLI's own scan, a daemon without the connector).
   std::map<pid_t, pid_t> exited_parents;
+  // When the daemon first saw each PID the driver lists now, in clock ticks since boot (the unit
+  // of ProcessStat::start_ticks), for as long as it stayed listed. A process that started after
+  // its PID was first listed is not the listed process: the number was reused. Empty where
+  // nothing watched the lists over time (a CLI's own scan).
+  std::map<pid_t, uint64_t> listed_since;
 
   const HostProcess* find(pid_t pid) const;
 };

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "core/gpu_place.h"
+#include "core/listed_identity.h"
 #include "doctor/diagnose.h"
 #include "doctor/evidence.h"
 #include "doctor/reset_guard.h"
@@ -61,6 +62,30 @@ std::vector<const core::HostProcess*> live(const core::Snapshot& s,
   for (pid_t pid : pids)
     if (const auto* p = s.find(pid)) out.push_back(p);
   return out;
+}
+
+// Where the listed process went: gone from /proc, or its number is another process's now.
+std::string listed_sentence(const core::Snapshot& s, const core::ProcessRow& r, uint64_t bytes) {
+  std::string head = fmt::format("PID {} is listed on GPU {} with {}", r.pid,
+                                 fmt::join(row_places(r), ","), bytes_text(bytes));
+  if (!r.reused) return head + " but is not in /proc";
+  core::ProcessStat st;
+  st.start_ticks = r.reused->start_ticks;
+  auto start = s.start_time(st);
+  return fmt::format(
+      "{}, but PID {} was reused: the process that has the number now ({}{}{}) {}", head, r.pid,
+      r.reused->comm, r.reused->uid ? fmt::format(", uid {}", *r.reused->uid) : std::string(),
+      start ? ", started " + text::iso8601_utc(*start) : std::string(), core::describe(*r.reused));
+}
+
+// Holders of the ghost's GPUs' files with no evidence that they keep it: shown, never planned.
+void other_holder_evidence(const core::Snapshot& s, const core::Ghost& ghost,
+                           std::vector<std::string>& evidence) {
+  for (const auto* p : live(s, ghost.other_holders))
+    evidence.push_back(fmt::format(
+        "{} also holds GPU {}'s files; not known to keep PID {}'s memory (it shares no open file "
+        "with its job)",
+        process_label(*p), fmt::join(ghost.gpus, ","), ghost.pid));
 }
 
 // A reset step for GPU `gpu`; on a MIG GPU it says first that the reset ends every instance's
@@ -132,6 +157,7 @@ Finding kept_ghost(const core::Snapshot& s, const core::ProcessRow& r, const cor
                   : "who keeps it is inferred from the process tree and groups: the open files "
                     "could not be compared (" +
                         s.proc.open_files_unknown.value_or("no kcmp") + ")");
+  other_holder_evidence(s, ghost, f.evidence);
   size_t n = keep.size() + listed_keep.size();
   f.explanation = fmt::format(
       "The process that created this GPU context is gone, but {} still hold{} its device files "
@@ -162,8 +188,7 @@ void gone_pid(const DoctorInput& in, const core::ProcessRow& r, std::vector<Find
   const auto& s = in.last;
   auto gpus = row_gpus(r);
   uint64_t bytes = r.listed_bytes();
-  std::string listed = fmt::format("PID {} is listed on GPU {} with {} but is not in /proc", r.pid,
-                                   fmt::join(row_places(r), ","), bytes_text(bytes));
+  std::string listed = listed_sentence(s, r, bytes);
   const core::Ghost* ghost = s.ghost(r.pid);
   auto keep = ghost ? live(s, ghost->keepers) : std::vector<const core::HostProcess*>{};
   auto listed_keep =
@@ -209,8 +234,12 @@ void gone_pid(const DoctorInput& in, const core::ProcessRow& r, std::vector<Find
       std::chrono::duration_cast<std::chrono::milliseconds>(in.last.timestamp - in.first.timestamp);
   Finding f{FindingCode::LeakedMemory, Severity::Critical, gpus, {r.pid}, bytes, {listed}};
   f.evidence.push_back(
-      "no live process holds an open file of that GPU's device that a live listed "
-      "process does not own");
+      ghost && !ghost->other_holders.empty()
+          ? "no live process is known to keep it: none is of its job (its group, session or "
+            "children) or shares an open file with one"
+          : "no live process holds an open file of that GPU's device that a live listed "
+            "process does not own");
+  if (ghost) other_holder_evidence(s, *ghost, f.evidence);
   f.evidence.push_back(
       fmt::format("the memory stayed for the {:.1f} s between samples", window.count() / 1000.0));
   f.explanation =

@@ -114,6 +114,8 @@ namespace {
 // What stands for a row without a process to read: one in another PID namespace, or gone.
 std::optional<std::string> absent_command(const core::ProcessRow& r) {
   if (r.has(core::Anomaly::ForeignNamespace)) return "(host PID, not visible from this namespace)";
+  // A reused number: the name is the newcomer's, which is not the listed process.
+  if (r.reused) return "(PID reused; now " + text::terminal_safe(r.reused->comm) + ")";
   if (!r.process) return "(" + text::terminal_safe(r.driver_name.value_or("gone")) + ")";
   return std::nullopt;
 }

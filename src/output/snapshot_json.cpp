@@ -21,8 +21,8 @@ using nlohmann::json;
 template <class T, std::size_t N>
 constexpr bool considered = core::field_count<T>() == N;
 static_assert(considered<core::Snapshot, 8>);
-static_assert(considered<core::ProcView, 10>);
-static_assert(considered<core::ProcessRow, 8>);
+static_assert(considered<core::ProcView, 11>);
+static_assert(considered<core::ProcessRow, 9>);
 static_assert(considered<core::GpuUse, 11>);
 static_assert(considered<core::Ghost, 10>);
 static_assert(considered<core::HostProcess, 4>);
@@ -152,6 +152,20 @@ json ghost_json(const core::Ghost* g) {
 
 }  // namespace
 
+// The process that has a gone listed PID's number now: who it is, and why it is not the listed
+// one. Its name is a label only.
+json reused_json(const core::Snapshot& s, const std::optional<core::ReusedPid>& r) {
+  if (!r) return nullptr;
+  core::ProcessStat st;
+  st.start_ticks = r->start_ticks;
+  auto start = s.start_time(st);
+  return {{"comm", r->comm},
+          {"uid", opt(r->uid)},
+          {"start_time", start ? json(text::iso8601_utc(*start)) : json(nullptr)},
+          {"why", r->why == core::ReusedPid::Why::HoldsNoFile ? "holds-no-file"
+                                                              : "started-after-listing"}};
+}
+
 json row_to_json(const core::Snapshot& s, const core::ProcessRow& r) {
   json anomalies = json::array();
   for (auto a : r.anomalies) anomalies.push_back(std::string(core::to_string(a)));
@@ -166,6 +180,7 @@ json row_to_json(const core::Snapshot& s, const core::ProcessRow& r) {
          {"instances", row_instances_json(s, r)}};
   if (!r.process) {
     j["ghost"] = ghost_json(s.ghost(r.pid));
+    j["reused_by"] = reused_json(s, r.reused);
     for (const char* k :
          {"comm", "state", "ppid", "pgid", "sid", "uid", "user", "start_time", "container", "wchan",
           "threads", "rss_bytes", "cpu_percent", "cpu_time_seconds", "run_time_seconds"})

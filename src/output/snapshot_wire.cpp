@@ -247,13 +247,16 @@ json process_wire(const core::HostProcess& p) {
           {"fds_readable", p.fds_readable}};
 }
 
-static_assert(carried<core::ProcView, 10>);
+static_assert(carried<core::ProcView, 11>);
 json proc_wire(const core::ProcView& v) {
   json processes = json::array();
   for (const auto& p : v.processes) processes.push_back(process_wire(p));
   json exited_parents = json::array();
   for (const auto& [pid, parent] : v.exited_parents)
     exited_parents.push_back({{"pid", pid}, {"parent", parent}});
+  json listed_since = json::array();
+  for (const auto& [pid, ticks] : v.listed_since)
+    listed_since.push_back({{"pid", pid}, {"ticks", ticks}});
   return {{"processes", processes},
           {"uninspectable", v.uninspectable},
           {"details_complete", v.details_complete},
@@ -263,7 +266,8 @@ json proc_wire(const core::ProcView& v) {
           {"in_child_pid_namespace", v.in_child_pid_namespace},
           {"driver_device_files", v.driver_device_files},
           {"open_files_unknown", opt_bytes(v.open_files_unknown)},
-          {"exited_parents", exited_parents}};
+          {"exited_parents", exited_parents},
+          {"listed_since", listed_since}};
 }
 
 }  // namespace

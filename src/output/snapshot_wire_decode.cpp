@@ -347,6 +347,14 @@ std::pair<pid_t, pid_t> exited_parent(const json& v, const std::string& path) {
   return out;
 }
 
+std::pair<pid_t, uint64_t> listed_since(const json& v, const std::string& path) {
+  Object o(v, path);
+  std::pair<pid_t, uint64_t> out{integer<pid_t>(o.at("pid"), o.path("pid")),
+                                 integer<uint64_t>(o.at("ticks"), o.path("ticks"))};
+  o.finish();
+  return out;
+}
+
 core::ProcView proc_view(const json& v, const std::string& path) {
   Object o(v, path);
   core::ProcView p;
@@ -367,6 +375,8 @@ core::ProcView proc_view(const json& v, const std::string& path) {
   p.open_files_unknown = optional(o.at("open_files_unknown"), o.path("open_files_unknown"), str);
   for (auto [pid, parent] : list(o.at("exited_parents"), o.path("exited_parents"), exited_parent))
     p.exited_parents[pid] = parent;
+  for (auto [pid, ticks] : list(o.at("listed_since"), o.path("listed_since"), listed_since))
+    p.listed_since[pid] = ticks;
   o.finish();
   return p;
 }

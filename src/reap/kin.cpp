@@ -46,6 +46,9 @@ std::vector<pid_t> Kin::group_members(pid_t pgid) const {
 }
 
 bool Kin::is_gone(pid_t pid) const {
+  // A listed number another process has now is gone: the row says so, not /proc.
+  if (const core::ProcessRow* r = snapshot_.row(pid); r && r->listed_by_driver && !r->process)
+    return true;
   const core::HostProcess* p = snapshot_.find(pid);
   return !p || p->stat.is_zombie();
 }

@@ -6,6 +6,7 @@
 #include "backend/registry.h"
 #include "core/gpu_index.h"
 #include "core/gpu_place.h"
+#include "core/listed_identity.h"
 #include "reap/kin.h"
 
 namespace gpureap::reap {
@@ -74,6 +75,14 @@ class Selector {
   void named(pid_t pid) {
     const core::HostProcess* p = snap_.find(pid);
     const core::ProcessRow* row = snap_.row(pid);
+    // The driver's PID was typed, but the number is another process's now: the typed PID
+    // means the listed process, which is gone, never the newcomer.
+    if (row && row->reused) {
+      out_.notes.push_back("PID " + std::to_string(pid) + " is listed by the driver, but " +
+                           "the process that has the number now is not the listed one (it " +
+                           core::describe(*row->reused) + "): it is left alone");
+      p = nullptr;
+    }
     if (p) add(pid, {ReasonKind::Named});
     if (row && row->listed_by_driver && kin_.is_gone(pid)) resolve_gone(pid, true);
     if (!p && !(row && row->listed_by_driver))

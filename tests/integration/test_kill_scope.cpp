@@ -14,8 +14,8 @@ namespace {
 
 using nlohmann::json;
 
-// GPU 0: a healthy job (trainer + a worker sharing its file), a paused job, and a zombie whose
-// child kept its file. GPU 1: a trainer that is gone, kept by its orphaned worker.
+// GPU 0: a healthy job (trainer + a worker sharing its file), a paused job, and a zombie (a job's
+// leader) whose child kept its file. GPU 1: a trainer that is gone, kept by its orphaned worker.
 struct KillScopeScene {
   FakeDevRoot dev;
   pid_t trainer = 0, worker = 0, paused = 0, zombie = 0, zombie_child = 0;
@@ -40,6 +40,7 @@ struct KillScopeScene {
     EXPECT_TRUE(wait_for_state(paused, 'T'));
     Ready orphaned;
     children.push_back(std::make_unique<Child>([&] {
+      ::setpgid(0, 0);  // its own job's leader: its child is its kin on the kernel's word
       hold(dev.dev("nvidia0"));
       if (::fork() == 0) {
         orphaned.send(::getpid());

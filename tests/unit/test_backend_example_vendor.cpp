@@ -56,6 +56,7 @@ class ExampleVendor : public FakeNvmlFixture {
     EXPECT_EQ(pipe(pipefd), 0);
     pid_t trainer = fork();
     if (trainer == 0) {
+      ::setpgid(0, 0);  // a job of its own, as a shell starts one: its worker is in its group
       int fd = ::open((dev_ + "/examplegpu0").c_str(), O_RDWR);
       if (fd < 0) _exit(1);
       pid_t worker = fork();

@@ -161,13 +161,16 @@ TEST(WorkServers, AGoneClientIsKeptByItsServerNotByHoldersAndIsNotLeaked) {
   EXPECT_NE(notices[0].headline.find("by MPS server PID 51"), std::string::npos)
       << notices[0].headline;
 
-  // Without a live server, a gone MPS client is judged as any gone PID.
+  // Without a live server, a gone MPS client is judged as any gone PID: 80, no kin of it, is
+  // only another holder, and the memory is a leak.
   auto sc = scene();
   sc.processes.erase(sc.processes.begin() + 2);
   sc.reading.gpus[0].processes.erase(sc.reading.gpus[0].processes.begin());
   auto without = joined(sc);
   EXPECT_TRUE(without.ghost(kGone)->servers.empty());
-  EXPECT_EQ(without.ghost(kGone)->keepers, std::vector<pid_t>{80});
+  EXPECT_TRUE(without.ghost(kGone)->keepers.empty());
+  EXPECT_EQ(without.ghost(kGone)->other_holders, std::vector<pid_t>{80});
+  EXPECT_TRUE(without.ghost(kGone)->leaked);
 }
 
 // The cluster view names who keeps a gone PID's memory from the metric's keepers: for a gone

@@ -76,12 +76,69 @@ TEST(GhostVerdict, KinKeepersComeFirstOtherUnownedHoldersAreNamedApart) {
   EXPECT_FALSE(s.row(900)->is_ghost());
 }
 
-TEST(GhostVerdict, WithoutKinTheOnlyUnownedHolderIsTheKeeper) {
-  // The orphaned worker changed its process group: still the one open file nobody listed owns.
+TEST(GhostVerdict, AnUnownedHolderWithoutEvidenceIsNoKeeperAndTheMemoryIsALeak) {
+  // 951 holds an open file of GPU 0 that no listed process owns, but nothing ties it to gone 950:
+  // another group, another session, not its child. It is named apart and never a keeper.
   auto s = make_snapshot({proc(1, 0, 1), sharing(951, 1, 951, "951:5")},
                          {gpu(0, 0, 8 * GiB, {listed(950, 8 * GiB)})});
-  EXPECT_EQ(keepers(s, 950), std::vector<pid_t>{951});
-  EXPECT_TRUE(s.ghost(950)->exact);
+  EXPECT_TRUE(keepers(s, 950).empty());
+  EXPECT_EQ(s.ghost(950)->other_holders, std::vector<pid_t>{951});
+  EXPECT_TRUE(s.ghost(950)->leaked);
+  EXPECT_TRUE(s.row(951)->anomalies.empty());
+  EXPECT_TRUE(s.row(951)->keeps.empty());
+}
+
+TEST(GhostVerdict, TheDaemonSeeingItInheritTheFilesMakesAKeeper) {
+  // The same setsid'd worker, and its own child, when the daemon saw 950 fork it and exit.
+  SnapshotOptions o;
+  o.exited_parents = {{951, 950}};
+  auto s = make_snapshot({proc(1, 0, 1), sharing(951, 1, 951, "951:5"),
+                          sharing(952, 951, 951, "951:5"), sharing(960, 1, 960, "960:5")},
+                         {gpu(0, 0, 8 * GiB, {listed(950, 8 * GiB)})}, o);
+  EXPECT_EQ(keepers(s, 950), (std::vector<pid_t>{951, 952}));
+  EXPECT_EQ(s.ghost(950)->other_holders, std::vector<pid_t>{960});
+  EXPECT_FALSE(s.ghost(950)->leaked);
+}
+
+TEST(GhostVerdict, AReusedNumbersGroupAndChildrenAreNotKin) {
+  // Gone 970's number is another process's now (it holds no GPU file). Its child, in group 970
+  // and holding GPU 0's file, belongs to the newcomer: no keeper. 975, which shares no file
+  // with anything, is only another holder.
+  auto s = make_snapshot({proc(1, 0, 1), proc(970, 1, 970), sharing(971, 970, 970, "971:5"),
+                          sharing(975, 1, 975, "975:5")},
+                         {gpu(0, 0, 8 * GiB, {listed(970, 8 * GiB)})});
+  ASSERT_TRUE(s.row(970)->reused.has_value());
+  EXPECT_TRUE(keepers(s, 970).empty());
+  EXPECT_EQ(s.ghost(970)->other_holders, (std::vector<pid_t>{971, 975}));
+  EXPECT_TRUE(s.ghost(970)->leaked);
+  EXPECT_TRUE(s.row(971)->anomalies.empty());
+}
+
+TEST(GhostVerdict, AZombieLeadersKinMustBeItsUserAndStartAfterIt) {
+  // Zombie 980 (uid 1000, started at tick 500). 981 (same user, later) is its worker; 982 is
+  // another user's process in a group of that number; 983 started before the leader did.
+  auto leader = owned(proc(980, 1, 980, 'Z'), 1000, "alice");
+  leader.stat.start_ticks = 500;
+  auto worker = owned(sharing(981, 1, 980, "981:5"), 1000, "alice");
+  worker.stat.start_ticks = 600;
+  auto other = owned(sharing(982, 1, 980, "982:5"), 1001, "bob");
+  other.stat.start_ticks = 700;
+  auto older = owned(sharing(983, 1, 980, "983:5"), 1000, "alice");
+  older.stat.start_ticks = 400;
+  auto s = make_snapshot({proc(1, 0, 1), leader, worker, other, older},
+                         {gpu(0, 0, 8 * GiB, {listed(980, 8 * GiB)})});
+  EXPECT_EQ(keepers(s, 980), std::vector<pid_t>{981});
+  EXPECT_EQ(s.ghost(980)->other_holders, (std::vector<pid_t>{982, 983}));
+}
+
+TEST(GhostVerdict, AllMembersOfAKinsOpenFileKeepItWhateverTheirGroup) {
+  // 991 is gone 990's worker (its group); 992 received the same open file (a setsid'd child of
+  // 991 sharing it): both keep it, on the kernel's word (kcmp) that they share one file.
+  auto s =
+      make_snapshot({proc(1, 0, 1), sharing(991, 1, 990, "991:5"), sharing(992, 1, 992, "991:5")},
+                    {gpu(0, 0, 8 * GiB, {listed(990, 8 * GiB)})});
+  EXPECT_EQ(keepers(s, 990), (std::vector<pid_t>{991, 992}));
+  EXPECT_TRUE(s.ghost(990)->other_holders.empty());
 }
 
 TEST(GhostVerdict, WithoutOpenFileIdsAJobsDescendantIsItsWorkerAndTheVerdictIsAGuess) {

@@ -68,12 +68,15 @@ TEST(Join, HolderOfAnotherGpuDoesNotKeepTheGoneContext) {
 }
 
 TEST(Join, MinorNumberNotIndexDecidesWhichFileBelongsToAGpu) {
-  // GPU index 0 is /dev/nvidia3: a holder of /dev/nvidia3 keeps it, one of /dev/nvidia0 does not.
-  auto s = make({proc(1, 0, 1), holder(600, 1, 600, 3), holder(601, 1, 601, 0)},
+  // GPU index 0 is /dev/nvidia3. The gone PID's two workers (its group): the one holding
+  // /dev/nvidia3 keeps it, the one holding /dev/nvidia0 does not.
+  auto s = make({proc(1, 0, 1), holder(600, 1, 999, 3), holder(601, 1, 999, 0)},
                 {gpu(0, 3, 8 * GiB, {listed(999, 8 * GiB)})});
   EXPECT_EQ(anomalies_of(s, 999), std::vector<Anomaly>{Anomaly::NoSuchProcess});
-  EXPECT_EQ(anomalies_of(s, 600), std::vector<Anomaly>{Anomaly::InheritedHolder});
-  EXPECT_TRUE(anomalies_of(s, 601).empty());
+  EXPECT_EQ(anomalies_of(s, 600),
+            (std::vector<Anomaly>{Anomaly::Orphan, Anomaly::InheritedHolder}));
+  EXPECT_EQ(s.ghost(999)->keepers, std::vector<pid_t>{600});
+  EXPECT_TRUE(s.ghost(999)->other_holders.empty());
 }
 
 TEST(Join, ForeignNamespaceInsteadOfNoSuchProcess) {
@@ -105,14 +108,20 @@ TEST(Join, StateAnomalies) {
 TEST(Join, OrphanRules) {
   auto container_init = proc(50, 1, 50, 'S', 50);
   container_init.details->ns_pids = {50, 1};
-  auto s = make(
-      {proc(1, 0, 1), container_init, holder(900, 1, 90),  // parent is init, group leader 90 gone
-       holder(901, 1, 901),   // a service: leads its own group under init
-       holder(902, 50, 50)},  // a container entrypoint's child: an init is its live parent
-      {});
-  EXPECT_EQ(anomalies_of(s, 900), std::vector<Anomaly>{Anomaly::Orphan});
+  auto s =
+      make({proc(1, 0, 1), container_init,
+            holder(900, 1, 90),   // parent is init, group leader 90 gone, keeps 90's context
+            holder(901, 1, 901),  // a service: leads its own group under init
+            holder(902, 50, 50),  // a container entrypoint's child: an init is its live parent
+            holder(903, 1, 93)},  // a double-forked daemon: its leader 93 exited, it keeps nothing
+           {gpu(0, 0, 8 * GiB, {listed(90, 8 * GiB)})});
+  EXPECT_EQ(anomalies_of(s, 900),
+            (std::vector<Anomaly>{Anomaly::Orphan, Anomaly::InheritedHolder}));
   EXPECT_TRUE(anomalies_of(s, 901).empty());
   EXPECT_TRUE(anomalies_of(s, 902).empty());
+  EXPECT_TRUE(anomalies_of(s, 903).empty());
+  EXPECT_EQ(s.ghost(90)->keepers, std::vector<pid_t>{900});
+  EXPECT_EQ(s.ghost(90)->other_holders, (std::vector<pid_t>{901, 902, 903}));
 }
 
 TEST(Join, AGoneGroupLeaderDoesNotOrphanAProcessWhoseParentStillRunsTheGroup) {
@@ -139,11 +148,39 @@ TEST(Join, NotAvailableMemoryIsUnknownNotHuge) {
   EXPECT_EQ(s.memory_summary(s.drivers.gpus[0]).attributed_bytes, 0u);
 }
 
-TEST(Join, ListedPidHoldingNoDeviceFileIsWarnedAbout) {
+TEST(Join, AListedPidWhoseProcessHoldsNoFileOfItsGpuWasReused) {
+  // 300 is listed on GPU 0, but the process that has the number now holds no GPU file: the
+  // listed process is gone, and the newcomer is neither charged nor given a row.
   auto s = make({proc(1, 0, 1), proc(300, 1, 300)}, {gpu(0, 0, GiB, {listed(300, GiB)})});
-  ASSERT_EQ(s.warnings.size(), 1u);
-  EXPECT_NE(s.warnings[0].find("PID 300"), std::string::npos);
-  EXPECT_TRUE(anomalies_of(s, 300).empty());
+  const auto* r = s.row(300);
+  ASSERT_NE(r, nullptr);
+  EXPECT_FALSE(r->process.has_value());
+  ASSERT_TRUE(r->reused.has_value());
+  EXPECT_EQ(r->reused->why, ReusedPid::Why::HoldsNoFile);
+  EXPECT_EQ(r->anomalies, (std::vector<Anomaly>{Anomaly::NoSuchProcess, Anomaly::Leaked}));
+  auto m = s.memory_summary(s.drivers.gpus[0]);
+  EXPECT_EQ(m.attributed_bytes, 0u);
+  EXPECT_EQ(m.ghost_bytes, GiB);
+}
+
+TEST(Join, AListedPidWhoseProcessStartedAfterTheListingWasFirstSeenWasReused) {
+  // The process at 310 holds GPU 0's file, but started after the daemon first saw 310 listed.
+  auto late = holder(310, 1, 310);
+  late.stat.start_ticks = 5000;
+  SnapshotOptions after;
+  after.listed_since = {{310, 4000}};
+  auto s = make_snapshot({proc(1, 0, 1), late}, {gpu(0, 0, GiB, {listed(310, GiB)})}, after);
+  ASSERT_TRUE(s.row(310)->reused.has_value());
+  EXPECT_EQ(s.row(310)->reused->why, ReusedPid::Why::StartedAfterListing);
+  EXPECT_FALSE(s.row(310)->process.has_value());
+  EXPECT_EQ(s.ghost(310)->other_holders, std::vector<pid_t>{310});
+  // Started before the listing was first seen: it is the listed process.
+  SnapshotOptions before;
+  before.listed_since = {{310, 6000}};
+  auto early = make_snapshot({proc(1, 0, 1), late}, {gpu(0, 0, GiB, {listed(310, GiB)})}, before);
+  EXPECT_FALSE(early.row(310)->reused.has_value());
+  EXPECT_TRUE(early.row(310)->anomalies.empty());
+  EXPECT_TRUE(early.ghosts.empty());
 }
 
 }  // namespace

@@ -139,7 +139,10 @@ TEST_F(DaemonSamplePublisher, ScansProcAgainOnlyWhenDueOrWhenTheDriversViewMoves
   sampler.sample_once();
   sampler.sample_once();
   EXPECT_FALSE(sampler.latest()->holder_scan);  // nothing moved, next scan in an hour
-  set_listed({::getpid()});                     // a PID appears
+  // A PID appears: this process, which holds the GPU's file as a listed process does.
+  const int held = ::open((dev_ + "/nvidia0").c_str(), O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(held, 0);
+  set_listed({::getpid()});
   sampler.sample_once();
   EXPECT_TRUE(sampler.latest()->holder_scan);
   const auto* row = sampler.latest()->snapshot->row(::getpid());
@@ -150,6 +153,7 @@ TEST_F(DaemonSamplePublisher, ScansProcAgainOnlyWhenDueOrWhenTheDriversViewMoves
   set_listed({});  // and goes
   sampler.sample_once();
   EXPECT_TRUE(sampler.latest()->holder_scan);
+  ::close(held);
 }
 
 // A child that opens the stand-in GPU file when told to (a byte on a pipe), then says so.

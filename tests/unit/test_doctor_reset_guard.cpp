@@ -14,10 +14,10 @@ namespace {
 using namespace gpureap::testing;
 
 // Gone PID 4242 is listed on GPUs 0 and 1: worker 4250 keeps its context through GPU 1's file
-// only, worker 4251 through GPU 0's. PID 4260 is listed on GPU 0 and holds only GPU 1's file.
+// only, worker 4251 through GPU 0's. PID 4260 is listed on GPU 0 and holds GPU 0's file.
 core::Snapshot two_gpus() {
   return make_snapshot(
-      {proc(1, 0, 1), holder(4250, 1, 4242, 1), holder(4251, 1, 4242, 0), holder(4260, 1, 4260, 1)},
+      {proc(1, 0, 1), holder(4250, 1, 4242, 1), holder(4251, 1, 4242, 0), holder(4260, 1, 4260, 0)},
       {gpu(0, 0, 12 * GiB, {listed(4242, 8 * GiB), listed(4260, 4 * GiB)}),
        gpu(1, 1, 8 * GiB, {listed(4242, 8 * GiB)})});
 }
@@ -41,7 +41,7 @@ TEST(ResetGuard, TheRefusalNamesTheBlockersAndTheCommandForExactlyThem) {
             (std::vector<std::string>{
                 "refusing to reset GPU 0: these processes use it, and a reset would end them:",
                 "  PID 4251 (p4251): holds /dev/nvidia0 on fd 5",
-                "  PID 4260 (p4260): listed by the driver with 4.0 GiB",
+                "  PID 4260 (p4260): listed by the driver with 4.0 GiB; holds /dev/nvidia0 on fd 5",
                 "  end them first: gpureap kill 4251 4260"}));
 }
 

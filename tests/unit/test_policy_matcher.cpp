@@ -167,10 +167,10 @@ TEST(PolicyMatcher, AnUnverifiedContainerClaimMatchesNoContainerCondition) {
 }
 
 TEST(PolicyMatcher, AnomaliesMatchAnyOfTheNamedOnes) {
-  // The leader of 300's group and session (250) is gone: an orphan.
+  // The leader of 300's group and session (250) is gone, and 300 keeps its context: an orphan.
   auto orphan = holder(300, 1, 250);
   orphan.stat.sid = 250;
-  auto s = make_snapshot({orphan}, {gpu(0, 0, GiB, {listed(300, GiB)})});
+  auto s = make_snapshot({orphan}, {gpu(0, 0, GiB, {listed(250, GiB)})});
   Policy p;
   p.anomalies = {core::Anomaly::Stopped, core::Anomaly::Orphan};
   auto evals = evaluate(p, context(s));
