@@ -22,7 +22,11 @@ constexpr std::size_t kCommLength = 15;
 
 bool runs_program(const core::HostProcess& p, const std::string& program, bool root_comm_suffices) {
   if (!p.is_live() || !p.details) return false;
-  if (p.details->exe) return work_server_basename(p.details->exe->path) == program;
+  // A copy in a user's home runs the user's code under the server's name: only a program no
+  // unprivileged user can have written there (root's, in root's directories) is the server.
+  if (p.details->exe)
+    return p.details->exe->system_installed &&
+           work_server_basename(p.details->exe->path) == program;
   // Root's exe is unreadable to other users; a root process's name is root's choice.
   return root_comm_suffices && p.details->uid == 0u &&
          p.stat.comm == program.substr(0, kCommLength);

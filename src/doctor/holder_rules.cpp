@@ -186,7 +186,8 @@ void holder_rules(const DoctorInput& in, std::vector<Finding>& out) {
     auto gpus = gpus_of(s, r);
     if (in.gpu && std::find(gpus.begin(), gpus.end(), *in.gpu) == gpus.end()) continue;
     // Naming a PID overrides the protected list: a remedy that names a protected process says so.
-    bool guarded = in.is_protected && in.is_protected(*r.process);
+    // A keeper of a gone job's context is one whatever it runs now: protection never hides it.
+    bool guarded = r.keeps.empty() && in.is_protected && in.is_protected(*r.process);
     Holder h{in, r, *r.process, guarded};
     inherited(h, out);
     orphan(h, out);

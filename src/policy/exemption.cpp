@@ -19,7 +19,9 @@ Exemption exemption_for(const core::Snapshot& snapshot) {
     if (row.pid == self) return "gpureap itself";
     if (std::find(ancestors.begin(), ancestors.end(), row.pid) != ancestors.end())
       return "gpureap runs under it";
-    if (reap::is_protected_process(p)) return "protected (display server or GPU management daemon)";
+    // A keeper of a gone job's context is one whatever it runs now (reap::make_target).
+    if (row.keeps.empty() && reap::is_protected_process(p))
+      return "protected (display server or GPU management daemon)";
     return std::nullopt;
   };
 }

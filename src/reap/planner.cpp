@@ -19,7 +19,11 @@ Target make_target(const core::Snapshot& snap, const core::HostProcess& p,
   t.pgid = p.stat.pgid;
   t.reasons = std::move(reasons);
   std::optional<core::ProcessDetails> d = p.details ? p.details : details(p);
-  t.protected_process = is_protected(p.stat.comm, d);
+  // Protection never hides keeper evidence: a process that keeps a gone job's context is its
+  // keeper, whatever program it runs now (a keeper can exec a protected one).
+  const core::ProcessRow* own_row = snap.row(p.stat.pid);
+  const bool keeper = own_row && own_row->process && !own_row->keeps.empty();
+  t.protected_process = !keeper && is_protected(p.stat.comm, d);
   if (d) {
     t.cmdline = d->cmdline;
     t.uid = d->uid;
