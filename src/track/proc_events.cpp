@@ -72,16 +72,19 @@ void take_event(const proc_event& ev, size_t len, Drained& out) {
       // A thread is a fork too; only a new thread group is a new process.
       if (len >= kEventHead + sizeof ev.event_data.fork &&
           ev.event_data.fork.child_pid == ev.event_data.fork.child_tgid)
-        out.batch.events.push_back(
-            {ProcEvent::Kind::Fork, ev.event_data.fork.child_tgid, ev.event_data.fork.parent_tgid});
+        out.batch.events.push_back({ProcEvent::Kind::Fork, ev.event_data.fork.child_tgid,
+                                    ev.event_data.fork.parent_tgid, 0});
       break;
     case proc_event::PROC_EVENT_EXIT:
-      // Every thread's exit is reported; the leader's is the process's. (A non-leader thread's
-      // exec reports the old leader's exit too, while the process lives on: a consumer
-      // confirms with /proc.)
-      if (len >= kEventHead + 2 * sizeof(pid_t) &&
-          ev.event_data.exit.process_pid == ev.event_data.exit.process_tgid)
-        out.batch.events.push_back({ProcEvent::Kind::Exit, ev.event_data.exit.process_tgid, 0});
+      // Every thread's exit is reported. The leader's is the process's unless another thread
+      // lives on (see ProcEvent::Kind); the others' are kept too, since after a leader's
+      // pthread_exit() the last of them is the process's end.
+      if (len >= kEventHead + 2 * sizeof(pid_t)) {
+        const pid_t thread = ev.event_data.exit.process_pid, tgid = ev.event_data.exit.process_tgid;
+        out.batch.events.push_back(
+            {thread == tgid ? ProcEvent::Kind::Exit : ProcEvent::Kind::ThreadExit, tgid, 0,
+             thread});
+      }
       break;
     case proc_event::PROC_EVENT_NONE:
       if (len >= kEventHead + sizeof ev.event_data.ack) out.ack = ev.event_data.ack.err;

@@ -13,10 +13,17 @@
 namespace gpureap::track {
 
 struct ProcEvent {
-  enum class Kind { Fork, Exit };
+  // Exit: the thread-group leader's (pid == tgid). That is the process's end only when no
+  // other thread of it lives on: a non-leader thread's exec() reports the old leader's exit
+  // while the process runs on under its PID and start time, and a leader that pthread_exit()s
+  // reports it while its other threads run; the process then ends with the exit of its last
+  // thread, a ThreadExit. A consumer confirms with /proc either way.
+  enum class Kind { Fork, Exit, ThreadExit };
   Kind kind = Kind::Fork;
-  pid_t pid = 0;     // the new process (fork) or the one that ended (exit); thread-group ids
+  pid_t pid = 0;     // the new process (fork), or the process (thread group) a thread of which
+                     // ended (exits)
   pid_t parent = 0;  // fork: the process it was forked from
+  pid_t thread = 0;  // exits: the thread that ended (pid itself for Exit)
 };
 
 class ProcEvents {
@@ -33,7 +40,7 @@ class ProcEvents {
   int fd() const { return fd_; }
 
   struct Batch {
-    std::vector<ProcEvent> events;  // thread forks and exits are left out: processes only
+    std::vector<ProcEvent> events;  // thread forks are left out: processes only
     bool overflow = false;          // the socket's buffer overran (ENOBUFS): events were lost
   };
   // Every event queued now; never blocks.

@@ -4,6 +4,7 @@
 // the pids it made.
 #include <gtest/gtest.h>
 #include <poll.h>
+#include <pthread.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -29,7 +30,9 @@ std::string describe(const ProcEventList& events) {
   for (const auto& e : events)
     s += e.kind == ProcEvent::Kind::Fork
              ? "fork " + std::to_string(e.pid) + " from " + std::to_string(e.parent) + "\n"
-             : "exit " + std::to_string(e.pid) + "\n";
+         : e.kind == ProcEvent::Kind::Exit
+             ? "exit " + std::to_string(e.pid) + "\n"
+             : "thread exit " + std::to_string(e.thread) + " of " + std::to_string(e.pid) + "\n";
   return s.empty() ? "(none)" : s;
 }
 
@@ -104,7 +107,7 @@ TEST_F(ProcEventsTest, ForksAndExitsOfChildAndGrandchild) {
   EXPECT_TRUE(is(got[3], ProcEvent::Kind::Exit, child)) << describe(got);
 }
 
-TEST_F(ProcEventsTest, ThreadIsNoProcess) {
+TEST_F(ProcEventsTest, AThreadsExitIsNoProcesssExit) {
   std::atomic<pid_t> tid{0};
   std::thread([&] { tid = static_cast<pid_t>(::syscall(SYS_gettid)); }).join();
   // A forked child after it, as a marker: once its exit is in, the thread's events would be.
@@ -119,9 +122,72 @@ TEST_F(ProcEventsTest, ThreadIsNoProcess) {
         return e.pid == tid || e.pid == self || e.pid == marker || e.parent == self;
       },
       [&](const ProcEvent& e) { return is(e, ProcEvent::Kind::Exit, marker); });
-  ASSERT_EQ(got.size(), 2u) << "thread " << tid << ":\n" << describe(got);
-  EXPECT_TRUE(is(got[0], ProcEvent::Kind::Fork, marker, self)) << describe(got);
-  EXPECT_TRUE(is(got[1], ProcEvent::Kind::Exit, marker)) << describe(got);
+  // The thread's creation is no fork; its end is a thread's, of this process.
+  ASSERT_EQ(got.size(), 3u) << "thread " << tid << ":\n" << describe(got);
+  EXPECT_TRUE(got[0].kind == ProcEvent::Kind::ThreadExit && got[0].pid == self &&
+              got[0].thread == tid)
+      << describe(got);
+  EXPECT_TRUE(is(got[1], ProcEvent::Kind::Fork, marker, self)) << describe(got);
+  EXPECT_TRUE(is(got[2], ProcEvent::Kind::Exit, marker)) << describe(got);
+}
+
+// In a forked child: starts a thread that runs `body`, then runs `leader` on the main thread.
+// (The child is single-threaded after fork, so it may start threads.)
+pid_t fork_with_thread(void* (*body)(void*), const std::function<void()>& leader) {
+  pid_t child = ::fork();
+  if (child != 0) return child;
+  pthread_t t;
+  if (::pthread_create(&t, nullptr, body, nullptr) != 0) ::_exit(1);
+  leader();
+  ::_exit(0);
+}
+
+void* sleep_a_little(void*) {
+  ::usleep(200 * 1000);
+  return nullptr;
+}
+
+// A leader thread that pthread_exit()s: the kernel reports the leader's exit (pid == tgid)
+// while the process runs on, its leader a zombie with a live thread; the process's end is its
+// last thread's exit.
+TEST_F(ProcEventsTest, ALeadersPthreadExitIsReportedAsTheLeadersExitBeforeTheProcessEnds) {
+  // The bare system call, as pthread_exit() makes it (which would unwind this forked copy of the
+  // test program through the test framework's frames).
+  pid_t child = fork_with_thread(sleep_a_little, [] { ::syscall(SYS_exit, 0); });
+  ASSERT_GT(child, 0);
+  auto got =
+      collect([&](const ProcEvent& e) { return e.pid == child && e.kind != ProcEvent::Kind::Fork; },
+              [&](const ProcEvent& e) { return e.kind == ProcEvent::Kind::ThreadExit; });
+  ::waitpid(child, nullptr, 0);
+  ASSERT_EQ(got.size(), 2u) << describe(got);
+  EXPECT_TRUE(is(got[0], ProcEvent::Kind::Exit, child)) << describe(got);
+  EXPECT_EQ(got[1].kind, ProcEvent::Kind::ThreadExit) << describe(got);
+  EXPECT_NE(got[1].thread, child) << describe(got);
+}
+
+void* exec_true(void*) {
+  ::usleep(50 * 1000);
+  ::execl("/bin/true", "true", static_cast<char*>(nullptr));
+  ::_exit(127);
+}
+
+// A non-leader thread's exec(): the kernel reports the old leader's exit, and the process runs
+// the new program under the same PID; its own end is a second exit of that PID.
+TEST_F(ProcEventsTest, AnExecFromAThreadIsReportedAsTheLeadersExit) {
+  pid_t child = fork_with_thread(exec_true, [] {
+    for (;;) ::pause();
+  });
+  ASSERT_GT(child, 0);
+  int exits = 0;
+  auto got = collect(
+      [&](const ProcEvent& e) { return e.pid == child && e.kind != ProcEvent::Kind::Fork; },
+      [&](const ProcEvent& e) { return is(e, ProcEvent::Kind::Exit, child) && ++exits == 2; });
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "it ran /bin/true: " << status;
+  ASSERT_EQ(got.size(), 2u) << describe(got);
+  EXPECT_TRUE(is(got[0], ProcEvent::Kind::Exit, child)) << describe(got);
+  EXPECT_TRUE(is(got[1], ProcEvent::Kind::Exit, child)) << describe(got);
 }
 
 TEST_F(ProcEventsTest, MovedFromReadsNothing) {
