@@ -19,6 +19,8 @@ DriverRead ScheduledCollector::read_driver(const Cadence& cadence) {
 std::shared_ptr<Collection> ScheduledCollector::complete(const Cadence& cadence,
                                                          Clock::time_point began,
                                                          DriverRead driver) {
+  // Every process the reading lists started by now.
+  const uint64_t read_at_ticks = boot_ticks_now();
   auto c = std::make_shared<Collection>();
   c->began = began;
   driver_timing_.seconds = seconds(driver.took);
@@ -57,6 +59,7 @@ std::shared_ptr<Collection> ScheduledCollector::complete(const Cadence& cadence,
   c->full_scan = due.scan && due.full;
   core::ProcView view = *view_;
   if (hints_) view.exited_parents = hints_->exited_parents();
+  view.listed_since = listed_since_.update(driver.reading, read_at_ticks);
   c->snapshot = std::make_shared<const core::Snapshot>(core::join(
       std::move(view), std::move(driver.reading), hostname_, std::chrono::system_clock::now()));
   c->host = collector_.host_stats();

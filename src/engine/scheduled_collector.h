@@ -1,7 +1,8 @@
 #pragma once
 // One collection at a time, on the schedule: the driver (through the engine's one Driver),
 // /proc when the ScanSchedule says so (a rescan reuses the latest view), the driver-listed
-// PIDs' details, the join, and what is collected with it. Called on one thread only.
+// PIDs' details and when each was first listed (ListedSince), the join, and what is collected
+// with it. Called on one thread only.
 #include <memory>
 #include <optional>
 #include <string>
@@ -9,6 +10,7 @@
 #include "collect/collector.h"
 #include "engine/collection.h"
 #include "engine/driver.h"
+#include "engine/listed_since.h"
 #include "engine/scan_hints.h"
 #include "engine/scan_schedule.h"
 
@@ -44,6 +46,7 @@ class ScheduledCollector {
   ScanSchedule schedule_;
   std::shared_ptr<ScanHints> hints_;
   std::optional<core::ProcView> view_;  // the latest scan, with every driver report's details
+  ListedSince listed_since_;
   std::shared_ptr<const procfs::IpcResidue> ipc_;
   std::string hostname_;
   PartTiming driver_timing_, scan_timing_;

@@ -1,0 +1,78 @@
+// When the engine first saw each PID the driver lists (core::ProcView::listed_since): kept
+// while the PID stays listed, dropped when a reading lacks it, taken anew when it comes back;
+// and the clock is /proc's (a process started after a reading has a later start time).
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <map>
+
+#include "engine/listed_since.h"
+#include "procfs/proc_fs.h"
+
+namespace gpureap::engine {
+namespace {
+
+core::DriverReading driver_listing(const std::vector<std::vector<pid_t>>& per_gpu) {
+  core::DriverReading r;
+  unsigned index = 0;
+  for (const auto& pids : per_gpu) {
+    core::Gpu g;
+    g.index = index++;
+    for (pid_t pid : pids) {
+      core::DriverProcess p;
+      p.pid = pid;
+      g.processes.push_back(p);
+    }
+    r.gpus.push_back(std::move(g));
+  }
+  return r;
+}
+
+using Since = std::map<pid_t, uint64_t>;
+
+TEST(ListedSince, KeepsTheFirstSightingWhileListedAndForgetsItWhenTheListingGoes) {
+  ListedSince l;
+  EXPECT_EQ(l.update(driver_listing({{10, 11}}), 100), (Since{{10, 100}, {11, 100}}));
+  // 10 stays (moved to another GPU: still listed), 11 goes, 12 comes.
+  EXPECT_EQ(l.update(driver_listing({{}, {12, 10}}), 150), (Since{{10, 100}, {12, 150}}));
+  // Listed on two GPUs: one entry, the first sighting.
+  EXPECT_EQ(l.update(driver_listing({{10, 12}, {10}}), 160), (Since{{10, 100}, {12, 150}}));
+  // A reading that lists nothing (a driver that did not answer): nothing is vouched for.
+  EXPECT_EQ(l.update(driver_listing({}), 200), Since{});
+  // Listed again: first seen now, whatever ran under the number meanwhile.
+  EXPECT_EQ(l.update(driver_listing({{10}}), 250), (Since{{10, 250}}));
+}
+
+// The clock and unit of /proc/PID/stat's start time: a process forked after a reading started
+// at or after it, one forked before started at or before it.
+TEST(ListedSince, BootTicksAreTheClockOfProcessStartTimes) {
+  auto proc = procfs::ProcFs::open("/proc");
+  ASSERT_TRUE(proc) << proc.error().text();
+  auto start_of = [&](pid_t pid) {
+    auto st = proc->read_stat(pid);
+    return st && *st ? (*st)->start_ticks : 0;
+  };
+  auto spawn = [] {
+    pid_t p = ::fork();
+    if (p == 0) {
+      ::pause();
+      ::_exit(0);
+    }
+    return p;
+  };
+  pid_t before = spawn();
+  const uint64_t now = boot_ticks_now();
+  pid_t after = spawn();
+  const uint64_t before_start = start_of(before), after_start = start_of(after);
+  for (pid_t p : {before, after}) {
+    ::kill(p, SIGKILL);
+    ::waitpid(p, nullptr, 0);
+  }
+  EXPECT_LE(before_start, now);
+  EXPECT_GE(after_start, now);
+  EXPECT_LE(after_start, boot_ticks_now());
+}
+
+}  // namespace
+}  // namespace gpureap::engine
