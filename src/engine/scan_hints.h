@@ -15,6 +15,10 @@ namespace gpureap::engine {
 struct ScanRequest {
   std::vector<pid_t> pids;  // processes whose open files changed: read their fd tables
   bool full = false;        // events were lost: read every process's fd table
+  // Processes of the latest view the kernel saw end: read again at this collection and each
+  // after until /proc shows them gone (what was read at the exit may be a zombie, or one still
+  // exiting). Asks for no scan by itself.
+  std::vector<pid_t> exited;
   bool empty() const { return pids.empty() && !full; }
 };
 

@@ -31,16 +31,28 @@ std::shared_ptr<Collection> ScheduledCollector::complete(const Cadence& cadence,
   const DriverView dv = driver_view(driver.reading);
   auto due = schedule_.due(now, dv, cadence);
   const ScanRequest asked = hints_ ? hints_->take() : ScanRequest{};
+  ended_.exited(asked.exited);
   due.full = due.full || asked.full;
+  // Between scans, what a scan would find ended is read again (EndedProcesses): the events
+  // mode and the scans answer alike at every collection.
+  std::vector<pid_t> reread = asked.pids;
+  bool ends_only = false;
+  if (view_ && !due.scan && !due.full) {
+    std::vector<pid_t> listed;
+    for (const auto& [gpu, pid] : dv.listed) listed.push_back(pid);
+    auto moved = ended_.moved(collector_.procfs(), *view_, listed);
+    ends_only = reread.empty() && !moved.empty();
+    reread.insert(reread.end(), moved.begin(), moved.end());
+  }
   // Events alone (no scan due): only the processes they name and the known holders are read
   // again, not every process in /proc. A storm of opens by one user then costs a few reads
   // per wake-up, and a new holder is in the live view in milliseconds.
-  const bool update = !due.scan && !due.full && !asked.empty() && view_;
-  due.scan = due.scan || due.full || !asked.empty();
+  const bool update = !due.scan && !due.full && !reread.empty() && view_;
+  due.scan = due.scan || due.full || !reread.empty();
   if (due.scan) {
     auto start = Clock::now();
     view_ = due.full ? collector_.scan_processes()
-            : update ? collector_.update_processes(*view_, asked.pids)
+            : update ? collector_.update_processes(*view_, reread)
                      : collector_.rescan_processes(*view_, asked.pids);
     if (hints_) hints_->scanned(*view_, due.full);
     if (due.ipc_residue)
@@ -55,7 +67,8 @@ std::shared_ptr<Collection> ScheduledCollector::complete(const Cadence& cadence,
   collector_.mark_work_servers(*view_, driver.reading);
 
   c->sequence = ++sequence_;
-  c->holder_scan = due.scan;
+  // Re-reading processes that ended is no holder scan.
+  c->holder_scan = due.scan && !ends_only;
   c->full_scan = due.scan && due.full;
   core::ProcView view = *view_;
   if (hints_) view.exited_parents = hints_->exited_parents();

@@ -1,6 +1,7 @@
 #pragma once
 // One collection at a time, on the schedule: the driver (through the engine's one Driver),
-// /proc when the ScanSchedule says so (a rescan reuses the latest view), the driver-listed
+// /proc when the ScanSchedule says so (a rescan reuses the latest view), between scans what
+// events name and the processes whose end a scan would see (EndedProcesses), the driver-listed
 // PIDs' details and when each was first listed (ListedSince), the join, and what is collected
 // with it. Called on one thread only.
 #include <memory>
@@ -10,6 +11,7 @@
 #include "collect/collector.h"
 #include "engine/collection.h"
 #include "engine/driver.h"
+#include "engine/ended_processes.h"
 #include "engine/listed_since.h"
 #include "engine/scan_hints.h"
 #include "engine/scan_schedule.h"
@@ -46,6 +48,7 @@ class ScheduledCollector {
   ScanSchedule schedule_;
   std::shared_ptr<ScanHints> hints_;
   std::optional<core::ProcView> view_;  // the latest scan, with every driver report's details
+  EndedProcesses ended_;
   ListedSince listed_since_;
   std::shared_ptr<const procfs::IpcResidue> ipc_;
   std::string hostname_;

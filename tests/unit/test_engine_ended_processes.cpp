@@ -1,0 +1,119 @@
+// EndedProcesses against the real /proc: a process of the view that ends is read again at the
+// next collection while a zombie and once reaped, whether the driver lists it, the kernel saw
+// it end, or the view already holds its zombie; one that runs on costs nothing more.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <thread>
+
+#include "engine/ended_processes.h"
+
+namespace gpureap::engine {
+namespace {
+
+class EndedProcessesTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto p = procfs::ProcFs::open("/proc");
+    ASSERT_TRUE(p) << p.error().text();
+    proc_.emplace(std::move(*p));
+    child_ = ::fork();
+    if (child_ == 0) {
+      ::pause();
+      ::_exit(0);
+    }
+    ASSERT_GT(child_, 0);
+  }
+  void TearDown() override {
+    if (child_ > 0) {
+      ::kill(child_, SIGKILL);
+      ::waitpid(child_, nullptr, 0);
+    }
+  }
+
+  // The view as a read of /proc now has it: the child alone.
+  core::ProcView view_now() const {
+    core::ProcView v;
+    auto st = proc_->read_stat(child_);
+    if (st && *st) {
+      core::HostProcess p;
+      p.stat = **st;
+      v.processes = {p};
+    }
+    return v;
+  }
+
+  // SIGKILLs the child and waits until it is a zombie (not reaped).
+  bool kill_to_zombie() {
+    ::kill(child_, SIGKILL);
+    for (int i = 0; i < 500; ++i) {
+      auto st = proc_->read_stat(child_);
+      if (st && *st && (*st)->state == 'Z') return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return false;
+  }
+
+  void reap() {
+    ::waitpid(child_, nullptr, 0);
+    child_ = -1;
+  }
+
+  std::optional<procfs::ProcFs> proc_;
+  pid_t child_ = -1;
+};
+
+using Pids = std::vector<pid_t>;
+
+TEST_F(EndedProcessesTest, AListedProcessIsReadAgainWhenItDiesAndWhenItIsReaped) {
+  EndedProcesses e;
+  const auto alive = view_now();
+  EXPECT_EQ(e.moved(*proc_, alive, {child_}), Pids{});  // nothing moved: no read again
+  const pid_t pid = child_;
+  ASSERT_TRUE(kill_to_zombie());
+  EXPECT_EQ(e.moved(*proc_, alive, {pid}), Pids{pid});
+  const auto zombie = view_now();
+  EXPECT_EQ(e.moved(*proc_, zombie, {pid}), Pids{});
+  reap();
+  EXPECT_EQ(e.moved(*proc_, zombie, {pid}), Pids{pid});
+}
+
+TEST_F(EndedProcessesTest, AZombieOfTheViewIsReadAgainOnceReapedListedOrNot) {
+  EndedProcesses e;
+  const pid_t pid = child_;
+  ASSERT_TRUE(kill_to_zombie());
+  const auto zombie = view_now();
+  EXPECT_EQ(e.moved(*proc_, zombie, {}), Pids{});
+  reap();
+  EXPECT_EQ(e.moved(*proc_, zombie, {}), Pids{pid});
+}
+
+TEST_F(EndedProcessesTest, AProcessSeenEndingIsReadAgainUntilGone) {
+  EndedProcesses e;
+  const auto alive = view_now();
+  const pid_t pid = child_;
+  EXPECT_EQ(e.moved(*proc_, alive, {}), Pids{});  // not listed, not seen ending: not asked
+  ASSERT_TRUE(kill_to_zombie());
+  EXPECT_EQ(e.moved(*proc_, alive, {}), Pids{}) << "a scan would see it; nothing said so";
+  e.exited({pid});
+  EXPECT_EQ(e.moved(*proc_, alive, {}), Pids{pid});
+  const auto zombie = view_now();
+  EXPECT_EQ(e.moved(*proc_, zombie, {}), Pids{});
+  reap();
+  EXPECT_EQ(e.moved(*proc_, zombie, {}), Pids{pid});
+}
+
+TEST_F(EndedProcessesTest, AnExitOfAProcessThatRunsOnIsForgotten) {
+  EndedProcesses e;
+  const auto alive = view_now();
+  e.exited({child_});  // one thread's exit, say: the process runs on
+  EXPECT_EQ(e.moved(*proc_, alive, {}), Pids{});
+  ASSERT_TRUE(kill_to_zombie());
+  EXPECT_EQ(e.moved(*proc_, alive, {}), Pids{}) << "forgotten: not asked again";
+}
+
+}  // namespace
+}  // namespace gpureap::engine
