@@ -336,8 +336,11 @@ class Selector {
       const core::HostProcess* p = snap_.find(root);
       if (p) groups.insert(p->stat.pgid);
     }
-    // Killed trainers' workers share the gone PID's group: that group is what keeps it.
-    for (const auto& g : out_.gone) groups.insert(g.pid);
+    // Killed trainers' workers share the gone PID's group: that group is what keeps it. A
+    // reused number's group is the newcomer's, never the gone job's.
+    for (const auto& g : out_.gone)
+      if (const core::ProcessRow* row = snap_.row(g.pid); !row || !row->reused)
+        groups.insert(g.pid);
     for (pid_t pgid : groups) {
       // Group 0 holds kernel threads and group 1 everything init started without a group
       // of its own; gpureap's own group holds the shell that runs it. None is a job.

@@ -209,6 +209,22 @@ TEST(ReapPlanner, GroupOfAGonePidIsExpanded) {
   EXPECT_EQ(pids(p), (std::vector<pid_t>{301, 303}));
 }
 
+TEST(ReapPlanner, AReusedNumbersGroupIsTheNewcomersAndIsNeverExpanded) {
+  // 300 is listed, but the process at 300 now holds no GPU file: another process, leading a
+  // group of that number with its child 303. Neither is planned, whatever is asked.
+  auto s = make_snapshot({proc(1, 0, 1), proc(300, 1, 300), proc(303, 300, 300)},
+                         {gpu(0, 0, 8 * GiB, {listed(300, 8 * GiB)})});
+  ASSERT_TRUE(s.row(300)->reused.has_value());
+  for (bool group : {false, true})
+    for (bool tree : {false, true}) {
+      auto p = plan_for(s, {.pids = {300}, .tree = tree, .group = group});
+      EXPECT_TRUE(p.targets.empty()) << "group " << group << " tree " << tree;
+      ASSERT_EQ(p.gone.size(), 1u);
+    }
+  EXPECT_TRUE(plan_for(s, {.ghosts = true, .group = true}).targets.empty());
+  EXPECT_TRUE(plan_for(s, {.gpu = 0}).targets.empty());
+}
+
 TEST(ReapPlanner, SystemAndOwnProcessGroupsAreNotExpanded) {
   auto s = make_snapshot(
       {proc(1, 0, 1), holder(20, 1, 1), proc(21, 1, 1), holder(30, 1, 60000), proc(31, 1, 60000)},
