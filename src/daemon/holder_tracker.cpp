@@ -8,21 +8,26 @@
 #include <algorithm>
 #include <cerrno>
 
+#include "daemon/process_exit.h"
+
 namespace gpureap::daemon {
 
 core::Result<std::shared_ptr<HolderTracker>> HolderTracker::start(
-    const std::vector<std::string>& files, std::function<void()> wake) {
+    const std::vector<std::string>& files, procfs::ProcFs proc, std::function<void()> wake) {
   if (files.empty())
     return core::Error{"no GPU device file to watch under the dev root", "holder scans only"};
   auto watch = track::FanotifyWatch::open(files);
   if (!watch) return watch.error();
-  return std::shared_ptr<HolderTracker>(
-      new HolderTracker(std::move(*watch), track::ProcEvents::open(), std::move(wake)));
+  return std::shared_ptr<HolderTracker>(new HolderTracker(
+      std::move(*watch), track::ProcEvents::open(), std::move(proc), std::move(wake)));
 }
 
 HolderTracker::HolderTracker(track::FanotifyWatch files, core::Result<track::ProcEvents> procs,
-                             std::function<void()> wake)
-    : files_(std::move(files)), wake_(std::move(wake)), stop_fd_(::eventfd(0, EFD_CLOEXEC)) {
+                             procfs::ProcFs proc, std::function<void()> wake)
+    : files_(std::move(files)),
+      proc_(std::move(proc)),
+      wake_(std::move(wake)),
+      stop_fd_(::eventfd(0, EFD_CLOEXEC)) {
   if (procs)
     procs_.emplace(std::move(*procs));
   else
@@ -134,24 +139,26 @@ bool HolderTracker::on_procs(track::ProcEvents::Batch batch) {
   {
     std::lock_guard lock(mutex_);
     for (const auto& e : batch.events) {
-      if (e.kind == track::ProcEvent::Kind::Fork) {
-        // The child inherits the holder's fds: no open event, so it must be scanned.
-        if (!holders_.count(e.parent)) {
-          remember_fork(e.pid, e.parent);
-          continue;
-        }
-        add_forked_holder(e.pid, e.parent, std::chrono::system_clock::now());
-      } else {
-        began_.erase(e.pid);  // the PID may be handed out again
-        bool reparented = exited(e.pid);
-        if (!holders_.erase(e.pid)) {
-          changed = changed || reparented;  // its children become orphans: a new sample says so
-          continue;                         // it held no GPU file: nothing to scan
-        }
+      switch (e.kind) {
+        case track::ProcEvent::Kind::Fork:
+          // The child inherits the holder's fds: no open event, so it must be scanned.
+          if (!holders_.count(e.parent)) {
+            remember_fork(e.pid, e.parent);
+            continue;
+          }
+          add_forked_holder(e.pid, e.parent, std::chrono::system_clock::now());
+          changed_.insert(e.pid);
+          touched_.insert(e.pid);
+          changed = true;
+          break;
+        case track::ProcEvent::Kind::Exit:
+          changed = on_exit(e.pid) || changed;
+          break;
+        case track::ProcEvent::Kind::ThreadExit:
+          // Any thread's exit may be the end of a process whose leader ended before it.
+          if (unconfirmed_.count(e.pid)) changed = on_exit(e.pid) || changed;
+          break;
       }
-      changed_.insert(e.pid);
-      touched_.insert(e.pid);
-      changed = true;
     }
     // Lost forks may be lost holders: only a full scan knows. A lost exit may leave a PID that
     // is reused next among the records of parents: none is kept past a loss.
@@ -160,9 +167,52 @@ bool HolderTracker::on_procs(track::ProcEvents::Batch batch) {
       lost_ = changed = true;
       forked_by_.clear();
       exited_parents_.clear();
+      unconfirmed_.clear();
+      parent_starts_.clear();
     }
   }
   return changed;
+}
+
+bool HolderTracker::on_exit(pid_t pid) {
+  const bool holder = holders_.count(pid) > 0;
+  const bool parent = std::any_of(forked_by_.begin(), forked_by_.end(),
+                                  [&](const auto& kv) { return kv.second == pid; });
+  const bool in_view = scanned_starts_.count(pid) > 0;
+  // Whatever is known of it is kept until /proc confirms.
+  if (holder || parent || in_view || unconfirmed_.count(pid) || forked_by_.count(pid) ||
+      exited_parents_.count(pid)) {
+    // One thread's exit is no process's end (an exec from another thread, a leader's
+    // pthread_exit, a group exit whose other threads are still ending): nothing is recorded
+    // until /proc shows the thread group gone. A holder is read again all the same.
+    const ProcessExit seen = check_exit(proc_, pid, known_start(pid));
+    if (seen != ProcessExit::Ended) {
+      if (seen == ProcessExit::ThreadsRun)
+        unconfirmed_.insert(pid);
+      else
+        unconfirmed_.erase(pid);
+      if (!holder) return false;
+      changed_.insert(pid);
+      touched_.insert(pid);
+      return true;
+    }
+  }
+  unconfirmed_.erase(pid);
+  parent_starts_.erase(pid);
+  began_.erase(pid);  // the PID may be handed out again
+  // The engine reads it again until /proc shows it gone: it may be a zombie when read now.
+  if (in_view) exited_.insert(pid);
+  const bool reparented = exited(pid);
+  if (!holders_.erase(pid)) return reparented;  // its children are orphans: a sample says so
+  changed_.insert(pid);
+  touched_.insert(pid);
+  return true;
+}
+
+std::optional<uint64_t> HolderTracker::known_start(pid_t pid) const {
+  if (auto it = parent_starts_.find(pid); it != parent_starts_.end()) return it->second;
+  if (auto it = scanned_starts_.find(pid); it != scanned_starts_.end()) return it->second;
+  return std::nullopt;
 }
 
 void HolderTracker::add_forked_holder(pid_t child, pid_t parent,
@@ -171,6 +221,10 @@ void HolderTracker::add_forked_holder(pid_t child, pid_t parent,
   holders_.insert(child);
   forked_by_[child] = parent;
   note_beginning(child, at);
+  // Its exit is checked against /proc by its start time, which is read now (it has just forked,
+  // so it is there) when no scan gave it.
+  if (!scanned_starts_.count(parent) && !parent_starts_.count(parent))
+    if (auto st = proc_.read_stat(parent); st && *st) parent_starts_[parent] = (*st)->start_ticks;
 }
 
 void HolderTracker::remember_fork(pid_t child, pid_t parent) {
@@ -242,8 +296,10 @@ std::map<pid_t, pid_t> HolderTracker::exited_parents() const {
 
 engine::ScanRequest HolderTracker::take() {
   std::lock_guard lock(mutex_);
-  engine::ScanRequest r{{changed_.begin(), changed_.end()}, lost_};
+  engine::ScanRequest r{
+      {changed_.begin(), changed_.end()}, lost_, {exited_.begin(), exited_.end()}};
   changed_.clear();
+  exited_.clear();
   lost_ = false;
   return r;
 }
@@ -273,6 +329,11 @@ void HolderTracker::scanned(const core::ProcView& view, bool full) {
   holders_ = scanned_holders_;
   touched_.clear();
   scanned_once_ = true;
+  // Start times are kept for parents whose children are still followed.
+  std::erase_if(parent_starts_, [&](const auto& kv) {
+    return std::none_of(forked_by_.begin(), forked_by_.end(),
+                        [&](const auto& f) { return f.second == kv.first; });
+  });
 }
 
 TrackerCounters HolderTracker::counters() const {

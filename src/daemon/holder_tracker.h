@@ -4,7 +4,9 @@
 // the engine scans those at once (engine::ScanHints) instead of waiting for a scan interval. A
 // final close of an open file is the moment its driver frees what it held: it is recorded with
 // the process that held it last. A holder's child whose parent then exits was reparented: the
-// join's evidence that it is an orphan, which /proc does not keep. Lost events (a queue
+// join's evidence that it is an orphan, which /proc does not keep. The connector reports each
+// thread's exit, so an exit is recorded only once /proc (the daemon's proc root) shows the
+// thread group gone (daemon/process_exit). Lost events (a queue
 // overflow) ask for a full scan; every full scan counts what events missed (drift). Wake-ups
 // are coalesced: events of a process that had none in the last kHotWindow wake the engine
 // within kMinWakeGap of the previous wake-up; those of a process that keeps opening and closing
@@ -33,6 +35,7 @@
 
 #include "core/result.h"
 #include "engine/scan_hints.h"
+#include "procfs/proc_fs.h"
 #include "track/fanotify_watch.h"
 #include "track/proc_events.h"
 
@@ -56,9 +59,11 @@ struct TrackerCounters {
 
 class HolderTracker final : public engine::ScanHints {
  public:
-  // Watches `files` (the dev root's GPU device files); `wake` asks the engine for a collection.
-  // An error says why the kernel's events cannot be had, for the daemon's one log line.
+  // Watches `files` (the dev root's GPU device files); `proc`: the daemon's proc root, where
+  // exits are confirmed; `wake` asks the engine for a collection. An error says why the
+  // kernel's events cannot be had, for the daemon's one log line.
   static core::Result<std::shared_ptr<HolderTracker>> start(const std::vector<std::string>& files,
+                                                            procfs::ProcFs proc,
                                                             std::function<void()> wake);
   ~HolderTracker() override;  // stop()s
   // Ends the thread (no wake after it returns): before what `wake` reaches goes away.
@@ -114,7 +119,7 @@ class HolderTracker final : public engine::ScanHints {
 
  private:
   HolderTracker(track::FanotifyWatch files, core::Result<track::ProcEvents> procs,
-                std::function<void()> wake);
+                procfs::ProcFs proc, std::function<void()> wake);
   void run();
   enum class Need { Nothing, Later, Soon };
   // Asks for a wake-up kMinWakeGap (Soon) or kHotWakeGap (Later) after the last one.
@@ -123,7 +128,12 @@ class HolderTracker final : public engine::ScanHints {
   Need on_files(track::FanotifyWatch::Batch batch);
   bool on_procs(track::ProcEvents::Batch batch);
   void count_drift(const core::ProcView& view);
+  // Under mutex_: the kernel reported the exit of `pid`'s leader, or of a thread of a process
+  // whose leader's exit was not its end. True: a collection should follow.
+  bool on_exit(pid_t pid);
   bool exited(pid_t pid);  // true: it was the recorded parent of a live child
+  // Under mutex_: `pid`'s start time, where a scan or a fork made it known.
+  std::optional<uint64_t> known_start(pid_t pid) const;
   // Under mutex_: `child`, forked by a holder, holds what its parent held at the fork.
   void add_forked_holder(pid_t child, pid_t parent, std::chrono::system_clock::time_point at);
   // Under mutex_: after an open, the recent forks whose parent is now a holder (and theirs):
@@ -139,6 +149,7 @@ class HolderTracker final : public engine::ScanHints {
 
   track::FanotifyWatch files_;
   std::optional<track::ProcEvents> procs_;
+  const procfs::ProcFs proc_;
   std::optional<std::string> forks_unavailable_;
   std::function<void()> wake_;
   int stop_fd_ = -1;  // an eventfd: the destructor ends run()'s poll
@@ -155,8 +166,13 @@ class HolderTracker final : public engine::ScanHints {
   std::set<pid_t> scanned_holders_;           // as of the latest scan alone
   std::map<pid_t, uint64_t> scanned_starts_;  // every process of the latest scan
   std::set<pid_t> touched_;                   // processes events named since the latest scan
-  std::map<pid_t, pid_t> forked_by_;          // holders' live children, with their parent
-  std::map<pid_t, pid_t> exited_parents_;     // those whose parent exited since
+  std::set<pid_t> exited_;                    // of the latest scan, seen ending: since take()
+  // Processes whose leader's exit was not their end (another thread ran): their threads' exits
+  // are checked again, the last one being the process's end.
+  std::set<pid_t> unconfirmed_;
+  std::map<pid_t, uint64_t> parent_starts_;  // parents of forked_by_ the latest scan lacked
+  std::map<pid_t, pid_t> forked_by_;         // holders' live children, with their parent
+  std::map<pid_t, pid_t> exited_parents_;    // those whose parent exited since
   struct RecentFork {
     pid_t child = 0, parent = 0;
     std::chrono::steady_clock::time_point at;

@@ -29,7 +29,7 @@ std::shared_ptr<HolderTracker> start_holder_tracking(const DaemonConfig& c,
     base::log_info("holder tracking: scans (holder_events = false): " + scans);
     return nullptr;
   }
-  auto started = HolderTracker::start(gpu_files, [&engine] { engine.wake(); });
+  auto started = HolderTracker::start(gpu_files, engine.procfs(), [&engine] { engine.wake(); });
   if (!started) {
     base::log_notice("holder tracking: scans, the kernel's events are not available: " +
                      started.error().text() + "; " + scans);

@@ -103,6 +103,10 @@ void Engine::set_scan_hints(std::shared_ptr<ScanHints> hints) {
   state_->collecting.set_hints(std::move(hints));
 }
 
+const procfs::ProcFs& Engine::procfs() const {
+  return state_->collecting.procfs();
+}
+
 void Engine::add_consumer(std::shared_ptr<CollectionConsumer> consumer) {
   state_->consumers.push_back(std::move(consumer));
 }

@@ -37,6 +37,9 @@ class Engine {
   void add_consumer(std::shared_ptr<CollectionConsumer> consumer);
   // Before start(): an event source that asks for scans when the machine changes.
   void set_scan_hints(std::shared_ptr<ScanHints> hints);
+  // The proc root it reads (immutable; from any thread): where an event source confirms what
+  // it was told.
+  const procfs::ProcFs& procfs() const;
 
   // Starts the thread: a collection at once (unless the interval is 0), then on the cadence.
   // Call after a job is forked (`run`): the driver is loaded on the first collection and its

@@ -35,6 +35,7 @@ class ScheduledCollector {
   // Before the first collection: asked each time whether events call for a scan.
   void set_hints(std::shared_ptr<ScanHints> hints) { hints_ = std::move(hints); }
 
+  const procfs::ProcFs& procfs() const { return collector_.procfs(); }
   Driver& driver() { return driver_; }
   const Driver& driver() const { return driver_; }
 

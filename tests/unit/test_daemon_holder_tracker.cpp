@@ -3,6 +3,7 @@
 // unprivileged start must fail saying so (the daemon then scans).
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/mman.h>
@@ -16,6 +17,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <stdexcept>
 #include <thread>
 
 #include "daemon/holder_tracker.h"
@@ -35,9 +37,15 @@ class HolderTrackerTest : public ::testing::Test {
   void TearDown() override { std::filesystem::remove_all(dir_); }
 
   std::shared_ptr<HolderTracker> start() {
-    auto t = HolderTracker::start({file_}, [this] { ++wakes_; });
+    auto t = HolderTracker::start({file_}, proc(), [this] { ++wakes_; });
     if (!t) return nullptr;
     return *t;
+  }
+
+  static procfs::ProcFs proc() {
+    auto p = procfs::ProcFs::open("/proc");
+    if (!p) throw std::runtime_error(p.error().text());
+    return *p;
   }
 
   static core::HostProcess process(pid_t pid, uint64_t start, bool holder) {
@@ -154,6 +162,133 @@ TEST_F(HolderTrackerForkTest, AHoldersChildWhoseParentExitsIsRecordedWithThatPar
   EXPECT_TRUE(soon([&] { return t->exited_parents().empty(); }));
 }
 
+// A holder that forks a child (followed as a holder) and then, on `go`, ends its leader thread
+// while the process lives on: `leader_ends` runs on the main thread of the holder.
+struct LeaderEndScene {
+  int go[2] = {-1, -1}, back[2] = {-1, -1};
+  pid_t parent = -1, child = -1;
+  ~LeaderEndScene() {
+    for (pid_t p : {child, parent})
+      if (p > 0) ::kill(p, SIGKILL);
+    if (parent > 0) ::waitpid(parent, nullptr, 0);
+    for (int fd : {go[0], go[1], back[0], back[1]})
+      if (fd >= 0) ::close(fd);
+  }
+};
+
+// Runs in the forked holder: opens `file`, forks its child once told, then ends its leader with
+// `leader_ends` once told again.
+[[noreturn]] void holder_body(const std::string& file, LeaderEndScene& sc,
+                              void (*leader_ends)(int)) {
+  int fd = ::open(file.c_str(), O_RDONLY);  // not close-on-exec: an exec keeps holding it
+  char c;
+  if (fd < 0 || ::read(sc.go[0], &c, 1) != 1) ::_exit(1);
+  pid_t child = ::fork();
+  if (child == 0)
+    for (;;) ::pause();
+  if (::write(sc.back[1], &child, sizeof child) != sizeof child || ::read(sc.go[0], &c, 1) != 1)
+    ::_exit(1);
+  leader_ends(sc.go[0]);
+  ::_exit(1);
+}
+
+int g_thread_go = -1;  // in the forked holder: what its thread waits on
+
+void* exec_sleep(void*) {
+  ::execl("/bin/sleep", "sleep", "1000", static_cast<char*>(nullptr));
+  ::_exit(127);
+}
+
+// A thread other than the leader exec()s: the process runs sleep under the same PID.
+void exec_from_a_thread(int) {
+  pthread_t t;
+  if (::pthread_create(&t, nullptr, exec_sleep, nullptr) != 0) ::_exit(1);
+  for (;;) ::pause();
+}
+
+void* wait_then_end(void*) {
+  char c;
+  (void)!::read(g_thread_go, &c, 1);
+  ::_exit(0);  // the whole process ends now
+}
+
+// The leader ends its thread alone, as pthread_exit() does; a thread runs on until told to
+// end the process. (The bare system call: pthread_exit() would unwind this forked copy of the
+// test program through the test framework's frames.)
+void leader_pthread_exit(int go) {
+  g_thread_go = go;
+  pthread_t t;
+  if (::pthread_create(&t, nullptr, wait_then_end, nullptr) != 0) ::_exit(1);
+  ::syscall(SYS_exit, 0);
+}
+
+// Sets the scene up to the holder's fork followed; the test then writes go to end the leader.
+void stage(HolderTracker& t, const std::string& file, LeaderEndScene& sc,
+           void (*leader_ends)(int)) {
+  ASSERT_EQ(::pipe(sc.go), 0);
+  ASSERT_EQ(::pipe(sc.back), 0);
+  sc.parent = ::fork();
+  if (sc.parent == 0) holder_body(file, sc, leader_ends);
+  std::vector<pid_t> asked;
+  ASSERT_TRUE(soon([&] {
+    auto r = t.take();
+    asked.insert(asked.end(), r.pids.begin(), r.pids.end());
+    return std::find(asked.begin(), asked.end(), sc.parent) != asked.end();
+  }));
+  ASSERT_EQ(::write(sc.go[1], "x", 1), 1);
+  ASSERT_EQ(::read(sc.back[0], &sc.child, sizeof sc.child), static_cast<ssize_t>(sizeof sc.child));
+  asked.clear();
+  ASSERT_TRUE(soon([&] {
+    auto r = t.take();
+    asked.insert(asked.end(), r.pids.begin(), r.pids.end());
+    return std::find(asked.begin(), asked.end(), sc.child) != asked.end();
+  })) << "the fork of the holder was not followed";
+}
+
+// Ends the holder's leader thread and waits until the tracker has read its exit: it asks for
+// the holder to be read again, whether or not it takes the exit for the process's.
+void end_leader(HolderTracker& t, LeaderEndScene& sc) {
+  ASSERT_EQ(::write(sc.go[1], "x", 1), 1);
+  std::vector<pid_t> asked;
+  ASSERT_TRUE(soon([&] {
+    auto r = t.take();
+    asked.insert(asked.end(), r.pids.begin(), r.pids.end());
+    return std::find(asked.begin(), asked.end(), sc.parent) != asked.end();
+  })) << "the leader's exit was not read";
+}
+
+// A holder whose non-main thread exec()s: the kernel reports its leader's exit, but the
+// process runs on under its PID, still its child's parent: nothing is recorded. Its real end
+// later is.
+TEST_F(HolderTrackerForkTest, AnExecFromAThreadOfAParentIsNoExit) {
+  LeaderEndScene sc;
+  stage(*tracker_, file_, sc, exec_from_a_thread);
+  end_leader(*tracker_, sc);
+  ASSERT_TRUE(soon([&] {
+    std::ifstream comm("/proc/" + std::to_string(sc.parent) + "/comm");
+    std::string name;
+    return std::getline(comm, name) && name == "sleep";
+  })) << "it did not exec";
+  EXPECT_EQ(tracker_->exited_parents(), (std::map<pid_t, pid_t>{}));
+  ::kill(sc.parent, SIGKILL);
+  EXPECT_TRUE(soon([&] {
+    return tracker_->exited_parents() == std::map<pid_t, pid_t>{{sc.child, sc.parent}};
+  })) << tracker_->exited_parents().size();
+}
+
+// A holder whose main thread pthread_exit()s while another thread runs: the kernel reports the
+// leader's exit, but the process lives: nothing is recorded until its last thread ends.
+TEST_F(HolderTrackerForkTest, ALeadersPthreadExitIsNoExitUntilTheLastThreadEnds) {
+  LeaderEndScene sc;
+  stage(*tracker_, file_, sc, leader_pthread_exit);
+  end_leader(*tracker_, sc);
+  EXPECT_EQ(tracker_->exited_parents(), (std::map<pid_t, pid_t>{}));
+  ASSERT_EQ(::write(sc.go[1], "x", 1), 1);  // its thread ends the process
+  EXPECT_TRUE(soon([&] {
+    return tracker_->exited_parents() == std::map<pid_t, pid_t>{{sc.child, sc.parent}};
+  })) << tracker_->exited_parents().size();
+}
+
 // A trainer that opens the GPU file and forks its worker at once: the fork is read before the
 // open (file events wait up to kFileReadGap), yet the worker is read again, every time.
 TEST_F(HolderTrackerForkTest, AForkReadBeforeItsParentsOpenStillNamesTheChild) {
@@ -258,7 +393,7 @@ TEST_F(HolderTrackerTest, WithoutPrivilegeItDoesNotStartAndSaysWhy) {
   if (child == 0) {
     ::close(pipefd[0]);
     if (::geteuid() == 0 && ::setresuid(65534, 65534, 65534) != 0) ::_exit(2);
-    auto t = HolderTracker::start({file_}, [] {});
+    auto t = HolderTracker::start({file_}, proc(), [] {});
     std::string why = t ? "started" : t.error().text();
     if (::write(pipefd[1], why.data(), why.size()) < 0) ::_exit(3);
     ::_exit(t ? 1 : 0);

@@ -1,0 +1,37 @@
+#include "daemon/process_exit.h"
+
+#include <string>
+
+#include "engine/ended_processes.h"
+#include "procfs/dir_entries.h"
+#include "procfs/file_read.h"
+#include "procfs/parsers.h"
+
+namespace gpureap::daemon {
+namespace {
+
+bool thread_lives(const core::ProcessStat& st) {
+  return !engine::dead(st) && !engine::exiting(st);
+}
+
+}  // namespace
+
+ProcessExit check_exit(const procfs::ProcFs& proc, pid_t pid, std::optional<uint64_t> start_ticks) {
+  auto leader = proc.read_stat(pid);
+  if (!leader) return ProcessExit::ThreadsRun;  // garbage: cannot tell
+  if (!*leader) return ProcessExit::Ended;      // gone
+  if (start_ticks && (*leader)->start_ticks != *start_ticks) return ProcessExit::Ended;  // reused
+  if (thread_lives(**leader)) return ProcessExit::LeaderRuns;
+  // The leader is dead or exiting: any other thread that lives keeps the process.
+  const std::string tasks = std::to_string(pid) + "/task";
+  for (const auto& tid : procfs::list_dir(proc.root() + "/" + tasks)) {
+    if (tid == std::to_string(pid)) continue;
+    auto f = procfs::read_file_at(proc.dirfd(), tasks + "/" + tid + "/stat");
+    if (!f.ok()) continue;  // ended meanwhile
+    auto st = procfs::parse_stat(f.data);
+    if (st && thread_lives(*st)) return ProcessExit::ThreadsRun;
+  }
+  return ProcessExit::Ended;
+}
+
+}  // namespace gpureap::daemon

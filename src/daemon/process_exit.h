@@ -1,0 +1,36 @@
+#pragma once
+// Whether a process the proc connector reported ending has ended. The connector reports every
+// thread's exit, and a leader thread's is not always its process's: a non-leader thread's exec()
+// reports the old leader's exit while the process runs on (the exec'ing thread takes the PID and
+// keeps the start time), and a leader that pthread_exit()s reports it while its other threads
+// run (the leader shows as a zombie with num_threads > 1). So an exit decides nothing until
+// /proc shows the thread group gone: no thread of it left that is neither dead (Z, X) nor
+// exiting (PF_EXITING; the kernel sets it before it reports the exit, so a thread read between
+// its report and its end is not taken for a live one).
+//
+// A group exit (exit_group(), a fatal signal) reports the leader's exit while the other threads
+// may not have begun theirs: they still look alive then, and only their own exits, read later,
+// show the group gone. A caller asks again at each of them.
+#include <sys/types.h>
+
+#include <cstdint>
+#include <optional>
+
+#include "procfs/proc_fs.h"
+
+namespace gpureap::daemon {
+
+enum class ProcessExit {
+  Ended,       // gone from /proc, another process now (its start time is not the one known),
+               // or no thread of it lives
+  LeaderRuns,  // its leader runs (an exec from another thread took the PID): a later end is
+               // reported as the leader's exit again
+  ThreadsRun,  // its leader ended, another thread runs (or /proc cannot say: an unreadable
+               // stat): its end is a later thread's exit
+};
+
+// What /proc says of `pid`, whose leader's exit (or a thread's) the connector reported;
+// `start_ticks`: its start time, where known.
+ProcessExit check_exit(const procfs::ProcFs& proc, pid_t pid, std::optional<uint64_t> start_ticks);
+
+}  // namespace gpureap::daemon
