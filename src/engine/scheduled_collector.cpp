@@ -9,6 +9,14 @@ double seconds(Clock::duration d) {
   return std::chrono::duration<double>(d).count();
 }
 
+// The processes a scan reads again whatever the previous view knew of them: those events named,
+// and every PID the driver lists, whose open files decide whether it is the listed process
+// (core/listed_identity.h): one that opened its GPU's file since the last scan holds it now.
+std::vector<pid_t> with_listed(std::vector<pid_t> pids, const DriverView& dv) {
+  for (const auto& [gpu, pid] : dv.listed) pids.push_back(pid);
+  return pids;
+}
+
 }  // namespace
 
 DriverRead ScheduledCollector::read_driver(const Cadence& cadence) {
@@ -53,7 +61,7 @@ std::shared_ptr<Collection> ScheduledCollector::complete(const Cadence& cadence,
     auto start = Clock::now();
     view_ = due.full ? collector_.scan_processes()
             : update ? collector_.update_processes(*view_, reread)
-                     : collector_.rescan_processes(*view_, asked.pids);
+                     : collector_.rescan_processes(*view_, with_listed(asked.pids, dv));
     if (hints_) hints_->scanned(*view_, due.full);
     if (due.ipc_residue)
       ipc_ = std::make_shared<const procfs::IpcResidue>(collector_.ipc_residue(*view_));
