@@ -65,12 +65,29 @@ class Decider {
     return false;
   }
 
+  // Whether the process that had the number `pid` when a process started at `when` (a start
+  // tick) can be the one the driver lists, by the ends the daemon saw (ProcView::ends): not when
+  // the listed process had ended by then, nor when another process took the number after the
+  // listing was first seen and before `when`. Without the daemon's records, nothing says no.
+  bool could_be_listed(pid_t pid, uint64_t when) const {
+    auto since = proc_.listed_since.find(pid);
+    auto ends = proc_.ends.find(pid);
+    if (since == proc_.listed_since.end() || ends == proc_.ends.end()) return true;
+    for (const auto& life : ends->second) {
+      const bool listed_one = life.start_ticks <= since->second;
+      if (listed_one && life.end_ticks < when) return false;
+      if (!listed_one && life.start_ticks <= when) return false;
+    }
+    return true;
+  }
+
   // The daemon saw the gone PID fork `p`, or fork one of its live ancestors, and then exit.
   bool seen_inheriting(const HostProcess& p, pid_t pid) const {
     const HostProcess* cur = &p;
     for (int depth = 0; cur && depth < 4096; ++depth) {
       auto it = proc_.exited_parents.find(cur->stat.pid);
-      if (it != proc_.exited_parents.end() && it->second == pid) return true;
+      if (it != proc_.exited_parents.end() && it->second == pid)
+        return could_be_listed(pid, cur->stat.start_ticks);
       if (cur->stat.ppid <= 1) return false;
       cur = find(cur->stat.ppid);
     }
@@ -83,7 +100,7 @@ class Decider {
   // zombie leader's user and start time must agree.
   bool kin_of(const HostProcess& p, pid_t pid) const {
     if (seen_inheriting(p, pid)) return true;
-    if (identities_.reused(pid)) return false;
+    if (identities_.reused(pid) || !could_be_listed(pid, p.stat.start_ticks)) return false;
     if (const HostProcess* leader = find(pid)) {
       if (p.stat.start_ticks < leader->stat.start_ticks) return false;
       auto uid = [](const HostProcess& h) { return h.details ? h.details->uid : std::nullopt; };

@@ -68,6 +68,13 @@ struct ProcessRow {
   uint64_t listed_bytes() const;
 };
 
+// One process's life, as the daemon saw it end: clock ticks since boot (ProcessStat's unit).
+struct ProcessEnd {
+  uint64_t start_ticks = 0;
+  uint64_t end_ticks = 0;
+  bool operator==(const ProcessEnd&) const = default;
+};
+
 // What /proc gave the collector, before the join.
 struct ProcView {
   // Every process, sorted by pid; shared by the snapshots taken from one scan.
@@ -94,6 +101,11 @@ struct ProcView {
   // its PID was first listed is not the listed process: the number was reused. Empty where
   // nothing watched the lists over time (a CLI's own scan).
   std::map<pid_t, uint64_t> listed_since;
+  // The ends the daemon saw of GPU-file holders, by PID (the latest few of each number), with
+  // /proc's word that the thread group was gone. A number names a gone listed process only
+  // within that process's life: a group or parent number is kin evidence for a process that
+  // started then, not after the number passed to another process. Empty in a CLI's own scan.
+  std::map<pid_t, std::vector<ProcessEnd>> ends;
 
   const HostProcess* find(pid_t pid) const;
 };

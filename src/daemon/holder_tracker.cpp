@@ -9,6 +9,7 @@
 #include <cerrno>
 
 #include "daemon/process_exit.h"
+#include "engine/listed_since.h"
 
 namespace gpureap::daemon {
 
@@ -198,6 +199,7 @@ bool HolderTracker::on_exit(pid_t pid) {
     }
   }
   unconfirmed_.erase(pid);
+  if (holder || parent) note_end(pid);
   parent_starts_.erase(pid);
   began_.erase(pid);  // the PID may be handed out again
   // The engine reads it again until /proc shows it gone: it may be a zombie when read now.
@@ -287,6 +289,24 @@ bool HolderTracker::exited(pid_t pid) {
     reparented = true;
   }
   return reparented;
+}
+
+void HolderTracker::note_end(pid_t pid) {
+  const auto start = known_start(pid);
+  if (!start) return;
+  auto& lives = ends_[pid];
+  if (lives.empty()) end_order_.push_back(pid);
+  lives.push_back({*start, engine::boot_ticks_now()});
+  if (lives.size() > kEndsPerPid) lives.erase(lives.begin());
+  while (end_order_.size() > kKeptEnds) {
+    ends_.erase(end_order_.front());
+    end_order_.pop_front();
+  }
+}
+
+std::map<pid_t, std::vector<core::ProcessEnd>> HolderTracker::ends() const {
+  std::lock_guard lock(mutex_);
+  return ends_;
 }
 
 std::map<pid_t, pid_t> HolderTracker::exited_parents() const {

@@ -74,6 +74,11 @@ class HolderTracker final : public engine::ScanHints {
   engine::ScanRequest take() override;
   void scanned(const core::ProcView& view, bool full) override;
   std::map<pid_t, pid_t> exited_parents() const override;
+  // The ends of holders whose start time was known, confirmed by /proc: at most kKeptEnds
+  // numbers (the oldest forgotten first), the latest kEndsPerPid of each.
+  std::map<pid_t, std::vector<core::ProcessEnd>> ends() const override;
+  static constexpr size_t kKeptEnds = 4096;
+  static constexpr size_t kEndsPerPid = 4;
 
   // Forks are followed through the proc connector; without it (no CAP_NET_ADMIN) a holder's
   // new children are found by the holder scans, and this says why.
@@ -131,7 +136,9 @@ class HolderTracker final : public engine::ScanHints {
   // Under mutex_: the kernel reported the exit of `pid`'s leader, or of a thread of a process
   // whose leader's exit was not its end. True: a collection should follow.
   bool on_exit(pid_t pid);
-  bool exited(pid_t pid);  // true: it was the recorded parent of a live child
+  bool exited(pid_t pid);  // Under mutex_: `pid`, a holder or a holder's parent, ended now.
+  void note_end(pid_t pid);
+  // true: it was the recorded parent of a live child
   // Under mutex_: `pid`'s start time, where a scan or a fork made it known.
   std::optional<uint64_t> known_start(pid_t pid) const;
   // Under mutex_: `child`, forked by a holder, holds what its parent held at the fork.
@@ -173,6 +180,8 @@ class HolderTracker final : public engine::ScanHints {
   std::map<pid_t, uint64_t> parent_starts_;  // parents of forked_by_ the latest scan lacked
   std::map<pid_t, pid_t> forked_by_;         // holders' live children, with their parent
   std::map<pid_t, pid_t> exited_parents_;    // those whose parent exited since
+  std::map<pid_t, std::vector<core::ProcessEnd>> ends_;  // see ends()
+  std::deque<pid_t> end_order_;                          // ends_'s numbers, oldest first
   struct RecentFork {
     pid_t child = 0, parent = 0;
     std::chrono::steady_clock::time_point at;

@@ -32,6 +32,8 @@ class ScanHints {
   // Processes it saw forked by a parent that has exited since, with that parent
   // (core::ProcView::exited_parents); asked once per collection.
   virtual std::map<pid_t, pid_t> exited_parents() const { return {}; }
+  // The ends it saw of holders, by PID (core::ProcView::ends); asked once per collection.
+  virtual std::map<pid_t, std::vector<core::ProcessEnd>> ends() const { return {}; }
 };
 
 }  // namespace gpureap::engine

@@ -79,7 +79,10 @@ std::shared_ptr<Collection> ScheduledCollector::complete(const Cadence& cadence,
   c->holder_scan = due.scan && !ends_only;
   c->full_scan = due.scan && due.full;
   core::ProcView view = *view_;
-  if (hints_) view.exited_parents = hints_->exited_parents();
+  if (hints_) {
+    view.exited_parents = hints_->exited_parents();
+    view.ends = hints_->ends();
+  }
   view.listed_since = listed_since_.update(driver.reading, read_at_ticks);
   c->snapshot = std::make_shared<const core::Snapshot>(core::join(
       std::move(view), std::move(driver.reading), hostname_, std::chrono::system_clock::now()));

@@ -247,7 +247,8 @@ json process_wire(const core::HostProcess& p) {
           {"fds_readable", p.fds_readable}};
 }
 
-static_assert(carried<core::ProcView, 11>);
+static_assert(carried<core::ProcView, 12>);
+static_assert(carried<core::ProcessEnd, 2>);
 json proc_wire(const core::ProcView& v) {
   json processes = json::array();
   for (const auto& p : v.processes) processes.push_back(process_wire(p));
@@ -257,6 +258,10 @@ json proc_wire(const core::ProcView& v) {
   json listed_since = json::array();
   for (const auto& [pid, ticks] : v.listed_since)
     listed_since.push_back({{"pid", pid}, {"ticks", ticks}});
+  json ends = json::array();
+  for (const auto& [pid, lives] : v.ends)
+    for (const auto& e : lives)
+      ends.push_back({{"pid", pid}, {"start_ticks", e.start_ticks}, {"end_ticks", e.end_ticks}});
   return {{"processes", processes},
           {"uninspectable", v.uninspectable},
           {"details_complete", v.details_complete},
@@ -267,7 +272,8 @@ json proc_wire(const core::ProcView& v) {
           {"driver_device_files", v.driver_device_files},
           {"open_files_unknown", opt_bytes(v.open_files_unknown)},
           {"exited_parents", exited_parents},
-          {"listed_since", listed_since}};
+          {"listed_since", listed_since},
+          {"ends", ends}};
 }
 
 }  // namespace

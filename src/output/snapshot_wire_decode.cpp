@@ -355,6 +355,16 @@ std::pair<pid_t, uint64_t> listed_since(const json& v, const std::string& path) 
   return out;
 }
 
+std::pair<pid_t, core::ProcessEnd> process_end(const json& v, const std::string& path) {
+  Object o(v, path);
+  std::pair<pid_t, core::ProcessEnd> out{
+      integer<pid_t>(o.at("pid"), o.path("pid")),
+      {integer<uint64_t>(o.at("start_ticks"), o.path("start_ticks")),
+       integer<uint64_t>(o.at("end_ticks"), o.path("end_ticks"))}};
+  o.finish();
+  return out;
+}
+
 core::ProcView proc_view(const json& v, const std::string& path) {
   Object o(v, path);
   core::ProcView p;
@@ -377,6 +387,8 @@ core::ProcView proc_view(const json& v, const std::string& path) {
     p.exited_parents[pid] = parent;
   for (auto [pid, ticks] : list(o.at("listed_since"), o.path("listed_since"), listed_since))
     p.listed_since[pid] = ticks;
+  for (auto [pid, end] : list(o.at("ends"), o.path("ends"), process_end))
+    p.ends[pid].push_back(end);
   o.finish();
   return p;
 }

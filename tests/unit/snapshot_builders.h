@@ -100,8 +100,9 @@ struct SnapshotOptions {
   size_t uninspectable = 0;
   std::chrono::system_clock::time_point at =
       std::chrono::system_clock::time_point(std::chrono::seconds(1'700'000'000));
-  std::map<pid_t, uint64_t> listed_since;  // core::ProcView::listed_since
-  std::map<pid_t, pid_t> exited_parents;   // core::ProcView::exited_parents
+  std::map<pid_t, uint64_t> listed_since;               // core::ProcView::listed_since
+  std::map<pid_t, pid_t> exited_parents;                // core::ProcView::exited_parents
+  std::map<pid_t, std::vector<core::ProcessEnd>> ends;  // core::ProcView::ends
 };
 
 inline core::Snapshot make_snapshot(std::vector<core::HostProcess> ps, std::vector<core::Gpu> gpus,
@@ -115,6 +116,7 @@ inline core::Snapshot make_snapshot(std::vector<core::HostProcess> ps, std::vect
   v.uninspectable = o.uninspectable;
   v.listed_since = std::move(o.listed_since);
   v.exited_parents = std::move(o.exited_parents);
+  v.ends = std::move(o.ends);
   v.driver_device_files = {"nvml"};
   return core::join(std::move(v), drivers(std::move(gpus)), "host", o.at);
 }

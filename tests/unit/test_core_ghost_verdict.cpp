@@ -114,6 +114,33 @@ TEST(GhostVerdict, AReusedNumbersGroupAndChildrenAreNotKin) {
   EXPECT_TRUE(s.row(971)->anomalies.empty());
 }
 
+TEST(GhostVerdict, AfterTheDaemonSawTheListedProcessEndItsNumberNamesNoNewcomer) {
+  // The daemon first saw 990 listed at tick 100 and saw it (started at 50) end at 200. 991,
+  // started at 150 in group 990, is its worker. The number then passed to another process
+  // (a holder, 250-260), whose group 990 lives on in 993 (started 255); 992 (started 300) and
+  // 994 (the daemon saw "990" fork it, at 258) came later still. Only 991 keeps 990's context.
+  SnapshotOptions o;
+  o.listed_since = {{990, 100}};
+  o.ends = {{990, {{50, 200}, {250, 260}}}};
+  o.exited_parents = {{994, 990}};
+  auto at = [](HostProcess p, uint64_t start) {
+    p.stat.start_ticks = start;
+    return p;
+  };
+  auto s =
+      make_snapshot({proc(1, 0, 1), at(sharing(991, 1, 990, "991:5"), 150),
+                     at(sharing(992, 1, 990, "992:5"), 300), at(sharing(993, 1, 990, "993:5"), 255),
+                     at(sharing(994, 1, 994, "994:5"), 258)},
+                    {gpu(0, 0, 8 * GiB, {listed(990, 8 * GiB)})}, o);
+  EXPECT_EQ(keepers(s, 990), std::vector<pid_t>{991});
+  EXPECT_EQ(s.ghost(990)->other_holders, (std::vector<pid_t>{992, 993, 994}));
+  // Without the daemon's records, one scan cannot tell: the group number is taken at its word.
+  auto one_shot = make_snapshot({proc(1, 0, 1), at(sharing(991, 1, 990, "991:5"), 150),
+                                 at(sharing(992, 1, 990, "992:5"), 300)},
+                                {gpu(0, 0, 8 * GiB, {listed(990, 8 * GiB)})});
+  EXPECT_EQ(keepers(one_shot, 990), (std::vector<pid_t>{991, 992}));
+}
+
 TEST(GhostVerdict, AZombieLeadersKinMustBeItsUserAndStartAfterIt) {
   // Zombie 980 (uid 1000, started at tick 500). 981 (same user, later) is its worker; 982 is
   // another user's process in a group of that number; 983 started before the leader did.

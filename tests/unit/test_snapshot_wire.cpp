@@ -85,6 +85,7 @@ core::Snapshot rich_snapshot() {
   v.open_files_unknown = std::nullopt;
   v.exited_parents = {{4250, 4242}};
   v.listed_since = {{4242, kMax}};
+  v.ends = {{7777, {{10, 20}, {30, kMax}}}};  // a holder that ended, not of the join
 
   core::BackendReport nvml;
   nvml.name = "nvml";
@@ -268,6 +269,7 @@ TEST(SnapshotWire, RichSnapshotRoundTripsEveryFieldAndTheJoinAgain) {
   EXPECT_EQ(back.proc.boot_time, -12);
   EXPECT_EQ(back.proc.exited_parents, s.proc.exited_parents);
   EXPECT_EQ(back.proc.listed_since, s.proc.listed_since);
+  EXPECT_EQ(back.proc.ends, s.proc.ends);
   EXPECT_EQ(back.drivers.gpus[0].memory.total_bytes, kMax);
   EXPECT_EQ(back.drivers.gpus[0].power_watts, 512.125);
   EXPECT_TRUE(std::isnan(*back.drivers.gpus[1].power_watts));
