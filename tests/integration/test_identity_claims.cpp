@@ -301,5 +301,95 @@ TEST(IdentityClaims, AKeeperThatExecsAProtectedProgramStaysItsKeeper) {
     EXPECT_EQ(t["action"], t["pid"] == keeper ? "signal" : "refused") << t.dump(2);
 }
 
+// A daemon following events, with fast samples and scans an hour apart, its local socket in
+// `dir`.
+std::unique_ptr<DaemonProcess> claims_daemon(const TempDir& dir, const FakeDevRoot& dev,
+                                             const FakeNvml& nvml) {
+  std::ofstream(dir.file("config.toml"))
+      << "interval = \"200ms\"\nholder_scan_interval = \"1h\"\nfull_scan_interval = \"1h\"\n"
+         "event_full_scan_interval = \"1h\"\nholder_events = true\nlocal_socket = \""
+      << dir.file("gpureap.sock") << "\"\n";
+  auto d = std::make_unique<DaemonProcess>(
+      std::vector<std::string>{"--config", dir.file("config.toml"), "--dev-root", dev.path()},
+      nvml.env());
+  EXPECT_TRUE(d->wait_log(kServingLocalSocket + dir.file("gpureap.sock"))) << d->log();
+  return d;
+}
+
+json daemon_row(const DaemonProcess& d, pid_t pid) {
+  auto r = d.get("/api/v1/snapshot");
+  return r.status == 200 ? row_of(json::parse(r.body, nullptr, false), pid) : json();
+}
+
+TEST(IdentityClaims, ThroughTheDaemonAReusedGroupNumberMakesNoKeeper) {
+  // A trainer leads its group and holds GPU 0's file; its worker leaves the group (setsid), so
+  // once the trainer dies its number is free. Another user takes the number, makes a session
+  // of it, and leaves a child there that opens GPU 0's file itself. The daemon saw the trainer
+  // fork the worker and end: the worker is the keeper, the newcomer's child only another holder.
+  REQUIRE_DOUBLE();
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root for the daemon's events and ns_last_pid";
+  FakeDevRoot dev;
+  int go[2];
+  ASSERT_EQ(::pipe(go), 0);
+  Ready started, forked;
+  Child trainer([&] {
+    ::setpgid(0, 0);
+    hold(dev.dev("nvidia0"));
+    started.signal();
+    char c;
+    if (::read(go[0], &c, 1) != 1) ::_exit(1);
+    if (::fork() == 0) {
+      ::setsid();
+      ::prctl(PR_SET_NAME, "loader-worker");
+      forked.send(::getpid());
+      for (;;) ::pause();
+    }
+    ::_exit(0);
+  });
+  started.wait();
+  const pid_t gone = trainer.pid();
+  FakeNvml nvml(one_gpu({{{"pid", gone}, {"used_bytes", 8 * GiB}, {"leaked", true}}}));
+  TempDir dir;
+  auto d = claims_daemon(dir, dev, nvml);
+  ASSERT_TRUE(wait_until([&] { return daemon_row(*d, gone).value("holds_device", false); }))
+      << d->log();
+  ASSERT_EQ(::write(go[1], "x", 1), 1);
+  const pid_t worker = static_cast<pid_t>(forked.receive());
+  KillStrays strays{{worker}};
+  trainer.kill_and_reap();
+  ASSERT_TRUE(wait_until([&] { return daemon_row(*d, gone).value("in_proc", true) == false; }));
+
+  Ready newcomer_child;
+  pid_t middle = fork_at(gone, [&] {
+    ::setsid();
+    if (::fork() == 0) {
+      ::prctl(PR_SET_NAME, "nvml-monitor");
+      hold(dev.dev("nvidia0"));  // before it is nobody: the test's dev root is root's alone
+      if (::setgid(kNobody) != 0 || ::setuid(kNobody) != 0) ::_exit(1);
+      newcomer_child.send(::getpid());
+      for (;;) ::pause();
+    }
+    ::_exit(0);
+  });
+  if (middle < 0) GTEST_SKIP() << "the kernel did not hand out PID " << gone << " again";
+  const pid_t stranger = static_cast<pid_t>(newcomer_child.receive());
+  strays.pids.push_back(stranger);
+  ::waitpid(middle, nullptr, 0);
+  ASSERT_TRUE(wait_until([&] {
+    auto row = daemon_row(*d, stranger);
+    return !row.is_null() && row["pgid"] == gone && row.value("holds_device", false);
+  })) << d->log();
+
+  auto row = daemon_row(*d, gone);
+  EXPECT_EQ(row["ghost"]["keepers"], json::array({worker})) << row.dump(2);
+  EXPECT_EQ(row["ghost"]["other_holders"], json::array({stranger})) << row.dump(2);
+  auto doc = parse_output(run_gpureap({"doctor", "--json", "--settle", "100ms"},
+                                      {"GPUREAP_DAEMON_SOCKET=" + dir.file("gpureap.sock")}));
+  auto f = finding_naming(doc, gone);
+  ASSERT_FALSE(f.is_null()) << doc.dump(2);
+  EXPECT_EQ(sorted(pids(f["pids"])), sorted({gone, worker}));
+  EXPECT_TRUE(finding_naming(doc, stranger).is_null()) << doc.dump(2);
+}
+
 }  // namespace
 }  // namespace gpureap::testing
