@@ -28,7 +28,9 @@ struct GhostVerdict {
 // - the daemon saw the gone PID fork it, or fork one of its ancestors, and then exit;
 // - its process group or session is the gone PID's number, or it descends from the gone PID,
 //   and that number is not another live process's now (a reused number's group is the new
-//   process's); a zombie leader's uid and start time must agree with it too.
+//   process's); a zombie leader's uid and start time must agree with it too; where the daemon
+//   saw the listed process end (ProcView::ends), it started within that process's life and
+//   before any later process took the number.
 // A gone PID the driver lists as a client (kind Mps) on a GPU where a live server of other
 // processes' work is listed (DriverProcess::serves_clients) is kept by that server
 // (Ghost::servers), not by any holder there: its context is the server's.
