@@ -132,6 +132,9 @@ struct Label {
   std::vector<std::string> head;
   std::vector<std::string> rest;
   std::vector<std::string_view> names;  // what the process may call itself (comm)
+  // Where in `head` the name the process gave itself goes: after what runs (a script, a module,
+  // a program without one), before a plain argument that may be long. Empty: at its end.
+  std::optional<size_t> name_at;
 };
 
 void add_rest(Label& l, const Words& w, size_t from) {
@@ -251,14 +254,37 @@ void label_from(Label& l, const Words& w, size_t at) {
   if (is_launcher(prog)) {
     l.head.emplace_back(prog);
     if (launch(l, w, at + 1)) return;
+    l.name_at = l.head.size();
     if (at + 1 < w.size()) l.head.emplace_back(w[at + 1]);
     add_rest(l, w, at + 2);
     return;
   }
   if (const Syntax* syntax = interpreter(prog); syntax && interpret(l, w, at, *syntax)) return;
   l.head.emplace_back(prog);
+  l.name_at = l.head.size();
   if (at + 1 < w.size()) l.head.emplace_back(w[at + 1]);
   add_rest(l, w, at + 2);
+}
+
+// A long path in the head by its last two parts ("…/s1/scenario.json"): jobs started from one
+// long directory differ at its end, which a table's cut would take first. The whole command
+// line stays in the JSON and the CSV.
+constexpr size_t kLongPath = 32;
+
+std::string short_path(std::string_view word) {
+  const bool path = word.starts_with('/') || word.starts_with("./") || word.starts_with("~/") ||
+                    word.starts_with("../");
+  if (word.size() <= kLongPath || !path || word.find(' ') != std::string_view::npos)
+    return std::string(word);
+  std::string_view trimmed = word;
+  while (trimmed.size() > 1 && trimmed.back() == '/') trimmed.remove_suffix(1);
+  size_t last = trimmed.rfind('/');
+  if (last == std::string_view::npos || last == 0) return std::string(word);
+  size_t before = trimmed.rfind('/', last - 1);
+  std::string_view tail = trimmed.substr(before == std::string_view::npos ? 0 : before + 1);
+  if (tail.size() > kLongPath) tail = trimmed.substr(last + 1);
+  if (tail.size() + 2 >= word.size()) return std::string(word);
+  return "…/" + std::string(tail);
 }
 
 // comm is argv[0]'s name cut to 15 bytes, or a script's name (run through its #! line), or a
@@ -283,10 +309,14 @@ std::string command_label(const std::vector<std::string>& argv, std::string_view
   Label l;
   label_from(l, w, 0);
   l.names.push_back(basename(w[0]));
-  std::string out = joined(l.head);
+  for (size_t i = 1; i < l.head.size(); ++i) l.head[i] = short_path(l.head[i]);
   bool told = comm.empty() || std::any_of(l.names.begin(), l.names.end(),
                                           [&](std::string_view n) { return same_name(n, comm); });
-  if (!told) out += " (" + text::terminal_safe(comm) + ")";
+  if (!told) {
+    size_t at = std::min(l.name_at.value_or(l.head.size()), l.head.size());
+    l.head.insert(l.head.begin() + static_cast<long>(at), "(" + std::string(comm) + ")");
+  }
+  std::string out = joined(l.head);
   if (!l.rest.empty()) out += " " + joined(l.rest);
   return out;
 }

@@ -27,7 +27,8 @@ std::string pids_text(const std::vector<pid_t>& pids) {
 std::vector<GhostNotice> ghost_notices(const core::Snapshot& shown) {
   const core::Snapshot& s = shown.figures();
   std::vector<GhostNotice> out;
-  for (const auto& g : s.drivers.gpus) {
+  // The GPUs shown (--gpu keeps only its own), with the whole GPU's figures.
+  for (const auto& g : shown.drivers.gpus) {
     GhostNotice kept{g.index, GhostCase::Kept}, leaked{g.index, GhostCase::Leaked},
         unknown{g.index, GhostCase::Unknown}, served{g.index, GhostCase::Served};
     std::set<pid_t> keepers;

@@ -1,9 +1,12 @@
 #include "output/ps_render.h"
 
+#include <algorithm>
+
 #include "output/ps_view.h"
 #include "output/snapshot_json.h"
 #include "output/view_incomplete.h"
 #include "text/escape.h"
+#include "text/wrap.h"
 
 namespace gpureap::output {
 std::vector<std::string> driver_timeout_lines(const core::Snapshot& s) {
@@ -36,6 +39,13 @@ std::vector<std::string> silent_backend_notes(const core::DriverReading& drivers
       out.push_back(text::terminal_safe(b.label()) +
                     ": no PCI ID database (the pci.ids package), so GPUs are named by their "
                     "PCI ids");
+    // What the library lacks for a capability no GPU here uses (MIG on GPUs not in MIG mode).
+    if (const auto* quiet = b.detail("quiet_notes"))
+      for (size_t i = 0; i < quiet->size();) {
+        size_t end = std::min(quiet->find('\n', i), quiet->size());
+        out.push_back(text::terminal_safe(quiet->substr(i, end - i)));
+        i = end + 1;
+      }
   }
   return out;
 }
@@ -50,12 +60,20 @@ PsRendered render_ps_command(const core::Snapshot& scanned, const PsRenderOption
   }
   core::Snapshot s = select_rows(scanned, o.select);
   // The JSON carries the warnings itself; the other formats say them on stderr.
+  // A note wrapped to the terminal, its lines after the first indented.
+  auto note = [&](const std::string& safe) {
+    std::string lines = text::wrap_paragraph(safe, o.width.value_or(0), "gpureap: note: ", "  ");
+    for (size_t i = 0; i < lines.size();) {
+      size_t end = std::min(lines.find('\n', i), lines.size());
+      r.err.push_back(lines.substr(i, end - i));
+      i = end + 1;
+    }
+  };
   if (o.format != PsFormat::Json)
     for (const auto& w : s.all_warnings())
-      if (o.verbose || !is_protected_process_note(w))
-        r.err.push_back("gpureap: note: " + text::terminal_safe(w));
+      if (o.verbose || !is_protected_process_note(w)) note(text::terminal_safe(w));
   if (o.verbose && o.format != PsFormat::Json)
-    for (const auto& w : silent_backend_notes(s.drivers)) r.err.push_back("gpureap: note: " + w);
+    for (const auto& w : silent_backend_notes(s.drivers)) note(w);
   if (!s.complete()) r.err.push_back("gpureap: " + view_incomplete(s));
   switch (o.format) {
     case PsFormat::Json: {
@@ -69,7 +87,8 @@ PsRendered render_ps_command(const core::Snapshot& scanned, const PsRenderOption
       break;
     case PsFormat::Table: {
       Style style(o.color);
-      r.out = render_ps(s, style, {o.tree, o.width, o.unicode, o.select.sort, o.compact});
+      r.out = render_ps(
+          s, style, {o.tree, o.width, o.unicode, o.select.sort, o.compact, scope_words(o.select)});
       if (o.daemon_age) r.out += style.paint(daemon_source_line(*o.daemon_age), Color::Dim) + "\n";
       break;
     }

@@ -5,6 +5,7 @@
 
 #include "core/gpu_place.h"
 #include "procfs/user_names.h"
+#include "text/escape.h"
 
 namespace gpureap::output {
 namespace {
@@ -138,6 +139,33 @@ core::Snapshot select_rows(const core::Snapshot& s, const PsSelection& sel) {
       std::erase_if(g.instances, [&](const core::GpuInstance& i) {
         return !instance_chosen(g.index, i.gpu_instance_id);
       });
+  return out;
+}
+
+std::string scope_words(const PsSelection& sel) {
+  auto either = [](const std::vector<std::string>& values) {
+    std::string out;
+    for (size_t i = 0; i < values.size(); ++i)
+      out += (i == 0                   ? ""
+              : i + 1 == values.size() ? " or "
+                                       : ", ") +
+             text::terminal_safe(values[i]);
+    return out;
+  };
+  std::vector<std::string> gpus;
+  for (unsigned g : sel.gpus) gpus.push_back(std::to_string(g));
+  gpus.insert(gpus.end(), sel.gpu_places.begin(), sel.gpu_places.end());
+  std::vector<std::string> pids;
+  for (pid_t p : sel.pids) pids.push_back(std::to_string(p));
+  std::string out;
+  auto add = [&](const char* words, const std::vector<std::string>& values) {
+    if (values.empty()) return;
+    out += (out.empty() ? "" : " ") + std::string(words) + (values.size() == 1 ? " " : "s ") +
+           either(values);
+  };
+  add("with PID", pids);
+  add("of user", sel.users);
+  add("on GPU", gpus);
   return out;
 }
 

@@ -49,6 +49,11 @@ core::Result<bool> add_gpu_values(PsSelection& selection, const std::vector<std:
 // under their GPU (whose own figures stay the whole GPU's).
 core::Snapshot select_rows(const core::Snapshot& snapshot, const PsSelection& selection);
 
+// What the selection narrows the view to, as words after "No process": "of user nobody",
+// "on GPU 1", "with PID 42", joined; empty when it narrows nothing. The values are the user's
+// own, made terminal-safe.
+std::string scope_words(const PsSelection& selection);
+
 // The rows' order in the table: by the first GPU each uses, then by `sort` (memory and age:
 // largest first), then by PID.
 std::vector<const core::ProcessRow*> table_order(const core::Snapshot& snapshot, PsSort sort);

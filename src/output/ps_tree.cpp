@@ -55,11 +55,21 @@ std::vector<TreeLine> tree_lines(const core::Snapshot& s, const TreeGlyphs& g) {
   }
   // A hostile procfs can make parent links a cycle: each node is drawn once, and one that no
   // root reaches starts a tree of its own.
+  // An ancestor shown for context whose one child is another such ancestor says nothing the
+  // child does not: a chain of them (a session's shells, a launcher's, a test runner's) is
+  // drawn by its last, the one right above the rows or a branch. Each drawn level takes two
+  // columns from the command; the depth of the job in the machine's tree must not.
+  auto context_only = [&](pid_t pid) { return s.row(pid) == nullptr; };
+  auto elided = [&](pid_t pid) {
+    const auto& kids = children[pid];
+    return context_only(pid) && kids.size() == 1 && context_only(kids.front());
+  };
   std::vector<TreeLine> out;
   std::set<pid_t> visited;
   std::function<void(pid_t, int, const std::string&, bool)> walk =
       [&](pid_t pid, int depth, const std::string& indent, bool last) {
         if (!visited.insert(pid).second) return;
+        if (elided(pid)) return walk(children[pid].front(), depth, indent, last);
         out.push_back({pid, depth == 0 ? "" : indent + (last ? g.last : g.branch) + " "});
         const auto& kids = children[pid];
         std::string next = depth == 0 ? "" : indent + (last ? g.space : g.pipe) + " ";

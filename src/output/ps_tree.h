@@ -1,7 +1,10 @@
 #pragma once
 // The order and branch drawing of `ps --tree`, the same tree `top` draws: the rows, each gone
-// PID above the live processes that keep its memory, and every ancestor (but init) of the
-// rest for context. Siblings are drawn ├ and the last └, with │ down past a sibling's subtree.
+// PID above the live processes that keep its memory, and the ancestors (but init) of the rest
+// for context. A chain of ancestors that each have one child and are no row is drawn by its
+// last alone (the one above the rows or a branch), so the tree is as deep as the rows need,
+// not as deep as the session they run in. Siblings are drawn ├ and the last └, with │ down past
+// a sibling's subtree.
 #include <sys/types.h>
 
 #include <string>

@@ -214,9 +214,9 @@ std::vector<Cell> ancestor_cells(const core::Snapshot& s, const core::HostProces
 std::string render_process_table(const core::Snapshot& s, const Style& style,
                                  const PsViewOptions& o) {
   Table t(kProcessHeaders);
-  // At 80 columns the command keeps room for its program and first arguments; what goes
-  // first is what `--json` or `--tree` tells better.
-  t.drop_when_narrow({"PGID", "PPID", "DEVICES", "AGE", "TIME", "CONTAINER", "RSS", "CPU%"}, 24);
+  // At 80 columns the command keeps room for its program, what it runs and the name it gave
+  // itself (a 7-digit PID included); what goes first is what `--json` or `--tree` tells better.
+  t.drop_when_narrow({"PGID", "PPID", "DEVICES", "AGE", "TIME", "CONTAINER", "RSS", "CPU%"}, 38);
   // Then a long user name is cut, and the anomalies go to a line under their row: cut, they
   // would no longer say what is wrong.
   t.shrink_when_narrow("USER", 8);
@@ -233,7 +233,10 @@ std::string render_process_table(const core::Snapshot& s, const Style& style,
         t.add(ancestor_cells(s, *p, line.prefix));
     }
   }
-  if (t.empty()) return "No process holds a GPU device file or is listed by the driver.\n";
+  if (t.empty())
+    return wrap_text("No process " + (o.scope.empty() ? "" : o.scope + " ") +
+                         "holds a GPU device file or is listed by the driver.",
+                     o.width);
   return t.render(style, o.width);
 }
 
@@ -272,8 +275,8 @@ std::string shared_client_lines(const core::Snapshot& s, std::optional<size_t> w
 
 }  // namespace
 
-std::string render_summary(const core::Snapshot& s, const Style& style,
-                           std::optional<size_t> width) {
+std::string render_summary(const core::Snapshot& s, const Style& style, std::optional<size_t> width,
+                           const std::string& scope) {
   std::string out;
   for (const auto& n : ghost_notices(s)) {
     std::string advice;
@@ -301,12 +304,13 @@ std::string render_summary(const core::Snapshot& s, const Style& style,
   if (out.empty()) {
     bool anomalies = std::any_of(s.rows.begin(), s.rows.end(),
                                  [](const core::ProcessRow& r) { return !r.anomalies.empty(); });
-    out = wrap_text(anomalies
-                        ? "Some holders need attention (see ANOMALIES). `gpureap doctor` explains."
-                    : s.rows.empty()
-                        ? "Nothing holds the GPUs. `gpureap ps --json` gives the full view."
-                        : "No ghosts. `gpureap ps --tree` shows the holders in their process tree.",
-                    width);
+    out = wrap_text(
+        anomalies ? "Some holders need attention (see ANOMALIES). `gpureap doctor` explains."
+        : s.rows.empty() && !scope.empty() ? "`gpureap ps` without the filter shows every holder."
+        : s.rows.empty()
+            ? "Nothing holds the GPUs. `gpureap ps --json` gives the full view."
+            : "No ghosts. `gpureap ps --tree` shows the holders in their process tree.",
+        width);
   }
   return shared_client_lines(s, width) + out;
 }
@@ -316,11 +320,11 @@ std::string render_ps(const core::Snapshot& s, const Style& style, const PsViewO
   if (o.compact) {
     // The footer only when it has something to say: the compact form is for a glance.
     std::string out = render_compact(s, style, gpus);
-    if (!ghost_notices(s).empty()) out += render_summary(s, style, o.width);
+    if (!ghost_notices(s).empty()) out += render_summary(s, style, o.width, o.scope);
     return o.unicode ? out : text::ascii_only(out);
   }
   std::string out = render_gpu_section(s, style, gpus) + render_process_table(s, style, o) + "\n" +
-                    render_summary(s, style, o.width);
+                    render_summary(s, style, o.width, o.scope);
   return o.unicode ? out : text::ascii_only(out);
 }
 

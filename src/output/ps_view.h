@@ -16,14 +16,17 @@ struct PsViewOptions {
   bool unicode = true;          // the terminal speaks UTF-8; otherwise ASCII only
   PsSort sort = PsSort::Pid;    // within each GPU's group of rows
   bool compact = false;         // one line per GPU instead of the tables
+  // What --pid, --user and --gpu narrowed the rows to (scope_words): an empty table names it.
+  std::string scope;
 };
 
 std::string render_process_table(const core::Snapshot& s, const Style& style,
                                  const PsViewOptions& options);
 // One line per GPU with ghost memory, then the next useful command; wrapped at the width
-// (never inside a command), when there is one.
+// (never inside a command), when there is one. `scope`: as PsViewOptions's.
 std::string render_summary(const core::Snapshot& s, const Style& style,
-                           std::optional<size_t> width = std::nullopt);
+                           std::optional<size_t> width = std::nullopt,
+                           const std::string& scope = {});
 std::string render_ps(const core::Snapshot& s, const Style& style, const PsViewOptions& options);
 std::string render_ps_csv(const core::Snapshot& s);
 

@@ -49,8 +49,9 @@ std::string screen(const core::Snapshot& snapshot, const PsWatchOptions& o,
                      text::local_date_time(snapshot.timestamp) + "\n\n";
   if (!snapshot.complete())
     text += style.paint(output::view_incomplete(snapshot), output::Color::Yellow) + "\n";
-  return text +
-         output::render_ps(snapshot, style, {o.tree, width, o.unicode, o.select.sort, o.compact});
+  return text + output::render_ps(snapshot, style,
+                                  {o.tree, width, o.unicode, o.select.sort, o.compact,
+                                   output::scope_words(o.select)});
 }
 
 }  // namespace

@@ -129,5 +129,27 @@ TEST(CommandLine, TheWholeCommandLineForFiltersAndCsv) {
   EXPECT_EQ(command_line_text({}, "kworker/0:1"), "[kworker/0:1]");
 }
 
+TEST(CommandLabel, WhatTellsJobsFromOneLongDirectoryApartComesFirst) {
+  // A program that runs no script: its own name right after it, the long path by its end.
+  EXPECT_EQ(command_label({"/opt/sim/bin/mkscenario",
+                           "/tmp/newcomer/runs/2026-01-01/s1/scenario.json", "--seed", "7"},
+                          "sim-s1"),
+            "mkscenario (sim-s1) …/s1/scenario.json --seed 7");
+  EXPECT_EQ(
+      command_label({"mkscenario", "/tmp/newcomer/runs/2026-01-01/s2/scenario.json"}, "mkscenario"),
+      "mkscenario …/s2/scenario.json");
+  // A script's name and the name after it stay as they were.
+  EXPECT_EQ(command_label({"sh", "/tmp/newcomer/runs/2026-01-01/jobs/pretrain_gpt.sh", "--worker"},
+                          "pt_data_worker"),
+            "sh pretrain_gpt.sh (pt_data_worker) --worker");
+  // Short paths, words that are no path, and the arguments after the first are left whole.
+  EXPECT_EQ(command_label({"mkscenario", "/tmp/s1/scenario.json"}, "mkscenario"),
+            "mkscenario /tmp/s1/scenario.json");
+  EXPECT_EQ(command_label({"bash", "-c", "cd /srv/a/very/long/directory/name && ./run"}, "bash"),
+            "bash -c cd /srv/a/very/long/directory/name && ./run");
+  EXPECT_EQ(command_label({"tool", "x", "/tmp/newcomer/runs/2026-01-01/s1/scenario.json"}, "tool"),
+            "tool x /tmp/newcomer/runs/2026-01-01/s1/scenario.json");
+}
+
 }  // namespace
 }  // namespace gpureap::output

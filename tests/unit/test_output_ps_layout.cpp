@@ -4,6 +4,7 @@
 // tree's branches; the selection and the order; the compact form; the figures and their JSON.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <sstream>
 
 #include "output/process_figures.h"
@@ -86,10 +87,82 @@ TEST(PsLayout, WithoutATerminalNothingIsCut) {
   auto text = render_ps(machine(), Style(false), {false, std::nullopt});
   EXPECT_EQ(text.find("…"), std::string::npos) << text;
   EXPECT_NE(text.find("train.py " + kLongTail), std::string::npos) << text;
-  // The name it gave itself follows what it runs, before the rest of its arguments.
-  EXPECT_NE(text.find("训练 工作进程 (p301) " + kLongTail), std::string::npos) << text;
+  // The name it gave itself follows what it runs (a program that runs no script: the program),
+  // before the rest of its arguments.
+  EXPECT_NE(text.find("训练 (p301) 工作进程 " + kLongTail), std::string::npos) << text;
   EXPECT_NE(text.find("NVIDIA H100 80GB HBM3 Extended Edition"), std::string::npos);
   EXPECT_NE(text.find("█"), std::string::npos);  // the full bar
+}
+
+// Jobs started from one long directory, with 7-digit PIDs (pid_max is 4194304 on current
+// distributions): three runs of one program on scenarios under one long path, each named for
+// itself; two python modules of one package behind interpreter flags; two shell scripts of one
+// long directory, one a renamed worker.
+struct SamePath {
+  core::Snapshot snapshot;
+  std::vector<std::pair<pid_t, std::vector<std::string>>> apart;  // each row's telling words
+};
+
+SamePath same_path_jobs() {
+  const std::string dir = "/tmp/newcomer/experiments/2026-01-01/nightly-sweep";
+  std::vector<core::HostProcess> ps{proc(1, 0, 1), proc(4194000, 1, 4194000)};
+  SamePath out;
+  std::vector<core::DriverProcess> listed_now;
+  auto add = [&](pid_t pid, std::vector<std::string> argv, std::string comm,
+                 std::vector<std::string> telling) {
+    auto p = holder(pid, 4194000, 4194000);
+    p.details->cmdline = std::move(argv);
+    p.stat.comm = std::move(comm);
+    ps.push_back(p);
+    listed_now.push_back(listed(pid, GiB));
+    out.apart.push_back({pid, std::move(telling)});
+  };
+  for (int i = 1; i <= 3; ++i) {
+    std::string n = std::to_string(i);
+    add(4194300 + i,
+        {dir + "/bin/mkscenario", dir + "/s" + n + "/scenario.json", "--seed", "7", "--hold",
+         "3600"},
+        "sim-s" + n, {"(sim-s" + n + ")", "s" + n + "/scenario.json"});
+  }
+  add(4194311,
+      {"/opt/conda/envs/research/bin/python3.11", "-u", "-X", "faulthandler", "-m",
+       "research.pipelines.train", "--config", dir + "/train.yaml"},
+      "python3.11", {"-m research.pipelines.train"});
+  add(4194312,
+      {"/opt/conda/envs/research/bin/python3.11", "-u", "-X", "faulthandler", "-m",
+       "research.pipelines.eval", "--config", dir + "/eval.yaml"},
+      "python3.11", {"-m research.pipelines.eval"});
+  add(4194321, {"/bin/sh", "-e", dir + "/jobs/train_resnet50.sh", "--epochs", "90"}, "sh",
+      {"sh train_resnet50.sh"});
+  add(4194322, {"/bin/sh", dir + "/jobs/pretrain_gpt.sh", "--worker", "3"}, "pt_data_worker",
+      {"sh pretrain_gpt.sh (pt_data_worker)"});
+  out.snapshot = make_snapshot(ps, {gpu(0, 0, 7 * GiB, listed_now)});
+  return out;
+}
+
+TEST(PsLayout, JobsFromOneLongPathReadApartAt80And120And200ColumnsWith7DigitPids) {
+  auto jobs = same_path_jobs();
+  for (bool tree : {false, true})
+    for (size_t width : {80u, 120u, 200u}) {
+      auto text = render_process_table(jobs.snapshot, Style(false), {tree, width});
+      auto lines = lines_of(text);
+      for (const auto& l : lines) EXPECT_LE(text::text_width(l), width) << width << ": " << l;
+      std::vector<std::string> rows;
+      for (const auto& [pid, telling] : jobs.apart) {
+        const std::string* row = line_with(lines, std::to_string(pid) + " ");
+        ASSERT_NE(row, nullptr) << pid << " at " << width << "\n" << text;
+        for (const auto& words : telling)
+          EXPECT_NE(row->find(words), std::string::npos)
+              << words << " at " << width << (tree ? " (tree)" : "") << "\n"
+              << text;
+        // What they share comes after what tells them apart, where a cut takes it first.
+        const size_t shared = row->find("/tmp/newcomer");
+        if (shared != std::string::npos) EXPECT_GT(shared, row->find(telling.back())) << *row;
+        rows.push_back(row->substr(row->find("  ")));
+      }
+      std::sort(rows.begin(), rows.end());
+      EXPECT_EQ(std::unique(rows.begin(), rows.end()), rows.end()) << text;
+    }
 }
 
 TEST(PsLayout, WideCharactersCountTwoColumnsWhenCut) {
