@@ -1,5 +1,6 @@
 #include "backend/nvml/nvml_backend.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <exception>
 #include <functional>
@@ -64,10 +65,6 @@ class NvmlBackend final : public GpuBackend {
   void collect_into(core::BackendReport& report) {
     if (!ready(report)) return;
     const SymbolTable& api = *api_;
-    for (const std::string& missing : api.missing_optional()) {
-      report.warnings.push_back("this NVML library lacks " + missing +
-                                "; that information is unknown");
-    }
     report.driver_version = system_string(Fn::DriverVersion);
     if (auto v = system_string(Fn::NvmlVersion)) report.set_detail("nvml_version", std::move(*v));
 
@@ -84,6 +81,27 @@ class NvmlBackend final : public GpuBackend {
       report.gpus.push_back(read_gpu(api, index, options_.pid_max));
     }
     if (options_.proc_root) attach_mig_capabilities(report.gpus, *options_.proc_root);
+    note_missing_capabilities(api, report);
+  }
+
+  // One note per capability the library lacks functions for. MIG's functions matter only where
+  // a GPU is in MIG mode (or its mode is unknown): elsewhere the note is --verbose's alone.
+  static void note_missing_capabilities(const SymbolTable& api, core::BackendReport& report) {
+    const bool mig_in_use = std::any_of(report.gpus.begin(), report.gpus.end(),
+                                        [](const core::Gpu& g) { return g.mig_mode != false; });
+    std::string quiet;
+    for (const auto& m : api.missing_capabilities()) {
+      std::string functions;
+      for (const auto& f : m.functions) functions += (functions.empty() ? "" : ", ") + f;
+      std::string note = "this NVML library lacks the functions for " + m.serves + " (" +
+                         functions + "), so they are unknown";
+      const bool mig = m.serves == "MIG instances";
+      if (mig && !mig_in_use)
+        quiet += (quiet.empty() ? "" : "\n") + note;
+      else
+        report.warnings.push_back(std::move(note));
+    }
+    if (!quiet.empty()) report.set_detail("quiet_notes", std::move(quiet));
   }
 
   // Library loaded, symbols resolved, NVML initialised; otherwise report.error says why.

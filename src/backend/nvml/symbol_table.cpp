@@ -1,5 +1,6 @@
 #include "backend/nvml/symbol_table.h"
 
+#include <algorithm>
 #include <string>
 
 namespace gpureap::backend::nvml {
@@ -138,6 +139,18 @@ std::vector<std::string> SymbolTable::missing_optional() const {
     }
   }
   return missing;
+}
+
+std::vector<SymbolTable::MissingCapability> SymbolTable::missing_capabilities() const {
+  std::vector<MissingCapability> out;
+  for (const auto& spec : kSpecs) {
+    if (spec.required || has(spec.fn)) continue;
+    auto it = std::find_if(out.begin(), out.end(),
+                           [&](const MissingCapability& m) { return m.serves == spec.serves; });
+    if (it == out.end()) it = out.insert(out.end(), {spec.serves, {}});
+    it->functions.push_back(spec.candidates[0].name);
+  }
+  return out;
 }
 
 }  // namespace gpureap::backend::nvml

@@ -86,6 +86,14 @@ class SymbolTable {
   // "nvmlDeviceGetTemperature (GPU temperature)" for each optional function not found.
   std::vector<std::string> missing_optional() const;
 
+  // What the missing optional functions leave unknown, one entry per capability ("MIG
+  // instances"), with the functions it lacks for it, in the table's order.
+  struct MissingCapability {
+    std::string serves;
+    std::vector<std::string> functions;
+  };
+  std::vector<MissingCapability> missing_capabilities() const;
+
  private:
   const ResolvedSymbol& at(Fn fn) const { return symbols_[static_cast<std::size_t>(fn)]; }
 
