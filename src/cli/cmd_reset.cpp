@@ -125,11 +125,17 @@ int run_reset(const GlobalOptions& g, const ResetOptions& o) {
   const backend::ResetTool& tool = *guarded.entry->reset;
   std::vector<std::string> command{tool.program};
   for (auto& arg : tool.arguments(guarded.backend_index)) command.push_back(std::move(arg));
-  if (find_on_path(tool.program).empty())
+  const bool tool_found = !find_on_path(tool.program).empty();
+  // A dry run runs nothing: it says what would run, and where the tool is missing, that too.
+  if (!tool_found && !o.dry_run)
     return fail({tool.program + " was not found on PATH", tool.missing_hint});
-  std::cout << "GPU " << o.gpu << " uses " << bytes_or_unknown(before)
-            << " and nothing holds it. Will run: " << joined(command) << "\n";
-  if (o.dry_run) return kExitOk;
+  std::cout << "GPU " << o.gpu << " uses " << bytes_or_unknown(before) << " and nothing holds it. "
+            << (o.dry_run ? "Would run: " : "Will run: ") << joined(command) << "\n";
+  if (o.dry_run) {
+    if (!tool_found)
+      std::cout << tool.program << " is not on PATH here; " << tool.missing_hint << "\n";
+    return kExitOk;
+  }
   if (::geteuid() != 0)
     return fail(
         {"a GPU reset needs root", "run `sudo gpureap reset --gpu " + std::to_string(o.gpu) + "`"});

@@ -253,7 +253,8 @@ void gone_pid(const DoctorInput& in, const core::ProcessRow& r, std::vector<Find
     auto& step = f.remedy[i];
     if (step.why.empty())
       step.why = step.command.rfind("gpureap reset", 0) == 0
-                     ? "frees the GPU's memory; refused while anything uses the GPU"
+                     ? paused_reset_note(in.last, gpus[i])
+                           .value_or("frees the GPU's memory; refused while anything uses the GPU")
                      : "frees the GPU's memory";
     step = with_mig_reset_note(in.last, gpus[i], step);
   }

@@ -106,6 +106,19 @@ core::Result<std::vector<ResetBlocker>> reset_blockers(const core::Snapshot& s, 
   return out;
 }
 
+std::optional<std::string> paused_reset_note(const core::Snapshot& s, unsigned index) {
+  auto blockers = reset_blockers(s, index);
+  if (!blockers) return std::nullopt;
+  std::vector<pid_t> paused;
+  for (const auto& b : *blockers)
+    if (const auto* p = s.find(b.pid); p && (p->stat.state == 'T' || p->stat.state == 't'))
+      paused.push_back(b.pid);
+  if (paused.empty()) return std::nullopt;
+  const bool one = paused.size() == 1;
+  return fmt::format("reset is blocked by paused PID{} {}; resume or end {} first", one ? "" : "s",
+                     pid_list(paused), one ? "it" : "them");
+}
+
 std::vector<std::string> mig_reset_lines(const core::Snapshot& s, unsigned index) {
   const core::Gpu* gpu = s.gpu(index);
   if (!gpu || gpu->instances.empty()) return {};
@@ -147,6 +160,7 @@ std::vector<std::string> reset_refusal(unsigned gpu, const std::vector<ResetBloc
 std::vector<std::string> reset_refusal(const core::Snapshot& s, unsigned index,
                                        const std::vector<ResetBlocker>& blockers) {
   auto plain = reset_refusal(index, blockers);
+  if (auto paused = paused_reset_note(s, index)) plain.insert(plain.end() - 1, "  " + *paused);
   const core::Gpu* gpu = s.gpu(index);
   if (!gpu || gpu->instances.empty()) return plain;
   // The header and the closing command stay; the blockers go under their instances.
@@ -165,6 +179,7 @@ std::vector<std::string> reset_refusal(const core::Snapshot& s, unsigned index,
     group(gi, fmt::format("  on {} ({}):", core::instance_place(index, gi),
                           safe_instance_words(*core::find_instance(*gpu, gi))));
   group(std::nullopt, fmt::format("  on GPU {} itself, in no one instance:", index));
+  if (auto paused = paused_reset_note(s, index)) out.push_back("  " + *paused);
   out.push_back(plain.back());
   return out;
 }

@@ -30,6 +30,11 @@ std::vector<std::string> reset_refusal(unsigned gpu, const std::vector<ResetBloc
 std::vector<std::string> reset_refusal(const core::Snapshot& s, unsigned gpu,
                                        const std::vector<ResetBlocker>& blockers);
 
+// "reset is blocked by paused PID 4242; resume or end it first" when a stopped process (Ctrl-Z,
+// SIGSTOP) is among what blocks a reset of GPU `gpu`: it holds the GPU forever unless resumed or
+// ended. Empty when none is.
+std::optional<std::string> paused_reset_note(const core::Snapshot& s, unsigned gpu);
+
 // What a reset of a MIG GPU does, said before anything else: it ends the work on every
 // instance. The first line, then one per GPU instance with the live processes in it and their
 // users ("0/3 (MIG 3g.40gb): bob's PID 4242 (python)"); empty when the GPU is not split.

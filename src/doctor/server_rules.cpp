@@ -104,10 +104,12 @@ void server_fault(const DoctorInput& in, const core::KernelGpuEvent& e,
   if (std::exchange(f.summary, summary) == summary) return;
   if (std::find(f.pids.begin(), f.pids.end(), server.pid) == f.pids.end())
     f.pids.push_back(server.pid);
+  const size_t clients = use ? use->clients.size() : 0;
   f.evidence.push_back(
-      fmt::format("{} runs the GPU work of {} client{} ({}): a fault in the server is theirs", name,
-                  use ? use->clients.size() : 0, use && use->clients.size() == 1 ? "" : "s",
-                  use ? pid_list(use->clients) : std::string()));
+      clients == 0 ? fmt::format("{} runs no client's GPU work now", name)
+                   : fmt::format("{} runs the GPU work of {} client{} ({}): a fault in the server "
+                                 "is theirs",
+                                 name, clients, clients == 1 ? "" : "s", pid_list(use->clients)));
   for (const auto& line : in.work_server_log) f.evidence.push_back(line);
   f.explanation = fmt::format(
                       "The {} hit a GPU fault; the work of every client it serves fails "

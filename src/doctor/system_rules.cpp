@@ -171,10 +171,15 @@ void ipc_rules(const DoctorInput& in, std::vector<Finding>& out) {
   f.severity = Severity::Warning;
   for (const auto& seg : in.ipc.segments) {
     f.memory_bytes += seg.size_bytes;
+    // A last user of 0: no process ever attached the segment.
     f.evidence.push_back(
-        fmt::format("System V shared memory segment {} ({}) has no attached process; its creator "
-                    "{} and last user {} are gone",
-                    seg.shmid, bytes_text(seg.size_bytes), seg.creator_pid, seg.last_pid));
+        seg.last_pid > 0 && seg.last_pid != seg.creator_pid
+            ? fmt::format("System V shared memory segment {} ({}) has no attached process; its "
+                          "creator {} and its last user {} are gone",
+                          seg.shmid, bytes_text(seg.size_bytes), seg.creator_pid, seg.last_pid)
+            : fmt::format("System V shared memory segment {} ({}) has no attached process; its "
+                          "creator {} is gone",
+                          seg.shmid, bytes_text(seg.size_bytes), seg.creator_pid));
     f.remedy.push_back({f.remedy.empty() ? StepKind::Run : StepKind::Then,
                         "ipcrm -m " + std::to_string(seg.shmid),
                         "removes segment " + std::to_string(seg.shmid)});

@@ -212,6 +212,38 @@ TEST(WorkServers, DoctorGivesOneFindingAndFixesNothingForAGoneClient) {
   EXPECT_TRUE(doctor::fixable(found).empty());
 }
 
+TEST(WorkServers, AnXidOfAServerWithNoClientsCountsNone) {
+  auto sc = scene();
+  auto& listed_now = sc.reading.gpus[0].processes;
+  std::erase_if(listed_now,
+                [](const core::DriverProcess& p) { return p.pid == kClient || p.pid == kGone; });
+  auto s = joined(sc);
+  s.proc.boot_time = 1'700'000'000 - 100'000;
+  core::KernelGpuEvent e;
+  e.vendor = "nvidia";
+  e.kind = "xid";
+  e.code = 31;
+  e.gpu = 0;
+  e.pid = kServer;
+  e.level = core::KernelEventLevel::Warning;
+  e.time = std::chrono::system_clock::time_point(std::chrono::seconds(1'700'000'000 - 600));
+  core::KernelLog log;
+  log.events = {e};
+  doctor::DoctorInput in{s, s, {}, std::nullopt, nullptr, {}, &log};
+  const doctor::Finding* xid = nullptr;
+  auto found = doctor::diagnose(in);
+  for (const auto& f : found)
+    if (f.code == doctor::FindingCode::GpuXid) xid = &f;
+  ASSERT_NE(xid, nullptr);
+  bool said = false;
+  for (const auto& line : xid->evidence) {
+    EXPECT_EQ(line.find("0 client"), std::string::npos) << line;
+    EXPECT_EQ(line.find("()"), std::string::npos) << line;
+    said = said || line == "MPS server runs no client's GPU work now";
+  }
+  EXPECT_TRUE(said) << ::testing::PrintToString(xid->evidence);
+}
+
 TEST(WorkServers, AnXidOfTheServerSaysItsClientsWorkFailsWithTheLogAsEvidence) {
   auto s = joined(scene());
   s.proc.boot_time = 1'700'000'000 - 100'000;

@@ -58,5 +58,27 @@ TEST(ResetGuard, OneBlockerIsNamedAsOneAndItsNameIsEscaped) {
                 "  end it first: gpureap kill 300"}));
 }
 
+TEST(ResetGuard, APausedJobIsNamedAsWhatBlocksTheReset) {
+  // 300 is stopped (Ctrl-Z) on GPU 0; 301 runs there.
+  auto s = make_snapshot(
+      {proc(1, 0, 1), holder(300, 1, 300, 0, 'T'), holder(301, 1, 301, 0)},
+      {gpu(0, 0, 4 * GiB, {listed(300, 2 * GiB), listed(301, 2 * GiB)}), gpu(1, 1, 0, {})});
+  EXPECT_EQ(paused_reset_note(s, 0), "reset is blocked by paused PID 300; resume or end it first");
+  EXPECT_EQ(paused_reset_note(s, 1), std::nullopt) << "nothing paused holds GPU 1";
+  auto blockers = reset_blockers(s, 0);
+  ASSERT_TRUE(blockers);
+  auto lines = reset_refusal(s, 0, *blockers);
+  ASSERT_EQ(lines.size(), 5u) << ::testing::PrintToString(lines);
+  EXPECT_EQ(lines[3], "  reset is blocked by paused PID 300; resume or end it first");
+  EXPECT_EQ(lines[4], "  end them first: gpureap kill 300 301");
+  // Without a paused blocker the refusal is as it was.
+  auto running = make_snapshot({proc(1, 0, 1), holder(301, 1, 301, 0)},
+                               {gpu(0, 0, 2 * GiB, {listed(301, 2 * GiB)})});
+  auto one = reset_blockers(running, 0);
+  ASSERT_TRUE(one);
+  EXPECT_EQ(reset_refusal(running, 0, *one), reset_refusal(0, *one));
+  EXPECT_EQ(paused_reset_note(running, 0), std::nullopt);
+}
+
 }  // namespace
 }  // namespace gpureap::doctor

@@ -116,6 +116,30 @@ TEST(DoctorRules, LeakedWhenTheMemoryStaysAndNothingHoldsIt) {
   EXPECT_EQ(find(fs, "releasing"), nullptr);
 }
 
+TEST(DoctorRules, ALeakWhoseResetAPausedJobBlocksSaysSo) {
+  // Gone 999 leaked 8 GiB on GPU 0, where job 300 is stopped with its own 2 GiB.
+  auto scene = [](auto make) {
+    return make(
+        std::vector<core::HostProcess>{proc(1, 0, 1), holder(300, 1, 300, 0, 'T')},
+        std::vector<core::Gpu>{gpu(0, 0, 10 * GiB, {listed(999, 8 * GiB), listed(300, 2 * GiB)})});
+  };
+  auto first = scene([](auto ps, auto gs) { return make_snapshot(ps, gs); });
+  auto last = scene([](auto ps, auto gs) { return later(ps, gs); });
+  auto fs = run(first, last);
+  const auto* f = find(fs, "leaked-memory", 999);
+  ASSERT_NE(f, nullptr);
+  EXPECT_TRUE(remedy_has(*f,
+                         "gpureap reset --gpu 0   # reset is blocked by paused PID 300; "
+                         "resume or end it first"));
+  // Nothing paused: the reset's usual words.
+  auto calm = run(make_snapshot({proc(1, 0, 1)}, {gpu(0, 0, 8 * GiB, {listed(999, 8 * GiB)})}),
+                  later({proc(1, 0, 1)}, {gpu(0, 0, 8 * GiB, {listed(999, 8 * GiB)})}));
+  const auto* g = find(calm, "leaked-memory", 999);
+  ASSERT_NE(g, nullptr);
+  EXPECT_FALSE(remedy_has(*g, "paused"));
+  EXPECT_TRUE(remedy_has(*g, "refused while anything uses the GPU"));
+}
+
 TEST(DoctorRules, ReleasingWhenTheGonePidLeavesTheListsBetweenSamples) {
   auto first = make_snapshot({proc(1, 0, 1)}, {gpu(0, 0, 8 * GiB, {listed(999, 8 * GiB)})});
   auto last = later({proc(1, 0, 1)}, {gpu(0, 0, 0, {})});
@@ -277,6 +301,27 @@ TEST(DoctorRules, IpcResidue) {
   EXPECT_EQ(f->memory_bytes, 96 * MiB);
   EXPECT_TRUE(remedy_has(*f, "ipcrm -m 65538"));
   EXPECT_TRUE(remedy_has(*f, "rm '/dev/shm/torch_1234 x'"));
+}
+
+TEST(DoctorRules, AnIpcSegmentNeverAttachedNamesNoLastUser) {
+  procfs::IpcResidue ipc;
+  ipc.segments.push_back({0, 65538, 64 * MiB, 111, 0, 0, 0});    // never attached
+  ipc.segments.push_back({0, 65539, 64 * MiB, 111, 111, 0, 0});  // its creator last
+  ipc.segments.push_back({0, 65540, 64 * MiB, 111, 112, 0, 0});  // another process last
+  auto s = make_snapshot({proc(1, 0, 1)}, {});
+  auto fs = run(s, s, ipc);
+  const auto* f = find(fs, "ipc-residue");
+  ASSERT_NE(f, nullptr);
+  ASSERT_EQ(f->evidence.size(), 3u);
+  EXPECT_EQ(f->evidence[0],
+            "System V shared memory segment 65538 (64 MiB) has no attached process; its creator "
+            "111 is gone");
+  EXPECT_EQ(f->evidence[1],
+            "System V shared memory segment 65539 (64 MiB) has no attached process; its creator "
+            "111 is gone");
+  EXPECT_EQ(f->evidence[2],
+            "System V shared memory segment 65540 (64 MiB) has no attached process; its creator "
+            "111 and its last user 112 are gone");
 }
 
 TEST(DoctorRules, ContainerHoldersGetTheRuntimesStopCommand) {
