@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <iostream>
@@ -16,6 +17,7 @@
 #include "export/history_json.h"
 #include "output/audit_view.h"
 #include "output/snapshot_json.h"
+#include "output/table.h"
 #include "text/byte_format.h"
 #include "text/escape.h"
 
@@ -133,7 +135,10 @@ int run_audit(const GlobalOptions& g, const AuditOptions& o) {
     return kExitOk;
   }
   auto style = output::Style::for_stdout(g.no_color);
-  std::cout << output::render_audit_table(contents->records, style, terminal_width()) << "\n"
+  std::cout << output::render_audit_table(
+                   contents->records, style,
+                   output::fit_width(terminal_width(), std::getenv("COLUMNS")))
+            << "\n"
             << summary(contents->records, *contents);
   return kExitOk;
 }

@@ -1,7 +1,9 @@
 #include "cli/cmd_doctor.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <iostream>
 #include <optional>
@@ -20,6 +22,7 @@
 #include "output/snapshot_json.h"
 #include "reap/collector_world.h"
 #include "reap/safety.h"
+#include "text/display_width.h"
 #include "text/escape.h"
 
 namespace gpureap::cli {
@@ -181,15 +184,36 @@ std::optional<daemon::Answer> from_daemon(const GlobalOptions& g, const DoctorOp
   return ask_daemon(*path, request);
 }
 
+// Whether stdout and stderr are one terminal: the report then shows where the early lines are.
+bool one_terminal() {
+  struct stat out {
+  }, err{};
+  return ::isatty(STDOUT_FILENO) && ::isatty(STDERR_FILENO) && ::fstat(STDOUT_FILENO, &out) == 0 &&
+         ::fstat(STDERR_FILENO, &err) == 0 && out.st_rdev == err.st_rdev;
+}
+
+// The terminal lines `text` takes, a line longer than the width taking more.
+size_t screen_lines(const std::string& text, size_t width) {
+  size_t lines = 0;
+  for (size_t i = 0; i < text.size();) {
+    size_t end = std::min(text.find('\n', i), text.size());
+    size_t w = text::text_width(std::string_view(text).substr(i, end - i));
+    lines += width && w > width ? (w + width - 1) / width : 1;
+    i = end + 1;
+  }
+  return lines;
+}
+
 // Before the wait for the second sample, on a terminal: why it waits, and the problems the
 // first sample shows already (those that do not depend on how memory moves), so a person is
-// never left looking at nothing.
-void say_settling(const GlobalOptions& g, const DoctorOptions& o, const DoctorRun& run,
-                  const collect::Collector& collector, const core::Snapshot& first) {
-  std::cerr << "gpureap: checking again in " << core::format_duration(run.settle)
-            << " to tell memory being released from leaked memory"
-            << (output::locale_speaks_utf8() ? "…" : "...") << "\n";
-  if (g.json) return;
+// never left looking at nothing. Returns what it wrote.
+std::string say_settling(const GlobalOptions& g, const DoctorOptions& o, const DoctorRun& run,
+                         const collect::Collector& collector, const core::Snapshot& first) {
+  std::string said = "gpureap: checking again in " + core::format_duration(run.settle) +
+                     " to tell memory being released from leaked memory" +
+                     (output::locale_speaks_utf8() ? "…" : "...") + "\n";
+  std::cerr << said << std::flush;
+  if (g.json) return said;
   doctor::DoctorInput input{
       first,        first, collector.ipc_residue(first.proc), o.gpu, reap::is_protected_process,
       run.threshold};
@@ -208,6 +232,7 @@ void say_settling(const GlobalOptions& g, const DoctorOptions& o, const DoctorRu
   std::string lines = output::render_doctor_summaries(
       early, output::Style(false), {.gpu = o.gpu, .width = text.width, .unicode = text.unicode});
   if (!lines.empty()) std::cerr << "Found so far:\n" << lines << std::flush;
+  return lines.empty() ? said : said + "Found so far:\n" + lines;
 }
 
 }  // namespace
@@ -285,8 +310,13 @@ int run_doctor(const GlobalOptions& g, const DoctorOptions& given) {
       if (!unknown->driver_down) return fail_scope(*unknown, kDoctorCannotRun);
     }
   if (doctor::needs_settle(first, o.gpu)) {
-    if (::isatty(STDERR_FILENO)) say_settling(g, o, *run, *collector, first);
+    std::string said;
+    if (::isatty(STDERR_FILENO)) said = say_settling(g, o, *run, *collector, first);
     std::this_thread::sleep_for(run->settle);
+    // The report says it all again: on one terminal the early lines give way to it (cursor up
+    // over them, erase to the end of the screen).
+    if (!said.empty() && one_terminal())
+      std::cerr << "\x1b[" << screen_lines(said, text_width()) << "A\x1b[J" << std::flush;
   }
   auto last = collector->collect();
   Doctor doc(g, o, *run, *collector);

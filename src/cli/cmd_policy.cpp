@@ -4,8 +4,11 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <iostream>
+#include <optional>
 
 #include "core/duration.h"
 #include "daemon/config.h"
@@ -14,6 +17,7 @@
 #include "policy/exemption.h"
 #include "policy/matcher.h"
 #include "text/byte_format.h"
+#include "text/display_width.h"
 #include "text/escape.h"
 
 namespace gpureap::cli {
@@ -67,11 +71,31 @@ std::string what_it_does(const Policy& p, bool enforce) {
   return action + when;
 }
 
+// Each line of `text` wrapped to the width, the lines after the first indented by `indent`.
+std::string wrapped(const std::string& text, std::optional<size_t> width, size_t indent = 0) {
+  std::string out = output::wrap_text(text, width);
+  if (indent == 0) return out;
+  std::string hanging;
+  for (size_t i = 0; i < out.size();) {
+    size_t end = out.find('\n', i);
+    if (i > 0 && end > i) hanging += std::string(indent, ' ');
+    hanging += out.substr(i, end - i + 1);
+    i = end + 1;
+  }
+  return hanging;
+}
+
 void print_policy(std::ostream& out, const Policy& p, const std::vector<Evaluation>& evals,
-                  const core::Snapshot& s, bool enforce, const output::Style& style) {
-  out << "policy " << text::terminal_safe(p.name) << " (line " << p.line
-      << "): " << what_it_does(p, enforce) << "\n";
-  output::Table matches({"PID", "USER", "COMMAND", "GPU", "MEMORY", "WHY"});
+                  const core::Snapshot& s, bool enforce, const output::Style& style,
+                  std::optional<size_t> width) {
+  out << output::wrap_text("policy " + text::terminal_safe(p.name) + " (line " +
+                               std::to_string(p.line) + "): " + what_it_does(p, enforce),
+                           width);
+  struct Match {
+    std::vector<output::Cell> cells;
+    output::Cell why;
+  };
+  std::vector<Match> found;
   std::vector<std::string> others;
   for (const auto& e : evals) {
     std::string name = text::terminal_safe(process_name(s, e.pid));
@@ -80,12 +104,12 @@ void print_policy(std::ostream& out, const Policy& p, const std::vector<Evaluati
       for (const auto& c : e.checks)
         if (c.verdict == policy::Verdict::Unknown)
           why += (why.empty() ? "" : "; ") + ("to be seen: " + c.detail);
-      matches.add(
-          {{std::to_string(e.pid)},
-           {text::terminal_safe(user_of(s, e.pid))},
-           {name},
-           {gpus_text(e.gpus)},
-           {e.memory_bytes ? text::human_bytes(*e.memory_bytes) : "-"},
+      found.push_back(
+          {{{std::to_string(e.pid)},
+            {text::terminal_safe(user_of(s, e.pid))},
+            {name},
+            {gpus_text(e.gpus)},
+            {e.memory_bytes ? text::human_bytes(*e.memory_bytes) : "-"}},
            {text::terminal_safe(why), e.matched() ? output::Color::Red : output::Color::Yellow}});
     } else if (e.exempt) {
       others.push_back(std::to_string(e.pid) + " " + name + ": exempt, " + *e.exempt);
@@ -93,12 +117,45 @@ void print_policy(std::ostream& out, const Policy& p, const std::vector<Evaluati
       others.push_back(std::to_string(e.pid) + " " + name + ": " + text::terminal_safe(c->detail));
     }
   }
-  if (matches.empty())
-    out << "  matches nothing now\n";
-  else
-    out << matches.render(style, terminal_width());
-  for (const auto& line : others) out << "  not matched: " << line << "\n";
+  if (found.empty()) out << "  matches nothing now\n";
+  // WHY is the last column while the widest fits the width; else each goes on a line under its
+  // row, wrapped, as the kill plan's "why:" does.
+  std::vector<std::string> headers = {"PID", "USER", "COMMAND", "GPU", "MEMORY", "WHY"};
+  size_t inline_width = 0;
+  for (size_t c = 0; c < headers.size(); ++c) {
+    size_t w = text::text_width(headers[c]);
+    for (const auto& m : found)
+      w = std::max(w, text::text_width(c < m.cells.size() ? m.cells[c].text : m.why.text));
+    inline_width += w + (c + 1 < headers.size() ? 2 : 0);
+  }
+  const bool why_inline = !width || inline_width <= *width;
+  if (!why_inline) headers.pop_back();
+  output::Table matches(headers);
+  for (auto& m : found) {
+    if (why_inline) {
+      m.cells.push_back(m.why);
+      matches.add(std::move(m.cells));
+    } else {
+      matches.add(std::move(m.cells));
+      matches.add_note(1, {"why: " + m.why.text, m.why.color});
+    }
+  }
+  if (!found.empty()) out << matches.render(style, width);
+  for (const auto& line : others) out << wrapped("  not matched: " + line, width, 4);
   out << "\n";
+}
+
+// Where the daemon answers how long each match has held. A listen port of 0 is any free port:
+// the daemon's log names the one it got.
+std::string policies_endpoint_line(const exporter::ListenAddress& listen) {
+  const std::string url = "http://" + text::terminal_safe(listen.text()) + "/api/v1/policies";
+  if (listen.port == 0)
+    return "This is one snapshot: how long each match has held, and when the daemon will act, "
+           "is in its /api/v1/policies, on the port its log names at start (listen = \"" +
+           text::terminal_safe(listen.text()) + "\" takes any free port).";
+  return "This is one snapshot: how long each match has held, and when the daemon will act, is "
+         "in its /api/v1/policies: `curl -s " +
+         url + "`.";
 }
 
 nlohmann::json policy_json(const Policy& p, const std::vector<Evaluation>& evals,
@@ -190,26 +247,29 @@ int run_policy(const GlobalOptions& g, const PolicyOptions& o) {
     return kExitOk;
   }
   auto style = output::Style::for_stdout(g.no_color);
-  std::cout << "Policies in " << text::terminal_safe(path) << ": enforce is "
-            << (config->enforce ? "on: matching processes are ended"
-                                : "off: actions are only logged as \"would\"")
-            << "\n";
+  const auto width = output::fit_width(terminal_width(), std::getenv("COLUMNS"));
+  std::cout << output::wrap_text(
+      "Policies in " + text::terminal_safe(path) + ": enforce is " +
+          (config->enforce ? "on: matching processes are ended"
+                           : "off: actions are only logged as \"would\""),
+      width);
   if (const auto* down = snapshot.drivers.first_down(); down && !snapshot.drivers.any_available())
-    std::cout << "The GPU driver is not available ("
-              << text::terminal_safe(down->error.value_or("unknown"))
-              << "): only device-file holders are shown, and memory conditions cannot match.\n";
+    std::cout << output::wrap_text(
+        "The GPU driver is not available (" + text::terminal_safe(down->error.value_or("unknown")) +
+            "): only device-file holders are shown, and memory conditions cannot match.",
+        width);
   if (!snapshot.complete())
-    std::cout << "The view is incomplete: " << snapshot.proc.uninspectable
-              << " processes could not be inspected; run as root to see what the daemon sees.\n";
+    std::cout << output::wrap_text(
+        "The view is incomplete: " + std::to_string(snapshot.proc.uninspectable) +
+            " processes could not be inspected; run as root to see what the daemon sees.",
+        width);
   if (policies.empty()) std::cout << "No [[policy]] tables.\n";
   std::cout << "\n";
   for (const auto& p : policies)
-    print_policy(std::cout, p, policy::evaluate(p, context), snapshot, config->enforce, style);
+    print_policy(std::cout, p, policy::evaluate(p, context), snapshot, config->enforce, style,
+                 width);
   if (!policies.empty())
-    std::cout
-        << "This is one snapshot: how long each match has held, and when the daemon will act, "
-           "is in its /api/v1/policies (curl -s http://"
-        << text::terminal_safe(config->listen.text()) << "/api/v1/policies).\n";
+    std::cout << output::wrap_text(policies_endpoint_line(config->listen), width);
   return kExitOk;
 }
 

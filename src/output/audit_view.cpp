@@ -1,7 +1,10 @@
 #include "output/audit_view.h"
 
+#include <algorithm>
+
 #include "output/table.h"
 #include "text/byte_format.h"
+#include "text/display_width.h"
 #include "text/escape.h"
 #include "text/time_format.h"
 
@@ -62,20 +65,42 @@ std::string memory_of(const std::vector<audit::GpuMemory>& memory) {
 
 std::string render_audit_table(const std::vector<audit::Record>& records, const Style& style,
                                std::optional<size_t> max_width) {
-  Table table(
+  Table wide(
       {"TIME (UTC)", "BY", "ACTION", "OUTCOME", "PID", "USER", "MEMORY", "RELEASED", "COMMAND"});
   for (const auto& r : records) {
-    table.add({{table_time(r.time)},
-               {source_of(r)},
-               {or_dash(r.action)},
-               {or_dash(r.outcome), outcome_color(r.outcome)},
-               {r.process.pid > 0 ? std::to_string(r.process.pid) : "-"},
-               {user_of(r.process)},
-               {memory_of(r.memory)},
-               {r.released_bytes ? text::human_bytes(*r.released_bytes) : "-"},
-               {command_of(r)}});
+    wide.add({{table_time(r.time)},
+              {source_of(r)},
+              {or_dash(r.action)},
+              {or_dash(r.outcome), outcome_color(r.outcome)},
+              {r.process.pid > 0 ? std::to_string(r.process.pid) : "-"},
+              {user_of(r.process)},
+              {memory_of(r.memory)},
+              {r.released_bytes ? text::human_bytes(*r.released_bytes) : "-"},
+              {command_of(r)}});
   }
-  return table.render(style, max_width);
+  if (!max_width) return wide.render(style, max_width);
+  const std::string plain = wide.render(Style(false), std::nullopt);
+  size_t widest = 0;
+  for (size_t i = 0; i < plain.size();) {
+    size_t end = std::min(plain.find('\n', i), plain.size());
+    widest = std::max(widest, text::text_width(std::string_view(plain).substr(i, end - i)));
+    i = end + 1;
+  }
+  if (widest <= *max_width) return wide.render(style, max_width);
+  // Narrow: who asked, the action and the user go to a line under each row, so the memory,
+  // what came back and the command keep their columns.
+  Table narrow({"TIME (UTC)", "OUTCOME", "PID", "MEMORY", "RELEASED", "COMMAND"});
+  for (const auto& r : records) {
+    narrow.add({{table_time(r.time)},
+                {or_dash(r.outcome), outcome_color(r.outcome)},
+                {r.process.pid > 0 ? std::to_string(r.process.pid) : "-"},
+                {memory_of(r.memory)},
+                {r.released_bytes ? text::human_bytes(*r.released_bytes) : "-"},
+                {command_of(r)}});
+    narrow.add_note(1, {"by " + source_of(r) + ", action " + or_dash(r.action) + ", user " +
+                        user_of(r.process)});
+  }
+  return narrow.render(style, max_width);
 }
 
 nlohmann::json audit_to_json(const std::vector<audit::Record>& records, size_t malformed_lines) {

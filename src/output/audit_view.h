@@ -13,8 +13,10 @@ namespace gpureap::output {
 
 inline constexpr const char* kAuditSchema = "gpureap.audit/v1";
 
-// TIME (UTC) POLICY ACTION OUTCOME PID USER MEMORY RELEASED COMMAND; the command last, so a
-// narrow terminal cuts only it.
+// TIME (UTC) BY ACTION OUTCOME PID USER MEMORY RELEASED COMMAND; the command last, so a
+// narrow terminal cuts only it. Where that table is wider than the terminal, BY, ACTION and
+// USER go to a line under each row ("by ghosts, action terminate, user alice"), so MEMORY, RELEASED
+// and COMMAND keep their columns.
 std::string render_audit_table(const std::vector<audit::Record>& records, const Style& style,
                                std::optional<size_t> max_width);
 
