@@ -4,8 +4,9 @@
 # 250 KiB), which it reads at run time for the names of AMD and Intel GPUs (the tests bring
 # their own excerpt); nothing more.
 #   --tests  also what the test suite needs: GoogleTest, the NVML test double's build, tmux
-#         for the terminal tests, prometheus and prometheus-alertmanager for the tests against
-#         the real engines, and the packaging tools (--package)
+#         for the terminal tests, prometheus, prometheus-alertmanager and curl (which those
+#         tests query them with) for the tests against the real engines and the cluster view,
+#         and the packaging tools (--package)
 #   --package  dpkg-dev and file for the .deb's dependencies (CPack runs dpkg-shlibdeps on what
 #         file finds to be ELF), man-db for the package test's `man -w`
 #   --ci  also what CI's extra stages need: clang and libFuzzer for the instrumented build
@@ -26,7 +27,7 @@ slurm=(slurmctld slurmd slurm-client munge)
 want_slurm=0
 for arg in "$@"; do
   case "$arg" in
-    --tests) packages+=(libgtest-dev tmux prometheus prometheus-alertmanager "${package_tools[@]}") ;;
+    --tests) packages+=(libgtest-dev tmux prometheus prometheus-alertmanager curl "${package_tools[@]}") ;;
     --package) packages+=("${package_tools[@]}") ;;
     --ci) packages+=(clang libclang-rt-14-dev llvm-14 clang-format clang-tidy) ;;
     --browser) packages+=(chromium) ;;
