@@ -69,13 +69,17 @@ class Decider {
   // tick) can be the one the driver lists, by the ends the daemon saw (ProcView::ends): not when
   // the listed process had ended by then, nor when another process took the number after the
   // listing was first seen and before `when`. Without the daemon's records, nothing says no.
-  bool could_be_listed(pid_t pid, uint64_t when) const {
+  // `forked`: the process started at `when` was forked by that one (the daemon saw the fork),
+  // so it began before that one ended, in the same tick at the latest.
+  bool could_be_listed(pid_t pid, uint64_t when, bool forked = false) const {
     auto since = proc_.listed_since.find(pid);
     auto ends = proc_.ends.find(pid);
     if (since == proc_.listed_since.end() || ends == proc_.ends.end()) return true;
     for (const auto& life : ends->second) {
       const bool listed_one = life.start_ticks <= since->second;
-      if (listed_one && life.end_ticks < when) return false;
+      // Ticks are 10 ms: a process that started in the tick its number's listed owner ended
+      // in may have come after it, and is no proven kin.
+      if (listed_one && (forked ? life.end_ticks < when : life.end_ticks <= when)) return false;
       if (!listed_one && life.start_ticks <= when) return false;
     }
     return true;
@@ -87,7 +91,7 @@ class Decider {
     for (int depth = 0; cur && depth < 4096; ++depth) {
       auto it = proc_.exited_parents.find(cur->stat.pid);
       if (it != proc_.exited_parents.end() && it->second == pid)
-        return could_be_listed(pid, cur->stat.start_ticks);
+        return could_be_listed(pid, cur->stat.start_ticks, true);
       if (cur->stat.ppid <= 1) return false;
       cur = find(cur->stat.ppid);
     }

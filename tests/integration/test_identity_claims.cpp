@@ -383,8 +383,10 @@ TEST(IdentityClaims, ThroughTheDaemonAReusedGroupNumberMakesNoKeeper) {
   auto row = daemon_row(*d, gone);
   EXPECT_EQ(row["ghost"]["keepers"], json::array({worker})) << row.dump(2);
   EXPECT_EQ(row["ghost"]["other_holders"], json::array({stranger})) << row.dump(2);
-  auto doc = parse_output(run_gpureap({"doctor", "--json", "--settle", "100ms"},
-                                      {"GPUREAP_DAEMON_SOCKET=" + dir.file("gpureap.sock")}));
+  auto served = run_gpureap({"doctor", "--json", "--settle", "0s"},
+                            {"GPUREAP_DAEMON_SOCKET=" + dir.file("gpureap.sock")});
+  auto doc = parse_output(served);
+  EXPECT_EQ(doc["source"]["kind"], "daemon") << served.err;
   auto f = finding_naming(doc, gone);
   ASSERT_FALSE(f.is_null()) << doc.dump(2);
   EXPECT_EQ(sorted(pids(f["pids"])), sorted({gone, worker}));
