@@ -167,18 +167,13 @@ class AlertmanagerChain : public ::testing::Test {
       GTEST_SKIP() << kAlertmanager << " or " << kAmtool
                    << " is not installed: install prometheus-alertmanager (scripts/install-deps.sh "
                       "does) to run the chain against the real Alertmanager";
-    keeper_ = std::make_unique<Child>([this] {
-      hold(dev_.dev("nvidia0"));
-      ready_.signal();
-    });
-    ready_.wait();
-    nvml_ = std::make_unique<FakeNvml>(chain_scenario(dead_pid(), keeper_->pid()));
+    ghost_ = gone_trainer(dev_);  // its worker, in its group, keeps it
+    nvml_ = std::make_unique<FakeNvml>(chain_scenario(ghost_->trainer, keeper()));
   }
-  pid_t keeper() const { return keeper_->pid(); }
+  pid_t keeper() const { return ghost_->worker; }
 
   FakeDevRoot dev_;
-  Ready ready_;
-  std::unique_ptr<Child> keeper_;
+  std::unique_ptr<GoneTrainer> ghost_;
   std::unique_ptr<FakeNvml> nvml_;
 };
 
@@ -243,7 +238,7 @@ retry_backoff = "100ms"
                             "--comment=maintenance", "--duration=1h"});
   ASSERT_EQ(silence.exit_code, 0) << silence.err;
   const size_t seen_before = receiver.count("GpuGhostSeen", "firing");
-  replace_scenario(*nvml_, chain_scenario(dead_pid(), keeper()));
+  replace_scenario(*nvml_, chain_scenario(ghost_->trainer, keeper()));
   ASSERT_TRUE(wait_until([&] {
     alerts = am.query("GpuGhost", true);
     return alerts.is_array() && alerts.size() == 1 && alerts[0]["status"]["state"] == "suppressed";

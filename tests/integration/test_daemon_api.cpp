@@ -34,25 +34,22 @@ json parse(const HttpResponse& r) {
 // A job on GPU 0 and a gone PID whose context its worker keeps.
 struct World {
   FakeDevRoot dev;
-  Ready ready, worker_ready;
+  Ready ready;
   Child job{[this] {
     hold(dev.dev("nvidia0"));
     ready.signal();
   }};
-  Child worker{[this] {
-    hold(dev.dev("nvidia0"));
-    worker_ready.signal();
-  }};
-  pid_t gone = dead_pid();
+  // The gone trainer led its group; its worker is in it.
+  std::unique_ptr<GoneTrainer> ghost = gone_trainer(dev);
+  pid_t gone = ghost->trainer;
   std::unique_ptr<FakeNvml> nvml;
   TempDir cfg;
 
   World() {
     ready.wait();
-    worker_ready.wait();
     nvml = std::make_unique<FakeNvml>(api_scenario(
         json::array({{{"pid", job.pid()}, {"used_bytes", 4 * GiB}, {"sm_util", 25}},
-                     {{"pid", gone}, {"used_bytes", 8 * GiB}, {"holders", {worker.pid()}}}})));
+                     {{"pid", gone}, {"used_bytes", 8 * GiB}, {"holders", {ghost->worker}}}})));
   }
   std::string config(const std::string& text) {
     std::ofstream(cfg.file("config.toml")) << text;
@@ -74,7 +71,7 @@ TEST(DaemonApi, SnapshotIsThePsDocument) {
   EXPECT_EQ(doc["gpus"][0]["uuid"], "GPU-0000");
   EXPECT_FALSE(row_of(doc, w.job.pid()).is_null()) << doc.dump(2);
   EXPECT_FALSE(row_of(doc, w.gone).is_null());
-  EXPECT_FALSE(row_of(doc, w.worker.pid()).is_null());
+  EXPECT_FALSE(row_of(doc, w.ghost->worker).is_null());
   // The same document `gpureap ps --json` prints.
   auto ps = run_json({"ps", "--json", "--dev-root", w.dev.path()}, w.nvml->env());
   EXPECT_EQ(doc["processes"].size(), ps["processes"].size());
@@ -175,7 +172,7 @@ TEST(DaemonApi, ReadOnlyNoMethodButGetAndHead) {
   EXPECT_EQ(head.status, 200);
   EXPECT_TRUE(head.body.empty());
   EXPECT_TRUE(is_alive(w.job.pid()));
-  EXPECT_TRUE(is_alive(w.worker.pid()));
+  EXPECT_TRUE(is_alive(w.ghost->worker));
 }
 
 TEST(DaemonAuth, TokenGuardsEverythingButHealthz) {

@@ -42,13 +42,13 @@ TEST(DaemonMetrics, ValuesMatchTheScenarioAndChangeWhenAHolderDies) {
   REQUIRE_DOUBLE();
   FakeDevRoot dev;
   Child job = holding(dev, "nvidia0");
-  // A trainer that is gone; its forked worker still holds the device file, so the driver
-  // keeps listing the trainer's 8 GiB.
-  Child worker = holding(dev, "nvidia0");
-  pid_t trainer = dead_pid();
+  // A trainer that is gone; its forked worker (its group) still holds the device file, so the
+  // driver keeps listing the trainer's 8 GiB.
+  auto ghost = gone_trainer(dev, "nvidia0");
+  const pid_t trainer = ghost->trainer;
   FakeNvml nvml(gpu0(
       json::array({{{"pid", job.pid()}, {"used_bytes", 4 * GiB}},
-                   {{"pid", trainer}, {"used_bytes", 8 * GiB}, {"holders", {worker.pid()}}}})));
+                   {{"pid", trainer}, {"used_bytes", 8 * GiB}, {"holders", {ghost->worker}}}})));
   TempDir cfg;
   // The periodic holder scan is an hour away: the changes below must be seen because the
   // driver's list moved.
@@ -88,7 +88,8 @@ TEST(DaemonMetrics, ValuesMatchTheScenarioAndChangeWhenAHolderDies) {
   EXPECT_EQ(r.body.find("gpureap_process_memory_bytes{"), std::string::npos);
 
   // The worker dies: nothing keeps the trainer's context, the driver releases it.
-  worker.kill_and_reap();
+  ::kill(ghost->worker, SIGKILL);
+  ASSERT_TRUE(wait_gone(ghost->worker));
   EXPECT_TRUE(wait_until([&] {
     return d.metric(gpu_series("gpureap_gpu_memory_ghost_bytes")) == 0;
   })) << d.get("/metrics").body;

@@ -42,16 +42,13 @@ TEST(ReportCli, TheDaemonsHistoryWithItsGhostAndItsKeeper) {
     hold(dev.dev("nvidia0"));
     ready.signal();
   }};
-  Child worker{[&] {
-    hold(dev.dev("nvidia0"));
-    worker_ready.signal();
-  }};
+  // The gone trainer led its group; its worker is in it.
+  auto trainer = gone_trainer(dev);
   ready.wait();
-  worker_ready.wait();
-  const pid_t gone = dead_pid();
+  const pid_t gone = trainer->trainer;
   FakeNvml nvml(report_scenario(
       json::array({{{"pid", job.pid()}, {"used_bytes", 4 * GiB}},
-                   {{"pid", gone}, {"used_bytes", 8 * GiB}, {"holders", {worker.pid()}}}})));
+                   {{"pid", gone}, {"used_bytes", 8 * GiB}, {"holders", {trainer->worker}}}})));
   TempDir dir;
   std::ofstream(dir.file("config.toml"))
       << "interval = \"200ms\"\naudit_log = \"" << dir.file("audit.jsonl") << "\"\n";
@@ -83,7 +80,7 @@ TEST(ReportCli, TheDaemonsHistoryWithItsGhostAndItsKeeper) {
   const auto row = html.find("<tr data-pid=\"" + std::to_string(gone) + "\"");
   ASSERT_NE(row, std::string::npos) << html;
   const std::string ghost = html.substr(row, html.find("</tr>", row) - row);
-  EXPECT_NE(ghost.find(std::to_string(worker.pid())), std::string::npos) << ghost;
+  EXPECT_NE(ghost.find(std::to_string(trainer->worker)), std::string::npos) << ghost;
   EXPECT_NE(ghost.find("8.0 GiB"), std::string::npos) << ghost;
   EXPECT_NE(ghost.find("still held"), std::string::npos) << ghost;
   // No audit log yet: the page says so instead of failing.

@@ -32,6 +32,7 @@ struct Trainer {
 
   explicit Trainer(const FakeDevRoot& dev) {
     child = std::make_unique<Child>([&] {
+      ::setpgid(0, 0);  // a job of its own, as a shell starts one: its workers are its group
       ::prctl(PR_SET_NAME, "trainer");
       hold(dev.dev("nvidia0"));
       for (int i = 0; i < 2; ++i) {

@@ -421,17 +421,17 @@ TEST_F(SlurmProlog, StartsAJobOnACleanGpu) {
 }
 
 TEST_F(SlurmProlog, RefusesAGpuWhoseGonePidIsKeptAlive) {
-  Child keeper = holding(dev_, "nvidia1");
+  auto ghost = gone_trainer(dev_, "nvidia1");  // its worker, in its group, keeps it
   nvml_.write(slurm_scenario(
       json::array(),
-      {{{"pid", dead_pid()}, {"used_bytes", 3 * GiB}, {"holders", {keeper.pid()}}}}));
+      {{{"pid", ghost->trainer}, {"used_bytes", 3 * GiB}, {"holders", {ghost->worker}}}}));
   auto r = run(kProlog, {"SLURM_JOB_GPUS=1"});
   EXPECT_EQ(r.exit_code, 1) << r.err;
   EXPECT_EQ(r.err.rfind(
                 "gpureap prolog: job 123: GPU 1 has 3.0 GiB of ghost memory (no-such-process)", 0),
             0u)
       << r.err;
-  EXPECT_TRUE(is_alive(keeper.pid())) << "the prolog only looks";
+  EXPECT_TRUE(is_alive(ghost->worker)) << "the prolog only looks";
 }
 
 TEST_F(SlurmProlog, RefusesMemoryNobodyHolds) {

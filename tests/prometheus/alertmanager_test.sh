@@ -79,12 +79,12 @@ start() {
 mkdir -p "$WORK/dev"
 : >"$WORK/dev/nvidia0"
 : >"$WORK/dev/nvidiactl"
-sleep 600 <"$WORK/dev/nvidia0" &
-WORKER=$!
-PIDS+=("$WORKER")
-sh -c 'exit 0' &
+# A gone trainer that led its own session: the worker it started holds the file, in its group.
+setsid sh -c 'sleep 600 <"$1" & echo $! >"$2"' sh "$WORK/dev/nvidia0" "$WORK/worker.pid" &
 GONE=$!
 wait "$GONE"
+WORKER=$(cat "$WORK/worker.pid")
+PIDS+=("$WORKER")
 cat >"$WORK/scenario.json" <<JSON
 {"gpus": [{"name": "NVIDIA H200", "uuid": "GPU-am-0", "minor": 0, "total_bytes": $((80 * GiB)),
            "processes": [{"pid": $GONE, "used_bytes": $((8 * GiB)), "holders": [$WORKER]}]}]}

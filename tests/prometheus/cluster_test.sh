@@ -67,10 +67,12 @@ done
 sleep 600 <"$WORK/node-a/dev/nvidia0" &
 JOB_A=$!
 PIDS+=("$JOB_A")
-sleep 600 <"$WORK/node-b/dev/nvidia0" &
-WORKER_B=$!
+# node-b's gone trainer led its own session: its worker holds the file, in its group.
+setsid sh -c 'sleep 600 <"$1" & echo $! >"$2"' sh "$WORK/node-b/dev/nvidia0" "$WORK/worker.pid" &
+GONE_B=$!
+wait "$GONE_B"
+WORKER_B=$(cat "$WORK/worker.pid")
 PIDS+=("$WORKER_B")
-GONE_B=$(gone_pid)
 GONE_C=$(gone_pid)
 gpu() { # NAME USED_GIB PROCESSES_JSON
   printf '{"gpus": [{"name": "NVIDIA H200", "uuid": "GPU-%s", "minor": 0, "total_bytes": %d,
