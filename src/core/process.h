@@ -83,7 +83,8 @@ struct DeviceHold {
 struct ExecutableFile {
   std::string path;  // as the process's mount namespace names it (" (deleted)" removed)
   // Owned by root and writable by nobody else, in a directory of the same kind (seen through
-  // /proc/PID/root): a file no unprivileged user can have made, renamed or linked there.
+  // /proc/PID/root), run from gpureap's user namespace: a file no unprivileged user can have
+  // made, renamed, linked or bind-mounted there.
   bool system_installed = false;
 };
 

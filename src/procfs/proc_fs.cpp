@@ -97,6 +97,17 @@ bool root_only(const struct stat& st) {
 
 }  // namespace
 
+// Whether the process at `dir` shares gpureap's user namespace. In a namespace of its own any
+// user is root and may bind-mount a file of its choosing over a root-owned program's path:
+// what the file and its directory look like from inside vouches for nothing.
+bool ProcFs::in_own_user_namespace(const std::string& dir) const {
+  struct stat own {
+  }, theirs{};
+  return ::fstatat(*fd_, "self/ns/user", &own, 0) == 0 &&
+         ::fstatat(*fd_, (dir + "/ns/user").c_str(), &theirs, 0) == 0 &&
+         own.st_dev == theirs.st_dev && own.st_ino == theirs.st_ino;
+}
+
 std::optional<core::ExecutableFile> ProcFs::read_exe(pid_t pid) const {
   return read_exe_at(std::to_string(pid));
 }
@@ -117,7 +128,7 @@ std::optional<core::ExecutableFile> ProcFs::read_exe_at(const std::string& dir) 
   exe.system_installed = ::fstatat(*fd_, (dir + "/exe").c_str(), &file, 0) == 0 &&
                          S_ISREG(file.st_mode) && root_only(file) &&
                          ::fstatat(*fd_, parent_dir.c_str(), &parent, 0) == 0 &&
-                         S_ISDIR(parent.st_mode) && root_only(parent);
+                         S_ISDIR(parent.st_mode) && root_only(parent) && in_own_user_namespace(dir);
   return exe;
 }
 

@@ -60,6 +60,7 @@ class ProcFs {
  private:
   // The same for "PID" or "PID/task/TID" (a live thread of a process whose leader exited).
   std::optional<core::ExecutableFile> read_exe_at(const std::string& dir) const;
+  bool in_own_user_namespace(const std::string& dir) const;
 
   std::string root_;
   std::shared_ptr<int> fd_;
