@@ -68,6 +68,8 @@ class Joiner {
       // gone one. The newcomer is not charged with it, and has no row of its own (the gone
       // row below names it); it is still an "other holder" of what it holds.
       if (identities_.reused(p.stat.pid)) continue;
+      // A listed zombie has ended: its row is the gone listing's, below.
+      if (l != listed_.end() && !p.is_live()) continue;
       if (!p.holds_device() && l == listed_.end()) continue;
       ProcessRow row;
       row.pid = p.stat.pid;
@@ -86,7 +88,8 @@ class Joiner {
       out.push_back(std::move(row));
     }
     for (const auto& [pid, l] : listed_)
-      if (!proc_.find(pid) || identities_.reused(pid)) out.push_back(gone_row(pid, l));
+      if (const HostProcess* p = proc_.find(pid); !p || !p->is_live() || identities_.reused(pid))
+        out.push_back(gone_row(pid, l));
     std::sort(out.begin(), out.end(),
               [](const ProcessRow& a, const ProcessRow& b) { return a.pid < b.pid; });
     return out;
@@ -96,22 +99,15 @@ class Joiner {
   void host_anomalies(const HostProcess& p, ProcessRow& row) const {
     if (p.stat.is_stopped()) row.anomalies.push_back(Anomaly::Stopped);
     if (p.stat.state == 'D') row.anomalies.push_back(Anomaly::Uninterruptible);
-    // A process that made a session of its own, whose leader then exited (a daemon that
-    // double-forked), left its job on purpose: it is an orphan only when it keeps a gone
-    // listed PID's context, the driver's evidence that its job is gone.
-    if (orphan_evidence(proc_, p) && (!row.keeps.empty() || !detached(p)))
-      row.anomalies.push_back(Anomaly::Orphan);
+    // An orphan keeps a gone listed PID's context: the driver's evidence that its job is gone.
+    // A leader that merely exited is none: a daemon that double-forked, or a job a shell
+    // started in a subshell (its group's leader gone, its session's alive), runs on purpose.
+    if (!row.keeps.empty() && orphan_evidence(proc_, p)) row.anomalies.push_back(Anomaly::Orphan);
     if (zombie_parents_.count(p.stat.pid)) row.anomalies.push_back(Anomaly::ZombieChildren);
     // A listed process that also keeps a gone PID's files owns a context of its own: it is
     // named among the ghost's keepers, but is not itself a ghost.
     if (!row.listed_by_driver && !row.keeps.empty())
       row.anomalies.push_back(Anomaly::InheritedHolder);
-  }
-
-  bool detached(const HostProcess& p) const {
-    if (p.stat.sid != p.stat.pgid) return false;
-    const HostProcess* leader = proc_.find(p.stat.sid);
-    return !leader || leader->stat.is_zombie();
   }
 
   ProcessRow gone_row(pid_t pid, const Listing& l) const {

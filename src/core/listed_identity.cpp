@@ -53,7 +53,7 @@ ListedIdentities::ListedIdentities(const ProcView& proc, const DriverReading& dr
     for (const auto& p : g.processes) listed.insert(p.pid);
   for (pid_t pid : listed) {
     const HostProcess* p = proc.find(pid);
-    if (!p || !p->is_live()) continue;  // gone: absent, or a zombie that holds nothing
+    if (!p) continue;  // gone
     auto reuse = [&](ReusedPid::Why why) {
       ReusedPid r;
       r.why = why;
@@ -67,6 +67,9 @@ ListedIdentities::ListedIdentities(const ProcView& proc, const DriverReading& dr
       reuse(ReusedPid::Why::StartedAfterListing);
       continue;
     }
+    // A zombie holds nothing any more: the listing is a gone one whoever's zombie it is (anyone
+    // can leave one unreaped on a number), and no file can tell the listed process's apart.
+    if (!p->is_live()) continue;
     // Another user's fd table, unreadable without privilege: nothing can be told, and the view
     // says it is incomplete. The number is taken at its word, as the driver gives it.
     if (!p->fds_readable) {

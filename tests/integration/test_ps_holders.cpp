@@ -80,8 +80,19 @@ TEST(PsHolders, InheritedHoldersOfADeadParentAreOrphansInItsGroup) {
   pid_t c1 = static_cast<pid_t>(ready.receive());
   pid_t c2 = static_cast<pid_t>(ready.receive());
   parent.kill_and_reap();  // reaps the exited parent: its group now has no leader
-  auto snap = run_json(ps_args(dev));
-  EXPECT_EQ(row_pid_set(snap), (std::set<pid_t>{c1, c2}));
+  // Without a driver that lists the gone parent, nothing says its job is gone: no orphans.
+  for (pid_t c : {c1, c2})
+    EXPECT_FALSE(has_entry(anomalies(row_of(run_json(ps_args(dev)), c)), "orphan"));
+  REQUIRE_DOUBLE();
+  // The driver lists the gone parent's context, which its workers keep: they are orphans.
+  FakeNvml nvml(nlohmann::json{
+      {"gpus",
+       {{{"uuid", "GPU-0000"},
+         {"minor", 0},
+         {"processes", {{{"pid", leader}, {"used_bytes", GiB}, {"holders", {c1, c2}}}}}},
+        {{"uuid", "GPU-0001"}, {"minor", 1}, {"processes", nlohmann::json::array()}}}}});
+  auto snap = run_json(ps_args(dev), nvml.env());
+  EXPECT_EQ(row_pid_set(snap), (std::set<pid_t>{leader, c1, c2}));
   for (pid_t c : {c1, c2}) {
     auto row = row_of(snap, c);
     ASSERT_FALSE(row.is_null());

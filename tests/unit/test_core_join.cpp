@@ -106,6 +106,8 @@ TEST(Join, StateAnomalies) {
 }
 
 TEST(Join, OrphanRules) {
+  auto subshell_job = holder(904, 1, 94);  // a subshell's job: group 94 gone, session 901 lives
+  subshell_job.stat.sid = 901;
   auto container_init = proc(50, 1, 50, 'S', 50);
   container_init.details->ns_pids = {50, 1};
   auto s =
@@ -113,15 +115,17 @@ TEST(Join, OrphanRules) {
             holder(900, 1, 90),   // parent is init, group leader 90 gone, keeps 90's context
             holder(901, 1, 901),  // a service: leads its own group under init
             holder(902, 50, 50),  // a container entrypoint's child: an init is its live parent
-            holder(903, 1, 93)},  // a double-forked daemon: its leader 93 exited, it keeps nothing
+            holder(903, 1, 93),   // a double-forked daemon: its leader 93 exited, it keeps nothing
+            subshell_job},
            {gpu(0, 0, 8 * GiB, {listed(90, 8 * GiB)})});
   EXPECT_EQ(anomalies_of(s, 900),
             (std::vector<Anomaly>{Anomaly::Orphan, Anomaly::InheritedHolder}));
   EXPECT_TRUE(anomalies_of(s, 901).empty());
   EXPECT_TRUE(anomalies_of(s, 902).empty());
   EXPECT_TRUE(anomalies_of(s, 903).empty());
+  EXPECT_TRUE(anomalies_of(s, 904).empty());
   EXPECT_EQ(s.ghost(90)->keepers, std::vector<pid_t>{900});
-  EXPECT_EQ(s.ghost(90)->other_holders, (std::vector<pid_t>{901, 902, 903}));
+  EXPECT_EQ(s.ghost(90)->other_holders, (std::vector<pid_t>{901, 902, 903, 904}));
 }
 
 TEST(Join, AGoneGroupLeaderDoesNotOrphanAProcessWhoseParentStillRunsTheGroup) {
@@ -161,6 +165,26 @@ TEST(Join, AListedPidWhoseProcessHoldsNoFileOfItsGpuWasReused) {
   auto m = s.memory_summary(s.drivers.gpus[0]);
   EXPECT_EQ(m.attributed_bytes, 0u);
   EXPECT_EQ(m.ghost_bytes, GiB);
+}
+
+TEST(Join, AZombieOnAListedPidIsAGoneListingWhoeverLeftIt) {
+  // Anyone can leave an unreaped zombie on a dead job's number. It holds nothing: the listing is
+  // gone, charged to nobody; where the daemon first saw the listing before the zombie started,
+  // the number was reused.
+  auto zombie = owned(proc(320, 1, 320, 'Z'), 65534, "nobody");
+  zombie.stat.start_ticks = 9000;
+  auto s = make({proc(1, 0, 1), zombie}, {gpu(0, 0, 8 * GiB, {listed(320, 8 * GiB)})});
+  const auto* r = s.row(320);
+  ASSERT_NE(r, nullptr);
+  EXPECT_FALSE(r->process.has_value());
+  EXPECT_EQ(r->anomalies, (std::vector<Anomaly>{Anomaly::NoSuchProcess, Anomaly::Leaked}));
+  EXPECT_EQ(s.memory_summary(s.drivers.gpus[0]).attributed_bytes, 0u);
+  SnapshotOptions o;
+  o.listed_since = {{320, 100}};
+  auto seen =
+      make_snapshot({proc(1, 0, 1), zombie}, {gpu(0, 0, 8 * GiB, {listed(320, 8 * GiB)})}, o);
+  ASSERT_TRUE(seen.row(320)->reused.has_value());
+  EXPECT_EQ(seen.row(320)->reused->why, ReusedPid::Why::StartedAfterListing);
 }
 
 TEST(Join, AListedPidWhoseProcessStartedAfterTheListingWasFirstSeenWasReused) {
