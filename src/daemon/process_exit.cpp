@@ -1,6 +1,8 @@
 #include "daemon/process_exit.h"
 
+#include <chrono>
 #include <string>
+#include <thread>
 
 #include "engine/ended_processes.h"
 #include "procfs/dir_entries.h"
@@ -10,6 +12,9 @@
 namespace gpureap::daemon {
 namespace {
 
+constexpr int kGoneRereads = 2;
+constexpr std::chrono::milliseconds kGoneRereadGap{1};
+
 bool thread_lives(const core::ProcessStat& st) {
   return !engine::dead(st) && !engine::exiting(st);
 }
@@ -18,6 +23,12 @@ bool thread_lives(const core::ProcessStat& st) {
 
 ProcessExit check_exit(const procfs::ProcFs& proc, pid_t pid, std::optional<uint64_t> start_ticks) {
   auto leader = proc.read_stat(pid);
+  // An exec from another thread hands the PID over to it: for a moment in between, /proc may
+  // have no entry under the PID. It is gone only if it stays so.
+  for (int again = 0; again < kGoneRereads && leader && !*leader; ++again) {
+    std::this_thread::sleep_for(kGoneRereadGap);
+    leader = proc.read_stat(pid);
+  }
   if (!leader) return ProcessExit::ThreadsRun;  // garbage: cannot tell
   if (!*leader) return ProcessExit::Ended;      // gone
   if (start_ticks && (*leader)->start_ticks != *start_ticks) return ProcessExit::Ended;  // reused

@@ -26,6 +26,15 @@ class EndedProcessesTest : public ::testing::Test {
       ::_exit(0);
     }
     ASSERT_GT(child_, 0);
+    // Asleep in pause() before any view is taken: a child still starting (R) on a loaded
+    // machine would read otherwise a moment later, and a view is compared with a later read.
+    bool asleep = false;
+    for (int i = 0; i < 1000 && !asleep; ++i) {
+      auto st = proc_->read_stat(child_);
+      asleep = st && *st && (*st)->state == 'S';
+      if (!asleep) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    ASSERT_TRUE(asleep) << "the child never reached pause()";
   }
   void TearDown() override {
     if (child_ > 0) {
