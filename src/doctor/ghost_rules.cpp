@@ -243,9 +243,13 @@ void gone_pid(const DoctorInput& in, const core::ProcessRow& r, std::vector<Find
   f.evidence.push_back(
       fmt::format("the memory stayed for the {:.1f} s between samples", window.count() / 1000.0));
   f.explanation =
-      "No live process can be keeping this context: the driver leaked it. Only a GPU reset (or "
-      "a reboot) frees it. If the process died within the last minute, re-run with a longer "
-      "--settle first.";
+      ghost && !ghost->other_holders.empty()
+          ? "No live process is known to keep this context: the processes that hold the GPU's "
+            "files are none of its job. If they are its leftovers after all, ending them frees "
+            "it; otherwise only a GPU reset (or a reboot) does."
+          : "No live process can be keeping this context: the driver leaked it. Only a GPU reset "
+            "(or a reboot) frees it. If the process died within the last minute, re-run with a "
+            "longer --settle first.";
   for (unsigned g : gpus)
     f.remedy.push_back(step(f.remedy.empty() ? StepKind::Run : StepKind::Then,
                             reset_command(in.last, g, in.kernel, in.backends)));

@@ -161,17 +161,19 @@ class Selector {
                            "it is not visible here; run gpureap on the host");
       return;
     }
+    const core::Ghost* ghost = snap_.ghost(g.pid);
+    g.leaked = ghost && ghost->leaked;
     auto others = kin_.other_holders(g.pid);
     if (!others.empty()) {
       std::string list;
-      for (pid_t o : others) list += (list.empty() ? "" : ", ") + std::to_string(o);
+      for (pid_t o : others) list += (list.empty() ? "" : " ") + std::to_string(o);
       out_.notes.push_back(who +
-                           " is gone and nothing in its process tree or group holds its GPU; "
-                           "other processes hold that GPU's device files (" +
-                           list + "): name them or use --ghosts if they are its leftovers");
+                           " is gone and no process is known to keep its memory; other processes "
+                           "hold that GPU's device files, none of its job: if they are its "
+                           "leftovers, name them: `gpureap kill " +
+                           list + "`");
       return;
     }
-    g.leaked = snap_.complete();
     out_.notes.push_back(who + " is gone and no process holds its GPU's device files" +
                          std::string(g.leaked
                                          ? ": a leaked context; only a GPU reset frees it"

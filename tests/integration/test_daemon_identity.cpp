@@ -376,8 +376,10 @@ Answers killed_trainer_scene(Mode mode) {
 
   ::kill(trainer, SIGKILL);
   EXPECT_TRUE(wait_for_state(trainer, 'Z'));
-  // The daemon reads it once as what it is now: a zombie.
-  EXPECT_TRUE(wait_until([&] { return row_of(snapshot_of(*d), trainer)["state"] == "Z"; }, 5000))
+  // The daemon reads it once as what it is now: a zombie, which holds nothing, so its listing
+  // is a gone one already.
+  EXPECT_TRUE(
+      wait_until([&] { return row_of(snapshot_of(*d), trainer)["in_proc"] == false; }, 5000))
       << row_of(snapshot_of(*d), trainer).dump(1);
   EXPECT_EQ(::waitpid(trainer, nullptr, 0), trainer);  // reaped: the PID is gone
   strays.pids.erase(std::find(strays.pids.begin(), strays.pids.end(), trainer));  // not again

@@ -10,6 +10,7 @@
 
 #include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <fstream>
 #include <string>
 #include <thread>
@@ -37,9 +38,9 @@ bool wait_for(const std::function<bool()>& done, int ms) {
 }
 
 // Runs as PID 1 of the new namespace, with its own /proc.
-int fix_identity_init(const std::string& dev_root) {
-  // A trainer forks a worker that inherits its GPU file and exits: the worker, whose group's
-  // leader is gone, is an orphaned holder, which doctor --fix ends.
+int fix_identity_init(const std::string& dev_root, FakeNvml& nvml) {
+  // A trainer forks a worker that inherits its GPU file and exits: the driver still lists the
+  // trainer's context, which the worker (its group) keeps, and doctor --fix ends the worker.
   int held[2];
   if (::pipe(held) != 0) return kNotHeld;
   pid_t trainer = ::fork();
@@ -53,9 +54,17 @@ int fix_identity_init(const std::string& dev_root) {
     }
     ::_exit(0);
   }
-  ::waitpid(trainer, nullptr, 0);
+  // Left a zombie (WNOWAIT): in this PID namespace a listed PID absent from /proc would be the
+  // host's; a zombie of this namespace is the gone trainer, whose group the worker is in.
+  siginfo_t ended{};
+  ::waitid(P_PID, static_cast<id_t>(trainer), &ended, WEXITED | WNOWAIT);
   pid_t holder = 0;
   if (::read(held[0], &holder, sizeof holder) != sizeof holder) return kNotHeld;
+  nvml.write({{"gpus",
+               {{{"uuid", "GPU-0000"},
+                 {"minor", 0},
+                 {"processes", {{{"pid", trainer}, {"used_bytes", GiB}, {"leaked", true}}}}}}}});
+  for (const auto& e : nvml.env()) ::putenv(::strdup(e.c_str()));
   // A pipe already full: doctor's first write to stderr, right after its diagnosis, blocks.
   int p[2];
   if (::pipe(p) != 0) return kNotHeld;
@@ -71,8 +80,7 @@ int fix_identity_init(const std::string& dev_root) {
     ::dup2(null, STDOUT_FILENO);
     ::close(p[0]);
     ::execl(GPUREAP_BINARY, GPUREAP_BINARY, "doctor", "--fix", "--yes", "--json", "--settle", "0s",
-            "--dev-root", dev_root.c_str(), "--nvml-library", "/nonexistent/libnvidia-ml.so.1",
-            nullptr);
+            "--dev-root", dev_root.c_str(), nullptr);
     ::_exit(127);
   }
   ::close(p[1]);
@@ -107,7 +115,9 @@ int fix_identity_init(const std::string& dev_root) {
 TEST(DoctorFixIdentity, AHolderWhosePidWasReusedMeanwhileIsNeverSignalled) {
   if (::geteuid() != 0) GTEST_SKIP() << "needs root for a PID namespace and ns_last_pid";
   FakeDevRoot dev;
-  int code = run_in_new_pid_namespace([&] { return fix_identity_init(dev.path()); });
+  REQUIRE_DOUBLE();
+  FakeNvml nvml(nlohmann::json{{"gpus", nlohmann::json::array()}});
+  int code = run_in_new_pid_namespace([&] { return fix_identity_init(dev.path(), nvml); });
   std::string said = read_text(dev.file("doctor.err"));
   SCOPED_TRACE("doctor said: " + said.substr(said.find_first_not_of('x') == std::string::npos
                                                  ? said.size()
