@@ -42,6 +42,10 @@ ProcessExit check_exit(const procfs::ProcFs& proc, pid_t pid, std::optional<uint
     auto st = procfs::parse_stat(f.data);
     if (st && thread_lives(*st)) return ProcessExit::ThreadsRun;
   }
+  // The kernel still counts another thread: one exec()ing (it takes the PID once the leader is
+  // a zombie, and reads as neither alive nor listed for a moment) or one still ending, whose own
+  // exit is reported later. A process whose every thread has gone counts its leader alone.
+  if ((*leader)->num_threads > 1) return ProcessExit::ThreadsRun;
   return ProcessExit::Ended;
 }
 

@@ -231,13 +231,14 @@ TEST(ProcfsThreadGroup, ALeaderWhoseThreadLivesReadsAsThatThread) {
   ASSERT_TRUE(read.ok() && read->has_value());
   const StatRead& r = **read;
   EXPECT_FALSE(r.stat.is_zombie()) << r.stat.state;
-  EXPECT_EQ(r.stat.state, 'S');
+  // The live thread's: asleep in pause(), or on a loaded machine still running towards it.
+  EXPECT_TRUE(r.stat.state == 'S' || r.stat.state == 'R') << r.stat.state;
   EXPECT_EQ(r.stat.pid, job.pid());
   EXPECT_EQ(r.fd_task, job.tid());
   EXPECT_TRUE(leader_exited(r.stat));
   auto plain = proc->read_stat(job.pid());
   ASSERT_TRUE(plain.ok() && plain->has_value());
-  EXPECT_EQ((*plain)->state, 'S');
+  EXPECT_TRUE((*plain)->state == 'S' || (*plain)->state == 'R') << (*plain)->state;
 
   // Its own table is empty; its thread's is the process's.
   EXPECT_EQ(holds_of(scan_device_fds(proc_root(), job.pid(), cat)), "");
