@@ -346,7 +346,17 @@ void HolderTracker::scanned(const core::ProcView& view, bool full) {
     scanned_starts_.emplace(p.stat.pid, p.stat.start_ticks);
     if (p.holds_device()) scanned_holders_.insert(p.stat.pid);
   }
+  // Holders the scan could not see holding stay holders until their exit is read: one that
+  // events named after this collection took its request (changed_ since take()) opened after
+  // the scan read it, and one that had ended by then (gone, or a zombie) holds nothing to
+  // read. Forgetting either would leave a fork it made unfollowed and its end unrecorded.
+  std::vector<pid_t> newer;
+  for (pid_t pid : holders_) {
+    const core::HostProcess* p = view.find(pid);
+    if (changed_.count(pid) || !p || p->stat.is_zombie()) newer.push_back(pid);
+  }
   holders_ = scanned_holders_;
+  holders_.insert(newer.begin(), newer.end());
   touched_.clear();
   scanned_once_ = true;
   // Start times are kept for parents whose children are still followed.

@@ -321,6 +321,11 @@ json daemon_row(const DaemonProcess& d, pid_t pid) {
   return r.status == 200 ? row_of(json::parse(r.body, nullptr, false), pid) : json();
 }
 
+bool daemon_sees_holding(const DaemonProcess& d, pid_t pid) {
+  auto row = daemon_row(d, pid);
+  return row.is_object() && row.value("holds_device", false);
+}
+
 TEST(IdentityClaims, ThroughTheDaemonAReusedGroupNumberMakesNoKeeper) {
   // A trainer leads its group and holds GPU 0's file; its worker leaves the group (setsid), so
   // once the trainer dies its number is free. Another user takes the number, makes a session
@@ -344,6 +349,7 @@ TEST(IdentityClaims, ThroughTheDaemonAReusedGroupNumberMakesNoKeeper) {
       forked.send(::getpid());
       for (;;) ::pause();
     }
+    if (::read(go[0], &c, 1) != 1) ::_exit(1);
     ::_exit(0);
   });
   started.wait();
@@ -351,13 +357,17 @@ TEST(IdentityClaims, ThroughTheDaemonAReusedGroupNumberMakesNoKeeper) {
   FakeNvml nvml(one_gpu({{{"pid", gone}, {"used_bytes", 8 * GiB}, {"leaked", true}}}));
   TempDir dir;
   auto d = claims_daemon(dir, dev, nvml);
-  ASSERT_TRUE(wait_until([&] { return daemon_row(*d, gone).value("holds_device", false); }))
-      << d->log();
+  ASSERT_TRUE(wait_until([&] { return daemon_sees_holding(*d, gone); })) << d->log();
   ASSERT_EQ(::write(go[1], "x", 1), 1);
   const pid_t worker = static_cast<pid_t>(forked.receive());
   KillStrays strays{{worker}};
+  ASSERT_TRUE(wait_until([&] { return daemon_sees_holding(*d, worker); })) << d->log();
+  ASSERT_EQ(::write(go[1], "x", 1), 1);  // the trainer ends once the daemon knows its worker
   trainer.kill_and_reap();
-  ASSERT_TRUE(wait_until([&] { return daemon_row(*d, gone).value("in_proc", true) == false; }));
+  ASSERT_TRUE(wait_until([&] {
+    auto row = daemon_row(*d, gone);
+    return row.is_object() && row.value("in_proc", true) == false;
+  }));
 
   Ready newcomer_child;
   pid_t middle = fork_at(gone, [&] {
