@@ -9,12 +9,11 @@ double seconds(Clock::duration d) {
   return std::chrono::duration<double>(d).count();
 }
 
-// The processes a scan reads again whatever the previous view knew of them: those events named,
-// and every PID the driver lists, whose open files decide whether it is the listed process
-// (core/listed_identity.h): one that opened its GPU's file since the last scan holds it now.
-std::vector<pid_t> with_listed(std::vector<pid_t> pids, const DriverView& dv) {
-  for (const auto& [gpu, pid] : dv.listed) pids.push_back(pid);
-  return pids;
+// The PIDs the driver lists, each once per GPU.
+std::vector<pid_t> listed_pids(const DriverView& dv) {
+  std::vector<pid_t> out;
+  for (const auto& [gpu, pid] : dv.listed) out.push_back(pid);
+  return out;
 }
 
 }  // namespace
@@ -45,9 +44,8 @@ std::shared_ptr<Collection> ScheduledCollector::complete(const Cadence& cadence,
   // mode and the scans answer alike at every collection.
   std::vector<pid_t> reread = asked.pids;
   bool ends_only = false;
+  const std::vector<pid_t> listed = listed_pids(dv);
   if (view_ && !due.scan && !due.full) {
-    std::vector<pid_t> listed;
-    for (const auto& [gpu, pid] : dv.listed) listed.push_back(pid);
     auto moved = ended_.moved(collector_.procfs(), *view_, listed);
     ends_only = reread.empty() && !moved.empty();
     reread.insert(reread.end(), moved.begin(), moved.end());
@@ -58,10 +56,15 @@ std::shared_ptr<Collection> ScheduledCollector::complete(const Cadence& cadence,
   const bool update = !due.scan && !due.full && !reread.empty() && view_;
   due.scan = due.scan || due.full || !reread.empty();
   if (due.scan) {
+    // A rescan reads every listed PID's open files again, whatever the previous view knew:
+    // they decide whether it is the listed process (core/listed_identity.h), and one that
+    // opened its GPU's file since the last scan holds it now.
+    std::vector<pid_t> rescanned = asked.pids;
+    rescanned.insert(rescanned.end(), listed.begin(), listed.end());
     auto start = Clock::now();
     view_ = due.full ? collector_.scan_processes()
             : update ? collector_.update_processes(*view_, reread)
-                     : collector_.rescan_processes(*view_, with_listed(asked.pids, dv));
+                     : collector_.rescan_processes(*view_, rescanned);
     if (hints_) hints_->scanned(*view_, due.full);
     if (due.ipc_residue)
       ipc_ = std::make_shared<const procfs::IpcResidue>(collector_.ipc_residue(*view_));
