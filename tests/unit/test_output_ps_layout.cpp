@@ -157,7 +157,9 @@ TEST(PsLayout, JobsFromOneLongPathReadApartAt80And120And200ColumnsWith7DigitPids
               << text;
         // What they share comes after what tells them apart, where a cut takes it first.
         const size_t shared = row->find("/tmp/newcomer");
-        if (shared != std::string::npos) EXPECT_GT(shared, row->find(telling.back())) << *row;
+        if (shared != std::string::npos) {
+          EXPECT_GT(shared, row->find(telling.back())) << *row;
+        }
         rows.push_back(row->substr(row->find("  ")));
       }
       std::sort(rows.begin(), rows.end());
