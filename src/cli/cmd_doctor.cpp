@@ -74,7 +74,7 @@ output::DoctorRenderOptions render_options(const GlobalOptions& g, const DoctorO
           .verbose = o.verbose,
           .width = text_width(),
           .unicode = output::locale_speaks_utf8(),
-          .gpu_instance = o.gpu_instance};
+          .instance = o.instance};
 }
 
 // Prints a doctor's report: warnings on stderr, the report through the pager on a terminal.
@@ -91,7 +91,7 @@ reap::Request fix_request(const std::vector<doctor::Finding>& findings, const Do
   reap::Request request;
   request.chosen_by = "doctor's remedies";
   request.gpu = o.gpu;  // filters: a finding about another GPU's ghost is not fixed here
-  request.gpu_instance = o.gpu_instance;
+  request.instance = o.instance;
   for (const auto& f : doctor::fixable(findings))
     request.chosen.push_back({f.pid, reap::ReasonKind::Ghost, f.anomaly});
   return request;
@@ -116,7 +116,7 @@ class Doctor {
                               &kernel,
                               collector_.blocked_tasks(b)};
     if (doctor::wants_work_server_log(input)) input.work_server_log = collector_.work_server_log(b);
-    input.gpu_instance = o_.gpu_instance;
+    input.instance = o_.instance;
     auto found = doctor::diagnose(input);
     doctor::keep_codes(found, run_.only);
     return found;
@@ -138,7 +138,7 @@ class Doctor {
                                     .width = text.width,
                                     .fixing = true,
                                     .unicode = text.unicode,
-                                    .gpu_instance = o_.gpu_instance});
+                                    .instance = o_.instance});
     auto request = fix_request(findings, o_);
     if (request.chosen.empty()) {
       log << "\nNothing for --fix to do: the remedies above need a person (or `gpureap reset`).\n";
@@ -217,7 +217,7 @@ std::string say_settling(const GlobalOptions& g, const DoctorOptions& o, const D
   doctor::DoctorInput input{
       first,        first, collector.ipc_residue(first.proc), o.gpu, reap::is_protected_process,
       run.threshold};
-  input.gpu_instance = o.gpu_instance;
+  input.instance = o.instance;
   auto early = doctor::diagnose(input);
   doctor::keep_codes(early, run.only);
   std::erase_if(early, [](const doctor::Finding& f) {
@@ -301,7 +301,7 @@ int run_doctor(const GlobalOptions& g, const DoctorOptions& given) {
       return kDoctorCannotRun;
     }
     o.gpu = place->index;
-    o.gpu_instance = place->gpu_instance;
+    if (place->gpu_instance) o.instance = *place;
   }
   if (o.gpu)
     if (auto unknown = core::check_gpu_index(first, *o.gpu)) {

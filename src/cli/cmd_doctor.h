@@ -5,15 +5,16 @@
 #include <vector>
 
 #include "cli/global_options.h"
+#include "core/gpu_place.h"
 
 namespace gpureap::cli {
 
 struct DoctorOptions {
   // --gpu as typed: "N", "N/G" (GPU N's MIG GPU instance G) or a GPU's or MIG device's UUID;
-  // `gpu` and `gpu_instance` are what it names, once resolved against the snapshot.
+  // `gpu` and `instance` are what it names, once resolved against the snapshot.
   std::optional<std::string> gpu_spec;
   std::optional<unsigned> gpu;
-  std::optional<unsigned> gpu_instance;
+  std::optional<core::GpuPlace> instance;  // only where it names an instance
   std::string settle = "5s";
   std::vector<std::string> only;  // finding codes to keep; empty: all
   bool fix = false;

@@ -212,7 +212,7 @@ int run_kill(const GlobalOptions& g, const KillOptions& options) {
     if (!place) return fail(place.error());
     o.gpu = place->index;
     settings->request.gpu = place->index;
-    settings->request.gpu_instance = place->gpu_instance;
+    if (place->gpu_instance) settings->request.instance = *place;
   }
   if (o.gpu)
     if (auto unknown = core::check_gpu_index(snapshot, *o.gpu)) return fail_scope(*unknown);

@@ -85,26 +85,66 @@ std::optional<unsigned> row_instance(const Snapshot& snapshot, const ProcessRow&
   return std::nullopt;
 }
 
-bool in_gpu_instance(const Snapshot& snapshot, const ProcessRow& row, unsigned gpu_index,
-                     unsigned gpu_instance_id) {
-  auto listed_in = [&](const ProcessRow* r) {
-    return r && std::any_of(r->gpus.begin(), r->gpus.end(), [&](const GpuUse& u) {
-             return u.index == gpu_index && u.gpu_instance_id == gpu_instance_id;
-           });
-  };
-  if (listed_in(&row)) return true;
-  for (pid_t pid : row.keeps)
-    if (listed_in(snapshot.row(pid))) return true;
-  for (pid_t pid : row.shares_context_of)
-    if (listed_in(snapshot.row(pid))) return true;
-  // Listed on this GPU elsewhere: it is where the driver says, whatever else it holds.
-  if (std::any_of(row.gpus.begin(), row.gpus.end(),
-                  [&](const GpuUse& u) { return u.index == gpu_index; }))
+std::string gpu_place_text(const GpuPlace& place) {
+  std::string text = gpu_place_text(place.index, place.gpu_instance);
+  if (place.gpu_instance && place.compute_instance)
+    text += "/" + std::to_string(*place.compute_instance);
+  return text;
+}
+
+namespace {
+
+bool listed_in(const ProcessRow* row, const GpuPlace& place) {
+  return row && std::any_of(row->gpus.begin(), row->gpus.end(), [&](const GpuUse& u) {
+           return u.index == place.index &&
+                  (!place.gpu_instance || u.gpu_instance_id == place.gpu_instance) &&
+                  (!place.compute_instance || u.compute_instance_id == place.compute_instance);
+         });
+}
+
+bool holds_every(const HostProcess& process, const std::vector<dev_t>& numbers) {
+  return !numbers.empty() && std::all_of(numbers.begin(), numbers.end(), [&](dev_t number) {
+    return std::any_of(process.devices.begin(), process.devices.end(),
+                       [&](const DeviceHold& hold) { return hold.device == number; });
+  });
+}
+
+// An unlisted holder with no listed memory: where the files it holds reach. Only where the
+// driver told the GPU's device numbers: gpureap never guesses a GPU's file.
+bool holds_place(const Snapshot& snapshot, const HostProcess& process, const GpuPlace& place) {
+  const Gpu* gpu = snapshot.gpu(place.index);
+  if (!gpu || gpu->device_numbers.empty() || !process.holds_gpu(*gpu)) return false;
+  if (!place.gpu_instance) return true;
+  if (place.compute_instance) {
+    for (const auto& instance : gpu->instances)
+      if (instance.gpu_instance_id == *place.gpu_instance &&
+          instance.compute_instance_id == place.compute_instance)
+        return holds_every(process, instance.device_numbers);
     return false;
-  const Gpu* gpu = snapshot.gpu(gpu_index);
-  if (!gpu || !row.process) return false;
-  auto held = held_instances(*row.process, *gpu);
-  return std::find(held.begin(), held.end(), gpu_instance_id) != held.end();
+  }
+  auto held = held_instances(process, *gpu);
+  return std::find(held.begin(), held.end(), *place.gpu_instance) != held.end();
+}
+
+}  // namespace
+
+bool in_place(const Snapshot& snapshot, const ProcessRow& row, const GpuPlace& place) {
+  if (listed_in(&row, place)) return true;
+  for (const auto* job : {&row.keeps, &row.shares_context_of})
+    for (pid_t pid : *job)
+      if (listed_in(snapshot.row(pid), place)) return true;
+  // Its memory is listed elsewhere (its own, a kept one's, its job's): it is there.
+  if (!row.gpus.empty() || !row.keeps.empty() || !row.shares_context_of.empty()) return false;
+  return row.process && !row.process->stat.is_zombie() &&
+         holds_place(snapshot, *row.process, place);
+}
+
+std::vector<unsigned> gpus_of(const Snapshot& snapshot, const ProcessRow& row) {
+  std::vector<unsigned> out;
+  for (const auto& gpu : snapshot.drivers.gpus)
+    if (in_place(snapshot, row, {gpu.index})) out.push_back(gpu.index);
+  std::sort(out.begin(), out.end());
+  return out;
 }
 
 std::optional<GpuRef> parse_gpu_ref(const std::string& text) {
@@ -118,8 +158,14 @@ std::optional<GpuRef> parse_gpu_ref(const std::string& text) {
   ref.index = place_number(std::string_view(text).substr(0, slash));
   if (!ref.index) return std::nullopt;
   if (slash != std::string::npos) {
-    ref.gpu_instance = place_number(std::string_view(text).substr(slash + 1));
+    const auto rest = std::string_view(text).substr(slash + 1);
+    const auto second = rest.find('/');
+    ref.gpu_instance = place_number(rest.substr(0, second));
     if (!ref.gpu_instance) return std::nullopt;
+    if (second != std::string_view::npos) {
+      ref.compute_instance = place_number(rest.substr(second + 1));
+      if (!ref.compute_instance) return std::nullopt;
+    }
   }
   return ref;
 }
@@ -137,12 +183,13 @@ Result<GpuPlace> resolve_gpu_ref(const Snapshot& snapshot, const GpuRef& ref) {
     for (const auto& gpu : snapshot.drivers.gpus) {
       if (gpu.uuid == ref.uuid) return GpuPlace{gpu.index, std::nullopt};
       for (const auto& instance : gpu.instances)
-        if (instance.uuid == ref.uuid) return GpuPlace{gpu.index, instance.gpu_instance_id};
+        if (instance.uuid == ref.uuid)
+          return GpuPlace{gpu.index, instance.gpu_instance_id, instance.compute_instance_id};
     }
     return none("no GPU or GPU instance has the UUID " + *ref.uuid +
                 " (`gpureap ps --json` lists every GPU's and instance's UUID)");
   }
-  GpuPlace place{ref.index.value_or(0), ref.gpu_instance};
+  GpuPlace place{ref.index.value_or(0), ref.gpu_instance, ref.compute_instance};
   if (!ref.gpu_instance) return place;
   const Gpu* gpu = snapshot.gpu(place.index);
   if (!gpu) return place;  // the index's own check says what is wrong
@@ -154,6 +201,13 @@ Result<GpuPlace> resolve_gpu_ref(const Snapshot& snapshot, const GpuRef& ref) {
     return none("GPU " + std::to_string(place.index) + " has no GPU instance " +
                 std::to_string(*ref.gpu_instance) + " (its instances: " + id_list(ids) +
                 ", written " + instance_place(place.index, ids.front()) + ")");
+  if (place.compute_instance &&
+      std::none_of(gpu->instances.begin(), gpu->instances.end(), [&](const GpuInstance& i) {
+        return i.gpu_instance_id == *place.gpu_instance &&
+               i.compute_instance_id == place.compute_instance;
+      }))
+    return none("GPU instance " + instance_place(place.index, *place.gpu_instance) +
+                " has no compute instance " + std::to_string(*place.compute_instance));
   return place;
 }
 

@@ -34,22 +34,40 @@ std::vector<unsigned> held_instances(const HostProcess& process, const Gpu& gpu)
 std::optional<unsigned> row_instance(const Snapshot& snapshot, const ProcessRow& row,
                                      unsigned gpu_index);
 
-// Whether a row is in GPU instance `gi` of GPU `gpu_index`, as `--gpu N/G` narrows every view and
-// kill's plan: listed there; a keeper of a gone PID or a sharer of a live one's context where
-// that memory is; an unlisted holder by the instance's capability files it holds.
-bool in_gpu_instance(const Snapshot& snapshot, const ProcessRow& row, unsigned gpu_index,
-                     unsigned gpu_instance_id);
+// A resolved GPU, GPU instance or compute instance of a snapshot: where `--gpu`, a policy's
+// `gpu` and an instance's UUID point.
+struct GpuPlace {
+  unsigned index = 0;
+  std::optional<unsigned> gpu_instance;
+  // Only with `gpu_instance`: one compute instance of it (named by its UUID, or "N/G/C").
+  std::optional<unsigned> compute_instance;
+  bool operator==(const GpuPlace&) const = default;
+};
+// "0", "0/3", "0/3/1".
+std::string gpu_place_text(const GpuPlace& place);
+
+// Whether a row is in `place`: the one rule every selector, filter, policy and view follows. A
+// process is where the memory it keeps or is listed with is: its own listing there; the listing
+// of a gone PID it keeps; the listing of a live process it shares an open GPU file with (its
+// job). A process whose memory is listed elsewhere merely sees this GPU (CUDA opens every
+// visible GPU's file). Only a holder with no listed memory at all is placed by the files it
+// holds: the GPU's, the GPU instance's capability files, or every capability file of the
+// compute instance. Its memory may be a context nobody lists, or it may block a reset.
+bool in_place(const Snapshot& snapshot, const ProcessRow& row, const GpuPlace& place);
+// The GPUs (whole) a row is on by in_place, ascending.
+std::vector<unsigned> gpus_of(const Snapshot& snapshot, const ProcessRow& row);
 
 // How a GPU is written on the command line, for help texts and errors.
 inline constexpr const char* kGpuRefWords =
-    "write a GPU's index (0), a GPU instance as GPU/instance (0/3), or a GPU's or an instance's "
-    "UUID";
+    "write a GPU's index (0), a GPU instance as GPU/instance (0/3), a compute instance as "
+    "GPU/instance/compute instance (0/3/1), or a GPU's or an instance's UUID";
 
-// A GPU as a user names it: "N", "N/G", or a GPU's or an instance's UUID (any text that does not
-// start with a digit).
+// A GPU as a user names it: "N", "N/G", "N/G/C", or a GPU's or an instance's UUID (any text that
+// does not start with a digit).
 struct GpuRef {
   std::optional<unsigned> index;
   std::optional<unsigned> gpu_instance;
+  std::optional<unsigned> compute_instance;
   std::optional<std::string> uuid;
 };
 std::optional<GpuRef> parse_gpu_ref(const std::string& text);
@@ -57,12 +75,8 @@ std::optional<GpuRef> parse_gpu_ref(const std::string& text);
 // with kGpuRefWords.
 Result<GpuRef> parse_gpu_option(const std::string& text);
 
-// A resolved GPU, or GPU instance, of a snapshot.
-struct GpuPlace {
-  unsigned index = 0;
-  std::optional<unsigned> gpu_instance;
-};
-// The MIG device with this UUID, or GPU N's instance G, checked against the GPU's instances;
+// The MIG device with this UUID (its compute instance), or GPU N's instance G (or compute
+// instance G/C), checked against the GPU's instances;
 // fails saying why when the snapshot has no such instance. A bare index is returned as it is
 // (core::check_gpu_index checks it).
 Result<GpuPlace> resolve_gpu_ref(const Snapshot& snapshot, const GpuRef& ref);

@@ -149,13 +149,6 @@ uint64_t ProcessRow::listed_bytes() const {
   return sum;
 }
 
-bool Snapshot::on_gpu(const ProcessRow& row, unsigned index) const {
-  for (const auto& u : row.gpus)
-    if (u.index == index) return true;
-  const Gpu* g = gpu(index);
-  return g && row.process && row.process->holds_gpu(*g);
-}
-
 Snapshot join(ProcView proc, DriverReading drivers, std::string hostname,
               std::chrono::system_clock::time_point now) {
   Snapshot s;

@@ -145,8 +145,6 @@ class Snapshot {
   GpuMemorySummary memory_summary(const Gpu& gpu) const;
   // The GPU with this global index, if a backend reports it.
   const Gpu* gpu(unsigned index) const { return drivers.gpu(index); }
-  // The row is listed on the GPU, or holds a file that reaches it.
-  bool on_gpu(const ProcessRow& row, unsigned index) const;
 };
 
 // Joins the two views and derives every row's anomalies.

@@ -96,7 +96,7 @@ json now_json(const sample::Sample& sample) {
     auto m = s.memory_summary(gpu);
     json stopped = json::array();
     for (const auto& row : s.rows)
-      if (row.process && row.process->stat.is_stopped() && s.on_gpu(row, gpu.index) &&
+      if (row.process && row.process->stat.is_stopped() && core::in_place(s, row, {gpu.index}) &&
           (row.listed_by_driver || !row.keeps.empty()))
         stopped.push_back(row.pid);
     gpus.push_back(

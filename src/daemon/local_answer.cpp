@@ -51,7 +51,8 @@ std::string doctor(const DoctorRequest& r, const sample::Sample& sample, millise
     threshold = *t;
   }
   const core::Snapshot& last = *sample.snapshot;
-  std::optional<unsigned> gpu = r.gpu, gpu_instance;
+  std::optional<unsigned> gpu = r.gpu;
+  std::optional<core::GpuPlace> instance;
   if (r.gpu_place) {
     // An instance or UUID it does not have: the command resolves it itself and says so.
     auto ref = core::parse_gpu_ref(*r.gpu_place);
@@ -59,7 +60,7 @@ std::string doctor(const DoctorRequest& r, const sample::Sample& sample, millise
     auto place = core::resolve_gpu_ref(last, *ref);
     if (!place) return error_text("no GPU " + *r.gpu_place);
     gpu = place->index;
-    gpu_instance = place->gpu_instance;
+    if (place->gpu_instance) instance = *place;
   }
   if (gpu && last.drivers.any_available() && !last.gpu(*gpu))
     return error_text("no GPU " + std::to_string(*gpu));
@@ -79,7 +80,7 @@ std::string doctor(const DoctorRequest& r, const sample::Sample& sample, millise
                             reap::is_protected_process,
                             threshold,
                             sample.kernel_log.get()};
-  input.gpu_instance = gpu_instance;
+  input.instance = instance;
   input.work_server_log = sample.work_server_log;
   auto findings = doctor::diagnose(input);
   doctor::keep_codes(findings, *only);
@@ -91,7 +92,7 @@ std::string doctor(const DoctorRequest& r, const sample::Sample& sample, millise
                                                   .verbose = r.verbose,
                                                   .width = r.width.value_or(0),
                                                   .unicode = r.unicode,
-                                                  .gpu_instance = gpu_instance}),
+                                                  .instance = instance}),
                    age);
 }
 

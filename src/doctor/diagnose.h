@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "core/gpu_place.h"
 #include "core/kernel_event.h"
 #include "core/snapshot.h"
 #include "doctor/finding.h"
@@ -35,9 +36,9 @@ struct DoctorInput {
   // The last lines of the log of the daemon that starts the servers of other processes' work
   // (MPS's control.log and server.log), as read; each is escaped like every fact.
   std::vector<std::string> work_server_log;
-  // --gpu N/G, with `gpu` N: of the findings about processes, only those about one in MIG GPU
-  // instance G (core::in_gpu_instance); the GPU's own findings stay.
-  std::optional<unsigned> gpu_instance;
+  // --gpu N/G (or N/G/C), with `gpu` N: of the findings about processes, only those about one
+  // in that instance (core::in_place); the GPU's own findings stay.
+  std::optional<core::GpuPlace> instance;
 };
 
 std::vector<Finding> diagnose(const DoctorInput& input);

@@ -22,13 +22,6 @@ std::string holds_sentence(const core::Snapshot& s, const core::HostProcess& p) 
   return fmt::format("{} holds {}; its parent is {}", process_label(p), files, parent);
 }
 
-std::vector<unsigned> held_gpus(const core::Snapshot& s, const core::HostProcess& p) {
-  std::vector<unsigned> out;
-  for (const auto& g : s.drivers.gpus)
-    if (!g.device_numbers.empty() && p.holds_gpu(g)) out.push_back(g.index);
-  return out;
-}
-
 std::optional<std::string> container_stop_command(const core::HostProcess& p) {
   // A claim its cgroup's name makes, unverified, may name someone else's container.
   const auto* verified = p.verified_container();

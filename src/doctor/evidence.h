@@ -12,8 +12,6 @@ namespace gpureap::doctor {
 std::string process_label(const core::HostProcess& p);
 // "PID 4250 (loader-worker) holds /dev/dri/renderD128 on fd 7; its parent is 1"
 std::string holds_sentence(const core::Snapshot& s, const core::HostProcess& p);
-// The GPU indexes whose own device file the process holds.
-std::vector<unsigned> held_gpus(const core::Snapshot& s, const core::HostProcess& p);
 // "docker stop ID   # stops container NAME" and friends, when the process verifiably runs in a
 // container.
 std::optional<std::string> container_stop_command(const core::HostProcess& p);

@@ -14,21 +14,13 @@
 namespace gpureap::doctor {
 namespace {
 
-std::vector<unsigned> gpus_of(const core::Snapshot& s, const core::ProcessRow& r) {
-  std::vector<unsigned> out;
-  for (const auto& u : r.gpus) out.push_back(u.index);
-  for (unsigned g : held_gpus(s, *r.process))
-    if (std::find(out.begin(), out.end(), g) == out.end()) out.push_back(g);
-  return out;
-}
-
 void add_container_stop(const core::HostProcess& p, Finding& f) {
   if (auto stop = container_stop_command(p)) f.remedy.push_back(*stop);
 }
 
 Finding holder_finding(const core::Snapshot& s, const core::ProcessRow& r, FindingCode code,
                        Severity sev) {
-  Finding f{code, sev, gpus_of(s, r), {r.pid}, r.listed_bytes()};
+  Finding f{code, sev, core::gpus_of(s, r), {r.pid}, r.listed_bytes()};
   if (r.process->holds_device()) f.evidence.push_back(holds_sentence(s, *r.process));
   if (r.listed_by_driver)
     f.evidence.push_back(fmt::format("the driver lists it with {}", bytes_text(r.listed_bytes())));
@@ -183,7 +175,7 @@ void holder_rules(const DoctorInput& in, std::vector<Finding>& out) {
   const auto& s = in.last;
   for (const auto& r : s.rows) {
     if (!r.process) continue;
-    auto gpus = gpus_of(s, r);
+    auto gpus = core::gpus_of(s, r);
     if (in.gpu && std::find(gpus.begin(), gpus.end(), *in.gpu) == gpus.end()) continue;
     // Naming a PID overrides the protected list: a remedy that names a protected process says so.
     // A keeper of a gone job's context is one whatever it runs now: protection never hides it.
@@ -200,11 +192,10 @@ void holder_rules(const DoctorInput& in, std::vector<Finding>& out) {
 
 // --gpu N/G: a finding about processes stays when one of them is in the instance.
 void keep_gpu_instance(const DoctorInput& in, std::vector<Finding>& out) {
-  if (!in.gpu || !in.gpu_instance) return;
+  if (!in.instance) return;
   auto in_instance = [&](pid_t pid) {
     for (const core::Snapshot* s : {&in.last, &in.first})
-      if (const auto* r = s->row(pid))
-        return core::in_gpu_instance(*s, *r, *in.gpu, *in.gpu_instance);
+      if (const auto* r = s->row(pid)) return core::in_place(*s, *r, *in.instance);
     return false;
   };
   std::erase_if(out, [&](const Finding& f) {

@@ -48,7 +48,7 @@ std::vector<MigPlace> mig_places(const core::Snapshot& s, const core::Gpu& gpu) 
   for (unsigned gi : core::gpu_instance_ids(gpu)) {
     MigPlace place{gi, safe_instance_words(*core::find_instance(gpu, gi)), {}, 0};
     for (const auto& r : s.rows) {
-      if (!r.process || r.process->stat.is_zombie() || !core::in_gpu_instance(s, r, gpu.index, gi))
+      if (!r.process || r.process->stat.is_zombie() || !core::in_place(s, r, {gpu.index, gi}))
         continue;
       if (place.holders.size() < kMigNamedHolders)
         place.holders.push_back(mig_holder_words(r));
@@ -99,8 +99,7 @@ core::Result<std::vector<ResetBlocker>> reset_blockers(const core::Snapshot& s, 
     if (why.empty()) continue;
     ResetBlocker blocker{r.pid, r.process->stat.comm, std::move(why), std::nullopt};
     for (unsigned gi : core::gpu_instance_ids(*gpu))
-      if (!blocker.gpu_instance && core::in_gpu_instance(s, r, index, gi))
-        blocker.gpu_instance = gi;
+      if (!blocker.gpu_instance && core::in_place(s, r, {index, gi})) blocker.gpu_instance = gi;
     out.push_back(std::move(blocker));
   }
   return out;

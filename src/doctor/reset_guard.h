@@ -15,7 +15,7 @@ struct ResetBlocker {
   pid_t pid = 0;
   std::string comm;  // untrusted: escaped where it is shown
   std::string why;   // "holds /dev/<gpu file> on fd 7", "listed by the driver with 8.0 GiB"
-  // On a MIG GPU, the GPU instance it works in (core::in_gpu_instance); empty: none, or not MIG.
+  // On a MIG GPU, the GPU instance it works in (core::in_place); empty: none, or not MIG.
   std::optional<unsigned> gpu_instance;
 };
 

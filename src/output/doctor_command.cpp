@@ -29,7 +29,7 @@ CommandOutput render_doctor_command(const core::Snapshot& last,
                            .width = o.width,
                            .fixing = o.fixing,
                            .unicode = o.unicode,
-                           .gpu_instance = o.gpu_instance});
+                           .instance = o.instance});
     if (o.daemon_age) r.out += style.paint(daemon_source_line(*o.daemon_age), Color::Dim) + "\n";
   }
   r.err = driver_timeout_lines(last);

@@ -4,6 +4,7 @@
 #include <optional>
 #include <vector>
 
+#include "core/gpu_place.h"
 #include "core/snapshot.h"
 #include "doctor/finding.h"
 #include "output/command_output.h"
@@ -21,11 +22,11 @@ struct DoctorRenderOptions {
   bool color = false;
   std::optional<unsigned> gpu;  // --gpu N: the summary counts that GPU only
   DaemonAge daemon_age;
-  bool verbose = false;                  // -v: the info findings too
-  size_t width = 0;                      // the terminal's columns to wrap to; 0: no wrapping
-  bool unicode = true;                   // the locale speaks UTF-8
-  bool fixing = false;                   // doctor --fix: no line pointing at --fix
-  std::optional<unsigned> gpu_instance;  // --gpu N/G: with `gpu` N
+  bool verbose = false;                    // -v: the info findings too
+  size_t width = 0;                        // the terminal's columns to wrap to; 0: no wrapping
+  bool unicode = true;                     // the locale speaks UTF-8
+  bool fixing = false;                     // doctor --fix: no line pointing at --fix
+  std::optional<core::GpuPlace> instance;  // --gpu N/G or N/G/C: with `gpu` N
 };
 
 int doctor_exit_code(doctor::Severity worst);

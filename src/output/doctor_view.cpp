@@ -137,10 +137,10 @@ std::string render_doctor(const core::Snapshot& s, const std::vector<doctor::Fin
   if (problems == 0) {
     size_t rows = 0;
     for (const auto& r : s.rows)
-      rows += !o.gpu || (o.gpu_instance ? core::in_gpu_instance(s, r, *o.gpu, *o.gpu_instance)
-                                        : s.on_gpu(r, *o.gpu));
-    std::string gpus = o.gpu ? "GPU " + core::gpu_place_text(*o.gpu, o.gpu_instance)
-                             : text::plural(s.drivers.gpus.size(), "GPU");
+      rows += !o.gpu || core::in_place(s, r, o.instance.value_or(core::GpuPlace{*o.gpu}));
+    std::string gpus =
+        o.gpu ? "GPU " + core::gpu_place_text(o.instance.value_or(core::GpuPlace{*o.gpu}))
+              : text::plural(s.drivers.gpus.size(), "GPU");
     page.text(style.paint("Healthy", Color::Green) +
               fmt::format(": {}, {} holding {}, nothing above info.", gpus,
                           text::plural(rows, "process"), o.gpu ? "it" : "GPUs"));

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "core/gpu_place.h"
 #include "core/snapshot.h"
 #include "doctor/finding.h"
 #include "output/style.h"
@@ -21,8 +22,8 @@ struct DoctorTextOptions {
   size_t width = 0;             // terminal columns to wrap to; 0: no wrapping (a pipe)
   bool fixing = false;          // doctor --fix: no line pointing at --fix
   bool unicode = true;          // the locale speaks UTF-8
-  // doctor --gpu N/G: the summary counts the processes in MIG GPU instance G only.
-  std::optional<unsigned> gpu_instance;
+  // doctor --gpu N/G (or N/G/C): the summary counts the processes in that instance only.
+  std::optional<core::GpuPlace> instance;
 };
 
 std::string render_doctor(const core::Snapshot& s, const std::vector<doctor::Finding>& findings,

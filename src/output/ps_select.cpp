@@ -47,11 +47,6 @@ std::vector<core::GpuPlace> resolved_places(const core::Snapshot& s, const PsSel
   return out;
 }
 
-bool in_place(const core::Snapshot& s, const core::ProcessRow& r, const core::GpuPlace& p) {
-  return p.gpu_instance ? core::in_gpu_instance(s, r, p.index, *p.gpu_instance)
-                        : s.on_gpu(r, p.index);
-}
-
 }  // namespace
 
 core::Result<bool> add_gpu_values(PsSelection& sel, const std::vector<std::string>& values) {
@@ -108,10 +103,10 @@ core::Snapshot select_rows(const core::Snapshot& s, const PsSelection& sel) {
   const auto places = resolved_places(s, sel);
   const bool by_gpu = !sel.gpus.empty() || !sel.gpu_places.empty();
   std::erase_if(out.rows, [&](const core::ProcessRow& r) {
-    bool on =
-        std::any_of(sel.gpus.begin(), sel.gpus.end(), [&](unsigned g) { return s.on_gpu(r, g); }) ||
-        std::any_of(places.begin(), places.end(),
-                    [&](const core::GpuPlace& p) { return in_place(s, r, p); });
+    bool on = std::any_of(sel.gpus.begin(), sel.gpus.end(),
+                          [&](unsigned g) { return core::in_place(s, r, {g}); }) ||
+              std::any_of(places.begin(), places.end(),
+                          [&](const core::GpuPlace& p) { return core::in_place(s, r, p); });
     bool keep = (!by_gpu || on) &&
                 any_or_empty(sel.users, [&](const std::string& u) { return of_user(r, u); }) &&
                 any_or_empty(sel.pids, [&](pid_t p) { return p == r.pid; });
@@ -124,9 +119,10 @@ core::Snapshot select_rows(const core::Snapshot& s, const PsSelection& sel) {
              return p.index == index && !p.gpu_instance;
            });
   };
-  auto instance_chosen = [&](unsigned index, unsigned gi) {
+  auto instance_chosen = [&](unsigned index, const core::GpuInstance& i) {
     return std::any_of(places.begin(), places.end(), [&](const core::GpuPlace& p) {
-      return p.index == index && p.gpu_instance == gi;
+      return p.index == index && p.gpu_instance == i.gpu_instance_id &&
+             (!p.compute_instance || p.compute_instance == i.compute_instance_id);
     });
   };
   std::erase_if(out.drivers.gpus, [&](const core::Gpu& g) {
@@ -136,9 +132,8 @@ core::Snapshot select_rows(const core::Snapshot& s, const PsSelection& sel) {
   });
   for (auto& g : out.drivers.gpus)
     if (!whole_gpu(g.index))
-      std::erase_if(g.instances, [&](const core::GpuInstance& i) {
-        return !instance_chosen(g.index, i.gpu_instance_id);
-      });
+      std::erase_if(g.instances,
+                    [&](const core::GpuInstance& i) { return !instance_chosen(g.index, i); });
   return out;
 }
 

@@ -44,8 +44,7 @@ std::optional<core::ScopeError> check_selection(const core::Snapshot& snapshot,
 core::Result<bool> add_gpu_values(PsSelection& selection, const std::vector<std::string>& values);
 
 // The snapshot with only the selected rows (and, with --gpu, only those GPUs). A row is on a
-// GPU when the driver lists it there or when it holds a file that reaches that GPU; in a MIG
-// GPU instance as core::in_gpu_instance says, and only the selected instances' lines are kept
+// GPU, or in an instance, as core::in_place says; only the selected instances' lines are kept
 // under their GPU (whose own figures stay the whole GPU's).
 core::Snapshot select_rows(const core::Snapshot& snapshot, const PsSelection& selection);
 

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "core/duration.h"
+#include "core/gpu_place.h"
 #include "reap/kin.h"
 #include "text/byte_format.h"
 
@@ -31,21 +32,6 @@ std::string joined(const std::vector<std::string>& args) {
 
 const core::ProcessDetails* details(const core::ProcessRow& row) {
   return row.process && row.process->details ? &*row.process->details : nullptr;
-}
-
-// The GPUs a row uses: listed on, or holding a file that reaches the GPU.
-std::vector<unsigned> gpus_of(const core::ProcessRow& row, const core::Snapshot& s) {
-  std::vector<unsigned> out;
-  auto add = [&](unsigned i) {
-    if (std::find(out.begin(), out.end(), i) == out.end()) out.push_back(i);
-  };
-  for (const auto& use : row.gpus) add(use.index);
-  if (row.process)
-    for (const auto& hold : row.process->devices)
-      for (const auto& g : s.drivers.gpus)
-        if (!g.device_numbers.empty() && hold.reaches(g)) add(g.index);
-  std::sort(out.begin(), out.end());
-  return out;
 }
 
 // Gone PIDs' listings by the live processes that keep them alive.
@@ -229,7 +215,7 @@ std::vector<Evaluation> evaluate(const Policy& p, const MatchContext& ctx) {
     Evaluation e;
     e.pid = row.pid;
     if (row.process) e.start_ticks = row.process->stat.start_ticks;
-    e.gpus = gpus_of(row, ctx.snapshot);
+    e.gpus = core::gpus_of(ctx.snapshot, row);
     if (p.gpu) {
       bool on = std::find(e.gpus.begin(), e.gpus.end(), *p.gpu) != e.gpus.end();
       e.checks.push_back(

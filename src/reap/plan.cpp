@@ -112,6 +112,12 @@ std::string describe(const Reason& r) {
   return "?";
 }
 
+namespace {
+core::GpuPlace place_of(const Request& r) {
+  return r.instance.value_or(core::GpuPlace{*r.gpu});
+}
+}  // namespace
+
 std::string describe(const Request& r) {
   std::vector<std::string> chosen;
   if (!r.pids.empty()) {
@@ -125,11 +131,11 @@ std::string describe(const Request& r) {
   std::string words;
   for (const auto& c : chosen) words += (words.empty() ? "" : " and ") + c;
   if (chosen.empty())
-    words = r.gpu    ? "holders of GPU " + core::gpu_place_text(*r.gpu, r.gpu_instance)
+    words = r.gpu    ? "holders of GPU " + core::gpu_place_text(place_of(r))
             : r.user ? "GPU processes of user " + *r.user
                      : "nothing";
   else if (r.gpu)
-    words += " on GPU " + core::gpu_place_text(*r.gpu, r.gpu_instance);
+    words += " on GPU " + core::gpu_place_text(place_of(r));
   if (r.user && (!chosen.empty() || r.gpu)) words += " of user " + *r.user;
   if (r.tree) words += ", with their descendants";
   if (r.group) words += ", with their process groups";

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/anomaly.h"
+#include "core/gpu_place.h"
 #include "core/snapshot.h"
 
 namespace gpureap::reap {
@@ -61,8 +62,9 @@ struct Request {
   bool stopped = false;
   bool tree = false;
   bool group = false;
-  // --gpu N/G: only GPU N's MIG GPU instance G (core/gpu_place.h), with `gpu` N.
-  std::optional<unsigned> gpu_instance;
+  // --gpu N/G or N/G/C (or an instance's UUID), with `gpu` N: only that MIG GPU instance, or
+  // compute instance (core/gpu_place.h).
+  std::optional<core::GpuPlace> instance;
 
   bool has_selector() const { return !pids.empty() || !chosen.empty() || ghosts || stopped; }
 };

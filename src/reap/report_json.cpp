@@ -131,6 +131,7 @@ json request_json(const KillSettings& k) {
   const Request& r = k.request;
   return {{"pids", r.pids},
           {"gpu", opt(r.gpu)},
+          {"instance", r.instance ? json(core::gpu_place_text(*r.instance)) : json(nullptr)},
           {"user", opt(r.user)},
           {"ghosts", r.ghosts},
           {"stopped", r.stopped},

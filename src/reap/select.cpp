@@ -22,7 +22,7 @@ class Selector {
   // a filter never adds a process. --tree and --group then widen the filtered choice.
   core::Result<Selection> run() {
     if (req_.gpu) {
-      auto scope = gpu_scope(*req_.gpu, req_.gpu_instance);
+      auto scope = gpu_scope(req_.instance.value_or(core::GpuPlace{*req_.gpu}));
       if (!scope) return scope.error();
       scope_ = *scope;
     }
@@ -44,26 +44,18 @@ class Selector {
   }
 
  private:
-  // GPU N as the filter and the standing-alone selector see it: the GPU, and whether a process
-  // reaches it through a file it holds.
+  // GPU N (or its instance) as the filter and the standing-alone selector see it: a process is
+  // in it by core::in_place, the rule every path follows.
   struct GpuScope {
-    unsigned index = 0;
+    core::GpuPlace place;
     const core::Gpu* gpu = nullptr;
-    bool by_files = false;  // the GPU's (or the GPU instance's) device numbers are known
-    // --gpu N/G: only GPU instance G of MIG GPU N. A process is in it when listed there, or,
-    // unlisted, when it holds the instance's capability files.
-    std::optional<unsigned> gpu_instance;
 
-    bool held_by(const core::HostProcess& p) const {
-      if (!by_files || !p.holds_gpu(*gpu)) return false;
-      if (!gpu_instance) return true;
-      auto held = core::held_instances(p, *gpu);
-      return std::find(held.begin(), held.end(), *gpu_instance) != held.end();
-    }
     bool covers(const core::GpuUse& u) const {
-      return u.index == index && (!gpu_instance || u.gpu_instance_id == gpu_instance);
+      return u.index == place.index &&
+             (!place.gpu_instance || u.gpu_instance_id == place.gpu_instance) &&
+             (!place.compute_instance || u.compute_instance_id == place.compute_instance);
     }
-    std::string words() const { return core::gpu_place_text(index, gpu_instance); }
+    std::string words() const { return core::gpu_place_text(place); }
   };
 
   void add(pid_t pid, Reason reason) {
@@ -180,29 +172,30 @@ class Selector {
                                          : " that gpureap could inspect; run as root to see all"));
   }
 
-  core::Result<GpuScope> gpu_scope(unsigned index, std::optional<unsigned> gpu_instance) {
-    if (auto unknown = core::check_gpu_index(snap_, index)) return unknown->error;
-    GpuScope scope{index, snap_.gpu(index), !snap_.gpu(index)->device_numbers.empty(),
-                   gpu_instance};
-    if (gpu_instance) {
-      const core::GpuInstance* instance = core::find_instance(*scope.gpu, *gpu_instance);
-      if (!instance)
-        return core::Error{"GPU " + std::to_string(index) + " has no GPU instance " +
-                               std::to_string(*gpu_instance),
+  core::Result<GpuScope> gpu_scope(const core::GpuPlace& place) {
+    if (auto unknown = core::check_gpu_index(snap_, place.index)) return unknown->error;
+    GpuScope scope{place, snap_.gpu(place.index)};
+    bool by_files = !scope.gpu->device_numbers.empty();
+    if (place.gpu_instance) {
+      if (!core::find_instance(*scope.gpu, *place.gpu_instance))
+        return core::Error{"GPU " + std::to_string(place.index) + " has no GPU instance " +
+                               std::to_string(*place.gpu_instance),
                            "`gpureap ps` shows its instances as N/G under it"};
-      bool files = false;
-      for (const auto& i : scope.gpu->instances)
-        if (i.gpu_instance_id == *gpu_instance && !i.device_numbers.empty()) files = true;
-      if (!files) {
-        scope.by_files = false;
-        out_.notes.push_back("the driver does not tell GPU instance " + scope.words() +
-                             "'s capability files; only the processes it lists there are "
-                             "selected");
-      }
+      by_files = std::any_of(
+          scope.gpu->instances.begin(), scope.gpu->instances.end(),
+          [&](const core::GpuInstance& i) {
+            return i.gpu_instance_id == *place.gpu_instance && !i.device_numbers.empty() &&
+                   (!place.compute_instance || i.compute_instance_id == place.compute_instance);
+          });
+      if (!by_files)
+        out_.notes.push_back("the driver does not tell " + scope.words() +
+                             "'s capability files; only the processes it lists there, and "
+                             "their jobs, are selected");
+    } else if (!by_files) {
+      out_.notes.push_back("the driver does not tell GPU " + std::to_string(place.index) +
+                           "'s device file; only the processes it lists there, and their jobs, "
+                           "are selected");
     }
-    if (!scope.by_files && !gpu_instance)
-      out_.notes.push_back("the driver does not tell GPU " + std::to_string(index) +
-                           "'s device file; only the processes it lists there are selected");
     if (auto source = core::gpu_identity_source(*scope.gpu)) out_.notes.push_back(*source);
     return scope;
   }
@@ -220,40 +213,35 @@ class Selector {
                        [&](const core::GpuUse& u) { return scope.covers(u); });
   }
 
-  // --gpu N alone: what the driver lists there, and the unlisted holders of its files. A process
-  // the driver lists only on other GPUs merely sees this one (CUDA opens every visible GPU's
-  // file); an unlisted holder may be keeping a context or blocking a reset.
+  // --gpu N alone: what the driver lists there, and every other process in it by
+  // core::in_place: a gone listing's keepers, a listed process's job, and holders of its files
+  // with no listed memory elsewhere (they may keep a context or block a reset). A process whose
+  // job is listed only on other GPUs merely sees this one (CUDA opens every visible GPU's file).
   void gpu_holders(const GpuScope& scope) {
     for (const auto& row : snap_.rows) {
-      if (!listed_on(&row, scope)) continue;
-      if (kin_.is_gone(row.pid))
-        resolve_gone(row.pid);
-      else
-        add(row.pid, {ReasonKind::ListedOnGpu, scope.index, std::nullopt, std::nullopt,
-                      listed_instance(row, scope.index)});
-    }
-    for (const auto& p : snap_.proc.processes) {
-      if (p.stat.is_zombie() || !scope.held_by(p)) continue;
-      const core::ProcessRow* row = snap_.row(p.stat.pid);
-      if (row && row->listed_by_driver) continue;
-      add(p.stat.pid,
-          {ReasonKind::HoldsDevice, scope.index, std::nullopt, std::nullopt, scope.gpu_instance});
+      if (listed_on(&row, scope)) {
+        if (kin_.is_gone(row.pid))
+          resolve_gone(row.pid);
+        else
+          add(row.pid, {ReasonKind::ListedOnGpu, scope.place.index, std::nullopt, std::nullopt,
+                        listed_instance(row, scope.place.index)});
+        continue;
+      }
+      if (row.listed_by_driver || !row.process || row.process->stat.is_zombie() ||
+          !core::in_place(snap_, row, scope.place))
+        continue;
+      add(row.pid, {ReasonKind::HoldsDevice, scope.place.index, std::nullopt, std::nullopt,
+                    scope.place.gpu_instance});
     }
   }
 
-  // Whether one reason for choosing `pid` concerns GPU N, by the rule --gpu N alone follows: a
-  // keeper of gone PIDs is where the memory it keeps is; a process the driver lists is where it
-  // is listed (it merely sees the other GPUs: CUDA opens every visible GPU's file); any other is
-  // where the files it holds reach.
+  // Whether one reason for choosing `pid` concerns GPU N, by the rule --gpu N alone follows
+  // (core::in_place); a keeper chosen for a gone PID is where that PID's memory is.
   bool on_gpu(pid_t pid, const Reason& reason, const GpuScope& scope) const {
-    auto on = [&](pid_t p) { return listed_on(snap_.row(p), scope); };
-    if (reason.kind == ReasonKind::InheritedHolder && reason.pid) return on(*reason.pid);
+    if (reason.kind == ReasonKind::InheritedHolder && reason.pid)
+      return listed_on(snap_.row(*reason.pid), scope);
     const core::ProcessRow* row = snap_.row(pid);
-    if (reason.kind == ReasonKind::Ghost && row && !row->keeps.empty())
-      return std::any_of(row->keeps.begin(), row->keeps.end(), on);
-    if (row && row->listed_by_driver) return on(pid);
-    const core::HostProcess* p = snap_.find(pid);
-    return p && scope.held_by(*p);
+    return row && core::in_place(snap_, *row, scope.place);
   }
 
   // --gpu N with a selector: only what was chosen for GPU N stays, and only for that reason.

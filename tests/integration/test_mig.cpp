@@ -83,7 +83,9 @@ TEST(Mig, GpuInstanceNarrowsKillsPlanExactly) {
   };
   std::vector<Case> cases{
       {{"--ghosts", "--gpu", "0/3"}, {s.ghost->worker}, "ghosts on GPU 0/3"},
-      {{"--ghosts", "--gpu", kMigUuid3}, {s.ghost->worker}, "ghosts on GPU 0/3"},
+      // A MIG device's UUID names its compute instance: GI 3's only one, CI 0.
+      {{"--ghosts", "--gpu", kMigUuid3}, {s.ghost->worker}, "ghosts on GPU 0/3/0"},
+      {{"--ghosts", "--gpu", "0/3/0"}, {s.ghost->worker}, "ghosts on GPU 0/3/0"},
       {{"--ghosts", "--gpu", "0/5"}, {}, "ghosts on GPU 0/5"},
       {{"--gpu", "0/5"}, {s.job.pid()}, "holders of GPU 0/5"},
       {{std::to_string(s.job.pid()), "--gpu", "0/3"},

@@ -98,7 +98,7 @@ class PodmanScene {
     for (const char* d : {"bin", "dev", "proc", "sys", "tmp", "etc"})
       fs::create_directories(root + "/" + d);
     fs::copy_file(kBusybox, root + "/bin/busybox");
-    for (const char* applet : {"sh", "sleep", "true"})
+    for (const char* applet : {"sh", "sleep", "true", "setsid"})
       fs::create_symlink("busybox", root + "/bin/" + applet);
     const char* path = std::getenv("PATH");
     auto tar = run_program_in({"tar", "-C", root, "-cf", dir_.file("rootfs.tar"), "."},
@@ -123,13 +123,16 @@ class PodmanScene {
     return a;
   }
 
-  // Each process is a `sleep` whose argument names it. The trainer opens nvidia0, forks its
-  // worker (which inherits that open file) and becomes `sleep 603`; all run in the entrypoint's
-  // process group, as a shell without job control starts them.
+  // Each process is a `sleep` whose argument names it. The trainer leads a session of its own
+  // (as a launcher's `setsid` makes it), opens nvidia0, forks its worker (which inherits that
+  // open file and the session) and becomes `sleep 603`; the others run in the entrypoint's
+  // process group, as a shell without job control starts them. The session is the kernel's word
+  // that the worker is the trainer's, once the trainer is gone and its worker reparented.
   static std::string script(const FakeDevRoot& dev) {
     return "(exec 5<" + dev.dev("nvidia0") + "; exec sleep 601) & " +    // a job with a context
            "(exec 6<" + dev.dev("nvidiactl") + "; exec sleep 602) & " +  // an NVML monitor
-           "(exec 7<" + dev.dev("nvidia0") + "; sleep 604 & exec sleep 603) & " + "wait";
+           "(exec setsid sh -c 'exec 7<" + dev.dev("nvidia0") +
+           "; sleep 604 & exec sleep 603') & " + "wait";
   }
 
   TempDir dir_;

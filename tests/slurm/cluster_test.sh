@@ -87,11 +87,15 @@ free_port() {
   return 1
 }
 
-mkdir -p "$W/dev" "$W/state" "$W/spool" "$W/log"
+mkdir -p "$W/dev" "$W/gres" "$W/state" "$W/spool" "$W/log"
+# The GPU's files under gpureap's dev root are stand-ins (regular files, numbered by their
+# names, as the test double's GPU is), which a job holds as it would hold its GPU.
 : >"$W/dev/nvidiactl"
-# slurmd takes a GRES File= only if it is a device node: one with /dev/null's numbers, which
-# any process can open and hold, as a job holds its GPU.
-mknod -m 666 "$W/dev/nvidia0" c 1 3 2>/dev/null ||
+: >"$W/dev/nvidia0"
+chmod 666 "$W/dev/nvidia0"
+# slurmd takes a GRES File= only if it is a device node: one with /dev/null's numbers, kept out
+# of the dev root (gpureap matches device nodes by number, and every process holds /dev/null).
+mknod -m 666 "$W/gres/nvidia0" c 1 3 2>/dev/null ||
   skip "cannot make a device node here (mknod: no CAP_MKNOD, or a nodev mount)"
 
 # --- the driver (the NVML test double): a clean GPU to start with
@@ -151,7 +155,7 @@ PrologFlags=Alloc
 NodeName=$HOST NodeAddr=127.0.0.1 CPUs=1 Gres=gpu:1 State=UNKNOWN
 PartitionName=debug Nodes=$HOST Default=YES MaxTime=INFINITE State=UP
 CONF
-echo "NodeName=$HOST Name=gpu File=$W/dev/nvidia0" >"$W/gres.conf"
+echo "NodeName=$HOST Name=gpu File=$W/gres/nvidia0" >"$W/gres.conf"
 export SLURM_CONF=$W/slurm.conf
 
 slurmctld -f "$SLURM_CONF" || skip "slurmctld does not start here"

@@ -74,16 +74,21 @@ TEST(CoreMig, ParsesIndexInstanceAndUuid) {
   ASSERT_TRUE(mig);
   EXPECT_EQ(mig->index, 0u);
   EXPECT_EQ(mig->gpu_instance, 13u);
+  auto compute = core::parse_gpu_ref("0/3/1");
+  ASSERT_TRUE(compute);
+  EXPECT_EQ(compute->gpu_instance, 3u);
+  EXPECT_EQ(compute->compute_instance, 1u);
   auto uuid = core::parse_gpu_ref("MIG-0c7ebb6a-1111");
   ASSERT_TRUE(uuid);
   EXPECT_EQ(uuid->uuid, "MIG-0c7ebb6a-1111");
-  for (const char* bad : {"", "/", "0/", "/3", "a", "0/x", "0/3/1", "-1", "1 ", "MIG-", "0x1"})
+  for (const char* bad :
+       {"", "/", "0/", "/3", "a", "0/x", "0/3/", "0/3/x", "0/3/1/2", "-1", "1 ", "MIG-", "0x1"})
     EXPECT_FALSE(core::parse_gpu_ref(bad)) << bad;
 }
 
 TEST(CoreMig, ResolvesAgainstTheSnapshotsInstances) {
   const auto s = mig_scene();
-  auto by_uuid = core::resolve_gpu_ref(s, {std::nullopt, std::nullopt, "MIG-5"});
+  auto by_uuid = core::resolve_gpu_ref(s, {.uuid = "MIG-5"});
   ASSERT_TRUE(by_uuid) << by_uuid.error().text();
   EXPECT_EQ(by_uuid->index, 0u);
   EXPECT_EQ(by_uuid->gpu_instance, 5u);
@@ -91,7 +96,7 @@ TEST(CoreMig, ResolvesAgainstTheSnapshotsInstances) {
   ASSERT_FALSE(missing);
   EXPECT_EQ(missing.error().message,
             "GPU 0 has no GPU instance 4 (its instances: 3, 5, written 0/3)");
-  EXPECT_FALSE(core::resolve_gpu_ref(s, {std::nullopt, std::nullopt, "MIG-9"}));
+  EXPECT_FALSE(core::resolve_gpu_ref(s, {.uuid = "MIG-9"}));
   auto whole = core::resolve_gpu_ref(s, {0u, std::nullopt, std::nullopt});
   ASSERT_TRUE(whole);
   EXPECT_FALSE(whole->gpu_instance);
@@ -122,16 +127,67 @@ std::vector<pid_t> planned(const core::Snapshot& s, reap::Request r) {
 TEST(CoreMig, GpuInstanceNarrowsWholePlansExactly) {
   const auto s = mig_scene();
   EXPECT_EQ(planned(s, {.gpu = 0, .ghosts = true}), (std::vector<pid_t>{4250, 5260}));
-  EXPECT_EQ(planned(s, {.gpu = 0, .ghosts = true, .gpu_instance = 3}), std::vector<pid_t>{4250});
-  EXPECT_EQ(planned(s, {.gpu = 0, .ghosts = true, .gpu_instance = 5}), std::vector<pid_t>{5260});
+  EXPECT_EQ(planned(s, {.gpu = 0, .ghosts = true, .instance = core::GpuPlace{0, 3}}),
+            std::vector<pid_t>{4250});
+  EXPECT_EQ(planned(s, {.gpu = 0, .ghosts = true, .instance = core::GpuPlace{0, 5}}),
+            std::vector<pid_t>{5260});
   // Alone: what is listed in GI 5 (the gone PID through its keeper) and its files' holders.
-  EXPECT_EQ(planned(s, {.gpu = 0, .gpu_instance = 5}), (std::vector<pid_t>{5260, 6000}));
-  EXPECT_EQ(planned(s, {.pids = {6000}, .gpu = 0, .gpu_instance = 3}), std::vector<pid_t>{});
+  EXPECT_EQ(planned(s, {.gpu = 0, .instance = core::GpuPlace{0, 5}}),
+            (std::vector<pid_t>{5260, 6000}));
+  EXPECT_EQ(planned(s, {.pids = {6000}, .gpu = 0, .instance = core::GpuPlace{0, 3}}),
+            std::vector<pid_t>{});
+}
+
+// MIG GPU 0's GPU instance 7 split into compute instances 0 and 1 (one GI capability file, one
+// per CI): alice's live job 7000 on CI 0; on CI 1, bob's gone trainer 7100 kept by its worker
+// 7110, and bob's live job 7200.
+core::Snapshot compute_instance_scene() {
+  auto on_ci = [](pid_t pid, uint64_t bytes, unsigned ci) {
+    auto p = on_instance(pid, bytes, 7);
+    p.compute_instance_id = ci;
+    return p;
+  };
+  auto g = gpu(0, 0, 9 * GiB,
+               {on_ci(7000, 3 * GiB, 0), on_ci(7100, 4 * GiB, 1), on_ci(7200, 2 * GiB, 1)});
+  g.mig_mode = true;
+  auto ci0 = mig_instance(7, 70, 71, "MIG-7-0");
+  auto ci1 = mig_instance(7, 70, 72, "MIG-7-1");
+  ci1.compute_instance_id = 1;
+  g.instances = {ci0, ci1};
+  auto with_caps = [](core::HostProcess p, unsigned ci_minor) {
+    p.devices.push_back(cap_hold(70, 7));
+    p.devices.push_back(cap_hold(ci_minor, 8));
+    return p;
+  };
+  return make_snapshot({proc(1, 0, 1), with_caps(holder(7000, 1, 7000), 71),
+                        with_caps(holder(7110, 1, 7100), 72), with_caps(holder(7200, 1, 7200), 72)},
+                       {g});
+}
+
+TEST(CoreMig, AComputeInstancesUuidSelectsThatComputeInstanceOnly) {
+  const auto s = compute_instance_scene();
+  auto place = core::resolve_gpu_ref(s, {.uuid = "MIG-7-0"});
+  ASSERT_TRUE(place) << place.error().text();
+  EXPECT_EQ(*place, (core::GpuPlace{0, 7, 0}));
+  EXPECT_EQ(core::gpu_place_text(*place), "0/7/0");
+  // Alone, CI 0 is alice's job only; bob's ghost, its keeper and his job are on CI 1.
+  EXPECT_EQ(planned(s, {.gpu = 0, .instance = *place}), std::vector<pid_t>{7000});
+  EXPECT_EQ(planned(s, {.gpu = 0, .ghosts = true, .instance = *place}), std::vector<pid_t>{});
+  const core::GpuPlace ci1{0, 7, 1};
+  EXPECT_EQ(planned(s, {.gpu = 0, .ghosts = true, .instance = ci1}), std::vector<pid_t>{7110});
+  auto alone = planned(s, {.gpu = 0, .instance = ci1});
+  std::sort(alone.begin(), alone.end());
+  EXPECT_EQ(alone, (std::vector<pid_t>{7110, 7200}));
+  // The whole GPU instance is both.
+  auto both = planned(s, {.gpu = 0, .instance = core::GpuPlace{0, 7}});
+  std::sort(both.begin(), both.end());
+  EXPECT_EQ(both, (std::vector<pid_t>{7000, 7110, 7200}));
+  EXPECT_FALSE(core::resolve_gpu_ref(s, {0u, 7u, 2u}));  // no CI 2
 }
 
 TEST(CoreMig, InGpuInstanceFollowsTheListingTheKeptMemoryAndTheFiles) {
   auto s = mig_scene();
-  auto in = [&](pid_t pid, unsigned gi) { return core::in_gpu_instance(s, *s.row(pid), 0, gi); };
+  auto in = [&](pid_t pid, unsigned gi) { return core::in_place(s, *s.row(pid), {0, gi}); };
   EXPECT_TRUE(in(4242, 3));  // listed there
   EXPECT_FALSE(in(4242, 5));
   EXPECT_TRUE(in(4250, 3));  // keeps 4242's memory, in GI 3
@@ -139,7 +195,7 @@ TEST(CoreMig, InGpuInstanceFollowsTheListingTheKeptMemoryAndTheFiles) {
   EXPECT_TRUE(in(5260, 5));
   EXPECT_TRUE(in(6000, 5));  // listed in GI 5
   EXPECT_FALSE(in(6000, 3));
-  EXPECT_FALSE(core::in_gpu_instance(s, *s.row(6000), 1, 5));  // no GPU 1
+  EXPECT_FALSE(core::in_place(s, *s.row(6000), {1, 5}));  // no GPU 1
 }
 
 std::vector<pid_t> rows_of(const core::Snapshot& s) {
@@ -190,7 +246,7 @@ TEST(MigDoctor, AGpuInstanceKeepsOnlyFindingsAboutItsProcesses) {
   const auto s = mig_scene();
   auto pids_of = [&](std::optional<unsigned> gi) {
     doctor::DoctorInput in{s, s, {}, 0u};
-    in.gpu_instance = gi;
+    if (gi) in.instance = core::GpuPlace{0, gi};
     std::vector<pid_t> out;
     for (const auto& f : doctor::diagnose(in))
       if (f.code == doctor::FindingCode::NoSuchProcess) out.push_back(f.pids.front());

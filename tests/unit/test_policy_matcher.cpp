@@ -76,6 +76,28 @@ TEST(PolicyMatcher, MinMemoryAndGpuCountOnlyThatGpu) {
   EXPECT_FALSE(of(evaluate(p, context(s)), 200).matched());
 }
 
+TEST(PolicyMatcher, AGpuIsWhereAProcessesMemoryIsNotEveryFileItHolds) {
+  // Alice's trainer 100 runs on GPU 0 and opened GPU 1's file too, as CUDA does; its worker 101
+  // inherited both. A policy for GPU 1 matches neither; one for GPU 0 matches both.
+  auto trainer = holder(100, 1, 100);
+  trainer.devices = {testing::nvidia_hold(0, {5}, "100:5"), testing::nvidia_hold(1, {6}, "100:6")};
+  auto worker = holder(101, 100, 100);
+  worker.devices = trainer.devices;
+  auto s = make_snapshot({trainer, worker},
+                         {gpu(0, 0, 3 * GiB, {listed(100, 3 * GiB)}), gpu(1, 1, 0, {})});
+  Policy p;
+  p.gpu = 1;
+  const auto on_1 = evaluate(p, context(s));
+  for (pid_t pid : {100, 101}) EXPECT_FALSE(of(on_1, pid).matched()) << pid;
+  p.gpu = 0;
+  const auto on_0 = evaluate(p, context(s));
+  for (pid_t pid : {100, 101}) {
+    const auto& e = of(on_0, pid);
+    EXPECT_TRUE(e.matched()) << pid;
+    EXPECT_EQ(e.gpus, std::vector<unsigned>{0});
+  }
+}
+
 TEST(PolicyMatcher, UnknownMemoryNeverMatchesAMinimum) {
   auto alice = holder(100, 1, 100);
   auto s = make_snapshot({alice}, {gpu(0, 0, GiB, {listed(100, std::nullopt)})});

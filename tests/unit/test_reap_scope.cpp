@@ -166,8 +166,40 @@ TEST(ReapScopeRules, AKeeperIsOnTheGpuOfTheMemoryItKeeps) {
   };
   EXPECT_EQ(plan_of({.gpu = 0, .ghosts = true}), std::vector<pid_t>{});
   EXPECT_EQ(plan_of({.gpu = 1, .ghosts = true}), std::vector<pid_t>{201});
-  // Alone, --gpu 0 takes every unlisted holder of its file: it may block a reset.
-  EXPECT_EQ(plan_of({.gpu = 0}), std::vector<pid_t>{201});
+  // Alone, --gpu 0 takes the unlisted holders of its file whose memory is nowhere else; 201's
+  // is on GPU 1, so it merely sees GPU 0.
+  EXPECT_EQ(plan_of({.gpu = 0}), std::vector<pid_t>{});
+  EXPECT_EQ(plan_of({.gpu = 1}), std::vector<pid_t>{201});
+}
+
+TEST(ReapScopeRules, TheEpilogsGpuAndUserLeaveThatUsersJobOnAnotherGpuAlone) {
+  // Slurm's epilog cleans GPU 1 of alice's finished step: `kill --gpu 1 --user alice`. Alice's
+  // healthy trainer 100 runs on GPU 0; it opened both GPUs' files, as CUDA does, and its workers
+  // 101 and 102 inherited both. They merely see GPU 1: only her paused job there is planned.
+  auto s = make_snapshot(
+      {proc(1, 0, 1), holding(100, 1, 100, kAlice, {{0, "100:5"}, {1, "100:6"}}),
+       holding(101, 100, 100, kAlice, {{0, "100:5"}, {1, "100:6"}}),
+       holding(102, 100, 100, kAlice, {{0, "100:5"}, {1, "100:6"}}),
+       holding(300, 1, 300, kAlice, {{1, "300:5"}}, 'T'),
+       holding(310, 1, 310, kAlice, {{1, "310:5"}})},
+      {gpu(0, 0, 10 * GiB, {listed(100, 10 * GiB)}), gpu(1, 1, 4 * GiB, {listed(300, 4 * GiB)})});
+  auto plan_of = [&](Request r) {
+    auto p = make_plan(s, r, Caller{}, [](const core::HostProcess&) { return std::nullopt; });
+    EXPECT_TRUE(p.ok());
+    std::vector<pid_t> out;
+    for (const auto& t : p->targets) out.push_back(t.pid);
+    std::sort(out.begin(), out.end());
+    return out;
+  };
+  // 310 holds GPU 1's file with no listed memory anywhere: it may keep a context or block a
+  // reset, so the GPU's own holders include it.
+  EXPECT_EQ(plan_of({.gpu = 1, .user = std::to_string(kAlice)}), (std::vector<pid_t>{300, 310}));
+  EXPECT_EQ(plan_of({.gpu = 1}), (std::vector<pid_t>{300, 310}));
+  EXPECT_EQ(plan_of({.gpu = 0, .user = std::to_string(kAlice)}),
+            (std::vector<pid_t>{100, 101, 102}));
+  // As a filter too: the workers, named, are not on GPU 1.
+  EXPECT_EQ(plan_of({.pids = {101, 102, 300}, .gpu = 1}), std::vector<pid_t>{300});
+  EXPECT_EQ(plan_of({.pids = {101, 102, 300}, .gpu = 0}), (std::vector<pid_t>{101, 102}));
 }
 
 TEST(ReapScopeRules, AFilterOnAGpuThatDoesNotExistIsAnError) {
