@@ -106,6 +106,9 @@ struct Target {
   pid_t pgid = 0;
   std::vector<core::GpuUse> gpus;  // memory the driver lists for this PID
   std::vector<pid_t> keeps;        // gone listed PIDs whose contexts it keeps alive
+  // Live processes that share its open GPU files (its workers) and that the plan leaves alone:
+  // while they live, its listed memory stays held.
+  std::vector<pid_t> sharers_left;
   std::vector<Reason> reasons;
   bool protected_process = false;  // reap::is_protected, decided from /proc when planned
   Action action = Action::Signal;

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "procfs/user_names.h"
+#include "reap/kin.h"
 #include "reap/safety.h"
 #include "reap/select.h"
 
@@ -49,6 +50,31 @@ std::vector<GpuBaseline> baselines(const core::Snapshot& snap) {
   return out;
 }
 
+// A listed target whose workers share its open GPU files keeps its memory through them: say so
+// before anything is signalled, with how to include them, and wait for nothing.
+void note_sharers_left(const core::Snapshot& snap, const Kin& kin, Plan& plan, Target& t) {
+  if (t.gpus.empty() || t.action != Action::Signal) return;
+  bool in_tree = true, in_group = true;
+  for (const auto& row : snap.rows) {
+    if (!row.process || row.process->stat.is_zombie() || plan.find(row.pid)) continue;
+    const auto& shares = row.shares_context_of;
+    if (std::find(shares.begin(), shares.end(), t.pid) == shares.end()) continue;
+    t.sharers_left.push_back(row.pid);
+    in_tree = in_tree && kin.descends_from(*row.process, t.pid);
+    in_group = in_group && row.process->stat.pgid == t.pgid;
+  }
+  if (t.sharers_left.empty()) return;
+  std::string pids;
+  for (pid_t w : t.sharers_left) pids += (pids.empty() ? "" : " ") + std::to_string(w);
+  const std::string how =
+      in_tree    ? "add --tree (its descendants)"
+      : in_group ? "add --group (its process group)"
+                 : "name them too: `gpureap kill " + std::to_string(t.pid) + " " + pids + "`";
+  plan.notes.push_back("PID " + std::to_string(t.pid) + "'s GPU memory stays held while " +
+                       (t.sharers_left.size() == 1 ? "PID " : "PIDs ") + pids +
+                       " share its GPU files (its workers); to free it, " + how);
+}
+
 }  // namespace
 
 core::Result<Plan> make_plan(const core::Snapshot& snap, const Request& request,
@@ -82,6 +108,8 @@ core::Result<Plan> make_plan(const core::Snapshot& snap, const Request& request,
   if (other_users > 0)
     plan.notes.push_back(std::to_string(other_users) +
                          " matching process(es) left out: not owned by " + *request.user);
+  const Kin kin(snap);
+  for (auto& t : plan.targets) note_sharers_left(snap, kin, plan, t);
   // A gone PID is reclaimed through the keepers that remain in the plan.
   for (auto& g : selection->gone) {
     std::erase_if(g.keepers, [&](pid_t k) { return !plan.find(k); });

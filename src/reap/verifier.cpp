@@ -45,7 +45,7 @@ class Verifier {
       if (t.action == Action::Zombie) zombies_.push_back(&t);
       if (!gone_for_good(execs[i])) continue;
       exited_[t.pid] = &t;
-      for (const auto& u : t.gpus) want(t.pid, u);
+      for (const auto& u : t.gpus) want(t.pid, u, t.sharers_left);
     }
     // A gone PID's context goes only when every keeper in the plan is gone; with a survivor
     // left there is nothing to wait for.
@@ -80,8 +80,10 @@ class Verifier {
   }
 
  private:
-  void want(pid_t pid, const core::GpuUse& u) {
-    v_.listings.push_back({pid, u.index, u.used_bytes});
+  void want(pid_t pid, const core::GpuUse& u, std::vector<pid_t> kept_by_plan = {}) {
+    ListingRelease l{pid, u.index, u.used_bytes};
+    l.kept_by_plan = std::move(kept_by_plan);
+    v_.listings.push_back(l);
   }
 
   void observe(const core::Snapshot& s, const ReleaseSource& source) {
@@ -126,8 +128,9 @@ class Verifier {
   }
 
   bool done(const ReleaseSource& source) const {
-    return std::all_of(v_.listings.begin(), v_.listings.end(),
-                       [](const ListingRelease& l) { return l.released; }) &&
+    return std::all_of(
+               v_.listings.begin(), v_.listings.end(),
+               [](const ListingRelease& l) { return l.released || !l.kept_by_plan.empty(); }) &&
            v_.still_holding.empty() && !awaiting_zombie(source);
   }
 
@@ -156,6 +159,10 @@ class Verifier {
     for (auto& l : v_.listings) {
       if (l.released) continue;
       std::vector<pid_t> keep = kin.keepers(l.pid);
+      for (pid_t k : l.kept_by_plan)
+        if (const core::HostProcess* p = s.find(k);
+            p && !p->stat.is_zombie() && std::find(keep.begin(), keep.end(), k) == keep.end())
+          keep.push_back(k);
       if (const core::HostProcess* p = s.find(l.pid); p && !p->stat.is_zombie())
         keep.insert(keep.begin(), l.pid);  // the PID is alive again: recycled by a GPU user
       for (pid_t k : keep) {

@@ -41,6 +41,8 @@ struct ListingRelease {
   bool left_list = false;   // the driver no longer lists it
   bool released = false;    // ... and the GPU's used memory dropped accordingly
   bool unreadable = false;  // the last read of the GPU's list failed: nothing is known
+  // Processes the plan left alone share its files (Target::sharers_left): nothing to wait for.
+  std::vector<pid_t> kept_by_plan;
   std::optional<std::chrono::steady_clock::time_point> released_at;
   std::vector<Holder> held_by;  // live processes that still keep it (when not released)
 };

@@ -54,6 +54,61 @@ TEST(KillTree, TreeKillsTheHolderAndItsDescendants) {
   EXPECT_EQ(end_signal(parent.pid()), SIGTERM);
 }
 
+TEST(KillTree, AJobNamedAloneIsToldBeforehandThatItsWorkersKeepItsMemory) {
+  // A job the driver lists, whose two workers inherited its GPU file: killing it alone frees
+  // nothing. The plan says so before anything is signalled, with the option that includes them,
+  // and the outcome names them without waiting for a release that cannot come.
+  REQUIRE_DOUBLE();
+  FakeDevRoot dev;
+  Ready workers;
+  Child job([&] {
+    hold(dev.dev("nvidia0"));
+    for (int i = 0; i < 2; ++i)
+      if (::fork() == 0) {
+        workers.send(::getpid());
+        for (;;) ::pause();
+      }
+    for (;;) ::pause();
+  });
+  const pid_t w1 = static_cast<pid_t>(workers.receive()),
+              w2 = static_cast<pid_t>(workers.receive());
+  KillStrays strays{{w1, w2}};
+  nlohmann::json gpu0 = {
+      {"name", "NVIDIA H200"},
+      {"uuid", "GPU-0000"},
+      {"minor", 0},
+      {"total_bytes", 80ull << 30},
+      {"processes",
+       {{{"pid", job.pid()}, {"used_bytes", 12ull << 30}, {"holders", {job.pid(), w1, w2}}}}}};
+  FakeNvml nvml(nlohmann::json{{"gpus", {gpu0}}});
+  const std::string job_pid = std::to_string(job.pid());
+  auto dry = run_gpureap(gpu_kill_args(dev, {job_pid, "--dry-run"}), nvml.env());
+  auto planned = parse_output(dry);
+  EXPECT_EQ(planned_pids(planned), std::vector<pid_t>{job.pid()});
+  const std::string notes = planned["plan"]["notes"].dump();
+  EXPECT_NE(notes.find("PID " + job_pid + "'s GPU memory stays held while PIDs " +
+                       std::to_string(std::min(w1, w2)) + " " + std::to_string(std::max(w1, w2)) +
+                       " share its GPU files (its workers); to free it, add --tree"),
+            std::string::npos)
+      << notes;
+  // The text plan says it too, before the confirmation.
+  auto text = run_gpureap({"kill", "--dry-run", "--dev-root", dev.path(), job_pid}, nvml.env());
+  EXPECT_NE((text.out + text.err).find("share its GPU files"), std::string::npos)
+      << text.out << text.err;
+
+  // A release wait far longer than the test may take: the outcome is certain, nothing waits.
+  auto r = run_gpureap(gpu_kill_args(dev, {job_pid, "--yes", "--wait-release", "10m"}), nvml.env());
+  auto doc = parse_output(r);
+  EXPECT_EQ(planned_pids(doc), std::vector<pid_t>{job.pid()});
+  auto outcome = entry_of(doc["outcomes"], job.pid());
+  EXPECT_EQ(outcome["outcome"], "still-held") << outcome.dump(2);
+  EXPECT_FALSE(is_alive(job.pid()));
+  for (pid_t w : {w1, w2}) {
+    EXPECT_TRUE(is_alive(w)) << w;
+    EXPECT_NE(outcome.dump().find(std::to_string(w)), std::string::npos) << outcome.dump(2);
+  }
+}
+
 TEST(KillTree, GroupReachesMembersOutsideTheTree) {
   FakeDevRoot dev;
   Ready ready;
