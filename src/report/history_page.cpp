@@ -186,22 +186,29 @@ GpuChart chart_for(const history::GpuSeries& g, const HistoryInput& in, const Hi
   for (size_t i = 0; i < points.size(); ++i) {
     const auto& p = *points[i];
     const auto at = c.times[i];
-    uint64_t named_sum = 0, rest = 0, gone_sum = 0;
-    for (size_t k = 0; k < named; ++k) named_sum += c.bands[k].bytes[i];
+    uint64_t rest = 0, gone_sum = 0;
     for (size_t k = named; k < ranked.size(); ++k) rest += value_at(*ranked[k].second, at);
     for (const auto* t : ghosts) gone_sum += value_at(*t, at);
     const uint64_t g_bytes = p.ghost_bytes.value_or(gone_sum);
     const uint64_t u_bytes = p.unattributed_bytes.value_or(0);
     // The driver's used memory is the truth: what no named band holds is "other", also when
-    // the history dropped the track of a small process to stay within its bounds.
-    uint64_t o_bytes = rest;
+    // the history dropped the track of a small process to stay within its bounds; and the stack
+    // never rises above it, also when the driver lists more for its processes than it says is
+    // used (the named bands, largest first, get what is left after the ghosts).
+    uint64_t o_bytes = rest, g_shown = g_bytes, u_shown = u_bytes;
     if (p.used_bytes && p.ghost_bytes && p.unattributed_bytes) {
-      uint64_t attributed = *p.used_bytes - std::min(*p.used_bytes, g_bytes + u_bytes);
-      o_bytes = attributed > named_sum ? attributed - named_sum : 0;
+      u_shown = std::min(u_bytes, *p.used_bytes);
+      g_shown = std::min(g_bytes, *p.used_bytes - u_shown);
+      uint64_t left = *p.used_bytes - u_shown - g_shown;
+      for (size_t k = 0; k < named; ++k) {
+        c.bands[k].bytes[i] = std::min(c.bands[k].bytes[i], left);
+        left -= c.bands[k].bytes[i];
+      }
+      o_bytes = left;
     }
     other.bytes.push_back(o_bytes);
-    ghost.bytes.push_back(g_bytes);
-    unattributed.bytes.push_back(u_bytes);
+    ghost.bytes.push_back(g_shown);
+    unattributed.bytes.push_back(u_shown);
   }
   c.bands.push_back(std::move(other));
   c.bands.push_back(std::move(ghost));

@@ -52,6 +52,27 @@ TEST(ReportHistoryPage, TheLargestProcessesAreNamedTheRestIsOther) {
   EXPECT_EQ(wide.gpus[0].bands[3].bytes[0], 0u);
 }
 
+TEST(ReportHistoryPage, TheStackNeverDrawsMoreThanTheDriverSaysIsUsed) {
+  // At t3 the driver lists 15 GiB for live processes and 8 GiB for gone 4242, but says 20 GiB
+  // are used (a driver that counts a shared buffer in two processes' lists): the chart draws
+  // 20 GiB, the ghost's 8 and what is left of the named processes' 15, largest first.
+  auto in = report_input();
+  auto& point = in.history.gpus[0].points[3];
+  point.used_bytes = 20 * kGiB;
+  point.unattributed_bytes = 0;
+  const auto page = page_of(in);
+  const auto& c = page.gpus[0];
+  for (size_t i = 0; i < c.times.size(); ++i) {
+    uint64_t sum = 0;
+    for (const auto& b : c.bands) sum += b.bytes[i];
+    EXPECT_EQ(sum, *in.history.gpus[0].points[i].used_bytes) << "sample " << i;
+  }
+  EXPECT_EQ(c.bands[0].bytes[3], 10 * kGiB);  // 100
+  EXPECT_EQ(c.bands[1].bytes[3], 2 * kGiB);   // 200, cut to what is left
+  EXPECT_EQ(c.bands[2].bytes[3], 0u);         // other
+  EXPECT_EQ(c.bands[3].bytes[3], 8 * kGiB);   // ghost
+}
+
 TEST(ReportHistoryPage, MarkersComeFromTheAuditLogClosesAndOtherSources) {
   auto page = page_of(report_input());
   const auto& m0 = page.gpus[0].markers;
