@@ -64,7 +64,8 @@ std::string audit_text(const audit::Record& r) {
                      std::to_string(r.process.pid);
   if (!r.process.comm.empty()) text += " " + r.process.comm;
   if (!r.outcome.empty()) text += " → " + r.outcome;
-  if (r.released_bytes) text += ", " + text::human_bytes(*r.released_bytes) + " released";
+  if (r.released_bytes && *r.released_bytes > 0)
+    text += ", " + text::human_bytes(*r.released_bytes) + " released";
   if (!r.enforced && r.event == "decision") text += " (dry run)";
   return text;
 }
