@@ -95,16 +95,20 @@ std::vector<Marker> markers_for(const HistoryInput& in, unsigned gpu, TimePoint 
         {r.time, is_kill(r) || r.event == "announced" ? MarkerKind::Kill : MarkerKind::PolicyAction,
          audit_text(r)});
   }
-  // A CUDA process opens every visible GPU's file, and a path does not say which GPU index it
-  // is: every chart shows every final close, once per process and moment.
+  // A close is drawn on the charts of the GPUs its file reaches, as the daemon named them by
+  // device number (a CUDA process opens every visible GPU's file: where it was listed says
+  // nothing of which file it closed). From a daemon that did not name them, on the GPUs where
+  // the history saw its holder. Once per process and moment.
   std::map<std::pair<pid_t, int64_t>, std::vector<std::string>> closes;
   for (const auto& r : in.releases) {
     if (r.at < from || r.at > to) continue;
+    const bool here = r.gpus ? std::find(r.gpus->begin(), r.gpus->end(), gpu) != r.gpus->end()
+                             : touches(in, r.pid, gpu);
+    if (!here) continue;
     auto ms = std::chrono::duration_cast<milliseconds>(r.at.time_since_epoch()).count();
     closes[{r.pid, ms}].push_back(r.path);
   }
   for (const auto& [key, paths] : closes) {
-    if (!touches(in, key.first, gpu)) continue;
     std::string text = "final close of ";
     for (size_t i = 0; i < paths.size(); ++i) text += (i ? ", " : "") + paths[i];
     text += " (last holder PID " + std::to_string(key.first) + ")";

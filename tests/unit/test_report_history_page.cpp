@@ -97,6 +97,27 @@ TEST(ReportHistoryPage, MarkersComeFromTheAuditLogClosesAndOtherSources) {
   EXPECT_EQ(wide.gpus[1].markers[1].kind, MarkerKind::Release);
 }
 
+TEST(ReportHistoryPage, AFileReleaseIsDrawnOnTheGpusItsFileReachesNotWhereItsHolderIsListed) {
+  // Trainer 100 is listed on GPU 0 and, as CUDA does, held GPU 1's file too; it closed that one.
+  auto in = report_input();
+  in.releases.push_back({"/dev/nvidia1", 100, at_s(4.1), std::vector<unsigned>{1}});
+  // The driver's control file reaches no one GPU: on no chart.
+  in.releases.push_back({"/dev/nvidiactl", 100, at_s(4.2), std::vector<unsigned>{}});
+  auto page = page_of(in);
+  auto texts = [&](unsigned gpu) {
+    std::string all;
+    for (const auto& m : page.gpus[gpu].markers)
+      if (m.kind == MarkerKind::Release) all += m.text + "\n";
+    return all;
+  };
+  EXPECT_EQ(texts(0).find("nvidia1"), std::string::npos) << texts(0);
+  EXPECT_NE(texts(1).find("final close of /dev/nvidia1 (last holder PID 100)"), std::string::npos)
+      << texts(1);
+  EXPECT_EQ((texts(0) + texts(1)).find("nvidiactl"), std::string::npos);
+  // The release of /dev/nvidia0 named no GPU (an older daemon): where its holder was seen.
+  EXPECT_NE(texts(0).find("/dev/nvidia0"), std::string::npos) << texts(0);
+}
+
 TEST(ReportHistoryPage, GhostsEndInTheirThreeWays) {
   auto page = page_of(report_input());
   ASSERT_EQ(page.ghosts.size(), 3u);
