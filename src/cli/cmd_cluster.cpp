@@ -86,7 +86,9 @@ core::Result<cluster::ClusterView> cluster_ask(const ClusterPrepared& p) {
   if (!missing_body) return missing_body.error();
   auto missing = cluster::parse_vector_answer(*missing_body);
   if (!missing) return missing.error();
-  return cluster::build_view(*facts, *missing, now, p.settings, p.filters);
+  auto view = cluster::build_view(*facts, *missing, now, p.settings, p.filters);
+  if (auto unknown = cluster::unknown_scope(view, p.settings, p.filters)) return *unknown;
+  return view;
 }
 
 core::Result<cluster::PrometheusAuth> cluster_auth(const std::optional<std::string>& token_file,

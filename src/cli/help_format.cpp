@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "backend/registry.h"
-#include "cli/exit_codes.h"
+#include "cli/exit_status_table.h"
 #include "text/display_width.h"
 
 namespace gpureap::cli {
@@ -185,70 +185,6 @@ std::string wrap(const std::string& text, size_t width, size_t first_used, size_
   return out;
 }
 
-struct Status {
-  const char* code;
-  const char* meaning;
-};
-
-std::vector<Status> statuses_of(const std::string& command) {
-  static const std::string ok = std::to_string(kExitOk), failed = std::to_string(kExitFailed),
-                           usage = std::to_string(kExitUsage),
-                           no_match = std::to_string(kExitNoMatch),
-                           timeout = std::to_string(kExitDriverTimeout);
-  static const std::string healthy = std::to_string(kDoctorHealthy),
-                           warnings = std::to_string(kDoctorWarnings),
-                           critical = std::to_string(kDoctorCritical),
-                           cannot = std::to_string(kDoctorCannotRun);
-  static const std::string run_failed = std::to_string(kExitRunFailed);
-  const char* usage_text = "a usage, permission or environment error (the message says what to do)";
-  const char* timeout_text =
-      "the GPU driver did not answer within --driver-timeout (what is shown comes from /proc "
-      "alone)";
-  if (command == "kill")
-    return {{ok.c_str(), "every target is gone and its memory is back"},
-            {failed.c_str(), "something survived or memory stayed held, or you answered no"},
-            {usage.c_str(), usage_text},
-            {no_match.c_str(), "nothing matched"},
-            {timeout.c_str(),
-             "the GPU driver did not answer within --driver-timeout (with --gpu: no GPU N "
-             "could be named)"}};
-  if (command == "doctor")
-    return {{healthy.c_str(), "nothing needs attention (findings at info at most)"},
-            {warnings.c_str(), "warnings"},
-            {critical.c_str(), "critical findings"},
-            {cannot.c_str(), "doctor could not run (a bad option, a --gpu the driver lacks)"},
-            {timeout.c_str(), timeout_text}};
-  if (command == "reset")
-    return {{ok.c_str(), "the GPU was reset (or, with --dry-run, could be)"},
-            {failed.c_str(), "refused (something holds the GPU) or the reset failed"},
-            {usage.c_str(), usage_text},
-            {timeout.c_str(), timeout_text}};
-  if (command == "run")
-    return {{"N", "the command's own status (128+N when a signal N ended it)"},
-            {"124", "--timeout ended the job"},
-            {run_failed.c_str(), "gpureap failed before the command ran (a usage error included)"},
-            {"126", "the command is not executable"},
-            {"127", "the command was not found"}};
-  if (command == "daemon")
-    return {{ok.c_str(), "stopped by SIGTERM or SIGINT; with --check-config: the file is valid"},
-            {failed.c_str(), "it could not serve (for example the address is in use)"},
-            {usage.c_str(),
-             "a configuration or usage error (systemd does not restart it); with "
-             "--check-config: every problem and its line"}};
-  if (command == "cluster")
-    return {{ok.c_str(), "every node in view is healthy: nothing to show"},
-            {failed.c_str(), "lines shown: a node or GPU has something to say"},
-            {usage.c_str(), "a usage error, or Prometheus cannot be asked or its answer read"}};
-  if (command == "ps" || command == "top")
-    return {{ok.c_str(), "success"}, {usage.c_str(), usage_text}, {timeout.c_str(), timeout_text}};
-  if (command.empty())
-    return {{ok.c_str(), "success"},
-            {usage.c_str(), usage_text},
-            {timeout.c_str(), timeout_text},
-            {"", "each command's --help lists its own"}};
-  return {{ok.c_str(), "success"}, {usage.c_str(), usage_text}};
-}
-
 // "policy test" for that subcommand, "" for gpureap itself.
 std::string command_path(const CLI::App* app) {
   std::string out;
@@ -357,10 +293,10 @@ std::shared_ptr<HelpFormatter> make_help_formatter(std::optional<size_t> termina
 std::string exit_status_text(const std::string& command, size_t width) {
   constexpr size_t kCodeColumn = 8;
   std::string out = "Exit status:\n";
-  for (const auto& s : statuses_of(command)) {
-    std::string code = s.code;
-    if (code.empty()) {
-      out += "  " + wrap(std::string(s.meaning), width, 2, 2) + "\n";
+  for (const auto& s : exit_statuses(command)) {
+    const std::string& code = s.code;
+    if (code.empty()) {  // a note under the table
+      out += "  " + wrap(s.meaning, width, 2, 2) + "\n";
       continue;
     }
     std::string line = "  " + code;

@@ -15,6 +15,7 @@
 #include "cli/cmd_reset.h"
 #include "cli/cmd_run.h"
 #include "cli/cmd_top.h"
+#include "cli/exit_status_table.h"
 #include "cli/global_options.h"
 #include "cli/help_format.h"
 #include "cli/usage_error.h"
@@ -74,8 +75,12 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     // CLI11's message quotes the arguments as typed: escaped before they reach the terminal.
     std::cerr << "gpureap: " << usage_error_text(app, e, {argv + 1, argv + argc}) << "\n";
-    // `run` follows timeout(1): its own failures are 125, so they differ from the job's.
-    return run->parsed() ? kExitRunFailed : kExitUsage;
+    // Each command's own usage status (cli/exit_status_table.h): `run` follows timeout(1) (125,
+    // apart from the job's statuses), `doctor`'s 2 means critical findings.
+    std::string command;
+    for (const CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; }))
+      if (sub->parsed()) command = sub->get_name();
+    return usage_exit_code(command);
   }
   (void)ps;
   note_given_options(app, global);

@@ -421,4 +421,28 @@ ClusterView build_view(const Answer<Sample>& facts, const Answer<Sample>& missin
   return v;
 }
 
+std::optional<core::Error> unknown_scope(const ClusterView& view, const ViewSettings& settings,
+                                         const Filters& filters) {
+  if (view.nodes.empty())
+    return core::Error{"Prometheus has no series of the scrape job " + promql_string(settings.job),
+                       "check --job (the job that scrapes the gpureap daemons; default gpureap) "
+                       "and that Prometheus scrapes them"};
+  std::vector<std::string> unknown;
+  for (const auto& wanted : filters.nodes)
+    if (std::none_of(view.nodes.begin(), view.nodes.end(),
+                     [&](const Node& n) { return wanted == n.name || wanted == n.instance; }))
+      unknown.push_back(wanted);
+  if (unknown.empty()) return std::nullopt;
+  constexpr size_t kNamed = 8;
+  std::string known;
+  for (size_t i = 0; i < view.nodes.size() && i < kNamed; ++i)
+    known += (i ? ", " : "") + view.nodes[i].name;
+  if (view.nodes.size() > kNamed) known += ", ...";
+  std::string names;
+  for (const auto& u : unknown) names += (names.empty() ? "" : ", ") + u;
+  return core::Error{std::string(unknown.size() == 1 ? "no node " : "no nodes ") + names +
+                         " in the job " + promql_string(settings.job),
+                     "--node takes a node's name or its instance; the job's nodes are " + known};
+}
+
 }  // namespace gpureap::cluster

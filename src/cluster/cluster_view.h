@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "cluster/prom_answer.h"
+#include "core/result.h"
 #include "doctor/unattributed_threshold.h"
 
 namespace gpureap::cluster {
@@ -111,6 +112,11 @@ std::string missing_query(const std::string& job);
 
 ClusterView build_view(const Answer<Sample>& facts, const Answer<Sample>& missing, double now,
                        const ViewSettings& settings, const Filters& filters);
+
+// A scrape job with no series, or a --node that names none of its nodes: a mistyped name, which
+// must not read as "nothing to show" (healthy). The error says which name and what exists.
+std::optional<core::Error> unknown_scope(const ClusterView& view, const ViewSettings& settings,
+                                         const Filters& filters);
 
 // A name safe as an ssh destination or a kubectl argument: letters, digits, . _ - :, not
 // starting with -.

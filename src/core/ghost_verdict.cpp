@@ -113,6 +113,19 @@ class Decider {
     return p.stat.pgid == pid || p.stat.sid == pid || descends_from(p, pid);
   }
 
+  // The gone PIDs of `gone` that forked a member of `grp` (the daemon saw it) or that a member
+  // still descends from: whose open file the group's is, on the kernel's word.
+  std::vector<pid_t> lineage(const Group& grp, const std::vector<pid_t>& gone) const {
+    std::vector<pid_t> out;
+    for (pid_t pid : gone)
+      for (const auto* m : grp.members)
+        if (seen_inheriting(*m, pid) || (descends_from(*m, pid) && kin_of(*m, pid))) {
+          out.push_back(pid);
+          break;
+        }
+    return out;
+  }
+
   // A live listed process whose job `p` belongs to (guessed groups only).
   std::optional<pid_t> job_of(const HostProcess& p, const std::vector<pid_t>& candidates) const {
     for (pid_t c : candidates) {
@@ -181,6 +194,8 @@ class Decider {
       unowned.push_back(&grp);
     }
 
+    std::vector<std::vector<pid_t>> lineages;  // by unowned group: the gone PIDs it came from
+    for (const auto* grp : unowned) lineages.push_back(lineage(*grp, gone_here));
     for (pid_t pid : gone_here) {
       auto [slot, fresh] = ghosts.try_emplace(pid);
       auto& ghost = slot->second;
@@ -196,19 +211,28 @@ class Decider {
         continue;
       }
       // Only a group with a kin member keeps it: every member shares that member's open file.
+      // A group whose members a gone PID here forked keeps that PID's context alone: sharing
+      // another gone PID's group or session number does not make it that PID's too.
       std::vector<const Group*> keeping;
-      for (const auto* grp : unowned)
-        if (std::any_of(grp->members.begin(), grp->members.end(),
-                        [&](const HostProcess* m) { return kin_of(*m, pid); }))
-          keeping.push_back(grp);
+      for (size_t i = 0; i < unowned.size(); ++i) {
+        const auto& members = unowned[i]->members;
+        const bool kept =
+            !lineages[i].empty()
+                ? std::find(lineages[i].begin(), lineages[i].end(), pid) != lineages[i].end()
+                : std::any_of(members.begin(), members.end(),
+                              [&](const HostProcess* m) { return kin_of(*m, pid); });
+        if (kept) keeping.push_back(unowned[i]);
+      }
       for (const auto* grp : keeping) {
         ghost.exact = ghost.exact && grp->id.has_value();
         for (const auto* m : grp->members) add_unique(ghost.keepers, m->stat.pid);
         if (grp->id) add_unique_text(ghost.open_files, *grp->id);
       }
-      for (const auto* grp : unowned)
-        if (std::find(keeping.begin(), keeping.end(), grp) == keeping.end())
-          for (const auto* m : grp->members)
+      // A group another gone PID here forked is that PID's keeper, not a doubt about this one.
+      for (size_t i = 0; i < unowned.size(); ++i)
+        if (lineages[i].empty() &&
+            std::find(keeping.begin(), keeping.end(), unowned[i]) == keeping.end())
+          for (const auto* m : unowned[i]->members)
             if (std::find(ghost.keepers.begin(), ghost.keepers.end(), m->stat.pid) ==
                 ghost.keepers.end())
               add_unique(ghost.other_holders, m->stat.pid);

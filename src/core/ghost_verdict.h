@@ -23,7 +23,10 @@ struct GhostVerdict {
 // - any other group, on a GPU where a gone PID is listed, keeps that PID's context only with
 //   evidence: a member is kin of the gone PID (kin_of), so every member shares an open file with
 //   the gone job. The members of the other groups are only "other holders": they hold the GPU's
-//   files, but nothing says they keep the gone PID's memory, and nothing plans them.
+//   files, but nothing says they keep the gone PID's memory, and nothing plans them. A group that
+//   one gone PID forked (the daemon saw it, or a member still descends from it) keeps that PID's
+//   context only, even where its members share another gone PID's group or session number: two
+//   gone jobs in one process group are each kept by their own workers, and counted once.
 // Kinship is the kernel's facts agreeing, never a number alone:
 // - the daemon saw the gone PID fork it, or fork one of its ancestors, and then exit;
 // - its process group or session is the gone PID's number, or it descends from the gone PID,

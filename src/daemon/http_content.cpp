@@ -112,7 +112,7 @@ exporter::Reply HttpContent::history(const exporter::HistoryRequest& request) {
   // samples in the span is an empty series, not a missing page.
   if (request.gpu && !s->snapshot->gpu(*request.gpu))
     return {404, "text/plain; charset=utf-8", no_such_gpu(*request.gpu, *s->snapshot)};
-  auto doc = history_document(samples_.history(), s->snapshot->hostname, request.since, request.gpu,
+  auto doc = history_document(samples_.history(), *s->snapshot, request.since, request.gpu,
                               tracker_.get());
   if (incidents_ && !request.gpu)
     doc["incident"] = incidents_->document(

@@ -127,8 +127,7 @@ std::string local_answer(std::string_view line, const sample::Sample* sample,
         if (!u) return error_text("until: " + u.error().message);
         until = *u;
       }
-      auto doc =
-          history_document(*history, sample->snapshot->hostname, *since, std::nullopt, tracker);
+      auto doc = history_document(*history, *sample->snapshot, *since, std::nullopt, tracker);
       if (incidents) doc["incident"] = incidents->document(*since, until, sample);
       return answer_text({output::dump_json(doc, -1), {}, age.count(), 0});
     }

@@ -1,6 +1,11 @@
 #include "doctor/merge.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
+
+#include "text/byte_format.h"
+#include "text/plural.h"
 
 namespace gpureap::doctor {
 namespace {
@@ -63,12 +68,14 @@ void merge_shared_keepers(std::vector<Finding>& f) {
       Finding other = std::move(f[j]);
       f.erase(f.begin() + static_cast<long>(j));
       auto& g = f[i];
-      // The gone PIDs first, then the keepers: pids[0] of each stays before any keeper.
-      std::vector<pid_t> gone{g.pids.front()}, keepers(g.pids.begin() + 1, g.pids.end());
-      for (pid_t p : g.pids)
-        if (p != g.pids.front() && std::find(keepers.begin(), keepers.end(), p) == keepers.end())
-          keepers.push_back(p);
+      // The gone PIDs first (this finding's, those merged into it before, the other's), then
+      // the keepers: pids[0] of each stays before any keeper.
+      std::vector<pid_t> gone{g.pids.front()}, keepers;
+      for (const auto& x : g.facets)
+        if (x.code == FindingCode::NoSuchProcess) gone.push_back(x.pid);
       gone.push_back(other.pids.front());
+      for (pid_t p : g.pids)
+        if (!contains(gone, p) && !contains(keepers, p)) keepers.push_back(p);
       add_unique(keepers, std::vector<pid_t>(other.pids.begin() + 1, other.pids.end()));
       g.pids = gone;
       g.pids.insert(g.pids.end(), keepers.begin(), keepers.end());
@@ -78,6 +85,10 @@ void merge_shared_keepers(std::vector<Finding>& f) {
       if (!other.remedy.empty() && !g.remedy.empty())
         g.remedy.front().command += " " + std::to_string(other.pids.front());
       g.facets.push_back({other.code, other.pids.front(), other.severity, other.summary});
+      // The summary says the merged memory, as the finding's figure does.
+      g.summary = fmt::format("GPU {}: {} held by gone PIDs {} through {}", fmt::join(g.gpus, ","),
+                              text::human_bytes(g.memory_bytes), fmt::join(gone, ", "),
+                              text::plural(keepers.size(), "worker"));
     }
   }
 }

@@ -25,19 +25,13 @@ ActionResult unacted(const reap::Target& t) {
   }
 }
 
-uint64_t freed_bytes(const reap::Report& report) {
-  uint64_t sum = 0;
-  for (const auto& f : report.freed) sum += f.bytes;
-  return sum;
-}
-
 // What became of a live identity.
 ActionResult live_result(const reap::Report& report, pid_t pid) {
   auto o = std::find_if(report.outcomes.begin(), report.outcomes.end(),
                         [&](const reap::Outcome& x) { return x.pid == pid; });
   if (o == report.outcomes.end())
     return {"failed", std::nullopt, "the reaper reported nothing for it", true};
-  const uint64_t freed = freed_bytes(report);
+  const auto freed = reap::freed_bytes(report);
   switch (o->kind) {
     case reap::OutcomeKind::Released:
       return {"released", freed, o->why, false};
@@ -66,8 +60,8 @@ ActionResult gone_result(const reap::Report& report, pid_t pid) {
                         [&](const reap::GoneOutcome& x) { return x.pid == pid; });
   if (g == report.gone.end() || !g->attempted)
     return {"refused", std::nullopt, "no live process keeps its memory that could be ended", false};
-  if (g->released) return {"released", freed_bytes(report), "its keepers were ended", false};
-  return {"still-held", freed_bytes(report),
+  if (g->released) return {"released", reap::freed_bytes(report), "its keepers were ended", false};
+  return {"still-held", reap::freed_bytes(report),
           g->held_by.empty() ? "its keepers exited but the driver still holds the memory"
                              : "still held by " + reap::holders_text(g->held_by),
           false};

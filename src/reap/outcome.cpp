@@ -197,7 +197,10 @@ class Composer {
       for (const auto& g : v_.gpus)
         if (g.index == base.index) f.used_after = g.used_after;
       for (const auto& l : v_.listings)
-        if (l.gpu == base.index && l.released && l.bytes) f.bytes += *l.bytes;
+        if (l.gpu == base.index && l.released && l.bytes) {
+          f.bytes += *l.bytes;
+          f.known = true;
+        }
       r_.freed.push_back(f);
     }
   }
@@ -227,6 +230,13 @@ class Composer {
 Report compose(const Plan& plan, const std::vector<Execution>& executions,
                const Verification& verification) {
   return Composer(plan, executions, verification).run();
+}
+
+std::optional<uint64_t> freed_bytes(const Report& report) {
+  std::optional<uint64_t> sum;
+  for (const auto& f : report.freed)
+    if (f.known) sum = sum.value_or(0) + f.bytes;
+  return sum;
 }
 
 int plan_exit_code(const Plan& plan) {

@@ -56,6 +56,7 @@ struct GpuFreed {
   unsigned index = 0;
   uint64_t bytes = 0;  // known memory of the listings released on it
   std::optional<uint64_t> used_before, used_after;
+  bool known = false;  // a listing released on it had a figure (else bytes is no figure)
 };
 
 struct Timing {
@@ -82,6 +83,10 @@ struct Report {
 // The report of an executed plan.
 Report compose(const Plan& plan, const std::vector<Execution>& executions,
                const Verification& verification);
+// The memory the kill got back, over every GPU: the known figures of the listings released.
+// Empty when no released listing has a figure (no driver, a driver that does not say, or a
+// target that was listed nowhere): unknown, or nothing of its own, is never "0 B released".
+std::optional<uint64_t> freed_bytes(const Report& report);
 // The exit code of a plan that is not executed (dry run, declined): 0, 2 or 3.
 int plan_exit_code(const Plan& plan);
 

@@ -112,7 +112,8 @@ history::ProcessTrack process_track(const json& t, const std::string& where) {
   return track;
 }
 
-// Releases as /api/v1/history writes them: {"path", "pid", "at": RFC 3339}.
+// Releases as /api/v1/history writes them: {"path", "pid", "at": RFC 3339, "gpus": [N]} (older
+// daemons name no GPUs).
 std::vector<FileRelease> releases(const json& doc) {
   std::vector<FileRelease> out;
   auto it = doc.find("releases");
@@ -123,6 +124,12 @@ std::vector<FileRelease> releases(const json& doc) {
     if (!at) continue;
     FileRelease release{string_of(r, "path"), 0, *at};
     if (r.contains("pid") && r["pid"].is_number_integer()) release.pid = r["pid"].get<pid_t>();
+    if (auto g = r.find("gpus"); g != r.end() && g->is_array()) {
+      release.gpus.emplace();
+      for (const auto& index : *g)
+        if (index.is_number_unsigned() && index.get<uint64_t>() <= UINT32_MAX)
+          release.gpus->push_back(index.get<unsigned>());
+    }
     out.push_back(std::move(release));
   }
   return out;

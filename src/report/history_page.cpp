@@ -64,7 +64,8 @@ std::string audit_text(const audit::Record& r) {
                      std::to_string(r.process.pid);
   if (!r.process.comm.empty()) text += " " + r.process.comm;
   if (!r.outcome.empty()) text += " → " + r.outcome;
-  if (r.released_bytes) text += ", " + text::human_bytes(*r.released_bytes) + " released";
+  if (r.released_bytes && *r.released_bytes > 0)
+    text += ", " + text::human_bytes(*r.released_bytes) + " released";
   if (!r.enforced && r.event == "decision") text += " (dry run)";
   return text;
 }
@@ -94,16 +95,20 @@ std::vector<Marker> markers_for(const HistoryInput& in, unsigned gpu, TimePoint 
         {r.time, is_kill(r) || r.event == "announced" ? MarkerKind::Kill : MarkerKind::PolicyAction,
          audit_text(r)});
   }
-  // A CUDA process opens every visible GPU's file, and a path does not say which GPU index it
-  // is: every chart shows every final close, once per process and moment.
+  // A close is drawn on the charts of the GPUs its file reaches, as the daemon named them by
+  // device number (a CUDA process opens every visible GPU's file: where it was listed says
+  // nothing of which file it closed). From a daemon that did not name them, on the GPUs where
+  // the history saw its holder. Once per process and moment.
   std::map<std::pair<pid_t, int64_t>, std::vector<std::string>> closes;
   for (const auto& r : in.releases) {
     if (r.at < from || r.at > to) continue;
+    const bool here = r.gpus ? std::find(r.gpus->begin(), r.gpus->end(), gpu) != r.gpus->end()
+                             : touches(in, r.pid, gpu);
+    if (!here) continue;
     auto ms = std::chrono::duration_cast<milliseconds>(r.at.time_since_epoch()).count();
     closes[{r.pid, ms}].push_back(r.path);
   }
   for (const auto& [key, paths] : closes) {
-    if (!touches(in, key.first, gpu)) continue;
     std::string text = "final close of ";
     for (size_t i = 0; i < paths.size(); ++i) text += (i ? ", " : "") + paths[i];
     text += " (last holder PID " + std::to_string(key.first) + ")";
@@ -186,22 +191,29 @@ GpuChart chart_for(const history::GpuSeries& g, const HistoryInput& in, const Hi
   for (size_t i = 0; i < points.size(); ++i) {
     const auto& p = *points[i];
     const auto at = c.times[i];
-    uint64_t named_sum = 0, rest = 0, gone_sum = 0;
-    for (size_t k = 0; k < named; ++k) named_sum += c.bands[k].bytes[i];
+    uint64_t rest = 0, gone_sum = 0;
     for (size_t k = named; k < ranked.size(); ++k) rest += value_at(*ranked[k].second, at);
     for (const auto* t : ghosts) gone_sum += value_at(*t, at);
     const uint64_t g_bytes = p.ghost_bytes.value_or(gone_sum);
     const uint64_t u_bytes = p.unattributed_bytes.value_or(0);
     // The driver's used memory is the truth: what no named band holds is "other", also when
-    // the history dropped the track of a small process to stay within its bounds.
-    uint64_t o_bytes = rest;
+    // the history dropped the track of a small process to stay within its bounds; and the stack
+    // never rises above it, also when the driver lists more for its processes than it says is
+    // used (the named bands, largest first, get what is left after the ghosts).
+    uint64_t o_bytes = rest, g_shown = g_bytes, u_shown = u_bytes;
     if (p.used_bytes && p.ghost_bytes && p.unattributed_bytes) {
-      uint64_t attributed = *p.used_bytes - std::min(*p.used_bytes, g_bytes + u_bytes);
-      o_bytes = attributed > named_sum ? attributed - named_sum : 0;
+      u_shown = std::min(u_bytes, *p.used_bytes);
+      g_shown = std::min(g_bytes, *p.used_bytes - u_shown);
+      uint64_t left = *p.used_bytes - u_shown - g_shown;
+      for (size_t k = 0; k < named; ++k) {
+        c.bands[k].bytes[i] = std::min(c.bands[k].bytes[i], left);
+        left -= c.bands[k].bytes[i];
+      }
+      o_bytes = left;
     }
     other.bytes.push_back(o_bytes);
-    ghost.bytes.push_back(g_bytes);
-    unattributed.bytes.push_back(u_bytes);
+    ghost.bytes.push_back(g_shown);
+    unattributed.bytes.push_back(u_shown);
   }
   c.bands.push_back(std::move(other));
   c.bands.push_back(std::move(ghost));

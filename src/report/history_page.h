@@ -19,6 +19,9 @@ struct FileRelease {
   std::string path;
   pid_t pid = 0;  // the process that dropped the last reference
   TimePoint at;
+  // The GPUs the file reaches, as the daemon named them by device number (none: the driver's
+  // control file); empty from a daemon that did not say.
+  std::optional<std::vector<unsigned>> gpus;
 };
 
 struct HistoryInput {

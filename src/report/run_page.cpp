@@ -127,9 +127,10 @@ Page build_run_page(const supervise::RunReport& r, TimePoint generated) {
     }
     if (p.total_bytes) c.total_bytes = p.total_bytes;
     c.times.push_back(p.at);
-    c.bands[0].bytes.push_back(p.job_bytes);
+    // The driver's used memory is the stack's top, also where the job's listed memory is more.
     const uint64_t used = p.used_bytes.value_or(p.job_bytes);
-    c.bands[1].bytes.push_back(used > p.job_bytes ? used - p.job_bytes : 0);
+    c.bands[0].bytes.push_back(std::min(p.job_bytes, used));
+    c.bands[1].bytes.push_back(used - c.bands[0].bytes.back());
   }
   page.subtitle = "started " + utc_time(r.started_at) + " (UTC)";
   for (auto& [_, c] : charts) {

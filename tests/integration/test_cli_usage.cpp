@@ -129,6 +129,25 @@ TEST(CliUsage, ATypoGetsDidYouMean) {
   EXPECT_EQ(r.err.find("did you mean"), std::string::npos) << r.err;
 }
 
+TEST(CliUsage, AUsageErrorExitsWithItsCommandsUsageStatusNeverAVerdict) {
+  // doctor's 2 says "critical findings": its usage errors are 3, as its help says.
+  auto r = run_gpureap({"doctor", "--bogus"});
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  EXPECT_NE(r.err.find("unknown option `--bogus`"), std::string::npos) << r.err;
+  r = run_gpureap({"doctor", "--gpu"});
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  r = run_gpureap({"--no-color", "doctor", "--proc-rot", "/proc"});  // a global option's typo
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  auto help = run_gpureap({"doctor", "--help"}).out;
+  EXPECT_NE(help.find("  3     doctor could not run: a usage error"), std::string::npos) << help;
+  // Every other command keeps 2, gpureap itself included.
+  for (const char* command : {"ps", "kill", "reset", "cluster", "audit", "report", "top"}) {
+    r = run_gpureap({command, "--bogus"});
+    EXPECT_EQ(r.exit_code, 2) << command << ": " << r.err;
+  }
+  EXPECT_EQ(run_gpureap({"--bogus"}).exit_code, 2);
+}
+
 TEST(CliUsage, RunSaysItsOptionsGoBeforeTheDoubleDash) {
   auto r = run_gpureap({"--no-color", "run", "--grace", "5s", "echo", "hi", "--lr", "3"});
   EXPECT_EQ(r.exit_code, 125);

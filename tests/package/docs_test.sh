@@ -51,6 +51,51 @@ for cmd in $commands; do
     for opt in $(options_of "$cmd" "$sub"); do documented "$page" "$cmd $sub" "$opt"; checked=$((checked + 1)); done
   done
 done
+# Exit statuses: the end of each command's --help (cli/exit_status_table.cpp) is its page's EXIT
+# STATUS section, code for code and word for word; no two statuses of a command share a code;
+# a bad option exits with the status the table calls a usage error.
+help_statuses() {  # "CODE<TAB>meaning" per status, wrapped lines joined; a note: no code
+  "$bin" "$@" --help | awk '
+    /^Exit status:/ {on=1; next}
+    !on {next}
+    /^  ([0-9]+|N) +[^ ]/ {if (line != "") print line; sub(/^  /, ""); code=$1;
+                           sub(/^[^ ]+ +/, ""); line=code "\t" $0; note=0; next}
+    /^        / {sub(/^ +/, ""); line=line " " $0; next}
+    /^  [^ ]/ {sub(/^  /, "");
+               if (!note) {if (line != "") print line; line="\t" $0; note=1} else line=line " " $0}
+    END {if (line != "") print line}'
+}
+page_statuses() {  # the same from a page's .TP/.B CODE/text and .PP/text items
+  awk '
+    /^\.SH EXIT STATUS/ {on=1; next}
+    on && /^\.SH / {on=0}
+    !on {next}
+    /^\.TP/ {if (line != "") print line; line=""; want_code=1; next}
+    /^\.PP/ {if (line != "") print line; line="\t"; next}
+    want_code && /^\.B / {line=substr($0, 4) "\t"; want_code=0; next}
+    {gsub(/\\f[BRIP]/, ""); gsub(/\\-/, "-"); line=line (line ~ /\t$/ ? "" : " ") $0}
+    END {if (line != "") print line}' "$1"
+}
+for cmd in "" $commands; do
+  [ "$cmd" = list ] && continue  # hidden, for the completions: no page
+  page=$man/gpureap${cmd:+-$cmd}.1
+  [ -f "$page" ] || continue
+  # shellcheck disable=SC2086 # no command: gpureap itself
+  from_help=$(help_statuses $cmd)
+  from_page=$(page_statuses "$page")
+  [ -n "$from_help" ] || problem "'gpureap $cmd --help' lists no exit status"
+  [ "$from_help" = "$from_page" ] ||
+    problem "the exit statuses of 'gpureap $cmd --help' and $(basename "$page") differ:
+$(diff <(echo "$from_help") <(echo "$from_page"))"
+  dup=$(cut -f1 <<<"$from_help" | grep -v '^$' | sort | uniq -d)
+  [ -z "$dup" ] || problem "'gpureap $cmd' gives status $dup two meanings"
+  # shellcheck disable=SC2086
+  "$bin" $cmd --no-such-option >/dev/null 2>&1
+  status=$?
+  meaning=$(awk -F'\t' -v c="$status" '$1 == c {print $2}' <<<"$from_help")
+  grep -q "usage" <<<"$meaning" ||
+    problem "'gpureap $cmd --no-such-option' exits $status, which its --help calls: ${meaning:-nothing}"
+done
 # The hidden `list` command's kinds are what the completions ask for.
 for kind in gpus gpu-places finding-codes signals; do
   "$bin" list "$kind" >/dev/null 2>&1 || problem "gpureap list $kind fails"

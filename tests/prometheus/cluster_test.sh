@@ -160,6 +160,16 @@ node-c  0    2.0 GiB   leaked PID $GONE_C: 2.0 GiB, nothing holds it
 cluster >/dev/null
 [ $? -eq 1 ] || fail "gpureap cluster with problems did not exit 1"
 cluster --node node-a >/dev/null || fail "gpureap cluster --node node-a (healthy) did not exit 0"
+# A mistyped node or job is a usage error that names it, never "nothing to show" and 0.
+for typo in "--node node-typo" "--job typo"; do
+  # shellcheck disable=SC2086 # the option and its value are two words
+  out=$(cluster $typo)
+  status=$?
+  [ "$status" -eq 2 ] || fail "gpureap cluster $typo exited $status: $out"
+  grep -q "typo" <<<"$out" || fail "gpureap cluster $typo does not name it: $out"
+  ! grep -q "Nothing to show" <<<"$out" || fail "gpureap cluster $typo reads as healthy: $out"
+done
+echo "ok: an unknown node or job is an error"
 
 expect_view "NODE    GPU  AT STAKE  PROBLEM
 node-c  0    2.0 GiB   leaked PID $GONE_C: 2.0 GiB, nothing holds it

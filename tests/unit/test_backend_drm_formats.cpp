@@ -61,11 +61,12 @@ void ubuntu_22_04_amd(const DrmMachine& m, uint64_t vram_used) {
   m.kfd_node(1, kGpuId, 0, 0x03);
 }
 
-// A fixture procfs names no real process, so open files cannot be compared: every fd of an
-// id-less client is a client of its own, and the snapshot says so.
-TEST(DrmFormats, AmdgpuBeforeClientIdsWithoutKcmpCountsClientsPerFdAndSaysSo) {
+// A fixture procfs names no real process, so open files cannot be compared; amdgpu's pasid names
+// each client all the same (one GPU address space per open file, shared by dup'd and inherited
+// fds): a client is counted once, and the GPU's attributed memory stays within its used memory.
+TEST(DrmFormats, AmdgpuBeforeClientIdsWithoutKcmpCountsClientsByPasid) {
   DrmMachine m;
-  ubuntu_22_04_amd(m, 2 * kGiB);
+  ubuntu_22_04_amd(m, 1 * kGiB);
   // A trainer (100) with one client (512 MiB VRAM) held by fd 5 and its dup 6, inherited by
   // its worker (101), and /dev/kfd; KFD lists it with 256 MiB. Another job (200), 256 MiB.
   const std::string trainer = DrmMachine::amdgpu_5_15_fdinfo(kAmd, 32771, 512 * 1024, 4096);
@@ -81,24 +82,39 @@ TEST(DrmFormats, AmdgpuBeforeClientIdsWithoutKcmpCountsClientsPerFdAndSaysSo) {
 
   auto s = collect(m);
   ASSERT_EQ(s.drivers.gpus.size(), 1u);
+  ASSERT_TRUE(s.proc.open_files_unknown.has_value());
   const auto& g = s.drivers.gpus[0];
   EXPECT_EQ(s.drivers.backends[0].driver_version, "5.15.0-91-generic");
-  // Read, not "unattributed": every fd's 512 MiB counts, since nothing tells they are one.
-  EXPECT_EQ(listed_pids(g), (std::vector<pid_t>{100, 101, 200}));
-  EXPECT_EQ(listed_on(g, 100)->used_bytes, 1 * kGiB);  // fds 5 and 6; KFD's 256 MiB is less
+  EXPECT_EQ(listed_pids(g), (std::vector<pid_t>{100, 200}));
+  EXPECT_EQ(listed_on(g, 100)->used_bytes, 512 * kMiB);  // three fds, one client; KFD's is less
+  EXPECT_EQ(listed_on(g, 100)->sharers, std::vector<pid_t>{101});
   EXPECT_EQ(listed_on(g, 100)->kind, core::GpuProcessKind::Compute);
   ASSERT_EQ(listed_on(g, 100)->regions.size(), 3u);
   EXPECT_EQ(listed_on(g, 100)->regions[1].name, "gtt");
-  EXPECT_EQ(listed_on(g, 100)->regions[1].resident_bytes, 8 * kMiB);
-  EXPECT_EQ(listed_on(g, 101)->used_bytes, 512 * kMiB);
+  EXPECT_EQ(listed_on(g, 100)->regions[1].resident_bytes, 4 * kMiB);
   EXPECT_EQ(listed_on(g, 200)->used_bytes, 256 * kMiB);
-  EXPECT_EQ(*s.drivers.backends[0].detail("drm_clients"), "4");
+  EXPECT_EQ(*s.drivers.backends[0].detail("drm_clients"), "2");
   auto m_ = s.memory_summary(g);
-  EXPECT_EQ(m_.attributed_bytes, 1 * kGiB + 768 * kMiB);
+  EXPECT_EQ(m_.attributed_bytes, 768 * kMiB);
   EXPECT_EQ(m_.unattributed_bytes, 256 * kMiB);
+  EXPECT_LE(m_.attributed_bytes + m_.ghost_bytes, *g.memory.used_bytes);
+  EXPECT_EQ(warnings_with(s, "counted per fd"), 0u);
+}
+
+// Without a pasid either (a driver that prints no client number), nothing names the client:
+// every fd is a client of its own, and the snapshot says so.
+TEST(DrmFormats, ClientsWithoutAnyNumberAndWithoutKcmpAreCountedPerFdAndSaySo) {
+  DrmMachine m;
+  ubuntu_22_04_amd(m, 2 * kGiB);
+  std::string no_pasid = DrmMachine::amdgpu_5_15_fdinfo(kAmd, 0, 512 * 1024, 0);
+  m.process(100, "trainer", 1, 100, 100);
+  m.open_fd(100, 5, "dri/renderD128", no_pasid);
+  m.open_fd(100, 6, "dri/renderD128", no_pasid);
+  auto s = collect(m);
+  EXPECT_EQ(listed_on(s.drivers.gpus[0], 100)->used_bytes, 1 * kGiB);
   auto all = s.all_warnings();
   auto per_fd = std::find_if(all.begin(), all.end(), [](const std::string& w) {
-    return w.starts_with("DRM clients counted per fd: 4 fd(s)");
+    return w.starts_with("DRM clients counted per fd: 2 fd(s)");
   });
   ASSERT_NE(per_fd, all.end());
   EXPECT_NE(per_fd->find("the procfs does not name gpureap's own processes"), std::string::npos)

@@ -146,6 +146,27 @@ TEST(ClusterView, FiltersOnlyNarrow) {
   EXPECT_TRUE(none.lines.empty());
 }
 
+TEST(ClusterView, AMistypedNodeOrJobIsAnErrorNeverNothingToShow) {
+  const ViewSettings settings;
+  auto all = view_of(three_and_down());
+  EXPECT_FALSE(unknown_scope(all, settings, {}));
+  // A node by its name or by its instance is known; a typo among them is named alone.
+  EXPECT_FALSE(unknown_scope(all, settings, Filters{{"node-a", "node-b:9842"}, {}, {}}));
+  const Filters typo{{"node-a", "node-typo"}, {}, {}};
+  auto e = unknown_scope(view_of(three_and_down(), {}, typo), settings, typo);
+  ASSERT_TRUE(e);
+  EXPECT_NE(e->message.find("no node node-typo"), std::string::npos) << e->text();
+  EXPECT_EQ(e->message.find("node-a"), std::string::npos) << e->text();
+  EXPECT_NE(e->hint.find("node-a, node-b, node-c, node-d"), std::string::npos) << e->text();
+  // A job Prometheus has no series of: nothing to show would read as a healthy cluster.
+  ViewSettings other;
+  other.job = "typo";
+  auto none = view_of({});
+  auto j = unknown_scope(none, other, {});
+  ASSERT_TRUE(j);
+  EXPECT_NE(j->message.find("\"typo\""), std::string::npos) << j->text();
+}
+
 TEST(ClusterView, StaleMissingAndDriverDownNodes) {
   auto facts = join({node("node-a:9842", GiB), node("node-e:9842", GiB)});
   for (auto& s : facts)

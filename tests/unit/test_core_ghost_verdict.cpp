@@ -100,6 +100,46 @@ TEST(GhostVerdict, TheDaemonSeeingItInheritTheFilesMakesAKeeper) {
   EXPECT_FALSE(s.ghost(950)->leaked);
 }
 
+// Two trainers in one process group (1100 was started by 1000, which leads the group), both
+// gone, each with an orphaned worker the daemon saw it fork: 1001 holds 1000's open file, 1101
+// holds 1100's. Both workers are in group 1000, which alone would make each look like a keeper
+// of 1000; the forks say whose file each holds.
+core::Snapshot two_gone_jobs_in_one_group() {
+  SnapshotOptions o;
+  o.exited_parents = {{1001, 1000}, {1101, 1100}};
+  return make_snapshot(
+      {proc(1, 0, 1), sharing(1001, 1, 1000, "1001:5"), sharing(1101, 1, 1000, "1101:5")},
+      {gpu(0, 0, 12 * GiB, {listed(1000, 8 * GiB), listed(1100, 4 * GiB)})}, o);
+}
+
+TEST(GhostVerdict, TwoGoneJobsInOneProcessGroupAreEachKeptByTheirOwnWorker) {
+  auto s = two_gone_jobs_in_one_group();
+  EXPECT_EQ(keepers(s, 1000), std::vector<pid_t>{1001});
+  EXPECT_EQ(keepers(s, 1100), std::vector<pid_t>{1101});
+  EXPECT_EQ(s.row(1001)->keeps, std::vector<pid_t>{1000});
+  EXPECT_EQ(s.row(1101)->keeps, std::vector<pid_t>{1100});
+  for (pid_t gone : {1000, 1100}) {
+    EXPECT_FALSE(s.ghost(gone)->leaked);
+    EXPECT_TRUE(s.ghost(gone)->other_holders.empty()) << gone;
+  }
+  auto m = s.memory_summary(*s.gpu(0));
+  EXPECT_EQ(m.ghost_bytes, 12 * GiB);
+  EXPECT_EQ(m.attributed_bytes + m.ghost_bytes + *m.unattributed_bytes, 12 * GiB);
+  EXPECT_EQ(m.ghost_keepers, 2u);
+}
+
+TEST(GhostVerdict, AWorkerStillChildOfAGoneTrainerKeepsThatTrainerOnly) {
+  // Without the daemon: 1100 is a zombie its parent has not reaped, so its worker 1101 is still
+  // its child; 1001 was reparented. Group 1000 ties 1001 to 1000, and no longer 1101.
+  auto s = make_snapshot({proc(1, 0, 1), proc(1100, 1, 1000, 'Z'), sharing(1001, 1, 1000, "1001:5"),
+                          sharing(1101, 1100, 1000, "1101:5")},
+                         {gpu(0, 0, 12 * GiB, {listed(1000, 8 * GiB), listed(1100, 4 * GiB)})});
+  EXPECT_EQ(keepers(s, 1000), std::vector<pid_t>{1001});
+  EXPECT_EQ(keepers(s, 1100), std::vector<pid_t>{1101});
+  // 1101 keeps 1100: no doubt about 1000 either.
+  EXPECT_TRUE(s.ghost(1000)->other_holders.empty());
+}
+
 TEST(GhostVerdict, AReusedNumbersGroupAndChildrenAreNotKin) {
   // Gone 970's number is another process's now (it holds no GPU file). Its child, in group 970
   // and holding GPU 0's file, belongs to the newcomer: no keeper. 975, which shares no file

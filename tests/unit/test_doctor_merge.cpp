@@ -127,6 +127,8 @@ TEST(DoctorMerge, TwoGonePidsThatShareAKeeperAreOneProblem) {
   ASSERT_EQ(fs.size(), 1u);
   EXPECT_EQ(fs[0].pids, (std::vector<pid_t>{10, 11, 50, 51}));
   EXPECT_EQ(fs[0].memory_bytes, 4 * GiB);
+  // Its one line says the memory its figure does, and both gone PIDs.
+  EXPECT_EQ(fs[0].summary, "GPU 0: 4.0 GiB held by gone PIDs 10, 11 through 2 workers");
   EXPECT_EQ(fs[0].remedy.front().command, "gpureap kill 10 11");
   EXPECT_EQ(fs[0].codes(),
             (std::vector<FindingCode>{FindingCode::NoSuchProcess, FindingCode::InheritedHolder,
@@ -135,6 +137,62 @@ TEST(DoctorMerge, TwoGonePidsThatShareAKeeperAreOneProblem) {
   EXPECT_EQ(fs[0].facets[0], (Facet{FindingCode::NoSuchProcess, 11, Severity::Critical, "b"}));
   EXPECT_EQ(fs[0].facets[2],
             (Facet{FindingCode::OrphanHolder, 51, Severity::Warning, "51 is an orphan"}));
+}
+
+// Two gone trainers in one process group (1000 leads it), 8 and 4 GiB on GPU 0.
+std::vector<Finding> two_gone_jobs(std::vector<core::HostProcess> workers,
+                                   std::map<pid_t, pid_t> exited_parents = {}) {
+  SnapshotOptions o;
+  o.exited_parents = std::move(exited_parents);
+  workers.push_back(proc(1, 0, 1));
+  auto s = make_snapshot(std::move(workers),
+                         {gpu(0, 0, 12 * GiB, {listed(1000, 8 * GiB), listed(1100, 4 * GiB)})}, o);
+  return diagnose({s, s, {}, std::nullopt, {}});
+}
+
+TEST(DoctorMerge, TwoGoneJobsInOneGroupAreTwoFindingsEachWithItsOwnMemory) {
+  // The daemon saw each trainer fork its worker: each worker keeps its own trainer.
+  auto fs =
+      two_gone_jobs({holder(1001, 1, 1000), holder(1101, 1, 1000)}, {{1001, 1000}, {1101, 1100}});
+  auto ps = problems(fs);
+  ASSERT_EQ(ps.size(), 2u);
+  EXPECT_EQ(ps[0]->pids, (std::vector<pid_t>{1000, 1001}));
+  EXPECT_EQ(ps[0]->memory_bytes, 8 * GiB);
+  EXPECT_EQ(ps[0]->summary, "GPU 0: 8.0 GiB held by gone PID 1000 through 1 worker");
+  EXPECT_EQ(ps[1]->pids, (std::vector<pid_t>{1100, 1101}));
+  EXPECT_EQ(ps[1]->memory_bytes, 4 * GiB);
+  // Each worker's own view counts its trainer's memory only.
+  for (const auto& f : fs)
+    for (const auto& facet : f.facets) EXPECT_EQ(facet.text.find("12"), std::string::npos);
+}
+
+TEST(DoctorMerge, AWorkerKeepingTwoGoneJobsIsOneFindingWhoseLineSaysTheirSum) {
+  // Nothing says which trainer forked 1001: it is in 1000's group and 1100's session.
+  auto worker = proc(1001, 1, 1000, 'S', 1100);
+  worker.devices = holder(1001, 1, 1000).devices;
+  auto fs = two_gone_jobs({worker});
+  auto ps = problems(fs);
+  ASSERT_EQ(ps.size(), 1u);
+  EXPECT_EQ(ps[0]->pids, (std::vector<pid_t>{1000, 1100, 1001}));
+  EXPECT_EQ(ps[0]->memory_bytes, 12 * GiB);
+  EXPECT_EQ(ps[0]->summary, "GPU 0: 12 GiB held by gone PIDs 1000, 1100 through 1 worker");
+  auto text = output::render_doctor_summaries(fs, output::Style(false), {});
+  EXPECT_NE(text.find("12 GiB"), std::string::npos) << text;
+  EXPECT_EQ(text.find("8.0 GiB"), std::string::npos) << text;
+}
+
+TEST(DoctorMerge, ThreeGonePidsThatShareKeepersStayGonePidsBeforeKeepers) {
+  std::vector<Finding> fs = {
+      one(FindingCode::NoSuchProcess, Severity::Critical, {10, 50}, "a"),
+      one(FindingCode::NoSuchProcess, Severity::Critical, {11, 50, 51}, "b"),
+      one(FindingCode::NoSuchProcess, Severity::Critical, {12, 51}, "c"),
+  };
+  merge_findings(fs);
+  ASSERT_EQ(fs.size(), 1u);
+  EXPECT_EQ(fs[0].pids, (std::vector<pid_t>{10, 11, 12, 50, 51}));
+  EXPECT_EQ(fs[0].memory_bytes, 6 * GiB);
+  EXPECT_EQ(fs[0].summary, "GPU 0: 6.0 GiB held by gone PIDs 10, 11, 12 through 2 workers");
+  EXPECT_EQ(fs[0].remedy.front().command, "gpureap kill 10 11 12");
 }
 
 TEST(DoctorMerge, OneProcessIsOneFindingTheMostSevereNamesIt) {

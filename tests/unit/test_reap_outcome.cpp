@@ -79,5 +79,34 @@ TEST(ReapOutcome, MixedResults) {
   EXPECT_EQ(with_refusal.exit_code, kExitReleased);
 }
 
+TEST(ReapOutcome, FreedMemoryIsTheReleasedListingsKnownFiguresNeverAZeroForUnknown) {
+  Plan p;
+  p.targets = {target(40, Action::Signal)};
+  p.gpus = {{0, 20ull << 30, 0}, {1, 4ull << 30, 0}};
+  Verification v;
+  v.backend_available = true;
+  ListingRelease own{40, 0, 8ull << 30};
+  own.released = true;
+  v.listings = {own};
+  auto r = compose(p, {status(40, ExecStatus::Exited)}, v);
+  EXPECT_EQ(r.outcomes[0].kind, OutcomeKind::Released);
+  EXPECT_EQ(freed_bytes(r), 8ull << 30);
+  // A listing the driver gave no figure for: released, but how much is not known.
+  v.listings[0].bytes.reset();
+  EXPECT_EQ(freed_bytes(compose(p, {status(40, ExecStatus::Exited)}, v)), std::nullopt);
+  // No driver: the target is gone, its memory unknown.
+  Verification blind;
+  auto gone = compose(p, {status(40, ExecStatus::Exited)}, blind);
+  EXPECT_EQ(gone.outcomes[0].kind, OutcomeKind::Released);
+  EXPECT_EQ(freed_bytes(gone), std::nullopt);
+  // A worker listed nowhere that kept nothing: nothing of its own came back.
+  Plan worker;
+  worker.targets = {target(41, Action::Signal)};
+  worker.gpus = p.gpus;
+  Verification none;
+  none.backend_available = true;
+  EXPECT_EQ(freed_bytes(compose(worker, {status(41, ExecStatus::Exited)}, none)), std::nullopt);
+}
+
 }  // namespace
 }  // namespace gpureap::reap

@@ -15,8 +15,10 @@ using nlohmann::json;
 json document() {
   auto in = report_input();
   json doc = exporter::history_to_json(in.history, in.hostname, in.since);
-  doc["releases"] =
-      json::array({{{"path", "/dev/nvidia0"}, {"pid", 7778}, {"at", "2023-11-14T22:13:22.300Z"}}});
+  doc["releases"] = json::array({{{"path", "/dev/nvidia0"},
+                                  {"pid", 7778},
+                                  {"at", "2023-11-14T22:13:22.300Z"},
+                                  {"gpus", {0}}}});
   return doc;
 }
 
@@ -44,6 +46,7 @@ TEST(ReportHistoryDocument, WhatTheDaemonWritesIsWhatTheReportReads) {
   ASSERT_EQ(in->releases.size(), 1u);
   EXPECT_EQ(in->releases[0].pid, 7778);
   EXPECT_EQ(in->releases[0].at, at_s(2.3));
+  EXPECT_EQ(in->releases[0].gpus, std::vector<unsigned>{0});
 }
 
 TEST(ReportHistoryDocument, OlderDocumentsWithoutKeepersOrCapacityAreRead) {
@@ -56,6 +59,12 @@ TEST(ReportHistoryDocument, OlderDocumentsWithoutKeepersOrCapacityAreRead) {
   EXPECT_FALSE(in->history.gpus[0].total_bytes);
   EXPECT_TRUE(in->history.processes[4].keepers.empty());
   EXPECT_TRUE(in->releases.empty());
+  // A release from a daemon that named no GPUs: not known, which is not "none".
+  doc["releases"] = document()["releases"];
+  doc["releases"][0].erase("gpus");
+  auto old = parse_history_document(doc.dump());
+  ASSERT_TRUE(old) << old.error().message;
+  EXPECT_FALSE(old->releases[0].gpus.has_value());
 }
 
 TEST(ReportHistoryDocument, WhatIsNotAHistoryIsAnError) {

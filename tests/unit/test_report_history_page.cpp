@@ -52,6 +52,27 @@ TEST(ReportHistoryPage, TheLargestProcessesAreNamedTheRestIsOther) {
   EXPECT_EQ(wide.gpus[0].bands[3].bytes[0], 0u);
 }
 
+TEST(ReportHistoryPage, TheStackNeverDrawsMoreThanTheDriverSaysIsUsed) {
+  // At t3 the driver lists 15 GiB for live processes and 8 GiB for gone 4242, but says 20 GiB
+  // are used (a driver that counts a shared buffer in two processes' lists): the chart draws
+  // 20 GiB, the ghost's 8 and what is left of the named processes' 15, largest first.
+  auto in = report_input();
+  auto& point = in.history.gpus[0].points[3];
+  point.used_bytes = 20 * kGiB;
+  point.unattributed_bytes = 0;
+  const auto page = page_of(in);
+  const auto& c = page.gpus[0];
+  for (size_t i = 0; i < c.times.size(); ++i) {
+    uint64_t sum = 0;
+    for (const auto& b : c.bands) sum += b.bytes[i];
+    EXPECT_EQ(sum, *in.history.gpus[0].points[i].used_bytes) << "sample " << i;
+  }
+  EXPECT_EQ(c.bands[0].bytes[3], 10 * kGiB);  // 100
+  EXPECT_EQ(c.bands[1].bytes[3], 2 * kGiB);   // 200, cut to what is left
+  EXPECT_EQ(c.bands[2].bytes[3], 0u);         // other
+  EXPECT_EQ(c.bands[3].bytes[3], 8 * kGiB);   // ghost
+}
+
 TEST(ReportHistoryPage, MarkersComeFromTheAuditLogClosesAndOtherSources) {
   auto page = page_of(report_input());
   const auto& m0 = page.gpus[0].markers;
@@ -74,6 +95,27 @@ TEST(ReportHistoryPage, MarkersComeFromTheAuditLogClosesAndOtherSources) {
   EXPECT_EQ(wide.gpus[0].markers.size(), 4u);
   ASSERT_EQ(wide.gpus[1].markers.size(), 2u);
   EXPECT_EQ(wide.gpus[1].markers[1].kind, MarkerKind::Release);
+}
+
+TEST(ReportHistoryPage, AFileReleaseIsDrawnOnTheGpusItsFileReachesNotWhereItsHolderIsListed) {
+  // Trainer 100 is listed on GPU 0 and, as CUDA does, held GPU 1's file too; it closed that one.
+  auto in = report_input();
+  in.releases.push_back({"/dev/nvidia1", 100, at_s(4.1), std::vector<unsigned>{1}});
+  // The driver's control file reaches no one GPU: on no chart.
+  in.releases.push_back({"/dev/nvidiactl", 100, at_s(4.2), std::vector<unsigned>{}});
+  auto page = page_of(in);
+  auto texts = [&](unsigned gpu) {
+    std::string all;
+    for (const auto& m : page.gpus[gpu].markers)
+      if (m.kind == MarkerKind::Release) all += m.text + "\n";
+    return all;
+  };
+  EXPECT_EQ(texts(0).find("nvidia1"), std::string::npos) << texts(0);
+  EXPECT_NE(texts(1).find("final close of /dev/nvidia1 (last holder PID 100)"), std::string::npos)
+      << texts(1);
+  EXPECT_EQ((texts(0) + texts(1)).find("nvidiactl"), std::string::npos);
+  // The release of /dev/nvidia0 named no GPU (an older daemon): where its holder was seen.
+  EXPECT_NE(texts(0).find("/dev/nvidia0"), std::string::npos) << texts(0);
 }
 
 TEST(ReportHistoryPage, GhostsEndInTheirThreeWays) {

@@ -64,6 +64,17 @@ TEST(ReportRunPage, TheJobAndTheRestOfTheGpuOverItsLife) {
   EXPECT_NE(html.find("data-series=\"job\""), std::string::npos);
 }
 
+TEST(ReportRunPage, TheStackNeverDrawsMoreThanTheDriverSaysIsUsed) {
+  auto r = job();
+  r.gpu.timeline[2].used_bytes = 3 * kGiB;  // the job's listed 4 GiB, on a GPU using 3
+  auto page = build_run_page(r, kStart + seconds(10));
+  const auto& c = page.gpus[0];
+  EXPECT_EQ(c.bands[0].bytes[2], 3 * kGiB);
+  EXPECT_EQ(c.bands[1].bytes[2], 0u);
+  for (size_t i = 0; i < c.times.size(); ++i)
+    EXPECT_EQ(c.bands[0].bytes[i] + c.bands[1].bytes[i], *r.gpu.timeline[i].used_bytes) << i;
+}
+
 TEST(ReportRunPage, MemoryNeverReleasedHasNoReleaseMarker) {
   auto r = job();
   r.release.released = false;

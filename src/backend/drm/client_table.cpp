@@ -75,11 +75,11 @@ std::optional<DrmClient> ClientTable::read(int proc_dirfd, const FdRef& ref,
 }
 
 ClientTable::Key ClientTable::key_of(const DrmClient& c, dev_t node, const FdRef& ref) const {
-  // drm-client-id is unique per device when drm-pdev names it; without pdev, the node names the
-  // device. Without an id (amdgpu before 5.19) the client is the open file description, named
-  // by its lowest (PID, fd); where the scan could not compare open files, the fd itself.
+  // drm-client-id (or amdgpu's pasid) is unique per device when drm-pdev names it; without
+  // pdev, the node names the device. Without either the client is the open file description,
+  // named by its lowest (PID, fd); where the scan could not compare open files, the fd itself.
   std::string device = c.pdev ? *c.pdev : node_text(node);
-  if (c.client_id) return {device, *c.client_id};
+  if (auto number = client_number(c)) return {std::string(number->kind) + device, number->id};
   auto it = open_file_.find(ref);
   const FdRef& file = it == open_file_.end() ? ref : it->second;
   return {"file:" + device,
@@ -155,7 +155,7 @@ void ClientTable::group(const Clients& before) {
   Clients out;
   size_t per_fd = 0;
   for (const auto& [ref, fd] : seen_) {
-    if (!fd.info.client_id && !open_file_.count(ref)) ++per_fd;
+    if (!client_number(fd.info) && !open_file_.count(ref)) ++per_fd;
     add(out, key_of(fd.info, fd.node, ref), fd.info, fd.node, ref);
   }
   for (auto& [key, client] : out)
@@ -178,7 +178,7 @@ void ClientTable::group(const Clients& before) {
   std::string first;
   for (const auto& [ref, fd] : seen_) {
     auto file = open_file_.find(ref);
-    if (!fd.info.client_id || file == open_file_.end()) continue;
+    if (!client_number(fd.info) || file == open_file_.end()) continue;
     Key key = key_of(fd.info, fd.node, ref);
     auto [k, new_file] = key_by_file.try_emplace(file->second, key);
     auto [f, new_key] = file_by_key.try_emplace(key, file->second);

@@ -73,7 +73,7 @@ class ClientTable final : public procfs::FdObserver {
  private:
   struct Key {
     std::string device;  // drm-pdev, else the node's device number
-    uint64_t id = 0;     // drm-client-id, else a per-fd number (see key_of)
+    uint64_t id = 0;     // drm-client-id or pasid, else a per-fd number (see key_of)
     auto operator<=>(const Key&) const = default;
   };
   using Clients = std::map<Key, ObservedClient>;

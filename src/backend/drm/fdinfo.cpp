@@ -322,4 +322,12 @@ bool is_device_local(std::string_view region) {
   return region.starts_with("vram") || region.starts_with("local") || region.starts_with("lmem");
 }
 
+std::optional<ClientNumber> client_number(const DrmClient& client) {
+  if (client.client_id) return ClientNumber{"", *client.client_id};
+  // pasid 0 is no address space: amdgpu allots from 1.
+  if (client.driver == "amdgpu" && client.pasid && *client.pasid != 0)
+    return ClientNumber{"pasid:", *client.pasid};
+  return std::nullopt;
+}
+
 }  // namespace gpureap::backend::drm

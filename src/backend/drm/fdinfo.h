@@ -52,6 +52,16 @@ struct DrmClient {
   const RegionMemory* region(std::string_view name) const;
 };
 
+// The number that names a client (one struct drm_file, shared by dup'd and forked fds) on its
+// device, where the file prints one: drm-client-id; else amdgpu's pasid, the address space of
+// the client's own GPU virtual memory, which amdgpu makes per open file in every format (before
+// 5.19 it prints no drm-client-id). Empty: only the open file description can tell.
+struct ClientNumber {
+  std::string_view kind;  // "" for drm-client-id, "pasid:" for amdgpu's
+  uint64_t id = 0;
+};
+std::optional<ClientNumber> client_number(const DrmClient& client);
+
 // Parses the text of one fdinfo file. Fails, saying which line and why, when there is no
 // drm-driver line (not a DRM file, or a file reused for something else) or when a value of a
 // key gpureap reads is malformed (not a number, an unknown unit, too large for 64 bits once
