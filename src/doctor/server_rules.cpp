@@ -82,7 +82,7 @@ Finding served_ghost(const DoctorInput& in, const core::ProcessRow& r, const cor
 }
 
 const core::ProcessRow* server_hit(const core::KernelGpuEvent& e, const core::Snapshot& s) {
-  if (!e.pid || !e.time) return nullptr;
+  if (!e.pid || !e.time || e.stamp == core::KernelStamp::Future) return nullptr;
   const auto* r = s.row(*e.pid);
   if (!r || !r->process || !served_use(*r)) return nullptr;
   auto started = s.start_time(r->process->stat);
