@@ -110,7 +110,8 @@ void server_fault(const DoctorInput& in, const core::KernelGpuEvent& e,
                    : fmt::format("{} runs the GPU work of {} client{} ({}): a fault in the server "
                                  "is theirs",
                                  name, clients, clients == 1 ? "" : "s", pid_list(use->clients)));
-  for (const auto& line : in.work_server_log) f.evidence.push_back(line);
+  // The daemon's log is root's (mode 0600): not every reader of the finding may see it.
+  for (const auto& line : in.work_server_log) f.restricted_evidence.push_back(line);
   f.explanation = fmt::format(
                       "The {} hit a GPU fault; the work of every client it serves fails "
                       "until the server restarts. ",

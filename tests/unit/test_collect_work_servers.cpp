@@ -273,7 +273,7 @@ TEST(WorkServers, AnXidOfTheServerSaysItsClientsWorkFailsWithTheLogAsEvidence) {
   EXPECT_EQ(xid->remedy[0].command,
             "echo quit | nvidia-cuda-mps-control && nvidia-cuda-mps-control -d");
   bool log_line = false;
-  for (const auto& line : xid->evidence)
+  for (const auto& line : xid->restricted_evidence)
     if (line.find("server.log: [2026-12-05") != std::string::npos) {
       log_line = true;
       EXPECT_EQ(line.find('\x1b'), std::string::npos) << "log lines are escaped";
