@@ -31,12 +31,31 @@ std::string server_label(const core::Snapshot& s, pid_t pid, const std::string& 
                      p && !p->stat.comm.empty() ? " (" + p->stat.comm + ")" : std::string());
 }
 
-std::vector<RemedyStep> restart_steps(const backend::WorkServer* ws, StepKind first) {
+// Whose GPU work a restart of the servers ends: every live client of every server (the daemon
+// stops them all), by PID, name and user. Only a server the kernel vouches for gets such a
+// remedy (DriverProcess::serves_clients: a system-installed program under its daemon's).
+std::string whose_work(const core::Snapshot& s) {
+  std::vector<std::string> who;
+  for (const auto& r : s.rows) {
+    if (!r.process || !r.process->is_live()) continue;
+    if (std::none_of(r.gpus.begin(), r.gpus.end(), [](const core::GpuUse& u) {
+          return u.server || u.kind == core::GpuProcessKind::Mps;
+        }))
+      continue;
+    const auto& d = r.process->details;
+    who.push_back(process_label(*r.process) + (d && d->user ? " of " + *d->user : ""));
+  }
+  if (who.empty()) return "no client runs now";
+  return fmt::format("it ends the work of {}", fmt::join(who, ", "));
+}
+
+std::vector<RemedyStep> restart_steps(const core::Snapshot& s, const backend::WorkServer* ws,
+                                      StepKind first) {
   if (!ws || ws->restart.empty()) return {};
   return {{first, ws->restart,
-           fmt::format("restarts the {}s: {}; run it as the user that started the daemon, with "
-                       "its environment (CUDA_MPS_PIPE_DIRECTORY)",
-                       ws->name, ws->restart_effect)}};
+           fmt::format("restarts the {}s: {}; {}; run it as the user that started the daemon, "
+                       "with its environment (CUDA_MPS_PIPE_DIRECTORY)",
+                       ws->name, ws->restart_effect, whose_work(s))}};
 }
 
 }  // namespace
@@ -72,10 +91,11 @@ Finding served_ghost(const DoctorInput& in, const core::ProcessRow& r, const cor
                           fmt::format("ends the gone client's outstanding work on {} PID {} "
                                       "(recent CUDA releases)",
                                       name, server)});
-  for (auto& st : restart_steps(ws, f.remedy.empty() ? StepKind::Run : StepKind::Or))
+  for (auto& st : restart_steps(s, ws, f.remedy.empty() ? StepKind::Run : StepKind::Or))
     f.remedy.push_back(std::move(st));
   if (f.remedy.empty())
-    f.remedy.push_back({StepKind::Run, "restart the server", "every client loses its work"});
+    f.remedy.push_back(
+        {StepKind::Run, "restart the server", "every client loses its work; " + whose_work(s)});
   f.summary = fmt::format("GPU {}: {} of gone PID {} kept by {} PID {}", fmt::join(gpus, ","),
                           bytes_text(r.listed_bytes()), r.pid, name, pid_list(ghost.servers));
   return f;
@@ -117,7 +137,7 @@ void server_fault(const DoctorInput& in, const core::KernelGpuEvent& e,
                       "until the server restarts. ",
                       name) +
                   f.explanation;
-  auto steps = restart_steps(ws, StepKind::Run);
+  auto steps = restart_steps(s, ws, StepKind::Run);
   for (auto& st : f.remedy)
     if (st.kind == StepKind::Run) st.kind = StepKind::Then;
   f.remedy.insert(f.remedy.begin(), steps.begin(), steps.end());
