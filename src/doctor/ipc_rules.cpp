@@ -104,34 +104,30 @@ void ipc_rules(const DoctorInput& in, std::vector<Finding>& out) {
   const bool all_inspected = in.ipc.uninspected.empty();
   for (const auto& file : in.ipc.files) sort_file(file, names, all_inspected, sorted);
   // A process whose open files and maps could not be read may use any of the files.
-  const std::string uninspected =
-      all_inspected ? ""
-                    : fmt::format(
-                          "the open files and maps of {} process(es) could not be read "
-                          "(PID {}): check with `fuser -v FILE` before removing a file",
-                          in.ipc.uninspected.size(), in.ipc.uninspected.front());
-  if (!sorted.left.evidence.empty()) {
-    auto& f = sorted.left;
-    if (sorted.left_files && !all_inspected) f.evidence.push_back(uninspected);
-    f.summary = fmt::format("{} of shared memory left behind by jobs that ended",
-                            bytes_text(f.memory_bytes));
-    f.explanation =
-        "Shared memory left behind by killed jobs: files that GPU job libraries make (PyTorch's "
-        "DataLoader workers, NCCL, Python multiprocessing) or whose owner has no process left, "
-        "and segments made without a key, that nothing uses. It holds host memory until removed.";
+  auto finish = [&](Finding& f, bool files, std::string summary, std::string explanation) {
+    if (f.evidence.empty()) return;
+    if (files && !all_inspected)
+      f.evidence.push_back(fmt::format(
+          "the open files and maps of {} process(es) could not be read (PID {}): check with "
+          "`fuser -v FILE` before removing a file",
+          in.ipc.uninspected.size(), in.ipc.uninspected.front()));
+    f.summary = std::move(summary);
+    f.explanation = std::move(explanation);
     out.push_back(std::move(f));
-  }
-  if (!sorted.unused.evidence.empty()) {
-    auto& f = sorted.unused;
-    if (sorted.unused_files && !all_inspected) f.evidence.push_back(uninspected);
-    f.summary = fmt::format("{} of shared memory nothing uses now, perhaps kept on purpose",
-                            bytes_text(f.memory_bytes));
-    f.explanation =
-        "Nothing uses this shared memory now, but gpureap cannot tell that a job left it: a file "
-        "in /dev/shm may be a dataset staged on purpose or a semaphore a program keeps, and a "
-        "segment with a key is found again by it. Check who uses each before removing it.";
-    out.push_back(std::move(f));
-  }
+  };
+  finish(sorted.left, sorted.left_files,
+         fmt::format("{} of shared memory left behind by jobs that ended",
+                     bytes_text(sorted.left.memory_bytes)),
+         "Shared memory left behind by killed jobs: files that GPU job libraries make (PyTorch's "
+         "DataLoader workers, NCCL, Python multiprocessing) or whose owner has no process left, "
+         "and segments made without a key, that nothing uses. It holds host memory until "
+         "removed.");
+  finish(sorted.unused, sorted.unused_files,
+         fmt::format("{} of shared memory nothing uses now, perhaps kept on purpose",
+                     bytes_text(sorted.unused.memory_bytes)),
+         "Nothing uses this shared memory now, but gpureap cannot tell that a job left it: a file "
+         "in /dev/shm may be a dataset staged on purpose or a semaphore a program keeps, and a "
+         "segment with a key is found again by it. Check who uses each before removing it.");
 }
 
 }  // namespace gpureap::doctor
