@@ -72,6 +72,13 @@ struct WorkServer {
   std::string log_dir_variable;
 };
 
+// A file the vendor's GPU job libraries leave in /dev/shm when their job is killed: who makes
+// it, and the shape of its whole name (an ECMAScript regular expression).
+struct ShmFileKind {
+  std::string maker;  // "NCCL"
+  std::string name;   // "nccl-[A-Za-z0-9]{6}"
+};
+
 struct BackendEntry {
   std::string name;    // the backend's name in reports, JSON and metrics
   std::string vendor;  // the vendor of its GPUs, lower case
@@ -97,6 +104,8 @@ struct BackendEntry {
   std::vector<std::string> protected_programs;
   VendorWords words;
   std::optional<WorkServer> work_server;
+  // What its libraries leave in /dev/shm (doctor's ipc-residue).
+  std::vector<ShmFileKind> shm_files;
 };
 
 using Registry = std::vector<BackendEntry>;

@@ -15,6 +15,7 @@
 #include "core/gpu_place.h"
 #include "doctor/diagnose.h"
 #include "doctor/fixable.h"
+#include "doctor/restricted_evidence.h"
 #include "doctor/settle.h"
 #include "output/doctor_command.h"
 #include "output/doctor_view.h"
@@ -119,6 +120,8 @@ class Doctor {
     input.instance = o_.instance;
     auto found = doctor::diagnose(input);
     doctor::keep_codes(found, run_.only);
+    // What this process could read, its user may see.
+    doctor::show_restricted_evidence(found, doctor::Reader::Privileged);
     return found;
   }
 

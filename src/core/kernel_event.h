@@ -16,6 +16,15 @@ namespace gpureap::core {
 // A severity as the driver vendor's documentation ranks an error, before doctor words it.
 enum class KernelEventLevel { Info, Warning, Critical };
 
+// What a record's stamp (microseconds since boot) says of when it was written. A record of this
+// boot was written after the boot and before it was read; one stamped later than it was read is
+// from another boot (a saved log) or forged, and names no process of this one.
+enum class KernelStamp {
+  Unknown,   // no clock time: the boot time is unknown, or the stamp is past any clock
+  ThisBoot,  // between the boot and the reading
+  Future,    // later than the reading
+};
+
 struct KernelGpuEvent {
   std::string vendor;  // the vendor of the parser that read it
   std::string kind;    // "xid"
@@ -26,6 +35,7 @@ struct KernelGpuEvent {
   uint64_t seq = 0;             // the kernel's record number
   uint64_t since_boot_usec = 0;
   std::optional<std::chrono::system_clock::time_point> time;  // since_boot + boot time
+  KernelStamp stamp = KernelStamp::Unknown;                   // whether `time` can be true
   std::optional<pid_t> pid;                                   // the process the driver named
   std::optional<std::string> process_name;
   std::string detail;  // the rest of the driver's text (untrusted)

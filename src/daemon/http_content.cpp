@@ -4,6 +4,7 @@
 
 #include "core/snapshot.h"
 #include "daemon/releases_document.h"
+#include "doctor/restricted_evidence.h"
 #include "export/history_json.h"
 #include "output/doctor_view.h"
 #include "output/snapshot_json.h"
@@ -69,10 +70,15 @@ exporter::Reply HttpContent::snapshot() {
   return {200, kJson, output::dump_json(output::snapshot_to_json(*s->snapshot)) + "\n"};
 }
 
-exporter::Reply HttpContent::findings() {
+exporter::Reply HttpContent::findings(const exporter::HttpRequest& request) {
   auto s = samples_.latest();
   if (!s) return not_ready();
-  return {200, kJson, output::dump_json(output::doctor_to_json(*s->snapshot, s->findings)) + "\n"};
+  // Without the token the client may be any local user (the daemon listens on localhost, open,
+  // by default).
+  auto findings = s->findings;
+  doctor::show_restricted_evidence(
+      findings, request.sent_token ? doctor::Reader::Privileged : doctor::Reader::Anyone);
+  return {200, kJson, output::dump_json(output::doctor_to_json(*s->snapshot, findings)) + "\n"};
 }
 
 exporter::Reply HttpContent::policies() {
@@ -124,6 +130,7 @@ std::vector<exporter::Route> HttpContent::routes() {
   auto serve = [this](exporter::Reply (HttpContent::*page)()) {
     return [this, page](const exporter::HttpRequest&) { return (this->*page)(); };
   };
+  auto findings_page = [this](const exporter::HttpRequest& request) { return findings(request); };
   auto history_page = [this](const exporter::HttpRequest& request) {
     auto h = exporter::history_request(request, default_history_span());
     if (!h) return exporter::Reply{400, "text/plain; charset=utf-8", h.error().text() + "\n"};
@@ -136,7 +143,7 @@ std::vector<exporter::Route> HttpContent::routes() {
        "", false, serve(&HttpContent::snapshot)},
       {"/api/v1/findings",
        "what is wrong and how to fix it (the <code>gpureap doctor --json</code> document)", "", "",
-       false, serve(&HttpContent::findings)},
+       false, findings_page},
       {"/api/v1/history", "memory and utilisation over time", "?since=10m", "?gpu=N&since=10m",
        false, history_page},
       {"/api/v1/policies", "what each cleanup policy matches and where it stands", "", "", false,

@@ -25,7 +25,8 @@ class HttpContent final {
   exporter::Reply metrics();
   exporter::Reply health();
   exporter::Reply snapshot();
-  exporter::Reply findings();
+  // Lines of root's files (an MPS log) only for a client that sent the bearer token.
+  exporter::Reply findings(const exporter::HttpRequest& request);
   exporter::Reply history(const exporter::HistoryRequest& request);
   exporter::Reply policies();
   exporter::Reply releases();

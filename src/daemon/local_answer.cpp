@@ -1,5 +1,7 @@
 #include "daemon/local_answer.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <exception>
 
@@ -9,6 +11,7 @@
 #include "daemon/releases_document.h"
 #include "doctor/diagnose.h"
 #include "doctor/finding_code.h"
+#include "doctor/restricted_evidence.h"
 #include "doctor/settle.h"
 #include "export/history_json.h"
 #include "output/doctor_command.h"
@@ -41,7 +44,8 @@ std::string ps(const PsRequest& r, const sample::Sample& sample, milliseconds ag
 // doctor over the latest sample and one taken --settle before it. What the daemon cannot
 // answer as the command would (a GPU it does not have, no sample that old yet) is refused: the
 // command then runs on its own and says it in its own words.
-std::string doctor(const DoctorRequest& r, const sample::Sample& sample, milliseconds age) {
+std::string doctor(const DoctorRequest& r, const sample::Sample& sample, milliseconds age,
+                   uid_t peer_uid) {
   auto only = doctor::parse_finding_codes(r.only);
   if (!only) return error_text("bad request: \"only\": " + only.error().message);
   doctor::UnattributedThreshold threshold;
@@ -84,6 +88,10 @@ std::string doctor(const DoctorRequest& r, const sample::Sample& sample, millise
   input.work_server_log = sample.work_server_log;
   auto findings = doctor::diagnose(input);
   doctor::keep_codes(findings, *only);
+  // The socket admits root and the daemon's own user: each could read what the daemon read.
+  doctor::show_restricted_evidence(findings, peer_uid == 0 || peer_uid == ::geteuid()
+                                                 ? doctor::Reader::Privileged
+                                                 : doctor::Reader::Anyone);
   return answer_of(output::render_doctor_command(last, findings,
                                                  {.json = r.json,
                                                   .color = r.color,
@@ -115,7 +123,7 @@ std::string local_answer(std::string_view line, const sample::Sample* sample,
     auto age =
         std::max(std::chrono::duration_cast<milliseconds>(now - sample->taken), milliseconds(0));
     if (auto* r = std::get_if<PsRequest>(&*request)) return ps(*r, *sample, age);
-    if (auto* r = std::get_if<DoctorRequest>(&*request)) return doctor(*r, *sample, age);
+    if (auto* r = std::get_if<DoctorRequest>(&*request)) return doctor(*r, *sample, age, peer_uid);
     if (auto* r = std::get_if<HistoryRequest>(&*request)) {
       if (!history) return error_text("this daemon keeps no history here");
       auto since = exporter::parse_since(r->since, std::chrono::system_clock::now());

@@ -65,6 +65,9 @@ struct Finding {
   // One line that names the problem ("GPU 0: 8.0 GiB held by gone PID 4242 through 1 worker").
   std::string summary;
   std::vector<Facet> facets;
+  // Evidence read from files only root can read: shown only where the reader could read them
+  // too (doctor/restricted_evidence.h), never by a view that does not ask.
+  std::vector<std::string> restricted_evidence;
 
   // The primary code or a facet's.
   bool has(FindingCode c) const;

@@ -22,6 +22,8 @@ constexpr std::string_view code_name(FindingCode code) {
       return "incomplete-view";
     case FindingCode::IpcResidue:
       return "ipc-residue";
+    case FindingCode::IpcUnused:
+      return "ipc-unused";
     case FindingCode::ForeignNamespace:
       return "foreign-namespace";
     case FindingCode::NoSuchProcess:

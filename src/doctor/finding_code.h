@@ -19,6 +19,8 @@ enum class FindingCode {
   NvmlLayout,
   IncompleteView,
   IpcResidue,
+  // Shared memory nothing uses now that no evidence shows a gone job left: maybe kept on purpose.
+  IpcUnused,
   ForeignNamespace,
   NoSuchProcess,
   Releasing,

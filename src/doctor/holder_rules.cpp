@@ -221,6 +221,7 @@ std::vector<Finding> diagnose(const DoctorInput& in) {
       r.why = text::terminal_safe(r.why);
     }
     for (auto& e : f.evidence) e = text::terminal_safe(e);
+    for (auto& e : f.restricted_evidence) e = text::terminal_safe(e);
     for (auto& x : f.facets) x.text = text::terminal_safe(x.text);
     f.explanation = text::terminal_safe(f.explanation);
     f.summary = text::terminal_safe(f.summary);

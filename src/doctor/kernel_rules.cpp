@@ -32,7 +32,13 @@ Severity severity_of(core::KernelEventLevel l) {
   return Severity::Info;
 }
 
+// A record stamped later than it was read is not of this boot: never recent, never a process's.
+bool of_another_boot(const core::KernelGpuEvent& e) {
+  return e.stamp == core::KernelStamp::Future;
+}
+
 bool recent(const core::KernelGpuEvent& e, const core::Snapshot& s) {
+  if (of_another_boot(e)) return false;
   return !e.time || s.timestamp - *e.time < kRecent;
 }
 
@@ -49,6 +55,9 @@ std::string clock_text(std::chrono::system_clock::time_point t, const core::Snap
 
 std::string when(const core::KernelGpuEvent& e, const core::Snapshot& s) {
   if (!e.time) return fmt::format("{:.1f} s after boot", e.since_boot_usec / 1e6);
+  if (of_another_boot(e))
+    return fmt::format("{} (stamped later than the log was read: not this boot's)",
+                       text::local_date_time(*e.time));
   return clock_text(*e.time, s);
 }
 
@@ -78,7 +87,7 @@ enum class Identity { Same, Reused, Unconfirmed };
 Identity identity(const core::KernelGpuEvent& e, const core::Snapshot& s,
                   const core::HostProcess& p) {
   auto started = s.start_time(p.stat);
-  if (!e.time || !started) return Identity::Unconfirmed;
+  if (!e.time || of_another_boot(e) || !started) return Identity::Unconfirmed;
   return *started <= *e.time ? Identity::Same : Identity::Reused;
 }
 
@@ -86,6 +95,11 @@ Identity identity(const core::KernelGpuEvent& e, const core::Snapshot& s,
 // keeper of a ghost, another process that got the PID later, or gone and forgotten.
 std::optional<std::string> story(const core::KernelGpuEvent& e, const core::Snapshot& s) {
   if (!e.pid) return std::nullopt;
+  if (of_another_boot(e))
+    return fmt::format(
+        "the Xid {} that names PID {} is stamped {}, later than the log was read: it is from "
+        "another boot or forged, and is about no process running now",
+        e.code, *e.pid, text::local_date_time(*e.time));
   std::string hit = fmt::format("PID {} hit Xid {} at {}", *e.pid, e.code, when(e, s));
   if (const auto* g = s.ghost(*e.pid)) {
     // A gone process's start time went with it: the listing is the same PID, not proof that
@@ -135,10 +149,15 @@ void gpu_finding(const DoctorInput& in, const std::vector<const core::KernelGpuE
       newest.gpu ? fmt::format("GPU {}", *newest.gpu)
                  : fmt::format("the GPU at PCI {} (no backend reports it)", newest.pci_address);
   if (newest.gpu) f.gpus.push_back(*newest.gpu);
-  std::set<unsigned> codes;
+  std::set<unsigned> codes, this_boot_codes;
+  size_t other_boot = 0;
   bool any_recent = false;
   for (const auto* e : events) {
     codes.insert(e->code);
+    if (of_another_boot(*e))
+      ++other_boot;
+    else
+      this_boot_codes.insert(e->code);
     if (recent(*e, s)) {
       any_recent = true;
       f.severity = std::max(f.severity, severity_of(e->level));
@@ -146,7 +165,8 @@ void gpu_finding(const DoctorInput& in, const std::vector<const core::KernelGpuE
     // A PID handed to another process since is not this finding's: `top` shows a process
     // the findings that name it.
     const auto* now = e->pid ? s.find(*e->pid) : nullptr;
-    if (e->pid && std::find(f.pids.begin(), f.pids.end(), *e->pid) == f.pids.end() &&
+    if (e->pid && !of_another_boot(*e) &&
+        std::find(f.pids.begin(), f.pids.end(), *e->pid) == f.pids.end() &&
         !(now && identity(*e, s, *now) == Identity::Reused))
       f.pids.push_back(*e->pid);
   }
@@ -168,8 +188,14 @@ void gpu_finding(const DoctorInput& in, const std::vector<const core::KernelGpuE
     if ((*it)->pid && told.insert(*(*it)->pid).second)
       if (auto line = story(**it, s)) {
         f.evidence.push_back(*line);
-        ghost_named = ghost_named || s.ghost(*(*it)->pid);
+        ghost_named = ghost_named || (!of_another_boot(**it) && s.ghost(*(*it)->pid));
       }
+  if (other_boot > 0)
+    f.evidence.push_back(fmt::format(
+        "{} of them {} stamped later than the log was read: not of this boot (a saved log of "
+        "another boot, or forged), so {} nothing here",
+        other_boot, other_boot == 1 ? "is" : "are",
+        other_boot == 1 ? "it decides" : "they decide"));
   if (!any_recent)
     f.evidence.push_back("none in the last 24 hours: the GPU may have recovered since");
   // The catalogue of the vendor whose parser gave these events (its registry entry).
@@ -182,8 +208,9 @@ void gpu_finding(const DoctorInput& in, const std::vector<const core::KernelGpuE
     if (entry) {
       f.explanation += fmt::format("{}Xid {}, {}: {}.", f.explanation.empty() ? "" : " ", c,
                                    entry->name, entry->cause);
-      f.remedy.push_back(step(f.remedy.empty() ? StepKind::Run : StepKind::Then,
-                              fmt::format("{}   # Xid {}", entry->action, c)));
+      if (this_boot_codes.count(c))
+        f.remedy.push_back(step(f.remedy.empty() ? StepKind::Run : StepKind::Then,
+                                fmt::format("{}   # Xid {}", entry->action, c)));
     } else {
       f.explanation += fmt::format(
           "{}Xid {} is not in gpureap's catalog{}.", f.explanation.empty() ? "" : " ", c,

@@ -50,7 +50,10 @@ void absorb(Finding& into, Finding&& from, bool keep_evidence, bool keep_gpus = 
   into.severity = std::max(into.severity, from.severity);
   if (keep_gpus) add_unique(into.gpus, from.gpus);
   add_unique(into.pids, from.pids);
-  if (keep_evidence) add_unique(into.evidence, from.evidence);
+  if (keep_evidence) {
+    add_unique(into.evidence, from.evidence);
+    add_unique(into.restricted_evidence, from.restricted_evidence);
+  }
 }
 
 // Two gone PIDs that share a keeper are one problem: ending that keeper frees both.
@@ -82,6 +85,7 @@ void merge_shared_keepers(std::vector<Finding>& f) {
       g.memory_bytes += other.memory_bytes;
       add_unique(g.gpus, other.gpus);
       add_unique(g.evidence, other.evidence);
+      add_unique(g.restricted_evidence, other.restricted_evidence);
       if (!other.remedy.empty() && !g.remedy.empty())
         g.remedy.front().command += " " + std::to_string(other.pids.front());
       g.facets.push_back({other.code, other.pids.front(), other.severity, other.summary});

@@ -20,7 +20,7 @@ std::string reset_command(const core::Snapshot& s, unsigned gpu, const core::Ker
                           const std::vector<backend::BackendEntry>* backends) {
   if (kernel)
     for (auto it = kernel->events.rbegin(); it != kernel->events.rend(); ++it)
-      if (it->needs_reboot && it->gpu == gpu)
+      if (it->needs_reboot && it->gpu == gpu && it->stamp != core::KernelStamp::Future)
         return fmt::format("reboot   # {} {} since boot{}: a GPU reset cannot recover it",
                            it->kind == "xid" ? "Xid" : it->kind, it->code,
                            it->name ? " (" + *it->name + ")" : std::string());

@@ -31,12 +31,31 @@ std::string server_label(const core::Snapshot& s, pid_t pid, const std::string& 
                      p && !p->stat.comm.empty() ? " (" + p->stat.comm + ")" : std::string());
 }
 
-std::vector<RemedyStep> restart_steps(const backend::WorkServer* ws, StepKind first) {
+// Whose GPU work a restart of the servers ends: every live client of every server (the daemon
+// stops them all), by PID, name and user. Only a server the kernel vouches for gets such a
+// remedy (DriverProcess::serves_clients: a system-installed program under its daemon's).
+std::string whose_work(const core::Snapshot& s) {
+  std::vector<std::string> who;
+  for (const auto& r : s.rows) {
+    if (!r.process || !r.process->is_live()) continue;
+    if (std::none_of(r.gpus.begin(), r.gpus.end(), [](const core::GpuUse& u) {
+          return u.server || u.kind == core::GpuProcessKind::Mps;
+        }))
+      continue;
+    const auto& d = r.process->details;
+    who.push_back(process_label(*r.process) + (d && d->user ? " of " + *d->user : ""));
+  }
+  if (who.empty()) return "no client runs now";
+  return fmt::format("it ends the work of {}", fmt::join(who, ", "));
+}
+
+std::vector<RemedyStep> restart_steps(const core::Snapshot& s, const backend::WorkServer* ws,
+                                      StepKind first) {
   if (!ws || ws->restart.empty()) return {};
   return {{first, ws->restart,
-           fmt::format("restarts the {}s: {}; run it as the user that started the daemon, with "
-                       "its environment (CUDA_MPS_PIPE_DIRECTORY)",
-                       ws->name, ws->restart_effect)}};
+           fmt::format("restarts the {}s: {}; {}; run it as the user that started the daemon, "
+                       "with its environment (CUDA_MPS_PIPE_DIRECTORY)",
+                       ws->name, ws->restart_effect, whose_work(s))}};
 }
 
 }  // namespace
@@ -72,17 +91,18 @@ Finding served_ghost(const DoctorInput& in, const core::ProcessRow& r, const cor
                           fmt::format("ends the gone client's outstanding work on {} PID {} "
                                       "(recent CUDA releases)",
                                       name, server)});
-  for (auto& st : restart_steps(ws, f.remedy.empty() ? StepKind::Run : StepKind::Or))
+  for (auto& st : restart_steps(s, ws, f.remedy.empty() ? StepKind::Run : StepKind::Or))
     f.remedy.push_back(std::move(st));
   if (f.remedy.empty())
-    f.remedy.push_back({StepKind::Run, "restart the server", "every client loses its work"});
+    f.remedy.push_back(
+        {StepKind::Run, "restart the server", "every client loses its work; " + whose_work(s)});
   f.summary = fmt::format("GPU {}: {} of gone PID {} kept by {} PID {}", fmt::join(gpus, ","),
                           bytes_text(r.listed_bytes()), r.pid, name, pid_list(ghost.servers));
   return f;
 }
 
 const core::ProcessRow* server_hit(const core::KernelGpuEvent& e, const core::Snapshot& s) {
-  if (!e.pid || !e.time) return nullptr;
+  if (!e.pid || !e.time || e.stamp == core::KernelStamp::Future) return nullptr;
   const auto* r = s.row(*e.pid);
   if (!r || !r->process || !served_use(*r)) return nullptr;
   auto started = s.start_time(r->process->stat);
@@ -110,13 +130,14 @@ void server_fault(const DoctorInput& in, const core::KernelGpuEvent& e,
                    : fmt::format("{} runs the GPU work of {} client{} ({}): a fault in the server "
                                  "is theirs",
                                  name, clients, clients == 1 ? "" : "s", pid_list(use->clients)));
-  for (const auto& line : in.work_server_log) f.evidence.push_back(line);
+  // The daemon's log is root's (mode 0600): not every reader of the finding may see it.
+  for (const auto& line : in.work_server_log) f.restricted_evidence.push_back(line);
   f.explanation = fmt::format(
                       "The {} hit a GPU fault; the work of every client it serves fails "
                       "until the server restarts. ",
                       name) +
                   f.explanation;
-  auto steps = restart_steps(ws, StepKind::Run);
+  auto steps = restart_steps(s, ws, StepKind::Run);
   for (auto& st : f.remedy)
     if (st.kind == StepKind::Run) st.kind = StepKind::Then;
   f.remedy.insert(f.remedy.begin(), steps.begin(), steps.end());

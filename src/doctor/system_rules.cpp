@@ -1,6 +1,5 @@
-// Findings about gpureap's view itself: the driver, its process records, permissions, and host
-// memory left behind by killed jobs. Each vendor's commands and names come from its backend's
-// registry entry.
+// Findings about gpureap's view itself: the driver, its process records, permissions. Each
+// vendor's commands and names come from its backend's registry entry.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -8,7 +7,6 @@
 #include "backend/registry.h"
 #include "doctor/diagnose.h"
 #include "doctor/evidence.h"
-#include "text/escape.h"
 
 namespace gpureap::doctor {
 
@@ -162,46 +160,6 @@ void driver_rules(const DoctorInput& in, std::vector<Finding>& out) {
          fmt::format("{} processes could not be inspected: holders may be missing",
                      s.proc.uninspectable)});
   }
-}
-
-void ipc_rules(const DoctorInput& in, std::vector<Finding>& out) {
-  if (in.ipc.segments.empty() && in.ipc.files.empty()) return;
-  Finding f;
-  f.code = FindingCode::IpcResidue;
-  f.severity = Severity::Warning;
-  for (const auto& seg : in.ipc.segments) {
-    f.memory_bytes += seg.size_bytes;
-    // A last user of 0: no process ever attached the segment.
-    f.evidence.push_back(
-        seg.last_pid > 0 && seg.last_pid != seg.creator_pid
-            ? fmt::format("System V shared memory segment {} ({}) has no attached process; its "
-                          "creator {} and its last user {} are gone",
-                          seg.shmid, bytes_text(seg.size_bytes), seg.creator_pid, seg.last_pid)
-            : fmt::format("System V shared memory segment {} ({}) has no attached process; its "
-                          "creator {} is gone",
-                          seg.shmid, bytes_text(seg.size_bytes), seg.creator_pid));
-    f.remedy.push_back({f.remedy.empty() ? StepKind::Run : StepKind::Then,
-                        "ipcrm -m " + std::to_string(seg.shmid),
-                        "removes segment " + std::to_string(seg.shmid)});
-  }
-  for (const auto& file : in.ipc.files) {
-    f.memory_bytes += file.size_bytes;
-    f.evidence.push_back(fmt::format("{} ({}) is neither open nor mapped by any live process",
-                                     file.path, bytes_text(file.size_bytes)));
-    f.remedy.push_back({f.remedy.empty() ? StepKind::Run : StepKind::Then,
-                        "rm " + text::shell_quote(file.path), "removes the file"});
-  }
-  if (!in.ipc.files.empty() && !in.ipc.uninspected.empty())
-    f.evidence.push_back(
-        fmt::format("the maps of {} process(es) could not be read (PID {}); check with "
-                    "`fuser -v FILE` before removing a file",
-                    in.ipc.uninspected.size(), in.ipc.uninspected.front()));
-  f.summary =
-      fmt::format("{} of shared memory left behind by jobs that ended", bytes_text(f.memory_bytes));
-  f.explanation =
-      "Shared memory left behind by killed multiprocessing jobs (e.g. PyTorch DataLoader workers). "
-      "It holds host memory until removed.";
-  out.push_back(std::move(f));
 }
 
 }  // namespace gpureap::doctor

@@ -18,6 +18,9 @@ struct HttpRequest {
   std::string path;                            // decoded, without the query
   std::map<std::string, std::string> headers;  // names lower-case; a repeated one keeps the first
   std::map<std::string, std::string> params;   // decoded; a repeated one keeps the first
+  // Set by the server, never parsed: the request carried the daemon's bearer token (false when
+  // the daemon has none, so anyone who can connect is served).
+  bool sent_token = false;
 
   std::string header(const std::string& lower_name) const;
   std::optional<std::string> param(const std::string& name) const;

@@ -147,12 +147,17 @@ struct HttpServer::Impl {
       if (fd >= 0) ::close(fd);
   }
 
-  bool authorized(const HttpRequest& req) {
+  // Whether the request carries the token, and whether it may be served (no token is set, or
+  // it carries it): one reading, so a token replaced meanwhile cannot split the two.
+  std::pair<bool, bool> check_token(const HttpRequest& req) {
     std::lock_guard lock(token_mutex);
-    return !token || bearer_matches(req.header("authorization"), *token);
+    const bool sent = token && bearer_matches(req.header("authorization"), *token);
+    return {sent, !token || sent};
   }
 
-  HttpResponse respond(const HttpRequest& req) {
+  HttpResponse respond(HttpRequest req) {
+    const auto [sent, authorized] = check_token(req);
+    req.sent_token = sent;
     if (req.method != "GET" && req.method != "HEAD") {
       auto r = text(405, "gpureap's HTTP interface is read-only: use GET\n");
       r.headers.push_back({"Allow", "GET, HEAD"});
@@ -164,7 +169,7 @@ struct HttpServer::Impl {
         route = &candidate;
         break;
       }
-    if (!(route && route->open) && !authorized(req)) {
+    if (!(route && route->open) && !authorized) {
       auto r =
           text(401,
                "a bearer token is required: send the content of the daemon's auth_token_file as "

@@ -235,7 +235,8 @@ void Journal::record_kernel_events(const std::vector<core::KernelGpuEvent>& even
   for (const auto& k : events) {
     if (k.seq <= kernel_seq_ && kernel_seq_ != 0) continue;
     kernel_seq_ = std::max(kernel_seq_, k.seq);
-    if (!k.time) continue;
+    // Only a time that can be this boot's has a place on its timeline.
+    if (!k.time || k.stamp == core::KernelStamp::Future) continue;
     JournalEvent e{*k.time, JournalEventKind::Xid, k.gpu, k.pid.value_or(0)};
     // The parser's kind as a word of the log ("xid" is written "Xid 79").
     std::string kind = k.kind;

@@ -6,6 +6,7 @@ namespace gpureap::kernel {
 
 std::optional<core::KernelGpuEvent> gpu_event(const KmsgRecord& r,
                                               std::optional<long long> boot_time,
+                                              std::chrono::system_clock::time_point read_at,
                                               const KernelLogParsers& parsers) {
   // Only the kernel logs with facility 0: a process that writes to /dev/kmsg gets LOG_USER
   // even when it asks for 0, so a forged driver line is never taken for the driver's.
@@ -19,9 +20,15 @@ std::optional<core::KernelGpuEvent> gpu_event(const KmsgRecord& r,
     // A clock time only where it can be one: a saved or forged log may carry a stamp so far
     // past boot that the clock's nanoseconds would overflow.
     constexpr uint64_t kCenturyUsec = 100ULL * 366 * 24 * 3600 * 1'000'000;
-    if (boot_time && *boot_time >= 0 && *boot_time < (1LL << 34) && r.usec < kCenturyUsec)
+    if (boot_time && *boot_time >= 0 && *boot_time < (1LL << 34) && r.usec < kCenturyUsec) {
       e->time = std::chrono::system_clock::time_point(std::chrono::seconds(*boot_time)) +
                 std::chrono::microseconds(r.usec);
+      // The boot time is whole seconds and the two clocks drift apart a little: a record
+      // written just now may seem to be from a few seconds ahead, never from minutes.
+      constexpr auto kClockSlack = std::chrono::seconds(10);
+      e->stamp = *e->time > read_at + kClockSlack ? core::KernelStamp::Future
+                                                  : core::KernelStamp::ThisBoot;
+    }
     return e;
   }
   return std::nullopt;
@@ -53,8 +60,9 @@ KernelLogFollower::KernelLogFollower(std::string path, KernelLogParsers parsers,
 std::vector<core::KernelGpuEvent> KernelLogFollower::poll(std::optional<long long> boot_time,
                                                           const std::vector<core::Gpu>& gpus) {
   std::vector<core::KernelGpuEvent> fresh;
+  const auto read_at = std::chrono::system_clock::now();
   log_.records += reader_.read_new([&](const KmsgRecord& r) {
-    if (auto e = gpu_event(r, boot_time, parsers_)) fresh.push_back(std::move(*e));
+    if (auto e = gpu_event(r, boot_time, read_at, parsers_)) fresh.push_back(std::move(*e));
   });
   log_.read = reader_.readable();
   log_.problem = reader_.problem();

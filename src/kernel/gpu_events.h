@@ -2,6 +2,7 @@
 // The GPU errors of the kernel log: each record is offered to every vendor's parser (the
 // backends' registry gives them; each lives in its vendor's folder, src/kernel/<vendor>), the PCI
 // address is matched to the GPUs the backends report, and the log clock turned into wall time.
+#include <chrono>
 #include <functional>
 #include <map>
 #include <optional>
@@ -39,9 +40,11 @@ struct KernelLogParser {
 using KernelLogParsers = std::vector<KernelLogParser>;
 
 // The GPU error one record reports, or nothing. `boot_time`: seconds since the epoch
-// (<proc-root>/stat's btime), for the event's wall time.
+// (<proc-root>/stat's btime), for the event's wall time; `read_at`: when the record was read,
+// which no record of this boot can be stamped after (KernelGpuEvent::stamp).
 std::optional<core::KernelGpuEvent> gpu_event(const KmsgRecord& record,
                                               std::optional<long long> boot_time,
+                                              std::chrono::system_clock::time_point read_at,
                                               const KernelLogParsers& parsers);
 // Sets each event's GPU from its PCI address (events of GPUs nobody reports keep none).
 void assign_gpus(std::vector<core::KernelGpuEvent>& events, const std::vector<core::Gpu>& gpus);

@@ -9,8 +9,9 @@ namespace gpureap::output {
 std::optional<std::string> kernel_note(const core::KernelLog& log) {
   const core::KernelGpuEvent* last = nullptr;
   size_t critical = 0;
+  // A record stamped later than it was read is not of this boot: nothing it says is "since boot".
   for (const auto& e : log.events)
-    if (e.level == core::KernelEventLevel::Critical) {
+    if (e.level == core::KernelEventLevel::Critical && e.stamp != core::KernelStamp::Future) {
       last = &e;
       ++critical;
     }

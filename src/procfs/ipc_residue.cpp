@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "procfs/file_read.h"
+#include "procfs/parsers.h"
 #include "procfs/thread_group.h"
 
 namespace gpureap::procfs {
@@ -127,10 +128,19 @@ IpcResidue find_ipc_residue(const ProcFs& proc, const std::string& dev_root,
   }
   if (files.empty()) return out;
   std::set<FileId> used;
-  for (pid_t pid : live)
+  std::set<uid_t> running;  // the users live processes run as
+  for (pid_t pid : live) {
     if (!mark_used(proc.dirfd(), pid, candidates, used)) out.uninspected.push_back(pid);
+    auto status = read_file_at(proc.dirfd(), std::to_string(pid) + "/status");
+    auto fields = parse_status(status.data);
+    for (const auto& id : {fields.uid, fields.euid})
+      if (id) running.insert(*id);
+  }
   for (size_t i = 0; i < files.size(); ++i)
-    if (!used.count(ids[i])) out.files.push_back(files[i]);
+    if (!used.count(ids[i])) {
+      out.files.push_back(files[i]);
+      out.files.back().owner_runs = running.count(files[i].uid) > 0;
+    }
   return out;
 }
 

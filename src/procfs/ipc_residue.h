@@ -1,7 +1,9 @@
 #pragma once
-// Host-memory leftovers of killed multiprocessing jobs: System V shared-memory segments
-// nobody is attached to whose creator and last user are gone, and files in /dev/shm that no
-// live process holds open or maps.
+// Candidates for host-memory leftovers of killed jobs: System V shared-memory segments nobody is
+// attached to whose creator and last user are gone, and files in /dev/shm that no live process
+// holds open or maps, with what the kernel tells of who made them (the segment's key, the
+// file's owner and whether that owner still runs a process). Which of them a job left behind is
+// doctor's to judge (doctor/ipc_rules): a file nobody uses now may be kept on purpose.
 #include <sys/types.h>
 
 #include <cstdint>
@@ -28,6 +30,8 @@ struct ShmFile {
   std::string path;
   uint64_t size_bytes = 0;
   uid_t uid = 0;
+  // A live process runs as the file's owner (its real or effective uid).
+  bool owner_runs = true;
 };
 
 struct IpcResidue {

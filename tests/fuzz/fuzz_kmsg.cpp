@@ -28,7 +28,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     FUZZ_CHECK(r.dict == whole.records[i].dict);
     FUZZ_CHECK(r.level <= 7);
     FUZZ_CHECK(r.text.find('\n') == std::string::npos);
-    if (auto e = gpureap::kernel::gpu_event(r, 1'700'000'000, parsers)) {
+    if (auto e = gpureap::kernel::gpu_event(
+            r, 1'700'000'000, std::chrono::system_clock::time_point(std::chrono::seconds(1)),
+            parsers)) {
       FUZZ_CHECK(e->pci_address.size() == 10);  // dddd:bb:dd
       FUZZ_CHECK(gpureap::kernel::normalize_pci_address(e->pci_address) == e->pci_address);
       FUZZ_CHECK(!e->pid || *e->pid > 0);

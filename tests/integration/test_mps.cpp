@@ -4,12 +4,16 @@
 // and MPS lists (one alive, one gone) and an unrelated job. The server is shown as such with its
 // clients, the gone client is a ghost kept by the server, and no plan ever reaches the server,
 // the live client or the job.
+#include <grp.h>
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -407,6 +411,97 @@ TEST_F(Mps, ThroughTheDaemonTheServersXidCarriesTheMpsLogToo) {
             std::vector<std::string>{"server.log: [2026-12-05 05:00:01.000 Other " +
                                      std::to_string(server) + "] MMU fault"})
       << xid.dump(2);
+}
+
+// GET `path` of the daemon at `port` from a process of uid and gid 65534 (nobody): any local
+// user can ask the daemon's HTTP API what this one does.
+HttpResponse http_get_as_nobody(int port, const std::string& path) {
+  int fds[2];
+  if (::pipe(fds) != 0) return {};
+  pid_t child = ::fork();
+  if (child == 0) {
+    ::close(fds[0]);
+    if (::setgroups(0, nullptr) != 0 || ::setgid(65534) != 0 || ::setuid(65534) != 0) ::_exit(1);
+    auto r = http_get(port, path);
+    std::string out = std::to_string(r.status) + "\n" + r.body;
+    const char* p = out.data();
+    for (size_t left = out.size(); left > 0;) {
+      ssize_t n = ::write(fds[1], p, left);
+      if (n <= 0) ::_exit(1);
+      p += n;
+      left -= static_cast<size_t>(n);
+    }
+    ::_exit(0);
+  }
+  ::close(fds[1]);
+  std::string got;
+  char buf[4096];
+  for (ssize_t n; (n = ::read(fds[0], buf, sizeof buf)) > 0;)
+    got.append(buf, static_cast<size_t>(n));
+  ::close(fds[0]);
+  ::waitpid(child, nullptr, 0);
+  HttpResponse r;
+  const size_t nl = got.find('\n');
+  if (nl == std::string::npos) return r;
+  r.status = std::atoi(got.substr(0, nl).c_str());
+  r.body = got.substr(nl + 1);
+  return r;
+}
+
+// The gpu-xid finding of a findings document that names the MPS server's fault, or null.
+json server_xid_in(const std::string& body) {
+  auto doc = json::parse(body, nullptr, false);
+  if (doc.is_discarded() || !doc.contains("findings")) return json();
+  for (const auto& f : doc["findings"])
+    if (f["code"] == "gpu-xid" && f["summary"].get<std::string>().rfind("MPS server", 0) == 0)
+      return f;
+  return json();
+}
+
+// The MPS log is root's (mode 0600), and the daemon's HTTP API answers anyone who can connect
+// while it has no token (on localhost, by default): such a client, here a process of nobody,
+// gets the server's fault without the log's lines, and a client that sends the token gets them.
+TEST_F(Mps, TheDaemonGivesTheMpsLogOnlyToClientsWhoCouldReadIt) {
+  if (::geteuid() != 0)
+    GTEST_SKIP() << "the MPS log must be root's and nobody must be someone else";
+  const pid_t server = daemon_->server;
+  TempDir runtime, run;
+  std::filesystem::create_directories(runtime.file("var/log/nvidia-mps"));
+  const std::string log = runtime.file("var/log/nvidia-mps/server.log");
+  std::ofstream(log) << "[2026-12-05 05:00:01.000 Other " << server << "] MMU fault\n";
+  ::chmod(log.c_str(), 0600);
+  write_server_xid(run.file("kmsg"), server);
+  const std::string config = run.file("config.toml");
+  std::ofstream(config) << "interval = \"200ms\"\n";
+  DaemonProcess d({"--config", config, "--dev-root", dev_.path(), "--kmsg", run.file("kmsg"),
+                   "--runtime-root", runtime.path()},
+                  env());
+  ASSERT_GT(d.port(), 0) << d.log();
+  json xid;
+  ASSERT_TRUE(wait_until([&] {
+    xid = server_xid_in(http_get_as_nobody(d.port(), "/api/v1/findings").body);
+    return !xid.is_null();
+  })) << http_get_as_nobody(d.port(), "/api/v1/findings").body;
+  EXPECT_TRUE(log_evidence(xid, "server.log").empty()) << xid.dump(2);
+  EXPECT_NE(xid.dump().find("1 line of logs only root can read is left out here"),
+            std::string::npos)
+      << xid.dump(2);
+
+  // The token, by a reload: its holder gets the lines, and nobody without it gets nothing.
+  std::ofstream(run.file("token")) << "s3cret\n";
+  ::chmod(run.file("token").c_str(), 0600);
+  std::ofstream(config) << "interval = \"200ms\"\nauth_token_file = \"" << run.file("token")
+                        << "\"\n";
+  d.signal(SIGHUP);
+  ASSERT_TRUE(d.wait_log("configuration reloaded")) << d.log();
+  auto with_token = d.get("/api/v1/findings", {"Authorization: Bearer s3cret"});
+  ASSERT_EQ(with_token.status, 200) << with_token.body;
+  xid = server_xid_in(with_token.body);
+  EXPECT_EQ(log_evidence(xid, "server.log"),
+            std::vector<std::string>{"server.log: [2026-12-05 05:00:01.000 Other " +
+                                     std::to_string(server) + "] MMU fault"})
+      << xid.dump(2);
+  EXPECT_EQ(http_get_as_nobody(d.port(), "/api/v1/findings").status, 401);
 }
 
 // A control daemon started with CUDA_MPS_LOG_DIRECTORY logs there: root's daemon is believed.

@@ -208,6 +208,8 @@ TEST(WorkServers, DoctorGivesOneFindingAndFixesNothingForAGoneClient) {
   EXPECT_EQ(f.remedy[1].command,
             "echo quit | nvidia-cuda-mps-control && nvidia-cuda-mps-control -d");
   EXPECT_NE(f.remedy[1].why.find("every client of the server loses its work"), std::string::npos);
+  EXPECT_NE(f.remedy[1].why.find("it ends the work of PID 60 (p60) of root"), std::string::npos)
+      << f.remedy[1].why;
   EXPECT_EQ(f.summary, "GPU 0: 6.0 GiB of gone PID 61 kept by MPS server PID 51");
   EXPECT_TRUE(doctor::fixable(found).empty());
 }
@@ -272,13 +274,19 @@ TEST(WorkServers, AnXidOfTheServerSaysItsClientsWorkFailsWithTheLogAsEvidence) {
   ASSERT_FALSE(xid->remedy.empty());
   EXPECT_EQ(xid->remedy[0].command,
             "echo quit | nvidia-cuda-mps-control && nvidia-cuda-mps-control -d");
+  // A restart ends every client's work: it says whose (the live client; the gone one's is gone).
+  EXPECT_NE(xid->remedy[0].why.find("; it ends the work of PID 60 ("), std::string::npos)
+      << xid->remedy[0].why;
+  EXPECT_EQ(xid->remedy[0].why.find("PID 61"), std::string::npos) << xid->remedy[0].why;
+  // The log is root's: its lines are kept apart, for the readers who could read it.
   bool log_line = false;
-  for (const auto& line : xid->evidence)
+  for (const auto& line : xid->restricted_evidence)
     if (line.find("server.log: [2026-12-05") != std::string::npos) {
       log_line = true;
       EXPECT_EQ(line.find('\x1b'), std::string::npos) << "log lines are escaped";
     }
-  EXPECT_TRUE(log_line);
+  EXPECT_TRUE(log_line) << ::testing::PrintToString(xid->restricted_evidence);
+  for (const auto& line : xid->evidence) EXPECT_EQ(line.find("server.log"), std::string::npos);
 
   // The log is read only for a recent fault of a live server: not for another process's, nor
   // for one more than a day old.

@@ -16,6 +16,7 @@ TEST(DoctorFindingCode, EveryCodeHasItsDocumentedString) {
                                                "nvml-layout",
                                                "incomplete-view",
                                                "ipc-residue",
+                                               "ipc-unused",
                                                "foreign-namespace",
                                                "no-such-process",
                                                "releasing",

@@ -138,6 +138,37 @@ TEST(DoctorKernelRules, AnXidOfUnknownTimeCannotConfirmItsPid) {
       << ::testing::PrintToString(f.evidence);
 }
 
+// A record stamped later than the log was read (a day ahead: a saved log of another boot, or a
+// forged one) is shown as such and decides nothing: it names no process, its Xid 79 asks for no
+// reboot, and it is no recent fault.
+TEST(DoctorKernelRules, AnXidStampedLaterThanItWasReadNamesNoProcess) {
+  auto s = listed_300(std::chrono::hours(1));
+  auto ahead = xid(79, 300, 0, core::KernelEventLevel::Critical, true);
+  ahead.time = std::chrono::system_clock::time_point(std::chrono::seconds(1'700'000'000 + 86400));
+  ahead.stamp = core::KernelStamp::Future;
+  core::KernelLog log;
+  log.events = {ahead};
+  auto fs = run(s, log);
+  auto f = copy_of(fs, FindingCode::GpuXid);
+  EXPECT_EQ(f.severity, Severity::Info);
+  EXPECT_TRUE(f.pids.empty());
+  EXPECT_TRUE(has(f.evidence, "stamped later than the log was read: not this boot's"))
+      << ::testing::PrintToString(f.evidence);
+  EXPECT_TRUE(has(f.evidence, "is about no process running now"));
+  EXPECT_TRUE(has(f.evidence, "1 of them is stamped later than the log was read"));
+  EXPECT_FALSE(has(f.evidence, "PID 300 hit Xid"));
+  EXPECT_FALSE(has(f.evidence, "still runs"));
+  EXPECT_FALSE(has(f.remedy, "reboot")) << ::testing::PrintToString(f.remedy);
+  EXPECT_EQ(reset_command(s, 0, &log), "gpureap reset --gpu 0");
+  // The same record stamped within this boot is believed.
+  log.events[0].time = std::chrono::system_clock::time_point(std::chrono::seconds(1'700'000'000));
+  log.events[0].stamp = core::KernelStamp::ThisBoot;
+  f = copy_of(run(s, log), FindingCode::GpuXid);
+  EXPECT_EQ(f.severity, Severity::Critical);
+  EXPECT_EQ(f.pids, std::vector<pid_t>{300});
+  EXPECT_TRUE(has(f.remedy, "reboot"));
+}
+
 TEST(DoctorKernelRules, NoKernelLogOrNoXidsMeansNoFinding) {
   auto s = make_snapshot({proc(1, 0, 1), holder(200, 1, 200)},
                          {gpu(0, 0, 8 * GiB, {listed(200, 8 * GiB)})});

@@ -290,40 +290,6 @@ TEST(DoctorRules, LayoutAndIncompleteView) {
   EXPECT_NE(inc->evidence[0].find("4 processes"), std::string::npos);
 }
 
-TEST(DoctorRules, IpcResidue) {
-  procfs::IpcResidue ipc;
-  ipc.segments.push_back({0, 65538, 64 * MiB, 111, 112, 0, 0});
-  ipc.files.push_back({"/dev/shm/torch_1234 x", 32 * MiB, 0});
-  auto s = make_snapshot({proc(1, 0, 1)}, {});
-  auto fs = run(s, s, ipc);
-  const auto* f = find(fs, "ipc-residue");
-  ASSERT_NE(f, nullptr);
-  EXPECT_EQ(f->memory_bytes, 96 * MiB);
-  EXPECT_TRUE(remedy_has(*f, "ipcrm -m 65538"));
-  EXPECT_TRUE(remedy_has(*f, "rm '/dev/shm/torch_1234 x'"));
-}
-
-TEST(DoctorRules, AnIpcSegmentNeverAttachedNamesNoLastUser) {
-  procfs::IpcResidue ipc;
-  ipc.segments.push_back({0, 65538, 64 * MiB, 111, 0, 0, 0});    // never attached
-  ipc.segments.push_back({0, 65539, 64 * MiB, 111, 111, 0, 0});  // its creator last
-  ipc.segments.push_back({0, 65540, 64 * MiB, 111, 112, 0, 0});  // another process last
-  auto s = make_snapshot({proc(1, 0, 1)}, {});
-  auto fs = run(s, s, ipc);
-  const auto* f = find(fs, "ipc-residue");
-  ASSERT_NE(f, nullptr);
-  ASSERT_EQ(f->evidence.size(), 3u);
-  EXPECT_EQ(f->evidence[0],
-            "System V shared memory segment 65538 (64 MiB) has no attached process; its creator "
-            "111 is gone");
-  EXPECT_EQ(f->evidence[1],
-            "System V shared memory segment 65539 (64 MiB) has no attached process; its creator "
-            "111 is gone");
-  EXPECT_EQ(f->evidence[2],
-            "System V shared memory segment 65540 (64 MiB) has no attached process; its creator "
-            "111 and its last user 112 are gone");
-}
-
 TEST(DoctorRules, ContainerHoldersGetTheRuntimesStopCommand) {
   auto w = holder(4250, 1, 4242);
   w.details->container = core::ContainerInfo{"docker", std::string(64, 'a'), std::nullopt};
@@ -383,7 +349,7 @@ TEST(DoctorRules, EveryLineOfAFindingIsOneLineWhateverTheNames) {
   auto stopped = holder(4300, 1, 4300, 0, 'T');
   stopped.stat.comm = "a\nb";
   procfs::IpcResidue ipc;
-  ipc.files.push_back({"/dev/shm/x\ny'z", 32 * MiB, 0});
+  ipc.files.push_back({"/dev/shm/x\ny'z", 32 * MiB, 1001, false});  // its owner runs nothing
   auto s = make_snapshot({proc(1, 0, 1), w, stopped},
                          {gpu(0, 0, 8 * GiB, {listed(4242, 8 * GiB), listed(4300, 0)})});
   auto fs = run(s, s, ipc);

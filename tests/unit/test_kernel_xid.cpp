@@ -69,12 +69,16 @@ TEST(KernelXid, EveryDriverGenerationsLine) {
   EXPECT_FALSE(r79->pid);
   EXPECT_FALSE(r79->process_name);
   EXPECT_EQ(r79->detail, "GPU has fallen off the bus.");
-  // GSP era, a number with nothing after it, and a kernel prefix before NVRM.
+  // GSP era, an instance of a MIG GPU, and a number with nothing after it.
   auto gsp = parse_xid_line(
-      "nvidia 0000:00:07.0: NVRM: Xid (PCI:0000:00:07): 119, pid=1234, "
-      "name=python3, Timeout after 45s of waiting for RPC response");
+      "NVRM: Xid (PCI:0000:00:07): 119, pid=1234, name=python3, Timeout after 45s of waiting for "
+      "RPC response");
   ASSERT_TRUE(gsp);
   EXPECT_EQ(gsp->xid, 119u);
+  auto mig = parse_xid_line("NVRM: Xid (PCI:0000:3b:00 GPU-I:03): 31, pid=77, name=python, Ch 1");
+  ASSERT_TRUE(mig);
+  EXPECT_EQ(mig->pci_address, "0000:3b:00");
+  EXPECT_EQ(mig->pid, 77);
   auto bare = parse_xid_line("NVRM: Xid (PCI:0001:c1:00): 150");
   ASSERT_TRUE(bare);
   EXPECT_EQ(bare->pci_address, "0001:c1:00");
@@ -87,6 +91,18 @@ TEST(KernelXid, WhatIsNoXidLineIsLeftAlone) {
                            "NVRM: Xid (PCI:0000:3b:00): x", "Xid (PCI:0000:3b:00): 31",
                            "NVRM: Xid (PCI:0000:3b:00: 31", "NVRM: Xid (not-pci): 31, pid=1"})
     EXPECT_FALSE(parse_xid_line(text)) << text;
+  // Kernel messages that quote what a user chose, with the driver's words inside: a segfault
+  // report names the mapping's file, the NULL-argv warning the exec path, and many messages
+  // begin with a process's name. Only a message that begins with the prefix is the driver's.
+  for (const char* quoted :
+       {"python[4242]: segfault at 0 ip 00007f00 sp 00007ffc error 4 in NVRM: Xid "
+        "(PCI:0000:3b:00): 79, pid=1, GPU has fallen off the bus.so[7f00+1000]",
+        "process 'sh' launched '/tmp/NVRM: Xid (PCI:0000:3b:00): 79, pid=1, x' with NULL argv: "
+        "empty string added",
+        "nvidia 0000:00:07.0: NVRM: Xid (PCI:0000:00:07): 119, pid=1234, name=python3",
+        " NVRM: Xid (PCI:0000:3b:00): 79, pid=1, GPU has fallen off the bus.",
+        "NVRM: Xid (PCI:[4242]: segfault at 0 ip 00007f00 sp 00007ffc error 4 in x.so): 79"})
+    EXPECT_FALSE(parse_xid_line(quoted)) << quoted;
   auto odd = parse_xid_line("NVRM: Xid (PCI:0000:3b:00): 31, pid=-5, name=, rest");
   ASSERT_TRUE(odd);
   EXPECT_FALSE(odd->pid);  // a pid that cannot be is no pid
@@ -125,7 +141,8 @@ TEST(KernelXid, EventsAreMatchedToGpusAndTimedByTheBootTime) {
   r.seq = 9;
   r.usec = 3'500'000;
   r.text = "NVRM: Xid (PCI:0000:5e:00): 150, pid=77, some new error";
-  auto e = gpu_event(r, 1'700'000'000, every_vendors_parsers());
+  const auto read_at = std::chrono::system_clock::time_point(std::chrono::seconds(1'800'000'000));
+  auto e = gpu_event(r, 1'700'000'000, read_at, every_vendors_parsers());
   ASSERT_TRUE(e);
   EXPECT_EQ(e->code, 150u);
   EXPECT_FALSE(e->name);  // unknown, kept with its number and text
@@ -141,21 +158,45 @@ TEST(KernelXid, EventsAreMatchedToGpusAndTimedByTheBootTime) {
   assign_gpus(events, {gpu_at(0, "00000000:3B:00.0", "GPU-a")});
   EXPECT_FALSE(events[0].gpu);  // no backend reports that address (off the bus)
   r.text = "usb 1-1: new high-speed USB device";
-  EXPECT_FALSE(gpu_event(r, std::nullopt, every_vendors_parsers()));
+  EXPECT_FALSE(gpu_event(r, std::nullopt, read_at, every_vendors_parsers()));
   // The same Xid text written by a process (facility user: the kernel forces it) is no Xid.
   auto forged = parse_kmsg_header("12,10,4000000,-;NVRM: Xid (PCI:0000:5e:00): 79, GPU has fallen");
   ASSERT_TRUE(forged);
-  EXPECT_FALSE(gpu_event(*forged, 1'700'000'000, every_vendors_parsers()));
+  EXPECT_FALSE(gpu_event(*forged, 1'700'000'000, read_at, every_vendors_parsers()));
   auto kernel = parse_kmsg_header("4,10,4000000,-;NVRM: Xid (PCI:0000:5e:00): 79, GPU has fallen");
   ASSERT_TRUE(kernel);
-  EXPECT_TRUE(gpu_event(*kernel, 1'700'000'000, every_vendors_parsers()));
+  EXPECT_TRUE(gpu_event(*kernel, 1'700'000'000, read_at, every_vendors_parsers()));
   // A stamp no clock can hold (a saved or forged log) keeps the event, without a clock time.
   auto far = parse_kmsg_header("4,11,10044444444444444,-;NVRM: Xid (PCI:0000:5e:00): 79, gone");
   ASSERT_TRUE(far);
-  auto far_event = gpu_event(*far, 1'700'000'000, every_vendors_parsers());
+  auto far_event = gpu_event(*far, 1'700'000'000, read_at, every_vendors_parsers());
   ASSERT_TRUE(far_event);
   EXPECT_EQ(far_event->since_boot_usec, 10044444444444444u);
   EXPECT_FALSE(far_event->time);
+  EXPECT_EQ(far_event->stamp, core::KernelStamp::Unknown);
+}
+
+// A record's stamp counts from the boot, so a record of this boot is stamped before it is read.
+// One stamped later (a saved log of another boot, a forged one) keeps its time, marked so.
+TEST(KernelXid, ARecordStampedLaterThanItWasReadIsNotOfThisBoot) {
+  auto r = parse_kmsg_header("4,10,86400000000,-;NVRM: Xid (PCI:0000:5e:00): 79, pid=77, gone");
+  ASSERT_TRUE(r);
+  const long long boot = 1'700'000'000;
+  const auto at = [&](long long s) {
+    return std::chrono::system_clock::time_point(std::chrono::seconds(boot + s));
+  };
+  auto day_later = gpu_event(*r, boot, at(86'400), every_vendors_parsers());
+  ASSERT_TRUE(day_later);
+  EXPECT_EQ(day_later->stamp, core::KernelStamp::ThisBoot);
+  auto just_written = gpu_event(*r, boot, at(86'399), every_vendors_parsers());  // clock slack
+  ASSERT_TRUE(just_written);
+  EXPECT_EQ(just_written->stamp, core::KernelStamp::ThisBoot);
+  auto hour_before = gpu_event(*r, boot, at(82'800), every_vendors_parsers());
+  ASSERT_TRUE(hour_before);
+  EXPECT_EQ(hour_before->stamp, core::KernelStamp::Future);
+  ASSERT_TRUE(hour_before->time);
+  EXPECT_EQ(*hour_before->time, at(86'400));
+  EXPECT_EQ(hour_before->pid, 77);  // what the record says, kept: the consumers judge it
 }
 
 TEST(KernelXid, TheFollowerCountsEachEventOnceAsTheLogGrows) {

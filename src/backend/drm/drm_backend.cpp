@@ -192,6 +192,8 @@ BackendEntry amd_entry() {
   e.words.vendor = "AMD";
   // amdgpu's reset is asked through debugfs.
   e.words.reset = "sudo cat /sys/kernel/debug/dri/{minor}/amdgpu_gpu_recover";
+  // RCCL, AMD's port of NCCL, keeps NCCL's shared buffers ("/dev/shm/nccl-XXXXXX").
+  e.shm_files = {{"RCCL", "nccl-[A-Za-z0-9]{6}"}};
   return e;
 }
 

@@ -111,6 +111,10 @@ BackendEntry nvml_entry() {
                              "var/log/nvidia-mps",
                              {"control.log", "server.log"},
                              "CUDA_MPS_LOG_DIRECTORY"};
+  // NCCL's shared buffers (ncclShmOpen: mkstemp on "/dev/shm/nccl-XXXXXX"), and the CUDA
+  // driver's files for IPC between processes ("cuda.shm.<id>.<producer PID, hex>.<n>").
+  e.shm_files = {{"NCCL", "nccl-[A-Za-z0-9]{6}"},
+                 {"CUDA IPC", R"(cuda\.shm\.[0-9a-fA-F]+(\.[0-9a-fA-F]+)+)"}};
   return e;
 }
 

@@ -30,14 +30,18 @@ bool unknown(std::string_view v) {
 }  // namespace
 
 std::optional<XidLine> parse_xid_line(std::string_view s) {
-  size_t at = s.find("NVRM: Xid");
-  if (at == std::string_view::npos) return std::nullopt;
-  s.remove_prefix(at + 9);
+  // The driver's own record starts with its prefix. Kernel messages that quote what a user chose
+  // (a segfault report's mapping file name, an exec path) carry it further in: those are no Xid.
+  constexpr std::string_view kPrefix = "NVRM: Xid";
+  if (!s.starts_with(kPrefix)) return std::nullopt;
+  s.remove_prefix(kPrefix.size());
   skip_spaces(s);
   if (s.empty() || s.front() != '(') return std::nullopt;
   size_t close = s.find(')');
   if (close == std::string_view::npos) return std::nullopt;
-  auto pci = normalize_pci_address(s.substr(1, close - 1));
+  // On a MIG GPU the address is followed by the instance (" GPU-I:03 GPU-CI:01").
+  std::string_view place = s.substr(1, close - 1);
+  auto pci = normalize_pci_address(place.substr(0, place.find(' ')));
   if (!pci) return std::nullopt;
   s.remove_prefix(close + 1);
   skip_spaces(s);

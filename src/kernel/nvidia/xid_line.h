@@ -6,6 +6,9 @@
 //   NVRM: Xid (PCI:0000:3b:00): 43, pid=2283, Ch 00000008                  (R470)
 //   NVRM: Xid (PCI:0000:3b:00): 31, pid=4242, name=python, Ch 00000008 ... (R510 and later)
 //   NVRM: Xid (PCI:0000:3b:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus.
+//   NVRM: Xid (PCI:0000:3b:00 GPU-I:03): 31, pid=4242, name=python, ...  (an instance of a MIG GPU)
+// but only at the start of the message: the driver writes its prefix first, and many kernel
+// messages quote text a user chose (a file name, a path, a program's name) after their own.
 #include <sys/types.h>
 
 #include <optional>
@@ -22,7 +25,8 @@ struct XidLine {
   std::string detail;  // what follows the number (and pid=, name=)
 };
 
-// The Xid of one kernel message, or nothing when it is not an Xid line.
+// The Xid of one kernel message, or nothing when it is not an Xid line (the message must begin
+// with the driver's "NVRM: Xid").
 std::optional<XidLine> parse_xid_line(std::string_view message);
 
 }  // namespace gpureap::kernel::nvidia
