@@ -20,6 +20,7 @@
 #include <set>
 #include <sstream>
 
+#include "daemon_modes.h"
 #include "support.h"
 
 namespace gpureap::testing {
@@ -37,55 +38,9 @@ json identity_scenario(const json& processes) {
              {"processes", processes}}}}};
 }
 
-enum class Mode { Events, Scans };
-
-const char* name_of(Mode m) {
-  return m == Mode::Events ? "events" : "scans";
-}
-
-// A daemon in `mode`, fast samples and scans an hour apart, its local socket and audit log in
-// `dir`; `extra` is appended to the config (policies).
-std::unique_ptr<DaemonProcess> identity_daemon(Mode mode, const TempDir& dir,
-                                               const FakeDevRoot& dev, const FakeNvml& nvml,
-                                               const std::string& extra = "") {
-  std::ofstream(dir.file("config.toml"))
-      << "interval = \"200ms\"\nholder_scan_interval = \"1h\"\nfull_scan_interval = \"1h\"\n"
-         "event_full_scan_interval = \"1h\"\nholder_events = "
-      << (mode == Mode::Events ? "true" : "false") << "\nlocal_socket = \""
-      << dir.file("gpureap.sock") << "\"\naudit_log = \"" << dir.file("audit.jsonl") << "\"\n"
-      << extra;
-  auto d = std::make_unique<DaemonProcess>(
-      std::vector<std::string>{"--config", dir.file("config.toml"), "--dev-root", dev.path()},
-      nvml.env());
-  EXPECT_GT(d->port(), 0) << d->log();
-  EXPECT_TRUE(d->wait_log(kServingLocalSocket + dir.file("gpureap.sock"))) << d->log();
-  return d;
-}
-
-std::vector<std::string> client_of(const TempDir& dir) {
-  return {"GPUREAP_DAEMON_SOCKET=" + dir.file("gpureap.sock")};
-}
-
-json snapshot_of(const DaemonProcess& d) {
-  auto r = d.get("/api/v1/snapshot");
-  return r.status == 200 ? json::parse(r.body, nullptr, false) : json();
-}
-
 bool holds(const DaemonProcess& d, pid_t pid) {
   auto row = row_of(snapshot_of(d), pid);
   return !row.is_null() && row.value("holds_device", false);
-}
-
-// Waits until the daemon has published `n` samples that began after the call (each has its
-// own timestamp; the one being taken may have begun before).
-bool wait_new_samples(const DaemonProcess& d, int n) {
-  std::set<std::string> seen;
-  const std::string now = snapshot_of(d).value("timestamp", "");
-  return wait_until([&] {
-    const std::string t = snapshot_of(d).value("timestamp", "");
-    if (t != now && !t.empty()) seen.insert(t);
-    return static_cast<int>(seen.size()) > n;
-  });
 }
 
 // --- one thread's exit is not the process's --------------------------------------------------
@@ -254,7 +209,7 @@ TEST_F(DaemonThreadExit, AParentWhoseThreadExecsStillRunsItsChild) {
   REQUIRE_DOUBLE();
   ThreadExitScene sc(exec_from_thread);
   TempDir dir;
-  auto d = identity_daemon(Mode::Events, dir, sc.dev, *sc.nvml, kDeadJobPolicy);
+  auto d = mode_daemon(Mode::Events, dir, sc.dev, *sc.nvml, kDeadJobPolicy);
   if (!follows_forks(*d)) GTEST_SKIP() << "the daemon cannot follow forks here: " << d->log();
   sc.fork_child(*d);
   sc.tell();
@@ -269,8 +224,7 @@ TEST_F(DaemonThreadExit, AParentWhoseMainThreadExitsStillRunsItsChild) {
   REQUIRE_DOUBLE();
   ThreadExitScene sc(leader_thread_exit);
   TempDir dir;
-  auto d =
-      identity_daemon(Mode::Events, dir, sc.dev, *sc.nvml, "enforce = true\n" + kDeadJobPolicy);
+  auto d = mode_daemon(Mode::Events, dir, sc.dev, *sc.nvml, "enforce = true\n" + kDeadJobPolicy);
   if (!follows_forks(*d)) GTEST_SKIP() << "the daemon cannot follow forks here: " << d->log();
   sc.fork_child(*d);
   sc.tell();
@@ -368,7 +322,7 @@ Answers killed_trainer_scene(Mode mode) {
   FakeNvml nvml(identity_scenario(
       json::array({{{"pid", trainer}, {"used_bytes", 8 * GiB}, {"holders", {trainer, worker}}}})));
   TempDir dir;
-  auto d = identity_daemon(mode, dir, dev, nvml);
+  auto d = mode_daemon(mode, dir, dev, nvml);
   const std::map<pid_t, std::string> roles{{trainer, "trainer"}, {worker, "worker"}};
   EXPECT_TRUE(wait_until([&] { return holds(*d, trainer) && holds(*d, worker); }, 5000))
       << d->log();

@@ -1,0 +1,63 @@
+#pragma once
+// A daemon in either holder-tracking mode (events or scans), fast samples and scans an hour
+// apart, so that what it sees between them it saw through events or its re-reads; and what a
+// test reads from it. Shared by the tests that compare the two modes with each other and with
+// the one-shot commands.
+#include <fstream>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "support.h"
+
+namespace gpureap::testing {
+
+enum class Mode { Events, Scans };
+
+inline const char* name_of(Mode m) {
+  return m == Mode::Events ? "events" : "scans";
+}
+
+// A daemon in `mode`, its local socket and audit log in `dir`; `extra` is appended to the
+// config (policies).
+inline std::unique_ptr<DaemonProcess> mode_daemon(Mode mode, const TempDir& dir,
+                                                  const FakeDevRoot& dev, const FakeNvml& nvml,
+                                                  const std::string& extra = "") {
+  std::ofstream(dir.file("config.toml"))
+      << "interval = \"200ms\"\nholder_scan_interval = \"1h\"\nfull_scan_interval = \"1h\"\n"
+         "event_full_scan_interval = \"1h\"\nholder_events = "
+      << (mode == Mode::Events ? "true" : "false") << "\nlocal_socket = \""
+      << dir.file("gpureap.sock") << "\"\naudit_log = \"" << dir.file("audit.jsonl") << "\"\n"
+      << extra;
+  auto d = std::make_unique<DaemonProcess>(
+      std::vector<std::string>{"--config", dir.file("config.toml"), "--dev-root", dev.path()},
+      nvml.env());
+  EXPECT_GT(d->port(), 0) << d->log();
+  EXPECT_TRUE(d->wait_log(kServingLocalSocket + dir.file("gpureap.sock"))) << d->log();
+  return d;
+}
+
+// The environment that sends a command to the daemon's socket in `dir`.
+inline std::vector<std::string> client_of(const TempDir& dir) {
+  return {"GPUREAP_DAEMON_SOCKET=" + dir.file("gpureap.sock")};
+}
+
+inline nlohmann::json snapshot_of(const DaemonProcess& d) {
+  auto r = d.get("/api/v1/snapshot");
+  return r.status == 200 ? nlohmann::json::parse(r.body, nullptr, false) : nlohmann::json();
+}
+
+// Waits until the daemon has published `n` samples that began after the call (each has its
+// own timestamp; the one being taken may have begun before).
+inline bool wait_new_samples(const DaemonProcess& d, int n) {
+  std::set<std::string> seen;
+  const std::string now = snapshot_of(d).value("timestamp", "");
+  return wait_until([&] {
+    const std::string t = snapshot_of(d).value("timestamp", "");
+    if (t != now && !t.empty()) seen.insert(t);
+    return static_cast<int>(seen.size()) > n;
+  });
+}
+
+}  // namespace gpureap::testing

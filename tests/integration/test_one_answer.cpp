@@ -1,0 +1,277 @@
+// One answer on every path: the same machine at the same moment gets the same findings (codes,
+// the PIDs by their role in the scene, memory), doctor's verdict, the same choice of processes
+// to end and the same GPU figures, whether the one-shot commands scan it or the daemon answers,
+// in its events mode or its scan mode, and whether `kill --ghosts` plans it or a dead-job policy
+// matches it. Each scene runs through every path on a fresh machine; the answers must be equal.
+// Real processes, a stand-in dev root and the NVML test double.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <functional>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "daemon_modes.h"
+#include "support.h"
+
+namespace gpureap::testing {
+namespace {
+
+using nlohmann::json;
+
+constexpr uid_t kNobody = 65534;
+
+// What one path answered, with every PID named by its role in the scene.
+struct Answer {
+  std::set<std::string> findings;  // "code severity: roles (bytes)"
+  int doctor_exit = -1;
+  std::set<std::string> chosen;  // what kill --ghosts plans, or the dead-job policy matches
+  std::set<std::string> gpus;    // "GPU i: used U, attributed A, ghost G, leaked L, unattributed X"
+  bool operator==(const Answer&) const = default;
+};
+
+std::ostream& operator<<(std::ostream& out, const Answer& a) {
+  out << "doctor exit " << a.doctor_exit << "\n findings:";
+  for (const auto& f : a.findings) out << "\n  " << f;
+  out << "\n chosen:";
+  for (const auto& c : a.chosen) out << " " << c;
+  out << "\n gpus:";
+  for (const auto& g : a.gpus) out << "\n  " << g;
+  return out;
+}
+
+using Roles = std::map<pid_t, std::string>;
+
+std::string role_of(const json& pid, const Roles& roles) {
+  if (!pid.is_number()) return "-";
+  auto it = roles.find(pid.get<pid_t>());
+  return it == roles.end() ? "other" : it->second;
+}
+
+void read_doctor(const RunResult& r, const Roles& roles, Answer& a) {
+  a.doctor_exit = r.exit_code;
+  const json doc = parse_output(r);
+  for (const auto& f : doc["findings"]) {
+    std::set<std::string> named;
+    for (const auto& pid : f["pids"]) named.insert(role_of(pid, roles));
+    std::string line = f.value("code", "?") + " " + f.value("severity", "?") + ":";
+    for (const auto& n : named) line += " " + n;
+    line += " (" + f["memory_bytes"].dump() + ")";
+    a.findings.insert(line);
+  }
+}
+
+void read_gpus(const json& snapshot, Answer& a) {
+  for (const auto& g : snapshot["gpus"]) {
+    const auto& m = g["memory"];
+    a.gpus.insert("GPU " + g["index"].dump() + ": used " + m["used_bytes"].dump() +
+                  ", attributed " + m["attributed_bytes"].dump() + ", ghost " +
+                  m["ghost_bytes"].dump() + ", leaked " + m["leaked_bytes"].dump() +
+                  ", unattributed " + m["unattributed_bytes"].dump());
+  }
+}
+
+// A notify-only policy on what `kill --ghosts` chooses: a gone job's keepers and orphans.
+const std::string kDeadJobPolicy = R"(
+[[policy]]
+name = "dead-job"
+anomalies = ["inherited-holder", "orphan"]
+after = "0s"
+action = "notify"
+)";
+
+Answer one_shot(const FakeDevRoot& dev, const FakeNvml& nvml, const Roles& roles) {
+  Answer a;
+  read_doctor(
+      run_gpureap({"doctor", "--no-daemon", "--json", "--settle", "0s", "--dev-root", dev.path()},
+                  nvml.env()),
+      roles, a);
+  auto plan = parse_output(run_gpureap(
+      {"kill", "--json", "--dry-run", "--ghosts", "--dev-root", dev.path()}, nvml.env()));
+  for (pid_t pid : planned_pids(plan)) a.chosen.insert(role_of(pid, roles));
+  read_gpus(run_json({"ps", "--no-daemon", "--json", "--dev-root", dev.path()}, nvml.env()), a);
+  return a;
+}
+
+Answer through_daemon(Mode mode, const FakeDevRoot& dev, const FakeNvml& nvml, const Roles& roles) {
+  TempDir dir;
+  auto d = mode_daemon(mode, dir, dev, nvml, kDeadJobPolicy);
+  EXPECT_TRUE(wait_new_samples(*d, 2)) << d->log();  // the policy has seen them (after = 0s)
+  Answer a;
+  auto doctor = run_gpureap({"doctor", "--json", "--settle", "0s"}, client_of(dir));
+  EXPECT_EQ(parse_output(doctor)["source"]["kind"], "daemon") << doctor.out << doctor.err;
+  read_doctor(doctor, roles, a);
+  auto policies = json::parse(d->get("/api/v1/policies").body, nullptr, false);
+  for (const auto& p : policies["policies"])
+    for (const auto& item : p["processes"]) a.chosen.insert(role_of(item["pid"], roles));
+  auto ps = run_gpureap({"ps", "--json"}, client_of(dir));
+  auto served = parse_output(ps);
+  EXPECT_EQ(served["source"]["kind"], "daemon") << ps.out << ps.err;
+  read_gpus(served, a);
+  Answer api;  // the HTTP API's snapshot gives the same figures as the socket
+  read_gpus(snapshot_of(*d), api);
+  EXPECT_EQ(api.gpus, a.gpus);
+  return a;
+}
+
+// Builds a scene on a fresh machine (`build` returns its driver and the roles) and answers it
+// through every path; `expect` checks the one-shot answer, the others must equal it.
+struct Scene {
+  FakeDevRoot dev;
+  std::unique_ptr<FakeNvml> nvml;
+  Roles roles;
+  KillStrays strays;
+};
+
+void every_path_agrees(const std::function<void(Scene&)>& build,
+                       const std::function<void(const Answer&)>& expect) {
+  Scene s;
+  build(s);
+  ASSERT_TRUE(s.nvml);
+  const Answer first = one_shot(s.dev, *s.nvml, s.roles);
+  {
+    SCOPED_TRACE("one-shot");
+    expect(first);
+  }
+  for (Mode m : {Mode::Events, Mode::Scans}) {
+    SCOPED_TRACE(name_of(m));
+    const Answer served = through_daemon(m, s.dev, *s.nvml, s.roles);
+    EXPECT_EQ(served, first) << "daemon (" << name_of(m) << "):\n"
+                             << served << "\none-shot:\n"
+                             << first;
+  }
+  // Still the same machine after: nothing on any path signalled anything.
+  EXPECT_EQ(one_shot(s.dev, *s.nvml, s.roles), first);
+}
+
+json gpu_listing(unsigned minor, json processes) {
+  return {{"name", "NVIDIA H200"},
+          {"uuid", "GPU-one-answer-" + std::to_string(minor)},
+          {"minor", minor},
+          {"total_bytes", 80 * GiB},
+          {"processes", processes}};
+}
+
+// A child that holds `files` of the dev root and forks `workers` that inherit them (each sent
+// through `ready` after the child's own PID); `leader`: it leads a process group of its own.
+pid_t job_with_workers(Scene& s, std::vector<std::string> files, int workers, bool leader,
+                       Ready& ready) {
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    if (leader) ::setpgid(0, 0);
+    for (const auto& f : files) hold(s.dev.dev(f));
+    ready.send(::getpid());
+    for (int i = 0; i < workers; ++i)
+      if (::fork() == 0) {
+        ready.send(::getpid());
+        for (;;) ::pause();
+      }
+    for (;;) ::pause();
+  }
+  s.strays.pids.push_back(pid);
+  EXPECT_EQ(static_cast<pid_t>(ready.receive()), pid);
+  for (int i = 0; i < workers; ++i) s.strays.pids.push_back(static_cast<pid_t>(ready.receive()));
+  return pid;
+}
+
+// A PID no process has: a child that exited and was reaped.
+pid_t gone_pid() {
+  pid_t pid = ::fork();
+  if (pid == 0) ::_exit(0);
+  ::waitpid(pid, nullptr, 0);
+  return pid;
+}
+
+TEST(OneAnswer, AGhostALeakAPausedJobAndAHealthyJobOnTwoGpus) {
+  // GPU 0: a gone trainer (it led its group) kept by its worker; a healthy job whose worker
+  // shares its files (both GPUs', as CUDA opens every visible GPU's). GPU 1: a paused job; a
+  // leak nothing holds.
+  REQUIRE_DOUBLE();
+  if (::geteuid() != 0) GTEST_SKIP() << "the daemon's events need root";
+  every_path_agrees(
+      [](Scene& s) {
+        Ready ready;
+        const pid_t trainer = job_with_workers(s, {"nvidia0"}, 1, true, ready);
+        const pid_t keeper = s.strays.pids.back();
+        ::kill(trainer, SIGKILL);
+        ::waitpid(trainer, nullptr, 0);
+        const pid_t healthy = job_with_workers(s, {"nvidia0", "nvidia1"}, 1, true, ready);
+        const pid_t helper = s.strays.pids.back();
+        const pid_t paused = job_with_workers(s, {"nvidia1"}, 0, true, ready);
+        ::kill(paused, SIGSTOP);
+        EXPECT_TRUE(wait_for_state(paused, 'T'));
+        const pid_t leak = gone_pid();
+        s.roles = {{trainer, "trainer"},       {keeper, "keeper"}, {healthy, "healthy"},
+                   {helper, "healthy-worker"}, {paused, "paused"}, {leak, "leak"}};
+        s.nvml = std::make_unique<FakeNvml>(json{
+            {"gpus",
+             {gpu_listing(0, {{{"pid", trainer}, {"used_bytes", 8 * GiB}, {"holders", {keeper}}},
+                              {{"pid", healthy}, {"used_bytes", 10 * GiB}}}),
+              gpu_listing(1, {{{"pid", paused}, {"used_bytes", 4 * GiB}},
+                              {{"pid", leak}, {"used_bytes", 2 * GiB}, {"leaked", true}}})}}});
+      },
+      [](const Answer& a) {
+        EXPECT_EQ(a.chosen, (std::set<std::string>{"keeper"})) << a;
+        auto named = [&](const std::string& prefix) {
+          return std::any_of(a.findings.begin(), a.findings.end(),
+                             [&](const std::string& f) { return f.rfind(prefix, 0) == 0; });
+        };
+        EXPECT_TRUE(named("no-such-process critical: keeper trainer (8589934592)")) << a;
+        EXPECT_TRUE(named("leaked-memory critical: leak (2147483648)")) << a;
+        EXPECT_TRUE(named("stopped-holder ")) << a;
+        // The healthy job's worker is told as its worker, for information only.
+        for (const auto& f : a.findings)
+          if (f.find("healthy") != std::string::npos) {
+            EXPECT_EQ(f, "inherited-holder info: healthy-worker (0)") << a;
+          }
+        EXPECT_EQ(a.doctor_exit, 2) << a;  // critical: the ghost and the leak
+        EXPECT_EQ(a.gpus.size(), 2u) << a;
+      });
+}
+
+TEST(OneAnswer, AnotherUsersMonitorBesideALooseTrainersWorkerKeepsNothing) {
+  // A trainer that led no group forked a worker and died: nothing on the kernel's word ties the
+  // worker to it. Another user's NVML monitor holds the GPU's file too. Neither is a keeper on
+  // any path; nothing is chosen; the memory is a leak.
+  REQUIRE_DOUBLE();
+  if (::geteuid() != 0) GTEST_SKIP() << "the daemon's events and another uid need root";
+  every_path_agrees(
+      [](Scene& s) {
+        Ready ready;
+        const pid_t trainer = job_with_workers(s, {"nvidia0"}, 1, false, ready);
+        const pid_t worker = s.strays.pids.back();
+        ::kill(trainer, SIGKILL);
+        ::waitpid(trainer, nullptr, 0);
+        Ready monitor_ready;
+        pid_t monitor = ::fork();
+        if (monitor == 0) {
+          ::setsid();
+          hold(s.dev.dev("nvidia0"));  // before it is nobody: the dev root is root's alone
+          ::prctl(PR_SET_NAME, "nvml-monitor");
+          if (::setgid(kNobody) != 0 || ::setuid(kNobody) != 0) ::_exit(1);
+          monitor_ready.signal();
+          for (;;) ::pause();
+        }
+        s.strays.pids.push_back(monitor);
+        monitor_ready.wait();
+        s.roles = {{trainer, "trainer"}, {worker, "worker"}, {monitor, "monitor"}};
+        s.nvml = std::make_unique<FakeNvml>(
+            json{{"gpus",
+                  {gpu_listing(
+                      0, {{{"pid", trainer}, {"used_bytes", 8 * GiB}, {"holders", {worker}}}})}}});
+      },
+      [](const Answer& a) {
+        EXPECT_EQ(a.chosen, std::set<std::string>{}) << a;
+        for (const auto& f : a.findings) {
+          EXPECT_EQ(f.find("monitor"), std::string::npos) << "the monitor is blamed: " << f;
+          EXPECT_EQ(f.find("worker"), std::string::npos) << "the worker is blamed: " << f;
+        }
+      });
+}
+
+}  // namespace
+}  // namespace gpureap::testing
