@@ -78,15 +78,20 @@ core::Result<ClusterPrepared> cluster_prepare(const ClusterOptions& o) {
 core::Result<cluster::ClusterView> cluster_ask(const ClusterPrepared& p) {
   const double now =
       std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-  auto facts_body = p.client.query(cluster::facts_query(p.settings.job), now);
-  if (!facts_body) return facts_body.error();
-  auto facts = cluster::parse_vector_answer(*facts_body);
-  if (!facts) return facts.error();
-  auto missing_body = p.client.query(cluster::missing_query(p.settings.job), now);
-  if (!missing_body) return missing_body.error();
-  auto missing = cluster::parse_vector_answer(*missing_body);
-  if (!missing) return missing.error();
-  return cluster::build_view(*facts, *missing, now, p.settings, p.filters);
+  const auto& job = p.settings.job;
+  const std::string queries[] = {cluster::targets_query(job), cluster::problems_query(job),
+                                 cluster::problem_gpus_query(job, p.settings.unattributed),
+                                 cluster::totals_query(job, p.filters.gpus),
+                                 cluster::missing_query(job)};
+  std::vector<cluster::Answer<cluster::Sample>> answers;
+  for (const auto& q : queries) {
+    auto a = p.client.query(q, now);
+    if (!a) return a.error();
+    answers.push_back(std::move(*a));
+  }
+  const std::vector<const cluster::Answer<cluster::Sample>*> facts{&answers[0], &answers[1],
+                                                                   &answers[2], &answers[3]};
+  return cluster::build_view(facts, answers[4], now, p.settings, p.filters);
 }
 
 core::Result<cluster::PrometheusAuth> cluster_auth(const std::optional<std::string>& token_file,
@@ -103,14 +108,6 @@ core::Result<cluster::PrometheusAuth> cluster_auth(const std::optional<std::stri
     auth.basic = *b;
   }
   return auth;
-}
-
-core::Result<cluster::Answer<cluster::RangeSeries>> cluster_range(
-    const cluster::PrometheusClient& client, const std::string& expr, double start, double end,
-    double step) {
-  auto body = client.query_range(expr, start, end, step);
-  if (!body) return body.error();
-  return cluster::parse_matrix_answer(*body);
 }
 
 }  // namespace
@@ -163,7 +160,7 @@ int run_cluster_report(const GlobalOptions& g, const ClusterReportOptions& o,
       {&s.unattributed, "gpureap_gpu_memory_unattributed_bytes"},
       {&s.total, "gpureap_gpu_memory_total_bytes"}};
   for (const auto& [into, metric] : wanted) {
-    auto a = cluster_range(client, report::node_sum_query(metric, o.job), s.start, s.end, s.step);
+    auto a = client.query_range(report::node_sum_query(metric, o.job), s.start, s.end, s.step);
     if (!a) return fail(a.error());
     *into = std::move(*a);
   }

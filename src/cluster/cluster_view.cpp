@@ -114,13 +114,16 @@ class Builder {
  public:
   Builder(double now, const ViewSettings& s) : now_(now), settings_(s) {}
 
-  void facts(const Answer<Sample>& a) {
-    view_.skipped_series += a.skipped;
-    for (const auto& w : a.warnings) view_.warnings.push_back(w);
+  void facts(const std::vector<const Answer<Sample>*>& answers) {
     // `up` first: it carries the target labels (node, pod) that name the node.
-    for (const auto& s : a.series)
-      if (label(s.labels, "__name__") == "up") node_for(s.labels).up = s.value;
-    for (const auto& s : a.series) sample(s);
+    for (const auto* a : answers)
+      for (const auto& s : a->series)
+        if (label(s.labels, "__name__") == "up") node_for(s.labels).up = s.value;
+    for (const auto* a : answers) {
+      view_.skipped_series += a->skipped;
+      for (const auto& w : a->warnings) view_.warnings.push_back(w);
+      for (const auto& s : a->series) sample(s);
+    }
   }
 
   void missing(const Answer<Sample>& a) {
@@ -184,7 +187,9 @@ class Builder {
     const std::string name = label(s.labels, "__name__");
     if (name == "up") return;
     auto& n = node_for(s.labels);
-    if (name == "gpureap_up") {
+    if (name.empty()) {
+      totals(n, s);
+    } else if (name == "gpureap_up") {
       n.driver_up = s.value;
     } else if (name == "gpureap_sample_timestamp_seconds") {
       n.sample_time = s.value;
@@ -228,6 +233,20 @@ class Builder {
       if (name == "gpureap_gpu_memory_ghost_bytes") g->ghost = bytes;
       if (name == "gpureap_gpu_memory_unattributed_bytes") g->unattributed = bytes;
     }
+  }
+
+  // A sum of totals_query: `sum` says which.
+  void totals(Node& n, const Sample& s) {
+    const std::string of = label(s.labels, "sum");
+    auto bytes = bytes_of(s.value);
+    if (!bytes || (of != "gpus" && of != "used" && of != "total")) {
+      ++view_.skipped_series;
+      return;
+    }
+    auto& t = n.totals ? *n.totals : n.totals.emplace();
+    if (of == "gpus") t.gpus = static_cast<size_t>(*bytes);
+    if (of == "used") t.used = *bytes;
+    if (of == "total") t.total = *bytes;
   }
 
   bool node_passes(const Node& n, const Filters& f) const {
@@ -324,6 +343,11 @@ class Builder {
       }
     }
     if (!said && f.pods.empty()) {
+      if (n.totals) {
+        healthy_gpus = n.totals->gpus;
+        used = n.totals->used;
+        total = n.totals->total;
+      }
       ++view_.healthy.nodes;
       view_.healthy.gpus += healthy_gpus;
       view_.healthy.used += used;
@@ -399,11 +423,54 @@ bool plain_host_name(const std::string& name) {
   });
 }
 
-std::string facts_query(const std::string& job) {
-  return "{job=" + promql_string(job) +
-         ",__name__=~\"up|gpureap_up|gpureap_sample_timestamp_seconds|gpureap_gpu_memory_(used|"
-         "total|ghost|unattributed)_bytes|gpureap_problem_process_memory_bytes|gpureap_xid_last_"
-         "event_timestamp_seconds\"}";
+namespace {
+
+const char* const kMemoryMetrics = "gpureap_gpu_memory_(used|total|ghost|unattributed)_bytes";
+const char* const kProblemMetrics =
+    "gpureap_problem_process_memory_bytes|gpureap_xid_last_event_timestamp_seconds";
+
+std::string selector(const std::string& job, const std::string& names,
+                     const std::string& more = "") {
+  return "{job=" + promql_string(job) + ",__name__=~" + promql_string(names) + more + "}";
+}
+
+}  // namespace
+
+std::string targets_query(const std::string& job) {
+  return selector(job, "up|gpureap_up|gpureap_sample_timestamp_seconds");
+}
+
+std::string problems_query(const std::string& job) {
+  return selector(job, kProblemMetrics);
+}
+
+std::string problem_gpus_query(const std::string& job,
+                               const doctor::UnattributedThreshold& threshold) {
+  return selector(job, kMemoryMetrics) + " and on(instance, gpu) (" +
+         selector(job, "gpureap_gpu_memory_ghost_bytes") + " > 0 or " +
+         selector(job, "gpureap_gpu_memory_unattributed_bytes") + " > " +
+         std::to_string(threshold.bytes.value_or(0)) + " or " + selector(job, kProblemMetrics) +
+         ")";
+}
+
+std::string totals_query(const std::string& job, const std::vector<unsigned>& gpus) {
+  std::string only;
+  for (unsigned g : gpus) only += (only.empty() ? "" : "|") + std::to_string(g);
+  const std::string narrow = gpus.empty() ? "" : ",gpu=~\"" + only + "\"";
+  // label_replace names each sum: without a label apart, `or` would keep only the first.
+  auto named = [](const std::string& expr, const char* what) {
+    return "label_replace(" + expr + ", \"sum\", \"" + what + "\", \"\", \"\")";
+  };
+  return named(
+             "count by (instance) (" + selector(job, "gpureap_gpu_memory_used_bytes", narrow) + ")",
+             "gpus") +
+         " or " +
+         named("sum by (instance) (" + selector(job, "gpureap_gpu_memory_used_bytes", narrow) + ")",
+               "used") +
+         " or " +
+         named(
+             "sum by (instance) (" + selector(job, "gpureap_gpu_memory_total_bytes", narrow) + ")",
+             "total");
 }
 
 std::string missing_query(const std::string& job) {
@@ -411,14 +478,20 @@ std::string missing_query(const std::string& job) {
   return "max_over_time(" + up + "[1h]) unless on(instance) " + up;
 }
 
-ClusterView build_view(const Answer<Sample>& facts, const Answer<Sample>& missing, double now,
-                       const ViewSettings& settings, const Filters& filters) {
+ClusterView build_view(const std::vector<const Answer<Sample>*>& facts,
+                       const Answer<Sample>& missing, double now, const ViewSettings& settings,
+                       const Filters& filters) {
   Builder b(now, settings);
   b.facts(facts);
   b.missing(missing);
   ClusterView v = b.finish(filters);
   v.time = now;
   return v;
+}
+
+ClusterView build_view(const Answer<Sample>& facts, const Answer<Sample>& missing, double now,
+                       const ViewSettings& settings, const Filters& filters) {
+  return build_view(std::vector<const Answer<Sample>*>{&facts}, missing, now, settings, filters);
 }
 
 }  // namespace gpureap::cluster

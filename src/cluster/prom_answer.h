@@ -1,10 +1,13 @@
 #pragma once
-// Prometheus's query answers read back strictly and bounded: every answer is untrusted (a
-// Prometheus anyone can push series into, a proxy, a port someone else took). Nesting deeper
-// than an answer has is refused before the JSON parser sees it; so are too many series or
-// labels, labels longer than any name gpureap writes, and values that are no number. A label
-// value is kept as sent: the views escape it for the terminal, JSON or HTML.
+// Prometheus's query answers read back strictly and bounded, as they stream in: every answer is
+// untrusted (a Prometheus anyone can push series into, a proxy, a port someone else took). The
+// JSON is read event by event (no document is built), and the answer is refused at the first
+// event past a limit: nesting deeper than an answer has, too many series or labels, labels
+// longer than any name gpureap writes, more points than asked for, or more than `max_kept_bytes`
+// of series kept. So memory stays a small multiple of what is kept, never of what is sent. A
+// label value is kept as sent: the views escape it for the terminal, JSON or HTML.
 #include <cstddef>
+#include <istream>
 #include <map>
 #include <string>
 #include <string_view>
@@ -21,6 +24,7 @@ struct AnswerLimits {
   size_t max_label_bytes = 4096;  // a label name or value
   size_t max_points = 20'000;     // per series of a range query
   size_t max_total_points = 4'000'000;
+  size_t max_kept_bytes = size_t{128} << 20;  // the series kept, as they lie in memory
 };
 
 using Labels = std::map<std::string, std::string>;
@@ -43,15 +47,18 @@ struct Answer {
   std::vector<std::string> warnings;  // Prometheus's own, as sent (escape before showing)
 };
 
-// An instant query's answer (resultType "vector"; a "scalar" is one unlabelled sample). An
-// error answer ("status": "error") is an error with Prometheus's errorType and message.
+// An instant query's answer (resultType "vector"; a "scalar" is one unlabelled sample), read
+// from `in` until its end. An error answer ("status": "error") is an error with Prometheus's
+// errorType and message.
+core::Result<Answer<Sample>> read_vector_answer(std::istream& in, const AnswerLimits& limits = {});
+// A range query's answer (resultType "matrix").
+core::Result<Answer<RangeSeries>> read_matrix_answer(std::istream& in,
+                                                     const AnswerLimits& limits = {});
+
+// The same, from an answer already in memory.
 core::Result<Answer<Sample>> parse_vector_answer(std::string_view body,
                                                  const AnswerLimits& limits = {});
-// A range query's answer (resultType "matrix").
 core::Result<Answer<RangeSeries>> parse_matrix_answer(std::string_view body,
                                                       const AnswerLimits& limits = {});
-
-// The deepest nesting of arrays and objects in `json` (strings skipped), counted up to `stop`.
-size_t json_depth(std::string_view json, size_t stop);
 
 }  // namespace gpureap::cluster

@@ -146,6 +146,26 @@ TEST(ClusterView, FiltersOnlyNarrow) {
   EXPECT_TRUE(none.lines.empty());
 }
 
+// Prometheus's sums stand for a node's GPUs in the healthy summary; a node with something to
+// say is left out of it, sums or not.
+TEST(ClusterView, HealthyNodesAreSummedFromPrometheusTotals) {
+  auto sum = [](const std::string& instance, const std::string& of, double v) {
+    return S{{{"instance", instance}, {"sum", of}}, v};
+  };
+  auto facts = join({three_and_down(),
+                     {sum("node-a:9842", "gpus", 8), sum("node-a:9842", "used", 40 * GiB),
+                      sum("node-a:9842", "total", 640 * GiB), sum("node-b:9842", "gpus", 8),
+                      sum("node-b:9842", "used", 99 * GiB), sum("node-b:9842", "total", 640 * GiB),
+                      sum("node-x:9842", "bogus", 1)}});
+  auto v = view_of(facts);
+  EXPECT_EQ(v.healthy.nodes, 1u);
+  EXPECT_EQ(v.healthy.gpus, 8u);
+  EXPECT_EQ(v.healthy.used, static_cast<uint64_t>(40 * GiB));
+  EXPECT_EQ(v.healthy.total, static_cast<uint64_t>(640 * GiB));
+  EXPECT_EQ(v.lines.size(), 3u);
+  EXPECT_EQ(v.skipped_series, 1u);
+}
+
 TEST(ClusterView, StaleMissingAndDriverDownNodes) {
   auto facts = join({node("node-a:9842", GiB), node("node-e:9842", GiB)});
   for (auto& s : facts)
@@ -250,8 +270,14 @@ TEST(PromAnswer, MalformedAndErrorAnswersAreErrorsNeverCrashes) {
 TEST(PromAnswer, DeepNestingHugeAnswersAndLongLabelsAreRefused) {
   std::string deep(1'000'000, '[');
   EXPECT_FALSE(parse_vector_answer(deep));
-  EXPECT_EQ(json_depth(deep, 17), 17u);
-  EXPECT_EQ(json_depth(R"({"a":"[[[[[[","b":[1]})", 100), 2u);
+  std::string deep_inside =
+      R"({"status":"success","data":{"resultType":"vector","x":)" + std::string(1'000, '[');
+  auto d = parse_vector_answer(deep_inside);
+  ASSERT_FALSE(d);
+  EXPECT_NE(d.error().message.find("deeper than 16"), std::string::npos) << d.error().message;
+  // Brackets inside strings are no nesting.
+  EXPECT_TRUE(parse_vector_answer(
+      R"({"status":"success","data":{"resultType":"vector","result":[{"metric":{"a":"[[[[[[[[[[[[[[[[[[["},"value":[1,"1"]}]}})"));
   AnswerLimits small;
   small.max_series = 2;
   auto three = vector_answer(node("n:1", GiB)).substr(0);
@@ -294,7 +320,11 @@ TEST(PrometheusUrl, CredentialsInTheUrlAreRefusedAndPrefixesKept) {
 }
 
 TEST(ClusterQueries, JobIsQuotedForPromQL) {
-  EXPECT_NE(facts_query("a\"b").find("job=\"a\\\"b\""), std::string::npos);
+  for (const auto& q : {targets_query("a\"b"), problems_query("a\"b"),
+                        problem_gpus_query("a\"b", {}), totals_query("a\"b", {1, 3})})
+    EXPECT_NE(q.find("job=\"a\\\"b\""), std::string::npos) << q;
+  EXPECT_NE(totals_query("gpureap", {1, 3}).find("gpu=~\"1|3\""), std::string::npos);
+  EXPECT_EQ(totals_query("gpureap", {}).find("gpu=~"), std::string::npos);
   EXPECT_EQ(missing_query("gpureap"),
             "max_over_time(up{job=\"gpureap\"}[1h]) unless on(instance) up{job=\"gpureap\"}");
 }
