@@ -6,7 +6,7 @@
 #
 #   bench/hostile_answer.sh [GPUREAP_BINARY...]   (default build/gpureap; several: each is run)
 #
-# Shapes (instant): series, 1.7 million of one label each; labels, series of 64 labels each;
+# Shapes (instant): series, 1.7 million of one label each; labels, series of 61 labels each;
 # long, 16,000 nodes whose names are 4,000 bytes. Range: one series per node, 4 million points.
 # Needs python3.
 set -euo pipefail
@@ -41,7 +41,7 @@ vec = '{"status":"success","data":{"resultType":"vector","result":['
 mat = '{"status":"success","data":{"resultType":"matrix","result":['
 end = ']}}'
 write("series", vec, lambda i: '{"metric":{"i":"%d"},"value":[1800000000,"1"]}' % i, end)
-labels = ",".join('"l%d":"v"' % k for k in range(64))
+labels = ",".join('"l%d":"v"' % k for k in range(60))
 write("labels", vec, lambda i: '{"metric":{%s,"i":"%d"},"value":[1800000000,"1"]}' % (labels, i), end)
 write("long", vec, lambda i: '{"metric":{"__name__":"up","job":"gpureap","instance":"%s-%d"},"value":[1800000000,"1"]}' % ("n" * 4000, i), end)
 points = ",".join('[%d,"1"]' % (1800000000 + 15 * k) for k in range(240))

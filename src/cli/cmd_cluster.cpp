@@ -84,9 +84,11 @@ core::Result<cluster::ClusterView> cluster_ask(const ClusterPrepared& p) {
                                  cluster::totals_query(job, p.filters.gpus),
                                  cluster::missing_query(job)};
   std::vector<cluster::Answer<cluster::Sample>> answers;
+  cluster::AnswerLimits limits;  // for the answers together
   for (const auto& q : queries) {
-    auto a = p.client.query(q, now);
+    auto a = p.client.query(q, now, limits);
     if (!a) return a.error();
+    limits.spend(*a);
     answers.push_back(std::move(*a));
   }
   const std::vector<const cluster::Answer<cluster::Sample>*> facts{&answers[0], &answers[1],
@@ -159,9 +161,14 @@ int run_cluster_report(const GlobalOptions& g, const ClusterReportOptions& o,
       {&s.ghost, "gpureap_gpu_memory_ghost_bytes"},
       {&s.unattributed, "gpureap_gpu_memory_unattributed_bytes"},
       {&s.total, "gpureap_gpu_memory_total_bytes"}};
+  // The four charts' series together: 10,000 nodes of 240 points take about 160 MiB.
+  cluster::AnswerLimits limits;
+  limits.max_kept_bytes = size_t{256} << 20;
   for (const auto& [into, metric] : wanted) {
-    auto a = client.query_range(report::node_sum_query(metric, o.job), s.start, s.end, s.step);
+    auto a =
+        client.query_range(report::node_sum_query(metric, o.job), s.start, s.end, s.step, limits);
     if (!a) return fail(a.error());
+    limits.spend(*a);
     *into = std::move(*a);
   }
   auto page = report::build_cluster_page(*view, s, client.where(), 32);

@@ -98,8 +98,8 @@ class AnswerReader {
     kept_ += bytes;
     series_cost_ += bytes;
     if (kept_ > limits_.max_kept_bytes)
-      return fail("its series take more than " + std::to_string(limits_.max_kept_bytes >> 20) +
-                  " MiB to hold");
+      return fail("its series would take more than " +
+                  std::to_string(limits_.max_kept_bytes >> 20) + " MiB to hold");
     return true;
   }
   bool pair_number(double v, const char* what) {
@@ -134,6 +134,7 @@ class AnswerReader {
   bool has_metric_ = false, has_value_ = false;
   Pair pair_, value_;
   std::vector<std::pair<double, double>> points_;
+  size_t last_points_ = 0;
   size_t series_cost_ = 0;
 };
 
@@ -197,7 +198,8 @@ bool AnswerReader<T>::string(std::string& s) {
       if (s.size() > limits_.max_label_bytes)
         return fail("a label is longer than " + std::to_string(limits_.max_label_bytes) + " bytes");
       if (!keep(kLabelCost + heap_bytes(key_) + heap_bytes(s))) return false;
-      labels_.emplace(std::move(key_), std::move(s));
+      // Copied, not moved: the parser's buffer keeps its room, the label takes only its size.
+      labels_.emplace(key_, s);
       return true;
     case In::Value:
       return pair_string(s, kValueShape);
@@ -300,8 +302,11 @@ bool AnswerReader<T>::end_array() {
     case In::Point:
       if (pair_.items != 2) return fail(kPointShape);
       if (!pair_.finite) return true;
-      points_.emplace_back(pair_.time, pair_.value);
-      return keep(2 * sizeof(points_[0]));  // a vector grows to twice what it holds
+      {
+        const size_t room = points_.capacity();
+        points_.emplace_back(pair_.time, pair_.value);
+        return keep((points_.capacity() - room) * sizeof(points_[0]));
+      }
     case In::Result:
       if (!scalar_) return true;
       if (pair_.items != 2 || !pair_.finite) return fail(kScalarShape);
@@ -317,10 +322,15 @@ bool AnswerReader<T>::begin_series() {
   if (++series_seen_ > limits_.max_series)
     return fail("it has more than " + std::to_string(limits_.max_series) + " series");
   labels_.clear();
-  points_.clear();
   has_metric_ = has_value_ = false;
   series_cost_ = 0;
-  return keep(2 * sizeof(T));
+  if constexpr (kMatrix) {
+    // A range query's series have as many points as each other: room for the last one's.
+    points_ = {};
+    points_.reserve(last_points_);
+    if (!keep(points_.capacity() * sizeof(points_[0]))) return false;
+  }
+  return keep(2 * sizeof(T));  // the series' vector grows to twice what it holds
 }
 
 template <class T>
@@ -328,6 +338,7 @@ bool AnswerReader<T>::end_series() {
   if (!has_metric_ || !has_value_)
     return fail(kMatrix ? "a series has no values" : "a series has no value");
   if constexpr (kMatrix) {
+    last_points_ = points_.size();
     out_.series.push_back({std::move(labels_), std::move(points_)});
   } else {
     if (!value_.finite) {
@@ -356,6 +367,7 @@ core::Result<Answer<T>> AnswerReader<T>::finish() {
   if (result_type_ != want && !(!kMatrix && result_type_ == "scalar"))
     return malformed("resultType is " + result_type_ + ", not " + want);
   if (!saw_result_) return malformed("its result is not an array");
+  out_.kept_bytes = kept_;
   return std::move(out_);
 }
 

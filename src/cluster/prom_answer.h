@@ -6,6 +6,7 @@
 // longer than any name gpureap writes, more points than asked for, or more than `max_kept_bytes`
 // of series kept. So memory stays a small multiple of what is kept, never of what is sent. A
 // label value is kept as sent: the views escape it for the terminal, JSON or HTML.
+#include <algorithm>
 #include <cstddef>
 #include <istream>
 #include <map>
@@ -17,15 +18,6 @@
 #include "core/result.h"
 
 namespace gpureap::cluster {
-
-struct AnswerLimits {
-  size_t max_series = 500'000;
-  size_t max_labels = 64;         // per series
-  size_t max_label_bytes = 4096;  // a label name or value
-  size_t max_points = 20'000;     // per series of a range query
-  size_t max_total_points = 4'000'000;
-  size_t max_kept_bytes = size_t{128} << 20;  // the series kept, as they lie in memory
-};
 
 using Labels = std::map<std::string, std::string>;
 
@@ -45,6 +37,23 @@ struct Answer {
   std::vector<T> series;
   size_t skipped = 0;                 // series dropped: a value that is no finite number
   std::vector<std::string> warnings;  // Prometheus's own, as sent (escape before showing)
+  size_t kept_bytes = 0;              // what the series take in memory, as AnswerLimits counts
+};
+
+struct AnswerLimits {
+  size_t max_series = 500'000;
+  size_t max_labels = 64;         // per series
+  size_t max_label_bytes = 4096;  // a label name or value
+  size_t max_points = 20'000;     // per series of a range query
+  size_t max_total_points = 4'000'000;
+  // The series kept, as they lie in memory. A command that reads several answers gives each
+  // what the ones before it left (spend()), so together they keep no more than this.
+  size_t max_kept_bytes = size_t{128} << 20;
+
+  template <class T>
+  void spend(const Answer<T>& a) {
+    max_kept_bytes -= std::min(max_kept_bytes, a.kept_bytes);
+  }
 };
 
 // An instant query's answer (resultType "vector"; a "scalar" is one unlabelled sample), read

@@ -179,9 +179,9 @@ TEST(PrometheusClient, AHostile64MiBAnswerIsRefusedEarlyWithTheLimitNamed) {
   std::string labels;
   for (int i = 0; i < 64; ++i)
     labels += std::string(i ? "," : "") + "\"l" + std::to_string(i) + "\":\"\"";
-  const Case cases[] = {
-      {R"({"metric":{"i":"1"},"value":[1,"1"]},)", "more than 500000 series"},
-      {R"({"metric":{)" + labels + R"(},"value":[1,"1"]},)", "take more than 128 MiB to hold"}};
+  const Case cases[] = {{R"({"metric":{"i":"1"},"value":[1,"1"]},)", "more than 500000 series"},
+                        {R"({"metric":{)" + labels + R"(},"value":[1,"1"]},)",
+                         "would take more than 128 MiB to hold"}};
   for (const auto& c : cases) {
     const size_t total = size_t{64} << 20;
     OneShotServer server([&](int fd, const std::string&) {

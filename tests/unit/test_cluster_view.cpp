@@ -156,7 +156,7 @@ TEST(ClusterView, HealthyNodesAreSummedFromPrometheusTotals) {
                      {sum("node-a:9842", "gpus", 8), sum("node-a:9842", "used", 40 * GiB),
                       sum("node-a:9842", "total", 640 * GiB), sum("node-b:9842", "gpus", 8),
                       sum("node-b:9842", "used", 99 * GiB), sum("node-b:9842", "total", 640 * GiB),
-                      sum("node-x:9842", "bogus", 1)}});
+                      sum("node-a:9842", "bogus", 1)}});
   auto v = view_of(facts);
   EXPECT_EQ(v.healthy.nodes, 1u);
   EXPECT_EQ(v.healthy.gpus, 8u);
