@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <cstring>
 #include <set>
 #include <tuple>
 
@@ -429,6 +430,16 @@ const char* const kMemoryMetrics = "gpureap_gpu_memory_(used|total|ghost|unattri
 const char* const kProblemMetrics =
     "gpureap_problem_process_memory_bytes|gpureap_xid_last_event_timestamp_seconds";
 
+// `s` matched literally by a PromQL regex (RE2, anchored).
+std::string regex_literal(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    if (std::strchr("\\.+*?()|[]{}^$", c) && c != '\0') out += '\\';
+    out += c;
+  }
+  return out;
+}
+
 std::string selector(const std::string& job, const std::string& names,
                      const std::string& more = "") {
   return "{job=" + promql_string(job) + ",__name__=~" + promql_string(names) + more + "}";
@@ -444,33 +455,44 @@ std::string problems_query(const std::string& job) {
   return selector(job, kProblemMetrics);
 }
 
-std::string problem_gpus_query(const std::string& job,
+std::string unattributed_query(const std::string& job,
                                const doctor::UnattributedThreshold& threshold) {
-  return selector(job, kMemoryMetrics) + " and on(instance, gpu) (" +
-         selector(job, "gpureap_gpu_memory_ghost_bytes") + " > 0 or " +
-         selector(job, "gpureap_gpu_memory_unattributed_bytes") + " > " +
-         std::to_string(threshold.bytes.value_or(0)) + " or " + selector(job, kProblemMetrics) +
-         ")";
+  return selector(job, "gpureap_gpu_memory_unattributed_bytes") + " > " +
+         std::to_string(threshold.bytes.value_or(0));
 }
 
-std::string totals_query(const std::string& job, const std::vector<unsigned>& gpus) {
+std::vector<std::string> totals_queries(const std::string& job, const std::vector<unsigned>& gpus) {
   std::string only;
   for (unsigned g : gpus) only += (only.empty() ? "" : "|") + std::to_string(g);
   const std::string narrow = gpus.empty() ? "" : ",gpu=~\"" + only + "\"";
-  // label_replace names each sum: without a label apart, `or` would keep only the first.
-  auto named = [](const std::string& expr, const char* what) {
-    return "label_replace(" + expr + ", \"sum\", \"" + what + "\", \"\", \"\")";
+  // label_replace names each sum (the view reads the `sum` label).
+  auto named = [&](const char* how, const char* metric, const char* what) {
+    return std::string("label_replace(") + how + " by (instance) (" +
+           selector(job, metric, narrow) + "), \"sum\", \"" + what + "\", \"\", \"\")";
   };
-  return named(
-             "count by (instance) (" + selector(job, "gpureap_gpu_memory_used_bytes", narrow) + ")",
-             "gpus") +
-         " or " +
-         named("sum by (instance) (" + selector(job, "gpureap_gpu_memory_used_bytes", narrow) + ")",
-               "used") +
-         " or " +
-         named(
-             "sum by (instance) (" + selector(job, "gpureap_gpu_memory_total_bytes", narrow) + ")",
-             "total");
+  return {named("count", "gpureap_gpu_memory_used_bytes", "gpus"),
+          named("sum", "gpureap_gpu_memory_used_bytes", "used"),
+          named("sum", "gpureap_gpu_memory_total_bytes", "total")};
+}
+
+std::string gpu_memory_query(const std::string& job, const std::vector<std::string>& instances) {
+  std::string any;
+  for (const auto& i : instances) any += (any.empty() ? "" : "|") + regex_literal(i);
+  return selector(job, kMemoryMetrics, ",instance=~" + promql_string(any));
+}
+
+std::vector<std::string> ask_gpus_of(const Answer<Sample>& targets, const Answer<Sample>& problems,
+                                     const Answer<Sample>& unattributed) {
+  std::set<std::string> out, timed;
+  for (const auto& s : targets.series)
+    if (label(s.labels, "__name__") == "gpureap_sample_timestamp_seconds")
+      timed.insert(label(s.labels, "instance"));
+  for (const auto& s : targets.series)
+    if (label(s.labels, "__name__") == "gpureap_up" && !timed.count(label(s.labels, "instance")))
+      out.insert(label(s.labels, "instance"));
+  for (const auto* a : {&problems, &unattributed})
+    for (const auto& s : a->series) out.insert(label(s.labels, "instance"));
+  return {out.begin(), out.end()};
 }
 
 std::string missing_query(const std::string& job) {

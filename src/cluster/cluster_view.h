@@ -109,24 +109,32 @@ struct ClusterView {
 // A PromQL string literal: quoted, with quotes, backslashes and newlines escaped.
 std::string promql_string(const std::string& s);
 
-// The instant queries that gather the view. Prometheus does the sums, so each answer stays
-// small however large the fleet: what every GPU says is only asked of the GPUs with something
-// to say.
-//   targets: `up` with every target label, gpureap_up and the sample time (one series each per
-//     target);
+// The instant queries that gather the view. Prometheus does the sums, and what every GPU says
+// is asked only of the nodes with something to say, so the answers grow with the problems, not
+// with the fleet. They are independent and may run at the same time, but for the last:
+//   targets: `up` with every target label, gpureap_up and the sample time, one series each per
+//     target;
 //   problems: the problem processes and the Xid times;
-//   problem GPUs: the memory split (used, total, ghost, unattributed) of the GPUs with a
-//     problem process, an Xid, ghost memory, or more unattributed memory than the threshold's
-//     absolute part (the view applies the whole threshold);
+//   unattributed: the GPUs with more unattributed memory than the threshold's absolute part
+//     (the view applies the whole threshold);
 //   totals: per target, the GPUs that report their used memory and the sums of their used and
-//     total memory (for the healthy summary), narrowed to `gpus` when given.
+//     total memory (the healthy summary), narrowed to `gpus` when given, one query each;
+//   missing: the targets scraped within the last hour that are not scraped now;
+//   gpu memory: the memory split (used, total, ghost, unattributed) of every GPU of the nodes
+//     that ask_gpus_of() names from the answers to the first three.
 std::string targets_query(const std::string& job);
 std::string problems_query(const std::string& job);
-std::string problem_gpus_query(const std::string& job,
+std::string unattributed_query(const std::string& job,
                                const doctor::UnattributedThreshold& threshold);
-std::string totals_query(const std::string& job, const std::vector<unsigned>& gpus);
-// The targets scraped within the last hour that are not scraped now.
+std::vector<std::string> totals_queries(const std::string& job, const std::vector<unsigned>& gpus);
 std::string missing_query(const std::string& job);
+std::string gpu_memory_query(const std::string& job, const std::vector<std::string>& instances);
+
+// The instances whose GPUs the view needs one by one: those with a problem process, an Xid or
+// unattributed memory, and those whose daemon exports no sample time (an older gpureap, whose
+// ghost memory is shown without PIDs). Sorted, each once.
+std::vector<std::string> ask_gpus_of(const Answer<Sample>& targets, const Answer<Sample>& problems,
+                                     const Answer<Sample>& unattributed);
 
 // The view from the answers to the queries above (`facts`, in any order) and to missing_query.
 // A node with no totals is summed from the GPUs the answers name.

@@ -100,7 +100,15 @@ class AnswerReader {
     if (kept_ > limits_.max_kept_bytes)
       return fail("its series would take more than " +
                   std::to_string(limits_.max_kept_bytes >> 20) + " MiB to hold");
+    if (limits_.budget && !limits_.budget->take(bytes))
+      return fail("the answers' series would take more than " +
+                  std::to_string(limits_.budget->bound() >> 20) + " MiB to hold");
     return true;
+  }
+  // A series dropped after all: what it took goes back.
+  void unkeep(size_t bytes) {
+    kept_ -= bytes;
+    if (limits_.budget) limits_.budget->give_back(bytes);
   }
   bool pair_number(double v, const char* what) {
     if (pair_.items++ != 0 || !std::isfinite(v)) return fail(what);
@@ -343,7 +351,7 @@ bool AnswerReader<T>::end_series() {
   } else {
     if (!value_.finite) {
       ++out_.skipped;
-      kept_ -= series_cost_;
+      unkeep(series_cost_);
       return true;
     }
     out_.series.push_back({std::move(labels_), value_.time, value_.value});

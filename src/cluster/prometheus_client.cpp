@@ -163,7 +163,6 @@ core::Result<Answer<T>> PrometheusClient::fetch(
 
 std::optional<core::Error> PrometheusClient::exchange(
     const std::string& path_and_query, const std::function<void(std::istream&)>& read) const {
-  last_bytes_ = 0;
   const std::string where = this->where();
   const std::string secs = core::format_duration(timeout_);
   httplib::Client client(target_.scheme + "://" + target_.authority);
@@ -237,7 +236,6 @@ std::optional<core::Error> PrometheusClient::exchange(
   // A reader that stopped early (a refused answer) stops the transfer.
   pipe.abandon();
   transfer.join();
-  last_bytes_ = received;
   if (too_big)
     return core::Error{"Prometheus at " + text::terminal_safe(where) + " answered with more than " +
                            std::to_string(bound >> 20) + " MiB: refused unread",

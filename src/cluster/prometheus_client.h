@@ -61,8 +61,6 @@ class PrometheusClient {
   core::Result<Answer<RangeSeries>> query_range(const std::string& expr, double start, double end,
                                                 double step, const AnswerLimits& limits = {}) const;
   std::string where() const { return target_.scheme + "://" + target_.authority; }
-  // Bytes received by the last call (for the benchmark and --verbose figures).
-  size_t last_answer_bytes() const { return last_bytes_; }
 
  private:
   // GETs the path and hands the body to `read` as it streams in (`read` runs on this thread, the
@@ -79,7 +77,6 @@ class PrometheusClient {
   PrometheusAuth auth_;
   std::chrono::milliseconds timeout_;
   size_t max_bytes_;
-  mutable size_t last_bytes_ = 0;
 };
 
 // A query parameter's value, percent-encoded (RFC 3986 unreserved characters stay).

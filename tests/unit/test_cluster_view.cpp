@@ -320,13 +320,42 @@ TEST(PrometheusUrl, CredentialsInTheUrlAreRefusedAndPrefixesKept) {
 }
 
 TEST(ClusterQueries, JobIsQuotedForPromQL) {
-  for (const auto& q : {targets_query("a\"b"), problems_query("a\"b"),
-                        problem_gpus_query("a\"b", {}), totals_query("a\"b", {1, 3})})
-    EXPECT_NE(q.find("job=\"a\\\"b\""), std::string::npos) << q;
-  EXPECT_NE(totals_query("gpureap", {1, 3}).find("gpu=~\"1|3\""), std::string::npos);
-  EXPECT_EQ(totals_query("gpureap", {}).find("gpu=~"), std::string::npos);
+  std::vector<std::string> all{targets_query("a\"b"), problems_query("a\"b"),
+                               unattributed_query("a\"b", {}), gpu_memory_query("a\"b", {"x"})};
+  for (const auto& q : totals_queries("a\"b", {1, 3})) all.push_back(q);
+  for (const auto& q : all) EXPECT_NE(q.find("job=\"a\\\"b\""), std::string::npos) << q;
+  for (const auto& q : totals_queries("gpureap", {1, 3}))
+    EXPECT_NE(q.find("gpu=~\"1|3\""), std::string::npos) << q;
+  for (const auto& q : totals_queries("gpureap", {}))
+    EXPECT_EQ(q.find("gpu=~"), std::string::npos) << q;
+  EXPECT_NE(unattributed_query("gpureap", {}).find(" > 1073741824"), std::string::npos);
+  // Instances are matched literally, whatever they hold.
+  EXPECT_NE(gpu_memory_query("gpureap", {"node-a.lab:9842", "x|y\""})
+                .find(R"(instance=~"node-a\\.lab:9842|x\\|y\"")"),
+            std::string::npos)
+      << gpu_memory_query("gpureap", {"node-a.lab:9842", "x|y\""});
   EXPECT_EQ(missing_query("gpureap"),
             "max_over_time(up{job=\"gpureap\"}[1h]) unless on(instance) up{job=\"gpureap\"}");
+}
+
+// The nodes whose GPUs are asked one by one: a problem, unattributed memory, or a daemon too
+// old to export its sample time; never the healthy ones.
+TEST(ClusterQueries, OnlyTheNodesWithSomethingToSayAreAskedForEveryGpu) {
+  auto parse = [](const std::vector<S>& series) {
+    return *parse_vector_answer(vector_answer(series));
+  };
+  std::vector<S> targets;
+  for (const char* n : {"node-a:9842", "node-b:9842", "node-c:9842", "node-old:9842"}) {
+    targets.push_back({at("up", n), 1});
+    targets.push_back({at("gpureap_up", n), 1});
+    if (std::string(n) != "node-old:9842")
+      targets.push_back({at("gpureap_sample_timestamp_seconds", n), kNow});
+  }
+  auto asked = ask_gpus_of(
+      parse(targets), parse({problem("node-b:9842", "ghost", 4242, GiB)}),
+      parse(
+          {{at("gpureap_gpu_memory_unattributed_bytes", "node-c:9842", {{"gpu", "3"}}), 5 * GiB}}));
+  EXPECT_EQ(asked, (std::vector<std::string>{"node-b:9842", "node-c:9842", "node-old:9842"}));
 }
 
 }  // namespace
