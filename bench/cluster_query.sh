@@ -108,19 +108,31 @@ for _ in $(seq 150); do curl -sf "http://127.0.0.1:$PORT/-/ready" -o /dev/null &
 curl -sf "http://127.0.0.1:$PORT/-/ready" -o /dev/null || { tail "$WORK/prometheus.log"; exit 1; }
 URL="http://127.0.0.1:$PORT"
 
-# The command's own queries, as it sends them (cluster/cluster_view.h).
+# The command's own queries, as it sends them (cluster/cluster_view.h): all but the last at
+# once; the last for every GPU of the nodes with something to say (here those with a problem),
+# 256 nodes a query.
 J='job="gpureap"'
-MEM='gpureap_gpu_memory_(used|total|ghost|unattributed)_bytes'
-PROBLEMS='gpureap_problem_process_memory_bytes|gpureap_xid_last_event_timestamp_seconds'
+sel() { echo "{$J,__name__=~\"$1\"${2:-}}"; }
+total() { echo "label_replace($1 by (instance) ($(sel "$2")), \"sum\", \"$3\", \"\", \"\")"; }
+ASKED=$(python3 - "$NODES" "$PROBLEM_PERCENT" <<'PY'
+import sys
+nodes, pct = int(sys.argv[1]), int(sys.argv[2])
+asked = [n for n in range(nodes) if (n * 100 < nodes * pct and n % 100 != 99) or n % 100 in (50, 51)]
+print("|".join(f"gpu-node-{n:04d}" for n in sorted(asked)[:256]))
+PY
+)
 declare -A QUERIES=(
-  [targets]="{$J,__name__=~\"up|gpureap_up|gpureap_sample_timestamp_seconds\"}"
-  [problems]="{$J,__name__=~\"$PROBLEMS\"}"
-  [problem_gpus]="{$J,__name__=~\"$MEM\"} and on(instance, gpu) ({$J,__name__=~\"gpureap_gpu_memory_ghost_bytes\"} > 0 or {$J,__name__=~\"gpureap_gpu_memory_unattributed_bytes\"} > 1073741824 or {$J,__name__=~\"$PROBLEMS\"})"
-  [totals]="label_replace(count by (instance) ({$J,__name__=~\"gpureap_gpu_memory_used_bytes\"}), \"sum\", \"gpus\", \"\", \"\") or label_replace(sum by (instance) ({$J,__name__=~\"gpureap_gpu_memory_used_bytes\"}), \"sum\", \"used\", \"\", \"\") or label_replace(sum by (instance) ({$J,__name__=~\"gpureap_gpu_memory_total_bytes\"}), \"sum\", \"total\", \"\", \"\")"
+  [targets]=$(sel "up|gpureap_up|gpureap_sample_timestamp_seconds")
+  [problems]=$(sel "gpureap_problem_process_memory_bytes|gpureap_xid_last_event_timestamp_seconds")
+  [unattributed]="$(sel gpureap_gpu_memory_unattributed_bytes) > 1073741824"
+  [total_gpus]=$(total count gpureap_gpu_memory_used_bytes gpus)
+  [total_used]=$(total sum gpureap_gpu_memory_used_bytes used)
+  [total_total]=$(total sum gpureap_gpu_memory_total_bytes total)
   [missing]='max_over_time(up{job="gpureap"}[1h]) unless on(instance) up{job="gpureap"}'
+  [gpu_memory_256_nodes]=$(sel "gpureap_gpu_memory_(used|total|ghost|unattributed)_bytes" ",instance=~\"$ASKED\"")
 )
 median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
-for q in targets problems problem_gpus totals missing; do
+for q in targets problems unattributed total_gpus total_used total_total missing gpu_memory_256_nodes; do
   expr=${QUERIES[$q]}
   curl -s -G "$URL/api/v1/query" --data-urlencode "query=$expr" -o /dev/null  # warm
   times=() bytes=0
