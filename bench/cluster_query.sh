@@ -4,17 +4,18 @@
 # `promtool tsdb create-blocks-from openmetrics` (no scraping: the series are what NODES
 # daemons would have exported a minute ago). PROBLEM_PERCENT of the nodes have a ghost (its
 # gone PID kept by 4 workers), 1 % a leak, 1 % a stopped job, 1 % are down. Reports, over RUNS
-# runs: the answer's size and Prometheus's time for each of the command's two queries (curl),
+# runs: the answer's size and Prometheus's time for each of the command's queries (curl),
 # and the wall and CPU time of the whole `gpureap cluster` (queries, parsing, ranking,
 # printing), text and --json.
 #
-#   bench/cluster_query.sh [GPUREAP_BINARY]     (default build/gpureap)
+#   bench/cluster_query.sh [GPUREAP_BINARY...]  (default build/gpureap; several: each is timed
+#                                               on the same Prometheus, e.g. before and after)
 #   NODES=1000 GPUS=8 RUNS=7 PROBLEM_PERCENT=5 bench/cluster_query.sh
 #
 # Needs prometheus, promtool, curl, python3.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-GPUREAP=${1:-build/gpureap}
+if [ $# -eq 0 ]; then set -- build/gpureap; fi
 NODES=${NODES:-1000}
 GPUS=${GPUS:-8}
 RUNS=${RUNS:-7}
@@ -22,7 +23,9 @@ PROBLEM_PERCENT=${PROBLEM_PERCENT:-5}
 for tool in prometheus promtool curl python3; do
   command -v "$tool" >/dev/null || { echo "needs $tool"; exit 1; }
 done
-[ -x "$GPUREAP" ] || { echo "no $GPUREAP: build it first (cmake --build build --target gpureap)"; exit 1; }
+for GPUREAP in "$@"; do
+  [ -x "$GPUREAP" ] || { echo "no $GPUREAP: build it first (cmake --build build --target gpureap)"; exit 1; }
+done
 
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/gpureap-cluster-bench.XXXXXX")
 PROM=""
@@ -105,13 +108,32 @@ for _ in $(seq 150); do curl -sf "http://127.0.0.1:$PORT/-/ready" -o /dev/null &
 curl -sf "http://127.0.0.1:$PORT/-/ready" -o /dev/null || { tail "$WORK/prometheus.log"; exit 1; }
 URL="http://127.0.0.1:$PORT"
 
-# The command's own queries, as it sends them.
-FACTS='{job="gpureap",__name__=~"up|gpureap_up|gpureap_sample_timestamp_seconds|gpureap_gpu_memory_(used|total|ghost|unattributed)_bytes|gpureap_problem_process_memory_bytes|gpureap_xid_last_event_timestamp_seconds"}'
-MISSING='max_over_time(up{job="gpureap"}[1h]) unless on(instance) up{job="gpureap"}'
+# The command's own queries, as it sends them (cluster/cluster_view.h): all but the last at
+# once; the last for every GPU of the nodes with something to say (here those with a problem),
+# 256 nodes a query.
+J='job="gpureap"'
+sel() { echo "{$J,__name__=~\"$1\"${2:-}}"; }
+total() { echo "label_replace($1 by (instance) ($(sel "$2")), \"sum\", \"$3\", \"\", \"\")"; }
+ASKED=$(python3 - "$NODES" "$PROBLEM_PERCENT" <<'PY'
+import sys
+nodes, pct = int(sys.argv[1]), int(sys.argv[2])
+asked = [n for n in range(nodes) if (n * 100 < nodes * pct and n % 100 != 99) or n % 100 in (50, 51)]
+print("|".join(f"gpu-node-{n:04d}" for n in sorted(asked)[:256]))
+PY
+)
+declare -A QUERIES=(
+  [targets]=$(sel "up|gpureap_up|gpureap_sample_timestamp_seconds")
+  [problems]=$(sel "gpureap_problem_process_memory_bytes|gpureap_xid_last_event_timestamp_seconds")
+  [unattributed]="$(sel gpureap_gpu_memory_unattributed_bytes) > 1073741824"
+  [total_gpus]=$(total count gpureap_gpu_memory_used_bytes gpus)
+  [total_used]=$(total sum gpureap_gpu_memory_used_bytes used)
+  [total_total]=$(total sum gpureap_gpu_memory_total_bytes total)
+  [missing]='max_over_time(up{job="gpureap"}[1h]) unless on(instance) up{job="gpureap"}'
+  [gpu_memory_256_nodes]=$(sel "gpureap_gpu_memory_(used|total|ghost|unattributed)_bytes" ",instance=~\"$ASKED\"")
+)
 median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
-for q in facts missing; do
-  expr=$FACTS
-  [ $q = missing ] && expr=$MISSING
+for q in targets problems unattributed total_gpus total_used total_total missing gpu_memory_256_nodes; do
+  expr=${QUERIES[$q]}
   curl -s -G "$URL/api/v1/query" --data-urlencode "query=$expr" -o /dev/null  # warm
   times=() bytes=0
   for _ in $(seq "$RUNS"); do
@@ -125,23 +147,27 @@ for q in facts missing; do
   echo "query $q: ${series:-0} series, $bytes bytes, median $(printf '%s\n' "${times[@]}" | median) s over $RUNS"
 done
 
-for mode in text json; do
-  flag=""
-  [ $mode = json ] && flag=--json
-  "$GPUREAP" cluster --prometheus "$URL" $flag >"$WORK/out.$mode" || true
-  walls=() cpus=()
-  for _ in $(seq "$RUNS"); do
-    /usr/bin/time -f '%e %U %S %M' -o "$WORK/time" "$GPUREAP" cluster --prometheus "$URL" $flag \
-      >/dev/null || true
-    read -r e u s m < <(tail -n 1 "$WORK/time")
-    walls+=("$e")
-    cpus+=("$(python3 -c "print(round($u + $s, 2))")")
-    rss=$m
+for GPUREAP in "$@"; do
+  [ $# -gt 1 ] && echo "== $GPUREAP"
+  for mode in text json; do
+    flag=""
+    [ $mode = json ] && flag=--json
+    "$GPUREAP" cluster --prometheus "$URL" $flag >"$WORK/out.$mode" 2>"$WORK/err.$mode" || true
+    walls=() cpus=()
+    for _ in $(seq "$RUNS"); do
+      /usr/bin/time -f '%e %U %S %M' -o "$WORK/time" "$GPUREAP" cluster --prometheus "$URL" $flag \
+        >/dev/null 2>&1 || true
+      read -r e u s m < <(tail -n 1 "$WORK/time")
+      walls+=("$e")
+      cpus+=("$(python3 -c "print(round($u + $s, 2))")")
+      rss=$m
+    done
+    echo "gpureap cluster ($mode): median wall $(printf '%s\n' "${walls[@]}" | median) s," \
+      "CPU $(printf '%s\n' "${cpus[@]}" | median) s, peak RSS $((rss / 1024)) MiB;" \
+      "$(wc -l <"$WORK/out.$mode") lines out"
   done
-  echo "gpureap cluster ($mode): median wall $(printf '%s\n' "${walls[@]}" | median) s," \
-    "CPU $(printf '%s\n' "${cpus[@]}" | median) s, peak RSS $((rss / 1024)) MiB;" \
-    "$(wc -l <"$WORK/out.$mode") lines out"
+  echo "-- the view's first lines and its last (or what it said on stderr):"
+  head -n 5 "$WORK/out.text"
+  tail -n 2 "$WORK/out.text"
+  head -c 400 "$WORK/err.text"
 done
-echo "-- the view's first lines and its last:"
-head -n 5 "$WORK/out.text"
-tail -n 2 "$WORK/out.text"

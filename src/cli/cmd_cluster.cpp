@@ -10,8 +10,10 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <future>
 #include <iostream>
 #include <thread>
+#include <tuple>
 
 #include "cli/page_file.h"
 #include "cluster/cluster_text.h"
@@ -75,18 +77,57 @@ core::Result<ClusterPrepared> cluster_prepare(const ClusterOptions& o) {
                          cluster::Filters{o.nodes, o.gpus, o.pods}, *interval};
 }
 
+using Answer = cluster::Answer<cluster::Sample>;
+
+// Each query on its own thread, so that Prometheus evaluates them side by side; the answers in
+// the queries' order, or the first query's error.
+core::Result<std::vector<Answer>> ask_all(const ClusterPrepared& p,
+                                          const std::vector<std::string>& queries, double now,
+                                          const cluster::AnswerLimits& limits) {
+  std::vector<std::future<core::Result<Answer>>> pending;
+  for (const auto& q : queries)
+    pending.push_back(std::async(
+        std::launch::async, [&p, &q, &limits, now] { return p.client.query(q, now, limits); }));
+  std::vector<core::Result<Answer>> got;
+  for (auto& f : pending) got.push_back(f.get());
+  std::vector<Answer> out;
+  for (auto& a : got) {
+    if (!a) return a.error();
+    out.push_back(std::move(*a));
+  }
+  return out;
+}
+
 core::Result<cluster::ClusterView> cluster_ask(const ClusterPrepared& p) {
   const double now =
       std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-  auto facts_body = p.client.query(cluster::facts_query(p.settings.job), now);
-  if (!facts_body) return facts_body.error();
-  auto facts = cluster::parse_vector_answer(*facts_body);
-  if (!facts) return facts.error();
-  auto missing_body = p.client.query(cluster::missing_query(p.settings.job), now);
-  if (!missing_body) return missing_body.error();
-  auto missing = cluster::parse_vector_answer(*missing_body);
-  if (!missing) return missing.error();
-  auto view = cluster::build_view(*facts, *missing, now, p.settings, p.filters);
+  const auto& job = p.settings.job;
+  cluster::AnswerLimits limits;
+  cluster::KeptBudget budget(limits.max_kept_bytes);  // for the answers together
+  limits.budget = &budget;
+  std::vector<std::string> queries{cluster::targets_query(job), cluster::problems_query(job),
+                                   cluster::unattributed_query(job, p.settings.unattributed),
+                                   cluster::missing_query(job)};
+  for (auto& q : cluster::totals_queries(job, p.filters.gpus)) queries.push_back(std::move(q));
+  auto first = ask_all(p, queries, now, limits);
+  if (!first) return first.error();
+  const auto& [targets, problems, unattributed] = std::tie((*first)[0], (*first)[1], (*first)[2]);
+  // Then every GPU of the nodes with something to say, a few hundred nodes a query (each
+  // instance is in the URL).
+  const auto instances = cluster::ask_gpus_of(targets, problems, unattributed);
+  constexpr size_t kPerQuery = 256;
+  std::vector<std::string> gpu_queries;
+  for (size_t i = 0; i < instances.size(); i += kPerQuery)
+    gpu_queries.push_back(cluster::gpu_memory_query(
+        job,
+        {instances.begin() + static_cast<ptrdiff_t>(i),
+         instances.begin() + static_cast<ptrdiff_t>(std::min(instances.size(), i + kPerQuery))}));
+  auto gpus = ask_all(p, gpu_queries, now, limits);
+  if (!gpus) return gpus.error();
+  std::vector<const Answer*> facts{&targets, &problems};
+  for (size_t i = 4; i < first->size(); ++i) facts.push_back(&(*first)[i]);
+  for (const auto& a : *gpus) facts.push_back(&a);
+  auto view = cluster::build_view(facts, (*first)[3], now, p.settings, p.filters);
   if (auto unknown = cluster::unknown_scope(view, p.settings, p.filters)) return *unknown;
   return view;
 }
@@ -105,14 +146,6 @@ core::Result<cluster::PrometheusAuth> cluster_auth(const std::optional<std::stri
     auth.basic = *b;
   }
   return auth;
-}
-
-core::Result<cluster::Answer<cluster::RangeSeries>> cluster_range(
-    const cluster::PrometheusClient& client, const std::string& expr, double start, double end,
-    double step) {
-  auto body = client.query_range(expr, start, end, step);
-  if (!body) return body.error();
-  return cluster::parse_matrix_answer(*body);
 }
 
 }  // namespace
@@ -164,8 +197,13 @@ int run_cluster_report(const GlobalOptions& g, const ClusterReportOptions& o,
       {&s.ghost, "gpureap_gpu_memory_ghost_bytes"},
       {&s.unattributed, "gpureap_gpu_memory_unattributed_bytes"},
       {&s.total, "gpureap_gpu_memory_total_bytes"}};
+  // The four charts' series together: 10,000 nodes of 240 points take about 160 MiB.
+  cluster::AnswerLimits limits;
+  cluster::KeptBudget budget(size_t{256} << 20);
+  limits.budget = &budget;
   for (const auto& [into, metric] : wanted) {
-    auto a = cluster_range(client, report::node_sum_query(metric, o.job), s.start, s.end, s.step);
+    auto a =
+        client.query_range(report::node_sum_query(metric, o.job), s.start, s.end, s.step, limits);
     if (!a) return fail(a.error());
     *into = std::move(*a);
   }

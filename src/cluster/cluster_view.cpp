@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <cstring>
 #include <set>
 #include <tuple>
 
@@ -114,13 +115,16 @@ class Builder {
  public:
   Builder(double now, const ViewSettings& s) : now_(now), settings_(s) {}
 
-  void facts(const Answer<Sample>& a) {
-    view_.skipped_series += a.skipped;
-    for (const auto& w : a.warnings) view_.warnings.push_back(w);
+  void facts(const std::vector<const Answer<Sample>*>& answers) {
     // `up` first: it carries the target labels (node, pod) that name the node.
-    for (const auto& s : a.series)
-      if (label(s.labels, "__name__") == "up") node_for(s.labels).up = s.value;
-    for (const auto& s : a.series) sample(s);
+    for (const auto* a : answers)
+      for (const auto& s : a->series)
+        if (label(s.labels, "__name__") == "up") node_for(s.labels).up = s.value;
+    for (const auto* a : answers) {
+      view_.skipped_series += a->skipped;
+      for (const auto& w : a->warnings) view_.warnings.push_back(w);
+      for (const auto& s : a->series) sample(s);
+    }
   }
 
   void missing(const Answer<Sample>& a) {
@@ -184,7 +188,9 @@ class Builder {
     const std::string name = label(s.labels, "__name__");
     if (name == "up") return;
     auto& n = node_for(s.labels);
-    if (name == "gpureap_up") {
+    if (name.empty()) {
+      totals(n, s);
+    } else if (name == "gpureap_up") {
       n.driver_up = s.value;
     } else if (name == "gpureap_sample_timestamp_seconds") {
       n.sample_time = s.value;
@@ -228,6 +234,20 @@ class Builder {
       if (name == "gpureap_gpu_memory_ghost_bytes") g->ghost = bytes;
       if (name == "gpureap_gpu_memory_unattributed_bytes") g->unattributed = bytes;
     }
+  }
+
+  // A sum of totals_query: `sum` says which.
+  void totals(Node& n, const Sample& s) {
+    const std::string of = label(s.labels, "sum");
+    auto bytes = bytes_of(s.value);
+    if (!bytes || (of != "gpus" && of != "used" && of != "total")) {
+      ++view_.skipped_series;
+      return;
+    }
+    auto& t = n.totals ? *n.totals : n.totals.emplace();
+    if (of == "gpus") t.gpus = static_cast<size_t>(*bytes);
+    if (of == "used") t.used = *bytes;
+    if (of == "total") t.total = *bytes;
   }
 
   bool node_passes(const Node& n, const Filters& f) const {
@@ -324,6 +344,11 @@ class Builder {
       }
     }
     if (!said && f.pods.empty()) {
+      if (n.totals) {
+        healthy_gpus = n.totals->gpus;
+        used = n.totals->used;
+        total = n.totals->total;
+      }
       ++view_.healthy.nodes;
       view_.healthy.gpus += healthy_gpus;
       view_.healthy.used += used;
@@ -399,11 +424,75 @@ bool plain_host_name(const std::string& name) {
   });
 }
 
-std::string facts_query(const std::string& job) {
-  return "{job=" + promql_string(job) +
-         ",__name__=~\"up|gpureap_up|gpureap_sample_timestamp_seconds|gpureap_gpu_memory_(used|"
-         "total|ghost|unattributed)_bytes|gpureap_problem_process_memory_bytes|gpureap_xid_last_"
-         "event_timestamp_seconds\"}";
+namespace {
+
+const char* const kMemoryMetrics = "gpureap_gpu_memory_(used|total|ghost|unattributed)_bytes";
+const char* const kProblemMetrics =
+    "gpureap_problem_process_memory_bytes|gpureap_xid_last_event_timestamp_seconds";
+
+// `s` matched literally by a PromQL regex (RE2, anchored).
+std::string regex_literal(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    if (std::strchr("\\.+*?()|[]{}^$", c) && c != '\0') out += '\\';
+    out += c;
+  }
+  return out;
+}
+
+std::string selector(const std::string& job, const std::string& names,
+                     const std::string& more = "") {
+  return "{job=" + promql_string(job) + ",__name__=~" + promql_string(names) + more + "}";
+}
+
+}  // namespace
+
+std::string targets_query(const std::string& job) {
+  return selector(job, "up|gpureap_up|gpureap_sample_timestamp_seconds");
+}
+
+std::string problems_query(const std::string& job) {
+  return selector(job, kProblemMetrics);
+}
+
+std::string unattributed_query(const std::string& job,
+                               const doctor::UnattributedThreshold& threshold) {
+  return selector(job, "gpureap_gpu_memory_unattributed_bytes") + " > " +
+         std::to_string(threshold.bytes.value_or(0));
+}
+
+std::vector<std::string> totals_queries(const std::string& job, const std::vector<unsigned>& gpus) {
+  std::string only;
+  for (unsigned g : gpus) only += (only.empty() ? "" : "|") + std::to_string(g);
+  const std::string narrow = gpus.empty() ? "" : ",gpu=~\"" + only + "\"";
+  // label_replace names each sum (the view reads the `sum` label).
+  auto named = [&](const char* how, const char* metric, const char* what) {
+    return std::string("label_replace(") + how + " by (instance) (" +
+           selector(job, metric, narrow) + "), \"sum\", \"" + what + "\", \"\", \"\")";
+  };
+  return {named("count", "gpureap_gpu_memory_used_bytes", "gpus"),
+          named("sum", "gpureap_gpu_memory_used_bytes", "used"),
+          named("sum", "gpureap_gpu_memory_total_bytes", "total")};
+}
+
+std::string gpu_memory_query(const std::string& job, const std::vector<std::string>& instances) {
+  std::string any;
+  for (const auto& i : instances) any += (any.empty() ? "" : "|") + regex_literal(i);
+  return selector(job, kMemoryMetrics, ",instance=~" + promql_string(any));
+}
+
+std::vector<std::string> ask_gpus_of(const Answer<Sample>& targets, const Answer<Sample>& problems,
+                                     const Answer<Sample>& unattributed) {
+  std::set<std::string> out, timed;
+  for (const auto& s : targets.series)
+    if (label(s.labels, "__name__") == "gpureap_sample_timestamp_seconds")
+      timed.insert(label(s.labels, "instance"));
+  for (const auto& s : targets.series)
+    if (label(s.labels, "__name__") == "gpureap_up" && !timed.count(label(s.labels, "instance")))
+      out.insert(label(s.labels, "instance"));
+  for (const auto* a : {&problems, &unattributed})
+    for (const auto& s : a->series) out.insert(label(s.labels, "instance"));
+  return {out.begin(), out.end()};
 }
 
 std::string missing_query(const std::string& job) {
@@ -411,8 +500,9 @@ std::string missing_query(const std::string& job) {
   return "max_over_time(" + up + "[1h]) unless on(instance) " + up;
 }
 
-ClusterView build_view(const Answer<Sample>& facts, const Answer<Sample>& missing, double now,
-                       const ViewSettings& settings, const Filters& filters) {
+ClusterView build_view(const std::vector<const Answer<Sample>*>& facts,
+                       const Answer<Sample>& missing, double now, const ViewSettings& settings,
+                       const Filters& filters) {
   Builder b(now, settings);
   b.facts(facts);
   b.missing(missing);
@@ -443,6 +533,11 @@ std::optional<core::Error> unknown_scope(const ClusterView& view, const ViewSett
   return core::Error{std::string(unknown.size() == 1 ? "no node " : "no nodes ") + names +
                          " in the job " + promql_string(settings.job),
                      "--node takes a node's name or its instance; the job's nodes are " + known};
+}
+
+ClusterView build_view(const Answer<Sample>& facts, const Answer<Sample>& missing, double now,
+                       const ViewSettings& settings, const Filters& filters) {
+  return build_view(std::vector<const Answer<Sample>*>{&facts}, missing, now, settings, filters);
 }
 
 }  // namespace gpureap::cluster

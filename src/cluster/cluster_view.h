@@ -57,6 +57,12 @@ struct GpuFacts {
   std::vector<XidSeen> xids;
 };
 
+// A node's GPUs as Prometheus sums them (totals_query).
+struct NodeTotals {
+  size_t gpus = 0;
+  uint64_t used = 0, total = 0;
+};
+
 struct Node {
   std::string instance;  // Prometheus's
   std::string name;      // the node's: its `node` label, else the instance without its port
@@ -65,9 +71,10 @@ struct Node {
   std::optional<double> up;         // Prometheus's up
   std::optional<double> driver_up;  // gpureap_up
   std::optional<double> sample_time;
-  bool missing = false;          // scraped in the last hour, not now
-  bool names_processes = false;  // it exports gpureap_problem_process_memory_bytes
-  std::map<unsigned, GpuFacts> gpus;
+  bool missing = false;                // scraped in the last hour, not now
+  bool names_processes = false;        // it exports gpureap_problem_process_memory_bytes
+  std::map<unsigned, GpuFacts> gpus;   // those the answers name
+  std::optional<NodeTotals> totals;    // all of them, summed
   std::vector<XidSeen> unplaced_xids;  // on a GPU no backend reports
 };
 
@@ -103,13 +110,38 @@ struct ClusterView {
 // A PromQL string literal: quoted, with quotes, backslashes and newlines escaped.
 std::string promql_string(const std::string& s);
 
-// The instant query that gathers everything (one series per target and GPU, and the problem
-// processes): `up` with every target label, gpureap_up, the sample time, the GPUs' memory
-// split, the problem processes and the last Xid times.
-std::string facts_query(const std::string& job);
-// The targets scraped within the last hour that are not scraped now.
+// The instant queries that gather the view. Prometheus does the sums, and what every GPU says
+// is asked only of the nodes with something to say, so the answers grow with the problems, not
+// with the fleet. They are independent and may run at the same time, but for the last:
+//   targets: `up` with every target label, gpureap_up and the sample time, one series each per
+//     target;
+//   problems: the problem processes and the Xid times;
+//   unattributed: the GPUs with more unattributed memory than the threshold's absolute part
+//     (the view applies the whole threshold);
+//   totals: per target, the GPUs that report their used memory and the sums of their used and
+//     total memory (the healthy summary), narrowed to `gpus` when given, one query each;
+//   missing: the targets scraped within the last hour that are not scraped now;
+//   gpu memory: the memory split (used, total, ghost, unattributed) of every GPU of the nodes
+//     that ask_gpus_of() names from the answers to the first three.
+std::string targets_query(const std::string& job);
+std::string problems_query(const std::string& job);
+std::string unattributed_query(const std::string& job,
+                               const doctor::UnattributedThreshold& threshold);
+std::vector<std::string> totals_queries(const std::string& job, const std::vector<unsigned>& gpus);
 std::string missing_query(const std::string& job);
+std::string gpu_memory_query(const std::string& job, const std::vector<std::string>& instances);
 
+// The instances whose GPUs the view needs one by one: those with a problem process, an Xid or
+// unattributed memory, and those whose daemon exports no sample time (an older gpureap, whose
+// ghost memory is shown without PIDs). Sorted, each once.
+std::vector<std::string> ask_gpus_of(const Answer<Sample>& targets, const Answer<Sample>& problems,
+                                     const Answer<Sample>& unattributed);
+
+// The view from the answers to the queries above (`facts`, in any order) and to missing_query.
+// A node with no totals is summed from the GPUs the answers name.
+ClusterView build_view(const std::vector<const Answer<Sample>*>& facts,
+                       const Answer<Sample>& missing, double now, const ViewSettings& settings,
+                       const Filters& filters);
 ClusterView build_view(const Answer<Sample>& facts, const Answer<Sample>& missing, double now,
                        const ViewSettings& settings, const Filters& filters);
 

@@ -8,9 +8,11 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <thread>
 
 #include "base/stop_at_deadline.h"
 #include "base/version.h"
+#include "cluster/body_pipe.h"
 #include "core/duration.h"
 #include "text/escape.h"
 #include "text/trim.h"
@@ -132,18 +134,35 @@ core::Result<std::pair<std::string, std::string>> read_basic_auth_file(const std
   return std::pair{line->substr(0, colon), line->substr(colon + 1)};
 }
 
-core::Result<std::string> PrometheusClient::query(const std::string& expr, double time) const {
-  return get("/api/v1/query?query=" + url_encode(expr) + "&time=" + number(time));
+core::Result<Answer<Sample>> PrometheusClient::query(const std::string& expr, double time,
+                                                     const AnswerLimits& limits) const {
+  return fetch<Sample>("/api/v1/query?query=" + url_encode(expr) + "&time=" + number(time),
+                       read_vector_answer, limits);
 }
 
-core::Result<std::string> PrometheusClient::query_range(const std::string& expr, double start,
-                                                        double end, double step) const {
-  return get("/api/v1/query_range?query=" + url_encode(expr) + "&start=" + number(start) +
-             "&end=" + number(end) + "&step=" + number(step));
+core::Result<Answer<RangeSeries>> PrometheusClient::query_range(const std::string& expr,
+                                                                double start, double end,
+                                                                double step,
+                                                                const AnswerLimits& limits) const {
+  return fetch<RangeSeries>("/api/v1/query_range?query=" + url_encode(expr) + "&start=" +
+                                number(start) + "&end=" + number(end) + "&step=" + number(step),
+                            read_matrix_answer, limits);
 }
 
-core::Result<std::string> PrometheusClient::get(const std::string& path_and_query) const {
-  last_bytes_ = 0;
+template <class T>
+core::Result<Answer<T>> PrometheusClient::fetch(
+    const std::string& path_and_query,
+    core::Result<Answer<T>> (*reader)(std::istream&, const AnswerLimits&),
+    const AnswerLimits& limits) const {
+  std::optional<core::Result<Answer<T>>> answer;
+  auto failed =
+      exchange(path_and_query, [&](std::istream& in) { answer.emplace(reader(in, limits)); });
+  if (failed) return *failed;
+  return std::move(*answer);
+}
+
+std::optional<core::Error> PrometheusClient::exchange(
+    const std::string& path_and_query, const std::function<void(std::istream&)>& read) const {
   const std::string where = this->where();
   const std::string secs = core::format_duration(timeout_);
   httplib::Client client(target_.scheme + "://" + target_.authority);
@@ -162,8 +181,10 @@ core::Result<std::string> PrometheusClient::get(const std::string& path_and_quer
   if (auth_.bearer_token) client.set_bearer_token_auth(*auth_.bearer_token);
 
   int status = 0;
-  std::string body;
-  bool too_big = false;
+  size_t received = 0;
+  char first = 0;
+  bool too_big = false, cut_by_reader = false;
+  BodyPipe pipe;
   httplib::Request req;
   req.method = "GET";
   req.path = target_.base_path + path_and_query;
@@ -181,26 +202,45 @@ core::Result<std::string> PrometheusClient::get(const std::string& path_and_quer
     return !too_big && std::chrono::steady_clock::now() < deadline;
   };
   req.content_receiver = [&](const char* data, size_t n, uint64_t, uint64_t) {
-    if (body.size() + n > bound) {
+    if (received + n > bound) {
       too_big = true;
       return false;
     }
-    body.append(data, n);
+    if (received == 0 && n > 0) first = data[0];
+    received += n;
+    if (!pipe.write(data, n)) {
+      cut_by_reader = true;
+      return false;
+    }
     return std::chrono::steady_clock::now() < deadline;
   };
   std::optional<httplib::Result> res;
   bool late = false;
-  {
-    base::StopAtDeadline watchdog(client, deadline);
-    res.emplace(client.send(req));
-    late = watchdog.fired() || std::chrono::steady_clock::now() >= deadline;
+  std::thread transfer([&] {
+    {
+      base::StopAtDeadline watchdog(client, deadline);
+      res.emplace(client.send(req));
+      late = watchdog.fired() || std::chrono::steady_clock::now() >= deadline;
+    }
+    pipe.close();
+  });
+  try {
+    BodyPipeBuf buf(pipe);
+    std::istream in(&buf);
+    read(in);
+  } catch (...) {
+    pipe.abandon();
+    transfer.join();
+    throw;
   }
-  last_bytes_ = body.size();
+  // A reader that stopped early (a refused answer) stops the transfer.
+  pipe.abandon();
+  transfer.join();
   if (too_big)
     return core::Error{"Prometheus at " + text::terminal_safe(where) + " answered with more than " +
                            std::to_string(bound >> 20) + " MiB: refused unread",
                        "narrow the query (--node, --job) or ask a Prometheus closer to the nodes"};
-  if (!*res) {
+  if (!*res && !(cut_by_reader && !late)) {
     if (late)
       return core::Error{
           "Prometheus at " + text::terminal_safe(where) + " did not answer in full within " + secs,
@@ -233,11 +273,11 @@ core::Result<std::string> PrometheusClient::get(const std::string& path_and_quer
                            : "it wants credentials: --token-file FILE or --basic-auth-file FILE"};
   // Prometheus words its own errors (bad_data 400, execution 422, timeout 503) in JSON: the
   // parser reads them; anything else is a status alone.
-  if (status != 200 && (body.empty() || body.front() != '{'))
+  if (status != 200 && first != '{')
     return core::Error{
         "Prometheus at " + text::terminal_safe(where) + " answered HTTP " + std::to_string(status),
         "is --prometheus the Prometheus server (its API is under /api/v1)?"};
-  return body;
+  return std::nullopt;
 }
 
 }  // namespace gpureap::cluster

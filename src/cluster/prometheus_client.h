@@ -3,19 +3,24 @@
 // --prometheus`, on the bounds of every outbound connection: one deadline for the whole
 // exchange (connecting included), a bounded answer (refused past the bound, unread), no
 // redirects followed (the credentials would go with them), and the credentials read from files,
-// never from the command line where `ps` shows them to every user.
+// never from the command line where `ps` shows them to every user. The answer is parsed as it
+// streams in (cluster/prom_answer.h), so it is never held whole.
 #include <chrono>
 #include <cstddef>
+#include <functional>
+#include <istream>
 #include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "cluster/prom_answer.h"
 #include "core/result.h"
 
 namespace gpureap::cluster {
 
-// An answer for 1,000 nodes of 8 GPUs is a few MiB; past this it is no answer to our queries.
+// The cluster view's answers for 10,000 nodes of 8 GPUs are a few MiB; past this it is no answer
+// to our queries.
 inline constexpr size_t kMaxAnswerBytes = size_t{64} << 20;
 
 struct PrometheusAuth {
@@ -48,23 +53,30 @@ class PrometheusClient {
         timeout_(timeout),
         max_bytes_(max_bytes) {}
 
-  // GET <base>/api/v1/query?query=EXPR&time=T: the body of a 200 (or of a 4xx/5xx that carries
-  // Prometheus's own JSON error, which the parser words); any other outcome is an error.
-  core::Result<std::string> query(const std::string& expr, double time) const;
+  // GET <base>/api/v1/query?query=EXPR&time=T: the answer of a 200, read as it arrives (or the
+  // error Prometheus words in the JSON of a 4xx/5xx); any other outcome is an error.
+  core::Result<Answer<Sample>> query(const std::string& expr, double time,
+                                     const AnswerLimits& limits = {}) const;
   // GET <base>/api/v1/query_range?query=EXPR&start=&end=&step=.
-  core::Result<std::string> query_range(const std::string& expr, double start, double end,
-                                        double step) const;
+  core::Result<Answer<RangeSeries>> query_range(const std::string& expr, double start, double end,
+                                                double step, const AnswerLimits& limits = {}) const;
   std::string where() const { return target_.scheme + "://" + target_.authority; }
-  // Bytes received by the last call (for the benchmark and --verbose figures).
-  size_t last_answer_bytes() const { return last_bytes_; }
 
  private:
-  core::Result<std::string> get(const std::string& path_and_query) const;
+  // GETs the path and hands the body to `read` as it streams in (`read` runs on this thread, the
+  // transfer on another); the exchange's own failure, if any, which outranks what `read` made of
+  // the body.
+  std::optional<core::Error> exchange(const std::string& path_and_query,
+                                      const std::function<void(std::istream&)>& read) const;
+  template <class T>
+  core::Result<Answer<T>> fetch(const std::string& path_and_query,
+                                core::Result<Answer<T>> (*reader)(std::istream&,
+                                                                  const AnswerLimits&),
+                                const AnswerLimits& limits) const;
   PrometheusTarget target_;
   PrometheusAuth auth_;
   std::chrono::milliseconds timeout_;
   size_t max_bytes_;
-  mutable size_t last_bytes_ = 0;
 };
 
 // A query parameter's value, percent-encoded (RFC 3986 unreserved characters stay).

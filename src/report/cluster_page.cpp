@@ -4,6 +4,8 @@
 #include <cmath>
 #include <map>
 #include <set>
+#include <tuple>
+#include <vector>
 
 #include "cluster/cluster_text.h"
 #include "text/byte_format.h"
@@ -14,18 +16,38 @@ namespace {
 
 using Points = std::map<long long, double>;  // step number -> value
 
-// Each instance's points, by step number from the start.
-std::map<std::string, Points> by_instance(const cluster::Answer<cluster::RangeSeries>& a,
-                                          double start, double step) {
-  std::map<std::string, Points> out;
-  for (const auto& s : a.series) {
-    auto it = s.labels.find("instance");
-    if (it == s.labels.end()) continue;
-    auto& points = out[it->second];
-    for (const auto& [t, v] : s.points) points[std::llround((t - start) / step)] = v;
+// Each instance's series, where they lie in the answer (only the drawn nodes' points are
+// copied: a fleet's range answers are the report's largest data).
+class ByInstance {
+ public:
+  ByInstance(const cluster::Answer<cluster::RangeSeries>& a, double start, double step)
+      : start_(start), step_(step) {
+    for (const auto& s : a.series)
+      if (auto it = s.labels.find("instance"); it != s.labels.end())
+        series_[it->second].push_back(&s);
   }
-  return out;
-}
+  // The instance's points, by step number from the start.
+  Points points(const std::string& instance) const {
+    Points out;
+    if (auto it = series_.find(instance); it != series_.end())
+      for (const auto* s : it->second)
+        for (const auto& [t, v] : s->points) out[std::llround((t - start_) / step_)] = v;
+    return out;
+  }
+  // The value at the instance's latest step, 0 when it has none.
+  double last(const std::string& instance) const {
+    double when = -INFINITY, value = 0;
+    if (auto it = series_.find(instance); it != series_.end())
+      for (const auto* s : it->second)
+        for (const auto& [t, v] : s->points)
+          if (t >= when) std::tie(when, value) = std::pair{t, v};
+    return value;
+  }
+
+ private:
+  double start_, step_;
+  std::map<std::string, std::vector<const cluster::RangeSeries*>> series_;
+};
 
 uint64_t clamp_bytes(double v) {
   if (!(v > 0)) return 0;
@@ -68,10 +90,8 @@ Page build_cluster_page(const cluster::ClusterView& view, const PageSeries& s,
         text::human_bytes(h.used) + " of " + text::human_bytes(h.total) + " used.");
 
   const double step = s.step > 0 ? s.step : 60;
-  auto used = by_instance(s.used, s.start, step);
-  auto ghost = by_instance(s.ghost, s.start, step);
-  auto unattributed = by_instance(s.unattributed, s.start, step);
-  auto total = by_instance(s.total, s.start, step);
+  const ByInstance used(s.used, s.start, step), ghost(s.ghost, s.start, step),
+      unattributed(s.unattributed, s.start, step), total(s.total, s.start, step);
 
   // The nodes to draw: those with a line, in the view's order, then the busiest others.
   std::vector<size_t> order;
@@ -81,8 +101,7 @@ Page build_cluster_page(const cluster::ClusterView& view, const PageSeries& s,
   std::vector<std::pair<double, size_t>> rest;
   for (size_t i = 0; i < view.nodes.size(); ++i) {
     if (chosen.count(i)) continue;
-    const auto& p = used[view.nodes[i].instance];
-    rest.push_back({p.empty() ? 0 : p.rbegin()->second, i});
+    rest.push_back({used.last(view.nodes[i].instance), i});
   }
   std::sort(rest.begin(), rest.end(), [](const auto& a, const auto& b) {
     return a.first != b.first ? a.first > b.first : a.second < b.second;
@@ -102,10 +121,8 @@ Page build_cluster_page(const cluster::ClusterView& view, const PageSeries& s,
     chart.gpu = chart_index++;
     chart.title = node.name == node.instance ? node.name : node.name + " (" + node.instance + ")";
     chart.gap = std::chrono::milliseconds(static_cast<long long>(step * 2500));
-    const auto& u = used[node.instance];
-    const auto& g = ghost[node.instance];
-    const auto& un = unattributed[node.instance];
-    const auto& t = total[node.instance];
+    const Points u = used.points(node.instance), g = ghost.points(node.instance),
+                 un = unattributed.points(node.instance), t = total.points(node.instance);
     if (!t.empty()) chart.total_bytes = clamp_bytes(t.rbegin()->second);
     Band in_use{BandKind::Other, "in-use", "in use by listed processes", {}};
     Band ghost_band{BandKind::Ghost, "ghost", "ghost", {}};

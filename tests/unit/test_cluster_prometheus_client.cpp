@@ -142,8 +142,72 @@ TEST(PrometheusClient, PrometheusErrorsInJsonAreHandedToTheParser) {
   });
   PrometheusClient client(server.target(), {}, 5s);
   auto a = client.query("up", 1);
+  ASSERT_FALSE(a);
+  EXPECT_NE(a.error().message.find("Prometheus refused the query (bad_data): parse error"),
+            std::string::npos)
+      << a.error().message;
+}
+
+// A body sent in pieces of every size is read whole, as it streams in.
+TEST(PrometheusClient, AnAnswerIsReadAsItStreamsIn) {
+  const size_t n = 20'000;
+  OneShotServer server([&](int fd, const std::string&) {
+    send_text(fd, "HTTP/1.0 200 OK\r\n\r\n");
+    std::string body = R"({"status":"success","data":{"resultType":"vector","result":[)";
+    for (size_t i = 0; i < n; ++i)
+      body += std::string(i ? "," : "") + R"({"metric":{"instance":"node-)" + std::to_string(i) +
+              R"("},"value":[1800000000,")" + std::to_string(i) + R"("]})";
+    body += "]}}";
+    for (size_t at = 0, piece = 1; at < body.size(); at += piece, piece = piece % 8191 + 7)
+      send_text(fd, body.substr(at, piece));
+  });
+  PrometheusClient client(server.target(), {}, 30s);
+  auto a = client.query("up", 1);
   ASSERT_TRUE(a) << a.error().message;
-  EXPECT_NE(a->find("bad_data"), std::string::npos);
+  ASSERT_EQ(a->series.size(), n);
+  EXPECT_EQ(a->series[n - 1].labels.at("instance"), "node-" + std::to_string(n - 1));
+  EXPECT_EQ(a->series[n - 1].value, static_cast<double>(n - 1));
+}
+
+// A hostile answer of 64 MiB, within the bound on bytes: refused at the first series past a
+// limit, with the limit named, and the rest of it never read.
+TEST(PrometheusClient, AHostile64MiBAnswerIsRefusedEarlyWithTheLimitNamed) {
+  struct Case {
+    std::string series;  // one series, repeated
+    std::string refusal;
+  };
+  std::string labels;
+  for (int i = 0; i < 64; ++i)
+    labels += std::string(i ? "," : "") + "\"l" + std::to_string(i) + "\":\"\"";
+  const Case cases[] = {{R"({"metric":{"i":"1"},"value":[1,"1"]},)", "more than 500000 series"},
+                        {R"({"metric":{)" + labels + R"(},"value":[1,"1"]},)",
+                         "would take more than 128 MiB to hold"}};
+  for (const auto& c : cases) {
+    const size_t total = size_t{64} << 20;
+    std::atomic<size_t> sent_in_all{0};
+    {
+      OneShotServer server([&](int fd, const std::string&) {
+        send_text(fd, "HTTP/1.1 200 OK\r\nContent-Length: " + std::to_string(total) + "\r\n\r\n");
+        std::string head = R"({"status":"success","data":{"resultType":"vector","result":[)";
+        std::string block;
+        while (block.size() < (size_t{1} << 20)) block += c.series;
+        size_t sent = head.size();
+        send_text(fd, head);
+        while (sent + block.size() <= total) {
+          if (::send(fd, block.data(), block.size(), MSG_NOSIGNAL) <= 0) return;
+          sent += block.size();
+          sent_in_all = sent;
+        }
+        send_text(fd, std::string(total - sent, ' '));
+      });
+      PrometheusClient client(server.target(), {}, 60s);
+      auto a = client.query("up", 1);
+      ASSERT_FALSE(a);
+      EXPECT_NE(a.error().message.find(c.refusal), std::string::npos) << a.error().message;
+    }
+    // The client stopped reading at the refusal: the rest could not be sent.
+    EXPECT_LT(sent_in_all.load(), size_t{48} << 20);
+  }
 }
 
 }  // namespace

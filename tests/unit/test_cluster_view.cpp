@@ -167,6 +167,26 @@ TEST(ClusterView, AMistypedNodeOrJobIsAnErrorNeverNothingToShow) {
   EXPECT_NE(j->message.find("\"typo\""), std::string::npos) << j->text();
 }
 
+// Prometheus's sums stand for a node's GPUs in the healthy summary; a node with something to
+// say is left out of it, sums or not.
+TEST(ClusterView, HealthyNodesAreSummedFromPrometheusTotals) {
+  auto sum = [](const std::string& instance, const std::string& of, double v) {
+    return S{{{"instance", instance}, {"sum", of}}, v};
+  };
+  auto facts = join({three_and_down(),
+                     {sum("node-a:9842", "gpus", 8), sum("node-a:9842", "used", 40 * GiB),
+                      sum("node-a:9842", "total", 640 * GiB), sum("node-b:9842", "gpus", 8),
+                      sum("node-b:9842", "used", 99 * GiB), sum("node-b:9842", "total", 640 * GiB),
+                      sum("node-a:9842", "bogus", 1)}});
+  auto v = view_of(facts);
+  EXPECT_EQ(v.healthy.nodes, 1u);
+  EXPECT_EQ(v.healthy.gpus, 8u);
+  EXPECT_EQ(v.healthy.used, static_cast<uint64_t>(40 * GiB));
+  EXPECT_EQ(v.healthy.total, static_cast<uint64_t>(640 * GiB));
+  EXPECT_EQ(v.lines.size(), 3u);
+  EXPECT_EQ(v.skipped_series, 1u);
+}
+
 TEST(ClusterView, StaleMissingAndDriverDownNodes) {
   auto facts = join({node("node-a:9842", GiB), node("node-e:9842", GiB)});
   for (auto& s : facts)
@@ -271,8 +291,14 @@ TEST(PromAnswer, MalformedAndErrorAnswersAreErrorsNeverCrashes) {
 TEST(PromAnswer, DeepNestingHugeAnswersAndLongLabelsAreRefused) {
   std::string deep(1'000'000, '[');
   EXPECT_FALSE(parse_vector_answer(deep));
-  EXPECT_EQ(json_depth(deep, 17), 17u);
-  EXPECT_EQ(json_depth(R"({"a":"[[[[[[","b":[1]})", 100), 2u);
+  std::string deep_inside =
+      R"({"status":"success","data":{"resultType":"vector","x":)" + std::string(1'000, '[');
+  auto d = parse_vector_answer(deep_inside);
+  ASSERT_FALSE(d);
+  EXPECT_NE(d.error().message.find("deeper than 16"), std::string::npos) << d.error().message;
+  // Brackets inside strings are no nesting.
+  EXPECT_TRUE(parse_vector_answer(
+      R"({"status":"success","data":{"resultType":"vector","result":[{"metric":{"a":"[[[[[[[[[[[[[[[[[[["},"value":[1,"1"]}]}})"));
   AnswerLimits small;
   small.max_series = 2;
   auto three = vector_answer(node("n:1", GiB)).substr(0);
@@ -315,9 +341,42 @@ TEST(PrometheusUrl, CredentialsInTheUrlAreRefusedAndPrefixesKept) {
 }
 
 TEST(ClusterQueries, JobIsQuotedForPromQL) {
-  EXPECT_NE(facts_query("a\"b").find("job=\"a\\\"b\""), std::string::npos);
+  std::vector<std::string> all{targets_query("a\"b"), problems_query("a\"b"),
+                               unattributed_query("a\"b", {}), gpu_memory_query("a\"b", {"x"})};
+  for (const auto& q : totals_queries("a\"b", {1, 3})) all.push_back(q);
+  for (const auto& q : all) EXPECT_NE(q.find("job=\"a\\\"b\""), std::string::npos) << q;
+  for (const auto& q : totals_queries("gpureap", {1, 3}))
+    EXPECT_NE(q.find("gpu=~\"1|3\""), std::string::npos) << q;
+  for (const auto& q : totals_queries("gpureap", {}))
+    EXPECT_EQ(q.find("gpu=~"), std::string::npos) << q;
+  EXPECT_NE(unattributed_query("gpureap", {}).find(" > 1073741824"), std::string::npos);
+  // Instances are matched literally, whatever they hold.
+  EXPECT_NE(gpu_memory_query("gpureap", {"node-a.lab:9842", "x|y\""})
+                .find(R"(instance=~"node-a\\.lab:9842|x\\|y\"")"),
+            std::string::npos)
+      << gpu_memory_query("gpureap", {"node-a.lab:9842", "x|y\""});
   EXPECT_EQ(missing_query("gpureap"),
             "max_over_time(up{job=\"gpureap\"}[1h]) unless on(instance) up{job=\"gpureap\"}");
+}
+
+// The nodes whose GPUs are asked one by one: a problem, unattributed memory, or a daemon too
+// old to export its sample time; never the healthy ones.
+TEST(ClusterQueries, OnlyTheNodesWithSomethingToSayAreAskedForEveryGpu) {
+  auto parse = [](const std::vector<S>& series) {
+    return *parse_vector_answer(vector_answer(series));
+  };
+  std::vector<S> targets;
+  for (const char* n : {"node-a:9842", "node-b:9842", "node-c:9842", "node-old:9842"}) {
+    targets.push_back({at("up", n), 1});
+    targets.push_back({at("gpureap_up", n), 1});
+    if (std::string(n) != "node-old:9842")
+      targets.push_back({at("gpureap_sample_timestamp_seconds", n), kNow});
+  }
+  auto asked = ask_gpus_of(
+      parse(targets), parse({problem("node-b:9842", "ghost", 4242, GiB)}),
+      parse(
+          {{at("gpureap_gpu_memory_unattributed_bytes", "node-c:9842", {{"gpu", "3"}}), 5 * GiB}}));
+  EXPECT_EQ(asked, (std::vector<std::string>{"node-b:9842", "node-c:9842", "node-old:9842"}));
 }
 
 }  // namespace
