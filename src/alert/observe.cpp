@@ -57,8 +57,26 @@ void memory_ratio(const Rule& rule, const core::Gpu& g, const std::string& host,
                         percent(rule.ratio_above));
 }
 
-void ghost_memory(const Rule& rule, const core::Snapshot& s, const core::Gpu& g,
+// Doctor's remedy for the gone PIDs' memory on GPU `gpu`, from its findings: the first step of
+// each ("gpureap kill 4242", the reset of a leak), never a command composed here.
+std::string ghost_remedies(const std::vector<doctor::Finding>& findings, unsigned gpu) {
+  std::vector<std::string> steps;
+  for (const auto& f : findings) {
+    bool ghost =
+        f.has(doctor::FindingCode::NoSuchProcess) || f.has(doctor::FindingCode::LeakedMemory);
+    if (!ghost || f.remedy.empty() || std::find(f.gpus.begin(), f.gpus.end(), gpu) == f.gpus.end())
+      continue;
+    auto line = "`" + f.remedy.front().line() + "`";
+    if (std::find(steps.begin(), steps.end(), line) == steps.end()) steps.push_back(line);
+  }
+  if (steps.empty()) return fmt::format("`gpureap doctor --gpu {}` names what frees it.", gpu);
+  return fmt::format("`gpureap doctor --gpu {}` explains; its remedies: {}.", gpu,
+                     fmt::join(steps, "; "));
+}
+
+void ghost_memory(const Rule& rule, const sample::Sample& sample, const core::Gpu& g,
                   const std::string& host, Observation& o) {
+  const core::Snapshot& s = *sample.snapshot;
   // Without trustworthy process lists nobody can say what is a ghost's.
   if (g.error || g.processes_error) {
     o.holds = Holds::Unknown;
@@ -72,9 +90,9 @@ void ghost_memory(const Rule& rule, const core::Snapshot& s, const core::Gpu& g,
       o.holds == Holds::Yes
           ? fmt::format(
                 "{} on {} has {} listed for gone processes or kept alive by the processes "
-                "that inherited their device files, above the rule's {}. `gpureap doctor` "
-                "names who keeps it; `gpureap kill --ghosts` frees it.",
-                gpu_name(g), host, text::human_bytes(ghost), text::human_bytes(rule.bytes_above))
+                "that inherited their device files, above the rule's {}. {}",
+                gpu_name(g), host, text::human_bytes(ghost), text::human_bytes(rule.bytes_above),
+                ghost_remedies(sample.findings, g.index))
           : fmt::format("{} on {} has {} held for gone processes, no longer above {}.", gpu_name(g),
                         host, text::human_bytes(ghost), text::human_bytes(rule.bytes_above));
 }
@@ -117,7 +135,7 @@ Observations memory(const Rule& rule, const sample::Sample& sample, const std::s
         memory_ratio(rule, g, host, o);
         break;
       case Condition::GhostMemory:
-        ghost_memory(rule, snap, g, host, o);
+        ghost_memory(rule, sample, g, host, o);
         break;
       case Condition::UnattributedMemory:
         unattributed_memory(rule, snap, g, host, o);

@@ -1,5 +1,6 @@
 #include "cluster/cluster_text.h"
 
+#include <algorithm>
 #include <chrono>
 
 #include "output/table.h"
@@ -124,6 +125,12 @@ std::string render_text(const ClusterView& view, const output::Style& style,
                      {command.empty() ? line.command_note : "run: " + command, output::Color::Dim});
     }
     out += table.render(style, width);
+    // Said once, so no one reads the pointer as the view not knowing the problems it names.
+    if (std::any_of(view.lines.begin(), view.lines.end(),
+                    [](const Line& l) { return l.gpu && !l.command.empty(); }))
+      out +=
+          "Doctor on the node names each problem's remedy: it needs the node's process tree, "
+          "which Prometheus does not hold.\n";
   }
   const auto& h = view.healthy;
   if (h.nodes > 0) {

@@ -8,7 +8,6 @@
 #include <tuple>
 
 namespace gpureap::cluster {
-namespace {}  // namespace
 
 std::string promql_string(const std::string& s) {
   std::string out = "\"";
@@ -387,24 +386,12 @@ class Builder {
     if (!f.pods.empty() && line.processes.empty()) return true;
     line.at_stake = stake;
 
-    std::vector<std::string> words{"gpureap"};
-    std::vector<std::string> pids;
-    bool leaked = false;
-    for (const auto& p : line.processes) {
-      if (p.problem == "ghost" || p.problem == "stopped") pids.push_back(std::to_string(p.pid));
-      leaked = leaked || p.problem == "leaked";
-    }
-    if (!pids.empty()) {
-      words.push_back("kill");
-      words.insert(words.end(), pids.begin(), pids.end());
-    } else if (line.ghost_unnamed && f.pods.empty()) {
-      words.insert(words.end(), {"kill", "--ghosts", "--gpu", std::to_string(g.index)});
-    } else if (leaked) {
-      words.insert(words.end(), {"reset", "--gpu", std::to_string(g.index)});
-    } else {
-      words.insert(words.end(), {"doctor", "--gpu", std::to_string(g.index)});
-    }
-    line.command = on_node(n, words, line.command_note);
+    // Doctor on the node, never a kill or reset composed here: the remedy depends on what only
+    // the node sees (which keeper runs a job of its own, a server that runs a gone client's work,
+    // a paused job that blocks a reset, the vendor's reset, an Xid no reset recovers), so a
+    // command built from these series could contradict doctor, or sweep a paused job in.
+    line.command =
+        on_node(n, {"gpureap", "doctor", "--gpu", std::to_string(g.index)}, line.command_note);
     view_.lines.push_back(std::move(line));
     return true;
   }

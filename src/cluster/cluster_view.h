@@ -78,7 +78,10 @@ struct Node {
   std::vector<XidSeen> unplaced_xids;  // on a GPU no backend reports
 };
 
-// One line of the view: a node, or one GPU of it, with something to say.
+// One line of the view: a node, or one GPU of it, with something to say. A GPU's command is
+// `gpureap doctor --gpu N` on its node: doctor's remedies need the node's process tree, which
+// these series do not carry (a keeper that runs a job of its own, a paused job that blocks a
+// reset, the vendor's reset), so the view names no kill or reset of its own.
 struct Line {
   size_t node = 0;                        // into ClusterView::nodes
   std::optional<unsigned> gpu;            // none: the whole node

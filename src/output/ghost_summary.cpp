@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <set>
 
+#include "doctor/reset_guard.h"
+#include "doctor/reset_remedy.h"
 #include "text/byte_format.h"
 
 namespace gpureap::output {
@@ -61,7 +63,9 @@ std::vector<GhostNotice> ghost_notices(const core::Snapshot& shown) {
           "process holds {}.",
           text::human_bytes(leaked.bytes), g.index, leaked.gone.size() == 1 ? "" : "s",
           pids_text(leaked.gone), leaked.gone.size() == 1 ? "it" : "them");
-      leaked.command = fmt::format("gpureap reset --gpu {}", g.index);
+      // Doctor's reset remedy, from its code: the vendor's reset (or "reboot"), and what blocks it.
+      leaked.command = doctor::reset_command(s, g.index);
+      leaked.blocked = doctor::paused_reset_note(s, g.index).value_or("");
       out.push_back(std::move(leaked));
     }
     if (!served.gone.empty()) {

@@ -27,6 +27,9 @@ struct GhostNotice {
   size_t keepers = 0;       // Kept: live processes that keep them
   std::string headline;     // "8.0 GiB on GPU 0 is held by ghosts (1 process keeps it alive)."
   std::string command;      // the command that really helps, e.g. "gpureap kill 4242"
+  // Leaked: why the reset would be refused now, as doctor says it ("reset is blocked by paused
+  // PID 300; resume or end it first"); empty when nothing doctor names blocks it.
+  std::string blocked;
   // Served: the servers that keep them.
   std::vector<pid_t> servers;
 };

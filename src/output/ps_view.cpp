@@ -285,7 +285,8 @@ std::string render_summary(const core::Snapshot& s, const Style& style, std::opt
         advice = "`gpureap doctor` explains; `" + n.command + "` frees it.";
         break;
       case GhostCase::Leaked:
-        advice = "Only a GPU reset (or a reboot) frees it: `" + n.command + "`.";
+        advice = "Only a GPU reset (or a reboot) frees it: `" + n.command + "`" +
+                 (n.blocked.empty() ? "." : " (" + n.blocked + ").");
         break;
       case GhostCase::Unknown:
         advice = "`" + n.command + "` sees every holder.";

@@ -358,7 +358,9 @@ void TopModel::compose_status(Frame& f) const {
       st.add(settings_.readonly ? "  " : "; select the ghost, k frees it  ", Role::Dim);
     } else if (n.kind == output::GhostCase::Leaked) {
       st.add(fmt::format("{} on GPU {} leaked", text::human_bytes(n.bytes), n.gpu), Role::Ghost);
-      st.add(": only a GPU reset frees it (" + n.command + ")  ", Role::Dim);
+      st.add(": only a GPU reset frees it (" + n.command +
+                 (n.blocked.empty() ? "" : "; " + n.blocked) + ")  ",
+             Role::Dim);
     } else if (n.kind == output::GhostCase::Served) {
       st.add(fmt::format("{} on GPU {} held for gone clients by server {}",
                          text::human_bytes(n.bytes), n.gpu, fmt::join(n.servers, ",")),

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # `gpureap cluster` against the real Prometheus scraping three real gpureap daemons on loopback,
 # each a node of its own (its own dev root, NVML test double scenario and `instance` label):
-# node-a is healthy, node-b has a ghost (a gone trainer kept by its worker), node-c a leak (a
-# gone PID nothing holds). The test asserts the exact lines for each node, then stops node-a's
-# daemon and asserts that node-a reads as down.
+# node-a is healthy; node-b's GPU holds a ghost (a gone trainer kept by its worker), a paused
+# job and a leak (a gone PID nothing holds); node-c has a leak alone. The test asserts the exact
+# lines for each node, that no command names the paused job, and that each command it prints is
+# what doctor, run on that node's scene, answers with findings; then it stops node-a's daemon
+# and asserts that node-a reads as down.
 #
 #   cluster_test.sh GPUREAP_BINARY FAKE_NVML_LIBRARY
 #
@@ -73,14 +75,24 @@ GONE_B=$!
 wait "$GONE_B"
 WORKER_B=$(cat "$WORK/worker.pid")
 PIDS+=("$WORKER_B")
+# node-b's paused job: it holds the GPU file itself (its own open), stopped once it runs sleep.
+sleep 600 <"$WORK/node-b/dev/nvidia0" &
+PAUSED_B=$!
+PIDS+=("$PAUSED_B")
+runs_sleep() { [ "$(cat "/proc/$PAUSED_B/comm" 2>/dev/null)" = sleep ]; }
+wait_for 10 runs_sleep || fail "the paused job did not start"
+kill -STOP "$PAUSED_B"
+LEAK_B=$(gone_pid)
+ME=$(id -un)
 GONE_C=$(gone_pid)
 gpu() { # NAME USED_GIB PROCESSES_JSON
   printf '{"gpus": [{"name": "NVIDIA H200", "uuid": "GPU-%s", "minor": 0, "total_bytes": %d,
             "driver_held_bytes": 0, "processes": [%s]}]}\n' "$1" $((80 * GiB)) "$3"
 }
 gpu node-a 4 "{\"pid\": $JOB_A, \"used_bytes\": $((4 * GiB))}" >"$WORK/node-a/scenario.json"
-gpu node-b 8 "{\"pid\": $GONE_B, \"used_bytes\": $((8 * GiB)), \"holders\": [$WORKER_B]}" \
-  >"$WORK/node-b/scenario.json"
+gpu node-b 11 "{\"pid\": $GONE_B, \"used_bytes\": $((8 * GiB)), \"holders\": [$WORKER_B]},
+  {\"pid\": $PAUSED_B, \"used_bytes\": $((1 * GiB))},
+  {\"pid\": $LEAK_B, \"used_bytes\": $((2 * GiB)), \"leaked\": true}" >"$WORK/node-b/scenario.json"
 gpu node-c 2 "{\"pid\": $GONE_C, \"used_bytes\": $((2 * GiB)), \"leaked\": true}" \
   >"$WORK/node-c/scenario.json"
 
@@ -149,12 +161,44 @@ expect_view() {
   echo "ok: gpureap cluster ${*:2}"
 }
 
+NODE_B="node-b  0    11 GiB    ghost PID $GONE_B: 8.0 GiB kept by $WORKER_B; leaked PID $LEAK_B: 2.0 GiB, nothing holds it; stopped PID $PAUSED_B (sleep, $ME): 1.0 GiB
+        run: ssh -t node-b sudo gpureap doctor --gpu 0"
+NODE_C="node-c  0    2.0 GiB   leaked PID $GONE_C: 2.0 GiB, nothing holds it
+        run: ssh -t node-c sudo gpureap doctor --gpu 0"
+DOCTOR_NOTE="Doctor on the node names each problem's remedy: it needs the node's process tree, which Prometheus does not hold."
 expect_view "NODE    GPU  AT STAKE  PROBLEM
-node-b  0    8.0 GiB   ghost PID $GONE_B: 8.0 GiB kept by $WORKER_B
-        run: ssh -t node-b sudo gpureap kill $GONE_B
-node-c  0    2.0 GiB   leaked PID $GONE_C: 2.0 GiB, nothing holds it
-        run: ssh -t node-c sudo gpureap reset --gpu 0
+$NODE_B
+$NODE_C
+$DOCTOR_NOTE
 1 node healthy: 1 GPU, 4.0 GiB of 80 GiB used."
+
+# Each command the view prints is doctor on that node: run it on the node's scene (as the node's
+# own root would), and doctor finds the problems and names each remedy, the paused job's a
+# person's choice. No command names the paused job.
+! grep "run:" <<<"$LAST" | grep -qw "$PAUSED_B" || fail "a command names the paused job: $LAST"
+doctor_on() { # NODE GPUREAP_ARGS...: the arguments the view's command gives gpureap, on NODE
+  FAKE_NVML_SCENARIO="$WORK/$1/scenario.json" GPUREAP_NVML_LIBRARY="$FAKE_NVML" \
+    "$GPUREAP" "${@:2}" --no-daemon --dev-root "$WORK/$1/dev" --settle 0s --no-color 2>&1
+}
+while read -r node words; do
+  read -ra args <<<"$words"
+  [ "${args[0]}" = gpureap ] && [ "${args[1]}" = doctor ] || fail "$node's command is no doctor: $words"
+  out=$(doctor_on "$node" "${args[@]:1}")
+  status=$?
+  [ "$status" -eq 2 ] || fail "doctor on $node exited $status, yet the view names problems: $out"
+  echo "ok: $node's command is doctor, which finds what the view names"
+done < <(sed -n 's/^ *run: ssh -t \([^ ]*\) sudo \(.*\)$/\1 \2/p' <<<"$LAST")
+doctor_b=$(doctor_on node-b doctor --gpu 0)
+for want in "gpureap kill $GONE_B" "kill -CONT $PAUSED_B" \
+  "reset is blocked by paused PID $PAUSED_B; resume or end it first"; do
+  grep -qF -- "$want" <<<"$doctor_b" || fail "doctor on node-b does not say $want: $doctor_b"
+done
+# The plan doctor --fix shows (not on a terminal, it signals nothing) ends the ghost's worker and
+# leaves the paused job alone.
+plan_b=$(doctor_on node-b doctor --gpu 0 --fix | sed -n '/^Fixing:/,$p')
+grep -qw "$WORKER_B" <<<"$plan_b" || fail "doctor --fix does not plan the ghost's worker: $plan_b"
+! grep -qw "$PAUSED_B" <<<"$plan_b" || fail "doctor --fix plans the paused job: $plan_b"
+echo "ok: doctor on node-b ends the ghost, asks about the paused job, then resets for the leak"
 
 # The exit status says whether there is something to see.
 cluster >/dev/null
@@ -172,12 +216,12 @@ done
 echo "ok: an unknown node or job is an error"
 
 expect_view "NODE    GPU  AT STAKE  PROBLEM
-node-c  0    2.0 GiB   leaked PID $GONE_C: 2.0 GiB, nothing holds it
-        run: ssh -t node-c sudo gpureap reset --gpu 0" --node node-c
+$NODE_C
+$DOCTOR_NOTE" --node node-c
 
 # The same view for scripts.
 json=$(cluster --json)
-for want in '"schema": "gpureap.cluster/v1"' "\"command\": \"ssh -t node-b sudo gpureap kill $GONE_B\"" \
+for want in '"schema": "gpureap.cluster/v1"' "\"command\": \"ssh -t node-b sudo gpureap doctor --gpu 0\"" \
   "\"keepers\": [" "\"state\": null"; do
   grep -qF "$want" <<<"$json" || fail "gpureap cluster --json lacks $want: $json"
 done
@@ -188,7 +232,7 @@ echo "ok: gpureap cluster --json"
 "$GPUREAP" report --prometheus "http://127.0.0.1:$PPORT" --since 10m -o "$WORK/cluster.html" \
   2>"$WORK/report.err" || fail "gpureap report --prometheus failed: $(cat "$WORK/report.err")"
 for want in "<h2>node-a</h2>" "<h2>node-b</h2>" "<h2>node-c</h2>" "<svg" \
-  "node-b, GPU 0: ghost PID $GONE_B: 8.0 GiB kept by $WORKER_B. Run: ssh -t node-b sudo gpureap kill $GONE_B" \
+  "node-b, GPU 0: ghost PID $GONE_B: 8.0 GiB kept by $WORKER_B; leaked PID $LEAK_B: 2.0 GiB, nothing holds it; stopped PID $PAUSED_B (sleep, $ME): 1.0 GiB. Run: ssh -t node-b sudo gpureap doctor --gpu 0" \
   "1 node healthy now"; do
   grep -qF -- "$want" "$WORK/cluster.html" || fail "the cluster page lacks $want"
 done
@@ -199,12 +243,11 @@ echo "ok: gpureap report --prometheus"
 kill -TERM "${DAEMON[node-a]}"
 wait "${DAEMON[node-a]}" 2>/dev/null
 expect_view "NODE    GPU  AT STAKE  PROBLEM
-node-b  0    8.0 GiB   ghost PID $GONE_B: 8.0 GiB kept by $WORKER_B
-        run: ssh -t node-b sudo gpureap kill $GONE_B
-node-c  0    2.0 GiB   leaked PID $GONE_C: 2.0 GiB, nothing holds it
-        run: ssh -t node-c sudo gpureap reset --gpu 0
+$NODE_B
+$NODE_C
 node-a  -    -         down: Prometheus cannot scrape its daemon (up == 0)
-        run: ssh -t node-a systemctl status gpureap"
+        run: ssh -t node-a systemctl status gpureap
+$DOCTOR_NOTE"
 
 # Nothing answers: an error that says where, exit 2.
 out=$("$GPUREAP" cluster --prometheus "http://127.0.0.1:1" --timeout 2s 2>&1)

@@ -2,6 +2,7 @@
 
 #include "alert/evaluator.h"
 #include "alert_samples.h"
+#include "doctor/diagnose.h"
 
 namespace gpureap::alert {
 namespace {
@@ -168,13 +169,22 @@ TEST(AlertEvaluator, GhostMemoryOfAGonePid) {
   r.bytes_above = 1 * GiB;
   Evaluator e = with({r});
   using testing::listed;
-  // PID 4242 is listed with 8 GiB and is not in /proc.
-  auto fired =
-      alerts(e.evaluate(sample_at(0s, {testing::gpu(0, 0, 8 * GiB, {listed(4242, 8 * GiB)})})));
+  // PID 4242 is listed with 8 GiB and is not in /proc; the daemon's doctor ran on the sample.
+  auto sample = sample_at(0s, {testing::gpu(0, 0, 8 * GiB, {listed(4242, 8 * GiB)})});
+  sample.findings = doctor::diagnose({*sample.snapshot, *sample.snapshot});
+  const doctor::Finding* gone = nullptr;
+  for (const auto& f : sample.findings)
+    if (f.gpus == std::vector<unsigned>{0} && !f.remedy.empty()) gone = &f;
+  ASSERT_NE(gone, nullptr);
+  auto fired = alerts(e.evaluate(sample));
   ASSERT_EQ(fired.size(), 1u);
   EXPECT_EQ(fired[0].annotations.at("summary"), "GPU 0: 8.0 GiB held for processes that are gone");
-  EXPECT_NE(fired[0].annotations.at("description").find("gpureap kill --ghosts"),
-            std::string::npos);
+  // Doctor's remedy for it, in doctor's words; never a command of the alert's own.
+  const auto& description = fired[0].annotations.at("description");
+  EXPECT_NE(description.find("`" + gone->remedy.front().line() + "`"), std::string::npos)
+      << description;
+  EXPECT_NE(description.find("`gpureap doctor --gpu 0`"), std::string::npos) << description;
+  EXPECT_EQ(description.find("kill --ghosts"), std::string::npos) << description;
   auto resolved = alerts(e.evaluate(sample_at(1s, {testing::gpu(0, 0, 0, {})})));
   ASSERT_EQ(resolved.size(), 1u);
   EXPECT_TRUE(resolved[0].resolved());

@@ -100,12 +100,52 @@ TEST(ClusterView, LinesRankedByMemoryAtStakeEachWithItsCommand) {
   EXPECT_EQ(text_of(v),
             "NODE    GPU  AT STAKE  PROBLEM\n"
             "node-b  0    8.0 GiB   ghost PID 4242 (python): 8.0 GiB kept by 4250\n"
-            "        run: ssh -t node-b sudo gpureap kill 4242\n"
+            "        run: ssh -t node-b sudo gpureap doctor --gpu 0\n"
             "node-c  0    2.0 GiB   leaked PID 5002 (python, alice): 2.0 GiB, nothing holds it\n"
-            "        run: ssh -t node-c sudo gpureap reset --gpu 0\n"
+            "        run: ssh -t node-c sudo gpureap doctor --gpu 0\n"
             "node-d  -    -         down: Prometheus cannot scrape its daemon (up == 0)\n"
             "        run: ssh -t node-d systemctl status gpureap\n"
+            "Doctor on the node names each problem's remedy: it needs the node's process tree, "
+            "which Prometheus does not hold.\n"
             "1 node healthy: 1 GPU, 5.0 GiB of 80 GiB used.\n");
+}
+
+// The scene doctor answers with three remedies in an order (end the ghost's keeper; resume or
+// end the paused job, a person's choice; then reset for the leak, which the paused job blocks):
+// the view names all three problems and sends the user to doctor, never a kill of its own.
+TEST(ClusterView, AGhostAPausedJobAndALeakOnOneGpuGetDoctorNeverAKill) {
+  auto facts = join({node("node-b:9842", 13 * GiB, 10 * GiB),
+                     {problem("node-b:9842", "ghost", 4242, 8 * GiB, "4250"),
+                      problem("node-b:9842", "stopped", 6001, 1 * GiB),
+                      problem("node-b:9842", "leaked", 5002, 2 * GiB)}});
+  auto v = view_of(facts);
+  EXPECT_EQ(text_of(v),
+            "NODE    GPU  AT STAKE  PROBLEM\n"
+            "node-b  0    11 GiB    ghost PID 4242 (python): 8.0 GiB kept by 4250; leaked PID 5002 "
+            "(python, alice): 2.0 GiB, nothing holds it; stopped PID 6001 (python, alice): 1.0 "
+            "GiB\n"
+            "        run: ssh -t node-b sudo gpureap doctor --gpu 0\n"
+            "Doctor on the node names each problem's remedy: it needs the node's process tree, "
+            "which Prometheus does not hold.\n");
+  ASSERT_EQ(v.lines.size(), 1u);
+  // No command anywhere (text, JSON, the page) names the paused job, or any PID.
+  auto j = to_json(v, "http://prom:9090", ViewSettings{});
+  EXPECT_EQ(j["lines"][0]["argv"],
+            json::array({"ssh", "-t", "node-b", "sudo", "gpureap", "doctor", "--gpu", "0"}));
+  for (const auto& w : v.lines[0].command) {
+    EXPECT_EQ(w.find("6001"), std::string::npos) << w;
+    EXPECT_NE(w, "kill");
+    EXPECT_NE(w, "reset");
+  }
+  // --pod narrows to the paused job's pod: still doctor, still no PID.
+  for (auto& x : facts)
+    if (x.labels["pid"] == "6001") {
+      x.labels["pod_namespace"] = "ml";
+      x.labels["pod_name"] = "eval-0";
+    }
+  auto pod = view_of(facts, {}, Filters{{}, {}, {"ml/eval-0"}});
+  ASSERT_EQ(pod.lines.size(), 1u);
+  EXPECT_EQ(command_text(pod.lines[0]), "ssh -t node-b sudo gpureap doctor --gpu 0");
 }
 
 TEST(ClusterView, JsonCarriesTheSameLinesExactly) {
@@ -117,7 +157,7 @@ TEST(ClusterView, JsonCarriesTheSameLinesExactly) {
   EXPECT_EQ(j["lines"][0]["at_stake_bytes"], 8 * 1073741824ull);
   EXPECT_EQ(j["lines"][0]["processes"][0]["pid"], 4242);
   EXPECT_EQ(j["lines"][0]["processes"][0]["keepers"], json::array({4250}));
-  EXPECT_EQ(j["lines"][0]["command"], "ssh -t node-b sudo gpureap kill 4242");
+  EXPECT_EQ(j["lines"][0]["command"], "ssh -t node-b sudo gpureap doctor --gpu 0");
   EXPECT_EQ(j["lines"][2]["state"], "down");
   EXPECT_EQ(j["healthy"]["nodes"], 1);
 }
@@ -141,7 +181,7 @@ TEST(ClusterView, FiltersOnlyNarrow) {
   ASSERT_EQ(pod.lines[0].processes.size(), 1u);
   EXPECT_EQ(pod.lines[0].processes[0].pid, 4242);
   EXPECT_EQ(*pod.lines[0].at_stake, static_cast<uint64_t>(9 * GiB));
-  EXPECT_EQ(command_text(pod.lines[0]), "ssh -t node-b sudo gpureap kill 4242");
+  EXPECT_EQ(command_text(pod.lines[0]), "ssh -t node-b sudo gpureap doctor --gpu 0");
   auto none = view_of(facts, {}, Filters{{}, {}, {"other"}});
   EXPECT_TRUE(none.lines.empty());
 }
@@ -216,7 +256,7 @@ TEST(ClusterView, KubernetesNodesGetKubectlCommands) {
   auto v = view_of(facts);
   ASSERT_EQ(v.lines.size(), 1u);
   EXPECT_EQ(command_text(v.lines[0]),
-            "kubectl exec -it -n gpureap gpureap-x7k2p -- gpureap kill 4242");
+            "kubectl exec -it -n gpureap gpureap-x7k2p -- gpureap doctor --gpu 0");
   for (auto& s : facts) {
     s.labels.erase("namespace");
     s.labels.erase("pod");
@@ -225,7 +265,7 @@ TEST(ClusterView, KubernetesNodesGetKubectlCommands) {
   v = view_of(facts);
   EXPECT_EQ(command_text(v.lines[0]),
             "kubectl debug node/gpu-1 -it --profile=sysadmin --image=busybox -- chroot /host "
-            "gpureap kill 4242");
+            "gpureap doctor --gpu 0");
 }
 
 TEST(ClusterView, HostileLabelValuesAreEscapedAndNeverBecomeOptionsOrCommands) {
@@ -268,7 +308,7 @@ TEST(ClusterView, AnOlderDaemonsGhostMemoryIsShownWithoutPids) {
   EXPECT_EQ(describe(v, v.lines[0]),
             "ghost 8.0 GiB (its daemon exports no PIDs: an older gpureap); unattributed 3.0 GiB "
             "that no listed process holds");
-  EXPECT_EQ(command_text(v.lines[0]), "ssh -t old sudo gpureap kill --ghosts --gpu 0");
+  EXPECT_EQ(command_text(v.lines[0]), "ssh -t old sudo gpureap doctor --gpu 0");
 }
 
 TEST(PromAnswer, MalformedAndErrorAnswersAreErrorsNeverCrashes) {
@@ -430,7 +470,7 @@ TEST(ClusterPage, OneChartPerNodeProblemNodesFirstBandsSplitTheUsedMemory) {
   ASSERT_GE(page.notes.size(), 4u);
   EXPECT_EQ(page.notes[0],
             "node-b, GPU 0: ghost PID 4242 (python): 8.0 GiB kept by 4250. Run: ssh -t node-b "
-            "sudo gpureap kill 4242");
+            "sudo gpureap doctor --gpu 0");
   bool left_out = false;
   for (const auto& n : page.notes) left_out |= n.rfind("1 more node not drawn", 0) == 0;
   EXPECT_TRUE(left_out);

@@ -47,6 +47,19 @@ TEST(PsFooter, EachGhostCaseNamesTheCommandThatHelps) {
   EXPECT_EQ(text.find("kill --ghosts"), std::string::npos) << text;
 }
 
+TEST(PsFooter, ALeakWhoseResetAPausedJobBlocksSaysWhatDoctorSays) {
+  // Gone 999 leaked 8 GiB on GPU 0, where job 300 is stopped with its own 2 GiB: doctor's reset
+  // step says the paused job blocks it; the footer says the same, and never names a kill of it.
+  auto s = make_snapshot({proc(1, 0, 1), holder(300, 1, 300, 0, 'T')},
+                         {gpu(0, 0, 10 * GiB, {listed(999, 8 * GiB), listed(300, 2 * GiB)})});
+  auto text = render_ps(s, Style(false), {});
+  EXPECT_NE(text.find("Only a GPU reset (or a reboot) frees it: `gpureap reset --gpu 0` (reset is "
+                      "blocked by paused PID 300; resume or end it first)."),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(text.find("kill 300"), std::string::npos) << text;
+}
+
 // The display column where `what` first starts in `line`.
 size_t column_of(const std::string& line, const std::string& what) {
   size_t at = line.find(what);
