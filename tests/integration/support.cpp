@@ -1050,4 +1050,19 @@ bool binary_runnable_as_nobody() {
   return WIFEXITED(status) && WEXITSTATUS(status) == 0;
 }
 
+pid_t fork_at(pid_t want, const std::function<void()>& body) {
+  for (int attempt = 0; attempt < 200; ++attempt) {
+    std::ofstream("/proc/sys/kernel/ns_last_pid") << want - 1;
+    pid_t pid = ::fork();
+    if (pid == 0) {
+      if (::getpid() != want) ::_exit(0);
+      body();
+      ::_exit(0);
+    }
+    if (pid == want) return pid;
+    if (pid > 0) ::waitpid(pid, nullptr, 0);
+  }
+  return -1;
+}
+
 }  // namespace gpureap::testing

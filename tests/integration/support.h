@@ -398,4 +398,8 @@ namespace gpureap::testing {
 // a directory only root may enter (a clone in /root, a 0700 temporary directory).
 bool binary_runnable_as_nobody();
 
+// A child that runs `body` at PID `want` (as root, through ns_last_pid), or -1 when other
+// processes kept taking the number first. Other attempts exit at once.
+pid_t fork_at(pid_t want, const std::function<void()>& body);
+
 }  // namespace gpureap::testing

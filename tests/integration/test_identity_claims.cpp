@@ -20,23 +20,6 @@ using nlohmann::json;
 
 constexpr uid_t kNobody = 65534;
 
-// A child that runs `body` at PID `want` (as root, through ns_last_pid), or -1 when other
-// processes kept taking the number first. Other attempts exit at once.
-pid_t fork_at(pid_t want, const std::function<void()>& body) {
-  for (int attempt = 0; attempt < 200; ++attempt) {
-    std::ofstream("/proc/sys/kernel/ns_last_pid") << want - 1;
-    pid_t pid = ::fork();
-    if (pid == 0) {
-      if (::getpid() != want) ::_exit(0);
-      body();
-      ::_exit(0);
-    }
-    if (pid == want) return pid;
-    if (pid > 0) ::waitpid(pid, nullptr, 0);
-  }
-  return -1;
-}
-
 // Another user's process that blocks every signal: a signal sent to it stays pending.
 void stranger_body(const char* name) {
   ::prctl(PR_SET_NAME, name);

@@ -273,5 +273,44 @@ TEST(OneAnswer, AnotherUsersMonitorBesideALooseTrainersWorkerKeepsNothing) {
       });
 }
 
+TEST(OneAnswer, AListedPidAnotherUsersProcessHasNowIsNeitherChargedNorChosen) {
+  // A loose trainer's worker holds the GPU's file; the trainer is reaped and another user's
+  // process is handed its number. The driver still lists the number: it is a gone listing on
+  // every path, and the newcomer is never named, charged or chosen.
+  REQUIRE_DOUBLE();
+  if (::geteuid() != 0)
+    GTEST_SKIP() << "the daemon's events, ns_last_pid and another uid need root";
+  bool reused = true;
+  every_path_agrees(
+      [&](Scene& s) {
+        Ready ready;
+        const pid_t trainer = job_with_workers(s, {"nvidia0"}, 1, false, ready);
+        const pid_t worker = s.strays.pids.back();
+        ::kill(trainer, SIGKILL);
+        ::waitpid(trainer, nullptr, 0);
+        pid_t newcomer = fork_at(trainer, [] {
+          ::prctl(PR_SET_NAME, "database");
+          if (::setgid(kNobody) != 0 || ::setuid(kNobody) != 0) ::_exit(1);
+          for (;;) ::pause();
+        });
+        reused = newcomer == trainer;
+        if (reused) s.strays.pids.push_back(newcomer);
+        s.roles = {{trainer, reused ? "listed-number" : "trainer"}, {worker, "worker"}};
+        s.nvml = std::make_unique<FakeNvml>(
+            json{{"gpus",
+                  {gpu_listing(
+                      0, {{{"pid", trainer}, {"used_bytes", 8 * GiB}, {"holders", {worker}}}})}}});
+      },
+      [&](const Answer& a) {
+        EXPECT_EQ(a.chosen, std::set<std::string>{}) << a;
+        // The number is named only as the gone listing: nothing is charged to its newcomer.
+        EXPECT_EQ(a.gpus,
+                  (std::set<std::string>{"GPU 0: used 8589934592, attributed 0, ghost 8589934592, "
+                                         "leaked 8589934592, unattributed 0"}))
+            << a;
+      });
+  if (!reused) GTEST_SKIP() << "the kernel did not hand out the trainer's number again";
+}
+
 }  // namespace
 }  // namespace gpureap::testing
