@@ -19,6 +19,8 @@
 #   --browser  headless Chromium for the report page's browser test
 #   --containers  podman, runc and busybox-static for the container test, which runs a real
 #         container from a root filesystem it builds (no registry); only tests need them.
+#   --pytorch  Debian's PyTorch for the CPU (python3-torch) for the tests that run real PyTorch
+#         jobs (DataLoader workers, torch.multiprocessing ranks); only tests need it.
 set -euo pipefail
 packages=(g++ make cmake libcli11-dev libfmt-dev nlohmann-json3-dev libtomlplusplus-dev
           libcpp-httplib-dev pkgconf libncurses-dev pci.ids)
@@ -32,8 +34,9 @@ for arg in "$@"; do
     --ci) packages+=(clang libclang-rt-14-dev llvm-14 clang-format clang-tidy) ;;
     --browser) packages+=(chromium) ;;
     --containers) packages+=(podman runc busybox-static) ;;
+    --pytorch) packages+=(python3-torch) ;;
     --slurm) want_slurm=1 ;;
-    *) echo "usage: $0 [--tests] [--package] [--ci] [--browser] [--containers] [--slurm]" >&2; exit 2 ;;
+    *) echo "usage: $0 [--tests] [--package] [--ci] [--browser] [--containers] [--pytorch] [--slurm]" >&2; exit 2 ;;
   esac
 done
 missing_of() {

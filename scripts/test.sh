@@ -3,10 +3,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/build.sh --tests
-# What only some tests need: the container test's packages, the report page's browser, and the
-# Slurm test's on a best-effort basis (scripts/install-deps.sh says why). A test whose tool is
+# What only some tests need: the container test's packages, the report page's browser, PyTorch
+# for the real-PyTorch jobs, and the Slurm test's on a best-effort basis (scripts/install-deps.sh says why). A test whose tool is
 # missing skips, saying so; no test installs anything itself.
-bash scripts/install-deps.sh --containers --browser --slurm
+bash scripts/install-deps.sh --containers --browser --pytorch --slurm
 # A skip must be seen, not just counted: the run ends with each skipped test and the reason its
 # output gives (GoogleTest's line after "Skipped", a script's "SKIP" line), from ctest's log.
 console=$(mktemp)

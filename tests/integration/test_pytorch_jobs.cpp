@@ -1,0 +1,302 @@
+// Real PyTorch jobs (Debian's python3-torch, CPU): DataLoader workers and torch.multiprocessing
+// ranks as PyTorch makes them, with the stand-in device file opened where CUDA would open
+// /dev/nvidia0 and the NVML test double listing the trainer. Skips where PyTorch is missing
+// (scripts/install-deps.sh --pytorch installs it).
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/mount.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <utime.h>
+
+#include <filesystem>
+#include <set>
+
+#include "support.h"
+
+namespace gpureap::testing {
+namespace {
+
+const std::string kPython = "/usr/bin/python3";  // Debian's, where python3-torch is
+
+// Empty when PyTorch can be imported here; else why not.
+std::string why_no_pytorch() {
+  auto r = run_program_in({kPython, "-c", "import torch"}, {"PATH=/usr/bin:/bin"});
+  if (r.exit_code == 0) return "";
+  return "PyTorch is not installed (bash scripts/install-deps.sh --pytorch): " + r.err;
+}
+
+std::string pytorch_script(const std::string& name) {
+  return std::string(GPUREAP_PYTORCH_SCRIPTS) + "/" + name;
+}
+
+// A Python program started as our child, its stdout on a pipe we read line by line.
+class PythonJob {
+ public:
+  // `first` runs in the child before the exec (e.g. to enter a mount namespace).
+  PythonJob(const std::vector<std::string>& args, std::function<void()> first = {}) {
+    int fds[2];
+    if (::pipe(fds) != 0) throw std::runtime_error("pipe failed");
+    child_ = std::make_unique<Child>([&] {
+      ::setpgid(0, 0);
+      if (first) first();
+      ::dup2(fds[1], 1);
+      ::close(fds[0]);
+      std::vector<char*> argv{const_cast<char*>(kPython.c_str())};
+      for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+      argv.push_back(nullptr);
+      ::execv(kPython.c_str(), argv.data());
+      ::_exit(127);
+    });
+    ::close(fds[1]);
+    out_ = fds[0];
+  }
+  ~PythonJob() { ::close(out_); }
+  pid_t pid() const { return child_->pid(); }
+  Child& child() { return *child_; }
+  // The words after `first` on the next line that starts with it; empty on timeout or exit.
+  // Importing torch takes seconds on a loaded machine: the wait is long.
+  std::vector<long> numbers_after(const std::string& first, int ms = 120000) {
+    for (;;) {
+      auto nl = buffer_.find('\n');
+      if (nl != std::string::npos) {
+        std::istringstream line(buffer_.substr(0, nl));
+        buffer_.erase(0, nl + 1);
+        std::string word;
+        line >> word;
+        if (word != first) continue;
+        std::vector<long> out;
+        for (long n; line >> n;) out.push_back(n);
+        return out;
+      }
+      pollfd p{out_, POLLIN, 0};
+      if (::poll(&p, 1, ms) <= 0) return {};
+      char buf[512];
+      ssize_t n = ::read(out_, buf, sizeof buf);
+      if (n <= 0) return {};
+      buffer_.append(buf, static_cast<size_t>(n));
+    }
+  }
+
+ private:
+  std::unique_ptr<Child> child_;
+  int out_ = -1;
+  std::string buffer_;
+};
+
+std::string wchan_of(pid_t pid) {
+  return read_text("/proc/" + std::to_string(pid) + "/wchan");
+}
+
+// The live children of `parent`, from /proc/*/stat.
+std::vector<pid_t> children_of(pid_t parent) {
+  std::vector<pid_t> out;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+    const std::string name = entry.path().filename();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    const pid_t pid = std::stoi(name);
+    if (parent_of(pid) == parent && is_alive(pid)) out.push_back(pid);
+  }
+  return out;
+}
+
+nlohmann::json nvml_gpu(int minor, nlohmann::json processes) {
+  return {{"name", "NVIDIA H200"},
+          {"uuid", "GPU-000" + std::to_string(minor)},
+          {"minor", minor},
+          {"total_bytes", 80 * GiB},
+          {"processes", std::move(processes)}};
+}
+
+// A trainer whose DataLoader(num_workers=4) has two workers stuck in a read (their item's read
+// blocks on a pipe, as on a hung file system) and two idle, is killed with SIGKILL. PyTorch's
+// worker watchdog ends the idle ones within seconds (they check their parent every 5 s); the
+// stuck ones never check and keep the trainer's GPU file. gpureap finds the ghost and its two
+// keepers and plans exactly them: a healthy job and another user's job on the GPU are left alone.
+TEST(PytorchJobs, StuckDataLoaderWorkersKeepAKilledTrainersMemory) {
+  REQUIRE_DOUBLE();
+  if (auto why = why_no_pytorch(); !why.empty()) GTEST_SKIP() << why;
+  FakeDevRoot dev;
+  Child healthy = holding(dev, "nvidia0");
+  std::vector<pid_t> others{healthy.pid()};
+  std::unique_ptr<Child> other_user;
+  if (::geteuid() == 0) {  // another user's job on the same GPU
+    other_user = std::make_unique<Child>(Child([&] {
+      hold(dev.dev("nvidia0"));
+      if (::setgid(65534) != 0 || ::setuid(65534) != 0) ::_exit(1);
+    }));
+    ASSERT_TRUE(
+        wait_until([&] { return proc_status_field(other_user->pid(), "Uid").find("65534") == 0; }));
+    others.push_back(other_user->pid());
+  }
+  PythonJob trainer({pytorch_script("dataloader_trainer.py"), dev.dev("nvidia0")});
+  auto workers = trainer.numbers_after("workers");
+  ASSERT_EQ(workers.size(), 4u) << "the trainer did not start its workers";
+  const std::vector<pid_t> stuck{static_cast<pid_t>(workers[0]), static_cast<pid_t>(workers[1])};
+  const std::vector<pid_t> idle{static_cast<pid_t>(workers[2]), static_cast<pid_t>(workers[3])};
+  KillStrays strays{{stuck[0], stuck[1], idle[0], idle[1]}};
+  // Workers 0 and 1 got the data set's two items and read them; 2 and 3 got none.
+  for (pid_t w : stuck)
+    ASSERT_TRUE(
+        wait_until([&] { return wchan_of(w).find("pipe_read") != std::string::npos; }, 120000))
+        << w << " waits in " << wchan_of(w);
+  const pid_t ghost = trainer.pid();
+  nlohmann::json listed = {{{"pid", ghost},
+                            {"used_bytes", 8 * GiB},
+                            {"holders", {ghost, stuck[0], stuck[1], idle[0], idle[1]}}}};
+  for (pid_t p : others) listed.push_back({{"pid", p}, {"used_bytes", 2 * GiB}});
+  FakeNvml nvml(
+      nlohmann::json{{"gpus", {nvml_gpu(0, listed), nvml_gpu(1, nlohmann::json::array())}}});
+
+  trainer.child().kill_and_reap();  // SIGKILL: no Python code of the trainer runs again
+  for (pid_t w : idle) EXPECT_TRUE(wait_gone(w, 120000)) << "idle worker " << w << " stayed";
+  for (pid_t w : stuck) {
+    EXPECT_TRUE(is_alive(w)) << "stuck worker " << w << " ended";
+    EXPECT_NE(wchan_of(w).find("pipe_read"), std::string::npos) << wchan_of(w);
+  }
+
+  auto snap = run_json({"ps", "--json", "--dev-root", dev.path()}, nvml.env());
+  EXPECT_FALSE(row_of(snap, ghost).is_null()) << snap.dump(2);
+  for (pid_t w : stuck) {
+    auto row = row_of(snap, w);
+    ASSERT_FALSE(row.is_null()) << snap.dump(2);
+    EXPECT_EQ(row["pgid"], ghost);  // the trainer's group, which has no leader now
+    auto a = anomalies(row);
+    EXPECT_NE(std::find(a.begin(), a.end(), "orphan"), a.end()) << row.dump();
+  }
+  for (pid_t p : others) {
+    auto row = row_of(snap, p);
+    ASSERT_FALSE(row.is_null()) << snap.dump(2);
+    EXPECT_EQ(row["anomalies"], nlohmann::json::array()) << row.dump();
+  }
+
+  auto doctor =
+      run_gpureap({"doctor", "--json", "--dev-root", dev.path(), "--settle", "300ms"}, nvml.env());
+  EXPECT_EQ(doctor.exit_code, 2) << doctor.out << doctor.err;
+  auto d = parse_output(doctor);
+  const auto* f = finding(d, "no-such-process");
+  ASSERT_NE(f, nullptr) << d["findings"].dump(2);
+  EXPECT_EQ(sorted(pids((*f)["pids"])), sorted({ghost, stuck[0], stuck[1]})) << f->dump(2);
+  EXPECT_EQ((*f)["memory_bytes"], 8 * GiB);
+  for (pid_t p : others) EXPECT_EQ(d["findings"].dump().find(std::to_string(p)), std::string::npos);
+
+  auto plan = parse_output(run_gpureap(gpu_kill_args(dev, {"--ghosts", "--dry-run"}), nvml.env()));
+  EXPECT_EQ(planned_pids(plan), sorted(stuck)) << plan.dump(2);
+  for (pid_t w : stuck) EXPECT_TRUE(is_alive(w)) << "a dry run signalled " << w;
+}
+
+// With the "file_system" sharing strategy a DataLoader's batches travel through
+// /dev/shm/torch_<worker pid>_<random>_<counter>. PyTorch's torch_shm_manager (one per worker, in
+// a session of its own, so a process-group kill misses it) removes them when the job's processes
+// are gone; only when everything dies at once, as a cgroup kill or an OOM kill of the job does,
+// are they left. The job runs with a /dev/shm of its own (a mount namespace) that is the test's
+// dev root's shm/, where doctor looks.
+TEST(PytorchJobs, AJobKilledWholeLeavesItsDataLoaderFilesAndDoctorFindsThem) {
+  REQUIRE_DOUBLE();
+  if (auto why = why_no_pytorch(); !why.empty()) GTEST_SKIP() << why;
+  if (::geteuid() != 0) GTEST_SKIP() << "a /dev/shm of the job's own needs root";
+  FakeDevRoot dev;
+  const std::string shm = dev.file("shm");
+  ::mkdir(shm.c_str(), 01777);
+  PythonJob trainer({pytorch_script("shm_trainer.py")}, [&] {
+    if (::unshare(CLONE_NEWNS) != 0 ||
+        ::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0 ||
+        ::mount(shm.c_str(), "/dev/shm", nullptr, MS_BIND, nullptr) != 0)
+      ::_exit(126);
+  });
+  auto workers = trainer.numbers_after("workers");
+  ASSERT_EQ(workers.size(), 2u) << "the trainer did not start its workers";
+  std::vector<pid_t> job{trainer.pid()};
+  for (long w : workers) {
+    job.push_back(static_cast<pid_t>(w));
+    for (pid_t manager : children_of(static_cast<pid_t>(w))) job.push_back(manager);
+  }
+  KillStrays strays{job};
+  for (pid_t p : job) ::kill(p, SIGKILL);  // all at once, as a cgroup kill
+  trainer.child().kill_and_reap();
+  for (pid_t p : job) ASSERT_TRUE(wait_gone(p, 60000)) << p;
+  // The workers prefetch while the trainer waits: what is left is known only once all are gone.
+  std::set<std::string> files;
+  for (const auto& e : std::filesystem::directory_iterator(shm)) files.insert(e.path());
+  ASSERT_FALSE(files.empty()) << "nothing was left in " << shm;
+  for (const auto& path : files) {
+    const std::string name = std::filesystem::path(path).filename();
+    EXPECT_TRUE(name.rfind("torch_" + std::to_string(workers[0]) + "_", 0) == 0 ||
+                name.rfind("torch_" + std::to_string(workers[1]) + "_", 0) == 0)
+        << name;
+  }
+  // Doctor leaves a file alone for a minute after its last change (a job may be writing it):
+  // age them as that minute would.
+  const utimbuf old{::time(nullptr) - 600, ::time(nullptr) - 600};
+  std::set<std::string> removals;
+  for (const auto& path : files) {
+    ::utime(path.c_str(), &old);
+    removals.insert("rm " + path);
+  }
+  FakeNvml nvml(nlohmann::json{{"gpus", {nvml_gpu(0, nlohmann::json::array())}}});
+  auto d = parse_output(
+      run_gpureap({"doctor", "--json", "--dev-root", dev.path(), "--settle", "0s"}, nvml.env()));
+  const auto* f = finding(d, "ipc-residue");
+  ASSERT_NE(f, nullptr) << d["findings"].dump(2);
+  std::set<std::string> commands;
+  for (const auto& step : (*f)["steps"])
+    if (step["command"].get<std::string>().find(shm) != std::string::npos)
+      commands.insert(step["command"]);
+  EXPECT_EQ(commands, removals) << f->dump(2);
+  EXPECT_NE((*f)["evidence"].dump().find("PyTorch"), std::string::npos) << f->dump(2);
+}
+
+uint16_t unused_loopback_port() {
+  int s = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  ::bind(s, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  ::getsockname(s, reinterpret_cast<sockaddr*>(&a), &len);
+  ::close(s);
+  return ntohs(a.sin_port);
+}
+
+// A torch.multiprocessing.spawn job of 4 gloo ranks, ranks 0-2 waiting in a collective for rank
+// 3, which is killed with SIGKILL. mp.spawn's parent sees the rank's end and ends the others
+// (SIGTERM), then fails ("process 3 terminated with signal SIGKILL", exit status 1): the job
+// does not hang, and nothing of it is left for gpureap to find.
+TEST(PytorchJobs, ASpawnJobLosingARankEndsItsOtherRanks) {
+  REQUIRE_DOUBLE();
+  if (auto why = why_no_pytorch(); !why.empty()) GTEST_SKIP() << why;
+  FakeDevRoot dev;
+  PythonJob launcher(
+      {pytorch_script("spawn_job.py"), dev.dev("nvidia0"), std::to_string(unused_loopback_port())});
+  // Five processes import torch: on a busy 2-core machine that took over two minutes once.
+  std::map<long, pid_t> ranks;
+  for (int i = 0; i < 4; ++i) {
+    auto rank = launcher.numbers_after("rank", 240000);
+    ASSERT_EQ(rank.size(), 2u) << "the job did not start its 4 ranks";
+    ranks[rank[0]] = static_cast<pid_t>(rank[1]);
+  }
+  ASSERT_EQ(ranks.size(), 4u);
+  KillStrays strays{{ranks[0], ranks[1], ranks[2], ranks[3]}};
+  for (auto [rank, pid] : ranks) EXPECT_EQ(parent_of(pid), launcher.pid()) << rank;
+  // Each rank opened the device file itself: a context of its own, as CUDA makes per process.
+  FakeNvml nvml(idle_gpus());
+  auto snap = run_json({"ps", "--json", "--dev-root", dev.path()}, nvml.env());
+  for (auto [rank, pid] : ranks) EXPECT_FALSE(row_of(snap, pid).is_null()) << rank;
+
+  ::kill(ranks[3], SIGKILL);
+  for (auto [rank, pid] : ranks) EXPECT_TRUE(wait_gone(pid, 60000)) << "rank " << rank;
+  EXPECT_TRUE(wait_until([&] { return state_of(launcher.pid()) == 'Z'; }, 60000));
+  siginfo_t info{};
+  ASSERT_EQ(::waitid(P_PID, launcher.pid(), &info, WEXITED | WNOWAIT), 0);
+  EXPECT_EQ(info.si_code, CLD_EXITED);
+  EXPECT_EQ(info.si_status, 1);
+  auto after = run_json({"ps", "--json", "--dev-root", dev.path()}, nvml.env());
+  EXPECT_EQ(after["processes"], nlohmann::json::array()) << after.dump(2);
+}
+
+}  // namespace
+}  // namespace gpureap::testing
