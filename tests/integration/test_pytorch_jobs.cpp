@@ -1,7 +1,7 @@
-// Real PyTorch jobs (Debian's python3-torch, CPU): DataLoader workers and torch.multiprocessing
-// ranks as PyTorch makes them, with the stand-in device file opened where CUDA would open
-// /dev/nvidia0 and the NVML test double listing the trainer. Skips where PyTorch is missing
-// (scripts/install-deps.sh --pytorch installs it).
+// Real PyTorch jobs (Debian's python3-torch, CPU): DataLoader workers as PyTorch makes them, with
+// the stand-in device file opened where CUDA would open /dev/nvidia0 and the NVML test double
+// listing the trainer. Skips where PyTorch is missing (scripts/install-deps.sh --pytorch installs
+// it).
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -248,54 +248,6 @@ TEST(PytorchJobs, AJobKilledWholeLeavesItsDataLoaderFilesAndDoctorFindsThem) {
       commands.insert(step["command"]);
   EXPECT_EQ(commands, removals) << f->dump(2);
   EXPECT_NE((*f)["evidence"].dump().find("PyTorch"), std::string::npos) << f->dump(2);
-}
-
-uint16_t unused_loopback_port() {
-  int s = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof a;
-  ::bind(s, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  ::getsockname(s, reinterpret_cast<sockaddr*>(&a), &len);
-  ::close(s);
-  return ntohs(a.sin_port);
-}
-
-// A torch.multiprocessing.spawn job of 4 gloo ranks, ranks 0-2 waiting in a collective for rank
-// 3, which is killed with SIGKILL. mp.spawn's parent sees the rank's end and ends the others
-// (SIGTERM), then fails ("process 3 terminated with signal SIGKILL", exit status 1): the job
-// does not hang, and nothing of it is left for gpureap to find.
-TEST(PytorchJobs, ASpawnJobLosingARankEndsItsOtherRanks) {
-  REQUIRE_DOUBLE();
-  if (auto why = why_no_pytorch(); !why.empty()) GTEST_SKIP() << why;
-  FakeDevRoot dev;
-  PythonJob launcher(
-      {pytorch_script("spawn_job.py"), dev.dev("nvidia0"), std::to_string(unused_loopback_port())});
-  // Five processes import torch: on a busy 2-core machine that took over two minutes once.
-  std::map<long, pid_t> ranks;
-  for (int i = 0; i < 4; ++i) {
-    auto rank = launcher.numbers_after("rank", 240000);
-    ASSERT_EQ(rank.size(), 2u) << "the job did not start its 4 ranks";
-    ranks[rank[0]] = static_cast<pid_t>(rank[1]);
-  }
-  ASSERT_EQ(ranks.size(), 4u);
-  KillStrays strays{{ranks[0], ranks[1], ranks[2], ranks[3]}};
-  for (auto [rank, pid] : ranks) EXPECT_EQ(parent_of(pid), launcher.pid()) << rank;
-  // Each rank opened the device file itself: a context of its own, as CUDA makes per process.
-  FakeNvml nvml(idle_gpus());
-  auto snap = run_json({"ps", "--json", "--dev-root", dev.path()}, nvml.env());
-  for (auto [rank, pid] : ranks) EXPECT_FALSE(row_of(snap, pid).is_null()) << rank;
-
-  ::kill(ranks[3], SIGKILL);
-  for (auto [rank, pid] : ranks) EXPECT_TRUE(wait_gone(pid, 60000)) << "rank " << rank;
-  EXPECT_TRUE(wait_until([&] { return state_of(launcher.pid()) == 'Z'; }, 60000));
-  siginfo_t info{};
-  ASSERT_EQ(::waitid(P_PID, launcher.pid(), &info, WEXITED | WNOWAIT), 0);
-  EXPECT_EQ(info.si_code, CLD_EXITED);
-  EXPECT_EQ(info.si_status, 1);
-  auto after = run_json({"ps", "--json", "--dev-root", dev.path()}, nvml.env());
-  EXPECT_EQ(after["processes"], nlohmann::json::array()) << after.dump(2);
 }
 
 }  // namespace
