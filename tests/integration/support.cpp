@@ -1065,4 +1065,17 @@ pid_t fork_at(pid_t want, const std::function<void()>& body) {
   return -1;
 }
 
+bool cover_device_in_own_namespace(const std::string& device, const std::string& cover) {
+  if (::unshare(CLONE_NEWNS) != 0) {
+    uid_t uid = ::geteuid();
+    gid_t gid = ::getegid();
+    if (::unshare(CLONE_NEWUSER | CLONE_NEWNS) != 0) return false;
+    std::ofstream("/proc/self/setgroups") << "deny";
+    std::ofstream("/proc/self/uid_map") << "0 " << uid << " 1";
+    std::ofstream("/proc/self/gid_map") << "0 " << gid << " 1";
+  }
+  if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) return false;
+  return ::mount(device.c_str(), cover.c_str(), nullptr, MS_BIND, nullptr) == 0;
+}
+
 }  // namespace gpureap::testing

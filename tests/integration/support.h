@@ -402,4 +402,9 @@ bool binary_runnable_as_nobody();
 // processes kept taking the number first. Other attempts exit at once.
 pid_t fork_at(pid_t want, const std::function<void()>& body);
 
+// In a child: a mount namespace of its own (a user namespace too where it is not root), in
+// which `device` is bind-mounted over `cover` (a plain file of another name). False when the
+// namespace cannot be made here.
+bool cover_device_in_own_namespace(const std::string& device, const std::string& cover);
+
 }  // namespace gpureap::testing

@@ -57,22 +57,6 @@ json doctor_of(const FakeDevRoot& dev, const FakeNvml& nvml) {
 
 // ---- a. a bind mount under another name, in the holder's own mount namespace ----
 
-// In a child: a mount namespace of its own (a user namespace too where it is not root), in
-// which `device` is bind-mounted over `cover` (a plain file of another name). False when the
-// namespace cannot be made here.
-bool cover_device_in_own_namespace(const std::string& device, const std::string& cover) {
-  if (::unshare(CLONE_NEWNS) != 0) {
-    uid_t uid = ::geteuid();
-    gid_t gid = ::getegid();
-    if (::unshare(CLONE_NEWUSER | CLONE_NEWNS) != 0) return false;
-    std::ofstream("/proc/self/setgroups") << "deny";
-    std::ofstream("/proc/self/uid_map") << "0 " << uid << " 1";
-    std::ofstream("/proc/self/gid_map") << "0 " << gid << " 1";
-  }
-  if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) return false;
-  return ::mount(device.c_str(), cover.c_str(), nullptr, MS_BIND, nullptr) == 0;
-}
-
 constexpr long kNoNamespace = -1;
 
 class BindMountedHolder : public ::testing::Test {

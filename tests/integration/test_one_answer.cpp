@@ -4,12 +4,16 @@
 // in its events mode or its scan mode, and whether `kill --ghosts` plans it or a dead-job policy
 // matches it. Each scene runs through every path on a fresh machine; the answers must be equal.
 // Real processes, a stand-in dev root and the NVML test double.
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <pthread.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <fstream>
 #include <functional>
 #include <map>
 #include <set>
@@ -125,6 +129,7 @@ struct Scene {
   std::unique_ptr<FakeNvml> nvml;
   Roles roles;
   KillStrays strays;
+  std::vector<Child> children;  // killed and reaped at the end, whatever their leader's state
 };
 
 void every_path_agrees(const std::function<void(Scene&)>& build,
@@ -310,6 +315,128 @@ TEST(OneAnswer, AListedPidAnotherUsersProcessHasNowIsNeitherChargedNorChosen) {
             << a;
       });
   if (!reused) GTEST_SKIP() << "the kernel did not hand out the trainer's number again";
+}
+
+void* live_on(void*) {
+  for (;;) ::pause();
+}
+
+TEST(OneAnswer, AJobWhoseMainThreadExitedIsAliveOnEveryPath) {
+  // The job's main thread ended as pthread_exit() ends it; its other thread runs on, and so does
+  // its worker. The kernel shows the leader as a zombie: on no path is it gone, nor its worker
+  // a keeper or an orphan.
+  REQUIRE_DOUBLE();
+  if (::geteuid() != 0) GTEST_SKIP() << "the daemon's events need root";
+  every_path_agrees(
+      [](Scene& s) {
+        Ready ready;
+        s.children.emplace_back([&] {
+          ::setpgid(0, 0);
+          hold(s.dev.dev("nvidia0"));
+          if (::fork() == 0) {
+            ready.send(::getpid());
+            for (;;) ::pause();
+          }
+          pthread_t t;
+          if (::pthread_create(&t, nullptr, live_on, nullptr) != 0) ::_exit(1);
+          ::syscall(SYS_exit, 0);  // the main thread only, without the test framework's unwinding
+        });
+        const pid_t job = s.children.back().pid();
+        const auto worker = static_cast<pid_t>(ready.receive());
+        s.strays.pids = {worker};
+        EXPECT_TRUE(wait_for_state(job, 'Z'));
+        s.roles = {{job, "job"}, {worker, "worker"}};
+        s.nvml = std::make_unique<FakeNvml>(json{
+            {"gpus",
+             {gpu_listing(
+                 0, {{{"pid", job}, {"used_bytes", 12 * GiB}, {"holders", {job, worker}}}})}}});
+      },
+      [](const Answer& a) {
+        EXPECT_EQ(a.chosen, std::set<std::string>{}) << a;
+        EXPECT_EQ(a.doctor_exit, 0) << a;
+        EXPECT_EQ(a.gpus, (std::set<std::string>{"GPU 0: used 12884901888, attributed 12884901888, "
+                                                 "ghost 0, leaked 0, unattributed 0"}))
+            << a;
+      });
+}
+
+TEST(OneAnswer, AKeeperHoldingTheGpuUnderAnotherNameIsTheKeeperOnEveryPath) {
+  // A trainer bind-mounts the GPU file over a file of another name in its own mount namespace,
+  // opens it there, forks a worker and dies: matched by number, the worker keeps its context on
+  // every path, and nothing calls the memory leaked.
+  REQUIRE_DOUBLE();
+  if (::geteuid() != 0) GTEST_SKIP() << "the daemon's events need root";
+  TempDir other;
+  std::ofstream(other.file("checkpoint.bin")) << "an ordinary file in this namespace\n";
+  bool namespaces = true;
+  every_path_agrees(
+      [&](Scene& s) {
+        Ready ready;
+        pid_t trainer = ::fork();
+        if (trainer == 0) {
+          ::setpgid(0, 0);
+          if (!cover_device_in_own_namespace(s.dev.dev("nvidia0"), other.file("checkpoint.bin"))) {
+            ready.send(-1);
+            ::_exit(0);
+          }
+          ::open(other.file("checkpoint.bin").c_str(), O_RDWR);
+          if (::fork() == 0) {
+            ready.send(::getpid());
+            for (;;) ::pause();
+          }
+          for (;;) ::pause();
+        }
+        const long worker = ready.receive();
+        namespaces = worker > 0;
+        if (namespaces) s.strays.pids.push_back(static_cast<pid_t>(worker));
+        ::kill(trainer, SIGKILL);
+        ::waitpid(trainer, nullptr, 0);
+        s.roles = {{trainer, "trainer"}, {static_cast<pid_t>(worker), "worker"}};
+        s.nvml = std::make_unique<FakeNvml>(
+            json{{"gpus",
+                  {gpu_listing(
+                      0, {{{"pid", trainer}, {"used_bytes", 8 * GiB}, {"holders", {worker}}}})}}});
+      },
+      [&](const Answer& a) {
+        if (!namespaces) return;
+        EXPECT_EQ(a.chosen, std::set<std::string>{"worker"}) << a;
+        EXPECT_EQ(a.gpus, (std::set<std::string>{"GPU 0: used 8589934592, attributed 0, ghost "
+                                                 "8589934592, leaked 0, unattributed 0"}))
+            << a;
+      });
+  if (!namespaces) GTEST_SKIP() << "no mount namespace can be made here";
+}
+
+TEST(OneAnswer, AnOPathDescriptorBesideALeakHoldsNothingOnEveryPath) {
+  // A process names the GPU file with O_PATH (it opens nothing) beside a listing nothing holds:
+  // a leak on every path, and the looker is nobody's keeper and is never chosen.
+  REQUIRE_DOUBLE();
+  if (::geteuid() != 0) GTEST_SKIP() << "the daemon's events need root";
+  every_path_agrees(
+      [](Scene& s) {
+        Ready ready;
+        pid_t looker = ::fork();
+        if (looker == 0) {
+          if (::open(s.dev.dev("nvidia0").c_str(), O_PATH) < 0) ::_exit(1);
+          ready.signal();
+          for (;;) ::pause();
+        }
+        s.strays.pids.push_back(looker);
+        ready.wait();
+        const pid_t leak = gone_pid();
+        s.roles = {{looker, "looker"}, {leak, "leak"}};
+        s.nvml = std::make_unique<FakeNvml>(
+            json{{"gpus",
+                  {gpu_listing(0, {{{"pid", leak}, {"used_bytes", 2 * GiB}, {"leaked", true}}})}}});
+      },
+      [](const Answer& a) {
+        EXPECT_EQ(a.chosen, std::set<std::string>{}) << a;
+        for (const auto& f : a.findings)
+          EXPECT_EQ(f.find("looker"), std::string::npos) << "the O_PATH looker is named: " << f;
+        EXPECT_EQ(a.gpus, (std::set<std::string>{"GPU 0: used 2147483648, attributed 0, ghost "
+                                                 "2147483648, leaked 2147483648, unattributed 0"}))
+            << a;
+      });
 }
 
 }  // namespace

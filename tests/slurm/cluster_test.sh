@@ -78,8 +78,10 @@ port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 free_port() {
   local p
   for _ in $(seq 20); do
-    p=$((20000 + (RANDOM * 32768 + RANDOM) % 40000))
-    if port_free "$p"; then
+    # Below the kernel's ephemeral range (32768 and up), where other tests' client connections
+    # take their ports; never the one already chosen.
+    p=$((20000 + (RANDOM * 32768 + RANDOM) % 12000))
+    if [ "$p" != "${CTLD_PORT:-}" ] && port_free "$p"; then
       echo "$p"
       return 0
     fi
