@@ -214,13 +214,8 @@ TEST(WorkServers, DoctorGivesOneFindingAndFixesNothingForAGoneClient) {
   EXPECT_TRUE(doctor::fixable(found).empty());
 }
 
-TEST(WorkServers, AnXidOfAServerWithNoClientsCountsNone) {
-  auto sc = scene();
-  auto& listed_now = sc.reading.gpus[0].processes;
-  std::erase_if(listed_now,
-                [](const core::DriverProcess& p) { return p.pid == kClient || p.pid == kGone; });
-  auto s = joined(sc);
-  s.proc.boot_time = 1'700'000'000 - 100'000;
+// The driver's Xid 31 of the MPS server on GPU 0, ten minutes ago.
+core::KernelLog server_xid_log() {
   core::KernelGpuEvent e;
   e.vendor = "nvidia";
   e.kind = "xid";
@@ -231,6 +226,17 @@ TEST(WorkServers, AnXidOfAServerWithNoClientsCountsNone) {
   e.time = std::chrono::system_clock::time_point(std::chrono::seconds(1'700'000'000 - 600));
   core::KernelLog log;
   log.events = {e};
+  return log;
+}
+
+TEST(WorkServers, AnXidOfAServerWithNoClientsCountsNone) {
+  auto sc = scene();
+  auto& listed_now = sc.reading.gpus[0].processes;
+  std::erase_if(listed_now,
+                [](const core::DriverProcess& p) { return p.pid == kClient || p.pid == kGone; });
+  auto s = joined(sc);
+  s.proc.boot_time = 1'700'000'000 - 100'000;
+  core::KernelLog log = server_xid_log();
   doctor::DoctorInput in{s, s, {}, std::nullopt, nullptr, {}, &log};
   const doctor::Finding* xid = nullptr;
   auto found = doctor::diagnose(in);
@@ -249,17 +255,9 @@ TEST(WorkServers, AnXidOfAServerWithNoClientsCountsNone) {
 TEST(WorkServers, AnXidOfTheServerSaysItsClientsWorkFailsWithTheLogAsEvidence) {
   auto s = joined(scene());
   s.proc.boot_time = 1'700'000'000 - 100'000;
-  core::KernelGpuEvent e;
-  e.vendor = "nvidia";
-  e.kind = "xid";
-  e.code = 31;
-  e.pci_address = "0000:3b:00";
-  e.gpu = 0;
-  e.pid = kServer;
-  e.level = core::KernelEventLevel::Warning;
-  e.time = std::chrono::system_clock::time_point(std::chrono::seconds(1'700'000'000 - 600));
-  core::KernelLog log;
-  log.events = {e};
+  core::KernelLog log = server_xid_log();
+  log.events[0].pci_address = "0000:3b:00";
+  const core::KernelGpuEvent e = log.events[0];
   doctor::DoctorInput in{s, s, {}, std::nullopt, nullptr, {}, &log};
   EXPECT_TRUE(doctor::wants_work_server_log(in));
   in.work_server_log = {"server.log: [2026-12-05 05:00:00.000 Other 51] \x1b[31mfault\x1b[0m"};
