@@ -32,13 +32,14 @@ json listing(pid_t pid, uint64_t bytes, std::vector<pid_t> holders) {
   return {{"pid", pid}, {"used_bytes", bytes}, {"holders", holders}};
 }
 
-json one_gpu(json processes) {
-  return {{"gpus",
-           {{{"name", "NVIDIA H200"},
-             {"uuid", "GPU-0000"},
-             {"minor", 0},
-             {"total_bytes", 80 * GiB},
-             {"processes", processes}}}}};
+json one_gpu(std::vector<json> processes) {
+  // json::array, not braces: compilers disagree on whether {{...}} is a one-element array.
+  json gpu = {{"name", "NVIDIA H200"},
+              {"uuid", "GPU-0000"},
+              {"minor", 0},
+              {"total_bytes", 80 * GiB},
+              {"processes", json(std::move(processes))}};
+  return {{"gpus", json::array({std::move(gpu)})}};
 }
 
 std::vector<pid_t> plan_of(const FakeDevRoot& dev, const FakeNvml& nvml,
