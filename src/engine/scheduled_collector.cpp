@@ -65,7 +65,10 @@ std::shared_ptr<Collection> ScheduledCollector::complete(const Cadence& cadence,
     view_ = due.full ? collector_.scan_processes()
             : update ? collector_.update_processes(*view_, reread)
                      : collector_.rescan_processes(*view_, rescanned);
-    if (hints_) hints_->scanned(*view_, due.full);
+    if (hints_)
+      hints_->scanned(*view_, due.full);
+    else
+      lineage_.observe(*view_, boot_ticks_now());
     if (due.ipc_residue)
       ipc_ = std::make_shared<const procfs::IpcResidue>(collector_.ipc_residue(*view_));
     hostname_ = base::host_name();
@@ -85,6 +88,9 @@ std::shared_ptr<Collection> ScheduledCollector::complete(const Cadence& cadence,
   if (hints_) {
     view.exited_parents = hints_->exited_parents();
     view.ends = hints_->ends();
+  } else {
+    view.exited_parents = lineage_.exited_parents();
+    view.ends = lineage_.ends();
   }
   view.listed_since = listed_since_.update(driver.reading, read_at_ticks);
   c->snapshot = std::make_shared<const core::Snapshot>(core::join(

@@ -14,6 +14,7 @@
 #include "engine/ended_processes.h"
 #include "engine/listed_since.h"
 #include "engine/scan_hints.h"
+#include "engine/scan_lineage.h"
 #include "engine/scan_schedule.h"
 
 namespace gpureap::engine {
@@ -48,6 +49,7 @@ class ScheduledCollector {
   Driver driver_;
   ScanSchedule schedule_;
   std::shared_ptr<ScanHints> hints_;
+  ScanLineage lineage_;                 // without events: what one scan to the next shows ended
   std::optional<core::ProcView> view_;  // the latest scan, with every driver report's details
   EndedProcesses ended_;
   ListedSince listed_since_;

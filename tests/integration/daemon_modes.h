@@ -19,14 +19,21 @@ inline const char* name_of(Mode m) {
   return m == Mode::Events ? "events" : "scans";
 }
 
+// How often a daemon in the scans mode reads /proc: only when the driver's view moves (scans
+// an hour apart), or at every sample, the reference for a scene the driver does not see change.
+enum class Rescan { WhenTheDriverMoves, EverySample };
+
 // A daemon in `mode`, its local socket and audit log in `dir`; `extra` is appended to the
 // config (policies).
 inline std::unique_ptr<DaemonProcess> mode_daemon(Mode mode, const TempDir& dir,
                                                   const FakeDevRoot& dev, const FakeNvml& nvml,
-                                                  const std::string& extra = "") {
+                                                  const std::string& extra = "",
+                                                  Rescan rescan = Rescan::WhenTheDriverMoves) {
+  const char* scans = mode == Mode::Scans && rescan == Rescan::EverySample ? "\"200ms\"" : "\"1h\"";
   std::ofstream(dir.file("config.toml"))
-      << "interval = \"200ms\"\nholder_scan_interval = \"1h\"\nfull_scan_interval = \"1h\"\n"
-         "event_full_scan_interval = \"1h\"\nholder_events = "
+      << "interval = \"200ms\"\nholder_scan_interval = " << scans
+      << "\nfull_scan_interval = " << scans
+      << "\nevent_full_scan_interval = \"1h\"\nholder_events = "
       << (mode == Mode::Events ? "true" : "false") << "\nlocal_socket = \""
       << dir.file("gpureap.sock") << "\"\naudit_log = \"" << dir.file("audit.jsonl") << "\"\n"
       << extra;

@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "daemon_modes.h"
 #include "support.h"
 
 namespace gpureap::testing {
@@ -285,24 +286,8 @@ TEST(IdentityClaims, AKeeperThatExecsAProtectedProgramStaysItsKeeper) {
     EXPECT_EQ(t["action"], t["pid"] == keeper ? "signal" : "refused") << t.dump(2);
 }
 
-// A daemon following events, with fast samples and scans an hour apart, its local socket in
-// `dir`.
-std::unique_ptr<DaemonProcess> claims_daemon(const TempDir& dir, const FakeDevRoot& dev,
-                                             const FakeNvml& nvml) {
-  std::ofstream(dir.file("config.toml"))
-      << "interval = \"200ms\"\nholder_scan_interval = \"1h\"\nfull_scan_interval = \"1h\"\n"
-         "event_full_scan_interval = \"1h\"\nholder_events = true\nlocal_socket = \""
-      << dir.file("gpureap.sock") << "\"\n";
-  auto d = std::make_unique<DaemonProcess>(
-      std::vector<std::string>{"--config", dir.file("config.toml"), "--dev-root", dev.path()},
-      nvml.env());
-  EXPECT_TRUE(d->wait_log(kServingLocalSocket + dir.file("gpureap.sock"))) << d->log();
-  return d;
-}
-
 json daemon_row(const DaemonProcess& d, pid_t pid) {
-  auto r = d.get("/api/v1/snapshot");
-  return r.status == 200 ? row_of(json::parse(r.body, nullptr, false), pid) : json();
+  return row_of(snapshot_of(d), pid);
 }
 
 bool daemon_sees_holding(const DaemonProcess& d, pid_t pid) {
@@ -310,13 +295,12 @@ bool daemon_sees_holding(const DaemonProcess& d, pid_t pid) {
   return row.is_object() && row.value("holds_device", false);
 }
 
-TEST(IdentityClaims, ThroughTheDaemonAReusedGroupNumberMakesNoKeeper) {
-  // A trainer leads its group and holds GPU 0's file; its worker leaves the group (setsid), so
-  // once the trainer dies its number is free. Another user takes the number, makes a session
-  // of it, and leaves a child there that opens GPU 0's file itself. The daemon saw the trainer
-  // fork the worker and end: the worker is the keeper, the newcomer's child only another holder.
-  REQUIRE_DOUBLE();
-  if (::geteuid() != 0) GTEST_SKIP() << "needs root for the daemon's events and ns_last_pid";
+// A trainer leads its group and holds GPU 0's file; its worker leaves the group (setsid), so
+// once the trainer dies its number is free. Another user takes the number, makes a session of
+// it, and leaves a child there that opens GPU 0's file itself. A daemon (in `mode`; the scans
+// one reads /proc at every sample) saw the trainer fork the worker and end: the worker is the
+// keeper, the newcomer's child only another holder, in doctor's finding as in the snapshot.
+void reused_group_number_scene(Mode mode) {
   FakeDevRoot dev;
   int go[2];
   ASSERT_EQ(::pipe(go), 0);
@@ -340,7 +324,7 @@ TEST(IdentityClaims, ThroughTheDaemonAReusedGroupNumberMakesNoKeeper) {
   const pid_t gone = trainer.pid();
   FakeNvml nvml(one_gpu({{{"pid", gone}, {"used_bytes", 8 * GiB}, {"leaked", true}}}));
   TempDir dir;
-  auto d = claims_daemon(dir, dev, nvml);
+  auto d = mode_daemon(mode, dir, dev, nvml, "", Rescan::EverySample);
   ASSERT_TRUE(wait_until([&] { return daemon_sees_holding(*d, gone); })) << d->log();
   ASSERT_EQ(::write(go[1], "x", 1), 1);
   const pid_t worker = static_cast<pid_t>(forked.receive());
@@ -377,14 +361,24 @@ TEST(IdentityClaims, ThroughTheDaemonAReusedGroupNumberMakesNoKeeper) {
   auto row = daemon_row(*d, gone);
   EXPECT_EQ(row["ghost"]["keepers"], json::array({worker})) << row.dump(2);
   EXPECT_EQ(row["ghost"]["other_holders"], json::array({stranger})) << row.dump(2);
-  auto served = run_gpureap({"doctor", "--json", "--settle", "0s"},
-                            {"GPUREAP_DAEMON_SOCKET=" + dir.file("gpureap.sock")});
+  auto served = run_gpureap({"doctor", "--json", "--settle", "0s"}, client_of(dir));
   auto doc = parse_output(served);
   EXPECT_EQ(doc["source"]["kind"], "daemon") << served.err;
   auto f = finding_naming(doc, gone);
   ASSERT_FALSE(f.is_null()) << doc.dump(2);
   EXPECT_EQ(sorted(pids(f["pids"])), sorted({gone, worker}));
   EXPECT_TRUE(finding_naming(doc, stranger).is_null()) << doc.dump(2);
+  for (int fd : go) ::close(fd);
+}
+
+TEST(IdentityClaims, ThroughTheDaemonAReusedGroupNumberMakesNoKeeper) {
+  REQUIRE_DOUBLE();
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root for the daemon's events and ns_last_pid";
+  for (Mode m : {Mode::Events, Mode::Scans}) {
+    SCOPED_TRACE(name_of(m));
+    reused_group_number_scene(m);
+    if (::testing::Test::IsSkipped() || ::testing::Test::HasFatalFailure()) return;
+  }
 }
 
 }  // namespace
