@@ -258,17 +258,10 @@ std::string role_of(pid_t pid, const std::map<pid_t, std::string>& roles) {
   return it == roles.end() ? "other" : it->second;
 }
 
-// `doctor --json --settle 0s` through the daemon (with `only`, its --only), and /metrics.
-Answers answers_of(const DaemonProcess& d, const TempDir& dir,
-                   const std::map<pid_t, std::string>& roles, pid_t gone,
-                   const std::string& only = "") {
-  Answers a;
-  std::vector<std::string> args{"doctor", "--json", "--settle", "0s"};
-  if (!only.empty()) args.insert(args.end(), {"--only", only});
-  auto r = run_gpureap(args, client_of(dir));
+// Doctor's exit and findings, from what `doctor --json` printed.
+void read_doctor(const RunResult& r, const std::map<pid_t, std::string>& roles, Answers& a) {
   a.doctor_exit = r.exit_code;
   auto doc = parse_output(r);
-  EXPECT_EQ(doc["source"]["kind"], "daemon") << r.out << r.err;
   for (const auto& f : doc["findings"]) {
     std::string line = f.value("code", "?") + ":";
     for (const auto& pid : f["pids"]) line += " " + role_of(pid.get<pid_t>(), roles);
@@ -277,6 +270,18 @@ Answers answers_of(const DaemonProcess& d, const TempDir& dir,
               (x["pid"].is_number() ? role_of(x["pid"].get<pid_t>(), roles) : "-") + "]";
     a.findings.insert(line);
   }
+}
+
+// `doctor --json --settle 0s` through the daemon (with `only`, its --only), and /metrics.
+Answers answers_of(const DaemonProcess& d, const TempDir& dir,
+                   const std::map<pid_t, std::string>& roles, pid_t gone,
+                   const std::string& only = "") {
+  Answers a;
+  std::vector<std::string> args{"doctor", "--json", "--settle", "0s"};
+  if (!only.empty()) args.insert(args.end(), {"--only", only});
+  auto r = run_gpureap(args, client_of(dir));
+  EXPECT_EQ(parse_output(r)["source"]["kind"], "daemon") << r.out << r.err;
+  read_doctor(r, roles, a);
   const std::string metrics = d.get("/metrics").body;
   std::istringstream lines(metrics);
   for (std::string l; std::getline(lines, l);)
@@ -356,6 +361,74 @@ TEST(DaemonModes, AKilledTrainerReapedAfterADaemonReadIsGoneAtTheNextSampleInBot
   auto answers = in_both_modes(killed_trainer_scene);
   EXPECT_EQ(answers[Mode::Events], answers[Mode::Scans])
       << "events: " << answers[Mode::Events] << "\nscans: " << answers[Mode::Scans];
+}
+
+// A thread-exit scene through a daemon in `mode` (the scans daemon reads /proc at every sample:
+// the driver does not see these scenes change), then the one-shot doctor on the same machine.
+// Returns the daemon's answer and the one-shot's; `skipped` where events cannot follow forks.
+std::pair<Answers, Answers> thread_exit_answers(void (*leader_ends)(ThreadExitScene&), Mode mode,
+                                                bool& skipped) {
+  ThreadExitScene sc(leader_ends);
+  TempDir dir;
+  auto d = mode_daemon(mode, dir, sc.dev, *sc.nvml, kDeadJobPolicy, Rescan::EverySample);
+  if (mode == Mode::Events &&
+      d->log().find("forks through the proc connector") == std::string::npos) {
+    skipped = true;
+    return {};
+  }
+  sc.fork_child(*d);
+  sc.tell();
+  std::map<pid_t, std::string> roles{
+      {sc.leader, "leader"}, {sc.runner, "runner"}, {sc.parent, "parent"}, {sc.child, "child"}};
+  if (leader_ends == exec_from_thread) {
+    EXPECT_TRUE(
+        wait_until([&] { return row_of(snapshot_of(*d), sc.parent)["comm"] == "sleep"; }, 5000))
+        << snapshot_of(*d).dump(1);
+  } else {
+    const auto late = static_cast<pid_t>(sc.after.receive());
+    sc.strays.pids.push_back(late);
+    roles[late] = "late";
+    EXPECT_TRUE(wait_until([&] { return holds(*d, late); }, 5000)) << d->log();
+  }
+  expect_no_orphan_and_no_plan(*d, dir, sc);
+  Answers served = answers_of(*d, dir, roles, sc.leader);
+  Answers one_shot;
+  read_doctor(run_gpureap({"doctor", "--no-daemon", "--json", "--settle", "0s", "--dev-root",
+                           sc.dev.path()},
+                          sc.nvml->env()),
+              roles, one_shot);
+  one_shot.ghost_in_metrics = served.ghost_in_metrics;  // the one-shot serves no /metrics
+  return {served, one_shot};
+}
+
+void expect_one_answer_in_both_modes(void (*leader_ends)(ThreadExitScene&)) {
+  bool skipped = false;
+  for (Mode m : {Mode::Events, Mode::Scans}) {
+    SCOPED_TRACE(name_of(m));
+    auto [served, one_shot] = thread_exit_answers(leader_ends, m, skipped);
+    if (skipped) GTEST_SKIP() << "the daemon cannot follow forks here";
+    EXPECT_EQ(served, one_shot) << "daemon: " << served << "\none-shot: " << one_shot;
+    // The gone leader's context is kept by its group, on the kernel's word.
+    EXPECT_TRUE(std::any_of(served.findings.begin(), served.findings.end(),
+                            [](const std::string& f) {
+                              return f.rfind("no-such-process: leader", 0) == 0 &&
+                                     f.find(" parent") != std::string::npos &&
+                                     f.find(" child") != std::string::npos;
+                            }))
+        << served;
+  }
+}
+
+TEST(DaemonModes, AParentWhoseThreadExecsGetsTheOneShotsAnswerInBothModes) {
+  REQUIRE_DOUBLE();
+  if (::geteuid() != 0) GTEST_SKIP() << "the kernel's events need root";
+  expect_one_answer_in_both_modes(exec_from_thread);
+}
+
+TEST(DaemonModes, AParentWhoseMainThreadExitsGetsTheOneShotsAnswerInBothModes) {
+  REQUIRE_DOUBLE();
+  if (::geteuid() != 0) GTEST_SKIP() << "the kernel's events need root";
+  expect_one_answer_in_both_modes(leader_thread_exit);
 }
 
 }  // namespace

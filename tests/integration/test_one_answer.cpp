@@ -9,10 +9,12 @@
 #include <pthread.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <map>
@@ -130,6 +132,8 @@ struct Scene {
   Roles roles;
   KillStrays strays;
   std::vector<Child> children;  // killed and reaped at the end, whatever their leader's state
+  std::vector<std::unique_ptr<TempDir>> dirs;  // programs the scene runs from
+  std::vector<std::unique_ptr<SystemProgram>> system_programs;
 };
 
 void every_path_agrees(const std::function<void(Scene&)>& build,
@@ -436,6 +440,164 @@ TEST(OneAnswer, AnOPathDescriptorBesideALeakHoldsNothingOnEveryPath) {
         EXPECT_EQ(a.gpus, (std::set<std::string>{"GPU 0: used 2147483648, attributed 0, ghost "
                                                  "2147483648, leaked 2147483648, unattributed 0"}))
             << a;
+      });
+}
+
+TEST(OneAnswer, ADoubleForkedDaemonIsNoOrphanOnEveryPath) {
+  // fork, setsid, fork, exit: an inference server that left its job on purpose holds GPU 0 and
+  // is listed with its own memory. Its group's and session's leader is gone and init is its
+  // parent, but it keeps no gone PID's context: no orphan, nothing chosen, healthy.
+  REQUIRE_DOUBLE();
+  if (::geteuid() != 0) GTEST_SKIP() << "the daemon's events need root";
+  every_path_agrees(
+      [](Scene& s) {
+        Ready forked, started;
+        s.children.emplace_back([&] {
+          pid_t middle = ::fork();
+          if (middle == 0) {
+            ::setsid();
+            if (::fork() == 0) {
+              ::prctl(PR_SET_NAME, "infer-server");
+              hold(s.dev.dev("nvidiactl"));
+              hold(s.dev.dev("nvidia0"));
+              started.send(::getpid());
+              for (;;) ::pause();
+            }
+            ::_exit(0);
+          }
+          forked.send(middle);
+          ::waitpid(middle, nullptr, 0);
+          for (;;) ::pause();
+        });
+        const auto middle = static_cast<pid_t>(forked.receive());
+        const auto server = static_cast<pid_t>(started.receive());
+        s.strays.pids.push_back(server);
+        EXPECT_TRUE(wait_gone(middle));
+        s.roles = {{server, "server"}, {middle, "middle"}};
+        s.nvml = std::make_unique<FakeNvml>(
+            json{{"gpus", {gpu_listing(0, {{{"pid", server}, {"used_bytes", 6 * GiB}}})}}});
+      },
+      [](const Answer& a) {
+        EXPECT_EQ(a.chosen, std::set<std::string>{}) << a;
+        EXPECT_EQ(a.findings, std::set<std::string>{}) << a;
+        EXPECT_EQ(a.doctor_exit, 0) << a;
+        EXPECT_EQ(a.gpus, (std::set<std::string>{"GPU 0: used 6442450944, attributed 6442450944, "
+                                                 "ghost 0, leaked 0, unattributed 0"}))
+            << a;
+      });
+}
+
+// A copy of sleep(1) named `name` in `dir`, owned by `uid`.
+std::string sleep_named(const TempDir& dir, const std::string& name, uid_t uid) {
+  const std::string program = dir.file(name);
+  std::filesystem::copy_file("/bin/sleep", program);
+  ::chmod(program.c_str(), 0755);
+  EXPECT_EQ(::chown(program.c_str(), uid, uid), 0);
+  return program;
+}
+
+bool runs(pid_t pid, const std::string& program) {
+  std::error_code ec;
+  return std::filesystem::read_symlink("/proc/" + std::to_string(pid) + "/exe", ec).string() ==
+         program;
+}
+
+TEST(OneAnswer, CopiesOfTheMpsProgramsInAUsersHomeServeNoClientOnEveryPath) {
+  // The MPS control daemon and server under their real names, run from copies a user owns: an
+  // ordinary job. A gone client the driver lists beside it is no client of that "server": it is
+  // nobody's to keep, and the "server" is never chosen.
+  REQUIRE_DOUBLE();
+  if (::geteuid() != 0) GTEST_SKIP() << "the daemon's events and another uid need root";
+  every_path_agrees(
+      [](Scene& s) {
+        auto& home = *s.dirs.emplace_back(std::make_unique<TempDir>());
+        ASSERT_EQ(::chown(home.path().c_str(), kNobody, kNobody), 0);
+        ::chmod(home.path().c_str(), 0755);
+        const auto control_program = sleep_named(home, "nvidia-cuda-mps-control", kNobody);
+        const auto server_program = sleep_named(home, "nvidia-cuda-mps-server", kNobody);
+        Ready ready;
+        s.children.emplace_back([&] {
+          ::setsid();
+          if (pid_t server = ::fork(); server == 0) {
+            hold(s.dev.dev("nvidia0"));
+            ::execl(server_program.c_str(), "nvidia-cuda-mps-server", "infinity", nullptr);
+            ::_exit(97);
+          } else {
+            ready.send(server);
+          }
+          ::execl(control_program.c_str(), "nvidia-cuda-mps-control", "infinity", nullptr);
+          ::_exit(97);
+        });
+        const pid_t control = s.children.back().pid();
+        const auto server = static_cast<pid_t>(ready.receive());
+        s.strays.pids.push_back(server);
+        EXPECT_TRUE(wait_until(
+            [&] { return runs(server, server_program) && runs(control, control_program); }));
+        const pid_t client = gone_pid();
+        s.roles = {{control, "control"}, {server, "server"}, {client, "client"}};
+        s.nvml = std::make_unique<FakeNvml>(
+            json{{"gpus",
+                  {gpu_listing(0, {{{"pid", server}, {"used_bytes", GiB}},
+                                   {{"pid", client},
+                                    {"used_bytes", 4 * GiB},
+                                    {"kind", "mps"},
+                                    {"holders", {server}}}})}}});
+      },
+      [](const Answer& a) {
+        EXPECT_EQ(a.chosen, std::set<std::string>{}) << a;
+        for (const auto& f : a.findings)
+          EXPECT_EQ(f.find("server"), std::string::npos) << "the copy is blamed: " << f;
+        EXPECT_EQ(a.gpus, (std::set<std::string>{"GPU 0: used 5368709120, attributed 1073741824, "
+                                                 "ghost 4294967296, leaked 4294967296, "
+                                                 "unattributed 0"}))
+            << a;
+      });
+}
+
+TEST(OneAnswer, AKeeperRunningAProtectedProgramIsTheKeeperOnEveryPath) {
+  // A gone trainer's worker (its group: kin on the kernel's word) then runs a system-installed
+  // protected program's name. It keeps the dead job's memory whatever it runs now; a real
+  // persistence daemon beside it, which keeps nothing, is never chosen.
+  REQUIRE_DOUBLE();
+  if (::geteuid() != 0) GTEST_SKIP() << "the daemon's events and a system program need root";
+  every_path_agrees(
+      [](Scene& s) {
+        auto& bin = *s.dirs.emplace_back(std::make_unique<TempDir>());
+        ::chmod(bin.path().c_str(), 0755);
+        const auto program = sleep_named(bin, "nvidia-persistenced", 0);
+        Ready ready;
+        pid_t trainer = ::fork();
+        if (trainer == 0) {
+          ::setpgid(0, 0);
+          hold(s.dev.dev("nvidia0"));
+          if (::fork() == 0) {
+            ready.send(::getpid());
+            ::execl(program.c_str(), "nvidia-persistenced", "infinity", nullptr);
+            ::_exit(97);
+          }
+          for (;;) ::pause();
+        }
+        const auto keeper = static_cast<pid_t>(ready.receive());
+        s.strays.pids.push_back(keeper);
+        EXPECT_TRUE(wait_until([&] { return runs(keeper, program); }));
+        ::kill(trainer, SIGKILL);
+        ::waitpid(trainer, nullptr, 0);
+        s.system_programs.push_back(run_system_program(s.dev, "nvidia0", "nvidia-persistenced"));
+        const pid_t persistenced = s.system_programs.back()->pid();
+        s.roles = {{trainer, "trainer"}, {keeper, "keeper"}, {persistenced, "persistenced"}};
+        s.nvml = std::make_unique<FakeNvml>(
+            json{{"gpus",
+                  {gpu_listing(
+                      0, {{{"pid", trainer}, {"used_bytes", 8 * GiB}, {"holders", {keeper}}}})}}});
+      },
+      [](const Answer& a) {
+        EXPECT_EQ(a.chosen, std::set<std::string>{"keeper"}) << a;
+        EXPECT_TRUE(a.findings.count("no-such-process critical: keeper trainer (8589934592)")) << a;
+        // The persistence daemon is told as protected, for information only.
+        for (const auto& f : a.findings)
+          if (f.find("persistenced") != std::string::npos) {
+            EXPECT_EQ(f, "protected-holder info: persistenced (0)") << a;
+          }
       });
 }
 
