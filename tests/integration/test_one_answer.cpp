@@ -1,9 +1,10 @@
 // One answer on every path: the same machine at the same moment gets the same findings (codes,
 // the PIDs by their role in the scene, memory), doctor's verdict, the same choice of processes
 // to end and the same GPU figures, whether the one-shot commands scan it or the daemon answers,
-// in its events mode or its scan mode, and whether `kill --ghosts` plans it or a dead-job policy
-// matches it. Each scene runs through every path on a fresh machine; the answers must be equal.
-// Real processes, a stand-in dev root and the NVML test double.
+// in its events mode or its scan mode, whether `kill --ghosts` plans it or a dead-job policy
+// matches it, and what the report page's box says now. Each scene runs through every path on a
+// fresh machine; the answers must be equal. Real processes, a stand-in dev root and the NVML test
+// double.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <pthread.h>
@@ -103,6 +104,30 @@ Answer one_shot(const FakeDevRoot& dev, const FakeNvml& nvml, const Roles& roles
   return a;
 }
 
+// The box at the top of `gpureap report`'s page: the incident journal's state now, which the
+// daemon serves with its history. Its figures are the GPUs'; its problems are doctor's
+// findings above info, by code and severity.
+void expect_report_agrees(const DaemonProcess& d, const Answer& a) {
+  const json history = json::parse(d.get("/api/v1/history?since=5m").body, nullptr, false);
+  const json& now = history["incident"]["now"];
+  ASSERT_TRUE(now.is_object()) << history.dump(1);
+  Answer page;
+  for (const auto& g : now["gpus"])
+    page.gpus.insert("GPU " + g["gpu"].dump() + ": used " + g["used_bytes"].dump() +
+                     ", attributed " + g["attributed_bytes"].dump() + ", ghost " +
+                     g["ghost_bytes"].dump() + ", leaked " + g["leaked_bytes"].dump() +
+                     ", unattributed " + g["unattributed_bytes"].dump());
+  EXPECT_EQ(page.gpus, a.gpus) << "the report's figures";
+  std::multiset<std::string> problems, doctor;
+  for (const auto& p : now["problems"])
+    problems.insert(p.value("code", "?") + " " + p.value("severity", "?"));
+  for (const auto& f : a.findings) {
+    const std::string head = f.substr(0, f.find(':'));
+    if (head.find(" info") == std::string::npos) doctor.insert(head);
+  }
+  EXPECT_EQ(problems, doctor) << "the report's problems: " << now["problems"].dump(1);
+}
+
 Answer through_daemon(Mode mode, const FakeDevRoot& dev, const FakeNvml& nvml, const Roles& roles) {
   TempDir dir;
   auto d = mode_daemon(mode, dir, dev, nvml, kDeadJobPolicy);
@@ -121,6 +146,7 @@ Answer through_daemon(Mode mode, const FakeDevRoot& dev, const FakeNvml& nvml, c
   Answer api;  // the HTTP API's snapshot gives the same figures as the socket
   read_gpus(snapshot_of(*d), api);
   EXPECT_EQ(api.gpus, a.gpus);
+  expect_report_agrees(*d, a);
   return a;
 }
 
