@@ -118,6 +118,8 @@ struct ReadmeScene {
     t.kill_and_reap();
     EXPECT_TRUE(
         wait_until([&] { return runs_python_train(job->pid()) && runs_python_train(worker); }));
+    // Asleep in `read`, as the screen shows them: a loaded machine may still be running them.
+    EXPECT_TRUE(wait_for_state(job->pid(), 'S') && wait_for_state(worker, 'S'));
     nvml = std::make_unique<FakeNvml>(json{
         {"gpus",
          {{{"name", "NVIDIA H200"},
