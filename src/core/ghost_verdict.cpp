@@ -76,11 +76,20 @@ class Decider {
     auto ends = proc_.ends.find(pid);
     if (since == proc_.listed_since.end() || ends == proc_.ends.end()) return true;
     for (const auto& life : ends->second) {
-      const bool listed_one = life.start_ticks <= since->second;
-      // Ticks are 10 ms: a process that started in the tick its number's listed owner ended
-      // in may have come after it, and is no proven kin.
-      if (listed_one && (forked ? life.end_ticks < when : life.end_ticks <= when)) return false;
-      if (!listed_one && life.start_ticks <= when) return false;
+      // The listed process: it held a GPU file and had the number when the listing was seen.
+      const bool listed_one =
+          life.held && life.start_ticks <= since->second && since->second <= life.end_ticks;
+      if (listed_one) {
+        // Ticks are 10 ms: a process that started in the tick its number's listed owner ended
+        // in may have come after it, and is no proven kin.
+        if (forked ? life.end_ticks < when : life.end_ticks <= when) return false;
+        continue;
+      }
+      // Another process's life under the number: what started in it is that process's (an
+      // earlier owner's children are not the listed one's), and so is what started after it
+      // once it had the number when, or after, the listing was seen.
+      if (when >= life.start_ticks && (when <= life.end_ticks || life.end_ticks >= since->second))
+        return false;
     }
     return true;
   }

@@ -72,6 +72,9 @@ struct ProcessRow {
 struct ProcessEnd {
   uint64_t start_ticks = 0;
   uint64_t end_ticks = 0;
+  // It held a GPU device file when last seen: only such a life can be a listed process's
+  // (core/listed_identity); a holder's parent that held none was another process.
+  bool held = true;
   bool operator==(const ProcessEnd&) const = default;
 };
 

@@ -199,7 +199,7 @@ bool HolderTracker::on_exit(pid_t pid) {
     }
   }
   unconfirmed_.erase(pid);
-  if (holder || parent) note_end(pid);
+  if (holder || parent) note_end(pid, holder);
   parent_starts_.erase(pid);
   began_.erase(pid);  // the PID may be handed out again
   // The engine reads it again until /proc shows it gone: it may be a zombie when read now.
@@ -291,12 +291,12 @@ bool HolderTracker::exited(pid_t pid) {
   return reparented;
 }
 
-void HolderTracker::note_end(pid_t pid) {
+void HolderTracker::note_end(pid_t pid, bool holder) {
   const auto start = known_start(pid);
   if (!start) return;
   auto& lives = ends_[pid];
   if (lives.empty()) end_order_.push_back(pid);
-  lives.push_back({*start, engine::boot_ticks_now()});
+  lives.push_back({*start, engine::boot_ticks_now(), holder});
   if (lives.size() > kEndsPerPid) lives.erase(lives.begin());
   while (end_order_.size() > kKeptEnds) {
     ends_.erase(end_order_.front());

@@ -137,7 +137,7 @@ class HolderTracker final : public engine::ScanHints {
   // whose leader's exit was not its end. True: a collection should follow.
   bool on_exit(pid_t pid);
   bool exited(pid_t pid);  // Under mutex_: `pid`, a holder or a holder's parent, ended now.
-  void note_end(pid_t pid);
+  void note_end(pid_t pid, bool holder);
   // true: it was the recorded parent of a live child
   // Under mutex_: `pid`'s start time, where a scan or a fork made it known.
   std::optional<uint64_t> known_start(pid_t pid) const;

@@ -22,7 +22,7 @@ void ScanLineage::observe(const core::ProcView& view, uint64_t now_ticks) {
     uint64_t end = now_ticks;
     if (now && now->stat.start_ticks != seen.start_ticks)
       end = std::min(end, now->stat.start_ticks);
-    note_end(pid, seen.start_ticks, end);
+    note_end(pid, {seen.start_ticks, end, seen.holder});
     ended.push_back(pid);
   }
   // A holder still there, the same process, whose parent ended: reparented.
@@ -47,11 +47,11 @@ void ScanLineage::observe(const core::ProcView& view, uint64_t now_ticks) {
   }
 }
 
-void ScanLineage::note_end(pid_t pid, uint64_t start_ticks, uint64_t end_ticks) {
+void ScanLineage::note_end(pid_t pid, const core::ProcessEnd& life) {
   auto& lives = ends_[pid];
-  if (!lives.empty() && lives.back().start_ticks == start_ticks) return;  // known already
+  if (!lives.empty() && lives.back().start_ticks == life.start_ticks) return;  // known already
   if (lives.empty()) end_order_.push_back(pid);
-  lives.push_back({start_ticks, end_ticks});
+  lives.push_back(life);
   if (lives.size() > kEndsPerPid) lives.erase(lives.begin());
   while (end_order_.size() > kKeptEnds) {
     ends_.erase(end_order_.front());

@@ -32,7 +32,7 @@ class ScanLineage {
     pid_t ppid = 0;
     bool holder = false;
   };
-  void note_end(pid_t pid, uint64_t start_ticks, uint64_t end_ticks);
+  void note_end(pid_t pid, const core::ProcessEnd& life);
 
   std::map<pid_t, Seen> watched_;  // the last view's live holders and their parents
   std::map<pid_t, pid_t> exited_parents_;

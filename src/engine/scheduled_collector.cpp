@@ -65,10 +65,8 @@ std::shared_ptr<Collection> ScheduledCollector::complete(const Cadence& cadence,
     view_ = due.full ? collector_.scan_processes()
             : update ? collector_.update_processes(*view_, reread)
                      : collector_.rescan_processes(*view_, rescanned);
-    if (hints_)
-      hints_->scanned(*view_, due.full);
-    else
-      lineage_.observe(*view_, boot_ticks_now());
+    if (hints_) hints_->scanned(*view_, due.full);
+    lineage_.observe(*view_, boot_ticks_now());
     if (due.ipc_residue)
       ipc_ = std::make_shared<const procfs::IpcResidue>(collector_.ipc_residue(*view_));
     hostname_ = base::host_name();
@@ -88,11 +86,11 @@ std::shared_ptr<Collection> ScheduledCollector::complete(const Cadence& cadence,
   if (hints_) {
     view.exited_parents = hints_->exited_parents();
     view.ends = hints_->ends();
-  } else {
-    view.exited_parents = lineage_.exited_parents();
-    view.ends = lineage_.ends();
   }
+  merge_exited_parents(view.exited_parents, lineage_.exited_parents());
+  merge_ends(view.ends, lineage_.ends());
   view.listed_since = listed_since_.update(driver.reading, read_at_ticks);
+  listed_ends_.keep(view.ends, view.listed_since);
   c->snapshot = std::make_shared<const core::Snapshot>(core::join(
       std::move(view), std::move(driver.reading), hostname_, std::chrono::system_clock::now()));
   c->host = collector_.host_stats();

@@ -12,6 +12,7 @@
 #include "engine/collection.h"
 #include "engine/driver.h"
 #include "engine/ended_processes.h"
+#include "engine/known_ends.h"
 #include "engine/listed_since.h"
 #include "engine/scan_hints.h"
 #include "engine/scan_lineage.h"
@@ -49,7 +50,8 @@ class ScheduledCollector {
   Driver driver_;
   ScanSchedule schedule_;
   std::shared_ptr<ScanHints> hints_;
-  ScanLineage lineage_;                 // without events: what one scan to the next shows ended
+  ScanLineage lineage_;                 // what one view to the next shows ended (with events too)
+  ListedEnds listed_ends_;              // the listed PIDs' ends, kept while listed
   std::optional<core::ProcView> view_;  // the latest scan, with every driver report's details
   EndedProcesses ended_;
   ListedSince listed_since_;

@@ -248,7 +248,7 @@ json process_wire(const core::HostProcess& p) {
 }
 
 static_assert(carried<core::ProcView, 12>);
-static_assert(carried<core::ProcessEnd, 2>);
+static_assert(carried<core::ProcessEnd, 3>);
 json proc_wire(const core::ProcView& v) {
   json processes = json::array();
   for (const auto& p : v.processes) processes.push_back(process_wire(p));
@@ -261,7 +261,10 @@ json proc_wire(const core::ProcView& v) {
   json ends = json::array();
   for (const auto& [pid, lives] : v.ends)
     for (const auto& e : lives)
-      ends.push_back({{"pid", pid}, {"start_ticks", e.start_ticks}, {"end_ticks", e.end_ticks}});
+      ends.push_back({{"pid", pid},
+                      {"start_ticks", e.start_ticks},
+                      {"end_ticks", e.end_ticks},
+                      {"held", e.held}});
   return {{"processes", processes},
           {"uninspectable", v.uninspectable},
           {"details_complete", v.details_complete},

@@ -360,7 +360,8 @@ std::pair<pid_t, core::ProcessEnd> process_end(const json& v, const std::string&
   std::pair<pid_t, core::ProcessEnd> out{
       integer<pid_t>(o.at("pid"), o.path("pid")),
       {integer<uint64_t>(o.at("start_ticks"), o.path("start_ticks")),
-       integer<uint64_t>(o.at("end_ticks"), o.path("end_ticks"))}};
+       integer<uint64_t>(o.at("end_ticks"), o.path("end_ticks")),
+       boolean(o.at("held"), o.path("held"))}};
   o.finish();
   return out;
 }

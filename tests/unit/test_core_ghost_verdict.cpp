@@ -181,6 +181,41 @@ TEST(GhostVerdict, AfterTheDaemonSawTheListedProcessEndItsNumberNamesNoNewcomer)
   EXPECT_EQ(keepers(one_shot, 990), (std::vector<pid_t>{991, 992}));
 }
 
+TEST(GhostVerdict, AnEarlierOwnerOfTheNumberIsNotTheListedProcess) {
+  // Another user's 960 (a holder's parent that held no file, 20-40) forked 961 at 30 and ended:
+  // the daemon saw "960" fork 961 and exit. The number then went to the listed process (held a
+  // GPU file, 50-200, first seen listed at 100), which forked 962 at 120. Only 962 keeps it.
+  SnapshotOptions o;
+  o.listed_since = {{960, 100}};
+  o.ends = {{960, {{20, 40, false}, {50, 200, true}}}};
+  o.exited_parents = {{961, 960}, {962, 960}};
+  auto at = [](HostProcess p, uint64_t start) {
+    p.stat.start_ticks = start;
+    return p;
+  };
+  auto s = make_snapshot({proc(1, 0, 1), at(sharing(961, 1, 961, "961:5"), 30),
+                          at(sharing(962, 1, 962, "962:5"), 120)},
+                         {gpu(0, 0, 8 * GiB, {listed(960, 8 * GiB)})}, o);
+  EXPECT_EQ(keepers(s, 960), std::vector<pid_t>{962});
+  EXPECT_EQ(s.ghost(960)->other_holders, std::vector<pid_t>{961});
+}
+
+TEST(GhostVerdict, ANumbersOwnerThatHeldNoFileWhenTheListingWasSeenKeepsNothing) {
+  // The listed process died before the daemon started; another process (no GPU file, 80-150)
+  // had its number when the daemon first saw the listing (100), and forked 951 (at 90), which
+  // holds GPU 0's file. The daemon saw it exit: 951 is nobody's keeper.
+  SnapshotOptions o;
+  o.listed_since = {{950, 100}};
+  o.ends = {{950, {{80, 150, false}}}};
+  o.exited_parents = {{951, 950}};
+  auto child = sharing(951, 1, 951, "951:5");
+  child.stat.start_ticks = 90;
+  auto s = make_snapshot({proc(1, 0, 1), child}, {gpu(0, 0, 8 * GiB, {listed(950, 8 * GiB)})}, o);
+  EXPECT_TRUE(keepers(s, 950).empty());
+  EXPECT_TRUE(s.ghost(950)->leaked);
+  EXPECT_TRUE(s.row(951)->anomalies.empty());
+}
+
 TEST(GhostVerdict, AZombieLeadersKinMustBeItsUserAndStartAfterIt) {
   // Zombie 980 (uid 1000, started at tick 500). 981 (same user, later) is its worker; 982 is
   // another user's process in a group of that number; 983 started before the leader did.

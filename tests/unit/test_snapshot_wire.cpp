@@ -85,7 +85,7 @@ core::Snapshot rich_snapshot() {
   v.open_files_unknown = std::nullopt;
   v.exited_parents = {{4250, 4242}};
   v.listed_since = {{4242, kMax}};
-  v.ends = {{7777, {{10, 20}, {30, kMax}}}};  // a holder that ended, not of the join
+  v.ends = {{7777, {{10, 20, false}, {30, kMax}}}};  // a holder that ended, not of the join
 
   core::BackendReport nvml;
   nvml.name = "nvml";
