@@ -1,7 +1,8 @@
 #pragma once
 // A cleanup policy: which GPU processes it matches, how long the match must hold, and what
 // it does then. Read from [[policy]] tables of the daemon's config; evaluated by
-// policy/matcher.h, acted on by policy/engine.h through the reaper.
+// policy/matcher.h, timed by policy/tracker.h, run by policy/runner.h (the daemon's consumer)
+// and acted on by policy/reaper_action.h through the reaper.
 #include <sys/types.h>
 
 #include <chrono>
