@@ -431,5 +431,49 @@ TEST(DaemonModes, AParentWhoseMainThreadExitsGetsTheOneShotsAnswerInBothModes) {
   expect_one_answer_in_both_modes(leader_thread_exit);
 }
 
+// A trainer that leads no group forked its worker before the daemon started, so no fork event
+// ties them; the daemon reads the worker's parent in /proc while both live, and once the
+// trainer ends, the worker keeps its context in both modes (no number vouches for it).
+Answers worker_forked_before_the_daemon(Mode mode) {
+  FakeDevRoot dev;
+  Ready ready;
+  KillStrays strays;
+  const pid_t trainer = ::fork();
+  if (trainer == 0) {
+    hold(dev.dev("nvidia0"));
+    pid_t w = ::fork();
+    if (w == 0)
+      for (;;) ::pause();
+    ready.send(w);
+    for (;;) ::pause();
+  }
+  strays.pids.push_back(trainer);
+  const auto worker = static_cast<pid_t>(ready.receive());
+  strays.pids.push_back(worker);
+  FakeNvml nvml(identity_scenario(
+      json::array({{{"pid", trainer}, {"used_bytes", 8 * GiB}, {"holders", {trainer, worker}}}})));
+  TempDir dir;
+  auto d = mode_daemon(mode, dir, dev, nvml, "", Rescan::EverySample);
+  EXPECT_TRUE(wait_until([&] { return holds(*d, trainer) && holds(*d, worker); }, 5000))
+      << d->log();
+  ::kill(trainer, SIGKILL);
+  EXPECT_EQ(::waitpid(trainer, nullptr, 0), trainer);
+  strays.pids.erase(strays.pids.begin());
+  EXPECT_TRUE(wait_until(
+      [&] { return row_of(snapshot_of(*d), trainer)["ghost"]["keepers"] == json::array({worker}); },
+      5000))
+      << row_of(snapshot_of(*d), trainer).dump(1);
+  return answers_of(*d, dir, {{trainer, "trainer"}, {worker, "worker"}}, trainer);
+}
+
+TEST(DaemonModes, AWorkerForkedBeforeTheDaemonStartedKeepsItsTrainerInBothModes) {
+  REQUIRE_DOUBLE();
+  if (::geteuid() != 0) GTEST_SKIP() << "the kernel's events need root";
+  auto answers = in_both_modes(worker_forked_before_the_daemon);
+  EXPECT_EQ(answers[Mode::Events], answers[Mode::Scans])
+      << "events: " << answers[Mode::Events] << "\nscans: " << answers[Mode::Scans];
+  EXPECT_EQ(answers[Mode::Events].doctor_exit, 2) << answers[Mode::Events];
+}
+
 }  // namespace
 }  // namespace gpureap::testing
