@@ -9,9 +9,8 @@
 #include "core/gpu_place.h"
 #include "daemon/local_protocol.h"
 #include "daemon/releases_document.h"
-#include "doctor/diagnose.h"
+#include "doctor/examine.h"
 #include "doctor/finding_code.h"
-#include "doctor/restricted_evidence.h"
 #include "doctor/settle.h"
 #include "export/history_json.h"
 #include "output/doctor_command.h"
@@ -68,7 +67,7 @@ std::string doctor(const DoctorRequest& r, const sample::Sample& sample, millise
   }
   if (gpu && last.drivers.any_available() && !last.gpu(*gpu))
     return error_text("no GPU " + std::to_string(*gpu));
-  const core::Snapshot* first = &last;
+  std::shared_ptr<const core::Snapshot> first = sample.snapshot;
   if (doctor::needs_settle(last, gpu)) {
     first = sample.taken_before(r.settle);
     if (!first)
@@ -77,21 +76,18 @@ std::string doctor(const DoctorRequest& r, const sample::Sample& sample, millise
   }
   // The kernel log the daemon follows; the kernel stacks of D-state holders are not read here
   // (its own findings tell their kind from the wait channel).
-  doctor::DoctorInput input{*first,
-                            last,
-                            sample.ipc_residue ? *sample.ipc_residue : procfs::IpcResidue{},
-                            gpu,
-                            reap::is_protected_process,
-                            threshold,
-                            sample.kernel_log.get()};
-  input.instance = instance;
-  input.work_server_log = sample.work_server_log;
-  auto findings = doctor::diagnose(input);
-  doctor::keep_codes(findings, *only);
+  doctor::Evidence evidence{first, sample.snapshot, sample.ipc_residue, sample.kernel_log};
+  evidence.work_server_log = sample.work_server_log;
   // The socket admits root and the daemon's own user: each could read what the daemon read.
-  doctor::show_restricted_evidence(findings, peer_uid == 0 || peer_uid == ::geteuid()
-                                                 ? doctor::Reader::Privileged
-                                                 : doctor::Reader::Anyone);
+  auto reader = peer_uid == 0 || peer_uid == ::geteuid() ? doctor::Reader::Privileged
+                                                         : doctor::Reader::Anyone;
+  auto findings = doctor::examine(evidence,
+                                  {.gpu = gpu,
+                                   .instance = instance,
+                                   .only = *only,
+                                   .unattributed = threshold,
+                                   .reader = reader},
+                                  reap::is_protected_process);
   return answer_of(output::render_doctor_command(last, findings,
                                                  {.json = r.json,
                                                   .color = r.color,
