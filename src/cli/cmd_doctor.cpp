@@ -12,7 +12,7 @@
 #include "cli/cmd_kill.h"
 #include "cli/daemon_client.h"
 #include "core/duration.h"
-#include "core/gpu_place.h"
+#include "core/gpu_resolve.h"
 #include "doctor/examine.h"
 #include "doctor/fixable.h"
 #include "doctor/settle.h"
@@ -280,15 +280,14 @@ int run_doctor(const GlobalOptions& g, const DoctorOptions& given) {
     return kDoctorCannotRun;
   }
   DoctorOptions o = given;
-  std::optional<core::GpuRef> gpu_ref;
   if (o.gpu_spec) {
+    // A typo is told before anything is collected; resolve_gpu says the same words later.
     auto ref = core::parse_gpu_option(*o.gpu_spec);
     if (!ref) {
       fail(ref.error());
       return kDoctorCannotRun;
     }
-    gpu_ref = *ref;
-    if (gpu_ref->index && !gpu_ref->gpu_instance) o.gpu = gpu_ref->index;
+    if (ref->index && !ref->gpu_instance) o.gpu = ref->index;
   }
   if (auto answer = from_daemon(g, o, *run))
     return print_report(answer->output, answer->warnings, answer->exit_code, o);
@@ -298,21 +297,14 @@ int run_doctor(const GlobalOptions& g, const DoctorOptions& given) {
     return kDoctorCannotRun;
   }
   auto first = std::make_shared<const core::Snapshot>(collector->collect());
-  if (gpu_ref && !o.gpu) {
-    auto place = core::resolve_gpu_ref(*first, *gpu_ref);
-    if (!place) {
-      fail(place.error());
-      return kDoctorCannotRun;
-    }
-    o.gpu = place->index;
-    if (place->gpu_instance) o.instance = *place;
+  if (o.gpu_spec) {
+    auto gpu = core::resolve_gpu(*first, *o.gpu_spec);
+    // Without a driver doctor still diagnoses from /proc: only a GPU that is known not to
+    // exist stops it.
+    if (gpu.problem && !gpu.problem->driver_down) return fail_scope(*gpu.problem, kDoctorCannotRun);
+    o.gpu = gpu.place.index;
+    if (gpu.place.gpu_instance) o.instance = gpu.place;
   }
-  if (o.gpu)
-    if (auto unknown = core::check_gpu_index(*first, *o.gpu)) {
-      // Without a driver doctor still diagnoses from /proc: only a GPU that is known not to
-      // exist stops it.
-      if (!unknown->driver_down) return fail_scope(*unknown, kDoctorCannotRun);
-    }
   if (doctor::needs_settle(*first, o.gpu)) {
     std::string said;
     if (::isatty(STDERR_FILENO)) said = say_settling(g, o, *run, *collector, first);

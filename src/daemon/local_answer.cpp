@@ -6,7 +6,7 @@
 #include <exception>
 
 #include "core/duration.h"
-#include "core/gpu_place.h"
+#include "core/gpu_resolve.h"
 #include "daemon/local_protocol.h"
 #include "daemon/releases_document.h"
 #include "doctor/examine.h"
@@ -54,19 +54,18 @@ std::string doctor(const DoctorRequest& r, const sample::Sample& sample, millise
     threshold = *t;
   }
   const core::Snapshot& last = *sample.snapshot;
-  std::optional<unsigned> gpu = r.gpu;
+  std::optional<unsigned> gpu;
   std::optional<core::GpuPlace> instance;
-  if (r.gpu_place) {
-    // An instance or UUID it does not have: the command resolves it itself and says so.
-    auto ref = core::parse_gpu_ref(*r.gpu_place);
-    if (!ref) return error_text("no GPU " + *r.gpu_place);
-    auto place = core::resolve_gpu_ref(last, *ref);
-    if (!place) return error_text("no GPU " + *r.gpu_place);
-    gpu = place->index;
-    if (place->gpu_instance) instance = *place;
+  if (r.gpu || r.gpu_place) {
+    // A GPU or instance it does not know is refused in the resolver's words; the command then
+    // resolves it on its own scan and says the same. Without a driver doctor still diagnoses
+    // from /proc, as the command does.
+    auto resolved = core::resolve_gpu(last, r.gpu_place ? *r.gpu_place : std::to_string(*r.gpu));
+    if (resolved.problem && !resolved.problem->driver_down)
+      return error_text(resolved.problem->error.message);
+    gpu = resolved.place.index;
+    if (resolved.place.gpu_instance) instance = resolved.place;
   }
-  if (gpu && last.drivers.any_available() && !last.gpu(*gpu))
-    return error_text("no GPU " + std::to_string(*gpu));
   std::shared_ptr<const core::Snapshot> first = sample.snapshot;
   if (doctor::needs_settle(last, gpu)) {
     first = sample.taken_before(r.settle);
