@@ -12,10 +12,9 @@
 #include "cli/cmd_kill.h"
 #include "cli/daemon_client.h"
 #include "core/duration.h"
-#include "core/gpu_place.h"
-#include "doctor/diagnose.h"
+#include "core/gpu_resolve.h"
+#include "doctor/examine.h"
 #include "doctor/fixable.h"
-#include "doctor/restricted_evidence.h"
 #include "doctor/settle.h"
 #include "output/doctor_command.h"
 #include "output/doctor_view.h"
@@ -40,6 +39,15 @@ struct DoctorRun {
   std::vector<doctor::FindingCode> only;
   doctor::UnattributedThreshold threshold;
 };
+
+// What the findings are about, for whom (options already resolved to a GPU and instance).
+doctor::Scope scope(const DoctorOptions& o, const DoctorRun& run, doctor::Reader reader) {
+  return {.gpu = o.gpu,
+          .instance = o.instance,
+          .only = run.only,
+          .unattributed = run.threshold,
+          .reader = reader};
+}
 
 core::Result<DoctorRun> check_options(const DoctorOptions& o) {
   DoctorRun run;
@@ -104,25 +112,17 @@ class Doctor {
          const collect::Collector& collector)
       : g_(g), o_(o), run_(run), collector_(collector) {}
 
-  std::vector<doctor::Finding> diagnose(const core::Snapshot& a, const core::Snapshot& b) const {
-    auto kernel = collector_.kernel_log(b);
+  // The findings about `first` and `last` (taken --settle apart) in this command's scope.
+  std::vector<doctor::Finding> diagnose(std::shared_ptr<const core::Snapshot> first,
+                                        std::shared_ptr<const core::Snapshot> last) const {
+    auto ipc = std::make_shared<const procfs::IpcResidue>(collector_.ipc_residue(last->proc));
+    auto evidence = doctor::read_evidence(collector_, std::move(first), last, std::move(ipc));
     // Without the kernel log doctor still diagnoses everything else: say so once.
-    if (kernel.problem) std::cerr << "gpureap: " << text::terminal_safe(*kernel.problem) << "\n";
-    doctor::DoctorInput input{a,
-                              b,
-                              collector_.ipc_residue(b.proc),
-                              o_.gpu,
-                              reap::is_protected_process,
-                              run_.threshold,
-                              &kernel,
-                              collector_.blocked_tasks(b)};
-    if (doctor::wants_work_server_log(input)) input.work_server_log = collector_.work_server_log(b);
-    input.instance = o_.instance;
-    auto found = doctor::diagnose(input);
-    doctor::keep_codes(found, run_.only);
+    if (evidence.kernel->problem)
+      std::cerr << "gpureap: " << text::terminal_safe(*evidence.kernel->problem) << "\n";
     // What this process could read, its user may see.
-    doctor::show_restricted_evidence(found, doctor::Reader::Privileged);
-    return found;
+    return doctor::examine(evidence, scope(o_, run_, doctor::Reader::Privileged),
+                           reap::is_protected_process);
   }
 
   // --fix: the remedies through the reap pipeline, planned on the diagnosed snapshot, so each
@@ -211,18 +211,19 @@ size_t screen_lines(const std::string& text, size_t width) {
 // first sample shows already (those that do not depend on how memory moves), so a person is
 // never left looking at nothing. Returns what it wrote.
 std::string say_settling(const GlobalOptions& g, const DoctorOptions& o, const DoctorRun& run,
-                         const collect::Collector& collector, const core::Snapshot& first) {
+                         const collect::Collector& collector,
+                         const std::shared_ptr<const core::Snapshot>& first) {
   std::string said = "gpureap: checking again in " + core::format_duration(run.settle) +
                      " to tell memory being released from leaked memory" +
                      (output::locale_speaks_utf8() ? "…" : "...") + "\n";
   std::cerr << said << std::flush;
   if (g.json) return said;
-  doctor::DoctorInput input{
-      first,        first, collector.ipc_residue(first.proc), o.gpu, reap::is_protected_process,
-      run.threshold};
-  input.instance = o.instance;
-  auto early = doctor::diagnose(input);
-  doctor::keep_codes(early, run.only);
+  // Only what the first sample holds: the kernel log and the blocked tasks are read with the
+  // second.
+  doctor::Evidence evidence{
+      first, first, std::make_shared<const procfs::IpcResidue>(collector.ipc_residue(first->proc))};
+  auto early = doctor::examine(evidence, scope(o, run, doctor::Reader::Privileged),
+                               reap::is_protected_process);
   std::erase_if(early, [](const doctor::Finding& f) {
     return f.has(doctor::FindingCode::NoSuchProcess) || f.has(doctor::FindingCode::Releasing) ||
            f.has(doctor::FindingCode::LeakedMemory) ||
@@ -279,15 +280,14 @@ int run_doctor(const GlobalOptions& g, const DoctorOptions& given) {
     return kDoctorCannotRun;
   }
   DoctorOptions o = given;
-  std::optional<core::GpuRef> gpu_ref;
   if (o.gpu_spec) {
+    // A typo is told before anything is collected; resolve_gpu says the same words later.
     auto ref = core::parse_gpu_option(*o.gpu_spec);
     if (!ref) {
       fail(ref.error());
       return kDoctorCannotRun;
     }
-    gpu_ref = *ref;
-    if (gpu_ref->index && !gpu_ref->gpu_instance) o.gpu = gpu_ref->index;
+    if (ref->index && !ref->gpu_instance) o.gpu = ref->index;
   }
   if (auto answer = from_daemon(g, o, *run))
     return print_report(answer->output, answer->warnings, answer->exit_code, o);
@@ -296,23 +296,16 @@ int run_doctor(const GlobalOptions& g, const DoctorOptions& given) {
     fail(collector.error());
     return kDoctorCannotRun;
   }
-  auto first = collector->collect();
-  if (gpu_ref && !o.gpu) {
-    auto place = core::resolve_gpu_ref(first, *gpu_ref);
-    if (!place) {
-      fail(place.error());
-      return kDoctorCannotRun;
-    }
-    o.gpu = place->index;
-    if (place->gpu_instance) o.instance = *place;
+  auto first = std::make_shared<const core::Snapshot>(collector->collect());
+  if (o.gpu_spec) {
+    auto gpu = core::resolve_gpu(*first, *o.gpu_spec);
+    // Without a driver doctor still diagnoses from /proc: only a GPU that is known not to
+    // exist stops it.
+    if (gpu.problem && !gpu.problem->driver_down) return fail_scope(*gpu.problem, kDoctorCannotRun);
+    o.gpu = gpu.place.index;
+    if (gpu.place.gpu_instance) o.instance = gpu.place;
   }
-  if (o.gpu)
-    if (auto unknown = core::check_gpu_index(first, *o.gpu)) {
-      // Without a driver doctor still diagnoses from /proc: only a GPU that is known not to
-      // exist stops it.
-      if (!unknown->driver_down) return fail_scope(*unknown, kDoctorCannotRun);
-    }
-  if (doctor::needs_settle(first, o.gpu)) {
+  if (doctor::needs_settle(*first, o.gpu)) {
     std::string said;
     if (::isatty(STDERR_FILENO)) said = say_settling(g, o, *run, *collector, first);
     std::this_thread::sleep_for(run->settle);
@@ -321,12 +314,12 @@ int run_doctor(const GlobalOptions& g, const DoctorOptions& given) {
     if (!said.empty() && one_terminal())
       std::cerr << "\x1b[" << screen_lines(said, text_width()) << "A\x1b[J" << std::flush;
   }
-  auto last = collector->collect();
+  auto last = std::make_shared<const core::Snapshot>(collector->collect());
   Doctor doc(g, o, *run, *collector);
   auto findings = doc.diagnose(first, last);
   if (o.fix) {
-    if (doc.fix(last, findings)) {
-      last = collector->collect();
+    if (doc.fix(*last, findings)) {
+      last = std::make_shared<const core::Snapshot>(collector->collect());
       findings = doc.diagnose(last, last);
       if (!g.json) std::cout << "\nAfter the fix:\n";
     } else if (!g.json) {
@@ -336,7 +329,7 @@ int run_doctor(const GlobalOptions& g, const DoctorOptions& given) {
   }
   auto options = render_options(g, o);
   options.fixing = o.fix;
-  auto rendered = output::render_doctor_command(last, findings, options);
+  auto rendered = output::render_doctor_command(*last, findings, options);
   return print_report(rendered.out, rendered.err, rendered.exit_code, o);
 }
 

@@ -11,7 +11,7 @@
 #include "cli/confirm.h"
 #include "cli/kernel_releases.h"
 #include "core/duration.h"
-#include "core/gpu_place.h"
+#include "core/gpu_resolve.h"
 #include "output/kill_view.h"
 #include "output/snapshot_json.h"
 #include "output/table.h"
@@ -185,14 +185,12 @@ CLI::App* add_kill_command(CLI::App& app, KillOptions& o) {
 int run_kill(const GlobalOptions& g, const KillOptions& options) {
   if (g.csv) return fail({"gpureap kill has no CSV output", "use --json"});
   KillOptions o = options;
-  std::optional<core::GpuRef> gpu_ref;
   if (o.gpu_spec) {
+    // A typo is told before anything is collected; resolve_gpu says the same words later.
     auto ref = core::parse_gpu_option(*o.gpu_spec);
     if (!ref) return fail(ref.error());
-    gpu_ref = *ref;
-    if (gpu_ref->index) o.gpu = gpu_ref->index;
   }
-  if (o.pids.empty() && !o.gpu && !gpu_ref && !o.ghosts && !o.stopped && !o.user)
+  if (o.pids.empty() && !o.gpu && !o.gpu_spec && !o.ghosts && !o.stopped && !o.user)
     return fail({"nothing to kill was named",
                  "give PIDs, --ghosts, --stopped, --gpu N or --user NAME (see gpureap kill "
                  "--help)"});
@@ -207,15 +205,13 @@ int run_kill(const GlobalOptions& g, const KillOptions& options) {
                      ": it is not the procfs of gpureap's own PID namespace",
                  "use --dry-run to see the plan, or run gpureap where those processes live"});
   auto snapshot = collector->collect();
-  if (gpu_ref) {
-    auto place = core::resolve_gpu_ref(snapshot, *gpu_ref);
-    if (!place) return fail(place.error());
-    o.gpu = place->index;
-    settings->request.gpu = place->index;
-    if (place->gpu_instance) settings->request.instance = *place;
+  if (o.gpu_spec) {
+    auto gpu = core::resolve_gpu(snapshot, *o.gpu_spec);
+    if (gpu.problem) return fail_scope(*gpu.problem);
+    o.gpu = gpu.place.index;
+    settings->request.gpu = gpu.place.index;
+    if (gpu.place.gpu_instance) settings->request.instance = gpu.place;
   }
-  if (o.gpu)
-    if (auto unknown = core::check_gpu_index(snapshot, *o.gpu)) return fail_scope(*unknown);
   if (g.json && !snapshot.complete())  // the human plan says so itself
     std::cerr << "gpureap: " << output::view_incomplete(snapshot) << "\n";
   int code = kill_on_snapshot(g, o, settings->request, world, snapshot, started,

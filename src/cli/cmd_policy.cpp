@@ -11,6 +11,7 @@
 #include <optional>
 
 #include "core/duration.h"
+#include "core/gpu_resolve.h"
 #include "daemon/config.h"
 #include "output/snapshot_json.h"
 #include "output/table.h"
@@ -225,7 +226,7 @@ int run_policy(const GlobalOptions& g, const PolicyOptions& o) {
   const core::Snapshot snapshot = collector->collect();
   for (const auto& p : policies)
     if (p.gpu)
-      if (auto unknown = core::check_gpu_index(snapshot, *p.gpu)) {
+      if (auto unknown = core::resolve_gpu(snapshot, std::to_string(*p.gpu)).problem) {
         unknown->error.message = "policy " + p.name + " (line " + std::to_string(p.line) +
                                  "): " + unknown->error.message;
         return fail_scope(*unknown);

@@ -11,6 +11,7 @@
 #include "cli/announce.h"
 #include "cli/confirm.h"
 #include "cli/external_command.h"
+#include "core/gpu_resolve.h"
 #include "doctor/reset_guard.h"
 #include "doctor/reset_remedy.h"
 #include "text/byte_format.h"
@@ -86,7 +87,8 @@ Guarded guard_reset(const GlobalOptions& g, const ResetOptions& o) {
               << "uses it (and its reset would hang too); check dmesg, then reboot\n";
     return Guarded{kExitDriverTimeout};
   }
-  if (auto unknown = core::check_gpu_index(snapshot, o.gpu)) return Guarded{fail_scope(*unknown)};
+  if (auto unknown = core::resolve_gpu(snapshot, std::to_string(o.gpu)).problem)
+    return Guarded{fail_scope(*unknown)};
   auto blockers = doctor::reset_blockers(snapshot, o.gpu);
   if (!blockers) return Guarded{fail(blockers.error())};
   // Before anything else: on a MIG GPU a reset ends the work on every instance, not one.

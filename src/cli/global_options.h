@@ -54,7 +54,7 @@ backend::BackendSettings backend_settings(const GlobalOptions& options);
 
 // Prints "gpureap: <message>" (and the hint) on stderr, returns kExitUsage.
 int fail(const core::Error& error);
-// A --gpu or --user that names nothing here (core::check_gpu_index, output::check_selection):
+// A --gpu or --user that names nothing here (core::resolve_gpu, output::check_selection):
 // the message, then `usage` (the command's status for a bad option), or 4 when no driver
 // answered that could have named the GPU.
 int fail_scope(const core::ScopeError& problem, int usage = kExitUsage);

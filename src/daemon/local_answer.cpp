@@ -6,12 +6,11 @@
 #include <exception>
 
 #include "core/duration.h"
-#include "core/gpu_place.h"
+#include "core/gpu_resolve.h"
 #include "daemon/local_protocol.h"
 #include "daemon/releases_document.h"
-#include "doctor/diagnose.h"
+#include "doctor/examine.h"
 #include "doctor/finding_code.h"
-#include "doctor/restricted_evidence.h"
 #include "doctor/settle.h"
 #include "export/history_json.h"
 #include "output/doctor_command.h"
@@ -55,20 +54,19 @@ std::string doctor(const DoctorRequest& r, const sample::Sample& sample, millise
     threshold = *t;
   }
   const core::Snapshot& last = *sample.snapshot;
-  std::optional<unsigned> gpu = r.gpu;
+  std::optional<unsigned> gpu;
   std::optional<core::GpuPlace> instance;
-  if (r.gpu_place) {
-    // An instance or UUID it does not have: the command resolves it itself and says so.
-    auto ref = core::parse_gpu_ref(*r.gpu_place);
-    if (!ref) return error_text("no GPU " + *r.gpu_place);
-    auto place = core::resolve_gpu_ref(last, *ref);
-    if (!place) return error_text("no GPU " + *r.gpu_place);
-    gpu = place->index;
-    if (place->gpu_instance) instance = *place;
+  if (r.gpu || r.gpu_place) {
+    // A GPU or instance it does not know is refused in the resolver's words; the command then
+    // resolves it on its own scan and says the same. Without a driver doctor still diagnoses
+    // from /proc, as the command does.
+    auto resolved = core::resolve_gpu(last, r.gpu_place ? *r.gpu_place : std::to_string(*r.gpu));
+    if (resolved.problem && !resolved.problem->driver_down)
+      return error_text(resolved.problem->error.message);
+    gpu = resolved.place.index;
+    if (resolved.place.gpu_instance) instance = resolved.place;
   }
-  if (gpu && last.drivers.any_available() && !last.gpu(*gpu))
-    return error_text("no GPU " + std::to_string(*gpu));
-  const core::Snapshot* first = &last;
+  std::shared_ptr<const core::Snapshot> first = sample.snapshot;
   if (doctor::needs_settle(last, gpu)) {
     first = sample.taken_before(r.settle);
     if (!first)
@@ -77,21 +75,18 @@ std::string doctor(const DoctorRequest& r, const sample::Sample& sample, millise
   }
   // The kernel log the daemon follows; the kernel stacks of D-state holders are not read here
   // (its own findings tell their kind from the wait channel).
-  doctor::DoctorInput input{*first,
-                            last,
-                            sample.ipc_residue ? *sample.ipc_residue : procfs::IpcResidue{},
-                            gpu,
-                            reap::is_protected_process,
-                            threshold,
-                            sample.kernel_log.get()};
-  input.instance = instance;
-  input.work_server_log = sample.work_server_log;
-  auto findings = doctor::diagnose(input);
-  doctor::keep_codes(findings, *only);
+  doctor::Evidence evidence{first, sample.snapshot, sample.ipc_residue, sample.kernel_log};
+  evidence.work_server_log = sample.work_server_log;
   // The socket admits root and the daemon's own user: each could read what the daemon read.
-  doctor::show_restricted_evidence(findings, peer_uid == 0 || peer_uid == ::geteuid()
-                                                 ? doctor::Reader::Privileged
-                                                 : doctor::Reader::Anyone);
+  auto reader = peer_uid == 0 || peer_uid == ::geteuid() ? doctor::Reader::Privileged
+                                                         : doctor::Reader::Anyone;
+  auto findings = doctor::examine(evidence,
+                                  {.gpu = gpu,
+                                   .instance = instance,
+                                   .only = *only,
+                                   .unattributed = threshold,
+                                   .reader = reader},
+                                  reap::is_protected_process);
   return answer_of(output::render_doctor_command(last, findings,
                                                  {.json = r.json,
                                                   .color = r.color,

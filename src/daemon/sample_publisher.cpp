@@ -1,7 +1,7 @@
 #include "daemon/sample_publisher.h"
 
 #include "base/log.h"
-#include "doctor/diagnose.h"
+#include "doctor/examine.h"
 #include "export/metrics.h"
 #include "reap/safety.h"
 #include "text/plural.h"
@@ -104,19 +104,16 @@ void SamplePublisher::on_collection(const engine::Collection& c) {
     kernel_log_problem_told_ = problem.has_value();
     kernel_counts = kernel_log_->counts();
   }
-  doctor::DoctorInput input{sample->previous ? *sample->previous : *sample->snapshot,
-                            *sample->snapshot,
-                            c.ipc_residue ? *c.ipc_residue : procfs::IpcResidue{},
-                            std::nullopt,
-                            reap::is_protected_process,
-                            settings.unattributed_threshold,
-                            kernel_log_ ? &kernel_log_->log() : nullptr};
-  if (work_server_logs_ && doctor::wants_work_server_log(input))
+  doctor::Evidence evidence{sample->previous ? sample->previous : sample->snapshot,
+                            sample->snapshot, c.ipc_residue, sample->kernel_log};
+  if (work_server_logs_ && doctor::wants_work_server_log(evidence))
     sample->work_server_log = collect::read_work_server_logs(
         work_server_logs_->runtime_root, work_server_logs_->proc_root, *sample->snapshot,
         work_server_logs_->servers);
-  input.work_server_log = sample->work_server_log;
-  sample->findings = doctor::diagnose(input);
+  evidence.work_server_log = sample->work_server_log;
+  // Every view of the sample decides for its reader whether the restricted lines show.
+  sample->findings = doctor::examine(evidence, {.unattributed = settings.unattributed_threshold},
+                                     reap::is_protected_process);
 
   exporter::MetricsInput metrics{*sample->snapshot,
                                  sample->findings,

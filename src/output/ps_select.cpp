@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <limits>
 
-#include "core/gpu_place.h"
+#include "core/gpu_resolve.h"
 #include "procfs/user_names.h"
 #include "text/escape.h"
 
@@ -42,8 +42,7 @@ std::string user_of(const core::ProcessRow& r) {
 std::vector<core::GpuPlace> resolved_places(const core::Snapshot& s, const PsSelection& sel) {
   std::vector<core::GpuPlace> out;
   for (const auto& text : sel.gpu_places)
-    if (auto ref = core::parse_gpu_ref(text))
-      if (auto place = core::resolve_gpu_ref(s, *ref)) out.push_back(*place);
+    if (auto gpu = core::resolve_gpu(s, text); !gpu.problem) out.push_back(gpu.place);
   return out;
 }
 
@@ -85,14 +84,10 @@ std::optional<core::ScopeError> check_selection(const core::Snapshot& s, const P
   for (const auto& user : sel.users)
     if (auto uid = procfs::resolve_user(user); !uid) return core::ScopeError{uid.error(), false};
   for (unsigned gpu : sel.gpus)
-    if (auto unknown = core::check_gpu_index(s, gpu)) return unknown;
-  for (const auto& text : sel.gpu_places) {
-    auto ref = core::parse_gpu_option(text);
-    if (!ref) return core::ScopeError{ref.error(), false};
-    auto place = core::resolve_gpu_ref(s, *ref);
-    if (!place) return core::ScopeError{place.error(), false};
-    if (auto unknown = core::check_gpu_index(s, place->index)) return unknown;
-  }
+    if (auto resolved = core::resolve_gpu(s, std::to_string(gpu)); resolved.problem)
+      return resolved.problem;
+  for (const auto& text : sel.gpu_places)
+    if (auto resolved = core::resolve_gpu(s, text); resolved.problem) return resolved.problem;
   return std::nullopt;
 }
 

@@ -6,6 +6,7 @@
 #include "backend/registry.h"
 #include "core/gpu_index.h"
 #include "core/gpu_place.h"
+#include "core/gpu_resolve.h"
 #include "core/listed_identity.h"
 #include "reap/kin.h"
 
@@ -173,14 +174,13 @@ class Selector {
   }
 
   core::Result<GpuScope> gpu_scope(const core::GpuPlace& place) {
-    if (auto unknown = core::check_gpu_index(snap_, place.index)) return unknown->error;
+    // A place a request names (a policy's `gpu`, a caller's own) is checked by the resolver every
+    // `--gpu` goes through, and refused in its words.
+    if (auto problem = core::resolve_gpu(snap_, core::gpu_place_text(place)).problem)
+      return problem->error;
     GpuScope scope{place, snap_.gpu(place.index)};
     bool by_files = !scope.gpu->device_numbers.empty();
     if (place.gpu_instance) {
-      if (!core::find_instance(*scope.gpu, *place.gpu_instance))
-        return core::Error{"GPU " + std::to_string(place.index) + " has no GPU instance " +
-                               std::to_string(*place.gpu_instance),
-                           "`gpureap ps` shows its instances as N/G under it"};
       by_files = std::any_of(
           scope.gpu->instances.begin(), scope.gpu->instances.end(),
           [&](const core::GpuInstance& i) {

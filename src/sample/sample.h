@@ -47,10 +47,10 @@ struct Sample {
 
   // The newest snapshot taken at least `age` before this sample (this one for zero); null when
   // none is kept from that long ago.
-  const core::Snapshot* taken_before(std::chrono::milliseconds age) const {
-    if (age.count() <= 0) return snapshot.get();
+  std::shared_ptr<const core::Snapshot> taken_before(std::chrono::milliseconds age) const {
+    if (age.count() <= 0) return snapshot;
     for (const auto& e : earlier)
-      if (taken - e.taken >= age) return e.snapshot.get();
+      if (taken - e.taken >= age) return e.snapshot;
     return nullptr;
   }
 };

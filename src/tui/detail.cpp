@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-#include "doctor/diagnose.h"
+#include "doctor/examine.h"
 #include "reap/safety.h"
 #include "text/byte_format.h"
 #include "text/display_width.h"
@@ -117,14 +117,9 @@ void add_gpu_use(std::vector<Line>& out, const TopRow& r, const core::ProcessRow
 }
 
 // What the doctor finds about this PID: evidence, meaning, remedies.
-void add_findings(std::vector<Line>& out, const core::Snapshot& s, const core::Snapshot* previous,
-                  pid_t pid, size_t width) {
-  const core::Snapshot& first = previous ? *previous : s;
-  doctor::DoctorInput in{first, s, {}, std::nullopt, reap::is_protected_process};
-  auto findings = doctor::diagnose(in);
-  std::erase_if(findings, [&](const doctor::Finding& f) {
-    return std::find(f.pids.begin(), f.pids.end(), pid) == f.pids.end();
-  });
+void add_findings(std::vector<Line>& out, const doctor::Evidence& evidence, pid_t pid,
+                  size_t width) {
+  auto findings = detail_findings(evidence, pid);
   out.push_back({});
   if (findings.empty()) {
     out.push_back(Line().add("gpureap doctor: nothing wrong with this process", Role::Dim));
@@ -148,15 +143,27 @@ void add_findings(std::vector<Line>& out, const core::Snapshot& s, const core::S
 
 }  // namespace
 
-std::vector<Line> detail_lines(const core::Snapshot& s, const core::Snapshot* previous,
-                               const ViewRow& v, const Viewer& viewer, size_t width) {
+std::vector<doctor::Finding> detail_findings(const doctor::Evidence& evidence, pid_t pid) {
+  // `gpureap doctor`'s scope without options; top read the logs itself, so its user may see
+  // every line of them.
+  auto findings =
+      doctor::examine(evidence, {.reader = doctor::Reader::Privileged}, reap::is_protected_process);
+  std::erase_if(findings, [&](const doctor::Finding& f) {
+    return std::find(f.pids.begin(), f.pids.end(), pid) == f.pids.end();
+  });
+  return findings;
+}
+
+std::vector<Line> detail_lines(const doctor::Evidence& evidence, const ViewRow& v,
+                               const Viewer& viewer, size_t width) {
+  const core::Snapshot& s = *evidence.last;
   const TopRow& r = v.row;
   const core::HostProcess* p = s.find(r.pid);
   std::vector<Line> out;
   out.push_back(head_line(r, p));
   add_process(out, r, p, width);
   add_gpu_use(out, r, s.row(r.pid), viewer, width);
-  add_findings(out, s, previous, r.pid, width);
+  add_findings(out, evidence, r.pid, width);
   return out;
 }
 

@@ -3,15 +3,19 @@
 // `gpureap doctor` finds about it (evidence, meaning, remedies).
 #include <vector>
 
-#include "core/snapshot.h"
+#include "doctor/examine.h"
 #include "tui/frame.h"
 #include "tui/view.h"
 
 namespace gpureap::tui {
 
-// `previous`: the sample before `s` (the doctor tells memory still dropping from memory that
-// stays); may be null. Lines are wrapped to `width`.
-std::vector<Line> detail_lines(const core::Snapshot& s, const core::Snapshot* previous,
-                               const ViewRow& row, const Viewer& viewer, size_t width);
+// The row's process in `evidence.last`, then doctor's findings about it from the whole
+// `evidence` (its `first` is the sample before: the doctor tells memory still dropping from
+// memory that stays). Lines are wrapped to `width`.
+std::vector<Line> detail_lines(const doctor::Evidence& evidence, const ViewRow& row,
+                               const Viewer& viewer, size_t width);
+
+// Doctor's findings about `pid`: those `gpureap doctor` gives on the same evidence that name it.
+std::vector<doctor::Finding> detail_findings(const doctor::Evidence& evidence, pid_t pid);
 
 }  // namespace gpureap::tui

@@ -106,6 +106,19 @@ void TopModel::set_snapshot(std::shared_ptr<const core::Snapshot> snapshot) {
   rebuild();
 }
 
+void TopModel::set_evidence(std::shared_ptr<const doctor::Evidence> evidence) {
+  evidence_ = std::move(evidence);
+}
+
+bool TopModel::wants_evidence() const {
+  return detail_ && snapshot_ && (!evidence_ || evidence_->last != snapshot_);
+}
+
+doctor::Evidence TopModel::evidence() const {
+  if (evidence_ && evidence_->last == snapshot_) return *evidence_;
+  return {previous_ ? previous_ : snapshot_, snapshot_};
+}
+
 void TopModel::rebuild() {
   if (snapshot_)
     view_ = make_view(*snapshot_, rows_, settings_.viewer, options_);

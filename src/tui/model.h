@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/snapshot.h"
+#include "doctor/examine.h"
 #include "procfs/host_stats.h"
 #include "tui/frame.h"
 #include "tui/key.h"
@@ -73,6 +74,13 @@ class TopModel {
   void set_size(size_t width, size_t height);
   // A new sample: the previous one is kept for the doctor's second look.
   void set_snapshot(std::shared_ptr<const core::Snapshot> snapshot);
+  // What else was read about the latest sample (doctor::read_evidence), for the detail pane.
+  void set_evidence(std::shared_ptr<const doctor::Evidence> evidence);
+  // The detail pane is open on a sample whose evidence beyond the snapshots was not read yet.
+  bool wants_evidence() const;
+  // The latest sample's evidence: what set_evidence gave for it, else its snapshot and the one
+  // before alone.
+  doctor::Evidence evidence() const;
   void set_host(procfs::HostStats host) { host_ = host; }
   void set_sampling(SamplingStatus status) { sampling_ = std::move(status); }
 
@@ -154,6 +162,7 @@ class TopModel {
 
   TopSettings settings_;
   std::shared_ptr<const core::Snapshot> snapshot_, previous_;
+  std::shared_ptr<const doctor::Evidence> evidence_;
   std::vector<TopRow> rows_;
   std::vector<ViewRow> view_;
   ViewOptions options_;

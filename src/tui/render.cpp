@@ -495,8 +495,7 @@ void TopModel::compose_detail(Frame& f) const {
            Role::Border);
   f.lines[layout_.detail_y] = t;
   if (!pid || !snapshot_) return;
-  auto lines =
-      detail_lines(*snapshot_, previous_.get(), view_[index_], settings_.viewer, layout_.width);
+  auto lines = detail_lines(evidence(), view_[index_], settings_.viewer, layout_.width);
   size_t rows = layout_.detail_rows - 1;
   size_t first = std::min(detail_scroll_, lines.size() > rows ? lines.size() - rows : 0);
   for (size_t i = 0; i < rows && first + i < lines.size(); ++i)

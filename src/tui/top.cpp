@@ -41,7 +41,8 @@ class Loop {
         config_(config),
         term_(term),
         // Every collection scans /proc in full: the screen shows every holder as it is now.
-        engine_(*collector_, engine::Cadence{config.interval}),
+        // The host-memory residue, looked for now and then, is the detail pane's evidence.
+        engine_(*collector_, engine::Cadence{.interval = config.interval, .ipc_residue = true}),
         model_(TopSettings{config.readonly || config.actions_unavailable.has_value(),
                            term.unicode(), config.interval, Viewer::current()}) {}
 
@@ -70,6 +71,7 @@ class Loop {
         if (!published.error && published.latest) {
           model_.set_snapshot(published.latest->snapshot);
           model_.set_host(published.latest->host);
+          ipc_ = published.latest->ipc_residue;
         }
         dirty = true;
       }
@@ -80,6 +82,7 @@ class Loop {
         model_.set_sampling(st);
         dirty = true;
       }
+      dirty |= read_evidence();
       dirty |= poll_job();
       dirty |= model_.expire_message(std::chrono::steady_clock::now());
       if (dirty) term_.draw(model_.compose());
@@ -114,6 +117,16 @@ class Loop {
   }
 
  private:
+  // While the detail pane is open, what doctor reads beside the snapshots (the kernel log, the
+  // blocked tasks), once per sample: the pane then shows what `gpureap doctor` finds.
+  bool read_evidence() {
+    if (!model_.wants_evidence()) return false;
+    auto bare = model_.evidence();
+    model_.set_evidence(std::make_shared<const doctor::Evidence>(
+        doctor::read_evidence(*collector_, bare.first, bare.last, ipc_)));
+    return true;
+  }
+
   void plan(const std::vector<pid_t>& pids) {
     auto snapshot = model_.snapshot();
     if (!snapshot) return;
@@ -171,8 +184,9 @@ class Loop {
   std::shared_ptr<backend::BackendSet> backend_;
   const TopConfig& config_;
   Terminal& term_;
-  engine::Engine engine_;             // not started while the daemon's feed answers
-  std::unique_ptr<DaemonFeed> feed_;  // null: the engine samples
+  engine::Engine engine_;                          // not started while the daemon's feed answers
+  std::unique_ptr<DaemonFeed> feed_;               // null: the engine samples
+  std::shared_ptr<const procfs::IpcResidue> ipc_;  // the latest sample's, if looked for
   TopModel model_;
   std::optional<reap::Plan> plan_;
   std::unique_ptr<KillJob> job_;

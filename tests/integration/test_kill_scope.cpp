@@ -155,6 +155,22 @@ TEST(KillScope, AnUnknownUserOrGpuIsTheSameErrorInEveryCommand) {
   auto doctor = with({"doctor", "--gpu", "7", "--settle", "0s"});
   EXPECT_EQ(doctor.exit_code, 3) << "doctor's status for a bad option: " << doctor.err;
   EXPECT_EQ(doctor.err.rfind(no_gpu, 0), 0u) << doctor.err;
+  // An instance the GPU does not have, an unknown UUID, a typo: one resolver's words on every
+  // path that takes --gpu.
+  for (std::string bad : {"0/3", "GPU-9999", "0/x"}) {
+    std::string words;
+    for (auto args :
+         std::vector<std::vector<std::string>>{{"ps", "--gpu", bad},
+                                               {"kill", "--dry-run", "--gpu", bad},
+                                               {"doctor", "--gpu", bad, "--settle", "0s"}}) {
+      auto r = with(args);
+      EXPECT_EQ(r.exit_code, args[0] == "doctor" ? 3 : 2) << args[0] << " " << bad << ": " << r.err;
+      auto first = r.err.substr(0, r.err.find('\n'));
+      EXPECT_EQ(first.rfind("gpureap: ", 0), 0u) << r.err;
+      if (words.empty()) words = first;
+      EXPECT_EQ(first, words) << args[0] << " " << bad;
+    }
+  }
   for (auto args : std::vector<std::vector<std::string>>{
            {"ps", "--user", "no-such-user-xyz"},
            {"kill", "--dry-run", "--ghosts", "--user", "no-such-user-xyz"}}) {

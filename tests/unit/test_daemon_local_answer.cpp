@@ -165,7 +165,7 @@ TEST(DaemonLocalAnswer, DoctorRefusesWhatTheCommandReportsInItsOwnWords) {
   DoctorRequest missing_gpu{.gpu = 9};
   auto refused = parse_answer(local_answer(request_line(missing_gpu), &sample, nullptr, now));
   ASSERT_FALSE(refused.ok());
-  EXPECT_EQ(refused.error().message, "no GPU 9");
+  EXPECT_EQ(refused.error().message, "GPU 9 does not exist");  // core::resolve_gpu's words
   DoctorRequest bad_code{.only = {"no-such-code"}};
   auto bad = parse_answer(local_answer(request_line(bad_code), &sample, nullptr, now));
   ASSERT_FALSE(bad.ok());
