@@ -12,6 +12,7 @@
 #include "backend/nvml/errors.h"
 #include "backend/nvml/mig_devices.h"
 #include "backend/nvml/process_lists.h"
+#include "base/phase_timer.h"
 
 namespace gpureap::backend::nvml {
 namespace {
@@ -165,6 +166,7 @@ core::Gpu read_gpu(const SymbolTable& api, unsigned index, std::uint64_t pid_max
   core::Gpu gpu;
   gpu.index = index;
   GpuCalls calls(api, gpu);
+  std::optional<base::Phase> phase(std::in_place, "nvml gpu " + std::to_string(index) + " queries");
 
   nvmlDevice_t device = nullptr;
   auto get_handle = api.get<nvmlDeviceGetHandleByIndex_fn>(Fn::DeviceGetHandleByIndex);
@@ -196,6 +198,7 @@ core::Gpu read_gpu(const SymbolTable& api, unsigned index, std::uint64_t pid_max
   if (gpu.mig_mode.value_or(false)) mig = read_mig_devices(api, device);
   for (const MigDevice& m : mig) gpu.instances.push_back(m.instance);
 
+  phase.emplace("nvml gpu " + std::to_string(index) + " process lists");
   const RecordLimits limits{pid_max, gpu.memory.total_bytes};
   ProcessLists lists = read_process_lists(api, device, index, limits);
   if (lists.refused && !mig.empty()) lists = read_instance_lists(api, mig, index, pid_max);
