@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "backend/nvml/abi.h"
 #include "backend/nvml/device_reader.h"
@@ -82,8 +83,9 @@ class NvmlBackend final : public GpuBackend {
     phase.reset();
     report.available = true;
     report.gpus.reserve(count);
+    known_.resize(count);
     for (unsigned index = 0; index < count; ++index) {
-      report.gpus.push_back(read_gpu(api, index, options_.pid_max));
+      report.gpus.push_back(read_gpu(api, index, options_.pid_max, known_[index]));
     }
     if (options_.proc_root) attach_mig_capabilities(report.gpus, *options_.proc_root);
     note_missing_capabilities(api, report);
@@ -143,6 +145,7 @@ class NvmlBackend final : public GpuBackend {
         return false;
       }
       initialised_ = true;
+      known_.clear();  // a new session of the library: its handles are new
     }
     return true;
   }
@@ -177,6 +180,7 @@ class NvmlBackend final : public GpuBackend {
   std::optional<SymbolSource> source_;
   std::optional<SymbolTable> api_;
   bool initialised_ = false;
+  std::vector<std::optional<StaticFacts>> known_;  // by index, while initialised_
 };
 
 }  // namespace
