@@ -351,9 +351,11 @@ core::DriverReading Collector::read_drivers() const {
 }
 
 core::Snapshot Collector::collect() const {
-  auto view = scan_processes();
-  std::optional<base::Phase> phase(std::in_place, "driver read");
-  auto drivers = read_drivers();
+  core::ProcView view;
+  std::optional<base::Phase> phase(std::in_place, "proc scan and driver read");
+  // The drivers answer while /proc is scanned: the one-shot commands wait for the slower.
+  auto scan = [&] { view = scan_processes(); };
+  auto drivers = drivers_ ? drivers_->read_beside(scan) : backend::BackendSet().read_beside(scan);
   phase.emplace("listed process details");
   add_driver_details(view, drivers);
   mark_work_servers(view, drivers);

@@ -60,7 +60,7 @@ TEST(PsReading, TimingSaysWhereTheTimeGoes) {
   EXPECT_EQ(parse_output(r)["gpus"].size(), 2u) << r.out;
   for (const char* phase :
        {"nvml library load", "nvml init", "nvml gpu 0 queries", "nvml gpu 0 process lists",
-        "nvml gpu 1 queries", "nvml gpu 1 process lists", "driver read", "proc scan",
+        "nvml gpu 1 queries", "nvml gpu 1 process lists", "proc scan and driver read", "proc scan",
         "open-file comparison", "rendering", "nvml shutdown"})
     EXPECT_NE(r.err.find(std::string("gpureap: timing: ") + phase + ": "), std::string::npos)
         << phase << "\n"
