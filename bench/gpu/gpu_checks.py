@@ -10,6 +10,7 @@ import argparse
 import json
 import os
 import platform
+import re
 import resource
 import signal
 import socket
@@ -322,14 +323,32 @@ def check_exit_release(kit, procs, facts, failures, differences):
            f"gpureap run -- gpukit-hold --mode exit: exit {rc}, release {release}", failures)
 
 
+TIMING_LINE = re.compile(r"^(?:gpureap|smi-standin): timing: (.+): ([0-9]+(?:\.[0-9]+)?) ms$")
+
+
+def timing_phases(stderr):
+    """{phase: ms} from the lines GPUREAP_TIMING (and the stand-in's --timing) print."""
+    phases = {}
+    for line in stderr.splitlines():
+        m = TIMING_LINE.match(line.strip())
+        if m:
+            phases[m.group(1)] = phases.get(m.group(1), 0) + float(m.group(2))
+    return phases
+
+
 def check_timing(kit, procs, facts, failures, differences):
     p, _ = kit.start_hold(procs, "hold")
     kit.wait_listed(p.pid)
+    ps_cmd = [kit.args.gpureap, "ps", "--json", *kit.ps_extra]
     commands = {
-        "gpureap_ps_json": ([kit.args.gpureap, "ps", "--json", *kit.ps_extra], kit.gpureap_env),
+        "gpureap_ps_json": (ps_cmd, kit.gpureap_env),
         "nvidia_smi_query_compute_apps": (["nvidia-smi", "--query-compute-apps=pid,used_memory",
                                            "--format=csv,noheader,nounits"], None),
     }
+    # nvidia-smi's NVML calls for that query, in C (bench/smi_standin.c), against this driver:
+    # where nvidia-smi's own time goes, which nvidia-smi does not say.
+    if kit.args.standin:
+        commands["smi_standin"] = ([kit.args.standin], None)
     samples = {name: {"wall_ms": [], "cpu_ms": []} for name in commands}
     for round_ in range(kit.args.runs + 1):  # round 0 warms up
         for name, (cmd, env) in commands.items():
@@ -355,6 +374,17 @@ def check_timing(kit, procs, facts, failures, differences):
     facts["ratio_gpureap_to_nvidia_smi"] = round(
         facts["gpureap_ps_json"]["median_ms"] / facts["nvidia_smi_query_compute_apps"]["median_ms"],
         2)
+    # Where the time goes: one more run of each with its phases on stderr.
+    env = dict(kit.gpureap_env, GPUREAP_TIMING="1")
+    _, _, err = kit.run(ps_cmd, env=env)
+    facts["gpureap_phases_ms"] = timing_phases(err)
+    if not facts["gpureap_phases_ms"]:
+        failures.append("GPUREAP_TIMING=1 gpureap ps --json printed no phase timings")
+    if kit.args.standin:
+        _, _, err = kit.run([kit.args.standin, "--timing"])
+        facts["nvidia_smi_standin_phases_ms"] = timing_phases(err)
+    else:
+        differences.append("no C compiler: nvidia-smi's NVML calls were not timed (smi_standin.c)")
     p.send_signal(signal.SIGTERM)
     p.wait(timeout=30)
 
@@ -543,6 +573,7 @@ def main():
     ap.add_argument("--gpureap", required=True)
     ap.add_argument("--gpureap-libs", default="")
     ap.add_argument("--hold", required=True)
+    ap.add_argument("--standin", default="")  # bench/smi_standin.c compiled; "" without a compiler
     ap.add_argument("--gpu", type=int, default=0)
     ap.add_argument("--mib", type=int, default=512)
     ap.add_argument("--runs", type=int, default=10)
@@ -647,6 +678,20 @@ def key_fact(check):
     return ""
 
 
+def phase_lines(check):
+    """The timing check's two breakdowns, side by side, under its row of the summary."""
+    f = check.get("facts", {})
+    ours, theirs = f.get("gpureap_phases_ms"), f.get("nvidia_smi_standin_phases_ms") or {}
+    if check.get("name") != "timing" or not ours:
+        return []
+    lines = [f"{'':<32}{'phase':<38} {'gpureap ms':>10} {'smi calls ms':>12}"]
+    for phase in list(ours) + [p for p in theirs if p not in ours]:
+        a = f"{ours[phase]:.3f}" if phase in ours else "-"
+        b = f"{theirs[phase]:.3f}" if phase in theirs else "-"
+        lines.append(f"{'':<32}{phase:<38} {a:>10} {b:>12}")
+    return lines
+
+
 def write_summary(result, path):
     lines = [f"gpukit on {result['host']['hostname']}: {result['status']} "
              f"({result['seconds']} s)", "",
@@ -660,6 +705,7 @@ def write_summary(result, path):
         lines.append(f"{c['name']:<17} {c['status']:<7} {seconds:>6}  {detail}")
         for d in c["differences"]:
             lines.append(f"{'':<32}difference: {d}")
+        lines.extend(phase_lines(c))
     text = "\n".join(lines) + "\n"
     with open(path, "w", encoding="utf-8") as f:
         f.write(text)

@@ -35,7 +35,7 @@ CHECKS=(
   "stopped_holder|a SIGSTOPped holder: ps shows state T and the stopped anomaly with the driver's MiB; gpureap kill frees it"
   "run_supervised|gpureap run -- gpukit-hold --mode fork: its leftovers are ended, nothing stays listed, the report gives the release time"
   "exit_release|a holder killed without freeing: how long the driver takes to drop it, gpureap lists nothing after; gpureap run -- gpukit-hold --mode exit reports the release"
-  "timing|gpureap ps --json against nvidia-smi --query-compute-apps, RUNS runs each after a warm-up: median, min, max"
+  "timing|gpureap ps --json against nvidia-smi --query-compute-apps (and its NVML calls in C), RUNS runs each after a warm-up: median, min, max, the ratio; each one's phases (GPUREAP_TIMING=1)"
   "daemon_events|the daemon following the kernel's events during a 10 s open storm by uid 65534 on /dev/nvidia<K>: new holders in its live view within 100 ms, events by file handle, no device fd of its own, never in the driver's list, CPU <= 10% of a core, one history point per interval"
   "mps_client|an MPS client of its own control daemon (private pipe folder, this GPU only) killed with SIGKILL: its memory kept by the MPS server, never the server planned, doctor's remedy MPS's terminate_client, which releases it; the daemon stopped after (skipped without nvidia-cuda-mps-control or root)"
   "mig_instances|where the GPU is already in MIG mode (never enabled here): its instances as nvidia-smi -L lists them, a holder on one listed on that instance, kill --gpu K/GI naming it (else skipped: MIG not enabled)"
@@ -182,6 +182,11 @@ if [ ! -x "$gpureap" ] || [ ! -x "$hold" ]; then
     cc -O2 -o "$hold" "$here/hold.c" -ldl || { echo "validate.sh: cannot compile bench/gpu/hold.c" >&2; exit "$EXIT_SETUP"; }
   fi
 fi
+# nvidia-smi's NVML calls in C, for the timing check's second breakdown (skipped without cc).
+standin=""
+if command -v cc >/dev/null && cc -O2 -o "$work/smi-standin" "$root/bench/smi_standin.c" -ldl 2>"$work/smi-standin-cc.txt"; then
+  standin=$work/smi-standin
+fi
 [ -x "$gpureap" ] || { echo "validate.sh: no gpureap at $gpureap (and cmake cannot build one here)" >&2; exit "$EXIT_SETUP"; }
 [ -x "$hold" ] || { echo "validate.sh: no gpukit-hold at $hold (and no cc to compile bench/gpu/hold.c)" >&2; exit "$EXIT_SETUP"; }
 if ! version=$(LD_LIBRARY_PATH="$gpureap_libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$gpureap" --version 2>&1); then
@@ -196,7 +201,7 @@ names=() describe=()
 for entry in "${CHECKS[@]}"; do names+=("${entry%%|*}"); describe+=("${entry%%|*}=${entry#*|}"); done
 # The checks bound themselves (150 s each at most); the whole run is bounded here too.
 timeout -s TERM 290 python3 "$here/gpu_checks.py" --gpureap "$gpureap" --gpureap-libs "$gpureap_libs" \
-  --hold "$hold" --gpu "$gpu" --mib "$mib" --runs "$runs" --work "$work" --result "$result" \
+  --hold "$hold" --standin "$standin" --gpu "$gpu" --mib "$mib" --runs "$runs" --work "$work" --result "$result" \
   --summary "$summary" --pid-file "$pid_file" --checks "${names[@]}" --describe "${describe[@]}"
 rc=$?
 if [ ! -s "$result" ]; then

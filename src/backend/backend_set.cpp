@@ -1,6 +1,7 @@
 #include "backend/backend_set.h"
 
 #include <algorithm>
+#include <thread>
 
 namespace gpureap::backend {
 
@@ -46,14 +47,37 @@ BackendSet::BackendSet(std::vector<std::shared_ptr<GpuBackend>> backends) : Back
     if (b) members_.push_back({std::move(b), nullptr});
 }
 
+core::BackendReport BackendSet::read_member(const Member& m) {
+  core::BackendReport r = m.backend->collect();
+  if (!r.available && r.gpus.empty() && m.kernel_gpus) r.gpus = m.kernel_gpus();
+  return r;
+}
+
 core::DriverReading BackendSet::read() const {
-  std::vector<core::BackendReport> reports;
-  reports.reserve(members_.size());
-  for (const auto& m : members_) {
-    reports.push_back(m.backend->collect());
-    auto& r = reports.back();
-    if (!r.available && r.gpus.empty() && m.kernel_gpus) r.gpus = m.kernel_gpus();
+  return read_beside({});
+}
+
+core::DriverReading BackendSet::read_beside(const std::function<void()>& meanwhile) const {
+  std::vector<core::BackendReport> reports(members_.size());
+  std::vector<bool> read(members_.size(), false);
+  if (meanwhile) {
+    std::thread beside([&] {
+      for (size_t i = 0; i < members_.size(); ++i)
+        if (members_[i].backend->fd_observer() == nullptr) {
+          reports[i] = read_member(members_[i]);
+          read[i] = true;
+        }
+    });
+    try {
+      meanwhile();
+    } catch (...) {
+      beside.join();
+      throw;
+    }
+    beside.join();
   }
+  for (size_t i = 0; i < members_.size(); ++i)
+    if (!read[i]) reports[i] = read_member(members_[i]);
   if (reports.empty()) {
     core::BackendReport none;
     none.name = "none";

@@ -42,6 +42,11 @@ class BackendSet {
   // kernel module still describes (BackendEntry::kernel_gpus). With no backend at all, one
   // unavailable status says so.
   core::DriverReading read() const;
+  // read(), with `meanwhile` (the holder scan) run on this thread beside the backends that take
+  // no part in it: a driver's library answers while /proc is scanned (NVML's init alone takes
+  // tens of milliseconds). The backends that observe the scan's fds are read after it, as
+  // their reports need it.
+  core::DriverReading read_beside(const std::function<void()>& meanwhile) const;
   // The observers of the backends that take part in the holder scan.
   std::vector<procfs::FdObserver*> fd_observers() const;
 
@@ -59,6 +64,7 @@ class BackendSet {
     std::shared_ptr<GuardedBackend> guarded;              // the same object, when it is guarded
     std::function<std::vector<core::Gpu>()> kernel_gpus;  // BackendEntry::kernel_gpus, bound
   };
+  static core::BackendReport read_member(const Member& m);
   std::vector<Member> members_;
   procfs::DeviceNodes nodes_;
   kernel::KernelLogParsers parsers_;

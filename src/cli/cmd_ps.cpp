@@ -5,7 +5,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
+#include <optional>
 
+#include "base/phase_timer.h"
 #include "cli/daemon_client.h"
 #include "core/duration.h"
 #include "output/kernel_note.h"
@@ -25,6 +27,7 @@ std::optional<daemon::Answer> from_daemon(const GlobalOptions& g, const PsOption
                                           const output::PsRenderOptions& render) {
   auto path = daemon_socket(g, o.no_daemon);
   if (!path) return std::nullopt;
+  base::Phase phase("daemon answer");
   return ask_daemon(*path, daemon::PsRequest::of(render));
 }
 
@@ -123,14 +126,21 @@ int run_ps(const GlobalOptions& g, const PsOptions& o) {
   render.select.gpu_places = gpus.gpu_places;
   if (auto answer = from_daemon(g, o, render))
     return print_command_output(answer->output, answer->warnings, answer->exit_code);
+  std::optional<base::Phase> phase(std::in_place, "collector setup");
   auto collector = open_collector(g);
   if (!collector) return fail(collector.error());
+  phase.reset();
   auto snapshot = collector->collect();
+  phase.emplace("rendering");
   auto rendered = output::render_ps_command(snapshot, render);
   // A GPU that logged a critical error looks healthy in the table: one line on stderr says so.
+  phase.emplace("kernel log");
   if (auto note = output::kernel_note(collector->kernel_log(snapshot)))
     rendered.err.push_back(*note);
-  return print_command_output(rendered.out, rendered.err, rendered.exit_code);
+  phase.emplace("printing");
+  const int status = print_command_output(rendered.out, rendered.err, rendered.exit_code);
+  phase.reset();  // before the collector closes NVML, which has a phase of its own
+  return status;
 }
 
 }  // namespace gpureap::cli

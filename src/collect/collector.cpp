@@ -7,10 +7,12 @@
 #include <atomic>
 #include <cstring>
 #include <filesystem>
+#include <optional>
 #include <thread>
 
 #include "backend/settings.h"
 #include "base/hostname.h"
+#include "base/phase_timer.h"
 #include "collect/container_claims.h"
 #include "collect/work_servers.h"
 #include "kernel/blocked_task.h"
@@ -169,6 +171,7 @@ core::ProcView Collector::scan(const core::ProcView* previous,
   view.ticks_per_second = ::sysconf(_SC_CLK_TCK);
   view.in_child_pid_namespace = proc_.in_child_pid_namespace().value_or(false);
   view.driver_device_files = catalog_.drivers_present();
+  std::optional<base::Phase> phase(std::in_place, "proc scan");
   auto pids = proc_.list_pids();
   std::sort(pids.begin(), pids.end());
   std::vector<procfs::FdObserver*> observers;
@@ -179,6 +182,7 @@ core::ProcView Collector::scan(const core::ProcView* previous,
   std::vector<core::HostProcess> processes;
   auto slots = scan_all(proc_, catalog_, pids, previous, changed, observers, processes);
   for (auto* o : observers) o->scan_finished();
+  phase.emplace("open-file comparison");
   std::vector<pid_t> holders;
   size_t kept = 0;  // the processes that were there, moved to the front in order
   for (size_t i = 0; i < slots.size(); ++i) {
@@ -196,6 +200,7 @@ core::ProcView Collector::scan(const core::ProcView* previous,
   view.open_files_unknown = std::move(grouping.incomplete);
   for (auto* o : observers) o->open_files_grouped(processes, view.open_files_unknown);
   view.processes = std::move(processes);
+  phase.emplace("holder details");
   add_details(view, holders);
   return view;
 }
@@ -346,10 +351,15 @@ core::DriverReading Collector::read_drivers() const {
 }
 
 core::Snapshot Collector::collect() const {
-  auto view = scan_processes();
-  auto drivers = read_drivers();
+  core::ProcView view;
+  std::optional<base::Phase> phase(std::in_place, "proc scan and driver read");
+  // The drivers answer while /proc is scanned: the one-shot commands wait for the slower.
+  auto scan = [&] { view = scan_processes(); };
+  auto drivers = drivers_ ? drivers_->read_beside(scan) : backend::BackendSet().read_beside(scan);
+  phase.emplace("listed process details");
   add_driver_details(view, drivers);
   mark_work_servers(view, drivers);
+  phase.emplace("join");
   return core::join(std::move(view), std::move(drivers), base::host_name(),
                     std::chrono::system_clock::now());
 }

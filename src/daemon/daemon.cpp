@@ -1,5 +1,6 @@
 #include "daemon/daemon.h"
 
+#include <malloc.h>
 #include <pthread.h>
 #include <signal.h>
 #include <sys/resource.h>
@@ -59,6 +60,17 @@ void raise_descriptor_limit() {
   if (::getrlimit(RLIMIT_NOFILE, &nofile) != 0 || nofile.rlim_cur >= nofile.rlim_max) return;
   nofile.rlim_cur = std::min<rlim_t>(nofile.rlim_max, 65536);
   ::setrlimit(RLIMIT_NOFILE, &nofile);
+}
+
+// The daemon stays small under any load. glibc gives each thread that allocates while another
+// does an arena of its own (up to 8 per core), and every arena keeps its high-water mark: the
+// HTTP workers building pages side by side would each keep one. Two arenas serve the daemon's
+// few threads. A large block (a page's body, a scan's buffers) is mapped and unmapped whole
+// instead of left in an arena, where glibc's adaptive threshold would put it after the first
+// large free. Before any thread exists.
+void bound_malloc() {
+  ::mallopt(M_ARENA_MAX, 2);
+  ::mallopt(M_MMAP_THRESHOLD, 128 * 1024);
 }
 
 // The socket `gpureap ps` asks through; "" for none.
@@ -408,6 +420,7 @@ class Daemon {
 }  // namespace
 
 int run_daemon(const DaemonOptions& options) {
+  bound_malloc();
   // Before any thread exists, so every thread inherits the mask and the signals wait for
   // sigtimedwait in the main loop instead of interrupting a sample.
   sigset_t signals;

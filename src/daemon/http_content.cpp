@@ -42,7 +42,10 @@ std::chrono::milliseconds stall_threshold(std::chrono::milliseconds interval,
 exporter::Reply HttpContent::metrics() {
   auto s = samples_.latest();
   if (!s) return not_ready();
-  return {200, exporter::kPrometheusContentType, s->metrics_text};
+  return {200,
+          exporter::kPrometheusContentType,
+          {},
+          metrics_body_.of(s, [](const sample::Sample& sample) { return sample.metrics_text; })};
 }
 
 exporter::Reply HttpContent::health() {
@@ -67,7 +70,9 @@ exporter::Reply HttpContent::health() {
 exporter::Reply HttpContent::snapshot() {
   auto s = samples_.latest();
   if (!s) return not_ready();
-  return {200, kJson, output::dump_json(output::snapshot_to_json(*s->snapshot)) + "\n"};
+  return {200, kJson, {}, snapshot_body_.of(s, [](const sample::Sample& sample) {
+            return output::dump_json(output::snapshot_to_json(*sample.snapshot)) + "\n";
+          })};
 }
 
 exporter::Reply HttpContent::findings(const exporter::HttpRequest& request) {

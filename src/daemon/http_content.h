@@ -7,6 +7,7 @@
 
 #include "daemon/holder_tracker.h"
 #include "daemon/incident.h"
+#include "daemon/sample_body.h"
 #include "daemon/sample_publisher.h"
 #include "export/http_server.h"
 #include "policy/runner.h"
@@ -57,6 +58,10 @@ class HttpContent final {
   std::shared_ptr<const HolderTracker> tracker_;
   std::shared_ptr<const Incidents> incidents_;
   std::atomic<long long> stall_after_ms_{60000};
+  // The pages every client gets alike, built once per sample (findings and history depend on
+  // the request).
+  SampleBody metrics_body_;
+  SampleBody snapshot_body_;
 };
 
 // How long without a finished sample means the loop is stuck: a driver timeout, a holder

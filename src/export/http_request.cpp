@@ -150,15 +150,20 @@ ParsedHead parse_request_head(std::string_view bytes) {
   return out;
 }
 
-std::string render_response(const HttpResponse& r, bool head_only) {
+std::string render_head(const HttpResponse& r) {
   std::string out = "HTTP/1.1 " + std::to_string(r.status) + " " + reason(r.status) + "\r\n";
   out += "Content-Type: " + r.content_type + "\r\n";
-  out += "Content-Length: " + std::to_string(r.body.size()) + "\r\n";
+  out += "Content-Length: " + std::to_string(r.body_bytes().size()) + "\r\n";
   out += "Connection: close\r\n";
   for (const auto& [name, value] : r.headers)
     out.append(name).append(": ").append(value).append("\r\n");
   out += "\r\n";
-  if (!head_only) out += r.body;
+  return out;
+}
+
+std::string render_response(const HttpResponse& r, bool head_only) {
+  std::string out = render_head(r);
+  if (!head_only) out += r.body_bytes();
   return out;
 }
 

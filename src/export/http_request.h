@@ -3,6 +3,7 @@
 // bytes: the request head (request line, headers, query parameters) and the response. The
 // server (http_server.cpp) moves bytes; everything a client controls is parsed here, bounded.
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -46,10 +47,16 @@ struct HttpResponse {
   std::string content_type = "text/plain; charset=utf-8";
   std::string body;
   std::vector<std::pair<std::string, std::string>> headers;  // beyond the standard ones
+  // When set, the body instead of `body`: one copy that every client sent it shares.
+  std::shared_ptr<const std::string> shared_body;
+
+  const std::string& body_bytes() const { return shared_body ? *shared_body : body; }
 };
 
-// The bytes on the wire: status line, Content-Type, Content-Length, Connection: close, the extra
-// headers, and the body unless `head_only` (HEAD).
+// The bytes on the wire before the body: status line, Content-Type, Content-Length,
+// Connection: close, the extra headers and the blank line.
+std::string render_head(const HttpResponse& response);
+// render_head and the body unless `head_only` (HEAD).
 std::string render_response(const HttpResponse& response, bool head_only);
 
 }  // namespace gpureap::exporter

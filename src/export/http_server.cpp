@@ -18,7 +18,9 @@
 #include <cstring>
 #include <deque>
 #include <map>
+#include <memory>
 #include <mutex>
+#include <string_view>
 #include <thread>
 
 #include "export/bearer_auth.h"
@@ -58,18 +60,32 @@ std::string landing_page(const std::vector<Route>& routes) {
   return page;
 }
 
-HttpResponse reply(const Reply& r) {
-  return {r.status, r.content_type, r.body, {}};
+HttpResponse reply(Reply r) {
+  return {r.status, std::move(r.content_type), std::move(r.body), {}, std::move(r.shared_body)};
 }
 
 HttpResponse text(int status, std::string body) {
   return {status, "text/plain; charset=utf-8", std::move(body), {}};
 }
 
+// What a connection sends: the head, then the body, which may be shared with other connections
+// (null for none).
+struct Outgoing {
+  std::string head;
+  std::shared_ptr<const std::string> body;
+
+  size_t size() const { return head.size() + (body ? body->size() : 0); }
+  // The bytes from `offset` to the end of the part it falls in.
+  std::string_view from(size_t offset) const {
+    if (offset < head.size()) return std::string_view(head).substr(offset);
+    return std::string_view(*body).substr(offset - head.size());
+  }
+};
+
 struct Connection {
   enum class State { Reading, Processing, Writing } state = State::Reading;
   std::string in;
-  std::string out;
+  Outgoing out;
   size_t sent = 0;
   Clock::time_point deadline;
 };
@@ -81,8 +97,17 @@ struct Job {
 
 struct Done {
   int fd;
-  std::string bytes;
+  Outgoing out;
 };
+
+// The response as it goes out; a body of its own becomes the shared one without a copy.
+Outgoing outgoing(HttpResponse r, bool head_only) {
+  Outgoing out{render_head(r), nullptr};
+  if (!head_only)
+    out.body = r.shared_body ? std::move(r.shared_body)
+                             : std::make_shared<const std::string>(std::move(r.body));
+  return out;
+}
 
 }  // namespace
 
@@ -198,17 +223,17 @@ struct HttpServer::Impl {
         job = std::move(jobs.front());
         jobs.pop_front();
       }
-      std::string bytes;
+      Outgoing out;
       try {
-        bytes = render_response(respond(job.request), job.request.method == "HEAD");
+        out = outgoing(respond(job.request), job.request.method == "HEAD");
       } catch (const std::exception& e) {
-        bytes = render_response(text(500, std::string("internal error: ") + e.what() +
-                                              "; please report this as a gpureap bug\n"),
-                                false);
+        out = outgoing(text(500, std::string("internal error: ") + e.what() +
+                                     "; please report this as a gpureap bug\n"),
+                       false);
       }
       {
         std::lock_guard lock(done_mutex);
-        done.push_back({job.fd, std::move(bytes)});
+        done.push_back({job.fd, std::move(out)});
       }
       wake();
     }
@@ -225,9 +250,9 @@ struct HttpServer::Impl {
     connections.erase(fd);
   }
 
-  void start_writing(int fd, Connection& c, std::string bytes) {
+  void start_writing(int fd, Connection& c, Outgoing out) {
     c.state = Connection::State::Writing;
-    c.out = std::move(bytes);
+    c.out = std::move(out);
     c.sent = 0;
     c.in.clear();
     c.in.shrink_to_fit();
@@ -241,7 +266,8 @@ struct HttpServer::Impl {
 
   void write_some(int fd, Connection& c) {
     while (c.sent < c.out.size()) {
-      ssize_t n = ::send(fd, c.out.data() + c.sent, c.out.size() - c.sent, MSG_NOSIGNAL);
+      const std::string_view rest = c.out.from(c.sent);
+      ssize_t n = ::send(fd, rest.data(), rest.size(), MSG_NOSIGNAL);
       if (n > 0) {
         c.sent += static_cast<size_t>(n);
         continue;
@@ -299,10 +325,9 @@ struct HttpServer::Impl {
       case HeadStatus::Incomplete:
         return;
       case HeadStatus::TooLarge:
-        return start_writing(fd, c,
-                             render_response(text(431, "the request head is too large\n"), false));
+        return start_writing(fd, c, outgoing(text(431, "the request head is too large\n"), false));
       case HeadStatus::Bad:
-        return start_writing(fd, c, render_response(text(400, head.error + "\n"), false));
+        return start_writing(fd, c, outgoing(text(400, head.error + "\n"), false));
       case HeadStatus::Complete:
         break;
     }
@@ -327,7 +352,7 @@ struct HttpServer::Impl {
     }
     for (auto& d : ready) {
       auto it = connections.find(d.fd);
-      if (it != connections.end()) start_writing(d.fd, it->second, std::move(d.bytes));
+      if (it != connections.end()) start_writing(d.fd, it->second, std::move(d.out));
     }
   }
 

@@ -22,6 +22,9 @@ struct Reply {
   int status = 200;
   std::string content_type = "text/plain; charset=utf-8";
   std::string body;
+  // When set, the body instead of `body`: built once and shared by every client sent it, so
+  // many clients reading one large page slowly hold one copy of it.
+  std::shared_ptr<const std::string> shared_body;
 };
 
 struct HistoryRequest {

@@ -8,8 +8,10 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <sstream>
 #include <thread>
 
@@ -96,19 +98,69 @@ bool names_function(const std::string& wanted, const char* function) {
   return suffix != std::string::npos && wanted == name.substr(0, suffix);
 }
 
+// FAKE_NVML_CALL_COUNTS names a file that holds, after every call, how many times this
+// process called each function: {"nvmlDeviceGetName": 2, ...}. Tests read it to check which
+// calls gpureap makes; benchmarks to compare two programs' calls. Caller holds g_mutex.
+std::map<std::string, unsigned long> g_call_counts;
+void count_call_locked(const char* function) {
+  const char* path = std::getenv("FAKE_NVML_CALL_COUNTS");
+  if (path == nullptr || *path == '\0') return;
+  ++g_call_counts[function];
+  const std::string temp = std::string(path) + ".tmp." + std::to_string(::getpid());
+  {
+    std::ofstream out(temp);
+    out << '{';
+    const char* comma = "";
+    for (const auto& [name, count] : g_call_counts) {
+      out << comma << '"' << name << "\": " << count;
+      comma = ", ";
+    }
+    out << "}\n";
+  }
+  if (std::rename(temp.c_str(), path) != 0) complain(std::string("cannot write ") + path);
+}
+
+// The latency the scenario gives `function`: its own entry, else "*"'s, else none.
+std::chrono::microseconds latency_of(const Scenario& scenario, const char* function) {
+  std::optional<unsigned> any, own;
+  for (const auto& [name, us] : scenario.call_latency_us) {
+    if (name == "*")
+      any = us;
+    else if (names_function(name, function))
+      own = us;
+  }
+  return std::chrono::microseconds(own.value_or(any.value_or(0)));
+}
+
+// Waits `latency` as a driver's ioctl does, without the timer slack a sleep adds (~50 us): a
+// sleep for the bulk, then a spin to the deadline.
+void wait_out(std::chrono::microseconds latency) {
+  if (latency.count() <= 0) return;
+  const auto deadline = std::chrono::steady_clock::now() + latency;
+  constexpr auto kSlack = std::chrono::microseconds(200);
+  if (latency > kSlack) std::this_thread::sleep_for(latency - kSlack);
+  while (std::chrono::steady_clock::now() < deadline) {
+  }
+}
+
 void block_if_named(const char* function) {
   bool block = false;
   unsigned slow_ms = 0;
+  std::chrono::microseconds latency{0};
   {
     std::lock_guard lock(g_mutex);
+    count_call_locked(function);
     const Scenario* scenario = scenario_locked(false);
     block = scenario != nullptr && names_function(scenario->block_call, function);
-    if (scenario != nullptr)
+    if (scenario != nullptr) {
       for (const auto& [name, ms] : scenario->slow_calls)
         if (names_function(name, function)) slow_ms = ms;
+      latency = latency_of(*scenario, function);
+    }
   }
   // A slow driver: the call answers, late. The lock is not held meanwhile either.
   if (slow_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(slow_ms));
+  wait_out(latency);
   // Like a wedged driver: never returns. The lock is not held, so other calls still work.
   while (block) ::sleep(3600);
 }

@@ -73,6 +73,9 @@ struct Scenario {
   // function (exact export or base name) → milliseconds each call takes: a real driver's
   // init and shutdown take a second or more without persistence mode.
   std::map<std::string, unsigned> slow_calls;
+  // function (exact export or base name, or "*" for every other one) → microseconds each call
+  // takes: a real driver's per-call cost, for benchmarks against the double.
+  std::map<std::string, unsigned> call_latency_us;
   unsigned process_info_v3_stride = 24;
   unsigned size_query_undercount = 0;
   std::string proc_root = "/proc";

@@ -3,6 +3,9 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <regex>
+#include <sstream>
+
 #include "support.h"
 
 namespace gpureap::testing {
@@ -42,6 +45,36 @@ TEST(PsReading, AsciiUnderTheCLocale) {
   for (unsigned char c : r.out) ASSERT_LT(c, 0x80) << r.out;
   auto utf8 = run_gpureap({"ps", "--tree", "--dev-root", dev.path()}, {"LC_ALL=C.UTF-8"});
   EXPECT_NE(utf8.out.find("└"), std::string::npos) << utf8.out;
+}
+
+// GPUREAP_TIMING=1: each phase's wall time on stderr, one line each, the output unchanged.
+TEST(PsReading, TimingSaysWhereTheTimeGoes) {
+  FakeDevRoot dev;
+  Child a = holding(dev, "nvidia0");
+  FakeNvml nvml(idle_gpus());
+  auto env = nvml.env();
+  env.push_back("GPUREAP_TIMING=1");
+  const std::vector<std::string> args = {"ps", "--json", "--no-daemon", "--dev-root", dev.path()};
+  auto r = run_gpureap(args, env);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(parse_output(r)["gpus"].size(), 2u) << r.out;
+  for (const char* phase :
+       {"nvml library load", "nvml init", "nvml gpu 0 queries", "nvml gpu 0 process lists",
+        "nvml gpu 1 queries", "nvml gpu 1 process lists", "proc scan and driver read", "proc scan",
+        "open-file comparison", "rendering", "nvml shutdown"})
+    EXPECT_NE(r.err.find(std::string("gpureap: timing: ") + phase + ": "), std::string::npos)
+        << phase << "\n"
+        << r.err;
+  std::istringstream lines(r.err);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("gpureap: timing: ", 0) != 0) continue;
+    EXPECT_TRUE(
+        std::regex_match(line, std::regex(R"(gpureap: timing: [a-z0-9 -]+: [0-9]+\.[0-9]{3} ms)")))
+        << line;
+  }
+  auto quiet = run_gpureap(args, nvml.env());
+  ASSERT_EQ(quiet.exit_code, 0) << quiet.err;
+  EXPECT_EQ(quiet.err.find("timing"), std::string::npos) << quiet.err;
 }
 
 TEST(PsCli, ParseErrorsSpeakGpureapsVoice) {

@@ -12,6 +12,7 @@
 #include "backend/nvml/errors.h"
 #include "backend/nvml/mig_devices.h"
 #include "backend/nvml/process_lists.h"
+#include "base/phase_timer.h"
 
 namespace gpureap::backend::nvml {
 namespace {
@@ -134,6 +135,13 @@ std::optional<bool> read_mig_mode(const SymbolTable& api, GpuCalls& calls, nvmlD
   return current != 0;
 }
 
+void apply(const StaticFacts& facts, core::Gpu& gpu) {
+  gpu.name = facts.name;
+  gpu.uuid = facts.uuid;
+  gpu.minor = facts.minor;
+  gpu.pci_bus_id = facts.pci_bus_id;
+}
+
 // The lists of each MIG device, for when the parent's aggregate lists are refused. A record
 // without instance ids gets its MIG device's.
 ProcessLists read_instance_lists(const SymbolTable& api, const std::vector<MigDevice>& mig,
@@ -161,10 +169,12 @@ ProcessLists read_instance_lists(const SymbolTable& api, const std::vector<MigDe
 
 }  // namespace
 
-core::Gpu read_gpu(const SymbolTable& api, unsigned index, std::uint64_t pid_max) {
+core::Gpu read_gpu(const SymbolTable& api, unsigned index, std::uint64_t pid_max,
+                   std::optional<StaticFacts>& known) {
   core::Gpu gpu;
   gpu.index = index;
   GpuCalls calls(api, gpu);
+  std::optional<base::Phase> phase(std::in_place, "nvml gpu " + std::to_string(index) + " queries");
 
   nvmlDevice_t device = nullptr;
   auto get_handle = api.get<nvmlDeviceGetHandleByIndex_fn>(Fn::DeviceGetHandleByIndex);
@@ -175,15 +185,22 @@ core::Gpu read_gpu(const SymbolTable& api, unsigned index, std::uint64_t pid_max
     return gpu;
   }
 
-  gpu.name = read_string(api, calls, Fn::Name, device);
-  gpu.uuid = read_string(api, calls, Fn::Uuid, device);
-  gpu.minor = read_unsigned(api, calls, Fn::MinorNumber, device);
+  if (!known || known->handle != device) {
+    StaticFacts facts{device, read_string(api, calls, Fn::Name, device),
+                      read_string(api, calls, Fn::Uuid, device),
+                      read_unsigned(api, calls, Fn::MinorNumber, device),
+                      read_pci_bus_id(api, calls, device)};
+    const bool complete = facts.name && facts.uuid && facts.minor && facts.pci_bus_id;
+    known = complete ? std::optional(facts) : std::nullopt;
+    apply(facts, gpu);
+  } else {
+    apply(*known, gpu);
+  }
   // /dev/nvidia<minor> reaches this GPU; without the minor, any /dev/nvidia<N> may.
   if (gpu.minor)
     gpu.device_numbers.push_back(::makedev(kNvidiaDeviceMajor, *gpu.minor));
   else
     gpu.device_major = kNvidiaDeviceMajor;
-  gpu.pci_bus_id = read_pci_bus_id(api, calls, device);
   gpu.memory = read_memory(api, calls, device);
   read_utilization(api, calls, device, gpu);
   gpu.temperature_celsius = read_temperature(api, calls, device);
@@ -196,6 +213,7 @@ core::Gpu read_gpu(const SymbolTable& api, unsigned index, std::uint64_t pid_max
   if (gpu.mig_mode.value_or(false)) mig = read_mig_devices(api, device);
   for (const MigDevice& m : mig) gpu.instances.push_back(m.instance);
 
+  phase.emplace("nvml gpu " + std::to_string(index) + " process lists");
   const RecordLimits limits{pid_max, gpu.memory.total_bytes};
   ProcessLists lists = read_process_lists(api, device, index, limits);
   if (lists.refused && !mig.empty()) lists = read_instance_lists(api, mig, index, pid_max);

@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "backend/nvml/abi.h"
 #include "backend/nvml/device_reader.h"
@@ -18,6 +19,7 @@
 #include "backend/nvml/nvidia_presence.h"
 #include "backend/nvml/resolver_backend.h"
 #include "backend/nvml/symbol_table.h"
+#include "base/phase_timer.h"
 
 namespace gpureap::backend::nvml {
 namespace {
@@ -41,7 +43,9 @@ class NvmlBackend final : public GpuBackend {
 
   ~NvmlBackend() override {
     // nvmlShutdown before the library is unloaded (source_ is destroyed after this body).
-    if (initialised_) api_->get<nvmlVoid_fn>(Fn::Shutdown)();
+    if (!initialised_) return;
+    base::Phase phase("nvml shutdown");
+    api_->get<nvmlVoid_fn>(Fn::Shutdown)();
   }
 
   core::BackendReport collect() override {
@@ -65,6 +69,7 @@ class NvmlBackend final : public GpuBackend {
   void collect_into(core::BackendReport& report) {
     if (!ready(report)) return;
     const SymbolTable& api = *api_;
+    std::optional<base::Phase> phase(std::in_place, "nvml driver version and device count");
     report.driver_version = system_string(Fn::DriverVersion);
     if (auto v = system_string(Fn::NvmlVersion)) report.set_detail("nvml_version", std::move(*v));
 
@@ -75,10 +80,12 @@ class NvmlBackend final : public GpuBackend {
       report.error_code = init_error_code(rc);
       return;
     }
+    phase.reset();
     report.available = true;
     report.gpus.reserve(count);
+    known_.resize(count);
     for (unsigned index = 0; index < count; ++index) {
-      report.gpus.push_back(read_gpu(api, index, options_.pid_max));
+      report.gpus.push_back(read_gpu(api, index, options_.pid_max, known_[index]));
     }
     if (options_.proc_root) attach_mig_capabilities(report.gpus, *options_.proc_root);
     note_missing_capabilities(api, report);
@@ -107,6 +114,7 @@ class NvmlBackend final : public GpuBackend {
   // Library loaded, symbols resolved, NVML initialised; otherwise report.error says why.
   bool ready(core::BackendReport& report) {
     if (!source_) {
+      base::Phase phase("nvml library load");
       auto opened = opener_();
       if (!opened) {
         report.error = opened.error().text();
@@ -128,6 +136,7 @@ class NvmlBackend final : public GpuBackend {
       api_ = table.value();
     }
     if (!initialised_) {
+      base::Phase phase("nvml init");
       nvmlReturn_t rc = api_->get<nvmlVoid_fn>(Fn::Init)();
       if (rc != NVML_SUCCESS) {
         report.error = init_error(rc, api_->name(Fn::Init), nvml_error_text(*api_, rc)).text();
@@ -136,6 +145,7 @@ class NvmlBackend final : public GpuBackend {
         return false;
       }
       initialised_ = true;
+      known_.clear();  // a new session of the library: its handles are new
     }
     return true;
   }
@@ -170,6 +180,7 @@ class NvmlBackend final : public GpuBackend {
   std::optional<SymbolSource> source_;
   std::optional<SymbolTable> api_;
   bool initialised_ = false;
+  std::vector<std::optional<StaticFacts>> known_;  // by index, while initialised_
 };
 
 }  // namespace

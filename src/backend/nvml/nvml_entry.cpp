@@ -7,6 +7,7 @@
 
 #include "backend/nvml/device_major.h"
 #include "backend/nvml/kernel_gpus.h"
+#include "backend/nvml/mps_server.h"
 #include "backend/nvml/nvml_backend.h"
 #include "kernel/nvidia/xid_parser.h"
 
@@ -79,9 +80,9 @@ BackendEntry nvml_entry() {
   e.kernel_log = kernel::nvidia::xid_parser();
   // nvidia.ko (os_*, nv_*, _nv*), nvidia-uvm.ko (uvm_*).
   e.kernel_functions = {"uvm_", "nvidia", "nv_", "_nv", "os_acquire", "os_wait"};
-  e.protected_programs = {"nvidia-persistenced",    "nv-hostengine",
-                          "dcgm-exporter",          "dcgmi",
-                          "nvidia-cuda-mps-server", "nvidia-cuda-mps-control"};
+  e.protected_programs = {
+      "nvidia-persistenced",          "nv-hostengine",          "dcgm-exporter", "dcgmi",
+      std::string(kMpsServerProgram), "nvidia-cuda-mps-control"};
   e.reset = ResetTool{
       "nvidia-smi",
       [](unsigned nvml_index) {
@@ -102,7 +103,7 @@ BackendEntry nvml_entry() {
   // holds the device files; NVML lists the server as a compute process and the clients through
   // nvmlDeviceGetMPSComputeRunningProcesses. terminate_client ends one client's outstanding
   // work on a server (recent CUDA releases); quit stops the daemon and every server.
-  e.work_server = WorkServer{"nvidia-cuda-mps-server",
+  e.work_server = WorkServer{std::string(kMpsServerProgram),
                              "nvidia-cuda-mps-control",
                              "MPS server",
                              "echo terminate_client {server} {client} | nvidia-cuda-mps-control",

@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "backend/nvml/errors.h"
+#include "backend/nvml/mps_server.h"
 
 namespace gpureap::backend::nvml {
 namespace {
@@ -135,6 +136,71 @@ std::optional<std::string> driver_process_name(const SymbolTable& api, pid_t pid
   return std::string(name.data());
 }
 
+// Reads one list into `result`; false when the GPU's lists must stop here (`result` then says
+// why and holds no process).
+bool read_list(const SymbolTable& api, nvmlDevice_t device, unsigned index,
+               const RecordLimits& limits, const ListSpec& list, ProcessLists& result) {
+  if (!api.has(list.fn)) return true;
+  RawList raw = fetch_records(api.get<nvmlDeviceGetProcesses_fn>(list.fn), device);
+  if (raw.rc == NVML_ERROR_GPU_IS_LOST) {
+    result.gpu_error = gpu_error(index, raw.rc, api.name(list.fn), nvml_error_text(api, raw.rc));
+    result.processes.clear();
+    return false;
+  }
+  // Graphics and MPS lists are legitimately unsupported on many GPUs.
+  if (raw.rc == NVML_ERROR_NOT_SUPPORTED && list.fn != Fn::ComputeRunningProcesses) return true;
+  if (raw.implausible) {
+    result.processes_error = "the driver claims " + std::to_string(*raw.implausible) + " " +
+                             list.what + " processes on GPU " + std::to_string(index) +
+                             ", more than any GPU runs: its process lists are not trusted; check "
+                             "`nvidia-smi` and the driver version";
+    result.processes.clear();
+    return false;
+  }
+  if (raw.rc != NVML_SUCCESS) {
+    if (raw.rc == NVML_ERROR_NO_PERMISSION) result.refused = true;
+    if (!result.processes_error) {
+      result.processes_error = list_error(index, list.what, raw.rc, api, api.name(list.fn));
+    }
+    return true;
+  }
+  auto decoded =
+      raw.overfilled
+          ? core::Result<DecodedRecords>(core::Error{kLayoutNotRecognised, ""})
+          : decode_process_records(raw.buffer, raw.count, api.version(list.fn), limits, list.kind);
+  if (!decoded) {
+    // One list that fails validation means the struct is not understood: show nothing
+    // from this GPU rather than garbage next to plausible entries.
+    result.processes_error = decoded.error().message;
+    result.processes.clear();
+    return false;
+  }
+  if (!result.record_layout && decoded->stride > 0 && !decoded->processes.empty())
+    result.record_layout =
+        std::string(api.name(list.fn)) + ", " + std::to_string(decoded->stride) + "-byte records";
+  for (auto& process : decoded->processes) merge_process(result.processes, std::move(process));
+  return true;
+}
+
+// The driver's name for each listed process not named yet.
+void name_processes(const SymbolTable& api, std::vector<core::DriverProcess>& processes) {
+  for (auto& process : processes)
+    if (!process.name) process.name = driver_process_name(api, process.pid);
+}
+
+// Whether the GPU's MPS list can have clients, judged from the lists read before it: the MPS
+// server holds a context on every GPU it serves, so the driver lists it as a compute process
+// (mps_server.h). Where the lists were read, processes are listed and each has a name, none of
+// them the server, no server serves this GPU and the MPS list is not asked for. A list that
+// failed, a process without a name, or no process at all leaves the question open, and the
+// MPS list is read.
+bool may_run_mps_clients(const ProcessLists& lists) {
+  if (lists.processes_error || lists.processes.empty()) return true;
+  return std::any_of(
+      lists.processes.begin(), lists.processes.end(),
+      [](const core::DriverProcess& p) { return !p.name || names_mps_server(*p.name); });
+}
+
 }  // namespace
 
 ProcessLists read_process_lists(const SymbolTable& api, nvmlDevice_t device, unsigned index,
@@ -146,52 +212,18 @@ ProcessLists read_process_lists(const SymbolTable& api, nvmlDevice_t device, uns
         "(nvmlDeviceGetComputeRunningProcesses is missing): update the NVIDIA driver";
   }
   for (const ListSpec& list : kLists) {
-    if (!api.has(list.fn)) continue;
-    RawList raw = fetch_records(api.get<nvmlDeviceGetProcesses_fn>(list.fn), device);
-    if (raw.rc == NVML_ERROR_GPU_IS_LOST) {
-      result.gpu_error = gpu_error(index, raw.rc, api.name(list.fn), nvml_error_text(api, raw.rc));
-      result.processes.clear();
-      return result;
+    if (list.fn == Fn::MpsComputeRunningProcesses) {
+      name_processes(api, result.processes);
+      if (!may_run_mps_clients(result)) continue;
     }
-    // Graphics and MPS lists are legitimately unsupported on many GPUs.
-    if (raw.rc == NVML_ERROR_NOT_SUPPORTED && list.fn != Fn::ComputeRunningProcesses) continue;
-    if (raw.implausible) {
-      result.processes_error = "the driver claims " + std::to_string(*raw.implausible) + " " +
-                               list.what + " processes on GPU " + std::to_string(index) +
-                               ", more than any GPU runs: its process lists are not trusted; check "
-                               "`nvidia-smi` and the driver version";
-      result.processes.clear();
-      return result;
-    }
-    if (raw.rc != NVML_SUCCESS) {
-      if (raw.rc == NVML_ERROR_NO_PERMISSION) result.refused = true;
-      if (!result.processes_error) {
-        result.processes_error = list_error(index, list.what, raw.rc, api, api.name(list.fn));
-      }
-      continue;
-    }
-    auto decoded = raw.overfilled
-                       ? core::Result<DecodedRecords>(core::Error{kLayoutNotRecognised, ""})
-                       : decode_process_records(raw.buffer, raw.count, api.version(list.fn), limits,
-                                                list.kind);
-    if (!decoded) {
-      // One list that fails validation means the struct is not understood: show nothing
-      // from this GPU rather than garbage next to plausible entries.
-      result.processes_error = decoded.error().message;
-      result.processes.clear();
-      return result;
-    }
-    if (!result.record_layout && decoded->stride > 0 && !decoded->processes.empty())
-      result.record_layout =
-          std::string(api.name(list.fn)) + ", " + std::to_string(decoded->stride) + "-byte records";
-    for (auto& process : decoded->processes) merge_process(result.processes, std::move(process));
+    if (!read_list(api, device, index, limits, list, result)) return result;
   }
+  name_processes(api, result.processes);
 
   const auto sm_utilization = read_sm_utilization(api, device);
   for (auto& process : result.processes) {
     auto util = sm_utilization.find(static_cast<unsigned>(process.pid));
     if (util != sm_utilization.end()) process.sm_utilization_percent = util->second;
-    process.name = driver_process_name(api, process.pid);
   }
   return result;
 }

@@ -1,0 +1,170 @@
+// Which NVML calls the backend makes, counted by the test double (FAKE_NVML_CALL_COUNTS): no
+// call whose answer cannot matter (MIG handles outside MIG mode, the MPS list where no MPS
+// server serves the GPU, a GPU's static facts read again by the same session), and every call
+// whose answer can.
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <string>
+
+#include "fake_nvml_fixture.h"
+
+namespace gpureap::testing {
+namespace {
+
+using core::GpuProcessKind;
+using nlohmann::json;
+
+class nvmlCalls : public FakeNvmlFixture {
+ protected:
+  void SetUp() override {
+    FakeNvmlFixture::SetUp();
+    counts_path_ = dir_ + "/calls.json";
+    setenv("FAKE_NVML_CALL_COUNTS", counts_path_.c_str(), 1);
+  }
+  void TearDown() override {
+    unsetenv("FAKE_NVML_CALL_COUNTS");
+    FakeNvmlFixture::TearDown();
+  }
+
+  // Calls of `function` by this process since the double was loaded, every version of it
+  // (nvmlDeviceGetPciInfo counts nvmlDeviceGetPciInfo_v3 too).
+  unsigned long calls(const std::string& function) const {
+    std::ifstream in(counts_path_);
+    if (!in) return 0;
+    const json counts = json::parse(in);
+    unsigned long total = 0;
+    for (const auto& [name, count] : counts.items())
+      if (name == function || name.rfind(function + "_v", 0) == 0)
+        total += count.get<unsigned long>();
+    return total;
+  }
+
+  std::string counts_path_;
+};
+
+json gpu_with(json processes) {
+  return {{"name", "NVIDIA H200"}, {"mig_mode", false}, {"processes", std::move(processes)}};
+}
+
+TEST_F(nvmlCalls, NoMigHandleIsAskedForOutsideMigMode) {
+  const pid_t job = spawn_sleeper();
+  json gpu = gpu_with({{{"pid", job}, {"used_bytes", kGiB}}});
+  gpu["max_mig_devices"] = 7;
+  gpu["mig_devices"] = {{{"slot", 0}, {"gpu_instance_id", 1}}};
+  write_scenario({{"gpus", {gpu}}});
+  const auto report = collect();
+  ASSERT_TRUE(report.available) << report.error.value_or("");
+  EXPECT_EQ(report.gpus.at(0).mig_mode, false);
+  EXPECT_GE(calls("nvmlDeviceGetMigMode"), 1u) << "the mode itself is asked";
+  EXPECT_EQ(calls("nvmlDeviceGetMaxMigDeviceCount"), 0u);
+  EXPECT_EQ(calls("nvmlDeviceGetMigDeviceHandleByIndex"), 0u);
+  EXPECT_EQ(report.gpus.at(0).processes.size(), 1u);
+}
+
+TEST_F(nvmlCalls, MigHandlesAreAskedForInMigMode) {
+  json gpu = gpu_with(json::array());
+  gpu["mig_mode"] = true;
+  gpu["mig_devices"] = {{{"slot", 0}, {"gpu_instance_id", 1}}};
+  write_scenario({{"gpus", {gpu}}});
+  const auto report = collect();
+  ASSERT_EQ(report.gpus.at(0).instances.size(), 1u);
+  EXPECT_EQ(calls("nvmlDeviceGetMaxMigDeviceCount"), 1u);
+  EXPECT_GE(calls("nvmlDeviceGetMigDeviceHandleByIndex"), 1u);
+}
+
+TEST_F(nvmlCalls, NoMpsListWhereEveryListedProcessIsNamedAndNoneIsTheServer) {
+  const pid_t job = spawn_sleeper();
+  const pid_t viewer = spawn_sleeper();
+  write_scenario({{"gpus",
+                   {gpu_with({{{"pid", job}, {"used_bytes", kGiB}, {"name", "python"}},
+                              {{"pid", viewer}, {"kind", "graphics"}, {"name", "Xorg"}}})}}});
+  const auto gpu = collect().gpus.at(0);
+  EXPECT_EQ(calls("nvmlDeviceGetMPSComputeRunningProcesses"), 0u);
+  EXPECT_GE(calls("nvmlDeviceGetComputeRunningProcesses"), 1u);
+  EXPECT_GE(calls("nvmlDeviceGetGraphicsRunningProcesses"), 1u);
+  ASSERT_EQ(gpu.processes.size(), 2u);
+  EXPECT_EQ(gpu.processes[0].name, "python");
+  EXPECT_EQ(gpu.processes[1].name, "Xorg");
+}
+
+TEST_F(nvmlCalls, TheMpsListIsReadWhereTheServerIsListed) {
+  const pid_t server = spawn_sleeper();
+  const pid_t client = spawn_sleeper();
+  // The kernel's comm of the server: its program name cut to 15 bytes.
+  write_scenario({{"gpus",
+                   {gpu_with({{{"pid", server}, {"used_bytes", kGiB}, {"name", "nvidia-cuda-mps"}},
+                              {{"pid", client}, {"used_bytes", 2 * kGiB}, {"kind", "mps"}}})}}});
+  const auto gpu = collect().gpus.at(0);
+  EXPECT_GE(calls("nvmlDeviceGetMPSComputeRunningProcesses"), 1u);
+  ASSERT_NE(find_process(gpu, client), nullptr);
+  EXPECT_EQ(find_process(gpu, client)->kind, GpuProcessKind::Mps);
+}
+
+TEST_F(nvmlCalls, TheMpsListIsReadWhenAListedProcessHasNoName) {
+  // A PID no process has, and no name in the scenario: the driver cannot name it.
+  write_scenario({{"gpus",
+                   {gpu_with({{{"pid", 4194000}, {"used_bytes", kGiB}, {"leaked", true}},
+                              {{"pid", 4194001}, {"kind", "mps"}, {"leaked", true}}})}}});
+  const auto gpu = collect().gpus.at(0);
+  EXPECT_GE(calls("nvmlDeviceGetMPSComputeRunningProcesses"), 1u);
+  EXPECT_NE(find_process(gpu, 4194001), nullptr);
+}
+
+TEST_F(nvmlCalls, StaticFactsAreReadOncePerSession) {
+  const pid_t job = spawn_sleeper();
+  json gpu = gpu_with({{{"pid", job}, {"used_bytes", kGiB}}});
+  gpu["uuid"] = "GPU-11111111-2222-3333-4444-555555555555";
+  gpu["pci_bus_id"] = "00000000:17:00.0";
+  gpu["minor"] = 3;
+  write_scenario({{"gpus", {gpu, gpu_with(json::array())}}});
+  auto nvml = backend();
+  const auto first = nvml->collect();
+  const unsigned long memory_once = calls("nvmlDeviceGetMemoryInfo");
+  const auto second = nvml->collect();
+  for (const char* fn : {"nvmlDeviceGetName", "nvmlDeviceGetUUID", "nvmlDeviceGetPciInfo",
+                         "nvmlDeviceGetMinorNumber"})
+    EXPECT_EQ(calls(fn), 2u) << fn << ": once per GPU, not once per collection";
+  EXPECT_EQ(calls("nvmlDeviceGetMemoryInfo"), 2 * memory_once) << "memory is read every time";
+  ASSERT_EQ(second.gpus.size(), 2u);
+  for (std::size_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(second.gpus[i].name, first.gpus[i].name);
+    EXPECT_EQ(second.gpus[i].uuid, first.gpus[i].uuid);
+    EXPECT_EQ(second.gpus[i].pci_bus_id, first.gpus[i].pci_bus_id);
+    EXPECT_EQ(second.gpus[i].minor, first.gpus[i].minor);
+    EXPECT_EQ(second.gpus[i].device_numbers, first.gpus[i].device_numbers);
+  }
+  EXPECT_EQ(second.gpus[0].uuid, "GPU-11111111-2222-3333-4444-555555555555");
+  EXPECT_EQ(second.gpus[0].minor, 3u);
+  ASSERT_EQ(second.gpus[0].processes.size(), 1u);
+}
+
+TEST_F(nvmlCalls, ANewSessionReadsTheStaticFactsAgain) {
+  write_scenario({{"gpus", {gpu_with(json::array())}}});
+  auto nvml = backend();
+  (void)nvml->collect();
+  nvml.reset();  // nvmlShutdown: the session ends
+  std::remove(counts_path_.c_str());
+  json renamed = gpu_with(json::array());
+  renamed["name"] = "NVIDIA H100";
+  write_scenario({{"gpus", {renamed}}});
+  const auto report = collect();
+  EXPECT_GE(calls("nvmlDeviceGetName"), 1u);
+  EXPECT_EQ(report.gpus.at(0).name, "NVIDIA H100");
+}
+
+TEST_F(nvmlCalls, AFactThatCouldNotBeReadIsAskedForAgain) {
+  json lost = gpu_with(json::array());
+  lost["error"] = "unknown";
+  write_scenario({{"gpus", {lost}}});
+  auto nvml = backend();
+  const auto first = nvml->collect();
+  EXPECT_FALSE(first.gpus.at(0).name.has_value());
+  write_scenario({{"gpus", {gpu_with(json::array())}}});
+  const auto second = nvml->collect();
+  EXPECT_EQ(second.gpus.at(0).name, "NVIDIA H200");
+}
+
+}  // namespace
+}  // namespace gpureap::testing
