@@ -12,6 +12,7 @@
 #include <fstream>
 #include <future>
 #include <iostream>
+#include <iterator>
 #include <thread>
 #include <tuple>
 
@@ -67,6 +68,7 @@ core::Result<ClusterPrepared> cluster_prepare(const ClusterOptions& o) {
   if (!interval) return interval.error();
   cluster::ViewSettings settings;
   settings.job = o.job;
+  settings.via = cluster::parse_command_form(o.via).value_or(cluster::CommandForm::Auto);
   settings.stale_after = std::chrono::duration_cast<std::chrono::seconds>(*stale);
   if (o.unattributed_threshold) {
     auto t = doctor::parse_unattributed_threshold(*o.unattributed_threshold);
@@ -148,6 +150,18 @@ core::Result<cluster::PrometheusAuth> cluster_auth(const std::optional<std::stri
   return auth;
 }
 
+// How each line's command reaches its node (cluster::CommandForm).
+CLI::Option* add_via_option(CLI::App& app, std::string& via) {
+  return app
+      .add_option("--via", via,
+                  "how the commands reach a node: ssh, kubectl-exec (the node's gpureap pod), "
+                  "kubectl-debug (a debug pod on the node), or auto: kubectl-exec where the "
+                  "target labels name the pod, else ssh")
+      ->check(CLI::IsMember(std::vector<std::string>(std::begin(cluster::kCommandFormNames),
+                                                     std::end(cluster::kCommandFormNames))))
+      ->capture_default_str();
+}
+
 }  // namespace
 
 void add_cluster_report_options(CLI::App& report, ClusterReportOptions& o) {
@@ -165,6 +179,7 @@ void add_cluster_report_options(CLI::App& report, ClusterReportOptions& o) {
   report.add_option("--job", o.job, "the scrape job of the daemons in Prometheus")
       ->default_str("gpureap")
       ->needs(prometheus);
+  add_via_option(report, o.via)->needs(prometheus);
 }
 
 int run_cluster_report(const GlobalOptions& g, const ClusterReportOptions& o,
@@ -182,6 +197,7 @@ int run_cluster_report(const GlobalOptions& g, const ClusterReportOptions& o,
   cluster::PrometheusClient client(*target, *auth, std::chrono::seconds(30));
   cluster::ViewSettings settings;
   settings.job = o.job;
+  settings.via = cluster::parse_command_form(o.via).value_or(cluster::CommandForm::Auto);
   ClusterPrepared p{client, settings, {}, std::chrono::seconds(1)};
   auto view = cluster_ask(p);
   if (!view) return fail(view.error());
@@ -243,6 +259,7 @@ CLI::App* add_cluster_command(CLI::App& app, ClusterOptions& o) {
       ->capture_default_str();
   cmd->add_option("--timeout", o.timeout, "the most one query to Prometheus may take")
       ->capture_default_str();
+  add_via_option(*cmd, o.via);
   cmd->add_flag("--watch", o.watch, "redraw every --interval until interrupted");
   cmd->add_option("--interval", o.interval, "with --watch: the time between two views")
       ->capture_default_str();

@@ -219,6 +219,12 @@ expect_view "NODE    GPU  AT STAKE  PROBLEM
 $NODE_C
 $DOCTOR_NOTE" --node node-c
 
+# --via chooses the command's form for every node; these nodes' labels name no pod, so auto is ssh.
+expect_view "NODE    GPU  AT STAKE  PROBLEM
+node-c  0    2.0 GiB   leaked PID $GONE_C: 2.0 GiB, nothing holds it
+        run: kubectl debug node/node-c -it --profile=sysadmin --image=busybox -- chroot /host gpureap doctor --gpu 0
+$DOCTOR_NOTE" --node node-c --via kubectl-debug
+
 # The same view for scripts.
 json=$(cluster --json)
 for want in '"schema": "gpureap.cluster/v1"' "\"command\": \"ssh -t node-b sudo gpureap doctor --gpu 0\"" \

@@ -72,12 +72,18 @@ std::vector<S> join(std::vector<std::vector<S>> parts) {
 }
 
 ClusterView view_of(const std::vector<S>& facts, const std::vector<S>& missing = {},
-                    const Filters& filters = {}) {
+                    const Filters& filters = {}, const ViewSettings& settings = {}) {
   auto f = parse_vector_answer(vector_answer(facts));
   auto m = parse_vector_answer(vector_answer(missing));
   EXPECT_TRUE(f) << (f ? "" : f.error().text());
   EXPECT_TRUE(m);
-  return build_view(*f, *m, kNow, ViewSettings{}, filters);
+  return build_view(*f, *m, kNow, settings, filters);
+}
+
+ViewSettings via(CommandForm form) {
+  ViewSettings settings;
+  settings.via = form;
+  return settings;
 }
 
 std::string text_of(const ClusterView& v) {
@@ -246,26 +252,77 @@ TEST(ClusterView, StaleMissingAndDriverDownNodes) {
   EXPECT_NE(text_of(v).find("stale: the daemon's last sample is 10m old"), std::string::npos);
 }
 
-TEST(ClusterView, KubernetesNodesGetKubectlCommands) {
-  auto facts =
-      join({node("gpu-1", 13 * GiB, 8 * GiB), {problem("gpu-1", "ghost", 4242, 8 * GiB, "4250")}});
+// auto: kubectl exec where the target labels name the node's gpureap pod, else ssh. A `node`
+// label names the node and chooses no form; --via chooses any form for every node.
+TEST(ClusterView, CommandFormIsTheLabelsPodElseSshOrWhatViaSays) {
+  auto facts = join({node("gpu-1", 13 * GiB, 8 * GiB),
+                     {problem("gpu-1", "ghost", 4242, 8 * GiB, "4250")},
+                     {{at("up", "gpu-2"), 0}}});
   for (auto& s : facts) {
     s.labels["namespace"] = "gpureap";
-    s.labels["pod"] = "gpureap-x7k2p";
+    s.labels["pod"] = s.labels["instance"] == "gpu-1" ? "gpureap-x7k2p" : "gpureap-q9z4m";
   }
-  auto v = view_of(facts);
-  ASSERT_EQ(v.lines.size(), 1u);
-  EXPECT_EQ(command_text(v.lines[0]),
-            "kubectl exec -it -n gpureap gpureap-x7k2p -- gpureap doctor --gpu 0");
+  auto commands = [](const ClusterView& v) {
+    std::vector<std::string> out;
+    for (const auto& line : v.lines)
+      out.push_back(line.command.empty() ? "(" + line.command_note + ")" : command_text(line));
+    return out;
+  };
+  const std::vector<std::string> in_pod{
+      "kubectl exec -it -n gpureap gpureap-x7k2p -- gpureap doctor --gpu 0",
+      "kubectl get pods -A -o wide --field-selector spec.nodeName=gpu-2"};
+  EXPECT_EQ(commands(view_of(facts)), in_pod);
+  EXPECT_EQ(commands(view_of(facts, {}, {}, via(CommandForm::KubectlExec))), in_pod);
+  const std::vector<std::string> by_ssh{"ssh -t gpu-1 sudo gpureap doctor --gpu 0",
+                                        "ssh -t gpu-2 systemctl status gpureap"};
+  EXPECT_EQ(commands(view_of(facts, {}, {}, via(CommandForm::Ssh))), by_ssh);
+  const std::vector<std::string> debug{
+      "kubectl debug node/gpu-1 -it --profile=sysadmin --image=busybox -- chroot /host "
+      "gpureap doctor --gpu 0",
+      "kubectl get pods -A -o wide --field-selector spec.nodeName=gpu-2"};
+  EXPECT_EQ(commands(view_of(facts, {}, {}, via(CommandForm::KubectlDebug))), debug);
+
+  // A `node` label (bare metal that names its nodes) and no pod: ssh, as without the label.
   for (auto& s : facts) {
     s.labels.erase("namespace");
     s.labels.erase("pod");
-    s.labels["node"] = "gpu-1";
+    s.labels["node"] = s.labels["instance"];
   }
-  v = view_of(facts);
-  EXPECT_EQ(command_text(v.lines[0]),
-            "kubectl debug node/gpu-1 -it --profile=sysadmin --image=busybox -- chroot /host "
-            "gpureap doctor --gpu 0");
+  EXPECT_EQ(commands(view_of(facts)), by_ssh);
+  EXPECT_EQ(commands(view_of(facts, {}, {}, via(CommandForm::KubectlDebug))), debug);
+  // kubectl exec needs the pod: without it the line says so and gives no command.
+  EXPECT_EQ(commands(view_of(facts, {}, {}, via(CommandForm::KubectlExec))),
+            (std::vector<std::string>{
+                "(the target labels name no gpureap pod (pod, namespace) to exec into)",
+                "kubectl get pods -A -o wide --field-selector spec.nodeName=gpu-2"}));
+  for (const char* name : {"auto", "ssh", "kubectl-exec", "kubectl-debug"})
+    EXPECT_TRUE(parse_command_form(name)) << name;
+  EXPECT_FALSE(parse_command_form("kubectl"));
+}
+
+// Two daemons on one host (two ports) are two nodes of one name: each line says which.
+TEST(ClusterView, TwoDaemonsOnOneHostStayApart) {
+  auto facts = join({node("node-b:9842", 13 * GiB, 8 * GiB),
+                     node("node-b:9843", 6 * GiB, 2 * GiB),
+                     node("node-a:9842", 5 * GiB),
+                     {problem("node-b:9842", "ghost", 4242, 8 * GiB, "4250"),
+                      problem("node-b:9843", "leaked", 5002, 2 * GiB)}});
+  auto v = view_of(facts);
+  EXPECT_EQ(text_of(v),
+            "NODE                  GPU  AT STAKE  PROBLEM\n"
+            "node-b (node-b:9842)  0    8.0 GiB   ghost PID 4242 (python): 8.0 GiB kept by 4250\n"
+            "                      run: ssh -t node-b sudo gpureap doctor --gpu 0\n"
+            "node-b (node-b:9843)  0    2.0 GiB   leaked PID 5002 (python, alice): 2.0 GiB, "
+            "nothing holds it\n"
+            "                      run: ssh -t node-b sudo gpureap doctor --gpu 0\n"
+            "Doctor on the node names each problem's remedy: it needs the node's process tree, "
+            "which Prometheus does not hold.\n"
+            "1 node healthy: 1 GPU, 5.0 GiB of 80 GiB used.\n");
+  // --node takes the shared name (both) or one instance.
+  EXPECT_EQ(view_of(facts, {}, Filters{{"node-b"}, {}, {}}).lines.size(), 2u);
+  auto one = view_of(facts, {}, Filters{{"node-b:9843"}, {}, {}});
+  ASSERT_EQ(one.lines.size(), 1u);
+  EXPECT_EQ(one.nodes[one.lines[0].node].instance, "node-b:9843");
 }
 
 TEST(ClusterView, HostileLabelValuesAreEscapedAndNeverBecomeOptionsOrCommands) {
