@@ -182,6 +182,9 @@ void add_cluster_report_options(CLI::App& report, ClusterReportOptions& o) {
   add_via_option(report, o.via)->needs(prometheus);
 }
 
+// The page's table of nodes with problems: a screenful or two; `gpureap cluster` lists the rest.
+constexpr size_t kPageNodes = 100;
+
 int run_cluster_report(const GlobalOptions& g, const ClusterReportOptions& o,
                        const std::string& since_text, const std::string& out) {
   (void)g;
@@ -209,21 +212,20 @@ int run_cluster_report(const GlobalOptions& g, const ClusterReportOptions& o,
   // About 240 points per chart, never finer than Prometheus's usual 15 s scrape.
   s.step = std::max(15.0, std::ceil((s.end - s.start) / 240));
   const std::pair<cluster::Answer<cluster::RangeSeries>*, const char*> wanted[] = {
-      {&s.used, "gpureap_gpu_memory_used_bytes"},
       {&s.ghost, "gpureap_gpu_memory_ghost_bytes"},
-      {&s.unattributed, "gpureap_gpu_memory_unattributed_bytes"},
-      {&s.total, "gpureap_gpu_memory_total_bytes"}};
-  // The four charts' series together: 10,000 nodes of 240 points take about 160 MiB.
+      {&s.unattributed, "gpureap_gpu_memory_unattributed_bytes"}};
+  // Sums over the fleet: one series each, whatever the number of nodes; an answer of more is
+  // refused long before it could cost memory.
   cluster::AnswerLimits limits;
-  cluster::KeptBudget budget(size_t{256} << 20);
+  cluster::KeptBudget budget(size_t{16} << 20);
   limits.budget = &budget;
   for (const auto& [into, metric] : wanted) {
     auto a =
-        client.query_range(report::node_sum_query(metric, o.job), s.start, s.end, s.step, limits);
+        client.query_range(report::fleet_sum_query(metric, o.job), s.start, s.end, s.step, limits);
     if (!a) return fail(a.error());
     *into = std::move(*a);
   }
-  auto page = report::build_cluster_page(*view, s, client.where(), 32);
+  auto page = report::build_cluster_page(*view, s, client.where(), kPageNodes);
   auto written = write_page(out, report::render_html(page));
   if (!written) return fail(written.error());
   if (out != "-")
