@@ -110,6 +110,11 @@ bool on_pod(const ProblemProcess& p, const std::vector<std::string>& pods) {
 
 const std::set<std::string> kProblems{"ghost", "leaked", "stopped", "uninterruptible"};
 
+// Why a line gives no command: its node's name would not be read as one.
+constexpr const char* kNoHostName = "the node's name is no host name: no command is given for it";
+constexpr const char* kNoK8sNodeName =
+    "the node's name is no Kubernetes node name: no command is given for it";
+
 class Builder {
  public:
   Builder(double now, const ViewSettings& s) : now_(now), settings_(s) {}
@@ -283,7 +288,7 @@ class Builder {
         break;
       case CommandForm::KubectlDebug:
         if (!plain_k8s_name(n.name)) {
-          note = "the node's name is no Kubernetes node name: no command is given for it";
+          note = kNoK8sNodeName;
           return {};
         }
         w = {"kubectl",         "debug", "node/" + n.name, "-it",  "--profile=sysadmin",
@@ -292,7 +297,7 @@ class Builder {
       case CommandForm::Ssh:
       case CommandForm::Auto:
         if (!plain_host_name(n.name)) {
-          note = "the node's name is no host name: no command is given for it";
+          note = kNoHostName;
           return {};
         }
         w = {"ssh", "-t", n.name, "sudo"};
@@ -306,7 +311,7 @@ class Builder {
   std::vector<std::string> daemon_status(const Node& n, std::string& note) const {
     if (form_for(n) == CommandForm::Ssh) {
       if (plain_host_name(n.name)) return {"ssh", "-t", n.name, "systemctl", "status", "gpureap"};
-      note = "the node's name is no host name: no command is given for it";
+      note = kNoHostName;
       return {};
     }
     if (plain_k8s_name(n.name))
@@ -318,7 +323,7 @@ class Builder {
               "wide",
               "--field-selector",
               "spec.nodeName=" + n.name};
-    note = "the node's name is no Kubernetes node name: no command is given for it";
+    note = kNoK8sNodeName;
     return {};
   }
 
