@@ -30,9 +30,9 @@ _gpureap_options() {
     "policy test") echo "--config= --policy=" ;;
     audit) echo "--since= --file= --config= --policy= --pid=" ;;
     report) echo "--since= --until= -o= --out= --from= --daemon= --config= --audit-log= --processes=" \
-                 "--prometheus= --token-file= --basic-auth-file= --job=" ;;
+                 "--prometheus= --token-file= --basic-auth-file= --job= --via=" ;;
     cluster) echo "--prometheus= --token-file= --basic-auth-file= --job= --node= --gpu= --pod=" \
-                  "--unattributed-threshold= --stale-after= --timeout= --watch --interval=" ;;
+                  "--unattributed-threshold= --stale-after= --timeout= --watch --interval= --via=" ;;
   esac
 }
 
@@ -95,6 +95,7 @@ _gpureap() {
       --signal)
         mapfile -t COMPREPLY < <(compgen -W "$(_gpureap_values signals)" -- "${cur^^}") ;;
       --sort) mapfile -t COMPREPLY < <(compgen -W "pid memory age user" -- "$cur") ;;
+      --via) mapfile -t COMPREPLY < <(compgen -W "auto ssh kubectl-exec kubectl-debug" -- "$cur") ;;
       --only)
         # A comma-separated list: complete the code after the last comma.
         local done_part="" last=$cur

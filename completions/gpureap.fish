@@ -138,6 +138,7 @@ complete -c gpureap -n '__fish_seen_subcommand_from report' -l prometheus -x -d 
 complete -c gpureap -n '__fish_seen_subcommand_from report' -l token-file -r -F -d 'a file with the bearer token'
 complete -c gpureap -n '__fish_seen_subcommand_from report' -l basic-auth-file -r -F -d 'a file with user:password'
 complete -c gpureap -n '__fish_seen_subcommand_from report' -l job -x -d 'the scrape job of the daemons'
+complete -c gpureap -n '__fish_seen_subcommand_from report' -l via -x -a 'auto ssh kubectl-exec kubectl-debug' -d 'how the commands reach a node'
 
 # cluster
 complete -c gpureap -n '__fish_seen_subcommand_from cluster' -l prometheus -x -d 'the Prometheus server URL'
@@ -152,3 +153,4 @@ complete -c gpureap -n '__fish_seen_subcommand_from cluster' -l stale-after -x -
 complete -c gpureap -n '__fish_seen_subcommand_from cluster' -l timeout -x -d 'the most one query may take'
 complete -c gpureap -n '__fish_seen_subcommand_from cluster' -l watch -d 'redraw every --interval'
 complete -c gpureap -n '__fish_seen_subcommand_from cluster' -l interval -x -d 'with --watch, the time between views'
+complete -c gpureap -n '__fish_seen_subcommand_from cluster' -l via -x -a 'auto ssh kubectl-exec kubectl-debug' -d 'how the commands reach a node'

@@ -12,6 +12,7 @@
 #include <fstream>
 #include <future>
 #include <iostream>
+#include <iterator>
 #include <thread>
 #include <tuple>
 
@@ -67,6 +68,7 @@ core::Result<ClusterPrepared> cluster_prepare(const ClusterOptions& o) {
   if (!interval) return interval.error();
   cluster::ViewSettings settings;
   settings.job = o.job;
+  settings.via = cluster::parse_command_form(o.via).value_or(cluster::CommandForm::Auto);
   settings.stale_after = std::chrono::duration_cast<std::chrono::seconds>(*stale);
   if (o.unattributed_threshold) {
     auto t = doctor::parse_unattributed_threshold(*o.unattributed_threshold);
@@ -148,6 +150,18 @@ core::Result<cluster::PrometheusAuth> cluster_auth(const std::optional<std::stri
   return auth;
 }
 
+// How each line's command reaches its node (cluster::CommandForm).
+CLI::Option* add_via_option(CLI::App& app, std::string& via) {
+  return app
+      .add_option("--via", via,
+                  "how the commands reach a node: ssh, kubectl-exec (the node's gpureap pod), "
+                  "kubectl-debug (a debug pod on the node), or auto: kubectl-exec where the "
+                  "target labels name the pod, else ssh")
+      ->check(CLI::IsMember(std::vector<std::string>(std::begin(cluster::kCommandFormNames),
+                                                     std::end(cluster::kCommandFormNames))))
+      ->capture_default_str();
+}
+
 }  // namespace
 
 void add_cluster_report_options(CLI::App& report, ClusterReportOptions& o) {
@@ -165,7 +179,11 @@ void add_cluster_report_options(CLI::App& report, ClusterReportOptions& o) {
   report.add_option("--job", o.job, "the scrape job of the daemons in Prometheus")
       ->default_str("gpureap")
       ->needs(prometheus);
+  add_via_option(report, o.via)->needs(prometheus);
 }
+
+// The page's table of nodes with problems: a screenful or two; `gpureap cluster` lists the rest.
+constexpr size_t kPageNodes = 100;
 
 int run_cluster_report(const GlobalOptions& g, const ClusterReportOptions& o,
                        const std::string& since_text, const std::string& out) {
@@ -182,6 +200,7 @@ int run_cluster_report(const GlobalOptions& g, const ClusterReportOptions& o,
   cluster::PrometheusClient client(*target, *auth, std::chrono::seconds(30));
   cluster::ViewSettings settings;
   settings.job = o.job;
+  settings.via = cluster::parse_command_form(o.via).value_or(cluster::CommandForm::Auto);
   ClusterPrepared p{client, settings, {}, std::chrono::seconds(1)};
   auto view = cluster_ask(p);
   if (!view) return fail(view.error());
@@ -193,21 +212,20 @@ int run_cluster_report(const GlobalOptions& g, const ClusterReportOptions& o,
   // About 240 points per chart, never finer than Prometheus's usual 15 s scrape.
   s.step = std::max(15.0, std::ceil((s.end - s.start) / 240));
   const std::pair<cluster::Answer<cluster::RangeSeries>*, const char*> wanted[] = {
-      {&s.used, "gpureap_gpu_memory_used_bytes"},
       {&s.ghost, "gpureap_gpu_memory_ghost_bytes"},
-      {&s.unattributed, "gpureap_gpu_memory_unattributed_bytes"},
-      {&s.total, "gpureap_gpu_memory_total_bytes"}};
-  // The four charts' series together: 10,000 nodes of 240 points take about 160 MiB.
+      {&s.unattributed, "gpureap_gpu_memory_unattributed_bytes"}};
+  // Sums over the fleet: one series each, whatever the number of nodes; an answer of more is
+  // refused long before it could cost memory.
   cluster::AnswerLimits limits;
-  cluster::KeptBudget budget(size_t{256} << 20);
+  cluster::KeptBudget budget(size_t{16} << 20);
   limits.budget = &budget;
   for (const auto& [into, metric] : wanted) {
     auto a =
-        client.query_range(report::node_sum_query(metric, o.job), s.start, s.end, s.step, limits);
+        client.query_range(report::fleet_sum_query(metric, o.job), s.start, s.end, s.step, limits);
     if (!a) return fail(a.error());
     *into = std::move(*a);
   }
-  auto page = report::build_cluster_page(*view, s, client.where(), 32);
+  auto page = report::build_cluster_page(*view, s, client.where(), kPageNodes);
   auto written = write_page(out, report::render_html(page));
   if (!written) return fail(written.error());
   if (out != "-")
@@ -243,6 +261,7 @@ CLI::App* add_cluster_command(CLI::App& app, ClusterOptions& o) {
       ->capture_default_str();
   cmd->add_option("--timeout", o.timeout, "the most one query to Prometheus may take")
       ->capture_default_str();
+  add_via_option(*cmd, o.via);
   cmd->add_flag("--watch", o.watch, "redraw every --interval until interrupted");
   cmd->add_option("--interval", o.interval, "with --watch: the time between two views")
       ->capture_default_str();

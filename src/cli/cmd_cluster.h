@@ -23,6 +23,7 @@ struct ClusterOptions {
   std::string timeout = "15s";
   bool watch = false;
   std::string interval = "10s";
+  std::string via = "auto";  // cluster::CommandForm's name
 };
 
 // `gpureap report --prometheus URL`: the cluster view as a page (report's options, added to it).
@@ -31,6 +32,7 @@ struct ClusterReportOptions {
   std::optional<std::string> token_file;
   std::optional<std::string> basic_auth_file;
   std::string job = "gpureap";
+  std::string via = "auto";
 };
 
 CLI::App* add_cluster_command(CLI::App& app, ClusterOptions& options);

@@ -114,7 +114,7 @@ std::string render_text(const ClusterView& view, const output::Style& style,
     for (const auto& line : view.lines) {
       const auto& node = view.nodes[line.node];
       const bool node_wide = !line.state.empty();
-      table.add({{safe(node.name), output::Color::Bold},
+      table.add({{safe(node.label), output::Color::Bold},
                  {line.gpu ? std::to_string(*line.gpu) : "-"},
                  {line.at_stake && *line.at_stake ? text::human_bytes(*line.at_stake) : "-"},
                  {describe(view, line), node_wide || (line.at_stake && *line.at_stake)

@@ -110,6 +110,11 @@ bool on_pod(const ProblemProcess& p, const std::vector<std::string>& pods) {
 
 const std::set<std::string> kProblems{"ghost", "leaked", "stopped", "uninterruptible"};
 
+// Why a line gives no command: its node's name would not be read as one.
+constexpr const char* kNoHostName = "the node's name is no host name: no command is given for it";
+constexpr const char* kNoK8sNodeName =
+    "the node's name is no Kubernetes node name: no command is given for it";
+
 class Builder {
  public:
   Builder(double now, const ViewSettings& s) : now_(now), settings_(s) {}
@@ -138,6 +143,11 @@ class Builder {
       return std::tie(a.name, a.instance) < std::tie(b.name, b.instance);
     });
     index_.clear();
+    std::map<std::string, size_t> named;
+    for (const auto& n : view_.nodes) ++named[n.name];
+    for (auto& n : view_.nodes)
+      n.label =
+          named[n.name] > 1 && n.name != n.instance ? n.name + " (" + n.instance + ")" : n.name;
     for (auto& n : view_.nodes)
       for (auto& [i, g] : n.gpus)
         std::sort(g.processes.begin(), g.processes.end(), [](const auto& a, const auto& b) {
@@ -255,29 +265,65 @@ class Builder {
                        [&](const std::string& w) { return w == n.name || w == n.instance; });
   }
 
-  // The command that starts on the node: ssh, or kubectl where the labels say Kubernetes
-  // (exec in gpureap's own pod when they name it, else a node debug pod).
+  bool names_pod(const Node& n) const {
+    return plain_k8s_name(n.pod) && plain_k8s_name(n.pod_namespace);
+  }
+
+  CommandForm form_for(const Node& n) const {
+    if (settings_.via != CommandForm::Auto) return settings_.via;
+    return names_pod(n) ? CommandForm::KubectlExec : CommandForm::Ssh;
+  }
+
+  // The command that starts `gpureap_words` on the node, in the form chosen (form_for).
   std::vector<std::string> on_node(const Node& n, std::vector<std::string> gpureap_words,
                                    std::string& note) const {
-    if (n.kubernetes) {
-      if (plain_k8s_name(n.pod) && plain_k8s_name(n.pod_namespace)) {
-        std::vector<std::string> w{"kubectl", "exec", "-it", "-n", n.pod_namespace, n.pod, "--"};
-        w.insert(w.end(), gpureap_words.begin(), gpureap_words.end());
-        return w;
-      }
-      if (plain_k8s_name(n.name)) {
-        std::vector<std::string> w{
-            "kubectl",         "debug", "node/" + n.name, "-it",  "--profile=sysadmin",
-            "--image=busybox", "--",    "chroot",         "/host"};
-        w.insert(w.end(), gpureap_words.begin(), gpureap_words.end());
-        return w;
-      }
-    } else if (plain_host_name(n.name)) {
-      std::vector<std::string> w{"ssh", "-t", n.name, "sudo"};
-      w.insert(w.end(), gpureap_words.begin(), gpureap_words.end());
-      return w;
+    std::vector<std::string> w;
+    switch (form_for(n)) {
+      case CommandForm::KubectlExec:
+        if (!names_pod(n)) {
+          note = "the target labels name no gpureap pod (pod, namespace) to exec into";
+          return {};
+        }
+        w = {"kubectl", "exec", "-it", "-n", n.pod_namespace, n.pod, "--"};
+        break;
+      case CommandForm::KubectlDebug:
+        if (!plain_k8s_name(n.name)) {
+          note = kNoK8sNodeName;
+          return {};
+        }
+        w = {"kubectl",         "debug", "node/" + n.name, "-it",  "--profile=sysadmin",
+             "--image=busybox", "--",    "chroot",         "/host"};
+        break;
+      case CommandForm::Ssh:
+      case CommandForm::Auto:
+        if (!plain_host_name(n.name)) {
+          note = kNoHostName;
+          return {};
+        }
+        w = {"ssh", "-t", n.name, "sudo"};
+        break;
     }
-    note = "the node's name is no host name: no command is given for it";
+    w.insert(w.end(), gpureap_words.begin(), gpureap_words.end());
+    return w;
+  }
+
+  // A daemon that says nothing: where to look at it, in the form chosen.
+  std::vector<std::string> daemon_status(const Node& n, std::string& note) const {
+    if (form_for(n) == CommandForm::Ssh) {
+      if (plain_host_name(n.name)) return {"ssh", "-t", n.name, "systemctl", "status", "gpureap"};
+      note = kNoHostName;
+      return {};
+    }
+    if (plain_k8s_name(n.name))
+      return {"kubectl",
+              "get",
+              "pods",
+              "-A",
+              "-o",
+              "wide",
+              "--field-selector",
+              "spec.nodeName=" + n.name};
+    note = kNoK8sNodeName;
     return {};
   }
 
@@ -288,23 +334,10 @@ class Builder {
     line.node = i;
     line.state = state;
     if (state == "stale") line.stale_seconds = now_ - *n.sample_time;
-    if (state == "down" || state == "missing") {
-      if (n.kubernetes && plain_k8s_name(n.name))
-        line.command = {"kubectl",
-                        "get",
-                        "pods",
-                        "-A",
-                        "-o",
-                        "wide",
-                        "--field-selector",
-                        "spec.nodeName=" + n.name};
-      else if (!n.kubernetes && plain_host_name(n.name))
-        line.command = {"ssh", "-t", n.name, "systemctl", "status", "gpureap"};
-      else
-        line.command_note = "the node's name is no host name: no command is given for it";
-    } else {
+    if (state == "down" || state == "missing")
+      line.command = daemon_status(n, line.command_note);
+    else
       line.command = on_node(n, {"gpureap", "doctor"}, line.command_note);
-    }
     view_.lines.push_back(std::move(line));
   }
 
@@ -403,6 +436,12 @@ class Builder {
 };
 
 }  // namespace
+
+std::optional<CommandForm> parse_command_form(const std::string& name) {
+  for (size_t i = 0; i < std::size(kCommandFormNames); ++i)
+    if (name == kCommandFormNames[i]) return static_cast<CommandForm>(i);
+  return std::nullopt;
+}
 
 bool plain_host_name(const std::string& name) {
   if (name.empty() || name.size() > 253 || name.front() == '-') return false;

@@ -18,8 +18,17 @@
 
 namespace gpureap::cluster {
 
+// How a line's command reaches its node. Auto: `kubectl exec` into the node's gpureap pod where
+// the target labels name that pod (`pod` and `namespace`, as the Prometheus Operator sets them),
+// else ssh to the node's name. A `node` label only names the node: it chooses no form.
+enum class CommandForm { Auto, Ssh, KubectlExec, KubectlDebug };
+// "auto", "ssh", "kubectl-exec", "kubectl-debug".
+inline constexpr const char* kCommandFormNames[] = {"auto", "ssh", "kubectl-exec", "kubectl-debug"};
+std::optional<CommandForm> parse_command_form(const std::string& name);
+
 struct ViewSettings {
   std::string job = "gpureap";
+  CommandForm via = CommandForm::Auto;
   doctor::UnattributedThreshold unattributed;
   std::chrono::seconds stale_after{120};  // a sample older than this: the daemon is stuck
   std::chrono::seconds xid_window{3600};  // Xids logged this recently are told
@@ -66,6 +75,9 @@ struct NodeTotals {
 struct Node {
   std::string instance;  // Prometheus's
   std::string name;      // the node's: its `node` label, else the instance without its port
+  // What the views show: the name, or "name (instance)" where two daemons (two instances) have
+  // the same name, as two daemons on one host do.
+  std::string label;
   bool kubernetes = false;
   std::string pod, pod_namespace;   // the daemon's own pod, where the target labels say
   std::optional<double> up;         // Prometheus's up

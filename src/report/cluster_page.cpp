@@ -3,8 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
-#include <set>
-#include <tuple>
 #include <vector>
 
 #include "cluster/cluster_text.h"
@@ -16,38 +14,14 @@ namespace {
 
 using Points = std::map<long long, double>;  // step number -> value
 
-// Each instance's series, where they lie in the answer (only the drawn nodes' points are
-// copied: a fleet's range answers are the report's largest data).
-class ByInstance {
- public:
-  ByInstance(const cluster::Answer<cluster::RangeSeries>& a, double start, double step)
-      : start_(start), step_(step) {
-    for (const auto& s : a.series)
-      if (auto it = s.labels.find("instance"); it != s.labels.end())
-        series_[it->second].push_back(&s);
-  }
-  // The instance's points, by step number from the start.
-  Points points(const std::string& instance) const {
-    Points out;
-    if (auto it = series_.find(instance); it != series_.end())
-      for (const auto* s : it->second)
-        for (const auto& [t, v] : s->points) out[std::llround((t - start_) / step_)] = v;
-    return out;
-  }
-  // The value at the instance's latest step, 0 when it has none.
-  double last(const std::string& instance) const {
-    double when = -INFINITY, value = 0;
-    if (auto it = series_.find(instance); it != series_.end())
-      for (const auto* s : it->second)
-        for (const auto& [t, v] : s->points)
-          if (t >= when) std::tie(when, value) = std::pair{t, v};
-    return value;
-  }
-
- private:
-  double start_, step_;
-  std::map<std::string, std::vector<const cluster::RangeSeries*>> series_;
-};
+// The answer's points (a sum: one series; more are added up), by step number from the start.
+Points points_of(const cluster::Answer<cluster::RangeSeries>& a, double start, double step) {
+  Points out;
+  for (const auto& s : a.series)
+    for (const auto& [t, v] : s.points)
+      if (std::isfinite(v)) out[std::llround((t - start) / step)] += v;
+  return out;
+}
 
 uint64_t clamp_bytes(double v) {
   if (!(v > 0)) return 0;
@@ -59,93 +33,121 @@ TimePoint page_time(double seconds) {
       std::chrono::duration_cast<TimePoint::duration>(std::chrono::duration<double>(seconds)));
 }
 
+// A node with something to say: its lines (a node-wide state, or its GPUs), in the view's order.
+struct ProblemNode {
+  size_t node = 0;
+  uint64_t at_stake = 0;
+  std::vector<const cluster::Line*> lines;
+};
+
+// Worst first: the most memory at stake; then the view's order (its lines are ranked, and the
+// nodes that say nothing, down or missing, come after those with known memory).
+std::vector<ProblemNode> problem_nodes(const cluster::ClusterView& view) {
+  std::vector<ProblemNode> out;
+  std::map<size_t, size_t> at;
+  for (const auto& line : view.lines) {
+    auto [it, added] = at.emplace(line.node, out.size());
+    if (added) out.push_back({line.node, 0, {}});
+    auto& n = out[it->second];
+    n.at_stake += line.at_stake.value_or(0);
+    n.lines.push_back(&line);
+  }
+  std::stable_sort(out.begin(), out.end(), [](const ProblemNode& a, const ProblemNode& b) {
+    return a.at_stake > b.at_stake;
+  });
+  return out;
+}
+
+std::vector<std::string> table_row_problems(const cluster::ClusterView& view,
+                                            const ProblemNode& n) {
+  std::vector<std::string> out;
+  for (const auto* line : n.lines)
+    out.push_back((line->gpu ? "GPU " + std::to_string(*line->gpu) + ": " : "") +
+                  cluster::describe(view, *line));
+  return out;
+}
+
+std::vector<std::string> table_row_commands(const ProblemNode& n) {
+  std::vector<std::string> out;
+  for (const auto* line : n.lines) {
+    auto command = cluster::command_text(*line);
+    out.push_back(command.empty() ? "(" + line->command_note + ")" : command);
+  }
+  return out;
+}
+
+LeadTable problem_table(const cluster::ClusterView& view, size_t max_nodes) {
+  LeadTable t;
+  t.title = "Nodes with problems, worst first";
+  t.headers = {"node", "at stake", "problems", "run on the node"};
+  const auto nodes = problem_nodes(view);
+  for (size_t i = 0; i < nodes.size() && i < max_nodes; ++i) {
+    const auto& n = nodes[i];
+    t.rows.push_back({{view.nodes[n.node].label},
+                      {n.at_stake ? text::human_bytes(n.at_stake) : "-"},
+                      table_row_problems(view, n),
+                      table_row_commands(n)});
+  }
+  if (nodes.empty()) t.note = "No node has a problem now.";
+  if (nodes.size() > max_nodes)
+    t.note = text::plural(nodes.size() - max_nodes, "more node") +
+             " with problems, each with less at stake: `gpureap cluster` lists every one.";
+  return t;
+}
+
+GpuChart fleet_chart(const PageSeries& s) {
+  const double step = s.step > 0 ? s.step : 60;
+  const Points ghost = points_of(s.ghost, s.start, step),
+               unattributed = points_of(s.unattributed, s.start, step);
+  GpuChart chart;
+  chart.title = "Ghost and unattributed memory, the whole fleet";
+  chart.gap = std::chrono::milliseconds(static_cast<long long>(step * 2500));
+  chart.scale_to_data = true;
+  chart.draw_when_idle = true;
+  Band ghost_band{BandKind::Ghost, "ghost", "ghost", {}};
+  Band unattributed_band{BandKind::Unattributed, "unattributed", "unattributed", {}};
+  std::map<long long, bool> steps;
+  for (const auto* p : {&ghost, &unattributed})
+    for (const auto& [k, v] : *p) steps[k] = true;
+  for (const auto& [k, _] : steps) {
+    chart.times.push_back(page_time(s.start + static_cast<double>(k) * step));
+    auto value = [&](const Points& p) {
+      auto it = p.find(k);
+      return it == p.end() ? uint64_t{0} : clamp_bytes(it->second);
+    };
+    ghost_band.bytes.push_back(value(ghost));
+    unattributed_band.bytes.push_back(value(unattributed));
+  }
+  chart.bands = {std::move(ghost_band), std::move(unattributed_band)};
+  return chart;
+}
+
 }  // namespace
 
-std::string node_sum_query(const std::string& metric, const std::string& job) {
-  return "sum by (instance) (" + metric + "{job=" + cluster::promql_string(job) + "})";
+std::string fleet_sum_query(const std::string& metric, const std::string& job) {
+  return "sum(" + metric + "{job=" + cluster::promql_string(job) + "})";
 }
 
 Page build_cluster_page(const cluster::ClusterView& view, const PageSeries& s,
                         const std::string& prometheus, size_t max_nodes) {
   Page page;
   page.title = "gpureap cluster";
-  page.subtitle = std::to_string(view.nodes.size()) + " nodes, from " + prometheus + ", " +
+  page.subtitle = text::plural(view.nodes.size(), "node") + ", from " + prometheus + ", " +
                   utc_time(page_time(s.start)) + " to " + utc_time(page_time(s.end)) + " UTC";
   page.from = page_time(s.start);
   page.to = page_time(s.end);
   page.generated = page_time(view.time);
   page.has_ghost_table = false;
-
-  for (const auto& line : view.lines) {
-    const auto& node = view.nodes[line.node];
-    auto command = cluster::command_text(line);
-    page.notes.push_back(node.name + (line.gpu ? ", GPU " + std::to_string(*line.gpu) : "") + ": " +
-                         cluster::describe(view, line) +
-                         (command.empty() ? "" : ". Run: " + command));
-  }
   const auto& h = view.healthy;
-  if (h.nodes)
-    page.notes.push_back(
-        text::plural(h.nodes, "node") + " healthy now: " + text::plural(h.gpus, "GPU") + ", " +
-        text::human_bytes(h.used) + " of " + text::human_bytes(h.total) + " used.");
-
-  const double step = s.step > 0 ? s.step : 60;
-  const ByInstance used(s.used, s.start, step), ghost(s.ghost, s.start, step),
-      unattributed(s.unattributed, s.start, step), total(s.total, s.start, step);
-
-  // The nodes to draw: those with a line, in the view's order, then the busiest others.
-  std::vector<size_t> order;
-  std::set<size_t> chosen;
-  for (const auto& line : view.lines)
-    if (chosen.insert(line.node).second) order.push_back(line.node);
-  std::vector<std::pair<double, size_t>> rest;
-  for (size_t i = 0; i < view.nodes.size(); ++i) {
-    if (chosen.count(i)) continue;
-    rest.push_back({used.last(view.nodes[i].instance), i});
-  }
-  std::sort(rest.begin(), rest.end(), [](const auto& a, const auto& b) {
-    return a.first != b.first ? a.first > b.first : a.second < b.second;
-  });
-  for (const auto& r : rest) order.push_back(r.second);
-  if (order.size() > max_nodes) {
-    page.notes.push_back(text::plural(order.size() - max_nodes, "more node") +
-                         " not drawn (the least used, all healthy); `gpureap cluster` lists "
-                         "every node with something to say.");
-    order.resize(max_nodes);
-  }
-
-  unsigned chart_index = 0;
-  for (size_t i : order) {
-    const auto& node = view.nodes[i];
-    GpuChart chart;
-    chart.gpu = chart_index++;
-    chart.title = node.name == node.instance ? node.name : node.name + " (" + node.instance + ")";
-    chart.gap = std::chrono::milliseconds(static_cast<long long>(step * 2500));
-    const Points u = used.points(node.instance), g = ghost.points(node.instance),
-                 un = unattributed.points(node.instance), t = total.points(node.instance);
-    if (!t.empty()) chart.total_bytes = clamp_bytes(t.rbegin()->second);
-    Band in_use{BandKind::Other, "in-use", "in use by listed processes", {}};
-    Band ghost_band{BandKind::Ghost, "ghost", "ghost", {}};
-    Band unattributed_band{BandKind::Unattributed, "unattributed", "unattributed", {}};
-    for (const auto& [step_no, v] : u) {
-      const long long k = step_no;
-      chart.times.push_back(page_time(s.start + static_cast<double>(k) * step));
-      auto find = [&](const Points& p) {
-        auto it = p.find(k);
-        return it == p.end() ? uint64_t{0} : clamp_bytes(it->second);
-      };
-      const uint64_t all = clamp_bytes(v), gb = find(g), ub = find(un);
-      ghost_band.bytes.push_back(std::min(gb, all));
-      unattributed_band.bytes.push_back(std::min(ub, all - std::min(gb, all)));
-      in_use.bytes.push_back(all - ghost_band.bytes.back() - unattributed_band.bytes.back());
-    }
-    chart.bands = {std::move(in_use), std::move(ghost_band), std::move(unattributed_band)};
-    if (chart.times.empty())
-      page.notes.push_back(node.name + ": no memory figures in the window (" +
-                           (node.up && *node.up == 0 ? "its daemon is down" : "none scraped") +
-                           ").");
-    page.gpus.push_back(std::move(chart));
-  }
+  page.notes.push_back(text::plural(h.nodes, "node") + " healthy now" +
+                       (h.nodes ? ": " + text::plural(h.gpus, "GPU") + ", " +
+                                      text::human_bytes(h.used) + " of " +
+                                      text::human_bytes(h.total) + " used."
+                                : "."));
+  page.lead = problem_table(view, max_nodes);
+  page.gpus.push_back(fleet_chart(s));
+  if (page.gpus.back().times.empty())
+    page.notes.push_back("Prometheus holds no ghost or unattributed memory figures in the window.");
   return page;
 }
 

@@ -1,9 +1,8 @@
 #pragma once
-// `gpureap report --prometheus`: the cluster view (src/cluster) as one page, in the single node
-// page's style (page.h, drawn by html_page.h): per node, its GPUs' memory over time from
-// Prometheus range queries, split as the daemon splits it (in use by listed processes, ghost,
-// unattributed), the nodes with something to say first; the view's lines, with their
-// commands, under the title.
+// `gpureap report --prometheus`: the cluster view (src/cluster) as one page that stays readable
+// at thousands of nodes: a table of the nodes with problems, worst first, each with what it has
+// and the command to run on it; beside it one chart of the fleet's ghost and unattributed
+// memory over time (Prometheus sums it); the healthy nodes only as a count.
 #include <cstddef>
 #include <string>
 
@@ -13,16 +12,15 @@
 
 namespace gpureap::report {
 
-// Per instance, summed over the node's GPUs.
-std::string node_sum_query(const std::string& metric, const std::string& job);
+// The metric summed over every GPU of the job's nodes: one series, however large the fleet.
+std::string fleet_sum_query(const std::string& metric, const std::string& job);
 
 struct PageSeries {
-  cluster::Answer<cluster::RangeSeries> used, ghost, unattributed, total;
+  cluster::Answer<cluster::RangeSeries> ghost, unattributed;  // fleet_sum_query's answers
   double start = 0, end = 0, step = 0;
 };
 
-// At most `max_nodes` charts: every node with a line first (in the view's order), then the
-// others by memory in use; the rest are counted in a note.
+// The table lists at most `max_nodes` nodes; a note counts the rest.
 Page build_cluster_page(const cluster::ClusterView& view, const PageSeries& series,
                         const std::string& prometheus, size_t max_nodes);
 

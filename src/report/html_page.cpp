@@ -62,6 +62,9 @@ section.now li { margin: 2px 0; overflow-wrap: anywhere; }
 .state-unattributed { background: #6E6E6E; }
 .sev-critical { color: #b00020; font-weight: bold; }
 .sev-warning { color: #8a5a00; font-weight: bold; }
+div.lead { display: flex; flex-wrap: wrap; gap: 0 24px; align-items: flex-start; }
+div.lead > section { flex: 1 1 560px; min-width: 0; }
+table.lead-table td { overflow-wrap: anywhere; }
 code { font-size: 13px; background: #f3f3f3; padding: 0 3px; border-radius: 3px; }
 @media print {
   body { max-width: none; margin: 0; }
@@ -206,7 +209,8 @@ std::string lanes_note(const Timeline& t) {
 // marker) gets one line instead of a chart: on a node with eight GPUs and one busy job, seven
 // empty charts would push the one that matters off the screen.
 std::optional<std::string> idle_line(const GpuChart& c) {
-  if (!c.markers.empty() || !c.timeline.lanes.empty() || !c.timeline.gpu_marks.empty())
+  if (c.draw_when_idle || !c.markers.empty() || !c.timeline.lanes.empty() ||
+      !c.timeline.gpu_marks.empty())
     return std::nullopt;
   uint64_t most = 0;
   for (const auto& b : c.bands) {
@@ -219,6 +223,39 @@ std::optional<std::string> idle_line(const GpuChart& c) {
   if (most) line += "; at most " + text::human_bytes(most) + " the driver attributes to no process";
   if (c.total_bytes) line += " (of " + text::human_bytes(*c.total_bytes) + ")";
   return line + ".";
+}
+
+std::string gpu_section(const GpuChart& c, const Page& page) {
+  auto idle = idle_line(c);
+  return std::string("<section class=\"gpu") + (idle ? " idle" : "") + "\" data-gpu=\"" +
+         std::to_string(c.gpu) + "\"><h2>" + esc(c.title) + "</h2>" +
+         (c.split.empty() ? "" : "<p class=\"note\">" + esc(c.split) + "</p>") +
+         (idle ? "<p class=\"note\">" + esc(*idle) + "</p>"
+               : render_chart_svg(c, page.from, page.to) +
+                     render_timeline_svg(c.timeline, chart_geometry(c, page.from, page.to), c.gpu) +
+                     lanes_note(c.timeline) + legend(c) + marker_table(c)) +
+         "</section>";
+}
+
+std::string lead_table(const LeadTable& t) {
+  std::string s = "<section class=\"lead-table\"><h2>" + esc(t.title) + "</h2>";
+  if (!t.rows.empty()) {
+    s += "<table class=\"lead-table\"><thead><tr>";
+    for (const auto& h : t.headers) s += "<th>" + esc(h) + "</th>";
+    s += "</tr></thead><tbody>";
+    for (const auto& row : t.rows) {
+      s += "<tr>";
+      for (const auto& cell : row) {
+        std::string lines;
+        for (const auto& line : cell) lines += (lines.empty() ? "" : "<br>") + esc(line);
+        s += "<td>" + lines + "</td>";
+      }
+      s += "</tr>";
+    }
+    s += "</tbody></table>";
+  }
+  if (!t.note.empty()) s += "<p class=\"note\">" + esc(t.note) + "</p>";
+  return s + "</section>";
 }
 
 }  // namespace
@@ -240,17 +277,9 @@ std::string render_html(const Page& page) {
   }
   s += "</header>";
   if (page.now) s += now_box(*page.now);
-  for (const auto& c : page.gpus) {
-    auto idle = idle_line(c);
-    s += std::string("<section class=\"gpu") + (idle ? " idle" : "") + "\" data-gpu=\"" +
-         std::to_string(c.gpu) + "\"><h2>" + esc(c.title) + "</h2>" +
-         (c.split.empty() ? "" : "<p class=\"note\">" + esc(c.split) + "</p>") +
-         (idle ? "<p class=\"note\">" + esc(*idle) + "</p>"
-               : render_chart_svg(c, page.from, page.to) +
-                     render_timeline_svg(c.timeline, chart_geometry(c, page.from, page.to), c.gpu) +
-                     lanes_note(c.timeline) + legend(c) + marker_table(c)) +
-         "</section>";
-  }
+  std::string charts;
+  for (const auto& c : page.gpus) charts += gpu_section(c, page);
+  s += page.lead ? "<div class=\"lead\">" + lead_table(*page.lead) + charts + "</div>" : charts;
   if (page.has_ghost_table) s += ghost_table(page);
   s += "<footer>Written by gpureap " + text::markup_safe(base::version()) + " at " +
        utc_time(page.generated) + " UTC.";

@@ -105,6 +105,9 @@ struct GpuChart {
   // The y-axis runs to the data's top; the GPU's total is marked where it is, or named at the
   // top when it is far above.
   bool scale_to_data = false;
+  // Drawn even when no process used it: a fleet's chart, whose flat line is the news, never
+  // a GPU's "no process used it".
+  bool draw_when_idle = false;
 };
 
 enum class GhostEnding { KilledByPolicy, ReleasedOnItsOwn, StillHeld, EndedByCommand };
@@ -141,12 +144,23 @@ struct NowBox {
   std::vector<NowProblem> problems;
 };
 
+// A table that leads the page, before the charts (the cluster page's nodes with problems).
+// Every cell is untrusted text; a cell's lines are shown one under another.
+struct LeadTable {
+  std::string title;
+  std::vector<std::string> headers;
+  std::vector<std::vector<std::vector<std::string>>> rows;  // row, cell, line
+  std::string note;                                         // under it: what it leaves out
+};
+
 struct Page {
   std::optional<NowBox> now;  // empty: the source said nothing of the state now
   std::string title;          // untrusted (a host name, a command)
   std::string subtitle;       // untrusted
   TimePoint from, to;
   std::vector<GpuChart> gpus;
+  // Drawn first, with the charts beside it where the page is wide enough.
+  std::optional<LeadTable> lead;
   bool has_ghost_table = true;  // a job's page has none
   std::vector<GhostRow> ghosts;
   // Facts worth a line under the title: a summary of the job, the audit log that could not

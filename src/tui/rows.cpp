@@ -115,6 +115,7 @@ TopRow make_row(const core::Snapshot& s, const core::ProcessRow& row, const View
     r.memory = sum;
   else
     r.memory_partial = false;
+  r.on_gpus = core::gpus_of(s, row);
   r.command = output::command_text(row);
   r.command_line = output::command_line(row);
   for (auto a : row.anomalies)

@@ -32,6 +32,10 @@ struct TopRow {
   std::vector<unsigned> gpus;
   // Parallel to `gpus`: the MIG GPU instance it is in there (core::row_instance), if any.
   std::vector<std::optional<unsigned>> gpu_instances;
+  // The GPUs it is on by the one scope rule (core::gpus_of), which the `g` filter follows as
+  // `ps --gpu` and `kill --gpu` do: a ghost's keeper is on the ghost's GPU though it is listed
+  // nowhere.
+  std::vector<unsigned> on_gpus;
   std::optional<uint64_t> memory;  // sum of the known listed memory
   bool memory_partial = false;     // some listing had no figure
   std::optional<unsigned> sm;      // highest SM utilisation over its GPUs

@@ -96,7 +96,8 @@ bool descending_by_default(Column c) {
 
 bool matches(const TopRow& r, const Filter& f) {
   if (f.anomalies_only && !r.anomalous) return false;
-  if (f.gpu && std::find(r.gpus.begin(), r.gpus.end(), *f.gpu) == r.gpus.end()) return false;
+  if (f.gpu && std::find(r.on_gpus.begin(), r.on_gpus.end(), *f.gpu) == r.on_gpus.end())
+    return false;
   if (f.user && r.user != *f.user) return false;
   if (f.text.empty()) return true;
   std::string needle = lower(f.text);
@@ -283,7 +284,7 @@ std::vector<std::string> users_of(const std::vector<TopRow>& rows) {
 std::vector<unsigned> gpus_of(const core::Snapshot& s, const std::vector<TopRow>& rows) {
   std::set<unsigned> gpus;
   for (const auto& g : s.drivers.gpus) gpus.insert(g.index);
-  for (const auto& r : rows) gpus.insert(r.gpus.begin(), r.gpus.end());
+  for (const auto& r : rows) gpus.insert(r.on_gpus.begin(), r.on_gpus.end());
   return {gpus.begin(), gpus.end()};
 }
 

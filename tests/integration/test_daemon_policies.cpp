@@ -325,6 +325,54 @@ action = "terminate"
   EXPECT_EQ(o["status"], "no-match") << j.dump(2);
 }
 
+// At 80 columns nothing runs past the edge: the prose wraps and the table fits; narrower, WHY
+// (wider than what is left) goes to a line under its row. A listen port of 0 is not offered to
+// curl.
+TEST(PolicyTest, ItsProseWrapsAndWhyGoesUnderTheRowWhereItDoesNotFit) {
+  REQUIRE_DOUBLE();
+  GhostHolder g;
+  TempDir cfg;
+  auto config = write_policy_config(cfg, R"(listen = "127.0.0.1:0"
+[[policy]]
+name = "keepers-of-a-gone-trainer-on-any-gpu"
+anomalies = ["inherited-holder", "orphan"]
+after = "10m"
+action = "terminate"
+)");
+  for (size_t width : {80u, 50u}) {
+    auto env = g.nvml->env();
+    env.push_back("COLUMNS=" + std::to_string(width));
+    auto r = run_gpureap(
+        {"policy", "test", "--config", config, "--dev-root", g.dev.path(), "--no-color"}, env);
+    ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+    const auto lines = lines_of(r.out);
+    for (const auto& line : lines) EXPECT_LE(line.size(), width) << line << "\n" << r.out;
+    // Wrapped, not cut: the lines joined again read the whole sentence.
+    std::string joined;
+    for (const auto& line : lines) joined += line + " ";
+    EXPECT_NE(joined.find("policy keepers-of-a-gone-trainer-on-any-gpu (line 5): would terminate "
+                          "(SIGTERM, SIGKILL after 10s) once the match has held for 10m00s"),
+              std::string::npos)
+        << r.out;
+    auto rows = rows_of(r.out, g.worker);
+    ASSERT_EQ(rows.size(), 1u) << r.out;
+    const auto row = std::find(lines.begin(), lines.end(), rows[0]);
+    ASSERT_NE(row, lines.end());
+    ASSERT_NE(row + 1, lines.end()) << r.out;
+    const auto why = row[1].find_first_not_of(' ');  // under the second column
+    ASSERT_NE(why, std::string::npos) << r.out;
+    if (width == 80) {
+      EXPECT_NE(rows[0].find("inherited-holder"), std::string::npos) << r.out;
+      EXPECT_EQ(row[1].substr(why, 13), "not matched: ") << r.out;
+    } else {
+      EXPECT_EQ(rows[0].find("inherited-holder"), std::string::npos) << r.out;
+      EXPECT_EQ(row[1].substr(why), "why: inherited-holder") << r.out;
+    }
+    EXPECT_EQ(r.out.find("curl"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("/api/v1/policies"), std::string::npos) << r.out;
+  }
+}
+
 TEST(PolicyTest, AnInvalidConfigIsRefusedWithItsLines) {
   TempDir cfg;
   auto config = write_policy_config(cfg, "[[policy]]\nname = \"x\"\nanomalies = [\"zombie\"]\n");

@@ -451,6 +451,32 @@ TEST(Reset, RunsNvidiaSmiWhenNothingHoldsTheGpu) {
   EXPECT_NE(r.out.find("GPU 0 reset"), std::string::npos) << r.out << r.err;
 }
 
+// A dry run runs nothing, so it needs no tool: without nvidia-smi on PATH it still shows the
+// whole plan, and says what to install before the real reset.
+TEST(Reset, DryRunNeedsNoNvidiaSmi) {
+  REQUIRE_DOUBLE();
+  if (::geteuid() != 0) GTEST_SKIP() << "a reset's check of every holder needs root";
+  FakeDevRoot dev;
+  FakeNvml nvml(doctor_scenario(json::array(), 3 * GiB));
+  TempDir empty;  // PATH with no nvidia-smi
+  auto env = nvml.env();
+  env.push_back("PATH=" + empty.path());
+  auto dry = run_gpureap({"reset", "--gpu", "0", "--dry-run", "--dev-root", dev.path()}, env);
+  EXPECT_EQ(dry.exit_code, 0) << dry.err;
+  EXPECT_EQ(dry.out,
+            "GPU 0 uses 3.0 GiB and nothing holds it. Would run: nvidia-smi --gpu-reset -i 0\n"
+            "nvidia-smi is not on PATH here; install the NVIDIA driver utilities, or add their "
+            "directory to PATH\n");
+  EXPECT_EQ(dry.err, "");
+  // Without --dry-run the same PATH is refused, naming the tool and what to install.
+  auto real = run_gpureap({"reset", "--gpu", "0", "--yes", "--dev-root", dev.path()}, env);
+  EXPECT_EQ(real.exit_code, 2) << real.err;
+  EXPECT_EQ(real.err,
+            "gpureap: nvidia-smi was not found on PATH\n"
+            "  install the NVIDIA driver utilities, or add their directory to PATH\n");
+  EXPECT_EQ(real.out, "");
+}
+
 TEST(Reset, ExplainsWhyNvidiaSmiRefused) {
   REQUIRE_DOUBLE();
   if (::geteuid() != 0) GTEST_SKIP() << "a reset needs root";

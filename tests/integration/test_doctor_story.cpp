@@ -163,6 +163,24 @@ TEST_F(DoctorStory, OnAnEightyColumnTerminalEveryLineFitsAndTheWaitIsSaid) {
   EXPECT_NE(r.out.find("Found so far:"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("4 problems need attention"), std::string::npos) << r.out;
   for (const auto& l : lines) EXPECT_LE(doctor_columns(l), 80u) << l;
+  // Once: the report draws over the early lines (cursor up over every one of them, erase to the
+  // end), so the screen shows each finding once.
+  const size_t early = r.out.rfind('\n', r.out.find("gpureap: checking again")) + 1;
+  const size_t up = r.out.find("\x1b[", early);
+  ASSERT_NE(up, std::string::npos) << r.out;
+  const size_t a = r.out.find("A\x1b[J", up);
+  ASSERT_NE(a, std::string::npos) << "the early lines are not erased: " << r.out;
+  const std::string early_text = r.out.substr(early, up - early);
+  EXPECT_EQ(std::stoul(r.out.substr(up + 2, a - up - 2)), lines_of(early_text).size())
+      << early_text;
+  const std::string screen = r.out.substr(0, early) + r.out.substr(a + 5);
+  // The first sample shows the paused job already; the report says it again, once.
+  const std::string paused = "is paused (state T) and holds 4.0 GiB";
+  EXPECT_NE(early_text.find(paused), std::string::npos) << early_text;
+  const size_t first = screen.find(paused);
+  ASSERT_NE(first, std::string::npos) << screen;
+  EXPECT_EQ(screen.find(paused, first + 1), std::string::npos) << screen;
+  EXPECT_EQ(screen.find("Found so far:"), std::string::npos) << screen;
 }
 
 }  // namespace

@@ -115,11 +115,17 @@ class Mps : public ::testing::Test {
       ::prctl(PR_SET_NAME, "mps_client");
       for (;;) ::pause();
     });
-    job_ = std::make_unique<Child>([this] {
+    // The job holds its GPU file before any test looks: a listed PID that holds no file of its
+    // GPU is not believed to be the listing's owner (on a loaded machine the child may not have
+    // opened it yet when the first command runs).
+    Ready holding;
+    job_ = std::make_unique<Child>([this, &holding] {
       ::setpgid(0, 0);
       hold(dev_.dev("nvidia0"));
+      holding.signal();
       for (;;) ::pause();
     });
+    holding.wait();
     gone_ = dead_pid();
     nvml_ = std::make_unique<FakeNvml>(scene(daemon_->server, client_->pid(), gone_, job_->pid()));
   }

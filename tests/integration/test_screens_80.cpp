@@ -302,5 +302,33 @@ TEST(Screens80, TopAt80x24) {
   EXPECT_EQ(top.exit_code(), 0);
 }
 
+#ifdef FAKE_NVML_NO_MIG_LIBRARY
+// A library older than MIG: one note for the capability it lacks, wrapped at 80 columns, said on
+// every command only where a GPU is in MIG mode; elsewhere only with -v.
+TEST(Screens80, AnNvmlWithoutMigSaysOneWrappedNoteOnlyWhereMigIsUsed) {
+  FakeDevRoot dev;
+  const std::string note =
+      "gpureap: note: this NVML library lacks the functions for MIG instances\n"
+      "  (nvmlDeviceGetMaxMigDeviceCount, nvmlDeviceGetMigDeviceHandleByIndex,\n"
+      "  nvmlDeviceGetGpuInstanceId, nvmlDeviceGetComputeInstanceId), so they are\n"
+      "  unknown\n";
+  for (bool mig : {false, true}) {
+    FakeNvml nvml(json{{"gpus", {{{"name", "NVIDIA A100"}, {"mig_mode", mig}}}}});
+    auto env = nvml.env();
+    for (auto& e : env)
+      if (e.rfind("GPUREAP_NVML_LIBRARY=", 0) == 0)
+        e = std::string("GPUREAP_NVML_LIBRARY=") + FAKE_NVML_NO_MIG_LIBRARY;
+    env.push_back("COLUMNS=80");
+    auto quiet = run_gpureap({"ps", "--dev-root", dev.path()}, env);
+    EXPECT_EQ(quiet.exit_code, 0) << quiet.err;
+    EXPECT_EQ(quiet.err, mig ? note : "") << (mig ? "in MIG mode" : "not in MIG mode");
+    auto verbose = run_gpureap({"ps", "-v", "--dev-root", dev.path()}, env);
+    EXPECT_EQ(verbose.exit_code, 0) << verbose.err;
+    EXPECT_NE(verbose.err.find(note.substr(0, note.find('\n'))), std::string::npos) << verbose.err;
+    for (const auto& line : lines_of(verbose.err)) EXPECT_LE(line.size(), 80u) << line;
+  }
+}
+#endif
+
 }  // namespace
 }  // namespace gpureap::testing

@@ -219,6 +219,12 @@ expect_view "NODE    GPU  AT STAKE  PROBLEM
 $NODE_C
 $DOCTOR_NOTE" --node node-c
 
+# --via chooses the command's form for every node; these nodes' labels name no pod, so auto is ssh.
+expect_view "NODE    GPU  AT STAKE  PROBLEM
+node-c  0    2.0 GiB   leaked PID $GONE_C: 2.0 GiB, nothing holds it
+        run: kubectl debug node/node-c -it --profile=sysadmin --image=busybox -- chroot /host gpureap doctor --gpu 0
+$DOCTOR_NOTE" --node node-c --via kubectl-debug
+
 # The same view for scripts.
 json=$(cluster --json)
 for want in '"schema": "gpureap.cluster/v1"' "\"command\": \"ssh -t node-b sudo gpureap doctor --gpu 0\"" \
@@ -227,15 +233,18 @@ for want in '"schema": "gpureap.cluster/v1"' "\"command\": \"ssh -t node-b sudo 
 done
 echo "ok: gpureap cluster --json"
 
-# The same view as a page: every node's memory over time from range queries, the lines under
-# the title, nothing fetched, no script.
+# The same view as a page: the nodes with problems in a table, one chart of the fleet's ghost
+# and unattributed memory from range queries, the healthy nodes counted; nothing fetched, no
+# script.
 "$GPUREAP" report --prometheus "http://127.0.0.1:$PPORT" --since 10m -o "$WORK/cluster.html" \
   2>"$WORK/report.err" || fail "gpureap report --prometheus failed: $(cat "$WORK/report.err")"
-for want in "<h2>node-a</h2>" "<h2>node-b</h2>" "<h2>node-c</h2>" "<svg" \
-  "node-b, GPU 0: ghost PID $GONE_B: 8.0 GiB kept by $WORKER_B; leaked PID $LEAK_B: 2.0 GiB, nothing holds it; stopped PID $PAUSED_B (sleep, $ME): 1.0 GiB. Run: ssh -t node-b sudo gpureap doctor --gpu 0" \
+for want in "<h2>Nodes with problems, worst first</h2>" "<td>node-b</td>" \
+  "<h2>Ghost and unattributed memory, the whole fleet</h2>" "<svg" \
+  "<td>GPU 0: ghost PID $GONE_B: 8.0 GiB kept by $WORKER_B; leaked PID $LEAK_B: 2.0 GiB, nothing holds it; stopped PID $PAUSED_B (sleep, $ME): 1.0 GiB</td><td>ssh -t node-b sudo gpureap doctor --gpu 0</td>" \
   "1 node healthy now"; do
   grep -qF -- "$want" "$WORK/cluster.html" || fail "the cluster page lacks $want"
 done
+! grep -qF "<h2>node-a</h2>" "$WORK/cluster.html" || fail "the cluster page draws a healthy node"
 ! grep -qiE "<script|<link|<img| src=" "$WORK/cluster.html" || fail "the cluster page fetches or runs something"
 echo "ok: gpureap report --prometheus"
 

@@ -326,6 +326,31 @@ TEST_F(nvmlFakeLibrary, VariantWithoutMemoryInfoV2HasNoReservedFigure) {
   EXPECT_EQ(v2.memory.free_bytes, v1.memory.free_bytes);
 }
 
+// A library older than MIG lacks four functions of one capability: one note names them all. It
+// is a warning only where a GPU is (or may be) in MIG mode; elsewhere it is --verbose's alone.
+TEST_F(nvmlFakeLibrary, VariantWithoutMigFunctionsSaysSoOnceAndOnlyWhereMigIsUsed) {
+  const std::string note =
+      "this NVML library lacks the functions for MIG instances (nvmlDeviceGetMaxMigDeviceCount, "
+      "nvmlDeviceGetMigDeviceHandleByIndex, nvmlDeviceGetGpuInstanceId, "
+      "nvmlDeviceGetComputeInstanceId), so they are unknown";
+  write_scenario({{"gpus", {{{"mig_mode", false}, {"processes", {leaked(3000040, kGiB)}}}}}});
+  core::BackendReport report = collect("no_mig");
+  ASSERT_TRUE(report.available) << report.error.value_or("");
+  EXPECT_TRUE(report.warnings.empty()) << report.warnings.front();
+  ASSERT_NE(report.detail("quiet_notes"), nullptr);
+  EXPECT_EQ(*report.detail("quiet_notes"), note);
+
+  write_scenario({{"gpus", {{{"mig_mode", true}, {"processes", {leaked(3000040, kGiB)}}}}}});
+  report = collect("no_mig");
+  EXPECT_EQ(report.warnings, std::vector<std::string>{note});
+  EXPECT_EQ(report.detail("quiet_notes"), nullptr);
+
+  // The whole library: nothing is missing, nothing is said.
+  report = collect();
+  EXPECT_TRUE(report.warnings.empty()) << report.warnings.front();
+  EXPECT_EQ(report.detail("quiet_notes"), nullptr);
+}
+
 TEST_F(nvmlFakeLibrary, APidInSeveralListsIsCountedOnce) {
   write_scenario({{"gpus",
                    {{{"processes",

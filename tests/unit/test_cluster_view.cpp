@@ -9,6 +9,7 @@
 #include "cluster/prom_answer.h"
 #include "cluster/prometheus_client.h"
 #include "report/cluster_page.h"
+#include "report/html_page.h"
 
 namespace gpureap::cluster {
 namespace {
@@ -72,12 +73,18 @@ std::vector<S> join(std::vector<std::vector<S>> parts) {
 }
 
 ClusterView view_of(const std::vector<S>& facts, const std::vector<S>& missing = {},
-                    const Filters& filters = {}) {
+                    const Filters& filters = {}, const ViewSettings& settings = {}) {
   auto f = parse_vector_answer(vector_answer(facts));
   auto m = parse_vector_answer(vector_answer(missing));
   EXPECT_TRUE(f) << (f ? "" : f.error().text());
   EXPECT_TRUE(m);
-  return build_view(*f, *m, kNow, ViewSettings{}, filters);
+  return build_view(*f, *m, kNow, settings, filters);
+}
+
+ViewSettings via(CommandForm form) {
+  ViewSettings settings;
+  settings.via = form;
+  return settings;
 }
 
 std::string text_of(const ClusterView& v) {
@@ -246,26 +253,77 @@ TEST(ClusterView, StaleMissingAndDriverDownNodes) {
   EXPECT_NE(text_of(v).find("stale: the daemon's last sample is 10m old"), std::string::npos);
 }
 
-TEST(ClusterView, KubernetesNodesGetKubectlCommands) {
-  auto facts =
-      join({node("gpu-1", 13 * GiB, 8 * GiB), {problem("gpu-1", "ghost", 4242, 8 * GiB, "4250")}});
+// auto: kubectl exec where the target labels name the node's gpureap pod, else ssh. A `node`
+// label names the node and chooses no form; --via chooses any form for every node.
+TEST(ClusterView, CommandFormIsTheLabelsPodElseSshOrWhatViaSays) {
+  auto facts = join({node("gpu-1", 13 * GiB, 8 * GiB),
+                     {problem("gpu-1", "ghost", 4242, 8 * GiB, "4250")},
+                     {{at("up", "gpu-2"), 0}}});
   for (auto& s : facts) {
     s.labels["namespace"] = "gpureap";
-    s.labels["pod"] = "gpureap-x7k2p";
+    s.labels["pod"] = s.labels["instance"] == "gpu-1" ? "gpureap-x7k2p" : "gpureap-q9z4m";
   }
-  auto v = view_of(facts);
-  ASSERT_EQ(v.lines.size(), 1u);
-  EXPECT_EQ(command_text(v.lines[0]),
-            "kubectl exec -it -n gpureap gpureap-x7k2p -- gpureap doctor --gpu 0");
+  auto commands = [](const ClusterView& v) {
+    std::vector<std::string> out;
+    for (const auto& line : v.lines)
+      out.push_back(line.command.empty() ? "(" + line.command_note + ")" : command_text(line));
+    return out;
+  };
+  const std::vector<std::string> in_pod{
+      "kubectl exec -it -n gpureap gpureap-x7k2p -- gpureap doctor --gpu 0",
+      "kubectl get pods -A -o wide --field-selector spec.nodeName=gpu-2"};
+  EXPECT_EQ(commands(view_of(facts)), in_pod);
+  EXPECT_EQ(commands(view_of(facts, {}, {}, via(CommandForm::KubectlExec))), in_pod);
+  const std::vector<std::string> by_ssh{"ssh -t gpu-1 sudo gpureap doctor --gpu 0",
+                                        "ssh -t gpu-2 systemctl status gpureap"};
+  EXPECT_EQ(commands(view_of(facts, {}, {}, via(CommandForm::Ssh))), by_ssh);
+  const std::vector<std::string> debug{
+      "kubectl debug node/gpu-1 -it --profile=sysadmin --image=busybox -- chroot /host "
+      "gpureap doctor --gpu 0",
+      "kubectl get pods -A -o wide --field-selector spec.nodeName=gpu-2"};
+  EXPECT_EQ(commands(view_of(facts, {}, {}, via(CommandForm::KubectlDebug))), debug);
+
+  // A `node` label (bare metal that names its nodes) and no pod: ssh, as without the label.
   for (auto& s : facts) {
     s.labels.erase("namespace");
     s.labels.erase("pod");
-    s.labels["node"] = "gpu-1";
+    s.labels["node"] = s.labels["instance"];
   }
-  v = view_of(facts);
-  EXPECT_EQ(command_text(v.lines[0]),
-            "kubectl debug node/gpu-1 -it --profile=sysadmin --image=busybox -- chroot /host "
-            "gpureap doctor --gpu 0");
+  EXPECT_EQ(commands(view_of(facts)), by_ssh);
+  EXPECT_EQ(commands(view_of(facts, {}, {}, via(CommandForm::KubectlDebug))), debug);
+  // kubectl exec needs the pod: without it the line says so and gives no command.
+  EXPECT_EQ(commands(view_of(facts, {}, {}, via(CommandForm::KubectlExec))),
+            (std::vector<std::string>{
+                "(the target labels name no gpureap pod (pod, namespace) to exec into)",
+                "kubectl get pods -A -o wide --field-selector spec.nodeName=gpu-2"}));
+  for (const char* name : {"auto", "ssh", "kubectl-exec", "kubectl-debug"})
+    EXPECT_TRUE(parse_command_form(name)) << name;
+  EXPECT_FALSE(parse_command_form("kubectl"));
+}
+
+// Two daemons on one host (two ports) are two nodes of one name: each line says which.
+TEST(ClusterView, TwoDaemonsOnOneHostStayApart) {
+  auto facts = join({node("node-b:9842", 13 * GiB, 8 * GiB),
+                     node("node-b:9843", 6 * GiB, 2 * GiB),
+                     node("node-a:9842", 5 * GiB),
+                     {problem("node-b:9842", "ghost", 4242, 8 * GiB, "4250"),
+                      problem("node-b:9843", "leaked", 5002, 2 * GiB)}});
+  auto v = view_of(facts);
+  EXPECT_EQ(text_of(v),
+            "NODE                  GPU  AT STAKE  PROBLEM\n"
+            "node-b (node-b:9842)  0    8.0 GiB   ghost PID 4242 (python): 8.0 GiB kept by 4250\n"
+            "                      run: ssh -t node-b sudo gpureap doctor --gpu 0\n"
+            "node-b (node-b:9843)  0    2.0 GiB   leaked PID 5002 (python, alice): 2.0 GiB, "
+            "nothing holds it\n"
+            "                      run: ssh -t node-b sudo gpureap doctor --gpu 0\n"
+            "Doctor on the node names each problem's remedy: it needs the node's process tree, "
+            "which Prometheus does not hold.\n"
+            "1 node healthy: 1 GPU, 5.0 GiB of 80 GiB used.\n");
+  // --node takes the shared name (both) or one instance.
+  EXPECT_EQ(view_of(facts, {}, Filters{{"node-b"}, {}, {}}).lines.size(), 2u);
+  auto one = view_of(facts, {}, Filters{{"node-b:9843"}, {}, {}});
+  ASSERT_EQ(one.lines.size(), 1u);
+  EXPECT_EQ(one.nodes[one.lines[0].node].instance, "node-b:9843");
 }
 
 TEST(ClusterView, HostileLabelValuesAreEscapedAndNeverBecomeOptionsOrCommands) {
@@ -425,55 +483,103 @@ TEST(ClusterQueries, OnlyTheNodesWithSomethingToSayAreAskedForEveryGpu) {
 namespace gpureap::cluster {
 namespace {
 
-std::string matrix_answer(const std::vector<std::pair<std::string, std::vector<double>>>& series,
-                          double start, double step) {
-  json result = json::array();
-  for (const auto& [instance, values] : series) {
-    json points = json::array();
-    for (size_t i = 0; i < values.size(); ++i)
-      points.push_back({start + static_cast<double>(i) * step, std::to_string(values[i])});
-    result.push_back({{"metric", {{"instance", instance}}}, {"values", points}});
-  }
+std::string matrix_sum(const std::vector<double>& values, double start, double step) {
+  json points = json::array();
+  for (size_t i = 0; i < values.size(); ++i)
+    points.push_back({start + static_cast<double>(i) * step, std::to_string(values[i])});
+  json result = json::array({{{"metric", json::object()}, {"values", points}}});
   return json{{"status", "success"}, {"data", {{"resultType", "matrix"}, {"result", result}}}}
       .dump();
 }
 
-TEST(ClusterPage, OneChartPerNodeProblemNodesFirstBandsSplitTheUsedMemory) {
-  auto v = view_of(three_and_down());
+report::PageSeries fleet_series() {
   report::PageSeries s;
   s.start = kNow - 120;
   s.end = kNow;
   s.step = 60;
-  auto parse = [&](std::vector<std::pair<std::string, std::vector<double>>> series) {
-    return *parse_matrix_answer(matrix_answer(series, s.start, s.step));
-  };
-  s.used = parse({{"node-a:9842", {5 * GiB, 5 * GiB, 5 * GiB}},
-                  {"node-b:9842", {5 * GiB, 13 * GiB, 13 * GiB}},
-                  {"node-c:9842", {6 * GiB, 6 * GiB, 6 * GiB}}});
-  s.ghost =
-      parse({{"node-b:9842", {0, 8 * GiB, 8 * GiB}}, {"node-c:9842", {2 * GiB, 2 * GiB, 2 * GiB}}});
-  s.unattributed = parse({{"node-a:9842", {0, 0, 0}}});
-  s.total = parse({{"node-b:9842", {80 * GiB, 80 * GiB, 80 * GiB}}});
-  auto page = report::build_cluster_page(v, s, "http://prom:9090", 3);
-  ASSERT_EQ(page.gpus.size(), 3u);
-  EXPECT_EQ(page.gpus[0].title, "node-b (node-b:9842)");
-  EXPECT_EQ(page.gpus[1].title, "node-c (node-c:9842)");
-  EXPECT_EQ(page.gpus[2].title, "node-d (node-d:9842)");  // down: drawn, with a note
-  EXPECT_EQ(page.gpus[0].total_bytes, 80 * 1073741824ull);
-  ASSERT_EQ(page.gpus[0].times.size(), 3u);
-  ASSERT_EQ(page.gpus[0].bands.size(), 3u);
-  EXPECT_EQ(page.gpus[0].bands[0].bytes,
-            (std::vector<uint64_t>{5ull << 30, 5ull << 30, 5ull << 30}));
-  EXPECT_EQ(page.gpus[0].bands[1].bytes, (std::vector<uint64_t>{0, 8ull << 30, 8ull << 30}));
-  EXPECT_TRUE(page.gpus[2].times.empty());
-  // The view's lines and the nodes left out are notes under the title.
-  ASSERT_GE(page.notes.size(), 4u);
-  EXPECT_EQ(page.notes[0],
-            "node-b, GPU 0: ghost PID 4242 (python): 8.0 GiB kept by 4250. Run: ssh -t node-b "
-            "sudo gpureap doctor --gpu 0");
-  bool left_out = false;
-  for (const auto& n : page.notes) left_out |= n.rfind("1 more node not drawn", 0) == 0;
-  EXPECT_TRUE(left_out);
+  s.ghost = *parse_matrix_answer(matrix_sum({2 * GiB, 10 * GiB, 10 * GiB}, s.start, s.step));
+  s.unattributed = *parse_matrix_answer(matrix_sum({0, 0, GiB}, s.start, s.step));
+  return s;
+}
+
+// The page leads with the nodes with problems, worst first, each with what it has and the
+// commands; one chart of the fleet's ghost and unattributed memory; the healthy nodes counted.
+TEST(ClusterPage, ATableOfProblemNodesWorstFirstOneFleetChartHealthyCounted) {
+  auto facts = three_and_down();
+  facts.push_back(problem("node-c:9842", "stopped", 5100, GiB, "", {{"gpu", "1"}}));
+  for (const auto& g : node("node-c:9842", 3 * GiB, 0, 0, 1))
+    if (g.labels.count("gpu")) facts.push_back(g);
+  auto v = view_of(facts);
+  auto page = report::build_cluster_page(v, fleet_series(), "http://prom:9090", 100);
+  EXPECT_EQ(page.subtitle.rfind("4 nodes, from http://prom:9090, ", 0), 0u) << page.subtitle;
+  EXPECT_EQ(page.notes,
+            (std::vector<std::string>{"1 node healthy now: 1 GPU, 5.0 GiB of 80 GiB used."}));
+  ASSERT_TRUE(page.lead);
+  EXPECT_EQ(page.lead->title, "Nodes with problems, worst first");
+  EXPECT_EQ(page.lead->headers,
+            (std::vector<std::string>{"node", "at stake", "problems", "run on the node"}));
+  using Cells = std::vector<std::vector<std::string>>;
+  ASSERT_EQ(page.lead->rows.size(), 3u);
+  EXPECT_EQ(page.lead->rows[0], (Cells{{"node-b"},
+                                       {"8.0 GiB"},
+                                       {"GPU 0: ghost PID 4242 (python): 8.0 GiB kept by 4250"},
+                                       {"ssh -t node-b sudo gpureap doctor --gpu 0"}}));
+  EXPECT_EQ(page.lead->rows[1],
+            (Cells{{"node-c"},
+                   {"3.0 GiB"},
+                   {"GPU 0: leaked PID 5002 (python, alice): 2.0 GiB, nothing holds it",
+                    "GPU 1: stopped PID 5100 (python, alice): 1.0 GiB"},
+                   {"ssh -t node-c sudo gpureap doctor --gpu 0",
+                    "ssh -t node-c sudo gpureap doctor --gpu 1"}}));
+  // A down node says it is down, never idle.
+  EXPECT_EQ(page.lead->rows[2], (Cells{{"node-d"},
+                                       {"-"},
+                                       {"down: Prometheus cannot scrape its daemon (up == 0)"},
+                                       {"ssh -t node-d systemctl status gpureap"}}));
+  EXPECT_EQ(page.lead->note, "");
+
+  ASSERT_EQ(page.gpus.size(), 1u);
+  const auto& chart = page.gpus[0];
+  EXPECT_EQ(chart.title, "Ghost and unattributed memory, the whole fleet");
+  EXPECT_FALSE(chart.total_bytes);
+  ASSERT_EQ(chart.bands.size(), 2u);
+  EXPECT_EQ(chart.bands[0].kind, report::BandKind::Ghost);
+  EXPECT_EQ(chart.bands[0].bytes, (std::vector<uint64_t>{2ull << 30, 10ull << 30, 10ull << 30}));
+  EXPECT_EQ(chart.bands[1].kind, report::BandKind::Unattributed);
+  EXPECT_EQ(chart.bands[1].bytes, (std::vector<uint64_t>{0, 0, 1ull << 30}));
+
+  const std::string html = report::render_html(page);
+  EXPECT_NE(html.find("<div class=\"lead\"><section class=\"lead-table\">"), std::string::npos);
+  EXPECT_NE(html.find("<td>node-d</td><td>-</td><td>down: Prometheus cannot scrape its daemon "
+                      "(up == 0)</td>"),
+            std::string::npos)
+      << html;
+  EXPECT_EQ(html.find("class=\"gpu idle\""), std::string::npos);
+  EXPECT_EQ(html.find("No process used it"), std::string::npos);
+}
+
+// At 1,000 nodes the page is the same size as at 10: the table lists the worst, a note counts
+// the rest, the healthy are one count, and there is still one chart.
+TEST(ClusterPage, AThousandNodesMakeOnePageOfBoundedSize) {
+  std::vector<S> facts;
+  for (int i = 0; i < 1000; ++i) {
+    const std::string instance = "node-" + std::to_string(1000 + i) + ":9842";
+    for (auto& s : node(instance, 10 * GiB)) facts.push_back(s);
+    if (i % 10 == 0) facts.push_back(problem(instance, "ghost", 4242, (1 + i) * GiB, "4250"));
+  }
+  auto v = view_of(facts);
+  auto page = report::build_cluster_page(v, fleet_series(), "http://prom:9090", 40);
+  ASSERT_TRUE(page.lead);
+  ASSERT_EQ(page.lead->rows.size(), 40u);
+  EXPECT_EQ(page.lead->rows[0][0], std::vector<std::string>{"node-1990"});  // the most at stake
+  EXPECT_EQ(page.lead->rows[1][0], std::vector<std::string>{"node-1980"});
+  EXPECT_EQ(page.lead->note,
+            "60 more nodes with problems, each with less at stake: `gpureap cluster` lists every "
+            "one.");
+  EXPECT_EQ(page.notes,
+            (std::vector<std::string>{"900 nodes healthy now: 900 GPUs, 8.8 TiB of 70 TiB used."}));
+  EXPECT_EQ(page.gpus.size(), 1u);
+  EXPECT_LT(report::render_html(page).size(), size_t{64} << 10);
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include "core/gpu_place.h"
 #include "snapshot_builders.h"
 #include "tui/layout.h"
 #include "tui/trend.h"
@@ -111,6 +112,26 @@ TEST(TuiView, FiltersByTextGpuUserAndAnomalies) {
   EXPECT_TRUE(make_view(s, kRoot, o).empty());
   EXPECT_EQ(users_of(make_rows(s, kRoot)), (std::vector<std::string>{"alice", "bob", "carol"}));
   EXPECT_EQ(gpus_of(s, make_rows(s, kRoot)), (std::vector<unsigned>{0, 1}));
+}
+
+// `g` follows the one scope rule that `ps --gpu` and `kill --gpu` follow (core::in_place): the
+// workers that keep the gone trainer's memory on GPU 0 are on GPU 0, though the driver lists
+// them nowhere; the server on GPU 1 is not, though CUDA opens every GPU's file.
+TEST(TuiView, GpuFilterKeepsAGhostsKeepersAsPsGpuDoes) {
+  auto s = ghost_scene();
+  ViewOptions o;
+  o.sort = {Column::Pid, false};
+  o.filter.gpu = 0;
+  EXPECT_EQ(pids(make_view(s, kRoot, o)), (std::vector<pid_t>{300, 301, 302, 500}));
+  for (const auto& row : s.rows) {
+    const bool on_gpu0 = row.pid != 400;
+    EXPECT_EQ(core::in_place(s, row, {0}), on_gpu0) << row.pid;
+  }
+  o.filter.gpu = 1;
+  EXPECT_EQ(pids(make_view(s, kRoot, o)), std::vector<pid_t>{400});
+  o.tree = true;  // the tree shows the same rows, the keepers under their ghost
+  o.filter.gpu = 0;
+  EXPECT_EQ(pids(make_view(s, kRoot, o)), (std::vector<pid_t>{300, 301, 302, 500}));
 }
 
 TEST(TuiView, TreePutsHoldersUnderParentsAndKeepersUnderTheirGhost) {
