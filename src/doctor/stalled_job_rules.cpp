@@ -62,21 +62,21 @@ std::string user_of(const core::Snapshot& s, const core::DistributedJob& job) {
 std::string rank_sentence(const DoctorInput& in, const core::JobRank& r) {
   const auto& s = in.last;
   const auto* p = s.find(r.pid);
-  std::string out = fmt::format("rank {} ({})", r.local_rank ? std::to_string(*r.local_rank) : "?",
+  std::string out = fmt::format("rank {}, {}", r.local_rank ? std::to_string(*r.local_rank) : "?",
                                 p ? process_label(*p) : "PID " + std::to_string(r.pid));
   if (!p) return out;
-  out += fmt::format(" is in state {}", p->stat.state);
+  out += fmt::format(", is in state {}", p->stat.state);
   if (p->details && p->details->wchan && !p->details->wchan->empty())
     out += ", its main thread waiting in " + *p->details->wchan;
   if (const auto* row = s.row(r.pid); row && row->listed_by_driver)
     out += fmt::format(", listed with {} on {}", bytes_text(row->listed_bytes()),
                        gpu_ranges(core::gpus_of(s, *row)));
+  // Over a window long enough to tell waiting from computing.
   const auto* before = in.first.find(r.pid);
-  if (before && before->stat.start_ticks == p->stat.start_ticks && &in.first != &in.last &&
-      in.first.timestamp < s.timestamp) {
+  const double secs = std::chrono::duration<double>(s.timestamp - in.first.timestamp).count();
+  if (before && before->stat.start_ticks == p->stat.start_ticks && secs >= 0.5) {
     const uint64_t used = p->stat.cpu_ticks - std::min(p->stat.cpu_ticks, before->stat.cpu_ticks);
-    const double secs = std::chrono::duration<double>(s.timestamp - in.first.timestamp).count();
-    out += fmt::format(", used {} ms of CPU in the last {:.1f} s",
+    out += fmt::format(", used {} ms of CPU in {:.1f} s",
                        used * 1000 / static_cast<uint64_t>(std::max(1L, s.proc.ticks_per_second)),
                        secs);
   }

@@ -4,6 +4,7 @@
 #include "core/distributed_job.h"
 #include "doctor/diagnose.h"
 #include "doctor/fixable.h"
+#include "doctor/settle.h"
 #include "snapshot_builders.h"
 
 namespace gpureap::doctor {
@@ -171,6 +172,34 @@ TEST(DoctorStalledJob, ARankMissingOnlyInTheLaterSampleMayBeStarting) {
                                 gpus_of_ranks({501}));
   EXPECT_EQ(stalled_finding(diagnose({last, gone_now, {}, std::nullopt, {}})), nullptr);
   EXPECT_NE(stalled_finding(diagnose({gone_now, gone_now, {}, std::nullopt, {}})), nullptr);
+}
+
+TEST(DoctorStalledJob, DoctorSettlesOnAJobWithARankMissingAndSeesTheOthersWait) {
+  std::vector<core::HostProcess> ps{proc(1, 0, 1), job_launcher(500), job_rank(501, 500, 0),
+                                    job_rank(502, 500, 1, 4, 1), job_rank(503, 500, 2, 4, 2)};
+  auto first = make_snapshot(ps, gpus_of_ranks({501, 502, 503}));
+  EXPECT_TRUE(needs_settle(first, std::nullopt));
+  // 5 s later: ranks 0 and 1 used no CPU (they wait), rank 2 used 2 s of it.
+  ps[4].stat.cpu_ticks += 200;
+  SnapshotOptions later;
+  later.at += std::chrono::seconds(5);
+  auto last = make_snapshot(ps, gpus_of_ranks({501, 502, 503}), later);
+  auto fs = diagnose({first, last, {}, std::nullopt, {}});
+  const auto* f = stalled_finding(fs);
+  ASSERT_NE(f, nullptr);
+  std::string evidence;
+  for (const auto& e : f->evidence) evidence += e + "\n";
+  EXPECT_NE(evidence.find("rank 0, PID 501 (python3), is in state S, its main thread waiting in "
+                          "futex_wait_queue, listed with 32 GiB on GPU 0, used 0 ms of CPU in "
+                          "5.0 s"),
+            std::string::npos)
+      << evidence;
+  EXPECT_NE(evidence.find("used 2000 ms of CPU in 5.0 s"), std::string::npos) << evidence;
+  // A whole job, or a torchrun job, needs no second look.
+  auto whole = make_snapshot(
+      {proc(1, 0, 1), job_launcher(500), job_rank(501, 500, 0, 2), job_rank(502, 500, 1, 2, 1)},
+      gpus_of_ranks({501, 502}));
+  EXPECT_FALSE(needs_settle(whole, std::nullopt));
 }
 
 }  // namespace
