@@ -279,8 +279,8 @@ std::string zombie_stat(const std::string& exit_code) {
 }
 
 TEST(ParseExitStatus, AZombiesWaitStatus) {
-  EXPECT_EQ(gpureap::procfs::parse_exit_status(zombie_stat("9")), 9);       // SIGKILL
-  EXPECT_EQ(gpureap::procfs::parse_exit_status(zombie_stat("256")), 256);   // exit(1)
+  EXPECT_EQ(gpureap::procfs::parse_exit_status(zombie_stat("9")), 9);      // SIGKILL
+  EXPECT_EQ(gpureap::procfs::parse_exit_status(zombie_stat("256")), 256);  // exit(1)
   EXPECT_EQ(gpureap::procfs::parse_exit_status(zombie_stat("0")), 0);
   // An older kernel's shorter line, or garbage: unknown, never a made-up status.
   EXPECT_FALSE(gpureap::procfs::parse_exit_status(stat_line("python")));
