@@ -24,7 +24,7 @@ _gpureap_options() {
     reset) echo "--gpu= -y --yes --dry-run" ;;
     daemon) echo "--config= --listen= --check-config=" ;;
     run) echo "--grace= --timeout= --keep-descendants --release-timeout= --sample= --report=" \
-              "-q --quiet" ;;
+              "--fail-fast --fail-fast-grace= -q --quiet" ;;
     top) echo "-d= --delay= --readonly --no-mouse --no-daemon --grace= --wait-release=" ;;
     policy) echo "" ;;
     "policy test") echo "--config= --policy=" ;;

@@ -102,6 +102,8 @@ complete -c gpureap -n '__fish_seen_subcommand_from run' -l keep-descendants -d 
 complete -c gpureap -n '__fish_seen_subcommand_from run' -l release-timeout -x -d 'wait this long for the GPU memory'
 complete -c gpureap -n '__fish_seen_subcommand_from run' -l sample -x -d "sample the job's GPU memory this often"
 complete -c gpureap -n '__fish_seen_subcommand_from run' -l report -r -F -d 'write a JSON report to FILE'
+complete -c gpureap -n '__fish_seen_subcommand_from run' -l fail-fast -d 'end the whole job when one of its processes fails'
+complete -c gpureap -n '__fish_seen_subcommand_from run' -l fail-fast-grace -x -d 'give the job this long to end on its own'
 complete -c gpureap -n '__fish_seen_subcommand_from run' -s q -l quiet -d 'no summary on stderr'
 complete -c gpureap -n '__fish_seen_subcommand_from run; and contains -- -- (commandline -opc)' -a '(__fish_complete_subcommand --fcs-skip=3)'
 

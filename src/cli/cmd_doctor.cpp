@@ -102,7 +102,9 @@ reap::Request fix_request(const std::vector<doctor::Finding>& findings, const Do
   request.gpu = o.gpu;  // filters: a finding about another GPU's ghost is not fixed here
   request.instance = o.instance;
   for (const auto& f : doctor::fixable(findings))
-    request.chosen.push_back({f.pid, reap::ReasonKind::Ghost, f.anomaly});
+    request.chosen.push_back(f.stalled_job
+                                 ? reap::Chosen{f.pid, reap::ReasonKind::StalledJob, std::nullopt}
+                                 : reap::Chosen{f.pid, reap::ReasonKind::Ghost, f.anomaly});
   return request;
 }
 

@@ -88,6 +88,9 @@ core::Result<supervise::RunOptions> to_run_options(const GlobalOptions& g, const
                        "use 100ms or more, or 0 to sample only when the job ends"};
   r.sample_interval = *sample;
   if (!o.report.empty()) r.report_path = o.report;
+  auto fail_fast_grace = duration("--fail-fast-grace", o.fail_fast_grace);
+  if (!fail_fast_grace) return fail_fast_grace.error();
+  if (o.fail_fast) r.fail_fast = *fail_fast_grace;
   return r;
 }
 
@@ -112,6 +115,12 @@ CLI::App* add_run_command(CLI::App& app, RunCliOptions& o) {
   run->add_option("--report", o.report,
                   "write a JSON report (gpureap.run/v1) to FILE, or the job's page of GPU "
                   "memory over time when FILE ends in .html");
+  run->add_flag("--fail-fast", o.fail_fast,
+                "when a process of the job exits abnormally while others hold GPU files, end the "
+                "whole job (the ranks of a distributed job would wait for it)");
+  run->add_option("--fail-fast-grace", o.fail_fast_grace,
+                  "with --fail-fast, give the job this long to end on its own first")
+      ->default_str("10s");
   run->add_flag("-q,--quiet", o.quiet, "no summary on stderr (errors are still printed)");
   // Named "command": CLI11 says "command is required", which usage_error.cpp words.
   run->add_option("command", o.command, "the command and its arguments, after `--`")->required();

@@ -17,6 +17,8 @@ struct RunCliOptions {
   std::string sample = "1s";
   std::string report;
   bool quiet = false;
+  bool fail_fast = false;
+  std::string fail_fast_grace = "10s";
 };
 
 CLI::App* add_run_command(CLI::App& app, RunCliOptions& options);

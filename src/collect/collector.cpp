@@ -8,6 +8,7 @@
 #include <cstring>
 #include <filesystem>
 #include <optional>
+#include <set>
 #include <thread>
 
 #include "backend/settings.h"
@@ -312,10 +313,12 @@ core::ProcView Collector::update_processes(const core::ProcView& previous,
 
 void Collector::add_details(core::ProcView& view, const std::vector<pid_t>& pids) const {
   read_details(view, pids);
+  read_rank_siblings(view);
   settle_container_claims(view, proc_, roots_.sys_root + "/fs/cgroup", roots_.runtime_root);
 }
 
-void Collector::read_details(core::ProcView& view, const std::vector<pid_t>& pids) const {
+void Collector::read_details(core::ProcView& view, const std::vector<pid_t>& pids,
+                             bool label_all) const {
   for (pid_t pid : pids) {
     // Found without editing: the list may be shared with snapshots already taken, and is
     // copied only when a process in it gains its details.
@@ -324,13 +327,30 @@ void Collector::read_details(core::ProcView& view, const std::vector<pid_t>& pid
                                [](const core::HostProcess& p, pid_t v) { return p.stat.pid < v; });
     if (it == list.end() || it->stat.pid != pid || it->details) continue;
     const auto index = static_cast<size_t>(it - list.begin());
-    auto d = proc_.read_details(pid, it->stat.state == 'D');
+    // A rank of a distributed job opens the GPU itself: its labels say which rank it is, and
+    // its wait channel whether it waits for the others (doctor's stalled-job).
+    std::optional<core::RankLabels> labels;
+    if (label_all || it->holds_gpu_file()) labels = proc_.read_rank_labels(pid);
+    auto d = proc_.read_details(pid, it->stat.state == 'D' || labels.has_value());
     if (!d.complete) view.details_complete = false;
     auto& p = view.processes.edit()[index];
     p.details = std::move(d.details);
+    if (p.details) p.details->rank_labels = std::move(labels);
     // The parent's too: trees show it above its holder, with its user and command line.
     if (p.stat.ppid > 1) read_details(view, {p.stat.ppid});
   }
+}
+
+// A rank's launcher may have other ranks that hold no GPU file (yet, or at all): their labels
+// tell a rank that is gone from one that lives without the GPU.
+void Collector::read_rank_siblings(core::ProcView& view) const {
+  std::set<pid_t> launchers;
+  for (const auto& p : view.processes)
+    if (p.details && p.details->rank_labels && p.stat.ppid > 1) launchers.insert(p.stat.ppid);
+  std::vector<pid_t> siblings;
+  for (const auto& p : view.processes)
+    if (!p.details && p.is_live() && launchers.count(p.stat.ppid)) siblings.push_back(p.stat.pid);
+  if (!siblings.empty()) read_details(view, siblings, true);
 }
 
 void Collector::add_driver_details(core::ProcView& view, const core::DriverReading& drivers) const {

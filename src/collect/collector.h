@@ -92,7 +92,10 @@ class Collector {
         catalog_(std::move(catalog)),
         drivers_(std::move(drivers)) {}
   void add_details(core::ProcView& view, const std::vector<pid_t>& pids) const;
-  void read_details(core::ProcView& view, const std::vector<pid_t>& pids) const;
+  // `label_all`: read every one's rank labels, not only a GPU-file holder's.
+  void read_details(core::ProcView& view, const std::vector<pid_t>& pids,
+                    bool label_all = false) const;
+  void read_rank_siblings(core::ProcView& view) const;
   core::ProcView scan(const core::ProcView* previous, const std::vector<pid_t>& also = {}) const;
 
   Roots roots_;

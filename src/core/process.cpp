@@ -44,4 +44,9 @@ bool HostProcess::holds_gpu(const Gpu& gpu) const {
                      [&](const DeviceHold& d) { return d.reaches(gpu); });
 }
 
+bool HostProcess::holds_gpu_file() const {
+  return std::any_of(devices.begin(), devices.end(),
+                     [](const DeviceHold& h) { return h.gpu_file; });
+}
+
 }  // namespace gpureap::core

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "core/rank_labels.h"
+
 namespace gpureap::core {
 
 // The parts of /proc/PID/stat every consumer needs; read for every process.
@@ -98,6 +100,9 @@ struct ProcessDetails {
   std::optional<ContainerInfo> container;
   std::optional<std::string> wchan;   // only read for D state
   std::optional<ExecutableFile> exe;  // empty: not readable (another user's, without privilege)
+  // A distributed job's labels from its environment: read for GPU-file holders and their
+  // launcher's other children (collect/rank_labels); a claim, never membership.
+  std::optional<RankLabels> rank_labels;
 };
 
 struct HostProcess {
@@ -107,6 +112,8 @@ struct HostProcess {
   bool fds_readable = true;  // false: no permission to read /proc/PID/fd
 
   bool holds_device() const { return !devices.empty(); }
+  // Holds a file that reaches a GPU (DeviceHold::gpu_file), not only a driver's control file.
+  bool holds_gpu_file() const;
   // Holds a file that reaches this GPU (DeviceHold::reaches).
   bool holds_gpu(const Gpu& gpu) const;
   bool is_live() const { return !stat.is_zombie(); }

@@ -54,5 +54,7 @@ void ghost_rules(const DoctorInput& in, std::vector<Finding>& out);
 void holder_rules(const DoctorInput& in, std::vector<Finding>& out);
 void ipc_rules(const DoctorInput& in, std::vector<Finding>& out);
 void kernel_rules(const DoctorInput& in, std::vector<Finding>& out);
+// Distributed jobs with a rank gone (core/distributed_job.h): stalled-job.
+void stalled_job_rules(const DoctorInput& in, std::vector<Finding>& out);
 
 }  // namespace gpureap::doctor

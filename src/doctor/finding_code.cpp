@@ -50,6 +50,8 @@ constexpr std::string_view code_name(FindingCode code) {
       return "gpu-xid";
     case FindingCode::KeptByServer:
       return "kept-by-server";
+    case FindingCode::StalledJob:
+      return "stalled-job";
   }
   return {};
 }

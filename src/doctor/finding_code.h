@@ -36,6 +36,9 @@ enum class FindingCode {
   // A gone client whose work a live server of other processes' work (an MPS server) still
   // runs: the server keeps its memory.
   KeptByServer,
+  // A distributed job one of whose ranks is gone while the others wait for it (a collective
+  // with a dead peer), holding their GPUs' memory.
+  StalledJob,
 };
 
 // "driver-missing", "no-such-process", ...

@@ -32,6 +32,13 @@ void add(std::vector<Fixable>& out, pid_t pid, std::optional<core::Anomaly> anom
 std::vector<Fixable> fixable(const std::vector<Finding>& findings) {
   std::vector<Fixable> out;
   for (const auto& f : findings) {
+    if (f.code == FindingCode::StalledJob) {
+      for (pid_t pid : f.pids)
+        if (pid > 0 &&
+            std::none_of(out.begin(), out.end(), [&](const Fixable& x) { return x.pid == pid; }))
+          out.push_back({pid, core::Anomaly::Orphan, true});
+      continue;
+    }
     if (!f.pids.empty()) add(out, f.pids.front(), remedied_anomaly(f.code, f.severity));
     // A facet is judged as the finding it would be on its own: a keeper that is an orphan is
     // one, a worker of a running job is not.

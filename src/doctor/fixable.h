@@ -16,11 +16,15 @@ namespace gpureap::doctor {
 struct Fixable {
   pid_t pid = 0;
   core::Anomaly anomaly = core::Anomaly::Orphan;
+  // A process of a stalled distributed job (stalled-job), not a ghost: `anomaly` is unused.
+  bool stalled_job = false;
   bool operator==(const Fixable&) const = default;
 };
 
 // Critical no-such-process, orphan holders, and inherited holders above info (an info one is a
-// worker of a job that runs), as findings or as facets of one; one per PID, sorted by PID.
+// worker of a job that runs), as findings or as facets of one; every process of a stalled job
+// (its launcher and what descends from it: the remedy ends the whole job); one per PID, sorted
+// by PID.
 std::vector<Fixable> fixable(const std::vector<Finding>& findings);
 
 }  // namespace gpureap::doctor

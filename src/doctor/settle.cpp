@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "core/distributed_job.h"
+
 namespace gpureap::doctor {
 
 bool needs_settle(const core::Snapshot& s, std::optional<unsigned> gpu) {
@@ -12,6 +14,10 @@ bool needs_settle(const core::Snapshot& s, std::optional<unsigned> gpu) {
   };
   for (const auto& r : s.rows)
     if ((!r.process || r.has(core::Anomaly::Uninterruptible)) && concerns(r)) return true;
+  // A job with a rank missing: the second sample tells a rank that is starting from one that is
+  // gone, and shows whether the others compute or wait (their CPU time).
+  for (const auto& job : core::distributed_jobs(s.proc))
+    if (!job.missing.empty() && !job.elastic_agent) return true;
   for (const auto& g : s.drivers.gpus)
     if ((!gpu || g.index == *gpu) && s.memory_summary(g).unattributed_bytes.value_or(0) > 0)
       return true;

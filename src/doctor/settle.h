@@ -8,7 +8,8 @@
 
 namespace gpureap::doctor {
 
-// Gone PIDs listed, memory attributed to nobody, or a holder stuck in D state. With `gpu`, only
+// Gone PIDs listed, memory attributed to nobody, a holder stuck in D state, or a distributed job
+// with a rank missing. With `gpu`, only
 // that GPU's memory counts (a D-state holder the driver lists nowhere may be holding any GPU).
 bool needs_settle(const core::Snapshot& first, std::optional<unsigned> gpu);
 

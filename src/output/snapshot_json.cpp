@@ -27,7 +27,7 @@ static_assert(considered<core::GpuUse, 11>);
 static_assert(considered<core::Ghost, 10>);
 static_assert(considered<core::HostProcess, 4>);
 static_assert(considered<core::ProcessStat, 11>);
-static_assert(considered<core::ProcessDetails, 8>);
+static_assert(considered<core::ProcessDetails, 9>);  // rank_labels: shown by doctor (stalled-job)
 static_assert(considered<core::ContainerInfo, 10>);
 static_assert(considered<core::DeviceHold, 6>);
 static_assert(considered<core::DriverReading, 2>);

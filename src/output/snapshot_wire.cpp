@@ -199,7 +199,18 @@ json stat_wire(const core::ProcessStat& s) {
           {"cpu_ticks", s.cpu_ticks}};
 }
 
-static_assert(carried<core::ProcessDetails, 8>);
+static_assert(carried<core::RankLabels, 7>);
+json rank_labels_wire(const core::RankLabels& l) {
+  return {{"rank", opt(l.rank)},
+          {"local_rank", opt(l.local_rank)},
+          {"world_size", opt(l.world_size)},
+          {"local_world_size", opt(l.local_world_size)},
+          {"run_id", opt_bytes(l.run_id)},
+          {"restart_count", opt(l.restart_count)},
+          {"max_restarts", opt(l.max_restarts)}};
+}
+
+static_assert(carried<core::ProcessDetails, 9>);
 static_assert(carried<core::ContainerInfo, 10>);
 static_assert(carried<core::ExecutableFile, 2>);
 json details_wire(const core::ProcessDetails& d) {
@@ -222,6 +233,7 @@ json details_wire(const core::ProcessDetails& d) {
                                           {"verification", wire_bytes(c.verification)}};
                             })},
           {"wchan", opt_bytes(d.wchan)},
+          {"rank_labels", opt(d.rank_labels, rank_labels_wire)},
           {"exe", opt(d.exe, [](const core::ExecutableFile& e) {
              return json{{"path", wire_bytes(e.path)}, {"system_installed", e.system_installed}};
            })}};

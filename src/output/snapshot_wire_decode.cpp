@@ -300,6 +300,21 @@ core::ExecutableFile executable_file(const json& v, const std::string& path) {
   return e;
 }
 
+core::RankLabels rank_labels(const json& v, const std::string& path) {
+  Object o(v, path);
+  core::RankLabels l;
+  l.rank = optional(o.at("rank"), o.path("rank"), int_of<unsigned>);
+  l.local_rank = optional(o.at("local_rank"), o.path("local_rank"), int_of<unsigned>);
+  l.world_size = optional(o.at("world_size"), o.path("world_size"), int_of<unsigned>);
+  l.local_world_size =
+      optional(o.at("local_world_size"), o.path("local_world_size"), int_of<unsigned>);
+  l.run_id = optional(o.at("run_id"), o.path("run_id"), bytes);
+  l.restart_count = optional(o.at("restart_count"), o.path("restart_count"), int_of<unsigned>);
+  l.max_restarts = optional(o.at("max_restarts"), o.path("max_restarts"), int_of<unsigned>);
+  o.finish();
+  return l;
+}
+
 core::ProcessDetails process_details(const json& v, const std::string& path) {
   Object o(v, path);
   core::ProcessDetails d;
@@ -311,6 +326,7 @@ core::ProcessDetails process_details(const json& v, const std::string& path) {
   d.container = optional(o.at("container"), o.path("container"), container_info);
   d.wchan = optional(o.at("wchan"), o.path("wchan"), str);
   d.exe = optional(o.at("exe"), o.path("exe"), executable_file);
+  d.rank_labels = optional(o.at("rank_labels"), o.path("rank_labels"), rank_labels);
   o.finish();
   return d;
 }

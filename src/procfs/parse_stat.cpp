@@ -1,5 +1,6 @@
 #include <cctype>
 #include <charconv>
+#include <optional>
 #include <vector>
 
 #include "procfs/parsers.h"
@@ -59,6 +60,16 @@ core::Result<core::ProcessStat> parse_stat(std::string_view text) {
   st.start_ticks = static_cast<uint64_t>(starttime);
   st.cpu_ticks = static_cast<uint64_t>(utime) + static_cast<uint64_t>(stime);
   return st;
+}
+
+std::optional<int> parse_exit_status(std::string_view text) {
+  size_t close = text.rfind(')');
+  if (close == std::string_view::npos) return std::nullopt;
+  auto f = split_spaces(text.substr(close + 1));
+  // f[0] is field 3; exit_code is field 52 (Linux 3.5 and later), 0 where not permitted.
+  int status = 0;
+  if (f.size() < 50 || !parse_number(f[49], status) || status < 0) return std::nullopt;
+  return status;
 }
 
 }  // namespace gpureap::procfs

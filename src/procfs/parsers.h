@@ -4,12 +4,17 @@
 #include <string_view>
 
 #include "core/process.h"
+#include "core/rank_labels.h"
 #include "core/result.h"
 
 namespace gpureap::procfs {
 
 // /proc/PID/stat. comm may hold spaces, ')' and newlines: it ends at the last ')'.
 core::Result<core::ProcessStat> parse_stat(std::string_view text);
+
+// /proc/PID/stat's exit_code (field 52): a zombie's wait status, as waitpid(2) reports it;
+// 0 for a live process, and where the reader may not see it. Empty when the field is missing.
+std::optional<int> parse_exit_status(std::string_view text);
 
 // /proc/PID/cmdline: NUL-separated argv; empty for kernel threads and zombies.
 std::vector<std::string> parse_cmdline(std::string_view text);
@@ -29,6 +34,10 @@ std::optional<core::ContainerInfo> parse_cgroup(std::string_view text);
 
 // /proc/PID/wchan: the kernel function a sleeping task waits in; empty when none ("0").
 std::optional<std::string> parse_wchan(std::string_view text);
+
+// /proc/PID/environ (NUL-separated NAME=VALUE): the rank labels a distributed job's launcher
+// set (core/rank_labels.h); empty when it set none. A value that is not a number is left out.
+std::optional<core::RankLabels> parse_rank_labels(std::string_view text);
 
 // /proc/PID/fdinfo/FD: the open file's flags (the "flags:" line, octal, as open(2) took them);
 // empty when the text has none.

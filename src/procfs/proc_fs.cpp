@@ -137,6 +137,17 @@ std::optional<core::ContainerInfo> ProcFs::read_container(pid_t pid) const {
   return cgroup.ok() ? parse_cgroup(cgroup.data) : std::nullopt;
 }
 
+std::optional<int> ProcFs::read_exit_status(pid_t pid) const {
+  auto stat = read_file_at(*fd_, std::to_string(pid) + "/stat");
+  return stat.ok() ? parse_exit_status(stat.data) : std::nullopt;
+}
+
+std::optional<core::RankLabels> ProcFs::read_rank_labels(pid_t pid) const {
+  // The labels are near the start of an environment; a huge one is read only that far.
+  auto environ = read_file_at(*fd_, std::to_string(pid) + "/environ", 256u << 10);
+  return environ.ok() ? parse_rank_labels(environ.data) : std::nullopt;
+}
+
 DetailsRead ProcFs::read_details(pid_t pid, bool want_wchan) const {
   DetailsRead out;
   std::string dir = std::to_string(pid) + "/";

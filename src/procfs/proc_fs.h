@@ -40,10 +40,15 @@ class ProcFs {
   // stays 'Z'. Every consumer reads this, so all see the same process.
   core::Result<std::optional<StatRead>> read_process_stat(pid_t pid) const;
   core::Result<std::optional<core::ProcessStat>> read_stat(pid_t pid) const;
+  // A zombie's wait status (parse_exit_status); empty when it is gone or the field unreadable.
+  std::optional<int> read_exit_status(pid_t pid) const;
   DetailsRead read_details(pid_t pid, bool want_wchan) const;
   // The program it runs, and whether that file is a system-installed one; empty when the
   // link cannot be read.
   std::optional<core::ExecutableFile> read_exe(pid_t pid) const;
+  // The rank labels of its environment (core/rank_labels.h); empty when it has none, when it
+  // is gone, or when its environment cannot be read (another user's, without privilege).
+  std::optional<core::RankLabels> read_rank_labels(pid_t pid) const;
   // The container its cgroup names (unverified), alone: empty outside one, or when it is gone.
   std::optional<core::ContainerInfo> read_container(pid_t pid) const;
 

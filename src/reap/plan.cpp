@@ -66,6 +66,8 @@ std::string_view to_string(ReasonKind kind) {
       return "policy";
     case ReasonKind::StoppedHolder:
       return "stopped-holder";
+    case ReasonKind::StalledJob:
+      return "stalled-job";
   }
   return "?";
 }
@@ -108,6 +110,8 @@ std::string describe(const Reason& r) {
       return "matched a cleanup policy";
     case ReasonKind::StoppedHolder:
       return "stopped (paused) holder";
+    case ReasonKind::StalledJob:
+      return "of a distributed job with a rank gone";
   }
   return "?";
 }

@@ -38,6 +38,7 @@ enum class ReasonKind {
   UserHolder,       // --user alone: a GPU holder of that user
   Policy,           // a daemon cleanup policy matched it
   StoppedHolder,    // --stopped: a paused holder (never chosen as a ghost)
+  StalledJob,       // a diagnosis: a process of a distributed job one of whose ranks is gone
 };
 
 // A process a diagnosis chose (doctor --fix), not one a user typed: it keeps the reason it was

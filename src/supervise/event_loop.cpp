@@ -59,8 +59,12 @@ void Supervisor::reap() {
     pid_t pid = ::waitpid(-1, &status, WNOHANG | WUNTRACED | WCONTINUED);
     if (pid < 0 && errno == EINTR) continue;
     if (pid <= 0) return;  // none ready, or no children left
-    // Any other child is an orphan that reparented to gpureap: reaping it is all it needs.
-    if (pid != job_ || wait_status_) continue;
+    // Any other child is an orphan that reparented to gpureap: reaping it is all it needs,
+    // unless its end is a failure --fail-fast acts on.
+    if (pid != job_ || wait_status_) {
+      if (!WIFSTOPPED(status) && !WIFCONTINUED(status)) note_failure(pid, "", status);
+      continue;
+    }
     if (WIFSTOPPED(status)) {
       job_stopped_ = true;
       follow_stop();
@@ -91,10 +95,10 @@ void Supervisor::request_stop(StopReason reason, std::optional<int> signal) {
   report_.stop.reason = reason;
   report_.stop.signal = signal;
   report_.stop.after = duration_cast<milliseconds>(now - job_start_);
-  if (reason == StopReason::Timeout) send_to_job(SIGTERM, ForwardTarget::ProcessGroup);
+  const bool ours = reason == StopReason::Timeout || reason == StopReason::FailFast;
+  if (ours) send_to_job(SIGTERM, ForwardTarget::ProcessGroup);
   // A stopped job would not act on the signal until continued.
-  if (reason == StopReason::Timeout || job_stopped_)
-    send_to_job(SIGCONT, ForwardTarget::ProcessGroup);
+  if (ours || job_stopped_) send_to_job(SIGCONT, ForwardTarget::ProcessGroup);
   kill_deadline_ = now + options_.grace;
 }
 

@@ -22,6 +22,10 @@ struct RunOptions {
   // Told once, just before the teardown's first SIGTERM, which processes it is about to end:
   // the cli tells the node's daemon (cli/announce.h), whose audit log and report then say so.
   std::function<void(const std::vector<core::ProcessStat>&)> announce_teardown;
+  // --fail-fast: when a process of the job exits abnormally (a signal, a non-zero status) while
+  // CMD runs, end the whole job this long after, unless it ended on its own meanwhile (a
+  // launcher that tears its job down itself) or none of its processes holds a GPU file then.
+  std::optional<std::chrono::milliseconds> fail_fast;
 };
 
 }  // namespace gpureap::supervise

@@ -37,6 +37,8 @@ const char* to_string(StopReason r) {
       return "signal";
     case StopReason::Timeout:
       return "timeout";
+    case StopReason::FailFast:
+      return "fail-fast";
   }
   return "none";
 }
@@ -121,6 +123,13 @@ json run_report_to_json(const RunReport& r) {
           {"pid1", r.pid1},
           {"exit", exit},
           {"stop", stop},
+          {"failed", r.failed ? json{{"pid", r.failed->pid},
+                                     {"comm", text(r.failed->comm)},
+                                     {"status", optional_value(r.failed->status)},
+                                     {"signal", signal_value(r.failed->signal)},
+                                     {"after_seconds", core::seconds(r.failed->at)},
+                                     {"ended_job", r.failed->ended_job}}
+                              : json(nullptr)},
           {"gpu", gpu_json(r.gpu)},
           {"leftovers", leftovers_json(r.leftovers)},
           {"kept", leftovers_json(r.kept)},

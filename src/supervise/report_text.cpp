@@ -36,6 +36,15 @@ std::string outcome_line(const RunReport& r) {
     line +=
         fmt::format("; gpureap received {} and forwarded it", reap::signal_name(*r.stop.signal));
   if (r.stop.reason == StopReason::Timeout) line += "; gpureap sent SIGTERM";
+  if (r.failed) {
+    const auto& f = *r.failed;
+    line += fmt::format("; PID {}{} {} after {}", f.pid,
+                        f.comm.empty() ? "" : " (" + text::terminal_safe(f.comm) + ")",
+                        f.signal ? "was killed by " + reap::signal_name(*f.signal)
+                                 : fmt::format("exited with status {}", f.status.value_or(0)),
+                        core::format_duration(f.at));
+    if (f.ended_job) line += ", so gpureap ended the whole job (--fail-fast)";
+  }
   if (r.stop.killed_after_grace) line += ", then SIGKILL when the grace period ended";
   return line;
 }

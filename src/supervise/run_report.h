@@ -34,12 +34,22 @@ struct JobExit {
 };
 
 // What made gpureap end the job before CMD finished on its own.
-enum class StopReason { None, Signal, Timeout };
+enum class StopReason { None, Signal, Timeout, FailFast };
 struct StopRequest {
   StopReason reason = StopReason::None;
   std::optional<int> signal;                       // the signal gpureap received
   std::optional<std::chrono::milliseconds> after;  // since CMD started
   bool killed_after_grace = false;                 // SIGKILL was needed
+};
+
+// --fail-fast: the first process of the job seen to exit abnormally while CMD ran.
+struct FailedProcess {
+  pid_t pid = 0;
+  std::string comm;
+  std::optional<int> status;        // its exit status, when not 0
+  std::optional<int> signal;        // the signal it died of
+  std::chrono::milliseconds at{0};  // since CMD started (when gpureap saw it)
+  bool ended_job = false;           // gpureap ended the job for it (others still held GPU files)
 };
 
 // A process of the job that gpureap ended (or failed to end) itself.
@@ -118,6 +128,7 @@ struct RunReport {
   std::chrono::milliseconds teardown{0};  // CMD exit to the last leftover gone
   JobExit exit;
   StopRequest stop;
+  std::optional<FailedProcess> failed;  // --fail-fast
   GpuSampling gpu;
   std::vector<Leftover> leftovers;  // ended by gpureap (or that survived it)
   std::vector<Leftover> kept;       // --keep-descendants: left running

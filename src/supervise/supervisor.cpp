@@ -111,6 +111,7 @@ void Supervisor::supervise() {
     if (!wait_status_ && timeout_at && now >= *timeout_at &&
         report_.stop.reason == StopReason::None)
       request_stop(StopReason::Timeout, std::nullopt);
+    watch_for_failures(now);
     if (!killed_at_ && (hurry_ || (kill_deadline_ && now >= *kill_deadline_))) {
       if (!wait_status_) report_.stop.killed_after_grace = true;
       teardown_->kill(teardown_->scan(), !wait_status_);
@@ -151,6 +152,10 @@ void Supervisor::supervise() {
     if (!wait_status_ && timeout_at && report_.stop.reason == StopReason::None)
       earlier(*timeout_at);
     if (kill_deadline_ && !killed_at_) earlier(*kill_deadline_);
+    if (options_.fail_fast && !wait_status_ && report_.stop.reason == StopReason::None) {
+      if (fail_fast_at_) earlier(*fail_fast_at_);
+      if (!report_.failed) earlier(next_failure_watch_);
+    }
     if (tearing_down) {
       // Only gpureap's own children announce their exit; the others are polled.
       earlier(now + scan_gap);

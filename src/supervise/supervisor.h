@@ -54,6 +54,11 @@ class Supervisor {
   void follow_stop();
   void resume_job();
   void begin_cleanup();
+  // --fail-fast (fail_fast.cpp): notes an abnormal exit of a job process, and ends the job
+  // when its grace has passed while job processes still hold GPU files.
+  void watch_for_failures(Clock::time_point now);
+  void note_failure(pid_t pid, const std::string& comm, int wait_status);
+  bool job_holds_gpu_files();
 
   RunOptions options_;
   collect::Collector collector_;
@@ -74,6 +79,10 @@ class Supervisor {
   unsigned late_terminating_signals_ = 0;       // received after CMD exited
   bool gave_up_ = false;                        // processes survived SIGKILL
   bool announced_teardown_ = false;             // options_.announce_teardown was called
+
+  // --fail-fast: when to end the job for a failure, and when to look for one next.
+  std::optional<Clock::time_point> fail_fast_at_;
+  Clock::time_point next_failure_watch_{};
 };
 
 }  // namespace gpureap::supervise

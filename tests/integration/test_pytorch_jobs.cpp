@@ -14,6 +14,7 @@
 #include <utime.h>
 
 #include <filesystem>
+#include <fstream>
 #include <set>
 
 #include "support.h"
@@ -248,6 +249,272 @@ TEST(PytorchJobs, AJobKilledWholeLeavesItsDataLoaderFilesAndDoctorFindsThem) {
       commands.insert(step["command"]);
   EXPECT_EQ(commands, removals) << f->dump(2);
   EXPECT_NE((*f)["evidence"].dump().find("PyTorch"), std::string::npos) << f->dump(2);
+}
+
+// A TCP port nobody listens on now, for a job's rendezvous.
+int free_port() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  int port = 0;
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0)
+    port = ntohs(a.sin_port);
+  ::close(fd);
+  return port;
+}
+
+// torchrun as it works under Debian's Python 3.11 (its default output options fail there).
+std::vector<std::string> torchrun(int ranks, int max_restarts, int port) {
+  return {"-m",
+          "torch.distributed.run",
+          "--redirects",
+          "2",
+          "--tee",
+          "2",
+          "--nproc_per_node=" + std::to_string(ranks),
+          "--max_restarts=" + std::to_string(max_restarts),
+          "--master_port=" + std::to_string(port)};
+}
+
+// Reads `first` lines until `count` PIDs came (one per line, the number after `first`).
+std::vector<pid_t> pids_after(PythonJob& job, const std::string& first, size_t count) {
+  std::vector<pid_t> out;
+  while (out.size() < count) {
+    auto n = job.numbers_after(first, 240000);
+    if (n.empty()) break;
+    out.push_back(static_cast<pid_t>(n.back()));
+  }
+  return sorted(out);
+}
+
+std::string environ_of(pid_t pid) {
+  std::string e = read_text("/proc/" + std::to_string(pid) + "/environ");
+  std::replace(e.begin(), e.end(), '\0', '\n');
+  return e;
+}
+
+// Whether `pid` holds the file `pattern` names for local rank `n` ("{}" replaced).
+bool holds_file(pid_t pid, const std::string& pattern, size_t n) {
+  std::string path = pattern;
+  path.replace(path.find("{}"), 2, std::to_string(n));
+  std::error_code ec;
+  const std::string fds = "/proc/" + std::to_string(pid) + "/fd";
+  for (const auto& e : std::filesystem::directory_iterator(fds, ec))
+    if (std::filesystem::read_symlink(e.path(), ec) == path) return true;
+  return false;
+}
+
+// PIDs at the start of a kill plan's lines, as doctor --fix prints the plan.
+std::set<pid_t> plan_rows(const std::string& text) {
+  std::set<pid_t> out;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    size_t i = line.find_first_not_of(' ');
+    if (i == std::string::npos || !std::isdigit(static_cast<unsigned char>(line[i]))) continue;
+    size_t end = line.find_first_not_of("0123456789", i);
+    if (end != std::string::npos && line[end] == ' ')
+      out.insert(static_cast<pid_t>(std::stol(line.substr(i, end - i))));
+  }
+  return out;
+}
+
+// A job started rank by rank, as Slurm's srun or a hand-written launcher starts one: rank 3 is
+// SIGKILLed while it loads (as the OOM killer kills one), and nothing tears the others down.
+// Ranks 0-2 wait in the gloo group's set-up for it, holding GPUs 0-2. Beside it on the machine:
+// a torchrun job that restarts its ranks after losing one (restarts left), another user's job
+// and a healthy one. Doctor names the stalled job, and only its launcher and its ranks are
+// planned, by the remedy's kill and by doctor --fix, which ends exactly them.
+TEST(PytorchJobs, AJobStartedRankByRankHangsWhenARankDiesAndOnlyItIsPlanned) {
+  REQUIRE_DOUBLE();
+  if (auto why = why_no_pytorch(); !why.empty()) GTEST_SKIP() << why;
+  FakeDevRoot dev;
+  for (const char* name : {"nvidia2", "nvidia3"}) std::ofstream(dev.dev(name)) << "stand-in\n";
+  Child healthy = holding(dev, "nvidia3");
+  std::vector<pid_t> others{healthy.pid()};
+  std::unique_ptr<Child> other_user;
+  if (::geteuid() == 0) {
+    other_user = std::make_unique<Child>(Child([&] {
+      hold(dev.dev("nvidia3"));
+      if (::setgid(65534) != 0 || ::setuid(65534) != 0) ::_exit(1);
+    }));
+    ASSERT_TRUE(
+        wait_until([&] { return proc_status_field(other_user->pid(), "Uid").find("65534") == 0; }));
+    others.push_back(other_user->pid());
+  }
+  const std::string per_rank = dev.dev("nvidia") + "{}";
+  PythonJob job({pytorch_script("rank_launcher.py"), "4", std::to_string(free_port()), kPython,
+                 pytorch_script("gloo_rank.py"), per_rank, "3"});
+  auto launched = job.numbers_after("ranks");
+  ASSERT_EQ(launched.size(), 4u) << "the launcher did not start its ranks";
+  const std::vector<pid_t> ranks(launched.begin(), launched.end());
+  const pid_t launcher = job.pid();
+  KillStrays strays{ranks};
+  auto elastic_args = torchrun(2, 1, free_port());
+  elastic_args.insert(elastic_args.end(), {pytorch_script("gloo_rank.py"), per_rank});
+  PythonJob elastic(elastic_args);
+  auto elastic_ranks = pids_after(elastic, "ready", 2);
+  ASSERT_EQ(elastic_ranks.size(), 2u) << "torchrun's ranks did not start";
+  strays.pids.insert(strays.pids.end(), elastic_ranks.begin(), elastic_ranks.end());
+  for (size_t i = 0; i < ranks.size(); ++i)
+    ASSERT_TRUE(wait_until([&] { return holds_file(ranks[i], per_rank, i); }, 120000))
+        << "rank " << i << " did not open its GPU";
+
+  ::kill(ranks[3], SIGKILL);  // while it loads: ranks 0-2 wait for it in the group's set-up
+  ASSERT_TRUE(wait_for_state(ranks[3], 'Z'));  // its launcher waits for rank 0 first
+  ::kill(elastic_ranks[1], SIGKILL);           // torchrun restarts both of its ranks
+
+  nlohmann::json listed = nlohmann::json::array();
+  std::vector<nlohmann::json> gpus;
+  for (int i = 0; i < 3; ++i)
+    gpus.push_back(
+        nvml_gpu(i, {{{"pid", ranks[static_cast<size_t>(i)]}, {"used_bytes", 32 * GiB}}}));
+  nlohmann::json on_three = nlohmann::json::array();
+  for (pid_t p : others) on_three.push_back({{"pid", p}, {"used_bytes", 2 * GiB}});
+  gpus.push_back(nvml_gpu(3, on_three));
+  FakeNvml nvml(nlohmann::json{{"gpus", gpus}});
+
+  auto doctor =
+      run_gpureap({"doctor", "--json", "--dev-root", dev.path(), "--settle", "300ms"}, nvml.env());
+  auto d = parse_output(doctor);
+  const auto* f = finding(d, "stalled-job");
+  ASSERT_NE(f, nullptr) << d["findings"].dump(2);
+  const std::vector<pid_t> hung{launcher, ranks[0], ranks[1], ranks[2]};
+  EXPECT_EQ(sorted(pids((*f)["pids"])), sorted(hung)) << f->dump(2);
+  EXPECT_EQ((*f)["memory_bytes"], 96 * GiB);
+  EXPECT_EQ((*f)["severity"], "warning");
+  EXPECT_NE((*f)["summary"].get<std::string>().find("rank 3 of job PID " +
+                                                    std::to_string(launcher) + " (python3, user "),
+            std::string::npos)
+      << f->dump(2);
+  EXPECT_NE(
+      (*f)["evidence"].dump().find("has not reaped its exited child " + std::to_string(ranks[3])),
+      std::string::npos)
+      << f->dump(2);
+  // One story: no other finding names the job, the torchrun job or the others.
+  size_t stalled = 0;
+  for (const auto& x : d["findings"]) {
+    if (x["code"] == "stalled-job") ++stalled;
+    for (pid_t p : others) {
+      EXPECT_EQ(std::find(x["pids"].begin(), x["pids"].end(), p), x["pids"].end()) << x.dump(2);
+    }
+    EXPECT_EQ(std::find(x["pids"].begin(), x["pids"].end(), elastic.pid()), x["pids"].end())
+        << x.dump(2);
+  }
+  EXPECT_EQ(stalled, 1u) << d["findings"].dump(2);
+
+  // The remedy's kill plans exactly the job: its launcher and its live ranks.
+  auto kill = parse_output(run_gpureap(
+      gpu_kill_args(dev, {"--tree", std::to_string(launcher), "--dry-run"}), nvml.env()));
+  std::vector<pid_t> signalled;
+  for (const auto& t : kill["plan"]["targets"]) {
+    if (t["action"] == "signal")
+      signalled.push_back(t["pid"]);
+    else
+      EXPECT_TRUE(t["pid"] == ranks[3] && t["action"] == "zombie") << t.dump(2);
+  }
+  EXPECT_EQ(sorted(signalled), sorted(hung)) << kill.dump(2);
+  // doctor --fix plans the same, and with --yes ends exactly those.
+  auto plan = run_gpureap(
+      {"doctor", "--fix", "--dev-root", dev.path(), "--settle", "0s", "--no-color"}, nvml.env());
+  EXPECT_EQ(plan_rows(plan.err), std::set<pid_t>(hung.begin(), hung.end())) << plan.err;
+  auto fixed = run_gpureap(
+      {"doctor", "--fix", "--yes", "--json", "--dev-root", dev.path(), "--settle", "0s"},
+      nvml.env());
+  // The launcher is our child: it stays a zombie until reaped.
+  for (pid_t p : hung)
+    EXPECT_TRUE(wait_until([&] { return !is_alive(p); }, 60000)) << p << " outlived doctor --fix";
+  for (pid_t p : others) EXPECT_TRUE(is_alive(p)) << p;
+  EXPECT_TRUE(is_alive(elastic.pid())) << "doctor --fix ended the torchrun job\n" << fixed.err;
+  auto restarted = pids_after(elastic, "ready", 2);
+  ASSERT_EQ(restarted.size(), 2u) << "torchrun did not restart its ranks";
+  strays.pids.insert(strays.pids.end(), restarted.begin(), restarted.end());
+  for (pid_t p : restarted) {
+    EXPECT_NE(environ_of(p).find("TORCHELASTIC_RESTART_COUNT=1\n"), std::string::npos) << p;
+  }
+}
+
+// torchrun's agent watches its ranks: when one is SIGKILLed and no restart is left, it ends the
+// others (SIGTERM) and exits, so a torchrun job on one node does not hang. No doctor run while
+// it settles plans any of it.
+TEST(PytorchJobs, TorchrunEndsItsOwnJobWhenARankDies) {
+  REQUIRE_DOUBLE();
+  if (auto why = why_no_pytorch(); !why.empty()) GTEST_SKIP() << why;
+  FakeDevRoot dev;
+  for (const char* name : {"nvidia2", "nvidia3"}) std::ofstream(dev.dev(name)) << "stand-in\n";
+  auto args = torchrun(4, 0, free_port());
+  args.insert(args.end(), {pytorch_script("gloo_rank.py"), dev.dev("nvidia") + "{}"});
+  PythonJob agent(args);
+  auto ranks = pids_after(agent, "ready", 4);
+  ASSERT_EQ(ranks.size(), 4u) << "torchrun's ranks did not start";
+  KillStrays strays{ranks};
+  for (pid_t r : ranks) {
+    EXPECT_EQ(parent_of(r), agent.pid());
+    EXPECT_NE(environ_of(r).find("TORCHELASTIC_MAX_RESTARTS=0\n"), std::string::npos);
+  }
+  FakeNvml nvml(nlohmann::json{{"gpus", {nvml_gpu(0, nlohmann::json::array())}}});
+  ::kill(ranks[3], SIGKILL);
+  auto settled = [&] {
+    auto d = parse_output(
+        run_gpureap({"doctor", "--json", "--dev-root", dev.path(), "--settle", "0s"}, nvml.env()));
+    EXPECT_EQ(finding(d, "stalled-job"), nullptr) << d["findings"].dump(2);
+    return std::none_of(ranks.begin(), ranks.end(), is_alive);
+  };
+  EXPECT_TRUE(wait_until(settled, 120000)) << "torchrun left ranks running";
+  EXPECT_TRUE(wait_gone(agent.pid(), 60000) || state_of(agent.pid()) == 'Z');
+}
+
+// The PID of the process that holds `path` open, 0 when none does (one scan of /proc).
+pid_t holder_of(const std::string& path) {
+  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+    const std::string name = entry.path().filename();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::error_code ec;
+    for (const auto& fd : std::filesystem::directory_iterator(entry.path() / "fd", ec))
+      if (std::filesystem::read_symlink(fd.path(), ec) == path) return std::stoi(name);
+  }
+  return 0;
+}
+
+// `gpureap run --fail-fast` around the rank-by-rank job: when rank 3 is SIGKILLed, ranks 0-2
+// would wait in the group's set-up for the rest of their timeout; gpureap ends the whole job
+// after the grace and says which rank failed.
+TEST(PytorchJobs, RunFailFastEndsAGlooJobThatHangsAfterARankDies) {
+  REQUIRE_DOUBLE();
+  if (auto why = why_no_pytorch(); !why.empty()) GTEST_SKIP() << why;
+  FakeDevRoot dev;
+  for (const char* name : {"nvidia2", "nvidia3"}) std::ofstream(dev.dev(name)) << "stand-in\n";
+  TempDir dir;
+  FakeNvml nvml(nlohmann::json{{"gpus", {nvml_gpu(0, nlohmann::json::array())}}});
+  BackgroundGpureap run({"--dev-root", dev.path(), "run", "--fail-fast", "--fail-fast-grace", "1s",
+                         "--grace", "5s", "--report", dir.file("report.json"), "--", kPython,
+                         pytorch_script("rank_launcher.py"), "4", std::to_string(free_port()),
+                         kPython, pytorch_script("gloo_rank.py"), dev.dev("nvidia") + "{}", "3"},
+                        nvml.env());
+  std::vector<pid_t> ranks;
+  for (int i = 0; i < 4; ++i) {
+    pid_t r = 0;
+    ASSERT_TRUE(
+        wait_until([&] { return (r = holder_of(dev.dev("nvidia" + std::to_string(i)))); }, 120000))
+        << "rank " << i << " did not open its GPU";
+    ranks.push_back(r);
+  }
+  KillStrays strays{ranks};
+  ::kill(ranks[3], SIGKILL);
+  auto result = run.wait(120000);
+  auto rep = report_of(dir);
+  EXPECT_EQ(rep["stop"]["reason"], "fail-fast") << rep.dump(2);
+  ASSERT_TRUE(rep["failed"].is_object()) << rep.dump(2) << result.err;
+  EXPECT_EQ(rep["failed"]["pid"], ranks[3]);
+  EXPECT_EQ(rep["failed"]["signal"], "SIGKILL");
+  EXPECT_EQ(rep["failed"]["ended_job"], true);
+  for (int i = 0; i < 3; ++i) EXPECT_FALSE(is_alive(ranks[static_cast<size_t>(i)])) << i;
+  EXPECT_NE(result.err.find("PID " + std::to_string(ranks[3]) + " (python3) was killed by SIGKILL"),
+            std::string::npos)
+      << result.err;
+  EXPECT_EQ(rep["release"]["still_held"]["files"], nlohmann::json::array()) << rep.dump(2);
 }
 
 }  // namespace

@@ -29,7 +29,8 @@ TEST(DoctorFindingCode, EveryCodeHasItsDocumentedString) {
                                                "unreaped-zombies",
                                                "protected-holder",
                                                "gpu-xid",
-                                               "kept-by-server"};
+                                               "kept-by-server",
+                                               "stalled-job"};
   const auto& codes = all_finding_codes();
   ASSERT_EQ(codes.size(), documented.size());
   for (size_t i = 0; i < codes.size(); ++i) {

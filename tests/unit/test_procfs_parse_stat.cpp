@@ -268,3 +268,25 @@ TEST(ParseStatEdges, ParenthesisBeforeTheCommOpensIsAnError) {
 }
 
 }  // namespace
+
+namespace {
+
+// A zombie's whole stat line (52 fields, Linux 5.x), its comm with a space and a ')'.
+std::string zombie_stat(const std::string& exit_code) {
+  std::string line = "4250 (py) x) Z 4242 4242 4242 0 -1 4227148 0 0 0 0 0 0 0 0 20 0 1 0";
+  line += " 12345 0 0 18446744073709551615 0 0 0 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0 0 0 0 0 0 0 0";
+  return line + " " + exit_code + "\n";
+}
+
+TEST(ParseExitStatus, AZombiesWaitStatus) {
+  EXPECT_EQ(gpureap::procfs::parse_exit_status(zombie_stat("9")), 9);      // SIGKILL
+  EXPECT_EQ(gpureap::procfs::parse_exit_status(zombie_stat("256")), 256);  // exit(1)
+  EXPECT_EQ(gpureap::procfs::parse_exit_status(zombie_stat("0")), 0);
+  // An older kernel's shorter line, or garbage: unknown, never a made-up status.
+  EXPECT_FALSE(gpureap::procfs::parse_exit_status(stat_line("python")));
+  EXPECT_FALSE(gpureap::procfs::parse_exit_status(zombie_stat("-3")));
+  EXPECT_FALSE(gpureap::procfs::parse_exit_status(zombie_stat("x")));
+  EXPECT_FALSE(gpureap::procfs::parse_exit_status("garbage"));
+}
+
+}  // namespace

@@ -53,6 +53,7 @@ core::Snapshot rich_snapshot() {
   listed_live.stat.comm = kBadUtf8;
   listed_live.details->cmdline = {"python", kBadUtf8, "", "--opt=\x01\x7f"};
   listed_live.details->wchan = "do_wait";
+  listed_live.details->rank_labels = core::RankLabels{3, 1, 8, 4, "run\xff", 0, 3};
   listed_live.details->container = core::ContainerInfo{"docker", std::nullopt, std::nullopt};
   listed_live.details->container->verification = "cgroup /u lies in user@1000.service";
   listed_live.details->exe = core::ExecutableFile{"/usr/bin/python3\xff", false};

@@ -1,0 +1,152 @@
+#include "core/distributed_job.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+namespace gpureap::core {
+namespace {
+
+std::optional<uid_t> uid_of(const HostProcess& p) {
+  return p.details ? p.details->uid : std::nullopt;
+}
+
+const RankLabels* labels_of(const HostProcess& p) {
+  return p.details && p.details->rank_labels ? &*p.details->rank_labels : nullptr;
+}
+
+// A holder under an ancestor that holds a GPU file is that process's worker (a DataLoader
+// worker inherits its trainer's files): the ancestor is the rank.
+bool under_gpu_holder(const ProcView& view, const HostProcess& p) {
+  pid_t up = p.stat.ppid;
+  for (int depth = 0; depth < 256 && up > 1; ++depth) {
+    const HostProcess* a = view.find(up);
+    if (!a) return false;
+    if (a->is_live() && a->holds_gpu_file()) return true;
+    up = a->stat.ppid;
+  }
+  return false;
+}
+
+// Whether `child` belongs to the job `launcher` runs: the kernel's facts only.
+bool belongs(const HostProcess& launcher, const HostProcess& child) {
+  auto lu = uid_of(launcher), cu = uid_of(child);
+  return launcher.stat.pid > 1 && launcher.is_live() && child.is_live() && lu && cu && *lu == *cu &&
+         launcher.stat.start_ticks <= child.stat.start_ticks &&
+         launcher.stat.pgid == child.stat.pgid && !launcher.stat.is_kernel_thread();
+}
+
+std::string base_name(const std::string& path) {
+  auto slash = path.rfind('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+std::string launcher_kind(const HostProcess& launcher,
+                          const std::vector<const HostProcess*>& ranks) {
+  static const std::vector<std::pair<std::string, std::string>> kWords = {
+      {"torch.distributed.run", "torchrun"},
+      {"torchrun", "torchrun"},
+      {"torch.distributed.launch", "torchrun"},
+      {"deepspeed", "deepspeed"},
+      {"accelerate", "accelerate"},
+      {"mpirun", "mpirun"},
+      {"mpiexec", "mpirun"},
+      {"orterun", "mpirun"},
+      {"prterun", "mpirun"},
+      {"slurmstepd", "srun"}};
+  const auto& argv = launcher.details ? launcher.details->cmdline : std::vector<std::string>{};
+  for (size_t i = 0; i < argv.size() && i < 4; ++i)
+    for (const auto& [word, kind] : kWords)
+      if (base_name(argv[i]) == word) return kind;
+  for (const HostProcess* r : ranks)
+    if (r->details) {
+      const auto& a = r->details->cmdline;
+      if (std::find(a.begin(), a.end(), "--multiprocessing-fork") != a.end()) return "mp.spawn";
+    }
+  return launcher.stat.comm;
+}
+
+// The live descendants run by `uid`: a job never answers for another user's process, even one
+// its launcher started (a setuid program).
+void add_descendants(const std::multimap<pid_t, const HostProcess*>& children, pid_t root,
+                     std::optional<uid_t> uid, std::vector<pid_t>& out, int depth = 0) {
+  if (depth > 256) return;
+  auto [lo, hi] = children.equal_range(root);
+  for (auto it = lo; it != hi; ++it) {
+    const HostProcess& c = *it->second;
+    if (!c.is_live() || !uid || uid_of(c) != uid) continue;
+    out.push_back(c.stat.pid);
+    add_descendants(children, c.stat.pid, uid, out, depth + 1);
+  }
+}
+
+}  // namespace
+
+const JobRank* DistributedJob::rank_with(unsigned local_rank) const {
+  for (const auto& r : ranks)
+    if (r.local_rank == local_rank) return &r;
+  return nullptr;
+}
+
+std::vector<DistributedJob> distributed_jobs(const ProcView& view) {
+  std::multimap<pid_t, const HostProcess*> children;
+  for (const auto& p : view.processes) children.emplace(p.stat.ppid, &p);
+
+  std::set<pid_t> launchers;
+  for (const auto& p : view.processes)
+    if (p.is_live() && p.holds_gpu_file() && !under_gpu_holder(view, p)) {
+      const HostProcess* l = view.find(p.stat.ppid);
+      if (l && belongs(*l, p) && !l->holds_gpu_file()) launchers.insert(l->stat.pid);
+    }
+
+  std::vector<DistributedJob> out;
+  for (pid_t lp : launchers) {
+    const HostProcess& l = *view.find(lp);
+    DistributedJob job;
+    job.launcher = lp;
+    job.launcher_start_ticks = l.stat.start_ticks;
+    job.uid = uid_of(l);
+    std::vector<const HostProcess*> ranks;
+    auto [lo, hi] = children.equal_range(lp);
+    for (auto it = lo; it != hi; ++it) {
+      const HostProcess& c = *it->second;
+      if (c.stat.is_zombie()) {
+        job.exited.push_back(c.stat.pid);
+        continue;
+      }
+      // A rank opens the GPU itself; a labelled child of the launcher is a rank that has not
+      // (yet, or at all).
+      if (!belongs(l, c) || !(c.holds_gpu_file() || labels_of(c))) continue;
+      ranks.push_back(&c);
+    }
+    std::set<std::optional<unsigned>> sizes;
+    bool several = false;
+    for (const HostProcess* r : ranks) {
+      const RankLabels* lab = labels_of(*r);
+      job.ranks.push_back({r->stat.pid, lab ? lab->local_rank : std::nullopt, r->holds_gpu_file()});
+      sizes.insert(lab ? lab->local_world_size : std::nullopt);
+      if (lab && lab->local_world_size && *lab->local_world_size >= 2) several = true;
+      if (lab && lab->run_id && !job.run_id) job.run_id = lab->run_id;
+      if (lab && lab->max_restarts && lab->restart_count) {
+        job.elastic_agent = true;
+        job.restarts_left =
+            *lab->max_restarts > *lab->restart_count ? *lab->max_restarts - *lab->restart_count : 0;
+      }
+    }
+    if (job.ranks.size() < 2 && !several) continue;
+    if (sizes.size() == 1 && *sizes.begin()) {
+      job.local_world_size = *sizes.begin();
+      // A label's number is its owner's to write: only a plausible size is counted out.
+      for (unsigned n = 0; n < *job.local_world_size && n < 4096; ++n)
+        if (!job.rank_with(n)) job.missing.push_back(n);
+    }
+    job.kind = launcher_kind(l, ranks);
+    job.members.push_back(lp);
+    add_descendants(children, lp, job.uid, job.members);
+    std::sort(job.members.begin(), job.members.end());
+    out.push_back(std::move(job));
+  }
+  return out;
+}
+
+}  // namespace gpureap::core

@@ -1,0 +1,50 @@
+#pragma once
+// A distributed job on this node, as the kernel vouches for it: a launcher process (torchrun's
+// agent, mp.spawn's parent, a hand-written or Slurm-style launcher) and its ranks, the children
+// of one launcher that open the GPU themselves, run by the launcher's user, started after it,
+// in its process group. A process's environment (core/rank_labels.h) only labels a rank that
+// belongs by that ancestry: it never makes a process part of a job.
+#include <sys/types.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/snapshot.h"
+
+namespace gpureap::core {
+
+struct JobRank {
+  pid_t pid = 0;
+  std::optional<unsigned> local_rank;  // its LOCAL_RANK label
+  bool holds_gpu = false;              // opened a GPU file itself (a labelled sibling may not)
+};
+
+struct DistributedJob {
+  pid_t launcher = 0;
+  uint64_t launcher_start_ticks = 0;
+  std::optional<uid_t> uid;
+  // What launched it, from the launcher's and the ranks' command lines (a label): "torchrun",
+  // "mp.spawn", "deepspeed", "accelerate", "mpirun", "srun", else the launcher's own name.
+  std::string kind;
+  std::vector<JobRank> ranks;  // live, by PID
+  // The launcher's children that exited and that it has not reaped (zombies): a rank that
+  // ended while the launcher waits for another.
+  std::vector<pid_t> exited;
+  std::optional<unsigned> local_world_size;  // the ranks' LOCAL_WORLD_SIZE, when they agree
+  std::vector<unsigned> missing;             // local rank numbers below it no live rank has
+  std::optional<std::string> run_id;         // TORCHELASTIC_RUN_ID (a label)
+  // torchrun's agent watches its ranks and, on a rank's exit, restarts them all (restarts
+  // left) or ends them all: set when the ranks carry its restart labels.
+  bool elastic_agent = false;
+  std::optional<unsigned> restarts_left;
+  std::vector<pid_t> members;  // the launcher and every live descendant of its user, by PID
+
+  const JobRank* rank_with(unsigned local_rank) const;
+};
+
+// Every distributed job of the view: a launcher with two ranks or more, or with one rank
+// labelled as one of several on this node. By launcher PID.
+std::vector<DistributedJob> distributed_jobs(const ProcView& view);
+
+}  // namespace gpureap::core

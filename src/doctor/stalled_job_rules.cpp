@@ -1,0 +1,160 @@
+// A distributed job one of whose ranks is gone while the others live: they wait for it in
+// their next collective until its timeout (often raised to hours), holding their GPUs' memory.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <set>
+
+#include "core/distributed_job.h"
+#include "core/gpu_place.h"
+#include "doctor/diagnose.h"
+#include "doctor/evidence.h"
+#include "text/escape.h"
+
+namespace gpureap::doctor {
+namespace {
+
+// "3", "0–2", "0, 2, 5": rank numbers as people write them.
+std::string number_ranges(std::vector<unsigned> n) {
+  std::sort(n.begin(), n.end());
+  std::string out;
+  for (size_t i = 0; i < n.size();) {
+    size_t j = i;
+    while (j + 1 < n.size() && n[j + 1] == n[j] + 1) ++j;
+    if (!out.empty()) out += ", ";
+    out += std::to_string(n[i]);
+    if (j > i) out += (j == i + 1 ? ", " : "\u2013") + std::to_string(n[j]);
+    i = j + 1;
+  }
+  return out;
+}
+
+// The launcher's command line as a shell would take it, cut where it grows long.
+std::string command_line(const core::HostProcess& p) {
+  std::string out;
+  for (const auto& w : p.details ? p.details->cmdline : std::vector<std::string>{}) {
+    if (out.size() > 160) return out + " …";
+    out += (out.empty() ? "" : " ") + text::shell_quote(w);
+  }
+  return out.empty() ? "?" : out;
+}
+
+std::string gpu_ranges(const std::vector<unsigned>& gpus) {
+  return (gpus.size() == 1 ? "GPU " : "GPUs ") + number_ranges(gpus);
+}
+
+// A rank is missing in both samples: one missing only now may be starting.
+bool missing_in(const core::ProcView& view, const core::DistributedJob& job, unsigned n) {
+  for (const auto& j : core::distributed_jobs(view))
+    if (j.launcher == job.launcher && j.launcher_start_ticks == job.launcher_start_ticks)
+      return std::find(j.missing.begin(), j.missing.end(), n) != j.missing.end();
+  return false;
+}
+
+std::string user_of(const core::Snapshot& s, const core::DistributedJob& job) {
+  const auto* l = s.find(job.launcher);
+  if (l && l->details && l->details->user) return *l->details->user;
+  return job.uid ? "uid " + std::to_string(*job.uid) : "unknown user";
+}
+
+// What one live rank does: its state, where it waits, its memory, the CPU it used between the
+// two samples (none: it waits).
+std::string rank_sentence(const DoctorInput& in, const core::JobRank& r) {
+  const auto& s = in.last;
+  const auto* p = s.find(r.pid);
+  std::string out = fmt::format("rank {}, {}", r.local_rank ? std::to_string(*r.local_rank) : "?",
+                                p ? process_label(*p) : "PID " + std::to_string(r.pid));
+  if (!p) return out;
+  out += fmt::format(", is in state {}", p->stat.state);
+  if (p->details && p->details->wchan && !p->details->wchan->empty())
+    out += ", its main thread waiting in " + *p->details->wchan;
+  if (const auto* row = s.row(r.pid); row && row->listed_by_driver)
+    out += fmt::format(", listed with {} on {}", bytes_text(row->listed_bytes()),
+                       gpu_ranges(core::gpus_of(s, *row)));
+  // Over a window long enough to tell waiting from computing.
+  const auto* before = in.first.find(r.pid);
+  const double secs = std::chrono::duration<double>(s.timestamp - in.first.timestamp).count();
+  if (before && before->stat.start_ticks == p->stat.start_ticks && secs >= 0.5) {
+    const uint64_t used = p->stat.cpu_ticks - std::min(p->stat.cpu_ticks, before->stat.cpu_ticks);
+    out += fmt::format(", used {} ms of CPU in {:.1f} s",
+                       used * 1000 / static_cast<uint64_t>(std::max(1L, s.proc.ticks_per_second)),
+                       secs);
+  }
+  return out;
+}
+
+Finding stalled(const DoctorInput& in, const core::DistributedJob& job,
+                const std::vector<unsigned>& gone) {
+  const auto& s = in.last;
+  Finding f{FindingCode::StalledJob, Severity::Warning};
+  std::set<unsigned> gpus;
+  std::vector<unsigned> live;
+  f.pids.push_back(job.launcher);
+  for (const auto& r : job.ranks) {
+    f.pids.push_back(r.pid);
+    if (r.local_rank) live.push_back(*r.local_rank);
+    if (const auto* row = s.row(r.pid)) {
+      f.memory_bytes += row->listed_bytes();
+      for (unsigned g : core::gpus_of(s, *row)) gpus.insert(g);
+    }
+  }
+  f.gpus.assign(gpus.begin(), gpus.end());
+  // Every process of the job, the launcher first: the remedy ends them all.
+  for (pid_t m : job.members)
+    if (std::find(f.pids.begin(), f.pids.end(), m) == f.pids.end()) f.pids.push_back(m);
+  const auto* l = s.find(job.launcher);
+  const std::string job_name = fmt::format("job PID {} ({}, user {})", job.launcher,
+                                           text::terminal_safe(job.kind), user_of(s, job));
+  const std::string holds =
+      f.memory_bytes ? fmt::format(" still hold {}{}", bytes_text(f.memory_bytes),
+                                   f.gpus.empty() ? std::string() : " on " + gpu_ranges(f.gpus))
+                     : std::string(" still run");
+  f.summary =
+      fmt::format("rank{} {} of {} {} gone; rank{} {}{} and {} probably waiting for {}",
+                  gone.size() == 1 ? "" : "s", number_ranges(gone), job_name,
+                  gone.size() == 1 ? "is" : "are", live.size() == 1 ? "" : "s", number_ranges(live),
+                  holds, live.size() == 1 ? "is" : "are", gone.size() == 1 ? "it" : "them");
+  if (l)
+    f.evidence.push_back(
+        fmt::format("the launcher, {}, runs {}", process_label(*l), command_line(*l)));
+  f.evidence.push_back(fmt::format(
+      "its ranks are its children that opened the GPU themselves, run by its user (the kernel's "
+      "word); their LOCAL_WORLD_SIZE label says {}, and no live one is labelled LOCAL_RANK {}",
+      *job.local_world_size, number_ranges(gone)));
+  if (!job.exited.empty())
+    f.evidence.push_back(
+        fmt::format("the launcher has not reaped its exited child{} {}: it waits for another rank",
+                    job.exited.size() == 1 ? "" : "ren", pid_list(job.exited)));
+  for (const auto& r : job.ranks) f.evidence.push_back(rank_sentence(in, r));
+  for (unsigned g : f.gpus)
+    if (const auto* gpu = s.gpu(g); gpu && gpu->utilization_percent)
+      f.evidence.push_back(
+          fmt::format("GPU {} shows {} % utilisation", g, *gpu->utilization_percent));
+  if (job.run_id) f.evidence.push_back("its run id (a label): " + *job.run_id);
+  f.explanation =
+      "The ranks of a distributed job meet in every collective: when one rank dies and nothing "
+      "ends the others (a hand-written or Slurm-style launcher does not), they wait for it until "
+      "the collective's timeout, often hours, holding their GPUs' memory.";
+  f.remedy = {{StepKind::Run, "gpureap kill --tree " + std::to_string(job.launcher),
+               "ends the whole job: its launcher and every rank"}};
+  return f;
+}
+
+}  // namespace
+
+void stalled_job_rules(const DoctorInput& in, std::vector<Finding>& out) {
+  for (const auto& job : core::distributed_jobs(in.last.proc)) {
+    // torchrun's agent sees a rank's exit within its monitor interval and restarts every rank
+    // (restarts left) or ends them all: the job is its agent's to settle.
+    if (job.elastic_agent || job.missing.empty() || !job.local_world_size) continue;
+    std::vector<unsigned> gone;
+    for (unsigned n : job.missing)
+      if (missing_in(in.first.proc, job, n)) gone.push_back(n);
+    if (gone.empty() || gone.size() == *job.local_world_size) continue;
+    auto f = stalled(in, job, gone);
+    if (in.gpu && std::find(f.gpus.begin(), f.gpus.end(), *in.gpu) == f.gpus.end()) continue;
+    out.push_back(std::move(f));
+  }
+}
+
+}  // namespace gpureap::doctor
