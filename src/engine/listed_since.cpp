@@ -3,6 +3,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <set>
+#include <string>
+
 namespace gpureap::engine {
 
 uint64_t boot_ticks_now() {
@@ -16,13 +20,30 @@ uint64_t boot_ticks_now() {
 
 const std::map<pid_t, uint64_t>& ListedSince::update(const core::DriverReading& drivers,
                                                      uint64_t now_ticks) {
-  std::map<pid_t, uint64_t> now;
-  for (const auto& g : drivers.gpus)
+  std::map<pid_t, Listing> now;
+  std::set<std::string> answered;  // the GPUs whose process lists were read
+  for (const auto& g : drivers.gpus) {
+    if (g.error || g.processes_error || g.known_from_kernel) continue;
+    answered.insert(g.key);
     for (const auto& p : g.processes) {
-      auto was = since_.find(p.pid);
-      now.emplace(p.pid, was != since_.end() ? was->second : now_ticks);
+      auto was = listings_.find(p.pid);
+      auto& l =
+          now.try_emplace(p.pid, Listing{was != listings_.end() ? was->second.since : now_ticks})
+              .first->second;
+      l.gpus.insert(g.key);
     }
-  since_ = std::move(now);
+  }
+  // A GPU that did not answer (an error, its backend down) says nothing of the PIDs it listed:
+  // their first sightings stay. Dropped, a listing that comes back after a moment's driver
+  // error would be dated anew, and a process that took its number meanwhile would pass for the
+  // listed one.
+  for (const auto& [pid, l] : listings_)
+    if (!now.count(pid) && std::any_of(l.gpus.begin(), l.gpus.end(),
+                                       [&](const auto& key) { return !answered.count(key); }))
+      now.emplace(pid, l);
+  listings_ = std::move(now);
+  since_.clear();
+  for (const auto& [pid, l] : listings_) since_.emplace(pid, l.since);
   return since_;
 }
 

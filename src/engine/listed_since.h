@@ -2,12 +2,15 @@
 // When the engine first saw each PID the driver lists (core::ProcView::listed_since): a number
 // the driver lists names the process it listed only if that process started before the
 // listing was first seen; one that started later has the PID reused. Kept while the PID stays
-// listed in every reading (on any GPU), dropped at the first reading without it (a driver that
-// did not answer lists nothing: what it would have listed meanwhile is not known).
+// listed (on any GPU), and while a GPU that listed it does not answer (an error, its backend
+// down): not knowing is no evidence that the listing went. Dropped once the GPUs that listed
+// it answer without it.
 #include <sys/types.h>
 
 #include <cstdint>
 #include <map>
+#include <set>
+#include <string>
 
 #include "core/gpu.h"
 
@@ -24,7 +27,12 @@ class ListedSince {
   const std::map<pid_t, uint64_t>& update(const core::DriverReading& drivers, uint64_t now_ticks);
 
  private:
-  std::map<pid_t, uint64_t> since_;
+  struct Listing {
+    uint64_t since = 0;
+    std::set<std::string> gpus;  // the GPUs (core::Gpu::key) that listed it last
+  };
+  std::map<pid_t, Listing> listings_;
+  std::map<pid_t, uint64_t> since_;  // what update() returns
 };
 
 }  // namespace gpureap::engine

@@ -1,5 +1,6 @@
 // When the engine first saw each PID the driver lists (core::ProcView::listed_since): kept
-// while the PID stays listed, dropped when a reading lacks it, taken anew when it comes back;
+// while the PID stays listed or its GPU did not answer, dropped when a GPU that answered no
+// longer lists it, taken anew when it comes back;
 // and the clock is /proc's (a process started after a reading has a later start time).
 #include <gtest/gtest.h>
 #include <sys/wait.h>
@@ -18,6 +19,7 @@ core::DriverReading driver_listing(const std::vector<std::vector<pid_t>>& per_gp
   unsigned index = 0;
   for (const auto& pids : per_gpu) {
     core::Gpu g;
+    g.key = "nvidia:GPU-" + std::to_string(index);
     g.index = index++;
     for (pid_t pid : pids) {
       core::DriverProcess p;
@@ -38,10 +40,24 @@ TEST(ListedSince, KeepsTheFirstSightingWhileListedAndForgetsItWhenTheListingGoes
   EXPECT_EQ(l.update(driver_listing({{}, {12, 10}}), 150), (Since{{10, 100}, {12, 150}}));
   // Listed on two GPUs: one entry, the first sighting.
   EXPECT_EQ(l.update(driver_listing({{10, 12}, {10}}), 160), (Since{{10, 100}, {12, 150}}));
-  // A reading that lists nothing (a driver that did not answer): nothing is vouched for.
-  EXPECT_EQ(l.update(driver_listing({}), 200), Since{});
+  // Every GPU answered and none lists them: the listings went.
+  EXPECT_EQ(l.update(driver_listing({{}, {}}), 200), Since{});
   // Listed again: first seen now, whatever ran under the number meanwhile.
   EXPECT_EQ(l.update(driver_listing({{10}}), 250), (Since{{10, 250}}));
+}
+
+TEST(ListedSince, AReadingThatFailedKeepsWhatItCouldNotList) {
+  ListedSince l;
+  EXPECT_EQ(l.update(driver_listing({{10}, {11}}), 100), (Since{{10, 100}, {11, 100}}));
+  // GPU 1's process list failed for a moment: 11 keeps its first sighting.
+  auto failed = driver_listing({{10}, {}});
+  failed.gpus[1].processes_error = "Unknown Error";
+  EXPECT_EQ(l.update(failed, 150), (Since{{10, 100}, {11, 100}}));
+  EXPECT_EQ(l.update(driver_listing({{10}, {11}}), 200), (Since{{10, 100}, {11, 100}}));
+  // The backend did not answer at all (its GPUs are missing): nothing is dropped either.
+  EXPECT_EQ(l.update(driver_listing({}), 250), (Since{{10, 100}, {11, 100}}));
+  // A complete reading without 11: its listing went.
+  EXPECT_EQ(l.update(driver_listing({{10}, {}}), 300), (Since{{10, 100}}));
 }
 
 // The clock and unit of /proc/PID/stat's start time: a process forked after a reading started
