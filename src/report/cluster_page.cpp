@@ -109,7 +109,9 @@ GpuChart fleet_chart(const PageSeries& s) {
   std::map<long long, bool> steps;
   for (const auto* p : {&ghost, &unattributed})
     for (const auto& [k, v] : *p) steps[k] = true;
-  for (const auto& [k, _] : steps) {
+  for (const auto& step_value : steps) {
+    // A plain variable: clang before 16 lets no lambda capture a structured binding.
+    const long long k = step_value.first;
     chart.times.push_back(page_time(s.start + static_cast<double>(k) * step));
     auto value = [&](const Points& p) {
       auto it = p.find(k);
