@@ -304,28 +304,45 @@ std::map<Mode, Answers> in_both_modes(Scene scene) {
   return out;
 }
 
+// A trainer holding GPU 0's file (leading a group of its own, or not) with a worker that
+// inherited it, forked before any daemon starts; the driver lists the trainer while either
+// lives.
+struct TrainerAndWorker {
+  FakeDevRoot dev;
+  KillStrays strays;
+  pid_t trainer = 0, worker = 0;
+  std::unique_ptr<FakeNvml> nvml;
+
+  explicit TrainerAndWorker(bool leads_group) {
+    Ready ready;
+    trainer = ::fork();
+    if (trainer == 0) {
+      if (leads_group) ::setpgid(0, 0);
+      hold(dev.dev("nvidia0"));
+      pid_t w = ::fork();
+      if (w == 0)
+        for (;;) ::pause();
+      ready.send(w);
+      for (;;) ::pause();
+    }
+    strays.pids.push_back(trainer);
+    worker = static_cast<pid_t>(ready.receive());
+    strays.pids.push_back(worker);
+    nvml = std::make_unique<FakeNvml>(identity_scenario(json::array(
+        {{{"pid", trainer}, {"used_bytes", 8 * GiB}, {"holders", {trainer, worker}}}})));
+  }
+  // The trainer was reaped: its number is not to be killed again.
+  void reaped() { strays.pids.erase(strays.pids.begin()); }
+};
+
 // A trainer listed by the driver, in a group of its own, with a worker that inherited its GPU
 // file. The trainer is SIGKILLed; the test (its parent) reaps it only after the daemon has
 // read it as a zombie. The next sample must say the trainer's PID is gone.
 Answers killed_trainer_scene(Mode mode) {
-  FakeDevRoot dev;
-  Ready ready;
-  KillStrays strays;
-  const pid_t trainer = ::fork();
-  if (trainer == 0) {
-    ::setpgid(0, 0);
-    hold(dev.dev("nvidia0"));
-    pid_t w = ::fork();
-    if (w == 0)
-      for (;;) ::pause();
-    ready.send(w);
-    for (;;) ::pause();
-  }
-  strays.pids.push_back(trainer);
-  const auto worker = static_cast<pid_t>(ready.receive());
-  strays.pids.push_back(worker);
-  FakeNvml nvml(identity_scenario(
-      json::array({{{"pid", trainer}, {"used_bytes", 8 * GiB}, {"holders", {trainer, worker}}}})));
+  TrainerAndWorker sc(true);
+  FakeDevRoot& dev = sc.dev;
+  FakeNvml& nvml = *sc.nvml;
+  const pid_t trainer = sc.trainer, worker = sc.worker;
   TempDir dir;
   auto d = mode_daemon(mode, dir, dev, nvml);
   const std::map<pid_t, std::string> roles{{trainer, "trainer"}, {worker, "worker"}};
@@ -341,7 +358,7 @@ Answers killed_trainer_scene(Mode mode) {
       wait_until([&] { return row_of(snapshot_of(*d), trainer)["in_proc"] == false; }, 5000))
       << row_of(snapshot_of(*d), trainer).dump(1);
   EXPECT_EQ(::waitpid(trainer, nullptr, 0), trainer);  // reaped: the PID is gone
-  strays.pids.erase(std::find(strays.pids.begin(), strays.pids.end(), trainer));  // not again
+  sc.reaped();
   // The next sample that began after the reap.
   EXPECT_TRUE(wait_new_samples(*d, 2)) << d->log();
   Answers only = answers_of(*d, dir, roles, trainer, "no-such-process");
@@ -435,30 +452,17 @@ TEST(DaemonModes, AParentWhoseMainThreadExitsGetsTheOneShotsAnswerInBothModes) {
 // ties them; the daemon reads the worker's parent in /proc while both live, and once the
 // trainer ends, the worker keeps its context in both modes (no number vouches for it).
 Answers worker_forked_before_the_daemon(Mode mode) {
-  FakeDevRoot dev;
-  Ready ready;
-  KillStrays strays;
-  const pid_t trainer = ::fork();
-  if (trainer == 0) {
-    hold(dev.dev("nvidia0"));
-    pid_t w = ::fork();
-    if (w == 0)
-      for (;;) ::pause();
-    ready.send(w);
-    for (;;) ::pause();
-  }
-  strays.pids.push_back(trainer);
-  const auto worker = static_cast<pid_t>(ready.receive());
-  strays.pids.push_back(worker);
-  FakeNvml nvml(identity_scenario(
-      json::array({{{"pid", trainer}, {"used_bytes", 8 * GiB}, {"holders", {trainer, worker}}}})));
+  TrainerAndWorker sc(false);
+  FakeDevRoot& dev = sc.dev;
+  FakeNvml& nvml = *sc.nvml;
+  const pid_t trainer = sc.trainer, worker = sc.worker;
   TempDir dir;
   auto d = mode_daemon(mode, dir, dev, nvml, "", Rescan::EverySample);
   EXPECT_TRUE(wait_until([&] { return holds(*d, trainer) && holds(*d, worker); }, 5000))
       << d->log();
   ::kill(trainer, SIGKILL);
   EXPECT_EQ(::waitpid(trainer, nullptr, 0), trainer);
-  strays.pids.erase(strays.pids.begin());
+  sc.reaped();
   EXPECT_TRUE(wait_until(
       [&] { return row_of(snapshot_of(*d), trainer)["ghost"]["keepers"] == json::array({worker}); },
       5000))
