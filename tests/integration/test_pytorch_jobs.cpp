@@ -145,6 +145,12 @@ TEST(PytorchJobs, StuckDataLoaderWorkersKeepAKilledTrainersMemory) {
     ASSERT_TRUE(
         wait_until([&] { return wchan_of(w).find("pipe_read") != std::string::npos; }, 120000))
         << w << " waits in " << wchan_of(w);
+  // PyTorch's watchdog notes the parent's PID once, just before a worker's first wait for work:
+  // a worker still starting when the trainer dies takes its new parent for the trainer and never
+  // ends. So the trainer is killed only once the idle ones wait (poll) for work.
+  for (pid_t w : idle)
+    ASSERT_TRUE(wait_until([&] { return wchan_of(w).find("poll") != std::string::npos; }, 120000))
+        << w << " waits in " << wchan_of(w);
   const pid_t ghost = trainer.pid();
   nlohmann::json listed = {{{"pid", ghost},
                             {"used_bytes", 8 * GiB},
