@@ -119,6 +119,9 @@ const BackendEntry* find_backend(std::string_view name, const Registry* registry
 procfs::DeviceNodes device_nodes(const Registry& registry);
 // Every entry's kernel-log parser, each kind once.
 std::vector<kernel::KernelLogParser> kernel_log_parsers(const Registry& registry);
+// A kernel-log kind as people write it before a code: its parser's label, else the kind itself
+// (a kind of a vendor this build does not know, read from another node's metrics).
+std::string kernel_kind_label(std::string_view kind, const Registry* registry = nullptr);
 // Every entry's work server, by its entry's name.
 std::vector<std::pair<std::string, WorkServer>> work_servers(const Registry& registry);
 // Every entry's kernel function prefixes, each once.

@@ -238,11 +238,7 @@ void Journal::record_kernel_events(const std::vector<core::KernelGpuEvent>& even
     // Only a time that can be this boot's has a place on its timeline.
     if (!k.time || k.stamp == core::KernelStamp::Future) continue;
     JournalEvent e{*k.time, JournalEventKind::Xid, k.gpu, k.pid.value_or(0)};
-    // The parser's kind as a word of the log ("xid" is written "Xid 79").
-    std::string kind = k.kind;
-    if (!kind.empty())
-      kind[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(kind[0])));
-    e.text = kind + " " + std::to_string(k.code);
+    e.text = k.code_text();  // as the vendor's parser writes it
     if (k.name) e.text += " (" + *k.name + ")";
     if (k.process_name) e.command = *k.process_name;
     add_event(std::move(e));

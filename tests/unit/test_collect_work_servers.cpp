@@ -219,6 +219,7 @@ core::KernelLog server_xid_log() {
   core::KernelGpuEvent e;
   e.vendor = "nvidia";
   e.kind = "xid";
+  e.label = "Xid";  // as its parser names it
   e.code = 31;
   e.gpu = 0;
   e.pid = kServer;

@@ -16,6 +16,7 @@ core::KernelGpuEvent xid(unsigned code, std::optional<pid_t> pid, unsigned gpu,
   core::KernelGpuEvent e;
   e.vendor = "nvidia";
   e.kind = "xid";
+  e.label = "Xid";  // as its parser names it
   e.code = code;
   e.pci_address = "0000:3b:00";
   e.gpu = gpu;

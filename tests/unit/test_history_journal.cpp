@@ -171,6 +171,7 @@ TEST(HistoryJournal, DriverErrorsAreKeptOnceEach) {
   core::KernelGpuEvent x;
   x.vendor = "nvidia";
   x.kind = "xid";
+  x.label = "Xid";
   x.code = 31;
   x.name = "GPU memory page fault";
   x.gpu = 0;

@@ -24,6 +24,7 @@ doctor::Evidence evidence() {
   core::KernelGpuEvent xid;
   xid.vendor = "nvidia";
   xid.kind = "xid";
+  xid.label = "Xid";
   xid.code = 31;
   xid.gpu = 0;
   xid.pid = 4242;
