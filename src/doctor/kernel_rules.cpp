@@ -147,7 +147,7 @@ void gpu_finding(const DoctorInput& in, const std::vector<const core::KernelGpuE
                  std::vector<Finding>& out) {
   const auto& s = in.last;
   const auto& newest = *events.back();
-  Finding f{FindingCode::GpuXid, Severity::Info};
+  Finding f{FindingCode::GpuKernelError, Severity::Info};
   std::string where =
       newest.gpu ? fmt::format("GPU {}", *newest.gpu)
                  : fmt::format("the GPU at PCI {} (no backend reports it)", newest.pci_address);

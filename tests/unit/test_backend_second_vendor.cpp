@@ -289,7 +289,7 @@ TEST_F(SecondVendor, ItsKernelLogErrorsReachDoctorAndMetricsInItsOwnWords) {
   auto findings = doctor::diagnose(in);
   std::vector<const doctor::Finding*> kernel;
   for (const auto& f : findings)
-    if (f.code == doctor::FindingCode::GpuXid) kernel.push_back(&f);
+    if (f.code == doctor::FindingCode::GpuKernelError) kernel.push_back(&f);
   ASSERT_EQ(kernel.size(), 1u);
   const auto& f = *kernel[0];
   EXPECT_EQ(f.gpus, std::vector<unsigned>{1});
