@@ -37,23 +37,46 @@ finish() {
   exit "$status"
 }
 
+# scontrol "$@", bounded (a controller that does not answer holds no script up), its output on
+# stdout and nothing on stderr.
+scontrol_bounded() {
+  if command -v timeout >/dev/null 2>&1; then
+    timeout -k 2 10 scontrol "$@" </dev/null 2>/dev/null
+  else
+    scontrol "$@" </dev/null 2>/dev/null
+  fi
+}
+
+# The node's reason, when the node is drained and the reason is gpureap's (a resume clears
+# both); nothing otherwise. `scontrol -o show node` prints one line of Key=Value fields, State
+# (IDLE+DRAIN, MIXED+DRAIN, ...) before Reason, which ends the line with its [user@time].
+gpureap_drain_reason() {
+  line=$(scontrol_bounded -o show node "$SLURMD_NODENAME") || return 0
+  state=$(printf '%s\n' "$line" | tr ' ' '\n' | sed -n 's/^State=//p')
+  case $state in *DRAIN*) ;; *) return 0 ;; esac
+  case $line in *" Reason=gpureap "*) printf '%s' "${line#* Reason=}" ;; esac
+}
+
 # Drains the node itself, with a reason that says what gpureap found, before failing: the drain
 # slurmd asks for on a failed script says only "Prolog error" or "Epilog error" in `sinfo -R`,
-# and slurmctld leaves a node that is already drained, and its reason, as they are. Skipped
-# with GPUREAP_DRAIN_REASON=0, outside Slurm (no SLURMD_NODENAME) and without scontrol; Slurm
-# still drains the node then, with its own reason.
+# and slurmctld leaves a node that is already drained, and its reason, as they are. A node
+# gpureap already drained keeps that first reason too: a later script sees the same memory
+# (Slurm runs the epilog of a job the prolog refused) and would blame a job that never ran.
+# Skipped with GPUREAP_DRAIN_REASON=0, outside Slurm (no SLURMD_NODENAME) and without scontrol;
+# Slurm still drains the node then, with its own reason.
 drain_with_reason() {
   if [ "${GPUREAP_DRAIN_REASON:-1}" = 0 ] || [ -z "${SLURMD_NODENAME:-}" ] ||
     ! command -v scontrol >/dev/null 2>&1; then
     return 0
   fi
+  kept=$(gpureap_drain_reason)
+  if [ -n "$kept" ]; then
+    say notice "the node stays drained with gpureap's earlier reason: $kept"
+    return 0
+  fi
   why=$(printf 'gpureap %s: job %s: %s' "$tag" "$job" "$1" | tr -d '\000-\037"' | cut -c1-250)
-  if command -v timeout >/dev/null 2>&1; then
-    timeout -k 2 10 scontrol update NodeName="$SLURMD_NODENAME" State=DRAIN Reason="$why" \
-      </dev/null >/dev/null 2>&1
-  else
-    scontrol update NodeName="$SLURMD_NODENAME" State=DRAIN Reason="$why" </dev/null >/dev/null 2>&1
-  fi || say warning "scontrol could not set the drain reason; Slurm gives its own"
+  scontrol_bounded update NodeName="$SLURMD_NODENAME" State=DRAIN Reason="$why" >/dev/null ||
+    say warning "scontrol could not set the drain reason; Slurm gives its own"
 }
 
 # shellcheck disable=SC2317 # called by the trap

@@ -12,25 +12,42 @@
 namespace gpureap::daemon {
 namespace {
 
-constexpr int kGoneRereads = 2;
-constexpr std::chrono::milliseconds kGoneRereadGap{1};
+constexpr int kRereads = 2;
+constexpr std::chrono::milliseconds kRereadGap{1};
 
 bool thread_lives(const core::ProcessStat& st) {
   return !engine::dead(st) && !engine::exiting(st);
 }
 
+// A stat read from a task the kernel released while it was being read counts no thread (its
+// signal struct is gone; a task not yet released counts itself at least). A non-leader
+// thread's exec() releases the old leader right after handing its PID to the exec'ing thread,
+// so a read begun on the old leader reads so, a zombie of no thread, while the process runs on;
+// a reaped process may read so too. Read again, the PID names the exec'ing thread, or nothing.
+bool released_while_read(const core::ProcessStat& st) {
+  return st.num_threads == 0;
+}
+
+// The leader's stat, read again after a moment while it shows the PID gone or a released task:
+// either may be the old leader of an exec from another thread, and the next read then names
+// the exec'ing thread; a process that ended stays gone.
+core::Result<std::optional<core::ProcessStat>> read_leader(const procfs::ProcFs& proc, pid_t pid) {
+  auto leader = proc.read_stat(pid);
+  for (int again = 0; again < kRereads && leader && (!*leader || released_while_read(**leader));
+       ++again) {
+    std::this_thread::sleep_for(kRereadGap);
+    leader = proc.read_stat(pid);
+  }
+  return leader;
+}
+
 }  // namespace
 
 ProcessExit check_exit(const procfs::ProcFs& proc, pid_t pid, std::optional<uint64_t> start_ticks) {
-  auto leader = proc.read_stat(pid);
-  // An exec from another thread hands the PID over to it: for a moment in between, /proc may
-  // have no entry under the PID. It is gone only if it stays so.
-  for (int again = 0; again < kGoneRereads && leader && !*leader; ++again) {
-    std::this_thread::sleep_for(kGoneRereadGap);
-    leader = proc.read_stat(pid);
-  }
-  if (!leader) return ProcessExit::ThreadsRun;  // garbage: cannot tell
-  if (!*leader) return ProcessExit::Ended;      // gone
+  auto leader = read_leader(proc, pid);
+  if (!leader) return ProcessExit::ThreadsRun;                        // garbage: cannot tell
+  if (!*leader) return ProcessExit::Ended;                            // gone
+  if (released_while_read(**leader)) return ProcessExit::ThreadsRun;  // still: cannot tell
   if (start_ticks && (*leader)->start_ticks != *start_ticks) return ProcessExit::Ended;  // reused
   if (thread_lives(**leader)) return ProcessExit::LeaderRuns;
   // The leader is dead or exiting: any other thread that lives keeps the process.

@@ -7,7 +7,9 @@
 // /proc shows the thread group gone: no thread of it left that is neither dead (Z, X) nor
 // exiting (PF_EXITING; the kernel sets it before it reports the exit, so a thread read between
 // its report and its end is not taken for a live one), and the kernel counts no thread of it
-// but the leader (a thread exec()ing from another reads as neither for a moment).
+// but the leader (a thread exec()ing from another reads as neither for a moment). A read that
+// straddles the exec'ing thread's taking of the PID reads the old leader as the kernel
+// releases it: a zombie counting no thread at all. That says nothing, and is read again.
 //
 // A group exit (exit_group(), a fatal signal) reports the leader's exit while the other threads
 // may not have begun theirs: they still look alive then, and only their own exits, read later,

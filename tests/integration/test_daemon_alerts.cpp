@@ -199,9 +199,16 @@ timeout = "5s"
   EXPECT_EQ(d.metric("gpureap_alerts_sent_total{sink=\"hook\",result=\"success\"}"), 2);
   EXPECT_EQ(d.metric("gpureap_alerts_sent_total{sink=\"hook\",result=\"failure\"}"), 0);
   EXPECT_EQ(d.metric("gpureap_alerts_firing{alertname=\"GpuMemoryHigh\"}"), 0);
-  // Nothing more while it stays below.
-  std::this_thread::sleep_for(std::chrono::milliseconds(600));
+  // Nothing more while it stays below: three more samples (each one evaluates the rule) send
+  // nothing.
+  const auto resolved_at = d.metric("gpureap_sample_timestamp_seconds");
+  ASSERT_TRUE(resolved_at) << d.get("/metrics").body;
+  ASSERT_TRUE(wait_until([&] {
+    auto latest = d.metric("gpureap_sample_timestamp_seconds");
+    return latest && *latest >= *resolved_at + 3 * 0.2;  // the config's interval
+  })) << d.log();
   EXPECT_EQ(hook.payloads().size(), 2u);
+  EXPECT_EQ(read_json_lines(s.dir.file("pages.jsonl")).size(), 2u);
 }
 
 TEST(DaemonAlerts, ASinkThatIsDownIsRetriedAndCountedWhileSamplingGoesOn) {

@@ -5,9 +5,7 @@
 #include <signal.h>
 #include <unistd.h>
 
-#include <chrono>
 #include <fstream>
-#include <thread>
 
 #include "support.h"
 
@@ -15,7 +13,6 @@ namespace gpureap::testing {
 namespace {
 
 using nlohmann::json;
-using namespace std::chrono_literals;
 
 // A trainer that died and left a forked worker holding its context: the critical ghost.
 struct GhostMachine {
@@ -69,8 +66,13 @@ TEST(DaemonDoctor, FindingsThroughTheDaemonAreTheCommandsOwn) {
   GhostMachine m;
   DaemonProcess d(m.daemon_args(), m.nvml->env());
   ASSERT_TRUE(d.wait_log(kServingLocalSocket + m.socket)) << d.log();
-  // Long enough for the daemon to keep a sample from --settle before its latest.
-  std::this_thread::sleep_for(1200ms);
+  // Until the daemon keeps a sample from --settle (1 s) before its latest: its first.
+  const auto first = d.metric("gpureap_sample_timestamp_seconds");
+  ASSERT_TRUE(first) << d.log();
+  ASSERT_TRUE(wait_until([&] {
+    auto latest = d.metric("gpureap_sample_timestamp_seconds");
+    return latest && *latest >= *first + 1.2;
+  })) << d.log();
   auto served = run_gpureap({"doctor", "--json", "--settle", "1s"}, m.client_env());
   EXPECT_EQ(served.exit_code, 2) << served.err;
   auto doc = parse_output(served);

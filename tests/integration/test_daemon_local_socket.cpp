@@ -8,11 +8,13 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <regex>
+#include <sstream>
 #include <thread>
 
 #include "support.h"
@@ -89,6 +91,24 @@ std::string raw_exchange(const std::string& path, const std::string& bytes, int 
   }
   ::close(fd);
   return out;
+}
+
+// Connections to the socket at `path` the daemon has accept()ed and not closed: in
+// /proc/net/unix they carry its path, state SS_CONNECTED (03) once a socket of the daemon's
+// own is attached (a connection still queued reads SS_CONNECTING).
+int accepted_on(const std::string& path) {
+  std::ifstream in("/proc/net/unix");
+  std::string line;
+  int n = 0;
+  std::getline(in, line);  // the header
+  while (std::getline(in, line)) {
+    std::istringstream fields(line);
+    std::string num, refs, protocol, flags, type, state, inode, name;
+    if (fields >> num >> refs >> protocol >> flags >> type >> state >> inode >> name &&
+        name == path && state == "03")
+      ++n;
+  }
+  return n;
 }
 
 json parse_answer(const std::string& text) {
@@ -182,19 +202,16 @@ TEST(DaemonLocalSocket, TableEndsWithTheDaemonLine) {
   // life), so a second boundary may fall between them: the tables must agree within some tries
   // once the job has a CPU share in the daemon's view, not at the first.
   auto env = m.nvml.env();
-  for (int wait = 0; wait < 100; ++wait) {
-    auto served = run_json({"ps", "--json"}, m.client_env());
-    auto row = row_of(served, m.job.pid());
-    if (row.is_object() && !row["cpu_percent"].is_null()) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
+  EXPECT_TRUE(wait_until([&] {
+    auto row = row_of(run_json({"ps", "--json"}, m.client_env()), m.job.pid());
+    return row.is_object() && !row["cpu_percent"].is_null();
+  })) << "the daemon's view never gave the job a CPU share";
   RunResult r, own;
-  for (int attempt = 0; attempt < 20; ++attempt) {
+  wait_until([&] {  // what differs is shown below
     r = run_gpureap({"ps"}, m.client_env());
     own = run_gpureap({"ps", "--no-daemon", "--dev-root", m.dev.path()}, env);
-    if (r.out.substr(0, r.out.rfind("(from the gpureap daemon")) == own.out) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
+    return r.out.substr(0, r.out.rfind("(from the gpureap daemon")) == own.out;
+  });
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find(std::to_string(m.job.pid())), std::string::npos) << r.out;
   EXPECT_TRUE(std::regex_search(
@@ -327,13 +344,26 @@ TEST(DaemonLocalSocket, SilentClientDelaysNothingButItself) {
   Machine m;
   DaemonProcess d(m.daemon_args(), m.nvml.env());
   ASSERT_TRUE(d.wait_log(kServingLocalSocket + m.socket)) << d.log();
+  // The daemon serves its local socket one connection at a time: once it has taken the silent
+  // client's, it waits for a request line up to its deadline (2 s), and HTTP is served
+  // meanwhile. A machine too loaded to answer within that deadline shows nothing either way,
+  // so the silent client comes again.
+  bool served_meanwhile = false;
   std::string answer;
-  std::thread silent([&] { answer = raw_exchange(m.socket, "", 10000); });
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  auto t0 = std::chrono::steady_clock::now();
-  EXPECT_EQ(d.get("/healthz").status, 200);
-  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(1));
-  silent.join();
+  for (int attempt = 0; attempt < 5 && !served_meanwhile; ++attempt) {
+    std::atomic<bool> answered{false};
+    std::thread silent([&] {
+      answer = raw_exchange(m.socket, "", 10000);
+      answered = true;
+    });
+    const bool taken = wait_until([&] { return accepted_on(m.socket) > 0; });
+    const int status = d.get("/healthz").status;
+    served_meanwhile = taken && status == 200 && !answered;
+    silent.join();
+    EXPECT_TRUE(taken) << "the daemon never took the silent client's connection";
+    EXPECT_EQ(status, 200);
+  }
+  EXPECT_TRUE(served_meanwhile) << "/healthz waited for the silent client";
   auto j = parse_answer(answer);
   EXPECT_EQ(j["ok"], false);
   EXPECT_EQ(j["error"], "no request line within 2000 ms");

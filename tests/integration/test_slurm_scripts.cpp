@@ -16,6 +16,7 @@
 #include <fstream>
 #include <iterator>
 #include <sstream>
+#include <utility>
 
 #include "support.h"
 
@@ -264,15 +265,19 @@ TEST_F(SlurmEpilog, DrainsOnLeakedMemoryNoProcessHolds) {
 
 // Under slurmd (SLURMD_NODENAME), a failing script drains the node itself with gpureap's reason,
 // which `sinfo -R` shows instead of Slurm's "Epilog error"; a clean one, or one told not to,
-// never calls scontrol. A stand-in scontrol on PATH records its arguments, one per line.
+// never calls scontrol. A stand-in scontrol on PATH answers `-o show node` with the node file
+// (none: a node Slurm does not know) and records the arguments of every other call, one per
+// line.
 class SlurmDrainReason : public SlurmScript {
  protected:
   void SetUp() override {
     SlurmScript::SetUp();
     std::ofstream(bin_.file("scontrol"))
-        << "#!/bin/sh\nfor a in \"$@\"; do printf '%s\\n' \"$a\"; done >>" << calls() << "\n";
+        << "#!/bin/sh\nif [ \"$1 $2\" = '-o show' ]; then exec cat " << node() << "; fi\n"
+        << "for a in \"$@\"; do printf '%s\\n' \"$a\"; done >>" << calls() << "\n";
     ASSERT_EQ(::chmod(bin_.file("scontrol").c_str(), 0755), 0);
   }
+  std::string node() const { return bin_.file("node"); }
   std::string calls() const { return bin_.file("calls"); }
   std::string recorded() const {
     std::ifstream in(calls());
@@ -315,6 +320,46 @@ TEST_F(SlurmDrainReason, APrologThatRefusesDrainsWithItsReasonAndACleanOneCallsN
   EXPECT_NE(recorded().find("Reason=gpureap prolog: job 123: GPU 1 has 4.0 GiB of ghost memory"),
             std::string::npos)
       << recorded();
+}
+
+// `scontrol -o show node` as Slurm 22.05 prints it: one line, State before Reason.
+std::string shown_node(const std::string& state, const std::string& reason) {
+  return "NodeName=node7 Arch=x86_64 CoresPerSocket=1 CPUAlloc=0 CPUTot=1 Gres=gpu:2 "
+         "NodeAddr=127.0.0.1 OS=Linux 6.1.0 #1 SMP RealMemory=1 State=" +
+         state + " ThreadsPerCore=1 Partitions=debug SlurmdStartTime=2026-05-01T12:00:00 " +
+         "Reason=" + reason + " [root@2026-05-01T12:00:05]\n";
+}
+
+// The epilog Slurm runs after a job the prolog refused finds the memory the prolog found: the
+// node keeps the prolog's reason, which names the finding, not the job that never ran. Any
+// other reason, or gpureap's on a node resumed since, is replaced.
+TEST_F(SlurmDrainReason, ANodeGpureapDrainedKeepsItsFirstReason) {
+  nvml_.write(slurm_scenario(json::array(),
+                             {{{"pid", dead_pid()}, {"used_bytes", 4 * GiB}, {"leaked", true}}}));
+  const std::string prolog_reason =
+      "gpureap prolog: job 122: GPU 1 has 4.0 GiB of ghost memory (leaked-memory); not starting "
+      "the job (see `gpureap doctor --gpu 1`)";
+  std::ofstream(node()) << shown_node("IDLE+COMPLETING+DRAIN", prolog_reason);
+  auto kept = run(kEpilog, slurmd_env({uid_var(job_uid()), "SLURM_JOB_GPUS=1"}));
+  EXPECT_EQ(kept.exit_code, 1) << kept.err;
+  EXPECT_EQ(recorded(), "");
+  EXPECT_NE(kept.err.find("gpureap epilog: job 123: the node stays drained with gpureap's earlier "
+                          "reason: " +
+                          prolog_reason),
+            std::string::npos)
+      << kept.err;
+  for (const auto& [state, reason] :
+       {std::pair<std::string, std::string>{"IDLE+DRAIN", "disk"}, {"IDLE", prolog_reason}}) {
+    std::ofstream(node(), std::ios::trunc) << shown_node(state, reason);
+    std::filesystem::remove(calls());
+    auto replaced = run(kEpilog, slurmd_env({uid_var(job_uid()), "SLURM_JOB_GPUS=1"}));
+    EXPECT_EQ(replaced.exit_code, 1) << replaced.err;
+    EXPECT_EQ(recorded().rfind("update\nNodeName=node7\nState=DRAIN\nReason=gpureap epilog: job "
+                               "123: 4.0 GiB still held on GPU 1",
+                               0),
+              0u)
+        << state << " " << reason << ": " << recorded();
+  }
 }
 
 TEST_F(SlurmDrainReason, AnScontrolThatFailsIsSaidAndTheScriptStillFails) {

@@ -230,9 +230,18 @@ grep -q "GPU 0 has 8.0 GiB of ghost memory (leaked-memory)" "$W/prolog.log" ||
   fail "the prolog did not say why: $(cat "$W/prolog.log")"
 wait_for 30 drained || fail "the node was not drained: $(sinfo -N 2>&1)"
 echo "ok: the prolog refused the job: $(tail -n 1 "$W/prolog.log")"
-sleep 2 # slurmctld takes in the prolog's failure and requeues the job
+# The reason is the prolog's still once the refused job has ended: Slurm runs its epilog too,
+# which finds the same memory and keeps the reason that names it (the job never ran). The node
+# reads "drained" (not "draining") once no job is on it, its epilog done.
+refused=$(sed -n 's/^gpureap prolog: job \([0-9]*\):.*/\1/p' "$W/prolog.log" | tail -n 1)
+settled() { no_jobs && [ "$(sinfo -h -N -o '%T' 2>/dev/null)" = drained ]; }
+wait_for 60 settled || fail "the refused job $refused never left the node: $(squeue 2>&1; sinfo -N 2>&1)"
 reason=$(sinfo -h -R -o '%E')
-[[ "$reason" == "gpureap prolog: job "*"GPU 0 has 8.0 GiB of ghost memory"* ]] ||
+[[ "$reason" == "gpureap prolog: job $refused: GPU 0 has 8.0 GiB of ghost memory"* ]] ||
   fail "the drain reason does not say what gpureap found: $reason"
+if grep -q "^gpureap epilog: job $refused:" "$W/epilog.log"; then
+  grep -q "^gpureap epilog: job $refused: the node stays drained with gpureap's earlier reason" \
+    "$W/epilog.log" || fail "the epilog of the refused job did not keep the prolog's reason"
+fi
 echo "ok: the node is drained: $(sinfo -h -R -o '%E on %N')"
 echo "PASS"
