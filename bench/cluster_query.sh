@@ -123,7 +123,7 @@ PY
 )
 declare -A QUERIES=(
   [targets]=$(sel "up|gpureap_up|gpureap_sample_timestamp_seconds")
-  [problems]=$(sel "gpureap_problem_process_memory_bytes|gpureap_xid_last_event_timestamp_seconds")
+  [problems]=$(sel "gpureap_problem_process_memory_bytes|gpureap_gpu_kernel_last_event_timestamp_seconds")
   [unattributed]="$(sel gpureap_gpu_memory_unattributed_bytes) > 1073741824"
   [total_gpus]=$(total count gpureap_gpu_memory_used_bytes gpus)
   [total_used]=$(total sum gpureap_gpu_memory_used_bytes used)

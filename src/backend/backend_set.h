@@ -43,8 +43,8 @@ class BackendSet {
   // unavailable status says so.
   core::DriverReading read() const;
   // read(), with `meanwhile` (the holder scan) run on this thread beside the backends that take
-  // no part in it: a driver's library answers while /proc is scanned (NVML's init alone takes
-  // tens of milliseconds). The backends that observe the scan's fds are read after it, as
+  // no part in it: a driver's library answers while /proc is scanned (a vendor library's init alone
+  // can take tens of milliseconds). The backends that observe the scan's fds are read after it, as
   // their reports need it.
   core::DriverReading read_beside(const std::function<void()>& meanwhile) const;
   // The observers of the backends that take part in the holder scan.

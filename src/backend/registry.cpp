@@ -46,6 +46,13 @@ std::vector<kernel::KernelLogParser> kernel_log_parsers(const Registry& registry
   return out;
 }
 
+std::string kernel_kind_label(std::string_view kind, const Registry* registry) {
+  for (const auto& entry : registry ? *registry : builtin_backends())
+    if (entry.kernel_log && entry.kernel_log->kind == kind && !entry.kernel_log->label.empty())
+      return entry.kernel_log->label;
+  return std::string(kind);
+}
+
 std::vector<std::pair<std::string, WorkServer>> work_servers(const Registry& registry) {
   std::vector<std::pair<std::string, WorkServer>> out;
   for (const auto& entry : registry)

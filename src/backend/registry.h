@@ -52,15 +52,15 @@ struct VendorWords {
   std::string reset;
 };
 
-// A program of the vendor's that runs other processes' GPU work in its own context (NVIDIA's
-// MPS server): the driver lists it with its own memory, and its clients in a list of their own
-// (kind Mps). Anyone can name a program so, so a listed process is taken for one only when the
-// program it runs (/proc/PID/exe) has this name and its parent runs `parent_program`
-// (collect/work_servers); what the claim changes is bounded there.
+// A program of the vendor's that runs other processes' GPU work in its own context: the driver
+// lists it with its own memory, and its clients in a list of their own (kind ServerClient). Anyone
+// can name a program so, so a listed process is taken for one only when the program it runs
+// (/proc/PID/exe) has this name and its parent runs `parent_program` (collect/work_servers); what
+// the claim changes is bounded there.
 struct WorkServer {
   std::string program;         // the server's executable's name
   std::string parent_program;  // the daemon that starts it: its parent's executable's name
-  std::string name;            // as people call it: "MPS server"
+  std::string name;            // as people call it, for findings and ps
   // Ends one client's work on a server ({server}, {client}: their PIDs); empty: none can.
   std::string end_client;
   std::string restart;         // restarts the servers (each step one command, in order)
@@ -70,6 +70,8 @@ struct WorkServer {
   std::vector<std::string> log_files;
   // The environment variable of its daemon that moves that folder elsewhere ("" for none).
   std::string log_dir_variable;
+  // What of its daemon's environment `restart` needs to find that daemon ("" for nothing).
+  std::string environment;
 };
 
 // A file the vendor's GPU job libraries leave in /dev/shm when their job is killed: who makes
@@ -119,6 +121,9 @@ const BackendEntry* find_backend(std::string_view name, const Registry* registry
 procfs::DeviceNodes device_nodes(const Registry& registry);
 // Every entry's kernel-log parser, each kind once.
 std::vector<kernel::KernelLogParser> kernel_log_parsers(const Registry& registry);
+// A kernel-log kind as people write it before a code: its parser's label, else the kind itself
+// (a kind of a vendor this build does not know, read from another node's metrics).
+std::string kernel_kind_label(std::string_view kind, const Registry* registry = nullptr);
 // Every entry's work server, by its entry's name.
 std::vector<std::pair<std::string, WorkServer>> work_servers(const Registry& registry);
 // Every entry's kernel function prefixes, each once.

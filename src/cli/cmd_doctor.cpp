@@ -247,8 +247,8 @@ CLI::App* add_doctor_command(CLI::App& app, DoctorOptions& o) {
   auto* cmd = app.add_subcommand(
       "doctor", "explain every ghost, with evidence and the command that fixes it");
   cmd->add_option("--gpu", o.gpu_spec,
-                  "only findings about this GPU (its index in `gpureap ps`; N/G or a MIG UUID: "
-                  "only about processes in MIG GPU instance G)")
+                  "only findings about this GPU (its index in `gpureap ps`; N/G or an instance's "
+                  "UUID: only about processes in GPU instance G)")
       ->type_name("N");
   cmd->add_option("--settle", o.settle,
                   "time between the two samples that tell releasing from leaked (default 5s)");

@@ -10,7 +10,7 @@
 namespace gpureap::cli {
 
 struct DoctorOptions {
-  // --gpu as typed: "N", "N/G" (GPU N's MIG GPU instance G) or a GPU's or MIG device's UUID;
+  // --gpu as typed: "N", "N/G" (GPU N's GPU instance G) or a GPU's or instance's UUID;
   // `gpu` and `instance` are what it names, once resolved against the snapshot.
   std::optional<std::string> gpu_spec;
   std::optional<unsigned> gpu;

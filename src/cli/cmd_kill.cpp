@@ -153,7 +153,7 @@ CLI::App* add_kill_command(CLI::App& app, KillOptions& o) {
                  "resumes one instead");
   kill->add_option("--gpu", o.gpu_spec,
                    "with a selector: only what it chose on GPU N; alone: every holder of GPU N "
-                   "(its index in `gpureap ps`; N/G or a MIG UUID: only MIG GPU instance G)");
+                   "(its index in `gpureap ps`; N/G or an instance's UUID: only GPU instance G)");
   kill->add_option("--user", o.user,
                    "with a selector or --gpu: only processes of this user (name or uid); alone: "
                    "all their GPU processes");
@@ -176,7 +176,7 @@ CLI::App* add_kill_command(CLI::App& app, KillOptions& o) {
       "  gpureap kill --ghosts --user bob   bob's ghost keepers\n"
       "  gpureap kill --gpu 1 --user bob    bob's holders of GPU 1\n"
       "  gpureap kill 4242 --gpu 0          PID 4242, if it is on GPU 0\n"
-      "  gpureap kill --ghosts --gpu 0/3    only MIG GPU instance 3's keepers\n"
+      "  gpureap kill --ghosts --gpu 0/3    only GPU instance 3's keepers\n"
       "A GPU is mapped to its device files only by its driver or, when the driver does not "
       "answer, by its kernel module's own listing; otherwise --gpu is refused (exit 4).");
   return kill;

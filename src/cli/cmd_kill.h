@@ -29,7 +29,7 @@ struct KillOptions {
   // The command as the daemon's audit log and the report name it ("gpureap doctor --fix"),
   // announced before the first signal; empty: `gpureap kill` and its arguments.
   std::string announce_as;
-  // --gpu as typed: "N", "N/G" (GPU N's MIG GPU instance G) or a MIG device's UUID; `gpu` is
+  // --gpu as typed: "N", "N/G" (GPU N's GPU instance G) or an instance's UUID; `gpu` is
   // its index once resolved against the snapshot (core/gpu_place.h).
   std::optional<std::string> gpu_spec;
 };

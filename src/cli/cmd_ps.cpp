@@ -79,8 +79,8 @@ CLI::App* add_ps_command(CLI::App& app, PsOptions& o) {
   ps->add_flag("--no-daemon", o.no_daemon,
                "scan /proc and the drivers here even when the gpureap daemon could answer");
   ps->add_option("--gpu", o.gpus,
-                 "only the processes on GPU N (repeatable), and only its line; N/G or a MIG "
-                 "UUID: only those in MIG GPU instance G")
+                 "only the processes on GPU N (repeatable), and only its line; N/G or an "
+                 "instance's UUID: only those in GPU instance G")
       ->type_name("N");
   ps->add_option("--user", o.users, "only the processes of user U (a name or a uid; repeatable)")
       ->type_name("U");
@@ -139,7 +139,7 @@ int run_ps(const GlobalOptions& g, const PsOptions& o) {
     rendered.err.push_back(*note);
   phase.emplace("printing");
   const int status = print_command_output(rendered.out, rendered.err, rendered.exit_code);
-  phase.reset();  // before the collector closes NVML, which has a phase of its own
+  phase.reset();  // before the collector closes the driver libraries, each with a phase of its own
   return status;
 }
 

@@ -91,11 +91,11 @@ Guarded guard_reset(const GlobalOptions& g, const ResetOptions& o) {
     return Guarded{fail_scope(*unknown)};
   auto blockers = doctor::reset_blockers(snapshot, o.gpu);
   if (!blockers) return Guarded{fail(blockers.error())};
-  // Before anything else: on a MIG GPU a reset ends the work on every instance, not one.
-  auto mig = doctor::mig_reset_lines(snapshot, o.gpu);
-  std::ostream& mig_out = blockers->empty() ? std::cout : std::cerr;
-  for (size_t i = 0; i < mig.size(); ++i)
-    mig_out << (i == 0 && !blockers->empty() ? "gpureap: " : "") << mig[i] << "\n";
+  // Before anything else: on a split GPU a reset ends the work on every instance, not one.
+  auto split = doctor::split_reset_lines(snapshot, o.gpu);
+  std::ostream& split_out = blockers->empty() ? std::cout : std::cerr;
+  for (size_t i = 0; i < split.size(); ++i)
+    split_out << (i == 0 && !blockers->empty() ? "gpureap: " : "") << split[i] << "\n";
   if (!blockers->empty()) {
     auto lines = doctor::reset_refusal(snapshot, o.gpu, *blockers);
     std::cerr << "gpureap: " << lines.front() << "\n";

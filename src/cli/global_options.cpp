@@ -23,7 +23,7 @@ void add_global_options(CLI::App& app, GlobalOptions& o) {
                  "owners verify containers) from (default /sys)")
       ->group("Global");
   app.add_option("--kmsg", o.kmsg,
-                 "kernel log to read GPU errors (Xids) from: /dev/kmsg (default) or a saved copy "
+                 "kernel log to read GPU errors from: /dev/kmsg (default) or a saved copy "
                  "of it")
       ->group("Global");
   app.add_option("--runtime-root", o.runtime_root,

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "backend/registry.h"
 #include "output/table.h"
 #include "text/byte_format.h"
 #include "text/escape.h"
@@ -52,9 +53,9 @@ std::string process_piece(const ProblemProcess& p) {
   return out;
 }
 
-std::string xid_piece(const XidSeen& x, double now) {
-  return "Xid " + std::to_string(x.code) + " " + age(now - x.time) + " ago" +
-         (x.pci_bus_id.empty() ? "" : " (" + safe(x.pci_bus_id) + ")");
+std::string error_piece(const GpuErrorSeen& x, double now) {
+  return safe(backend::kernel_kind_label(x.kind)) + " " + std::to_string(x.code) + " " +
+         age(now - x.time) + " ago" + (x.pci_bus_id.empty() ? "" : " (" + safe(x.pci_bus_id) + ")");
 }
 
 json process_json(const ProblemProcess& p) {
@@ -93,7 +94,7 @@ std::string describe(const ClusterView& view, const Line& line) {
   if (line.unattributed)
     pieces.push_back("unattributed " + text::human_bytes(*line.unattributed) +
                      " that no listed process holds");
-  for (const auto& x : line.xids) pieces.push_back(xid_piece(x, view.time));
+  for (const auto& x : line.errors) pieces.push_back(error_piece(x, view.time));
   (void)node;
   std::string out;
   for (const auto& p : pieces) out += (out.empty() ? "" : "; ") + p;
@@ -154,10 +155,13 @@ json to_json(const ClusterView& view, const std::string& prometheus, const ViewS
     const auto& node = view.nodes[line.node];
     json processes = json::array();
     for (const auto& p : line.processes) processes.push_back(process_json(p));
-    json xids = json::array();
-    for (const auto& x : line.xids)
-      xids.push_back(
-          {{"xid", x.code}, {"time", x.time}, {"pci_bus_id", text::utf8_valid(x.pci_bus_id)}});
+    // "xids" and "xid" as 0.1 named them (NVIDIA's), each error's kind beside its code.
+    json errors = json::array();
+    for (const auto& x : line.errors)
+      errors.push_back({{"xid", x.code},
+                        {"kind", text::utf8_valid(x.kind)},
+                        {"time", x.time},
+                        {"pci_bus_id", text::utf8_valid(x.pci_bus_id)}});
     auto command = command_text(line);
     lines.push_back(
         {{"node", text::utf8_valid(node.name)},
@@ -169,7 +173,7 @@ json to_json(const ClusterView& view, const std::string& prometheus, const ViewS
          {"processes", processes},
          {"ghost_unnamed_bytes", optional_json(line.ghost_unnamed)},
          {"unattributed_bytes", optional_json(line.unattributed)},
-         {"xids", xids},
+         {"xids", errors},
          {"stale_seconds", line.state == "stale" ? json(line.stale_seconds) : json(nullptr)},
          {"summary", text::utf8_valid(describe(view, line))},
          {"command", command.empty() ? json(nullptr) : json(text::utf8_valid(command))},

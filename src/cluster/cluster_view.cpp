@@ -203,15 +203,15 @@ class Builder {
       n.driver_up = s.value;
     } else if (name == "gpureap_sample_timestamp_seconds") {
       n.sample_time = s.value;
-    } else if (name == "gpureap_xid_last_event_timestamp_seconds") {
-      if (s.value < now_ - static_cast<double>(settings_.xid_window.count())) return;
-      auto code = whole_number<unsigned>(label(s.labels, "xid"), 1u << 16);
+    } else if (name == "gpureap_gpu_kernel_last_event_timestamp_seconds") {
+      if (s.value < now_ - static_cast<double>(settings_.error_window.count())) return;
+      auto code = whole_number<unsigned>(label(s.labels, "code"), 1u << 16);
       if (!code) return;
-      XidSeen x{*code, s.value, label(s.labels, "pci_bus_id")};
+      GpuErrorSeen x{label(s.labels, "kind"), *code, s.value, label(s.labels, "pci_bus_id")};
       if (auto* g = gpu_of(n, s.labels))
-        g->xids.push_back(std::move(x));
+        g->errors.push_back(std::move(x));
       else
-        n.unplaced_xids.push_back(std::move(x));
+        n.unplaced_errors.push_back(std::move(x));
     } else if (name == "gpureap_problem_process_memory_bytes") {
       n.names_processes = true;
       ProblemProcess p;
@@ -354,10 +354,10 @@ class Builder {
       node_line(i, "driver-down", f);
       said = true;
     }
-    if (!n.unplaced_xids.empty() && f.pods.empty() && f.gpus.empty()) {
+    if (!n.unplaced_errors.empty() && f.pods.empty() && f.gpus.empty()) {
       Line line;
       line.node = i;
-      line.xids = n.unplaced_xids;
+      line.errors = n.unplaced_errors;
       line.command = on_node(n, {"gpureap", "doctor"}, line.command_note);
       view_.lines.push_back(std::move(line));
       said = true;
@@ -410,9 +410,9 @@ class Builder {
       line.unattributed = g.unattributed;
       stake += *g.unattributed;
     }
-    line.xids = g.xids;
+    line.errors = g.errors;
     const bool something =
-        !g.processes.empty() || line.ghost_unnamed || line.unattributed || !line.xids.empty();
+        !g.processes.empty() || line.ghost_unnamed || line.unattributed || !line.errors.empty();
     if (!something) return false;
     for (const auto& p : g.processes)
       if (f.pods.empty() || on_pod(p, f.pods)) line.processes.push_back(p);
@@ -421,7 +421,7 @@ class Builder {
 
     // Doctor on the node, never a kill or reset composed here: the remedy depends on what only
     // the node sees (which keeper runs a job of its own, a server that runs a gone client's work,
-    // a paused job that blocks a reset, the vendor's reset, an Xid no reset recovers), so a
+    // a paused job that blocks a reset, the vendor's reset, an error no reset recovers), so a
     // command built from these series could contradict doctor, or sweep a paused job in.
     line.command =
         on_node(n, {"gpureap", "doctor", "--gpu", std::to_string(g.index)}, line.command_note);
@@ -454,7 +454,7 @@ namespace {
 
 const char* const kMemoryMetrics = "gpureap_gpu_memory_(used|total|ghost|unattributed)_bytes";
 const char* const kProblemMetrics =
-    "gpureap_problem_process_memory_bytes|gpureap_xid_last_event_timestamp_seconds";
+    "gpureap_problem_process_memory_bytes|gpureap_gpu_kernel_last_event_timestamp_seconds";
 
 // `s` matched literally by a PromQL regex (RE2, anchored).
 std::string regex_literal(const std::string& s) {

@@ -30,8 +30,8 @@ struct ViewSettings {
   std::string job = "gpureap";
   CommandForm via = CommandForm::Auto;
   doctor::UnattributedThreshold unattributed;
-  std::chrono::seconds stale_after{120};  // a sample older than this: the daemon is stuck
-  std::chrono::seconds xid_window{3600};  // Xids logged this recently are told
+  std::chrono::seconds stale_after{120};    // a sample older than this: the daemon is stuck
+  std::chrono::seconds error_window{3600};  // GPU errors logged this recently are told
 };
 
 // Narrowing only, as `kill`'s filters: each one only removes lines, never adds or changes a
@@ -53,7 +53,9 @@ struct ProblemProcess {
   std::string comm, user, pod_namespace, pod_name;
 };
 
-struct XidSeen {
+// A GPU error of the kernel log, as gpureap_gpu_kernel_last_event_timestamp_seconds names it.
+struct GpuErrorSeen {
+  std::string kind;  // the vendor parser's (the metric's `kind` label)
   unsigned code = 0;
   double time = 0;  // seconds since the epoch
   std::string pci_bus_id;
@@ -63,7 +65,7 @@ struct GpuFacts {
   unsigned index = 0;
   std::optional<uint64_t> used, total, ghost, unattributed;
   std::vector<ProblemProcess> processes;  // by problem, then PID
-  std::vector<XidSeen> xids;
+  std::vector<GpuErrorSeen> errors;
 };
 
 // A node's GPUs as Prometheus sums them (totals_query).
@@ -83,11 +85,11 @@ struct Node {
   std::optional<double> up;         // Prometheus's up
   std::optional<double> driver_up;  // gpureap_up
   std::optional<double> sample_time;
-  bool missing = false;                // scraped in the last hour, not now
-  bool names_processes = false;        // it exports gpureap_problem_process_memory_bytes
-  std::map<unsigned, GpuFacts> gpus;   // those the answers name
-  std::optional<NodeTotals> totals;    // all of them, summed
-  std::vector<XidSeen> unplaced_xids;  // on a GPU no backend reports
+  bool missing = false;                       // scraped in the last hour, not now
+  bool names_processes = false;               // it exports gpureap_problem_process_memory_bytes
+  std::map<unsigned, GpuFacts> gpus;          // those the answers name
+  std::optional<NodeTotals> totals;           // all of them, summed
+  std::vector<GpuErrorSeen> unplaced_errors;  // on a GPU no backend reports
 };
 
 // One line of the view: a node, or one GPU of it, with something to say. A GPU's command is
@@ -102,7 +104,7 @@ struct Line {
   std::vector<ProblemProcess> processes;  // the ones shown (after --pod)
   std::optional<uint64_t> ghost_unnamed;  // ghost memory whose PIDs the daemon does not export
   std::optional<uint64_t> unattributed;   // above the threshold
-  std::vector<XidSeen> xids;
+  std::vector<GpuErrorSeen> errors;
   double stale_seconds = 0;
   std::vector<std::string> command;  // words, each to be shell-quoted; empty: none
   std::string command_note;          // why there is none, or what it assumes
@@ -130,7 +132,7 @@ std::string promql_string(const std::string& s);
 // with the fleet. They are independent and may run at the same time, but for the last:
 //   targets: `up` with every target label, gpureap_up and the sample time, one series each per
 //     target;
-//   problems: the problem processes and the Xid times;
+//   problems: the problem processes and the GPU errors' times;
 //   unattributed: the GPUs with more unattributed memory than the threshold's absolute part
 //     (the view applies the whole threshold);
 //   totals: per target, the GPUs that report their used memory and the sums of their used and
@@ -146,7 +148,7 @@ std::vector<std::string> totals_queries(const std::string& job, const std::vecto
 std::string missing_query(const std::string& job);
 std::string gpu_memory_query(const std::string& job, const std::vector<std::string>& instances);
 
-// The instances whose GPUs the view needs one by one: those with a problem process, an Xid or
+// The instances whose GPUs the view needs one by one: those with a problem process, a GPU error or
 // unattributed memory, and those whose daemon exports no sample time (an older gpureap, whose
 // ghost memory is shown without PIDs). Sorted, each once.
 std::vector<std::string> ask_gpus_of(const Answer<Sample>& targets, const Answer<Sample>& problems,

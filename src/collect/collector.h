@@ -73,7 +73,7 @@ class Collector {
   // stack and the FUSE or NFS mount it waits on.
   std::vector<core::BlockedTask> blocked_tasks(const core::Snapshot& s) const;
   // The last lines of the log of the daemon that starts `s`'s servers of other processes' work
-  // (MPS: <runtime-root>/var/log/nvidia-mps), for doctor's evidence (collect/work_servers).
+  // (WorkServer::log_dir under the runtime root), for doctor's evidence (collect/work_servers).
   std::vector<std::string> work_server_log(const core::Snapshot& s) const;
   const Roots& roots() const { return roots_; }
   // The host's load and memory, from the same procfs.

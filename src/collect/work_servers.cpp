@@ -142,9 +142,9 @@ void mark_work_servers(const core::ProcView& view, core::DriverReading& drivers,
     }
     if (here.empty()) continue;
     for (auto& p : g.processes) {
-      if (p.kind != core::GpuProcessKind::Mps || p.serves_clients) continue;
+      if (p.kind != core::GpuProcessKind::ServerClient || p.serves_clients) continue;
       // A server runs the work of its own user's clients (a gone client's user is unknown), on
-      // its own instance of a split GPU (a server per MIG instance).
+      // its own instance of a split GPU (a server per instance).
       std::vector<pid_t> candidates;
       const auto client_uid = uid_of(view, p.pid);
       for (const auto& s : here)

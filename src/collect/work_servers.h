@@ -1,8 +1,7 @@
 #pragma once
-// Which listed processes run other processes' GPU work (a backend's WorkServer: NVIDIA's MPS
-// server), and which server runs each client's work. The claim is checked against what the
-// kernel shows of the process and its parent, since anyone can name a program
-// nvidia-cuda-mps-server.
+// Which listed processes run other processes' GPU work (a backend's WorkServer), and which
+// server runs each client's work. The claim is checked against what the kernel shows of the
+// process and its parent, since anyone can name a program as the vendor names its server.
 #include <string>
 #include <utility>
 #include <vector>

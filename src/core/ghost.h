@@ -28,7 +28,7 @@ struct Ghost {
   // Nothing alive holds it and every process could be inspected: a leaked context.
   bool leaked = false;
   // Live servers that run other processes' GPU work (DriverProcess::serves_clients) listed on
-  // a GPU where the driver lists it as their client (kind Mps): its context lives inside a
+  // a GPU where the driver lists it as their client (kind ServerClient): its context lives inside a
   // server, which keeps it until the server ends the client's work, not any inherited file.
   std::vector<pid_t> servers;
 

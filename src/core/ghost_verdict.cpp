@@ -272,12 +272,12 @@ class Decider {
   }
 
   // The live servers on `g` that run a gone client's work: `pid` is listed there as a client
-  // (kind Mps), and its server named, else every live server listed there.
+  // (kind ServerClient), and its server named, else every live server listed there.
   std::vector<pid_t> servers_of(const Gpu& g, pid_t pid) const {
     std::vector<pid_t> out;
     const DriverProcess* client = nullptr;
     for (const auto& p : g.processes)
-      if (p.pid == pid && p.kind == GpuProcessKind::Mps) client = &p;
+      if (p.pid == pid && p.kind == GpuProcessKind::ServerClient) client = &p;
     if (!client) return out;
     if (client->server && owned(*client->server) && serves_clients(g, *client->server))
       return {*client->server};

@@ -34,7 +34,7 @@ struct GhostVerdict {
 //   process's); a zombie leader's uid and start time must agree with it too; where the daemon
 //   saw the listed process end (ProcView::ends), it started within that process's life and
 //   before any later process took the number.
-// A gone PID the driver lists as a client (kind Mps) on a GPU where a live server of other
+// A gone PID the driver lists as a client (kind ServerClient) on a GPU where a live server of other
 // processes' work is listed (DriverProcess::serves_clients) is kept by that server
 // (Ghost::servers), not by any holder there: its context is the server's.
 // Holds without an open-file id (no kcmp) each form a group of their own, and a process that

@@ -14,7 +14,7 @@ const char* to_string(GpuProcessKind kind) {
       return "compute";
     case GpuProcessKind::Graphics:
       return "graphics";
-    case GpuProcessKind::Mps:
+    case GpuProcessKind::ServerClient:
       return "mps";
   }
   return "";  // no enumerator: no name

@@ -11,7 +11,9 @@
 
 namespace gpureap::core {
 
-enum class GpuProcessKind { Compute, Graphics, Mps };
+// ServerClient: a client whose work a server of other processes' work runs (WorkServer); its
+// JSON name is "mps", as 0.1 wrote it.
+enum class GpuProcessKind { Compute, Graphics, ServerClient };
 const char* to_string(GpuProcessKind kind);
 
 // A process's memory in one region, as a kernel driver accounts it per open file (DRM
@@ -39,12 +41,12 @@ struct DriverProcess {
   // fork: one client, one set of buffers). The memory is listed once, on this process; they
   // are its holders too.
   std::vector<pid_t> sharers;
-  // Set on a process that runs other processes' GPU work in its own context (NVIDIA's MPS
-  // server), once the collector verified what it runs (collect/work_servers): what its vendor
-  // calls it ("MPS server"). Its listed memory is its own, not its clients'.
+  // Set on a process that runs other processes' GPU work in its own context (a backend's
+  // WorkServer), once the collector verified what it runs (collect/work_servers): what its vendor
+  // calls it (WorkServer::name). Its listed memory is its own, not its clients'.
   std::optional<std::string> serves_clients;
-  // On a client of such a server (kind Mps): the server listed on this GPU that runs its work
-  // (the only one there, or the one of the client's user). Empty: none is known.
+  // On a client of such a server (kind ServerClient): the server listed on this GPU that runs its
+  // work (the only one there, or the one of the client's user). Empty: none is known.
   std::optional<pid_t> server;
 };
 
@@ -55,9 +57,9 @@ struct GpuMemory {
   std::optional<uint64_t> reserved_bytes;
 };
 
-// One instance of a GPU that its driver splits into isolated parts (NVIDIA's Multi-Instance GPU,
-// MIG): a compute instance inside a GPU instance. Processes run in exactly one; the compute
-// instances of one GPU instance share its memory.
+// One instance of a GPU that its driver splits into isolated parts (GpuInstance::kind names
+// it as its vendor does): a compute instance inside a GPU instance. Processes run in exactly one;
+// the compute instances of one GPU instance share its memory.
 struct GpuInstance {
   unsigned gpu_instance_id = 0;
   std::optional<unsigned> compute_instance_id;
@@ -67,7 +69,7 @@ struct GpuInstance {
   // The device numbers of the files through which a process is granted this instance (NVIDIA:
   // /dev/nvidia-caps/nvidia-cap<M> of the GPU instance and of the compute instance).
   std::vector<dev_t> device_numbers;
-  std::string kind;  // what its vendor calls such an instance ("MIG"), set by its backend
+  std::string kind;  // what its vendor calls such an instance, set by its backend
 };
 
 struct Gpu {
@@ -95,7 +97,7 @@ struct Gpu {
   std::optional<unsigned> memory_utilization_percent;
   std::optional<unsigned> temperature_celsius;
   std::optional<double> power_watts;
-  std::optional<bool> mig_mode;
+  std::optional<bool> split_mode;  // split into instances (JSON: "mig_mode", as 0.1 named it)
   // Facts of this GPU that only its backend knows, by name (process_record_layout, ...).
   std::vector<std::pair<std::string, std::string>> details;
   std::vector<DriverProcess> processes;
@@ -106,7 +108,7 @@ struct Gpu {
   // Set when its driver did not answer and the GPU is known from the kernel alone (its index,
   // bus and device files, nothing measured): what the kernel said it with.
   std::optional<std::string> known_from_kernel;
-  // The GPU's instances when it is split (mig_mode), in the driver's order; empty otherwise.
+  // The GPU's instances when it is split (split_mode), in the driver's order; empty otherwise.
   std::vector<GpuInstance> instances;
 };
 

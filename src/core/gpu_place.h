@@ -1,6 +1,6 @@
 #pragma once
-// Where a process runs on a GPU split into instances (NVIDIA's MIG), in the one notation every
-// view and every `--gpu` option uses: "N/G", GPU N's GPU instance G (a MIG device's
+// Where a process runs on a GPU split into instances (GpuInstance), in the one notation every
+// view and every `--gpu` option uses: "N/G", GPU N's GPU instance G (an instance's
 // compute instances share their GPU instance's memory, so the GPU instance is the place).
 #include <optional>
 #include <string>
@@ -17,9 +17,9 @@ namespace gpureap::core {
 std::string instance_place(unsigned gpu_index, unsigned gpu_instance_id);
 // "0" for a whole GPU, "0/3" for its GPU instance 3.
 std::string gpu_place_text(unsigned gpu_index, std::optional<unsigned> gpu_instance_id);
-// The instance's kind and profile: "MIG 1g.10gb", or "MIG" where the driver gave no profile.
+// The instance's kind and profile: "<kind> 1g.10gb", or "<kind>" where the driver gave no profile.
 std::string instance_words(const GpuInstance& instance);
-// "MIG 1g.10gb (GI 3, CI 0)", or "MIG (GI 3)" where the driver gave no profile or CI.
+// "<kind> 1g.10gb (GI 3, CI 0)", or "<kind> (GI 3)" where the driver gave no profile or CI.
 std::string instance_label(const GpuInstance& instance);
 // The GPU's instances of GPU instance `gi` (one per compute instance), first one or null.
 const GpuInstance* find_instance(const Gpu& gpu, unsigned gpu_instance_id);
@@ -75,7 +75,7 @@ std::optional<GpuRef> parse_gpu_ref(const std::string& text);
 // with kGpuRefWords.
 Result<GpuRef> parse_gpu_option(const std::string& text);
 
-// The MIG device with this UUID (its compute instance), or GPU N's instance G (or compute
+// The instance with this UUID (its compute instance), or GPU N's instance G (or compute
 // instance G/C), checked against the GPU's instances;
 // fails saying why when the snapshot has no such instance. A bare index is returned as it is
 // (core::check_gpu_index checks it).

@@ -1,6 +1,6 @@
 #pragma once
 // What the kernel log says about GPUs, in terms no vendor owns: a driver's error record tied to
-// a GPU (one vendor's Xids are one kind; the parsers live in src/kernel/<vendor>), and whether the
+// a GPU (each vendor's parser, in src/kernel/<vendor>, gives its codes a kind), and whether the
 // log could be read at all. Filled by whoever reads the log (doctor, ps, the daemon's follower),
 // never by every collection: the log can be megabytes.
 #include <sys/types.h>
@@ -27,8 +27,9 @@ enum class KernelStamp {
 
 struct KernelGpuEvent {
   std::string vendor;  // the vendor of the parser that read it
-  std::string kind;    // "xid"
-  unsigned code = 0;   // the Xid number
+  std::string kind;    // the parser's kind: its machine name, as metrics and JSON carry it
+  std::string label;   // the kind as people write it (the parser's label): "<label> <code>"
+  unsigned code = 0;   // the vendor's number for the error
   // The PCI address the driver printed, as "dddd:bb:dd" in lower case (no function).
   std::string pci_address;
   std::optional<unsigned> gpu;  // the GPU's global index, when a backend reports that address
@@ -42,17 +43,26 @@ struct KernelGpuEvent {
   // From the vendor's catalog (src/kernel): unknown codes are kept, with no name.
   std::optional<std::string> name;
   KernelEventLevel level = KernelEventLevel::Warning;
-  bool needs_reboot = false;  // only a reboot brings the GPU back (Xid 79, 95)
+  bool needs_reboot = false;  // only a reboot brings the GPU back (its catalogue says so)
+
+  // The kind as people write it (its label, else its name), and "<label> <code>": the way the
+  // vendor's documentation names the error.
+  const std::string& kind_text() const { return label.empty() ? kind : label; }
+  std::string code_text() const { return kind_text() + " " + std::to_string(code); }
 };
 
 // How many events of one code a GPU logged, and when the last one was (the daemon's counters).
 struct KernelEventCount {
   std::string pci_address;
   std::optional<unsigned> gpu;  // as the last event was matched
-  std::string kind;             // "xid"
+  std::string kind;             // the parser's kind (KernelGpuEvent::kind)
   unsigned code = 0;
   uint64_t events = 0;
   std::optional<std::chrono::system_clock::time_point> last_time;
+  std::string vendor;  // the vendor of the parser that read them
+  // The parser's earlier name for its kind's metrics (KernelLogParser::metric_alias): the counts
+  // are exported under it too, for one release. Empty: none.
+  std::string metric_alias;
 };
 
 struct KernelLog {

@@ -32,7 +32,7 @@ bool vouched_by_files(const ProcView& proc, const DriverReading& drivers, const 
       if (!files_known(g)) continue;
       known = true;
       if (p.holds_gpu(g)) return true;
-      if (listed.kind == GpuProcessKind::Mps) {
+      if (listed.kind == GpuProcessKind::ServerClient) {
         if (listed.server && live_server_on(proc, g, *listed.server)) return true;
         if (!listed.server &&
             std::any_of(g.processes.begin(), g.processes.end(), [&](const DriverProcess& s) {

@@ -26,7 +26,7 @@ class HttpContent final {
   exporter::Reply metrics();
   exporter::Reply health();
   exporter::Reply snapshot();
-  // Lines of root's files (an MPS log) only for a client that sent the bearer token.
+  // Lines of root's files (a WorkServer's log) only for a client that sent the bearer token.
   exporter::Reply findings(const exporter::HttpRequest& request);
   exporter::Reply history(const exporter::HistoryRequest& request);
   exporter::Reply policies();

@@ -4,10 +4,10 @@
 //
 //   {"command":"ps","format":"table"|"json"|"csv","tree":bool,"width":N|null,"color":bool,
 //    "gpus":[N],"users":["name or uid"],"pids":[N],"sort":"pid"|"memory"|"age"|"user",
-//    "compact":bool,"unicode":bool,"verbose":bool,"gpu_places":["0/3","MIG-..."]}
+//    "compact":bool,"unicode":bool,"verbose":bool,"gpu_places":["0/3","<instance UUID>"]}
 //   {"command":"doctor","json":bool,"gpu":N|null,"settle_ms":N,"only":["code",...],
 //    "unattributed_threshold":"1GiB,1%"|null,"color":bool,"gpu_place":"0/3"}
-//   ("gpu_places" and "gpu_place", MIG instances or UUIDs as typed, are sent only when given:
+//   ("gpu_places" and "gpu_place", GPU instances or UUIDs as typed, are sent only when given:
 //    a daemon that predates them refuses the request and the command scans on its own.)
 //   {"command":"snapshot"}   (the latest sample's inputs, output/snapshot_wire.h)
 //   {"command":"releases"}   (the gpureap.releases/v1 document of /api/v1/releases)

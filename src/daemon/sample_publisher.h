@@ -39,7 +39,7 @@ class SamplePublisher final : public engine::CollectionConsumer {
   // Before the engine starts: follow the kernel log at `path` (/dev/kmsg, or a saved log that
   // grows) for GPU errors; each sample reads only what was written since the one before.
   void follow_kernel_log(const std::string& path, kernel::KernelLogParsers parsers);
-  // Before the engine starts: where the logs of `servers` (MPS's control.log and server.log)
+  // Before the engine starts: where the logs of `servers` (WorkServer::log_files)
   // are, under the host's `runtime_root` (the servers' environments are read under
   // `proc_root`): doctor's evidence when a server hits a fault, as `gpureap doctor` gives.
   void follow_work_server_logs(std::string runtime_root, std::string proc_root,

@@ -27,14 +27,14 @@ struct DoctorInput {
   // Processes gpureap never kills unless named (persistence daemon, DCGM, display servers).
   std::function<bool(const core::HostProcess&)> is_protected;
   UnattributedThreshold unattributed{};
-  // The kernel log's GPU errors (Xids); null or unread: none are reported.
+  // The kernel log's GPU errors; null or unread: none are reported.
   const core::KernelLog* kernel = nullptr;
   // Why the D-state processes of `last` are stuck (Collector::blocked_tasks).
   std::vector<core::BlockedTask> blocked;
   // The backends whose words the remedies use (their vendors' commands); null: the built-in.
   const std::vector<backend::BackendEntry>* backends = nullptr;
   // The last lines of the log of the daemon that starts the servers of other processes' work
-  // (MPS's control.log and server.log), as read; each is escaped like every fact.
+  // (WorkServer::log_files), as read; each is escaped like every fact.
   std::vector<std::string> work_server_log;
   // --gpu N/G (or N/G/C), with `gpu` N: of the findings about processes, only those about one
   // in that instance (core::in_place); the GPU's own findings stay.
@@ -44,7 +44,7 @@ struct DoctorInput {
 std::vector<Finding> diagnose(const DoctorInput& input);
 
 // Whether the kernel log names a recent fault of a live server of other processes' work (an
-// MPS server): only then does diagnose() use DoctorInput::work_server_log, so only then is the
+// WorkServer): only then does diagnose() use DoctorInput::work_server_log, so only then is the
 // log worth reading.
 bool wants_work_server_log(const DoctorInput& input);
 

@@ -31,7 +31,7 @@ struct Evidence {
   std::shared_ptr<const procfs::IpcResidue> ipc;  // host-memory residue; null: not looked for
   std::shared_ptr<const core::KernelLog> kernel;  // the kernel log's GPU errors; null: not read
   std::vector<core::BlockedTask> blocked;         // why `last`'s D-state processes are stuck
-  // The tail of the log of the daemon that starts other processes' GPU servers (MPS), read
+  // The tail of the log of the daemon that starts other processes' GPU servers (WorkServer), read
   // only when wants_work_server_log() says the findings use it.
   std::vector<std::string> work_server_log;
 };
@@ -54,7 +54,7 @@ std::vector<Finding> examine(const Evidence& evidence, const Scope& scope,
                              const IsProtected& is_protected);
 
 // Whether the kernel log names a recent fault of a live server of other processes' work (an
-// MPS server): only then do the findings use Evidence::work_server_log, so only then is that
+// WorkServer): only then do the findings use Evidence::work_server_log, so only then is that
 // log worth reading.
 bool wants_work_server_log(const Evidence& evidence);
 

@@ -16,7 +16,7 @@ std::string_view to_string(FindingCode code) {
       return "driver-not-answering";
     case FindingCode::GpuError:
       return "gpu-error";
-    case FindingCode::NvmlLayout:
+    case FindingCode::DriverRecordLayout:
       return "nvml-layout";
     case FindingCode::IncompleteView:
       return "incomplete-view";
@@ -46,7 +46,7 @@ std::string_view to_string(FindingCode code) {
       return "unreaped-zombies";
     case FindingCode::ProtectedHolder:
       return "protected-holder";
-    case FindingCode::GpuXid:
+    case FindingCode::GpuKernelError:
       return "gpu-xid";
     case FindingCode::KeptByServer:
       return "kept-by-server";

@@ -16,7 +16,7 @@ enum class FindingCode {
   DriverMismatch,
   DriverNotAnswering,
   GpuError,
-  NvmlLayout,
+  DriverRecordLayout,
   IncompleteView,
   IpcResidue,
   // Shared memory nothing uses now that no evidence shows a gone job left: maybe kept on purpose.
@@ -32,8 +32,8 @@ enum class FindingCode {
   UninterruptibleHolder,
   UnreapedZombies,
   ProtectedHolder,
-  GpuXid,
-  // A gone client whose work a live server of other processes' work (an MPS server) still
+  GpuKernelError,
+  // A gone client whose work a live server of other processes' work (a WorkServer) still
   // runs: the server keeps its memory.
   KeptByServer,
   // A distributed job one of whose ranks is gone while the others wait for it (a collective

@@ -20,7 +20,7 @@ std::optional<core::Anomaly> remedied_anomaly(FindingCode code, Severity severit
     case FindingCode::DriverMismatch:
     case FindingCode::DriverNotAnswering:
     case FindingCode::GpuError:
-    case FindingCode::NvmlLayout:
+    case FindingCode::DriverRecordLayout:
     case FindingCode::IncompleteView:
     case FindingCode::IpcResidue:
     case FindingCode::IpcUnused:
@@ -32,7 +32,7 @@ std::optional<core::Anomaly> remedied_anomaly(FindingCode code, Severity severit
     case FindingCode::UninterruptibleHolder:
     case FindingCode::UnreapedZombies:
     case FindingCode::ProtectedHolder:
-    case FindingCode::GpuXid:
+    case FindingCode::GpuKernelError:
     case FindingCode::KeptByServer:
     case FindingCode::StalledJob:
       return std::nullopt;

@@ -25,14 +25,14 @@ std::vector<unsigned> row_gpus(const core::ProcessRow& r) {
   return out;
 }
 
-// Where the driver lists a row: "0", or "0/3" on MIG GPU 0's GPU instance 3 (core/gpu_place.h).
+// Where the driver lists a row: "0", or "0/3" on split GPU 0's GPU instance 3 (core/gpu_place.h).
 std::vector<std::string> row_places(const core::ProcessRow& r) {
   std::vector<std::string> out;
   for (const auto& u : r.gpus) out.push_back(core::gpu_place_text(u.index, u.gpu_instance_id));
   return out;
 }
 
-// On a MIG GPU: which instance the gone PID ran in, and which instance each keeper is granted
+// On a split GPU: which instance the gone PID ran in, and which instance each keeper is granted
 // through the capability files it holds.
 void instance_evidence(const core::Snapshot& s, const core::ProcessRow& r,
                        const std::vector<const core::HostProcess*>& keep,
@@ -88,10 +88,10 @@ void other_holder_evidence(const core::Snapshot& s, const core::Ghost& ghost,
         process_label(*p), fmt::join(ghost.gpus, ","), ghost.pid));
 }
 
-// A reset step for GPU `gpu`; on a MIG GPU it says first that the reset ends every instance's
+// A reset step for GPU `gpu`; on a split GPU it says first that the reset ends every instance's
 // work (doctor/reset_guard.h), in one line.
-RemedyStep with_mig_reset_note(const core::Snapshot& s, unsigned gpu, RemedyStep reset) {
-  if (auto note = mig_reset_note(s, gpu))
+RemedyStep with_split_reset_note(const core::Snapshot& s, unsigned gpu, RemedyStep reset) {
+  if (auto note = split_reset_note(s, gpu))
     reset.why = *note + (reset.why.empty() ? "" : "; " + reset.why);
   return reset;
 }
@@ -260,7 +260,7 @@ void gone_pid(const DoctorInput& in, const core::ProcessRow& r, std::vector<Find
                      ? paused_reset_note(in.last, gpus[i])
                            .value_or("frees the GPU's memory; refused while anything uses the GPU")
                      : "frees the GPU's memory";
-    step = with_mig_reset_note(in.last, gpus[i], step);
+    step = with_split_reset_note(in.last, gpus[i], step);
   }
   f.remedy.push_back({StepKind::Or, "reboot", "if the reset is refused"});
   f.summary = fmt::format("GPU {}: {} leaked by gone PID {}; only a reset frees it",
@@ -347,7 +347,7 @@ void unattributed(const DoctorInput& in, std::vector<Finding>& out) {
            "fault. Only a GPU reset (or a reboot) frees it. The driver can take up to a minute: "
            "check once more with a longer --settle first.",
            {"gpureap doctor --settle 60s   # first: make sure it stays",
-            with_mig_reset_note(
+            with_split_reset_note(
                 s, g.index,
                 step(StepKind::Then, reset_command(in.last, g.index, in.kernel, in.backends))),
             {StepKind::Or, "reboot", "if the reset is refused"}},
@@ -365,7 +365,7 @@ void unattributed(const DoctorInput& in, std::vector<Finding>& out) {
          "The driver, a process in another container or PID namespace it does not name, or a "
          "context that leaked uses it. If it stays while nothing uses the GPU, a reset frees it.",
          {"gpureap doctor --settle 60s   # first: is it still there?",
-          with_mig_reset_note(
+          with_split_reset_note(
               s, g.index,
               step(StepKind::Then, reset_command(in.last, g.index, in.kernel, in.backends) +
                                        "   # once nothing uses the GPU"))},

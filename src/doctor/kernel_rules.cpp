@@ -1,5 +1,6 @@
-// Findings from the kernel log: the GPU errors a driver logged (Xids), each GPU's
-// joined to the processes they name, so "PID 4242 hit Xid 31" sits next to the ghost it left.
+// Findings from the kernel log: the GPU errors a driver logged, each GPU's joined to the
+// processes they name, so "PID 4242 hit <label> 31" sits next to the ghost it left. Each error is
+// named as its vendor's parser writes its kind (KernelLogParser::label), never by a vendor here.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -15,7 +16,7 @@
 namespace gpureap::doctor {
 namespace {
 
-// An Xid older than this is history: still shown, no longer a warning.
+// An error older than this is history: still shown, no longer a warning.
 constexpr auto kRecent = std::chrono::hours(24);
 // The latest events a finding lists one by one; the rest are counted.
 constexpr size_t kListed = 5;
@@ -42,8 +43,8 @@ bool recent(const core::KernelGpuEvent& e, const core::Snapshot& s) {
   return !e.time || s.timestamp - *e.time < kRecent;
 }
 
-// The live server of other processes' work (an MPS server) that `e` says hit a fault lately:
-// every client's work fails with it.
+// The live server of other processes' work (a backend's WorkServer) that `e` says hit a fault
+// lately: every client's work fails with it.
 const core::ProcessRow* faulted_server(const core::KernelGpuEvent& e, const core::Snapshot& s) {
   return recent(e, s) && severity_of(e.level) >= Severity::Warning ? server_hit(e, s) : nullptr;
 }
@@ -62,7 +63,7 @@ std::string when(const core::KernelGpuEvent& e, const core::Snapshot& s) {
 }
 
 std::string label(const core::KernelGpuEvent& e) {
-  return fmt::format("Xid {}{}", e.code, e.name ? " (" + *e.name + ")" : std::string());
+  return e.code_text() + (e.name ? " (" + *e.name + ")" : std::string());
 }
 
 std::string pid_text(const core::KernelGpuEvent& e) {
@@ -79,9 +80,9 @@ std::string labels(const core::Snapshot& s, const std::vector<pid_t>& pids) {
   return out;
 }
 
-// Whether the process now at an Xid's PID is the one the driver named. A PID is handed out
+// Whether the process now at an error's PID is the one the driver named. A PID is handed out
 // again once its process is gone, so it names the process now at it only if that process was
-// already running at the Xid's time (the kernel vouches for start times, not for a log's PID).
+// already running at the error's time (the kernel vouches for start times, not for a log's PID).
 enum class Identity { Same, Reused, Unconfirmed };
 
 Identity identity(const core::KernelGpuEvent& e, const core::Snapshot& s,
@@ -91,22 +92,23 @@ Identity identity(const core::KernelGpuEvent& e, const core::Snapshot& s,
   return *started <= *e.time ? Identity::Same : Identity::Reused;
 }
 
-// What the PID an Xid names is now: a ghost (with who keeps its memory), a listed process, a
+// What the PID an error names is now: a ghost (with who keeps its memory), a listed process, a
 // keeper of a ghost, another process that got the PID later, or gone and forgotten.
 std::optional<std::string> story(const core::KernelGpuEvent& e, const core::Snapshot& s) {
   if (!e.pid) return std::nullopt;
   if (of_another_boot(e))
     return fmt::format(
-        "the Xid {} that names PID {} is stamped {}, later than the log was read: it is from "
+        "the {} that names PID {} is stamped {}, later than the log was read: it is from "
         "another boot or forged, and is about no process running now",
-        e.code, *e.pid, text::local_date_time(*e.time));
-  std::string hit = fmt::format("PID {} hit Xid {} at {}", *e.pid, e.code, when(e, s));
+        e.code_text(), *e.pid, text::local_date_time(*e.time));
+  std::string hit = fmt::format("PID {} hit {} at {}", *e.pid, e.code_text(), when(e, s));
   if (const auto* g = s.ghost(*e.pid)) {
     // A gone process's start time went with it: the listing is the same PID, not proof that
     // it is the same process.
-    const char* unproven =
-        "; whether the gone process is the one the Xid names cannot be confirmed (its start time "
-        "is gone with it)";
+    const std::string unproven = fmt::format(
+        "; whether the gone process is the one the {} names cannot be confirmed (its start time "
+        "is gone with it)",
+        e.kind_text());
     std::vector<pid_t> holders = g->keepers;
     holders.insert(holders.end(), g->listed_keepers.begin(), g->listed_keepers.end());
     if (!holders.empty())
@@ -120,13 +122,14 @@ std::optional<std::string> story(const core::KernelGpuEvent& e, const core::Snap
     switch (identity(e, s, *p)) {
       case Identity::Reused:
         return fmt::format(
-            "{}; the process now at {} started later, at {}: the PID was reused, and the Xid is "
+            "{}; the process now at {} started later, at {}: the PID was reused, and the {} is "
             "not about that process",
-            hit, process_label(*p), clock_text(*s.start_time(p->stat), s));
+            hit, process_label(*p), clock_text(*s.start_time(p->stat), s), e.kind_text());
       case Identity::Unconfirmed:
         return fmt::format(
             "{}; whether that was the process now at {} cannot be confirmed: {} is unknown", hit,
-            process_label(*p), e.time ? "its start time" : "the Xid's clock time");
+            process_label(*p),
+            e.time ? "its start time" : "the " + e.kind_text() + "'s clock time");
       case Identity::Same:
         break;
     }
@@ -144,7 +147,7 @@ void gpu_finding(const DoctorInput& in, const std::vector<const core::KernelGpuE
                  std::vector<Finding>& out) {
   const auto& s = in.last;
   const auto& newest = *events.back();
-  Finding f{FindingCode::GpuXid, Severity::Info};
+  Finding f{FindingCode::GpuKernelError, Severity::Info};
   std::string where =
       newest.gpu ? fmt::format("GPU {}", *newest.gpu)
                  : fmt::format("the GPU at PCI {} (no backend reports it)", newest.pci_address);
@@ -172,8 +175,9 @@ void gpu_finding(const DoctorInput& in, const std::vector<const core::KernelGpuE
   }
   std::string codes_text;
   for (unsigned c : codes) codes_text += (codes_text.empty() ? "" : ", ") + std::to_string(c);
-  f.evidence.push_back(fmt::format("the kernel log has {} Xid error{} of {} since boot (Xid {})",
-                                   events.size(), events.size() == 1 ? "" : "s", where,
+  const std::string& kind = newest.kind_text();  // one GPU's errors are its vendor's
+  f.evidence.push_back(fmt::format("the kernel log has {} {} error{} of {} since boot ({} {})",
+                                   events.size(), kind, events.size() == 1 ? "" : "s", where, kind,
                                    codes_text));
   size_t first = events.size() > kListed ? events.size() - kListed : 0;
   if (first > 0) f.evidence.push_back(fmt::format("the latest {}:", kListed));
@@ -206,14 +210,14 @@ void gpu_finding(const DoctorInput& in, const std::vector<const core::KernelGpuE
   for (unsigned c : codes) {
     auto entry = parser && parser->describe ? parser->describe(c) : std::nullopt;
     if (entry) {
-      f.explanation += fmt::format("{}Xid {}, {}: {}.", f.explanation.empty() ? "" : " ", c,
+      f.explanation += fmt::format("{}{} {}, {}: {}.", f.explanation.empty() ? "" : " ", kind, c,
                                    entry->name, entry->cause);
       if (this_boot_codes.count(c))
         f.remedy.push_back(step(f.remedy.empty() ? StepKind::Run : StepKind::Then,
-                                fmt::format("{}   # Xid {}", entry->action, c)));
+                                fmt::format("{}   # {} {}", entry->action, kind, c)));
     } else {
       f.explanation += fmt::format(
-          "{}Xid {} is not in gpureap's catalog{}.", f.explanation.empty() ? "" : " ", c,
+          "{}{} {} is not in gpureap's catalog{}.", f.explanation.empty() ? "" : " ", kind, c,
           parser && !parser->reference.empty() ? ": see " + parser->reference : std::string());
     }
   }
@@ -222,9 +226,9 @@ void gpu_finding(const DoctorInput& in, const std::vector<const core::KernelGpuE
     f.remedy.push_back({next(), "gpureap kill --ghosts", "frees what the gone process left"});
   if (parser && !parser->full_messages.empty())
     f.remedy.push_back({next(), parser->full_messages, "shows the full messages"});
-  f.summary = fmt::format("{}: {} Xid error{} in the kernel log (Xid {})", where, events.size(),
-                          events.size() == 1 ? "" : "s", codes_text);
-  // The newest recent fault of a server of other processes' work (an MPS server) names the
+  f.summary = fmt::format("{}: {} {} error{} in the kernel log ({} {})", where, events.size(), kind,
+                          events.size() == 1 ? "" : "s", kind, codes_text);
+  // The newest recent fault of a server of other processes' work (a WorkServer) names the
   // problem: every client's work fails with it.
   for (auto it = events.rbegin(); it != events.rend(); ++it)
     if (const auto* server = faulted_server(**it, s)) {

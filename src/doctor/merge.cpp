@@ -40,7 +40,7 @@ bool is_holder(const Finding& f) {
     case FindingCode::DriverMismatch:
     case FindingCode::DriverNotAnswering:
     case FindingCode::GpuError:
-    case FindingCode::NvmlLayout:
+    case FindingCode::DriverRecordLayout:
     case FindingCode::IncompleteView:
     case FindingCode::IpcResidue:
     case FindingCode::IpcUnused:
@@ -49,7 +49,7 @@ bool is_holder(const Finding& f) {
     case FindingCode::Releasing:
     case FindingCode::LeakedMemory:
     case FindingCode::UnattributedMemory:
-    case FindingCode::GpuXid:
+    case FindingCode::GpuKernelError:
     case FindingCode::KeptByServer:
     case FindingCode::StalledJob:
       return false;

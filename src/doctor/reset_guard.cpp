@@ -13,10 +13,10 @@ namespace gpureap::doctor {
 namespace {
 
 // More processes than this in one instance are counted, not named.
-constexpr size_t kMigNamedHolders = 6;
+constexpr size_t kInstanceNamedHolders = 6;
 
 // "bob's PID 4242 (python)": whose work a reset ends.
-std::string mig_holder_words(const core::ProcessRow& r) {
+std::string instance_holder_words(const core::ProcessRow& r) {
   const auto& d = r.process->details;
   std::string user = d && d->user  ? text::terminal_safe(*d->user)
                      : d && d->uid ? "uid " + std::to_string(*d->uid)
@@ -28,30 +28,30 @@ std::string safe_instance_words(const core::GpuInstance& i) {
   return text::terminal_safe(core::instance_words(i));
 }
 
-// "GPU 0 is split into MIG instances": what its vendor calls them.
+// "GPU 0 is split into <kind> instances": what its vendor calls them (GpuInstance::kind).
 std::string split_words(const core::Gpu& gpu, unsigned index) {
   const std::string& kind = gpu.instances.front().kind;
   return fmt::format("GPU {} is split into {} instances", index,
                      kind.empty() ? std::string("GPU") : text::terminal_safe(kind));
 }
 
-struct MigPlace {
+struct InstancePlace {
   unsigned gpu_instance = 0;
   std::string profile;
-  std::vector<std::string> holders;  // mig_holder_words, at most kMigNamedHolders
+  std::vector<std::string> holders;  // instance_holder_words, at most kInstanceNamedHolders
   size_t more = 0;
 };
 
 // Each GPU instance of the GPU with the live processes working in it.
-std::vector<MigPlace> mig_places(const core::Snapshot& s, const core::Gpu& gpu) {
-  std::vector<MigPlace> out;
+std::vector<InstancePlace> instance_places(const core::Snapshot& s, const core::Gpu& gpu) {
+  std::vector<InstancePlace> out;
   for (unsigned gi : core::gpu_instance_ids(gpu)) {
-    MigPlace place{gi, safe_instance_words(*core::find_instance(gpu, gi)), {}, 0};
+    InstancePlace place{gi, safe_instance_words(*core::find_instance(gpu, gi)), {}, 0};
     for (const auto& r : s.rows) {
       if (!r.process || r.process->stat.is_zombie() || !core::in_place(s, r, {gpu.index, gi}))
         continue;
-      if (place.holders.size() < kMigNamedHolders)
-        place.holders.push_back(mig_holder_words(r));
+      if (place.holders.size() < kInstanceNamedHolders)
+        place.holders.push_back(instance_holder_words(r));
       else
         ++place.more;
     }
@@ -60,7 +60,7 @@ std::vector<MigPlace> mig_places(const core::Snapshot& s, const core::Gpu& gpu) 
   return out;
 }
 
-std::string mig_holders_text(const MigPlace& p) {
+std::string instance_holders_text(const InstancePlace& p) {
   if (p.holders.empty()) return "nothing runs there";
   std::string text = fmt::format("{}", fmt::join(p.holders, ", "));
   if (p.more) text += fmt::format(" and {} more", p.more);
@@ -118,24 +118,25 @@ std::optional<std::string> paused_reset_note(const core::Snapshot& s, unsigned i
                      pid_list(paused), one ? "it" : "them");
 }
 
-std::vector<std::string> mig_reset_lines(const core::Snapshot& s, unsigned index) {
+std::vector<std::string> split_reset_lines(const core::Snapshot& s, unsigned index) {
   const core::Gpu* gpu = s.gpu(index);
   if (!gpu || gpu->instances.empty()) return {};
   std::vector<std::string> out{split_words(*gpu, index) +
                                ": a reset ends the work on every instance:"};
-  for (const auto& p : mig_places(s, *gpu))
+  for (const auto& p : instance_places(s, *gpu))
     out.push_back(fmt::format("  {} ({}): {}", core::instance_place(index, p.gpu_instance),
-                              p.profile, mig_holders_text(p)));
+                              p.profile, instance_holders_text(p)));
   return out;
 }
 
-std::optional<std::string> mig_reset_note(const core::Snapshot& s, unsigned index) {
+std::optional<std::string> split_reset_note(const core::Snapshot& s, unsigned index) {
   const core::Gpu* gpu = s.gpu(index);
   if (!gpu || gpu->instances.empty()) return std::nullopt;
   std::vector<std::string> places;
-  for (const auto& p : mig_places(s, *gpu))
+  for (const auto& p : instance_places(s, *gpu))
     places.push_back(fmt::format("{} ({}: {})", core::instance_place(index, p.gpu_instance),
-                                 p.profile, p.holders.empty() ? "nothing" : mig_holders_text(p)));
+                                 p.profile,
+                                 p.holders.empty() ? "nothing" : instance_holders_text(p)));
   return fmt::format("{}: a reset ends the work on every instance: {}", split_words(*gpu, index),
                      fmt::join(places, ", "));
 }

@@ -15,7 +15,7 @@ struct ResetBlocker {
   pid_t pid = 0;
   std::string comm;  // untrusted: escaped where it is shown
   std::string why;   // "holds /dev/<gpu file> on fd 7", "listed by the driver with 8.0 GiB"
-  // On a MIG GPU, the GPU instance it works in (core::in_place); empty: none, or not MIG.
+  // On a split GPU, the GPU instance it works in (core::in_place); empty: none, or not split.
   std::optional<unsigned> gpu_instance;
 };
 
@@ -26,7 +26,7 @@ core::Result<std::vector<ResetBlocker>> reset_blockers(const core::Snapshot& s, 
 // ends them) and the command that ends exactly those, never a wider one (`kill --gpu N` also
 // plans the keepers of a gone PID listed on the GPU that hold only another GPU's file).
 std::vector<std::string> reset_refusal(unsigned gpu, const std::vector<ResetBlocker>& blockers);
-// The same; on a MIG GPU the blockers are named under the instance each works in.
+// The same; on a split GPU the blockers are named under the instance each works in.
 std::vector<std::string> reset_refusal(const core::Snapshot& s, unsigned gpu,
                                        const std::vector<ResetBlocker>& blockers);
 
@@ -35,12 +35,13 @@ std::vector<std::string> reset_refusal(const core::Snapshot& s, unsigned gpu,
 // ended. Empty when none is.
 std::optional<std::string> paused_reset_note(const core::Snapshot& s, unsigned gpu);
 
-// What a reset of a MIG GPU does, said before anything else: it ends the work on every
+// What a reset of a split GPU does, said before anything else: it ends the work on every
 // instance. The first line, then one per GPU instance with the live processes in it and their
-// users ("0/3 (MIG 3g.40gb): bob's PID 4242 (python)"); empty when the GPU is not split.
-std::vector<std::string> mig_reset_lines(const core::Snapshot& s, unsigned gpu);
-// The same in one line, for doctor's reset remedy: "GPU 0 is split into MIG instances: a reset ends
-// the work on every instance: 0/3 (MIG 3g.40gb: bob's PID 4242), 0/5 (MIG 1g.10gb: nothing)".
-std::optional<std::string> mig_reset_note(const core::Snapshot& s, unsigned gpu);
+// users ("0/3 (<kind> 3g.40gb): bob's PID 4242 (python)"); empty when the GPU is not split.
+std::vector<std::string> split_reset_lines(const core::Snapshot& s, unsigned gpu);
+// The same in one line, for doctor's reset remedy: "GPU 0 is split into <kind> instances: a reset
+// ends the work on every instance: 0/3 (<kind> 3g.40gb: bob's PID 4242), 0/5 (<kind> 1g.10gb:
+// nothing)".
+std::optional<std::string> split_reset_note(const core::Snapshot& s, unsigned gpu);
 
 }  // namespace gpureap::doctor

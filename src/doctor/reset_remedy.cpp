@@ -21,9 +21,8 @@ std::string reset_command(const core::Snapshot& s, unsigned gpu, const core::Ker
   if (kernel)
     for (auto it = kernel->events.rbegin(); it != kernel->events.rend(); ++it)
       if (it->needs_reboot && it->gpu == gpu && it->stamp != core::KernelStamp::Future)
-        return fmt::format("reboot   # {} {} since boot{}: a GPU reset cannot recover it",
-                           it->kind == "xid" ? "Xid" : it->kind, it->code,
-                           it->name ? " (" + *it->name + ")" : std::string());
+        return fmt::format("reboot   # {} since boot{}: a GPU reset cannot recover it",
+                           it->code_text(), it->name ? " (" + *it->name + ")" : std::string());
   return reset_command(s, gpu, backends);
 }
 

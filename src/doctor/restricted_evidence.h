@@ -1,6 +1,6 @@
 #pragma once
 // Evidence not every reader may see: lines read from files only root can read (the log of
-// NVIDIA's MPS control daemon, mode 0600). A finding keeps them apart
+// a WorkServer's daemon, mode 0600). A finding keeps them apart
 // (Finding::restricted_evidence) and each view decides, for the reader it answers, whether they
 // join the evidence: `gpureap doctor` read the files itself, so its user could; the daemon gives
 // them to root (or its own user) on its local socket and to an HTTP client that sent its bearer

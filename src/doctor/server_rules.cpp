@@ -39,7 +39,7 @@ std::string whose_work(const core::Snapshot& s) {
   for (const auto& r : s.rows) {
     if (!r.process || !r.process->is_live()) continue;
     if (std::none_of(r.gpus.begin(), r.gpus.end(), [](const core::GpuUse& u) {
-          return u.server || u.kind == core::GpuProcessKind::Mps;
+          return u.server || u.kind == core::GpuProcessKind::ServerClient;
         }))
       continue;
     const auto& d = r.process->details;
@@ -54,8 +54,9 @@ std::vector<RemedyStep> restart_steps(const core::Snapshot& s, const backend::Wo
   if (!ws || ws->restart.empty()) return {};
   return {{first, ws->restart,
            fmt::format("restarts the {}s: {}; {}; run it as the user that started the daemon, "
-                       "with its environment (CUDA_MPS_PIPE_DIRECTORY)",
-                       ws->name, ws->restart_effect, whose_work(s))}};
+                       "with its environment{}",
+                       ws->name, ws->restart_effect, whose_work(s),
+                       ws->environment.empty() ? "" : " (" + ws->environment + ")")}};
 }
 
 }  // namespace
@@ -118,9 +119,9 @@ void server_fault(const DoctorInput& in, const core::KernelGpuEvent& e,
   const unsigned gpu = e.gpu.value_or(use ? use->index : 0u);
   f.severity = std::max(f.severity, Severity::Critical);
   const std::string summary =
-      fmt::format("{} PID {} on GPU {} hit Xid {}: its clients' work fails until it restarts", name,
-                  server.pid, gpu, e.code);
-  // The same Xid of the server seen again is one problem: its evidence and remedy said once.
+      fmt::format("{} PID {} on GPU {} hit {}: its clients' work fails until it restarts", name,
+                  server.pid, gpu, e.code_text());
+  // The same error of the server seen again is one problem: its evidence and remedy said once.
   if (std::exchange(f.summary, summary) == summary) return;
   if (std::find(f.pids.begin(), f.pids.end(), server.pid) == f.pids.end())
     f.pids.push_back(server.pid);

@@ -132,7 +132,7 @@ void driver_rules(const DoctorInput& in, std::vector<Finding>& out) {
       if (!w.process_query.empty()) remedy.push_back(w.process_query + "   # lists them instead");
       remedy.push_back({next_kind(remedy), "report the driver version to the gpureap project", ""});
       out.push_back(
-          {FindingCode::NvmlLayout,
+          {FindingCode::DriverRecordLayout,
            Severity::Warning,
            {g.index},
            {},

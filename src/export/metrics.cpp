@@ -106,8 +106,8 @@ struct GpuFamilies {
       "Memory in use in a GPU instance of a split GPU, as the driver reports it"};
   MetricFamily server_clients{
       "gpureap_server_clients",
-      "Clients listed on a GPU whose work a server of other processes' GPU work runs (an NVIDIA "
-      "MPS server), per server; gone clients count too"};
+      "Clients listed on a GPU whose work a server of other processes' GPU work runs, per server; "
+      "gone clients count too"};
   MetricFamily per_proc{
       "gpureap_process_memory_bytes",
       "GPU memory the driver lists for one process (only with per_process_metrics = true)"};
@@ -122,7 +122,7 @@ struct GpuFamilies {
              1);
   }
 
-  // A MIG GPU's instances: one info series per compute instance, memory per GPU instance.
+  // A split GPU's instances: one info series per compute instance, memory per GPU instance.
   void instances(const core::Gpu& g, const std::vector<Label>& labels) {
     std::set<unsigned> seen;
     for (const auto& i : g.instances) {
@@ -183,7 +183,7 @@ struct GpuFamilies {
                                          {"user", core::user_label(row)},
                                          {"comm", comm}}),
                            container_labels(container));
-        // On a MIG GPU, the GPU instance it runs in.
+        // On a split GPU, the GPU instance it runs in.
         if (u->gpu_instance_id)
           series.push_back({"gpu_instance", std::to_string(*u->gpu_instance_id)});
         per_proc.add(std::move(series), static_cast<double>(*u->used_bytes));
@@ -200,7 +200,7 @@ struct GpuFamilies {
     for (auto* f : {&info, &total, &used, &reserved, &unattributed, &ghost, &util, &temp, &power,
                     &procs, &users, &containers, &server_clients})
       out.push_back(std::move(*f));
-    // Only on a machine with a MIG GPU.
+    // Only on a machine with a split GPU.
     for (auto* f : {&instance_info, &instance_total, &instance_used})
       if (!f->samples.empty()) out.push_back(std::move(*f));
     if (per_process) out.push_back(std::move(per_proc));

@@ -29,7 +29,7 @@ struct MetricsInput {
   // gpureap_process_memory_bytes: one series per process, so off by default (PIDs churn and
   // every new PID is a new series in Prometheus).
   bool per_process = false;
-  // The daemon's kernel-log follower: every GPU error (Xid) it saw, counted per GPU and code.
+  // The daemon's kernel-log follower: every GPU error it saw, counted per GPU, kind and code.
   // Null: no kernel-log metrics (the log is not followed).
   const std::vector<core::KernelEventCount>* kernel_events = nullptr;
   bool kernel_log_readable = false;

@@ -13,7 +13,7 @@ const core::GpuUse* problem_use_on(const core::ProcessRow& row, unsigned gpu) {
   return nullptr;
 }
 
-// Who keeps a gone PID's memory: its holders, or the server that ran its GPU work (MPS).
+// Who keeps a gone PID's memory: its holders, or the server that ran its GPU work (WorkServer).
 std::set<pid_t> ghost_keepers(const core::Ghost& g) {
   std::set<pid_t> all(g.keepers.begin(), g.keepers.end());
   all.insert(g.listed_keepers.begin(), g.listed_keepers.end());
@@ -101,7 +101,7 @@ void problem_families(const MetricsInput& in, std::vector<MetricFamily>& out) {
                                         {"pod_namespace", o.pod_namespace},
                                         {"pod_name", o.pod_name}})
         labels.push_back(std::move(l));
-      // On a MIG GPU, the GPU instance it runs in.
+      // On a split GPU, the GPU instance it runs in.
       if (u && u->gpu_instance_id)
         labels.push_back({"gpu_instance", std::to_string(*u->gpu_instance_id)});
       f.add(std::move(labels), u && u->used_bytes ? static_cast<double>(*u->used_bytes) : 0);

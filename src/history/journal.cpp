@@ -54,7 +54,7 @@ const char* to_string(JournalEventKind kind) {
       return "signal";
     case JournalEventKind::Reset:
       return "reset";
-    case JournalEventKind::Xid:
+    case JournalEventKind::GpuError:
       return "xid";
   }
   return "";  // no enumerator: no name
@@ -237,12 +237,8 @@ void Journal::record_kernel_events(const std::vector<core::KernelGpuEvent>& even
     kernel_seq_ = std::max(kernel_seq_, k.seq);
     // Only a time that can be this boot's has a place on its timeline.
     if (!k.time || k.stamp == core::KernelStamp::Future) continue;
-    JournalEvent e{*k.time, JournalEventKind::Xid, k.gpu, k.pid.value_or(0)};
-    // The parser's kind as a word of the log ("xid" is written "Xid 79").
-    std::string kind = k.kind;
-    if (!kind.empty())
-      kind[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(kind[0])));
-    e.text = kind + " " + std::to_string(k.code);
+    JournalEvent e{*k.time, JournalEventKind::GpuError, k.gpu, k.pid.value_or(0)};
+    e.text = k.code_text();  // as the vendor's parser writes it
     if (k.name) e.text += " (" + *k.name + ")";
     if (k.process_name) e.command = *k.process_name;
     add_event(std::move(e));

@@ -61,7 +61,7 @@ enum class JournalEventKind {
   MemoryBack,  // a ghost's listing is gone: the driver freed its memory
   Signal,      // a gpureap command announced a signal to pid
   Reset,       // a gpureap command announced a reset of the GPU
-  Xid,         // the driver logged an error (pid: the process it named, 0: none)
+  GpuError,    // a driver logged a GPU error (pid: the process it named, 0: none)
 };
 const char* to_string(JournalEventKind kind);
 
@@ -72,7 +72,7 @@ struct JournalEvent {
   pid_t pid = 0;
   pid_t other = 0;  // Fork: the child
   uint64_t bytes = 0;
-  std::string text;  // Signal: the signal; Xid: "Xid 31 ..." (untrusted parts included)
+  std::string text;  // Signal: the signal; GpuError: "<kind> 31 ..." (untrusted parts included)
   // Signal and Reset: who asked. The user is the daemon's reading of the peer's uid.
   std::optional<uid_t> uid;
   std::string user;

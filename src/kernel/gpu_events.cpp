@@ -15,6 +15,7 @@ std::optional<core::KernelGpuEvent> gpu_event(const KmsgRecord& r,
     if (!parser.parse) continue;
     auto e = parser.parse(r);
     if (!e) continue;
+    e->label = parser.label;
     e->seq = r.seq;
     e->since_boot_usec = r.usec;
     // A clock time only where it can be one: a saved or forged log may carry a stamp so far
@@ -72,7 +73,10 @@ std::vector<core::KernelGpuEvent> KernelLogFollower::poll(std::optional<long lon
     auto& c = counts_[{e.pci_address, e.kind, e.code}];
     c.pci_address = e.pci_address;
     if (e.gpu) c.gpu = e.gpu;
+    c.vendor = e.vendor;
     c.kind = e.kind;
+    for (const auto& p : parsers_)
+      if (p.kind == e.kind) c.metric_alias = p.metric_alias;
     c.code = e.code;
     ++c.events;
     c.last_time = e.time;

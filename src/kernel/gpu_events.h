@@ -27,8 +27,8 @@ struct KernelCode {
 
 // One vendor's reader of its driver's kernel messages.
 struct KernelLogParser {
-  std::string kind;   // the kind of the events it gives ("xid")
-  std::string label;  // the kind as people write it ("Xid")
+  std::string kind;   // the kind of the events it gives: a lower-case name for metrics and JSON
+  std::string label;  // the kind as people write it, before a code: doctor, ps and the journal
   // The event one record (facility 0, from the kernel) reports, or nothing: vendor, kind, code,
   // PCI address and what its catalogue says (name, level, needs_reboot).
   std::function<std::optional<core::KernelGpuEvent>(const KmsgRecord&)> parse;
@@ -36,6 +36,9 @@ struct KernelLogParser {
   std::function<std::optional<KernelCode>(unsigned code)> describe;
   std::string reference;      // where codes the catalogue lacks are documented
   std::string full_messages;  // a command that shows the driver's full messages
+  // The name its counts had in the metrics of an earlier release, "<alias>" for
+  // gpureap_<alias>_events_total{<alias>="<code>"}: kept as an alias for one release (export).
+  std::string metric_alias;
 };
 using KernelLogParsers = std::vector<KernelLogParser>;
 

@@ -26,7 +26,7 @@ bool is_kmsg_device(const struct stat& st) {
 std::string open_problem(const std::string& path, int err) {
   if (err == EPERM || err == EACCES)
     return path + ": " + std::strerror(err) +
-           " (reading the kernel log needs root or CAP_SYSLOG): run as root to see Xid errors; "
+           " (reading the kernel log needs root or CAP_SYSLOG): run as root to see GPU errors; "
            "everything else is shown";
   if (err == ENOENT) return path + ": no such file (pass --kmsg FILE to read a saved log)";
   return path + ": " + std::strerror(err);

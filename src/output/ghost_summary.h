@@ -16,7 +16,7 @@ enum class GhostCase {
   Kept,     // live processes keep the contexts: ending them frees the memory
   Leaked,   // nothing alive holds them: only a GPU reset (or a reboot) frees the memory
   Unknown,  // no holder found, but some processes could not be inspected
-  Served,   // gone clients whose work a live server (an MPS server) still runs
+  Served,   // gone clients whose work a live server (a WorkServer) still runs
 };
 
 struct GhostNotice {

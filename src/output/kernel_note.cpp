@@ -18,8 +18,7 @@ std::optional<std::string> kernel_note(const core::KernelLog& log) {
   if (!last) return std::nullopt;
   std::string where =
       last->gpu ? fmt::format("GPU {}", *last->gpu) : "the GPU at PCI " + last->pci_address;
-  std::string what = fmt::format("{} {}{}", last->kind == "xid" ? "Xid" : last->kind, last->code,
-                                 last->name ? " (" + *last->name + ")" : std::string());
+  std::string what = last->code_text() + (last->name ? " (" + *last->name + ")" : std::string());
   std::string more = critical > 1 ? fmt::format(" (and {} more critical GPU error{})", critical - 1,
                                                 critical == 2 ? "" : "s")
                                   : "";

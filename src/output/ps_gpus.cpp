@@ -50,7 +50,7 @@ std::string used_of_total(const core::Gpu& g) {
 }
 
 // A split GPU's instances, each once per GPU instance's compute instance, as the GPU column
-// and the name column show them: "0/3" and "MIG 1g.18gb (GI 3, CI 0)".
+// and the name column show them: "0/3" and "<kind> 1g.18gb (GI 3, CI 0)".
 std::string instance_name(const core::GpuInstance& i) {
   return text::terminal_safe(core::instance_label(i));
 }
@@ -164,7 +164,7 @@ std::string render_gpu_section(const core::Snapshot& s, const Style& style,
       split += dot + "unattributed " + text::human_bytes(*m.unattributed_bytes);
     t.add_note(2, {split, Color::Dim});
     if (g.processes_error) t.add_note(2, {text::terminal_safe(*g.processes_error), Color::Yellow});
-    // A MIG GPU's instances under it, each with its own memory.
+    // A split GPU's instances under it, each with its own memory.
     for (const auto& i : g.instances) {
       std::vector<Cell> child = {{core::instance_place(g.index, i.gpu_instance_id)},
                                  {text::fit(instance_name(i), name_width, ellipsis)}};
@@ -218,7 +218,7 @@ std::string render_compact(const core::Snapshot& s, const Style& style, const Gp
           who = r.process->details && r.process->details->user
                     ? text::terminal_safe(*r.process->details->user)
                     : "-";
-        // A server of other processes' work and its clients say so: "(4000 MPS server)",
+        // A server of other processes' work and its clients say so: "(4000 <WorkServer::name>)",
         // "(4001 via 4000)".
         std::string role;
         if (u.serves_clients)

@@ -39,7 +39,7 @@ std::vector<std::string> silent_backend_notes(const core::DriverReading& drivers
       out.push_back(text::terminal_safe(b.label()) +
                     ": no PCI ID database (the pci.ids package), so GPUs are named by their "
                     "PCI ids");
-    // What the library lacks for a capability no GPU here uses (MIG on GPUs not in MIG mode).
+    // What the library lacks for a capability no GPU here uses (instances on GPUs not split).
     if (const auto* quiet = b.detail("quiet_notes"))
       for (size_t i = 0; i < quiet->size();) {
         size_t end = std::min(quiet->find('\n', i), quiet->size());

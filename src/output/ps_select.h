@@ -24,7 +24,7 @@ struct PsSelection {
   std::vector<std::string> users;  // names or numeric uids; empty: everyone
   std::vector<pid_t> pids;         // empty: every process
   PsSort sort = PsSort::Pid;
-  // --gpu N/G (GPU N's MIG GPU instance G) or a GPU's or MIG device's UUID, as typed
+  // --gpu N/G (GPU N's GPU instance G) or a GPU's or instance's UUID, as typed
   // (core::parse_gpu_ref): resolved against the snapshot shown, so a daemon resolves them too.
   std::vector<std::string> gpu_places;
 

@@ -35,8 +35,8 @@ std::string state_word(char state);
 // The command to show in a table: output/command_label.h's short label (the program, what it
 // runs, the name it gave itself), or [comm] when argv is empty (kernel thread, zombie).
 std::string command_text(const core::ProcessRow& row);
-// What a row is to a server of other processes' GPU work: "MPS server · 2 clients", "client of
-// 4000"; empty for any other row. command_text starts with it, in brackets.
+// What a row is to a server of other processes' GPU work: "<WorkServer::name> · 2 clients", "client
+// of 4000"; empty for any other row. command_text starts with it, in brackets.
 std::string role_text(const core::ProcessRow& row);
 // The whole command line (the program's name without its directory, every argument), for the
 // CSV, filters and details.

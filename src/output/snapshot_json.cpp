@@ -108,7 +108,7 @@ json memory_json(const core::GpuMemory& m) {
           {"reserved_bytes", opt(m.reserved_bytes)}};
 }
 
-// A split GPU's instances (MIG), each with its place ("0/3": GPU 0, GPU instance 3).
+// A split GPU's instances, each with its place ("0/3": GPU 0, GPU instance 3).
 json instances_json(const core::Gpu& g) {
   json out = json::array();
   for (const auto& i : g.instances) {
@@ -262,7 +262,7 @@ json gpu_to_json(const core::Snapshot& s, const core::Gpu& g) {
           {"memory_utilization_percent", opt(g.memory_utilization_percent)},
           {"temperature_celsius", opt(g.temperature_celsius)},
           {"power_watts", opt(g.power_watts)},
-          {"mig_mode", opt(g.mig_mode)},
+          {"mig_mode", opt(g.split_mode)},
           {"processes_error", opt(g.processes_error)},
           {"error", opt(g.error)},
           {"known_from_kernel", opt(g.known_from_kernel)},

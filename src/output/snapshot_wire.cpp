@@ -154,7 +154,7 @@ json gpu_wire(const core::Gpu& g) {
           {"memory_utilization_percent", opt(g.memory_utilization_percent)},
           {"temperature_celsius", opt(g.temperature_celsius)},
           {"power_watts", opt(g.power_watts, wire_real)},
-          {"mig_mode", opt(g.mig_mode)},
+          {"mig_mode", opt(g.split_mode)},
           {"details", pairs(g.details)},
           {"processes", processes},
           {"processes_error", opt_bytes(g.processes_error)},

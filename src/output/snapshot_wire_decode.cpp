@@ -124,8 +124,8 @@ std::pair<std::string, std::string> pair_of(const json& v, const std::string& pa
 
 core::GpuProcessKind process_kind(const json& v, const std::string& path) {
   const auto name = bytes(v, path);
-  for (auto k :
-       {core::GpuProcessKind::Compute, core::GpuProcessKind::Graphics, core::GpuProcessKind::Mps})
+  for (auto k : {core::GpuProcessKind::Compute, core::GpuProcessKind::Graphics,
+                 core::GpuProcessKind::ServerClient})
     if (name == core::to_string(k)) return k;
   fail(path, "unknown value " + quoted(name));
 }
@@ -218,7 +218,7 @@ core::Gpu gpu_of(const json& v, const std::string& path) {
   g.temperature_celsius =
       optional(o.at("temperature_celsius"), o.path("temperature_celsius"), int_of<unsigned>);
   g.power_watts = optional(o.at("power_watts"), o.path("power_watts"), real);
-  g.mig_mode = optional(o.at("mig_mode"), o.path("mig_mode"), boolean);
+  g.split_mode = optional(o.at("mig_mode"), o.path("mig_mode"), boolean);
   g.details = list(o.at("details"), o.path("details"), pair_of);
   g.processes = list(o.at("processes"), o.path("processes"), driver_process);
   g.processes_error = optional(o.at("processes_error"), o.path("processes_error"), str);

@@ -63,7 +63,7 @@ struct Request {
   bool stopped = false;
   bool tree = false;
   bool group = false;
-  // --gpu N/G or N/G/C (or an instance's UUID), with `gpu` N: only that MIG GPU instance, or
+  // --gpu N/G or N/G/C (or an instance's UUID), with `gpu` N: only that GPU instance, or
   // compute instance (core/gpu_place.h).
   std::optional<core::GpuPlace> instance;
 
@@ -78,7 +78,7 @@ struct Reason {
   std::optional<unsigned> gpu;
   std::optional<pid_t> pid;
   std::optional<core::Anomaly> anomaly;
-  // With `gpu`: the MIG GPU instance it is listed in or holds the files of ("GPU 0/3").
+  // With `gpu`: the GPU instance it is listed in or holds the files of ("GPU 0/3").
   std::optional<unsigned> gpu_instance;
   bool operator==(const Reason&) const = default;
 };

@@ -36,7 +36,7 @@ json gpu_uses(const std::vector<core::GpuUse>& uses) {
   json out = json::array();
   for (const auto& u : uses) {
     json use = {{"index", u.index}, {"used_bytes", opt(u.used_bytes)}};
-    // A MIG GPU instance, as every view names it ("0/3").
+    // A GPU instance, as every view names it ("0/3").
     if (u.gpu_instance_id) use["instance"] = core::instance_place(u.index, *u.gpu_instance_id);
     out.push_back(std::move(use));
   }

@@ -123,7 +123,7 @@ class Selector {
     out_.gone.push_back(std::move(g));
   }
 
-  // A gone client of a server of other processes' work (an MPS server): the server keeps its
+  // A gone client of a server of other processes' work (a WorkServer): the server keeps its
   // context, and ending the server ends every client's work, so it is never chosen; its
   // vendor's own command ends the one client.
   void note_served(const core::Ghost& ghost) {
@@ -200,7 +200,7 @@ class Selector {
     return scope;
   }
 
-  // The MIG GPU instance the driver lists the row in on GPU `index`, if any.
+  // The GPU instance the driver lists the row in on GPU `index`, if any.
   static std::optional<unsigned> listed_instance(const core::ProcessRow& row, unsigned index) {
     for (const auto& u : row.gpus)
       if (u.index == index && u.gpu_instance_id) return u.gpu_instance_id;

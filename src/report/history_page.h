@@ -31,7 +31,7 @@ struct HistoryInput {
   std::vector<FileRelease> releases;
   std::vector<audit::Record> audit;
   // Events of other sources, drawn on every GPU's chart as they are: the hook through which
-  // kernel evidence (Xid errors) joins the page without this module reading the kernel.
+  // kernel evidence (GPU errors) joins the page without this module reading the kernel.
   std::vector<Marker> events;
   // The daemon's incident journal (lanes, who acted, the state now), when it sent one.
   std::optional<Incident> incident;

@@ -193,11 +193,11 @@ LaneMarkKind mark_kind(const std::string& kind, bool& known) {
       {"signal", LaneMarkKind::Signal},
       {"close", LaneMarkKind::Close},
       {"memory-back", LaneMarkKind::MemoryBack},
-      {"xid", LaneMarkKind::Xid},
+      {"xid", LaneMarkKind::GpuError},
       {"reset", LaneMarkKind::Reset}};
   auto it = kinds.find(kind);
   known = it != kinds.end();
-  return known ? it->second : LaneMarkKind::Xid;
+  return known ? it->second : LaneMarkKind::GpuError;
 }
 
 std::string mark_text(const IncidentEvent& e) {

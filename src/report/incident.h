@@ -2,8 +2,8 @@
 // The daemon's incident journal as the report reads it (the `incident` part of a
 // gpureap.history/v1 document, daemon/incident.h): the GPUs' names, a lane per process that
 // held a GPU, the events on them (forks, exits, ghosts, leaks, stops, signals and who sent
-// them, Xids, memory coming back) and the state now with each problem's remedy. Read strictly:
-// a field of the wrong type is an error naming it.
+// them, GPU errors, memory coming back) and the state now with each problem's remedy. Read
+// strictly: a field of the wrong type is an error naming it.
 #include <sys/types.h>
 
 #include <chrono>
@@ -56,12 +56,12 @@ struct IncidentNowGpu {
   uint64_t attributed_bytes = 0, ghost_bytes = 0, leaked_bytes = 0;
   std::vector<pid_t> stopped;
   struct Instance {
-    std::string place, label;  // "0/3", "MIG 3g.40gb" (untrusted)
+    std::string place, label;  // "0/3", "<kind> 3g.40gb" (untrusted)
     std::optional<uint64_t> used_bytes, total_bytes;
-    // "0/3 MIG 3g.40gb", or the place alone.
+    // "0/3 <kind> 3g.40gb", or the place alone.
     std::string words() const { return label.empty() ? place : place + " " + label; }
   };
-  std::vector<Instance> instances;  // of a split GPU (MIG)
+  std::vector<Instance> instances;  // of a split GPU
 };
 
 struct IncidentNow {

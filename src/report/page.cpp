@@ -13,7 +13,7 @@ const char* to_string(MarkerKind kind) {
       return "kill";
     case MarkerKind::Release:
       return "release";
-    case MarkerKind::Xid:
+    case MarkerKind::GpuError:
       return "xid";
     case MarkerKind::JobEnd:
       return "job-end";
@@ -57,7 +57,7 @@ const char* to_string(LaneMarkKind kind) {
       return "close";
     case LaneMarkKind::MemoryBack:
       return "memory-back";
-    case LaneMarkKind::Xid:
+    case LaneMarkKind::GpuError:
       return "xid";
     case LaneMarkKind::Reset:
       return "reset";

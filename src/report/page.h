@@ -30,7 +30,7 @@ enum class MarkerKind {
   PolicyAction,  // a policy's decision or a notify
   Kill,          // a policy ended processes
   Release,       // the kernel reported the final close of a GPU file: the driver freed it
-  Xid,           // a driver error reported by the kernel (filled by kernel evidence)
+  GpuError,      // a driver error reported by the kernel (filled by kernel evidence)
   JobEnd,        // `run`: the command exited
   Teardown,      // `run`: the job's last leftover is gone
 };
@@ -63,7 +63,7 @@ enum class LaneMarkKind {
   Signal,
   Close,
   MemoryBack,
-  Xid,
+  GpuError,
   Reset
 };
 const char* to_string(LaneMarkKind kind);
@@ -84,15 +84,15 @@ struct Lane {
 };
 struct Timeline {
   std::vector<Lane> lanes;
-  std::vector<LaneMark> gpu_marks;  // not one process's: a reset, an Xid naming none
+  std::vector<LaneMark> gpu_marks;  // not one process's: a reset, a GPU error naming none
   size_t lanes_left_out = 0;        // beyond the page's bound
 };
 
 struct GpuChart {
   unsigned gpu = 0;
   std::string title;  // "GPU 0", with its UUID or name when known (untrusted)
-  // A GPU split into instances (MIG), as the daemon's incident says it is now: "Split into
-  // instances now: 0/3 MIG 3g.40gb, ...". Empty for a whole GPU. Untrusted labels.
+  // A GPU split into instances, as the daemon's incident says it is now: "Split into
+  // instances now: 0/3 <kind> 3g.40gb, ...". Empty for a whole GPU. Untrusted labels.
   std::string split;
   std::optional<uint64_t> total_bytes;
   std::vector<TimePoint> times;  // the samples, oldest first
@@ -130,7 +130,7 @@ struct NowGpu {
   std::string heading;  // "GPU 0 · <its name>" (untrusted name)
   std::string state;    // attributed, ghost, leaked, unattributed, idle
   std::string detail;   // "12.0 GiB used of 80.0 GiB: 8.0 GiB ghost (1 keeper)"
-  // A split GPU's instances, each "0/3 MIG 3g.40gb: 8.0 GiB used of 40.0 GiB" (untrusted label).
+  // A split GPU's instances, each "0/3 <kind> 3g.40gb: 8.0 GiB used of 40.0 GiB" (untrusted label).
   std::vector<std::string> instances;
 };
 struct NowProblem {

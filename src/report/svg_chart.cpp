@@ -260,7 +260,7 @@ std::string marker_colour(MarkerKind kind) {
       return "#0072B2";
     case MarkerKind::Release:
       return "#009E73";
-    case MarkerKind::Xid:
+    case MarkerKind::GpuError:
       return "#CC79A7";
     case MarkerKind::JobEnd:
       return "#E69F00";

@@ -80,7 +80,7 @@ std::string glyph(LaneMarkKind k, double x, double y) {
       return path("M" + n1(x - 6) + " " + n1(y + 6) + " L" + n1(x + 6) + " " + n1(y + 6) + " L" +
                       X + " " + n1(y - 6) + " Z",
                   "#009E73", "#ffffff");
-    case LaneMarkKind::Xid:
+    case LaneMarkKind::GpuError:
       return "<circle cx=\"" + X + "\" cy=\"" + Y + "\" r=\"6\" fill=\"#CC79A7\"/>";
     case LaneMarkKind::Reset:
       return "<rect x=\"" + n1(x - 6) + "\" y=\"" + n1(y - 6) +

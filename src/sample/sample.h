@@ -41,8 +41,9 @@ struct Sample {
   std::vector<TimedSnapshot> earlier;
   std::shared_ptr<const procfs::IpcResidue> ipc_residue;  // as of the latest check; may be null
   std::shared_ptr<const core::KernelLog> kernel_log;      // null: the daemon follows none
-  // The tail of the log of the daemon that starts the servers of other processes' work (MPS),
-  // read only while the kernel log names a fault of a live server (doctor's evidence).
+  // The tail of the log of the daemon that starts the servers of other processes' work
+  // (WorkServer), read only while the kernel log names a fault of a live server (doctor's
+  // evidence).
   std::vector<std::string> work_server_log;
 
   // The newest snapshot taken at least `age` before this sample (this one for zero); null when

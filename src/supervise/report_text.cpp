@@ -57,7 +57,7 @@ std::string gpu_line(const RunReport& r) {
     if (g.samples == 0) return "GPU memory not sampled: the GPU backend never answered";
     // The common case on a machine without that vendor's GPUs: one short line, details in --report.
     if (g.error_code == "library-not-found")
-      return "GPU memory not sampled: NVML is not installed (no NVIDIA driver)";
+      return "GPU memory not sampled: no GPU driver is installed (its library was not found)";
     return "GPU memory not sampled: " + text::terminal_safe(g.error.value_or("no GPU backend"));
   }
   if (g.peaks.empty())

@@ -64,7 +64,7 @@ void TopModel::relayout() {
   size_t instances = 0;
   if (snapshot_)
     for (const auto& g : snapshot_->drivers.gpus) instances += core::gpu_instance_ids(g).size();
-  // MIG instances under their GPUs when every line fits; else the GPUs' lines alone.
+  // GPU instances under their split GPUs when every line fits; else the GPUs' lines alone.
   layout_ = layout_screen(layout_.width, layout_.height, gpus + instances, detail_);
   instance_lines_ = instances > 0 && !layout_.more_gpus;
   if (instances > 0 && !instance_lines_)

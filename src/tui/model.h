@@ -146,7 +146,7 @@ class TopModel {
   void compose_title(Frame& f) const;
   void compose_gpus(Frame& f) const;
   Line gpu_line(const core::Gpu& gpu) const;
-  // A MIG GPU's GPU instance under its GPU's line: its place (0/3), profile and memory.
+  // A split GPU's GPU instance under its GPU's line: its place (0/3), profile and memory.
   Line instance_line(const core::Gpu& gpu, unsigned gpu_instance) const;
   void compose_host(Frame& f) const;
   void compose_status(Frame& f) const;
@@ -167,7 +167,7 @@ class TopModel {
   std::vector<ViewRow> view_;
   ViewOptions options_;
   ScreenLayout layout_;
-  // The header has a line for each MIG GPU instance under its GPU's (when they all fit).
+  // The header has a line for each GPU instance of a split GPU under its GPU's (when they all fit).
   bool instance_lines_ = false;
   std::vector<ColumnSpec> columns_;
   procfs::HostStats host_;

@@ -30,7 +30,7 @@ struct TopRow {
   std::string user;  // "-" when unknown
   std::optional<uid_t> uid;
   std::vector<unsigned> gpus;
-  // Parallel to `gpus`: the MIG GPU instance it is in there (core::row_instance), if any.
+  // Parallel to `gpus`: the GPU instance it is in there (core::row_instance), if any.
   std::vector<std::optional<unsigned>> gpu_instances;
   // The GPUs it is on by the one scope rule (core::gpus_of), which the `g` filter follows as
   // `ps --gpu` and `kill --gpu` do: a ghost's keeper is on the ghost's GPU though it is listed
@@ -55,7 +55,7 @@ struct TopRow {
   bool actionable = true;  // the viewer may signal it (root, or its owner)
 
   std::string state_text() const;   // running, sleeping, ..., gone
-  std::string gpu_text() const;     // "0,1", "0/3" (MIG GPU instance 3 of GPU 0) or "-"
+  std::string gpu_text() const;     // "0,1", "0/3" (GPU instance 3 of GPU 0) or "-"
   std::string memory_text() const;  // "8.0 GiB", "n/a", "-"
   std::string sm_text() const;      // "55" or "-"
   std::string age_text() const;     // "2h13m" or "-"

@@ -198,8 +198,13 @@ TEST(KernelEvidence, TheDaemonFollowsAGrowingLogAndCountsEachXidOnce) {
   DaemonProcess d({"--config", dir.file("config.toml"), "--dev-root", dev.path(), "--kmsg", kmsg},
                   nvml.env());
   ASSERT_GT(d.port(), 0) << d.log();
-  const std::string xid31 =
-      "gpureap_xid_events_total{gpu=\"0\",uuid=\"GPU-0000\",pci_bus_id=\"0000:17:00\",xid=\"31\"}";
+  auto series = [](const char* code) {
+    return std::string(
+               "gpureap_gpu_kernel_events_total{gpu=\"0\",uuid=\"GPU-0000\",pci_bus_id="
+               "\"0000:17:00\",vendor=\"nvidia\",kind=\"xid\",code=\"") +
+           code + "\"}";
+  };
+  const std::string xid31 = series("31");
   ASSERT_TRUE(wait_until([&] { return d.metric(xid31) == 1; })) << d.get("/metrics").body;
   EXPECT_EQ(d.metric("gpureap_kernel_log_readable "), 1);
   // Several samples later, nothing was counted twice.
@@ -209,11 +214,14 @@ TEST(KernelEvidence, TheDaemonFollowsAGrowingLogAndCountsEachXidOnce) {
       << kmsg_record(4, 4'000'000,
                      "NVRM: Xid (PCI:0000:17:00): 79, pid='<unknown>', GPU has fallen "
                      "off the bus.");
-  const std::string xid79 =
-      "gpureap_xid_events_total{gpu=\"0\",uuid=\"GPU-0000\",pci_bus_id=\"0000:17:00\",xid=\"79\"}";
+  const std::string xid79 = series("79");
   ASSERT_TRUE(wait_until([&] { return d.metric(xid79) == 1; })) << d.get("/metrics").body;
   EXPECT_EQ(d.metric(xid31), 2);
-  EXPECT_TRUE(d.metric("gpureap_xid_last_event_timestamp_seconds{gpu=\"0\"").has_value());
+  EXPECT_TRUE(d.metric("gpureap_gpu_kernel_last_event_timestamp_seconds{gpu=\"0\"").has_value());
+  // The names of 0.1 stay for one release (docs/config.md).
+  EXPECT_EQ(d.metric("gpureap_xid_events_total{gpu=\"0\",uuid=\"GPU-0000\",pci_bus_id=\"0000:"
+                     "17:00\",xid=\"31\"}"),
+            2);
   // doctor's findings in the daemon have it too (alert rules on finding "gpu-xid" see it).
   auto findings = json::parse(d.get("/api/v1/findings").body, nullptr, false);
   ASSERT_FALSE(findings.is_discarded());

@@ -6,6 +6,8 @@
 
 #include <string>
 
+#include "acme_kernel_log.h"
+
 namespace gpureap::testing {
 namespace {
 
@@ -77,9 +79,12 @@ void AcmeBackend::scan_finished() {
 }
 
 backend::BackendEntry acme_entry(unsigned render_minor, std::vector<AcmeListing> listings) {
-  return {"acme", "acme", false, [render_minor, listings](const backend::BackendSettings&) {
-            return std::make_unique<AcmeBackend>(render_minor, listings);
-          }};
+  backend::BackendEntry e{"acme", "acme", false,
+                          [render_minor, listings](const backend::BackendSettings&) {
+                            return std::make_unique<AcmeBackend>(render_minor, listings);
+                          }};
+  e.kernel_log = acme_kernel_log();
+  return e;
 }
 
 }  // namespace gpureap::testing

@@ -2,7 +2,8 @@
 // A second, non-NVIDIA backend, as a vendor's folder under src/backend would be: it reports one
 // "acme" GPU reached through a DRM render node, takes part in the holder scan through the
 // per-fd hook (reading each holder's fdinfo, as a DRM backend does), and lists the processes
-// its driver would. It proves that adding a vendor is this folder and one registry entry.
+// its driver would; its kernel log has error codes of its own (acme_kernel_log). It proves that
+// adding a vendor is this folder and one registry entry.
 #include <sys/types.h>
 
 #include <cstdint>
@@ -43,7 +44,7 @@ class AcmeBackend final : public backend::GpuBackend, public procfs::FdObserver 
   size_t fdinfo_read_ = 0, fdinfo_scanned_ = 0;         // fdinfo files that said "pos:"
 };
 
-// The registry entry: one line beside the built-in backends.
+// The registry entry, with its kernel-log parser: one line beside the built-in backends.
 backend::BackendEntry acme_entry(unsigned render_minor, std::vector<AcmeListing> listings);
 
 }  // namespace gpureap::testing

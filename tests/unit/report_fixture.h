@@ -72,7 +72,8 @@ inline report::HistoryInput report_input() {
   kill.memory = {{0, 8 * kGiB}};
   kill.released_bytes = 8 * kGiB;
   in.audit.push_back(kill);
-  in.events.push_back({at_s(7), report::MarkerKind::Xid, "Xid 79: GPU has fallen off the bus"});
+  in.events.push_back(
+      {at_s(7), report::MarkerKind::GpuError, "Xid 79: GPU has fallen off the bus"});
   return in;
 }
 

@@ -280,9 +280,9 @@ TEST(AlertEvaluator, FindingsBySeverityAndGpu) {
 // makes doctor's gpu-xid finding critical on that GPU; an application's Xid 31 stays a warning.
 TEST(AlertEvaluator, ACriticalXidFiresTheGpuXidRuleOfItsGpuOnly) {
   Rule r;
-  r.name = "GpuXid";
+  r.name = "GpuKernelError";
   r.condition = Condition::Finding;
-  r.finding_code = doctor::FindingCode::GpuXid;
+  r.finding_code = doctor::FindingCode::GpuKernelError;
   r.finding_severity = doctor::Severity::Critical;
   Evaluator e = with({r});
   auto gpus = std::vector<core::Gpu>{gpu_used(0, 0), gpu_used(1, 0)};

@@ -56,7 +56,7 @@ TEST_F(nvmlCalls, NoMigHandleIsAskedForOutsideMigMode) {
   write_scenario({{"gpus", {gpu}}});
   const auto report = collect();
   ASSERT_TRUE(report.available) << report.error.value_or("");
-  EXPECT_EQ(report.gpus.at(0).mig_mode, false);
+  EXPECT_EQ(report.gpus.at(0).split_mode, false);
   EXPECT_GE(calls("nvmlDeviceGetMigMode"), 1u) << "the mode itself is asked";
   EXPECT_EQ(calls("nvmlDeviceGetMaxMigDeviceCount"), 0u);
   EXPECT_EQ(calls("nvmlDeviceGetMigDeviceHandleByIndex"), 0u);
@@ -99,7 +99,7 @@ TEST_F(nvmlCalls, TheMpsListIsReadWhereTheServerIsListed) {
   const auto gpu = collect().gpus.at(0);
   EXPECT_GE(calls("nvmlDeviceGetMPSComputeRunningProcesses"), 1u);
   ASSERT_NE(find_process(gpu, client), nullptr);
-  EXPECT_EQ(find_process(gpu, client)->kind, GpuProcessKind::Mps);
+  EXPECT_EQ(find_process(gpu, client)->kind, GpuProcessKind::ServerClient);
 }
 
 TEST_F(nvmlCalls, TheMpsListIsReadWhenAListedProcessHasNoName) {

@@ -85,7 +85,7 @@ TEST_F(nvmlFakeLibrary, HealthyMultiGpu) {
   EXPECT_EQ(gpu0.temperature_celsius, 61u);
   ASSERT_TRUE(gpu0.power_watts.has_value());
   EXPECT_DOUBLE_EQ(*gpu0.power_watts, 512.5);
-  EXPECT_EQ(gpu0.mig_mode, false);
+  EXPECT_EQ(gpu0.split_mode, false);
   EXPECT_FALSE(gpu0.processes_error.has_value()) << *gpu0.processes_error;
   ASSERT_EQ(gpu0.processes.size(), 2u);
   EXPECT_EQ(gpu0.processes[0].pid, self);
@@ -106,12 +106,12 @@ TEST_F(nvmlFakeLibrary, HealthyMultiGpu) {
   EXPECT_EQ(gpu1.minor, 1u);
   EXPECT_FALSE(gpu1.temperature_celsius.has_value()) << "not in the scenario: NOT_SUPPORTED";
   EXPECT_FALSE(gpu1.power_watts.has_value());
-  EXPECT_FALSE(gpu1.mig_mode.has_value());
+  EXPECT_FALSE(gpu1.split_mode.has_value());
   EXPECT_FALSE(gpu1.utilization_percent.has_value());
   EXPECT_EQ(gpu1.memory.used_bytes, 300 * kMiB) << "unknown process memory adds nothing";
   ASSERT_EQ(gpu1.processes.size(), 1u);
   EXPECT_EQ(gpu1.processes[0].pid, 3000001);
-  EXPECT_EQ(gpu1.processes[0].kind, GpuProcessKind::Mps);
+  EXPECT_EQ(gpu1.processes[0].kind, GpuProcessKind::ServerClient);
   EXPECT_FALSE(gpu1.processes[0].used_bytes.has_value()) << "not available is unknown";
   EXPECT_FALSE(gpu1.processes[0].name.has_value());
 }
@@ -146,7 +146,7 @@ TEST_F(nvmlFakeLibrary, ThirtyTwoByteV3Layout) {
                   {"gpus", {{{"mig_mode", true}, {"processes", three_mig_processes()}}}}});
   const core::BackendReport report = collect();
   ASSERT_TRUE(report.available) << report.error.value_or("");
-  EXPECT_EQ(report.gpus[0].mig_mode, true);
+  EXPECT_EQ(report.gpus[0].split_mode, true);
   expect_three_mig_processes(report.gpus[0]);
   // The probed layout is the backend's own fact about this GPU.
   using Detail = std::pair<std::string, std::string>;
@@ -365,7 +365,8 @@ TEST_F(nvmlFakeLibrary, APidInSeveralListsIsCountedOnce) {
   const core::Gpu gpu = collect().gpus.at(0);
   ASSERT_EQ(gpu.processes.size(), 2u);
   EXPECT_EQ(gpu.processes[0].kind, GpuProcessKind::Compute);
-  EXPECT_EQ(gpu.processes[1].kind, GpuProcessKind::Mps) << "the MPS list marks its clients";
+  EXPECT_EQ(gpu.processes[1].kind, GpuProcessKind::ServerClient)
+      << "the MPS list marks its clients";
   EXPECT_EQ(gpu.memory.used_bytes, 2 * kGiB);
 }
 

@@ -49,7 +49,7 @@ TEST_F(nvmlFakeMig, InstancesAreReadInSlotOrderWithTheirMemory) {
   ASSERT_TRUE(report.available) << report.error.value_or("");
   ASSERT_EQ(report.gpus.size(), 1u);
   const core::Gpu& gpu = report.gpus[0];
-  EXPECT_EQ(gpu.mig_mode, true);
+  EXPECT_EQ(gpu.split_mode, true);
   ASSERT_EQ(gpu.instances.size(), 2u);
   EXPECT_EQ(gpu.instances[0].gpu_instance_id, 3u);
   EXPECT_EQ(gpu.instances[0].compute_instance_id, 0u);
@@ -75,7 +75,7 @@ TEST_F(nvmlFakeMig, AGpuOutOfMigModeHasNoInstances) {
   write_scenario({{"gpus", {gpu}}});
   const auto report = collect();
   ASSERT_EQ(report.gpus.size(), 1u);
-  EXPECT_EQ(report.gpus[0].mig_mode, false);
+  EXPECT_EQ(report.gpus[0].split_mode, false);
   EXPECT_TRUE(report.gpus[0].instances.empty());
 }
 

@@ -175,13 +175,13 @@ TEST(nvmlProcessRecords, OneImplausibleRecordRejectsTheWholeList) {
 
 TEST(nvmlProcessRecords, V1RecordsHaveNoInstanceIds) {
   const auto buffer = driver_buffer({{11, kGiB, 0, 0}, {12, 2 * kGiB, 0, 0}}, 16);
-  auto decoded = decode_process_records(buffer, 2, 1, limits(), GpuProcessKind::Mps);
+  auto decoded = decode_process_records(buffer, 2, 1, limits(), GpuProcessKind::ServerClient);
   ASSERT_TRUE(decoded.ok());
   EXPECT_EQ(decoded->stride, 16u);
   EXPECT_EQ(decoded->processes[1].pid, 12);
   EXPECT_EQ(decoded->processes[1].used_bytes, 2 * kGiB);
   EXPECT_EQ(decoded->processes[1].gpu_instance_id, std::nullopt);
-  EXPECT_EQ(decoded->processes[1].kind, GpuProcessKind::Mps);
+  EXPECT_EQ(decoded->processes[1].kind, GpuProcessKind::ServerClient);
 }
 
 TEST(nvmlProcessRecords, V2AcceptsOnly24Bytes) {
@@ -223,14 +223,14 @@ TEST(nvmlProcessRecords, APidInSeveralListsIsCountedOnce) {
   merge_process(merged, entry(11, GpuProcessKind::Compute, std::nullopt));
   merge_process(merged, entry(10, GpuProcessKind::Graphics, kGiB));
   merge_process(merged, entry(11, GpuProcessKind::Graphics, 2 * kGiB));
-  merge_process(merged, entry(12, GpuProcessKind::Mps, std::nullopt));
+  merge_process(merged, entry(12, GpuProcessKind::ServerClient, std::nullopt));
   merge_process(merged, entry(12, GpuProcessKind::Compute, std::nullopt));
   ASSERT_EQ(merged.size(), 3u);
   EXPECT_EQ(merged[0].kind, GpuProcessKind::Compute) << "equal memory keeps the first kind";
   EXPECT_EQ(merged[0].used_bytes, kGiB);
   EXPECT_EQ(merged[1].kind, GpuProcessKind::Graphics) << "known memory beats unknown";
   EXPECT_EQ(merged[1].used_bytes, 2 * kGiB);
-  EXPECT_EQ(merged[2].kind, GpuProcessKind::Mps);
+  EXPECT_EQ(merged[2].kind, GpuProcessKind::ServerClient);
 }
 
 TEST(nvmlProcessRecords, APidInTheMpsListIsAnMpsClientWhateverElseListsIt) {
@@ -238,13 +238,14 @@ TEST(nvmlProcessRecords, APidInTheMpsListIsAnMpsClientWhateverElseListsIt) {
   merge_process(merged, entry(20, GpuProcessKind::Compute, kGiB));
   merge_process(merged, entry(21, GpuProcessKind::Compute, std::nullopt));
   merge_process(merged, entry(22, GpuProcessKind::Compute, kGiB));
-  merge_process(merged, entry(20, GpuProcessKind::Mps, kGiB));
-  merge_process(merged, entry(21, GpuProcessKind::Mps, 2 * kGiB));
+  merge_process(merged, entry(20, GpuProcessKind::ServerClient, kGiB));
+  merge_process(merged, entry(21, GpuProcessKind::ServerClient, 2 * kGiB));
   merge_process(merged, entry(22, GpuProcessKind::Graphics, kGiB));
   ASSERT_EQ(merged.size(), 3u);
-  EXPECT_EQ(merged[0].kind, GpuProcessKind::Mps) << "compute and MPS (M+C) is an MPS client";
+  EXPECT_EQ(merged[0].kind, GpuProcessKind::ServerClient)
+      << "compute and MPS (M+C) is an MPS client";
   EXPECT_EQ(merged[0].used_bytes, kGiB);
-  EXPECT_EQ(merged[1].kind, GpuProcessKind::Mps);
+  EXPECT_EQ(merged[1].kind, GpuProcessKind::ServerClient);
   EXPECT_EQ(merged[1].used_bytes, 2 * kGiB);
   EXPECT_EQ(merged[2].kind, GpuProcessKind::Compute) << "no MPS list: the first kind stays";
 }

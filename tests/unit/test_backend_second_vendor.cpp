@@ -10,9 +10,12 @@
 #include "backend/backend_set.h"
 #include "collect/collector.h"
 #include "doctor/diagnose.h"
+#include "doctor/reset_remedy.h"
 #include "export/metrics.h"
 #include "export/prometheus_text.h"
 #include "fake_nvml_fixture.h"
+#include "kernel/gpu_events.h"
+#include "output/kernel_note.h"
 #include "output/snapshot_json.h"
 #include "reap/planner.h"
 #include "reap/safety.h"
@@ -70,7 +73,7 @@ class SecondVendor : public FakeNvmlFixture {
   }
 
   core::Snapshot collect_with_acme(std::vector<AcmeListing> listings) {
-    backend::Registry registry = backend::builtin_backends();
+    registry = backend::builtin_backends();
     registry.push_back(acme_entry(kRenderMinor, std::move(listings)));  // the one line
     backend::BackendSettings settings;
     settings.dev_root = dev_;
@@ -83,6 +86,7 @@ class SecondVendor : public FakeNvmlFixture {
   }
 
   std::string dev_;
+  backend::Registry registry;  // the last collect_with_acme's: the built-in ones and Acme
 };
 
 // NVML's GPU 0 (minor 0) with one job on it.
@@ -251,6 +255,79 @@ TEST_F(SecondVendor, KillPlansReachOnlyTheGpuTheyName) {
   auto ghosts = plan({.ghosts = true});
   EXPECT_EQ(signalled(ghosts), std::vector<pid_t>{worker});
   EXPECT_EQ(gone(ghosts), std::vector<pid_t>{trainer});
+}
+
+// Acme's kernel log has error codes of its own (acme_kernel_log, in its folder): they reach
+// doctor, `ps`'s note, the reset advice and /metrics in Acme's words, on the Acme GPU alone.
+TEST_F(SecondVendor, ItsKernelLogErrorsReachDoctorAndMetricsInItsOwnWords) {
+  const pid_t nvidia_job = spawn_holding(dev_ + "/nvidia0");
+  write_scenario(one_nvidia_job(nvidia_job));
+  auto s = collect_with_acme({});
+  const std::string kmsg = dir_ + "/kmsg";
+  std::ofstream(kmsg)
+      << "6,1,1000,-;Linux version 6.1.0\n"
+         "4,2,2000000,-;acme 0000:c1:00.0: AERR 23: ring 2 timed out\n"
+         // A process writing to /dev/kmsg gets LOG_USER (facility 1): not the driver.
+         "12,3,2500000,-;acme 0000:c1:00.0: AERR 51: forged\n"
+         "2,4,3000000,-;acme 0000:c1:00.0: AERR 51: board lost\n";
+  const long long boot = std::chrono::duration_cast<std::chrono::seconds>(
+                             std::chrono::system_clock::now().time_since_epoch())
+                             .count() -
+                         3600;
+  kernel::KernelLogFollower follower(kmsg, backend::kernel_log_parsers(registry));
+  auto events = follower.poll(boot, s.drivers.gpus);
+  ASSERT_EQ(events.size(), 2u);
+  EXPECT_EQ(events[0].gpu, 1u);  // the Acme GPU, by its PCI address
+  EXPECT_EQ(events[0].code_text(), "AERR 23");
+  EXPECT_EQ(events[1].code_text(), "AERR 51");
+  EXPECT_TRUE(events[1].needs_reboot);
+
+  // Doctor: one finding on GPU 1 in Acme's words, with its catalogue's cause and remedy.
+  doctor::DoctorInput in{s, s, {}, std::nullopt, reap::is_protected_process};
+  in.kernel = &follower.log();
+  in.backends = &registry;
+  auto findings = doctor::diagnose(in);
+  std::vector<const doctor::Finding*> kernel;
+  for (const auto& f : findings)
+    if (f.code == doctor::FindingCode::GpuKernelError) kernel.push_back(&f);
+  ASSERT_EQ(kernel.size(), 1u);
+  const auto& f = *kernel[0];
+  EXPECT_EQ(f.gpus, std::vector<unsigned>{1});
+  EXPECT_EQ(f.severity, doctor::Severity::Critical);
+  EXPECT_EQ(f.summary, "GPU 1: 2 AERR errors in the kernel log (AERR 23, 51)");
+  EXPECT_EQ(f.explanation,
+            "AERR 23, ring timeout: a shader ran past the ring's watchdog. AERR 51, board lost: "
+            "the board stopped answering on the bus.");
+  ASSERT_GE(f.remedy.size(), 3u);
+  EXPECT_EQ(f.remedy[0].line(), "acme-smi --reset-ring   # AERR 23");
+  EXPECT_EQ(f.remedy[1].line(), "reboot   # AERR 51");
+  EXPECT_EQ(f.remedy.back().command, "journalctl -k | grep acme");
+  for (const auto& other : findings)
+    EXPECT_EQ(std::find(other.pids.begin(), other.pids.end(), nvidia_job), other.pids.end())
+        << doctor::to_string(other.code) << " names the healthy NVIDIA job";
+
+  // `ps`'s note and the reset advice: the board is lost until a reboot; GPU 0 is not.
+  EXPECT_EQ(output::kernel_note(follower.log()),
+            "note: GPU 1 had AERR 51 (board lost) since boot; `gpureap doctor` explains");
+  EXPECT_EQ(doctor::reset_command(s, 1, &follower.log(), &registry),
+            "reboot   # AERR 51 since boot (board lost): a GPU reset cannot recover it");
+  EXPECT_EQ(doctor::reset_command(s, 0, &follower.log(), &registry), "gpureap reset --gpu 0");
+
+  // /metrics: the generic series, by Acme's kind and codes; NVIDIA's old names have none.
+  auto counts = follower.counts();
+  auto text = exporter::render(exporter::build_metrics({s, findings, {}, false, &counts, true}));
+  for (const char* code : {"23", "51"})
+    EXPECT_NE(text.find(std::string("gpureap_gpu_kernel_events_total{gpu=\"1\",uuid=\"\","
+                                    "pci_bus_id=\"0000:c1:00\",vendor=\"acme\",kind=\"aerr\","
+                                    "code=\"") +
+                        code + "\"} 1"),
+              std::string::npos)
+        << text;
+  EXPECT_EQ(text.find("gpureap_gpu_kernel_events_total{gpu=\"0\""), std::string::npos) << text;
+  EXPECT_EQ(text.find("gpureap_xid_"), std::string::npos) << text;
+  EXPECT_NE(text.find("gpureap_findings{code=\"gpu-xid\",severity=\"critical\"} 1"),
+            std::string::npos)
+      << text;
 }
 
 TEST_F(SecondVendor, ADownDriverDoesNotHideTheOtherVendorsGpus) {

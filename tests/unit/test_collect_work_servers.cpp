@@ -30,7 +30,7 @@ core::HostProcess running(core::HostProcess p, const std::string& exe) {
 
 core::DriverProcess client(pid_t pid, uint64_t bytes) {
   auto d = listed(pid, bytes);
-  d.kind = core::GpuProcessKind::Mps;
+  d.kind = core::GpuProcessKind::ServerClient;
   return d;
 }
 
@@ -219,6 +219,7 @@ core::KernelLog server_xid_log() {
   core::KernelGpuEvent e;
   e.vendor = "nvidia";
   e.kind = "xid";
+  e.label = "Xid";  // as its parser names it
   e.code = 31;
   e.gpu = 0;
   e.pid = kServer;
@@ -241,7 +242,7 @@ TEST(WorkServers, AnXidOfAServerWithNoClientsCountsNone) {
   const doctor::Finding* xid = nullptr;
   auto found = doctor::diagnose(in);
   for (const auto& f : found)
-    if (f.code == doctor::FindingCode::GpuXid) xid = &f;
+    if (f.code == doctor::FindingCode::GpuKernelError) xid = &f;
   ASSERT_NE(xid, nullptr);
   bool said = false;
   for (const auto& line : xid->evidence) {
@@ -264,7 +265,7 @@ TEST(WorkServers, AnXidOfTheServerSaysItsClientsWorkFailsWithTheLogAsEvidence) {
   auto found = doctor::diagnose(in);
   const doctor::Finding* xid = nullptr;
   for (const auto& f : found)
-    if (f.code == doctor::FindingCode::GpuXid) xid = &f;
+    if (f.code == doctor::FindingCode::GpuKernelError) xid = &f;
   ASSERT_NE(xid, nullptr);
   EXPECT_EQ(xid->summary,
             "MPS server PID 51 on GPU 0 hit Xid 31: its clients' work fails until it restarts");
@@ -302,7 +303,7 @@ TEST(WorkServers, AnXidOfTheServerSaysItsClientsWorkFailsWithTheLogAsEvidence) {
   s.proc.boot_time = 1'700'000'000 - 300;
   doctor::DoctorInput later{s, s, {}, std::nullopt, nullptr, {}, &log};
   for (const auto& f : doctor::diagnose(later)) {
-    if (f.code == doctor::FindingCode::GpuXid) {
+    if (f.code == doctor::FindingCode::GpuKernelError) {
       EXPECT_EQ(f.summary.find("MPS server"), std::string::npos) << f.summary;
     }
   }

@@ -53,7 +53,7 @@ core::Snapshot mig_scene() {
   auto g = gpu(0, 0, 18 * GiB,
                {on_instance(4242, 8 * GiB, 3), on_instance(5252, 4 * GiB, 5),
                 on_instance(6000, 6 * GiB, 5)});
-  g.mig_mode = true;
+  g.split_mode = true;
   g.instances = {mig_instance(3, 30, 31, "MIG-3"), mig_instance(5, 50, 51, "MIG-5")};
   auto keeper3 = holder(4250, 1, 4242);
   keeper3.devices.push_back(cap_hold(30, 7));
@@ -149,7 +149,7 @@ core::Snapshot compute_instance_scene() {
   };
   auto g = gpu(0, 0, 9 * GiB,
                {on_ci(7000, 3 * GiB, 0), on_ci(7100, 4 * GiB, 1), on_ci(7200, 2 * GiB, 1)});
-  g.mig_mode = true;
+  g.split_mode = true;
   auto ci0 = mig_instance(7, 70, 71, "MIG-7-0");
   auto ci1 = mig_instance(7, 70, 72, "MIG-7-1");
   ci1.compute_instance_id = 1;
@@ -261,12 +261,12 @@ TEST(MigDoctor, AGpuInstanceKeepsOnlyFindingsAboutItsProcesses) {
 TEST(MigResetGuard, AResetSaysItEndsEveryInstancesWorkAndWhose) {
   auto s = mig_scene();
   s.drivers.gpus[0].instances[0].profile = "3g.40gb";
-  EXPECT_EQ(doctor::mig_reset_lines(s, 0),
+  EXPECT_EQ(doctor::split_reset_lines(s, 0),
             (std::vector<std::string>{
                 "GPU 0 is split into MIG instances: a reset ends the work on every instance:",
                 "  0/3 (MIG 3g.40gb): root's PID 4250 (p4250)",
                 "  0/5 (MIG 1g.10gb): root's PID 5260 (p5260), root's PID 6000 (p6000)"}));
-  EXPECT_EQ(doctor::mig_reset_note(s, 0),
+  EXPECT_EQ(doctor::split_reset_note(s, 0),
             "GPU 0 is split into MIG instances: a reset ends the work on every instance: 0/3 (MIG "
             "3g.40gb: "
             "root's PID 4250 (p4250)), 0/5 (MIG 1g.10gb: root's PID 5260 (p5260), root's PID 6000 "
@@ -283,8 +283,8 @@ TEST(MigResetGuard, AResetSaysItEndsEveryInstancesWorkAndWhose) {
           "  end them first: gpureap kill 4250 5260 6000"}));
   // Not split: none of it.
   auto plain = make_snapshot({proc(1, 0, 1)}, {gpu(0, 0, 0, {})});
-  EXPECT_TRUE(doctor::mig_reset_lines(plain, 0).empty());
-  EXPECT_FALSE(doctor::mig_reset_note(plain, 0));
+  EXPECT_TRUE(doctor::split_reset_lines(plain, 0).empty());
+  EXPECT_FALSE(doctor::split_reset_note(plain, 0));
 }
 
 }  // namespace

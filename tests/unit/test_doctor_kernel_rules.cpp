@@ -16,6 +16,7 @@ core::KernelGpuEvent xid(unsigned code, std::optional<pid_t> pid, unsigned gpu,
   core::KernelGpuEvent e;
   e.vendor = "nvidia";
   e.kind = "xid";
+  e.label = "Xid";  // as its parser names it
   e.code = code;
   e.pci_address = "0000:3b:00";
   e.gpu = gpu;
@@ -68,7 +69,7 @@ TEST(DoctorKernelRules, AnXidNamingAGonePidSaysWhoStillHoldsItsMemory) {
   log.read = true;
   log.events = {xid(31, 4242, 0, core::KernelEventLevel::Warning)};
   auto fs = run(s, log);
-  const auto* f = find(fs, FindingCode::GpuXid);
+  const auto* f = find(fs, FindingCode::GpuKernelError);
   ASSERT_NE(f, nullptr);
   EXPECT_EQ(f->severity, Severity::Warning);
   EXPECT_EQ(f->gpus, std::vector<unsigned>{0});
@@ -99,7 +100,7 @@ Finding xid_finding(const core::Snapshot& s,
                     core::KernelGpuEvent e = xid(31, 300, 0, core::KernelEventLevel::Warning)) {
   core::KernelLog log;
   log.events = {std::move(e)};
-  return copy_of(run(s, log), FindingCode::GpuXid);
+  return copy_of(run(s, log), FindingCode::GpuKernelError);
 }
 
 TEST(DoctorKernelRules, AnXidNamesAProcessThatWasRunningAtItsTime) {
@@ -149,7 +150,7 @@ TEST(DoctorKernelRules, AnXidStampedLaterThanItWasReadNamesNoProcess) {
   core::KernelLog log;
   log.events = {ahead};
   auto fs = run(s, log);
-  auto f = copy_of(fs, FindingCode::GpuXid);
+  auto f = copy_of(fs, FindingCode::GpuKernelError);
   EXPECT_EQ(f.severity, Severity::Info);
   EXPECT_TRUE(f.pids.empty());
   EXPECT_TRUE(has(f.evidence, "stamped later than the log was read: not this boot's"))
@@ -163,7 +164,7 @@ TEST(DoctorKernelRules, AnXidStampedLaterThanItWasReadNamesNoProcess) {
   // The same record stamped within this boot is believed.
   log.events[0].time = std::chrono::system_clock::time_point(std::chrono::seconds(1'700'000'000));
   log.events[0].stamp = core::KernelStamp::ThisBoot;
-  f = copy_of(run(s, log), FindingCode::GpuXid);
+  f = copy_of(run(s, log), FindingCode::GpuKernelError);
   EXPECT_EQ(f.severity, Severity::Critical);
   EXPECT_EQ(f.pids, std::vector<pid_t>{300});
   EXPECT_TRUE(has(f.remedy, "reboot"));
@@ -174,8 +175,9 @@ TEST(DoctorKernelRules, NoKernelLogOrNoXidsMeansNoFinding) {
                          {gpu(0, 0, 8 * GiB, {listed(200, 8 * GiB)})});
   core::KernelLog empty;
   empty.read = true;
-  EXPECT_EQ(find(run(s, empty), FindingCode::GpuXid), nullptr);
-  EXPECT_EQ(find(diagnose({s, s, {}, std::nullopt, nullptr, {}}), FindingCode::GpuXid), nullptr);
+  EXPECT_EQ(find(run(s, empty), FindingCode::GpuKernelError), nullptr);
+  EXPECT_EQ(find(diagnose({s, s, {}, std::nullopt, nullptr, {}}), FindingCode::GpuKernelError),
+            nullptr);
 }
 
 TEST(DoctorKernelRules, UnknownXidsAreShownAndGpuFilterApplies) {
@@ -185,12 +187,13 @@ TEST(DoctorKernelRules, UnknownXidsAreShownAndGpuFilterApplies) {
   unknown.name.reset();
   log.events = {unknown};
   auto fs = run(s, log);
-  const auto* f = find(fs, FindingCode::GpuXid);
+  const auto* f = find(fs, FindingCode::GpuKernelError);
   ASSERT_NE(f, nullptr);
   EXPECT_TRUE(has(f->evidence, "Xid 150 at "));
   EXPECT_TRUE(has(f->evidence, "Ch 00000008"));
   EXPECT_TRUE(has(std::vector<std::string>{f->explanation}, "not in gpureap's catalog"));
-  EXPECT_EQ(find(run(s, log, {}, 0u), FindingCode::GpuXid), nullptr);  // --gpu 0: not its Xid
+  EXPECT_EQ(find(run(s, log, {}, 0u), FindingCode::GpuKernelError),
+            nullptr);  // --gpu 0: not its Xid
 }
 
 TEST(DoctorKernelRules, XidsOlderThanADayAreHistory) {
@@ -200,13 +203,13 @@ TEST(DoctorKernelRules, XidsOlderThanADayAreHistory) {
   old.time = std::chrono::system_clock::time_point(std::chrono::seconds(1'700'000'000 - 3 * 86400));
   log.events = {old};
   auto fs = run(s, log);
-  const auto* f = find(fs, FindingCode::GpuXid);
+  const auto* f = find(fs, FindingCode::GpuKernelError);
   ASSERT_NE(f, nullptr);
   EXPECT_EQ(f->severity, Severity::Info);
   EXPECT_TRUE(has(f->evidence, "none in the last 24 hours"));
   log.events.push_back(xid(48, std::nullopt, 0, core::KernelEventLevel::Critical));
   fs = run(s, log);
-  f = find(fs, FindingCode::GpuXid);
+  f = find(fs, FindingCode::GpuKernelError);
   ASSERT_NE(f, nullptr);
   EXPECT_EQ(f->severity, Severity::Critical);
   EXPECT_FALSE(has(f->evidence, "none in the last 24 hours"));
@@ -226,7 +229,7 @@ TEST(DoctorKernelRules, Xid79TurnsResetAdviceIntoReboot) {
   ASSERT_NE(leak, nullptr);
   EXPECT_FALSE(has(leak->remedy, "gpureap reset"));
   EXPECT_TRUE(has(leak->remedy, "reboot   # Xid 79"));
-  const auto* x = find(fs, FindingCode::GpuXid);
+  const auto* x = find(fs, FindingCode::GpuKernelError);
   ASSERT_NE(x, nullptr);
   EXPECT_EQ(x->severity, Severity::Critical);
   EXPECT_TRUE(has(x->remedy, "reboot"));

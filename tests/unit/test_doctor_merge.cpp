@@ -94,7 +94,7 @@ TEST(DoctorMerge, OnlySelectsAFindingByAFacetsCode) {
   keep_codes(all, {FindingCode::InheritedHolder, FindingCode::UnreapedZombies});
   EXPECT_EQ(all.size(), 2u);
   auto none = Scene().diagnose();
-  keep_codes(none, {FindingCode::GpuXid});
+  keep_codes(none, {FindingCode::GpuKernelError});
   EXPECT_TRUE(none.empty());
 }
 

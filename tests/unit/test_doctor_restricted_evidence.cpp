@@ -8,7 +8,7 @@ namespace gpureap::doctor {
 namespace {
 
 std::vector<Finding> with_root_lines() {
-  Finding f{FindingCode::GpuXid, Severity::Critical};
+  Finding f{FindingCode::GpuKernelError, Severity::Critical};
   f.evidence = {"MPS server runs the GPU work of 1 client (PID 7)"};
   f.restricted_evidence = {"server.log: fault at 0x1000", "control.log: server 51 exited"};
   Finding plain{FindingCode::StoppedHolder, Severity::Warning};

@@ -28,9 +28,9 @@ std::set<std::string> emitted() {
   auto s =
       make_snapshot({proc(1, 0, 1), holder(200, 1, 200)}, {gpu(0, 0, GiB, {listed(200, GiB)})});
   std::vector<doctor::Finding> findings;
-  std::vector<core::KernelEventCount> xids;  // the daemon follows the kernel log
+  std::vector<core::KernelEventCount> errors;  // the daemon follows the kernel log
   std::set<std::string> names;
-  for (const auto& f : build_metrics({s, findings, {{"driver", 0.1, 0}}, true, &xids, true}))
+  for (const auto& f : build_metrics({s, findings, {{"driver", 0.1, 0}}, true, &errors, true}))
     names.insert(f.name);
   return names;
 }
@@ -63,8 +63,8 @@ TEST(ExportDeployFiles, EveryMetricTheIssueNamesIsEmitted) {
                            "gpureap_findings",
                            "gpureap_collect_duration_seconds",
                            "gpureap_collect_errors_total",
-                           "gpureap_xid_events_total",
-                           "gpureap_xid_last_event_timestamp_seconds",
+                           "gpureap_gpu_kernel_events_total",
+                           "gpureap_gpu_kernel_last_event_timestamp_seconds",
                            "gpureap_kernel_log_readable"})
     EXPECT_TRUE(names.count(name)) << name;
 }

@@ -259,28 +259,53 @@ TEST(ExportMetrics, FindingsCountedByCodeAndSeverity) {
       1);
 }
 
-TEST(ExportMetrics, XidsCountedPerGpuAndNumberOnlyWhenTheLogIsFollowed) {
+TEST(ExportMetrics, KernelErrorsCountedPerGpuKindAndCodeOnlyWhenTheLogIsFollowed) {
   auto s = fleet();
   std::vector<doctor::Finding> none;
-  EXPECT_EQ(family(build_metrics({s, none, {}, false}), "gpureap_xid_events_total"), nullptr);
+  EXPECT_EQ(family(build_metrics({s, none, {}, false}), "gpureap_gpu_kernel_events_total"),
+            nullptr);
+  const auto at = std::chrono::system_clock::time_point(std::chrono::seconds(1'700'000'100));
   std::vector<core::KernelEventCount> counts = {
-      {"0000:10:00", 0u, "xid", 31, 3,
-       std::chrono::system_clock::time_point(std::chrono::seconds(1'700'000'100))},
+      {"0000:10:00", 0u, "xid", 31, 3, at, "nvidia", "xid"},
       // A GPU no backend reports any more (off the bus): named by its PCI address alone.
-      {"0000:99:00", std::nullopt, "xid", 79, 1, std::nullopt}};
+      {"0000:99:00", std::nullopt, "xid", 79, 1, std::nullopt, "nvidia", "xid"},
+      // Another vendor's kind, with no earlier name: in the generic metric alone.
+      {"0000:20:00", 1u, "fault", 23, 2, at, "acme", ""}};
   auto m = build_metrics({s, none, {}, false, &counts, true});
+  auto labels = [](std::string gpu, std::string uuid, std::string pci, std::string vendor,
+                   std::string kind, std::string code) {
+    return std::vector<Label>{{"gpu", gpu},       {"uuid", uuid}, {"pci_bus_id", pci},
+                              {"vendor", vendor}, {"kind", kind}, {"code", code}};
+  };
+  EXPECT_EQ(family(m, "gpureap_gpu_kernel_events_total")->type, MetricType::Counter);
+  EXPECT_EQ(value_of(m, "gpureap_gpu_kernel_events_total",
+                     labels("0", "GPU-0", "0000:10:00", "nvidia", "xid", "31")),
+            3);
+  EXPECT_EQ(value_of(m, "gpureap_gpu_kernel_events_total",
+                     labels("", "", "0000:99:00", "nvidia", "xid", "79")),
+            1);
+  EXPECT_EQ(value_of(m, "gpureap_gpu_kernel_events_total",
+                     labels("1", "GPU-1", "0000:20:00", "acme", "fault", "23")),
+            2);
+  EXPECT_EQ(family(m, "gpureap_gpu_kernel_events_total")->samples.size(), 3u);
+  EXPECT_EQ(value_of(m, "gpureap_gpu_kernel_last_event_timestamp_seconds", {{"code", "31"}}),
+            1'700'000'100);
+  EXPECT_EQ(value_of(m, "gpureap_gpu_kernel_last_event_timestamp_seconds", {{"code", "79"}}),
+            std::nullopt);  // no boot time: no wall time, never a made-up one
+
+  // The earlier release's names stay, for the kind whose parser kept them, with its labels.
+  EXPECT_EQ(family(m, "gpureap_xid_events_total")->type, MetricType::Counter);
   EXPECT_EQ(
       value_of(m, "gpureap_xid_events_total",
                {{"gpu", "0"}, {"uuid", "GPU-0"}, {"pci_bus_id", "0000:10:00"}, {"xid", "31"}}),
       3);
-  EXPECT_EQ(family(m, "gpureap_xid_events_total")->type, MetricType::Counter);
   EXPECT_EQ(value_of(m, "gpureap_xid_events_total",
                      {{"gpu", ""}, {"uuid", ""}, {"pci_bus_id", "0000:99:00"}, {"xid", "79"}}),
             1);
+  EXPECT_EQ(family(m, "gpureap_xid_events_total")->samples.size(), 2u);
   EXPECT_EQ(value_of(m, "gpureap_xid_last_event_timestamp_seconds", {{"xid", "31"}}),
             1'700'000'100);
-  EXPECT_EQ(value_of(m, "gpureap_xid_last_event_timestamp_seconds", {{"xid", "79"}}),
-            std::nullopt);  // no boot time: no wall time, never a made-up one
+  EXPECT_EQ(family(m, "gpureap_fault_events_total"), nullptr);
   EXPECT_EQ(value_of(m, "gpureap_kernel_log_readable"), 1);
 }
 

@@ -171,6 +171,7 @@ TEST(HistoryJournal, DriverErrorsAreKeptOnceEach) {
   core::KernelGpuEvent x;
   x.vendor = "nvidia";
   x.kind = "xid";
+  x.label = "Xid";
   x.code = 31;
   x.name = "GPU memory page fault";
   x.gpu = 0;
@@ -181,7 +182,7 @@ TEST(HistoryJournal, DriverErrorsAreKeptOnceEach) {
   j.record_kernel_events({x});  // the follower hands the log again: nothing new
   auto v = j.query(at(0), at(10));
   ASSERT_EQ(v.events.size(), 1u);
-  EXPECT_EQ(v.events[0].kind, JournalEventKind::Xid);
+  EXPECT_EQ(v.events[0].kind, JournalEventKind::GpuError);
   EXPECT_EQ(v.events[0].pid, 4242);
   EXPECT_EQ(v.events[0].text, "Xid 31 (GPU memory page fault)");
 }

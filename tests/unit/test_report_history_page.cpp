@@ -83,11 +83,11 @@ TEST(ReportHistoryPage, MarkersComeFromTheAuditLogClosesAndOtherSources) {
   EXPECT_EQ(m0[1].kind, MarkerKind::Kill);
   EXPECT_NE(m0[1].text.find("reap-ghosts"), std::string::npos);
   EXPECT_NE(m0[1].text.find("8.0 GiB released"), std::string::npos) << m0[1].text;
-  EXPECT_EQ(m0[2].kind, MarkerKind::Xid);
+  EXPECT_EQ(m0[2].kind, MarkerKind::GpuError);
   // The kill named GPU 0, the close's holder was seen on GPU 0 only; the Xid event names no GPU.
   const auto& m1 = page.gpus[1].markers;
   ASSERT_EQ(m1.size(), 1u);
-  EXPECT_EQ(m1[0].kind, MarkerKind::Xid);
+  EXPECT_EQ(m1[0].kind, MarkerKind::GpuError);
   // A close by a process the history never saw is on every chart.
   auto in = report_input();
   in.releases.push_back({"/dev/nvidia1", 9999, at_s(8)});

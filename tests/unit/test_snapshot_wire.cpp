@@ -105,14 +105,14 @@ core::Snapshot rich_snapshot() {
   g0.memory_utilization_percent = 40;
   g0.temperature_celsius = 61;
   g0.power_watts = 512.125;
-  g0.mig_mode = false;
+  g0.split_mode = false;
   g0.details = {{"k", "v"}, {"k", "again"}};
   g0.processes[0].kind = core::GpuProcessKind::Graphics;
   g0.processes[0].gpu_instance_id = 1;
   g0.processes[0].compute_instance_id = 0;
   g0.processes[0].sm_utilization_percent = 99;
   g0.processes[1].name = kBadUtf8;
-  g0.processes[2].kind = core::GpuProcessKind::Mps;
+  g0.processes[2].kind = core::GpuProcessKind::ServerClient;
   g0.processes[2].used_bytes.reset();
   g0.processes[1].serves_clients = "MPS server";
   g0.processes[2].server = g0.processes[1].pid;
@@ -121,7 +121,7 @@ core::Snapshot rich_snapshot() {
   g1.minor.reset();
   g1.memory = {};
   g1.power_watts = std::nan("");
-  g1.mig_mode = true;
+  g1.split_mode = true;
   g1.processes_error = "process records failed validation";
   g1.error = "fell off the bus";
   g1.known_from_kernel = "the kernel's PCI devices";
@@ -275,9 +275,9 @@ TEST(SnapshotWire, RichSnapshotRoundTripsEveryFieldAndTheJoinAgain) {
   EXPECT_EQ(back.drivers.gpus[0].power_watts, 512.125);
   EXPECT_TRUE(std::isnan(*back.drivers.gpus[1].power_watts));
   EXPECT_EQ(back.drivers.gpus[2].power_watts, -std::numeric_limits<double>::infinity());
-  EXPECT_EQ(back.drivers.gpus[0].mig_mode, false);
-  EXPECT_EQ(back.drivers.gpus[1].mig_mode, true);
-  EXPECT_EQ(back.drivers.gpus[2].mig_mode, std::nullopt);
+  EXPECT_EQ(back.drivers.gpus[0].split_mode, false);
+  EXPECT_EQ(back.drivers.gpus[1].split_mode, true);
+  EXPECT_EQ(back.drivers.gpus[2].split_mode, std::nullopt);
   EXPECT_EQ(back.drivers.backends[2].error_code, core::BackendErrorCode::NotAnswering);
   EXPECT_EQ(back.drivers.gpus[2].processes[0].regions[1].resident_bytes, 1u);
   EXPECT_EQ(back.find(1)->details->container, s.find(1)->details->container);

@@ -24,6 +24,7 @@ doctor::Evidence evidence() {
   core::KernelGpuEvent xid;
   xid.vendor = "nvidia";
   xid.kind = "xid";
+  xid.label = "Xid";
   xid.code = 31;
   xid.gpu = 0;
   xid.pid = 4242;
@@ -66,7 +67,7 @@ TEST(TuiDetail, FindingsForAPidAreDoctorsOnTheSameEvidence) {
   // `gpureap doctor` without options, run by the user who read the logs.
   auto doctors =
       doctor::examine(e, {.reader = doctor::Reader::Privileged}, reap::is_protected_process);
-  ASSERT_TRUE(has_code(doctors, doctor::FindingCode::GpuXid));
+  ASSERT_TRUE(has_code(doctors, doctor::FindingCode::GpuKernelError));
   ASSERT_TRUE(has_code(doctors, doctor::FindingCode::UninterruptibleHolder));
   for (pid_t pid : {1, 700, 4242, 4250}) {
     SCOPED_TRACE(pid);
@@ -78,7 +79,7 @@ TEST(TuiDetail, FindingsForAPidAreDoctorsOnTheSameEvidence) {
     for (size_t i = 0; i < got.size(); ++i) expect_same(got[i], want[i]);
   }
   // The kernel log's and the blocked task's evidence reached the pane; init has nothing.
-  EXPECT_TRUE(has_code(detail_findings(e, 4242), doctor::FindingCode::GpuXid));
+  EXPECT_TRUE(has_code(detail_findings(e, 4242), doctor::FindingCode::GpuKernelError));
   EXPECT_TRUE(has_code(detail_findings(e, 700), doctor::FindingCode::UninterruptibleHolder));
   EXPECT_TRUE(detail_findings(e, 1).empty());
 }

@@ -2,7 +2,7 @@
 // AMD's compute driver (KFD, used by ROCm) under <sys-root>/class/kfd/kfd: one /dev/kfd for
 // every AMD GPU, its GPU nodes (topology/nodes/N, with a gpu_id and a PCI location) and the
 // processes it has a context for (proc/<pid>/vram_<gpu_id>: bytes of VRAM on that GPU). Like
-// NVML's lists, a PID stays listed while its context lives, even once the PID is gone.
+// NVIDIA's driver lists, a PID stays listed while its context lives, even once the PID is gone.
 #include <sys/types.h>
 
 #include <cstdint>

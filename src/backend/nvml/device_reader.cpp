@@ -207,10 +207,10 @@ core::Gpu read_gpu(const SymbolTable& api, unsigned index, std::uint64_t pid_max
   if (auto milliwatts = read_unsigned(api, calls, Fn::PowerUsage, device)) {
     gpu.power_watts = *milliwatts / 1000.0;
   }
-  gpu.mig_mode = read_mig_mode(api, calls, device);
+  gpu.split_mode = read_mig_mode(api, calls, device);
   if (calls.lost()) return gpu;
   std::vector<MigDevice> mig;
-  if (gpu.mig_mode.value_or(false)) mig = read_mig_devices(api, device);
+  if (gpu.split_mode.value_or(false)) mig = read_mig_devices(api, device);
   for (const MigDevice& m : mig) gpu.instances.push_back(m.instance);
 
   phase.emplace("nvml gpu " + std::to_string(index) + " process lists");

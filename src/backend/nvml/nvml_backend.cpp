@@ -95,7 +95,7 @@ class NvmlBackend final : public GpuBackend {
   // a GPU is in MIG mode (or its mode is unknown): elsewhere the note is --verbose's alone.
   static void note_missing_capabilities(const SymbolTable& api, core::BackendReport& report) {
     const bool mig_in_use = std::any_of(report.gpus.begin(), report.gpus.end(),
-                                        [](const core::Gpu& g) { return g.mig_mode != false; });
+                                        [](const core::Gpu& g) { return g.split_mode != false; });
     std::string quiet;
     for (const auto& m : api.missing_capabilities()) {
       std::string functions;

@@ -111,7 +111,8 @@ BackendEntry nvml_entry() {
                              "every client of the server loses its work",
                              "var/log/nvidia-mps",
                              {"control.log", "server.log"},
-                             "CUDA_MPS_LOG_DIRECTORY"};
+                             "CUDA_MPS_LOG_DIRECTORY",
+                             "CUDA_MPS_PIPE_DIRECTORY"};
   // NCCL's shared buffers (ncclShmOpen: mkstemp on "/dev/shm/nccl-XXXXXX"), and the CUDA
   // driver's files for IPC between processes ("cuda.shm.<id>.<producer PID, hex>.<n>").
   e.shm_files = {{"NCCL", "nccl-[A-Za-z0-9]{6}"},

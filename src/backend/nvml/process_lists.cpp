@@ -22,7 +22,7 @@ struct ListSpec {
 constexpr std::array<ListSpec, 3> kLists = {{
     {Fn::ComputeRunningProcesses, core::GpuProcessKind::Compute, "compute"},
     {Fn::GraphicsRunningProcesses, core::GpuProcessKind::Graphics, "graphics"},
-    {Fn::MpsComputeRunningProcesses, core::GpuProcessKind::Mps, "MPS"},
+    {Fn::MpsComputeRunningProcesses, core::GpuProcessKind::ServerClient, "MPS"},
 }};
 
 // More processes than any GPU runs: a count beyond this is garbage (a broken driver or

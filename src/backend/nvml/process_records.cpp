@@ -147,10 +147,10 @@ void merge_process(std::vector<core::DriverProcess>& processes, core::DriverProc
     return;
   }
   // Volta and later list an MPS client in the compute list too: the MPS list says what it is.
-  const bool mps_client =
-      existing->kind == core::GpuProcessKind::Mps || process.kind == core::GpuProcessKind::Mps;
+  const bool mps_client = existing->kind == core::GpuProcessKind::ServerClient ||
+                          process.kind == core::GpuProcessKind::ServerClient;
   if (more_memory(process.used_bytes, existing->used_bytes)) *existing = std::move(process);
-  if (mps_client) existing->kind = core::GpuProcessKind::Mps;
+  if (mps_client) existing->kind = core::GpuProcessKind::ServerClient;
 }
 
 }  // namespace gpureap::backend::nvml

@@ -39,7 +39,8 @@ KernelLogParser xid_parser() {
           xid_event,
           describe_xid,
           "NVIDIA's \"Xid Errors\" document",
-          "journalctl -k | grep -i xid"};
+          "journalctl -k | grep -i xid",
+          "xid"};  // gpureap_xid_*{xid}: the metrics 0.1 had, kept through 0.2
 }
 
 }  // namespace gpureap::kernel::nvidia
