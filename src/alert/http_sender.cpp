@@ -30,43 +30,41 @@ struct Exchange {
 
 std::string why(httplib::Error e, const HttpTarget& t, std::chrono::milliseconds timeout) {
   const std::string secs = core::format_duration(timeout);
-  switch (e) {
-    case httplib::Error::Connection: {
-      // The library says "Connection" for refusals and for names that do not resolve alike.
-      addrinfo hints{};
-      hints.ai_socktype = SOCK_STREAM;
-      addrinfo* res = nullptr;
-      int rc = ::getaddrinfo(t.host.c_str(), nullptr, &hints, &res);
-      if (res) ::freeaddrinfo(res);
-      if (rc != 0)
-        return "cannot resolve " + t.host + ": " + ::gai_strerror(rc) +
-               "; check the host name in the sink's url and the node's DNS";
-      return "cannot connect to " + t.authority +
-             " (refused or unreachable); check that the receiver runs and this node can reach it";
-    }
-    case httplib::Error::ConnectionTimeout:
-      return "no connection to " + t.authority + " within " + secs +
-             ": a firewall may drop the packets, or the receiver is overloaded";
-    case httplib::Error::Read:
-      return "no answer from " + t.authority + " within " + secs +
-             " (or it closed the connection): the receiver hangs or is overloaded; raise the "
-             "sink's timeout if it is only slow";
-    case httplib::Error::Write:
-      return "cannot send to " + t.authority + " (the connection broke or timed out)";
-    case httplib::Error::SSLConnection:
-      return "TLS handshake with " + t.authority +
-             " failed: does the receiver speak https on that port?";
-    case httplib::Error::SSLLoadingCerts:
-      return "cannot load the system's CA certificates (install ca-certificates)";
-    case httplib::Error::SSLServerVerification:
-      return "the certificate of " + t.authority +
-             " is not trusted or does not name that host: fix the receiver's certificate, or add "
-             "its CA to the system's store";
-    case httplib::Error::Canceled:
-      return "canceled: the daemon is stopping";
-    default:
-      return "request to " + t.authority + " failed: " + httplib::to_string(e);
+  // The library's list of errors grows from version to version: those a user can act on are
+  // explained, any other is named as the library names it.
+  if (e == httplib::Error::Connection) {
+    // The library says "Connection" for refusals and for names that do not resolve alike.
+    addrinfo hints{};
+    hints.ai_socktype = SOCK_STREAM;
+    addrinfo* res = nullptr;
+    int rc = ::getaddrinfo(t.host.c_str(), nullptr, &hints, &res);
+    if (res) ::freeaddrinfo(res);
+    if (rc != 0)
+      return "cannot resolve " + t.host + ": " + ::gai_strerror(rc) +
+             "; check the host name in the sink's url and the node's DNS";
+    return "cannot connect to " + t.authority +
+           " (refused or unreachable); check that the receiver runs and this node can reach it";
   }
+  if (e == httplib::Error::ConnectionTimeout)
+    return "no connection to " + t.authority + " within " + secs +
+           ": a firewall may drop the packets, or the receiver is overloaded";
+  if (e == httplib::Error::Read)
+    return "no answer from " + t.authority + " within " + secs +
+           " (or it closed the connection): the receiver hangs or is overloaded; raise the "
+           "sink's timeout if it is only slow";
+  if (e == httplib::Error::Write)
+    return "cannot send to " + t.authority + " (the connection broke or timed out)";
+  if (e == httplib::Error::SSLConnection)
+    return "TLS handshake with " + t.authority +
+           " failed: does the receiver speak https on that port?";
+  if (e == httplib::Error::SSLLoadingCerts)
+    return "cannot load the system's CA certificates (install ca-certificates)";
+  if (e == httplib::Error::SSLServerVerification)
+    return "the certificate of " + t.authority +
+           " is not trusted or does not name that host: fix the receiver's certificate, or add "
+           "its CA to the system's store";
+  if (e == httplib::Error::Canceled) return "canceled: the daemon is stopping";
+  return "request to " + t.authority + " failed: " + httplib::to_string(e);
 }
 
 class HttpSender : public Sender {

@@ -1,4 +1,5 @@
 #include "alert/rule.h"
+#include "text/enum_names.h"
 
 namespace gpureap::alert {
 
@@ -15,14 +16,11 @@ std::string_view to_string(Condition c) {
     case Condition::PolicyAction:
       return "policy_action";
   }
-  return "?";
+  return "";  // no enumerator: no name
 }
 
 std::optional<Condition> condition_from_string(std::string_view s) {
-  for (auto c : {Condition::MemoryRatio, Condition::GhostMemory, Condition::UnattributedMemory,
-                 Condition::Finding, Condition::PolicyAction})
-    if (s == to_string(c)) return c;
-  return std::nullopt;
+  return text::enum_from_name<Condition>(s);
 }
 
 }  // namespace gpureap::alert

@@ -140,7 +140,8 @@ Observations memory(const Rule& rule, const sample::Sample& sample, const std::s
       case Condition::UnattributedMemory:
         unattributed_memory(rule, snap, g, host, o);
         break;
-      default:
+      case Condition::Finding:  // not a memory condition: observe() never sends it here
+      case Condition::PolicyAction:
         break;
     }
     out.items.push_back(std::move(o));

@@ -66,9 +66,11 @@ const char* level_word(LogLevel level) {
       return "warning: ";
     case LogLevel::Debug:
       return "debug: ";
-    default:
+    case LogLevel::Notice:
+    case LogLevel::Info:
       return "";
   }
+  return "";
 }
 
 }  // namespace

@@ -1,6 +1,8 @@
 // gpureap: find, explain and reclaim GPU memory held by processes.
 #include <CLI/CLI.hpp>
+#include <functional>
 #include <iostream>
+#include <vector>
 
 #include "base/version.h"
 #include "cli/cmd_audit.h"
@@ -35,36 +37,43 @@ int main(int argc, char** argv) {
 
   GlobalOptions global;
   add_global_options(app, global);
+  // Each subcommand is added and dispatched by one line, so none can be added without the
+  // code that runs it. The options live here, for the whole run.
+  struct Command {
+    CLI::App* app;
+    std::function<int()> run;
+  };
+  std::vector<Command> commands;
+  auto subcommand = [&](auto& options, auto add, auto run) {
+    commands.push_back(
+        {add(app, options), [&global, &options, run] { return run(global, options); }});
+  };
   PsOptions ps_options;
-  auto* ps = add_ps_command(app, ps_options);
+  subcommand(ps_options, add_ps_command, run_ps);
   KillOptions kill_options;
-  auto* kill = add_kill_command(app, kill_options);
+  subcommand(kill_options, add_kill_command, run_kill);
   // `gpureap --tree` is `gpureap ps --tree`.
   app.add_flag("--tree", ps_options.tree, "same as `gpureap ps --tree`");
   DoctorOptions doctor_options;
-  auto* doctor = add_doctor_command(app, doctor_options);
+  subcommand(doctor_options, add_doctor_command, run_doctor);
   ResetOptions reset_options;
-  auto* reset = add_reset_command(app, reset_options);
-
+  subcommand(reset_options, add_reset_command, run_reset);
   DaemonCliOptions daemon_options;
-  auto* daemon = add_daemon_command(app, daemon_options);
-
+  subcommand(daemon_options, add_daemon_command, run_daemon_command);
   RunCliOptions run_options;
-  auto* run = add_run_command(app, run_options);
-
+  subcommand(run_options, add_run_command, run_run);
   TopOptions top_options;
-  auto* top = add_top_command(app, top_options);
-
+  subcommand(top_options, add_top_command, run_top);
   PolicyOptions policy_options;
-  auto* policy = add_policy_command(app, policy_options);
+  subcommand(policy_options, add_policy_command, run_policy);
   AuditOptions audit_options;
-  auto* audit = add_audit_command(app, audit_options);
+  subcommand(audit_options, add_audit_command, run_audit);
   ListOptions list_options;
-  auto* list = add_list_command(app, list_options);
+  subcommand(list_options, add_list_command, run_list);
   ReportOptions report_options;
-  auto* report = add_report_command(app, report_options);
+  subcommand(report_options, add_report_command, run_report);
   ClusterOptions cluster_options;
-  auto* cluster = add_cluster_command(app, cluster_options);
+  subcommand(cluster_options, add_cluster_command, run_cluster);
   // After the subcommands: CLI11 copies a footer into every subcommand added after it.
   app.footer("Without a subcommand, gpureap runs `ps`.");
 
@@ -82,18 +91,8 @@ int main(int argc, char** argv) {
       if (sub->parsed()) command = sub->get_name();
     return usage_exit_code(command);
   }
-  (void)ps;
   note_given_options(app, global);
-  if (run->parsed()) return run_run(global, run_options);
-  if (top->parsed()) return run_top(global, top_options);
-  if (doctor->parsed()) return run_doctor(global, doctor_options);
-  if (reset->parsed()) return run_reset(global, reset_options);
-  if (kill->parsed()) return run_kill(global, kill_options);
-  if (daemon->parsed()) return run_daemon_command(global, daemon_options);
-  if (policy->parsed()) return run_policy(global, policy_options);
-  if (audit->parsed()) return run_audit(global, audit_options);
-  if (list->parsed()) return run_list(global, list_options);
-  if (report->parsed()) return run_report(global, report_options);
-  if (cluster->parsed()) return run_cluster(global, cluster_options);
-  return run_ps(global, ps_options);
+  for (const Command& c : commands)
+    if (c.app->parsed()) return c.run();
+  return run_ps(global, ps_options);  // no subcommand: `ps`, as the footer says
 }

@@ -160,9 +160,16 @@ bool AnswerReader<T>::number(double v) {
       return pair_number(v, kPointShape);
     case In::Result:
       return scalar_ ? pair_number(v, kScalarShape) : fail("a series is not an object");
-    default:
+    case In::Top:
+    case In::Data:
+    case In::Warnings:
+    case In::Series:
+    case In::Metric:
+    case In::Values:
+    case In::Skip:
       return other();
   }
+  return false;  // no state of the reader: stop
 }
 
 template <class T>
@@ -182,9 +189,13 @@ bool AnswerReader<T>::other() {
       if (key_ == "metric" || key_ == "value" || key_ == "values")
         return fail("a series' " + key_ + " is not what Prometheus sends");
       return true;
-    default:
+    case In::Top:
+    case In::Data:
+    case In::Warnings:
+    case In::Skip:
       return true;
   }
+  return false;  // no state of the reader: stop
 }
 
 template <class T>
@@ -215,9 +226,12 @@ bool AnswerReader<T>::string(std::string& s) {
       return pair_string(s, kPointShape);
     case In::Result:
       return scalar_ ? pair_string(s, kScalarShape) : fail("a series is not an object");
-    default:
+    case In::Series:
+    case In::Values:
+    case In::Skip:
       return other();
   }
+  return false;  // no state of the reader: stop
 }
 
 template <class T>
@@ -249,9 +263,16 @@ bool AnswerReader<T>::start_object(size_t) {
         return push(In::Metric);
       }
       return other() && push(In::Skip);
-    default:
+    case In::Data:
+    case In::Warnings:
+    case In::Metric:
+    case In::Value:
+    case In::Values:
+    case In::Point:
+    case In::Skip:
       return other() && push(In::Skip);
   }
+  return false;  // no state of the reader: stop
 }
 
 template <class T>
@@ -282,9 +303,13 @@ bool AnswerReader<T>::start_array(size_t) {
     case In::Warnings:
     case In::Skip:
       return push(In::Skip);
-    default:
+    case In::Result:
+    case In::Metric:
+    case In::Value:
+    case In::Point:
       return other() && push(In::Skip);
   }
+  return false;  // no state of the reader: stop
 }
 
 template <class T>
@@ -320,9 +345,15 @@ bool AnswerReader<T>::end_array() {
       if (pair_.items != 2 || !pair_.finite) return fail(kScalarShape);
       if constexpr (!kMatrix) out_.series.push_back({{}, pair_.time, pair_.value});
       return true;
-    default:
+    case In::Top:
+    case In::Data:
+    case In::Warnings:
+    case In::Series:
+    case In::Metric:
+    case In::Skip:
       return true;
   }
+  return false;  // no state of the reader: stop
 }
 
 template <class T>

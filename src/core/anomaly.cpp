@@ -1,34 +1,33 @@
 #include "core/anomaly.h"
 
-#include <array>
-#include <utility>
+#include "text/enum_names.h"
 
 namespace gpureap::core {
-namespace {
-
-constexpr std::array<std::pair<Anomaly, std::string_view>, 8> kNames{{
-    {Anomaly::Stopped, "stopped"},
-    {Anomaly::Uninterruptible, "uninterruptible"},
-    {Anomaly::Orphan, "orphan"},
-    {Anomaly::ZombieChildren, "zombie-children"},
-    {Anomaly::NoSuchProcess, "no-such-process"},
-    {Anomaly::ForeignNamespace, "foreign-namespace"},
-    {Anomaly::InheritedHolder, "inherited-holder"},
-    {Anomaly::Leaked, "leaked"},
-}};
-
-}  // namespace
 
 std::string_view to_string(Anomaly a) {
-  for (const auto& [k, name] : kNames)
-    if (k == a) return name;
-  return "?";
+  switch (a) {
+    case Anomaly::Stopped:
+      return "stopped";
+    case Anomaly::Uninterruptible:
+      return "uninterruptible";
+    case Anomaly::Orphan:
+      return "orphan";
+    case Anomaly::ZombieChildren:
+      return "zombie-children";
+    case Anomaly::NoSuchProcess:
+      return "no-such-process";
+    case Anomaly::ForeignNamespace:
+      return "foreign-namespace";
+    case Anomaly::InheritedHolder:
+      return "inherited-holder";
+    case Anomaly::Leaked:
+      return "leaked";
+  }
+  return {};  // no enumerator: no name
 }
 
 std::optional<Anomaly> anomaly_from_string(std::string_view s) {
-  for (const auto& [k, name] : kNames)
-    if (name == s) return k;
-  return std::nullopt;
+  return text::enum_from_name<Anomaly>(s);
 }
 
 bool is_ghost(Anomaly a) {

@@ -4,6 +4,8 @@
 #include <array>
 #include <cctype>
 
+#include "text/enum_names.h"
+
 namespace gpureap::core {
 
 const char* to_string(GpuProcessKind kind) {
@@ -15,34 +17,37 @@ const char* to_string(GpuProcessKind kind) {
     case GpuProcessKind::ServerClient:
       return "mps";
   }
-  return "?";
+  return "";  // no enumerator: no name
 }
 
-namespace {
-constexpr std::array<std::pair<BackendErrorCode, const char*>, 10> kErrorNames{{
-    {BackendErrorCode::LibraryNotFound, "library-not-found"},
-    {BackendErrorCode::DriverNotLoaded, "driver-not-loaded"},
-    {BackendErrorCode::VersionMismatch, "version-mismatch"},
-    {BackendErrorCode::NoPermission, "no-permission"},
-    {BackendErrorCode::SymbolMissing, "symbol-missing"},
-    {BackendErrorCode::InitFailed, "init-failed"},
-    {BackendErrorCode::Internal, "internal"},
-    {BackendErrorCode::NotAnswering, "not-answering"},
-    {BackendErrorCode::NotConfigured, "not-configured"},
-    {BackendErrorCode::NoDevice, "no-device"},
-}};
-}  // namespace
-
 const char* to_string(BackendErrorCode code) {
-  for (const auto& [c, name] : kErrorNames)
-    if (c == code) return name;
-  return "internal";
+  switch (code) {
+    case BackendErrorCode::LibraryNotFound:
+      return "library-not-found";
+    case BackendErrorCode::DriverNotLoaded:
+      return "driver-not-loaded";
+    case BackendErrorCode::VersionMismatch:
+      return "version-mismatch";
+    case BackendErrorCode::NoPermission:
+      return "no-permission";
+    case BackendErrorCode::SymbolMissing:
+      return "symbol-missing";
+    case BackendErrorCode::InitFailed:
+      return "init-failed";
+    case BackendErrorCode::Internal:
+      return "internal";
+    case BackendErrorCode::NotAnswering:
+      return "not-answering";
+    case BackendErrorCode::NotConfigured:
+      return "not-configured";
+    case BackendErrorCode::NoDevice:
+      return "no-device";
+  }
+  return "";  // no enumerator: no name
 }
 
 std::optional<BackendErrorCode> backend_error_code(const std::string& name) {
-  for (const auto& [c, n] : kErrorNames)
-    if (name == n) return c;
-  return std::nullopt;
+  return text::enum_from_name<BackendErrorCode>(name);
 }
 
 std::string BackendStatus::label() const {

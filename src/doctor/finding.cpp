@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "text/enum_names.h"
+
 namespace gpureap::doctor {
 
 const char* to_string(Severity s) {
@@ -13,13 +15,11 @@ const char* to_string(Severity s) {
     case Severity::Critical:
       return "critical";
   }
-  return "?";
+  return "";  // no enumerator: no name
 }
 
 std::optional<Severity> severity_from_string(std::string_view s) {
-  for (Severity v : {Severity::Info, Severity::Warning, Severity::Critical})
-    if (s == to_string(v)) return v;
-  return std::nullopt;
+  return text::enum_from_name<Severity>(s);
 }
 
 const char* to_string(StepKind k) {
@@ -31,7 +31,7 @@ const char* to_string(StepKind k) {
     case StepKind::Then:
       return "then";
   }
-  return "?";
+  return "";  // no enumerator: no name
 }
 
 RemedyStep::RemedyStep(std::string text) {

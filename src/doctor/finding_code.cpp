@@ -1,12 +1,12 @@
 #include "doctor/finding_code.h"
 
+#include "text/enum_names.h"
+
 namespace gpureap::doctor {
 
-namespace {
-
-// The one list of the codes and their names: an enumerator without a case here does not
-// compile (-Wswitch, no default), and a value past the last enumerator has no name.
-constexpr std::string_view code_name(FindingCode code) {
+// The one list of the codes and their names (text/enum_names.h): an enumerator without a case
+// here does not compile (-Wswitch, no default).
+std::string_view to_string(FindingCode code) {
   switch (code) {
     case FindingCode::DriverMissing:
       return "driver-missing";
@@ -53,43 +53,19 @@ constexpr std::string_view code_name(FindingCode code) {
     case FindingCode::StalledJob:
       return "stalled-job";
   }
-  return {};
+  return {};  // no enumerator: no name
 }
 
-// Every code in the enum's order: its values from 0 up to the first that has no name.
-constexpr size_t kCodeCount = [] {
-  size_t n = 0;
-  while (!code_name(static_cast<FindingCode>(n)).empty()) ++n;
-  return n;
-}();
-
-}  // namespace
-
-std::string_view to_string(FindingCode code) {
-  auto name = code_name(code);
-  return name.empty() ? "?" : name;
+std::optional<FindingCode> finding_code_from_string(std::string_view name) {
+  return text::enum_from_name<FindingCode>(name);
 }
 
 const std::vector<FindingCode>& all_finding_codes() {
-  static const std::vector<FindingCode> codes = [] {
-    std::vector<FindingCode> out;
-    for (size_t c = 0; c < kCodeCount; ++c) out.push_back(static_cast<FindingCode>(c));
-    return out;
-  }();
-  return codes;
-}
-
-std::optional<FindingCode> finding_code_from_string(std::string_view text) {
-  for (FindingCode c : all_finding_codes())
-    if (to_string(c) == text) return c;
-  return std::nullopt;
+  return text::enumerators<FindingCode>();
 }
 
 std::string finding_code_list() {
-  std::string out;
-  for (FindingCode c : all_finding_codes())
-    out += (out.empty() ? "" : ", ") + std::string(to_string(c));
-  return out;
+  return text::enum_name_list<FindingCode>();
 }
 
 core::Result<std::vector<FindingCode>> parse_finding_codes(const std::vector<std::string>& names) {

@@ -16,9 +16,28 @@ std::optional<core::Anomaly> remedied_anomaly(FindingCode code, Severity severit
     case FindingCode::InheritedHolder:
       if (severity != Severity::Info) return core::Anomaly::InheritedHolder;
       return std::nullopt;
-    default:
+    case FindingCode::DriverMissing:
+    case FindingCode::DriverMismatch:
+    case FindingCode::DriverNotAnswering:
+    case FindingCode::GpuError:
+    case FindingCode::DriverRecordLayout:
+    case FindingCode::IncompleteView:
+    case FindingCode::IpcResidue:
+    case FindingCode::IpcUnused:
+    case FindingCode::ForeignNamespace:
+    case FindingCode::Releasing:
+    case FindingCode::LeakedMemory:
+    case FindingCode::UnattributedMemory:
+    case FindingCode::StoppedHolder:
+    case FindingCode::UninterruptibleHolder:
+    case FindingCode::UnreapedZombies:
+    case FindingCode::ProtectedHolder:
+    case FindingCode::GpuKernelError:
+    case FindingCode::KeptByServer:
+    case FindingCode::StalledJob:
       return std::nullopt;
   }
+  return std::nullopt;
 }
 
 void add(std::vector<Fixable>& out, pid_t pid, std::optional<core::Anomaly> anomaly) {

@@ -36,9 +36,25 @@ bool is_holder(const Finding& f) {
     case FindingCode::UnreapedZombies:
     case FindingCode::ProtectedHolder:
       return f.pids.size() == 1;
-    default:
+    case FindingCode::DriverMissing:
+    case FindingCode::DriverMismatch:
+    case FindingCode::DriverNotAnswering:
+    case FindingCode::GpuError:
+    case FindingCode::DriverRecordLayout:
+    case FindingCode::IncompleteView:
+    case FindingCode::IpcResidue:
+    case FindingCode::IpcUnused:
+    case FindingCode::ForeignNamespace:
+    case FindingCode::NoSuchProcess:
+    case FindingCode::Releasing:
+    case FindingCode::LeakedMemory:
+    case FindingCode::UnattributedMemory:
+    case FindingCode::GpuKernelError:
+    case FindingCode::KeptByServer:
+    case FindingCode::StalledJob:
       return false;
   }
+  return false;
 }
 
 // `from`, a view of the problem `into` is, becomes its facets. A ghost's GPUs are where its

@@ -57,7 +57,7 @@ const char* to_string(JournalEventKind kind) {
     case JournalEventKind::GpuError:
       return "xid";
   }
-  return "?";
+  return "";  // no enumerator: no name
 }
 
 void Journal::set_limits(const JournalLimits& limits) {

@@ -5,6 +5,7 @@
 
 #include "core/gpu_resolve.h"
 #include "procfs/user_names.h"
+#include "text/enum_names.h"
 #include "text/escape.h"
 
 namespace gpureap::output {
@@ -61,9 +62,9 @@ core::Result<bool> add_gpu_values(PsSelection& sel, const std::vector<std::strin
 }
 
 core::Result<PsSort> parse_ps_sort(const std::string& word) {
-  for (PsSort s : {PsSort::Pid, PsSort::Memory, PsSort::Age, PsSort::User})
-    if (word == to_string(s)) return s;
-  return core::Error{"`" + word + "` is not a sort order", "use memory, pid, age or user"};
+  if (auto sort = text::enum_from_name<PsSort>(word)) return *sort;
+  return core::Error{"`" + word + "` is not a sort order",
+                     "use one of " + text::enum_name_list<PsSort>()};
 }
 
 const char* to_string(PsSort sort) {
@@ -77,7 +78,7 @@ const char* to_string(PsSort sort) {
     case PsSort::User:
       return "user";
   }
-  return "pid";
+  return "";  // no enumerator: no name
 }
 
 std::optional<core::ScopeError> check_selection(const core::Snapshot& s, const PsSelection& sel) {

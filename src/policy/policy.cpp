@@ -1,5 +1,7 @@
 #include "policy/policy.h"
 
+#include "text/enum_names.h"
+
 namespace gpureap::policy {
 
 std::string_view to_string(Action a) {
@@ -11,13 +13,11 @@ std::string_view to_string(Action a) {
     case Action::Kill:
       return "kill";
   }
-  return "?";
+  return "";  // no enumerator: no name
 }
 
 std::optional<Action> action_from_string(std::string_view s) {
-  for (Action a : {Action::Notify, Action::Terminate, Action::Kill})
-    if (s == to_string(a)) return a;
-  return std::nullopt;
+  return text::enum_from_name<Action>(s);
 }
 
 }  // namespace gpureap::policy

@@ -20,9 +20,11 @@ ActionResult unacted(const reap::Target& t) {
       return {"not-permitted", std::nullopt, t.refusal, false};
     case reap::Action::Zombie:
       return {"gone", std::nullopt, t.refusal, false};
-    default:
+    case reap::Action::Signal:
+    case reap::Action::Refused:
       return {"refused", std::nullopt, t.refusal, false};
   }
+  return {"refused", std::nullopt, t.refusal, false};  // no action
 }
 
 // What became of a live identity.

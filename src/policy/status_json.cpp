@@ -23,7 +23,7 @@ const char* state_name(Phase p) {
     case Phase::GaveUp:
       return "gave-up";
   }
-  return "?";
+  return "";  // no enumerator: no name
 }
 
 double seconds_between(std::chrono::system_clock::time_point from,

@@ -231,7 +231,7 @@ std::string_view to_string(ExecStatus status) {
     case ExecStatus::Recycled:
       return "recycled";
   }
-  return "?";
+  return "";  // no enumerator: no name
 }
 
 }  // namespace gpureap::reap

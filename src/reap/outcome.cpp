@@ -260,7 +260,7 @@ std::string_view to_string(OutcomeKind kind) {
     case OutcomeKind::Refused:
       return "refused";
   }
-  return "?";
+  return "";  // no enumerator: no name
 }
 
 std::string holders_text(const std::vector<Holder>& held) {

@@ -69,7 +69,7 @@ std::string_view to_string(ReasonKind kind) {
     case ReasonKind::StalledJob:
       return "stalled-job";
   }
-  return "?";
+  return "";  // no enumerator: no name
 }
 
 std::string_view to_string(Action action) {
@@ -83,7 +83,7 @@ std::string_view to_string(Action action) {
     case Action::Zombie:
       return "zombie";
   }
-  return "?";
+  return "";  // no enumerator: no name
 }
 
 std::string describe(const Reason& r) {
@@ -113,7 +113,7 @@ std::string describe(const Reason& r) {
     case ReasonKind::StalledJob:
       return "of a distributed job with a rank gone";
   }
-  return "?";
+  return "";  // no enumerator: no name
 }
 
 namespace {

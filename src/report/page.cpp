@@ -20,7 +20,7 @@ const char* to_string(MarkerKind kind) {
     case MarkerKind::Teardown:
       return "teardown";
   }
-  return "?";
+  return "";  // no enumerator: no name
 }
 
 const char* to_string(GhostEnding ending) {
@@ -34,7 +34,7 @@ const char* to_string(GhostEnding ending) {
     case GhostEnding::EndedByCommand:
       return "ended by";
   }
-  return "?";
+  return "";  // no enumerator: no name
 }
 
 const char* to_string(LaneMarkKind kind) {
@@ -62,7 +62,7 @@ const char* to_string(LaneMarkKind kind) {
     case LaneMarkKind::Reset:
       return "reset";
   }
-  return "?";
+  return "";  // no enumerator: no name
 }
 
 std::string utc_time(TimePoint t, bool tenths) {

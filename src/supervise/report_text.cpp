@@ -29,7 +29,9 @@ std::string outcome_line(const RunReport& r) {
     case EndCause::TimedOut:
       line = fmt::format("{} timed out after {} (exit {})", cmd, runtime, r.exit.code);
       break;
-    default:
+    case EndCause::NotFound:
+    case EndCause::NotExecutable:
+    case EndCause::StartFailed:
       return "";  // start failures are printed as errors
   }
   if (r.stop.reason == StopReason::Signal && r.stop.signal)

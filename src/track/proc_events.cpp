@@ -67,7 +67,9 @@ struct Drained {
 constexpr size_t kEventHead = offsetof(proc_event, event_data);
 
 void take_event(const proc_event& ev, size_t len, Drained& out) {
-  switch (ev.what) {
+  // The kernel's list of events grows with its versions: as a number, so that the events not
+  // handled here (exec, uid, comm, ...) need no case each.
+  switch (static_cast<unsigned>(ev.what)) {
     case proc_event::PROC_EVENT_FORK:
       // A thread is a fork too; only a new thread group is a new process.
       if (len >= kEventHead + sizeof ev.event_data.fork &&

@@ -282,10 +282,26 @@ Effect TopModel::handle_table(const Key& key) {
       return {Effect::Quit};
     case Action::Kill:
       return kill_selection();
-    default:
+    case Action::Detail:
+    case Action::Back:
+    case Action::Help:
+    case Action::Filter:
+    case Action::CycleGpu:
+    case Action::CycleUser:
+    case Action::AnomaliesOnly:
+    case Action::ClearFilters:
+    case Action::Tree:
+    case Action::Reverse:
+    case Action::SortPrevious:
+    case Action::SortNext:
+    case Action::SortBy:
+    case Action::ScrollLeft:
+    case Action::ScrollRight:
+    case Action::Tag:
       change_view(*binding);
       return {};
   }
+  return {};  // no action
 }
 
 void TopModel::navigate(Action action, const Key& key) {
@@ -321,7 +337,25 @@ void TopModel::navigate(Action action, const Key& key) {
       return move(-3);
     case Action::ScrollDown:
       return move(3);
-    default:
+    case Action::Detail:
+    case Action::Back:
+    case Action::Help:
+    case Action::Quit:
+    case Action::QuitAsking:
+    case Action::Filter:
+    case Action::CycleGpu:
+    case Action::CycleUser:
+    case Action::AnomaliesOnly:
+    case Action::ClearFilters:
+    case Action::Tree:
+    case Action::Reverse:
+    case Action::SortPrevious:
+    case Action::SortNext:
+    case Action::SortBy:
+    case Action::ScrollLeft:
+    case Action::ScrollRight:
+    case Action::Tag:
+    case Action::Kill:
       return;
   }
 }
@@ -383,7 +417,18 @@ void TopModel::change_view(const Binding& binding) {
         move(1);
       }
       return;
-    default:
+    case Action::Up:
+    case Action::Down:
+    case Action::PageUp:
+    case Action::PageDown:
+    case Action::First:
+    case Action::Last:
+    case Action::Select:
+    case Action::ScrollUp:
+    case Action::ScrollDown:
+    case Action::Quit:
+    case Action::QuitAsking:
+    case Action::Kill:
       return;
   }
 }
@@ -431,7 +476,25 @@ Effect TopModel::handle_filter(const Key& key) {
       if (!printable(key.ch) || filter_edit_.size() >= 200) return {};
       append_utf8(filter_edit_, key.ch);
       break;
-    default:
+    case Key::None:
+    case Key::PageUp:
+    case Key::PageDown:
+    case Key::Home:
+    case Key::End:
+    case Key::Left:
+    case Key::Right:
+    case Key::Help:
+    case Key::Search:
+    case Key::FilterKey:
+    case Key::TreeKey:
+    case Key::SortKey:
+    case Key::Kill:
+    case Key::Quit:
+    case Key::Interrupt:
+    case Key::Click:
+    case Key::WheelUp:
+    case Key::WheelDown:
+    case Key::Resize:
       return {};
   }
   // The table narrows while the user types.
@@ -462,9 +525,28 @@ bool TopModel::scroll_dialog(const Key& key, size_t page, size_t last, bool ends
     case Key::End:
       if (ends) dialog_scroll_ = last;
       return ends;
-    default:
+    case Key::None:
+    case Key::Char:
+    case Key::Left:
+    case Key::Right:
+    case Key::Enter:
+    case Key::Escape:
+    case Key::Backspace:
+    case Key::Help:
+    case Key::Search:
+    case Key::FilterKey:
+    case Key::TreeKey:
+    case Key::SortKey:
+    case Key::Kill:
+    case Key::Quit:
+    case Key::Interrupt:
+    case Key::Click:
+    case Key::WheelUp:
+    case Key::WheelDown:
+    case Key::Resize:
       return false;
   }
+  return false;  // no key
 }
 
 // The help scrolls (a small terminal shows part of it, the legend last); any other key closes.
@@ -523,9 +605,12 @@ Effect TopModel::handle_dialog(const Key& key) {
     case Mode::Outcome:
       if (close) mode_ = Mode::Table;
       return {};
-    default:
+    case Mode::Table:
+    case Mode::FilterInput:
+    case Mode::Help:
       return {};
   }
+  return {};  // no mode
 }
 
 std::string KillChoice::name() const {

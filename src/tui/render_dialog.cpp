@@ -132,7 +132,8 @@ void TopModel::compose_dialog(Frame& f) const {
       title = dialog_title_;
       hint = "Enter or Esc closes";
       break;
-    default:
+    case Mode::Table:
+    case Mode::FilterInput:
       return;
   }
   draw_dialog(f, title, title_role, hint, content);

@@ -54,7 +54,7 @@ std::string_view column_title(Column c) {
     case Column::Command:
       return "COMMAND";
   }
-  return "?";
+  return "";  // no enumerator: no name
 }
 
 char sort_key(Column c) {

@@ -18,7 +18,9 @@ FAKE_NVML_EXPORT nvmlReturn_t nvmlShutdown(void) {
 }
 
 FAKE_NVML_EXPORT const char* nvmlErrorString(nvmlReturn_t result) {
-  switch (result) {
+  // NVML's return codes are an open set (each release adds some): as a number, so that the
+  // codes not named here need no case each.
+  switch (static_cast<int>(result)) {
     case NVML_SUCCESS:
       return "Success";
     case NVML_ERROR_UNINITIALIZED:

@@ -92,7 +92,7 @@ TEST(PsCli, ParseErrorsSpeakGpureapsVoice) {
       << r.err;
   r = run_gpureap({"ps", "--sort", "size"});
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.err.find("use memory, pid, age or user"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("use one of pid, memory, age, user"), std::string::npos) << r.err;
   r = run_gpureap({"ps", "--compact", "--json"});
   EXPECT_EQ(r.exit_code, 2);
   // The root's footer is the root's: not repeated under each subcommand's help.
