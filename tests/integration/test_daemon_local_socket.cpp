@@ -309,17 +309,86 @@ TEST(DaemonLocalSocket, MalformedRequestsGetOkFalse) {
   auto unknown = parse_answer(raw_exchange(m.socket, "{\"command\":\"kill\"}\n"));
   EXPECT_EQ(unknown["ok"], false);
   EXPECT_EQ(unknown["error"],
-            "bad request: \"command\" must be \"ps\", \"doctor\", \"snapshot\", \"releases\", "
+            "bad request: \"command\" must be \"evidence\", \"snapshot\", \"releases\", "
             "\"history\" or \"announce\"");
   auto oversized = parse_answer(raw_exchange(m.socket, std::string(8192, '{')));
   EXPECT_EQ(oversized["error"], "bad request: longer than 4096 bytes");
-  // A well-formed request: the raw protocol as documented.
-  auto ok = parse_answer(raw_exchange(m.socket, "{\"command\":\"ps\",\"format\":\"csv\"}\n"));
-  EXPECT_EQ(ok["ok"], true) << ok;
-  EXPECT_EQ(ok["exit_code"], 0);
-  EXPECT_NE(ok["output"].get<std::string>().find("pid,user,state"), std::string::npos);
+  // What an older gpureap asks: refused in words, never answered in a form it would misread.
+  auto old = parse_answer(raw_exchange(m.socket, "{\"command\":\"ps\",\"format\":\"csv\"}\n"));
+  EXPECT_EQ(old["ok"], false) << old;
+  EXPECT_NE(old["error"].get<std::string>().find("older than this daemon"), std::string::npos)
+      << old;
   // The daemon is still fine.
   EXPECT_EQ(run_json({"ps", "--json"}, m.client_env())["source"]["kind"], "daemon");
+}
+
+// A socket served by the test itself, as a daemon of another gpureap version would serve it:
+// each connection gets `answer` to whatever it asks, until the test ends.
+class OtherVersionDaemon {
+ public:
+  OtherVersionDaemon(const std::string& path, std::string answer) : answer_(std::move(answer)) {
+    fd_ = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_un a{};
+    a.sun_family = AF_UNIX;
+    std::strncpy(a.sun_path, path.c_str(), sizeof a.sun_path - 1);
+    EXPECT_EQ(::bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+    EXPECT_EQ(::listen(fd_, 4), 0);
+    thread_ = std::thread([this] {
+      for (;;) {
+        int c = ::accept(fd_, nullptr, nullptr);
+        if (c < 0) return;
+        char buf[4096];
+        std::string request;
+        while (request.find('\n') == std::string::npos) {
+          ssize_t n = ::recv(c, buf, sizeof buf, 0);
+          if (n <= 0) break;
+          request.append(buf, static_cast<size_t>(n));
+        }
+        (void)!::send(c, answer_.data(), answer_.size(), MSG_NOSIGNAL);
+        ::close(c);
+      }
+    });
+  }
+  ~OtherVersionDaemon() {
+    ::shutdown(fd_, SHUT_RDWR);
+    ::close(fd_);
+    thread_.join();
+  }
+
+ private:
+  std::string answer_;
+  int fd_ = -1;
+  std::thread thread_;
+};
+
+// A daemon of another gpureap version (its socket protocol or its evidence differ) never gives a
+// command garbage: the command says so in one line and answers from its own scan.
+TEST(DaemonLocalSocket, ADaemonOfAnotherVersionIsSaidAndTheCommandScans) {
+  REQUIRE_DOUBLE();
+  Machine m;
+  auto env = m.client_env();
+  for (const auto& e : m.nvml.env()) env.push_back(e);
+  const std::string older =
+      R"({"ok":false,"error":"bad request: \"command\" must be \"ps\", \"doctor\", \"snapshot\", )"
+      R"(\"releases\", \"history\" or \"announce\""})";
+  json newer_evidence = {{"ok", true},
+                         {"snapshot_age_ms", 5},
+                         {"first_kept", true},
+                         {"evidence", {{"evidence", 1000}, {"last", nullptr}}}};
+  for (const std::string& answer : {older, newer_evidence.dump()}) {
+    SCOPED_TRACE(answer);
+    std::filesystem::remove(m.socket);
+    OtherVersionDaemon other(m.socket, answer);
+    auto ps = run_gpureap({"ps", "--json"}, env);
+    EXPECT_EQ(ps.exit_code, 0) << ps.err;
+    EXPECT_EQ(parse_output(ps)["source"]["kind"], "scan");
+    EXPECT_NE(ps.err.find("gpureap: the daemon on " + m.socket + " runs another gpureap version"),
+              std::string::npos)
+        << ps.err;
+    auto doctor = run_gpureap({"doctor", "--json", "--settle", "0s"}, env);
+    EXPECT_EQ(parse_output(doctor)["source"]["kind"], "scan") << doctor.out;
+    EXPECT_NE(doctor.err.find("runs another gpureap version"), std::string::npos) << doctor.err;
+  }
 }
 
 TEST(DaemonLocalSocket, SilentClientDelaysNothingButItself) {
