@@ -333,7 +333,8 @@ core::Result<EvidenceAnswer> parse_evidence_answer(std::string_view text) {
   auto evidence = j.find("evidence");
   if (age == j.end() || !age->is_number_unsigned() || kept == j.end() || !kept->is_boolean() ||
       evidence == j.end() || j.size() != 4)
-    return core::Error{"the answer is not the evidence this gpureap reads", ""};
+    return core::Error{"the answer is not the evidence this gpureap reads",
+                       "the daemon runs another gpureap version: restart it after an upgrade"};
   auto e = output::evidence_from_wire(*evidence);
   if (!e) return e.error();
   return EvidenceAnswer{std::move(*e), kept->get<bool>(), age->get<int64_t>()};

@@ -322,45 +322,6 @@ TEST(DaemonLocalSocket, MalformedRequestsGetOkFalse) {
   EXPECT_EQ(run_json({"ps", "--json"}, m.client_env())["source"]["kind"], "daemon");
 }
 
-// A socket served by the test itself, as a daemon of another gpureap version would serve it:
-// each connection gets `answer` to whatever it asks, until the test ends.
-class OtherVersionDaemon {
- public:
-  OtherVersionDaemon(const std::string& path, std::string answer) : answer_(std::move(answer)) {
-    fd_ = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_un a{};
-    a.sun_family = AF_UNIX;
-    std::strncpy(a.sun_path, path.c_str(), sizeof a.sun_path - 1);
-    EXPECT_EQ(::bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
-    EXPECT_EQ(::listen(fd_, 4), 0);
-    thread_ = std::thread([this] {
-      for (;;) {
-        int c = ::accept(fd_, nullptr, nullptr);
-        if (c < 0) return;
-        char buf[4096];
-        std::string request;
-        while (request.find('\n') == std::string::npos) {
-          ssize_t n = ::recv(c, buf, sizeof buf, 0);
-          if (n <= 0) break;
-          request.append(buf, static_cast<size_t>(n));
-        }
-        (void)!::send(c, answer_.data(), answer_.size(), MSG_NOSIGNAL);
-        ::close(c);
-      }
-    });
-  }
-  ~OtherVersionDaemon() {
-    ::shutdown(fd_, SHUT_RDWR);
-    ::close(fd_);
-    thread_.join();
-  }
-
- private:
-  std::string answer_;
-  int fd_ = -1;
-  std::thread thread_;
-};
-
 // A daemon of another gpureap version (its socket protocol or its evidence differ) never gives a
 // command garbage: the command says so in one line and answers from its own scan.
 TEST(DaemonLocalSocket, ADaemonOfAnotherVersionIsSaidAndTheCommandScans) {
@@ -378,7 +339,7 @@ TEST(DaemonLocalSocket, ADaemonOfAnotherVersionIsSaidAndTheCommandScans) {
   for (const std::string& answer : {older, newer_evidence.dump()}) {
     SCOPED_TRACE(answer);
     std::filesystem::remove(m.socket);
-    OtherVersionDaemon other(m.socket, answer);
+    ScriptedSocket other(m.socket, [&](const std::string&) { return answer; });
     auto ps = run_gpureap({"ps", "--json"}, env);
     EXPECT_EQ(ps.exit_code, 0) << ps.err;
     EXPECT_EQ(parse_output(ps)["source"]["kind"], "scan");
