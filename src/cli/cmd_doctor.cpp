@@ -9,8 +9,10 @@
 #include <optional>
 #include <thread>
 
+#include "backend/backend_set.h"
 #include "cli/cmd_kill.h"
 #include "cli/daemon_client.h"
+#include "collect/collector.h"
 #include "core/duration.h"
 #include "core/gpu_resolve.h"
 #include "doctor/examine.h"
@@ -208,6 +210,10 @@ std::optional<int> report_served(const GlobalOptions& g, DoctorOptions o, const 
     evidence.first = evidence.last;
   else if (!served.first_kept)
     return std::nullopt;
+  // What the kernel shows of the daemon's D-state holders this command reads itself, as on its
+  // own samples (the daemon reads no kernel stacks).
+  evidence.blocked = collect::read_blocked_tasks(g.proc_root, g.sys_root, *evidence.last,
+                                                 backend::BackendSet().kernel_functions());
   auto findings = findings_of(evidence, o, run);
   auto options = render_options(g, o);
   options.daemon_age = std::chrono::milliseconds(served.snapshot_age_ms);

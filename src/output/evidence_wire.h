@@ -12,7 +12,8 @@
 //    "work_server_log": [bytes]}
 //
 // Byte strings, strictness and errors are the snapshot wire's. The blocked tasks of D-state
-// holders are not carried: the daemon reads none.
+// holders are not carried: the daemon reads none, and the command reads them itself
+// (collect::read_blocked_tasks), as on its own samples.
 #include <nlohmann/json.hpp>
 
 #include "core/result.h"
