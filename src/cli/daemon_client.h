@@ -32,7 +32,7 @@ std::optional<daemon::EvidenceAnswer> ask_daemon_evidence(
     const std::string& socket_path, std::chrono::milliseconds settle,
     std::chrono::milliseconds within = std::chrono::milliseconds(2000));
 
-// Prints what the daemon or the command's own run made of a snapshot: stderr lines first, then
+// Prints what a command made of a snapshot (its own or the daemon's): stderr lines first, then
 // stdout; returns the exit status.
 int print_command_output(const std::string& out, const std::vector<std::string>& err,
                          int exit_code);
