@@ -9,8 +9,10 @@
 #include <optional>
 #include <thread>
 
+#include "backend/backend_set.h"
 #include "cli/cmd_kill.h"
 #include "cli/daemon_client.h"
+#include "collect/collector.h"
 #include "core/duration.h"
 #include "core/gpu_resolve.h"
 #include "doctor/examine.h"
@@ -108,6 +110,30 @@ reap::Request fix_request(const std::vector<doctor::Finding>& findings, const Do
   return request;
 }
 
+// The findings on `evidence` in this command's scope: the command's own samples, or the
+// daemon's.
+std::vector<doctor::Finding> findings_of(const doctor::Evidence& evidence, const DoctorOptions& o,
+                                         const DoctorRun& run) {
+  // Without the kernel log doctor still diagnoses everything else: say so once.
+  if (evidence.kernel && evidence.kernel->problem)
+    std::cerr << "gpureap: " << text::terminal_safe(*evidence.kernel->problem) << "\n";
+  // What this process could read, its user may see; the daemon sends a user nothing more.
+  return doctor::examine(evidence, scope(o, run, doctor::Reader::Privileged),
+                         reap::is_protected_process);
+}
+
+// --gpu resolved against `snapshot` into `o`; the exit status when it names no GPU there.
+std::optional<int> resolve_scope(DoctorOptions& o, const core::Snapshot& snapshot) {
+  if (!o.gpu_spec) return std::nullopt;
+  auto gpu = core::resolve_gpu(snapshot, *o.gpu_spec);
+  // Without a driver doctor still diagnoses from /proc: only a GPU that is known not to exist
+  // stops it.
+  if (gpu.problem && !gpu.problem->driver_down) return fail_scope(*gpu.problem, kDoctorCannotRun);
+  o.gpu = gpu.place.index;
+  if (gpu.place.gpu_instance) o.instance = gpu.place;
+  return std::nullopt;
+}
+
 class Doctor {
  public:
   Doctor(const GlobalOptions& g, const DoctorOptions& o, const DoctorRun& run,
@@ -118,13 +144,8 @@ class Doctor {
   std::vector<doctor::Finding> diagnose(std::shared_ptr<const core::Snapshot> first,
                                         std::shared_ptr<const core::Snapshot> last) const {
     auto ipc = std::make_shared<const procfs::IpcResidue>(collector_.ipc_residue(last->proc));
-    auto evidence = doctor::read_evidence(collector_, std::move(first), last, std::move(ipc));
-    // Without the kernel log doctor still diagnoses everything else: say so once.
-    if (evidence.kernel->problem)
-      std::cerr << "gpureap: " << text::terminal_safe(*evidence.kernel->problem) << "\n";
-    // What this process could read, its user may see.
-    return doctor::examine(evidence, scope(o_, run_, doctor::Reader::Privileged),
-                           reap::is_protected_process);
+    return findings_of(doctor::read_evidence(collector_, std::move(first), last, std::move(ipc)),
+                       o_, run_);
   }
 
   // --fix: the remedies through the reap pipeline, planned on the diagnosed snapshot, so each
@@ -169,24 +190,35 @@ class Doctor {
   const collect::Collector& collector_;
 };
 
-// The daemon answers a doctor without --fix (a fix signals from here, on this command's own
-// view) when it may (cli/daemon_client.h).
-std::optional<daemon::Answer> from_daemon(const GlobalOptions& g, const DoctorOptions& o,
-                                          const DoctorRun& run) {
+// The daemon's evidence for a doctor without --fix (a fix signals from here, on this command's
+// own view) when it may answer (cli/daemon_client.h).
+std::optional<daemon::EvidenceAnswer> from_daemon(const GlobalOptions& g, const DoctorOptions& o,
+                                                  const DoctorRun& run) {
   if (o.fix) return std::nullopt;
   auto path = daemon_socket(g, o.no_daemon);
   if (!path) return std::nullopt;
-  daemon::DoctorRequest request{.json = g.json,
-                                .gpu = o.gpu,
-                                .gpu_place = o.gpu ? std::nullopt : o.gpu_spec,
-                                .settle = run.settle,
-                                .only = o.only,
-                                .unattributed_threshold = o.unattributed_threshold,
-                                .color = output::Style::for_stdout(g.no_color).enabled(),
-                                .verbose = o.verbose,
-                                .unicode = output::locale_speaks_utf8()};
-  if (size_t w = text_width()) request.width = w;
-  return ask_daemon(*path, request);
+  return ask_daemon_evidence(*path, run.settle);
+}
+
+// The report on the daemon's evidence, rendered as the command renders its own; empty when it
+// cannot answer: doctor must settle and the daemon kept no snapshot from --settle before.
+std::optional<int> report_served(const GlobalOptions& g, DoctorOptions o, const DoctorRun& run,
+                                 daemon::EvidenceAnswer served) {
+  doctor::Evidence& evidence = served.evidence;
+  if (auto failed = resolve_scope(o, *evidence.last)) return failed;
+  if (!doctor::needs_settle(*evidence.last, o.gpu))
+    evidence.first = evidence.last;
+  else if (!served.first_kept)
+    return std::nullopt;
+  // What the kernel shows of the daemon's D-state holders this command reads itself, as on its
+  // own samples (the daemon reads no kernel stacks).
+  evidence.blocked = collect::read_blocked_tasks(g.proc_root, g.sys_root, *evidence.last,
+                                                 backend::BackendSet().kernel_functions());
+  auto findings = findings_of(evidence, o, run);
+  auto options = render_options(g, o);
+  options.daemon_age = std::chrono::milliseconds(served.snapshot_age_ms);
+  auto rendered = output::render_doctor_command(*evidence.last, findings, options);
+  return print_report(rendered.out, rendered.err, rendered.exit_code, o);
 }
 
 // Whether stdout and stderr are one terminal: the report then shows where the early lines are.
@@ -291,22 +323,15 @@ int run_doctor(const GlobalOptions& g, const DoctorOptions& given) {
     }
     if (ref->index && !ref->gpu_instance) o.gpu = ref->index;
   }
-  if (auto answer = from_daemon(g, o, *run))
-    return print_report(answer->output, answer->warnings, answer->exit_code, o);
+  if (auto served = from_daemon(g, o, *run))
+    if (auto status = report_served(g, o, *run, std::move(*served))) return *status;
   auto collector = open_collector(g);
   if (!collector) {
     fail(collector.error());
     return kDoctorCannotRun;
   }
   auto first = std::make_shared<const core::Snapshot>(collector->collect());
-  if (o.gpu_spec) {
-    auto gpu = core::resolve_gpu(*first, *o.gpu_spec);
-    // Without a driver doctor still diagnoses from /proc: only a GPU that is known not to
-    // exist stops it.
-    if (gpu.problem && !gpu.problem->driver_down) return fail_scope(*gpu.problem, kDoctorCannotRun);
-    o.gpu = gpu.place.index;
-    if (gpu.place.gpu_instance) o.instance = gpu.place;
-  }
+  if (auto failed = resolve_scope(o, *first)) return *failed;
   if (doctor::needs_settle(*first, o.gpu)) {
     std::string said;
     if (::isatty(STDERR_FILENO)) said = say_settling(g, o, *run, *collector, first);

@@ -22,13 +22,24 @@ namespace {
 static_assert(output::kPsExitDriverTimeout == kExitDriverTimeout &&
               output::kPsExitUsage == kExitUsage);
 
-// The daemon answers only a plain `ps` (not --watch) when it may (cli/daemon_client.h).
-std::optional<daemon::Answer> from_daemon(const GlobalOptions& g, const PsOptions& o,
-                                          const output::PsRenderOptions& render) {
+// What `ps` prints for a snapshot and the kernel log read with it: the same on the command's
+// own scan and on the daemon's evidence.
+output::PsRendered ps_output(const core::Snapshot& snapshot, const core::KernelLog* kernel_log,
+                             const output::PsRenderOptions& options) {
+  auto rendered = output::render_ps_command(snapshot, options);
+  // A GPU that logged a critical error looks healthy in the table: one line on stderr says so.
+  if (kernel_log)
+    if (auto note = output::kernel_note(*kernel_log)) rendered.err.push_back(*note);
+  return rendered;
+}
+
+// The daemon's latest sample, for a plain `ps` (not --watch) when it may answer
+// (cli/daemon_client.h).
+std::optional<daemon::EvidenceAnswer> from_daemon(const GlobalOptions& g, const PsOptions& o) {
   auto path = daemon_socket(g, o.no_daemon);
   if (!path) return std::nullopt;
   base::Phase phase("daemon answer");
-  return ask_daemon(*path, daemon::PsRequest::of(render));
+  return ask_daemon_evidence(*path, std::chrono::milliseconds(0));
 }
 
 // The options checked and the collector opened here; the loop is tui's.
@@ -124,19 +135,20 @@ int run_ps(const GlobalOptions& g, const PsOptions& o) {
       .verbose = o.verbose};
   render.select.gpus = gpus.gpus;
   render.select.gpu_places = gpus.gpu_places;
-  if (auto answer = from_daemon(g, o, render))
-    return print_command_output(answer->output, answer->warnings, answer->exit_code);
+  if (auto served = from_daemon(g, o)) {
+    render.daemon_age = std::chrono::milliseconds(served->snapshot_age_ms);
+    auto rendered = ps_output(*served->evidence.last, served->evidence.kernel.get(), render);
+    return print_command_output(rendered.out, rendered.err, rendered.exit_code);
+  }
   std::optional<base::Phase> phase(std::in_place, "collector setup");
   auto collector = open_collector(g);
   if (!collector) return fail(collector.error());
   phase.reset();
   auto snapshot = collector->collect();
-  phase.emplace("rendering");
-  auto rendered = output::render_ps_command(snapshot, render);
-  // A GPU that logged a critical error looks healthy in the table: one line on stderr says so.
   phase.emplace("kernel log");
-  if (auto note = output::kernel_note(collector->kernel_log(snapshot)))
-    rendered.err.push_back(*note);
+  auto kernel_log = collector->kernel_log(snapshot);
+  phase.emplace("rendering");
+  auto rendered = ps_output(snapshot, &kernel_log, render);
   phase.emplace("printing");
   const int status = print_command_output(rendered.out, rendered.err, rendered.exit_code);
   phase.reset();  // before the collector closes the driver libraries, each with a phase of its own

@@ -11,6 +11,7 @@
 #include "base/deadline_io.h"
 #include "core/duration.h"
 #include "daemon/local_socket.h"
+#include "text/escape.h"
 
 namespace gpureap::cli {
 namespace {
@@ -67,10 +68,9 @@ std::optional<std::string> receive_all(int fd, Clock::time_point deadline) {
   }
 }
 
-}  // namespace
-
-std::optional<daemon::Answer> ask_daemon(const std::string& path, const daemon::Request& request,
-                                         std::chrono::milliseconds within) {
+// The daemon's answer as text, or empty when there is none in time from a peer it may trust.
+std::optional<std::string> exchange(const std::string& path, const daemon::Request& request,
+                                    std::chrono::milliseconds within) {
   const auto deadline = Clock::now() + within;
   Fd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
   if (fd.get() < 0 || !connect_within(fd.get(), path, within) ||
@@ -81,11 +81,34 @@ std::optional<daemon::Answer> ask_daemon(const std::string& path, const daemon::
   int flags = ::fcntl(fd.get(), F_GETFL);
   if (flags < 0 || ::fcntl(fd.get(), F_SETFL, flags | O_NONBLOCK) != 0) return std::nullopt;
   if (!send_all(fd.get(), daemon::request_line(request), deadline)) return std::nullopt;
-  auto text = receive_all(fd.get(), deadline);
+  return receive_all(fd.get(), deadline);
+}
+
+}  // namespace
+
+std::optional<daemon::Answer> ask_daemon(const std::string& path, const daemon::Request& request,
+                                         std::chrono::milliseconds within) {
+  auto text = exchange(path, request, within);
   if (!text) return std::nullopt;
   auto answer = daemon::parse_answer(*text);
   if (!answer) return std::nullopt;
   return std::move(*answer);
+}
+
+std::optional<daemon::EvidenceAnswer> ask_daemon_evidence(const std::string& path,
+                                                          std::chrono::milliseconds settle,
+                                                          std::chrono::milliseconds within) {
+  auto text = exchange(path, daemon::EvidenceRequest::current(settle), within);
+  if (!text) return std::nullopt;
+  auto answer = daemon::parse_evidence_answer(*text);
+  if (answer) return std::move(*answer);
+  // Another gpureap version on either side: the command answers for itself, and says why it
+  // did not ask the daemon, once, so a forgotten restart after an upgrade is seen.
+  if (daemon::is_version_refusal(answer.error()))
+    std::cerr << "gpureap: the daemon on " << text::terminal_safe(path)
+              << " runs another gpureap version (" << text::terminal_safe(answer.error().message)
+              << "); this command scans on its own: restart the daemon after an upgrade\n";
+  return std::nullopt;
 }
 
 std::optional<std::string> daemon_socket(const GlobalOptions& g, bool no_daemon) {

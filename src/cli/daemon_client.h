@@ -24,7 +24,15 @@ std::optional<daemon::Answer> ask_daemon(
 // not when GPUREAP_DAEMON_SOCKET="" names none.
 std::optional<std::string> daemon_socket(const GlobalOptions& global, bool no_daemon);
 
-// Prints what the daemon or the command's own run made of a snapshot: stderr lines first, then
+// The evidence doctor examines as the daemon holds it, for `ps` and `doctor` to render as they
+// render their own scan: empty as ask_daemon's answer is. A daemon of another gpureap version
+// (it refuses this command's request, or sends evidence of another version) is said in one
+// line on stderr, then the command scans on its own.
+std::optional<daemon::EvidenceAnswer> ask_daemon_evidence(
+    const std::string& socket_path, std::chrono::milliseconds settle,
+    std::chrono::milliseconds within = std::chrono::milliseconds(2000));
+
+// Prints what a command made of a snapshot (its own or the daemon's): stderr lines first, then
 // stdout; returns the exit status.
 int print_command_output(const std::string& out, const std::vector<std::string>& err,
                          int exit_code);

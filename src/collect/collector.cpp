@@ -409,14 +409,20 @@ std::vector<std::string> Collector::work_server_log(const core::Snapshot& s) con
       drivers_ ? drivers_->work_servers() : backend::work_servers(backend::builtin_backends()));
 }
 
-std::vector<core::BlockedTask> Collector::blocked_tasks(const core::Snapshot& s) const {
+std::vector<core::BlockedTask> read_blocked_tasks(
+    const std::string& proc_root, const std::string& sys_root, const core::Snapshot& s,
+    const std::vector<std::string>& kernel_functions) {
   std::vector<core::BlockedTask> out;
   for (const auto& r : s.rows)
     if (r.has(core::Anomaly::Uninterruptible))
-      out.push_back(kernel::read_blocked_task(
-          proc_.root(), roots_.sys_root, r.pid,
-          drivers_ ? drivers_->kernel_functions() : backend::BackendSet().kernel_functions()));
+      out.push_back(kernel::read_blocked_task(proc_root, sys_root, r.pid, kernel_functions));
   return out;
+}
+
+std::vector<core::BlockedTask> Collector::blocked_tasks(const core::Snapshot& s) const {
+  return read_blocked_tasks(
+      proc_.root(), roots_.sys_root, s,
+      drivers_ ? drivers_->kernel_functions() : backend::BackendSet().kernel_functions());
 }
 
 procfs::HostStats Collector::host_stats() const {

@@ -26,6 +26,14 @@ struct Roots {
   std::string runtime_root;
 };
 
+// Why each process of `s` in uninterruptible sleep (D) is stuck, read from `proc_root` and
+// `sys_root` and told by `kernel_functions` (the drivers' function names in a kernel stack): for
+// a command that reads what the kernel shows of a snapshot it did not collect (the daemon's).
+std::vector<core::BlockedTask> read_blocked_tasks(const std::string& proc_root,
+                                                  const std::string& sys_root,
+                                                  const core::Snapshot& s,
+                                                  const std::vector<std::string>& kernel_functions);
+
 class Collector {
  public:
   // Fails (with a message naming the root and what to do) when a root is unusable.
@@ -70,7 +78,8 @@ class Collector {
   // Reads the whole log: asked for by doctor and ps, once; the daemon follows the log instead.
   core::KernelLog kernel_log(const core::Snapshot& s) const;
   // Why each process of `s` in uninterruptible sleep (D) is stuck: its wait channel, kernel
-  // stack and the FUSE or NFS mount it waits on.
+  // stack and the FUSE or NFS mount it waits on (read_blocked_tasks, with its drivers' kernel
+  // functions).
   std::vector<core::BlockedTask> blocked_tasks(const core::Snapshot& s) const;
   // The last lines of the log of the daemon that starts `s`'s servers of other processes' work
   // (WorkServer::log_dir under the runtime root), for doctor's evidence (collect/work_servers).

@@ -6,7 +6,7 @@
 #include "daemon/releases_document.h"
 #include "doctor/restricted_evidence.h"
 #include "export/history_json.h"
-#include "output/doctor_view.h"
+#include "output/doctor_json.h"
 #include "output/snapshot_json.h"
 #include "policy/status_json.h"
 #include "text/time_format.h"

@@ -4,38 +4,19 @@
 #include <nlohmann/json.hpp>
 #include <type_traits>
 
+#include "output/evidence_wire.h"
 #include "output/snapshot_json.h"
+#include "output/snapshot_wire.h"
 
 namespace gpureap::daemon {
 namespace {
 
 using nlohmann::json;
 
-// Widths beyond any real terminal are refused rather than rendered into a huge answer.
-constexpr size_t kMaxWidth = 10000;
 constexpr uint64_t kMaxGpuIndex = 1u << 20;
 constexpr uint64_t kMaxPid = 1u << 22;  // the kernel's PID_MAX_LIMIT
 // Longer than any settle the daemon keeps samples for: it answers "no sample that old".
 constexpr uint64_t kMaxSettleMs = 24ull * 3600 * 1000;
-
-std::optional<output::PsFormat> format_from(std::string_view s) {
-  if (s == "table") return output::PsFormat::Table;
-  if (s == "json") return output::PsFormat::Json;
-  if (s == "csv") return output::PsFormat::Csv;
-  return std::nullopt;
-}
-
-const char* format_name(output::PsFormat f) {
-  switch (f) {
-    case output::PsFormat::Json:
-      return "json";
-    case output::PsFormat::Csv:
-      return "csv";
-    case output::PsFormat::Table:
-      break;
-  }
-  return "table";
-}
 
 core::Error bad(const std::string& what) {
   return {"bad request: " + what, ""};
@@ -43,17 +24,8 @@ core::Error bad(const std::string& what) {
 
 }  // namespace
 
-PsRequest PsRequest::of(const output::PsRenderOptions& o) {
-  return {o.format, o.tree, o.width, o.color, o.select, o.compact, o.unicode, o.verbose};
-}
-
-output::PsRenderOptions PsRequest::render_options() const {
-  output::PsRenderOptions o{.format = format, .tree = tree, .width = width, .color = color};
-  o.select = select;
-  o.compact = compact;
-  o.unicode = unicode;
-  o.verbose = verbose;
-  return o;
+EvidenceRequest EvidenceRequest::current(std::chrono::milliseconds settle) {
+  return {output::kEvidenceWireVersion, output::kSnapshotWireVersion, settle};
 }
 
 std::string default_local_socket() {
@@ -63,81 +35,16 @@ std::string default_local_socket() {
 
 namespace {
 
-// A GPU instance or UUID as a user typed it (core::parse_gpu_ref); longer is none.
-constexpr size_t kMaxGpuPlaceBytes = 96;
-
-bool gpu_place_text(const json& value) {
-  return value.is_string() && !value.get<std::string>().empty() &&
-         value.get<std::string>().size() <= kMaxGpuPlaceBytes;
-}
-
-json ps_line(const PsRequest& r) {
-  json line = {{"command", "ps"},
-               {"format", format_name(r.format)},
-               {"tree", r.tree},
-               {"width", r.width ? json(*r.width) : json()},
-               {"color", r.color},
-               {"gpus", r.select.gpus},
-               {"users", r.select.users},
-               {"pids", r.select.pids},
-               {"sort", output::to_string(r.select.sort)},
-               {"compact", r.compact},
-               {"unicode", r.unicode},
-               {"verbose", r.verbose}};
-  // Only when given: a daemon older than instances refuses the field, and the command then
-  // narrows on its own scan instead of being answered for the whole GPU.
-  if (!r.select.gpu_places.empty()) line["gpu_places"] = r.select.gpu_places;
-  return line;
-}
-
-// A list of numbers from 0 (or 1) to `max`; false with `why` set otherwise.
-template <class T>
-bool numbers(const std::string& key, const json& value, uint64_t min, uint64_t max,
-             std::vector<T>& out, std::string& why) {
-  out.clear();
-  bool ok = value.is_array();
-  if (ok)
-    for (const auto& n : value) {
-      if (!n.is_number_unsigned() || n.get<uint64_t>() < min || n.get<uint64_t>() > max) {
-        ok = false;
-        break;
-      }
-      out.push_back(static_cast<T>(n.get<uint64_t>()));
-    }
-  if (!ok)
-    why = "\"" + key + "\" must be a list of numbers from " + std::to_string(min) + " to " +
-          std::to_string(max);
-  return ok;
-}
-
-json doctor_line(const DoctorRequest& r) {
-  json line = {{"command", "doctor"},
-               {"json", r.json},
-               {"gpu", r.gpu ? json(*r.gpu) : json()},
-               {"settle_ms", r.settle.count()},
-               {"only", r.only},
-               {"unattributed_threshold",
-                r.unattributed_threshold ? json(*r.unattributed_threshold) : json()},
-               {"color", r.color},
-               {"verbose", r.verbose},
-               {"width", r.width ? json(*r.width) : json()},
-               {"unicode", r.unicode}};
-  if (r.gpu_place) line["gpu_place"] = *r.gpu_place;  // as "gpu_places" of ps
-  return line;
+json evidence_line(const EvidenceRequest& r) {
+  return {{"command", "evidence"},
+          {"evidence", r.evidence},
+          {"wire", r.wire},
+          {"settle_ms", r.settle.count()}};
 }
 
 // A request's fields but "command", one by one; false with `why` set on the first bad one.
 using FieldReader = bool (*)(const std::string& key, const json& value, Request& r,
                              std::string& why);
-
-bool boolean(const std::string& key, const json& value, bool& out, std::string& why) {
-  if (!value.is_boolean()) {
-    why = "\"" + key + "\" must be true or false";
-    return false;
-  }
-  out = value.get<bool>();
-  return true;
-}
 
 bool unknown(const std::string& key, std::string& why) {
   // A newer client's option this daemon cannot honour: the client runs on its own instead.
@@ -145,134 +52,30 @@ bool unknown(const std::string& key, std::string& why) {
   return false;
 }
 
-bool width_field(const json& value, std::optional<size_t>& width, std::string& why) {
-  if (value.is_null()) {
-    width.reset();
+// A version the command reads that this daemon does not write: refused, naming both.
+bool version_field(const std::string& key, const json& value, int mine, int& out,
+                   std::string& why) {
+  if (value.is_number_integer() && value.get<int64_t>() == mine) {
+    out = mine;
     return true;
   }
-  if (value.is_number_unsigned() && value.get<uint64_t>() >= 1 &&
-      value.get<uint64_t>() <= kMaxWidth) {
-    width = static_cast<size_t>(value.get<uint64_t>());
-    return true;
-  }
-  why = "\"width\" must be null or a number of columns from 1 to " + std::to_string(kMaxWidth);
+  why = "the command reads " + key + " version " + value.dump() + ", this daemon writes " +
+        std::to_string(mine) +
+        ": they are different gpureap versions (restart the daemon after an upgrade)";
   return false;
 }
 
-bool ps_field(const std::string& key, const json& value, Request& request, std::string& why) {
-  auto& r = std::get<PsRequest>(request);
-  if (key == "format") {
-    auto f = value.is_string() ? format_from(value.get<std::string>()) : std::nullopt;
-    if (!f) {
-      why = "\"format\" must be \"table\", \"json\" or \"csv\"";
-      return false;
-    }
-    r.format = *f;
-    return true;
-  }
-  if (key == "tree") return boolean(key, value, r.tree, why);
-  if (key == "color") return boolean(key, value, r.color, why);
-  if (key == "compact") return boolean(key, value, r.compact, why);
-  if (key == "unicode") return boolean(key, value, r.unicode, why);
-  if (key == "verbose") return boolean(key, value, r.verbose, why);
-  if (key == "gpus") return numbers(key, value, 0, kMaxGpuIndex, r.select.gpus, why);
-  if (key == "pids") return numbers(key, value, 1, kMaxPid, r.select.pids, why);
-  if (key == "gpu_places") {
-    r.select.gpu_places.clear();
-    if (value.is_array())
-      for (const auto& p : value)
-        if (gpu_place_text(p)) r.select.gpu_places.push_back(p.get<std::string>());
-    if (!value.is_array() || r.select.gpu_places.size() != value.size()) {
-      why = "\"gpu_places\" must be a list of GPU instances (N/G) or UUIDs";
-      return false;
-    }
-    return true;
-  }
-  if (key == "users") {
-    r.select.users.clear();
-    if (value.is_array())
-      for (const auto& u : value)
-        if (u.is_string()) r.select.users.push_back(u.get<std::string>());
-    if (!value.is_array() || r.select.users.size() != value.size()) {
-      why = "\"users\" must be a list of user names or uids";
-      return false;
-    }
-    return true;
-  }
-  if (key == "sort") {
-    auto sort = value.is_string() ? output::parse_ps_sort(value.get<std::string>())
-                                  : core::Result<output::PsSort>(core::Error{"", ""});
-    if (!sort) {
-      why = "\"sort\" must be \"pid\", \"memory\", \"age\" or \"user\"";
-      return false;
-    }
-    r.select.sort = *sort;
-    return true;
-  }
-  if (key == "width") return width_field(value, r.width, why);
-  return unknown(key, why);
-}
-
-bool doctor_field(const std::string& key, const json& value, Request& request, std::string& why) {
-  auto& r = std::get<DoctorRequest>(request);
-  if (key == "json") return boolean(key, value, r.json, why);
-  if (key == "color") return boolean(key, value, r.color, why);
-  if (key == "verbose") return boolean(key, value, r.verbose, why);
-  if (key == "unicode") return boolean(key, value, r.unicode, why);
-  if (key == "width") return width_field(value, r.width, why);
-  if (key == "gpu") {
-    if (value.is_null()) {
-      r.gpu.reset();
-      return true;
-    }
-    if (value.is_number_unsigned() && value.get<uint64_t>() <= kMaxGpuIndex) {
-      r.gpu = static_cast<unsigned>(value.get<uint64_t>());
-      return true;
-    }
-    why = "\"gpu\" must be null or a GPU index";
-    return false;
-  }
-  if (key == "gpu_place") {
-    if (gpu_place_text(value)) {
-      r.gpu_place = value.get<std::string>();
-      return true;
-    }
-    why = "\"gpu_place\" must be a GPU instance (N/G) or a UUID";
-    return false;
-  }
+bool evidence_field(const std::string& key, const json& value, Request& request, std::string& why) {
+  auto& r = std::get<EvidenceRequest>(request);
+  if (key == "evidence")
+    return version_field(key, value, output::kEvidenceWireVersion, r.evidence, why);
+  if (key == "wire") return version_field(key, value, output::kSnapshotWireVersion, r.wire, why);
   if (key == "settle_ms") {
     if (value.is_number_unsigned() && value.get<uint64_t>() <= kMaxSettleMs) {
       r.settle = std::chrono::milliseconds(value.get<uint64_t>());
       return true;
     }
     why = "\"settle_ms\" must be a number of milliseconds up to " + std::to_string(kMaxSettleMs);
-    return false;
-  }
-  if (key == "only") {
-    if (!value.is_array()) {
-      why = "\"only\" must be a list of finding codes";
-      return false;
-    }
-    r.only.clear();
-    for (const auto& code : value) {
-      if (!code.is_string()) {
-        why = "\"only\" must be a list of finding codes";
-        return false;
-      }
-      r.only.push_back(code.get<std::string>());
-    }
-    return true;
-  }
-  if (key == "unattributed_threshold") {
-    if (value.is_null()) {
-      r.unattributed_threshold.reset();
-      return true;
-    }
-    if (value.is_string()) {
-      r.unattributed_threshold = value.get<std::string>();
-      return true;
-    }
-    why = "\"unattributed_threshold\" must be null or a string";
     return false;
   }
   return unknown(key, why);
@@ -395,8 +198,7 @@ std::string request_line(const Request& request) {
   json j = std::visit(
       [](const auto& r) -> json {
         using T = std::decay_t<decltype(r)>;
-        if constexpr (std::is_same_v<T, PsRequest>) return ps_line(r);
-        if constexpr (std::is_same_v<T, DoctorRequest>) return doctor_line(r);
+        if constexpr (std::is_same_v<T, EvidenceRequest>) return evidence_line(r);
         if constexpr (std::is_same_v<T, SnapshotRequest>) return {{"command", "snapshot"}};
         if constexpr (std::is_same_v<T, ReleasesRequest>) return {{"command", "releases"}};
         if constexpr (std::is_same_v<T, HistoryRequest>)
@@ -420,12 +222,17 @@ core::Result<Request> parse_request(std::string_view line) {
   Request r;
   FieldReader field = nullptr;
   std::string name = command->is_string() ? command->get<std::string>() : "";
-  if (name == "ps") {
-    r = PsRequest{};
-    field = ps_field;
-  } else if (name == "doctor") {
-    r = DoctorRequest{};
-    field = doctor_field;
+  if (name == "ps" || name == "doctor") {
+    // What commands older than this daemon ask: it no longer renders their text.
+    return bad("\"" + name +
+               "\" is asked by a gpureap older than this daemon, which sends `ps` and `doctor` "
+               "their evidence (\"evidence\" version " +
+               std::to_string(output::kEvidenceWireVersion) +
+               "); the command scans on its own: upgrade it to the daemon's version");
+  }
+  if (name == "evidence") {
+    r = EvidenceRequest{};
+    field = evidence_field;
   } else if (name == "snapshot") {
     r = SnapshotRequest{};
     field = no_field;
@@ -440,12 +247,15 @@ core::Result<Request> parse_request(std::string_view line) {
     field = announce_field;
   } else {
     return bad(
-        "\"command\" must be \"ps\", \"doctor\", \"snapshot\", \"releases\", \"history\" or "
+        "\"command\" must be \"evidence\", \"snapshot\", \"releases\", \"history\" or "
         "\"announce\"");
   }
   std::string why;
   for (const auto& [key, value] : j.items())
     if (key != "command" && !field(key, value, r, why)) return bad(why);
+  // Without its versions the request cannot say what it reads.
+  if (auto* e = std::get_if<EvidenceRequest>(&r); e && (e->evidence == 0 || e->wire == 0))
+    return bad("\"evidence\" needs the versions it reads (\"evidence\" and \"wire\")");
   return r;
 }
 
@@ -462,7 +272,10 @@ std::string error_text(const std::string& message) {
   return output::dump_json(json{{"ok", false}, {"error", message}}, -1);
 }
 
-core::Result<Answer> parse_answer(std::string_view text) {
+namespace {
+
+// An ok:true answer's object; ok:false is the error the daemon gave.
+core::Result<json> ok_answer(std::string_view text) {
   json j = json::parse(text.begin(), text.end(), nullptr, false);
   if (j.is_discarded() || !j.is_object()) return core::Error{"the answer is not a JSON object", ""};
   auto ok = j.find("ok");
@@ -472,6 +285,15 @@ core::Result<Answer> parse_answer(std::string_view text) {
     return core::Error{e != j.end() && e->is_string() ? e->get<std::string>() : "no reason given",
                        ""};
   }
+  return j;
+}
+
+}  // namespace
+
+core::Result<Answer> parse_answer(std::string_view text) {
+  auto answer = ok_answer(text);
+  if (!answer) return answer.error();
+  const json& j = *answer;
   auto out = j.find("output");
   auto warnings = j.find("warnings");
   auto age = j.find("snapshot_age_ms");
@@ -491,6 +313,37 @@ core::Result<Answer> parse_answer(std::string_view text) {
     return core::Error{"the answer's numbers are out of range", ""};
   a.exit_code = static_cast<int>(exit_code);
   return a;
+}
+
+std::string evidence_answer_text(const doctor::Evidence& evidence, bool first_kept,
+                                 int64_t snapshot_age_ms) {
+  json j = {{"ok", true},
+            {"snapshot_age_ms", snapshot_age_ms},
+            {"first_kept", first_kept},
+            {"evidence", output::evidence_to_wire(evidence)}};
+  return output::dump_json(j, -1);
+}
+
+core::Result<EvidenceAnswer> parse_evidence_answer(std::string_view text) {
+  auto answer = ok_answer(text);
+  if (!answer) return answer.error();
+  const json& j = *answer;
+  auto age = j.find("snapshot_age_ms");
+  auto kept = j.find("first_kept");
+  auto evidence = j.find("evidence");
+  if (age == j.end() || !age->is_number_unsigned() || kept == j.end() || !kept->is_boolean() ||
+      evidence == j.end() || j.size() != 4)
+    return core::Error{"the answer is not the evidence this gpureap reads",
+                       "the daemon runs another gpureap version: restart it after an upgrade"};
+  auto e = output::evidence_from_wire(*evidence);
+  if (!e) return e.error();
+  return EvidenceAnswer{std::move(*e), kept->get<bool>(), age->get<int64_t>()};
+}
+
+bool is_version_refusal(const core::Error& error) {
+  // The daemon called the request bad, or the wire decoders found another version (their hint).
+  return error.message.rfind("bad request: ", 0) == 0 ||
+         error.hint.find("another gpureap version") != std::string::npos;
 }
 
 }  // namespace gpureap::daemon

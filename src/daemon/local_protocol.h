@@ -2,13 +2,12 @@
 // What gpureap's commands and the daemon say to each other over the daemon's local socket: one
 // request line of JSON from the client, one JSON document back, then the daemon closes.
 //
-//   {"command":"ps","format":"table"|"json"|"csv","tree":bool,"width":N|null,"color":bool,
-//    "gpus":[N],"users":["name or uid"],"pids":[N],"sort":"pid"|"memory"|"age"|"user",
-//    "compact":bool,"unicode":bool,"verbose":bool,"gpu_places":["0/3","<instance UUID>"]}
-//   {"command":"doctor","json":bool,"gpu":N|null,"settle_ms":N,"only":["code",...],
-//    "unattributed_threshold":"1GiB,1%"|null,"color":bool,"gpu_place":"0/3"}
-//   ("gpu_places" and "gpu_place", GPU instances or UUIDs as typed, are sent only when given:
-//    a daemon that predates them refuses the request and the command scans on its own.)
+//   {"command":"evidence","evidence":N,"wire":N,"settle_ms":N}
+//                                  (for `ps` and `doctor`: the evidence doctor examines, which
+//                                   the command renders with the code of its own scan; "evidence"
+//                                   and "wire" are the versions of output/evidence_wire.h and
+//                                   output/snapshot_wire.h the command reads: a daemon of
+//                                   another version refuses them in words)
 //   {"command":"snapshot"}   (the latest sample's inputs, output/snapshot_wire.h)
 //   {"command":"releases"}   (the gpureap.releases/v1 document of /api/v1/releases)
 //   {"command":"history","since":"6h","until":"..."}   (the gpureap.history/v1 document of
@@ -19,11 +18,14 @@
 //                                   asked, the user taken from the socket's peer credentials)
 //
 //   {"ok":true,"output":"...","warnings":["..."],"snapshot_age_ms":N,"exit_code":N}
+//   {"ok":true,"snapshot_age_ms":N,"first_kept":bool,"evidence":{...}}   (to "evidence")
 //   {"ok":false,"error":"..."}
 //
 // Both sides parse what the other sent strictly: a request with a field this daemon does not
 // know is refused (so an older daemon never silently ignores an option), and an answer that is
-// not exactly this makes the client scan on its own.
+// not exactly this makes the client scan on its own. The daemon renders nothing a command
+// prints: `ps` and `doctor` get the evidence and render it as they render their own scan. A
+// request older clients sent ("ps" and "doctor" with their options) is refused in words.
 #include <chrono>
 #include <cstdint>
 #include <optional>
@@ -33,7 +35,7 @@
 #include <vector>
 
 #include "core/result.h"
-#include "output/ps_render.h"
+#include "doctor/examine.h"
 
 namespace gpureap::daemon {
 
@@ -47,35 +49,16 @@ inline constexpr size_t kMaxRequestBytes = 4096;
 // `local_socket` out: $GPUREAP_DAEMON_SOCKET when set (empty: none), else kDefaultLocalSocket.
 std::string default_local_socket();
 
-// `gpureap ps`: what output::PsRenderOptions holds but where the answer comes from.
-struct PsRequest {
-  output::PsFormat format = output::PsFormat::Table;
-  bool tree = false;
-  std::optional<size_t> width;  // terminal columns, when the client's stdout is a terminal
-  bool color = false;
-  output::PsSelection select;
-  bool compact = false;
-  bool unicode = true;  // the client's locale speaks UTF-8
-  bool verbose = false;
+// `gpureap ps` and `gpureap doctor` (without --fix): the evidence of the latest sample, with
+// one taken `settle` before it when the latest shows memory that may still be dropping. The
+// versions are the wires' the command reads; the daemon refuses others.
+struct EvidenceRequest {
+  int evidence = 0;  // output::kEvidenceWireVersion
+  int wire = 0;      // output::kSnapshotWireVersion
+  std::chrono::milliseconds settle{0};
 
-  static PsRequest of(const output::PsRenderOptions& render);
-  output::PsRenderOptions render_options() const;
-};
-
-// `gpureap doctor` without --fix: its options as the user gave them (the client has checked
-// them; the daemon parses them again with the same functions).
-struct DoctorRequest {
-  bool json = false;
-  std::optional<unsigned> gpu;
-  // --gpu N/G or a UUID as typed, resolved by the daemon against its snapshot (`gpu` empty).
-  std::optional<std::string> gpu_place;
-  std::chrono::milliseconds settle{5000};
-  std::vector<std::string> only;                      // finding codes
-  std::optional<std::string> unattributed_threshold;  // as given to --unattributed-threshold
-  bool color = false;
-  bool verbose = false;         // -v: the info findings too
-  std::optional<size_t> width;  // terminal columns to wrap to, when the client's is a terminal
-  bool unicode = true;          // the client's locale speaks UTF-8
+  // This build's versions.
+  static EvidenceRequest current(std::chrono::milliseconds settle);
 };
 
 // `gpureap top`: the latest sample's inputs, which the client joins again.
@@ -111,8 +94,8 @@ struct AnnounceRequest {
   size_t more = 0;                       // targets left out of the list
 };
 
-using Request = std::variant<PsRequest, DoctorRequest, SnapshotRequest, ReleasesRequest,
-                             HistoryRequest, AnnounceRequest>;
+using Request = std::variant<EvidenceRequest, SnapshotRequest, ReleasesRequest, HistoryRequest,
+                             AnnounceRequest>;
 
 // Cuts an announcement until its line fits kMaxRequestBytes (names that escape to six bytes a
 // byte can make a long list too long): targets go first (counted in `more`), then the reason.
@@ -134,5 +117,22 @@ std::string answer_text(const Answer& answer);
 std::string error_text(const std::string& message);
 // An ok:true answer; anything else (ok:false with its error, malformed) is an error.
 core::Result<Answer> parse_answer(std::string_view text);
+
+// The answer to "evidence": what the daemon holds for doctor, and whether a snapshot from
+// `settle` before the latest was kept (false: `evidence.first` is the latest, and a doctor that
+// must settle cannot be answered).
+struct EvidenceAnswer {
+  doctor::Evidence evidence;
+  bool first_kept = true;
+  int64_t snapshot_age_ms = 0;
+};
+std::string evidence_answer_text(const doctor::Evidence& evidence, bool first_kept,
+                                 int64_t snapshot_age_ms);
+core::Result<EvidenceAnswer> parse_evidence_answer(std::string_view text);
+
+// A refusal that says the two sides speak different versions of this protocol: the daemon
+// called the command's request bad (a request gpureap builds itself is bad only to another
+// version), or its evidence is of another version.
+bool is_version_refusal(const core::Error& error);
 
 }  // namespace gpureap::daemon

@@ -1,8 +1,9 @@
 #pragma once
 // The one way to examine what was collected. Every path that shows doctor's findings (the
-// doctor command, its early "found so far" lines, the daemon's samples and its local socket,
-// top's detail pane) gives examine() the evidence it holds and the scope it answers for, so
-// the same evidence gets the same findings on every path: none builds the rules' input itself.
+// doctor command, its early "found so far" lines, its report on the evidence the daemon's local
+// socket sends, the daemon's samples, top's detail pane) gives examine() the evidence it holds
+// and the scope it answers for, so the same evidence gets the same findings on every path: none
+// builds the rules' input itself.
 #include <functional>
 #include <memory>
 #include <optional>

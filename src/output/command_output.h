@@ -1,7 +1,8 @@
 #pragma once
 // What a command prints for one snapshot, made once for both of the paths that can answer it:
-// the command's own scan, and the daemon's local socket (daemon/local_answer.h). Whichever
-// answered, the text is the same; only the line or field naming the source differs.
+// the command's own scan, and the daemon's evidence from its local socket (rendered by the
+// command, daemon/local_protocol.h). Whichever answered, the text is the same; only the line or
+// field naming the source differs.
 #include <chrono>
 #include <nlohmann/json.hpp>
 #include <optional>

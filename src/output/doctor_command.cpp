@@ -1,5 +1,6 @@
 #include "output/doctor_command.h"
 
+#include "output/doctor_json.h"
 #include "output/doctor_view.h"
 #include "output/ps_render.h"
 #include "output/snapshot_json.h"

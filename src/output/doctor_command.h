@@ -1,6 +1,6 @@
 #pragma once
 // Everything `gpureap doctor` prints for its findings on a snapshot (output/command_output.h),
-// for the command's own two samples and for the daemon's answer alike.
+// for the command's own two samples and for the daemon's evidence alike.
 #include <optional>
 #include <vector>
 

@@ -1,8 +1,7 @@
 #pragma once
 // `gpureap doctor` output: a one-line summary of each problem, most severe first, then each
-// problem's details (evidence, facets, meaning, remedy steps); and the `gpureap.doctor/v1`
-// JSON document.
-#include <nlohmann/json.hpp>
+// problem's details (evidence, facets, meaning, remedy steps). The `gpureap.doctor/v1` JSON
+// document is output/doctor_json.h.
 #include <optional>
 #include <string>
 #include <vector>
@@ -13,8 +12,6 @@
 #include "output/style.h"
 
 namespace gpureap::output {
-
-inline constexpr const char* kDoctorSchema = "gpureap.doctor/v1";
 
 struct DoctorTextOptions {
   std::optional<unsigned> gpu;  // doctor --gpu N: the summary counts that GPU only
@@ -37,7 +34,5 @@ inline std::string render_doctor(const core::Snapshot& s,
 // what doctor can say before its second sample).
 std::string render_doctor_summaries(const std::vector<doctor::Finding>& findings,
                                     const Style& style, const DoctorTextOptions& options);
-nlohmann::json doctor_to_json(const core::Snapshot& s,
-                              const std::vector<doctor::Finding>& findings);
 
 }  // namespace gpureap::output

@@ -1,7 +1,7 @@
 #pragma once
-// Everything `gpureap ps` prints for one snapshot (output/command_output.h): the command's own
-// scan and the daemon's local socket both render through here, so the answer a daemon gives is
-// the one `ps` would have printed itself.
+// Everything `gpureap ps` prints for one snapshot (output/command_output.h): its own scan's and
+// the daemon's (sent as evidence, daemon/local_protocol.h) render through here on the command's
+// side, so what a daemon answers is what `ps` would have printed itself.
 #include <chrono>
 #include <optional>
 #include <string>

@@ -8,18 +8,16 @@
 
 #include <cmath>
 
-#include "core/field_count.h"
 #include "output/json_optional.h"
 #include "output/snapshot_json.h"
+#include "output/wire_shared.h"
 
 namespace gpureap::output {
 namespace {
 
 using nlohmann::json;
-
-// The struct has N fields, every one carried by its encoder below and its decoder.
-template <class T, std::size_t N>
-constexpr bool carried = core::field_count<T>() == N;
+using wire::carried;
+using wire::opt_bytes;
 
 // Strict UTF-8 as RFC 3629 defines it (no overlong forms, no surrogates, nothing past
 // U+10FFFF): exactly what nlohmann::json accepts when it dumps or parses a string.
@@ -61,10 +59,6 @@ int hex_digit(char c) {
   if (c >= '0' && c <= '9') return c - '0';
   if (c >= 'a' && c <= 'f') return c - 'a' + 10;
   return -1;
-}
-
-json opt_bytes(const std::optional<std::string>& v) {
-  return v ? wire_bytes(*v) : json(nullptr);
 }
 
 json bytes_list(const std::vector<std::string>& list) {

@@ -1,121 +1,18 @@
 // The decoding half of the wire form (snapshot_wire.h): strict, every error naming the field's
-// path. Inside this file a bad field throws WireError, which only the two entry points catch,
-// so each decoder reads as the struct it fills.
+// path (output/wire_shared.h).
 #include <cmath>
 #include <limits>
 #include <set>
 #include <type_traits>
 
 #include "output/snapshot_wire.h"
+#include "output/wire_shared.h"
 
 namespace gpureap::output {
 namespace {
 
 using nlohmann::json;
-
-struct WireError {
-  std::string message;
-  bool other_version = false;  // the document is of another wire version
-};
-
-[[noreturn]] void fail(const std::string& path, const std::string& what) {
-  throw WireError{(path.empty() ? "(document)" : path) + ": " + what};
-}
-
-// A name the peer sent, quoted and escaped for any terminal, and kept short.
-std::string quoted(const std::string& name) {
-  std::string text = name.size() > 40 ? name.substr(0, 40) + "..." : name;
-  return json(text).dump(-1, ' ', true, json::error_handler_t::replace);
-}
-
-// An object whose fields are read one by one: finish() refuses the fields nobody read.
-class Object {
- public:
-  Object(const json& j, std::string path) : j_(j), path_(std::move(path)) {
-    if (!j_.is_object()) fail(path_, "not an object");
-  }
-  std::string path(const std::string& key) const { return path_.empty() ? key : path_ + "." + key; }
-  const json& at(const std::string& key) {
-    auto it = j_.find(key);
-    if (it == j_.end()) fail(path(key), "missing");
-    read_.insert(key);
-    return *it;
-  }
-  void finish() const {
-    for (const auto& [key, value] : j_.items())
-      if (!read_.count(key)) fail(path(key), "unknown field");
-  }
-
- private:
-  const json& j_;
-  std::string path_;
-  std::set<std::string> read_;
-};
-
-template <class T>
-T integer(const json& v, const std::string& path) {
-  if (!v.is_number_integer()) fail(path, "not an integer");
-  if (v.is_number_unsigned()) {
-    const auto u = v.get<uint64_t>();
-    if (u > static_cast<uint64_t>(std::numeric_limits<T>::max())) fail(path, "out of range");
-    return static_cast<T>(u);
-  }
-  const auto i = v.get<int64_t>();
-  if constexpr (std::is_unsigned_v<T>) {
-    if (i < 0) fail(path, "out of range");
-    if (static_cast<uint64_t>(i) > static_cast<uint64_t>(std::numeric_limits<T>::max()))
-      fail(path, "out of range");
-  } else {
-    if (i < static_cast<int64_t>(std::numeric_limits<T>::min()) ||
-        i > static_cast<int64_t>(std::numeric_limits<T>::max()))
-      fail(path, "out of range");
-  }
-  return static_cast<T>(i);
-}
-
-bool boolean(const json& v, const std::string& path) {
-  if (!v.is_boolean()) fail(path, "not a boolean");
-  return v.get<bool>();
-}
-
-std::string bytes(const json& v, const std::string& path) {
-  auto b = bytes_from_wire(v);
-  if (!b) fail(path, "not a string");
-  return std::move(*b);
-}
-
-double real(const json& v, const std::string& path) {
-  if (v.is_number()) return v.get<double>();
-  if (v == "nan") return std::numeric_limits<double>::quiet_NaN();
-  if (v == "inf") return std::numeric_limits<double>::infinity();
-  if (v == "-inf") return -std::numeric_limits<double>::infinity();
-  fail(path, "not a number");
-}
-
-template <class F>
-auto optional(const json& v, const std::string& path, F&& decode)
-    -> std::optional<decltype(decode(v, path))> {
-  if (v.is_null()) return std::nullopt;
-  return decode(v, path);
-}
-
-template <class F>
-auto list(const json& v, const std::string& path, F&& decode)
-    -> std::vector<decltype(decode(v, path))> {
-  if (!v.is_array()) fail(path, "not an array");
-  std::vector<decltype(decode(v, path))> out;
-  out.reserve(v.size());
-  for (size_t i = 0; i < v.size(); ++i)
-    out.push_back(decode(v[i], path + "[" + std::to_string(i) + "]"));
-  return out;
-}
-
-// Shorthands for the decoders of each field type, to pass to optional() and list().
-template <class T>
-T int_of(const json& v, const std::string& path) {
-  return integer<T>(v, path);
-}
-constexpr auto str = bytes;
+using namespace wire;
 
 std::pair<std::string, std::string> pair_of(const json& v, const std::string& path) {
   if (!v.is_array() || v.size() != 2) fail(path, "not a [key, value] pair");

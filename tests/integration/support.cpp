@@ -15,16 +15,19 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <sstream>
 #include <thread>
 
@@ -1076,6 +1079,66 @@ bool cover_device_in_own_namespace(const std::string& device, const std::string&
   }
   if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) return false;
   return ::mount(device.c_str(), cover.c_str(), nullptr, MS_BIND, nullptr) == 0;
+}
+
+}  // namespace gpureap::testing
+
+namespace gpureap::testing {
+
+struct ScriptedSocket::State {
+  std::function<std::string(const std::string&)> answer;
+  int fd = -1;
+  std::atomic<bool> stop{false};
+  std::thread thread;
+  mutable std::mutex mu;
+  std::vector<std::string> requests;
+
+  void serve() {
+    while (!stop) {
+      pollfd p{fd, POLLIN, 0};
+      if (::poll(&p, 1, 50) <= 0) continue;
+      int c = ::accept4(fd, nullptr, nullptr, SOCK_CLOEXEC);
+      if (c < 0) continue;
+      std::string line;
+      char buf[4096];
+      while (line.find('\n') == std::string::npos) {
+        ssize_t n = ::recv(c, buf, sizeof buf, 0);
+        if (n <= 0) break;
+        line.append(buf, static_cast<size_t>(n));
+      }
+      {
+        std::lock_guard lock(mu);
+        requests.push_back(line);
+      }
+      const std::string text = answer(line);
+      (void)!::send(c, text.data(), text.size(), MSG_NOSIGNAL);
+      ::close(c);
+    }
+  }
+};
+
+ScriptedSocket::ScriptedSocket(std::string path,
+                               std::function<std::string(const std::string&)> answer)
+    : state_(std::make_unique<State>()) {
+  state_->answer = std::move(answer);
+  state_->fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_un a{};
+  a.sun_family = AF_UNIX;
+  std::strncpy(a.sun_path, path.c_str(), sizeof a.sun_path - 1);
+  EXPECT_EQ(::bind(state_->fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  EXPECT_EQ(::listen(state_->fd, 8), 0);
+  state_->thread = std::thread([s = state_.get()] { s->serve(); });
+}
+
+ScriptedSocket::~ScriptedSocket() {
+  state_->stop = true;
+  state_->thread.join();
+  ::close(state_->fd);
+}
+
+std::vector<std::string> ScriptedSocket::requests() const {
+  std::lock_guard lock(state_->mu);
+  return state_->requests;
 }
 
 }  // namespace gpureap::testing

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <functional>
 #include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <sstream>
@@ -278,6 +279,20 @@ inline HttpResponse http_get(int port, const std::string& path,
                              const std::vector<std::string>& headers = {}) {
   return http_request(port, "GET", path, headers);
 }
+
+// A Unix socket served by the test itself, as a daemon of another gpureap version would serve
+// it: each connection's request line is kept, and `answer` of it is sent back.
+class ScriptedSocket {
+ public:
+  ScriptedSocket(std::string path, std::function<std::string(const std::string&)> answer);
+  ~ScriptedSocket();  // stops serving
+  ScriptedSocket(const ScriptedSocket&) = delete;
+  std::vector<std::string> requests() const;
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
 
 // `gpureap daemon --listen 127.0.0.1:0 ARGS...` in the background; the constructor waits until
 // it logs the port it got and has taken its first sample (or has exited). stderr (the log) goes to

@@ -326,17 +326,47 @@ TEST(DaemonLocalSocket, MalformedRequestsGetOkFalse) {
   auto unknown = parse_answer(raw_exchange(m.socket, "{\"command\":\"kill\"}\n"));
   EXPECT_EQ(unknown["ok"], false);
   EXPECT_EQ(unknown["error"],
-            "bad request: \"command\" must be \"ps\", \"doctor\", \"snapshot\", \"releases\", "
+            "bad request: \"command\" must be \"evidence\", \"snapshot\", \"releases\", "
             "\"history\" or \"announce\"");
   auto oversized = parse_answer(raw_exchange(m.socket, std::string(8192, '{')));
   EXPECT_EQ(oversized["error"], "bad request: longer than 4096 bytes");
-  // A well-formed request: the raw protocol as documented.
-  auto ok = parse_answer(raw_exchange(m.socket, "{\"command\":\"ps\",\"format\":\"csv\"}\n"));
-  EXPECT_EQ(ok["ok"], true) << ok;
-  EXPECT_EQ(ok["exit_code"], 0);
-  EXPECT_NE(ok["output"].get<std::string>().find("pid,user,state"), std::string::npos);
+  // What an older gpureap asks: refused in words, never answered in a form it would misread.
+  auto old = parse_answer(raw_exchange(m.socket, "{\"command\":\"ps\",\"format\":\"csv\"}\n"));
+  EXPECT_EQ(old["ok"], false) << old;
+  EXPECT_NE(old["error"].get<std::string>().find("older than this daemon"), std::string::npos)
+      << old;
   // The daemon is still fine.
   EXPECT_EQ(run_json({"ps", "--json"}, m.client_env())["source"]["kind"], "daemon");
+}
+
+// A daemon of another gpureap version (its socket protocol or its evidence differ) never gives a
+// command garbage: the command says so in one line and answers from its own scan.
+TEST(DaemonLocalSocket, ADaemonOfAnotherVersionIsSaidAndTheCommandScans) {
+  REQUIRE_DOUBLE();
+  Machine m;
+  auto env = m.client_env();
+  for (const auto& e : m.nvml.env()) env.push_back(e);
+  const std::string older =
+      R"({"ok":false,"error":"bad request: \"command\" must be \"ps\", \"doctor\", \"snapshot\", )"
+      R"(\"releases\", \"history\" or \"announce\""})";
+  json newer_evidence = {{"ok", true},
+                         {"snapshot_age_ms", 5},
+                         {"first_kept", true},
+                         {"evidence", {{"evidence", 1000}, {"last", nullptr}}}};
+  for (const std::string& answer : {older, newer_evidence.dump()}) {
+    SCOPED_TRACE(answer);
+    std::filesystem::remove(m.socket);
+    ScriptedSocket other(m.socket, [&](const std::string&) { return answer; });
+    auto ps = run_gpureap({"ps", "--json"}, env);
+    EXPECT_EQ(ps.exit_code, 0) << ps.err;
+    EXPECT_EQ(parse_output(ps)["source"]["kind"], "scan");
+    EXPECT_NE(ps.err.find("gpureap: the daemon on " + m.socket + " runs another gpureap version"),
+              std::string::npos)
+        << ps.err;
+    auto doctor = run_gpureap({"doctor", "--json", "--settle", "0s"}, env);
+    EXPECT_EQ(parse_output(doctor)["source"]["kind"], "scan") << doctor.out;
+    EXPECT_NE(doctor.err.find("runs another gpureap version"), std::string::npos) << doctor.err;
+  }
 }
 
 TEST(DaemonLocalSocket, SilentClientDelaysNothingButItself) {

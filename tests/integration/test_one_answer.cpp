@@ -2,7 +2,8 @@
 // the PIDs by their role in the scene, memory), doctor's verdict, the same choice of processes
 // to end and the same GPU figures, whether the one-shot commands scan it or the daemon answers,
 // in its events mode or its scan mode, whether `kill --ghosts` plans it or a dead-job policy
-// matches it, and what the report page's box says now. Each scene runs through every path on a
+// matches it, what the report page's box says now, and what `top`'s detail pane says of each
+// process. Each scene runs through every path on a
 // fresh machine; the answers must be equal. Real processes, a stand-in dev root and the NVML test
 // double.
 #include <fcntl.h>
@@ -15,10 +16,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <functional>
 #include <map>
+#include <optional>
+#include <regex>
 #include <set>
 #include <sstream>
 
@@ -150,6 +154,101 @@ Answer through_daemon(Mode mode, const FakeDevRoot& dev, const FakeNvml& nvml, c
   return a;
 }
 
+// "8.0 GiB", as every view writes a size (text::human_bytes).
+std::string human(uint64_t bytes) {
+  static const char* const kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+  double v = static_cast<double>(bytes);
+  int u = 0;
+  for (; v >= 1024 && u < 5; ++u) v /= 1024;
+  if (u == 0) return std::to_string(bytes) + " B";
+  char text[32];
+  std::snprintf(text, sizeof text, v < 10 ? "%.1f %s" : "%.0f %s", v, kUnits[u]);
+  return text;
+}
+
+// What doctor's findings say of each role: "role: code severity" and the finding's memory,
+// as top's detail pane writes it, for the roles in `shown`.
+std::multiset<std::string> doctor_by_role(const Answer& a, const std::set<std::string>& shown) {
+  static const std::regex kLine(R"(^(\S+) (\S+): (.*) \((\d+)\)$)");
+  std::multiset<std::string> out;
+  for (const auto& f : a.findings) {
+    std::smatch m;
+    if (!std::regex_match(f, m, kLine)) {
+      ADD_FAILURE() << "cannot read " << f;
+      continue;
+    }
+    const uint64_t bytes = std::stoull(m[4]);
+    std::istringstream roles(m[3].str());
+    for (std::string role; roles >> role;)
+      if (shown.count(role))
+        out.insert(role + ": " + m[1].str() + " " + m[2].str() + (bytes ? " " + human(bytes) : ""));
+  }
+  return out;
+}
+
+// The PID whose detail pane is open ("── PID 4242 · Enter closes"), once its findings are drawn.
+std::optional<pid_t> pane_pid(const std::string& screen) {
+  static const std::regex kTitle(R"(PID ([0-9]+) \S+ Enter closes)");
+  std::smatch m;
+  if (!std::regex_search(screen, m, kTitle)) return std::nullopt;
+  if (screen.find("gpureap doctor", static_cast<size_t>(m.position(0))) == std::string::npos)
+    return std::nullopt;
+  return static_cast<pid_t>(std::stol(m[1]));
+}
+
+// The pane's findings: "[critical] no-such-process  8.0 GiB" lines under "gpureap doctor:".
+std::vector<std::string> pane_findings(const std::string& screen) {
+  static const std::regex kFinding(R"(^\[(critical|warning|info)\] ([a-z0-9-]+)(  (\S+ \S+))?)");
+  std::vector<std::string> out;
+  std::istringstream lines(screen.substr(screen.find("Enter closes")));
+  for (std::string line; std::getline(lines, line);) {
+    std::smatch m;
+    if (std::regex_search(line, m, kFinding))
+      out.push_back(m[2].str() + " " + m[1].str() + (m[4].matched ? " " + m[4].str() : ""));
+  }
+  return out;
+}
+
+// `gpureap top` on a terminal: its detail pane on each row of the scene's roles, row by row,
+// says of that process what doctor says of it (the findings that name it: codes, severities,
+// memory).
+void expect_top_agrees(const FakeDevRoot& dev, const FakeNvml& nvml, const Roles& roles,
+                       const Answer& a) {
+  if (!have_tmux()) return;  // the terminal path needs tmux; the others ran
+  TmuxGpureap top({"top", "--dev-root", dev.path(), "-d", "300ms"}, nvml.env(), 200, 160);
+  std::map<pid_t, std::string> rows;
+  top.wait_until(
+      [&](const std::string& screen) {
+        for (const auto& [pid, role] : roles)
+          if (!rows_of(screen, pid).empty()) rows[pid] = role;
+        return !rows.empty();
+      },
+      "a row of the scene");
+  std::set<std::string> shown;
+  for (const auto& [pid, role] : rows) shown.insert(role);
+  top.keys({"Home"});
+  top.keys({"Enter"});
+  std::multiset<std::string> panes;
+  std::set<pid_t> seen;
+  std::optional<pid_t> at;
+  std::string screen;
+  while (seen.size() < rows.size()) {
+    // The selection moves down one row per key until every role's row has been opened.
+    if (!wait_until([&] {
+          screen = top.screen();
+          auto pid = pane_pid(screen);
+          return pid && pid != at;
+        }))
+      break;
+    at = pane_pid(screen);
+    if (auto it = rows.find(*at); it != rows.end() && seen.insert(*at).second)
+      for (const auto& f : pane_findings(screen)) panes.insert(it->second + ": " + f);
+    top.keys({"Down"});
+  }
+  EXPECT_EQ(seen.size(), rows.size()) << "not every row's pane was opened; the screen:\n" << screen;
+  EXPECT_EQ(panes, doctor_by_role(a, shown)) << "top's detail pane; doctor:\n" << a;
+}
+
 // Builds a scene on a fresh machine (`build` returns its driver and the roles) and answers it
 // through every path; `expect` checks the one-shot answer, the others must equal it.
 struct Scene {
@@ -171,6 +270,10 @@ void every_path_agrees(const std::function<void(Scene&)>& build,
   {
     SCOPED_TRACE("one-shot");
     expect(first);
+  }
+  {
+    SCOPED_TRACE("top's detail pane");
+    expect_top_agrees(s.dev, *s.nvml, s.roles, first);
   }
   for (Mode m : {Mode::Events, Mode::Scans}) {
     SCOPED_TRACE(name_of(m));

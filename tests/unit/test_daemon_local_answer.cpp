@@ -1,8 +1,12 @@
-// The daemon's answers on its local socket: the latest sample through the commands' own
-// renderers, and doctor with a first sample taken --settle before it.
+// The daemon's answers on its local socket: data of the latest sample, never text. `ps` and
+// `doctor` get the evidence doctor examines (with a first sample taken --settle before the
+// latest) and render it with the code of their own scan; a peer that could not read a root-only
+// file gets none of its lines.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "daemon/local_answer.h"
 #include "daemon/local_protocol.h"
@@ -29,19 +33,43 @@ sample::Sample sample_of(core::Snapshot s, Clock::time_point taken) {
   return sample;
 }
 
-TEST(DaemonLocalAnswer, IsWhatPsRendersWithTheSamplesAge) {
+core::Result<EvidenceAnswer> ask(const sample::Sample* sample, Clock::time_point now,
+                                 std::chrono::milliseconds settle = 0ms, uid_t peer = ::geteuid()) {
+  return parse_evidence_answer(local_answer(request_line(EvidenceRequest::current(settle)), sample,
+                                            nullptr, now, nullptr, nullptr, peer));
+}
+
+TEST(DaemonLocalAnswer, PsGetsTheLatestSampleAndRendersItAsItsOwnScan) {
   auto snap = make_snapshot({holder(10, 1, 10)}, {gpu(0, 0, 4 * GiB, {listed(10, 4 * GiB)})});
   auto now = Clock::now();
   auto sample = sample_of(snap, now - 1200ms);
-  PsRequest request{.format = output::PsFormat::Table, .tree = true, .width = 100};
-  auto answer = parse_answer(local_answer(request_line(request), &sample, nullptr, now));
+  auto answer = ask(&sample, now);
   ASSERT_TRUE(answer.ok()) << answer.error().message;
   EXPECT_EQ(answer->snapshot_age_ms, 1200);
-  EXPECT_EQ(answer->exit_code, 0);
+  EXPECT_TRUE(answer->first_kept);
+  EXPECT_EQ(answer->evidence.first, answer->evidence.last);  // nothing to settle
+  // The client's rendering of the daemon's snapshot is the one of the snapshot itself.
   output::PsRenderOptions o{.tree = true, .width = 100};
   o.daemon_age = 1200ms;
-  EXPECT_EQ(answer->output, output::render_ps_command(snap, o).out);
-  EXPECT_NE(answer->output.find("snapshot 1.2 s old"), std::string::npos);
+  for (auto format : {output::PsFormat::Table, output::PsFormat::Json, output::PsFormat::Csv}) {
+    o.format = format;
+    EXPECT_EQ(output::render_ps_command(*answer->evidence.last, o).out,
+              output::render_ps_command(snap, o).out);
+  }
+}
+
+// The answer is data: the evidence and its age, no text a command prints, no exit status.
+TEST(DaemonLocalAnswer, TheDaemonRendersNothing) {
+  auto now = Clock::now();
+  auto sample = sample_of(
+      make_snapshot({holder(10, 1, 10)}, {gpu(0, 0, 4 * GiB, {listed(10, 4 * GiB)})}), now);
+  auto text = local_answer(request_line(EvidenceRequest::current(5s)), &sample, nullptr, now);
+  auto doc = nlohmann::json::parse(text);
+  std::set<std::string> keys;
+  for (const auto& [key, value] : doc.items()) keys.insert(key);
+  EXPECT_EQ(keys, (std::set<std::string>{"ok", "snapshot_age_ms", "first_kept", "evidence"}));
+  EXPECT_EQ(text.find("GiB"), std::string::npos) << "a rendered figure in the answer";
+  EXPECT_FALSE(parse_answer(text).ok()) << "a text answer where data was asked";
 }
 
 TEST(DaemonLocalAnswer, RefusesBadRequestsAndAnswersNothingBeforeTheFirstSample) {
@@ -49,10 +77,28 @@ TEST(DaemonLocalAnswer, RefusesBadRequestsAndAnswersNothingBeforeTheFirstSample)
   auto bad = parse_answer(local_answer("garbage\n", &sample, nullptr, Clock::now()));
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.error().message, "bad request: not JSON");
-  auto early =
-      parse_answer(local_answer(request_line(PsRequest{}), nullptr, nullptr, Clock::now()));
+  auto early = ask(nullptr, Clock::now());
   ASSERT_FALSE(early.ok());
   EXPECT_EQ(early.error().message, "no sample taken yet");
+  EXPECT_FALSE(is_version_refusal(early.error()));
+}
+
+// An older command's request, or one of another version, is refused in words: the command
+// never reads an answer of another form.
+TEST(DaemonLocalAnswer, AnotherVersionsRequestIsRefusedInWords) {
+  auto now = Clock::now();
+  auto sample = sample_of(make_snapshot({}, {}), now);
+  auto old =
+      parse_answer(local_answer(R"({"command":"ps","format":"json"})", &sample, nullptr, now));
+  ASSERT_FALSE(old.ok());
+  EXPECT_NE(old.error().message.find("older than this daemon"), std::string::npos)
+      << old.error().message;
+  auto newer = EvidenceRequest::current(0ms);
+  ++newer.evidence;
+  auto refused = parse_evidence_answer(local_answer(request_line(newer), &sample, nullptr, now));
+  ASSERT_FALSE(refused.ok());
+  EXPECT_TRUE(is_version_refusal(refused.error())) << refused.error().message;
+  EXPECT_NE(refused.error().message.find("different gpureap versions"), std::string::npos);
 }
 
 TEST(DaemonLocalAnswer, ReleasesAreAnsweredEvenBeforeTheFirstSample) {
@@ -84,7 +130,7 @@ TEST(DaemonLocalAnswer, SnapshotIsTheLatestSamplesInputsForTopToJoinAgain) {
 TEST(DaemonLocalAnswer, ASampleFromTheFutureIsZeroOld) {
   auto now = Clock::now();
   auto sample = sample_of(make_snapshot({}, {}), now + 5s);
-  auto answer = parse_answer(local_answer(request_line(PsRequest{}), &sample, nullptr, now));
+  auto answer = ask(&sample, now);
   ASSERT_TRUE(answer.ok());
   EXPECT_EQ(answer->snapshot_age_ms, 0);
 }
@@ -111,69 +157,91 @@ std::vector<doctor::Finding> local_findings(const core::Snapshot& first,
   return doctor::diagnose({first, last, {}, std::nullopt, reap::is_protected_process, {}});
 }
 
-TEST(DaemonLocalAnswer, DoctorIsWhatDoctorRendersOnASampleSettleBeforeTheLatest) {
+TEST(DaemonLocalAnswer, DoctorGetsASampleSettleBeforeTheLatestAndFindsWhatDoctorFinds) {
   auto now = Clock::now();
   auto sample = with_earlier(now - 300ms);
-  // -v: PID 77's release is an info finding.
-  DoctorRequest request{.json = false, .settle = 5s, .verbose = true};
-  auto answer = parse_answer(local_answer(request_line(request), &sample, nullptr, now));
+  auto answer = ask(&sample, now, 5s);
   ASSERT_TRUE(answer.ok()) << answer.error().message;
-  auto findings = local_findings(six_seconds_ago(), now_snapshot());
-  auto expected = output::render_doctor_command(now_snapshot(), findings,
-                                                {.daemon_age = 300ms, .verbose = true});
-  EXPECT_EQ(answer->output, expected.out);
-  EXPECT_EQ(answer->exit_code, expected.exit_code);
+  EXPECT_TRUE(answer->first_kept);
   EXPECT_EQ(answer->snapshot_age_ms, 300);
+  const auto& e = answer->evidence;
+  EXPECT_EQ(output::snapshot_to_json(*e.first), output::snapshot_to_json(six_seconds_ago()));
+  EXPECT_EQ(output::snapshot_to_json(*e.last), output::snapshot_to_json(now_snapshot()));
+  // The client's findings and report on them are doctor's on the daemon's two samples.
+  auto served = doctor::examine(e, {}, reap::is_protected_process);
+  auto expected = local_findings(six_seconds_ago(), now_snapshot());
+  output::DoctorRenderOptions o{.daemon_age = 300ms, .verbose = true};
+  auto text = output::render_doctor_command(*e.last, served, o);
+  EXPECT_EQ(text.out, output::render_doctor_command(now_snapshot(), expected, o).out);
   // The six-second-old sample was the first: PID 77's memory is coming back, PID 88's is not.
-  EXPECT_NE(answer->output.find("PID 77 (gone) was listed with 2.0 GiB"), std::string::npos)
-      << answer->output;
-  EXPECT_NE(answer->output.find("snapshot 0.3 s old"), std::string::npos);
-  EXPECT_EQ(answer->exit_code, output::kDoctorExitCritical);
+  EXPECT_NE(text.out.find("PID 77 (gone) was listed with 2.0 GiB"), std::string::npos) << text.out;
+  EXPECT_EQ(text.exit_code, output::kDoctorExitCritical);
 }
 
-TEST(DaemonLocalAnswer, DoctorJsonNamesTheDaemonAndKeepsOnlyTheCodesAsked) {
+TEST(DaemonLocalAnswer, DoctorWithoutASampleThatOldIsToldSoTheCommandSettlesItself) {
   auto now = Clock::now();
   auto sample = with_earlier(now);
-  DoctorRequest request{.json = true, .settle = 5s, .only = {"releasing"}};
-  auto answer = parse_answer(local_answer(request_line(request), &sample, nullptr, now));
+  auto answer = ask(&sample, now, 10s);
   ASSERT_TRUE(answer.ok()) << answer.error().message;
-  auto doc = nlohmann::json::parse(answer->output);
-  EXPECT_EQ(doc["source"], (nlohmann::json{{"kind", "daemon"}, {"age_ms", 0}}));
-  ASSERT_EQ(doc["findings"].size(), 1u) << doc.dump(1);
-  EXPECT_EQ(doc["findings"][0]["code"], "releasing");
-  EXPECT_EQ(answer->exit_code, output::kDoctorExitHealthy);  // --only keeps an info finding
-}
-
-TEST(DaemonLocalAnswer, DoctorWithoutASampleThatOldIsRefusedSoTheCommandSettlesItself) {
-  auto now = Clock::now();
-  auto sample = with_earlier(now);
-  DoctorRequest request{.settle = 10s};
-  auto refused = parse_answer(local_answer(request_line(request), &sample, nullptr, now));
-  ASSERT_FALSE(refused.ok());
-  EXPECT_EQ(refused.error().message, "no sample kept from 10s before the latest");
+  EXPECT_FALSE(answer->first_kept);
   // Nothing that needs settling: the latest alone answers, whatever the settle.
   auto calm =
       sample_of(make_snapshot({holder(10, 1, 10)}, {gpu(0, 0, GiB, {listed(10, GiB)})}), now);
-  auto answer = parse_answer(local_answer(request_line(request), &calm, nullptr, now));
-  ASSERT_TRUE(answer.ok()) << answer.error().message;
-  EXPECT_EQ(answer->exit_code, output::kDoctorExitHealthy);
+  auto plain = ask(&calm, now, 10s);
+  ASSERT_TRUE(plain.ok()) << plain.error().message;
+  EXPECT_TRUE(plain->first_kept);
+  EXPECT_EQ(plain->evidence.first, plain->evidence.last);
 }
 
-TEST(DaemonLocalAnswer, DoctorRefusesWhatTheCommandReportsInItsOwnWords) {
+// The kernel log's records and the work server's log (root's files) reach root and the daemon's
+// own user, never anyone else: were the socket's mode and peer check loosened, another user's
+// answer still holds none of their lines.
+TEST(DaemonLocalAnswer, RootOnlyLinesReachOnlyAPeerThatCouldReadThem) {
   auto now = Clock::now();
-  auto sample = with_earlier(now);
-  DoctorRequest missing_gpu{.gpu = 9};
-  auto refused = parse_answer(local_answer(request_line(missing_gpu), &sample, nullptr, now));
-  ASSERT_FALSE(refused.ok());
-  EXPECT_EQ(refused.error().message, "GPU 9 does not exist");  // core::resolve_gpu's words
-  DoctorRequest bad_code{.only = {"no-such-code"}};
-  auto bad = parse_answer(local_answer(request_line(bad_code), &sample, nullptr, now));
-  ASSERT_FALSE(bad.ok());
-  EXPECT_NE(bad.error().message.find("bad request: \"only\""), std::string::npos);
-  DoctorRequest bad_threshold{.unattributed_threshold = "lots"};
-  bad = parse_answer(local_answer(request_line(bad_threshold), &sample, nullptr, now));
-  ASSERT_FALSE(bad.ok());
-  EXPECT_NE(bad.error().message.find("bad request: \"unattributed_threshold\""), std::string::npos);
+  auto sample = sample_of(
+      make_snapshot({holder(10, 1, 10)}, {gpu(0, 0, 4 * GiB, {listed(10, 4 * GiB)})}), now);
+  core::KernelLog log;
+  log.read = true;
+  log.records = 1;
+  core::KernelGpuEvent xid;
+  xid.vendor = "nvidia";
+  xid.kind = "xid";
+  xid.code = 79;
+  xid.pci_address = "0000:17:00";
+  xid.gpu = 0;
+  xid.pid = 10;
+  xid.process_name = "secret-trainer";
+  xid.detail = "GPU has fallen off the bus (kernel-only detail)";
+  xid.level = core::KernelEventLevel::Critical;
+  log.events.push_back(xid);
+  sample.kernel_log = std::make_shared<const core::KernelLog>(log);
+  sample.work_server_log = {"[2026-12-06 10:00:00] server 4242: client 10 faulted (root only)"};
+
+  for (uid_t privileged : {uid_t{0}, ::geteuid()}) {
+    auto answer = ask(&sample, now, 0ms, privileged);
+    ASSERT_TRUE(answer.ok()) << answer.error().message;
+    ASSERT_TRUE(answer->evidence.kernel);
+    ASSERT_EQ(answer->evidence.kernel->events.size(), 1u);
+    EXPECT_EQ(answer->evidence.kernel->events[0].detail, xid.detail);
+    EXPECT_EQ(answer->evidence.work_server_log, sample.work_server_log);
+  }
+  const uid_t other = ::geteuid() == 0 ? 65534 : ::geteuid() + 1;
+  const std::string text = local_answer(request_line(EvidenceRequest::current(0ms)), &sample,
+                                        nullptr, now, nullptr, nullptr, other);
+  for (const char* line : {"secret-trainer", "kernel-only detail", "root only", "faulted"})
+    EXPECT_EQ(text.find(line), std::string::npos) << line << " reached uid " << other;
+  auto answer = parse_evidence_answer(text);
+  ASSERT_TRUE(answer.ok()) << answer.error().message;
+  EXPECT_TRUE(answer->evidence.work_server_log.empty());
+  ASSERT_TRUE(answer->evidence.kernel);
+  EXPECT_TRUE(answer->evidence.kernel->events.empty());
+  EXPECT_FALSE(answer->evidence.kernel->read);
+  ASSERT_TRUE(answer->evidence.kernel->problem);  // doctor says why its kernel findings are out
+  EXPECT_NE(answer->evidence.kernel->problem->find("only to root and to its own user"),
+            std::string::npos);
+  // The snapshot itself is what the HTTP API serves any local user.
+  EXPECT_EQ(output::snapshot_to_json(*answer->evidence.last),
+            output::snapshot_to_json(*sample.snapshot));
 }
 
 }  // namespace

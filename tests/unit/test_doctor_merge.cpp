@@ -7,6 +7,7 @@
 #include "doctor/diagnose.h"
 #include "doctor/fixable.h"
 #include "doctor/merge.h"
+#include "output/doctor_json.h"
 #include "output/doctor_view.h"
 #include "snapshot_builders.h"
 #include "text/wrap.h"

@@ -3,8 +3,6 @@
 #include <gtest/gtest.h>
 
 #include "core/gpu_resolve.h"
-#include "daemon/local_answer.h"
-#include "daemon/local_protocol.h"
 #include "output/ps_render.h"
 #include "output/ps_select.h"
 #include "snapshot_builders.h"
@@ -38,17 +36,14 @@ TEST(GpuResolve, ResolvesEveryWayOfNamingAGpu) {
 
 TEST(GpuResolve, EveryPathRefusesABadOrUnknownGpuInTheSameWords) {
   auto s = one_gpu();
-  sample::Sample sample;
-  sample.sequence = 1;
-  sample.snapshot = std::make_shared<const Snapshot>(s);
-  sample.taken = std::chrono::steady_clock::now();
   for (const std::string text : {"9", "0/3", "0/3/1", "0/x", "GPU-00000000-nope", "MIG-nope"}) {
     SCOPED_TRACE(text);
     auto want = resolve_gpu(s, text).problem;
     ASSERT_TRUE(want);
     const std::string& words = want->error.message;
 
-    // `ps` (its own scan, and the daemon's socket, render the same selection).
+    // `ps` (its own scan and the daemon's evidence render through the same function, and
+    // `doctor` resolves the daemon's snapshot as its own with resolve_gpu).
     output::PsSelection select;
     auto split = output::add_gpu_values(select, {text});
     if (!split) {
@@ -60,25 +55,7 @@ TEST(GpuResolve, EveryPathRefusesABadOrUnknownGpuInTheSameWords) {
       auto rendered = output::render_ps_command(s, {.select = select});
       ASSERT_FALSE(rendered.err.empty());
       EXPECT_EQ(rendered.err.front(), "gpureap: " + words);
-      daemon::PsRequest ps{.select = select};
-      auto answer = daemon::parse_answer(daemon::local_answer(
-          daemon::request_line(ps), &sample, nullptr, std::chrono::steady_clock::now()));
-      ASSERT_TRUE(answer.ok()) << answer.error().message;
-      ASSERT_FALSE(answer->warnings.empty());
-      EXPECT_EQ(answer->warnings.front(), "gpureap: " + words);
     }
-
-    // `doctor` through the daemon's socket: refused in those words, so the command's own
-    // fallback (which resolves with the same function) says them again.
-    daemon::DoctorRequest doctor;
-    if (text == "9")
-      doctor.gpu = 9;
-    else
-      doctor.gpu_place = text;
-    auto refused = daemon::parse_answer(daemon::local_answer(
-        daemon::request_line(doctor), &sample, nullptr, std::chrono::steady_clock::now()));
-    ASSERT_FALSE(refused.ok());
-    EXPECT_EQ(refused.error().message, words);
   }
 }
 

@@ -1,0 +1,32 @@
+#pragma once
+// The wire form of the evidence doctor examines (doctor::Evidence), for what the daemon holds
+// and a local client cannot read as well itself: its latest snapshot and one taken --settle
+// before it (their inputs as snapshot_wire.h carries them, with the holders' ends the daemon's
+// tracker saw and when each listed PID was first listed), the IPC residue of its latest check,
+// the GPU errors its kernel log follower collected, and the tail of the work server's log. Like
+// the snapshot wire it is lossless and private to one build: another version is refused.
+//
+//   {"evidence": 1, "last": <snapshot wire>, "first": <snapshot wire> | null (the same as last),
+//    "ipc": {"segments": [...], "files": [...], "uninspected": [PID]} | null,
+//    "kernel": {"read", "problem", "events": [...], "records", "malformed"} | null,
+//    "work_server_log": [bytes]}
+//
+// Byte strings, strictness and errors are the snapshot wire's. The blocked tasks of D-state
+// holders are not carried: the daemon reads none, and the command reads them itself
+// (collect::read_blocked_tasks), as on its own samples.
+#include <nlohmann/json.hpp>
+
+#include "core/result.h"
+#include "doctor/examine.h"
+
+namespace gpureap::output {
+
+// Changes whenever a field is added, removed or changes meaning (the snapshots inside carry
+// kSnapshotWireVersion of their own).
+inline constexpr int kEvidenceWireVersion = 1;
+
+nlohmann::json evidence_to_wire(const doctor::Evidence& evidence);
+// `first` is `last` itself when the document's is null.
+core::Result<doctor::Evidence> evidence_from_wire(const nlohmann::json& wire);
+
+}  // namespace gpureap::output
