@@ -6,7 +6,7 @@
 namespace gpureap::core {
 namespace {
 
-constexpr std::array<std::pair<Anomaly, std::string_view>, 8> kNames{{
+constexpr std::array<std::pair<Anomaly, std::string_view>, 9> kNames{{
     {Anomaly::Stopped, "stopped"},
     {Anomaly::Uninterruptible, "uninterruptible"},
     {Anomaly::Orphan, "orphan"},
@@ -15,6 +15,7 @@ constexpr std::array<std::pair<Anomaly, std::string_view>, 8> kNames{{
     {Anomaly::ForeignNamespace, "foreign-namespace"},
     {Anomaly::InheritedHolder, "inherited-holder"},
     {Anomaly::Leaked, "leaked"},
+    {Anomaly::StalledJob, "stalled-job"},
 }};
 
 }  // namespace
