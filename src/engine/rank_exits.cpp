@@ -49,12 +49,23 @@ void RankExits::observe(const core::ProcView& view, uint64_t now_ticks,
   });
   if (exits_.size() > kMaxKept) exits_.erase(exits_.begin(), exits_.end() - kMaxKept);
 
-  watched_.clear();
+  // A rank that is ending may already lack what made it one (its environ and fds go before
+  // it is a zombie): it stays watched, under the label it had, while it and its launcher live.
+  std::map<pid_t, Watched> next;
+  for (const auto& [pid, w] : watched_)
+    if (rank_lives(view, pid, w.start_ticks) &&
+        rank_lives(view, w.launcher, w.launcher_start_ticks))
+      next.emplace(pid, w);
   for (const auto& job : core::distributed_jobs(view))
-    for (const auto& r : job.ranks)
-      if (const auto* p = view.find(r.pid))
-        watched_[r.pid] = {job.launcher, job.launcher_start_ticks, p->stat.start_ticks,
-                           r.local_rank};
+    for (const auto& r : job.ranks) {
+      const auto* p = view.find(r.pid);
+      if (!p) continue;
+      Watched w{job.launcher, job.launcher_start_ticks, p->stat.start_ticks, r.local_rank};
+      if (auto old = next.find(r.pid); old != next.end() && !w.local_rank)
+        w.local_rank = old->second.local_rank;
+      next[r.pid] = w;
+    }
+  watched_ = std::move(next);
 }
 
 }  // namespace gpureap::engine

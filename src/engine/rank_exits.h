@@ -38,7 +38,7 @@ class RankExits {
     uint64_t start_ticks = 0;
     std::optional<unsigned> local_rank;
   };
-  std::map<pid_t, Watched> watched_;  // the last view's ranks
+  std::map<pid_t, Watched> watched_;  // the last view's ranks, and those still ending
   std::vector<core::RankExit> exits_;
 };
 

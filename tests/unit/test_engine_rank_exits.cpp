@@ -80,6 +80,25 @@ TEST(RankExits, TheEventsEndAndAReusedNumberDateTheEndAndTheEventsSayHow) {
   EXPECT_TRUE(st.asked.empty());  // no zombie of theirs to read
 }
 
+TEST(RankExits, ARankThatLostItsLabelAndFilesWhileEndingKeepsItsNumber) {
+  RankExits exits;
+  Statuses st;
+  exits.observe(rank_view({job_rank(501, 500, 0), job_rank(502, 500, 1), job_rank(504, 500, 3)}),
+                5000, st.reader());
+  // Killed: in do_exit() its environ reads empty and its files are closed, but it is no zombie
+  // yet. Then a zombie.
+  auto ending = owned(proc(504, 500, 500, 'R'), 1000, "alice");
+  ending.stat.flags |= 0x4;  // PF_EXITING
+  exits.observe(rank_view({job_rank(501, 500, 0), job_rank(502, 500, 1), ending}), 5100,
+                st.reader());
+  EXPECT_TRUE(exits.exits().empty());
+  exits.observe(
+      rank_view({job_rank(501, 500, 0), job_rank(502, 500, 1), job_rank(504, 500, 3, 'Z')}), 5200,
+      st.reader());
+  ASSERT_EQ(exits.exits().size(), 1u);
+  EXPECT_EQ(exits.exits()[0], (core::RankExit{500, 1500, 504, 1504, 3u, 5200, 9}));
+}
+
 TEST(RankExits, ALauncherThatEndedTakesItsRecordsAndANonRankIsNotWatched) {
   RankExits exits;
   Statuses st;
