@@ -22,6 +22,8 @@ std::string_view to_string(Anomaly a) {
       return "inherited-holder";
     case Anomaly::Leaked:
       return "leaked";
+    case Anomaly::StalledJob:
+      return "stalled-job";
   }
   return {};  // no enumerator: no name
 }

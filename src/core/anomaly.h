@@ -14,6 +14,7 @@ enum class Anomaly {
   ForeignNamespace,  // listed, absent, and gpureap runs in a child PID namespace
   InheritedHolder,   // holds device files, unlisted, keeps someone else's context alive
   Leaked,            // listed, gone, and nothing alive can be keeping the context
+  StalledJob,        // of a distributed job one of whose ranks is gone (core/distributed_job.h)
 };
 
 std::string_view to_string(Anomaly a);

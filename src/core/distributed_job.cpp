@@ -88,6 +88,17 @@ const JobRank* DistributedJob::rank_with(unsigned local_rank) const {
   return nullptr;
 }
 
+bool DistributedJob::stalled() const {
+  return !elastic_agent && local_world_size && !missing.empty() &&
+         missing.size() < *local_world_size;
+}
+
+std::string job_user(const ProcView& view, const DistributedJob& job) {
+  const HostProcess* l = view.find(job.launcher);
+  if (l && l->details && l->details->user) return *l->details->user;
+  return job.uid ? "uid " + std::to_string(*job.uid) : "unknown";
+}
+
 std::vector<DistributedJob> distributed_jobs(const ProcView& view) {
   std::multimap<pid_t, const HostProcess*> children;
   for (const auto& p : view.processes) children.emplace(p.stat.ppid, &p);

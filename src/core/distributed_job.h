@@ -41,7 +41,13 @@ struct DistributedJob {
   std::vector<pid_t> members;  // the launcher and every live descendant of its user, by PID
 
   const JobRank* rank_with(unsigned local_rank) const;
+  // A rank number is missing while some rank lives, and no agent of its own restarts or ends
+  // the ranks (torchrun's: its labels): the live ranks wait for the gone one.
+  bool stalled() const;
 };
+
+// Who runs it, for people and labels: the launcher's user name, else "uid N", else "unknown".
+std::string job_user(const ProcView& view, const DistributedJob& job);
 
 // Every distributed job of the view: a launcher with two ranks or more, or with one rank
 // labelled as one of several on this node. By launcher PID.

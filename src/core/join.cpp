@@ -5,6 +5,7 @@
 #include <map>
 #include <set>
 
+#include "core/distributed_job.h"
 #include "core/ghost_verdict.h"
 #include "core/orphan.h"
 #include "core/snapshot.h"
@@ -58,6 +59,8 @@ class Joiner {
     for (const auto& p : proc_.processes)
       if (p.stat.is_zombie()) zombie_parents_.insert(p.stat.ppid);
     for (const auto& g : verdict_.ghosts) ghosts_[g.pid] = &g;
+    for (const auto& job : distributed_jobs(proc_))
+      if (job.stalled()) stalled_members_.insert(job.members.begin(), job.members.end());
   }
 
   std::vector<ProcessRow> rows() {
@@ -108,6 +111,7 @@ class Joiner {
     // named among the ghost's keepers, but is not itself a ghost.
     if (!row.listed_by_driver && !row.keeps.empty())
       row.anomalies.push_back(Anomaly::InheritedHolder);
+    if (stalled_members_.count(p.stat.pid)) row.anomalies.push_back(Anomaly::StalledJob);
   }
 
   ProcessRow gone_row(pid_t pid, const Listing& l) const {
@@ -130,6 +134,7 @@ class Joiner {
   const ListedIdentities& identities_;
   std::map<pid_t, const Ghost*> ghosts_;
   std::set<pid_t> zombie_parents_;
+  std::set<pid_t> stalled_members_;  // every process of a job with a rank gone
 };
 
 }  // namespace

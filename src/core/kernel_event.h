@@ -65,10 +65,26 @@ struct KernelEventCount {
   std::string metric_alias;
 };
 
+// A process the kernel's OOM killer killed, from its own record (facility 0, its words at the
+// start): "Out of memory: Killed process 1234 (python3) total-vm:..., UID:1000 ...", or the
+// memory cgroup's "Memory cgroup out of memory: Killed process ...". The PID names a process
+// only if that process started before the record (DESIGN: a PID in a log line).
+struct OomKill {
+  pid_t pid = 0;
+  std::string name;  // its comm as the kernel printed it (the process's own text)
+  std::optional<uid_t> uid;
+  bool memory_cgroup = false;  // a cgroup's limit was reached, not the machine's memory
+  uint64_t seq = 0;
+  uint64_t since_boot_usec = 0;
+  std::string text;  // the record's text (untrusted), for evidence
+  bool operator==(const OomKill&) const = default;
+};
+
 struct KernelLog {
   bool read = false;                   // the log was opened and read
   std::optional<std::string> problem;  // why not, or what went wrong part-way (for the user)
   std::vector<KernelGpuEvent> events;  // oldest first
+  std::vector<OomKill> oom_kills;      // oldest first
   uint64_t records = 0;                // records read
   uint64_t malformed = 0;              // lines that were not records (skipped)
 };

@@ -75,7 +75,25 @@ struct ProcessEnd {
   // It held a GPU device file when last seen: only such a life can be a listed process's
   // (core/listed_identity); a holder's parent that held none was another process.
   bool held = true;
+  // As waitpid(2) would report it, from the kernel's exit event (the daemon's events); empty
+  // where the end was learned from one scan to the next.
+  std::optional<int> wait_status;
   bool operator==(const ProcessEnd&) const = default;
+};
+
+// A rank of a distributed job (core/distributed_job.h) that the daemon saw end while its
+// launcher lived: which rank, when, and how. Kept while that launcher lives.
+struct RankExit {
+  pid_t launcher = 0;
+  uint64_t launcher_start_ticks = 0;
+  pid_t pid = 0;
+  uint64_t start_ticks = 0;
+  std::optional<unsigned> local_rank;  // its LOCAL_RANK label while it lived
+  uint64_t end_ticks = 0;              // clock ticks since boot
+  // As waitpid(2) reports it (the exit code or the signal that ended it), read from /proc while
+  // it was a zombie; empty when its parent reaped it before the daemon looked.
+  std::optional<int> wait_status;
+  bool operator==(const RankExit&) const = default;
 };
 
 // What /proc gave the collector, before the join.
@@ -109,6 +127,9 @@ struct ProcView {
   // within that process's life: a group or parent number is kin evidence for a process that
   // started then, not after the number passed to another process. Empty in a CLI's own scan.
   std::map<pid_t, std::vector<ProcessEnd>> ends;
+  // The ranks of this view's jobs that the daemon saw end (engine/rank_exits), oldest first.
+  // Empty in a CLI's own scan.
+  std::vector<RankExit> rank_exits;
 
   const HostProcess* find(pid_t pid) const;
 };

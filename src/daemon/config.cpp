@@ -83,6 +83,8 @@ const std::vector<Field<DaemonConfig>>& key_specs() {
          else
            c.unattributed_threshold = *t;
        }},
+      duration("stalled_job_critical_after", &DaemonConfig::stalled_job_critical_after, 1s,
+               24h * 7),
       {"history_max_processes",
        [](const toml::node& node, DaemonConfig& c, Problems& p) {
          if (auto v = config::read_integer(node, "history_max_processes", 1, 1'000'000, p))

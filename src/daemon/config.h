@@ -12,6 +12,7 @@
 #include "alert/sink.h"
 #include "base/log.h"
 #include "core/result.h"
+#include "doctor/stalled_job.h"
 #include "doctor/unattributed_threshold.h"
 #include "export/listen_address.h"
 #include "policy/policy.h"
@@ -42,6 +43,9 @@ struct DaemonConfig {
   // Driver-used memory no listed process accounts for, above which doctor's findings (and
   // /metrics) report unattributed-memory.
   doctor::UnattributedThreshold unattributed_threshold;
+  // How long after the daemon saw a rank of a distributed job end its stalled-job finding turns
+  // critical (the others have waited that long).
+  std::chrono::milliseconds stalled_job_critical_after = doctor::kStalledJobCriticalAfter;
 
   // Cleanup policies act only when enforce is true; until then they log "would terminate".
   bool enforce = false;

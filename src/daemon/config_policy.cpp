@@ -16,10 +16,10 @@ using namespace std::chrono_literals;
 
 std::string anomaly_names() {
   std::string out;
-  for (auto a :
-       {core::Anomaly::Stopped, core::Anomaly::Uninterruptible, core::Anomaly::Orphan,
-        core::Anomaly::ZombieChildren, core::Anomaly::NoSuchProcess,
-        core::Anomaly::ForeignNamespace, core::Anomaly::InheritedHolder, core::Anomaly::Leaked})
+  for (auto a : {core::Anomaly::Stopped, core::Anomaly::Uninterruptible, core::Anomaly::Orphan,
+                 core::Anomaly::ZombieChildren, core::Anomaly::NoSuchProcess,
+                 core::Anomaly::ForeignNamespace, core::Anomaly::InheritedHolder,
+                 core::Anomaly::Leaked, core::Anomaly::StalledJob})
     out += (out.empty() ? "" : ", ") + std::string(core::to_string(a));
   return out;
 }

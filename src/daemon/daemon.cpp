@@ -79,7 +79,7 @@ std::string local_socket(const DaemonConfig& c) {
 }
 
 PublishSettings publish_settings(const DaemonConfig& c) {
-  return {c.per_process_metrics, c.unattributed_threshold};
+  return {c.per_process_metrics, c.unattributed_threshold, c.stalled_job_critical_after};
 }
 
 history::HistoryLimits history_limits(const DaemonConfig& c) {

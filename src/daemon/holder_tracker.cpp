@@ -153,11 +153,11 @@ bool HolderTracker::on_procs(track::ProcEvents::Batch batch) {
           changed = true;
           break;
         case track::ProcEvent::Kind::Exit:
-          changed = on_exit(e.pid) || changed;
+          changed = on_exit(e.pid, e.wait_status) || changed;
           break;
         case track::ProcEvent::Kind::ThreadExit:
           // Any thread's exit may be the end of a process whose leader ended before it.
-          if (unconfirmed_.count(e.pid)) changed = on_exit(e.pid) || changed;
+          if (unconfirmed_.count(e.pid)) changed = on_exit(e.pid, e.wait_status) || changed;
           break;
       }
     }
@@ -175,7 +175,7 @@ bool HolderTracker::on_procs(track::ProcEvents::Batch batch) {
   return changed;
 }
 
-bool HolderTracker::on_exit(pid_t pid) {
+bool HolderTracker::on_exit(pid_t pid, int wait_status) {
   const bool holder = holders_.count(pid) > 0;
   const bool parent = std::any_of(forked_by_.begin(), forked_by_.end(),
                                   [&](const auto& kv) { return kv.second == pid; });
@@ -199,7 +199,7 @@ bool HolderTracker::on_exit(pid_t pid) {
     }
   }
   unconfirmed_.erase(pid);
-  if (holder || parent) note_end(pid, holder);
+  if (holder || parent) note_end(pid, holder, wait_status);
   parent_starts_.erase(pid);
   began_.erase(pid);  // the PID may be handed out again
   // The engine reads it again until /proc shows it gone: it may be a zombie when read now.
@@ -291,12 +291,12 @@ bool HolderTracker::exited(pid_t pid) {
   return reparented;
 }
 
-void HolderTracker::note_end(pid_t pid, bool holder) {
+void HolderTracker::note_end(pid_t pid, bool holder, int wait_status) {
   const auto start = known_start(pid);
   if (!start) return;
   auto& lives = ends_[pid];
   if (lives.empty()) end_order_.push_back(pid);
-  lives.push_back({*start, engine::boot_ticks_now(), holder});
+  lives.push_back({*start, engine::boot_ticks_now(), holder, wait_status});
   if (lives.size() > kEndsPerPid) lives.erase(lives.begin());
   while (end_order_.size() > kKeptEnds) {
     ends_.erase(end_order_.front());

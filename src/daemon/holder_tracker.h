@@ -134,10 +134,11 @@ class HolderTracker final : public engine::ScanHints {
   bool on_procs(track::ProcEvents::Batch batch);
   void count_drift(const core::ProcView& view);
   // Under mutex_: the kernel reported the exit of `pid`'s leader, or of a thread of a process
-  // whose leader's exit was not its end. True: a collection should follow.
-  bool on_exit(pid_t pid);
+  // whose leader's exit was not its end, with that thread's wait status. True: a collection
+  // should follow.
+  bool on_exit(pid_t pid, int wait_status);
   bool exited(pid_t pid);  // Under mutex_: `pid`, a holder or a holder's parent, ended now.
-  void note_end(pid_t pid, bool holder);
+  void note_end(pid_t pid, bool holder, int wait_status);
   // true: it was the recorded parent of a live child
   // Under mutex_: `pid`'s start time, where a scan or a fork made it known.
   std::optional<uint64_t> known_start(pid_t pid) const;

@@ -95,8 +95,11 @@ void SamplePublisher::on_collection(const engine::Collection& c) {
         kernel_log_->poll(sample->snapshot->proc.boot_time, sample->snapshot->drivers.gpus);
     const auto& problem = kernel_log_->log().problem;
     // One copy per change, shared by the samples: the local socket's doctor and ps read it.
+    const auto& kills = kernel_log_->log().oom_kills;
     if (!kernel_view_ || !fresh.empty() || kernel_view_->problem != problem ||
-        kernel_view_->read != kernel_log_->log().read)
+        kernel_view_->read != kernel_log_->log().read ||
+        (!kills.empty() && (kernel_view_->oom_kills.empty() ||
+                            kernel_view_->oom_kills.back().seq != kills.back().seq)))
       kernel_view_ = std::make_shared<const core::KernelLog>(kernel_log_->log());
     sample->kernel_log = kernel_view_;
     // Once per streak: without the log everything else still works.
@@ -112,8 +115,11 @@ void SamplePublisher::on_collection(const engine::Collection& c) {
         work_server_logs_->servers);
   evidence.work_server_log = sample->work_server_log;
   // Every view of the sample decides for its reader whether the restricted lines show.
-  sample->findings = doctor::examine(evidence, {.unattributed = settings.unattributed_threshold},
-                                     reap::is_protected_process);
+  sample->findings =
+      doctor::examine(evidence,
+                      {.unattributed = settings.unattributed_threshold,
+                       .stalled_job_critical_after = settings.stalled_job_critical_after},
+                      reap::is_protected_process);
 
   exporter::MetricsInput metrics{*sample->snapshot,
                                  sample->findings,

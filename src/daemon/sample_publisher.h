@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "collect/work_servers.h"
+#include "doctor/stalled_job.h"
 #include "doctor/unattributed_threshold.h"
 #include "engine/collection.h"
 #include "history/history.h"
@@ -22,6 +23,7 @@ namespace gpureap::daemon {
 struct PublishSettings {
   bool per_process_metrics = false;
   doctor::UnattributedThreshold unattributed_threshold;
+  std::chrono::milliseconds stalled_job_critical_after = doctor::kStalledJobCriticalAfter;
 };
 
 class SamplePublisher final : public engine::CollectionConsumer {

@@ -1,6 +1,7 @@
 #pragma once
 // `gpureap doctor`: rules over two snapshots taken --settle apart (the second is the one
 // reported; the first tells memory that is still dropping from memory that stays).
+#include <chrono>
 #include <functional>
 #include <optional>
 #include <string>
@@ -10,6 +11,7 @@
 #include "core/kernel_event.h"
 #include "core/snapshot.h"
 #include "doctor/finding.h"
+#include "doctor/stalled_job.h"
 #include "doctor/unattributed_threshold.h"
 #include "procfs/ipc_residue.h"
 
@@ -39,6 +41,9 @@ struct DoctorInput {
   // --gpu N/G (or N/G/C), with `gpu` N: of the findings about processes, only those about one
   // in that instance (core::in_place); the GPU's own findings stay.
   std::optional<core::GpuPlace> instance;
+  // A stalled job whose rank the daemon saw end this long ago is critical (a one-shot scan
+  // does not know when a rank ended: its finding stays a warning).
+  std::chrono::milliseconds stalled_job_critical_after = kStalledJobCriticalAfter;
 };
 
 std::vector<Finding> diagnose(const DoctorInput& input);

@@ -17,7 +17,8 @@ DoctorInput input_of(const Evidence& e, const Scope& scope, const IsProtected& i
           .kernel = e.kernel.get(),
           .blocked = e.blocked,
           .work_server_log = e.work_server_log,
-          .instance = scope.instance};
+          .instance = scope.instance,
+          .stalled_job_critical_after = scope.stalled_job_critical_after};
 }
 
 }  // namespace

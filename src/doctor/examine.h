@@ -15,6 +15,7 @@
 #include "core/snapshot.h"
 #include "doctor/finding.h"
 #include "doctor/restricted_evidence.h"
+#include "doctor/stalled_job.h"
 #include "doctor/unattributed_threshold.h"
 #include "procfs/ipc_residue.h"
 
@@ -43,6 +44,8 @@ struct Scope {
   std::optional<core::GpuPlace> instance;  // ... and of processes, only those in this instance
   std::vector<FindingCode> only;           // only these codes; empty: every code
   UnattributedThreshold unattributed{};
+  // How long after a rank's exit a stalled job's finding turns critical.
+  std::chrono::milliseconds stalled_job_critical_after = kStalledJobCriticalAfter;
   // Who reads the findings (restricted_evidence.h); empty: the restricted lines stay apart, for
   // each later view to decide (the daemon's sample, which every view shares).
   std::optional<Reader> reader;

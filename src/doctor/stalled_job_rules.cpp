@@ -1,14 +1,18 @@
 // A distributed job one of whose ranks is gone while the others live: they wait for it in
 // their next collective until its timeout (often raised to hours), holding their GPUs' memory.
 #include <fmt/format.h>
+#include <sys/wait.h>
 
 #include <algorithm>
 #include <set>
 
 #include "core/distributed_job.h"
+#include "core/duration.h"
 #include "core/gpu_place.h"
+#include "core/wait_status.h"
 #include "doctor/diagnose.h"
 #include "doctor/evidence.h"
+#include "doctor/stalled_job.h"
 #include "text/escape.h"
 
 namespace gpureap::doctor {
@@ -51,12 +55,6 @@ bool missing_in(const core::ProcView& view, const core::DistributedJob& job, uns
   return false;
 }
 
-std::string user_of(const core::Snapshot& s, const core::DistributedJob& job) {
-  const auto* l = s.find(job.launcher);
-  if (l && l->details && l->details->user) return *l->details->user;
-  return job.uid ? "uid " + std::to_string(*job.uid) : "unknown user";
-}
-
 // What one live rank does: its state, where it waits, its memory, the CPU it used between the
 // two samples (none: it waits).
 std::string rank_sentence(const DoctorInput& in, const core::JobRank& r) {
@@ -83,6 +81,54 @@ std::string rank_sentence(const DoctorInput& in, const core::JobRank& r) {
   return out;
 }
 
+// The daemon's record of rank `n`'s end, the latest; null where it saw none (a one-shot scan).
+const core::RankExit* exit_of(const core::ProcView& view, const core::DistributedJob& job,
+                              unsigned n) {
+  const core::RankExit* out = nullptr;
+  for (const auto& e : view.rank_exits)
+    if (e.launcher == job.launcher && e.launcher_start_ticks == job.launcher_start_ticks &&
+        e.local_rank == n)
+      out = &e;
+  return out;
+}
+
+// "40 s", "12 min", "3 h 05 min"
+std::string age_text(std::chrono::seconds age) {
+  const long long s = std::max<long long>(0, age.count());
+  if (s < 60) return fmt::format("{} s", s);
+  if (s < 3600) return fmt::format("{} min", s / 60);
+  return fmt::format("{} h {:02} min", s / 3600, s % 3600 / 60);
+}
+
+// How and when a rank ended, as the daemon saw it: "exited with SIGKILL 12 min ago".
+struct SeenExit {
+  const core::RankExit* exit = nullptr;
+  std::optional<std::chrono::seconds> age;
+  const core::OomKill* oom = nullptr;  // the OOM killer's record of it
+
+  std::string words() const {
+    std::string out = oom ? "was killed by the OOM killer" : "exited";
+    if (exit->wait_status && !oom) out += " with " + core::wait_status_text(*exit->wait_status);
+    if (age) out += " " + age_text(*age) + " ago";
+    return out;
+  }
+};
+
+SeenExit seen_exit(const DoctorInput& in, const core::DistributedJob& job, unsigned n) {
+  SeenExit out{exit_of(in.last.proc, job, n)};
+  if (!out.exit) return out;
+  if (auto t = exit_time(in.last.proc, *out.exit))
+    out.age = std::chrono::duration_cast<std::chrono::seconds>(in.last.timestamp - *t);
+  out.oom = oom_kill_of(in.kernel, in.last.proc, out.exit->pid, out.exit->start_ticks,
+                        out.exit->end_ticks);
+  return out;
+}
+
+std::string oom_sentence(const core::OomKill& k, const std::string& whom) {
+  return fmt::format("the kernel log: the OOM killer killed {}{}: \"{}\"", whom,
+                     k.memory_cgroup ? " at its memory cgroup's limit" : "", k.text);
+}
+
 Finding stalled(const DoctorInput& in, const core::DistributedJob& job,
                 const std::vector<unsigned>& gone) {
   const auto& s = in.last;
@@ -103,17 +149,32 @@ Finding stalled(const DoctorInput& in, const core::DistributedJob& job,
   for (pid_t m : job.members)
     if (std::find(f.pids.begin(), f.pids.end(), m) == f.pids.end()) f.pids.push_back(m);
   const auto* l = s.find(job.launcher);
-  const std::string job_name = fmt::format("job PID {} ({}, user {})", job.launcher,
-                                           text::terminal_safe(job.kind), user_of(s, job));
+  const std::string job_name =
+      fmt::format("job PID {} ({}, user {})", job.launcher, text::terminal_safe(job.kind),
+                  core::job_user(s.proc, job));
   const std::string holds =
       f.memory_bytes ? fmt::format(" still hold {}{}", bytes_text(f.memory_bytes),
                                    f.gpus.empty() ? std::string() : " on " + gpu_ranges(f.gpus))
                      : std::string(" still run");
-  f.summary =
-      fmt::format("rank{} {} of {} {} gone; rank{} {}{} and {} probably waiting for {}",
-                  gone.size() == 1 ? "" : "s", number_ranges(gone), job_name,
-                  gone.size() == 1 ? "is" : "are", live.size() == 1 ? "" : "s", number_ranges(live),
-                  holds, live.size() == 1 ? "is" : "are", gone.size() == 1 ? "it" : "them");
+  // The first rank the daemon saw end: the job has waited since.
+  std::vector<std::pair<unsigned, SeenExit>> exits;
+  for (unsigned n : gone)
+    if (auto e = seen_exit(in, job, n); e.exit) exits.emplace_back(n, e);
+  std::sort(exits.begin(), exits.end(), [](const auto& a, const auto& b) {
+    return a.second.exit->end_ticks < b.second.exit->end_ticks;
+  });
+  std::string how = gone.size() == 1 ? "is gone" : "are gone";
+  if (!exits.empty())
+    how = gone.size() == 1
+              ? exits[0].second.words()
+              : fmt::format("are gone (rank {} {})", exits[0].first, exits[0].second.words());
+  f.summary = fmt::format("rank{} {} of {} {}; rank{} {}{} and {} probably waiting for {}",
+                          gone.size() == 1 ? "" : "s", number_ranges(gone), job_name, how,
+                          live.size() == 1 ? "" : "s", number_ranges(live), holds,
+                          live.size() == 1 ? "is" : "are", gone.size() == 1 ? "it" : "them");
+  if (!exits.empty() && exits[0].second.age &&
+      *exits[0].second.age >= in.stalled_job_critical_after)
+    f.severity = Severity::Critical;
   if (l)
     f.evidence.push_back(
         fmt::format("the launcher, {}, runs {}", process_label(*l), command_line(*l)));
@@ -121,10 +182,32 @@ Finding stalled(const DoctorInput& in, const core::DistributedJob& job,
       "its ranks are its children that opened the GPU themselves, run by its user (the kernel's "
       "word); their LOCAL_WORLD_SIZE label says {}, and no live one is labelled LOCAL_RANK {}",
       *job.local_world_size, number_ranges(gone)));
+  for (const auto& [n, e] : exits) {
+    const auto& status = e.exit->wait_status;
+    f.evidence.push_back(
+        fmt::format("the daemon saw rank {} (PID {}) end{}, {}", n, e.exit->pid,
+                    e.age ? " " + age_text(*e.age) + " ago" : std::string(),
+                    !status ? "its launcher reaped it before the daemon read how it ended"
+                            : (WIFSIGNALED(*status) ? "killed by " : "exiting with ") +
+                                  core::wait_status_text(*status)));
+    if (e.oom)
+      f.evidence.push_back(oom_sentence(*e.oom, fmt::format("rank {} (PID {})", n, e.exit->pid)));
+  }
+  if (!exits.empty() && exits[0].second.age)
+    f.evidence.push_back(
+        fmt::format("a stalled job turns critical {} after its first rank's end (the daemon's "
+                    "stalled_job_critical_after)",
+                    core::format_duration(in.stalled_job_critical_after)));
   if (!job.exited.empty())
     f.evidence.push_back(
         fmt::format("the launcher has not reaped its exited child{} {}: it waits for another rank",
                     job.exited.size() == 1 ? "" : "ren", pid_list(job.exited)));
+  // A one-shot look: the OOM killer's record of an exited child, when no rank's end was seen.
+  if (exits.empty())
+    for (pid_t z : job.exited)
+      if (const auto* p = s.find(z))
+        if (const auto* k = oom_kill_of(in.kernel, s.proc, z, p->stat.start_ticks, std::nullopt))
+          f.evidence.push_back(oom_sentence(*k, fmt::format("PID {}", z)));
   for (const auto& r : job.ranks) f.evidence.push_back(rank_sentence(in, r));
   for (unsigned g : f.gpus)
     if (const auto* gpu = s.gpu(g); gpu && gpu->utilization_percent)
@@ -146,7 +229,7 @@ void stalled_job_rules(const DoctorInput& in, std::vector<Finding>& out) {
   for (const auto& job : core::distributed_jobs(in.last.proc)) {
     // torchrun's agent sees a rank's exit within its monitor interval and restarts every rank
     // (restarts left) or ends them all: the job is its agent's to settle.
-    if (job.elastic_agent || job.missing.empty() || !job.local_world_size) continue;
+    if (!job.stalled()) continue;
     std::vector<unsigned> gone;
     for (unsigned n : job.missing)
       if (missing_in(in.first.proc, job, n)) gone.push_back(n);

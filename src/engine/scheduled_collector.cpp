@@ -91,6 +91,9 @@ std::shared_ptr<Collection> ScheduledCollector::complete(const Cadence& cadence,
   merge_ends(view.ends, lineage_.ends());
   view.listed_since = listed_since_.update(driver.reading, read_at_ticks);
   listed_ends_.keep(view.ends, view.listed_since);
+  rank_exits_.observe(view, boot_ticks_now(),
+                      [&](pid_t pid) { return collector_.procfs().read_exit_status(pid); });
+  view.rank_exits = rank_exits_.exits();
   c->snapshot = std::make_shared<const core::Snapshot>(core::join(
       std::move(view), std::move(driver.reading), hostname_, std::chrono::system_clock::now()));
   c->host = collector_.host_stats();

@@ -14,6 +14,7 @@
 #include "engine/ended_processes.h"
 #include "engine/known_ends.h"
 #include "engine/listed_since.h"
+#include "engine/rank_exits.h"
 #include "engine/scan_hints.h"
 #include "engine/scan_lineage.h"
 #include "engine/scan_schedule.h"
@@ -52,6 +53,7 @@ class ScheduledCollector {
   std::shared_ptr<ScanHints> hints_;
   ScanLineage lineage_;                 // what one view to the next shows ended (with events too)
   ListedEnds listed_ends_;              // the listed PIDs' ends, kept while listed
+  RankExits rank_exits_;                // the jobs' ranks seen ending
   std::optional<core::ProcView> view_;  // the latest scan, with every driver report's details
   EndedProcesses ended_;
   ListedSince listed_since_;

@@ -7,6 +7,7 @@
 #include <tuple>
 
 #include "core/row_labels.h"
+#include "export/job_metrics.h"
 #include "export/kernel_metrics.h"
 #include "export/problem_metrics.h"
 
@@ -15,10 +16,10 @@ namespace {
 
 using core::Anomaly;
 
-constexpr std::array kAnomalies{Anomaly::Stopped,         Anomaly::Uninterruptible,
-                                Anomaly::Orphan,          Anomaly::ZombieChildren,
-                                Anomaly::NoSuchProcess,   Anomaly::ForeignNamespace,
-                                Anomaly::InheritedHolder, Anomaly::Leaked};
+constexpr std::array kAnomalies{
+    Anomaly::Stopped,         Anomaly::Uninterruptible, Anomaly::Orphan,
+    Anomaly::ZombieChildren,  Anomaly::NoSuchProcess,   Anomaly::ForeignNamespace,
+    Anomaly::InheritedHolder, Anomaly::Leaked,          Anomaly::StalledJob};
 
 std::string uuid_of(const core::Gpu& g) {
   return g.uuid.value_or("");
@@ -271,6 +272,7 @@ std::vector<MetricFamily> build_metrics(const MetricsInput& in) {
   collector_families(in, out);
   kernel_families(in, out);
   problem_families(in, out);
+  job_families(in, out);
   return out;
 }
 

@@ -4,6 +4,8 @@
 #include <cctype>
 #include <set>
 
+#include "core/wait_status.h"
+
 namespace gpureap::history {
 namespace journal_detail {
 
@@ -22,6 +24,19 @@ Holds holds_of(const core::Snapshot& s, const core::ProcessRow& row) {
     for (const auto& gpu : s.drivers.gpus)
       if (row.process->holds_gpu(gpu)) h.reached.insert(gpu.index);
   return h;
+}
+
+// A distributed job's rank that the daemon saw end (core::RankExit): its exit's words on the
+// timeline, "rank 3 of job PID 4200, SIGKILL"; empty for any other process.
+std::string rank_exit_text(const core::Snapshot& s, pid_t pid, uint64_t start_ticks) {
+  for (auto e = s.proc.rank_exits.rbegin(); e != s.proc.rank_exits.rend(); ++e) {
+    if (e->pid != pid || e->start_ticks != start_ticks) continue;
+    std::string out = "rank " + (e->local_rank ? std::to_string(*e->local_rank) : "?") +
+                      " of job PID " + std::to_string(e->launcher);
+    if (e->wait_status) out += ", " + core::wait_status_text(*e->wait_status);
+    return out;
+  }
+  return "";
 }
 
 uint64_t bytes_on(const core::ProcessRow& row, unsigned gpu) {
@@ -122,7 +137,9 @@ void Journal::record(const core::Snapshot& s, const EventClock& clock) {
         lane.peak_bytes = std::max(lane.peak_bytes, use.used_bytes.value_or(0));
         if (!lane.exited) {
           lane.exited = now;
-          if (!added) add_event({now, JournalEventKind::Exit, use.index, row.pid});
+          JournalEvent e{now, JournalEventKind::Exit, use.index, row.pid};
+          e.text = rank_exit_text(s, row.pid, lane.start_ticks);
+          if (!added) add_event(std::move(e));
         }
         if (!lane.ghost) {
           lane.ghost = now;
@@ -197,7 +214,9 @@ void Journal::record(const core::Snapshot& s, const EventClock& clock) {
       if (auto at = between(clock.released(lane.pid), lane.last_seen)) ended = lane.last_seen = *at;
     if (!alive) {
       lane.exited = ended;
-      add_event({ended, JournalEventKind::Exit, lane.gpu, lane.pid});
+      JournalEvent e{ended, JournalEventKind::Exit, lane.gpu, lane.pid};
+      e.text = rank_exit_text(s, lane.pid, std::get<1>(key));
+      add_event(std::move(e));
     } else {
       add_event({ended, JournalEventKind::Close, lane.gpu, lane.pid});
     }

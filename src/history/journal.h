@@ -72,7 +72,9 @@ struct JournalEvent {
   pid_t pid = 0;
   pid_t other = 0;  // Fork: the child
   uint64_t bytes = 0;
-  std::string text;  // Signal: the signal; GpuError: "<kind> 31 ..." (untrusted parts included)
+  // Signal: the signal; GpuError: "<kind> 31 ..." (untrusted parts included); Exit of a
+  // distributed job's rank: "rank 3 of job PID 4200, SIGKILL".
+  std::string text;
   // Signal and Reset: who asked. The user is the daemon's reading of the peer's uid.
   std::optional<uid_t> uid;
   std::string user;

@@ -1,5 +1,6 @@
 #include "kernel/gpu_events.h"
 
+#include "kernel/oom_kill.h"
 #include "kernel/pci_address.h"
 
 namespace gpureap::kernel {
@@ -64,7 +65,11 @@ std::vector<core::KernelGpuEvent> KernelLogFollower::poll(std::optional<long lon
   const auto read_at = std::chrono::system_clock::now();
   log_.records += reader_.read_new([&](const KmsgRecord& r) {
     if (auto e = gpu_event(r, boot_time, read_at, parsers_)) fresh.push_back(std::move(*e));
+    if (auto k = oom_kill(r)) log_.oom_kills.push_back(std::move(*k));
   });
+  if (log_.oom_kills.size() > keep_)
+    log_.oom_kills.erase(log_.oom_kills.begin(),
+                         log_.oom_kills.begin() + static_cast<long>(log_.oom_kills.size() - keep_));
   log_.read = reader_.readable();
   log_.problem = reader_.problem();
   log_.malformed = reader_.malformed();

@@ -52,13 +52,14 @@ std::optional<core::KernelGpuEvent> gpu_event(const KmsgRecord& record,
 // Sets each event's GPU from its PCI address (events of GPUs nobody reports keep none).
 void assign_gpus(std::vector<core::KernelGpuEvent>& events, const std::vector<core::Gpu>& gpus);
 
-// The whole log once (doctor, ps): every GPU error in it, oldest first.
+// The whole log once (doctor, ps): every GPU error and OOM kill in it, oldest first.
 core::KernelLog read_kernel_log(const std::string& kmsg_path, std::optional<long long> boot_time,
                                 const std::vector<core::Gpu>& gpus,
                                 const KernelLogParsers& parsers);
 
 // The daemon's view: follows the log as it grows (each poll reads only what is new), keeps the
-// latest events (bounded) and counts every event per GPU and code since the daemon started.
+// latest events and OOM kills (kernel/oom_kill.h; each bounded) and counts every event per GPU
+// and code since the daemon started.
 class KernelLogFollower {
  public:
   KernelLogFollower(std::string kmsg_path, KernelLogParsers parsers, size_t keep = 256);

@@ -7,6 +7,7 @@
 #include "core/gpu_place.h"
 #include "output/command_label.h"
 #include "output/ghost_summary.h"
+#include "output/job_notice.h"
 #include "output/process_figures.h"
 #include "output/ps_tree.h"
 #include "output/table.h"
@@ -273,11 +274,27 @@ std::string shared_client_lines(const core::Snapshot& s, std::optional<size_t> w
   return out;
 }
 
+// Each stalled job that a shown row belongs to: doctor's one-line story (which rank is gone,
+// what the others hold) and the command that ends the whole job.
+std::string stalled_job_lines(const core::Snapshot& s, const Style& style,
+                              std::optional<size_t> width) {
+  std::string out;
+  for (const auto& n : stalled_job_notices(s)) {
+    const std::string headline = n.summary + ".";
+    const std::string advice = "`gpureap doctor` explains; `" + n.command + "` ends the whole job.";
+    if (!width || text::text_width(headline) + 1 + text::text_width(advice) <= *width)
+      out += style.paint(headline, Color::Red) + " " + advice + "\n";
+    else
+      out += painted(headline, Color::Red, style, width) + wrap_text(advice, width);
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string render_summary(const core::Snapshot& s, const Style& style, std::optional<size_t> width,
                            const std::string& scope) {
-  std::string out;
+  std::string out = stalled_job_lines(s, style, width);
   for (const auto& n : ghost_notices(s)) {
     std::string advice;
     switch (n.kind) {

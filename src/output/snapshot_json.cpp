@@ -21,7 +21,7 @@ using nlohmann::json;
 template <class T, std::size_t N>
 constexpr bool considered = core::field_count<T>() == N;
 static_assert(considered<core::Snapshot, 8>);
-static_assert(considered<core::ProcView, 12>);
+static_assert(considered<core::ProcView, 13>);  // rank_exits: shown by doctor (stalled-job)
 static_assert(considered<core::ProcessRow, 9>);
 static_assert(considered<core::GpuUse, 11>);
 static_assert(considered<core::Ghost, 10>);

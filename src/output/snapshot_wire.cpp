@@ -253,8 +253,9 @@ json process_wire(const core::HostProcess& p) {
           {"fds_readable", p.fds_readable}};
 }
 
-static_assert(carried<core::ProcView, 12>);
-static_assert(carried<core::ProcessEnd, 3>);
+static_assert(carried<core::ProcView, 13>);
+static_assert(carried<core::ProcessEnd, 4>);
+static_assert(carried<core::RankExit, 7>);
 json proc_wire(const core::ProcView& v) {
   json processes = json::array();
   for (const auto& p : v.processes) processes.push_back(process_wire(p));
@@ -270,7 +271,17 @@ json proc_wire(const core::ProcView& v) {
       ends.push_back({{"pid", pid},
                       {"start_ticks", e.start_ticks},
                       {"end_ticks", e.end_ticks},
-                      {"held", e.held}});
+                      {"held", e.held},
+                      {"wait_status", opt(e.wait_status)}});
+  json rank_exits = json::array();
+  for (const auto& e : v.rank_exits)
+    rank_exits.push_back({{"launcher", e.launcher},
+                          {"launcher_start_ticks", e.launcher_start_ticks},
+                          {"pid", e.pid},
+                          {"start_ticks", e.start_ticks},
+                          {"local_rank", opt(e.local_rank)},
+                          {"end_ticks", e.end_ticks},
+                          {"wait_status", opt(e.wait_status)}});
   return {{"processes", processes},
           {"uninspectable", v.uninspectable},
           {"details_complete", v.details_complete},
@@ -282,7 +293,8 @@ json proc_wire(const core::ProcView& v) {
           {"open_files_unknown", opt_bytes(v.open_files_unknown)},
           {"exited_parents", exited_parents},
           {"listed_since", listed_since},
-          {"ends", ends}};
+          {"ends", ends},
+          {"rank_exits", rank_exits}};
 }
 
 }  // namespace

@@ -274,9 +274,23 @@ std::pair<pid_t, core::ProcessEnd> process_end(const json& v, const std::string&
       integer<pid_t>(o.at("pid"), o.path("pid")),
       {integer<uint64_t>(o.at("start_ticks"), o.path("start_ticks")),
        integer<uint64_t>(o.at("end_ticks"), o.path("end_ticks")),
-       boolean(o.at("held"), o.path("held"))}};
+       boolean(o.at("held"), o.path("held")),
+       optional(o.at("wait_status"), o.path("wait_status"), int_of<int>)}};
   o.finish();
   return out;
+}
+
+core::RankExit rank_exit(const json& v, const std::string& path) {
+  Object o(v, path);
+  core::RankExit e{integer<pid_t>(o.at("launcher"), o.path("launcher")),
+                   integer<uint64_t>(o.at("launcher_start_ticks"), o.path("launcher_start_ticks")),
+                   integer<pid_t>(o.at("pid"), o.path("pid")),
+                   integer<uint64_t>(o.at("start_ticks"), o.path("start_ticks")),
+                   optional(o.at("local_rank"), o.path("local_rank"), int_of<unsigned>),
+                   integer<uint64_t>(o.at("end_ticks"), o.path("end_ticks")),
+                   optional(o.at("wait_status"), o.path("wait_status"), int_of<int>)};
+  o.finish();
+  return e;
 }
 
 core::ProcView proc_view(const json& v, const std::string& path) {
@@ -303,6 +317,7 @@ core::ProcView proc_view(const json& v, const std::string& path) {
     p.listed_since[pid] = ticks;
   for (auto [pid, end] : list(o.at("ends"), o.path("ends"), process_end))
     p.ends[pid].push_back(end);
+  p.rank_exits = list(o.at("rank_exits"), o.path("rank_exits"), rank_exit);
   o.finish();
   return p;
 }

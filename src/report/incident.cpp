@@ -204,7 +204,8 @@ std::string mark_text(const IncidentEvent& e) {
   const std::string at = " at " + utc_time(e.at, true);
   const std::string pid = "PID " + std::to_string(e.pid);
   if (e.kind == "fork") return pid + " forked PID " + std::to_string(e.other) + at;
-  if (e.kind == "exit") return pid + " exited" + at;
+  if (e.kind == "exit")
+    return pid + " exited" + (e.text.empty() ? std::string() : " (" + e.text + ")") + at;
   if (e.kind == "ghost")
     return pid + " is gone but the driver still lists it (a ghost" +
            (e.bytes ? ", " + text::human_bytes(e.bytes) : std::string()) + ")" + at;

@@ -81,11 +81,11 @@ void take_event(const proc_event& ev, size_t len, Drained& out) {
       // Every thread's exit is reported. The leader's is the process's unless another thread
       // lives on (see ProcEvent::Kind); the others' are kept too, since after a leader's
       // pthread_exit() the last of them is the process's end.
-      if (len >= kEventHead + 2 * sizeof(pid_t)) {
+      if (len >= kEventHead + 2 * sizeof(pid_t) + sizeof(uint32_t)) {
         const pid_t thread = ev.event_data.exit.process_pid, tgid = ev.event_data.exit.process_tgid;
         out.batch.events.push_back(
-            {thread == tgid ? ProcEvent::Kind::Exit : ProcEvent::Kind::ThreadExit, tgid, 0,
-             thread});
+            {thread == tgid ? ProcEvent::Kind::Exit : ProcEvent::Kind::ThreadExit, tgid, 0, thread,
+             static_cast<int>(ev.event_data.exit.exit_code)});
       }
       break;
     case proc_event::PROC_EVENT_NONE:

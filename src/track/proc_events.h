@@ -24,6 +24,9 @@ struct ProcEvent {
                      // ended (exits)
   pid_t parent = 0;  // fork: the process it was forked from
   pid_t thread = 0;  // exits: the thread that ended (pid itself for Exit)
+  // Exits: the thread's exit code as waitpid(2) reports a process's (the signal that ended it,
+  // or exit()'s status << 8); a group exit gives every thread the group's.
+  int wait_status = 0;
 };
 
 class ProcEvents {

@@ -10,6 +10,7 @@
 #include "backend/registry.h"
 #include "core/gpu_place.h"
 #include "output/ghost_summary.h"
+#include "output/job_notice.h"
 #include "text/byte_format.h"
 #include "text/display_width.h"
 #include "text/escape.h"
@@ -351,6 +352,11 @@ void TopModel::compose_status(Frame& f) const {
   add_sampling_status(st);
   if (!message_.empty()) st.add(message_ + "  ", message_role_);
   add_filter_status(st);
+  for (const auto& n : output::stalled_job_notices(*s))
+    st.add(fmt::format("job PID {} lost a rank; its others hold {}", n.launcher,
+                       text::human_bytes(n.bytes)),
+           Role::Ghost)
+        .add("; a rank's detail explains (" + n.command + ")  ", Role::Dim);
   for (const auto& n : output::ghost_notices(*s)) {
     if (n.kind == output::GhostCase::Kept) {
       st.add(fmt::format("{} on GPU {} held by ghosts", text::human_bytes(n.bytes), n.gpu),

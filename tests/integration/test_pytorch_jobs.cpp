@@ -451,6 +451,113 @@ TEST(PytorchJobs, AJobStartedRankByRankHangsWhenARankDiesAndOnlyItIsPlanned) {
   }
 }
 
+// The daemon watches the rank-by-rank job from its start: when rank 3 is SIGKILLed it saw the
+// rank end, so its finding says how and when, turns critical after stalled_job_critical_after,
+// and the metrics, the `stalled-job` policy condition and `ps` name exactly that job.
+TEST(PytorchJobs, TheDaemonSawTheRankDieAndSaysHowAndWhen) {
+  REQUIRE_DOUBLE();
+  if (auto why = why_no_pytorch(); !why.empty()) GTEST_SKIP() << why;
+  FakeDevRoot dev;
+  for (const char* name : {"nvidia2", "nvidia3"}) std::ofstream(dev.dev(name)) << "stand-in\n";
+  Child healthy = holding(dev, "nvidia3");
+  const std::string per_rank = dev.dev("nvidia") + "{}";
+  PythonJob job({pytorch_script("rank_launcher.py"), "4", std::to_string(free_port()), kPython,
+                 pytorch_script("gloo_rank.py"), per_rank, "3"});
+  auto launched = job.numbers_after("ranks");
+  ASSERT_EQ(launched.size(), 4u) << "the launcher did not start its ranks";
+  const std::vector<pid_t> ranks(launched.begin(), launched.end());
+  const pid_t launcher = job.pid();
+  KillStrays strays{ranks};
+  for (size_t i = 0; i < ranks.size(); ++i)
+    ASSERT_TRUE(wait_until([&] { return holds_file(ranks[i], per_rank, i); }, 120000))
+        << "rank " << i << " did not open its GPU";
+  std::vector<nlohmann::json> gpus;
+  for (int i = 0; i < 3; ++i)
+    gpus.push_back(
+        nvml_gpu(i, {{{"pid", ranks[static_cast<size_t>(i)]}, {"used_bytes", 32 * GiB}}}));
+  gpus.push_back(nvml_gpu(3, {{{"pid", healthy.pid()}, {"used_bytes", 2 * GiB}}}));
+  FakeNvml nvml(nlohmann::json{{"gpus", gpus}});
+  TempDir cfg;
+  std::ofstream(cfg.file("config.toml"))
+      << "interval = \"200ms\"\nholder_scan_interval = \"200ms\"\n"
+      << "stalled_job_critical_after = \"2s\"\n"
+      << "audit_log = \"" << cfg.file("audit.jsonl") << "\"\n"
+      << "[[policy]]\nname = \"hung\"\nanomalies = [\"stalled-job\"]\nafter = \"1h\"\n";
+  DaemonProcess d({"--config", cfg.file("config.toml"), "--dev-root", dev.path()}, nvml.env());
+  ASSERT_GT(d.port(), 0) << d.log();
+  const std::string job_series = "gpureap_job_ranks{launcher_pid=\"" + std::to_string(launcher);
+  // The daemon has seen the four ranks live before one dies.
+  ASSERT_TRUE(wait_until(
+      [&] {
+        auto body = d.get("/metrics").body;
+        return body.find(job_series) != std::string::npos &&
+               body.find("state=\"live\"} 4") != std::string::npos;
+      },
+      30000))
+      << d.get("/metrics").body;
+
+  ::kill(ranks[3], SIGKILL);  // while it loads: ranks 0-2 wait for it in the group's set-up
+  ASSERT_TRUE(wait_for_state(ranks[3], 'Z'));
+  nlohmann::json f;
+  ASSERT_TRUE(wait_until(
+      [&] {
+        auto doc = nlohmann::json::parse(d.get("/api/v1/findings").body, nullptr, false);
+        if (!doc.is_object()) return false;
+        for (const auto& x : doc["findings"])
+          if (x["code"] == "stalled-job") f = x;
+        return f.is_object() && f["severity"] == "critical";
+      },
+      30000))
+      << f.dump(2) << d.log();
+  const std::string summary = f["summary"];
+  EXPECT_EQ(summary.find("rank 3 of job PID " + std::to_string(launcher) + " (python3, user "), 0u)
+      << summary;
+  EXPECT_NE(summary.find(") exited with SIGKILL "), std::string::npos) << summary;
+  EXPECT_NE(summary.find(" ago; ranks 0\u20132 still hold 96 GiB on GPUs 0\u20132 and are "
+                         "probably waiting for it"),
+            std::string::npos)
+      << summary;
+  EXPECT_NE(f["evidence"].dump().find("the daemon saw rank 3 (PID " + std::to_string(ranks[3]) +
+                                      ") end "),
+            std::string::npos)
+      << f.dump(2);
+  const std::vector<pid_t> hung{launcher, ranks[0], ranks[1], ranks[2]};
+  EXPECT_EQ(sorted(pids(f["pids"])), sorted(hung)) << f.dump(2);
+
+  // /metrics: one stalled series, the job's, at the finding's severity.
+  auto metrics = d.get("/metrics").body;
+  EXPECT_NE(
+      metrics.find("gpureap_stalled_job_memory_bytes{launcher_pid=\"" + std::to_string(launcher)),
+      std::string::npos)
+      << metrics;
+  EXPECT_NE(metrics.find("severity=\"critical\"} 103079215104"), std::string::npos) << metrics;
+  size_t stalled_series = 0;
+  for (size_t at = metrics.find("\ngpureap_stalled_job_memory_bytes{"); at != std::string::npos;
+       at = metrics.find("\ngpureap_stalled_job_memory_bytes{", at + 1))
+    ++stalled_series;
+  EXPECT_EQ(stalled_series, 1u) << metrics;
+
+  // The policy matches exactly the job's live ranks: not the healthy holder.
+  nlohmann::json pol;
+  ASSERT_TRUE(wait_until([&] {
+    pol = nlohmann::json::parse(d.get("/api/v1/policies").body, nullptr, false);
+    return pol.is_object() && pol["policies"][0]["matching"] == 3;
+  })) << pol.dump(2);
+  std::vector<pid_t> matched;
+  for (const auto& p : pol["policies"][0]["processes"]) matched.push_back(p["pid"]);
+  EXPECT_EQ(sorted(matched), sorted(std::vector<pid_t>{ranks[0], ranks[1], ranks[2]}))
+      << pol.dump(2);
+
+  // ps names the gone rank and the command that ends the job.
+  auto ps = run_gpureap({"ps", "--dev-root", dev.path(), "--no-color"}, nvml.env());
+  EXPECT_NE(ps.out.find("rank 3 of job PID " + std::to_string(launcher)), std::string::npos)
+      << ps.out;
+  EXPECT_NE(
+      ps.out.find("`gpureap kill --tree " + std::to_string(launcher) + "` ends the whole job"),
+      std::string::npos)
+      << ps.out;
+}
+
 // torchrun's agent watches its ranks: when one is SIGKILLed and no restart is left, it ends the
 // others (SIGTERM) and exits, so a torchrun job on one node does not hang. No doctor run while
 // it settles plans any of it.
@@ -479,6 +586,43 @@ TEST(PytorchJobs, TorchrunEndsItsOwnJobWhenARankDies) {
   };
   EXPECT_TRUE(wait_until(settled, 120000)) << "torchrun left ranks running";
   EXPECT_TRUE(wait_gone(agent.pid(), 60000) || state_of(agent.pid()) == 'Z');
+}
+
+// torch.multiprocessing.spawn losing a rank: its launcher waits on every rank, so when one is
+// SIGKILLed it ends the others and exits. The ranks are the launcher's children
+// (the spawn start method) with no rank labels in their environment; no look while the job
+// settles names it stalled, and nothing of it is left.
+TEST(PytorchJobs, MpSpawnEndsItsOwnJobWhenARankDies) {
+  REQUIRE_DOUBLE();
+  if (auto why = why_no_pytorch(); !why.empty()) GTEST_SKIP() << why;
+  FakeDevRoot dev;
+  PythonJob launcher({pytorch_script("mp_spawn_job.py"), "2", std::to_string(free_port()),
+                      dev.dev("nvidia") + "{}"});
+  auto ranks = pids_after(launcher, "ready", 2);
+  ASSERT_EQ(ranks.size(), 2u) << "mp.spawn's ranks did not start";
+  KillStrays strays{ranks};
+  for (pid_t r : ranks) {
+    EXPECT_EQ(parent_of(r), launcher.pid());
+    EXPECT_EQ(environ_of(r).find("LOCAL_RANK="), std::string::npos) << r;
+  }
+  FakeNvml nvml(nlohmann::json{{"gpus",
+                                {nvml_gpu(0, {{{"pid", ranks[0]}, {"used_bytes", 8 * GiB}}}),
+                                 nvml_gpu(1, {{{"pid", ranks[1]}, {"used_bytes", 8 * GiB}}})}}});
+  ::kill(ranks[1], SIGKILL);
+  auto settled = [&] {
+    auto ps = parse_output(run_gpureap({"ps", "--json", "--dev-root", dev.path()}, nvml.env()));
+    for (const auto& row : ps["processes"]) {
+      EXPECT_EQ(row["anomalies"].dump().find("stalled-job"), std::string::npos) << row.dump(2);
+    }
+    auto d = parse_output(
+        run_gpureap({"doctor", "--json", "--dev-root", dev.path(), "--settle", "0s"}, nvml.env()));
+    EXPECT_EQ(finding(d, "stalled-job"), nullptr) << d["findings"].dump(2);
+    return !is_alive(ranks[0]);
+  };
+  EXPECT_TRUE(wait_until(settled, 120000)) << "mp.spawn left rank 0 running";
+  // Our child: it stays a zombie until the test reaps it.
+  EXPECT_TRUE(wait_until([&] { return state_of(launcher.pid()) == 'Z'; }, 60000))
+      << "the launcher did not exit";
 }
 
 // The PID of the process that holds `path` open, 0 when none does (one scan of /proc).

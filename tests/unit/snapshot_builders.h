@@ -103,6 +103,8 @@ struct SnapshotOptions {
   std::map<pid_t, uint64_t> listed_since;               // core::ProcView::listed_since
   std::map<pid_t, pid_t> exited_parents;                // core::ProcView::exited_parents
   std::map<pid_t, std::vector<core::ProcessEnd>> ends;  // core::ProcView::ends
+  std::vector<core::RankExit> rank_exits;               // core::ProcView::rank_exits
+  std::optional<long long> boot_time;                   // core::ProcView::boot_time
 };
 
 inline core::Snapshot make_snapshot(std::vector<core::HostProcess> ps, std::vector<core::Gpu> gpus,
@@ -117,6 +119,8 @@ inline core::Snapshot make_snapshot(std::vector<core::HostProcess> ps, std::vect
   v.listed_since = std::move(o.listed_since);
   v.exited_parents = std::move(o.exited_parents);
   v.ends = std::move(o.ends);
+  v.rank_exits = std::move(o.rank_exits);
+  v.boot_time = o.boot_time;
   v.driver_device_files = {"nvml"};
   return core::join(std::move(v), drivers(std::move(gpus)), "host", o.at);
 }

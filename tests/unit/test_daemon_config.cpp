@@ -44,6 +44,7 @@ TEST(DaemonConfig, EmptyFileIsTheDocumentedDefaults) {
   EXPECT_EQ(c->driver_timeout, 5s);
   EXPECT_EQ(c->log_level, base::LogLevel::Info);
   EXPECT_FALSE(c->local_socket);  // the daemon's default_local_socket()
+  EXPECT_EQ(c->stalled_job_critical_after, 10min);
   EXPECT_EQ(c->source, "test.toml");
 }
 
@@ -60,6 +61,7 @@ per_process_metrics = true
 auth_token_file = "/etc/gpureap/token"
 driver_timeout = "2s"
 log_level = "debug"
+stalled_job_critical_after = "30m"
 )",
                         "test.toml");
   ASSERT_TRUE(c.ok()) << c.error().text();
@@ -74,6 +76,7 @@ log_level = "debug"
   EXPECT_EQ(c->auth_token_file, "/etc/gpureap/token");
   EXPECT_EQ(c->driver_timeout, 2s);
   EXPECT_EQ(c->log_level, base::LogLevel::Debug);
+  EXPECT_EQ(c->stalled_job_critical_after, 30min);
 }
 
 TEST(DaemonConfig, UnknownKeyIsAnErrorWithItsLineAndASuggestion) {
@@ -114,6 +117,8 @@ TEST(DaemonConfig, ValuesOutOfRangeOrMalformed) {
   EXPECT_NE(problems("listen = 9842").find("listen must be a string"), std::string::npos);
   EXPECT_NE(problems("log_level = \"loud\"").find("log_level must be one of"), std::string::npos);
   EXPECT_NE(problems("auth_token_file = \"token\"").find("absolute path"), std::string::npos);
+  EXPECT_NE(problems("stalled_job_critical_after = \"0s\"").find("from 1s to 7d"),
+            std::string::npos);
 }
 
 TEST(DaemonConfig, LocalSocketIsAnAbsolutePathOrNone) {

@@ -202,5 +202,140 @@ TEST(DoctorStalledJob, DoctorSettlesOnAJobWithARankMissingAndSeesTheOthersWait) 
   EXPECT_FALSE(needs_settle(whole, std::nullopt));
 }
 
+// Ticks since boot of a moment `ago` before the builders' sample time, on a host booted 10000 s
+// before it (100 ticks a second).
+constexpr long long kBoot = 1'700'000'000 - 10'000;
+uint64_t ticks_ago(std::chrono::seconds ago) {
+  return static_cast<uint64_t>((10'000 - ago.count()) * 100);
+}
+
+// The hung job as the daemon sees it: rank 3 of a srun-style job ended `ago`, by `status`.
+core::Snapshot job_with_exit(std::chrono::seconds ago, std::optional<int> status) {
+  SnapshotOptions o;
+  o.boot_time = kBoot;
+  o.rank_exits = {{500, 1500, 504, 1504, 3u, ticks_ago(ago), status}};
+  auto launcher = job_launcher(500, {"/usr/bin/python3", "launch.py", "--nproc", "4"});
+  return make_snapshot(
+      {proc(1, 0, 1), launcher, job_rank(501, 500, 0), job_rank(502, 500, 1, 4, 1),
+       job_rank(503, 500, 2, 4, 2), owned(proc(504, 500, 500, 'Z'), 1000, "alice"),
+       // bob's healthy job
+       owned(proc(700, 1, 700), 1001, "bob"), owned(job_rank(701, 700, 0, 2, 3), 1001, "bob"),
+       owned(job_rank(702, 700, 1, 2, 3), 1001, "bob")},
+      gpus_of_ranks({501, 502, 503}), o);
+}
+
+std::string evidence_of(const Finding& f) {
+  std::string out;
+  for (const auto& e : f.evidence) out += e + "\n";
+  return out;
+}
+
+TEST(DoctorStalledJob, TheDaemonSawTheRankEndSaysHowAndWhen) {
+  auto s = job_with_exit(std::chrono::minutes(4), 9);  // SIGKILL
+  auto fs = diagnose_job(s);
+  const auto* f = stalled_finding(fs);
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->severity, Severity::Warning);
+  EXPECT_EQ(f->summary,
+            "rank 3 of job PID 500 (p500, user alice) exited with SIGKILL 4 min ago; ranks "
+            "0\u20132 still hold 96 GiB on GPUs 0\u20132 and are probably waiting for it");
+  const auto evidence = evidence_of(*f);
+  EXPECT_NE(evidence.find("the daemon saw rank 3 (PID 504) end 4 min ago, killed by SIGKILL"),
+            std::string::npos)
+      << evidence;
+  EXPECT_NE(evidence.find("turns critical 10m00s after its first rank's end"), std::string::npos)
+      << evidence;
+  // Only alice's job is named.
+  for (const auto& x : fs) {
+    if (x.code == FindingCode::StalledJob) {
+      EXPECT_EQ(x.pids.front(), 500);
+    }
+  }
+}
+
+TEST(DoctorStalledJob, CriticalOnceTheRankEndedLongerAgoThanConfigured) {
+  auto s = job_with_exit(std::chrono::minutes(12), 1 << 8);  // exit(1)
+  const auto fs = diagnose_job(s);
+  const auto* f = stalled_finding(fs);
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->severity, Severity::Critical);
+  EXPECT_EQ(f->summary,
+            "rank 3 of job PID 500 (p500, user alice) exited with status 1 12 min ago; ranks "
+            "0\u20132 still hold 96 GiB on GPUs 0\u20132 and are probably waiting for it");
+  EXPECT_NE(evidence_of(*f).find("end 12 min ago, exiting with status 1"), std::string::npos);
+  // A longer setting: still a warning at 12 minutes.
+  DoctorInput in{s, s, {}, std::nullopt, {}};
+  in.stalled_job_critical_after = std::chrono::minutes(30);
+  const auto longer = diagnose(in);
+  ASSERT_NE(stalled_finding(longer), nullptr);
+  EXPECT_EQ(stalled_finding(longer)->severity, Severity::Warning);
+}
+
+TEST(DoctorStalledJob, AnExitOfAnotherLauncherOrAnEarlierLifeIsNotThisJobs) {
+  // The record names launcher 500 with another start time (an earlier process under the PID),
+  // and, with no wait status, an earlier life: the summary says only that rank 3 is gone.
+  SnapshotOptions o;
+  o.boot_time = kBoot;
+  o.rank_exits = {{500, 999, 504, 1504, 3u, ticks_ago(std::chrono::minutes(20)), 9}};
+  auto s = make_snapshot({proc(1, 0, 1), job_launcher(500), job_rank(501, 500, 0),
+                          job_rank(502, 500, 1, 4, 1), job_rank(503, 500, 2, 4, 2)},
+                         gpus_of_ranks({501, 502, 503}), o);
+  const auto fs = diagnose_job(s);
+  const auto* f = stalled_finding(fs);
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->severity, Severity::Warning);
+  EXPECT_NE(f->summary.find("rank 3 of job PID 500 (p500, user alice) is gone;"), std::string::npos)
+      << f->summary;
+  // Reaped before the daemon read it: when, not how.
+  o.rank_exits = {{500, 1500, 504, 1504, 3u, ticks_ago(std::chrono::seconds(30)), std::nullopt}};
+  auto reaped = make_snapshot({proc(1, 0, 1), job_launcher(500), job_rank(501, 500, 0),
+                               job_rank(502, 500, 1, 4, 1), job_rank(503, 500, 2, 4, 2)},
+                              gpus_of_ranks({501, 502, 503}), o);
+  const auto reaped_fs = diagnose_job(reaped);
+  const auto* g = stalled_finding(reaped_fs);
+  ASSERT_NE(g, nullptr);
+  EXPECT_NE(g->summary.find("rank 3 of job PID 500 (p500, user alice) exited 30 s ago;"),
+            std::string::npos)
+      << g->summary;
+  EXPECT_NE(evidence_of(*g).find("its launcher reaped it before the daemon read how it ended"),
+            std::string::npos);
+}
+
+TEST(DoctorStalledJob, TheOomKillersRecordNamesWhatKilledTheRank) {
+  auto s = job_with_exit(std::chrono::minutes(4), 9);
+  core::KernelLog log;
+  log.read = true;
+  core::OomKill k;
+  k.pid = 504;
+  k.name = "python3";
+  k.uid = 1000;
+  k.since_boot_usec = 9'759'900'000;  // 0.1 s before the daemon saw rank 3 end
+  k.text = "Out of memory: Killed process 504 (python3) total-vm:1kB, UID:1000";
+  // The same PID killed before rank 3 started: another process's record.
+  core::OomKill earlier = k;
+  earlier.since_boot_usec = 1'000'000;
+  log.oom_kills = {earlier, k};
+  DoctorInput in{s, s, {}, std::nullopt, {}};
+  in.kernel = &log;
+  const auto fs = diagnose(in);
+  const auto* f = stalled_finding(fs);
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->summary,
+            "rank 3 of job PID 500 (p500, user alice) was killed by the OOM killer 4 min ago; "
+            "ranks 0\u20132 still hold 96 GiB on GPUs 0\u20132 and are probably waiting for it");
+  EXPECT_NE(evidence_of(*f).find("the kernel log: the OOM killer killed rank 3 (PID 504): \"Out "
+                                 "of memory: Killed process 504 (python3) total-vm:1kB, "
+                                 "UID:1000\""),
+            std::string::npos)
+      << evidence_of(*f);
+  // Only the earlier record: it names another process, and nothing is said of it.
+  log.oom_kills = {earlier};
+  const auto without = diagnose(in);
+  const auto* g = stalled_finding(without);
+  ASSERT_NE(g, nullptr);
+  EXPECT_NE(g->summary.find("exited with SIGKILL 4 min ago"), std::string::npos) << g->summary;
+  EXPECT_EQ(evidence_of(*g).find("OOM"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace gpureap::doctor

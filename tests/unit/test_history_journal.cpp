@@ -135,6 +135,28 @@ TEST(HistoryJournal, TheKernelsEventsTimeALanesStartAndEnd) {
   EXPECT_TRUE(close_at_the_close);
 }
 
+TEST(HistoryJournal, ARanksExitSaysWhichRankOfWhichJobAndHow) {
+  Journal j;
+  auto rank = [](pid_t pid) { return holder(pid, 500, 500); };
+  const auto launcher = proc(500, 1, 500);
+  j.record(sample(0, {launcher, rank(501), rank(502), rank(503), rank(504)},
+                  {listed(501, GiB), listed(502, GiB), listed(503, GiB), listed(504, GiB)}));
+  // Rank 3 (504) killed; rank 2 (503) a healthy holder that merely let go, and 501's exit is
+  // no rank's: the daemon recorded none for it.
+  auto s = make_snapshot(
+      {launcher, rank(501), rank(502), proc(504, 500, 500, 'Z')},
+      {testing::gpu(0, 0, 10 * GiB, {listed(501, GiB), listed(502, GiB)})},
+      {.at = at(5),
+       .rank_exits = {{500, 1500, 504, 1504, 3u, 100, 9}, {500, 1500, 503, 999, 2u, 100, 9}}});
+  j.record(s);
+  auto v = j.query(at(0), at(10));
+  std::map<pid_t, std::string> texts;
+  for (const auto& e : v.events)
+    if (e.kind == JournalEventKind::Exit) texts[e.pid] = e.text;
+  EXPECT_EQ(texts,
+            (std::map<pid_t, std::string>{{503, ""}, {504, "rank 3 of job PID 500, SIGKILL"}}));
+}
+
 TEST(HistoryJournal, AStoppedHolderAndWhoSignalledIt) {
   Journal j;
   auto job = holder(200, 1, 200);

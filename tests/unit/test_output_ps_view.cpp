@@ -67,6 +67,50 @@ size_t column_of(const std::string& line, const std::string& what) {
   return at == std::string::npos ? 0 : text::text_width(line.substr(0, at));
 }
 
+// A rank of user 1000's job: its own GPU file, its launcher's group, its labels.
+core::HostProcess ps_job_rank(pid_t pid, pid_t launcher, unsigned n) {
+  auto p = owned(holder(pid, launcher, launcher, n), 1000, "alice");
+  core::RankLabels l;
+  l.local_rank = n;
+  l.local_world_size = 4;
+  p.details->rank_labels = l;
+  return p;
+}
+
+TEST(PsFooter, AStalledJobsRanksAreMarkedAndTheGoneRankIsNamed) {
+  // alice's job 500 lost rank 3; bob's holder 800 is fine.
+  std::vector<core::HostProcess> ps{proc(1, 0, 1), owned(proc(500, 1, 500), 1000, "alice"),
+                                    owned(proc(504, 500, 500, 'Z'), 1000, "alice"),
+                                    owned(holder(800, 1, 800, 3), 1001, "bob")};
+  std::vector<core::Gpu> gpus;
+  for (unsigned n = 0; n < 3; ++n) {
+    ps.push_back(ps_job_rank(static_cast<pid_t>(501 + n), 500, n));
+    gpus.push_back(gpu(n, n, 32 * GiB, {listed(static_cast<pid_t>(501 + n), 32 * GiB)}));
+  }
+  gpus.push_back(gpu(3, 3, 8 * GiB, {listed(800, 8 * GiB)}));
+  auto s = make_snapshot(ps, gpus);
+  auto text = render_ps(s, Style(false), {true, std::nullopt});
+  EXPECT_NE(text.find("rank 3 of job PID 500 (p500, user alice) is gone; ranks 0\u20132 still "
+                      "hold 96 GiB on GPUs 0\u20132 and are probably waiting for it. `gpureap "
+                      "doctor` explains; `gpureap kill --tree 500` ends the whole job."),
+            std::string::npos)
+      << text;
+  // Each rank carries the anomaly, under its launcher; bob's process does not.
+  std::istringstream lines(text);
+  std::string line;
+  size_t marked = 0;
+  while (std::getline(lines, line)) {
+    if (line.find("stalled-job") == std::string::npos) continue;
+    ++marked;
+    EXPECT_EQ(line.find("p800"), std::string::npos) << line;
+  }
+  EXPECT_EQ(marked, 3u) << text;
+  // Shown only for bob's rows, alice's job is not bob's business.
+  core::Snapshot bobs = s;
+  std::erase_if(bobs.rows, [](const core::ProcessRow& r) { return r.pid != 800; });
+  EXPECT_EQ(render_ps(bobs, Style(false), {}).find("rank 3"), std::string::npos);
+}
+
 TEST(PsTable, WideCharactersKeepTheColumnsAligned) {
   // A CJK user name and command take two terminal columns per character: counted as one, the
   // columns after them would shift right on the rows that hold them.

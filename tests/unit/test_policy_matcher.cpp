@@ -203,6 +203,62 @@ TEST(PolicyMatcher, AnomaliesMatchAnyOfTheNamedOnes) {
   EXPECT_FALSE(of(evaluate(p, context(s)), 300).matched());
 }
 
+// A rank of a distributed job: its own GPU file, its launcher's group, its labels.
+core::HostProcess job_rank(pid_t pid, pid_t launcher, unsigned n, uid_t uid,
+                           const std::string& user, std::optional<unsigned> restarts = {}) {
+  auto p = testing::owned(holder(pid, launcher, launcher, n), uid, user);
+  core::RankLabels l;
+  l.local_rank = n;
+  l.local_world_size = 4;
+  if (restarts) {
+    l.restart_count = 0;
+    l.max_restarts = *restarts;
+  }
+  p.details->rank_labels = l;
+  return p;
+}
+
+TEST(PolicyMatcher, AStalledJobIsMatchedWholeAndNoOtherJob) {
+  using testing::owned;
+  using testing::proc;
+  std::vector<core::HostProcess> ps{proc(1, 0, 1)};
+  // alice's job 500 lost rank 3 (its zombie); rank 0 has a DataLoader worker (601).
+  ps.push_back(owned(proc(500, 1, 500), 1000, "alice"));
+  for (unsigned n = 0; n < 3; ++n) ps.push_back(job_rank(501 + n, 500, n, 1000, "alice"));
+  ps.push_back(owned(proc(504, 500, 500, 'Z'), 1000, "alice"));
+  ps.push_back(owned(holder(601, 501, 500), 1000, "alice"));
+  // alice's healthy job 700, bob's job 800 (it lost rank 3 too: another user's, not named by
+  // the policy's user), and a torchrun job 900 whose agent restarts its ranks.
+  ps.push_back(owned(proc(700, 1, 700), 1000, "alice"));
+  for (unsigned n = 0; n < 4; ++n) ps.push_back(job_rank(701 + n, 700, n, 1000, "alice"));
+  ps.push_back(owned(proc(800, 1, 800), 1001, "bob"));
+  for (unsigned n = 0; n < 3; ++n) ps.push_back(job_rank(801 + n, 800, n, 1001, "bob"));
+  ps.push_back(owned(proc(900, 1, 900), 1000, "alice"));
+  for (unsigned n = 0; n < 3; ++n) ps.push_back(job_rank(901 + n, 900, n, 1000, "alice", 3));
+  // Each rank listed on the GPU whose file it opened (rank N: GPU N).
+  auto s = make_snapshot(
+      ps,
+      {gpu(0, 0, 4 * GiB, {listed(501, GiB), listed(701, GiB), listed(801, GiB), listed(901, GiB)}),
+       gpu(1, 1, GiB, {listed(502, GiB)}), gpu(2, 2, GiB, {listed(503, GiB)})});
+
+  Policy p;
+  p.user = "alice";
+  p.anomalies = {core::Anomaly::StalledJob};
+  std::vector<pid_t> matched;
+  for (const auto& e : evaluate(p, context(s)))
+    if (e.matched()) matched.push_back(e.pid);
+  EXPECT_EQ(matched, (std::vector<pid_t>{501, 502, 503, 601}));
+  EXPECT_EQ(of(evaluate(p, context(s)), 501).reasons(),
+            (std::vector<std::string>{"user alice", "stalled-job"}));
+  EXPECT_EQ(of(evaluate(p, context(s)), 701).failed()->detail, "no anomaly");
+  // Without the user condition bob's stalled job is matched as well, and still no other.
+  p.user.reset();
+  matched.clear();
+  for (const auto& e : evaluate(p, context(s)))
+    if (e.matched()) matched.push_back(e.pid);
+  EXPECT_EQ(matched, (std::vector<pid_t>{501, 502, 503, 601, 801, 802, 803}));
+}
+
 TEST(PolicyMatcher, IdleComesFromTheHistoryAndMustHaveLastedLongEnough) {
   auto s = two_users();
   Policy p;

@@ -86,7 +86,10 @@ core::Snapshot rich_snapshot() {
   v.open_files_unknown = std::nullopt;
   v.exited_parents = {{4250, 4242}};
   v.listed_since = {{4242, kMax}};
-  v.ends = {{7777, {{10, 20, false}, {30, kMax}}}};  // a holder that ended, not of the join
+  v.ends = {
+      {7777, {{10, 20, false}, {30, kMax, true, 9}}}};  // a holder that ended, not of the join
+  // A rank killed by SIGKILL, and one whose status and label are unknown.
+  v.rank_exits = {{4242, 5, 7778, 11, 3u, kMax, 9}, {4242, 5, 7779, 12, std::nullopt, 40, {}}};
 
   core::BackendReport nvml;
   nvml.name = "nvml";
@@ -271,6 +274,7 @@ TEST(SnapshotWire, RichSnapshotRoundTripsEveryFieldAndTheJoinAgain) {
   EXPECT_EQ(back.proc.exited_parents, s.proc.exited_parents);
   EXPECT_EQ(back.proc.listed_since, s.proc.listed_since);
   EXPECT_EQ(back.proc.ends, s.proc.ends);
+  EXPECT_EQ(back.proc.rank_exits, s.proc.rank_exits);
   EXPECT_EQ(back.drivers.gpus[0].memory.total_bytes, kMax);
   EXPECT_EQ(back.drivers.gpus[0].power_watts, 512.125);
   EXPECT_TRUE(std::isnan(*back.drivers.gpus[1].power_watts));

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <poll.h>
 #include <pthread.h>
+#include <signal.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -191,6 +192,41 @@ TEST_F(ProcEventsTest, AnExecFromAThreadIsReportedAsTheLeadersExit) {
   ASSERT_EQ(got.size(), 2u) << describe(got);
   EXPECT_TRUE(is(got[0], ProcEvent::Kind::Exit, child)) << describe(got);
   EXPECT_TRUE(is(got[1], ProcEvent::Kind::Exit, child)) << describe(got);
+}
+
+// An exit carries how the process ended, as waitpid(2) reports it: a rank's SIGKILL, a
+// failing rank's exit(3).
+TEST_F(ProcEventsTest, AnExitSaysHowTheProcessEnded) {
+  pid_t killed = ::fork();
+  if (killed == 0)
+    for (;;) ::pause();
+  ASSERT_GT(killed, 0);
+  pid_t failed = ::fork();
+  if (failed == 0) ::_exit(3);
+  ASSERT_GT(failed, 0);
+  ::kill(killed, SIGKILL);
+  int status = 0;
+  ::waitpid(killed, &status, 0);
+  ::waitpid(failed, nullptr, 0);
+  int exits = 0;
+  auto got = collect(
+      [&](const ProcEvent& e) {
+        return (e.pid == killed || e.pid == failed) && e.kind == ProcEvent::Kind::Exit;
+      },
+      [&](const ProcEvent& e) {
+        return (is(e, ProcEvent::Kind::Exit, killed) || is(e, ProcEvent::Kind::Exit, failed)) &&
+               ++exits == 2;
+      });
+  ASSERT_EQ(got.size(), 2u) << describe(got);
+  for (const auto& e : got) {
+    if (e.pid == killed) {
+      EXPECT_TRUE(WIFSIGNALED(e.wait_status) && WTERMSIG(e.wait_status) == SIGKILL)
+          << e.wait_status;
+      EXPECT_EQ(e.wait_status, status);
+    } else {
+      EXPECT_TRUE(WIFEXITED(e.wait_status) && WEXITSTATUS(e.wait_status) == 3) << e.wait_status;
+    }
+  }
 }
 
 TEST_F(ProcEventsTest, MovedFromReadsNothing) {

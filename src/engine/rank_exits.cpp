@@ -1,0 +1,71 @@
+#include "engine/rank_exits.h"
+
+#include <algorithm>
+
+#include "core/distributed_job.h"
+
+namespace gpureap::engine {
+namespace {
+
+// The events' record of that life of `pid`'s end, where they saw it.
+const core::ProcessEnd* events_end(const core::ProcView& view, pid_t pid, uint64_t start_ticks) {
+  auto it = view.ends.find(pid);
+  if (it == view.ends.end()) return nullptr;
+  for (const auto& life : it->second)
+    if (life.start_ticks == start_ticks) return &life;
+  return nullptr;
+}
+
+bool rank_lives(const core::ProcView& view, pid_t pid, uint64_t start_ticks) {
+  const auto* p = view.find(pid);
+  return p && p->is_live() && p->stat.start_ticks == start_ticks;
+}
+
+}  // namespace
+
+void RankExits::observe(const core::ProcView& view, uint64_t now_ticks,
+                        const ReadStatus& read_status) {
+  for (const auto& [pid, w] : watched_) {
+    if (rank_lives(view, pid, w.start_ticks)) continue;
+    const auto* now = view.find(pid);
+    const bool zombie = now && now->stat.start_ticks == w.start_ticks && now->stat.is_zombie();
+    core::RankExit e{w.launcher,    w.launcher_start_ticks, pid,
+                     w.start_ticks, w.local_rank,           now_ticks,
+                     std::nullopt};
+    const core::ProcessEnd* seen = events_end(view, pid, w.start_ticks);
+    if (seen) e.end_ticks = std::min(seen->end_ticks, now_ticks);
+    // Another process under the number started after this one ended.
+    if (now && now->stat.start_ticks != w.start_ticks)
+      e.end_ticks = std::min(e.end_ticks, now->stat.start_ticks);
+    // The zombie's status is the process's; the event's is its last thread's, the same but
+    // for a thread that exit()ed apart from the group.
+    if (zombie && read_status) e.wait_status = read_status(pid);
+    if (!e.wait_status && seen) e.wait_status = seen->wait_status;
+    exits_.push_back(e);
+  }
+  // A launcher that ended took its job with it.
+  std::erase_if(exits_, [&](const core::RankExit& e) {
+    return !rank_lives(view, e.launcher, e.launcher_start_ticks);
+  });
+  if (exits_.size() > kMaxKept) exits_.erase(exits_.begin(), exits_.end() - kMaxKept);
+
+  // A rank that is ending may already lack what made it one (its environ and fds go before
+  // it is a zombie): it stays watched, under the label it had, while it and its launcher live.
+  std::map<pid_t, Watched> next;
+  for (const auto& [pid, w] : watched_)
+    if (rank_lives(view, pid, w.start_ticks) &&
+        rank_lives(view, w.launcher, w.launcher_start_ticks))
+      next.emplace(pid, w);
+  for (const auto& job : core::distributed_jobs(view))
+    for (const auto& r : job.ranks) {
+      const auto* p = view.find(r.pid);
+      if (!p) continue;
+      Watched w{job.launcher, job.launcher_start_ticks, p->stat.start_ticks, r.local_rank};
+      if (auto old = next.find(r.pid); old != next.end() && !w.local_rank)
+        w.local_rank = old->second.local_rank;
+      next[r.pid] = w;
+    }
+  watched_ = std::move(next);
+}
+
+}  // namespace gpureap::engine

@@ -1,0 +1,50 @@
+#include "export/job_metrics.h"
+
+#include "core/distributed_job.h"
+#include "doctor/finding_code.h"
+
+namespace gpureap::exporter {
+namespace {
+
+std::vector<Label> job_labels(const core::Snapshot& s, const core::DistributedJob& job) {
+  return {{"launcher_pid", std::to_string(job.launcher)},
+          {"user", core::job_user(s.proc, job)},
+          {"kind", job.kind},
+          {"run_id", job.run_id.value_or("")}};
+}
+
+}  // namespace
+
+void job_families(const MetricsInput& in, std::vector<MetricFamily>& out) {
+  const auto& s = in.snapshot;
+  MetricFamily ranks{"gpureap_job_ranks",
+                     "Ranks of a distributed job on this node: live, and gone (a rank number "
+                     "below the ranks' LOCAL_WORLD_SIZE that no live rank has); run_id is the "
+                     "launcher's TORCHELASTIC_RUN_ID, a label its user sets"};
+  MetricFamily stalled{"gpureap_stalled_job_memory_bytes",
+                       "GPU memory the live ranks of a distributed job hold while one of its "
+                       "ranks is gone (doctor's stalled-job), by the finding's severity; one "
+                       "series per stalled job while it lasts"};
+  const auto jobs = core::distributed_jobs(s.proc);
+  for (const auto& job : jobs) {
+    auto labels = job_labels(s, job);
+    auto live = labels, gone = labels;
+    live.push_back({"state", "live"});
+    gone.push_back({"state", "gone"});
+    ranks.add(std::move(live), static_cast<double>(job.ranks.size()));
+    ranks.add(std::move(gone), static_cast<double>(job.missing.size()));
+  }
+  for (const auto& f : in.findings) {
+    if (f.code != doctor::FindingCode::StalledJob || f.pids.empty()) continue;
+    for (const auto& job : jobs)
+      if (job.launcher == f.pids.front()) {
+        auto labels = job_labels(s, job);
+        labels.push_back({"severity", doctor::to_string(f.severity)});
+        stalled.add(std::move(labels), static_cast<double>(f.memory_bytes));
+      }
+  }
+  out.push_back(std::move(ranks));
+  out.push_back(std::move(stalled));
+}
+
+}  // namespace gpureap::exporter
