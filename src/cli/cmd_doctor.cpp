@@ -40,6 +40,8 @@ struct DoctorRun {
   std::chrono::milliseconds settle{};
   std::vector<doctor::FindingCode> only;
   doctor::UnattributedThreshold threshold;
+  // The daemon's setting when it answers; one-shot, doctor's default.
+  std::chrono::milliseconds stalled_job_critical_after = doctor::kStalledJobCriticalAfter;
 };
 
 // What the findings are about, for whom (options already resolved to a GPU and instance).
@@ -48,6 +50,7 @@ doctor::Scope scope(const DoctorOptions& o, const DoctorRun& run, doctor::Reader
           .instance = o.instance,
           .only = run.only,
           .unattributed = run.threshold,
+          .stalled_job_critical_after = run.stalled_job_critical_after,
           .reader = reader};
 }
 
@@ -214,7 +217,9 @@ std::optional<int> report_served(const GlobalOptions& g, DoctorOptions o, const 
   // own samples (the daemon reads no kernel stacks).
   evidence.blocked = collect::read_blocked_tasks(g.proc_root, g.sys_root, *evidence.last,
                                                  backend::BackendSet().kernel_functions());
-  auto findings = findings_of(evidence, o, run);
+  DoctorRun daemons_run = run;
+  daemons_run.stalled_job_critical_after = served.stalled_job_critical_after;
+  auto findings = findings_of(evidence, o, daemons_run);
   auto options = render_options(g, o);
   options.daemon_age = std::chrono::milliseconds(served.snapshot_age_ms);
   auto rendered = output::render_doctor_command(*evidence.last, findings, options);

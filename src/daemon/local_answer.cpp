@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <exception>
+#include <variant>
 
 #include "daemon/local_protocol.h"
 #include "daemon/releases_document.h"
@@ -53,8 +54,59 @@ std::string evidence(const EvidenceRequest& r, const sample::Sample& sample, mil
     if (first) e.first = std::move(first);
   }
   return evidence_answer_text(for_reader(std::move(e), reader_of(peer_uid)), first_kept,
-                              age.count());
+                              age.count(), sample.stalled_job_critical_after);
 }
+
+// The answer to each request in one visit: a request added to the protocol without its answer
+// does not compile.
+struct Answerer {
+  const sample::Sample* sample;
+  const HolderTracker* tracker;
+  std::chrono::steady_clock::time_point now;
+  const history::History* history;
+  Incidents* incidents;
+  uid_t peer_uid;
+
+  std::string operator()(const AnnounceRequest& a) const {
+    if (!incidents) return error_text("this daemon keeps no incident journal");
+    incidents->announce(a, peer_uid, sample && sample->snapshot ? sample->snapshot->hostname : "");
+    return answer_text({"", {}, 0, 0});
+  }
+  std::string operator()(const ReleasesRequest&) const {
+    return answer_text({output::dump_json(releases_document(tracker), -1), {}, 0, 0});
+  }
+  std::string operator()(const EvidenceRequest& r) const {
+    if (!sampled()) return error_text("no sample taken yet");
+    return evidence(r, *sample, age(), peer_uid);
+  }
+  std::string operator()(const HistoryRequest& r) const {
+    if (!sampled()) return error_text("no sample taken yet");
+    if (!history) return error_text("this daemon keeps no history here");
+    auto since = exporter::parse_since(r.since, std::chrono::system_clock::now());
+    if (!since) return error_text("since: " + since.error().message);
+    auto wall = std::chrono::system_clock::now();
+    auto until = wall;
+    if (r.until) {
+      auto u = exporter::parse_since(*r.until, wall);
+      if (!u) return error_text("until: " + u.error().message);
+      until = *u;
+    }
+    auto doc = history_document(*history, *sample->snapshot, *since, std::nullopt, tracker);
+    if (incidents) doc["incident"] = incidents->document(*since, until, sample);
+    return answer_text({output::dump_json(doc, -1), {}, age().count(), 0});
+  }
+  // top: the inputs of the latest snapshot, which the client joins again exactly.
+  std::string operator()(const SnapshotRequest&) const {
+    if (!sampled()) return error_text("no sample taken yet");
+    return answer_text(
+        {output::snapshot_inputs_to_wire_text(*sample->snapshot), {}, age().count(), 0});
+  }
+
+  bool sampled() const { return sample && sample->snapshot; }
+  milliseconds age() const {
+    return std::max(std::chrono::duration_cast<milliseconds>(now - sample->taken), milliseconds(0));
+  }
+};
 
 }  // namespace
 
@@ -63,37 +115,8 @@ std::string local_answer(std::string_view line, const sample::Sample* sample,
                          const history::History* history, Incidents* incidents, uid_t peer_uid) {
   auto request = parse_request(line);
   if (!request) return error_text(request.error().message);
-  if (auto* a = std::get_if<AnnounceRequest>(&*request)) {
-    if (!incidents) return error_text("this daemon keeps no incident journal");
-    incidents->announce(*a, peer_uid, sample && sample->snapshot ? sample->snapshot->hostname : "");
-    return answer_text({"", {}, 0, 0});
-  }
-  if (std::holds_alternative<ReleasesRequest>(*request))
-    return answer_text({output::dump_json(releases_document(tracker), -1), {}, 0, 0});
-  if (!sample || !sample->snapshot) return error_text("no sample taken yet");
   try {
-    auto age =
-        std::max(std::chrono::duration_cast<milliseconds>(now - sample->taken), milliseconds(0));
-    if (auto* r = std::get_if<EvidenceRequest>(&*request))
-      return evidence(*r, *sample, age, peer_uid);
-    if (auto* r = std::get_if<HistoryRequest>(&*request)) {
-      if (!history) return error_text("this daemon keeps no history here");
-      auto since = exporter::parse_since(r->since, std::chrono::system_clock::now());
-      if (!since) return error_text("since: " + since.error().message);
-      auto wall = std::chrono::system_clock::now();
-      auto until = wall;
-      if (r->until) {
-        auto u = exporter::parse_since(*r->until, wall);
-        if (!u) return error_text("until: " + u.error().message);
-        until = *u;
-      }
-      auto doc = history_document(*history, *sample->snapshot, *since, std::nullopt, tracker);
-      if (incidents) doc["incident"] = incidents->document(*since, until, sample);
-      return answer_text({output::dump_json(doc, -1), {}, age.count(), 0});
-    }
-    // top: the inputs of the latest snapshot, which the client joins again exactly.
-    return answer_text(
-        {output::snapshot_inputs_to_wire_text(*sample->snapshot), {}, age.count(), 0});
+    return std::visit(Answerer{sample, tracker, now, history, incidents, peer_uid}, *request);
   } catch (const std::exception& e) {
     // A bug in an answer must cost that answer, never the daemon.
     return error_text(std::string("cannot answer: ") + e.what());

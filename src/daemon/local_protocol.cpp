@@ -316,10 +316,12 @@ core::Result<Answer> parse_answer(std::string_view text) {
 }
 
 std::string evidence_answer_text(const doctor::Evidence& evidence, bool first_kept,
-                                 int64_t snapshot_age_ms) {
+                                 int64_t snapshot_age_ms,
+                                 std::chrono::milliseconds stalled_job_critical_after) {
   json j = {{"ok", true},
             {"snapshot_age_ms", snapshot_age_ms},
             {"first_kept", first_kept},
+            {"stalled_job_critical_after_ms", stalled_job_critical_after.count()},
             {"evidence", output::evidence_to_wire(evidence)}};
   return output::dump_json(j, -1);
 }
@@ -330,14 +332,17 @@ core::Result<EvidenceAnswer> parse_evidence_answer(std::string_view text) {
   const json& j = *answer;
   auto age = j.find("snapshot_age_ms");
   auto kept = j.find("first_kept");
+  auto critical = j.find("stalled_job_critical_after_ms");
   auto evidence = j.find("evidence");
   if (age == j.end() || !age->is_number_unsigned() || kept == j.end() || !kept->is_boolean() ||
-      evidence == j.end() || j.size() != 4)
+      critical == j.end() || !critical->is_number_unsigned() || evidence == j.end() ||
+      j.size() != 5)
     return core::Error{"the answer is not the evidence this gpureap reads",
                        "the daemon runs another gpureap version: restart it after an upgrade"};
   auto e = output::evidence_from_wire(*evidence);
   if (!e) return e.error();
-  return EvidenceAnswer{std::move(*e), kept->get<bool>(), age->get<int64_t>()};
+  return EvidenceAnswer{std::move(*e), kept->get<bool>(), age->get<int64_t>(),
+                        std::chrono::milliseconds(critical->get<int64_t>())};
 }
 
 bool is_version_refusal(const core::Error& error) {

@@ -18,7 +18,8 @@
 //                                   asked, the user taken from the socket's peer credentials)
 //
 //   {"ok":true,"output":"...","warnings":["..."],"snapshot_age_ms":N,"exit_code":N}
-//   {"ok":true,"snapshot_age_ms":N,"first_kept":bool,"evidence":{...}}   (to "evidence")
+//   {"ok":true,"snapshot_age_ms":N,"first_kept":bool,"stalled_job_critical_after_ms":N,
+//    "evidence":{...}}   (to "evidence")
 //   {"ok":false,"error":"..."}
 //
 // Both sides parse what the other sent strictly: a request with a field this daemon does not
@@ -125,9 +126,12 @@ struct EvidenceAnswer {
   doctor::Evidence evidence;
   bool first_kept = true;
   int64_t snapshot_age_ms = 0;
+  // The daemon's stalled_job_critical_after, which doctor's Scope takes on this evidence.
+  std::chrono::milliseconds stalled_job_critical_after{};
 };
 std::string evidence_answer_text(const doctor::Evidence& evidence, bool first_kept,
-                                 int64_t snapshot_age_ms);
+                                 int64_t snapshot_age_ms,
+                                 std::chrono::milliseconds stalled_job_critical_after);
 core::Result<EvidenceAnswer> parse_evidence_answer(std::string_view text);
 
 // A refusal that says the two sides speak different versions of this protocol: the daemon

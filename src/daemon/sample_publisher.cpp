@@ -115,6 +115,7 @@ void SamplePublisher::on_collection(const engine::Collection& c) {
         work_server_logs_->servers);
   evidence.work_server_log = sample->work_server_log;
   // Every view of the sample decides for its reader whether the restricted lines show.
+  sample->stalled_job_critical_after = settings.stalled_job_critical_after;
   sample->findings =
       doctor::examine(evidence,
                       {.unattributed = settings.unattributed_threshold,

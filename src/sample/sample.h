@@ -11,6 +11,7 @@
 #include "core/kernel_event.h"
 #include "core/snapshot.h"
 #include "doctor/finding.h"
+#include "doctor/stalled_job.h"
 #include "export/prometheus_text.h"
 #include "procfs/ipc_residue.h"
 
@@ -45,6 +46,9 @@ struct Sample {
   // (WorkServer), read only while the kernel log names a fault of a live server (doctor's
   // evidence).
   std::vector<std::string> work_server_log;
+  // How long after a rank's end a stalled job turns critical (the daemon's setting), with which
+  // `findings` were examined: the socket's evidence carries it, so a command examines alike.
+  std::chrono::milliseconds stalled_job_critical_after = doctor::kStalledJobCriticalAfter;
 
   // The newest snapshot taken at least `age` before this sample (this one for zero); null when
   // none is kept from that long ago.

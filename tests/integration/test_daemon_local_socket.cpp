@@ -352,6 +352,7 @@ TEST(DaemonLocalSocket, ADaemonOfAnotherVersionIsSaidAndTheCommandScans) {
   json newer_evidence = {{"ok", true},
                          {"snapshot_age_ms", 5},
                          {"first_kept", true},
+                         {"stalled_job_critical_after_ms", 600000},
                          {"evidence", {{"evidence", 1000}, {"last", nullptr}}}};
   for (const std::string& answer : {older, newer_evidence.dump()}) {
     SCOPED_TRACE(answer);

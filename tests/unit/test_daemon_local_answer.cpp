@@ -67,9 +67,24 @@ TEST(DaemonLocalAnswer, TheDaemonRendersNothing) {
   auto doc = nlohmann::json::parse(text);
   std::set<std::string> keys;
   for (const auto& [key, value] : doc.items()) keys.insert(key);
-  EXPECT_EQ(keys, (std::set<std::string>{"ok", "snapshot_age_ms", "first_kept", "evidence"}));
+  EXPECT_EQ(keys, (std::set<std::string>{"ok", "snapshot_age_ms", "first_kept",
+                                         "stalled_job_critical_after_ms", "evidence"}));
   EXPECT_EQ(text.find("GiB"), std::string::npos) << "a rendered figure in the answer";
   EXPECT_FALSE(parse_answer(text).ok()) << "a text answer where data was asked";
+}
+
+// The daemon's own setting reaches the command, which examines the evidence with it as the
+// daemon's HTTP findings, metrics and policies do.
+TEST(DaemonLocalAnswer, TheDaemonsStalledJobSettingTravelsWithItsEvidence) {
+  auto now = Clock::now();
+  auto sample = sample_of(
+      make_snapshot({holder(10, 1, 10)}, {gpu(0, 0, 4 * GiB, {listed(10, 4 * GiB)})}), now);
+  sample.stalled_job_critical_after = 5s;
+  auto answer = ask(&sample, now);
+  ASSERT_TRUE(answer.ok()) << answer.error().message;
+  EXPECT_EQ(answer->stalled_job_critical_after, 5s);
+  sample.stalled_job_critical_after = 3h;
+  EXPECT_EQ(ask(&sample, now)->stalled_job_critical_after, 3h);
 }
 
 TEST(DaemonLocalAnswer, RefusesBadRequestsAndAnswersNothingBeforeTheFirstSample) {
