@@ -2,9 +2,9 @@
 #include "report/incident.h"
 
 #include <algorithm>
-#include <map>
 
 #include "text/byte_format.h"
+#include "text/enum_names.h"
 
 namespace gpureap::report {
 namespace incident_detail {
@@ -150,7 +150,8 @@ Incident incident_of(const json& j) {
     std::string at = "incident.events[" + std::to_string(i++) + "]";
     IncidentEvent x;
     x.at = when(member(e, "time", at), at + ".time");
-    x.kind = words(e, "kind", at, true);
+    // A kind a newer daemon writes and this gpureap does not know stays off the timeline.
+    x.kind = text::enum_from_name<history::JournalEventKind>(words(e, "kind", at, true));
     x.gpu = maybe_whole<unsigned>(e, "gpu", at);
     x.pid = maybe_whole<pid_t>(e, "pid", at).value_or(0);
     x.other = maybe_whole<pid_t>(e, "other", at).value_or(0);
@@ -182,45 +183,38 @@ std::string lane_label(const IncidentLane& l) {
   return label;
 }
 
-LaneMarkKind mark_kind(const std::string& kind, bool& known) {
-  static const std::map<std::string, LaneMarkKind> kinds = {
-      {"fork", LaneMarkKind::Fork},
-      {"exit", LaneMarkKind::Exit},
-      {"ghost", LaneMarkKind::Ghost},
-      {"leak", LaneMarkKind::Leak},
-      {"stopped", LaneMarkKind::Stopped},
-      {"resumed", LaneMarkKind::Resumed},
-      {"signal", LaneMarkKind::Signal},
-      {"close", LaneMarkKind::Close},
-      {"memory-back", LaneMarkKind::MemoryBack},
-      {"xid", LaneMarkKind::GpuError},
-      {"reset", LaneMarkKind::Reset}};
-  auto it = kinds.find(kind);
-  known = it != kinds.end();
-  return known ? it->second : LaneMarkKind::GpuError;
-}
-
 std::string mark_text(const IncidentEvent& e) {
+  using K = history::JournalEventKind;
   const std::string at = " at " + utc_time(e.at, true);
   const std::string pid = "PID " + std::to_string(e.pid);
-  if (e.kind == "fork") return pid + " forked PID " + std::to_string(e.other) + at;
-  if (e.kind == "exit")
-    return pid + " exited" + (e.text.empty() ? std::string() : " (" + e.text + ")") + at;
-  if (e.kind == "ghost")
-    return pid + " is gone but the driver still lists it (a ghost" +
-           (e.bytes ? ", " + text::human_bytes(e.bytes) : std::string()) + ")" + at;
-  if (e.kind == "leak") return pid + " is leaked: nothing alive holds its memory" + at;
-  if (e.kind == "stopped") return pid + " was stopped" + at;
-  if (e.kind == "resumed") return pid + " runs again" + at;
-  if (e.kind == "close") return pid + " let go of the GPU's files" + at;
-  if (e.kind == "memory-back")
-    return "the driver freed " + pid + "'s memory" +
-           (e.bytes ? " (" + text::human_bytes(e.bytes) + ")" : std::string()) + at;
-  if (e.kind == "signal")
-    return e.text + " to " + pid + " by " + who(e) + at +
-           (e.reason.empty() ? std::string() : ": " + e.reason);
-  if (e.kind == "reset") return "GPU reset by " + who(e) + at;
-  return e.text + (e.pid ? " naming " + pid : std::string()) + at;
+  switch (*e.kind) {
+    case K::Fork:
+      return pid + " forked PID " + std::to_string(e.other) + at;
+    case K::Exit:
+      return pid + " exited" + (e.text.empty() ? std::string() : " (" + e.text + ")") + at;
+    case K::Ghost:
+      return pid + " is gone but the driver still lists it (a ghost" +
+             (e.bytes ? ", " + text::human_bytes(e.bytes) : std::string()) + ")" + at;
+    case K::Leak:
+      return pid + " is leaked: nothing alive holds its memory" + at;
+    case K::Stopped:
+      return pid + " was stopped" + at;
+    case K::Resumed:
+      return pid + " runs again" + at;
+    case K::Close:
+      return pid + " let go of the GPU's files" + at;
+    case K::MemoryBack:
+      return "the driver freed " + pid + "'s memory" +
+             (e.bytes ? " (" + text::human_bytes(e.bytes) + ")" : std::string()) + at;
+    case K::Signal:
+      return e.text + " to " + pid + " by " + who(e) + at +
+             (e.reason.empty() ? std::string() : ": " + e.reason);
+    case K::Reset:
+      return "GPU reset by " + who(e) + at;
+    case K::GpuError:
+      return e.text + (e.pid ? " naming " + pid : std::string()) + at;
+  }
+  return e.text + at;
 }
 
 }  // namespace incident_detail
@@ -298,8 +292,9 @@ Timeline build_timeline(const Incident& in, unsigned gpu, TimePoint from, TimePo
     for (const auto& e : in.events)
       if (e.pid == l->pid && (!e.gpu || *e.gpu == gpu) && e.at >= l->first_seen &&
           e.at <= l->last_seen + std::chrono::seconds(1) &&
-          (e.kind == "stopped" || e.kind == "resumed"))
-        stops.push_back({e.at, e.kind == "stopped"});
+          (e.kind == history::JournalEventKind::Stopped ||
+           e.kind == history::JournalEventKind::Resumed))
+        stops.push_back({e.at, e.kind == history::JournalEventKind::Stopped});
     TimePoint cursor = begin;
     bool stopped = false;
     for (const auto& [at, now_stopped] : stops) {
@@ -326,25 +321,24 @@ Timeline build_timeline(const Incident& in, unsigned gpu, TimePoint from, TimePo
     lane.title = title;
     for (const auto& e : in.events) {
       // A fork is on both lanes: the parent's, and the child's, where it begins.
-      const bool mine = e.pid == l->pid || (e.kind == "fork" && e.other == l->pid);
+      const bool mine =
+          e.pid == l->pid || (e.kind == history::JournalEventKind::Fork && e.other == l->pid);
       if (!mine || (e.gpu && *e.gpu != gpu) || e.at < from || e.at > to) continue;
       if (e.at + std::chrono::seconds(1) < l->first_seen ||
           (!l->open && e.at > l->last_seen + std::chrono::seconds(5)))
         continue;
-      bool known = false;
-      auto kind = mark_kind(e.kind, known);
-      if (!known) continue;
-      lane.marks.push_back({e.at, kind, mark_text(e)});
+      if (!e.kind) continue;
+      lane.marks.push_back({e.at, *e.kind, mark_text(e)});
     }
     t.lanes.push_back(std::move(lane));
   }
   for (const auto& e : in.events) {
     if (e.at < from || e.at > to) continue;
-    if (!(e.kind == "reset" || (e.kind == "xid" && e.pid == 0))) continue;
+    if (!(e.kind == history::JournalEventKind::Reset ||
+          (e.kind == history::JournalEventKind::GpuError && e.pid == 0)))
+      continue;
     if (e.gpu && *e.gpu != gpu) continue;
-    bool known = false;
-    auto kind = mark_kind(e.kind, known);
-    t.gpu_marks.push_back({e.at, kind, mark_text(e)});
+    t.gpu_marks.push_back({e.at, *e.kind, mark_text(e)});
   }
   return t;
 }
@@ -393,7 +387,7 @@ std::optional<IncidentEvent> announced_signal(const Incident& in, const std::vec
                                               TimePoint from, TimePoint until) {
   std::optional<IncidentEvent> found;
   for (const auto& e : in.events)
-    if (e.kind == "signal" && e.at >= from && e.at <= until &&
+    if (e.kind == history::JournalEventKind::Signal && e.at >= from && e.at <= until &&
         std::find(pids.begin(), pids.end(), e.pid) != pids.end() && (!found || e.at <= found->at))
       found = e;
   return found;

@@ -39,8 +39,8 @@ struct IncidentLane {
 
 struct IncidentEvent {
   TimePoint at;
-  std::string kind;  // fork, exit, ghost, leak, stopped, resumed, close, memory-back, signal,
-                     // reset, xid
+  // Empty: a kind this gpureap does not know (written by a newer daemon).
+  std::optional<history::JournalEventKind> kind;
   std::optional<unsigned> gpu;
   pid_t pid = 0, other = 0;
   uint64_t bytes = 0;

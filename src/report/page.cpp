@@ -37,34 +37,6 @@ const char* to_string(GhostEnding ending) {
   return "";  // no enumerator: no name
 }
 
-const char* to_string(LaneMarkKind kind) {
-  switch (kind) {
-    case LaneMarkKind::Fork:
-      return "fork";
-    case LaneMarkKind::Exit:
-      return "exit";
-    case LaneMarkKind::Ghost:
-      return "ghost";
-    case LaneMarkKind::Leak:
-      return "leak";
-    case LaneMarkKind::Stopped:
-      return "stopped";
-    case LaneMarkKind::Resumed:
-      return "resumed";
-    case LaneMarkKind::Signal:
-      return "signal";
-    case LaneMarkKind::Close:
-      return "close";
-    case LaneMarkKind::MemoryBack:
-      return "memory-back";
-    case LaneMarkKind::GpuError:
-      return "xid";
-    case LaneMarkKind::Reset:
-      return "reset";
-  }
-  return "";  // no enumerator: no name
-}
-
 std::string utc_time(TimePoint t, bool tenths) {
   const auto ms =
       std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();

@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "history/journal.h"
+
 namespace gpureap::report {
 
 using TimePoint = std::chrono::system_clock::time_point;
@@ -53,23 +55,9 @@ struct LaneSpan {
   TimePoint from, to;
   SpanKind kind = SpanKind::Alive;
 };
-enum class LaneMarkKind {
-  Fork,
-  Exit,
-  Ghost,
-  Leak,
-  Stopped,
-  Resumed,
-  Signal,
-  Close,
-  MemoryBack,
-  GpuError,
-  Reset
-};
-const char* to_string(LaneMarkKind kind);
 struct LaneMark {
   TimePoint at;
-  LaneMarkKind kind = LaneMarkKind::Fork;
+  history::JournalEventKind kind = history::JournalEventKind::Fork;
   std::string text;  // the hover's words (untrusted parts included)
 };
 struct Lane {

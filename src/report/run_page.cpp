@@ -59,7 +59,7 @@ Timeline job_timeline(const supervise::RunReport& r, TimePoint to) {
     lane.pid = *r.pid;
     lane.label = std::to_string(*r.pid) + " " + supervise::command_text(r.command, 50);
     lane.spans.push_back({r.started_at, exited, SpanKind::Alive});
-    lane.marks.push_back({exited, LaneMarkKind::Exit,
+    lane.marks.push_back({exited, history::JournalEventKind::Exit,
                           "the command exited after " + core::format_duration(r.runtime)});
     lane.title = lane.label + ": the job's command, " + utc_time(r.started_at, true) + " to " +
                  utc_time(exited, true);
@@ -78,12 +78,12 @@ Timeline job_timeline(const supervise::RunReport& r, TimePoint to) {
       sent += (sent.empty() ? "" : ", ") + (name ? "SIG" + std::string(name) : std::to_string(sig));
     }
     if (!sent.empty())
-      lane.marks.push_back({exited, LaneMarkKind::Signal,
+      lane.marks.push_back({exited, history::JournalEventKind::Signal,
                             sent + " to PID " + std::to_string(l.pid) + " by " + by + " at " +
                                 utc_time(exited, true)});
     if (l.ended)
       lane.marks.push_back(
-          {torn_down, LaneMarkKind::Exit,
+          {torn_down, history::JournalEventKind::Exit,
            "PID " + std::to_string(l.pid) + " ended by " + utc_time(torn_down, true)});
     lane.title = lane.label + ": left by the job when its command exited" +
                  (l.devices.empty() ? std::string() : ", holding " + l.devices.front()) +
@@ -91,7 +91,7 @@ Timeline job_timeline(const supervise::RunReport& r, TimePoint to) {
     t.lanes.push_back(std::move(lane));
   }
   if (r.release.performed && r.release.released && r.release.took)
-    t.gpu_marks.push_back({torn_down + *r.release.took, LaneMarkKind::MemoryBack,
+    t.gpu_marks.push_back({torn_down + *r.release.took, history::JournalEventKind::MemoryBack,
                            "the GPU memory came back " + core::format_duration(*r.release.took) +
                                " after the teardown"});
   return t;

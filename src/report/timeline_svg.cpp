@@ -42,47 +42,47 @@ std::string span_fill(SpanKind k, unsigned gpu) {
 }
 
 // One glyph per kind, centred on (x, y): shapes tell them apart in grey print too.
-std::string glyph(LaneMarkKind k, double x, double y) {
+std::string glyph(history::JournalEventKind k, double x, double y) {
   const std::string X = n1(x), Y = n1(y);
   auto path = [&](const std::string& d, const char* fill, const char* stroke = "none") {
     return "<path d=\"" + d + "\" fill=\"" + fill + "\" stroke=\"" + stroke +
            "\" stroke-width=\"2\"/>";
   };
   switch (k) {
-    case LaneMarkKind::Signal:  // a black triangle pointing down: something hit it
+    case history::JournalEventKind::Signal:  // a black triangle pointing down: something hit it
       return path("M" + n1(x - 6) + " " + n1(y - 8) + " L" + n1(x + 6) + " " + n1(y - 8) + " L" +
                       X + " " + n1(y + 2) + " Z",
                   "#000000");
-    case LaneMarkKind::Exit:
+    case history::JournalEventKind::Exit:
       return path("M" + n1(x - 5) + " " + n1(y - 5) + " L" + n1(x + 5) + " " + n1(y + 5) + " M" +
                       n1(x + 5) + " " + n1(y - 5) + " L" + n1(x - 5) + " " + n1(y + 5),
                   "none", "#000000");
-    case LaneMarkKind::Fork:
+    case history::JournalEventKind::Fork:
       return "<circle cx=\"" + X + "\" cy=\"" + Y +
              "\" r=\"5\" fill=\"#ffffff\" stroke=\"#0072B2\" stroke-width=\"2\"/>";
-    case LaneMarkKind::Ghost:
+    case history::JournalEventKind::Ghost:
       return path("M" + X + " " + n1(y - 7) + " L" + n1(x + 6) + " " + Y + " L" + X + " " +
                       n1(y + 7) + " L" + n1(x - 6) + " " + Y + " Z",
                   "#D55E00", "#ffffff");
-    case LaneMarkKind::Leak:
+    case history::JournalEventKind::Leak:
       return "<rect x=\"" + n1(x - 5) + "\" y=\"" + n1(y - 5) +
              "\" width=\"10\" height=\"10\" fill=\"#D55E00\" stroke=\"#000\" "
              "stroke-width=\"1.5\"/>";
-    case LaneMarkKind::Stopped:
-    case LaneMarkKind::Resumed:
+    case history::JournalEventKind::Stopped:
+    case history::JournalEventKind::Resumed:
       return "<rect x=\"" + n1(x - 5) + "\" y=\"" + n1(y - 6) +
              "\" width=\"3.5\" height=\"12\" fill=\"#E69F00\"/><rect x=\"" + n1(x + 1.5) +
              "\" y=\"" + n1(y - 6) + "\" width=\"3.5\" height=\"12\" fill=\"" +
-             (k == LaneMarkKind::Stopped ? "#E69F00" : "#009E73") + "\"/>";
-    case LaneMarkKind::Close:
+             (k == history::JournalEventKind::Stopped ? "#E69F00" : "#009E73") + "\"/>";
+    case history::JournalEventKind::Close:
       return path("M" + X + " " + n1(y - 8) + " L" + X + " " + n1(y + 8), "none", "#009E73");
-    case LaneMarkKind::MemoryBack:
+    case history::JournalEventKind::MemoryBack:
       return path("M" + n1(x - 6) + " " + n1(y + 6) + " L" + n1(x + 6) + " " + n1(y + 6) + " L" +
                       X + " " + n1(y - 6) + " Z",
                   "#009E73", "#ffffff");
-    case LaneMarkKind::GpuError:
+    case history::JournalEventKind::GpuError:
       return "<circle cx=\"" + X + "\" cy=\"" + Y + "\" r=\"6\" fill=\"#CC79A7\"/>";
-    case LaneMarkKind::Reset:
+    case history::JournalEventKind::Reset:
       return "<rect x=\"" + n1(x - 6) + "\" y=\"" + n1(y - 6) +
              "\" width=\"12\" height=\"12\" fill=\"#000\"/>";
   }

@@ -10,6 +10,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/file.h>
 #include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
@@ -1054,11 +1055,23 @@ bool binary_runnable_as_nobody() {
 }
 
 pid_t fork_at(pid_t want, const std::function<void()>& body) {
+  // ns_last_pid is the whole machine's (in the host's PID namespace): two tests steering it at
+  // once (ctest -j) take each other's numbers, so the tests of every process take turns.
+  const int lock =
+      ::open("/tmp/gpureap-tests-ns_last_pid.lock", O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (lock >= 0) ::flock(lock, LOCK_EX);
+  struct Unlock {
+    int fd;
+    ~Unlock() {
+      if (fd >= 0) ::close(fd);
+    }
+  } unlock{lock};
   for (int attempt = 0; attempt < 200; ++attempt) {
     std::ofstream("/proc/sys/kernel/ns_last_pid") << want - 1;
     pid_t pid = ::fork();
     if (pid == 0) {
       if (::getpid() != want) ::_exit(0);
+      if (lock >= 0) ::close(lock);  // the turn ends with the parent's, not with this child
       body();
       ::_exit(0);
     }

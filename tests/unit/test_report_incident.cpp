@@ -8,6 +8,7 @@
 #include "report/incident.h"
 #include "report/svg_chart.h"
 #include "report_fixture.h"
+#include "text/enum_names.h"
 
 namespace gpureap::report {
 namespace {
@@ -31,7 +32,8 @@ IncidentLane lane(pid_t pid, uint64_t start, const std::string& comm, double fir
 IncidentEvent event(double t, const std::string& kind, pid_t pid, pid_t other = 0) {
   IncidentEvent e;
   e.at = at_s(t);
-  e.kind = kind;
+  e.kind = text::enum_from_name<history::JournalEventKind>(kind);
+  EXPECT_TRUE(e.kind) << kind;
   e.gpu = 0;
   e.pid = pid;
   e.other = other;
@@ -135,7 +137,7 @@ TEST(ReportIncident, EachProcessHasALaneWithItsForksGhostAndTheSignalAndWhoSentI
   ASSERT_TRUE(worker);
   bool signalled = false;
   for (const auto& m : worker->marks)
-    if (m.kind == LaneMarkKind::Signal) {
+    if (m.kind == history::JournalEventKind::Signal) {
       signalled = true;
       EXPECT_NE(m.text.find("SIGTERM to PID 4250 by `gpureap kill 4242` (root)"), std::string::npos)
           << m.text;

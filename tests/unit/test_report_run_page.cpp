@@ -104,7 +104,7 @@ TEST(ReportRunPage, TheJobsLanesShowItsCommandAndWhatTheTeardownEnded) {
   EXPECT_EQ(t.lanes[0].spans.front().from, kStart);
   EXPECT_EQ(t.lanes[1].pid, 4250);
   ASSERT_FALSE(t.lanes[1].marks.empty());
-  EXPECT_EQ(t.lanes[1].marks[0].kind, LaneMarkKind::Signal);
+  EXPECT_EQ(t.lanes[1].marks[0].kind, history::JournalEventKind::Signal);
   EXPECT_EQ(t.lanes[1].marks[0].text.rfind(
                 "SIGTERM, SIGCONT to PID 4250 by `gpureap run` (its teardown)", 0),
             0u)

@@ -64,8 +64,7 @@ using NamedEnums =
     ::testing::Types<doctor::FindingCode, doctor::Severity, doctor::StepKind, core::Anomaly,
                      core::GpuProcessKind, core::BackendErrorCode, policy::Action, alert::Condition,
                      output::PsSort, history::JournalEventKind, reap::ReasonKind, reap::Action,
-                     reap::OutcomeKind, reap::ExecStatus, report::MarkerKind, report::LaneMarkKind,
-                     report::GhostEnding>;
+                     reap::OutcomeKind, reap::ExecStatus, report::MarkerKind, report::GhostEnding>;
 TYPED_TEST_SUITE(EveryNamedEnum, NamedEnums);
 
 TYPED_TEST(EveryNamedEnum, EachEnumeratorHasANameOfItsOwnThatReadsBack) {
