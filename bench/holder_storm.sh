@@ -9,11 +9,17 @@
 #      target <= 10 %), split into collections and reading events, and how busy the machine was;
 #   3. in its second half, TRIALS times (default 10) a long-running process opens nvidia0 and the
 #      time until /api/v1/snapshot names it (polled every 5 ms): p50 / max (target <= 100 ms);
-#   4. after it: the history's GPU series, its points and their span (target: the whole
+#   4. then, still in the storm, MIXED_CLIENTS clients (default 8) on each of /api/v1/snapshot,
+#      /api/v1/history, /api/v1/findings and /metrics, MIXED_REQUESTS requests each (default
+#      50), all at once and each as soon as the one before is answered (bench/scrape_load.c):
+#      the answers by status (a 503 is the server's response budget refusing a page);
+#   5. after it: the history's GPU series, its points and their span (target: the whole
 #      HISTORY window, one point per interval), and the daemon's peak RSS (before the storm,
-#      after its first half, after the trials). Latest figures: bench/README.md.
+#      after its first half, after the trials, after the mixed requests; target <= 20 MiB).
+#      Latest figures: bench/README.md.
 #
 # Knobs: PROCS=2000 FDS=40 HOLDERS=100 STORM=30 TRIALS=10 HISTORY=60 (seconds)
+#   MIXED_CLIENTS=8 MIXED_REQUESTS=50 (0: no mixed requests)
 #   GPUREAP=build/gpureap FAKE_NVML=<gpureap's dir>/tests/fake_nvml/libnvidia-ml.so.1
 # Needs root (fanotify; the storm runs as uid 65534), curl, python3 and a C compiler.
 set -uo pipefail
@@ -25,9 +31,10 @@ source bench/lib/fleet.sh
 
 PROCS=${PROCS:-2000} FDS=${FDS:-40} HOLDERS=${HOLDERS:-100} STORM=${STORM:-30}
 TRIALS=${TRIALS:-10} HISTORY=${HISTORY:-60}
+MIXED_CLIENTS=${MIXED_CLIENTS:-8} MIXED_REQUESTS=${MIXED_REQUESTS:-50}
 GPUREAP=${GPUREAP:-$PWD/build/gpureap}
 FAKE_NVML=${FAKE_NVML:-$(dirname "$GPUREAP")/tests/fake_nvml/libnvidia-ml.so.1}
-for v in PROCS FDS HOLDERS STORM TRIALS HISTORY; do
+for v in PROCS FDS HOLDERS STORM TRIALS HISTORY MIXED_CLIENTS MIXED_REQUESTS; do
   [[ ${!v} =~ ^[0-9]+$ ]] || fleet_die "$v must be a number, not '${!v}'"
 done
 [ -x "$GPUREAP" ] || fleet_die "no gpureap binary at $GPUREAP"
@@ -58,6 +65,8 @@ int main(int argc, char** argv) {
 C
 "$(command -v "${CC:-cc}" || command -v gcc)" -O2 -o "$FLEET_WORK/storm" "$FLEET_WORK/storm.c" ||
   fleet_die "building the storm failed"
+"$(command -v "${CC:-cc}" || command -v gcc)" -O2 -pthread -o "$FLEET_WORK/scrape_load" bench/scrape_load.c ||
+  fleet_die "building bench/scrape_load.c failed"
 chmod 0755 "$FLEET_WORK/storm"
 
 printf '{"gpus": [{"name": "Bench GPU", "uuid": "GPU-storm", "minor": 0, "total_bytes": %d, "processes": []}]}\n' \
@@ -147,6 +156,18 @@ for ((i = 0; i < TRIALS; i++)); do
   kill "$late" 2>/dev/null
   wait "$late" 2>/dev/null
 done
+hwm_trials=$(hwm_mib)
+# --- 4. every kind of request at once, as fast as they are answered, still in the storm
+if [ "$MIXED_CLIENTS" -gt 0 ] && [ "$MIXED_REQUESTS" -gt 0 ]; then
+  loaders=()
+  for path in /api/v1/snapshot '/api/v1/history?since=1h' /api/v1/findings /metrics; do
+    "$FLEET_WORK/scrape_load" -p "$port" -c "$MIXED_CLIENTS" -n "$MIXED_REQUESTS" -u "$path" \
+      >"$FLEET_WORK/mixed.$((${#loaders[@]}))" &
+    loaders+=($!)
+  done
+  for l in "${loaders[@]}"; do wait "$l"; done
+  mixed=$(cat "$FLEET_WORK"/mixed.* | awk '{n[$1]++} END {for (s in n) printf "%s%d x %s", (i++ ? ", " : ""), n[s], (s == 0 ? "failed" : s)}')
+fi
 left=$(awk -v a="$t0" -v b="$EPOCHREALTIME" -v s="$STORM" 'BEGIN {d = s - (b - a); if (d < 0) d = 0; printf "%.2f", d}')
 sleep "$left"
 opens1=$(curl -sf "$BASE/metrics" | awk '$1 == "gpureap_holder_opens_total" {print $2}')
@@ -162,8 +183,10 @@ echo "  daemon CPU during the storm's first $((STORM / 2)) s: ${cpu}% of a core 
 read -r p50 pmax <<<"$(printf '%s\n' "${lat[@]}" | grep -v - | sort -n | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)], v[NR]}')"
 missed=$(printf '%s\n' "${lat[@]}" | grep -c -- - || true)
 echo "  new holder during the storm, $TRIALS trials: p50 ${p50} ms, max ${pmax} ms, missed ${missed} (target <= 100 ms)"
+[ -n "${mixed:-}" ] &&
+  echo "  mixed requests during the storm ($MIXED_CLIENTS clients x $MIXED_REQUESTS on each of snapshot, history, findings, metrics): $mixed"
 
-# --- 4. the history after it
+# --- 5. the history after it
 sleep 2
 curl -sf "$BASE/api/v1/history?since=1h" | HISTORY=$HISTORY python3 -c '
 import json, os, sys
@@ -176,5 +199,6 @@ print(f"  history after the storm: {len(pts)} GPU points over {span:.1f} s of a 
       f"({slots} one-second slots; target: the whole window, one point per interval)")
 '
 echo "  daemon peak RSS (VmHWM): ${hwm_before} MiB before the storm, ${hwm_storm} MiB after its first half," \
-  "$(hwm_mib) MiB after the trials (their /api/v1/snapshot polling every 5 ms included)"
+  "${hwm_trials} MiB after the trials (their /api/v1/snapshot polling every 5 ms included)," \
+  "$(hwm_mib) MiB after the mixed requests (target <= 20 MiB)"
 exit 0

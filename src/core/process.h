@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/rank_labels.h"
+#include "core/shared_value.h"
 
 namespace gpureap::core {
 
@@ -107,7 +108,7 @@ struct ProcessDetails {
 
 struct HostProcess {
   ProcessStat stat;
-  std::optional<ProcessDetails> details;
+  SharedValue<ProcessDetails> details;  // shared by the process's copies (core/shared_value.h)
   std::vector<DeviceHold> devices;
   bool fds_readable = true;  // false: no permission to read /proc/PID/fd
 

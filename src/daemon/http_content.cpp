@@ -80,10 +80,13 @@ exporter::Reply HttpContent::findings(const exporter::HttpRequest& request) {
   if (!s) return not_ready();
   // Without the token the client may be any local user (the daemon listens on localhost, open,
   // by default).
-  auto findings = s->findings;
-  doctor::show_restricted_evidence(
-      findings, request.sent_token ? doctor::Reader::Privileged : doctor::Reader::Anyone);
-  return {200, kJson, output::dump_json(output::doctor_to_json(*s->snapshot, findings)) + "\n"};
+  const auto reader = request.sent_token ? doctor::Reader::Privileged : doctor::Reader::Anyone;
+  auto& body = request.sent_token ? findings_body_ : findings_restricted_body_;
+  return {200, kJson, {}, body.of(s, [reader](const sample::Sample& sample) {
+            auto findings = sample.findings;
+            doctor::show_restricted_evidence(findings, reader);
+            return output::dump_json(output::doctor_to_json(*sample.snapshot, findings)) + "\n";
+          })};
 }
 
 exporter::Reply HttpContent::policies() {
@@ -123,12 +126,14 @@ exporter::Reply HttpContent::history(const exporter::HistoryRequest& request) {
   // samples in the span is an empty series, not a missing page.
   if (request.gpu && !s->snapshot->gpu(*request.gpu))
     return {404, "text/plain; charset=utf-8", no_such_gpu(*request.gpu, *s->snapshot)};
-  auto doc = history_document(samples_.history(), *s->snapshot, request.since, request.gpu,
-                              tracker_.get());
-  if (incidents_ && !request.gpu)
-    doc["incident"] = incidents_->document(
-        request.since, request.until.value_or(std::chrono::system_clock::now()), s.get());
-  return {200, kJson, output::dump_json(doc) + "\n"};
+  return {200, kJson, gate_.build([&] {
+            auto doc = history_document(samples_.history(), *s->snapshot, request.since,
+                                        request.gpu, tracker_.get());
+            if (incidents_ && !request.gpu)
+              doc["incident"] = incidents_->document(
+                  request.since, request.until.value_or(std::chrono::system_clock::now()), s.get());
+            return output::dump_json(doc) + "\n";
+          })};
 }
 
 std::vector<exporter::Route> HttpContent::routes() {
@@ -142,20 +147,20 @@ std::vector<exporter::Route> HttpContent::routes() {
     return history(*h);
   };
   return {
-      {"/metrics", "Prometheus metrics", "", "", false, serve(&HttpContent::metrics)},
-      {"/healthz", "liveness", "", "", true, serve(&HttpContent::health)},
+      {"/metrics", "Prometheus metrics", "", "", false, true, serve(&HttpContent::metrics)},
+      {"/healthz", "liveness", "", "", true, true, serve(&HttpContent::health)},
       {"/api/v1/snapshot", "every GPU and holder (the <code>gpureap ps --json</code> document)", "",
-       "", false, serve(&HttpContent::snapshot)},
+       "", false, false, serve(&HttpContent::snapshot)},
       {"/api/v1/findings",
        "what is wrong and how to fix it (the <code>gpureap doctor --json</code> document)", "", "",
-       false, findings_page},
+       false, false, findings_page},
       {"/api/v1/history", "memory and utilisation over time", "?since=10m", "?gpu=N&since=10m",
-       false, history_page},
+       false, false, history_page},
       {"/api/v1/policies", "what each cleanup policy matches and where it stands", "", "", false,
-       serve(&HttpContent::policies)},
+       false, serve(&HttpContent::policies)},
       {"/api/v1/releases", "the latest final closes of GPU device files, with who held each last",
-       "", "", false, serve(&HttpContent::releases)},
-      {"/api/v1/status", "how the daemon follows GPU device files here", "", "", false,
+       "", "", false, false, serve(&HttpContent::releases)},
+      {"/api/v1/status", "how the daemon follows GPU device files here", "", "", false, false,
        serve(&HttpContent::status)},
   };
 }

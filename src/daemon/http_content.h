@@ -58,10 +58,13 @@ class HttpContent final {
   std::shared_ptr<const HolderTracker> tracker_;
   std::shared_ptr<const Incidents> incidents_;
   std::atomic<long long> stall_after_ms_{60000};
-  // The pages every client gets alike, built once per sample (findings and history depend on
-  // the request).
-  SampleBody metrics_body_;
-  SampleBody snapshot_body_;
+  // Every document is built behind the gate. The pages every client gets alike are built once
+  // per sample: findings once per kind of reader; history depends on the request.
+  BuildGate gate_;
+  SampleBody metrics_body_{gate_};
+  SampleBody snapshot_body_{gate_};
+  SampleBody findings_body_{gate_};             // for a client that sent the token
+  SampleBody findings_restricted_body_{gate_};  // for anyone else
 };
 
 // How long without a finished sample means the loop is stuck: a driver timeout, a holder

@@ -15,6 +15,7 @@
 #include <charconv>
 #include <chrono>
 #include <condition_variable>
+#include <cstdio>
 #include <cstring>
 #include <deque>
 #include <map>
@@ -22,6 +23,7 @@
 #include <mutex>
 #include <string_view>
 #include <thread>
+#include <unordered_map>
 
 #include "export/bearer_auth.h"
 #include "export/history_json.h"
@@ -98,6 +100,7 @@ struct Job {
 struct Done {
   int fd;
   Outgoing out;
+  bool essential;  // sent even beyond the response budget: an essential page, or no page
 };
 
 // The response as it goes out; a body of its own becomes the shared one without a copy.
@@ -166,6 +169,42 @@ struct HttpServer::Impl {
 
   std::map<int, Connection> connections;  // the loop thread's only
   size_t max_connections = kMaxConnections;
+  // The bodies being sent, each once with the connections sending it, and their bytes: the
+  // loop thread's only.
+  std::unordered_map<const std::string*, size_t> bodies_sent;
+  size_t response_bytes = 0;
+  size_t response_budget = kDefaultResponseBudget;
+
+  bool over_budget() const { return response_bytes >= response_budget; }
+
+  // The answer instead of a page while the budget is spent: short, and says what to do.
+  Outgoing over_budget_answer() const {
+    auto r = text(503, "gpureap is already sending " + mib(response_bytes) +
+                           " of responses to other clients (its limit is " + mib(response_budget) +
+                           ", to stay small on this node); retry in a second, or ask with "
+                           "fewer clients at once\n");
+    r.headers.push_back({"Retry-After", "1"});
+    r.headers.push_back({"Cache-Control", "no-store"});
+    return outgoing(std::move(r), false);
+  }
+
+  static std::string mib(size_t bytes) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.1f MiB", static_cast<double>(bytes) / (1 << 20));
+    return buf;
+  }
+
+  void hold_body(const Outgoing& out) {
+    if (out.body && bodies_sent[out.body.get()]++ == 0) response_bytes += out.body->size();
+  }
+
+  void release_body(const Outgoing& out) {
+    if (!out.body) return;
+    auto it = bodies_sent.find(out.body.get());
+    if (it == bodies_sent.end() || --it->second > 0) return;
+    response_bytes -= out.body->size();
+    bodies_sent.erase(it);
+  }
 
   ~Impl() {
     for (int fd : {listen_fd, epoll_fd, wake_fd})
@@ -180,6 +219,19 @@ struct HttpServer::Impl {
     return {sent, !token || sent};
   }
 
+  const Route* route_of(const HttpRequest& req) const {
+    for (const auto& candidate : routes)
+      if (candidate.path == req.path) return &candidate;
+    return nullptr;
+  }
+
+  // Sent even beyond the response budget: an essential page, and the short answers that are
+  // not pages (errors, the landing page's few KiB).
+  bool essential(const HttpRequest& req) const {
+    const Route* route = route_of(req);
+    return !route || route->essential;
+  }
+
   HttpResponse respond(HttpRequest req) {
     const auto [sent, authorized] = check_token(req);
     req.sent_token = sent;
@@ -188,12 +240,7 @@ struct HttpServer::Impl {
       r.headers.push_back({"Allow", "GET, HEAD"});
       return r;
     }
-    const Route* route = nullptr;
-    for (const auto& candidate : routes)
-      if (candidate.path == req.path) {
-        route = &candidate;
-        break;
-      }
+    const Route* route = route_of(req);
     if (!(route && route->open) && !authorized) {
       auto r =
           text(401,
@@ -224,16 +271,20 @@ struct HttpServer::Impl {
         jobs.pop_front();
       }
       Outgoing out;
+      bool always = essential(job.request);
       try {
-        out = outgoing(respond(job.request), job.request.method == "HEAD");
+        auto r = respond(job.request);
+        always = always || r.status != 200;  // an error or a refusal says why, whatever it costs
+        out = outgoing(std::move(r), job.request.method == "HEAD");
       } catch (const std::exception& e) {
+        always = true;
         out = outgoing(text(500, std::string("internal error: ") + e.what() +
                                      "; please report this as a gpureap bug\n"),
                        false);
       }
       {
         std::lock_guard lock(done_mutex);
-        done.push_back({job.fd, std::move(out)});
+        done.push_back({job.fd, std::move(out), always});
       }
       wake();
     }
@@ -247,12 +298,16 @@ struct HttpServer::Impl {
   void close_connection(int fd) {
     ::epoll_ctl(epoll_fd, EPOLL_CTL_DEL, fd, nullptr);
     ::close(fd);
-    connections.erase(fd);
+    auto it = connections.find(fd);
+    if (it == connections.end()) return;
+    if (it->second.state == Connection::State::Writing) release_body(it->second.out);
+    connections.erase(it);
   }
 
   void start_writing(int fd, Connection& c, Outgoing out) {
     c.state = Connection::State::Writing;
     c.out = std::move(out);
+    hold_body(c.out);
     c.sent = 0;
     c.in.clear();
     c.in.shrink_to_fit();
@@ -331,6 +386,10 @@ struct HttpServer::Impl {
       case HeadStatus::Complete:
         break;
     }
+    // Beyond the budget the page is refused, once the client is one it would be served to (a
+    // client without the token is told 401, as always).
+    if (over_budget() && !essential(head.request) && check_token(head.request).second)
+      return start_writing(fd, c, over_budget_answer());
     c.state = Connection::State::Processing;
     epoll_event ev{};
     ev.data.fd = fd;
@@ -352,7 +411,12 @@ struct HttpServer::Impl {
     }
     for (auto& d : ready) {
       auto it = connections.find(d.fd);
-      if (it != connections.end()) start_writing(d.fd, it->second, std::move(d.out));
+      if (it == connections.end()) continue;
+      // Requests queued together pass the check on arrival; a body that would add to what is
+      // already sent beyond the budget is dropped here, before it stays for a slow client.
+      const bool sent_already = d.out.body && bodies_sent.count(d.out.body.get());
+      if (over_budget() && !d.essential && !sent_already) d.out = over_budget_answer();
+      start_writing(d.fd, it->second, std::move(d.out));
     }
   }
 
@@ -391,6 +455,8 @@ struct HttpServer::Impl {
     }
     for (auto& [fd, c] : connections) ::close(fd);
     connections.clear();
+    bodies_sent.clear();
+    response_bytes = 0;
   }
 };
 
@@ -419,6 +485,7 @@ core::Result<std::unique_ptr<HttpServer>> HttpServer::start(const ListenAddress&
   impl->landing = landing_page(routes);
   impl->routes = std::move(routes);
   impl->token = std::move(options.token);
+  impl->response_budget = options.response_budget;
   impl->address = address;
 
   addrinfo hints{};

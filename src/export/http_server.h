@@ -47,14 +47,23 @@ struct Route {
   std::string example_query;  // "?since=10m"
   std::string usage_query;    // "?gpu=N&since=10m"
   bool open = false;          // answers without the bearer token (/healthz: probes carry none)
+  // Served even when the response budget (HttpOptions) is spent: the small pages, built once
+  // per sample, that monitoring must always get (/metrics, /healthz).
+  bool essential = false;
   // Called from the server's worker threads, concurrently: it must be thread-safe.
   std::function<Reply(const HttpRequest& request)> handle;
 };
+
+// The bytes of responses the server holds for its clients at once, each body counted once
+// however many clients are sent it. Beyond it a request for a page that is not essential is
+// answered 503 with Retry-After, so slow or many clients cannot make the daemon grow.
+inline constexpr size_t kDefaultResponseBudget = size_t{2} << 20;
 
 struct HttpOptions {
   std::optional<std::string>
       token;             // required as "Authorization: Bearer <token>" except on open routes
   unsigned threads = 4;  // workers that build responses; sockets never hold one
+  size_t response_budget = kDefaultResponseBudget;
 };
 
 class HttpServer {

@@ -248,7 +248,7 @@ json process_wire(const core::HostProcess& p) {
   json devices = json::array();
   for (const auto& h : p.devices) devices.push_back(hold_wire(h));
   return {{"stat", stat_wire(p.stat)},
-          {"details", opt(p.details, details_wire)},
+          {"details", p.details ? details_wire(*p.details) : json(nullptr)},
           {"devices", devices},
           {"fds_readable", p.fds_readable}};
 }

@@ -19,7 +19,7 @@ Target make_target(const core::Snapshot& snap, const core::HostProcess& p,
   t.state = p.stat.state;
   t.pgid = p.stat.pgid;
   t.reasons = std::move(reasons);
-  std::optional<core::ProcessDetails> d = p.details ? p.details : details(p);
+  std::optional<core::ProcessDetails> d = p.details ? p.details.optional() : details(p);
   // Protection never hides keeper evidence: a process that keeps a gone job's context is its
   // keeper, whatever program it runs now (a keeper can exec a protected one).
   const core::ProcessRow* own_row = snap.row(p.stat.pid);

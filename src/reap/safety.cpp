@@ -46,7 +46,7 @@ const std::vector<std::string_view>& protected_names() {
   return names;
 }
 
-bool is_protected(std::string_view comm, const std::optional<core::ProcessDetails>& details) {
+bool is_protected(std::string_view comm, const core::ProcessDetails* details) {
   auto named = [](std::string_view file) {
     // Debian names GDM's binary gdm3.
     if (file == "gdm3") return true;
@@ -68,7 +68,7 @@ bool is_protected(std::string_view comm, const std::optional<core::ProcessDetail
 }
 
 bool is_protected_process(const core::HostProcess& p) {
-  return is_protected(p.stat.comm, p.details);
+  return is_protected(p.stat.comm, p.details ? &*p.details : nullptr);
 }
 
 void judge(Target& t, const core::HostProcess& p, const Caller& caller) {

@@ -20,7 +20,11 @@ const std::vector<std::string_view>& protected_names();
 // a protected name. When its program cannot be read, its name (comm, which the kernel cuts to
 // 15 bytes, or argv[0]'s basename) counts only if it runs as root or a system uid: a user's
 // look-alike is any other process of that user.
-bool is_protected(std::string_view comm, const std::optional<core::ProcessDetails>& details);
+bool is_protected(std::string_view comm, const core::ProcessDetails* details);
+inline bool is_protected(std::string_view comm,
+                         const std::optional<core::ProcessDetails>& details) {
+  return is_protected(comm, details ? &*details : nullptr);
+}
 // The same for a process of a snapshot, from the details it read. One name (not an overload), so
 // it can be passed as it is wherever a predicate is wanted (doctor's DoctorInput::is_protected).
 bool is_protected_process(const core::HostProcess& process);

@@ -23,6 +23,7 @@
 
 #include "core/field_count.h"
 #include "core/shared_list.h"
+#include "core/shared_value.h"
 
 namespace gpureap::testing {
 namespace fields {
@@ -31,6 +32,8 @@ template <class T>
 struct IsOptional : std::false_type {};
 template <class T>
 struct IsOptional<std::optional<T>> : std::true_type {};
+template <class T>
+struct IsOptional<core::SharedValue<T>> : std::true_type {};
 template <class T>
 struct IsVector : std::false_type {};
 template <class T, class A>
