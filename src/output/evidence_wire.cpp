@@ -1,7 +1,7 @@
 // Both halves of the evidence wire (evidence_wire.h). A field added to core::KernelLog,
-// core::KernelGpuEvent or the procfs::IpcResidue structs must be added to both halves and to the
-// round-trip test, with kEvidenceWireVersion raised: each encoder asserts its struct's field
-// count (`carried`).
+// core::KernelGpuEvent, core::OomKill or the procfs::IpcResidue structs must be added to both
+// halves and to the round-trip test, with kEvidenceWireVersion raised: each encoder asserts its
+// struct's field count (`carried`).
 #include "output/evidence_wire.h"
 
 #include <array>
@@ -46,10 +46,11 @@ int64_t ns_of(std::chrono::system_clock::time_point t) {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
 }
 
-static_assert(carried<core::KernelGpuEvent, 15>);
+static_assert(carried<core::KernelGpuEvent, 16>);
 json event_wire(const core::KernelGpuEvent& e) {
   return {{"vendor", wire_bytes(e.vendor)},
           {"kind", wire_bytes(e.kind)},
+          {"label", wire_bytes(e.label)},
           {"code", e.code},
           {"pci_address", wire_bytes(e.pci_address)},
           {"gpu", opt(e.gpu)},
@@ -65,15 +66,25 @@ json event_wire(const core::KernelGpuEvent& e) {
           {"needs_reboot", e.needs_reboot}};
 }
 
-static_assert(carried<core::KernelLog, 5>);
+static_assert(carried<core::OomKill, 7>);
+json oom_wire(const core::OomKill& k) {
+  return {{"pid", k.pid},
+          {"name", wire_bytes(k.name)},
+          {"uid", opt(k.uid)},
+          {"memory_cgroup", k.memory_cgroup},
+          {"seq", k.seq},
+          {"since_boot_usec", k.since_boot_usec},
+          {"text", wire_bytes(k.text)}};
+}
+
+static_assert(carried<core::KernelLog, 6>);
 json kernel_wire(const core::KernelLog& log) {
-  json events = json::array();
+  json events = json::array(), oom_kills = json::array();
   for (const auto& e : log.events) events.push_back(event_wire(e));
-  return {{"read", log.read},
-          {"problem", opt_bytes(log.problem)},
-          {"events", events},
-          {"records", log.records},
-          {"malformed", log.malformed}};
+  for (const auto& k : log.oom_kills) oom_kills.push_back(oom_wire(k));
+  return {{"read", log.read},       {"problem", opt_bytes(log.problem)},
+          {"events", events},       {"oom_kills", oom_kills},
+          {"records", log.records}, {"malformed", log.malformed}};
 }
 
 static_assert(carried<procfs::SysvShmSegment, 7>);
@@ -108,6 +119,7 @@ core::KernelGpuEvent event_of(const json& v, const std::string& path) {
   core::KernelGpuEvent e;
   e.vendor = bytes(o.at("vendor"), o.path("vendor"));
   e.kind = bytes(o.at("kind"), o.path("kind"));
+  e.label = bytes(o.at("label"), o.path("label"));
   e.code = integer<unsigned>(o.at("code"), o.path("code"));
   e.pci_address = bytes(o.at("pci_address"), o.path("pci_address"));
   e.gpu = optional(o.at("gpu"), o.path("gpu"), int_of<unsigned>);
@@ -125,12 +137,27 @@ core::KernelGpuEvent event_of(const json& v, const std::string& path) {
   return e;
 }
 
+core::OomKill oom_of(const json& v, const std::string& path) {
+  Object o(v, path);
+  core::OomKill k;
+  k.pid = integer<pid_t>(o.at("pid"), o.path("pid"));
+  k.name = bytes(o.at("name"), o.path("name"));
+  k.uid = optional(o.at("uid"), o.path("uid"), int_of<uid_t>);
+  k.memory_cgroup = boolean(o.at("memory_cgroup"), o.path("memory_cgroup"));
+  k.seq = integer<uint64_t>(o.at("seq"), o.path("seq"));
+  k.since_boot_usec = integer<uint64_t>(o.at("since_boot_usec"), o.path("since_boot_usec"));
+  k.text = bytes(o.at("text"), o.path("text"));
+  o.finish();
+  return k;
+}
+
 core::KernelLog kernel_of(const json& v, const std::string& path) {
   Object o(v, path);
   core::KernelLog log;
   log.read = boolean(o.at("read"), o.path("read"));
   log.problem = optional(o.at("problem"), o.path("problem"), str);
   log.events = list(o.at("events"), o.path("events"), event_of);
+  log.oom_kills = list(o.at("oom_kills"), o.path("oom_kills"), oom_of);
   log.records = integer<uint64_t>(o.at("records"), o.path("records"));
   log.malformed = integer<uint64_t>(o.at("malformed"), o.path("malformed"));
   o.finish();

@@ -32,6 +32,7 @@ doctor::Evidence rich() {
   core::KernelGpuEvent x;
   x.vendor = "nvidia";
   x.kind = "xid";
+  x.label = "Xid";
   x.code = 79;
   x.pci_address = "0000:17:00";
   x.gpu = 0;
@@ -46,6 +47,15 @@ doctor::Evidence rich() {
   x.level = core::KernelEventLevel::Critical;
   x.needs_reboot = true;
   log.events.push_back(x);
+  core::OomKill oom;
+  oom.pid = 4194303;
+  oom.name = "python\xc3";
+  oom.uid = 1001;
+  oom.memory_cgroup = true;
+  oom.seq = 98;
+  oom.since_boot_usec = 123450000;
+  oom.text = "Killed process 4194303 (python)";
+  log.oom_kills.push_back(oom);
   e.kernel = std::make_shared<const core::KernelLog>(log);
   e.work_server_log = {"line one", "bytes \xfe"};
   return e;
@@ -73,10 +83,11 @@ TEST(EvidenceWire, EveryFieldComesBackAsItWas) {
   const auto& a = k.events.at(0);
   const auto& b = e.kernel->events[0];
   EXPECT_EQ(
-      std::tie(a.vendor, a.kind, a.code, a.pci_address, a.gpu, a.seq, a.since_boot_usec, a.time,
-               a.stamp, a.pid, a.process_name, a.detail, a.name, a.level, a.needs_reboot),
-      std::tie(b.vendor, b.kind, b.code, b.pci_address, b.gpu, b.seq, b.since_boot_usec, b.time,
-               b.stamp, b.pid, b.process_name, b.detail, b.name, b.level, b.needs_reboot));
+      std::tie(a.vendor, a.kind, a.label, a.code, a.pci_address, a.gpu, a.seq, a.since_boot_usec,
+               a.time, a.stamp, a.pid, a.process_name, a.detail, a.name, a.level, a.needs_reboot),
+      std::tie(b.vendor, b.kind, b.label, b.code, b.pci_address, b.gpu, b.seq, b.since_boot_usec,
+               b.time, b.stamp, b.pid, b.process_name, b.detail, b.name, b.level, b.needs_reboot));
+  EXPECT_EQ(k.oom_kills, e.kernel->oom_kills);
   EXPECT_EQ(back->work_server_log, e.work_server_log);
 }
 
