@@ -4,7 +4,6 @@
 #include <cmath>
 #include <map>
 #include <optional>
-#include <tuple>
 
 namespace gpureap::cluster {
 namespace split {
@@ -105,15 +104,9 @@ void add_split_jobs(ClusterView& view, const Answer<Sample>& ranks, const Answer
       }
     }
     if (!named || job.gone_on.empty() || job.held_on.empty()) continue;
-    auto by_name = [&](size_t a, size_t b) {
-      return std::tie(view.nodes[a].name, view.nodes[a].instance) <
-             std::tie(view.nodes[b].name, view.nodes[b].instance);
-    };
-    std::sort(job.gone_on.begin(), job.gone_on.end(),
-              [&](const auto& a, const auto& b) { return by_name(a.node, b.node); });
-    std::sort(job.held_on.begin(), job.held_on.end(), [&](const auto& a, const auto& b) {
-      return a.bytes != b.bytes ? a.bytes > b.bytes : by_name(a.node, b.node);
-    });
+    // The view's nodes are by name, and so are these (by index); the most memory first.
+    std::stable_sort(job.held_on.begin(), job.held_on.end(),
+                     [](const auto& a, const auto& b) { return a.bytes > b.bytes; });
     view.split_jobs.push_back(std::move(job));
   }
   std::stable_sort(
