@@ -6,6 +6,7 @@
 #   --tests  also what the test suite needs: GoogleTest, the NVML test double's build, tmux
 #         for the terminal tests, prometheus, prometheus-alertmanager and curl (which those
 #         tests query them with) for the tests against the real engines and the cluster view,
+#         busybox (its httpd serves the cluster test's nodes that export a split job as text),
 #         and the packaging tools (--package)
 #   --package  dpkg-dev and file for the .deb's dependencies (CPack runs dpkg-shlibdeps on what
 #         file finds to be ELF), man-db for the package test's `man -w`
@@ -29,7 +30,7 @@ slurm=(slurmctld slurmd slurm-client munge)
 want_slurm=0
 for arg in "$@"; do
   case "$arg" in
-    --tests) packages+=(libgtest-dev tmux prometheus prometheus-alertmanager curl "${package_tools[@]}") ;;
+    --tests) packages+=(libgtest-dev tmux prometheus prometheus-alertmanager curl busybox "${package_tools[@]}") ;;
     --package) packages+=("${package_tools[@]}") ;;
     --ci) packages+=(clang libclang-rt-14-dev llvm-14 clang-format clang-tidy) ;;
     --browser) packages+=(chromium) ;;

@@ -19,6 +19,7 @@
 #include "cli/page_file.h"
 #include "cluster/cluster_text.h"
 #include "cluster/prometheus_client.h"
+#include "cluster/split_jobs.h"
 #include "core/duration.h"
 #include "export/history_json.h"
 #include "output/snapshot_json.h"
@@ -107,9 +108,13 @@ core::Result<cluster::ClusterView> cluster_ask(const ClusterPrepared& p) {
   cluster::AnswerLimits limits;
   cluster::KeptBudget budget(limits.max_kept_bytes);  // for the answers together
   limits.budget = &budget;
-  std::vector<std::string> queries{cluster::targets_query(job), cluster::problems_query(job),
+  std::vector<std::string> queries{cluster::targets_query(job),
+                                   cluster::problems_query(job),
                                    cluster::unattributed_query(job, p.settings.unattributed),
-                                   cluster::missing_query(job)};
+                                   cluster::missing_query(job),
+                                   cluster::split_ranks_query(job),
+                                   cluster::split_memory_query(job)};
+  constexpr size_t kFirstTotals = 6;
   for (auto& q : cluster::totals_queries(job, p.filters.gpus)) queries.push_back(std::move(q));
   auto first = ask_all(p, queries, now, limits);
   if (!first) return first.error();
@@ -127,9 +132,10 @@ core::Result<cluster::ClusterView> cluster_ask(const ClusterPrepared& p) {
   auto gpus = ask_all(p, gpu_queries, now, limits);
   if (!gpus) return gpus.error();
   std::vector<const Answer*> facts{&targets, &problems};
-  for (size_t i = 4; i < first->size(); ++i) facts.push_back(&(*first)[i]);
+  for (size_t i = kFirstTotals; i < first->size(); ++i) facts.push_back(&(*first)[i]);
   for (const auto& a : *gpus) facts.push_back(&a);
   auto view = cluster::build_view(facts, (*first)[3], now, p.settings, p.filters);
+  cluster::add_split_jobs(view, (*first)[4], (*first)[5], p.settings, p.filters);
   if (auto unknown = cluster::unknown_scope(view, p.settings, p.filters)) return *unknown;
   return view;
 }
@@ -283,12 +289,12 @@ int run_cluster(const GlobalOptions& g, const ClusterOptions& o) {
       shown = "gpureap: " + view.error().text() + "\n";
     } else if (g.json) {
       shown = output::dump_json(cluster::to_json(*view, p.client.where(), p.settings)) + "\n";
-      status = view->lines.empty() ? kExitOk : kExitFailed;
+      status = view->lines.empty() && view->split_jobs.empty() ? kExitOk : kExitFailed;
     } else {
       auto style = output::Style::for_stdout(g.no_color);
       shown = cluster::render_text(*view, style,
                                    output::fit_width(terminal_width(), std::getenv("COLUMNS")));
-      status = view->lines.empty() ? kExitOk : kExitFailed;
+      status = view->lines.empty() && view->split_jobs.empty() ? kExitOk : kExitFailed;
     }
     if (!o.watch) {
       std::cout << shown << std::flush;

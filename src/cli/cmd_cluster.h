@@ -41,8 +41,8 @@ void add_cluster_report_options(CLI::App& report, ClusterReportOptions& options)
 // error, Prometheus cannot be asked, or the page cannot be written.
 int run_cluster_report(const GlobalOptions& global, const ClusterReportOptions& options,
                        const std::string& since, const std::string& out);
-// Exit: 0 every node healthy (nothing to show); 1 lines shown; 2 usage error, or Prometheus
-// cannot be asked or its answer read.
+// Exit: 0 every node healthy (nothing to show); 1 lines shown (a split job included); 2 usage
+// error, or Prometheus cannot be asked or its answer read.
 int run_cluster(const GlobalOptions& global, const ClusterOptions& options);
 
 }  // namespace gpureap::cli

@@ -53,7 +53,8 @@ std::vector<ExitStatus> exit_statuses(const std::string& command) {
                 true)};
   if (command == "cluster")
     return {row(kExitOk, "every node in view is healthy: nothing to show"),
-            row(kExitFailed, "lines shown: a node or GPU has something to say"),
+            row(kExitFailed,
+                "lines shown: a node or GPU has something to say, or a job is split across nodes"),
             row(kExitUsage,
                 "a usage error (an unknown --node or --job included), or Prometheus cannot be "
                 "asked or its answer read",

@@ -75,7 +75,42 @@ json optional_json(const std::optional<T>& v) {
   return v ? json(*v) : json(nullptr);
 }
 
+json split_job_json(const ClusterView& view, const SplitJob& job) {
+  json gone = json::array(), held = json::array();
+  for (const auto& g : job.gone_on)
+    gone.push_back({{"node", text::utf8_valid(view.nodes[g.node].name)},
+                    {"instance", text::utf8_valid(view.nodes[g.node].instance)},
+                    {"ranks", g.ranks}});
+  for (const auto& h : job.held_on) {
+    auto command = command_text(h.command);
+    held.push_back({{"node", text::utf8_valid(view.nodes[h.node].name)},
+                    {"instance", text::utf8_valid(view.nodes[h.node].instance)},
+                    {"ranks", h.ranks},
+                    {"bytes", h.bytes},
+                    {"command", command.empty() ? json(nullptr) : json(text::utf8_valid(command))},
+                    {"command_note", text::utf8_valid(h.command_note)}});
+  }
+  return {{"run_id", text::utf8_valid(job.run_id)},
+          {"user", text::utf8_valid(job.user)},
+          {"held_bytes", job.held_bytes},
+          {"gone_on", gone},
+          {"held_on", held},
+          {"summary", text::utf8_valid(describe_split_job(view, job))}};
+}
+
 }  // namespace
+
+std::string describe_split_job(const ClusterView& view, const SplitJob& job) {
+  std::string gone;
+  for (const auto& g : job.gone_on)
+    gone += (gone.empty() ? "" : ", ") + text::plural(g.ranks, "rank") + " gone on " +
+            safe(view.nodes[g.node].label);
+  std::string held;
+  for (const auto& h : job.held_on)
+    held += (held.empty() ? "" : "; ") + safe(view.nodes[h.node].label) + "'s " +
+            text::plural(h.ranks, "rank") + " still hold " + text::human_bytes(h.bytes);
+  return "job " + safe(job.run_id) + " (" + safe(job.user) + "): " + gone + "; " + held;
+}
 
 std::string describe(const ClusterView& view, const Line& line) {
   std::vector<std::string> pieces;
@@ -101,10 +136,14 @@ std::string describe(const ClusterView& view, const Line& line) {
   return out;
 }
 
-std::string command_text(const Line& line) {
+std::string command_text(const std::vector<std::string>& words) {
   std::string out;
-  for (const auto& w : line.command) out += (out.empty() ? "" : " ") + text::shell_quote(w);
+  for (const auto& w : words) out += (out.empty() ? "" : " ") + text::shell_quote(w);
   return out;
+}
+
+std::string command_text(const Line& line) {
+  return command_text(line.command);
 }
 
 std::string render_text(const ClusterView& view, const output::Style& style,
@@ -133,13 +172,29 @@ std::string render_text(const ClusterView& view, const output::Style& style,
           "Doctor on the node names each problem's remedy: it needs the node's process tree, "
           "which Prometheus does not hold.\n";
   }
+  if (!view.split_jobs.empty()) {
+    out +=
+        "Jobs split across nodes (joined on the run id and user their launchers carry, a "
+        "label the user sets: check it on the node before acting):\n";
+    for (const auto& job : view.split_jobs) {
+      out += style.paint(describe_split_job(view, job), output::Color::Red) + "\n";
+      for (const auto& h : job.held_on) {
+        auto command = command_text(h.command);
+        out += style.paint(
+                   "  " + (command.empty() ? safe(view.nodes[h.node].label) + ": " + h.command_note
+                                           : "run: " + command),
+                   output::Color::Dim) +
+               "\n";
+      }
+    }
+  }
   const auto& h = view.healthy;
   if (h.nodes > 0) {
     out += text::plural(h.nodes, "node") + " healthy: " + text::plural(h.gpus, "GPU");
     if (h.total > 0)
       out += ", " + text::human_bytes(h.used) + " of " + text::human_bytes(h.total) + " used";
     out += ".\n";
-  } else if (view.lines.empty()) {
+  } else if (view.lines.empty() && view.split_jobs.empty()) {
     out += view.nodes.empty() ? "Prometheus has no gpureap node.\n" : "Nothing to show.\n";
   }
   if (view.skipped_series > 0)
@@ -189,6 +244,12 @@ json to_json(const ClusterView& view, const std::string& prometheus, const ViewS
           {"time", view.time},
           {"nodes", view.nodes.size()},
           {"lines", lines},
+          {"split_jobs",
+           [&] {
+             json jobs = json::array();
+             for (const auto& job : view.split_jobs) jobs.push_back(split_job_json(view, job));
+             return jobs;
+           }()},
           {"healthy",
            {{"nodes", view.healthy.nodes},
             {"gpus", view.healthy.gpus},

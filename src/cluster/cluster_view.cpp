@@ -115,6 +115,15 @@ constexpr const char* kNoHostName = "the node's name is no host name: no command
 constexpr const char* kNoK8sNodeName =
     "the node's name is no Kubernetes node name: no command is given for it";
 
+bool names_pod(const Node& n) {
+  return plain_k8s_name(n.pod) && plain_k8s_name(n.pod_namespace);
+}
+
+CommandForm form_for(const Node& n, CommandForm via) {
+  if (via != CommandForm::Auto) return via;
+  return names_pod(n) ? CommandForm::KubectlExec : CommandForm::Ssh;
+}
+
 class Builder {
  public:
   Builder(double now, const ViewSettings& s) : now_(now), settings_(s) {}
@@ -265,51 +274,15 @@ class Builder {
                        [&](const std::string& w) { return w == n.name || w == n.instance; });
   }
 
-  bool names_pod(const Node& n) const {
-    return plain_k8s_name(n.pod) && plain_k8s_name(n.pod_namespace);
-  }
-
-  CommandForm form_for(const Node& n) const {
-    if (settings_.via != CommandForm::Auto) return settings_.via;
-    return names_pod(n) ? CommandForm::KubectlExec : CommandForm::Ssh;
-  }
-
-  // The command that starts `gpureap_words` on the node, in the form chosen (form_for).
+  // The command that starts `gpureap_words` on the node, in the form --via chose.
   std::vector<std::string> on_node(const Node& n, std::vector<std::string> gpureap_words,
                                    std::string& note) const {
-    std::vector<std::string> w;
-    switch (form_for(n)) {
-      case CommandForm::KubectlExec:
-        if (!names_pod(n)) {
-          note = "the target labels name no gpureap pod (pod, namespace) to exec into";
-          return {};
-        }
-        w = {"kubectl", "exec", "-it", "-n", n.pod_namespace, n.pod, "--"};
-        break;
-      case CommandForm::KubectlDebug:
-        if (!plain_k8s_name(n.name)) {
-          note = kNoK8sNodeName;
-          return {};
-        }
-        w = {"kubectl",         "debug", "node/" + n.name, "-it",  "--profile=sysadmin",
-             "--image=busybox", "--",    "chroot",         "/host"};
-        break;
-      case CommandForm::Ssh:
-      case CommandForm::Auto:
-        if (!plain_host_name(n.name)) {
-          note = kNoHostName;
-          return {};
-        }
-        w = {"ssh", "-t", n.name, "sudo"};
-        break;
-    }
-    w.insert(w.end(), gpureap_words.begin(), gpureap_words.end());
-    return w;
+    return command_on_node(n, settings_.via, std::move(gpureap_words), note);
   }
 
   // A daemon that says nothing: where to look at it, in the form chosen.
   std::vector<std::string> daemon_status(const Node& n, std::string& note) const {
-    if (form_for(n) == CommandForm::Ssh) {
+    if (form_for(n, settings_.via) == CommandForm::Ssh) {
       if (plain_host_name(n.name)) return {"ssh", "-t", n.name, "systemctl", "status", "gpureap"};
       note = kNoHostName;
       return {};
@@ -441,6 +414,39 @@ std::optional<CommandForm> parse_command_form(const std::string& name) {
   for (size_t i = 0; i < std::size(kCommandFormNames); ++i)
     if (name == kCommandFormNames[i]) return static_cast<CommandForm>(i);
   return std::nullopt;
+}
+
+std::vector<std::string> command_on_node(const Node& n, CommandForm via,
+                                         std::vector<std::string> gpureap_words,
+                                         std::string& note) {
+  std::vector<std::string> w;
+  switch (form_for(n, via)) {
+    case CommandForm::KubectlExec:
+      if (!names_pod(n)) {
+        note = "the target labels name no gpureap pod (pod, namespace) to exec into";
+        return {};
+      }
+      w = {"kubectl", "exec", "-it", "-n", n.pod_namespace, n.pod, "--"};
+      break;
+    case CommandForm::KubectlDebug:
+      if (!plain_k8s_name(n.name)) {
+        note = kNoK8sNodeName;
+        return {};
+      }
+      w = {"kubectl",         "debug", "node/" + n.name, "-it",  "--profile=sysadmin",
+           "--image=busybox", "--",    "chroot",         "/host"};
+      break;
+    case CommandForm::Ssh:
+    case CommandForm::Auto:
+      if (!plain_host_name(n.name)) {
+        note = kNoHostName;
+        return {};
+      }
+      w = {"ssh", "-t", n.name, "sudo"};
+      break;
+  }
+  w.insert(w.end(), gpureap_words.begin(), gpureap_words.end());
+  return w;
 }
 
 bool plain_host_name(const std::string& name) {

@@ -110,6 +110,29 @@ struct Line {
   std::string command_note;          // why there is none, or what it assumes
 };
 
+// A distributed job whose ranks on one node are gone while its ranks on another node live on and
+// hold memory: the daemons' gpureap_job_ranks and gpureap_job_memory_bytes joined on the
+// launcher's run id and user (cluster/split_jobs.h). The run id is a label the job's user sets,
+// a claim: the view shows the join and sends the user to doctor on each node that holds memory,
+// never composing a kill.
+struct SplitJob {
+  struct GoneOn {
+    size_t node = 0;  // into ClusterView::nodes
+    uint64_t ranks = 0;
+  };
+  struct HeldOn {
+    size_t node = 0;
+    uint64_t ranks = 0;  // live
+    uint64_t bytes = 0;
+    std::vector<std::string> command;  // doctor on the node; empty: none (command_note says why)
+    std::string command_note;
+  };
+  std::string run_id, user;     // untrusted text: escape before showing
+  std::vector<GoneOn> gone_on;  // by node name
+  std::vector<HeldOn> held_on;  // the most memory first
+  uint64_t held_bytes = 0;      // on every node of held_on
+};
+
 struct Healthy {
   size_t nodes = 0, gpus = 0;
   uint64_t used = 0, total = 0;
@@ -117,8 +140,9 @@ struct Healthy {
 
 struct ClusterView {
   double time = 0;
-  std::vector<Node> nodes;  // by name
-  std::vector<Line> lines;  // ranked
+  std::vector<Node> nodes;           // by name
+  std::vector<Line> lines;           // ranked
+  std::vector<SplitJob> split_jobs;  // the most memory held first
   Healthy healthy;
   size_t skipped_series = 0;
   std::vector<std::string> warnings;  // untrusted text: escape before showing
@@ -166,6 +190,12 @@ ClusterView build_view(const Answer<Sample>& facts, const Answer<Sample>& missin
 // must not read as "nothing to show" (healthy). The error says which name and what exists.
 std::optional<core::Error> unknown_scope(const ClusterView& view, const ViewSettings& settings,
                                          const Filters& filters);
+
+// The words that run `gpureap_words` on the node, in the form `via` chooses (Auto: kubectl exec
+// into the node's gpureap pod where the target labels name it, else ssh); none, with `note`
+// saying why, where the node's names would not be read as names.
+std::vector<std::string> command_on_node(const Node& n, CommandForm via,
+                                         std::vector<std::string> gpureap_words, std::string& note);
 
 // A name safe as an ssh destination or a kubectl argument: letters, digits, . _ - :, not
 // starting with -.

@@ -21,6 +21,9 @@ void job_families(const MetricsInput& in, std::vector<MetricFamily>& out) {
                      "Ranks of a distributed job on this node: live, and gone (a rank number "
                      "below the ranks' LOCAL_WORLD_SIZE that no live rank has); run_id is the "
                      "launcher's TORCHELASTIC_RUN_ID, a label its user sets"};
+  MetricFamily memory{"gpureap_job_memory_bytes",
+                      "GPU memory the driver lists for the live ranks of a distributed job on "
+                      "this node (a cluster view sums it by run_id across nodes)"};
   MetricFamily stalled{"gpureap_stalled_job_memory_bytes",
                        "GPU memory the live ranks of a distributed job hold while one of its "
                        "ranks is gone (doctor's stalled-job), by the finding's severity; one "
@@ -33,6 +36,10 @@ void job_families(const MetricsInput& in, std::vector<MetricFamily>& out) {
     gone.push_back({"state", "gone"});
     ranks.add(std::move(live), static_cast<double>(job.ranks.size()));
     ranks.add(std::move(gone), static_cast<double>(job.missing.size()));
+    uint64_t held = 0;
+    for (const auto& r : job.ranks)
+      if (const auto* row = s.row(r.pid)) held += row->listed_bytes();
+    memory.add(std::move(labels), static_cast<double>(held));
   }
   for (const auto& f : in.findings) {
     if (f.code != doctor::FindingCode::StalledJob || f.pids.empty()) continue;
@@ -44,6 +51,7 @@ void job_families(const MetricsInput& in, std::vector<MetricFamily>& out) {
       }
   }
   out.push_back(std::move(ranks));
+  out.push_back(std::move(memory));
   out.push_back(std::move(stalled));
 }
 

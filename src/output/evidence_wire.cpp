@@ -1,7 +1,7 @@
 // Both halves of the evidence wire (evidence_wire.h). A field added to core::KernelLog,
-// core::KernelGpuEvent or the procfs::IpcResidue structs must be added to both halves and to the
-// round-trip test, with kEvidenceWireVersion raised: each encoder asserts its struct's field
-// count (`carried`).
+// core::KernelGpuEvent, core::OomKill or the procfs::IpcResidue structs must be added to both
+// halves and to the round-trip test, with kEvidenceWireVersion raised: each encoder asserts its
+// struct's field count (`carried`).
 #include "output/evidence_wire.h"
 
 #include <array>

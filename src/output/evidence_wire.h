@@ -6,9 +6,10 @@
 // the GPU errors its kernel log follower collected, and the tail of the work server's log. Like
 // the snapshot wire it is lossless and private to one build: another version is refused.
 //
-//   {"evidence": 1, "last": <snapshot wire>, "first": <snapshot wire> | null (the same as last),
+//   {"evidence": 2, "last": <snapshot wire>, "first": <snapshot wire> | null (the same as last),
 //    "ipc": {"segments": [...], "files": [...], "uninspected": [PID]} | null,
-//    "kernel": {"read", "problem", "events": [...], "records", "malformed"} | null,
+//    "kernel": {"read", "problem", "events": [...], "oom_kills": [...], "records", "malformed"}
+//      | null,
 //    "work_server_log": [bytes]}
 //
 // Byte strings, strictness and errors are the snapshot wire's. The blocked tasks of D-state
@@ -23,7 +24,7 @@ namespace gpureap::output {
 
 // Changes whenever a field is added, removed or changes meaning (the snapshots inside carry
 // kSnapshotWireVersion of their own).
-inline constexpr int kEvidenceWireVersion = 1;
+inline constexpr int kEvidenceWireVersion = 2;
 
 nlohmann::json evidence_to_wire(const doctor::Evidence& evidence);
 // `first` is `last` itself when the document's is null.

@@ -147,6 +147,16 @@ Page build_cluster_page(const cluster::ClusterView& view, const PageSeries& s,
                                       text::human_bytes(h.total) + " used."
                                 : "."));
   page.lead = problem_table(view, max_nodes);
+  for (const auto& job : view.split_jobs) {
+    std::string commands;
+    for (const auto& held : job.held_on) {
+      const auto words = cluster::command_text(held.command);
+      commands += (commands.empty() ? "" : "; ") +
+                  (words.empty() ? view.nodes[held.node].label + ": " + held.command_note : words);
+    }
+    page.notes.push_back("A job split across nodes (its run id is its user's label): " +
+                         cluster::describe_split_job(view, job) + ". Run: " + commands + ".");
+  }
   page.gpus.push_back(fleet_chart(s));
   if (page.gpus.back().times.empty())
     page.notes.push_back("Prometheus holds no ghost or unattributed memory figures in the window.");

@@ -5,7 +5,8 @@
 # job and a leak (a gone PID nothing holds); node-c has a leak alone. The test asserts the exact
 # lines for each node, that no command names the paused job, and that each command it prints is
 # what doctor, run on that node's scene, answers with findings; then it stops node-a's daemon
-# and asserts that node-a reads as down.
+# and asserts that node-a reads as down. Two more nodes, served as text by busybox httpd under
+# another scrape job, export a job whose ranks are gone on one node and hold memory on the other.
 #
 #   cluster_test.sh GPUREAP_BINARY FAKE_NVML_LIBRARY
 #
@@ -114,6 +115,49 @@ for n in node-a node-b node-c; do
   PORT[$n]=$(daemon_port "$n")
 done
 
+port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+# --- A job split across two more nodes, node-x and node-y (the scrape job gpureap-jobs): the
+# job series their daemons export, served as text (a real job's ranks on two hosts cannot run
+# on one). alice's exp-7 lost a rank on node-x while its 4 ranks on node-y hold 96 GiB; her
+# job launched with torchrun's default run id "none" looks the same and must not join; bob's
+# job reuses the run id exp-7 on node-y, whole, and must not join hers.
+gib() { echo $(($1 * GiB)); }
+job_series() { # RUN_ID USER LIVE GONE BYTES
+  local l="launcher_pid=\"4100\",user=\"$2\",kind=\"srun\",run_id=\"$1\""
+  printf 'gpureap_job_ranks{%s,state="live"} %s\ngpureap_job_ranks{%s,state="gone"} %s\n' \
+    "$l" "$3" "$l" "$4"
+  printf 'gpureap_job_memory_bytes{%s} %s\n' "$l" "$5"
+}
+SPLIT_PORT=""
+if command -v busybox >/dev/null; then
+  mkdir -p "$WORK/static/node-x" "$WORK/static/node-y"
+  {
+    echo "gpureap_up 1"
+    job_series exp-7 alice 3 1 "$(gib 3)"
+    job_series none alice 1 1 "$(gib 1)"
+  } >"$WORK/static/node-x/metrics"
+  {
+    echo "gpureap_up 1"
+    job_series exp-7 alice 4 0 "$(gib 96)"
+    job_series none alice 4 0 "$(gib 8)"
+    job_series exp-7 bob 2 0 "$(gib 16)"
+  } >"$WORK/static/node-y/metrics"
+  for attempt in 1 2 3 4 5 6 7 8; do
+    candidate=$((20000 + (RANDOM * 32768 + RANDOM) % 40000))
+    port_free "$candidate" || continue
+    busybox httpd -f -p "127.0.0.1:$candidate" -h "$WORK/static" 2>>"$WORK/httpd.log" &
+    PIDS+=("$!")
+    if wait_for 10 curl -sf "http://127.0.0.1:$candidate/node-x/metrics" -o /dev/null; then
+      SPLIT_PORT=$candidate
+      break
+    fi
+  done
+  [ -n "$SPLIT_PORT" ] || fail "busybox httpd did not serve the split job's series"
+else
+  echo "skip: busybox is not installed: the job split across nodes is not tested"
+fi
+
 # --- Prometheus: one target per node, its `instance` the node's name
 {
   printf 'global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nscrape_configs:\n'
@@ -121,9 +165,15 @@ done
   for n in node-a node-b node-c; do
     printf '      - targets: ["127.0.0.1:%s"]\n        labels: {instance: %s}\n' "${PORT[$n]}" "$n"
   done
+  if [ -n "$SPLIT_PORT" ]; then
+    printf '  - job_name: gpureap-jobs\n    static_configs:\n'
+    for n in node-x node-y; do
+      printf '      - targets: ["127.0.0.1:%s"]\n        labels: {instance: %s, __metrics_path__: /%s/metrics}\n' \
+        "$SPLIT_PORT" "$n" "$n"
+    done
+  fi
 } >"$WORK/prometheus.yml"
 
-port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 PPORT=""
 for attempt in 1 2 3 4 5 6 7 8; do
   candidate=$((20000 + (RANDOM * 32768 + RANDOM) % 40000))
@@ -249,6 +299,21 @@ done
 echo "ok: gpureap report --prometheus"
 
 # node-a's daemon stops: Prometheus cannot scrape it, and node-a reads as down.
+if [ -n "$SPLIT_PORT" ]; then
+  expect_view "Jobs split across nodes (joined on the run id and user their launchers carry, a label the user sets: check it on the node before acting):
+job exp-7 (alice): 1 rank gone on node-x; node-y's 4 ranks still hold 96 GiB
+  run: ssh -t node-y sudo gpureap doctor
+2 nodes healthy: 0 GPUs." --job gpureap-jobs
+  cluster --job gpureap-jobs >/dev/null
+  [ $? -eq 1 ] || fail "gpureap cluster with a split job did not exit 1"
+  json=$(cluster --job gpureap-jobs --json)
+  for want in '"run_id": "exp-7"' '"command": "ssh -t node-y sudo gpureap doctor"'; do
+    grep -qF "$want" <<<"$json" || fail "gpureap cluster --json lacks $want: $json"
+  done
+  ! grep -qF '"run_id": "none"' <<<"$json" || fail "the run id none was joined: $json"
+  echo "ok: a job split across nodes, joined on run id and user, with doctor on the node"
+fi
+
 kill -TERM "${DAEMON[node-a]}"
 wait "${DAEMON[node-a]}" 2>/dev/null
 expect_view "NODE    GPU  AT STAKE  PROBLEM

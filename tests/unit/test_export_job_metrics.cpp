@@ -1,5 +1,6 @@
-// gpureap_job_ranks and gpureap_stalled_job_memory_bytes: each distributed job's ranks on the
-// node, live and gone, and the memory a stalled job's live ranks hold, at doctor's severity.
+// gpureap_job_ranks, gpureap_job_memory_bytes and gpureap_stalled_job_memory_bytes: each
+// distributed job's ranks on the node, live and gone, the memory its live ranks hold, and the
+// memory a stalled job's live ranks hold, at doctor's severity.
 #include <gtest/gtest.h>
 
 #include "doctor/diagnose.h"
@@ -68,6 +69,14 @@ TEST(ExportJobMetrics, EveryJobsRanksAndOneSeriesPerStalledJob) {
                                                     {with(bob, "state", "live"), 4},
                                                     {with(bob, "state", "gone"), 0}}));
 
+  // Every job's live ranks' memory, a whole job's too: the cluster view finds the nodes where a
+  // job lives on after its ranks on another node are gone.
+  const auto* memory = job_family(m, "gpureap_job_memory_bytes");
+  ASSERT_NE(memory, nullptr);
+  std::vector<std::pair<L, double>> held;
+  for (const auto& x : memory->samples) held.emplace_back(job_labels_of(x), x.value);
+  EXPECT_EQ(held, (std::vector<std::pair<L, double>>{{alice, 96.0 * GiB}, {bob, 8.0 * GiB}}));
+
   const auto* stalled = job_family(m, "gpureap_stalled_job_memory_bytes");
   ASSERT_NE(stalled, nullptr);
   ASSERT_EQ(stalled->samples.size(), 1u);  // bob's whole job has none
@@ -83,6 +92,8 @@ TEST(ExportJobMetrics, ANodeWithoutJobsHasTheFamiliesButNoSeries) {
   const auto m = build_metrics({s, {}, {}, false});
   ASSERT_NE(job_family(m, "gpureap_job_ranks"), nullptr);
   EXPECT_TRUE(job_family(m, "gpureap_job_ranks")->samples.empty());
+  ASSERT_NE(job_family(m, "gpureap_job_memory_bytes"), nullptr);
+  EXPECT_TRUE(job_family(m, "gpureap_job_memory_bytes")->samples.empty());
   ASSERT_NE(job_family(m, "gpureap_stalled_job_memory_bytes"), nullptr);
   EXPECT_TRUE(job_family(m, "gpureap_stalled_job_memory_bytes")->samples.empty());
 }
