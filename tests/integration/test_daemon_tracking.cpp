@@ -45,6 +45,9 @@ class DaemonTracking : public ::testing::Test {
         std::vector<std::string>{"--config", cfg_.file("config.toml"), "--dev-root", dev_.path()},
         env);
     EXPECT_GT(d->port(), 0) << d->log();
+    // Each scene starts once the daemon has taken its first sample: what a scene does while the
+    // first full scan runs is not what these tests are about.
+    EXPECT_TRUE(d->wait_log("first sample taken")) << d->log();
     return d;
   }
 
