@@ -112,8 +112,10 @@ TEST_F(DaemonTracking, AHoldersForkMakesItsChildAHolder) {
 }
 
 TEST_F(DaemonTracking, TheLastCloseOfASharedFileIsRecordedWithTheWorkerThatHeldIt) {
+  // The trainer is gone and its worker keeps the file before the daemon starts: its scan finds
+  // the worker, and the close is what this test follows (forks: AHoldersForkMakesItsChild...).
+  auto trainer = gone_trainer(dev_);
   auto d = daemon();
-  auto trainer = gone_trainer(dev_);  // the trainer is gone; its worker keeps the file
   pid_t worker = trainer->worker;
   ASSERT_TRUE(wait_until([&] { return holds(*d, worker); }, 5000)) << d->log();
   ::kill(worker, SIGKILL);
@@ -140,9 +142,11 @@ TEST_F(DaemonTracking, TheLastCloseOfASharedFileIsRecordedWithTheWorkerThatHeldI
 }
 
 TEST_F(DaemonTracking, AKillIsDatedByTheKernelsFinalClose) {
+  // The worker keeps the gone trainer's file before the daemon starts (its scan finds it): the
+  // kill's final close is what this test follows.
+  auto trainer = gone_trainer(dev_);
   auto d = daemon();
   ASSERT_TRUE(d->wait_log(kServingLocalSocket + socket())) << d->log();
-  auto trainer = gone_trainer(dev_);
   pid_t worker = trainer->worker;
   // A bound, not a timing: a loaded runner has taken over 5 s to publish the next sample.
   ASSERT_TRUE(wait_until([&] { return holds(*d, worker); }, 30000)) << d->log();
