@@ -344,8 +344,14 @@ TEST(ReadmeScreens, DoctorExplainsTheGhostAsTheReadmeDoes) {
   auto r = run_gpureap({"doctor", "--no-daemon", "--settle", "300ms", "--dev-root", s.dev.path()},
                        s.env());
   EXPECT_EQ(r.exit_code, 2) << "a ghost is critical: " << r.out << r.err;
-  expect_readme_shows("doctor", "gpureap doctor", "$ gpureap doctor\n" + s.normalised(r.out, false),
-                      false);
+  // What the machine holds beside the scene (another test's leftovers, such as a SysV shared
+  // memory segment, which every process sees) may add informational findings: hidden by
+  // default, they add only their count's line, which the README's scene has not.
+  std::string out = s.normalised(r.out, false);
+  static const std::regex hidden_info(
+      R"(\n+\d+ informational findings? hidden; -v shows (it|them)\.\n*$)");
+  out = std::regex_replace(out, hidden_info, "\n");
+  expect_readme_shows("doctor", "gpureap doctor", "$ gpureap doctor\n" + out, false);
 }
 
 }  // namespace
