@@ -1054,6 +1054,20 @@ bool binary_runnable_as_nobody() {
   return WIFEXITED(status) && WEXITSTATUS(status) == 0;
 }
 
+int free_port() {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  int port = 0;
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0)
+    port = ntohs(a.sin_port);
+  ::close(fd);
+  return port;
+}
+
 pid_t fork_at(pid_t want, const std::function<void()>& body) {
   // ns_last_pid is the whole machine's (in the host's PID namespace): two tests steering it at
   // once (ctest -j) take each other's numbers, so the tests of every process take turns.

@@ -413,6 +413,9 @@ namespace gpureap::testing {
 // a directory only root may enter (a clone in /root, a 0700 temporary directory).
 bool binary_runnable_as_nobody();
 
+// A TCP port on the loopback address nobody listens on now (a job's rendezvous, a receiver).
+int free_port();
+
 // A child that runs `body` at PID `want` (as root, through ns_last_pid), or -1 when other
 // processes kept taking the number first. Other attempts exit at once.
 pid_t fork_at(pid_t want, const std::function<void()>& body);

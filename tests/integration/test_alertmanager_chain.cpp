@@ -24,20 +24,6 @@ using nlohmann::json;
 const char* kAlertmanager = "/usr/bin/prometheus-alertmanager";
 const char* kAmtool = "/usr/bin/amtool";
 
-int free_port() {
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof a;
-  int port = 0;
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0)
-    port = ntohs(a.sin_port);
-  ::close(fd);
-  return port;
-}
-
 // The receiver Alertmanager notifies (its webhook_configs): every notification it gets.
 class ChainReceiver {
  public:

@@ -266,21 +266,6 @@ TEST(PytorchJobs, AJobKilledWholeLeavesItsDataLoaderFilesAndDoctorFindsThem) {
   EXPECT_NE((*f)["evidence"].dump().find("PyTorch"), std::string::npos) << f->dump(2);
 }
 
-// A TCP port nobody listens on now, for a job's rendezvous.
-int free_port() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof a;
-  int port = 0;
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0)
-    port = ntohs(a.sin_port);
-  ::close(fd);
-  return port;
-}
-
 // torchrun as it works under Debian's Python 3.11 (its default output options fail there).
 std::vector<std::string> torchrun(int ranks, int max_restarts, int port) {
   return {"-m",
