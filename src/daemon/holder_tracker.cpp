@@ -12,6 +12,22 @@
 #include "engine/listed_since.h"
 
 namespace gpureap::daemon {
+namespace {
+
+// Bounds a map of processes under a storm of many: its older half (by `time_of` its value)
+// goes at once, so this costs a sort per half its size of new processes, not one per event.
+template <class Map, class TimeOf>
+void drop_older_half(Map& map, TimeOf time_of) {
+  std::vector<decltype(time_of(map.begin()->second))> times;
+  times.reserve(map.size());
+  for (const auto& kv : map) times.push_back(time_of(kv.second));
+  auto middle = times.begin() + static_cast<std::ptrdiff_t>(times.size() / 2);
+  std::nth_element(times.begin(), middle, times.end());
+  const auto cut = *middle;
+  std::erase_if(map, [&](const auto& kv) { return time_of(kv.second) < cut; });
+}
+
+}  // namespace
 
 core::Result<std::shared_ptr<HolderTracker>> HolderTracker::start(
     const std::vector<std::string>& files, procfs::ProcFs proc, std::function<void()> wake) {
@@ -117,12 +133,17 @@ HolderTracker::Need HolderTracker::on_files(track::FanotifyWatch::Batch batch) {
       if (e.kind == track::FileEvent::Kind::Open) {
         ++counters_.opens;
         holders_.insert(e.pid);
+        note_open(e.pid, e.path);
         note_beginning(e.pid, e.at);
         check_dropped_forks(e.pid);
         claim_recent_forks();
         continue;
       }
       ++counters_.closes;
+      if (auto it = unconfirmed_opens_.find(e.pid); it != unconfirmed_opens_.end()) {
+        it->second.paths.erase(e.path);
+        if (it->second.paths.empty()) unconfirmed_opens_.erase(it);
+      }
       releases_.push_back({std::move(e.path), e.pid, e.at});
       if (releases_.size() > kKeptReleases) releases_.pop_front();
     }
@@ -199,6 +220,7 @@ bool HolderTracker::on_exit(pid_t pid, int wait_status) {
     }
   }
   unconfirmed_.erase(pid);
+  unconfirmed_opens_.erase(pid);
   if (holder || parent) note_end(pid, holder, wait_status);
   parent_starts_.erase(pid);
   began_.erase(pid);  // the PID may be handed out again
@@ -350,7 +372,7 @@ void HolderTracker::scanned(const core::ProcView& view, bool full) {
   // events named after this collection took its request (changed_ since take()) opened after
   // the scan read it, and one that had ended by then (gone, or a zombie) holds nothing to
   // read. Forgetting either would leave a fork it made unfollowed and its end unrecorded.
-  std::vector<pid_t> newer;
+  std::vector<pid_t> newer = opens_to_confirm(view);
   for (pid_t pid : holders_) {
     const core::HostProcess* p = view.find(pid);
     if (changed_.count(pid) || !p || p->stat.is_zombie()) newer.push_back(pid);
@@ -364,6 +386,34 @@ void HolderTracker::scanned(const core::ProcView& view, bool full) {
     return std::none_of(forked_by_.begin(), forked_by_.end(),
                         [&](const auto& f) { return f.second == kv.first; });
   });
+}
+
+void HolderTracker::note_open(pid_t pid, const std::string& path) {
+  auto& open = unconfirmed_opens_[pid];
+  open.paths.insert(path);
+  open.at = std::chrono::steady_clock::now();
+  if (unconfirmed_opens_.size() > kKeptRecentForks)
+    drop_older_half(unconfirmed_opens_, [](const UnconfirmedOpen& o) { return o.at; });
+}
+
+std::vector<pid_t> HolderTracker::opens_to_confirm(const core::ProcView& view) {
+  const auto now = std::chrono::steady_clock::now();
+  std::vector<pid_t> again;
+  for (auto it = unconfirmed_opens_.begin(); it != unconfirmed_opens_.end();) {
+    const pid_t pid = it->first;
+    const core::HostProcess* p = view.find(pid);
+    // Confirmed, or nothing left to confirm: a gone process's end is the exit's to record.
+    if (!p || p->stat.is_zombie() || p->holds_device() ||
+        now - it->second.at > kOpenConfirmWindow) {
+      it = unconfirmed_opens_.erase(it);
+      continue;
+    }
+    // Read before its fd was in place: still a holder, read again at the next collection.
+    again.push_back(pid);
+    changed_.insert(pid);
+    ++it;
+  }
+  return again;
 }
 
 TrackerCounters HolderTracker::counters() const {
@@ -380,16 +430,7 @@ std::optional<std::chrono::system_clock::time_point> HolderTracker::released_by(
 
 void HolderTracker::note_beginning(pid_t pid, std::chrono::system_clock::time_point at) {
   began_.try_emplace(pid, at);
-  if (began_.size() <= kKeptBeginnings) return;
-  // Bounded under a storm of many processes: the older half goes at once, so this costs a
-  // sort per kKeptBeginnings / 2 new processes, not one per event.
-  std::vector<std::chrono::system_clock::time_point> times;
-  times.reserve(began_.size());
-  for (const auto& kv : began_) times.push_back(kv.second);
-  auto middle = times.begin() + static_cast<std::ptrdiff_t>(times.size() / 2);
-  std::nth_element(times.begin(), middle, times.end());
-  const auto cut = *middle;
-  std::erase_if(began_, [&](const auto& kv) { return kv.second < cut; });
+  if (began_.size() > kKeptBeginnings) drop_older_half(began_, [](const auto& t) { return t; });
 }
 
 std::optional<std::chrono::system_clock::time_point> HolderTracker::began_holding(pid_t pid) const {

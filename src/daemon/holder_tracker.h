@@ -121,6 +121,13 @@ class HolderTracker final : public engine::ScanHints {
   // children the record would have named.
   static constexpr std::chrono::milliseconds kRecentForkWindow{2000};
   static constexpr size_t kKeptRecentForks = 4096;
+  // The kernel reports an open before it puts the new fd in the opener's table, and the
+  // woken tracker can preempt the opener right there: a scan answering the event at once may
+  // find no GPU file yet. An open no scan has confirmed keeps its process a holder (its forks
+  // followed) and read again at each collection until a scan sees it holding, the file's
+  // final close by it is read, it ends, or kOpenConfirmWindow passes (it then passed the file
+  // on and closed its own fd). At most kKeptRecentForks such processes, the newer kept.
+  static constexpr std::chrono::milliseconds kOpenConfirmWindow{2000};
 
  private:
   HolderTracker(track::FanotifyWatch files, core::Result<track::ProcEvents> procs,
@@ -154,6 +161,10 @@ class HolderTracker final : public engine::ScanHints {
   void remember_fork(pid_t child, pid_t parent);
   // Under mutex_: `pid` began holding at `at`, unless an earlier beginning is kept.
   void note_beginning(pid_t pid, std::chrono::system_clock::time_point at);
+  // Under mutex_: `pid` opened `path`, which no scan has shown yet (kOpenConfirmWindow).
+  void note_open(pid_t pid, const std::string& path);
+  // Under mutex_, from scanned(): the opens `view` does not confirm yet, to read again.
+  std::vector<pid_t> opens_to_confirm(const core::ProcView& view);
 
   track::FanotifyWatch files_;
   std::optional<track::ProcEvents> procs_;
@@ -188,6 +199,11 @@ class HolderTracker final : public engine::ScanHints {
     std::chrono::steady_clock::time_point at;
   };
   std::deque<RecentFork> recent_forks_;  // by processes not known to hold, oldest first
+  struct UnconfirmedOpen {
+    std::set<std::string> paths;  // opened, with no final close by it read since
+    std::chrono::steady_clock::time_point at;
+  };
+  std::unordered_map<pid_t, UnconfirmedOpen> unconfirmed_opens_;  // see kOpenConfirmWindow
   // Parents of records pushed out of recent_forks_ inside their window, with when (at most
   // kKeptRecentForks; past that, every new holder until dropped_all_until_ counts as one).
   std::unordered_map<pid_t, std::chrono::steady_clock::time_point> dropped_fork_parents_;

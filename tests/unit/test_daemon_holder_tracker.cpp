@@ -60,6 +60,18 @@ class HolderTrackerTest : public ::testing::Test {
   std::atomic<int> wakes_{0};
 };
 
+// Kills and reaps the children a test forked (those started: nonzero), however it returns.
+struct Reaped {
+  std::vector<pid_t*> pids;
+  ~Reaped() {
+    for (pid_t* pid : pids)
+      if (*pid > 0) {
+        ::kill(*pid, SIGKILL);
+        ::waitpid(*pid, nullptr, 0);
+      }
+  }
+};
+
 // Polls `done` every 10 ms, up to 5 s.
 template <class F>
 bool soon(F done) {
@@ -354,6 +366,73 @@ TEST_F(HolderTrackerForkTest, AForkReadBeforeItsParentsOpenStillNamesTheChild) {
   }
   ::kill(storm, SIGKILL);
   ::waitpid(storm, nullptr, 0);
+}
+
+// The kernel reports an open before the fd is in the opener's table: a scan answering the
+// event at once can find the opener holding nothing (the collection that beat it is played
+// here by a view without its file). The opener stays a holder, is asked for again, and a fork
+// it makes then names the child, as it does once a scan has seen it hold.
+TEST_F(HolderTrackerForkTest, AnOpenerTheScanSawBeforeItsFdIsReadAgainAndItsForksFollowed) {
+  auto t = tracker_;
+  int go[2], back[2];
+  ASSERT_EQ(::pipe(go), 0);
+  ASSERT_EQ(::pipe(back), 0);
+  pid_t worker = 0;
+  pid_t trainer = ::fork();
+  if (trainer == 0) {
+    int fd = ::open(file_.c_str(), O_RDONLY);
+    char c;
+    if (fd < 0 || ::read(go[0], &c, 1) != 1) ::_exit(1);
+    pid_t worker = ::fork();
+    if (worker == 0)
+      for (;;) ::pause();
+    if (::write(back[1], &worker, sizeof worker) != sizeof worker) ::_exit(1);
+    for (;;) ::pause();
+  }
+  Reaped reaped{{&trainer, &worker}};
+  // take() hands each request out once: what it asked for is kept across the polls.
+  auto asked_for = [&](pid_t pid) {
+    bool asked = false;
+    return soon([&] {
+      auto r = t->take();
+      asked = asked || std::find(r.pids.begin(), r.pids.end(), pid) != r.pids.end();
+      return asked;
+    });
+  };
+  ASSERT_TRUE(asked_for(trainer));
+  core::ProcView before_fd;
+  before_fd.processes = {process(trainer, 1, false)};
+  t->scanned(before_fd, false);
+  EXPECT_TRUE(asked_for(trainer)) << "an open no scan confirmed is not read again";
+  ASSERT_EQ(::write(go[1], "x", 1), 1);
+  ASSERT_EQ(::read(back[0], &worker, sizeof worker), static_cast<ssize_t>(sizeof worker));
+  EXPECT_TRUE(asked_for(worker)) << "the fork of an unconfirmed opener was not followed";
+  // A scan that sees it hold confirms the open: it is read again only as any holder is.
+  core::ProcView held;
+  held.processes = {process(trainer, 1, true), process(worker, 2, true)};
+  t->scanned(held, false);
+  auto r = t->take();
+  EXPECT_EQ(std::find(r.pids.begin(), r.pids.end(), trainer), r.pids.end());
+  for (int fd : {go[0], go[1], back[0], back[1]}) ::close(fd);
+}
+
+// An open whose final close by the same process is read holds nothing to wait for: a scan
+// that finds it holding nothing is believed.
+TEST_F(HolderTrackerForkTest, AnOpenClosedAgainIsNotReadAgain) {
+  auto t = tracker_;
+  pid_t prober = ::fork();
+  if (prober == 0) {
+    ::close(::open(file_.c_str(), O_RDONLY));
+    for (;;) ::pause();
+  }
+  Reaped reaped{{&prober}};
+  ASSERT_TRUE(soon([&] { return t->counters().closes >= 1; }));
+  (void)t->take();
+  core::ProcView closed;
+  closed.processes = {process(prober, 1, false)};
+  t->scanned(closed, false);
+  auto r = t->take();
+  EXPECT_EQ(std::find(r.pids.begin(), r.pids.end(), prober), r.pids.end());
 }
 
 // A fork storm elsewhere (a PID-cycling job) pushes the record of a trainer's fork out before
