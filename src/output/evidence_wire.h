@@ -24,7 +24,7 @@ namespace gpureap::output {
 
 // Changes whenever a field is added, removed or changes meaning (the snapshots inside carry
 // kSnapshotWireVersion of their own).
-inline constexpr int kEvidenceWireVersion = 2;
+inline constexpr int kEvidenceWireVersion = 3;  // 3: keys are the fields' names
 
 nlohmann::json evidence_to_wire(const doctor::Evidence& evidence);
 // `first` is `last` itself when the document's is null.

@@ -404,8 +404,8 @@ TEST(SnapshotWire, RefusesAMistypedFieldByItsPath) {
   EXPECT_TRUE(
       Contains(error_after([](json& w) { w["proc"]["processes"][0]["stat"]["pid"] = 1ll << 40; }),
                "proc.processes[0].stat.pid: out of range"));
-  EXPECT_TRUE(Contains(error_after([](json& w) { w["drivers"]["gpus"][0]["mig_mode"] = "no"; }),
-                       "drivers.gpus[0].mig_mode: not a boolean"));
+  EXPECT_TRUE(Contains(error_after([](json& w) { w["drivers"]["gpus"][0]["split_mode"] = "no"; }),
+                       "drivers.gpus[0].split_mode: not a boolean"));
   EXPECT_TRUE(
       Contains(error_after([](json& w) { w["proc"]["processes"][1]["devices"] = json::object(); }),
                "proc.processes[1].devices: not an array"));
