@@ -250,6 +250,17 @@ TEST(WireCodec, TheFilledEvidenceComesBackThroughItsDocument) {
   EXPECT_EQ(back->work_server_log, e.work_server_log);
 }
 
+// The error that decoding by `decode` throws.
+template <class F>
+std::string error_of(F decode) {
+  try {
+    decode();
+  } catch (const output::wire::WireError& e) {
+    return e.message;
+  }
+  return "(decoded)";
+}
+
 // What a test above would see of a field the description forgot: the round trip drops it, and
 // a peer whose description differs is refused by the key's path.
 TEST(WireCodec, AFieldLeftOutOfADescriptionIsSeen) {
@@ -257,14 +268,6 @@ TEST(WireCodec, AFieldLeftOutOfADescriptionIsSeen) {
   EXPECT_FALSE(SameByBindings(v, round_trip(v)));
   EXPECT_EQ(output::wire::encode(v), json({{"a", 1}}));
 
-  auto error_of = [](auto decode) -> std::string {
-    try {
-      decode();
-    } catch (const output::wire::WireError& e) {
-      return e.message;
-    }
-    return "(decoded)";
-  };
   EXPECT_EQ(
       error_of([&] { output::wire::decode<wire_codec_test::Two>(output::wire::encode(v), "x"); }),
       "x.b: missing");
@@ -277,14 +280,6 @@ TEST(WireCodec, AFieldLeftOutOfADescriptionIsSeen) {
 
 TEST(WireCodec, ValuesOfEveryKindAreReadStrictlyByTheirPath) {
   using output::wire::decode;
-  auto error_of = [](auto decode) -> std::string {
-    try {
-      decode();
-    } catch (const output::wire::WireError& e) {
-      return e.message;
-    }
-    return "(decoded)";
-  };
   EXPECT_EQ(error_of([] { decode<core::KernelStamp>(json("ThisBoot"), "k.stamp"); }),
             "k.stamp: unknown value \"ThisBoot\"");
   EXPECT_EQ(error_of([] { decode<core::KernelStamp>(json(1), "k.stamp"); }),
