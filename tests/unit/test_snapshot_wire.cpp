@@ -423,6 +423,16 @@ TEST(SnapshotWire, RefusesAMistypedFieldByItsPath) {
       Contains(error_after([](json& w) { w = json::array(); }), "(document): not an object"));
 }
 
+TEST(SnapshotWire, RefusesAMapsKeyGivenTwice) {
+  EXPECT_TRUE(Contains(error_after([](json& w) {
+                         auto& since = w["proc"]["listed_since"];
+                         since.push_back(since[0]);
+                       }),
+                       "proc.listed_since[1][0]: the key of an earlier entry"));
+  EXPECT_TRUE(Contains(error_after([](json& w) { w["proc"]["ends"][0] = json::array({7777}); }),
+                       "proc.ends[0]: not a [key, value] pair"));
+}
+
 TEST(SnapshotWire, RefusesAnUnknownEnumName) {
   EXPECT_TRUE(Contains(
       error_after([](json& w) { w["drivers"]["gpus"][0]["processes"][0]["kind"] = "Compute"; }),
