@@ -15,6 +15,7 @@ namespace gpureap::core {
 
 // A severity as the driver vendor's documentation ranks an error, before doctor words it.
 enum class KernelEventLevel { Info, Warning, Critical };
+const char* to_string(KernelEventLevel level);  // "info", ... (text/enum_names.h)
 
 // What a record's stamp (microseconds since boot) says of when it was written. A record of this
 // boot was written after the boot and before it was read; one stamped later than it was read is
@@ -24,6 +25,7 @@ enum class KernelStamp {
   ThisBoot,  // between the boot and the reading
   Future,    // later than the reading
 };
+const char* to_string(KernelStamp stamp);  // "unknown", "this_boot", "future"
 
 struct KernelGpuEvent {
   std::string vendor;  // the vendor of the parser that read it

@@ -6,14 +6,14 @@
 // the GPU errors its kernel log follower collected, and the tail of the work server's log. Like
 // the snapshot wire it is lossless and private to one build: another version is refused.
 //
-//   {"evidence": 2, "last": <snapshot wire>, "first": <snapshot wire> | null (the same as last),
-//    "ipc": {"segments": [...], "files": [...], "uninspected": [PID]} | null,
-//    "kernel": {"read", "problem", "events": [...], "oom_kills": [...], "records", "malformed"}
-//      | null,
+//   {"evidence": V, "last": <snapshot wire>, "first": <snapshot wire> | null (the same as last),
+//    "ipc": <procfs::IpcResidue> | null, "kernel": <core::KernelLog> | null,
 //    "work_server_log": [bytes]}
 //
-// Byte strings, strictness and errors are the snapshot wire's. The blocked tasks of D-state
-// holders are not carried: the daemon reads none, and the command reads them itself
+// V is kEvidenceWireVersion. The IPC residue and the kernel log are written and read by their
+// descriptions (output/wire_fields.h) as the snapshot wire's structs are: the same keys (the
+// fields' names), byte strings, strictness and errors. The blocked tasks of D-state holders
+// are not carried: the daemon reads none, and the command reads them itself
 // (collect::read_blocked_tasks), as on its own samples.
 #include <nlohmann/json.hpp>
 
@@ -24,7 +24,7 @@ namespace gpureap::output {
 
 // Changes whenever a field is added, removed or changes meaning (the snapshots inside carry
 // kSnapshotWireVersion of their own).
-inline constexpr int kEvidenceWireVersion = 2;
+inline constexpr int kEvidenceWireVersion = 3;  // 3: keys are the fields' names
 
 nlohmann::json evidence_to_wire(const doctor::Evidence& evidence);
 // `first` is `last` itself when the document's is null.

@@ -7,12 +7,16 @@
 // warnings): the decoder calls core::join, so those are computed by the same code as the
 // daemon's.
 //
-// The document: {"wire": 1, "timestamp_ns": N, "hostname": S, "drivers": {...}, "proc": {...}},
-// each struct an object whose keys are the C++ field names. Every field is present: an empty
+// The document: {"wire": V, "timestamp": N, "hostname": S, "drivers": {...}, "proc": {...}},
+// V being kSnapshotWireVersion and N nanoseconds since the epoch. Inside, each struct is an
+// object whose keys are the names its description gives its fields (output/wire_fields.h: the
+// fields' own names): those descriptions are this document's documentation, and the one codec
+// (output/wire_codec.h) writes and reads every struct by them. Every field is present: an empty
 // optional is null, never an absent key. Integers are JSON integers of the field's own type
-// (uint64 sizes up to 2^64-1, pid_t and other signed fields negative too); power_watts is a
-// number, or "nan", "inf", "-inf"; enums are their names (to_string); a backend's or GPU's
-// details are [key, value] pairs in order; the state letter is a string of one byte.
+// (uint64 sizes up to 2^64-1, pid_t and other signed fields negative too); a double is a
+// number, or "nan", "inf", "-inf"; enums are their names (text/enum_names.h); a list is an
+// array, a pair (a backend's or GPU's details) is [first, second], a map is an array of
+// [key, value] pairs in key order; a char (the state letter) is a string of one byte.
 //
 // Byte strings. Every std::string (process names, paths, command lines, what a driver says)
 // is untrusted bytes. One that is valid UTF-8 is a JSON string; any other is {"hex": "..."}
@@ -20,8 +24,14 @@
 // itself is always valid UTF-8 (dump_json never has to replace anything in it).
 //
 // Decoding is strict: a missing, mistyped or out-of-range field, an unknown field, an unknown
-// enum name or a "wire" other than kSnapshotWireVersion is an error naming the field's path
+// enum name, a map's key given twice, processes out of pid order or a "wire" other than
+// kSnapshotWireVersion is an error naming the field's path
 // (`proc.processes[3].stat.state: not a string`). Nothing throws out of these functions.
+//
+// A field added to a struct the document carries stops the build at its description until it
+// has its line there; with that line it is encoded, decoded and round-trip tested
+// (tests/unit/test_wire_codec.cpp fills every described field), and kSnapshotWireVersion must
+// be raised.
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
@@ -33,11 +43,12 @@ namespace gpureap::output {
 
 // Changes whenever a field is added, removed or changes meaning: an older or newer peer's
 // document is refused, never half-read.
-inline constexpr int kSnapshotWireVersion = 10;  // 2: container and pod names; 3: verified
+inline constexpr int kSnapshotWireVersion = 11;  // 2: container and pod names; 3: verified
 // containers; 4: exited parents; 5: driver_device_files (by backend); 6: GPU instances and
 // servers of other processes' work; 7: when each listed PID was first seen listed;
 // 8: the holders' ends the daemon saw; 9: distributed jobs' rank labels; 10: the ranks the
-// daemon saw end, and the wait status of an end the events saw
+// daemon saw end, and the wait status of an end the events saw; 11: one codec by the
+// structs' descriptions (keys are the fields' names; maps are [key, value] pairs)
 
 nlohmann::json snapshot_inputs_to_wire(const core::Snapshot& snapshot);
 // The inputs decoded and joined again: core::join(proc, drivers, hostname, timestamp).

@@ -404,8 +404,8 @@ TEST(SnapshotWire, RefusesAMistypedFieldByItsPath) {
   EXPECT_TRUE(
       Contains(error_after([](json& w) { w["proc"]["processes"][0]["stat"]["pid"] = 1ll << 40; }),
                "proc.processes[0].stat.pid: out of range"));
-  EXPECT_TRUE(Contains(error_after([](json& w) { w["drivers"]["gpus"][0]["mig_mode"] = "no"; }),
-                       "drivers.gpus[0].mig_mode: not a boolean"));
+  EXPECT_TRUE(Contains(error_after([](json& w) { w["drivers"]["gpus"][0]["split_mode"] = "no"; }),
+                       "drivers.gpus[0].split_mode: not a boolean"));
   EXPECT_TRUE(
       Contains(error_after([](json& w) { w["proc"]["processes"][1]["devices"] = json::object(); }),
                "proc.processes[1].devices: not an array"));
@@ -421,6 +421,16 @@ TEST(SnapshotWire, RefusesAMistypedFieldByItsPath) {
                        "proc.processes[0].extra: unknown field"));
   EXPECT_TRUE(
       Contains(error_after([](json& w) { w = json::array(); }), "(document): not an object"));
+}
+
+TEST(SnapshotWire, RefusesAMapsKeyGivenTwice) {
+  EXPECT_TRUE(Contains(error_after([](json& w) {
+                         auto& since = w["proc"]["listed_since"];
+                         since.push_back(since[0]);
+                       }),
+                       "proc.listed_since[1][0]: the key of an earlier entry"));
+  EXPECT_TRUE(Contains(error_after([](json& w) { w["proc"]["ends"][0] = json::array({7777}); }),
+                       "proc.ends[0]: not a [key, value] pair"));
 }
 
 TEST(SnapshotWire, RefusesAnUnknownEnumName) {

@@ -8,6 +8,7 @@
 #include "alert/rule.h"
 #include "core/anomaly.h"
 #include "core/gpu.h"
+#include "core/kernel_event.h"
 #include "doctor/finding.h"
 #include "doctor/finding_code.h"
 #include "history/journal.h"
@@ -62,9 +63,10 @@ class EveryNamedEnum : public ::testing::Test {};
 
 using NamedEnums =
     ::testing::Types<doctor::FindingCode, doctor::Severity, doctor::StepKind, core::Anomaly,
-                     core::GpuProcessKind, core::BackendErrorCode, policy::Action, alert::Condition,
-                     output::PsSort, history::JournalEventKind, reap::ReasonKind, reap::Action,
-                     reap::OutcomeKind, reap::ExecStatus, report::MarkerKind, report::GhostEnding>;
+                     core::GpuProcessKind, core::BackendErrorCode, core::KernelEventLevel,
+                     core::KernelStamp, policy::Action, alert::Condition, output::PsSort,
+                     history::JournalEventKind, reap::ReasonKind, reap::Action, reap::OutcomeKind,
+                     reap::ExecStatus, report::MarkerKind, report::GhostEnding>;
 TYPED_TEST_SUITE(EveryNamedEnum, NamedEnums);
 
 TYPED_TEST(EveryNamedEnum, EachEnumeratorHasANameOfItsOwnThatReadsBack) {

@@ -1,0 +1,87 @@
+// The wire form of a byte string (snapshot_wire.h): valid UTF-8 as itself, any other bytes as
+// {"hex": "..."}, so that any bytes round-trip and every wire document is valid UTF-8.
+#include <optional>
+#include <string>
+
+#include "output/snapshot_wire.h"
+
+namespace gpureap::output {
+namespace {
+
+using nlohmann::json;
+
+// Strict UTF-8 as RFC 3629 defines it (no overlong forms, no surrogates, nothing past
+// U+10FFFF): exactly what nlohmann::json accepts when it dumps or parses a string.
+bool valid_utf8(const std::string& s) {
+  size_t i = 0;
+  const size_t n = s.size();
+  while (i < n) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c < 0x80) {
+      ++i;
+      continue;
+    }
+    size_t len = 0;
+    unsigned char lo = 0x80, hi = 0xBF;  // the allowed range of the second byte
+    if (c >= 0xC2 && c <= 0xDF) {
+      len = 2;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+      len = 3;
+      if (c == 0xE0) lo = 0xA0;  // overlong
+      if (c == 0xED) hi = 0x9F;  // surrogates
+    } else if (c >= 0xF0 && c <= 0xF4) {
+      len = 4;
+      if (c == 0xF0) lo = 0x90;  // overlong
+      if (c == 0xF4) hi = 0x8F;  // past U+10FFFF
+    } else {
+      return false;
+    }
+    if (n - i < len) return false;
+    const auto second = static_cast<unsigned char>(s[i + 1]);
+    if (second < lo || second > hi) return false;
+    for (size_t k = 2; k < len; ++k)
+      if ((static_cast<unsigned char>(s[i + k]) & 0xC0) != 0x80) return false;
+    i += len;
+  }
+  return true;
+}
+
+int hex_digit(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  return -1;
+}
+
+}  // namespace
+
+json wire_bytes(const std::string& bytes) {
+  if (valid_utf8(bytes)) return bytes;
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string hex;
+  hex.reserve(bytes.size() * 2);
+  for (char c : bytes) {
+    const auto b = static_cast<unsigned char>(c);
+    hex += kDigits[b >> 4];
+    hex += kDigits[b & 0xF];
+  }
+  return {{"hex", hex}};
+}
+
+std::optional<std::string> bytes_from_wire(const json& value) {
+  if (value.is_string()) return value.get<std::string>();
+  if (!value.is_object() || value.size() != 1 || !value.contains("hex")) return std::nullopt;
+  const auto& hex = value["hex"];
+  if (!hex.is_string()) return std::nullopt;
+  const auto& text = hex.get_ref<const std::string&>();
+  if (text.size() % 2 != 0) return std::nullopt;
+  std::string out;
+  out.reserve(text.size() / 2);
+  for (size_t i = 0; i < text.size(); i += 2) {
+    const int hi = hex_digit(text[i]), lo = hex_digit(text[i + 1]);
+    if (hi < 0 || lo < 0) return std::nullopt;
+    out += static_cast<char>((hi << 4) | lo);
+  }
+  return out;
+}
+
+}  // namespace gpureap::output
