@@ -21,7 +21,7 @@
 #include "cluster/prometheus_client.h"
 #include "cluster/split_jobs.h"
 #include "core/duration.h"
-#include "export/history_json.h"
+#include "export/history_since.h"
 #include "output/snapshot_json.h"
 #include "output/table.h"
 #include "report/cluster_page.h"
