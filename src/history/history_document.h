@@ -25,7 +25,6 @@ struct Release {
   // The GPUs the file reaches, by its device number (none: the driver's control file); empty
   // from a daemon that did not say.
   std::optional<std::vector<unsigned>> gpus;
-  bool operator==(const Release&) const = default;
 };
 
 struct HistoryDocument {
@@ -33,7 +32,6 @@ struct HistoryDocument {
   TimePoint since;
   HistoryView view;
   std::vector<Release> releases;  // none from a daemon that follows no holder events
-  bool operator==(const HistoryDocument&) const = default;
 };
 
 nlohmann::json history_to_json(const HistoryDocument& document);

@@ -22,7 +22,6 @@ struct GpuPoint {
   std::optional<uint64_t> ghost_bytes;
   std::optional<unsigned> utilization_percent;
   unsigned processes = 0;  // rows the driver lists on it
-  bool operator==(const GpuPoint&) const = default;
 };
 
 struct GpuSeries {
@@ -30,7 +29,6 @@ struct GpuSeries {
   std::string uuid;
   std::optional<uint64_t> total_bytes;  // the GPU's memory, as last read
   std::vector<GpuPoint> points;         // oldest first, one per sample
-  bool operator==(const GpuSeries&) const = default;
 };
 
 // A change of one process's use of one GPU: the values hold from `time` until the next point
@@ -39,7 +37,6 @@ struct ProcessPoint {
   TimePoint time;
   std::optional<uint64_t> used_bytes;
   std::optional<unsigned> sm_utilization_percent;
-  bool operator==(const ProcessPoint&) const = default;
 };
 
 // A process identity: a PID is reused, a PID and its start time are not. Gone processes
@@ -67,7 +64,6 @@ struct ProcessTrack {
   TimePoint last_seen;
   std::vector<ProcessPoint> points;  // oldest first
   std::vector<Keeper> keepers;       // a gone PID's keepers over its track (bounded)
-  bool operator==(const ProcessTrack&) const = default;
 };
 
 struct HistoryView {
@@ -75,7 +71,6 @@ struct HistoryView {
   std::chrono::milliseconds interval{0};
   std::vector<GpuSeries> gpus;
   std::vector<ProcessTrack> processes;
-  bool operator==(const HistoryView&) const = default;
 };
 
 }  // namespace gpureap::history
