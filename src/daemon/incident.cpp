@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "core/field_count.h"
 #include "core/gpu_place.h"
 #include "doctor/finding_code.h"
 #include "procfs/user_names.h"
@@ -25,6 +26,11 @@ json time_or_null(const std::optional<std::chrono::system_clock::time_point>& t)
 std::string utf8(const std::string& s) {
   return text::utf8_valid(s);
 }
+
+// The journal's fields the incident document writes: a field added to a lane or an event stops
+// the build here until it is written, and report/incident.cpp's mirror until it is read.
+static_assert(core::field_count<history::JournalLane>() == 16, "a lane field is not written");
+static_assert(core::field_count<history::JournalEvent>() == 11, "an event field is not written");
 
 json lane_json(const history::JournalLane& l) {
   return {{"pid", l.pid},

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include "core/field_count.h"
+#include "history/journal.h"
 #include "text/byte_format.h"
 #include "text/enum_names.h"
 
@@ -10,6 +12,13 @@ namespace gpureap::report {
 namespace incident_detail {
 
 using nlohmann::json;
+
+// The daemon writes the journal's lanes and events field for field (daemon/incident.cpp); the
+// report's mirrors read each one, so a field added to the journal stops the build here too.
+static_assert(core::field_count<IncidentLane>() == core::field_count<history::JournalLane>(),
+              "a journal lane field is not read");
+static_assert(core::field_count<IncidentEvent>() == core::field_count<history::JournalEvent>(),
+              "a journal event field is not read");
 
 struct Bad {
   std::string what;
