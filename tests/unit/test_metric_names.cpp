@@ -4,13 +4,13 @@
 // cluster view reads are on the exporter's samples.
 #include <gtest/gtest.h>
 
-#include <regex>
 #include <set>
 
 #include "cluster/cluster_view.h"
 #include "cluster/split_jobs.h"
 #include "export/metrics.h"
 #include "metric/names.h"
+#include "metric_names_in.h"
 #include "snapshot_builders.h"
 
 namespace gpureap::metric {
@@ -41,15 +41,6 @@ std::vector<MetricFamily> exported() {
 std::set<std::string> exported_names() {
   std::set<std::string> names;
   for (const auto& f : exported()) names.insert(f.name);
-  return names;
-}
-
-std::set<std::string> gpureap_names_in(const std::string& text) {
-  std::set<std::string> names;
-  static const std::regex re(R"(gpureap_[a-z_]+)");
-  for (auto it = std::sregex_iterator(text.begin(), text.end(), re); it != std::sregex_iterator();
-       ++it)
-    names.insert(it->str());
   return names;
 }
 
