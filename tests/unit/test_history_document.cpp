@@ -104,8 +104,9 @@ TEST(HistoryDocument, WhatIsWrongIsNamedWhereItIs) {
   };
   const json good = history_to_json(every_field_set());
   EXPECT_NE(error_of(json::array()).find("schema"), std::string::npos);
-  EXPECT_NE(error_of({{"schema", "gpureap.releases/v1"}}).find("gpureap.releases/v1"),
-            std::string::npos);
+  EXPECT_NE(
+      error_of(json::parse(R"({"schema":"gpureap.releases/v1"})")).find("gpureap.releases/v1"),
+      std::string::npos);
   auto bad = [&](const char* pointer, json value, const char* named) {
     json doc = good;
     doc[json::json_pointer(pointer)] = std::move(value);
@@ -123,7 +124,7 @@ TEST(HistoryDocument, WhatIsWrongIsNamedWhereItIs) {
   bad("/hostname", 3, "hostname is not a string");
   bad("/interval_seconds", -1, "interval_seconds");
   // Text from the document is escaped before it reaches a terminal.
-  EXPECT_EQ(error_of({{"schema", "\x1b[2J"}}).find('\x1b'), std::string::npos);
+  EXPECT_EQ(error_of(json::parse(R"({"schema":"\u001b[2J"})")).find('\x1b'), std::string::npos);
 }
 
 TEST(HistoryDocument, AReleasesListAloneReadsBack) {
