@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "core/field_count.h"
+#include "history/json_fields.h"
 #include "text/escape.h"
 #include "text/rfc3339.h"
 #include "text/time_format.h"
@@ -12,6 +13,7 @@ namespace gpureap::history {
 namespace {
 
 using nlohmann::json;
+using namespace json_fields;
 
 // Every struct the document carries, with the number of fields encoded and decoded below: a
 // field added to one of them fails the build here until it is carried both ways (and the
@@ -30,16 +32,6 @@ static_assert(carried<Release, 4>, "a Release field is not written or read by th
 static_assert(carried<HistoryDocument, 4>, "a HistoryDocument field is not in the document");
 
 // ---- writing ----
-
-double unix_seconds(TimePoint t) {
-  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
-  return static_cast<double>(ms) / 1000.0;
-}
-
-template <class T>
-json maybe(const std::optional<T>& v) {
-  return v ? json(*v) : json(nullptr);
-}
 
 json ratio(const std::optional<unsigned>& percent) {
   return percent ? json(*percent / 100.0) : json(nullptr);
@@ -83,42 +75,6 @@ json track_json(const ProcessTrack& t) {
 
 // ---- reading ----
 
-// A malformed document throws this inside the reader; the boundary turns it into an Error.
-struct Malformed {
-  std::string what;
-};
-
-std::string at(const std::string& where, const char* name) {
-  return where.empty() ? name : where + "." + name;
-}
-
-std::string item(const std::string& where, const char* name, size_t i) {
-  return at(where, name) + "[" + std::to_string(i) + "]";
-}
-
-const json& field(const json& object, const char* name, const std::string& where) {
-  if (!object.is_object())
-    throw Malformed{(where.empty() ? "the document" : where) + " is not an object"};
-  auto it = object.find(name);
-  if (it == object.end())
-    throw Malformed{(where.empty() ? "the document" : where) + " has no \"" + name + "\""};
-  return *it;
-}
-
-// A member older documents may lack: null when absent.
-const json& optional_field(const json& object, const char* name) {
-  static const json kNull;
-  auto it = object.find(name);
-  return it == object.end() ? kNull : *it;
-}
-
-TimePoint time_of(const json& v, const std::string& where) {
-  if (!v.is_number()) throw Malformed{where + " is not a time in Unix seconds"};
-  double secs = v.get<double>();
-  if (!(secs >= 0 && secs < 1e11)) throw Malformed{where + " is not a time in Unix seconds"};
-  return TimePoint(std::chrono::milliseconds(std::llround(secs * 1000)));
-}
-
 std::chrono::milliseconds seconds_of(const json& v, const std::string& where) {
   if (v.is_null()) return std::chrono::milliseconds(0);
   if (!v.is_number() || !(v.get<double>() >= 0 && v.get<double>() < 1e9))
@@ -126,44 +82,11 @@ std::chrono::milliseconds seconds_of(const json& v, const std::string& where) {
   return std::chrono::milliseconds(std::llround(v.get<double>() * 1000));
 }
 
-template <class T>
-T integer_of(const json& v, const std::string& where) {
-  if (!v.is_number_integer()) throw Malformed{where + " is not an integer"};
-  if (v.is_number_unsigned()) {
-    if (v.get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<T>::max()))
-      throw Malformed{where + " is out of range"};
-    return static_cast<T>(v.get<uint64_t>());
-  }
-  auto n = v.get<int64_t>();
-  if (n < 0 || static_cast<uint64_t>(n) > static_cast<uint64_t>(std::numeric_limits<T>::max()))
-    throw Malformed{where + " is out of range"};
-  return static_cast<T>(n);
-}
-
-std::optional<uint64_t> bytes_of(const json& v, const std::string& where) {
-  if (v.is_null()) return std::nullopt;
-  if (!v.is_number_unsigned() && !(v.is_number_integer() && v.get<int64_t>() >= 0))
-    throw Malformed{where + " is not a byte count"};
-  return v.get<uint64_t>();
-}
-
 std::optional<unsigned> percent_of(const json& v, const std::string& where) {
   if (v.is_null()) return std::nullopt;
   if (!v.is_number() || !(v.get<double>() >= 0 && v.get<double>() <= 655))
     throw Malformed{where + " is not a ratio"};
   return static_cast<unsigned>(std::llround(v.get<double>() * 100));
-}
-
-// Names are text the document may lack (a process without a user): "" then.
-std::string string_of(const json& v, const std::string& where) {
-  if (v.is_null()) return "";
-  if (!v.is_string()) throw Malformed{where + " is not a string"};
-  return v.get<std::string>();
-}
-
-const json& list_of(const json& v, const std::string& where) {
-  if (!v.is_array()) throw Malformed{where + " is not a list"};
-  return v;
 }
 
 GpuSeries gpu_from(const json& g, const std::string& where) {

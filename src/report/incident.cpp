@@ -3,22 +3,13 @@
 
 #include <algorithm>
 
-#include "core/field_count.h"
-#include "history/journal.h"
+#include "history/journal_document.h"
 #include "text/byte_format.h"
-#include "text/enum_names.h"
 
 namespace gpureap::report {
 namespace incident_detail {
 
 using nlohmann::json;
-
-// The daemon writes the journal's lanes and events field for field (daemon/incident.cpp); the
-// report's mirrors read each one, so a field added to the journal stops the build here too.
-static_assert(core::field_count<IncidentLane>() == core::field_count<history::JournalLane>(),
-              "a journal lane field is not read");
-static_assert(core::field_count<IncidentEvent>() == core::field_count<history::JournalEvent>(),
-              "a journal event field is not read");
 
 struct Bad {
   std::string what;
@@ -36,12 +27,6 @@ TimePoint when(const json& v, const std::string& where) {
   double secs = v.get<double>();
   if (!(secs >= 0 && secs < 1e11)) throw Bad{where + " is not a time in Unix seconds"};
   return TimePoint(std::chrono::milliseconds(static_cast<int64_t>(secs * 1000 + 0.5)));
-}
-
-std::optional<TimePoint> maybe_when(const json& o, const char* name, const std::string& where) {
-  auto it = o.find(name);
-  if (it == o.end() || it->is_null()) return std::nullopt;
-  return when(*it, where + "." + name);
 }
 
 template <class T>
@@ -70,13 +55,6 @@ std::string words(const json& o, const char* name, const std::string& where, boo
   }
   if (!it->is_string()) throw Bad{where + "." + name + " is not a string"};
   return it->get<std::string>();
-}
-
-bool flag(const json& o, const char* name, const std::string& where) {
-  auto it = o.find(name);
-  if (it == o.end()) return false;
-  if (!it->is_boolean()) throw Bad{where + "." + name + " is not true or false"};
-  return it->get<bool>();
 }
 
 const json& list(const json& o, const char* name, const std::string& where) {
@@ -132,46 +110,6 @@ Incident incident_of(const json& j) {
     in.gpus.push_back({whole<unsigned>(g, "gpu", at), words(g, "name", at, false),
                        words(g, "uuid", at, false), maybe_whole<uint64_t>(g, "total_bytes", at)});
   }
-  i = 0;
-  for (const auto& l : list(j, "lanes", "incident")) {
-    std::string at = "incident.lanes[" + std::to_string(i++) + "]";
-    IncidentLane x;
-    x.pid = whole<pid_t>(l, "pid", at);
-    x.start_ticks = maybe_whole<uint64_t>(l, "start_ticks", at).value_or(0);
-    x.gpu = whole<unsigned>(l, "gpu", at);
-    x.ppid = maybe_whole<pid_t>(l, "ppid", at).value_or(0);
-    x.comm = words(l, "comm", at, false);
-    x.user = words(l, "user", at, false);
-    x.first_seen = when(member(l, "first_seen", at), at + ".first_seen");
-    x.last_seen = when(member(l, "last_seen", at), at + ".last_seen");
-    x.listed = flag(l, "listed", at);
-    x.keeper = flag(l, "keeper", at);
-    x.exited = maybe_when(l, "exited", at);
-    x.ghost = maybe_when(l, "ghost", at);
-    x.leaked = flag(l, "leaked", at);
-    x.stopped = flag(l, "stopped", at);
-    x.open = flag(l, "open", at);
-    x.peak_bytes = maybe_whole<uint64_t>(l, "peak_bytes", at).value_or(0);
-    in.lanes.push_back(std::move(x));
-  }
-  i = 0;
-  for (const auto& e : list(j, "events", "incident")) {
-    std::string at = "incident.events[" + std::to_string(i++) + "]";
-    IncidentEvent x;
-    x.at = when(member(e, "time", at), at + ".time");
-    // A kind a newer daemon writes and this gpureap does not know stays off the timeline.
-    x.kind = text::enum_from_name<history::JournalEventKind>(words(e, "kind", at, true));
-    x.gpu = maybe_whole<unsigned>(e, "gpu", at);
-    x.pid = maybe_whole<pid_t>(e, "pid", at).value_or(0);
-    x.other = maybe_whole<pid_t>(e, "other", at).value_or(0);
-    x.bytes = maybe_whole<uint64_t>(e, "bytes", at).value_or(0);
-    x.text = words(e, "text", at, false);
-    x.uid = maybe_whole<uid_t>(e, "uid", at);
-    x.user = words(e, "user", at, false);
-    x.command = words(e, "command", at, false);
-    x.reason = words(e, "reason", at, false);
-    in.events.push_back(std::move(x));
-  }
   if (auto it = j.find("now"); it != j.end() && !it->is_null()) in.now = now_of(*it);
   return in;
 }
@@ -196,7 +134,7 @@ std::string mark_text(const IncidentEvent& e) {
   using K = history::JournalEventKind;
   const std::string at = " at " + utc_time(e.at, true);
   const std::string pid = "PID " + std::to_string(e.pid);
-  switch (*e.kind) {
+  switch (e.kind) {
     case K::Fork:
       return pid + " forked PID " + std::to_string(e.other) + at;
     case K::Exit:
@@ -241,8 +179,13 @@ std::string Incident::name_of(pid_t pid) const {
 }
 
 core::Result<Incident> parse_incident(const nlohmann::json& j) {
+  auto journal = history::journal_from_json(j);
+  if (!journal) return journal.error();
   try {
-    return incident_detail::incident_of(j);
+    auto in = incident_detail::incident_of(j);
+    in.lanes = std::move(journal->lanes);
+    in.events = std::move(journal->events);
+    return in;
   } catch (const incident_detail::Bad& b) {
     return core::Error{"the history's " + b.what, "save the daemon's /api/v1/history again"};
   } catch (const nlohmann::json::exception& e) {
@@ -336,8 +279,7 @@ Timeline build_timeline(const Incident& in, unsigned gpu, TimePoint from, TimePo
       if (e.at + std::chrono::seconds(1) < l->first_seen ||
           (!l->open && e.at > l->last_seen + std::chrono::seconds(5)))
         continue;
-      if (!e.kind) continue;
-      lane.marks.push_back({e.at, *e.kind, mark_text(e)});
+      lane.marks.push_back({e.at, e.kind, mark_text(e)});
     }
     t.lanes.push_back(std::move(lane));
   }
@@ -347,7 +289,7 @@ Timeline build_timeline(const Incident& in, unsigned gpu, TimePoint from, TimePo
           (e.kind == history::JournalEventKind::GpuError && e.pid == 0)))
       continue;
     if (e.gpu && *e.gpu != gpu) continue;
-    t.gpu_marks.push_back({e.at, *e.kind, mark_text(e)});
+    t.gpu_marks.push_back({e.at, e.kind, mark_text(e)});
   }
   return t;
 }

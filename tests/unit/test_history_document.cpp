@@ -1,6 +1,6 @@
 // The gpureap.history/v1 document: what the daemon writes is what `gpureap report` reads back,
 // field for field. The round trip sets every field of every struct, so a field the writer drops
-// or the reader skips makes the structures differ; erasing any member of the written document
+// or the reader skips makes the structures differ; changing any member of the written document
 // must change what is read (or be refused), so a member written but never read is seen too.
 #include <gtest/gtest.h>
 
