@@ -4,68 +4,43 @@
 #include <algorithm>
 
 #include "history/journal_document.h"
+#include "history/json_fields.h"
 #include "text/byte_format.h"
+#include "text/escape.h"
 
 namespace gpureap::report {
 namespace incident_detail {
 
 using nlohmann::json;
 
-struct Bad {
-  std::string what;
-};
-
-const json& member(const json& o, const char* name, const std::string& where) {
-  if (!o.is_object()) throw Bad{where + " is not an object"};
-  auto it = o.find(name);
-  if (it == o.end()) throw Bad{where + " has no \"" + name + "\""};
-  return *it;
-}
-
-TimePoint when(const json& v, const std::string& where) {
-  if (!v.is_number()) throw Bad{where + " is not a time in Unix seconds"};
-  double secs = v.get<double>();
-  if (!(secs >= 0 && secs < 1e11)) throw Bad{where + " is not a time in Unix seconds"};
-  return TimePoint(std::chrono::milliseconds(static_cast<int64_t>(secs * 1000 + 0.5)));
-}
+// The strict reader of the history's documents (history/json_fields.h), for the parts of the
+// `incident` object the journal's codec does not read: the GPUs' names and the state now.
+using namespace history::json_fields;
 
 template <class T>
 T whole(const json& o, const char* name, const std::string& where) {
-  const json& v = member(o, name, where);
-  if (!v.is_number_unsigned() && !(v.is_number_integer() && v.get<int64_t>() >= 0))
-    throw Bad{where + "." + name + " is not a non-negative integer"};
-  uint64_t n = v.get<uint64_t>();
-  if (n > static_cast<uint64_t>(std::numeric_limits<T>::max()))
-    throw Bad{where + "." + name + " is out of range"};
-  return static_cast<T>(n);
+  return integer_of<T>(field(o, name, where), history::json_fields::at(where, name));
 }
 
 template <class T>
 std::optional<T> maybe_whole(const json& o, const char* name, const std::string& where) {
-  auto it = o.find(name);
-  if (it == o.end() || it->is_null()) return std::nullopt;
-  return whole<T>(o, name, where);
+  const json& v = optional_field(o, name);
+  if (v.is_null()) return std::nullopt;
+  return integer_of<T>(v, history::json_fields::at(where, name));
 }
 
 std::string words(const json& o, const char* name, const std::string& where, bool required) {
-  auto it = o.find(name);
-  if (it == o.end()) {
-    if (required) throw Bad{where + " has no \"" + name + "\""};
-    return "";
-  }
-  if (!it->is_string()) throw Bad{where + "." + name + " is not a string"};
-  return it->get<std::string>();
+  return string_of(required ? field(o, name, where) : optional_field(o, name),
+                   history::json_fields::at(where, name));
 }
 
 const json& list(const json& o, const char* name, const std::string& where) {
-  const json& v = member(o, name, where);
-  if (!v.is_array()) throw Bad{where + "." + name + " is not a list"};
-  return v;
+  return list_of(field(o, name, where), history::json_fields::at(where, name));
 }
 
 IncidentNow now_of(const json& n) {
   IncidentNow out;
-  out.at = when(member(n, "time", "incident.now"), "incident.now.time");
+  out.at = time_of(field(n, "time", "incident.now"), "incident.now.time");
   size_t i = 0;
   for (const auto& g : list(n, "gpus", "incident.now")) {
     std::string at = "incident.now.gpus[" + std::to_string(i++) + "]";
@@ -186,8 +161,9 @@ core::Result<Incident> parse_incident(const nlohmann::json& j) {
     in.lanes = std::move(journal->lanes);
     in.events = std::move(journal->events);
     return in;
-  } catch (const incident_detail::Bad& b) {
-    return core::Error{"the history's " + b.what, "save the daemon's /api/v1/history again"};
+  } catch (const history::json_fields::Malformed& m) {
+    return core::Error{"the history's " + text::terminal_safe(m.what),
+                       "save the daemon's /api/v1/history again"};
   } catch (const nlohmann::json::exception& e) {
     return core::Error{std::string("the history's incident is malformed: ") + e.what(), ""};
   }
