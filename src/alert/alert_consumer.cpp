@@ -1,6 +1,7 @@
 #include "alert/alert_consumer.h"
 
 #include "base/log.h"
+#include "metric/names.h"
 
 namespace gpureap::alert {
 
@@ -46,7 +47,7 @@ void AlertConsumer::on_policy_record(const audit::Record& record) {
 
 void AlertConsumer::add_metrics(std::vector<exporter::MetricFamily>& out) const {
   out.push_back(dispatcher_.sent_metric());
-  exporter::MetricFamily firing{"gpureap_alerts_firing",
+  exporter::MetricFamily firing{metric::kAlertsFiring,
                                 "Alerts firing now per [[alert]] rule (policy actions count until "
                                 "they are resolved at the next sample)"};
   std::lock_guard lock(mutex_);

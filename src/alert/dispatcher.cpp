@@ -4,6 +4,7 @@
 
 #include "alert/alertmanager_payload.h"
 #include "alert/sink_kind.h"
+#include "metric/names.h"
 
 namespace gpureap::alert {
 namespace {
@@ -133,7 +134,7 @@ void Dispatcher::stop(milliseconds wait) {
 
 exporter::MetricFamily Dispatcher::sent_metric() const {
   exporter::MetricFamily f{
-      "gpureap_alerts_sent_total",
+      metric::kAlertsSent,
       "Alert messages by sink and result: success (delivered), failure (one failed attempt; "
       "a message is retried), dropped (given up after its retries, or pushed out of a full queue)",
       exporter::MetricType::Counter};

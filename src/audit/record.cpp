@@ -6,6 +6,7 @@
 
 #include <limits>
 
+#include "core/field_count.h"
 #include "text/escape.h"
 #include "text/rfc3339.h"
 #include "text/time_format.h"
@@ -14,6 +15,13 @@ namespace gpureap::audit {
 namespace {
 
 using json = nlohmann::json;
+
+// The fields written and read below, per struct: a field added to one stops the build here
+// until it is carried both ways (and test_audit_record's full record sets it).
+static_assert(core::field_count<ProcessIdentity>() == 8, "a process field is not in the line");
+static_assert(core::field_count<GpuMemory>() == 2, "a GpuMemory field is not in the line");
+static_assert(core::field_count<Actor>() == 3, "an Actor field is not in the line");
+static_assert(core::field_count<Record>() == 15, "a Record field is not in the line");
 
 // Process names, command lines and error texts are untrusted bytes; JSON needs UTF-8.
 std::string text(const std::string& s) {

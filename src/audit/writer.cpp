@@ -10,6 +10,7 @@
 #include "audit/log_files.h"
 #include "base/hostname.h"
 #include "base/log.h"
+#include "metric/names.h"
 #include "text/byte_format.h"
 #include "text/plural.h"
 #include "text/time_format.h"
@@ -155,23 +156,21 @@ void AuditLog::publish_locked() {
 void AuditLog::add_metrics(std::vector<exporter::MetricFamily>& out) const {
   auto c = counters();
   using exporter::MetricType;
-  out.push_back({"gpureap_audit_records_total",
-                 "Records written to the audit log.",
-                 MetricType::Counter,
-                 {}});
+  out.push_back(
+      {metric::kAuditRecords, "Records written to the audit log.", MetricType::Counter, {}});
   out.back().add({}, static_cast<double>(c.records_written));
-  out.push_back({"gpureap_audit_write_errors_total",
+  out.push_back({metric::kAuditWriteErrors,
                  "Failed attempts to open, write, sync or rotate the audit log.",
                  MetricType::Counter,
                  {}});
   out.back().add({}, static_cast<double>(c.write_errors));
   out.push_back(
-      {"gpureap_audit_records_dropped_total",
+      {metric::kAuditRecordsDropped,
        "Audit records lost: the in-memory queue was full, or they were unwritten at exit.",
        MetricType::Counter,
        {}});
   out.back().add({}, static_cast<double>(c.records_dropped));
-  out.push_back({"gpureap_audit_pending_records",
+  out.push_back({metric::kAuditPendingRecords,
                  "Audit records waiting in memory for the audit log to be writable.",
                  MetricType::Gauge,
                  {}});

@@ -14,7 +14,7 @@
 
 #include "audit/reader.h"
 #include "daemon/config.h"
-#include "export/history_json.h"
+#include "export/history_since.h"
 #include "output/audit_view.h"
 #include "output/snapshot_json.h"
 #include "output/table.h"

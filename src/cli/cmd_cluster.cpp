@@ -21,7 +21,8 @@
 #include "cluster/prometheus_client.h"
 #include "cluster/split_jobs.h"
 #include "core/duration.h"
-#include "export/history_json.h"
+#include "export/history_since.h"
+#include "metric/names.h"
 #include "output/snapshot_json.h"
 #include "output/table.h"
 #include "report/cluster_page.h"
@@ -218,8 +219,7 @@ int run_cluster_report(const GlobalOptions& g, const ClusterReportOptions& o,
   // About 240 points per chart, never finer than Prometheus's usual 15 s scrape.
   s.step = std::max(15.0, std::ceil((s.end - s.start) / 240));
   const std::pair<cluster::Answer<cluster::RangeSeries>*, const char*> wanted[] = {
-      {&s.ghost, "gpureap_gpu_memory_ghost_bytes"},
-      {&s.unattributed, "gpureap_gpu_memory_unattributed_bytes"}};
+      {&s.ghost, metric::kGpuMemoryGhost}, {&s.unattributed, metric::kGpuMemoryUnattributed}};
   // Sums over the fleet: one series each, whatever the number of nodes; an answer of more is
   // refused long before it could cost memory.
   cluster::AnswerLimits limits;

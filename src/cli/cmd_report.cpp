@@ -16,7 +16,7 @@
 #include "cli/page_file.h"
 #include "daemon/config.h"
 #include "daemon/local_protocol.h"
-#include "export/history_json.h"
+#include "export/history_since.h"
 #include "report/daemon_fetch.h"
 #include "report/history_page.h"
 #include "report/html_page.h"

@@ -8,8 +8,8 @@
 #include "cli/daemon_client.h"
 #include "daemon/local_protocol.h"
 #include "daemon/releases_document.h"
+#include "history/history_document.h"
 #include "text/escape.h"
-#include "text/rfc3339.h"
 #include "text/time_format.h"
 
 namespace gpureap::cli {
@@ -25,15 +25,10 @@ std::optional<std::vector<KernelRelease>> parse_document(const std::string& text
       doc.value("tracking", "") != "events" || !doc.contains("releases") ||
       !doc["releases"].is_array())
     return std::nullopt;
+  auto releases = history::releases_from_json(doc["releases"]);
+  if (!releases) return std::nullopt;
   std::vector<KernelRelease> out;
-  for (const auto& r : doc["releases"]) {
-    if (!r.is_object() || !r.contains("pid") || !r["pid"].is_number_integer() ||
-        !r.contains("path") || !r["path"].is_string() || !r.contains("at") || !r["at"].is_string())
-      return std::nullopt;
-    auto at = text::parse_rfc3339(r["at"].get<std::string>());
-    if (!at) return std::nullopt;
-    out.push_back({r["pid"].get<pid_t>(), r["path"].get<std::string>(), *at});
-  }
+  for (const auto& r : *releases) out.push_back({r.pid, r.path, r.at});
   return out;
 }
 

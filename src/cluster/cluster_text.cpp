@@ -4,6 +4,7 @@
 #include <chrono>
 
 #include "backend/registry.h"
+#include "core/field_count.h"
 #include "output/table.h"
 #include "text/byte_format.h"
 #include "text/escape.h"
@@ -57,6 +58,19 @@ std::string error_piece(const GpuErrorSeen& x, double now) {
   return safe(backend::kernel_kind_label(x.kind)) + " " + std::to_string(x.code) + " " +
          age(now - x.time) + " ago" + (x.pci_bus_id.empty() ? "" : " (" + safe(x.pci_bus_id) + ")");
 }
+
+// The fields of the view the gpureap.cluster/v1 document writes: a field added to one of these
+// stops the build here until it is written (or said to be left out, as a Node is: the lines
+// name it).
+template <class T, std::size_t N>
+constexpr bool written = core::field_count<T>() == N;
+static_assert(written<ProblemProcess, 9>, "a ProblemProcess field is not in the document");
+static_assert(written<GpuErrorSeen, 4>, "a GpuErrorSeen field is not in the document");
+static_assert(written<Line, 11>, "a Line field is not in the document");
+static_assert(written<SplitJob, 5> && written<SplitJob::GoneOn, 2> && written<SplitJob::HeldOn, 5>,
+              "a SplitJob field is not in the document");
+static_assert(written<Healthy, 4>, "a Healthy field is not in the document");
+static_assert(written<ClusterView, 7>, "a ClusterView field is not in the document");
 
 json process_json(const ProblemProcess& p) {
   return {{"pid", p.pid},
@@ -232,6 +246,7 @@ json to_json(const ClusterView& view, const std::string& prometheus, const ViewS
          {"stale_seconds", line.state == "stale" ? json(line.stale_seconds) : json(nullptr)},
          {"summary", text::utf8_valid(describe(view, line))},
          {"command", command.empty() ? json(nullptr) : json(text::utf8_valid(command))},
+         {"command_note", text::utf8_valid(line.command_note)},
          {"argv", line.command.empty() ? json(nullptr) : [&] {
             json a = json::array();
             for (const auto& w : line.command) a.push_back(text::utf8_valid(w));

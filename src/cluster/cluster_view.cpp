@@ -7,6 +7,8 @@
 #include <set>
 #include <tuple>
 
+#include "metric/names.h"
+
 namespace gpureap::cluster {
 
 std::string promql_string(const std::string& s) {
@@ -195,7 +197,7 @@ class Builder {
   }
 
   GpuFacts* gpu_of(Node& n, const Labels& l) {
-    auto index = whole_number<unsigned>(label(l, "gpu"), 1u << 20);
+    auto index = whole_number<unsigned>(label(l, metric::label::kGpu), 1u << 20);
     if (!index) return nullptr;
     auto& g = n.gpus[*index];
     g.index = *index;
@@ -208,49 +210,51 @@ class Builder {
     auto& n = node_for(s.labels);
     if (name.empty()) {
       totals(n, s);
-    } else if (name == "gpureap_up") {
+    } else if (name == metric::kUp) {
       n.driver_up = s.value;
-    } else if (name == "gpureap_sample_timestamp_seconds") {
+    } else if (name == metric::kSampleTimestamp) {
       n.sample_time = s.value;
-    } else if (name == "gpureap_gpu_kernel_last_event_timestamp_seconds") {
+    } else if (name == metric::kGpuKernelLastEvent) {
       if (s.value < now_ - static_cast<double>(settings_.error_window.count())) return;
-      auto code = whole_number<unsigned>(label(s.labels, "code"), 1u << 16);
+      auto code = whole_number<unsigned>(label(s.labels, metric::label::kCode), 1u << 16);
       if (!code) return;
-      GpuErrorSeen x{label(s.labels, "kind"), *code, s.value, label(s.labels, "pci_bus_id")};
+      GpuErrorSeen x{label(s.labels, metric::label::kKind), *code, s.value,
+                     label(s.labels, metric::label::kPciBusId)};
       if (auto* g = gpu_of(n, s.labels))
         g->errors.push_back(std::move(x));
       else
         n.unplaced_errors.push_back(std::move(x));
-    } else if (name == "gpureap_problem_process_memory_bytes") {
+    } else if (name == metric::kProblemProcessMemory) {
       n.names_processes = true;
       ProblemProcess p;
-      p.problem = label(s.labels, "problem");
-      auto pid = whole_number<pid_t>(label(s.labels, "pid"), kPidMax);
+      p.problem = label(s.labels, metric::label::kProblem);
+      auto pid = whole_number<pid_t>(label(s.labels, metric::label::kPid), kPidMax);
       auto bytes = bytes_of(s.value);
       auto* g = gpu_of(n, s.labels);
       if (!g || !pid || *pid <= 0 || !bytes || !kProblems.count(p.problem) ||
-          !parse_keepers(label(s.labels, "keepers"), p.keepers, p.more_keepers)) {
+          !parse_keepers(label(s.labels, metric::label::kKeepers), p.keepers, p.more_keepers)) {
         ++view_.skipped_series;
         return;
       }
       p.pid = *pid;
       p.bytes = *bytes;
-      p.comm = label(s.labels, "comm");
-      p.user = label(s.labels, "user");
-      p.pod_namespace = label(s.labels, "pod_namespace");
-      p.pod_name = label(s.labels, "pod_name");
+      p.comm = label(s.labels, metric::label::kComm);
+      p.user = label(s.labels, metric::label::kUser);
+      p.pod_namespace = label(s.labels, metric::label::kPodNamespace);
+      p.pod_name = label(s.labels, metric::label::kPodName);
       g->processes.push_back(std::move(p));
-    } else if (name.rfind("gpureap_gpu_memory_", 0) == 0) {
+    } else if (name == metric::kGpuMemoryUsed || name == metric::kGpuMemoryTotal ||
+               name == metric::kGpuMemoryGhost || name == metric::kGpuMemoryUnattributed) {
       auto* g = gpu_of(n, s.labels);
       auto bytes = bytes_of(s.value);
       if (!g || !bytes) {
         ++view_.skipped_series;
         return;
       }
-      if (name == "gpureap_gpu_memory_used_bytes") g->used = bytes;
-      if (name == "gpureap_gpu_memory_total_bytes") g->total = bytes;
-      if (name == "gpureap_gpu_memory_ghost_bytes") g->ghost = bytes;
-      if (name == "gpureap_gpu_memory_unattributed_bytes") g->unattributed = bytes;
+      if (name == metric::kGpuMemoryUsed) g->used = bytes;
+      if (name == metric::kGpuMemoryTotal) g->total = bytes;
+      if (name == metric::kGpuMemoryGhost) g->ghost = bytes;
+      if (name == metric::kGpuMemoryUnattributed) g->unattributed = bytes;
     }
   }
 
@@ -458,9 +462,18 @@ bool plain_host_name(const std::string& name) {
 
 namespace {
 
-const char* const kMemoryMetrics = "gpureap_gpu_memory_(used|total|ghost|unattributed)_bytes";
-const char* const kProblemMetrics =
-    "gpureap_problem_process_memory_bytes|gpureap_gpu_kernel_last_event_timestamp_seconds";
+// The names as a PromQL regex that matches any of them.
+std::string any_of(std::initializer_list<const char*> names) {
+  std::string out;
+  for (const char* n : names) out += (out.empty() ? "" : "|") + std::string(n);
+  return out;
+}
+
+const std::string kMemoryMetrics =
+    any_of({metric::kGpuMemoryUsed, metric::kGpuMemoryTotal, metric::kGpuMemoryGhost,
+            metric::kGpuMemoryUnattributed});
+const std::string kProblemMetrics =
+    any_of({metric::kProblemProcessMemory, metric::kGpuKernelLastEvent});
 
 // `s` matched literally by a PromQL regex (RE2, anchored).
 std::string regex_literal(const std::string& s) {
@@ -480,7 +493,7 @@ std::string selector(const std::string& job, const std::string& names,
 }  // namespace
 
 std::string targets_query(const std::string& job) {
-  return selector(job, "up|gpureap_up|gpureap_sample_timestamp_seconds");
+  return selector(job, any_of({"up", metric::kUp, metric::kSampleTimestamp}));
 }
 
 std::string problems_query(const std::string& job) {
@@ -489,7 +502,7 @@ std::string problems_query(const std::string& job) {
 
 std::string unattributed_query(const std::string& job,
                                const doctor::UnattributedThreshold& threshold) {
-  return selector(job, "gpureap_gpu_memory_unattributed_bytes") + " > " +
+  return selector(job, metric::kGpuMemoryUnattributed) + " > " +
          std::to_string(threshold.bytes.value_or(0));
 }
 
@@ -502,9 +515,9 @@ std::vector<std::string> totals_queries(const std::string& job, const std::vecto
     return std::string("label_replace(") + how + " by (instance) (" +
            selector(job, metric, narrow) + "), \"sum\", \"" + what + "\", \"\", \"\")";
   };
-  return {named("count", "gpureap_gpu_memory_used_bytes", "gpus"),
-          named("sum", "gpureap_gpu_memory_used_bytes", "used"),
-          named("sum", "gpureap_gpu_memory_total_bytes", "total")};
+  return {named("count", metric::kGpuMemoryUsed, "gpus"),
+          named("sum", metric::kGpuMemoryUsed, "used"),
+          named("sum", metric::kGpuMemoryTotal, "total")};
 }
 
 std::string gpu_memory_query(const std::string& job, const std::vector<std::string>& instances) {
@@ -517,10 +530,10 @@ std::vector<std::string> ask_gpus_of(const Answer<Sample>& targets, const Answer
                                      const Answer<Sample>& unattributed) {
   std::set<std::string> out, timed;
   for (const auto& s : targets.series)
-    if (label(s.labels, "__name__") == "gpureap_sample_timestamp_seconds")
+    if (label(s.labels, "__name__") == metric::kSampleTimestamp)
       timed.insert(label(s.labels, "instance"));
   for (const auto& s : targets.series)
-    if (label(s.labels, "__name__") == "gpureap_up" && !timed.count(label(s.labels, "instance")))
+    if (label(s.labels, "__name__") == metric::kUp && !timed.count(label(s.labels, "instance")))
       out.insert(label(s.labels, "instance"));
   for (const auto* a : {&problems, &unattributed})
     for (const auto& s : a->series) out.insert(label(s.labels, "instance"));

@@ -5,6 +5,8 @@
 #include <map>
 #include <optional>
 
+#include "metric/names.h"
+
 namespace gpureap::cluster {
 namespace split {
 
@@ -26,8 +28,8 @@ std::optional<uint64_t> whole(double v) {
 
 // The jobs with gone ranks somewhere, by run id and user (the right side of each query's `and`).
 std::string with_gone_ranks(const std::string& job) {
-  return "(sum by (run_id, user) (gpureap_job_ranks{job=" + promql_string(job) +
-         ",state=\"gone\",run_id!~\"|none\"}) > 0)";
+  return "(sum by (run_id, user) (" + std::string(metric::kJobRanks) +
+         "{job=" + promql_string(job) + ",state=\"gone\",run_id!~\"|none\"}) > 0)";
 }
 
 struct PerNode {
@@ -37,13 +39,15 @@ struct PerNode {
 }  // namespace split
 
 std::string split_ranks_query(const std::string& job) {
-  return "sum by (instance, run_id, user, state) (gpureap_job_ranks{job=" + promql_string(job) +
-         ",run_id!~\"|none\"}) and on (run_id, user) " + split::with_gone_ranks(job);
+  return "sum by (instance, run_id, user, state) (" + std::string(metric::kJobRanks) +
+         "{job=" + promql_string(job) + ",run_id!~\"|none\"}) and on (run_id, user) " +
+         split::with_gone_ranks(job);
 }
 
 std::string split_memory_query(const std::string& job) {
-  return "sum by (instance, run_id, user) (gpureap_job_memory_bytes{job=" + promql_string(job) +
-         ",run_id!~\"|none\"}) and on (run_id, user) " + split::with_gone_ranks(job);
+  return "sum by (instance, run_id, user) (" + std::string(metric::kJobMemory) +
+         "{job=" + promql_string(job) + ",run_id!~\"|none\"}) and on (run_id, user) " +
+         split::with_gone_ranks(job);
 }
 
 void add_split_jobs(ClusterView& view, const Answer<Sample>& ranks, const Answer<Sample>& memory,
@@ -53,13 +57,13 @@ void add_split_jobs(ClusterView& view, const Answer<Sample>& ranks, const Answer
   // run id, user → node → figures
   std::map<std::pair<std::string, std::string>, std::map<size_t, split::PerNode>> jobs;
   auto figures = [&](const Sample& s) -> split::PerNode* {
-    const auto run_id = split::label_of(s.labels, "run_id");
+    const auto run_id = split::label_of(s.labels, metric::label::kRunId);
     auto node = node_of.find(split::label_of(s.labels, "instance"));
     if (!split::joinable_run_id(run_id) || node == node_of.end()) return nullptr;
-    return &jobs[{run_id, split::label_of(s.labels, "user")}][node->second];
+    return &jobs[{run_id, split::label_of(s.labels, metric::label::kUser)}][node->second];
   };
   for (const auto& s : ranks.series) {
-    const auto state = split::label_of(s.labels, "state");
+    const auto state = split::label_of(s.labels, metric::label::kState);
     auto* f = figures(s);
     auto n = split::whole(s.value);
     if (!f || !n || (state != "live" && state != "gone")) {

@@ -5,7 +5,7 @@
 #include "core/snapshot.h"
 #include "daemon/releases_document.h"
 #include "doctor/restricted_evidence.h"
-#include "export/history_json.h"
+#include "export/history_since.h"
 #include "output/doctor_json.h"
 #include "output/snapshot_json.h"
 #include "policy/status_json.h"

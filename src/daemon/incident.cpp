@@ -4,6 +4,7 @@
 
 #include "core/gpu_place.h"
 #include "doctor/finding_code.h"
+#include "history/journal_document.h"
 #include "procfs/user_names.h"
 #include "text/escape.h"
 
@@ -18,48 +19,8 @@ double unix_seconds(std::chrono::system_clock::time_point t) {
          1000.0;
 }
 
-json time_or_null(const std::optional<std::chrono::system_clock::time_point>& t) {
-  return t ? json(unix_seconds(*t)) : json(nullptr);
-}
-
 std::string utf8(const std::string& s) {
   return text::utf8_valid(s);
-}
-
-json lane_json(const history::JournalLane& l) {
-  return {{"pid", l.pid},
-          {"start_ticks", l.start_ticks},
-          {"gpu", l.gpu},
-          {"ppid", l.ppid},
-          {"comm", utf8(l.comm)},
-          {"user", utf8(l.user)},
-          {"first_seen", unix_seconds(l.first_seen)},
-          {"last_seen", unix_seconds(l.last_seen)},
-          {"listed", l.listed},
-          {"keeper", l.keeper},
-          {"exited", time_or_null(l.exited)},
-          {"ghost", time_or_null(l.ghost)},
-          {"leaked", l.leaked},
-          {"stopped", l.stopped},
-          {"open", l.open},
-          {"peak_bytes", l.peak_bytes}};
-}
-
-json event_json(const history::JournalEvent& e) {
-  json j = {{"time", unix_seconds(e.at)},
-            {"kind", history::to_string(e.kind)},
-            {"gpu", e.gpu ? json(*e.gpu) : json(nullptr)},
-            {"pid", e.pid},
-            {"other", e.other},
-            {"bytes", e.bytes},
-            {"text", utf8(e.text)}};
-  if (e.uid) {
-    j["uid"] = *e.uid;
-    j["user"] = utf8(e.user);
-  }
-  if (!e.command.empty()) j["command"] = utf8(e.command);
-  if (!e.reason.empty()) j["reason"] = utf8(e.reason);
-  return j;
 }
 
 // The GPU's state in one word, worst first: memory nothing alive holds, memory gone PIDs hold,
@@ -213,11 +174,8 @@ json Incidents::document(std::chrono::system_clock::time_point since,
                       {"uuid", utf8(gpu.uuid.value_or(""))},
                       {"total_bytes",
                        gpu.memory.total_bytes ? json(*gpu.memory.total_bytes) : json(nullptr)}});
-  json lanes = json::array();
-  for (const auto& l : view.lanes) lanes.push_back(lane_json(l));
-  json events = json::array();
-  for (const auto& e : view.events) events.push_back(event_json(e));
-  json doc = {{"gpus", gpus}, {"lanes", lanes}, {"events", events}};
+  json doc = {{"gpus", gpus}};
+  history::journal_to_json(view, doc);
   if (latest && latest->snapshot) doc["now"] = now_json(*latest);
   return doc;
 }

@@ -9,7 +9,7 @@
 #include "daemon/local_protocol.h"
 #include "daemon/releases_document.h"
 #include "doctor/settle.h"
-#include "export/history_json.h"
+#include "export/history_since.h"
 #include "output/snapshot_json.h"
 #include "output/snapshot_wire.h"
 

@@ -4,12 +4,22 @@
 #include <nlohmann/json.hpp>
 #include <type_traits>
 
+#include "core/field_count.h"
 #include "output/evidence_wire.h"
 #include "output/snapshot_json.h"
 #include "output/snapshot_wire.h"
 
 namespace gpureap::daemon {
 namespace {
+
+// The fields each request and answer carries, written and read below: a field added to one
+// stops the build here until it is (test_daemon_local_protocol round-trips every field).
+static_assert(core::field_count<EvidenceRequest>() == 3, "an EvidenceRequest field is not sent");
+static_assert(core::field_count<HistoryRequest>() == 2, "a HistoryRequest field is not sent");
+static_assert(core::field_count<AnnouncedTarget>() == 4, "an AnnouncedTarget field is not sent");
+static_assert(core::field_count<AnnounceRequest>() == 6, "an AnnounceRequest field is not sent");
+static_assert(core::field_count<Answer>() == 4, "an Answer field is not sent");
+static_assert(core::field_count<EvidenceAnswer>() == 4, "an EvidenceAnswer field is not sent");
 
 using nlohmann::json;
 

@@ -5,8 +5,7 @@
 #include <algorithm>
 #include <map>
 
-#include "export/history_json.h"
-#include "text/time_format.h"
+#include "history/history_document.h"
 
 namespace gpureap::daemon {
 
@@ -21,39 +20,38 @@ std::vector<unsigned> gpus_reached(const std::string& path, const core::DriverRe
   return out;
 }
 
-nlohmann::json releases_json(const HolderTracker* tracker,
-                             std::chrono::system_clock::time_point since,
-                             const core::DriverReading* drivers) {
-  nlohmann::json list = nlohmann::json::array();
-  if (!tracker) return list;
+std::vector<history::Release> releases(const HolderTracker* tracker,
+                                       std::chrono::system_clock::time_point since,
+                                       const core::DriverReading* drivers) {
+  std::vector<history::Release> out;
+  if (!tracker) return out;
   std::map<std::string, std::vector<unsigned>> reached;  // a few watched paths, many releases
   for (const auto& r : tracker->releases()) {
     if (r.at < since) continue;
-    nlohmann::json one = {{"path", r.path}, {"pid", r.pid}, {"at", text::iso8601_utc(r.at)}};
+    history::Release one{r.path, r.pid, r.at, std::nullopt};
     if (drivers) {
       auto [it, fresh] = reached.try_emplace(r.path);
       if (fresh) it->second = gpus_reached(r.path, *drivers);
-      one["gpus"] = it->second;
+      one.gpus = it->second;
     }
-    list.push_back(std::move(one));
+    out.push_back(std::move(one));
   }
-  return list;
+  return out;
 }
 
 nlohmann::json releases_document(const HolderTracker* tracker) {
   return {{"schema", kReleasesSchema},
           {"tracking", tracker ? "events" : "scans"},
-          {"releases", releases_json(tracker)}};
+          {"releases", history::releases_to_json(releases(tracker))}};
 }
 
 nlohmann::json history_document(const history::History& history, const core::Snapshot& now,
                                 std::chrono::system_clock::time_point since,
                                 std::optional<unsigned> gpu, const HolderTracker* tracker) {
-  auto doc = exporter::history_to_json(history.query({gpu, since}), now.hostname, since);
-  // The moments drivers freed what a GPU file held, over the same span (holder events), each
-  // with the GPUs its file reaches: the page draws it on those.
-  doc["releases"] = releases_json(tracker, since, &now.drivers);
-  return doc;
+  // With the moments drivers freed what a GPU file held, over the same span (holder events),
+  // each with the GPUs its file reaches: the page draws it on those.
+  return history::history_to_json(
+      {now.hostname, since, history.query({gpu, since}), releases(tracker, since, &now.drivers)});
 }
 
 }  // namespace gpureap::daemon

@@ -10,6 +10,7 @@
 #include "core/snapshot.h"
 #include "daemon/holder_tracker.h"
 #include "history/history.h"
+#include "history/history_document.h"
 
 namespace gpureap::daemon {
 
@@ -20,13 +21,13 @@ inline constexpr const char* kReleasesSchema = "gpureap.releases/v1";
 // or a path that is no character device now.
 std::vector<unsigned> gpus_reached(const std::string& path, const core::DriverReading& drivers);
 
-// The releases since `since`, oldest first: [{"path","pid","at","gpus"}]; none without a
-// tracker. "gpus": the GPUs of `drivers` the file reaches, by its device number (a GPU's own
-// node: one; a node every GPU of a vendor shares: each of them; the driver's control file:
-// none, as for a file no GPU names now); absent without `drivers`.
-nlohmann::json releases_json(const HolderTracker* tracker,
-                             std::chrono::system_clock::time_point since = {},
-                             const core::DriverReading* drivers = nullptr);
+// The releases since `since`, oldest first; none without a tracker. `gpus`: the GPUs of
+// `drivers` the file reaches, by its device number (a GPU's own node: one; a node every GPU of a
+// vendor shares: each of them; the driver's control file: none, as for a file no GPU names
+// now); unknown without `drivers`.
+std::vector<history::Release> releases(const HolderTracker* tracker,
+                                       std::chrono::system_clock::time_point since = {},
+                                       const core::DriverReading* drivers = nullptr);
 
 // gpureap.releases/v1: every release kept. Without events (the kernel refused them, or
 // holder_events = false) the list is empty and "tracking" is "scans".

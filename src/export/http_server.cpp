@@ -26,7 +26,7 @@
 #include <unordered_map>
 
 #include "export/bearer_auth.h"
-#include "export/history_json.h"
+#include "export/history_since.h"
 #include "export/http_request.h"
 #include "text/escape.h"
 

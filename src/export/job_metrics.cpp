@@ -2,29 +2,30 @@
 
 #include "core/distributed_job.h"
 #include "doctor/finding_code.h"
+#include "metric/names.h"
 
 namespace gpureap::exporter {
 namespace {
 
 std::vector<Label> job_labels(const core::Snapshot& s, const core::DistributedJob& job) {
   return {{"launcher_pid", std::to_string(job.launcher)},
-          {"user", core::job_user(s.proc, job)},
-          {"kind", job.kind},
-          {"run_id", job.run_id.value_or("")}};
+          {metric::label::kUser, core::job_user(s.proc, job)},
+          {metric::label::kKind, job.kind},
+          {metric::label::kRunId, job.run_id.value_or("")}};
 }
 
 }  // namespace
 
 void job_families(const MetricsInput& in, std::vector<MetricFamily>& out) {
   const auto& s = in.snapshot;
-  MetricFamily ranks{"gpureap_job_ranks",
+  MetricFamily ranks{metric::kJobRanks,
                      "Ranks of a distributed job on this node: live, and gone (a rank number "
                      "below the ranks' LOCAL_WORLD_SIZE that no live rank has); run_id is the "
                      "launcher's TORCHELASTIC_RUN_ID, a label its user sets"};
-  MetricFamily memory{"gpureap_job_memory_bytes",
+  MetricFamily memory{metric::kJobMemory,
                       "GPU memory the driver lists for the live ranks of a distributed job on "
                       "this node (a cluster view sums it by run_id across nodes)"};
-  MetricFamily stalled{"gpureap_stalled_job_memory_bytes",
+  MetricFamily stalled{metric::kStalledJobMemory,
                        "GPU memory the live ranks of a distributed job hold while one of its "
                        "ranks is gone (doctor's stalled-job), by the finding's severity; one "
                        "series per stalled job while it lasts"};
@@ -32,8 +33,8 @@ void job_families(const MetricsInput& in, std::vector<MetricFamily>& out) {
   for (const auto& job : jobs) {
     auto labels = job_labels(s, job);
     auto live = labels, gone = labels;
-    live.push_back({"state", "live"});
-    gone.push_back({"state", "gone"});
+    live.push_back({metric::label::kState, "live"});
+    gone.push_back({metric::label::kState, "gone"});
     ranks.add(std::move(live), static_cast<double>(job.ranks.size()));
     ranks.add(std::move(gone), static_cast<double>(job.missing.size()));
     uint64_t held = 0;

@@ -5,6 +5,8 @@
 #include <string>
 #include <utility>
 
+#include "metric/names.h"
+
 namespace gpureap::exporter {
 namespace {
 
@@ -24,11 +26,11 @@ struct EventFamilies {
 };
 
 EventFamilies every_kind() {
-  return {{"gpureap_gpu_kernel_events_total",
+  return {{metric::kGpuKernelEvents,
            "GPU errors in the kernel log since the daemon started reading it, per GPU, kind (the "
            "vendor parser's) and code (the first read includes what the log kept since boot)",
            MetricType::Counter},
-          {"gpureap_gpu_kernel_last_event_timestamp_seconds",
+          {metric::kGpuKernelLastEvent,
            "When the last GPU error of this kind and code was logged, seconds since the epoch"}};
 }
 
@@ -46,7 +48,7 @@ EventFamilies alias_of(const std::string& alias) {
 
 void kernel_families(const MetricsInput& in, std::vector<MetricFamily>& out) {
   if (!in.kernel_events) return;
-  out.push_back(MetricFamily{"gpureap_kernel_log_readable",
+  out.push_back(MetricFamily{metric::kKernelLogReadable,
                              "1 when the daemon can read the kernel log (for GPU errors), else 0"}
                     .add({}, in.kernel_log_readable ? 1 : 0));
   EventFamilies all = every_kind();
@@ -54,18 +56,18 @@ void kernel_families(const MetricsInput& in, std::vector<MetricFamily>& out) {
   for (const auto& c : *in.kernel_events) {
     const core::Gpu* g = c.gpu ? in.snapshot.gpu(*c.gpu) : nullptr;
     // A GPU no backend reports (off the bus, say) is still named, by its PCI address.
-    std::vector<Label> labels{{"gpu", g ? std::to_string(g->index) : ""},
-                              {"uuid", g && g->uuid ? *g->uuid : ""},
-                              {"pci_bus_id", c.pci_address}};
+    std::vector<Label> labels{{metric::label::kGpu, g ? std::to_string(g->index) : ""},
+                              {metric::label::kUuid, g && g->uuid ? *g->uuid : ""},
+                              {metric::label::kPciBusId, c.pci_address}};
     if (!c.metric_alias.empty()) {
       auto it = aliases.try_emplace(c.metric_alias, alias_of(c.metric_alias)).first;
       auto old = labels;
       old.push_back({c.metric_alias, std::to_string(c.code)});
       it->second.add(old, c);
     }
-    labels.push_back({"vendor", c.vendor});
-    labels.push_back({"kind", c.kind});
-    labels.push_back({"code", std::to_string(c.code)});
+    labels.push_back({metric::label::kVendor, c.vendor});
+    labels.push_back({metric::label::kKind, c.kind});
+    labels.push_back({metric::label::kCode, std::to_string(c.code)});
     all.add(labels, c);
   }
   all.move_into(out);

@@ -10,6 +10,7 @@
 #include "export/job_metrics.h"
 #include "export/kernel_metrics.h"
 #include "export/problem_metrics.h"
+#include "metric/names.h"
 
 namespace gpureap::exporter {
 namespace {
@@ -28,10 +29,10 @@ std::string uuid_of(const core::Gpu& g) {
 // A GPU without a UUID (a DRM GPU) is told apart by its PCI address; the vendor lets one
 // dashboard cover a mixed fleet.
 std::vector<Label> gpu_labels(const core::Gpu& g) {
-  return {{"gpu", std::to_string(g.index)},
-          {"uuid", uuid_of(g)},
-          {"pci_bus_id", g.pci_bus_id.value_or("")},
-          {"vendor", g.vendor}};
+  return {{metric::label::kGpu, std::to_string(g.index)},
+          {metric::label::kUuid, uuid_of(g)},
+          {metric::label::kPciBusId, g.pci_bus_id.value_or("")},
+          {metric::label::kVendor, g.vendor}};
 }
 
 std::vector<Label> with(std::vector<Label> labels, std::vector<Label> more) {
@@ -58,8 +59,8 @@ std::array<std::string, 5> container_values(const core::ProcessRow& row) {
 std::vector<Label> container_labels(const std::array<std::string, 5>& values) {
   return {{"container", values[0]},
           {"container_name", values[1]},
-          {"pod_name", values[2]},
-          {"pod_namespace", values[3]},
+          {metric::label::kPodName, values[2]},
+          {metric::label::kPodNamespace, values[3]},
           {"pod_uid", values[4]}};
 }
 
@@ -73,44 +74,43 @@ bool on_gpu(const core::ProcessRow& row, const core::Gpu& g) {
 
 // The per-GPU families, filled one GPU at a time.
 struct GpuFamilies {
-  MetricFamily info{"gpureap_gpu_info", "GPU identity; the value is always 1"};
-  MetricFamily total{"gpureap_gpu_memory_total_bytes",
-                     "GPU memory in total, as the driver reports it"};
-  MetricFamily used{"gpureap_gpu_memory_used_bytes", "GPU memory in use, as the driver reports it"};
-  MetricFamily reserved{"gpureap_gpu_memory_reserved_bytes",
+  MetricFamily info{metric::kGpuInfo, "GPU identity; the value is always 1"};
+  MetricFamily total{metric::kGpuMemoryTotal, "GPU memory in total, as the driver reports it"};
+  MetricFamily used{metric::kGpuMemoryUsed, "GPU memory in use, as the driver reports it"};
+  MetricFamily reserved{metric::kGpuMemoryReserved,
                         "GPU memory reserved by the driver and firmware"};
-  MetricFamily unattributed{"gpureap_gpu_memory_unattributed_bytes",
+  MetricFamily unattributed{metric::kGpuMemoryUnattributed,
                             "GPU memory in use that the driver attributes to no listed process"};
-  MetricFamily ghost{"gpureap_gpu_memory_ghost_bytes",
+  MetricFamily ghost{metric::kGpuMemoryGhost,
                      "GPU memory the driver lists for PIDs that are gone (no-such-process), kept "
                      "alive by inherited holders or leaked"};
-  MetricFamily util{"gpureap_gpu_utilization_ratio",
+  MetricFamily util{metric::kGpuUtilization,
                     "GPU busy time over the driver's last sample period, 0 to 1"};
-  MetricFamily temp{"gpureap_gpu_temperature_celsius", "GPU core temperature"};
-  MetricFamily power{"gpureap_gpu_power_watts", "GPU power draw"};
+  MetricFamily temp{metric::kGpuTemperature, "GPU core temperature"};
+  MetricFamily power{metric::kGpuPower, "GPU power draw"};
   MetricFamily procs{
-      "gpureap_gpu_processes",
+      metric::kGpuProcesses,
       "Processes on a GPU by anomaly (anomaly=\"none\" for healthy ones); a process with several "
       "anomalies counts once for each"};
-  MetricFamily users{"gpureap_user_memory_bytes",
+  MetricFamily users{metric::kUserMemory,
                      "GPU memory the driver lists for the processes of a user"};
-  MetricFamily containers{"gpureap_container_memory_bytes",
+  MetricFamily containers{metric::kContainerMemory,
                           "GPU memory the driver lists for the processes of a container"};
   MetricFamily instance_info{
-      "gpureap_gpu_instance_info",
+      metric::kGpuInstanceInfo,
       "An instance of a GPU split into instances (one per compute instance); the value is "
       "always 1"};
-  MetricFamily instance_total{"gpureap_gpu_instance_memory_total_bytes",
+  MetricFamily instance_total{metric::kGpuInstanceMemoryTotal,
                               "Memory of a GPU instance of a split GPU, as the driver reports it"};
   MetricFamily instance_used{
-      "gpureap_gpu_instance_memory_used_bytes",
+      metric::kGpuInstanceMemoryUsed,
       "Memory in use in a GPU instance of a split GPU, as the driver reports it"};
   MetricFamily server_clients{
-      "gpureap_server_clients",
+      metric::kServerClients,
       "Clients listed on a GPU whose work a server of other processes' GPU work runs, per server; "
       "gone clients count too"};
   MetricFamily per_proc{
-      "gpureap_process_memory_bytes",
+      metric::kProcessMemory,
       "GPU memory the driver lists for one process (only with per_process_metrics = true)"};
 
   void identity(const core::Snapshot& s, const core::Gpu& g, const std::vector<Label>& labels) {
@@ -127,7 +127,7 @@ struct GpuFamilies {
   void instances(const core::Gpu& g, const std::vector<Label>& labels) {
     std::set<unsigned> seen;
     for (const auto& i : g.instances) {
-      const Label gi{"gpu_instance", std::to_string(i.gpu_instance_id)};
+      const Label gi{metric::label::kGpuInstance, std::to_string(i.gpu_instance_id)};
       instance_info.add(
           with(labels, {gi,
                         {"compute_instance",
@@ -171,28 +171,28 @@ struct GpuFamilies {
       for (Anomaly a : row.anomalies) ++by_anomaly[std::string(core::to_string(a))];
       const auto* u = use_on(row, g.index);
       if (u && u->serves_clients)
-        server_clients.add(
-            with(labels, {{"pid", std::to_string(row.pid)}, {"server", *u->serves_clients}}),
-            static_cast<double>(u->clients.size()));
+        server_clients.add(with(labels, {{metric::label::kPid, std::to_string(row.pid)},
+                                         {"server", *u->serves_clients}}),
+                           static_cast<double>(u->clients.size()));
       if (!u || !u->used_bytes) continue;
       by_user[core::user_label(row)] += *u->used_bytes;
       const auto container = container_values(row);
       if (!container[0].empty()) by_container[container] += *u->used_bytes;
       if (in.per_process) {
         std::string comm = row.process ? row.process->stat.comm : row.driver_name.value_or("");
-        auto series = with(with(labels, {{"pid", std::to_string(row.pid)},
-                                         {"user", core::user_label(row)},
-                                         {"comm", comm}}),
+        auto series = with(with(labels, {{metric::label::kPid, std::to_string(row.pid)},
+                                         {metric::label::kUser, core::user_label(row)},
+                                         {metric::label::kComm, comm}}),
                            container_labels(container));
         // On a split GPU, the GPU instance it runs in.
         if (u->gpu_instance_id)
-          series.push_back({"gpu_instance", std::to_string(*u->gpu_instance_id)});
+          series.push_back({metric::label::kGpuInstance, std::to_string(*u->gpu_instance_id)});
         per_proc.add(std::move(series), static_cast<double>(*u->used_bytes));
       }
     }
     for (const auto& [anomaly, n] : by_anomaly) procs.add(with(labels, {{"anomaly", anomaly}}), n);
     for (const auto& [user, bytes] : by_user)
-      users.add(with(labels, {{"user", user}}), static_cast<double>(bytes));
+      users.add(with(labels, {{metric::label::kUser, user}}), static_cast<double>(bytes));
     for (const auto& [values, bytes] : by_container)
       containers.add(with(labels, container_labels(values)), static_cast<double>(bytes));
   }
@@ -221,7 +221,7 @@ void gpu_families(const MetricsInput& in, std::vector<MetricFamily>& out) {
 }
 
 void finding_families(const MetricsInput& in, std::vector<MetricFamily>& out) {
-  MetricFamily f{"gpureap_findings",
+  MetricFamily f{metric::kFindings,
                  "Findings of gpureap doctor on the latest samples, by code and severity"};
   std::map<std::pair<std::string, std::string>, unsigned> counts;
   // Each code a finding carries counts, its facets' too (at the facet's own severity): a rule
@@ -233,14 +233,14 @@ void finding_families(const MetricsInput& in, std::vector<MetricFamily>& out) {
       seen.insert({std::string(doctor::to_string(x.code)), doctor::to_string(x.severity)});
     for (const auto& key : seen) ++counts[key];
   }
-  for (const auto& [key, n] : counts) f.add({{"code", key.first}, {"severity", key.second}}, n);
+  for (const auto& [key, n] : counts)
+    f.add({{metric::label::kCode, key.first}, {"severity", key.second}}, n);
   out.push_back(std::move(f));
 }
 
 void collector_families(const MetricsInput& in, std::vector<MetricFamily>& out) {
-  MetricFamily duration{"gpureap_collect_duration_seconds",
-                        "How long the collector's last run took"};
-  MetricFamily errors{"gpureap_collect_errors_total",
+  MetricFamily duration{metric::kCollectDuration, "How long the collector's last run took"};
+  MetricFamily errors{metric::kCollectErrors,
                       "Runs of the collector that failed or timed out (driver) or saw an "
                       "incomplete /proc (holder_scan)",
                       MetricType::Counter};
@@ -257,15 +257,16 @@ void collector_families(const MetricsInput& in, std::vector<MetricFamily>& out) 
 std::vector<MetricFamily> build_metrics(const MetricsInput& in) {
   std::vector<MetricFamily> out;
   out.push_back(
-      MetricFamily{"gpureap_up", "1 when a GPU driver answered gpureap's last sample, else 0"}.add(
+      MetricFamily{metric::kUp, "1 when a GPU driver answered gpureap's last sample, else 0"}.add(
           {}, in.snapshot.drivers.any_available() ? 1 : 0));
-  MetricFamily backend_up{"gpureap_backend_up",
+  MetricFamily backend_up{metric::kBackendUp,
                           "1 when this GPU backend answered gpureap's last sample, else 0"};
   // A backend with no GPU of its kind here (a DRM backend on a host with no DRM GPU) is not down:
   // it is left out, so an alert on `gpureap_backend_up == 0` means a driver that should answer.
   for (const auto& b : in.snapshot.drivers.backends)
     if (b.error_code != core::BackendErrorCode::NoDevice)
-      backend_up.add({{"backend", b.name}, {"vendor", b.vendor}}, b.available ? 1 : 0);
+      backend_up.add({{"backend", b.name}, {metric::label::kVendor, b.vendor}},
+                     b.available ? 1 : 0);
   out.push_back(std::move(backend_up));
   gpu_families(in, out);
   finding_families(in, out);

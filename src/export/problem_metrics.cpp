@@ -4,6 +4,8 @@
 #include <chrono>
 #include <set>
 
+#include "metric/names.h"
+
 namespace gpureap::exporter {
 namespace {
 
@@ -75,35 +77,35 @@ std::string comm_of(const core::ProcessRow& row) {
 void problem_families(const MetricsInput& in, std::vector<MetricFamily>& out) {
   const auto& s = in.snapshot;
   out.push_back(
-      MetricFamily{"gpureap_sample_timestamp_seconds",
+      MetricFamily{metric::kSampleTimestamp,
                    "When the daemon took the sample these metrics describe, seconds since the "
                    "epoch (it stops moving when sampling is stuck)"}
           .add({}, std::chrono::duration<double>(s.timestamp.time_since_epoch()).count()));
-  MetricFamily f{"gpureap_problem_process_memory_bytes",
+  MetricFamily f{metric::kProblemProcessMemory,
                  "GPU memory the driver lists for a process with a problem a node's user acts "
                  "on: a gone PID kept alive by others (ghost, keepers names them: holders, or "
                  "the server that ran its work) or by none (leaked), a stopped or "
                  "uninterruptible process; one series per PID and GPU while it lasts"};
   for (const auto& g : s.drivers.gpus) {
-    std::vector<Label> gpu{{"gpu", std::to_string(g.index)},
-                           {"uuid", g.uuid.value_or("")},
-                           {"pci_bus_id", g.pci_bus_id.value_or("")},
-                           {"vendor", g.vendor}};
+    std::vector<Label> gpu{{metric::label::kGpu, std::to_string(g.index)},
+                           {metric::label::kUuid, g.uuid.value_or("")},
+                           {metric::label::kPciBusId, g.pci_bus_id.value_or("")},
+                           {metric::label::kVendor, g.vendor}};
     auto add = [&](const core::ProcessRow& row, const char* problem, const std::string& keepers,
                    const Owner& o) {
       const auto* u = problem_use_on(row, g.index);
       auto labels = gpu;
-      for (Label l : std::vector<Label>{{"pid", std::to_string(row.pid)},
-                                        {"problem", problem},
-                                        {"keepers", keepers},
-                                        {"comm", comm_of(row)},
-                                        {"user", o.user},
-                                        {"pod_namespace", o.pod_namespace},
-                                        {"pod_name", o.pod_name}})
+      for (Label l : std::vector<Label>{{metric::label::kPid, std::to_string(row.pid)},
+                                        {metric::label::kProblem, problem},
+                                        {metric::label::kKeepers, keepers},
+                                        {metric::label::kComm, comm_of(row)},
+                                        {metric::label::kUser, o.user},
+                                        {metric::label::kPodNamespace, o.pod_namespace},
+                                        {metric::label::kPodName, o.pod_name}})
         labels.push_back(std::move(l));
       // On a split GPU, the GPU instance it runs in.
       if (u && u->gpu_instance_id)
-        labels.push_back({"gpu_instance", std::to_string(*u->gpu_instance_id)});
+        labels.push_back({metric::label::kGpuInstance, std::to_string(*u->gpu_instance_id)});
       f.add(std::move(labels), u && u->used_bytes ? static_cast<double>(*u->used_bytes) : 0);
     };
     for (const auto& ghost : s.ghosts) {

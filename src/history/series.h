@@ -1,7 +1,7 @@
 #pragma once
 // The time series of the daemon's history, as plain data: what the History keeps and what
-// /api/v1/history serves (export/history_json writes them). Unknown values are empty optionals, as
-// everywhere in gpureap.
+// /api/v1/history serves (history/history_document writes and reads them). Unknown values are empty
+// optionals, as everywhere in gpureap.
 #include <sys/types.h>
 
 #include <chrono>

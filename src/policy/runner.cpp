@@ -4,6 +4,7 @@
 
 #include "base/log.h"
 #include "core/duration.h"
+#include "metric/names.h"
 #include "policy/audit_record.h"
 #include "policy/exemption.h"
 #include "text/byte_format.h"
@@ -177,13 +178,13 @@ PolicyRunner::Status PolicyRunner::status() const {
 
 void PolicyRunner::add_metrics(std::vector<exporter::MetricFamily>& out) const {
   exporter::MetricFamily actions{
-      "gpureap_policy_actions_total",
+      metric::kPolicyActions,
       "Cleanup policy decisions and actions by result: would-terminate and "
       "would-kill while enforce is off, notified, released, still-held, "
       "survived, refused, not-permitted, gone, failed, gave-up",
       exporter::MetricType::Counter,
       {}};
-  exporter::MetricFamily matching{"gpureap_policy_matching_processes",
+  exporter::MetricFamily matching{metric::kPolicyMatchingProcesses,
                                   "Processes each cleanup policy matches in the latest sample "
                                   "(before its `after` delay)",
                                   exporter::MetricType::Gauge,

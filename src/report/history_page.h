@@ -8,6 +8,7 @@
 
 #include "audit/record.h"
 #include "core/result.h"
+#include "history/history_document.h"
 #include "history/series.h"
 #include "report/incident.h"
 #include "report/page.h"
@@ -15,14 +16,7 @@
 namespace gpureap::report {
 
 // A final close of a GPU file (the `releases` of /api/v1/history).
-struct FileRelease {
-  std::string path;
-  pid_t pid = 0;  // the process that dropped the last reference
-  TimePoint at;
-  // The GPUs the file reaches, as the daemon named them by device number (none: the driver's
-  // control file); empty from a daemon that did not say.
-  std::optional<std::vector<unsigned>> gpus;
-};
+using FileRelease = history::Release;
 
 struct HistoryInput {
   std::string hostname;

@@ -3,82 +3,44 @@
 
 #include <algorithm>
 
+#include "history/journal_document.h"
+#include "history/json_fields.h"
 #include "text/byte_format.h"
-#include "text/enum_names.h"
+#include "text/escape.h"
 
 namespace gpureap::report {
 namespace incident_detail {
 
 using nlohmann::json;
 
-struct Bad {
-  std::string what;
-};
-
-const json& member(const json& o, const char* name, const std::string& where) {
-  if (!o.is_object()) throw Bad{where + " is not an object"};
-  auto it = o.find(name);
-  if (it == o.end()) throw Bad{where + " has no \"" + name + "\""};
-  return *it;
-}
-
-TimePoint when(const json& v, const std::string& where) {
-  if (!v.is_number()) throw Bad{where + " is not a time in Unix seconds"};
-  double secs = v.get<double>();
-  if (!(secs >= 0 && secs < 1e11)) throw Bad{where + " is not a time in Unix seconds"};
-  return TimePoint(std::chrono::milliseconds(static_cast<int64_t>(secs * 1000 + 0.5)));
-}
-
-std::optional<TimePoint> maybe_when(const json& o, const char* name, const std::string& where) {
-  auto it = o.find(name);
-  if (it == o.end() || it->is_null()) return std::nullopt;
-  return when(*it, where + "." + name);
-}
+// The strict reader of the history's documents (history/json_fields.h), for the parts of the
+// `incident` object the journal's codec does not read: the GPUs' names and the state now.
+using namespace history::json_fields;
 
 template <class T>
 T whole(const json& o, const char* name, const std::string& where) {
-  const json& v = member(o, name, where);
-  if (!v.is_number_unsigned() && !(v.is_number_integer() && v.get<int64_t>() >= 0))
-    throw Bad{where + "." + name + " is not a non-negative integer"};
-  uint64_t n = v.get<uint64_t>();
-  if (n > static_cast<uint64_t>(std::numeric_limits<T>::max()))
-    throw Bad{where + "." + name + " is out of range"};
-  return static_cast<T>(n);
+  return integer_of<T>(field(o, name, where), history::json_fields::at(where, name));
 }
 
 template <class T>
 std::optional<T> maybe_whole(const json& o, const char* name, const std::string& where) {
-  auto it = o.find(name);
-  if (it == o.end() || it->is_null()) return std::nullopt;
-  return whole<T>(o, name, where);
+  const json& v = optional_field(o, name);
+  if (v.is_null()) return std::nullopt;
+  return integer_of<T>(v, history::json_fields::at(where, name));
 }
 
 std::string words(const json& o, const char* name, const std::string& where, bool required) {
-  auto it = o.find(name);
-  if (it == o.end()) {
-    if (required) throw Bad{where + " has no \"" + name + "\""};
-    return "";
-  }
-  if (!it->is_string()) throw Bad{where + "." + name + " is not a string"};
-  return it->get<std::string>();
-}
-
-bool flag(const json& o, const char* name, const std::string& where) {
-  auto it = o.find(name);
-  if (it == o.end()) return false;
-  if (!it->is_boolean()) throw Bad{where + "." + name + " is not true or false"};
-  return it->get<bool>();
+  return string_of(required ? field(o, name, where) : optional_field(o, name),
+                   history::json_fields::at(where, name));
 }
 
 const json& list(const json& o, const char* name, const std::string& where) {
-  const json& v = member(o, name, where);
-  if (!v.is_array()) throw Bad{where + "." + name + " is not a list"};
-  return v;
+  return list_of(field(o, name, where), history::json_fields::at(where, name));
 }
 
 IncidentNow now_of(const json& n) {
   IncidentNow out;
-  out.at = when(member(n, "time", "incident.now"), "incident.now.time");
+  out.at = time_of(field(n, "time", "incident.now"), "incident.now.time");
   size_t i = 0;
   for (const auto& g : list(n, "gpus", "incident.now")) {
     std::string at = "incident.now.gpus[" + std::to_string(i++) + "]";
@@ -123,46 +85,6 @@ Incident incident_of(const json& j) {
     in.gpus.push_back({whole<unsigned>(g, "gpu", at), words(g, "name", at, false),
                        words(g, "uuid", at, false), maybe_whole<uint64_t>(g, "total_bytes", at)});
   }
-  i = 0;
-  for (const auto& l : list(j, "lanes", "incident")) {
-    std::string at = "incident.lanes[" + std::to_string(i++) + "]";
-    IncidentLane x;
-    x.pid = whole<pid_t>(l, "pid", at);
-    x.start_ticks = maybe_whole<uint64_t>(l, "start_ticks", at).value_or(0);
-    x.gpu = whole<unsigned>(l, "gpu", at);
-    x.ppid = maybe_whole<pid_t>(l, "ppid", at).value_or(0);
-    x.comm = words(l, "comm", at, false);
-    x.user = words(l, "user", at, false);
-    x.first_seen = when(member(l, "first_seen", at), at + ".first_seen");
-    x.last_seen = when(member(l, "last_seen", at), at + ".last_seen");
-    x.listed = flag(l, "listed", at);
-    x.keeper = flag(l, "keeper", at);
-    x.exited = maybe_when(l, "exited", at);
-    x.ghost = maybe_when(l, "ghost", at);
-    x.leaked = flag(l, "leaked", at);
-    x.stopped = flag(l, "stopped", at);
-    x.open = flag(l, "open", at);
-    x.peak_bytes = maybe_whole<uint64_t>(l, "peak_bytes", at).value_or(0);
-    in.lanes.push_back(std::move(x));
-  }
-  i = 0;
-  for (const auto& e : list(j, "events", "incident")) {
-    std::string at = "incident.events[" + std::to_string(i++) + "]";
-    IncidentEvent x;
-    x.at = when(member(e, "time", at), at + ".time");
-    // A kind a newer daemon writes and this gpureap does not know stays off the timeline.
-    x.kind = text::enum_from_name<history::JournalEventKind>(words(e, "kind", at, true));
-    x.gpu = maybe_whole<unsigned>(e, "gpu", at);
-    x.pid = maybe_whole<pid_t>(e, "pid", at).value_or(0);
-    x.other = maybe_whole<pid_t>(e, "other", at).value_or(0);
-    x.bytes = maybe_whole<uint64_t>(e, "bytes", at).value_or(0);
-    x.text = words(e, "text", at, false);
-    x.uid = maybe_whole<uid_t>(e, "uid", at);
-    x.user = words(e, "user", at, false);
-    x.command = words(e, "command", at, false);
-    x.reason = words(e, "reason", at, false);
-    in.events.push_back(std::move(x));
-  }
   if (auto it = j.find("now"); it != j.end() && !it->is_null()) in.now = now_of(*it);
   return in;
 }
@@ -187,7 +109,7 @@ std::string mark_text(const IncidentEvent& e) {
   using K = history::JournalEventKind;
   const std::string at = " at " + utc_time(e.at, true);
   const std::string pid = "PID " + std::to_string(e.pid);
-  switch (*e.kind) {
+  switch (e.kind) {
     case K::Fork:
       return pid + " forked PID " + std::to_string(e.other) + at;
     case K::Exit:
@@ -232,10 +154,16 @@ std::string Incident::name_of(pid_t pid) const {
 }
 
 core::Result<Incident> parse_incident(const nlohmann::json& j) {
+  auto journal = history::journal_from_json(j);
+  if (!journal) return journal.error();
   try {
-    return incident_detail::incident_of(j);
-  } catch (const incident_detail::Bad& b) {
-    return core::Error{"the history's " + b.what, "save the daemon's /api/v1/history again"};
+    auto in = incident_detail::incident_of(j);
+    in.lanes = std::move(journal->lanes);
+    in.events = std::move(journal->events);
+    return in;
+  } catch (const history::json_fields::Malformed& m) {
+    return core::Error{"the history's " + text::terminal_safe(m.what),
+                       "save the daemon's /api/v1/history again"};
   } catch (const nlohmann::json::exception& e) {
     return core::Error{std::string("the history's incident is malformed: ") + e.what(), ""};
   }
@@ -327,8 +255,7 @@ Timeline build_timeline(const Incident& in, unsigned gpu, TimePoint from, TimePo
       if (e.at + std::chrono::seconds(1) < l->first_seen ||
           (!l->open && e.at > l->last_seen + std::chrono::seconds(5)))
         continue;
-      if (!e.kind) continue;
-      lane.marks.push_back({e.at, *e.kind, mark_text(e)});
+      lane.marks.push_back({e.at, e.kind, mark_text(e)});
     }
     t.lanes.push_back(std::move(lane));
   }
@@ -338,7 +265,7 @@ Timeline build_timeline(const Incident& in, unsigned gpu, TimePoint from, TimePo
           (e.kind == history::JournalEventKind::GpuError && e.pid == 0)))
       continue;
     if (e.gpu && *e.gpu != gpu) continue;
-    t.gpu_marks.push_back({e.at, *e.kind, mark_text(e)});
+    t.gpu_marks.push_back({e.at, e.kind, mark_text(e)});
   }
   return t;
 }

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "core/result.h"
+#include "history/journal.h"
 #include "report/page.h"
 
 namespace gpureap::report {
@@ -24,30 +25,9 @@ struct IncidentGpu {
   std::optional<uint64_t> total_bytes;
 };
 
-struct IncidentLane {
-  pid_t pid = 0;
-  uint64_t start_ticks = 0;
-  unsigned gpu = 0;
-  pid_t ppid = 0;
-  std::string comm, user;  // untrusted
-  TimePoint first_seen, last_seen;
-  bool listed = false, keeper = false;
-  std::optional<TimePoint> exited, ghost;
-  bool leaked = false, stopped = false, open = false;
-  uint64_t peak_bytes = 0;
-};
-
-struct IncidentEvent {
-  TimePoint at;
-  // Empty: a kind this gpureap does not know (written by a newer daemon).
-  std::optional<history::JournalEventKind> kind;
-  std::optional<unsigned> gpu;
-  pid_t pid = 0, other = 0;
-  uint64_t bytes = 0;
-  std::string text;
-  std::optional<uid_t> uid;
-  std::string user, command, reason;  // untrusted
-};
+// The journal's lanes and events, as history/journal_document reads them back.
+using IncidentLane = history::JournalLane;
+using IncidentEvent = history::JournalEvent;
 
 struct IncidentNowGpu {
   unsigned gpu = 0;

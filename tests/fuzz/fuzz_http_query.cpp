@@ -4,7 +4,7 @@
 #include <chrono>
 
 #include "export/bearer_auth.h"
-#include "export/history_json.h"
+#include "export/history_since.h"
 #include "export/http_request.h"
 #include "fuzz_check.h"
 

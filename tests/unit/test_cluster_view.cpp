@@ -166,6 +166,9 @@ TEST(ClusterView, JsonCarriesTheSameLinesExactly) {
   EXPECT_EQ(j["lines"][0]["processes"][0]["keepers"], json::array({4250}));
   EXPECT_EQ(j["lines"][0]["command"], "ssh -t node-b sudo gpureap doctor --gpu 0");
   EXPECT_EQ(j["lines"][2]["state"], "down");
+  // Why a line has the command it has, or none, as the text view says it.
+  for (size_t i = 0; i < v.lines.size(); ++i)
+    EXPECT_EQ(j["lines"][i]["command_note"], v.lines[i].command_note) << i;
   EXPECT_EQ(j["healthy"]["nodes"], 1);
 }
 

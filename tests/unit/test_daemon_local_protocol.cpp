@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "daemon/local_protocol.h"
+#include "document_round_trip.h"
 #include "output/evidence_wire.h"
 #include "output/snapshot_wire.h"
 
@@ -180,6 +181,48 @@ TEST(DaemonLocalProtocol, AnnouncementsRoundTripAndStayWithinALine) {
   auto history =
       as<HistoryRequest>(parse_request(R"({"command":"history","since":"1h","until":"30m"})"));
   EXPECT_EQ(history.until, "30m");
+}
+
+}  // namespace
+}  // namespace gpureap::daemon
+
+namespace gpureap::daemon {
+namespace {
+
+// A request of type T read back from a document; empty when refused or another command.
+template <class T>
+std::optional<T> request_as(const nlohmann::json& j) {
+  auto r = parse_request(j.dump());
+  if (!r.ok() || !std::holds_alternative<T>(*r)) return std::nullopt;
+  return std::get<T>(*r);
+}
+
+// Every field of each request and of the answer set, sent and read back: a field either side
+// drops is named, and so is a member the reader never reads.
+template <class T>
+void expect_request_round_trip(const T& request) {
+  const auto doc = nlohmann::json::parse(request_line(request));
+  auto back = request_as<T>(doc);
+  ASSERT_TRUE(back) << doc.dump();
+  gpureap::testing::expect_round_trip(request, *back);
+  gpureap::testing::expect_every_member_read(doc, request_as<T>);
+}
+
+TEST(DaemonLocalProtocol, EveryFieldOfEveryRequestSurvivesTheRoundTrip) {
+  expect_request_round_trip(EvidenceRequest::current(std::chrono::milliseconds(7500)));
+  expect_request_round_trip(HistoryRequest{"90m", "2026-05-28T20:26:40Z"});
+  expect_request_round_trip(AnnounceRequest{
+      "gpureap kill 4242", "SIGTERM", "its keepers", 3, {{4194303, 987654321, "python", 3}}, 2});
+}
+
+TEST(DaemonLocalProtocol, EveryFieldOfTheAnswerSurvivesTheRoundTrip) {
+  const Answer a{"a table\n", {"a warning"}, 1500, 3};
+  auto read = [](const nlohmann::json& j) { return parse_answer(j.dump()); };
+  const auto doc = nlohmann::json::parse(answer_text(a));
+  auto back = read(doc);
+  ASSERT_TRUE(back) << back.error().message;
+  gpureap::testing::expect_round_trip(a, *back);
+  gpureap::testing::expect_every_member_read(doc, read);
 }
 
 }  // namespace

@@ -4,11 +4,11 @@
 
 #include <fstream>
 #include <nlohmann/json.hpp>
-#include <regex>
 #include <set>
 #include <sstream>
 
 #include "export/metrics.h"
+#include "metric_names_in.h"
 #include "snapshot_builders.h"
 
 namespace gpureap::exporter {
@@ -32,15 +32,6 @@ std::set<std::string> emitted() {
   std::set<std::string> names;
   for (const auto& f : build_metrics({s, findings, {{"driver", 0.1, 0}}, true, &errors, true}))
     names.insert(f.name);
-  return names;
-}
-
-std::set<std::string> gpureap_names_in(const std::string& text) {
-  std::set<std::string> names;
-  static const std::regex re(R"(gpureap_[a-z_]+)");
-  for (auto it = std::sregex_iterator(text.begin(), text.end(), re); it != std::sregex_iterator();
-       ++it)
-    names.insert(it->str());
   return names;
 }
 

@@ -2,7 +2,7 @@
 // document that is not one is an error that says why, never a crash.
 #include <gtest/gtest.h>
 
-#include "export/history_json.h"
+#include "history/history_document.h"
 #include "report/history_page.h"
 #include "report_fixture.h"
 
@@ -14,12 +14,10 @@ using nlohmann::json;
 
 json document() {
   auto in = report_input();
-  json doc = exporter::history_to_json(in.history, in.hostname, in.since);
-  doc["releases"] = json::array({{{"path", "/dev/nvidia0"},
-                                  {"pid", 7778},
-                                  {"at", "2023-11-14T22:13:22.300Z"},
-                                  {"gpus", {0}}}});
-  return doc;
+  return history::history_to_json({in.hostname,
+                                   in.since,
+                                   in.history,
+                                   {{"/dev/nvidia0", 7778, at_s(2.3), std::vector<unsigned>{0}}}});
 }
 
 TEST(ReportHistoryDocument, WhatTheDaemonWritesIsWhatTheReportReads) {

@@ -26,14 +26,16 @@ IncidentLane lane(pid_t pid, uint64_t start, const std::string& comm, double fir
   l.user = "alice";
   l.first_seen = at_s(first);
   l.last_seen = at_s(last);
+  l.open = false;
   return l;
 }
 
 IncidentEvent event(double t, const std::string& kind, pid_t pid, pid_t other = 0) {
   IncidentEvent e;
   e.at = at_s(t);
-  e.kind = text::enum_from_name<history::JournalEventKind>(kind);
-  EXPECT_TRUE(e.kind) << kind;
+  auto named = text::enum_from_name<history::JournalEventKind>(kind);
+  EXPECT_TRUE(named) << kind;
+  if (named) e.kind = *named;
   e.gpu = 0;
   e.pid = pid;
   e.other = other;
