@@ -54,28 +54,20 @@ void HolderTracker::stop() {
   thread_.join();
 }
 
-void HolderTracker::want_wake(Need need) {
-  if (need == Need::Nothing) return;
-  auto due = last_wake_ + (need == Need::Soon ? kMinWakeGap : kHotWakeGap);
-  if (!wake_due_ || due < *wake_due_) wake_due_ = due;
-}
-
 void HolderTracker::run() {
   using Clock = std::chrono::steady_clock;
-  Clock::time_point next_files_read{};  // file events are read no sooner (kFileReadGap)
   for (;;) {
     const auto now = Clock::now();
-    if (wake_due_ && now >= *wake_due_) {
-      wake_due_.reset();
-      last_wake_ = now;
+    if (auto due = pacer_.wake_due(); due && now >= *due) {
+      pacer_.woke(now);
       if (wake_) wake_();
     }
-    const bool files_now = now >= next_files_read;
+    const bool files_now = now >= pacer_.next_file_read();
     pollfd fds[3] = {
         {stop_fd_, POLLIN, 0}, {files_now ? files_.fd() : -1, POLLIN, 0}, {-1, POLLIN, 0}};
     if (procs_) fds[2].fd = procs_->fd();
-    std::optional<Clock::time_point> until = wake_due_;
-    if (!files_now && (!until || next_files_read < *until)) until = next_files_read;
+    std::optional<Clock::time_point> until = pacer_.wake_due();
+    if (!files_now && (!until || pacer_.next_file_read() < *until)) until = pacer_.next_file_read();
     int timeout = -1;
     if (until) {
       auto left = std::chrono::ceil<std::chrono::milliseconds>(*until - Clock::now());
@@ -87,52 +79,39 @@ void HolderTracker::run() {
     }
     if (fds[0].revents) return;
     if (fds[1].revents) {
-      want_wake(on_files(files_.read()));
-      next_files_read = Clock::now() + kFileReadGap;
+      auto batch = files_.read();
+      std::vector<pid_t> pids;
+      pids.reserve(batch.events.size());
+      for (const auto& e : batch.events) pids.push_back(e.pid);
+      const bool lost = batch.overflow;
+      on_files(std::move(batch));
+      pacer_.files_read(pids, lost, Clock::now());
     }
-    if (fds[2].revents && procs_ && on_procs(procs_->read())) want_wake(Need::Soon);
+    if (fds[2].revents && procs_ && on_procs(procs_->read())) pacer_.news();
   }
 }
 
-HolderTracker::Need HolderTracker::on_files(track::FanotifyWatch::Batch batch) {
-  const auto now = std::chrono::steady_clock::now();
-  Need need = Need::Nothing;
-  // A process with no file event in the last kHotWindow is news; one that keeps opening and
-  // closing can wait. Forgotten once quiet, so this holds only the last window's processes.
-  for (const auto& e : batch.events) {
-    auto [it, added] = last_file_event_.try_emplace(e.pid, now);
-    const bool hot = !added && now - it->second < kHotWindow;
-    it->second = now;
-    need = std::max(need, hot ? Need::Later : Need::Soon);
-  }
-  if (last_file_event_.size() > 64)
-    std::erase_if(last_file_event_, [&](const auto& kv) { return now - kv.second >= kHotWindow; });
-  bool changed = false;
-  {
-    std::lock_guard lock(mutex_);
-    for (auto& e : batch.events) {
-      changed_.insert(e.pid);
-      touched_.insert(e.pid);
-      changed = true;
-      if (e.kind == track::FileEvent::Kind::Open) {
-        ++counters_.opens;
-        holders_.insert(e.pid);
-        note_beginning(e.pid, e.at);
-        check_dropped_forks(e.pid);
-        claim_recent_forks();
-        continue;
-      }
-      ++counters_.closes;
-      releases_.push_back({std::move(e.path), e.pid, e.at});
-      if (releases_.size() > kKeptReleases) releases_.pop_front();
+void HolderTracker::on_files(track::FanotifyWatch::Batch batch) {
+  std::lock_guard lock(mutex_);
+  for (auto& e : batch.events) {
+    changed_.insert(e.pid);
+    touched_.insert(e.pid);
+    if (e.kind == track::FileEvent::Kind::Open) {
+      ++counters_.opens;
+      holders_.insert(e.pid);
+      note_beginning(e.pid, e.at);
+      check_dropped_forks(e.pid);
+      claim_recent_forks();
+      continue;
     }
-    if (batch.overflow) {
-      ++counters_.overflows;
-      lost_ = changed = true;
-    }
+    ++counters_.closes;
+    releases_.push_back({std::move(e.path), e.pid, e.at});
+    if (releases_.size() > kKeptReleases) releases_.pop_front();
   }
-  if (batch.overflow) need = Need::Soon;
-  return changed ? need : Need::Nothing;
+  if (batch.overflow) {
+    ++counters_.overflows;
+    lost_ = true;
+  }
 }
 
 bool HolderTracker::on_procs(track::ProcEvents::Batch batch) {
