@@ -102,6 +102,7 @@ void HolderTracker::on_files(track::FanotifyWatch::Batch batch) {
       note_beginning(e.pid, e.at);
       check_dropped_forks(e.pid);
       claim_recent_forks();
+      if (ended_before_read(e.pid)) exited_unseen(e.pid);
       continue;
     }
     ++counters_.closes;
@@ -184,7 +185,10 @@ bool HolderTracker::on_exit(pid_t pid, int wait_status) {
   // The engine reads it again until /proc shows it gone: it may be a zombie when read now.
   if (in_view) exited_.insert(pid);
   const bool reparented = exited(pid);
-  if (!holders_.erase(pid)) return reparented;  // its children are orphans: a sample says so
+  if (!holders_.erase(pid)) {
+    remember_exit(pid);
+    return reparented;  // its children are orphans: a sample says so
+  }
   changed_.insert(pid);
   touched_.insert(pid);
   return true;
@@ -222,6 +226,30 @@ void HolderTracker::remember_fork(pid_t child, pid_t parent) {
     dropped_all_until_ = now + kRecentForkWindow;
   else
     dropped_fork_parents_[oldest.parent] = oldest.at;
+}
+
+void HolderTracker::remember_exit(pid_t pid) {
+  const auto now = std::chrono::steady_clock::now();
+  if (recent_exits_.size() >= kKeptRecentForks)
+    std::erase_if(recent_exits_,
+                  [&](const auto& kv) { return now - kv.second > kRecentForkWindow; });
+  if (recent_exits_.size() >= kKeptRecentForks) recent_exits_.clear();  // a storm of exits
+  recent_exits_[pid] = now;
+}
+
+bool HolderTracker::ended_before_read(pid_t pid) {
+  auto it = recent_exits_.find(pid);
+  if (it == recent_exits_.end()) return false;
+  const bool recent = std::chrono::steady_clock::now() - it->second <= kRecentForkWindow;
+  recent_exits_.erase(it);
+  // The PID may name a new process by now: only /proc tells.
+  return recent && check_exit(proc_, pid, std::nullopt) == ProcessExit::Ended;
+}
+
+void HolderTracker::exited_unseen(pid_t pid) {
+  holders_.erase(pid);
+  began_.erase(pid);
+  exited(pid);  // the children its open made holders were reparented
 }
 
 void HolderTracker::check_dropped_forks(pid_t pid) {

@@ -134,6 +134,15 @@ class HolderTracker final : public engine::ScanHints {
   void check_dropped_forks(pid_t pid);
   // Under mutex_: a fork by a process not known to hold, kept for claim_recent_forks().
   void remember_fork(pid_t child, pid_t parent);
+  // Under mutex_: the exit of a process not known to hold, kept (as forks are) for an open of
+  // it read later: a process that opens a GPU file, forks and exits at once may be gone before
+  // its open is read, and its exit, read first, recorded nothing.
+  void remember_exit(pid_t pid);
+  // Under mutex_: `pid`, whose open was just read, had exited before (and /proc shows it gone).
+  bool ended_before_read(pid_t pid);
+  // Under mutex_: what its exit would have recorded had it been read after the open: no
+  // holder kept for it, and the children the open made holders reparented (orphans).
+  void exited_unseen(pid_t pid);
   // Under mutex_: `pid` began holding at `at`, unless an earlier beginning is kept.
   void note_beginning(pid_t pid, std::chrono::system_clock::time_point at);
 
@@ -167,6 +176,8 @@ class HolderTracker final : public engine::ScanHints {
     std::chrono::steady_clock::time_point at;
   };
   std::deque<RecentFork> recent_forks_;  // by processes not known to hold, oldest first
+  // Exits of processes not known to hold, with when (at most kKeptRecentForks).
+  std::unordered_map<pid_t, std::chrono::steady_clock::time_point> recent_exits_;
   // Parents of records pushed out of recent_forks_ inside their window, with when (at most
   // kKeptRecentForks; past that, every new holder until dropped_all_until_ counts as one).
   std::unordered_map<pid_t, std::chrono::steady_clock::time_point> dropped_fork_parents_;

@@ -356,6 +356,43 @@ TEST_F(HolderTrackerForkTest, AForkReadBeforeItsParentsOpenStillNamesTheChild) {
   ::waitpid(storm, nullptr, 0);
 }
 
+// A trainer that opens the GPU file, forks its worker and exits at once, while a storm keeps
+// the file events a gap behind: its exit is read before its open, yet once the open is read
+// the worker is a holder whose parent has exited (an orphan), every time.
+TEST_F(HolderTrackerForkTest, ATrainerGoneBeforeItsOpenIsReadLeavesAnOrphan) {
+  auto t = tracker_;
+  pid_t storm = ::fork();
+  if (storm == 0)
+    for (;;) ::close(::open(file_.c_str(), O_RDONLY));
+  for (int round = 0; round < 5; ++round) {
+    int back[2];
+    ASSERT_EQ(::pipe(back), 0);
+    pid_t trainer = ::fork();
+    if (trainer == 0) {
+      int fd = ::open(file_.c_str(), O_RDONLY);
+      pid_t worker = ::fork();
+      if (worker == 0)
+        for (;;) ::pause();
+      ::_exit(fd >= 0 && ::write(back[1], &worker, sizeof worker) == sizeof worker ? 0 : 1);
+    }
+    pid_t worker = 0;
+    ASSERT_EQ(::read(back[0], &worker, sizeof worker), static_cast<ssize_t>(sizeof worker));
+    ::close(back[0]);
+    ::close(back[1]);
+    ASSERT_EQ(::waitpid(trainer, nullptr, 0), trainer);
+    const bool orphan = soon([&] {
+      auto parents = t->exited_parents();
+      auto it = parents.find(worker);
+      return it != parents.end() && it->second == trainer;
+    });
+    ::kill(worker, SIGKILL);
+    EXPECT_TRUE(orphan) << "round " << round << ": the worker " << worker
+                        << " is not known as the orphan of " << trainer;
+  }
+  ::kill(storm, SIGKILL);
+  ::waitpid(storm, nullptr, 0);
+}
+
 // A fork storm elsewhere (a PID-cycling job) pushes the record of a trainer's fork out before
 // the trainer's open is read: the worker is then found by a full scan instead of never.
 TEST_F(HolderTrackerForkTest, AForkRecordPushedOutByAStormStillLeadsToTheChild) {
