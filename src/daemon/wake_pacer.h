@@ -33,7 +33,7 @@ class WakePacer {
   static constexpr std::chrono::milliseconds kHotWakeGap{1000};
   static constexpr std::chrono::milliseconds kMinWakeGap{50};
   static constexpr size_t kWakeBurst = 4;
-  static constexpr std::chrono::milliseconds kFileReadGap{20};
+  static constexpr std::chrono::milliseconds kFileReadGap{10};
 
   // File events were read at `now`: the process of each event, in order. `lost`: the kernel's
   // queue overflowed (news: a full scan must follow).
