@@ -9,8 +9,8 @@
  * takes the time and opens FILE. The parent polls /api/v1/snapshot on 127.0.0.1:PORT every
  * POLL_US microseconds (default 1000), a new connection per request, all along, as a live view
  * does (so the daemon renders each sample as it comes, not the ones of the wait after the open),
- * until the answer names the child's PID. Prints one line per trial: the milliseconds from just before the open to the
- * end of that answer, or "-" after 15 s. The child is then killed.
+ * until the answer names the child's PID. Prints one line per trial: the milliseconds from just
+ * before the open to the end of that answer, or "-" after 15 s. The child is then killed.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -84,12 +84,23 @@ int main(int argc, char** argv) {
   int trials = 20, poll_us = 1000, wait_ms = 300, c;
   while ((c = getopt(argc, argv, "p:f:t:i:w:")) != -1) {
     switch (c) {
-      case 'p': port = atoi(optarg); break;
-      case 'f': file = optarg; break;
-      case 't': trials = atoi(optarg); break;
-      case 'i': poll_us = atoi(optarg); break;
-      case 'w': wait_ms = atoi(optarg); break;
-      default: return 2;
+      case 'p':
+        port = atoi(optarg);
+        break;
+      case 'f':
+        file = optarg;
+        break;
+      case 't':
+        trials = atoi(optarg);
+        break;
+      case 'i':
+        poll_us = atoi(optarg);
+        break;
+      case 'w':
+        wait_ms = atoi(optarg);
+        break;
+      default:
+        return 2;
     }
   }
   if (port <= 0 || !file || trials < 1 || poll_us < 0 || wait_ms < 0) {
@@ -97,8 +108,8 @@ int main(int argc, char** argv) {
     return 2;
   }
   /* The child's time just before its open, shared with this process. */
-  double* opened_at = mmap(NULL, sizeof *opened_at, PROT_READ | PROT_WRITE,
-                           MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  double* opened_at =
+      mmap(NULL, sizeof *opened_at, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   if (opened_at == MAP_FAILED) return 1;
   char* buf = NULL;
   size_t cap = 0;

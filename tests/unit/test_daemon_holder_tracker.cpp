@@ -17,6 +17,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <stdexcept>
 #include <thread>
 
@@ -319,20 +320,28 @@ TEST_F(HolderTrackerForkTest, ALeadersPthreadExitIsNoExitUntilTheLastThreadEnds)
   })) << tracker_->exited_parents().size();
 }
 
-// A trainer that opens the GPU file and forks its worker at once: the fork is read before the
-// open (file events wait up to kFileReadGap), yet the worker is read again, every time.
-TEST_F(HolderTrackerForkTest, AForkReadBeforeItsParentsOpenStillNamesTheChild) {
-  auto t = tracker_;
-  // Opens all along keep the tracker reading file events a gap apart.
-  pid_t storm = ::fork();
-  if (storm == 0)
-    for (;;) ::close(::open(file_.c_str(), O_RDONLY));
-  for (int round = 0; round < 10; ++round) {
+// Rounds of a trainer that opens the GPU file, forks its worker and exits at once, while a storm
+// of opens keeps the tracker reading file events a gap apart (so the fork, and the exit, are
+// read before the open): `check(round, trainer, worker)` after each, the worker killed then.
+void trainers_in_a_storm(const std::string& file, int rounds,
+                         const std::function<void(int, pid_t, pid_t)>& check) {
+  struct Storm {
+    pid_t pid = ::fork();
+    ~Storm() {
+      if (pid <= 0) return;
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, nullptr, 0);
+    }
+  } storm;
+  ASSERT_GE(storm.pid, 0);
+  if (storm.pid == 0)
+    for (;;) ::close(::open(file.c_str(), O_RDONLY));
+  for (int round = 0; round < rounds; ++round) {
     int back[2];
     ASSERT_EQ(::pipe(back), 0);
     pid_t trainer = ::fork();
     if (trainer == 0) {
-      int fd = ::open(file_.c_str(), O_RDONLY);
+      int fd = ::open(file.c_str(), O_RDONLY);
       pid_t worker = ::fork();
       if (worker == 0)
         for (;;) ::pause();
@@ -343,54 +352,37 @@ TEST_F(HolderTrackerForkTest, AForkReadBeforeItsParentsOpenStillNamesTheChild) {
     ::close(back[0]);
     ::close(back[1]);
     ASSERT_EQ(::waitpid(trainer, nullptr, 0), trainer);
+    check(round, trainer, worker);
+    ::kill(worker, SIGKILL);
+  }
+}
+
+// The fork is read before the open, yet the worker is read again, every time.
+TEST_F(HolderTrackerForkTest, AForkReadBeforeItsParentsOpenStillNamesTheChild) {
+  auto t = tracker_;
+  trainers_in_a_storm(file_, 10, [&](int round, pid_t, pid_t worker) {
     std::vector<pid_t> asked;
-    const bool named = soon([&] {
+    EXPECT_TRUE(soon([&] {
       auto r = t->take();
       asked.insert(asked.end(), r.pids.begin(), r.pids.end());
       return std::find(asked.begin(), asked.end(), worker) != asked.end();
-    });
-    ::kill(worker, SIGKILL);
-    EXPECT_TRUE(named) << "round " << round << ": the worker " << worker << " was never asked for";
-  }
-  ::kill(storm, SIGKILL);
-  ::waitpid(storm, nullptr, 0);
+    })) << "round "
+        << round << ": the worker " << worker << " was never asked for";
+  });
 }
 
-// A trainer that opens the GPU file, forks its worker and exits at once, while a storm keeps
-// the file events a gap behind: its exit is read before its open, yet once the open is read
-// the worker is a holder whose parent has exited (an orphan), every time.
+// The trainer's exit is read before its open, yet once the open is read the worker is a holder
+// whose parent has exited (an orphan), every time.
 TEST_F(HolderTrackerForkTest, ATrainerGoneBeforeItsOpenIsReadLeavesAnOrphan) {
   auto t = tracker_;
-  pid_t storm = ::fork();
-  if (storm == 0)
-    for (;;) ::close(::open(file_.c_str(), O_RDONLY));
-  for (int round = 0; round < 5; ++round) {
-    int back[2];
-    ASSERT_EQ(::pipe(back), 0);
-    pid_t trainer = ::fork();
-    if (trainer == 0) {
-      int fd = ::open(file_.c_str(), O_RDONLY);
-      pid_t worker = ::fork();
-      if (worker == 0)
-        for (;;) ::pause();
-      ::_exit(fd >= 0 && ::write(back[1], &worker, sizeof worker) == sizeof worker ? 0 : 1);
-    }
-    pid_t worker = 0;
-    ASSERT_EQ(::read(back[0], &worker, sizeof worker), static_cast<ssize_t>(sizeof worker));
-    ::close(back[0]);
-    ::close(back[1]);
-    ASSERT_EQ(::waitpid(trainer, nullptr, 0), trainer);
-    const bool orphan = soon([&] {
+  trainers_in_a_storm(file_, 5, [&](int round, pid_t trainer, pid_t worker) {
+    EXPECT_TRUE(soon([&] {
       auto parents = t->exited_parents();
       auto it = parents.find(worker);
       return it != parents.end() && it->second == trainer;
-    });
-    ::kill(worker, SIGKILL);
-    EXPECT_TRUE(orphan) << "round " << round << ": the worker " << worker
-                        << " is not known as the orphan of " << trainer;
-  }
-  ::kill(storm, SIGKILL);
-  ::waitpid(storm, nullptr, 0);
+    })) << "round "
+        << round << ": the worker " << worker << " is not known as the orphan of " << trainer;
+  });
 }
 
 // A fork storm elsewhere (a PID-cycling job) pushes the record of a trainer's fork out before
