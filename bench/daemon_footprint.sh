@@ -2,8 +2,8 @@
 # Daemon footprint benchmark: `gpureap daemon` at its default settings on a busy node.
 #
 # Spawns the fleet (PROCS sleeping processes with FDS fds each, HOLDERS of them holding the
-# stand-in GPU device files), points the daemon at the NVML test double listing the holders
-# as GPU processes (spread over GPUS GPUs), and measures:
+# stand-in GPU device files, one per GPU), points the daemon at the NVML test double listing
+# the holders as GPU processes (spread over GPUS GPUs), and measures:
 #
 #   1. over DURATION seconds (default 60), with a Prometheus-like scrape of /metrics every
 #      SCRAPE_EVERY seconds: the daemon's average CPU (user + system, all its threads, as a
@@ -49,6 +49,14 @@ command -v curl >/dev/null || fleet_die "curl is needed (apt-get install curl)"
 
 fleet_init
 fleet_make_dev_root
+# A stand-in for every GPU's device file, held by every holder (as a CUDA process that sees all
+# the GPUs opens all of them): gpureap takes a listed PID for the process only where it holds
+# that GPU's file, so a holder listed on GPU 3 that held only nvidia0 would be another process
+# (no-such-process, a leaked context) and the daemon would count GPU 0's holders alone.
+for ((g = 1; g < GPUS; g++)); do
+  : >"$FLEET_DEV/nvidia$g"
+  FLEET_DEV_FILES+=("$FLEET_DEV/nvidia$g")
+done
 fleet_check_limits "$PROCS" "$FDS"
 fleet_build
 LOAD_BIN="$FLEET_WORK/scrape_load"

@@ -70,28 +70,20 @@ void HolderTracker::stop() {
   thread_.join();
 }
 
-void HolderTracker::want_wake(Need need) {
-  if (need == Need::Nothing) return;
-  auto due = last_wake_ + (need == Need::Soon ? kMinWakeGap : kHotWakeGap);
-  if (!wake_due_ || due < *wake_due_) wake_due_ = due;
-}
-
 void HolderTracker::run() {
   using Clock = std::chrono::steady_clock;
-  Clock::time_point next_files_read{};  // file events are read no sooner (kFileReadGap)
   for (;;) {
     const auto now = Clock::now();
-    if (wake_due_ && now >= *wake_due_) {
-      wake_due_.reset();
-      last_wake_ = now;
+    if (auto due = pacer_.wake_due(); due && now >= *due) {
+      pacer_.woke(now);
       if (wake_) wake_();
     }
-    const bool files_now = now >= next_files_read;
+    const bool files_now = now >= pacer_.next_file_read();
     pollfd fds[3] = {
         {stop_fd_, POLLIN, 0}, {files_now ? files_.fd() : -1, POLLIN, 0}, {-1, POLLIN, 0}};
     if (procs_) fds[2].fd = procs_->fd();
-    std::optional<Clock::time_point> until = wake_due_;
-    if (!files_now && (!until || next_files_read < *until)) until = next_files_read;
+    std::optional<Clock::time_point> until = pacer_.wake_due();
+    if (!files_now && (!until || pacer_.next_file_read() < *until)) until = pacer_.next_file_read();
     int timeout = -1;
     if (until) {
       auto left = std::chrono::ceil<std::chrono::milliseconds>(*until - Clock::now());
@@ -103,57 +95,45 @@ void HolderTracker::run() {
     }
     if (fds[0].revents) return;
     if (fds[1].revents) {
-      want_wake(on_files(files_.read()));
-      next_files_read = Clock::now() + kFileReadGap;
+      auto batch = files_.read();
+      std::vector<pid_t> pids;
+      pids.reserve(batch.events.size());
+      for (const auto& e : batch.events) pids.push_back(e.pid);
+      const bool lost = batch.overflow;
+      on_files(std::move(batch));
+      pacer_.files_read(pids, lost, Clock::now());
     }
-    if (fds[2].revents && procs_ && on_procs(procs_->read())) want_wake(Need::Soon);
+    if (fds[2].revents && procs_ && on_procs(procs_->read())) pacer_.news();
   }
 }
 
-HolderTracker::Need HolderTracker::on_files(track::FanotifyWatch::Batch batch) {
-  const auto now = std::chrono::steady_clock::now();
-  Need need = Need::Nothing;
-  // A process with no file event in the last kHotWindow is news; one that keeps opening and
-  // closing can wait. Forgotten once quiet, so this holds only the last window's processes.
-  for (const auto& e : batch.events) {
-    auto [it, added] = last_file_event_.try_emplace(e.pid, now);
-    const bool hot = !added && now - it->second < kHotWindow;
-    it->second = now;
-    need = std::max(need, hot ? Need::Later : Need::Soon);
-  }
-  if (last_file_event_.size() > 64)
-    std::erase_if(last_file_event_, [&](const auto& kv) { return now - kv.second >= kHotWindow; });
-  bool changed = false;
-  {
-    std::lock_guard lock(mutex_);
-    for (auto& e : batch.events) {
-      changed_.insert(e.pid);
-      touched_.insert(e.pid);
-      changed = true;
-      if (e.kind == track::FileEvent::Kind::Open) {
-        ++counters_.opens;
-        holders_.insert(e.pid);
-        note_open(e.pid, e.path);
-        note_beginning(e.pid, e.at);
-        check_dropped_forks(e.pid);
-        claim_recent_forks();
-        continue;
-      }
-      ++counters_.closes;
-      if (auto it = unconfirmed_opens_.find(e.pid); it != unconfirmed_opens_.end()) {
-        it->second.paths.erase(e.path);
-        if (it->second.paths.empty()) unconfirmed_opens_.erase(it);
-      }
-      releases_.push_back({std::move(e.path), e.pid, e.at});
-      if (releases_.size() > kKeptReleases) releases_.pop_front();
+void HolderTracker::on_files(track::FanotifyWatch::Batch batch) {
+  std::lock_guard lock(mutex_);
+  for (auto& e : batch.events) {
+    changed_.insert(e.pid);
+    touched_.insert(e.pid);
+    if (e.kind == track::FileEvent::Kind::Open) {
+      ++counters_.opens;
+      holders_.insert(e.pid);
+      note_open(e.pid, e.path);
+      note_beginning(e.pid, e.at);
+      check_dropped_forks(e.pid);
+      claim_recent_forks();
+      if (ended_before_read(e.pid)) exited_unseen(e.pid);
+      continue;
     }
-    if (batch.overflow) {
-      ++counters_.overflows;
-      lost_ = changed = true;
+    ++counters_.closes;
+    if (auto it = unconfirmed_opens_.find(e.pid); it != unconfirmed_opens_.end()) {
+      it->second.paths.erase(e.path);
+      if (it->second.paths.empty()) unconfirmed_opens_.erase(it);
     }
+    releases_.push_back({std::move(e.path), e.pid, e.at});
+    if (releases_.size() > kKeptReleases) releases_.pop_front();
   }
-  if (batch.overflow) need = Need::Soon;
-  return changed ? need : Need::Nothing;
+  if (batch.overflow) {
+    ++counters_.overflows;
+    lost_ = true;
+  }
 }
 
 bool HolderTracker::on_procs(track::ProcEvents::Batch batch) {
@@ -227,7 +207,10 @@ bool HolderTracker::on_exit(pid_t pid, int wait_status) {
   // The engine reads it again until /proc shows it gone: it may be a zombie when read now.
   if (in_view) exited_.insert(pid);
   const bool reparented = exited(pid);
-  if (!holders_.erase(pid)) return reparented;  // its children are orphans: a sample says so
+  if (!holders_.erase(pid)) {
+    remember_exit(pid);
+    return reparented;  // its children are orphans: a sample says so
+  }
   changed_.insert(pid);
   touched_.insert(pid);
   return true;
@@ -265,6 +248,31 @@ void HolderTracker::remember_fork(pid_t child, pid_t parent) {
     dropped_all_until_ = now + kRecentForkWindow;
   else
     dropped_fork_parents_[oldest.parent] = oldest.at;
+}
+
+void HolderTracker::remember_exit(pid_t pid) {
+  const auto now = std::chrono::steady_clock::now();
+  if (recent_exits_.size() >= kKeptRecentForks)
+    std::erase_if(recent_exits_,
+                  [&](const auto& kv) { return now - kv.second > kRecentForkWindow; });
+  if (recent_exits_.size() >= kKeptRecentForks) recent_exits_.clear();  // a storm of exits
+  recent_exits_[pid] = now;
+}
+
+bool HolderTracker::ended_before_read(pid_t pid) {
+  auto it = recent_exits_.find(pid);
+  if (it == recent_exits_.end()) return false;
+  const bool recent = std::chrono::steady_clock::now() - it->second <= kRecentForkWindow;
+  recent_exits_.erase(it);
+  // The PID may name a new process by now: only /proc tells.
+  return recent && check_exit(proc_, pid, std::nullopt) == ProcessExit::Ended;
+}
+
+void HolderTracker::exited_unseen(pid_t pid) {
+  holders_.erase(pid);
+  unconfirmed_opens_.erase(pid);
+  began_.erase(pid);
+  exited(pid);  // the children its open made holders were reparented
 }
 
 void HolderTracker::check_dropped_forks(pid_t pid) {

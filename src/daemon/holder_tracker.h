@@ -6,17 +6,13 @@
 // the process that held it last. A holder's child whose parent then exits was reparented: the
 // join's evidence that it is an orphan, which /proc does not keep. The connector reports each
 // thread's exit, so an exit is recorded only once /proc (the daemon's proc root) shows the
-// thread group gone (daemon/process_exit). Lost events (a queue
-// overflow) ask for a full scan; every full scan counts what events missed (drift). Wake-ups
-// are coalesced: events of a process that had none in the last kHotWindow wake the engine
-// within kMinWakeGap of the previous wake-up; those of a process that keeps opening and closing
-// (a storm: GPU device files are usually mode 0666, so by any user) wait up to kHotWakeGap, the
-// events between two wake-ups taken by one collection. So a storm costs about one collection a
-// second, a storm of many processes at most one per kMinWakeGap, and a new holder is still seen
-// within the gap and one collection. File events are read at most every kFileReadGap, so the
-// kernel merges a storm's events in its queue. The history keeps one point per interval whatever
-// the rate (history::History). Without the kernel's events (not root, a container without the
-// capability, an old kernel) it is not started and the daemon scans as before.
+// thread group gone (daemon/process_exit). Lost events (a queue overflow) ask for a full scan;
+// every full scan counts what events missed (drift). When events are read and the engine woken
+// is daemon::WakePacer's: news (a new holder, a fork, an exit) at once, a storm's events about
+// once a second; the events between two wake-ups are taken by one collection. The history keeps
+// one point per interval whatever the rate (history::History). Without the kernel's events (not
+// root, a container without the capability, an old kernel) it is not started and the daemon
+// scans as before.
 #include <sys/types.h>
 
 #include <atomic>
@@ -34,6 +30,7 @@
 #include <vector>
 
 #include "core/result.h"
+#include "daemon/wake_pacer.h"
 #include "engine/scan_hints.h"
 #include "procfs/proc_fs.h"
 #include "track/fanotify_watch.h"
@@ -100,25 +97,13 @@ class HolderTracker final : public engine::ScanHints {
   // gave it a holder's files. Forgotten when it exits; at most kKeptBeginnings, newest kept.
   std::optional<std::chrono::system_clock::time_point> began_holding(pid_t pid) const;
   static constexpr size_t kKeptBeginnings = 4096;
-  // The least time between two wake-ups of the engine: events cost at most one collection per
-  // gap; a holder opened during a storm is in the live view within it and one collection.
-  static constexpr std::chrono::milliseconds kMinWakeGap{50};
-  // A process with file events less than kHotWindow apart is storming: its events wake the
-  // engine kHotWakeGap after the previous wake-up at the latest (other events still sooner).
-  static constexpr std::chrono::milliseconds kHotWindow{1000};
-  static constexpr std::chrono::milliseconds kHotWakeGap{1000};
-  // The least time between two reads of the file events. Meanwhile the kernel merges the
-  // queued events of one process on one file into one record: a storm of opens by one
-  // process costs a record per gap instead of one per open (it read 13-70 thousand a second
-  // before), and a new holder's event waits at most this long.
-  static constexpr std::chrono::milliseconds kFileReadGap{20};
-  // Forks are read at once, file events up to kFileReadGap later (longer under a storm's
-  // bounded batches): a process that opens a GPU file and forks at once is no holder yet when
-  // its fork is read. Forks by processes not known to hold are kept this long (at most
-  // kKeptRecentForks, newest kept), so the open read after them still names the children.
-  // A fork storm elsewhere (a PID-cycling job) can push a record out inside its window: its
-  // parent is then remembered, and when that parent turns out to hold, a full scan finds the
-  // children the record would have named.
+  // Forks are read at once, file events later (up to WakePacer::kFileReadGap under a storm,
+  // longer under its bounded batches): a process that opens a GPU file and forks at once is no
+  // holder yet when its fork is read. Forks by processes not known to hold are kept this long (at
+  // most kKeptRecentForks, newest kept), so the open read after them still names the children. A
+  // fork storm elsewhere (a PID-cycling job) can push a record out inside its window: its parent is
+  // then remembered, and when that parent turns out to hold, a full scan finds the children the
+  // record would have named.
   static constexpr std::chrono::milliseconds kRecentForkWindow{2000};
   static constexpr size_t kKeptRecentForks = 4096;
   // The kernel reports an open before it puts the new fd in the opener's table, and the
@@ -133,11 +118,8 @@ class HolderTracker final : public engine::ScanHints {
   HolderTracker(track::FanotifyWatch files, core::Result<track::ProcEvents> procs,
                 procfs::ProcFs proc, std::function<void()> wake);
   void run();
-  enum class Need { Nothing, Later, Soon };
-  // Asks for a wake-up kMinWakeGap (Soon) or kHotWakeGap (Later) after the last one.
-  void want_wake(Need need);
-  // What the events ask of the engine.
-  Need on_files(track::FanotifyWatch::Batch batch);
+  // Records what the events say; the pacer decides when the engine hears of it.
+  void on_files(track::FanotifyWatch::Batch batch);
   bool on_procs(track::ProcEvents::Batch batch);
   void count_drift(const core::ProcView& view);
   // Under mutex_: the kernel reported the exit of `pid`'s leader, or of a thread of a process
@@ -159,6 +141,15 @@ class HolderTracker final : public engine::ScanHints {
   void check_dropped_forks(pid_t pid);
   // Under mutex_: a fork by a process not known to hold, kept for claim_recent_forks().
   void remember_fork(pid_t child, pid_t parent);
+  // Under mutex_: the exit of a process not known to hold, kept (as forks are) for an open of
+  // it read later: a process that opens a GPU file, forks and exits at once may be gone before
+  // its open is read, and its exit, read first, recorded nothing.
+  void remember_exit(pid_t pid);
+  // Under mutex_: `pid`, whose open was just read, had exited before (and /proc shows it gone).
+  bool ended_before_read(pid_t pid);
+  // Under mutex_: what its exit would have recorded had it been read after the open: no
+  // holder kept for it, and the children the open made holders reparented (orphans).
+  void exited_unseen(pid_t pid);
   // Under mutex_: `pid` began holding at `at`, unless an earlier beginning is kept.
   void note_beginning(pid_t pid, std::chrono::system_clock::time_point at);
   // Under mutex_: `pid` opened `path`, which no scan has shown yet (kOpenConfirmWindow).
@@ -172,10 +163,7 @@ class HolderTracker final : public engine::ScanHints {
   std::optional<std::string> forks_unavailable_;
   std::function<void()> wake_;
   int stop_fd_ = -1;  // an eventfd: the destructor ends run()'s poll
-  // Only run()'s thread touches these.
-  std::chrono::steady_clock::time_point last_wake_{};
-  std::optional<std::chrono::steady_clock::time_point> wake_due_;
-  std::unordered_map<pid_t, std::chrono::steady_clock::time_point> last_file_event_;
+  WakePacer pacer_;   // only run()'s thread touches it
   std::thread thread_;
 
   mutable std::mutex mutex_;
@@ -204,6 +192,8 @@ class HolderTracker final : public engine::ScanHints {
     std::chrono::steady_clock::time_point at;
   };
   std::unordered_map<pid_t, UnconfirmedOpen> unconfirmed_opens_;  // see kOpenConfirmWindow
+  // Exits of processes not known to hold, with when (at most kKeptRecentForks).
+  std::unordered_map<pid_t, std::chrono::steady_clock::time_point> recent_exits_;
   // Parents of records pushed out of recent_forks_ inside their window, with when (at most
   // kKeptRecentForks; past that, every new holder until dropped_all_until_ counts as one).
   std::unordered_map<pid_t, std::chrono::steady_clock::time_point> dropped_fork_parents_;

@@ -108,7 +108,7 @@ exporter::Reply HttpContent::status() {
   nlohmann::json tracking = {{"mode", "scans"},
                              {"event_source", nullptr},
                              {"event_source_fallback", nullptr},
-                             {"min_wake_gap_ms", HolderTracker::kMinWakeGap.count()}};
+                             {"min_wake_gap_ms", WakePacer::kMinWakeGap.count()}};
   if (tracker_) {
     tracking["mode"] = tracker_->follows_forks() ? "events" : "opens";
     const bool handles = tracker_->event_source() == track::FanotifyWatch::Source::FileHandles;

@@ -1,13 +1,14 @@
 // Which NVML calls the backend makes, counted by the test double (FAKE_NVML_CALL_COUNTS): no
 // call whose answer cannot matter (MIG handles outside MIG mode, the MPS list where no MPS
-// server serves the GPU, a GPU's static facts read again by the same session), and every call
-// whose answer can.
+// server serves the GPU, a GPU's static facts read again by the same session, a size query
+// before a list that fits the buffer), and every call whose answer can.
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <map>
 #include <string>
 
+#include "backend/nvml/process_lists.h"
 #include "fake_nvml_fixture.h"
 
 namespace gpureap::testing {
@@ -110,6 +111,27 @@ TEST_F(nvmlCalls, TheMpsListIsReadWhenAListedProcessHasNoName) {
   const auto gpu = collect().gpus.at(0);
   EXPECT_GE(calls("nvmlDeviceGetMPSComputeRunningProcesses"), 1u);
   EXPECT_NE(find_process(gpu, 4194001), nullptr);
+}
+
+TEST_F(nvmlCalls, AListThatFitsItsBufferIsOneCallAndALongerOneIsStillReadWhole) {
+  const pid_t job = spawn_sleeper();
+  write_scenario({{"gpus", {gpu_with({{{"pid", job}, {"used_bytes", kGiB}, {"sm_util", 40}}})}}});
+  auto gpu = collect().gpus.at(0);
+  EXPECT_EQ(calls("nvmlDeviceGetComputeRunningProcesses"), 1u) << "no size query first";
+  EXPECT_EQ(calls("nvmlDeviceGetProcessUtilization"), 1u) << "no size query first";
+  ASSERT_EQ(gpu.processes.size(), 1u);
+  EXPECT_EQ(gpu.processes[0].sm_utilization_percent, 40u);
+  // More processes than the first buffer holds (leaked contexts: PIDs no process has): the
+  // driver says how many, and the read is made again with room for them all.
+  std::remove(counts_path_.c_str());
+  json many = json::array();
+  const unsigned n = backend::nvml::kProcessFirstRead + backend::nvml::kProcessSlack + 5;
+  for (unsigned i = 0; i < n; ++i)
+    many.push_back({{"pid", 4190000 + i}, {"used_bytes", kGiB}, {"leaked", true}});
+  write_scenario({{"gpus", {gpu_with(many)}}});
+  gpu = collect().gpus.at(0);
+  EXPECT_EQ(gpu.processes.size(), n);
+  EXPECT_EQ(calls("nvmlDeviceGetComputeRunningProcesses"), 2u);
 }
 
 TEST_F(nvmlCalls, StaticFactsAreReadOncePerSession) {

@@ -17,6 +17,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <stdexcept>
 #include <thread>
 
@@ -331,20 +332,28 @@ TEST_F(HolderTrackerForkTest, ALeadersPthreadExitIsNoExitUntilTheLastThreadEnds)
   })) << tracker_->exited_parents().size();
 }
 
-// A trainer that opens the GPU file and forks its worker at once: the fork is read before the
-// open (file events wait up to kFileReadGap), yet the worker is read again, every time.
-TEST_F(HolderTrackerForkTest, AForkReadBeforeItsParentsOpenStillNamesTheChild) {
-  auto t = tracker_;
-  // Opens all along keep the tracker reading file events a gap apart.
-  pid_t storm = ::fork();
-  if (storm == 0)
-    for (;;) ::close(::open(file_.c_str(), O_RDONLY));
-  for (int round = 0; round < 10; ++round) {
+// Rounds of a trainer that opens the GPU file, forks its worker and exits at once, while a storm
+// of opens keeps the tracker reading file events a gap apart (so the fork, and the exit, are
+// read before the open): `check(round, trainer, worker)` after each, the worker killed then.
+void trainers_in_a_storm(const std::string& file, int rounds,
+                         const std::function<void(int, pid_t, pid_t)>& check) {
+  struct Storm {
+    pid_t pid = ::fork();
+    ~Storm() {
+      if (pid <= 0) return;
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, nullptr, 0);
+    }
+  } storm;
+  ASSERT_GE(storm.pid, 0);
+  if (storm.pid == 0)
+    for (;;) ::close(::open(file.c_str(), O_RDONLY));
+  for (int round = 0; round < rounds; ++round) {
     int back[2];
     ASSERT_EQ(::pipe(back), 0);
     pid_t trainer = ::fork();
     if (trainer == 0) {
-      int fd = ::open(file_.c_str(), O_RDONLY);
+      int fd = ::open(file.c_str(), O_RDONLY);
       pid_t worker = ::fork();
       if (worker == 0)
         for (;;) ::pause();
@@ -355,17 +364,37 @@ TEST_F(HolderTrackerForkTest, AForkReadBeforeItsParentsOpenStillNamesTheChild) {
     ::close(back[0]);
     ::close(back[1]);
     ASSERT_EQ(::waitpid(trainer, nullptr, 0), trainer);
+    check(round, trainer, worker);
+    ::kill(worker, SIGKILL);
+  }
+}
+
+// The fork is read before the open, yet the worker is read again, every time.
+TEST_F(HolderTrackerForkTest, AForkReadBeforeItsParentsOpenStillNamesTheChild) {
+  auto t = tracker_;
+  trainers_in_a_storm(file_, 10, [&](int round, pid_t, pid_t worker) {
     std::vector<pid_t> asked;
-    const bool named = soon([&] {
+    EXPECT_TRUE(soon([&] {
       auto r = t->take();
       asked.insert(asked.end(), r.pids.begin(), r.pids.end());
       return std::find(asked.begin(), asked.end(), worker) != asked.end();
-    });
-    ::kill(worker, SIGKILL);
-    EXPECT_TRUE(named) << "round " << round << ": the worker " << worker << " was never asked for";
-  }
-  ::kill(storm, SIGKILL);
-  ::waitpid(storm, nullptr, 0);
+    })) << "round "
+        << round << ": the worker " << worker << " was never asked for";
+  });
+}
+
+// The trainer's exit is read before its open, yet once the open is read the worker is a holder
+// whose parent has exited (an orphan), every time.
+TEST_F(HolderTrackerForkTest, ATrainerGoneBeforeItsOpenIsReadLeavesAnOrphan) {
+  auto t = tracker_;
+  trainers_in_a_storm(file_, 5, [&](int round, pid_t trainer, pid_t worker) {
+    EXPECT_TRUE(soon([&] {
+      auto parents = t->exited_parents();
+      auto it = parents.find(worker);
+      return it != parents.end() && it->second == trainer;
+    })) << "round "
+        << round << ": the worker " << worker << " is not known as the orphan of " << trainer;
+  });
 }
 
 // The kernel reports an open before the fd is in the opener's table: a scan answering the
@@ -521,9 +550,9 @@ TEST_F(HolderTrackerTest, WithoutPrivilegeItDoesNotStartAndSaysWhy) {
   EXPECT_NE(std::string(buf).find("CAP_SYS_ADMIN"), std::string::npos) << buf;
 }
 
-// An open/close storm on a GPU file (mode 0666: anyone can) wakes the engine at most once per
-// kMinWakeGap, its events are read at most once per kFileReadGap (the kernel merges the rest),
-// and the last events are still taken: a holder opened during the storm is asked for within
+// An open/close storm on a GPU file (mode 0666: anyone can) wakes the engine at most a burst and
+// once per kMinWakeGap, its events are read at most once per kFileReadGap (the kernel merges the
+// rest), and the last events are still taken: a holder opened during the storm is asked for within
 // the gap.
 TEST_F(HolderTrackerTest, AStormOfOpensWakesTheEngineAtMostOncePerGap) {
   if (::geteuid() != 0) GTEST_SKIP() << "needs root";
@@ -590,13 +619,14 @@ TEST_F(HolderTrackerTest, AStormOfOpensWakesTheEngineAtMostOncePerGap) {
   // while the reader waits its gap (how many records a gap leaves depends on how the opens and
   // closes interleave, and a slower, instrumented reader sees more; a tenth of the opens is far
   // above either).
-  const auto reads = elapsed / HolderTracker::kFileReadGap;
+  const auto reads = elapsed / WakePacer::kFileReadGap;
   EXPECT_GE(read_during, 1u);
   EXPECT_LE(read_during, static_cast<uint64_t>(performed_during) / 10)
       << "over " << reads << " read gaps, with " << performed_during << " opens made";
-  const auto gaps = elapsed / HolderTracker::kMinWakeGap;
+  const auto gaps = elapsed / WakePacer::kMinWakeGap;
   EXPECT_GE(wakes, 1);
-  EXPECT_LE(wakes, gaps + 2) << "over " << gaps << " gaps";
+  EXPECT_LE(wakes, gaps + static_cast<int64_t>(WakePacer::kWakeBurst) + 1)
+      << "over " << gaps << " gaps";
 }
 
 // With file handles the kernel opens nothing in the listener: events still come when this

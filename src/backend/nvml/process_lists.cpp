@@ -37,15 +37,11 @@ struct RawList {
   bool overfilled = false;  // the driver claimed more records than the buffer holds
 };
 
-// count=0 with no buffer asks for the size (INSUFFICIENT_SIZE + count, or SUCCESS when
-// there is nothing); then read into a canary-filled buffer with slack, growing it while the
-// driver still says it is too small.
+// Read into a canary-filled buffer with slack (kProcessFirstRead records at first), growing it
+// while the driver says it is too small.
 RawList fetch_records(nvmlDeviceGetProcesses_fn fn, nvmlDevice_t device) {
   RawList list;
-  unsigned needed = 0;
-  list.rc = fn(device, &needed, nullptr);
-  if (list.rc == NVML_SUCCESS && needed == 0) return list;
-  if (list.rc != NVML_SUCCESS && list.rc != NVML_ERROR_INSUFFICIENT_SIZE) return list;
+  unsigned needed = kProcessFirstRead;
   for (int attempt = 1; attempt <= kProcessReadAttempts; ++attempt) {
     if (needed > kMaxProcessRecords) {
       list.implausible = needed;
@@ -58,6 +54,7 @@ RawList fetch_records(nvmlDeviceGetProcesses_fn fn, nvmlDevice_t device) {
     if (list.rc == NVML_SUCCESS) {
       list.overfilled = count > capacity;
       list.count = count;
+      if (count == 0) list.buffer.clear();
       return list;
     }
     if (list.rc != NVML_ERROR_INSUFFICIENT_SIZE) return list;
@@ -91,14 +88,11 @@ std::map<unsigned, unsigned> read_sm_utilization(const SymbolTable& api, nvmlDev
   std::map<unsigned, unsigned> latest_util;
   if (!api.has(Fn::ProcessUtilization)) return latest_util;
   auto fn = api.get<nvmlDeviceGetProcessUtilization_fn>(Fn::ProcessUtilization);
-  unsigned needed = 0;
-  nvmlReturn_t rc = fn(device, nullptr, &needed, 0);
-  if ((rc != NVML_SUCCESS && rc != NVML_ERROR_INSUFFICIENT_SIZE) || needed == 0 ||
-      needed > kMaxProcessRecords) {
-    return latest_util;
-  }
+  unsigned needed = kSamplesFirstRead;
+  nvmlReturn_t rc = NVML_ERROR_INSUFFICIENT_SIZE;
   std::vector<nvmlProcessUtilizationSample_t> samples;
   for (int attempt = 1; attempt <= kProcessReadAttempts; ++attempt) {
+    if (needed > kMaxProcessRecords) return latest_util;
     samples.assign(needed + kProcessSlack * static_cast<unsigned>(attempt), {});
     unsigned count = static_cast<unsigned>(samples.size());
     rc = fn(device, samples.data(), &count, 0);
@@ -108,7 +102,6 @@ std::map<unsigned, unsigned> read_sm_utilization(const SymbolTable& api, nvmlDev
     }
     if (rc != NVML_ERROR_INSUFFICIENT_SIZE) return latest_util;
     needed = std::max(needed, count);
-    if (needed > kMaxProcessRecords) return latest_util;
   }
   if (rc != NVML_SUCCESS) return latest_util;
   std::map<unsigned, unsigned long long> latest_time;

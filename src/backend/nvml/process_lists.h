@@ -1,6 +1,7 @@
 #pragma once
-// Reading a GPU's process lists from NVML: the two-call protocol, the layout probe, the
-// compute/graphics/MPS merge, per-process SM utilisation and driver-side process names.
+// Reading a GPU's process lists from NVML: a read into a buffer that holds a usual GPU's
+// processes (grown when the driver says it is short), the layout probe, the compute/graphics/MPS
+// merge, per-process SM utilisation and driver-side process names.
 #include <optional>
 #include <string>
 #include <vector>
@@ -13,8 +14,14 @@
 
 namespace gpureap::backend::nvml {
 
-// Processes come and go between the size query and the read, so the buffer gets this many
-// spare records, and a read that still finds the buffer short is retried.
+// Lists are read straight into a buffer of kProcessFirstRead records (and samples of per-process
+// utilisation into one of kSamplesFirstRead): the size query NVML's two-call protocol puts first
+// costs as much as the read (each walks the driver's context table; the utilisation samples'
+// is the slowest call of a listing), and its answer matters only when the buffer is short. A
+// short buffer is then sized from the count the driver gave, with this many spare records for
+// processes that start meanwhile, and the read retried.
+inline constexpr unsigned kProcessFirstRead = 64;
+inline constexpr unsigned kSamplesFirstRead = 512;
 inline constexpr unsigned kProcessSlack = 8;
 inline constexpr int kProcessReadAttempts = 4;
 
