@@ -2,6 +2,7 @@
 
 #include "base/log.h"
 #include "core/duration.h"
+#include "metric/names.h"
 
 namespace gpureap::daemon {
 
@@ -55,11 +56,11 @@ std::shared_ptr<HolderTracker> start_holder_tracking(const DaemonConfig& c,
 
 void TrackingMetrics::add_metrics(std::vector<exporter::MetricFamily>& out) const {
   const char* mode = !tracker_ ? "scans" : tracker_->follows_forks() ? "events" : "opens";
-  exporter::MetricFamily m{"gpureap_holder_tracking_mode",
+  exporter::MetricFamily m{metric::kHolderTrackingMode,
                            "1 for how holders are found: events (opens, final closes and forks "
                            "from the kernel), opens (forks by scans) or scans"};
   for (const char* each : {"events", "opens", "scans"})
-    m.add({{"mode", each}}, std::string(each) == mode ? 1 : 0);
+    m.add({{metric::label::kMode, each}}, std::string(each) == mode ? 1 : 0);
   out.push_back(std::move(m));
   if (!tracker_) return;
   auto c = tracker_->counters();
@@ -68,15 +69,15 @@ void TrackingMetrics::add_metrics(std::vector<exporter::MetricFamily>& out) cons
     f.add({}, static_cast<double>(v));
     out.push_back(std::move(f));
   };
-  counter("gpureap_holder_opens_total", "opens of GPU device files the kernel reported", c.opens);
-  counter("gpureap_holder_closes_total",
+  counter(metric::kHolderOpens, "opens of GPU device files the kernel reported", c.opens);
+  counter(metric::kHolderCloses,
           "final closes of GPU device files (an open file released, its memory freed)", c.closes);
-  counter("gpureap_holder_forks_total", "forks of holders followed", c.forks);
-  counter("gpureap_holder_event_overflows_total",
+  counter(metric::kHolderForks, "forks of holders followed", c.forks);
+  counter(metric::kHolderEventOverflows,
           "times events were lost, in the kernel's queues or the daemon's record of recent forks "
           "(each led to a full scan)",
           c.overflows);
-  counter("gpureap_holder_tracking_drift_total",
+  counter(metric::kHolderTrackingDrift,
           "holders a full scan found that events had missed, or had let go unseen", c.drift);
 }
 

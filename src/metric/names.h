@@ -51,6 +51,14 @@ inline constexpr const char* kGpuKernelEvents = "gpureap_gpu_kernel_events_total
 inline constexpr const char* kGpuKernelLastEvent =
     "gpureap_gpu_kernel_last_event_timestamp_seconds";
 
+// ---- How the daemon finds its holders ----
+inline constexpr const char* kHolderTrackingMode = "gpureap_holder_tracking_mode";
+inline constexpr const char* kHolderOpens = "gpureap_holder_opens_total";
+inline constexpr const char* kHolderCloses = "gpureap_holder_closes_total";
+inline constexpr const char* kHolderForks = "gpureap_holder_forks_total";
+inline constexpr const char* kHolderEventOverflows = "gpureap_holder_event_overflows_total";
+inline constexpr const char* kHolderTrackingDrift = "gpureap_holder_tracking_drift_total";
+
 // ---- Of the daemon's actions ----
 inline constexpr const char* kPolicyActions = "gpureap_policy_actions_total";
 inline constexpr const char* kPolicyMatchingProcesses = "gpureap_policy_matching_processes";
@@ -93,6 +101,12 @@ inline constexpr std::string_view kAll[] = {
     kKernelLogReadable,
     kGpuKernelEvents,
     kGpuKernelLastEvent,
+    kHolderTrackingMode,
+    kHolderOpens,
+    kHolderCloses,
+    kHolderForks,
+    kHolderEventOverflows,
+    kHolderTrackingDrift,
     kPolicyActions,
     kPolicyMatchingProcesses,
     kAlertsSent,
@@ -122,6 +136,7 @@ inline constexpr const char* kPodName = "pod_name";
 inline constexpr const char* kGpuInstance = "gpu_instance";
 inline constexpr const char* kRunId = "run_id";
 inline constexpr const char* kState = "state";
+inline constexpr const char* kMode = "mode";
 }  // namespace label
 
 }  // namespace gpureap::metric

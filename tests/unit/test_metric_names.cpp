@@ -8,6 +8,7 @@
 
 #include "cluster/cluster_view.h"
 #include "cluster/split_jobs.h"
+#include "daemon/holder_tracking.h"
 #include "export/metrics.h"
 #include "metric/names.h"
 #include "metric_names_in.h"
@@ -70,6 +71,12 @@ TEST(MetricNames, EveryFamilyTheExporterWritesIsInTheTable) {
   for (auto name : kAll) EXPECT_TRUE(exporter::valid_metric_name(name)) << name;
   for (const auto& name : exported_names())
     EXPECT_TRUE(table.count(name)) << name << " is written but not in metric/names.h";
+  // The daemon's own families: how it tracks holders (without the kernel's events here).
+  std::vector<MetricFamily> tracking;
+  daemon::TrackingMetrics(nullptr).add_metrics(tracking);
+  ASSERT_FALSE(tracking.empty());
+  for (const auto& f : tracking)
+    EXPECT_TRUE(table.count(f.name)) << f.name << " is written but not in metric/names.h";
 }
 
 TEST(MetricNames, TheLabelsTheClusterViewReadsAreOnTheExportersSamples) {
