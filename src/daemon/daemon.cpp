@@ -206,6 +206,10 @@ class Daemon {
         std::this_thread::sleep_for(std::chrono::milliseconds(20));
         with.released_at = tracker_->released_by(r.process.pid);
       }
+      // The kernel's event carries no time: the tracker dates it when it reads it. Read after
+      // the record was made, that date is the reading's; the close came before the memory was
+      // back, so the record's time bounds it.
+      if (with.released_at && *with.released_at > r.time) with.released_at = r.time;
       audit_->append(with);
     });
     policies_->add_record_sink([alerts = alerts_](const audit::Record& r, bool final) {
