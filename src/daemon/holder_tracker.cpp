@@ -84,6 +84,7 @@ void HolderTracker::run() {
     if (procs_) fds[2].fd = procs_->fd();
     std::optional<Clock::time_point> until = pacer_.wake_due();
     if (!files_now && (!until || pacer_.next_file_read() < *until)) until = pacer_.next_file_read();
+    if (auto recheck = next_recheck(); recheck && (!until || *recheck < *until)) until = recheck;
     int timeout = -1;
     if (until) {
       auto left = std::chrono::ceil<std::chrono::milliseconds>(*until - Clock::now());
@@ -104,7 +105,36 @@ void HolderTracker::run() {
       pacer_.files_read(pids, lost, Clock::now());
     }
     if (fds[2].revents && procs_ && on_procs(procs_->read())) pacer_.news();
+    if (recheck_unconfirmed(Clock::now())) pacer_.news();
   }
+}
+
+bool HolderTracker::recheck_unconfirmed(std::chrono::steady_clock::time_point now) {
+  std::lock_guard lock(mutex_);
+  std::vector<std::pair<pid_t, Unconfirmed>> due;
+  for (const auto& [pid, u] : unconfirmed_)
+    if (u.due <= now) due.emplace_back(pid, u);
+  bool changed = false;
+  for (const auto& [pid, u] : due) {
+    changed = on_exit(pid, u.wait_status) || changed;
+    auto it = unconfirmed_.find(pid);
+    if (it == unconfirmed_.end()) continue;  // ended (or its leader runs again)
+    // Still running: the next check comes later, and none after the last delay until an event.
+    it->second.checks = u.checks + 1;
+    it->second.due = it->second.checks < kRecheckDelays.size()
+                         ? now + kRecheckDelays[it->second.checks]
+                         : std::chrono::steady_clock::time_point::max();
+  }
+  return changed;
+}
+
+std::optional<std::chrono::steady_clock::time_point> HolderTracker::next_recheck() const {
+  std::lock_guard lock(mutex_);
+  std::optional<std::chrono::steady_clock::time_point> next;
+  for (const auto& [pid, u] : unconfirmed_)
+    if (u.due != std::chrono::steady_clock::time_point::max() && (!next || u.due < *next))
+      next = u.due;
+  return next;
 }
 
 void HolderTracker::on_files(track::FanotifyWatch::Batch batch) {
@@ -190,7 +220,7 @@ bool HolderTracker::on_exit(pid_t pid, int wait_status) {
     const ProcessExit seen = check_exit(proc_, pid, known_start(pid));
     if (seen != ProcessExit::Ended) {
       if (seen == ProcessExit::ThreadsRun)
-        unconfirmed_.insert(pid);
+        unconfirmed_[pid] = {wait_status, std::chrono::steady_clock::now() + kRecheckDelays[0], 0};
       else
         unconfirmed_.erase(pid);
       if (!holder) return false;

@@ -15,6 +15,7 @@
 // scans as before.
 #include <sys/types.h>
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <deque>
@@ -126,6 +127,13 @@ class HolderTracker final : public engine::ScanHints {
   // whose leader's exit was not its end, with that thread's wait status. True: a collection
   // should follow.
   bool on_exit(pid_t pid, int wait_status);
+  // The unconfirmed ends whose check is due by `now`, checked again. True: a collection should
+  // follow. And when the next one is due.
+  bool recheck_unconfirmed(std::chrono::steady_clock::time_point now);
+  std::optional<std::chrono::steady_clock::time_point> next_recheck() const;
+  static constexpr std::array<std::chrono::milliseconds, 5> kRecheckDelays{
+      std::chrono::milliseconds(5), std::chrono::milliseconds(20), std::chrono::milliseconds(100),
+      std::chrono::milliseconds(500), std::chrono::milliseconds(2000)};
   bool exited(pid_t pid);  // Under mutex_: `pid`, a holder or a holder's parent, ended now.
   void note_end(pid_t pid, bool holder, int wait_status);
   // true: it was the recorded parent of a live child
@@ -175,8 +183,15 @@ class HolderTracker final : public engine::ScanHints {
   std::set<pid_t> touched_;                   // processes events named since the latest scan
   std::set<pid_t> exited_;                    // of the latest scan, seen ending: since take()
   // Processes whose leader's exit was not their end (another thread ran): their threads' exits
-  // are checked again, the last one being the process's end.
-  std::set<pid_t> unconfirmed_;
+  // are checked again, the last one being the process's end. The kernel reports a thread's exit
+  // before it releases the thread, so /proc read at once may still count the last one: each is
+  // also checked again kRecheckDelays after its latest event.
+  struct Unconfirmed {
+    int wait_status = 0;                        // of its latest exit reported
+    std::chrono::steady_clock::time_point due;  // of the next check; max(): none
+    size_t checks = 0;                          // since its latest event
+  };
+  std::map<pid_t, Unconfirmed> unconfirmed_;
   std::map<pid_t, uint64_t> parent_starts_;  // parents of forked_by_ the latest scan lacked
   std::map<pid_t, pid_t> forked_by_;         // holders' live children, with their parent
   std::map<pid_t, pid_t> exited_parents_;    // those whose parent exited since

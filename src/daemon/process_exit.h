@@ -13,7 +13,8 @@
 //
 // A group exit (exit_group(), a fatal signal) reports the leader's exit while the other threads
 // may not have begun theirs: they still look alive then, and only their own exits, read later,
-// show the group gone. A caller asks again at each of them.
+// show the group gone. A caller asks again at each of them, and a while after the last: the
+// kernel reports a thread's exit before it releases the thread, which /proc counts until then.
 #include <sys/types.h>
 
 #include <cstdint>

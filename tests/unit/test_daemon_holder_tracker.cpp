@@ -332,6 +332,73 @@ TEST_F(HolderTrackerForkTest, ALeadersPthreadExitIsNoExitUntilTheLastThreadEnds)
   })) << tracker_->exited_parents().size();
 }
 
+// The kernel reports a thread's exit before it releases the thread: /proc read at once may still
+// count the last one, and no event follows. Played here on a /proc tree the test lays out: the
+// holder's exit is read while the tree still shows a thread of it running, and its end is
+// recorded once the tree shows it gone, with no event after.
+TEST_F(HolderTrackerTest, AnEndReadBeforeTheKernelReleasedTheLastThreadIsCheckedAgain) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root";
+  char tmpl[] = "/tmp/gpureap-tracker-proc-XXXXXX";
+  ASSERT_NE(::mkdtemp(tmpl), nullptr);
+  const std::string root = tmpl;
+  auto fixture = procfs::ProcFs::open(root);
+  ASSERT_TRUE(fixture) << fixture.error().text();
+  auto started = HolderTracker::start({file_}, *fixture, [] {});
+  ASSERT_TRUE(started) << started.error().text();
+  auto t = *started;
+  if (!t->follows_forks()) GTEST_SKIP() << t->forks_unavailable().value_or("");
+  int go[2], back[2];
+  ASSERT_EQ(::pipe(go), 0);
+  ASSERT_EQ(::pipe(back), 0);
+  pid_t child = 0;
+  pid_t holder = ::fork();
+  if (holder == 0) {
+    char c;
+    if (::open(file_.c_str(), O_RDONLY) < 0 || ::read(go[0], &c, 1) != 1) ::_exit(1);
+    pid_t worker = ::fork();
+    if (worker == 0)
+      for (;;) ::pause();
+    if (::write(back[1], &worker, sizeof worker) != sizeof worker) ::_exit(1);
+    ::_exit(::read(go[0], &c, 1) == 1 ? 0 : 1);
+  }
+  Reaped reaped{{&holder, &child}};
+  auto asked_for = [&](pid_t pid) {
+    bool asked = false;
+    return soon([&] {
+      auto r = t->take();
+      asked = asked || std::find(r.pids.begin(), r.pids.end(), pid) != r.pids.end();
+      return asked;
+    });
+  };
+  ASSERT_TRUE(asked_for(holder));
+  ASSERT_EQ(::write(go[1], "x", 1), 1);
+  ASSERT_EQ(::read(back[0], &child, sizeof child), static_cast<ssize_t>(sizeof child));
+  ASSERT_TRUE(asked_for(child)) << "the fork of the holder was not followed";
+  // What /proc shows while the kernel has not yet released the holder's last thread.
+  const std::string dir = root + "/" + std::to_string(holder);
+  auto stat = [&](const std::string& path, pid_t pid, char state, int threads) {
+    std::filesystem::create_directories(path);
+    std::ofstream(path + "/stat") << pid << " (holder) " << state << " 1 " << pid << " " << pid
+                                  << " 0 -1 4 0 0 0 0 0 0 0 0 20 0 " << threads << " 0 99 0 0\n";
+  };
+  stat(dir, holder, 'Z', 2);
+  stat(dir + "/task/" + std::to_string(holder), holder, 'Z', 2);
+  stat(dir + "/task/" + std::to_string(holder + 1), holder + 1, 'R', 2);
+  const pid_t ended = holder;
+  ASSERT_EQ(::write(go[1], "x", 1), 1);
+  ASSERT_EQ(::waitpid(holder, nullptr, 0), holder);
+  holder = 0;
+  // Its exit read (a holder's is asked for), while the tree still shows a thread running.
+  ASSERT_TRUE(asked_for(ended)) << "the holder's exit was not read";
+  EXPECT_EQ(t->exited_parents(), (std::map<pid_t, pid_t>{}));
+  std::filesystem::remove_all(dir);  // released: gone from /proc, and no event says so
+  EXPECT_TRUE(soon([&] { return !t->exited_parents().empty(); }))
+      << "an end read too early was never checked again";
+  EXPECT_EQ(t->exited_parents().count(child), 1u);
+  t->stop();
+  std::filesystem::remove_all(root);
+}
+
 // Rounds of a trainer that opens the GPU file, forks its worker and exits at once, while a storm
 // of opens keeps the tracker reading file events a gap apart (so the fork, and the exit, are
 // read before the open): `check(round, trainer, worker)` after each, the worker killed then.
