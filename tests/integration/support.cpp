@@ -16,6 +16,7 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -465,9 +466,55 @@ int end_signal(pid_t pid) {
   return info.si_code == CLD_KILLED || info.si_code == CLD_DUMPED ? info.si_status : 0;
 }
 
-KillStrays::~KillStrays() {
-  for (pid_t pid : pids)
-    if (pid > 0 && is_alive(pid)) ::kill(pid, SIGKILL);
+StrayPids& StrayPids::operator=(std::initializer_list<pid_t> pids) {
+  close_all();
+  insert(end(), pids.begin(), pids.end());
+  return *this;
+}
+
+StrayPids::StrayPids(StrayPids&& other) noexcept
+    : pids_(std::move(other.pids_)), pidfds_(std::move(other.pidfds_)) {
+  other.pids_.clear();
+  other.pidfds_.clear();
+}
+
+StrayPids& StrayPids::operator=(StrayPids&& other) noexcept {
+  if (this != &other) {
+    close_all();
+    pids_ = std::move(other.pids_);
+    pidfds_ = std::move(other.pidfds_);
+    other.pids_.clear();
+    other.pidfds_.clear();
+  }
+  return *this;
+}
+
+StrayPids::~StrayPids() {
+  close_all();
+}
+
+void StrayPids::add(pid_t pid) {
+  pids_.push_back(pid);
+  pidfds_.push_back(pid > 0 ? static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)) : -1);
+}
+
+void StrayPids::erase(std::vector<pid_t>::const_iterator at) {
+  const auto i = at - pids_.begin();
+  if (pidfds_[i] >= 0) ::close(pidfds_[i]);
+  pids_.erase(at);
+  pidfds_.erase(pidfds_.begin() + i);
+}
+
+void StrayPids::kill_all() const {
+  for (int fd : pidfds_)
+    if (fd >= 0) ::syscall(SYS_pidfd_send_signal, fd, SIGKILL, nullptr, 0);
+}
+
+void StrayPids::close_all() {
+  for (int fd : pidfds_)
+    if (fd >= 0) ::close(fd);
+  pids_.clear();
+  pidfds_.clear();
 }
 
 RunResult run_gpureap_on_tty(const std::vector<std::string>& args, const std::string& prompt,

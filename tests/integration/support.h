@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <initializer_list>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -170,11 +171,44 @@ RunResult run_gpureap_as(uid_t uid, gid_t gid, const std::vector<std::string>& a
 // The signal that ended our child `pid` (0: it exited), waiting for it to end. WNOWAIT leaves
 // the zombie for Child's destructor to reap, so that never signals a recycled PID.
 int end_signal(pid_t pid);
+// Processes a test made that are not its children (reparented workers), each held by a pidfd
+// opened when it was listed: what signals them reaches that process or none, never a process
+// given its number later (a stray that ended is no longer waited for by anyone, and another
+// test steering ns_last_pid hands its number out again at once).
+class StrayPids {
+ public:
+  StrayPids() = default;
+  StrayPids(std::initializer_list<pid_t> pids) { insert(end(), pids.begin(), pids.end()); }
+  StrayPids(const std::vector<pid_t>& pids) { insert(end(), pids.begin(), pids.end()); }
+  StrayPids& operator=(std::initializer_list<pid_t> pids);
+  StrayPids(StrayPids&& other) noexcept;
+  StrayPids& operator=(StrayPids&& other) noexcept;
+  StrayPids(const StrayPids&) = delete;
+  ~StrayPids();
+  template <class It>
+  void insert(std::vector<pid_t>::const_iterator, It first, It last) {
+    for (; first != last; ++first) add(*first);
+  }
+  void push_back(pid_t pid) { add(pid); }
+  // No longer a stray (its parent reaped it): forgotten, never signalled.
+  void erase(std::vector<pid_t>::const_iterator at);
+  std::vector<pid_t>::const_iterator begin() const { return pids_.begin(); }
+  std::vector<pid_t>::const_iterator end() const { return pids_.end(); }
+  pid_t operator[](size_t i) const { return pids_[i]; }
+  pid_t back() const { return pids_.back(); }
+  void kill_all() const;  // SIGKILLs those still running
+
+ private:
+  void add(pid_t pid);
+  void close_all();
+  std::vector<pid_t> pids_;
+  std::vector<int> pidfds_;  // -1: it had ended (or could not be held) when listed
+};
 // SIGKILLs the listed processes that are still alive when it goes out of scope: strays a test
-// made (reparented workers) never outlive it, even when an assertion failed half way.
+// made never outlive it, even when an assertion failed half way.
 struct KillStrays {
-  std::vector<pid_t> pids;
-  ~KillStrays();
+  StrayPids pids;
+  ~KillStrays() { pids.kill_all(); }
 };
 
 // A trainer that opened `dev`'s file `device` in a process group of its own, forked one worker
