@@ -81,6 +81,17 @@ bool soon(F done) {
   return done();
 }
 
+// Whether the tracker asks for `pid` to be read within soon()'s bound. take() hands each request
+// out once, so what it asked for is kept across the polls.
+bool asked_for(HolderTracker& t, pid_t pid) {
+  bool asked = false;
+  return soon([&] {
+    auto r = t.take();
+    asked = asked || std::find(r.pids.begin(), r.pids.end(), pid) != r.pids.end();
+    return asked;
+  });
+}
+
 // The tests of forks: a tracker that follows them (root, and the proc connector).
 class HolderTrackerForkTest : public HolderTrackerTest {
  protected:
@@ -269,32 +280,17 @@ void stage(HolderTracker& t, const std::string& file, LeaderEndScene& sc,
   ASSERT_EQ(::pipe(sc.back), 0);
   sc.parent = ::fork();
   if (sc.parent == 0) holder_body(file, sc, leader_ends);
-  std::vector<pid_t> asked;
-  ASSERT_TRUE(soon([&] {
-    auto r = t.take();
-    asked.insert(asked.end(), r.pids.begin(), r.pids.end());
-    return std::find(asked.begin(), asked.end(), sc.parent) != asked.end();
-  }));
+  ASSERT_TRUE(asked_for(t, sc.parent));
   ASSERT_EQ(::write(sc.go[1], "x", 1), 1);
   ASSERT_EQ(::read(sc.back[0], &sc.child, sizeof sc.child), static_cast<ssize_t>(sizeof sc.child));
-  asked.clear();
-  ASSERT_TRUE(soon([&] {
-    auto r = t.take();
-    asked.insert(asked.end(), r.pids.begin(), r.pids.end());
-    return std::find(asked.begin(), asked.end(), sc.child) != asked.end();
-  })) << "the fork of the holder was not followed";
+  ASSERT_TRUE(asked_for(t, sc.child)) << "the fork of the holder was not followed";
 }
 
 // Ends the holder's leader thread and waits until the tracker has read its exit: it asks for
 // the holder to be read again, whether or not it takes the exit for the process's.
 void end_leader(HolderTracker& t, LeaderEndScene& sc) {
   ASSERT_EQ(::write(sc.go[1], "x", 1), 1);
-  std::vector<pid_t> asked;
-  ASSERT_TRUE(soon([&] {
-    auto r = t.take();
-    asked.insert(asked.end(), r.pids.begin(), r.pids.end());
-    return std::find(asked.begin(), asked.end(), sc.parent) != asked.end();
-  })) << "the leader's exit was not read";
+  ASSERT_TRUE(asked_for(t, sc.parent)) << "the leader's exit was not read";
 }
 
 // A holder whose non-main thread exec()s: the kernel reports its old leader's exit, but the
@@ -362,18 +358,10 @@ TEST_F(HolderTrackerTest, AnEndReadBeforeTheKernelReleasedTheLastThreadIsChecked
     ::_exit(::read(go[0], &c, 1) == 1 ? 0 : 1);
   }
   Reaped reaped{{&holder, &child}};
-  auto asked_for = [&](pid_t pid) {
-    bool asked = false;
-    return soon([&] {
-      auto r = t->take();
-      asked = asked || std::find(r.pids.begin(), r.pids.end(), pid) != r.pids.end();
-      return asked;
-    });
-  };
-  ASSERT_TRUE(asked_for(holder));
+  ASSERT_TRUE(asked_for(*t, holder));
   ASSERT_EQ(::write(go[1], "x", 1), 1);
   ASSERT_EQ(::read(back[0], &child, sizeof child), static_cast<ssize_t>(sizeof child));
-  ASSERT_TRUE(asked_for(child)) << "the fork of the holder was not followed";
+  ASSERT_TRUE(asked_for(*t, child)) << "the fork of the holder was not followed";
   // What /proc shows while the kernel has not yet released the holder's last thread.
   const std::string dir = root + "/" + std::to_string(holder);
   auto stat = [&](const std::string& path, pid_t pid, char state, int threads) {
@@ -389,7 +377,7 @@ TEST_F(HolderTrackerTest, AnEndReadBeforeTheKernelReleasedTheLastThreadIsChecked
   ASSERT_EQ(::waitpid(holder, nullptr, 0), holder);
   holder = 0;
   // Its exit read (a holder's is asked for), while the tree still shows a thread running.
-  ASSERT_TRUE(asked_for(ended)) << "the holder's exit was not read";
+  ASSERT_TRUE(asked_for(*t, ended)) << "the holder's exit was not read";
   EXPECT_EQ(t->exited_parents(), (std::map<pid_t, pid_t>{}));
   std::filesystem::remove_all(dir);  // released: gone from /proc, and no event says so
   EXPECT_TRUE(soon([&] { return !t->exited_parents().empty(); }))
@@ -440,13 +428,8 @@ void trainers_in_a_storm(const std::string& file, int rounds,
 TEST_F(HolderTrackerForkTest, AForkReadBeforeItsParentsOpenStillNamesTheChild) {
   auto t = tracker_;
   trainers_in_a_storm(file_, 10, [&](int round, pid_t, pid_t worker) {
-    std::vector<pid_t> asked;
-    EXPECT_TRUE(soon([&] {
-      auto r = t->take();
-      asked.insert(asked.end(), r.pids.begin(), r.pids.end());
-      return std::find(asked.begin(), asked.end(), worker) != asked.end();
-    })) << "round "
-        << round << ": the worker " << worker << " was never asked for";
+    EXPECT_TRUE(asked_for(*t, worker))
+        << "round " << round << ": the worker " << worker << " was never asked for";
   });
 }
 
@@ -487,22 +470,14 @@ TEST_F(HolderTrackerForkTest, AnOpenerTheScanSawBeforeItsFdIsReadAgainAndItsFork
   }
   Reaped reaped{{&trainer, &worker}};
   // take() hands each request out once: what it asked for is kept across the polls.
-  auto asked_for = [&](pid_t pid) {
-    bool asked = false;
-    return soon([&] {
-      auto r = t->take();
-      asked = asked || std::find(r.pids.begin(), r.pids.end(), pid) != r.pids.end();
-      return asked;
-    });
-  };
-  ASSERT_TRUE(asked_for(trainer));
+  ASSERT_TRUE(asked_for(*t, trainer));
   core::ProcView before_fd;
   before_fd.processes = {process(trainer, 1, false)};
   t->scanned(before_fd, false);
-  EXPECT_TRUE(asked_for(trainer)) << "an open no scan confirmed is not read again";
+  EXPECT_TRUE(asked_for(*t, trainer)) << "an open no scan confirmed is not read again";
   ASSERT_EQ(::write(go[1], "x", 1), 1);
   ASSERT_EQ(::read(back[0], &worker, sizeof worker), static_cast<ssize_t>(sizeof worker));
-  EXPECT_TRUE(asked_for(worker)) << "the fork of an unconfirmed opener was not followed";
+  EXPECT_TRUE(asked_for(*t, worker)) << "the fork of an unconfirmed opener was not followed";
   // A scan that sees it hold confirms the open: it is read again only as any holder is.
   core::ProcView held;
   held.processes = {process(trainer, 1, true), process(worker, 2, true)};
