@@ -72,6 +72,7 @@ void HolderTracker::stop() {
 
 void HolderTracker::run() {
   using Clock = std::chrono::steady_clock;
+  std::optional<Clock::time_point> next_recheck;  // of an unconfirmed end
   for (;;) {
     const auto now = Clock::now();
     if (auto due = pacer_.wake_due(); due && now >= *due) {
@@ -84,7 +85,7 @@ void HolderTracker::run() {
     if (procs_) fds[2].fd = procs_->fd();
     std::optional<Clock::time_point> until = pacer_.wake_due();
     if (!files_now && (!until || pacer_.next_file_read() < *until)) until = pacer_.next_file_read();
-    if (auto recheck = next_recheck(); recheck && (!until || *recheck < *until)) until = recheck;
+    if (next_recheck && (!until || *next_recheck < *until)) until = next_recheck;
     int timeout = -1;
     if (until) {
       auto left = std::chrono::ceil<std::chrono::milliseconds>(*until - Clock::now());
@@ -105,18 +106,22 @@ void HolderTracker::run() {
       pacer_.files_read(pids, lost, Clock::now());
     }
     if (fds[2].revents && procs_ && on_procs(procs_->read())) pacer_.news();
-    if (recheck_unconfirmed(Clock::now())) pacer_.news();
+    // Unconfirmed ends change only here (events, checks), so the next check is known until then.
+    const Rechecked rechecked = recheck_unconfirmed(Clock::now());
+    if (rechecked.changed) pacer_.news();
+    next_recheck = rechecked.next;
   }
 }
 
-bool HolderTracker::recheck_unconfirmed(std::chrono::steady_clock::time_point now) {
+HolderTracker::Rechecked HolderTracker::recheck_unconfirmed(
+    std::chrono::steady_clock::time_point now) {
   std::lock_guard lock(mutex_);
   std::vector<std::pair<pid_t, Unconfirmed>> due;
   for (const auto& [pid, u] : unconfirmed_)
     if (u.due <= now) due.emplace_back(pid, u);
-  bool changed = false;
+  Rechecked out;
   for (const auto& [pid, u] : due) {
-    changed = on_exit(pid, u.wait_status) || changed;
+    out.changed = on_exit(pid, u.wait_status) || out.changed;
     auto it = unconfirmed_.find(pid);
     if (it == unconfirmed_.end()) continue;  // ended (or its leader runs again)
     // Still running: the next check comes later, and none after the last delay until an event.
@@ -125,16 +130,10 @@ bool HolderTracker::recheck_unconfirmed(std::chrono::steady_clock::time_point no
                          ? now + kRecheckDelays[it->second.checks]
                          : std::chrono::steady_clock::time_point::max();
   }
-  return changed;
-}
-
-std::optional<std::chrono::steady_clock::time_point> HolderTracker::next_recheck() const {
-  std::lock_guard lock(mutex_);
-  std::optional<std::chrono::steady_clock::time_point> next;
   for (const auto& [pid, u] : unconfirmed_)
-    if (u.due != std::chrono::steady_clock::time_point::max() && (!next || u.due < *next))
-      next = u.due;
-  return next;
+    if (u.due != std::chrono::steady_clock::time_point::max() && (!out.next || u.due < *out.next))
+      out.next = u.due;
+  return out;
 }
 
 void HolderTracker::on_files(track::FanotifyWatch::Batch batch) {

@@ -127,10 +127,13 @@ class HolderTracker final : public engine::ScanHints {
   // whose leader's exit was not its end, with that thread's wait status. True: a collection
   // should follow.
   bool on_exit(pid_t pid, int wait_status);
-  // The unconfirmed ends whose check is due by `now`, checked again. True: a collection should
-  // follow. And when the next one is due.
-  bool recheck_unconfirmed(std::chrono::steady_clock::time_point now);
-  std::optional<std::chrono::steady_clock::time_point> next_recheck() const;
+  // The unconfirmed ends whose check is due by `now`, checked again: whether a collection
+  // should follow, and when the next check is due.
+  struct Rechecked {
+    bool changed = false;
+    std::optional<std::chrono::steady_clock::time_point> next;
+  };
+  Rechecked recheck_unconfirmed(std::chrono::steady_clock::time_point now);
   static constexpr std::array<std::chrono::milliseconds, 5> kRecheckDelays{
       std::chrono::milliseconds(5), std::chrono::milliseconds(20), std::chrono::milliseconds(100),
       std::chrono::milliseconds(500), std::chrono::milliseconds(2000)};
