@@ -5,10 +5,14 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <functional>
+#include <future>
 #include <optional>
 #include <set>
+#include <string_view>
 #include <thread>
 
 #include "backend/settings.h"
@@ -51,65 +55,89 @@ bool known_non_holder(const core::ProcView* previous, const core::ProcessStat& s
   return p && p->fds_readable && !p->holds_device();
 }
 
-// Per process: stat, then the fd scan, into `processes[i]` (sized as `pids`). Processes are
-// independent, so the work is split across cores; each worker takes the next chunk from a
-// shared counter. The processes are written where they will stay: no second copy of the list
-// exists during a scan (std::optional<HostProcess> slots moved into a growing vector held
-// three lists' worth at the peak).
-std::vector<Slot> scan_all(const procfs::ProcFs& proc, const procfs::DeviceCatalog& catalog,
-                           const std::vector<pid_t>& pids, const core::ProcView* previous,
-                           const std::vector<pid_t>& changed,
-                           const std::vector<procfs::FdObserver*>& observers,
-                           std::vector<core::HostProcess>& processes, bool reread_holders = true) {
-  // Without reread_holders, a known holder no event named keeps its holds, unless a backend
-  // observes its fds (a DRM node's): the observer must see every one, as in a scan.
-  std::vector<Slot> slots(pids.size());
-  processes.resize(pids.size());
+// Runs `step(i)` for every i < n, split across cores: each worker takes the next chunk from a
+// shared counter, as processes are independent.
+void in_parallel(size_t n, const std::function<void(size_t)>& step) {
   std::atomic<size_t> next{0};
   constexpr size_t kChunk = 64;
   auto work = [&] {
     for (;;) {
       size_t begin = next.fetch_add(kChunk);
-      if (begin >= pids.size()) return;
-      for (size_t i = begin; i < std::min(pids.size(), begin + kChunk); ++i) {
-        // A process whose main thread has exited reads as its live thread makes it, and its
-        // fds are read through that thread (procfs/thread_group.h).
-        auto st = proc.read_process_stat(pids[i]);
-        if (!st) {
-          slots[i].warning = st.error().message;
-          continue;
-        }
-        if (!*st) continue;  // vanished
-        core::HostProcess& p = processes[i];
-        p.stat = std::move((*st)->stat);
-        const pid_t fd_task = (*st)->fd_task;
-        bool reread = std::binary_search(changed.begin(), changed.end(), p.stat.pid);
-        const core::HostProcess* was = reread_holders || reread ? nullptr : known(previous, p.stat);
-        if (was && was->holds_device() && (observers.empty() || !holds_drm_node(*was))) {
-          p.devices = was->devices;
-          p.fds_readable = was->fds_readable;
-        } else if (!p.stat.is_kernel_thread() && !p.stat.is_zombie() &&
-                   (reread || !known_non_holder(previous, p.stat))) {
-          auto scan = procfs::scan_device_fds(proc.dirfd(), pids[i], catalog, observers, fd_task);
-          if (scan.vanished) continue;
-          p.fds_readable = scan.readable && !scan.sealed;
-          p.devices = std::move(scan.holds);
-          slots[i].uninspectable = !scan.readable;
-          if (scan.sealed)
-            slots[i].warning = "PID " + std::to_string(pids[i]) + " (" + p.stat.comm +
-                               "): the kernel refuses to show its open files even to this user "
-                               "(it is protected from ptrace); it is left out of the holder scan";
-        }
-        slots[i].present = true;
-      }
+      if (begin >= n) return;
+      for (size_t i = begin; i < std::min(n, begin + kChunk); ++i) step(i);
     }
   };
   unsigned workers = std::clamp(std::thread::hardware_concurrency(), 1u, 8u);
-  if (pids.size() < 256) workers = 1;
+  if (n < 256) workers = 1;
   std::vector<std::thread> threads;
   for (unsigned w = 1; w < workers; ++w) threads.emplace_back(work);
   work();
   for (auto& t : threads) t.join();
+}
+
+// A pass of the kernel's open-file iterator that may still be running (Collector::scan).
+using PendingIndex = std::shared_future<std::optional<KernelFdIndex>>;
+
+// Per process: stat, then the fd scan, into `processes[i]` (sized as `pids`). Every stat is
+// read first, while a pending pass of the kernel's iterator runs beside; the fd tables then
+// (only the fds the pass found on a GPU file, where it covered the process). The processes are
+// written where they will stay: no second copy of the list exists during a scan
+// (std::optional<HostProcess> slots moved into a growing vector held three lists' worth at the
+// peak).
+std::vector<Slot> scan_all(const procfs::ProcFs& proc, const procfs::DeviceCatalog& catalog,
+                           const std::vector<pid_t>& pids, const core::ProcView* previous,
+                           const std::vector<pid_t>& changed,
+                           const std::vector<procfs::FdObserver*>& observers,
+                           std::vector<core::HostProcess>& processes, bool reread_holders = true,
+                           const PendingIndex* pending = nullptr) {
+  // Without reread_holders, a known holder no event named keeps its holds, unless a backend
+  // observes its fds (a DRM node's): the observer must see every one, as in a scan.
+  std::vector<Slot> slots(pids.size());
+  processes.resize(pids.size());
+  std::vector<pid_t> fd_tasks(pids.size());
+  in_parallel(pids.size(), [&](size_t i) {
+    // A process whose main thread has exited reads as its live thread makes it, and its fds
+    // are read through that thread (procfs/thread_group.h).
+    auto st = proc.read_process_stat(pids[i]);
+    if (!st) {
+      slots[i].warning = st.error().message;
+      return;
+    }
+    if (!*st) return;  // vanished
+    processes[i].stat = std::move((*st)->stat);
+    fd_tasks[i] = (*st)->fd_task;
+    slots[i].present = true;
+  });
+  const KernelFdIndex* index = pending && pending->get() ? &*pending->get() : nullptr;
+  in_parallel(pids.size(), [&](size_t i) {
+    if (!slots[i].present) return;
+    core::HostProcess& p = processes[i];
+    bool reread = std::binary_search(changed.begin(), changed.end(), p.stat.pid);
+    const core::HostProcess* was = reread_holders || reread ? nullptr : known(previous, p.stat);
+    if (was && was->holds_device() && (observers.empty() || !holds_drm_node(*was))) {
+      p.devices = was->devices;
+      p.fds_readable = was->fds_readable;
+    } else if (!p.stat.is_kernel_thread() && !p.stat.is_zombie() &&
+               (reread || !known_non_holder(previous, p.stat))) {
+      const std::vector<int>* gpu_fds =
+          index ? index->gpu_fds(p.stat.pid, p.stat.start_ticks) : nullptr;
+      auto scan =
+          gpu_fds ? procfs::scan_listed_fds(proc.dirfd(), pids[i], *gpu_fds, catalog, observers,
+                                            fd_tasks[i])
+                  : procfs::scan_device_fds(proc.dirfd(), pids[i], catalog, observers, fd_tasks[i]);
+      if (scan.vanished) {
+        slots[i].present = false;
+        return;
+      }
+      p.fds_readable = scan.readable && !scan.sealed;
+      p.devices = std::move(scan.holds);
+      slots[i].uninspectable = !scan.readable;
+      if (scan.sealed)
+        slots[i].warning = "PID " + std::to_string(pids[i]) + " (" + p.stat.comm +
+                           "): the kernel refuses to show its open files even to this user "
+                           "(it is protected from ptrace); it is left out of the holder scan";
+    }
+  });
   return slots;
 }
 
@@ -172,6 +200,11 @@ core::ProcView Collector::scan(const core::ProcView* previous,
   view.ticks_per_second = ::sysconf(_SC_CLK_TCK);
   view.in_child_pid_namespace = proc_.in_child_pid_namespace().value_or(false);
   view.driver_device_files = catalog_.drivers_present();
+  // A full scan asks the kernel's iterator which fds to read, on a thread of its own while the
+  // stats are read.
+  std::optional<PendingIndex> index;
+  if (!previous && may_use_kernel_iterator())
+    index = std::async(std::launch::async, [this] { return kernel_fd_index(); }).share();
   std::optional<base::Phase> phase(std::in_place, "proc scan");
   auto pids = proc_.list_pids();
   std::sort(pids.begin(), pids.end());
@@ -181,7 +214,8 @@ core::ProcView Collector::scan(const core::ProcView* previous,
   std::vector<pid_t> changed(also);
   std::sort(changed.begin(), changed.end());
   std::vector<core::HostProcess> processes;
-  auto slots = scan_all(proc_, catalog_, pids, previous, changed, observers, processes);
+  auto slots = scan_all(proc_, catalog_, pids, previous, changed, observers, processes, true,
+                        index ? &*index : nullptr);
   for (auto* o : observers) o->scan_finished();
   phase.emplace("open-file comparison");
   std::vector<pid_t> holders;
@@ -204,6 +238,47 @@ core::ProcView Collector::scan(const core::ProcView* previous,
   phase.emplace("holder details");
   add_details(view, holders);
   return view;
+}
+
+bool Collector::may_use_kernel_iterator() const {
+  std::lock_guard<std::mutex> lock(kernel_iterator_->mutex);
+  if (kernel_iterator_->tried) return kernel_iterator_->iterator.has_value();
+  // The pass names processes by their PIDs in the initial namespace and reads the live
+  // kernel: only a proc root that is this process's own /proc there can be joined with it.
+  // GPUREAP_BPF=0 keeps to /proc (a site that audits every BPF program loaded).
+  const char* off = std::getenv("GPUREAP_BPF");
+  const bool wanted = !(off && std::string_view(off) == "0");
+  return wanted && kernel::OpenFileIterator::permitted() && proc_.names_own_processes() &&
+         proc_.is_procfs() && proc_.in_child_pid_namespace() == false;
+}
+
+std::optional<KernelFdIndex> Collector::kernel_fd_index() const {
+  // Where the time goes (GPUREAP_TIMING) says why it goes there.
+  auto unavailable = [](const core::Error& why) {
+    if (base::timing_enabled())
+      std::fprintf(stderr, "gpureap: timing: kernel open-file iterator unavailable: %s\n",
+                   why.text().c_str());
+  };
+  std::lock_guard<std::mutex> lock(kernel_iterator_->mutex);
+  auto& slot = *kernel_iterator_;
+  if (!slot.tried) {
+    slot.tried = true;
+    base::Phase phase("kernel open-file iterator load");
+    auto loaded = kernel::OpenFileIterator::load();
+    if (loaded)
+      slot.iterator = std::move(*loaded);
+    else
+      unavailable(loaded.error());
+  }
+  if (!slot.iterator) return std::nullopt;
+  base::Phase phase("kernel open-file pass");
+  auto index = KernelFdIndex::read(*slot.iterator, catalog_, ::sysconf(_SC_CLK_TCK));
+  if (!index) {
+    unavailable(index.error());
+    slot.iterator.reset();  // a pass that misreads once is not asked again
+    return std::nullopt;
+  }
+  return std::move(*index);
 }
 
 core::ProcView Collector::update_processes(const core::ProcView& previous,

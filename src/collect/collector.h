@@ -2,9 +2,12 @@
 // Collects one Snapshot: /proc (every process, the fd holder scan, details for the rows that
 // will be shown) and every GPU backend, then joins them.
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <string>
 
 #include "backend/backend_set.h"
+#include "collect/kernel_fd_index.h"
 #include "core/kernel_event.h"
 #include "core/result.h"
 #include "core/snapshot.h"
@@ -106,11 +109,23 @@ class Collector {
                     bool label_all = false) const;
   void read_rank_siblings(core::ProcView& view) const;
   core::ProcView scan(const core::ProcView* previous, const std::vector<pid_t>& also = {}) const;
+  // A full scan may ask the kernel's open-file iterator (not yet refused, or loaded).
+  bool may_use_kernel_iterator() const;
+  // A pass of the kernel's open-file iterator for a full scan, where it can be had.
+  std::optional<KernelFdIndex> kernel_fd_index() const;
 
   Roots roots_;
   procfs::ProcFs proc_;
   procfs::DeviceCatalog catalog_;
   std::shared_ptr<backend::BackendSet> drivers_;
+  // Loaded at the first full scan, where this process may and the proc root is the live /proc
+  // of the initial PID namespace (kernel_fd_index.h); shared by the copies of this collector.
+  struct KernelIterator {
+    std::mutex mutex;
+    bool tried = false;
+    std::optional<kernel::OpenFileIterator> iterator;
+  };
+  std::shared_ptr<KernelIterator> kernel_iterator_ = std::make_shared<KernelIterator>();
 };
 
 }  // namespace gpureap::collect

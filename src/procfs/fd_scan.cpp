@@ -42,21 +42,68 @@ bool opened_as_path(int proc_dirfd, const std::string& table, const char* fd) {
   return flags && (*flags & O_PATH) != 0;
 }
 
+// The fd table's folder: /proc/PID/fd, or a live thread's where the main thread has exited.
+std::string table_of(pid_t pid, pid_t thread) {
+  return std::to_string(pid) + (thread ? "/task/" + std::to_string(thread) : std::string());
+}
+
+// Opens the table's fd folder; false (with `out` saying why) where it cannot be.
+bool open_table(int proc_dirfd, const std::string& table, FdScan& out, int& dfd) {
+  dfd = ::openat(proc_dirfd, (table + "/fd").c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd >= 0) return true;
+  if (errno == EACCES || errno == EPERM)
+    out.readable = false;
+  else
+    out.vanished = true;
+  return false;
+}
+
+// One fd: a GPU device file joins `out`. False once the table turns out sealed (stop).
+bool inspect_fd(int proc_dirfd, pid_t pid, const std::string& table, int dfd, const char* name,
+                const DeviceCatalog& catalog, const std::vector<FdObserver*>& observers,
+                FdScan& out) {
+  // One statx per fd, as cheap as the readlinkat that once filtered by name (the cost is the
+  // lookup of /proc/PID/fd/N, the same for both). AT_STATX_DONT_SYNC: the type and numbers
+  // cached in the inode, so a file on a network or FUSE file system (whose server a user may
+  // run, and stall) is never asked.
+  struct statx sx {};
+  if (::statx(dfd, name, AT_STATX_DONT_SYNC, STATX_TYPE | STATX_INO, &sx) != 0) {
+    if ((errno == EACCES || errno == EPERM) && link_refused(dfd, name)) {
+      // The table could be listed (we have the privilege) but the kernel still refuses the
+      // links: the process is protected from ptrace (e.g. a sandbox's init). Root cannot do
+      // better, so it is reported, not counted as a permission gap.
+      out.sealed = true;
+      return false;
+    }
+    return true;  // fd closed meanwhile
+  }
+  auto file = catalog.match(as_stat(sx));
+  if (!file || opened_as_path(proc_dirfd, table, name)) return true;
+  int fd = std::atoi(name);
+  auto it = std::find_if(out.holds.begin(), out.holds.end(),
+                         [&](const core::DeviceHold& h) { return h.path == file->path; });
+  if (it == out.holds.end())
+    out.holds.push_back({file->path, file->kind, file->number(), file->reaches_gpus(), {fd}, {}});
+  else
+    it->fds.push_back(fd);
+  for (FdObserver* o : observers) o->observe({proc_dirfd, pid, fd, *file});
+  return true;
+}
+
+void sort_holds(FdScan& out) {
+  for (auto& h : out.holds) std::sort(h.fds.begin(), h.fds.end());
+  std::sort(out.holds.begin(), out.holds.end(),
+            [](const core::DeviceHold& a, const core::DeviceHold& b) { return a.path < b.path; });
+}
+
 }  // namespace
 
 FdScan scan_device_fds(int proc_dirfd, pid_t pid, const DeviceCatalog& catalog,
                        const std::vector<FdObserver*>& observers, pid_t thread) {
   FdScan out;
-  const std::string table =
-      std::to_string(pid) + (thread ? "/task/" + std::to_string(thread) : std::string());
-  int dfd = ::openat(proc_dirfd, (table + "/fd").c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dfd < 0) {
-    if (errno == EACCES || errno == EPERM)
-      out.readable = false;
-    else
-      out.vanished = true;
-    return out;
-  }
+  const std::string table = table_of(pid, thread);
+  int dfd = -1;
+  if (!open_table(proc_dirfd, table, out, dfd)) return out;
   DIR* dir = ::fdopendir(dfd);
   if (!dir) {
     ::close(dfd);
@@ -65,37 +112,27 @@ FdScan scan_device_fds(int proc_dirfd, pid_t pid, const DeviceCatalog& catalog,
   }
   while (dirent* e = ::readdir(dir)) {
     if (e->d_name[0] == '.') continue;
-    // One statx per fd, as cheap as the readlinkat that once filtered by name (the cost is the
-    // lookup of /proc/PID/fd/N, the same for both). AT_STATX_DONT_SYNC: the type and numbers
-    // cached in the inode, so a file on a network or FUSE file system (whose server a user may
-    // run, and stall) is never asked.
-    struct statx sx {};
-    if (::statx(dfd, e->d_name, AT_STATX_DONT_SYNC, STATX_TYPE | STATX_INO, &sx) != 0) {
-      if ((errno == EACCES || errno == EPERM) && link_refused(dfd, e->d_name)) {
-        // The table could be listed (we have the privilege) but the kernel still refuses the
-        // links: the process is protected from ptrace (e.g. a sandbox's init). Root cannot do
-        // better, so it is reported, not counted as a permission gap.
-        out.sealed = true;
-        break;
-      }
-      continue;  // fd closed meanwhile
-    }
-    auto file = catalog.match(as_stat(sx));
-    if (!file) continue;
-    if (opened_as_path(proc_dirfd, table, e->d_name)) continue;
-    int fd = std::atoi(e->d_name);
-    auto it = std::find_if(out.holds.begin(), out.holds.end(),
-                           [&](const core::DeviceHold& h) { return h.path == file->path; });
-    if (it == out.holds.end())
-      out.holds.push_back({file->path, file->kind, file->number(), file->reaches_gpus(), {fd}, {}});
-    else
-      it->fds.push_back(fd);
-    for (FdObserver* o : observers) o->observe({proc_dirfd, pid, fd, *file});
+    if (!inspect_fd(proc_dirfd, pid, table, dfd, e->d_name, catalog, observers, out)) break;
   }
   ::closedir(dir);
-  for (auto& h : out.holds) std::sort(h.fds.begin(), h.fds.end());
-  std::sort(out.holds.begin(), out.holds.end(),
-            [](const core::DeviceHold& a, const core::DeviceHold& b) { return a.path < b.path; });
+  sort_holds(out);
+  return out;
+}
+
+FdScan scan_listed_fds(int proc_dirfd, pid_t pid, const std::vector<int>& fds,
+                       const DeviceCatalog& catalog, const std::vector<FdObserver*>& observers,
+                       pid_t thread) {
+  FdScan out;
+  if (fds.empty()) return out;
+  const std::string table = table_of(pid, thread);
+  int dfd = -1;
+  if (!open_table(proc_dirfd, table, out, dfd)) return out;
+  for (int fd : fds)
+    if (!inspect_fd(proc_dirfd, pid, table, dfd, std::to_string(fd).c_str(), catalog, observers,
+                    out))
+      break;
+  ::close(dfd);
+  sort_holds(out);
   return out;
 }
 

@@ -28,4 +28,11 @@ struct FdScan {
 FdScan scan_device_fds(int proc_dirfd, pid_t pid, const DeviceCatalog& catalog,
                        const std::vector<FdObserver*>& observers = {}, pid_t thread = 0);
 
+// The same, reading only the fds `fds` of the table (those the kernel's open-file iterator
+// found on a GPU device file): each is looked up and matched as in a full scan, so what it
+// holds rests on the same evidence. No fds: nothing is read and nothing is held.
+FdScan scan_listed_fds(int proc_dirfd, pid_t pid, const std::vector<int>& fds,
+                       const DeviceCatalog& catalog, const std::vector<FdObserver*>& observers = {},
+                       pid_t thread = 0);
+
 }  // namespace gpureap::procfs

@@ -2,7 +2,9 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <linux/magic.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include <cctype>
@@ -220,6 +222,11 @@ std::optional<bool> ProcFs::in_child_pid_namespace() const {
   unsigned long long inode = 0;
   if (std::sscanf(link, "pid:[%llu]", &inode) != 1) return std::nullopt;
   return inode != kInitPidNamespaceInode;
+}
+
+bool ProcFs::is_procfs() const {
+  struct statfs fs {};
+  return ::fstatfs(*fd_, &fs) == 0 && fs.f_type == PROC_SUPER_MAGIC;
 }
 
 bool ProcFs::names_own_processes() const {

@@ -116,6 +116,12 @@ long Ready::receive(int ms) {
   return value;
 }
 
+bool runs(pid_t pid, const std::string& program) {
+  std::error_code ec;
+  auto exe = std::filesystem::read_symlink("/proc/" + std::to_string(pid) + "/exe", ec);
+  return !ec && exe.string() == program;
+}
+
 int hold(const std::string& path) {
   int fd = ::open(path.c_str(), O_RDONLY);
   if (fd < 0) ::_exit(98);

@@ -66,6 +66,8 @@ class Ready {
   int fds_[2];
 };
 
+// The process `pid` runs the program file `program` (its /proc/PID/exe).
+bool runs(pid_t pid, const std::string& program);
 // Opens `path` read-only and returns the fd (never closed: it is what the test holds).
 int hold(const std::string& path);
 // A child that holds `dev`'s file `name` (e.g. "nvidia0"), returned once it does. `first` runs

@@ -34,12 +34,6 @@ std::string sleep_named(const TempDir& dir, const std::string& name) {
   return program;
 }
 
-bool runs(pid_t pid, const std::string& program) {
-  std::error_code ec;
-  auto exe = std::filesystem::read_symlink("/proc/" + std::to_string(pid) + "/exe", ec);
-  return !ec && exe.string() == program;
-}
-
 // The control daemon and its server. The daemon forks the server (which opens the GPU's file
 // and runs the server program) and then runs the daemon program itself; `server_parent_is_daemon`
 // false makes the server's parent a program of another name (a forged server).

@@ -636,12 +636,6 @@ std::string sleep_named(const TempDir& dir, const std::string& name, uid_t uid) 
   return program;
 }
 
-bool runs(pid_t pid, const std::string& program) {
-  std::error_code ec;
-  return std::filesystem::read_symlink("/proc/" + std::to_string(pid) + "/exe", ec).string() ==
-         program;
-}
-
 TEST(OneAnswer, CopiesOfTheMpsProgramsInAUsersHomeServeNoClientOnEveryPath) {
   // The MPS control daemon and server under their real names, run from copies a user owns: an
   // ordinary job. A gone client the driver lists beside it is no client of that "server": it is
