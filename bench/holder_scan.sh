@@ -5,7 +5,9 @@
 # hold three stand-in device files (regular files nvidia0, nvidiactl, nvidia-uvm in a
 # temporary dev root), then times, in one run and interleaved, with a warm-up run each:
 #
-#   gpureap   $GPUREAP ps --json --dev-root DEV
+#   gpureap       $GPUREAP ps --json --dev-root DEV (as root: the kernel's open-file iterator
+#                 names the fds to read)
+#   gpureap-proc  the same with GPUREAP_BPF=0: every fd table read through /proc
 #   fuser     fuser -v DEV/nvidia0 DEV/nvidiactl DEV/nvidia-uvm
 #   lsof      lsof -w DEV/nvidia0 DEV/nvidiactl DEV/nvidia-uvm
 #
@@ -13,7 +15,7 @@
 # ratio to gpureap. The warm-up run of each tool is checked: it must find exactly the HOLDERS.
 #
 # Knobs (environment): PROCS=2000 FDS=40 HOLDERS=100 RUNS=7 GPUREAP=build/gpureap
-#   TOOLS="gpureap fuser lsof"  the columns to run (fuser/lsof are skipped if not installed:
+#   TOOLS="gpureap gpureap-proc fuser lsof"  the columns to run (fuser/lsof are skipped if not installed:
 #                               apt-get install psmisc lsof)
 #   TARGET=2                    gpureap's target speed-up over fuser
 #   STRICT=1                    exit 1 when the target is missed (default: report only)
@@ -34,7 +36,7 @@ FDS=${FDS:-40}
 HOLDERS=${HOLDERS:-100}
 RUNS=${RUNS:-7}
 GPUREAP=${GPUREAP:-build/gpureap}
-TOOLS=${TOOLS:-gpureap fuser lsof}
+TOOLS=${TOOLS:-gpureap gpureap-proc fuser lsof}
 TARGET=${TARGET:-2}
 STRICT=${STRICT:-0}
 
@@ -48,7 +50,7 @@ done
 tools=()
 for t in $TOOLS; do
   case $t in
-    gpureap)
+    gpureap | gpureap-proc)
       [ -x "$GPUREAP" ] || fleet_die "no gpureap binary at $GPUREAP; build it (cmake -S . -B build && cmake --build build --target gpureap) or set GPUREAP=path"
       ;;
     fuser)
@@ -63,7 +65,7 @@ for t in $TOOLS; do
         continue
       fi
       ;;
-    *) fleet_die "unknown tool '$t' in TOOLS (gpureap, fuser, lsof)" ;;
+    *) fleet_die "unknown tool '$t' in TOOLS (gpureap, gpureap-proc, fuser, lsof)" ;;
   esac
   tools+=("$t")
 done
@@ -73,6 +75,7 @@ done
 tool_cmd() {
   case $1 in
     gpureap) CMD=("$GPUREAP" ps --json --dev-root "$FLEET_DEV") ;;
+    gpureap-proc) CMD=(env GPUREAP_BPF=0 "$GPUREAP" ps --json --dev-root "$FLEET_DEV") ;;
     fuser) CMD=(fuser -v "${FLEET_DEV_FILES[@]}") ;;
     lsof) CMD=(lsof -w "${FLEET_DEV_FILES[@]}") ;;
   esac
@@ -100,7 +103,7 @@ echo
 # found_pids TOOL OUT ERR: the holder pids the tool reported, sorted, one per line.
 found_pids() {
   case $1 in
-    gpureap)
+    gpureap | gpureap-proc)
       if [ "$JSON_TOOL" = python3 ]; then
         python3 -c '
 import json, sys

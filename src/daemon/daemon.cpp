@@ -465,6 +465,8 @@ int run_daemon(const DaemonOptions& options) {
     std::cerr << "gpureap: " << acting.error().message << "\n  " << acting.error().hint << "\n";
     return 2;
   }
+  collector->keep_to_proc();
+  acting->keep_to_proc();
   auto gpu_files = collector->device_file_paths();
   Daemon daemon(options, std::move(*config), std::move(*collector), std::move(*acting), gpu_files);
   int status = daemon.run(signals);

@@ -104,10 +104,13 @@ exporter::Reply HttpContent::releases() {
 // gpureap.status/v1: how holders are followed here. "event_source" says how the kernel's
 // events name GPU files: "file_handles", or "file_descriptors" (the fallback, with why:
 // the kernel then opens the GPU device file in the daemon for each event); null with scans.
+// Events wake a collection at once, up to "wake_burst" back to back, then one per
+// "min_wake_gap_ms" (daemon/wake_pacer.h).
 exporter::Reply HttpContent::status() {
   nlohmann::json tracking = {{"mode", "scans"},
                              {"event_source", nullptr},
                              {"event_source_fallback", nullptr},
+                             {"wake_burst", WakePacer::kWakeBurst},
                              {"min_wake_gap_ms", WakePacer::kMinWakeGap.count()}};
   if (tracker_) {
     tracking["mode"] = tracker_->follows_forks() ? "events" : "opens";

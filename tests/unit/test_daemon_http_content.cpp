@@ -8,9 +8,11 @@
 #include <unistd.h>
 
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "daemon/http_content.h"
+#include "daemon/wake_pacer.h"
 #include "export/http_server.h"
 
 namespace gpureap::daemon {
@@ -101,6 +103,10 @@ TEST_F(DaemonHttpContent, EveryPathReachesItsOwnHandler) {
   auto status = get(port_, "/api/v1/status", "s3cret");
   EXPECT_EQ(status.status, 200);
   EXPECT_NE(status.body.find("gpureap.status/v1"), std::string::npos) << status.body;
+  // The pacing as the pacer has it: a burst of wake-ups, then one per gap.
+  auto tracking = nlohmann::json::parse(status.body)["holder_tracking"];
+  EXPECT_EQ(tracking["wake_burst"], WakePacer::kWakeBurst);
+  EXPECT_EQ(tracking["min_wake_gap_ms"], WakePacer::kMinWakeGap.count());
   auto bad = get(port_, "/api/v1/history?gpu=zero", "s3cret");
   EXPECT_EQ(bad.status, 400);
   EXPECT_NE(bad.body.find("gpu must be a GPU index"), std::string::npos) << bad.body;
