@@ -25,12 +25,12 @@ class Probes {
   }
   struct Probe {
     int fd;
-    const procfs::GpuDeviceFile* file;  // null: the dev root
+    const procfs::GpuDeviceFile* file;  // null: this process's program
     struct stat st;
   };
   core::Result<bool> open(const procfs::DeviceCatalog& catalog) {
-    // The dev root too, so that a pass is checked even where no GPU file is there.
-    if (auto root = add(catalog.dev_root(), nullptr); !root) return root;
+    // This process's own program too, so that a pass is checked even where no GPU file is.
+    if (auto self = add("/proc/self/exe", nullptr); !self) return self;
     for (const auto& f : catalog.files())
       if (auto probe = add(f.path, &f); !probe) return probe;
     return true;
@@ -59,25 +59,6 @@ struct KernelId {
   const struct stat* st;
 };
 
-// What the catalogue matches: a node by its number, a stand-in by the device and inode stat
-// gave it (found through the kernel's own numbers). Null: it can be no GPU file.
-std::optional<struct stat> as_stat(const kernel::OpenFileRecord& r,
-                                   const std::vector<KernelId>& stand_ins) {
-  struct stat st {};
-  st.st_mode = r.mode;
-  if (S_ISCHR(r.mode)) {
-    st.st_rdev = r.rdev;
-    return st;
-  }
-  for (const auto& id : stand_ins)
-    if (id.sb_dev == r.sb_dev && id.ino == r.ino) {
-      st.st_dev = id.st->st_dev;
-      st.st_ino = id.st->st_ino;
-      return st;
-    }
-  return std::nullopt;
-}
-
 }  // namespace
 
 core::Result<KernelFdIndex> KernelFdIndex::read(const kernel::OpenFileIterator& iterator,
@@ -85,40 +66,67 @@ core::Result<KernelFdIndex> KernelFdIndex::read(const kernel::OpenFileIterator& 
                                                 long ticks_per_second) {
   Probes probes;
   if (auto opened = probes.open(catalog); !opened) return opened.error();
-  auto records = iterator.read_all();
-  if (!records) return records.error();
-
-  // This process's own records of the probes: each must be there with the type (and a node's
-  // number) stat gives, else the pass is not what it claims.
+  // A stand-in is known by the kernel's numbers, which this process's own probe records give
+  // only once the pass reaches it: until then the records that may be one are kept aside, those
+  // with a stand-in's inode number (the check below makes sure the kernel's and stat's agree).
+  // Nothing else is kept: what a pass holds is one entry per process and the GPU files' fds,
+  // however many other fds the processes open.
+  std::vector<uint64_t> stand_in_inodes;
+  for (const auto& probe : probes.all())
+    if (probe.file && !S_ISCHR(probe.st.st_mode)) stand_in_inodes.push_back(probe.st.st_ino);
   const pid_t self = ::getpid();
-  std::vector<KernelId> stand_ins;
-  for (const auto& probe : probes.all()) {
-    auto mine = std::find_if(records->begin(), records->end(),
-                             [&](const auto& r) { return r.tgid == self && r.fd == probe.fd; });
-    const bool chr = S_ISCHR(probe.st.st_mode);
-    if (mine == records->end() || (mine->mode & S_IFMT) != (probe.st.st_mode & S_IFMT) ||
-        (chr && mine->rdev != probe.st.st_rdev) || !(mine->flags & O_PATH))
-      return core::Error{"the open-file iterator misread this process's open files", ""};
-    if (probe.file && !chr) stand_ins.push_back({mine->sb_dev, mine->ino, &probe.st});
-  }
-
-  KernelFdIndex index;
   const uint64_t nanos_per_tick = kNanosPerSecond / static_cast<uint64_t>(ticks_per_second);
+  KernelFdIndex index;
+  std::vector<kernel::OpenFileRecord> mine, maybe_stand_ins;
   Entry* e = nullptr;
   pid_t at = 0;
-  for (const auto& r : *records) {
+  auto pass = iterator.for_each([&](const kernel::OpenFileRecord& r) {
     if (!e || r.tgid != at) {  // a process's records come together
       at = r.tgid;
       e = &index.by_pid_[r.tgid];
       e->start_ticks = r.start_ns / nanos_per_tick;
     }
-    if (r.flags & O_PATH) continue;  // names a file, opens nothing (as the /proc scan reads it)
-    auto st = as_stat(r, stand_ins);
-    if (st && catalog.match(*st)) e->fds.push_back(r.fd);
+    if (r.tgid == self) mine.push_back(r);
+    if (r.flags & O_PATH) return;  // names a file, opens nothing (as the /proc scan reads it)
+    if (S_ISCHR(r.mode)) {
+      struct stat st {};
+      st.st_mode = r.mode;
+      st.st_rdev = r.rdev;
+      if (catalog.match(st)) e->fds.push_back(r.fd);
+    } else if (std::find(stand_in_inodes.begin(), stand_in_inodes.end(), r.ino) !=
+               stand_in_inodes.end()) {
+      maybe_stand_ins.push_back(r);
+    }
+  });
+  if (!pass) return pass.error();
+
+  // This process's own records of the probes: each must be there with the type (a node's
+  // number, a file's inode number) stat gives, else the pass is not what it claims.
+  std::vector<KernelId> stand_ins;
+  for (const auto& probe : probes.all()) {
+    auto own =
+        std::find_if(mine.begin(), mine.end(), [&](const auto& r) { return r.fd == probe.fd; });
+    const bool chr = S_ISCHR(probe.st.st_mode);
+    if (own == mine.end() || (own->mode & S_IFMT) != (probe.st.st_mode & S_IFMT) ||
+        (chr && own->rdev != probe.st.st_rdev) || (!chr && own->ino != probe.st.st_ino) ||
+        !(own->flags & O_PATH))
+      return core::Error{"the open-file iterator misread this process's open files", ""};
+    if (probe.file && !chr) stand_ins.push_back({own->sb_dev, own->ino, &probe.st});
   }
-  for (auto& [pid, e] : index.by_pid_) {
-    std::sort(e.fds.begin(), e.fds.end());
-    e.fds.erase(std::unique(e.fds.begin(), e.fds.end()), e.fds.end());
+  for (const auto& r : maybe_stand_ins) {
+    auto id = std::find_if(stand_ins.begin(), stand_ins.end(), [&](const KernelId& k) {
+      return k.sb_dev == r.sb_dev && k.ino == r.ino;
+    });
+    if (id == stand_ins.end()) continue;
+    struct stat st {};
+    st.st_mode = r.mode;
+    st.st_dev = id->st->st_dev;
+    st.st_ino = id->st->st_ino;
+    if (catalog.match(st)) index.by_pid_[r.tgid].fds.push_back(r.fd);
+  }
+  for (auto& [pid, entry] : index.by_pid_) {
+    std::sort(entry.fds.begin(), entry.fds.end());
+    entry.fds.erase(std::unique(entry.fds.begin(), entry.fds.end()), entry.fds.end());
   }
   return index;
 }

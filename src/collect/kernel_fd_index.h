@@ -28,7 +28,8 @@ class KernelFdIndex {
 
   // The fds of the process `pid` that started at `start_ticks` that are open on a GPU file (and
   // not with O_PATH), or null where the pass did not cover that process: a process it did not
-  // see (no open file then, or started since) or whose start differs (a reused PID).
+  // see (no fd 0, device node or regular file open then, or started since) or whose start
+  // differs (a reused PID).
   const std::vector<int>* gpu_fds(pid_t pid, uint64_t start_ticks) const;
 
   size_t processes() const { return by_pid_.size(); }

@@ -2,6 +2,7 @@
 
 #include <linux/bpf.h>
 #include <linux/capability.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
@@ -72,6 +73,20 @@ class Program {
     exits_.push_back(insns_.size());
     add(BPF_JMP | BPF_JEQ | BPF_K, reg, 0, 0, 0);
   }
+  // A jump to the end, taken where `reg` is not `imm`.
+  void if_not_to_end(uint8_t reg, int32_t imm) {
+    exits_.push_back(insns_.size());
+    add(BPF_JMP | BPF_JNE | BPF_K, reg, 0, 0, imm);
+  }
+  // A jump taken where `reg` is `imm`, to where land() is next called.
+  size_t jump_if(uint8_t reg, int32_t imm) {
+    add(BPF_JMP | BPF_JEQ | BPF_K, reg, 0, 0, imm);
+    return insns_.size() - 1;
+  }
+  void land(size_t jump) { insns_[jump].off = static_cast<int16_t>(insns_.size() - jump - 1); }
+  // Skips the next instruction where `reg` is not `imm`.
+  void if_not_skip_one(uint8_t reg, int32_t imm) { add(BPF_JMP | BPF_JNE | BPF_K, reg, 0, 1, imm); }
+  void and_imm(uint8_t dst, int32_t imm) { add(BPF_ALU64 | BPF_AND | BPF_K, dst, 0, 0, imm); }
   // Makes the pending jumps land here.
   void to_end() {
     for (size_t at : exits_) insns_[at].off = static_cast<int16_t>(insns_.size() - at - 1);
@@ -146,6 +161,19 @@ core::Result<std::vector<bpf_insn>> build(const Btf& btf) {
   p.mov_reg(R6, R1);  // the context
   p.load(R7, R6, file.offset, 8);
   p.if_zero_to_end(R7);
+  // Only a device node or a regular file (a stand-in) can be a GPU file: sockets, pipes and
+  // the like, most of a process's fds, are not written, but for fd 0, so that a process with
+  // none of those still shows in the pass.
+  p.load(R9, R7, inode.offset, 8);
+  p.load(R1, R9, mode.offset, mode.size);
+  p.store(R10, slot(offsetof(WireRecord, mode)), R1, 4);
+  p.and_imm(R1, S_IFMT);
+  p.if_not_skip_one(R1, S_IFCHR);
+  p.mov_imm(R1, S_IFREG);
+  const size_t node_or_file = p.jump_if(R1, S_IFREG);
+  p.load(R1, R6, fd.offset, fd.size);
+  p.if_not_to_end(R1, 0);
+  p.land(node_or_file);
   p.load(R8, R6, task.offset, 8);
   p.if_zero_to_end(R8);
   p.load(R1, R8, tgid.offset, tgid.size);
@@ -154,9 +182,6 @@ core::Result<std::vector<bpf_insn>> build(const Btf& btf) {
   p.store(R10, slot(offsetof(WireRecord, fd)), R1, 4);
   p.load(R1, R7, flags.offset, flags.size);
   p.store(R10, slot(offsetof(WireRecord, flags)), R1, 4);
-  p.load(R9, R7, inode.offset, 8);
-  p.load(R1, R9, mode.offset, mode.size);
-  p.store(R10, slot(offsetof(WireRecord, mode)), R1, 4);
   p.load(R1, R9, rdev.offset, rdev.size);
   p.store(R10, slot(offsetof(WireRecord, rdev)), R1, 4);
   p.load(R1, R9, ino.offset, ino.size);
@@ -242,32 +267,34 @@ core::Result<OpenFileIterator> OpenFileIterator::load() {
   return OpenFileIterator(own(static_cast<int>(link_fd)));
 }
 
-core::Result<std::vector<OpenFileRecord>> OpenFileIterator::read_all() const {
+core::Result<bool> OpenFileIterator::for_each(
+    const std::function<void(const OpenFileRecord&)>& each) const {
   bpf_attr create{};
   create.iter_create.link_fd = static_cast<uint32_t>(*link_);
   long iter = bpf(BPF_ITER_CREATE, create);
   if (iter < 0) return refused("start", errno);
   auto pass = own(static_cast<int>(iter));
-  std::vector<OpenFileRecord> out;
   std::vector<WireRecord> buf(4096);
   size_t carried = 0;  // bytes of a record cut by the previous read
   for (;;) {
     auto* bytes = reinterpret_cast<char*>(buf.data());
     ssize_t n = ::read(*pass, bytes + carried, buf.size() * sizeof(WireRecord) - carried);
-    if (n < 0 && errno == EINTR) continue;
+    // EAGAIN: a million fds in a row wrote nothing (no device node, no regular file); the
+    // kernel hands back control there, and the next read goes on.
+    if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
     if (n < 0) return refused("read", errno);
     if (n == 0) break;
     const size_t have = carried + static_cast<size_t>(n), whole = have / sizeof(WireRecord);
     for (size_t i = 0; i < whole; ++i) {
       const WireRecord& r = buf[i];
-      out.push_back({static_cast<pid_t>(r.tgid), static_cast<int>(r.fd), r.flags, r.mode,
-                     from_kernel_dev(r.rdev), from_kernel_dev(r.sb_dev), r.ino, r.start_ns});
+      each({static_cast<pid_t>(r.tgid), static_cast<int>(r.fd), r.flags, r.mode,
+            from_kernel_dev(r.rdev), from_kernel_dev(r.sb_dev), r.ino, r.start_ns});
     }
     carried = have - whole * sizeof(WireRecord);
     std::memmove(bytes, bytes + whole * sizeof(WireRecord), carried);
   }
   if (carried) return core::Error{"the open-file iterator ended inside a record", ""};
-  return out;
+  return true;
 }
 
 }  // namespace gpureap::kernel

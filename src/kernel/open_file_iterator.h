@@ -11,8 +11,8 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
-#include <vector>
 
 #include "core/result.h"
 
@@ -38,9 +38,12 @@ class OpenFileIterator {
   static bool permitted();
   // Builds the program for the running kernel's struct layouts (kernel/btf.h) and loads it.
   static core::Result<OpenFileIterator> load();
-  // One pass over every process's open files. Threads that share their process's table are
-  // skipped; a thread with a table of its own reads under its process's tgid.
-  core::Result<std::vector<OpenFileRecord>> read_all() const;
+  // One pass over every process's open device nodes and regular files (no other kind of file
+  // can be a GPU file), and its fd 0 whatever it is. Threads that share their process's table
+  // are skipped; a thread with a table of its own reads under its process's tgid.
+  // `each` sees the records as they are read: at most one buffer of them is in memory at
+  // once, however many fds the machine's processes open.
+  core::Result<bool> for_each(const std::function<void(const OpenFileRecord&)>& each) const;
 
  private:
   explicit OpenFileIterator(std::shared_ptr<const int> link) : link_(std::move(link)) {}

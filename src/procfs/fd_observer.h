@@ -30,8 +30,8 @@ class FdObserver {
   virtual void scan_started() {}
   virtual void scan_finished() {}
   // From the scan's worker threads, concurrently: an observer guards its own state. Called
-  // right after the fd was matched; the process may close or reuse it meanwhile, so what an
-  // observer reads about it is checked (fdinfo names its driver).
+  // once the process's table was read, for each GPU fd found; the process may close or reuse
+  // it meanwhile, so what an observer reads about it is checked (fdinfo names its driver).
   virtual void observe(const GpuFd& fd) = 0;
   // After scan_finished, once the holds are split by open file description (kcmp): each GPU
   // file hold of `processes` carries its open_file id, or none where `unknown` says why.

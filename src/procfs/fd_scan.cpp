@@ -58,10 +58,25 @@ bool open_table(int proc_dirfd, const std::string& table, FdScan& out, int& dfd)
   return false;
 }
 
+// What a table's read found: the holds, and each GPU fd for the observers, who are told once
+// the read is kept (a list's read may give way to the whole table's).
+struct TableRead {
+  FdScan scan;
+  std::vector<std::pair<int, GpuDeviceFile>> gpu_fds;
+
+  FdScan finish(int proc_dirfd, pid_t pid, const std::vector<FdObserver*>& observers) {
+    for (const auto& [fd, file] : gpu_fds)
+      for (FdObserver* o : observers) o->observe({proc_dirfd, pid, fd, file});
+    for (auto& h : scan.holds) std::sort(h.fds.begin(), h.fds.end());
+    std::sort(scan.holds.begin(), scan.holds.end(),
+              [](const core::DeviceHold& a, const core::DeviceHold& b) { return a.path < b.path; });
+    return std::move(scan);
+  }
+};
+
 // One fd: a GPU device file joins `out`. False once the table turns out sealed (stop).
-bool inspect_fd(int proc_dirfd, pid_t pid, const std::string& table, int dfd, const char* name,
-                const DeviceCatalog& catalog, const std::vector<FdObserver*>& observers,
-                FdScan& out) {
+bool inspect_fd(int proc_dirfd, const std::string& table, int dfd, const char* name,
+                const DeviceCatalog& catalog, TableRead& out) {
   // One statx per fd, as cheap as the readlinkat that once filtered by name (the cost is the
   // lookup of /proc/PID/fd/N, the same for both). AT_STATX_DONT_SYNC: the type and numbers
   // cached in the inode, so a file on a network or FUSE file system (whose server a user may
@@ -72,7 +87,7 @@ bool inspect_fd(int proc_dirfd, pid_t pid, const std::string& table, int dfd, co
       // The table could be listed (we have the privilege) but the kernel still refuses the
       // links: the process is protected from ptrace (e.g. a sandbox's init). Root cannot do
       // better, so it is reported, not counted as a permission gap.
-      out.sealed = true;
+      out.scan.sealed = true;
       return false;
     }
     return true;  // fd closed meanwhile
@@ -80,60 +95,55 @@ bool inspect_fd(int proc_dirfd, pid_t pid, const std::string& table, int dfd, co
   auto file = catalog.match(as_stat(sx));
   if (!file || opened_as_path(proc_dirfd, table, name)) return true;
   int fd = std::atoi(name);
-  auto it = std::find_if(out.holds.begin(), out.holds.end(),
+  auto& holds = out.scan.holds;
+  auto it = std::find_if(holds.begin(), holds.end(),
                          [&](const core::DeviceHold& h) { return h.path == file->path; });
-  if (it == out.holds.end())
-    out.holds.push_back({file->path, file->kind, file->number(), file->reaches_gpus(), {fd}, {}});
+  if (it == holds.end())
+    holds.push_back({file->path, file->kind, file->number(), file->reaches_gpus(), {fd}, {}});
   else
     it->fds.push_back(fd);
-  for (FdObserver* o : observers) o->observe({proc_dirfd, pid, fd, *file});
+  out.gpu_fds.emplace_back(fd, std::move(*file));
   return true;
-}
-
-void sort_holds(FdScan& out) {
-  for (auto& h : out.holds) std::sort(h.fds.begin(), h.fds.end());
-  std::sort(out.holds.begin(), out.holds.end(),
-            [](const core::DeviceHold& a, const core::DeviceHold& b) { return a.path < b.path; });
 }
 
 }  // namespace
 
 FdScan scan_device_fds(int proc_dirfd, pid_t pid, const DeviceCatalog& catalog,
                        const std::vector<FdObserver*>& observers, pid_t thread) {
-  FdScan out;
+  TableRead out;
   const std::string table = table_of(pid, thread);
   int dfd = -1;
-  if (!open_table(proc_dirfd, table, out, dfd)) return out;
+  if (!open_table(proc_dirfd, table, out.scan, dfd)) return out.scan;
   DIR* dir = ::fdopendir(dfd);
   if (!dir) {
     ::close(dfd);
-    out.vanished = true;
-    return out;
+    out.scan.vanished = true;
+    return out.scan;
   }
   while (dirent* e = ::readdir(dir)) {
     if (e->d_name[0] == '.') continue;
-    if (!inspect_fd(proc_dirfd, pid, table, dfd, e->d_name, catalog, observers, out)) break;
+    if (!inspect_fd(proc_dirfd, table, dfd, e->d_name, catalog, out)) break;
   }
   ::closedir(dir);
-  sort_holds(out);
-  return out;
+  return out.finish(proc_dirfd, pid, observers);
 }
 
 FdScan scan_listed_fds(int proc_dirfd, pid_t pid, const std::vector<int>& fds,
                        const DeviceCatalog& catalog, const std::vector<FdObserver*>& observers,
                        pid_t thread) {
-  FdScan out;
-  if (fds.empty()) return out;
+  TableRead out;
+  if (fds.empty()) return out.scan;
   const std::string table = table_of(pid, thread);
   int dfd = -1;
-  if (!open_table(proc_dirfd, table, out, dfd)) return out;
+  if (!open_table(proc_dirfd, table, out.scan, dfd)) return out.scan;
   for (int fd : fds)
-    if (!inspect_fd(proc_dirfd, pid, table, dfd, std::to_string(fd).c_str(), catalog, observers,
-                    out))
-      break;
+    if (!inspect_fd(proc_dirfd, table, dfd, std::to_string(fd).c_str(), catalog, out)) break;
   ::close(dfd);
-  sort_holds(out);
-  return out;
+  // A listed fd closed or moved since (dup2 onto another number, as a process may do between
+  // the pass and now): the whole table, as without the list.
+  if (out.gpu_fds.size() < fds.size() && !out.scan.sealed)
+    return scan_device_fds(proc_dirfd, pid, catalog, observers, thread);
+  return out.finish(proc_dirfd, pid, observers);
 }
 
 }  // namespace gpureap::procfs

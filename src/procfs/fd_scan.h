@@ -30,7 +30,9 @@ FdScan scan_device_fds(int proc_dirfd, pid_t pid, const DeviceCatalog& catalog,
 
 // The same, reading only the fds `fds` of the table (those the kernel's open-file iterator
 // found on a GPU device file): each is looked up and matched as in a full scan, so what it
-// holds rests on the same evidence. No fds: nothing is read and nothing is held.
+// holds rests on the same evidence. Where one of them no longer holds a GPU file (closed, or
+// moved to another number since), the whole table is read instead. No fds: nothing is read and
+// nothing is held.
 FdScan scan_listed_fds(int proc_dirfd, pid_t pid, const std::vector<int>& fds,
                        const DeviceCatalog& catalog, const std::vector<FdObserver*>& observers = {},
                        pid_t thread = 0);

@@ -73,8 +73,21 @@ TEST(KernelFdIndexTest, NamesAHoldersGpuFdsAndCoversNoReusedPid) {
   });
   Child path_only([&] { return ::open((dev + "/nvidia0").c_str(), O_PATH); });
   Child idle([] { return 0; });
+  Child pipes_only([] {  // no fd 0, no device node, no regular file: nothing in the pass
+    int p[2];
+    if (::pipe(p) != 0) return -1;
+    std::vector<int> others;  // all but pipes (the one to the parent among them)
+    for (const auto& e : fs::directory_iterator("/proc/self/fd")) {
+      std::error_code ec;
+      if (fs::read_symlink(e.path(), ec).string().rfind("pipe:", 0) != 0)
+        others.push_back(std::stoi(e.path().filename().string()));
+    }
+    for (int fd : others) ::close(fd);
+    return ::fcntl(0, F_GETFD) == -1 ? 0 : -1;  // fd 0 is closed
+  });
   ASSERT_GE(holder.value(), 0);
   ASSERT_GE(path_only.value(), 0);
+  ASSERT_EQ(pipes_only.value(), 0);
 
   auto catalog =
       procfs::DeviceCatalog::enumerate(backend::BackendSet().device_nodes(), dev, "/proc");
@@ -101,6 +114,8 @@ TEST(KernelFdIndexTest, NamesAHoldersGpuFdsAndCoversNoReusedPid) {
     ASSERT_NE(none, nullptr) << c->pid();
     EXPECT_TRUE(none->empty());
   }
+  // Not covered, so read whole through /proc: a process the pass did not see.
+  EXPECT_EQ(index->gpu_fds(pipes_only.pid(), start(pipes_only.pid())), nullptr);
   // The same PID with another start is another process: not covered.
   EXPECT_EQ(index->gpu_fds(holder.pid(), start(holder.pid()) + 1), nullptr);
   fs::remove_all(dev);

@@ -106,6 +106,31 @@ TEST(FdScan, ReportsOwnFdsWithPathsAndNumbers) {
   EXPECT_EQ(describe(scan.holds), want);
 }
 
+TEST(FdScan, AListedScanReadsOnlyItsFdsAndTheWholeTableWhereOneMoved) {
+  TempDevRoot dev;
+  auto cat = catalog(dev);
+  Fd proc(::open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  Fd gpu0(dev / "nvidia0");
+  Fd ctl(dev / "nvidiactl");
+  // Only the listed fds are read: the one not listed is not reported.
+  auto listed = gpureap::procfs::scan_listed_fds(proc.get(), ::getpid(), {gpu0.get()}, cat);
+  EXPECT_EQ(describe(listed.holds), (dev / "nvidia0") + " nvidia device=195:0 gpu fds=" +
+                                        std::to_string(gpu0.get()) + "\n");
+  // Nothing listed: nothing read, nothing held.
+  EXPECT_TRUE(gpureap::procfs::scan_listed_fds(proc.get(), ::getpid(), {}, cat).holds.empty());
+  // A listed fd that holds no GPU file now (closed, or moved to another number since the list
+  // was made): the whole table is read, so the moved one is still found.
+  Fd moved(::dup(ctl.get()));
+  const int was = moved.get();
+  auto after_move = gpureap::procfs::scan_listed_fds(proc.get(), ::getpid(), {was + 1000}, cat);
+  EXPECT_EQ(describe(after_move.holds),
+            (dev / "nvidia0") + " nvidia device=195:0 gpu fds=" + std::to_string(gpu0.get()) +
+                "\n" + (dev / "nvidiactl") + " nvidiactl device=195:255 fds=" +
+                std::to_string(ctl.get()) + "," + std::to_string(was) + "\n");
+  EXPECT_EQ(describe(scan_device_fds(proc.get(), ::getpid(), cat).holds),
+            describe(after_move.holds));
+}
+
 TEST(FdScan, NothingOpenNothingReported) {
   TempDevRoot dev;
   auto cat = catalog(dev);
