@@ -10,15 +10,11 @@ include(GNUInstallDirs)
 set(CMAKE_SKIP_INSTALL_ALL_DEPENDENCY TRUE)
 
 install(TARGETS gpureap RUNTIME DESTINATION bin)
-# The HTTP module (CMakeLists.txt) in the program's private library folder, which the installed
-# program's run path names relative to itself, so any prefix finds it. Two levels below lib/:
-# CPack gives a package with a library directly in lib/ or one level below an ldconfig script,
-# which a module loaded by its path does not need.
-set(GPUREAP_HTTP_MODULE_DIR ${CMAKE_INSTALL_LIBDIR}/gpureap/modules)
+# The HTTP module (CMakeLists.txt) in the program's private library folder, where the program
+# looks relative to itself, so any prefix finds it. Two levels below lib/: CPack gives a package
+# with a library directly in lib/ or one level below an ldconfig script, which a module loaded
+# by its path does not need.
 install(TARGETS gpureap_http LIBRARY DESTINATION ${GPUREAP_HTTP_MODULE_DIR})
-file(RELATIVE_PATH GPUREAP_BIN_TO_HTTP_MODULE ${CMAKE_INSTALL_PREFIX}/bin
-     ${CMAKE_INSTALL_PREFIX}/${GPUREAP_HTTP_MODULE_DIR})
-set_target_properties(gpureap PROPERTIES INSTALL_RPATH "$ORIGIN/${GPUREAP_BIN_TO_HTTP_MODULE}")
 
 # Man pages, gzipped as Debian's policy asks (-n: no name or time, reproducible).
 file(GLOB GPUREAP_MAN_PAGES CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/docs/man/*.1)

@@ -2,8 +2,8 @@
 // An HTTP(S) client, for the commands that talk to a peer (alert receivers, Prometheus). Its
 // implementation (cpp-httplib, with OpenSSL, zlib and brotli) lives in a module of its own,
 // gpureap-http.so, loaded on the first open_http_client(): every other command (`ps` above
-// all) starts without loading and initialising those libraries, which took most of the
-// program's start-up. The module is built with the program and installed beside it.
+// all) starts without loading and initialising those libraries, which took half of the
+// program's start-up. The module is built with the program and installed with it.
 #include <chrono>
 #include <functional>
 #include <memory>
