@@ -10,6 +10,11 @@ include(GNUInstallDirs)
 set(CMAKE_SKIP_INSTALL_ALL_DEPENDENCY TRUE)
 
 install(TARGETS gpureap RUNTIME DESTINATION bin)
+# The HTTP module (CMakeLists.txt) in the program's private library folder, where the program
+# looks relative to itself, so any prefix finds it. Two levels below lib/: CPack gives a package
+# with a library directly in lib/ or one level below an ldconfig script, which a module loaded
+# by its path does not need.
+install(TARGETS gpureap_http LIBRARY DESTINATION ${GPUREAP_HTTP_MODULE_DIR})
 
 # Man pages, gzipped as Debian's policy asks (-n: no name or time, reproducible).
 file(GLOB GPUREAP_MAN_PAGES CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/docs/man/*.1)

@@ -77,6 +77,17 @@ dpkg-query --admindir="$admin" -W -f='${Conffiles}\n' gpureap | grep -q " /etc/g
 "$bin" daemon --check-config "$conf" >/dev/null || fail "the installed config is not valid"
 ok "systemd unit, conffile /etc/gpureap/config.toml (valid)"
 
+# The program starts without the HTTP client's libraries (TLS above all): the commands that talk
+# HTTP load its module from the package's library folder.
+if readelf -d "$bin" | grep -q 'NEEDED.*\(httplib\|libssl\|libcrypto\)'; then
+  fail "/usr/bin/gpureap links the HTTP client's libraries: $(readelf -d "$bin" | grep NEEDED)"
+fi
+[ -f "$root/usr/lib/gpureap/modules/gpureap-http.so" ] || fail "no /usr/lib/gpureap/modules/gpureap-http.so"
+said=$("$bin" cluster --prometheus http://127.0.0.1:9 --timeout 2s 2>&1)
+[[ "$said" == *"cannot reach Prometheus"* ]] ||
+  fail "the installed gpureap cannot use its HTTP module: $said"
+ok "the HTTP client is a module of its own, loaded when used"
+
 # Every page is found by man and renders without a warning.
 pages=0
 for page in "$root"/usr/share/man/man1/*.1.gz; do

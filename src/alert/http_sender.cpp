@@ -1,6 +1,5 @@
 #include "alert/http_sender.h"
 
-#include <httplib.h>
 #include <netdb.h>
 
 #include <algorithm>
@@ -11,6 +10,7 @@
 #include "base/stop_at_deadline.h"
 #include "base/version.h"
 #include "core/duration.h"
+#include "http/http_client.h"
 
 namespace gpureap::alert {
 namespace {
@@ -28,11 +28,12 @@ struct Exchange {
   bool late = false;    // the deadline passed before the exchange ended
 };
 
-std::string why(httplib::Error e, const HttpTarget& t, std::chrono::milliseconds timeout) {
+std::string why(http::HttpFailure e, const std::string& name, const HttpTarget& t,
+                std::chrono::milliseconds timeout) {
   const std::string secs = core::format_duration(timeout);
   // The library's list of errors grows from version to version: those a user can act on are
   // explained, any other is named as the library names it.
-  if (e == httplib::Error::Connection) {
+  if (e == http::HttpFailure::Connection) {
     // The library says "Connection" for refusals and for names that do not resolve alike.
     addrinfo hints{};
     hints.ai_socktype = SOCK_STREAM;
@@ -45,26 +46,26 @@ std::string why(httplib::Error e, const HttpTarget& t, std::chrono::milliseconds
     return "cannot connect to " + t.authority +
            " (refused or unreachable); check that the receiver runs and this node can reach it";
   }
-  if (e == httplib::Error::ConnectionTimeout)
+  if (e == http::HttpFailure::ConnectionTimeout)
     return "no connection to " + t.authority + " within " + secs +
            ": a firewall may drop the packets, or the receiver is overloaded";
-  if (e == httplib::Error::Read)
+  if (e == http::HttpFailure::Read)
     return "no answer from " + t.authority + " within " + secs +
            " (or it closed the connection): the receiver hangs or is overloaded; raise the "
            "sink's timeout if it is only slow";
-  if (e == httplib::Error::Write)
+  if (e == http::HttpFailure::Write)
     return "cannot send to " + t.authority + " (the connection broke or timed out)";
-  if (e == httplib::Error::SSLConnection)
+  if (e == http::HttpFailure::TlsConnection)
     return "TLS handshake with " + t.authority +
            " failed: does the receiver speak https on that port?";
-  if (e == httplib::Error::SSLLoadingCerts)
+  if (e == http::HttpFailure::TlsCertificates)
     return "cannot load the system's CA certificates (install ca-certificates)";
-  if (e == httplib::Error::SSLServerVerification)
+  if (e == http::HttpFailure::TlsVerification)
     return "the certificate of " + t.authority +
            " is not trusted or does not name that host: fix the receiver's certificate, or add "
            "its CA to the system's store";
-  if (e == httplib::Error::Canceled) return "canceled: the daemon is stopping";
-  return "request to " + t.authority + " failed: " + httplib::to_string(e);
+  if (e == http::HttpFailure::Canceled) return "canceled: the daemon is stopping";
+  return "request to " + t.authority + " failed: " + name;
 }
 
 class HttpSender : public Sender {
@@ -85,28 +86,25 @@ class HttpSender : public Sender {
   Attempt send(const Delivery& d) override {
     if (!target_) return {false, target_.error().text(), ""};
     const auto& t = *target_;
-    httplib::Client client(t.scheme + "://" + t.authority);
-    if (!client.is_valid())
+    http::HttpOptions options{.timeout = sink_.timeout};
+    if (!t.user.empty() || !t.password.empty()) options.basic_auth = {t.user, t.password};
+    auto opened = http::open_http_client(t.scheme + "://" + t.authority, options);
+    if (!opened) return {false, opened.error().text(), ""};
+    http::HttpClient& client = **opened;
+    if (!client.usable())
       return {false, "the url's scheme or host is not usable: " + t.scheme + "://" + t.authority,
               ""};
     // One deadline for the whole exchange: connecting, sending, the status, headers and body.
     // The library's timeouts are per read and write: a receiver that trickles a byte within
     // each would hold the attempt forever, so a watchdog stops the client at the deadline.
     const auto deadline = std::chrono::steady_clock::now() + sink_.timeout;
-    client.set_connection_timeout(sink_.timeout);
-    client.set_read_timeout(sink_.timeout);
-    client.set_write_timeout(sink_.timeout);
-    client.set_keep_alive(false);
-    client.set_follow_location(false);
-    client.enable_server_certificate_verification(true);
-    if (!t.user.empty() || !t.password.empty()) client.set_basic_auth(t.user, t.password);
     {
       std::lock_guard lock(mutex_);
       if (canceled_) return {false, "canceled: the daemon is stopping", ""};
       active_ = &client;
     }
     Exchange x;
-    httplib::Request req;
+    http::HttpRequest req;
     req.method = "POST";
     req.path = t.path;
     req.headers = {{"User-Agent", "gpureap/" + std::string(base::version())},
@@ -114,12 +112,12 @@ class HttpSender : public Sender {
     req.body = d.body;
     // The status and headers, then at most kAnswerKept bytes of the body: what follows is
     // never read (the connection is dropped), however much the receiver sends.
-    req.response_handler = [&x, deadline](const httplib::Response& r) {
-      x.status = r.status;
-      x.location = r.get_header_value("Location").substr(0, kAnswerShown);
+    req.on_head = [&x, deadline](int status, const auto& header) {
+      x.status = status;
+      x.location = header("Location").substr(0, kAnswerShown);
       return std::chrono::steady_clock::now() < deadline;
     };
-    req.content_receiver = [&x, deadline](const char* data, size_t n, uint64_t, uint64_t) {
+    req.on_body = [&x, deadline](const char* data, size_t n) {
       x.answer.append(data, std::min(n, kAnswerKept - x.answer.size()));
       if (x.answer.size() >= kAnswerKept) {
         x.enough = true;
@@ -127,17 +125,17 @@ class HttpSender : public Sender {
       }
       return std::chrono::steady_clock::now() < deadline;
     };
-    std::optional<httplib::Result> res;
+    http::HttpOutcome res;
     {
       base::StopAtDeadline watchdog(client, deadline);
-      res.emplace(client.send(req));
+      res = client.send(req);
       x.late = watchdog.fired();
     }
     {
       std::lock_guard lock(mutex_);
       active_ = nullptr;
     }
-    const bool complete = *res || (x.enough && x.status > 0);
+    const bool complete = !res.failure || (x.enough && x.status > 0);
     if (!complete) {
       const bool late = x.late || std::chrono::steady_clock::now() >= deadline;
       if (late && x.status > 0)
@@ -147,10 +145,10 @@ class HttpSender : public Sender {
                     std::to_string(x.status) +
                     ") but did not finish; the sink's timeout covers the whole exchange",
                 ""};
-      if (late) return {false, why(httplib::Error::Read, t, sink_.timeout), ""};
-      return {false, why(res->error(), t, sink_.timeout), ""};
+      if (late) return {false, why(http::HttpFailure::Read, "", t, sink_.timeout), ""};
+      return {false, why(*res.failure, res.failure_name, t, sink_.timeout), ""};
     }
-    const int status = *res ? (*res)->status : x.status;
+    const int status = !res.failure ? res.status : x.status;
     std::string answer = x.answer.substr(0, kAnswerShown);
     if (status >= 200 && status < 300) return {true, "", answer};
     std::string error = "the receiver answered HTTP " + std::to_string(status);
@@ -168,7 +166,7 @@ class HttpSender : public Sender {
   SinkConfig sink_;
   core::Result<HttpTarget> target_;
   std::mutex mutex_;
-  httplib::Client* active_ = nullptr;
+  http::HttpClient* active_ = nullptr;
   bool canceled_ = false;
 };
 

@@ -1,5 +1,5 @@
 #pragma once
-// Stops an HTTP client at a deadline for the whole exchange. cpp-httplib's timeouts apply per
+// Stops an HTTP client at a deadline for the whole exchange. The client's timeouts apply per
 // read and write, so a server that trickles a byte within each would hold an exchange forever:
 // this calls the client's stop() at `deadline` (and every 100 ms after, in case it was between
 // sockets) until it goes out of scope. Used by every client gpureap points at a peer it does
@@ -11,7 +11,7 @@
 
 namespace gpureap::base {
 
-template <class Client>  // anything with stop(): httplib::Client
+template <class Client>  // anything with stop(): http::HttpClient
 class StopAtDeadline {
  public:
   StopAtDeadline(Client& client, std::chrono::steady_clock::time_point deadline)

@@ -1,6 +1,5 @@
 #include "cluster/prometheus_client.h"
 
-#include <httplib.h>
 #include <sys/stat.h>
 
 #include <cerrno>
@@ -14,6 +13,7 @@
 #include "base/version.h"
 #include "cluster/body_pipe.h"
 #include "core/duration.h"
+#include "http/http_client.h"
 #include "text/escape.h"
 #include "text/trim.h"
 
@@ -165,35 +165,31 @@ std::optional<core::Error> PrometheusClient::exchange(
     const std::string& path_and_query, const std::function<void(std::istream&)>& read) const {
   const std::string where = this->where();
   const std::string secs = core::format_duration(timeout_);
-  httplib::Client client(target_.scheme + "://" + target_.authority);
-  if (!client.is_valid())
+  const http::HttpOptions options{
+      .timeout = timeout_, .basic_auth = auth_.basic, .bearer_token = auth_.bearer_token};
+  auto opened = http::open_http_client(target_.scheme + "://" + target_.authority, options);
+  if (!opened) return opened.error();
+  http::HttpClient& client = **opened;
+  if (!client.usable())
     return core::Error{"cannot use " + text::terminal_safe(where) +
                            (target_.scheme == "https" ? " (this build has no TLS?)" : ""),
                        "check --prometheus"};
   const auto deadline = std::chrono::steady_clock::now() + timeout_;
-  client.set_connection_timeout(timeout_);
-  client.set_read_timeout(timeout_);
-  client.set_write_timeout(timeout_);
-  client.set_keep_alive(false);
-  client.set_follow_location(false);
-  client.enable_server_certificate_verification(true);
-  if (auth_.basic) client.set_basic_auth(auth_.basic->first, auth_.basic->second);
-  if (auth_.bearer_token) client.set_bearer_token_auth(*auth_.bearer_token);
 
   int status = 0;
   size_t received = 0;
   char first = 0;
   bool too_big = false, cut_by_reader = false;
   BodyPipe pipe;
-  httplib::Request req;
+  http::HttpRequest req;
   req.method = "GET";
   req.path = target_.base_path + path_and_query;
   req.headers = {{"User-Agent", "gpureap/" + std::string(base::version())},
                  {"Accept", "application/json"}};
   const size_t bound = max_bytes_;
-  req.response_handler = [&](const httplib::Response& r) {
-    status = r.status;
-    auto length = r.get_header_value("Content-Length");
+  req.on_head = [&](int answer_status, const auto& header) {
+    status = answer_status;
+    auto length = header("Content-Length");
     uint64_t n = 0;
     auto [end, ec] = std::from_chars(length.data(), length.data() + length.size(), n);
     if (!length.empty() &&
@@ -201,7 +197,7 @@ std::optional<core::Error> PrometheusClient::exchange(
       too_big = true;
     return !too_big && std::chrono::steady_clock::now() < deadline;
   };
-  req.content_receiver = [&](const char* data, size_t n, uint64_t, uint64_t) {
+  req.on_body = [&](const char* data, size_t n) {
     if (received + n > bound) {
       too_big = true;
       return false;
@@ -214,12 +210,12 @@ std::optional<core::Error> PrometheusClient::exchange(
     }
     return std::chrono::steady_clock::now() < deadline;
   };
-  std::optional<httplib::Result> res;
+  http::HttpOutcome res;
   bool late = false;
   std::thread transfer([&] {
     {
       base::StopAtDeadline watchdog(client, deadline);
-      res.emplace(client.send(req));
+      res = client.send(req);
       late = watchdog.fired() || std::chrono::steady_clock::now() >= deadline;
     }
     pipe.close();
@@ -240,24 +236,24 @@ std::optional<core::Error> PrometheusClient::exchange(
     return core::Error{"Prometheus at " + text::terminal_safe(where) + " answered with more than " +
                            std::to_string(bound >> 20) + " MiB: refused unread",
                        "narrow the query (--node, --job) or ask a Prometheus closer to the nodes"};
-  if (!*res && !(cut_by_reader && !late)) {
+  if (res.failure && !(cut_by_reader && !late)) {
     if (late)
       return core::Error{
           "Prometheus at " + text::terminal_safe(where) + " did not answer in full within " + secs,
           "it may be overloaded; try again or raise --timeout"};
-    auto e = res->error();
-    if (e == httplib::Error::SSLServerVerification)
+    const http::HttpFailure e = *res.failure;
+    if (e == http::HttpFailure::TlsVerification)
       return core::Error{"the certificate of " + text::terminal_safe(where) +
                              " is not trusted or does not name that host",
                          "add its CA to the system's store"};
-    if (e == httplib::Error::SSLConnection)
+    if (e == http::HttpFailure::TlsConnection)
       return core::Error{"TLS handshake with " + text::terminal_safe(where) + " failed",
                          "does it speak https on that port?"};
     return core::Error{
         "cannot reach Prometheus at " + text::terminal_safe(where) +
-            (e == httplib::Error::Connection
+            (e == http::HttpFailure::Connection
                  ? std::string(" (refused, unreachable, or the name does not resolve)")
-                 : " (" + httplib::to_string(e) + ")"),
+                 : " (" + res.failure_name + ")"),
         "check --prometheus and that this machine can reach it"};
   }
   if (status >= 300 && status < 400)

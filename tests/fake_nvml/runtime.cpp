@@ -3,7 +3,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -29,6 +31,13 @@ constexpr unsigned kMaxMigSlots = 16;
 
 std::mutex g_mutex;
 int g_init_count = 0;
+// Calls begun in this session by export, and a signal at each (Scenario::meet). Guarded by
+// g_mutex.
+std::map<std::string, unsigned long> g_calls_begun;
+std::condition_variable g_call_begun;
+// How long a call of a meeting waits for the others: a caller that makes them one after the
+// other never makes them meet, and the call then fails instead of hanging the test.
+constexpr auto kMeetingWait = std::chrono::seconds(10);
 
 struct Loaded {
   std::string path;
@@ -149,6 +158,8 @@ void block_if_named(const char* function) {
   std::chrono::microseconds latency{0};
   {
     std::lock_guard lock(g_mutex);
+    ++g_calls_begun[function];
+    g_call_begun.notify_all();
     count_call_locked(function);
     const Scenario* scenario = scenario_locked(false);
     block = scenario != nullptr && names_function(scenario->block_call, function);
@@ -173,6 +184,7 @@ nvmlReturn_t init(const char* function) {
   const Scenario* scenario = scenario_locked(true);
   if (scenario == nullptr) return NVML_ERROR_UNKNOWN;
   if (scenario->init_error != NVML_SUCCESS) return scenario->init_error;
+  if (g_init_count == 0) g_calls_begun.clear();  // a meeting counts the calls of one session
   ++g_init_count;
   return NVML_SUCCESS;
 }
@@ -185,8 +197,35 @@ nvmlReturn_t shutdown(const char* function) {
   return NVML_SUCCESS;
 }
 
+namespace {
+
+// False when `function` is one of the scenario's meeting (Scenario::meet) and the others did not
+// come: within kMeetingWait, not every function of it had its count of calls begun.
+bool meeting_held(const char* function) {
+  std::unique_lock lock(g_mutex);
+  const Scenario* scenario = scenario_locked(false);
+  if (scenario == nullptr) return true;
+  const std::map<std::string, unsigned> meet = scenario->meet;
+  if (!std::any_of(meet.begin(), meet.end(),
+                   [function](const auto& m) { return names_function(m.first, function); }))
+    return true;
+  auto begun = [](const std::string& wanted) {
+    unsigned long total = 0;
+    for (const auto& [name, count] : g_calls_begun)
+      if (names_function(wanted, name.c_str())) total += count;
+    return total;
+  };
+  return g_call_begun.wait_for(lock, kMeetingWait, [&] {
+    return std::all_of(meet.begin(), meet.end(),
+                       [&](const auto& m) { return begun(m.first) >= m.second; });
+  });
+}
+
+}  // namespace
+
 nvmlReturn_t call(const char* function, const std::function<nvmlReturn_t(const Scenario&)>& body) {
   block_if_named(function);
+  if (!meeting_held(function)) return NVML_ERROR_TIMEOUT;
   std::lock_guard lock(g_mutex);
   if (g_init_count == 0) return NVML_ERROR_UNINITIALIZED;
   try {

@@ -152,6 +152,7 @@ Scenario parse_scenario(const std::string& json_text, const std::string& path) {
   scenario.driver_version = root.value("driver_version", scenario.driver_version);
   scenario.nvml_version = root.value("nvml_version", scenario.nvml_version);
   scenario.block_call = root.value("block_call", std::string());
+  scenario.meet = root.value("meet", std::map<std::string, unsigned>());
   scenario.slow_calls = root.value("slow_calls", std::map<std::string, unsigned>());
   scenario.call_latency_us = root.value("call_latency_us", std::map<std::string, unsigned>());
   scenario.process_info_v3_stride = root.value("process_info_v3_stride", 24u);

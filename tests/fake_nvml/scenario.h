@@ -70,6 +70,10 @@ struct Scenario {
   std::string driver_version = "550.54.15";
   std::string nvml_version = "12.550.54.15";
   std::string block_call;
+  // function (exact export or base name) → calls: a call of any of them answers only once each
+  // has had that many calls begun (or fails with TIMEOUT after 10 s): tests that a caller makes
+  // those calls side by side.
+  std::map<std::string, unsigned> meet;
   // function (exact export or base name) → milliseconds each call takes: a real driver's
   // init and shutdown take a second or more without persistence mode.
   std::map<std::string, unsigned> slow_calls;

@@ -4,11 +4,11 @@
 # (version, man pages, completions, GPU indices from the NVML test double with two GPUs),
 # removed and purged. Nothing of this machine changes.
 #   usage: package_test.sh BUILD_DIR SOURCE_DIR FAKE_NVML_LIBRARY
-# Skips (77) where the packaging tools are missing: dpkg-dev, file, man-db (scripts/install-deps.sh
-# installs both).
+# Skips (77) where the packaging tools are missing: dpkg-dev, file, man-db, binutils
+# (scripts/install-deps.sh installs them).
 set -uo pipefail
 build=$1 src=$2 nvml=$3
-for tool in dpkg-shlibdeps file dpkg-deb man; do
+for tool in dpkg-shlibdeps file dpkg-deb man readelf; do
   command -v "$tool" >/dev/null || { echo "package_test: skipped: no $tool (bash scripts/install-deps.sh)"; exit 77; }
 done
 work=$(mktemp -d "${TMPDIR:-/tmp}/gpureap-package-test.XXXXXX")

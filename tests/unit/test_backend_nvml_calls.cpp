@@ -1,7 +1,9 @@
 // Which NVML calls the backend makes, counted by the test double (FAKE_NVML_CALL_COUNTS): no
 // call whose answer cannot matter (MIG handles outside MIG mode, the MPS list where no MPS
 // server serves the GPU, a GPU's static facts read again by the same session, a size query
-// before a list that fits the buffer), and every call whose answer can.
+// before a list that fits the buffer), and every call whose answer can; and the calls that are
+// made side by side (each GPU on its own thread, a GPU's utilisation samples beside its other
+// calls).
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -186,6 +188,61 @@ TEST_F(nvmlCalls, AFactThatCouldNotBeReadIsAskedForAgain) {
   write_scenario({{"gpus", {gpu_with(json::array())}}});
   const auto second = nvml->collect();
   EXPECT_EQ(second.gpus.at(0).name, "NVIDIA H200");
+}
+
+// Calls made side by side: the double holds each call of a meeting until all its calls have
+// begun, and fails them after 10 s; made one after the other, they never meet and the test fails.
+TEST_F(nvmlCalls, EachGpuIsReadOnAThreadOfItsOwn) {
+  const pid_t first = spawn_sleeper();
+  const pid_t second = spawn_sleeper();
+  json one = gpu_with({{{"pid", first}, {"used_bytes", kGiB}, {"sm_util", 20}}});
+  one["minor"] = 0;
+  json two = gpu_with({{{"pid", second}, {"used_bytes", 2 * kGiB}, {"sm_util", 30}}});
+  two["name"] = "NVIDIA H100";
+  two["minor"] = 1;
+  write_scenario({{"meet", {{"nvmlDeviceGetHandleByIndex", 2}}}, {"gpus", {one, two}}});
+  const auto report = collect();
+  ASSERT_TRUE(report.available) << report.error.value_or("");
+  ASSERT_EQ(report.gpus.size(), 2u);
+  const pid_t holders[] = {first, second};
+  for (unsigned i = 0; i < 2; ++i) {
+    const auto& gpu = report.gpus[i];
+    EXPECT_FALSE(gpu.error) << "GPU " << i << ": " << gpu.error.value_or("");
+    EXPECT_EQ(gpu.index, i) << "in NVML's order";
+    EXPECT_EQ(gpu.minor, i);
+    ASSERT_EQ(gpu.processes.size(), 1u) << "GPU " << i;
+    EXPECT_EQ(gpu.processes[0].pid, holders[i]) << "each GPU keeps its own processes";
+    EXPECT_EQ(gpu.processes[0].sm_utilization_percent, i == 0 ? 20u : 30u);
+  }
+  EXPECT_EQ(report.gpus[0].name, "NVIDIA H200");
+  EXPECT_EQ(report.gpus[1].name, "NVIDIA H100");
+  EXPECT_EQ(calls("nvmlDeviceGetHandleByIndex"), 2u);
+  EXPECT_EQ(calls("nvmlDeviceGetComputeRunningProcesses"), 2u);
+}
+
+TEST_F(nvmlCalls, TheUtilisationSamplesAreAskedBesideTheGpusOtherCalls) {
+  const pid_t job = spawn_sleeper();
+  json gpu = gpu_with({{{"pid", job}, {"used_bytes", kGiB}, {"sm_util", 40}}});
+  gpu["power_mw"] = 250000;
+  write_scenario(
+      {{"meet", {{"nvmlDeviceGetPowerUsage", 1}, {"nvmlDeviceGetProcessUtilization", 1}}},
+       {"gpus", {gpu}}});
+  const auto read = collect().gpus.at(0);
+  EXPECT_FALSE(read.error) << read.error.value_or("");
+  EXPECT_EQ(read.power_watts, 250.0);
+  ASSERT_EQ(read.processes.size(), 1u);
+  EXPECT_EQ(read.processes[0].sm_utilization_percent, 40u);
+  EXPECT_EQ(calls("nvmlDeviceGetProcessUtilization"), 1u);
+}
+
+TEST_F(nvmlCalls, NoUtilisationSamplesAreAskedOfALostGpu) {
+  json lost = gpu_with(json::array());
+  lost["error"] = "gpu_lost";
+  write_scenario({{"gpus", {lost}}});
+  const auto read = collect().gpus.at(0);
+  ASSERT_TRUE(read.error);
+  EXPECT_EQ(calls("nvmlDeviceGetProcessUtilization"), 0u);
+  EXPECT_EQ(calls("nvmlDeviceGetComputeRunningProcesses"), 0u);
 }
 
 }  // namespace

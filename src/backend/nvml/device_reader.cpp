@@ -4,8 +4,10 @@
 
 #include <array>
 #include <cstring>
+#include <future>
 #include <optional>
 #include <string>
+#include <system_error>
 
 #include "backend/nvml/abi.h"
 #include "backend/nvml/device_major.h"
@@ -202,6 +204,16 @@ core::Gpu read_gpu(const SymbolTable& api, unsigned index, std::uint64_t pid_max
   else
     gpu.device_major = kNvidiaDeviceMajor;
   gpu.memory = read_memory(api, calls, device);
+  // The per-process utilisation samples, the slowest call of a GPU's (it walks the driver's
+  // context table), need nothing but the handle: asked beside the calls that follow (NVML is
+  // thread-safe), and waited for when the lists are joined with them.
+  std::future<SmUtilization> samples;
+  if (!calls.lost() && api.has(Fn::ProcessUtilization)) try {
+      samples = std::async(std::launch::async,
+                           [&api, device] { return read_sm_utilization(api, device); });
+    } catch (const std::system_error&) {
+      // No thread to be had: read_process_lists asks for them in turn.
+    }
   read_utilization(api, calls, device, gpu);
   gpu.temperature_celsius = read_temperature(api, calls, device);
   if (auto milliwatts = read_unsigned(api, calls, Fn::PowerUsage, device)) {
@@ -215,7 +227,9 @@ core::Gpu read_gpu(const SymbolTable& api, unsigned index, std::uint64_t pid_max
 
   phase.emplace("nvml gpu " + std::to_string(index) + " process lists");
   const RecordLimits limits{pid_max, gpu.memory.total_bytes};
-  ProcessLists lists = read_process_lists(api, device, index, limits);
+  std::function<SmUtilization()> utilization;
+  if (samples.valid()) utilization = [&samples] { return samples.get(); };
+  ProcessLists lists = read_process_lists(api, device, index, limits, utilization);
   if (lists.refused && !mig.empty()) lists = read_instance_lists(api, mig, index, pid_max);
   if (lists.gpu_error) {
     gpu.error = lists.gpu_error->text();

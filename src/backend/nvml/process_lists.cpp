@@ -83,39 +83,6 @@ std::string list_error(unsigned index, const char* what, nvmlReturn_t rc, const 
   }
 }
 
-// Latest sample per PID. Samples are optional extras: any failure means "unknown".
-std::map<unsigned, unsigned> read_sm_utilization(const SymbolTable& api, nvmlDevice_t device) {
-  std::map<unsigned, unsigned> latest_util;
-  if (!api.has(Fn::ProcessUtilization)) return latest_util;
-  auto fn = api.get<nvmlDeviceGetProcessUtilization_fn>(Fn::ProcessUtilization);
-  unsigned needed = kSamplesFirstRead;
-  nvmlReturn_t rc = NVML_ERROR_INSUFFICIENT_SIZE;
-  std::vector<nvmlProcessUtilizationSample_t> samples;
-  for (int attempt = 1; attempt <= kProcessReadAttempts; ++attempt) {
-    if (needed > kMaxProcessRecords) return latest_util;
-    samples.assign(needed + kProcessSlack * static_cast<unsigned>(attempt), {});
-    unsigned count = static_cast<unsigned>(samples.size());
-    rc = fn(device, samples.data(), &count, 0);
-    if (rc == NVML_SUCCESS) {
-      samples.resize(std::min<std::size_t>(count, samples.size()));
-      break;
-    }
-    if (rc != NVML_ERROR_INSUFFICIENT_SIZE) return latest_util;
-    needed = std::max(needed, count);
-  }
-  if (rc != NVML_SUCCESS) return latest_util;
-  std::map<unsigned, unsigned long long> latest_time;
-  for (const auto& sample : samples) {
-    if (sample.smUtil > 100) continue;
-    auto seen = latest_time.find(sample.pid);
-    if (seen == latest_time.end() || sample.timeStamp >= seen->second) {
-      latest_time[sample.pid] = sample.timeStamp;
-      latest_util[sample.pid] = sample.smUtil;
-    }
-  }
-  return latest_util;
-}
-
 std::optional<std::string> driver_process_name(const SymbolTable& api, pid_t pid) {
   if (!api.has(Fn::ProcessName)) return std::nullopt;
   std::array<char, NVML_PROCESS_NAME_BUFFER_SIZE> name{};
@@ -196,8 +163,42 @@ bool may_run_mps_clients(const ProcessLists& lists) {
 
 }  // namespace
 
+// Samples are optional extras: any failure means "unknown".
+SmUtilization read_sm_utilization(const SymbolTable& api, nvmlDevice_t device) {
+  SmUtilization latest_util;
+  if (!api.has(Fn::ProcessUtilization)) return latest_util;
+  auto fn = api.get<nvmlDeviceGetProcessUtilization_fn>(Fn::ProcessUtilization);
+  unsigned needed = kSamplesFirstRead;
+  nvmlReturn_t rc = NVML_ERROR_INSUFFICIENT_SIZE;
+  std::vector<nvmlProcessUtilizationSample_t> samples;
+  for (int attempt = 1; attempt <= kProcessReadAttempts; ++attempt) {
+    if (needed > kMaxProcessRecords) return latest_util;
+    samples.assign(needed + kProcessSlack * static_cast<unsigned>(attempt), {});
+    unsigned count = static_cast<unsigned>(samples.size());
+    rc = fn(device, samples.data(), &count, 0);
+    if (rc == NVML_SUCCESS) {
+      samples.resize(std::min<std::size_t>(count, samples.size()));
+      break;
+    }
+    if (rc != NVML_ERROR_INSUFFICIENT_SIZE) return latest_util;
+    needed = std::max(needed, count);
+  }
+  if (rc != NVML_SUCCESS) return latest_util;
+  std::map<unsigned, unsigned long long> latest_time;
+  for (const auto& sample : samples) {
+    if (sample.smUtil > 100) continue;
+    auto seen = latest_time.find(sample.pid);
+    if (seen == latest_time.end() || sample.timeStamp >= seen->second) {
+      latest_time[sample.pid] = sample.timeStamp;
+      latest_util[sample.pid] = sample.smUtil;
+    }
+  }
+  return latest_util;
+}
+
 ProcessLists read_process_lists(const SymbolTable& api, nvmlDevice_t device, unsigned index,
-                                const RecordLimits& limits) {
+                                const RecordLimits& limits,
+                                const std::function<SmUtilization()>& utilization) {
   ProcessLists result;
   if (!api.has(Fn::ComputeRunningProcesses)) {
     result.processes_error =
@@ -213,7 +214,7 @@ ProcessLists read_process_lists(const SymbolTable& api, nvmlDevice_t device, uns
   }
   name_processes(api, result.processes);
 
-  const auto sm_utilization = read_sm_utilization(api, device);
+  const auto sm_utilization = utilization ? utilization() : read_sm_utilization(api, device);
   for (auto& process : result.processes) {
     auto util = sm_utilization.find(static_cast<unsigned>(process.pid));
     if (util != sm_utilization.end()) process.sm_utilization_percent = util->second;

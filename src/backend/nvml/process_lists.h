@@ -2,6 +2,8 @@
 // Reading a GPU's process lists from NVML: a read into a buffer that holds a usual GPU's
 // processes (grown when the driver says it is short), the layout probe, the compute/graphics/MPS
 // merge, per-process SM utilisation and driver-side process names.
+#include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -37,7 +39,15 @@ struct ProcessLists {
   bool refused = false;
 };
 
+// The latest SM utilisation sample of each PID on the device (empty when unknown): one call,
+// the slowest of a listing.
+using SmUtilization = std::map<unsigned, unsigned>;
+SmUtilization read_sm_utilization(const SymbolTable& api, nvmlDevice_t device);
+
+// The device's lists, each process with its SM utilisation, which `utilization` gives when the
+// lists are read (read_gpu asks for it beside the GPU's other calls); without it, read here.
 ProcessLists read_process_lists(const SymbolTable& api, nvmlDevice_t device, unsigned index,
-                                const RecordLimits& limits);
+                                const RecordLimits& limits,
+                                const std::function<SmUtilization()>& utilization = nullptr);
 
 }  // namespace gpureap::backend::nvml
