@@ -25,7 +25,14 @@ else
   cc -O2 -o "$dir/bin/gpukit-hold" "$here/hold.c" -ldl
 fi
 # glibc's libraries (and the loader) come from the GPU machine; everything else travels.
-ldd "$gpureap" | awk '$2 == "=>" && $3 ~ /^\// { print $1, $3 }' | while read -r soname path; do
+# The HTTP module (alerts, the cluster view) beside the program, where it looks first.
+modules=()
+if [ -f "$build/gpureap-http.so" ]; then
+  cp "$build/gpureap-http.so" "$dir/bin/"
+  modules=("$build/gpureap-http.so")
+fi
+ldd "$gpureap" "${modules[@]}" |
+  awk '$2 == "=>" && $3 ~ /^\// { print $1, $3 }' | sort -u | while read -r soname path; do
   case $soname in
     libc.so.* | libm.so.* | libdl.so.* | libpthread.so.* | librt.so.* | ld-linux*) ;;
     *) cp -L "$path" "$dir/lib/$soname" ;;
