@@ -75,6 +75,14 @@ void in_parallel(size_t n, const std::function<void(size_t)>& step) {
   for (auto& t : threads) t.join();
 }
 
+// The process read before its fd table is still the one under its PID: the stats are read
+// before the tables (scan_all), and a PID reused in between would give one process's holds
+// to another's row. Asked of holders only, after their table was read.
+bool still_there(const procfs::ProcFs& proc, const core::ProcessStat& read) {
+  auto now = proc.read_process_stat(read.pid);
+  return now && *now && (*now)->stat.start_ticks == read.start_ticks;
+}
+
 // A pass of the kernel's open-file iterator that may still be running (Collector::scan).
 using PendingIndex = std::shared_future<std::optional<KernelFdIndex>>;
 
@@ -125,7 +133,7 @@ std::vector<Slot> scan_all(const procfs::ProcFs& proc, const procfs::DeviceCatal
           gpu_fds ? procfs::scan_listed_fds(proc.dirfd(), pids[i], *gpu_fds, catalog, observers,
                                             fd_tasks[i])
                   : procfs::scan_device_fds(proc.dirfd(), pids[i], catalog, observers, fd_tasks[i]);
-      if (scan.vanished) {
+      if (scan.vanished || (!scan.holds.empty() && !still_there(proc, p.stat))) {
         slots[i].present = false;
         return;
       }
