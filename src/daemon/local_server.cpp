@@ -32,6 +32,7 @@ struct LocalServer::Impl {
   std::shared_ptr<const HolderTracker> tracker;
   std::shared_ptr<Incidents> incidents;
   LocalServerLimits limits;
+  EvidenceBodies bodies;  // only the server's thread answers
   int wake_fd = -1;
   std::atomic<bool> stopping{false};
   std::thread thread;
@@ -118,8 +119,8 @@ struct LocalServer::Impl {
     std::optional<base::Phase> phase(std::in_place, "local socket answer built");
     std::string answer = request.empty()
                              ? error_text(why)
-                             : local_answer(request, samples.latest().get(), tracker.get(),
-                                            Clock::now(), &samples.history(), incidents.get(), uid);
+                             : local_answer(request, samples.latest(), tracker.get(), Clock::now(),
+                                            &samples.history(), incidents.get(), uid, &bodies);
     phase.emplace("local socket answer sent");
     write_all(fd, answer, limits.write_deadline);
   }

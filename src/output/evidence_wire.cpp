@@ -3,6 +3,7 @@
 // (output/wire_codec.h); the snapshots inside are snapshot wire documents of their own.
 #include "output/evidence_wire.h"
 
+#include "output/snapshot_json.h"
 #include "output/snapshot_wire.h"
 #include "output/wire_codec.h"
 #include "output/wire_fields.h"
@@ -45,6 +46,10 @@ json evidence_to_wire(const doctor::Evidence& e) {
           {"ipc", encode(e.ipc)},
           {"kernel", encode(e.kernel)},
           {"work_server_log", encode(e.work_server_log)}};
+}
+
+std::string evidence_to_wire_text(const doctor::Evidence& e) {
+  return dump_json(evidence_to_wire(e), -1);
 }
 
 core::Result<doctor::Evidence> evidence_from_wire(const json& wire) {

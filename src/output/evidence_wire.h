@@ -27,6 +27,8 @@ namespace gpureap::output {
 inline constexpr int kEvidenceWireVersion = 3;  // 3: keys are the fields' names
 
 nlohmann::json evidence_to_wire(const doctor::Evidence& evidence);
+// The same as one compact JSON text.
+std::string evidence_to_wire_text(const doctor::Evidence& evidence);
 // `first` is `last` itself when the document's is null.
 core::Result<doctor::Evidence> evidence_from_wire(const nlohmann::json& wire);
 
