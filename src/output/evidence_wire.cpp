@@ -15,13 +15,13 @@ using nlohmann::json;
 using wire::decode;
 using wire::encode;
 
-std::shared_ptr<const core::Snapshot> snapshot_of(const json& v, const std::string& path) {
+std::shared_ptr<const core::Snapshot> snapshot_of(const wire::Value& v, const std::string& path) {
   auto s = snapshot_from_wire(v);
   if (!s) throw wire::WireError{path + ": " + s.error().message, !s.error().hint.empty()};
   return std::make_shared<const core::Snapshot>(std::move(*s));
 }
 
-doctor::Evidence evidence_of(const json& v) {
+doctor::Evidence evidence_of(const wire::Value& v) {
   wire::Object o(v, "");
   wire::expect_version(o, "evidence", kEvidenceWireVersion);
   doctor::Evidence e;
@@ -52,8 +52,13 @@ std::string evidence_to_wire_text(const doctor::Evidence& e) {
   return dump_json(evidence_to_wire(e), -1);
 }
 
-core::Result<doctor::Evidence> evidence_from_wire(const json& wire) {
+core::Result<doctor::Evidence> evidence_from_wire(const wire::Value& wire) {
   return wire::decoded("the daemon's evidence is invalid", [&] { return evidence_of(wire); });
+}
+
+core::Result<doctor::Evidence> evidence_from_wire(const json& wire) {
+  return wire::decoded("the daemon's evidence is invalid",
+                       [&] { return evidence_of(wire::Tape::of(wire).root()); });
 }
 
 }  // namespace gpureap::output

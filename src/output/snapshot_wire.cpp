@@ -15,7 +15,7 @@ using nlohmann::json;
 using wire::decode;
 using wire::encode;
 
-core::Snapshot snapshot(const json& v) {
+core::Snapshot snapshot(const wire::Value& v) {
   wire::Object o(v, "");
   wire::expect_version(o, "wire", kSnapshotWireVersion);
   auto timestamp = decode<std::chrono::system_clock::time_point>(o.at("timestamp"), "timestamp");
@@ -47,16 +47,21 @@ std::string snapshot_inputs_to_wire_text(const core::Snapshot& snapshot) {
   return dump_json(snapshot_inputs_to_wire(snapshot), -1);
 }
 
-core::Result<core::Snapshot> snapshot_from_wire(const json& wire) {
+core::Result<core::Snapshot> snapshot_from_wire(const wire::Value& wire) {
   return wire::decoded("the snapshot's wire document is invalid", [&] { return snapshot(wire); });
 }
 
+core::Result<core::Snapshot> snapshot_from_wire(const json& wire) {
+  return wire::decoded("the snapshot's wire document is invalid",
+                       [&] { return snapshot(wire::Tape::of(wire).root()); });
+}
+
 core::Result<core::Snapshot> snapshot_from_wire_text(std::string_view text) {
-  auto doc = json::parse(text.begin(), text.end(), nullptr, false);
-  if (doc.is_discarded())
+  auto tape = wire::Tape::read(text);
+  if (!tape)
     return core::Error{"the snapshot's wire document is invalid: not a JSON document (cut short?)",
                        ""};
-  return snapshot_from_wire(doc);
+  return snapshot_from_wire(tape->root());
 }
 
 }  // namespace gpureap::output

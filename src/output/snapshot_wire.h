@@ -38,6 +38,7 @@
 
 #include "core/result.h"
 #include "core/snapshot.h"
+#include "output/wire_tape.h"
 
 namespace gpureap::output {
 
@@ -51,7 +52,9 @@ inline constexpr int kSnapshotWireVersion = 11;  // 2: container and pod names; 
 // structs' descriptions (keys are the fields' names; maps are [key, value] pairs)
 
 nlohmann::json snapshot_inputs_to_wire(const core::Snapshot& snapshot);
-// The inputs decoded and joined again: core::join(proc, drivers, hostname, timestamp).
+// The inputs decoded and joined again: core::join(proc, drivers, hostname, timestamp). The
+// document as read from its text (output/wire_tape.h), or already parsed.
+core::Result<core::Snapshot> snapshot_from_wire(const wire::Value& wire);
 core::Result<core::Snapshot> snapshot_from_wire(const nlohmann::json& wire);
 
 // The same as text: one compact JSON document, and its parse (a text that is not JSON, e.g.
@@ -62,5 +65,7 @@ core::Result<core::Snapshot> snapshot_from_wire_text(std::string_view text);
 // One byte string's wire value, and back (empty: not a wire byte string).
 nlohmann::json wire_bytes(const std::string& bytes);
 std::optional<std::string> bytes_from_wire(const nlohmann::json& value);
+// The bytes of the "hex" form's digits (empty: not two lowercase hex digits per byte).
+std::optional<std::string> bytes_from_hex(std::string_view hex);
 
 }  // namespace gpureap::output

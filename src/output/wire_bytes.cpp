@@ -67,12 +67,7 @@ json wire_bytes(const std::string& bytes) {
   return {{"hex", hex}};
 }
 
-std::optional<std::string> bytes_from_wire(const json& value) {
-  if (value.is_string()) return value.get<std::string>();
-  if (!value.is_object() || value.size() != 1 || !value.contains("hex")) return std::nullopt;
-  const auto& hex = value["hex"];
-  if (!hex.is_string()) return std::nullopt;
-  const auto& text = hex.get_ref<const std::string&>();
+std::optional<std::string> bytes_from_hex(std::string_view text) {
   if (text.size() % 2 != 0) return std::nullopt;
   std::string out;
   out.reserve(text.size() / 2);
@@ -82,6 +77,14 @@ std::optional<std::string> bytes_from_wire(const json& value) {
     out += static_cast<char>((hi << 4) | lo);
   }
   return out;
+}
+
+std::optional<std::string> bytes_from_wire(const json& value) {
+  if (value.is_string()) return value.get<std::string>();
+  if (!value.is_object() || value.size() != 1 || !value.contains("hex")) return std::nullopt;
+  const auto& hex = value["hex"];
+  if (!hex.is_string()) return std::nullopt;
+  return bytes_from_hex(hex.get_ref<const std::string&>());
 }
 
 }  // namespace gpureap::output
