@@ -3,7 +3,6 @@
 // (output/wire_codec.h); the snapshots inside are snapshot wire documents of their own.
 #include "output/evidence_wire.h"
 
-#include "output/snapshot_json.h"
 #include "output/snapshot_wire.h"
 #include "output/wire_codec.h"
 #include "output/wire_fields.h"
@@ -13,7 +12,6 @@ namespace {
 
 using nlohmann::json;
 using wire::decode;
-using wire::encode;
 
 std::shared_ptr<const core::Snapshot> snapshot_of(const wire::Value& v, const std::string& path) {
   auto s = snapshot_from_wire(v);
@@ -39,17 +37,25 @@ doctor::Evidence evidence_of(const wire::Value& v) {
 
 // Every field but `blocked` (evidence_wire.h says why).
 static_assert(core::field_count<doctor::Evidence>() == 6);
-json evidence_to_wire(const doctor::Evidence& e) {
-  return {{"evidence", kEvidenceWireVersion},
-          {"last", snapshot_inputs_to_wire(*e.last)},
-          {"first", e.first && e.first != e.last ? snapshot_inputs_to_wire(*e.first) : json()},
-          {"ipc", encode(e.ipc)},
-          {"kernel", encode(e.kernel)},
-          {"work_server_log", encode(e.work_server_log)}};
+std::string evidence_to_wire_text(const doctor::Evidence& e) {
+  std::string out = "{";
+  wire::write_member(out, "evidence", kEvidenceWireVersion);
+  wire::write_key(out, "last");
+  write_snapshot_inputs(out, *e.last);
+  wire::write_key(out, "first");
+  if (e.first && e.first != e.last)
+    write_snapshot_inputs(out, *e.first);
+  else
+    out += "null";
+  wire::write_member(out, "ipc", e.ipc);
+  wire::write_member(out, "kernel", e.kernel);
+  wire::write_member(out, "work_server_log", e.work_server_log);
+  out += '}';
+  return out;
 }
 
-std::string evidence_to_wire_text(const doctor::Evidence& e) {
-  return dump_json(evidence_to_wire(e), -1);
+json evidence_to_wire(const doctor::Evidence& e) {
+  return json::parse(evidence_to_wire_text(e));
 }
 
 core::Result<doctor::Evidence> evidence_from_wire(const wire::Value& wire) {

@@ -3,17 +3,22 @@
 // and decodes any struct that has a description (kFields, output/wire_fields.h) by walking the
 // description, and every other value by its type:
 //   bool, integers (JSON integers of the type's own range), double (a number, or "nan", "inf",
-//   "-inf"), std::string (untrusted bytes: wire_bytes), char (a string of one byte), an enum
+//   "-inf"), std::string (untrusted bytes: write_bytes), char (a string of one byte), an enum
 //   (its name by text/enum_names.h), std::optional and its stand-ins (null when empty),
 //   std::vector and core::SharedList (an array), std::pair and each entry of a std::map
 //   ([first, second]), a time_point (nanoseconds since the epoch).
 // A type with none of these and no description stops the build at its field.
+//
+// A megabyte of wire (the evidence of a node of thousands of processes) never becomes a tree of
+// nlohmann::json values, which would cost an allocation per key on each side: write() writes
+// the text straight from the values, and decode() reads the text's tape (wire_tape.h).
 //
 // Decoding is strict: a missing, mistyped or out-of-range value, an unknown key or enum name,
 // throws WireError naming its path (`proc.processes[3].stat.state: not a string`); only a
 // document's entry points catch it.
 #include <algorithm>
 #include <array>
+#include <charconv>
 #include <chrono>
 #include <cmath>
 #include <cstddef>
@@ -200,7 +205,7 @@ T integer(const Value& v, const Path& path) {
   return static_cast<T>(i);
 }
 
-// A byte string's wire value (wire_bytes): a string, or {"hex": "..."}.
+// A byte string's wire value (write_bytes): a string, or {"hex": "..."}.
 inline std::string bytes(const Value& v, const Path& path) {
   if (v.is_string()) return std::string(v.string());
   if (v.is_object() && v.size() == 1)
@@ -251,47 +256,101 @@ constexpr bool kNone = false;
 static_assert(std::ratio_less_equal_v<std::nano, std::chrono::system_clock::period>);
 
 template <class T>
-json encode(const T& v);
+void write(std::string& out, const T& v);
 template <class T>
 T decode(const Value& v, const Path& path);
 
+// --- writing -----------------------------------------------------------------------------
+
+// The key of the next member of the object being written at the end of `out`, after a comma
+// but for the first. Keys are the descriptions' and the documents' own names: nothing to escape.
+inline void write_key(std::string& out, std::string_view key) {
+  out += !out.empty() && out.back() == '{' ? "\"" : ",\"";
+  out += key;
+  out += "\":";
+}
+
+template <class V>
+void write_member(std::string& out, std::string_view key, const V& v) {
+  write_key(out, key);
+  write(out, v);
+}
+
 template <class T>
-json encode(const T& v) {
+void write_number(std::string& out, T v) {
+  char digits[32];
+  const auto end = std::to_chars(digits, digits + sizeof digits, v).ptr;
+  out.append(digits, end);
+  // A double that reads like an integer gets its ".0": it travels as a double (and -0 keeps
+  // its sign).
+  if constexpr (std::is_floating_point_v<T>)
+    if (std::string_view(digits, end).find_first_of(".e") == std::string_view::npos) out += ".0";
+}
+
+// Writes the wire's text straight from the values: a snapshot of a large node is a megabyte of
+// wire, which a tree of json values would take a hundred thousand allocations to hold.
+template <class T>
+void write(std::string& out, const T& v) {
   if constexpr (Described<T>) {
-    json out = json::object();
-    std::apply([&](const auto&... f) { ((out[std::string(f.name)] = encode(v.*f.member)), ...); },
+    out += '{';
+    std::apply([&](const auto&... f) { (write_member(out, f.name, v.*f.member), ...); },
                kFields<T>);
-    return out;
+    out += '}';
   } else if constexpr (std::is_same_v<T, bool>) {
-    return v;
+    out += v ? "true" : "false";
   } else if constexpr (std::is_same_v<T, char>) {
-    return wire_bytes(std::string(1, v));
+    write_bytes(out, std::string_view(&v, 1));
   } else if constexpr (std::is_integral_v<T>) {
-    return v;
+    write_number(out, v);
   } else if constexpr (std::is_same_v<T, double>) {
     // JSON has no NaN or infinity: they travel as names, every finite value as itself.
-    if (std::isnan(v)) return "nan";
-    if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
-    return v;
+    if (std::isnan(v))
+      out += "\"nan\"";
+    else if (std::isinf(v))
+      out += v > 0 ? "\"inf\"" : "\"-inf\"";
+    else
+      write_number(out, v);
   } else if constexpr (std::is_same_v<T, std::string>) {
-    return wire_bytes(v);
+    write_bytes(out, v);
   } else if constexpr (std::is_enum_v<T>) {
     static_assert(text::NamedEnum<T>, "an enum on the wire needs names (text/enum_names.h)");
-    return std::string(to_string(v));
+    write_bytes(out, to_string(v));
   } else if constexpr (kind::kTime<T>) {
-    return static_cast<int64_t>(
-        std::chrono::duration_cast<std::chrono::nanoseconds>(v.time_since_epoch()).count());
+    write_number(
+        out,
+        static_cast<int64_t>(
+            std::chrono::duration_cast<std::chrono::nanoseconds>(v.time_since_epoch()).count()));
   } else if constexpr (kind::Optional<T>::value) {
-    return v ? encode(*v) : json(nullptr);
+    if (v)
+      write(out, *v);
+    else
+      out += "null";
   } else if constexpr (kind::List<T>::value || kind::Map<T>::value) {
-    json out = json::array();
-    for (const auto& item : v) out.push_back(encode(item));
-    return out;
+    out += '[';
+    bool first = true;
+    for (const auto& item : v) {
+      if (!first) out += ',';
+      first = false;
+      write(out, item);
+    }
+    out += ']';
   } else if constexpr (kind::Pair<T>::value) {
-    return json::array({encode(v.first), encode(v.second)});
+    out += '[';
+    write(out, v.first);
+    out += ',';
+    write(out, v.second);
+    out += ']';
   } else {
     static_assert(kind::kNone<T>, "no wire codec for this type: describe it in wire_fields.h");
   }
+}
+
+// The value as a tree of json values, parsed from what write() writes.
+template <class T>
+json encode(const T& v) {
+  std::string text;
+  write(text, v);
+  return json::parse(text);
 }
 
 template <class T>
