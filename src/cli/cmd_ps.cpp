@@ -137,7 +137,9 @@ int run_ps(const GlobalOptions& g, const PsOptions& o) {
   render.select.gpu_places = gpus.gpu_places;
   if (auto served = from_daemon(g, o)) {
     render.daemon_age = std::chrono::milliseconds(served->snapshot_age_ms);
+    std::optional<base::Phase> phase(std::in_place, "rendering");
     auto rendered = ps_output(*served->evidence.last, served->evidence.kernel.get(), render);
+    phase.emplace("printing");
     return print_command_output(rendered.out, rendered.err, rendered.exit_code);
   }
   std::optional<base::Phase> phase(std::in_place, "collector setup");

@@ -9,6 +9,7 @@
 #include <iostream>
 
 #include "base/deadline_io.h"
+#include "base/phase_timer.h"
 #include "core/duration.h"
 #include "daemon/local_socket.h"
 #include "text/escape.h"
@@ -72,6 +73,7 @@ std::optional<std::string> receive_all(int fd, Clock::time_point deadline) {
 std::optional<std::string> exchange(const std::string& path, const daemon::Request& request,
                                     std::chrono::milliseconds within) {
   const auto deadline = Clock::now() + within;
+  std::optional<base::Phase> phase(std::in_place, "daemon connect and request");
   Fd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
   if (fd.get() < 0 || !connect_within(fd.get(), path, within) ||
       // A socket anyone could have made (a test's, $GPUREAP_DAEMON_SOCKET) must be served by
@@ -81,6 +83,7 @@ std::optional<std::string> exchange(const std::string& path, const daemon::Reque
   int flags = ::fcntl(fd.get(), F_GETFL);
   if (flags < 0 || ::fcntl(fd.get(), F_SETFL, flags | O_NONBLOCK) != 0) return std::nullopt;
   if (!send_all(fd.get(), daemon::request_line(request), deadline)) return std::nullopt;
+  phase.emplace("daemon answer received");
   return receive_all(fd.get(), deadline);
 }
 

@@ -10,6 +10,7 @@
 #include "daemon/releases_document.h"
 #include "doctor/settle.h"
 #include "export/history_since.h"
+#include "output/evidence_wire.h"
 #include "output/snapshot_json.h"
 #include "output/snapshot_wire.h"
 
@@ -41,31 +42,47 @@ doctor::Evidence for_reader(doctor::Evidence evidence, doctor::Reader reader) {
   return evidence;
 }
 
+// The sample's evidence for `reader`, with `first` as the snapshot to settle on (the latest
+// itself when there is none), as wire text.
+std::string evidence_text(const sample::Sample& sample, std::shared_ptr<const core::Snapshot> first,
+                          doctor::Reader reader) {
+  doctor::Evidence e{std::move(first), sample.snapshot, sample.ipc_residue, sample.kernel_log};
+  e.work_server_log = sample.work_server_log;
+  return output::evidence_to_wire_text(for_reader(std::move(e), reader));
+}
+
 // The evidence of the latest sample, with the one kept --settle before it where doctor would
 // settle on some GPU (the command, which knows its --gpu, decides whether it must).
-std::string evidence(const EvidenceRequest& r, const sample::Sample& sample, milliseconds age,
-                     uid_t peer_uid) {
-  doctor::Evidence e{sample.snapshot, sample.snapshot, sample.ipc_residue, sample.kernel_log};
-  e.work_server_log = sample.work_server_log;
+std::string evidence(const EvidenceRequest& r, const std::shared_ptr<const sample::Sample>& sample,
+                     milliseconds age, uid_t peer_uid, EvidenceBodies* bodies) {
+  auto first = sample->snapshot;
   bool first_kept = true;
-  if (doctor::needs_settle(*sample.snapshot, std::nullopt)) {
-    auto first = sample.taken_before(r.settle);
-    first_kept = first != nullptr;
-    if (first) e.first = std::move(first);
+  if (doctor::needs_settle(*sample->snapshot, std::nullopt)) {
+    auto earlier = sample->taken_before(r.settle);
+    first_kept = earlier != nullptr;
+    if (earlier) first = std::move(earlier);
   }
-  return evidence_answer_text(for_reader(std::move(e), reader_of(peer_uid)), first_kept,
-                              age.count(), sample.stalled_job_critical_after);
+  const auto reader = reader_of(peer_uid);
+  auto answer = [&](std::string_view text) {
+    return evidence_answer_text(text, first_kept, age.count(), sample->stalled_job_critical_after);
+  };
+  if (!bodies || first != sample->snapshot)
+    return answer(evidence_text(*sample, std::move(first), reader));
+  auto& body = reader == doctor::Reader::Privileged ? bodies->privileged : bodies->restricted;
+  return answer(*body.of(
+      sample, [&](const sample::Sample& s) { return evidence_text(s, s.snapshot, reader); }));
 }
 
 // The answer to each request in one visit: a request added to the protocol without its answer
 // does not compile.
 struct Answerer {
-  const sample::Sample* sample;
+  const std::shared_ptr<const sample::Sample>& sample;
   const HolderTracker* tracker;
   std::chrono::steady_clock::time_point now;
   const history::History* history;
   Incidents* incidents;
   uid_t peer_uid;
+  EvidenceBodies* bodies;
 
   std::string operator()(const AnnounceRequest& a) const {
     if (!incidents) return error_text("this daemon keeps no incident journal");
@@ -77,7 +94,7 @@ struct Answerer {
   }
   std::string operator()(const EvidenceRequest& r) const {
     if (!sampled()) return error_text("no sample taken yet");
-    return evidence(r, *sample, age(), peer_uid);
+    return evidence(r, sample, age(), peer_uid, bodies);
   }
   std::string operator()(const HistoryRequest& r) const {
     if (!sampled()) return error_text("no sample taken yet");
@@ -92,7 +109,7 @@ struct Answerer {
       until = *u;
     }
     auto doc = history_document(*history, *sample->snapshot, *since, std::nullopt, tracker);
-    if (incidents) doc["incident"] = incidents->document(*since, until, sample);
+    if (incidents) doc["incident"] = incidents->document(*since, until, sample.get());
     return answer_text({output::dump_json(doc, -1), {}, age().count(), 0});
   }
   // top: the inputs of the latest snapshot, which the client joins again exactly.
@@ -110,13 +127,15 @@ struct Answerer {
 
 }  // namespace
 
-std::string local_answer(std::string_view line, const sample::Sample* sample,
+std::string local_answer(std::string_view line, const std::shared_ptr<const sample::Sample>& sample,
                          const HolderTracker* tracker, std::chrono::steady_clock::time_point now,
-                         const history::History* history, Incidents* incidents, uid_t peer_uid) {
+                         const history::History* history, Incidents* incidents, uid_t peer_uid,
+                         EvidenceBodies* bodies) {
   auto request = parse_request(line);
   if (!request) return error_text(request.error().message);
   try {
-    return std::visit(Answerer{sample, tracker, now, history, incidents, peer_uid}, *request);
+    return std::visit(Answerer{sample, tracker, now, history, incidents, peer_uid, bodies},
+                      *request);
   } catch (const std::exception& e) {
     // A bug in an answer must cost that answer, never the daemon.
     return error_text(std::string("cannot answer: ") + e.what());

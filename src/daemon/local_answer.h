@@ -8,10 +8,21 @@
 
 #include "daemon/holder_tracker.h"
 #include "daemon/incident.h"
+#include "daemon/sample_body.h"
 #include "history/history.h"
 #include "sample/sample.h"
 
 namespace gpureap::daemon {
+
+// The evidence of the latest sample as every client of a kind gets it, encoded once per
+// sample (sample_body.h): a snapshot of a large node is a megabyte of wire, too much to encode
+// again for each `ps`. One body for root and the daemon's own user, one for anyone else; an
+// answer with an earlier snapshot to settle on is encoded for its request alone.
+struct EvidenceBodies {
+  BuildGate gate;
+  SampleBody privileged{gate};
+  SampleBody restricted{gate};
+};
 
 // The answer document to `request` (one line, as read from the socket) on `sample` (null
 // before the first one), `now` giving its age, and the releases `tracker` kept (null: the
@@ -19,10 +30,11 @@ namespace gpureap::daemon {
 // throws: every failure is ok:false. `peer_uid` is the socket's peer credentials: the evidence
 // holds lines of root-only files only for root and the daemon's own user, and `incidents` (null:
 // "announce" is refused) records announcements as from that user; it adds the incident journal
-// to the history document.
-std::string local_answer(std::string_view request, const sample::Sample* sample,
+// to the history document. `bodies` (null: none kept) keeps the evidence encoded for the sample.
+std::string local_answer(std::string_view request,
+                         const std::shared_ptr<const sample::Sample>& sample,
                          const HolderTracker* tracker, std::chrono::steady_clock::time_point now,
                          const history::History* history = nullptr, Incidents* incidents = nullptr,
-                         uid_t peer_uid = 0);
+                         uid_t peer_uid = 0, EvidenceBodies* bodies = nullptr);
 
 }  // namespace gpureap::daemon

@@ -4,10 +4,12 @@
 #include <nlohmann/json.hpp>
 #include <type_traits>
 
+#include "base/phase_timer.h"
 #include "core/field_count.h"
 #include "output/evidence_wire.h"
 #include "output/snapshot_json.h"
 #include "output/snapshot_wire.h"
+#include "output/wire_tape.h"
 
 namespace gpureap::daemon {
 namespace {
@@ -284,18 +286,27 @@ std::string error_text(const std::string& message) {
 
 namespace {
 
-// An ok:true answer's object; ok:false is the error the daemon gave.
-core::Result<json> ok_answer(std::string_view text) {
-  json j = json::parse(text.begin(), text.end(), nullptr, false);
-  if (j.is_discarded() || !j.is_object()) return core::Error{"the answer is not a JSON object", ""};
+using output::wire::Tape;
+using output::wire::Value;
+
+// An ok:true answer, read for its fields; ok:false is the error the daemon gave. An answer is
+// read as a tape (output/wire_tape.h): the evidence in it is a megabyte on a large node.
+core::Result<Tape> ok_answer(std::string_view text) {
+  auto tape = Tape::read(text);
+  if (!tape || !tape->root().is_object()) return core::Error{"the answer is not a JSON object", ""};
+  const Value j = tape->root();
   auto ok = j.find("ok");
-  if (ok == j.end() || !ok->is_boolean()) return core::Error{"the answer has no \"ok\"", ""};
-  if (!ok->get<bool>()) {
+  if (!ok || !ok->is_boolean()) return core::Error{"the answer has no \"ok\"", ""};
+  if (!ok->boolean()) {
     auto e = j.find("error");
-    return core::Error{e != j.end() && e->is_string() ? e->get<std::string>() : "no reason given",
-                       ""};
+    return core::Error{e && e->is_string() ? std::string(e->string()) : "no reason given", ""};
   }
-  return j;
+  return std::move(*tape);
+}
+
+// An integer as JSON's int64 reads it (a larger one wraps negative, and is refused as such).
+int64_t int64_of(const Value& v) {
+  return v.is_number_unsigned() ? static_cast<int64_t>(v.unsigned_()) : v.integer();
 }
 
 }  // namespace
@@ -303,56 +314,62 @@ core::Result<json> ok_answer(std::string_view text) {
 core::Result<Answer> parse_answer(std::string_view text) {
   auto answer = ok_answer(text);
   if (!answer) return answer.error();
-  const json& j = *answer;
+  const Value j = answer->root();
   auto out = j.find("output");
   auto warnings = j.find("warnings");
   auto age = j.find("snapshot_age_ms");
   auto code = j.find("exit_code");
-  if (out == j.end() || !out->is_string() || warnings == j.end() || !warnings->is_array() ||
-      age == j.end() || !age->is_number_integer() || code == j.end() || !code->is_number_integer())
+  if (!out || !out->is_string() || !warnings || !warnings->is_array() || !age ||
+      !age->is_number_integer() || !code || !code->is_number_integer())
     return core::Error{"the answer lacks a field", ""};
   Answer a;
-  a.output = out->get<std::string>();
-  for (const auto& w : *warnings) {
+  a.output = std::string(out->string());
+  for (Value w : warnings->items()) {
     if (!w.is_string()) return core::Error{"a warning is not a string", ""};
-    a.warnings.push_back(w.get<std::string>());
+    a.warnings.emplace_back(w.string());
   }
-  a.snapshot_age_ms = age->get<int64_t>();
-  int64_t exit_code = code->get<int64_t>();
+  a.snapshot_age_ms = int64_of(*age);
+  int64_t exit_code = int64_of(*code);
   if (a.snapshot_age_ms < 0 || exit_code < 0 || exit_code > 255)
     return core::Error{"the answer's numbers are out of range", ""};
   a.exit_code = static_cast<int>(exit_code);
   return a;
 }
 
-std::string evidence_answer_text(const doctor::Evidence& evidence, bool first_kept,
+std::string evidence_answer_text(std::string_view evidence_wire, bool first_kept,
                                  int64_t snapshot_age_ms,
                                  std::chrono::milliseconds stalled_job_critical_after) {
-  json j = {{"ok", true},
-            {"snapshot_age_ms", snapshot_age_ms},
-            {"first_kept", first_kept},
-            {"stalled_job_critical_after_ms", stalled_job_critical_after.count()},
-            {"evidence", output::evidence_to_wire(evidence)}};
-  return output::dump_json(j, -1);
+  // The document dump_json would write (keys in order), with the evidence's text spliced in as
+  // it is: a megabyte is not parsed again to be wrapped in a few fields.
+  std::string text = R"({"evidence":)";
+  text.reserve(evidence_wire.size() + 128);
+  text += evidence_wire;
+  text += R"(,"first_kept":)";
+  text += first_kept ? "true" : "false";
+  text += R"(,"ok":true,"snapshot_age_ms":)" + std::to_string(snapshot_age_ms) +
+          R"(,"stalled_job_critical_after_ms":)" +
+          std::to_string(stalled_job_critical_after.count()) + "}";
+  return text;
 }
 
 core::Result<EvidenceAnswer> parse_evidence_answer(std::string_view text) {
+  std::optional<base::Phase> phase(std::in_place, "daemon answer parsed");
   auto answer = ok_answer(text);
   if (!answer) return answer.error();
-  const json& j = *answer;
+  const Value j = answer->root();
   auto age = j.find("snapshot_age_ms");
   auto kept = j.find("first_kept");
   auto critical = j.find("stalled_job_critical_after_ms");
   auto evidence = j.find("evidence");
-  if (age == j.end() || !age->is_number_unsigned() || kept == j.end() || !kept->is_boolean() ||
-      critical == j.end() || !critical->is_number_unsigned() || evidence == j.end() ||
-      j.size() != 5)
+  if (!age || !age->is_number_unsigned() || !kept || !kept->is_boolean() || !critical ||
+      !critical->is_number_unsigned() || !evidence || j.size() != 5)
     return core::Error{"the answer is not the evidence this gpureap reads",
                        "the daemon runs another gpureap version: restart it after an upgrade"};
+  phase.emplace("daemon evidence decoded and joined");
   auto e = output::evidence_from_wire(*evidence);
   if (!e) return e.error();
-  return EvidenceAnswer{std::move(*e), kept->get<bool>(), age->get<int64_t>(),
-                        std::chrono::milliseconds(critical->get<int64_t>())};
+  return EvidenceAnswer{std::move(*e), kept->boolean(), int64_of(*age),
+                        std::chrono::milliseconds(int64_of(*critical))};
 }
 
 bool is_version_refusal(const core::Error& error) {

@@ -129,7 +129,9 @@ struct EvidenceAnswer {
   // The daemon's stalled_job_critical_after, which doctor's Scope takes on this evidence.
   std::chrono::milliseconds stalled_job_critical_after{};
 };
-std::string evidence_answer_text(const doctor::Evidence& evidence, bool first_kept,
+// The answer around `evidence_wire`, the evidence's wire text (output::evidence_to_wire_text):
+// the daemon builds that once per sample and only this envelope per request.
+std::string evidence_answer_text(std::string_view evidence_wire, bool first_kept,
                                  int64_t snapshot_age_ms,
                                  std::chrono::milliseconds stalled_job_critical_after);
 core::Result<EvidenceAnswer> parse_evidence_answer(std::string_view text);

@@ -8,9 +8,11 @@
 #include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <optional>
 #include <thread>
 
 #include "base/log.h"
+#include "base/phase_timer.h"
 #include "daemon/local_answer.h"
 #include "daemon/local_protocol.h"
 #include "daemon/local_socket.h"
@@ -30,6 +32,7 @@ struct LocalServer::Impl {
   std::shared_ptr<const HolderTracker> tracker;
   std::shared_ptr<Incidents> incidents;
   LocalServerLimits limits;
+  EvidenceBodies bodies;  // only the server's thread answers
   int wake_fd = -1;
   std::atomic<bool> stopping{false};
   std::thread thread;
@@ -113,10 +116,12 @@ struct LocalServer::Impl {
     }
     std::string why;
     std::string request = read_request(fd, why);
+    std::optional<base::Phase> phase(std::in_place, "local socket answer built");
     std::string answer = request.empty()
                              ? error_text(why)
-                             : local_answer(request, samples.latest().get(), tracker.get(),
-                                            Clock::now(), &samples.history(), incidents.get(), uid);
+                             : local_answer(request, samples.latest(), tracker.get(), Clock::now(),
+                                            &samples.history(), incidents.get(), uid, &bodies);
+    phase.emplace("local socket answer sent");
     write_all(fd, answer, limits.write_deadline);
   }
 

@@ -12,15 +12,14 @@ namespace {
 
 using nlohmann::json;
 using wire::decode;
-using wire::encode;
 
-std::shared_ptr<const core::Snapshot> snapshot_of(const json& v, const std::string& path) {
+std::shared_ptr<const core::Snapshot> snapshot_of(const wire::Value& v, const std::string& path) {
   auto s = snapshot_from_wire(v);
   if (!s) throw wire::WireError{path + ": " + s.error().message, !s.error().hint.empty()};
   return std::make_shared<const core::Snapshot>(std::move(*s));
 }
 
-doctor::Evidence evidence_of(const json& v) {
+doctor::Evidence evidence_of(const wire::Value& v) {
   wire::Object o(v, "");
   wire::expect_version(o, "evidence", kEvidenceWireVersion);
   doctor::Evidence e;
@@ -38,17 +37,34 @@ doctor::Evidence evidence_of(const json& v) {
 
 // Every field but `blocked` (evidence_wire.h says why).
 static_assert(core::field_count<doctor::Evidence>() == 6);
+std::string evidence_to_wire_text(const doctor::Evidence& e) {
+  std::string out = "{";
+  wire::write_member(out, "evidence", kEvidenceWireVersion);
+  wire::write_key(out, "last");
+  write_snapshot_inputs(out, *e.last);
+  wire::write_key(out, "first");
+  if (e.first && e.first != e.last)
+    write_snapshot_inputs(out, *e.first);
+  else
+    out += "null";
+  wire::write_member(out, "ipc", e.ipc);
+  wire::write_member(out, "kernel", e.kernel);
+  wire::write_member(out, "work_server_log", e.work_server_log);
+  out += '}';
+  return out;
+}
+
 json evidence_to_wire(const doctor::Evidence& e) {
-  return {{"evidence", kEvidenceWireVersion},
-          {"last", snapshot_inputs_to_wire(*e.last)},
-          {"first", e.first && e.first != e.last ? snapshot_inputs_to_wire(*e.first) : json()},
-          {"ipc", encode(e.ipc)},
-          {"kernel", encode(e.kernel)},
-          {"work_server_log", encode(e.work_server_log)}};
+  return json::parse(evidence_to_wire_text(e));
+}
+
+core::Result<doctor::Evidence> evidence_from_wire(const wire::Value& wire) {
+  return wire::decoded("the daemon's evidence is invalid", [&] { return evidence_of(wire); });
 }
 
 core::Result<doctor::Evidence> evidence_from_wire(const json& wire) {
-  return wire::decoded("the daemon's evidence is invalid", [&] { return evidence_of(wire); });
+  return wire::decoded("the daemon's evidence is invalid",
+                       [&] { return evidence_of(wire::Tape::of(wire).root()); });
 }
 
 }  // namespace gpureap::output

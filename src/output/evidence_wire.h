@@ -19,6 +19,7 @@
 
 #include "core/result.h"
 #include "doctor/examine.h"
+#include "output/wire_tape.h"
 
 namespace gpureap::output {
 
@@ -27,7 +28,11 @@ namespace gpureap::output {
 inline constexpr int kEvidenceWireVersion = 3;  // 3: keys are the fields' names
 
 nlohmann::json evidence_to_wire(const doctor::Evidence& evidence);
-// `first` is `last` itself when the document's is null.
+// The same as one compact JSON text.
+std::string evidence_to_wire_text(const doctor::Evidence& evidence);
+// `first` is `last` itself when the document's is null. The document as read from its text
+// (output/wire_tape.h), or already parsed.
+core::Result<doctor::Evidence> evidence_from_wire(const wire::Value& wire);
 core::Result<doctor::Evidence> evidence_from_wire(const nlohmann::json& wire);
 
 }  // namespace gpureap::output

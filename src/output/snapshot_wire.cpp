@@ -4,7 +4,6 @@
 // from, and the order of the processes that the join relies on.
 #include "output/snapshot_wire.h"
 
-#include "output/snapshot_json.h"
 #include "output/wire_codec.h"
 #include "output/wire_fields.h"
 
@@ -13,9 +12,8 @@ namespace {
 
 using nlohmann::json;
 using wire::decode;
-using wire::encode;
 
-core::Snapshot snapshot(const json& v) {
+core::Snapshot snapshot(const wire::Value& v) {
   wire::Object o(v, "");
   wire::expect_version(o, "wire", kSnapshotWireVersion);
   auto timestamp = decode<std::chrono::system_clock::time_point>(o.at("timestamp"), "timestamp");
@@ -35,28 +33,41 @@ core::Snapshot snapshot(const json& v) {
 
 // The inputs are timestamp, hostname, drivers and proc; the join derives the other fields.
 static_assert(core::field_count<core::Snapshot>() == 8);
-json snapshot_inputs_to_wire(const core::Snapshot& s) {
-  return {{"wire", kSnapshotWireVersion},
-          {"timestamp", encode(s.timestamp)},
-          {"hostname", encode(s.hostname)},
-          {"drivers", encode(s.drivers)},
-          {"proc", encode(s.proc)}};
+void write_snapshot_inputs(std::string& out, const core::Snapshot& s) {
+  out += '{';
+  wire::write_member(out, "wire", kSnapshotWireVersion);
+  wire::write_member(out, "timestamp", s.timestamp);
+  wire::write_member(out, "hostname", s.hostname);
+  wire::write_member(out, "drivers", s.drivers);
+  wire::write_member(out, "proc", s.proc);
+  out += '}';
 }
 
 std::string snapshot_inputs_to_wire_text(const core::Snapshot& snapshot) {
-  return dump_json(snapshot_inputs_to_wire(snapshot), -1);
+  std::string out;
+  write_snapshot_inputs(out, snapshot);
+  return out;
 }
 
-core::Result<core::Snapshot> snapshot_from_wire(const json& wire) {
+json snapshot_inputs_to_wire(const core::Snapshot& snapshot) {
+  return json::parse(snapshot_inputs_to_wire_text(snapshot));
+}
+
+core::Result<core::Snapshot> snapshot_from_wire(const wire::Value& wire) {
   return wire::decoded("the snapshot's wire document is invalid", [&] { return snapshot(wire); });
 }
 
+core::Result<core::Snapshot> snapshot_from_wire(const json& wire) {
+  return wire::decoded("the snapshot's wire document is invalid",
+                       [&] { return snapshot(wire::Tape::of(wire).root()); });
+}
+
 core::Result<core::Snapshot> snapshot_from_wire_text(std::string_view text) {
-  auto doc = json::parse(text.begin(), text.end(), nullptr, false);
-  if (doc.is_discarded())
+  auto tape = wire::Tape::read(text);
+  if (!tape)
     return core::Error{"the snapshot's wire document is invalid: not a JSON document (cut short?)",
                        ""};
-  return snapshot_from_wire(doc);
+  return snapshot_from_wire(tape->root());
 }
 
 }  // namespace gpureap::output

@@ -38,6 +38,7 @@
 
 #include "core/result.h"
 #include "core/snapshot.h"
+#include "output/wire_tape.h"
 
 namespace gpureap::output {
 
@@ -51,16 +52,21 @@ inline constexpr int kSnapshotWireVersion = 11;  // 2: container and pod names; 
 // structs' descriptions (keys are the fields' names; maps are [key, value] pairs)
 
 nlohmann::json snapshot_inputs_to_wire(const core::Snapshot& snapshot);
-// The inputs decoded and joined again: core::join(proc, drivers, hostname, timestamp).
+// The inputs decoded and joined again: core::join(proc, drivers, hostname, timestamp). The
+// document as read from its text (output/wire_tape.h), or already parsed.
+core::Result<core::Snapshot> snapshot_from_wire(const wire::Value& wire);
 core::Result<core::Snapshot> snapshot_from_wire(const nlohmann::json& wire);
 
 // The same as text: one compact JSON document, and its parse (a text that is not JSON, e.g.
 // cut short, is an error too).
 std::string snapshot_inputs_to_wire_text(const core::Snapshot& snapshot);
+// ... written at the end of `out` (a document that carries snapshots, evidence_wire.h).
+void write_snapshot_inputs(std::string& out, const core::Snapshot& snapshot);
 core::Result<core::Snapshot> snapshot_from_wire_text(std::string_view text);
 
-// One byte string's wire value, and back (empty: not a wire byte string).
-nlohmann::json wire_bytes(const std::string& bytes);
-std::optional<std::string> bytes_from_wire(const nlohmann::json& value);
+// One byte string's wire value written as JSON text at the end of `out`, and the bytes of the
+// "hex" form's digits (empty: not two lowercase hex digits per byte).
+void write_bytes(std::string& out, std::string_view bytes);
+std::optional<std::string> bytes_from_hex(std::string_view hex);
 
 }  // namespace gpureap::output

@@ -8,11 +8,9 @@
 namespace gpureap::output {
 namespace {
 
-using nlohmann::json;
-
 // Strict UTF-8 as RFC 3629 defines it (no overlong forms, no surrogates, nothing past
 // U+10FFFF): exactly what nlohmann::json accepts when it dumps or parses a string.
-bool valid_utf8(const std::string& s) {
+bool valid_utf8(std::string_view s) {
   size_t i = 0;
   const size_t n = s.size();
   while (i < n) {
@@ -52,11 +50,9 @@ int hex_digit(char c) {
   return -1;
 }
 
-}  // namespace
+constexpr char kDigits[] = "0123456789abcdef";
 
-json wire_bytes(const std::string& bytes) {
-  if (valid_utf8(bytes)) return bytes;
-  static constexpr char kDigits[] = "0123456789abcdef";
+std::string hex_of(std::string_view bytes) {
   std::string hex;
   hex.reserve(bytes.size() * 2);
   for (char c : bytes) {
@@ -64,15 +60,59 @@ json wire_bytes(const std::string& bytes) {
     hex += kDigits[b >> 4];
     hex += kDigits[b & 0xF];
   }
-  return {{"hex", hex}};
+  return hex;
 }
 
-std::optional<std::string> bytes_from_wire(const json& value) {
-  if (value.is_string()) return value.get<std::string>();
-  if (!value.is_object() || value.size() != 1 || !value.contains("hex")) return std::nullopt;
-  const auto& hex = value["hex"];
-  if (!hex.is_string()) return std::nullopt;
-  const auto& text = hex.get_ref<const std::string&>();
+}  // namespace
+
+void write_bytes(std::string& out, std::string_view bytes) {
+  if (!valid_utf8(bytes)) {
+    out += R"({"hex":")";
+    out += hex_of(bytes);
+    out += R"("})";
+    return;
+  }
+  // A JSON string of valid UTF-8 as RFC 8259 writes it: the quote, the backslash and the control
+  // characters escaped, every other byte as it is.
+  out += '"';
+  for (char c : bytes) {
+    const auto b = static_cast<unsigned char>(c);
+    switch (c) {
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\b':
+        out += "\\b";
+        break;
+      case '\f':
+        out += "\\f";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      default:
+        if (b < 0x20) {
+          out += "\\u00";
+          out += kDigits[b >> 4];
+          out += kDigits[b & 0xF];
+        } else {
+          out += c;
+        }
+    }
+  }
+  out += '"';
+}
+
+std::optional<std::string> bytes_from_hex(std::string_view text) {
   if (text.size() % 2 != 0) return std::nullopt;
   std::string out;
   out.reserve(text.size() / 2);

@@ -3,15 +3,22 @@
 // and decodes any struct that has a description (kFields, output/wire_fields.h) by walking the
 // description, and every other value by its type:
 //   bool, integers (JSON integers of the type's own range), double (a number, or "nan", "inf",
-//   "-inf"), std::string (untrusted bytes: wire_bytes), char (a string of one byte), an enum
+//   "-inf"), std::string (untrusted bytes: write_bytes), char (a string of one byte), an enum
 //   (its name by text/enum_names.h), std::optional and its stand-ins (null when empty),
 //   std::vector and core::SharedList (an array), std::pair and each entry of a std::map
 //   ([first, second]), a time_point (nanoseconds since the epoch).
 // A type with none of these and no description stops the build at its field.
 //
+// A megabyte of wire (the evidence of a node of thousands of processes) never becomes a tree of
+// nlohmann::json values, which would cost an allocation per key on each side: write() writes
+// the text straight from the values, and decode() reads the text's tape (wire_tape.h).
+//
 // Decoding is strict: a missing, mistyped or out-of-range value, an unknown key or enum name,
 // throws WireError naming its path (`proc.processes[3].stat.state: not a string`); only a
 // document's entry points catch it.
+#include <algorithm>
+#include <array>
+#include <charconv>
 #include <chrono>
 #include <cmath>
 #include <cstddef>
@@ -20,7 +27,6 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
-#include <set>
 #include <string>
 #include <string_view>
 #include <tuple>
@@ -33,6 +39,7 @@
 #include "core/shared_list.h"
 #include "core/shared_value.h"
 #include "output/snapshot_wire.h"
+#include "output/wire_tape.h"
 #include "text/enum_names.h"
 
 namespace gpureap::output::wire {
@@ -96,7 +103,34 @@ struct WireError {
   bool other_version = false;  // the document is of another wire version
 };
 
-[[noreturn]] inline void fail(const std::string& path, const std::string& what) {
+// Where a value is in the document (`proc.processes[3].stat.state`), made into text only for an
+// error: a document of thousands of processes must not build a string per field it reads. A
+// path names its parent, which must outlive it, as the decoder's frames do; the root owns its
+// text.
+class Path {
+ public:
+  Path(std::string root) : root_(std::move(root)) {}
+  Path(const char* root) : root_(root) {}
+  Path(const Path& parent, std::string_view key) : parent_(&parent), key_(key) {}
+  Path(const Path& parent, std::size_t index) : parent_(&parent), index_(index), is_index_(true) {}
+
+  std::string text() const {
+    if (!parent_) return root_;
+    std::string up = parent_->text();
+    if (is_index_) return up + "[" + std::to_string(index_) + "]";
+    return up.empty() ? std::string(key_) : up + "." + std::string(key_);
+  }
+
+ private:
+  const Path* parent_ = nullptr;
+  std::string root_;
+  std::string_view key_;
+  std::size_t index_ = 0;
+  bool is_index_ = false;
+};
+
+[[noreturn]] inline void fail(const Path& at, const std::string& what) {
+  const auto path = at.text();
   throw WireError{(path.empty() ? "(document)" : path) + ": " + what};
 }
 
@@ -110,41 +144,55 @@ inline std::string item_path(const std::string& path, std::size_t i) {
   return path + "[" + std::to_string(i) + "]";
 }
 
-// An object whose fields are read one by one: finish() refuses the fields nobody read.
+// An object whose fields are read one by one: finish() refuses the fields nobody read. When as
+// many keys were read as the object has, none is left unread (or given twice).
 class Object {
  public:
-  Object(const json& j, std::string path) : j_(j), path_(std::move(path)) {
-    if (!j_.is_object()) fail(path_, "not an object");
+  static constexpr std::size_t kMaxKeys = 32;
+
+  Object(const Value& v, const Path& path) : v_(v), path_(path) {
+    if (!v_.is_object()) fail(path_, "not an object");
   }
-  std::string path(std::string_view key) const {
-    return path_.empty() ? std::string(key) : path_ + "." + std::string(key);
-  }
-  const json& at(std::string_view key) {
-    auto it = j_.find(std::string(key));
-    if (it == j_.end()) fail(path(key), "missing");
-    read_.emplace(key);
-    return *it;
+  Path path(std::string_view key) const { return Path(path_, key); }
+  Value at(std::string_view key) {
+    auto found = v_.find(key);
+    if (!found) fail(path(key), "missing");
+    if (!was_read(key)) {
+      if (read_count_ == kMaxKeys) fail(path_, "more keys read than an object of the wire has");
+      read_[read_count_++] = key;
+    }
+    return *found;
   }
   void finish() const {
-    for (const auto& [key, value] : j_.items())
-      if (!read_.count(key)) fail(path(key), "unknown field");
+    if (read_count_ == v_.size()) return;
+    v_.for_each_member([&](std::string_view key, const Value&) {
+      if (!was_read(key)) fail(path(key), "unknown field");
+    });
+    // Every key was read, yet the object has more: one is given twice.
+    fail(path_, "a key given twice");
   }
 
  private:
-  const json& j_;
-  std::string path_;
-  std::set<std::string, std::less<>> read_;
+  bool was_read(std::string_view key) const {
+    return std::find(read_.begin(), read_.begin() + read_count_, key) !=
+           read_.begin() + read_count_;
+  }
+
+  Value v_;
+  const Path path_;
+  std::array<std::string_view, kMaxKeys> read_{};
+  std::size_t read_count_ = 0;
 };
 
 template <class T>
-T integer(const json& v, const std::string& path) {
+T integer(const Value& v, const Path& path) {
   if (!v.is_number_integer()) fail(path, "not an integer");
   if (v.is_number_unsigned()) {
-    const auto u = v.get<uint64_t>();
+    const auto u = v.unsigned_();
     if (u > static_cast<uint64_t>(std::numeric_limits<T>::max())) fail(path, "out of range");
     return static_cast<T>(u);
   }
-  const auto i = v.get<int64_t>();
+  const auto i = v.integer();
   if constexpr (std::is_unsigned_v<T>) {
     if (i < 0) fail(path, "out of range");
     if (static_cast<uint64_t>(i) > static_cast<uint64_t>(std::numeric_limits<T>::max()))
@@ -157,10 +205,13 @@ T integer(const json& v, const std::string& path) {
   return static_cast<T>(i);
 }
 
-inline std::string bytes(const json& v, const std::string& path) {
-  auto b = bytes_from_wire(v);
-  if (!b) fail(path, "not a string");
-  return std::move(*b);
+// A byte string's wire value (write_bytes): a string, or {"hex": "..."}.
+inline std::string bytes(const Value& v, const Path& path) {
+  if (v.is_string()) return std::string(v.string());
+  if (v.is_object() && v.size() == 1)
+    if (auto hex = v.find("hex"); hex && hex->is_string())
+      if (auto b = bytes_from_hex(hex->string())) return std::move(*b);
+  fail(path, "not a string");
 }
 
 // --- the kinds of values -----------------------------------------------------------------
@@ -205,52 +256,107 @@ constexpr bool kNone = false;
 static_assert(std::ratio_less_equal_v<std::nano, std::chrono::system_clock::period>);
 
 template <class T>
-json encode(const T& v);
+void write(std::string& out, const T& v);
 template <class T>
-T decode(const json& v, const std::string& path);
+T decode(const Value& v, const Path& path);
+
+// --- writing -----------------------------------------------------------------------------
+
+// The key of the next member of the object being written at the end of `out`, after a comma
+// but for the first. Keys are the descriptions' and the documents' own names: nothing to escape.
+inline void write_key(std::string& out, std::string_view key) {
+  out += !out.empty() && out.back() == '{' ? "\"" : ",\"";
+  out += key;
+  out += "\":";
+}
+
+template <class V>
+void write_member(std::string& out, std::string_view key, const V& v) {
+  write_key(out, key);
+  write(out, v);
+}
 
 template <class T>
-json encode(const T& v) {
+void write_number(std::string& out, T v) {
+  char digits[32];
+  const auto end = std::to_chars(digits, digits + sizeof digits, v).ptr;
+  out.append(digits, end);
+  // A double that reads like an integer gets its ".0": it travels as a double (and -0 keeps
+  // its sign).
+  if constexpr (std::is_floating_point_v<T>)
+    if (std::string_view(digits, end).find_first_of(".e") == std::string_view::npos) out += ".0";
+}
+
+// Writes the wire's text straight from the values: a snapshot of a large node is a megabyte of
+// wire, which a tree of json values would take a hundred thousand allocations to hold.
+template <class T>
+void write(std::string& out, const T& v) {
   if constexpr (Described<T>) {
-    json out = json::object();
-    std::apply([&](const auto&... f) { ((out[std::string(f.name)] = encode(v.*f.member)), ...); },
+    out += '{';
+    std::apply([&](const auto&... f) { (write_member(out, f.name, v.*f.member), ...); },
                kFields<T>);
-    return out;
+    out += '}';
   } else if constexpr (std::is_same_v<T, bool>) {
-    return v;
+    out += v ? "true" : "false";
   } else if constexpr (std::is_same_v<T, char>) {
-    return wire_bytes(std::string(1, v));
+    write_bytes(out, std::string_view(&v, 1));
   } else if constexpr (std::is_integral_v<T>) {
-    return v;
+    write_number(out, v);
   } else if constexpr (std::is_same_v<T, double>) {
     // JSON has no NaN or infinity: they travel as names, every finite value as itself.
-    if (std::isnan(v)) return "nan";
-    if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
-    return v;
+    if (std::isnan(v))
+      out += "\"nan\"";
+    else if (std::isinf(v))
+      out += v > 0 ? "\"inf\"" : "\"-inf\"";
+    else
+      write_number(out, v);
   } else if constexpr (std::is_same_v<T, std::string>) {
-    return wire_bytes(v);
+    write_bytes(out, v);
   } else if constexpr (std::is_enum_v<T>) {
     static_assert(text::NamedEnum<T>, "an enum on the wire needs names (text/enum_names.h)");
-    return std::string(to_string(v));
+    write_bytes(out, to_string(v));
   } else if constexpr (kind::kTime<T>) {
-    return static_cast<int64_t>(
-        std::chrono::duration_cast<std::chrono::nanoseconds>(v.time_since_epoch()).count());
+    write_number(
+        out,
+        static_cast<int64_t>(
+            std::chrono::duration_cast<std::chrono::nanoseconds>(v.time_since_epoch()).count()));
   } else if constexpr (kind::Optional<T>::value) {
-    return v ? encode(*v) : json(nullptr);
+    if (v)
+      write(out, *v);
+    else
+      out += "null";
   } else if constexpr (kind::List<T>::value || kind::Map<T>::value) {
-    json out = json::array();
-    for (const auto& item : v) out.push_back(encode(item));
-    return out;
+    out += '[';
+    bool first = true;
+    for (const auto& item : v) {
+      if (!first) out += ',';
+      first = false;
+      write(out, item);
+    }
+    out += ']';
   } else if constexpr (kind::Pair<T>::value) {
-    return json::array({encode(v.first), encode(v.second)});
+    out += '[';
+    write(out, v.first);
+    out += ',';
+    write(out, v.second);
+    out += ']';
   } else {
     static_assert(kind::kNone<T>, "no wire codec for this type: describe it in wire_fields.h");
   }
 }
 
+// The value as a tree of json values, parsed from what write() writes.
 template <class T>
-T decode(const json& v, const std::string& path) {
+json encode(const T& v) {
+  std::string text;
+  write(text, v);
+  return json::parse(text);
+}
+
+template <class T>
+T decode(const Value& v, const Path& path) {
   if constexpr (Described<T>) {
+    static_assert(core::field_count<T>() <= Object::kMaxKeys);
     Object o(v, path);
     T out{};
     std::apply(
@@ -264,7 +370,7 @@ T decode(const json& v, const std::string& path) {
     return out;
   } else if constexpr (std::is_same_v<T, bool>) {
     if (!v.is_boolean()) fail(path, "not a boolean");
-    return v.get<bool>();
+    return v.boolean();
   } else if constexpr (std::is_same_v<T, char>) {
     const auto b = bytes(v, path);
     if (b.size() != 1) fail(path, "not one byte");
@@ -272,10 +378,11 @@ T decode(const json& v, const std::string& path) {
   } else if constexpr (std::is_integral_v<T>) {
     return integer<T>(v, path);
   } else if constexpr (std::is_same_v<T, double>) {
-    if (v.is_number()) return v.get<double>();
-    if (v == "nan") return std::numeric_limits<double>::quiet_NaN();
-    if (v == "inf") return std::numeric_limits<double>::infinity();
-    if (v == "-inf") return -std::numeric_limits<double>::infinity();
+    if (v.is_number()) return v.number();
+    const auto name = v.is_string() ? v.string() : std::string_view();
+    if (name == "nan") return std::numeric_limits<double>::quiet_NaN();
+    if (name == "inf") return std::numeric_limits<double>::infinity();
+    if (name == "-inf") return -std::numeric_limits<double>::infinity();
     fail(path, "not a number");
   } else if constexpr (std::is_same_v<T, std::string>) {
     return bytes(v, path);
@@ -299,27 +406,37 @@ T decode(const json& v, const std::string& path) {
     if (!v.is_array()) fail(path, "not an array");
     std::vector<Item> out;
     out.reserve(v.size());
-    for (std::size_t i = 0; i < v.size(); ++i)
-      out.push_back(decode<Item>(v[i], item_path(path, i)));
+    for (Value item : v.items()) out.push_back(decode<Item>(item, Path(path, out.size())));
     return T(std::move(out));
   } else if constexpr (kind::Map<T>::value) {
     using Entry = std::pair<typename T::key_type, typename T::mapped_type>;
     if (!v.is_array()) fail(path, "not an array");
     T out;
-    for (std::size_t i = 0; i < v.size(); ++i) {
-      auto entry = decode<Entry>(v[i], item_path(path, i));
+    std::size_t i = 0;
+    for (Value item : v.items()) {
+      const Path at(path, i++);
+      auto entry = decode<Entry>(item, at);
       if (!out.emplace(std::move(entry)).second)
-        fail(item_path(path, i) + "[0]", "the key of an earlier entry");
+        fail(Path(at, std::size_t{0}), "the key of an earlier entry");
     }
     return out;
   } else if constexpr (kind::Pair<T>::value) {
     if (!v.is_array() || v.size() != 2) fail(path, "not a [key, value] pair");
+    auto item = v.items().begin();
+    const Value first = *item, second = *++item;
     // Braces: the first is read (and refused) before the second.
-    return T{decode<typename T::first_type>(v[0], path + "[0]"),
-             decode<typename T::second_type>(v[1], path + "[1]")};
+    return T{decode<typename T::first_type>(first, Path(path, std::size_t{0})),
+             decode<typename T::second_type>(second, Path(path, std::size_t{1}))};
   } else {
     static_assert(kind::kNone<T>, "no wire codec for this type: describe it in wire_fields.h");
   }
+}
+
+// A value of a document already parsed (tests, fuzzing), decoded as the same text would be.
+template <class T>
+T decode(const json& v, const Path& path) {
+  const auto tape = Tape::of(v);
+  return decode<T>(tape.root(), path);
 }
 
 // --- documents ---------------------------------------------------------------------------
@@ -328,7 +445,7 @@ T decode(const json& v, const std::string& path) {
 inline void expect_version(Object& o, std::string_view key, int64_t version) {
   const auto got = integer<int64_t>(o.at(key), o.path(key));
   if (got != version)
-    throw WireError{o.path(key) + ": version " + std::to_string(got) +
+    throw WireError{o.path(key).text() + ": version " + std::to_string(got) +
                         ", this gpureap reads version " + std::to_string(version),
                     true};
 }

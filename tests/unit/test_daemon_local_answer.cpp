@@ -25,16 +25,17 @@ using namespace gpureap::testing;
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 
-sample::Sample sample_of(core::Snapshot s, Clock::time_point taken) {
-  sample::Sample sample;
-  sample.sequence = 1;
-  sample.snapshot = std::make_shared<const core::Snapshot>(std::move(s));
-  sample.taken = taken;
+std::shared_ptr<sample::Sample> sample_of(core::Snapshot s, Clock::time_point taken) {
+  auto sample = std::make_shared<sample::Sample>();
+  sample->sequence = 1;
+  sample->snapshot = std::make_shared<const core::Snapshot>(std::move(s));
+  sample->taken = taken;
   return sample;
 }
 
-core::Result<EvidenceAnswer> ask(const sample::Sample* sample, Clock::time_point now,
-                                 std::chrono::milliseconds settle = 0ms, uid_t peer = ::geteuid()) {
+core::Result<EvidenceAnswer> ask(const std::shared_ptr<const sample::Sample>& sample,
+                                 Clock::time_point now, std::chrono::milliseconds settle = 0ms,
+                                 uid_t peer = ::geteuid()) {
   return parse_evidence_answer(local_answer(request_line(EvidenceRequest::current(settle)), sample,
                                             nullptr, now, nullptr, nullptr, peer));
 }
@@ -43,7 +44,7 @@ TEST(DaemonLocalAnswer, PsGetsTheLatestSampleAndRendersItAsItsOwnScan) {
   auto snap = make_snapshot({holder(10, 1, 10)}, {gpu(0, 0, 4 * GiB, {listed(10, 4 * GiB)})});
   auto now = Clock::now();
   auto sample = sample_of(snap, now - 1200ms);
-  auto answer = ask(&sample, now);
+  auto answer = ask(sample, now);
   ASSERT_TRUE(answer.ok()) << answer.error().message;
   EXPECT_EQ(answer->snapshot_age_ms, 1200);
   EXPECT_TRUE(answer->first_kept);
@@ -63,7 +64,7 @@ TEST(DaemonLocalAnswer, TheDaemonRendersNothing) {
   auto now = Clock::now();
   auto sample = sample_of(
       make_snapshot({holder(10, 1, 10)}, {gpu(0, 0, 4 * GiB, {listed(10, 4 * GiB)})}), now);
-  auto text = local_answer(request_line(EvidenceRequest::current(5s)), &sample, nullptr, now);
+  auto text = local_answer(request_line(EvidenceRequest::current(5s)), sample, nullptr, now);
   auto doc = nlohmann::json::parse(text);
   std::set<std::string> keys;
   for (const auto& [key, value] : doc.items()) keys.insert(key);
@@ -79,17 +80,17 @@ TEST(DaemonLocalAnswer, TheDaemonsStalledJobSettingTravelsWithItsEvidence) {
   auto now = Clock::now();
   auto sample = sample_of(
       make_snapshot({holder(10, 1, 10)}, {gpu(0, 0, 4 * GiB, {listed(10, 4 * GiB)})}), now);
-  sample.stalled_job_critical_after = 5s;
-  auto answer = ask(&sample, now);
+  sample->stalled_job_critical_after = 5s;
+  auto answer = ask(sample, now);
   ASSERT_TRUE(answer.ok()) << answer.error().message;
   EXPECT_EQ(answer->stalled_job_critical_after, 5s);
-  sample.stalled_job_critical_after = 3h;
-  EXPECT_EQ(ask(&sample, now)->stalled_job_critical_after, 3h);
+  sample->stalled_job_critical_after = 3h;
+  EXPECT_EQ(ask(sample, now)->stalled_job_critical_after, 3h);
 }
 
 TEST(DaemonLocalAnswer, RefusesBadRequestsAndAnswersNothingBeforeTheFirstSample) {
   auto sample = sample_of(make_snapshot({}, {}), Clock::now());
-  auto bad = parse_answer(local_answer("garbage\n", &sample, nullptr, Clock::now()));
+  auto bad = parse_answer(local_answer("garbage\n", sample, nullptr, Clock::now()));
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.error().message, "bad request: not JSON");
   auto early = ask(nullptr, Clock::now());
@@ -104,13 +105,13 @@ TEST(DaemonLocalAnswer, AnotherVersionsRequestIsRefusedInWords) {
   auto now = Clock::now();
   auto sample = sample_of(make_snapshot({}, {}), now);
   auto old =
-      parse_answer(local_answer(R"({"command":"ps","format":"json"})", &sample, nullptr, now));
+      parse_answer(local_answer(R"({"command":"ps","format":"json"})", sample, nullptr, now));
   ASSERT_FALSE(old.ok());
   EXPECT_NE(old.error().message.find("older than this daemon"), std::string::npos)
       << old.error().message;
   auto newer = EvidenceRequest::current(0ms);
   ++newer.evidence;
-  auto refused = parse_evidence_answer(local_answer(request_line(newer), &sample, nullptr, now));
+  auto refused = parse_evidence_answer(local_answer(request_line(newer), sample, nullptr, now));
   ASSERT_FALSE(refused.ok());
   EXPECT_TRUE(is_version_refusal(refused.error())) << refused.error().message;
   EXPECT_NE(refused.error().message.find("different gpureap versions"), std::string::npos);
@@ -132,7 +133,7 @@ TEST(DaemonLocalAnswer, SnapshotIsTheLatestSamplesInputsForTopToJoinAgain) {
   auto snap = make_snapshot({holder(10, 1, 10), holder(11, 10, 10)},
                             {gpu(0, 0, 6 * GiB, {listed(10, 4 * GiB), listed(77, 2 * GiB)})});
   auto sample = sample_of(snap, now - 250ms);
-  auto answer = parse_answer(local_answer(request_line(SnapshotRequest{}), &sample, nullptr, now));
+  auto answer = parse_answer(local_answer(request_line(SnapshotRequest{}), sample, nullptr, now));
   ASSERT_TRUE(answer.ok()) << answer.error().message;
   EXPECT_EQ(answer->snapshot_age_ms, 250);
   auto back = output::snapshot_from_wire_text(answer->output);
@@ -145,7 +146,7 @@ TEST(DaemonLocalAnswer, SnapshotIsTheLatestSamplesInputsForTopToJoinAgain) {
 TEST(DaemonLocalAnswer, ASampleFromTheFutureIsZeroOld) {
   auto now = Clock::now();
   auto sample = sample_of(make_snapshot({}, {}), now + 5s);
-  auto answer = ask(&sample, now);
+  auto answer = ask(sample, now);
   ASSERT_TRUE(answer.ok());
   EXPECT_EQ(answer->snapshot_age_ms, 0);
 }
@@ -159,11 +160,11 @@ core::Snapshot now_snapshot() {
   return make_snapshot({}, {gpu(0, 0, GiB, {listed(88, GiB)})});
 }
 
-sample::Sample with_earlier(Clock::time_point now) {
+std::shared_ptr<sample::Sample> with_earlier(Clock::time_point now) {
   auto sample = sample_of(now_snapshot(), now);
-  sample.earlier.push_back(
+  sample->earlier.push_back(
       {now - 1s, std::make_shared<const core::Snapshot>(now_snapshot())});  // the previous one
-  sample.earlier.push_back({now - 6s, std::make_shared<const core::Snapshot>(six_seconds_ago())});
+  sample->earlier.push_back({now - 6s, std::make_shared<const core::Snapshot>(six_seconds_ago())});
   return sample;
 }
 
@@ -175,7 +176,7 @@ std::vector<doctor::Finding> local_findings(const core::Snapshot& first,
 TEST(DaemonLocalAnswer, DoctorGetsASampleSettleBeforeTheLatestAndFindsWhatDoctorFinds) {
   auto now = Clock::now();
   auto sample = with_earlier(now - 300ms);
-  auto answer = ask(&sample, now, 5s);
+  auto answer = ask(sample, now, 5s);
   ASSERT_TRUE(answer.ok()) << answer.error().message;
   EXPECT_TRUE(answer->first_kept);
   EXPECT_EQ(answer->snapshot_age_ms, 300);
@@ -196,13 +197,13 @@ TEST(DaemonLocalAnswer, DoctorGetsASampleSettleBeforeTheLatestAndFindsWhatDoctor
 TEST(DaemonLocalAnswer, DoctorWithoutASampleThatOldIsToldSoTheCommandSettlesItself) {
   auto now = Clock::now();
   auto sample = with_earlier(now);
-  auto answer = ask(&sample, now, 10s);
+  auto answer = ask(sample, now, 10s);
   ASSERT_TRUE(answer.ok()) << answer.error().message;
   EXPECT_FALSE(answer->first_kept);
   // Nothing that needs settling: the latest alone answers, whatever the settle.
   auto calm =
       sample_of(make_snapshot({holder(10, 1, 10)}, {gpu(0, 0, GiB, {listed(10, GiB)})}), now);
-  auto plain = ask(&calm, now, 10s);
+  auto plain = ask(calm, now, 10s);
   ASSERT_TRUE(plain.ok()) << plain.error().message;
   EXPECT_TRUE(plain->first_kept);
   EXPECT_EQ(plain->evidence.first, plain->evidence.last);
@@ -229,19 +230,19 @@ TEST(DaemonLocalAnswer, RootOnlyLinesReachOnlyAPeerThatCouldReadThem) {
   xid.detail = "GPU has fallen off the bus (kernel-only detail)";
   xid.level = core::KernelEventLevel::Critical;
   log.events.push_back(xid);
-  sample.kernel_log = std::make_shared<const core::KernelLog>(log);
-  sample.work_server_log = {"[2026-12-06 10:00:00] server 4242: client 10 faulted (root only)"};
+  sample->kernel_log = std::make_shared<const core::KernelLog>(log);
+  sample->work_server_log = {"[2026-12-06 10:00:00] server 4242: client 10 faulted (root only)"};
 
   for (uid_t privileged : {uid_t{0}, ::geteuid()}) {
-    auto answer = ask(&sample, now, 0ms, privileged);
+    auto answer = ask(sample, now, 0ms, privileged);
     ASSERT_TRUE(answer.ok()) << answer.error().message;
     ASSERT_TRUE(answer->evidence.kernel);
     ASSERT_EQ(answer->evidence.kernel->events.size(), 1u);
     EXPECT_EQ(answer->evidence.kernel->events[0].detail, xid.detail);
-    EXPECT_EQ(answer->evidence.work_server_log, sample.work_server_log);
+    EXPECT_EQ(answer->evidence.work_server_log, sample->work_server_log);
   }
   const uid_t other = ::geteuid() == 0 ? 65534 : ::geteuid() + 1;
-  const std::string text = local_answer(request_line(EvidenceRequest::current(0ms)), &sample,
+  const std::string text = local_answer(request_line(EvidenceRequest::current(0ms)), sample,
                                         nullptr, now, nullptr, nullptr, other);
   for (const char* line : {"secret-trainer", "kernel-only detail", "root only", "faulted"})
     EXPECT_EQ(text.find(line), std::string::npos) << line << " reached uid " << other;
@@ -256,7 +257,43 @@ TEST(DaemonLocalAnswer, RootOnlyLinesReachOnlyAPeerThatCouldReadThem) {
             std::string::npos);
   // The snapshot itself is what the HTTP API serves any local user.
   EXPECT_EQ(output::snapshot_to_json(*answer->evidence.last),
-            output::snapshot_to_json(*sample.snapshot));
+            output::snapshot_to_json(*sample->snapshot));
+}
+
+// The evidence the daemon keeps encoded for its latest sample is the evidence it would encode
+// for the request: for each kind of reader (root's lines never reach another, whoever asked
+// first), for a request that settles on an earlier sample, and for the next sample, never the
+// one before.
+TEST(DaemonLocalAnswer, KeptEvidenceIsTheEvidenceEncodedForTheRequest) {
+  auto now = Clock::now();
+  auto sample = with_earlier(now - 300ms);
+  sample->work_server_log = {"[2026-12-06 10:00:00] server 4242: client 10 faulted (root only)"};
+  const uid_t other = ::geteuid() == 0 ? 65534 : ::geteuid() + 1;
+  EvidenceBodies bodies;
+  auto answer = [&](const std::shared_ptr<const sample::Sample>& s,
+                    std::chrono::milliseconds settle, uid_t peer, EvidenceBodies* kept) {
+    return local_answer(request_line(EvidenceRequest::current(settle)), s, nullptr, now, nullptr,
+                        nullptr, peer, kept);
+  };
+  for (int round = 0; round < 2; ++round) {  // the second round answers from what was kept
+    for (uid_t peer : {::geteuid(), other}) {
+      for (std::chrono::milliseconds settle : {0ms, 5000ms}) {
+        const auto fresh = answer(sample, settle, peer, nullptr);
+        EXPECT_EQ(answer(sample, settle, peer, &bodies), fresh)
+            << "round " << round << ", uid " << peer << ", settle " << settle.count() << " ms";
+      }
+    }
+  }
+  EXPECT_EQ(answer(sample, 0ms, other, &bodies).find("root only"), std::string::npos);
+  EXPECT_NE(answer(sample, 0ms, ::geteuid(), &bodies).find("root only"), std::string::npos);
+
+  auto next = sample_of(
+      make_snapshot({holder(10, 1, 10)}, {gpu(0, 0, 4 * GiB, {listed(10, 4 * GiB)})}), now);
+  auto kept = parse_evidence_answer(answer(next, 0ms, ::geteuid(), &bodies));
+  ASSERT_TRUE(kept.ok()) << kept.error().message;
+  EXPECT_EQ(output::snapshot_to_json(*kept->evidence.last),
+            output::snapshot_to_json(*next->snapshot));
+  EXPECT_EQ(answer(next, 0ms, ::geteuid(), &bodies), answer(next, 0ms, ::geteuid(), nullptr));
 }
 
 }  // namespace

@@ -16,6 +16,7 @@
 #include "field_compare.h"
 #include "output/snapshot_json.h"
 #include "output/snapshot_wire.h"
+#include "output/wire_codec.h"
 #include "snapshot_builders.h"
 
 namespace gpureap {
@@ -326,24 +327,32 @@ TEST(SnapshotWire, ByteStringsOfEveryKindRoundTripAndStayValidJson) {
                                  "\xf4\x90\x80\x80" /* past U+10FFFF */,
                                  "\xc3" /* cut short */,
                                  std::string("nul\0inside", 10)};
-  std::string all;
+  std::string all, ascii;
   for (int b = 0; b < 256; ++b) all += static_cast<char>(b);
+  for (int b = 0; b < 128; ++b) ascii += static_cast<char>(b);  // every character JSON escapes
   cases.push_back(all);
+  cases.push_back(ascii);
+  auto decoded = [](const std::string& text) {
+    auto tape = output::wire::Tape::read(text);
+    if (!tape) return std::string("(not JSON)");
+    return output::wire::decode<std::string>(tape->root(), "");
+  };
   for (const auto& s : cases) {
-    auto wire = output::wire_bytes(s);
-    // Strict serialisation throws on invalid UTF-8: the wire never has any.
     std::string text;
-    ASSERT_NO_THROW(text = wire.dump(-1, ' ', false, json::error_handler_t::strict));
-    auto back = output::bytes_from_wire(json::parse(text));
-    ASSERT_TRUE(back.has_value());
-    EXPECT_EQ(*back, s);
+    output::write_bytes(text, s);
+    // The strict parser refuses invalid UTF-8 and anything not JSON: the wire never has any.
+    EXPECT_TRUE(json::accept(text)) << text;
+    EXPECT_EQ(decoded(text), s);
   }
-  EXPECT_TRUE(output::wire_bytes("caf\xc3\xa9").is_string());
-  EXPECT_TRUE(output::wire_bytes("\xed\xa0\x80").is_object());
-  EXPECT_FALSE(output::bytes_from_wire(json{{"hex", "abc"}}).has_value());  // odd length
-  EXPECT_FALSE(output::bytes_from_wire(json{{"hex", "AB"}}).has_value());   // not lowercase
-  EXPECT_FALSE(output::bytes_from_wire(json{{"hex", "ab"}, {"x", 1}}).has_value());
-  EXPECT_FALSE(output::bytes_from_wire(json(5)).has_value());
+  std::string text;
+  output::write_bytes(text, "caf\xc3\xa9");
+  EXPECT_EQ(text, "\"caf\xc3\xa9\"");
+  text.clear();
+  output::write_bytes(text, "\xed\xa0\x80");
+  EXPECT_EQ(text, R"({"hex":"eda080"})");
+  for (const char* bad : {R"({"hex": "abc"})" /* odd length */,
+                          R"({"hex": "AB"})" /* not lowercase */, R"({"hex": "ab", "x": 1})", "5"})
+    EXPECT_THROW(decoded(bad), output::wire::WireError) << bad;
 }
 
 TEST(SnapshotWire, SnapshotOfThisProcessesRealProcRoundTrips) {

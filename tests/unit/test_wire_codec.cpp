@@ -187,5 +187,32 @@ TEST(WireCodec, ValuesOfEveryKindAreReadStrictlyByTheirPath) {
   EXPECT_EQ(decode<std::shared_ptr<const core::KernelLog>>(json(nullptr), ""), nullptr);
 }
 
+// Decoded from its text, as the daemon's answer is: a key given twice is refused (a parsed tree
+// would keep one of them silently), and a text that is not one JSON document is none.
+TEST(WireCodec, TextIsReadWithoutATreeAndAsStrictly) {
+  using output::wire::Tape;
+  auto twice = Tape::read(R"({"a": 1, "b": 2, "a": 3})");
+  ASSERT_TRUE(twice);
+  EXPECT_EQ(error_of([&] { output::wire::decode<wire_codec_test::Two>(twice->root(), "x"); }),
+            "x: a key given twice");
+  auto unknown = Tape::read(R"({"a": 1, "c": [2, {"d": 3}], "b": 2})");
+  ASSERT_TRUE(unknown);
+  EXPECT_EQ(error_of([&] { output::wire::decode<wire_codec_test::Two>(unknown->root(), "x"); }),
+            "x.c: unknown field");
+  // Any order of keys, and values after a nested one are found where they are.
+  auto nested = Tape::read(R"([{"b": -2, "a": 1}, [[3, 4], [5, 6]], {"a": 7, "b": 8}])");
+  ASSERT_TRUE(nested);
+  auto items = nested->root().items().begin();
+  const auto first = output::wire::decode<wire_codec_test::Two>(*items, "x");
+  EXPECT_EQ(first.a, 1);
+  EXPECT_EQ(first.b, -2);
+  EXPECT_EQ((output::wire::decode<std::map<int, int>>(*++items, "m")),
+            (std::map<int, int>{{3, 4}, {5, 6}}));
+  EXPECT_EQ(output::wire::decode<wire_codec_test::Two>(*++items, "y").b, 8);
+  EXPECT_EQ(nested->root().size(), 3u);
+  for (const char* text : {"", R"({"a": 1, "b": )", R"({"a": 1} {"b": 2})", "[1, 2"})
+    EXPECT_FALSE(Tape::read(text)) << text;
+}
+
 }  // namespace
 }  // namespace gpureap
