@@ -56,8 +56,9 @@ bool known_non_holder(const core::ProcView* previous, const core::ProcessStat& s
 }
 
 // Runs `step(i)` for every i < n, split across cores: each worker takes the next chunk from a
-// shared counter, as processes are independent.
-void in_parallel(size_t n, const std::function<void(size_t)>& step) {
+// shared counter, as processes are independent. `busy`: cores another thread of the scan keeps
+// busy meanwhile (the kernel's pass), left to it.
+void in_parallel(size_t n, const std::function<void(size_t)>& step, unsigned busy = 0) {
   std::atomic<size_t> next{0};
   constexpr size_t kChunk = 64;
   auto work = [&] {
@@ -67,7 +68,8 @@ void in_parallel(size_t n, const std::function<void(size_t)>& step) {
       for (size_t i = begin; i < std::min(n, begin + kChunk); ++i) step(i);
     }
   };
-  unsigned workers = std::clamp(std::thread::hardware_concurrency(), 1u, 8u);
+  const unsigned cores = std::thread::hardware_concurrency();
+  unsigned workers = std::clamp(cores > busy ? cores - busy : 1u, 1u, 8u);
   if (n < 256) workers = 1;
   std::vector<std::thread> threads;
   for (unsigned w = 1; w < workers; ++w) threads.emplace_back(work);
@@ -87,7 +89,8 @@ bool still_there(const procfs::ProcFs& proc, const core::ProcessStat& read) {
 using PendingIndex = std::shared_future<std::optional<KernelFdIndex>>;
 
 // Per process: stat, then the fd scan, into `processes[i]` (sized as `pids`). Every stat is
-// read first, while a pending pass of the kernel's iterator runs beside; the fd tables then
+// read first, while a pending pass of the kernel's iterator runs beside on a core of its own
+// (the pass and its load are the longer: they set the scan's time); the fd tables then
 // (only the fds the pass found on a GPU file, where it covered the process). The processes are
 // written where they will stay: no second copy of the list exists during a scan
 // (std::optional<HostProcess> slots moved into a growing vector held three lists' worth at the
@@ -103,19 +106,22 @@ std::vector<Slot> scan_all(const procfs::ProcFs& proc, const procfs::DeviceCatal
   std::vector<Slot> slots(pids.size());
   processes.resize(pids.size());
   std::vector<pid_t> fd_tasks(pids.size());
-  in_parallel(pids.size(), [&](size_t i) {
-    // A process whose main thread has exited reads as its live thread makes it, and its fds
-    // are read through that thread (procfs/thread_group.h).
-    auto st = proc.read_process_stat(pids[i]);
-    if (!st) {
-      slots[i].warning = st.error().message;
-      return;
-    }
-    if (!*st) return;  // vanished
-    processes[i].stat = std::move((*st)->stat);
-    fd_tasks[i] = (*st)->fd_task;
-    slots[i].present = true;
-  });
+  in_parallel(
+      pids.size(),
+      [&](size_t i) {
+        // A process whose main thread has exited reads as its live thread makes it, and its fds
+        // are read through that thread (procfs/thread_group.h).
+        auto st = proc.read_process_stat(pids[i]);
+        if (!st) {
+          slots[i].warning = st.error().message;
+          return;
+        }
+        if (!*st) return;  // vanished
+        processes[i].stat = std::move((*st)->stat);
+        fd_tasks[i] = (*st)->fd_task;
+        slots[i].present = true;
+      },
+      pending ? 1 : 0);
   const KernelFdIndex* index = pending && pending->get() ? &*pending->get() : nullptr;
   in_parallel(pids.size(), [&](size_t i) {
     if (!slots[i].present) return;
