@@ -81,7 +81,9 @@ core::Result<KernelFdIndex> KernelFdIndex::read(const kernel::OpenFileIterator& 
   Entry* e = nullptr;
   pid_t at = 0;
   auto pass = iterator.for_each([&](const kernel::OpenFileRecord& r) {
-    if (!e || r.tgid != at) {  // a process's records come together
+    // A process's records come together, but for a thread with a table of its own, which the
+    // kernel walks in thread-id order: such a record looks its entry up again.
+    if (!e || r.tgid != at) {
       at = r.tgid;
       e = &index.by_pid_[r.tgid];
       e->start_ticks = r.start_ns / nanos_per_tick;

@@ -83,6 +83,9 @@ core::Result<Btf> Btf::parse(std::unique_ptr<char[]> blob, size_t size) {
   if (h.hdr_len < sizeof h || types + h.type_len > size || strings + h.str_len > size ||
       h.str_len == 0)
     return malformed("its sections lie outside the file");
+  // Every record is a multiple of 4 bytes: a section that starts 4-aligned keeps every record
+  // so, and type() may point at one (libbpf refuses other sections alike).
+  if (types % 4 != 0) return malformed("its type section is not aligned to 4 bytes");
   Btf btf;
   btf.types_ = types;
   btf.strings_ = strings;

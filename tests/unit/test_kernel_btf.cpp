@@ -111,6 +111,17 @@ TEST(BtfTest, MalformedBlobsAreErrorsNeverReadPast) {
   bad_magic[0] ^= 0x55;
   EXPECT_FALSE(Btf::parse(bad_magic));
 
+  // A type section two bytes off its 4-byte alignment: refused, not read unaligned.
+  btf_header h{};
+  std::memcpy(&h, good.data(), sizeof h);
+  h.type_off += 2;
+  h.str_off += 2;
+  std::string shifted = std::string(reinterpret_cast<const char*>(&h), sizeof h) +
+                        std::string(2, '\0') + good.substr(sizeof h);
+  auto unaligned = Btf::parse(shifted);
+  ASSERT_FALSE(unaligned);
+  EXPECT_NE(unaligned.error().message.find("aligned"), std::string::npos);
+
   BlobWriter unknown;
   unknown.type("what", 31, 0, false, 0);  // a kind after this reader: its length is unknown
   auto refused = Btf::parse(unknown.blob());
