@@ -71,7 +71,7 @@ exporter::Reply HttpContent::snapshot() {
   auto s = samples_.latest();
   if (!s) return not_ready();
   return {200, kJson, {}, snapshot_body_.of(s, [](const sample::Sample& sample) {
-            return output::dump_json(output::snapshot_to_json(*sample.snapshot)) + "\n";
+            return output::snapshot_text(*sample.snapshot) + "\n";
           })};
 }
 

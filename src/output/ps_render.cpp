@@ -77,9 +77,8 @@ PsRendered render_ps_command(const core::Snapshot& scanned, const PsRenderOption
   if (!s.complete()) r.err.push_back("gpureap: " + view_incomplete(s));
   switch (o.format) {
     case PsFormat::Json: {
-      auto doc = snapshot_to_json(s);
-      doc["source"] = source_json(o.daemon_age);
-      r.out = dump_json(doc) + "\n";
+      const auto source = source_json(o.daemon_age);
+      r.out = snapshot_text(s, 2, &source) + "\n";
       break;
     }
     case PsFormat::Csv:

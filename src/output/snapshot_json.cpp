@@ -8,6 +8,7 @@
 #include "core/field_count.h"
 #include "core/gpu_place.h"
 #include "output/json_optional.h"
+#include "output/json_out.h"
 #include "output/process_figures.h"
 #include "text/time_format.h"
 
@@ -38,19 +39,26 @@ static_assert(considered<core::GpuMemory, 4>);
 static_assert(considered<core::MemoryRegionUse, 5>);
 
 // The ids are what the cgroup's name claims; the names come only with a verified claim.
-json container_json(const std::optional<core::ContainerInfo>& c) {
-  if (!c) return nullptr;
-  auto named = [&](const std::optional<std::string>& v) { return c->verified ? opt(v) : nullptr; };
-  return {{"runtime", c->runtime},
-          {"id", opt(c->id)},
-          {"pod_uid", opt(c->pod_uid)},
-          {"cgroup", c->cgroup.empty() ? json(nullptr) : json(c->cgroup)},
-          {"verified", c->verified},
-          {"verification", c->verification.empty() ? json(nullptr) : json(c->verification)},
-          {"name", named(c->name)},
-          {"pod_name", named(c->pod_name)},
-          {"pod_namespace", named(c->pod_namespace)},
-          {"display_name", c->display_name()}};
+void write_container(JsonOut& o, const std::optional<core::ContainerInfo>& c) {
+  if (!c) return o.null();
+  auto named = [&](const std::optional<std::string>& v) {
+    return c->verified ? v : std::optional<std::string>();
+  };
+  auto text_or_null = [](const std::string& v) {
+    return v.empty() ? std::optional<std::string>() : std::optional<std::string>(v);
+  };
+  o.begin_object();
+  member(o, "cgroup", text_or_null(c->cgroup));
+  member(o, "display_name", c->display_name());
+  member(o, "id", c->id);
+  member(o, "name", named(c->name));
+  member(o, "pod_name", named(c->pod_name));
+  member(o, "pod_namespace", named(c->pod_namespace));
+  member(o, "pod_uid", c->pod_uid);
+  member(o, "runtime", c->runtime);
+  member(o, "verification", text_or_null(c->verification));
+  member(o, "verified", c->verified);
+  o.end_object();
 }
 
 std::string device_number_text(dev_t d) {
@@ -70,35 +78,44 @@ json backend_json(const core::BackendStatus& b) {
   return j;
 }
 
-json regions_json(const std::vector<core::MemoryRegionUse>& regions) {
-  json out = json::array();
-  for (const auto& r : regions)
-    out.push_back({{"name", r.name},
-                   {"device_local", r.device_local},
-                   {"total_bytes", opt(r.total_bytes)},
-                   {"resident_bytes", opt(r.resident_bytes)},
-                   {"shared_bytes", opt(r.shared_bytes)}});
-  return out;
+void write_regions(JsonOut& o, const std::vector<core::MemoryRegionUse>& regions) {
+  o.begin_array();
+  for (const auto& r : regions) {
+    o.begin_object();
+    member(o, "device_local", r.device_local);
+    member(o, "name", r.name);
+    member(o, "resident_bytes", r.resident_bytes);
+    member(o, "shared_bytes", r.shared_bytes);
+    member(o, "total_bytes", r.total_bytes);
+    o.end_object();
+  }
+  o.end_array();
 }
 
-json gpu_uses_json(const std::vector<core::GpuUse>& uses) {
-  json out = json::array();
-  for (const auto& u : uses)
-    out.push_back(
-        {{"index", u.index},
-         {"used_bytes", opt(u.used_bytes)},
-         {"kind", core::to_string(u.kind)},
-         {"sm_utilization_percent", opt(u.sm_utilization_percent)},
-         {"regions", regions_json(u.regions)},
-         {"shared_with", u.shared_with},
-         {"gpu_instance_id", opt(u.gpu_instance_id)},
-         {"compute_instance_id", opt(u.compute_instance_id)},
-         {"instance",
-          u.gpu_instance_id ? json(core::instance_place(u.index, *u.gpu_instance_id)) : json()},
-         {"serves_clients", opt(u.serves_clients)},
-         {"clients", u.clients},
-         {"server", opt(u.server)}});
-  return out;
+void write_gpu_uses(JsonOut& o, const std::vector<core::GpuUse>& uses) {
+  o.begin_array();
+  for (const auto& u : uses) {
+    o.begin_object();
+    member(o, "clients", u.clients);
+    member(o, "compute_instance_id", u.compute_instance_id);
+    member(o, "gpu_instance_id", u.gpu_instance_id);
+    member(o, "index", u.index);
+    o.key("instance");
+    if (u.gpu_instance_id)
+      put(o, core::instance_place(u.index, *u.gpu_instance_id));
+    else
+      o.null();
+    member(o, "kind", core::to_string(u.kind));
+    o.key("regions");
+    write_regions(o, u.regions);
+    member(o, "server", u.server);
+    member(o, "serves_clients", u.serves_clients);
+    member(o, "shared_with", u.shared_with);
+    member(o, "sm_utilization_percent", u.sm_utilization_percent);
+    member(o, "used_bytes", u.used_bytes);
+    o.end_object();
+  }
+  o.end_array();
 }
 
 json memory_json(const core::GpuMemory& m) {
@@ -128,107 +145,174 @@ json instances_json(const core::Gpu& g) {
 
 // The places ("N/G") a row runs in on split GPUs: where the driver lists it, else the one
 // instance whose capability files it holds.
-json row_instances_json(const core::Snapshot& s, const core::ProcessRow& r) {
-  json out = json::array();
+void write_row_instances(JsonOut& o, const core::Snapshot& s, const core::ProcessRow& r) {
+  o.begin_array();
   for (const auto& g : s.drivers.gpus) {
     if (g.instances.empty()) continue;
-    if (auto gi = core::row_instance(s, r, g.index))
-      out.push_back(core::instance_place(g.index, *gi));
+    if (auto gi = core::row_instance(s, r, g.index)) put(o, core::instance_place(g.index, *gi));
   }
-  return out;
+  o.end_array();
 }
 
 // A gone PID's verdict: who keeps its context (null for a PID of another namespace).
-json ghost_json(const core::Ghost* g) {
-  if (!g) return nullptr;
-  return {{"keepers", g->keepers},
-          {"listed_keepers", g->listed_keepers},
-          {"other_holders", g->other_holders},
-          {"open_files", g->open_files},
-          {"exact", g->exact},
-          {"leaked", g->leaked},
-          {"servers", g->servers}};
+void write_ghost(JsonOut& o, const core::Ghost* g) {
+  if (!g) return o.null();
+  o.begin_object();
+  member(o, "exact", g->exact);
+  member(o, "keepers", g->keepers);
+  member(o, "leaked", g->leaked);
+  member(o, "listed_keepers", g->listed_keepers);
+  member(o, "open_files", g->open_files);
+  member(o, "other_holders", g->other_holders);
+  member(o, "servers", g->servers);
+  o.end_object();
+}
+
+std::optional<std::string> start_time_text(const core::Snapshot& s, const core::ProcessStat& st) {
+  auto start = s.start_time(st);
+  if (!start) return std::nullopt;
+  return text::iso8601_utc(*start);
+}
+
+// The process that has a gone listed PID's number now: who it is, and why it is not the listed
+// one. Its name is a label only.
+void write_reused(JsonOut& o, const core::Snapshot& s, const std::optional<core::ReusedPid>& r) {
+  if (!r) return o.null();
+  core::ProcessStat st;
+  st.start_ticks = r->start_ticks;
+  o.begin_object();
+  member(o, "comm", r->comm);
+  member(o, "start_time", start_time_text(s, st));
+  member(o, "uid", r->uid);
+  member(o, "why",
+         r->why == core::ReusedPid::Why::HoldsNoFile ? "holds-no-file" : "started-after-listing");
+  o.end_object();
+}
+
+void write_devices(JsonOut& o, const std::vector<core::DeviceHold>& holds) {
+  o.begin_array();
+  for (const auto& h : holds) {
+    o.begin_object();
+    o.key("device");
+    if (h.device)
+      put(o, device_number_text(*h.device));
+    else
+      o.null();
+    member(o, "fds", h.fds);
+    member(o, "kind", h.kind);
+    member(o, "open_file", h.open_file);
+    member(o, "path", h.path);
+    o.end_object();
+  }
+  o.end_array();
+}
+
+void write_anomalies(JsonOut& o, const std::vector<core::Anomaly>& anomalies) {
+  o.begin_array();
+  for (auto a : anomalies) put(o, core::to_string(a));
+  o.end_array();
+}
+
+// A row the driver lists whose process /proc does not show: its verdict, and nulls where the
+// process's facts would be.
+void write_gone_row(JsonOut& o, const core::Snapshot& s, const core::ProcessRow& r) {
+  o.begin_object();
+  o.key("anomalies");
+  write_anomalies(o, r.anomalies);
+  member(o, "cmdline", std::vector<int>{});
+  for (const char* k : {"comm", "container", "cpu_percent", "cpu_time_seconds"})
+    member(o, k, nullptr);
+  member(o, "devices", std::vector<int>{});
+  member(o, "driver_name", r.driver_name);
+  o.key("ghost");
+  write_ghost(o, s.ghost(r.pid));
+  o.key("gpus");
+  write_gpu_uses(o, r.gpus);
+  member(o, "holds_device", false);
+  member(o, "in_proc", false);
+  o.key("instances");
+  write_row_instances(o, s, r);
+  member(o, "keeps", r.keeps);
+  member(o, "listed_by_driver", r.listed_by_driver);
+  member(o, "ns_pids", std::vector<int>{});
+  member(o, "pgid", nullptr);
+  member(o, "pid", r.pid);
+  member(o, "ppid", nullptr);
+  o.key("reused_by");
+  write_reused(o, s, r.reused);
+  for (const char* k : {"rss_bytes", "run_time_seconds"}) member(o, k, nullptr);
+  member(o, "shares_context_of", r.shares_context_of);
+  for (const char* k : {"sid", "start_time", "state", "threads", "uid", "user", "wchan"})
+    member(o, k, nullptr);
+  o.end_object();
+}
+
+// Keys in ascending order (output/json_out.h).
+void write_row(JsonOut& o, const core::Snapshot& s, const core::ProcessRow& r) {
+  if (!r.process) return write_gone_row(o, s, r);
+  const auto& p = *r.process;
+  const core::ProcessDetails empty;
+  const auto& d = p.details ? *p.details : empty;
+  // CPU % over the process's life, as `ps` shows it (output/process_figures.h).
+  const auto figures = process_figures(s, p);
+  o.begin_object();
+  o.key("anomalies");
+  write_anomalies(o, r.anomalies);
+  member(o, "cmdline", d.cmdline);
+  member(o, "comm", p.stat.comm);
+  o.key("container");
+  write_container(o, d.container);
+  o.key("cpu_percent");
+  if (figures.cpu_percent)
+    put(o, std::round(*figures.cpu_percent * 10) / 10);
+  else
+    o.null();
+  o.key("cpu_time_seconds");
+  if (figures.cpu)
+    put(o, static_cast<double>(figures.cpu->count()) / 1000.0);
+  else
+    o.null();
+  o.key("devices");
+  write_devices(o, p.devices);
+  member(o, "driver_name", r.driver_name);
+  member(o, "euid", d.euid);
+  member(o, "fds_readable", p.fds_readable);
+  o.key("gpus");
+  write_gpu_uses(o, r.gpus);
+  member(o, "holds_device", p.holds_device());
+  member(o, "in_proc", true);
+  o.key("instances");
+  write_row_instances(o, s, r);
+  member(o, "keeps", r.keeps);
+  member(o, "listed_by_driver", r.listed_by_driver);
+  member(o, "ns_pids", d.ns_pids);
+  member(o, "pgid", p.stat.pgid);
+  member(o, "pid", r.pid);
+  member(o, "ppid", p.stat.ppid);
+  member(o, "rss_bytes", p.stat.rss_pages * ::getpagesize());
+  o.key("run_time_seconds");
+  if (figures.run_time)
+    put(o, figures.run_time->count());
+  else
+    o.null();
+  member(o, "shares_context_of", r.shares_context_of);
+  member(o, "sid", p.stat.sid);
+  member(o, "start_ticks", p.stat.start_ticks);
+  member(o, "start_time", start_time_text(s, p.stat));
+  member(o, "state", std::string(1, p.stat.state));
+  member(o, "threads", p.stat.num_threads);
+  member(o, "uid", d.uid);
+  member(o, "user", d.user);
+  member(o, "wchan", d.wchan);
+  o.end_object();
 }
 
 }  // namespace
 
-// The process that has a gone listed PID's number now: who it is, and why it is not the listed
-// one. Its name is a label only.
-json reused_json(const core::Snapshot& s, const std::optional<core::ReusedPid>& r) {
-  if (!r) return nullptr;
-  core::ProcessStat st;
-  st.start_ticks = r->start_ticks;
-  auto start = s.start_time(st);
-  return {{"comm", r->comm},
-          {"uid", opt(r->uid)},
-          {"start_time", start ? json(text::iso8601_utc(*start)) : json(nullptr)},
-          {"why", r->why == core::ReusedPid::Why::HoldsNoFile ? "holds-no-file"
-                                                              : "started-after-listing"}};
-}
-
 json row_to_json(const core::Snapshot& s, const core::ProcessRow& r) {
-  json anomalies = json::array();
-  for (auto a : r.anomalies) anomalies.push_back(std::string(core::to_string(a)));
-  json j{{"pid", r.pid},
-         {"listed_by_driver", r.listed_by_driver},
-         {"gpus", gpu_uses_json(r.gpus)},
-         {"anomalies", anomalies},
-         {"driver_name", opt(r.driver_name)},
-         {"in_proc", r.process.has_value()},
-         {"shares_context_of", r.shares_context_of},
-         {"keeps", r.keeps},
-         {"instances", row_instances_json(s, r)}};
-  if (!r.process) {
-    j["ghost"] = ghost_json(s.ghost(r.pid));
-    j["reused_by"] = reused_json(s, r.reused);
-    for (const char* k :
-         {"comm", "state", "ppid", "pgid", "sid", "uid", "user", "start_time", "container", "wchan",
-          "threads", "rss_bytes", "cpu_percent", "cpu_time_seconds", "run_time_seconds"})
-      j[k] = nullptr;
-    j["cmdline"] = json::array();
-    j["ns_pids"] = json::array();
-    j["devices"] = json::array();
-    j["holds_device"] = false;
-    return j;
-  }
-  const auto& p = *r.process;
-  const core::ProcessDetails empty;
-  const auto& d = p.details ? *p.details : empty;
-  auto start = s.start_time(p.stat);
-  json devices = json::array();
-  for (const auto& h : p.devices)
-    devices.push_back({{"path", h.path},
-                       {"fds", h.fds},
-                       {"kind", h.kind},
-                       {"device", h.device ? json(device_number_text(*h.device)) : json()},
-                       {"open_file", opt(h.open_file)}});
-  j["comm"] = p.stat.comm;
-  j["cmdline"] = d.cmdline;
-  j["state"] = std::string(1, p.stat.state);
-  j["ppid"] = p.stat.ppid;
-  j["pgid"] = p.stat.pgid;
-  j["sid"] = p.stat.sid;
-  j["uid"] = opt(d.uid);
-  j["euid"] = opt(d.euid);
-  j["user"] = opt(d.user);
-  j["start_time"] = start ? json(text::iso8601_utc(*start)) : json(nullptr);
-  j["start_ticks"] = p.stat.start_ticks;
-  j["threads"] = p.stat.num_threads;
-  j["rss_bytes"] = p.stat.rss_pages * ::getpagesize();
-  // CPU % over the process's life, as `ps` shows it (output/process_figures.h).
-  auto figures = process_figures(s, p);
-  j["cpu_percent"] =
-      figures.cpu_percent ? json(std::round(*figures.cpu_percent * 10) / 10) : json();
-  j["cpu_time_seconds"] =
-      figures.cpu ? json(static_cast<double>(figures.cpu->count()) / 1000.0) : json();
-  j["run_time_seconds"] = figures.run_time ? json(figures.run_time->count()) : json();
-  j["ns_pids"] = d.ns_pids;
-  j["container"] = container_json(d.container);
-  j["wchan"] = opt(d.wchan);
-  j["devices"] = devices;
-  j["holds_device"] = p.holds_device();
-  j["fds_readable"] = p.fds_readable;
-  return j;
+  JsonTree tree;
+  write_row(tree, s, r);
+  return tree.take();
 }
 
 json gpu_to_json(const core::Snapshot& s, const core::Gpu& g) {
@@ -282,26 +366,47 @@ json primary_backend_json(const core::DriverReading& drivers) {
           {"library", opt(b.library)}};
 }
 
-json snapshot_to_json(const core::Snapshot& s) {
-  json gpus = json::array();
-  for (const auto& g : s.drivers.gpus) gpus.push_back(gpu_to_json(s, g));
-  json processes = json::array();
-  for (const auto& r : s.rows) processes.push_back(row_to_json(s, r));
+namespace {
+
+void write_snapshot(JsonOut& o, const core::Snapshot& s, const json* source) {
   json backends = json::array();
   for (const auto& b : s.drivers.backends) backends.push_back(backend_json(b));
-  return {{"schema", kSnapshotSchema},
-          {"timestamp", text::iso8601_utc(s.timestamp)},
-          {"hostname", s.hostname},
-          {"complete", s.complete()},
-          {"uninspectable_processes", s.proc.uninspectable},
-          {"in_child_pid_namespace", s.proc.in_child_pid_namespace},
-          {"open_files", s.proc.open_files_unknown ? "guessed" : "exact"},
-          {"open_files_unknown", opt(s.proc.open_files_unknown)},
-          {"backend", primary_backend_json(s.drivers)},
-          {"backends", backends},
-          {"gpus", gpus},
-          {"processes", processes},
-          {"warnings", s.all_warnings()}};
+  json gpus = json::array();
+  for (const auto& g : s.drivers.gpus) gpus.push_back(gpu_to_json(s, g));
+  // Keys in ascending order (output/json_out.h).
+  o.begin_object();
+  member(o, "backend", primary_backend_json(s.drivers));
+  member(o, "backends", backends);
+  member(o, "complete", s.complete());
+  member(o, "gpus", gpus);
+  member(o, "hostname", s.hostname);
+  member(o, "in_child_pid_namespace", s.proc.in_child_pid_namespace);
+  member(o, "open_files", s.proc.open_files_unknown ? "guessed" : "exact");
+  member(o, "open_files_unknown", s.proc.open_files_unknown);
+  o.key("processes");
+  o.begin_array();
+  for (const auto& r : s.rows) write_row(o, s, r);
+  o.end_array();
+  member(o, "schema", kSnapshotSchema);
+  if (source) member(o, "source", *source);
+  member(o, "timestamp", text::iso8601_utc(s.timestamp));
+  member(o, "uninspectable_processes", s.proc.uninspectable);
+  member(o, "warnings", s.all_warnings());
+  o.end_object();
+}
+
+}  // namespace
+
+json snapshot_to_json(const core::Snapshot& s) {
+  JsonTree tree;
+  write_snapshot(tree, s, nullptr);
+  return tree.take();
+}
+
+std::string snapshot_text(const core::Snapshot& s, int indent, const json* source) {
+  JsonText text(indent);
+  write_snapshot(text, s, source);
+  return text.take();
 }
 
 std::string dump_json(const json& doc, int indent) {

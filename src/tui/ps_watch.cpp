@@ -72,7 +72,7 @@ bool watch_ps(const collect::Collector& collector, const PsWatchOptions& o) {
     shown = collection->sequence;
     const core::Snapshot snapshot = output::select_rows(*collection->snapshot, o.select);
     if (o.json) {
-      std::cout << output::dump_json(output::snapshot_to_json(snapshot), -1) << "\n" << std::flush;
+      std::cout << output::snapshot_text(snapshot, -1) << "\n" << std::flush;
     } else {
       auto [width, height] = terminal_size();
       std::string text =
