@@ -359,8 +359,12 @@ core::ProcView Collector::update_processes(const core::ProcView& previous,
     if (!same_holds && (p.holds_device() || (was && was->holds_device()))) holds_moved = true;
     // Unchanged, or a process that held nothing and still holds nothing (a storm's opener
     // between two opens: only its figures moved, and no row shows them): kept as it is, so
-    // the list stays shared.
-    const bool still_none = same_holds && !p.holds_device();
+    // the list stays shared. Its end is no figure: one that died or began exiting since is
+    // taken as read now (a rank read in do_exit() has closed its files; kept, its death would
+    // never reach the view).
+    const bool still_none = same_holds && !p.holds_device() &&
+                            was->stat.is_zombie() == p.stat.is_zombie() &&
+                            was->stat.is_exiting() == p.stat.is_exiting();
     if (same_holds && was->fds_readable == p.fds_readable &&
         (still_none || same_stat(was->stat, p.stat))) {
       p = *was;

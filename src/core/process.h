@@ -29,6 +29,9 @@ struct ProcessStat {
 
   bool is_kernel_thread() const;  // PF_KTHREAD
   bool is_zombie() const { return state == 'Z'; }
+  // PF_EXITING (include/linux/sched.h): in do_exit(). Its files and memory may be gone already;
+  // a zombie, or gone, by the next read.
+  bool is_exiting() const { return (flags & 0x00000004u) != 0; }
   bool is_stopped() const { return state == 'T' || state == 't'; }
 };
 

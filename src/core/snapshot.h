@@ -93,6 +93,10 @@ struct RankExit {
   // As waitpid(2) reports it (the exit code or the signal that ended it), read from /proc while
   // it was a zombie; empty when its parent reaped it before the daemon looked.
   std::optional<int> wait_status;
+  // No exit event of the kernel dated the end (lost in an overflow of the events' queue, or a
+  // daemon that only scans): end_ticks is when a view first showed it ended, and it ended no
+  // later. The exact moment is nowhere in /proc.
+  bool end_upper_bound = false;
   bool operator==(const RankExit&) const = default;
 };
 

@@ -407,12 +407,14 @@ void HolderTracker::scanned(const core::ProcView& view, bool full) {
   }
   // Holders the scan could not see holding stay holders until their exit is read: one that
   // events named after this collection took its request (changed_ since take()) opened after
-  // the scan read it, and one that had ended by then (gone, or a zombie) holds nothing to
-  // read. Forgetting either would leave a fork it made unfollowed and its end unrecorded.
+  // the scan read it, and one that had ended or was ending by then (gone, a zombie, or in
+  // do_exit(), which closes its files before the exit is reported) holds nothing to read.
+  // Forgetting either would leave a fork it made unfollowed and its end unrecorded.
   std::vector<pid_t> newer = opens_to_confirm(view);
   for (pid_t pid : holders_) {
     const core::HostProcess* p = view.find(pid);
-    if (changed_.count(pid) || !p || p->stat.is_zombie()) newer.push_back(pid);
+    if (changed_.count(pid) || !p || p->stat.is_zombie() || p->stat.is_exiting())
+      newer.push_back(pid);
   }
   holders_ = scanned_holders_;
   holders_.insert(newer.begin(), newer.end());

@@ -106,10 +106,14 @@ struct SeenExit {
   std::optional<std::chrono::seconds> age;
   const core::OomKill* oom = nullptr;  // the OOM killer's record of it
 
+  // "12 min ago", or "no later than 12 min ago" where no exit event dated the end.
+  std::string when() const {
+    return (exit->end_upper_bound ? "no later than " : "") + age_text(*age) + " ago";
+  }
   std::string words() const {
     std::string out = oom ? "was killed by the OOM killer" : "exited";
     if (exit->wait_status && !oom) out += " with " + core::wait_status_text(*exit->wait_status);
-    if (age) out += " " + age_text(*age) + " ago";
+    if (age) out += " " + when();
     return out;
   }
 };
@@ -185,8 +189,12 @@ Finding stalled(const DoctorInput& in, const core::DistributedJob& job,
   for (const auto& [n, e] : exits) {
     const auto& status = e.exit->wait_status;
     f.evidence.push_back(
-        fmt::format("the daemon saw rank {} (PID {}) end{}, {}", n, e.exit->pid,
-                    e.age ? " " + age_text(*e.age) + " ago" : std::string(),
+        fmt::format("the daemon saw rank {} (PID {}) end{}{}, {}", n, e.exit->pid,
+                    e.age ? " " + e.when() : std::string(),
+                    e.exit->end_upper_bound
+                        ? " (no exit event of the kernel dated it: /proc showed it ended then, "
+                          "and the kernel keeps no record of when)"
+                        : "",
                     !status ? "its launcher reaped it before the daemon read how it ended"
                             : (WIFSIGNALED(*status) ? "killed by " : "exiting with ") +
                                   core::wait_status_text(*status)));

@@ -12,8 +12,10 @@ std::vector<pid_t> EndedProcesses::moved(const procfs::ProcFs& proc, const core:
                                          const std::vector<pid_t>& listed) {
   std::vector<pid_t> asked(listed.begin(), listed.end());
   asked.insert(asked.end(), ending_.begin(), ending_.end());
+  // A process read while in do_exit() is a zombie or gone by the next read, whether or not its
+  // exit event came (an overflow of the connector's queue loses it).
   for (const auto& p : view.processes)
-    if (dead(p.stat)) asked.push_back(p.stat.pid);
+    if (dead(p.stat) || exiting(p.stat)) asked.push_back(p.stat.pid);
   std::sort(asked.begin(), asked.end());
   asked.erase(std::unique(asked.begin(), asked.end()), asked.end());
 

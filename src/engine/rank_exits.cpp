@@ -21,6 +21,12 @@ bool rank_lives(const core::ProcView& view, pid_t pid, uint64_t start_ticks) {
   return p && p->is_live() && p->stat.start_ticks == start_ticks;
 }
 
+bool recorded(const std::vector<core::RankExit>& exits, pid_t pid, uint64_t start_ticks) {
+  return std::any_of(exits.begin(), exits.end(), [&](const core::RankExit& e) {
+    return e.pid == pid && e.start_ticks == start_ticks;
+  });
+}
+
 }  // namespace
 
 void RankExits::observe(const core::ProcView& view, uint64_t now_ticks,
@@ -34,6 +40,9 @@ void RankExits::observe(const core::ProcView& view, uint64_t now_ticks,
                      std::nullopt};
     const core::ProcessEnd* seen = events_end(view, pid, w.start_ticks);
     if (seen) e.end_ticks = std::min(seen->end_ticks, now_ticks);
+    // Only the kernel's exit event dates an end (its record carries the exit's status; one
+    // learned from scans does not): otherwise the end is known only to lie before this view.
+    e.end_upper_bound = !seen || !seen->wait_status;
     // Another process under the number started after this one ended.
     if (now && now->stat.start_ticks != w.start_ticks)
       e.end_ticks = std::min(e.end_ticks, now->stat.start_ticks);
@@ -59,7 +68,9 @@ void RankExits::observe(const core::ProcView& view, uint64_t now_ticks,
   for (const auto& job : core::distributed_jobs(view))
     for (const auto& r : job.ranks) {
       const auto* p = view.find(r.pid);
-      if (!p) continue;
+      // A life whose end is recorded ended: a view that shows it live again is older news (a
+      // stale read), and watching it anew would record the same end again, dated later.
+      if (!p || recorded(exits_, r.pid, p->stat.start_ticks)) continue;
       Watched w{job.launcher, job.launcher_start_ticks, p->stat.start_ticks, r.local_rank};
       if (auto old = next.find(r.pid); old != next.end() && !w.local_rank)
         w.local_rank = old->second.local_rank;

@@ -3,7 +3,8 @@
 // as one view to the next shows it: a rank of a job in one view that the next shows gone, a
 // zombie, or another process under its number. A one-shot scan sees only that a rank number
 // is missing; the daemon saw it go, and can say when and how (the wait status a zombie rank
-// leaves in /proc until its launcher reaps it). Records are kept while their launcher lives.
+// leaves in /proc until its launcher reaps it). Each life's end is recorded once, dated when it
+// was first seen. Records are kept while their launcher lives.
 #include <sys/types.h>
 
 #include <cstdint>

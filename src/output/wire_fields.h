@@ -197,7 +197,8 @@ inline constexpr auto kFields<core::RankExit> =
                field("start_ticks", &core::RankExit::start_ticks),
                field("local_rank", &core::RankExit::local_rank),
                field("end_ticks", &core::RankExit::end_ticks),
-               field("wait_status", &core::RankExit::wait_status)};
+               field("wait_status", &core::RankExit::wait_status),
+               field("end_upper_bound", &core::RankExit::end_upper_bound)};
 static_assert(describes_every_field<core::RankExit>());
 
 template <>

@@ -72,7 +72,8 @@ inline core::Snapshot rich_snapshot() {
   v.ends = {
       {7777, {{10, 20, false}, {30, kMax, true, 9}}}};  // a holder that ended, not of the join
   // A rank killed by SIGKILL, and one whose status and label are unknown.
-  v.rank_exits = {{4242, 5, 7778, 11, 3u, kMax, 9}, {4242, 5, 7779, 12, std::nullopt, 40, {}}};
+  v.rank_exits = {{4242, 5, 7778, 11, 3u, kMax, 9, true},
+                  {4242, 5, 7779, 12, std::nullopt, 40, {}, false}};
 
   core::BackendReport nvml;
   nvml.name = "nvml";

@@ -151,6 +151,26 @@ TEST_F(CollectUpdate, ALeaderThatIsGoneChangesNothing) {
   EXPECT_TRUE(after.processes.shares_with(view.processes));
 }
 
+// A process that holds nothing, read again once it died: a zombie in the view, not the live
+// process it was (a distributed job's rank closes its GPU files in do_exit() before it is a
+// zombie, so the view may last have read it so).
+TEST_F(CollectUpdate, AProcessThatHoldsNothingAndDiedIsAZombieInTheView) {
+  int go = -1;
+  pid_t child = spawn(go);
+  wait_paused(child);
+  auto view = collector_->scan_processes();
+  ASSERT_NE(view.find(child), nullptr);
+  ASSERT_FALSE(view.find(child)->holds_device());
+  ASSERT_FALSE(view.find(child)->stat.is_zombie());
+  ASSERT_EQ(::kill(child, SIGKILL), 0);  // not reaped: a zombie until TearDown
+  siginfo_t info{};
+  ASSERT_EQ(::waitid(P_PID, static_cast<id_t>(child), &info, WEXITED | WNOWAIT), 0);
+  auto after = collector_->update_processes(view, {child});
+  ASSERT_NE(after.find(child), nullptr);
+  EXPECT_TRUE(after.find(child)->stat.is_zombie()) << after.find(child)->stat.state;
+  EXPECT_FALSE(view.find(child)->stat.is_zombie()) << "the view before is as it was";
+}
+
 TEST_F(CollectUpdate, AHolderThatExitedLeavesTheList) {
   int go = -1;
   pid_t holder = spawn(go);

@@ -328,6 +328,41 @@ TEST_F(HolderTrackerForkTest, ALeadersPthreadExitIsNoExitUntilTheLastThreadEnds)
   })) << tracker_->exited_parents().size();
 }
 
+// A holder killed: do_exit() closes its files before the kernel reports its exit, and a scan
+// that reads it in between finds it holding nothing. Its exit, read after, is still a holder's
+// end, with the time and the status the event gives.
+TEST_F(HolderTrackerForkTest, AHolderReadWhileExitingHasItsEndRecordedByTheEvent) {
+  pid_t holder = ::fork();
+  if (holder == 0) {
+    if (::open(file_.c_str(), O_RDONLY) < 0) ::_exit(1);
+    for (;;) ::pause();
+  }
+  Reaped reaped{{&holder}};
+  ASSERT_TRUE(asked_for(*tracker_, holder)) << "its open was not read";
+  auto st = proc().read_stat(holder);
+  ASSERT_TRUE(st && *st);
+  core::ProcView view;
+  view.processes = {process(holder, (*st)->start_ticks, true)};
+  tracker_->scanned(view, false);  // a scan saw it holding: its open is confirmed
+  // Then one read it in do_exit(): running, PF_EXITING, no GPU file.
+  core::HostProcess exiting = process(holder, (*st)->start_ticks, false);
+  exiting.stat.state = 'R';
+  exiting.stat.flags |= 0x4;
+  view.processes = {exiting};
+  tracker_->scanned(view, false);
+  ASSERT_EQ(::kill(holder, SIGKILL), 0);
+  ASSERT_EQ(::waitpid(holder, nullptr, 0), holder);
+  const pid_t ended = holder;
+  holder = 0;
+  ASSERT_TRUE(soon([&] { return tracker_->ends().count(ended) > 0; }))
+      << "the end of a holder read while exiting was not recorded";
+  const auto lives = tracker_->ends().at(ended);
+  ASSERT_EQ(lives.size(), 1u);
+  EXPECT_EQ(lives[0].start_ticks, (*st)->start_ticks);
+  EXPECT_TRUE(lives[0].held);
+  EXPECT_EQ(lives[0].wait_status, std::optional<int>(SIGKILL));
+}
+
 // The kernel reports a thread's exit before it releases the thread: /proc read at once may still
 // count the last one, and no event follows. Played here on a /proc tree the test lays out: the
 // holder's exit is read while the tree still shows a thread of it running, and its end is

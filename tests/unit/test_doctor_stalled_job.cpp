@@ -271,6 +271,29 @@ TEST(DoctorStalledJob, CriticalOnceTheRankEndedLongerAgoThanConfigured) {
   EXPECT_EQ(stalled_finding(longer)->severity, Severity::Warning);
 }
 
+// The exit event was lost (an overflow of the events' queue): the end is dated by the first
+// view that showed it, and the words say it ended no later. That view's age is the least the
+// stall has lasted, which is what turns it critical.
+TEST(DoctorStalledJob, AnEndNoExitEventDatedIsSaidToBeNoLaterThanItWasSeen) {
+  auto s = job_with_exit(std::chrono::minutes(12), 9);
+  ASSERT_EQ(s.proc.rank_exits.size(), 1u);
+  s.proc.rank_exits[0].end_upper_bound = true;
+  const auto fs = diagnose_job(s);
+  const auto* f = stalled_finding(fs);
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->severity, Severity::Critical);
+  EXPECT_EQ(f->summary,
+            "rank 3 of job PID 500 (p500, user alice) exited with SIGKILL no later than 12 min "
+            "ago; ranks 0\u20132 still hold 96 GiB on GPUs 0\u20132 and are probably waiting for "
+            "it");
+  EXPECT_NE(evidence_of(*f).find("the daemon saw rank 3 (PID 504) end no later than 12 min ago "
+                                 "(no exit event of the kernel dated it: /proc showed it ended "
+                                 "then, and the kernel keeps no record of when), killed by "
+                                 "SIGKILL"),
+            std::string::npos)
+      << evidence_of(*f);
+}
+
 TEST(DoctorStalledJob, AnExitOfAnotherLauncherOrAnEarlierLifeIsNotThisJobs) {
   // The record names launcher 500 with another start time (an earlier process under the PID),
   // and, with no wait status, an earlier life: the summary says only that rank 3 is gone.

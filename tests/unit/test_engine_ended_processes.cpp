@@ -115,6 +115,28 @@ TEST_F(EndedProcessesTest, AProcessSeenEndingIsReadAgainUntilGone) {
   EXPECT_EQ(e.moved(*proc_, zombie, {}), Pids{pid});
 }
 
+// A scan that reads a process in do_exit() (PF_EXITING: its files closed, its environ gone, not
+// a zombie yet) holds it so; an event that says it ended may never come (the connector's queue
+// overflowed). The kernel says it is ending: it is read again until /proc shows it dead.
+TEST_F(EndedProcessesTest, AProcessReadWhileExitingIsReadAgainWithoutAnEvent) {
+  EndedProcesses e;
+  const auto alive = view_now();
+  ASSERT_EQ(alive.processes.size(), 1u);
+  core::HostProcess read_exiting = alive.processes[0];
+  read_exiting.stat.state = 'R';
+  read_exiting.stat.flags |= 0x4;  // PF_EXITING, as read in do_exit()
+  core::ProcView exiting_view;
+  exiting_view.processes = {read_exiting};
+  const pid_t pid = child_;
+  ASSERT_TRUE(kill_to_zombie());
+  EXPECT_EQ(e.moved(*proc_, exiting_view, {}), Pids{pid});
+  // Read again: a zombie now, asked as such; a live process of the view is not asked.
+  const auto zombie = view_now();
+  EXPECT_EQ(e.moved(*proc_, zombie, {}), Pids{});
+  reap();
+  EXPECT_EQ(e.moved(*proc_, zombie, {}), Pids{pid});
+}
+
 TEST_F(EndedProcessesTest, AnExitOfAProcessThatRunsOnIsForgotten) {
   EndedProcesses e;
   const auto alive = view_now();

@@ -52,7 +52,7 @@ TEST(RankExits, ARankThatBecameAZombieEndedWithItsWaitStatus) {
                 6000, st.reader());
   ASSERT_EQ(exits.exits().size(), 1u);
   const auto& e = exits.exits()[0];
-  EXPECT_EQ(e, (core::RankExit{500, 1500, 504, 1504, 3u, 6000, 9}));
+  EXPECT_EQ(e, (core::RankExit{500, 1500, 504, 1504, 3u, 6000, 9, true}));
   EXPECT_EQ(st.asked, std::vector<pid_t>{504});
   // Recorded once: the zombie of the next view is no new end, and the record stays while the
   // launcher lives.
@@ -60,6 +60,24 @@ TEST(RankExits, ARankThatBecameAZombieEndedWithItsWaitStatus) {
                 7000, st.reader());
   ASSERT_EQ(exits.exits().size(), 1u);
   EXPECT_EQ(exits.exits()[0].end_ticks, 6000u);
+}
+
+// A view that shows an ended rank live again is a stale read (a process ended once): its end
+// keeps the date it was first seen, so the job's stall keeps its age.
+TEST(RankExits, AnEndIsRecordedOnceThoughALaterViewShowsTheRankLiveAgain) {
+  RankExits exits;
+  Statuses st;
+  const auto live = rank_view(
+      {job_rank(501, 500, 0), job_rank(502, 500, 1), job_rank(503, 500, 2), job_rank(504, 500, 3)});
+  const auto dead = rank_view({job_rank(501, 500, 0), job_rank(502, 500, 1), job_rank(503, 500, 2),
+                               job_rank(504, 500, 3, 'Z')});
+  exits.observe(live, 5000, st.reader());
+  exits.observe(dead, 6000, st.reader());
+  exits.observe(live, 7000, st.reader());
+  exits.observe(dead, 8000, st.reader());
+  exits.observe(dead, 9000, st.reader());
+  ASSERT_EQ(exits.exits().size(), 1u);
+  EXPECT_EQ(exits.exits()[0], (core::RankExit{500, 1500, 504, 1504, 3u, 6000, 9, true}));
 }
 
 TEST(RankExits, TheEventsEndAndAReusedNumberDateTheEndAndTheEventsSayHow) {
@@ -75,8 +93,8 @@ TEST(RankExits, TheEventsEndAndAReusedNumberDateTheEndAndTheEventsSayHow) {
   reused.stat.start_ticks = 5200;
   exits.observe(rank_view({job_rank(501, 500, 0), reused}, o), 6000, st.reader());
   ASSERT_EQ(exits.exits().size(), 2u);
-  EXPECT_EQ(exits.exits()[0], (core::RankExit{500, 1500, 502, 1502, 1u, 5500, 9}));
-  EXPECT_EQ(exits.exits()[1], (core::RankExit{500, 1500, 503, 1503, 2u, 5200, std::nullopt}));
+  EXPECT_EQ(exits.exits()[0], (core::RankExit{500, 1500, 502, 1502, 1u, 5500, 9, false}));
+  EXPECT_EQ(exits.exits()[1], (core::RankExit{500, 1500, 503, 1503, 2u, 5200, std::nullopt, true}));
   EXPECT_TRUE(st.asked.empty());  // no zombie of theirs to read
 }
 
@@ -96,7 +114,7 @@ TEST(RankExits, ARankThatLostItsLabelAndFilesWhileEndingKeepsItsNumber) {
       rank_view({job_rank(501, 500, 0), job_rank(502, 500, 1), job_rank(504, 500, 3, 'Z')}), 5200,
       st.reader());
   ASSERT_EQ(exits.exits().size(), 1u);
-  EXPECT_EQ(exits.exits()[0], (core::RankExit{500, 1500, 504, 1504, 3u, 5200, 9}));
+  EXPECT_EQ(exits.exits()[0], (core::RankExit{500, 1500, 504, 1504, 3u, 5200, 9, true}));
 }
 
 TEST(RankExits, ALauncherThatEndedTakesItsRecordsAndANonRankIsNotWatched) {
