@@ -21,7 +21,7 @@ using nlohmann::json;
 template <class T, std::size_t N>
 constexpr bool considered = core::field_count<T>() == N;
 static_assert(considered<core::Snapshot, 8>);
-static_assert(considered<core::ProcView, 13>);  // rank_exits: shown by doctor (stalled-job)
+static_assert(considered<core::ProcView, 14>);  // rank_exits: shown by doctor (stalled-job)
 static_assert(considered<core::ProcessRow, 9>);
 static_assert(considered<core::GpuUse, 11>);
 static_assert(considered<core::Ghost, 10>);
@@ -294,6 +294,7 @@ json snapshot_to_json(const core::Snapshot& s) {
           {"hostname", s.hostname},
           {"complete", s.complete()},
           {"uninspectable_processes", s.proc.uninspectable},
+          {"scan_failures", s.proc.scan_failures},
           {"in_child_pid_namespace", s.proc.in_child_pid_namespace},
           {"open_files", s.proc.open_files_unknown ? "guessed" : "exact"},
           {"open_files_unknown", opt(s.proc.open_files_unknown)},

@@ -206,6 +206,7 @@ inline constexpr auto kFields<core::ProcView> =
                field("uninspectable", &core::ProcView::uninspectable),
                field("details_complete", &core::ProcView::details_complete),
                field("warnings", &core::ProcView::warnings),
+               field("scan_failures", &core::ProcView::scan_failures),
                field("boot_time", &core::ProcView::boot_time),
                field("ticks_per_second", &core::ProcView::ticks_per_second),
                field("in_child_pid_namespace", &core::ProcView::in_child_pid_namespace),

@@ -6,11 +6,16 @@
 #include <string_view>
 #include <vector>
 
+#include "core/result.h"
+
 namespace gpureap::procfs {
 
 // The entries of a directory, sorted by name, without "." and ".."; empty when it cannot be
 // listed.
 std::vector<std::string> list_dir(const std::string& dir);
+// The same, but only a directory that is not there (or not a directory) lists as empty; one
+// that could not be read says why (gpureap out of file descriptors: what to do).
+core::Result<std::vector<std::string>> list_existing_dir(const std::string& dir);
 
 // The number after `prefix` in a name made of the prefix and decimal digits only ("card0" with
 // "card": 0); empty for anything else ("card0-DP-1", "card", a number too large).

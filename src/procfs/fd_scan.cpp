@@ -53,8 +53,10 @@ bool open_table(int proc_dirfd, const std::string& table, FdScan& out, int& dfd)
   if (dfd >= 0) return true;
   if (errno == EACCES || errno == EPERM)
     out.readable = false;
-  else
+  else if (errno == ENOENT || errno == ESRCH)
     out.vanished = true;
+  else
+    out.failed = errno;  // what it holds is unknown, not nothing
   return false;
 }
 
@@ -116,11 +118,18 @@ FdScan scan_device_fds(int proc_dirfd, pid_t pid, const DeviceCatalog& catalog,
   if (!open_table(proc_dirfd, table, out.scan, dfd)) return out.scan;
   DIR* dir = ::fdopendir(dfd);
   if (!dir) {
+    out.scan.failed = errno;
     ::close(dfd);
-    out.scan.vanished = true;
     return out.scan;
   }
-  while (dirent* e = ::readdir(dir)) {
+  for (;;) {
+    errno = 0;  // readdir's end and its failure differ only in errno
+    dirent* e = ::readdir(dir);
+    if (!e) {
+      // A process that exits while its table is read ends the listing with ENOENT.
+      if (errno != 0 && errno != ENOENT && errno != ESRCH) out.scan.failed = errno;
+      break;
+    }
     if (e->d_name[0] == '.') continue;
     if (!inspect_fd(proc_dirfd, table, dfd, e->d_name, catalog, out)) break;
   }

@@ -18,6 +18,9 @@ struct FdScan {
   bool readable = true;  // false: no permission to read the fd table
   bool sealed = false;   // the table is listable but the kernel refuses its links
   bool vanished = false;
+  // The errno where the table could not be read for another reason than these (gpureap out of
+  // file descriptors or memory: procfs/resource_shortage.h); 0 when it was read.
+  int failed = 0;
 };
 
 // proc_dirfd: an O_DIRECTORY fd of the proc root. Each observer sees every GPU device fd found
