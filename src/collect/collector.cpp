@@ -14,6 +14,7 @@
 #include <set>
 #include <string_view>
 #include <thread>
+#include <tuple>
 
 #include "backend/settings.h"
 #include "base/hostname.h"
@@ -25,6 +26,7 @@
 #include "procfs/fd_scan.h"
 #include "procfs/open_files.h"
 #include "procfs/resource_shortage.h"
+#include "procfs/thread_tables.h"
 
 namespace gpureap::collect {
 namespace {
@@ -130,6 +132,33 @@ bool still_there(const procfs::ProcFs& proc, const core::ProcessStat& read, Slot
   return now && *now && (*now)->stat.start_ticks == read.start_ticks;
 }
 
+// The GPU files that threads of a process hold in fd tables of their own (unshare(CLONE_FILES)),
+// added to `scan`, the table read through /proc/PID/fd (or the live thread `table_task`'s).
+// Only a process with more than one thread has any; where the kernel's pass covered the
+// process, only one it saw such a thread hold a GPU file in.
+void add_thread_tables(const procfs::ProcFs& proc, const procfs::DeviceCatalog& catalog,
+                       const core::ProcessStat& st, pid_t table_task, procfs::FdScan& scan,
+                       Slot& slot) {
+  auto threads = procfs::threads_with_own_tables(proc.dirfd(), st.pid, table_task);
+  if (threads.failed) {
+    slot.failed = threads.failed;
+    slot.failed_read = "comparing its threads' fd tables (kcmp)";
+  }
+  if (threads.threads.empty()) return;
+  auto own = procfs::scan_thread_tables(proc.dirfd(), st.pid, threads.threads, catalog);
+  if (own.failed) {
+    slot.failed = own.failed;
+    slot.failed_read = "listing /proc/PID/task/TID/fd";
+  }
+  scan.sealed = scan.sealed || own.sealed;
+  scan.readable = scan.readable && own.readable;
+  for (auto& h : own.holds) scan.holds.push_back(std::move(h));
+  std::sort(scan.holds.begin(), scan.holds.end(),
+            [](const core::DeviceHold& a, const core::DeviceHold& b) {
+              return std::tie(a.path, a.thread) < std::tie(b.path, b.thread);
+            });
+}
+
 // A pass of the kernel's open-file iterator that may still be running (Collector::scan).
 using PendingIndex = std::shared_future<std::optional<KernelFdIndex>>;
 
@@ -183,8 +212,10 @@ std::vector<Slot> scan_all(const procfs::ProcFs& proc, const procfs::DeviceCatal
       p.fds_readable = was->fds_readable;
     } else if (!p.stat.is_kernel_thread() && !p.stat.is_zombie() &&
                (reread || !known_non_holder(previous, p.stat))) {
+      // Where the main thread has exited, the pass names its live threads' shared table by
+      // each thread's id: that table is read whole instead.
       const std::vector<int>* gpu_fds =
-          index ? index->gpu_fds(p.stat.pid, p.stat.start_ticks) : nullptr;
+          index && !fd_tasks[i] ? index->gpu_fds(p.stat.pid, p.stat.start_ticks) : nullptr;
       auto scan =
           gpu_fds ? procfs::scan_listed_fds(proc.dirfd(), pids[i], *gpu_fds, catalog, observers,
                                             fd_tasks[i])
@@ -193,6 +224,10 @@ std::vector<Slot> scan_all(const procfs::ProcFs& proc, const procfs::DeviceCatal
         slots[i].failed = scan.failed;
         slots[i].failed_read = "listing /proc/PID/fd";
       }
+      if (p.stat.num_threads > 1 && scan.readable && !scan.sealed && !scan.vanished &&
+          !scan.failed && (!gpu_fds || index->thread_holds(p.stat.pid, p.stat.start_ticks)))
+        add_thread_tables(proc, catalog, p.stat, fd_tasks[i] ? fd_tasks[i] : pids[i], scan,
+                          slots[i]);
       if (scan.vanished || (!scan.holds.empty() && !still_there(proc, p.stat, slots[i]))) {
         slots[i].present = false;
         return;
@@ -220,9 +255,9 @@ bool same_stat(const core::ProcessStat& a, const core::ProcessStat& b) {
 // The same GPU files on the same fds, whether or not the holds are split by open file yet.
 bool same_device_fds(const core::HostProcess& a, const core::HostProcess& b) {
   auto fds = [](const core::HostProcess& p) {
-    std::vector<std::pair<std::string, int>> out;
+    std::vector<std::tuple<std::string, pid_t, int>> out;
     for (const auto& h : p.devices)
-      for (int fd : h.fds) out.emplace_back(h.path, fd);
+      for (int fd : h.fds) out.emplace_back(h.path, h.thread, fd);
     std::sort(out.begin(), out.end());
     return out;
   };

@@ -29,7 +29,7 @@ static_assert(considered<core::HostProcess, 4>);
 static_assert(considered<core::ProcessStat, 11>);
 static_assert(considered<core::ProcessDetails, 9>);  // rank_labels: shown by doctor (stalled-job)
 static_assert(considered<core::ContainerInfo, 10>);
-static_assert(considered<core::DeviceHold, 6>);
+static_assert(considered<core::DeviceHold, 7>);
 static_assert(considered<core::DriverReading, 2>);
 static_assert(considered<core::BackendStatus, 9>);
 static_assert(considered<core::Gpu, 23>);
@@ -199,6 +199,7 @@ json row_to_json(const core::Snapshot& s, const core::ProcessRow& r) {
   for (const auto& h : p.devices)
     devices.push_back({{"path", h.path},
                        {"fds", h.fds},
+                       {"thread", h.thread ? json(h.thread) : json()},
                        {"kind", h.kind},
                        {"device", h.device ? json(device_number_text(*h.device)) : json()},
                        {"open_file", opt(h.open_file)}});

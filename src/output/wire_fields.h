@@ -142,7 +142,8 @@ template <>
 inline constexpr auto kFields<core::DeviceHold> = std::tuple{
     field("path", &core::DeviceHold::path),     field("kind", &core::DeviceHold::kind),
     field("device", &core::DeviceHold::device), field("gpu_file", &core::DeviceHold::gpu_file),
-    field("fds", &core::DeviceHold::fds),       field("open_file", &core::DeviceHold::open_file)};
+    field("fds", &core::DeviceHold::fds),       field("open_file", &core::DeviceHold::open_file),
+    field("thread", &core::DeviceHold::thread)};
 static_assert(describes_every_field<core::DeviceHold>());
 
 template <>

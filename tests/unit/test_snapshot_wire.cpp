@@ -73,7 +73,7 @@ core::Snapshot rich_snapshot() {
   auto drm_holder = proc(6000, 1, 6000, 'S');
   drm_holder.devices.push_back(
       {"/dev/dri/renderD128", "drm-render", ::makedev(226, 128), true, {3, 7}, std::nullopt});
-  drm_holder.devices.push_back({"/dev/kfd", "kfd", std::nullopt, false, {}, std::nullopt});
+  drm_holder.devices.push_back({"/dev/kfd", "kfd", std::nullopt, false, {}, std::nullopt, 6002});
   auto sharer = proc(6001, 6000, 6000, 'Z');
   sharer.stat.ppid = -1;  // signed fields keep their sign
   v.processes = {init, listed_live, worker, hidden, drm_holder, sharer};
