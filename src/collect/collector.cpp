@@ -124,7 +124,7 @@ void in_parallel(size_t n, const std::function<void(size_t)>& step, unsigned bus
 // not read (out of file descriptors) is no sign it left: `slot` says the failure instead.
 bool still_there(const procfs::ProcFs& proc, const core::ProcessStat& read, Slot& slot) {
   auto now = proc.read_process_stat(read.pid);
-  if (!now && now.error().code && procfs::is_resource_shortage(now.error().code)) {
+  if (!now && procfs::is_resource_shortage(now.error().code)) {
     slot.failed = now.error().code;
     slot.failed_read = "reading /proc/PID/stat";
     return true;
@@ -232,7 +232,7 @@ std::vector<Slot> scan_all(const procfs::ProcFs& proc, const procfs::DeviceCatal
         slots[i].present = false;
         return;
       }
-      p.fds_readable = scan.readable && !scan.sealed;
+      p.fds_readable = scan.readable && !scan.sealed && !scan.failed;
       p.devices = std::move(scan.holds);
       slots[i].uninspectable = !scan.readable;
       if (scan.sealed)
