@@ -28,17 +28,10 @@ core::Result<std::vector<std::string>> list_existing_dir(const std::string& dir)
     if (errno == ENOENT || errno == ENOTDIR) return names;
     return unlistable(dir, errno);
   }
-  int err = 0;
-  for (;;) {
-    errno = 0;  // readdir's end and its failure differ only in errno
-    dirent* e = ::readdir(d);
-    if (!e) {
-      err = errno;
-      break;
-    }
-    std::string_view name = e->d_name;
-    if (name != "." && name != "..") names.emplace_back(name);
-  }
+  const int err = for_each_entry(d, [&](const char* name) {
+    names.emplace_back(name);
+    return true;
+  });
   ::closedir(d);
   if (err != 0) return unlistable(dir, err);
   std::sort(names.begin(), names.end());

@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <string>
 
+#include "procfs/dir_entries.h"
 #include "procfs/file_read.h"
 #include "procfs/parsers.h"
 
@@ -122,17 +123,11 @@ FdScan scan_device_fds(int proc_dirfd, pid_t pid, const DeviceCatalog& catalog,
     ::close(dfd);
     return out.scan;
   }
-  for (;;) {
-    errno = 0;  // readdir's end and its failure differ only in errno
-    dirent* e = ::readdir(dir);
-    if (!e) {
-      // A process that exits while its table is read ends the listing with ENOENT.
-      if (errno != 0 && errno != ENOENT && errno != ESRCH) out.scan.failed = errno;
-      break;
-    }
-    if (e->d_name[0] == '.') continue;
-    if (!inspect_fd(proc_dirfd, table, dfd, e->d_name, catalog, out)) break;
-  }
+  const int err = for_each_entry(dir, [&](const char* name) {
+    return inspect_fd(proc_dirfd, table, dfd, name, catalog, out);
+  });
+  // A process that exits while its table is read ends the listing with ENOENT.
+  if (err != 0 && err != ENOENT && err != ESRCH) out.scan.failed = err;
   ::closedir(dir);
   return out.finish(proc_dirfd, pid, observers);
 }

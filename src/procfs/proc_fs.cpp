@@ -10,6 +10,7 @@
 #include <cctype>
 #include <cstring>
 
+#include "procfs/dir_entries.h"
 #include "procfs/file_read.h"
 #include "procfs/parsers.h"
 #include "procfs/resource_shortage.h"
@@ -64,16 +65,10 @@ core::Result<std::vector<pid_t>> ProcFs::list_pids() const {
     return failed(err);
   }
   ::rewinddir(d);
-  int err = 0;
-  for (;;) {
-    errno = 0;  // readdir's end and its failure differ only in errno
-    dirent* e = ::readdir(d);
-    if (!e) {
-      err = errno;
-      break;
-    }
-    if (all_digits(e->d_name)) pids.push_back(static_cast<pid_t>(std::atol(e->d_name)));
-  }
+  const int err = for_each_entry(d, [&](const char* name) {
+    if (all_digits(name)) pids.push_back(static_cast<pid_t>(std::atol(name)));
+    return true;
+  });
   ::closedir(d);
   if (err != 0) return failed(err);
   return pids;

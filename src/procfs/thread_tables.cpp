@@ -11,6 +11,8 @@
 #include <cstdlib>
 #include <string>
 
+#include "procfs/dir_entries.h"
+
 namespace gpureap::procfs {
 namespace {
 
@@ -37,15 +39,11 @@ std::vector<pid_t> thread_ids(int proc_dirfd, pid_t pid, int& failed) {
     ::close(dfd);
     return out;
   }
-  for (;;) {
-    errno = 0;  // readdir's end and its failure differ only in errno
-    dirent* e = ::readdir(dir);
-    if (!e) {
-      if (errno != 0 && errno != ENOENT && errno != ESRCH) failed = errno;
-      break;
-    }
-    if (e->d_name[0] != '.') out.push_back(static_cast<pid_t>(std::atol(e->d_name)));
-  }
+  const int err = for_each_entry(dir, [&](const char* name) {
+    out.push_back(static_cast<pid_t>(std::atol(name)));
+    return true;
+  });
+  if (err != 0 && err != ENOENT && err != ESRCH) failed = err;  // gone meanwhile: no threads
   ::closedir(dir);
   std::sort(out.begin(), out.end());
   return out;
