@@ -1,12 +1,14 @@
 /*
  * fleet: spawns a fleet of sleeping processes for gpureap's benchmarks.
  *
- *   fleet -n PROCS -k FDS -H HOLDERS -o PIDFILE [-d FILE]... [-t TMPDIR]
+ *   fleet -n PROCS -k FDS -H HOLDERS -o PIDFILE [-d FILE]... [-t TMPDIR] [-T THREADS]
  *
  * The parent forks PROCS children. Every child ends up with exactly FDS open file descriptors
  * (0-2 on /dev/null, then a mix of /dev/null, pipe ends and a temporary file, each opened
  * separately), and the first HOLDERS children also open every -d FILE once (the stand-in
- * device files), on top of the FDS. Children then sleep in pause() until killed.
+ * device files), on top of the FDS. With -T, every child runs THREADS threads in all (sharing
+ * its fd table, as a training process's threads do). Children then sleep in pause() until
+ * killed.
  *
  * Handshake: each child writes one byte on a pipe once its fd table is complete; when all
  * PROCS bytes have arrived, the parent writes PIDFILE (atomically, via rename) with one line
@@ -21,6 +23,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -59,13 +62,21 @@ static void die(const char* what) {
 
 static void usage(void) {
   fprintf(stderr,
-          "usage: fleet -n PROCS -k FDS -H HOLDERS -o PIDFILE [-d DEVFILE]... [-t TMPDIR]\n");
+          "usage: fleet -n PROCS -k FDS -H HOLDERS -o PIDFILE [-d DEVFILE]... [-t TMPDIR] "
+          "[-T THREADS]\n");
   exit(2);
 }
 
-/* Child: build the fd table, report, sleep. ready_fd has already been moved to 3. */
+static void* sleep_forever(void* arg) {
+  (void)arg;
+  for (;;) pause();
+  return NULL;
+}
+
+/* Child: build the fd table, start its threads, report, sleep. ready_fd has already been moved
+ * to 3. */
 static void child_main(int fds, int is_holder, char** devs, int ndevs, const char* tmpfile,
-                       pid_t parent) {
+                       pid_t parent, int threads) {
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (getppid() != parent) _exit(0); /* parent died before the prctl */
   prctl(PR_SET_NAME, is_holder ? "fleet-holder" : "fleet-sleeper");
@@ -117,6 +128,15 @@ static void child_main(int fds, int is_holder, char** devs, int ndevs, const cha
   if (is_holder)
     for (int i = 0; i < ndevs; ++i)
       if (open(devs[i], O_RDWR) < 0) goto failed;
+  if (threads > 1) {
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setstacksize(&attr, 64 * 1024); /* they only sleep */
+    for (int t = 1; t < threads; ++t) {
+      pthread_t id;
+      if (pthread_create(&id, &attr, sleep_forever, NULL) != 0) goto failed;
+    }
+  }
 
   char ok = 'R';
   if (write(3, &ok, 1) != 1) _exit(1);
@@ -130,11 +150,11 @@ failed:
 }
 
 int main(int argc, char** argv) {
-  int procs = -1, fds = -1, holders = -1, ndevs = 0;
+  int procs = -1, fds = -1, holders = -1, ndevs = 0, threads = 1;
   const char *pidfile = NULL, *tmpdir = NULL;
   char* devs[MAX_DEVS];
   int opt;
-  while ((opt = getopt(argc, argv, "n:k:H:o:d:t:")) != -1) {
+  while ((opt = getopt(argc, argv, "n:k:H:o:d:t:T:")) != -1) {
     switch (opt) {
       case 'n':
         procs = atoi(optarg);
@@ -155,11 +175,14 @@ int main(int argc, char** argv) {
       case 't':
         tmpdir = optarg;
         break;
+      case 'T':
+        threads = atoi(optarg);
+        break;
       default:
         usage();
     }
   }
-  if (procs < 1 || fds < 3 || holders < 0 || holders > procs || !pidfile) usage();
+  if (procs < 1 || fds < 3 || holders < 0 || holders > procs || threads < 1 || !pidfile) usage();
   if (!tmpdir) tmpdir = "/tmp";
   prctl(PR_SET_NAME, "fleet");
 
@@ -199,7 +222,7 @@ int main(int argc, char** argv) {
         if (dup2(ready[1], 3) < 0) _exit(1);
         close(ready[1]);
       }
-      child_main(fds, i < holders, devs, ndevs, tmpfile, self);
+      child_main(fds, i < holders, devs, ndevs, tmpfile, self, threads);
     }
     children[nchildren++] = pid;
   }

@@ -15,6 +15,8 @@
 # ratio to gpureap. The warm-up run of each tool is checked: it must find exactly the HOLDERS.
 #
 # Knobs (environment): PROCS=2000 FDS=40 HOLDERS=100 RUNS=7 GPUREAP=build/gpureap
+#   THREADS=1                   threads per fleet process (sharing its fd table): the cost of
+#                               asking which threads have a table of their own
 #   TOOLS="gpureap gpureap-proc fuser lsof"  the columns to run (fuser/lsof are skipped if not installed:
 #                               apt-get install psmisc lsof)
 #   TARGET=2                    gpureap's target speed-up over fuser
@@ -35,12 +37,14 @@ PROCS=${PROCS:-2000}
 FDS=${FDS:-40}
 HOLDERS=${HOLDERS:-100}
 RUNS=${RUNS:-7}
+THREADS=${THREADS:-1}
+export FLEET_THREADS=$THREADS
 GPUREAP=${GPUREAP:-build/gpureap}
 TOOLS=${TOOLS:-gpureap gpureap-proc fuser lsof}
 TARGET=${TARGET:-2}
 STRICT=${STRICT:-0}
 
-for v in PROCS FDS HOLDERS RUNS; do
+for v in PROCS FDS HOLDERS RUNS THREADS; do
   [[ ${!v} =~ ^[0-9]+$ ]] || fleet_die "$v must be a number, not '${!v}'"
 done
 [ "$RUNS" -ge 1 ] || fleet_die "RUNS must be at least 1"
@@ -92,7 +96,7 @@ fleet_start "$PROCS" "$FDS" "$HOLDERS"
 t1=$EPOCHREALTIME
 fleet_pids holder | sort -n >"$FLEET_WORK/expected"
 
-echo "holder scan: $PROCS sleeping processes x $FDS fds, $HOLDERS holding 3 stand-in device files"
+echo "holder scan: $PROCS sleeping processes x $FDS fds x $THREADS threads, $HOLDERS holding 3 stand-in device files"
 busy=$(bench_busy_percent 1)
 echo "  machine: $(nproc) CPUs, Linux $(uname -r), $(fleet_task_count) tasks in all, ${busy}% busy before the runs"
 echo "  fleet up in $(awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.2f", b - a}') s; $RUNS runs per tool after a warm-up, interleaved"

@@ -126,17 +126,19 @@ fleet_build() {
   done
   [ -n "$cc" ] || fleet_die "no C compiler (cc, gcc or clang) to build $FLEET_SRC; apt-get install gcc"
   FLEET_BIN="$FLEET_WORK/fleet"
-  "$cc" -O2 -o "$FLEET_BIN" "$FLEET_SRC" || fleet_die "building $FLEET_SRC with $cc failed"
+  "$cc" -O2 -pthread -o "$FLEET_BIN" "$FLEET_SRC" || fleet_die "building $FLEET_SRC with $cc failed"
 }
 
 # fleet_start PROCS FDS HOLDERS: PROCS sleepers with FDS fds each; the first HOLDERS also open
-# every file of FLEET_DEV_FILES. Returns when every process has reported ready.
+# every file of FLEET_DEV_FILES; each runs FLEET_THREADS threads (default 1) sharing its fd
+# table. Returns when every process has reported ready.
 fleet_start() {
   local procs=$1 fds=$2 holders=$3 timeout_s=${FLEET_START_TIMEOUT:-120}
   [ -n "$FLEET_BIN" ] || fleet_build
   FLEET_PIDFILE="$FLEET_WORK/fleet.pids"
   rm -f "$FLEET_PIDFILE"
-  local args=(-n "$procs" -k "$fds" -H "$holders" -o "$FLEET_PIDFILE" -t "$FLEET_WORK")
+  local args=(-n "$procs" -k "$fds" -H "$holders" -o "$FLEET_PIDFILE" -t "$FLEET_WORK"
+    -T "${FLEET_THREADS:-1}")
   local f
   for f in "${FLEET_DEV_FILES[@]}"; do args+=(-d "$f"); done
   # stdin from /dev/null so the fleet keeps no terminal; its stderr is ours, for errors.

@@ -15,6 +15,7 @@
 #include "daemon/config.h"
 #include "output/snapshot_json.h"
 #include "output/table.h"
+#include "output/view_incomplete.h"
 #include "policy/exemption.h"
 #include "policy/matcher.h"
 #include "text/byte_format.h"
@@ -261,8 +262,8 @@ int run_policy(const GlobalOptions& g, const PolicyOptions& o) {
         width);
   if (!snapshot.complete())
     std::cout << output::wrap_text(
-        "The view is incomplete: " + std::to_string(snapshot.proc.uninspectable) +
-            " processes could not be inspected; run as root to see what the daemon sees.",
+        "The view is incomplete: " + text::terminal_safe(output::incomplete_reason(snapshot)) +
+            " (the daemon, as root, sees what this view lacks).",
         width);
   if (policies.empty()) std::cout << "No [[policy]] tables.\n";
   std::cout << "\n";

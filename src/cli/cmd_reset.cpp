@@ -14,6 +14,7 @@
 #include "core/gpu_resolve.h"
 #include "doctor/reset_guard.h"
 #include "doctor/reset_remedy.h"
+#include "output/view_incomplete.h"
 #include "text/byte_format.h"
 #include "text/escape.h"
 
@@ -103,10 +104,9 @@ Guarded guard_reset(const GlobalOptions& g, const ResetOptions& o) {
     return Guarded{kExitFailed};
   }
   if (!snapshot.complete())
-    return Guarded{fail(
-        {"some processes could not be inspected, so gpureap cannot prove that nothing uses GPU " +
-             std::to_string(o.gpu),
-         "run as root"})};
+    return Guarded{fail({"gpureap cannot prove that nothing uses GPU " + std::to_string(o.gpu) +
+                             ": " + output::incomplete_reason(snapshot),
+                         ""})};
   const core::Gpu* gpu = snapshot.gpu(o.gpu);
   const backend::BackendEntry* entry = reset_entry(gpu);
   if (!entry || !entry->reset)

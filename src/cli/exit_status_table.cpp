@@ -59,7 +59,16 @@ std::vector<ExitStatus> exit_statuses(const std::string& command) {
                 "a usage error (an unknown --node or --job included), or Prometheus cannot be "
                 "asked or its answer read",
                 true)};
-  if (command == "ps" || command == "top")
+  if (command == "ps")
+    return {row(kExitOk, "success"),
+            row(kExitUsage,
+                "a usage, permission or environment error (the message says what to do), or a "
+                "holder scan that failed: gpureap ran out of file descriptors or memory, so "
+                "holders may be missing (the JSON says \"complete\": false, and why in "
+                "scan_failures)",
+                true),
+            row(kExitDriverTimeout, kTimeoutText)};
+  if (command == "top")
     return {row(kExitOk, "success"), row(kExitUsage, kUsageText, true),
             row(kExitDriverTimeout, kTimeoutText)};
   if (command == "audit")

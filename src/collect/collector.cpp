@@ -14,6 +14,7 @@
 #include <set>
 #include <string_view>
 #include <thread>
+#include <tuple>
 
 #include "backend/settings.h"
 #include "base/hostname.h"
@@ -24,6 +25,8 @@
 #include "kernel/gpu_events.h"
 #include "procfs/fd_scan.h"
 #include "procfs/open_files.h"
+#include "procfs/resource_shortage.h"
+#include "procfs/thread_tables.h"
 
 namespace gpureap::collect {
 namespace {
@@ -33,6 +36,44 @@ struct Slot {
   std::optional<std::string> warning;
   bool present = false;  // it was there (not vanished) when read
   bool uninspectable = false;
+  // What gpureap could not read of it although permitted (out of file descriptors or memory),
+  // and the errno: it may hold a GPU file unseen (ScanFailures).
+  std::string failed_read;
+  int failed = 0;
+};
+
+// The scan's failures, one sentence per cause however many processes met it: under a tiny
+// limit of open files every process fails alike.
+class ScanFailures {
+ public:
+  void add(const Slot& s) {
+    if (!s.failed) return;
+    for (auto& c : causes_)
+      if (c.err == s.failed) {
+        ++c.processes;
+        return;
+      }
+    causes_.push_back({s.failed, s.failed_read, 1});
+  }
+  void add(const core::Error& e) { said_.push_back(e.text()); }
+  std::vector<std::string> sentences() const {
+    std::vector<std::string> out = said_;
+    for (const auto& c : causes_)
+      out.push_back(std::to_string(c.processes) + (c.processes == 1 ? " process" : " processes") +
+                    " could not be scanned (" + c.first_read + ": " + std::strerror(c.err) + ")" +
+                    (procfs::is_resource_shortage(c.err) ? ": " + procfs::shortage_remedy(c.err)
+                                                         : std::string()));
+    return out;
+  }
+
+ private:
+  struct Cause {
+    int err;
+    std::string first_read;  // what failed, for the first process that met it
+    size_t processes;
+  };
+  std::vector<std::string> said_;
+  std::vector<Cause> causes_;
 };
 
 // A process `previous` had (same PID and start time) that held nothing and whose fds could be
@@ -79,10 +120,43 @@ void in_parallel(size_t n, const std::function<void(size_t)>& step, unsigned bus
 
 // The process read before its fd table is still the one under its PID: the stats are read
 // before the tables (scan_all), and a PID reused in between would give one process's holds
-// to another's row. Asked of holders only, after their table was read.
-bool still_there(const procfs::ProcFs& proc, const core::ProcessStat& read) {
+// to another's row. Asked of holders only, after their table was read. A stat gpureap could
+// not read (out of file descriptors) is no sign it left: `slot` says the failure instead.
+bool still_there(const procfs::ProcFs& proc, const core::ProcessStat& read, Slot& slot) {
   auto now = proc.read_process_stat(read.pid);
+  if (!now && procfs::is_resource_shortage(now.error().code)) {
+    slot.failed = now.error().code;
+    slot.failed_read = "reading /proc/PID/stat";
+    return true;
+  }
   return now && *now && (*now)->stat.start_ticks == read.start_ticks;
+}
+
+// The GPU files that threads of a process hold in fd tables of their own (unshare(CLONE_FILES)),
+// added to `scan`, the table read through /proc/PID/fd (or the live thread `table_task`'s).
+// Only a process with more than one thread has any; where the kernel's pass covered the
+// process, only one it saw such a thread hold a GPU file in.
+void add_thread_tables(const procfs::ProcFs& proc, const procfs::DeviceCatalog& catalog,
+                       const core::ProcessStat& st, pid_t table_task, procfs::FdScan& scan,
+                       Slot& slot) {
+  auto threads = procfs::threads_with_own_tables(proc.dirfd(), st.pid, table_task);
+  if (threads.failed) {
+    slot.failed = threads.failed;
+    slot.failed_read = "comparing its threads' fd tables (kcmp)";
+  }
+  if (threads.threads.empty()) return;
+  auto own = procfs::scan_thread_tables(proc.dirfd(), st.pid, threads.threads, catalog);
+  if (own.failed) {
+    slot.failed = own.failed;
+    slot.failed_read = "listing /proc/PID/task/TID/fd";
+  }
+  scan.sealed = scan.sealed || own.sealed;
+  scan.readable = scan.readable && own.readable;
+  for (auto& h : own.holds) scan.holds.push_back(std::move(h));
+  std::sort(scan.holds.begin(), scan.holds.end(),
+            [](const core::DeviceHold& a, const core::DeviceHold& b) {
+              return std::tie(a.path, a.thread) < std::tie(b.path, b.thread);
+            });
 }
 
 // A pass of the kernel's open-file iterator that may still be running (Collector::scan).
@@ -112,6 +186,11 @@ std::vector<Slot> scan_all(const procfs::ProcFs& proc, const procfs::DeviceCatal
         // A process whose main thread has exited reads as its live thread makes it, and its fds
         // are read through that thread (procfs/thread_group.h).
         auto st = proc.read_process_stat(pids[i]);
+        if (!st && procfs::is_resource_shortage(st.error().code)) {
+          slots[i].failed = st.error().code;
+          slots[i].failed_read = "reading /proc/PID/stat";
+          return;
+        }
         if (!st) {
           slots[i].warning = st.error().message;
           return;
@@ -133,17 +212,27 @@ std::vector<Slot> scan_all(const procfs::ProcFs& proc, const procfs::DeviceCatal
       p.fds_readable = was->fds_readable;
     } else if (!p.stat.is_kernel_thread() && !p.stat.is_zombie() &&
                (reread || !known_non_holder(previous, p.stat))) {
+      // Where the main thread has exited, the pass names its live threads' shared table by
+      // each thread's id: that table is read whole instead.
       const std::vector<int>* gpu_fds =
-          index ? index->gpu_fds(p.stat.pid, p.stat.start_ticks) : nullptr;
+          index && !fd_tasks[i] ? index->gpu_fds(p.stat.pid, p.stat.start_ticks) : nullptr;
       auto scan =
           gpu_fds ? procfs::scan_listed_fds(proc.dirfd(), pids[i], *gpu_fds, catalog, observers,
                                             fd_tasks[i])
                   : procfs::scan_device_fds(proc.dirfd(), pids[i], catalog, observers, fd_tasks[i]);
-      if (scan.vanished || (!scan.holds.empty() && !still_there(proc, p.stat))) {
+      if (scan.failed) {
+        slots[i].failed = scan.failed;
+        slots[i].failed_read = "listing /proc/PID/fd";
+      }
+      if (p.stat.num_threads > 1 && scan.readable && !scan.sealed && !scan.vanished &&
+          !scan.failed && (!gpu_fds || index->thread_holds(p.stat.pid, p.stat.start_ticks)))
+        add_thread_tables(proc, catalog, p.stat, fd_tasks[i] ? fd_tasks[i] : pids[i], scan,
+                          slots[i]);
+      if (scan.vanished || (!scan.holds.empty() && !still_there(proc, p.stat, slots[i]))) {
         slots[i].present = false;
         return;
       }
-      p.fds_readable = scan.readable && !scan.sealed;
+      p.fds_readable = scan.readable && !scan.sealed && !scan.failed;
       p.devices = std::move(scan.holds);
       slots[i].uninspectable = !scan.readable;
       if (scan.sealed)
@@ -166,9 +255,9 @@ bool same_stat(const core::ProcessStat& a, const core::ProcessStat& b) {
 // The same GPU files on the same fds, whether or not the holds are split by open file yet.
 bool same_device_fds(const core::HostProcess& a, const core::HostProcess& b) {
   auto fds = [](const core::HostProcess& p) {
-    std::vector<std::pair<std::string, int>> out;
+    std::vector<std::tuple<std::string, pid_t, int>> out;
     for (const auto& h : p.devices)
-      for (int fd : h.fds) out.emplace_back(h.path, fd);
+      for (int fd : h.fds) out.emplace_back(h.path, h.thread, fd);
     std::sort(out.begin(), out.end());
     return out;
   };
@@ -220,7 +309,10 @@ core::ProcView Collector::scan(const core::ProcView* previous,
   if (!previous && may_use_kernel_iterator())
     index = std::async(std::launch::async, [this] { return kernel_fd_index(); }).share();
   std::optional<base::Phase> phase(std::in_place, "proc scan");
-  auto pids = proc_.list_pids();
+  ScanFailures failures;
+  auto listed = proc_.list_pids();
+  if (!listed) failures.add(listed.error());
+  auto pids = listed ? std::move(*listed) : std::vector<pid_t>{};
   std::sort(pids.begin(), pids.end());
   std::vector<procfs::FdObserver*> observers;
   if (drivers_) observers = drivers_->fd_observers();
@@ -230,6 +322,11 @@ core::ProcView Collector::scan(const core::ProcView* previous,
   std::vector<core::HostProcess> processes;
   auto slots = scan_all(proc_, catalog_, pids, previous, changed, observers, processes, true,
                         index ? &*index : nullptr);
+  if (index) {
+    index->wait();
+    std::lock_guard<std::mutex> lock(kernel_iterator_->mutex);
+    if (kernel_iterator_->shortage) view.warnings.push_back(*kernel_iterator_->shortage);
+  }
   for (auto* o : observers) o->scan_finished();
   phase.emplace("open-file comparison");
   std::vector<pid_t> holders;
@@ -238,12 +335,14 @@ core::ProcView Collector::scan(const core::ProcView* previous,
     const auto& s = slots[i];
     if (s.warning) view.warnings.push_back(*s.warning);
     if (s.uninspectable) ++view.uninspectable;
+    failures.add(s);
     if (!s.present) continue;
     if (processes[i].holds_device()) holders.push_back(processes[i].stat.pid);
     if (kept != i) processes[kept] = std::move(processes[i]);
     ++kept;
   }
   processes.resize(kept);  // keeps the capacity: the few vanished ones cost a few slots
+  view.scan_failures = failures.sentences();
   // Only the few holders' fds are compared, so this costs little beside the scan itself.
   auto grouping = procfs::group_open_files(processes, proc_.names_own_processes(), proc_.dirfd());
   view.open_files_unknown = std::move(grouping.incomplete);
@@ -267,14 +366,20 @@ bool Collector::may_use_kernel_iterator() const {
 }
 
 std::optional<KernelFdIndex> Collector::kernel_fd_index() const {
-  // Where the time goes (GPUREAP_TIMING) says why it goes there.
-  auto unavailable = [](const core::Error& why) {
+  std::lock_guard<std::mutex> lock(kernel_iterator_->mutex);
+  auto& slot = *kernel_iterator_;
+  slot.shortage.reset();
+  // Where the time goes (GPUREAP_TIMING) says why it goes there; a shortage of gpureap's own
+  // is said to everyone, since raising the limit is theirs to do.
+  auto unavailable = [&slot](const core::Error& why) {
     if (base::timing_enabled())
       std::fprintf(stderr, "gpureap: timing: kernel open-file iterator unavailable: %s\n",
                    why.text().c_str());
+    if (procfs::is_resource_shortage(why.code))
+      slot.shortage = "the kernel's open-file iterator could not be used (" + why.message +
+                      "), so every fd table was read through /proc, more slowly; " +
+                      procfs::shortage_remedy(why.code);
   };
-  std::lock_guard<std::mutex> lock(kernel_iterator_->mutex);
-  auto& slot = *kernel_iterator_;
   if (!slot.tried) {
     slot.tried = true;
     base::Phase phase("kernel open-file iterator load");
@@ -315,6 +420,7 @@ core::ProcView Collector::update_processes(const core::ProcView& previous,
   std::vector<core::HostProcess> fresh;  // read now, sorted by pid at the end
   std::vector<pid_t> vanished;
   std::vector<pid_t> round = asked, seen = asked;
+  ScanFailures failures;
   while (!round.empty()) {
     std::vector<core::HostProcess> found;
     auto slots = scan_all(proc_, catalog_, round, &previous, named, observers, found, false);
@@ -324,10 +430,12 @@ core::ProcView Collector::update_processes(const core::ProcView& previous,
       if (slots[i].warning && std::find(view.warnings.begin(), view.warnings.end(),
                                         *slots[i].warning) == view.warnings.end())
         view.warnings.push_back(*slots[i].warning);
+      failures.add(slots[i]);
       if (!slots[i].present) {
         // Gone from the list; a leader that was never in it (a session whose leader has
-        // exited long ago) changes nothing.
-        if (!slots[i].warning && previous.find(round[i])) vanished.push_back(round[i]);
+        // exited long ago) changes nothing. One gpureap failed to read is not gone.
+        if (!slots[i].warning && !slots[i].failed && previous.find(round[i]))
+          vanished.push_back(round[i]);
         continue;
       }
       const auto& st = found[i].stat;
@@ -343,6 +451,9 @@ core::ProcView Collector::update_processes(const core::ProcView& previous,
     round = std::move(next);
   }
   for (auto* o : observers) o->scan_finished();
+  // The previous scan's failures stand until a read fails anew (its words then) or the next
+  // full scan reads everything again.
+  if (auto now = failures.sentences(); !now.empty()) view.scan_failures = std::move(now);
   std::sort(fresh.begin(), fresh.end(), [](const core::HostProcess& a, const core::HostProcess& b) {
     return a.stat.pid < b.stat.pid;
   });

@@ -133,6 +133,9 @@ class Collector {
     std::mutex mutex;
     bool tried = false;
     std::optional<kernel::OpenFileIterator> iterator;
+    // Why the last full scan read /proc instead, where gpureap ran short of file descriptors
+    // or memory: said as a warning (the scan is whole, only slower), not only with timing.
+    std::optional<std::string> shortage;
   };
   std::shared_ptr<KernelIterator> kernel_iterator_ = std::make_shared<KernelIterator>();
 };

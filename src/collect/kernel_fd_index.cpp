@@ -43,7 +43,8 @@ class Probes {
     int fd = ::open(path.c_str(), O_PATH | O_CLOEXEC);
     if (fd < 0)
       return core::Error{
-          "cannot open " + path + " to check the open-file iterator: " + std::strerror(errno), ""};
+          "cannot open " + path + " to check the open-file iterator: " + std::strerror(errno), "",
+          errno};
     fds_.push_back({fd, file, {}});
     if (::fstat(fd, &fds_.back().st) != 0)
       return core::Error{"cannot stat " + path + ": " + std::strerror(errno), ""};
@@ -94,7 +95,7 @@ core::Result<KernelFdIndex> KernelFdIndex::read(const kernel::OpenFileIterator& 
       struct stat st {};
       st.st_mode = r.mode;
       st.st_rdev = r.rdev;
-      if (catalog.match(st)) e->fds.push_back(r.fd);
+      if (catalog.match(st)) e->hold(r);
     } else if (std::find(stand_in_inodes.begin(), stand_in_inodes.end(), r.ino) !=
                stand_in_inodes.end()) {
       maybe_stand_ins.push_back(r);
@@ -124,7 +125,7 @@ core::Result<KernelFdIndex> KernelFdIndex::read(const kernel::OpenFileIterator& 
     st.st_mode = r.mode;
     st.st_dev = id->st->st_dev;
     st.st_ino = id->st->st_ino;
-    if (catalog.match(st)) index.by_pid_[r.tgid].fds.push_back(r.fd);
+    if (catalog.match(st)) index.by_pid_[r.tgid].hold(r);
   }
   for (auto& [pid, entry] : index.by_pid_) {
     std::sort(entry.fds.begin(), entry.fds.end());
@@ -133,10 +134,22 @@ core::Result<KernelFdIndex> KernelFdIndex::read(const kernel::OpenFileIterator& 
   return index;
 }
 
+void KernelFdIndex::Entry::hold(const kernel::OpenFileRecord& r) {
+  if (r.tid == r.tgid)
+    fds.push_back(r.fd);
+  else
+    thread_holds = true;
+}
+
 const std::vector<int>* KernelFdIndex::gpu_fds(pid_t pid, uint64_t start_ticks) const {
   auto it = by_pid_.find(pid);
   if (it == by_pid_.end() || it->second.start_ticks != start_ticks) return nullptr;
   return &it->second.fds;
+}
+
+bool KernelFdIndex::thread_holds(pid_t pid, uint64_t start_ticks) const {
+  auto it = by_pid_.find(pid);
+  return it != by_pid_.end() && it->second.start_ticks == start_ticks && it->second.thread_holds;
 }
 
 }  // namespace gpureap::collect

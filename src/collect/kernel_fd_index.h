@@ -31,6 +31,10 @@ class KernelFdIndex {
   // see (no fd 0, device node or regular file open then, or started since) or whose start
   // differs (a reused PID).
   const std::vector<int>* gpu_fds(pid_t pid, uint64_t start_ticks) const;
+  // A thread of that process with a table other than the leader's held a GPU file in the pass
+  // (OpenFileRecord::tid): those tables are read through /proc (procfs/thread_tables.h); the
+  // fds of gpu_fds are the leader's table's alone.
+  bool thread_holds(pid_t pid, uint64_t start_ticks) const;
 
   size_t processes() const { return by_pid_.size(); }
 
@@ -38,6 +42,9 @@ class KernelFdIndex {
   struct Entry {
     uint64_t start_ticks = 0;
     std::vector<int> fds;
+    bool thread_holds = false;
+    // A GPU file's record: the leader's table's fd, or a thread's table holds one.
+    void hold(const kernel::OpenFileRecord& r);
   };
   std::unordered_map<pid_t, Entry> by_pid_;
 };

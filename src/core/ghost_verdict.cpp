@@ -32,7 +32,7 @@ class Decider {
     }
     for (auto& [pid, ghost] : ghosts) {
       // Other holders keep nothing that is proven: the memory is a leak unless a keeper is.
-      ghost.leaked = !ghost.kept() && !ghost.kept_by_server() && proc_.uninspectable == 0;
+      ghost.leaked = !ghost.kept() && !ghost.kept_by_server() && proc_.holders_complete();
       for (pid_t k : ghost.keepers) add_unique(out_.keeps[k], pid);
       for (pid_t k : ghost.listed_keepers) add_unique(out_.keeps[k], pid);
       for (auto* v : {&ghost.keepers, &ghost.listed_keepers, &ghost.other_holders, &ghost.servers})

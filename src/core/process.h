@@ -79,6 +79,10 @@ struct DeviceHold {
   // The open file description: "PID:FD" of the lowest PID (then fd) holding it, the same in
   // every process that shares it. Empty when it could not be compared (see ProcView).
   std::optional<std::string> open_file;
+  // The thread whose fd table of its own holds these fds (it called unshare(CLONE_FILES), so
+  // /proc/PID/fd, the leader's table, lacks them); 0: the process's table. A thread's id
+  // names where the fds are; what is signalled is always the process.
+  pid_t thread = 0;
 
   // Through this file a process reaches `gpu`: its number is one of the GPU's, or, when the
   // backend could not say which files reach the GPU, it is a GPU file of the GPU's major.

@@ -10,6 +10,7 @@ namespace gpureap::core {
 struct Error {
   std::string message;  // what failed and why
   std::string hint;     // what to do about it; may be empty
+  int code = 0;         // the errno of the system call that failed, where one did
 
   std::string text() const { return hint.empty() ? message : message + ": " + hint; }
 };

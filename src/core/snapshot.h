@@ -107,6 +107,10 @@ struct ProcView {
   size_t uninspectable = 0;  // processes whose fd table could not be read
   bool details_complete = true;
   std::vector<std::string> warnings;
+  // What the holder scan could not read although it had the right to (gpureap ran out of file
+  // descriptors or memory), each saying what failed, why and what to do. Not empty: holders
+  // may be missing whatever the privilege, and the scan is no answer that nothing holds a GPU.
+  std::vector<std::string> scan_failures;
   std::optional<long long> boot_time;  // epoch seconds
   long ticks_per_second = 100;
   bool in_child_pid_namespace = false;
@@ -136,6 +140,8 @@ struct ProcView {
   std::vector<RankExit> rank_exits;
 
   const HostProcess* find(pid_t pid) const;
+  // Every process's open files were read: a GPU file no holder was found for has none.
+  bool holders_complete() const { return uninspectable == 0 && scan_failures.empty(); }
 };
 
 // One GPU's used memory, split the same way in every view (README, "What the memory
@@ -163,7 +169,7 @@ class Snapshot {
   std::shared_ptr<const Snapshot> whole;
   const Snapshot& figures() const { return whole ? *whole : *this; }
 
-  bool complete() const { return proc.uninspectable == 0 && proc.details_complete; }
+  bool complete() const { return proc.holders_complete() && proc.details_complete; }
   // The join's, the scan's and every backend's warnings, in that order.
   std::vector<std::string> all_warnings() const;
   const HostProcess* find(pid_t pid) const;

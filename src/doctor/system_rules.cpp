@@ -145,7 +145,19 @@ void driver_rules(const DoctorInput& in, std::vector<Finding>& out) {
            fmt::format("GPU {}: the driver's process records are not understood", g.index)});
     }
   }
-  if (!s.complete()) {
+  if (!s.proc.scan_failures.empty()) {
+    out.push_back({FindingCode::IncompleteView,
+                   Severity::Warning,
+                   {},
+                   {},
+                   0,
+                   s.proc.scan_failures,
+                   "gpureap could not read every process's open files although it may: it ran "
+                   "short of file descriptors or memory itself. Holders may be missing and no "
+                   "leak can be proven until it runs with a higher limit.",
+                   {"ulimit -n 1024; gpureap doctor   # a higher limit of open files"},
+                   "the holder scan failed: holders may be missing"});
+  } else if (!s.complete()) {
     out.push_back(
         {FindingCode::IncompleteView,
          Severity::Warning,

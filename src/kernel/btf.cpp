@@ -113,7 +113,7 @@ core::Result<Btf> Btf::load_vmlinux() {
   auto fail = [](int err) {
     return core::Error{
         std::string("cannot read ") + kVmlinux + ": " + std::strerror(err),
-        err == ENOENT ? "the kernel was built without BTF (CONFIG_DEBUG_INFO_BTF)" : ""};
+        err == ENOENT ? "the kernel was built without BTF (CONFIG_DEBUG_INFO_BTF)" : "", err};
   };
   int fd = ::open(kVmlinux, O_RDONLY | O_CLOEXEC);
   if (fd < 0) return fail(errno);

@@ -19,10 +19,10 @@ namespace {
 
 // One record as the program writes it, in the reader's byte order (the same machine).
 struct WireRecord {
-  uint32_t tgid, fd, flags, mode, rdev, sb_dev;
+  uint32_t tgid, tid, fd, flags, mode, rdev, sb_dev, unused;
   uint64_t ino, start_ns;
 };
-static_assert(sizeof(WireRecord) == 40);
+static_assert(sizeof(WireRecord) == 48);
 
 // The kernel keeps a device number as MAJOR << 20 | MINOR (include/linux/kdev_t.h).
 dev_t from_kernel_dev(uint32_t v) {
@@ -136,6 +136,7 @@ core::Result<std::vector<bpf_insn>> build(const Btf& btf) {
       {"bpf_iter__task_file", "file", 8},
       {"bpf_iter_meta", "seq", 8},
       {"task_struct", "tgid", 4},
+      {"task_struct", "pid", 4},
       {"task_struct", "group_leader", 8},
       {"task_struct", "start_boottime", 8},
       {"file", "f_flags", 4},
@@ -152,8 +153,8 @@ core::Result<std::vector<bpf_insn>> build(const Btf& btf) {
     if (!found) return found.error();
     m[i] = *found;
   }
-  const auto [meta, task, fd, file, seq, tgid, leader, start, flags, inode, mode, rdev, ino, sb,
-              sdev] = m;
+  const auto [meta, task, fd, file, seq, tgid, tid, leader, start, flags, inode, mode, rdev, ino,
+              sb, sdev] = m;
   constexpr int16_t kRecord = -48;  // the record on the stack, 8-aligned
   auto slot = [](size_t member_offset) { return static_cast<int16_t>(kRecord + member_offset); };
 
@@ -178,6 +179,10 @@ core::Result<std::vector<bpf_insn>> build(const Btf& btf) {
   p.if_zero_to_end(R8);
   p.load(R1, R8, tgid.offset, tgid.size);
   p.store(R10, slot(offsetof(WireRecord, tgid)), R1, 4);
+  p.load(R1, R8, tid.offset, tid.size);
+  p.store(R10, slot(offsetof(WireRecord, tid)), R1, 4);
+  p.mov_imm(R1, 0);  // the verifier lets no byte of the stack be written out unset
+  p.store(R10, slot(offsetof(WireRecord, unused)), R1, 4);
   p.load(R1, R6, fd.offset, fd.size);
   p.store(R10, slot(offsetof(WireRecord, fd)), R1, 4);
   p.load(R1, R7, flags.offset, flags.size);
@@ -209,7 +214,7 @@ core::Error refused(const char* step, int err, const std::string& log = {}) {
                         "): " + std::strerror(err);
   if (!log.empty()) message += " (" + log + ")";
   const bool privilege = err == EPERM || err == EACCES;
-  return core::Error{message, privilege ? "it needs root (CAP_BPF and CAP_PERFMON)" : ""};
+  return core::Error{message, privilege ? "it needs root (CAP_BPF and CAP_PERFMON)" : "", err};
 }
 
 // The verifier's last words, which say why a program was refused.
@@ -287,8 +292,8 @@ core::Result<bool> OpenFileIterator::for_each(
     const size_t have = carried + static_cast<size_t>(n), whole = have / sizeof(WireRecord);
     for (size_t i = 0; i < whole; ++i) {
       const WireRecord& r = buf[i];
-      each({static_cast<pid_t>(r.tgid), static_cast<int>(r.fd), r.flags, r.mode,
-            from_kernel_dev(r.rdev), from_kernel_dev(r.sb_dev), r.ino, r.start_ns});
+      each({static_cast<pid_t>(r.tgid), static_cast<pid_t>(r.tid), static_cast<int>(r.fd), r.flags,
+            r.mode, from_kernel_dev(r.rdev), from_kernel_dev(r.sb_dev), r.ino, r.start_ns});
     }
     carried = have - whole * sizeof(WireRecord);
     std::memmove(bytes, bytes + whole * sizeof(WireRecord), carried);

@@ -20,6 +20,11 @@ namespace gpureap::kernel {
 
 struct OpenFileRecord {
   pid_t tgid = 0;  // the process (thread group) in the initial PID namespace
+  // The task whose table holds the fd: tgid for the process's table (walked once, through the
+  // leader); another thread's id for a table other than the leader's: one of its own
+  // (unshare(CLONE_FILES)), or, where the leader has exited, the table its threads still
+  // share (a record per thread then).
+  pid_t tid = 0;
   int fd = 0;
   uint32_t flags = 0;  // the open flags (O_PATH among them)
   uint32_t mode = 0;   // the inode's type and permission bits
@@ -40,7 +45,7 @@ class OpenFileIterator {
   static core::Result<OpenFileIterator> load();
   // One pass over every process's open device nodes and regular files (no other kind of file
   // can be a GPU file), and its fd 0 whatever it is. Threads that share their process's table
-  // are skipped; a thread with a table of its own reads under its process's tgid.
+  // are skipped; a thread with a table of its own reads under its process's tgid, with its tid.
   // `each` sees the records as they are read: at most one buffer of them is in memory at
   // once, however many fds the machine's processes open.
   core::Result<bool> for_each(const std::function<void(const OpenFileRecord&)>& each) const;

@@ -8,6 +8,7 @@
 #include "output/command_label.h"
 #include "output/ps_view.h"
 #include "output/table.h"
+#include "output/view_incomplete.h"
 #include "reap/arguments.h"
 #include "text/byte_format.h"
 #include "text/escape.h"
@@ -164,10 +165,8 @@ std::string plan_text(const core::Snapshot& s, const Plan& plan, const KillSetti
     out += labelled(style, "note: ", Color::Yellow, text::terminal_safe(n), width);
   if (!s.complete())
     out += labelled(style, "note: ", Color::Yellow,
-                    fmt::format("the view is incomplete ({} processes could not be inspected): "
-                                "holders may be missing from this plan; run as root or grant "
-                                "CAP_SYS_PTRACE",
-                                s.proc.uninspectable),
+                    "the view is incomplete, and holders may be missing from this plan: " +
+                        text::terminal_safe(incomplete_reason(s)),
                     width);
   return out;
 }

@@ -92,6 +92,9 @@ PsRendered render_ps_command(const core::Snapshot& scanned, const PsRenderOption
       break;
     }
   }
+  // A scan that failed (gpureap out of file descriptors or memory) is no answer: what it shows
+  // is true, but a holder may be missing from it.
+  if (!s.proc.scan_failures.empty()) r.exit_code = kPsExitUsage;
   auto timeout = driver_timeout_lines(s);
   if (!timeout.empty()) r.exit_code = kPsExitDriverTimeout;
   r.err.insert(r.err.end(), timeout.begin(), timeout.end());

@@ -17,7 +17,8 @@ enum class PsFormat { Table, Json, Csv };
 
 // The exit status of a `ps` whose GPU driver did not answer; the cli's kExitDriverTimeout.
 inline constexpr int kPsExitDriverTimeout = 4;
-// The exit status of a `ps` whose selection names no such user or GPU; the cli's kExitUsage.
+// The exit status of a `ps` whose selection names no such user or GPU, or whose holder scan
+// failed (gpureap out of file descriptors or memory); the cli's kExitUsage.
 inline constexpr int kPsExitUsage = 2;
 
 struct PsRenderOptions {
@@ -39,7 +40,7 @@ struct PsRenderOptions {
 // The note about a process the kernel protects from inspection, said only with --verbose.
 bool is_protected_process_note(const std::string& warning);
 
-// Its exit status: 0, or kPsExitDriverTimeout.
+// Its exit status: 0, kPsExitUsage (the holder scan failed), or kPsExitDriverTimeout.
 using PsRendered = CommandOutput;
 
 // --verbose's notes on what the views leave out as no news here: a backend with no GPU of its

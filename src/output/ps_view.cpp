@@ -31,7 +31,10 @@ std::string devices_text(const core::ProcessRow& r) {
   if (!r.process) return "-";
   if (!r.process->fds_readable) return "?";
   std::string out;
-  for (const auto& h : r.process->devices) out += (out.empty() ? "" : ",") + short_device(h);
+  // A thread's own table (DeviceHold::thread) is named after the file: nvidia0@TID.
+  for (const auto& h : r.process->devices)
+    out += (out.empty() ? "" : ",") + short_device(h) +
+           (h.thread ? "@" + std::to_string(h.thread) : std::string());
   return out.empty() ? "-" : out;
 }
 

@@ -22,7 +22,7 @@ using nlohmann::json;
 template <class T, std::size_t N>
 constexpr bool considered = core::field_count<T>() == N;
 static_assert(considered<core::Snapshot, 8>);
-static_assert(considered<core::ProcView, 13>);  // rank_exits: shown by doctor (stalled-job)
+static_assert(considered<core::ProcView, 14>);  // rank_exits: shown by doctor (stalled-job)
 static_assert(considered<core::ProcessRow, 9>);
 static_assert(considered<core::GpuUse, 11>);
 static_assert(considered<core::Ghost, 10>);
@@ -30,7 +30,7 @@ static_assert(considered<core::HostProcess, 4>);
 static_assert(considered<core::ProcessStat, 11>);
 static_assert(considered<core::ProcessDetails, 9>);  // rank_labels: shown by doctor (stalled-job)
 static_assert(considered<core::ContainerInfo, 10>);
-static_assert(considered<core::DeviceHold, 6>);
+static_assert(considered<core::DeviceHold, 7>);
 static_assert(considered<core::DriverReading, 2>);
 static_assert(considered<core::BackendStatus, 9>);
 static_assert(considered<core::Gpu, 23>);
@@ -202,6 +202,11 @@ void write_devices(JsonOut& o, const std::vector<core::DeviceHold>& holds) {
     member(o, "kind", h.kind);
     member(o, "open_file", h.open_file);
     member(o, "path", h.path);
+    o.key("thread");  // the thread whose own fd table holds it; null: the process's table
+    if (h.thread)
+      put(o, h.thread);
+    else
+      o.null();
     o.end_object();
   }
   o.end_array();
@@ -387,6 +392,7 @@ void write_snapshot(JsonOut& o, const core::Snapshot& s, const json* source) {
   o.begin_array();
   for (const auto& r : s.rows) write_row(o, s, r);
   o.end_array();
+  member(o, "scan_failures", s.proc.scan_failures);
   member(o, "schema", kSnapshotSchema);
   if (source) member(o, "source", *source);
   member(o, "timestamp", text::iso8601_utc(s.timestamp));

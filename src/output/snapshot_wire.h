@@ -50,7 +50,8 @@ inline constexpr int kSnapshotWireVersion = 12;  // 2: container and pod names; 
 // 8: the holders' ends the daemon saw; 9: distributed jobs' rank labels; 10: the ranks the
 // daemon saw end, and the wait status of an end the events saw; 11: one codec by the
 // structs' descriptions (keys are the fields' names; maps are [key, value] pairs); 12: whether
-// a rank's end is dated by its exit event or bounded by a view
+// a rank's end is dated by its exit event or bounded by a view, the scan's failures, and the
+// thread whose own fd table holds a hold
 
 nlohmann::json snapshot_inputs_to_wire(const core::Snapshot& snapshot);
 // The inputs decoded and joined again: core::join(proc, drivers, hostname, timestamp). The

@@ -142,7 +142,8 @@ template <>
 inline constexpr auto kFields<core::DeviceHold> = std::tuple{
     field("path", &core::DeviceHold::path),     field("kind", &core::DeviceHold::kind),
     field("device", &core::DeviceHold::device), field("gpu_file", &core::DeviceHold::gpu_file),
-    field("fds", &core::DeviceHold::fds),       field("open_file", &core::DeviceHold::open_file)};
+    field("fds", &core::DeviceHold::fds),       field("open_file", &core::DeviceHold::open_file),
+    field("thread", &core::DeviceHold::thread)};
 static_assert(describes_every_field<core::DeviceHold>());
 
 template <>
@@ -207,6 +208,7 @@ inline constexpr auto kFields<core::ProcView> =
                field("uninspectable", &core::ProcView::uninspectable),
                field("details_complete", &core::ProcView::details_complete),
                field("warnings", &core::ProcView::warnings),
+               field("scan_failures", &core::ProcView::scan_failures),
                field("boot_time", &core::ProcView::boot_time),
                field("ticks_per_second", &core::ProcView::ticks_per_second),
                field("in_child_pid_namespace", &core::ProcView::in_child_pid_namespace),

@@ -4,17 +4,21 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 
 #include "procfs/dir_entries.h"
 #include "procfs/file_read.h"
 #include "procfs/parsers.h"
+#include "procfs/resource_shortage.h"
 
 namespace gpureap::procfs {
 namespace {
 
-// A sysfs "dev" file: "MAJ:MIN\n".
-std::optional<dev_t> read_dev_file(const std::string& path) {
+// A sysfs "dev" file: "MAJ:MIN\n". `shortage`: set to the errno where gpureap itself ran
+// short of file descriptors or memory reading it (the number is then unknown, not absent).
+std::optional<dev_t> read_dev_file(const std::string& path, int& shortage) {
   auto dev = read_file(path);
+  if (is_resource_shortage(dev.error)) shortage = dev.error;
   unsigned major = 0, minor = 0;
   if (dev.ok() && std::sscanf(dev.data.c_str(), "%u:%u", &major, &minor) == 2)
     return ::makedev(major, minor);
@@ -53,11 +57,15 @@ core::Result<DeviceCatalog> DeviceCatalog::enumerate(const DeviceNodes& nodes,
                        "pass an existing directory with --dev-root"};
   DeviceCatalog cat;
   cat.dev_root_ = dev_root;
+  // A file gpureap could not read for want of a resource would leave GPU files out of the
+  // catalogue unsaid, and every holder of them with it: the catalogue fails instead.
+  int shortage = 0;
   auto devices = read_file(proc_root + "/devices");
+  if (is_resource_shortage(devices.error)) shortage = devices.error;
   for (const auto& node : nodes) {
     Resolved r{node, std::nullopt, std::nullopt};
     if (!node.sys_dev_file.empty() && !per_node_sys_file(node))
-      if (auto n = read_dev_file(sys_root + "/" + node.sys_dev_file)) {
+      if (auto n = read_dev_file(sys_root + "/" + node.sys_dev_file, shortage)) {
         r.major = ::major(*n);
         r.number = n;
       }
@@ -76,7 +84,7 @@ core::Result<DeviceCatalog> DeviceCatalog::enumerate(const DeviceNodes& nodes,
     f.reaches = r.node.reaches_gpus;
     std::optional<dev_t> own;  // the node's own number from sysfs
     if (per_node_sys_file(r.node) && minor) {
-      own = read_dev_file(sys_root + "/" + per_node(r.node.sys_dev_file, *minor));
+      own = read_dev_file(sys_root + "/" + per_node(r.node.sys_dev_file, *minor), shortage);
       if (own && !r.major) r.major = ::major(*own);
     }
     if (S_ISCHR(st.st_mode)) {
@@ -108,7 +116,11 @@ core::Result<DeviceCatalog> DeviceCatalog::enumerate(const DeviceNodes& nodes,
       folders.push_back(r.node.folder);
   for (const auto& folder : folders) {
     std::string dir = folder.empty() ? dev_root : dev_root + "/" + folder;
-    for (const auto& name : list_dir(dir)) {
+    auto names = list_existing_dir(dir);
+    if (!names)
+      return core::Error{"cannot find the GPU device files: " + names.error().message,
+                         names.error().hint};
+    for (const auto& name : *names) {
       Resolved* found = nullptr;
       std::optional<unsigned> minor;
       for (auto& r : cat.nodes_)
@@ -126,6 +138,10 @@ core::Result<DeviceCatalog> DeviceCatalog::enumerate(const DeviceNodes& nodes,
       if (found) add(dir + "/" + name, *found, minor);
     }
   }
+  if (shortage)
+    return core::Error{"cannot find the GPU device files: reading the device numbers under " +
+                           proc_root + " and " + sys_root + " failed: " + std::strerror(shortage),
+                       shortage_remedy(shortage)};
   return cat;
 }
 

@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <string>
 
+#include "procfs/dir_entries.h"
 #include "procfs/file_read.h"
 #include "procfs/parsers.h"
 
@@ -53,8 +54,10 @@ bool open_table(int proc_dirfd, const std::string& table, FdScan& out, int& dfd)
   if (dfd >= 0) return true;
   if (errno == EACCES || errno == EPERM)
     out.readable = false;
-  else
+  else if (errno == ENOENT || errno == ESRCH)
     out.vanished = true;
+  else
+    out.failed = errno;  // what it holds is unknown, not nothing
   return false;
 }
 
@@ -116,14 +119,15 @@ FdScan scan_device_fds(int proc_dirfd, pid_t pid, const DeviceCatalog& catalog,
   if (!open_table(proc_dirfd, table, out.scan, dfd)) return out.scan;
   DIR* dir = ::fdopendir(dfd);
   if (!dir) {
+    out.scan.failed = errno;
     ::close(dfd);
-    out.scan.vanished = true;
     return out.scan;
   }
-  while (dirent* e = ::readdir(dir)) {
-    if (e->d_name[0] == '.') continue;
-    if (!inspect_fd(proc_dirfd, table, dfd, e->d_name, catalog, out)) break;
-  }
+  const int err = for_each_entry(dir, [&](const char* name) {
+    return inspect_fd(proc_dirfd, table, dfd, name, catalog, out);
+  });
+  // A process that exits while its table is read ends the listing with ENOENT.
+  if (err != 0 && err != ENOENT && err != ESRCH) out.scan.failed = err;
   ::closedir(dir);
   return out.finish(proc_dirfd, pid, observers);
 }

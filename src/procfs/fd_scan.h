@@ -18,13 +18,17 @@ struct FdScan {
   bool readable = true;  // false: no permission to read the fd table
   bool sealed = false;   // the table is listable but the kernel refuses its links
   bool vanished = false;
+  // The errno where the table could not be read for another reason than these (gpureap out of
+  // file descriptors or memory: procfs/resource_shortage.h); 0 when it was read.
+  int failed = 0;
 };
 
 // proc_dirfd: an O_DIRECTORY fd of the proc root. Each observer sees every GPU device fd found
 // (see fd_observer.h), so a backend reads what it needs while the fd is at hand. `thread`: a
-// live thread whose table to read, when the process's main thread has exited (StatRead's
-// fd_task); 0 for the process's own. An fd opened with O_PATH opens no device (no driver
-// open, no context to keep) and holds nothing.
+// thread whose table to read (/proc/PID/task/TID/fd): a live one where the process's main
+// thread has exited (StatRead's fd_task), or one with a table of its own
+// (procfs/thread_tables.h); 0 for the process's own. An fd opened with O_PATH opens no
+// device (no driver open, no context to keep) and holds nothing.
 FdScan scan_device_fds(int proc_dirfd, pid_t pid, const DeviceCatalog& catalog,
                        const std::vector<FdObserver*>& observers = {}, pid_t thread = 0);
 

@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstring>
 #include <map>
+#include <tuple>
 
 #include "procfs/thread_group.h"
 
@@ -16,8 +17,12 @@ namespace {
 
 struct FdRef {
   pid_t pid;
+  pid_t thread;  // DeviceHold::thread: a thread's own table, or 0 for the process's
   int fd;
-  pid_t task;  // whose fd table kcmp reads: the process, or its live thread
+  pid_t task;  // whose fd table kcmp reads: the process, its live thread, or `thread`
+
+  // The fd within its process: which table, which number.
+  std::tuple<pid_t, pid_t, int> key() const { return {pid, thread, fd}; }
 };
 
 enum class Order { Same, Before, After, Unordered, Failed };
@@ -102,7 +107,8 @@ std::vector<std::string> group_fds(const std::vector<FdRef>& fds, Comparer& cmp,
       ids.emplace_back();
       continue;
     }
-    Group g{f, std::to_string(f.pid) + ":" + std::to_string(f.fd)};
+    // A thread's own table is named by its thread id, which no other task has either.
+    Group g{f, std::to_string(f.thread ? f.thread : f.pid) + ":" + std::to_string(f.fd)};
     ids.push_back(g.id);
     groups.insert(groups.begin() + static_cast<long>(lo), std::move(g));
   }
@@ -139,7 +145,8 @@ OpenFileGrouping group_open_files(std::vector<core::HostProcess>& processes, boo
       if (!resolved && live && proc_dirfd >= 0 && p.is_live() && leader_exited(p.stat))
         if (auto t = live_thread(proc_dirfd, p.stat.pid)) task = t->tid;
       resolved = true;
-      for (int fd : h.fds) by_path[h.path].push_back({p.stat.pid, fd, task});
+      for (int fd : h.fds)
+        by_path[h.path].push_back({p.stat.pid, h.thread, fd, h.thread ? h.thread : task});
     }
   }
   if (by_path.empty()) return out;
@@ -150,14 +157,13 @@ OpenFileGrouping group_open_files(std::vector<core::HostProcess>& processes, boo
   }
   Comparer cmp;
   bool failed = false;
-  std::map<std::string, std::map<std::pair<pid_t, int>, std::string>> ids_by_path;
+  std::map<std::string, std::map<std::tuple<pid_t, pid_t, int>, std::string>> ids_by_path;
   for (auto& [path, fds] : by_path) {
-    std::sort(fds.begin(), fds.end(), [](const FdRef& a, const FdRef& b) {
-      return a.pid != b.pid ? a.pid < b.pid : a.fd < b.fd;
-    });
+    std::sort(fds.begin(), fds.end(),
+              [](const FdRef& a, const FdRef& b) { return a.key() < b.key(); });
     auto ids = group_fds(fds, cmp, failed);
     auto& m = ids_by_path[path];
-    for (size_t i = 0; i < fds.size(); ++i) m[{fds[i].pid, fds[i].fd}] = ids[i];
+    for (size_t i = 0; i < fds.size(); ++i) m[fds[i].key()] = ids[i];
   }
   out.comparisons = cmp.calls;
   // A process vanishing meanwhile is normal (its fds fail with ESRCH/EBADF); anything else
@@ -175,10 +181,10 @@ OpenFileGrouping group_open_files(std::vector<core::HostProcess>& processes, boo
       const auto& m = ids_by_path[h.path];
       std::map<std::string, core::DeviceHold> parts;  // by id; "" = unknown
       for (int fd : h.fds) {
-        auto it = m.find({p.stat.pid, fd});
+        auto it = m.find({p.stat.pid, h.thread, fd});
         std::string id = it == m.end() ? std::string() : it->second;
-        auto [slot, fresh] =
-            parts.try_emplace(id, core::DeviceHold{h.path, h.kind, h.device, h.gpu_file, {}, {}});
+        auto [slot, fresh] = parts.try_emplace(
+            id, core::DeviceHold{h.path, h.kind, h.device, h.gpu_file, {}, {}, h.thread});
         if (fresh && !id.empty()) slot->second.open_file = id;
         slot->second.fds.push_back(fd);
       }
@@ -186,7 +192,8 @@ OpenFileGrouping group_open_files(std::vector<core::HostProcess>& processes, boo
     }
     std::stable_sort(split.begin(), split.end(),
                      [](const core::DeviceHold& a, const core::DeviceHold& b) {
-                       return a.path != b.path ? a.path < b.path : a.fds.front() < b.fds.front();
+                       return std::tie(a.path, a.thread, a.fds.front()) <
+                              std::tie(b.path, b.thread, b.fds.front());
                      });
     p.devices = std::move(split);
   }

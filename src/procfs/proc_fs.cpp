@@ -10,8 +10,10 @@
 #include <cctype>
 #include <cstring>
 
+#include "procfs/dir_entries.h"
 #include "procfs/file_read.h"
 #include "procfs/parsers.h"
+#include "procfs/resource_shortage.h"
 #include "procfs/thread_group.h"
 #include "procfs/user_names.h"
 
@@ -33,8 +35,12 @@ bool all_digits(const char* s) {
 core::Result<ProcFs> ProcFs::open(const std::string& root) {
   int fd = ::open(root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0)
-    return core::Error{"cannot open proc root " + root + ": " + std::strerror(errno),
-                       "pass a procfs mount or a directory laid out like one with --proc-root"};
+    return core::Error{
+        "cannot open proc root " + root + ": " + std::strerror(errno),
+        is_resource_shortage(errno)
+            ? shortage_remedy(errno)
+            : "pass a procfs mount or a directory laid out like one with --proc-root",
+        errno};
   ProcFs p;
   p.root_ = root;
   p.fd_ = std::shared_ptr<int>(new int(fd), [](int* f) {
@@ -44,19 +50,27 @@ core::Result<ProcFs> ProcFs::open(const std::string& root) {
   return p;
 }
 
-std::vector<pid_t> ProcFs::list_pids() const {
+core::Result<std::vector<pid_t>> ProcFs::list_pids() const {
+  auto failed = [&](int err) {
+    return core::Error{"cannot list the processes in " + root_ + ": " + std::strerror(err),
+                       is_resource_shortage(err) ? shortage_remedy(err) : "", err};
+  };
   std::vector<pid_t> pids;
   int dfd = ::dup(*fd_);
-  if (dfd < 0) return pids;
+  if (dfd < 0) return failed(errno);
   DIR* d = ::fdopendir(dfd);
   if (!d) {
+    const int err = errno;
     ::close(dfd);
-    return pids;
+    return failed(err);
   }
   ::rewinddir(d);
-  while (dirent* e = ::readdir(d))
-    if (all_digits(e->d_name)) pids.push_back(static_cast<pid_t>(std::atol(e->d_name)));
+  const int err = for_each_entry(d, [&](const char* name) {
+    if (all_digits(name)) pids.push_back(static_cast<pid_t>(std::atol(name)));
+    return true;
+  });
   ::closedir(d);
+  if (err != 0) return failed(err);
   return pids;
 }
 
@@ -67,7 +81,7 @@ core::Result<std::optional<StatRead>> ProcFs::read_process_stat(pid_t pid) const
     return core::Error{
         "cannot read /proc/" + std::to_string(pid) +
             "/stat: " + (f.error == ENOTSUP ? "it is not a regular file" : std::strerror(f.error)),
-        ""};
+        is_resource_shortage(f.error) ? shortage_remedy(f.error) : "", f.error};
   }
   auto st = parse_stat(f.data);
   if (!st) return core::Error{"process " + std::to_string(pid) + ": " + st.error().message, ""};

@@ -33,11 +33,14 @@ class ProcFs {
   const std::string& root() const { return root_; }
   int dirfd() const { return *fd_; }
 
-  std::vector<pid_t> list_pids() const;
-  // Empty optional: the process is gone. Error: its stat is garbage. A process whose main
-  // thread has exited while another thread runs is alive: its state (and resident size) are
-  // that thread's, its identity (PID, start time, parent, group) the leader's. A true zombie
-  // stays 'Z'. Every consumer reads this, so all see the same process.
+  // Every PID in the root; an error (what to do) where the root could not be listed: a list
+  // cut short would read as processes that do not exist.
+  core::Result<std::vector<pid_t>> list_pids() const;
+  // Empty optional: the process is gone. Error: its stat is garbage, or could not be read (the
+  // error's code says why: a resource shortage of gpureap's own, procfs/resource_shortage.h). A
+  // process whose main thread has exited while another thread runs is alive: its state (and
+  // resident size) are that thread's, its identity (PID, start time, parent, group) the leader's. A
+  // true zombie stays 'Z'. Every consumer reads this, so all see the same process.
   core::Result<std::optional<StatRead>> read_process_stat(pid_t pid) const;
   core::Result<std::optional<core::ProcessStat>> read_stat(pid_t pid) const;
   // A zombie's wait status (parse_exit_status); empty when it is gone or the field unreadable.

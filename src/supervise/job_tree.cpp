@@ -48,7 +48,9 @@ bool is_alive(const core::ProcessStat& st) {
 
 std::vector<core::ProcessStat> read_all_stats(const procfs::ProcFs& proc) {
   std::vector<core::ProcessStat> out;
-  for (pid_t pid : proc.list_pids()) {
+  auto pids = proc.list_pids();
+  if (!pids) return out;
+  for (pid_t pid : *pids) {
     auto st = proc.read_stat(pid);
     if (st && *st) out.push_back(std::move(**st));
   }

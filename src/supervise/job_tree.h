@@ -24,7 +24,8 @@ std::vector<core::ProcessStat> descendants_of(pid_t root,
 // Neither a zombie nor dead: it can still hold files and memory.
 bool is_alive(const core::ProcessStat& st);
 
-// stat of every process under the proc root; vanished and unparseable ones are skipped.
+// stat of every process under the proc root; vanished and unparseable ones are skipped, and
+// none where the root cannot be listed.
 std::vector<core::ProcessStat> read_all_stats(const procfs::ProcFs& proc);
 
 struct JobMember {

@@ -11,6 +11,7 @@
 #include "core/gpu_place.h"
 #include "output/ghost_summary.h"
 #include "output/job_notice.h"
+#include "output/view_incomplete.h"
 #include "text/byte_format.h"
 #include "text/display_width.h"
 #include "text/escape.h"
@@ -338,10 +339,7 @@ void TopModel::compose_host(Frame& f) const {
   host.add("holders ", Role::Dim).add(std::to_string(rows_.size()) + "  ");
   if (ghosts) host.add(fmt::format("ghosts {}  ", ghosts), Role::Ghost);
   if (stuck) host.add(fmt::format("stuck {}  ", stuck), Role::Stuck);
-  if (!s->complete())
-    host.add(fmt::format("view incomplete: {} processes could not be inspected (run as root)",
-                         s->proc.uninspectable),
-             Role::Warn);
+  if (!s->complete()) host.add(text::terminal_safe(output::view_incomplete(*s)), Role::Warn);
   f.lines[layout_.host_y] = ellipsized(host, layout_.width, glyphs(settings_.unicode).ellipsis);
 }
 

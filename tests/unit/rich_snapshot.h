@@ -55,7 +55,7 @@ inline core::Snapshot rich_snapshot() {
   auto drm_holder = proc(6000, 1, 6000, 'S');
   drm_holder.devices.push_back(
       {"/dev/dri/renderD128", "drm-render", ::makedev(226, 128), true, {3, 7}, std::nullopt});
-  drm_holder.devices.push_back({"/dev/kfd", "kfd", std::nullopt, false, {}, std::nullopt});
+  drm_holder.devices.push_back({"/dev/kfd", "kfd", std::nullopt, false, {}, std::nullopt, 6002});
   auto sharer = proc(6001, 6000, 6000, 'Z');
   sharer.stat.ppid = -1;  // signed fields keep their sign
   v.processes = {init, listed_live, worker, hidden, drm_holder, sharer};
@@ -161,6 +161,7 @@ inline core::Snapshot rich_snapshot_other_view() {
   v.details_complete = false;
   v.in_child_pid_namespace = true;
   v.open_files_unknown = "kcmp(2) is refused here";
+  v.scan_failures = {"2 processes could not be scanned (listing /proc/PID/fd: \xff)"};
   return core::join(std::move(v), s.drivers, s.hostname, s.timestamp);
 }
 

@@ -87,8 +87,8 @@ TEST(KillPlanText, At80ColumnsEveryLineFitsAndTheCommandStays) {
   auto piped = output::render_plan(s, ghost_plan(), k, output::Style(false), std::nullopt);
   EXPECT_EQ(piped.find("…"), std::string::npos) << piped;
   EXPECT_NE(piped.find("WHY"), std::string::npos) << piped;
-  EXPECT_NE(piped.find("the view is incomplete (3 processes could not be inspected): holders may "
-                       "be missing from this plan; run as root or grant CAP_SYS_PTRACE"),
+  EXPECT_NE(piped.find("the view is incomplete, and holders may be missing from this plan: 3 "
+                       "processes could not be inspected; run as root or grant CAP_SYS_PTRACE"),
             std::string::npos)
       << piped;
 }

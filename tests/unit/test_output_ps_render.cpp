@@ -68,6 +68,17 @@ TEST(OutputPsRender, IncompleteViewAndWarningsGoToStderr) {
   EXPECT_EQ(json.err[0], table.err[1]);
 }
 
+TEST(OutputPsRender, AFailedScanIsExitTwoWithWhatItFound) {
+  auto s = one_holder();
+  EXPECT_EQ(render_ps_command(s, {}).exit_code, 0);
+  s.proc.scan_failures = {"the scan failed: raise the limit"};
+  auto json = render_ps_command(s, {.format = PsFormat::Json});
+  EXPECT_EQ(json.exit_code, kPsExitUsage);
+  EXPECT_NE(json.out.find("\"complete\": false"), std::string::npos) << json.out;
+  ASSERT_EQ(json.err.size(), 1u);
+  EXPECT_NE(json.err[0].find("the scan failed: raise the limit"), std::string::npos);
+}
+
 TEST(OutputPsRender, DriverThatDidNotAnswerIsExitFour) {
   auto s = one_holder();
   s.drivers.backends.at(0).error_code = core::BackendErrorCode::NotAnswering;

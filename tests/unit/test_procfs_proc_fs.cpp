@@ -61,20 +61,20 @@ TEST(ProcFsOpen, KeepsTheRoot) {
 TEST(ProcFsListPids, OnlyNumericEntries) {
   auto p = open_fixture("host");
   const std::vector<pid_t> want{1, 2, 4242, 4250, 4300, 5120, 6001, 7000, 7001, 7002};
-  EXPECT_EQ(sorted(p.list_pids()), want);
+  EXPECT_EQ(sorted(*p.list_pids()), want);
   // The directory fd is shared; a second listing starts from the beginning again.
-  EXPECT_EQ(sorted(p.list_pids()), want);
+  EXPECT_EQ(sorted(*p.list_pids()), want);
   // Copies share the fd and list the same.
   ProcFs copy = p;
-  EXPECT_EQ(sorted(copy.list_pids()), want);
+  EXPECT_EQ(sorted(*copy.list_pids()), want);
 }
 
 TEST(ProcFsListPids, OtherTrees) {
-  EXPECT_EQ(sorted(open_fixture("garbage-stat").list_pids()),
+  EXPECT_EQ(sorted(*open_fixture("garbage-stat").list_pids()),
             (std::vector<pid_t>{201, 202, 203, 204, 205}));
-  EXPECT_EQ(sorted(open_fixture("hostile-comm").list_pids()),
+  EXPECT_EQ(sorted(*open_fixture("hostile-comm").list_pids()),
             (std::vector<pid_t>{101, 102, 103, 104, 105, 106, 107, 108}));
-  EXPECT_EQ(open_fixture("child-pidns").list_pids(), (std::vector<pid_t>{1}));
+  EXPECT_EQ(*open_fixture("child-pidns").list_pids(), (std::vector<pid_t>{1}));
 }
 
 // ---- read_stat: ok, vanished, garbage ----
@@ -303,7 +303,7 @@ TEST(ProcFsReal, OwnProcess) {
   ASSERT_FALSE(r.details->ns_pids.empty());
   EXPECT_EQ(r.details->ns_pids.back(), ::getpid());  // innermost: our own namespace
 
-  auto pids = p.list_pids();
+  auto pids = *p.list_pids();
   EXPECT_NE(std::find(pids.begin(), pids.end(), ::getpid()), pids.end());
 }
 

@@ -1,0 +1,38 @@
+#include "procfs/resource_shortage.h"
+
+#include <sys/resource.h>
+
+#include <cerrno>
+
+namespace gpureap::procfs {
+namespace {
+
+std::string limit_text(rlim_t v) {
+  return v == RLIM_INFINITY ? std::string("unlimited") : std::to_string(v);
+}
+
+}  // namespace
+
+bool is_resource_shortage(int err) {
+  return err == EMFILE || err == ENFILE || err == ENOMEM || err == ENOBUFS;
+}
+
+std::string shortage_remedy(int err) {
+  if (err == EMFILE) {
+    struct rlimit lim {};
+    std::string now;
+    if (::getrlimit(RLIMIT_NOFILE, &lim) == 0)
+      now = " (its limit is " + limit_text(lim.rlim_cur) + ", hard limit " +
+            limit_text(lim.rlim_max) + ")";
+    return "gpureap ran out of file descriptors" + now +
+           "; raise the limit of open files and run it again: `ulimit -n 1024` in the shell "
+           "(`ulimit -Hn` as root where the hard limit is lower), LimitNOFILE= in a systemd unit";
+  }
+  if (err == ENFILE)
+    return "the system's table of open files is full; close files elsewhere or raise "
+           "fs.file-max (sysctl), then run gpureap again";
+  return "the machine (or gpureap's memory limit, `ulimit -v`) ran out of memory; free "
+         "memory and run gpureap again";
+}
+
+}  // namespace gpureap::procfs

@@ -1,0 +1,17 @@
+#pragma once
+// gpureap itself ran short of file descriptors or memory while reading /proc or /dev. Unlike a
+// process that vanished or a permission refused, what could not be read may well hold a GPU,
+// and no privilege would show it: the limit is gpureap's own (or the machine's), and the
+// remedy is to raise it.
+#include <string>
+
+namespace gpureap::procfs {
+
+// EMFILE, ENFILE, ENOMEM, ENOBUFS: a read failed for want of a resource, not for what it read.
+bool is_resource_shortage(int err);
+
+// What to do about `err` (a shortage): for EMFILE, gpureap's own limit of open files (its soft
+// and hard RLIMIT_NOFILE) and how to raise it; for ENFILE, the system's; for memory, memory.
+std::string shortage_remedy(int err);
+
+}  // namespace gpureap::procfs

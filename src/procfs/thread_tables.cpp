@@ -1,0 +1,103 @@
+#include "procfs/thread_tables.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <linux/kcmp.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <string>
+
+#include "procfs/dir_entries.h"
+
+namespace gpureap::procfs {
+namespace {
+
+// 0: the two tasks share one fd table; 1: they do not; -1 with errno: kcmp failed.
+int same_table(pid_t a, pid_t b) {
+  long r = ::syscall(SYS_kcmp, a, b, KCMP_FILES, 0, 0);
+  if (r < 0) return -1;
+  return r == 0 ? 0 : 1;
+}
+
+// The thread ids under /proc/PID/task, sorted; `failed` set where the list could not be read
+// (a process gone meanwhile lists nothing).
+std::vector<pid_t> thread_ids(int proc_dirfd, pid_t pid, int& failed) {
+  std::vector<pid_t> out;
+  int dfd = ::openat(proc_dirfd, (std::to_string(pid) + "/task").c_str(),
+                     O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd < 0) {
+    if (errno != ENOENT && errno != ESRCH) failed = errno;
+    return out;
+  }
+  DIR* dir = ::fdopendir(dfd);
+  if (!dir) {
+    failed = errno;
+    ::close(dfd);
+    return out;
+  }
+  const int err = for_each_entry(dir, [&](const char* name) {
+    out.push_back(static_cast<pid_t>(std::atol(name)));
+    return true;
+  });
+  if (err != 0 && err != ENOENT && err != ESRCH) failed = err;  // gone meanwhile: no threads
+  ::closedir(dir);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+}  // namespace
+
+ThreadTables threads_with_own_tables(int proc_dirfd, pid_t pid, pid_t table_task) {
+  ThreadTables out;
+  for (pid_t tid : thread_ids(proc_dirfd, pid, out.failed)) {
+    if (tid == table_task) continue;
+    // Most threads share the table read: one comparison each. A thread with a table of its
+    // own is compared with the others found so far, so that threads sharing one (a leader
+    // that unshared leaves its other threads on the first) have it read once.
+    bool known = false;
+    int first = same_table(table_task, tid);
+    if (first == 0) continue;
+    if (first < 0) {
+      if (errno == ESRCH) continue;  // the thread has exited
+      out.failed = errno;
+      break;
+    }
+    for (pid_t other : out.threads) {
+      int r = same_table(other, tid);
+      if (r == 0) {
+        known = true;
+        break;
+      }
+      if (r < 0 && errno != ESRCH) {
+        out.failed = errno;
+        return out;
+      }
+    }
+    if (!known) out.threads.push_back(tid);
+  }
+  return out;
+}
+
+FdScan scan_thread_tables(int proc_dirfd, pid_t pid, const std::vector<pid_t>& threads,
+                          const DeviceCatalog& catalog) {
+  FdScan out;
+  for (pid_t tid : threads) {
+    // No observers: they read a process's fdinfo by its PID, which is the leader's table.
+    auto scan = scan_device_fds(proc_dirfd, pid, catalog, {}, tid);
+    if (scan.vanished) continue;
+    if (!scan.readable) out.readable = false;
+    if (scan.sealed) out.sealed = true;
+    if (scan.failed) out.failed = scan.failed;
+    for (auto& h : scan.holds) {
+      h.thread = tid;
+      out.holds.push_back(std::move(h));
+    }
+  }
+  return out;
+}
+
+}  // namespace gpureap::procfs

@@ -1,0 +1,169 @@
+// gpureap out of file descriptors while it reads /proc and /dev (procfs/resource_shortage.h):
+// each reader says it failed, with the errno, instead of reading as an empty directory or a
+// vanished process, and the collector's scan says so in scan_failures. Each case runs in a
+// forked child whose limit of open files leaves it no fd free.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <string>
+
+#include "backend/registry.h"
+#include "collect/collector.h"
+#include "procfs/device_files.h"
+#include "procfs/fd_scan.h"
+#include "procfs/proc_fs.h"
+#include "procfs/thread_tables.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using gpureap::procfs::DeviceCatalog;
+using gpureap::procfs::ProcFs;
+
+// Runs `body` in a forked child after `prepare`, with no fd free, and returns what the body
+// answered ("" where the child failed to answer).
+std::string with_no_free_fd(const std::function<void()>& prepare,
+                            const std::function<std::string()>& body) {
+  int out[2];
+  if (::pipe(out) != 0) return "";
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    ::close(out[0]);
+    prepare();
+    int lowest = ::open("/dev/null", O_RDONLY | O_CLOEXEC);  // the lowest free fd
+    ::close(lowest);
+    struct rlimit lim {};
+    ::getrlimit(RLIMIT_NOFILE, &lim);
+    lim.rlim_cur = static_cast<rlim_t>(lowest);
+    if (::setrlimit(RLIMIT_NOFILE, &lim) != 0) ::_exit(2);
+    std::string answer = body();
+    if (::write(out[1], answer.data(), answer.size()) < 0) ::_exit(3);
+    ::_exit(0);
+  }
+  ::close(out[1]);
+  std::string answer;
+  char buf[4096];
+  for (ssize_t n; (n = ::read(out[0], buf, sizeof buf)) > 0;) answer.append(buf, n);
+  ::close(out[0]);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  return answer;
+}
+
+std::string errno_name(int err) {
+  return err == EMFILE ? "EMFILE" : std::to_string(err);
+}
+
+class StandInDev {
+ public:
+  StandInDev() {
+    std::string tmpl = (fs::temp_directory_path() / "gpureap-short-XXXXXX").string();
+    if (!::mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");
+    path_ = tmpl;
+    std::ofstream(path_ + "/nvidia0") << "stand-in\n";
+  }
+  ~StandInDev() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+gpureap::procfs::DeviceNodes nodes() {
+  return gpureap::backend::device_nodes(gpureap::backend::builtin_backends());
+}
+
+TEST(ResourceShortage, TheProcessListIsAnErrorNotEmpty) {
+  std::optional<ProcFs> proc;
+  auto answer = with_no_free_fd([&] { proc.emplace(*ProcFs::open("/proc")); },
+                                [&] {
+                                  auto pids = proc->list_pids();
+                                  if (pids) return std::string("listed");
+                                  return errno_name(pids.error().code) + " " + pids.error().text();
+                                });
+  EXPECT_EQ(answer.rfind("EMFILE ", 0), 0u) << answer;
+  EXPECT_NE(answer.find("ulimit -n"), std::string::npos) << answer;
+}
+
+TEST(ResourceShortage, AStatThatCannotBeOpenedIsNoVanishedProcess) {
+  std::optional<ProcFs> proc;
+  auto answer = with_no_free_fd([&] { proc.emplace(*ProcFs::open("/proc")); },
+                                [&] {
+                                  auto st = proc->read_process_stat(::getpid());
+                                  if (st && !*st) return std::string("vanished");
+                                  if (st) return std::string("read");
+                                  return errno_name(st.error().code);
+                                });
+  EXPECT_EQ(answer, "EMFILE");
+}
+
+TEST(ResourceShortage, AnFdTableThatCannotBeOpenedIsNoVanishedProcess) {
+  StandInDev dev;
+  auto cat = DeviceCatalog::enumerate(nodes(), dev.path(), "/proc");
+  ASSERT_TRUE(cat.ok()) << cat.error().text();
+  std::optional<ProcFs> proc;
+  auto answer = with_no_free_fd(
+      [&] { proc.emplace(*ProcFs::open("/proc")); },
+      [&] {
+        auto scan = gpureap::procfs::scan_device_fds(proc->dirfd(), ::getpid(), *cat);
+        return std::string(scan.vanished ? "vanished " : "") + errno_name(scan.failed);
+      });
+  EXPECT_EQ(answer, "EMFILE");
+}
+
+TEST(ResourceShortage, ThreadTablesThatCannotBeComparedSaySo) {
+  std::optional<ProcFs> proc;
+  auto answer = with_no_free_fd([&] { proc.emplace(*ProcFs::open("/proc")); },
+                                [&] {
+                                  auto t = gpureap::procfs::threads_with_own_tables(
+                                      proc->dirfd(), ::getpid(), ::getpid());
+                                  return errno_name(t.failed);
+                                });
+  EXPECT_EQ(answer, "EMFILE");
+}
+
+TEST(ResourceShortage, ADevRootThatCannotBeListedFailsTheCatalogue) {
+  StandInDev dev;
+  auto answer = with_no_free_fd([] {},
+                                [&] {
+                                  auto cat = DeviceCatalog::enumerate(nodes(), dev.path(), "/proc");
+                                  if (cat)
+                                    return "catalogued " + std::to_string(cat->files().size());
+                                  return cat.error().text();
+                                });
+  EXPECT_NE(answer.find("cannot list " + dev.path() + ": Too many open files"), std::string::npos)
+      << answer;
+  EXPECT_NE(answer.find("ulimit -n"), std::string::npos) << answer;
+}
+
+TEST(ResourceShortage, TheCollectorsScanSaysItFailedAndIsIncomplete) {
+  StandInDev dev;
+  std::optional<gpureap::collect::Collector> collector;
+  auto answer = with_no_free_fd(
+      [&] {
+        gpureap::collect::Roots roots;
+        roots.dev_root = dev.path();
+        collector.emplace(*gpureap::collect::Collector::open(roots, nullptr));
+      },
+      [&] {
+        auto view = collector->scan_processes();
+        std::string out = view.holders_complete() ? "complete" : "incomplete";
+        for (const auto& f : view.scan_failures) out += "\n" + f;
+        return out;
+      });
+  EXPECT_EQ(answer.rfind("incomplete\n", 0), 0u) << answer;
+  EXPECT_NE(answer.find("Too many open files"), std::string::npos) << answer;
+  EXPECT_NE(answer.find("ulimit -n"), std::string::npos) << answer;
+}
+
+}  // namespace
