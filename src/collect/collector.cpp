@@ -202,6 +202,11 @@ std::vector<Slot> scan_all(const procfs::ProcFs& proc, const procfs::DeviceCatal
       },
       pending ? 1 : 0);
   const KernelFdIndex* index = pending && pending->get() ? &*pending->get() : nullptr;
+  // kcmp(2) takes PIDs of gpureap's namespace: a /proc of another one (a container's, the
+  // host's seen from a container) or a fixture tree names other processes by those numbers, so
+  // its threads' own fd tables cannot be told apart and are not read (as before threads had
+  // any).
+  const bool kcmp_names_them = proc.names_own_processes();
   in_parallel(pids.size(), [&](size_t i) {
     if (!slots[i].present) return;
     core::HostProcess& p = processes[i];
@@ -224,8 +229,9 @@ std::vector<Slot> scan_all(const procfs::ProcFs& proc, const procfs::DeviceCatal
         slots[i].failed = scan.failed;
         slots[i].failed_read = "listing /proc/PID/fd";
       }
-      if (p.stat.num_threads > 1 && scan.readable && !scan.sealed && !scan.vanished &&
-          !scan.failed && (!gpu_fds || index->thread_holds(p.stat.pid, p.stat.start_ticks)))
+      if (kcmp_names_them && p.stat.num_threads > 1 && scan.readable && !scan.sealed &&
+          !scan.vanished && !scan.failed &&
+          (!gpu_fds || index->thread_holds(p.stat.pid, p.stat.start_ticks)))
         add_thread_tables(proc, catalog, p.stat, fd_tasks[i] ? fd_tasks[i] : pids[i], scan,
                           slots[i]);
       if (scan.vanished || (!scan.holds.empty() && !still_there(proc, p.stat, slots[i]))) {

@@ -10,6 +10,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <filesystem>
+#include <fstream>
 
 #include "support.h"
 
@@ -144,6 +146,42 @@ TEST(ThreadTables, AKillOfTheThreadsGpuSignalsTheProcessNeverTheThread) {
   auto plan =
       parse_output(run_gpureap(gpu_kill_args(s.dev, {"--dry-run", "--gpu", "1"}), nvml.env()));
   EXPECT_EQ(planned_pids(plan), std::vector<pid_t>{s.own.pid()}) << plan.dump(2);
+}
+
+// A /proc of another PID namespace (a copy of the fixture tree: its `self` is not this process)
+// names other processes by its numbers, and kcmp(2) would compare this namespace's processes of
+// those numbers: there a thread's table is never read as one of its own. The fixture's process
+// takes this test's PID and lists a "thread" whose number is a real child's, whose table kcmp
+// would call another; the thread's entry shows the file its process's table shows.
+TEST(ThreadTables, AProcOfAnotherNamespaceReadsNoThreadTableByKcmp) {
+  namespace fs = std::filesystem;
+  FakeDevRoot dev;
+  Child other{[] { ::pause(); }};
+  const std::string root = dev.path() + "/proc";
+  fs::copy(std::string(GPUREAP_FIXTURES) + "/proc/host", root,
+           fs::copy_options::recursive | fs::copy_options::copy_symlinks);
+  const std::string pid = std::to_string(::getpid()), tid = std::to_string(other.pid());
+  const std::string me = root + "/" + pid;
+  fs::copy(root + "/4242", me, fs::copy_options::recursive | fs::copy_options::copy_symlinks);
+  std::string stat;
+  std::getline(std::ifstream(me + "/stat"), stat);
+  std::ofstream(me + "/stat") << pid << stat.substr(stat.find(' ')) << "\n";  // 48 threads
+  fs::create_directories(me + "/fd");
+  fs::create_directories(me + "/task/" + pid);
+  fs::create_directories(me + "/task/" + tid + "/fd");
+  fs::create_symlink(dev.dev("nvidia0"), me + "/fd/3");
+  fs::create_symlink(dev.dev("nvidia0"), me + "/task/" + tid + "/fd/3");
+
+  auto snap = run_json(
+      {"ps", "--json", "--proc-root", root, "--dev-root", dev.path(), "--nvml-library", kNoNvml},
+      {"GPUREAP_BPF=0"});
+  const auto row = row_of(snap, ::getpid());
+  ASSERT_FALSE(row.is_null()) << snap.dump(2);
+  ASSERT_EQ(row["devices"].size(), 1u) << row.dump(2);
+  EXPECT_EQ(row["devices"][0]["path"], dev.dev("nvidia0"));
+  EXPECT_TRUE(row["devices"][0]["thread"].is_null()) << row.dump(2);
+  EXPECT_EQ(row["devices"][0]["fds"], json::array({3}));
+  EXPECT_TRUE(row_of(snap, other.pid()).is_null()) << snap.dump(2);
 }
 
 }  // namespace thread_tables
