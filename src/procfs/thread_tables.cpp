@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstddef>
 #include <cstdlib>
 #include <string>
 
@@ -16,11 +17,13 @@
 namespace gpureap::procfs {
 namespace {
 
-// 0: the two tasks share one fd table; 1: they do not; -1 with errno: kcmp failed.
-int same_table(pid_t a, pid_t b) {
+// How `a`'s fd table compares with `b`'s in the kernel's order of tables (kcmp orders them by
+// their obfuscated addresses, consistently within a boot): 0 the same table, 1 before, 2 after;
+// -1 with errno where kcmp failed. `calls` counts the comparisons.
+int compare_tables(pid_t a, pid_t b, size_t& calls) {
+  ++calls;
   long r = ::syscall(SYS_kcmp, a, b, KCMP_FILES, 0, 0);
-  if (r < 0) return -1;
-  return r == 0 ? 0 : 1;
+  return r < 0 ? -1 : static_cast<int>(r);
 }
 
 // The thread ids under /proc/PID/task, sorted; `failed` set where the list could not be read
@@ -55,19 +58,20 @@ ThreadTables threads_with_own_tables(int proc_dirfd, pid_t pid, pid_t table_task
   ThreadTables out;
   for (pid_t tid : thread_ids(proc_dirfd, pid, out.failed)) {
     if (tid == table_task) continue;
-    // Most threads share the table read: one comparison each. A thread with a table of its
-    // own is compared with the others found so far, so that threads sharing one (a leader
-    // that unshared leaves its other threads on the first) have it read once.
-    bool known = false;
-    int first = same_table(table_task, tid);
+    // Most threads share the table read: one comparison each.
+    int first = compare_tables(table_task, tid, out.comparisons);
     if (first == 0) continue;
     if (first < 0) {
       if (errno == ESRCH) continue;  // the thread has exited
       out.failed = errno;
       break;
     }
+    // A thread with a table of its own is compared with the others found so far, so that
+    // threads sharing one (a leader that unshared leaves its other threads on the first) have
+    // it read once.
+    bool known = false;
     for (pid_t other : out.threads) {
-      int r = same_table(other, tid);
+      int r = compare_tables(other, tid, out.comparisons);
       if (r == 0) {
         known = true;
         break;
@@ -77,7 +81,8 @@ ThreadTables threads_with_own_tables(int proc_dirfd, pid_t pid, pid_t table_task
         return out;
       }
     }
-    if (!known) out.threads.push_back(tid);
+    if (known) continue;
+    out.threads.push_back(tid);  // thread ids come in order: the lowest of its table
   }
   return out;
 }
