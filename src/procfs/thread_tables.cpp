@@ -56,6 +56,10 @@ std::vector<pid_t> thread_ids(int proc_dirfd, pid_t pid, int& failed) {
 
 ThreadTables threads_with_own_tables(int proc_dirfd, pid_t pid, pid_t table_task) {
   ThreadTables out;
+  // The tables found so far, one thread each, in the kernel's order: a thread's table is
+  // looked up among them by binary search, so that a process whose many threads each have a
+  // table of their own (any user can start one) costs n log n comparisons, not n squared.
+  std::vector<pid_t> tables;
   for (pid_t tid : thread_ids(proc_dirfd, pid, out.failed)) {
     if (tid == table_task) continue;
     // Most threads share the table read: one comparison each.
@@ -66,22 +70,39 @@ ThreadTables threads_with_own_tables(int proc_dirfd, pid_t pid, pid_t table_task
       out.failed = errno;
       break;
     }
-    // A thread with a table of its own is compared with the others found so far, so that
+    // A thread with a table of its own is looked up among the tables found so far, so that
     // threads sharing one (a leader that unshared leaves its other threads on the first) have
     // it read once.
-    bool known = false;
-    for (pid_t other : out.threads) {
-      int r = compare_tables(other, tid, out.comparisons);
+    size_t lo = 0, hi = tables.size();
+    bool known = false, gone = false;
+    while (lo < hi) {
+      size_t mid = lo + (hi - lo) / 2;
+      int r = compare_tables(tid, tables[mid], out.comparisons);
+      if (r < 0 && errno == ESRCH) {
+        // One of the two has exited: the thread (done with it) or the one that stood for its
+        // table, which the table's next thread, if any, will stand for instead.
+        gone = compare_tables(tid, tid, out.comparisons) != 0;
+        if (gone) break;
+        tables.erase(tables.begin() + static_cast<long>(mid));
+        lo = 0;
+        hi = tables.size();
+        continue;
+      }
+      if (r < 0) {
+        out.failed = errno;
+        return out;
+      }
       if (r == 0) {
         known = true;
         break;
       }
-      if (r < 0 && errno != ESRCH) {
-        out.failed = errno;
-        return out;
-      }
+      if (r == 1)
+        hi = mid;
+      else
+        lo = mid + 1;
     }
-    if (known) continue;
+    if (known || gone) continue;
+    tables.insert(tables.begin() + static_cast<long>(lo), tid);
     out.threads.push_back(tid);  // thread ids come in order: the lowest of its table
   }
   return out;
