@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <charconv>
 #include <cstring>
 #include <string>
@@ -31,12 +32,18 @@ bool leader_exited(const core::ProcessStat& leader) {
   return (leader.flags & kPfExiting) != 0;
 }
 
-std::optional<LiveThread> live_thread(int proc_dirfd, pid_t pid) {
+std::optional<LiveThread> live_thread(int proc_dirfd, pid_t pid, int* failed) {
+  int ignored = 0;
+  int& err = failed ? *failed : ignored;
   std::string dir = std::to_string(pid) + "/task";
   int dfd = ::openat(proc_dirfd, dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dfd < 0) return std::nullopt;
+  if (dfd < 0) {
+    if (errno != ENOENT && errno != ESRCH) err = errno;  // else the process is gone
+    return std::nullopt;
+  }
   DIR* d = ::fdopendir(dfd);
   if (!d) {
+    err = errno;
     ::close(dfd);
     return std::nullopt;
   }
@@ -45,7 +52,11 @@ std::optional<LiveThread> live_thread(int proc_dirfd, pid_t pid) {
     auto tid = task_id(e->d_name);
     if (!tid || *tid == pid) continue;
     auto f = read_file_at(dfd, std::string(e->d_name) + "/stat");
-    if (!f.ok()) continue;  // it ended meanwhile
+    if (!f.ok()) {
+      if (f.vanished() || f.denied()) continue;  // it ended meanwhile; or not ours to read
+      err = f.error;
+      break;
+    }
     auto st = parse_stat(f.data);
     // A thread on its way out (a process ending thread by thread) keeps nothing alive.
     if (!st || st->state == 'Z' || st->state == 'X' || leader_exited(*st)) continue;

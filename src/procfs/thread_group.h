@@ -23,6 +23,9 @@ bool leader_exited(const core::ProcessStat& leader);
 
 // A thread of `pid` other than its leader that has not begun to exit, from the task list under
 // the proc root `proc_dirfd`; empty when there is none (a true zombie, or the process is gone).
-std::optional<LiveThread> live_thread(int proc_dirfd, pid_t pid);
+// `failed`, where given, gets the errno where the task list or a thread's stat could not be read
+// (gpureap out of file descriptors): then empty says nothing, and a caller that would take the
+// process for a true zombie must not.
+std::optional<LiveThread> live_thread(int proc_dirfd, pid_t pid, int* failed = nullptr);
 
 }  // namespace gpureap::procfs

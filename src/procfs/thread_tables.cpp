@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstddef>
 #include <cstdlib>
 #include <string>
 
@@ -16,25 +17,13 @@
 namespace gpureap::procfs {
 namespace {
 
-// kcmp's order of two tasks' fd tables: the kernel orders the tables it compares (by their
-// obfuscated addresses), so the tables found can be kept sorted and a thread's found by binary
-// search: one process of thousands of threads, each with a table of its own, costs n log n
-// comparisons, not n squared.
-enum class TableOrder { Same, Before, After, Unordered, Failed };  // Failed: errno says why
-
-TableOrder table_order(pid_t a, pid_t b) {
-  switch (::syscall(SYS_kcmp, a, b, KCMP_FILES, 0, 0)) {
-    case 0:
-      return TableOrder::Same;
-    case 1:
-      return TableOrder::Before;
-    case 2:
-      return TableOrder::After;
-    case -1:
-      return TableOrder::Failed;
-    default:
-      return TableOrder::Unordered;  // 3: different, no order given (kcmp(2))
-  }
+// How `a`'s fd table compares with `b`'s in the kernel's order of tables (kcmp orders them by
+// their obfuscated addresses, consistently within a boot): 0 the same table, 1 before, 2 after;
+// -1 with errno where kcmp failed. `calls` counts the comparisons.
+int compare_tables(pid_t a, pid_t b, size_t& calls) {
+  ++calls;
+  long r = ::syscall(SYS_kcmp, a, b, KCMP_FILES, 0, 0);
+  return r < 0 ? -1 : static_cast<int>(r);
 }
 
 // The thread ids under /proc/PID/task, sorted; `failed` set where the list could not be read
@@ -63,72 +52,58 @@ std::vector<pid_t> thread_ids(int proc_dirfd, pid_t pid, int& failed) {
   return out;
 }
 
-// Where `tid`'s table is among `by_table` (sorted by kcmp's order of their tables): whether it
-// is one of them, else where it goes. A kernel that gives no order makes `ordered` false, and
-// this and every later lookup compare with each table in turn.
-struct Lookup {
-  bool known = false;
-  size_t at = 0;
-  bool failed = false;  // errno says why
-};
-
-Lookup find_table(pid_t tid, const std::vector<pid_t>& by_table, bool& ordered) {
-  Lookup l{false, 0, false};
-  size_t hi = by_table.size();
-  while (ordered && l.at < hi) {
-    const size_t mid = (l.at + hi) / 2;
-    switch (table_order(tid, by_table[mid])) {
-      case TableOrder::Same:
-        l.known = true;
-        return l;
-      case TableOrder::Before:
-        hi = mid;
-        break;
-      case TableOrder::After:
-        l.at = mid + 1;
-        break;
-      case TableOrder::Unordered:
-        ordered = false;
-        break;
-      case TableOrder::Failed:
-        l.failed = true;
-        return l;
-    }
-  }
-  if (ordered) return l;
-  for (pid_t other : by_table) {
-    const TableOrder o = table_order(tid, other);
-    l.known = o == TableOrder::Same;
-    l.failed = o == TableOrder::Failed;
-    if (l.known || l.failed) return l;
-  }
-  l.at = by_table.size();
-  return l;
-}
-
 }  // namespace
 
 ThreadTables threads_with_own_tables(int proc_dirfd, pid_t pid, pid_t table_task) {
   ThreadTables out;
-  std::vector<pid_t> by_table;  // one thread per table found, in kcmp's order of the tables
-  bool ordered = true;
+  // The tables found so far, one thread each, in the kernel's order: a thread's table is
+  // looked up among them by binary search, so that a process whose many threads each have a
+  // table of their own (any user can start one) costs n log n comparisons, not n squared.
+  std::vector<pid_t> tables;
   for (pid_t tid : thread_ids(proc_dirfd, pid, out.failed)) {
     if (tid == table_task) continue;
-    // Most threads share the table read: one comparison each. A thread with a table of its
-    // own is looked for among those found so far, so that threads sharing one (a leader that
-    // unshared leaves its other threads on the first) have it read once.
-    const TableOrder first = table_order(tid, table_task);
-    if (first == TableOrder::Same) continue;
-    const Lookup l =
-        first == TableOrder::Failed ? Lookup{false, 0, true} : find_table(tid, by_table, ordered);
-    if (l.failed) {
+    // Most threads share the table read: one comparison each.
+    int first = compare_tables(table_task, tid, out.comparisons);
+    if (first == 0) continue;
+    if (first < 0) {
       if (errno == ESRCH) continue;  // the thread has exited
       out.failed = errno;
       break;
     }
-    if (l.known) continue;
-    by_table.insert(by_table.begin() + static_cast<long>(l.at), tid);
-    out.threads.push_back(tid);
+    // A thread with a table of its own is looked up among the tables found so far, so that
+    // threads sharing one (a leader that unshared leaves its other threads on the first) have
+    // it read once.
+    size_t lo = 0, hi = tables.size();
+    bool known = false, gone = false;
+    while (lo < hi) {
+      size_t mid = lo + (hi - lo) / 2;
+      int r = compare_tables(tid, tables[mid], out.comparisons);
+      if (r < 0 && errno == ESRCH) {
+        // One of the two has exited: the thread (done with it) or the one that stood for its
+        // table, which the table's next thread, if any, will stand for instead.
+        gone = compare_tables(tid, tid, out.comparisons) != 0;
+        if (gone) break;
+        tables.erase(tables.begin() + static_cast<long>(mid));
+        lo = 0;
+        hi = tables.size();
+        continue;
+      }
+      if (r < 0) {
+        out.failed = errno;
+        return out;
+      }
+      if (r == 0) {
+        known = true;
+        break;
+      }
+      if (r == 1)
+        hi = mid;
+      else
+        lo = mid + 1;
+    }
+    if (known || gone) continue;
+    tables.insert(tables.begin() + static_cast<long>(lo), tid);
+    out.threads.push_back(tid);  // thread ids come in order: the lowest of its table
   }
   return out;
 }

@@ -6,6 +6,7 @@
 // each table once however many threads share it. A process with one thread costs nothing.
 #include <sys/types.h>
 
+#include <cstddef>
 #include <vector>
 
 #include "procfs/device_files.h"
@@ -19,6 +20,9 @@ struct ThreadTables {
   // The errno where the threads could not be listed or compared (no kcmp: ENOSYS; refused:
   // EPERM; gpureap out of file descriptors: EMFILE); 0 when every thread was.
   int failed = 0;
+  // The kcmp calls made: about one per thread, and log2 of the tables found for each thread
+  // with a table of its own.
+  size_t comparisons = 0;
 };
 
 // The threads of `pid` whose fd table is neither `table_task`'s (the table the scan read: the

@@ -4,7 +4,10 @@
 // forked child whose limit of open files leaves it no fd free.
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <pthread.h>
+#include <signal.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -12,6 +15,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <iterator>
 #include <string>
 
 #include "backend/registry.h"
@@ -104,6 +108,56 @@ TEST(ResourceShortage, AStatThatCannotBeOpenedIsNoVanishedProcess) {
                                   if (st) return std::string("read");
                                   return errno_name(st.error().code);
                                 });
+  EXPECT_EQ(answer, "EMFILE");
+}
+
+void* wait_forever(void*) {
+  for (;;) ::pause();
+}
+
+// A process whose main thread has exited runs on in its other threads: the leader's stat says
+// 'Z'. Out of file descriptors while its task list is read, it is no zombie that holds nothing
+// (a GPU file its threads hold would be left out of a view that says it is complete).
+TEST(ResourceShortage, ALeaderThatExitedIsNoZombieWhenItsThreadsCannotBeRead) {
+  int ready[2];
+  ASSERT_EQ(::pipe(ready), 0);
+  pid_t runs_on = ::fork();
+  ASSERT_GE(runs_on, 0);
+  if (runs_on == 0) {
+    pthread_t t;
+    if (::pthread_create(&t, nullptr, wait_forever, nullptr) != 0) ::_exit(96);
+    ::close(ready[1]);
+    ::syscall(SYS_exit, 0);  // the main thread alone, without pthread_exit's unwinding
+  }
+  ::close(ready[1]);
+  char c;
+  (void)::read(ready[0], &c, 1);  // EOF once the child has started its thread
+  ::close(ready[0]);
+  for (int i = 0; i < 10000; ++i) {  // until the main thread has exited: its stat says 'Z'
+    std::ifstream in("/proc/" + std::to_string(runs_on) + "/stat");
+    std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    auto paren = stat.rfind(')');
+    if (paren != std::string::npos && stat.compare(paren, 3, ") Z") == 0) break;
+    ::usleep(1000);
+  }
+  std::optional<ProcFs> proc;
+  int spare = -1;
+  // One fd free: the leader's stat can be read, its task list and a thread's stat not both.
+  auto answer = with_no_free_fd(
+      [&] {
+        proc.emplace(*ProcFs::open("/proc"));
+        spare = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+      },
+      [&] {
+        ::close(spare);
+        auto st = proc->read_process_stat(runs_on);
+        if (!st) return errno_name(st.error().code);
+        if (!*st) return std::string("vanished");
+        if ((*st)->stat.is_zombie()) return std::string("a zombie holding nothing");
+        return "read its live thread " + std::to_string((*st)->fd_task);
+      });
+  ::kill(runs_on, SIGKILL);
+  ::waitpid(runs_on, nullptr, 0);
   EXPECT_EQ(answer, "EMFILE");
 }
 
