@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include "../unit/skip_sanitized.h"
 #include "support.h"
 
 namespace gpureap::testing {
@@ -71,6 +72,7 @@ void check_every_limit(bool kernel_iterator) {
 }
 
 TEST(ScanFailures, ProcScanUnderATinyFdLimitSaysItFailed) {
+  SKIP_UNDER_SANITIZERS();
   // The limit the issue was found under: never a clean empty answer.
   FakeDevRoot dev;
   Child holder = holding(dev, "nvidia0");
@@ -82,6 +84,7 @@ TEST(ScanFailures, ProcScanUnderATinyFdLimitSaysItFailed) {
 }
 
 TEST(ScanFailures, KernelIteratorScanUnderATinyFdLimitSaysItFailed) {
+  SKIP_UNDER_SANITIZERS();
   if (::geteuid() != 0) GTEST_SKIP() << "the kernel's open-file iterator needs root";
   check_every_limit(true);
 }

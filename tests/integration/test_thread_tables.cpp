@@ -109,7 +109,8 @@ void expect_the_whole_holder_list(const Scene& s, const json& snap) {
   EXPECT_TRUE(row_of(snap, s.own_thread).is_null()) << "a thread is no row of its own";
   EXPECT_EQ(snap["complete"], true) << snap.dump(2);
   // The thread's open file is its own: its id names the thread's table.
-  for (const auto& d : row_of(snap, s.own.pid())["devices"]) {
+  const json own = row_of(snap, s.own.pid());  // kept: a range over a temporary's part dangles
+  for (const auto& d : own["devices"]) {
     if (d["thread"].is_null()) continue;
     EXPECT_EQ(d["open_file"],
               std::to_string(s.own_thread) + ":" + std::to_string(d["fds"][0].get<int>()));
