@@ -142,5 +142,14 @@ void member(JsonOut& out, std::string_view name, const T& v) {
   out.key(name);
   put(out, v);
 }
+// One member shown as `shown(*v)`, or null where `v` holds nothing.
+template <class T, class F>
+void member_shown(JsonOut& out, std::string_view name, const std::optional<T>& v, F&& shown) {
+  out.key(name);
+  if (v)
+    put(out, shown(*v));
+  else
+    out.null();
+}
 
 }  // namespace gpureap::output

@@ -100,11 +100,8 @@ void write_gpu_uses(JsonOut& o, const std::vector<core::GpuUse>& uses) {
     member(o, "compute_instance_id", u.compute_instance_id);
     member(o, "gpu_instance_id", u.gpu_instance_id);
     member(o, "index", u.index);
-    o.key("instance");
-    if (u.gpu_instance_id)
-      put(o, core::instance_place(u.index, *u.gpu_instance_id));
-    else
-      o.null();
+    member_shown(o, "instance", u.gpu_instance_id,
+                 [&](unsigned id) { return core::instance_place(u.index, id); });
     member(o, "kind", core::to_string(u.kind));
     o.key("regions");
     write_regions(o, u.regions);
@@ -193,20 +190,13 @@ void write_devices(JsonOut& o, const std::vector<core::DeviceHold>& holds) {
   o.begin_array();
   for (const auto& h : holds) {
     o.begin_object();
-    o.key("device");
-    if (h.device)
-      put(o, device_number_text(*h.device));
-    else
-      o.null();
+    member_shown(o, "device", h.device, device_number_text);
     member(o, "fds", h.fds);
     member(o, "kind", h.kind);
     member(o, "open_file", h.open_file);
     member(o, "path", h.path);
-    o.key("thread");  // the thread whose own fd table holds it; null: the process's table
-    if (h.thread)
-      put(o, h.thread);
-    else
-      o.null();
+    // The thread whose own fd table holds it; null: the process's table.
+    member(o, "thread", h.thread ? std::optional<pid_t>(h.thread) : std::nullopt);
     o.end_object();
   }
   o.end_array();
@@ -267,16 +257,10 @@ void write_row(JsonOut& o, const core::Snapshot& s, const core::ProcessRow& r) {
   member(o, "comm", p.stat.comm);
   o.key("container");
   write_container(o, d.container);
-  o.key("cpu_percent");
-  if (figures.cpu_percent)
-    put(o, std::round(*figures.cpu_percent * 10) / 10);
-  else
-    o.null();
-  o.key("cpu_time_seconds");
-  if (figures.cpu)
-    put(o, static_cast<double>(figures.cpu->count()) / 1000.0);
-  else
-    o.null();
+  member_shown(o, "cpu_percent", figures.cpu_percent,
+               [](double v) { return std::round(v * 10) / 10; });
+  member_shown(o, "cpu_time_seconds", figures.cpu,
+               [](auto ms) { return static_cast<double>(ms.count()) / 1000.0; });
   o.key("devices");
   write_devices(o, p.devices);
   member(o, "driver_name", r.driver_name);
@@ -295,11 +279,7 @@ void write_row(JsonOut& o, const core::Snapshot& s, const core::ProcessRow& r) {
   member(o, "pid", r.pid);
   member(o, "ppid", p.stat.ppid);
   member(o, "rss_bytes", p.stat.rss_pages * ::getpagesize());
-  o.key("run_time_seconds");
-  if (figures.run_time)
-    put(o, figures.run_time->count());
-  else
-    o.null();
+  member_shown(o, "run_time_seconds", figures.run_time, [](auto t) { return t.count(); });
   member(o, "shares_context_of", r.shares_context_of);
   member(o, "sid", p.stat.sid);
   member(o, "start_ticks", p.stat.start_ticks);
