@@ -135,8 +135,10 @@ bool still_there(const procfs::ProcFs& proc, const core::ProcessStat& read, Slot
 // The GPU files that threads of a process hold in fd tables of their own (unshare(CLONE_FILES)),
 // added to `scan`, the table read through /proc/PID/fd (or the live thread `table_task`'s).
 // Only a process with more than one thread has any; where the kernel's pass covered the
-// process, only one it saw such a thread hold a GPU file in.
+// process, only one it saw such a thread hold a GPU file in. The observers see those fds as
+// they see the process's own (a DRM client opened in a thread's table is the process's).
 void add_thread_tables(const procfs::ProcFs& proc, const procfs::DeviceCatalog& catalog,
+                       const std::vector<procfs::FdObserver*>& observers,
                        const core::ProcessStat& st, pid_t table_task, procfs::FdScan& scan,
                        Slot& slot) {
   auto threads = procfs::threads_with_own_tables(proc.dirfd(), st.pid, table_task);
@@ -145,7 +147,7 @@ void add_thread_tables(const procfs::ProcFs& proc, const procfs::DeviceCatalog& 
     slot.failed_read = "comparing its threads' fd tables (kcmp)";
   }
   if (threads.threads.empty()) return;
-  auto own = procfs::scan_thread_tables(proc.dirfd(), st.pid, threads.threads, catalog);
+  auto own = procfs::scan_thread_tables(proc.dirfd(), st.pid, threads.threads, catalog, observers);
   if (own.failed) {
     slot.failed = own.failed;
     slot.failed_read = "listing /proc/PID/task/TID/fd";
@@ -232,8 +234,8 @@ std::vector<Slot> scan_all(const procfs::ProcFs& proc, const procfs::DeviceCatal
       if (kcmp_names_them && p.stat.num_threads > 1 && scan.readable && !scan.sealed &&
           !scan.vanished && !scan.failed &&
           (!gpu_fds || index->thread_holds(p.stat.pid, p.stat.start_ticks)))
-        add_thread_tables(proc, catalog, p.stat, fd_tasks[i] ? fd_tasks[i] : pids[i], scan,
-                          slots[i]);
+        add_thread_tables(proc, catalog, observers, p.stat, fd_tasks[i] ? fd_tasks[i] : pids[i],
+                          scan, slots[i]);
       if (scan.vanished || (!scan.holds.empty() && !still_there(proc, p.stat, slots[i]))) {
         slots[i].present = false;
         return;

@@ -15,12 +15,28 @@ struct HostProcess;
 
 namespace gpureap::procfs {
 
+// Where the fdinfo of `fd` is, relative to the proc root: "<pid>/fdinfo/<fd>" where the table
+// is read through the process's own entry (`task` 0), else "<pid>/task/<task>/fdinfo/<fd>".
+inline std::string fdinfo_path(pid_t pid, pid_t task, int fd) {
+  return std::to_string(pid) + (task ? "/task/" + std::to_string(task) : std::string()) +
+         "/fdinfo/" + std::to_string(fd);
+}
+
 // One GPU device fd the scan found.
 struct GpuFd {
-  int proc_dirfd;  // the proc root, O_DIRECTORY: read "<pid>/fdinfo/<fd>" relative to it
-  pid_t pid;
+  int proc_dirfd;  // the proc root, O_DIRECTORY: read fdinfo_path() relative to it
+  pid_t pid;       // the process, whose row the fd's holds are
+  // The thread whose fd table of its own holds the fd (it called unshare(CLONE_FILES): its fd
+  // numbers are not the process's), as DeviceHold::thread names it; 0: the process's table.
+  pid_t thread;
+  // The task through whose entry the table is read: `thread`; for the process's table 0
+  // (/proc/PID), or a live thread where the main thread has exited, whose /proc/PID/fdinfo is
+  // empty (StatRead::fd_task).
+  pid_t task;
   int fd;
   const GpuDeviceFile& file;
+
+  std::string fdinfo_path() const { return procfs::fdinfo_path(pid, task, fd); }
 };
 
 class FdObserver {

@@ -43,11 +43,6 @@ bool opened_as_path(int proc_dirfd, const std::string& table, const char* fd) {
   return flags && (*flags & O_PATH) != 0;
 }
 
-// The fd table's folder: /proc/PID/fd, or a live thread's where the main thread has exited.
-std::string table_of(pid_t pid, pid_t thread) {
-  return std::to_string(pid) + (thread ? "/task/" + std::to_string(thread) : std::string());
-}
-
 // Opens the table's fd folder; false (with `out` saying why) where it cannot be.
 bool open_table(int proc_dirfd, const std::string& table, FdScan& out, int& dfd) {
   dfd = ::openat(proc_dirfd, (table + "/fd").c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -61,16 +56,30 @@ bool open_table(int proc_dirfd, const std::string& table, FdScan& out, int& dfd)
   return false;
 }
 
+// Which table is read: the process's (through /proc/PID, or a live thread's entry where the
+// main thread has exited), or a thread's own.
+struct Table {
+  pid_t pid = 0;
+  pid_t task = 0;    // whose entry shows it: 0 for /proc/PID
+  pid_t thread = 0;  // a thread's own table (DeviceHold::thread), else 0
+  std::string folder() const {
+    return std::to_string(pid) + (task ? "/task/" + std::to_string(task) : std::string());
+  }
+};
+
 // What a table's read found: the holds, and each GPU fd for the observers, who are told once
 // the read is kept (a list's read may give way to the whole table's).
 struct TableRead {
   FdScan scan;
   std::vector<std::pair<int, GpuDeviceFile>> gpu_fds;
 
-  FdScan finish(int proc_dirfd, pid_t pid, const std::vector<FdObserver*>& observers) {
+  FdScan finish(int proc_dirfd, const Table& t, const std::vector<FdObserver*>& observers) {
     for (const auto& [fd, file] : gpu_fds)
-      for (FdObserver* o : observers) o->observe({proc_dirfd, pid, fd, file});
-    for (auto& h : scan.holds) std::sort(h.fds.begin(), h.fds.end());
+      for (FdObserver* o : observers) o->observe({proc_dirfd, t.pid, t.thread, t.task, fd, file});
+    for (auto& h : scan.holds) {
+      std::sort(h.fds.begin(), h.fds.end());
+      h.thread = t.thread;
+    }
     std::sort(scan.holds.begin(), scan.holds.end(),
               [](const core::DeviceHold& a, const core::DeviceHold& b) { return a.path < b.path; });
     return std::move(scan);
@@ -109,12 +118,11 @@ bool inspect_fd(int proc_dirfd, const std::string& table, int dfd, const char* n
   return true;
 }
 
-}  // namespace
-
-FdScan scan_device_fds(int proc_dirfd, pid_t pid, const DeviceCatalog& catalog,
-                       const std::vector<FdObserver*>& observers, pid_t thread) {
+// Reads the whole table `t`.
+FdScan scan_table(int proc_dirfd, const Table& t, const DeviceCatalog& catalog,
+                  const std::vector<FdObserver*>& observers) {
   TableRead out;
-  const std::string table = table_of(pid, thread);
+  const std::string table = t.folder();
   int dfd = -1;
   if (!open_table(proc_dirfd, table, out.scan, dfd)) return out.scan;
   DIR* dir = ::fdopendir(dfd);
@@ -129,7 +137,19 @@ FdScan scan_device_fds(int proc_dirfd, pid_t pid, const DeviceCatalog& catalog,
   // A process that exits while its table is read ends the listing with ENOENT.
   if (err != 0 && err != ENOENT && err != ESRCH) out.scan.failed = err;
   ::closedir(dir);
-  return out.finish(proc_dirfd, pid, observers);
+  return out.finish(proc_dirfd, t, observers);
+}
+
+}  // namespace
+
+FdScan scan_device_fds(int proc_dirfd, pid_t pid, const DeviceCatalog& catalog,
+                       const std::vector<FdObserver*>& observers, pid_t thread) {
+  return scan_table(proc_dirfd, {pid, thread, 0}, catalog, observers);
+}
+
+FdScan scan_thread_table(int proc_dirfd, pid_t pid, pid_t tid, const DeviceCatalog& catalog,
+                         const std::vector<FdObserver*>& observers) {
+  return scan_table(proc_dirfd, {pid, tid, tid}, catalog, observers);
 }
 
 FdScan scan_listed_fds(int proc_dirfd, pid_t pid, const std::vector<int>& fds,
@@ -137,7 +157,8 @@ FdScan scan_listed_fds(int proc_dirfd, pid_t pid, const std::vector<int>& fds,
                        pid_t thread) {
   TableRead out;
   if (fds.empty()) return out.scan;
-  const std::string table = table_of(pid, thread);
+  const Table t{pid, thread, 0};
+  const std::string table = t.folder();
   int dfd = -1;
   if (!open_table(proc_dirfd, table, out.scan, dfd)) return out.scan;
   for (int fd : fds)
@@ -147,7 +168,7 @@ FdScan scan_listed_fds(int proc_dirfd, pid_t pid, const std::vector<int>& fds,
   // the pass and now): the whole table, as without the list.
   if (out.gpu_fds.size() < fds.size() && !out.scan.sealed)
     return scan_device_fds(proc_dirfd, pid, catalog, observers, thread);
-  return out.finish(proc_dirfd, pid, observers);
+  return out.finish(proc_dirfd, t, observers);
 }
 
 }  // namespace gpureap::procfs

@@ -25,12 +25,17 @@ struct FdScan {
 
 // proc_dirfd: an O_DIRECTORY fd of the proc root. Each observer sees every GPU device fd found
 // (see fd_observer.h), so a backend reads what it needs while the fd is at hand. `thread`: a
-// thread whose table to read (/proc/PID/task/TID/fd): a live one where the process's main
-// thread has exited (StatRead's fd_task), or one with a table of its own
-// (procfs/thread_tables.h); 0 for the process's own. An fd opened with O_PATH opens no
-// device (no driver open, no context to keep) and holds nothing.
+// live thread through which the process's table is read (/proc/PID/task/TID/fd) where its main
+// thread has exited (StatRead's fd_task); 0: through /proc/PID/fd. An fd opened with O_PATH
+// opens no device (no driver open, no context to keep) and holds nothing.
 FdScan scan_device_fds(int proc_dirfd, pid_t pid, const DeviceCatalog& catalog,
                        const std::vector<FdObserver*>& observers = {}, pid_t thread = 0);
+
+// The same for the fd table of its own that the thread `tid` of `pid` has
+// (procfs/thread_tables.h): each hold names the thread (DeviceHold::thread), and so does each
+// GpuFd the observers see, since its fd numbers are not the process's.
+FdScan scan_thread_table(int proc_dirfd, pid_t pid, pid_t tid, const DeviceCatalog& catalog,
+                         const std::vector<FdObserver*>& observers = {});
 
 // The same, reading only the fds `fds` of the table (those the kernel's open-file iterator
 // found on a GPU device file): each is looked up and matched as in a full scan, so what it

@@ -109,19 +109,15 @@ ThreadTables threads_with_own_tables(int proc_dirfd, pid_t pid, pid_t table_task
 }
 
 FdScan scan_thread_tables(int proc_dirfd, pid_t pid, const std::vector<pid_t>& threads,
-                          const DeviceCatalog& catalog) {
+                          const DeviceCatalog& catalog, const std::vector<FdObserver*>& observers) {
   FdScan out;
   for (pid_t tid : threads) {
-    // No observers: they read a process's fdinfo by its PID, which is the leader's table.
-    auto scan = scan_device_fds(proc_dirfd, pid, catalog, {}, tid);
+    auto scan = scan_thread_table(proc_dirfd, pid, tid, catalog, observers);
     if (scan.vanished) continue;
     if (!scan.readable) out.readable = false;
     if (scan.sealed) out.sealed = true;
     if (scan.failed) out.failed = scan.failed;
-    for (auto& h : scan.holds) {
-      h.thread = tid;
-      out.holds.push_back(std::move(h));
-    }
+    for (auto& h : scan.holds) out.holds.push_back(std::move(h));
   }
   return out;
 }

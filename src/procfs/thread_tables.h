@@ -31,9 +31,11 @@ struct ThreadTables {
 ThreadTables threads_with_own_tables(int proc_dirfd, pid_t pid, pid_t table_task);
 
 // The GPU device files held in the tables of `threads` (threads_with_own_tables), each hold
-// naming its thread (DeviceHold::thread). `failed`, `sealed` and `readable` as the tables'
-// reads found them; a thread that exited meanwhile holds nothing.
+// naming its thread (DeviceHold::thread). The observers see each GPU fd found, naming the
+// thread too (scan_thread_table). `failed`, `sealed` and `readable` as the tables' reads found
+// them; a thread that exited meanwhile holds nothing.
 FdScan scan_thread_tables(int proc_dirfd, pid_t pid, const std::vector<pid_t>& threads,
-                          const DeviceCatalog& catalog);
+                          const DeviceCatalog& catalog,
+                          const std::vector<FdObserver*>& observers = {});
 
 }  // namespace gpureap::procfs

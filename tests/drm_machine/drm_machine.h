@@ -117,31 +117,42 @@ class DrmMachine {
   }
 
   // --- procfs ---------------------------------------------------------------------------
+  // PF_RANDOMIZE, as most processes have it; PF_EXITING, set on a task that has begun to exit.
+  static constexpr unsigned kTaskFlags = 0x400000, kExiting = 0x4;
+
+  // `threads`: the stat's num_threads (the threads' own entries come from task()).
   void process(pid_t pid, const std::string& comm, pid_t ppid, pid_t pgid, pid_t sid,
-               char state = 'S') const {
+               char state = 'S', unsigned threads = 1, unsigned flags = kTaskFlags) const {
     std::string d = "proc/" + std::to_string(pid) + "/";
-    write(d + "stat", std::to_string(pid) + " (" + comm + ") " + state + " " +
-                          std::to_string(ppid) + " " + std::to_string(pgid) + " " +
-                          std::to_string(sid) + " 0 -1 4194304 0 0 0 0 10 5 0 0 20 0 1 0 " +
-                          std::to_string(1000 + pid) +
-                          " 1000000 100 18446744073709551615 0 0 0 0 0 0 0 0 0 0 0 0 17 0 0 0 0 "
-                          "0 0 0 0 0 0 0 0 0 0\n");
+    write(d + "stat", stat_line(pid, comm, state, ppid, pgid, sid, flags, threads, 1000 + pid));
     write(d + "status", "Name:\t" + comm + "\nState:\t" + state + "\nPPid:\t" +
                             std::to_string(ppid) + "\nUid:\t1000\t1000\t1000\t1000\nNSpid:\t" +
-                            std::to_string(pid) + "\nThreads:\t1\n");
+                            std::to_string(pid) + "\nThreads:\t" + std::to_string(threads) + "\n");
     write(d + "cmdline", comm + std::string(1, '\0'));
     write(d + "cgroup", "0::/user.slice\n");
     std::filesystem::create_directories(path(d + "fd"));
     std::filesystem::create_directories(path(d + "fdinfo"));
   }
-  // The process's fd `fd` is the stand-in `node` ("dri/renderD128", "kfd"), with this fdinfo.
-  void open_fd(pid_t pid, int fd, const std::string& node, const std::string& fdinfo) const {
-    std::string d = "proc/" + std::to_string(pid) + "/";
+  // The thread `tid` of `pid`, as /proc/PID/task/TID shows it (the leader's own entry too): its
+  // stat, and its fd table's folders (the process's table, or one of its own; open_fd fills
+  // them).
+  void task(pid_t pid, pid_t tid, const std::string& comm, char state = 'S',
+            unsigned flags = kTaskFlags) const {
+    std::string d = task_dir(pid, tid);
+    write(d + "stat", stat_line(tid, comm, state, 1, pid, pid, flags, 1, 1000 + pid));
+    std::filesystem::create_directories(path(d + "fd"));
+    std::filesystem::create_directories(path(d + "fdinfo"));
+  }
+  // The process's fd `fd` is the stand-in `node` ("dri/renderD128", "kfd"), with this fdinfo;
+  // with `tid`, the fd of that thread's entry (/proc/PID/task/TID/fd).
+  void open_fd(pid_t pid, int fd, const std::string& node, const std::string& fdinfo,
+               pid_t tid = 0) const {
+    std::string d = tid ? task_dir(pid, tid) : "proc/" + std::to_string(pid) + "/";
     std::filesystem::create_symlink(path("dev/" + node), path(d + "fd/" + std::to_string(fd)));
     write(d + "fdinfo/" + std::to_string(fd), "pos:\t0\nflags:\t02100002\nmnt_id:\t24\n" + fdinfo);
   }
-  void close_fd(pid_t pid, int fd) const {
-    std::string d = "proc/" + std::to_string(pid) + "/";
+  void close_fd(pid_t pid, int fd, pid_t tid = 0) const {
+    std::string d = tid ? task_dir(pid, tid) : "proc/" + std::to_string(pid) + "/";
     remove(d + "fd/" + std::to_string(fd));
     remove(d + "fdinfo/" + std::to_string(fd));
   }
@@ -180,6 +191,18 @@ class DrmMachine {
     char buf[16];
     std::snprintf(buf, sizeof buf, "0x%04x", v);
     return buf;
+  }
+  static std::string task_dir(pid_t pid, pid_t tid) {
+    return "proc/" + std::to_string(pid) + "/task/" + std::to_string(tid) + "/";
+  }
+  static std::string stat_line(pid_t pid, const std::string& comm, char state, pid_t ppid,
+                               pid_t pgid, pid_t sid, unsigned flags, unsigned threads,
+                               uint64_t start) {
+    return std::to_string(pid) + " (" + comm + ") " + state + " " + std::to_string(ppid) + " " +
+           std::to_string(pgid) + " " + std::to_string(sid) + " 0 -1 " + std::to_string(flags) +
+           " 0 0 0 0 10 5 0 0 20 0 " + std::to_string(threads) + " 0 " + std::to_string(start) +
+           " 1000000 100 18446744073709551615 0 0 0 0 0 0 0 0 0 0 0 0 17 0 0 0 0 0 0 0 0 0 0 0 0 "
+           "0 0\n";
   }
   static std::string make_root() {
     char tmpl[] = "/tmp/gpureap-drm-XXXXXX";

@@ -15,9 +15,10 @@ constexpr unsigned kDrmMajor = 226;
 constexpr uint64_t kAcmeBoardBytes = 16ull << 30;  // 16 GiB
 
 // /proc/PID/fdinfo/FD names the file's position for every file: a DRM driver adds its own keys.
+// A thread's own fd table (or the process's, where its main thread has exited) is read through
+// /proc/PID/task/TID: GpuFd says where.
 bool fdinfo_readable(const procfs::GpuFd& fd) {
-  std::string path = std::to_string(fd.pid) + "/fdinfo/" + std::to_string(fd.fd);
-  int f = ::openat(fd.proc_dirfd, path.c_str(), O_RDONLY | O_CLOEXEC);
+  int f = ::openat(fd.proc_dirfd, fd.fdinfo_path().c_str(), O_RDONLY | O_CLOEXEC);
   if (f < 0) return false;
   char buf[512];
   ssize_t n = ::read(f, buf, sizeof buf - 1);
@@ -68,7 +69,7 @@ void AcmeBackend::observe(const procfs::GpuFd& fd) {
   if (fd.file.number() != render_) return;
   bool fdinfo = fdinfo_readable(fd);
   std::lock_guard lock(mutex_);
-  scanning_.insert({fd.pid, fd.fd});
+  scanning_.insert({fd.pid, fd.thread, fd.fd});
   fdinfo_read_ += fdinfo;
 }
 

@@ -11,6 +11,7 @@
 #include <memory>
 #include <mutex>
 #include <set>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -40,8 +41,9 @@ class AcmeBackend final : public backend::GpuBackend, public procfs::FdObserver 
   dev_t render_;
   std::vector<AcmeListing> listings_;
   std::mutex mutex_;
-  std::set<std::pair<pid_t, int>> scanning_, scanned_;  // (pid, fd) of the render node's holders
-  size_t fdinfo_read_ = 0, fdinfo_scanned_ = 0;         // fdinfo files that said "pos:"
+  // (pid, thread, fd) of the render node's holders: a thread's own table apart (GpuFd::thread).
+  std::set<std::tuple<pid_t, pid_t, int>> scanning_, scanned_;
+  size_t fdinfo_read_ = 0, fdinfo_scanned_ = 0;  // fdinfo files that said "pos:"
 };
 
 // The registry entry, with its kernel-log parser: one line beside the built-in backends.

@@ -17,7 +17,9 @@ constexpr size_t kFdinfoLimit = 64u << 10;
 constexpr size_t kMaxErrors = 8;
 
 std::string fd_text(const FdRef& ref) {
-  return "PID " + std::to_string(ref.pid) + " fd " + std::to_string(ref.fd);
+  return "PID " + std::to_string(ref.pid) + " fd " + std::to_string(ref.fd) +
+         (ref.thread ? " (in thread " + std::to_string(ref.thread) + "'s own fd table)"
+                     : std::string());
 }
 
 std::string node_text(dev_t node) {
@@ -51,8 +53,10 @@ void ClientTable::watch(std::set<dev_t> nodes) {
 
 std::optional<DrmClient> ClientTable::read(int proc_dirfd, const FdRef& ref,
                                            std::string& error) const {
-  std::string path = std::to_string(ref.pid) + "/fdinfo/" + std::to_string(ref.fd);
-  auto file = procfs::read_file_at(proc_dirfd, path, kFdinfoLimit);
+  // Through the task whose entry shows the table: a thread's own table, or the process's where
+  // the main thread has exited (its /proc/PID/fdinfo is then empty).
+  auto file = procfs::read_file_at(proc_dirfd, procfs::fdinfo_path(ref.pid, ref.task, ref.fd),
+                                   kFdinfoLimit);
   if (!file.ok()) {
     // Gone since the fd was matched (the process exited, the fd was closed): not an error.
     if (!file.vanished()) error = fd_text(ref) + ": fdinfo could not be read";
@@ -77,13 +81,14 @@ std::optional<DrmClient> ClientTable::read(int proc_dirfd, const FdRef& ref,
 ClientTable::Key ClientTable::key_of(const DrmClient& c, dev_t node, const FdRef& ref) const {
   // drm-client-id (or amdgpu's pasid) is unique per device when drm-pdev names it; without
   // pdev, the node names the device. Without either the client is the open file description,
-  // named by its lowest (PID, fd); where the scan could not compare open files, the fd itself.
+  // named by its lowest (PID, table, fd); where the scan could not compare open files, the fd
+  // itself.
   std::string device = c.pdev ? *c.pdev : node_text(node);
   if (auto number = client_number(c)) return {std::string(number->kind) + device, number->id};
   auto it = open_file_.find(ref);
   const FdRef& file = it == open_file_.end() ? ref : it->second;
   return {"file:" + device,
-          (static_cast<uint64_t>(file.pid) << 32) | static_cast<uint32_t>(file.fd)};
+          (static_cast<uint64_t>(file.pid) << 32) | static_cast<uint32_t>(file.fd), file.thread};
 }
 
 void ClientTable::add(Clients& into, Key key, DrmClient info, dev_t node, FdRef ref) {
@@ -111,7 +116,7 @@ void ClientTable::observe(const procfs::GpuFd& fd) {
     std::lock_guard lock(mutex_);
     if (!nodes_.count(*node)) return;
   }
-  FdRef ref{fd.pid, fd.fd};
+  FdRef ref{fd.pid, fd.thread, fd.fd, fd.task};
   std::string error;
   auto client = read(fd.proc_dirfd, ref, error);
   std::lock_guard lock(mutex_);
@@ -140,8 +145,9 @@ void ClientTable::open_files_grouped(const std::vector<core::HostProcess>& proce
   for (const auto& p : processes)
     for (const auto& h : p.devices)
       if (h.open_file)
-        for (int fd : h.fds) ids[{p.stat.pid, fd}] = *h.open_file;
-  std::map<std::string, FdRef> lowest;  // ids is in (PID, fd) order: the first is the lowest
+        for (int fd : h.fds) ids[{p.stat.pid, h.thread, fd}] = *h.open_file;
+  // ids is in (PID, table, fd) order: the first is the lowest
+  std::map<std::string, FdRef> lowest;
   for (const auto& [ref, id] : ids) lowest.try_emplace(id, ref);
   std::lock_guard lock(mutex_);
   open_file_.clear();

@@ -2,9 +2,12 @@
 // The DRM clients of this backend's GPUs, learnt from the holder scan: the scan hands over each
 // DRM fd it matched, the table reads its fdinfo and groups fds by client. A client is one open
 // DRM file (the kernel's struct drm_file): fds dup'd or inherited across fork share it, and its
-// buffers, so it is kept once with every (PID, fd) that holds it. The driver's drm-client-id
-// names it; a kernel that prints none (amdgpu before 5.19) leaves the open file description
-// itself, which the scan compares with kcmp, as the client; the two cross-check each other.
+// buffers, so it is kept once with every (PID, table, fd) that holds it. A thread that left its
+// process's fd table (unshare(CLONE_FILES)) keeps the files it had there, and what it opens
+// after is the process's too: its fdinfo is read through /proc/PID/task/TID. The driver's
+// drm-client-id names a client; a kernel that prints none (amdgpu before 5.19) leaves the open
+// file description itself, which the scan compares with kcmp, as the client; the two
+// cross-check each other.
 #include <sys/types.h>
 
 #include <map>
@@ -12,6 +15,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -26,16 +30,25 @@ inline constexpr const char* kDrmRenderKind = "drm-render";
 inline constexpr const char* kDrmCardKind = "drm-card";
 inline constexpr unsigned kDrmMajor = 226;
 
+// One fd of a DRM node: the process, the table (a thread that unshare(CLONE_FILES)'d has one of
+// its own, whose fd numbers are not the process's) and the number; and where its fdinfo is read.
 struct FdRef {
   pid_t pid = 0;
+  pid_t thread = 0;  // the thread whose own table holds it (DeviceHold::thread); 0: the process's
   int fd = 0;
-  auto operator<=>(const FdRef&) const = default;
+  // The task through whose /proc entry its fdinfo is read (procfs::GpuFd::task): `thread`, or
+  // for the process's table 0, or a live thread where the main thread has exited. Where it is
+  // read is not what it is: left out of comparisons.
+  pid_t task = 0;
+  std::tuple<pid_t, pid_t, int> key() const { return {pid, thread, fd}; }
+  bool operator==(const FdRef& o) const { return key() == o.key(); }
+  auto operator<=>(const FdRef& o) const { return key() <=> o.key(); }
 };
 
 struct ObservedClient {
   DrmClient info;
   dev_t node = 0;          // the device number of the file the fds refer to
-  std::vector<FdRef> fds;  // sorted; never empty
+  std::vector<FdRef> fds;  // sorted; never empty; a process's threads' tables each apart
   pid_t first_pid() const { return fds.front().pid; }
 };
 
@@ -74,6 +87,7 @@ class ClientTable final : public procfs::FdObserver {
   struct Key {
     std::string device;  // drm-pdev, else the node's device number
     uint64_t id = 0;     // drm-client-id or pasid, else a per-fd number (see key_of)
+    pid_t thread = 0;    // with the per-fd number: the thread whose own table holds that fd
     auto operator<=>(const Key&) const = default;
   };
   using Clients = std::map<Key, ObservedClient>;
