@@ -257,7 +257,8 @@ bool same_stat(const core::ProcessStat& a, const core::ProcessStat& b) {
   return a.pid == b.pid && a.comm == b.comm && a.state == b.state && a.ppid == b.ppid &&
          a.pgid == b.pgid && a.sid == b.sid && a.flags == b.flags &&
          a.start_ticks == b.start_ticks && a.num_threads == b.num_threads &&
-         a.rss_pages == b.rss_pages && a.cpu_ticks == b.cpu_ticks;
+         a.rss_pages == b.rss_pages && a.cpu_ticks == b.cpu_ticks &&
+         a.leader_exited == b.leader_exited;
 }
 
 // The same GPU files on the same fds, whether or not the holds are split by open file yet.

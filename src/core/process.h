@@ -21,16 +21,23 @@ struct ProcessStat {
   pid_t ppid = 0;
   pid_t pgid = 0;
   pid_t sid = 0;
-  unsigned flags = 0;
+  unsigned flags = 0;        // PF_* of the task that stands for the process (see leader_exited)
   uint64_t start_ticks = 0;  // clock ticks since boot
   long num_threads = 0;
   long rss_pages = 0;
   uint64_t cpu_ticks = 0;  // utime + stime: CPU time used so far, user and kernel
+  // Its main thread has exited while another thread runs on (pthread_exit() in main; see
+  // procfs/thread_group.h): the leader is a zombie in do_exit(), so state, rss_pages and flags
+  // are that live thread's, and the fd table and memory map are read through it. Identity
+  // (PID, start time, parent, group) and the figures of the whole group stay the leader's.
+  // False for a true zombie: no thread of it runs.
+  bool leader_exited = false;
 
   bool is_kernel_thread() const;  // PF_KTHREAD
   bool is_zombie() const { return state == 'Z'; }
   // PF_EXITING (include/linux/sched.h): in do_exit(). Its files and memory may be gone already;
-  // a zombie, or gone, by the next read.
+  // a zombie, or gone, by the next read. The flag of the task that stands for the process: a
+  // process whose leader alone has exited is not ending (leader_exited says that).
   bool is_exiting() const { return (flags & 0x00000004u) != 0; }
   bool is_stopped() const { return state == 'T' || state == 't'; }
 };

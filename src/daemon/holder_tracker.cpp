@@ -409,7 +409,9 @@ void HolderTracker::scanned(const core::ProcView& view, bool full) {
   // events named after this collection took its request (changed_ since take()) opened after
   // the scan read it, and one that had ended or was ending by then (gone, a zombie, or in
   // do_exit(), which closes its files before the exit is reported) holds nothing to read.
-  // Forgetting either would leave a fork it made unfollowed and its end unrecorded.
+  // Forgetting either would leave a fork it made unfollowed and its end unrecorded. One whose
+  // main thread alone has exited runs on (is_exiting() is its live thread's): holding nothing,
+  // it closed its files, and is a holder no more.
   std::vector<pid_t> newer = opens_to_confirm(view);
   for (pid_t pid : holders_) {
     const core::HostProcess* p = view.find(pid);

@@ -49,6 +49,8 @@ ProcessExit check_exit(const procfs::ProcFs& proc, pid_t pid, std::optional<uint
   if (!*leader) return ProcessExit::Ended;                            // gone
   if (released_while_read(**leader)) return ProcessExit::ThreadsRun;  // still: cannot tell
   if (start_ticks && (*leader)->start_ticks != *start_ticks) return ProcessExit::Ended;  // reused
+  // Its stat is then a live thread's (ProcFs::read_process_stat): the leader is what ended.
+  if ((*leader)->leader_exited) return ProcessExit::ThreadsRun;
   if (thread_lives(**leader)) return ProcessExit::LeaderRuns;
   // The leader is dead or exiting: any other thread that lives keeps the process.
   const std::string tasks = std::to_string(pid) + "/task";

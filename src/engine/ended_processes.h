@@ -25,7 +25,10 @@ inline bool dead(const core::ProcessStat& st) {
   return st.state == 'Z' || st.state == 'X' || st.state == 'x';
 }
 // PF_EXITING (include/linux/sched.h): the thread is in do_exit(). The kernel sets it before it
-// reports the exit, so a thread read between the report and its end is not taken for live.
+// reports the exit, so a thread read between the report and its end is not taken for live. Of
+// a process, the flag of the thread that stands for it: one whose main thread has exited while
+// another runs (ProcessStat::leader_exited) is ending only when that thread is, and is not read
+// again at each collection for the leader's end alone.
 inline bool exiting(const core::ProcessStat& st) {
   return st.is_exiting();
 }

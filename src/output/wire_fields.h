@@ -121,7 +121,8 @@ inline constexpr auto kFields<core::ProcessStat> =
                field("start_ticks", &core::ProcessStat::start_ticks),
                field("num_threads", &core::ProcessStat::num_threads),
                field("rss_pages", &core::ProcessStat::rss_pages),
-               field("cpu_ticks", &core::ProcessStat::cpu_ticks)};
+               field("cpu_ticks", &core::ProcessStat::cpu_ticks),
+               field("leader_exited", &core::ProcessStat::leader_exited)};
 static_assert(describes_every_field<core::ProcessStat>());
 
 template <>

@@ -142,7 +142,7 @@ OpenFileGrouping group_open_files(std::vector<core::HostProcess>& processes, boo
     bool resolved = false;  // the task is looked up once per process, and only for holders
     for (const auto& h : p.devices) {
       if (!is_gpu_file(h)) continue;
-      if (!resolved && live && proc_dirfd >= 0 && p.is_live() && leader_exited(p.stat))
+      if (!resolved && live && proc_dirfd >= 0 && p.is_live() && p.stat.leader_exited)
         if (auto t = live_thread(proc_dirfd, p.stat.pid)) task = t->tid;
       resolved = true;
       for (int fd : h.fds)

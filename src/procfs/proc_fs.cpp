@@ -88,11 +88,14 @@ core::Result<std::optional<StatRead>> ProcFs::read_process_stat(pid_t pid) const
   StatRead out{std::move(*st), 0};
   // A zombie leader still counts its live threads (and itself) in num_threads: only then is
   // the task list read, so an ordinary zombie costs nothing more.
-  if (out.stat.is_zombie() && out.stat.num_threads > 1 && leader_exited(out.stat)) {
+  if (out.stat.is_zombie() && out.stat.num_threads > 1 && out.stat.is_exiting()) {
     int failed = 0;
     if (auto t = live_thread(*fd_, pid, &failed)) {
       out.stat.state = t->stat.state;
       out.stat.rss_pages = t->stat.rss_pages;  // the leader's reads 0: it has let go of the mm
+      // The leader's PF_EXITING is its own end: the process ends when this thread does.
+      out.stat.flags = t->stat.flags;
+      out.stat.leader_exited = true;
       out.fd_task = t->tid;
     } else if (is_resource_shortage(failed)) {
       // A process running on its threads, unread, is no zombie that holds nothing.

@@ -38,9 +38,10 @@ class ProcFs {
   core::Result<std::vector<pid_t>> list_pids() const;
   // Empty optional: the process is gone. Error: its stat is garbage, or could not be read (the
   // error's code says why: a resource shortage of gpureap's own, procfs/resource_shortage.h). A
-  // process whose main thread has exited while another thread runs is alive: its state (and
-  // resident size) are that thread's, its identity (PID, start time, parent, group) the leader's. A
-  // true zombie stays 'Z'. Every consumer reads this, so all see the same process.
+  // process whose main thread has exited while another thread runs is alive: its state, flags
+  // (exiting only when that thread is) and resident size are that thread's, its identity (PID,
+  // start time, parent, group) the leader's, and ProcessStat::leader_exited says so. A true
+  // zombie stays 'Z'. Every consumer reads this, so all see the same process.
   core::Result<std::optional<StatRead>> read_process_stat(pid_t pid) const;
   core::Result<std::optional<core::ProcessStat>> read_stat(pid_t pid) const;
   // A zombie's wait status (parse_exit_status); empty when it is gone or the field unreadable.

@@ -15,9 +15,6 @@
 namespace gpureap::procfs {
 namespace {
 
-// PF_EXITING from include/linux/sched.h.
-constexpr unsigned kPfExiting = 0x00000004;
-
 std::optional<pid_t> task_id(const char* name) {
   pid_t tid = 0;
   const char* end = name + std::strlen(name);
@@ -27,10 +24,6 @@ std::optional<pid_t> task_id(const char* name) {
 }
 
 }  // namespace
-
-bool leader_exited(const core::ProcessStat& leader) {
-  return (leader.flags & kPfExiting) != 0;
-}
 
 std::optional<LiveThread> live_thread(int proc_dirfd, pid_t pid, int* failed) {
   int ignored = 0;
@@ -59,7 +52,7 @@ std::optional<LiveThread> live_thread(int proc_dirfd, pid_t pid, int* failed) {
     }
     auto st = parse_stat(f.data);
     // A thread on its way out (a process ending thread by thread) keeps nothing alive.
-    if (!st || st->state == 'Z' || st->state == 'X' || leader_exited(*st)) continue;
+    if (!st || st->state == 'Z' || st->state == 'X' || st->is_exiting()) continue;
     out = LiveThread{*tid, std::move(*st)};
     break;
   }

@@ -3,6 +3,10 @@
 // calls pthread_exit() from main), /proc/PID/stat shows the leader as a zombie and
 // /proc/PID/fd is empty, yet the process runs on and its fd table (shared by its threads)
 // still holds its files. /proc/PID/task/TID shows a live thread: its state, and that table.
+// The leader's flags say PF_EXITING (set when a task begins to exit, kept while it is a zombie)
+// for as long as the process runs on: what they say is the leader's end, not the process's. So
+// ProcFs::read_process_stat takes state and flags from the live thread and records the
+// leader's end apart (core::ProcessStat::leader_exited).
 #include <sys/types.h>
 
 #include <optional>
@@ -15,11 +19,6 @@ struct LiveThread {
   pid_t tid = 0;
   core::ProcessStat stat;  // the thread's own /proc/PID/task/TID/stat
 };
-
-// The main thread of the process this stat describes has exited (PF_EXITING: set when a task
-// begins to exit and kept while it is a zombie). With a live thread left, the leader's stat
-// says 'Z' while the process runs; without one, the process is a true zombie.
-bool leader_exited(const core::ProcessStat& leader);
 
 // A thread of `pid` other than its leader that has not begun to exit, from the task list under
 // the proc root `proc_dirfd`; empty when there is none (a true zombie, or the process is gone).

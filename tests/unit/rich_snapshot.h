@@ -56,6 +56,7 @@ inline core::Snapshot rich_snapshot() {
   drm_holder.devices.push_back(
       {"/dev/dri/renderD128", "drm-render", ::makedev(226, 128), true, {3, 7}, std::nullopt});
   drm_holder.devices.push_back({"/dev/kfd", "kfd", std::nullopt, false, {}, std::nullopt, 6002});
+  drm_holder.stat.leader_exited = true;  // its main thread has exited, another runs on
   auto sharer = proc(6001, 6000, 6000, 'Z');
   sharer.stat.ppid = -1;  // signed fields keep their sign
   v.processes = {init, listed_live, worker, hidden, drm_holder, sharer};

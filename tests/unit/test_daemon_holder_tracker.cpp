@@ -328,6 +328,107 @@ TEST_F(HolderTrackerForkTest, ALeadersPthreadExitIsNoExitUntilTheLastThreadEnds)
   })) << tracker_->exited_parents().size();
 }
 
+namespace leaderless_holder {
+
+int gpu_fd = -1;  // in the forked holder: its GPU file
+int commands = -1, answers = -1;
+
+// The holder's thread once its leader has exited: closes the GPU file ('c'), forks a child that
+// pauses ('f'; its PID answers), or ends the process (anything else).
+void* serve(void*) {
+  char c;
+  while (::read(commands, &c, 1) == 1) {
+    if (c == 'c') {
+      if (::close(gpu_fd) != 0 || ::write(answers, "k", 1) != 1) break;
+    } else if (c == 'f') {
+      pid_t child = ::fork();
+      if (child == 0)
+        for (;;) ::pause();
+      if (::write(answers, &child, sizeof child) != sizeof child) break;
+    } else {
+      break;
+    }
+  }
+  ::_exit(0);
+}
+
+// Opens `file`, and on the first command ends its leader as pthread_exit() does (the bare
+// system call: pthread_exit() would unwind this forked copy of the test program), leaving its
+// thread to serve the others.
+[[noreturn]] void run(const std::string& file, int go, int back) {
+  gpu_fd = ::open(file.c_str(), O_RDONLY);
+  commands = go;
+  answers = back;
+  char c;
+  pthread_t t;
+  if (gpu_fd < 0 || ::read(go, &c, 1) != 1 || ::pthread_create(&t, nullptr, serve, nullptr) != 0)
+    ::_exit(1);
+  ::syscall(SYS_exit, 0);
+  ::_exit(1);
+}
+
+}  // namespace leaderless_holder
+
+// A holder whose main thread has exited runs on in its thread, and closes its GPU file there:
+// the leader's end is not the process's (its stat is its running thread's, not exiting), so a
+// scan that reads it holding nothing drops it as a holder. Its fork is not followed and its end
+// is no holder's, as for any process that let go of its GPU files.
+TEST_F(HolderTrackerForkTest, AHolderWhoseLeaderExitedIsNoHolderOnceItClosesItsFiles) {
+  int go[2], back[2];
+  ASSERT_EQ(::pipe(go), 0);
+  ASSERT_EQ(::pipe(back), 0);
+  pid_t holder = ::fork();
+  if (holder == 0) leaderless_holder::run(file_, go[0], back[1]);
+  pid_t child = 0;
+  Reaped reaped{{&holder, &child}};
+  ASSERT_TRUE(asked_for(*tracker_, holder)) << "its open was not read";
+  auto st = proc().read_stat(holder);
+  ASSERT_TRUE(st && *st);
+  const uint64_t start = (*st)->start_ticks;
+  core::ProcView view;
+  view.processes = {process(holder, start, true)};
+  tracker_->scanned(view, false);  // a scan saw it holding: its open is confirmed
+  ASSERT_EQ(::write(go[1], "x", 1), 1);
+  ASSERT_TRUE(asked_for(*tracker_, holder)) << "its leader's exit was not read";
+
+  const uint64_t closes = tracker_->counters().closes;
+  char ack = 0;
+  ASSERT_EQ(::write(go[1], "c", 1), 1);
+  ASSERT_EQ(::read(back[0], &ack, 1), 1);
+  ASSERT_TRUE(soon([&] { return tracker_->counters().closes > closes; }))
+      << "its close was not read";
+  tracker_->take();  // the collection that reads it takes what the events asked first
+  // It reads as /proc shows it now: running on in its thread, holding nothing.
+  core::HostProcess read = process(holder, start, false);
+  ASSERT_TRUE(soon([&] {
+    auto now = proc().read_stat(holder);
+    if (now && *now) read.stat = **now;
+    return read.stat.leader_exited;
+  })) << "its leader never read exited";
+  ASSERT_FALSE(read.stat.is_zombie());
+  view.processes = {read};
+  tracker_->scanned(view, false);
+
+  const uint64_t forks = tracker_->counters().forks;
+  ASSERT_EQ(::write(go[1], "f", 1), 1);
+  ASSERT_EQ(::read(back[0], &child, sizeof child), static_cast<ssize_t>(sizeof child));
+  ASSERT_EQ(::write(go[1], "e", 1), 1);  // its thread ends the process
+  ASSERT_EQ(::waitpid(holder, nullptr, 0), holder);
+  const pid_t ended = holder;
+  holder = 0;
+  for (int fd : {go[0], go[1], back[0], back[1]}) ::close(fd);
+  // Its end is read (a process of the view: the engine reads it again), after its fork.
+  std::vector<pid_t> exited;
+  ASSERT_TRUE(soon([&] {
+    auto r = tracker_->take();
+    exited.insert(exited.end(), r.exited.begin(), r.exited.end());
+    return std::find(exited.begin(), exited.end(), ended) != exited.end();
+  })) << "its end was not read";
+  EXPECT_EQ(tracker_->counters().forks, forks) << "the fork of a process holding nothing";
+  EXPECT_EQ(tracker_->exited_parents(), (std::map<pid_t, pid_t>{}));
+  EXPECT_EQ(tracker_->ends().count(ended), 0u) << "its end recorded as a holder's";
+}
+
 // A holder killed: do_exit() closes its files before the kernel reports its exit, and a scan
 // that reads it in between finds it holding nothing. Its exit, read after, is still a holder's
 // end, with the time and the status the event gives.

@@ -2,7 +2,9 @@
 // next collection while a zombie and once reaped, whether the driver lists it, the kernel saw
 // it end, or the view already holds its zombie; one that runs on costs nothing more.
 #include <gtest/gtest.h>
+#include <pthread.h>
 #include <signal.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -135,6 +137,74 @@ TEST_F(EndedProcessesTest, AProcessReadWhileExitingIsReadAgainWithoutAnEvent) {
   EXPECT_EQ(e.moved(*proc_, zombie, {}), Pids{});
   reap();
   EXPECT_EQ(e.moved(*proc_, zombie, {}), Pids{pid});
+}
+
+// A child whose main thread has exited (as pthread_exit() in main does) while another thread
+// runs on in pause(); killed and reaped when it goes.
+class ExitedLeader {
+ public:
+  ExitedLeader() {
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      pthread_t t;
+      if (::pthread_create(&t, nullptr, &ExitedLeader::pause_forever, nullptr) != 0) ::_exit(1);
+      // The bare system call: pthread_exit() would unwind this forked copy of the test program.
+      ::syscall(SYS_exit, 0);
+    }
+  }
+  ~ExitedLeader() {
+    if (pid_ > 0) {
+      ::kill(pid_, SIGKILL);
+      ::waitpid(pid_, nullptr, 0);
+    }
+  }
+  ExitedLeader(const ExitedLeader&) = delete;
+  ExitedLeader& operator=(const ExitedLeader&) = delete;
+  pid_t pid() const { return pid_; }
+  // Until /proc reads its leader exited and its thread asleep (a loaded machine may take long).
+  bool settled(const procfs::ProcFs& proc) const {
+    for (int i = 0; i < 1000; ++i) {
+      auto st = proc.read_stat(pid_);
+      if (st && *st && (*st)->leader_exited && (*st)->state == 'S') return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    return false;
+  }
+  // SIGKILLs it and waits until it is dead, not reaped: a zombie.
+  bool kill_to_zombie() const {
+    siginfo_t info{};
+    return ::kill(pid_, SIGKILL) == 0 &&
+           ::waitid(P_PID, static_cast<id_t>(pid_), &info, WEXITED | WNOWAIT) == 0;
+  }
+
+ private:
+  static void* pause_forever(void*) {
+    for (;;) ::pause();
+  }
+  pid_t pid_ = -1;
+};
+
+// A process whose main thread has exited runs on in its other threads: the leader's PF_EXITING
+// is no end of the process, so it is not read again at each collection (one stat and a task
+// listing each, for as long as it runs). Its end is the kernel's to report, as any process's.
+TEST_F(EndedProcessesTest, AProcessWhoseLeaderAloneExitedIsNotReadAgain) {
+  ExitedLeader job;
+  ASSERT_GT(job.pid(), 0);
+  ASSERT_TRUE(job.settled(*proc_)) << "its leader never read exited with its thread asleep";
+  core::ProcView view;
+  auto st = proc_->read_stat(job.pid());
+  ASSERT_TRUE(st && *st);
+  EXPECT_FALSE(exiting(**st));
+  core::HostProcess p;
+  p.stat = **st;
+  view.processes = {p};
+  EndedProcesses e;
+  EXPECT_EQ(e.moved(*proc_, view, {}), Pids{});
+  // Dead now: a process read again would show it; this one is not asked.
+  ASSERT_TRUE(job.kill_to_zombie());
+  EXPECT_EQ(e.moved(*proc_, view, {}), Pids{}) << "read again though only its leader had exited";
+  e.exited({job.pid()});  // the kernel reports its end
+  EXPECT_EQ(e.moved(*proc_, view, {}), Pids{job.pid()});
 }
 
 TEST_F(EndedProcessesTest, AnExitOfAProcessThatRunsOnIsForgotten) {

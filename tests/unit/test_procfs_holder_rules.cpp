@@ -22,6 +22,7 @@
 #include "backend/registry.h"
 #include "procfs/device_files.h"
 #include "procfs/fd_scan.h"
+#include "procfs/file_read.h"
 #include "procfs/open_files.h"
 #include "procfs/parsers.h"
 #include "procfs/proc_fs.h"
@@ -235,7 +236,7 @@ TEST(ProcfsThreadGroup, ALeaderWhoseThreadLivesReadsAsThatThread) {
   EXPECT_TRUE(r.stat.state == 'S' || r.stat.state == 'R') << r.stat.state;
   EXPECT_EQ(r.stat.pid, job.pid());
   EXPECT_EQ(r.fd_task, job.tid());
-  EXPECT_TRUE(leader_exited(r.stat));
+  EXPECT_TRUE(r.stat.leader_exited);
   auto plain = proc->read_stat(job.pid());
   ASSERT_TRUE(plain.ok() && plain->has_value());
   EXPECT_TRUE((*plain)->state == 'S' || (*plain)->state == 'R') << (*plain)->state;
@@ -253,6 +254,38 @@ TEST(ProcfsThreadGroup, ALeaderWhoseThreadLivesReadsAsThatThread) {
   EXPECT_TRUE(details.details->exe.has_value());
 }
 
+// The kernel keeps PF_EXITING on the exited leader for as long as the process runs on: the
+// leader's end, not the process's. The process reads exiting only when its live thread is.
+TEST(ProcfsThreadGroup, ALeaderWhoseThreadLivesIsNotExiting) {
+  StandIns s;
+  ThreadedJob job(s.dev("nvidia0"), false);
+  const std::string dir = std::to_string(job.pid());
+  auto leader = read_file_at(proc_root(), dir + "/stat");
+  ASSERT_TRUE(leader.ok());
+  auto leader_stat = parse_stat(leader.data);
+  ASSERT_TRUE(leader_stat.ok());
+  ASSERT_TRUE(leader_stat->is_zombie() && leader_stat->is_exiting())
+      << "the kernel shows the exited leader as a zombie in do_exit(): " << leader.data;
+  auto thread = read_file_at(proc_root(), dir + "/task/" + std::to_string(job.tid()) + "/stat");
+  ASSERT_TRUE(thread.ok());
+  auto thread_stat = parse_stat(thread.data);
+  ASSERT_TRUE(thread_stat.ok());
+  auto proc = ProcFs::open("/proc");
+  ASSERT_TRUE(proc.ok());
+
+  auto read = proc->read_process_stat(job.pid());
+  ASSERT_TRUE(read.ok() && read->has_value());
+  const core::ProcessStat& st = (*read)->stat;
+  EXPECT_FALSE(st.is_exiting()) << std::hex << st.flags;
+  EXPECT_EQ(st.flags, thread_stat->flags) << "the live thread's flags";
+  EXPECT_TRUE(st.leader_exited);
+  EXPECT_EQ(st.start_ticks, leader_stat->start_ticks);
+  auto plain = proc->read_stat(job.pid());
+  ASSERT_TRUE(plain.ok() && plain->has_value());
+  EXPECT_FALSE((*plain)->is_exiting());
+  EXPECT_TRUE((*plain)->leader_exited);
+}
+
 TEST(ProcfsThreadGroup, ATrueZombieStaysOne) {
   pid_t child = ::fork();
   ASSERT_GE(child, 0);
@@ -265,6 +298,8 @@ TEST(ProcfsThreadGroup, ATrueZombieStaysOne) {
   ::waitpid(child, nullptr, 0);
   ASSERT_TRUE(read.ok() && read->has_value());
   EXPECT_TRUE((*read)->stat.is_zombie());
+  EXPECT_TRUE((*read)->stat.is_exiting());
+  EXPECT_FALSE((*read)->stat.leader_exited) << "no thread of it runs";
   EXPECT_EQ((*read)->fd_task, 0);
   EXPECT_FALSE(live_thread(proc_root(), child).has_value());
 }
