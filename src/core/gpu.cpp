@@ -42,6 +42,8 @@ const char* to_string(BackendErrorCode code) {
       return "not-configured";
     case BackendErrorCode::NoDevice:
       return "no-device";
+    case BackendErrorCode::OutOfResources:
+      return "out-of-resources";
   }
   return "";  // no enumerator: no name
 }

@@ -126,6 +126,9 @@ enum class BackendErrorCode {
   // Not a failure: the machine has no GPU this backend reads (a backend on a host with only
   // other vendors' GPUs). It does not count as down.
   NoDevice,
+  // gpureap itself ran out of file descriptors or memory (procfs/resource_shortage.h): says
+  // nothing of the driver; the remedy is gpureap's limit.
+  OutOfResources,
 };
 const char* to_string(BackendErrorCode code);
 std::optional<BackendErrorCode> backend_error_code(const std::string& name);

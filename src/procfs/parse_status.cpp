@@ -56,7 +56,9 @@ StatusFields parse_status(std::string_view text) {
     size_t colon = line.find(':');
     if (colon == std::string_view::npos) continue;
     std::string_view key = line.substr(0, colon), val = line.substr(colon + 1);
-    if (key == "Uid") {
+    if (key == "Tgid") {
+      out.tgid = number<pid_t>(val);
+    } else if (key == "Uid") {
       auto ids = numbers<uid_t>(val);
       if (ids.size() >= 2) {
         out.uid = ids[0];

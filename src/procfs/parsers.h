@@ -20,6 +20,7 @@ std::optional<int> parse_exit_status(std::string_view text);
 std::vector<std::string> parse_cmdline(std::string_view text);
 
 struct StatusFields {
+  std::optional<pid_t> tgid;  // the process (thread group) this task belongs to
   std::optional<uid_t> uid;
   std::optional<uid_t> euid;
   std::vector<pid_t> ns_pids;

@@ -60,4 +60,13 @@ std::optional<LiveThread> live_thread(int proc_dirfd, pid_t pid, int* failed) {
   return out;
 }
 
+std::optional<pid_t> thread_group_of(int proc_dirfd, pid_t tid) {
+  if (tid <= 0) return std::nullopt;
+  auto f = read_file_at(proc_dirfd, std::to_string(tid) + "/status");
+  if (!f.ok()) return std::nullopt;
+  auto tgid = parse_status(f.data).tgid;
+  if (!tgid || *tgid <= 0 || *tgid == tid) return std::nullopt;
+  return tgid;
+}
+
 }  // namespace gpureap::procfs

@@ -27,4 +27,10 @@ struct LiveThread {
 // process for a true zombie must not.
 std::optional<LiveThread> live_thread(int proc_dirfd, pid_t pid, int* failed = nullptr);
 
+// The process that `tid` is a thread of, when it is one of its threads other than the leader: a
+// thread's /proc/TID answers though /proc does not list it, and its stat is the thread's own.
+// The kernel says whose it is (the Tgid of /proc/TID/status), never a name. Empty for a
+// process (its leader), and where there is no such task or its status cannot be read.
+std::optional<pid_t> thread_group_of(int proc_dirfd, pid_t tid);
+
 }  // namespace gpureap::procfs

@@ -1,5 +1,6 @@
 #include "reap/collector_world.h"
 
+#include "procfs/thread_group.h"
 #include "reap/verifier.h"
 
 namespace gpureap::reap {
@@ -10,6 +11,10 @@ bool CollectorWorld::signals_reach() const {
 
 std::string CollectorWorld::proc_root() const {
   return collector_.procfs().root();
+}
+
+std::optional<pid_t> CollectorWorld::thread_group_of(pid_t tid) const {
+  return procfs::thread_group_of(collector_.procfs().dirfd(), tid);
 }
 
 // The one place the reaper meets the collector's drivers: their report alone, without a /proc

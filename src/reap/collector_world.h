@@ -27,6 +27,7 @@ class CollectorWorld final : public World {
   }
   bool signals_reach() const override;
   std::string proc_root() const override;
+  std::optional<pid_t> thread_group_of(pid_t tid) const override;
   core::Snapshot driver_view() const override;
   core::Snapshot collect() const override;
 

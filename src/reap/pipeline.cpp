@@ -19,7 +19,27 @@ core::Result<Plan> Pipeline::plan(const core::Snapshot& snapshot, const Request&
   auto details = [this](const core::HostProcess& p) {
     return world_.details(p.stat.pid, p.stat.state == 'D');
   };
-  return make_plan(snapshot, request, current_caller(world_), details);
+  return make_plan(snapshot, request, current_caller(world_), details,
+                   typed_threads(snapshot, request));
+}
+
+// The typed numbers the snapshot has no process for that are threads of one: /proc does not
+// list a thread, yet /proc/TID answers, so only the kernel's Tgid tells them from a typo.
+std::vector<NamedThread> Pipeline::typed_threads(const core::Snapshot& snapshot,
+                                                 const Request& request) const {
+  std::vector<NamedThread> out;
+  for (pid_t pid : request.pids) {
+    if (snapshot.find(pid) || snapshot.row(pid)) continue;
+    auto process = world_.thread_group_of(pid);
+    if (!process) continue;
+    NamedThread t{pid, *process, std::nullopt};
+    if (const core::HostProcess* p = snapshot.find(*process))
+      t.comm = p->stat.comm;
+    else if (auto st = world_.stat(*process); st.ok() && *st)
+      t.comm = (*st)->comm;
+    out.push_back(std::move(t));
+  }
+  return out;
 }
 
 Reaped Pipeline::carry_out(Plan plan, SystemClock::time_point started) const {

@@ -67,6 +67,9 @@ class Pipeline {
   const ReapOptions& options() const { return options_; }
 
  private:
+  std::vector<NamedThread> typed_threads(const core::Snapshot& snapshot,
+                                         const Request& request) const;
+
   const World& world_;
   ReapOptions options_;
   Progress progress_;

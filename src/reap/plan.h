@@ -50,6 +50,15 @@ struct Chosen {
   std::optional<core::Anomaly> anomaly;
 };
 
+// A number a user typed that is a thread of a process, not a process (/proc/TID answers for
+// it, though /proc does not list it): signals and plans are for whole processes, so nothing is
+// chosen for it, and the user is told which process it belongs to, to name that one if meant.
+struct NamedThread {
+  pid_t tid = 0;
+  pid_t process = 0;                // its thread group, as the kernel says
+  std::optional<std::string> comm;  // the process's name, for the message; a label only
+};
+
 // What the user asked for. Selectors choose: `pids`, `chosen`, `ghosts`, `stopped`. `gpu` and
 // `user` choose only when no selector is given; with one they filter its choice (an
 // intersection: a filter never adds a process). `tree` and `group` widen the filtered choice.

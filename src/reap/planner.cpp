@@ -78,14 +78,15 @@ void note_sharers_left(const core::Snapshot& snap, const Kin& kin, Plan& plan, T
 }  // namespace
 
 core::Result<Plan> make_plan(const core::Snapshot& snap, const Request& request,
-                             const Caller& caller, const DetailsSource& details) {
+                             const Caller& caller, const DetailsSource& details,
+                             const std::vector<NamedThread>& threads) {
   std::optional<uid_t> only_uid;
   if (request.user) {
     auto uid = procfs::resolve_user(*request.user);
     if (!uid) return uid.error();
     only_uid = *uid;
   }
-  auto selection = select_targets(snap, request, caller);
+  auto selection = select_targets(snap, request, caller, threads);
   if (!selection) return selection.error();
 
   Plan plan;

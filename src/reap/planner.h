@@ -14,8 +14,10 @@ namespace gpureap::reap {
 // for GPU holders and listed PIDs); empty when it is gone or unreadable.
 using DetailsSource = std::function<std::optional<core::ProcessDetails>(const core::HostProcess&)>;
 
-// Fails on a request that cannot mean anything (an unknown GPU or user).
+// Fails on a request that cannot mean anything (an unknown GPU or user). `threads`: the typed
+// numbers that are threads of a process (select.h).
 core::Result<Plan> make_plan(const core::Snapshot& snapshot, const Request& request,
-                             const Caller& caller, const DetailsSource& details);
+                             const Caller& caller, const DetailsSource& details,
+                             const std::vector<NamedThread>& threads = {});
 
 }  // namespace gpureap::reap

@@ -15,8 +15,9 @@ namespace {
 
 class Selector {
  public:
-  Selector(const core::Snapshot& s, const Request& r, const Caller& c)
-      : snap_(s), req_(r), caller_(c), kin_(s) {}
+  Selector(const core::Snapshot& s, const Request& r, const Caller& c,
+           const std::vector<NamedThread>& threads)
+      : snap_(s), req_(r), caller_(c), threads_(threads), kin_(s) {}
 
   // Selectors choose (PIDs, --ghosts, --stopped, a diagnosis's or a policy's choice); --gpu and
   // --user choose only when no selector is given, and otherwise filter what the selectors chose:
@@ -78,9 +79,29 @@ class Selector {
     }
     if (p) add(pid, {ReasonKind::Named});
     if (row && row->listed_by_driver && kin_.is_gone(pid)) resolve_gone(pid, true);
-    if (!p && !(row && row->listed_by_driver))
+    if (p || (row && row->listed_by_driver)) return;
+    if (const NamedThread* t = thread(pid))
+      note_thread(*t);
+    else
       out_.notes.push_back("PID " + std::to_string(pid) +
                            ": no such process, and no GPU driver lists it");
+  }
+
+  const NamedThread* thread(pid_t tid) const {
+    auto it = std::find_if(threads_.begin(), threads_.end(),
+                           [&](const NamedThread& t) { return t.tid == tid; });
+    return it == threads_.end() ? nullptr : &*it;
+  }
+
+  // Never the thread's process in its place: a thread's number is typed by mistake as often as
+  // not (from top's thread view, a log), and ending the process is the user's choice to make.
+  void note_thread(const NamedThread& t) {
+    const std::string process = std::to_string(t.process);
+    out_.notes.push_back("TID " + std::to_string(t.tid) + " is a thread of process " + process +
+                         (t.comm ? " (" + *t.comm + ")" : std::string()) +
+                         ", not a process; gpureap signals whole processes, so nothing was "
+                         "chosen for it: `gpureap kill " +
+                         process + "` ends that process, all its threads with it");
   }
 
   void chosen(const Chosen& c) {
@@ -348,6 +369,7 @@ class Selector {
   const core::Snapshot& snap_;
   const Request& req_;
   const Caller& caller_;
+  const std::vector<NamedThread>& threads_;
   Kin kin_;
   std::optional<GpuScope> scope_;
   Selection out_;
@@ -356,8 +378,9 @@ class Selector {
 }  // namespace
 
 core::Result<Selection> select_targets(const core::Snapshot& snapshot, const Request& request,
-                                       const Caller& caller) {
-  return Selector(snapshot, request, caller).run();
+                                       const Caller& caller,
+                                       const std::vector<NamedThread>& threads) {
+  return Selector(snapshot, request, caller, threads).run();
 }
 
 }  // namespace gpureap::reap

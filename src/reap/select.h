@@ -17,7 +17,9 @@ struct Selection {
 };
 
 // Fails only on a request that cannot mean anything (a GPU the driver does not have).
+// `threads`: the typed numbers that are threads (they are told, never chosen).
 core::Result<Selection> select_targets(const core::Snapshot& snapshot, const Request& request,
-                                       const Caller& caller);
+                                       const Caller& caller,
+                                       const std::vector<NamedThread>& threads = {});
 
 }  // namespace gpureap::reap

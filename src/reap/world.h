@@ -46,6 +46,9 @@ class World : public ProcessProbe {
   virtual bool signals_reach() const = 0;
   // Where the processes are read from, for messages.
   virtual std::string proc_root() const = 0;
+  // The process `tid` is a thread of, when it is a thread other than its leader (the kernel's
+  // word, procfs/thread_group.h); empty for a process, or no such task.
+  virtual std::optional<pid_t> thread_group_of(pid_t tid) const = 0;
   // The drivers' lists and used memory now, joined with an empty /proc view: cheap enough to
   // poll.
   virtual core::Snapshot driver_view() const = 0;

@@ -35,7 +35,9 @@ std::vector<Marker> job_markers(const supervise::RunReport& r) {
       {exited, MarkerKind::JobEnd, "the command exited after " + core::format_duration(r.runtime)});
   const TimePoint torn_down = exited + r.teardown;
   std::string what = "teardown done";
-  if (!r.leftovers.empty())
+  if (r.teardown_error)
+    what = "teardown not verified: the job's processes could not be read";
+  else if (!r.leftovers.empty())
     what += ": " + std::to_string(r.leftovers.size()) + " leftover process" +
             (r.leftovers.size() == 1 ? "" : "es") + " ended";
   out.push_back({torn_down, MarkerKind::Teardown, what});

@@ -46,15 +46,17 @@ void Supervisor::watch_for_failures(Clock::time_point now) {
   if (!options_.fail_fast || wait_status_ || report_.stop.reason != StopReason::None) return;
   if (!report_.failed && now >= next_failure_watch_) {
     next_failure_watch_ = now + kWatchInterval;
-    auto all = read_all_stats(collector_.procfs());
-    members_->observe(all);
-    // A zombie below CMD: a process whose parent, in the job, has not reaped it yet.
-    for (const auto& st : descendants_of(job_, all))
-      if (st.state == 'Z')
-        if (auto status = collector_.procfs().read_exit_status(st.pid)) {
-          note_failure(st.pid, st.comm, *status);
-          if (report_.failed) break;
-        }
+    // /proc unread (gpureap out of descriptors): looked at again at the next watch.
+    if (auto all = read_all_stats(collector_.procfs())) {
+      members_->observe(*all);
+      // A zombie below CMD: a process whose parent, in the job, has not reaped it yet.
+      for (const auto& st : descendants_of(job_, *all))
+        if (st.state == 'Z')
+          if (auto status = collector_.procfs().read_exit_status(st.pid)) {
+            note_failure(st.pid, st.comm, *status);
+            if (report_.failed) break;
+          }
+    }
   }
   if (fail_fast_at_ && now >= *fail_fast_at_) {
     fail_fast_at_.reset();

@@ -4,6 +4,8 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "procfs/resource_shortage.h"
+
 namespace gpureap::supervise {
 
 std::vector<core::ProcessStat> descendants_of(pid_t root,
@@ -46,12 +48,13 @@ bool is_alive(const core::ProcessStat& st) {
   return st.state != 'Z' && st.state != 'X' && st.state != 'x';
 }
 
-std::vector<core::ProcessStat> read_all_stats(const procfs::ProcFs& proc) {
+core::Result<std::vector<core::ProcessStat>> read_all_stats(const procfs::ProcFs& proc) {
   std::vector<core::ProcessStat> out;
   auto pids = proc.list_pids();
-  if (!pids) return out;
+  if (!pids) return pids.error();
   for (pid_t pid : *pids) {
     auto st = proc.read_stat(pid);
+    if (!st && procfs::is_resource_shortage(st.error().code)) return st.error();
     if (st && *st) out.push_back(std::move(**st));
   }
   return out;

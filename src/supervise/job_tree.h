@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/process.h"
+#include "core/result.h"
 #include "procfs/proc_fs.h"
 
 namespace gpureap::supervise {
@@ -24,9 +25,11 @@ std::vector<core::ProcessStat> descendants_of(pid_t root,
 // Neither a zombie nor dead: it can still hold files and memory.
 bool is_alive(const core::ProcessStat& st);
 
-// stat of every process under the proc root; vanished and unparseable ones are skipped, and
-// none where the root cannot be listed.
-std::vector<core::ProcessStat> read_all_stats(const procfs::ProcFs& proc);
+// stat of every process under the proc root; vanished ones are skipped, and so are those whose
+// stat cannot be read for what they are (unparseable, another user's under hidepid). An error
+// where the root cannot be listed, or a stat could not be read for want of a descriptor or memory
+// of gpureap's own (procfs/resource_shortage.h): a list cut short would read as processes gone.
+core::Result<std::vector<core::ProcessStat>> read_all_stats(const procfs::ProcFs& proc);
 
 struct JobMember {
   pid_t pid = 0;

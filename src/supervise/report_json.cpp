@@ -133,6 +133,10 @@ json run_report_to_json(const RunReport& r) {
           {"gpu", gpu_json(r.gpu)},
           {"leftovers", leftovers_json(r.leftovers)},
           {"kept", leftovers_json(r.kept)},
+          {"teardown_verified", !r.teardown_error},
+          {"teardown_error", r.teardown_error ? json{{"message", text(r.teardown_error->message)},
+                                                     {"hint", text(r.teardown_error->hint)}}
+                                              : json(nullptr)},
           {"release", release_json(r.release)},
           {"warnings", text_list(r.warnings)}};
 }

@@ -82,7 +82,8 @@ std::string signals_text(const std::vector<int>& signals) {
   return out.empty() ? "exited before being signalled" : out;
 }
 
-void leftover_lines(std::string& out, const std::vector<Leftover>& list, bool kept) {
+// `unread`: /proc could not be read at the end, so a process not seen gone may have ended since.
+void leftover_lines(std::string& out, const std::vector<Leftover>& list, bool kept, bool unread) {
   for (const auto& l : list) {
     std::string cmd =
         l.cmdline.empty() ? "[" + text::terminal_safe(l.comm) + "]" : command_text(l.cmdline, 60);
@@ -91,7 +92,9 @@ void leftover_lines(std::string& out, const std::vector<Leftover>& list, bool ke
       what += "; held";
       for (const auto& d : l.devices) what += " " + text::terminal_safe(d);
     }
-    if (!kept && !l.ended) what += "; STILL ALIVE (uninterruptible sleep?)";
+    if (!kept && !l.ended)
+      what += unread ? "; NOT SEEN TO END (/proc could not be read)"
+                     : "; STILL ALIVE (uninterruptible sleep?)";
     out += fmt::format("{}  {:>7}  {}  ({})\n", kPrefix, l.pid, cmd, what);
   }
 }
@@ -177,12 +180,19 @@ std::string render_summary(const RunReport& r) {
   if (!r.leftovers.empty()) {
     out += fmt::format("{}ended {} leftover process{} of the job:\n", kPrefix, r.leftovers.size(),
                        r.leftovers.size() == 1 ? "" : "es");
-    leftover_lines(out, r.leftovers, false);
+    leftover_lines(out, r.leftovers, false, r.teardown_error.has_value());
   }
   if (!r.kept.empty()) {
     out += fmt::format("{}left {} process{} running (--keep-descendants):\n", kPrefix,
                        r.kept.size(), r.kept.size() == 1 ? "" : "es");
-    leftover_lines(out, r.kept, true);
+    leftover_lines(out, r.kept, true, false);
+  }
+  if (r.teardown_error) {
+    out += std::string(kPrefix) + "COULD NOT VERIFY that the job's processes are gone: " +
+           text::terminal_safe(r.teardown_error->message) + "\n";
+    out += "  processes of the job may still run and hold GPU memory; `gpureap ps` shows them";
+    if (!r.teardown_error->hint.empty()) out += "; " + text::terminal_safe(r.teardown_error->hint);
+    out += "\n";
   }
   release_lines(out, r);
   for (const auto& w : r.warnings)

@@ -132,6 +132,10 @@ struct RunReport {
   GpuSampling gpu;
   std::vector<Leftover> leftovers;  // ended by gpureap (or that survived it)
   std::vector<Leftover> kept;       // --keep-descendants: left running
+  // Set when the job's processes could not be read at the end of teardown (gpureap out of file
+  // descriptors): what leftovers and kept say is the last read's, and a process the job started
+  // since may run on; gpureap cannot say the job is gone.
+  std::optional<core::Error> teardown_error;
   ReleaseCheck release;
   bool interactive = false;  // the job had the terminal's foreground
   bool pid1 = false;         // gpureap was its PID namespace's init

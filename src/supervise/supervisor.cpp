@@ -114,21 +114,23 @@ void Supervisor::supervise() {
     watch_for_failures(now);
     if (!killed_at_ && (hurry_ || (kill_deadline_ && now >= *kill_deadline_))) {
       if (!wait_status_) report_.stop.killed_after_grace = true;
-      teardown_->kill(teardown_->scan(), !wait_status_);
+      rescan(live);
+      teardown_->kill(live, !wait_status_);
       killed_at_ = now;
     }
     if (wait_status_ && !cleanup) {
       cleanup = true;
       begin_cleanup();
       if (options_.keep_descendants) {
-        report_.kept = teardown_->describe(teardown_->scan());
+        if (rescan(live)) report_.kept = teardown_->describe(live);
         break;
       }
       if (!kill_deadline_) kill_deadline_ = now + options_.grace;
     }
     const bool tearing_down = cleanup || killed_at_;
     if (tearing_down) {
-      live = teardown_->scan();
+      // Unread, the last list read stands and is read again soon: never "none left".
+      const bool read = rescan(live);
       if (killed_at_)
         teardown_->kill(live, !wait_status_);
       else {
@@ -138,8 +140,9 @@ void Supervisor::supervise() {
         }
         teardown_->terminate(live);
       }
-      if (wait_status_ && live.empty()) break;
-      // Survivors of SIGKILL are in uninterruptible sleep: report them, do not hang.
+      if (wait_status_ && read && live.empty()) break;
+      // Survivors of SIGKILL are in uninterruptible sleep (or /proc stayed unreadable): report
+      // them, do not hang.
       if (killed_at_ && now - *killed_at_ >= options_.release_timeout) {
         gave_up_ = true;
         break;
@@ -164,7 +167,8 @@ void Supervisor::supervise() {
     wait_and_dispatch(wake);
   }
   report_.leftovers = teardown_->leftovers(live);
-  if (gave_up_)
+  report_.teardown_error = unread_;
+  if (gave_up_ && !unread_)
     report_.warnings.push_back(std::to_string(live.size()) +
                                " processes of the job survived SIGKILL for " +
                                core::format_duration(options_.release_timeout) +
@@ -172,6 +176,20 @@ void Supervisor::supervise() {
   if (!wait_status_) job_end_ = Clock::now();
   report_.runtime = duration_cast<milliseconds>(job_end_ - job_start_);
   report_.teardown = duration_cast<milliseconds>(Clock::now() - job_end_);
+}
+
+// Reads the job's live processes into `live`. Where /proc cannot be read (gpureap out of
+// descriptors), `live` keeps the last list read and the failure is kept for the report until a
+// later read succeeds: false.
+bool Supervisor::rescan(std::vector<core::ProcessStat>& live) {
+  auto scanned = teardown_->scan();
+  if (!scanned) {
+    unread_ = scanned.error();
+    return false;
+  }
+  unread_.reset();
+  live = std::move(*scanned);
+  return true;
 }
 
 void Supervisor::finish() {
@@ -196,6 +214,9 @@ void Supervisor::finish() {
     report_.release.skipped_because = "--keep-descendants left " +
                                       std::to_string(report_.kept.size()) +
                                       " processes running; they may still use the GPU";
+  } else if (options_.keep_descendants && report_.teardown_error) {
+    report_.release.skipped_because =
+        "--keep-descendants left the job's processes running, and gpureap could not read which";
   } else {
     const unsigned signals_before = late_terminating_signals_;
     auto pause = [&](milliseconds d) {

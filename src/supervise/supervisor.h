@@ -54,6 +54,7 @@ class Supervisor {
   void follow_stop();
   void resume_job();
   void begin_cleanup();
+  bool rescan(std::vector<core::ProcessStat>& live);
   // --fail-fast (fail_fast.cpp): notes an abnormal exit of a job process, and ends the job
   // when its grace has passed while job processes still hold GPU files.
   void watch_for_failures(Clock::time_point now);
@@ -79,6 +80,7 @@ class Supervisor {
   unsigned late_terminating_signals_ = 0;       // received after CMD exited
   bool gave_up_ = false;                        // processes survived SIGKILL
   bool announced_teardown_ = false;             // options_.announce_teardown was called
+  std::optional<core::Error> unread_;           // why the last read of the job failed
 
   // --fail-fast: when to end the job for a failure, and when to look for one next.
   std::optional<Clock::time_point> fail_fast_at_;

@@ -31,8 +31,10 @@ void Teardown::note_devices(const core::Snapshot& snapshot) {
   }
 }
 
-std::vector<core::ProcessStat> Teardown::scan() {
-  return members_.observe(read_all_stats(proc_));
+core::Result<std::vector<core::ProcessStat>> Teardown::scan() {
+  auto all = read_all_stats(proc_);
+  if (!all) return all.error();
+  return members_.observe(*all);
 }
 
 Leftover Teardown::new_record(const core::ProcessStat& st) const {

@@ -28,14 +28,16 @@ class Teardown {
 
   // Remembers which GPU device files each process holds in `snapshot`, for the report.
   void note_devices(const core::Snapshot& snapshot);
-  // The job's live processes now (CMD included while it lives).
-  std::vector<core::ProcessStat> scan();
+  // The job's live processes now (CMD included while it lives); an error where /proc could not
+  // be read whole (read_all_stats), never a list that would read as the job gone.
+  core::Result<std::vector<core::ProcessStat>> scan();
   // SIGTERM + SIGCONT to each live process not yet asked; all but CMD become leftovers.
   void terminate(const std::vector<core::ProcessStat>& live);
   // SIGKILL to every live process; while CMD is unreaped (its PID, and so its group id,
   // cannot be recycled) also to its process group, for processes forked since the scan.
   void kill(const std::vector<core::ProcessStat>& live, bool command_unreaped);
-  // What gpureap ended (or failed to end: still in `live`), with their command lines.
+  // What gpureap ended (or failed to end: still in `live`, the last list read), with their
+  // command lines.
   std::vector<Leftover> leftovers(const std::vector<core::ProcessStat>& live) const;
   // The live processes as leftovers that gpureap leaves alone (--keep-descendants).
   std::vector<Leftover> describe(const std::vector<core::ProcessStat>& live) const;

@@ -107,6 +107,26 @@ TEST(ReapPlanner, UnknownPidIsANoteNotATarget) {
   EXPECT_NE(p.notes[0].find("12345"), std::string::npos);
 }
 
+// A typed thread id is told as its process's thread; neither is chosen, whatever widens it.
+TEST(ReapPlanner, ATypedThreadIsANoteAndChoosesNeitherItNorItsProcess) {
+  const std::vector<NamedThread> threads{{401 + 1000, 400, "trainer"}};
+  for (Request r : {Request{.pids = {1401}}, Request{.pids = {1401}, .tree = true},
+                    Request{.pids = {1401}, .group = true}}) {
+    auto p = make_plan(ghost_world(), r, root_caller(), no_details, threads);
+    ASSERT_TRUE(p.ok());
+    EXPECT_TRUE(p->nothing_matched()) << pids(*p).size();
+    EXPECT_TRUE(p->gone.empty());
+    ASSERT_EQ(p->notes.size(), 1u);
+    EXPECT_NE(p->notes[0].find("TID 1401 is a thread of process 400 (trainer)"), std::string::npos)
+        << p->notes[0];
+    EXPECT_NE(p->notes[0].find("`gpureap kill 400`"), std::string::npos) << p->notes[0];
+  }
+  // Named beside it, the process is chosen for its own name, once.
+  auto p = make_plan(ghost_world(), {.pids = {1401, 400}}, root_caller(), no_details, threads);
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(pids(*p), std::vector<pid_t>{400});
+}
+
 TEST(ReapPlanner, GpuSelectsListedProcessesGhostKeepersAndUnlistedHolders) {
   auto p = plan_for(ghost_world(), {.gpu = 0});
   EXPECT_EQ(pids(p), (std::vector<pid_t>{301, 302, 500}));

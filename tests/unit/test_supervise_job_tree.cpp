@@ -5,8 +5,11 @@
 
 #include <algorithm>
 
+#include "no_free_fd.h"
 #include "procfs/proc_fs.h"
+#include "skip_sanitized.h"
 #include "supervise/job_tree.h"
+#include "supervise/teardown.h"
 
 namespace gpureap::supervise {
 namespace {
@@ -91,7 +94,9 @@ TEST(SuperviseJobTree, RealProcessesInLiveProc) {
   auto proc = procfs::ProcFs::open("/proc");
   ASSERT_TRUE(proc.ok());
   JobMembers members(::getpid());
-  auto live = pids(members.observe(read_all_stats(*proc)));
+  auto all = read_all_stats(*proc);
+  ASSERT_TRUE(all.ok()) << all.error().text();
+  auto live = pids(members.observe(*all));
   ::kill(grandchild, SIGKILL);
   ::kill(child, SIGKILL);
   ::waitpid(child, nullptr, 0);
@@ -100,6 +105,52 @@ TEST(SuperviseJobTree, RealProcessesInLiveProc) {
   EXPECT_EQ(std::find(live.begin(), live.end(), ::getpid()), live.end());
   ::close(fds[0]);
   ::close(fds[1]);
+}
+
+// A real job (a child of this test and its grandchild) read by a teardown that has no file
+// descriptor free: the read is an error that says why and what to do, never an empty job that
+// would read as every process gone.
+TEST(SuperviseJobTree, AStarvedReadOfTheJobIsAnErrorNotAnEmptyJob) {
+  SKIP_UNDER_SANITIZERS();
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  pid_t child = ::fork();
+  if (child == 0) {
+    pid_t grandchild = ::fork();
+    if (grandchild == 0) {
+      for (;;) ::pause();
+    }
+    if (::write(fds[1], &grandchild, sizeof grandchild) < 0) ::_exit(1);
+    for (;;) ::pause();
+  }
+  pid_t grandchild = 0;
+  ASSERT_EQ(::read(fds[0], &grandchild, sizeof grandchild),
+            static_cast<ssize_t>(sizeof grandchild));
+  ::close(fds[0]);
+  ::close(fds[1]);
+  const pid_t root = ::getpid();
+  auto opened = procfs::ProcFs::open("/proc");
+  ASSERT_TRUE(opened.ok());
+  JobMembers members(root);
+  Teardown teardown(*opened, members, child);
+  auto scan = [&] {
+    auto live = teardown.scan();
+    if (!live) return "error " + std::to_string(live.error().code) + ": " + live.error().text();
+    std::string out = "live ";
+    for (const auto& s : *live) out += std::to_string(s.pid) + " ";
+    return out;
+  };
+  // With descriptors to spare, the read finds the job; with none, it must say it failed.
+  const std::string fed = scan();
+  const std::string starved = gpureap::testing::with_no_free_fd([] {}, scan);
+  ::kill(grandchild, SIGKILL);
+  ::kill(child, SIGKILL);
+  ::waitpid(child, nullptr, 0);
+  EXPECT_NE(fed.find(" " + std::to_string(child) + " "), std::string::npos) << fed;
+  EXPECT_NE(fed.find(" " + std::to_string(grandchild) + " "), std::string::npos) << fed;
+  EXPECT_EQ(starved.rfind("error " + std::to_string(EMFILE) + ": ", 0), 0u) << starved;
+  EXPECT_NE(starved.find("Too many open files"), std::string::npos) << starved;
+  EXPECT_NE(starved.find("ulimit -n"), std::string::npos) << starved;
 }
 
 }  // namespace

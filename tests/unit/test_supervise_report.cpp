@@ -93,6 +93,33 @@ TEST(SuperviseReport, StillHeldIsLoud) {
       << text;
 }
 
+// /proc could not be read at the end of the teardown: nothing in the report says the job is gone.
+TEST(SuperviseReport, AnUnreadTeardownIsNeverReportedClean) {
+  auto r = sample_report();
+  r.leftovers[0].ended = false;  // seen before the reads failed, never seen gone
+  r.teardown_error = core::Error{"cannot list the processes in /proc: Too many open files",
+                                 "raise the limit: `ulimit -n 1024`", 24};
+  auto text = render_summary(r);
+  EXPECT_NE(text.find("COULD NOT VERIFY that the job's processes are gone: cannot list the "
+                      "processes in /proc: Too many open files"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("`ulimit -n 1024`"), std::string::npos) << text;
+  EXPECT_NE(text.find("NOT SEEN TO END"), std::string::npos) << text;
+  EXPECT_EQ(text.find("STILL ALIVE"), std::string::npos) << text;
+  auto j = run_report_to_json(r);
+  EXPECT_EQ(j["teardown_verified"], false);
+  EXPECT_EQ(j["teardown_error"]["message"],
+            "cannot list the processes in /proc: Too many open files");
+  EXPECT_EQ(j["teardown_error"]["hint"], "raise the limit: `ulimit -n 1024`");
+  EXPECT_EQ(j["leftovers"][0]["ended"], false);
+
+  auto clean = run_report_to_json(sample_report());
+  EXPECT_EQ(clean["teardown_verified"], true);
+  EXPECT_TRUE(clean["teardown_error"].is_null());
+  EXPECT_EQ(render_summary(sample_report()).find("COULD NOT VERIFY"), std::string::npos);
+}
+
 TEST(SuperviseReport, HostileTextIsEscaped) {
   auto r = sample_report();
   r.command = {"evil\x1b]0;pwned\x07", "\xff"};

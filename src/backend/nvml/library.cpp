@@ -1,9 +1,15 @@
 #include "backend/nvml/library.h"
 
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <link.h>
+#include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
 #include <utility>
+
+#include "procfs/resource_shortage.h"
 
 namespace gpureap::backend::nvml {
 namespace {
@@ -30,23 +36,60 @@ std::string loaded_path(void* handle, const std::string& requested) {
   return requested;
 }
 
+// dlopen() itself, with the errno of the system call that failed inside it. dlerror() gives text
+// only, and errno is not dlopen's to set, so it is cleared first: after a failure it is 0, or
+// what an open() or mmap() the loader made returned.
+void* load(const char* name, int flags, int& failed_errno) {
+  errno = 0;
+  void* handle = dlopen(name, flags);
+  failed_errno = handle == nullptr ? errno : 0;
+  return handle;
+}
+
+// Whether gpureap is out of file descriptors now (EMFILE: its own limit; ENFILE: the system's),
+// so no library could have been opened: the loader says "cannot open shared object file" alike
+// for a file that is missing and for one it had no descriptor to open. The loader's errno says
+// so; a descriptor asked for now says so too (a path-only open needs no permission). 0: not.
+int descriptor_shortage(int dlopen_errno) {
+  if (dlopen_errno == EMFILE || dlopen_errno == ENFILE) return dlopen_errno;
+  int fd = ::open("/", O_PATH | O_CLOEXEC);
+  if (fd >= 0) {
+    ::close(fd);
+    return 0;
+  }
+  return errno == EMFILE || errno == ENFILE ? errno : 0;
+}
+
+// The library could not be loaded for want of a descriptor: that, and how to raise the limit,
+// never "install the driver" or "check the path".
+core::Error shortage_error(const std::string& name, const std::string& dl_error, int err) {
+  return core::Error{name + " could not be loaded: gpureap had no file descriptor to open it (" +
+                         std::strerror(err) + "; the loader said: " + dl_error + ")",
+                     procfs::shortage_remedy(err), err};
+}
+
 }  // namespace
 
 core::Result<Library> Library::open(const std::optional<std::string>& path) {
   // RTLD_LOCAL: NVML's symbols must not interpose on anything else in the process.
   constexpr int kFlags = RTLD_NOW | RTLD_LOCAL;
+  int failed = 0;
   if (path && !path->empty()) {
-    void* handle = dlopen(path->c_str(), kFlags);
+    void* handle = load(path->c_str(), kFlags, failed);
     if (handle == nullptr) {
-      return core::Error{*path + " could not be loaded: " + take_dlerror(),
+      std::string error = take_dlerror();
+      if (int err = descriptor_shortage(failed)) return shortage_error(*path, error, err);
+      return core::Error{*path + " could not be loaded: " + error,
                          "check the path given with --nvml-library or GPUREAP_NVML_LIBRARY"};
     }
     return Library(handle, loaded_path(handle, *path));
   }
   std::string first_error;
   for (const char* name : kDefaultNames) {
-    if (void* handle = dlopen(name, kFlags)) return Library(handle, loaded_path(handle, name));
+    if (void* handle = load(name, kFlags, failed))
+      return Library(handle, loaded_path(handle, name));
     std::string error = take_dlerror();
+    if (int err = descriptor_shortage(failed)) return shortage_error(name, error, err);
     if (first_error.empty()) first_error = std::move(error);
   }
   return core::Error{

@@ -22,6 +22,7 @@
 #include "backend/nvml/resolver_backend.h"
 #include "backend/nvml/symbol_table.h"
 #include "base/phase_timer.h"
+#include "procfs/resource_shortage.h"
 
 namespace gpureap::backend::nvml {
 namespace {
@@ -132,6 +133,12 @@ class NvmlBackend final : public GpuBackend {
       auto opened = opener_();
       if (!opened) {
         report.error = opened.error().text();
+        // Out of descriptors, gpureap cannot tell whether the library is there, nor read the
+        // device nodes that would say the machine has no NVIDIA GPU.
+        if (procfs::is_resource_shortage(opened.error().code)) {
+          report.error_code = core::BackendErrorCode::OutOfResources;
+          return false;
+        }
         report.error_code = core::BackendErrorCode::LibraryNotFound;
         unless_nvidia_hardware(report);
         return false;
