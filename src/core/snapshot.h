@@ -76,7 +76,7 @@ struct ProcessEnd {
   // (core/listed_identity); a holder's parent that held none was another process.
   bool held = true;
   // As waitpid(2) would report it, from the kernel's exit event (the daemon's events); empty
-  // where the end was learned from one scan to the next.
+  // where the end was learned from one scan to the next, or its exit event was lost.
   std::optional<int> wait_status;
   bool operator==(const ProcessEnd&) const = default;
 };

@@ -116,23 +116,14 @@ void HolderTracker::run() {
 HolderTracker::Rechecked HolderTracker::recheck_unconfirmed(
     std::chrono::steady_clock::time_point now) {
   std::lock_guard lock(mutex_);
-  std::vector<std::pair<pid_t, Unconfirmed>> due;
-  for (const auto& [pid, u] : unconfirmed_)
-    if (u.due <= now) due.emplace_back(pid, u);
   Rechecked out;
-  for (const auto& [pid, u] : due) {
-    out.changed = on_exit(pid, u.wait_status) || out.changed;
-    auto it = unconfirmed_.find(pid);
-    if (it == unconfirmed_.end()) continue;  // ended (or its leader runs again)
-    // Still running: the next check comes later, and none after the last delay until an event.
-    it->second.checks = u.checks + 1;
-    it->second.due = it->second.checks < kRecheckDelays.size()
-                         ? now + kRecheckDelays[it->second.checks]
-                         : std::chrono::steady_clock::time_point::max();
+  for (const auto& [pid, e] : unconfirmed_.due(now)) {
+    out.changed = on_exit(pid, e.wait_status) || out.changed;
+    // Still running (if still followed): the next check comes later, and none after the last
+    // delay until an event.
+    unconfirmed_.still_running(pid, e.checks, now);
   }
-  for (const auto& [pid, u] : unconfirmed_)
-    if (u.due != std::chrono::steady_clock::time_point::max() && (!out.next || u.due < *out.next))
-      out.next = u.due;
+  out.next = unconfirmed_.next();
   return out;
 }
 
@@ -187,50 +178,52 @@ bool HolderTracker::on_procs(track::ProcEvents::Batch batch) {
           break;
         case track::ProcEvent::Kind::ThreadExit:
           // Any thread's exit may be the end of a process whose leader ended before it.
-          if (unconfirmed_.count(e.pid)) changed = on_exit(e.pid, e.wait_status) || changed;
+          if (unconfirmed_.contains(e.pid)) changed = on_exit(e.pid, e.wait_status) || changed;
           break;
       }
     }
     // Lost forks may be lost holders: only a full scan knows. A lost exit may leave a PID that
-    // is reused next among the records of parents: none is kept past a loss.
+    // is reused next among the records of parents: none is kept past a loss. An unconfirmed
+    // end is checked at once by its start time instead (daemon/unconfirmed_ends.h).
     if (batch.overflow) {
       ++counters_.overflows;
       lost_ = changed = true;
       forked_by_.clear();
       exited_parents_.clear();
-      unconfirmed_.clear();
+      unconfirmed_.events_lost(std::chrono::steady_clock::now());
       parent_starts_.clear();
     }
   }
   return changed;
 }
 
-bool HolderTracker::on_exit(pid_t pid, int wait_status) {
+bool HolderTracker::on_exit(pid_t pid, std::optional<int> wait_status) {
   const bool holder = holders_.count(pid) > 0;
   const bool parent = std::any_of(forked_by_.begin(), forked_by_.end(),
                                   [&](const auto& kv) { return kv.second == pid; });
   const bool in_view = scanned_starts_.count(pid) > 0;
   // Whatever is known of it is kept until /proc confirms.
-  if (holder || parent || in_view || unconfirmed_.count(pid) || forked_by_.count(pid) ||
+  const auto start = known_start(pid);
+  if (holder || parent || in_view || unconfirmed_.contains(pid) || forked_by_.count(pid) ||
       exited_parents_.count(pid)) {
     // One thread's exit is no process's end (an exec from another thread, a leader's
     // pthread_exit, a group exit whose other threads are still ending): nothing is recorded
     // until /proc shows the thread group gone. A holder is read again all the same.
-    const ProcessExit seen = check_exit(proc_, pid, known_start(pid));
+    const ProcessExit seen = check_exit(proc_, pid, start);
     if (seen != ProcessExit::Ended) {
       if (seen == ProcessExit::ThreadsRun)
-        unconfirmed_[pid] = {wait_status, std::chrono::steady_clock::now() + kRecheckDelays[0], 0};
+        unconfirmed_.reported(pid, wait_status, start, std::chrono::steady_clock::now());
       else
-        unconfirmed_.erase(pid);
+        unconfirmed_.forget(pid);
       if (!holder) return false;
       changed_.insert(pid);
       touched_.insert(pid);
       return true;
     }
   }
-  unconfirmed_.erase(pid);
+  unconfirmed_.forget(pid);
   unconfirmed_opens_.erase(pid);
-  if (holder || parent) note_end(pid, holder, wait_status);
+  if (holder || parent) note_end(pid, holder, wait_status, start);
   parent_starts_.erase(pid);
   began_.erase(pid);  // the PID may be handed out again
   // The engine reads it again until /proc shows it gone: it may be a zombie when read now.
@@ -248,6 +241,7 @@ bool HolderTracker::on_exit(pid_t pid, int wait_status) {
 std::optional<uint64_t> HolderTracker::known_start(pid_t pid) const {
   if (auto it = parent_starts_.find(pid); it != parent_starts_.end()) return it->second;
   if (auto it = scanned_starts_.find(pid); it != scanned_starts_.end()) return it->second;
+  if (const auto* end = unconfirmed_.find(pid)) return end->start_ticks;
   return std::nullopt;
 }
 
@@ -350,8 +344,8 @@ bool HolderTracker::exited(pid_t pid) {
   return reparented;
 }
 
-void HolderTracker::note_end(pid_t pid, bool holder, int wait_status) {
-  const auto start = known_start(pid);
+void HolderTracker::note_end(pid_t pid, bool holder, std::optional<int> wait_status,
+                             std::optional<uint64_t> start) {
   if (!start) return;
   auto& lives = ends_[pid];
   if (lives.empty()) end_order_.push_back(pid);

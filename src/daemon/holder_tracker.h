@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "core/result.h"
+#include "daemon/unconfirmed_ends.h"
 #include "daemon/wake_pacer.h"
 #include "engine/scan_hints.h"
 #include "procfs/proc_fs.h"
@@ -126,7 +127,7 @@ class HolderTracker final : public engine::ScanHints {
   // Under mutex_: the kernel reported the exit of `pid`'s leader, or of a thread of a process
   // whose leader's exit was not its end, with that thread's wait status. True: a collection
   // should follow.
-  bool on_exit(pid_t pid, int wait_status);
+  bool on_exit(pid_t pid, std::optional<int> wait_status);
   // The unconfirmed ends whose check is due by `now`, checked again: whether a collection
   // should follow, and when the next check is due.
   struct Rechecked {
@@ -134,13 +135,12 @@ class HolderTracker final : public engine::ScanHints {
     std::optional<std::chrono::steady_clock::time_point> next;
   };
   Rechecked recheck_unconfirmed(std::chrono::steady_clock::time_point now);
-  static constexpr std::array<std::chrono::milliseconds, 5> kRecheckDelays{
-      std::chrono::milliseconds(5), std::chrono::milliseconds(20), std::chrono::milliseconds(100),
-      std::chrono::milliseconds(500), std::chrono::milliseconds(2000)};
   bool exited(pid_t pid);  // Under mutex_: `pid`, a holder or a holder's parent, ended now.
-  void note_end(pid_t pid, bool holder, int wait_status);
+  // `wait_status`: empty where the exit that ended it was lost; `start`: its known_start().
+  void note_end(pid_t pid, bool holder, std::optional<int> wait_status,
+                std::optional<uint64_t> start);
   // true: it was the recorded parent of a live child
-  // Under mutex_: `pid`'s start time, where a scan or a fork made it known.
+  // Under mutex_: `pid`'s start time, where a scan, a fork or an unconfirmed end kept it.
   std::optional<uint64_t> known_start(pid_t pid) const;
   // Under mutex_: `child`, forked by a holder, holds what its parent held at the fork.
   void add_forked_holder(pid_t child, pid_t parent, std::chrono::system_clock::time_point at);
@@ -185,19 +185,10 @@ class HolderTracker final : public engine::ScanHints {
   std::map<pid_t, uint64_t> scanned_starts_;  // every process of the latest scan
   std::set<pid_t> touched_;                   // processes events named since the latest scan
   std::set<pid_t> exited_;                    // of the latest scan, seen ending: since take()
-  // Processes whose leader's exit was not their end (another thread ran): their threads' exits
-  // are checked again, the last one being the process's end. The kernel reports a thread's exit
-  // before it releases the thread, so /proc read at once may still count the last one: each is
-  // also checked again kRecheckDelays after its latest event.
-  struct Unconfirmed {
-    int wait_status = 0;                        // of its latest exit reported
-    std::chrono::steady_clock::time_point due;  // of the next check; max(): none
-    size_t checks = 0;                          // since its latest event
-  };
-  std::map<pid_t, Unconfirmed> unconfirmed_;
-  std::map<pid_t, uint64_t> parent_starts_;  // parents of forked_by_ the latest scan lacked
-  std::map<pid_t, pid_t> forked_by_;         // holders' live children, with their parent
-  std::map<pid_t, pid_t> exited_parents_;    // those whose parent exited since
+  UnconfirmedEnds unconfirmed_;               // processes whose leader's exit was not their end
+  std::map<pid_t, uint64_t> parent_starts_;   // parents of forked_by_ the latest scan lacked
+  std::map<pid_t, pid_t> forked_by_;          // holders' live children, with their parent
+  std::map<pid_t, pid_t> exited_parents_;     // those whose parent exited since
   std::map<pid_t, std::vector<core::ProcessEnd>> ends_;  // see ends()
   std::deque<pid_t> end_order_;                          // ends_'s numbers, oldest first
   struct RecentFork {
