@@ -404,6 +404,14 @@ void HolderTracker::scanned(const core::ProcView& view, bool full) {
   for (const auto& p : view.processes) {
     scanned_starts_.emplace(p.stat.pid, p.stat.start_ticks);
     if (p.holds_device()) scanned_holders_.insert(p.stat.pid);
+    // One whose main thread alone has exited ends with its last thread, whose exit is no
+    // leader's: only the processes in unconfirmed_ have their threads' exits read. Those whose
+    // leader's exit no event brought (it exited before the tracker began, or was lost with an
+    // overflow, which empties unconfirmed_) are put there by the scan that reads them so;
+    // otherwise their end would never be read, and a holder's number kept a holder's forever.
+    if (p.stat.leader_exited)
+      unconfirmed_.try_emplace(p.stat.pid,
+                               Unconfirmed{0, std::chrono::steady_clock::time_point::max(), 0});
   }
   // Holders the scan could not see holding stay holders until their exit is read: one that
   // events named after this collection took its request (changed_ since take()) opened after
