@@ -234,8 +234,8 @@ std::vector<Slot> scan_all(const procfs::ProcFs& proc, const procfs::DeviceCatal
       if (kcmp_names_them && p.stat.num_threads > 1 && scan.readable && !scan.sealed &&
           !scan.vanished && !scan.failed &&
           (!gpu_fds || index->thread_holds(p.stat.pid, p.stat.start_ticks)))
-        add_thread_tables(proc, catalog, observers, p.stat, fd_tasks[i] ? fd_tasks[i] : pids[i],
-                          scan, slots[i]);
+        add_thread_tables(proc, catalog, observers, p.stat, scan.task ? scan.task : pids[i], scan,
+                          slots[i]);
       if (scan.vanished || (!scan.holds.empty() && !still_there(proc, p.stat, slots[i]))) {
         slots[i].present = false;
         return;

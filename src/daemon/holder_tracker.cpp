@@ -398,6 +398,12 @@ void HolderTracker::scanned(const core::ProcView& view, bool full) {
   for (const auto& p : view.processes) {
     scanned_starts_.emplace(p.stat.pid, p.stat.start_ticks);
     if (p.holds_device()) scanned_holders_.insert(p.stat.pid);
+    // One whose main thread alone has exited ends with its last thread, whose exit is no
+    // leader's: only the processes in unconfirmed_ have their threads' exits read. Those whose
+    // leader's exit no event brought (it exited before the tracker began) are put there by the
+    // scan that reads them so; otherwise their end would never be read, and a holder's number
+    // kept a holder's forever.
+    if (p.stat.leader_exited) unconfirmed_.watch(p.stat.pid, p.stat.start_ticks);
   }
   // Holders the scan could not see holding stay holders until their exit is read: one that
   // events named after this collection took its request (changed_ since take()) opened after

@@ -11,6 +11,10 @@ void UnconfirmedEnds::reported(pid_t pid, std::optional<int> wait_status,
   e.checks = 0;
 }
 
+void UnconfirmedEnds::watch(pid_t pid, uint64_t start_ticks) {
+  ends_.try_emplace(pid, End{std::nullopt, start_ticks, Clock::time_point::max(), 0});
+}
+
 const UnconfirmedEnds::End* UnconfirmedEnds::find(pid_t pid) const {
   auto it = ends_.find(pid);
   return it == ends_.end() ? nullptr : &it->second;

@@ -42,6 +42,10 @@ class UnconfirmedEnds {
   // first delay. `start_ticks`: its start time where known now (else the one kept is).
   void reported(pid_t pid, std::optional<int> wait_status, std::optional<uint64_t> start_ticks,
                 Clock::time_point now);
+  // A scan read `pid` with its main thread exited, which no event reported (before the daemon
+  // began): its threads' exits are followed from its next one, with no status known till then.
+  // One followed already is left as it is.
+  void watch(pid_t pid, uint64_t start_ticks);
   // `pid` ended, or its leader runs again: no longer followed.
   void forget(pid_t pid) { ends_.erase(pid); }
   bool contains(pid_t pid) const { return ends_.count(pid) > 0; }

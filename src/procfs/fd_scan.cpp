@@ -13,9 +13,14 @@
 #include "procfs/dir_entries.h"
 #include "procfs/file_read.h"
 #include "procfs/parsers.h"
+#include "procfs/thread_group.h"
 
 namespace gpureap::procfs {
 namespace {
+
+// Threads that end one after another while the table is read through each: a process whose
+// threads keep ending that fast is read as gone, as it soon is.
+constexpr int kTableTaskTries = 8;
 
 // What the matcher compares: the type, the node's number, the file's device and inode.
 struct stat as_stat(const struct statx& sx) {
@@ -144,7 +149,18 @@ FdScan scan_table(int proc_dirfd, const Table& t, const DeviceCatalog& catalog,
 
 FdScan scan_device_fds(int proc_dirfd, pid_t pid, const DeviceCatalog& catalog,
                        const std::vector<FdObserver*>& observers, pid_t thread) {
-  return scan_table(proc_dirfd, {pid, thread, 0}, catalog, observers);
+  FdScan scan = scan_table(proc_dirfd, {pid, thread, 0}, catalog, observers);
+  // Where the main thread has exited, the table is read through the live thread its stat was
+  // read through, which may have ended since while others run on: the process is not gone, and
+  // its table (shared by its threads) is read through one that lives. None left: it is ending.
+  for (int tries = 0; thread && scan.vanished && tries < kTableTaskTries; ++tries) {
+    auto live = live_thread(proc_dirfd, pid);
+    if (!live || live->tid == thread) break;
+    thread = live->tid;
+    scan = scan_table(proc_dirfd, {pid, thread, 0}, catalog, observers);
+  }
+  scan.task = thread;
+  return scan;
 }
 
 FdScan scan_thread_table(int proc_dirfd, pid_t pid, pid_t tid, const DeviceCatalog& catalog,
@@ -168,6 +184,7 @@ FdScan scan_listed_fds(int proc_dirfd, pid_t pid, const std::vector<int>& fds,
   // the pass and now): the whole table, as without the list.
   if (out.gpu_fds.size() < fds.size() && !out.scan.sealed)
     return scan_device_fds(proc_dirfd, pid, catalog, observers, thread);
+  out.scan.task = thread;
   return out.finish(proc_dirfd, t, observers);
 }
 

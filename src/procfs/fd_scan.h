@@ -21,13 +21,17 @@ struct FdScan {
   // The errno where the table could not be read for another reason than these (gpureap out of
   // file descriptors or memory: procfs/resource_shortage.h); 0 when it was read.
   int failed = 0;
+  // The live thread through which the process's table was read (scan_device_fds' `thread`, or
+  // another where that one had ended); 0: through /proc/PID.
+  pid_t task = 0;
 };
 
 // proc_dirfd: an O_DIRECTORY fd of the proc root. Each observer sees every GPU device fd found
 // (see fd_observer.h), so a backend reads what it needs while the fd is at hand. `thread`: a
 // live thread through which the process's table is read (/proc/PID/task/TID/fd) where its main
-// thread has exited (StatRead's fd_task); 0: through /proc/PID/fd. An fd opened with O_PATH
-// opens no device (no driver open, no context to keep) and holds nothing.
+// thread has exited (StatRead's fd_task); 0: through /proc/PID/fd. Where that thread has ended
+// since while another lives, the table is read through that one (FdScan::task says which). An fd
+// opened with O_PATH opens no device (no driver open, no context to keep) and holds nothing.
 FdScan scan_device_fds(int proc_dirfd, pid_t pid, const DeviceCatalog& catalog,
                        const std::vector<FdObserver*>& observers = {}, pid_t thread = 0);
 

@@ -119,6 +119,18 @@ class Run {
       exited(t);
       return std::nullopt;
     }
+    // /proc/TID/stat answers for a thread as for a process, and kill() by a thread's id signals
+    // its whole process: without a pidfd (which the kernel opens for a process alone, so an
+    // opened one names no thread), the number must be a process's now, whoever's thread it is.
+    if (t.handle.status() != Pidfd::Status::Opened)
+      if (auto group = proc_.thread_group_of(t.target->pid)) {
+        t.exec->status = ExecStatus::Recycled;
+        t.exec->why = "PID " + std::to_string(t.target->pid) + " is now a thread of process " +
+                      std::to_string(*group) +
+                      ", not a process: a signal to it would reach that whole process; "
+                      "not signalled";
+        return std::nullopt;
+      }
     return (*st)->state;
   }
 

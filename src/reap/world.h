@@ -25,6 +25,10 @@ class ProcessProbe {
   // cmdline, program, wchan (when asked): what a plan and a survivor's report name; empty when
   // the process is gone.
   virtual std::optional<core::ProcessDetails> details(pid_t pid, bool want_wchan) const = 0;
+  // The process `tid` is a thread of, when it is a thread other than its leader (the kernel's
+  // word, procfs/thread_group.h); empty for a process, or no such task. /proc/TID/stat answers
+  // for a thread as for a process, and kill() by a thread's id signals its whole process.
+  virtual std::optional<pid_t> thread_group_of(pid_t tid) const = 0;
 };
 
 // A probe over a procfs root; the procfs must outlive it.
@@ -33,6 +37,7 @@ class ProcFsProbe final : public ProcessProbe {
   explicit ProcFsProbe(const procfs::ProcFs& proc) : proc_(proc) {}
   core::Result<std::optional<core::ProcessStat>> stat(pid_t pid) const override;
   std::optional<core::ProcessDetails> details(pid_t pid, bool want_wchan) const override;
+  std::optional<pid_t> thread_group_of(pid_t tid) const override;
 
  private:
   const procfs::ProcFs& proc_;
@@ -46,9 +51,6 @@ class World : public ProcessProbe {
   virtual bool signals_reach() const = 0;
   // Where the processes are read from, for messages.
   virtual std::string proc_root() const = 0;
-  // The process `tid` is a thread of, when it is a thread other than its leader (the kernel's
-  // word, procfs/thread_group.h); empty for a process, or no such task.
-  virtual std::optional<pid_t> thread_group_of(pid_t tid) const = 0;
   // The drivers' lists and used memory now, joined with an empty /proc view: cheap enough to
   // poll.
   virtual core::Snapshot driver_view() const = 0;

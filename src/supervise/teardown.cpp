@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "procfs/thread_group.h"
 #include "reap/pidfd.h"
 
 namespace gpureap::supervise {
@@ -19,6 +20,11 @@ bool signal_member(const procfs::ProcFs& proc, const core::ProcessStat& who, int
   // one (kernels before 5.3) a tiny window remains between the check and kill().
   auto now = proc.read_stat(who.pid);
   if (!now || !*now || (*now)->start_ticks != who.start_ticks || !is_alive(**now)) return false;
+  // The kernel opens a pidfd for a process alone; without one the number may name a thread now
+  // (/proc/TID/stat answers for it), and kill() by a thread's id reaches its whole process.
+  if (handle.status() != reap::Pidfd::Status::Opened &&
+      procfs::thread_group_of(proc.dirfd(), who.pid))
+    return false;
   return handle.send_signal(signal) == 0;
 }
 

@@ -18,7 +18,7 @@
 namespace gpureap::supervise {
 
 // Sends `signal` to the process `who` describes, only while it is still that process.
-// False when it is gone (or recycled).
+// False when it is gone (or recycled, a thread's id now included).
 bool signal_member(const procfs::ProcFs& proc, const core::ProcessStat& who, int signal);
 
 class Teardown {

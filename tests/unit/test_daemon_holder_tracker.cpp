@@ -429,6 +429,84 @@ TEST_F(HolderTrackerForkTest, AHolderWhoseLeaderExitedIsNoHolderOnceItClosesItsF
   EXPECT_EQ(tracker_->ends().count(ended), 0u) << "its end recorded as a holder's";
 }
 
+namespace leader_gone_before {
+
+int g_end = -1;  // in the forked holder: what its thread waits on to end the process
+
+void* end_when_told(void*) {
+  char c;
+  (void)!::read(g_end, &c, 1);
+  ::_exit(0);  // the whole process ends now: the last thread's exit is its end
+}
+
+// Opens `file`, forks a child that pauses (its PID written to `back`), then ends its leader
+// as pthread_exit() does (the bare system call: pthread_exit() would unwind this forked copy of
+// the test program), leaving a thread that ends the process when `go` is written.
+[[noreturn]] void run(const std::string& file, int go, int back) {
+  if (::open(file.c_str(), O_RDONLY) < 0) ::_exit(1);
+  pid_t child = ::fork();
+  if (child == 0)
+    for (;;) ::pause();
+  g_end = go;
+  pthread_t t;
+  if (::write(back, &child, sizeof child) != sizeof child ||
+      ::pthread_create(&t, nullptr, end_when_told, nullptr) != 0)
+    ::_exit(1);
+  ::syscall(SYS_exit, 0);
+  ::_exit(1);
+}
+
+}  // namespace leader_gone_before
+
+// A holder whose main thread had exited before the tracker began (a daemon started, or events
+// lost, after its leader's pthread_exit()): no leader's exit is ever read for it, and its end
+// is the exit of its last thread. A scan that reads it so makes that exit watched: its end is
+// recorded as a holder's, and it is no holder after.
+TEST_F(HolderTrackerTest, AHolderWhoseLeaderExitedBeforeTheTrackerHasItsEndRecorded) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root";
+  int go[2], back[2];
+  ASSERT_EQ(::pipe(go), 0);
+  ASSERT_EQ(::pipe(back), 0);
+  pid_t holder = ::fork();
+  if (holder == 0) leader_gone_before::run(file_, go[0], back[1]);
+  pid_t child = 0;
+  Reaped reaped{{&holder, &child}};
+  ASSERT_EQ(::read(back[0], &child, sizeof child), static_cast<ssize_t>(sizeof child));
+  core::HostProcess read = process(holder, 0, true);
+  ASSERT_TRUE(soon([&] {
+    auto now = proc().read_stat(holder);
+    if (now && *now) read.stat = **now;
+    return read.stat.leader_exited;
+  })) << "its leader never read exited";
+
+  auto t = start();
+  ASSERT_NE(t, nullptr);
+  if (!t->follows_forks()) GTEST_SKIP() << t->forks_unavailable().value_or("");
+  core::ProcView view;
+  view.processes = {read, process(child, 1, true)};
+  t->scanned(view, true);  // the daemon's first scan: it holds the GPU file
+
+  ASSERT_EQ(::write(go[1], "e", 1), 1);  // its thread ends the process
+  ASSERT_EQ(::waitpid(holder, nullptr, 0), holder);
+  const pid_t ended = holder;
+  holder = 0;
+  for (int fd : {go[0], go[1], back[0], back[1]}) ::close(fd);
+  EXPECT_TRUE(soon([&] { return t->ends().count(ended) > 0; }))
+      << "the end of a holder whose leader had exited was never read";
+  if (t->ends().count(ended)) {
+    const auto lives = t->ends().at(ended);
+    ASSERT_EQ(lives.size(), 1u);
+    EXPECT_EQ(lives[0].start_ticks, read.stat.start_ticks);
+    EXPECT_TRUE(lives[0].held);
+  }
+  std::vector<pid_t> exited;
+  EXPECT_TRUE(soon([&] {
+    auto r = t->take();
+    exited.insert(exited.end(), r.exited.begin(), r.exited.end());
+    return std::find(exited.begin(), exited.end(), ended) != exited.end();
+  })) << "the engine was not asked to read it again";
+}
+
 // A holder killed: do_exit() closes its files before the kernel reports its exit, and a scan
 // that reads it in between finds it holding nothing. Its exit, read after, is still a holder's
 // end, with the time and the status the event gives.

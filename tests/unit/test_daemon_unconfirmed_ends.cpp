@@ -64,6 +64,25 @@ TEST(UnconfirmedEnds, LostEventsCheckEveryEndWithAStartAtOnceAndClaimNoStatus) {
   EXPECT_EQ(ends.next(), now);
 }
 
+// A scan found the leader exited with no event for it: followed, with nothing to check till an
+// event; what an event already reported is not overwritten.
+TEST(UnconfirmedEnds, AWatchedProcessWaitsForAnEventAndLeavesAReportedOneAlone) {
+  UnconfirmedEnds ends;
+  const Clock::time_point t0{};
+  ends.watch(100, 5000);
+  ASSERT_TRUE(ends.contains(100));
+  EXPECT_FALSE(ends.find(100)->wait_status);
+  EXPECT_FALSE(ends.next());
+  EXPECT_TRUE(ends.due(t0 + std::chrono::hours(1)).empty());
+  ends.reported(200, 11, 6000, t0);
+  ends.watch(200, 6000);
+  EXPECT_EQ(ends.find(200)->wait_status, 11);
+  EXPECT_EQ(ends.next(), t0 + UnconfirmedEnds::kRecheckDelays[0]);
+  // Lost events: the watched one is checked at once too, having a start time.
+  ends.events_lost(t0);
+  EXPECT_EQ(pids_of(ends.due(t0)), (std::vector<pid_t>{100, 200}));
+}
+
 TEST(UnconfirmedEnds, AForgottenEndIsNeitherDueNorKept) {
   UnconfirmedEnds ends;
   const Clock::time_point t0{};

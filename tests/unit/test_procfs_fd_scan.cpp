@@ -2,11 +2,14 @@
 // child that inherits its fds) holds stand-in device files from a temporary dev root.
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <pthread.h>
 #include <signal.h>
+#include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdint>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -17,6 +20,7 @@
 #include "backend/registry.h"
 #include "procfs/device_files.h"
 #include "procfs/fd_scan.h"
+#include "procfs/proc_fs.h"
 
 namespace {
 
@@ -196,6 +200,96 @@ TEST(FdScan, PidWithoutFdDirectoryIsVanished) {
   EXPECT_TRUE(scan.vanished);
   EXPECT_TRUE(scan.readable);
   EXPECT_TRUE(scan.holds.empty());
+}
+
+namespace table_task_gone {
+
+int g_commands[2] = {-1, -1};  // in the child: each thread's read end, by index
+int g_back = -1;               // in the child: where each thread writes its index and id
+
+void* serve(void* arg) {
+  const int index = static_cast<int>(reinterpret_cast<intptr_t>(arg));
+  const pid_t ids[2] = {index, static_cast<pid_t>(::syscall(SYS_gettid))};
+  char c;
+  if (::write(g_back, ids, sizeof ids) != sizeof ids || ::read(g_commands[index], &c, 1) != 1)
+    ::_exit(1);
+  ::syscall(SYS_exit, 0);  // this thread alone ends
+  return nullptr;
+}
+
+// Opens `file`, starts two threads, and ends its main thread as pthread_exit() does (the bare
+// system call: pthread_exit() would unwind this forked copy of the test program).
+[[noreturn]] void run(const std::string& file) {
+  if (::open(file.c_str(), O_RDONLY) < 0) ::_exit(1);
+  for (intptr_t i = 0; i < 2; ++i) {
+    pthread_t t;
+    if (::pthread_create(&t, nullptr, serve, reinterpret_cast<void*>(i)) != 0) ::_exit(1);
+  }
+  ::syscall(SYS_exit, 0);
+  ::_exit(1);
+}
+
+template <class F>
+bool soon(F done) {
+  for (int i = 0; i < 500 && !done(); ++i) ::usleep(10000);
+  return done();
+}
+
+}  // namespace table_task_gone
+
+// A process whose main thread has exited has its table read through a live thread (the one its
+// stat was read through). That thread may end before the table is read while another runs on:
+// the process is not gone, and its table is read through the thread that lives.
+TEST(FdScan, ATableReadThroughAThreadThatEndedIsReadThroughOneThatLives) {
+  TempDevRoot dev;
+  auto cat = catalog(dev);
+  Fd proc(::open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  int commands[2][2], back[2];
+  ASSERT_EQ(::pipe(commands[0]), 0);
+  ASSERT_EQ(::pipe(commands[1]), 0);
+  ASSERT_EQ(::pipe(back), 0);
+  pid_t child = ::fork();
+  if (child == 0) {
+    table_task_gone::g_commands[0] = commands[0][0];
+    table_task_gone::g_commands[1] = commands[1][0];
+    table_task_gone::g_back = back[1];
+    table_task_gone::run(dev / "nvidia0");
+  }
+  struct Reap {
+    pid_t pid;
+    ~Reap() {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, nullptr, 0);
+    }
+  } reap{child};
+  pid_t tids[2] = {0, 0};
+  for (int i = 0; i < 2; ++i) {
+    pid_t ids[2];
+    ASSERT_EQ(::read(back[0], ids, sizeof ids), static_cast<ssize_t>(sizeof ids));
+    ASSERT_TRUE(ids[0] == 0 || ids[0] == 1);
+    tids[ids[0]] = ids[1];
+  }
+  auto procfs = gpureap::procfs::ProcFs::open("/proc");
+  ASSERT_TRUE(procfs);
+  pid_t task = 0;
+  ASSERT_TRUE(table_task_gone::soon([&] {
+    auto r = procfs->read_process_stat(child);
+    if (r && *r && (*r)->stat.leader_exited) task = (*r)->fd_task;
+    return task != 0;
+  })) << "its leader never read exited";
+  ASSERT_TRUE(task == tids[0] || task == tids[1]) << task;
+  // The scan's stat named `task`; it ends before the table is read.
+  ASSERT_EQ(::write(commands[task == tids[0] ? 0 : 1][1], "x", 1), 1);
+  const std::string entry = "/proc/" + std::to_string(child) + "/task/" + std::to_string(task);
+  ASSERT_TRUE(table_task_gone::soon([&] { return ::access(entry.c_str(), F_OK) != 0; }))
+      << "the thread did not end";
+
+  auto scan = scan_device_fds(proc.get(), child, cat, {}, task);
+  EXPECT_FALSE(scan.vanished) << "a process that runs on in a thread read as gone";
+  ASSERT_EQ(scan.holds.size(), 1u) << describe(scan.holds);
+  EXPECT_EQ(scan.holds[0].path, dev / "nvidia0");
+  for (int fd : {commands[0][0], commands[0][1], commands[1][0], commands[1][1], back[0], back[1]})
+    ::close(fd);
 }
 
 }  // namespace

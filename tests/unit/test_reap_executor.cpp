@@ -1,6 +1,10 @@
 // The executor against real child processes: what it signals, and what it refuses to.
 #include <gtest/gtest.h>
+#include <pthread.h>
+#include <sched.h>
 #include <signal.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -187,6 +191,51 @@ TEST(ReapExecutor, APidReusedWithinTheSameStartTickIsToldByItsName) {
   }
 }
 
+namespace thread_target {
+
+pid_t* g_tid = nullptr;  // in the child: shared with the test, the parked thread's id
+
+void* park(void*) {
+  __atomic_store_n(g_tid, static_cast<pid_t>(::syscall(SYS_gettid)), __ATOMIC_SEQ_CST);
+  for (;;) ::pause();
+}
+
+}  // namespace thread_target
+
+// A plan's PID that now names a thread, not a process (read from /proc/TID/stat, which answers
+// for a thread: its start time and name are the thread's own): kill() by that number would
+// signal the thread's whole process, which nobody planned. Neither path signals it.
+TEST(ReapExecutor, AThreadsIdIsNeverSignalledForItsProcess) {
+  void* shared =
+      ::mmap(nullptr, sizeof(pid_t), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(shared, MAP_FAILED);
+  auto* tid = static_cast<pid_t*>(shared);
+  *tid = 0;
+  Kid kid([tid] {
+    block_all_signals();  // the thread inherits the mask: a signal sent stays pending
+    thread_target::g_tid = tid;
+    pthread_t t;
+    if (::pthread_create(&t, nullptr, thread_target::park, nullptr) != 0) ::_exit(96);
+    while (__atomic_load_n(tid, __ATOMIC_SEQ_CST) == 0) ::sched_yield();
+  });
+  const pid_t thread = *tid;
+  ASSERT_GT(thread, 0);
+  ASSERT_NE(thread, kid.pid());
+  for (bool fallback : {false, true}) {
+    ASSERT_NE(state_of(kid.pid()), 'Z') << "its process was ended; fallback " << fallback;
+    Target t = target_of(thread);  // its stat, as /proc/TID/stat gives it
+    auto e = run({t}, {.grace = milliseconds(100), .force_fallback = fallback});
+    ASSERT_EQ(e.size(), 1u);
+    EXPECT_EQ(e[0].status, ExecStatus::Recycled) << fallback;
+    EXPECT_TRUE(e[0].signals.empty()) << fallback;
+    EXPECT_NE(e[0].why.find("thread of process " + std::to_string(kid.pid())), std::string::npos)
+        << e[0].why;
+    EXPECT_TRUE(nothing_pending(kid.pid())) << "its process was signalled; fallback " << fallback;
+    EXPECT_NE(state_of(kid.pid()), 'Z');
+  }
+  ::munmap(shared, sizeof(pid_t));
+}
+
 TEST(ReapExecutor, FallbackWithoutPidfdSignalsAndWaits) {
   Kid kid;
   auto e = run({target_of(kid.pid())}, {.force_fallback = true});
@@ -247,6 +296,9 @@ class ProbeWithAncestor final : public ProcessProbe {
   }
   std::optional<core::ProcessDetails> details(pid_t pid, bool want_wchan) const override {
     return real_.details(pid, want_wchan);
+  }
+  std::optional<pid_t> thread_group_of(pid_t tid) const override {
+    return real_.thread_group_of(tid);
   }
 
  private:

@@ -139,6 +139,7 @@ class StaleSnapshotProbe final : public ProcessProbe {
     return std::optional<core::ProcessStat>(st);
   }
   std::optional<core::ProcessDetails> details(pid_t, bool) const override { return std::nullopt; }
+  std::optional<pid_t> thread_group_of(pid_t) const override { return std::nullopt; }
 };
 
 TEST(ReapSafety, CallerKnowsItsAncestorsFromProcNotFromTheSnapshot) {

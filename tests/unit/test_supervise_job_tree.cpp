@@ -1,9 +1,14 @@
 #include <gtest/gtest.h>
+#include <pthread.h>
 #include <signal.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <fstream>
+#include <string>
 
 #include "no_free_fd.h"
 #include "procfs/proc_fs.h"
@@ -151,6 +156,64 @@ TEST(SuperviseJobTree, AStarvedReadOfTheJobIsAnErrorNotAnEmptyJob) {
   EXPECT_EQ(starved.rfind("error " + std::to_string(EMFILE) + ": ", 0), 0u) << starved;
   EXPECT_NE(starved.find("Too many open files"), std::string::npos) << starved;
   EXPECT_NE(starved.find("ulimit -n"), std::string::npos) << starved;
+}
+
+namespace member_thread {
+
+pid_t* g_tid = nullptr;  // in the child: shared with the test, the parked thread's id
+
+void* park(void*) {
+  __atomic_store_n(g_tid, static_cast<pid_t>(::syscall(SYS_gettid)), __ATOMIC_SEQ_CST);
+  for (;;) ::pause();
+}
+
+std::string pending(pid_t pid) {
+  std::ifstream f("/proc/" + std::to_string(pid) + "/status");
+  std::string out;
+  for (std::string line; std::getline(f, line);)
+    if (line.rfind("SigPnd:", 0) == 0 || line.rfind("ShdPnd:", 0) == 0) out += line + "\n";
+  return out;
+}
+
+}  // namespace member_thread
+
+// A member's number that names a thread now (read from /proc/TID/stat, which answers for a
+// thread, with the thread's own start time): kill() by it would reach the thread's whole
+// process, which is no member. The kernel opens no pidfd for a thread, so only a check of the
+// number's thread group keeps the signal from going out.
+TEST(SuperviseJobTree, AMembersNumberThatNamesAThreadIsNeverSignalled) {
+  void* shared =
+      ::mmap(nullptr, sizeof(pid_t), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(shared, MAP_FAILED);
+  auto* tid = static_cast<pid_t*>(shared);
+  *tid = 0;
+  pid_t child = ::fork();
+  if (child == 0) {
+    sigset_t all;
+    sigfillset(&all);
+    ::sigprocmask(SIG_BLOCK, &all, nullptr);  // a signal sent stays pending, for the test to see
+    member_thread::g_tid = tid;
+    pthread_t t;
+    if (::pthread_create(&t, nullptr, member_thread::park, nullptr) != 0) ::_exit(1);
+    for (;;) ::pause();
+  }
+  ASSERT_GT(child, 0);
+  for (int i = 0; i < 5000 && __atomic_load_n(tid, __ATOMIC_SEQ_CST) == 0; ++i) ::usleep(1000);
+  const pid_t thread = __atomic_load_n(tid, __ATOMIC_SEQ_CST);
+  auto proc = procfs::ProcFs::open("/proc");
+  ASSERT_TRUE(proc);
+  auto read = thread > 0 ? proc->read_stat(thread) : proc->read_stat(-1);
+  bool sent = true;
+  if (read.ok() && *read) sent = signal_member(*proc, **read, SIGTERM);
+  const std::string pending = member_thread::pending(child);
+  ::kill(child, SIGKILL);
+  ::waitpid(child, nullptr, 0);
+  ::munmap(shared, sizeof(pid_t));
+  ASSERT_GT(thread, 0) << "the child's thread did not start";
+  ASSERT_TRUE(read.ok() && *read) << "its thread's stat could not be read";
+  EXPECT_FALSE(sent);
+  EXPECT_EQ(pending, "SigPnd:\t0000000000000000\nShdPnd:\t0000000000000000\n")
+      << "the thread's process was signalled";
 }
 
 }  // namespace
