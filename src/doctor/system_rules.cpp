@@ -22,8 +22,43 @@ StepKind next_step(const Finding& f) {
   return next_kind(f.remedy);
 }
 
-// One backend that does not answer or cannot be used, worded by its registry entry.
-Finding backend_down(const core::Snapshot& s, const core::BackendStatus& b,
+// What a backend that did not answer says, by its error code: each code is given its finding
+// here on purpose (-Wswitch-enum), so a new one is never taken for a missing driver unread.
+enum class BackendDown {
+  NotDown,       // nothing is wrong: the machine has no GPU of its kind
+  Mismatch,      // the library and the loaded driver differ (driver-mismatch)
+  NotAnswering,  // a call did not return (driver-not-answering)
+  Unusable,      // the driver or its library cannot be used (driver-missing)
+  OwnShortage,   // gpureap itself ran out of descriptors or memory: says nothing of the driver
+};
+
+BackendDown backend_down_kind(const core::BackendStatus& b) {
+  if (b.available) return BackendDown::NotDown;
+  if (!b.error_code) return BackendDown::Unusable;
+  switch (*b.error_code) {
+    case core::BackendErrorCode::NoDevice:
+      return BackendDown::NotDown;
+    case core::BackendErrorCode::VersionMismatch:
+      return BackendDown::Mismatch;
+    case core::BackendErrorCode::NotAnswering:
+      return BackendDown::NotAnswering;
+    case core::BackendErrorCode::OutOfResources:
+      return BackendDown::OwnShortage;
+    case core::BackendErrorCode::LibraryNotFound:
+    case core::BackendErrorCode::DriverNotLoaded:
+    case core::BackendErrorCode::NoPermission:
+    case core::BackendErrorCode::SymbolMissing:
+    case core::BackendErrorCode::InitFailed:
+    case core::BackendErrorCode::Internal:
+    case core::BackendErrorCode::NotConfigured:
+      return BackendDown::Unusable;
+  }
+  return BackendDown::Unusable;  // no enumerator: the driver cannot be used, that much is known
+}
+
+// One backend that does not answer or cannot be used (`kind`: Mismatch, NotAnswering or
+// Unusable), worded by its registry entry.
+Finding backend_down(const core::Snapshot& s, const core::BackendStatus& b, BackendDown kind,
                      const backend::BackendEntry* entry) {
   Finding f;
   const backend::VendorWords& w = entry ? entry->words : kNoWords;
@@ -31,7 +66,7 @@ Finding backend_down(const core::Snapshot& s, const core::BackendStatus& b,
   const std::string library = w.library.empty() ? b.label() : w.library;
   std::string error = b.error.value_or("no GPU backend");
   f.evidence.push_back(b.label() + ": " + error);
-  if (b.error_code == core::BackendErrorCode::VersionMismatch) {
+  if (kind == BackendDown::Mismatch) {
     f.code = FindingCode::DriverMismatch;
     f.severity = Severity::Critical;
     f.explanation = "The " + library +
@@ -43,7 +78,7 @@ Finding backend_down(const core::Snapshot& s, const core::BackendStatus& b,
       f.remedy.push_back({StepKind::Or, w.reload_driver, "with no GPU process running"});
     f.summary = library + " and the loaded " + (vendor.empty() ? "" : vendor + " ") +
                 "driver have different versions";
-  } else if (b.error_code == core::BackendErrorCode::NotAnswering) {
+  } else if (kind == BackendDown::NotAnswering) {
     f.code = FindingCode::DriverNotAnswering;
     f.severity = Severity::Critical;
     f.explanation =
@@ -98,13 +133,68 @@ Finding backend_down(const core::Snapshot& s, const core::BackendStatus& b,
   return f;
 }
 
+// gpureap's own limit of open files, raised: the one remedy of everything it could not read or
+// load for want of a descriptor (the evidence's words, procfs/resource_shortage, say which
+// limit and by how much).
+std::vector<RemedyStep> raise_own_limit() {
+  return {"ulimit -n 1024; gpureap doctor   # a higher limit of open files",
+          {StepKind::Or, "LimitNOFILE=1024", "in the systemd unit that runs gpureap"}};
+}
+
+// What gpureap could not read for want of its own descriptors or memory: the holder scan's
+// failures and the drivers' libraries it could not load. One finding, one remedy: they are one
+// problem, gpureap's limit, and say nothing of the driver or the processes.
+void own_shortage(const DoctorInput& in, std::vector<Finding>& out) {
+  const auto& s = in.last;
+  std::vector<std::string> evidence, libraries;
+  for (const auto& b : s.drivers.backends) {
+    if (backend_down_kind(b) != BackendDown::OwnShortage) continue;
+    const auto* entry = backend::find_backend(b.name, in.backends);
+    libraries.push_back(entry && !entry->words.library.empty() ? entry->words.library : b.label());
+    evidence.push_back(b.label() + ": " + b.error.value_or("out of resources"));
+  }
+  evidence.insert(evidence.end(), s.proc.scan_failures.begin(), s.proc.scan_failures.end());
+  if (evidence.empty()) return;
+  std::string loaded;
+  for (const auto& l : libraries) loaded += (loaded.empty() ? "" : " and ") + l;
+  std::string explanation, summary;
+  if (!libraries.empty()) {
+    explanation = "gpureap could not load " + loaded +
+                  " for want of a file descriptor (or memory) of its own: this says nothing of "
+                  "the GPU driver, but GPU memory cannot be attributed until gpureap runs with a "
+                  "higher limit; only device-file holders are shown.";
+    summary = "gpureap ran out of file descriptors: " + loaded + " could not be loaded";
+  }
+  if (!s.proc.scan_failures.empty()) {
+    explanation += std::string(explanation.empty() ? "" : " ") +
+                   "gpureap could not read every process's open files although it may: it ran "
+                   "short of file descriptors or memory itself. Holders may be missing and no "
+                   "leak can be proven until it runs with a higher limit.";
+    summary += summary.empty() ? "the holder scan failed: holders may be missing"
+                               : ", and holders may be missing";
+  }
+  out.push_back({FindingCode::IncompleteView,
+                 Severity::Warning,
+                 {},
+                 {},
+                 0,
+                 std::move(evidence),
+                 std::move(explanation),
+                 raise_own_limit(),
+                 std::move(summary)});
+}
+
 }  // namespace
 
 void driver_rules(const DoctorInput& in, std::vector<Finding>& out) {
   const auto& s = in.last;
-  for (const auto& b : s.drivers.backends)
-    if (!b.available && b.error_code != core::BackendErrorCode::NoDevice)
-      out.push_back(backend_down(s, b, backend::find_backend(b.name, in.backends)));
+  for (const auto& b : s.drivers.backends) {
+    const BackendDown kind = backend_down_kind(b);
+    // Not down, or gpureap's own shortage (own_shortage): no finding of the driver's.
+    if (kind == BackendDown::NotDown || kind == BackendDown::OwnShortage) continue;
+    out.push_back(backend_down(s, b, kind, backend::find_backend(b.name, in.backends)));
+  }
+  own_shortage(in, out);
   for (const auto& g : s.drivers.gpus) {
     if (in.gpu && *in.gpu != g.index) continue;
     const auto* entry = backend::find_backend(g.backend, in.backends);
@@ -145,19 +235,8 @@ void driver_rules(const DoctorInput& in, std::vector<Finding>& out) {
            fmt::format("GPU {}: the driver's process records are not understood", g.index)});
     }
   }
-  if (!s.proc.scan_failures.empty()) {
-    out.push_back({FindingCode::IncompleteView,
-                   Severity::Warning,
-                   {},
-                   {},
-                   0,
-                   s.proc.scan_failures,
-                   "gpureap could not read every process's open files although it may: it ran "
-                   "short of file descriptors or memory itself. Holders may be missing and no "
-                   "leak can be proven until it runs with a higher limit.",
-                   {"ulimit -n 1024; gpureap doctor   # a higher limit of open files"},
-                   "the holder scan failed: holders may be missing"});
-  } else if (!s.complete()) {
+  // A failed scan is said by own_shortage (with a driver library not loaded for the same want).
+  if (s.proc.scan_failures.empty() && !s.complete()) {
     out.push_back(
         {FindingCode::IncompleteView,
          Severity::Warning,

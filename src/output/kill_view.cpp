@@ -124,9 +124,21 @@ std::string outcome_detail(const Outcome& o) {
   return text::terminal_safe(s);
 }
 
+// A typed number that is a thread: what it is and what to type instead, its "TID N" painted as a
+// header's words are. It stands in the header's place: first, and never as "nothing matched".
+std::string thread_line(const NamedThread& t, const output::Style& style,
+                        std::optional<size_t> width) {
+  const std::string said = text::terminal_safe(describe(t));
+  const std::string tid = "TID " + std::to_string(t.tid) + " ";
+  return labelled(style, tid, Color::Bold, said.substr(tid.size()), width);
+}
+
 std::string plan_text(const core::Snapshot& s, const Plan& plan, const KillSettings& k,
                       const output::Style& style, std::optional<size_t> width) {
-  std::string out = plan_header(plan, k, style, width);
+  std::string out;
+  for (const auto& t : plan.threads) out += thread_line(t, style, width);
+  // Nothing but threads asked for: they are all there is to say of the request.
+  if (!plan.selection.empty()) out += plan_header(plan, k, style, width);
   if (!plan.targets.empty()) {
     output::Table table({"PID", "USER", "STATE", "MEMORY", "ACTION", "WHY", "COMMAND"});
     // Nobody confirms a kill on a PID and a user alone: the command keeps its column at any

@@ -122,6 +122,15 @@ core::GpuPlace place_of(const Request& r) {
 }
 }  // namespace
 
+std::string describe(const NamedThread& t) {
+  const std::string process = std::to_string(t.process);
+  return "TID " + std::to_string(t.tid) + " is a thread of process " + process +
+         (t.comm ? " (" + *t.comm + ")" : std::string()) +
+         ", not a process; gpureap signals whole processes, so nothing was chosen for it: "
+         "`gpureap kill " +
+         process + "` ends that process, all its threads with it";
+}
+
 std::string describe(const Request& r) {
   std::vector<std::string> chosen;
   if (!r.pids.empty()) {

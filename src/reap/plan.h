@@ -59,6 +59,11 @@ struct NamedThread {
   std::optional<std::string> comm;  // the process's name, for the message; a label only
 };
 
+// "TID 1234 is a thread of process 1200 (python3), not a process; ...": whose thread it is, that
+// nothing was chosen for it, and the command that ends its process. The plan's first words
+// about that number, in every form of the plan.
+std::string describe(const NamedThread& thread);
+
 // What the user asked for. Selectors choose: `pids`, `chosen`, `ghosts`, `stopped`. `gpu` and
 // `user` choose only when no selector is given; with one they filter its choice (an
 // intersection: a filter never adds a process). `tree` and `group` widen the filtered choice.
@@ -150,12 +155,17 @@ struct GpuBaseline {
 };
 
 struct Plan {
-  std::string selection;        // describe(request): what was asked for, in words
+  // describe(request) without the typed numbers that are threads (told in `threads`): what was
+  // asked for, in words. Empty when nothing but threads was typed: no process was asked for.
+  std::string selection;
   std::vector<Target> targets;  // sorted by pid
   std::vector<GoneListing> gone;
   std::vector<GpuBaseline> gpus;
   bool backend_available = false;
   std::vector<std::string> notes;  // things the user should know (unmatched PIDs, ...)
+  // Typed numbers that are threads of a process: nothing is chosen for them, and each is told
+  // (describe) before anything else, in place of a selection that would call it a PID.
+  std::vector<NamedThread> threads;
 
   const Target* find(pid_t pid) const;
   size_t count(Action action) const;

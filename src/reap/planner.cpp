@@ -75,6 +75,20 @@ void note_sharers_left(const core::Snapshot& snap, const Kin& kin, Plan& plan, T
                        " share its GPU files (its workers); to free it, " + how);
 }
 
+// The request in words without the typed numbers that are threads: each is told on its own, and
+// a selection of "PID 1234" would call a thread a process. Empty when nothing else was asked.
+std::string selection_words(const Request& request, const std::vector<NamedThread>& threads) {
+  Request asked = request;
+  std::erase_if(asked.pids, [&](pid_t pid) {
+    return std::any_of(threads.begin(), threads.end(),
+                       [&](const NamedThread& t) { return t.tid == pid; });
+  });
+  // Without its PIDs a request may have no selector left, and --gpu or --user alone would read
+  // as choosing every holder: what was asked was threads only.
+  if (request.has_selector() && !asked.has_selector()) return {};
+  return describe(asked);
+}
+
 }  // namespace
 
 core::Result<Plan> make_plan(const core::Snapshot& snap, const Request& request,
@@ -90,7 +104,8 @@ core::Result<Plan> make_plan(const core::Snapshot& snap, const Request& request,
   if (!selection) return selection.error();
 
   Plan plan;
-  plan.selection = describe(request);
+  plan.threads = std::move(selection->threads);
+  plan.selection = selection_words(request, plan.threads);
   plan.backend_available = snap.drivers.any_available();
   plan.notes = std::move(selection->notes);
   plan.gpus = baselines(snap);

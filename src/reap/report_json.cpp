@@ -217,9 +217,16 @@ json primary_backend(const core::DriverReading& drivers) {
 
 json kill_to_json(const core::Snapshot& s, const Plan& plan, const KillSettings& settings,
                   const Report* report) {
-  json targets = json::array(), gone = json::array(), notes = json::array();
+  json targets = json::array(), gone = json::array(), notes = json::array(),
+       threads = json::array();
   for (const auto& t : plan.targets) targets.push_back(target_json(s, t));
   for (const auto& g : plan.gone) gone.push_back(gone_json(g));
+  // The threads first, as the text plan says them: the first thing to know of those numbers.
+  for (const auto& t : plan.threads) {
+    threads.push_back(
+        {{"tid", t.tid}, {"process", t.process}, {"comm", t.comm ? text(*t.comm) : json(nullptr)}});
+    notes.push_back(text(describe(t)));
+  }
   for (const auto& n : plan.notes) notes.push_back(text(n));
   json doc{{"schema", kKillSchema},
            {"hostname", text(s.hostname)},
@@ -230,6 +237,7 @@ json kill_to_json(const core::Snapshot& s, const Plan& plan, const KillSettings&
             {{"selection", text(plan.selection)},
              {"targets", targets},
              {"gone", gone},
+             {"threads", threads},
              {"notes", notes}}}};
   json outcomes = json::array(), gone_outcomes = json::array();
   if (report) {

@@ -95,13 +95,11 @@ class Selector {
 
   // Never the thread's process in its place: a thread's number is typed by mistake as often as
   // not (from top's thread view, a log), and ending the process is the user's choice to make.
+  // Told once, however often it was typed.
   void note_thread(const NamedThread& t) {
-    const std::string process = std::to_string(t.process);
-    out_.notes.push_back("TID " + std::to_string(t.tid) + " is a thread of process " + process +
-                         (t.comm ? " (" + *t.comm + ")" : std::string()) +
-                         ", not a process; gpureap signals whole processes, so nothing was "
-                         "chosen for it: `gpureap kill " +
-                         process + "` ends that process, all its threads with it");
+    if (std::none_of(out_.threads.begin(), out_.threads.end(),
+                     [&](const NamedThread& x) { return x.tid == t.tid; }))
+      out_.threads.push_back(t);
   }
 
   void chosen(const Chosen& c) {

@@ -14,6 +14,7 @@ struct Selection {
   std::map<pid_t, std::vector<Reason>> reasons;  // processes present in /proc
   std::vector<GoneListing> gone;                 // listed PIDs resolved to their keepers
   std::vector<std::string> notes;
+  std::vector<NamedThread> threads;  // typed numbers that are threads: told, never chosen
 };
 
 // Fails only on a request that cannot mean anything (a GPU the driver does not have).

@@ -19,7 +19,8 @@ using Pause = std::function<bool(std::chrono::milliseconds)>;
 ReleaseCheck verify_release(JobSampling& sampling, const IsJobProcess& is_job,
                             std::chrono::milliseconds timeout, const Pause& pause);
 
-// One snapshot's verdict (pure): fills method, memory, files and released.
+// One snapshot's verdict (pure): fills method, memory, files, released and error. Without a
+// driver only a scan that read every file of the job's processes answers that none holds one.
 void judge_release(const core::Snapshot& snapshot, const IsJobProcess& is_job, ReleaseCheck& check);
 
 }  // namespace gpureap::supervise

@@ -78,6 +78,11 @@ json gpu_json(const GpuSampling& g) {
           {"peaks", peaks}};
 }
 
+// What could not be verified: why, and what to do. Null where it was.
+json error_json(const std::optional<core::Error>& e) {
+  return e ? json{{"message", text(e->message)}, {"hint", text(e->hint)}} : json(nullptr);
+}
+
 json release_json(const ReleaseCheck& r) {
   json memory = json::array();
   for (const auto& m : r.memory)
@@ -93,6 +98,8 @@ json release_json(const ReleaseCheck& r) {
           {"skipped_because", r.skipped_because ? json(*r.skipped_because) : json(nullptr)},
           {"method", r.method.empty() ? json(nullptr) : json(r.method)},
           {"released", r.released},
+          {"verified", r.performed && !r.error},
+          {"error", error_json(r.error)},
           {"seconds", r.took ? json(core::seconds(*r.took)) : json(nullptr)},
           {"timeout_seconds", core::seconds(r.timeout)},
           {"still_held", {{"memory", memory}, {"files", files}}}};
@@ -134,9 +141,7 @@ json run_report_to_json(const RunReport& r) {
           {"leftovers", leftovers_json(r.leftovers)},
           {"kept", leftovers_json(r.kept)},
           {"teardown_verified", !r.teardown_error},
-          {"teardown_error", r.teardown_error ? json{{"message", text(r.teardown_error->message)},
-                                                     {"hint", text(r.teardown_error->hint)}}
-                                              : json(nullptr)},
+          {"teardown_error", error_json(r.teardown_error)},
           {"release", release_json(r.release)},
           {"warnings", text_list(r.warnings)}};
 }

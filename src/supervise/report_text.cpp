@@ -99,10 +99,27 @@ void leftover_lines(std::string& out, const std::vector<Leftover>& list, bool ke
   }
 }
 
+// What gpureap could not verify, why, what may be true instead and what to do: the teardown's
+// and the release's failures say it alike.
+void unverified_lines(std::string& out, const std::string& what, const core::Error& error,
+                      const std::string& consequence) {
+  out += std::string(kPrefix) + "COULD NOT VERIFY " + what + ": " +
+         text::terminal_safe(error.message) + "\n";
+  out += "  " + consequence;
+  if (!error.hint.empty()) out += "; " + text::terminal_safe(error.hint);
+  out += "\n";
+}
+
 void release_lines(std::string& out, const RunReport& r) {
   const auto& c = r.release;
   if (c.skipped_because && !c.performed) {
     out += std::string(kPrefix) + "GPU release not checked: " + *c.skipped_because + "\n";
+    return;
+  }
+  if (c.error) {
+    unverified_lines(out, "that the job's GPU memory was released", *c.error,
+                     "no process of the job was seen holding a GPU device file, but the scan "
+                     "did not see everything");
     return;
   }
   std::string how = c.method == "driver" ? "checked with the driver"
@@ -187,13 +204,10 @@ std::string render_summary(const RunReport& r) {
                        r.kept.size(), r.kept.size() == 1 ? "" : "es");
     leftover_lines(out, r.kept, true, false);
   }
-  if (r.teardown_error) {
-    out += std::string(kPrefix) + "COULD NOT VERIFY that the job's processes are gone: " +
-           text::terminal_safe(r.teardown_error->message) + "\n";
-    out += "  processes of the job may still run and hold GPU memory; `gpureap ps` shows them";
-    if (!r.teardown_error->hint.empty()) out += "; " + text::terminal_safe(r.teardown_error->hint);
-    out += "\n";
-  }
+  if (r.teardown_error)
+    unverified_lines(out, "that the job's processes are gone", *r.teardown_error,
+                     "processes of the job may still run and hold GPU memory; `gpureap ps` shows "
+                     "them");
   release_lines(out, r);
   for (const auto& w : r.warnings)
     out += std::string(kPrefix) + "warning: " + text::terminal_safe(w) + "\n";

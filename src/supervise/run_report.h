@@ -117,6 +117,10 @@ struct ReleaseCheck {
   std::chrono::milliseconds timeout{0};
   std::vector<HeldMemory> memory;
   std::vector<HeldFiles> files;
+  // Set when no driver answered and the device-file scan could not read every file the job's
+  // processes may hold (gpureap out of file descriptors, a job process it may not inspect): why,
+  // and what to do. `released` is then false: nothing was seen held, but that is no release.
+  std::optional<core::Error> error;
 };
 
 struct RunReport {

@@ -7,6 +7,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 
 #include "support.h"
@@ -38,11 +39,13 @@ struct ThreadedHolder {
   pid_t tid = static_cast<pid_t>(ready.receive());
 };
 
-// Every note of a gpureap.kill/v1 document, one per line.
-std::string notes_of(const nlohmann::json& doc) {
-  std::string out;
-  for (const auto& n : doc["plan"]["notes"]) out += n.get<std::string>() + "\n";
-  return out;
+// What gpureap says of a thread `tid` of process `pid` named threadjob: whose thread it is, and
+// what to type instead; said once, first, and never as a PID that matched nothing.
+std::string thread_sentence(const std::string& tid, const std::string& pid) {
+  return "TID " + tid + " is a thread of process " + pid +
+         " (threadjob), not a process; gpureap signals whole processes, so nothing was chosen "
+         "for it: `gpureap kill " +
+         pid + "` ends that process, all its threads with it";
 }
 
 void expect_nothing_planned(const nlohmann::json& doc) {
@@ -52,20 +55,51 @@ void expect_nothing_planned(const nlohmann::json& doc) {
   EXPECT_EQ(doc["outcomes"], nlohmann::json::array());
 }
 
+// The whole plan of a gpureap.kill/v1 document for the thread alone: no selection (no process
+// was asked for), the thread with its process, its sentence the only note.
+void expect_told_once(const nlohmann::json& doc, pid_t tid, pid_t pid) {
+  expect_nothing_planned(doc);
+  const auto& plan = doc["plan"];
+  EXPECT_EQ(plan["selection"], "") << doc.dump(2);
+  EXPECT_EQ(plan["threads"],
+            nlohmann::json::array({{{"tid", tid}, {"process", pid}, {"comm", "threadjob"}}}))
+      << doc.dump(2);
+  EXPECT_EQ(plan["notes"],
+            nlohmann::json::array({thread_sentence(std::to_string(tid), std::to_string(pid))}))
+      << doc.dump(2);
+  EXPECT_EQ(doc["summary"]["exit_code"], 3) << doc.dump(2);
+}
+
+// The whole text plan for the thread alone: its sentence, first and once. Where the view is
+// incomplete (not run as root) the one line that says so may follow.
+void expect_text_told_once(const std::string& out, const std::string& tid, const std::string& pid) {
+  const std::string first = thread_sentence(tid, pid) + "\n";
+  ASSERT_EQ(out.substr(0, first.size()), first) << out;
+  const std::string rest = out.substr(first.size());
+  if (!rest.empty()) {
+    EXPECT_EQ(rest.rfind("note: the view is incomplete", 0), 0u) << out;
+    EXPECT_EQ(std::count(rest.begin(), rest.end(), '\n'), 1) << out;
+  }
+  EXPECT_EQ(out.find("nothing matched"), std::string::npos) << out;
+  EXPECT_EQ(out.find("PID " + tid), std::string::npos) << out;
+}
+
 TEST(KillThread, AThreadIdIsToldAsItsProcessAndNothingIsPlanned) {
   ThreadedHolder h;
   ASSERT_NE(h.tid, h.process.pid());
   const std::string tid = std::to_string(h.tid), pid = std::to_string(h.process.pid());
   auto r = run_gpureap(kill_args(h.dev, {tid, "--yes"}));
   EXPECT_EQ(r.exit_code, 3) << r.out << r.err;  // kill: nothing matched
-  auto doc = parse_output(r);
-  expect_nothing_planned(doc);
-  const std::string notes = notes_of(doc);
-  EXPECT_NE(notes.find("TID " + tid + " is a thread of process " + pid + " (threadjob)"),
-            std::string::npos)
-      << notes;
-  EXPECT_NE(notes.find("`gpureap kill " + pid + "`"), std::string::npos) << notes;
-  EXPECT_EQ(notes.find("no such process"), std::string::npos) << notes;
+  expect_told_once(parse_output(r), h.tid, h.process.pid());
+  EXPECT_EQ(r.err, "");
+
+  // The text plan of a kill that asks nothing says the same, once.
+  auto text =
+      run_gpureap({"kill", tid, "--yes", "--dev-root", h.dev.path(), "--nvml-library", kNoNvml},
+                  {"NO_COLOR=1", "COLUMNS=1000"});
+  EXPECT_EQ(text.exit_code, 3) << text.out << text.err;
+  expect_text_told_once(text.out, tid, pid);
+  EXPECT_EQ(text.err, "");
   EXPECT_TRUE(no_signal_pending(h.process.pid()));
   EXPECT_TRUE(is_alive(h.process.pid()));
 }
@@ -75,18 +109,42 @@ TEST(KillThread, DryRunSaysTheSameInTextAndJson) {
   const std::string tid = std::to_string(h.tid), pid = std::to_string(h.process.pid());
   auto json = run_gpureap(kill_args(h.dev, {tid, "--dry-run"}));
   EXPECT_EQ(json.exit_code, 3) << json.out << json.err;
-  auto doc = parse_output(json);
-  expect_nothing_planned(doc);
-  EXPECT_NE(notes_of(doc).find("is a thread of process " + pid), std::string::npos) << json.out;
+  expect_told_once(parse_output(json), h.tid, h.process.pid());
 
   auto text =
       run_gpureap({"kill", tid, "--dry-run", "--dev-root", h.dev.path(), "--nvml-library", kNoNvml},
-                  {"NO_COLOR=1", "COLUMNS=200"});
+                  {"NO_COLOR=1", "COLUMNS=1000"});
   EXPECT_EQ(text.exit_code, 3) << text.out << text.err;
-  EXPECT_NE(text.out.find("TID " + tid + " is a thread of process " + pid + " (threadjob)"),
-            std::string::npos)
-      << text.out;
-  EXPECT_NE(text.out.find("gpureap kill " + pid), std::string::npos) << text.out;
+  expect_text_told_once(text.out, tid, pid);
+  EXPECT_TRUE(no_signal_pending(h.process.pid()));
+}
+
+// Beside a number that is no process at all, that number is what matched nothing: the thread is
+// still told first, and only once.
+TEST(KillThread, BesideAnUnknownPidTheThreadIsToldFirstAndOnce) {
+  ThreadedHolder h;
+  const std::string tid = std::to_string(h.tid), pid = std::to_string(h.process.pid());
+  // A number no process has: beyond pid_max.
+  const std::string none = std::to_string(std::stol(read_text("/proc/sys/kernel/pid_max")) + 1);
+  auto text = run_gpureap(
+      {"kill", tid, none, "--dry-run", "--dev-root", h.dev.path(), "--nvml-library", kNoNvml},
+      {"NO_COLOR=1", "COLUMNS=1000"});
+  EXPECT_EQ(text.exit_code, 3) << text.out << text.err;
+  const std::string first = thread_sentence(tid, pid) + "\n" + "PID " + none +
+                            ": nothing matched.\n" + "note: PID " + none +
+                            ": no such process, and no GPU driver lists it\n";
+  EXPECT_EQ(text.out.substr(0, first.size()), first) << text.out;
+  EXPECT_EQ(text.out.find("TID " + tid, 1), std::string::npos) << text.out;
+
+  auto json = run_gpureap(kill_args(h.dev, {tid, none, "--dry-run"}));
+  EXPECT_EQ(json.exit_code, 3) << json.out << json.err;
+  auto doc = parse_output(json);
+  EXPECT_EQ(doc["plan"]["selection"], "PID " + none) << doc.dump(2);
+  EXPECT_EQ(
+      doc["plan"]["notes"],
+      nlohmann::json::array({thread_sentence(tid, pid),
+                             "PID " + none + ": no such process, and no GPU driver lists it"}))
+      << doc.dump(2);
   EXPECT_TRUE(no_signal_pending(h.process.pid()));
 }
 

@@ -1,6 +1,7 @@
 // `gpureap run` whose teardown cannot read /proc (gpureap out of file descriptors when its
 // command exits): an unread job is no job gone. The report says the teardown could not be
-// verified, with why and what to do, and claims no leftover ended, while one runs on.
+// verified, with why and what to do, and claims no leftover ended, while one runs on; nor, with
+// no driver to ask, that the job's GPU files were released.
 #include <gtest/gtest.h>
 #include <sys/resource.h>
 
@@ -49,6 +50,24 @@ TEST(RunStarvedTeardown, AJobItCannotReadIsNeverReportedGone) {
   EXPECT_NE(r.err.find("COULD NOT VERIFY that the job's processes are gone"), std::string::npos)
       << r.err;
   EXPECT_NE(r.err.find("ulimit -n"), std::string::npos) << r.err;
+  // Nor is the release taken from that view: no driver answered, and a scan that could not read
+  // /proc cannot say that no process of the job holds a GPU file (the worker runs on).
+  const auto& release = report["release"];
+  EXPECT_EQ(release["checked"], true) << report.dump(2);
+  EXPECT_EQ(release["method"], "device-files") << report.dump(2);
+  EXPECT_EQ(release["released"], false) << report.dump(2);
+  EXPECT_EQ(release["verified"], false) << report.dump(2);
+  ASSERT_TRUE(release["error"].is_object()) << report.dump(2);
+  const auto why = release["error"]["message"].get<std::string>();
+  EXPECT_EQ(why.rfind("no driver answered, and the holder scan failed: ", 0), 0u) << why;
+  EXPECT_NE(why.find("Too many open files"), std::string::npos) << why;
+  EXPECT_NE(why.find("ulimit -n"), std::string::npos) << why;
+  EXPECT_NE(r.err.find("COULD NOT VERIFY that the job's GPU memory was released: no driver "
+                       "answered, and the holder scan failed"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(r.err.find("no process of the job holds a GPU device file"), std::string::npos)
+      << r.err;
   // What a clean report would have called gone runs on.
   EXPECT_TRUE(is_alive(left));
 }

@@ -1,7 +1,10 @@
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include "doctor/diagnose.h"
 #include "snapshot_builders.h"
+#include "text/enum_names.h"
 
 namespace gpureap::doctor {
 namespace {
@@ -276,6 +279,114 @@ TEST(DoctorRules, DriverFindings) {
   auto fs2 = run(none);
   ASSERT_NE(find(fs2, "driver-missing"), nullptr);
   EXPECT_EQ(worst(fs2), Severity::Info);  // a machine without NVIDIA devices is not unhealthy
+}
+
+// Helpers of the out-of-descriptors tests, in a namespace of their own (unity batches).
+namespace short_of_descriptors {
+
+// NVML as it reports a load that failed for want of a descriptor (backend/nvml/library.cpp).
+core::BackendReport nvml_short_of_descriptors() {
+  core::BackendReport b;
+  b.name = "nvml";
+  b.vendor = "nvidia";
+  b.error =
+      "libnvidia-ml.so.1 could not be loaded: gpureap had no file descriptor to open it (Too many "
+      "open files; the loader said: libnvidia-ml.so.1: cannot open shared object file: No such "
+      "file or directory); gpureap ran out of file descriptors (its limit is 6, hard limit 6); "
+      "raise the limit of open files and run it again: `ulimit -n 1024` in the shell";
+  b.error_code = core::BackendErrorCode::OutOfResources;
+  return b;
+}
+
+const std::vector<RemedyStep> kRaiseOwnLimit = {
+    {StepKind::Run, "ulimit -n 1024; gpureap doctor", "a higher limit of open files"},
+    {StepKind::Or, "LimitNOFILE=1024", "in the systemd unit that runs gpureap"}};
+
+}  // namespace short_of_descriptors
+using short_of_descriptors::kRaiseOwnLimit;
+using short_of_descriptors::nvml_short_of_descriptors;
+
+// gpureap out of descriptors says nothing of the driver: the one finding is about gpureap's limit,
+// with its remedy, and no driver is called missing, whether NVIDIA's device nodes exist or not.
+TEST(DoctorRules, ABackendOutOfDescriptorsIsGpureapsLimitNotAMissingDriver) {
+  for (bool nodes : {false, true}) {
+    SCOPED_TRACE(nodes ? "NVIDIA device nodes" : "no device node read");
+    core::ProcView v;
+    if (nodes) v.driver_device_files = {"nvml"};
+    const auto b = nvml_short_of_descriptors();
+    auto fs = run(core::join(v, core::combine({b}), "h", {}));
+    ASSERT_EQ(fs.size(), 1u) << to_string(fs.back().code);
+    const Finding& f = fs[0];
+    EXPECT_EQ(f.code, FindingCode::IncompleteView);
+    EXPECT_EQ(f.severity, Severity::Warning);
+    EXPECT_EQ(f.evidence, std::vector<std::string>{"NVML: " + *b.error});
+    EXPECT_EQ(f.remedy, kRaiseOwnLimit);
+    EXPECT_EQ(f.summary, "gpureap ran out of file descriptors: NVML could not be loaded");
+    EXPECT_NE(f.explanation.find("says nothing of the GPU driver"), std::string::npos)
+        << f.explanation;
+    EXPECT_TRUE(f.facets.empty());
+    EXPECT_TRUE(f.gpus.empty());
+    EXPECT_TRUE(f.pids.empty());
+  }
+}
+
+// The holder scan short of the same descriptors is the same problem: one finding, both facts,
+// the remedy once.
+TEST(DoctorRules, AScanAndABackendShortOfDescriptorsAreOneFinding) {
+  core::ProcView v;
+  v.scan_failures = {"/proc/4242/fd could not be read: Too many open files; raise the limit"};
+  const auto b = nvml_short_of_descriptors();
+  auto fs = run(core::join(v, core::combine({b}), "h", {}));
+  ASSERT_EQ(fs.size(), 1u) << to_string(fs.back().code);
+  EXPECT_EQ(fs[0].code, FindingCode::IncompleteView);
+  EXPECT_EQ(fs[0].evidence, (std::vector<std::string>{"NVML: " + *b.error, v.scan_failures[0]}));
+  EXPECT_EQ(fs[0].remedy, kRaiseOwnLimit);
+  EXPECT_EQ(fs[0].summary,
+            "gpureap ran out of file descriptors: NVML could not be loaded, and holders may be "
+            "missing");
+
+  // The scan alone: its own words, the same remedy.
+  auto scan_only = make_snapshot({proc(1, 0, 1)}, {gpu(0, 0, 0, {})});
+  scan_only.proc.scan_failures = v.scan_failures;
+  auto fs2 = run(scan_only);
+  ASSERT_EQ(fs2.size(), 1u) << to_string(fs2.back().code);
+  EXPECT_EQ(fs2[0].code, FindingCode::IncompleteView);
+  EXPECT_EQ(fs2[0].evidence, v.scan_failures);
+  EXPECT_EQ(fs2[0].remedy, kRaiseOwnLimit);
+  EXPECT_EQ(fs2[0].summary, "the holder scan failed: holders may be missing");
+}
+
+// Every error code a backend can report is given its finding on purpose; a code added without
+// one fails here rather than reading as a missing driver.
+TEST(DoctorRules, EveryBackendErrorCodeHasItsFinding) {
+  using core::BackendErrorCode;
+  const std::map<BackendErrorCode, std::vector<std::string>> expected = {
+      {BackendErrorCode::LibraryNotFound, {"driver-missing"}},
+      {BackendErrorCode::DriverNotLoaded, {"driver-missing"}},
+      {BackendErrorCode::VersionMismatch, {"driver-mismatch"}},
+      {BackendErrorCode::NoPermission, {"driver-missing"}},
+      {BackendErrorCode::SymbolMissing, {"driver-missing"}},
+      {BackendErrorCode::InitFailed, {"driver-missing"}},
+      {BackendErrorCode::Internal, {"driver-missing"}},
+      {BackendErrorCode::NotAnswering, {"driver-not-answering"}},
+      {BackendErrorCode::NotConfigured, {"driver-missing"}},
+      {BackendErrorCode::NoDevice, {}},
+      {BackendErrorCode::OutOfResources, {"incomplete-view"}},
+  };
+  ASSERT_EQ(expected.size(), text::enumerators<BackendErrorCode>().size());
+  for (BackendErrorCode code : text::enumerators<BackendErrorCode>()) {
+    SCOPED_TRACE(core::to_string(code));
+    core::BackendReport b;
+    b.name = "nvml";
+    b.vendor = "nvidia";
+    b.error = "it failed";
+    b.error_code = code;
+    std::vector<std::string> codes;
+    for (const auto& f : run(core::join({}, core::combine({b}), "h", {})))
+      codes.push_back(std::string(to_string(f.code)));
+    ASSERT_TRUE(expected.count(code));
+    EXPECT_EQ(codes, expected.at(code));
+  }
 }
 
 TEST(DoctorRules, LayoutAndIncompleteView) {

@@ -107,24 +107,41 @@ TEST(ReapPlanner, UnknownPidIsANoteNotATarget) {
   EXPECT_NE(p.notes[0].find("12345"), std::string::npos);
 }
 
-// A typed thread id is told as its process's thread; neither is chosen, whatever widens it.
-TEST(ReapPlanner, ATypedThreadIsANoteAndChoosesNeitherItNorItsProcess) {
+// A typed thread id is told as its process's thread, once, and in place of a selection that
+// would call it a PID; neither it nor its process is chosen, whatever widens it.
+TEST(ReapPlanner, ATypedThreadIsToldAndChoosesNeitherItNorItsProcess) {
   const std::vector<NamedThread> threads{{401 + 1000, 400, "trainer"}};
   for (Request r : {Request{.pids = {1401}}, Request{.pids = {1401}, .tree = true},
-                    Request{.pids = {1401}, .group = true}}) {
+                    Request{.pids = {1401}, .group = true}, Request{.pids = {1401, 1401}},
+                    Request{.pids = {1401}, .gpu = 1}}) {
     auto p = make_plan(ghost_world(), r, root_caller(), no_details, threads);
     ASSERT_TRUE(p.ok());
     EXPECT_TRUE(p->nothing_matched()) << pids(*p).size();
     EXPECT_TRUE(p->gone.empty());
-    ASSERT_EQ(p->notes.size(), 1u);
-    EXPECT_NE(p->notes[0].find("TID 1401 is a thread of process 400 (trainer)"), std::string::npos)
-        << p->notes[0];
-    EXPECT_NE(p->notes[0].find("`gpureap kill 400`"), std::string::npos) << p->notes[0];
+    EXPECT_TRUE(p->notes.empty()) << p->notes.front();
+    EXPECT_EQ(p->selection, "") << "nothing but a thread was asked for";
+    ASSERT_EQ(p->threads.size(), 1u);
+    EXPECT_EQ(p->threads[0].tid, 1401);
+    EXPECT_EQ(p->threads[0].process, 400);
+    EXPECT_EQ(describe(p->threads[0]),
+              "TID 1401 is a thread of process 400 (trainer), not a process; gpureap signals "
+              "whole processes, so nothing was chosen for it: `gpureap kill 400` ends that "
+              "process, all its threads with it");
   }
-  // Named beside it, the process is chosen for its own name, once.
+  // Named beside it, the process is chosen for its own name, once; the selection is its PID.
   auto p = make_plan(ghost_world(), {.pids = {1401, 400}}, root_caller(), no_details, threads);
   ASSERT_TRUE(p.ok());
   EXPECT_EQ(pids(*p), std::vector<pid_t>{400});
+  EXPECT_EQ(p->selection, "PID 400");
+  EXPECT_EQ(p->threads.size(), 1u);
+  // Beside a number that is nothing, that one is what matched nothing.
+  auto q = make_plan(ghost_world(), {.pids = {12345, 1401}}, root_caller(), no_details, threads);
+  ASSERT_TRUE(q.ok());
+  EXPECT_TRUE(q->nothing_matched());
+  EXPECT_EQ(q->selection, "PID 12345");
+  ASSERT_EQ(q->notes.size(), 1u);
+  EXPECT_NE(q->notes[0].find("PID 12345: no such process"), std::string::npos) << q->notes[0];
+  EXPECT_EQ(q->threads.size(), 1u);
 }
 
 TEST(ReapPlanner, GpuSelectsListedProcessesGhostKeepersAndUnlistedHolders) {

@@ -95,5 +95,85 @@ TEST(SuperviseJobUsage, WithoutADriverOnlyDeviceFilesCount) {
   ASSERT_EQ(check.files.size(), 1u);
 }
 
+// The helpers of the incomplete-view tests, in a namespace of their own (unity batches).
+namespace incomplete_release {
+
+// The collector's words for a scan that ran out of descriptors (collect/collector.cpp).
+const std::string kScanFailure =
+    "1 process could not be scanned (/proc/4242/fd: Too many open files): gpureap ran out of "
+    "file descriptors (its limit is 6, hard limit 6); raise the limit of open files and run it "
+    "again: `ulimit -n 1024` in the shell";
+
+// The job (100, holding nothing now; 101 gone) and someone else's 200, with no driver answering.
+core::Snapshot no_driver(std::vector<core::HostProcess> ps) {
+  auto snap = make_snapshot(std::move(ps), {gpu(0, 0, 20 * GiB, {})});
+  snap.drivers.backends.at(0).available = false;
+  return snap;
+}
+
+}  // namespace incomplete_release
+
+// Without a driver, "no process of the job holds a GPU device file" is the scan's word: a scan
+// that could not read everything cannot give it, and the check says why and what to do.
+TEST(SuperviseJobUsage, WithoutADriverAnIncompleteScanCannotVerifyTheRelease) {
+  using incomplete_release::kScanFailure;
+  auto snap = incomplete_release::no_driver({proc(100, 1, 100), holder(200, 1, 200, 0)});
+  snap.proc.scan_failures = {kScanFailure};
+  ReleaseCheck check;
+  judge_release(snap, job_of({100, 101}), check);
+  EXPECT_EQ(check.method, "device-files");
+  EXPECT_FALSE(check.released);
+  EXPECT_TRUE(check.memory.empty());
+  EXPECT_TRUE(check.files.empty());
+  ASSERT_TRUE(check.error.has_value());
+  EXPECT_EQ(check.error->message,
+            "no driver answered, and the holder scan failed: " + kScanFailure);
+  EXPECT_EQ(check.error->hint,
+            "processes of the job may still hold GPU device files; `gpureap ps` shows them once "
+            "gpureap can read every process");
+
+  // A file seen held is held, whatever the scan missed: still held, no doubt.
+  judge_release(snap, job_of({200}), check);
+  EXPECT_FALSE(check.released);
+  EXPECT_EQ(check.files.size(), 1u);
+  EXPECT_FALSE(check.error.has_value());
+
+  // With a driver that answers, its lists are the word on the memory: released.
+  auto with_driver = two_gpus();
+  with_driver.proc.scan_failures = {kScanFailure};
+  judge_release(with_driver, job_of({300}), check);
+  EXPECT_EQ(check.method, "driver");
+  EXPECT_TRUE(check.released);
+  EXPECT_FALSE(check.error.has_value());
+
+  // The same job read whole: released, as before.
+  judge_release(incomplete_release::no_driver({proc(100, 1, 100), holder(200, 1, 200, 0)}),
+                job_of({100, 101}), check);
+  EXPECT_TRUE(check.released);
+  EXPECT_FALSE(check.error.has_value());
+}
+
+// A live job process whose open files gpureap may not read cannot be said to hold none; another
+// user's unreadable process is not the job's and changes nothing.
+TEST(SuperviseJobUsage, WithoutADriverAJobProcessItCannotInspectLeavesTheReleaseUnverified) {
+  auto job = proc(100, 1, 100);
+  job.fds_readable = false;
+  auto other = proc(200, 1, 200);
+  other.fds_readable = false;
+  ReleaseCheck check;
+  judge_release(incomplete_release::no_driver({job, other}), job_of({100}), check);
+  EXPECT_FALSE(check.released);
+  ASSERT_TRUE(check.error.has_value());
+  EXPECT_EQ(check.error->message,
+            "no driver answered, and 1 process of the job could not be inspected (their open "
+            "files are not readable)");
+  EXPECT_EQ(check.error->hint, "run gpureap as root or grant it CAP_SYS_PTRACE");
+
+  auto readable = proc(100, 1, 100);
+  judge_release(incomplete_release::no_driver({readable, other}), job_of({100}), check);
+  EXPECT_TRUE(check.released);
+  EXPECT_FALSE(check.error.has_value());
+}
+
 }  // namespace
 }  // namespace gpureap::supervise

@@ -120,6 +120,41 @@ TEST(SuperviseReport, AnUnreadTeardownIsNeverReportedClean) {
   EXPECT_EQ(render_summary(sample_report()).find("COULD NOT VERIFY"), std::string::npos);
 }
 
+// No driver answered and the scan could not read everything: the summary and the report say the
+// release could not be verified, why and what to do, never that nothing of the job holds a file.
+TEST(SuperviseReport, AnUnverifiedReleaseIsNeverReportedReleased) {
+  auto r = sample_report();
+  r.gpu.available = false;
+  r.release.method = "device-files";
+  r.release.released = false;
+  r.release.took.reset();
+  r.release.error = core::Error{
+      "no driver answered, and the holder scan failed: /proc could not "
+      "be listed: Too many open files; raise `ulimit -n 1024`",
+      "processes of the job may still hold GPU device files"};
+  auto text = render_summary(r);
+  EXPECT_NE(text.find("gpureap: COULD NOT VERIFY that the job's GPU memory was released: no driver "
+                      "answered, and the holder scan failed: /proc could not be listed: Too many "
+                      "open files; raise `ulimit -n 1024`\n"
+                      "  no process of the job was seen holding a GPU device file, but the scan "
+                      "did not see everything; processes of the job may still hold GPU device "
+                      "files\n"),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(text.find("no process of the job holds"), std::string::npos) << text;
+  EXPECT_EQ(text.find("STILL HELD"), std::string::npos) << text;
+  EXPECT_EQ(text.find("GPU memory released"), std::string::npos) << text;
+  auto j = run_report_to_json(r);
+  EXPECT_EQ(j["release"]["released"], false);
+  EXPECT_EQ(j["release"]["verified"], false);
+  EXPECT_EQ(j["release"]["error"], (nlohmann::json{{"message", r.release.error->message},
+                                                   {"hint", r.release.error->hint}}));
+
+  auto clean = run_report_to_json(sample_report());
+  EXPECT_EQ(clean["release"]["verified"], true);
+  EXPECT_TRUE(clean["release"]["error"].is_null());
+}
+
 TEST(SuperviseReport, HostileTextIsEscaped) {
   auto r = sample_report();
   r.command = {"evil\x1b]0;pwned\x07", "\xff"};
