@@ -24,6 +24,9 @@ Pidfd Pidfd::open(pid_t pid) {
   long fd = ::syscall(SYS_pidfd_open, pid, 0);
   if (fd >= 0) return Pidfd(pid, static_cast<int>(fd), Status::Opened);
   if (errno == ESRCH) return Pidfd(pid, -1, Status::Gone);
+  // EINVAL (ENOENT on newer kernels): the number is a task's but no process's, a thread other
+  // than its leader. kill() by it would reach the thread's whole process, which nobody chose.
+  if (errno == EINVAL || errno == ENOENT) return Pidfd(pid, -1, Status::Thread);
   // ENOSYS: an old kernel; EMFILE/ENFILE: too many targets for our fd limit. Either way the
   // caller falls back to kill() guarded by the start-time check.
   return Pidfd(pid, -1, Status::Fallback);
@@ -62,6 +65,8 @@ int Pidfd::send_signal(int signal) const {
       break;
     case Status::Gone:
       return ESRCH;
+    case Status::Thread:
+      return EINVAL;
   }
   return rc == 0 ? 0 : errno;
 }

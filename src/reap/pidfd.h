@@ -12,6 +12,7 @@ class Pidfd {
   enum class Status {
     Opened,    // fd() is a pidfd
     Gone,      // no such process
+    Thread,    // the number names a thread, not a process: never signalled (see open())
     Fallback,  // no pidfd (ENOSYS, or out of file descriptors): signal by PID
   };
 
