@@ -80,36 +80,52 @@ TEST(SuperviseJobTree, ZombiesAreNotAlive) {
   EXPECT_FALSE(is_alive(st(5, 1, 'X')));
 }
 
-// Against the live /proc: a real child and grandchild of this test are its descendants.
-TEST(SuperviseJobTree, RealProcessesInLiveProc) {
-  int fds[2];
-  ASSERT_EQ(::pipe(fds), 0);
-  pid_t child = ::fork();
-  if (child == 0) {
-    pid_t grandchild = ::fork();
-    if (grandchild == 0) {
+// A child of this test and its grandchild, both paused, killed when it goes out of scope.
+struct ChildAndGrandchild {
+  pid_t child = 0, grandchild = 0;
+  ChildAndGrandchild() {
+    int fds[2];
+    if (::pipe(fds) != 0) return;
+    child = ::fork();
+    if (child == 0) {
+      pid_t g = ::fork();
+      if (g == 0) {
+        for (;;) ::pause();
+      }
+      if (::write(fds[1], &g, sizeof g) < 0) ::_exit(1);
       for (;;) ::pause();
     }
-    if (::write(fds[1], &grandchild, sizeof grandchild) < 0) ::_exit(1);
-    for (;;) ::pause();
+    ::close(fds[1]);
+    if (child > 0 && ::read(fds[0], &grandchild, sizeof grandchild) != sizeof grandchild)
+      grandchild = 0;
+    ::close(fds[0]);
   }
-  pid_t grandchild = 0;
-  ASSERT_EQ(::read(fds[0], &grandchild, sizeof grandchild),
-            static_cast<ssize_t>(sizeof grandchild));
+  ~ChildAndGrandchild() { end(); }
+  void end() {
+    if (grandchild > 0) ::kill(grandchild, SIGKILL);
+    if (child > 0) {
+      ::kill(child, SIGKILL);
+      ::waitpid(child, nullptr, 0);
+    }
+    child = grandchild = 0;
+  }
+};
+
+// Against the live /proc: a real child and grandchild of this test are its descendants.
+TEST(SuperviseJobTree, RealProcessesInLiveProc) {
+  ChildAndGrandchild job;
+  ASSERT_GT(job.grandchild, 0);
+  const pid_t child = job.child, grandchild = job.grandchild;
   auto proc = procfs::ProcFs::open("/proc");
   ASSERT_TRUE(proc.ok());
   JobMembers members(::getpid());
   auto all = read_all_stats(*proc);
   ASSERT_TRUE(all.ok()) << all.error().text();
   auto live = pids(members.observe(*all));
-  ::kill(grandchild, SIGKILL);
-  ::kill(child, SIGKILL);
-  ::waitpid(child, nullptr, 0);
+  job.end();
   EXPECT_NE(std::find(live.begin(), live.end(), child), live.end());
   EXPECT_NE(std::find(live.begin(), live.end(), grandchild), live.end());
   EXPECT_EQ(std::find(live.begin(), live.end(), ::getpid()), live.end());
-  ::close(fds[0]);
-  ::close(fds[1]);
 }
 
 // A real job (a child of this test and its grandchild) read by a teardown that has no file
@@ -117,22 +133,9 @@ TEST(SuperviseJobTree, RealProcessesInLiveProc) {
 // would read as every process gone.
 TEST(SuperviseJobTree, AStarvedReadOfTheJobIsAnErrorNotAnEmptyJob) {
   SKIP_UNDER_SANITIZERS();
-  int fds[2];
-  ASSERT_EQ(::pipe(fds), 0);
-  pid_t child = ::fork();
-  if (child == 0) {
-    pid_t grandchild = ::fork();
-    if (grandchild == 0) {
-      for (;;) ::pause();
-    }
-    if (::write(fds[1], &grandchild, sizeof grandchild) < 0) ::_exit(1);
-    for (;;) ::pause();
-  }
-  pid_t grandchild = 0;
-  ASSERT_EQ(::read(fds[0], &grandchild, sizeof grandchild),
-            static_cast<ssize_t>(sizeof grandchild));
-  ::close(fds[0]);
-  ::close(fds[1]);
+  ChildAndGrandchild job;
+  ASSERT_GT(job.grandchild, 0);
+  const pid_t child = job.child, grandchild = job.grandchild;
   const pid_t root = ::getpid();
   auto opened = procfs::ProcFs::open("/proc");
   ASSERT_TRUE(opened.ok());
@@ -148,9 +151,7 @@ TEST(SuperviseJobTree, AStarvedReadOfTheJobIsAnErrorNotAnEmptyJob) {
   // With descriptors to spare, the read finds the job; with none, it must say it failed.
   const std::string fed = scan();
   const std::string starved = gpureap::testing::with_no_free_fd([] {}, scan);
-  ::kill(grandchild, SIGKILL);
-  ::kill(child, SIGKILL);
-  ::waitpid(child, nullptr, 0);
+  job.end();
   EXPECT_NE(fed.find(" " + std::to_string(child) + " "), std::string::npos) << fed;
   EXPECT_NE(fed.find(" " + std::to_string(grandchild) + " "), std::string::npos) << fed;
   EXPECT_EQ(starved.rfind("error " + std::to_string(EMFILE) + ": ", 0), 0u) << starved;
