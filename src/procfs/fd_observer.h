@@ -15,11 +15,16 @@ struct HostProcess;
 
 namespace gpureap::procfs {
 
+// The entry an fd table is read through, relative to the proc root: "<pid>" for the process's
+// own (`task` 0), else "<pid>/task/<task>".
+inline std::string table_entry(pid_t pid, pid_t task) {
+  return std::to_string(pid) + (task ? "/task/" + std::to_string(task) : std::string());
+}
+
 // Where the fdinfo of `fd` is, relative to the proc root: "<pid>/fdinfo/<fd>" where the table
 // is read through the process's own entry (`task` 0), else "<pid>/task/<task>/fdinfo/<fd>".
 inline std::string fdinfo_path(pid_t pid, pid_t task, int fd) {
-  return std::to_string(pid) + (task ? "/task/" + std::to_string(task) : std::string()) +
-         "/fdinfo/" + std::to_string(fd);
+  return table_entry(pid, task) + "/fdinfo/" + std::to_string(fd);
 }
 
 // One GPU device fd the scan found.

@@ -67,9 +67,7 @@ struct Table {
   pid_t pid = 0;
   pid_t task = 0;    // whose entry shows it: 0 for /proc/PID
   pid_t thread = 0;  // a thread's own table (DeviceHold::thread), else 0
-  std::string folder() const {
-    return std::to_string(pid) + (task ? "/task/" + std::to_string(task) : std::string());
-  }
+  std::string folder() const { return table_entry(pid, task); }
 };
 
 // What a table's read found: the holds, and each GPU fd for the observers, who are told once
