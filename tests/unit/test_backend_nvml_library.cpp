@@ -1,10 +1,12 @@
 // NVML's loader out of file descriptors (`ulimit -n 6`): the loader says "cannot open shared
 // object file" alike for a library that is missing and one it had no descriptor to open, so
-// gpureap must tell them apart by errno, never advise installing the driver or checking the
-// path, and give the remedy for the limit. The NVML test double stands in for the library.
+// gpureap must tell them apart by the error of the loader's open(), never advise installing the
+// driver or checking the path, and give the remedy for the limit. The NVML test double stands in
+// for the library.
 #include <gtest/gtest.h>
 
 #include <cerrno>
+#include <cstring>
 #include <optional>
 #include <string>
 
@@ -77,6 +79,31 @@ TEST(NvmlLibraryShortage, TheBackendReportsOutOfResources) {
   EXPECT_EQ(answer.rfind("out-of-resources\n", 0), 0u) << answer;
   EXPECT_TRUE(has(answer, "ulimit -n")) << answer;
   EXPECT_FALSE(has(answer, "no NVIDIA GPU")) << answer;
+}
+
+// The loader leaves errno as it found it, and the scan's threads may close a descriptor before
+// gpureap asks for one: its message's tail is what says why its open() failed, whatever the
+// name before it.
+TEST(NvmlLibraryShortage, TheLoadersMessageTellsAShortageFromAMissingFile) {
+  const std::string emfile = std::strerror(EMFILE);
+  const std::string enfile = std::strerror(ENFILE);
+  const std::string enoent = std::strerror(ENOENT);
+  EXPECT_EQ(
+      loader_descriptor_shortage("/x/libnvidia-ml.so.1: cannot open shared object file: " + emfile),
+      EMFILE);
+  EXPECT_EQ(
+      loader_descriptor_shortage("libnvidia-ml.so.1: cannot open shared object file: " + enfile),
+      ENFILE);
+  // A dependency the library needs, out of descriptors: still no descriptor.
+  EXPECT_EQ(loader_descriptor_shortage("libm.so.6: cannot open shared object file: " + emfile),
+            EMFILE);
+  // A name that reads as a shortage does not make a missing file one.
+  EXPECT_EQ(
+      loader_descriptor_shortage("/tmp/: " + emfile +
+                                 "/libnvidia-ml.so.1: cannot open shared object file: " + enoent),
+      0);
+  EXPECT_EQ(loader_descriptor_shortage("/x/libnvidia-ml.so.1: invalid ELF header"), 0);
+  EXPECT_EQ(loader_descriptor_shortage(""), 0);
 }
 
 }  // namespace library_shortage_test

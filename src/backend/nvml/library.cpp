@@ -36,22 +36,12 @@ std::string loaded_path(void* handle, const std::string& requested) {
   return requested;
 }
 
-// dlopen() itself, with the errno of the system call that failed inside it. dlerror() gives text
-// only, and errno is not dlopen's to set, so it is cleared first: after a failure it is 0, or
-// what an open() or mmap() the loader made returned.
-void* load(const char* name, int flags, int& failed_errno) {
-  errno = 0;
-  void* handle = dlopen(name, flags);
-  failed_errno = handle == nullptr ? errno : 0;
-  return handle;
-}
-
-// Whether gpureap is out of file descriptors now (EMFILE: its own limit; ENFILE: the system's),
-// so no library could have been opened: the loader says "cannot open shared object file" alike
-// for a file that is missing and for one it had no descriptor to open. The loader's errno says
-// so; a descriptor asked for now says so too (a path-only open needs no permission). 0: not.
-int descriptor_shortage(int dlopen_errno) {
-  if (dlopen_errno == EMFILE || dlopen_errno == ENFILE) return dlopen_errno;
+// Whether gpureap had no descriptor left to open the library (EMFILE: its own limit; ENFILE:
+// the system's). 0: it had one. See loader_descriptor_shortage() for the loader's word; a
+// descriptor asked for now is the kernel's (a path-only open needs no permission), but only
+// while no other thread has closed one since.
+int descriptor_shortage(const std::string& dl_error) {
+  if (int err = loader_descriptor_shortage(dl_error)) return err;
   int fd = ::open("/", O_PATH | O_CLOEXEC);
   if (fd >= 0) {
     ::close(fd);
@@ -70,15 +60,25 @@ core::Error shortage_error(const std::string& name, const std::string& dl_error,
 
 }  // namespace
 
+int loader_descriptor_shortage(const std::string& dl_error) {
+  for (int err : {EMFILE, ENFILE}) {
+    const std::string tail = std::string(": ") + std::strerror(err);
+    if (dl_error.size() > tail.size() &&
+        dl_error.compare(dl_error.size() - tail.size(), tail.size(), tail) == 0) {
+      return err;
+    }
+  }
+  return 0;
+}
+
 core::Result<Library> Library::open(const std::optional<std::string>& path) {
   // RTLD_LOCAL: NVML's symbols must not interpose on anything else in the process.
   constexpr int kFlags = RTLD_NOW | RTLD_LOCAL;
-  int failed = 0;
   if (path && !path->empty()) {
-    void* handle = load(path->c_str(), kFlags, failed);
+    void* handle = dlopen(path->c_str(), kFlags);
     if (handle == nullptr) {
       std::string error = take_dlerror();
-      if (int err = descriptor_shortage(failed)) return shortage_error(*path, error, err);
+      if (int err = descriptor_shortage(error)) return shortage_error(*path, error, err);
       return core::Error{*path + " could not be loaded: " + error,
                          "check the path given with --nvml-library or GPUREAP_NVML_LIBRARY"};
     }
@@ -86,10 +86,9 @@ core::Result<Library> Library::open(const std::optional<std::string>& path) {
   }
   std::string first_error;
   for (const char* name : kDefaultNames) {
-    if (void* handle = load(name, kFlags, failed))
-      return Library(handle, loaded_path(handle, name));
+    if (void* handle = dlopen(name, kFlags)) return Library(handle, loaded_path(handle, name));
     std::string error = take_dlerror();
-    if (int err = descriptor_shortage(failed)) return shortage_error(name, error, err);
+    if (int err = descriptor_shortage(error)) return shortage_error(name, error, err);
     if (first_error.empty()) first_error = std::move(error);
   }
   return core::Error{

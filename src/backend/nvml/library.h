@@ -9,6 +9,13 @@
 
 namespace gpureap::backend::nvml {
 
+// EMFILE or ENFILE when the loader's message (dlerror()) says it failed for want of a file
+// descriptor, else 0. The loader says "cannot open shared object file" alike for a file that is
+// missing and for one it had no descriptor to open, and it leaves errno as it found it: only
+// the tail of its message, the system's text for the error of its open(), tells them apart.
+// The tail comes after the file's name, so no name can put it there.
+int loader_descriptor_shortage(const std::string& dl_error);
+
 class Library {
  public:
   // `path` set: exactly that file. Otherwise the loader's search for libnvidia-ml.so.1,
