@@ -28,13 +28,15 @@ enum class BackendDown {
   NotDown,       // nothing is wrong: the machine has no GPU of its kind
   Mismatch,      // the library and the loaded driver differ (driver-mismatch)
   NotAnswering,  // a call did not return (driver-not-answering)
-  Unusable,      // the driver or its library cannot be used (driver-missing)
+  NoLibrary,     // its library was not found, or lacks what gpureap needs (driver-missing)
+  Unusable,      // the library loaded, but the driver cannot be used (driver-missing)
+  NoAccess,      // the devices are not open to gpureap's user: says nothing of the driver
   OwnShortage,   // gpureap itself ran out of descriptors or memory: says nothing of the driver
 };
 
 BackendDown backend_down_kind(const core::BackendStatus& b) {
   if (b.available) return BackendDown::NotDown;
-  if (!b.error_code) return BackendDown::Unusable;
+  if (!b.error_code) return BackendDown::NoLibrary;
   switch (*b.error_code) {
     case core::BackendErrorCode::NoDevice:
       return BackendDown::NotDown;
@@ -44,20 +46,22 @@ BackendDown backend_down_kind(const core::BackendStatus& b) {
       return BackendDown::NotAnswering;
     case core::BackendErrorCode::OutOfResources:
       return BackendDown::OwnShortage;
-    case core::BackendErrorCode::LibraryNotFound:
-    case core::BackendErrorCode::DriverNotLoaded:
     case core::BackendErrorCode::NoPermission:
+      return BackendDown::NoAccess;
+    case core::BackendErrorCode::LibraryNotFound:
     case core::BackendErrorCode::SymbolMissing:
+    case core::BackendErrorCode::NotConfigured:
+      return BackendDown::NoLibrary;
+    case core::BackendErrorCode::DriverNotLoaded:
     case core::BackendErrorCode::InitFailed:
     case core::BackendErrorCode::Internal:
-    case core::BackendErrorCode::NotConfigured:
       return BackendDown::Unusable;
   }
   return BackendDown::Unusable;  // no enumerator: the driver cannot be used, that much is known
 }
 
-// One backend that does not answer or cannot be used (`kind`: Mismatch, NotAnswering or
-// Unusable), worded by its registry entry.
+// One backend that does not answer or cannot be used (`kind`: Mismatch, NotAnswering,
+// NoLibrary or Unusable), worded by its registry entry.
 Finding backend_down(const core::Snapshot& s, const core::BackendStatus& b, BackendDown kind,
                      const backend::BackendEntry* entry) {
   Finding f;
@@ -97,10 +101,10 @@ Finding backend_down(const core::Snapshot& s, const core::BackendStatus& b, Back
     const auto& present = s.proc.driver_device_files;
     const bool has_nodes = std::find(present.begin(), present.end(), b.name) != present.end();
     f.severity = has_nodes ? Severity::Warning : Severity::Info;
-    // The library that may live elsewhere: the option that names it.
+    // The library that may live elsewhere: the option that names it, unless it was loaded.
     auto library_steps = [&](const std::string& check_why) {
       if (!w.check_driver.empty()) f.remedy.push_back(w.check_driver + "   # " + check_why);
-      if (entry && entry->library)
+      if (entry && entry->library && kind == BackendDown::NoLibrary)
         f.remedy.push_back({f.remedy.empty() ? StepKind::Run : StepKind::Or,
                             "gpureap --" + entry->library->option + " " + entry->library->example,
                             "if " + library + " lives elsewhere"});
@@ -131,6 +135,28 @@ Finding backend_down(const core::Snapshot& s, const core::BackendStatus& b, Back
     }
   }
   return f;
+}
+
+// The devices a backend's library opens are not open to gpureap's user (NVML's "no permission":
+// device files of mode 0660 and another group, a container not given them): the driver is
+// fine, and what gpureap sees is the view of a user who may not use the GPUs.
+Finding no_device_access(const core::BackendStatus& b, const backend::BackendEntry* entry) {
+  const backend::VendorWords& w = entry ? entry->words : kNoWords;
+  const std::string library = w.library.empty() ? b.label() : w.library;
+  const std::string vendor = w.vendor.empty() ? b.vendor : w.vendor;
+  return {FindingCode::IncompleteView,
+          Severity::Warning,
+          {},
+          {},
+          0,
+          {b.label() + ": " + b.error.value_or("no permission")},
+          "gpureap's user may not open the " + vendor + " devices, so " + library +
+              " cannot report GPU memory or the processes that use it: only the device-file "
+              "holders gpureap can read are shown. This says nothing of the driver.",
+          {"sudo gpureap doctor   # root may open the devices",
+           {StepKind::Or, "run gpureap where the devices are open to it",
+            "their group, or a container given them"}},
+          "gpureap may not open the " + vendor + " devices: " + library + " cannot be used"};
 }
 
 // gpureap's own limit of open files, raised: the one remedy of everything it could not read or
@@ -192,6 +218,10 @@ void driver_rules(const DoctorInput& in, std::vector<Finding>& out) {
     const BackendDown kind = backend_down_kind(b);
     // Not down, or gpureap's own shortage (own_shortage): no finding of the driver's.
     if (kind == BackendDown::NotDown || kind == BackendDown::OwnShortage) continue;
+    if (kind == BackendDown::NoAccess) {
+      out.push_back(no_device_access(b, backend::find_backend(b.name, in.backends)));
+      continue;
+    }
     out.push_back(backend_down(s, b, kind, backend::find_backend(b.name, in.backends)));
   }
   own_shortage(in, out);

@@ -364,7 +364,7 @@ TEST(DoctorRules, EveryBackendErrorCodeHasItsFinding) {
       {BackendErrorCode::LibraryNotFound, {"driver-missing"}},
       {BackendErrorCode::DriverNotLoaded, {"driver-missing"}},
       {BackendErrorCode::VersionMismatch, {"driver-mismatch"}},
-      {BackendErrorCode::NoPermission, {"driver-missing"}},
+      {BackendErrorCode::NoPermission, {"incomplete-view"}},
       {BackendErrorCode::SymbolMissing, {"driver-missing"}},
       {BackendErrorCode::InitFailed, {"driver-missing"}},
       {BackendErrorCode::Internal, {"driver-missing"}},
@@ -386,6 +386,41 @@ TEST(DoctorRules, EveryBackendErrorCodeHasItsFinding) {
       codes.push_back(std::string(to_string(f.code)));
     ASSERT_TRUE(expected.count(code));
     EXPECT_EQ(codes, expected.at(code));
+  }
+}
+
+// Another library is worth pointing at only where the one the loader found is in question: the
+// devices not open to gpureap's user, or a driver that refused to start, are not fixed by it, and
+// no permission says nothing of the driver.
+TEST(DoctorRules, TheLibraryOptionIsAdvisedOnlyWhereTheLibraryIsInQuestion) {
+  using core::BackendErrorCode;
+  const std::map<BackendErrorCode, bool> advised = {
+      {BackendErrorCode::LibraryNotFound, true}, {BackendErrorCode::SymbolMissing, true},
+      {BackendErrorCode::NotConfigured, true},   {BackendErrorCode::DriverNotLoaded, false},
+      {BackendErrorCode::InitFailed, false},     {BackendErrorCode::Internal, false},
+      {BackendErrorCode::NoPermission, false},
+  };
+  for (const auto& [code, library_advised] : advised) {
+    SCOPED_TRACE(core::to_string(code));
+    core::BackendReport b;
+    b.name = "nvml";
+    b.vendor = "nvidia";
+    b.error = "it failed";
+    b.error_code = code;
+    auto s = core::join({}, core::combine({b}), "h", {});
+    s.proc.driver_device_files = {"nvml"};  // the devices exist: the library is what fails
+    const auto fs = run(s);
+    ASSERT_EQ(fs.size(), 1u);
+    std::string remedy;
+    for (const auto& step : fs[0].remedy) remedy += step.line() + "\n";
+    EXPECT_EQ(remedy.find("--nvml-library") != std::string::npos, library_advised) << remedy;
+    if (code == BackendErrorCode::NoPermission) {
+      EXPECT_EQ(fs[0].evidence, (std::vector<std::string>{"NVML: it failed"}));
+      EXPECT_NE(fs[0].summary.find("may not open the NVIDIA devices"), std::string::npos)
+          << fs[0].summary;
+      EXPECT_EQ(remedy.find("nvidia-smi"), std::string::npos) << remedy;
+      EXPECT_NE(remedy.find("sudo gpureap doctor"), std::string::npos) << remedy;
+    }
   }
 }
 
