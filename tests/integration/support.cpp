@@ -273,6 +273,14 @@ RunResult run_gpureap(const std::vector<std::string>& args, const std::vector<st
   return spawn_and_wait(exec.argv.data(), exec.envp.data(), false);
 }
 
+RunResult run_gpureap_with_fd_limit(int limit, const std::vector<std::string>& args,
+                                    const std::vector<std::string>& env) {
+  std::vector<std::string> argv = {"/bin/sh", "-c", "ulimit -n \"$0\" && exec \"$@\"",
+                                   std::to_string(limit), GPUREAP_BINARY};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return run_program_in(argv, env);
+}
+
 RunResult run_program_in(const std::vector<std::string>& argv,
                          const std::vector<std::string>& env) {
   std::vector<std::string> argv_s = argv, env_s = env;

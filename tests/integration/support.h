@@ -103,6 +103,10 @@ nlohmann::json run_json(const std::vector<std::string>& args,
                         const std::vector<std::string>& env = {});
 // Runs any program (argv[0] looked up on PATH) with exactly the environment `env`.
 RunResult run_program_in(const std::vector<std::string>& argv, const std::vector<std::string>& env);
+// Runs the gpureap binary with `args` under a soft and hard limit of `limit` open files (set in
+// the child, by the shell's `ulimit -n`), with exactly the environment `env`.
+RunResult run_gpureap_with_fd_limit(int limit, const std::vector<std::string>& args,
+                                    const std::vector<std::string>& env);
 // The command's stdout as JSON; a test failure (and an empty object) when it is not.
 nlohmann::json parse_output(const RunResult& r);
 

@@ -13,18 +13,9 @@ namespace nvml_fd_limit {
 
 // `gpureap ps --json` with a soft and hard limit of `limit` open files, set in the child.
 RunResult ps_under_limit(int limit, const FakeDevRoot& dev, const FakeNvml& nvml) {
-  std::vector<std::string> argv = {"/bin/sh",
-                                   "-c",
-                                   "ulimit -n \"$0\" && exec \"$@\"",
-                                   std::to_string(limit),
-                                   GPUREAP_BINARY,
-                                   "ps",
-                                   "--json",
-                                   "--dev-root",
-                                   dev.path()};
   std::vector<std::string> env = {"PATH=/usr/bin:/bin", "NO_COLOR=1", "GPUREAP_BPF=0"};
   for (const auto& e : nvml.env()) env.push_back(e);
-  return run_program_in(argv, env);
+  return run_gpureap_with_fd_limit(limit, {"ps", "--json", "--dev-root", dev.path()}, env);
 }
 
 TEST(NvmlFdLimit, ALoadWithoutADescriptorSaysSoAndHowToRaiseTheLimit) {

@@ -13,20 +13,10 @@ namespace {
 
 // `gpureap ps --json` with a soft and hard limit of `limit` open files, set in the child.
 RunResult ps_with_fd_limit(int limit, const FakeDevRoot& dev, bool kernel_iterator) {
-  std::vector<std::string> argv = {"/bin/sh",
-                                   "-c",
-                                   "ulimit -n \"$0\" && exec \"$@\"",
-                                   std::to_string(limit),
-                                   GPUREAP_BINARY,
-                                   "ps",
-                                   "--json",
-                                   "--dev-root",
-                                   dev.path(),
-                                   "--nvml-library",
-                                   kNoNvml};
   std::vector<std::string> env = {"PATH=/usr/bin:/bin", "NO_COLOR=1"};
   if (!kernel_iterator) env.push_back("GPUREAP_BPF=0");
-  return run_program_in(argv, env);
+  return run_gpureap_with_fd_limit(
+      limit, {"ps", "--json", "--dev-root", dev.path(), "--nvml-library", kNoNvml}, env);
 }
 
 // Over limits from too few to plenty, each answer is one of: the whole truth (exit 0, the
