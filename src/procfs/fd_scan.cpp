@@ -140,6 +140,14 @@ FdScan scan_table(int proc_dirfd, const Table& t, const DeviceCatalog& catalog,
   // A process that exits while its table is read ends the listing with ENOENT.
   if (err != 0 && err != ENOENT && err != ESRCH) out.scan.failed = err;
   ::closedir(dir);
+  // Read through a thread (the main thread had exited) that has begun to exit since, the listing
+  // may have ended early with no error: what it found is not the table, which the process's
+  // other threads still share. It is read again through one that runs (scan_device_fds).
+  if (t.task != 0 && t.thread == 0 && !thread_runs(proc_dirfd, t.pid, t.task)) {
+    FdScan gone;
+    gone.vanished = true;
+    return gone;
+  }
   return out.finish(proc_dirfd, t, observers);
 }
 

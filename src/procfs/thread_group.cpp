@@ -23,7 +23,19 @@ std::optional<pid_t> task_id(const char* name) {
   return tid;
 }
 
+// A thread on its way out (a process ending thread by thread) keeps nothing alive.
+bool runs(const core::ProcessStat& st) {
+  return st.state != 'Z' && st.state != 'X' && !st.is_exiting();
+}
+
 }  // namespace
+
+bool thread_runs(int proc_dirfd, pid_t pid, pid_t tid) {
+  auto f = read_file_at(proc_dirfd, std::to_string(pid) + "/task/" + std::to_string(tid) + "/stat");
+  if (!f.ok()) return false;
+  auto st = parse_stat(f.data);
+  return st && runs(*st);
+}
 
 std::optional<LiveThread> live_thread(int proc_dirfd, pid_t pid, int* failed) {
   int ignored = 0;
@@ -51,8 +63,7 @@ std::optional<LiveThread> live_thread(int proc_dirfd, pid_t pid, int* failed) {
       break;
     }
     auto st = parse_stat(f.data);
-    // A thread on its way out (a process ending thread by thread) keeps nothing alive.
-    if (!st || st->state == 'Z' || st->state == 'X' || st->is_exiting()) continue;
+    if (!st || !runs(*st)) continue;
     out = LiveThread{*tid, std::move(*st)};
     break;
   }

@@ -27,6 +27,11 @@ struct LiveThread {
 // process for a true zombie must not.
 std::optional<LiveThread> live_thread(int proc_dirfd, pid_t pid, int* failed = nullptr);
 
+// Whether thread `tid` of `pid` runs still: /proc shows it, neither a zombie nor past the start
+// of its exit. A thread in do_exit() has let go of its fd table, or soon will: a listing of the
+// table read through its entry ends early, and silently.
+bool thread_runs(int proc_dirfd, pid_t pid, pid_t tid);
+
 // The process that `tid` is a thread of, when it is one of its threads other than the leader: a
 // thread's /proc/TID answers though /proc does not list it, and its stat is the thread's own.
 // The kernel says whose it is (the Tgid of /proc/TID/status), never a name. Empty for a

@@ -2,14 +2,20 @@
 // the kernel lays them out (the stat lines as a 6.x kernel prints them): a leader that exited
 // while a thread runs is the leader's end only, and the process reads as that thread (not
 // exiting); a process whose last thread is in do_exit(), or whose leader is in a group exit,
-// is ending and reads so.
+// is ending and reads so. Its fd table, read through a live thread, is read through one that
+// runs however the threads end meanwhile.
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
 #include <string>
 
+#include "backend/registry.h"
+#include "procfs/device_files.h"
+#include "procfs/fd_scan.h"
 #include "procfs/proc_fs.h"
 
 namespace gpureap::procfs {
@@ -99,6 +105,34 @@ TEST_F(ExitedLeaderTree, ALeaderInAGroupExitReadsExiting) {
   EXPECT_TRUE(r.stat.is_exiting());
   EXPECT_FALSE(r.stat.leader_exited);
   EXPECT_EQ(r.fd_task, 0);
+}
+
+// The main thread has exited, and the table was to be read through the thread the stat was read
+// through, which has begun its own exit since: past exit_files() the kernel lists its fd folder
+// empty, with no error. That is not the process's table, which its other thread still shares and
+// holds a GPU file in: it is read through the thread that runs.
+TEST_F(ExitedLeaderTree, ATableListedThroughAThreadThatBeganToExitIsReadThroughOneThatRuns) {
+  constexpr pid_t kOther = kTid + 1;
+  process('Z', kExitedLeader, 'R', kRunning | kExiting, false);
+  const std::string task = root_ + "/" + std::to_string(kPid) + "/task/";
+  stat(std::to_string(kPid) + "/task/" + std::to_string(kOther), kOther, 'S', kRunning, 2, true, 3);
+  std::filesystem::create_directories(root_ + "/dev");
+  std::ofstream(root_ + "/dev/nvidia0") << "stand-in\n";
+  std::filesystem::create_directories(task + std::to_string(kTid) + "/fd");  // let go of
+  std::filesystem::create_directories(task + std::to_string(kOther) + "/fd");
+  std::filesystem::create_symlink(root_ + "/dev/nvidia0", task + std::to_string(kOther) + "/fd/3");
+  auto catalog = DeviceCatalog::enumerate(backend::device_nodes(backend::builtin_backends()),
+                                          root_ + "/dev", root_);
+  ASSERT_TRUE(catalog) << catalog.error().text();
+  const int proc = ::open(root_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  ASSERT_GE(proc, 0);
+  const FdScan scan = scan_device_fds(proc, kPid, *catalog, {}, kTid);
+  ::close(proc);
+  EXPECT_FALSE(scan.vanished);
+  EXPECT_EQ(scan.task, kOther);
+  ASSERT_EQ(scan.holds.size(), 1u);
+  EXPECT_EQ(scan.holds[0].path, root_ + "/dev/nvidia0");
+  EXPECT_EQ(scan.holds[0].fds, std::vector<int>{3});
 }
 
 }  // namespace exited_leader_test
