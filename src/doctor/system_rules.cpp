@@ -137,7 +137,7 @@ Finding backend_down(const core::Snapshot& s, const core::BackendStatus& b, Back
   return f;
 }
 
-// The devices a backend's library opens are not open to gpureap's user (NVML's "no permission":
+// The devices a backend's library opens are not open to gpureap's user (a backend's no-permission:
 // device files of mode 0660 and another group, a container not given them): the driver is
 // fine, and what gpureap sees is the view of a user who may not use the GPUs.
 Finding no_device_access(const core::BackendStatus& b, const backend::BackendEntry* entry) {

@@ -53,8 +53,10 @@ int descriptor_shortage(const std::string& dl_error) {
 // The library could not be loaded for want of a descriptor: that, and how to raise the limit,
 // never "install the driver" or "check the path".
 core::Error shortage_error(const std::string& name, const std::string& dl_error, int err) {
-  return core::Error{name + " could not be loaded: gpureap had no file descriptor to open it (" +
-                         std::strerror(err) + "; the loader said: " + dl_error + ")",
+  const std::string want = err == ENFILE ? "the system's table of open files was full"
+                                         : "gpureap had no file descriptor to open it";
+  return core::Error{name + " could not be loaded: " + want + " (" + std::strerror(err) +
+                         "; the loader said: " + dl_error + ")",
                      procfs::shortage_remedy(err), err};
 }
 
