@@ -1,6 +1,7 @@
 #include "engine/scheduled_collector.h"
 
 #include "base/hostname.h"
+#include "engine/held_states.h"
 
 namespace gpureap::engine {
 namespace {
@@ -40,14 +41,17 @@ std::shared_ptr<Collection> ScheduledCollector::complete(const Cadence& cadence,
   const ScanRequest asked = hints_ ? hints_->take() : ScanRequest{};
   ended_.exited(asked.exited);
   due.full = due.full || asked.full;
-  // Between scans, what a scan would find ended is read again (EndedProcesses): the events
-  // mode and the scans answer alike at every collection.
+  // Between scans, what a scan would find ended (EndedProcesses), paused, resumed or blocked
+  // (held_states_moved) is read again: the events mode and the scans answer alike at every
+  // collection, and no policy decides on a state a scan read minutes ago.
   std::vector<pid_t> reread = asked.pids;
-  bool ends_only = false;
+  bool rereads_only = false;
   const std::vector<pid_t> listed = listed_pids(dv);
   if (view_ && !due.scan && !due.full) {
     auto moved = ended_.moved(collector_.procfs(), *view_, listed);
-    ends_only = reread.empty() && !moved.empty();
+    auto states = held_states_moved(collector_.procfs(), *view_, listed);
+    moved.insert(moved.end(), states.begin(), states.end());
+    rereads_only = reread.empty() && !moved.empty();
     reread.insert(reread.end(), moved.begin(), moved.end());
   }
   // Events alone (no scan due): only the processes they name and the known holders are read
@@ -79,8 +83,8 @@ std::shared_ptr<Collection> ScheduledCollector::complete(const Cadence& cadence,
   collector_.mark_work_servers(*view_, driver.reading);
 
   c->sequence = ++sequence_;
-  // Re-reading processes that ended is no holder scan.
-  c->holder_scan = due.scan && !ends_only;
+  // Re-reading processes that ended or changed state is no holder scan.
+  c->holder_scan = due.scan && !rereads_only;
   c->full_scan = due.scan && due.full;
   core::ProcView view = *view_;
   if (hints_) {
