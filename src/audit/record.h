@@ -54,7 +54,7 @@ struct Record {
   std::string action;  // notify, terminate, kill
   bool enforced = false;
   // decisions: would-terminate, would-kill, notified, acting; actions: released, still-held,
-  // survived, refused, not-permitted, gone, failed; gave-up; dropped (records-dropped)
+  // survived, refused, not-permitted, gone, unmatched, failed; gave-up; dropped (records-dropped)
   std::string outcome;
   ProcessIdentity process;
   std::vector<GpuMemory> memory;           // per GPU, at decision time

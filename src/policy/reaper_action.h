@@ -25,7 +25,8 @@ struct ActionRequest {
 };
 
 struct ActionResult {
-  // released, still-held, survived, refused, not-permitted, gone, failed
+  // released, still-held, survived, refused, not-permitted, gone, failed (and the runner's
+  // unmatched: a queued action whose match broke before its turn)
   std::string outcome;
   std::optional<uint64_t> released_bytes;
   std::string detail;

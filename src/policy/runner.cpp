@@ -2,6 +2,8 @@
 
 #include <pthread.h>
 
+#include <algorithm>
+
 #include "base/log.h"
 #include "core/duration.h"
 #include "metric/names.h"
@@ -47,6 +49,71 @@ void PolicyRunner::configure(std::vector<Policy> policies, bool enforce) {
   std::lock_guard lock(mutex_);
   matching_.clear();
   tracker_.configure(std::move(policies), enforce);
+  restate_queued(nullptr, nullptr);
+}
+
+// An action waits in the queue behind another one's grace and release wait (a minute or more),
+// and the sample its decision was made on ages meanwhile: the paused job was resumed, the keeper
+// closed its files, the process exited. A decision to signal rests on what is true now, so each
+// later sample restates every queued action: one that still matches is planned on that sample;
+// one whose match broke signals nothing (and its `after` starts again, as for any broken match).
+void PolicyRunner::restate_queued(const sample::Sample* sample,
+                                  const std::vector<std::vector<Evaluation>>* evaluations) {
+  const auto& policies = tracker_.policies();
+  for (Item& item : queue_) {
+    if (!item.job || item.job->settled) continue;
+    Job& job = *item.job;
+    auto unmatched = [&](const std::string& why) {
+      std::string decided;
+      for (const auto& r : job.task.evaluation.reasons())
+        decided += (decided.empty() ? "" : ", ") + r;
+      job.settled =
+          ActionResult{"unmatched", std::nullopt,
+                       "its match broke while it waited its turn: " + why +
+                           (decided.empty() ? "" : " (it was decided on: " + decided + ")"),
+                       false};
+    };
+    auto p = std::find_if(policies.begin(), policies.end(),
+                          [&](const Policy& x) { return x.name == job.policy.name; });
+    if (p == policies.end()) {
+      unmatched("the policy was removed from the config");
+      continue;
+    }
+    if (!tracker_.enforced()) {
+      unmatched("enforce was turned off");
+      continue;
+    }
+    if (p->action == Action::Notify) {
+      unmatched("the policy now only notifies");
+      continue;
+    }
+    if (!sample || !evaluations) continue;
+    const Identity& id = job.task.identity;
+    const auto& mine = (*evaluations)[static_cast<size_t>(p - policies.begin())];
+    auto e = std::find_if(mine.begin(), mine.end(), [&](const Evaluation& x) {
+      return x.pid == id.pid && x.start_ticks == id.start_ticks;
+    });
+    if (e == mine.end()) {
+      const core::HostProcess* now = sample->snapshot->find(id.pid);
+      if (id.start_ticks && (!now || now->stat.start_ticks != *id.start_ticks))
+        job.settled = ActionResult{"gone", std::nullopt,
+                                   "the process exited before it could be ended", false};
+      else
+        unmatched(id.start_ticks ? "it no longer holds or is listed on a GPU"
+                                 : "the driver no longer lists it");
+      continue;
+    }
+    if (!e->matched()) {
+      const Check* failed = e->failed();
+      unmatched(e->exempt ? *e->exempt
+                : failed  ? failed->condition + ": " + failed->detail
+                          : "not every condition holds");
+      continue;
+    }
+    job.policy = *p;
+    job.task.evaluation = *e;
+    job.snapshot = sample->snapshot;
+  }
 }
 
 void PolicyRunner::add_record_sink(RecordSink sink) {
@@ -79,6 +146,7 @@ void PolicyRunner::on_sample(const sample::Sample& sample, const history::Histor
       const core::HostProcess* p = snapshot.find(id.pid);
       return p && p->stat.start_ticks == *id.start_ticks;
     };
+    restate_queued(&sample, &evaluations);
     for (Task& task : tracker_.observe(evaluations, snapshot.timestamp, exists)) {
       const Policy& p = tracker_.policies()[task.policy];
       std::string outcome = task.act ? "acting"
@@ -124,7 +192,7 @@ void PolicyRunner::work() {
 
 void PolicyRunner::act(const Job& job) {
   ActionRequest request{job.policy, job.task.identity, job.snapshot};
-  ActionResult result = actor_->run(request, [this] {
+  ActionResult result = job.settled ? *job.settled : actor_->run(request, [this] {
     std::lock_guard lock(mutex_);
     return stopping_;
   });
@@ -136,8 +204,13 @@ void PolicyRunner::act(const Job& job) {
   Tracker::After after;
   {
     std::lock_guard lock(mutex_);
-    after =
-        tracker_.finished(job.policy.name, job.task.identity, result.retry, system_clock::now());
+    if (result.outcome == "unmatched") {
+      tracker_.restart(job.policy.name, job.task.identity);
+      after = Tracker::After::Done;
+    } else {
+      after =
+          tracker_.finished(job.policy.name, job.task.identity, result.retry, system_clock::now());
+    }
     ++counts_[{job.policy.name, record.action, result.outcome}];
     if (after == Tracker::After::GaveUp) ++counts_[{job.policy.name, record.action, "gave-up"}];
   }
@@ -181,7 +254,7 @@ void PolicyRunner::add_metrics(std::vector<exporter::MetricFamily>& out) const {
       metric::kPolicyActions,
       "Cleanup policy decisions and actions by result: would-terminate and "
       "would-kill while enforce is off, notified, released, still-held, "
-      "survived, refused, not-permitted, gone, failed, gave-up",
+      "survived, refused, not-permitted, gone, unmatched, failed, gave-up",
       exporter::MetricType::Counter,
       {}};
   exporter::MetricFamily matching{metric::kPolicyMatchingProcesses,

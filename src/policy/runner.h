@@ -58,7 +58,10 @@ class PolicyRunner : public sample::SampleConsumer {
   struct Job {
     Policy policy;
     Task task;
-    std::shared_ptr<const core::Snapshot> snapshot;
+    std::shared_ptr<const core::Snapshot> snapshot;  // the newest sample the match held in
+    // Set while queued when the decision no longer stands (the match broke, the process exited,
+    // the policy or enforcement was removed): the job ends with it and signals nothing.
+    std::optional<ActionResult> settled;
   };
   // The worker's queue: a record to hand to the sinks, or an action to take.
   struct Item {
@@ -67,6 +70,10 @@ class PolicyRunner : public sample::SampleConsumer {
     std::optional<Job> job;
   };
   void work();
+  // Restates the queued actions: against the config always, and against a new sample's
+  // evaluations when given. Called with mutex_ held.
+  void restate_queued(const sample::Sample* sample,
+                      const std::vector<std::vector<Evaluation>>* evaluations);
   void emit(const audit::Record& record, bool final);
   void act(const Job& job);
 

@@ -96,4 +96,8 @@ Tracker::After Tracker::finished(const std::string& policy, const Identity& iden
   return After::RetryLater;
 }
 
+void Tracker::restart(const std::string& policy, const Identity& identity) {
+  states_.erase({policy, identity});
+}
+
 }  // namespace gpureap::policy

@@ -61,6 +61,10 @@ class Tracker {
   // An action's end: `retry` when a later attempt could succeed (the process survived).
   After finished(const std::string& policy, const Identity& identity, bool retry, TimePoint now);
 
+  // An action dropped before it ran because its match broke while it waited: as for any broken
+  // match, the identity's `after` clock starts again from its next match.
+  void restart(const std::string& policy, const Identity& identity);
+
   size_t tracked() const { return states_.size(); }
 
   enum class Phase { Waiting, Running, Backoff, Done, GaveUp };

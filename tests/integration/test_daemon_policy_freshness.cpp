@@ -1,10 +1,14 @@
 // A cleanup policy decides on what is true now, never on an old reading: a job paused and
-// resumed between the daemon's scans of /proc (an hour apart here, 10 minutes with its events)
-// is no paused job, and nothing is sent to it. Real processes of another user, the real daemon
-// in both of its modes, and the NVML test double.
+// resumed between the daemon's scans of /proc (an hour apart here, 10 minutes with its events),
+// or resumed while its action waited its turn behind another one's grace and release wait, is
+// no paused job, and nothing is sent to it. Real processes of another user, the real daemon in
+// both of its modes, and the NVML test double.
 #include <grp.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+
+#include <fstream>
+#include <set>
 
 #include "daemon_modes.h"
 #include "support.h"
@@ -21,6 +25,14 @@ json scenario(json processes) {
   return {
       {"gpus",
        {{{"name", "NVIDIA H200"}, {"uuid", "GPU-0000"}, {"minor", 0}, {"processes", processes}}}}};
+}
+
+std::string write_config(const TempDir& dir, const std::string& body) {
+  std::ofstream(dir.file("config.toml"))
+      << "interval = \"200ms\"\nholder_scan_interval = \"200ms\"\n"
+      << "audit_log = \"" << dir.file("audit.jsonl") << "\"\n"
+      << body;
+  return dir.file("config.toml");
 }
 
 // Every signal that can be blocked is, but SIGCONT: one the daemon sends stays pending (and shows
@@ -58,6 +70,88 @@ std::vector<std::string> row_anomalies(const DaemonProcess& d, pid_t pid) {
 
 bool has(const std::vector<std::string>& v, const std::string& s) {
   return std::find(v.begin(), v.end(), s) != v.end();
+}
+
+TEST(DaemonPolicyFreshness, AJobResumedWhileItsActionWaitedIsNotEnded) {
+  REQUIRE_DOUBLE();
+  if (::geteuid() != 0) GTEST_SKIP() << "another user's job needs root to make";
+  FakeDevRoot dev;
+  // The first paused job, whose action runs first: its context lives on while `gate` does, so
+  // the action waits for the memory until the test lets it go.
+  Child first = holding(dev, "nvidia0");
+  Child gate([] {});
+  Child second = users_job(dev);
+  FakeNvml nvml(scenario(json::array(
+      {{{"pid", first.pid()}, {"used_bytes", GiB}, {"holders", {first.pid(), gate.pid()}}},
+       {{"pid", second.pid()}, {"used_bytes", GiB}}})));
+  ASSERT_EQ(::kill(first.pid(), SIGSTOP), 0);
+  ASSERT_TRUE(wait_for_state(first.pid(), 'T'));
+  TempDir cfg;
+  auto config = write_config(cfg, R"(enforce = true
+[[policy]]
+name = "paused"
+anomalies = ["stopped"]
+after = "1s"
+action = "terminate"
+grace = "1s"
+)");
+  DaemonProcess d({"--config", config, "--dev-root", dev.path()}, nvml.env());
+  ASSERT_GT(d.port(), 0) << d.log();
+  // The first action ends its job and waits for the memory, which `gate` keeps listed.
+  ASSERT_EQ(end_signal(first.pid()), SIGTERM) << d.log();
+
+  // Meanwhile the other user's job is paused long enough to match: its action is queued.
+  ASSERT_EQ(::kill(second.pid(), SIGSTOP), 0);
+  ASSERT_TRUE(wait_for_state(second.pid(), 'T'));
+  ASSERT_TRUE(d.wait_log("policy paused: terminate PID " + std::to_string(second.pid())))
+      << d.log();
+  // ... and resumed before its turn: the daemon's samples see it running again.
+  ASSERT_EQ(::kill(second.pid(), SIGCONT), 0);
+  ASSERT_TRUE(wait_until([&] {
+    char s = state_of(second.pid());
+    return s == 'S' || s == 'R';
+  }));
+  ASSERT_TRUE(wait_until([&] {
+    auto a = row_anomalies(d, second.pid());
+    return !has(a, "stopped");
+  })) << d.log();
+  ASSERT_TRUE(wait_new_samples(d, 2)) << d.log();
+  EXPECT_TRUE(no_signal_pending(second.pid()));
+
+  // The first action's memory comes back; the queued one has its turn.
+  gate.kill_and_reap();
+  std::vector<json> records;
+  auto action_for = [&](pid_t pid) -> json {
+    for (const auto& r : records)
+      if (r["event"] == "action" && r["process"]["pid"] == pid) return r;
+    return nullptr;
+  };
+  ASSERT_TRUE(wait_until(
+      [&] {
+        records = read_json_lines(cfg.file("audit.jsonl"));
+        return !action_for(second.pid()).is_null();
+      },
+      30000))
+      << d.log() << read_text(cfg.file("audit.jsonl"));
+
+  // Nothing reached the resumed job: no signal pending (its signals are blocked), alive.
+  EXPECT_TRUE(is_alive(second.pid())) << d.log();
+  EXPECT_TRUE(no_signal_pending(second.pid())) << proc_status_field(second.pid(), "SigPnd") << " "
+                                               << proc_status_field(second.pid(), "ShdPnd");
+  json second_action = action_for(second.pid());
+  EXPECT_EQ(second_action["outcome"], "unmatched") << second_action.dump(2);
+  EXPECT_NE(second_action.value("detail", "").find("stopped"), std::string::npos)
+      << second_action.dump(2);
+  // The whole trail: two decisions, the first job's action, and the second's that sent nothing.
+  ASSERT_EQ(records.size(), 4u) << read_text(cfg.file("audit.jsonl"));
+  std::multiset<std::pair<std::string, pid_t>> trail;
+  for (const auto& r : records)
+    trail.insert({r["event"].get<std::string>(), r["process"]["pid"].get<pid_t>()});
+  EXPECT_EQ(trail, (std::multiset<std::pair<std::string, pid_t>>{{"decision", first.pid()},
+                                                                 {"decision", second.pid()},
+                                                                 {"action", first.pid()},
+                                                                 {"action", second.pid()}}));
+  EXPECT_EQ(action_for(first.pid())["outcome"], "released") << read_text(cfg.file("audit.jsonl"));
 }
 
 class PausedBetweenScans : public ::testing::TestWithParam<Mode> {};
