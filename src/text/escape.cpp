@@ -6,14 +6,21 @@
 namespace gpureap::text {
 namespace {
 
-// Length of the valid UTF-8 sequence at s[i], or 0 when it is not valid.
+// Length of the valid UTF-8 sequence at s[i], or 0 when it is not valid. Valid is RFC 3629's:
+// no overlong form, no surrogate (U+D800..U+DFFF), nothing above U+10FFFF, which is what JSON
+// parsers and Prometheus (a whole scrape is refused for one bad label value) accept.
 size_t utf8_length(std::string_view s, size_t i) {
   auto c = static_cast<unsigned char>(s[i]);
   size_t n = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
   if (n == 0 || i + n > s.size()) return 0;
   for (size_t k = 1; k < n; ++k)
     if ((static_cast<unsigned char>(s[i + k]) & 0xC0) != 0x80) return 0;
-  if (n == 2 && c < 0xC2) return 0;  // overlong
+  auto second = n > 1 ? static_cast<unsigned char>(s[i + 1]) : 0;
+  if (n == 2 && c < 0xC2) return 0;                                     // overlong
+  if (n == 3 && c == 0xE0 && second < 0xA0) return 0;                   // overlong
+  if (n == 3 && c == 0xED && second >= 0xA0) return 0;                  // a surrogate
+  if (n == 4 && c == 0xF0 && second < 0x90) return 0;                   // overlong
+  if (n == 4 && (c > 0xF4 || (c == 0xF4 && second >= 0x90))) return 0;  // above U+10FFFF
   return n;
 }
 
@@ -23,12 +30,20 @@ std::string hex_escape(unsigned char c) {
   return buf;
 }
 
-// A three-byte UTF-8 sequence at s[i] that renders nothing but changes the text around it.
-std::optional<unsigned> invisible(std::string_view s, size_t i) {
+// The code point of the valid n-byte UTF-8 sequence at s[i] when it renders nothing but
+// changes the text around it: the bidirectional controls (U+061C, U+200E, U+200F, U+202A..U+202E,
+// U+2066..U+2069), zero-width characters (U+200B..U+200D, U+2060..U+2064, U+FEFF, U+180E), line
+// and paragraph separators, the other invisible format characters (U+206A..U+206F,
+// U+FFF9..U+FFFB) and the tag characters (U+E0001, U+E0020..U+E007F: text a reader cannot see).
+std::optional<unsigned> invisible(std::string_view s, size_t i, size_t n) {
+  if (n < 2) return std::nullopt;
   auto b = [&](size_t k) { return static_cast<unsigned char>(s[i + k]); };
-  unsigned cp = ((b(0) & 0x0Fu) << 12) | ((b(1) & 0x3Fu) << 6) | (b(2) & 0x3Fu);
-  bool hidden = (cp >= 0x200B && cp <= 0x200F) || (cp >= 0x202A && cp <= 0x202E) ||
-                (cp >= 0x2066 && cp <= 0x2069) || cp == 0x2028 || cp == 0x2029 || cp == 0xFEFF;
+  unsigned cp = b(0) & (n == 2 ? 0x1Fu : n == 3 ? 0x0Fu : 0x07u);
+  for (size_t k = 1; k < n; ++k) cp = (cp << 6) | (b(k) & 0x3Fu);
+  bool hidden = cp == 0x061C || cp == 0x180E || (cp >= 0x200B && cp <= 0x200F) ||
+                (cp >= 0x202A && cp <= 0x202E) || (cp >= 0x2060 && cp <= 0x2064) ||
+                (cp >= 0x2066 && cp <= 0x206F) || cp == 0x2028 || cp == 0x2029 || cp == 0xFEFF ||
+                (cp >= 0xFFF9 && cp <= 0xFFFB) || cp == 0xE0001 || (cp >= 0xE0020 && cp <= 0xE007F);
   return hidden ? std::optional<unsigned>(cp) : std::nullopt;
 }
 
@@ -47,9 +62,9 @@ std::string escape(std::string_view s, bool keep_newlines) {
       out += '\n';
     } else if (n == 1 && (c < 0x20 || c == 0x7F)) {
       out += c == '\n' ? "\\n" : c == '\t' ? "\\t" : c == '\r' ? "\\r" : hex_escape(c);
-    } else if (n == 3 && invisible(s, i)) {
+    } else if (auto cp = invisible(s, i, n)) {
       char buf[16];
-      std::snprintf(buf, sizeof buf, "\\u{%04x}", *invisible(s, i));
+      std::snprintf(buf, sizeof buf, "\\u{%04x}", *cp);
       out += buf;
     } else if (n == 2 && c == 0xC2 && static_cast<unsigned char>(s[i + 1]) < 0xA0) {
       out += hex_escape(static_cast<unsigned char>(s[i + 1]));  // C1 control (U+0080..U+009F)
@@ -102,7 +117,7 @@ std::string shell_quote(std::string_view w) {
   for (size_t i = 0; i < w.size();) {
     auto c = static_cast<unsigned char>(w[i]);
     size_t n = utf8_length(w, i);
-    bool hidden = n == 0 || (n == 1 && (c < 0x20 || c == 0x7F)) || (n == 3 && invisible(w, i)) ||
+    bool hidden = n == 0 || (n == 1 && (c < 0x20 || c == 0x7F)) || invisible(w, i, n) ||
                   (n == 2 && c == 0xC2 && static_cast<unsigned char>(w[i + 1]) < 0xA0);
     if (n == 0) n = 1;
     if (hidden && c == '\n') {

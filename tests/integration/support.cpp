@@ -674,6 +674,27 @@ std::string read_text(const std::string& path) {
   return std::string((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
 }
 
+bool strictly_utf8(const std::string& text) {
+  for (size_t i = 0; i < text.size();) {
+    auto byte = [&](size_t k) { return static_cast<unsigned char>(text[i + k]); };
+    const unsigned char c = byte(0);
+    size_t n = c < 0x80                 ? 1
+               : c >= 0xC2 && c <= 0xDF ? 2
+               : c >= 0xE0 && c <= 0xEF ? 3
+               : c >= 0xF0 && c <= 0xF4 ? 4
+                                        : 0;
+    if (n == 0 || i + n > text.size()) return false;
+    for (size_t k = 1; k < n; ++k)
+      if ((byte(k) & 0xC0) != 0x80) return false;
+    // The second byte's range where the first allows less than any continuation byte.
+    if ((c == 0xE0 && byte(1) < 0xA0) || (c == 0xED && byte(1) > 0x9F) ||
+        (c == 0xF0 && byte(1) < 0x90) || (c == 0xF4 && byte(1) > 0x8F))
+      return false;
+    i += n;
+  }
+  return true;
+}
+
 std::vector<nlohmann::json> read_json_lines(const std::string& path) {
   std::vector<nlohmann::json> out;
   std::istringstream in(read_text(path));

@@ -148,5 +148,27 @@ TEST(DaemonMetrics, PerProcessSeriesEscapeHostileProcessNames) {
   EXPECT_GT(samples, 10);
 }
 
+// A name whose bytes only look like UTF-8 (a surrogate, a code point above U+10FFFF): Prometheus
+// refuses a whole scrape for one label value that is not UTF-8, so the node's every series would
+// be lost. The label shows the bytes replaced, and the page is UTF-8.
+TEST(DaemonMetrics, AProcessNameThatIsNotUtf8LeavesTheScrapeUtf8) {
+  REQUIRE_DOUBLE();
+  FakeDevRoot dev;
+  Child job = holding(dev, "nvidia0",
+                      [&] { ::prctl(PR_SET_NAME, "s\xED\xA0\x80t\xF4\x90\x80\x80u", 0, 0, 0); });
+  FakeNvml nvml(gpu0(json::array({{{"pid", job.pid()}, {"used_bytes", 2 * GiB}}})));
+  TempDir cfg;
+  auto config = write_metrics_config(cfg, "interval = \"250ms\"\nper_process_metrics = true\n");
+  DaemonProcess d({"--config", config, "--dev-root", dev.path()}, nvml.env());
+  ASSERT_TRUE(wait_until([&] { return d.metric("gpureap_process_memory_bytes{").has_value(); }))
+      << d.log();
+  auto body = d.get("/metrics").body;
+  EXPECT_TRUE(strictly_utf8(body)) << body;
+  const std::string fffd = "\xEF\xBF\xBD";
+  EXPECT_NE(body.find("comm=\"s" + fffd + fffd + fffd + "t" + fffd + fffd + fffd + fffd + "u\""),
+            std::string::npos)
+      << body;
+}
+
 }  // namespace
 }  // namespace gpureap::testing

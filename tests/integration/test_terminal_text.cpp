@@ -38,5 +38,34 @@ TEST(TerminalText, AProcessNameWithABidiOverrideDoesNotRenderReversed) {
   EXPECT_EQ(csv.out.find("\u202E"), std::string::npos) << csv.out;
 }
 
+// Characters that draw nothing but hide or reorder text: the Arabic letter mark (a bidi control),
+// the word joiner and the tag characters, which carry a text no reader sees. The name shows them
+// escaped, in the table and in CSV.
+TEST(TerminalText, AProcessNameWithInvisibleCharactersShowsThemEscaped) {
+  FakeDevRoot dev;
+  Child named = holding(dev, "nvidia0", [] { ::prctl(PR_SET_NAME, "z\u2060\u061C\U000E0041y"); });
+  for (const auto& format : {"--no-color", "--csv"}) {
+    auto r = run_gpureap({"ps", format, "--dev-root", dev.path(), "--nvml-library", kNoNvml});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    for (const char* hidden : {"\u2060", "\u061C", "\U000E0041"})
+      EXPECT_EQ(r.out.find(hidden), std::string::npos) << format << ": " << r.out;
+    EXPECT_NE(r.out.find("z\\u{2060}\\u{061c}\\u{e0041}y"), std::string::npos) << r.out;
+  }
+}
+
+// A name's bytes that only look like UTF-8 (a surrogate, a code point above U+10FFFF) are
+// escaped byte by byte, as any other invalid byte: the output stays UTF-8 and shows each one.
+TEST(TerminalText, AProcessNameThatIsNotUtf8IsEscapedByteByByte) {
+  FakeDevRoot dev;
+  Child named =
+      holding(dev, "nvidia0", [] { ::prctl(PR_SET_NAME, "s\xED\xA0\x80t\xF4\x90\x80\x80u"); });
+  for (const auto& format : {"--no-color", "--csv"}) {
+    auto r = run_gpureap({"ps", format, "--dev-root", dev.path(), "--nvml-library", kNoNvml});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_TRUE(strictly_utf8(r.out)) << format << ": " << r.out;
+    EXPECT_NE(r.out.find("s\\xed\\xa0\\x80t\\xf4\\x90\\x80\\x80u"), std::string::npos) << r.out;
+  }
+}
+
 }  // namespace
 }  // namespace gpureap::testing

@@ -40,6 +40,40 @@ TEST(TerminalSafe, CharactersThatReorderOrHideTextAreEscaped) {
   EXPECT_EQ(terminal_safe("\u2014 \u20AC"), "\u2014 \u20AC") << "visible neighbours stay";
 }
 
+// RFC 3629: overlong forms, surrogates and code points above U+10FFFF are not UTF-8. Each of
+// their bytes is escaped (for JSON and Prometheus, replaced), never passed on.
+TEST(TerminalSafe, SequencesThatOnlyLookLikeUtf8AreEscapedByteByByte) {
+  EXPECT_EQ(terminal_safe("a\xED\xA0\x80z"), "a\\xed\\xa0\\x80z");       // U+D800
+  EXPECT_EQ(terminal_safe("\xE0\x80\x9B"), "\\xe0\\x80\\x9b");           // overlong CSI
+  EXPECT_EQ(terminal_safe("\xF0\x80\x80\xBB"), "\\xf0\\x80\\x80\\xbb");  // overlong
+  EXPECT_EQ(terminal_safe("\xF4\x90\x80\x80"), "\\xf4\\x90\\x80\\x80");  // U+110000
+  EXPECT_EQ(terminal_safe("\xF5\x80\x80\x80"), "\\xf5\\x80\\x80\\x80");
+  EXPECT_EQ(utf8_valid("a\xED\xBF\xBFz"), "a\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBDz");
+  // The edges that are UTF-8 stay.
+  for (const char* valid :
+       {"\xE0\xA0\x80", "\xED\x9F\xBF", "\xEE\x80\x80", "\xF0\x90\x80\x80", "\xF4\x8F\xBF\xBF"}) {
+    EXPECT_EQ(utf8_valid(valid), valid);
+    EXPECT_EQ(terminal_safe(valid), valid);
+  }
+}
+
+// The other characters that draw nothing: the Arabic letter mark (a bidi control), the word
+// joiner and invisible operators, the deprecated format characters, the Mongolian vowel
+// separator, the interlinear annotation marks and the tag characters (a text no reader sees).
+TEST(TerminalSafe, EveryBidiControlAndInvisibleFormatCharacterIsEscaped) {
+  EXPECT_EQ(terminal_safe("a\u061Cb"), "a\\u{061c}b");
+  EXPECT_EQ(terminal_safe("x\U000E0041\U000E007F"), "x\\u{e0041}\\u{e007f}");
+  for (const char* hidden : {"\u180E", "\u2060", "\u2064", "\u206A", "\u206F", "\uFFF9", "\uFFFB",
+                             "\U000E0001", "\U000E0020"}) {
+    auto out = terminal_safe(std::string("a") + hidden + "b");
+    EXPECT_EQ(out.find(hidden), std::string::npos) << out;
+    EXPECT_NE(out.find("\\u{"), std::string::npos) << out;
+  }
+  EXPECT_EQ(shell_quote("t\U000E0041"), "$'t\\xf3\\xa0\\x81\\x81'");
+  // Visible neighbours, emoji and CJK among them, stay.
+  EXPECT_EQ(terminal_safe("\u205F\U0001F680\u65E5\u0641"), "\u205F\U0001F680\u65E5\u0641");
+}
+
 TEST(TerminalSafe, LinesKeepTheirBreaksAndNothingElse) {
   EXPECT_EQ(terminal_safe_lines("config.toml:1:1: bad\nconfig.toml:2:1: \x1b]0;x\x07"),
             "config.toml:1:1: bad\nconfig.toml:2:1: \\x1b]0;x\\x07");
