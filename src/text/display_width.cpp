@@ -1,6 +1,9 @@
 #include "text/display_width.h"
 
 #include <algorithm>
+#include <iterator>
+
+#include "text/width_table.h"
 
 namespace gpureap::text {
 namespace {
@@ -20,26 +23,21 @@ std::pair<char32_t, size_t> decode(std::string_view s, size_t i) {
   return {cp, n};
 }
 
-struct Range {
-  char32_t first, last;
-};
-
-bool in(const Range* begin, const Range* end, char32_t c) {
-  return std::any_of(begin, end, [c](const Range& r) { return c >= r.first && c <= r.last; });
+// Whether c is in one of the sorted, disjoint ranges.
+template <size_t N>
+bool in_table(const WidthRange (&ranges)[N], char32_t c) {
+  const auto* r =
+      std::upper_bound(std::begin(ranges), std::end(ranges), c,
+                       [](char32_t x, const WidthRange& range) { return x < range.first; });
+  return r != std::begin(ranges) && c <= std::prev(r)->last;
 }
 
 }  // namespace
 
 int codepoint_width(char32_t c) {
-  static constexpr Range kZero[] = {{0x0300, 0x036F}, {0x0483, 0x0489}, {0x0591, 0x05BD},
-                                    {0x0610, 0x061A}, {0x064B, 0x065F}, {0x200B, 0x200F},
-                                    {0x20D0, 0x20FF}, {0xFE00, 0xFE0F}, {0xFE20, 0xFE2F}};
-  static constexpr Range kWide[] = {
-      {0x1100, 0x115F}, {0x2E80, 0x303E},   {0x3041, 0x33FF},   {0x3400, 0x4DBF},  {0x4E00, 0x9FFF},
-      {0xA000, 0xA4CF}, {0xAC00, 0xD7A3},   {0xF900, 0xFAFF},   {0xFE30, 0xFE4F},  {0xFF00, 0xFF60},
-      {0xFFE0, 0xFFE6}, {0x1F300, 0x1F64F}, {0x1F900, 0x1F9FF}, {0x20000, 0x3FFFD}};
-  if (in(std::begin(kZero), std::end(kZero), c)) return 0;
-  if (in(std::begin(kWide), std::end(kWide), c)) return 2;
+  if (c < 0x300) return 1;  // ASCII and Latin-1 (controls never reach a measure unescaped)
+  if (in_table(kZeroWidth, c)) return 0;
+  if (in_table(kDoubleWidth, c)) return 2;
   return 1;
 }
 

@@ -1,6 +1,7 @@
 #pragma once
 // Terminal text measured in columns, not bytes: UTF-8 decoding, East Asian wide and fullwidth
-// characters (two columns) and combining and zero-width ones (none), cutting and padding to a
+// characters, emoji among them (two columns), and combining and zero-width ones (none), as the C
+// library's wcwidth() counts them (`width_table.h`, from Unicode's data), cutting and padding to a
 // width. The one measure of every table (`ps`, `kill`, `audit`, `policy`) and of `top`, so a CJK
 // name never shifts the columns after it; pure, so every layout can be tested without a terminal.
 #include <cstddef>

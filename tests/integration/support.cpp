@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <gtest/gtest.h>
+#include <locale.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <pty.h>
@@ -27,6 +28,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <cwchar>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
@@ -693,6 +695,30 @@ bool strictly_utf8(const std::string& text) {
     i += n;
   }
   return true;
+}
+
+size_t terminal_columns(const std::string& line) {
+  static const locale_t utf8 = ::newlocale(LC_CTYPE_MASK, "C.UTF-8", locale_t(0));
+  EXPECT_NE(utf8, locale_t(0)) << "no C.UTF-8 locale";
+  if (utf8 == locale_t(0)) return 0;
+  const locale_t was = ::uselocale(utf8);
+  size_t columns = 0;
+  std::mbstate_t state{};
+  for (size_t i = 0; i < line.size();) {
+    wchar_t wc = 0;
+    size_t n = std::mbrtowc(&wc, line.data() + i, line.size() - i, &state);
+    if (n == static_cast<size_t>(-1) || n == static_cast<size_t>(-2) || n == 0) {
+      state = {};
+      ++columns;
+      ++i;
+      continue;
+    }
+    int w = ::wcwidth(wc);
+    columns += w > 0 ? static_cast<size_t>(w) : 0;
+    i += n;
+  }
+  ::uselocale(was);
+  return columns;
 }
 
 std::vector<nlohmann::json> read_json_lines(const std::string& path) {

@@ -276,6 +276,9 @@ inline std::vector<std::string> lines_of(const std::string& text) {
 // Whether `text` is UTF-8 as RFC 3629 defines it (no overlong form, no surrogate, nothing above
 // U+10FFFF): what Prometheus and JSON parsers accept. Written here, apart from gpureap's code.
 bool strictly_utf8(const std::string& text);
+// The columns a terminal gives a line: the C library's wcwidth() in the C.UTF-8 locale, as
+// terminals and tmux measure (an invalid byte takes one column, a control none).
+size_t terminal_columns(const std::string& line);
 // A JSON Lines file (the audit log, what an exec alert sink wrote): one document per
 // non-empty line; a line that is not JSON is a discarded value.
 std::vector<nlohmann::json> read_json_lines(const std::string& path);

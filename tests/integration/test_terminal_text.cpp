@@ -1,7 +1,9 @@
 // Text that reaches a terminal from untrusted places — a process name, an argument a user
-// typed — is escaped: no escape sequence runs, no name renders reversed.
+// typed — is escaped: no escape sequence runs, no name renders reversed; and it is measured as
+// the terminal draws it, so no line overflows the terminal's width.
 #include <gtest/gtest.h>
 #include <sys/prctl.h>
+#include <unistd.h>
 
 #include "support.h"
 
@@ -64,6 +66,58 @@ TEST(TerminalText, AProcessNameThatIsNotUtf8IsEscapedByteByByte) {
     EXPECT_EQ(r.exit_code, 0) << r.err;
     EXPECT_TRUE(strictly_utf8(r.out)) << format << ": " << r.out;
     EXPECT_NE(r.out.find("s\\xed\\xa0\\x80t\\xf4\\x90\\x80\\x80u"), std::string::npos) << r.out;
+  }
+}
+
+namespace wide_text {
+
+// A job that holds nvidia0 and runs the shell through a link named `name` in `dir`, with `arg`
+// after its script: its command line reads `name -c LOOP sh ARG`. Its naps close the file, so
+// they hold nothing.
+Child wide_job(const FakeDevRoot& dev, const TempDir& dir, const std::string& name,
+               const std::string& arg) {
+  const std::string program = dir.file(name);
+  EXPECT_EQ(::symlink("/bin/sh", program.c_str()), 0) << program;
+  Ready ready;
+  Child job([&] {
+    int fd = hold(dev.dev("nvidia0"));
+    if (fd != 9) {
+      ::dup2(fd, 9);
+      ::close(fd);
+    }
+    ready.signal();
+    ::execl(program.c_str(), program.c_str(), "-c", "while :; do sleep 5 9<&-; done", "sh",
+            arg.c_str(), nullptr);
+    ::_exit(127);
+  });
+  ready.wait();
+  EXPECT_TRUE(wait_until([&] {
+    return read_text("/proc/" + std::to_string(job.pid()) + "/cmdline").find(arg) !=
+           std::string::npos;
+  }));
+  return job;
+}
+
+}  // namespace wide_text
+
+// Emoji take two columns on a terminal, as CJK characters do: a command line of them is cut to
+// the terminal's width by its columns, so no line wraps into a row of its own.
+TEST(TerminalText, WideCharactersInACommandLineKeepEveryLineInTheTerminal) {
+  FakeDevRoot dev;
+  std::string rockets, melting;
+  for (int i = 0; i < 40; ++i) rockets += "\U0001F680";              // 🚀
+  for (int i = 0; i < 40; ++i) melting += "\u231A\u2705\U0001FAE0";  // ⌚✅🫠
+  TempDir programs;
+  Child job = wide_text::wide_job(dev, programs, rockets, melting);
+  for (const std::string view : {"", "--tree"}) {
+    std::vector<std::string> args{"ps",       "--no-color",     "--dev-root",
+                                  dev.path(), "--nvml-library", kNoNvml};
+    if (!view.empty()) args.push_back(view);
+    auto r = run_gpureap(args, {"COLUMNS=80", "LC_ALL=C.UTF-8"});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find("\U0001F680\U0001F680"), std::string::npos) << r.out;
+    for (const auto& line : lines_of(r.out))
+      EXPECT_LE(terminal_columns(line), 80u) << view << ": " << line << "\n" << r.out;
   }
 }
 
