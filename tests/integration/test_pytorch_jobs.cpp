@@ -17,77 +17,11 @@
 #include <fstream>
 #include <set>
 
+#include "pytorch_job.h"
 #include "support.h"
 
 namespace gpureap::testing {
 namespace {
-
-const std::string kPython = "/usr/bin/python3";  // Debian's, where python3-torch is
-
-// Empty when PyTorch can be imported here; else why not.
-std::string why_no_pytorch() {
-  auto r = run_program_in({kPython, "-c", "import torch"}, {"PATH=/usr/bin:/bin"});
-  if (r.exit_code == 0) return "";
-  return "PyTorch is not installed (bash scripts/install-deps.sh --pytorch): " + r.err;
-}
-
-std::string pytorch_script(const std::string& name) {
-  return std::string(GPUREAP_PYTORCH_SCRIPTS) + "/" + name;
-}
-
-// A Python program started as our child, its stdout on a pipe we read line by line.
-class PythonJob {
- public:
-  // `first` runs in the child before the exec (e.g. to enter a mount namespace).
-  PythonJob(const std::vector<std::string>& args, std::function<void()> first = {}) {
-    int fds[2];
-    if (::pipe(fds) != 0) throw std::runtime_error("pipe failed");
-    child_ = std::make_unique<Child>([&] {
-      ::setpgid(0, 0);
-      if (first) first();
-      ::dup2(fds[1], 1);
-      ::close(fds[0]);
-      std::vector<char*> argv{const_cast<char*>(kPython.c_str())};
-      for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-      argv.push_back(nullptr);
-      ::execv(kPython.c_str(), argv.data());
-      ::_exit(127);
-    });
-    ::close(fds[1]);
-    out_ = fds[0];
-  }
-  ~PythonJob() { ::close(out_); }
-  pid_t pid() const { return child_->pid(); }
-  Child& child() { return *child_; }
-  // The words after `first` on the next line that starts with it; empty on timeout or exit.
-  // Importing torch takes seconds on a loaded machine: the wait is long.
-  std::vector<long> numbers_after(const std::string& first, int ms = 120000) {
-    for (;;) {
-      auto nl = buffer_.find('\n');
-      if (nl != std::string::npos) {
-        std::istringstream line(buffer_.substr(0, nl));
-        buffer_.erase(0, nl + 1);
-        std::string word;
-        line >> word;
-        if (word != first) continue;
-        std::vector<long> out;
-        for (long n; line >> n;) out.push_back(n);
-        return out;
-      }
-      pollfd p{out_, POLLIN, 0};
-      if (::poll(&p, 1, ms) <= 0) return {};
-      char buf[512];
-      ssize_t n = ::read(out_, buf, sizeof buf);
-      if (n <= 0) return {};
-      buffer_.append(buf, static_cast<size_t>(n));
-    }
-  }
-
- private:
-  std::unique_ptr<Child> child_;
-  int out_ = -1;
-  std::string buffer_;
-};
 
 std::string wchan_of(pid_t pid) {
   return read_text("/proc/" + std::to_string(pid) + "/wchan");
@@ -103,14 +37,6 @@ std::vector<pid_t> children_of(pid_t parent) {
     if (parent_of(pid) == parent && is_alive(pid)) out.push_back(pid);
   }
   return out;
-}
-
-nlohmann::json nvml_gpu(int minor, nlohmann::json processes) {
-  return {{"name", "NVIDIA H200"},
-          {"uuid", "GPU-000" + std::to_string(minor)},
-          {"minor", minor},
-          {"total_bytes", 80 * GiB},
-          {"processes", std::move(processes)}};
 }
 
 // A trainer whose DataLoader(num_workers=4) has two workers stuck in a read (their item's read
@@ -266,59 +192,10 @@ TEST(PytorchJobs, AJobKilledWholeLeavesItsDataLoaderFilesAndDoctorFindsThem) {
   EXPECT_NE((*f)["evidence"].dump().find("PyTorch"), std::string::npos) << f->dump(2);
 }
 
-// torchrun as it works under Debian's Python 3.11 (its default output options fail there).
-std::vector<std::string> torchrun(int ranks, int max_restarts, int port) {
-  return {"-m",
-          "torch.distributed.run",
-          "--redirects",
-          "2",
-          "--tee",
-          "2",
-          "--nproc_per_node=" + std::to_string(ranks),
-          "--max_restarts=" + std::to_string(max_restarts),
-          "--master_port=" + std::to_string(port)};
-}
-
-// Reads `first` lines until `count` PIDs came (one per line, the number after `first`).
-std::vector<pid_t> pids_after(PythonJob& job, const std::string& first, size_t count) {
-  std::vector<pid_t> out;
-  while (out.size() < count) {
-    auto n = job.numbers_after(first, 240000);
-    if (n.empty()) break;
-    out.push_back(static_cast<pid_t>(n.back()));
-  }
-  return sorted(out);
-}
-
 std::string environ_of(pid_t pid) {
   std::string e = read_text("/proc/" + std::to_string(pid) + "/environ");
   std::replace(e.begin(), e.end(), '\0', '\n');
   return e;
-}
-
-// Whether `pid` holds the file `pattern` names for local rank `n` ("{}" replaced).
-bool holds_file(pid_t pid, const std::string& pattern, size_t n) {
-  std::string path = pattern;
-  path.replace(path.find("{}"), 2, std::to_string(n));
-  std::error_code ec;
-  const std::string fds = "/proc/" + std::to_string(pid) + "/fd";
-  for (const auto& e : std::filesystem::directory_iterator(fds, ec))
-    if (std::filesystem::read_symlink(e.path(), ec) == path) return true;
-  return false;
-}
-
-// PIDs at the start of a kill plan's lines, as doctor --fix prints the plan.
-std::set<pid_t> plan_rows(const std::string& text) {
-  std::set<pid_t> out;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) {
-    size_t i = line.find_first_not_of(' ');
-    if (i == std::string::npos || !std::isdigit(static_cast<unsigned char>(line[i]))) continue;
-    size_t end = line.find_first_not_of("0123456789", i);
-    if (end != std::string::npos && line[end] == ' ')
-      out.insert(static_cast<pid_t>(std::stol(line.substr(i, end - i))));
-  }
-  return out;
 }
 
 // A job started rank by rank, as Slurm's srun or a hand-written launcher starts one: rank 3 is
@@ -608,18 +485,6 @@ TEST(PytorchJobs, MpSpawnEndsItsOwnJobWhenARankDies) {
   // Our child: it stays a zombie until the test reaps it.
   EXPECT_TRUE(wait_until([&] { return state_of(launcher.pid()) == 'Z'; }, 60000))
       << "the launcher did not exit";
-}
-
-// The PID of the process that holds `path` open, 0 when none does (one scan of /proc).
-pid_t holder_of(const std::string& path) {
-  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
-    const std::string name = entry.path().filename();
-    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::error_code ec;
-    for (const auto& fd : std::filesystem::directory_iterator(entry.path() / "fd", ec))
-      if (std::filesystem::read_symlink(fd.path(), ec) == path) return std::stoi(name);
-  }
-  return 0;
 }
 
 // `gpureap run --fail-fast` around the rank-by-rank job: when rank 3 is SIGKILLed, ranks 0-2
