@@ -80,6 +80,16 @@ void add_descendants(const std::multimap<pid_t, const HostProcess*>& children, p
   }
 }
 
+// The daemon saw a rank of this launcher's life end, one whose number no live rank has (or one
+// without a label): the record is the kernel's word (a watched PID and start time gone).
+bool ended_rank_seen(const ProcView& view, const DistributedJob& job) {
+  return std::any_of(view.rank_exits.begin(), view.rank_exits.end(), [&](const RankExit& e) {
+    return e.launcher == job.launcher && e.launcher_start_ticks == job.launcher_start_ticks &&
+           (!e.local_rank ||
+            std::find(job.missing.begin(), job.missing.end(), *e.local_rank) != job.missing.end());
+  });
+}
+
 }  // namespace
 
 const JobRank* DistributedJob::rank_with(unsigned local_rank) const {
@@ -89,7 +99,7 @@ const JobRank* DistributedJob::rank_with(unsigned local_rank) const {
 }
 
 bool DistributedJob::stalled() const {
-  return !elastic_agent && local_world_size && !missing.empty() &&
+  return !elastic_agent && rank_ended && local_world_size && !missing.empty() &&
          missing.size() < *local_world_size;
 }
 
@@ -151,6 +161,7 @@ std::vector<DistributedJob> distributed_jobs(const ProcView& view) {
       for (unsigned n = 0; n < *job.local_world_size && n < 4096; ++n)
         if (!job.rank_with(n)) job.missing.push_back(n);
     }
+    job.rank_ended = !job.exited.empty() || ended_rank_seen(view, job);
     job.kind = launcher_kind(l, ranks);
     job.members.push_back(lp);
     add_descendants(children, lp, job.uid, job.members);

@@ -33,7 +33,12 @@ struct DistributedJob {
   std::vector<pid_t> exited;
   std::optional<unsigned> local_world_size;  // the ranks' LOCAL_WORLD_SIZE, when they agree
   std::vector<unsigned> missing;             // local rank numbers below it no live rank has
-  std::optional<std::string> run_id;         // TORCHELASTIC_RUN_ID (a label)
+  // The kernel's word that a rank ended, not only the labels' count: an exited child the
+  // launcher has not reaped, or the daemon's record of a missing (or unlabelled) rank's end.
+  // Labels alone name a rank number no live rank has; a rank that has yet to start, or one of
+  // the job's ranks under another launcher (a second container), is missing from them as well.
+  bool rank_ended = false;
+  std::optional<std::string> run_id;  // TORCHELASTIC_RUN_ID (a label)
   // torchrun's agent watches its ranks and, on a rank's exit, restarts them all (restarts
   // left) or ends them all: set when the ranks carry its restart labels.
   bool elastic_agent = false;
@@ -41,8 +46,9 @@ struct DistributedJob {
   std::vector<pid_t> members;  // the launcher and every live descendant of its user, by PID
 
   const JobRank* rank_with(unsigned local_rank) const;
-  // A rank number is missing while some rank lives, and no agent of its own restarts or ends
-  // the ranks (torchrun's: its labels): the live ranks wait for the gone one.
+  // A rank number is missing while some rank lives, a rank is known to have ended, and no agent
+  // of its own restarts or ends the ranks (torchrun's: its labels): the live ranks wait for the
+  // gone one.
   bool stalled() const;
 };
 

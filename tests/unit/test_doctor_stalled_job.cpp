@@ -79,10 +79,11 @@ TEST(DistributedJobs, TheEnvironmentNeverMakesAProcessBelong) {
   older.stat.start_ticks = 10;
   auto other_group = job_rank(506, 500, 3);
   other_group.stat.pgid = 506;
-  auto s = make_snapshot(
-      {proc(1, 0, 1), job_launcher(500), job_rank(501, 500, 0), job_rank(502, 500, 1, 4, 1),
-       job_rank(503, 500, 2, 4, 2), other_user, older, other_group},
-      gpus_of_ranks({501, 502, 503}));
+  // The launcher's exited child: a rank ended, on the kernel's word.
+  auto s = make_snapshot({proc(1, 0, 1), job_launcher(500), job_rank(501, 500, 0),
+                          job_rank(502, 500, 1, 4, 1), job_rank(503, 500, 2, 4, 2), other_user,
+                          older, other_group, owned(proc(507, 500, 500, 'Z'), 1000, "alice")},
+                         gpus_of_ranks({501, 502, 503}));
   auto jobs = core::distributed_jobs(s.proc);
   ASSERT_EQ(jobs.size(), 1u);
   EXPECT_EQ(jobs[0].missing, std::vector<unsigned>{3});
@@ -168,15 +169,20 @@ TEST(DoctorStalledJob, ARankMissingOnlyInTheLaterSampleMayBeStarting) {
       {proc(1, 0, 1), job_launcher(500), job_rank(501, 500, 0, 2), job_rank(502, 500, 1, 2, 1)},
       gpus_of_ranks({501, 502}));
   EXPECT_EQ(stalled_finding(diagnose({first, last, {}, std::nullopt, {}})), nullptr);
-  auto gone_now = make_snapshot({proc(1, 0, 1), job_launcher(500), job_rank(501, 500, 0, 2)},
+  auto gone_now = make_snapshot({proc(1, 0, 1), job_launcher(500), job_rank(501, 500, 0, 2),
+                                 owned(proc(502, 500, 500, 'Z'), 1000, "alice")},
                                 gpus_of_ranks({501}));
   EXPECT_EQ(stalled_finding(diagnose({last, gone_now, {}, std::nullopt, {}})), nullptr);
   EXPECT_NE(stalled_finding(diagnose({gone_now, gone_now, {}, std::nullopt, {}})), nullptr);
 }
 
 TEST(DoctorStalledJob, DoctorSettlesOnAJobWithARankMissingAndSeesTheOthersWait) {
-  std::vector<core::HostProcess> ps{proc(1, 0, 1), job_launcher(500), job_rank(501, 500, 0),
-                                    job_rank(502, 500, 1, 4, 1), job_rank(503, 500, 2, 4, 2)};
+  std::vector<core::HostProcess> ps{proc(1, 0, 1),
+                                    job_launcher(500),
+                                    job_rank(501, 500, 0),
+                                    job_rank(502, 500, 1, 4, 1),
+                                    job_rank(503, 500, 2, 4, 2),
+                                    owned(proc(504, 500, 500, 'Z'), 1000, "alice")};
   auto first = make_snapshot(ps, gpus_of_ranks({501, 502, 503}));
   EXPECT_TRUE(needs_settle(first, std::nullopt));
   // 5 s later: ranks 0 and 1 used no CPU (they wait), rank 2 used 2 s of it.
@@ -228,6 +234,41 @@ std::string evidence_of(const Finding& f) {
   std::string out;
   for (const auto& e : f.evidence) out += e + "\n";
   return out;
+}
+
+// The labels alone leave rank 3 without a live rank: it may have yet to start, or run under
+// another launcher (the job's other container on this node). Without the kernel's word that a
+// rank ended -- an exited child of the launcher, or the daemon's record of rank 3's end (not of a
+// rank that lives again) -- nothing is stalled: no finding, no anomaly, nothing to fix.
+TEST(DoctorStalledJob, LabelsAloneNeverMakeAJobStalled) {
+  std::vector<core::HostProcess> ps{proc(1, 0, 1), job_launcher(500), job_rank(501, 500, 0),
+                                    job_rank(502, 500, 1, 4, 1), job_rank(503, 500, 2, 4, 2)};
+  SnapshotOptions o;
+  o.boot_time = kBoot;
+  // Rank 2 ended and its launcher started it again (PID 503): that end stalls nothing.
+  o.rank_exits = {{500, 1500, 499, 1499, 2u, ticks_ago(std::chrono::minutes(3)), 9}};
+  auto s = make_snapshot(ps, gpus_of_ranks({501, 502, 503}), o);
+  auto jobs = core::distributed_jobs(s.proc);
+  ASSERT_EQ(jobs.size(), 1u);
+  EXPECT_EQ(jobs[0].missing, std::vector<unsigned>{3});
+  EXPECT_FALSE(jobs[0].rank_ended);
+  EXPECT_FALSE(jobs[0].stalled());
+  const auto fs = diagnose_job(s);
+  EXPECT_EQ(stalled_finding(fs), nullptr);
+  EXPECT_TRUE(fixable(fs).empty());
+  for (const auto& r : s.rows) {
+    EXPECT_FALSE(r.has(core::Anomaly::StalledJob)) << r.pid;
+  }
+  // The daemon saw rank 3 end: stalled.
+  o.rank_exits.push_back({500, 1500, 504, 1504, 3u, ticks_ago(std::chrono::minutes(2)), 9});
+  auto seen = make_snapshot(ps, gpus_of_ranks({501, 502, 503}), o);
+  EXPECT_TRUE(core::distributed_jobs(seen.proc).at(0).stalled());
+  EXPECT_NE(stalled_finding(diagnose_job(seen)), nullptr);
+  for (pid_t p : {501, 502, 503}) {
+    const auto* row = seen.row(p);
+    ASSERT_NE(row, nullptr);
+    EXPECT_TRUE(row->has(core::Anomaly::StalledJob)) << p;
+  }
 }
 
 TEST(DoctorStalledJob, TheDaemonSawTheRankEndSaysHowAndWhen) {
@@ -295,14 +336,18 @@ TEST(DoctorStalledJob, AnEndNoExitEventDatedIsSaidToBeNoLaterThanItWasSeen) {
 }
 
 TEST(DoctorStalledJob, AnExitOfAnotherLauncherOrAnEarlierLifeIsNotThisJobs) {
-  // The record names launcher 500 with another start time (an earlier process under the PID),
-  // and, with no wait status, an earlier life: the summary says only that rank 3 is gone.
+  // The record names launcher 500 with another start time (an earlier process under the PID):
+  // no rank of this job is known to have ended, so nothing is stalled. With the launcher's
+  // exited child, the summary says only that rank 3 is gone.
   SnapshotOptions o;
   o.boot_time = kBoot;
   o.rank_exits = {{500, 999, 504, 1504, 3u, ticks_ago(std::chrono::minutes(20)), 9}};
-  auto s = make_snapshot({proc(1, 0, 1), job_launcher(500), job_rank(501, 500, 0),
-                          job_rank(502, 500, 1, 4, 1), job_rank(503, 500, 2, 4, 2)},
-                         gpus_of_ranks({501, 502, 503}), o);
+  std::vector<core::HostProcess> ps{proc(1, 0, 1), job_launcher(500), job_rank(501, 500, 0),
+                                    job_rank(502, 500, 1, 4, 1), job_rank(503, 500, 2, 4, 2)};
+  EXPECT_EQ(stalled_finding(diagnose_job(make_snapshot(ps, gpus_of_ranks({501, 502, 503}), o))),
+            nullptr);
+  ps.push_back(owned(proc(504, 500, 500, 'Z'), 1000, "alice"));
+  auto s = make_snapshot(ps, gpus_of_ranks({501, 502, 503}), o);
   const auto fs = diagnose_job(s);
   const auto* f = stalled_finding(fs);
   ASSERT_NE(f, nullptr);

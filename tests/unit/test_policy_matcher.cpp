@@ -233,6 +233,7 @@ TEST(PolicyMatcher, AStalledJobIsMatchedWholeAndNoOtherJob) {
   for (unsigned n = 0; n < 4; ++n) ps.push_back(job_rank(701 + n, 700, n, 1000, "alice"));
   ps.push_back(owned(proc(800, 1, 800), 1001, "bob"));
   for (unsigned n = 0; n < 3; ++n) ps.push_back(job_rank(801 + n, 800, n, 1001, "bob"));
+  ps.push_back(owned(proc(804, 800, 800, 'Z'), 1001, "bob"));
   ps.push_back(owned(proc(900, 1, 900), 1000, "alice"));
   for (unsigned n = 0; n < 3; ++n) ps.push_back(job_rank(901 + n, 900, n, 1000, "alice", 3));
   // Each rank listed on the GPU whose file it opened (rank N: GPU N).
