@@ -128,6 +128,27 @@ inline bool holds_file(pid_t pid, const std::string& pattern, size_t n) {
   return false;
 }
 
+// The four ranks `job`'s rank launcher printed (its "ranks" line), added to `strays` at once, then
+// waited for until each holds its file (`per_rank`, "{}" its local rank). Empty, with a test
+// failure, where the launcher did not start them all or a rank did not open its file.
+inline std::vector<pid_t> ranks_holding(PythonJob& job, KillStrays& strays,
+                                        const std::string& per_rank) {
+  auto launched = job.numbers_after("ranks");
+  std::vector<pid_t> ranks(launched.begin(), launched.end());
+  strays.pids.insert(strays.pids.end(), ranks.begin(), ranks.end());
+  if (ranks.size() != 4) {
+    ADD_FAILURE() << "the launcher did not start its 4 ranks";
+    return {};
+  }
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    if (!wait_until([&] { return holds_file(ranks[i], per_rank, i); }, 120000)) {
+      ADD_FAILURE() << "rank " << i << " did not open its GPU";
+      return {};
+    }
+  }
+  return ranks;
+}
+
 // PIDs at the start of a kill plan's lines, as doctor --fix prints the plan.
 inline std::set<pid_t> plan_rows(const std::string& text) {
   std::set<pid_t> out;

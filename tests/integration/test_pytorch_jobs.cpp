@@ -325,14 +325,10 @@ TEST(PytorchJobs, TheDaemonSawTheRankDieAndSaysHowAndWhen) {
   const std::string per_rank = dev.dev("nvidia") + "{}";
   PythonJob job({pytorch_script("rank_launcher.py"), "4", std::to_string(free_port()), kPython,
                  pytorch_script("gloo_rank.py"), per_rank, "3"});
-  auto launched = job.numbers_after("ranks");
-  ASSERT_EQ(launched.size(), 4u) << "the launcher did not start its ranks";
-  const std::vector<pid_t> ranks(launched.begin(), launched.end());
+  KillStrays strays;
+  const std::vector<pid_t> ranks = ranks_holding(job, strays, per_rank);
+  if (ranks.empty()) return;
   const pid_t launcher = job.pid();
-  KillStrays strays{ranks};
-  for (size_t i = 0; i < ranks.size(); ++i)
-    ASSERT_TRUE(wait_until([&] { return holds_file(ranks[i], per_rank, i); }, 120000))
-        << "rank " << i << " did not open its GPU";
   std::vector<nlohmann::json> gpus;
   for (int i = 0; i < 3; ++i)
     gpus.push_back(
