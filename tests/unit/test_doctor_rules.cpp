@@ -356,6 +356,16 @@ TEST(DoctorRules, AScanAndABackendShortOfDescriptorsAreOneFinding) {
   EXPECT_EQ(fs2[0].summary, "the holder scan failed: holders may be missing");
 }
 
+// NVML down with `code`, its error "it failed".
+core::BackendReport nvml_down_with(core::BackendErrorCode code) {
+  core::BackendReport b;
+  b.name = "nvml";
+  b.vendor = "nvidia";
+  b.error = "it failed";
+  b.error_code = code;
+  return b;
+}
+
 // Every error code a backend can report is given its finding on purpose; a code added without
 // one fails here rather than reading as a missing driver.
 TEST(DoctorRules, EveryBackendErrorCodeHasItsFinding) {
@@ -376,11 +386,7 @@ TEST(DoctorRules, EveryBackendErrorCodeHasItsFinding) {
   ASSERT_EQ(expected.size(), text::enumerators<BackendErrorCode>().size());
   for (BackendErrorCode code : text::enumerators<BackendErrorCode>()) {
     SCOPED_TRACE(core::to_string(code));
-    core::BackendReport b;
-    b.name = "nvml";
-    b.vendor = "nvidia";
-    b.error = "it failed";
-    b.error_code = code;
+    const core::BackendReport b = nvml_down_with(code);
     std::vector<std::string> codes;
     for (const auto& f : run(core::join({}, core::combine({b}), "h", {})))
       codes.push_back(std::string(to_string(f.code)));
@@ -402,11 +408,7 @@ TEST(DoctorRules, TheLibraryOptionIsAdvisedOnlyWhereTheLibraryIsInQuestion) {
   };
   for (const auto& [code, library_advised] : advised) {
     SCOPED_TRACE(core::to_string(code));
-    core::BackendReport b;
-    b.name = "nvml";
-    b.vendor = "nvidia";
-    b.error = "it failed";
-    b.error_code = code;
+    const core::BackendReport b = nvml_down_with(code);
     auto s = core::join({}, core::combine({b}), "h", {});
     s.proc.driver_device_files = {"nvml"};  // the devices exist: the library is what fails
     const auto fs = run(s);
