@@ -90,6 +90,13 @@ Guarded guard_reset(const GlobalOptions& g, const ResetOptions& o) {
   }
   if (auto unknown = core::resolve_gpu(snapshot, std::to_string(o.gpu)).problem)
     return Guarded{fail_scope(*unknown)};
+  // From inside a child PID namespace (a container) the processes outside it are out of sight:
+  // a PID the driver lists may be alive there, and a holder there is in no /proc gpureap reads.
+  if (snapshot.proc.in_child_pid_namespace)
+    return Guarded{fail({"gpureap cannot prove that nothing uses GPU " + std::to_string(o.gpu) +
+                             ": it runs in a child PID namespace (a container), and processes "
+                             "outside it are out of its sight",
+                         "run the reset from the host's PID namespace"})};
   auto blockers = doctor::reset_blockers(snapshot, o.gpu);
   if (!blockers) return Guarded{fail(blockers.error())};
   // Before anything else: on a split GPU a reset ends the work on every instance, not one.

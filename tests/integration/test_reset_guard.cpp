@@ -1,0 +1,290 @@
+// `gpureap reset` must never go ahead while a live process may use the GPU: against holders it
+// can only miss by asking too early, or by looking from where they are out of sight.
+#include <gtest/gtest.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <fstream>
+
+#include "support.h"
+
+namespace gpureap::testing {
+namespace {
+namespace reset_guard {
+
+using nlohmann::json;
+
+json one_gpu(json processes, uint64_t driver_held = 0) {
+  return {{"gpus",
+           {{{"name", "NVIDIA H200"},
+             {"uuid", "GPU-0000"},
+             {"pci_bus_id", "00000000:17:00.0"},
+             {"minor", 0},
+             {"total_bytes", 80 * GiB},
+             {"driver_held_bytes", driver_held},
+             {"processes", processes}}}}};
+}
+
+// A stand-in nvidia-smi that records its arguments: empty when it never ran.
+class RecordingSmi : public TempDir {
+ public:
+  RecordingSmi() {
+    std::ofstream(file("nvidia-smi"))
+        << "#!/bin/sh\necho \"$@\" > " << file("args") << "\necho 'GPU reset done'\n";
+    ::chmod(file("nvidia-smi").c_str(), 0755);
+  }
+  std::string path_env() const { return "PATH=" + path() + ":/usr/bin:/bin"; }
+  std::string args() const {
+    std::ifstream f(file("args"));
+    std::string s;
+    std::getline(f, s);
+    return s;
+  }
+};
+
+// gpureap in a container's PID namespace: the driver lists a live job of the host by its host
+// PID, which no /proc there shows. That PID is out of sight, not gone: no reset, not even planned.
+TEST(ResetGuard, FromInsideAPidNamespaceAListedJobOutsideIsNotGone) {
+  REQUIRE_DOUBLE();
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root for unshare --pid";
+  FakeDevRoot dev;
+  Child host_job = holding(dev, "nvidia0");
+  // Listed whatever the double's own /proc shows: it runs in the namespace too.
+  FakeNvml nvml(
+      one_gpu(json::array({{{"pid", host_job.pid()}, {"used_bytes", 4 * GiB}, {"leaked", true}}})));
+  RecordingSmi smi;
+  auto env = nvml.env();
+  env.push_back(smi.path_env());
+  for (const char* mode : {"--dry-run", "--yes"}) {
+    BackgroundGpureap inside({"reset", "--gpu", "0", mode, "--dev-root", dev.path()}, env,
+                             {"unshare", "--pid", "--fork", "--mount-proc"});
+    auto r = inside.wait();
+    if (r.err.find("unshare:") != std::string::npos)
+      GTEST_SKIP() << "unshare --pid is not available here: " << r.err;
+    EXPECT_EQ(r.exit_code, 2) << mode << "\n" << r.out << r.err;
+    EXPECT_EQ(r.out, "") << mode;
+    EXPECT_EQ(r.err,
+              "gpureap: gpureap cannot prove that nothing uses GPU 0: it runs in a child PID "
+              "namespace (a container), and processes outside it are out of its sight\n"
+              "  run the reset from the host's PID namespace\n")
+        << mode;
+  }
+  EXPECT_EQ(smi.args(), "");  // never ran
+  EXPECT_TRUE(is_alive(host_job.pid()));
+}
+
+// The job's main thread has exited and its other thread holds the GPU: /proc
+// shows the leader as a zombie with an empty fd table, yet the job runs and blocks the reset.
+TEST(ResetGuard, AJobWhoseMainThreadExitedStillBlocksTheReset) {
+  REQUIRE_DOUBLE();
+  FakeDevRoot dev;
+  Ready ready;
+  const std::string gpu = dev.dev("nvidia0");
+  Child job([&] {
+    pthread_t worker;
+    static Ready* signal_ready = &ready;
+    static std::string gpu_file = gpu;
+    ::pthread_create(
+        &worker, nullptr,
+        [](void*) -> void* {
+          hold(gpu_file);
+          signal_ready->signal();
+          for (;;) ::pause();
+        },
+        nullptr);
+    // The main thread ends as pthread_exit() ends it, without its unwinding (which the test
+    // framework would catch in this forked copy of it).
+    ::syscall(SYS_exit, 0);
+  });
+  ready.wait();
+  ASSERT_TRUE(wait_for_state(job.pid(), 'Z')) << "the main thread did not exit";
+  FakeNvml nvml(one_gpu(json::array()));
+  RecordingSmi smi;
+  auto env = nvml.env();
+  env.push_back(smi.path_env());
+  auto r = run_gpureap({"reset", "--gpu", "0", "--yes", "--dev-root", dev.path()}, env);
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.err.find("  PID " + std::to_string(job.pid()) + " ("), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("holds " + gpu), std::string::npos) << r.err;
+  EXPECT_EQ(smi.args(), "");  // never ran
+}
+
+// A scan short of file descriptors misses holders: whatever the limit, the reset never runs
+// and never says that nothing holds the GPU while a job holds it.
+TEST(ResetGuard, AScanShortOfFileDescriptorsNeverLetsTheResetRun) {
+  REQUIRE_DOUBLE();
+  if (::geteuid() != 0) GTEST_SKIP() << "a reset needs root";
+  FakeDevRoot dev;
+  Child job = holding(dev, "nvidia0");
+  FakeNvml nvml(one_gpu(json::array(), 3 * GiB));
+  RecordingSmi smi;
+  for (const char* bpf : {"GPUREAP_BPF=0", "GPUREAP_BPF=1"}) {
+    auto env = nvml.env();
+    env.push_back(smi.path_env());
+    env.push_back(bpf);
+    for (int limit = 4; limit <= 24; ++limit) {
+      SCOPED_TRACE(std::string(bpf) + ", ulimit -n " + std::to_string(limit));
+      auto r = run_gpureap_with_fd_limit(
+          limit, {"reset", "--gpu", "0", "--yes", "--dev-root", dev.path()}, env);
+      EXPECT_NE(r.exit_code, 0) << r.out << r.err;
+      EXPECT_EQ(r.out.find("nothing holds it"), std::string::npos) << r.out << r.err;
+      EXPECT_EQ(smi.args(), "") << r.out << r.err;  // never ran
+    }
+  }
+  EXPECT_TRUE(is_alive(job.pid()));
+}
+
+// gpureap run by a user who cannot read another user's open files: root's job holds the GPU
+// out of its sight. It cannot prove that nothing uses the GPU, and says so; it plans nothing.
+TEST(ResetGuard, AnotherUsersUnreadableJobIsNoProofThatNothingHoldsTheGpu) {
+  REQUIRE_DOUBLE();
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to run gpureap as nobody";
+  if (!binary_runnable_as_nobody()) GTEST_SKIP() << "nobody cannot reach the gpureap binary here";
+  FakeDevRoot dev;
+  Child job = holding(dev, "nvidia0");
+  FakeNvml nvml(one_gpu(json::array(), 3 * GiB));
+  ::chmod(dev.path().c_str(), 0755);
+  ::chmod(nvml.path().c_str(), 0755);
+  ::chmod(nvml.scenario_path().c_str(), 0644);
+  RecordingSmi smi;
+  ::chmod(smi.path().c_str(), 0755);
+  auto env = nvml.env();
+  env.push_back(smi.path_env());
+  auto r =
+      run_program_in({"/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                      GPUREAP_BINARY, "reset", "--gpu", "0", "--dry-run", "--dev-root", dev.path()},
+                     env);
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err.rfind("gpureap: gpureap cannot prove that nothing uses GPU 0: ", 0), 0u) << r.err;
+  EXPECT_EQ(smi.args(), "");
+  EXPECT_TRUE(is_alive(job.pid()));
+}
+
+// A thread that left its process's fd table (unshare(CLONE_FILES)) holds the GPU there; the main
+// thread's table, /proc/PID/fd, holds nothing. The process blocks the reset all the same.
+TEST(ResetGuard, AThreadsOwnFdTableBlocksTheReset) {
+  REQUIRE_DOUBLE();
+  FakeDevRoot dev;
+  Ready ready;
+  static std::string gpu_file;
+  gpu_file = dev.dev("nvidia0");
+  Child job([&] {
+    pthread_t worker;
+    static Ready* signal_ready = &ready;
+    ::pthread_create(
+        &worker, nullptr,
+        [](void*) -> void* {
+          if (::unshare(CLONE_FILES) != 0) ::_exit(97);
+          hold(gpu_file);
+          signal_ready->signal();
+          for (;;) ::pause();
+        },
+        nullptr);
+    for (;;) ::pause();
+  });
+  ready.wait();
+  FakeNvml nvml(one_gpu(json::array()));
+  RecordingSmi smi;
+  auto env = nvml.env();
+  env.push_back(smi.path_env());
+  auto r = run_gpureap({"reset", "--gpu", "0", "--yes", "--dev-root", dev.path()}, env);
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.err.find("  PID " + std::to_string(job.pid()) + " ("), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("  end it first: gpureap kill " + std::to_string(job.pid()) + "\n"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(smi.args(), "");  // never ran
+}
+
+// The GPU file was opened by a process that passed it over a Unix socket and exited: the one
+// that received it holds it now, and blocks the reset; the opener, gone, is no one.
+TEST(ResetGuard, AFilePassedOverAUnixSocketBlocksTheResetInItsReceiver) {
+  REQUIRE_DOUBLE();
+  FakeDevRoot dev;
+  int sv[2];
+  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+  Ready ready;
+  Child receiver([&] {
+    ::close(sv[0]);
+    char byte;
+    char control[CMSG_SPACE(sizeof(int))] = {};
+    iovec iov{&byte, 1};
+    msghdr msg{};
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof control;
+    if (::recvmsg(sv[1], &msg, 0) != 1) ::_exit(95);
+    ::close(sv[1]);
+    ready.signal();
+  });
+  {
+    Child opener([&] {
+      int fd = hold(dev.dev("nvidia0"));
+      char byte = 'x';
+      char control[CMSG_SPACE(sizeof(int))] = {};
+      iovec iov{&byte, 1};
+      msghdr msg{};
+      msg.msg_iov = &iov;
+      msg.msg_iovlen = 1;
+      msg.msg_control = control;
+      msg.msg_controllen = sizeof control;
+      cmsghdr* c = CMSG_FIRSTHDR(&msg);
+      c->cmsg_level = SOL_SOCKET;
+      c->cmsg_type = SCM_RIGHTS;
+      c->cmsg_len = CMSG_LEN(sizeof(int));
+      std::memcpy(CMSG_DATA(c), &fd, sizeof fd);
+      if (::sendmsg(sv[0], &msg, 0) != 1) ::_exit(94);
+      ::_exit(0);
+    });
+    ::close(sv[0]);
+    ::close(sv[1]);
+    ready.wait();
+    opener.kill_and_reap();
+  }
+  FakeNvml nvml(one_gpu(json::array()));
+  RecordingSmi smi;
+  auto env = nvml.env();
+  env.push_back(smi.path_env());
+  auto r = run_gpureap({"reset", "--gpu", "0", "--yes", "--dev-root", dev.path()}, env);
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.err.find("gpureap: refusing to reset GPU 0: this process uses it, and a reset "
+                       "would end it:\n  PID " +
+                       std::to_string(receiver.pid()) + " ("),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(smi.args(), "");  // never ran
+}
+
+// A paused job (SIGSTOP) holds the GPU for as long as it is paused: the refusal names it, and
+// says to resume or end it first.
+TEST(ResetGuard, APausedJobBlocksTheResetAndIsNamedAsPaused) {
+  REQUIRE_DOUBLE();
+  FakeDevRoot dev;
+  Child job = holding(dev, "nvidia0");
+  ::kill(job.pid(), SIGSTOP);
+  ASSERT_TRUE(wait_for_state(job.pid(), 'T'));
+  FakeNvml nvml(one_gpu(json::array({{{"pid", job.pid()}, {"used_bytes", 2 * GiB}}})));
+  RecordingSmi smi;
+  auto env = nvml.env();
+  env.push_back(smi.path_env());
+  auto r = run_gpureap({"reset", "--gpu", "0", "--yes", "--dev-root", dev.path()}, env);
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.err.find("  reset is blocked by paused PID " + std::to_string(job.pid()) +
+                       "; resume or end it first\n"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(smi.args(), "");            // never ran
+  EXPECT_EQ(state_of(job.pid()), 'T');  // left paused
+}
+
+}  // namespace reset_guard
+}  // namespace
+}  // namespace gpureap::testing
