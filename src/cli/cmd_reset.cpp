@@ -78,7 +78,8 @@ struct Guarded {
   const backend::BackendEntry* entry = nullptr;
 };
 
-Guarded guard_reset(const GlobalOptions& g, const ResetOptions& o) {
+// `again`: the check repeated right before the reset, which says only what changed its answer.
+Guarded guard_reset(const GlobalOptions& g, const ResetOptions& o, bool again) {
   auto collector = open_collector(g);
   if (!collector) return Guarded{fail(collector.error())};
   auto snapshot = collector->collect();
@@ -102,6 +103,7 @@ Guarded guard_reset(const GlobalOptions& g, const ResetOptions& o) {
   // Before anything else: on a split GPU a reset ends the work on every instance, not one.
   auto split = doctor::split_reset_lines(snapshot, o.gpu);
   std::ostream& split_out = blockers->empty() ? std::cout : std::cerr;
+  if (again && blockers->empty()) split.clear();  // said before the question
   for (size_t i = 0; i < split.size(); ++i)
     split_out << (i == 0 && !blockers->empty() ? "gpureap: " : "") << split[i] << "\n";
   if (!blockers->empty()) {
@@ -128,18 +130,23 @@ Guarded guard_reset(const GlobalOptions& g, const ResetOptions& o) {
 }  // namespace
 
 int run_reset(const GlobalOptions& g, const ResetOptions& o) {
-  auto guarded = guard_reset(g, o);
+  auto guarded = guard_reset(g, o, false);
   if (guarded.refused) return *guarded.refused;
-  auto before = guarded.used_before;
+  const backend::BackendEntry* first_entry = guarded.entry;
   const backend::ResetTool& tool = *guarded.entry->reset;
-  std::vector<std::string> command{tool.program};
-  for (auto& arg : tool.arguments(guarded.backend_index)) command.push_back(std::move(arg));
+  auto command_for = [&tool](const Guarded& checked) {
+    std::vector<std::string> out{tool.program};
+    for (auto& arg : tool.arguments(checked.backend_index)) out.push_back(std::move(arg));
+    return out;
+  };
+  auto command = command_for(guarded);
   const bool tool_found = !find_on_path(tool.program).empty();
   // A dry run runs nothing: it says what would run, and where the tool is missing, that too.
   if (!tool_found && !o.dry_run)
     return fail({tool.program + " was not found on PATH", tool.missing_hint});
-  std::cout << "GPU " << o.gpu << " uses " << bytes_or_unknown(before) << " and nothing holds it. "
-            << (o.dry_run ? "Would run: " : "Will run: ") << joined(command) << "\n";
+  std::cout << "GPU " << o.gpu << " uses " << bytes_or_unknown(guarded.used_before)
+            << " and nothing holds it. " << (o.dry_run ? "Would run: " : "Will run: ")
+            << joined(command) << "\n";
   if (o.dry_run) {
     if (!tool_found)
       std::cout << tool.program << " is not on PATH here; " << tool.missing_hint << "\n";
@@ -154,6 +161,15 @@ int run_reset(const GlobalOptions& g, const ResetOptions& o) {
     std::cout << "Nothing done.\n";
     return kExitFailed;
   }
+  // The answer may come long after the check, and whatever opened the GPU meanwhile would lose
+  // its work: the check is made again right before the reset, and its answer decides.
+  guarded = guard_reset(g, o, true);
+  if (guarded.refused) return *guarded.refused;
+  if (guarded.entry != first_entry)
+    return fail({"GPU " + std::to_string(o.gpu) + " changed while gpureap asked",
+                 "check `gpureap ps`, then run the reset again"});
+  command = command_for(guarded);
+  auto before = guarded.used_before;
   // The daemon hears of it first: its audit log and the report then say who reset the GPU.
   daemon::AnnounceRequest announced;
   announced.by = "gpureap reset --gpu " + std::to_string(o.gpu);

@@ -48,6 +48,36 @@ class RecordingSmi : public TempDir {
   }
 };
 
+// The check was made before the question; a job opened the GPU while gpureap waited for the
+// answer. The "y" was given to a GPU nothing held: the reset checks again, and refuses.
+TEST(ResetGuard, AJobThatOpensTheGpuWhileGpureapAsksBlocksTheReset) {
+  REQUIRE_TERMINAL();
+  if (::geteuid() != 0) GTEST_SKIP() << "a reset asks only as root";
+  FakeDevRoot dev;
+  FakeNvml nvml(one_gpu(json::array(), 3 * GiB));
+  RecordingSmi smi;
+  auto env = nvml.env();
+  env.push_back(smi.path_env());
+  TmuxGpureap tty({"reset", "--gpu", "0", "--dev-root", dev.path()}, env, 200, 40);
+  tty.wait_for("Reset GPU 0? [y/N]");
+  Child job = holding(dev, "nvidia0");
+  tty.type("y");
+  tty.keys({"Enter"});
+  EXPECT_EQ(tty.exit_code(), 1);
+  const std::string screen = tty.screen();
+  EXPECT_NE(screen.find("gpureap: refusing to reset GPU 0: this process uses it, and a reset "
+                        "would end it:\n  PID " +
+                        std::to_string(job.pid()) + " ("),
+            std::string::npos)
+      << screen;
+  EXPECT_NE(screen.find("  end it first: gpureap kill " + std::to_string(job.pid())),
+            std::string::npos)
+      << screen;
+  EXPECT_EQ(screen.find("GPU 0 reset"), std::string::npos) << screen;
+  EXPECT_EQ(smi.args(), "");  // never ran
+  EXPECT_TRUE(is_alive(job.pid()));
+}
+
 // gpureap in a container's PID namespace: the driver lists a live job of the host by its host
 // PID, which no /proc there shows. That PID is out of sight, not gone: no reset, not even planned.
 TEST(ResetGuard, FromInsideAPidNamespaceAListedJobOutsideIsNotGone) {
