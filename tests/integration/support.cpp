@@ -58,6 +58,19 @@ TempDir::~TempDir() {
   std::filesystem::remove_all(path_, ec);
 }
 
+FakeNvidiaSmi::FakeNvidiaSmi(int exit_code, const std::string& says) {
+  std::ofstream(file("nvidia-smi")) << "#!/bin/sh\necho \"$@\" > " << file("args") << "\necho '"
+                                    << says << "'\nexit " << exit_code << "\n";
+  ::chmod(file("nvidia-smi").c_str(), 0755);
+}
+
+std::string FakeNvidiaSmi::args() const {
+  std::ifstream f(file("args"));
+  std::string s;
+  std::getline(f, s);
+  return s;
+}
+
 FakeDevRoot::FakeDevRoot() {
   std::filesystem::create_directories(file("dri"));
   for (const char* name : {"nvidia0", "nvidia1", "nvidiactl", "nvidia-uvm", "dri/renderD128"})

@@ -29,6 +29,16 @@ class TempDir {
   std::string path_;
 };
 
+// A stand-in nvidia-smi that records its arguments and answers `says` with `exit_code`; put it
+// first on PATH with path_env().
+class FakeNvidiaSmi : public TempDir {
+ public:
+  explicit FakeNvidiaSmi(int exit_code = 0, const std::string& says = "GPU reset done");
+  std::string path_env() const { return "PATH=" + path() + ":/usr/bin:/bin"; }
+  // The arguments of its last run: empty when it never ran.
+  std::string args() const;
+};
+
 // A dev root with stand-in files: nvidia0, nvidia1, nvidiactl, nvidia-uvm, dri/renderD128.
 class FakeDevRoot : public TempDir {
  public:

@@ -332,23 +332,6 @@ TEST(Doctor, DriverMismatchIsCritical) {
   EXPECT_EQ(d.exit_code, 2);
 }
 
-// A stand-in nvidia-smi that records its arguments.
-class FakeNvidiaSmi : public TempDir {
- public:
-  explicit FakeNvidiaSmi(int exit_code = 0, const std::string& says = "GPU reset done") {
-    std::ofstream(file("nvidia-smi")) << "#!/bin/sh\necho \"$@\" > " << file("args") << "\necho '"
-                                      << says << "'\nexit " << exit_code << "\n";
-    ::chmod(file("nvidia-smi").c_str(), 0755);
-  }
-  std::string path_env() const { return "PATH=" + path() + ":/usr/bin:/bin"; }
-  std::string args() const {
-    std::ifstream f(file("args"));
-    std::string s;
-    std::getline(f, s);
-    return s;
-  }
-};
-
 TEST(Reset, RefusesWhileAProcessHoldsTheGpu) {
   REQUIRE_DOUBLE();
   FakeDevRoot dev;

@@ -296,12 +296,9 @@ TEST_F(GhostVerdict, ALeakIsToldAndDoesNotBlockTheReset) {
     GTEST_SKIP() << "a leak is only told from a complete view, and a reset needs root";
   pid_t gone = dead_pid();
   FakeNvml nvml(gpus({{{"pid", gone}, {"used_bytes", 4 * GiB}, {"leaked", true}}}));
-  TempDir bin;
-  std::ofstream(bin.file("nvidia-smi"))
-      << "#!/bin/sh\necho \"$@\" > " << bin.file("args") << "\necho 'GPU reset done'\n";
-  ::chmod(bin.file("nvidia-smi").c_str(), 0755);
+  FakeNvidiaSmi bin;
   auto env = nvml.env();
-  env.push_back("PATH=" + bin.path() + ":/usr/bin:/bin");
+  env.push_back(bin.path_env());
 
   auto snap = run_json({"ps", "--json", "--dev-root", dev_.path()}, env);
   EXPECT_EQ(row_of(snap, gone)["ghost"]["leaked"], true);

@@ -145,15 +145,6 @@ TEST_F(BindMountedHolder, AWorkerThatInheritedTheFileKeepsTheGoneTrainersContext
 
 // ---- b. an O_PATH descriptor ----
 
-// A stand-in nvidia-smi that records its arguments, on PATH.
-struct RecordingSmi : TempDir {
-  RecordingSmi() {
-    std::ofstream(file("nvidia-smi")) << "#!/bin/sh\necho \"$@\" > " << file("args") << "\n";
-    ::chmod(file("nvidia-smi").c_str(), 0755);
-  }
-  std::string path_env() const { return "PATH=" + path() + ":/usr/bin:/bin"; }
-};
-
 TEST(OPathHolder, AnOPathFdOnTheGpuFileHoldsNothingAndBlocksNoReset) {
   REQUIRE_DOUBLE();
   if (::geteuid() != 0) GTEST_SKIP() << "a reset needs root";
@@ -166,7 +157,7 @@ TEST(OPathHolder, AnOPathFdOnTheGpuFileHoldsNothingAndBlocksNoReset) {
   });
   ready.wait();
   FakeNvml nvml(scene(json::array()));
-  RecordingSmi smi;
+  FakeNvidiaSmi smi;
   auto env = nvml.env();
   env.push_back(smi.path_env());
 

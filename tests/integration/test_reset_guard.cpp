@@ -31,23 +31,6 @@ json one_gpu(json processes, uint64_t driver_held = 0) {
              {"processes", processes}}}}};
 }
 
-// A stand-in nvidia-smi that records its arguments: empty when it never ran.
-class RecordingSmi : public TempDir {
- public:
-  RecordingSmi() {
-    std::ofstream(file("nvidia-smi"))
-        << "#!/bin/sh\necho \"$@\" > " << file("args") << "\necho 'GPU reset done'\n";
-    ::chmod(file("nvidia-smi").c_str(), 0755);
-  }
-  std::string path_env() const { return "PATH=" + path() + ":/usr/bin:/bin"; }
-  std::string args() const {
-    std::ifstream f(file("args"));
-    std::string s;
-    std::getline(f, s);
-    return s;
-  }
-};
-
 // The check was made before the question; a job opened the GPU while gpureap waited for the
 // answer. The "y" was given to a GPU nothing held: the reset checks again, and refuses.
 TEST(ResetGuard, AJobThatOpensTheGpuWhileGpureapAsksBlocksTheReset) {
@@ -55,7 +38,7 @@ TEST(ResetGuard, AJobThatOpensTheGpuWhileGpureapAsksBlocksTheReset) {
   if (::geteuid() != 0) GTEST_SKIP() << "a reset asks only as root";
   FakeDevRoot dev;
   FakeNvml nvml(one_gpu(json::array(), 3 * GiB));
-  RecordingSmi smi;
+  FakeNvidiaSmi smi;
   auto env = nvml.env();
   env.push_back(smi.path_env());
   TmuxGpureap tty({"reset", "--gpu", "0", "--dev-root", dev.path()}, env, 200, 40);
@@ -88,7 +71,7 @@ TEST(ResetGuard, FromInsideAPidNamespaceAListedJobOutsideIsNotGone) {
   // Listed whatever the double's own /proc shows: it runs in the namespace too.
   FakeNvml nvml(
       one_gpu(json::array({{{"pid", host_job.pid()}, {"used_bytes", 4 * GiB}, {"leaked", true}}})));
-  RecordingSmi smi;
+  FakeNvidiaSmi smi;
   auto env = nvml.env();
   env.push_back(smi.path_env());
   for (const char* mode : {"--dry-run", "--yes"}) {
@@ -135,7 +118,7 @@ TEST(ResetGuard, AJobWhoseMainThreadExitedStillBlocksTheReset) {
   ready.wait();
   ASSERT_TRUE(wait_for_state(job.pid(), 'Z')) << "the main thread did not exit";
   FakeNvml nvml(one_gpu(json::array()));
-  RecordingSmi smi;
+  FakeNvidiaSmi smi;
   auto env = nvml.env();
   env.push_back(smi.path_env());
   auto r = run_gpureap({"reset", "--gpu", "0", "--yes", "--dev-root", dev.path()}, env);
@@ -153,7 +136,7 @@ TEST(ResetGuard, AScanShortOfFileDescriptorsNeverLetsTheResetRun) {
   FakeDevRoot dev;
   Child job = holding(dev, "nvidia0");
   FakeNvml nvml(one_gpu(json::array(), 3 * GiB));
-  RecordingSmi smi;
+  FakeNvidiaSmi smi;
   for (const char* bpf : {"GPUREAP_BPF=0", "GPUREAP_BPF=1"}) {
     auto env = nvml.env();
     env.push_back(smi.path_env());
@@ -182,7 +165,7 @@ TEST(ResetGuard, AnotherUsersUnreadableJobIsNoProofThatNothingHoldsTheGpu) {
   ::chmod(dev.path().c_str(), 0755);
   ::chmod(nvml.path().c_str(), 0755);
   ::chmod(nvml.scenario_path().c_str(), 0644);
-  RecordingSmi smi;
+  FakeNvidiaSmi smi;
   ::chmod(smi.path().c_str(), 0755);
   auto env = nvml.env();
   env.push_back(smi.path_env());
@@ -221,7 +204,7 @@ TEST(ResetGuard, AThreadsOwnFdTableBlocksTheReset) {
   });
   ready.wait();
   FakeNvml nvml(one_gpu(json::array()));
-  RecordingSmi smi;
+  FakeNvidiaSmi smi;
   auto env = nvml.env();
   env.push_back(smi.path_env());
   auto r = run_gpureap({"reset", "--gpu", "0", "--yes", "--dev-root", dev.path()}, env);
@@ -280,7 +263,7 @@ TEST(ResetGuard, AFilePassedOverAUnixSocketBlocksTheResetInItsReceiver) {
     opener.kill_and_reap();
   }
   FakeNvml nvml(one_gpu(json::array()));
-  RecordingSmi smi;
+  FakeNvidiaSmi smi;
   auto env = nvml.env();
   env.push_back(smi.path_env());
   auto r = run_gpureap({"reset", "--gpu", "0", "--yes", "--dev-root", dev.path()}, env);
@@ -302,7 +285,7 @@ TEST(ResetGuard, APausedJobBlocksTheResetAndIsNamedAsPaused) {
   ::kill(job.pid(), SIGSTOP);
   ASSERT_TRUE(wait_for_state(job.pid(), 'T'));
   FakeNvml nvml(one_gpu(json::array({{{"pid", job.pid()}, {"used_bytes", 2 * GiB}}})));
-  RecordingSmi smi;
+  FakeNvidiaSmi smi;
   auto env = nvml.env();
   env.push_back(smi.path_env());
   auto r = run_gpureap({"reset", "--gpu", "0", "--yes", "--dev-root", dev.path()}, env);
