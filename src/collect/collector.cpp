@@ -48,6 +48,7 @@ class ScanFailures {
  public:
   void add(const Slot& s) {
     if (!s.failed) return;
+    note_kind(s.failed);
     for (auto& c : causes_)
       if (c.err == s.failed) {
         ++c.processes;
@@ -55,7 +56,12 @@ class ScanFailures {
       }
     causes_.push_back({s.failed, s.failed_read, 1});
   }
-  void add(const core::Error& e) { said_.push_back(e.text()); }
+  void add(const core::Error& e) {
+    said_.push_back(e.text());
+    note_kind(e.code);
+  }
+  // Every kind of shortage the failures met, in the enum's order.
+  std::vector<core::Shortage> kinds() const { return {kinds_.begin(), kinds_.end()}; }
   std::vector<std::string> sentences() const {
     std::vector<std::string> out = said_;
     for (const auto& c : causes_)
@@ -72,8 +78,12 @@ class ScanFailures {
     std::string first_read;  // what failed, for the first process that met it
     size_t processes;
   };
+  void note_kind(int err) {
+    if (auto k = procfs::shortage_of(err)) kinds_.insert(*k);
+  }
   std::vector<std::string> said_;
   std::vector<Cause> causes_;
+  std::set<core::Shortage> kinds_;
 };
 
 // A process `previous` had (same PID and start time) that held nothing and whose fds could be
@@ -352,6 +362,7 @@ core::ProcView Collector::scan(const core::ProcView* previous,
   }
   processes.resize(kept);  // keeps the capacity: the few vanished ones cost a few slots
   view.scan_failures = failures.sentences();
+  view.scan_shortages = failures.kinds();
   // Only the few holders' fds are compared, so this costs little beside the scan itself.
   auto grouping = procfs::group_open_files(processes, proc_.names_own_processes(), proc_.dirfd());
   view.open_files_unknown = std::move(grouping.incomplete);
@@ -462,7 +473,10 @@ core::ProcView Collector::update_processes(const core::ProcView& previous,
   for (auto* o : observers) o->scan_finished();
   // The previous scan's failures stand until a read fails anew (its words then) or the next
   // full scan reads everything again.
-  if (auto now = failures.sentences(); !now.empty()) view.scan_failures = std::move(now);
+  if (auto now = failures.sentences(); !now.empty()) {
+    view.scan_failures = std::move(now);
+    view.scan_shortages = failures.kinds();
+  }
   std::sort(fresh.begin(), fresh.end(), [](const core::HostProcess& a, const core::HostProcess& b) {
     return a.stat.pid < b.stat.pid;
   });

@@ -9,6 +9,8 @@
 #include <utility>
 #include <vector>
 
+#include "core/shortage.h"
+
 namespace gpureap::core {
 
 // ServerClient: a client whose work a server of other processes' work runs (WorkServer); its
@@ -140,6 +142,7 @@ struct BackendStatus {
   bool available = false;
   std::optional<std::string> error;  // why the backend is unavailable, with a next step
   std::optional<BackendErrorCode> error_code;
+  std::optional<Shortage> shortage;  // with OutOfResources: what gpureap ran short of
   std::optional<std::string> driver_version;
   std::optional<std::string> library;  // the library actually loaded
   // Facts of this backend alone, by name, in the order it reports them (a library's version,

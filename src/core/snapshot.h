@@ -111,7 +111,8 @@ struct ProcView {
   // descriptors or memory), each saying what failed, why and what to do. Not empty: holders
   // may be missing whatever the privilege, and the scan is no answer that nothing holds a GPU.
   std::vector<std::string> scan_failures;
-  std::optional<long long> boot_time;  // epoch seconds
+  std::vector<Shortage> scan_shortages;  // what those failures ran short of, each kind once
+  std::optional<long long> boot_time;    // epoch seconds
   long ticks_per_second = 100;
   bool in_child_pid_namespace = false;
   // The backends whose driver's device nodes the dev root has (DeviceNode::shows_driver: a

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <set>
 
 #include "backend/registry.h"
 #include "doctor/diagnose.h"
@@ -159,43 +160,109 @@ Finding no_device_access(const core::BackendStatus& b, const backend::BackendEnt
           "gpureap may not open the " + vendor + " devices: " + library + " cannot be used"};
 }
 
-// gpureap's own limit of open files, raised: the one remedy of everything it could not read or
-// load for want of a descriptor (the evidence's words, procfs/resource_shortage, say which
-// limit and by how much).
-std::vector<RemedyStep> raise_own_limit() {
-  return {"ulimit -n 1024; gpureap doctor   # a higher limit of open files",
-          {StepKind::Or, "LimitNOFILE=1024", "in the systemd unit that runs gpureap"}};
+// What gpureap ran short of, as a finding says it: what it lacked, and the summary's noun.
+struct ShortageWords {
+  const char* lacked;
+  const char* noun;
+};
+
+ShortageWords words_of(core::Shortage k) {
+  switch (k) {
+    case core::Shortage::OwnDescriptors:
+      return {"a file descriptor of its own (its limit of open files)", "file descriptors"};
+    case core::Shortage::SystemFiles:
+      return {"a file: the system's table of open files was full",
+              "open files (the system's table was full)"};
+    case core::Shortage::Memory:
+      return {"memory", "memory"};
+  }
+  return {"a resource", "resources"};  // no enumerator
 }
 
-// What gpureap could not read for want of its own descriptors or memory: the holder scan's
-// failures and the drivers' libraries it could not load. One finding, one remedy: they are one
-// problem, gpureap's limit, and say nothing of the driver or the processes.
+// Each kind's own remedy, in the enum's order: gpureap's limit of open files, the system's
+// table of open files (which root's processes may exceed, so only others meet it), memory.
+std::vector<RemedyStep> shortage_remedy(const std::set<core::Shortage>& kinds) {
+  std::vector<RemedyStep> out;
+  for (core::Shortage k : kinds) {
+    const StepKind first = next_kind(out);
+    switch (k) {
+      case core::Shortage::OwnDescriptors:
+        out.push_back({first, "ulimit -n 1024; gpureap doctor", "a higher limit of open files"});
+        out.push_back({StepKind::Or, "LimitNOFILE=1024", "in the systemd unit that runs gpureap"});
+        break;
+      case core::Shortage::SystemFiles:
+        out.push_back({first, "cat /proc/sys/fs/file-nr",
+                       "the machine's open files, and its limit (the third figure)"});
+        out.push_back({StepKind::Then,
+                       "sudo sysctl -w fs.file-max=$((2 * $(cut -f3 /proc/sys/fs/file-nr)))",
+                       "doubles the limit; or end what holds the most files"});
+        break;
+      case core::Shortage::Memory:
+        out.push_back({first, "free -h", "what memory the machine has left"});
+        out.push_back({StepKind::Or, "ulimit -v unlimited; gpureap doctor",
+                       "where gpureap's own limit of memory is the one reached"});
+        break;
+    }
+  }
+  return out;
+}
+
+// "A, B and C".
+std::string listed(const std::vector<std::string>& items) {
+  std::string out;
+  for (size_t i = 0; i < items.size(); ++i)
+    out += (i == 0 ? "" : i + 1 == items.size() ? " and " : ", ") + items[i];
+  return out;
+}
+
+std::string lacked(const std::set<core::Shortage>& kinds) {
+  std::vector<std::string> words;
+  for (core::Shortage k : kinds) words.emplace_back(words_of(k).lacked);
+  return listed(words);
+}
+
+// What gpureap could not read or load for want of descriptors or memory: the holder scan's
+// failures and the drivers' libraries it could not load. One finding: they say nothing of the
+// driver or the processes, and the remedy follows what ran short (gpureap's own limit, the
+// system's table of open files, memory), each said once however many reads met it.
 void own_shortage(const DoctorInput& in, std::vector<Finding>& out) {
   const auto& s = in.last;
   std::vector<std::string> evidence, libraries;
+  std::set<core::Shortage> library_kinds;
   for (const auto& b : s.drivers.backends) {
     if (backend_down_kind(b) != BackendDown::OwnShortage) continue;
     const auto* entry = backend::find_backend(b.name, in.backends);
     libraries.push_back(entry && !entry->words.library.empty() ? entry->words.library : b.label());
     evidence.push_back(b.label() + ": " + b.error.value_or("out of resources"));
+    // A backend that said no kind ran out of what a library's load needs: a descriptor.
+    library_kinds.insert(b.shortage.value_or(core::Shortage::OwnDescriptors));
   }
   evidence.insert(evidence.end(), s.proc.scan_failures.begin(), s.proc.scan_failures.end());
   if (evidence.empty()) return;
-  std::string loaded;
-  for (const auto& l : libraries) loaded += (loaded.empty() ? "" : " and ") + l;
+  std::set<core::Shortage> scan_kinds(s.proc.scan_shortages.begin(), s.proc.scan_shortages.end());
+  // A failure that named no kind (a listing of /proc refused) is told as a limit of files.
+  if (!s.proc.scan_failures.empty() && scan_kinds.empty())
+    scan_kinds.insert(core::Shortage::OwnDescriptors);
+  std::set<core::Shortage> kinds = library_kinds;
+  kinds.insert(scan_kinds.begin(), scan_kinds.end());
+  std::vector<std::string> nouns;
+  for (core::Shortage k : kinds) nouns.emplace_back(words_of(k).noun);
+
   std::string explanation, summary;
   if (!libraries.empty()) {
-    explanation = "gpureap could not load " + loaded +
-                  " for want of a file descriptor (or memory) of its own: this says nothing of "
-                  "the GPU driver, but GPU memory cannot be attributed until gpureap runs with a "
-                  "higher limit; only device-file holders are shown.";
-    summary = "gpureap ran out of file descriptors: " + loaded + " could not be loaded";
+    explanation = "gpureap could not load " + listed(libraries) + " for want of " +
+                  lacked(library_kinds) +
+                  ": this says nothing of the GPU driver, but GPU memory cannot be attributed "
+                  "until gpureap can load it; only device-file holders are shown.";
+    summary =
+        "gpureap ran out of " + listed(nouns) + ": " + listed(libraries) + " could not be loaded";
   }
   if (!s.proc.scan_failures.empty()) {
     explanation += std::string(explanation.empty() ? "" : " ") +
-                   "gpureap could not read every process's open files although it may: it ran "
-                   "short of file descriptors or memory itself. Holders may be missing and no "
-                   "leak can be proven until it runs with a higher limit.";
+                   "gpureap could not read every process's open files although it may, for "
+                   "want of " +
+                   lacked(scan_kinds) +
+                   ". Holders may be missing and no leak can be proven until it can.";
     summary += summary.empty() ? "the holder scan failed: holders may be missing"
                                : ", and holders may be missing";
   }
@@ -206,7 +273,7 @@ void own_shortage(const DoctorInput& in, std::vector<Finding>& out) {
                  0,
                  std::move(evidence),
                  std::move(explanation),
-                 raise_own_limit(),
+                 shortage_remedy(kinds),
                  std::move(summary)});
 }
 

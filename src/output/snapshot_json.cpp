@@ -22,7 +22,7 @@ using nlohmann::json;
 template <class T, std::size_t N>
 constexpr bool considered = core::field_count<T>() == N;
 static_assert(considered<core::Snapshot, 8>);
-static_assert(considered<core::ProcView, 14>);  // rank_exits: shown by doctor (stalled-job)
+static_assert(considered<core::ProcView, 15>);  // rank_exits: shown by doctor (stalled-job)
 static_assert(considered<core::ProcessRow, 9>);
 static_assert(considered<core::GpuUse, 11>);
 static_assert(considered<core::Ghost, 10>);
@@ -32,7 +32,7 @@ static_assert(considered<core::ProcessDetails, 9>);  // rank_labels: shown by do
 static_assert(considered<core::ContainerInfo, 10>);
 static_assert(considered<core::DeviceHold, 7>);
 static_assert(considered<core::DriverReading, 2>);
-static_assert(considered<core::BackendStatus, 9>);
+static_assert(considered<core::BackendStatus, 10>);
 static_assert(considered<core::Gpu, 23>);
 static_assert(considered<core::GpuInstance, 7>);
 static_assert(considered<core::GpuMemory, 4>);
@@ -72,6 +72,7 @@ json backend_json(const core::BackendStatus& b) {
             {"available", b.available},
             {"error", opt(b.error)},
             {"error_code", b.error_code ? json(core::to_string(*b.error_code)) : json()},
+            {"shortage", b.shortage ? json(core::to_string(*b.shortage)) : json()},
             {"driver_version", opt(b.driver_version)},
             {"library", opt(b.library)}};
   for (const auto& [key, value] : b.details) j[key] = value;
@@ -373,6 +374,9 @@ void write_snapshot(JsonOut& o, const core::Snapshot& s, const json* source) {
   for (const auto& r : s.rows) write_row(o, s, r);
   o.end_array();
   member(o, "scan_failures", s.proc.scan_failures);
+  std::vector<std::string> shortages;
+  for (core::Shortage k : s.proc.scan_shortages) shortages.emplace_back(core::to_string(k));
+  member(o, "scan_shortages", shortages);
   member(o, "schema", kSnapshotSchema);
   if (source) member(o, "source", *source);
   member(o, "timestamp", text::iso8601_utc(s.timestamp));

@@ -17,6 +17,20 @@ bool is_resource_shortage(int err) {
   return err == EMFILE || err == ENFILE || err == ENOMEM || err == ENOBUFS;
 }
 
+std::optional<core::Shortage> shortage_of(int err) {
+  switch (err) {
+    case EMFILE:
+      return core::Shortage::OwnDescriptors;
+    case ENFILE:
+      return core::Shortage::SystemFiles;
+    case ENOMEM:
+    case ENOBUFS:
+      return core::Shortage::Memory;
+    default:
+      return std::nullopt;
+  }
+}
+
 std::string shortage_remedy(int err) {
   if (err == EMFILE) {
     struct rlimit lim {};

@@ -3,12 +3,17 @@
 // process that vanished or a permission refused, what could not be read may well hold a GPU,
 // and no privilege would show it: the limit is gpureap's own (or the machine's), and the
 // remedy is to raise it.
+#include <optional>
 #include <string>
+
+#include "core/shortage.h"
 
 namespace gpureap::procfs {
 
 // EMFILE, ENFILE, ENOMEM, ENOBUFS: a read failed for want of a resource, not for what it read.
 bool is_resource_shortage(int err);
+// The kind of shortage `err` is, for the advice that depends on it; empty for any other errno.
+std::optional<core::Shortage> shortage_of(int err);
 
 // What to do about `err` (a shortage): for EMFILE, gpureap's own limit of open files (its soft
 // and hard RLIMIT_NOFILE) and how to raise it; for ENFILE, the system's; for memory, memory.

@@ -144,6 +144,7 @@ inline core::Snapshot rich_snapshot() {
   xe.available = false;
   xe.error = "the xe driver did not answer within 2s: check dmesg";
   xe.error_code = core::BackendErrorCode::NotAnswering;
+  xe.shortage = core::Shortage::SystemFiles;  // not what a hung driver says: every field is set
 
   std::vector<core::BackendReport> reports{nvml, amd, xe};
   auto reading = core::combine(std::move(reports));
@@ -163,6 +164,7 @@ inline core::Snapshot rich_snapshot_other_view() {
   v.in_child_pid_namespace = true;
   v.open_files_unknown = "kcmp(2) is refused here";
   v.scan_failures = {"2 processes could not be scanned (listing /proc/PID/fd: \xff)"};
+  v.scan_shortages = {core::Shortage::OwnDescriptors, core::Shortage::Memory};
   return core::join(std::move(v), s.drivers, s.hostname, s.timestamp);
 }
 

@@ -295,6 +295,7 @@ core::BackendReport nvml_short_of_descriptors() {
       "file or directory); gpureap ran out of file descriptors (its limit is 6, hard limit 6); "
       "raise the limit of open files and run it again: `ulimit -n 1024` in the shell";
   b.error_code = core::BackendErrorCode::OutOfResources;
+  b.shortage = core::Shortage::OwnDescriptors;
   return b;
 }
 
@@ -354,6 +355,80 @@ TEST(DoctorRules, AScanAndABackendShortOfDescriptorsAreOneFinding) {
   EXPECT_EQ(fs2[0].evidence, v.scan_failures);
   EXPECT_EQ(fs2[0].remedy, kRaiseOwnLimit);
   EXPECT_EQ(fs2[0].summary, "the holder scan failed: holders may be missing");
+}
+
+// Each kind of shortage gets its own remedy, once however many reads met it, in one finding:
+// the system's full table of open files is never told to raise gpureap's own limit, and a
+// shortage of memory is told nothing of files.
+TEST(DoctorRules, TheRemedyFollowsWhatRanShort) {
+  using core::Shortage;
+  const std::vector<RemedyStep> kSystemFiles = {
+      {StepKind::Run, "cat /proc/sys/fs/file-nr",
+       "the machine's open files, and its limit (the third figure)"},
+      {StepKind::Then, "sudo sysctl -w fs.file-max=$((2 * $(cut -f3 /proc/sys/fs/file-nr)))",
+       "doubles the limit; or end what holds the most files"}};
+  const std::vector<RemedyStep> kMemory = {
+      {StepKind::Run, "free -h", "what memory the machine has left"},
+      {StepKind::Or, "ulimit -v unlimited; gpureap doctor",
+       "where gpureap's own limit of memory is the one reached"}};
+  struct Case {
+    std::optional<Shortage> library;
+    std::vector<Shortage> scan;
+    std::vector<RemedyStep> remedy;
+    std::string summary;
+  };
+  auto then = [](std::vector<RemedyStep> a, std::vector<RemedyStep> b) {
+    b.front().kind = StepKind::Then;
+    a.insert(a.end(), b.begin(), b.end());
+    return a;
+  };
+  const std::vector<Case> cases = {
+      {Shortage::SystemFiles,
+       {},
+       kSystemFiles,
+       "gpureap ran out of open files (the system's table was full): NVML could not be loaded"},
+      {std::nullopt, {Shortage::Memory}, kMemory, "the holder scan failed: holders may be missing"},
+      {Shortage::OwnDescriptors,
+       {Shortage::OwnDescriptors},
+       kRaiseOwnLimit,
+       "gpureap ran out of file descriptors: NVML could not be loaded, and holders may be "
+       "missing"},
+      {Shortage::SystemFiles,
+       {Shortage::Memory, Shortage::SystemFiles},
+       then(kSystemFiles, kMemory),
+       "gpureap ran out of open files (the system's table was full) and memory: NVML could not "
+       "be loaded, and holders may be missing"},
+      {Shortage::Memory,
+       {Shortage::OwnDescriptors},
+       then(kRaiseOwnLimit, kMemory),
+       "gpureap ran out of file descriptors and memory: NVML could not be loaded, and holders "
+       "may be missing"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.summary);
+    core::ProcView v;
+    std::vector<core::BackendReport> backends;
+    if (c.library) {
+      auto b = nvml_short_of_descriptors();
+      b.shortage = c.library;
+      backends.push_back(b);
+    }
+    if (!c.scan.empty()) {
+      v.scan_failures = {"2 processes could not be scanned (reading /proc/PID/fd: ...)"};
+      v.scan_shortages = c.scan;
+    }
+    auto fs = run(core::join(v, core::combine(backends), "h", {}));
+    ASSERT_EQ(fs.size(), 1u) << to_string(fs.back().code);
+    EXPECT_EQ(fs[0].code, FindingCode::IncompleteView);
+    EXPECT_EQ(fs[0].remedy, c.remedy);
+    EXPECT_EQ(fs[0].summary, c.summary);
+    if (c.library) {
+      const std::string lacked = c.library == Shortage::SystemFiles ? "the system's table"
+                                 : c.library == Shortage::Memory    ? "for want of memory"
+                                                                    : "its limit of open files";
+      EXPECT_NE(fs[0].explanation.find(lacked), std::string::npos) << fs[0].explanation;
+    }
+  }
 }
 
 // NVML down with `code`, its error "it failed".

@@ -24,6 +24,7 @@
 #include "procfs/device_files.h"
 #include "procfs/fd_scan.h"
 #include "procfs/proc_fs.h"
+#include "procfs/resource_shortage.h"
 #include "procfs/thread_tables.h"
 #include "skip_sanitized.h"
 
@@ -186,12 +187,30 @@ TEST(ResourceShortage, TheCollectorsScanSaysItFailedAndIsIncomplete) {
       [&] {
         auto view = collector->scan_processes();
         std::string out = view.holders_complete() ? "complete" : "incomplete";
+        // What ran short, for the doctor's remedy: gpureap's own limit alone.
+        for (auto k : view.scan_shortages) out += std::string(" ") + gpureap::core::to_string(k);
         for (const auto& f : view.scan_failures) out += "\n" + f;
         return out;
       });
-  EXPECT_EQ(answer.rfind("incomplete\n", 0), 0u) << answer;
+  EXPECT_EQ(answer.rfind("incomplete own-descriptors\n", 0), 0u) << answer;
   EXPECT_NE(answer.find("Too many open files"), std::string::npos) << answer;
   EXPECT_NE(answer.find("ulimit -n"), std::string::npos) << answer;
+}
+
+// Each errno of a shortage has its kind, and no other errno is one.
+TEST(ResourceShortage, EachShortageHasTheKindItsRemedyFollows) {
+  using gpureap::core::Shortage;
+  using gpureap::procfs::shortage_of;
+  EXPECT_EQ(shortage_of(EMFILE), Shortage::OwnDescriptors);
+  EXPECT_EQ(shortage_of(ENFILE), Shortage::SystemFiles);
+  EXPECT_EQ(shortage_of(ENOMEM), Shortage::Memory);
+  EXPECT_EQ(shortage_of(ENOBUFS), Shortage::Memory);
+  for (int err : {0, EACCES, ENOENT, ESRCH, EPERM, EIO}) {
+    EXPECT_EQ(shortage_of(err), std::nullopt) << err;
+    EXPECT_FALSE(gpureap::procfs::is_resource_shortage(err)) << err;
+  }
+  for (int err : {EMFILE, ENFILE, ENOMEM, ENOBUFS})
+    EXPECT_TRUE(gpureap::procfs::is_resource_shortage(err)) << err;
 }
 
 }  // namespace

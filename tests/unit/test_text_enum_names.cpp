@@ -63,10 +63,10 @@ class EveryNamedEnum : public ::testing::Test {};
 
 using NamedEnums =
     ::testing::Types<doctor::FindingCode, doctor::Severity, doctor::StepKind, core::Anomaly,
-                     core::GpuProcessKind, core::BackendErrorCode, core::KernelEventLevel,
-                     core::KernelStamp, policy::Action, alert::Condition, output::PsSort,
-                     history::JournalEventKind, reap::ReasonKind, reap::Action, reap::OutcomeKind,
-                     reap::ExecStatus, report::MarkerKind, report::GhostEnding>;
+                     core::GpuProcessKind, core::BackendErrorCode, core::Shortage,
+                     core::KernelEventLevel, core::KernelStamp, policy::Action, alert::Condition,
+                     output::PsSort, history::JournalEventKind, reap::ReasonKind, reap::Action,
+                     reap::OutcomeKind, reap::ExecStatus, report::MarkerKind, report::GhostEnding>;
 TYPED_TEST_SUITE(EveryNamedEnum, NamedEnums);
 
 TYPED_TEST(EveryNamedEnum, EachEnumeratorHasANameOfItsOwnThatReadsBack) {

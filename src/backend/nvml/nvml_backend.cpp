@@ -137,6 +137,7 @@ class NvmlBackend final : public GpuBackend {
         // device nodes that would say the machine has no NVIDIA GPU.
         if (procfs::is_resource_shortage(opened.error().code)) {
           report.error_code = core::BackendErrorCode::OutOfResources;
+          report.shortage = procfs::shortage_of(opened.error().code);
           return false;
         }
         report.error_code = core::BackendErrorCode::LibraryNotFound;
