@@ -153,7 +153,9 @@ class Decider {
       if (!p.is_live()) continue;
       bool guessed = false;
       for (const auto& h : p.devices) {
-        if (!h.reaches(g)) continue;
+        // A display driver's node keeps none of the contexts the driver lists: its holder uses
+        // the GPU, but keeps no gone PID's memory and shares no listed process's context.
+        if (!h.may_keep_context(g)) continue;
         if (!h.open_file) {
           guessed = true;
           continue;

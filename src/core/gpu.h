@@ -92,6 +92,12 @@ struct Gpu {
   // backend knows them (a node of its own, DRM's renderD* and card*, a compute node shared by
   // every GPU of a vendor). The join ties holders to GPUs through these alone.
   std::vector<dev_t> device_numbers;
+  // Those of device_numbers that are a display driver's nodes beside the driver that lists the
+  // GPU's processes (NVIDIA's nvidia-drm card<N> and renderD<N>): a holder uses the GPU (it is
+  // in its place, and blocks its reset), but keeps none of the contexts the driver lists, which
+  // live on the GPU's own node. The ghost verdict leaves them out. Empty for a GPU whose driver
+  // lists the clients of these nodes itself (a DRM driver's).
+  std::vector<dev_t> display_device_numbers;
   // When the backend could not say which files reach this GPU: any GPU file of this major may.
   std::optional<unsigned> device_major;
   GpuMemory memory;

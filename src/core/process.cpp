@@ -39,6 +39,12 @@ bool DeviceHold::reaches(const Gpu& gpu) const {
   return gpu_file && gpu.device_major && ::major(*device) == *gpu.device_major;
 }
 
+bool DeviceHold::may_keep_context(const Gpu& gpu) const {
+  return reaches(gpu) &&
+         std::find(gpu.display_device_numbers.begin(), gpu.display_device_numbers.end(), *device) ==
+             gpu.display_device_numbers.end();
+}
+
 bool HostProcess::holds_gpu(const Gpu& gpu) const {
   return std::any_of(devices.begin(), devices.end(),
                      [&](const DeviceHold& d) { return d.reaches(gpu); });

@@ -94,6 +94,9 @@ struct DeviceHold {
   // Through this file a process reaches `gpu`: its number is one of the GPU's, or, when the
   // backend could not say which files reach the GPU, it is a GPU file of the GPU's major.
   bool reaches(const Gpu& gpu) const;
+  // It reaches `gpu` through a file that can keep a context the GPU's driver lists: not only
+  // through a display driver's node (Gpu::display_device_numbers).
+  bool may_keep_context(const Gpu& gpu) const;
 };
 
 // The program a process runs (/proc/PID/exe).

@@ -33,7 +33,7 @@ static_assert(considered<core::ContainerInfo, 10>);
 static_assert(considered<core::DeviceHold, 7>);
 static_assert(considered<core::DriverReading, 2>);
 static_assert(considered<core::BackendStatus, 10>);
-static_assert(considered<core::Gpu, 23>);
+static_assert(considered<core::Gpu, 24>);  // display_device_numbers: in device_numbers
 static_assert(considered<core::GpuInstance, 7>);
 static_assert(considered<core::GpuMemory, 4>);
 static_assert(considered<core::MemoryRegionUse, 5>);

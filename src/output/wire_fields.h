@@ -74,6 +74,7 @@ inline constexpr auto kFields<core::Gpu> =
                field("minor", &core::Gpu::minor),
                field("pci_bus_id", &core::Gpu::pci_bus_id),
                field("device_numbers", &core::Gpu::device_numbers),
+               field("display_device_numbers", &core::Gpu::display_device_numbers),
                field("device_major", &core::Gpu::device_major),
                field("memory", &core::Gpu::memory),
                field("utilization_percent", &core::Gpu::utilization_percent),

@@ -70,6 +70,10 @@ struct PciGpu {
       files;  // more files of the PCI device: {"mem_info_vram_total", "17163091968\n"}
   bool slot_in_uevent = true;    // uevent has PCI_SLOT_NAME (else: the device link's name)
   bool driver_in_uevent = true;  // uevent has DRIVER (else: the driver link; Symlinks only)
+  // The PCI bridge the device sits behind ("0000:00:01.0", a root port, as a discrete GPU's
+  // slot has); empty: on the root bus. Symlinks only.
+  std::string bridge;
+  std::string pci_class = "0x030000";  // device/class: VGA; a compute GPU is 0x030200 (3D)
 };
 
 // The PCI device's own files, written under `dir`.
@@ -81,7 +85,7 @@ inline void write_pci_device_files(const SysTree& sys, const std::string& dir, c
   sys.write(dir + "/uevent", uevent);
   sys.write(dir + "/vendor", gpu.vendor + "\n");
   sys.write(dir + "/device", gpu.device + "\n");
-  sys.write(dir + "/class", "0x030000\n");  // a VGA-compatible display controller
+  sys.write(dir + "/class", gpu.pci_class + "\n");
   if (!gpu.subsystem_vendor.empty())
     sys.write(dir + "/subsystem_vendor", gpu.subsystem_vendor + "\n");
   if (!gpu.subsystem_device.empty())
@@ -101,10 +105,13 @@ inline std::string add_pci_gpu(const SysTree& sys, const PciGpu& gpu, Layout lay
     }
     return "class/drm/" + gpu.nodes.front().first + "/device";
   }
-  const std::string dev_dir = "devices/pci0000:00/" + gpu.address;
+  const std::string dev_dir =
+      "devices/pci0000:00/" + (gpu.bridge.empty() ? "" : gpu.bridge + "/") + gpu.address;
   write_pci_device_files(sys, dev_dir, gpu);
   sys.mkdir("bus/pci/drivers/" + gpu.driver);
-  sys.symlink("../../../bus/pci/drivers/" + gpu.driver, dev_dir + "/driver");
+  std::string up;  // from the device's folder to the root
+  for (char c : dev_dir + "/") up += c == '/' ? "../" : "";
+  sys.symlink(up + "bus/pci/drivers/" + gpu.driver, dev_dir + "/driver");
   for (const auto& [node, minor] : gpu.nodes) {
     sys.write(dev_dir + "/drm/" + node + "/dev", "226:" + std::to_string(minor) + "\n");
     sys.symlink("../../../" + gpu.address, dev_dir + "/drm/" + node + "/device");

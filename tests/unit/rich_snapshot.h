@@ -88,6 +88,8 @@ inline core::Snapshot rich_snapshot() {
       gpu(0, 0, 8 * GiB, {listed(100, 4 * GiB), listed(4242, 8 * GiB), listed(9999, 2 * GiB)});
   g0.uuid = "GPU-1234";
   g0.pci_bus_id = "00000000:17:00.0";
+  g0.device_numbers.push_back(::makedev(226, 1));  // nvidia-drm's card1
+  g0.display_device_numbers = {::makedev(226, 1)};
   g0.memory = {kMax, 12 * GiB, 88 * GiB, 0};
   g0.utilization_percent = 87;
   g0.memory_utilization_percent = 40;

@@ -15,6 +15,7 @@
 
 #include "backend/nvml/abi.h"
 #include "backend/nvml/device_reader.h"
+#include "backend/nvml/drm_nodes.h"
 #include "backend/nvml/errors.h"
 #include "backend/nvml/library.h"
 #include "backend/nvml/mig_devices.h"
@@ -103,6 +104,7 @@ class NvmlBackend final : public GpuBackend {
     for (auto index = static_cast<unsigned>(report.gpus.size()); index < count; ++index)
       report.gpus.push_back(read(index));
     if (options_.proc_root) attach_mig_capabilities(report.gpus, *options_.proc_root);
+    if (options_.sys_root) attach_drm_nodes(report.gpus, *options_.sys_root);
     note_missing_capabilities(api, report);
   }
 

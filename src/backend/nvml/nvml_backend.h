@@ -18,6 +18,7 @@ struct NvmlOptions {
   uint64_t pid_max = 4194304;
   // The roots to look for NVIDIA hardware in (nvidia_presence.h) when NVML cannot start: with
   // none there, the backend reports no device instead of an error. Unset: always an error.
+  // The sys root also names each GPU's DRM nodes (drm_nodes.h); unset: none are joined.
   std::optional<std::string> dev_root;
   std::optional<std::string> sys_root;
   // Where the kernel module names MIG instances' capability files (mig_capabilities.h); unset:

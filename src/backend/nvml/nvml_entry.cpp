@@ -6,6 +6,7 @@
 #include <cctype>
 
 #include "backend/nvml/device_major.h"
+#include "backend/nvml/drm_nodes.h"
 #include "backend/nvml/kernel_gpus.h"
 #include "backend/nvml/mps_server.h"
 #include "backend/nvml/nvml_backend.h"
@@ -71,7 +72,11 @@ BackendEntry nvml_entry() {
   e.vendor = "nvidia";
   e.calls_driver_library = true;
   e.make = make_nvml_backend_for;
-  e.kernel_gpus = [](const BackendSettings& s) { return read_kernel_gpus(s.proc_root); };
+  e.kernel_gpus = [](const BackendSettings& s) {
+    auto gpus = read_kernel_gpus(s.proc_root);
+    attach_drm_nodes(gpus, s.sys_root);
+    return gpus;
+  };
   e.device_nodes = nvidia_nodes();
   e.library =
       LibraryOption{"nvml-library", "GPUREAP_NVML_LIBRARY",
