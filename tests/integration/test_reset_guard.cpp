@@ -13,6 +13,7 @@
 #include <fstream>
 
 #include "support.h"
+#include "sys_tree.h"
 
 namespace gpureap::testing {
 namespace {
@@ -296,6 +297,229 @@ TEST(ResetGuard, APausedJobBlocksTheResetAndIsNamedAsPaused) {
       << r.err;
   EXPECT_EQ(smi.args(), "");            // never ran
   EXPECT_EQ(state_of(job.pid()), 'T');  // left paused
+}
+
+// --- nvidia-drm: the DRM nodes of an NVIDIA GPU --------------------------------------------
+
+// A sysfs tree as the kernel lays it out for GPUs and their DRM nodes: class/drm/card<N> and
+// renderD<N> link to devices/pci0000:00/<root port>/<address>/drm/<node>, whose `dev` is
+// "226:<minor>" and whose `device` links back to the PCI function; the function's `driver`
+// links to bus/pci/drivers/<driver>. With nvidia-drm loaded (modeset=1) an NVIDIA GPU's
+// function is bound to `nvidia` and has a card and a render node. Each node's stand-in is made
+// under the dev root too.
+class DrmSys {
+ public:
+  explicit DrmSys(const FakeDevRoot& dev) : dev_(dev) {
+    sys_.write("class/drm/version", "drm 1.1.0 20060810\n");
+  }
+  const std::string& path() const { return sys_.root(); }
+
+  void nvidia_gpu(const std::string& address, unsigned card, unsigned render) const {
+    test::PciGpu g;
+    g.address = address;
+    g.driver = "nvidia";
+    g.vendor = "0x10de";
+    g.device = "0x2335";  // H200
+    g.subsystem_vendor = "0x10de";
+    g.subsystem_device = "0x18be";
+    g.pci_class = "0x030200";
+    g.bridge = root_port(address);
+    add(g, card, render);
+  }
+  // An Intel iGPU (i915) on the root bus, as laptops and workstations have beside the NVIDIA GPU.
+  void intel_gpu(const std::string& address, unsigned card, unsigned render) const {
+    test::PciGpu g;
+    g.address = address;
+    g.driver = "i915";
+    g.vendor = "0x8086";
+    g.device = "0xa780";
+    add(g, card, render);
+  }
+
+ private:
+  // The root port above a discrete GPU: bus 0, the GPU's bus number as its device.
+  static std::string root_port(const std::string& address) {
+    return "0000:00:" + address.substr(5, 2) + ".0";
+  }
+  void add(test::PciGpu& g, unsigned card, unsigned render) const {
+    g.nodes = {{"card" + std::to_string(card), card}, {"renderD" + std::to_string(render), render}};
+    test::add_pci_gpu(sys_, g, test::Layout::Symlinks);
+    for (const auto& [node, minor] : g.nodes)
+      std::ofstream(dev_.dev("dri/" + node)) << "stand-in\n";
+  }
+
+  const FakeDevRoot& dev_;
+  test::SysTree sys_;
+};
+
+// Two NVIDIA GPUs (minors 0 and 1), nothing listed.
+json two_gpus() {
+  auto gpus = one_gpu(json::array());
+  json second = gpus["gpus"][0];
+  second["uuid"] = "GPU-0001";
+  second["pci_bus_id"] = "00000000:65:00.0";
+  second["minor"] = 1;
+  gpus["gpus"].push_back(second);
+  return gpus;
+}
+
+// A compositor, an EGL or GBM client, a process that kept only that fd: it holds the render
+// node nvidia-drm gave GPU 0 and no /dev/nvidia<N>, and NVML lists it nowhere. A reset would
+// end its work: it is refused, the holder named with the command that ends it, and the reset
+// tool never runs.
+TEST(ResetGuard, AProcessHoldingOnlyTheGpusRenderNodeBlocksTheReset) {
+  REQUIRE_DOUBLE();
+  FakeDevRoot dev;
+  DrmSys sys(dev);
+  sys.nvidia_gpu("0000:17:00.0", 1, 128);
+  Child client = holding(dev, "dri/renderD128");
+  FakeNvml nvml(one_gpu(json::array(), 3 * GiB));
+  FakeNvidiaSmi smi;
+  auto env = nvml.env();
+  env.push_back(smi.path_env());
+  auto r = run_gpureap(
+      {"reset", "--gpu", "0", "--yes", "--dev-root", dev.path(), "--sys-root", sys.path()}, env);
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_EQ(r.out, "");
+  const std::string pid = std::to_string(client.pid());
+  EXPECT_NE(r.err.find("gpureap: refusing to reset GPU 0: this process uses it, and a reset "
+                       "would end it:\n  PID " +
+                       pid + " ("),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("holds " + dev.dev("dri/renderD128") + " on fd"), std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("  end it first: gpureap kill " + pid + "\n"), std::string::npos) << r.err;
+  EXPECT_EQ(smi.args(), "");  // never ran
+  EXPECT_TRUE(is_alive(client.pid()));
+
+  // The same holder is GPU 0's in every view: `ps --gpu 0` shows it, with no memory of its own.
+  auto j =
+      run_json({"ps", "--json", "--gpu", "0", "--dev-root", dev.path(), "--sys-root", sys.path()},
+               nvml.env());
+  auto row = row_of(j, client.pid());
+  ASSERT_FALSE(row.is_null()) << j.dump(2);
+  EXPECT_EQ(row["listed_by_driver"], false);
+  EXPECT_EQ(row["devices"][0]["device"], "226:128");
+  ASSERT_EQ(j["gpus"].size(), 1u);
+  EXPECT_EQ(j["gpus"][0]["device_numbers"], (json{"195:0", "226:1", "226:128"}));
+}
+
+// The check made again after the answer: a client opened only the card node of GPU 0 while
+// gpureap asked. The reset is refused and the client named.
+TEST(ResetGuard, AClientThatOpensTheGpusCardNodeWhileGpureapAsksBlocksTheReset) {
+  REQUIRE_TERMINAL();
+  if (::geteuid() != 0) GTEST_SKIP() << "a reset asks only as root";
+  FakeDevRoot dev;
+  DrmSys sys(dev);
+  sys.nvidia_gpu("0000:17:00.0", 1, 128);
+  FakeNvml nvml(one_gpu(json::array(), 3 * GiB));
+  FakeNvidiaSmi smi;
+  auto env = nvml.env();
+  env.push_back(smi.path_env());
+  TmuxGpureap tty({"reset", "--gpu", "0", "--dev-root", dev.path(), "--sys-root", sys.path()}, env,
+                  200, 40);
+  tty.wait_for("Reset GPU 0? [y/N]");
+  Child client = holding(dev, "dri/card1");
+  tty.type("y");
+  tty.keys({"Enter"});
+  EXPECT_EQ(tty.exit_code(), 1);
+  const std::string screen = tty.screen();
+  EXPECT_NE(screen.find("gpureap: refusing to reset GPU 0: this process uses it, and a reset "
+                        "would end it:\n  PID " +
+                        std::to_string(client.pid()) + " ("),
+            std::string::npos)
+      << screen;
+  EXPECT_NE(screen.find("  end it first: gpureap kill " + std::to_string(client.pid())),
+            std::string::npos)
+      << screen;
+  EXPECT_EQ(screen.find("GPU 0 reset"), std::string::npos) << screen;
+  EXPECT_EQ(smi.args(), "");  // never ran
+  EXPECT_TRUE(is_alive(client.pid()));
+}
+
+// What must be left alone: the DRM nodes of another GPU. On a machine with an Intel iGPU
+// (card0, renderD128) and two NVIDIA GPUs (card1 and renderD129, card2 and renderD130), a
+// client of GPU 1's render node and one of the iGPU's nodes do not block a reset of GPU 0; the
+// first blocks GPU 1's, the second does not.
+TEST(ResetGuard, TheDrmNodesOfOtherGpusDoNotBlockTheReset) {
+  REQUIRE_DOUBLE();
+  FakeDevRoot dev;
+  DrmSys sys(dev);
+  sys.intel_gpu("0000:00:02.0", 0, 128);
+  sys.nvidia_gpu("0000:17:00.0", 1, 129);
+  sys.nvidia_gpu("0000:65:00.0", 2, 130);
+  Child gpu1_client = holding(dev, "dri/renderD130");
+  Ready ready;
+  Child igpu_client([&] {
+    hold(dev.dev("dri/card0"));
+    hold(dev.dev("dri/renderD128"));
+    ready.signal();
+  });
+  ready.wait();
+  FakeNvml nvml(two_gpus());
+  FakeNvidiaSmi smi;
+  auto env = nvml.env();
+  env.push_back(smi.path_env());
+  auto reset = [&](const std::string& gpu) {
+    return run_gpureap(
+        {"reset", "--gpu", gpu, "--dry-run", "--dev-root", dev.path(), "--sys-root", sys.path()},
+        env);
+  };
+  auto r = reset("0");
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("nothing holds it. Would run: nvidia-smi --gpu-reset -i 0"),
+            std::string::npos)
+      << r.out << r.err;
+  EXPECT_EQ(r.err.find("refusing"), std::string::npos) << r.err;
+
+  r = reset("1");
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.err.find("refusing to reset GPU 1: this process uses it, and a reset would end "
+                       "it:\n  PID " +
+                       std::to_string(gpu1_client.pid()) + " ("),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("holds " + dev.dev("dri/renderD130")), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("PID " + std::to_string(igpu_client.pid())), std::string::npos) << r.err;
+  EXPECT_EQ(smi.args(), "");  // a dry run runs nothing
+  EXPECT_TRUE(is_alive(gpu1_client.pid()));
+  EXPECT_TRUE(is_alive(igpu_client.pid()));
+}
+
+// A render node keeps none of the contexts NVML lists: those live on /dev/nvidia<N>. A gone
+// trainer that opened only GPU 0's render node, its worker still holding it: the worker is no
+// keeper of the trainer's listed memory, so `kill --ghosts` plans nothing, but it uses the GPU
+// and blocks the reset.
+TEST(ResetGuard, AWorkerHoldingOnlyTheRenderNodeKeepsNoGhostButBlocksTheReset) {
+  REQUIRE_DOUBLE();
+  FakeDevRoot dev;
+  DrmSys sys(dev);
+  sys.nvidia_gpu("0000:17:00.0", 1, 128);
+  auto job = gone_trainer(dev, "dri/renderD128");
+  // Listed whatever holds what: the context NVML lists is not on the render node.
+  FakeNvml nvml(
+      one_gpu(json::array({{{"pid", job->trainer}, {"used_bytes", 4 * GiB}, {"leaked", true}}})));
+  FakeNvidiaSmi smi;
+  auto env = nvml.env();
+  env.push_back(smi.path_env());
+  // Whatever its exit status, the plan says what it chose.
+  auto plan = parse_output(run_gpureap({"kill", "--ghosts", "--json", "--dry-run", "--dev-root",
+                                        dev.path(), "--sys-root", sys.path()},
+                                       env));
+  EXPECT_EQ(planned_pids(plan), std::vector<pid_t>{}) << plan.dump(2);
+  ASSERT_EQ(plan["plan"]["gone"].size(), 1u) << plan.dump(2);
+  EXPECT_EQ(plan["plan"]["gone"][0]["pid"], job->trainer);
+  EXPECT_EQ(plan["plan"]["gone"][0]["keepers"], json::array());
+  auto r = run_gpureap(
+      {"reset", "--gpu", "0", "--yes", "--dev-root", dev.path(), "--sys-root", sys.path()}, env);
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.err.find("  PID " + std::to_string(job->worker) + " (loader-worker): holds " +
+                       dev.dev("dri/renderD128")),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(smi.args(), "");  // never ran
+  EXPECT_TRUE(is_alive(job->worker));
 }
 
 }  // namespace reset_guard
