@@ -1,37 +1,29 @@
 #pragma once
 // The daemon's holder tracker: the kernel's events (track::FanotifyWatch on every GPU device
 // file, track::ProcEvents for forks and exits) say which processes' open GPU files changed, and
-// the engine scans those at once (engine::ScanHints) instead of waiting for a scan interval. A
-// final close of an open file is the moment its driver frees what it held: it is recorded with
-// the process that held it last. A holder's child whose parent then exits was reparented: the
-// join's evidence that it is an orphan, which /proc does not keep. The connector reports each
-// thread's exit, so an exit is recorded only once /proc (the daemon's proc root) shows the
-// thread group gone (daemon/process_exit). Lost events (a queue overflow) ask for a full scan;
-// every full scan counts what events missed (drift). When events are read and the engine woken
-// is daemon::WakePacer's: news (a new holder, a fork, an exit) at once, a storm's events about
+// the engine scans those at once (engine::ScanHints) instead of waiting for a scan interval.
+// The tracker owns the sources, the thread that reads them and the lock; what the events mean
+// (holders, their forks and ends, final closes, what to scan) is daemon::HolderBook's, which it
+// hands each batch under that lock. When events are read and the engine woken is
+// daemon::WakePacer's: news (a new holder, a fork, an exit) at once, a storm's events about
 // once a second; the events between two wake-ups are taken by one collection. The history keeps
 // one point per interval whatever the rate (history::History). Without the kernel's events (not
 // root, a container without the capability, an old kernel) it is not started and the daemon
 // scans as before.
 #include <sys/types.h>
 
-#include <array>
-#include <atomic>
 #include <chrono>
-#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
-#include <set>
 #include <string>
 #include <thread>
-#include <unordered_map>
 #include <vector>
 
 #include "core/result.h"
-#include "daemon/unconfirmed_ends.h"
+#include "daemon/holder_book.h"
 #include "daemon/wake_pacer.h"
 #include "engine/scan_hints.h"
 #include "procfs/proc_fs.h"
@@ -39,22 +31,6 @@
 #include "track/proc_events.h"
 
 namespace gpureap::daemon {
-
-// A final close of a GPU file: the open file description is released, its driver frees what
-// it held.
-struct Release {
-  std::string path;
-  pid_t pid = 0;  // the process that held it last
-  std::chrono::system_clock::time_point at;
-};
-
-struct TrackerCounters {
-  uint64_t opens = 0;
-  uint64_t closes = 0;     // final closes
-  uint64_t forks = 0;      // forks of holders followed
-  uint64_t overflows = 0;  // times events were lost (each asked for a full scan)
-  uint64_t drift = 0;      // holders a full scan found that events had missed, or the reverse
-};
 
 class HolderTracker final : public engine::ScanHints {
  public:
@@ -73,11 +49,7 @@ class HolderTracker final : public engine::ScanHints {
   engine::ScanRequest take() override;
   void scanned(const core::ProcView& view, bool full) override;
   std::map<pid_t, pid_t> exited_parents() const override;
-  // The ends of holders whose start time was known, confirmed by /proc: at most kKeptEnds
-  // numbers (the oldest forgotten first), the latest kEndsPerPid of each.
-  std::map<pid_t, std::vector<core::ProcessEnd>> ends() const override;
-  static constexpr size_t kKeptEnds = 4096;
-  static constexpr size_t kEndsPerPid = 4;
+  std::map<pid_t, std::vector<core::ProcessEnd>> ends() const override;  // HolderBook::ends()
 
   // Forks are followed through the proc connector; without it (no CAP_NET_ADMIN) a holder's
   // new children are found by the holder scans, and this says why.
@@ -89,88 +61,21 @@ class HolderTracker final : public engine::ScanHints {
   track::FanotifyWatch::Source event_source() const { return files_.source(); }
   const std::string& event_source_fallback() const { return files_.fallback_reason(); }
 
+  // HolderBook's, read under the lock.
   TrackerCounters counters() const;
-  // The latest final closes, oldest first (at most kKeptReleases).
   std::vector<Release> releases() const;
-  // When `pid` last finally closed a GPU file (held one last), if that is still kept.
   std::optional<std::chrono::system_clock::time_point> released_by(pid_t pid) const;
-  static constexpr size_t kKeptReleases = 256;
-  // When `pid` began holding GPU files as the events saw it: its first open, or the fork that
-  // gave it a holder's files. Forgotten when it exits; at most kKeptBeginnings, newest kept.
   std::optional<std::chrono::system_clock::time_point> began_holding(pid_t pid) const;
-  static constexpr size_t kKeptBeginnings = 4096;
-  // Forks are read at once, file events later (up to WakePacer::kFileReadGap under a storm,
-  // longer under its bounded batches): a process that opens a GPU file and forks at once is no
-  // holder yet when its fork is read. Forks by processes not known to hold are kept this long (at
-  // most kKeptRecentForks, newest kept), so the open read after them still names the children. A
-  // fork storm elsewhere (a PID-cycling job) can push a record out inside its window: its parent is
-  // then remembered, and when that parent turns out to hold, a full scan finds the children the
-  // record would have named.
-  static constexpr std::chrono::milliseconds kRecentForkWindow{2000};
-  static constexpr size_t kKeptRecentForks = 4096;
-  // The kernel reports an open before it puts the new fd in the opener's table, and the
-  // woken tracker can preempt the opener right there: a scan answering the event at once may
-  // find no GPU file yet. An open no scan has confirmed keeps its process a holder (its forks
-  // followed) and read again at each collection until a scan sees it holding, the file's
-  // final close by it is read, it ends, or kOpenConfirmWindow passes (it then passed the file
-  // on and closed its own fd). At most kKeptRecentForks such processes, the newer kept.
-  static constexpr std::chrono::milliseconds kOpenConfirmWindow{2000};
 
  private:
   HolderTracker(track::FanotifyWatch files, core::Result<track::ProcEvents> procs,
                 procfs::ProcFs proc, std::function<void()> wake);
   void run();
-  // Records what the events say; the pacer decides when the engine hears of it.
-  void on_files(track::FanotifyWatch::Batch batch);
-  bool on_procs(track::ProcEvents::Batch batch);
-  void count_drift(const core::ProcView& view);
-  // Under mutex_: the kernel reported the exit of `pid`'s leader, or of a thread of a process
-  // whose leader's exit was not its end, with that thread's wait status. True: a collection
-  // should follow.
-  bool on_exit(pid_t pid, std::optional<int> wait_status);
-  // The unconfirmed ends whose check is due by `now`, checked again: whether a collection
-  // should follow, and when the next check is due.
-  struct Rechecked {
-    bool changed = false;
-    std::optional<std::chrono::steady_clock::time_point> next;
-  };
-  Rechecked recheck_unconfirmed(std::chrono::steady_clock::time_point now);
-  bool exited(pid_t pid);  // Under mutex_: `pid`, a holder or a holder's parent, ended now.
-  // `wait_status`: empty where the exit that ended it was lost; `start`: its known_start().
-  void note_end(pid_t pid, bool holder, std::optional<int> wait_status,
-                std::optional<uint64_t> start);
-  // true: it was the recorded parent of a live child
-  // Under mutex_: `pid`'s start time, where a scan, a fork or an unconfirmed end kept it.
-  std::optional<uint64_t> known_start(pid_t pid) const;
-  // Under mutex_: `child`, forked by a holder, holds what its parent held at the fork.
-  void add_forked_holder(pid_t child, pid_t parent, std::chrono::system_clock::time_point at);
-  // Under mutex_: after an open, the recent forks whose parent is now a holder (and theirs):
-  // the children may hold what it opened, and are read again.
-  void claim_recent_forks();
-  // Under mutex_: `pid` is a new holder; when a fork record of it was pushed out, asks for a
-  // full scan (lost_).
-  void check_dropped_forks(pid_t pid);
-  // Under mutex_: a fork by a process not known to hold, kept for claim_recent_forks().
-  void remember_fork(pid_t child, pid_t parent);
-  // Under mutex_: the exit of a process not known to hold, kept (as forks are) for an open of
-  // it read later: a process that opens a GPU file, forks and exits at once may be gone before
-  // its open is read, and its exit, read first, recorded nothing.
-  void remember_exit(pid_t pid);
-  // Under mutex_: `pid`, whose open was just read, had exited before (and /proc shows it gone).
-  bool ended_before_read(pid_t pid);
-  // Under mutex_: what its exit would have recorded had it been read after the open: no
-  // holder kept for it, and the children the open made holders reparented (orphans).
-  void exited_unseen(pid_t pid);
-  // Under mutex_: `pid` began holding at `at`, unless an earlier beginning is kept.
-  void note_beginning(pid_t pid, std::chrono::system_clock::time_point at);
-  // Under mutex_: `pid` opened `path`, which no scan has shown yet (kOpenConfirmWindow).
-  void note_open(pid_t pid, const std::string& path);
-  // Under mutex_, from scanned(): the opens `view` does not confirm yet, to read again.
-  std::vector<pid_t> opens_to_confirm(const core::ProcView& view);
+  // The book's unconfirmed ends due by `now`, checked again (takes mutex_).
+  HolderBook::Rechecked recheck_unconfirmed(std::chrono::steady_clock::time_point now);
 
   track::FanotifyWatch files_;
   std::optional<track::ProcEvents> procs_;
-  const procfs::ProcFs proc_;
   std::optional<std::string> forks_unavailable_;
   std::function<void()> wake_;
   int stop_fd_ = -1;  // an eventfd: the destructor ends run()'s poll
@@ -178,39 +83,7 @@ class HolderTracker final : public engine::ScanHints {
   std::thread thread_;
 
   mutable std::mutex mutex_;
-  std::set<pid_t> changed_;                   // since the last take()
-  bool lost_ = false;                         // events were lost since the last take()
-  std::set<pid_t> holders_;                   // as of the latest scan, with events applied since
-  std::set<pid_t> scanned_holders_;           // as of the latest scan alone
-  std::map<pid_t, uint64_t> scanned_starts_;  // every process of the latest scan
-  std::set<pid_t> touched_;                   // processes events named since the latest scan
-  std::set<pid_t> exited_;                    // of the latest scan, seen ending: since take()
-  UnconfirmedEnds unconfirmed_;               // processes whose leader's exit was not their end
-  std::map<pid_t, uint64_t> parent_starts_;   // parents of forked_by_ the latest scan lacked
-  std::map<pid_t, pid_t> forked_by_;          // holders' live children, with their parent
-  std::map<pid_t, pid_t> exited_parents_;     // those whose parent exited since
-  std::map<pid_t, std::vector<core::ProcessEnd>> ends_;  // see ends()
-  std::deque<pid_t> end_order_;                          // ends_'s numbers, oldest first
-  struct RecentFork {
-    pid_t child = 0, parent = 0;
-    std::chrono::steady_clock::time_point at;
-  };
-  std::deque<RecentFork> recent_forks_;  // by processes not known to hold, oldest first
-  struct UnconfirmedOpen {
-    std::set<std::string> paths;  // opened, with no final close by it read since
-    std::chrono::steady_clock::time_point at;
-  };
-  std::unordered_map<pid_t, UnconfirmedOpen> unconfirmed_opens_;  // see kOpenConfirmWindow
-  // Exits of processes not known to hold, with when (at most kKeptRecentForks).
-  std::unordered_map<pid_t, std::chrono::steady_clock::time_point> recent_exits_;
-  // Parents of records pushed out of recent_forks_ inside their window, with when (at most
-  // kKeptRecentForks; past that, every new holder until dropped_all_until_ counts as one).
-  std::unordered_map<pid_t, std::chrono::steady_clock::time_point> dropped_fork_parents_;
-  std::chrono::steady_clock::time_point dropped_all_until_{};
-  bool scanned_once_ = false;
-  std::deque<Release> releases_;
-  std::map<pid_t, std::chrono::system_clock::time_point> began_;  // see began_holding()
-  TrackerCounters counters_;
+  HolderBook book_;  // under mutex_
 };
 
 }  // namespace gpureap::daemon

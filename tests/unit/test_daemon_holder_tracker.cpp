@@ -757,7 +757,7 @@ TEST_F(HolderTrackerForkTest, AForkRecordPushedOutByAStormStillLeadsToTheChild) 
             static_cast<ssize_t>(sizeof sc.worker));
   // More forks than the tracker keeps, inside its window (vfork: no copy to make).
   const auto storm = std::chrono::steady_clock::now();
-  for (size_t i = 0; i < HolderTracker::kKeptRecentForks + 256; ++i) {
+  for (size_t i = 0; i < HolderBook::kKeptRecentForks + 256; ++i) {
     pid_t p = ::vfork();
     if (p == 0) ::_exit(0);
     ::waitpid(p, nullptr, 0);
@@ -765,7 +765,7 @@ TEST_F(HolderTrackerForkTest, AForkRecordPushedOutByAStormStillLeadsToTheChild) 
   const auto took = std::chrono::steady_clock::now() - storm;
   // A record older than the window is let go by design; a machine this slow (a loaded
   // sanitizer build) cannot stage a storm inside it.
-  if (took > HolderTracker::kRecentForkWindow / 2)
+  if (took > HolderBook::kRecentForkWindow / 2)
     GTEST_SKIP() << "the storm took "
                  << std::chrono::duration_cast<std::chrono::milliseconds>(took).count()
                  << " ms, too close to the tracker's window";

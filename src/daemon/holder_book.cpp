@@ -1,0 +1,277 @@
+#include "daemon/holder_book.h"
+
+#include <algorithm>
+
+#include "daemon/process_exit.h"
+#include "engine/listed_since.h"
+
+namespace gpureap::daemon {
+namespace {
+
+// Bounds a map of processes under a storm of many: its older half (by `time_of` its value)
+// goes at once, so this costs a sort per half its size of new processes, not one per event.
+template <class Map, class TimeOf>
+void drop_older_half(Map& map, TimeOf time_of) {
+  std::vector<decltype(time_of(map.begin()->second))> times;
+  times.reserve(map.size());
+  for (const auto& kv : map) times.push_back(time_of(kv.second));
+  auto middle = times.begin() + static_cast<std::ptrdiff_t>(times.size() / 2);
+  std::nth_element(times.begin(), middle, times.end());
+  const auto cut = *middle;
+  std::erase_if(map, [&](const auto& kv) { return time_of(kv.second) < cut; });
+}
+
+}  // namespace
+
+HolderBook::Rechecked HolderBook::recheck_unconfirmed(std::chrono::steady_clock::time_point now) {
+  Rechecked out;
+  for (const auto& [pid, e] : unconfirmed_.due(now)) {
+    out.changed = on_exit(pid, e.wait_status) || out.changed;
+    // Still running (if still followed): the next check comes later, and none after the last
+    // delay until an event.
+    unconfirmed_.still_running(pid, e.checks, now);
+  }
+  out.next = unconfirmed_.next();
+  return out;
+}
+
+void HolderBook::on_files(track::FanotifyWatch::Batch batch) {
+  for (auto& e : batch.events) {
+    changed_.insert(e.pid);
+    touched_.insert(e.pid);
+    if (e.kind == track::FileEvent::Kind::Open) {
+      ++counters_.opens;
+      holders_.insert(e.pid);
+      note_open(e.pid, e.path);
+      note_beginning(e.pid, e.at);
+      check_dropped_forks(e.pid);
+      claim_recent_forks();
+      if (ended_before_read(e.pid)) exited_unseen(e.pid);
+      continue;
+    }
+    ++counters_.closes;
+    if (auto it = unconfirmed_opens_.find(e.pid); it != unconfirmed_opens_.end()) {
+      it->second.paths.erase(e.path);
+      if (it->second.paths.empty()) unconfirmed_opens_.erase(it);
+    }
+    releases_.push_back({std::move(e.path), e.pid, e.at});
+    if (releases_.size() > kKeptReleases) releases_.pop_front();
+  }
+  if (batch.overflow) {
+    ++counters_.overflows;
+    lost_ = true;
+  }
+}
+
+bool HolderBook::on_procs(const track::ProcEvents::Batch& batch) {
+  bool changed = false;
+  for (const auto& e : batch.events) {
+    switch (e.kind) {
+      case track::ProcEvent::Kind::Fork:
+        // The child inherits the holder's fds: no open event, so it must be scanned.
+        if (!holders_.count(e.parent)) {
+          remember_fork(e.pid, e.parent);
+          continue;
+        }
+        add_forked_holder(e.pid, e.parent, std::chrono::system_clock::now());
+        changed_.insert(e.pid);
+        touched_.insert(e.pid);
+        changed = true;
+        break;
+      case track::ProcEvent::Kind::Exit:
+        changed = on_exit(e.pid, e.wait_status) || changed;
+        break;
+      case track::ProcEvent::Kind::ThreadExit:
+        // Any thread's exit may be the end of a process whose leader ended before it.
+        if (unconfirmed_.contains(e.pid)) changed = on_exit(e.pid, e.wait_status) || changed;
+        break;
+    }
+  }
+  // Lost forks may be lost holders: only a full scan knows. A lost exit may leave a PID that
+  // is reused next among the records of parents: none is kept past a loss. An unconfirmed
+  // end is checked at once by its start time instead (daemon/unconfirmed_ends.h).
+  if (batch.overflow) {
+    ++counters_.overflows;
+    lost_ = changed = true;
+    forked_by_.clear();
+    exited_parents_.clear();
+    unconfirmed_.events_lost(std::chrono::steady_clock::now());
+    parent_starts_.clear();
+  }
+  return changed;
+}
+
+bool HolderBook::on_exit(pid_t pid, std::optional<int> wait_status) {
+  const bool holder = holders_.count(pid) > 0;
+  const bool parent = std::any_of(forked_by_.begin(), forked_by_.end(),
+                                  [&](const auto& kv) { return kv.second == pid; });
+  const bool in_view = scanned_starts_.count(pid) > 0;
+  // Whatever is known of it is kept until /proc confirms.
+  const auto start = known_start(pid);
+  if (holder || parent || in_view || unconfirmed_.contains(pid) || forked_by_.count(pid) ||
+      exited_parents_.count(pid)) {
+    // One thread's exit is no process's end (an exec from another thread, a leader's
+    // pthread_exit, a group exit whose other threads are still ending): nothing is recorded
+    // until /proc shows the thread group gone. A holder is read again all the same.
+    const ProcessExit seen = check_exit(proc_, pid, start);
+    if (seen != ProcessExit::Ended) {
+      if (seen == ProcessExit::ThreadsRun)
+        unconfirmed_.reported(pid, wait_status, start, std::chrono::steady_clock::now());
+      else
+        unconfirmed_.forget(pid);
+      if (!holder) return false;
+      changed_.insert(pid);
+      touched_.insert(pid);
+      return true;
+    }
+  }
+  unconfirmed_.forget(pid);
+  unconfirmed_opens_.erase(pid);
+  if (holder || parent) note_end(pid, holder, wait_status, start);
+  parent_starts_.erase(pid);
+  began_.erase(pid);  // the PID may be handed out again
+  // The engine reads it again until /proc shows it gone: it may be a zombie when read now.
+  if (in_view) exited_.insert(pid);
+  const bool reparented = exited(pid);
+  if (!holders_.erase(pid)) {
+    remember_exit(pid);
+    return reparented;  // its children are orphans: a sample says so
+  }
+  changed_.insert(pid);
+  touched_.insert(pid);
+  return true;
+}
+
+std::optional<uint64_t> HolderBook::known_start(pid_t pid) const {
+  if (auto it = parent_starts_.find(pid); it != parent_starts_.end()) return it->second;
+  if (auto it = scanned_starts_.find(pid); it != scanned_starts_.end()) return it->second;
+  if (const auto* end = unconfirmed_.find(pid)) return end->start_ticks;
+  return std::nullopt;
+}
+
+void HolderBook::add_forked_holder(pid_t child, pid_t parent,
+                                   std::chrono::system_clock::time_point at) {
+  ++counters_.forks;
+  holders_.insert(child);
+  forked_by_[child] = parent;
+  note_beginning(child, at);
+  // Its exit is checked against /proc by its start time, which is read now (it has just forked,
+  // so it is there) when no scan gave it.
+  if (!scanned_starts_.count(parent) && !parent_starts_.count(parent))
+    if (auto st = proc_.read_stat(parent); st && *st) parent_starts_[parent] = (*st)->start_ticks;
+}
+
+void HolderBook::remember_fork(pid_t child, pid_t parent) {
+  const auto now = std::chrono::steady_clock::now();
+  recent_forks_.push_back({child, parent, now});
+  if (recent_forks_.size() <= kKeptRecentForks) return;
+  const RecentFork oldest = recent_forks_.front();
+  recent_forks_.pop_front();
+  if (now - oldest.at > kRecentForkWindow) return;
+  if (dropped_fork_parents_.size() >= kKeptRecentForks)
+    std::erase_if(dropped_fork_parents_,
+                  [&](const auto& kv) { return now - kv.second > kRecentForkWindow; });
+  if (dropped_fork_parents_.size() >= kKeptRecentForks)
+    dropped_all_until_ = now + kRecentForkWindow;
+  else
+    dropped_fork_parents_[oldest.parent] = oldest.at;
+}
+
+void HolderBook::remember_exit(pid_t pid) {
+  const auto now = std::chrono::steady_clock::now();
+  if (recent_exits_.size() >= kKeptRecentForks)
+    std::erase_if(recent_exits_,
+                  [&](const auto& kv) { return now - kv.second > kRecentForkWindow; });
+  if (recent_exits_.size() >= kKeptRecentForks) recent_exits_.clear();  // a storm of exits
+  recent_exits_[pid] = now;
+}
+
+bool HolderBook::ended_before_read(pid_t pid) {
+  auto it = recent_exits_.find(pid);
+  if (it == recent_exits_.end()) return false;
+  const bool recent = std::chrono::steady_clock::now() - it->second <= kRecentForkWindow;
+  recent_exits_.erase(it);
+  // The PID may name a new process by now: only /proc tells.
+  return recent && check_exit(proc_, pid, std::nullopt) == ProcessExit::Ended;
+}
+
+void HolderBook::exited_unseen(pid_t pid) {
+  holders_.erase(pid);
+  unconfirmed_opens_.erase(pid);
+  began_.erase(pid);
+  exited(pid);  // the children its open made holders were reparented
+}
+
+void HolderBook::check_dropped_forks(pid_t pid) {
+  const auto now = std::chrono::steady_clock::now();
+  auto it = dropped_fork_parents_.find(pid);
+  const bool dropped = it != dropped_fork_parents_.end() && now - it->second <= kRecentForkWindow;
+  if (dropped || now < dropped_all_until_) {
+    ++counters_.overflows;
+    lost_ = true;
+  }
+  if (it != dropped_fork_parents_.end()) dropped_fork_parents_.erase(it);
+}
+
+void HolderBook::claim_recent_forks() {
+  const auto now = std::chrono::steady_clock::now();
+  while (!recent_forks_.empty() && now - recent_forks_.front().at > kRecentForkWindow)
+    recent_forks_.pop_front();
+  // Parents come before their children in the queue, so one pass finds grandchildren too.
+  for (auto it = recent_forks_.begin(); it != recent_forks_.end();) {
+    if (!holders_.count(it->parent)) {
+      ++it;
+      continue;
+    }
+    add_forked_holder(it->child, it->parent, std::chrono::system_clock::now());
+    check_dropped_forks(it->child);
+    changed_.insert(it->child);
+    touched_.insert(it->child);
+    it = recent_forks_.erase(it);
+  }
+}
+
+// The process ended: it is no one's child any more, and the children it forked were reparented.
+bool HolderBook::exited(pid_t pid) {
+  forked_by_.erase(pid);
+  exited_parents_.erase(pid);
+  bool reparented = false;
+  for (auto it = forked_by_.begin(); it != forked_by_.end();) {
+    if (it->second != pid) {
+      ++it;
+      continue;
+    }
+    exited_parents_[it->first] = pid;
+    it = forked_by_.erase(it);
+    reparented = true;
+  }
+  return reparented;
+}
+
+void HolderBook::note_end(pid_t pid, bool holder, std::optional<int> wait_status,
+                          std::optional<uint64_t> start) {
+  if (!start) return;
+  auto& lives = ends_[pid];
+  if (lives.empty()) end_order_.push_back(pid);
+  lives.push_back({*start, engine::boot_ticks_now(), holder, wait_status});
+  if (lives.size() > kEndsPerPid) lives.erase(lives.begin());
+  while (end_order_.size() > kKeptEnds) {
+    ends_.erase(end_order_.front());
+    end_order_.pop_front();
+  }
+}
+
+void HolderBook::note_open(pid_t pid, const std::string& path) {
+  auto& open = unconfirmed_opens_[pid];
+  open.paths.insert(path);
+  open.at = std::chrono::steady_clock::now();
+  if (unconfirmed_opens_.size() > kKeptRecentForks)
+    drop_older_half(unconfirmed_opens_, [](const UnconfirmedOpen& o) { return o.at; });
+}
+
+void HolderBook::note_beginning(pid_t pid, std::chrono::system_clock::time_point at) {
+  began_.try_emplace(pid, at);
+  if (began_.size() > kKeptBeginnings) drop_older_half(began_, [](const auto& t) { return t; });
+}
+
+}  // namespace gpureap::daemon
