@@ -41,6 +41,7 @@ void HolderBook::on_files(track::FanotifyWatch::Batch batch) {
     touched_.insert(e.pid);
     if (e.kind == track::FileEvent::Kind::Open) {
       ++counters_.opens;
+      revouch(e.pid);  // its beginning is not an ended process's
       holders_.insert(e.pid);
       note_open(e.pid, e.path);
       note_beginning(e.pid, e.at);
@@ -57,6 +58,7 @@ void HolderBook::on_files(track::FanotifyWatch::Batch batch) {
     releases_.push_back({std::move(e.path), e.pid, e.at});
     if (releases_.size() > kKeptReleases) releases_.pop_front();
   }
+  // Opens and closes lost lose no exit: the numbers recorded are still vouched for.
   if (batch.overflow) {
     ++counters_.overflows;
     lost_ = true;
@@ -64,10 +66,17 @@ void HolderBook::on_files(track::FanotifyWatch::Batch batch) {
 }
 
 bool HolderBook::on_procs(const track::ProcEvents::Batch& batch) {
+  // Lost forks may be lost holders: only a full scan knows. The batch's events may come from
+  // before the loss or after it, in an order it does not keep: each is taken as one after it
+  // (the numbers recorded before are unvouched first), and what they record as one before it
+  // (unvouched again after them).
+  if (batch.overflow) exits_lost();
   bool changed = false;
   for (const auto& e : batch.events) {
     switch (e.kind) {
       case track::ProcEvent::Kind::Fork:
+        changed = number_reused(e.pid) || changed;
+        changed = revouch(e.parent) || changed;
         // The child inherits the holder's fds: no open event, so it must be scanned.
         if (!holders_.count(e.parent)) {
           remember_fork(e.pid, e.parent);
@@ -87,21 +96,95 @@ bool HolderBook::on_procs(const track::ProcEvents::Batch& batch) {
         break;
     }
   }
-  // Lost forks may be lost holders: only a full scan knows. A lost exit may leave a PID that
-  // is reused next among the records of parents: none is kept past a loss. An unconfirmed
-  // end is checked at once by its start time instead (daemon/unconfirmed_ends.h).
   if (batch.overflow) {
     ++counters_.overflows;
+    ++exit_losses_;
     lost_ = changed = true;
-    forked_by_.clear();
-    exited_parents_.clear();
-    unconfirmed_.events_lost(std::chrono::steady_clock::now());
-    parent_starts_.clear();
+    exits_lost();
   }
   return changed;
 }
 
+// A lost exit may leave a number that is handed out next among the records: of parents (and
+// of recent forks, whose parents' opens claim their children) none is kept past a loss; every
+// other number is unvouched. An unconfirmed end is checked at once by its start time
+// (daemon/unconfirmed_ends.h).
+void HolderBook::exits_lost() {
+  auto unvouch = [&](pid_t pid) { unvouched_.try_emplace(pid, known_start(pid)); };
+  for (pid_t pid : holders_) unvouch(pid);
+  for (const auto& kv : scanned_starts_) unvouch(kv.first);
+  for (const auto& kv : began_) unvouch(kv.first);
+  for (const auto& kv : unconfirmed_opens_) unvouch(kv.first);
+  for (pid_t pid : unconfirmed_.pids()) unvouch(pid);
+  for (const auto& [child, parent] : forked_by_) {
+    unvouch(child);
+    unvouch(parent);
+  }
+  forked_by_.clear();
+  exited_parents_.clear();
+  parent_starts_.clear();
+  recent_forks_.clear();
+  unconfirmed_.events_lost(std::chrono::steady_clock::now());
+}
+
+bool HolderBook::revouch(pid_t pid) {
+  auto it = unvouched_.find(pid);
+  if (it == unvouched_.end()) return false;
+  const std::optional<uint64_t> start = it->second;
+  auto now = proc_.read_stat(pid);
+  if (!now) return false;  // unreadable: cannot tell
+  if (*now && start && (*now)->start_ticks == *start) {
+    unvouched_.erase(it);  // the same process: events name it again
+    return false;
+  }
+  if (*now && !start) return false;  // a process, the recorded one or not: cannot tell
+  forget_process(pid, start);
+  return true;
+}
+
+bool HolderBook::number_reused(pid_t child) {
+  if (!unvouched_.count(child)) {
+    // Without a loss the exit of what had the number came first (and forgot it): a record
+    // left with a start time is one the kernel's order of events does not explain, or the
+    // child's own (a scan read it before its fork was read), which /proc tells apart.
+    const std::optional<uint64_t> start = known_start(child);
+    if (!start) return false;
+    unvouched_.emplace(child, start);
+  }
+  if (!revouch(child)) return false;
+  exited(child);  // its children, if it had any followed, were reparented
+  recent_exits_.erase(child);
+  return true;
+}
+
+bool HolderBook::forget_process(pid_t pid, std::optional<uint64_t> start) {
+  unvouched_.erase(pid);
+  const bool holder = holders_.erase(pid) > 0;
+  began_.erase(pid);
+  unconfirmed_.forget(pid);
+  unconfirmed_opens_.erase(pid);
+  // Its start time is nobody's now; one read since the loss (a parent's at its fork, a scan's
+  // re-read) is the number's new process's, and stays.
+  const bool in_view = scanned_starts_.count(pid) > 0;
+  if (start) {
+    if (auto it = scanned_starts_.find(pid); it != scanned_starts_.end() && it->second == *start)
+      scanned_starts_.erase(it);
+    if (auto it = parent_starts_.find(pid); it != parent_starts_.end() && it->second == *start)
+      parent_starts_.erase(it);
+  }
+  // The view may still have it: the engine reads the number again.
+  if (in_view) exited_.insert(pid);
+  if (holder) {
+    changed_.insert(pid);
+    touched_.insert(pid);
+  }
+  return holder || in_view;
+}
+
 bool HolderBook::on_exit(pid_t pid, std::optional<int> wait_status) {
+  // After a loss the number may be another process's than the one recorded: /proc tells, or
+  // nothing is recorded of it (below).
+  const bool forgot = revouch(pid);
   const bool holder = holders_.count(pid) > 0;
   const bool parent = std::any_of(forked_by_.begin(), forked_by_.end(),
                                   [&](const auto& kv) { return kv.second == pid; });
@@ -119,7 +202,7 @@ bool HolderBook::on_exit(pid_t pid, std::optional<int> wait_status) {
         unconfirmed_.reported(pid, wait_status, start, std::chrono::steady_clock::now());
       else
         unconfirmed_.forget(pid);
-      if (!holder) return false;
+      if (!holder) return forgot;
       changed_.insert(pid);
       touched_.insert(pid);
       return true;
@@ -127,15 +210,22 @@ bool HolderBook::on_exit(pid_t pid, std::optional<int> wait_status) {
   }
   unconfirmed_.forget(pid);
   unconfirmed_opens_.erase(pid);
-  if (holder || parent) note_end(pid, holder, wait_status, start);
+  // Unvouched still (/proc could not say whose the number is): the exit may be another
+  // process's, its status and time not the recorded one's end.
+  const bool vouched = unvouched_.erase(pid) == 0;
+  if ((holder || parent) && vouched) note_end(pid, holder, wait_status, start);
   parent_starts_.erase(pid);
   began_.erase(pid);  // the PID may be handed out again
+  // Its start time is nobody's now: another process under the number is not this one.
+  if (auto it = scanned_starts_.find(pid);
+      it != scanned_starts_.end() && start && it->second == *start)
+    scanned_starts_.erase(it);
   // The engine reads it again until /proc shows it gone: it may be a zombie when read now.
   if (in_view) exited_.insert(pid);
   const bool reparented = exited(pid);
   if (!holders_.erase(pid)) {
     remember_exit(pid);
-    return reparented;  // its children are orphans: a sample says so
+    return reparented || forgot;  // its children are orphans: a sample says so
   }
   changed_.insert(pid);
   touched_.insert(pid);

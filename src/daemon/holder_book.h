@@ -13,6 +13,19 @@
 // thread's exit, so an exit is recorded only once /proc shows the thread group gone
 // (daemon/process_exit). Lost events (a queue overflow) ask for a full scan; every full scan
 // counts what events missed (drift).
+//
+// A PID is no identity: the kernel hands a number out again once its process has ended, and
+// says so by that process's exit event. Lost exits (the connector's queue overran) leave every
+// number recorded before them unvouched: the process recorded under it may have ended unseen
+// and another have its number now, whose exit, fork or open would then be taken for the
+// recorded one's (its end recorded with that one's start time, held, and another's wait status
+// and time). Until /proc shows the recorded start time under the number again (read at the
+// number's next event, or by a full scan taken after the loss), no end is recorded for it; one
+// /proc shows gone or another's is forgotten, with no end recorded either: when it ended is not
+// known, and the engine's ScanLineage records its end, bounded by the scan that sees it gone.
+// A fork that hands out a number recorded with a start time other than the one /proc now shows
+// proves the same. Lost file events (fanotify's overflow) lose no exit: every number stays
+// vouched for.
 #include <sys/types.h>
 
 #include <chrono>
@@ -138,6 +151,20 @@ class HolderBook {
   void note_open(pid_t pid, const std::string& path);
   // From scanned(): the opens `view` does not confirm yet, to read again.
   std::vector<pid_t> opens_to_confirm(const core::ProcView& view);
+  // Exits were lost: every number recorded is unvouched, and the records of parents go.
+  void exits_lost();
+  // An event names `pid`; if it is unvouched, /proc says whether the process recorded under it
+  // is still there (vouched again) or ended (forgotten). True: it ended, and was forgotten.
+  bool revouch(pid_t pid);
+  // A fork gave `child` its number: what was recorded under it with another start time than the
+  // one /proc shows ended. True: a collection should follow.
+  bool number_reused(pid_t child);
+  // The process recorded under `pid` (with `start`, where known) ended unseen: what is kept of
+  // it goes, and no end is recorded. True: the engine should read the number again.
+  bool forget_process(pid_t pid, std::optional<uint64_t> start);
+  // From scanned(), for a full scan taken after the latest loss: each unvouched number that
+  // `view` shows with its recorded start is vouched again, the others are forgotten.
+  void vouch_by_scan(const core::ProcView& view);
 
   const procfs::ProcFs proc_;
   std::set<pid_t> changed_;                   // since the last take()
@@ -170,6 +197,11 @@ class HolderBook {
   std::unordered_map<pid_t, std::chrono::steady_clock::time_point> dropped_fork_parents_;
   std::chrono::steady_clock::time_point dropped_all_until_{};
   bool scanned_once_ = false;
+  // Numbers recorded before exits were lost, with the start time known then of the process
+  // recorded under each (empty: none known). See above.
+  std::map<pid_t, std::optional<uint64_t>> unvouched_;
+  uint64_t exit_losses_ = 0;     // times exits were lost
+  uint64_t losses_at_take_ = 0;  // exit_losses_ at the latest take()
   std::deque<Release> releases_;
   std::map<pid_t, std::chrono::system_clock::time_point> began_;  // see began_holding()
   TrackerCounters counters_;

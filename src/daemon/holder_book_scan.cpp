@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <utility>
 
 #include "daemon/holder_book.h"
 
@@ -12,6 +13,7 @@ engine::ScanRequest HolderBook::take() {
   changed_.clear();
   exited_.clear();
   lost_ = false;
+  losses_at_take_ = exit_losses_;  // what this collection reads of /proc is read after those
   return r;
 }
 
@@ -30,6 +32,8 @@ void HolderBook::count_drift(const core::ProcView& view) {
 
 void HolderBook::scanned(const core::ProcView& view, bool full) {
   if (full && scanned_once_) count_drift(view);
+  // Read after every loss so far: it says whose each unvouched number is.
+  if (full && losses_at_take_ == exit_losses_ && !unvouched_.empty()) vouch_by_scan(view);
   scanned_holders_.clear();
   scanned_starts_.clear();
   for (const auto& p : view.processes) {
@@ -42,6 +46,10 @@ void HolderBook::scanned(const core::ProcView& view, bool full) {
     // kept a holder's forever.
     if (p.stat.leader_exited) unconfirmed_.watch(p.stat.pid, p.stat.start_ticks);
   }
+  // Taken before the latest loss, this collection may have read /proc before it too: what it
+  // read is vouched for no more than what was recorded then.
+  if (losses_at_take_ != exit_losses_)
+    for (const auto& [pid, start] : scanned_starts_) unvouched_.try_emplace(pid, start);
   // Holders the scan could not see holding stay holders until their exit is read: one that
   // events named after this collection took its request (changed_ since take()) opened after
   // the scan read it, and one that had ended or was ending by then (gone, a zombie, or in
@@ -64,6 +72,17 @@ void HolderBook::scanned(const core::ProcView& view, bool full) {
     return std::none_of(forked_by_.begin(), forked_by_.end(),
                         [&](const auto& f) { return f.second == kv.first; });
   });
+}
+
+void HolderBook::vouch_by_scan(const core::ProcView& view) {
+  const auto numbers = std::exchange(unvouched_, {});
+  for (const auto& [pid, start] : numbers) {
+    const core::HostProcess* p = view.find(pid);
+    // A zombie has ended, its exit lost or yet to be read: kept, its number would stay a
+    // holder's past its end.
+    if (p && start && p->stat.start_ticks == *start && !p->stat.is_zombie()) continue;
+    forget_process(pid, start);
+  }
 }
 
 std::vector<pid_t> HolderBook::opens_to_confirm(const core::ProcView& view) {

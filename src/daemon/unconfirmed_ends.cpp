@@ -20,6 +20,13 @@ const UnconfirmedEnds::End* UnconfirmedEnds::find(pid_t pid) const {
   return it == ends_.end() ? nullptr : &it->second;
 }
 
+std::vector<pid_t> UnconfirmedEnds::pids() const {
+  std::vector<pid_t> out;
+  out.reserve(ends_.size());
+  for (const auto& kv : ends_) out.push_back(kv.first);
+  return out;
+}
+
 void UnconfirmedEnds::events_lost(Clock::time_point now) {
   for (auto it = ends_.begin(); it != ends_.end();) {
     if (!it->second.start_ticks) {

@@ -10,7 +10,8 @@
 // kept, not dropped, so the end is still seen without waiting for the next full scan: each is
 // checked at once, and an end then found carries no wait status, since the exit that gave it was
 // lost. A process whose start time is not known is dropped instead: its PID may already be
-// another process's, which /proc could not tell apart.
+// another process's, which /proc could not tell apart. (Whether such an end is recorded is the
+// holder book's: only where /proc still shows that start under the PID, daemon/holder_book.h.)
 #include <sys/types.h>
 
 #include <array>
@@ -50,6 +51,7 @@ class UnconfirmedEnds {
   void forget(pid_t pid) { ends_.erase(pid); }
   bool contains(pid_t pid) const { return ends_.count(pid) > 0; }
   const End* find(pid_t pid) const;
+  std::vector<pid_t> pids() const;  // every process followed
 
   // Events were lost: see above.
   void events_lost(Clock::time_point now);

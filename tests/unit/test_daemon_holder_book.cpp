@@ -1,0 +1,336 @@
+// The holder book's rules, played with the batches the kernel's sources hand it (an overflow of
+// the proc connector's queue included, which a test cannot cause) against a /proc tree laid out
+// as the kernel lays it out. A PID is no identity: after exits were lost, an event under a number
+// is the recorded process's only where /proc (or a full scan read after the loss) still shows its
+// start time under it; otherwise no end is recorded for it, and the scans' lineage records one.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <stdlib.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "daemon/holder_book.h"
+#include "engine/known_ends.h"
+#include "engine/listed_since.h"
+#include "engine/scan_lineage.h"
+
+namespace gpureap::daemon {
+namespace {
+namespace holder_book_test {
+
+using engine::Ends;
+
+constexpr pid_t kNumber = 4200001;  // the holder's number, handed out again after its end
+constexpr pid_t kLauncher = 4200100;
+constexpr uint64_t kStart = 5000;  // the holder's start time (ticks since boot)
+constexpr uint64_t kLater = 9000;  // the start time of the next process under its number
+constexpr uint64_t kLauncherStart = 1000;
+constexpr int kStatus = 3 << 8;     // exit(3), as waitpid(2) reports it
+constexpr unsigned kExiting = 0x4;  // PF_EXITING
+// The scans' times, as ScanLineage is given them.
+constexpr uint64_t kFirstScan = 100000;
+constexpr uint64_t kNextScan = 200000;
+
+class HolderBookTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/gpureap-holder-book-XXXXXX";
+    ASSERT_NE(::mkdtemp(tmpl), nullptr);
+    root_ = tmpl;
+    auto proc = procfs::ProcFs::open(root_);
+    ASSERT_TRUE(proc) << proc.error().text();
+    book_.emplace(*proc);
+    from_ = engine::boot_ticks_now();
+  }
+  void TearDown() override { std::filesystem::remove_all(root_); }
+
+  // /proc/PID of a process of one thread, as the kernel shows it: its stat (the leader's) and
+  // its thread's under task/. A zombie has ended, and counts itself alone.
+  void in_proc(pid_t pid, uint64_t start, char state = 'S') {
+    const unsigned flags = state == 'Z' ? kExiting : 0;
+    const std::string dir = root_ + "/" + std::to_string(pid);
+    for (const std::string& at : {dir, dir + "/task/" + std::to_string(pid)}) {
+      std::filesystem::create_directories(at);
+      std::ofstream(at + "/stat") << pid << " (worker) " << state << " 1 " << pid << " " << pid
+                                  << " 0 -1 " << flags << " 0 0 0 0 0 0 0 0 20 0 1 0 " << start
+                                  << " 0 0\n";
+    }
+  }
+  void reaped(pid_t pid) { std::filesystem::remove_all(root_ + "/" + std::to_string(pid)); }
+
+  static core::HostProcess process(pid_t pid, uint64_t start, bool holder) {
+    core::HostProcess p;
+    p.stat.pid = pid;
+    p.stat.ppid = 1;
+    p.stat.state = 'S';
+    p.stat.start_ticks = start;
+    if (holder) p.devices.push_back({"/dev/nvidia0", "nvidia", {}, true, {3}, {}});
+    return p;
+  }
+  static core::ProcView view(std::vector<core::HostProcess> processes) {
+    core::ProcView v;
+    v.processes = std::move(processes);
+    return v;
+  }
+
+  // A collection with a full scan, as the engine makes it: the request taken, then /proc read
+  // (`v`), which the book and the scans' lineage are both given.
+  engine::ScanRequest full_scan(const core::ProcView& v, uint64_t at_ticks) {
+    engine::ScanRequest asked = book_->take();
+    book_->scanned(v, true);
+    lineage_.observe(v, at_ticks);
+    return asked;
+  }
+
+  static track::ProcEvents::Batch lost() {
+    track::ProcEvents::Batch b;
+    b.overflow = true;
+    return b;
+  }
+  static track::ProcEvent exit_of(pid_t pid, int status) {
+    return {track::ProcEvent::Kind::Exit, pid, 0, pid, status};
+  }
+  static track::ProcEvent fork_of(pid_t child, pid_t parent) {
+    return {track::ProcEvent::Kind::Fork, child, parent, child, 0};
+  }
+  static track::ProcEvents::Batch batch(std::vector<track::ProcEvent> events) {
+    track::ProcEvents::Batch b;
+    b.events = std::move(events);
+    return b;
+  }
+  static track::FanotifyWatch::Batch open_by(pid_t pid, std::chrono::system_clock::time_point at) {
+    track::FanotifyWatch::Batch b;
+    b.events.push_back({track::FileEvent::Kind::Open, pid, "/dev/nvidia0", at});
+    return b;
+  }
+
+  // The book's ends, whole, with each end time checked to lie within the test and then zeroed,
+  // to be compared with what a test expects.
+  Ends ends() const {
+    Ends out = book_->ends();
+    const uint64_t to = engine::boot_ticks_now();
+    for (auto& [pid, lives] : out)
+      for (auto& life : lives) {
+        EXPECT_GE(life.end_ticks, from_) << pid;
+        EXPECT_LE(life.end_ticks, to) << pid;
+        life.end_ticks = 0;
+      }
+    return out;
+  }
+  // What a collection hands the join: the book's ends first, the lineage's added.
+  Ends merged() const {
+    Ends out = book_->ends();
+    engine::merge_ends(out, lineage_.ends());
+    return out;
+  }
+
+  std::string root_;
+  std::optional<HolderBook> book_;
+  engine::ScanLineage lineage_;
+  uint64_t from_ = 0;
+};
+
+// The defect: a holder's exit lost, its number handed to a short-lived process whose exit is
+// read. That exit is no end of the holder (not its status, not its time): none is recorded, the
+// engine is asked to read the number again, and the next full scan's lineage records the holder
+// gone, bounded by that scan.
+TEST_F(HolderBookTest, AnExitUnderALostHoldersNumberRecordsNoEndOfIt) {
+  in_proc(kNumber, kStart);
+  full_scan(view({process(kNumber, kStart, true)}), kFirstScan);
+  book_->on_procs(lost());
+  reaped(kNumber);                // the holder ended unseen, and was reaped
+  in_proc(kNumber, kLater, 'Z');  // another process got its number, and has ended
+  EXPECT_TRUE(book_->on_procs(batch({exit_of(kNumber, kStatus)})));
+  EXPECT_EQ(ends(), Ends{});
+
+  reaped(kNumber);
+  const engine::ScanRequest asked = full_scan(view({}), kNextScan);
+  EXPECT_TRUE(asked.full);
+  EXPECT_EQ(asked.exited, std::vector<pid_t>{kNumber});
+  EXPECT_EQ(ends(), Ends{});
+  const Ends honest{{kNumber, {{kStart, kNextScan, true, std::nullopt}}}};
+  EXPECT_EQ(merged(), honest);
+}
+
+// The batch that reports the overflow may carry events from after the loss, in an order it does
+// not keep: that exit is no end of the holder either.
+TEST_F(HolderBookTest, AnExitReadWithTheOverflowRecordsNoEndOfTheLostHolder) {
+  in_proc(kNumber, kStart);
+  full_scan(view({process(kNumber, kStart, true)}), kFirstScan);
+  in_proc(kNumber, kLater, 'Z');
+  track::ProcEvents::Batch with_loss = batch({exit_of(kNumber, kStatus)});
+  with_loss.overflow = true;
+  EXPECT_TRUE(book_->on_procs(with_loss));
+  EXPECT_EQ(ends(), Ends{});
+  EXPECT_EQ(book_->counters().overflows, 1u);
+}
+
+// A fork handing out a holder's number proves that holder ended (unseen, when not known): the
+// child is a new holder (its parent holds), and its own end records nothing of the old one.
+TEST_F(HolderBookTest, AForkThatHandsOutALostHoldersNumberEndsItsRecord) {
+  in_proc(kNumber, kStart);
+  in_proc(kLauncher, kLauncherStart);
+  full_scan(view({process(kNumber, kStart, true), process(kLauncher, kLauncherStart, true)}),
+            kFirstScan);
+  book_->on_procs(lost());
+  reaped(kNumber);
+  in_proc(kNumber, kLater);
+  EXPECT_TRUE(book_->on_procs(batch({fork_of(kNumber, kLauncher)})));
+  const engine::ScanRequest asked = book_->take();
+  EXPECT_EQ(asked.pids, std::vector<pid_t>{kNumber});    // the child, to read
+  EXPECT_EQ(asked.exited, std::vector<pid_t>{kNumber});  // what the view has under it ended
+
+  in_proc(kNumber, kLater, 'Z');
+  EXPECT_TRUE(book_->on_procs(batch({exit_of(kNumber, SIGKILL)})));
+  EXPECT_EQ(ends(), Ends{});
+  EXPECT_EQ(book_->exited_parents(), (std::map<pid_t, pid_t>{}));  // its parent lives
+}
+
+// The kernel hands a number out again only after its process's exit, which comes first: a
+// record left under a forked child's number with another start time than /proc shows is ended
+// all the same, with no loss reported.
+TEST_F(HolderBookTest, AForkThatHandsOutARecordedNumberEndsItsRecordWithoutALoss) {
+  in_proc(kNumber, kStart);
+  in_proc(kLauncher, kLauncherStart);
+  full_scan(view({process(kNumber, kStart, true), process(kLauncher, kLauncherStart, true)}),
+            kFirstScan);
+  reaped(kNumber);
+  in_proc(kNumber, kLater);
+  EXPECT_TRUE(book_->on_procs(batch({fork_of(kNumber, kLauncher)})));
+  in_proc(kNumber, kLater, 'Z');
+  EXPECT_TRUE(book_->on_procs(batch({exit_of(kNumber, SIGKILL)})));
+  EXPECT_EQ(ends(), Ends{});
+}
+
+// A scan that read the holder before its fork was read is the child's own record: it stays.
+TEST_F(HolderBookTest, AForkedChildTheScanReadFirstKeepsItsRecord) {
+  in_proc(kNumber, kLater);
+  in_proc(kLauncher, kLauncherStart);
+  full_scan(view({process(kNumber, kLater, true), process(kLauncher, kLauncherStart, true)}),
+            kFirstScan);
+  book_->on_procs(batch({fork_of(kNumber, kLauncher)}));
+  in_proc(kNumber, kLater, 'Z');
+  book_->on_procs(batch({exit_of(kNumber, SIGKILL)}));
+  const Ends want{{kNumber, {{kLater, 0, true, SIGKILL}}}};
+  EXPECT_EQ(ends(), want);
+}
+
+// What must still be found: a holder that outlived the loss, shown by a full scan read after
+// it, is vouched for again, and its exit (gone from /proc when read) is its end.
+TEST_F(HolderBookTest, AHolderAFullScanShowsAfterTheLossHasItsEndRecorded) {
+  in_proc(kNumber, kStart);
+  in_proc(kLauncher, kLauncherStart);
+  const core::ProcView both =
+      view({process(kNumber, kStart, true), process(kLauncher, kLauncherStart, false)});
+  full_scan(both, kFirstScan);
+  book_->on_procs(lost());
+  EXPECT_TRUE(full_scan(both, kNextScan).full);
+  reaped(kNumber);
+  EXPECT_TRUE(book_->on_procs(batch({exit_of(kNumber, SIGKILL)})));
+  const Ends want{{kNumber, {{kStart, 0, true, SIGKILL}}}};
+  EXPECT_EQ(ends(), want);
+}
+
+// What must still be found: one whose exit comes before that scan, /proc showing its start time
+// under the number as a zombie, is vouched for by /proc.
+TEST_F(HolderBookTest, AHolderProcShowsAtItsExitAfterTheLossHasItsEndRecorded) {
+  in_proc(kNumber, kStart);
+  full_scan(view({process(kNumber, kStart, true)}), kFirstScan);
+  book_->on_procs(lost());
+  in_proc(kNumber, kStart, 'Z');
+  EXPECT_TRUE(book_->on_procs(batch({exit_of(kNumber, kStatus)})));
+  const Ends want{{kNumber, {{kStart, 0, true, kStatus}}}};
+  EXPECT_EQ(ends(), want);
+}
+
+// A collection that took its request before the loss read /proc before it, maybe: its scan
+// vouches for nothing, and the exit that follows under the number records no end.
+TEST_F(HolderBookTest, AScanTakenBeforeTheLossVouchesForNothing) {
+  in_proc(kNumber, kStart);
+  const core::ProcView before = view({process(kNumber, kStart, true)});
+  full_scan(before, kFirstScan);
+  book_->take();
+  book_->on_procs(lost());
+  book_->scanned(before, true);  // read before the loss, handed over after it
+  reaped(kNumber);
+  in_proc(kNumber, kLater, 'Z');
+  book_->on_procs(batch({exit_of(kNumber, kStatus)}));
+  EXPECT_EQ(ends(), Ends{});
+}
+
+// The same scan lends the start time it read to no process that has the number after the loss,
+// though no record had the number before it.
+TEST_F(HolderBookTest, AScanTakenBeforeTheLossLendsItsStartTimesToNoLaterProcess) {
+  in_proc(kNumber, kStart);
+  book_->take();
+  book_->on_procs(lost());
+  book_->scanned(view({process(kNumber, kStart, true)}), false);
+  reaped(kNumber);
+  in_proc(kNumber, kLater, 'Z');
+  book_->on_procs(batch({exit_of(kNumber, kStatus)}));
+  EXPECT_EQ(ends(), Ends{});
+}
+
+// An open read under a lost holder's number is the new process's beginning, not the old one's,
+// and that process's end records nothing of the old one.
+TEST_F(HolderBookTest, AnOpenUnderALostHoldersNumberIsANewHoldersBeginning) {
+  const auto first = std::chrono::system_clock::now() - std::chrono::minutes(5);
+  const auto second = std::chrono::system_clock::now();
+  in_proc(kNumber, kStart);
+  book_->on_files(open_by(kNumber, first));
+  full_scan(view({process(kNumber, kStart, true)}), kFirstScan);
+  EXPECT_EQ(book_->began_holding(kNumber), first);
+  book_->on_procs(lost());
+  reaped(kNumber);
+  in_proc(kNumber, kLater);
+  book_->on_files(open_by(kNumber, second));
+  EXPECT_EQ(book_->began_holding(kNumber), second);
+  in_proc(kNumber, kLater, 'Z');
+  book_->on_procs(batch({exit_of(kNumber, kStatus)}));
+  EXPECT_EQ(ends(), Ends{});
+  EXPECT_EQ(book_->began_holding(kNumber), std::nullopt);
+}
+
+// A process of the view that held nothing and whose exit was lost lends its start time to no
+// holder that gets its number after it.
+TEST_F(HolderBookTest, ALostProcessLendsItsStartTimeToNoLaterHolder) {
+  in_proc(kNumber, kStart);
+  full_scan(view({process(kNumber, kStart, false)}), kFirstScan);
+  book_->on_procs(lost());
+  reaped(kNumber);
+  in_proc(kNumber, kLater);
+  book_->on_files(open_by(kNumber, std::chrono::system_clock::now()));
+  in_proc(kNumber, kLater, 'Z');
+  book_->on_procs(batch({exit_of(kNumber, kStatus)}));
+  EXPECT_EQ(ends(), Ends{});
+}
+
+// A holder whose main thread had exited is checked at once after a loss (its last thread's exit
+// may be among the lost ones): gone, it ended when no one knows, and the lineage records it; a
+// zombie still under its start time is its end, with no status (the exit that gave it was lost).
+TEST_F(HolderBookTest, AHolderWithoutItsLeaderIsEndedAfterALossOnlyByItsOwnStartTime) {
+  constexpr pid_t kOther = kNumber + 7;
+  in_proc(kNumber, kStart);
+  in_proc(kOther, kStart + 1);
+  core::HostProcess gone_one = process(kNumber, kStart, true);
+  core::HostProcess zombie_one = process(kOther, kStart + 1, true);
+  gone_one.stat.leader_exited = zombie_one.stat.leader_exited = true;
+  full_scan(view({gone_one, zombie_one}), kFirstScan);
+  book_->on_procs(lost());
+  reaped(kNumber);
+  in_proc(kNumber, kLater, 'Z');
+  in_proc(kOther, kStart + 1, 'Z');
+  EXPECT_TRUE(book_->recheck_unconfirmed(std::chrono::steady_clock::now()).changed);
+  const Ends want{{kOther, {{kStart + 1, 0, true, std::nullopt}}}};
+  EXPECT_EQ(ends(), want);
+}
+
+}  // namespace holder_book_test
+}  // namespace
+}  // namespace gpureap::daemon
