@@ -222,6 +222,7 @@ bool HolderBook::on_exit(pid_t pid, std::optional<int> wait_status) {
     scanned_starts_.erase(it);
   // The engine reads it again until /proc shows it gone: it may be a zombie when read now.
   if (in_view) exited_.insert(pid);
+  if (in_view || holder) ended_since_take(pid, start);
   const bool reparented = exited(pid);
   if (!holders_.erase(pid)) {
     remember_exit(pid);
@@ -230,6 +231,18 @@ bool HolderBook::on_exit(pid_t pid, std::optional<int> wait_status) {
   changed_.insert(pid);
   touched_.insert(pid);
   return true;
+}
+
+void HolderBook::ended_since_take(pid_t pid, std::optional<uint64_t> start) {
+  if (ended_since_take_.size() >= kKeptRecentForks) {
+    // Too many to keep: the collection in progress vouches for nothing it read, as if exits
+    // had been lost, and the next one scans in full.
+    ++exit_losses_;
+    ++counters_.overflows;
+    lost_ = true;
+    ended_since_take_.clear();
+  }
+  ended_since_take_[pid] = start;
 }
 
 std::optional<uint64_t> HolderBook::known_start(pid_t pid) const {

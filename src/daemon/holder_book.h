@@ -162,6 +162,9 @@ class HolderBook {
   // The process recorded under `pid` (with `start`, where known) ended unseen: what is kept of
   // it goes, and no end is recorded. True: the engine should read the number again.
   bool forget_process(pid_t pid, std::optional<uint64_t> start);
+  // `pid` (with `start`, where known), a holder or a process of the view, ended: the scan of the
+  // collection in progress may have read it before, and must not bring it back.
+  void ended_since_take(pid_t pid, std::optional<uint64_t> start);
   // From scanned(), for a full scan taken after the latest loss: each unvouched number that
   // `view` shows with its recorded start is vouched again, the others are forgotten.
   void vouch_by_scan(const core::ProcView& view);
@@ -200,6 +203,8 @@ class HolderBook {
   // Numbers recorded before exits were lost, with the start time known then of the process
   // recorded under each (empty: none known). See above.
   std::map<pid_t, std::optional<uint64_t>> unvouched_;
+  // See ended_since_take(): since the latest take(), at most kKeptRecentForks.
+  std::unordered_map<pid_t, std::optional<uint64_t>> ended_since_take_;
   uint64_t exit_losses_ = 0;     // times exits were lost
   uint64_t losses_at_take_ = 0;  // exit_losses_ at the latest take()
   std::deque<Release> releases_;

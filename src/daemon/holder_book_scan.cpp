@@ -12,6 +12,7 @@ engine::ScanRequest HolderBook::take() {
       {changed_.begin(), changed_.end()}, lost_, {exited_.begin(), exited_.end()}};
   changed_.clear();
   exited_.clear();
+  ended_since_take_.clear();
   lost_ = false;
   losses_at_take_ = exit_losses_;  // what this collection reads of /proc is read after those
   return r;
@@ -37,6 +38,15 @@ void HolderBook::scanned(const core::ProcView& view, bool full) {
   scanned_holders_.clear();
   scanned_starts_.clear();
   for (const auto& p : view.processes) {
+    // One whose end was read after this collection took its request was read before it: the
+    // view is not its to bring back (a holder kept until an exit read already, a start time
+    // lent to the number's next process), and the engine reads it again. Another process under
+    // the number (another start time) is the view's.
+    if (auto end = ended_since_take_.find(p.stat.pid);
+        end != ended_since_take_.end() && (!end->second || *end->second == p.stat.start_ticks)) {
+      exited_.insert(p.stat.pid);
+      continue;
+    }
     scanned_starts_.emplace(p.stat.pid, p.stat.start_ticks);
     if (p.holds_device()) scanned_holders_.insert(p.stat.pid);
     // One whose main thread alone has exited ends with its last thread, whose exit is no

@@ -74,8 +74,8 @@ void TrackingMetrics::add_metrics(std::vector<exporter::MetricFamily>& out) cons
           "final closes of GPU device files (an open file released, its memory freed)", c.closes);
   counter(metric::kHolderForks, "forks of holders followed", c.forks);
   counter(metric::kHolderEventOverflows,
-          "times events were lost, in the kernel's queues or the daemon's record of recent forks "
-          "(each led to a full scan)",
+          "times events were lost, in the kernel's queues or the daemon's bounded records (of "
+          "recent forks, of the ends read while a scan ran) (each led to a full scan)",
           c.overflows);
   counter(metric::kHolderTrackingDrift,
           "holders a full scan found that events had missed, or had let go unseen", c.drift);

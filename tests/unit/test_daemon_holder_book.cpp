@@ -277,6 +277,24 @@ TEST_F(HolderBookTest, AScanTakenBeforeTheLossLendsItsStartTimesToNoLaterProcess
   EXPECT_EQ(ends(), Ends{});
 }
 
+// With no loss: a collection reads a holder alive, and its exit is read before that scan is
+// handed over. The scan brings back neither the holder nor its start time (the engine reads it
+// again instead): the exit of the number's next process is no second end of it.
+TEST_F(HolderBookTest, AScanReadBeforeAnExitItIsHandedAfterBringsNothingBack) {
+  in_proc(kNumber, kStart);
+  const core::ProcView alive = view({process(kNumber, kStart, true)});
+  full_scan(alive, kFirstScan);
+  book_->take();
+  reaped(kNumber);
+  EXPECT_TRUE(book_->on_procs(batch({exit_of(kNumber, kStatus)})));
+  book_->scanned(alive, false);
+  EXPECT_EQ(book_->take().exited, std::vector<pid_t>{kNumber});
+  in_proc(kNumber, kLater, 'Z');
+  book_->on_procs(batch({exit_of(kNumber, SIGKILL)}));
+  const Ends want{{kNumber, {{kStart, 0, true, kStatus}}}};
+  EXPECT_EQ(ends(), want);
+}
+
 // An open read under a lost holder's number is the new process's beginning, not the old one's,
 // and that process's end records nothing of the old one.
 TEST_F(HolderBookTest, AnOpenUnderALostHoldersNumberIsANewHoldersBeginning) {
