@@ -192,19 +192,21 @@ class Daemon {
     policies_->configure(config_.policies, config_.enforce);
     // Every record is audited; the final ones (not a decision whose action follows, nor an
     // attempt that will be retried) also feed [[alert]] policy_action rules.
-    // An action's record carries when the kernel saw its target let go of its GPU files.
+    // An action's record carries when the kernel saw its target let go of its GPU files: a
+    // final close under its number since it started (an earlier process's is not its own).
     policies_->add_record_sink([this](const audit::Record& r, bool) {
-      if (r.event != "action" || !tracker_ || r.process.pid <= 0) {
+      if (r.event != "action" || !tracker_ || r.process.pid <= 0 || !r.process.start_time) {
         audit_->append(r);
         return;
       }
       audit::Record with = r;
-      with.released_at = tracker_->released_by(r.process.pid);
+      const auto since = *r.process.start_time;
+      with.released_at = tracker_->released_by(r.process.pid, since);
       // The memory is back, so the final close is in the kernel's queue: on a busy machine the
       // tracker's thread may not have read it yet. A moment for it, at most 200 ms.
       for (int i = 0; !with.released_at && r.outcome == "released" && i < 10; ++i) {
         std::this_thread::sleep_for(std::chrono::milliseconds(20));
-        with.released_at = tracker_->released_by(r.process.pid);
+        with.released_at = tracker_->released_by(r.process.pid, since);
       }
       // The kernel's event carries no time: the tracker dates it when it reads it. Read after
       // the record was made, that date is the reading's; the close came before the memory was

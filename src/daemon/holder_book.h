@@ -92,8 +92,11 @@ class HolderBook {
   const TrackerCounters& counters() const { return counters_; }
   // The latest final closes, oldest first (at most kKeptReleases).
   std::vector<Release> releases() const { return {releases_.begin(), releases_.end()}; }
-  // When `pid` last finally closed a GPU file (held one last), if that is still kept.
-  std::optional<std::chrono::system_clock::time_point> released_by(pid_t pid) const;
+  // When `pid` last finally closed a GPU file (held one last), if that is still kept, and not
+  // before `since`: a number names a process only from its start, and an earlier process under
+  // it released what it held before then.
+  std::optional<std::chrono::system_clock::time_point> released_by(
+      pid_t pid, std::chrono::system_clock::time_point since) const;
   static constexpr size_t kKeptReleases = 256;
   // When `pid` began holding GPU files as the events saw it: its first open, or the fork that
   // gave it a holder's files. Forgotten when it exits; at most kKeptBeginnings, newest kept.

@@ -115,9 +115,10 @@ std::vector<pid_t> HolderBook::opens_to_confirm(const core::ProcView& view) {
   return again;
 }
 
-std::optional<std::chrono::system_clock::time_point> HolderBook::released_by(pid_t pid) const {
+std::optional<std::chrono::system_clock::time_point> HolderBook::released_by(
+    pid_t pid, std::chrono::system_clock::time_point since) const {
   for (auto it = releases_.rbegin(); it != releases_.rend(); ++it)
-    if (it->pid == pid) return it->at;
+    if (it->pid == pid && it->at >= since) return it->at;
   return std::nullopt;
 }
 

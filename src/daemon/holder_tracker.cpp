@@ -139,9 +139,10 @@ std::vector<Release> HolderTracker::releases() const {
   return book_.releases();
 }
 
-std::optional<std::chrono::system_clock::time_point> HolderTracker::released_by(pid_t pid) const {
+std::optional<std::chrono::system_clock::time_point> HolderTracker::released_by(
+    pid_t pid, std::chrono::system_clock::time_point since) const {
   std::lock_guard lock(mutex_);
-  return book_.released_by(pid);
+  return book_.released_by(pid, since);
 }
 
 std::optional<std::chrono::system_clock::time_point> HolderTracker::began_holding(pid_t pid) const {

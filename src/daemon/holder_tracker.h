@@ -64,7 +64,8 @@ class HolderTracker final : public engine::ScanHints {
   // HolderBook's, read under the lock.
   TrackerCounters counters() const;
   std::vector<Release> releases() const;
-  std::optional<std::chrono::system_clock::time_point> released_by(pid_t pid) const;
+  std::optional<std::chrono::system_clock::time_point> released_by(
+      pid_t pid, std::chrono::system_clock::time_point since) const;
   std::optional<std::chrono::system_clock::time_point> began_holding(pid_t pid) const;
 
  private:

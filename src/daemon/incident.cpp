@@ -119,7 +119,10 @@ void Incidents::on_sample(const sample::Sample& sample, const history::History&)
   history::EventClock clock;
   if (tracker) {
     clock.began = [&](pid_t pid) { return tracker->began_holding(pid); };
-    clock.released = [&](pid_t pid) { return tracker->released_by(pid); };
+    // The journal believes a moment only between the sample before and this one.
+    clock.released = [&](pid_t pid) {
+      return tracker->released_by(pid, std::chrono::system_clock::time_point::min());
+    };
   }
   journal_.record(*sample.snapshot, clock);
   if (sample.kernel_log) journal_.record_kernel_events(sample.kernel_log->events);

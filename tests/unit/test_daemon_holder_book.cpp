@@ -349,6 +349,27 @@ TEST_F(HolderBookTest, AHolderWithoutItsLeaderIsEndedAfterALossOnlyByItsOwnStart
   EXPECT_EQ(ends(), want);
 }
 
+// A final close is the closing process's only from its start: asked for the release of a
+// process under a number, the book gives none an earlier process under it made (the audit
+// record of an action on the later one would carry that time), and the later one's own.
+TEST_F(HolderBookTest, AReleaseIsNoLaterProcessesUnderItsNumber) {
+  const auto t0 = std::chrono::system_clock::now();
+  const auto started = t0 + std::chrono::seconds(5);  // the later process's start
+  auto close_by = [](pid_t pid, std::chrono::system_clock::time_point at) {
+    track::FanotifyWatch::Batch b;
+    b.events.push_back({track::FileEvent::Kind::Close, pid, "/dev/nvidia0", at});
+    return b;
+  };
+  book_->on_files(close_by(kNumber, t0));
+  book_->on_files(close_by(kNumber + 1, started + std::chrono::seconds(1)));
+  EXPECT_EQ(book_->released_by(kNumber, started), std::nullopt);
+  EXPECT_EQ(book_->released_by(kNumber, t0), t0);
+  const auto own = started + std::chrono::seconds(2);
+  book_->on_files(close_by(kNumber, own));
+  EXPECT_EQ(book_->released_by(kNumber, started), own);
+  EXPECT_EQ(book_->released_by(kNumber + 2, t0), std::nullopt);
+}
+
 }  // namespace holder_book_test
 }  // namespace
 }  // namespace gpureap::daemon
