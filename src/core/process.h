@@ -42,6 +42,14 @@ struct ProcessStat {
   bool is_stopped() const { return state == 'T' || state == 't'; }
 };
 
+// Whether `parent`, read as the process `child`'s ppid names, can be its parent. A parent,
+// first or adoptive (a subreaper, init: an ancestor), always started no later than its child;
+// one that started after it holds a number the child's parent had when /proc was read, reused
+// since (/proc is not read at one instant): no relation, however the numbers match.
+inline bool could_be_parent(const ProcessStat& parent, const ProcessStat& child) {
+  return parent.pid == child.ppid && parent.start_ticks <= child.start_ticks;
+}
+
 struct ContainerInfo {
   std::string runtime;  // docker, containerd, cri-o, podman, kubernetes
   std::optional<std::string> id;

@@ -7,8 +7,14 @@
 namespace gpureap::reap {
 
 Kin::Kin(const core::Snapshot& snapshot) : snapshot_(snapshot) {
-  for (const auto& p : snapshot_.proc.processes)
-    if (p.stat.ppid != p.stat.pid) children_[p.stat.ppid].push_back(p.stat.pid);
+  // A parent read with a number reused since is no parent (core::could_be_parent): through it
+  // --tree would reach a stranger.
+  for (const auto& p : snapshot_.proc.processes) {
+    if (p.stat.ppid == p.stat.pid) continue;
+    const core::HostProcess* parent = snapshot_.find(p.stat.ppid);
+    if (!parent || core::could_be_parent(parent->stat, p.stat))
+      children_[p.stat.ppid].push_back(p.stat.pid);
+  }
 }
 
 std::vector<pid_t> Kin::descendants(pid_t pid) const {
@@ -31,9 +37,11 @@ std::vector<pid_t> Kin::descendants(pid_t pid) const {
 bool Kin::descends_from(const core::HostProcess& p, pid_t ancestor) const {
   const core::HostProcess* cur = &p;
   for (int depth = 0; cur && depth < 4096; ++depth) {
+    const core::HostProcess* parent = snapshot_.find(cur->stat.ppid);
+    if (parent && !core::could_be_parent(parent->stat, cur->stat)) return false;
     if (cur->stat.ppid == ancestor) return true;
     if (cur->stat.ppid <= 1) return false;
-    cur = snapshot_.find(cur->stat.ppid);
+    cur = parent;
   }
   return false;
 }

@@ -10,9 +10,17 @@ namespace gpureap::supervise {
 
 std::vector<core::ProcessStat> descendants_of(pid_t root,
                                               const std::vector<core::ProcessStat>& all) {
+  std::unordered_map<pid_t, const core::ProcessStat*> by_pid;
+  by_pid.reserve(all.size());
+  for (const auto& st : all) by_pid[st.pid] = &st;
+  // A link to a parent read with a reused number is no link: through it a stranger would
+  // descend from the job (core::could_be_parent).
   std::unordered_map<pid_t, pid_t> parent;
   parent.reserve(all.size());
-  for (const auto& st : all) parent[st.pid] = st.ppid;
+  for (const auto& st : all) {
+    auto it = by_pid.find(st.ppid);
+    if (it == by_pid.end() || core::could_be_parent(*it->second, st)) parent[st.pid] = st.ppid;
+  }
   // Memoised walk up the parent chain; a chain that loops (a torn read) counts as outside.
   std::unordered_map<pid_t, bool> inside;
   auto walk = [&](pid_t pid) {

@@ -262,6 +262,20 @@ TEST(ReapPlanner, AReusedNumbersGroupIsTheNewcomersAndIsNeverExpanded) {
   EXPECT_TRUE(plan_for(s, {.gpu = 0}).targets.empty());
 }
 
+TEST(ReapPlanner, TreeNeverFollowsAParentReadWithAReusedNumber) {
+  // 500 was read while its parent was 402, which ended; the target's child took the number 402
+  // before /proc was read there, and started after 500. --tree reaches 402, not 500 nor 501.
+  auto stranger = proc(500, 402, 500);
+  stranger.stat.start_ticks = 900;
+  auto strangers_child = proc(501, 500, 500);
+  strangers_child.stat.start_ticks = 901;
+  auto s = make_snapshot(
+      {proc(1, 0, 1), holder(400, 1, 400), proc(402, 400, 400), stranger, strangers_child},
+      {gpu(0, 0, 16 * GiB, {listed(400, 16 * GiB)})});
+  auto p = plan_for(s, {.pids = {400}, .tree = true});
+  EXPECT_EQ(pids(p), (std::vector<pid_t>{400, 402}));
+}
+
 TEST(ReapPlanner, SystemAndOwnProcessGroupsAreNotExpanded) {
   auto s = make_snapshot(
       {proc(1, 0, 1), holder(20, 1, 1), proc(21, 1, 1), holder(30, 1, 60000), proc(31, 1, 60000)},

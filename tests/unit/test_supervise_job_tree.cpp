@@ -55,6 +55,22 @@ TEST(SuperviseJobTree, ParentLoopsFromTornReadsEndTheWalk) {
   EXPECT_EQ(pids(descendants_of(50, tree)), (std::vector<pid_t>{60, 61, 62, 70}));
 }
 
+TEST(SuperviseJobTree, AParentReadWithAReusedNumberMakesNoDescendant) {
+  // /proc is read one process at a time: 80 was read while its parent was 63, an unrelated
+  // process that ended; by the time 63 was read its number was the job's (61's new child), which
+  // started after 80. 80 is no descendant of the job, nor is its child 81.
+  auto tree = kTree;
+  tree.push_back(st(63, 61, 'S', 5000));
+  tree.push_back(st(85, 63, 'S', 4000));
+  tree.push_back(st(86, 85, 'S', 4001));
+  tree.push_back(st(64, 63, 'S', 5001));  // the job's new process's own child
+  EXPECT_EQ(pids(descendants_of(50, tree)), (std::vector<pid_t>{60, 61, 62, 70, 63, 64}));
+  JobMembers members(50);
+  EXPECT_EQ(pids(members.observe(tree)), (std::vector<pid_t>{60, 61, 62, 70, 63, 64}));
+  EXPECT_FALSE(members.contains(85, std::nullopt));
+  EXPECT_FALSE(members.contains(86, std::nullopt));
+}
+
 TEST(SuperviseJobTree, MembersAreRememberedAndRecycledPidsAreNotMembers) {
   JobMembers members(50);
   auto live = members.observe(kTree);
