@@ -345,11 +345,26 @@ class Selector {
       const core::HostProcess* p = snap_.find(root);
       if (p) groups.insert(p->stat.pgid);
     }
-    // Killed trainers' workers share the gone PID's group: that group is what keeps it. A
-    // reused number's group is the newcomer's, never the gone job's.
-    for (const auto& g : out_.gone)
-      if (const core::ProcessRow* row = snap_.row(g.pid); !row || !row->reused)
+    // Killed trainers' workers share the gone PID's group: that group is what keeps it. But a
+    // number is free once its process is reaped and no group of it is left, and anyone may take
+    // it and lead a group of it (setsid) that outlives them: a group of the gone number is the
+    // gone job's only where one of its keepers (the kernel's word: they share its open files)
+    // is in it. A reused number's group is the newcomer's, never the gone job's.
+    for (const auto& g : out_.gone) {
+      if (const core::ProcessRow* row = snap_.row(g.pid); row && row->reused) continue;
+      if (kin_.group_members(g.pid).empty()) continue;
+      if (std::any_of(g.keepers.begin(), g.keepers.end(), [&](pid_t k) {
+            const core::HostProcess* p = snap_.find(k);
+            return p && p->stat.pgid == g.pid;
+          })) {
         groups.insert(g.pid);
+        continue;
+      }
+      out_.notes.push_back("process group " + std::to_string(g.pid) +
+                           " was not expanded: none of gone PID " + std::to_string(g.pid) +
+                           "'s keepers is in it, so the number may be another job's now; "
+                           "name its PIDs instead");
+    }
     for (pid_t pgid : groups) {
       // Group 0 holds kernel threads and group 1 everything init started without a group
       // of its own; gpureap's own group holds the shell that runs it. None is a job.

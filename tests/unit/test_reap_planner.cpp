@@ -276,6 +276,22 @@ TEST(ReapPlanner, TreeNeverFollowsAParentReadWithAReusedNumber) {
   EXPECT_EQ(pids(p), (std::vector<pid_t>{400, 402}));
 }
 
+TEST(ReapPlanner, AGoneNumbersGroupWithNoneOfItsKeepersIsNotExpanded) {
+  // 300 is listed and gone; 301, in a group of its own, holds GPU 0's file, but nothing in this
+  // snapshot ties it to 300. Group 300 holds only 303, whose leader took the number 300 after
+  // the trainer ended and has ended too: it is not the gone job's, and nothing is planned.
+  auto s = make_snapshot({proc(1, 0, 1), holder(301, 1, 301), proc(303, 1, 300)},
+                         {gpu(0, 0, 8 * GiB, {listed(300, 8 * GiB)})});
+  for (const Request& r :
+       {Request{.pids = {300}, .group = true}, Request{.ghosts = true, .group = true}}) {
+    auto p = plan_for(s, r);
+    EXPECT_EQ(pids(p), std::vector<pid_t>{});
+    EXPECT_TRUE(std::any_of(p.notes.begin(), p.notes.end(), [](const std::string& n) {
+      return n.find("process group 300 was not expanded") != std::string::npos;
+    }));
+  }
+}
+
 TEST(ReapPlanner, SystemAndOwnProcessGroupsAreNotExpanded) {
   auto s = make_snapshot(
       {proc(1, 0, 1), holder(20, 1, 1), proc(21, 1, 1), holder(30, 1, 60000), proc(31, 1, 60000)},
