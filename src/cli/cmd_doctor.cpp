@@ -13,6 +13,7 @@
 #include "cli/cmd_kill.h"
 #include "cli/daemon_client.h"
 #include "collect/collector.h"
+#include "collect/identity_recheck.h"
 #include "core/duration.h"
 #include "core/gpu_resolve.h"
 #include "doctor/examine.h"
@@ -204,7 +205,8 @@ std::optional<daemon::EvidenceAnswer> from_daemon(const GlobalOptions& g, const 
 }
 
 // The report on the daemon's evidence, rendered as the command renders its own; empty when it
-// cannot answer: doctor must settle and the daemon kept no snapshot from --settle before.
+// cannot answer: doctor must settle and the daemon kept no snapshot from --settle before, or a
+// process it would name is another one now.
 std::optional<int> report_served(const GlobalOptions& g, DoctorOptions o, const DoctorRun& run,
                                  daemon::EvidenceAnswer served) {
   doctor::Evidence& evidence = served.evidence;
@@ -220,6 +222,19 @@ std::optional<int> report_served(const GlobalOptions& g, DoctorOptions o, const 
   DoctorRun daemons_run = run;
   daemons_run.stalled_job_critical_after = served.stalled_job_critical_after;
   auto findings = findings_of(evidence, o, daemons_run);
+  // Advice names processes as the daemon read them: each must still be that process, or this
+  // command diagnoses from its own samples (collect/identity_recheck.h).
+  std::vector<pid_t> named;
+  for (const auto& f : findings) named.insert(named.end(), f.pids.begin(), f.pids.end());
+  if (auto changed = collect::first_changed(*evidence.last, named, g.proc_root)) {
+    std::cerr << "gpureap: PID " << changed->pid << " (" << text::terminal_safe(changed->comm)
+              << ") has ended since the daemon's sample"
+              << (changed->successor ? ", and its number is another process's now (" +
+                                           text::terminal_safe(*changed->successor) + ")"
+                                     : std::string())
+              << "; diagnosing from this command's own samples\n";
+    return std::nullopt;
+  }
   auto options = render_options(g, o);
   options.daemon_age = std::chrono::milliseconds(served.snapshot_age_ms);
   auto rendered = output::render_doctor_command(*evidence.last, findings, options);
