@@ -11,6 +11,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 
 #include "daemon_modes.h"
 #include "support.h"
@@ -214,6 +215,117 @@ TEST(TwoUsers, AGoneNumbersGroupThatAnotherUserMadeSinceIsNeverExpanded) {
   }
   expect_untouched(b_member, "user B's group member");
   EXPECT_TRUE(is_alive(worker));
+}
+
+// --- gpureap kill as user B, every selector ---------------------------------------------------
+
+// What user B's `kill --dry-run` plans: each target's PID and action.
+std::map<pid_t, std::string> plan_actions(const json& doc) {
+  std::map<pid_t, std::string> out;
+  for (const auto& t : doc["plan"]["targets"]) out[t["pid"].get<pid_t>()] = t["action"];
+  return out;
+}
+
+// User A has a job the driver lists on GPU 0, a paused one listed on GPU 1, and a gone trainer
+// listed on GPU 0 whose worker keeps its context. User B asks `gpureap kill` with every selector,
+// alone and filtered. Every process of A that a plan names is "not-permitted", with why; nothing
+// else is planned; and B's own --user alone plans nothing.
+TEST(TwoUsers, AnotherUsersKillPlansNoneOfAUsersProcessesForSignalling) {
+  REQUIRE_DOUBLE();
+  if (!can_run_as_others()) GTEST_SKIP() << "needs root to run processes as two users";
+  if (!binary_runnable_as_nobody()) GTEST_SKIP() << "nobody cannot reach the build tree here";
+  FakeDevRoot dev;
+  open_to_everyone(dev.path());
+  if (!reaches(kUserB, dev.path()))
+    GTEST_SKIP() << "uid " << kUserB << " cannot reach " << dev.path();
+  auto a_process = [&](const std::string& device, bool stop) {
+    Ready ready;
+    Child c([&, device] {
+      hold(dev.dev(device));
+      become(kUserA);
+      block_all_signals();
+      ready.signal();
+    });
+    ready.wait();
+    if (stop) {
+      ::kill(c.pid(), SIGSTOP);
+      EXPECT_TRUE(wait_for_state(c.pid(), 'T'));
+    }
+    return c;
+  };
+  Child job = a_process("nvidia0", false);
+  Child paused = a_process("nvidia1", true);
+  Ready forked;
+  Child trainer([&] {
+    ::setpgid(0, 0);
+    hold(dev.dev("nvidia0"));
+    become(kUserA);
+    if (::fork() == 0) {
+      block_all_signals();
+      forked.send(::getpid());
+      for (;;) ::pause();
+    }
+    ::_exit(0);
+  });
+  const pid_t gone = trainer.pid();
+  const pid_t keeper = static_cast<pid_t>(forked.receive());
+  KillStrays strays{{keeper}};
+  trainer.kill_and_reap();
+
+  json scenario = idle_gpus();
+  scenario["gpus"][0]["processes"] =
+      json::array({json{{"pid", job.pid()}, {"used_bytes", 4 * GiB}},
+                   json{{"pid", gone}, {"used_bytes", 8 * GiB}, {"holders", {keeper}}}});
+  scenario["gpus"][1]["processes"] =
+      json::array({json{{"pid", paused.pid()}, {"used_bytes", 2 * GiB}}});
+  FakeNvml nvml(scenario);
+  open_to_everyone(nvml.path());
+
+  const std::string a = std::to_string(kUserA), b = std::to_string(kUserB);
+  const std::string j = std::to_string(job.pid()), g = std::to_string(gone);
+  using Asks = std::vector<std::pair<std::vector<std::string>, std::vector<pid_t>>>;
+  const Asks asks = {
+      {{"--gpu", "0"}, {job.pid()}},
+      {{"--gpu", "1"}, {paused.pid()}},
+      {{"--ghosts"}, {}},
+      {{"--ghosts", "--group"}, {}},
+      {{"--ghosts", "--tree"}, {}},
+      {{"--stopped"}, {paused.pid()}},
+      {{"--stopped", "--gpu", "0"}, {}},
+      {{"--user", a}, {job.pid(), paused.pid()}},
+      {{"--user", b}, {}},
+      {{"--gpu", "0", "--user", b}, {}},
+      {{"--stopped", "--user", a}, {paused.pid()}},
+      {{j, "--tree"}, {job.pid()}},
+      {{j, "--group"}, {job.pid()}},
+      {{g}, {}},
+      {{g, "--group"}, {}},
+  };
+  for (const auto& [ask, expected] : asks) {
+    std::string words;
+    for (const auto& w : ask) words += " " + w;
+    SCOPED_TRACE("user B: gpureap kill" + words);
+    std::vector<std::string> args{"kill", "--json", "--dry-run", "--dev-root", dev.path()};
+    args.insert(args.end(), ask.begin(), ask.end());
+    auto r = run_gpureap_as(kUserB, kUserB, args, nvml.env());
+    auto doc = parse_output(r);
+    ASSERT_EQ(doc["backend"]["available"], true) << r.err;
+    auto actions = plan_actions(doc);
+    std::vector<pid_t> planned;
+    for (const auto& [pid, action] : actions) planned.push_back(pid);
+    EXPECT_EQ(planned, sorted(expected)) << doc.dump(2);
+    for (const auto& t : doc["plan"]["targets"]) {
+      EXPECT_EQ(t["action"], "not-permitted") << t.dump(2);
+      EXPECT_NE(t.value("refusal", "").find("only root or its owner may signal it"),
+                std::string::npos)
+          << t.dump(2);
+    }
+  }
+  for (pid_t p : {job.pid(), paused.pid(), keeper}) {
+    EXPECT_TRUE(is_alive(p)) << p;
+    EXPECT_TRUE(no_signal_pending(p)) << p;
+  }
+  EXPECT_EQ(state_of(paused.pid()), 'T');
 }
 
 // --- doctor answered from the daemon ---------------------------------------------------------
