@@ -32,34 +32,44 @@ json one_gpu(json processes, uint64_t driver_held = 0) {
              {"processes", processes}}}}};
 }
 
-// The check was made before the question; a job opened the GPU while gpureap waited for the
-// answer. The "y" was given to a GPU nothing held: the reset checks again, and refuses.
-TEST(ResetGuard, AJobThatOpensTheGpuWhileGpureapAsksBlocksTheReset) {
-  REQUIRE_TERMINAL();
-  if (::geteuid() != 0) GTEST_SKIP() << "a reset asks only as root";
-  FakeDevRoot dev;
+// gpureap asks "Reset GPU 0?" of a GPU nothing holds; while it waits a process opens `file` of
+// the dev root; "y": the check made again refuses, names the process and how to end it, and
+// nvidia-smi never runs. `args`: more of the reset's options.
+void expect_an_opener_while_asked_blocks_the_reset(const FakeDevRoot& dev, const std::string& file,
+                                                   const std::vector<std::string>& args) {
   FakeNvml nvml(one_gpu(json::array(), 3 * GiB));
   FakeNvidiaSmi smi;
   auto env = nvml.env();
   env.push_back(smi.path_env());
-  TmuxGpureap tty({"reset", "--gpu", "0", "--dev-root", dev.path()}, env, 200, 40);
+  std::vector<std::string> reset{"reset", "--gpu", "0", "--dev-root", dev.path()};
+  reset.insert(reset.end(), args.begin(), args.end());
+  TmuxGpureap tty(reset, env, 200, 40);
   tty.wait_for("Reset GPU 0? [y/N]");
-  Child job = holding(dev, "nvidia0");
+  Child opener = holding(dev, file);
   tty.type("y");
   tty.keys({"Enter"});
   EXPECT_EQ(tty.exit_code(), 1);
   const std::string screen = tty.screen();
   EXPECT_NE(screen.find("gpureap: refusing to reset GPU 0: this process uses it, and a reset "
                         "would end it:\n  PID " +
-                        std::to_string(job.pid()) + " ("),
+                        std::to_string(opener.pid()) + " ("),
             std::string::npos)
       << screen;
-  EXPECT_NE(screen.find("  end it first: gpureap kill " + std::to_string(job.pid())),
+  EXPECT_NE(screen.find("  end it first: gpureap kill " + std::to_string(opener.pid())),
             std::string::npos)
       << screen;
   EXPECT_EQ(screen.find("GPU 0 reset"), std::string::npos) << screen;
   EXPECT_EQ(smi.args(), "");  // never ran
-  EXPECT_TRUE(is_alive(job.pid()));
+  EXPECT_TRUE(is_alive(opener.pid()));
+}
+
+// The check was made before the question; a job opened the GPU while gpureap waited for the
+// answer. The "y" was given to a GPU nothing held: the reset checks again, and refuses.
+TEST(ResetGuard, AJobThatOpensTheGpuWhileGpureapAsksBlocksTheReset) {
+  REQUIRE_TERMINAL();
+  if (::geteuid() != 0) GTEST_SKIP() << "a reset asks only as root";
+  FakeDevRoot dev;
+  expect_an_opener_while_asked_blocks_the_reset(dev, "nvidia0", {});
 }
 
 // gpureap in a container's PID namespace: the driver lists a live job of the host by its host
@@ -413,29 +423,7 @@ TEST(ResetGuard, AClientThatOpensTheGpusCardNodeWhileGpureapAsksBlocksTheReset) 
   FakeDevRoot dev;
   DrmSys sys(dev);
   sys.nvidia_gpu("0000:17:00.0", 1, 128);
-  FakeNvml nvml(one_gpu(json::array(), 3 * GiB));
-  FakeNvidiaSmi smi;
-  auto env = nvml.env();
-  env.push_back(smi.path_env());
-  TmuxGpureap tty({"reset", "--gpu", "0", "--dev-root", dev.path(), "--sys-root", sys.path()}, env,
-                  200, 40);
-  tty.wait_for("Reset GPU 0? [y/N]");
-  Child client = holding(dev, "dri/card1");
-  tty.type("y");
-  tty.keys({"Enter"});
-  EXPECT_EQ(tty.exit_code(), 1);
-  const std::string screen = tty.screen();
-  EXPECT_NE(screen.find("gpureap: refusing to reset GPU 0: this process uses it, and a reset "
-                        "would end it:\n  PID " +
-                        std::to_string(client.pid()) + " ("),
-            std::string::npos)
-      << screen;
-  EXPECT_NE(screen.find("  end it first: gpureap kill " + std::to_string(client.pid())),
-            std::string::npos)
-      << screen;
-  EXPECT_EQ(screen.find("GPU 0 reset"), std::string::npos) << screen;
-  EXPECT_EQ(smi.args(), "");  // never ran
-  EXPECT_TRUE(is_alive(client.pid()));
+  expect_an_opener_while_asked_blocks_the_reset(dev, "dri/card1", {"--sys-root", sys.path()});
 }
 
 // What must be left alone: the DRM nodes of another GPU. On a machine with an Intel iGPU
