@@ -84,6 +84,32 @@ bool reaches(uid_t uid, const std::string& path) {
   return WIFEXITED(status) && WEXITSTATUS(status) == 0;
 }
 
+// User A's trainer that opened the GPU, forked a worker (which keeps its files) and was killed
+// and reaped: its number is free, the worker ("loader-worker") lives on. `own_group`: the
+// trainer led a process group of its own (the worker is in it).
+struct GoneTrainer {
+  pid_t gone = 0;
+  pid_t worker = 0;
+};
+GoneTrainer gone_trainer(const FakeDevRoot& dev, KillStrays& strays, bool own_group) {
+  Ready forked;
+  Child trainer([&] {
+    if (own_group) ::setpgid(0, 0);
+    hold(dev.dev("nvidia0"));
+    become(kUserA);
+    if (::fork() == 0) {
+      ::prctl(PR_SET_NAME, "loader-worker");
+      forked.send(::getpid());
+      for (;;) ::pause();
+    }
+    ::_exit(0);
+  });
+  GoneTrainer out{trainer.pid(), static_cast<pid_t>(forked.receive())};
+  strays.pids.push_back(out.worker);
+  trainer.kill_and_reap();
+  return out;
+}
+
 // --- gpureap run -----------------------------------------------------------------------------
 
 // User A's `gpureap run` and then user B's, each with a job that leaves a worker behind. Beside
@@ -140,21 +166,7 @@ TEST(TwoUsers, AGoneNumbersGroupThatAnotherUserMadeSinceIsNeverExpanded) {
   FakeDevRoot dev;
   open_to_everyone(dev.path());
   KillStrays strays;
-  Ready forked;
-  Child trainer([&] {
-    hold(dev.dev("nvidia0"));
-    become(kUserA);
-    if (::fork() == 0) {
-      ::prctl(PR_SET_NAME, "loader-worker");
-      forked.send(::getpid());
-      for (;;) ::pause();
-    }
-    ::_exit(0);
-  });
-  const pid_t gone = trainer.pid();
-  const pid_t worker = static_cast<pid_t>(forked.receive());
-  strays.pids.push_back(worker);
-  trainer.kill_and_reap();
+  const auto [gone, worker] = gone_trainer(dev, strays, false);
 
   Ready took;
   pid_t leader = fork_at(gone, [&] {
@@ -339,22 +351,7 @@ TEST(TwoUsers, AnotherUsersKillPlansNoneOfAUsersProcessesForSignalling) {
 void stale_advice_scene(Mode mode) {
   FakeDevRoot dev;
   KillStrays strays;
-  Ready forked;
-  Child trainer([&] {
-    ::setpgid(0, 0);
-    hold(dev.dev("nvidia0"));
-    become(kUserA);
-    if (::fork() == 0) {
-      ::prctl(PR_SET_NAME, "loader-worker");
-      forked.send(::getpid());
-      for (;;) ::pause();
-    }
-    ::_exit(0);
-  });
-  const pid_t gone = trainer.pid();
-  const pid_t worker = static_cast<pid_t>(forked.receive());
-  strays.pids.push_back(worker);
-  trainer.kill_and_reap();
+  const auto [gone, worker] = gone_trainer(dev, strays, true);
   // Leaked: listed whatever ends, so that nothing below moves the driver's view.
   json listing = {{"pid", gone}, {"used_bytes", 8 * GiB}, {"leaked", true}};
   json scenario = idle_gpus();
