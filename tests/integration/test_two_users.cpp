@@ -166,7 +166,9 @@ TEST(TwoUsers, AGoneNumbersGroupThatAnotherUserMadeSinceIsNeverExpanded) {
   FakeDevRoot dev;
   open_to_everyone(dev.path());
   KillStrays strays;
-  const auto [gone, worker] = gone_trainer(dev, strays, false);
+  // Plain names, not a structured binding: lambdas below capture them (clang 14 refuses that).
+  const GoneTrainer trainer = gone_trainer(dev, strays, false);
+  const pid_t gone = trainer.gone, worker = trainer.worker;
 
   Ready took;
   pid_t leader = fork_at(gone, [&] {
@@ -351,7 +353,9 @@ TEST(TwoUsers, AnotherUsersKillPlansNoneOfAUsersProcessesForSignalling) {
 void stale_advice_scene(Mode mode) {
   FakeDevRoot dev;
   KillStrays strays;
-  const auto [gone, worker] = gone_trainer(dev, strays, true);
+  // Plain names, not a structured binding: lambdas below capture them (clang 14 refuses that).
+  const GoneTrainer trainer = gone_trainer(dev, strays, true);
+  const pid_t gone = trainer.gone, worker = trainer.worker;
   // Leaked: listed whatever ends, so that nothing below moves the driver's view.
   json listing = {{"pid", gone}, {"used_bytes", 8 * GiB}, {"leaked", true}};
   json scenario = idle_gpus();
