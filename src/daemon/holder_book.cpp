@@ -37,8 +37,7 @@ HolderBook::Rechecked HolderBook::recheck_unconfirmed(std::chrono::steady_clock:
 
 void HolderBook::on_files(track::FanotifyWatch::Batch batch) {
   for (auto& e : batch.events) {
-    changed_.insert(e.pid);
-    touched_.insert(e.pid);
+    read_again(e.pid);
     if (e.kind == track::FileEvent::Kind::Open) {
       ++counters_.opens;
       revouch(e.pid);  // its beginning is not an ended process's
@@ -83,8 +82,7 @@ bool HolderBook::on_procs(const track::ProcEvents::Batch& batch) {
           continue;
         }
         add_forked_holder(e.pid, e.parent, std::chrono::system_clock::now());
-        changed_.insert(e.pid);
-        touched_.insert(e.pid);
+        read_again(e.pid);
         changed = true;
         break;
       case track::ProcEvent::Kind::Exit:
@@ -166,18 +164,13 @@ bool HolderBook::forget_process(pid_t pid, std::optional<uint64_t> start) {
   // Its start time is nobody's now; one read since the loss (a parent's at its fork, a scan's
   // re-read) is the number's new process's, and stays.
   const bool in_view = scanned_starts_.count(pid) > 0;
-  if (start) {
-    if (auto it = scanned_starts_.find(pid); it != scanned_starts_.end() && it->second == *start)
-      scanned_starts_.erase(it);
+  forget_scanned_start(pid, start);
+  if (start)
     if (auto it = parent_starts_.find(pid); it != parent_starts_.end() && it->second == *start)
       parent_starts_.erase(it);
-  }
   // The view may still have it: the engine reads the number again.
   if (in_view) exited_.insert(pid);
-  if (holder) {
-    changed_.insert(pid);
-    touched_.insert(pid);
-  }
+  if (holder) read_again(pid);
   return holder || in_view;
 }
 
@@ -203,8 +196,7 @@ bool HolderBook::on_exit(pid_t pid, std::optional<int> wait_status) {
       else
         unconfirmed_.forget(pid);
       if (!holder) return forgot;
-      changed_.insert(pid);
-      touched_.insert(pid);
+      read_again(pid);
       return true;
     }
   }
@@ -216,10 +208,7 @@ bool HolderBook::on_exit(pid_t pid, std::optional<int> wait_status) {
   if ((holder || parent) && vouched) note_end(pid, holder, wait_status, start);
   parent_starts_.erase(pid);
   began_.erase(pid);  // the PID may be handed out again
-  // Its start time is nobody's now: another process under the number is not this one.
-  if (auto it = scanned_starts_.find(pid);
-      it != scanned_starts_.end() && start && it->second == *start)
-    scanned_starts_.erase(it);
+  forget_scanned_start(pid, start);
   // The engine reads it again until /proc shows it gone: it may be a zombie when read now.
   if (in_view) exited_.insert(pid);
   if (in_view || holder) ended_since_take(pid, start);
@@ -228,9 +217,14 @@ bool HolderBook::on_exit(pid_t pid, std::optional<int> wait_status) {
     remember_exit(pid);
     return reparented || forgot;  // its children are orphans: a sample says so
   }
-  changed_.insert(pid);
-  touched_.insert(pid);
+  read_again(pid);
   return true;
+}
+
+void HolderBook::forget_scanned_start(pid_t pid, std::optional<uint64_t> start) {
+  if (auto it = scanned_starts_.find(pid);
+      start && it != scanned_starts_.end() && it->second == *start)
+    scanned_starts_.erase(it);
 }
 
 void HolderBook::ended_since_take(pid_t pid, std::optional<uint64_t> start) {
@@ -328,8 +322,7 @@ void HolderBook::claim_recent_forks() {
     }
     add_forked_holder(it->child, it->parent, std::chrono::system_clock::now());
     check_dropped_forks(it->child);
-    changed_.insert(it->child);
-    touched_.insert(it->child);
+    read_again(it->child);
     it = recent_forks_.erase(it);
   }
 }

@@ -165,6 +165,15 @@ class HolderBook {
   // The process recorded under `pid` (with `start`, where known) ended unseen: what is kept of
   // it goes, and no end is recorded. True: the engine should read the number again.
   bool forget_process(pid_t pid, std::optional<uint64_t> start);
+  // `pid` was named by events: read again at the next collection (changed_), and not counted as
+  // drift by the next scan (touched_).
+  void read_again(pid_t pid) {
+    changed_.insert(pid);
+    touched_.insert(pid);
+  }
+  // The latest scan's start time of `pid`, where it is `start`: nobody's now, so that another
+  // process under the number is not taken for it.
+  void forget_scanned_start(pid_t pid, std::optional<uint64_t> start);
   // `pid` (with `start`, where known), a holder or a process of the view, ended: the scan of the
   // collection in progress may have read it before, and must not bring it back.
   void ended_since_take(pid_t pid, std::optional<uint64_t> start);
