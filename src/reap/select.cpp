@@ -13,6 +13,12 @@
 namespace gpureap::reap {
 namespace {
 
+std::string pid_words(const std::vector<pid_t>& pids, const char* separator) {
+  std::string out;
+  for (pid_t p : pids) out += (out.empty() ? "" : separator) + std::to_string(p);
+  return out;
+}
+
 class Selector {
  public:
   Selector(const core::Snapshot& s, const Request& r, const Caller& c,
@@ -177,19 +183,50 @@ class Selector {
     g.leaked = ghost && ghost->leaked;
     auto others = kin_.other_holders(g.pid);
     if (!others.empty()) {
-      std::string list;
-      for (pid_t o : others) list += (list.empty() ? "" : " ") + std::to_string(o);
       out_.notes.push_back(who +
                            " is gone and no process is known to keep its memory; other processes "
                            "hold that GPU's device files, none of its job: if they are its "
                            "leftovers, name them: `gpureap kill " +
-                           list + "`");
+                           pid_words(others, " ") + "`");
+      return;
+    }
+    const auto display = display_node_holders(g);
+    if (!display.empty()) {
+      // A display node never keeps a compute context, but its holder blocks the reset that
+      // frees a leaked one: the reset's own check names it.
+      out_.notes.push_back(who +
+                           " is gone and no process holds a file of its GPU that can keep "
+                           "its context; PID" +
+                           std::string(display.size() == 1 ? " " : "s ") +
+                           pid_words(display, ", ") + " hold" + (display.size() == 1 ? "s" : "") +
+                           " only its display nodes" +
+                           std::string(g.leaked ? ": a leaked context; only a GPU reset frees it, "
+                                                  "and `gpureap reset` says what it needs ended"
+                                                : ""));
       return;
     }
     out_.notes.push_back(who + " is gone and no process holds its GPU's device files" +
                          std::string(g.leaked
                                          ? ": a leaked context; only a GPU reset frees it"
                                          : " that gpureap could inspect; run as root to see all"));
+  }
+
+  // Live processes that reach one of the gone listing's GPUs only through a display driver's
+  // node (core::DeviceHold::may_keep_context).
+  std::vector<pid_t> display_node_holders(const GoneListing& g) const {
+    std::vector<pid_t> out;
+    for (const auto& p : snap_.proc.processes) {
+      if (!p.is_live()) continue;
+      bool display = false, context = false;
+      for (const auto& use : g.gpus)
+        if (const core::Gpu* gpu = snap_.gpu(use.index))
+          for (const auto& d : p.devices) {
+            if (!d.reaches(*gpu)) continue;
+            (d.may_keep_context(*gpu) ? context : display) = true;
+          }
+      if (display && !context) out.push_back(p.stat.pid);
+    }
+    return out;
   }
 
   core::Result<GpuScope> gpu_scope(const core::GpuPlace& place) {

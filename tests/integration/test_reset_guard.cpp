@@ -499,6 +499,15 @@ TEST(ResetGuard, AWorkerHoldingOnlyTheRenderNodeKeepsNoGhostButBlocksTheReset) {
   ASSERT_EQ(plan["plan"]["gone"].size(), 1u) << plan.dump(2);
   EXPECT_EQ(plan["plan"]["gone"][0]["pid"], job->trainer);
   EXPECT_EQ(plan["plan"]["gone"][0]["keepers"], json::array());
+  // The note names the worker as a holder of the display nodes alone, not "no process".
+  EXPECT_EQ(plan["plan"]["notes"],
+            json::array({"PID " + std::to_string(job->trainer) +
+                         " is gone and no process holds a file of its GPU that can keep its "
+                         "context; PID " +
+                         std::to_string(job->worker) +
+                         " holds only its display nodes: a leaked context; only a GPU reset "
+                         "frees it, and `gpureap reset` says what it needs ended"}))
+      << plan.dump(2);
   auto r = run_gpureap(
       {"reset", "--gpu", "0", "--yes", "--dev-root", dev.path(), "--sys-root", sys.path()}, env);
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err;

@@ -20,6 +20,9 @@ constexpr unsigned kNvidiaModesetMinor = 254;
 
 // /dev/nvidia<N> (195:N) reaches GPU N; nvidiactl and nvidia-modeset are fixed minors of the
 // same major; nvidia-uvm (and its tools node, minor 1) has a major given at module load.
+// nvidia-drm's /dev/dri nodes are not listed here: they are DRM's, catalogued once for every
+// vendor by backend/drm (a kind is unique in the catalogue), and drm_nodes.h joins NVIDIA's to
+// their GPU.
 procfs::DeviceNodes nvidia_nodes() {
   procfs::DeviceNode ctl{"nvidiactl", "", "nvidiactl"};
   ctl.shows_driver = true;
