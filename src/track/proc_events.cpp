@@ -4,6 +4,7 @@
 #include <linux/connector.h>
 #include <linux/netlink.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -75,7 +76,7 @@ void take_event(const proc_event& ev, size_t len, Drained& out) {
       if (len >= kEventHead + sizeof ev.event_data.fork &&
           ev.event_data.fork.child_pid == ev.event_data.fork.child_tgid)
         out.batch.events.push_back({ProcEvent::Kind::Fork, ev.event_data.fork.child_tgid,
-                                    ev.event_data.fork.parent_tgid, 0});
+                                    ev.event_data.fork.parent_tgid, 0, 0, ev.timestamp_ns});
       break;
     case proc_event::PROC_EVENT_EXIT:
       // Every thread's exit is reported. The leader's is the process's unless another thread
@@ -85,7 +86,7 @@ void take_event(const proc_event& ev, size_t len, Drained& out) {
         const pid_t thread = ev.event_data.exit.process_pid, tgid = ev.event_data.exit.process_tgid;
         out.batch.events.push_back(
             {thread == tgid ? ProcEvent::Kind::Exit : ProcEvent::Kind::ThreadExit, tgid, 0, thread,
-             static_cast<int>(ev.event_data.exit.exit_code)});
+             static_cast<int>(ev.event_data.exit.exit_code), ev.timestamp_ns});
       }
       break;
     case proc_event::PROC_EVENT_NONE:
@@ -129,6 +130,9 @@ void take_datagram(const char* buf, size_t len, Drained& out) {
 // Everything queued on the socket now; never blocks (the socket is non-blocking).
 Drained drain(int fd) {
   Drained out;
+  // Read before the events: each was reported before it, so a suspend after the read cannot
+  // make an event read as later than it was.
+  out.batch.boot_offset_ns = ProcEvents::boot_offset_now();
   alignas(nlmsghdr) char buf[8192];
   for (;;) {
     sockaddr_nl from{};
@@ -227,9 +231,30 @@ ProcEvents::Batch ProcEvents::read() {
   Batch batch = std::exchange(pending_, Batch{});
   if (fd_ < 0) return batch;
   Drained drained = drain(fd_);  // acknowledgements (another listener's) are no events
+  // The pending events' offset, read earlier, is no more than the new ones': the least of the
+  // two holds for all.
+  if (batch.events.empty()) batch.boot_offset_ns = drained.batch.boot_offset_ns;
   batch.events.insert(batch.events.end(), drained.batch.events.begin(), drained.batch.events.end());
   batch.overflow = batch.overflow || drained.batch.overflow;
   return batch;
+}
+
+uint64_t ProcEvents::boot_offset_now() {
+  auto ns = [](clockid_t clock) {
+    timespec ts{};
+    ::clock_gettime(clock, &ts);
+    return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+  };
+  // Monotonic read last: the difference is the offset at most a read's time too small, never
+  // too large.
+  const uint64_t boot = ns(CLOCK_BOOTTIME);
+  const uint64_t monotonic = ns(CLOCK_MONOTONIC);
+  return boot > monotonic ? boot - monotonic : 0;
+}
+
+uint64_t ProcEvents::Batch::boot_ticks(const ProcEvent& e) const {
+  static const auto ns_per_tick = 1000000000ull / static_cast<uint64_t>(::sysconf(_SC_CLK_TCK));
+  return (e.at_ns + boot_offset_ns) / ns_per_tick;
 }
 
 }  // namespace gpureap::track

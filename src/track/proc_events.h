@@ -6,6 +6,7 @@
 // one to scan.
 #include <sys/types.h>
 
+#include <cstdint>
 #include <vector>
 
 #include "core/result.h"
@@ -27,6 +28,10 @@ struct ProcEvent {
   // Exits: the thread's exit code as waitpid(2) reports a process's (the signal that ended it,
   // or exit()'s status << 8); a group exit gives every thread the group's.
   int wait_status = 0;
+  // When the kernel reported it: its CLOCK_MONOTONIC in nanoseconds (the connector stamps every
+  // event with ktime_get_ns(); its header calls that "since boot", but the clock stops while the
+  // machine is suspended). See Batch::boot_ticks().
+  uint64_t at_ns = 0;
 };
 
 class ProcEvents {
@@ -45,9 +50,21 @@ class ProcEvents {
   struct Batch {
     std::vector<ProcEvent> events;  // thread forks are left out: processes only
     bool overflow = false;          // the socket's buffer overran (ENOBUFS): events were lost
+    // CLOCK_BOOTTIME less CLOCK_MONOTONIC (boot_offset_now()) read as the batch was read, before
+    // its events were: the time the machine has spent suspended since boot.
+    uint64_t boot_offset_ns = 0;
+    // When the kernel reported `e`, in clock ticks since boot: /proc/PID/stat's start time's
+    // clock (CLOCK_BOOTTIME) and unit (sysconf(_SC_CLK_TCK)), rounded down as the kernel rounds
+    // a start time. The two clocks differ by the time spent suspended, which only grows, so
+    // the offset read with the batch is the one of its events unless the machine slept between
+    // an event and the read (then the event reads as later than it was, by that sleep).
+    uint64_t boot_ticks(const ProcEvent& e) const;
   };
   // Every event queued now; never blocks.
   Batch read();
+  // CLOCK_BOOTTIME less CLOCK_MONOTONIC now, in nanoseconds, rounded down (the two clocks are
+  // read one after the other: the least it can be).
+  static uint64_t boot_offset_now();
 
  private:
   ProcEvents(int fd, Batch pending);

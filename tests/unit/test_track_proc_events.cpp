@@ -18,6 +18,8 @@
 #include <thread>
 #include <vector>
 
+#include "engine/listed_since.h"
+#include "procfs/proc_fs.h"
 #include "track/proc_events.h"
 #include "unprivileged_child.h"
 
@@ -227,6 +229,46 @@ TEST_F(ProcEventsTest, AnExitSaysHowTheProcessEnded) {
       EXPECT_TRUE(WIFEXITED(e.wait_status) && WEXITSTATUS(e.wait_status) == 3) << e.wait_status;
     }
   }
+}
+
+// Each event says when the kernel reported it, which its batch gives in /proc's clock and unit of
+// start times (ticks of CLOCK_BOOTTIME): a child's fork is reported once it has started, its exit
+// after that, and both before it is reaped.
+TEST_F(ProcEventsTest, AnEventSaysWhenTheKernelReportedItInTheClockOfStartTimes) {
+  auto proc = procfs::ProcFs::open("/proc");
+  ASSERT_TRUE(proc) << proc.error().text();
+  int hold[2];
+  ASSERT_EQ(::pipe(hold), 0);
+  pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    char c;
+    ::close(hold[1]);
+    ::_exit(::read(hold[0], &c, 1) == 0 ? 0 : 1);  // ends when the pipe closes
+  }
+  ::close(hold[0]);
+  auto stat = proc->read_stat(child);
+  ::close(hold[1]);
+  ::waitpid(child, nullptr, 0);
+  const uint64_t reaped = engine::boot_ticks_now();
+  ASSERT_TRUE(stat && *stat);
+  const uint64_t started = (*stat)->start_ticks;
+
+  std::optional<uint64_t> forked, exited;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+  while (!exited && std::chrono::steady_clock::now() < deadline) {
+    pollfd p{events_->fd(), POLLIN, 0};
+    ::poll(&p, 1, 100);
+    const ProcEvents::Batch batch = events_->read();
+    for (const auto& e : batch.events) {
+      if (is(e, ProcEvent::Kind::Fork, child, ::getpid())) forked = batch.boot_ticks(e);
+      if (is(e, ProcEvent::Kind::Exit, child)) exited = batch.boot_ticks(e);
+    }
+  }
+  ASSERT_TRUE(forked && exited) << "the fork or the exit of " << child << " did not come";
+  EXPECT_LE(started, *forked);
+  EXPECT_LE(*forked, *exited);
+  EXPECT_LE(*exited, reaped);
 }
 
 TEST_F(ProcEventsTest, MovedFromReadsNothing) {
