@@ -45,7 +45,7 @@ void HolderBook::on_files(track::FanotifyWatch::Batch batch) {
       note_open(e.pid, e.path);
       note_beginning(e.pid, e.at);
       check_dropped_forks(e.pid);
-      claim_recent_forks();
+      claim_recent_forks(e.pid);
       if (ended_before_read(e.pid)) exited_unseen(e.pid);
       continue;
     }
@@ -74,6 +74,10 @@ bool HolderBook::on_procs(const track::ProcEvents::Batch& batch) {
   for (const auto& e : batch.events) {
     switch (e.kind) {
       case track::ProcEvent::Kind::Fork:
+        // What was recorded of the number's previous process ended with it (its exit came
+        // first): a late open under the number is this one's.
+        recent_forks_.handed_out(e.pid);
+        dropped_fork_parents_.erase(e.pid);
         changed = number_reused(e.pid) || changed;
         changed = revouch(e.parent) || changed;
         // The child inherits the holder's fds: no open event, so it must be scanned.
@@ -86,6 +90,7 @@ bool HolderBook::on_procs(const track::ProcEvents::Batch& batch) {
         changed = true;
         break;
       case track::ProcEvent::Kind::Exit:
+        recent_forks_.exited(e.pid);
         changed = on_exit(e.pid, e.wait_status) || changed;
         break;
       case track::ProcEvent::Kind::ThreadExit:
@@ -260,18 +265,16 @@ void HolderBook::add_forked_holder(pid_t child, pid_t parent,
 
 void HolderBook::remember_fork(pid_t child, pid_t parent) {
   const auto now = std::chrono::steady_clock::now();
-  recent_forks_.push_back({child, parent, now});
-  if (recent_forks_.size() <= kKeptRecentForks) return;
-  const RecentFork oldest = recent_forks_.front();
-  recent_forks_.pop_front();
-  if (now - oldest.at > kRecentForkWindow) return;
+  const std::optional<RecentForks::Fork> oldest =
+      recent_forks_.add(child, parent, now, kRecentForkWindow, kKeptRecentForks);
+  if (!oldest) return;
   if (dropped_fork_parents_.size() >= kKeptRecentForks)
     std::erase_if(dropped_fork_parents_,
                   [&](const auto& kv) { return now - kv.second > kRecentForkWindow; });
   if (dropped_fork_parents_.size() >= kKeptRecentForks)
     dropped_all_until_ = now + kRecentForkWindow;
   else
-    dropped_fork_parents_[oldest.parent] = oldest.at;
+    dropped_fork_parents_[oldest->parent] = oldest->at;
 }
 
 void HolderBook::remember_exit(pid_t pid) {
@@ -310,20 +313,13 @@ void HolderBook::check_dropped_forks(pid_t pid) {
   if (it != dropped_fork_parents_.end()) dropped_fork_parents_.erase(it);
 }
 
-void HolderBook::claim_recent_forks() {
+void HolderBook::claim_recent_forks(pid_t opener) {
   const auto now = std::chrono::steady_clock::now();
-  while (!recent_forks_.empty() && now - recent_forks_.front().at > kRecentForkWindow)
-    recent_forks_.pop_front();
-  // Parents come before their children in the queue, so one pass finds grandchildren too.
-  for (auto it = recent_forks_.begin(); it != recent_forks_.end();) {
-    if (!holders_.count(it->parent)) {
-      ++it;
-      continue;
-    }
-    add_forked_holder(it->child, it->parent, std::chrono::system_clock::now());
-    check_dropped_forks(it->child);
-    read_again(it->child);
-    it = recent_forks_.erase(it);
+  const auto holds = [&](pid_t pid) { return holders_.count(pid) > 0; };
+  for (const RecentForks::Fork& f : recent_forks_.claim(opener, holds, now, kRecentForkWindow)) {
+    add_forked_holder(f.child, f.parent, std::chrono::system_clock::now());
+    check_dropped_forks(f.child);
+    read_again(f.child);
   }
 }
 

@@ -26,6 +26,13 @@
 // A fork that hands out a number recorded with a start time other than the one /proc now shows
 // proves the same. Lost file events (fanotify's overflow) lose no exit: every number stays
 // vouched for.
+//
+// Each source's events come in the kernel's order, but the two are not in order with each other:
+// an open is handed after every fork and exit the connector reported before it (HolderTracker
+// reads the connector after each read of file events), but one made before a fork may come
+// after it. So an open under a number that a fork handed out again is the new process's, and the
+// recent forks of the number's earlier process are ended by that fork
+// (daemon/holder_book_recent_forks).
 #include <sys/types.h>
 
 #include <chrono>
@@ -39,6 +46,7 @@
 #include <vector>
 
 #include "core/snapshot.h"
+#include "daemon/holder_book_recent_forks.h"
 #include "daemon/unconfirmed_ends.h"
 #include "engine/scan_hints.h"
 #include "procfs/proc_fs.h"
@@ -89,6 +97,8 @@ class HolderBook {
   static constexpr size_t kKeptEnds = 4096;
   static constexpr size_t kEndsPerPid = 4;
 
+  // The processes taken for holders now: the latest scan's, with the events read since.
+  const std::set<pid_t>& holders() const { return holders_; }
   const TrackerCounters& counters() const { return counters_; }
   // The latest final closes, oldest first (at most kKeptReleases).
   std::vector<Release> releases() const { return {releases_.begin(), releases_.end()}; }
@@ -132,9 +142,9 @@ class HolderBook {
   std::optional<uint64_t> known_start(pid_t pid) const;
   // `child`, forked by a holder, holds what its parent held at the fork.
   void add_forked_holder(pid_t child, pid_t parent, std::chrono::system_clock::time_point at);
-  // After an open, the recent forks whose parent is now a holder (and theirs): the children
-  // may hold what it opened, and are read again.
-  void claim_recent_forks();
+  // After `opener`'s open, the recent forks whose parent is now a holder (and theirs): the
+  // children may hold what it opened, and are read again.
+  void claim_recent_forks(pid_t opener);
   // `pid` is a new holder; when a fork record of it was pushed out, asks for a full scan (lost_).
   void check_dropped_forks(pid_t pid);
   // A fork by a process not known to hold, kept for claim_recent_forks().
@@ -195,11 +205,7 @@ class HolderBook {
   std::map<pid_t, pid_t> exited_parents_;     // those whose parent exited since
   std::map<pid_t, std::vector<core::ProcessEnd>> ends_;  // see ends()
   std::deque<pid_t> end_order_;                          // ends_'s numbers, oldest first
-  struct RecentFork {
-    pid_t child = 0, parent = 0;
-    std::chrono::steady_clock::time_point at;
-  };
-  std::deque<RecentFork> recent_forks_;  // by processes not known to hold, oldest first
+  RecentForks recent_forks_;  // by processes not known to hold (daemon/holder_book_recent_forks)
   struct UnconfirmedOpen {
     std::set<std::string> paths;  // opened, with no final close by it read since
     std::chrono::steady_clock::time_point at;

@@ -77,24 +77,28 @@ void HolderTracker::run() {
       return;
     }
     if (fds[0].revents) return;
-    if (fds[1].revents) {
-      auto batch = files_.read();
-      std::vector<pid_t> pids;
-      pids.reserve(batch.events.size());
-      for (const auto& e : batch.events) pids.push_back(e.pid);
-      const bool lost = batch.overflow;
-      {
-        std::lock_guard lock(mutex_);
-        book_.on_files(std::move(batch));
-      }
-      pacer_.files_read(pids, lost, Clock::now());
-    }
-    if (fds[2].revents && procs_) {
+    std::optional<track::FanotifyWatch::Batch> files;
+    if (fds[1].revents) files = files_.read();
+    // The kernel reports a fork before the child runs, so every fork made before an open just
+    // read is queued on the connector by now: the book is handed those forks (and exits) first,
+    // and an open under a number a fork handed out again is the new process's (HolderBook).
+    if (procs_ && (fds[2].revents || files)) {
       const track::ProcEvents::Batch batch = procs_->read();
       std::unique_lock lock(mutex_);
       const bool news = book_.on_procs(batch);
       lock.unlock();
       if (news) pacer_.news();
+    }
+    if (files) {
+      std::vector<pid_t> pids;
+      pids.reserve(files->events.size());
+      for (const auto& e : files->events) pids.push_back(e.pid);
+      const bool lost = files->overflow;
+      {
+        std::lock_guard lock(mutex_);
+        book_.on_files(std::move(*files));
+      }
+      pacer_.files_read(pids, lost, Clock::now());
     }
     // Unconfirmed ends change only here (events, checks), so the next check is known until then.
     const HolderBook::Rechecked rechecked = recheck_unconfirmed(Clock::now());

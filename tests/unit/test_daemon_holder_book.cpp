@@ -12,6 +12,7 @@
 #include <fstream>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -347,6 +348,97 @@ TEST_F(HolderBookTest, AHolderWithoutItsLeaderIsEndedAfterALossOnlyByItsOwnStart
   EXPECT_TRUE(book_->recheck_unconfirmed(std::chrono::steady_clock::now()).changed);
   const Ends want{{kOther, {{kStart + 1, 0, true, std::nullopt}}}};
   EXPECT_EQ(ends(), want);
+}
+
+// Forks by a process not known to hold are kept for its open read later; a fork that hands the
+// parent's number out again ends them: an open under the number is then the new process's, and
+// the earlier process's child is none of its.
+TEST_F(HolderBookTest, AnOpenUnderARecentParentsNumberHandedOutAgainClaimsNoChild) {
+  constexpr pid_t kParent = 4200200, kChild = 4200201, kForker = 4200300;
+  in_proc(kChild, kStart);
+  in_proc(kForker, kLauncherStart);
+  in_proc(kParent, kLater);  // the number's next process
+  book_->on_procs(
+      batch({fork_of(kChild, kParent), exit_of(kParent, 0), fork_of(kParent, kForker)}));
+  book_->on_files(open_by(kParent, std::chrono::system_clock::now()));
+  EXPECT_EQ(book_->holders(), std::set<pid_t>{kParent});
+  EXPECT_EQ(book_->take().pids, std::vector<pid_t>{kParent});
+  EXPECT_EQ(book_->exited_parents(), (std::map<pid_t, pid_t>{}));
+  EXPECT_EQ(ends(), Ends{});
+}
+
+// A scan can read a number's next process before the fork that made it is read: a recent fork's
+// parent whose exit was read holds nothing, whatever holds under its number now, and an open by
+// another process claims none of its children.
+TEST_F(HolderBookTest, ARecentParentThatExitedLendsNoChildToItsNumbersNextHolder) {
+  constexpr pid_t kParent = 4200200, kChild = 4200201, kOpener = 4200400;
+  in_proc(kChild, kStart);
+  in_proc(kParent, kLater);  // the number's next process
+  in_proc(kOpener, kLauncherStart);
+  book_->on_procs(batch({fork_of(kChild, kParent), exit_of(kParent, 0)}));
+  full_scan(view({process(kParent, kLater, true), process(kChild, kStart, false),
+                  process(kOpener, kLauncherStart, false)}),
+            kFirstScan);
+  book_->on_files(open_by(kOpener, std::chrono::system_clock::now()));
+  EXPECT_EQ(book_->holders(), (std::set<pid_t>{kParent, kOpener}));
+  EXPECT_EQ(book_->take().pids, std::vector<pid_t>{kOpener});
+  EXPECT_EQ(book_->exited_parents(), (std::map<pid_t, pid_t>{}));
+  EXPECT_EQ(ends(), Ends{});
+}
+
+// A recent fork's child that exits holds nothing: the open of its parent read later claims
+// neither it nor the process a fork hands its number to next, nor that one's children.
+TEST_F(HolderBookTest, AnOpenClaimsNoRecentChildThatExitedNorItsNumbersNextProcess) {
+  constexpr pid_t kParent = 4200200, kChild = 4200201, kForker = 4200300;
+  in_proc(kParent, kStart);
+  in_proc(kForker, kLauncherStart);
+  book_->on_procs(batch({fork_of(kChild, kParent), exit_of(kChild, 0)}));
+  book_->on_files(open_by(kParent, std::chrono::system_clock::now()));
+  EXPECT_EQ(book_->holders(), std::set<pid_t>{kParent});
+  EXPECT_EQ(book_->take().pids, std::vector<pid_t>{kParent});
+
+  constexpr pid_t kOtherParent = 4200210, kNextOnesChild = 4200211;
+  in_proc(kOtherParent, kStart);
+  in_proc(kChild, kLater);  // the child's number's next process
+  in_proc(kNextOnesChild, kLater + 1);
+  book_->on_procs(batch({fork_of(kChild, kOtherParent), exit_of(kChild, 0),
+                         fork_of(kChild, kForker), fork_of(kNextOnesChild, kChild)}));
+  book_->on_files(open_by(kOtherParent, std::chrono::system_clock::now()));
+  EXPECT_EQ(book_->holders(), (std::set<pid_t>{kParent, kOtherParent}));
+  EXPECT_EQ(book_->take().pids, std::vector<pid_t>{kOtherParent});
+  EXPECT_EQ(book_->exited_parents(), (std::map<pid_t, pid_t>{}));
+  EXPECT_EQ(ends(), Ends{});
+}
+
+// What must still be found: a process that opened, forked and exited before its open was read
+// (no fork handed its number out since) made its child a holder, whose parent has exited.
+TEST_F(HolderBookTest, AnOpenReadAfterItsOpenersExitStillClaimsItsChild) {
+  constexpr pid_t kParent = 4200200, kChild = 4200201, kGrandchild = 4200202;
+  in_proc(kChild, kStart);
+  in_proc(kGrandchild, kStart + 1);
+  book_->on_procs(
+      batch({fork_of(kChild, kParent), fork_of(kGrandchild, kChild), exit_of(kParent, 0)}));
+  book_->on_files(open_by(kParent, std::chrono::system_clock::now()));
+  EXPECT_EQ(book_->holders(), (std::set<pid_t>{kChild, kGrandchild}));
+  EXPECT_EQ(book_->exited_parents(), (std::map<pid_t, pid_t>{{kChild, kParent}}));
+  EXPECT_EQ(ends(), Ends{});
+}
+
+// A loss of the connector's events may have lost the exits and forks that hand numbers out:
+// no recent fork is kept past it, and the open read after asks for a full scan instead, which
+// finds the children that hold.
+TEST_F(HolderBookTest, NoRecentForkOutlivesALossOfEvents) {
+  constexpr pid_t kParent = 4200200, kChild = 4200201;
+  in_proc(kParent, kStart);
+  in_proc(kChild, kStart + 1);
+  book_->on_procs(batch({fork_of(kChild, kParent)}));
+  book_->on_procs(lost());
+  book_->on_files(open_by(kParent, std::chrono::system_clock::now()));
+  EXPECT_EQ(book_->holders(), std::set<pid_t>{kParent});
+  const engine::ScanRequest asked = book_->take();
+  EXPECT_TRUE(asked.full);
+  EXPECT_EQ(asked.pids, std::vector<pid_t>{kParent});
+  EXPECT_EQ(ends(), Ends{});
 }
 
 // A final close is the closing process's only from its start: asked for the release of a
