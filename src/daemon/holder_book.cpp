@@ -26,7 +26,7 @@ void drop_older_half(Map& map, TimeOf time_of) {
 HolderBook::Rechecked HolderBook::recheck_unconfirmed(std::chrono::steady_clock::time_point now) {
   Rechecked out;
   for (const auto& [pid, e] : unconfirmed_.due(now)) {
-    out.changed = on_exit(pid, e.wait_status) || out.changed;
+    out.changed = on_exit(pid, e.wait_status, std::nullopt) || out.changed;
     // Still running (if still followed): the next check comes later, and none after the last
     // delay until an event.
     unconfirmed_.still_running(pid, e.checks, now);
@@ -91,11 +91,12 @@ bool HolderBook::on_procs(const track::ProcEvents::Batch& batch) {
         break;
       case track::ProcEvent::Kind::Exit:
         recent_forks_.exited(e.pid);
-        changed = on_exit(e.pid, e.wait_status) || changed;
+        changed = on_exit(e.pid, e.wait_status, batch.boot_ticks(e)) || changed;
         break;
       case track::ProcEvent::Kind::ThreadExit:
         // Any thread's exit may be the end of a process whose leader ended before it.
-        if (unconfirmed_.contains(e.pid)) changed = on_exit(e.pid, e.wait_status) || changed;
+        if (unconfirmed_.contains(e.pid))
+          changed = on_exit(e.pid, e.wait_status, batch.boot_ticks(e)) || changed;
         break;
     }
   }
@@ -179,16 +180,20 @@ bool HolderBook::forget_process(pid_t pid, std::optional<uint64_t> start) {
   return holder || in_view;
 }
 
-bool HolderBook::on_exit(pid_t pid, std::optional<int> wait_status) {
+bool HolderBook::on_exit(pid_t pid, std::optional<int> wait_status,
+                         std::optional<uint64_t> at_ticks) {
   // After a loss the number may be another process's than the one recorded: /proc tells, or
   // nothing is recorded of it (below).
   const bool forgot = revouch(pid);
+  // Whatever is known of it is kept until /proc confirms.
+  const auto start = known_start(pid);
+  // A start time is rounded down to its clock tick: one in the exit's own tick may be the
+  // exit's process, and only one in a later tick started after it.
+  if (at_ticks && start && *start > *at_ticks) return exit_before_start(pid, *start);
   const bool holder = holders_.count(pid) > 0;
   const bool parent = std::any_of(forked_by_.begin(), forked_by_.end(),
                                   [&](const auto& kv) { return kv.second == pid; });
   const bool in_view = scanned_starts_.count(pid) > 0;
-  // Whatever is known of it is kept until /proc confirms.
-  const auto start = known_start(pid);
   if (holder || parent || in_view || unconfirmed_.contains(pid) || forked_by_.count(pid) ||
       exited_parents_.count(pid)) {
     // One thread's exit is no process's end (an exec from another thread, a leader's
@@ -224,6 +229,18 @@ bool HolderBook::on_exit(pid_t pid, std::optional<int> wait_status) {
   }
   read_again(pid);
   return true;
+}
+
+bool HolderBook::exit_before_start(pid_t pid, uint64_t start) {
+  // The exit is of the process the number had before, whose start time is not kept: no end is
+  // recorded. What the events recorded of that process goes with it: the children its forks
+  // made holders were reparented, and an unconfirmed end kept for it is over. The process
+  // recorded under the number stays as it was: its own exit comes later.
+  const bool reparented = exited(pid);
+  if (const auto* end = unconfirmed_.find(pid); end && end->start_ticks != start)
+    unconfirmed_.forget(pid);
+  if (!holders_.count(pid)) remember_exit(pid);
+  return reparented;
 }
 
 void HolderBook::forget_scanned_start(pid_t pid, std::optional<uint64_t> start) {

@@ -27,6 +27,16 @@
 // proves the same. Lost file events (fanotify's overflow) lose no exit: every number stays
 // vouched for.
 //
+// A scan can read /proc ahead of the events: the number's next process read before the exit of
+// the one before it is read. The connector stamps each event with its time (a batch's
+// boot_ticks()), so an exit is the end of the process recorded under its number only if that
+// process started no later than the exit's clock tick (start times are rounded down to theirs).
+// One that started in a later tick is another process, the exit an earlier one's whose start
+// time the book no longer has: nothing is recorded of it (the scans' lineage records that end,
+// bounded by the scan that saw the number change hands), and the later one stays as it was.
+// Within the exit's own tick the two cannot be told apart: a number handed out again in the tick
+// of its exit, and read by a scan before the exit was, is the one case this leaves.
+//
 // Each source's events come in the kernel's order, but the two are not in order with each other:
 // an open is handed after every fork and exit the connector reported before it (HolderTracker
 // reads the connector after each read of file events), but one made before a fork may come
@@ -132,8 +142,12 @@ class HolderBook {
  private:
   void count_drift(const core::ProcView& view);
   // The kernel reported the exit of `pid`'s leader, or of a thread of a process whose leader's
-  // exit was not its end, with that thread's wait status. True: a collection should follow.
-  bool on_exit(pid_t pid, std::optional<int> wait_status);
+  // exit was not its end, with that thread's wait status, at `at_ticks` (clock ticks since boot;
+  // empty for an unconfirmed end checked again). True: a collection should follow.
+  bool on_exit(pid_t pid, std::optional<int> wait_status, std::optional<uint64_t> at_ticks);
+  // An exit under a number whose process recorded started (`start`) after it: the exit is no
+  // end of it (see above). True: a collection should follow.
+  bool exit_before_start(pid_t pid, uint64_t start);
   bool exited(pid_t pid);  // `pid`, a holder or a holder's parent, ended now.
   // `wait_status`: empty where the exit that ended it was lost; `start`: its known_start().
   void note_end(pid_t pid, bool holder, std::optional<int> wait_status,

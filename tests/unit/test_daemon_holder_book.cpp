@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <filesystem>
@@ -48,6 +50,8 @@ class HolderBookTest : public ::testing::Test {
     ASSERT_TRUE(proc) << proc.error().text();
     book_.emplace(*proc);
     from_ = engine::boot_ticks_now();
+    // The events are stamped now, after the fixture's start times.
+    if (from_ <= kLater) GTEST_SKIP() << "this machine booted less than " << kLater << " ticks ago";
   }
   void TearDown() override { std::filesystem::remove_all(root_); }
 
@@ -94,11 +98,23 @@ class HolderBookTest : public ::testing::Test {
     b.overflow = true;
     return b;
   }
-  static track::ProcEvent exit_of(pid_t pid, int status) {
-    return {track::ProcEvent::Kind::Exit, pid, 0, pid, status};
+  // Now, in the connector's clock (CLOCK_MONOTONIC) of a machine that has not been suspended
+  // since boot: the batches here are read so (boot_offset_ns 0), and that clock is then
+  // CLOCK_BOOTTIME.
+  static uint64_t event_ns_now() {
+    timespec ts{};
+    ::clock_gettime(CLOCK_BOOTTIME, &ts);
+    return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+  }
+  // The start of clock tick `ticks` since boot, in the connector's clock.
+  static uint64_t tick_ns(uint64_t ticks) {
+    return ticks * (1000000000ull / static_cast<uint64_t>(::sysconf(_SC_CLK_TCK)));
+  }
+  static track::ProcEvent exit_of(pid_t pid, int status, uint64_t at_ns = event_ns_now()) {
+    return {track::ProcEvent::Kind::Exit, pid, 0, pid, status, at_ns};
   }
   static track::ProcEvent fork_of(pid_t child, pid_t parent) {
-    return {track::ProcEvent::Kind::Fork, child, parent, child, 0};
+    return {track::ProcEvent::Kind::Fork, child, parent, child, 0, event_ns_now()};
   }
   static track::ProcEvents::Batch batch(std::vector<track::ProcEvent> events) {
     track::ProcEvents::Batch b;
@@ -348,6 +364,42 @@ TEST_F(HolderBookTest, AHolderWithoutItsLeaderIsEndedAfterALossOnlyByItsOwnStart
   EXPECT_TRUE(book_->recheck_unconfirmed(std::chrono::steady_clock::now()).changed);
   const Ends want{{kOther, {{kStart + 1, 0, true, std::nullopt}}}};
   EXPECT_EQ(ends(), want);
+}
+
+// With no loss, a scan can read a number's next process before the exit of the process it had
+// before is read: that exit, stamped before the next one started, is no end of it (neither its
+// wait status nor its time). The next one's own exit, read after, is.
+TEST_F(HolderBookTest, AnExitReadAfterAScanOfTheNumbersNextProcessIsNoEndOfIt) {
+  in_proc(kNumber, kStart);
+  full_scan(view({process(kNumber, kStart, true)}), kFirstScan);
+  reaped(kNumber);           // the holder ended, unread yet, and was reaped
+  in_proc(kNumber, kLater);  // the number's next process, which a scan reads first
+  full_scan(view({process(kNumber, kLater, true)}), kNextScan);
+  in_proc(kNumber, kLater, 'Z');  // it has ended too when the first exit is read
+  book_->on_procs(batch({exit_of(kNumber, kStatus, tick_ns(kLater - 100))}));
+  EXPECT_EQ(ends(), Ends{});
+  EXPECT_EQ(book_->holders(), std::set<pid_t>{kNumber});  // the next process holds still
+  book_->on_procs(batch({exit_of(kNumber, SIGKILL)}));
+  const Ends want{{kNumber, {{kLater, 0, true, SIGKILL}}}};
+  EXPECT_EQ(ends(), want);
+  EXPECT_EQ(book_->holders(), std::set<pid_t>{});
+}
+
+// A start time is rounded down to its clock tick: a holder that started in its exit's tick, or
+// in the one before, is that exit's, and its end is recorded.
+TEST_F(HolderBookTest, AnExitInTheTickItsProcessStartedIsItsEnd) {
+  constexpr pid_t kOther = kNumber + 7;
+  in_proc(kNumber, kLater);
+  in_proc(kOther, kLater);
+  full_scan(view({process(kNumber, kLater, true), process(kOther, kLater, true)}), kFirstScan);
+  reaped(kNumber);
+  reaped(kOther);
+  // Half a tick into the tick it started in; the start of the next tick.
+  book_->on_procs(batch({exit_of(kNumber, kStatus, tick_ns(kLater) + tick_ns(1) / 2),
+                         exit_of(kOther, SIGKILL, tick_ns(kLater + 1))}));
+  const Ends want{{kNumber, {{kLater, 0, true, kStatus}}}, {kOther, {{kLater, 0, true, SIGKILL}}}};
+  EXPECT_EQ(ends(), want);
+  EXPECT_EQ(book_->holders(), std::set<pid_t>{});
 }
 
 // Forks by a process not known to hold are kept for its open read later; a fork that hands the
