@@ -89,11 +89,14 @@ Check check_user(const Policy& p, const core::ProcessRow& row) {
 }
 
 Check check_command(const Policy& p, const core::ProcessRow& row) {
-  std::vector<std::string> names;
-  if (row.process)
-    names.push_back(row.process->stat.comm);
-  else if (row.driver_name)
-    names.push_back(*row.driver_name);
+  // A gone PID ran what nobody can tell now: the driver names a PID by whichever process has
+  // the number when asked (NVML reads /proc), so another user who takes the number names it,
+  // and its keepers would be ended for that name. Its keepers match by their own commands.
+  if (!row.process)
+    return {"command", Verdict::Fail,
+            "command unknown: PID " + std::to_string(row.pid) +
+                " is gone, and the driver's name for it is whatever process has its number"};
+  std::vector<std::string> names{row.process->stat.comm};
   if (const auto* d = details(row); d && !d->cmdline.empty()) {
     names.push_back(d->cmdline.front());
     names.push_back(basename(d->cmdline.front()));

@@ -123,6 +123,26 @@ TEST(PolicyMatcher, AKeeperOfAGonePidCountsTheMemoryItKeepsAlive) {
   EXPECT_EQ(e.memory_by_gpu.at(0), 6 * GiB);
 }
 
+TEST(PolicyMatcher, AGonePidsDriverNameMatchesNoCommandItsKeeperMatchesByItsOwn) {
+  // 501 is gone; the driver names it "jupyter-lab" (whoever has the number now); its worker 502
+  // keeps its context and calls itself "python3".
+  auto worker = holder(502, 1, 501);
+  worker.stat.comm = "python3";
+  auto gone = listed(501, 6 * GiB);
+  gone.name = "jupyter-lab";
+  auto s = make_snapshot({worker}, {gpu(0, 0, 6 * GiB, {gone})});
+  Policy p;
+  p.command = "jupyter*";
+  auto evals = evaluate(p, context(s));
+  const auto& g = of(evals, 501);
+  EXPECT_FALSE(g.matched());
+  ASSERT_NE(g.failed(), nullptr);
+  EXPECT_NE(g.failed()->detail.find("command unknown"), std::string::npos) << g.failed()->detail;
+  EXPECT_FALSE(of(evals, 502).matched());
+  p.command = "python*";
+  EXPECT_TRUE(of(evaluate(p, context(s)), 502).matched());
+}
+
 TEST(PolicyMatcher, CommandGlobSeesCommArgv0AndTheWholeCommandLine) {
   auto s = two_users();
   for (const char* pattern : {"python3", "/usr/bin/python*", "*train.py"}) {
