@@ -3,13 +3,18 @@
 // numbers. A policy may act only on what the kernel vouches for: every test asserts the whole
 // audit trail (each process a decision or an action named) and that every other process is
 // alive with no signal pending. Real processes, the real daemon, the NVML test double.
+#include <grp.h>
 #include <gtest/gtest.h>
+#include <pwd.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <fstream>
 #include <set>
+#include <sstream>
 
 #include "daemon_modes.h"
 #include "support.h"
@@ -66,6 +71,64 @@ json record_of(const std::vector<json>& records, const std::string& event, pid_t
 
 std::string audit_text(const TempDir& dir) {
   return read_text(dir.file("audit.jsonl"));
+}
+
+using Trail = std::multiset<std::pair<std::string, pid_t>>;
+
+// Waits until the audit log has an action record for each of `pids`; the records then.
+std::vector<json> wait_actions(const TempDir& dir, const std::vector<pid_t>& pids, int ms = 30000) {
+  std::vector<json> records;
+  wait_until(
+      [&] {
+        records = read_json_lines(dir.file("audit.jsonl"));
+        return std::all_of(pids.begin(), pids.end(),
+                           [&](pid_t p) { return !record_of(records, "action", p).is_null(); });
+      },
+      ms);
+  return records;
+}
+
+// A process of `uid` that holds GPU 0's file (opened before it became `uid`, as a job a root
+// launcher started), calls itself `comm` and blocks every signal: one sent stays pending.
+Child users_process(const FakeDevRoot& dev, uid_t uid, const std::string& comm) {
+  Ready ready;
+  Child c([&] {
+    hold(dev.dev("nvidia0"));
+    become(uid);
+    ::prctl(PR_SET_NAME, comm.c_str());
+    block_all_signals();
+    ready.signal();
+  });
+  ready.wait();
+  return c;
+}
+
+void pause_process(pid_t pid) {
+  ASSERT_EQ(::kill(pid, SIGSTOP), 0);
+  ASSERT_TRUE(wait_for_state(pid, 'T'));
+}
+
+// Its start time, in clock ticks since boot (field 22 of /proc/PID/stat); 0 when it is gone.
+uint64_t start_ticks_of(pid_t pid) {
+  std::string s = read_text("/proc/" + std::to_string(pid) + "/stat");
+  auto close = s.rfind(')');
+  if (close == std::string::npos) return 0;
+  std::istringstream fields(s.substr(close + 2));
+  std::string field;
+  for (int i = 3; i <= 22 && fields >> field; ++i)
+    if (i == 22) return std::stoull(field);
+  return 0;
+}
+
+// The name the password database gives `uid`, else the number (as gpureap names it).
+std::string user_name_of(uid_t uid) {
+  const passwd* pw = ::getpwuid(uid);
+  return pw ? pw->pw_name : std::to_string(uid);
+}
+
+// The daemon's row of `pid` in its latest sample, or null.
+json daemon_row(const DaemonProcess& d, pid_t pid) {
+  return row_of(snapshot_of(d), pid);
 }
 
 // --- a gone PID's name is its newcomer's --------------------------------------------------
@@ -132,8 +195,8 @@ action = "kill"
   fork_now.signal();
   const pid_t worker = static_cast<pid_t>(forked.receive());
   strays.pids.push_back(worker);
-  replace_scenario(nvml, gpu0(json::array(
-                             {{{"pid", gone}, {"used_bytes", 8 * GiB}, {"holders", {worker}}}})));
+  replace_scenario(
+      nvml, gpu0(json::array({{{"pid", gone}, {"used_bytes", 8 * GiB}, {"holders", {worker}}}})));
   ASSERT_TRUE(wait_until([&] {
     json w = row_of(snapshot_of(*d), worker);
     return row_of(snapshot_of(*d), gone)["listed_by_driver"] == true && w.is_object() &&
@@ -188,8 +251,7 @@ action = "kill"
   })) << d->log()
       << audit_text(dir);
 
-  EXPECT_EQ(trail(records), (std::multiset<std::pair<std::string, pid_t>>{
-                                {"decision", notebook.pid()}, {"action", notebook.pid()}}))
+  EXPECT_EQ(trail(records), (Trail{{"decision", notebook.pid()}, {"action", notebook.pid()}}))
       << audit_text(dir);
   expect_untouched(worker, "user A's worker");
   expect_untouched(newcomer, "user B's newcomer");
@@ -199,6 +261,305 @@ INSTANTIATE_TEST_SUITE_P(BothModes, GoneNumberTaken, ::testing::Values(Mode::Eve
                          [](const ::testing::TestParamInfo<Mode>& i) {
                            return std::string(name_of(i.param));
                          });
+
+// --- user and uid scopes against look-alikes ----------------------------------------------
+
+// A's job and B's look-alike share a name and a GPU, and so do A's and B's paused processes. A
+// policy scoped to A's uid ends A's job alone; one scoped to B's user name ends B's paused
+// process alone: a name chooses nothing across users.
+TEST(PolicyAttacks, AUserScopedPolicyEndsNoLookAlikeOfAnotherUser) {
+  REQUIRE_DOUBLE();
+  if (!can_run_as_others()) GTEST_SKIP() << "needs root to run processes as two users";
+  FakeDevRoot dev;
+  Child a_job = users_process(dev, kUserA, "python");
+  Child a_paused = users_process(dev, kUserA, "python3");
+  Child b_alike = users_process(dev, kUserB, "python");
+  Child b_paused = users_process(dev, kUserB, "python");
+  pause_process(a_paused.pid());
+  pause_process(b_paused.pid());
+  json listed = json::array();
+  for (pid_t p : {a_job.pid(), a_paused.pid(), b_alike.pid(), b_paused.pid()})
+    listed.push_back({{"pid", p}, {"used_bytes", 2 * GiB}});
+  FakeNvml nvml(gpu0(listed));
+  TempDir dir;
+  auto d = mode_daemon(
+      Mode::Scans, dir, dev, nvml,
+      "enforce = true\n[[policy]]\nname = \"a-python\"\nuid = " + std::to_string(kUserA) +
+          "\ncommand = \"python\"\naction = \"kill\"\n\n[[policy]]\nname = "
+          "\"b-paused\"\nuser = \"" +
+          user_name_of(kUserB) + "\"\nanomalies = [\"stopped\"]\naction = \"kill\"\n",
+      Rescan::EverySample);
+  auto records = wait_actions(dir, {a_job.pid(), b_paused.pid()});
+  ASSERT_TRUE(wait_new_samples(*d, 3)) << d->log();
+  records = read_json_lines(dir.file("audit.jsonl"));
+  EXPECT_EQ(trail(records), (Trail{{"decision", a_job.pid()},
+                                   {"action", a_job.pid()},
+                                   {"decision", b_paused.pid()},
+                                   {"action", b_paused.pid()}}))
+      << audit_text(dir) << d->log();
+  EXPECT_EQ(end_signal(a_job.pid()), SIGKILL);
+  EXPECT_EQ(end_signal(b_paused.pid()), SIGKILL);
+  expect_untouched(a_paused.pid(), "user A's paused process");
+  expect_untouched(b_alike.pid(), "user B's look-alike");
+}
+
+// --- a number reused while the policy's `after` runs --------------------------------------
+
+class NumberReusedDuringAfter : public ::testing::TestWithParam<Mode> {};
+
+// User A's job, listed with 2 GiB, matches a policy whose `after` has an hour to run. It ends,
+// its context stays listed (leaked), and user B's process takes the number and opens GPU 0's
+// file. The `after` is then cut to a second by a reload, so the match that has held since the
+// job ended is due at once: the daemon decides on the gone listing (which nothing keeps: it
+// refuses), never on B's process, which is not the listed one.
+TEST_P(NumberReusedDuringAfter, TheActionNeverReachesTheNewcomer) {
+  REQUIRE_DOUBLE();
+  if (!can_run_as_others()) GTEST_SKIP() << "needs root for two users and ns_last_pid";
+  FakeDevRoot dev;
+  Child job = users_process(dev, kUserA, "trainer");
+  const pid_t number = job.pid();
+  const uint64_t job_start = start_ticks_of(number);
+  FakeNvml nvml(gpu0(json::array({{{"pid", number}, {"used_bytes", 2 * GiB}, {"leaked", true}}})));
+  TempDir dir;
+  const std::string policy = R"(enforce = true
+[[policy]]
+name = "big"
+min_memory = "1GiB"
+action = "kill"
+after = )";
+  auto d = mode_daemon(GetParam(), dir, dev, nvml, policy + "\"1h\"\n", Rescan::EverySample);
+  auto tracked = [&](std::optional<uint64_t> ticks) {
+    json doc = json::parse(d->get("/api/v1/policies").body, nullptr, false);
+    if (!doc.contains("policies")) return false;
+    for (const auto& p : doc["policies"][0]["processes"])
+      if (p["pid"] == number && (ticks ? p["start_ticks"] == *ticks : p["start_ticks"].is_null()))
+        return p["state"] == "waiting";
+    return false;
+  };
+  ASSERT_TRUE(wait_until([&] { return tracked(job_start); })) << d->log();
+
+  job.kill_and_reap();
+  pid_t newcomer = fork_at(number, [&] {
+    hold(dev.dev("nvidia0"));
+    become(kUserB);
+    ::prctl(PR_SET_NAME, "trainer");
+    block_all_signals();
+    for (;;) ::pause();
+  });
+  if (newcomer < 0) GTEST_SKIP() << "the kernel did not hand out PID " << number << " again";
+  struct Reap {
+    pid_t pid;
+    ~Reap() {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, nullptr, 0);
+    }
+  } reap{newcomer};
+  // The daemon sees the number taken by a process that is not the listed one, and the gone
+  // listing waits out its `after`.
+  ASSERT_TRUE(wait_until([&] {
+    json r = daemon_row(*d, number);
+    return r.is_object() && r["reused_by"].is_object() && tracked(std::nullopt);
+  })) << d->log()
+      << snapshot_of(*d).dump(2);
+
+  {
+    std::string config = read_text(dir.file("config.toml"));
+    config.replace(config.find("\"1h\"\n", config.find("after = ")), 5, "\"1s\"\n");
+    std::ofstream(dir.file("config.toml")) << config;
+  }
+  d->signal(SIGHUP);
+  ASSERT_TRUE(d->wait_log("configuration reloaded")) << d->log();
+  auto records = wait_actions(dir, {number});
+  ASSERT_TRUE(wait_new_samples(*d, 3)) << d->log();
+  records = read_json_lines(dir.file("audit.jsonl"));
+  EXPECT_EQ(trail(records), (Trail{{"decision", number}, {"action", number}})) << audit_text(dir);
+  for (const auto& r : records) EXPECT_TRUE(r["process"]["start_ticks"].is_null()) << r.dump(2);
+  EXPECT_EQ(record_of(records, "action", number)["outcome"], "refused") << audit_text(dir);
+  expect_untouched(newcomer, "user B's newcomer");
+}
+
+INSTANTIATE_TEST_SUITE_P(BothModes, NumberReusedDuringAfter,
+                         ::testing::Values(Mode::Events, Mode::Scans),
+                         [](const ::testing::TestParamInfo<Mode>& i) {
+                           return std::string(name_of(i.param));
+                         });
+
+// --- a number reused while the action waits its turn ---------------------------------------
+
+class NumberReusedWhileQueued : public ::testing::TestWithParam<Mode> {};
+
+// A first paused job's action waits for its memory (a gate keeps the context listed). Meanwhile
+// user A's paused job matches, and its action is queued behind. Before its turn, A's job ends
+// and user B's process, running, takes the number and opens GPU 0's file. The queued action is
+// restated on the daemon's samples and ends as "gone": nothing reaches B's process.
+TEST_P(NumberReusedWhileQueued, TheQueuedActionEndsAsGone) {
+  REQUIRE_DOUBLE();
+  if (!can_run_as_others()) GTEST_SKIP() << "needs root for two users and ns_last_pid";
+  FakeDevRoot dev;
+  Child first = holding(dev, "nvidia0");
+  Child gate([] {});
+  Child job = users_process(dev, kUserA, "trainer");
+  const pid_t number = job.pid();
+  FakeNvml nvml(gpu0(json::array(
+      {{{"pid", first.pid()}, {"used_bytes", GiB}, {"holders", {first.pid(), gate.pid()}}},
+       {{"pid", number}, {"used_bytes", GiB}}})));
+  pause_process(first.pid());
+  TempDir dir;
+  auto d = mode_daemon(GetParam(), dir, dev, nvml, R"(enforce = true
+[[policy]]
+name = "paused"
+anomalies = ["stopped"]
+after = "1s"
+action = "terminate"
+grace = "1s"
+)",
+                       Rescan::EverySample);
+  ASSERT_EQ(end_signal(first.pid()), SIGTERM) << d->log();
+  pause_process(number);
+  ASSERT_TRUE(d->wait_log("policy paused: terminate PID " + std::to_string(number))) << d->log();
+
+  job.kill_and_reap();
+  pid_t newcomer = fork_at(number, [&] {
+    hold(dev.dev("nvidia0"));
+    become(kUserB);
+    ::prctl(PR_SET_NAME, "trainer");
+    block_all_signals();
+    for (;;) ::pause();
+  });
+  if (newcomer < 0) GTEST_SKIP() << "the kernel did not hand out PID " << number << " again";
+  struct Reap {
+    pid_t pid;
+    ~Reap() {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, nullptr, 0);
+    }
+  } reap{newcomer};
+  const uint64_t newcomer_start = start_ticks_of(newcomer);
+  // The daemon sees the newcomer: as the holder it is, or as the process that has the number of
+  // a listing still there (the driver's view may keep it a while).
+  ASSERT_TRUE(wait_until([&] {
+    json r = daemon_row(*d, number);
+    return r.is_object() && (r["start_ticks"] == newcomer_start ||
+                             (r["reused_by"].is_object() && r["reused_by"]["uid"] == kUserB));
+  })) << d->log()
+      << snapshot_of(*d).dump(2);
+  ASSERT_TRUE(wait_new_samples(*d, 2)) << d->log();
+
+  gate.kill_and_reap();
+  auto records = wait_actions(dir, {first.pid(), number});
+  ASSERT_TRUE(wait_new_samples(*d, 3)) << d->log();
+  records = read_json_lines(dir.file("audit.jsonl"));
+  EXPECT_EQ(trail(records), (Trail{{"decision", first.pid()},
+                                   {"action", first.pid()},
+                                   {"decision", number},
+                                   {"action", number}}))
+      << audit_text(dir);
+  EXPECT_EQ(record_of(records, "action", number)["outcome"], "gone") << audit_text(dir);
+  EXPECT_EQ(record_of(records, "action", first.pid())["outcome"], "released") << audit_text(dir);
+  expect_untouched(newcomer, "user B's newcomer");
+}
+
+INSTANTIATE_TEST_SUITE_P(BothModes, NumberReusedWhileQueued,
+                         ::testing::Values(Mode::Events, Mode::Scans),
+                         [](const ::testing::TestParamInfo<Mode>& i) {
+                           return std::string(name_of(i.param));
+                         });
+
+// --- a job's workers, a gone PID's bystanders, protected programs ---------------------------
+
+// User A's paused trainer (paused alone, as `kill -STOP PID` does) with its two DataLoader
+// workers, which share its open GPU file; a gone trainer whose worker keeps its context; user
+// B's process holding the GPU's file, no kin of either; a leaked context nothing keeps. A
+// policy on leftovers ends the gone trainer's worker alone, and one on gone PIDs ends that same
+// worker and refuses the leaked context: no healthy worker and no bystander is reached.
+TEST(PolicyAttacks, LeftoverPoliciesReachNoHealthyWorkerAndNoBystander) {
+  REQUIRE_DOUBLE();
+  if (!can_run_as_others()) GTEST_SKIP() << "needs root to run processes as two users";
+  FakeDevRoot dev;
+  KillStrays strays;
+  Ready w1, w2, opened;
+  Child trainer([&] {
+    hold(dev.dev("nvidia0"));
+    become(kUserA);
+    ::prctl(PR_SET_NAME, "python");
+    block_all_signals();
+    for (Ready* r : {&w1, &w2})
+      if (::fork() == 0) {
+        ::prctl(PR_SET_NAME, "pt_data_worker");
+        r->send(::getpid());
+        for (;;) ::pause();
+      }
+    opened.signal();
+  });
+  const pid_t worker1 = static_cast<pid_t>(w1.receive());
+  const pid_t worker2 = static_cast<pid_t>(w2.receive());
+  strays.pids = {worker1, worker2};
+  opened.wait();
+  pause_process(trainer.pid());
+  auto ghost = gone_trainer(dev);
+  Child bystander = users_process(dev, kUserB, "monitor");
+  const pid_t leaked = dead_pid();
+  FakeNvml nvml(gpu0(
+      json::array({{{"pid", trainer.pid()}, {"used_bytes", 8 * GiB}},
+                   {{"pid", ghost->trainer}, {"used_bytes", 6 * GiB}, {"holders", {ghost->worker}}},
+                   {{"pid", leaked}, {"used_bytes", GiB}, {"leaked", true}}})));
+  TempDir dir;
+  auto d = mode_daemon(Mode::Scans, dir, dev, nvml, R"(enforce = true
+[[policy]]
+name = "leftovers"
+anomalies = ["orphan", "inherited-holder"]
+action = "kill"
+
+[[policy]]
+name = "gone"
+anomalies = ["no-such-process"]
+min_memory = "512MiB"
+action = "kill"
+)",
+                       Rescan::EverySample);
+  auto records = wait_actions(dir, {ghost->worker, leaked});
+  ASSERT_TRUE(wait_new_samples(*d, 3)) << d->log();
+  records = read_json_lines(dir.file("audit.jsonl"));
+  // The gone trainer's worker may be ended through either policy first; the other's action then
+  // finds it gone, or its match broken. Whoever acts, the trail names these processes only.
+  std::set<pid_t> named;
+  for (const auto& r : records) named.insert(r["process"]["pid"].get<pid_t>());
+  const std::set<pid_t> may = {ghost->worker, ghost->trainer, leaked};
+  EXPECT_TRUE(std::includes(may.begin(), may.end(), named.begin(), named.end())) << audit_text(dir);
+  EXPECT_EQ(record_of(records, "action", leaked)["outcome"], "refused") << audit_text(dir);
+  EXPECT_TRUE(wait_gone(ghost->worker)) << d->log();
+  for (pid_t p : {trainer.pid(), worker1, worker2}) expect_untouched(p, "user A's paused job");
+  expect_untouched(bystander.pid(), "user B's bystander");
+  EXPECT_EQ(state_of(trainer.pid()), 'T');
+}
+
+// A policy on every big GPU process: root's nvidia-persistenced, a system-installed program, is
+// never reached; user B's process that calls itself nvidia-persistenced is no such program and
+// is ended like any other.
+TEST(PolicyAttacks, AProtectedNameProtectsOnlyTheSystemProgram) {
+  REQUIRE_DOUBLE();
+  if (!can_run_as_others()) GTEST_SKIP() << "needs root to install a system program";
+  FakeDevRoot dev;
+  auto daemon_program = run_system_program(dev, "nvidia0", "nvidia-persistenced", true);
+  Child alike = users_process(dev, kUserB, "nvidia-persistenced");
+  FakeNvml nvml(gpu0(json::array({{{"pid", daemon_program->pid()}, {"used_bytes", GiB}},
+                                  {{"pid", alike.pid()}, {"used_bytes", GiB}}})));
+  TempDir dir;
+  auto d = mode_daemon(Mode::Scans, dir, dev, nvml, R"(enforce = true
+[[policy]]
+name = "big"
+min_memory = "512MiB"
+action = "kill"
+)",
+                       Rescan::EverySample);
+  auto records = wait_actions(dir, {alike.pid()});
+  ASSERT_TRUE(wait_new_samples(*d, 3)) << d->log();
+  records = read_json_lines(dir.file("audit.jsonl"));
+  EXPECT_EQ(trail(records), (Trail{{"decision", alike.pid()}, {"action", alike.pid()}}))
+      << audit_text(dir);
+  EXPECT_EQ(end_signal(alike.pid()), SIGKILL);
+  expect_untouched(daemon_program->pid(), "root's nvidia-persistenced");
+}
 
 }  // namespace policy_attacks
 }  // namespace
