@@ -8,6 +8,7 @@
 #include "reap/kin.h"
 #include "reap/outcome.h"
 #include "reap/pipeline.h"
+#include "text/escape.h"
 
 namespace gpureap::policy {
 namespace {
@@ -53,8 +54,27 @@ ActionResult live_result(const reap::Report& report, pid_t pid) {
   return {"failed", std::nullopt, "unknown outcome", false};
 }
 
+// The processes a gone PID's action signalled, as the audit record names them: the record's
+// process is the gone PID, and the reader must see whom its action reached.
+std::string signalled_text(const reap::Reaped& reaped) {
+  std::string out;
+  for (size_t i = 0; i < reaped.executions.size() && i < reaped.plan.targets.size(); ++i) {
+    if (reaped.executions[i].signals.empty()) continue;
+    const reap::Target& t = reaped.plan.targets[i];
+    std::string who = text::terminal_safe(t.comm);
+    if (t.user)
+      who += ", user " + text::terminal_safe(*t.user);
+    else if (t.uid)
+      who += ", uid " + std::to_string(*t.uid);
+    out +=
+        (out.empty() ? "" : ", ") + std::string("PID ") + std::to_string(t.pid) + " (" + who + ")";
+  }
+  return out;
+}
+
 // What became of a gone PID whose keepers were ended.
-ActionResult gone_result(const reap::Report& report, pid_t pid) {
+ActionResult gone_result(const reap::Reaped& reaped, pid_t pid) {
+  const reap::Report& report = reaped.report;
   for (const auto& o : report.outcomes)
     if (o.kind == reap::OutcomeKind::Survived)
       return {"survived", std::nullopt, "keeper " + std::to_string(o.pid) + ": " + o.why, true};
@@ -62,10 +82,13 @@ ActionResult gone_result(const reap::Report& report, pid_t pid) {
                         [&](const reap::GoneOutcome& x) { return x.pid == pid; });
   if (g == report.gone.end() || !g->attempted)
     return {"refused", std::nullopt, "no live process keeps its memory that could be ended", false};
-  if (g->released) return {"released", reap::freed_bytes(report), "its keepers were ended", false};
+  const std::string signalled = signalled_text(reaped);
+  const std::string ended = signalled.empty() ? "its keepers exited before any signal"
+                                              : "its keepers were ended: " + signalled;
+  if (g->released) return {"released", reap::freed_bytes(report), ended, false};
   return {"still-held", reap::freed_bytes(report),
-          g->held_by.empty() ? "its keepers exited but the driver still holds the memory"
-                             : "still held by " + reap::holders_text(g->held_by),
+          ended + (g->held_by.empty() ? "; the driver still holds the memory"
+                                      : "; still held by " + reap::holders_text(g->held_by)),
           false};
 }
 
@@ -146,7 +169,7 @@ ActionResult ReaperAction::run(const ActionRequest& r,
     refuse_protected(plan);
     if (plan.count(reap::Action::Signal) > 0) return true;
     const reap::Target* t = plan.find(r.identity.pid);
-    unexecuted = t ? unacted(*t) : gone_result(reap::Report{}, r.identity.pid);
+    unexecuted = t ? unacted(*t) : gone_result(reap::Reaped{}, r.identity.pid);
     return false;
   };
   reap::Pipeline pipeline(*world_, reap_options(r.policy, wait_release_, cancelled));
@@ -157,7 +180,7 @@ ActionResult ReaperAction::run(const ActionRequest& r,
     if (e.pid == r.identity.pid && e.status == reap::ExecStatus::Recycled)
       return {"gone", std::nullopt, e.why, false};
   return r.identity.start_ticks ? live_result(reaped->report, r.identity.pid)
-                                : gone_result(reaped->report, r.identity.pid);
+                                : gone_result(*reaped, r.identity.pid);
 }
 
 }  // namespace gpureap::policy

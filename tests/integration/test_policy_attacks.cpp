@@ -469,47 +469,83 @@ INSTANTIATE_TEST_SUITE_P(BothModes, NumberReusedWhileQueued,
 
 // User A's paused trainer (paused alone, as `kill -STOP PID` does) with its two DataLoader
 // workers, which share its open GPU file; a gone trainer whose worker keeps its context; user
-// B's process holding the GPU's file, no kin of either; a leaked context nothing keeps. A
-// policy on leftovers ends the gone trainer's worker alone, and one on gone PIDs ends that same
-// worker and refuses the leaked context: no healthy worker and no bystander is reached.
-TEST(PolicyAttacks, LeftoverPoliciesReachNoHealthyWorkerAndNoBystander) {
-  REQUIRE_DOUBLE();
-  if (!can_run_as_others()) GTEST_SKIP() << "needs root to run processes as two users";
+// B's process holding the GPU's file, no kin of either; a leaked context nothing keeps.
+struct LeftoverScene {
   FakeDevRoot dev;
   KillStrays strays;
-  Ready w1, w2, opened;
-  Child trainer([&] {
-    hold(dev.dev("nvidia0"));
-    become(kUserA);
-    ::prctl(PR_SET_NAME, "python");
-    block_all_signals();
-    for (Ready* r : {&w1, &w2})
-      if (::fork() == 0) {
-        ::prctl(PR_SET_NAME, "pt_data_worker");
-        r->send(::getpid());
-        for (;;) ::pause();
-      }
-    opened.signal();
-  });
-  const pid_t worker1 = static_cast<pid_t>(w1.receive());
-  const pid_t worker2 = static_cast<pid_t>(w2.receive());
-  strays.pids = {worker1, worker2};
-  opened.wait();
-  pause_process(trainer.pid());
-  auto ghost = gone_trainer(dev);
-  Child bystander = users_process(dev, kUserB, "monitor");
-  const pid_t leaked = dead_pid();
-  FakeNvml nvml(gpu0(
-      json::array({{{"pid", trainer.pid()}, {"used_bytes", 8 * GiB}},
-                   {{"pid", ghost->trainer}, {"used_bytes", 6 * GiB}, {"holders", {ghost->worker}}},
-                   {{"pid", leaked}, {"used_bytes", GiB}, {"leaked", true}}})));
+  std::unique_ptr<Child> trainer, bystander;
+  pid_t worker1 = 0, worker2 = 0, leaked = 0;
+  std::unique_ptr<GoneTrainer> ghost;
+  std::unique_ptr<FakeNvml> nvml;
+
+  LeftoverScene() {
+    Ready w1, w2, opened;
+    trainer = std::make_unique<Child>([&] {
+      hold(dev.dev("nvidia0"));
+      become(kUserA);
+      ::prctl(PR_SET_NAME, "python");
+      block_all_signals();
+      for (Ready* r : {&w1, &w2})
+        if (::fork() == 0) {
+          ::prctl(PR_SET_NAME, "pt_data_worker");
+          r->send(::getpid());
+          for (;;) ::pause();
+        }
+      opened.signal();
+    });
+    worker1 = static_cast<pid_t>(w1.receive());
+    worker2 = static_cast<pid_t>(w2.receive());
+    strays.pids = {worker1, worker2};
+    opened.wait();
+    pause_process(trainer->pid());
+    ghost = gone_trainer(dev);
+    bystander = std::make_unique<Child>(users_process(dev, kUserB, "monitor"));
+    leaked = dead_pid();
+    nvml = std::make_unique<FakeNvml>(gpu0(json::array(
+        {{{"pid", trainer->pid()}, {"used_bytes", 8 * GiB}},
+         {{"pid", ghost->trainer}, {"used_bytes", 6 * GiB}, {"holders", {ghost->worker}}},
+         {{"pid", leaked}, {"used_bytes", GiB}, {"leaked", true}}})));
+  }
+
+  void expect_innocents_untouched() const {
+    for (pid_t p : {trainer->pid(), worker1, worker2}) expect_untouched(p, "user A's paused job");
+    expect_untouched(bystander->pid(), "user B's bystander");
+    EXPECT_EQ(state_of(trainer->pid()), 'T');
+  }
+};
+
+// A policy on leftovers ends the gone trainer's worker alone.
+TEST(PolicyAttacks, ALeftoverPolicyReachesNoHealthyWorkerAndNoBystander) {
+  REQUIRE_DOUBLE();
+  if (!can_run_as_others()) GTEST_SKIP() << "needs root to run processes as two users";
+  LeftoverScene s;
   TempDir dir;
-  auto d = mode_daemon(Mode::Scans, dir, dev, nvml, R"(enforce = true
+  auto d = mode_daemon(Mode::Scans, dir, s.dev, *s.nvml, R"(enforce = true
 [[policy]]
 name = "leftovers"
 anomalies = ["orphan", "inherited-holder"]
 action = "kill"
+)",
+                       Rescan::EverySample);
+  auto records = wait_actions(dir, {s.ghost->worker});
+  ASSERT_TRUE(wait_new_samples(*d, 3)) << d->log();
+  records = read_json_lines(dir.file("audit.jsonl"));
+  EXPECT_EQ(trail(records), (Trail{{"decision", s.ghost->worker}, {"action", s.ghost->worker}}))
+      << audit_text(dir);
+  EXPECT_EQ(record_of(records, "action", s.ghost->worker)["outcome"], "released")
+      << audit_text(dir);
+  EXPECT_TRUE(wait_gone(s.ghost->worker)) << d->log();
+  s.expect_innocents_untouched();
+}
 
+// A policy on gone PIDs ends the gone trainer through its worker, and its action record names
+// the worker it signalled; the leaked context it refuses, since nothing keeps it.
+TEST(PolicyAttacks, AGonePidPolicyEndsItsKeepersAloneAndNamesThem) {
+  REQUIRE_DOUBLE();
+  if (!can_run_as_others()) GTEST_SKIP() << "needs root to run processes as two users";
+  LeftoverScene s;
+  TempDir dir;
+  auto d = mode_daemon(Mode::Scans, dir, s.dev, *s.nvml, R"(enforce = true
 [[policy]]
 name = "gone"
 anomalies = ["no-such-process"]
@@ -517,20 +553,22 @@ min_memory = "512MiB"
 action = "kill"
 )",
                        Rescan::EverySample);
-  auto records = wait_actions(dir, {ghost->worker, leaked});
+  auto records = wait_actions(dir, {s.ghost->trainer, s.leaked});
   ASSERT_TRUE(wait_new_samples(*d, 3)) << d->log();
   records = read_json_lines(dir.file("audit.jsonl"));
-  // The gone trainer's worker may be ended through either policy first; the other's action then
-  // finds it gone, or its match broken. Whoever acts, the trail names these processes only.
-  std::set<pid_t> named;
-  for (const auto& r : records) named.insert(r["process"]["pid"].get<pid_t>());
-  const std::set<pid_t> may = {ghost->worker, ghost->trainer, leaked};
-  EXPECT_TRUE(std::includes(may.begin(), may.end(), named.begin(), named.end())) << audit_text(dir);
-  EXPECT_EQ(record_of(records, "action", leaked)["outcome"], "refused") << audit_text(dir);
-  EXPECT_TRUE(wait_gone(ghost->worker)) << d->log();
-  for (pid_t p : {trainer.pid(), worker1, worker2}) expect_untouched(p, "user A's paused job");
-  expect_untouched(bystander.pid(), "user B's bystander");
-  EXPECT_EQ(state_of(trainer.pid()), 'T');
+  EXPECT_EQ(trail(records), (Trail{{"decision", s.ghost->trainer},
+                                   {"action", s.ghost->trainer},
+                                   {"decision", s.leaked},
+                                   {"action", s.leaked}}))
+      << audit_text(dir);
+  json ended = record_of(records, "action", s.ghost->trainer);
+  EXPECT_EQ(ended["outcome"], "released") << audit_text(dir);
+  EXPECT_EQ(ended["detail"], "its keepers were ended: PID " + std::to_string(s.ghost->worker) +
+                                 " (loader-worker, user " + user_name_of(::geteuid()) + ")")
+      << audit_text(dir);
+  EXPECT_EQ(record_of(records, "action", s.leaked)["outcome"], "refused") << audit_text(dir);
+  EXPECT_TRUE(wait_gone(s.ghost->worker)) << d->log();
+  s.expect_innocents_untouched();
 }
 
 // A policy on every big GPU process: root's nvidia-persistenced, a system-installed program, is
