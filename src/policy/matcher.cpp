@@ -90,8 +90,8 @@ Check check_user(const Policy& p, const core::ProcessRow& row) {
 
 Check check_command(const Policy& p, const core::ProcessRow& row) {
   // A gone PID ran what nobody can tell now: the driver names a PID by whichever process has
-  // the number when asked (NVML reads /proc), so another user who takes the number names it,
-  // and its keepers would be ended for that name. Its keepers match by their own commands.
+  // the number when asked (a driver reads /proc for it), so another user who takes the number
+  // names it, and its keepers would be ended for that name. Its keepers match by their own.
   if (!row.process)
     return {"command", Verdict::Fail,
             "command unknown: PID " + std::to_string(row.pid) +
