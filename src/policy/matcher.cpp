@@ -77,6 +77,11 @@ Check check_user(const Policy& p, const core::ProcessRow& row) {
   const auto* d = details(row);
   if (p.user) {
     if (!d || !d->user) return {"user", Verdict::Fail, "user unknown (wanted " + *p.user + ")"};
+    // A uid the passwd database has no name for is shown by its number: that is no login name,
+    // and a policy naming a user never matches it (`uid` does).
+    if (d->uid && *d->user == std::to_string(*d->uid))
+      return {"user", Verdict::Fail,
+              "uid " + *d->user + " has no login name (wanted " + *p.user + ")"};
     bool ok = *d->user == *p.user;
     return {"user", ok ? Verdict::Pass : Verdict::Fail,
             "user " + *d->user + (ok ? "" : " (wanted " + *p.user + ")")};

@@ -3,6 +3,7 @@
 #include <pwd.h>
 
 #include <charconv>
+#include <chrono>
 #include <mutex>
 #include <unordered_map>
 #include <vector>
@@ -10,17 +11,27 @@
 namespace gpureap::procfs {
 
 std::string user_name(uid_t uid) {
+  // The passwd database is asked once a while per uid (it may be a network service), not once
+  // for good: a daemon runs for months, and a uid freed by userdel and given to a new user must
+  // not keep its old owner's name, which a `user = ...` policy matches.
+  struct Known {
+    std::string name;
+    std::chrono::steady_clock::time_point read;
+  };
+  static constexpr auto kNameLife = std::chrono::minutes(1);
   static std::mutex mu;
-  static std::unordered_map<uid_t, std::string> cache;
+  static std::unordered_map<uid_t, Known> cache;
+  const auto now = std::chrono::steady_clock::now();
   std::lock_guard lock(mu);
-  if (auto it = cache.find(uid); it != cache.end()) return it->second;
+  if (auto it = cache.find(uid); it != cache.end() && now - it->second.read < kNameLife)
+    return it->second.name;
   std::string name = std::to_string(uid);
   passwd pw{};
   passwd* found = nullptr;
   std::vector<char> buf(16384);
   if (::getpwuid_r(uid, &pw, buf.data(), buf.size(), &found) == 0 && found && pw.pw_name)
     name = pw.pw_name;
-  cache.emplace(uid, name);
+  cache[uid] = {name, now};
   return name;
 }
 

@@ -7,7 +7,8 @@
 
 namespace gpureap::procfs {
 
-// The login name of a uid, or the number itself when the passwd database has none.
+// The login name of a uid, or the number itself when the passwd database has none. Read again
+// a minute after it was last read.
 std::string user_name(uid_t uid);
 
 // A user as people type one (`--user`): a login name or a numeric uid. A name the passwd

@@ -63,6 +63,28 @@ TEST(PolicyMatcher, EveryConditionMustHoldAndEachIsExplained) {
   EXPECT_EQ(b.failed()->detail, "user bob (wanted alice)");
 }
 
+// A uid without a login name is shown by its number; a policy naming a user by that number
+// (a name no account has) does not match it, and `uid` does.
+TEST(PolicyMatcher, AUidWithoutALoginNameMatchesNoUserByItsNumber) {
+  auto s = two_users();
+  for (auto& row : s.rows)
+    if (row.pid == 200) row.process->details->user = "1001";
+  Policy by_name;
+  by_name.user = "1001";
+  auto evals = evaluate(by_name, context(s));
+  ASSERT_EQ(evals.size(), 2u);
+  EXPECT_FALSE(of(evals, 100).matched());
+  EXPECT_FALSE(of(evals, 200).matched());
+  ASSERT_NE(of(evals, 200).failed(), nullptr);
+  EXPECT_EQ(of(evals, 200).failed()->detail, "uid 1001 has no login name (wanted 1001)");
+  Policy by_uid;
+  by_uid.uid = 1001;
+  evals = evaluate(by_uid, context(s));
+  ASSERT_EQ(evals.size(), 2u);
+  EXPECT_FALSE(of(evals, 100).matched());
+  EXPECT_TRUE(of(evals, 200).matched());
+}
+
 TEST(PolicyMatcher, MinMemoryAndGpuCountOnlyThatGpu) {
   auto s = two_users();
   Policy p;
