@@ -45,4 +45,8 @@ struct Policy {
       std::chrono::seconds(10)};  // terminate: SIGTERM, then SIGKILL after this
 };
 
+// Whether two policies match the same processes: every condition is the same (what they do, and
+// after how long, may differ).
+bool same_conditions(const Policy& a, const Policy& b);
+
 }  // namespace gpureap::policy

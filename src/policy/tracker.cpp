@@ -7,8 +7,13 @@ namespace gpureap::policy {
 void Tracker::configure(std::vector<Policy> policies, bool enforce) {
   const bool now_enforced = enforce && !enforce_;
   for (auto it = states_.begin(); it != states_.end();) {
-    bool kept = std::any_of(policies.begin(), policies.end(),
-                            [&](const Policy& p) { return p.name == it->first.first; });
+    // A policy whose conditions changed matches anew: its `after` clock starts again.
+    const Policy* before = nullptr;
+    for (const auto& p : policies_)
+      if (p.name == it->first.first) before = &p;
+    bool kept = before && std::any_of(policies.begin(), policies.end(), [&](const Policy& p) {
+                  return p.name == it->first.first && same_conditions(p, *before);
+                });
     if (!kept || (now_enforced && it->second.logged_only))
       it = states_.erase(it);
     else

@@ -120,6 +120,31 @@ TEST(PolicyTracker, APolicyRemovedOnReloadForgetsItsState) {
   EXPECT_EQ(t.tracked(), 0u);
 }
 
+// A reload that keeps a policy's name but changes what it matches starts its `after` clock
+// again: the process matched the old conditions, not the new ones, all that time. A reload that
+// changes only what it does (or after how long) keeps the clock.
+TEST(PolicyTracker, AReloadThatChangesAPolicysConditionsRestartsItsClock) {
+  Tracker t;
+  auto p = terminate_after(60s);
+  p.command = "python*";
+  t.configure({p}, true);
+  t.observe({{matching(10)}}, t0);
+  auto narrower = p;
+  narrower.min_memory = 1ull << 30;
+  t.configure({narrower}, true);
+  EXPECT_TRUE(t.observe({{matching(10)}}, t0 + 60s).empty());
+  EXPECT_EQ(t.observe({{matching(10)}}, t0 + 120s).size(), 1u);
+
+  Tracker kept;
+  kept.configure({p}, true);
+  kept.observe({{matching(10)}}, t0);
+  auto kill = p;
+  kill.action = Action::Kill;
+  kill.after = 30s;
+  kept.configure({kill}, true);
+  EXPECT_EQ(kept.observe({{matching(10)}}, t0 + 30s).size(), 1u);
+}
+
 TEST(PolicyTracker, AProcessThatLeftTheSnapshotIsForgotten) {
   Tracker t;
   t.configure({terminate_after(0s)}, true);
