@@ -26,7 +26,7 @@ void drop_older_half(Map& map, TimeOf time_of) {
 HolderBook::Rechecked HolderBook::recheck_unconfirmed(std::chrono::steady_clock::time_point now) {
   Rechecked out;
   for (const auto& [pid, e] : unconfirmed_.due(now)) {
-    out.changed = on_exit(pid, e.wait_status, std::nullopt) || out.changed;
+    out.changed = recheck(pid, e) || out.changed;
     // Still running (if still followed): the next check comes later, and none after the last
     // delay until an event.
     unconfirmed_.still_running(pid, e.checks, now);
@@ -180,8 +180,7 @@ bool HolderBook::forget_process(pid_t pid, std::optional<uint64_t> start) {
   return holder || in_view;
 }
 
-bool HolderBook::on_exit(pid_t pid, std::optional<int> wait_status,
-                         std::optional<uint64_t> at_ticks) {
+bool HolderBook::on_exit(pid_t pid, std::optional<int> wait_status, uint64_t at_ticks) {
   // After a loss the number may be another process's than the one recorded: /proc tells, or
   // nothing is recorded of it (below).
   const bool forgot = revouch(pid);
@@ -189,7 +188,20 @@ bool HolderBook::on_exit(pid_t pid, std::optional<int> wait_status,
   const auto start = known_start(pid);
   // A start time is rounded down to its clock tick: one in the exit's own tick may be the
   // exit's process, and only one in a later tick started after it.
-  if (at_ticks && start && *start > *at_ticks) return exit_before_start(pid, *start);
+  if (start && *start > at_ticks) return exit_before_start(pid, *start);
+  return settle_exit(pid, wait_status, start, at_ticks) || forgot;
+}
+
+bool HolderBook::recheck(pid_t pid, const UnconfirmedEnds::End& end) {
+  const bool forgot = revouch(pid);
+  if (!unconfirmed_.contains(pid)) return forgot;  // forgotten with the number's process
+  // The entry's own start time, not whatever is known under the number now: a scan may have
+  // read the number's next process since, which the entry's exits say nothing of.
+  return settle_exit(pid, end.wait_status, end.start_ticks, std::nullopt) || forgot;
+}
+
+bool HolderBook::settle_exit(pid_t pid, std::optional<int> wait_status,
+                             std::optional<uint64_t> start, std::optional<uint64_t> at_ticks) {
   const bool holder = holders_.count(pid) > 0;
   const bool parent = std::any_of(forked_by_.begin(), forked_by_.end(),
                                   [&](const auto& kv) { return kv.second == pid; });
@@ -200,12 +212,15 @@ bool HolderBook::on_exit(pid_t pid, std::optional<int> wait_status,
     // pthread_exit, a group exit whose other threads are still ending): nothing is recorded
     // until /proc shows the thread group gone. A holder is read again all the same.
     const ProcessExit seen = check_exit(proc_, pid, start);
-    if (seen != ProcessExit::Ended) {
+    // Checked again with no event, a process whose number another has now ended when no one
+    // knows, and its latest exit read (whose status the entry kept) may not have been its end.
+    if (seen == ProcessExit::Replaced && !at_ticks) return ended_replaced(pid, *start);
+    if (seen == ProcessExit::LeaderRuns || seen == ProcessExit::ThreadsRun) {
       if (seen == ProcessExit::ThreadsRun)
         unconfirmed_.reported(pid, wait_status, start, std::chrono::steady_clock::now());
       else
         unconfirmed_.forget(pid);
-      if (!holder) return forgot;
+      if (!holder) return false;
       read_again(pid);
       return true;
     }
@@ -225,10 +240,38 @@ bool HolderBook::on_exit(pid_t pid, std::optional<int> wait_status,
   const bool reparented = exited(pid);
   if (!holders_.erase(pid)) {
     remember_exit(pid);
-    return reparented || forgot;  // its children are orphans: a sample says so
+    return reparented;  // its children are orphans: a sample says so
   }
   read_again(pid);
   return true;
+}
+
+bool HolderBook::ended_replaced(pid_t pid, uint64_t start) {
+  // No fork has handed the number out yet as far as the events go (that fork would have ended
+  // the entry, and every event of the next process comes after it): what the events recorded
+  // under the number is this process's. Only a scan can have read the next one, and a holder
+  // it saw there is that one's, kept.
+  auto seen = scanned_starts_.find(pid);
+  const bool next_holds =
+      seen != scanned_starts_.end() && seen->second != start && scanned_holders_.count(pid) > 0;
+  const bool in_view = seen != scanned_starts_.end() && seen->second == start;
+  unconfirmed_.forget(pid);
+  unconfirmed_opens_.erase(pid);
+  began_.erase(pid);
+  forget_scanned_start(pid, start);
+  if (auto it = parent_starts_.find(pid); it != parent_starts_.end() && it->second == start)
+    parent_starts_.erase(it);
+  bool changed = exited(pid);  // its children were reparented
+  if (in_view) {
+    exited_.insert(pid);
+    changed = true;
+  }
+  if (!next_holds && holders_.erase(pid)) {
+    read_again(pid);
+    changed = true;
+  }
+  ended_since_take(pid, start);
+  return changed;
 }
 
 bool HolderBook::exit_before_start(pid_t pid, uint64_t start) {

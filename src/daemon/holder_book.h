@@ -142,9 +142,20 @@ class HolderBook {
  private:
   void count_drift(const core::ProcView& view);
   // The kernel reported the exit of `pid`'s leader, or of a thread of a process whose leader's
-  // exit was not its end, with that thread's wait status, at `at_ticks` (clock ticks since boot;
-  // empty for an unconfirmed end checked again). True: a collection should follow.
-  bool on_exit(pid_t pid, std::optional<int> wait_status, std::optional<uint64_t> at_ticks);
+  // exit was not its end, with that thread's wait status, at `at_ticks` (clock ticks since
+  // boot). True: a collection should follow.
+  bool on_exit(pid_t pid, std::optional<int> wait_status, uint64_t at_ticks);
+  // An unconfirmed end whose check is due, checked again by its own start time: gone from /proc
+  // (or no thread of it left), it ended; another process under the number, it ended when no
+  // one knows, and no end is recorded. True: a collection should follow.
+  bool recheck(pid_t pid, const UnconfirmedEnds::End& end);
+  // What on_exit() and recheck() share: the exit (`at_ticks`: of an event) of the process
+  // recorded under `pid` with `start`, checked against /proc, and what it ends.
+  bool settle_exit(pid_t pid, std::optional<int> wait_status, std::optional<uint64_t> start,
+                   std::optional<uint64_t> at_ticks);
+  // An unconfirmed end's process (`start`) that /proc shows replaced under its number, found with
+  // no event: what the events kept of it goes, with no end recorded; the scans' lineage bounds it.
+  bool ended_replaced(pid_t pid, uint64_t start);
   // An exit under a number whose process recorded started (`start`) after it: the exit is no
   // end of it (see above). True: a collection should follow.
   bool exit_before_start(pid_t pid, uint64_t start);

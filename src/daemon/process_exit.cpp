@@ -48,7 +48,7 @@ ProcessExit check_exit(const procfs::ProcFs& proc, pid_t pid, std::optional<uint
   if (!leader) return ProcessExit::ThreadsRun;                        // garbage: cannot tell
   if (!*leader) return ProcessExit::Ended;                            // gone
   if (released_while_read(**leader)) return ProcessExit::ThreadsRun;  // still: cannot tell
-  if (start_ticks && (*leader)->start_ticks != *start_ticks) return ProcessExit::Ended;  // reused
+  if (start_ticks && (*leader)->start_ticks != *start_ticks) return ProcessExit::Replaced;
   // Its stat is then a live thread's (ProcFs::read_process_stat): the leader is what ended.
   if ((*leader)->leader_exited) return ProcessExit::ThreadsRun;
   if (thread_lives(**leader)) return ProcessExit::LeaderRuns;

@@ -25,8 +25,9 @@
 namespace gpureap::daemon {
 
 enum class ProcessExit {
-  Ended,       // gone from /proc, another process now (its start time is not the one known),
-               // or no thread of it lives
+  Ended,       // gone from /proc, or no thread of it lives
+  Replaced,    // another process has the PID now (not the start time known): it ended, but
+               // /proc keeps no trace of when
   LeaderRuns,  // its leader runs (an exec from another thread took the PID): a later end is
                // reported as the leader's exit again
   ThreadsRun,  // its leader ended, another thread runs (or /proc cannot say: an unreadable

@@ -60,12 +60,23 @@ class HolderBookTest : public ::testing::Test {
   void in_proc(pid_t pid, uint64_t start, char state = 'S') {
     const unsigned flags = state == 'Z' ? kExiting : 0;
     const std::string dir = root_ + "/" + std::to_string(pid);
-    for (const std::string& at : {dir, dir + "/task/" + std::to_string(pid)}) {
-      std::filesystem::create_directories(at);
-      std::ofstream(at + "/stat") << pid << " (worker) " << state << " 1 " << pid << " " << pid
-                                  << " 0 -1 " << flags << " 0 0 0 0 0 0 0 0 20 0 1 0 " << start
-                                  << " 0 0\n";
-    }
+    for (const std::string& at : {dir, dir + "/task/" + std::to_string(pid)})
+      stat_at(at, pid, state, flags, 1, start);
+  }
+  // /proc/PID of a process of two threads whose leader has exited: the leader a zombie that
+  // counts both, its other thread (PID + 1) running on.
+  void leader_gone(pid_t pid, uint64_t start) {
+    const std::string dir = root_ + "/" + std::to_string(pid);
+    for (const std::string& at : {dir, dir + "/task/" + std::to_string(pid)})
+      stat_at(at, pid, 'Z', kExiting, 2, start);
+    stat_at(dir + "/task/" + std::to_string(pid + 1), pid + 1, 'S', 0, 2, start);
+  }
+  static void stat_at(const std::string& at, pid_t pid, char state, unsigned flags, int threads,
+                      uint64_t start) {
+    std::filesystem::create_directories(at);
+    std::ofstream(at + "/stat") << pid << " (worker) " << state << " 1 " << pid << " " << pid
+                                << " 0 -1 " << flags << " 0 0 0 0 0 0 0 0 20 0 " << threads << " 0 "
+                                << start << " 0 0\n";
   }
   void reaped(pid_t pid) { std::filesystem::remove_all(root_ + "/" + std::to_string(pid)); }
 
@@ -112,6 +123,9 @@ class HolderBookTest : public ::testing::Test {
   }
   static track::ProcEvent exit_of(pid_t pid, int status, uint64_t at_ns = event_ns_now()) {
     return {track::ProcEvent::Kind::Exit, pid, 0, pid, status, at_ns};
+  }
+  static track::ProcEvent thread_exit_of(pid_t pid, pid_t thread, int status) {
+    return {track::ProcEvent::Kind::ThreadExit, pid, 0, thread, status, event_ns_now()};
   }
   static track::ProcEvent fork_of(pid_t child, pid_t parent) {
     return {track::ProcEvent::Kind::Fork, child, parent, child, 0, event_ns_now()};
@@ -364,6 +378,35 @@ TEST_F(HolderBookTest, AHolderWithoutItsLeaderIsEndedAfterALossOnlyByItsOwnStart
   EXPECT_TRUE(book_->recheck_unconfirmed(std::chrono::steady_clock::now()).changed);
   const Ends want{{kOther, {{kStart + 1, 0, true, std::nullopt}}}};
   EXPECT_EQ(ends(), want);
+}
+
+// A holder whose leader's exit was not its end (its other thread ran on) is checked again later,
+// by its own start time: its last thread's exit, read while /proc still counted the thread, and
+// its number's next process, read by a scan before the fork that made it, leave a check due under
+// that number. That process has ended too by the check: its end is no end of the holder's (not
+// with the holder's wait status, not at the check's time), and the holder, replaced, ended when
+// no one knows: no end is recorded for it. The next process's own exit, read later, is its end.
+TEST_F(HolderBookTest, AnUnconfirmedEndIsCheckedAgainByItsOwnStartTime) {
+  in_proc(kNumber, kStart);
+  in_proc(kLauncher, kLauncherStart);
+  full_scan(view({process(kNumber, kStart, true), process(kLauncher, kLauncherStart, false)}),
+            kFirstScan);
+  leader_gone(kNumber, kStart);
+  book_->on_procs(
+      batch({exit_of(kNumber, kStatus), thread_exit_of(kNumber, kNumber + 1, kStatus)}));
+  EXPECT_EQ(ends(), Ends{});
+  reaped(kNumber);           // its last thread is released, and it is reaped
+  in_proc(kNumber, kLater);  // the number's next process, whose fork is not read yet
+  full_scan(view({process(kNumber, kLater, true), process(kLauncher, kLauncherStart, false)}),
+            kNextScan);
+  in_proc(kNumber, kLater, 'Z');
+  book_->recheck_unconfirmed(std::chrono::steady_clock::now() + std::chrono::seconds(10));
+  EXPECT_EQ(ends(), Ends{});
+  EXPECT_EQ(book_->holders(), std::set<pid_t>{kNumber});  // the next process, as the scan saw it
+  book_->on_procs(batch({fork_of(kNumber, kLauncher), exit_of(kNumber, SIGKILL)}));
+  const Ends want{{kNumber, {{kLater, 0, true, SIGKILL}}}};
+  EXPECT_EQ(ends(), want);
+  EXPECT_EQ(book_->holders(), std::set<pid_t>{});
 }
 
 // With no loss, a scan can read a number's next process before the exit of the process it had

@@ -70,10 +70,16 @@ TEST_F(ProcessExitTest, TheThreadThatTookThePidIsTheLeaderRunning) {
   EXPECT_EQ(check(4200001), ProcessExit::LeaderRuns);
 }
 
-TEST_F(ProcessExitTest, GoneOrAnotherProcessUnderThePidHasEnded) {
+TEST_F(ProcessExitTest, GoneHasEnded) {
   EXPECT_EQ(check(4200001), ProcessExit::Ended);
+}
+
+// Another start time under the PID: the process ended, and /proc does not say when.
+TEST_F(ProcessExitTest, AnotherProcessUnderThePidHasReplacedIt) {
   leader(4200001, 'R', 0, 1, kStart + 1000);
-  EXPECT_EQ(check(4200001), ProcessExit::Ended);
+  EXPECT_EQ(check(4200001), ProcessExit::Replaced);
+  leader(4200001, 'Z', kExiting, 1, kStart + 1000);
+  EXPECT_EQ(check(4200001), ProcessExit::Replaced);
 }
 
 }  // namespace
