@@ -230,7 +230,15 @@ bool HolderBook::settle_exit(pid_t pid, std::optional<int> wait_status,
   // Unvouched still (/proc could not say whose the number is): the exit may be another
   // process's, its status and time not the recorded one's end.
   const bool vouched = unvouched_.erase(pid) == 0;
-  if ((holder || parent) && vouched) note_end(pid, holder, wait_status, start);
+  // An exit event dates the end: the kernel's time of it, not the time it was read. The
+  // connector stamps it with CLOCK_MONOTONIC, which stops while the machine is suspended; the
+  // records are in /proc's clock of start times (clock ticks of CLOCK_BOOTTIME, not the wall
+  // clock, which can be set), so the batch adds the time spent suspended as its read saw it
+  // (Batch::boot_ticks). A suspend between the exit and that read makes the end read later than
+  // it was, by that sleep, never earlier. A check with no event (an unconfirmed end found gone)
+  // dates it by the check: the process ended no later.
+  const uint64_t end_ticks = at_ticks ? *at_ticks : engine::boot_ticks_now();
+  if ((holder || parent) && vouched) note_end(pid, holder, wait_status, start, end_ticks);
   parent_starts_.erase(pid);
   began_.erase(pid);  // the PID may be handed out again
   forget_scanned_start(pid, start);
@@ -401,11 +409,11 @@ bool HolderBook::exited(pid_t pid) {
 }
 
 void HolderBook::note_end(pid_t pid, bool holder, std::optional<int> wait_status,
-                          std::optional<uint64_t> start) {
+                          std::optional<uint64_t> start, uint64_t end_ticks) {
   if (!start) return;
   auto& lives = ends_[pid];
   if (lives.empty()) end_order_.push_back(pid);
-  lives.push_back({*start, engine::boot_ticks_now(), holder, wait_status});
+  lives.push_back({*start, end_ticks, holder, wait_status});
   if (lives.size() > kEndsPerPid) lives.erase(lives.begin());
   while (end_order_.size() > kKeptEnds) {
     ends_.erase(end_order_.front());

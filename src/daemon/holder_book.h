@@ -102,7 +102,8 @@ class HolderBook {
   void scanned(const core::ProcView& view, bool full);
   const std::map<pid_t, pid_t>& exited_parents() const { return exited_parents_; }
   // The ends of holders whose start time was known, confirmed by /proc: at most kKeptEnds
-  // numbers (the oldest forgotten first), the latest kEndsPerPid of each.
+  // numbers (the oldest forgotten first), the latest kEndsPerPid of each. Each is dated by its
+  // exit event's time, or (no event: a check found it gone) by the check, which it came before.
   const std::map<pid_t, std::vector<core::ProcessEnd>>& ends() const { return ends_; }
   static constexpr size_t kKeptEnds = 4096;
   static constexpr size_t kEndsPerPid = 4;
@@ -160,9 +161,10 @@ class HolderBook {
   // end of it (see above). True: a collection should follow.
   bool exit_before_start(pid_t pid, uint64_t start);
   bool exited(pid_t pid);  // `pid`, a holder or a holder's parent, ended now.
-  // `wait_status`: empty where the exit that ended it was lost; `start`: its known_start().
+  // `wait_status`: empty where the exit that ended it was lost; `start`: its known_start();
+  // `end_ticks`: when it ended (its exit event's time), or no later (a check's).
   void note_end(pid_t pid, bool holder, std::optional<int> wait_status,
-                std::optional<uint64_t> start);
+                std::optional<uint64_t> start, uint64_t end_ticks);
   // `pid`'s start time, where a scan, a fork or an unconfirmed end kept it.
   std::optional<uint64_t> known_start(pid_t pid) const;
   // `child`, forked by a holder, holds what its parent held at the fork.

@@ -141,8 +141,8 @@ class HolderBookTest : public ::testing::Test {
     return b;
   }
 
-  // The book's ends, whole, with each end time checked to lie within the test and then zeroed,
-  // to be compared with what a test expects.
+  // The book's ends, whole, with each end time (of an exit stamped now, or of a check) checked
+  // to lie within the test and then zeroed, to be compared with what a test expects.
   Ends ends() const {
     Ends out = book_->ends();
     const uint64_t to = engine::boot_ticks_now();
@@ -440,8 +440,29 @@ TEST_F(HolderBookTest, AnExitInTheTickItsProcessStartedIsItsEnd) {
   // Half a tick into the tick it started in; the start of the next tick.
   book_->on_procs(batch({exit_of(kNumber, kStatus, tick_ns(kLater) + tick_ns(1) / 2),
                          exit_of(kOther, SIGKILL, tick_ns(kLater + 1))}));
-  const Ends want{{kNumber, {{kLater, 0, true, kStatus}}}, {kOther, {{kLater, 0, true, SIGKILL}}}};
-  EXPECT_EQ(ends(), want);
+  const Ends want{{kNumber, {{kLater, kLater, true, kStatus}}},
+                  {kOther, {{kLater, kLater + 1, true, SIGKILL}}}};
+  EXPECT_EQ(book_->ends(), want);
+  EXPECT_EQ(book_->holders(), std::set<pid_t>{});
+}
+
+// An end is dated by the kernel's time of its exit, not by when the exit was read (a busy daemon
+// reads late). The connector's clock (CLOCK_MONOTONIC) stops while the machine is suspended: the
+// time spent so, as the batch's read saw it, is added to give /proc's clock of start times.
+TEST_F(HolderBookTest, AnEndIsDatedByTheKernelsTimeOfItsExit) {
+  constexpr pid_t kOther = kNumber + 7;
+  in_proc(kNumber, kStart);
+  in_proc(kOther, kStart);
+  full_scan(view({process(kNumber, kStart, true), process(kOther, kStart, true)}), kFirstScan);
+  reaped(kNumber);
+  reaped(kOther);
+  book_->on_procs(batch({exit_of(kNumber, kStatus, tick_ns(kStart + 100))}));
+  track::ProcEvents::Batch after_sleep = batch({exit_of(kOther, SIGKILL, tick_ns(kStart + 100))});
+  after_sleep.boot_offset_ns = tick_ns(50);  // the machine had slept 50 ticks before the exit
+  book_->on_procs(after_sleep);
+  const Ends want{{kNumber, {{kStart, kStart + 100, true, kStatus}}},
+                  {kOther, {{kStart, kStart + 150, true, SIGKILL}}}};
+  EXPECT_EQ(book_->ends(), want);
   EXPECT_EQ(book_->holders(), std::set<pid_t>{});
 }
 
