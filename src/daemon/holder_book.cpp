@@ -184,11 +184,12 @@ bool HolderBook::on_exit(pid_t pid, std::optional<int> wait_status, uint64_t at_
   // After a loss the number may be another process's than the one recorded: /proc tells, or
   // nothing is recorded of it (below).
   const bool forgot = revouch(pid);
-  // Whatever is known of it is kept until /proc confirms.
-  const auto start = known_start(pid);
-  // A start time is rounded down to its clock tick: one in the exit's own tick may be the
-  // exit's process, and only one in a later tick started after it.
-  if (start && *start > at_ticks) return exit_before_start(pid, *start);
+  // The exit is of the newest process known under the number that had started by then (what is
+  // known of it is kept until /proc confirms). A start time is rounded down to its clock tick:
+  // one in the exit's own tick may be the exit's process, and only one in a later tick started
+  // after it. Every process known under the number started later: the exit is of one before.
+  const auto start = known_start(pid, at_ticks);
+  if (!start && known_start(pid)) return exit_before_start(pid) || forgot;
   return settle_exit(pid, wait_status, start, at_ticks) || forgot;
 }
 
@@ -211,7 +212,7 @@ bool HolderBook::settle_exit(pid_t pid, std::optional<int> wait_status,
     // One thread's exit is no process's end (an exec from another thread, a leader's
     // pthread_exit, a group exit whose other threads are still ending): nothing is recorded
     // until /proc shows the thread group gone. A holder is read again all the same.
-    const ProcessExit seen = check_exit(proc_, pid, start);
+    const ProcessExit seen = check_exit(proc_, pid, start, at_ticks);
     // Checked again with no event, a process whose number another has now ended when no one
     // knows, and its latest exit read (whose status the entry kept) may not have been its end.
     if (seen == ProcessExit::Replaced && !at_ticks) return ended_replaced(pid, *start);
@@ -239,7 +240,10 @@ bool HolderBook::settle_exit(pid_t pid, std::optional<int> wait_status,
   // dates it by the check: the process ended no later.
   const uint64_t end_ticks = at_ticks ? *at_ticks : engine::boot_ticks_now();
   if ((holder || parent) && vouched) note_end(pid, holder, wait_status, start, end_ticks);
-  parent_starts_.erase(pid);
+  // A parent's start read when its number was the next process's (see known_start()) stays.
+  if (auto it = parent_starts_.find(pid);
+      it != parent_starts_.end() && (!start || it->second <= *start))
+    parent_starts_.erase(it);
   began_.erase(pid);  // the PID may be handed out again
   forget_scanned_start(pid, start);
   // The engine reads it again until /proc shows it gone: it may be a zombie when read now.
@@ -282,14 +286,14 @@ bool HolderBook::ended_replaced(pid_t pid, uint64_t start) {
   return changed;
 }
 
-bool HolderBook::exit_before_start(pid_t pid, uint64_t start) {
+bool HolderBook::exit_before_start(pid_t pid) {
   // The exit is of the process the number had before, whose start time is not kept: no end is
   // recorded. What the events recorded of that process goes with it: the children its forks
-  // made holders were reparented, and an unconfirmed end kept for it is over. The process
-  // recorded under the number stays as it was: its own exit comes later.
+  // made holders were reparented, and an unconfirmed end kept for it (none with a start time:
+  // that would be a later process's) is over. The processes recorded under the number stay as
+  // they were: their own exits come later.
   const bool reparented = exited(pid);
-  if (const auto* end = unconfirmed_.find(pid); end && end->start_ticks != start)
-    unconfirmed_.forget(pid);
+  if (const auto* end = unconfirmed_.find(pid); end && !end->start_ticks) unconfirmed_.forget(pid);
   if (!holders_.count(pid)) remember_exit(pid);
   return reparented;
 }
@@ -312,11 +316,19 @@ void HolderBook::ended_since_take(pid_t pid, std::optional<uint64_t> start) {
   ended_since_take_[pid] = start;
 }
 
-std::optional<uint64_t> HolderBook::known_start(pid_t pid) const {
-  if (auto it = parent_starts_.find(pid); it != parent_starts_.end()) return it->second;
-  if (auto it = scanned_starts_.find(pid); it != scanned_starts_.end()) return it->second;
-  if (const auto* end = unconfirmed_.find(pid)) return end->start_ticks;
-  return std::nullopt;
+std::optional<uint64_t> HolderBook::known_start(pid_t pid, std::optional<uint64_t> by_ticks) const {
+  // Each was read from /proc under the number, so each is a process that had it at some time,
+  // and the one with the latest start had it last: the newest evidence. The kernel hands a
+  // number out again only once its process has ended, so none of the others has it now, nor at
+  // a time after that one's start.
+  std::optional<uint64_t> out;
+  auto take = [&](std::optional<uint64_t> start) {
+    if (start && (!by_ticks || *start <= *by_ticks) && (!out || *start > *out)) out = start;
+  };
+  if (auto it = parent_starts_.find(pid); it != parent_starts_.end()) take(it->second);
+  if (auto it = scanned_starts_.find(pid); it != scanned_starts_.end()) take(it->second);
+  if (const auto* end = unconfirmed_.find(pid)) take(end->start_ticks);
+  return out;
 }
 
 void HolderBook::add_forked_holder(pid_t child, pid_t parent,

@@ -28,14 +28,16 @@
 // vouched for.
 //
 // A scan can read /proc ahead of the events: the number's next process read before the exit of
-// the one before it is read. The connector stamps each event with its time (a batch's
-// boot_ticks()), so an exit is the end of the process recorded under its number only if that
-// process started no later than the exit's clock tick (start times are rounded down to theirs).
-// One that started in a later tick is another process, the exit an earlier one's whose start
-// time the book no longer has: nothing is recorded of it (the scans' lineage records that end,
-// bounded by the scan that saw the number change hands), and the later one stays as it was.
-// Within the exit's own tick the two cannot be told apart: a number handed out again in the tick
-// of its exit, and read by a scan before the exit was, is the one case this leaves.
+// the one before it is read (and so can the read of a parent's start time when its fork is
+// read). The connector stamps each event with its time (a batch's boot_ticks()), so an exit is
+// the end of the newest process known under its number that started no later than the exit's
+// clock tick (start times are rounded down to theirs), and /proc showing one that started in a
+// later tick shows it ended. One that started in a later tick is another process; where every
+// one known did, the exit is an earlier one's whose start time the book no longer has: nothing
+// is recorded of it (the scans' lineage records that end, bounded by the scan that saw the
+// number change hands), and the later ones stay as they were. Within the exit's own tick the two
+// cannot be told apart: a number handed out again in the tick of its exit, and read by a scan
+// before the exit was, is the one case this leaves.
 //
 // Each source's events come in the kernel's order, but the two are not in order with each other:
 // an open is handed after every fork and exit the connector reported before it (HolderTracker
@@ -157,16 +159,20 @@ class HolderBook {
   // An unconfirmed end's process (`start`) that /proc shows replaced under its number, found with
   // no event: what the events kept of it goes, with no end recorded; the scans' lineage bounds it.
   bool ended_replaced(pid_t pid, uint64_t start);
-  // An exit under a number whose process recorded started (`start`) after it: the exit is no
-  // end of it (see above). True: a collection should follow.
-  bool exit_before_start(pid_t pid, uint64_t start);
+  // An exit under a number whose every process recorded started after it: the exit is no end
+  // of any of them (see above). True: a collection should follow.
+  bool exit_before_start(pid_t pid);
   bool exited(pid_t pid);  // `pid`, a holder or a holder's parent, ended now.
   // `wait_status`: empty where the exit that ended it was lost; `start`: its known_start();
   // `end_ticks`: when it ended (its exit event's time), or no later (a check's).
   void note_end(pid_t pid, bool holder, std::optional<int> wait_status,
                 std::optional<uint64_t> start, uint64_t end_ticks);
-  // `pid`'s start time, where a scan, a fork or an unconfirmed end kept it.
-  std::optional<uint64_t> known_start(pid_t pid) const;
+  // `pid`'s start time, where a scan, a fork (its parent's, read when the fork was read) or an
+  // unconfirmed end kept it. They can name different processes: a scan and that read can each
+  // have read the number's next process before the events said that the one before had ended.
+  // The latest start wins: of those that had started by `by_ticks`, where given (an exit's time).
+  std::optional<uint64_t> known_start(pid_t pid,
+                                      std::optional<uint64_t> by_ticks = std::nullopt) const;
   // `child`, forked by a holder, holds what its parent held at the fork.
   void add_forked_holder(pid_t child, pid_t parent, std::chrono::system_clock::time_point at);
   // After `opener`'s open, the recent forks whose parent is now a holder (and theirs): the

@@ -43,12 +43,15 @@ core::Result<std::optional<core::ProcessStat>> read_leader(const procfs::ProcFs&
 
 }  // namespace
 
-ProcessExit check_exit(const procfs::ProcFs& proc, pid_t pid, std::optional<uint64_t> start_ticks) {
+ProcessExit check_exit(const procfs::ProcFs& proc, pid_t pid, std::optional<uint64_t> start_ticks,
+                       std::optional<uint64_t> exit_ticks) {
   auto leader = read_leader(proc, pid);
   if (!leader) return ProcessExit::ThreadsRun;                        // garbage: cannot tell
   if (!*leader) return ProcessExit::Ended;                            // gone
   if (released_while_read(**leader)) return ProcessExit::ThreadsRun;  // still: cannot tell
-  if (start_ticks && (*leader)->start_ticks != *start_ticks) return ProcessExit::Replaced;
+  const uint64_t now_start = (*leader)->start_ticks;
+  if ((start_ticks && now_start != *start_ticks) || (exit_ticks && now_start > *exit_ticks))
+    return ProcessExit::Replaced;
   // Its stat is then a live thread's (ProcFs::read_process_stat): the leader is what ended.
   if ((*leader)->leader_exited) return ProcessExit::ThreadsRun;
   if (thread_lives(**leader)) return ProcessExit::LeaderRuns;

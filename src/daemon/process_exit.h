@@ -26,8 +26,8 @@ namespace gpureap::daemon {
 
 enum class ProcessExit {
   Ended,       // gone from /proc, or no thread of it lives
-  Replaced,    // another process has the PID now (not the start time known): it ended, but
-               // /proc keeps no trace of when
+  Replaced,    // another process has the PID now (not the start time known, or one later than
+               // the exit): it ended, but /proc keeps no trace of when
   LeaderRuns,  // its leader runs (an exec from another thread took the PID): a later end is
                // reported as the leader's exit again
   ThreadsRun,  // its leader ended, another thread runs (or /proc cannot say: an unreadable
@@ -35,7 +35,10 @@ enum class ProcessExit {
 };
 
 // What /proc says of `pid`, whose leader's exit (or a thread's) the connector reported;
-// `start_ticks`: its start time, where known.
-ProcessExit check_exit(const procfs::ProcFs& proc, pid_t pid, std::optional<uint64_t> start_ticks);
+// `start_ticks`: its start time, where known; `exit_ticks`: when the exit was reported (clock
+// ticks since boot), where an event did. A process under the PID that started in a later tick
+// than the exit is not the one that exited, whatever start time is known (or none).
+ProcessExit check_exit(const procfs::ProcFs& proc, pid_t pid, std::optional<uint64_t> start_ticks,
+                       std::optional<uint64_t> exit_ticks = std::nullopt);
 
 }  // namespace gpureap::daemon

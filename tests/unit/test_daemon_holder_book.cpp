@@ -428,6 +428,49 @@ TEST_F(HolderBookTest, AnExitReadAfterAScanOfTheNumbersNextProcessIsNoEndOfIt) {
   EXPECT_EQ(book_->holders(), std::set<pid_t>{});
 }
 
+// The book can know two start times under one number: a scan's, and the one /proc showed when a
+// holder's fork was read, which is the parent's only if the parent still had the number then. A
+// parent that had exited by that read lent its fork its number's next process's start. An exit is
+// the end of the newest process known under its number that had started by then: the parent's
+// own exit is its end, and the next process stays as it was (its own exit, read later, is no
+// second end of the holder).
+TEST_F(HolderBookTest, AnExitIsTheEndOfTheNewestProcessStartedByThen) {
+  constexpr pid_t kChild = kNumber + 7;
+  in_proc(kNumber, kStart);
+  book_->on_files(open_by(kNumber, std::chrono::system_clock::now()));
+  book_->take();  // a collection reads /proc: the holder, alive
+  const core::ProcView read = view({process(kNumber, kStart, true)});
+  in_proc(kChild, kStart + 1);  // it forked, then exited and was reaped, and its number went on
+  reaped(kNumber);
+  in_proc(kNumber, kLater);
+  book_->on_procs(batch({fork_of(kChild, kNumber)}));  // the fork, read only now
+  book_->scanned(read, false);
+  book_->on_procs(batch({exit_of(kNumber, kStatus, tick_ns(kLater - 100))}));
+  const Ends want{{kNumber, {{kStart, kLater - 100, true, kStatus}}}};
+  EXPECT_EQ(book_->ends(), want);
+  EXPECT_EQ(book_->exited_parents(), (std::map<pid_t, pid_t>{{kChild, kNumber}}));
+  EXPECT_EQ(book_->holders(), std::set<pid_t>{kChild});
+  in_proc(kNumber, kLater, 'Z');
+  book_->on_procs(batch({exit_of(kNumber, SIGKILL)}));
+  EXPECT_EQ(book_->ends(), want);
+}
+
+// A holder whose start time the book never read (its open was read, no scan saw it, and it had
+// exited when its fork was read): /proc cannot vouch for its end, but a process that started
+// under its number after its exit is not it running on. Its exit ends it (no end recorded, with
+// no start time), and its child is its orphan.
+TEST_F(HolderBookTest, AProcessStartedAfterAnExitIsNotTheOneThatExited) {
+  constexpr pid_t kChild = kNumber + 7;
+  book_->on_files(open_by(kNumber, std::chrono::system_clock::now()));
+  in_proc(kChild, kStart + 1);
+  book_->on_procs(batch({fork_of(kChild, kNumber)}));
+  in_proc(kNumber, kLater);  // the number's next process
+  book_->on_procs(batch({exit_of(kNumber, kStatus, tick_ns(kLater - 100))}));
+  EXPECT_EQ(book_->ends(), Ends{});
+  EXPECT_EQ(book_->exited_parents(), (std::map<pid_t, pid_t>{{kChild, kNumber}}));
+  EXPECT_EQ(book_->holders(), std::set<pid_t>{kChild});
+}
+
 // A start time is rounded down to its clock tick: a holder that started in its exit's tick, or
 // in the one before, is that exit's, and its end is recorded.
 TEST_F(HolderBookTest, AnExitInTheTickItsProcessStartedIsItsEnd) {

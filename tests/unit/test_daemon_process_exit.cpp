@@ -74,6 +74,17 @@ TEST_F(ProcessExitTest, GoneHasEnded) {
   EXPECT_EQ(check(4200001), ProcessExit::Ended);
 }
 
+// With no start time known, the exit's time tells: a process that started in a later tick is
+// another, and one that started by then may be the one that exited.
+TEST_F(ProcessExitTest, AProcessStartedAfterTheExitHasReplacedIt) {
+  auto proc = procfs::ProcFs::open(root_);
+  ASSERT_TRUE(proc) << proc.error().text();
+  leader(4200001, 'R', 0, 1, kStart + 1000);
+  EXPECT_EQ(check_exit(*proc, 4200001, std::nullopt, kStart + 999), ProcessExit::Replaced);
+  EXPECT_EQ(check_exit(*proc, 4200001, std::nullopt, kStart + 1000), ProcessExit::LeaderRuns);
+  EXPECT_EQ(check_exit(*proc, 4200001, kStart + 1000, kStart + 1000), ProcessExit::LeaderRuns);
+}
+
 // Another start time under the PID: the process ended, and /proc does not say when.
 TEST_F(ProcessExitTest, AnotherProcessUnderThePidHasReplacedIt) {
   leader(4200001, 'R', 0, 1, kStart + 1000);
