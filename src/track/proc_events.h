@@ -21,9 +21,15 @@ struct ProcEvent {
   // thread, a ThreadExit. A consumer confirms with /proc either way.
   enum class Kind { Fork, Exit, ThreadExit };
   Kind kind = Kind::Fork;
-  pid_t pid = 0;     // the new process (fork), or the process (thread group) a thread of which
-                     // ended (exits)
-  pid_t parent = 0;  // fork: the process it was forked from
+  pid_t pid = 0;  // the new process (fork), or the process (thread group) a thread of which
+                  // ended (exits)
+  // Fork: its parent as the kernel records it (real_parent): the process it was forked from,
+  // or that one's parent for a clone(CLONE_PARENT). Exits carry a parent too, not kept here: the
+  // kernel reads it after it has reparented the exiting process's own children (exit_notify()
+  // comes before the report in do_exit()), so a child's exit can name its new parent (a
+  // subreaper, an init) before its old parent's exit is reported; it tells no consumer whose exit
+  // it is.
+  pid_t parent = 0;
   pid_t thread = 0;  // exits: the thread that ended (pid itself for Exit)
   // Exits: the thread's exit code as waitpid(2) reports a process's (the signal that ended it,
   // or exit()'s status << 8); a group exit gives every thread the group's.
