@@ -80,15 +80,80 @@ void add_descendants(const std::multimap<pid_t, const HostProcess*>& children, p
   }
 }
 
-// The daemon saw a rank of this launcher's life end, one whose number no live rank has (or one
-// without a label): the record is the kernel's word (a watched PID and start time gone).
-bool ended_rank_seen(const ProcView& view, const DistributedJob& job) {
-  return std::any_of(view.rank_exits.begin(), view.rank_exits.end(), [&](const RankExit& e) {
-    return e.launcher == job.launcher && e.launcher_start_ticks == job.launcher_start_ticks &&
-           (!e.local_rank ||
-            std::find(job.missing.begin(), job.missing.end(), *e.local_rank) != job.missing.end());
-  });
-}
+// A zombie is a rank's end only on the kernel's word that it was a rank, and a rank whose number
+// no live rank has is known to have ended only so. What /proc keeps of a zombie (PID, start
+// time, uid, group, exit status) is what a helper the launcher ran and has not reaped has too
+// (nvidia-smi, a short subprocess, a process reparented to a launcher that is a container's
+// init), and its environment and files, which made it a rank, are gone. So a zombie counts only
+// where a view taken while it lived showed it a rank of this launcher's life, by PID and start
+// time: the daemon's records (engine/rank_exits: the ranks it watched and saw end) or
+// `earlier`. A rank's number is its LOCAL_RANK label as that view read it; a process without
+// one (a helper that opened the GPU, as nvidia-smi does) ends no numbered rank.
+class RankEnds {
+ public:
+  RankEnds(const ProcView& view, const ProcView* earlier) : view_(view) {
+    if (earlier)
+      for (auto& j : distributed_jobs(*earlier))
+        for (const auto& r : j.ranks)
+          if (const HostProcess* p = earlier->find(r.pid))
+            seen_[{j.launcher, j.launcher_start_ticks}].push_back(
+                {r.pid, p->stat.start_ticks, r.local_rank});
+  }
+
+  // Sorts `job`'s zombie children (`zombies`) into its ended ranks and its doubts, and names
+  // the missing numbers whose rank ended.
+  void sort(DistributedJob& job, const std::vector<const HostProcess*>& zombies) const {
+    const auto missing = [&](std::optional<unsigned> n) {
+      return n && std::find(job.missing.begin(), job.missing.end(), *n) != job.missing.end();
+    };
+    const auto add = [&](unsigned n, pid_t pid, uint64_t start, bool between) {
+      for (auto& e : job.ended)
+        if (e.local_rank == n) {
+          e.between_views = e.between_views || between;
+          return;
+        }
+      job.ended.push_back({n, pid, start, between});
+    };
+    for (const auto& e : view_.rank_exits)
+      if (e.launcher == job.launcher && e.launcher_start_ticks == job.launcher_start_ticks &&
+          missing(e.local_rank))
+        add(*e.local_rank, e.pid, e.start_ticks, false);
+    const auto seen = seen_.find({job.launcher, job.launcher_start_ticks});
+    for (const HostProcess* z : zombies) {
+      const pid_t pid = z->stat.pid;
+      const uint64_t start = z->stat.start_ticks;
+      const bool recorded =
+          std::any_of(view_.rank_exits.begin(), view_.rank_exits.end(), [&](const RankExit& e) {
+            return e.launcher == job.launcher &&
+                   e.launcher_start_ticks == job.launcher_start_ticks && e.pid == pid &&
+                   e.start_ticks == start;
+          });
+      const SeenRank* before = nullptr;
+      if (seen != seen_.end())
+        for (const auto& r : seen->second)
+          if (r.pid == pid && r.start_ticks == start) before = &r;
+      if (recorded || before) {
+        job.exited.push_back(pid);
+        if (before && missing(before->local_rank)) add(*before->local_rank, pid, start, true);
+      } else if (!uid_of(*z) || uid_of(*z) == job.uid) {
+        // Not another user's (a setuid program's child): the collector reads no details of a
+        // zombie, so its uid is mostly unknown here, and a doubt needs no more.
+        job.unreaped.push_back(pid);
+      }
+    }
+    std::sort(job.ended.begin(), job.ended.end(),
+              [](const EndedRank& a, const EndedRank& b) { return a.local_rank < b.local_rank; });
+  }
+
+ private:
+  struct SeenRank {
+    pid_t pid = 0;
+    uint64_t start_ticks = 0;
+    std::optional<unsigned> local_rank;
+  };
+  const ProcView& view_;
+  std::map<std::pair<pid_t, uint64_t>, std::vector<SeenRank>> seen_;  // by launcher's life
+};
 
 }  // namespace
 
@@ -98,8 +163,14 @@ const JobRank* DistributedJob::rank_with(unsigned local_rank) const {
   return nullptr;
 }
 
+const EndedRank* DistributedJob::ended_rank(unsigned local_rank) const {
+  for (const auto& e : ended)
+    if (e.local_rank == local_rank) return &e;
+  return nullptr;
+}
+
 bool DistributedJob::stalled() const {
-  return !elastic_agent && rank_ended && local_world_size && !missing.empty() &&
+  return !elastic_agent && !ended.empty() && local_world_size && !missing.empty() &&
          missing.size() < *local_world_size;
 }
 
@@ -109,7 +180,8 @@ std::string job_user(const ProcView& view, const DistributedJob& job) {
   return job.uid ? "uid " + std::to_string(*job.uid) : "unknown";
 }
 
-std::vector<DistributedJob> distributed_jobs(const ProcView& view) {
+std::vector<DistributedJob> distributed_jobs(const ProcView& view, const ProcView* earlier) {
+  const RankEnds ends(view, earlier);
   std::multimap<pid_t, const HostProcess*> children;
   for (const auto& p : view.processes) children.emplace(p.stat.ppid, &p);
 
@@ -127,12 +199,12 @@ std::vector<DistributedJob> distributed_jobs(const ProcView& view) {
     job.launcher = lp;
     job.launcher_start_ticks = l.stat.start_ticks;
     job.uid = uid_of(l);
-    std::vector<const HostProcess*> ranks;
+    std::vector<const HostProcess*> ranks, zombies;
     auto [lo, hi] = children.equal_range(lp);
     for (auto it = lo; it != hi; ++it) {
       const HostProcess& c = *it->second;
       if (c.stat.is_zombie()) {
-        job.exited.push_back(c.stat.pid);
+        if (could_be_parent(l.stat, c.stat)) zombies.push_back(&c);
         continue;
       }
       // A rank opens the GPU itself; a labelled child of the launcher is a rank that has not
@@ -155,13 +227,20 @@ std::vector<DistributedJob> distributed_jobs(const ProcView& view) {
       }
     }
     if (job.ranks.size() < 2 && !several) continue;
-    if (sizes.size() == 1 && *sizes.begin()) {
+    // A launcher numbers its ranks apart: children that share a LOCAL_RANK copied one label (a
+    // trainer's DataLoader workers inherit its environment, and open the GPU themselves where
+    // the trainer has not yet), so the labels count no rank.
+    std::set<unsigned> numbers;
+    bool repeated = false;
+    for (const auto& r : job.ranks)
+      if (r.local_rank && !numbers.insert(*r.local_rank).second) repeated = true;
+    if (sizes.size() == 1 && *sizes.begin() && !repeated) {
       job.local_world_size = *sizes.begin();
       // A label's number is its owner's to write: only a plausible size is counted out.
       for (unsigned n = 0; n < *job.local_world_size && n < 4096; ++n)
         if (!job.rank_with(n)) job.missing.push_back(n);
     }
-    job.rank_ended = !job.exited.empty() || ended_rank_seen(view, job);
+    ends.sort(job, zombies);
     job.kind = launcher_kind(l, ranks);
     job.members.push_back(lp);
     add_descendants(children, lp, job.uid, job.members);

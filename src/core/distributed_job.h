@@ -6,6 +6,7 @@
 // belongs by that ancestry: it never makes a process part of a job.
 #include <sys/types.h>
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -20,6 +21,19 @@ struct JobRank {
   bool holds_gpu = false;              // opened a GPU file itself (a labelled sibling may not)
 };
 
+// A rank number of the job whose end the kernel vouches for: a process that an earlier view
+// showed as this launcher's rank labelled with that number (its PID and start time, under this
+// life of the launcher) is gone or a zombie now, and no live rank has the number.
+struct EndedRank {
+  unsigned local_rank = 0;
+  pid_t pid = 0;
+  uint64_t start_ticks = 0;
+  // The earlier view of distributed_jobs() showed it live and this view shows it a zombie: it
+  // ended between the two, and its launcher has not reaped it, so has not started it again.
+  // Else the daemon's record (engine/rank_exits) says it ended, at any time.
+  bool between_views = false;
+};
+
 struct DistributedJob {
   pid_t launcher = 0;
   uint64_t launcher_start_ticks = 0;
@@ -28,16 +42,23 @@ struct DistributedJob {
   // "mp.spawn", "deepspeed", "accelerate", "mpirun", "srun", else the launcher's own name.
   std::string kind;
   std::vector<JobRank> ranks;  // live, by PID
-  // The launcher's children that exited and that it has not reaped (zombies): a rank that
-  // ended while the launcher waits for another.
+  // The launcher's children that exited and that it has not reaped (zombies), known to have
+  // been its ranks: the daemon watched them as ranks, or the earlier view showed them so.
   std::vector<pid_t> exited;
+  // Its other zombie children, but for another user's. A zombie keeps its PID, start time, uid
+  // and group
+  // but no environment and no open file: nothing the kernel keeps of it says that it was a rank
+  // rather than a program the launcher ran and has not reaped (a helper such as nvidia-smi, a
+  // process reparented to a launcher that is a PID namespace's init). A doubt, never a rank's
+  // end.
+  std::vector<pid_t> unreaped;
   std::optional<unsigned> local_world_size;  // the ranks' LOCAL_WORLD_SIZE, when they agree
   std::vector<unsigned> missing;             // local rank numbers below it no live rank has
-  // The kernel's word that a rank ended, not only the labels' count: an exited child the
-  // launcher has not reaped, or the daemon's record of a missing (or unlabelled) rank's end.
-  // Labels alone name a rank number no live rank has; a rank that has yet to start, or one of
-  // the job's ranks under another launcher (a second container), is missing from them as well.
-  bool rank_ended = false;
+  // The missing numbers whose rank the kernel's word says ended (one entry a number). Labels
+  // alone name a rank number no live rank has; a rank that has yet to start, or one of the
+  // job's ranks under another launcher (a second container), is missing from them as well, and
+  // an unreaped zombie may be anyone's helper.
+  std::vector<EndedRank> ended;
   std::optional<std::string> run_id;  // TORCHELASTIC_RUN_ID (a label)
   // torchrun's agent watches its ranks and, on a rank's exit, restarts them all (restarts
   // left) or ends them all: set when the ranks carry its restart labels.
@@ -46,9 +67,10 @@ struct DistributedJob {
   std::vector<pid_t> members;  // the launcher and every live descendant of its user, by PID
 
   const JobRank* rank_with(unsigned local_rank) const;
-  // A rank number is missing while some rank lives, a rank is known to have ended, and no agent
-  // of its own restarts or ends the ranks (torchrun's: its labels): the live ranks wait for the
-  // gone one.
+  const EndedRank* ended_rank(unsigned local_rank) const;
+  // A rank number is missing while some rank lives, that rank is known to have ended, and no
+  // agent of its own restarts or ends the ranks (torchrun's: its labels): the live ranks wait
+  // for the gone one.
   bool stalled() const;
 };
 
@@ -56,7 +78,10 @@ struct DistributedJob {
 std::string job_user(const ProcView& view, const DistributedJob& job);
 
 // Every distributed job of the view: a launcher with two ranks or more, or with one rank
-// labelled as one of several on this node. By launcher PID.
-std::vector<DistributedJob> distributed_jobs(const ProcView& view);
+// labelled as one of several on this node. By launcher PID. `earlier`, a view of the same
+// machine taken before (doctor's first sample), shows which of the launchers' zombie children
+// were ranks; the view's own `rank_exits` (the daemon's records) say so too.
+std::vector<DistributedJob> distributed_jobs(const ProcView& view,
+                                             const ProcView* earlier = nullptr);
 
 }  // namespace gpureap::core

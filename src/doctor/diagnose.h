@@ -61,5 +61,8 @@ void ipc_rules(const DoctorInput& in, std::vector<Finding>& out);
 void kernel_rules(const DoctorInput& in, std::vector<Finding>& out);
 // Distributed jobs with a rank gone (core/distributed_job.h): stalled-job.
 void stalled_job_rules(const DoctorInput& in, std::vector<Finding>& out);
+// Distributed jobs with a rank missing whose launcher does not reap a child that nothing shows
+// was that rank: unreaped-zombies, about the launcher (a doubt, never acted on).
+void unproven_rank_end_rules(const DoctorInput& in, std::vector<Finding>& out);
 
 }  // namespace gpureap::doctor

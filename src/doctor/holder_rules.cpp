@@ -211,6 +211,7 @@ std::vector<Finding> diagnose(const DoctorInput& in) {
   ipc_rules(in, out);
   kernel_rules(in, out);
   stalled_job_rules(in, out);
+  unproven_rank_end_rules(in, out);
   // Each remedy, fact and explanation is one line in every view (text, JSON, top, alerts): a
   // name in it with a newline or another control character (a process's, a mount point's, a
   // container's) is escaped here, once. Escaping is idempotent, so the views may escape again.

@@ -206,10 +206,30 @@ Finding stalled(const DoctorInput& in, const core::DistributedJob& job,
         fmt::format("a stalled job turns critical {} after its first rank's end (the daemon's "
                     "stalled_job_critical_after)",
                     core::format_duration(in.stalled_job_critical_after)));
+  for (unsigned n : gone)
+    if (const auto* e = job.ended_rank(n); e && e->between_views && !exit_of(s.proc, job, n))
+      f.evidence.push_back(fmt::format(
+          "doctor saw rank {} (PID {}) end between its two samples, {:.1f} s apart: a live rank "
+          "in the first, in the second a zombie its launcher has not reaped",
+          n, e->pid, std::chrono::duration<double>(s.timestamp - in.first.timestamp).count()));
   if (!job.exited.empty())
     f.evidence.push_back(
-        fmt::format("the launcher has not reaped its exited child{} {}: it waits for another rank",
-                    job.exited.size() == 1 ? "" : "ren", pid_list(job.exited)));
+        fmt::format("the launcher has not reaped its exited rank{} {}: it waits for another rank",
+                    job.exited.size() == 1 ? "" : "s", pid_list(job.exited)));
+  std::vector<unsigned> unproven;
+  for (unsigned n : job.missing)
+    if (std::find(gone.begin(), gone.end(), n) == gone.end()) unproven.push_back(n);
+  if (!unproven.empty())
+    f.evidence.push_back(fmt::format(
+        "no live rank is labelled LOCAL_RANK {} either, and nothing shows that {} ended: it may "
+        "have yet to start, or run under another launcher",
+        number_ranges(unproven), unproven.size() == 1 ? "that rank" : "those ranks"));
+  if (!job.unreaped.empty())
+    f.evidence.push_back(fmt::format(
+        "the launcher has not reaped its exited child{} {} either: nothing shows whether {} a "
+        "rank (a zombie keeps no environment and no open file)",
+        job.unreaped.size() == 1 ? "" : "ren", pid_list(job.unreaped),
+        job.unreaped.size() == 1 ? "it was" : "one was"));
   // A one-shot look: the OOM killer's record of an exited child, when no rank's end was seen.
   if (exits.empty())
     for (pid_t z : job.exited)
@@ -231,18 +251,111 @@ Finding stalled(const DoctorInput& in, const core::DistributedJob& job,
   return f;
 }
 
+// The ranks of `job` that are gone, on the kernel's word that each ended: one that ended between
+// the samples and that its launcher has not reaped (so has not started again), or one the
+// daemon saw end whose number is missing from both samples (its launcher may be starting it
+// again). A number missing with no such word is no gone rank: it may have yet to start.
+std::vector<unsigned> gone_ranks(const DoctorInput& in, const core::DistributedJob& job) {
+  std::vector<unsigned> gone;
+  if (!job.stalled()) return gone;
+  for (const auto& e : job.ended)
+    if (e.between_views || missing_in(in.first.proc, job, e.local_rank))
+      gone.push_back(e.local_rank);
+  return gone;
+}
+
+// The launcher's zombie children that no view showed as ranks (not another user's), zombies in both
+// samples (the same processes: their start times): a child the launcher has not reaped for the
+// settle window, not one it is about to.
+std::vector<pid_t> lasting_zombies(const DoctorInput& in, const core::DistributedJob& job) {
+  std::vector<pid_t> out;
+  for (pid_t z : job.unreaped) {
+    const auto* now = in.last.find(z);
+    const auto* before = in.first.find(z);
+    if (now && before && before->stat.is_zombie() &&
+        before->stat.start_ticks == now->stat.start_ticks && before->stat.ppid == now->stat.ppid)
+      out.push_back(z);
+  }
+  return out;
+}
+
+// A job with rank numbers missing from both samples whose launcher has not reaped children of
+// its user: one may be the missing rank, dead, the others waiting for it; or a helper the
+// launcher ran, the rank having yet to start or running under another launcher. Nothing the
+// kernel keeps of a zombie tells: a doubt about the launcher, which nothing acts on.
+Finding unproven_end(const DoctorInput& in, const core::DistributedJob& job,
+                     const std::vector<unsigned>& missing, const std::vector<pid_t>& zombies) {
+  const auto& s = in.last;
+  Finding f{FindingCode::UnreapedZombies, Severity::Warning};
+  f.pids.push_back(job.launcher);
+  std::set<unsigned> gpus;
+  for (const auto& r : job.ranks)
+    if (const auto* row = s.row(r.pid))
+      for (unsigned g : core::gpus_of(s, *row)) gpus.insert(g);
+  f.gpus.assign(gpus.begin(), gpus.end());
+  const auto* l = s.find(job.launcher);
+  const std::string launcher = l ? process_label(*l) : "PID " + std::to_string(job.launcher);
+  const bool one = zombies.size() == 1;
+  f.summary = fmt::format(
+      "{}, the launcher of a distributed job ({}, user {}), does not reap its exited child{} {} "
+      "while rank{} {} of the job {} missing; nothing shows whether {} that rank",
+      launcher, text::terminal_safe(job.kind), core::job_user(s.proc, job), one ? "" : "ren",
+      pid_list(zombies), missing.size() == 1 ? "" : "s", number_ranges(missing),
+      missing.size() == 1 ? "is" : "are", one ? "the child was" : "a child was");
+  if (l) f.evidence.push_back(fmt::format("the launcher runs {}", command_line(*l)));
+  f.evidence.push_back(fmt::format(
+      "its ranks are its children that opened the GPU themselves, run by its user (the kernel's "
+      "word); their LOCAL_WORLD_SIZE label says {}, and no live one is labelled LOCAL_RANK {}, "
+      "in either sample",
+      *job.local_world_size, number_ranges(missing)));
+  f.evidence.push_back(fmt::format(
+      "its exited child{} {} {} a zombie in both samples: a zombie keeps no "
+      "environment and no open file, so nothing the kernel keeps of {} says {} a rank rather than "
+      "a program the launcher ran (nvidia-smi, a helper) or a process reparented to it",
+      one ? "" : "ren", pid_list(zombies), one ? "is" : "are", one ? "it" : "them",
+      one ? "it was" : "one was"));
+  for (const auto& r : job.ranks) f.evidence.push_back(rank_sentence(in, r));
+  f.evidence.push_back(
+      "gpureap calls a job stalled, and ends it on --fix or a policy, only when it saw a rank "
+      "end: the daemon watches the ranks of every job, and doctor sees a rank that ends between "
+      "its two samples");
+  f.explanation =
+      "A launcher that waits for one rank does not reap another that died, and the job's other "
+      "ranks then wait for the dead one in their next collective, holding their GPUs' memory. "
+      "But its unreaped child may as well be a helper it ran, while the missing rank has yet to "
+      "start or runs under another launcher (a second container on the node).";
+  f.remedy = {{StepKind::Run, "gpureap kill --tree " + std::to_string(job.launcher),
+               "if its ranks make no progress (their CPU time above, the job's own log): ends "
+               "the whole job"}};
+  return f;
+}
+
 }  // namespace
 
 void stalled_job_rules(const DoctorInput& in, std::vector<Finding>& out) {
-  for (const auto& job : core::distributed_jobs(in.last.proc)) {
+  for (const auto& job : core::distributed_jobs(in.last.proc, &in.first.proc)) {
     // torchrun's agent sees a rank's exit within its monitor interval and restarts every rank
     // (restarts left) or ends them all: the job is its agent's to settle.
-    if (!job.stalled()) continue;
-    std::vector<unsigned> gone;
-    for (unsigned n : job.missing)
-      if (missing_in(in.first.proc, job, n)) gone.push_back(n);
-    if (gone.empty() || gone.size() == *job.local_world_size) continue;
+    if (job.elastic_agent) continue;
+    const auto gone = gone_ranks(in, job);
+    if (gone.empty()) continue;
     auto f = stalled(in, job, gone);
+    if (in.gpu && std::find(f.gpus.begin(), f.gpus.end(), *in.gpu) == f.gpus.end()) continue;
+    out.push_back(std::move(f));
+  }
+}
+
+void unproven_rank_end_rules(const DoctorInput& in, std::vector<Finding>& out) {
+  for (const auto& job : core::distributed_jobs(in.last.proc, &in.first.proc)) {
+    if (job.elastic_agent || !job.local_world_size || job.missing.empty() ||
+        job.missing.size() >= *job.local_world_size || !gone_ranks(in, job).empty())
+      continue;
+    std::vector<unsigned> missing;
+    for (unsigned n : job.missing)
+      if (missing_in(in.first.proc, job, n)) missing.push_back(n);
+    const auto zombies = lasting_zombies(in, job);
+    if (missing.empty() || zombies.empty()) continue;
+    auto f = unproven_end(in, job, missing, zombies);
     if (in.gpu && std::find(f.gpus.begin(), f.gpus.end(), *in.gpu) == f.gpus.end()) continue;
     out.push_back(std::move(f));
   }

@@ -202,8 +202,11 @@ std::string environ_of(pid_t pid) {
 // SIGKILLed while it loads (as the OOM killer kills one), and nothing tears the others down.
 // Ranks 0-2 wait in the gloo group's set-up for it, holding GPUs 0-2. Beside it on the machine:
 // a torchrun job that restarts its ranks after losing one (restarts left), another user's job
-// and a healthy one. Doctor names the stalled job, and only its launcher and its ranks are
-// planned, by the remedy's kill and by doctor --fix, which ends exactly them.
+// and a healthy one. A doctor that looks after rank 3 died sees only a zombie its launcher has
+// not reaped, which keeps nothing that says it was a rank: it says so (unreaped-zombies, about
+// the launcher) and plans nothing. A doctor whose two samples see rank 2 live and then dead
+// names the stalled job, and doctor --fix ends exactly its launcher and its live ranks; the
+// remedy's kill plans the same.
 TEST(PytorchJobs, AJobStartedRankByRankHangsWhenARankDiesAndOnlyItIsPlanned) {
   REQUIRE_DOUBLE();
   if (auto why = why_no_pytorch(); !why.empty()) GTEST_SKIP() << why;
@@ -253,36 +256,41 @@ TEST(PytorchJobs, AJobStartedRankByRankHangsWhenARankDiesAndOnlyItIsPlanned) {
   gpus.push_back(nvml_gpu(3, on_three));
   FakeNvml nvml(nlohmann::json{{"gpus", gpus}});
 
-  auto doctor =
-      run_gpureap({"doctor", "--json", "--dev-root", dev.path(), "--settle", "300ms"}, nvml.env());
+  const std::set<pid_t> job_side{launcher, ranks[0], ranks[1], ranks[2], ranks[3]};
+  auto doctor = run_gpureap(
+      {"doctor", "--json", "--no-daemon", "--dev-root", dev.path(), "--settle", "300ms"},
+      nvml.env());
   auto d = parse_output(doctor);
-  const auto* f = finding(d, "stalled-job");
-  ASSERT_NE(f, nullptr) << d["findings"].dump(2);
-  const std::vector<pid_t> hung{launcher, ranks[0], ranks[1], ranks[2]};
-  EXPECT_EQ(sorted(pids((*f)["pids"])), sorted(hung)) << f->dump(2);
-  EXPECT_EQ((*f)["memory_bytes"], 96 * GiB);
-  EXPECT_EQ((*f)["severity"], "warning");
-  EXPECT_NE((*f)["summary"].get<std::string>().find("rank 3 of job PID " +
-                                                    std::to_string(launcher) + " (python3, user "),
-            std::string::npos)
-      << f->dump(2);
-  EXPECT_NE(
-      (*f)["evidence"].dump().find("has not reaped its exited child " + std::to_string(ranks[3])),
-      std::string::npos)
-      << f->dump(2);
-  // One story: no other finding names the job, the torchrun job or the others.
-  size_t stalled = 0;
+  EXPECT_EQ(finding(d, "stalled-job"), nullptr) << d["findings"].dump(2);
+  // One story: the doubt about the launcher, and no finding names the torchrun job or the others.
+  std::vector<nlohmann::json> about_job;
   for (const auto& x : d["findings"]) {
-    if (x["code"] == "stalled-job") ++stalled;
+    for (const auto& p : x["pids"])
+      if (job_side.count(p.get<pid_t>())) {
+        about_job.push_back(x);
+        break;
+      }
     for (pid_t p : others) {
       EXPECT_EQ(std::find(x["pids"].begin(), x["pids"].end(), p), x["pids"].end()) << x.dump(2);
     }
     EXPECT_EQ(std::find(x["pids"].begin(), x["pids"].end(), elastic.pid()), x["pids"].end())
         << x.dump(2);
   }
-  EXPECT_EQ(stalled, 1u) << d["findings"].dump(2);
+  ASSERT_EQ(about_job.size(), 1u) << d["findings"].dump(2);
+  EXPECT_EQ(about_job[0]["code"], "unreaped-zombies") << about_job[0].dump(2);
+  EXPECT_EQ(pids(about_job[0]["pids"]), std::vector<pid_t>{launcher}) << about_job[0].dump(2);
+  EXPECT_NE(about_job[0]["summary"].get<std::string>().find("does not reap its exited child " +
+                                                            std::to_string(ranks[3]) +
+                                                            " while rank 3 of the job is missing"),
+            std::string::npos)
+      << about_job[0].dump(2);
+  auto nothing = run_gpureap(
+      {"doctor", "--fix", "--no-daemon", "--dev-root", dev.path(), "--settle", "0s", "--no-color"},
+      nvml.env());
+  EXPECT_EQ(plan_rows(nothing.err), std::set<pid_t>{}) << nothing.err;
 
   // The remedy's kill plans exactly the job: its launcher and its live ranks.
+  const std::vector<pid_t> tree{launcher, ranks[0], ranks[1], ranks[2]};
   auto kill = parse_output(run_gpureap(
       gpu_kill_args(dev, {"--tree", std::to_string(launcher), "--dry-run"}), nvml.env()));
   std::vector<pid_t> signalled;
@@ -292,14 +300,31 @@ TEST(PytorchJobs, AJobStartedRankByRankHangsWhenARankDiesAndOnlyItIsPlanned) {
     else
       EXPECT_TRUE(t["pid"] == ranks[3] && t["action"] == "zombie") << t.dump(2);
   }
-  EXPECT_EQ(sorted(signalled), sorted(hung)) << kill.dump(2);
-  // doctor --fix plans the same, and with --yes ends exactly those.
-  auto plan = run_gpureap(
-      {"doctor", "--fix", "--dev-root", dev.path(), "--settle", "0s", "--no-color"}, nvml.env());
-  EXPECT_EQ(plan_rows(plan.err), std::set<pid_t>(hung.begin(), hung.end())) << plan.err;
-  auto fixed = run_gpureap(
-      {"doctor", "--fix", "--yes", "--json", "--dev-root", dev.path(), "--settle", "0s"},
-      nvml.env());
+  EXPECT_EQ(sorted(signalled), sorted(tree)) << kill.dump(2);
+
+  // Rank 2 dies between doctor --fix's two samples (rank 3's number is missing: doctor settles):
+  // seen live, then a zombie its launcher has not reaped. The job is stalled, and --fix --yes
+  // ends exactly its launcher and ranks 0 and 1.
+  BackgroundGpureap fix({"doctor", "--fix", "--yes", "--no-daemon", "--no-color", "--dev-root",
+                         dev.path(), "--settle", "15s"},
+                        nvml.env());
+  ASSERT_TRUE(
+      wait_until([&] { return wchan_of(fix.pid()).find("nanosleep") != std::string::npos; }, 60000))
+      << "doctor did not wait for its second sample: " << wchan_of(fix.pid());
+  ::kill(ranks[2], SIGKILL);
+  ASSERT_TRUE(wait_for_state(ranks[2], 'Z'));  // its launcher waits for rank 0 first
+  auto fixed = fix.wait(120000);
+  const std::vector<pid_t> hung{launcher, ranks[0], ranks[1]};
+  // The plan and the outcome, on stdout after the findings: each row starts with its PID.
+  const size_t fixing = fixed.out.find("\nFixing:");
+  ASSERT_NE(fixing, std::string::npos) << fixed.out << fixed.err;
+  EXPECT_EQ(plan_rows(fixed.out.substr(fixing)), std::set<pid_t>(hung.begin(), hung.end()))
+      << fixed.out << fixed.err;
+  EXPECT_NE(fixed.out.find("nothing shows whether it was a rank"), std::string::npos) << fixed.out;
+  EXPECT_NE((fixed.out + fixed.err)
+                .find("rank 2 of job PID " + std::to_string(launcher) + " (python3, user "),
+            std::string::npos)
+      << fixed.out << fixed.err;
   // The launcher is our child: it stays a zombie until reaped.
   for (pid_t p : hung)
     EXPECT_TRUE(wait_until([&] { return !is_alive(p); }, 60000)) << p << " outlived doctor --fix";
@@ -315,7 +340,7 @@ TEST(PytorchJobs, AJobStartedRankByRankHangsWhenARankDiesAndOnlyItIsPlanned) {
 
 // The daemon watches the rank-by-rank job from its start: when rank 3 is SIGKILLed it saw the
 // rank end, so its finding says how and when, turns critical after stalled_job_critical_after,
-// and the metrics, the `stalled-job` policy condition and `ps` name exactly that job.
+// and the metrics, the `stalled-job` policy condition and its snapshot name exactly that job.
 TEST(PytorchJobs, TheDaemonSawTheRankDieAndSaysHowAndWhen) {
   REQUIRE_DOUBLE();
   if (auto why = why_no_pytorch(); !why.empty()) GTEST_SKIP() << why;
@@ -406,14 +431,21 @@ TEST(PytorchJobs, TheDaemonSawTheRankDieAndSaysHowAndWhen) {
   EXPECT_EQ(sorted(matched), sorted(std::vector<pid_t>{ranks[0], ranks[1], ranks[2]}))
       << pol.dump(2);
 
-  // ps names the gone rank and the command that ends the job.
-  auto ps = run_gpureap({"ps", "--dev-root", dev.path(), "--no-color"}, nvml.env());
-  EXPECT_NE(ps.out.find("rank 3 of job PID " + std::to_string(launcher)), std::string::npos)
-      << ps.out;
-  EXPECT_NE(
-      ps.out.find("`gpureap kill --tree " + std::to_string(launcher) + "` ends the whole job"),
-      std::string::npos)
-      << ps.out;
+  // The daemon's snapshot (ps's document) marks the job's live ranks, and no other process. A
+  // one-shot ps, which never saw rank 3 live, has only a zombie its launcher has not reaped,
+  // which keeps nothing that says it was a rank: it marks nothing.
+  auto served = nlohmann::json::parse(d.get("/api/v1/snapshot").body, nullptr, false);
+  ASSERT_TRUE(served.is_object()) << d.get("/api/v1/snapshot").body;
+  auto own = parse_output(run_gpureap({"ps", "--json", "--dev-root", dev.path()}, nvml.env()));
+  for (const auto& row : served["processes"]) {
+    const pid_t pid = row["pid"];
+    const bool rank = pid == ranks[0] || pid == ranks[1] || pid == ranks[2];
+    EXPECT_EQ(row["anomalies"].dump().find("stalled-job") != std::string::npos, rank)
+        << row.dump(2);
+  }
+  for (const auto& row : own["processes"]) {
+    EXPECT_EQ(row["anomalies"].dump().find("stalled-job"), std::string::npos) << row.dump(2);
+  }
 }
 
 // torchrun's agent watches its ranks: when one is SIGKILLed and no restart is left, it ends the

@@ -79,11 +79,14 @@ TEST(DistributedJobs, TheEnvironmentNeverMakesAProcessBelong) {
   older.stat.start_ticks = 10;
   auto other_group = job_rank(506, 500, 3);
   other_group.stat.pgid = 506;
-  // The launcher's exited child: a rank ended, on the kernel's word.
+  // The launcher's exited child, which the daemon watched as rank 3: a rank ended, on the
+  // kernel's word.
+  SnapshotOptions o;
+  o.rank_exits = {{500, 1500, 507, 1507, 3u, 1600, 9}};
   auto s = make_snapshot({proc(1, 0, 1), job_launcher(500), job_rank(501, 500, 0),
                           job_rank(502, 500, 1, 4, 1), job_rank(503, 500, 2, 4, 2), other_user,
                           older, other_group, owned(proc(507, 500, 500, 'Z'), 1000, "alice")},
-                         gpus_of_ranks({501, 502, 503}));
+                         gpus_of_ranks({501, 502, 503}), o);
   auto jobs = core::distributed_jobs(s.proc);
   ASSERT_EQ(jobs.size(), 1u);
   EXPECT_EQ(jobs[0].missing, std::vector<unsigned>{3});
@@ -108,16 +111,23 @@ TEST(DistributedJobs, ATrainersWorkersOrTwoLoneProcessesAreNoJob) {
   EXPECT_TRUE(core::distributed_jobs(s.proc).empty());
 }
 
+// Doctor's first sample shows rank 3 live; its second, 5 s later, a zombie its launcher has not
+// reaped: the rank ended, on the kernel's word (its PID and start time).
 TEST(DoctorStalledJob, ARankGoneWhileTheOthersHoldTheirGpus) {
-  auto zombie = owned(proc(504, 500, 500, 'Z'), 1000, "alice");
-  auto s = make_snapshot(
-      {proc(1, 0, 1), job_launcher(500), job_rank(501, 500, 0), job_rank(502, 500, 1, 4, 1),
-       job_rank(503, 500, 2, 4, 2), zombie,
-       // another user's healthy job and a lone holder stay out of it
-       owned(proc(700, 1, 700), 1001, "bob"), owned(job_rank(701, 700, 0, 2, 3), 1001, "bob"),
-       owned(job_rank(702, 700, 1, 2, 3), 1001, "bob"), holder(800, 1, 800, 3)},
-      gpus_of_ranks({501, 502, 503}));
-  auto fs = diagnose_job(s);
+  std::vector<core::HostProcess> ps{
+      proc(1, 0, 1), job_launcher(500), job_rank(501, 500, 0), job_rank(502, 500, 1, 4, 1),
+      job_rank(503, 500, 2, 4, 2),
+      // another user's healthy job and a lone holder stay out of it
+      owned(proc(700, 1, 700), 1001, "bob"), owned(job_rank(701, 700, 0, 2, 3), 1001, "bob"),
+      owned(job_rank(702, 700, 1, 2, 3), 1001, "bob"), holder(800, 1, 800, 3)};
+  auto live = ps;
+  live.push_back(job_rank(504, 500, 3, 4, 3));
+  ps.push_back(owned(proc(504, 500, 500, 'Z'), 1000, "alice"));
+  auto first = make_snapshot(live, gpus_of_ranks({501, 502, 503, 504}));
+  SnapshotOptions later;
+  later.at += std::chrono::seconds(5);
+  auto s = make_snapshot(ps, gpus_of_ranks({501, 502, 503}), later);
+  auto fs = diagnose({first, s, {}, std::nullopt, {}});
   const auto* f = stalled_finding(fs);
   ASSERT_NE(f, nullptr);
   EXPECT_EQ(f->severity, Severity::Warning);
@@ -131,14 +141,21 @@ TEST(DoctorStalledJob, ARankGoneWhileTheOthersHoldTheirGpus) {
   EXPECT_EQ(f->remedy[0].command, "gpureap kill --tree 500");
   std::string evidence;
   for (const auto& e : f->evidence) evidence += e + "\n";
-  EXPECT_NE(evidence.find("has not reaped its exited child 504"), std::string::npos) << evidence;
+  EXPECT_NE(evidence.find("doctor saw rank 3 (PID 504) end between its two samples, 5.0 s apart: "
+                          "a live rank in the first, in the second a zombie its launcher has not "
+                          "reaped"),
+            std::string::npos)
+      << evidence;
+  EXPECT_NE(evidence.find("has not reaped its exited rank 504"), std::string::npos) << evidence;
   EXPECT_NE(evidence.find("waiting in futex_wait_queue"), std::string::npos) << evidence;
   EXPECT_NE(evidence.find("LOCAL_WORLD_SIZE label says 4"), std::string::npos) << evidence;
   // Only that job: bob's job and the lone holder are in no stalled finding, nor in --fix.
+  std::vector<pid_t> fixed;
   for (const auto& x : fixable(fs)) {
     EXPECT_TRUE(x.stalled_job);
-    EXPECT_LT(x.pid, 600);
+    fixed.push_back(x.pid);
   }
+  EXPECT_EQ(fixed, (std::vector<pid_t>{500, 501, 502, 503}));
 }
 
 TEST(DoctorStalledJob, TorchrunsAgentSettlesItsOwnJob) {
@@ -169,11 +186,15 @@ TEST(DoctorStalledJob, ARankMissingOnlyInTheLaterSampleMayBeStarting) {
       {proc(1, 0, 1), job_launcher(500), job_rank(501, 500, 0, 2), job_rank(502, 500, 1, 2, 1)},
       gpus_of_ranks({501, 502}));
   EXPECT_EQ(stalled_finding(diagnose({first, last, {}, std::nullopt, {}})), nullptr);
+  // Rank 1 ended between the samples and its launcher reaped it: it may be starting it again.
+  auto reaped = make_snapshot({proc(1, 0, 1), job_launcher(500), job_rank(501, 500, 0, 2)},
+                              gpus_of_ranks({501}));
+  EXPECT_EQ(stalled_finding(diagnose({last, reaped, {}, std::nullopt, {}})), nullptr);
+  // Its launcher has not reaped it: it ended, and nothing starts it again.
   auto gone_now = make_snapshot({proc(1, 0, 1), job_launcher(500), job_rank(501, 500, 0, 2),
                                  owned(proc(502, 500, 500, 'Z'), 1000, "alice")},
                                 gpus_of_ranks({501}));
-  EXPECT_EQ(stalled_finding(diagnose({last, gone_now, {}, std::nullopt, {}})), nullptr);
-  EXPECT_NE(stalled_finding(diagnose({gone_now, gone_now, {}, std::nullopt, {}})), nullptr);
+  EXPECT_NE(stalled_finding(diagnose({last, gone_now, {}, std::nullopt, {}})), nullptr);
 }
 
 TEST(DoctorStalledJob, DoctorSettlesOnAJobWithARankMissingAndSeesTheOthersWait) {
@@ -183,11 +204,13 @@ TEST(DoctorStalledJob, DoctorSettlesOnAJobWithARankMissingAndSeesTheOthersWait) 
                                     job_rank(502, 500, 1, 4, 1),
                                     job_rank(503, 500, 2, 4, 2),
                                     owned(proc(504, 500, 500, 'Z'), 1000, "alice")};
-  auto first = make_snapshot(ps, gpus_of_ranks({501, 502, 503}));
+  SnapshotOptions seen;  // the daemon watched rank 3 end
+  seen.rank_exits = {{500, 1500, 504, 1504, 3u, 1600, 9}};
+  auto first = make_snapshot(ps, gpus_of_ranks({501, 502, 503}), seen);
   EXPECT_TRUE(needs_settle(first, std::nullopt));
   // 5 s later: ranks 0 and 1 used no CPU (they wait), rank 2 used 2 s of it.
   ps[4].stat.cpu_ticks += 200;
-  SnapshotOptions later;
+  SnapshotOptions later = seen;
   later.at += std::chrono::seconds(5);
   auto last = make_snapshot(ps, gpus_of_ranks({501, 502, 503}), later);
   auto fs = diagnose({first, last, {}, std::nullopt, {}});
@@ -251,7 +274,7 @@ TEST(DoctorStalledJob, LabelsAloneNeverMakeAJobStalled) {
   auto jobs = core::distributed_jobs(s.proc);
   ASSERT_EQ(jobs.size(), 1u);
   EXPECT_EQ(jobs[0].missing, std::vector<unsigned>{3});
-  EXPECT_FALSE(jobs[0].rank_ended);
+  EXPECT_TRUE(jobs[0].ended.empty());
   EXPECT_FALSE(jobs[0].stalled());
   const auto fs = diagnose_job(s);
   EXPECT_EQ(stalled_finding(fs), nullptr);
@@ -337,8 +360,8 @@ TEST(DoctorStalledJob, AnEndNoExitEventDatedIsSaidToBeNoLaterThanItWasSeen) {
 
 TEST(DoctorStalledJob, AnExitOfAnotherLauncherOrAnEarlierLifeIsNotThisJobs) {
   // The record names launcher 500 with another start time (an earlier process under the PID):
-  // no rank of this job is known to have ended, so nothing is stalled. With the launcher's
-  // exited child, the summary says only that rank 3 is gone.
+  // no rank of this job is known to have ended, so nothing is stalled, with the launcher's
+  // exited child 504 too (the record is not of it): that is a doubt about the launcher.
   SnapshotOptions o;
   o.boot_time = kBoot;
   o.rank_exits = {{500, 999, 504, 1504, 3u, ticks_ago(std::chrono::minutes(20)), 9}};
@@ -349,11 +372,11 @@ TEST(DoctorStalledJob, AnExitOfAnotherLauncherOrAnEarlierLifeIsNotThisJobs) {
   ps.push_back(owned(proc(504, 500, 500, 'Z'), 1000, "alice"));
   auto s = make_snapshot(ps, gpus_of_ranks({501, 502, 503}), o);
   const auto fs = diagnose_job(s);
-  const auto* f = stalled_finding(fs);
-  ASSERT_NE(f, nullptr);
-  EXPECT_EQ(f->severity, Severity::Warning);
-  EXPECT_NE(f->summary.find("rank 3 of job PID 500 (p500, user alice) is gone;"), std::string::npos)
-      << f->summary;
+  EXPECT_EQ(stalled_finding(fs), nullptr);
+  EXPECT_TRUE(fixable(fs).empty());
+  ASSERT_EQ(fs.size(), 1u);
+  EXPECT_EQ(fs[0].code, FindingCode::UnreapedZombies);
+  EXPECT_EQ(fs[0].pids, std::vector<pid_t>{500});
   // Reaped before the daemon read it: when, not how.
   o.rank_exits = {{500, 1500, 504, 1504, 3u, ticks_ago(std::chrono::seconds(30)), std::nullopt}};
   auto reaped = make_snapshot({proc(1, 0, 1), job_launcher(500), job_rank(501, 500, 0),
@@ -403,6 +426,139 @@ TEST(DoctorStalledJob, TheOomKillersRecordNamesWhatKilledTheRank) {
   ASSERT_NE(g, nullptr);
   EXPECT_NE(g->summary.find("exited with SIGKILL 4 min ago"), std::string::npos) << g->summary;
   EXPECT_EQ(evidence_of(*g).find("OOM"), std::string::npos);
+}
+
+// A healthy job whose rank 3 has yet to start (it waits for its data, or runs under another
+// launcher), and whose launcher has children it has not reaped that were never seen as ranks:
+// a helper it ran (505), a setuid program's child of another user (506), and 507, a process
+// under rank 3's old number that started after rank 3's view of it. A zombie keeps nothing that
+// says it was a rank: nothing is stalled, nothing marked or planned; the launcher's own user's
+// unreaped children, in both samples, are a doubt about the launcher, which nothing acts on.
+TEST(DoctorStalledJob, ALaunchersUnreapedHelperNeverEndsARank) {
+  std::vector<core::HostProcess> ps{proc(1, 0, 1),
+                                    job_launcher(500),
+                                    job_rank(501, 500, 0),
+                                    job_rank(502, 500, 1, 4, 1),
+                                    job_rank(503, 500, 2, 4, 2),
+                                    owned(proc(505, 500, 500, 'Z'), 1000, "alice"),
+                                    owned(proc(506, 500, 500, 'Z'), 0, "root")};
+  auto before = ps;
+  before.push_back(job_rank(507, 500, 3, 4, 3));  // rank 3 as the earlier view saw it
+  auto reused = owned(proc(507, 500, 500, 'Z'), 1000, "alice");
+  reused.stat.start_ticks = 2000;
+  ps.push_back(reused);
+  const auto first = make_snapshot(ps, gpus_of_ranks({501, 502, 503}));
+  const auto earlier = make_snapshot(before, gpus_of_ranks({501, 502, 503, 507}));
+  for (const core::Snapshot* was : {&first, &earlier}) {
+    const auto last = make_snapshot(ps, gpus_of_ranks({501, 502, 503}));
+    auto jobs = core::distributed_jobs(last.proc, &was->proc);
+    ASSERT_EQ(jobs.size(), 1u);
+    EXPECT_EQ(jobs[0].missing, std::vector<unsigned>{3});
+    EXPECT_TRUE(jobs[0].ended.empty());
+    EXPECT_TRUE(jobs[0].exited.empty());
+    EXPECT_EQ(jobs[0].unreaped, (std::vector<pid_t>{505, 507}));
+    EXPECT_FALSE(jobs[0].stalled());
+    for (const auto& r : last.rows) {
+      EXPECT_FALSE(r.has(core::Anomaly::StalledJob)) << r.pid;
+    }
+  }
+  const auto last = make_snapshot(ps, gpus_of_ranks({501, 502, 503}));
+  // One finding: the doubt about the launcher, for a person to judge; --fix has nothing to do.
+  const auto fs = diagnose({first, last, {}, std::nullopt, {}});
+  ASSERT_EQ(fs.size(), 1u);
+  EXPECT_EQ(fs[0].code, FindingCode::UnreapedZombies);
+  EXPECT_EQ(fs[0].severity, Severity::Warning);
+  EXPECT_EQ(fs[0].pids, std::vector<pid_t>{500});
+  EXPECT_EQ(fs[0].gpus, (std::vector<unsigned>{0, 1, 2}));
+  EXPECT_EQ(fs[0].summary,
+            "PID 500 (p500), the launcher of a distributed job (p500, user alice), does not reap "
+            "its exited children 505 507 while rank 3 of the job is missing; nothing shows "
+            "whether a child was that rank");
+  EXPECT_NE(evidence_of(fs[0]).find("nothing the kernel keeps of them says one was a rank"),
+            std::string::npos)
+      << evidence_of(fs[0]);
+  EXPECT_TRUE(fixable(fs).empty());
+  // A zombie only in the later sample may be one the launcher is about to reap: not even that.
+  auto without = ps;
+  std::erase_if(without, [](const core::HostProcess& p) { return p.stat.is_zombie(); });
+  const auto reaping = make_snapshot(without, gpus_of_ranks({501, 502, 503}));
+  EXPECT_TRUE(diagnose({reaping, last, {}, std::nullopt, {}}).empty());
+}
+
+// nvidia-smi, run by the launcher, opens the GPU's files: while it runs it is a child of the
+// launcher that holds a GPU file, and the daemon watches it as an unlabelled rank. Its end, seen
+// by the daemon or between doctor's samples, is no numbered rank's: a job whose rank 3 has yet to
+// start is not stalled.
+TEST(DoctorStalledJob, AHelperThatOpenedTheGpuEndsNoNumberedRank) {
+  std::vector<core::HostProcess> ps{proc(1, 0, 1), job_launcher(500), job_rank(501, 500, 0),
+                                    job_rank(502, 500, 1, 4, 1), job_rank(503, 500, 2, 4, 2)};
+  auto running = ps;
+  auto smi = job_rank(508, 500, std::nullopt, 4, 0);
+  smi.stat.comm = "nvidia-smi";
+  running.push_back(smi);
+  ps.push_back(owned(proc(508, 500, 500, 'Z'), 1000, "alice"));
+  const auto first = make_snapshot(running, gpus_of_ranks({501, 502, 503}));
+  SnapshotOptions o;
+  o.rank_exits = {{500, 1500, 508, 1508, std::nullopt, 1600, 0}};
+  const auto last = make_snapshot(ps, gpus_of_ranks({501, 502, 503}), o);
+  auto jobs = core::distributed_jobs(last.proc, &first.proc);
+  ASSERT_EQ(jobs.size(), 1u);
+  EXPECT_EQ(jobs[0].missing, std::vector<unsigned>{3});
+  EXPECT_EQ(jobs[0].exited, std::vector<pid_t>{508});  // a child the daemon watched
+  EXPECT_TRUE(jobs[0].ended.empty());
+  EXPECT_FALSE(jobs[0].stalled());
+  for (const auto& r : last.rows) {
+    EXPECT_FALSE(r.has(core::Anomaly::StalledJob)) << r.pid;
+  }
+  for (const core::Snapshot* was : {&first, &last}) {
+    const auto fs = diagnose({*was, last, {}, std::nullopt, {}});
+    EXPECT_EQ(stalled_finding(fs), nullptr);
+    EXPECT_TRUE(fixable(fs).empty());
+  }
+}
+
+// Rank 0 of alice's job has not opened its GPU yet; its DataLoader workers, forked from it with
+// its environment, opened theirs themselves: under rank 0, as under a launcher, they look like
+// ranks, all labelled LOCAL_RANK 0 of 4. One worker has exited and rank 0 has not reaped it yet.
+// Copies of one label number no ranks: rank 0 is no stalled launcher, and nothing is planned.
+TEST(DistributedJobs, WorkersThatCopiedTheirTrainersLabelsNumberNoRanks) {
+  std::vector<core::HostProcess> ps{proc(1, 0, 1), job_launcher(500)};
+  auto trainer = owned(proc(501, 500, 500), 1000, "alice");
+  core::RankLabels zero;
+  zero.local_rank = 0;
+  zero.local_world_size = 4;
+  trainer.details->rank_labels = zero;
+  ps.push_back(trainer);
+  ps.push_back(job_rank(502, 500, 1, 4, 1));
+  for (pid_t w : {601, 602, 603}) {
+    auto worker = owned(holder(w, 501, 500, 0), 1000, "alice");  // the job's process group
+    worker.details->rank_labels = zero;
+    ps.push_back(worker);
+  }
+  ps.push_back(owned(proc(604, 501, 500, 'Z'), 1000, "alice"));
+  SnapshotOptions o;  // the daemon watched worker 604, labelled as rank 0, end
+  o.rank_exits = {{501, 1501, 604, 1604, 0u, 1700, 0}};
+  auto s = make_snapshot(ps, gpus_of_ranks({601, 502}), o);
+  const auto jobs = core::distributed_jobs(s.proc, &s.proc);
+  ASSERT_EQ(jobs.size(), 2u);
+  EXPECT_EQ(jobs[0].launcher, 500);  // rank 1 holds its GPU; ranks 2 and 3 have yet to start
+  EXPECT_EQ(jobs[0].missing, (std::vector<unsigned>{2, 3}));
+  EXPECT_EQ(jobs[1].launcher, 501);
+  EXPECT_FALSE(jobs[1].local_world_size);
+  EXPECT_TRUE(jobs[1].missing.empty());
+  for (const auto& job : jobs) {
+    EXPECT_FALSE(job.stalled()) << job.launcher;
+    EXPECT_TRUE(job.ended.empty()) << job.launcher;
+  }
+  const auto fs = diagnose_job(s);
+  for (const auto& f : fs) {
+    EXPECT_NE(f.code, FindingCode::StalledJob) << f.summary;
+    EXPECT_NE(f.code, FindingCode::UnreapedZombies) << f.summary;
+  }
+  EXPECT_TRUE(fixable(fs).empty());
+  for (const auto& r : s.rows) {
+    EXPECT_FALSE(r.has(core::Anomaly::StalledJob)) << r.pid;
+  }
 }
 
 }  // namespace

@@ -37,7 +37,8 @@ const MetricFamily* job_family(const std::vector<MetricFamily>& fs, const std::s
 }
 
 TEST(ExportJobMetrics, EveryJobsRanksAndOneSeriesPerStalledJob) {
-  // alice's job lost rank 3 (a zombie her launcher has not reaped); bob's job is whole.
+  // alice's job lost rank 3 (a zombie her launcher has not reaped, which the daemon watched
+  // end); bob's job is whole.
   std::vector<core::HostProcess> ps{proc(1, 0, 1), owned(proc(500, 1, 500), 1000, "alice"),
                                     owned(proc(504, 500, 500, 'Z'), 1000, "alice"),
                                     owned(proc(700, 1, 700), 1001, "bob")};
@@ -45,10 +46,13 @@ TEST(ExportJobMetrics, EveryJobsRanksAndOneSeriesPerStalledJob) {
     ps.push_back(labelled_rank(501 + n, 500, n, n, 1000, "alice", "exp-\"7\""));
   for (unsigned n = 0; n < 4; ++n)
     ps.push_back(labelled_rank(701 + n, 700, n, 3, 1001, "bob", "none"));
+  SnapshotOptions o;  // the daemon watched rank 3 (504) end
+  o.rank_exits = {{500, 1500, 504, 1504, 3u, 1600, 9}};
   auto s = make_snapshot(
       ps,
       {gpu(0, 0, 32 * GiB, {listed(501, 32 * GiB)}), gpu(1, 1, 32 * GiB, {listed(502, 32 * GiB)}),
-       gpu(2, 2, 32 * GiB, {listed(503, 32 * GiB)}), gpu(3, 3, 8 * GiB, {listed(701, 8 * GiB)})});
+       gpu(2, 2, 32 * GiB, {listed(503, 32 * GiB)}), gpu(3, 3, 8 * GiB, {listed(701, 8 * GiB)})},
+      o);
   const auto findings = doctor::diagnose({s, s, {}, std::nullopt, {}});
   const auto m = build_metrics({s, findings, {}, false});
 

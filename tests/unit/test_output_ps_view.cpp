@@ -88,9 +88,12 @@ TEST(PsFooter, AStalledJobsRanksAreMarkedAndTheGoneRankIsNamed) {
     gpus.push_back(gpu(n, n, 32 * GiB, {listed(static_cast<pid_t>(501 + n), 32 * GiB)}));
   }
   gpus.push_back(gpu(3, 3, 8 * GiB, {listed(800, 8 * GiB)}));
-  auto s = make_snapshot(ps, gpus);
+  SnapshotOptions o;  // the daemon watched rank 3 (504) end, killed by SIGKILL
+  o.rank_exits = {{500, 1500, 504, 1504, 3u, 1600, 9}};
+  auto s = make_snapshot(ps, gpus, o);
   auto text = render_ps(s, Style(false), {true, std::nullopt});
-  EXPECT_NE(text.find("rank 3 of job PID 500 (p500, user alice) is gone; ranks 0\u20132 still "
+  EXPECT_NE(text.find("rank 3 of job PID 500 (p500, user alice) exited with SIGKILL; ranks "
+                      "0\u20132 still "
                       "hold 96 GiB on GPUs 0\u20132 and are probably waiting for it. `gpureap "
                       "doctor` explains; `gpureap kill --tree 500` ends the whole job."),
             std::string::npos)

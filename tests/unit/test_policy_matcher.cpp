@@ -279,10 +279,14 @@ TEST(PolicyMatcher, AStalledJobIsMatchedWholeAndNoOtherJob) {
   ps.push_back(owned(proc(900, 1, 900), 1000, "alice"));
   for (unsigned n = 0; n < 3; ++n) ps.push_back(job_rank(901 + n, 900, n, 1000, "alice", 3));
   // Each rank listed on the GPU whose file it opened (rank N: GPU N).
+  // The daemon watched both rank 3s end.
+  testing::SnapshotOptions o;
+  o.rank_exits = {{500, 1500, 504, 1504, 3u, 1600, 9}, {800, 1800, 804, 1804, 3u, 1900, 9}};
   auto s = make_snapshot(
       ps,
       {gpu(0, 0, 4 * GiB, {listed(501, GiB), listed(701, GiB), listed(801, GiB), listed(901, GiB)}),
-       gpu(1, 1, GiB, {listed(502, GiB)}), gpu(2, 2, GiB, {listed(503, GiB)})});
+       gpu(1, 1, GiB, {listed(502, GiB)}), gpu(2, 2, GiB, {listed(503, GiB)})},
+      o);
 
   Policy p;
   p.user = "alice";
