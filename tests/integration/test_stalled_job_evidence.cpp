@@ -4,8 +4,11 @@
 // (nvidia-smi, a short script) and has not reaped looks the same. A healthy job whose last rank
 // has yet to start, with such helpers, paused, and beside another user who tries to look like a
 // part of it, is never called stalled, marked or planned.
+#include <fcntl.h>
+#include <grp.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -13,7 +16,9 @@
 #include <filesystem>
 #include <fstream>
 #include <set>
+#include <sstream>
 
+#include "container_machine.h"
 #include "pytorch_job.h"
 #include "support.h"
 
@@ -68,6 +73,54 @@ std::string daemon_config(const TempDir& cfg) {
       << "audit_log = \"" << cfg.file("audit.jsonl") << "\"\n"
       << "[[policy]]\nname = \"hung\"\nanomalies = [\"stalled-job\"]\nafter = \"1h\"\n";
   return cfg.file("config.toml");
+}
+
+constexpr uid_t kUserB = 65534;
+
+// In a child: becomes user B (nobody), readable by gpureap as any process of B's.
+void become_b() {
+  if (::setgroups(0, nullptr) != 0 || ::setgid(kUserB) != 0 || ::setuid(kUserB) != 0) ::_exit(1);
+  ::prctl(PR_SET_DUMPABLE, 1);
+}
+
+// In a child that is user B: holds `device` (a GPU file, inherited across the exec), carries the
+// labels of rank 3 of a job of four at `port`, leaves an exited child it never reaps, and runs
+// sleep(1) named python3: what a rank 3 that died would leave, and what a rank 3 is called.
+[[noreturn]] void look_like_rank_three(const std::string& device, int port) {
+  if (::open(device.c_str(), O_RDONLY) < 0) ::_exit(98);
+  for (const auto& [k, v] :
+       std::vector<std::pair<const char*, std::string>>{{"RANK", "3"},
+                                                        {"LOCAL_RANK", "3"},
+                                                        {"WORLD_SIZE", "4"},
+                                                        {"LOCAL_WORLD_SIZE", "4"},
+                                                        {"MASTER_ADDR", "127.0.0.1"},
+                                                        {"MASTER_PORT", std::to_string(port)}})
+    ::setenv(k, v.c_str(), 1);
+  if (::fork() == 0) ::_exit(0);
+  ::execl("/bin/sleep", "python3", "1000", static_cast<char*>(nullptr));
+  ::_exit(127);
+}
+
+pid_t pgid_of(pid_t pid) {
+  const std::string stat = read_text("/proc/" + std::to_string(pid) + "/stat");
+  const size_t paren = stat.rfind(')');
+  if (paren == std::string::npos) return -1;
+  std::istringstream rest(stat.substr(paren + 2));
+  std::string state;
+  pid_t ppid = 0, pgid = 0;
+  rest >> state >> ppid >> pgid;
+  return pgid;
+}
+
+// Whether a zombie child of `parent` is there.
+bool has_zombie_child(pid_t parent) {
+  for (const auto& e : std::filesystem::directory_iterator("/proc")) {
+    const std::string name = e.path().filename();
+    if (name.find_first_not_of("0123456789") == std::string::npos &&
+        parent_of(std::stoi(name)) == parent && state_of(std::stoi(name)) == 'Z')
+      return true;
+  }
+  return false;
 }
 
 }  // namespace stalled_evidence
@@ -193,6 +246,126 @@ TEST(StalledJobEvidence, ALaunchersUnreapedHelpersNeverMakeAHealthyJobStalled) {
   for (const auto& f : stalled_evidence::daemon_findings(d)["findings"]) {
     EXPECT_NE(f["code"], "stalled-job") << f.dump(2);
   }
+}
+
+// User A's healthy job waits for its rank 3 (its data is not ready), holding GPUs 0-2, watched by
+// the daemon and its stalled-job policy. User B (nobody) tries to make it look stalled:
+// - a process of B's in A's session (as one `sudo -u nobody` starts from A's terminal) joins the
+//   job's process group, which the kernel allows within a session, holds a GPU file, carries
+//   rank 3's labels and A's rendezvous port, is named python3, and leaves an exited child it
+//   never reaps;
+// - once A's launcher is gone (its ranks orphaned), a process of B's tries to take the
+//   launcher's PID and do the same (the kernel keeps a number while a process group has it).
+// B's processes are never children of A's launcher, and no view showed them as its ranks: no
+// finding, anomaly, policy match or plan ever names A's processes, and B's are no job of A's.
+TEST(StalledJobEvidence, AnotherUserCannotMakeAHealthyJobLookStalled) {
+  REQUIRE_DOUBLE();
+  if (auto why = why_no_pytorch(); !why.empty()) GTEST_SKIP() << why;
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to run processes as another user";
+  FakeDevRoot dev;
+  ::chmod(dev.path().c_str(), 0755);
+  if (!ContainerMachine::user_reaches(stalled_evidence::kUserB, dev.path()))
+    GTEST_SKIP() << "uid 65534 cannot reach " << dev.path()
+                 << " (a folder above it only root may enter, as a chroot's root made by "
+                    "mktemp -d): another user's processes cannot run there";
+  for (const char* name : {"nvidia2", "nvidia3"}) std::ofstream(dev.dev(name)) << "stand-in\n";
+  ::chmod(dev.dev("nvidia3").c_str(), 0666);
+  TempDir dir;
+  const int port = free_port();
+  const std::string per_rank = dev.dev("nvidia") + "{}";
+  PythonJob a({pytorch_script("part_launcher.py"), "0", "4", "4", std::to_string(port),
+               dir.file("data-ready"), kPython, pytorch_script("gloo_rank.py"), per_rank});
+  KillStrays strays;
+  std::vector<pid_t> ranks;
+  for (int i = 0; i < 3; ++i) {
+    const auto started = a.numbers_after("started");
+    ASSERT_EQ(started.size(), 1u) << "A's launcher did not start rank " << i;
+    ranks.push_back(static_cast<pid_t>(started[0]));
+    strays.pids.push_back(ranks.back());
+  }
+  for (size_t i = 0; i < ranks.size(); ++i)
+    ASSERT_TRUE(wait_until([&] { return holds_file(ranks[i], per_rank, i); }, 120000))
+        << "rank " << i << " did not open its GPU";
+  const pid_t launcher = a.pid();
+  const std::set<pid_t> a_side{launcher, ranks[0], ranks[1], ranks[2]};
+  std::vector<nlohmann::json> gpus;
+  for (int i = 0; i < 3; ++i)
+    gpus.push_back(
+        nvml_gpu(i, {{{"pid", ranks[static_cast<size_t>(i)]}, {"used_bytes", 16 * GiB}}}));
+  FakeNvml nvml(nlohmann::json{{"gpus", gpus}});
+  TempDir cfg;
+  DaemonProcess d({"--config", stalled_evidence::daemon_config(cfg), "--dev-root", dev.path()},
+                  nvml.env());
+  ASSERT_GT(d.port(), 0) << d.log();
+  ASSERT_TRUE(wait_until([&] { return stalled_evidence::live_ranks(d, launcher) == 3; }, 30000))
+      << d.get("/metrics").body;
+
+  // Nothing names A's processes: no finding (the daemon's and doctor's own, over a settle
+  // window the daemon sampled through), no anomaly, no policy match, no plan.
+  auto nothing_names_a = [&](const std::string& when) {
+    SCOPED_TRACE(when);
+    for (const auto& f : stalled_evidence::daemon_findings(d)["findings"]) {
+      EXPECT_FALSE(stalled_evidence::names_any(f, a_side)) << f.dump(2);
+    }
+    auto doc = parse_output(
+        run_gpureap({"doctor", "--json", "--dev-root", dev.path(), "--settle", "1s"}, nvml.env()));
+    for (const auto& f : doc["findings"]) {
+      EXPECT_FALSE(stalled_evidence::names_any(f, a_side)) << f.dump(2);
+      EXPECT_NE(f["code"], "stalled-job") << f.dump(2);
+    }
+    auto ps = parse_output(run_gpureap({"ps", "--json", "--dev-root", dev.path()}, nvml.env()));
+    for (const auto& row : ps["processes"]) {
+      EXPECT_EQ(row["anomalies"].dump().find("stalled-job"), std::string::npos) << row.dump(2);
+    }
+    EXPECT_EQ(stalled_evidence::policy_matching(d), 0);
+    auto plan = run_gpureap(
+        {"doctor", "--fix", "--dev-root", dev.path(), "--settle", "0s", "--no-color"}, nvml.env());
+    for (pid_t p : plan_rows(plan.out + plan.err)) {
+      EXPECT_EQ(a_side.count(p), 0u) << p << " planned\n" << plan.out << plan.err;
+    }
+  };
+
+  Child in_group([&] {
+    stalled_evidence::become_b();
+    if (::setpgid(0, launcher) != 0) ::_exit(2);
+    stalled_evidence::look_like_rank_three(dev.dev("nvidia3"), port);
+  });
+  strays.pids.push_back(in_group.pid());
+  ASSERT_TRUE(wait_until([&] {
+    return read_text("/proc/" + std::to_string(in_group.pid()) + "/environ").find("LOCAL_RANK=3") !=
+               std::string::npos &&
+           stalled_evidence::has_zombie_child(in_group.pid());
+  })) << "B's process did not join A's group (state "
+      << state_of(in_group.pid()) << ")";
+  ASSERT_EQ(stalled_evidence::pgid_of(in_group.pid()), launcher);
+  // The daemon samples B's process in A's group before anything is asked.
+  const auto seen = stalled_evidence::daemon_findings(d)["snapshot"]["timestamp"];
+  ASSERT_TRUE(wait_until(
+      [&] { return stalled_evidence::daemon_findings(d)["snapshot"]["timestamp"] != seen; }));
+  nothing_names_a("B's process in A's group");
+
+  // A's launcher ends (its ranks run on, orphaned); B takes its number.
+  a.child().kill_and_reap();
+  for (pid_t r : ranks) ASSERT_TRUE(wait_until([&] { return parent_of(r) != launcher; })) << r;
+  // A number that names a live process group stays its group's: the kernel hands it to no new
+  // process while the orphaned ranks (and B's process) are in the group. Where it did, B's
+  // process under it would be no launcher of A's ranks either: their parent is another now.
+  Ready labelled;
+  const pid_t newcomer = fork_at(launcher, [&] {
+    stalled_evidence::become_b();
+    labelled.signal();
+    stalled_evidence::look_like_rank_three(dev.dev("nvidia3"), port);
+  });
+  if (newcomer > 0) {
+    strays.pids.push_back(newcomer);
+    labelled.wait();
+    ASSERT_TRUE(wait_until([&] { return stalled_evidence::has_zombie_child(newcomer); }));
+  }
+  const auto later = stalled_evidence::daemon_findings(d)["snapshot"]["timestamp"];
+  ASSERT_TRUE(wait_until(
+      [&] { return stalled_evidence::daemon_findings(d)["snapshot"]["timestamp"] != later; }));
+  nothing_names_a(newcomer > 0 ? "B's process under A's launcher's PID" : "A's launcher gone");
+  for (pid_t r : ranks) EXPECT_TRUE(is_alive(r)) << r;
 }
 
 }  // namespace
