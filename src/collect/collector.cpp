@@ -268,7 +268,7 @@ bool same_stat(const core::ProcessStat& a, const core::ProcessStat& b) {
          a.pgid == b.pgid && a.sid == b.sid && a.flags == b.flags &&
          a.start_ticks == b.start_ticks && a.num_threads == b.num_threads &&
          a.rss_pages == b.rss_pages && a.cpu_ticks == b.cpu_ticks &&
-         a.leader_exited == b.leader_exited;
+         a.leader_exited == b.leader_exited && a.wait_status == b.wait_status;
 }
 
 // The same GPU files on the same fds, whether or not the holds are split by open file yet.

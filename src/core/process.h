@@ -32,6 +32,12 @@ struct ProcessStat {
   // (PID, start time, parent, group) and the figures of the whole group stay the leader's.
   // False for a true zombie: no thread of it runs.
   bool leader_exited = false;
+  // A zombie's wait status, as waitpid(2) would give it to its parent (field 52, exit_code,
+  // Linux 3.5 and later): the kernel's word on how the process ended, kept until the parent
+  // reaps it. Empty for a process that is not a zombie, and where the field is missing. The
+  // kernel writes 0 where the reader may not trace the process (another user's, without
+  // privilege), so 0 is no proof of a clean exit; a nonzero status is always the kernel's.
+  std::optional<int> wait_status;
 
   bool is_kernel_thread() const;  // PF_KTHREAD
   bool is_zombie() const { return state == 'Z'; }

@@ -27,7 +27,8 @@ static_assert(considered<core::ProcessRow, 9>);
 static_assert(considered<core::GpuUse, 11>);
 static_assert(considered<core::Ghost, 10>);
 static_assert(considered<core::HostProcess, 4>);
-static_assert(considered<core::ProcessStat, 12>);    // flags, leader_exited: not shown
+// flags, leader_exited, wait_status (a zombie's; doctor's stalled-job says it): not shown
+static_assert(considered<core::ProcessStat, 13>);
 static_assert(considered<core::ProcessDetails, 9>);  // rank_labels: shown by doctor (stalled-job)
 static_assert(considered<core::ContainerInfo, 10>);
 static_assert(considered<core::DeviceHold, 7>);

@@ -124,7 +124,8 @@ inline constexpr auto kFields<core::ProcessStat> =
                field("num_threads", &core::ProcessStat::num_threads),
                field("rss_pages", &core::ProcessStat::rss_pages),
                field("cpu_ticks", &core::ProcessStat::cpu_ticks),
-               field("leader_exited", &core::ProcessStat::leader_exited)};
+               field("leader_exited", &core::ProcessStat::leader_exited),
+               field("wait_status", &core::ProcessStat::wait_status)};
 static_assert(describes_every_field<core::ProcessStat>());
 
 template <>

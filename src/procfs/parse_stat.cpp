@@ -28,6 +28,14 @@ std::vector<std::string_view> split_spaces(std::string_view s) {
   return out;
 }
 
+// The fields after comm: f[0] is field 3; exit_code is field 52 (Linux 3.5 and later), 0
+// where the reader may not trace the process.
+std::optional<int> exit_code_of(const std::vector<std::string_view>& f) {
+  int status = 0;
+  if (f.size() < 50 || !parse_number(f[49], status) || status < 0) return std::nullopt;
+  return status;
+}
+
 core::Error bad(std::string_view why) {
   return core::Error{"malformed /proc/PID/stat: " + std::string(why), ""};
 }
@@ -59,17 +67,15 @@ core::Result<core::ProcessStat> parse_stat(std::string_view text) {
     return bad("non-numeric field");
   st.start_ticks = static_cast<uint64_t>(starttime);
   st.cpu_ticks = static_cast<uint64_t>(utime) + static_cast<uint64_t>(stime);
+  // How a zombie ended, from the same read: it cannot change while it is one.
+  if (st.is_zombie()) st.wait_status = exit_code_of(f);
   return st;
 }
 
 std::optional<int> parse_exit_status(std::string_view text) {
   size_t close = text.rfind(')');
   if (close == std::string_view::npos) return std::nullopt;
-  auto f = split_spaces(text.substr(close + 1));
-  // f[0] is field 3; exit_code is field 52 (Linux 3.5 and later), 0 where not permitted.
-  int status = 0;
-  if (f.size() < 50 || !parse_number(f[49], status) || status < 0) return std::nullopt;
-  return status;
+  return exit_code_of(split_spaces(text.substr(close + 1)));
 }
 
 }  // namespace gpureap::procfs

@@ -96,6 +96,7 @@ core::Result<std::optional<StatRead>> ProcFs::read_process_stat(pid_t pid) const
       // The leader's PF_EXITING is its own end: the process ends when this thread does.
       out.stat.flags = t->stat.flags;
       out.stat.leader_exited = true;
+      out.stat.wait_status.reset();  // the leader's own exit: the process runs on
       out.fd_task = t->tid;
     } else if (is_resource_shortage(failed)) {
       // A process running on its threads, unread, is no zombie that holds nothing.

@@ -58,7 +58,8 @@ inline core::Snapshot rich_snapshot() {
   drm_holder.devices.push_back({"/dev/kfd", "kfd", std::nullopt, false, {}, std::nullopt, 6002});
   drm_holder.stat.leader_exited = true;  // its main thread has exited, another runs on
   auto sharer = proc(6001, 6000, 6000, 'Z');
-  sharer.stat.ppid = -1;  // signed fields keep their sign
+  sharer.stat.ppid = -1;        // signed fields keep their sign
+  sharer.stat.wait_status = 9;  // killed by SIGKILL
   v.processes = {init, listed_live, worker, hidden, drm_holder, sharer};
   v.uninspectable = 0;
   v.details_complete = true;

@@ -289,4 +289,24 @@ TEST(ParseExitStatus, AZombiesWaitStatus) {
   EXPECT_FALSE(gpureap::procfs::parse_exit_status("garbage"));
 }
 
+// The same read gives a zombie's stat and how it ended; a live process has no wait status (its
+// field reads 0), nor does a zombie on a kernel whose line stops short of field 52.
+TEST(ParseExitStatus, AZombiesStatCarriesItsWaitStatus) {
+  auto killed = parse_stat(zombie_stat("9"));
+  ASSERT_TRUE(killed.ok()) << killed.error().message;
+  EXPECT_EQ(killed->comm, "py) x");
+  EXPECT_EQ(killed->wait_status, 9);
+  EXPECT_EQ(parse_stat(zombie_stat("256"))->wait_status, 256);
+  EXPECT_EQ(parse_stat(zombie_stat("0"))->wait_status, 0);
+  EXPECT_EQ(parse_stat(zombie_stat("x"))->wait_status, std::nullopt);
+  std::string live = zombie_stat("0");
+  live.replace(live.find(" Z "), 3, " S ");
+  EXPECT_EQ(parse_stat(live)->wait_status, std::nullopt);
+  EXPECT_EQ(parse_stat(stat_line("python",
+                                 "Z 1 42 42 0 -1 4194304 0 0 0 0 0 0 0 0 20 0 1 0 "
+                                 "12345 1000 0 18446744073709551615"))
+                ->wait_status,
+            std::nullopt);
+}
+
 }  // namespace
