@@ -544,23 +544,34 @@ void Collector::add_details(core::ProcView& view, const std::vector<pid_t>& pids
   settle_container_claims(view, proc_, roots_.sys_root + "/fs/cgroup", roots_.runtime_root);
 }
 
+namespace {
+
+// Where `pid` is in the view's list, if it is there without its details. Found without editing:
+// the list may be shared with snapshots already taken, and is copied only when a process in it
+// gains its details.
+std::optional<size_t> without_details(const core::ProcView& view, pid_t pid) {
+  const auto& list = view.processes;
+  auto it = std::lower_bound(list.begin(), list.end(), pid,
+                             [](const core::HostProcess& p, pid_t v) { return p.stat.pid < v; });
+  if (it == list.end() || it->stat.pid != pid || it->details) return std::nullopt;
+  return static_cast<size_t>(it - list.begin());
+}
+
+}  // namespace
+
 void Collector::read_details(core::ProcView& view, const std::vector<pid_t>& pids,
                              bool label_all) const {
   for (pid_t pid : pids) {
-    // Found without editing: the list may be shared with snapshots already taken, and is
-    // copied only when a process in it gains its details.
-    const auto& list = view.processes;
-    auto it = std::lower_bound(list.begin(), list.end(), pid,
-                               [](const core::HostProcess& p, pid_t v) { return p.stat.pid < v; });
-    if (it == list.end() || it->stat.pid != pid || it->details) continue;
-    const auto index = static_cast<size_t>(it - list.begin());
+    const auto index = without_details(view, pid);
+    if (!index) continue;
+    const core::HostProcess& found = view.processes[*index];
     // A rank of a distributed job opens the GPU itself: its labels say which rank it is, and
     // its wait channel whether it waits for the others (doctor's stalled-job).
     std::optional<core::RankLabels> labels;
-    if (label_all || it->holds_gpu_file()) labels = proc_.read_rank_labels(pid);
-    auto d = proc_.read_details(pid, it->stat.state == 'D' || labels.has_value());
+    if (label_all || found.holds_gpu_file()) labels = proc_.read_rank_labels(pid);
+    auto d = proc_.read_details(pid, found.stat.state == 'D' || labels.has_value());
     if (!d.complete) view.details_complete = false;
-    auto& p = view.processes.edit()[index];
+    auto& p = view.processes.edit()[*index];
     p.details = std::move(d.details);
     if (p.details) p.details->rank_labels = std::move(labels);
     // The parent's too: trees show it above its holder, with its user and command line.
@@ -569,15 +580,26 @@ void Collector::read_details(core::ProcView& view, const std::vector<pid_t>& pid
 }
 
 // A rank's launcher may have other ranks that hold no GPU file (yet, or at all): their labels
-// tell a rank that is gone from one that lives without the GPU.
+// tell a rank that is gone from one that lives without the GPU. Its exited children it has not
+// reaped get their owner alone (one read of their status, the only details a zombie keeps): a
+// zombie of the launcher's user that ended abnormally is the kernel's word that a process of
+// the job failed (core/distributed_job.h), and another user's is no part of the job.
 void Collector::read_rank_siblings(core::ProcView& view) const {
   std::set<pid_t> launchers;
   for (const auto& p : view.processes)
     if (p.details && p.details->rank_labels && p.stat.ppid > 1) launchers.insert(p.stat.ppid);
-  std::vector<pid_t> siblings;
+  std::vector<pid_t> siblings, zombies;
   for (const auto& p : view.processes)
-    if (!p.details && p.is_live() && launchers.count(p.stat.ppid)) siblings.push_back(p.stat.pid);
+    if (!p.details && launchers.count(p.stat.ppid))
+      (p.is_live() ? siblings : zombies).push_back(p.stat.pid);
   if (!siblings.empty()) read_details(view, siblings, true);
+  for (pid_t pid : zombies) {
+    const auto index = without_details(view, pid);
+    if (!index) continue;
+    auto d = proc_.read_owner(pid);
+    if (!d.complete) view.details_complete = false;
+    view.processes.edit()[*index].details = std::move(d.details);
+  }
 }
 
 void Collector::add_driver_details(core::ProcView& view, const core::DriverReading& drivers) const {

@@ -175,6 +175,32 @@ std::optional<core::RankLabels> ProcFs::read_rank_labels(pid_t pid) const {
   return environ.ok() ? parse_rank_labels(environ.data) : std::nullopt;
 }
 
+namespace {
+
+// Who runs it, from its status: all of the details that a zombie still has.
+void read_owner_from(const std::string& status, core::ProcessDetails& d) {
+  auto s = parse_status(status);
+  d.uid = s.uid;
+  d.euid = s.euid;
+  d.ns_pids = std::move(s.ns_pids);
+  if (d.uid) d.user = user_name(*d.uid);
+}
+
+}  // namespace
+
+DetailsRead ProcFs::read_owner(pid_t pid) const {
+  DetailsRead out;
+  auto status = read_file_at(*fd_, std::to_string(pid) + "/status");
+  if (status.vanished()) return out;
+  core::ProcessDetails d;
+  if (status.ok())
+    read_owner_from(status.data, d);
+  else
+    out.complete = false;
+  out.details = std::move(d);
+  return out;
+}
+
 DetailsRead ProcFs::read_details(pid_t pid, bool want_wchan) const {
   DetailsRead out;
   std::string dir = std::to_string(pid) + "/";
@@ -182,15 +208,10 @@ DetailsRead ProcFs::read_details(pid_t pid, bool want_wchan) const {
 
   auto status = read_file_at(*fd_, dir + "status");
   if (status.vanished()) return out;
-  if (status.ok()) {
-    auto s = parse_status(status.data);
-    d.uid = s.uid;
-    d.euid = s.euid;
-    d.ns_pids = std::move(s.ns_pids);
-    if (d.uid) d.user = user_name(*d.uid);
-  } else {
+  if (status.ok())
+    read_owner_from(status.data, d);
+  else
     out.complete = false;
-  }
   auto cmdline = read_file_at(*fd_, dir + "cmdline");
   // An empty command line: a zombie, or a leader that has exited while a thread runs on. Its
   // program and command line are then that thread's (they share one memory map).

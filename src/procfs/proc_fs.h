@@ -47,6 +47,9 @@ class ProcFs {
   // A zombie's wait status (parse_exit_status); empty when it is gone or the field unreadable.
   std::optional<int> read_exit_status(pid_t pid) const;
   DetailsRead read_details(pid_t pid, bool want_wchan) const;
+  // Its uid, euid, user and NSpid alone, from /proc/PID/status: what a zombie keeps of its
+  // details (its command line, program, environment and files are gone), for one read.
+  DetailsRead read_owner(pid_t pid) const;
   // The program it runs, and whether that file is a system-installed one; empty when the
   // link cannot be read.
   std::optional<core::ExecutableFile> read_exe(pid_t pid) const;

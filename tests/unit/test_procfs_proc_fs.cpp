@@ -331,6 +331,37 @@ TEST(ProcFsReal, ZombieThenVanished) {
   EXPECT_FALSE(p.read_details(child, true).details.has_value());
 }
 
+// A child killed by SIGKILL and not reaped: its stat says how it ended, and its owner (all a
+// zombie keeps of its details) is read from its status in one read.
+TEST(ProcFsReal, AZombiesWaitStatusAndOwner) {
+  pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    ::pause();
+    ::_exit(0);
+  }
+  ASSERT_EQ(::kill(child, SIGKILL), 0);
+  siginfo_t info{};
+  ASSERT_EQ(::waitid(P_PID, static_cast<id_t>(child), &info, WEXITED | WNOWAIT), 0);
+  auto p = real_proc();
+  auto z = p.read_stat(child);
+  ASSERT_TRUE(z.ok() && z->has_value());
+  EXPECT_TRUE((*z)->is_zombie());
+  EXPECT_EQ((*z)->wait_status, SIGKILL);
+  auto owner = p.read_owner(child);
+  ASSERT_TRUE(owner.details.has_value());
+  EXPECT_TRUE(owner.complete);
+  EXPECT_EQ(owner.details->uid, ::getuid());
+  EXPECT_EQ(owner.details->euid, ::geteuid());
+  EXPECT_TRUE(owner.details->cmdline.empty());
+  auto self = p.read_stat(::getpid());
+  ASSERT_TRUE(self.ok() && self->has_value());
+  EXPECT_EQ((*self)->wait_status, std::nullopt);  // a live process has none
+
+  ASSERT_EQ(::waitpid(child, nullptr, 0), child);
+  EXPECT_FALSE(p.read_owner(child).details.has_value());  // gone
+}
+
 TEST(ProcFsReal, StoppedChild) {
   pid_t child = ::fork();
   ASSERT_GE(child, 0);
