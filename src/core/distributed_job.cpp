@@ -4,6 +4,8 @@
 #include <map>
 #include <set>
 
+#include "core/wait_status.h"
+
 namespace gpureap::core {
 namespace {
 
@@ -80,6 +82,18 @@ void add_descendants(const std::multimap<pid_t, const HostProcess*>& children, p
   }
 }
 
+// A zombie child of `launcher` that is the kernel's word that a process of its job failed: its
+// wait status, which the kernel keeps for the launcher until it reaps it, says it was killed by
+// a signal or exited nonzero (the kernel shows 0 to a reader that may not trace it: that reads
+// as no failure), and it ran as the launcher's user (its uid known, not guessed) in the
+// launcher's process group, as the job's ranks do. A helper that exited 0 is no failure.
+bool failed_in_job(const HostProcess& launcher, const HostProcess& zombie) {
+  const auto lu = uid_of(launcher), zu = uid_of(zombie);
+  return zombie.stat.is_zombie() && zombie.stat.wait_status &&
+         abnormal_end(*zombie.stat.wait_status) && lu && zu && *lu == *zu &&
+         zombie.stat.pgid == launcher.stat.pgid && could_be_parent(launcher.stat, zombie.stat);
+}
+
 // A zombie is a rank's end only on the kernel's word that it was a rank, and a rank whose number
 // no live rank has is known to have ended only so. What /proc keeps of a zombie (PID, start
 // time, uid, group, exit status) is what a helper the launcher ran and has not reaped has too
@@ -88,7 +102,8 @@ void add_descendants(const std::multimap<pid_t, const HostProcess*>& children, p
 // where a view taken while it lived showed it a rank of this launcher's life, by PID and start
 // time: the daemon's records (engine/rank_exits: the ranks it watched and saw end) or
 // `earlier`. A rank's number is its LOCAL_RANK label as that view read it; a process without
-// one (a helper that opened the GPU, as nvidia-smi does) ends no numbered rank.
+// one (a helper that opened the GPU, as nvidia-smi does) ends no numbered rank. How a zombie
+// ended is another word (failed_in_job): that a process of the job failed, not which rank.
 class RankEnds {
  public:
   RankEnds(const ProcView& view, const ProcView* earlier) : view_(view) {
@@ -100,9 +115,10 @@ class RankEnds {
                 {r.pid, p->stat.start_ticks, r.local_rank});
   }
 
-  // Sorts `job`'s zombie children (`zombies`) into its ended ranks and its doubts, and names
-  // the missing numbers whose rank ended.
-  void sort(DistributedJob& job, const std::vector<const HostProcess*>& zombies) const {
+  // Sorts `job`'s zombie children (`zombies`) of `launcher` into its ended ranks, its failed
+  // processes and its doubts, and names the missing numbers whose rank ended.
+  void sort(DistributedJob& job, const HostProcess& launcher,
+            const std::vector<const HostProcess*>& zombies) const {
     const auto missing = [&](std::optional<unsigned> n) {
       return n && std::find(job.missing.begin(), job.missing.end(), *n) != job.missing.end();
     };
@@ -132,12 +148,14 @@ class RankEnds {
       if (seen != seen_.end())
         for (const auto& r : seen->second)
           if (r.pid == pid && r.start_ticks == start) before = &r;
+      const bool failed = failed_in_job(launcher, *z);
+      if (failed) job.failed.push_back({pid, start, *z->stat.wait_status});
       if (recorded || before) {
         job.exited.push_back(pid);
         if (before && missing(before->local_rank)) add(*before->local_rank, pid, start, true);
-      } else if (!uid_of(*z) || uid_of(*z) == job.uid) {
-        // Not another user's (a setuid program's child): the collector reads no details of a
-        // zombie, so its uid is mostly unknown here, and a doubt needs no more.
+      } else if (!failed && (!uid_of(*z) || uid_of(*z) == job.uid)) {
+        // Not another user's (a setuid program's child); one whose uid could not be read is a
+        // doubt too, and a doubt needs no more.
         job.unreaped.push_back(pid);
       }
     }
@@ -170,8 +188,8 @@ const EndedRank* DistributedJob::ended_rank(unsigned local_rank) const {
 }
 
 bool DistributedJob::stalled() const {
-  return !elastic_agent && !ended.empty() && local_world_size && !missing.empty() &&
-         missing.size() < *local_world_size;
+  return !elastic_agent && (!ended.empty() || !failed.empty()) && local_world_size &&
+         !missing.empty() && missing.size() < *local_world_size;
 }
 
 std::string job_user(const ProcView& view, const DistributedJob& job) {
@@ -240,7 +258,7 @@ std::vector<DistributedJob> distributed_jobs(const ProcView& view, const ProcVie
       for (unsigned n = 0; n < *job.local_world_size && n < 4096; ++n)
         if (!job.rank_with(n)) job.missing.push_back(n);
     }
-    ends.sort(job, zombies);
+    ends.sort(job, l, zombies);
     job.kind = launcher_kind(l, ranks);
     job.members.push_back(lp);
     add_descendants(children, lp, job.uid, job.members);

@@ -34,6 +34,17 @@ struct EndedRank {
   bool between_views = false;
 };
 
+// An exited child of the launcher that it has not reaped, run by the launcher's user (the
+// kernel's uid, read from the zombie's status) in its process group, whose wait status (the one
+// the kernel keeps for the launcher) says it failed: killed by a signal, or exited nonzero. The
+// kernel's word that a process of the job failed, though not which rank it was: a zombie keeps
+// no environment, so no LOCAL_RANK, and a rank's number no live rank has says which is gone.
+struct FailedChild {
+  pid_t pid = 0;
+  uint64_t start_ticks = 0;
+  int wait_status = 0;
+};
+
 struct DistributedJob {
   pid_t launcher = 0;
   uint64_t launcher_start_ticks = 0;
@@ -45,12 +56,14 @@ struct DistributedJob {
   // The launcher's children that exited and that it has not reaped (zombies), known to have
   // been its ranks: the daemon watched them as ranks, or the earlier view showed them so.
   std::vector<pid_t> exited;
-  // Its other zombie children, but for another user's. A zombie keeps its PID, start time, uid
-  // and group
-  // but no environment and no open file: nothing the kernel keeps of it says that it was a rank
-  // rather than a program the launcher ran and has not reaped (a helper such as nvidia-smi, a
-  // process reparented to a launcher that is a PID namespace's init). A doubt, never a rank's
-  // end.
+  // Its zombie children that failed (FailedChild), by PID: ranks known as such or not.
+  std::vector<FailedChild> failed;
+  // Its other zombie children, but for another user's and those that failed. A zombie keeps its
+  // PID, start time, uid, group and wait status but no environment and no open file: nothing the
+  // kernel keeps of it says that it was a rank rather than a program the launcher ran and has not
+  // reaped (a helper such as nvidia-smi, a process reparented to a launcher that is a PID
+  // namespace's init). One that exited 0, or whose uid or status could not be read, is a doubt,
+  // never a rank's end.
   std::vector<pid_t> unreaped;
   std::optional<unsigned> local_world_size;  // the ranks' LOCAL_WORLD_SIZE, when they agree
   std::vector<unsigned> missing;             // local rank numbers below it no live rank has
@@ -68,9 +81,9 @@ struct DistributedJob {
 
   const JobRank* rank_with(unsigned local_rank) const;
   const EndedRank* ended_rank(unsigned local_rank) const;
-  // A rank number is missing while some rank lives, that rank is known to have ended, and no
-  // agent of its own restarts or ends the ranks (torchrun's: its labels): the live ranks wait
-  // for the gone one.
+  // A rank number is missing while some rank lives, that rank is known to have ended or a
+  // process of the job failed (`failed`), and no agent of its own restarts or ends the ranks
+  // (torchrun's: its labels): the live ranks wait for the gone one.
   bool stalled() const;
 };
 
@@ -80,7 +93,8 @@ std::string job_user(const ProcView& view, const DistributedJob& job);
 // Every distributed job of the view: a launcher with two ranks or more, or with one rank
 // labelled as one of several on this node. By launcher PID. `earlier`, a view of the same
 // machine taken before (doctor's first sample), shows which of the launchers' zombie children
-// were ranks; the view's own `rank_exits` (the daemon's records) say so too.
+// were ranks; the view's own `rank_exits` (the daemon's records) say so too. Which of them
+// failed is each zombie's own wait status and uid, in this view.
 std::vector<DistributedJob> distributed_jobs(const ProcView& view,
                                              const ProcView* earlier = nullptr);
 

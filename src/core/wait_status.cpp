@@ -15,4 +15,8 @@ std::string wait_status_text(int wait_status) {
   return "wait status " + std::to_string(wait_status);
 }
 
+bool abnormal_end(int wait_status) {
+  return WIFSIGNALED(wait_status) || (WIFEXITED(wait_status) && WEXITSTATUS(wait_status) != 0);
+}
+
 }  // namespace gpureap::core

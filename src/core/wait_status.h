@@ -8,4 +8,8 @@ namespace gpureap::core {
 // "SIGKILL", "status 1".
 std::string wait_status_text(int wait_status);
 
+// Killed by a signal, or exited with a nonzero status: the process failed, by its own word or
+// a signal's.
+bool abnormal_end(int wait_status);
+
 }  // namespace gpureap::core

@@ -133,6 +133,28 @@ std::string oom_sentence(const core::OomKill& k, const std::string& whom) {
                      k.memory_cgroup ? " at its memory cgroup's limit" : "", k.text);
 }
 
+// The launcher's children that failed (core::FailedChild) and were zombies in both samples (the
+// same processes: their start times): failures it has not reaped for the settle window, so has
+// not answered by starting the rank again.
+std::vector<core::FailedChild> lasting_failures(const DoctorInput& in,
+                                                const core::DistributedJob& job) {
+  std::vector<core::FailedChild> out;
+  for (const auto& c : job.failed)
+    if (const auto* before = in.first.find(c.pid); before && before->stat.is_zombie() &&
+                                                   before->stat.start_ticks == c.start_ticks &&
+                                                   before->stat.ppid == job.launcher)
+      out.push_back(c);
+  return out;
+}
+
+// How a failed child ended, as its wait status (and the OOM killer's record of it) says: "killed
+// by SIGKILL", "exited with status 1", "killed by the OOM killer".
+std::string failure_words(const core::FailedChild& c, const core::OomKill* oom) {
+  if (oom) return "killed by the OOM killer";
+  return (WIFSIGNALED(c.wait_status) ? "killed by " : "exited with ") +
+         core::wait_status_text(c.wait_status);
+}
+
 Finding stalled(const DoctorInput& in, const core::DistributedJob& job,
                 const std::vector<unsigned>& gone) {
   const auto& s = in.last;
@@ -167,11 +189,28 @@ Finding stalled(const DoctorInput& in, const core::DistributedJob& job,
   std::sort(exits.begin(), exits.end(), [](const auto& a, const auto& b) {
     return a.second.exit->end_ticks < b.second.exit->end_ticks;
   });
+  // The failed children no record of the daemon's already tells of: the kernel's word that the
+  // job lost a process, though not which rank it was (a zombie keeps no LOCAL_RANK).
+  std::vector<std::pair<core::FailedChild, const core::OomKill*>> failures;
+  for (const auto& c : lasting_failures(in, job))
+    if (std::none_of(exits.begin(), exits.end(),
+                     [&](const auto& e) { return e.second.exit->pid == c.pid; }))
+      failures.emplace_back(c, oom_kill_of(in.kernel, s.proc, c.pid, c.start_ticks, std::nullopt));
   std::string how = gone.size() == 1 ? "is gone" : "are gone";
-  if (!exits.empty())
+  if (!exits.empty()) {
     how = gone.size() == 1
               ? exits[0].second.words()
               : fmt::format("are gone (rank {} {})", exits[0].first, exits[0].second.words());
+  } else if (failures.size() == 1) {
+    const auto& [c, oom] = failures[0];
+    how += fmt::format(" (its launcher's child PID {} {}{})", c.pid,
+                       oom || WIFSIGNALED(c.wait_status) ? "was " : "", failure_words(c, oom));
+  } else if (!failures.empty()) {
+    std::string each;
+    for (const auto& [c, oom] : failures)
+      each += fmt::format("{}PID {} {}", each.empty() ? "" : ", ", c.pid, failure_words(c, oom));
+    how += " (its launcher's children failed: " + each + ")";
+  }
   f.summary = fmt::format("rank{} {} of {} {}; rank{} {}{} and {} probably waiting for {}",
                           gone.size() == 1 ? "" : "s", number_ranges(gone), job_name, how,
                           live.size() == 1 ? "" : "s", number_ranges(live), holds,
@@ -216,6 +255,25 @@ Finding stalled(const DoctorInput& in, const core::DistributedJob& job,
     f.evidence.push_back(
         fmt::format("the launcher has not reaped its exited rank{} {}: it waits for another rank",
                     job.exited.size() == 1 ? "" : "s", pid_list(job.exited)));
+  for (const auto& [c, oom] : failures) {
+    f.evidence.push_back(fmt::format(
+        "the launcher has not reaped its child PID {}, {}, in either sample: the wait status the "
+        "kernel keeps for the launcher says that a process of the job (run by its user, in its "
+        "process group) failed",
+        c.pid, failure_words(c, nullptr)));
+    if (oom) f.evidence.push_back(oom_sentence(*oom, fmt::format("PID {}", c.pid)));
+  }
+  // The numbers named gone for a failure alone: no view saw the rank of that number end.
+  std::vector<unsigned> unlabelled;
+  for (unsigned n : gone)
+    if (!job.ended_rank(n)) unlabelled.push_back(n);
+  if (!failures.empty() && !unlabelled.empty())
+    f.evidence.push_back(fmt::format(
+        "a zombie keeps no environment, so nothing says which rank {} was: rank{} {} {} named "
+        "gone because no live rank has {} number, in either sample",
+        failures.size() == 1 ? "that child" : "each child", unlabelled.size() == 1 ? "" : "s",
+        number_ranges(unlabelled), unlabelled.size() == 1 ? "is" : "are",
+        unlabelled.size() == 1 ? "its" : "their"));
   std::vector<unsigned> unproven;
   for (unsigned n : job.missing)
     if (std::find(gone.begin(), gone.end(), n) == gone.end()) unproven.push_back(n);
@@ -230,10 +288,13 @@ Finding stalled(const DoctorInput& in, const core::DistributedJob& job,
         "rank (a zombie keeps no environment and no open file)",
         job.unreaped.size() == 1 ? "" : "ren", pid_list(job.unreaped),
         job.unreaped.size() == 1 ? "it was" : "one was"));
-  // A one-shot look: the OOM killer's record of an exited child, when no rank's end was seen.
+  // A one-shot look: the OOM killer's record of an exited rank, when no rank's end was seen (a
+  // failed child's is said above).
   if (exits.empty())
     for (pid_t z : job.exited)
-      if (const auto* p = s.find(z))
+      if (const auto* p = s.find(z);
+          p && std::none_of(failures.begin(), failures.end(),
+                            [&](const auto& x) { return x.first.pid == z; }))
         if (const auto* k = oom_kill_of(in.kernel, s.proc, z, p->stat.start_ticks, std::nullopt))
           f.evidence.push_back(oom_sentence(*k, fmt::format("PID {}", z)));
   for (const auto& r : job.ranks) f.evidence.push_back(rank_sentence(in, r));
@@ -251,16 +312,22 @@ Finding stalled(const DoctorInput& in, const core::DistributedJob& job,
   return f;
 }
 
-// The ranks of `job` that are gone, on the kernel's word that each ended: one that ended between
-// the samples and that its launcher has not reaped (so has not started again), or one the
-// daemon saw end whose number is missing from both samples (its launcher may be starting it
-// again). A number missing with no such word is no gone rank: it may have yet to start.
+// The ranks of `job` that are gone, on the kernel's word: one that ended between the samples
+// and that its launcher has not reaped (so has not started again); one the daemon saw end whose
+// number is missing from both samples (its launcher may be starting it again); and, where a
+// child of the launcher failed and it has not reaped it in either sample, every number missing
+// from both. A number missing with no such word is no gone rank: it may have yet to start.
 std::vector<unsigned> gone_ranks(const DoctorInput& in, const core::DistributedJob& job) {
   std::vector<unsigned> gone;
   if (!job.stalled()) return gone;
   for (const auto& e : job.ended)
     if (e.between_views || missing_in(in.first.proc, job, e.local_rank))
       gone.push_back(e.local_rank);
+  if (!lasting_failures(in, job).empty())
+    for (unsigned n : job.missing)
+      if (std::find(gone.begin(), gone.end(), n) == gone.end() && missing_in(in.first.proc, job, n))
+        gone.push_back(n);
+  std::sort(gone.begin(), gone.end());
   return gone;
 }
 

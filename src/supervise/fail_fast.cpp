@@ -4,6 +4,7 @@
 // itself) and ends the whole job once the grace has passed, if the job still holds a GPU.
 #include <sys/wait.h>
 
+#include "core/wait_status.h"
 #include "supervise/supervisor.h"
 
 namespace gpureap::supervise {
@@ -14,14 +15,11 @@ using std::chrono::milliseconds;
 namespace {
 // How often the job's processes are looked at for exits: one read of every process's stat.
 constexpr milliseconds kWatchInterval{250};
-
-bool abnormal(int wait_status) {
-  return WIFSIGNALED(wait_status) || (WIFEXITED(wait_status) && WEXITSTATUS(wait_status) != 0);
-}
 }  // namespace
 
 void Supervisor::note_failure(pid_t pid, const std::string& comm, int wait_status) {
-  if (!options_.fail_fast || report_.failed || wait_status_ || !abnormal(wait_status)) return;
+  if (!options_.fail_fast || report_.failed || wait_status_ || !core::abnormal_end(wait_status))
+    return;
   FailedProcess f;
   f.pid = pid;
   f.comm = comm;

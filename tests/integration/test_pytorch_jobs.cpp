@@ -202,11 +202,11 @@ std::string environ_of(pid_t pid) {
 // SIGKILLed while it loads (as the OOM killer kills one), and nothing tears the others down.
 // Ranks 0-2 wait in the gloo group's set-up for it, holding GPUs 0-2. Beside it on the machine:
 // a torchrun job that restarts its ranks after losing one (restarts left), another user's job
-// and a healthy one. A doctor that looks after rank 3 died sees only a zombie its launcher has
-// not reaped, which keeps nothing that says it was a rank: it says so (unreaped-zombies, about
-// the launcher) and plans nothing. A doctor whose two samples see rank 2 live and then dead
-// names the stalled job, and doctor --fix ends exactly its launcher and its live ranks; the
-// remedy's kill plans the same.
+// and a healthy one. A doctor started after rank 3 died, with no daemon, finds the job stalled:
+// its launcher, which waits for rank 0 first, has not reaped rank 3, and the kernel keeps how it
+// ended (SIGKILL) and whose it was. The remedy's kill and doctor --fix plan exactly its launcher
+// and its live ranks. Then rank 2 dies between doctor --fix's two samples: both are named gone,
+// and --fix --yes ends exactly the launcher and ranks 0 and 1.
 TEST(PytorchJobs, AJobStartedRankByRankHangsWhenARankDiesAndOnlyItIsPlanned) {
   REQUIRE_DOUBLE();
   if (auto why = why_no_pytorch(); !why.empty()) GTEST_SKIP() << why;
@@ -261,8 +261,7 @@ TEST(PytorchJobs, AJobStartedRankByRankHangsWhenARankDiesAndOnlyItIsPlanned) {
       {"doctor", "--json", "--no-daemon", "--dev-root", dev.path(), "--settle", "300ms"},
       nvml.env());
   auto d = parse_output(doctor);
-  EXPECT_EQ(finding(d, "stalled-job"), nullptr) << d["findings"].dump(2);
-  // One story: the doubt about the launcher, and no finding names the torchrun job or the others.
+  // One story: the stalled job, and no finding names the torchrun job or the others.
   std::vector<nlohmann::json> about_job;
   for (const auto& x : d["findings"]) {
     for (const auto& p : x["pids"])
@@ -277,20 +276,33 @@ TEST(PytorchJobs, AJobStartedRankByRankHangsWhenARankDiesAndOnlyItIsPlanned) {
         << x.dump(2);
   }
   ASSERT_EQ(about_job.size(), 1u) << d["findings"].dump(2);
-  EXPECT_EQ(about_job[0]["code"], "unreaped-zombies") << about_job[0].dump(2);
-  EXPECT_EQ(pids(about_job[0]["pids"]), std::vector<pid_t>{launcher}) << about_job[0].dump(2);
-  EXPECT_NE(about_job[0]["summary"].get<std::string>().find("does not reap its exited child " +
-                                                            std::to_string(ranks[3]) +
-                                                            " while rank 3 of the job is missing"),
+  const auto& f = about_job[0];
+  EXPECT_EQ(f["code"], "stalled-job") << f.dump(2);
+  const std::vector<pid_t> tree{launcher, ranks[0], ranks[1], ranks[2]};
+  EXPECT_EQ(sorted(pids(f["pids"])), sorted(tree)) << f.dump(2);
+  EXPECT_EQ(f["memory_bytes"], 96 * GiB);
+  EXPECT_EQ(f["severity"], "warning");
+  const std::string summary = f["summary"].get<std::string>();
+  EXPECT_NE(summary.find("rank 3 of job PID " + std::to_string(launcher) + " (python3, user "),
             std::string::npos)
-      << about_job[0].dump(2);
-  auto nothing = run_gpureap(
+      << summary;
+  EXPECT_NE(summary.find(" is gone (its launcher's child PID " + std::to_string(ranks[3]) +
+                         " was killed by SIGKILL); ranks 0\u20132 still hold 96 GiB on GPUs "
+                         "0\u20132 and are probably waiting for it"),
+            std::string::npos)
+      << summary;
+  EXPECT_NE(f["evidence"].dump().find("the launcher has not reaped its child PID " +
+                                      std::to_string(ranks[3]) + ", killed by SIGKILL"),
+            std::string::npos)
+      << f.dump(2);
+  // doctor --fix plans exactly its launcher and live ranks (without --yes it signals nothing).
+  auto plan = run_gpureap(
       {"doctor", "--fix", "--no-daemon", "--dev-root", dev.path(), "--settle", "0s", "--no-color"},
       nvml.env());
-  EXPECT_EQ(plan_rows(nothing.err), std::set<pid_t>{}) << nothing.err;
+  EXPECT_EQ(plan_rows(plan.err), std::set<pid_t>(tree.begin(), tree.end())) << plan.err;
+  for (pid_t p : tree) EXPECT_TRUE(is_alive(p)) << p;
 
   // The remedy's kill plans exactly the job: its launcher and its live ranks.
-  const std::vector<pid_t> tree{launcher, ranks[0], ranks[1], ranks[2]};
   auto kill = parse_output(run_gpureap(
       gpu_kill_args(dev, {"--tree", std::to_string(launcher), "--dry-run"}), nvml.env()));
   std::vector<pid_t> signalled;
@@ -303,8 +315,8 @@ TEST(PytorchJobs, AJobStartedRankByRankHangsWhenARankDiesAndOnlyItIsPlanned) {
   EXPECT_EQ(sorted(signalled), sorted(tree)) << kill.dump(2);
 
   // Rank 2 dies between doctor --fix's two samples (rank 3's number is missing: doctor settles):
-  // seen live, then a zombie its launcher has not reaped. The job is stalled, and --fix --yes
-  // ends exactly its launcher and ranks 0 and 1.
+  // seen live, then a zombie its launcher has not reaped. Both are gone, and --fix --yes ends
+  // exactly the launcher and ranks 0 and 1.
   BackgroundGpureap fix({"doctor", "--fix", "--yes", "--no-daemon", "--no-color", "--dev-root",
                          dev.path(), "--settle", "15s"},
                         nvml.env());
@@ -320,9 +332,12 @@ TEST(PytorchJobs, AJobStartedRankByRankHangsWhenARankDiesAndOnlyItIsPlanned) {
   ASSERT_NE(fixing, std::string::npos) << fixed.out << fixed.err;
   EXPECT_EQ(plan_rows(fixed.out.substr(fixing)), std::set<pid_t>(hung.begin(), hung.end()))
       << fixed.out << fixed.err;
-  EXPECT_NE(fixed.out.find("nothing shows whether it was a rank"), std::string::npos) << fixed.out;
+  EXPECT_NE(fixed.out.find("doctor saw rank 2 (PID " + std::to_string(ranks[2]) +
+                           ") end between its two samples"),
+            std::string::npos)
+      << fixed.out;
   EXPECT_NE((fixed.out + fixed.err)
-                .find("rank 2 of job PID " + std::to_string(launcher) + " (python3, user "),
+                .find("ranks 2, 3 of job PID " + std::to_string(launcher) + " (python3, user "),
             std::string::npos)
       << fixed.out << fixed.err;
   // The launcher is our child: it stays a zombie until reaped.
@@ -431,21 +446,27 @@ TEST(PytorchJobs, TheDaemonSawTheRankDieAndSaysHowAndWhen) {
   EXPECT_EQ(sorted(matched), sorted(std::vector<pid_t>{ranks[0], ranks[1], ranks[2]}))
       << pol.dump(2);
 
-  // The daemon's snapshot (ps's document) marks the job's live ranks, and no other process. A
-  // one-shot ps, which never saw rank 3 live, has only a zombie its launcher has not reaped,
-  // which keeps nothing that says it was a rank: it marks nothing.
+  // The daemon's snapshot (ps's document) marks the job's live ranks, and no other process; so
+  // does a one-shot ps, which never saw rank 3 live: its launcher has not reaped it, and the
+  // kernel keeps how it ended (SIGKILL) and whose it was. ps names the gone rank and the command
+  // that ends the job.
   auto served = nlohmann::json::parse(d.get("/api/v1/snapshot").body, nullptr, false);
   ASSERT_TRUE(served.is_object()) << d.get("/api/v1/snapshot").body;
   auto own = parse_output(run_gpureap({"ps", "--json", "--dev-root", dev.path()}, nvml.env()));
-  for (const auto& row : served["processes"]) {
-    const pid_t pid = row["pid"];
-    const bool rank = pid == ranks[0] || pid == ranks[1] || pid == ranks[2];
-    EXPECT_EQ(row["anomalies"].dump().find("stalled-job") != std::string::npos, rank)
-        << row.dump(2);
-  }
-  for (const auto& row : own["processes"]) {
-    EXPECT_EQ(row["anomalies"].dump().find("stalled-job"), std::string::npos) << row.dump(2);
-  }
+  for (auto* doc : {&served, &own})
+    for (const auto& row : (*doc)["processes"]) {
+      const pid_t pid = row["pid"];
+      const bool rank = pid == ranks[0] || pid == ranks[1] || pid == ranks[2];
+      EXPECT_EQ(row["anomalies"].dump().find("stalled-job") != std::string::npos, rank)
+          << row.dump(2);
+    }
+  auto ps = run_gpureap({"ps", "--dev-root", dev.path(), "--no-color"}, nvml.env());
+  EXPECT_NE(ps.out.find("rank 3 of job PID " + std::to_string(launcher)), std::string::npos)
+      << ps.out;
+  EXPECT_NE(
+      ps.out.find("`gpureap kill --tree " + std::to_string(launcher) + "` ends the whole job"),
+      std::string::npos)
+      << ps.out;
 }
 
 // torchrun's agent watches its ranks: when one is SIGKILLed and no restart is left, it ends the
