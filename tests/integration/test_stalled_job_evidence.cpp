@@ -1,9 +1,10 @@
 // What makes a real PyTorch job (gloo, CPU) stalled: the kernel's word that one of its ranks
-// ended, never an exited child of its launcher alone. A zombie keeps its PID, start time, uid and
-// group, but not the environment and the files that made it a rank: a helper the launcher ran
-// (nvidia-smi, a short script) and has not reaped looks the same. A healthy job whose last rank
-// has yet to start, with such helpers, paused, and beside another user who tries to look like a
-// part of it, is never called stalled, marked or planned.
+// ended, or that a process of it failed, never an exited child of its launcher alone. A zombie
+// keeps its PID, start time, uid, group and wait status, but not the environment and the files
+// that made it a rank: a helper the launcher ran (nvidia-smi, a short script) and has not reaped
+// looks the same. A healthy job whose last rank has yet to start, with helpers that exited 0,
+// paused, one whose ranks all run beside a helper that failed, and one beside another user who
+// tries to look like a part of it, is never called stalled, marked or planned.
 #include <fcntl.h>
 #include <grp.h>
 #include <gtest/gtest.h>
@@ -246,6 +247,69 @@ TEST(StalledJobEvidence, ALaunchersUnreapedHelpersNeverMakeAHealthyJobStalled) {
   for (const auto& f : stalled_evidence::daemon_findings(d)["findings"]) {
     EXPECT_NE(f["code"], "stalled-job") << f.dump(2);
   }
+}
+
+// A healthy job of four whose ranks all run, under a launcher that ran a helper that exited with
+// status 1 and never reaped it (as nvidia-smi fails where the driver is not loaded): the kernel's
+// word that a child of the launcher failed, but every rank number lives, so no rank is gone.
+// Neither the daemon (its findings, its `stalled-job` policy), nor doctor, nor ps calls the job
+// stalled or names it at all, doctor --fix plans nothing, and the job runs on.
+TEST(StalledJobEvidence, AHealthyJobsFailedHelperNeverMakesItStalled) {
+  REQUIRE_DOUBLE();
+  if (auto why = why_no_pytorch(); !why.empty()) GTEST_SKIP() << why;
+  FakeDevRoot dev;
+  for (const char* name : {"nvidia2", "nvidia3"}) std::ofstream(dev.dev(name)) << "stand-in\n";
+  const std::string per_rank = dev.dev("nvidia") + "{}";
+  PythonJob job({pytorch_script("rank_launcher.py"), "--helper-status", "1", "4",
+                 std::to_string(free_port()), kPython, pytorch_script("gloo_rank.py"), per_rank});
+  KillStrays strays;
+  const auto launched = job.numbers_after("ranks");
+  const std::vector<pid_t> ranks(launched.begin(), launched.end());
+  strays.pids.insert(strays.pids.end(), ranks.begin(), ranks.end());
+  ASSERT_EQ(ranks.size(), 4u) << "the launcher did not start its ranks";
+  const auto helper = job.numbers_after("helper");
+  ASSERT_EQ(helper.size(), 1u) << "the launcher did not run its helper";
+  const auto failed = static_cast<pid_t>(helper[0]);
+  ASSERT_TRUE(wait_for_state(failed, 'Z', 60000)) << "the helper did not exit";
+  ASSERT_EQ(proc_status_field(failed, "Uid"), proc_status_field(job.pid(), "Uid"));
+  ASSERT_EQ(pids_after(job, "ready", 4).size(), 4u) << "the job did not run";
+  const pid_t launcher = job.pid();
+  std::vector<nlohmann::json> gpus;
+  for (int i = 0; i < 4; ++i)
+    gpus.push_back(
+        nvml_gpu(i, {{{"pid", ranks[static_cast<size_t>(i)]}, {"used_bytes", 16 * GiB}}}));
+  FakeNvml nvml(nlohmann::json{{"gpus", gpus}});
+  TempDir cfg;
+  DaemonProcess d({"--config", stalled_evidence::daemon_config(cfg), "--dev-root", dev.path()},
+                  nvml.env());
+  ASSERT_GT(d.port(), 0) << d.log();
+  ASSERT_TRUE(wait_until([&] { return stalled_evidence::live_ranks(d, launcher) == 4; }, 30000))
+      << d.get("/metrics").body;
+  // A sample taken after the one that counted the ranks, the helper a zombie in both.
+  const auto seen = stalled_evidence::daemon_findings(d)["snapshot"]["timestamp"];
+  ASSERT_TRUE(wait_until(
+      [&] { return stalled_evidence::daemon_findings(d)["snapshot"]["timestamp"] != seen; }));
+
+  const std::set<pid_t> job_side{launcher, ranks[0], ranks[1], ranks[2], ranks[3], failed};
+  const auto served = stalled_evidence::daemon_findings(d);
+  EXPECT_EQ(stalled_evidence::codes_naming(served, job_side), std::vector<std::string>{})
+      << served.dump(2);
+  EXPECT_EQ(stalled_evidence::policy_matching(d), 0);
+  auto doc = parse_output(run_gpureap(
+      {"doctor", "--json", "--no-daemon", "--dev-root", dev.path(), "--settle", "300ms"},
+      nvml.env()));
+  EXPECT_EQ(stalled_evidence::codes_naming(doc, job_side), std::vector<std::string>{})
+      << doc["findings"].dump(2);
+  auto ps = parse_output(run_gpureap({"ps", "--json", "--dev-root", dev.path()}, nvml.env()));
+  for (const auto& row : ps["processes"]) {
+    EXPECT_EQ(row["anomalies"].dump().find("stalled-job"), std::string::npos) << row.dump(2);
+  }
+  auto plan = run_gpureap(
+      {"doctor", "--fix", "--no-daemon", "--dev-root", dev.path(), "--settle", "0s", "--no-color"},
+      nvml.env());
+  EXPECT_EQ(plan_rows(plan.out + plan.err), std::set<pid_t>{}) << plan.out << plan.err;
+  for (pid_t p : {launcher, ranks[0], ranks[1], ranks[2], ranks[3]}) EXPECT_TRUE(is_alive(p)) << p;
+  EXPECT_EQ(state_of(failed), 'Z') << "the helper was reaped: the scene is not what it claims";
 }
 
 // User A's healthy job waits for its rank 3 (its data is not ready), holding GPUs 0-2, watched by
