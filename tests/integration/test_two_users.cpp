@@ -2,6 +2,7 @@
 // (the victim's) and user B's (the attacker's), with look-alikes (same program, same arguments,
 // same working directory) and reused numbers. Each plan and each run's report is asserted whole:
 // what is planned or ended, and that everything else is alive with no signal pending.
+#include <grp.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/prctl.h>
