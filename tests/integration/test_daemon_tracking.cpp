@@ -1,8 +1,8 @@
 // The daemon's holder tracking through the kernel's events, on real processes and a stand-in
 // dev root, with scan intervals of an hour: whatever the daemon sees, it saw through events. A
-// late open by a long-running process, a holder's fork, the final close of a shared open file
-// (with the worker that held it last), an overflow of the kernel's queue; and the fallback to
-// scans, said once in the log.
+// late open by a long-running process, a holder's fork (and one made right after the open, by a
+// trainer that exits at once), the final close of a shared open file (with the worker that held
+// it last), an overflow of the kernel's queue; and the fallback to scans, said once in the log.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -325,6 +325,89 @@ TEST_F(DaemonTracking, AWorkerWhoseParentExitedInAGroupThatLivesOnIsAnOrphanToTh
                             ") has exited (the daemon saw both)"),
             std::string::npos)
       << served.out << served.err;
+}
+
+// The same entrypoint, but the trainer forks its worker right after its open and exits at once,
+// as a short job does: the daemon reads the fork before it knows the trainer holds (the open is
+// read later, or the scan it wakes finds the trainer gone), and must still tie the worker to the
+// gone trainer. Only the fork says so: the worker's parent is the entrypoint and its group the
+// entrypoint's, which lives on. Without it, the trainer's context reads as leaked and its worker
+// as an unrelated holder.
+TEST_F(DaemonTracking, AWorkerForkedRightAfterTheOpenKeepsItsGoneTrainersContext) {
+  int go[2];
+  ASSERT_EQ(::pipe(go), 0);
+  Ready started, forked;
+  Child entrypoint([&] {
+    ::setsid();
+    ::prctl(PR_SET_CHILD_SUBREAPER, 1);
+    pid_t trainer = ::fork();
+    if (trainer == 0) {
+      started.send(::getpid());
+      char c;
+      if (::read(go[0], &c, 1) != 1) ::_exit(1);
+      hold(dev_.dev("nvidia0"));
+      if (::fork() == 0) {
+        forked.send(::getpid());
+        for (;;) ::pause();
+      }
+      ::_exit(0);
+    }
+    ::waitpid(trainer, nullptr, 0);  // then sleeps: its group and session live on
+  });
+  const pid_t trainer = static_cast<pid_t>(started.receive());
+  REQUIRE_DOUBLE();
+  // The driver lists the trainer's context, which outlives it.
+  FakeNvml nvml(
+      json{{"gpus",
+            {{{"uuid", "GPU-0000"},
+              {"minor", 0},
+              {"processes", {{{"pid", trainer}, {"used_bytes", GiB}, {"leaked", true}}}}}}}});
+  auto d = daemon(nvml.env());
+  ASSERT_TRUE(d->wait_log("holder tracking: events")) << d->log();
+  if (d->log().find("forks through the proc connector") == std::string::npos)
+    GTEST_SKIP() << "the daemon cannot follow forks here: " << d->log();
+  ASSERT_EQ(::write(go[1], "x", 1), 1);  // it opens, forks and exits only now
+  const pid_t worker = static_cast<pid_t>(forked.receive());
+  KillStrays strays{{worker}};
+  ASSERT_TRUE(wait_gone(trainer));
+  ASSERT_EQ(parent_of(worker), entrypoint.pid());
+  ::close(go[0]);
+  ::close(go[1]);
+
+  // A bound, not a timing: a loaded runner has taken over 5 s to publish the next sample. A
+  // missed fork never ties them: the worker holds unseen (no open of its own) and the context
+  // reads as leaked.
+  json gone, kept;
+  wait_until(
+      [&] {
+        auto doc = json::parse(d->get("/api/v1/snapshot").body, nullptr, false);
+        gone = row_of(doc, trainer);
+        kept = row_of(doc, worker);
+        return gone.is_object() && gone["ghost"].is_object() && !gone["ghost"]["keepers"].empty() &&
+               kept.is_object() && !kept["keeps"].empty();
+      },
+      30000);
+  ASSERT_TRUE(gone.is_object() && gone["ghost"].is_object())
+      << "no row of the gone trainer " << trainer << ": " << gone.dump(2) << d->log();
+  ASSERT_TRUE(kept.is_object()) << "the worker " << worker << " is not seen holding; the trainer "
+                                << trainer << ": " << gone.dump(2) << d->log();
+  EXPECT_EQ(gone["in_proc"], false) << gone.dump(2);
+  EXPECT_EQ(gone["listed_by_driver"], true) << gone.dump(2);
+  const json& ghost = gone["ghost"];
+  EXPECT_EQ(ghost["keepers"], json::array({worker})) << gone.dump(2) << d->log();
+  EXPECT_EQ(ghost["leaked"], false) << gone.dump(2);
+  EXPECT_EQ(ghost["other_holders"], json::array()) << gone.dump(2);
+  EXPECT_EQ(ghost["listed_keepers"], json::array()) << gone.dump(2);
+  EXPECT_EQ(kept["keeps"], json::array({trainer})) << kept.dump(2);
+  EXPECT_EQ(kept["shares_context_of"], json::array()) << kept.dump(2);
+  // The worker alone keeps anything (not the entrypoint, its parent now).
+  const json doc = json::parse(d->get("/api/v1/snapshot").body, nullptr, false);
+  ASSERT_TRUE(doc.contains("processes")) << doc.dump();
+  for (const auto& r : doc["processes"]) {
+    if (r["pid"] != worker) {
+      EXPECT_EQ(r["keeps"], json::array()) << r.dump(2);
+    }
+  }
 }
 
 TEST_F(DaemonTracking, WithHolderEventsOffItScansAndSaysSo) {
