@@ -244,7 +244,8 @@ TEST(StalledJobEvidence, ALaunchersUnreapedHelpersNeverMakeAHealthyJobStalled) {
   EXPECT_EQ(pids_after(job, "ready", 4).size(), 4u) << "the job did not run";
   for (pid_t p : {launcher, ranks[0], ranks[1], ranks[2]}) EXPECT_TRUE(is_alive(p)) << p;
   EXPECT_EQ(stalled_evidence::policy_matching(d), 0);
-  for (const auto& f : stalled_evidence::daemon_findings(d)["findings"]) {
+  const auto findings = stalled_evidence::daemon_findings(d);  // kept: the loop reads into it
+  for (const auto& f : findings["findings"]) {
     EXPECT_NE(f["code"], "stalled-job") << f.dump(2);
   }
 }
@@ -368,7 +369,8 @@ TEST(StalledJobEvidence, AnotherUserCannotMakeAHealthyJobLookStalled) {
   // window the daemon sampled through), no anomaly, no policy match, no plan.
   auto nothing_names_a = [&](const std::string& when) {
     SCOPED_TRACE(when);
-    for (const auto& f : stalled_evidence::daemon_findings(d)["findings"]) {
+    const auto findings = stalled_evidence::daemon_findings(d);  // kept: the loop reads into it
+    for (const auto& f : findings["findings"]) {
       EXPECT_FALSE(stalled_evidence::names_any(f, a_side)) << f.dump(2);
     }
     auto doc = parse_output(
