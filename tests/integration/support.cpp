@@ -1072,11 +1072,17 @@ std::string TmuxGpureap::wait_until(const std::function<bool(const std::string&)
                                     const std::string& what, int ms, bool escapes) const {
   std::string last;
   auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
+  // A screen is returned only once it is settled: the same on two captures in a row. A frame
+  // caught while gpureap is drawing it may show a dialog's border before its text.
+  std::string previous;
   do {
     last = screen(escapes);
-    if (done(last)) return last;
+    if (last == previous && done(last)) return last;
+    previous = last;
+    if (done(last)) continue;  // capture again at once to see whether it is settled
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   } while (std::chrono::steady_clock::now() < deadline);
+  if (done(last)) return last;  // a screen that never stops changing, e.g. a spinner
   ADD_FAILURE() << "timed out waiting for " << what << "; the screen:\n" << last;
   return last;
 }
