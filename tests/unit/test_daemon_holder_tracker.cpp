@@ -3,6 +3,7 @@
 // unprivileged start must fail saying so (the daemon then scans).
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <poll.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -81,6 +82,24 @@ bool soon(F done) {
   return done();
 }
 
+// Reads exactly `size` bytes of `fd` within 20 s: a child that hung or died (the test keeps the
+// pipe's write end, so no end of file comes) fails the test instead of stopping it.
+bool read_within(int fd, void* buf, size_t size) {
+  auto* at = static_cast<char*>(buf);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (size > 0) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    pollfd p{fd, POLLIN, 0};
+    if (left.count() <= 0 || ::poll(&p, 1, static_cast<int>(left.count())) <= 0) return false;
+    const ssize_t n = ::read(fd, at, size);
+    if (n <= 0) return false;
+    at += n;
+    size -= static_cast<size_t>(n);
+  }
+  return true;
+}
+
 // Whether the tracker asks for `pid` to be read within soon()'s bound. take() hands each request
 // out once, so what it asked for is kept across the polls.
 bool asked_for(HolderTracker& t, pid_t pid) {
@@ -130,6 +149,31 @@ class HolderTrackerForkTest : public HolderTrackerTest {
   }
 
   std::shared_ptr<HolderTracker> tracker_;
+
+ public:
+  // Forks a child that runs `body` once the tracker, stopped across the fork and started again,
+  // watches: the child may then start threads. A child forked beside the tracker's thread can
+  // hang in pthread_create(), on a lock (a sanitizer's allocator's) that thread held at the fork.
+  pid_t fork_alone(const std::function<void()>& body) {
+    int gate[2];
+    if (::pipe(gate) != 0) return -1;
+    tracker_.reset();  // joins its thread
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+      char c;
+      ::close(gate[1]);
+      if (::read(gate[0], &c, 1) != 1) ::_exit(1);
+      body();
+      ::_exit(1);
+    }
+    ::close(gate[0]);
+    tracker_ = start();
+    if (tracker_ && ::write(gate[1], "g", 1) != 1) tracker_.reset();
+    ::close(gate[1]);
+    return pid;
+  }
+  // The tracker; null when it could not be started again.
+  HolderTracker* tracker() const { return tracker_.get(); }
 };
 
 TEST_F(HolderTrackerTest, AnOpenAsksForAScanOfTheOpenerAndWakesTheEngine) {
@@ -202,7 +246,7 @@ TEST_F(HolderTrackerForkTest, AHoldersChildWhoseParentExitsIsRecordedWithThatPar
   ASSERT_TRUE(soon([&] { return t->counters().opens > 0; }));
   ASSERT_EQ(::write(go[1], "x", 1), 1);
   pid_t child = 0;
-  ASSERT_EQ(::read(back[0], &child, sizeof child), static_cast<ssize_t>(sizeof child));
+  ASSERT_TRUE(read_within(back[0], &child, sizeof child));
   int status = 0;
   ASSERT_EQ(::waitpid(parent, &status, 0), parent);
   for (int fd : {go[0], go[1], back[0], back[1]}) ::close(fd);
@@ -274,15 +318,18 @@ void leader_pthread_exit(int go) {
 }
 
 // Sets the scene up to the holder's fork followed; the test then writes go to end the leader.
-void stage(HolderTracker& t, const std::string& file, LeaderEndScene& sc,
+// The holder starts a thread: it is forked alone.
+void stage(HolderTrackerForkTest& test, const std::string& file, LeaderEndScene& sc,
            void (*leader_ends)(int)) {
   ASSERT_EQ(::pipe(sc.go), 0);
   ASSERT_EQ(::pipe(sc.back), 0);
-  sc.parent = ::fork();
-  if (sc.parent == 0) holder_body(file, sc, leader_ends);
+  sc.parent = test.fork_alone([&] { holder_body(file, sc, leader_ends); });
+  ASSERT_GT(sc.parent, 0);
+  ASSERT_NE(test.tracker(), nullptr);
+  HolderTracker& t = *test.tracker();
   ASSERT_TRUE(asked_for(t, sc.parent));
   ASSERT_EQ(::write(sc.go[1], "x", 1), 1);
-  ASSERT_EQ(::read(sc.back[0], &sc.child, sizeof sc.child), static_cast<ssize_t>(sizeof sc.child));
+  ASSERT_TRUE(read_within(sc.back[0], &sc.child, sizeof sc.child));
   ASSERT_TRUE(asked_for(t, sc.child)) << "the fork of the holder was not followed";
 }
 
@@ -300,7 +347,7 @@ void end_leader(HolderTracker& t, LeaderEndScene& sc) {
 // end, whichever it was.
 TEST_F(HolderTrackerForkTest, AnExecFromAThreadOfAParentIsNoExit) {
   LeaderEndScene sc;
-  stage(*tracker_, file_, sc, exec_from_a_thread);
+  stage(*this, file_, sc, exec_from_a_thread);
   ASSERT_EQ(::write(sc.go[1], "x", 1), 1);
   ASSERT_TRUE(soon([&] {
     std::ifstream comm("/proc/" + std::to_string(sc.parent) + "/comm");
@@ -319,7 +366,7 @@ TEST_F(HolderTrackerForkTest, AnExecFromAThreadOfAParentIsNoExit) {
 // leader's exit, but the process lives: nothing is recorded until its last thread ends.
 TEST_F(HolderTrackerForkTest, ALeadersPthreadExitIsNoExitUntilTheLastThreadEnds) {
   LeaderEndScene sc;
-  stage(*tracker_, file_, sc, leader_pthread_exit);
+  stage(*this, file_, sc, leader_pthread_exit);
   end_leader(*tracker_, sc);
   EXPECT_EQ(tracker_->exited_parents(), (std::map<pid_t, pid_t>{}));
   ASSERT_EQ(::write(sc.go[1], "x", 1), 1);  // its thread ends the process
@@ -377,10 +424,12 @@ TEST_F(HolderTrackerForkTest, AHolderWhoseLeaderExitedIsNoHolderOnceItClosesItsF
   int go[2], back[2];
   ASSERT_EQ(::pipe(go), 0);
   ASSERT_EQ(::pipe(back), 0);
-  pid_t holder = ::fork();
-  if (holder == 0) leaderless_holder::run(file_, go[0], back[1]);
+  // It starts a thread: forked alone.
+  pid_t holder = fork_alone([&] { leaderless_holder::run(file_, go[0], back[1]); });
   pid_t child = 0;
   Reaped reaped{{&holder, &child}};
+  ASSERT_GT(holder, 0);
+  ASSERT_NE(tracker_, nullptr);
   ASSERT_TRUE(asked_for(*tracker_, holder)) << "its open was not read";
   auto st = proc().read_stat(holder);
   ASSERT_TRUE(st && *st);
@@ -394,7 +443,7 @@ TEST_F(HolderTrackerForkTest, AHolderWhoseLeaderExitedIsNoHolderOnceItClosesItsF
   const uint64_t closes = tracker_->counters().closes;
   char ack = 0;
   ASSERT_EQ(::write(go[1], "c", 1), 1);
-  ASSERT_EQ(::read(back[0], &ack, 1), 1);
+  ASSERT_TRUE(read_within(back[0], &ack, 1));
   ASSERT_TRUE(soon([&] { return tracker_->counters().closes > closes; }))
       << "its close was not read";
   tracker_->take();  // the collection that reads it takes what the events asked first
@@ -411,7 +460,7 @@ TEST_F(HolderTrackerForkTest, AHolderWhoseLeaderExitedIsNoHolderOnceItClosesItsF
 
   const uint64_t forks = tracker_->counters().forks;
   ASSERT_EQ(::write(go[1], "f", 1), 1);
-  ASSERT_EQ(::read(back[0], &child, sizeof child), static_cast<ssize_t>(sizeof child));
+  ASSERT_TRUE(read_within(back[0], &child, sizeof child));
   ASSERT_EQ(::write(go[1], "e", 1), 1);  // its thread ends the process
   ASSERT_EQ(::waitpid(holder, nullptr, 0), holder);
   const pid_t ended = holder;
@@ -471,7 +520,7 @@ TEST_F(HolderTrackerTest, AHolderWhoseLeaderExitedBeforeTheTrackerHasItsEndRecor
   if (holder == 0) leader_gone_before::run(file_, go[0], back[1]);
   pid_t child = 0;
   Reaped reaped{{&holder, &child}};
-  ASSERT_EQ(::read(back[0], &child, sizeof child), static_cast<ssize_t>(sizeof child));
+  ASSERT_TRUE(read_within(back[0], &child, sizeof child));
   core::HostProcess read = process(holder, 0, true);
   ASSERT_TRUE(soon([&] {
     auto now = proc().read_stat(holder);
@@ -574,7 +623,7 @@ TEST_F(HolderTrackerTest, AnEndReadBeforeTheKernelReleasedTheLastThreadIsChecked
   Reaped reaped{{&holder, &child}};
   ASSERT_TRUE(asked_for(*t, holder));
   ASSERT_EQ(::write(go[1], "x", 1), 1);
-  ASSERT_EQ(::read(back[0], &child, sizeof child), static_cast<ssize_t>(sizeof child));
+  ASSERT_TRUE(read_within(back[0], &child, sizeof child));
   ASSERT_TRUE(asked_for(*t, child)) << "the fork of the holder was not followed";
   // What /proc shows while the kernel has not yet released the holder's last thread.
   const std::string dir = root + "/" + std::to_string(holder);
@@ -629,7 +678,7 @@ void trainers_in_a_storm(const std::string& file, int rounds,
       ::_exit(fd >= 0 && ::write(back[1], &worker, sizeof worker) == sizeof worker ? 0 : 1);
     }
     pid_t worker = 0;
-    ASSERT_EQ(::read(back[0], &worker, sizeof worker), static_cast<ssize_t>(sizeof worker));
+    ASSERT_TRUE(read_within(back[0], &worker, sizeof worker));
     ::close(back[0]);
     ::close(back[1]);
     ASSERT_EQ(::waitpid(trainer, nullptr, 0), trainer);
@@ -690,7 +739,7 @@ TEST_F(HolderTrackerForkTest, AnOpenerTheScanSawBeforeItsFdIsReadAgainAndItsFork
   t->scanned(before_fd, false);
   EXPECT_TRUE(asked_for(*t, trainer)) << "an open no scan confirmed is not read again";
   ASSERT_EQ(::write(go[1], "x", 1), 1);
-  ASSERT_EQ(::read(back[0], &worker, sizeof worker), static_cast<ssize_t>(sizeof worker));
+  ASSERT_TRUE(read_within(back[0], &worker, sizeof worker));
   EXPECT_TRUE(asked_for(*t, worker)) << "the fork of an unconfirmed opener was not followed";
   // A scan that sees it hold confirms the open: it is read again only as any holder is.
   core::ProcView held;
@@ -753,8 +802,7 @@ TEST_F(HolderTrackerForkTest, AForkRecordPushedOutByAStormStillLeadsToTheChild) 
     if (::open(file_.c_str(), O_RDONLY) < 0) ::_exit(1);
     for (;;) ::pause();
   }
-  ASSERT_EQ(::read(sc.back[0], &sc.worker, sizeof sc.worker),
-            static_cast<ssize_t>(sizeof sc.worker));
+  ASSERT_TRUE(read_within(sc.back[0], &sc.worker, sizeof sc.worker));
   // More forks than the tracker keeps, inside its window (vfork: no copy to make).
   const auto storm = std::chrono::steady_clock::now();
   for (size_t i = 0; i < HolderBook::kKeptRecentForks + 256; ++i) {
