@@ -233,14 +233,17 @@ void expect_top_agrees(const FakeDevRoot& dev, const FakeNvml& nvml, const Roles
   std::optional<pid_t> at;
   std::string screen;
   while (seen.size() < rows.size()) {
-    // The selection moves down one row per key until every role's row has been opened.
-    if (!wait_until([&] {
-          screen = top.screen();
-          auto pid = pane_pid(screen);
+    // The selection moves down one row per key until every role's row has been opened. The
+    // pane is read once drawn whole (a settled screen), not while its findings are being drawn.
+    screen = top.wait_until(
+        [&](const std::string& sc) {
+          auto pid = pane_pid(sc);
           return pid && pid != at;
-        }))
-      break;
-    at = pane_pid(screen);
+        },
+        "the next row's pane");
+    auto pid = pane_pid(screen);
+    if (!pid || pid == at) break;
+    at = pid;
     if (auto it = rows.find(*at); it != rows.end() && seen.insert(*at).second)
       for (const auto& f : pane_findings(screen)) panes.insert(it->second + ": " + f);
     top.keys({"Down"});
