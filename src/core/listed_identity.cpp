@@ -62,8 +62,10 @@ ListedIdentities::ListedIdentities(const ProcView& proc, const DriverReading& dr
       r.start_ticks = p->stat.start_ticks;
       reused_[pid] = std::move(r);
     };
-    if (auto since = proc.listed_since.find(pid);
-        since != proc.listed_since.end() && p->stat.start_ticks > since->second) {
+    auto since = proc.listed_since.find(pid);
+    auto first = proc.listed_first_process.find(pid);
+    if ((since != proc.listed_since.end() && p->stat.start_ticks > since->second) ||
+        (first != proc.listed_first_process.end() && p->stat.start_ticks != first->second)) {
       reuse(ReusedPid::Why::StartedAfterListing);
       continue;
     }

@@ -131,6 +131,11 @@ struct ProcView {
   // its PID was first listed is not the listed process: the number was reused. Empty where
   // nothing watched the lists over time (a CLI's own scan).
   std::map<pid_t, uint64_t> listed_since;
+  // The start time of the process under each listed number in a /proc view read just after the
+  // listing was first seen, where there was one. Start times are 10 ms ticks: one that took the
+  // number in the very tick of that sighting does not start after listed_since, but another
+  // process than this one under the number came after it all the same. Empty in a CLI's scan.
+  std::map<pid_t, uint64_t> listed_first_process;
   // The ends the daemon saw of GPU-file holders, by PID (the latest few of each number), with
   // /proc's word that the thread group was gone. A number names a gone listed process only
   // within that process's life: a group or parent number is kin evidence for a process that

@@ -19,7 +19,15 @@ uint64_t boot_ticks_now() {
 }
 
 const std::map<pid_t, uint64_t>& ListedSince::update(const core::DriverReading& drivers,
-                                                     uint64_t now_ticks) {
+                                                     uint64_t now_ticks,
+                                                     const core::ProcView* fresh) {
+  // A first sighting: the process under the number now, if it could be the listed one.
+  auto first_sighting = [&](pid_t pid) {
+    Listing l{now_ticks, std::nullopt, {}};
+    const core::HostProcess* p = fresh ? fresh->find(pid) : nullptr;
+    if (p && p->stat.start_ticks <= now_ticks) l.first_process = p->stat.start_ticks;
+    return l;
+  };
   std::map<pid_t, Listing> now;
   std::set<std::string> answered;  // the GPUs whose process lists were read
   for (const auto& g : drivers.gpus) {
@@ -27,10 +35,10 @@ const std::map<pid_t, uint64_t>& ListedSince::update(const core::DriverReading& 
     answered.insert(g.key);
     for (const auto& p : g.processes) {
       auto was = listings_.find(p.pid);
-      auto& l =
-          now.try_emplace(p.pid, Listing{was != listings_.end() ? was->second.since : now_ticks})
-              .first->second;
-      l.gpus.insert(g.key);
+      auto [at, added] =
+          now.try_emplace(p.pid, was != listings_.end() ? was->second : first_sighting(p.pid));
+      if (added) at->second.gpus.clear();  // the GPUs that list it in this reading
+      at->second.gpus.insert(g.key);
     }
   }
   // A GPU that did not answer (an error, its backend down) says nothing of the PIDs it listed:
@@ -43,7 +51,11 @@ const std::map<pid_t, uint64_t>& ListedSince::update(const core::DriverReading& 
       now.emplace(pid, l);
   listings_ = std::move(now);
   since_.clear();
-  for (const auto& [pid, l] : listings_) since_.emplace(pid, l.since);
+  first_.clear();
+  for (const auto& [pid, l] : listings_) {
+    since_.emplace(pid, l.since);
+    if (l.first_process) first_.emplace(pid, *l.first_process);
+  }
   return since_;
 }
 

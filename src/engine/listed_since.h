@@ -5,14 +5,21 @@
 // listed (on any GPU), and while a GPU that listed it does not answer (an error, its backend
 // down): not knowing is no evidence that the listing went. Dropped once the GPUs that listed
 // it answer without it.
+//
+// Start times are in 10 ms ticks, so a process that took the number in the tick the listing was
+// first seen in starts no later than that sighting. The start of the process /proc showed under
+// the number just after that first reading (core::ProcView::listed_first_process) tells it
+// apart: any other process under the number came after it, and is not the listed one.
 #include <sys/types.h>
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 
 #include "core/gpu.h"
+#include "core/snapshot.h"
 
 namespace gpureap::engine {
 
@@ -23,16 +30,23 @@ uint64_t boot_ticks_now();
 class ListedSince {
  public:
   // After a driver reading: `now_ticks` is taken once the reading returned, so every process
-  // it lists started by then. Returns every PID listed now with when it was first seen listed.
-  const std::map<pid_t, uint64_t>& update(const core::DriverReading& drivers, uint64_t now_ticks);
+  // it lists started by then. `fresh` is a view of /proc read after that reading, null when
+  // the view is older (it may show a number's earlier process). Returns every PID listed now
+  // with when it was first seen listed.
+  const std::map<pid_t, uint64_t>& update(const core::DriverReading& drivers, uint64_t now_ticks,
+                                          const core::ProcView* fresh);
+  // Each listed PID's process in the fresh view of its first sighting, by its start time,
+  // where that view had one under the number that started by the reading.
+  const std::map<pid_t, uint64_t>& first_processes() const { return first_; }
 
  private:
   struct Listing {
     uint64_t since = 0;
-    std::set<std::string> gpus;  // the GPUs (core::Gpu::key) that listed it last
+    std::optional<uint64_t> first_process;  // its start time
+    std::set<std::string> gpus;             // the GPUs (core::Gpu::key) that listed it last
   };
   std::map<pid_t, Listing> listings_;
-  std::map<pid_t, uint64_t> since_;  // what update() returns
+  std::map<pid_t, uint64_t> since_, first_;  // what update() and first_processes() return
 };
 
 }  // namespace gpureap::engine

@@ -93,7 +93,9 @@ std::shared_ptr<Collection> ScheduledCollector::complete(const Cadence& cadence,
   }
   merge_exited_parents(view.exited_parents, lineage_.exited_parents());
   merge_ends(view.ends, lineage_.ends());
-  view.listed_since = listed_since_.update(driver.reading, read_at_ticks);
+  view.listed_since =
+      listed_since_.update(driver.reading, read_at_ticks, due.scan ? &view : nullptr);
+  view.listed_first_process = listed_since_.first_processes();
   listed_ends_.keep(view.ends, view.listed_since);
   rank_exits_.observe(view, boot_ticks_now(),
                       [&](pid_t pid) { return collector_.procfs().read_exit_status(pid); });

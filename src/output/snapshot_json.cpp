@@ -22,7 +22,8 @@ using nlohmann::json;
 template <class T, std::size_t N>
 constexpr bool considered = core::field_count<T>() == N;
 static_assert(considered<core::Snapshot, 8>);
-static_assert(considered<core::ProcView, 15>);  // rank_exits: shown by doctor (stalled-job)
+// rank_exits: shown by doctor (stalled-job); listed_since, listed_first_process: in reused_by
+static_assert(considered<core::ProcView, 16>);
 static_assert(considered<core::ProcessRow, 9>);
 static_assert(considered<core::GpuUse, 11>);
 static_assert(considered<core::Ghost, 10>);

@@ -221,6 +221,7 @@ inline constexpr auto kFields<core::ProcView> =
                field("open_files_unknown", &core::ProcView::open_files_unknown),
                field("exited_parents", &core::ProcView::exited_parents),
                field("listed_since", &core::ProcView::listed_since),
+               field("listed_first_process", &core::ProcView::listed_first_process),
                field("ends", &core::ProcView::ends),
                field("rank_exits", &core::ProcView::rank_exits)};
 static_assert(describes_every_field<core::ProcView>());

@@ -101,6 +101,7 @@ struct SnapshotOptions {
   std::chrono::system_clock::time_point at =
       std::chrono::system_clock::time_point(std::chrono::seconds(1'700'000'000));
   std::map<pid_t, uint64_t> listed_since;               // core::ProcView::listed_since
+  std::map<pid_t, uint64_t> listed_first_process;       // core::ProcView::listed_first_process
   std::map<pid_t, pid_t> exited_parents;                // core::ProcView::exited_parents
   std::map<pid_t, std::vector<core::ProcessEnd>> ends;  // core::ProcView::ends
   std::vector<core::RankExit> rank_exits;               // core::ProcView::rank_exits
@@ -117,6 +118,7 @@ inline core::Snapshot make_snapshot(std::vector<core::HostProcess> ps, std::vect
   v.in_child_pid_namespace = o.child_ns;
   v.uninspectable = o.uninspectable;
   v.listed_since = std::move(o.listed_since);
+  v.listed_first_process = std::move(o.listed_first_process);
   v.exited_parents = std::move(o.exited_parents);
   v.ends = std::move(o.ends);
   v.rank_exits = std::move(o.rank_exits);

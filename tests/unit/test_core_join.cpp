@@ -207,5 +207,33 @@ TEST(Join, AListedPidWhoseProcessStartedAfterTheListingWasFirstSeenWasReused) {
   EXPECT_TRUE(early.ghosts.empty());
 }
 
+TEST(Join, AProcessThatTookTheNumberInTheTickTheListingWasFirstSeenWasReused) {
+  // The daemon first saw 310 listed at tick 4000, and /proc then showed a process started at
+  // 3990 under it. The process there now holds GPU 0's file and started in tick 4000 too (start
+  // times are 10 ms ticks): not after the sighting, but not the process seen then either.
+  auto late = holder(310, 1, 310);
+  late.stat.start_ticks = 4000;
+  SnapshotOptions o;
+  o.listed_since = {{310, 4000}};
+  o.listed_first_process = {{310, 3990}};
+  auto s = make_snapshot({proc(1, 0, 1), late}, {gpu(0, 0, GiB, {listed(310, GiB)})}, o);
+  ASSERT_TRUE(s.row(310)->reused.has_value());
+  EXPECT_EQ(s.row(310)->reused->why, ReusedPid::Why::StartedAfterListing);
+  EXPECT_EQ(s.row(310)->reused->start_ticks, 4000u);
+  EXPECT_FALSE(s.row(310)->process.has_value());
+  EXPECT_EQ(s.ghost(310)->other_holders, std::vector<pid_t>{310});
+  // The process seen then, still there: the listed one, though it started in the same tick.
+  o.listed_first_process = {{310, 4000}};
+  auto same = make_snapshot({proc(1, 0, 1), late}, {gpu(0, 0, GiB, {listed(310, GiB)})}, o);
+  EXPECT_FALSE(same.row(310)->reused.has_value());
+  ASSERT_TRUE(same.row(310)->process.has_value());
+  EXPECT_EQ(same.row(310)->process->stat.start_ticks, 4000u);
+  EXPECT_TRUE(same.ghosts.empty());
+  // No process was seen under the number then: only the sighting's time can tell.
+  o.listed_first_process.clear();
+  auto unseen = make_snapshot({proc(1, 0, 1), late}, {gpu(0, 0, GiB, {listed(310, GiB)})}, o);
+  EXPECT_FALSE(unseen.row(310)->reused.has_value());
+}
+
 }  // namespace
 }  // namespace gpureap::core

@@ -35,29 +35,67 @@ using Since = std::map<pid_t, uint64_t>;
 
 TEST(ListedSince, KeepsTheFirstSightingWhileListedAndForgetsItWhenTheListingGoes) {
   ListedSince l;
-  EXPECT_EQ(l.update(driver_listing({{10, 11}}), 100), (Since{{10, 100}, {11, 100}}));
+  EXPECT_EQ(l.update(driver_listing({{10, 11}}), 100, nullptr), (Since{{10, 100}, {11, 100}}));
   // 10 stays (moved to another GPU: still listed), 11 goes, 12 comes.
-  EXPECT_EQ(l.update(driver_listing({{}, {12, 10}}), 150), (Since{{10, 100}, {12, 150}}));
+  EXPECT_EQ(l.update(driver_listing({{}, {12, 10}}), 150, nullptr), (Since{{10, 100}, {12, 150}}));
   // Listed on two GPUs: one entry, the first sighting.
-  EXPECT_EQ(l.update(driver_listing({{10, 12}, {10}}), 160), (Since{{10, 100}, {12, 150}}));
+  EXPECT_EQ(l.update(driver_listing({{10, 12}, {10}}), 160, nullptr),
+            (Since{{10, 100}, {12, 150}}));
   // Every GPU answered and none lists them: the listings went.
-  EXPECT_EQ(l.update(driver_listing({{}, {}}), 200), Since{});
+  EXPECT_EQ(l.update(driver_listing({{}, {}}), 200, nullptr), Since{});
   // Listed again: first seen now, whatever ran under the number meanwhile.
-  EXPECT_EQ(l.update(driver_listing({{10}}), 250), (Since{{10, 250}}));
+  EXPECT_EQ(l.update(driver_listing({{10}}), 250, nullptr), (Since{{10, 250}}));
 }
 
 TEST(ListedSince, AReadingThatFailedKeepsWhatItCouldNotList) {
   ListedSince l;
-  EXPECT_EQ(l.update(driver_listing({{10}, {11}}), 100), (Since{{10, 100}, {11, 100}}));
+  EXPECT_EQ(l.update(driver_listing({{10}, {11}}), 100, nullptr), (Since{{10, 100}, {11, 100}}));
   // GPU 1's process list failed for a moment: 11 keeps its first sighting.
   auto failed = driver_listing({{10}, {}});
   failed.gpus[1].processes_error = "Unknown Error";
-  EXPECT_EQ(l.update(failed, 150), (Since{{10, 100}, {11, 100}}));
-  EXPECT_EQ(l.update(driver_listing({{10}, {11}}), 200), (Since{{10, 100}, {11, 100}}));
+  EXPECT_EQ(l.update(failed, 150, nullptr), (Since{{10, 100}, {11, 100}}));
+  EXPECT_EQ(l.update(driver_listing({{10}, {11}}), 200, nullptr), (Since{{10, 100}, {11, 100}}));
   // The backend did not answer at all (its GPUs are missing): nothing is dropped either.
-  EXPECT_EQ(l.update(driver_listing({}), 250), (Since{{10, 100}, {11, 100}}));
+  EXPECT_EQ(l.update(driver_listing({}), 250, nullptr), (Since{{10, 100}, {11, 100}}));
   // A complete reading without 11: its listing went.
-  EXPECT_EQ(l.update(driver_listing({{10}, {}}), 300), (Since{{10, 100}}));
+  EXPECT_EQ(l.update(driver_listing({{10}, {}}), 300, nullptr), (Since{{10, 100}}));
+}
+
+core::ProcView processes_started(const std::map<pid_t, uint64_t>& starts) {
+  core::ProcView v;
+  for (const auto& [pid, start] : starts) {
+    core::HostProcess p;
+    p.stat.pid = pid;
+    p.stat.start_ticks = start;
+    v.processes.push_back(p);
+  }
+  return v;
+}
+
+// The process under each number in the view read after its first sighting is kept with the
+// listing, by its start time; a later view does not change it, nor does a view older than the
+// reading (it may show the number's earlier process) or one whose process started after it.
+TEST(ListedSince, KeepsTheProcessAFreshViewShowedAtTheFirstSighting) {
+  ListedSince l;
+  auto fresh = processes_started({{10, 90}, {11, 100}, {12, 101}});
+  l.update(driver_listing({{10, 11, 12}}), 100, &fresh);
+  EXPECT_EQ(l.first_processes(), (Since{{10, 90}, {11, 100}}));
+  // Later: another process under 10 in the view changes nothing; 13 is first seen without a
+  // fresh view, and 14 with one that has no process under it.
+  auto later = processes_started({{10, 120}, {13, 110}});
+  l.update(driver_listing({{10, 11, 12, 13}}), 130, nullptr);
+  l.update(driver_listing({{10, 11, 12, 13, 14}}), 140, &later);
+  EXPECT_EQ(l.first_processes(), (Since{{10, 90}, {11, 100}}));
+  // A GPU that failed keeps it; one that answers without 10 drops it, and a new sighting takes
+  // the process then.
+  auto failed = driver_listing({{}});
+  failed.gpus[0].processes_error = "Unknown Error";
+  l.update(failed, 150, &later);
+  EXPECT_EQ(l.first_processes(), (Since{{10, 90}, {11, 100}}));
+  l.update(driver_listing({{11}}), 160, &later);
+  EXPECT_EQ(l.first_processes(), (Since{{11, 100}}));
+  EXPECT_EQ(l.update(driver_listing({{10, 11}}), 170, &later), (Since{{10, 170}, {11, 100}}));
+  EXPECT_EQ(l.first_processes(), (Since{{10, 120}, {11, 100}}));
 }
 
 // The clock and unit of /proc/PID/stat's start time: a process forked after a reading started
