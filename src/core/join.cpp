@@ -119,7 +119,9 @@ class Joiner {
     row.pid = pid;
     row.listed_by_driver = true;
     row.gpus = l.gpus;
-    row.driver_name = l.name;
+    // No driver_name: the driver names a PID by the process under the number when asked, so a
+    // gone listing's name is nobody's, or a newcomer's (named in `reused`), or a zombie's that
+    // anyone could have left there; never evidence of the listed process.
     if (const ReusedPid* r = identities_.reused(pid)) row.reused = *r;
     row.anomalies.push_back(proc_.in_child_pid_namespace ? Anomaly::ForeignNamespace
                                                          : Anomaly::NoSuchProcess);

@@ -52,7 +52,9 @@ struct ProcessRow {
   std::optional<HostProcess> process;  // empty: listed by the driver, absent from /proc
   bool listed_by_driver = false;
   std::vector<GpuUse> gpus;
-  std::optional<std::string> driver_name;  // what the driver calls it (for gone PIDs)
+  // What the driver calls it; never set on a gone listing's row (the driver names a PID by
+  // whichever process has the number when asked).
+  std::optional<std::string> driver_name;
   std::vector<Anomaly> anomalies;
 
   // The ghost verdict for this row (core/ghost_verdict.cpp):

@@ -103,6 +103,28 @@ Child users_process(const FakeDevRoot& dev, uid_t uid, const std::string& comm) 
   return c;
 }
 
+// User B's process under `number`, which the kernel hands out again (fork_at): it calls itself
+// `comm`, holds `file` unless that is empty, and blocks every signal it can; killed and reaped
+// when it goes out of scope. `pid` is -1 when the kernel handed the number to another.
+struct Newcomer {
+  Newcomer(pid_t number, const char* comm, const std::string& file)
+      : pid(fork_at(number, [&] {
+          if (!file.empty()) hold(file);
+          become(kUserB);
+          ::prctl(PR_SET_NAME, comm);
+          block_all_signals();
+          for (;;) ::pause();
+        })) {}
+  ~Newcomer() {
+    if (pid <= 0) return;
+    ::kill(pid, SIGKILL);
+    ::waitpid(pid, nullptr, 0);
+  }
+  Newcomer(const Newcomer&) = delete;
+  Newcomer& operator=(const Newcomer&) = delete;
+  const pid_t pid;
+};
+
 void pause_process(pid_t pid) {
   ASSERT_EQ(::kill(pid, SIGSTOP), 0);
   ASSERT_TRUE(wait_for_state(pid, 'T'));
@@ -153,7 +175,7 @@ class GoneNumberTaken : public ::testing::TestWithParam<Mode> {};
 // User B's process takes the number and calls itself "jupyter-lab"; the driver names a PID by
 // whichever process has the number now. A policy for `command = "jupyter*"` must not end A's
 // worker for a name B chose: a gone PID's command is unknown. A's own notebook, started once
-// the daemon saw the number renamed, is ended: the policy acts, and on it alone.
+// the daemon has sampled the renamed number, is ended: the policy acts, and on it alone.
 TEST_P(GoneNumberTaken, ANameTheNewcomerChoseEndsNoKeeper) {
   REQUIRE_DOUBLE();
   if (!can_run_as_others()) GTEST_SKIP() << "needs root for two users and ns_last_pid";
@@ -210,27 +232,14 @@ action = "kill"
   })) << d->log()
       << snapshot_of(*d).dump(2);
 
-  pid_t newcomer = fork_at(gone, [&] {
-    become(kUserB);
-    ::prctl(PR_SET_NAME, "jupyter-lab");
-    block_all_signals();
-    for (;;) ::pause();
-  });
+  const Newcomer taken(gone, "jupyter-lab", "");
+  const pid_t newcomer = taken.pid;
   if (newcomer < 0) GTEST_SKIP() << "the kernel did not hand out PID " << gone << " again";
-  struct Reap {
-    pid_t pid;
-    ~Reap() {
-      ::kill(pid, SIGKILL);
-      ::waitpid(pid, nullptr, 0);
-    }
-  } reap{newcomer};
-  // The daemon's samples name the gone PID as the driver does now: by the newcomer's name (or
-  // the worker was ended for it, which the trail below shows).
-  ASSERT_TRUE(wait_until([&] {
-    json r = row_of(snapshot_of(*d), gone);
-    return (r.is_object() && r["driver_name"] == "jupyter-lab") || !is_alive(worker);
-  })) << d->log()
-      << snapshot_of(*d).dump(2);
+  // The driver names the gone PID by the newcomer's name now (the double, as NVML does, reads
+  // it from /proc). The daemon samples that a few times; the name is the newcomer's alone,
+  // never the gone listing's, and the policy's `command` cannot match by it.
+  ASSERT_TRUE(wait_new_samples(*d, 3)) << d->log();
+  EXPECT_TRUE(row_of(snapshot_of(*d), gone)["driver_name"].is_null()) << snapshot_of(*d).dump(2);
 
   Ready started;
   Child notebook([&] {
@@ -339,21 +348,9 @@ after = )";
   ASSERT_TRUE(wait_until([&] { return tracked(job_start); })) << d->log();
 
   job.kill_and_reap();
-  pid_t newcomer = fork_at(number, [&] {
-    hold(dev.dev("nvidia0"));
-    become(kUserB);
-    ::prctl(PR_SET_NAME, "trainer");
-    block_all_signals();
-    for (;;) ::pause();
-  });
+  const Newcomer taken(number, "trainer", dev.dev("nvidia0"));
+  const pid_t newcomer = taken.pid;
   if (newcomer < 0) GTEST_SKIP() << "the kernel did not hand out PID " << number << " again";
-  struct Reap {
-    pid_t pid;
-    ~Reap() {
-      ::kill(pid, SIGKILL);
-      ::waitpid(pid, nullptr, 0);
-    }
-  } reap{newcomer};
   // The daemon sees the number taken by a process that is not the listed one, and the gone
   // listing waits out its `after`.
   ASSERT_TRUE(wait_until([&] {
@@ -373,7 +370,12 @@ after = )";
   ASSERT_TRUE(wait_new_samples(*d, 3)) << d->log();
   records = read_json_lines(dir.file("audit.jsonl"));
   EXPECT_EQ(trail(records), (Trail{{"decision", number}, {"action", number}})) << audit_text(dir);
-  for (const auto& r : records) EXPECT_TRUE(r["process"]["start_ticks"].is_null()) << r.dump(2);
+  // The gone PID is named by nothing the newcomer chose (the driver's name for it is the
+  // newcomer's now).
+  for (const auto& r : records) {
+    EXPECT_TRUE(r["process"]["start_ticks"].is_null()) << r.dump(2);
+    EXPECT_EQ(r["process"]["comm"], "") << r.dump(2);
+  }
   EXPECT_EQ(record_of(records, "action", number)["outcome"], "refused") << audit_text(dir);
   expect_untouched(newcomer, "user B's newcomer");
 }
@@ -419,21 +421,9 @@ grace = "1s"
   ASSERT_TRUE(d->wait_log("policy paused: terminate PID " + std::to_string(number))) << d->log();
 
   job.kill_and_reap();
-  pid_t newcomer = fork_at(number, [&] {
-    hold(dev.dev("nvidia0"));
-    become(kUserB);
-    ::prctl(PR_SET_NAME, "trainer");
-    block_all_signals();
-    for (;;) ::pause();
-  });
+  const Newcomer taken(number, "trainer", dev.dev("nvidia0"));
+  const pid_t newcomer = taken.pid;
   if (newcomer < 0) GTEST_SKIP() << "the kernel did not hand out PID " << number << " again";
-  struct Reap {
-    pid_t pid;
-    ~Reap() {
-      ::kill(pid, SIGKILL);
-      ::waitpid(pid, nullptr, 0);
-    }
-  } reap{newcomer};
   const uint64_t newcomer_start = start_ticks_of(newcomer);
   // The daemon sees the newcomer: as the holder it is, or as the process that has the number of
   // a listing still there (the driver's view may keep it a while).

@@ -189,13 +189,19 @@ TEST(Join, AZombieOnAListedPidIsAGoneListingWhoeverLeftIt) {
 
 TEST(Join, AListedPidWhoseProcessStartedAfterTheListingWasFirstSeenWasReused) {
   // The process at 310 holds GPU 0's file, but started after the daemon first saw 310 listed.
+  // The driver names it by the process under the number now: the newcomer's name is its own.
   auto late = holder(310, 1, 310);
   late.stat.start_ticks = 5000;
+  late.stat.comm = "trainer";
   SnapshotOptions after;
   after.listed_since = {{310, 4000}};
-  auto s = make_snapshot({proc(1, 0, 1), late}, {gpu(0, 0, GiB, {listed(310, GiB)})}, after);
+  auto named = listed(310, GiB);
+  named.name = "trainer";
+  auto s = make_snapshot({proc(1, 0, 1), late}, {gpu(0, 0, GiB, {named})}, after);
   ASSERT_TRUE(s.row(310)->reused.has_value());
   EXPECT_EQ(s.row(310)->reused->why, ReusedPid::Why::StartedAfterListing);
+  EXPECT_EQ(s.row(310)->reused->comm, "trainer");
+  EXPECT_EQ(s.row(310)->driver_name, std::nullopt);
   EXPECT_FALSE(s.row(310)->process.has_value());
   EXPECT_EQ(s.ghost(310)->other_holders, std::vector<pid_t>{310});
   // Started before the listing was first seen: it is the listed process.
