@@ -93,6 +93,16 @@ inline nlohmann::json nvml_gpu(int minor, nlohmann::json processes) {
           {"processes", std::move(processes)}};
 }
 
+// GPUs 0 to count-1, each listing the rank of its number with `bytes`: a job's ranks, one per GPU.
+inline std::vector<nlohmann::json> rank_per_gpu(const std::vector<pid_t>& ranks, int count,
+                                                uint64_t bytes) {
+  std::vector<nlohmann::json> gpus;
+  for (int i = 0; i < count; ++i)
+    gpus.push_back(
+        nvml_gpu(i, {{{"pid", ranks.at(static_cast<size_t>(i))}, {"used_bytes", bytes}}}));
+  return gpus;
+}
+
 // torchrun as it works under Debian's Python 3.11 (its default output options fail there).
 inline std::vector<std::string> torchrun(int ranks, int max_restarts, int port) {
   return {"-m",

@@ -327,10 +327,7 @@ TEST(PytorchJobClaims, ARanksPidGivenToAnotherUsersLookAlikeIsNeverTheJobs) {
   const std::vector<pid_t> ranks = ranks_holding(job, strays, per_rank);
   if (ranks.empty()) return;
   const pid_t launcher = job.pid();
-  std::vector<nlohmann::json> gpus;
-  for (int i = 0; i < 4; ++i)
-    gpus.push_back(
-        nvml_gpu(i, {{{"pid", ranks[static_cast<size_t>(i)]}, {"used_bytes", 16 * GiB}}}));
+  std::vector<nlohmann::json> gpus = rank_per_gpu(ranks, 4, 16 * GiB);
   FakeNvml nvml(nlohmann::json{{"gpus", gpus}});
   TempDir cfg;
   std::ofstream(cfg.file("config.toml"))

@@ -247,10 +247,7 @@ TEST(PytorchJobs, AJobStartedRankByRankHangsWhenARankDiesAndOnlyItIsPlanned) {
   ::kill(elastic_ranks[1], SIGKILL);           // torchrun restarts both of its ranks
 
   nlohmann::json listed = nlohmann::json::array();
-  std::vector<nlohmann::json> gpus;
-  for (int i = 0; i < 3; ++i)
-    gpus.push_back(
-        nvml_gpu(i, {{{"pid", ranks[static_cast<size_t>(i)]}, {"used_bytes", 32 * GiB}}}));
+  std::vector<nlohmann::json> gpus = rank_per_gpu(ranks, 3, 32 * GiB);
   nlohmann::json on_three = nlohmann::json::array();
   for (pid_t p : others) on_three.push_back({{"pid", p}, {"used_bytes", 2 * GiB}});
   gpus.push_back(nvml_gpu(3, on_three));
@@ -369,10 +366,7 @@ TEST(PytorchJobs, TheDaemonSawTheRankDieAndSaysHowAndWhen) {
   const std::vector<pid_t> ranks = ranks_holding(job, strays, per_rank);
   if (ranks.empty()) return;
   const pid_t launcher = job.pid();
-  std::vector<nlohmann::json> gpus;
-  for (int i = 0; i < 3; ++i)
-    gpus.push_back(
-        nvml_gpu(i, {{{"pid", ranks[static_cast<size_t>(i)]}, {"used_bytes", 32 * GiB}}}));
+  std::vector<nlohmann::json> gpus = rank_per_gpu(ranks, 3, 32 * GiB);
   gpus.push_back(nvml_gpu(3, {{{"pid", healthy.pid()}, {"used_bytes", 2 * GiB}}}));
   FakeNvml nvml(nlohmann::json{{"gpus", gpus}});
   TempDir cfg;

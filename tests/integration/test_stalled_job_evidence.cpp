@@ -161,10 +161,7 @@ TEST(StalledJobEvidence, ALaunchersUnreapedHelpersNeverMakeAHealthyJobStalled) {
     ASSERT_TRUE(wait_until([&] { return holds_file(ranks[i], per_rank, i); }, 120000))
         << "rank " << i << " did not open its GPU";
   const pid_t launcher = job.pid();
-  std::vector<nlohmann::json> gpus;
-  for (int i = 0; i < 3; ++i)
-    gpus.push_back(
-        nvml_gpu(i, {{{"pid", ranks[static_cast<size_t>(i)]}, {"used_bytes", 16 * GiB}}}));
+  std::vector<nlohmann::json> gpus = rank_per_gpu(ranks, 3, 16 * GiB);
   FakeNvml nvml(nlohmann::json{{"gpus", gpus}});
   TempDir cfg;
   DaemonProcess d({"--config", stalled_evidence::daemon_config(cfg), "--dev-root", dev.path()},
@@ -275,10 +272,7 @@ TEST(StalledJobEvidence, AHealthyJobsFailedHelperNeverMakesItStalled) {
   ASSERT_EQ(proc_status_field(failed, "Uid"), proc_status_field(job.pid(), "Uid"));
   ASSERT_EQ(pids_after(job, "ready", 4).size(), 4u) << "the job did not run";
   const pid_t launcher = job.pid();
-  std::vector<nlohmann::json> gpus;
-  for (int i = 0; i < 4; ++i)
-    gpus.push_back(
-        nvml_gpu(i, {{{"pid", ranks[static_cast<size_t>(i)]}, {"used_bytes", 16 * GiB}}}));
+  std::vector<nlohmann::json> gpus = rank_per_gpu(ranks, 4, 16 * GiB);
   FakeNvml nvml(nlohmann::json{{"gpus", gpus}});
   TempDir cfg;
   DaemonProcess d({"--config", stalled_evidence::daemon_config(cfg), "--dev-root", dev.path()},
@@ -353,10 +347,7 @@ TEST(StalledJobEvidence, AnotherUserCannotMakeAHealthyJobLookStalled) {
         << "rank " << i << " did not open its GPU";
   const pid_t launcher = a.pid();
   const std::set<pid_t> a_side{launcher, ranks[0], ranks[1], ranks[2]};
-  std::vector<nlohmann::json> gpus;
-  for (int i = 0; i < 3; ++i)
-    gpus.push_back(
-        nvml_gpu(i, {{{"pid", ranks[static_cast<size_t>(i)]}, {"used_bytes", 16 * GiB}}}));
+  std::vector<nlohmann::json> gpus = rank_per_gpu(ranks, 3, 16 * GiB);
   FakeNvml nvml(nlohmann::json{{"gpus", gpus}});
   TempDir cfg;
   DaemonProcess d({"--config", stalled_evidence::daemon_config(cfg), "--dev-root", dev.path()},
