@@ -22,6 +22,13 @@ std::string summary(const audit::Record& r) {
   return describe_process(r) + (why.empty() ? "" : ": " + why);
 }
 
+// The process of `id` (a PID and its start time) is in the snapshot and has not exited: a zombie
+// has ended, whoever has yet to reap it.
+bool still_runs(const core::Snapshot& snapshot, const Identity& id) {
+  const core::HostProcess* p = snapshot.find(id.pid);
+  return id.start_ticks && p && p->stat.start_ticks == *id.start_ticks && p->is_live();
+}
+
 }  // namespace
 
 PolicyRunner::PolicyRunner(std::unique_ptr<ReaperAction> actor) : actor_(std::move(actor)) {
@@ -94,8 +101,7 @@ void PolicyRunner::restate_queued(const sample::Sample* sample,
       return x.pid == id.pid && x.start_ticks == id.start_ticks;
     });
     if (e == mine.end()) {
-      const core::HostProcess* now = sample->snapshot->find(id.pid);
-      if (id.start_ticks && (!now || now->stat.start_ticks != *id.start_ticks))
+      if (id.start_ticks && !still_runs(*sample->snapshot, id))
         job.settled = ActionResult{"gone", std::nullopt,
                                    "the process exited before it could be ended", false};
       else
@@ -143,8 +149,7 @@ void PolicyRunner::on_sample(const sample::Sample& sample, const history::Histor
     }
     auto exists = [&snapshot](const Identity& id) {
       if (!id.start_ticks) return snapshot.row(id.pid) != nullptr;  // a gone PID still listed
-      const core::HostProcess* p = snapshot.find(id.pid);
-      return p && p->stat.start_ticks == *id.start_ticks;
+      return still_runs(snapshot, id);
     };
     restate_queued(&sample, &evaluations);
     for (Task& task : tracker_.observe(evaluations, snapshot.timestamp, exists)) {

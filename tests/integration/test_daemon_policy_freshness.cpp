@@ -1,8 +1,8 @@
 // A cleanup policy decides on what is true now, never on an old reading: a job paused and
 // resumed between the daemon's scans of /proc (an hour apart here, 10 minutes with its events),
 // or resumed while its action waited its turn behind another one's grace and release wait, is
-// no paused job, and nothing is sent to it. Real processes of another user, the real daemon in
-// both of its modes, and the NVML test double.
+// no paused job, and nothing is sent to it; one that ended meanwhile is gone, unreaped or not. Real
+// processes of another user, the real daemon in both of its modes, and the NVML test double.
 #include <grp.h>
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -72,22 +72,24 @@ bool has(const std::vector<std::string>& v, const std::string& s) {
   return std::find(v.begin(), v.end(), s) != v.end();
 }
 
-TEST(DaemonPolicyFreshness, AJobResumedWhileItsActionWaitedIsNotEnded) {
-  REQUIRE_DOUBLE();
-  if (::geteuid() != 0) GTEST_SKIP() << "another user's job needs root to make";
-  FakeDevRoot dev;
-  // The first paused job, whose action runs first: its context lives on while `gate` does, so
-  // the action waits for the memory until the test lets it go.
-  Child first = holding(dev, "nvidia0");
-  Child gate([] {});
-  Child second = users_job(dev);
-  FakeNvml nvml(scenario(json::array(
-      {{{"pid", first.pid()}, {"used_bytes", GiB}, {"holders", {first.pid(), gate.pid()}}},
-       {{"pid", second.pid()}, {"used_bytes", GiB}}})));
-  ASSERT_EQ(::kill(first.pid(), SIGSTOP), 0);
-  ASSERT_TRUE(wait_for_state(first.pid(), 'T'));
-  TempDir cfg;
-  auto config = write_config(cfg, R"(enforce = true
+// Two jobs paused under a policy that terminates paused jobs. The first one's action ends it and
+// waits for its memory, which `gate` keeps listed; the other user's job, paused long enough to
+// match meanwhile, has its action queued behind until the test ends `gate`.
+class QueuedBehindAnother : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    REQUIRE_DOUBLE();
+    if (::geteuid() != 0) GTEST_SKIP() << "another user's job needs root to make";
+    first_ = std::make_unique<Child>(holding(dev_, "nvidia0"));
+    gate_ = std::make_unique<Child>([] {});
+    second_ = std::make_unique<Child>(users_job(dev_));
+    nvml_ = std::make_unique<FakeNvml>(scenario(
+        json::array({{{"pid", first()}, {"used_bytes", GiB}, {"holders", {first(), gate_->pid()}}},
+                     // Listed whatever becomes of it, as a context the driver has yet to tear down.
+                     {{"pid", second()}, {"used_bytes", GiB}, {"leaked", true}}})));
+    ASSERT_EQ(::kill(first(), SIGSTOP), 0);
+    ASSERT_TRUE(wait_for_state(first(), 'T'));
+    auto config = write_config(cfg_, R"(enforce = true
 [[policy]]
 name = "paused"
 anomalies = ["stopped"]
@@ -95,63 +97,106 @@ after = "1s"
 action = "terminate"
 grace = "1s"
 )");
-  DaemonProcess d({"--config", config, "--dev-root", dev.path()}, nvml.env());
-  ASSERT_GT(d.port(), 0) << d.log();
-  // The first action ends its job and waits for the memory, which `gate` keeps listed.
-  ASSERT_EQ(end_signal(first.pid()), SIGTERM) << d.log();
+    d_ = std::make_unique<DaemonProcess>(
+        std::vector<std::string>{"--config", config, "--dev-root", dev_.path()}, nvml_->env());
+    ASSERT_GT(d_->port(), 0) << d_->log();
+    ASSERT_EQ(end_signal(first()), SIGTERM) << d_->log();
+    ASSERT_EQ(::kill(second(), SIGSTOP), 0);
+    ASSERT_TRUE(wait_for_state(second(), 'T'));
+    ASSERT_TRUE(d_->wait_log("policy paused: terminate PID " + std::to_string(second())))
+        << d_->log();
+  }
 
-  // Meanwhile the other user's job is paused long enough to match: its action is queued.
-  ASSERT_EQ(::kill(second.pid(), SIGSTOP), 0);
-  ASSERT_TRUE(wait_for_state(second.pid(), 'T'));
-  ASSERT_TRUE(d.wait_log("policy paused: terminate PID " + std::to_string(second.pid())))
-      << d.log();
-  // ... and resumed before its turn: the daemon's samples see it running again.
-  ASSERT_EQ(::kill(second.pid(), SIGCONT), 0);
-  ASSERT_TRUE(wait_until([&] {
-    char s = state_of(second.pid());
-    return s == 'S' || s == 'R';
-  }));
-  ASSERT_TRUE(wait_until([&] {
-    auto a = row_anomalies(d, second.pid());
-    return !has(a, "stopped");
-  })) << d.log();
-  ASSERT_TRUE(wait_new_samples(d, 2)) << d.log();
-  EXPECT_TRUE(no_signal_pending(second.pid()));
+  pid_t first() const { return first_->pid(); }
+  pid_t second() const { return second_->pid(); }
 
-  // The first action's memory comes back; the queued one has its turn.
-  gate.kill_and_reap();
-  std::vector<json> records;
-  auto action_for = [&](pid_t pid) -> json {
+  // Lets the first action's memory come back, and returns the audit trail once the queued
+  // action's record is in it, with that record.
+  std::vector<json> let_the_queue_move(json& second_action) {
+    gate_->kill_and_reap();
+    std::vector<json> records;
+    EXPECT_TRUE(wait_until(
+        [&] {
+          records = read_json_lines(cfg_.file("audit.jsonl"));
+          second_action = action_for(records, second());
+          return !second_action.is_null();
+        },
+        30000))
+        << d_->log() << read_text(cfg_.file("audit.jsonl"));
+    return records;
+  }
+
+  static json action_for(const std::vector<json>& records, pid_t pid) {
     for (const auto& r : records)
       if (r["event"] == "action" && r["process"]["pid"] == pid) return r;
     return nullptr;
-  };
-  ASSERT_TRUE(wait_until(
-      [&] {
-        records = read_json_lines(cfg.file("audit.jsonl"));
-        return !action_for(second.pid()).is_null();
-      },
-      30000))
-      << d.log() << read_text(cfg.file("audit.jsonl"));
+  }
 
+  // The whole trail: two decisions, the first job's action, and the second's that sent nothing.
+  void expect_the_whole_trail(const std::vector<json>& records) {
+    ASSERT_EQ(records.size(), 4u) << read_text(cfg_.file("audit.jsonl"));
+    std::multiset<std::pair<std::string, pid_t>> trail;
+    for (const auto& r : records)
+      trail.insert({r["event"].get<std::string>(), r["process"]["pid"].get<pid_t>()});
+    EXPECT_EQ(trail, (std::multiset<std::pair<std::string, pid_t>>{{"decision", first()},
+                                                                   {"decision", second()},
+                                                                   {"action", first()},
+                                                                   {"action", second()}}));
+    EXPECT_EQ(action_for(records, first())["outcome"], "released")
+        << read_text(cfg_.file("audit.jsonl"));
+  }
+
+  FakeDevRoot dev_;
+  std::unique_ptr<Child> first_, gate_, second_;
+  std::unique_ptr<FakeNvml> nvml_;
+  TempDir cfg_;
+  std::unique_ptr<DaemonProcess> d_;
+};
+
+TEST_F(QueuedBehindAnother, AJobResumedWhileItsActionWaitedIsNotEnded) {
+  DaemonProcess& d = *d_;
+  // Resumed before its turn: the daemon's samples see it running again.
+  ASSERT_EQ(::kill(second(), SIGCONT), 0);
+  ASSERT_TRUE(wait_until([&] {
+    char s = state_of(second());
+    return s == 'S' || s == 'R';
+  }));
+  ASSERT_TRUE(wait_until([&] {
+    auto a = row_anomalies(d, second());
+    return !has(a, "stopped");
+  })) << d.log();
+  ASSERT_TRUE(wait_new_samples(d, 2)) << d.log();
+  EXPECT_TRUE(no_signal_pending(second()));
+
+  json second_action;
+  const auto records = let_the_queue_move(second_action);
   // Nothing reached the resumed job: no signal pending (its signals are blocked), alive.
-  EXPECT_TRUE(is_alive(second.pid())) << d.log();
-  EXPECT_TRUE(no_signal_pending(second.pid())) << proc_status_field(second.pid(), "SigPnd") << " "
-                                               << proc_status_field(second.pid(), "ShdPnd");
-  json second_action = action_for(second.pid());
+  EXPECT_TRUE(is_alive(second())) << d.log();
+  EXPECT_TRUE(no_signal_pending(second()))
+      << proc_status_field(second(), "SigPnd") << " " << proc_status_field(second(), "ShdPnd");
   EXPECT_EQ(second_action["outcome"], "unmatched") << second_action.dump(2);
   EXPECT_NE(second_action.value("detail", "").find("stopped"), std::string::npos)
       << second_action.dump(2);
-  // The whole trail: two decisions, the first job's action, and the second's that sent nothing.
-  ASSERT_EQ(records.size(), 4u) << read_text(cfg.file("audit.jsonl"));
-  std::multiset<std::pair<std::string, pid_t>> trail;
-  for (const auto& r : records)
-    trail.insert({r["event"].get<std::string>(), r["process"]["pid"].get<pid_t>()});
-  EXPECT_EQ(trail, (std::multiset<std::pair<std::string, pid_t>>{{"decision", first.pid()},
-                                                                 {"decision", second.pid()},
-                                                                 {"action", first.pid()},
-                                                                 {"action", second.pid()}}));
-  EXPECT_EQ(action_for(first.pid())["outcome"], "released") << read_text(cfg.file("audit.jsonl"));
+  expect_the_whole_trail(records);
+}
+
+// The queued job is killed before its turn and its parent has not reaped it: a zombie under its
+// PID, with its start time, is an ended process. Its action ends as gone, not as a live process
+// whose match broke (whose `after` would start again).
+TEST_F(QueuedBehindAnother, AJobThatEndedWhileItsActionWaitedIsGoneThoughUnreaped) {
+  DaemonProcess& d = *d_;
+  ASSERT_EQ(::kill(second(), SIGKILL), 0);
+  ASSERT_TRUE(wait_for_state(second(), 'Z'));
+  ASSERT_TRUE(wait_until([&] {
+    json row = row_of(json::parse(d.get("/api/v1/snapshot").body, nullptr, false), second());
+    return row.is_object() && row["start_ticks"].is_null();
+  })) << d.log();
+  ASSERT_TRUE(wait_new_samples(d, 2)) << d.log();
+
+  json second_action;
+  const auto records = let_the_queue_move(second_action);
+  EXPECT_EQ(second_action["outcome"], "gone") << second_action.dump(2);
+  expect_the_whole_trail(records);
 }
 
 class PausedBetweenScans : public ::testing::TestWithParam<Mode> {};
