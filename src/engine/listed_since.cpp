@@ -31,8 +31,11 @@ const std::map<pid_t, uint64_t>& ListedSince::update(const core::DriverReading& 
   std::map<pid_t, Listing> now;
   std::set<std::string> answered;  // the GPUs whose process lists were read
   for (const auto& g : drivers.gpus) {
-    if (g.error || g.processes_error || g.known_from_kernel) continue;
-    answered.insert(g.key);
+    if (g.error || g.known_from_kernel) continue;
+    // A GPU whose process lists failed in part (one kind refused, one MIG instance) still lists
+    // the rest: those are dated as any are, or a newcomer under one would pass for it while the
+    // error lasts. Its silence on the others is no evidence that they went.
+    if (!g.processes_error) answered.insert(g.key);
     for (const auto& p : g.processes) {
       auto was = listings_.find(p.pid);
       auto [at, added] =

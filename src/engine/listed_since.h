@@ -2,9 +2,9 @@
 // When the engine first saw each PID the driver lists (core::ProcView::listed_since): a number
 // the driver lists names the process it listed only if that process started before the
 // listing was first seen; one that started later has the PID reused. Kept while the PID stays
-// listed (on any GPU), and while a GPU that listed it does not answer (an error, its backend
-// down): not knowing is no evidence that the listing went. Dropped once the GPUs that listed
-// it answer without it.
+// listed (on any GPU, one whose process lists failed in part included), and while a GPU that
+// listed it does not answer (an error, a list that failed, its backend down): not knowing is no
+// evidence that the listing went. Dropped once the GPUs that listed it answer without it.
 //
 // Start times are in 10 ms ticks, so a process that took the number in the tick the listing was
 // first seen in starts no later than that sighting. The start of the process /proc showed under

@@ -61,6 +61,20 @@ TEST(ListedSince, AReadingThatFailedKeepsWhatItCouldNotList) {
   EXPECT_EQ(l.update(driver_listing({{10}, {}}), 300, nullptr), (Since{{10, 100}}));
 }
 
+// A GPU whose process lists failed in part (one kind refused, one MIG instance) lists the rest:
+// they are dated from their first sighting like any, and what it no longer lists stays.
+TEST(ListedSince, AGpuWhoseListsFailedInPartDatesWhatItDoesList) {
+  ListedSince l;
+  auto partial = driver_listing({{10, 11}});
+  partial.gpus[0].processes_error = "the graphics list was refused";
+  EXPECT_EQ(l.update(partial, 100, nullptr), (Since{{10, 100}, {11, 100}}));
+  partial = driver_listing({{10}});
+  partial.gpus[0].processes_error = "the graphics list was refused";
+  EXPECT_EQ(l.update(partial, 150, nullptr), (Since{{10, 100}, {11, 100}}));
+  // Answered in full without 11: its listing went.
+  EXPECT_EQ(l.update(driver_listing({{10}}), 200, nullptr), (Since{{10, 100}}));
+}
+
 core::ProcView processes_started(const std::map<pid_t, uint64_t>& starts) {
   core::ProcView v;
   for (const auto& [pid, start] : starts) {
