@@ -32,7 +32,7 @@ const std::map<pid_t, uint64_t>& ListedSince::update(const core::DriverReading& 
   std::set<std::string> answered;  // the GPUs whose process lists were read
   for (const auto& g : drivers.gpus) {
     if (g.error || g.known_from_kernel) continue;
-    // A GPU whose process lists failed in part (one kind refused, one MIG instance) still lists
+    // A GPU whose process lists failed in part (one kind refused, one partition) still lists
     // the rest: those are dated as any are, or a newcomer under one would pass for it while the
     // error lasts. Its silence on the others is no evidence that they went.
     if (!g.processes_error) answered.insert(g.key);
