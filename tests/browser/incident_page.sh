@@ -27,22 +27,8 @@ GPUREAP_INCIDENT_PAGE_DIR="$out" "$tests" \
 grep -q '\[  SKIPPED \]' "$out/incident-test.log" && { echo "SKIPPED: the incident test skipped"; exit 77; }
 [ -s "$out/incident.html" ] || fail "the incident test left no page"
 
-# Each run has a profile of its own: a browser of an earlier run still holding a shared one makes
-# the next hand its command line over and wait. A run that hangs anyway (a loaded machine) is
-# tried once more, and says so in the log.
-chrome_once() {
-  timeout 90 "$browser" --headless --no-sandbox --disable-gpu --hide-scrollbars --no-first-run \
-    --disable-background-networking --disable-extensions \
-    --user-data-dir="$(mktemp -d "$out/profile.XXXXXX")" \
-    --run-all-compositor-stages-before-draw "$@" "file://$out/incident.html" 2>>"$out/chromium.log"
-}
-chrome() {
-  local rc=0
-  chrome_once "$@" || rc=$?
-  [ "$rc" = 124 ] || return "$rc"
-  echo "chromium did not finish in 90 s; trying once more" >>"$out/chromium.log"
-  chrome_once "$@"
-}
+page="$out/incident.html"
+. "$(dirname "$0")/chromium.sh"
 chrome --dump-dom > "$out/dom.html" || fail "chromium could not load the page (see $out/chromium.log)"
 grep -q '<section class="now" id="now">' "$out/dom.html" || fail "no Now box"
 grep -q 'data-state="leaked"' "$out/dom.html" || fail "the Now box does not say GPU 1 is leaked"

@@ -62,22 +62,8 @@ printf '%s\n' '{"time":"2023-11-14T22:53:20.000Z","host":"gpu-node-7","event":"a
 "$gpureap" report --from "$out/history.json" --audit-log "$out/audit.jsonl" --out "$out/report.html" \
   || fail "gpureap report failed"
 
-# Each run has a profile of its own: a browser of an earlier run still holding a shared one makes
-# the next hand its command line over and wait. A run that hangs anyway (a loaded machine) is
-# tried once more, and says so in the log.
-chrome_once() {
-  timeout 90 "$browser" --headless --no-sandbox --disable-gpu --hide-scrollbars --no-first-run \
-    --disable-background-networking --disable-extensions \
-    --user-data-dir="$(mktemp -d "$out/profile.XXXXXX")" \
-    --run-all-compositor-stages-before-draw "$@" "file://$out/report.html" 2>>"$out/chromium.log"
-}
-chrome() {
-  local rc=0
-  chrome_once "$@" || rc=$?
-  [ "$rc" = 124 ] || return "$rc"
-  echo "chromium did not finish in 90 s; trying once more" >>"$out/chromium.log"
-  chrome_once "$@"
-}
+page="$out/report.html"
+. "$(dirname "$0")/chromium.sh"
 chrome --dump-dom > "$out/dom.html" || fail "chromium could not load the page (see $out/chromium.log)"
 charts=$(grep -o '<svg class="chart"' "$out/dom.html" | wc -l)
 [ "$charts" = 1 ] || fail "the browser built $charts charts, not 1 (GPU 1 is idle: one line)"
