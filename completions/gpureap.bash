@@ -19,7 +19,7 @@ _gpureap_options() {
              "--driver-timeout= --no-color --tree --help --version" ;;
     ps) echo "--tree --watch --no-daemon --gpu= --user= --pid= --sort= --compact -v --verbose" ;;
     kill) echo "--gpu= --user= --ghosts --stopped --tree --group --signal= --grace= --no-escalate" \
-               "--wait-release= --dry-run -y --yes" ;;
+               "--wait-release= --dry-run -y --yes --no-daemon" ;;
     doctor) echo "--gpu= --settle= --only= --unattributed-threshold= --fix -y --yes -v --verbose --no-pager --no-daemon" ;;
     reset) echo "--gpu= -y --yes --dry-run" ;;
     daemon) echo "--config= --listen= --check-config=" ;;

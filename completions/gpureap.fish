@@ -73,6 +73,7 @@ complete -c gpureap -n '__fish_seen_subcommand_from kill' -l no-escalate -d 'nev
 complete -c gpureap -n '__fish_seen_subcommand_from kill' -l wait-release -x -d 'wait this long for the memory to be released'
 complete -c gpureap -n '__fish_seen_subcommand_from kill' -l dry-run -d 'print the plan and stop'
 complete -c gpureap -n '__fish_seen_subcommand_from kill' -s y -l yes -d 'do not ask'
+complete -c gpureap -n '__fish_seen_subcommand_from kill' -l no-daemon -d 'decide without the daemon record of the listed PIDs'
 
 # doctor
 complete -c gpureap -n '__fish_seen_subcommand_from doctor' -l gpu -x -a '(__gpureap_values gpu-places)' -d 'only findings about this GPU'

@@ -343,13 +343,21 @@ int run_doctor(const GlobalOptions& g, const DoctorOptions& given) {
     }
     if (ref->index && !ref->gpu_instance) o.gpu = ref->index;
   }
-  if (auto served = from_daemon(g, o, *run))
+  // What the daemon saw of the driver's lists over time, for this command's own samples
+  // (core/listed_sightings.h): a fix signals from them.
+  std::optional<core::ListedSightings> sightings;
+  if (auto served = from_daemon(g, o, *run)) {
+    if (served->evidence.last) sightings = core::sightings_of(served->evidence.last->proc);
     if (auto status = report_served(g, o, *run, std::move(*served))) return *status;
+  } else if (o.fix) {
+    sightings = ask_daemon_sightings(g, o.no_daemon);
+  }
   auto collector = open_collector(g);
   if (!collector) {
     fail(collector.error());
     return kDoctorCannotRun;
   }
+  if (sightings) collector->adopt_sightings(std::move(*sightings));
   auto first = std::make_shared<const core::Snapshot>(collector->collect());
   if (auto failed = resolve_scope(o, *first)) return *failed;
   if (doctor::needs_settle(*first, o.gpu)) {

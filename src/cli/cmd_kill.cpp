@@ -9,6 +9,7 @@
 
 #include "cli/announce.h"
 #include "cli/confirm.h"
+#include "cli/daemon_client.h"
 #include "cli/kernel_releases.h"
 #include "core/duration.h"
 #include "core/gpu_resolve.h"
@@ -168,6 +169,9 @@ CLI::App* add_kill_command(CLI::App& app, KillOptions& o) {
       ->capture_default_str();
   kill->add_flag("--dry-run", o.dry_run, "print the plan and stop");
   kill->add_flag("-y,--yes", o.yes, "do not ask (required when not on a terminal)");
+  kill->add_flag("--no-daemon", o.no_daemon,
+                 "decide from this command's own scan alone, without the gpureap daemon's "
+                 "record of when each listed PID was first seen");
   kill->footer(
       "Selectors choose: PIDs, --ghosts, --stopped. Given one, --gpu and --user only narrow what "
       "it chose (a filter never adds a process); --gpu or --user alone choose their holders. "
@@ -198,6 +202,10 @@ int run_kill(const GlobalOptions& g, const KillOptions& options) {
   if (!settings) return fail(settings.error());
   auto collector = open_collector(g);
   if (!collector) return fail(collector.error());
+  // The daemon has watched the driver's lists; one look cannot tell the listed process from
+  // one that took its number since (core/listed_sightings.h).
+  if (auto sightings = ask_daemon_sightings(g, o.no_daemon))
+    collector->adopt_sightings(std::move(*sightings));
   reap::CollectorWorld world(*collector);
   auto started = SystemClock::now();
   if (!o.dry_run && !world.signals_reach())

@@ -26,6 +26,7 @@ struct KillOptions {
   std::string wait_release = "60s";
   bool dry_run = false;
   bool yes = false;
+  bool no_daemon = false;  // decide without the daemon's sightings of the driver's lists
   // The command as the daemon's audit log and the report name it ("gpureap doctor --fix"),
   // announced before the first signal; empty: `gpureap kill` and its arguments.
   std::string announce_as;

@@ -10,6 +10,7 @@
 #include <iostream>
 #include <optional>
 
+#include "cli/daemon_client.h"
 #include "core/duration.h"
 #include "core/gpu_resolve.h"
 #include "daemon/config.h"
@@ -224,6 +225,9 @@ int run_policy(const GlobalOptions& g, const PolicyOptions& o) {
                  "gpureap policy test --config " + path + " lists them all"});
   auto collector = open_collector(g);
   if (!collector) return fail(collector.error());
+  // A policy in the daemon matches with its sightings of the driver's lists: so does its test.
+  if (auto sightings = ask_daemon_sightings(g, false))
+    collector->adopt_sightings(std::move(*sightings));
   const core::Snapshot snapshot = collector->collect();
   for (const auto& p : policies)
     if (p.gpu)

@@ -123,6 +123,17 @@ std::optional<std::string> daemon_socket(const GlobalOptions& g, bool no_daemon)
   return path;
 }
 
+std::optional<core::ListedSightings> ask_daemon_sightings(const GlobalOptions& g, bool no_daemon) {
+  // Sightings speak of this kernel's PIDs alone: other device files, libraries or logs than the
+  // daemon's change nothing in them (adopt_sightings takes those of the PIDs listed here).
+  if (no_daemon || g.proc_root_given) return std::nullopt;
+  const std::string path = daemon::default_local_socket();
+  if (path.empty()) return std::nullopt;
+  auto answer = ask_daemon_evidence(path, std::chrono::milliseconds(0));
+  if (!answer || !answer->evidence.last) return std::nullopt;
+  return core::sightings_of(answer->evidence.last->proc);
+}
+
 int print_command_output(const std::string& out, const std::vector<std::string>& err,
                          int exit_code) {
   for (const auto& line : err) std::cerr << line << "\n";

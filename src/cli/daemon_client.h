@@ -7,6 +7,7 @@
 #include <string>
 
 #include "cli/global_options.h"
+#include "core/listed_sightings.h"
 #include "daemon/local_protocol.h"
 
 namespace gpureap::cli {
@@ -31,6 +32,13 @@ std::optional<std::string> daemon_socket(const GlobalOptions& global, bool no_da
 std::optional<daemon::EvidenceAnswer> ask_daemon_evidence(
     const std::string& socket_path, std::chrono::milliseconds settle,
     std::chrono::milliseconds within = std::chrono::milliseconds(2000));
+
+// The daemon's sightings of the driver's lists (core/listed_sightings.h), for a command that
+// plans signals from its own scan: empty as ask_daemon_evidence's answer is, with `no_daemon`,
+// or where --proc-root names other PIDs than the daemon's. Other roots than the daemon's do not
+// stop it. Without them the command decides on one look, as with no daemon on the node.
+std::optional<core::ListedSightings> ask_daemon_sightings(const GlobalOptions& global,
+                                                          bool no_daemon);
 
 // Prints what a command made of a snapshot (its own or the daemon's): stderr lines first, then
 // stdout; returns the exit status.

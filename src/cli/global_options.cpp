@@ -54,6 +54,7 @@ void note_given_options(const CLI::App& app, GlobalOptions& o) {
     if (entry.library) names.push_back("--" + entry.library->option);
   for (const auto& name : names)
     if (app.get_option(name)->count() > 0) o.roots_given = true;
+  o.proc_root_given = app.get_option("--proc-root")->count() > 0;
 }
 
 backend::BackendSettings backend_settings(const GlobalOptions& o) {

@@ -32,11 +32,15 @@ struct GlobalOptions {
   // (even with its default value): the user asks about those, so `ps` scans them instead of asking
   // the daemon.
   bool roots_given = false;
+  // --proc-root was given: its PIDs may be another namespace's or a saved tree's, not the
+  // daemon's.
+  bool proc_root_given = false;
 };
 
 void add_global_options(CLI::App& app, GlobalOptions& options);
 collect::Roots collector_roots(const GlobalOptions& options);
-// After parsing: what add_global_options cannot tell from the values alone (roots_given).
+// After parsing: what add_global_options cannot tell from the values alone (roots_given,
+// proc_root_given).
 void note_given_options(const CLI::App& app, GlobalOptions& options);
 
 // The collector for these roots and every registered backend, each driver behind a watchdog: a

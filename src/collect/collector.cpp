@@ -628,6 +628,7 @@ core::Snapshot Collector::collect() const {
   phase.emplace("listed process details");
   add_driver_details(view, drivers);
   mark_work_servers(view, drivers);
+  if (sightings_) core::adopt_sightings(view, drivers, *sightings_);
   phase.emplace("join");
   return core::join(std::move(view), std::move(drivers), base::host_name(),
                     std::chrono::system_clock::now());

@@ -9,6 +9,7 @@
 #include "backend/backend_set.h"
 #include "collect/kernel_fd_index.h"
 #include "core/kernel_event.h"
+#include "core/listed_sightings.h"
 #include "core/result.h"
 #include "core/snapshot.h"
 #include "procfs/device_files.h"
@@ -74,6 +75,12 @@ class Collector {
   // rescanning /proc.
   core::DriverReading read_drivers() const;
   core::Snapshot collect() const;
+  // What the node's daemon saw of the listings (core/listed_sightings.h), taken on by every
+  // collect() after this: a command that signals from its own scan then disowns a listed
+  // number's newcomer as the daemon does.
+  void adopt_sightings(core::ListedSightings sightings) {
+    sightings_ = std::make_shared<const core::ListedSightings>(std::move(sightings));
+  }
   // Host-memory leftovers of killed jobs (doctor's ipc-residue) beside the processes of `view`:
   // costly when the dev root's shm has old files, so asked for apart from collect().
   procfs::IpcResidue ipc_residue(const core::ProcView& view) const;
@@ -127,6 +134,7 @@ class Collector {
   procfs::ProcFs proc_;
   procfs::DeviceCatalog catalog_;
   std::shared_ptr<backend::BackendSet> drivers_;
+  std::shared_ptr<const core::ListedSightings> sightings_;
   // Loaded at the first full scan, where this process may and the proc root is the live /proc
   // of the initial PID namespace (kernel_fd_index.h); shared by the copies of this collector.
   struct KernelIterator {

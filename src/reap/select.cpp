@@ -182,12 +182,24 @@ class Selector {
     const core::Ghost* ghost = snap_.ghost(g.pid);
     g.leaked = ghost && ghost->leaked;
     auto others = kin_.other_holders(g.pid);
+    // The number's newcomer (core::ReusedPid) is no PID to name: `gpureap kill N` means the
+    // gone listing, never the process that took its number.
+    const bool newcomer_holds = std::erase(others, g.pid) > 0;
     if (!others.empty()) {
       out_.notes.push_back(who +
                            " is gone and no process is known to keep its memory; other processes "
                            "hold that GPU's device files, none of its job: if they are its "
                            "leftovers, name them: `gpureap kill " +
                            pid_words(others, " ") + "`");
+      return;
+    }
+    if (newcomer_holds) {
+      out_.notes.push_back(
+          who +
+          " is gone and no process is known to keep its memory; the process "
+          "that has the number now holds that GPU's device files, but it is "
+          "not the listed one" +
+          std::string(g.leaked ? ": a leaked context; only a GPU reset frees it" : ""));
       return;
     }
     const auto display = display_node_holders(g);

@@ -589,6 +589,78 @@ action = "kill"
   expect_untouched(daemon_program->pid(), "root's nvidia-persistenced");
 }
 
+// --- one-shot commands beside the daemon ---------------------------------------------------
+
+class OneShotBesideTheDaemon : public ::testing::TestWithParam<Mode> {};
+
+// User A's job is listed with 2 GiB and ends; its context stays listed (leaked), and user B's
+// process takes the number and opens GPU 0's file. One look at /proc cannot tell B's process
+// from the listed one, but the daemon has watched the listing since before B's process began:
+// `kill`, `kill --ghosts` and `doctor --fix`, run with the daemon on the node, take its word
+// (its sightings), and decide as its policies do. Nothing is signalled; the whole plan says so.
+TEST_P(OneShotBesideTheDaemon, KillAndDoctorFixLeaveTheNewcomerAlone) {
+  REQUIRE_DOUBLE();
+  if (!can_run_as_others()) GTEST_SKIP() << "needs root for two users and ns_last_pid";
+  FakeDevRoot dev;
+  Child job = users_process(dev, kUserA, "trainer");
+  const pid_t number = job.pid();
+  FakeNvml nvml(gpu0(json::array({{{"pid", number}, {"used_bytes", 2 * GiB}, {"leaked", true}}})));
+  TempDir dir;
+  auto d = mode_daemon(GetParam(), dir, dev, nvml, "", Rescan::EverySample);
+  const uint64_t job_start = start_ticks_of(number);
+  ASSERT_TRUE(wait_until([&] {
+    json r = daemon_row(*d, number);
+    return r.is_object() && r["listed_by_driver"] == true && r["start_ticks"] == job_start;
+  })) << d->log();
+  job.kill_and_reap();
+  const Newcomer taken(number, "trainer", dev.dev("nvidia0"));
+  const pid_t newcomer = taken.pid;
+  if (newcomer < 0) GTEST_SKIP() << "the kernel did not hand out PID " << number << " again";
+  ASSERT_TRUE(wait_until([&] { return daemon_row(*d, number)["reused_by"].is_object(); }))
+      << d->log() << snapshot_of(*d).dump(2);
+
+  std::vector<std::string> env = client_of(dir);
+  for (const auto& e : nvml.env()) env.push_back(e);
+  const std::vector<std::string> roots{"--dev-root", dev.path()};
+  auto with_roots = [&](std::vector<std::string> args) {
+    args.insert(args.end(), roots.begin(), roots.end());
+    return args;
+  };
+
+  // By its number: the listing is a gone context, and B's process under it is refused.
+  auto by_number =
+      run_gpureap(with_roots({"kill", std::to_string(number), "--dry-run", "--json"}), env);
+  json planned = parse_output(by_number);
+  EXPECT_EQ(planned["plan"]["targets"], json::array()) << by_number.out << by_number.err;
+  EXPECT_EQ(planned["summary"]["to_signal"], 0) << by_number.out;
+  ASSERT_EQ(planned["plan"]["gone"].size(), 1u) << by_number.out;
+  EXPECT_EQ(planned["plan"]["gone"][0]["pid"], number) << by_number.out;
+  // No note offers the number back as if it named B's process.
+  EXPECT_EQ(by_number.out.find("gpureap kill " + std::to_string(number) + "`"), std::string::npos)
+      << by_number.out;
+
+  // Every ghost: the gone listing, which nothing keeps; no target at all.
+  auto ghosts = run_gpureap(with_roots({"kill", "--ghosts", "--yes", "--json"}), env);
+  json reaped = parse_output(ghosts);
+  EXPECT_EQ(reaped["plan"]["targets"], json::array()) << ghosts.out << ghosts.err;
+  EXPECT_EQ(reaped["outcomes"], json::array()) << ghosts.out;
+  ASSERT_EQ(reaped["plan"]["gone"].size(), 1u) << ghosts.out;
+  EXPECT_EQ(reaped["plan"]["gone"][0]["pid"], number) << ghosts.out;
+  EXPECT_EQ(reaped["plan"]["gone"][0]["keepers"], json::array()) << ghosts.out;
+
+  auto fixed = run_gpureap(with_roots({"doctor", "--fix", "--yes", "--settle", "0s"}), env);
+  EXPECT_NE(fixed.out.find("PID " + std::to_string(number) + " was reused"), std::string::npos)
+      << fixed.out << fixed.err;
+  EXPECT_NE(fixed.out.find("Nothing for --fix to do"), std::string::npos) << fixed.out;
+  expect_untouched(newcomer, "user B's newcomer");
+}
+
+INSTANTIATE_TEST_SUITE_P(BothModes, OneShotBesideTheDaemon,
+                         ::testing::Values(Mode::Events, Mode::Scans),
+                         [](const ::testing::TestParamInfo<Mode>& i) {
+                           return std::string(name_of(i.param));
+                         });
+
 }  // namespace policy_attacks
 }  // namespace
 }  // namespace gpureap::testing

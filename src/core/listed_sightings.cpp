@@ -1,0 +1,48 @@
+#include "core/listed_sightings.h"
+
+#include <cstdlib>
+#include <set>
+#include <string>
+
+namespace gpureap::core {
+namespace {
+
+// /proc/stat's btime is the wall clock less the time since boot, read anew each time: two reads
+// of one boot differ by a rounding, or by what the clock was slewed in between. Another boot is
+// further apart than this (a reboot takes longer).
+constexpr long long kSameBootSeconds = 2;
+
+}  // namespace
+
+ListedSightings sightings_of(const ProcView& view) {
+  return {view.boot_time, view.in_child_pid_namespace, view.listed_since,
+          view.listed_first_process, view.ends};
+}
+
+std::optional<std::string> sightings_mismatch(const ListedSightings& sightings,
+                                              const ProcView& view) {
+  if (!sightings.boot_time || !view.boot_time) return "the boot time is unknown";
+  if (std::llabs(*sightings.boot_time - *view.boot_time) > kSameBootSeconds)
+    return "they come from another boot";
+  if (sightings.in_child_pid_namespace != view.in_child_pid_namespace)
+    return "they come from another PID namespace";
+  return std::nullopt;
+}
+
+void adopt_sightings(ProcView& view, const DriverReading& drivers,
+                     const ListedSightings& sightings) {
+  if (sightings_mismatch(sightings, view)) return;
+  std::set<pid_t> listed;
+  for (const auto& g : drivers.gpus)
+    for (const auto& p : g.processes) listed.insert(p.pid);
+  for (pid_t pid : listed) {
+    if (auto it = sightings.since.find(pid); it != sightings.since.end())
+      view.listed_since.try_emplace(pid, it->second);
+    if (auto it = sightings.first_process.find(pid); it != sightings.first_process.end())
+      view.listed_first_process.try_emplace(pid, it->second);
+    if (auto it = sightings.ends.find(pid); it != sightings.ends.end())
+      view.ends.try_emplace(pid, it->second);
+  }
+}
+
+}  // namespace gpureap::core
