@@ -75,10 +75,15 @@ class Decider {
     auto since = proc_.listed_since.find(pid);
     auto ends = proc_.ends.find(pid);
     if (since == proc_.listed_since.end() || ends == proc_.ends.end()) return true;
+    auto first = proc_.listed_first_process.find(pid);
     for (const auto& life : ends->second) {
-      // The listed process: it held a GPU file and had the number when the listing was seen.
+      // The listed process: it held a GPU file and had the number when the listing was seen,
+      // or it is the holder that ended just before that sighting, whose context the listing is
+      // taken to be (engine/listed_since.h).
       const bool listed_one =
-          life.held && life.start_ticks <= since->second && since->second <= life.end_ticks;
+          life.held &&
+          ((life.start_ticks <= since->second && since->second <= life.end_ticks) ||
+           (first != proc_.listed_first_process.end() && life.start_ticks == first->second));
       if (listed_one) {
         // Ticks are 10 ms: a process that started in the tick its number's listed owner ended
         // in may have come after it, and is no proven kin.

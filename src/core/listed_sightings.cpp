@@ -15,8 +15,8 @@ constexpr long long kSameBootSeconds = 2;
 }  // namespace
 
 ListedSightings sightings_of(const ProcView& view) {
-  return {view.boot_time, view.in_child_pid_namespace, view.listed_since,
-          view.listed_first_process, view.ends};
+  return {view.boot_time, view.in_child_pid_namespace, view.listed_since, view.listed_first_process,
+          view.ends};
 }
 
 std::optional<std::string> sightings_mismatch(const ListedSightings& sightings,

@@ -18,32 +18,55 @@ uint64_t boot_ticks_now() {
   return ns / (1000000000ull / hz);
 }
 
-const std::map<pid_t, uint64_t>& ListedSince::update(const core::DriverReading& drivers,
-                                                     uint64_t now_ticks,
-                                                     const core::ProcView* fresh) {
-  // A first sighting: the process under the number now, if it could be the listed one.
-  auto first_sighting = [&](pid_t pid) {
-    Listing l{now_ticks, std::nullopt, {}};
+const std::map<pid_t, uint64_t>& ListedSince::update(
+    const core::DriverReading& drivers, uint64_t now_ticks, const core::ProcView* fresh,
+    const std::map<pid_t, std::vector<core::ProcessEnd>>& ends) {
+  // A first sighting's process: the one under the number now, if it could be the listed one,
+  // unless a holder that had the number ended since the listing GPUs last answered without it.
+  auto first_process = [&](pid_t pid, const Listing& l) -> std::optional<uint64_t> {
+    uint64_t quiet_since = UINT64_MAX;
+    for (const auto& key : l.gpus) {
+      auto at = last_read_.find(key);
+      quiet_since = std::min(quiet_since, at != last_read_.end() ? at->second : 0);
+    }
     const core::HostProcess* p = fresh ? fresh->find(pid) : nullptr;
-    if (p && p->stat.start_ticks <= now_ticks) l.first_process = p->stat.start_ticks;
-    return l;
+    std::optional<uint64_t> there;
+    if (p && p->stat.start_ticks <= now_ticks) there = p->stat.start_ticks;
+    std::optional<uint64_t> ended;
+    if (auto e = ends.find(pid); e != ends.end())
+      for (const auto& life : e->second)
+        if (life.held && life.end_ticks >= quiet_since && (!there || life.start_ticks < *there) &&
+            (!ended || life.start_ticks > *ended))
+          ended = life.start_ticks;
+    return ended ? ended : there;
   };
   std::map<pid_t, Listing> now;
-  std::set<std::string> answered;  // the GPUs whose process lists were read
+  std::set<pid_t> first_seen;
+  std::set<std::string> answered;  // the GPUs whose process lists were read in full
+  std::set<std::string> read;      // and in part: when the others were read still counts, or a
+                                   // GPU whose one kind of list is always refused would date
+                                   // every listing first seen there from its first reading
   for (const auto& g : drivers.gpus) {
     if (g.error || g.known_from_kernel) continue;
+    read.insert(g.key);
     // A GPU whose process lists failed in part (one kind refused, one partition) still lists
     // the rest: those are dated as any are, or a newcomer under one would pass for it while the
     // error lasts. Its silence on the others is no evidence that they went.
     if (!g.processes_error) answered.insert(g.key);
     for (const auto& p : g.processes) {
       auto was = listings_.find(p.pid);
-      auto [at, added] =
-          now.try_emplace(p.pid, was != listings_.end() ? was->second : first_sighting(p.pid));
+      if (was == listings_.end()) first_seen.insert(p.pid);
+      auto [at, added] = now.try_emplace(
+          p.pid, was != listings_.end() ? was->second : Listing{now_ticks, std::nullopt, {}});
       if (added) at->second.gpus.clear();  // the GPUs that list it in this reading
       at->second.gpus.insert(g.key);
     }
   }
+  for (pid_t pid : first_seen) {
+    Listing& l = now.at(pid);
+    l.first_process = first_process(pid, l);
+  }
+  for (const auto& key : read) last_read_[key] = now_ticks;
   // A GPU that did not answer (an error, its backend down) says nothing of the PIDs it listed:
   // their first sightings stay. Dropped, a listing that comes back after a moment's driver
   // error would be dated anew, and a process that took its number meanwhile would pass for the

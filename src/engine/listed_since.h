@@ -10,6 +10,11 @@
 // first seen in starts no later than that sighting. The start of the process /proc showed under
 // the number just after that first reading (core::ProcView::listed_first_process) tells it
 // apart: any other process under the number came after it, and is not the listed one.
+//
+// The listing appeared between the last reading that could have listed it and this one. Where
+// a holder of a GPU file had the number and ended in that span (core::ProcView::ends), the
+// listing may be that holder's context, kept by what it left behind, and a process that took
+// the number after it is not vouched for: the first process is then that ended holder.
 #include <sys/types.h>
 
 #include <cstdint>
@@ -17,6 +22,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "core/gpu.h"
 #include "core/snapshot.h"
@@ -31,10 +37,12 @@ class ListedSince {
  public:
   // After a driver reading: `now_ticks` is taken once the reading returned, so every process
   // it lists started by then. `fresh` is a view of /proc read after that reading, null when
-  // the view is older (it may show a number's earlier process). Returns every PID listed now
-  // with when it was first seen listed.
-  const std::map<pid_t, uint64_t>& update(const core::DriverReading& drivers, uint64_t now_ticks,
-                                          const core::ProcView* fresh);
+  // the view is older (it may show a number's earlier process). `ends`: the ends seen of GPU-file
+  // holders (core::ProcView::ends). Returns every PID listed now with when it was first seen
+  // listed.
+  const std::map<pid_t, uint64_t>& update(
+      const core::DriverReading& drivers, uint64_t now_ticks, const core::ProcView* fresh,
+      const std::map<pid_t, std::vector<core::ProcessEnd>>& ends = {});
   // Each listed PID's process in the fresh view of its first sighting, by its start time,
   // where that view had one under the number that started by the reading.
   const std::map<pid_t, uint64_t>& first_processes() const { return first_; }
@@ -46,6 +54,9 @@ class ListedSince {
     std::set<std::string> gpus;             // the GPUs (core::Gpu::key) that listed it last
   };
   std::map<pid_t, Listing> listings_;
+  // When each GPU's process lists were last read (by Gpu::key): the last read before this one is
+  // the last that could have shown a listing first seen now.
+  std::map<std::string, uint64_t> last_read_;
   std::map<pid_t, uint64_t> since_, first_;  // what update() and first_processes() return
 };
 

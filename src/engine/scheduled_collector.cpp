@@ -95,8 +95,8 @@ std::shared_ptr<Collection> ScheduledCollector::complete(const Cadence& cadence,
   merge_ends(view.ends, lineage_.ends());
   // An update (events alone) keeps a process's earlier entry where its read failed: only a
   // scan's view is surely of /proc after the reading.
-  view.listed_since =
-      listed_since_.update(driver.reading, read_at_ticks, due.scan && !update ? &view : nullptr);
+  view.listed_since = listed_since_.update(driver.reading, read_at_ticks,
+                                           due.scan && !update ? &view : nullptr, view.ends);
   view.listed_first_process = listed_since_.first_processes();
   listed_ends_.keep(view.ends, view.listed_since);
   rank_exits_.observe(view, boot_ticks_now(),

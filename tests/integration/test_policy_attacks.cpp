@@ -168,6 +168,42 @@ std::unique_ptr<DaemonProcess> watching_daemon(Mode mode, const TempDir& dir,
   return d;
 }
 
+// User A's trainer: it holds GPU 0's file, forks a worker that inherits it when told (once the
+// daemon follows the trainer as a holder, as a job's DataLoader does), and ends when told. The
+// worker blocks every signal, and is SIGKILLed with the struct.
+struct TrainerOfA {
+  explicit TrainerOfA(const FakeDevRoot& dev)
+      : child([this, file = dev.dev("nvidia0")] {
+          hold(file);
+          become(kUserA);
+          opened.signal();
+          fork_now.wait(60000);
+          if (::fork() == 0) {
+            ::prctl(PR_SET_NAME, "loader-worker");
+            block_all_signals();
+            forked.send(::getpid());
+            for (;;) ::pause();
+          }
+          for (;;) ::pause();
+        }) {
+    opened.wait();
+  }
+  pid_t pid() const { return child.pid(); }
+  pid_t fork_worker() {
+    fork_now.signal();
+    worker = static_cast<pid_t>(forked.receive());
+    strays.pids.push_back(worker);
+    return worker;
+  }
+  // Its number is free once this returns (reaped: nothing signals it again).
+  void end() { child.kill_and_reap(); }
+
+  Ready opened, fork_now, forked;
+  KillStrays strays;
+  Child child;
+  pid_t worker = -1;
+};
+
 class GoneNumberTaken : public ::testing::TestWithParam<Mode> {};
 
 // User A's trainer opens GPU 0, forks a worker that inherits the file, and ends while the daemon
@@ -191,32 +227,13 @@ action = "kill"
 )",
                            skip);
   if (!skip.empty()) GTEST_SKIP() << skip;
-  KillStrays strays;
-  // The trainer forks once the daemon follows it as a holder, as a job's DataLoader does.
-  Ready opened, fork_now, forked, end_now;
-  Child trainer([&] {
-    hold(dev.dev("nvidia0"));
-    become(kUserA);
-    opened.signal();
-    fork_now.wait(60000);
-    if (::fork() == 0) {
-      ::prctl(PR_SET_NAME, "loader-worker");
-      block_all_signals();
-      forked.send(::getpid());
-      for (;;) ::pause();
-    }
-    end_now.wait(60000);
-    ::_exit(0);
-  });
+  TrainerOfA trainer(dev);
   const pid_t gone = trainer.pid();
-  opened.wait();
   ASSERT_TRUE(wait_until([&] {
     json t = row_of(snapshot_of(*d), gone);
     return t.is_object() && t["holds_device"] == true;
   })) << d->log();
-  fork_now.signal();
-  const pid_t worker = static_cast<pid_t>(forked.receive());
-  strays.pids.push_back(worker);
+  const pid_t worker = trainer.fork_worker();
   replace_scenario(
       nvml, gpu0(json::array({{{"pid", gone}, {"used_bytes", 8 * GiB}, {"holders", {worker}}}})));
   ASSERT_TRUE(wait_until([&] {
@@ -224,8 +241,7 @@ action = "kill"
     return row_of(snapshot_of(*d), gone)["listed_by_driver"] == true && w.is_object() &&
            w["shares_context_of"] == json::array({gone});
   })) << d->log();
-  end_now.signal();
-  ASSERT_EQ(::waitpid(gone, nullptr, 0), gone);
+  trainer.end();
   ASSERT_TRUE(wait_until([&] {
     json w = row_of(snapshot_of(*d), worker);
     return w.is_object() && w["keeps"] == json::array({gone});
@@ -588,6 +604,66 @@ action = "kill"
   EXPECT_EQ(end_signal(alike.pid()), SIGKILL);
   expect_untouched(daemon_program->pid(), "root's nvidia-persistenced");
 }
+
+// --- a listing first seen after its holder ended ------------------------------------------
+
+class ListingFirstSeenLate : public ::testing::TestWithParam<Mode> {};
+
+// GPU 0 does not answer while user A's trainer holds its file, forks a worker and ends, and
+// while user B's process takes the trainer's number and opens GPU 0's file. Once the GPU answers,
+// it lists the number with the worker keeping its context. B's process is under the number at
+// the daemon's first sighting, but a holder of that number ended since the GPU last answered,
+// and the daemon saw it: B's process is not vouched for. It is a newcomer, charged nothing, and
+// the worker keeps the trainer's context.
+TEST_P(ListingFirstSeenLate, TheNumbersNewcomerIsNotTheListedProcess) {
+  REQUIRE_DOUBLE();
+  if (!can_run_as_others()) GTEST_SKIP() << "needs root for two users and ns_last_pid";
+  FakeDevRoot dev;
+  json lost = gpu0(json::array());
+  lost["gpus"][0]["error"] = "gpu_lost";
+  FakeNvml nvml(lost);
+  TempDir dir;
+  std::string skip;
+  auto d = watching_daemon(GetParam(), dir, dev, nvml, "", skip);
+  if (!skip.empty()) GTEST_SKIP() << skip;
+  TrainerOfA trainer(dev);
+  const pid_t gone = trainer.pid();
+  ASSERT_TRUE(wait_until([&] {
+    json t = row_of(snapshot_of(*d), gone);
+    return t.is_object() && t["holds_device"] == true;
+  })) << d->log();
+  const pid_t worker = trainer.fork_worker();
+  ASSERT_TRUE(wait_until([&] { return row_of(snapshot_of(*d), worker).is_object(); })) << d->log();
+  trainer.end();
+  const Newcomer taken(gone, "trainer", dev.dev("nvidia0"));
+  const pid_t newcomer = taken.pid;
+  if (newcomer < 0) GTEST_SKIP() << "the kernel did not hand out PID " << gone << " again";
+  ASSERT_TRUE(wait_until([&] {
+    json r = row_of(snapshot_of(*d), gone);
+    return r.is_object() && r["start_ticks"] == start_ticks_of(newcomer);
+  })) << d->log()
+      << snapshot_of(*d).dump(2);
+
+  replace_scenario(
+      nvml, gpu0(json::array({{{"pid", gone}, {"used_bytes", 8 * GiB}, {"holders", {worker}}}})));
+  ASSERT_TRUE(wait_until([&] { return daemon_row(*d, gone)["listed_by_driver"] == true; }))
+      << d->log();
+  json row = daemon_row(*d, gone);
+  ASSERT_TRUE(row["reused_by"].is_object()) << snapshot_of(*d).dump(2);
+  EXPECT_EQ(row["reused_by"]["uid"], kUserB) << row.dump(2);
+  EXPECT_EQ(row["reused_by"]["why"], "started-after-listing") << row.dump(2);
+  EXPECT_TRUE(row["start_ticks"].is_null()) << row.dump(2);
+  ASSERT_TRUE(wait_until([&] {
+    json w = daemon_row(*d, worker);
+    return w.is_object() && w["keeps"] == json::array({gone});
+  })) << snapshot_of(*d).dump(2);
+}
+
+INSTANTIATE_TEST_SUITE_P(BothModes, ListingFirstSeenLate,
+                         ::testing::Values(Mode::Events, Mode::Scans),
+                         [](const ::testing::TestParamInfo<Mode>& i) {
+                           return std::string(name_of(i.param));
+                         });
 
 // --- one-shot commands beside the daemon ---------------------------------------------------
 

@@ -200,6 +200,33 @@ TEST(GhostVerdict, AnEarlierOwnerOfTheNumberIsNotTheListedProcess) {
   EXPECT_EQ(s.ghost(960)->other_holders, std::vector<pid_t>{961});
 }
 
+TEST(GhostVerdict, AHolderThatEndedJustBeforeTheFirstSightingIsTheListedOne) {
+  // The listed process (a holder, 50-90) forked 941 at 60 and ended; 940's number went to a
+  // newcomer (started at 95, holding GPU 0's file) before the daemon first saw 940 listed (100).
+  // The daemon took the holder that ended since its last reading for the listed one
+  // (listed_first_process 50): the newcomer is not it, and the worker keeps the context.
+  SnapshotOptions o;
+  o.listed_since = {{940, 100}};
+  o.listed_first_process = {{940, 50}};
+  o.ends = {{940, {{50, 90, true}}}};
+  o.exited_parents = {{941, 940}};
+  auto at = [](HostProcess p, uint64_t start) {
+    p.stat.start_ticks = start;
+    return p;
+  };
+  auto s = make_snapshot(
+      {proc(1, 0, 1), at(sharing(940, 1, 940, "940:7"), 95), at(sharing(941, 1, 941, "941:5"), 60)},
+      {gpu(0, 0, 8 * GiB, {listed(940, 8 * GiB)})}, o);
+  ASSERT_TRUE(s.row(940)->reused.has_value());
+  EXPECT_EQ(keepers(s, 940), std::vector<pid_t>{941});
+  EXPECT_EQ(s.ghost(940)->other_holders, std::vector<pid_t>{940});
+  // Without that first process, the holder's life does not hold the sighting: no kin of it.
+  o.listed_first_process.clear();
+  auto unsure = make_snapshot({proc(1, 0, 1), at(sharing(941, 1, 941, "941:5"), 60)},
+                              {gpu(0, 0, 8 * GiB, {listed(940, 8 * GiB)})}, o);
+  EXPECT_TRUE(keepers(unsure, 940).empty());
+}
+
 TEST(GhostVerdict, ANumbersOwnerThatHeldNoFileWhenTheListingWasSeenKeepsNothing) {
   // The listed process died before the daemon started; another process (no GPU file, 80-150)
   // had its number when the daemon first saw the listing (100), and forked 951 (at 90), which

@@ -112,6 +112,40 @@ TEST(ListedSince, KeepsTheProcessAFreshViewShowedAtTheFirstSighting) {
   EXPECT_EQ(l.first_processes(), (Since{{10, 120}, {11, 100}}));
 }
 
+// A listing first seen after a holder of its number ended, since the GPU last answered without
+// it: it may be that holder's context (its worker keeps it), and the process that took the
+// number since is not the listed one. A holder that ended before that reading, or one that held
+// no GPU file, says nothing: the listing is the process there now.
+TEST(ListedSince, AHolderOfTheNumberThatEndedSinceTheLastReadingMayBeTheListedOne) {
+  using Ends = std::map<pid_t, std::vector<core::ProcessEnd>>;
+  ListedSince l;
+  l.update(driver_listing({{}}), 100, nullptr);
+  auto fresh = processes_started({{10, 130}, {11, 131}, {12, 132}, {13, 133}});
+  const Ends ends{
+      {10, {core::ProcessEnd{80, 125, true, std::nullopt}}},   // ended since tick 100: maybe it
+      {11, {core::ProcessEnd{60, 90, true, std::nullopt}}},    // ended before tick 100
+      {12, {core::ProcessEnd{70, 120, false, std::nullopt}}},  // held no GPU file
+      {13,
+       {core::ProcessEnd{20, 40, true, std::nullopt},      // before tick 100
+        core::ProcessEnd{50, 110, true, std::nullopt}}}};  // since: this one
+  l.update(driver_listing({{10, 11, 12, 13}}), 140, &fresh, ends);
+  EXPECT_EQ(l.first_processes(), (Since{{10, 80}, {11, 131}, {12, 132}, {13, 50}}));
+  // With no view of /proc after the reading, the ended holder is still the first process.
+  const Ends later{{14, {core::ProcessEnd{135, 145, true, std::nullopt}}}};
+  l.update(driver_listing({{10, 11, 12, 13, 14}}), 150, nullptr, later);
+  EXPECT_EQ(l.first_processes().at(14), 135u);
+}
+
+// A GPU never read before (the engine's first reading, or a GPU back after an error) gives no
+// bound: any holder of the number that ended may be the listed one.
+TEST(ListedSince, WithoutAnEarlierReadingEveryEndedHolderMayBeTheListedOne) {
+  ListedSince l;
+  auto fresh = processes_started({{10, 130}});
+  l.update(driver_listing({{10}}), 140, &fresh,
+           {{10, {core::ProcessEnd{5, 8, true, std::nullopt}}}});
+  EXPECT_EQ(l.first_processes(), (Since{{10, 5}}));
+}
+
 // The clock and unit of /proc/PID/stat's start time: a process forked after a reading started
 // at or after it, one forked before started at or before it.
 TEST(ListedSince, BootTicksAreTheClockOfProcessStartTimes) {
