@@ -21,7 +21,8 @@ using json = nlohmann::json;
 static_assert(core::field_count<ProcessIdentity>() == 8, "a process field is not in the line");
 static_assert(core::field_count<GpuMemory>() == 2, "a GpuMemory field is not in the line");
 static_assert(core::field_count<Actor>() == 3, "an Actor field is not in the line");
-static_assert(core::field_count<Record>() == 15, "a Record field is not in the line");
+static_assert(core::field_count<Signalled>() == 6, "a Signalled field is not in the line");
+static_assert(core::field_count<Record>() == 16, "a Record field is not in the line");
 
 // Process names, command lines and error texts are untrusted bytes; JSON needs UTF-8.
 std::string text(const std::string& s) {
@@ -68,6 +69,18 @@ struct Builder {
             {"container", optional_text(p.container)}};
   }
 
+  static J signalled(const std::vector<Signalled>& list) {
+    J out = J::array();
+    for (const auto& s : list)
+      out.push_back({{"pid", s.pid},
+                     {"start_ticks", or_null(s.start_ticks)},
+                     {"comm", text(s.comm)},
+                     {"uid", or_null(s.uid)},
+                     {"user", optional_text(s.user)},
+                     {"signals", text_array(s.signals)}});
+    return out;
+  }
+
   static J record(const Record& r) {
     J memory = J::array();
     for (const auto& m : r.memory) memory.push_back({{"gpu", m.gpu}, {"bytes", or_null(m.bytes)}});
@@ -86,6 +99,7 @@ struct Builder {
             {"reasons", text_array(r.reasons)},
             {"attempt", r.attempt > 0 ? J(r.attempt) : J(nullptr)},
             {"detail", text(r.detail)},
+            {"signalled", signalled(r.signalled)},
             {"actor", r.actor ? J{{"uid", r.actor->uid},
                                   {"user", text(r.actor->user)},
                                   {"command", text(r.actor->command)}}
@@ -138,6 +152,25 @@ std::vector<GpuMemory> memory_from_json(const json& object) {
     auto gpu = optional_unsigned<unsigned>(item, "gpu");
     if (!gpu) continue;
     out.push_back({*gpu, optional_unsigned<uint64_t>(item, "bytes")});
+  }
+  return out;
+}
+
+// A list entry without a PID names no process and is skipped.
+std::vector<Signalled> signalled_from_json(const json& object) {
+  std::vector<Signalled> out;
+  const json* v = field(object, "signalled");
+  if (!v || !v->is_array()) return out;
+  for (const auto& item : *v) {
+    if (!item.is_object()) continue;
+    const json* pid = field(item, "pid");
+    if (!pid || !pid->is_number_integer() || pid->get<int64_t>() <= 0 ||
+        pid->get<int64_t>() > std::numeric_limits<pid_t>::max())
+      continue;
+    out.push_back({static_cast<pid_t>(pid->get<int64_t>()),
+                   optional_unsigned<uint64_t>(item, "start_ticks"), string_or_empty(item, "comm"),
+                   optional_unsigned<uid_t>(item, "uid"), optional_string(item, "user"),
+                   string_array(item, "signals")});
   }
   return out;
 }
@@ -219,6 +252,7 @@ core::Result<Record> record_from_json(const nlohmann::json& j) {
   r.reasons = string_array(j, "reasons");
   r.attempt = optional_unsigned<unsigned>(j, "attempt").value_or(0);
   r.detail = string_or_empty(j, "detail");
+  r.signalled = signalled_from_json(j);
   if (const json* a = field(j, "actor"); a && a->is_object())
     if (auto uid = optional_unsigned<uid_t>(*a, "uid"))
       r.actor = Actor{*uid, string_or_empty(*a, "user"), string_or_empty(*a, "command")};

@@ -33,6 +33,18 @@ struct GpuMemory {
   std::optional<uint64_t> bytes;  // empty when the driver did not say
 };
 
+// A process an action signalled, as the plan pinned it, and the signals it was sent in order
+// ("SIGTERM", "SIGKILL"). For a gone PID these are its keepers: the record's process is the
+// gone PID, which no signal can reach.
+struct Signalled {
+  pid_t pid = 0;
+  std::optional<uint64_t> start_ticks;
+  std::string comm;
+  std::optional<uid_t> uid;
+  std::optional<std::string> user;
+  std::vector<std::string> signals;
+};
+
 // Who asked for an action a gpureap command announced to the daemon (`kill`, `doctor --fix`,
 // `top`, `run`, `reset`): the uid comes from the local socket's peer credentials, which the
 // kernel vouches for; the command line is the client's own words.
@@ -65,7 +77,9 @@ struct Record {
   std::vector<std::string> reasons;  // why the policy matched
   unsigned attempt = 0;              // 1 for the first try of an action; 0: none (null)
   std::string detail;                // an error, a refusal, who still holds the memory
-  std::optional<Actor> actor;        // announced: who asked; null for a policy's records
+  // action: the processes it sent at least one signal to; empty for every other event
+  std::vector<Signalled> signalled;
+  std::optional<Actor> actor;  // announced: who asked; null for a policy's records
 };
 
 nlohmann::json to_json(const Record& r);

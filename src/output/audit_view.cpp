@@ -54,6 +54,25 @@ std::string source_of(const audit::Record& r) {
   return or_dash(r.policy);
 }
 
+// "signalled PID 4250 (python, user alice) SIGTERM, SIGKILL; PID 4251 (python) SIGTERM": whom
+// the action reached, which for a gone PID is not the row's process but its keepers.
+std::string signalled_of(const audit::Record& r) {
+  std::string out;
+  for (const auto& s : r.signalled) {
+    std::string who = text::terminal_safe(s.comm);
+    if (s.user)
+      who += (who.empty() ? "user " : ", user ") + text::terminal_safe(*s.user);
+    else if (s.uid)
+      who += (who.empty() ? "uid " : ", uid ") + std::to_string(*s.uid);
+    std::string signals;
+    for (const auto& name : s.signals)
+      signals += (signals.empty() ? "" : ", ") + text::terminal_safe(name);
+    out += (out.empty() ? "signalled PID " : "; PID ") + std::to_string(s.pid) +
+           (who.empty() ? "" : " (" + who + ")") + " " + signals;
+  }
+  return out;
+}
+
 std::string memory_of(const std::vector<audit::GpuMemory>& memory) {
   std::optional<uint64_t> sum;
   for (const auto& m : memory)
@@ -65,28 +84,33 @@ std::string memory_of(const std::vector<audit::GpuMemory>& memory) {
 
 std::string render_audit_table(const std::vector<audit::Record>& records, const Style& style,
                                std::optional<size_t> max_width) {
-  Table wide(
-      {"TIME (UTC)", "BY", "ACTION", "OUTCOME", "PID", "USER", "MEMORY", "RELEASED", "COMMAND"});
-  for (const auto& r : records) {
-    wide.add({{table_time(r.time)},
-              {source_of(r)},
-              {or_dash(r.action)},
-              {or_dash(r.outcome), outcome_color(r.outcome)},
-              {r.process.pid > 0 ? std::to_string(r.process.pid) : "-"},
-              {user_of(r.process)},
-              {memory_of(r.memory)},
-              {r.released_bytes ? text::human_bytes(*r.released_bytes) : "-"},
-              {command_of(r)}});
-  }
-  if (!max_width) return wide.render(style, max_width);
-  const std::string plain = wide.render(Style(false), std::nullopt);
+  // The rows alone decide whether the wide table fits: a note under a row wraps at the edge.
+  auto wide_table = [&](bool notes) {
+    Table wide(
+        {"TIME (UTC)", "BY", "ACTION", "OUTCOME", "PID", "USER", "MEMORY", "RELEASED", "COMMAND"});
+    for (const auto& r : records) {
+      wide.add({{table_time(r.time)},
+                {source_of(r)},
+                {or_dash(r.action)},
+                {or_dash(r.outcome), outcome_color(r.outcome)},
+                {r.process.pid > 0 ? std::to_string(r.process.pid) : "-"},
+                {user_of(r.process)},
+                {memory_of(r.memory)},
+                {r.released_bytes ? text::human_bytes(*r.released_bytes) : "-"},
+                {command_of(r)}});
+      if (notes && !r.signalled.empty()) wide.add_note(1, {signalled_of(r)});
+    }
+    return wide;
+  };
+  if (!max_width) return wide_table(true).render(style, max_width);
+  const std::string plain = wide_table(false).render(Style(false), std::nullopt);
   size_t widest = 0;
   for (size_t i = 0; i < plain.size();) {
     size_t end = std::min(plain.find('\n', i), plain.size());
     widest = std::max(widest, text::text_width(std::string_view(plain).substr(i, end - i)));
     i = end + 1;
   }
-  if (widest <= *max_width) return wide.render(style, max_width);
+  if (widest <= *max_width) return wide_table(true).render(style, max_width);
   // Narrow: who asked, the action and the user go to a line under each row, so the memory,
   // what came back and the command keep their columns.
   Table narrow({"TIME (UTC)", "OUTCOME", "PID", "MEMORY", "RELEASED", "COMMAND"});
@@ -99,6 +123,7 @@ std::string render_audit_table(const std::vector<audit::Record>& records, const 
                 {command_of(r)}});
     narrow.add_note(1, {"by " + source_of(r) + ", action " + or_dash(r.action) + ", user " +
                         user_of(r.process)});
+    if (!r.signalled.empty()) narrow.add_note(1, {signalled_of(r)});
   }
   return narrow.render(style, max_width);
 }

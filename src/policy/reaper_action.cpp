@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "reap/arguments.h"
 #include "reap/collector_world.h"
 #include "reap/kin.h"
 #include "reap/outcome.h"
@@ -68,6 +69,22 @@ std::string signalled_text(const reap::Reaped& reaped) {
       who += ", uid " + std::to_string(*t.uid);
     out +=
         (out.empty() ? "" : ", ") + std::string("PID ") + std::to_string(t.pid) + " (" + who + ")";
+  }
+  return out;
+}
+
+// The processes the action sent at least one signal to, as the plan pinned them, for the
+// record's `signalled`: a target whose execution sent none (it exited first, its PID was
+// recycled) is not among them.
+std::vector<audit::Signalled> signalled_list(const reap::Reaped& reaped) {
+  std::vector<audit::Signalled> out;
+  for (size_t i = 0; i < reaped.executions.size() && i < reaped.plan.targets.size(); ++i) {
+    const reap::Execution& e = reaped.executions[i];
+    if (e.signals.empty()) continue;
+    const reap::Target& t = reaped.plan.targets[i];
+    audit::Signalled s{t.pid, t.start_ticks, t.comm, t.uid, t.user, {}};
+    for (int signal : e.signals) s.signals.push_back(reap::signal_name(signal));
+    out.push_back(std::move(s));
   }
   return out;
 }
@@ -179,8 +196,10 @@ ActionResult ReaperAction::run(const ActionRequest& r,
   for (const auto& e : reaped->executions)
     if (e.pid == r.identity.pid && e.status == reap::ExecStatus::Recycled)
       return {"gone", std::nullopt, e.why, false};
-  return r.identity.start_ticks ? live_result(reaped->report, r.identity.pid)
-                                : gone_result(*reaped, r.identity.pid);
+  ActionResult result = r.identity.start_ticks ? live_result(reaped->report, r.identity.pid)
+                                               : gone_result(*reaped, r.identity.pid);
+  result.signalled = signalled_list(*reaped);
+  return result;
 }
 
 }  // namespace gpureap::policy

@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 
+#include "audit/record.h"
 #include "collect/collector.h"
 #include "core/snapshot.h"
 #include "policy/policy.h"
@@ -31,6 +32,8 @@ struct ActionResult {
   std::optional<uint64_t> released_bytes;
   std::string detail;
   bool retry = false;  // a later attempt could succeed
+  // The processes the action sent signals to (a gone PID's keepers), for the audit record.
+  std::vector<audit::Signalled> signalled;
 };
 
 class ReaperAction {

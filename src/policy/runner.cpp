@@ -206,6 +206,7 @@ void PolicyRunner::act(const Job& job) {
   record.attempt = job.task.attempt;
   record.released_bytes = result.released_bytes;
   record.detail = result.detail;
+  record.signalled = result.signalled;
   Tracker::After after;
   {
     std::lock_guard lock(mutex_);
@@ -239,6 +240,7 @@ void PolicyRunner::act(const Job& job) {
   if (after == Tracker::After::GaveUp) {
     record.event = "gave-up";
     record.outcome = "gave-up";
+    record.signalled.clear();  // the action record before it names them; giving up signals none
     record.detail =
         "gave up after " + std::to_string(job.task.attempt) + " attempts: " + result.detail;
     base::log_error("policy " + job.policy.name + ": gave up on " + describe_process(record) +

@@ -540,6 +540,11 @@ action = "kill"
       << audit_text(dir);
   EXPECT_EQ(record_of(records, "action", s.ghost->worker)["outcome"], "released")
       << audit_text(dir);
+  // A live process's action signalled that process alone.
+  json signalled = record_of(records, "action", s.ghost->worker)["signalled"];
+  ASSERT_EQ(signalled.size(), 1u) << audit_text(dir);
+  EXPECT_EQ(signalled[0]["pid"], s.ghost->worker);
+  EXPECT_EQ(signalled[0]["signals"], json::array({"SIGKILL"}));
   EXPECT_TRUE(wait_gone(s.ghost->worker)) << d->log();
   s.expect_innocents_untouched();
 }
@@ -550,6 +555,7 @@ TEST(PolicyAttacks, AGonePidPolicyEndsItsKeepersAloneAndNamesThem) {
   REQUIRE_DOUBLE();
   if (!can_run_as_others()) GTEST_SKIP() << "needs root to run processes as two users";
   LeftoverScene s;
+  const uint64_t worker_start = start_ticks_of(s.ghost->worker);
   TempDir dir;
   auto d = mode_daemon(Mode::Scans, dir, s.dev, *s.nvml, R"(enforce = true
 [[policy]]
@@ -572,6 +578,19 @@ action = "kill"
   EXPECT_EQ(ended["detail"], "its keepers were ended: PID " + std::to_string(s.ghost->worker) +
                                  " (loader-worker, user " + user_name_of(::geteuid()) + ")")
       << audit_text(dir);
+  // The same, for programs: exactly the worker, pinned by its start time, and the one signal
+  // it was sent. The refused leaked context and the decisions signalled nobody.
+  EXPECT_EQ(ended["signalled"], json::array({{{"pid", s.ghost->worker},
+                                              {"start_ticks", worker_start},
+                                              {"comm", "loader-worker"},
+                                              {"uid", ::geteuid()},
+                                              {"user", user_name_of(::geteuid())},
+                                              {"signals", json::array({"SIGKILL"})}}}))
+      << audit_text(dir);
+  for (const auto& r : records)
+    if (r != ended) {
+      EXPECT_EQ(r["signalled"], json::array()) << r.dump();
+    }
   EXPECT_EQ(record_of(records, "action", s.leaked)["outcome"], "refused") << audit_text(dir);
   EXPECT_TRUE(wait_gone(s.ghost->worker)) << d->log();
   s.expect_innocents_untouched();

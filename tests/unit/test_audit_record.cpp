@@ -36,6 +36,8 @@ Record full_record() {
   r.reasons = {"inherited-holder", "orphan"};
   r.attempt = 2;
   r.detail = "SIGKILL after 10s";
+  r.signalled = {{4250, 987700, "pt_data_worker", 1000, "alice", {"SIGTERM", "SIGKILL"}},
+                 {4251, 987701, "pt_pin_memory", 1001, std::nullopt, {"SIGTERM"}}};
   return r;
 }
 
@@ -64,9 +66,40 @@ TEST(AuditRecord, FieldNamesAreThePublicFormat) {
   EXPECT_EQ(j["reasons"], json({"inherited-holder", "orphan"}));
   EXPECT_EQ(j["attempt"], 2);
   EXPECT_EQ(j["detail"], "SIGKILL after 10s");
+  EXPECT_EQ(j["signalled"], json::parse(R"([
+      {"pid":4250,"start_ticks":987700,"comm":"pt_data_worker","uid":1000,"user":"alice",
+       "signals":["SIGTERM","SIGKILL"]},
+      {"pid":4251,"start_ticks":987701,"comm":"pt_pin_memory","uid":1001,"user":null,
+       "signals":["SIGTERM"]}])"));
   EXPECT_EQ(j["actor"], nullptr) << "a policy's record: no command asked";
-  EXPECT_EQ(j.size(), 16u) << j.dump();
+  EXPECT_EQ(j.size(), 17u) << j.dump();
   EXPECT_EQ(j["process"].size(), 8u) << j.dump();
+}
+
+// Like every field, `signalled` is always written: a record that signalled nothing says so with
+// an empty list, in its place after `detail`.
+TEST(AuditRecord, ARecordThatSignalledNothingWritesAnEmptyList) {
+  Record r = full_record();
+  r.signalled.clear();
+  const std::string line = to_json_line(r);
+  EXPECT_NE(line.find(R"("detail":"SIGKILL after 10s","signalled":[],"actor":null})"),
+            std::string::npos)
+      << line;
+  auto back = record_from_json(json::parse(line));
+  ASSERT_TRUE(back) << back.error().message;
+  EXPECT_TRUE(back->signalled.empty());
+}
+
+// A process's name and user are its own bytes: the line keeps them valid UTF-8 and on one line.
+TEST(AuditRecord, ASignalledProcessNameIsUntrustedText) {
+  Record r = full_record();
+  r.signalled = {{4250, 987700, "evil\n\xff", 1000, "bad\x1b[2J", {"SIGKILL"}}};
+  std::string line;
+  ASSERT_NO_THROW(line = to_json_line(r));
+  EXPECT_EQ(line.find('\n'), line.size() - 1) << line;
+  json j = json::parse(line);
+  EXPECT_EQ(j["signalled"][0]["comm"], "evil\n\xef\xbf\xbd");
+  EXPECT_EQ(j["signalled"][0]["user"], "bad\x1b[2J");
 }
 
 TEST(AuditRecord, AnAnnouncedActionNamesWhoAskedAndReadsBack) {
@@ -191,12 +224,21 @@ TEST(AuditRecord, MistypedOptionalFieldsReadAsUnknown) {
   j["released_bytes"] = "lots";
   j["process"]["uid"] = -3;
   j["memory"] = json::parse(R"([{"gpu": 0, "bytes": "8G"}, {"gpu": "one"}, 7])");
+  // An entry without a PID names nobody and is left out; a mistyped member reads as unknown.
+  j["signalled"] = json::parse(R"([{"pid": 4250, "start_ticks": "x", "uid": -1,
+                                    "signals": ["SIGTERM", 9]},
+                                   {"pid": "4251"}, {"pid": 0}, {"comm": "x"}, "4252"])");
   auto back = record_from_json(j);
   ASSERT_TRUE(back) << back.error().message;
   EXPECT_FALSE(back->released_bytes);
   EXPECT_FALSE(back->process.uid);
   ASSERT_EQ(back->memory.size(), 1u);
   EXPECT_FALSE(back->memory[0].bytes);
+  ASSERT_EQ(back->signalled.size(), 1u);
+  EXPECT_EQ(back->signalled[0].pid, 4250);
+  EXPECT_FALSE(back->signalled[0].start_ticks);
+  EXPECT_FALSE(back->signalled[0].uid);
+  EXPECT_EQ(back->signalled[0].signals, std::vector<std::string>{"SIGTERM"});
 }
 
 TEST(OutputRfc3339, ReadsWhatTheWriterWritesAndOffsets) {

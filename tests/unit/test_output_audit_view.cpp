@@ -71,5 +71,35 @@ TEST(AuditView, WideEnoughEveryColumnInItsRow) {
   EXPECT_EQ(render_audit_table(records(), Style(false), std::nullopt), screen);
 }
 
+// A gone PID's action reaches its keepers, not the row's PID: a line under the row names them
+// and the signals each was sent, escaped, at any width.
+TEST(AuditView, AGonePidsActionNamesTheKeepersItSignalled) {
+  audit::Record gone;
+  gone.time = system_clock::time_point(seconds(1'796'000'000));
+  gone.event = "action";
+  gone.policy = "ghosts";
+  gone.action = "terminate";
+  gone.enforced = true;
+  gone.outcome = "released";
+  gone.process.pid = 4242;
+  gone.released_bytes = 8 * kGiB;
+  gone.signalled = {{4250, 100, "python\x1b[2J", 1000, "alice", {"SIGTERM", "SIGKILL"}},
+                    {4251, 101, "", 1001, std::nullopt, {"SIGTERM"}}};
+  const std::string note =
+      "signalled PID 4250 (python\\x1b[2J, user alice) SIGTERM, SIGKILL; PID 4251 (uid 1001) "
+      "SIGTERM";
+  const std::string wide = render_audit_table({gone}, Style(false), 200);
+  EXPECT_EQ(wide,
+            "TIME (UTC)           BY      ACTION     OUTCOME   PID   USER  MEMORY  RELEASED  "
+            "COMMAND\n"
+            "2026-11-30 00:53:20  ghosts  terminate  released  4242  -     -       8.0 GiB   -\n"
+            "                     " +
+                note + "\n");
+  const std::string narrow = render_audit_table({gone}, Style(false), 60);
+  EXPECT_NE(narrow.find("by ghosts, action terminate, user -"), std::string::npos) << narrow;
+  EXPECT_NE(narrow.find("signalled PID 4250"), std::string::npos) << narrow;
+  EXPECT_LE(widest(narrow), 60u) << narrow;
+}
+
 }  // namespace
 }  // namespace gpureap::output
