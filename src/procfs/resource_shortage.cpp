@@ -1,8 +1,10 @@
 #include "procfs/resource_shortage.h"
 
+#include <dirent.h>
 #include <sys/resource.h>
 
 #include <cerrno>
+#include <cstdint>
 
 namespace gpureap::procfs {
 namespace {
@@ -47,6 +49,29 @@ std::string shortage_remedy(int err) {
            "fs.file-max (sysctl), then run gpureap again";
   return "the machine (or gpureap's memory limit, `ulimit -v`) ran out of memory; free "
          "memory and run gpureap again";
+}
+
+std::optional<DescriptorUse> descriptors_nearly_spent(size_t spare) {
+  struct rlimit lim {};
+  if (::getrlimit(RLIMIT_NOFILE, &lim) != 0 || lim.rlim_cur == RLIM_INFINITY) return std::nullopt;
+  DescriptorUse use;
+  use.limit = static_cast<size_t>(lim.rlim_cur);
+  use.hard = lim.rlim_max == RLIM_INFINITY ? SIZE_MAX : static_cast<size_t>(lim.rlim_max);
+  // None left: the kernel says so. The process's own /proc entry is read whatever root the scan
+  // was given: these are gpureap's descriptors, not a scanned process's.
+  DIR* dir = ::opendir("/proc/self/fd");
+  if (dir == nullptr) {
+    if (errno != EMFILE) return std::nullopt;
+    use.open = use.limit;
+    return use;
+  }
+  size_t entries = 0;
+  while (const dirent* e = ::readdir(dir))
+    if (e->d_name[0] != '.') ++entries;
+  ::closedir(dir);
+  use.open = entries > 0 ? entries - 1 : 0;  // less the directory's own
+  if (use.open + spare < use.limit) return std::nullopt;
+  return use;
 }
 
 }  // namespace gpureap::procfs

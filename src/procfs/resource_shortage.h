@@ -3,6 +3,7 @@
 // process that vanished or a permission refused, what could not be read may well hold a GPU,
 // and no privilege would show it: the limit is gpureap's own (or the machine's), and the
 // remedy is to raise it.
+#include <cstddef>
 #include <optional>
 #include <string>
 
@@ -18,5 +19,15 @@ std::optional<core::Shortage> shortage_of(int err);
 // What to do about `err` (a shortage): for EMFILE, gpureap's own limit of open files (its soft
 // and hard RLIMIT_NOFILE) and how to raise it; for ENFILE, the system's; for memory, memory.
 std::string shortage_remedy(int err);
+
+// gpureap's own file descriptors, when it has no more than `spare` left under its soft limit of
+// open files (RLIMIT_NOFILE): a library that opens a few files of its own failed for want of
+// them, whatever its return code says. Empty with more to spare, or an unlimited limit.
+struct DescriptorUse {
+  size_t open = 0;   // descriptors open now (all of them when none could be had)
+  size_t limit = 0;  // the soft limit
+  size_t hard = 0;   // the hard limit, to which the soft one can be raised without privilege
+};
+std::optional<DescriptorUse> descriptors_nearly_spent(size_t spare);
 
 }  // namespace gpureap::procfs

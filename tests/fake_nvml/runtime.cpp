@@ -1,9 +1,11 @@
 #include "runtime.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
@@ -31,6 +33,15 @@ constexpr unsigned kMaxMigSlots = 16;
 
 std::mutex g_mutex;
 int g_init_count = 0;
+// The stand-in for /dev/nvidiactl, which NVML holds open while initialised: a character device
+// every machine has, so the double needs no driver. Guarded by g_mutex.
+constexpr const char* kControlDevice = "/dev/null";
+int g_control_fd = -1;
+
+void close_control_locked() {
+  if (g_control_fd >= 0) ::close(g_control_fd);
+  g_control_fd = -1;
+}
 // Calls begun in this session by export, and a signal at each (Scenario::meet). Guarded by
 // g_mutex.
 std::map<std::string, unsigned long> g_calls_begun;
@@ -181,9 +192,21 @@ void block_if_named(const char* function) {
 nvmlReturn_t init(const char* function) {
   block_if_named(function);
   std::lock_guard lock(g_mutex);
+  // NVML opens the driver's control device first and keeps it open until the last
+  // nvmlShutdown. An open that fails is its documented NVML_ERROR_NO_PERMISSION when the device
+  // refuses this user, else NVML_ERROR_DRIVER_NOT_LOADED: no descriptor left (EMFILE) included.
+  if (g_init_count == 0 && g_control_fd < 0) {
+    g_control_fd = ::open(kControlDevice, O_RDWR | O_CLOEXEC);
+    if (g_control_fd < 0)
+      return errno == EACCES || errno == EPERM ? NVML_ERROR_NO_PERMISSION
+                                               : NVML_ERROR_DRIVER_NOT_LOADED;
+  }
   const Scenario* scenario = scenario_locked(true);
-  if (scenario == nullptr) return NVML_ERROR_UNKNOWN;
-  if (scenario->init_error != NVML_SUCCESS) return scenario->init_error;
+  nvmlReturn_t rc = scenario == nullptr ? NVML_ERROR_UNKNOWN : scenario->init_error;
+  if (rc != NVML_SUCCESS) {
+    if (g_init_count == 0) close_control_locked();
+    return rc;
+  }
   if (g_init_count == 0) g_calls_begun.clear();  // a meeting counts the calls of one session
   ++g_init_count;
   return NVML_SUCCESS;
@@ -193,7 +216,7 @@ nvmlReturn_t shutdown(const char* function) {
   block_if_named(function);
   std::lock_guard lock(g_mutex);
   if (g_init_count == 0) return NVML_ERROR_UNINITIALIZED;
-  --g_init_count;
+  if (--g_init_count == 0) close_control_locked();
   return NVML_SUCCESS;
 }
 

@@ -33,6 +33,41 @@ TEST(nvmlErrors, InitErrorsNameTheCauseAndTheNextStep) {
   EXPECT_TRUE(contains(other, "nvidia-smi"));
 }
 
+// nvmlInit out of descriptors: the code it returns blames the driver; the message says what
+// failed, the count that explains it, and the limit to raise, within the hard one.
+TEST(nvmlErrors, AnInitStarvedOfDescriptorsSaysSoAndHowToRaiseTheLimit) {
+  const std::string near =
+      init_starved_error(NVML_ERROR_DRIVER_NOT_LOADED, "nvmlInit_v2", 1020, 1024, 4096).text();
+  EXPECT_TRUE(contains(near, "library could not initialise")) << near;
+  EXPECT_TRUE(contains(near, "gpureap has 1020 of its 1024 file descriptors open")) << near;
+  EXPECT_TRUE(contains(near, "(nvmlInit_v2 returned NVML_ERROR_DRIVER_NOT_LOADED)")) << near;
+  EXPECT_TRUE(contains(near, "`ulimit -n 2048`")) << near;
+  EXPECT_TRUE(contains(near, "LimitNOFILE=2048")) << near;
+  EXPECT_FALSE(contains(near, "modprobe")) << near;
+  EXPECT_FALSE(contains(near, "is not loaded")) << near;
+
+  const std::string all =
+      init_starved_error(NVML_ERROR_NO_PERMISSION, "nvmlInit_v2", 64, 64, 100).text();
+  EXPECT_TRUE(contains(all, "gpureap has all 64 of its file descriptors open")) << all;
+  EXPECT_TRUE(contains(all, "`ulimit -n 100` in the shell (its hard limit")) << all;
+  EXPECT_TRUE(contains(all, "LimitNOFILE=1024")) << all;
+
+  const std::string at_hard =
+      init_starved_error(NVML_ERROR_UNKNOWN, "nvmlInit_v2", 1024, 1024, 1024).text();
+  EXPECT_TRUE(contains(at_hard, "ulimit -Hn 2048; ulimit -n 2048")) << at_hard;
+  EXPECT_TRUE(contains(at_hard, "in a root shell")) << at_hard;
+}
+
+// Only codes a failed open can produce are checked against the descriptors.
+TEST(nvmlErrors, OnlyCodesOfAFailedOpenMayMeanNoDescriptor) {
+  for (nvmlReturn_t rc : {NVML_ERROR_DRIVER_NOT_LOADED, NVML_ERROR_NO_PERMISSION,
+                          NVML_ERROR_OPERATING_SYSTEM, NVML_ERROR_UNKNOWN})
+    EXPECT_TRUE(init_may_have_lacked_a_file(rc)) << return_code_name(rc);
+  for (nvmlReturn_t rc : {NVML_ERROR_LIB_RM_VERSION_MISMATCH, NVML_ERROR_GPU_IS_LOST,
+                          NVML_ERROR_IRQ_ISSUE, NVML_ERROR_INSUFFICIENT_POWER})
+    EXPECT_FALSE(init_may_have_lacked_a_file(rc)) << return_code_name(rc);
+}
+
 TEST(nvmlErrors, InitErrorsHaveStableCodes) {
   EXPECT_STREQ(core::to_string(init_error_code(NVML_ERROR_DRIVER_NOT_LOADED)), "driver-not-loaded");
   EXPECT_STREQ(core::to_string(init_error_code(NVML_ERROR_LIB_RM_VERSION_MISMATCH)),

@@ -3,6 +3,7 @@
 // gpureap must tell them apart by the error of the loader's open(), never advise installing the
 // driver or checking the path, and give the remedy for the limit. The NVML test double stands in
 // for the library.
+#include <dlfcn.h>
 #include <gtest/gtest.h>
 
 #include <cerrno>
@@ -78,6 +79,47 @@ TEST(NvmlLibraryShortage, TheBackendReportsOutOfResources) {
   ::rmdir(dir);
   EXPECT_EQ(answer.rfind("out-of-resources\n", 0), 0u) << answer;
   EXPECT_TRUE(has(answer, "ulimit -n")) << answer;
+  EXPECT_FALSE(has(answer, "no NVIDIA GPU")) << answer;
+}
+
+// The library loaded (a daemon keeps it loaded across failed inits; a process may have loaded it
+// before), then its init had no descriptor for the driver's control device: the double returns
+// what NVML does, DRIVER_NOT_LOADED, and the backend says what really failed and what to do, not
+// "load the driver", nor "no NVIDIA GPU" for a dev root it could not have read.
+class NvmlInitShortage : public gpureap::testing::FakeNvmlFixture {};
+
+TEST_F(NvmlInitShortage, AnInitWithoutADescriptorSaysSoNotLoadTheDriver) {
+  SKIP_UNDER_SANITIZERS();
+  write_scenario({{"gpus", nlohmann::json::array({{{"name", "NVIDIA H200"}}})}});
+  char dir[] = "/tmp/gpureap-nvml-init-short-XXXXXX";
+  ASSERT_NE(::mkdtemp(dir), nullptr);  // a dev root without NVIDIA nodes
+  NvmlOptions options;
+  options.library_path = fake_nvml_library();
+  options.dev_root = dir;
+  auto collect = [&] {
+    auto report = make_nvml_backend(options)->collect();
+    if (report.available) return std::string("available");
+    return std::string(report.error_code ? core::to_string(*report.error_code) : "none") + "\n" +
+           (report.shortage ? core::to_string(*report.shortage) : "-") + "\n" +
+           report.error.value_or("");
+  };
+  // With descriptors to spare it answers: what fails below is the shortage alone.
+  EXPECT_EQ(collect(), "available");
+  const std::string path = options.library_path.value();
+  auto answer = with_no_free_fd(
+      [&] {
+        if (::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL) == nullptr) ::_exit(4);
+      },
+      collect);
+  ::rmdir(dir);
+  EXPECT_EQ(answer.rfind("out-of-resources\nown-descriptors\n", 0), 0u) << answer;
+  EXPECT_TRUE(has(answer, "library could not initialise")) << answer;
+  EXPECT_TRUE(has(answer, "file descriptors open")) << answer;
+  EXPECT_TRUE(has(answer, "returned NVML_ERROR_DRIVER_NOT_LOADED")) << answer;
+  EXPECT_TRUE(has(answer, "ulimit -n")) << answer;
+  EXPECT_TRUE(has(answer, "LimitNOFILE=")) << answer;
+  EXPECT_FALSE(has(answer, "is not loaded")) << answer;
+  EXPECT_FALSE(has(answer, "modprobe")) << answer;
   EXPECT_FALSE(has(answer, "no NVIDIA GPU")) << answer;
 }
 

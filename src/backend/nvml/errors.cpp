@@ -1,5 +1,6 @@
 #include "backend/nvml/errors.h"
 
+#include <algorithm>
 #include <string>
 
 namespace gpureap::backend::nvml {
@@ -117,6 +118,47 @@ core::Error init_error(nvmlReturn_t rc, const char* function, const char* nvml_t
       return {"NVML could not start: " + described(nvml_text, rc) + " " + code,
               "check that `nvidia-smi` works and look at `dmesg`"};
   }
+}
+
+bool init_may_have_lacked_a_file(nvmlReturn_t rc) {
+  switch (rc) {
+    case NVML_ERROR_DRIVER_NOT_LOADED:
+    case NVML_ERROR_NO_PERMISSION:
+    case NVML_ERROR_OPERATING_SYSTEM:
+    case NVML_ERROR_INSUFFICIENT_RESOURCES:
+    case NVML_ERROR_UNKNOWN:
+      return true;
+    default:
+      return false;
+  }
+}
+
+core::Error init_starved_error(nvmlReturn_t rc, const char* function, size_t open, size_t limit,
+                               size_t hard) {
+  const std::string held = open >= limit
+                               ? "all " + std::to_string(limit) + " of its "
+                               : std::to_string(open) + " of its " + std::to_string(limit) + " ";
+  // Enough for the library and whatever else this process keeps. A shell raises the soft limit
+  // up to the hard one without privilege (past it only as root); a systemd unit sets both.
+  const size_t wanted = std::max<size_t>(limit * 2, 1024);
+  const std::string unit = "LimitNOFILE=" + std::to_string(wanted) + " in its systemd unit";
+  std::string hint;
+  if (hard > limit) {
+    const size_t raise_to = std::min(wanted, hard);
+    hint = "raise the limit of open files and run it again: `ulimit -n " +
+           std::to_string(raise_to) + "` in the shell" +
+           (raise_to < wanted ? " (its hard limit; as root, more)" : "") + ", " + unit;
+  } else {
+    hint = "raise the limit of open files, hard and soft, and run it again: `ulimit -Hn " +
+           std::to_string(wanted) + "; ulimit -n " + std::to_string(wanted) +
+           "` in a root shell, " + unit;
+  }
+  return {"the NVIDIA driver's library could not initialise: gpureap has " + held +
+              "file descriptors open (its limit of open files, RLIMIT_NOFILE), too few left for "
+              "the library to open the driver's control device /dev/nvidiactl; its code says "
+              "nothing of the driver or of permissions " +
+              returned(function, rc),
+          hint};
 }
 
 core::BackendErrorCode init_error_code(nvmlReturn_t rc) {

@@ -36,6 +36,10 @@ struct SymbolSource {
 };
 using SymbolSourceOpener = std::function<core::Result<SymbolSource>()>;
 
+// How few descriptors left under the limit count as too few for nvmlInit: it opens the driver's
+// control device, and on some drivers a few files more (its parameters, MIG capabilities).
+constexpr size_t kInitDescriptors = 8;
+
 // Loads and initialises NVML on the first collect() and keeps it for the next ones: a
 // daemon collects every few seconds, and nvmlInit costs tens of milliseconds on big hosts.
 // A step that fails (no library, driver not loaded) is retried on the next collect(), so
@@ -163,6 +167,18 @@ class NvmlBackend final : public GpuBackend {
       base::Phase phase("nvml init");
       nvmlReturn_t rc = api_->get<nvmlVoid_fn>(Fn::Init)();
       if (rc != NVML_SUCCESS) {
+        // The library opens the control device and a few files more as it starts: a process
+        // without them gets a code that blames the driver or permissions. The kernel's word on
+        // gpureap's own descriptors tells it apart, and no device node is read meanwhile.
+        if (init_may_have_lacked_a_file(rc))
+          if (auto use = procfs::descriptors_nearly_spent(kInitDescriptors)) {
+            report.error =
+                init_starved_error(rc, api_->name(Fn::Init), use->open, use->limit, use->hard)
+                    .text();
+            report.error_code = core::BackendErrorCode::OutOfResources;
+            report.shortage = core::Shortage::OwnDescriptors;
+            return false;
+          }
         report.error = init_error(rc, api_->name(Fn::Init), nvml_error_text(*api_, rc)).text();
         report.error_code = init_error_code(rc);
         if (rc == NVML_ERROR_DRIVER_NOT_LOADED) unless_nvidia_hardware(report);
