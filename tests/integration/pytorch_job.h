@@ -7,6 +7,7 @@
 
 #include <cctype>
 #include <filesystem>
+#include <fstream>
 #include <functional>
 #include <memory>
 #include <set>
@@ -158,6 +159,50 @@ inline std::vector<pid_t> ranks_holding(PythonJob& job, KillStrays& strays,
   }
   return ranks;
 }
+
+// The live ranks a daemon counts for the job of `launcher` (gpureap_job_ranks), or -1.
+inline double live_ranks(const DaemonProcess& d, pid_t launcher) {
+  const std::string body = d.get("/metrics").body;
+  const std::string series = "gpureap_job_ranks{launcher_pid=\"" + std::to_string(launcher) + "\"";
+  for (size_t at = body.find(series); at != std::string::npos; at = body.find(series, at + 1)) {
+    const size_t end = body.find('\n', at);
+    const std::string line = body.substr(at, end - at);
+    if (line.find("state=\"live\"}") != std::string::npos)
+      return std::stod(line.substr(line.rfind(' ') + 1));
+  }
+  return -1;
+}
+
+// A daemon watching a job's GPUs (`gpus`, answered by the NVML test double) under `dev_root`: a
+// sample and a holder scan every 200 ms, its audit log and config in a folder of its own, and the
+// config lines `policies`. Members in the order they start.
+struct JobDaemon {
+  JobDaemon(std::vector<nlohmann::json> gpus, const std::string& dev_root,
+            const std::string& policies)
+      : nvml(nlohmann::json{{"gpus", std::move(gpus)}}),
+        daemon({"--config", write_config(cfg, policies), "--dev-root", dev_root}, nvml.env()) {}
+
+  // It started, and within 30 s counts `ranks` live ranks for the job of `launcher`.
+  ::testing::AssertionResult counts_live_ranks(pid_t launcher, int ranks) const {
+    if (daemon.port() <= 0) return ::testing::AssertionFailure() << daemon.log();
+    if (!wait_until([&] { return live_ranks(daemon, launcher) == ranks; }, 30000))
+      return ::testing::AssertionFailure() << daemon.get("/metrics").body;
+    return ::testing::AssertionSuccess();
+  }
+
+  FakeNvml nvml;
+  TempDir cfg;
+  DaemonProcess daemon;
+
+ private:
+  static std::string write_config(const TempDir& cfg, const std::string& policies) {
+    std::ofstream(cfg.file("config.toml"))
+        << "interval = \"200ms\"\nholder_scan_interval = \"200ms\"\n"
+        << "audit_log = \"" << cfg.file("audit.jsonl") << "\"\n"
+        << policies;
+    return cfg.file("config.toml");
+  }
+};
 
 // PIDs at the start of a kill plan's lines, as doctor --fix prints the plan.
 inline std::set<pid_t> plan_rows(const std::string& text) {

@@ -41,19 +41,6 @@ std::vector<std::string> codes_naming(const nlohmann::json& doctor, const std::s
   return out;
 }
 
-// The live ranks the daemon counts for the job of `launcher` (gpureap_job_ranks), or -1.
-double live_ranks(const DaemonProcess& d, pid_t launcher) {
-  const std::string body = d.get("/metrics").body;
-  const std::string series = "gpureap_job_ranks{launcher_pid=\"" + std::to_string(launcher) + "\"";
-  for (size_t at = body.find(series); at != std::string::npos; at = body.find(series, at + 1)) {
-    const size_t end = body.find('\n', at);
-    const std::string line = body.substr(at, end - at);
-    if (line.find("state=\"live\"}") != std::string::npos)
-      return std::stod(line.substr(line.rfind(' ') + 1));
-  }
-  return -1;
-}
-
 nlohmann::json daemon_findings(const DaemonProcess& d) {
   auto r = d.get("/api/v1/findings");
   auto doc = nlohmann::json::parse(r.body, nullptr, false);
@@ -68,13 +55,9 @@ std::optional<long> policy_matching(const DaemonProcess& d) {
   return doc["policies"][0]["matching"].get<long>();
 }
 
-std::string daemon_config(const TempDir& cfg) {
-  std::ofstream(cfg.file("config.toml"))
-      << "interval = \"200ms\"\nholder_scan_interval = \"200ms\"\n"
-      << "audit_log = \"" << cfg.file("audit.jsonl") << "\"\n"
-      << "[[policy]]\nname = \"hung\"\nanomalies = [\"stalled-job\"]\nafter = \"1h\"\n";
-  return cfg.file("config.toml");
-}
+// The daemon's one policy: on stalled jobs, an hour after (never within a test).
+constexpr const char* kHungPolicy =
+    "[[policy]]\nname = \"hung\"\nanomalies = [\"stalled-job\"]\nafter = \"1h\"\n";
 
 constexpr uid_t kUserB = 65534;
 
@@ -161,21 +144,17 @@ TEST(StalledJobEvidence, ALaunchersUnreapedHelpersNeverMakeAHealthyJobStalled) {
     ASSERT_TRUE(wait_until([&] { return holds_file(ranks[i], per_rank, i); }, 120000))
         << "rank " << i << " did not open its GPU";
   const pid_t launcher = job.pid();
-  std::vector<nlohmann::json> gpus = rank_per_gpu(ranks, 3, 16 * GiB);
-  FakeNvml nvml(nlohmann::json{{"gpus", gpus}});
-  TempDir cfg;
-  DaemonProcess d({"--config", stalled_evidence::daemon_config(cfg), "--dev-root", dev.path()},
-                  nvml.env());
-  ASSERT_GT(d.port(), 0) << d.log();
+  JobDaemon watch(rank_per_gpu(ranks, 3, 16 * GiB), dev.path(), stalled_evidence::kHungPolicy);
+  const DaemonProcess& d = watch.daemon;
+  const FakeNvml& nvml = watch.nvml;
   // The daemon sees the helper that holds a GPU file as one more child that opened the GPU.
-  ASSERT_TRUE(wait_until([&] { return stalled_evidence::live_ranks(d, launcher) == 4; }, 30000))
-      << d.get("/metrics").body;
+  ASSERT_TRUE(watch.counts_live_ranks(launcher, 4));
 
   std::ofstream(helper_gate) << "done\n";
   ASSERT_TRUE(wait_for_state(smi, 'Z', 60000)) << "the helper did not exit";
   ASSERT_EQ(state_of(static_cast<pid_t>(quick[0])), 'Z');
   // The daemon saw the helper end, and its two samples show both helpers unreaped.
-  ASSERT_TRUE(wait_until([&] { return stalled_evidence::live_ranks(d, launcher) == 3; }, 30000))
+  ASSERT_TRUE(wait_until([&] { return live_ranks(d, launcher) == 3; }, 30000))
       << d.get("/metrics").body;
   nlohmann::json served;
   ASSERT_TRUE(wait_until(
@@ -272,14 +251,10 @@ TEST(StalledJobEvidence, AHealthyJobsFailedHelperNeverMakesItStalled) {
   ASSERT_EQ(proc_status_field(failed, "Uid"), proc_status_field(job.pid(), "Uid"));
   ASSERT_EQ(pids_after(job, "ready", 4).size(), 4u) << "the job did not run";
   const pid_t launcher = job.pid();
-  std::vector<nlohmann::json> gpus = rank_per_gpu(ranks, 4, 16 * GiB);
-  FakeNvml nvml(nlohmann::json{{"gpus", gpus}});
-  TempDir cfg;
-  DaemonProcess d({"--config", stalled_evidence::daemon_config(cfg), "--dev-root", dev.path()},
-                  nvml.env());
-  ASSERT_GT(d.port(), 0) << d.log();
-  ASSERT_TRUE(wait_until([&] { return stalled_evidence::live_ranks(d, launcher) == 4; }, 30000))
-      << d.get("/metrics").body;
+  JobDaemon watch(rank_per_gpu(ranks, 4, 16 * GiB), dev.path(), stalled_evidence::kHungPolicy);
+  const DaemonProcess& d = watch.daemon;
+  const FakeNvml& nvml = watch.nvml;
+  ASSERT_TRUE(watch.counts_live_ranks(launcher, 4));
   // A sample taken after the one that counted the ranks, the helper a zombie in both.
   const auto seen = stalled_evidence::daemon_findings(d)["snapshot"]["timestamp"];
   ASSERT_TRUE(wait_until(
@@ -347,14 +322,10 @@ TEST(StalledJobEvidence, AnotherUserCannotMakeAHealthyJobLookStalled) {
         << "rank " << i << " did not open its GPU";
   const pid_t launcher = a.pid();
   const std::set<pid_t> a_side{launcher, ranks[0], ranks[1], ranks[2]};
-  std::vector<nlohmann::json> gpus = rank_per_gpu(ranks, 3, 16 * GiB);
-  FakeNvml nvml(nlohmann::json{{"gpus", gpus}});
-  TempDir cfg;
-  DaemonProcess d({"--config", stalled_evidence::daemon_config(cfg), "--dev-root", dev.path()},
-                  nvml.env());
-  ASSERT_GT(d.port(), 0) << d.log();
-  ASSERT_TRUE(wait_until([&] { return stalled_evidence::live_ranks(d, launcher) == 3; }, 30000))
-      << d.get("/metrics").body;
+  JobDaemon watch(rank_per_gpu(ranks, 3, 16 * GiB), dev.path(), stalled_evidence::kHungPolicy);
+  const DaemonProcess& d = watch.daemon;
+  const FakeNvml& nvml = watch.nvml;
+  ASSERT_TRUE(watch.counts_live_ranks(launcher, 3));
 
   // Nothing names A's processes: no finding (the daemon's and doctor's own, over a settle
   // window the daemon sampled through), no anomaly, no policy match, no plan.
