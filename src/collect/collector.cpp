@@ -321,6 +321,7 @@ core::ProcView Collector::scan(const core::ProcView* previous,
   view.boot_time = proc_.boot_time();
   view.ticks_per_second = ::sysconf(_SC_CLK_TCK);
   view.in_child_pid_namespace = proc_.in_child_pid_namespace().value_or(false);
+  view.pid_namespace = proc_.pid_namespace();
   view.driver_device_files = catalog_.drivers_present();
   // A full scan asks the kernel's iterator which fds to read, on a thread of its own while the
   // stats are read.

@@ -212,6 +212,14 @@ class Decider {
 
     std::vector<std::vector<pid_t>> lineages;  // by unowned group: the gone PIDs it came from
     for (const auto* grp : unowned) lineages.push_back(lineage(*grp, gone_here));
+    // A group with a process that has a listed number it is not vouched for keeps nothing: the
+    // listing may be its own context, whose holders are no gone PID's leftovers, and the
+    // newcomer is never planned (core/listed_identity.h). Its members are only other holders.
+    std::vector<bool> with_newcomer;
+    for (const auto* grp : unowned)
+      with_newcomer.push_back(std::any_of(
+          grp->members.begin(), grp->members.end(),
+          [&](const HostProcess* m) { return identities_.reused(m->stat.pid) != nullptr; }));
     for (pid_t pid : gone_here) {
       auto [slot, fresh] = ghosts.try_emplace(pid);
       auto& ghost = slot->second;
@@ -233,10 +241,11 @@ class Decider {
       for (size_t i = 0; i < unowned.size(); ++i) {
         const auto& members = unowned[i]->members;
         const bool kept =
-            !lineages[i].empty()
-                ? std::find(lineages[i].begin(), lineages[i].end(), pid) != lineages[i].end()
-                : std::any_of(members.begin(), members.end(),
-                              [&](const HostProcess* m) { return kin_of(*m, pid); });
+            !with_newcomer[i] &&
+            (!lineages[i].empty()
+                 ? std::find(lineages[i].begin(), lineages[i].end(), pid) != lineages[i].end()
+                 : std::any_of(members.begin(), members.end(),
+                               [&](const HostProcess* m) { return kin_of(*m, pid); }));
         if (kept) keeping.push_back(unowned[i]);
       }
       for (const auto* grp : keeping) {
@@ -246,7 +255,7 @@ class Decider {
       }
       // A group another gone PID here forked is that PID's keeper, not a doubt about this one.
       for (size_t i = 0; i < unowned.size(); ++i)
-        if (lineages[i].empty() &&
+        if ((lineages[i].empty() || with_newcomer[i]) &&
             std::find(keeping.begin(), keeping.end(), unowned[i]) == keeping.end())
           for (const auto* m : unowned[i]->members)
             if (std::find(ghost.keepers.begin(), ghost.keepers.end(), m->stat.pid) ==

@@ -15,8 +15,13 @@ constexpr long long kSameBootSeconds = 2;
 }  // namespace
 
 ListedSightings sightings_of(const ProcView& view) {
-  return {view.boot_time, view.in_child_pid_namespace, view.listed_since, view.listed_first_process,
-          view.ends};
+  ListedSightings s{view.boot_time,    view.pid_namespace,
+                    view.listed_since, view.listed_first_process,
+                    view.ends,         {}};
+  for (const auto& [child, parent] : view.exited_parents)
+    if (const HostProcess* p = view.find(child))
+      s.forks.emplace(child, ListedSightings::Fork{parent, p->stat.start_ticks});
+  return s;
 }
 
 std::optional<std::string> sightings_mismatch(const ListedSightings& sightings,
@@ -24,7 +29,8 @@ std::optional<std::string> sightings_mismatch(const ListedSightings& sightings,
   if (!sightings.boot_time || !view.boot_time) return "the boot time is unknown";
   if (std::llabs(*sightings.boot_time - *view.boot_time) > kSameBootSeconds)
     return "they come from another boot";
-  if (sightings.in_child_pid_namespace != view.in_child_pid_namespace)
+  if (!sightings.pid_namespace || !view.pid_namespace) return "the PID namespace is unknown";
+  if (*sightings.pid_namespace != *view.pid_namespace)
     return "they come from another PID namespace";
   return std::nullopt;
 }
@@ -42,6 +48,11 @@ void adopt_sightings(ProcView& view, const DriverReading& drivers,
       view.listed_first_process.try_emplace(pid, it->second);
     if (auto it = sightings.ends.find(pid); it != sightings.ends.end())
       view.ends.try_emplace(pid, it->second);
+  }
+  for (const auto& [child, fork] : sightings.forks) {
+    const HostProcess* p = view.find(child);
+    if (listed.count(fork.parent) && p && p->stat.start_ticks == fork.child_start)
+      view.exited_parents.try_emplace(child, fork.parent);
   }
 }
 

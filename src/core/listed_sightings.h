@@ -4,8 +4,9 @@
 // number then, and the ends of the numbers' GPU-file holders (core::ProcView's listed_since,
 // listed_first_process and ends). A command that plans signals from its own scan takes them
 // on, so that a process that took a gone job's number is the newcomer it is to the daemon, and
-// `gpureap kill` and `doctor --fix` decide as a policy would. Each piece can only withhold
-// trust: a number's process is disowned, or kin is denied; nothing is vouched for by it.
+// `gpureap kill` and `doctor --fix` decide as a policy would. The ends deny kin the daemon would
+// deny; the forks it saw (ProcView::exited_parents) grant what it would grant, and are taken
+// only for a process that is the same one (by start time) in both views.
 #include <sys/types.h>
 
 #include <cstdint>
@@ -19,10 +20,15 @@
 namespace gpureap::core {
 
 struct ListedSightings {
-  std::optional<long long> boot_time;  // of the view they came from (ProcView::boot_time)
-  bool in_child_pid_namespace = false;
+  std::optional<long long> boot_time;     // of the view they came from (ProcView::boot_time)
+  std::optional<uint64_t> pid_namespace;  // ProcView::pid_namespace
   std::map<pid_t, uint64_t> since, first_process;
   std::map<pid_t, std::vector<ProcessEnd>> ends;
+  struct Fork {
+    pid_t parent = 0;
+    uint64_t child_start = 0;
+  };
+  std::map<pid_t, Fork> forks;  // ProcView::exited_parents, by child, with the child's start
 };
 
 // The sightings `view` carries (a daemon's snapshot).
@@ -34,7 +40,8 @@ std::optional<std::string> sightings_mismatch(const ListedSightings& sightings,
                                               const ProcView& view);
 
 // Takes on `sightings` for the PIDs `drivers` lists (every other PID's are no evidence now)
-// where `view` lacks its own; a no-op when sightings_mismatch says why not.
+// where `view` lacks its own, and the forks of those PIDs whose child `view` shows with the same
+// start; a no-op when sightings_mismatch says why not.
 void adopt_sightings(ProcView& view, const DriverReading& drivers,
                      const ListedSightings& sightings);
 

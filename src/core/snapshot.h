@@ -117,6 +117,9 @@ struct ProcView {
   std::optional<long long> boot_time;    // epoch seconds
   long ticks_per_second = 100;
   bool in_child_pid_namespace = false;
+  // The PID namespace its PIDs are in, by its inode (the procfs's self/ns/pid): PIDs and start
+  // times of two views compare only within one namespace. Empty where it could not be read.
+  std::optional<uint64_t> pid_namespace;
   // The backends whose driver's device nodes the dev root has (DeviceNode::shows_driver: a
   // driver is installed): whether a library that does not load is a problem or the machine
   // simply has no GPU of that vendor.

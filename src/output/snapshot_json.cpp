@@ -22,8 +22,9 @@ using nlohmann::json;
 template <class T, std::size_t N>
 constexpr bool considered = core::field_count<T>() == N;
 static_assert(considered<core::Snapshot, 8>);
-// rank_exits: shown by doctor (stalled-job); listed_since, listed_first_process: in reused_by
-static_assert(considered<core::ProcView, 16>);
+// rank_exits: shown by doctor (stalled-job); listed_since, listed_first_process: in reused_by;
+// pid_namespace: in_child_pid_namespace says what a reader needs of it
+static_assert(considered<core::ProcView, 17>);
 static_assert(considered<core::ProcessRow, 9>);
 static_assert(considered<core::GpuUse, 11>);
 static_assert(considered<core::Ghost, 10>);

@@ -44,7 +44,7 @@ namespace gpureap::output {
 
 // Changes whenever a field is added, removed or changes meaning: an older or newer peer's
 // document is refused, never half-read.
-inline constexpr int kSnapshotWireVersion = 17;  // 2: container and pod names; 3: verified
+inline constexpr int kSnapshotWireVersion = 18;  // 2: container and pod names; 3: verified
 // containers; 4: exited parents; 5: driver_device_files (by backend); 6: GPU instances and
 // servers of other processes' work; 7: when each listed PID was first seen listed;
 // 8: the holders' ends the daemon saw; 9: distributed jobs' rank labels; 10: the ranks the
@@ -55,7 +55,7 @@ inline constexpr int kSnapshotWireVersion = 17;  // 2: container and pod names; 
 // another runs has that thread's flags (not exiting) and says its leader exited; 14: what
 // the scan and a backend's load ran short of (descriptors, the system's files, memory); 15: a
 // GPU's display driver's nodes (display_device_numbers); 16: a zombie's wait status; 17: the
-// process under each listed number when its listing was first seen
+// process under each listed number when its listing was first seen; 18: the PID namespace
 
 nlohmann::json snapshot_inputs_to_wire(const core::Snapshot& snapshot);
 // The inputs decoded and joined again: core::join(proc, drivers, hostname, timestamp). The

@@ -217,6 +217,7 @@ inline constexpr auto kFields<core::ProcView> =
                field("boot_time", &core::ProcView::boot_time),
                field("ticks_per_second", &core::ProcView::ticks_per_second),
                field("in_child_pid_namespace", &core::ProcView::in_child_pid_namespace),
+               field("pid_namespace", &core::ProcView::pid_namespace),
                field("driver_device_files", &core::ProcView::driver_device_files),
                field("open_files_unknown", &core::ProcView::open_files_unknown),
                field("exited_parents", &core::ProcView::exited_parents),

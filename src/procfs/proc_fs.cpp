@@ -260,14 +260,20 @@ uint64_t ProcFs::pid_max() const {
   return 4194304;  // PID_MAX_LIMIT on 64-bit kernels
 }
 
-std::optional<bool> ProcFs::in_child_pid_namespace() const {
+std::optional<uint64_t> ProcFs::pid_namespace() const {
   char link[128];
   ssize_t n = ::readlinkat(*fd_, "self/ns/pid", link, sizeof link - 1);
   if (n <= 0) return std::nullopt;
   link[n] = '\0';
   unsigned long long inode = 0;
   if (std::sscanf(link, "pid:[%llu]", &inode) != 1) return std::nullopt;
-  return inode != kInitPidNamespaceInode;
+  return inode;
+}
+
+std::optional<bool> ProcFs::in_child_pid_namespace() const {
+  auto inode = pid_namespace();
+  if (!inode) return std::nullopt;
+  return *inode != kInitPidNamespaceInode;
 }
 
 bool ProcFs::is_procfs() const {

@@ -64,6 +64,8 @@ class ProcFs {
   // Whether the procfs mount belongs to a PID namespace other than the initial one (gpureap
   // runs in a container); empty when it cannot tell.
   std::optional<bool> in_child_pid_namespace() const;
+  // The inode of the PID namespace of this procfs's PIDs (self/ns/pid), empty where unreadable.
+  std::optional<uint64_t> pid_namespace() const;
   // The root is a proc file system (not a tree of files laid out like one).
   bool is_procfs() const;
   // Whether its PIDs are gpureap's own (its `self` is this process): signals go to PIDs of

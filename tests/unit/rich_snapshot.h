@@ -67,6 +67,7 @@ inline core::Snapshot rich_snapshot() {
   v.boot_time = -12;
   v.ticks_per_second = 250;
   v.in_child_pid_namespace = false;
+  v.pid_namespace = kMax;
   v.driver_device_files = {"nvml"};
   v.open_files_unknown = std::nullopt;
   v.exited_parents = {{4250, 4242}};

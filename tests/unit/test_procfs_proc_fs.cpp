@@ -270,6 +270,9 @@ TEST(ProcFsRootFiles, PidNamespace) {
   EXPECT_EQ(open_fixture("host").in_child_pid_namespace(), false);
   EXPECT_EQ(open_fixture("child-pidns").in_child_pid_namespace(), true);
   EXPECT_EQ(open_fixture("garbage-stat").in_child_pid_namespace(), std::nullopt);
+  EXPECT_EQ(open_fixture("host").pid_namespace(), 4026531836u);
+  EXPECT_EQ(open_fixture("child-pidns").pid_namespace(), 4026532198u);
+  EXPECT_EQ(open_fixture("garbage-stat").pid_namespace(), std::nullopt);
 }
 
 // ---- the real /proc ----
