@@ -68,14 +68,18 @@ class Decider {
   // Whether the process that had the number `pid` when a process started at `when` (a start
   // tick) can be the one the driver lists, by the ends the daemon saw (ProcView::ends): not when
   // the listed process had ended by then, nor when another process took the number after the
-  // listing was first seen and before `when`. Without the daemon's records, nothing says no.
-  // `forked`: the process started at `when` was forked by that one (the daemon saw the fork),
-  // so it began before that one ended, in the same tick at the latest.
+  // listing was first seen and before `when`, nor before the listed process began (its start
+  // is known from the first sighting, ProcView::listed_first_process, or its recorded life).
+  // Without the daemon's records, nothing says no. `forked`: the process started at `when` was
+  // forked by that one (the daemon saw the fork), so it began before that one ended, in the same
+  // tick at the latest. A record of an end may have been evicted (each number keeps its last
+  // few): a missing life never grants anything.
   bool could_be_listed(pid_t pid, uint64_t when, bool forked = false) const {
+    auto first = proc_.listed_first_process.find(pid);
+    if (first != proc_.listed_first_process.end() && when < first->second) return false;
     auto since = proc_.listed_since.find(pid);
     auto ends = proc_.ends.find(pid);
     if (since == proc_.listed_since.end() || ends == proc_.ends.end()) return true;
-    auto first = proc_.listed_first_process.find(pid);
     for (const auto& life : ends->second) {
       // The listed process: it held a GPU file and had the number when the listing was seen,
       // or it is the holder that ended just before that sighting, whose context the listing is
@@ -86,7 +90,9 @@ class Decider {
            (first != proc_.listed_first_process.end() && life.start_ticks == first->second));
       if (listed_one) {
         // Ticks are 10 ms: a process that started in the tick its number's listed owner ended
-        // in may have come after it, and is no proven kin.
+        // in may have come after it, and is no proven kin; one that started before the owner
+        // did had the number from someone else.
+        if (when < life.start_ticks) return false;
         if (forked ? life.end_ticks < when : life.end_ticks <= when) return false;
         continue;
       }

@@ -29,9 +29,12 @@ const std::map<pid_t, uint64_t>& ListedSince::update(
       auto at = last_read_.find(key);
       quiet_since = std::min(quiet_since, at != last_read_.end() ? at->second : 0);
     }
+    // One that holds no device file is not the listed process (core/listed_identity.h), nor the
+    // start of its job: kin is judged from it (core/ghost_verdict.cpp, could_be_listed).
     const core::HostProcess* p = fresh ? fresh->find(pid) : nullptr;
     std::optional<uint64_t> there;
-    if (p && p->stat.start_ticks <= now_ticks) there = p->stat.start_ticks;
+    if (p && p->stat.start_ticks <= now_ticks && (p->holds_device() || !p->fds_readable))
+      there = p->stat.start_ticks;
     std::optional<uint64_t> ended;
     if (auto e = ends.find(pid); e != ends.end())
       for (const auto& life : e->second)

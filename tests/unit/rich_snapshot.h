@@ -72,7 +72,7 @@ inline core::Snapshot rich_snapshot() {
   v.open_files_unknown = std::nullopt;
   v.exited_parents = {{4250, 4242}};
   v.listed_since = {{4242, kMax}};
-  v.listed_first_process = {{4242, kMax - 1}};
+  v.listed_first_process = {{4242, 5000}};  // before its worker 4250 started
   v.ends = {
       {7777, {{10, 20, false}, {30, kMax, true, 9}}}};  // a holder that ended, not of the join
   // A rank killed by SIGKILL, and one whose status and label are unknown.

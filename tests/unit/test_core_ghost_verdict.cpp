@@ -257,6 +257,28 @@ TEST(GhostVerdict, AProcessUnderANumberItIsNotVouchedForKeepsNoGhost) {
   EXPECT_EQ(keepers(vouched, 930), std::vector<pid_t>{937});
 }
 
+TEST(GhostVerdict, AForkOfTheNumbersEarlierOwnerIsNoKinOnceItsEndIsForgotten) {
+  // User A's launcher had number 920 and forked 921 (at 30), which holds GPU 0's file; the
+  // daemon saw "920" fork 921 and exit. The number then passed through other holders until the
+  // record of the launcher's end was evicted; the last of them (started at 400) made the
+  // context listed under 920 and ended. 921 started before the listed process did: no kin.
+  SnapshotOptions o;
+  o.listed_since = {{920, 450}};
+  o.listed_first_process = {{920, 400}};
+  o.ends = {{920, {{100, 150}, {200, 250}, {300, 350}, {400, 500}}}};
+  o.exited_parents = {{921, 920}};
+  auto child = sharing(921, 1, 921, "921:5");
+  child.stat.start_ticks = 30;
+  auto s = make_snapshot({proc(1, 0, 1), child}, {gpu(0, 0, 3 * GiB, {listed(920, 3 * GiB)})}, o);
+  EXPECT_TRUE(keepers(s, 920).empty());
+  EXPECT_EQ(s.ghost(920)->other_holders, std::vector<pid_t>{921});
+  // Nor without the first process: the listed life's own start says it.
+  o.listed_first_process.clear();
+  auto by_life =
+      make_snapshot({proc(1, 0, 1), child}, {gpu(0, 0, 3 * GiB, {listed(920, 3 * GiB)})}, o);
+  EXPECT_TRUE(keepers(by_life, 920).empty());
+}
+
 TEST(GhostVerdict, ANumbersOwnerThatHeldNoFileWhenTheListingWasSeenKeepsNothing) {
   // The listed process died before the daemon started; another process (no GPU file, 80-150)
   // had its number when the daemon first saw the listing (100), and forked 951 (at 90), which

@@ -75,12 +75,14 @@ TEST(ListedSince, AGpuWhoseListsFailedInPartDatesWhatItDoesList) {
   EXPECT_EQ(l.update(driver_listing({{10}}), 200, nullptr), (Since{{10, 100}}));
 }
 
+// Processes that hold a device file, started at the given ticks.
 core::ProcView processes_started(const std::map<pid_t, uint64_t>& starts) {
   core::ProcView v;
   for (const auto& [pid, start] : starts) {
     core::HostProcess p;
     p.stat.pid = pid;
     p.stat.start_ticks = start;
+    p.devices.emplace_back();
     v.processes.push_back(p);
   }
   return v;
@@ -134,6 +136,21 @@ TEST(ListedSince, AHolderOfTheNumberThatEndedSinceTheLastReadingMayBeTheListedOn
   const Ends later{{14, {core::ProcessEnd{135, 145, true, std::nullopt}}}};
   l.update(driver_listing({{10, 11, 12, 13, 14}}), 150, nullptr, later);
   EXPECT_EQ(l.first_processes().at(14), 135u);
+}
+
+// A process that holds no device file is not the listed one: it is no first process, whose
+// start would deny the listed process's children their kin. One whose fd table could not be
+// read may be.
+TEST(ListedSince, AProcessThatHoldsNoDeviceFileIsNoFirstProcess) {
+  ListedSince l;
+  auto fresh = processes_started({{10, 90}, {11, 95}});
+  std::vector<core::HostProcess> ps(fresh.processes.begin(), fresh.processes.end());
+  ps[0].devices.clear();
+  ps[1].devices.clear();
+  ps[1].fds_readable = false;
+  fresh.processes = ps;
+  l.update(driver_listing({{10, 11}}), 100, &fresh);
+  EXPECT_EQ(l.first_processes(), (Since{{11, 95}}));
 }
 
 // A GPU never read before (the engine's first reading, or a GPU back after an error) gives no
