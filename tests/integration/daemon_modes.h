@@ -3,6 +3,8 @@
 // apart, so that what it sees between them it saw through events or its re-reads; and what a
 // test reads from it. Shared by the tests that compare the two modes with each other and with
 // the one-shot commands.
+#include <gtest/gtest.h>
+
 #include <fstream>
 #include <memory>
 #include <set>
@@ -17,6 +19,13 @@ enum class Mode { Events, Scans };
 
 inline const char* name_of(Mode m) {
   return m == Mode::Events ? "events" : "scans";
+}
+
+// A test parameterised by Mode, named by it: INSTANTIATE_TEST_SUITE_P(BothModes, Suite,
+// kBothModes, mode_test_name).
+inline const auto kBothModes = ::testing::Values(Mode::Events, Mode::Scans);
+inline std::string mode_test_name(const ::testing::TestParamInfo<Mode>& info) {
+  return name_of(info.param);
 }
 
 // How often a daemon in the scans mode reads /proc: only when the driver's view moves (scans

@@ -247,11 +247,7 @@ grace = "1s"
   EXPECT_TRUE(wait_until([&] { return has(row_anomalies(*d, job.pid()), "stopped"); })) << d->log();
 }
 
-INSTANTIATE_TEST_SUITE_P(BothModes, PausedBetweenScans,
-                         ::testing::Values(Mode::Events, Mode::Scans),
-                         [](const ::testing::TestParamInfo<Mode>& i) {
-                           return std::string(name_of(i.param));
-                         });
+INSTANTIATE_TEST_SUITE_P(BothModes, PausedBetweenScans, kBothModes, mode_test_name);
 
 }  // namespace policy_freshness
 }  // namespace

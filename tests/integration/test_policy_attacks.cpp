@@ -282,10 +282,7 @@ action = "kill"
   expect_untouched(newcomer, "user B's newcomer");
 }
 
-INSTANTIATE_TEST_SUITE_P(BothModes, GoneNumberTaken, ::testing::Values(Mode::Events, Mode::Scans),
-                         [](const ::testing::TestParamInfo<Mode>& i) {
-                           return std::string(name_of(i.param));
-                         });
+INSTANTIATE_TEST_SUITE_P(BothModes, GoneNumberTaken, kBothModes, mode_test_name);
 
 // --- user and uid scopes against look-alikes ----------------------------------------------
 
@@ -396,11 +393,7 @@ after = )";
   expect_untouched(newcomer, "user B's newcomer");
 }
 
-INSTANTIATE_TEST_SUITE_P(BothModes, NumberReusedDuringAfter,
-                         ::testing::Values(Mode::Events, Mode::Scans),
-                         [](const ::testing::TestParamInfo<Mode>& i) {
-                           return std::string(name_of(i.param));
-                         });
+INSTANTIATE_TEST_SUITE_P(BothModes, NumberReusedDuringAfter, kBothModes, mode_test_name);
 
 // --- a number reused while the action waits its turn ---------------------------------------
 
@@ -465,11 +458,7 @@ grace = "1s"
   expect_untouched(newcomer, "user B's newcomer");
 }
 
-INSTANTIATE_TEST_SUITE_P(BothModes, NumberReusedWhileQueued,
-                         ::testing::Values(Mode::Events, Mode::Scans),
-                         [](const ::testing::TestParamInfo<Mode>& i) {
-                           return std::string(name_of(i.param));
-                         });
+INSTANTIATE_TEST_SUITE_P(BothModes, NumberReusedWhileQueued, kBothModes, mode_test_name);
 
 // --- a job's workers, a gone PID's bystanders, protected programs ---------------------------
 
@@ -678,11 +667,7 @@ TEST_P(ListingFirstSeenLate, TheNumbersNewcomerIsNotTheListedProcess) {
   })) << snapshot_of(*d).dump(2);
 }
 
-INSTANTIATE_TEST_SUITE_P(BothModes, ListingFirstSeenLate,
-                         ::testing::Values(Mode::Events, Mode::Scans),
-                         [](const ::testing::TestParamInfo<Mode>& i) {
-                           return std::string(name_of(i.param));
-                         });
+INSTANTIATE_TEST_SUITE_P(BothModes, ListingFirstSeenLate, kBothModes, mode_test_name);
 
 // --- one-shot commands beside the daemon ---------------------------------------------------
 
@@ -750,11 +735,7 @@ TEST_P(OneShotBesideTheDaemon, KillAndDoctorFixLeaveTheNewcomerAlone) {
   expect_untouched(newcomer, "user B's newcomer");
 }
 
-INSTANTIATE_TEST_SUITE_P(BothModes, OneShotBesideTheDaemon,
-                         ::testing::Values(Mode::Events, Mode::Scans),
-                         [](const ::testing::TestParamInfo<Mode>& i) {
-                           return std::string(name_of(i.param));
-                         });
+INSTANTIATE_TEST_SUITE_P(BothModes, OneShotBesideTheDaemon, kBothModes, mode_test_name);
 
 }  // namespace policy_attacks
 }  // namespace

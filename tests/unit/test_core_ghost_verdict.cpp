@@ -233,26 +233,25 @@ TEST(GhostVerdict, AProcessUnderANumberItIsNotVouchedForKeepsNoGhost) {
   // for. It shares the trainer's open file with its worker 936. The listing under 935 may be
   // its own context: neither is planned for 930; both are other holders. 937, a leftover of 930
   // with an open file of its own, keeps it.
-  SnapshotOptions o;
-  o.listed_since = {{935, 100}};
   auto at = [](HostProcess p, uint64_t start) {
     p.stat.start_ticks = start;
     return p;
   };
-  auto s = make_snapshot(
-      {proc(1, 0, 1), at(sharing(935, 1, 930, "930:5"), 150),
-       at(sharing(936, 935, 930, "930:5"), 160), at(sharing(937, 1, 930, "937:5"), 140)},
-      {gpu(0, 0, 9 * GiB, {listed(930, 8 * GiB), listed(935, GiB)})}, o);
+  auto scene = [&](uint64_t first_seen) {
+    SnapshotOptions o;
+    o.listed_since = {{935, first_seen}};
+    return make_snapshot(
+        {proc(1, 0, 1), at(sharing(935, 1, 930, "930:5"), 150),
+         at(sharing(936, 935, 930, "930:5"), 160), at(sharing(937, 1, 930, "937:5"), 140)},
+        {gpu(0, 0, 9 * GiB, {listed(930, 8 * GiB), listed(935, GiB)})}, o);
+  };
+  auto s = scene(100);
   ASSERT_TRUE(s.row(935)->reused.has_value());
   EXPECT_EQ(keepers(s, 930), std::vector<pid_t>{937});
   EXPECT_EQ(s.ghost(930)->other_holders, (std::vector<pid_t>{935, 936}));
   // Vouched for (the daemon first saw 935 listed after it started), 935 is a listed process
   // whose group is its own: still no keeper of 930.
-  o.listed_since = {{935, 200}};
-  auto vouched = make_snapshot(
-      {proc(1, 0, 1), at(sharing(935, 1, 930, "930:5"), 150),
-       at(sharing(936, 935, 930, "930:5"), 160), at(sharing(937, 1, 930, "937:5"), 140)},
-      {gpu(0, 0, 9 * GiB, {listed(930, 8 * GiB), listed(935, GiB)})}, o);
+  auto vouched = scene(200);
   EXPECT_FALSE(vouched.row(935)->reused.has_value());
   EXPECT_EQ(keepers(vouched, 930), std::vector<pid_t>{937});
 }
