@@ -259,4 +259,13 @@ core::Result<Record> record_from_json(const nlohmann::json& j) {
   return r;
 }
 
+std::string describe(const Signalled& s) {
+  std::string who = text::terminal_safe(s.comm);
+  if (s.user)
+    who += (who.empty() ? "user " : ", user ") + text::terminal_safe(*s.user);
+  else if (s.uid)
+    who += (who.empty() ? "uid " : ", uid ") + std::to_string(*s.uid);
+  return "PID " + std::to_string(s.pid) + (who.empty() ? "" : " (" + who + ")");
+}
+
 }  // namespace gpureap::audit

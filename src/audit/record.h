@@ -44,6 +44,8 @@ struct Signalled {
   std::optional<std::string> user;
   std::vector<std::string> signals;
 };
+// "PID 4250 (python, user alice)": who it was, safe for a terminal (its name is untrusted).
+std::string describe(const Signalled& s);
 
 // Who asked for an action a gpureap command announced to the daemon (`kill`, `doctor --fix`,
 // `top`, `run`, `reset`): the uid comes from the local socket's peer credentials, which the

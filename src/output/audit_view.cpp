@@ -59,16 +59,10 @@ std::string source_of(const audit::Record& r) {
 std::string signalled_of(const audit::Record& r) {
   std::string out;
   for (const auto& s : r.signalled) {
-    std::string who = text::terminal_safe(s.comm);
-    if (s.user)
-      who += (who.empty() ? "user " : ", user ") + text::terminal_safe(*s.user);
-    else if (s.uid)
-      who += (who.empty() ? "uid " : ", uid ") + std::to_string(*s.uid);
     std::string signals;
     for (const auto& name : s.signals)
       signals += (signals.empty() ? "" : ", ") + text::terminal_safe(name);
-    out += (out.empty() ? "signalled PID " : "; PID ") + std::to_string(s.pid) +
-           (who.empty() ? "" : " (" + who + ")") + " " + signals;
+    out += (out.empty() ? "signalled " : "; ") + audit::describe(s) + " " + signals;
   }
   return out;
 }

@@ -9,7 +9,6 @@
 #include "reap/kin.h"
 #include "reap/outcome.h"
 #include "reap/pipeline.h"
-#include "text/escape.h"
 
 namespace gpureap::policy {
 namespace {
@@ -55,24 +54,6 @@ ActionResult live_result(const reap::Report& report, pid_t pid) {
   return {"failed", std::nullopt, "unknown outcome", false};
 }
 
-// The processes a gone PID's action signalled, as the audit record names them: the record's
-// process is the gone PID, and the reader must see whom its action reached.
-std::string signalled_text(const reap::Reaped& reaped) {
-  std::string out;
-  for (size_t i = 0; i < reaped.executions.size() && i < reaped.plan.targets.size(); ++i) {
-    if (reaped.executions[i].signals.empty()) continue;
-    const reap::Target& t = reaped.plan.targets[i];
-    std::string who = text::terminal_safe(t.comm);
-    if (t.user)
-      who += ", user " + text::terminal_safe(*t.user);
-    else if (t.uid)
-      who += ", uid " + std::to_string(*t.uid);
-    out +=
-        (out.empty() ? "" : ", ") + std::string("PID ") + std::to_string(t.pid) + " (" + who + ")";
-  }
-  return out;
-}
-
 // The processes the action sent at least one signal to, as the plan pinned them, for the
 // record's `signalled`: a target whose execution sent none (it exited first, its PID was
 // recycled) is not among them.
@@ -89,7 +70,8 @@ std::vector<audit::Signalled> signalled_list(const reap::Reaped& reaped) {
   return out;
 }
 
-// What became of a gone PID whose keepers were ended.
+// What became of a gone PID whose keepers were ended. The detail names whom the action
+// signalled: the record's process is the gone PID, and the reader must see whom it reached.
 ActionResult gone_result(const reap::Reaped& reaped, pid_t pid) {
   const reap::Report& report = reaped.report;
   for (const auto& o : report.outcomes)
@@ -99,7 +81,9 @@ ActionResult gone_result(const reap::Reaped& reaped, pid_t pid) {
                         [&](const reap::GoneOutcome& x) { return x.pid == pid; });
   if (g == report.gone.end() || !g->attempted)
     return {"refused", std::nullopt, "no live process keeps its memory that could be ended", false};
-  const std::string signalled = signalled_text(reaped);
+  std::string signalled;
+  for (const auto& s : signalled_list(reaped))
+    signalled += (signalled.empty() ? "" : ", ") + audit::describe(s);
   const std::string ended = signalled.empty() ? "its keepers exited before any signal"
                                               : "its keepers were ended: " + signalled;
   if (g->released) return {"released", reap::freed_bytes(report), ended, false};
