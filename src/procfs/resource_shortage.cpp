@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdint>
 
@@ -72,6 +73,22 @@ std::optional<DescriptorUse> descriptors_nearly_spent(size_t spare) {
   use.open = entries > 0 ? entries - 1 : 0;  // less the directory's own
   if (use.open + spare < use.limit) return std::nullopt;
   return use;
+}
+
+std::string raise_descriptor_limit(size_t limit, size_t hard) {
+  // Enough for the library and whatever else this process keeps. A shell raises the soft limit
+  // up to the hard one without privilege (past it only as root); a systemd unit sets both.
+  const size_t wanted = std::max<size_t>(limit * 2, 1024);
+  const std::string unit = "LimitNOFILE=" + std::to_string(wanted) + " in its systemd unit";
+  if (hard > limit) {
+    const size_t raise_to = std::min(wanted, hard);
+    return "raise the limit of open files and run it again: `ulimit -n " +
+           std::to_string(raise_to) + "` in the shell" +
+           (raise_to < wanted ? " (its hard limit; as root, more)" : "") + ", " + unit;
+  }
+  return "raise the limit of open files, hard and soft, and run it again: `ulimit -Hn " +
+         std::to_string(wanted) + "; ulimit -n " + std::to_string(wanted) + "` in a root shell, " +
+         unit;
 }
 
 }  // namespace gpureap::procfs

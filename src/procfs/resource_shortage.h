@@ -29,5 +29,8 @@ struct DescriptorUse {
   size_t hard = 0;   // the hard limit, to which the soft one can be raised without privilege
 };
 std::optional<DescriptorUse> descriptors_nearly_spent(size_t spare);
+// How to raise a soft limit of `limit` open files (hard limit `hard`) to enough for gpureap and
+// a library it loads: in the shell, and in a systemd unit.
+std::string raise_descriptor_limit(size_t limit, size_t hard);
 
 }  // namespace gpureap::procfs

@@ -1,7 +1,8 @@
 #include "backend/nvml/errors.h"
 
-#include <algorithm>
 #include <string>
+
+#include "procfs/resource_shortage.h"
 
 namespace gpureap::backend::nvml {
 namespace {
@@ -138,27 +139,12 @@ core::Error init_starved_error(nvmlReturn_t rc, const char* function, size_t ope
   const std::string held = open >= limit
                                ? "all " + std::to_string(limit) + " of its "
                                : std::to_string(open) + " of its " + std::to_string(limit) + " ";
-  // Enough for the library and whatever else this process keeps. A shell raises the soft limit
-  // up to the hard one without privilege (past it only as root); a systemd unit sets both.
-  const size_t wanted = std::max<size_t>(limit * 2, 1024);
-  const std::string unit = "LimitNOFILE=" + std::to_string(wanted) + " in its systemd unit";
-  std::string hint;
-  if (hard > limit) {
-    const size_t raise_to = std::min(wanted, hard);
-    hint = "raise the limit of open files and run it again: `ulimit -n " +
-           std::to_string(raise_to) + "` in the shell" +
-           (raise_to < wanted ? " (its hard limit; as root, more)" : "") + ", " + unit;
-  } else {
-    hint = "raise the limit of open files, hard and soft, and run it again: `ulimit -Hn " +
-           std::to_string(wanted) + "; ulimit -n " + std::to_string(wanted) +
-           "` in a root shell, " + unit;
-  }
   return {"the NVIDIA driver's library could not initialise: gpureap has " + held +
               "file descriptors open (its limit of open files, RLIMIT_NOFILE), too few left for "
               "the library to open the driver's control device /dev/nvidiactl; its code says "
               "nothing of the driver or of permissions " +
               returned(function, rc),
-          hint};
+          procfs::raise_descriptor_limit(limit, hard)};
 }
 
 core::BackendErrorCode init_error_code(nvmlReturn_t rc) {
