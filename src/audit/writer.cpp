@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "audit/log_files.h"
+#include "base/file_write.h"
 #include "base/hostname.h"
 #include "base/log.h"
 #include "metric/names.h"
@@ -20,18 +21,7 @@ namespace {
 
 using text::plural;
 
-bool write_all(int fd, std::string_view data) {
-  while (!data.empty()) {
-    ssize_t n = ::write(fd, data.data(), data.size());
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      if (n == 0) errno = EIO;
-      return false;
-    }
-    data.remove_prefix(static_cast<size_t>(n));
-  }
-  return true;
-}
+using base::write_all;
 
 // What an operator can do about an errno, for the one error line of a failure streak.
 std::string remedy(int err) {
