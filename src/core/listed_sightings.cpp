@@ -14,14 +14,17 @@ constexpr long long kSameBootSeconds = 2;
 
 }  // namespace
 
-ListedSightings sightings_of(const ProcView& view) {
-  ListedSightings s{view.boot_time,    view.pid_namespace,
-                    view.listed_since, view.listed_first_process,
-                    view.ends,         {}};
+std::map<pid_t, ListedSightings::Fork> forks_of(const ProcView& view) {
+  std::map<pid_t, ListedSightings::Fork> forks;
   for (const auto& [child, parent] : view.exited_parents)
     if (const HostProcess* p = view.find(child))
-      s.forks.emplace(child, ListedSightings::Fork{parent, p->stat.start_ticks});
-  return s;
+      forks.emplace(child, ListedSightings::Fork{parent, p->stat.start_ticks});
+  return forks;
+}
+
+ListedSightings sightings_of(const ProcView& view) {
+  return {view.boot_time, view.pid_namespace, view.listed_since, view.listed_first_process,
+          view.ends,      forks_of(view)};
 }
 
 std::optional<std::string> sightings_mismatch(const ListedSightings& sightings,

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "core/gpu.h"
@@ -27,12 +28,41 @@ struct ListedSightings {
   struct Fork {
     pid_t parent = 0;
     uint64_t child_start = 0;
+    bool operator==(const Fork&) const = default;
   };
   std::map<pid_t, Fork> forks;  // ProcView::exited_parents, by child, with the child's start
 };
 
+// What the daemon hands to its next run on the same boot (daemon/sightings_file.h): a restart
+// forgets nothing the last run had seen of the listings and their numbers' lives, so a process
+// that took a gone job's number before the restart stays the newcomer it was. The new run
+// dates a first sighting from the GPUs' last reading (last_read), as the last run would have.
+struct CarriedSightings {
+  std::string boot_id;                    // /proc/sys/kernel/random/boot_id
+  std::optional<uint64_t> pid_namespace;  // ProcView::pid_namespace
+  // When the reading these come from returned, in boot ticks: a process that started later
+  // took its number while nobody watched the lists.
+  uint64_t saved_at_ticks = 0;
+  struct Listing {
+    pid_t pid = 0;
+    uint64_t since = 0;                     // ProcView::listed_since
+    std::optional<uint64_t> first_process;  // ProcView::listed_first_process
+    std::vector<std::string> gpus;          // the GPUs (Gpu::key) that listed it last
+    bool operator==(const Listing&) const = default;
+  };
+  std::vector<Listing> listings;
+  std::map<std::string, uint64_t> last_read;      // when each GPU's process lists were last read
+  std::map<pid_t, std::vector<ProcessEnd>> ends;  // the listed numbers' lives that ended
+  std::map<pid_t, ListedSightings::Fork> forks;   // ProcView::exited_parents, with the start
+  std::vector<RankExit> rank_exits;               // ProcView::rank_exits
+  bool operator==(const CarriedSightings&) const = default;
+};
+
 // The sightings `view` carries (a daemon's snapshot).
 ListedSightings sightings_of(const ProcView& view);
+// Its exited_parents, each with the child's start where `view` shows the child (the forks of
+// both documents above).
+std::map<pid_t, ListedSightings::Fork> forks_of(const ProcView& view);
 
 // Why `sightings` cannot speak of `view`, empty when they can: boot ticks and PIDs compare
 // only within one boot of one kernel, seen from the same PID namespace.

@@ -27,7 +27,9 @@
 #include "daemon/local_server.h"
 #include "daemon/sample_publisher.h"
 #include "daemon/sd_notify.h"
+#include "daemon/sightings_file.h"
 #include "engine/engine.h"
+#include "engine/listed_since.h"
 #include "export/http_server.h"
 #include "history/history.h"
 #include "policy/runner.h"
@@ -229,6 +231,7 @@ class Daemon {
     content_.set_incidents(incidents_);
     samples_->add_consumer(std::make_shared<TrackingMetrics>(tracker_));
     engine_.add_consumer(samples_);
+    keep_sightings();
   }
 
   // The tracker wakes the engine: it stops first.
@@ -255,6 +258,7 @@ class Daemon {
     server_->stop();
     if (tracker_) tracker_->stop();
     engine_.stop();
+    if (sightings_) sightings_->flush();
     // A policy action that is verifying a release reads the policies' own drivers: told
     // first, those reads return at once instead of after a slow driver's answer.
     if (acting_backends_) acting_backends_->interrupt();
@@ -398,6 +402,32 @@ class Daemon {
     notifier_.ready();
   }
 
+  // A restart takes on what the last run had seen of the listings (daemon/sightings_file.h),
+  // and this run keeps its own for the next, in the local socket's directory.
+  void keep_sightings() {
+    const std::string path = sightings_file_for(local_socket(config_));
+    const auto boot_id = engine_.procfs().boot_id();
+    if (path.empty() || !boot_id) return;
+    const uint64_t now = engine::boot_ticks_now();
+    auto previous = load_sightings(path, engine_.procfs(), now);
+    if (!previous) {
+      // Another boot, namespace or an old file is the normal course; a file this run may not
+      // trust is not.
+      if (previous.error().hint.empty())
+        base::log_info(previous.error().text());
+      else
+        base::log_warning(previous.error().text());
+    } else if (*previous) {
+      const auto hz = static_cast<uint64_t>(::sysconf(_SC_CLK_TCK));
+      base::log_info("took on the last run's sightings from " + path + ": " +
+                     text::plural((*previous)->listings.size(), "listed PID") + ", saved " +
+                     std::to_string((now - (*previous)->saved_at_ticks) / hz) + " s ago");
+    }
+    engine_.carry_sightings(previous ? std::move(*previous) : std::nullopt);
+    sightings_ = std::make_shared<SightingsKeeper>(path, *boot_id);
+    engine_.add_consumer(sightings_);
+  }
+
   void configure_alerts(const DaemonConfig& c) {
     alerts_->apply(c.alerts, c.sinks, base::host_name(), external_url(server_->address()));
     if (!c.alerts.empty())
@@ -419,7 +449,8 @@ class Daemon {
   std::shared_ptr<Incidents> incidents_;  // the report's journal and the commands' announcements
   std::shared_ptr<backend::BackendSet> acting_backends_;
   std::shared_ptr<policy::PolicyRunner> policies_;
-  std::shared_ptr<HolderTracker> tracker_;  // null: holders are found by scans alone
+  std::shared_ptr<HolderTracker> tracker_;      // null: holders are found by scans alone
+  std::shared_ptr<SightingsKeeper> sightings_;  // null: none kept (no local socket)
   Clock::time_point started_;
 };
 

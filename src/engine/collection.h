@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 
+#include "core/listed_sightings.h"
 #include "core/snapshot.h"
 #include "procfs/host_stats.h"
 #include "procfs/ipc_residue.h"
@@ -30,6 +31,9 @@ struct Collection {
   bool full_scan = false;         // ... reading every process's fd table
   PartTiming driver, scan;
   std::chrono::steady_clock::time_point began, ended;
+  // What the next run is to take on, where the engine keeps it (Engine::carry_sightings); its
+  // boot_id is the keeper's to fill.
+  std::shared_ptr<const core::CarriedSightings> carried;
 };
 
 // Something that acts on every collection, on the engine's thread, after it is published. It

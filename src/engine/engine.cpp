@@ -103,6 +103,10 @@ void Engine::set_scan_hints(std::shared_ptr<ScanHints> hints) {
   state_->collecting.set_hints(std::move(hints));
 }
 
+void Engine::carry_sightings(std::optional<core::CarriedSightings> previous) {
+  state_->collecting.carry_sightings(std::move(previous));
+}
+
 const procfs::ProcFs& Engine::procfs() const {
   return state_->collecting.procfs();
 }

@@ -37,6 +37,9 @@ class Engine {
   void add_consumer(std::shared_ptr<CollectionConsumer> consumer);
   // Before start(): an event source that asks for scans when the machine changes.
   void set_scan_hints(std::shared_ptr<ScanHints> hints);
+  // Before start(): each collection carries what a next run would take on
+  // (Collection::carried), and `previous`, a previous run's on this boot, is taken on.
+  void carry_sightings(std::optional<core::CarriedSightings> previous);
   // The proc root it reads (immutable; from any thread): where an event source confirms what
   // it was told.
   const procfs::ProcFs& procfs() const;

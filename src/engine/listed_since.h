@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "core/gpu.h"
+#include "core/listed_sightings.h"
 #include "core/snapshot.h"
 
 namespace gpureap::engine {
@@ -47,6 +48,14 @@ class ListedSince {
   // where that view had one under the number that started by the reading.
   const std::map<pid_t, uint64_t>& first_processes() const { return first_; }
 
+  // The listings and the GPUs' last readings, for the next run (core::CarriedSightings).
+  void carry_into(core::CarriedSightings& out) const;
+  // Before the first update: a previous run's. The first update takes on each listing whose
+  // number's process in its fresh view (none: nothing is taken) started by
+  // `carried.saved_at_ticks`, the process that run judged; under a number taken while nobody
+  // read the lists, the listing may have ended and come back, and is dated as a first sighting.
+  void carry_over(const core::CarriedSightings& carried);
+
  private:
   struct Listing {
     uint64_t since = 0;
@@ -57,7 +66,9 @@ class ListedSince {
   // When each GPU's process lists were last read (by Gpu::key): the last read before this one is
   // the last that could have shown a listing first seen now.
   std::map<std::string, uint64_t> last_read_;
-  std::map<pid_t, uint64_t> since_, first_;  // what update() and first_processes() return
+  std::map<pid_t, uint64_t> since_, first_;        // what update() and first_processes() return
+  std::optional<core::CarriedSightings> carried_;  // until the first update
+  void take_carried(const core::ProcView* fresh);
 };
 
 }  // namespace gpureap::engine

@@ -27,6 +27,9 @@ class RankExits {
   void observe(const core::ProcView& view, uint64_t now_ticks, const ReadStatus& read_status);
 
   const std::vector<core::RankExit>& exits() const { return exits_; }
+  // Before the first view: a previous run's records (core::CarriedSightings); the first view
+  // drops those whose launcher is gone, as it drops any.
+  void carry_over(std::vector<core::RankExit> exits) { exits_ = std::move(exits); }
 
   // A job that loses ranks for ever (a launcher that restarts them in a loop) keeps at most
   // this many of their records, the latest.

@@ -1,5 +1,7 @@
 #include "engine/scheduled_collector.h"
 
+#include <set>
+
 #include "base/hostname.h"
 #include "engine/held_states.h"
 
@@ -10,6 +12,19 @@ double seconds(Clock::duration d) {
   return std::chrono::duration<double>(d).count();
 }
 
+// The numbers whose past lives decide something now: the listed ones (whose each listing is)
+// and the process groups and sessions of the GPU files' holders (whose kin they are).
+std::set<pid_t> numbers_with_evidence(const core::ProcView& view,
+                                      const std::vector<pid_t>& listed) {
+  std::set<pid_t> numbers(listed.begin(), listed.end());
+  for (const auto& p : view.processes)
+    if (p.holds_device()) {
+      numbers.insert(p.stat.pgid);
+      numbers.insert(p.stat.sid);
+    }
+  return numbers;
+}
+
 // The PIDs the driver lists, each once per GPU.
 std::vector<pid_t> listed_pids(const DriverView& dv) {
   std::vector<pid_t> out;
@@ -18,6 +33,46 @@ std::vector<pid_t> listed_pids(const DriverView& dv) {
 }
 
 }  // namespace
+
+void ScheduledCollector::carry_sightings(std::optional<core::CarriedSightings> previous) {
+  carry_ = true;
+  if (!previous) return;
+  listed_since_.carry_over(*previous);
+  rank_exits_.carry_over(previous->rank_exits);
+  carried_ends_ = std::move(previous->ends);
+  carried_forks_ = std::move(previous->forks);
+}
+
+void ScheduledCollector::add_carried(core::ProcView& view, const std::vector<pid_t>& listed) {
+  // The ends date first sightings (ListedSince) and deny kin (core/ghost_verdict); kept while
+  // their number decides either, as the next run's are (carried()).
+  const std::set<pid_t> numbers = numbers_with_evidence(view, listed);
+  std::erase_if(carried_ends_, [&](const auto& kv) { return !numbers.count(kv.first); });
+  merge_ends(view.ends, carried_ends_);
+  std::erase_if(carried_forks_, [&](const auto& kv) {
+    const core::HostProcess* child = view.find(kv.first);
+    return !child || child->stat.start_ticks != kv.second.child_start;
+  });
+  std::map<pid_t, pid_t> forks;
+  for (const auto& [child, fork] : carried_forks_) forks.emplace(child, fork.parent);
+  merge_exited_parents(view.exited_parents, forks);
+}
+
+std::shared_ptr<const core::CarriedSightings> ScheduledCollector::carried(
+    const core::ProcView& view, uint64_t read_at_ticks) const {
+  auto out = std::make_shared<core::CarriedSightings>();
+  out->pid_namespace = view.pid_namespace;
+  out->saved_at_ticks = read_at_ticks;
+  listed_since_.carry_into(*out);
+  std::vector<pid_t> listed;
+  for (const auto& l : out->listings) listed.push_back(l.pid);
+  const std::set<pid_t> numbers = numbers_with_evidence(view, listed);
+  for (const auto& [pid, lives] : view.ends)
+    if (numbers.count(pid)) out->ends.emplace(pid, lives);
+  out->forks = core::forks_of(view);
+  out->rank_exits = view.rank_exits;
+  return out;
+}
 
 DriverRead ScheduledCollector::read_driver(const Cadence& cadence) {
   if (cadence.driver_timeout) driver_.set_timeout(*cadence.driver_timeout);
@@ -93,6 +148,7 @@ std::shared_ptr<Collection> ScheduledCollector::complete(const Cadence& cadence,
   }
   merge_exited_parents(view.exited_parents, lineage_.exited_parents());
   merge_ends(view.ends, lineage_.ends());
+  add_carried(view, listed);
   // An update (events alone) keeps a process's earlier entry where its read failed: only a
   // scan's view is surely of /proc after the reading.
   view.listed_since = listed_since_.update(driver.reading, read_at_ticks,
@@ -102,6 +158,7 @@ std::shared_ptr<Collection> ScheduledCollector::complete(const Cadence& cadence,
   rank_exits_.observe(view, boot_ticks_now(),
                       [&](pid_t pid) { return collector_.procfs().read_exit_status(pid); });
   view.rank_exits = rank_exits_.exits();
+  if (carry_) c->carried = carried(view, read_at_ticks);
   c->snapshot = std::make_shared<const core::Snapshot>(core::join(
       std::move(view), std::move(driver.reading), hostname_, std::chrono::system_clock::now()));
   c->host = collector_.host_stats();

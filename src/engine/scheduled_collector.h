@@ -7,6 +7,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "collect/collector.h"
 #include "engine/collection.h"
@@ -37,6 +38,9 @@ class ScheduledCollector {
 
   // Before the first collection: asked each time whether events call for a scan.
   void set_hints(std::shared_ptr<ScanHints> hints) { hints_ = std::move(hints); }
+  // Before the first collection: each collection carries what a next run would take on
+  // (Collection::carried), and `previous`, a previous run's, is taken on.
+  void carry_sightings(std::optional<core::CarriedSightings> previous);
 
   const procfs::ProcFs& procfs() const { return collector_.procfs(); }
   Driver& driver() { return driver_; }
@@ -46,6 +50,10 @@ class ScheduledCollector {
   DriverRead read_driver(const Cadence& cadence);
   std::shared_ptr<Collection> complete(const Cadence& cadence, Clock::time_point began,
                                        DriverRead driver);
+  // A previous run's ends and forks, into `view`'s (the forks while their child lives).
+  void add_carried(core::ProcView& view, const std::vector<pid_t>& listed);
+  std::shared_ptr<const core::CarriedSightings> carried(const core::ProcView& view,
+                                                        uint64_t read_at_ticks) const;
 
   collect::Collector collector_;
   Driver driver_;
@@ -57,6 +65,9 @@ class ScheduledCollector {
   std::optional<core::ProcView> view_;  // the latest scan, with every driver report's details
   EndedProcesses ended_;
   ListedSince listed_since_;
+  bool carry_ = false;  // Collection::carried is wanted
+  Ends carried_ends_;   // a previous run's, while their number decides
+  std::map<pid_t, core::ListedSightings::Fork> carried_forks_;  // ... while each child lives
   std::shared_ptr<const procfs::IpcResidue> ipc_;
   std::string hostname_;
   PartTiming driver_timing_, scan_timing_;

@@ -11,6 +11,7 @@
 #include <tuple>
 
 #include "core/kernel_event.h"
+#include "core/listed_sightings.h"
 #include "core/snapshot.h"
 #include "output/wire_codec.h"
 #include "procfs/ipc_residue.h"
@@ -263,6 +264,34 @@ inline constexpr auto kFields<core::KernelLog> = std::tuple{
     field("events", &core::KernelLog::events),   field("oom_kills", &core::KernelLog::oom_kills),
     field("records", &core::KernelLog::records), field("malformed", &core::KernelLog::malformed)};
 static_assert(describes_every_field<core::KernelLog>());
+
+// --- what the daemon hands to its next run (core/listed_sightings.h) ---------------------
+
+template <>
+inline constexpr auto kFields<core::ListedSightings::Fork> =
+    std::tuple{field("parent", &core::ListedSightings::Fork::parent),
+               field("child_start", &core::ListedSightings::Fork::child_start)};
+static_assert(describes_every_field<core::ListedSightings::Fork>());
+
+template <>
+inline constexpr auto kFields<core::CarriedSightings::Listing> =
+    std::tuple{field("pid", &core::CarriedSightings::Listing::pid),
+               field("since", &core::CarriedSightings::Listing::since),
+               field("first_process", &core::CarriedSightings::Listing::first_process),
+               field("gpus", &core::CarriedSightings::Listing::gpus)};
+static_assert(describes_every_field<core::CarriedSightings::Listing>());
+
+template <>
+inline constexpr auto kFields<core::CarriedSightings> =
+    std::tuple{field("boot_id", &core::CarriedSightings::boot_id),
+               field("pid_namespace", &core::CarriedSightings::pid_namespace),
+               field("saved_at_ticks", &core::CarriedSightings::saved_at_ticks),
+               field("listings", &core::CarriedSightings::listings),
+               field("last_read", &core::CarriedSightings::last_read),
+               field("ends", &core::CarriedSightings::ends),
+               field("forks", &core::CarriedSightings::forks),
+               field("rank_exits", &core::CarriedSightings::rank_exits)};
+static_assert(describes_every_field<core::CarriedSightings>());
 
 // --- host-memory residue (procfs/ipc_residue.h) ------------------------------------------
 

@@ -250,6 +250,14 @@ std::optional<long long> ProcFs::boot_time() const {
   return f.ok() ? parse_boot_time(f.data) : std::nullopt;
 }
 
+std::optional<std::string> ProcFs::boot_id() const {
+  auto f = read_file_at(*fd_, "sys/kernel/random/boot_id", 128);
+  if (!f.ok()) return std::nullopt;
+  while (!f.data.empty() && (f.data.back() == '\n' || f.data.back() == ' ')) f.data.pop_back();
+  if (f.data.empty()) return std::nullopt;
+  return f.data;
+}
+
 uint64_t ProcFs::pid_max() const {
   auto f = read_file_at(*fd_, "sys/kernel/pid_max");
   if (f.ok()) {

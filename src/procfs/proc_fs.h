@@ -60,6 +60,9 @@ class ProcFs {
   std::optional<core::ContainerInfo> read_container(pid_t pid) const;
 
   std::optional<long long> boot_time() const;  // seconds since the epoch
+  // This boot's random ID (sys/kernel/random/boot_id), empty where unreadable: unlike
+  // boot_time, no clock change moves it.
+  std::optional<std::string> boot_id() const;
   uint64_t pid_max() const;
   // Whether the procfs mount belongs to a PID namespace other than the initial one (gpureap
   // runs in a container); empty when it cannot tell.

@@ -8,6 +8,7 @@
 #include <pwd.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -736,6 +737,86 @@ TEST_P(OneShotBesideTheDaemon, KillAndDoctorFixLeaveTheNewcomerAlone) {
 }
 
 INSTANTIATE_TEST_SUITE_P(BothModes, OneShotBesideTheDaemon, kBothModes, mode_test_name);
+
+class ARestartedDaemon : public ::testing::TestWithParam<Mode> {};
+
+// When the sightings file was last written (its boot ticks), 0 when it cannot be read.
+uint64_t sightings_saved_at(const TempDir& dir) {
+  try {
+    return json::parse(read_text(dir.file("sightings.json")))["carried"]["saved_at_ticks"];
+  } catch (const std::exception&) {
+    return 0;
+  }
+}
+
+// The daemon disowned user B's process, which took the number of A's gone job. Restarted (a
+// stop, then a crash), it must not take B's process for the listed one at its first sighting:
+// it takes on the last run's sightings from the file beside its socket, and so do the commands
+// that ask it. Nothing is planned against B's process.
+TEST_P(ARestartedDaemon, StillKnowsTheNewcomerUnderAGoneJobsNumber) {
+  REQUIRE_DOUBLE();
+  if (!can_run_as_others()) GTEST_SKIP() << "needs root for two users and ns_last_pid";
+  FakeDevRoot dev;
+  Child job = users_process(dev, kUserA, "trainer");
+  const pid_t number = job.pid();
+  FakeNvml nvml(gpu0(json::array({{{"pid", number}, {"used_bytes", 2 * GiB}, {"leaked", true}}})));
+  TempDir dir;
+  auto d = mode_daemon(GetParam(), dir, dev, nvml, "", Rescan::EverySample);
+  const uint64_t job_start = start_ticks_of(number);
+  ASSERT_TRUE(wait_until([&] {
+    json r = daemon_row(*d, number);
+    return r.is_object() && r["listed_by_driver"] == true && r["start_ticks"] == job_start;
+  })) << d->log();
+  job.kill_and_reap();
+  const Newcomer taken(number, "trainer", dev.dev("nvidia0"));
+  const pid_t newcomer = taken.pid;
+  if (newcomer < 0) GTEST_SKIP() << "the kernel did not hand out PID " << number << " again";
+  ASSERT_TRUE(wait_until([&] { return daemon_row(*d, number)["reused_by"].is_object(); }))
+      << d->log() << snapshot_of(*d).dump(2);
+
+  // A stop writes the file; only the daemon's user may read or write it.
+  d->signal(SIGTERM);
+  ASSERT_EQ(d->wait_exit(), 0) << d->log();
+  struct stat st {};
+  ASSERT_EQ(::stat(dir.file("sightings.json").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0600u);
+  EXPECT_EQ(st.st_uid, ::geteuid());
+
+  auto is_newcomer = [&](const DaemonProcess& daemon) {
+    json row;
+    EXPECT_TRUE(wait_until([&] {
+      row = daemon_row(daemon, number);
+      return row.is_object() && row["listed_by_driver"] == true;
+    })) << daemon.log();
+    EXPECT_TRUE(row["reused_by"].is_object()) << row.dump(2) << daemon.log();
+    if (row["reused_by"].is_object()) {
+      EXPECT_EQ(row["reused_by"]["uid"], kUserB) << row.dump(2);
+    }
+    EXPECT_NE(daemon.log().find("took on the last run's sightings"), std::string::npos)
+        << daemon.log();
+  };
+  auto restarted = mode_daemon(GetParam(), dir, dev, nvml, "", Rescan::EverySample);
+  is_newcomer(*restarted);
+
+  // A command beside it decides as it does.
+  std::vector<std::string> env = client_of(dir);
+  for (const auto& e : nvml.env()) env.push_back(e);
+  auto ghosts = run_gpureap({"kill", "--ghosts", "--yes", "--json", "--dev-root", dev.path()}, env);
+  json reaped = parse_output(ghosts);
+  EXPECT_EQ(reaped["plan"]["targets"], json::array()) << ghosts.out << ghosts.err;
+  EXPECT_EQ(reaped["outcomes"], json::array()) << ghosts.out;
+
+  // A crash: the file the restarted run wrote (at its first collection) is the next run's.
+  const uint64_t stopped_at = sightings_saved_at(dir);
+  ASSERT_TRUE(wait_until([&] { return sightings_saved_at(dir) > stopped_at; })) << restarted->log();
+  restarted->signal(SIGKILL);
+  restarted->wait_exit();
+  auto after_crash = mode_daemon(GetParam(), dir, dev, nvml, "", Rescan::EverySample);
+  is_newcomer(*after_crash);
+  expect_untouched(newcomer, "user B's newcomer");
+}
+
+INSTANTIATE_TEST_SUITE_P(BothModes, ARestartedDaemon, kBothModes, mode_test_name);
 
 }  // namespace policy_attacks
 }  // namespace

@@ -163,6 +163,58 @@ TEST(ListedSince, WithoutAnEarlierReadingEveryEndedHolderMayBeTheListedOne) {
   EXPECT_EQ(l.first_processes(), (Since{{10, 5}}));
 }
 
+// A restart takes on its last run's listings (core::CarriedSightings) where the process under
+// the number now is one that run judged: gone, or started by its last reading. A process that
+// took the number while nobody read the lists is judged as at a first sighting: the listing may
+// have ended and come back meanwhile.
+TEST(ListedSince, ARestartTakesOnTheListingsWhoseProcessTheLastRunJudged) {
+  ListedSince last;
+  auto first = processes_started({{10, 90}, {11, 95}, {12, 97}, {13, 99}, {14, 98}});
+  last.update(driver_listing({{10, 11, 12, 13, 14}}), 100, &first);
+  auto later = processes_started({{10, 150}, {12, 97}, {13, 99}, {14, 98}});
+  last.update(driver_listing({{10, 11, 12, 13, 14}}), 200, &later);
+  core::CarriedSightings carried;
+  last.carry_into(carried);
+  carried.saved_at_ticks = 200;
+  EXPECT_EQ(carried.last_read, (std::map<std::string, uint64_t>{{"nvidia:GPU-0", 200}}));
+
+  ListedSince next;
+  next.carry_over(carried);
+  // 10: the newcomer the last run disowned; 11: gone; 12: took the number during the gap;
+  // 13: the listed process itself; 14: no longer listed by a GPU that answered.
+  auto now = processes_started({{10, 150}, {12, 250}, {13, 99}});
+  EXPECT_EQ(next.update(driver_listing({{10, 11, 12, 13}}), 300, &now),
+            (Since{{10, 100}, {11, 100}, {12, 300}, {13, 100}}));
+  EXPECT_EQ(next.first_processes(), (Since{{10, 90}, {11, 95}, {12, 250}, {13, 99}}));
+  // Taken on once: a later listing of 14 is a first sighting.
+  EXPECT_EQ(next.update(driver_listing({{10, 11, 12, 13, 14}}), 310, &now).at(14), 310u);
+}
+
+// Without a view of /proc read after the first reading, nothing says who has each number now:
+// nothing is taken on.
+TEST(ListedSince, ARestartWithoutAFreshViewTakesNothingOn) {
+  core::CarriedSightings carried;
+  carried.saved_at_ticks = 200;
+  carried.listings.push_back({10, 100, 90, {"nvidia:GPU-0"}});
+  ListedSince next;
+  next.carry_over(carried);
+  EXPECT_EQ(next.update(driver_listing({{10}}), 300, nullptr), (Since{{10, 300}}));
+}
+
+// The last run's readings bound the span a first sighting after the restart looks back on: a
+// holder that ended before them is not the listed one.
+TEST(ListedSince, TheLastRunsReadingsDateAFirstSightingAfterTheRestart) {
+  core::CarriedSightings carried;
+  carried.saved_at_ticks = 200;
+  carried.last_read = {{"nvidia:GPU-0", 200}};
+  ListedSince next;
+  next.carry_over(carried);
+  auto fresh = processes_started({{10, 130}});
+  next.update(driver_listing({{10}}), 300, &fresh,
+              {{10, {core::ProcessEnd{5, 8, true, std::nullopt}}}});
+  EXPECT_EQ(next.first_processes(), (Since{{10, 130}}));
+}
+
 // The clock and unit of /proc/PID/stat's start time: a process forked after a reading started
 // at or after it, one forked before started at or before it.
 TEST(ListedSince, BootTicksAreTheClockOfProcessStartTimes) {

@@ -13,6 +13,7 @@
 
 #include "field_compare.h"
 #include "output/evidence_wire.h"
+#include "output/sightings_wire.h"
 #include "output/snapshot_json.h"
 #include "output/snapshot_wire.h"
 #include "output/wire_codec.h"
@@ -98,8 +99,8 @@ T round_trip(const T& v) {
 template <class T>
 class EveryDescribedStruct : public ::testing::Test {};
 // The structs at the top of the documents: every other described struct lies inside one.
-using TopStructs =
-    ::testing::Types<core::DriverReading, core::ProcView, core::KernelLog, procfs::IpcResidue>;
+using TopStructs = ::testing::Types<core::DriverReading, core::ProcView, core::KernelLog,
+                                    procfs::IpcResidue, core::CarriedSightings>;
 TYPED_TEST_SUITE(EveryDescribedStruct, TopStructs);
 
 TYPED_TEST(EveryDescribedStruct, ComesBackFieldForFieldWithEveryFieldSet) {
@@ -119,6 +120,22 @@ TEST(WireCodec, TheFilledSnapshotComesBackThroughItsDocument) {
   EXPECT_TRUE(SameByDescription(s.drivers, back->drivers));
   EXPECT_EQ(back->hostname, "h\xff");
   EXPECT_EQ(back->timestamp, at);
+}
+
+TEST(WireCodec, TheFilledSightingsComeBackThroughTheirDocument) {
+  const auto s = filled<core::CarriedSightings>();
+  auto back = output::sightings_from_wire_text(output::sightings_to_wire_text(s));
+  ASSERT_TRUE(back.ok()) << back.error().text();
+  EXPECT_EQ(*back, s);
+  // Another version's file, or one cut short, is refused whole.
+  std::string text = output::sightings_to_wire_text(s);
+  auto other = output::sightings_from_wire_text(std::string("{\"sightings\":") +
+                                                std::to_string(output::kSightingsWireVersion + 1) +
+                                                text.substr(text.find(',')));
+  ASSERT_FALSE(other.ok());
+  EXPECT_NE(other.error().message.find("this gpureap reads version"), std::string::npos)
+      << other.error().message;
+  EXPECT_FALSE(output::sightings_from_wire_text(text.substr(0, text.size() / 2)).ok());
 }
 
 TEST(WireCodec, TheFilledEvidenceComesBackThroughItsDocument) {
