@@ -672,6 +672,47 @@ INSTANTIATE_TEST_SUITE_P(BothModes, ListingFirstSeenLate, kBothModes, mode_test_
 
 // --- one-shot commands beside the daemon ---------------------------------------------------
 
+// User A's job is listed with 2 GiB and ends; its context stays listed (leaked), and user B's
+// process takes the number and opens GPU 0's file. The daemon, which watched the listing since
+// before B's process began, disowns it. set() says a failure or a skip the way gtest does.
+struct NumberTakenBesideTheDaemon {
+  NumberTakenBesideTheDaemon()
+      : job(users_process(dev, kUserA, "trainer")),
+        number(job.pid()),
+        nvml(gpu0(json::array({{{"pid", number}, {"used_bytes", 2 * GiB}, {"leaked", true}}}))) {}
+
+  void set(Mode mode) {
+    daemon = mode_daemon(mode, dir, dev, nvml, "", Rescan::EverySample);
+    const uint64_t job_start = start_ticks_of(number);
+    ASSERT_TRUE(wait_until([&] {
+      json r = daemon_row(*daemon, number);
+      return r.is_object() && r["listed_by_driver"] == true && r["start_ticks"] == job_start;
+    })) << daemon->log();
+    job.kill_and_reap();
+    taken = std::make_unique<Newcomer>(number, "trainer", dev.dev("nvidia0"));
+    newcomer = taken->pid;
+    if (newcomer < 0) GTEST_SKIP() << "the kernel did not hand out PID " << number << " again";
+    ASSERT_TRUE(wait_until([&] { return daemon_row(*daemon, number)["reused_by"].is_object(); }))
+        << daemon->log() << snapshot_of(*daemon).dump(2);
+  }
+
+  // The environment of a command that asks the daemon.
+  std::vector<std::string> client_env() const {
+    std::vector<std::string> env = client_of(dir);
+    for (const auto& e : nvml.env()) env.push_back(e);
+    return env;
+  }
+
+  FakeDevRoot dev;
+  Child job;
+  const pid_t number;
+  FakeNvml nvml;
+  TempDir dir;
+  std::unique_ptr<DaemonProcess> daemon;
+  std::unique_ptr<Newcomer> taken;
+  pid_t newcomer = -1;
+};
+
 class OneShotBesideTheDaemon : public ::testing::TestWithParam<Mode> {};
 
 // User A's job is listed with 2 GiB and ends; its context stays listed (leaked), and user B's
@@ -682,27 +723,12 @@ class OneShotBesideTheDaemon : public ::testing::TestWithParam<Mode> {};
 TEST_P(OneShotBesideTheDaemon, KillAndDoctorFixLeaveTheNewcomerAlone) {
   REQUIRE_DOUBLE();
   if (!can_run_as_others()) GTEST_SKIP() << "needs root for two users and ns_last_pid";
-  FakeDevRoot dev;
-  Child job = users_process(dev, kUserA, "trainer");
-  const pid_t number = job.pid();
-  FakeNvml nvml(gpu0(json::array({{{"pid", number}, {"used_bytes", 2 * GiB}, {"leaked", true}}})));
-  TempDir dir;
-  auto d = mode_daemon(GetParam(), dir, dev, nvml, "", Rescan::EverySample);
-  const uint64_t job_start = start_ticks_of(number);
-  ASSERT_TRUE(wait_until([&] {
-    json r = daemon_row(*d, number);
-    return r.is_object() && r["listed_by_driver"] == true && r["start_ticks"] == job_start;
-  })) << d->log();
-  job.kill_and_reap();
-  const Newcomer taken(number, "trainer", dev.dev("nvidia0"));
-  const pid_t newcomer = taken.pid;
-  if (newcomer < 0) GTEST_SKIP() << "the kernel did not hand out PID " << number << " again";
-  ASSERT_TRUE(wait_until([&] { return daemon_row(*d, number)["reused_by"].is_object(); }))
-      << d->log() << snapshot_of(*d).dump(2);
-
-  std::vector<std::string> env = client_of(dir);
-  for (const auto& e : nvml.env()) env.push_back(e);
-  const std::vector<std::string> roots{"--dev-root", dev.path()};
+  NumberTakenBesideTheDaemon scene;
+  scene.set(GetParam());
+  if (HasFatalFailure() || IsSkipped()) return;
+  const pid_t number = scene.number, newcomer = scene.newcomer;
+  const std::vector<std::string> env = scene.client_env();
+  const std::vector<std::string> roots{"--dev-root", scene.dev.path()};
   auto with_roots = [&](std::vector<std::string> args) {
     args.insert(args.end(), roots.begin(), roots.end());
     return args;
@@ -756,23 +782,12 @@ uint64_t sightings_saved_at(const TempDir& dir) {
 TEST_P(ARestartedDaemon, StillKnowsTheNewcomerUnderAGoneJobsNumber) {
   REQUIRE_DOUBLE();
   if (!can_run_as_others()) GTEST_SKIP() << "needs root for two users and ns_last_pid";
-  FakeDevRoot dev;
-  Child job = users_process(dev, kUserA, "trainer");
-  const pid_t number = job.pid();
-  FakeNvml nvml(gpu0(json::array({{{"pid", number}, {"used_bytes", 2 * GiB}, {"leaked", true}}})));
-  TempDir dir;
-  auto d = mode_daemon(GetParam(), dir, dev, nvml, "", Rescan::EverySample);
-  const uint64_t job_start = start_ticks_of(number);
-  ASSERT_TRUE(wait_until([&] {
-    json r = daemon_row(*d, number);
-    return r.is_object() && r["listed_by_driver"] == true && r["start_ticks"] == job_start;
-  })) << d->log();
-  job.kill_and_reap();
-  const Newcomer taken(number, "trainer", dev.dev("nvidia0"));
-  const pid_t newcomer = taken.pid;
-  if (newcomer < 0) GTEST_SKIP() << "the kernel did not hand out PID " << number << " again";
-  ASSERT_TRUE(wait_until([&] { return daemon_row(*d, number)["reused_by"].is_object(); }))
-      << d->log() << snapshot_of(*d).dump(2);
+  NumberTakenBesideTheDaemon scene;
+  scene.set(GetParam());
+  if (HasFatalFailure() || IsSkipped()) return;
+  const pid_t number = scene.number, newcomer = scene.newcomer;
+  const TempDir& dir = scene.dir;
+  auto& d = scene.daemon;
 
   // A stop writes the file; only the daemon's user may read or write it.
   d->signal(SIGTERM);
@@ -795,13 +810,12 @@ TEST_P(ARestartedDaemon, StillKnowsTheNewcomerUnderAGoneJobsNumber) {
     EXPECT_NE(daemon.log().find("took on the last run's sightings"), std::string::npos)
         << daemon.log();
   };
-  auto restarted = mode_daemon(GetParam(), dir, dev, nvml, "", Rescan::EverySample);
+  auto restarted = mode_daemon(GetParam(), dir, scene.dev, scene.nvml, "", Rescan::EverySample);
   is_newcomer(*restarted);
 
   // A command beside it decides as it does.
-  std::vector<std::string> env = client_of(dir);
-  for (const auto& e : nvml.env()) env.push_back(e);
-  auto ghosts = run_gpureap({"kill", "--ghosts", "--yes", "--json", "--dev-root", dev.path()}, env);
+  auto ghosts = run_gpureap({"kill", "--ghosts", "--yes", "--json", "--dev-root", scene.dev.path()},
+                            scene.client_env());
   json reaped = parse_output(ghosts);
   EXPECT_EQ(reaped["plan"]["targets"], json::array()) << ghosts.out << ghosts.err;
   EXPECT_EQ(reaped["outcomes"], json::array()) << ghosts.out;
@@ -811,7 +825,7 @@ TEST_P(ARestartedDaemon, StillKnowsTheNewcomerUnderAGoneJobsNumber) {
   ASSERT_TRUE(wait_until([&] { return sightings_saved_at(dir) > stopped_at; })) << restarted->log();
   restarted->signal(SIGKILL);
   restarted->wait_exit();
-  auto after_crash = mode_daemon(GetParam(), dir, dev, nvml, "", Rescan::EverySample);
+  auto after_crash = mode_daemon(GetParam(), dir, scene.dev, scene.nvml, "", Rescan::EverySample);
   is_newcomer(*after_crash);
   expect_untouched(newcomer, "user B's newcomer");
 }
