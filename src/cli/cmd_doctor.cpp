@@ -357,7 +357,7 @@ int run_doctor(const GlobalOptions& g, const DoctorOptions& given) {
     fail(collector.error());
     return kDoctorCannotRun;
   }
-  if (sightings) collector->adopt_sightings(std::move(*sightings));
+  adopt_daemon_sightings(*collector, std::move(sightings));
   auto first = std::make_shared<const core::Snapshot>(collector->collect());
   if (auto failed = resolve_scope(o, *first)) return *failed;
   if (doctor::needs_settle(*first, o.gpu)) {

@@ -204,8 +204,7 @@ int run_kill(const GlobalOptions& g, const KillOptions& options) {
   if (!collector) return fail(collector.error());
   // The daemon has watched the driver's lists; one look cannot tell the listed process from
   // one that took its number since (core/listed_sightings.h).
-  if (auto sightings = ask_daemon_sightings(g, o.no_daemon))
-    collector->adopt_sightings(std::move(*sightings));
+  adopt_daemon_sightings(*collector, ask_daemon_sightings(g, o.no_daemon));
   reap::CollectorWorld world(*collector);
   auto started = SystemClock::now();
   if (!o.dry_run && !world.signals_reach())

@@ -226,8 +226,7 @@ int run_policy(const GlobalOptions& g, const PolicyOptions& o) {
   auto collector = open_collector(g);
   if (!collector) return fail(collector.error());
   // A policy in the daemon matches with its sightings of the driver's lists: so does its test.
-  if (auto sightings = ask_daemon_sightings(g, false))
-    collector->adopt_sightings(std::move(*sightings));
+  adopt_daemon_sightings(*collector, ask_daemon_sightings(g, false));
   const core::Snapshot snapshot = collector->collect();
   for (const auto& p : policies)
     if (p.gpu)

@@ -134,6 +134,15 @@ std::optional<core::ListedSightings> ask_daemon_sightings(const GlobalOptions& g
   return core::sightings_of(answer->evidence.last->proc);
 }
 
+void adopt_daemon_sightings(collect::Collector& collector,
+                            std::optional<core::ListedSightings> sightings) {
+  if (!sightings) return;
+  if (auto why = collector.adopt_sightings(std::move(*sightings)))
+    std::cerr << "gpureap: the daemon's sightings of the driver's lists are not used: " << *why
+              << "; this command decides on its own scan: a process that took a listed number "
+                 "may pass for the listed one\n";
+}
+
 int print_command_output(const std::string& out, const std::vector<std::string>& err,
                          int exit_code) {
   for (const auto& line : err) std::cerr << line << "\n";

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "cli/global_options.h"
+#include "collect/collector.h"
 #include "core/listed_sightings.h"
 #include "daemon/local_protocol.h"
 
@@ -39,6 +40,13 @@ std::optional<daemon::EvidenceAnswer> ask_daemon_evidence(
 // stop it. Without them the command decides on one look, as with no daemon on the node.
 std::optional<core::ListedSightings> ask_daemon_sightings(const GlobalOptions& global,
                                                           bool no_daemon);
+
+// Has `collector` take on `sightings` (ask_daemon_sightings', or a daemon's answer's) for every
+// collection after this. Where they cannot speak of its processes (another boot, another PID
+// namespace) it says so once on stderr: the command then decides on one look, and its user
+// should know. Nothing is said without sightings (no daemon, --no-daemon).
+void adopt_daemon_sightings(collect::Collector& collector,
+                            std::optional<core::ListedSightings> sightings);
 
 // Prints what a command made of a snapshot (its own or the daemon's): stderr lines first, then
 // stdout; returns the exit status.

@@ -315,14 +315,19 @@ core::ProcView Collector::rescan_processes(const core::ProcView& previous,
   return scan(&previous, also);
 }
 
-core::ProcView Collector::scan(const core::ProcView* previous,
-                               const std::vector<pid_t>& also) const {
+core::ProcView Collector::empty_view() const {
   core::ProcView view;
   view.boot_time = proc_.boot_time();
   view.ticks_per_second = ::sysconf(_SC_CLK_TCK);
   view.in_child_pid_namespace = proc_.in_child_pid_namespace().value_or(false);
   view.pid_namespace = proc_.pid_namespace();
   view.driver_device_files = catalog_.drivers_present();
+  return view;
+}
+
+core::ProcView Collector::scan(const core::ProcView* previous,
+                               const std::vector<pid_t>& also) const {
+  core::ProcView view = empty_view();
   // A full scan asks the kernel's iterator which fds to read, on a thread of its own while the
   // stats are read.
   std::optional<PendingIndex> index;
@@ -633,6 +638,13 @@ core::Snapshot Collector::collect() const {
   phase.emplace("join");
   return core::join(std::move(view), std::move(drivers), base::host_name(),
                     std::chrono::system_clock::now());
+}
+
+std::optional<std::string> Collector::adopt_sightings(core::ListedSightings sightings) {
+  // Boot and PID namespace are the procfs's own: every view collected later has this one's.
+  if (auto why = core::sightings_mismatch(sightings, empty_view())) return why;
+  sightings_ = std::make_shared<const core::ListedSightings>(std::move(sightings));
+  return std::nullopt;
 }
 
 procfs::IpcResidue Collector::ipc_residue(const core::ProcView& view) const {

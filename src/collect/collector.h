@@ -77,10 +77,10 @@ class Collector {
   core::Snapshot collect() const;
   // What the node's daemon saw of the listings (core/listed_sightings.h), taken on by every
   // collect() after this: a command that signals from its own scan then disowns a listed
-  // number's newcomer as the daemon does.
-  void adopt_sightings(core::ListedSightings sightings) {
-    sightings_ = std::make_shared<const core::ListedSightings>(std::move(sightings));
-  }
+  // number's newcomer as the daemon does. Returns why they cannot speak of this collector's
+  // processes (core::sightings_mismatch: another boot, another PID namespace), and then takes
+  // nothing; empty when they are taken.
+  std::optional<std::string> adopt_sightings(core::ListedSightings sightings);
   // Host-memory leftovers of killed jobs (doctor's ipc-residue) beside the processes of `view`:
   // costly when the dev root's shm has old files, so asked for apart from collect().
   procfs::IpcResidue ipc_residue(const core::ProcView& view) const;
@@ -125,6 +125,9 @@ class Collector {
                     bool label_all = false) const;
   void read_rank_siblings(core::ProcView& view) const;
   core::ProcView scan(const core::ProcView* previous, const std::vector<pid_t>& also = {}) const;
+  // A view of no process yet: what every scan's view says of the procfs itself (its boot, its
+  // PID namespace).
+  core::ProcView empty_view() const;
   // A full scan may ask the kernel's open-file iterator (not yet refused, or loaded).
   bool may_use_kernel_iterator() const;
   // A pass of the kernel's open-file iterator for a full scan, where it can be had.
