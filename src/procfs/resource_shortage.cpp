@@ -36,14 +36,15 @@ std::optional<core::Shortage> shortage_of(int err) {
 
 std::string shortage_remedy(int err) {
   if (err == EMFILE) {
+    // getrlimit fails only for a bad resource or pointer, and the kernel keeps both limits at
+    // or under fs.nr_open: the advice raises the limit from what it is, not to a fixed figure
+    // that may be the very one gpureap ran out under.
     struct rlimit lim {};
-    std::string now;
-    if (::getrlimit(RLIMIT_NOFILE, &lim) == 0)
-      now = " (its limit is " + limit_text(lim.rlim_cur) + ", hard limit " +
-            limit_text(lim.rlim_max) + ")";
-    return "gpureap ran out of file descriptors" + now +
-           "; raise the limit of open files and run it again: `ulimit -n 1024` in the shell "
-           "(`ulimit -Hn` as root where the hard limit is lower), LimitNOFILE= in a systemd unit";
+    (void)::getrlimit(RLIMIT_NOFILE, &lim);
+    const auto hard = lim.rlim_max == RLIM_INFINITY ? SIZE_MAX : static_cast<size_t>(lim.rlim_max);
+    return "gpureap ran out of file descriptors (its limit is " + limit_text(lim.rlim_cur) +
+           ", hard limit " + limit_text(lim.rlim_max) + "); " +
+           raise_descriptor_limit(static_cast<size_t>(lim.rlim_cur), hard);
   }
   if (err == ENFILE)
     return "the system's table of open files is full; close files elsewhere or raise "

@@ -17,7 +17,8 @@ bool is_resource_shortage(int err);
 std::optional<core::Shortage> shortage_of(int err);
 
 // What to do about `err` (a shortage): for EMFILE, gpureap's own limit of open files (its soft
-// and hard RLIMIT_NOFILE) and how to raise it; for ENFILE, the system's; for memory, memory.
+// and hard RLIMIT_NOFILE) and how to raise it from there (raise_descriptor_limit); for ENFILE,
+// the system's; for memory, memory.
 std::string shortage_remedy(int err);
 
 // gpureap's own file descriptors, when it has no more than `spare` left under its soft limit of
@@ -30,7 +31,8 @@ struct DescriptorUse {
 };
 std::optional<DescriptorUse> descriptors_nearly_spent(size_t spare);
 // How to raise a soft limit of `limit` open files (hard limit `hard`) to enough for gpureap and
-// a library it loads: in the shell, and in a systemd unit.
+// a library it loads: in the shell (a root one where the soft limit is the hard one already), and
+// in a systemd unit. The one advice on gpureap's own limit of open files.
 std::string raise_descriptor_limit(size_t limit, size_t hard);
 
 }  // namespace gpureap::procfs

@@ -293,7 +293,8 @@ core::BackendReport nvml_short_of_descriptors() {
       "libnvidia-ml.so.1 could not be loaded: gpureap had no file descriptor to open it (Too many "
       "open files; the loader said: libnvidia-ml.so.1: cannot open shared object file: No such "
       "file or directory); gpureap ran out of file descriptors (its limit is 6, hard limit 6); "
-      "raise the limit of open files and run it again: `ulimit -n 1024` in the shell";
+      "raise the limit of open files, hard and soft, and run it again: `ulimit -Hn 1024; ulimit "
+      "-n 1024` in a root shell, LimitNOFILE=1024 in its systemd unit";
   b.error_code = core::BackendErrorCode::OutOfResources;
   b.shortage = core::Shortage::OwnDescriptors;
   return b;

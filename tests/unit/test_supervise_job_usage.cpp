@@ -101,8 +101,9 @@ namespace incomplete_release {
 // The collector's words for a scan that ran out of descriptors (collect/collector.cpp).
 const std::string kScanFailure =
     "1 process could not be scanned (/proc/4242/fd: Too many open files): gpureap ran out of "
-    "file descriptors (its limit is 6, hard limit 6); raise the limit of open files and run it "
-    "again: `ulimit -n 1024` in the shell";
+    "file descriptors (its limit is 6, hard limit 6); raise the limit of open files, hard and "
+    "soft, and run it again: `ulimit -Hn 1024; ulimit -n 1024` in a root shell, LimitNOFILE=1024 "
+    "in its systemd unit";
 
 // The job (100, holding nothing now; 101 gone) and someone else's 200, with no driver answering.
 core::Snapshot no_driver(std::vector<core::HostProcess> ps) {
