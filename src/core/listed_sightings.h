@@ -40,8 +40,7 @@ struct ListedSightings {
 struct CarriedSightings {
   std::string boot_id;                    // /proc/sys/kernel/random/boot_id
   std::optional<uint64_t> pid_namespace;  // ProcView::pid_namespace
-  // When the reading these come from returned, in boot ticks: a process that started later
-  // took its number while nobody watched the lists.
+  // When the reading these come from returned, in boot ticks: how old they are.
   uint64_t saved_at_ticks = 0;
   struct Listing {
     pid_t pid = 0;

@@ -231,7 +231,6 @@ class Daemon {
     content_.set_incidents(incidents_);
     samples_->add_consumer(std::make_shared<TrackingMetrics>(tracker_));
     engine_.add_consumer(samples_);
-    keep_sightings();
   }
 
   // The tracker wakes the engine: it stops first.
@@ -242,6 +241,7 @@ class Daemon {
   int run(const sigset_t& signals) {
     raise_descriptor_limit();
     if (!serve()) return 1;
+    keep_sightings();  // in the socket's directory, which serve() made
     engine_.start();
     Liveness live;
     for (;;) {
@@ -408,8 +408,13 @@ class Daemon {
     const std::string path = sightings_file_for(local_socket(config_));
     const auto boot_id = engine_.procfs().boot_id();
     if (path.empty() || !boot_id) return;
+    auto file = SightingsFile::open(path);
+    if (!file) {
+      base::log_warning(file.error().text());
+      return;
+    }
     const uint64_t now = engine::boot_ticks_now();
-    auto previous = load_sightings(path, engine_.procfs(), now);
+    auto previous = file->load(engine_.procfs(), now);
     if (!previous) {
       // Another boot, namespace or an old file is the normal course; a file this run may not
       // trust is not.
@@ -424,7 +429,7 @@ class Daemon {
                      std::to_string((now - (*previous)->saved_at_ticks) / hz) + " s ago");
     }
     engine_.carry_sightings(previous ? std::move(*previous) : std::nullopt);
-    sightings_ = std::make_shared<SightingsKeeper>(path, *boot_id);
+    sightings_ = std::make_shared<SightingsKeeper>(std::move(*file), *boot_id);
     engine_.add_consumer(sightings_);
   }
 

@@ -32,28 +32,69 @@ std::string octal_mode(mode_t mode) {
   return text;
 }
 
-// The file's text, where it is one this process may trust: its own user's, written by nobody
-// else. Empty when there is none.
-core::Result<std::optional<std::string>> read_own_file(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
+// Written only by this process's user (or root, whom nothing stops anyway).
+bool only_ours(const struct stat& st) {
+  return (st.st_uid == ::geteuid() || st.st_uid == 0) && !(st.st_mode & (S_IWGRP | S_IWOTH));
+}
+
+}  // namespace
+
+std::string sightings_file_for(const std::string& socket) {
+  if (socket.empty()) return "";
+  const auto slash = socket.rfind('/');
+  return (slash == std::string::npos ? std::string() : socket.substr(0, slash + 1)) +
+         "sightings.json";
+}
+
+core::Result<SightingsFile> SightingsFile::open(const std::string& path) {
+  const auto slash = path.rfind('/');
+  const std::string dir = slash == std::string::npos ? "." : path.substr(0, slash + 1);
+  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0)
+    return core::Error{"cannot keep the sightings in " + path + ": " + errno_text(errno),
+                       "a restart will date every listing anew", errno};
+  SightingsFile f;
+  f.path_ = path;
+  f.name_ = slash == std::string::npos ? path : path.substr(slash + 1);
+  f.dir_ = std::shared_ptr<int>(new int(fd), [](int* p) {
+    ::close(*p);
+    delete p;
+  });
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !only_ours(st))
+    return core::Error{"cannot keep the sightings in " + path +
+                           ": its directory may be written "
+                           "by another user (owner uid " +
+                           std::to_string(st.st_uid) + ", mode " + octal_mode(st.st_mode) +
+                           "), who could put an older file back",
+                       "give the local socket a directory only root (or the daemon's user) may "
+                       "write; a restart will date every listing anew"};
+  return f;
+}
+
+core::Result<std::optional<core::CarriedSightings>> SightingsFile::load(const procfs::ProcFs& proc,
+                                                                        uint64_t now_ticks) const {
+  using Out = std::optional<core::CarriedSightings>;
+  const int fd =
+      ::openat(*dir_, name_.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
   if (fd < 0) {
-    if (errno == ENOENT) return std::optional<std::string>{};
-    return refused(path, errno_text(errno), "");
+    if (errno == ENOENT) return Out{};
+    return refused(path_, errno_text(errno), "");
   }
   struct stat st {};
   std::string text;
   std::optional<core::Error> error;
   if (::fstat(fd, &st) != 0) {
-    error = refused(path, errno_text(errno), "");
+    error = refused(path_, errno_text(errno), "");
   } else if (!S_ISREG(st.st_mode)) {
-    error = refused(path, "not a regular file", "remove it: the daemon writes a new one");
+    error = refused(path_, "not a regular file", "remove it: the daemon writes a new one");
   } else if (st.st_uid != ::geteuid() || (st.st_mode & (S_IWGRP | S_IWOTH))) {
-    error = refused(path, "another user may have written it (owner uid " +
-                              std::to_string(st.st_uid) + ", mode " +
-                              octal_mode(st.st_mode) + ")",
+    error = refused(path_,
+                    "another user may have written it (owner uid " + std::to_string(st.st_uid) +
+                        ", mode " + octal_mode(st.st_mode) + ")",
                     "only the daemon's user may write its runtime directory; remove the file");
   } else if (st.st_size > kMaxFileBytes) {
-    error = refused(path, "larger than any daemon writes", "remove it");
+    error = refused(path_, "larger than any daemon writes", "remove it");
   } else {
     text.resize(static_cast<size_t>(st.st_size));
     size_t got = 0;
@@ -67,44 +108,47 @@ core::Result<std::optional<std::string>> read_own_file(const std::string& path) 
   }
   ::close(fd);
   if (error) return *error;
-  return std::optional<std::string>{std::move(text)};
-}
 
-}  // namespace
-
-std::string sightings_file_for(const std::string& socket) {
-  if (socket.empty()) return "";
-  const auto slash = socket.rfind('/');
-  return (slash == std::string::npos ? std::string() : socket.substr(0, slash + 1)) +
-         "sightings.json";
-}
-
-core::Result<std::optional<core::CarriedSightings>> load_sightings(const std::string& path,
-                                                                   const procfs::ProcFs& proc,
-                                                                   uint64_t now_ticks) {
-  using Out = std::optional<core::CarriedSightings>;
-  auto text = read_own_file(path);
-  if (!text) return text.error();
-  if (!*text) return Out{};
-  auto carried = output::sightings_from_wire_text(**text);
+  auto carried = output::sightings_from_wire_text(text);
   if (!carried)
-    return refused(path, carried.error().message, "the daemon writes a new one; nothing to do");
+    return refused(path_, carried.error().message, "the daemon writes a new one; nothing to do");
   const auto boot_id = proc.boot_id();
-  if (!boot_id || carried->boot_id != *boot_id) return refused(path, "they are of another boot", "");
+  if (!boot_id || carried->boot_id != *boot_id)
+    return refused(path_, "they are of another boot", "");
   const auto pid_namespace = proc.pid_namespace();
   if (!pid_namespace || carried->pid_namespace != pid_namespace)
-    return refused(path, "they are of another PID namespace", "");
+    return refused(path_, "they are of another PID namespace", "");
   const auto hz = static_cast<uint64_t>(::sysconf(_SC_CLK_TCK));
-  const uint64_t max_age = static_cast<uint64_t>(
-      std::chrono::duration_cast<std::chrono::seconds>(kMaxSightingsAge).count()) * hz;
-  if (carried->saved_at_ticks > now_ticks)
-    return refused(path, "they are dated after now", "");
+  const uint64_t max_age =
+      static_cast<uint64_t>(
+          std::chrono::duration_cast<std::chrono::seconds>(kMaxSightingsAge).count()) *
+      hz;
+  if (carried->saved_at_ticks > now_ticks) return refused(path_, "they are dated after now", "");
   if (now_ticks - carried->saved_at_ticks > max_age)
-    return refused(path,
+    return refused(path_,
                    "they were saved " + std::to_string((now_ticks - carried->saved_at_ticks) / hz) +
                        " s ago, longer than the daemon may have been away and still know them",
                    "");
   return Out{std::move(*carried)};
+}
+
+std::optional<std::string> SightingsFile::save(const core::CarriedSightings& carried) const {
+  const std::string text = output::sightings_to_wire_text(carried);
+  // A new file renamed over the old: a reader (the next run, after a crash mid-write) sees the
+  // one or the other whole. O_NOFOLLOW and O_EXCL after an unlink: nothing planted at the
+  // temporary name is followed or written through.
+  const std::string temporary = name_ + ".new";
+  ::unlinkat(*dir_, temporary.c_str(), 0);
+  const int fd = ::openat(*dir_, temporary.c_str(),
+                          O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY, 0600);
+  if (fd < 0) return errno_text(errno);
+  std::optional<std::string> error;
+  if (!base::write_all(fd, text)) error = errno_text(errno);
+  if (::close(fd) != 0 && !error) error = errno_text(errno);
+  if (!error && ::renameat(*dir_, temporary.c_str(), *dir_, name_.c_str()) != 0)
+    error = errno_text(errno);
+  if (error) ::unlinkat(*dir_, temporary.c_str(), 0);
+  return error;
 }
 
 void SightingsKeeper::on_collection(const engine::Collection& c) {
@@ -127,33 +171,17 @@ void SightingsKeeper::flush() {
 void SightingsKeeper::write(const core::CarriedSightings& carried, Clock::time_point now) {
   core::CarriedSightings out = carried;
   out.boot_id = boot_id_;
-  const std::string text = output::sightings_to_wire_text(out);
-  // A new file renamed over the old: a reader (the next run, after a crash mid-write) sees the
-  // one or the other whole. O_NOFOLLOW and O_EXCL after an unlink: nothing planted at the
-  // temporary name is followed or written through.
-  const std::string temporary = path_ + ".new";
-  ::unlink(temporary.c_str());
-  std::string error;
-  const int fd = ::open(temporary.c_str(),
-                        O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY, 0600);
-  if (fd < 0) {
-    error = errno_text(errno);
-  } else {
-    if (!base::write_all(fd, text)) error = errno_text(errno);
-    if (::close(fd) != 0 && error.empty()) error = errno_text(errno);
-    if (error.empty() && ::rename(temporary.c_str(), path_.c_str()) != 0) error = errno_text(errno);
-    if (!error.empty()) ::unlink(temporary.c_str());
-  }
+  const auto error = file_.save(out);
   written_at_ = now;
-  if (!error.empty()) {
-    if (error != failed_)
-      base::log_warning("cannot save the sightings for the next run in " + path_ + ": " + error +
-                        "; a restart will date every listing anew");
-    failed_ = error;
+  if (error) {
+    if (*error != failed_)
+      base::log_warning("cannot save the sightings for the next run in " + file_.path() + ": " +
+                        *error + "; a restart will date every listing anew");
+    failed_ = *error;
     written_.reset();
     return;
   }
-  if (!failed_.empty()) base::log_info("the sightings are saved in " + path_ + " again");
+  if (!failed_.empty()) base::log_info("the sightings are saved in " + file_.path() + " again");
   failed_.clear();
   out.saved_at_ticks = 0;
   out.boot_id.clear();

@@ -6,10 +6,11 @@
 //
 // The file lies beside the local socket, in the runtime directory that systemd keeps across
 // restarts (RuntimeDirectoryPreserve=restart) and that a reboot empties. It is rewritten a
-// second at most after a change, every kRefresh while nothing changes, and at a stop: its
-// saved_at_ticks bounds what the next run takes on (engine::ListedSince::carry_over), so a
-// file left by a crash costs only the processes that started since it was written.
+// second at most after a change, every kRefresh while nothing changes, and at a stop; a file
+// left by a crash lacks at most the last second's changes (engine::ListedSince::carry_over says
+// how the next run takes it on).
 #include <chrono>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -29,21 +30,36 @@ std::string sightings_file_for(const std::string& socket);
 // back meanwhile.
 inline constexpr std::chrono::minutes kMaxSightingsAge{10};
 
-// What a previous run left at `path`, where this run may take it on: a regular file of this
-// process's user, writable by nobody else, of this boot and PID namespace, saved at most
-// kMaxSightingsAge before `now_ticks` (boot ticks). Empty when there is none; an error says
-// why it is not taken.
-core::Result<std::optional<core::CarriedSightings>> load_sightings(const std::string& path,
-                                                                   const procfs::ProcFs& proc,
-                                                                   uint64_t now_ticks);
+// The file at a path, read and written through its directory, opened once: a user who may
+// rename files in a directory could put an older file of the daemon's own back, so only a
+// directory of this process's user (or root) that nobody else may write is used.
+class SightingsFile {
+ public:
+  // Error: the directory cannot be opened, or others may write it.
+  static core::Result<SightingsFile> open(const std::string& path);
+
+  // What a previous run left, where this run may take it on: a regular file of this process's
+  // user, writable by nobody else, of this boot and PID namespace, saved at most
+  // kMaxSightingsAge before `now_ticks` (boot ticks). Empty when there is none; an error says
+  // why it is not taken.
+  core::Result<std::optional<core::CarriedSightings>> load(const procfs::ProcFs& proc,
+                                                           uint64_t now_ticks) const;
+  // Written whole (a new file renamed over the old); the error's text otherwise.
+  std::optional<std::string> save(const core::CarriedSightings& carried) const;
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_, name_;
+  std::shared_ptr<int> dir_;
+};
 
 // Writes each collection's Collection::carried to the file, as often as the header says.
 class SightingsKeeper : public engine::CollectionConsumer {
  public:
   static constexpr std::chrono::seconds kRefresh{10};
 
-  SightingsKeeper(std::string path, std::string boot_id)
-      : path_(std::move(path)), boot_id_(std::move(boot_id)) {}
+  SightingsKeeper(SightingsFile file, std::string boot_id)
+      : file_(std::move(file)), boot_id_(std::move(boot_id)) {}
   void on_collection(const engine::Collection& collection) override;
   // The latest collection's, now (at a stop).
   void flush();
@@ -52,7 +68,8 @@ class SightingsKeeper : public engine::CollectionConsumer {
   using Clock = std::chrono::steady_clock;
   void write(const core::CarriedSightings& carried, Clock::time_point now);
 
-  const std::string path_, boot_id_;
+  const SightingsFile file_;
+  const std::string boot_id_;
   std::mutex mutex_;  // flush() comes from the main thread
   std::shared_ptr<const core::CarriedSightings> latest_;
   std::optional<core::CarriedSightings> written_;  // as last written, saved_at_ticks aside

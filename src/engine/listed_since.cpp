@@ -28,13 +28,10 @@ void ListedSince::carry_over(const core::CarriedSightings& carried) {
   carried_ = carried;
 }
 
-void ListedSince::take_carried(const core::ProcView* fresh) {
+void ListedSince::take_carried() {
   if (!carried_) return;
-  for (const auto& l : carried_->listings) {
-    const core::HostProcess* p = fresh ? fresh->find(l.pid) : nullptr;
-    if (!fresh || (p && p->stat.start_ticks > carried_->saved_at_ticks)) continue;
+  for (const auto& l : carried_->listings)
     listings_[l.pid] = Listing{l.since, l.first_process, {l.gpus.begin(), l.gpus.end()}};
-  }
   for (const auto& [key, at] : carried_->last_read) last_read_.try_emplace(key, at);
   carried_.reset();
 }
@@ -42,7 +39,7 @@ void ListedSince::take_carried(const core::ProcView* fresh) {
 const std::map<pid_t, uint64_t>& ListedSince::update(
     const core::DriverReading& drivers, uint64_t now_ticks, const core::ProcView* fresh,
     const std::map<pid_t, std::vector<core::ProcessEnd>>& ends) {
-  take_carried(fresh);
+  take_carried();
   // A first sighting's process: the one under the number now, if it could be the listed one,
   // unless a holder that had the number ended since the listing GPUs last answered without it.
   auto first_process = [&](pid_t pid, const Listing& l) -> std::optional<uint64_t> {

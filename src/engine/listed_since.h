@@ -50,10 +50,10 @@ class ListedSince {
 
   // The listings and the GPUs' last readings, for the next run (core::CarriedSightings).
   void carry_into(core::CarriedSightings& out) const;
-  // Before the first update: a previous run's. The first update takes on each listing whose
-  // number's process in its fresh view (none: nothing is taken) started by
-  // `carried.saved_at_ticks`, the process that run judged; under a number taken while nobody
-  // read the lists, the listing may have ended and come back, and is dated as a first sighting.
+  // Before the first update: a previous run's, taken on whole. A process that took a listed
+  // number while nobody read the lists is not the listed one: a listing that ended and came
+  // back meanwhile (its own) is dated as of the last run, which fails safe (it is disowned,
+  // never signalled), as a first sighting would not (a newcomer holding the GPU's file passes).
   void carry_over(const core::CarriedSightings& carried);
 
  private:
@@ -68,7 +68,7 @@ class ListedSince {
   std::map<std::string, uint64_t> last_read_;
   std::map<pid_t, uint64_t> since_, first_;        // what update() and first_processes() return
   std::optional<core::CarriedSightings> carried_;  // until the first update
-  void take_carried(const core::ProcView* fresh);
+  void take_carried();
 };
 
 }  // namespace gpureap::engine

@@ -40,7 +40,13 @@ void ScheduledCollector::carry_sightings(std::optional<core::CarriedSightings> p
   listed_since_.carry_over(*previous);
   rank_exits_.carry_over(previous->rank_exits);
   carried_ends_ = std::move(previous->ends);
-  carried_forks_ = std::move(previous->forks);
+  // A fork ties its child to the parent's life, which ended before the last run's last
+  // reading: only a listing that run saw can be that life's context. One first seen later is
+  // not (the driver lists a context from its creation), and the fork grants it nothing.
+  std::set<pid_t> carried_listed;
+  for (const auto& l : previous->listings) carried_listed.insert(l.pid);
+  for (const auto& [child, fork] : previous->forks)
+    if (carried_listed.count(fork.parent)) carried_forks_.emplace(child, fork);
 }
 
 void ScheduledCollector::add_carried(core::ProcView& view, const std::vector<pid_t>& listed) {
@@ -49,9 +55,12 @@ void ScheduledCollector::add_carried(core::ProcView& view, const std::vector<pid
   const std::set<pid_t> numbers = numbers_with_evidence(view, listed);
   std::erase_if(carried_ends_, [&](const auto& kv) { return !numbers.count(kv.first); });
   merge_ends(view.ends, carried_ends_);
+  // ... and only while that listing lasts: listed again later, it is another context.
+  const std::set<pid_t> listed_now(listed.begin(), listed.end());
   std::erase_if(carried_forks_, [&](const auto& kv) {
     const core::HostProcess* child = view.find(kv.first);
-    return !child || child->stat.start_ticks != kv.second.child_start;
+    return !child || child->stat.start_ticks != kv.second.child_start ||
+           !listed_now.count(kv.second.parent);
   });
   std::map<pid_t, pid_t> forks;
   for (const auto& [child, fork] : carried_forks_) forks.emplace(child, fork.parent);

@@ -163,8 +163,12 @@ class Verifier {
         if (const core::HostProcess* p = s.find(k);
             p && !p->stat.is_zombie() && std::find(keep.begin(), keep.end(), k) == keep.end())
           keep.push_back(k);
-      if (const core::HostProcess* p = s.find(l.pid); p && !p->stat.is_zombie())
-        keep.insert(keep.begin(), l.pid);  // the PID is alive again: recycled by a GPU user
+      // The PID is alive again, recycled by a GPU user that the kernel vouches for as the
+      // listed process; a newcomer under the number (ProcessRow::reused) holds no part of it.
+      const core::ProcessRow* row = s.row(l.pid);
+      if (const core::HostProcess* p = s.find(l.pid);
+          p && !p->stat.is_zombie() && !(row && row->reused))
+        keep.insert(keep.begin(), l.pid);
       for (pid_t k : keep) {
         const core::HostProcess* p = s.find(k);
         l.held_by.push_back({k, p ? std::optional(p->stat.comm) : std::nullopt});

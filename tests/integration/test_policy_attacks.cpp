@@ -681,7 +681,8 @@ struct NumberTakenBesideTheDaemon {
         number(job.pid()),
         nvml(gpu0(json::array({{{"pid", number}, {"used_bytes", 2 * GiB}, {"leaked", true}}}))) {}
 
-  void set(Mode mode) {
+  // `while_down`: the daemon, once it saw the job end, is stopped before the number is taken.
+  void set(Mode mode, bool while_down = false) {
     daemon = mode_daemon(mode, dir, dev, nvml, "", Rescan::EverySample);
     const uint64_t job_start = start_ticks_of(number);
     ASSERT_TRUE(wait_until([&] {
@@ -689,9 +690,20 @@ struct NumberTakenBesideTheDaemon {
       return r.is_object() && r["listed_by_driver"] == true && r["start_ticks"] == job_start;
     })) << daemon->log();
     job.kill_and_reap();
+    if (while_down) {
+      // Seen gone: its row has no process any more.
+      ASSERT_TRUE(wait_until([&] { return daemon_row(*daemon, number)["start_ticks"].is_null(); }))
+          << daemon->log();
+      // And the driver read since: what ended before that reading says nothing of who has the
+      // number after it (core/listed_identity), only the listing the daemon saw does.
+      ASSERT_TRUE(wait_new_samples(*daemon, 2)) << daemon->log();
+      daemon->signal(SIGTERM);
+      ASSERT_EQ(daemon->wait_exit(), 0) << daemon->log();
+    }
     taken = std::make_unique<Newcomer>(number, "trainer", dev.dev("nvidia0"));
     newcomer = taken->pid;
     if (newcomer < 0) GTEST_SKIP() << "the kernel did not hand out PID " << number << " again";
+    if (while_down) return;
     ASSERT_TRUE(wait_until([&] { return daemon_row(*daemon, number)["reused_by"].is_object(); }))
         << daemon->log() << snapshot_of(*daemon).dump(2);
   }
@@ -764,6 +776,70 @@ TEST_P(OneShotBesideTheDaemon, KillAndDoctorFixLeaveTheNewcomerAlone) {
 
 INSTANTIATE_TEST_SUITE_P(BothModes, OneShotBesideTheDaemon, kBothModes, mode_test_name);
 
+class GoneNumberNamed : public ::testing::TestWithParam<Mode> {};
+
+// Every process a document names as still holding a listing (`held_by`, at any depth).
+std::set<pid_t> named_holders(const json& doc) {
+  std::set<pid_t> out;
+  if (doc.is_object()) {
+    for (const auto& [key, value] : doc.items()) {
+      if (key == "held_by" && value.is_array()) {
+        for (const auto& h : value) {
+          if (h.is_object() && h["pid"].is_number_integer()) out.insert(h["pid"].get<pid_t>());
+        }
+      }
+      for (pid_t p : named_holders(value)) out.insert(p);
+    }
+  } else if (doc.is_array()) {
+    for (const auto& v : doc)
+      for (pid_t p : named_holders(v)) out.insert(p);
+  }
+  return out;
+}
+
+// User A's trainer forks a worker that inherits GPU 0's file and ends; user B's process takes
+// the number and opens the file. Naming the gone PID ends A's worker, which kept its context,
+// and the driver goes on listing it (leaked). What the report says still holds it must not be
+// B's process, which is under the number but not the listed process: told to end it, a user
+// would end an innocent process.
+TEST_P(GoneNumberNamed, TheReportNamesNoNewcomerAsAHolder) {
+  REQUIRE_DOUBLE();
+  if (!can_run_as_others()) GTEST_SKIP() << "needs root for two users and ns_last_pid";
+  FakeDevRoot dev;
+  TrainerOfA trainer(dev);
+  const pid_t number = trainer.pid();
+  FakeNvml nvml(gpu0(json::array({{{"pid", number}, {"used_bytes", 2 * GiB}, {"leaked", true}}})));
+  TempDir dir;
+  auto d = mode_daemon(GetParam(), dir, dev, nvml, "", Rescan::EverySample);
+  ASSERT_TRUE(wait_until([&] { return daemon_row(*d, number)["listed_by_driver"] == true; }))
+      << d->log();
+  const pid_t worker = trainer.fork_worker();
+  ASSERT_TRUE(wait_until([&] { return daemon_row(*d, worker).is_object(); })) << d->log();
+  trainer.end();
+  const Newcomer taken(number, "trainer", dev.dev("nvidia0"));
+  const pid_t newcomer = taken.pid;
+  if (newcomer < 0) GTEST_SKIP() << "the kernel did not hand out PID " << number << " again";
+  ASSERT_TRUE(wait_until([&] {
+    return daemon_row(*d, number)["reused_by"].is_object() &&
+           daemon_row(*d, worker)["keeps"] == json::array({number});
+  })) << d->log()
+      << snapshot_of(*d).dump(2);
+
+  std::vector<std::string> env = client_of(dir);
+  for (const auto& e : nvml.env()) env.push_back(e);
+  auto r = run_gpureap({"kill", std::to_string(number), "--yes", "--wait-release", "300ms",
+                        "--json", "--dev-root", dev.path()},
+                       env);
+  json doc = parse_output(r);
+  ASSERT_EQ(doc["plan"]["targets"].size(), 1u) << r.out << r.err;
+  EXPECT_EQ(doc["plan"]["targets"][0]["pid"], worker) << r.out;
+  EXPECT_FALSE(is_alive(worker)) << r.out;
+  EXPECT_EQ(named_holders(doc).count(newcomer), 0u) << r.out;
+  expect_untouched(newcomer, "user B's newcomer");
+}
+
+INSTANTIATE_TEST_SUITE_P(BothModes, GoneNumberNamed, kBothModes, mode_test_name);
+
 class ARestartedDaemon : public ::testing::TestWithParam<Mode> {};
 
 // When the sightings file was last written (its boot ticks), 0 when it cannot be read.
@@ -828,6 +904,103 @@ TEST_P(ARestartedDaemon, StillKnowsTheNewcomerUnderAGoneJobsNumber) {
   auto after_crash = mode_daemon(GetParam(), dir, scene.dev, scene.nvml, "", Rescan::EverySample);
   is_newcomer(*after_crash);
   expect_untouched(newcomer, "user B's newcomer");
+}
+
+// The number is taken while no daemon runs. Its next run cannot tell whether the listing ended
+// and came back as the newcomer's own; it takes on the last run's word, which fails safe: the
+// newcomer is disowned, never charged or planned (a policy that matches its memory would end it).
+TEST_P(ARestartedDaemon, DisownsANumberTakenWhileItWasDown) {
+  REQUIRE_DOUBLE();
+  if (!can_run_as_others()) GTEST_SKIP() << "needs root for two users and ns_last_pid";
+  NumberTakenBesideTheDaemon scene;
+  scene.set(GetParam(), true);
+  if (HasFatalFailure() || IsSkipped()) return;
+  auto restarted =
+      mode_daemon(GetParam(), scene.dir, scene.dev, scene.nvml,
+                  "enforce = true\n[[policy]]\nname = \"hogs\"\nmin_memory = \"1GiB\"\n"
+                  "action = \"terminate\"\n",
+                  Rescan::EverySample);
+  json row;
+  ASSERT_TRUE(wait_until([&] {
+    row = daemon_row(*restarted, scene.number);
+    return row.is_object() && row["listed_by_driver"] == true;
+  })) << restarted->log();
+  EXPECT_TRUE(row["reused_by"].is_object()) << row.dump(2) << restarted->log();
+  auto ghosts = run_gpureap({"kill", "--ghosts", "--yes", "--json", "--dev-root", scene.dev.path()},
+                            scene.client_env());
+  json reaped = parse_output(ghosts);
+  EXPECT_EQ(reaped["plan"]["targets"], json::array()) << ghosts.out << ghosts.err;
+  // The policy has seen a few samples (after = 0s): it matches the gone listing alone, whose
+  // memory no live process keeps, and signals nothing.
+  ASSERT_TRUE(wait_new_samples(*restarted, 3)) << restarted->log();
+  auto policies = json::parse(restarted->get("/api/v1/policies").body, nullptr, false);
+  ASSERT_TRUE(policies.contains("policies")) << policies.dump();
+  const json matched = policies["policies"][0]["processes"];
+  ASSERT_EQ(matched.size(), 1u) << policies.dump(2);
+  EXPECT_EQ(matched[0]["pid"], scene.number) << policies.dump(2);
+  EXPECT_TRUE(matched[0]["start_ticks"].is_null()) << policies.dump(2);
+  for (const auto& r : read_json_lines(scene.dir.file("audit.jsonl"))) {
+    EXPECT_TRUE(r["process"]["start_ticks"].is_null()) << r.dump();
+    EXPECT_EQ(r["signalled"], json::array()) << r.dump();
+  }
+  expect_untouched(scene.newcomer, "user B's newcomer");
+}
+
+// The forks the last run saw are no kin of a listing it never saw. A's process, never listed,
+// forks a worker that inherits GPU 0's file and ends; the daemon records the fork. While no
+// daemon runs, B's process takes the number, opens the file, is listed and ends. The next run
+// first sees that listing: it is not the context of A's process, which ended while the last run
+// read the lists and saw no such listing, so A's worker keeps nothing and nothing is planned.
+TEST_P(ARestartedDaemon, GrantsNoKinByAForkToAListingFirstSeenAfterIt) {
+  REQUIRE_DOUBLE();
+  if (!can_run_as_others()) GTEST_SKIP() << "needs root for two users and ns_last_pid";
+  FakeDevRoot dev;
+  FakeNvml nvml(gpu0(json::array()));
+  TempDir dir;
+  TrainerOfA parent(dev);
+  const pid_t number = parent.pid();
+  auto d = mode_daemon(GetParam(), dir, dev, nvml, "", Rescan::EverySample);
+  ASSERT_TRUE(wait_until([&] { return daemon_row(*d, number).is_object(); })) << d->log();
+  const pid_t worker = parent.fork_worker();
+  ASSERT_TRUE(wait_until([&] { return daemon_row(*d, worker).is_object(); })) << d->log();
+  parent.end();
+  auto fork_saved = [&] {
+    try {
+      const json saved = json::parse(read_text(dir.file("sightings.json")));
+      for (const auto& f : saved["carried"]["forks"])
+        if (f[0] == worker && f[1]["parent"] == number) return true;
+    } catch (const std::exception&) {
+    }
+    return false;
+  };
+  ASSERT_TRUE(wait_until(fork_saved)) << d->log() << read_text(dir.file("sightings.json"));
+
+  d->signal(SIGTERM);
+  ASSERT_EQ(d->wait_exit(), 0) << d->log();
+
+  {
+    Newcomer taken(number, "bjob", dev.dev("nvidia0"));
+    if (taken.pid < 0) GTEST_SKIP() << "the kernel did not hand out PID " << number << " again";
+    nvml.write(gpu0(json::array({{{"pid", number}, {"used_bytes", 2 * GiB}, {"leaked", true}}})));
+  }  // B's process ends; its context stays listed
+
+  auto restarted = mode_daemon(GetParam(), dir, dev, nvml, "", Rescan::EverySample);
+  ASSERT_TRUE(wait_until([&] {
+    return daemon_row(*restarted, number)["listed_by_driver"] == true;
+  })) << restarted->log();
+  json keeper = daemon_row(*restarted, worker);
+  EXPECT_EQ(keeper["keeps"], json::array()) << keeper.dump(2);
+  std::vector<std::string> env = client_of(dir);
+  for (const auto& e : nvml.env()) env.push_back(e);
+  for (const char* source : {"", "--no-daemon"}) {
+    std::vector<std::string> args{"kill",   "--ghosts",   "--dry-run",
+                                  "--json", "--dev-root", dev.path()};
+    if (*source) args.push_back(source);
+    auto ghosts = run_gpureap(args, env);
+    json planned = parse_output(ghosts);
+    EXPECT_EQ(planned["plan"]["targets"], json::array()) << source << ghosts.out << ghosts.err;
+  }
+  EXPECT_TRUE(is_alive(worker));
 }
 
 INSTANTIATE_TEST_SUITE_P(BothModes, ARestartedDaemon, kBothModes, mode_test_name);

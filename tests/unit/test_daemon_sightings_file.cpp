@@ -38,9 +38,23 @@ core::CarriedSightings carried_at(const procfs::ProcFs& proc, uint64_t saved_at_
   return c;
 }
 
+SightingsFile file_at(const std::string& path) {
+  auto f = SightingsFile::open(path);
+  if (!f) throw std::runtime_error(f.error().text());
+  return std::move(*f);
+}
+
+core::Result<std::optional<core::CarriedSightings>> load_sightings(const std::string& path,
+                                                                   const procfs::ProcFs& proc,
+                                                                   uint64_t now) {
+  auto f = SightingsFile::open(path);
+  if (!f) return f.error();
+  return f->load(proc, now);
+}
+
 // Through the keeper, as the daemon writes it.
 void keep(const std::string& path, const core::CarriedSightings& c, const std::string& boot_id) {
-  SightingsKeeper keeper(path, boot_id);
+  SightingsKeeper keeper(file_at(path), boot_id);
   engine::Collection collection;
   collection.carried = std::make_shared<const core::CarriedSightings>(c);
   keeper.on_collection(collection);
@@ -142,8 +156,22 @@ TEST(SightingsFile, AFileAnotherUserCouldHaveWrittenIsRefused) {
   EXPECT_FALSE(load_sightings(dir.path(), proc, now));
   const std::string fifo = dir.file("fifo.json");
   ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
-  EXPECT_NE(refusal(load_sightings(fifo, proc, now)).find("not a regular file"),
-            std::string::npos);
+  EXPECT_NE(refusal(load_sightings(fifo, proc, now)).find("not a regular file"), std::string::npos);
+}
+
+// A user who may rename files in the directory could put back an older file of the daemon's
+// own (a genuine one, recent enough): such a directory is not used at all.
+TEST(SightingsFile, ADirectoryOthersMayWriteIsNotUsed) {
+  TempDir dir;
+  ASSERT_EQ(::chmod(dir.path().c_str(), 01777), 0);
+  auto f = SightingsFile::open(dir.file("sightings.json"));
+  ASSERT_FALSE(f);
+  EXPECT_NE(f.error().message.find("its directory may be written by another user"),
+            std::string::npos)
+      << f.error().text();
+  EXPECT_NE(f.error().message.find("mode 1777"), std::string::npos) << f.error().text();
+  ASSERT_EQ(::chmod(dir.path().c_str(), 0755), 0);
+  EXPECT_TRUE(SightingsFile::open(dir.file("sightings.json")));
 }
 
 TEST(SightingsFile, AFileCutShortOrOfAnotherVersionIsRefusedWhole) {
@@ -171,7 +199,7 @@ TEST(SightingsFile, AFlushWritesTheLatestCollections) {
   const auto proc = host_proc();
   const uint64_t now = engine::boot_ticks_now();
   const std::string path = dir.file("sightings.json");
-  SightingsKeeper keeper(path, "boot");
+  SightingsKeeper keeper(file_at(path), "boot");
   engine::Collection first, second;
   first.carried = std::make_shared<const core::CarriedSightings>(carried_at(proc, now));
   auto changed = carried_at(proc, now + 1);

@@ -163,11 +163,11 @@ TEST(ListedSince, WithoutAnEarlierReadingEveryEndedHolderMayBeTheListedOne) {
   EXPECT_EQ(l.first_processes(), (Since{{10, 5}}));
 }
 
-// A restart takes on its last run's listings (core::CarriedSightings) where the process under
-// the number now is one that run judged: gone, or started by its last reading. A process that
-// took the number while nobody read the lists is judged as at a first sighting: the listing may
-// have ended and come back meanwhile.
-TEST(ListedSince, ARestartTakesOnTheListingsWhoseProcessTheLastRunJudged) {
+// A restart takes on its last run's listings (core::CarriedSightings) whole: a process that
+// took a number while nobody read the lists is not the listed one (the listing may have ended
+// and come back as its own meanwhile, and it is then disowned: that fails safe, a newcomer
+// vouched for at a first sighting would not).
+TEST(ListedSince, ARestartTakesOnTheLastRunsListings) {
   ListedSince last;
   auto first = processes_started({{10, 90}, {11, 95}, {12, 97}, {13, 99}, {14, 98}});
   last.update(driver_listing({{10, 11, 12, 13, 14}}), 100, &first);
@@ -180,25 +180,28 @@ TEST(ListedSince, ARestartTakesOnTheListingsWhoseProcessTheLastRunJudged) {
 
   ListedSince next;
   next.carry_over(carried);
-  // 10: the newcomer the last run disowned; 11: gone; 12: took the number during the gap;
-  // 13: the listed process itself; 14: no longer listed by a GPU that answered.
+  // 10: the newcomer the last run disowned; 11: gone; 12: taken during the gap; 13: the listed
+  // process itself; 14: no longer listed by a GPU that answered.
   auto now = processes_started({{10, 150}, {12, 250}, {13, 99}});
   EXPECT_EQ(next.update(driver_listing({{10, 11, 12, 13}}), 300, &now),
-            (Since{{10, 100}, {11, 100}, {12, 300}, {13, 100}}));
-  EXPECT_EQ(next.first_processes(), (Since{{10, 90}, {11, 95}, {12, 250}, {13, 99}}));
+            (Since{{10, 100}, {11, 100}, {12, 100}, {13, 100}}));
+  EXPECT_EQ(next.first_processes(), (Since{{10, 90}, {11, 95}, {12, 97}, {13, 99}}));
   // Taken on once: a later listing of 14 is a first sighting.
   EXPECT_EQ(next.update(driver_listing({{10, 11, 12, 13, 14}}), 310, &now).at(14), 310u);
 }
 
-// Without a view of /proc read after the first reading, nothing says who has each number now:
-// nothing is taken on.
-TEST(ListedSince, ARestartWithoutAFreshViewTakesNothingOn) {
+// A GPU that does not answer at the first reading after the restart says nothing of what it
+// listed: its listings stay as the last run saw them.
+TEST(ListedSince, ARestartKeepsWhatAGpuThatDoesNotAnswerListed) {
   core::CarriedSightings carried;
   carried.saved_at_ticks = 200;
   carried.listings.push_back({10, 100, 90, {"nvidia:GPU-0"}});
+  carried.listings.push_back({11, 100, 95, {"nvidia:GPU-1"}});
   ListedSince next;
   next.carry_over(carried);
-  EXPECT_EQ(next.update(driver_listing({{10}}), 300, nullptr), (Since{{10, 300}}));
+  auto reading = driver_listing({{10}, {}});
+  reading.gpus[1].error = "GPU is lost";
+  EXPECT_EQ(next.update(reading, 300, nullptr), (Since{{10, 100}, {11, 100}}));
 }
 
 // The last run's readings bound the span a first sighting after the restart looks back on: a
