@@ -72,18 +72,23 @@ std::string refusal(const core::Result<std::optional<core::CarriedSightings>>& r
 
 using namespace sightings_file_test;
 
+// A directory of its own, this kernel's /proc, its boot and now.
+class SightingsFileTest : public ::testing::Test {
+ protected:
+  void SetUp() override { ASSERT_TRUE(boot_id) << "no sys/kernel/random/boot_id"; }
+  TempDir dir;
+  const procfs::ProcFs proc = host_proc();
+  const std::optional<std::string> boot_id = proc.boot_id();
+  const uint64_t now = engine::boot_ticks_now();
+};
+
 TEST(SightingsFile, LiesBesideTheLocalSocket) {
   EXPECT_EQ(sightings_file_for("/run/gpureap/gpureap.sock"), "/run/gpureap/sightings.json");
   EXPECT_EQ(sightings_file_for("gpureap.sock"), "sightings.json");
   EXPECT_EQ(sightings_file_for(""), "");
 }
 
-TEST(SightingsFile, WhatTheKeeperWritesTheNextRunTakesOn) {
-  TempDir dir;
-  const auto proc = host_proc();
-  const auto boot_id = proc.boot_id();
-  ASSERT_TRUE(boot_id);
-  const uint64_t now = engine::boot_ticks_now();
+TEST_F(SightingsFileTest, WhatTheKeeperWritesTheNextRunTakesOn) {
   const auto c = carried_at(proc, now);
   const std::string path = dir.file("sightings.json");
   keep(path, c, *boot_id);
@@ -104,12 +109,7 @@ TEST(SightingsFile, WhatTheKeeperWritesTheNextRunTakesOn) {
   EXPECT_FALSE(*none);
 }
 
-TEST(SightingsFile, AnotherBootNamespaceOrAnOldFileIsNotTakenOn) {
-  TempDir dir;
-  const auto proc = host_proc();
-  const auto boot_id = proc.boot_id();
-  ASSERT_TRUE(boot_id);
-  const uint64_t now = engine::boot_ticks_now();
+TEST_F(SightingsFileTest, AnotherBootNamespaceOrAnOldFileIsNotTakenOn) {
   const uint64_t hz = static_cast<uint64_t>(::sysconf(_SC_CLK_TCK));
   const std::string path = dir.file("sightings.json");
 
@@ -133,12 +133,7 @@ TEST(SightingsFile, AnotherBootNamespaceOrAnOldFileIsNotTakenOn) {
   EXPECT_NE(refusal(load_sightings(path, proc, now)).find("after now"), std::string::npos);
 }
 
-TEST(SightingsFile, AFileAnotherUserCouldHaveWrittenIsRefused) {
-  TempDir dir;
-  const auto proc = host_proc();
-  const auto boot_id = proc.boot_id();
-  ASSERT_TRUE(boot_id);
-  const uint64_t now = engine::boot_ticks_now();
+TEST_F(SightingsFileTest, AFileAnotherUserCouldHaveWrittenIsRefused) {
   const std::string path = dir.file("sightings.json");
   keep(path, carried_at(proc, now), *boot_id);
 
@@ -174,12 +169,7 @@ TEST(SightingsFile, ADirectoryOthersMayWriteIsNotUsed) {
   EXPECT_TRUE(SightingsFile::open(dir.file("sightings.json")));
 }
 
-TEST(SightingsFile, AFileCutShortOrOfAnotherVersionIsRefusedWhole) {
-  TempDir dir;
-  const auto proc = host_proc();
-  const auto boot_id = proc.boot_id();
-  ASSERT_TRUE(boot_id);
-  const uint64_t now = engine::boot_ticks_now();
+TEST_F(SightingsFileTest, AFileCutShortOrOfAnotherVersionIsRefusedWhole) {
   auto c = carried_at(proc, now);
   c.boot_id = *boot_id;
   const std::string text = output::sightings_to_wire_text(c);
@@ -194,10 +184,7 @@ TEST(SightingsFile, AFileCutShortOrOfAnotherVersionIsRefusedWhole) {
 }
 
 // A stop writes the latest collection's at once, whatever was written a moment before.
-TEST(SightingsFile, AFlushWritesTheLatestCollections) {
-  TempDir dir;
-  const auto proc = host_proc();
-  const uint64_t now = engine::boot_ticks_now();
+TEST_F(SightingsFileTest, AFlushWritesTheLatestCollections) {
   const std::string path = dir.file("sightings.json");
   SightingsKeeper keeper(file_at(path), "boot");
   engine::Collection first, second;
