@@ -31,7 +31,8 @@ void ListedSince::carry_over(const core::CarriedSightings& carried) {
 void ListedSince::take_carried() {
   if (!carried_) return;
   for (const auto& l : carried_->listings)
-    listings_[l.pid] = Listing{l.since, l.first_process, {l.gpus.begin(), l.gpus.end()}};
+    listings_[l.pid] =
+        Listing{l.since, l.first_process, {l.gpus.begin(), l.gpus.end()}, std::nullopt};
   for (const auto& [key, at] : carried_->last_read) last_read_.try_emplace(key, at);
   carried_.reset();
 }
@@ -62,12 +63,25 @@ const std::map<pid_t, uint64_t>& ListedSince::update(
           ended = life.start_ticks;
     return ended ? ended : there;
   };
+  // The latest life of a GPU-file holder under the number that began after the listed process
+  // and ended since `since`: the listing may be its context.
+  auto latest_holder_ended = [&](pid_t pid, const Listing& l,
+                                 uint64_t since) -> std::optional<uint64_t> {
+    std::optional<uint64_t> latest;
+    if (auto e = ends.find(pid); e != ends.end())
+      for (const auto& life : e->second)
+        if (life.held && life.end_ticks >= since &&
+            (!l.first_process || life.start_ticks > *l.first_process) &&
+            (!latest || life.start_ticks > *latest))
+          latest = life.start_ticks;
+    return latest;
+  };
   std::map<pid_t, Listing> now;
-  std::set<pid_t> first_seen;
-  std::set<std::string> answered;  // the GPUs whose process lists were read in full
-  std::set<std::string> read;      // and in part: when the others were read still counts, or a
-                                   // GPU whose one kind of list is always refused would date
-                                   // every listing first seen there from its first reading
+  std::set<pid_t> first_seen, returned;  // returned: listed again after its GPU was silent
+  std::set<std::string> answered;        // the GPUs whose process lists were read in full
+  std::set<std::string> read;  // and in part: when the others were read still counts, or a
+                               // GPU whose one kind of list is always refused would date
+                               // every listing first seen there from its first reading
   for (const auto& g : drivers.gpus) {
     if (g.error || g.known_from_kernel) continue;
     read.insert(g.key);
@@ -78,8 +92,10 @@ const std::map<pid_t, uint64_t>& ListedSince::update(
     for (const auto& p : g.processes) {
       auto was = listings_.find(p.pid);
       if (was == listings_.end()) first_seen.insert(p.pid);
+      if (was != listings_.end() && was->second.unanswered_since) returned.insert(p.pid);
       auto [at, added] = now.try_emplace(
-          p.pid, was != listings_.end() ? was->second : Listing{now_ticks, std::nullopt, {}});
+          p.pid, was != listings_.end() ? was->second
+                                        : Listing{now_ticks, std::nullopt, {}, std::nullopt});
       if (added) at->second.gpus.clear();  // the GPUs that list it in this reading
       at->second.gpus.insert(g.key);
     }
@@ -88,15 +104,31 @@ const std::map<pid_t, uint64_t>& ListedSince::update(
     Listing& l = now.at(pid);
     l.first_process = first_process(pid, l);
   }
+  for (pid_t pid : returned) {
+    Listing& l = now.at(pid);
+    if (auto holder = latest_holder_ended(pid, l, *l.unanswered_since)) l.first_process = holder;
+    l.unanswered_since.reset();
+  }
+  const auto read_before = last_read_;
   for (const auto& key : read) last_read_[key] = now_ticks;
   // A GPU that did not answer (an error, its backend down) says nothing of the PIDs it listed:
   // their first sightings stay. Dropped, a listing that comes back after a moment's driver
   // error would be dated anew, and a process that took its number meanwhile would pass for the
   // listed one.
-  for (const auto& [pid, l] : listings_)
-    if (!now.count(pid) && std::any_of(l.gpus.begin(), l.gpus.end(),
-                                       [&](const auto& key) { return !answered.count(key); }))
-      now.emplace(pid, l);
+  for (const auto& [pid, l] : listings_) {
+    if (now.count(pid)) continue;
+    std::optional<uint64_t> silent_since;
+    for (const auto& key : l.gpus)
+      if (!answered.count(key)) {
+        auto at = read_before.find(key);
+        const uint64_t last = at != read_before.end() ? at->second : 0;
+        silent_since = std::min(silent_since.value_or(last), last);
+      }
+    if (!silent_since) continue;
+    Listing kept = l;
+    if (!kept.unanswered_since) kept.unanswered_since = silent_since;
+    now.emplace(pid, kept);
+  }
   listings_ = std::move(now);
   since_.clear();
   first_.clear();

@@ -14,7 +14,9 @@
 // The listing appeared between the last reading that could have listed it and this one. Where
 // a holder of a GPU file had the number and ended in that span (core::ProcView::ends), the
 // listing may be that holder's context, kept by what it left behind, and a process that took
-// the number after it is not vouched for: the first process is then that ended holder.
+// the number after it is not vouched for: the first process is then that ended holder. So for a
+// listing kept while its GPU did not answer: a holder of the number that lived there and ended
+// meanwhile may have made the context listed when the GPU answers again.
 #include <sys/types.h>
 
 #include <cstdint>
@@ -61,6 +63,9 @@ class ListedSince {
     uint64_t since = 0;
     std::optional<uint64_t> first_process;  // its start time
     std::set<std::string> gpus;             // the GPUs (core::Gpu::key) that listed it last
+    // Kept while a GPU that listed it did not answer: that GPU's last reading before. The
+    // listing may have ended and come back meanwhile as a holder of the number's own.
+    std::optional<uint64_t> unanswered_since;
   };
   std::map<pid_t, Listing> listings_;
   // When each GPU's process lists were last read (by Gpu::key): the last read before this one is

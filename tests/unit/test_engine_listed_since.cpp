@@ -163,6 +163,36 @@ TEST(ListedSince, WithoutAnEarlierReadingEveryEndedHolderMayBeTheListedOne) {
   EXPECT_EQ(l.first_processes(), (Since{{10, 5}}));
 }
 
+// A listing kept while its GPU did not answer may have ended and come back meanwhile: a holder
+// of the number that began after the listed process and ended while the GPU was silent may have
+// made the context listed when it answers again, and is then its first process. One that ended
+// before the GPU went silent, or began before the listed process, changes nothing.
+TEST(ListedSince, AHolderThatLivedUnderTheNumberWhileTheGpuWasSilentMayBeTheListedOne) {
+  using Ends = std::map<pid_t, std::vector<core::ProcessEnd>>;
+  ListedSince l;
+  auto fresh = processes_started({{10, 90}, {11, 91}, {12, 92}});
+  l.update(driver_listing({{10, 11, 12}}), 100, &fresh);
+  l.update(driver_listing({{10, 11, 12}}), 110, nullptr);
+  auto lost = driver_listing({{}});
+  lost.gpus[0].error = "GPU is lost";
+  l.update(lost, 150, nullptr);
+  l.update(lost, 160, nullptr);
+  EXPECT_EQ(l.first_processes(), (Since{{10, 90}, {11, 91}, {12, 92}}));
+  const Ends ends{
+      {10,
+       {core::ProcessEnd{90, 120, true, std::nullopt},           // the listed one
+        core::ProcessEnd{125, 140, true, std::nullopt}}},        // a holder while silent: it
+      {11, {core::ProcessEnd{95, 105, true, std::nullopt}}},     // ended before the silence
+      {12, {core::ProcessEnd{130, 140, false, std::nullopt}}}};  // held no GPU file
+  EXPECT_EQ(l.update(driver_listing({{10, 11, 12}}), 170, nullptr, ends),
+            (Since{{10, 100}, {11, 100}, {12, 100}}));
+  EXPECT_EQ(l.first_processes(), (Since{{10, 125}, {11, 91}, {12, 92}}));
+  // Once answered, a later end changes nothing.
+  const Ends later{{11, {core::ProcessEnd{160, 175, true, std::nullopt}}}};
+  l.update(driver_listing({{10, 11, 12}}), 180, nullptr, later);
+  EXPECT_EQ(l.first_processes(), (Since{{10, 125}, {11, 91}, {12, 92}}));
+}
+
 // A restart takes on its last run's listings (core::CarriedSightings) whole: a process that
 // took a number while nobody read the lists is not the listed one (the listing may have ended
 // and come back as its own meanwhile, and it is then disowned: that fails safe, a newcomer
