@@ -25,22 +25,26 @@ void ListedSince::carry_into(core::CarriedSightings& out) const {
 }
 
 void ListedSince::carry_over(const core::CarriedSightings& carried) {
-  carried_ = carried;
-}
-
-void ListedSince::take_carried() {
-  if (!carried_) return;
-  for (const auto& l : carried_->listings)
+  for (const auto& l : carried.listings)
     listings_[l.pid] =
         Listing{l.since, l.first_process, {l.gpus.begin(), l.gpus.end()}, std::nullopt};
-  for (const auto& [key, at] : carried_->last_read) last_read_.try_emplace(key, at);
-  carried_.reset();
+  for (const auto& [key, at] : carried.last_read) last_read_.try_emplace(key, at);
 }
 
 const std::map<pid_t, uint64_t>& ListedSince::update(
     const core::DriverReading& drivers, uint64_t now_ticks, const core::ProcView* fresh,
     const std::map<pid_t, std::vector<core::ProcessEnd>>& ends) {
-  take_carried();
+  // The latest life of a GPU-file holder under the number that ended since `since` and whose
+  // start `fits`: the listing may be its context.
+  auto latest_holder_ended = [&](pid_t pid, uint64_t since, auto fits) -> std::optional<uint64_t> {
+    std::optional<uint64_t> latest;
+    if (auto e = ends.find(pid); e != ends.end())
+      for (const auto& life : e->second)
+        if (life.held && life.end_ticks >= since && fits(life.start_ticks) &&
+            (!latest || life.start_ticks > *latest))
+          latest = life.start_ticks;
+    return latest;
+  };
   // A first sighting's process: the one under the number now, if it could be the listed one,
   // unless a holder that had the number ended since the listing GPUs last answered without it.
   auto first_process = [&](pid_t pid, const Listing& l) -> std::optional<uint64_t> {
@@ -55,26 +59,9 @@ const std::map<pid_t, uint64_t>& ListedSince::update(
     std::optional<uint64_t> there;
     if (p && p->stat.start_ticks <= now_ticks && (p->holds_device() || !p->fds_readable))
       there = p->stat.start_ticks;
-    std::optional<uint64_t> ended;
-    if (auto e = ends.find(pid); e != ends.end())
-      for (const auto& life : e->second)
-        if (life.held && life.end_ticks >= quiet_since && (!there || life.start_ticks < *there) &&
-            (!ended || life.start_ticks > *ended))
-          ended = life.start_ticks;
+    const auto ended = latest_holder_ended(
+        pid, quiet_since, [&](uint64_t start) { return !there || start < *there; });
     return ended ? ended : there;
-  };
-  // The latest life of a GPU-file holder under the number that began after the listed process
-  // and ended since `since`: the listing may be its context.
-  auto latest_holder_ended = [&](pid_t pid, const Listing& l,
-                                 uint64_t since) -> std::optional<uint64_t> {
-    std::optional<uint64_t> latest;
-    if (auto e = ends.find(pid); e != ends.end())
-      for (const auto& life : e->second)
-        if (life.held && life.end_ticks >= since &&
-            (!l.first_process || life.start_ticks > *l.first_process) &&
-            (!latest || life.start_ticks > *latest))
-          latest = life.start_ticks;
-    return latest;
   };
   std::map<pid_t, Listing> now;
   std::set<pid_t> first_seen, returned;  // returned: listed again after its GPU was silent
@@ -106,11 +93,13 @@ const std::map<pid_t, uint64_t>& ListedSince::update(
   }
   for (pid_t pid : returned) {
     Listing& l = now.at(pid);
-    if (auto holder = latest_holder_ended(pid, l, *l.unanswered_since)) l.first_process = holder;
+    // One that began after the listed process and ended in the silence.
+    if (auto holder = latest_holder_ended(pid, *l.unanswered_since, [&](uint64_t start) {
+          return !l.first_process || start > *l.first_process;
+        }))
+      l.first_process = holder;
     l.unanswered_since.reset();
   }
-  const auto read_before = last_read_;
-  for (const auto& key : read) last_read_[key] = now_ticks;
   // A GPU that did not answer (an error, its backend down) says nothing of the PIDs it listed:
   // their first sightings stay. Dropped, a listing that comes back after a moment's driver
   // error would be dated anew, and a process that took its number meanwhile would pass for the
@@ -120,8 +109,8 @@ const std::map<pid_t, uint64_t>& ListedSince::update(
     std::optional<uint64_t> silent_since;
     for (const auto& key : l.gpus)
       if (!answered.count(key)) {
-        auto at = read_before.find(key);
-        const uint64_t last = at != read_before.end() ? at->second : 0;
+        auto at = last_read_.find(key);  // its reading before this one
+        const uint64_t last = at != last_read_.end() ? at->second : 0;
         silent_since = std::min(silent_since.value_or(last), last);
       }
     if (!silent_since) continue;
@@ -129,6 +118,7 @@ const std::map<pid_t, uint64_t>& ListedSince::update(
     if (!kept.unanswered_since) kept.unanswered_since = silent_since;
     now.emplace(pid, kept);
   }
+  for (const auto& key : read) last_read_[key] = now_ticks;
   listings_ = std::move(now);
   since_.clear();
   first_.clear();

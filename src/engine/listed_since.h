@@ -71,9 +71,7 @@ class ListedSince {
   // When each GPU's process lists were last read (by Gpu::key): the last read before this one is
   // the last that could have shown a listing first seen now.
   std::map<std::string, uint64_t> last_read_;
-  std::map<pid_t, uint64_t> since_, first_;        // what update() and first_processes() return
-  std::optional<core::CarriedSightings> carried_;  // until the first update
-  void take_carried();
+  std::map<pid_t, uint64_t> since_, first_;  // what update() and first_processes() return
 };
 
 }  // namespace gpureap::engine
