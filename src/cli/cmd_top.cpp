@@ -18,7 +18,8 @@ namespace gpureap::cli {
 namespace {
 
 // The daemon's latest snapshot, rebuilt here from its inputs (output/snapshot_wire.h); empty on
-// any failure, and top samples on its own.
+// any failure, and where its PIDs name other processes than this command's (foreign_pids): top
+// then samples on its own.
 tui::SnapshotFetch daemon_fetch(const GlobalOptions& g, const TopOptions& o) {
   auto path = daemon_socket(g, o.no_daemon);
   if (!path) return {};
@@ -26,7 +27,7 @@ tui::SnapshotFetch daemon_fetch(const GlobalOptions& g, const TopOptions& o) {
     auto answer = ask_daemon(path, daemon::SnapshotRequest{});
     if (!answer) return std::nullopt;
     auto snapshot = output::snapshot_from_wire_text(answer->output);
-    if (!snapshot) return std::nullopt;
+    if (!snapshot || foreign_pids(snapshot->proc)) return std::nullopt;
     return std::move(*snapshot);
   };
 }

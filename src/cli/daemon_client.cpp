@@ -10,6 +10,7 @@
 
 #include "base/deadline_io.h"
 #include "base/phase_timer.h"
+#include "collect/own_pid_space.h"
 #include "core/duration.h"
 #include "daemon/local_socket.h"
 #include "text/escape.h"
@@ -87,7 +88,28 @@ std::optional<std::string> exchange(const std::string& path, const daemon::Reque
   return receive_all(fd.get(), deadline);
 }
 
+// The daemon's evidence as it sent it. A daemon of another gpureap version (on either side) is
+// said once, so that a forgotten restart after an upgrade is seen.
+std::optional<daemon::EvidenceAnswer> fetch_evidence(const std::string& path,
+                                                     std::chrono::milliseconds settle,
+                                                     std::chrono::milliseconds within) {
+  auto text = exchange(path, daemon::EvidenceRequest::current(settle), within);
+  if (!text) return std::nullopt;
+  auto answer = daemon::parse_evidence_answer(*text);
+  if (answer) return std::move(*answer);
+  if (daemon::is_version_refusal(answer.error()))
+    std::cerr << "gpureap: the daemon on " << text::terminal_safe(path)
+              << " runs another gpureap version (" << text::terminal_safe(answer.error().message)
+              << "); this command scans on its own: restart the daemon after an upgrade\n";
+  return std::nullopt;
+}
+
 }  // namespace
+
+std::optional<std::string> foreign_pids(const core::ProcView& daemons) {
+  // The daemon answers only commands with no --proc-root (daemon_socket): theirs is /proc.
+  return core::pid_space_mismatch(core::pid_space_of(daemons), collect::own_pid_space("/proc"));
+}
 
 std::optional<daemon::Answer> ask_daemon(const std::string& path, const daemon::Request& request,
                                          std::chrono::milliseconds within) {
@@ -101,17 +123,15 @@ std::optional<daemon::Answer> ask_daemon(const std::string& path, const daemon::
 std::optional<daemon::EvidenceAnswer> ask_daemon_evidence(const std::string& path,
                                                           std::chrono::milliseconds settle,
                                                           std::chrono::milliseconds within) {
-  auto text = exchange(path, daemon::EvidenceRequest::current(settle), within);
-  if (!text) return std::nullopt;
-  auto answer = daemon::parse_evidence_answer(*text);
-  if (answer) return std::move(*answer);
-  // Another gpureap version on either side: the command answers for itself, and says why it
-  // did not ask the daemon, once, so a forgotten restart after an upgrade is seen.
-  if (daemon::is_version_refusal(answer.error()))
+  auto answer = fetch_evidence(path, settle, within);
+  if (!answer || !answer->evidence.last) return answer;
+  if (auto why = foreign_pids(answer->evidence.last->proc)) {
     std::cerr << "gpureap: the daemon on " << text::terminal_safe(path)
-              << " runs another gpureap version (" << text::terminal_safe(answer.error().message)
-              << "); this command scans on its own: restart the daemon after an upgrade\n";
-  return std::nullopt;
+              << " reads other processes than this command's (" << *why
+              << "): its PIDs would name other processes here; this command scans on its own\n";
+    return std::nullopt;
+  }
+  return answer;
 }
 
 std::optional<std::string> daemon_socket(const GlobalOptions& g, bool no_daemon) {
@@ -129,7 +149,9 @@ std::optional<core::ListedSightings> ask_daemon_sightings(const GlobalOptions& g
   if (no_daemon || g.proc_root_given) return std::nullopt;
   const std::string path = daemon::default_local_socket();
   if (path.empty()) return std::nullopt;
-  auto answer = ask_daemon_evidence(path, std::chrono::milliseconds(0));
+  // Sightings of other processes are refused by adopt_daemon_sightings, which says what that
+  // means for a command that signals.
+  auto answer = fetch_evidence(path, std::chrono::milliseconds(0), kDaemonAnswerWithin);
   if (!answer || !answer->evidence.last) return std::nullopt;
   return core::sightings_of(answer->evidence.last->proc);
 }

@@ -13,12 +13,15 @@
 
 namespace gpureap::cli {
 
+// How long a command waits for the daemon's whole answer before it scans on its own.
+inline constexpr std::chrono::milliseconds kDaemonAnswerWithin{2000};
+
 // The daemon's answer, or empty on any failure: no socket, refused, a server that is neither
 // root nor this user, no full answer `within`, a malformed answer or ok:false. The caller then
 // scans on its own, and says nothing: a node without a daemon is normal.
-std::optional<daemon::Answer> ask_daemon(
-    const std::string& socket_path, const daemon::Request& request,
-    std::chrono::milliseconds within = std::chrono::milliseconds(2000));
+std::optional<daemon::Answer> ask_daemon(const std::string& socket_path,
+                                         const daemon::Request& request,
+                                         std::chrono::milliseconds within = kDaemonAnswerWithin);
 
 // The daemon's socket when it may answer for these options, else empty: not with `no_daemon`
 // (--no-daemon), not for roots the user named (the daemon answers for this machine's own, with
@@ -28,11 +31,17 @@ std::optional<std::string> daemon_socket(const GlobalOptions& global, bool no_da
 
 // The evidence doctor examines as the daemon holds it, for `ps` and `doctor` to render as they
 // render their own scan: empty as ask_daemon's answer is. A daemon of another gpureap version
-// (it refuses this command's request, or sends evidence of another version) is said in one
-// line on stderr, then the command scans on its own.
+// (it refuses this command's request, or sends evidence of another version) or whose PIDs name
+// other processes (foreign_pids) is said in one line on stderr, then the command scans on its
+// own.
 std::optional<daemon::EvidenceAnswer> ask_daemon_evidence(
     const std::string& socket_path, std::chrono::milliseconds settle,
-    std::chrono::milliseconds within = std::chrono::milliseconds(2000));
+    std::chrono::milliseconds within = kDaemonAnswerWithin);
+
+// Why the PIDs of `daemons` (the daemon's view) name other processes than this command's /proc,
+// empty when they name the same (core/pid_space.h): a command in a container asking the host's
+// daemon through a mounted socket.
+std::optional<std::string> foreign_pids(const core::ProcView& daemons);
 
 // The daemon's sightings of the driver's lists (core/listed_sightings.h), for a command that
 // plans signals from its own scan: empty as ask_daemon_evidence's answer is, with `no_daemon`,

@@ -1,18 +1,11 @@
 #include "core/listed_sightings.h"
 
-#include <cstdlib>
 #include <set>
 #include <string>
 
+#include "core/pid_space.h"
+
 namespace gpureap::core {
-namespace {
-
-// /proc/stat's btime is the wall clock less the time since boot, read anew each time: two reads
-// of one boot differ by a rounding, or by what the clock was slewed in between. Another boot is
-// further apart than this (a reboot takes longer).
-constexpr long long kSameBootSeconds = 2;
-
-}  // namespace
 
 std::map<pid_t, ListedSightings::Fork> forks_of(const ProcView& view) {
   std::map<pid_t, ListedSightings::Fork> forks;
@@ -29,13 +22,7 @@ ListedSightings sightings_of(const ProcView& view) {
 
 std::optional<std::string> sightings_mismatch(const ListedSightings& sightings,
                                               const ProcView& view) {
-  if (!sightings.boot_time || !view.boot_time) return "the boot time is unknown";
-  if (std::llabs(*sightings.boot_time - *view.boot_time) > kSameBootSeconds)
-    return "they come from another boot";
-  if (!sightings.pid_namespace || !view.pid_namespace) return "the PID namespace is unknown";
-  if (*sightings.pid_namespace != *view.pid_namespace)
-    return "they come from another PID namespace";
-  return std::nullopt;
+  return pid_space_mismatch({sightings.boot_time, sightings.pid_namespace}, pid_space_of(view));
 }
 
 void adopt_sightings(ProcView& view, const DriverReading& drivers,

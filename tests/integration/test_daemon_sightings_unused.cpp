@@ -1,9 +1,12 @@
-// A command that signals from its own scan (`kill`, `doctor --fix`, `policy test`) takes the
-// daemon's sightings of the driver's lists only where they speak of its processes: the same boot
-// and PID namespace. Where they do not (here a daemon that reads the /proc of another PID
-// namespace), the command says so once, and why, and decides on its own scan; with sightings it
-// takes, with --no-daemon and with no daemon on the node it says nothing of them. Real processes,
-// the real daemon, the NVML test double.
+// A command takes the daemon's word only where its PIDs name the command's processes: the same
+// boot and PID namespace. Where they do not (here a daemon that reads the /proc of another PID
+// namespace, as the host's daemon is to a command in a container):
+// - a command that signals from its own scan (`kill`, `doctor --fix`, `policy test`) takes none
+//   of the daemon's sightings of the driver's lists, says so once, and why; with sightings it
+//   takes, with --no-daemon and with no daemon on the node it says nothing of them;
+// - `ps`, `doctor` and `top` show their own scan instead of the daemon's, and the first two say
+//   why once.
+// Real processes, the real daemon, the NVML test double.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -87,12 +90,18 @@ struct Scene {
     return d;
   }
 
-  // gpureap with the test's dev root, asking the daemon on `at` (none there: no daemon).
-  RunResult command(std::vector<std::string> args, const std::string& at) const {
-    args.insert(args.end(), {"--dev-root", dev.path()});
+  // The environment of a command asking the daemon on `at` (none there: no daemon).
+  std::vector<std::string> env_asking(const std::string& at) const {
     auto env = nvml.env();
     env.push_back("GPUREAP_DAEMON_SOCKET=" + at);
-    return run_gpureap(args, env);
+    return env;
+  }
+
+  // gpureap with the test's dev root, asking the daemon on `at` for its sightings alone (a
+  // command with roots of its own takes no other answer of the daemon).
+  RunResult command(std::vector<std::string> args, const std::string& at) const {
+    args.insert(args.end(), {"--dev-root", dev.path()});
+    return run_gpureap(args, env_asking(at));
   }
 
   // Every command that decides on its own scan with the daemon's sightings, and what each said.
@@ -144,6 +153,40 @@ TEST(DaemonSightings, NothingIsSaidWhereTheyAreTakenOrThereIsNoDaemon) {
   const auto runs = s.deciders(s.socket);
   for (const auto& r : runs) EXPECT_EQ(r.err.find("sightings"), std::string::npos) << r.err;
   expect_job_planned(runs[0], s.job.pid());
+}
+
+// `ps` and `doctor` without roots of their own, which the daemon may answer: here they scan on
+// their own, and say why once.
+TEST(DaemonView, NotShownFromAnotherPidNamespaceAndSaidOnce) {
+  REQUIRE_DOUBLE();
+  Scene s;
+  auto d = s.daemon({"--proc-root", s.other_namespace_proc()});
+  const std::string foreign =
+      "gpureap: the daemon on " + s.socket +
+      " reads other processes than this command's (they come from another PID namespace): its "
+      "PIDs would name other processes here; this command scans on its own\n";
+  for (const auto& args : std::vector<std::vector<std::string>>{
+           {"ps", "--json"}, {"doctor", "--json", "--settle", "0s"}}) {
+    SCOPED_TRACE(args[0]);
+    auto r = run_gpureap(args, s.env_asking(s.socket));
+    EXPECT_EQ(count_of(r.err, "reads other processes"), 1u) << r.err;
+    EXPECT_NE(r.err.find(foreign), std::string::npos) << r.err;
+    const json doc = json::parse(r.out, nullptr, false);
+    ASSERT_TRUE(doc.is_object()) << r.out << r.err;
+    EXPECT_EQ(doc["source"]["kind"], "scan") << r.out;
+  }
+}
+
+TEST(DaemonView, TopSamplesOnItsOwnBesideADaemonOfAnotherPidNamespace) {
+  REQUIRE_TERMINAL();
+  Scene s;
+  auto d = s.daemon({"--proc-root", s.other_namespace_proc()});
+  TmuxGpureap top({"top", "-d", "300ms"}, s.env_asking(s.socket), 140, 40);
+  const auto screen = top.wait_until(
+      [&](const std::string& sc) { return !rows_of(sc, s.job.pid()).empty(); }, "the job's row");
+  EXPECT_EQ(screen.find("from the gpureap daemon"), std::string::npos) << screen;
+  top.keys({"q"});
+  EXPECT_EQ(top.exit_code(), 0);
 }
 
 }  // namespace sightings_unused
