@@ -117,6 +117,15 @@ const std::vector<Field<DaemonConfig>>& key_specs() {
          else
            c.local_socket = *text;
        }},
+      {"sightings_file",
+       [](const toml::node& node, DaemonConfig& c, Problems& p) {
+         auto text = config::read_string(node, "sightings_file", p);
+         if (!text) return;
+         if (!text->empty() && (text->front() != '/' || text->back() == '/'))
+           p.add(node, "sightings_file must be an absolute path to a file, or \"\" for none");
+         else
+           c.sightings_file = *text;
+       }},
       {"log_level",
        [](const toml::node& node, DaemonConfig& c, Problems& p) {
          if (auto level = config::read_choice(node, "log_level", base::log_level_from_string,

@@ -26,6 +26,9 @@ struct DaemonConfig {
   // The Unix socket `gpureap ps` asks the daemon through; "" serves none, unset is
   // daemon::default_local_socket() (/run/gpureap/gpureap.sock, or $GPUREAP_DAEMON_SOCKET).
   std::optional<std::string> local_socket;
+  // Where the sightings a restart takes on are kept (daemon/sightings_file.h); "" keeps none,
+  // unset is sightings.json beside the local socket (none without one).
+  std::optional<std::string> sightings_file;
   std::chrono::milliseconds interval{std::chrono::seconds(1)};
   std::chrono::milliseconds holder_scan_interval{std::chrono::seconds(10)};
   std::chrono::milliseconds full_scan_interval{std::chrono::minutes(1)};

@@ -80,6 +80,11 @@ std::string local_socket(const DaemonConfig& c) {
   return c.local_socket.value_or(default_local_socket());
 }
 
+// The file a restart takes the sightings on from; "" for none.
+std::string sightings_path(const DaemonConfig& c) {
+  return c.sightings_file.value_or(sightings_file_for(local_socket(c)));
+}
+
 PublishSettings publish_settings(const DaemonConfig& c) {
   return {c.per_process_metrics, c.unattributed_threshold, c.stalled_job_critical_after};
 }
@@ -386,6 +391,12 @@ class Daemon {
     // Another path moves the socket; the same one is retried if it could not be served.
     if (local_socket(*next) != local_socket(config_) || !local_server_)
       serve_local_socket(local_socket(*next));
+    // The sightings this run took on came from the file it keeps: another file would hand the
+    // next run what it never read. The path is the one the daemon started with.
+    if (sightings_path(*next) != started_sightings_path_)
+      base::log_notice(
+          "sightings_file changes at the next start; until then the sightings are " +
+          (sightings_ ? "kept in " + started_sightings_path_ : std::string("not kept")));
     engine_.apply(cadence(*next, tracker_.get()));
     samples_->apply(publish_settings(*next));
     history_->set_limits(history_limits(*next));
@@ -403,9 +414,9 @@ class Daemon {
   }
 
   // A restart takes on what the last run had seen of the listings (daemon/sightings_file.h),
-  // and this run keeps its own for the next, in the local socket's directory.
+  // and this run keeps its own for the next (sightings_file, by default beside the socket).
   void keep_sightings() {
-    const std::string path = sightings_file_for(local_socket(config_));
+    const std::string path = started_sightings_path_ = sightings_path(config_);
     const auto boot_id = engine_.procfs().boot_id();
     if (path.empty() || !boot_id) return;
     auto file = SightingsFile::open(path);
@@ -455,7 +466,8 @@ class Daemon {
   std::shared_ptr<backend::BackendSet> acting_backends_;
   std::shared_ptr<policy::PolicyRunner> policies_;
   std::shared_ptr<HolderTracker> tracker_;      // null: holders are found by scans alone
-  std::shared_ptr<SightingsKeeper> sightings_;  // null: none kept (no local socket)
+  std::shared_ptr<SightingsKeeper> sightings_;  // null: none kept
+  std::string started_sightings_path_;          // sightings_file as the daemon started
   Clock::time_point started_;
 };
 

@@ -49,10 +49,15 @@ std::string sightings_file_for(const std::string& socket) {
 core::Result<SightingsFile> SightingsFile::open(const std::string& path) {
   const auto slash = path.rfind('/');
   const std::string dir = slash == std::string::npos ? "." : path.substr(0, slash + 1);
-  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  // A missing directory (sightings_file's own, as the socket's is) is made for this user alone.
+  if (fd < 0 && errno == ENOENT && (::mkdir(dir.c_str(), 0700) == 0 || errno == EEXIST))
+    fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0)
     return core::Error{"cannot keep the sightings in " + path + ": " + errno_text(errno),
-                       "a restart will date every listing anew", errno};
+                       "set sightings_file to a path in a directory the daemon may create or "
+                       "write; a restart will date every listing anew",
+                       errno};
   SightingsFile f;
   f.path_ = path;
   f.name_ = slash == std::string::npos ? path : path.substr(slash + 1);
@@ -67,8 +72,8 @@ core::Result<SightingsFile> SightingsFile::open(const std::string& path) {
                            "by another user (owner uid " +
                            std::to_string(st.st_uid) + ", mode " + octal_mode(st.st_mode) +
                            "), who could put an older file back",
-                       "give the local socket a directory only root (or the daemon's user) may "
-                       "write; a restart will date every listing anew"};
+                       "set sightings_file (or local_socket) to a path in a directory only root "
+                       "(or the daemon's user) may write; a restart will date every listing anew"};
   return f;
 }
 

@@ -136,6 +136,26 @@ TEST(DaemonConfig, LocalSocketIsAnAbsolutePathOrNone) {
   EXPECT_TRUE(parse_config(longest, "test.toml").ok());
 }
 
+TEST(DaemonConfig, SightingsFileIsAnAbsoluteFilePathOrNone) {
+  auto unset = parse_config("", "test.toml");
+  ASSERT_TRUE(unset.ok()) << unset.error().text();
+  EXPECT_FALSE(unset->sightings_file.has_value());  // beside the local socket
+  auto none = parse_config("sightings_file = \"\"", "test.toml");
+  ASSERT_TRUE(none.ok()) << none.error().text();
+  EXPECT_EQ(none->sightings_file, "");
+  auto path = parse_config("sightings_file = \"/var/lib/gpureap/sightings.json\"", "test.toml");
+  ASSERT_TRUE(path.ok()) << path.error().text();
+  EXPECT_EQ(path->sightings_file, "/var/lib/gpureap/sightings.json");
+  for (const char* bad :
+       {"sightings_file = \"sightings.json\"", "sightings_file = \"/run/gpureap/\""})
+    EXPECT_NE(
+        problems(bad).find("sightings_file must be an absolute path to a file, or \"\" for none"),
+        std::string::npos)
+        << bad;
+  EXPECT_NE(problems("sightings_file = 1").find("sightings_file must be a string"),
+            std::string::npos);
+}
+
 TEST(DaemonConfig, RulesBetweenKeys) {
   EXPECT_NE(
       problems("interval = \"20s\"\nholder_scan_interval = \"10s\"")
@@ -211,6 +231,34 @@ TEST(DaemonConfig, LoadOfAMissingFileSaysSo) {
 TEST(DaemonConfig, TheShippedExampleConfigIsValid) {
   auto c = load_config(std::string(GPUREAP_FIXTURES) + "/../../deploy/config.toml");
   ASSERT_TRUE(c.ok()) << c.error().text();
+}
+
+// The Kubernetes manifest's ConfigMap: its config.toml block (indented under `config.toml: |`)
+// is valid, and keeps the sightings where the manifest mounts the node's /run/gpureap, so a new
+// pod takes on the last one's.
+TEST(DaemonConfig, TheKubernetesManifestsConfigIsValidAndKeepsTheSightingsOnTheNode) {
+  std::ifstream in(std::string(GPUREAP_FIXTURES) + "/../../deploy/k8s/daemonset.yaml");
+  ASSERT_TRUE(in) << "deploy/k8s/daemonset.yaml";
+  std::string toml, manifest;
+  bool in_block = false;
+  for (std::string line; std::getline(in, line);) {
+    manifest += line + "\n";
+    if (line.find("config.toml: |") != std::string::npos) {
+      in_block = true;
+    } else if (in_block) {
+      if (line.rfind("    ", 0) != 0 && !line.empty())
+        in_block = false;
+      else
+        toml += (line.empty() ? "" : line.substr(4)) + "\n";
+    }
+  }
+  ASSERT_FALSE(toml.empty()) << manifest;
+  auto c = parse_config(toml, "daemonset.yaml");
+  ASSERT_TRUE(c.ok()) << c.error().text() << "\n" << toml;
+  EXPECT_EQ(c->local_socket, "");
+  ASSERT_TRUE(c->sightings_file.has_value()) << toml;
+  const std::string dir = c->sightings_file->substr(0, c->sightings_file->rfind('/'));
+  EXPECT_NE(manifest.find("mountPath: " + dir + "\n"), std::string::npos) << manifest;
 }
 
 }  // namespace
