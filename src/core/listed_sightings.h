@@ -54,6 +54,17 @@ struct CarriedSightings {
   std::map<pid_t, std::vector<ProcessEnd>> ends;  // the listed numbers' lives that ended
   std::map<pid_t, ListedSightings::Fork> forks;   // ProcView::exited_parents, with the start
   std::vector<RankExit> rank_exits;               // ProcView::rank_exits
+  // The jobs' ranks the last run watched (engine/rank_exits): one that the next run's first
+  // view shows gone ended while no daemon ran, and is recorded as ended by then.
+  struct WatchedRank {
+    pid_t pid = 0;
+    uint64_t start_ticks = 0;
+    pid_t launcher = 0;
+    uint64_t launcher_start_ticks = 0;
+    std::optional<unsigned> local_rank;  // its LOCAL_RANK label
+    bool operator==(const WatchedRank&) const = default;
+  };
+  std::vector<WatchedRank> watched_ranks;
   bool operator==(const CarriedSightings&) const = default;
 };
 

@@ -29,6 +29,20 @@ bool recorded(const std::vector<core::RankExit>& exits, pid_t pid, uint64_t star
 
 }  // namespace
 
+void RankExits::carry_over(std::vector<core::RankExit> exits,
+                           const std::vector<core::CarriedSightings::WatchedRank>& watched) {
+  exits_ = std::move(exits);
+  for (const auto& w : watched)
+    watched_[w.pid] = Watched{w.launcher, w.launcher_start_ticks, w.start_ticks, w.local_rank};
+}
+
+std::vector<core::CarriedSightings::WatchedRank> RankExits::watched() const {
+  std::vector<core::CarriedSightings::WatchedRank> out;
+  for (const auto& [pid, w] : watched_)
+    out.push_back({pid, w.start_ticks, w.launcher, w.launcher_start_ticks, w.local_rank});
+  return out;
+}
+
 void RankExits::observe(const core::ProcView& view, uint64_t now_ticks,
                         const ReadStatus& read_status) {
   for (const auto& [pid, w] : watched_) {

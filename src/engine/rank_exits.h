@@ -13,6 +13,7 @@
 #include <optional>
 #include <vector>
 
+#include "core/listed_sightings.h"
 #include "core/snapshot.h"
 
 namespace gpureap::engine {
@@ -27,9 +28,13 @@ class RankExits {
   void observe(const core::ProcView& view, uint64_t now_ticks, const ReadStatus& read_status);
 
   const std::vector<core::RankExit>& exits() const { return exits_; }
-  // Before the first view: a previous run's records (core::CarriedSightings); the first view
-  // drops those whose launcher is gone, as it drops any.
-  void carry_over(std::vector<core::RankExit> exits) { exits_ = std::move(exits); }
+  // Before the first view: a previous run's records and the ranks it watched
+  // (core::CarriedSightings). The first view drops the records whose launcher is gone, as it
+  // drops any, and records each watched rank it shows gone as ended by then.
+  void carry_over(std::vector<core::RankExit> exits,
+                  const std::vector<core::CarriedSightings::WatchedRank>& watched);
+  // The ranks watched after the last view, for the next run.
+  std::vector<core::CarriedSightings::WatchedRank> watched() const;
 
   // A job that loses ranks for ever (a launcher that restarts them in a loop) keeps at most
   // this many of their records, the latest.

@@ -38,7 +38,7 @@ void ScheduledCollector::carry_sightings(std::optional<core::CarriedSightings> p
   carry_ = true;
   if (!previous) return;
   listed_since_.carry_over(*previous);
-  rank_exits_.carry_over(previous->rank_exits);
+  rank_exits_.carry_over(std::move(previous->rank_exits), previous->watched_ranks);
   carried_ends_ = std::move(previous->ends);
   // A fork ties its child to the parent's life, which ended before the last run's last
   // reading: only a listing that run saw can be that life's context. One first seen later is
@@ -80,6 +80,7 @@ std::shared_ptr<const core::CarriedSightings> ScheduledCollector::carried(
     if (numbers.count(pid)) out->ends.emplace(pid, lives);
   out->forks = core::forks_of(view);
   out->rank_exits = view.rank_exits;
+  out->watched_ranks = rank_exits_.watched();
   return out;
 }
 

@@ -14,7 +14,7 @@ namespace gpureap::output {
 
 // Changes whenever a field is added, removed or changes meaning: the next run of another
 // version starts without the file rather than misread it.
-inline constexpr int kSightingsWireVersion = 1;
+inline constexpr int kSightingsWireVersion = 2;
 
 std::string sightings_to_wire_text(const core::CarriedSightings& sightings);
 core::Result<core::CarriedSightings> sightings_from_wire_text(std::string_view text);

@@ -282,6 +282,15 @@ inline constexpr auto kFields<core::CarriedSightings::Listing> =
 static_assert(describes_every_field<core::CarriedSightings::Listing>());
 
 template <>
+inline constexpr auto kFields<core::CarriedSightings::WatchedRank> = std::tuple{
+    field("pid", &core::CarriedSightings::WatchedRank::pid),
+    field("start_ticks", &core::CarriedSightings::WatchedRank::start_ticks),
+    field("launcher", &core::CarriedSightings::WatchedRank::launcher),
+    field("launcher_start_ticks", &core::CarriedSightings::WatchedRank::launcher_start_ticks),
+    field("local_rank", &core::CarriedSightings::WatchedRank::local_rank)};
+static_assert(describes_every_field<core::CarriedSightings::WatchedRank>());
+
+template <>
 inline constexpr auto kFields<core::CarriedSightings> =
     std::tuple{field("boot_id", &core::CarriedSightings::boot_id),
                field("pid_namespace", &core::CarriedSightings::pid_namespace),
@@ -290,7 +299,8 @@ inline constexpr auto kFields<core::CarriedSightings> =
                field("last_read", &core::CarriedSightings::last_read),
                field("ends", &core::CarriedSightings::ends),
                field("forks", &core::CarriedSightings::forks),
-               field("rank_exits", &core::CarriedSightings::rank_exits)};
+               field("rank_exits", &core::CarriedSightings::rank_exits),
+               field("watched_ranks", &core::CarriedSightings::watched_ranks)};
 static_assert(describes_every_field<core::CarriedSightings>());
 
 // --- host-memory residue (procfs/ipc_residue.h) ------------------------------------------

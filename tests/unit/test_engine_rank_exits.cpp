@@ -133,5 +133,41 @@ TEST(RankExits, ALauncherThatEndedTakesItsRecordsAndANonRankIsNotWatched) {
   EXPECT_TRUE(exits.exits().empty());
 }
 
+// A restart: the last run watched four ranks; while no daemon ran, 503 ended and was reaped,
+// and 504 ended unreaped. The next run's first view records both, as ended by then; a run that
+// had not taken the watched ranks on sees only ranks missing, which a rank yet to start is too.
+TEST(RankExits, RanksTheLastRunWatchedThatEndedWhileNoneRanAreRecordedAtTheFirstView) {
+  RankExits last;
+  Statuses st;
+  last.observe(rank_view({job_rank(501, 500, 0), job_rank(502, 500, 1), job_rank(503, 500, 2),
+                          job_rank(504, 500, 3)}),
+               5000, st.reader());
+  const auto watched = last.watched();
+  ASSERT_EQ(watched.size(), 4u);
+  EXPECT_EQ(watched[3], (core::CarriedSightings::WatchedRank{504, 1504, 500, 1500, 3u}));
+
+  const auto after =
+      rank_view({job_rank(501, 500, 0), job_rank(502, 500, 1), job_rank(504, 500, 3, 'Z')});
+  RankExits forgetful;
+  forgetful.observe(after, 9000, st.reader());
+  EXPECT_TRUE(forgetful.exits().empty());
+
+  RankExits next;
+  next.carry_over({}, watched);
+  next.observe(after, 9000, st.reader());
+  EXPECT_EQ(next.exits(),
+            (std::vector<core::RankExit>{{500, 1500, 503, 1503, 2u, 9000, std::nullopt, true},
+                                         {500, 1500, 504, 1504, 3u, 9000, 9, true}}));
+  // The ranks that live are watched on.
+  EXPECT_EQ(next.watched().size(), 2u);
+
+  // A launcher that ended meanwhile took its job: nothing is recorded of its ranks.
+  RankExits orphaned;
+  orphaned.carry_over({}, watched);
+  orphaned.observe(make_snapshot({proc(1, 0, 1)}, {}).proc, 9000, st.reader());
+  EXPECT_TRUE(orphaned.exits().empty());
+  EXPECT_TRUE(orphaned.watched().empty());
+}
+
 }  // namespace
 }  // namespace gpureap::engine
