@@ -7,7 +7,6 @@
 
 #include <fstream>
 #include <memory>
-#include <set>
 #include <string>
 #include <vector>
 
@@ -57,23 +56,6 @@ inline std::unique_ptr<DaemonProcess> mode_daemon(Mode mode, const TempDir& dir,
 // The environment that sends a command to the daemon's socket in `dir`.
 inline std::vector<std::string> client_of(const TempDir& dir) {
   return {"GPUREAP_DAEMON_SOCKET=" + dir.file("gpureap.sock")};
-}
-
-inline nlohmann::json snapshot_of(const DaemonProcess& d) {
-  auto r = d.get("/api/v1/snapshot");
-  return r.status == 200 ? nlohmann::json::parse(r.body, nullptr, false) : nlohmann::json();
-}
-
-// Waits until the daemon has published `n` samples that began after the call (each has its
-// own timestamp; the one being taken may have begun before).
-inline bool wait_new_samples(const DaemonProcess& d, int n) {
-  std::set<std::string> seen;
-  const std::string now = snapshot_of(d).value("timestamp", "");
-  return wait_until([&] {
-    const std::string t = snapshot_of(d).value("timestamp", "");
-    if (t != now && !t.empty()) seen.insert(t);
-    return static_cast<int>(seen.size()) > n;
-  });
 }
 
 }  // namespace gpureap::testing

@@ -32,6 +32,7 @@
 #include <filesystem>
 #include <fstream>
 #include <mutex>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -969,6 +970,23 @@ int DaemonProcess::wait_exit(int ms) {
   }
   pid_ = -1;
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+nlohmann::json snapshot_of(const DaemonProcess& d) {
+  auto r = d.get("/api/v1/snapshot");
+  return r.status == 200 ? nlohmann::json::parse(r.body, nullptr, false) : nlohmann::json();
+}
+
+bool wait_new_samples(const DaemonProcess& d, int n) {
+  std::set<std::string> seen;
+  const std::string now = snapshot_of(d).value("timestamp", "");
+  return wait_until(
+      [&] {
+        const std::string t = snapshot_of(d).value("timestamp", "");
+        if (t != now && !t.empty()) seen.insert(t);
+        return static_cast<int>(seen.size()) > n;
+      },
+      60000);
 }
 
 }  // namespace gpureap::testing

@@ -381,6 +381,14 @@ class DaemonProcess {
   std::optional<int> early_exit_;
 };
 
+// The daemon's latest sample (/api/v1/snapshot), or null when it does not answer.
+nlohmann::json snapshot_of(const DaemonProcess& d);
+// Waits until the daemon has published `n` samples that began after the call (each has its
+// own timestamp; the one being taken may have begun before): the progress to wait on before
+// saying that something did not happen while the daemon sampled, or that it happened to every
+// sample since. A loaded machine samples slowly, so the deadline is a minute.
+bool wait_new_samples(const DaemonProcess& d, int n);
+
 }  // namespace gpureap::testing
 
 // --- for `gpureap top` and `gpureap ps --watch` on a terminal (tmux) -----------------------

@@ -3,7 +3,6 @@
 #include <sys/prctl.h>
 
 #include <fstream>
-#include <set>
 #include <sstream>
 
 #include "support.h"
@@ -37,16 +36,6 @@ std::string series(const std::string& policy, const std::string& action,
 // The audit log's records.
 std::vector<json> audit_records(const TempDir& dir) {
   return read_json_lines(dir.file("audit.jsonl"));
-}
-
-// Waits until the daemon has published `n` more samples (each has its own timestamp).
-bool wait_samples(const DaemonProcess& d, int n) {
-  std::set<std::string> seen;
-  return wait_until([&] {
-    auto r = d.get("/api/v1/snapshot");
-    if (r.status == 200) seen.insert(json::parse(r.body, nullptr, false).value("timestamp", ""));
-    return static_cast<int>(seen.size()) > n;
-  });
 }
 
 // A trainer that died and left its forked worker (same process group) holding the GPU: the
@@ -181,7 +170,7 @@ action = "kill"
   EXPECT_TRUE(d.wait_log("policy ghosts: would kill PID " + std::to_string(g.worker)));
   EXPECT_TRUE(d.wait_log("(enforce is off)"));
   // Many samples later: still alive, and logged once.
-  ASSERT_TRUE(wait_samples(d, 10)) << d.log();
+  ASSERT_TRUE(wait_new_samples(d, 10)) << d.log();
   EXPECT_TRUE(is_alive(g.worker));
   EXPECT_EQ(d.metric(series("ghosts", "kill", "would-kill")), 1);
   auto records = audit_records(cfg);
@@ -245,7 +234,7 @@ action = "kill"
   ASSERT_TRUE(wait_until([&] {
     return d.metric(series("everything-big", "kill", "released")) == 1;
   })) << d.log();
-  ASSERT_TRUE(wait_samples(d, 5)) << d.log();
+  ASSERT_TRUE(wait_new_samples(d, 5)) << d.log();
   EXPECT_TRUE(is_alive(xorg.pid()));
   EXPECT_EQ(d.log().find("PID " + std::to_string(xorg.pid())), std::string::npos) << d.log();
   for (const auto& record : audit_records(cfg)) EXPECT_NE(record["process"]["pid"], xorg.pid());
