@@ -212,8 +212,9 @@ std::unique_ptr<SystemProgram> run_system_program(const FakeDevRoot& dev, const 
   ready.wait();
   // Until the exec has happened, the process still runs the test binary.
   std::string exe = "/proc/" + std::to_string(p->pid()) + "/exe";
-  for (int i = 0; i < 500 && std::filesystem::read_symlink(exe).string() != program; ++i)
-    ::usleep(10000);
+  std::error_code error;
+  if (!wait_until([&] { return std::filesystem::read_symlink(exe, error).string() == program; }))
+    ADD_FAILURE() << "PID " << p->pid() << " did not run " << program;
   return p;
 }
 

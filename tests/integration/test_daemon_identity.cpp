@@ -108,11 +108,11 @@ struct ThreadExitScene {
 
   // The daemon sees the parent hold, then follows its fork: the child is a holder by events.
   void fork_child(const DaemonProcess& d) {
-    ASSERT_TRUE(wait_until([&] { return holds(d, parent); }, 5000)) << d.log();
+    ASSERT_TRUE(wait_until([&] { return holds(d, parent); })) << d.log();
     tell();
     child = static_cast<pid_t>(forked.receive());
     strays.pids.push_back(child);
-    ASSERT_TRUE(wait_until([&] { return holds(d, child); }, 5000)) << d.log();
+    ASSERT_TRUE(wait_until([&] { return holds(d, child); })) << d.log();
   }
 };
 
@@ -214,8 +214,7 @@ TEST_F(DaemonThreadExit, AParentWhoseThreadExecsStillRunsItsChild) {
   sc.fork_child(*d);
   sc.tell();
   // The kernel reported the parent's leader exiting; the daemon read the parent again.
-  ASSERT_TRUE(
-      wait_until([&] { return row_of(snapshot_of(*d), sc.parent)["comm"] == "sleep"; }, 5000))
+  ASSERT_TRUE(wait_until([&] { return row_of(snapshot_of(*d), sc.parent)["comm"] == "sleep"; }))
       << snapshot_of(*d).dump(1);
   expect_no_orphan_and_no_plan(*d, dir, sc);
 }
@@ -232,7 +231,7 @@ TEST_F(DaemonThreadExit, AParentWhoseMainThreadExitsStillRunsItsChild) {
   sc.strays.pids.push_back(late);
   // Forked by the parent after its leader's exit: followed only when that exit was not taken
   // for the process's end.
-  ASSERT_TRUE(wait_until([&] { return holds(*d, late); }, 5000)) << d->log();
+  ASSERT_TRUE(wait_until([&] { return holds(*d, late); })) << d->log();
   expect_no_orphan_and_no_plan(*d, dir, sc);
 }
 
@@ -346,16 +345,14 @@ Answers killed_trainer_scene(Mode mode) {
   TempDir dir;
   auto d = mode_daemon(mode, dir, dev, nvml);
   const std::map<pid_t, std::string> roles{{trainer, "trainer"}, {worker, "worker"}};
-  EXPECT_TRUE(wait_until([&] { return holds(*d, trainer) && holds(*d, worker); }, 5000))
-      << d->log();
+  EXPECT_TRUE(wait_until([&] { return holds(*d, trainer) && holds(*d, worker); })) << d->log();
   EXPECT_EQ(answers_of(*d, dir, roles, trainer, "no-such-process").doctor_exit, 0);
 
   ::kill(trainer, SIGKILL);
   EXPECT_TRUE(wait_for_state(trainer, 'Z'));
   // The daemon reads it once as what it is now: a zombie, which holds nothing, so its listing
   // is a gone one already.
-  EXPECT_TRUE(
-      wait_until([&] { return row_of(snapshot_of(*d), trainer)["in_proc"] == false; }, 5000))
+  EXPECT_TRUE(wait_until([&] { return row_of(snapshot_of(*d), trainer)["in_proc"] == false; }))
       << row_of(snapshot_of(*d), trainer).dump(1);
   EXPECT_EQ(::waitpid(trainer, nullptr, 0), trainer);  // reaped: the PID is gone
   sc.reaped();
@@ -398,14 +395,13 @@ std::pair<Answers, Answers> thread_exit_answers(void (*leader_ends)(ThreadExitSc
   std::map<pid_t, std::string> roles{
       {sc.leader, "leader"}, {sc.runner, "runner"}, {sc.parent, "parent"}, {sc.child, "child"}};
   if (leader_ends == exec_from_thread) {
-    EXPECT_TRUE(
-        wait_until([&] { return row_of(snapshot_of(*d), sc.parent)["comm"] == "sleep"; }, 5000))
+    EXPECT_TRUE(wait_until([&] { return row_of(snapshot_of(*d), sc.parent)["comm"] == "sleep"; }))
         << snapshot_of(*d).dump(1);
   } else {
     const auto late = static_cast<pid_t>(sc.after.receive());
     sc.strays.pids.push_back(late);
     roles[late] = "late";
-    EXPECT_TRUE(wait_until([&] { return holds(*d, late); }, 5000)) << d->log();
+    EXPECT_TRUE(wait_until([&] { return holds(*d, late); })) << d->log();
   }
   expect_no_orphan_and_no_plan(*d, dir, sc);
   Answers served = answers_of(*d, dir, roles, sc.leader);
@@ -458,15 +454,13 @@ Answers worker_forked_before_the_daemon(Mode mode) {
   const pid_t trainer = sc.trainer, worker = sc.worker;
   TempDir dir;
   auto d = mode_daemon(mode, dir, dev, nvml, "", Rescan::EverySample);
-  EXPECT_TRUE(wait_until([&] { return holds(*d, trainer) && holds(*d, worker); }, 5000))
-      << d->log();
+  EXPECT_TRUE(wait_until([&] { return holds(*d, trainer) && holds(*d, worker); })) << d->log();
   ::kill(trainer, SIGKILL);
   EXPECT_EQ(::waitpid(trainer, nullptr, 0), trainer);
   sc.reaped();
-  EXPECT_TRUE(wait_until(
-      [&] { return row_of(snapshot_of(*d), trainer)["ghost"]["keepers"] == json::array({worker}); },
-      5000))
-      << row_of(snapshot_of(*d), trainer).dump(1);
+  EXPECT_TRUE(wait_until([&] {
+    return row_of(snapshot_of(*d), trainer)["ghost"]["keepers"] == json::array({worker});
+  })) << row_of(snapshot_of(*d), trainer).dump(1);
   return answers_of(*d, dir, {{trainer, "trainer"}, {worker, "worker"}}, trainer);
 }
 

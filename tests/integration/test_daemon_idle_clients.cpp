@@ -77,9 +77,9 @@ TEST_F(DaemonIdleClients, IdleConnectionsNeverStarveHealthzOrMetrics) {
   ASSERT_EQ(::send(slow, "GET /metr", 9, 0), 9);
 
   for (int round = 0; round < 3; ++round) {
-    auto h = http_request(d.port(), "GET", "/healthz", {}, 3000);
+    auto h = http_request(d.port(), "GET", "/healthz");
     EXPECT_EQ(h.status, 200) << "round " << round << ": " << h.body;
-    auto m = http_request(d.port(), "GET", "/metrics", {}, 3000);
+    auto m = http_request(d.port(), "GET", "/metrics");
     EXPECT_EQ(m.status, 200) << "round " << round;
     EXPECT_NE(m.body.find("gpureap_up 1"), std::string::npos);
   }
@@ -99,7 +99,7 @@ TEST_F(DaemonIdleClients, AFloodBeyondTheBoundEvictsTheOldestIdleConnection) {
     int fd = connect_to(d.port());
     if (fd >= 0) idle.fds.push_back(fd);
   }
-  auto h = http_request(d.port(), "GET", "/healthz", {}, 3000);
+  auto h = http_request(d.port(), "GET", "/healthz");
   EXPECT_EQ(h.status, 200) << h.body;
 }
 

@@ -65,7 +65,7 @@ struct Machine {
 
 // Sends `bytes` on a raw connection to the socket and reads until the daemon closes (or ms
 // pass); "" when it cannot connect.
-std::string raw_exchange(const std::string& path, const std::string& bytes, int ms = 10000) {
+std::string raw_exchange(const std::string& path, const std::string& bytes, int ms = 30000) {
   int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   sockaddr_un a{};
   a.sun_family = AF_UNIX;
@@ -384,7 +384,7 @@ TEST(DaemonLocalSocket, SilentClientDelaysNothingButItself) {
   for (int attempt = 0; attempt < 5 && !served_meanwhile; ++attempt) {
     std::atomic<bool> answered{false};
     std::thread silent([&] {
-      answer = raw_exchange(m.socket, "", 10000);
+      answer = raw_exchange(m.socket, "");
       answered = true;
     });
     const bool taken = wait_until([&] { return accepted_on(m.socket) > 0; });

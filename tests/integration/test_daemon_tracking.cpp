@@ -79,7 +79,7 @@ TEST_F(DaemonTracking, ALateOpenByALongRunningProcessIsSeen) {
   EXPECT_FALSE(holds(*d, late.pid()));
   ASSERT_EQ(::write(go[1], "x", 1), 1);  // it opens the GPU file only now
   opened.wait();
-  EXPECT_TRUE(wait_until([&] { return holds(*d, late.pid()); }, 5000)) << d->log();
+  EXPECT_TRUE(wait_until([&] { return holds(*d, late.pid()); })) << d->log();
   EXPECT_GE(d->metric("gpureap_holder_opens_total ").value_or(0), 1);
   EXPECT_EQ(d->metric("gpureap_holder_tracking_mode{mode=\"events\"} "), 1);
   ::close(go[0]);
@@ -101,11 +101,11 @@ TEST_F(DaemonTracking, AHoldersForkMakesItsChildAHolder) {
     forked.send(child);
   });
   auto d = daemon();
-  ASSERT_TRUE(wait_until([&] { return holds(*d, holder.pid()); }, 5000)) << d->log();
+  ASSERT_TRUE(wait_until([&] { return holds(*d, holder.pid()); })) << d->log();
   ASSERT_EQ(::write(go[1], "x", 1), 1);
   pid_t child = static_cast<pid_t>(forked.receive());
   KillStrays strays{{child}};
-  EXPECT_TRUE(wait_until([&] { return holds(*d, child); }, 5000)) << d->log();
+  EXPECT_TRUE(wait_until([&] { return holds(*d, child); })) << d->log();
   EXPECT_GE(d->metric("gpureap_holder_forks_total ").value_or(0), 1);
   ::close(go[0]);
   ::close(go[1]);
@@ -134,20 +134,17 @@ TEST_F(DaemonTracking, TheLastCloseOfASharedFileIsRecordedWithTheWorkerThatHeldI
   auto trainer = gone_trainer(dev_);
   auto d = daemon();
   pid_t worker = trainer->worker;
-  ASSERT_TRUE(wait_until([&] { return holds(*d, worker); }, 5000)) << d->log();
+  ASSERT_TRUE(wait_until([&] { return holds(*d, worker); })) << d->log();
   ::kill(worker, SIGKILL);
   ASSERT_TRUE(wait_gone(worker));
   json release;
-  ASSERT_TRUE(wait_until(
-      [&] {
-        auto doc = json::parse(d->get("/api/v1/releases").body, nullptr, false);
-        if (!doc.contains("releases")) return false;
-        for (const auto& r : doc["releases"])
-          if (r["pid"] == worker && r["path"] == dev_.dev("nvidia0")) release = r;
-        return !release.is_null();
-      },
-      5000))
-      << d->get("/api/v1/releases").body;
+  ASSERT_TRUE(wait_until([&] {
+    auto doc = json::parse(d->get("/api/v1/releases").body, nullptr, false);
+    if (!doc.contains("releases")) return false;
+    for (const auto& r : doc["releases"])
+      if (r["pid"] == worker && r["path"] == dev_.dev("nvidia0")) release = r;
+    return !release.is_null();
+  })) << d->get("/api/v1/releases").body;
   EXPECT_EQ(json::parse(d->get("/api/v1/releases").body)["tracking"], "events");
   // The history over the same span carries it too.
   auto history = json::parse(d->get("/api/v1/history?since=10m").body, nullptr, false);
@@ -155,7 +152,7 @@ TEST_F(DaemonTracking, TheLastCloseOfASharedFileIsRecordedWithTheWorkerThatHeldI
   EXPECT_NE(history["releases"].dump().find("\"pid\":" + std::to_string(worker)), std::string::npos)
       << history["releases"].dump();
   EXPECT_FALSE(release["at"].get<std::string>().empty());
-  EXPECT_TRUE(wait_until([&] { return !holds(*d, worker); }, 5000));
+  EXPECT_TRUE(wait_until([&] { return !holds(*d, worker); }));
 }
 
 TEST_F(DaemonTracking, AKillIsDatedByTheKernelsFinalClose) {
@@ -195,7 +192,7 @@ TEST_F(DaemonTracking, ABurstOfOpensEndsWithTheRightHolders) {
   done.wait(60000);
   // Whether the queue overflowed (a full scan) or the kernel merged the burst (one event per
   // process and file), the holder set is right afterwards.
-  EXPECT_TRUE(wait_until([&] { return holds(*d, burst.pid()); }, 10000)) << d->log();
+  EXPECT_TRUE(wait_until([&] { return holds(*d, burst.pid()); })) << d->log();
   EXPECT_GE(d->metric("gpureap_holder_opens_total ").value_or(0), 1);
 }
 
@@ -307,7 +304,7 @@ TEST_F(DaemonTracking, AWorkerWhoseParentExitedInAGroupThatLivesOnIsAnOrphanToTh
   ASSERT_TRUE(d->wait_log("holder tracking: events")) << d->log();
   if (d->log().find("forks through the proc connector") == std::string::npos)
     GTEST_SKIP() << "the daemon cannot follow forks here: " << d->log();
-  ASSERT_TRUE(wait_until([&] { return holds(*d, trainer); }, 5000)) << d->log();
+  ASSERT_TRUE(wait_until([&] { return holds(*d, trainer); })) << d->log();
   ASSERT_EQ(::write(go[1], "x", 1), 1);
   const pid_t worker = static_cast<pid_t>(forked.receive());
   KillStrays strays{{worker}};
@@ -320,13 +317,10 @@ TEST_F(DaemonTracking, AWorkerWhoseParentExitedInAGroupThatLivesOnIsAnOrphanToTh
   auto row = row_of(own, worker);
   ASSERT_FALSE(row.is_null()) << own.dump(2);
   EXPECT_EQ(row["anomalies"], json::array()) << "/proc has no evidence: " << row.dump(2);
-  EXPECT_TRUE(wait_until(
-      [&] {
-        auto doc = json::parse(d->get("/api/v1/snapshot").body, nullptr, false);
-        return row_of(doc, worker)["anomalies"] == json::array({"orphan", "inherited-holder"});
-      },
-      5000))
-      << d->get("/api/v1/snapshot").body;
+  EXPECT_TRUE(wait_until([&] {
+    auto doc = json::parse(d->get("/api/v1/snapshot").body, nullptr, false);
+    return row_of(doc, worker)["anomalies"] == json::array({"orphan", "inherited-holder"});
+  })) << d->get("/api/v1/snapshot").body;
   // A client reads the daemon's snapshot over the local socket, with the evidence.
   auto served = run_gpureap({"doctor", "--json", "--settle", "0s", "--only", "orphan-holder"},
                             {"GPUREAP_DAEMON_SOCKET=" + socket()});

@@ -65,9 +65,9 @@ struct MpsDaemon {
     });
     server = static_cast<pid_t>(ready.receive());
     strays.pids = {server};
-    for (int i = 0;
-         i < 500 && !(runs(server, server_program) && runs(control->pid(), control_program)); ++i)
-      ::usleep(10000);
+    EXPECT_TRUE(wait_until([&] {
+      return runs(server, server_program) && runs(control->pid(), control_program);
+    })) << "the MPS daemon and server did not start";
   }
   pid_t daemon() const { return control->pid(); }
 };

@@ -57,7 +57,7 @@ TEST(Orphans, TheChildrenOfAPidNamespacesInitAreNot) {
     ::_exit(127);
   });
   std::map<std::string, pid_t> p;
-  ASSERT_TRUE(wait_until([&] { return (p = sleepers_under(ns.pid())).size() == 2; }, 10000))
+  ASSERT_TRUE(wait_until([&] { return (p = sleepers_under(ns.pid())).size() == 2; }))
       << "unshare --pid --fork could not start its shell";
   KillStrays strays{{p["611"], p["612"]}};
   const pid_t init = parent_of(p["611"]);
@@ -140,7 +140,7 @@ TEST(Orphans, NeitherALiveSubreapersChildNorAWorkerOfADeadGroupThatKeepsNothingI
   pid_t worker = first == started ? second : first;
   ASSERT_TRUE(wait_gone(launcher));
   KillStrays strays{{started, worker}};
-  ASSERT_TRUE(wait_until([&] { return parent_of(worker) == supervisor.pid(); }, 5000));
+  ASSERT_TRUE(wait_until([&] { return parent_of(worker) == supervisor.pid(); }));
   auto snap = snapshot_of(dev);
   auto plan = ghosts_planned(dev);
   auto child = row_of(snap, started);

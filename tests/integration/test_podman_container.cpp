@@ -150,14 +150,14 @@ TEST(PodmanContainer, TheEntrypointsChildrenAreNoOrphansAndTheKilledTrainersWork
   const pid_t init = scene.init();
   ASSERT_GT(init, 1);
   std::map<std::string, pid_t> p;
-  ASSERT_TRUE(wait_until([&] { return (p = sleepers_under(init)).size() == 4; }, 10000))
+  ASSERT_TRUE(wait_until([&] { return (p = sleepers_under(init)).size() == 4; }, 60000))
       << p.size() << " of the container's 4 processes started";
   const pid_t job = p["601"], monitor = p["602"], trainer = p["603"], worker = p["604"];
   KillStrays strays{{job, monitor, trainer, worker}};
   for (pid_t child : {job, monitor, trainer}) EXPECT_EQ(parent_of(child), init);
   ASSERT_EQ(::kill(trainer, SIGKILL), 0);
   ASSERT_TRUE(wait_gone(trainer));
-  ASSERT_TRUE(wait_until([&] { return parent_of(worker) == init; }, 5000))
+  ASSERT_TRUE(wait_until([&] { return parent_of(worker) == init; }))
       << "the worker was reparented to the entrypoint";
 
   // The driver lists the job and the gone trainer by their host PIDs.

@@ -40,8 +40,8 @@ TEST(RunLeftovers, WorkersInheritingADeviceFdAreEndedAndReported) {
   pid_t w1 = pid_in(dir, "w1"), w2 = pid_in(dir, "w2");
   strays.pids = {w1, w2};
   EXPECT_EQ(r.exit_code, 7) << r.err;
-  EXPECT_TRUE(wait_gone(w1, 1000)) << "worker " << w1 << " outlived gpureap";
-  EXPECT_TRUE(wait_gone(w2, 1000)) << "worker " << w2 << " outlived gpureap";
+  EXPECT_TRUE(wait_gone(w1)) << "worker " << w1 << " outlived gpureap";
+  EXPECT_TRUE(wait_gone(w2)) << "worker " << w2 << " outlived gpureap";
 
   auto report = report_of(dir);
   EXPECT_EQ(report["schema"], "gpureap.run/v1");
@@ -86,7 +86,7 @@ TEST(RunLeftovers, DoubleForkedSetsidDaemonIsEnded) {
   pid_t daemon = pid_in(dir, "daemon");
   strays.pids = {daemon};
   EXPECT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_TRUE(wait_gone(daemon, 1000)) << "the setsid daemon outlived gpureap";
+  EXPECT_TRUE(wait_gone(daemon)) << "the setsid daemon outlived gpureap";
   auto report = report_of(dir);
   auto l = entry_of(report["leftovers"], daemon);
   ASSERT_FALSE(l.is_null()) << report.dump(2);
@@ -106,7 +106,7 @@ TEST(RunLeftovers, LeftoverIgnoringSigtermIsKilledAfterTheGrace) {
   pid_t worker = pid_in(dir, "w");
   strays.pids = {worker};
   EXPECT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_TRUE(wait_gone(worker, 1000));
+  EXPECT_TRUE(wait_gone(worker));
   auto l = entry_of(report_of(dir)["leftovers"], worker);
   ASSERT_FALSE(l.is_null());
   EXPECT_EQ(l["ended"], true);

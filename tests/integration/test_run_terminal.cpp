@@ -83,7 +83,7 @@ class PtySession {
 
   // Polls `done` while reading the terminal's output, so gpureap never blocks writing.
   template <class F>
-  bool until(F done, int ms = 10000) {
+  bool until(F done, int ms = 30000) {
     auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
     while (std::chrono::steady_clock::now() < deadline) {
       drain();
@@ -95,7 +95,7 @@ class PtySession {
   }
 
   // The next stop or exit of gpureap; -1 on timeout.
-  int wait_status(int ms = 10000) {
+  int wait_status(int ms = 30000) {
     int status = -1;
     bool got = until([&] { return ::waitpid(pid_, &status, WNOHANG | WUNTRACED) == pid_; }, ms);
     if (got && !WIFSTOPPED(status)) pid_ = -1;
