@@ -197,8 +197,9 @@ TEST_F(DaemonTracking, ABurstOfOpensEndsWithTheRightHolders) {
 }
 
 // An unprivileged user's open/close storm on a GPU file wakes the daemon again and again: the
-// live view stays immediate (a holder opened during the storm is seen), and the history keeps
-// one point per interval, so it still spans its whole window afterwards.
+// live view still sees a holder opened during the storm (how soon is bench/holder_storm.sh's to
+// measure, not a test's), and the history keeps one point per interval, so it still spans its
+// whole window afterwards.
 TEST_F(DaemonTracking, AnOpenStormNeitherErasesTheHistoryNorHidesANewHolder) {
   REQUIRE_DOUBLE();
   const json scenario = {{"gpus",
@@ -240,7 +241,8 @@ TEST_F(DaemonTracking, AnOpenStormNeitherErasesTheHistoryNorHidesANewHolder) {
     opened.signal();
   });
   opened.wait();
-  EXPECT_TRUE(wait_until([&] { return holds(d, late.pid()); }, 3000)) << "not seen in the storm";
+  // Scans are an hour apart: its open event (or the scan that lost events ask for) shows it.
+  EXPECT_TRUE(wait_until([&] { return holds(d, late.pid()); }, 60000)) << "not seen in the storm";
   // The storm goes on until the history spans most of its 2 s window: a loaded machine samples
   // late, so the test waits for the span, not for a time. A storm that pushed the history's past
   // out would keep it short until the deadline.
