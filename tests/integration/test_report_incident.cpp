@@ -121,11 +121,12 @@ TEST(ReportIncident, ATrainerKilledItsGhostEndedByKillALeakAndAStoppedJob) {
   auto env = nvml.env();
   env.push_back("GPUREAP_DAEMON_SOCKET=" + socket);
 
-  // The trainer runs a moment with its workers, then dies: its PID is a ghost the workers keep.
-  std::this_thread::sleep_for(std::chrono::milliseconds(1200));
+  // The trainer runs a few samples with its workers, then dies: its PID is a ghost the workers
+  // keep, for a few samples more. Samples, not time: a loaded machine samples late.
+  ASSERT_TRUE(wait_new_samples(d, 6)) << d.log();
   trainer.child->kill_and_reap();
   ASSERT_TRUE(wait_until([&] { return listed_gone(d, trainer_pid); })) << snapshot(d).dump();
-  std::this_thread::sleep_for(std::chrono::milliseconds(1000));
+  ASSERT_TRUE(wait_new_samples(d, 5)) << d.log();
 
   // `gpureap kill` of the gone PID ends its keepers; the daemon hears of it first.
   auto killed = run_gpureap(
@@ -134,7 +135,7 @@ TEST(ReportIncident, ATrainerKilledItsGhostEndedByKillALeakAndAStoppedJob) {
   ASSERT_EQ(killed.exit_code, 0) << killed.out << killed.err << d.log();
   ASSERT_TRUE(wait_gone(trainer.workers[0]) && wait_gone(trainer.workers[1]));
   ASSERT_TRUE(wait_until([&] { return !listed(d, trainer_pid); })) << snapshot(d).dump();
-  std::this_thread::sleep_for(std::chrono::milliseconds(800));
+  ASSERT_TRUE(wait_new_samples(d, 4)) << d.log();  // the state now, a few samples on
 
   // The audit log says who asked, with the user the daemon read from the socket.
   auto audit = read_json_lines(run.file("audit.jsonl"));
