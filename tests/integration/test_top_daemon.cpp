@@ -6,9 +6,7 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
-#include <chrono>
 #include <fstream>
-#include <thread>
 
 #include "support.h"
 
@@ -83,10 +81,17 @@ TEST(TopDaemon, NoDaemonSamplesHere) {
   REQUIRE_TERMINAL();
   DaemonScene scene;
   TmuxGpureap top({"top", "-d", "300ms", "--no-daemon"}, scene.client_env(), 140, 40);
-  auto s = top.wait_for("gpureap top");
-  // Its own engine ran a collection or two: no daemon line, and no stand-in GPU file known here.
-  std::this_thread::sleep_for(std::chrono::milliseconds(800));
-  s = top.screen();
+  // The title gives the sample's clock once there is one: its own engine has collected twice
+  // once the clock it shows has moved on. No daemon line then, and no stand-in GPU file known.
+  auto title = [](const std::string& sc) {
+    auto lines = lines_of(sc);
+    return lines.empty() || lines[0].find(" every ") == std::string::npos ? "" : lines[0];
+  };
+  const std::string first = title(top.wait_until(
+      [&](const std::string& sc) { return !title(sc).empty(); }, "a sample's clock in the title"));
+  auto s = top.wait_until(
+      [&](const std::string& sc) { return !title(sc).empty() && title(sc) != first; },
+      "a later sample's clock in the title");
   EXPECT_EQ(s.find("from the gpureap daemon"), std::string::npos) << s;
   EXPECT_TRUE(rows_of(s, scene.server.pid()).empty()) << s;
   top.keys({"q"});
