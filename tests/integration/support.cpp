@@ -20,6 +20,7 @@
 #include <sys/syscall.h>
 #include <sys/un.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -786,6 +787,12 @@ uint64_t started_usec(pid_t pid) {
   for (int i = 3; i <= 22 && after >> field; ++i) {
   }
   return std::stoull(field) * 1'000'000 / static_cast<uint64_t>(::sysconf(_SC_CLK_TCK));
+}
+
+uint64_t boot_usec_now() {
+  timespec t{};
+  ::clock_gettime(CLOCK_BOOTTIME, &t);
+  return static_cast<uint64_t>(t.tv_sec) * 1'000'000 + static_cast<uint64_t>(t.tv_nsec) / 1000;
 }
 
 }  // namespace gpureap::testing

@@ -313,6 +313,8 @@ void replace_scenario(const FakeNvml& nvml, const nlohmann::json& scenario);
 pid_t dead_pid();
 // When `pid` started, in microseconds since boot (the clock of /dev/kmsg's records).
 uint64_t started_usec(pid_t pid);
+// Now on that clock (CLOCK_BOOTTIME): a process started once it reads past a time starts after.
+uint64_t boot_usec_now();
 
 }  // namespace gpureap::testing
 

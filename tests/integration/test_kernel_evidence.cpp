@@ -113,7 +113,9 @@ TEST(KernelEvidence, AnXidNamesOnlyAProcessThatRanAtItsTime) {
   REQUIRE_DOUBLE();
   FakeDevRoot dev;
   Child early = holding(dev, "nvidia0");
-  ::usleep(200'000);
+  // The late one starts once the clock of start times has moved 200 ms past the early one's.
+  const uint64_t early_start = started_usec(early.pid());
+  ASSERT_TRUE(wait_until([&] { return boot_usec_now() >= early_start + 200'000; }));
   Child late = holding(dev, "nvidia0");
   // Halfway between the two starts, far from either at the clock's 10 ms resolution.
   const uint64_t at = (started_usec(early.pid()) + started_usec(late.pid())) / 2;
