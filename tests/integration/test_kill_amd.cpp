@@ -3,6 +3,8 @@
 // GPU's used VRAM is back, as the kernel does when the last holder of the context is gone; a
 // listing that stays is reported, never counted as released.
 #include <gtest/gtest.h>
+#include <poll.h>
+#include <sys/inotify.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -49,17 +51,33 @@ class KillAmd : public ::testing::Test {
 TEST_F(KillAmd, TheKillCountsOnceKfdDropsTheJobAndItsVramIsBack) {
   auto job = rocm_job();
   pid_t pid = job->pid();
-  // The kernel's part: once the job has exited, KFD drops it and frees its VRAM.
+  // The kernel's part: once the job has exited, KFD drops it and frees its VRAM, but only after
+  // gpureap has read the listing with the job gone (an open of its file, told by inotify): the
+  // kill must wait for the release, not count the exit as one.
+  const std::string listing =
+      m_.path("sys/class/kfd/kfd/proc/" + std::to_string(pid) + "/vram_" + std::to_string(kGpuId));
+  const int reads = ::inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+  ASSERT_GE(reads, 0);
+  ASSERT_GE(::inotify_add_watch(reads, listing.c_str(), IN_OPEN), 0);
   std::atomic<bool> done{false};
+  std::atomic<bool> read_after_exit{false};
   std::thread kernel([&] {
     while (!done && is_alive(pid)) std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));  // teardown takes a while
+    char events[4096];
+    while (::read(reads, events, sizeof events) > 0) {  // the reads before the exit
+    }
+    while (!done && !read_after_exit) {
+      pollfd p{reads, POLLIN, 0};
+      read_after_exit = ::poll(&p, 1, 50) == 1 && ::read(reads, events, sizeof events) > 0;
+    }
     m_.remove("sys/class/kfd/kfd/proc/" + std::to_string(pid));
     m_.set_vram_used(kAmd, 1 * GiB);
   });
-  auto r = kill(pid, "20s");
+  auto r = kill(pid, "60s");
   done = true;
   kernel.join();
+  ::close(reads);
+  EXPECT_TRUE(read_after_exit) << "the kill did not read KFD's listing after the job exited";
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
   auto doc = parse_output(r);
   auto outcome = entry_of(doc["outcomes"], pid);
