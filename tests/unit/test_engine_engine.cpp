@@ -133,8 +133,13 @@ TEST_F(EngineTest, PublishesCollectionsOffTheCallersThreadToConsumersInOrder) {
   ASSERT_GE(seen.size(), 2u);
   for (size_t i = 0; i < seen.size(); ++i) EXPECT_EQ(seen[i], i + 1);
   auto rounds = e->published().rounds;
-  std::this_thread::sleep_for(200ms);
-  EXPECT_EQ(e->published().rounds, rounds);  // stopped means stopped
+  // Stopped means stopped: while a running engine on the same cadence collects three times,
+  // the stopped one collects nothing.
+  auto witness = make(std::make_shared<GatedBackend>(std::make_shared<Gate>()), Cadence{50ms});
+  witness->start();
+  EXPECT_TRUE(eventually([&] { return witness->published().rounds >= 3; }));
+  EXPECT_TRUE(witness->stop(60s));
+  EXPECT_EQ(e->published().rounds, rounds);
 }
 
 TEST_F(EngineTest, CollectOnceOnTheCallersThreadWithIpcResidueWhenAsked) {
@@ -200,9 +205,13 @@ TEST_F(EngineTest, FreshWaitsForACollectionThatBeganAfterTheCall) {
   auto e = make(std::make_shared<GatedBackend>(gate), Cadence{0ms});  // only when asked
   EXPECT_EQ(e->fresh(100ms), nullptr);                                // not started
   e->start();
-  std::this_thread::sleep_for(100ms);
-  EXPECT_EQ(calls(*gate), 0);  // interval 0: nothing periodic
-  auto first = e->fresh(10s);
+  // Interval 0: nothing periodic, while an engine collecting every 50 ms collects three times.
+  auto witness = make(std::make_shared<GatedBackend>(std::make_shared<Gate>()), Cadence{50ms});
+  witness->start();
+  EXPECT_TRUE(eventually([&] { return witness->published().rounds >= 3; }));
+  EXPECT_TRUE(witness->stop(60s));
+  EXPECT_EQ(calls(*gate), 0);
+  auto first = e->fresh(60s);
   ASSERT_NE(first, nullptr);
   EXPECT_EQ(first->sequence, 1u);
   auto second = e->fresh(10s);

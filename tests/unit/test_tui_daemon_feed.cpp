@@ -70,8 +70,13 @@ TEST(TuiDaemonFeed, ADaemonThatDoesNotAnswerAtFirstStartsNothing) {
   DaemonFeed feed(daemon.fetch(), host_collector(), 20ms);
   EXPECT_FALSE(feed.start());
   EXPECT_FALSE(feed.published().latest);
-  std::this_thread::sleep_for(60ms);
-  EXPECT_EQ(daemon.asked.load(), 1);  // no thread asks again
+  // No thread asks again: while a started feed on the same interval asks three times more.
+  Daemon answering(100);
+  DaemonFeed witness(answering.fetch(), host_collector(), 20ms);
+  ASSERT_TRUE(witness.start());
+  EXPECT_TRUE(wait_until([&] { return answering.asked.load() >= 4; }));
+  witness.stop();
+  EXPECT_EQ(daemon.asked.load(), 1);
   DaemonFeed none({}, host_collector(), 20ms);
   EXPECT_FALSE(none.start());
 }
