@@ -133,14 +133,20 @@ TEST(AlertExecSender, TheCommandInheritsNoBlockedOrIgnoredSignal) {
 }
 
 TEST(AlertExecSender, CancelEndsARunInProgress) {
-  auto sender = make_exec_sender(exec_sink({"/bin/sleep", "600"}, 600s));
+  TempDir dir;
+  // The command says it runs (a file), then runs for ten minutes.
+  auto sender = make_exec_sender(exec_sink(
+      {"/bin/sh", "-c", "echo > " + dir.file("running") + "; exec /bin/sleep 600"}, 600s));
   Attempt a;
   std::thread t([&] { a = sender->send(delivery()); });
-  std::this_thread::sleep_for(100ms);
+  const auto until = std::chrono::steady_clock::now() + 60s;
+  while (!std::filesystem::exists(dir.file("running")) && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(10ms);
+  EXPECT_TRUE(std::filesystem::exists(dir.file("running"))) << "the command did not start";
   sender->cancel();
   t.join();
   EXPECT_FALSE(a.ok);
-  // Killed while it ran, or never started when the cancel came first.
+  // Killed while it ran.
   EXPECT_NE(a.error.find("the daemon is stopping"), std::string::npos) << a.error;
 }
 

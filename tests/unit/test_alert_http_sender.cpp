@@ -193,6 +193,7 @@ class RawReceiver {
       while (head.find("\r\n\r\n") == std::string::npos && ::recv(fd, &c, 1, 0) == 1) head += c;
       serve_(*this, fd);
       ::close(fd);
+      served_ = true;
     });
   }
   ~RawReceiver() {
@@ -214,6 +215,8 @@ class RawReceiver {
     return true;
   }
   uint64_t sent() const { return sent_; }
+  // `serve` has returned: all it sent was taken, or the client hung up.
+  bool served() const { return served_; }
 
  private:
   std::function<void(RawReceiver&, int)> serve_;
@@ -221,6 +224,7 @@ class RawReceiver {
   int port_ = 0;
   std::atomic<bool> stop_{false};
   std::atomic<uint64_t> sent_{0};
+  std::atomic<bool> served_{false};
   std::thread thread_;
 };
 
@@ -249,9 +253,12 @@ TEST(AlertHttpSender, AHugeAnswerIsReadOnlyAFewKibibytesOf) {
       EXPECT_EQ(a.error.rfind("the receiver answered HTTP 500; it said: xxx", 0), 0u) << a.error;
       EXPECT_LT(a.error.size(), 400u);
     }
-    // What the kernel's loopback buffers took, not the gigabyte.
-    while (r.sent() == 0) std::this_thread::sleep_for(1ms);
-    std::this_thread::sleep_for(100ms);
+    // The sender hung up (the receiver's next send fails) once the kernel's loopback buffers
+    // had taken what they could: what it sent by then, not the gigabyte.
+    const auto until = std::chrono::steady_clock::now() + 60s;
+    while (!r.served() && std::chrono::steady_clock::now() < until)
+      std::this_thread::sleep_for(1ms);
+    EXPECT_TRUE(r.served()) << "the sender kept the connection open";
     EXPECT_LT(r.sent(), uint64_t{64} << 20);
   }
 }

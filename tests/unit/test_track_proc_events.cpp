@@ -2,6 +2,7 @@
 // exits of a child and a grandchild of this test, threads left out, and the refusal without
 // CAP_NET_ADMIN. Every other process of the machine is reported too, so each check looks at
 // the pids it made.
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <poll.h>
 #include <pthread.h>
@@ -12,6 +13,8 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdio>
+#include <cstring>
 #include <functional>
 #include <optional>
 #include <string>
@@ -145,8 +148,30 @@ pid_t fork_with_thread(void* (*body)(void*), const std::function<void()>& leader
   ::_exit(0);
 }
 
-void* sleep_a_little(void*) {
-  ::usleep(200 * 1000);
+// In a forked child: the state letter of its leader thread, read with system calls alone (a
+// thread of a forked copy of the test program allocates nothing).
+char own_leader_state() {
+  char path[64];
+  std::snprintf(path, sizeof path, "/proc/%d/task/%d/stat", ::getpid(), ::getpid());
+  const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return '?';
+  char text[512];
+  const ssize_t n = ::read(fd, text, sizeof text - 1);
+  ::close(fd);
+  if (n <= 0) return '?';
+  text[n] = '\0';
+  const char* close = std::strrchr(text, ')');
+  return close && close[1] == ' ' && close[2] ? close[2] : '?';
+}
+
+// Polls until the leader's state is `state` (at most a minute).
+void until_leader_is(char state) {
+  for (int i = 0; i < 60000 && own_leader_state() != state; ++i) ::usleep(1000);
+}
+
+// Ends once the leader has exited (its stat reads Z): the process's last thread.
+void* end_after_the_leader(void*) {
+  until_leader_is('Z');
   return nullptr;
 }
 
@@ -156,7 +181,7 @@ void* sleep_a_little(void*) {
 TEST_F(ProcEventsTest, ALeadersPthreadExitIsReportedAsTheLeadersExitBeforeTheProcessEnds) {
   // The bare system call, as pthread_exit() makes it (which would unwind this forked copy of the
   // test program through the test framework's frames).
-  pid_t child = fork_with_thread(sleep_a_little, [] { ::syscall(SYS_exit, 0); });
+  pid_t child = fork_with_thread(end_after_the_leader, [] { ::syscall(SYS_exit, 0); });
   ASSERT_GT(child, 0);
   auto got =
       collect([&](const ProcEvent& e) { return e.pid == child && e.kind != ProcEvent::Kind::Fork; },
@@ -171,8 +196,9 @@ TEST_F(ProcEventsTest, ALeadersPthreadExitIsReportedAsTheLeadersExitBeforeThePro
   EXPECT_NE(got[1].thread, child) << describe(got);
 }
 
+// Once the leader waits in pause(), execs.
 void* exec_true(void*) {
-  ::usleep(50 * 1000);
+  until_leader_is('S');
   ::execl("/bin/true", "true", static_cast<char*>(nullptr));
   ::_exit(127);
 }
