@@ -60,7 +60,7 @@ class BackendWatchdogTest : public ::testing::Test {
     return o;
   }
   bool wait_stuck(const BackendWatchdog& w, unsigned n) {
-    for (int i = 0; i < 500 && w.stuck() != n; ++i) std::this_thread::sleep_for(10ms);
+    for (int i = 0; i < 6000 && w.stuck() != n; ++i) std::this_thread::sleep_for(10ms);
     return w.stuck() == n;
   }
 

@@ -62,7 +62,8 @@ class CollectUpdate : public ::testing::Test {
   // Until the child sleeps in pause(): between its answer and the pause it still runs, and a
   // stat read then differs from one read after.
   static void wait_paused(pid_t pid) {
-    for (int i = 0; i < 1000; ++i) {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::minutes(1);
+    while (std::chrono::steady_clock::now() < until) {
       std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
       std::string text((std::istreambuf_iterator<char>(in)), {});
       auto close = text.rfind(')');

@@ -31,7 +31,7 @@ class EndedProcessesTest : public ::testing::Test {
     // Asleep in pause() before any view is taken: a child still starting (R) on a loaded
     // machine would read otherwise a moment later, and a view is compared with a later read.
     bool asleep = false;
-    for (int i = 0; i < 1000 && !asleep; ++i) {
+    for (int i = 0; i < 12000 && !asleep; ++i) {
       auto st = proc_->read_stat(child_);
       asleep = st && *st && (*st)->state == 'S';
       if (!asleep) std::this_thread::sleep_for(std::chrono::milliseconds(5));
@@ -60,7 +60,7 @@ class EndedProcessesTest : public ::testing::Test {
   // SIGKILLs the child and waits until it is a zombie (not reaped).
   bool kill_to_zombie() {
     ::kill(child_, SIGKILL);
-    for (int i = 0; i < 500; ++i) {
+    for (int i = 0; i < 6000; ++i) {
       auto st = proc_->read_stat(child_);
       if (st && *st && (*st)->state == 'Z') return true;
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
@@ -163,7 +163,7 @@ class ExitedLeader {
   pid_t pid() const { return pid_; }
   // Until /proc reads its leader exited and its thread asleep (a loaded machine may take long).
   bool settled(const procfs::ProcFs& proc) const {
-    for (int i = 0; i < 1000; ++i) {
+    for (int i = 0; i < 12000; ++i) {
       auto st = proc.read_stat(pid_);
       if (st && *st && (*st)->leader_exited && (*st)->state == 'S') return true;
       std::this_thread::sleep_for(std::chrono::milliseconds(5));

@@ -36,7 +36,7 @@ class HeldStates : public ::testing::Test {
   }
 
   bool wait_state(char want) {
-    for (int i = 0; i < 1000; ++i) {
+    for (int i = 0; i < 12000; ++i) {
       auto st = proc_->read_stat(child_);
       if (st && *st && (*st)->state == want) return true;
       std::this_thread::sleep_for(std::chrono::milliseconds(5));

@@ -203,11 +203,11 @@ TEST(KernelBlockedTask, ARealProcessStuckOnAFuseMountThatNeverAnswers) {
     return text.find("wait_answer") != std::string::npos || text.find("fuse") != std::string::npos;
   };
   // Bounded waits for each step; no timing is asserted.
-  for (int i = 0; i < 500 && !waits_on_fuse(); ++i)
+  for (int i = 0; i < 6000 && !waits_on_fuse(); ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   ::kill(child, SIGUSR1);
   char state = '?';
-  for (int i = 0; i < 500 && (state = state_of()) != 'D'; ++i)
+  for (int i = 0; i < 6000 && (state = state_of()) != 'D'; ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   auto b = read_blocked_task("/proc", t.sys(), child, kNvidiaFunctions);
   // Let the child go: abort the connection if fusectl is there, else unmount lazily.

@@ -231,7 +231,7 @@ void* serve(void* arg) {
 
 template <class F>
 bool soon(F done) {
-  for (int i = 0; i < 500 && !done(); ++i) ::usleep(10000);
+  for (int i = 0; i < 6000 && !done(); ++i) ::usleep(10000);
   return done();
 }
 

@@ -180,7 +180,7 @@ class ThreadedJob {
     worker_ = receive();
     tid_ = receive();
     // The leader shows 'Z' once its main thread is gone: a state to wait for, not a delay.
-    for (int i = 0; i < 10000 && raw_state() != 'Z'; ++i) ::usleep(1000);
+    for (int i = 0; i < 60000 && raw_state() != 'Z'; ++i) ::usleep(1000);
   }
   ~ThreadedJob() {
     if (worker_ > 0) ::kill(worker_, SIGKILL);

@@ -107,7 +107,7 @@ TEST(ResourceShortage, ALeaderThatExitedIsNoZombieWhenItsThreadsCannotBeRead) {
   char c;
   (void)::read(ready[0], &c, 1);  // EOF once the child has started its thread
   ::close(ready[0]);
-  for (int i = 0; i < 10000; ++i) {  // until the main thread has exited: its stat says 'Z'
+  for (int i = 0; i < 60000; ++i) {  // until the main thread has exited: its stat says 'Z'
     std::ifstream in("/proc/" + std::to_string(runs_on) + "/stat");
     std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     auto paren = stat.rfind(')');

@@ -153,7 +153,7 @@ TEST(ReapExecutor, ACancelledWaitSendsNothingMore) {
 TEST(ReapExecutor, StoppedProcessIsResumedToActOnSigterm) {
   Kid kid;
   ::kill(kid.pid(), SIGSTOP);
-  for (int i = 0; i < 1000 && state_of(kid.pid()) != 'T'; ++i) ::usleep(1000);
+  for (int i = 0; i < 60000 && state_of(kid.pid()) != 'T'; ++i) ::usleep(1000);
   ASSERT_EQ(state_of(kid.pid()), 'T');
   // Without SIGCONT the SIGTERM would stay pending and only SIGKILL would end it.
   auto e = run({target_of(kid.pid())}, {.grace = milliseconds(5000), .escalate = false});
@@ -258,7 +258,7 @@ TEST(ReapExecutor, ExitedButUnreapedChildCountsAsExited) {
   Kid kid;
   Target t = target_of(kid.pid());
   ::kill(kid.pid(), SIGKILL);
-  for (int i = 0; i < 1000 && state_of(kid.pid()) != 'Z'; ++i) ::usleep(1000);
+  for (int i = 0; i < 60000 && state_of(kid.pid()) != 'Z'; ++i) ::usleep(1000);
   auto e = run({t});
   EXPECT_EQ(e[0].status, ExecStatus::Exited);
   EXPECT_TRUE(e[0].signals.empty());

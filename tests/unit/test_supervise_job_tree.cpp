@@ -215,7 +215,7 @@ TEST(SuperviseJobTree, AMembersNumberThatNamesAThreadIsNeverSignalled) {
     for (;;) ::pause();
   }
   ASSERT_GT(child, 0);
-  for (int i = 0; i < 5000 && __atomic_load_n(tid, __ATOMIC_SEQ_CST) == 0; ++i) ::usleep(1000);
+  for (int i = 0; i < 60000 && __atomic_load_n(tid, __ATOMIC_SEQ_CST) == 0; ++i) ::usleep(1000);
   const pid_t thread = __atomic_load_n(tid, __ATOMIC_SEQ_CST);
   auto proc = procfs::ProcFs::open("/proc");
   ASSERT_TRUE(proc);

@@ -83,12 +83,12 @@ class FanotifyWatchTest : public ::testing::Test {
     return path;
   }
 
-  // Reads until `done` holds for what came so far, waiting for the fd up to 2 s; then once
-  // more, so that anything queued with the awaited event is in too.
+  // Reads until `done` holds for what came so far, waiting for the fd up to a minute (a loaded
+  // machine); then once more, so that anything queued with the awaited event is in too.
   FileEventList collect(const std::function<bool(const FileEventList&)>& done,
                         bool* overflow = nullptr) {
     FileEventList got;
-    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
     auto take = [&] {
       auto batch = watch_->read();
       if (overflow) *overflow = *overflow || batch.overflow;

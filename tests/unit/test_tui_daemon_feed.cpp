@@ -38,8 +38,10 @@ struct Daemon {
   }
 };
 
+// Polls `done` up to a minute: a loaded machine runs the feed's thread late.
 bool wait_until(const std::function<bool()>& done) {
-  for (int i = 0; i < 500; ++i) {
+  const auto until = std::chrono::steady_clock::now() + 60s;
+  while (std::chrono::steady_clock::now() < until) {
     if (done()) return true;
     std::this_thread::sleep_for(10ms);
   }
