@@ -239,14 +239,13 @@ void huge_answer(RawReceiver& r, int fd, int status) {
 }
 
 // A 1 GiB answer: the status decides, at most a few KiB of the body are read, and the
-// receiver can push no more than the sockets' buffers hold before the sender hangs up.
+// receiver can push no more than the sockets' buffers hold before the sender hangs up (a
+// sender that read on to its deadline would have taken far more).
 TEST(AlertHttpSender, AHugeAnswerIsReadOnlyAFewKibibytesOf) {
   for (int status : {200, 500}) {
     RawReceiver r([status](RawReceiver& self, int fd) { huge_answer(self, fd, status); });
-    auto s = make_http_sender(hook("http://127.0.0.1:" + std::to_string(r.port()) + "/", 10s));
-    auto began = std::chrono::steady_clock::now();
+    auto s = make_http_sender(hook("http://127.0.0.1:" + std::to_string(r.port()) + "/", 60s));
     Attempt a = s->send(http_delivery());
-    EXPECT_LT(std::chrono::steady_clock::now() - began, 9s) << "it read to the deadline";
     EXPECT_EQ(a.ok, status == 200) << a.error;
     EXPECT_LE(a.output.size(), 300u);
     if (status == 500) {
@@ -264,25 +263,26 @@ TEST(AlertHttpSender, AHugeAnswerIsReadOnlyAFewKibibytesOf) {
 }
 
 // A receiver that trickles its answer (a byte every 50 ms, each within any read timeout) or
-// its headers: the attempt ends at its deadline, as a failure, whichever it trickles.
+// its headers for a minute: the attempt ends at its deadline, long before, as a failure,
+// whichever it trickles.
 TEST(AlertHttpSender, ATricklingReceiverFailsAtTheDeadline) {
   for (bool in_headers : {false, true}) {
-    RawReceiver r([in_headers](RawReceiver& self, int fd) {
+    std::atomic<bool> trickled_all{false};
+    RawReceiver r([in_headers, &trickled_all](RawReceiver& self, int fd) {
       if (!self.send(fd, in_headers ? "HTTP/1.1 200 OK\r\n"
                                     : "HTTP/1.1 200 OK\r\nContent-Length: 100000\r\n\r\n"))
         return;
-      for (int i = 0; i < 400 && !self.stopping(); ++i) {
+      for (int i = 0; i < 1200 && !self.stopping(); ++i) {
         std::this_thread::sleep_for(50ms);
         if (!self.send(fd, in_headers ? "X-Slow: 1\r\n" : "x")) return;
       }
+      trickled_all = !self.stopping();
     });
     auto s = make_http_sender(hook("http://127.0.0.1:" + std::to_string(r.port()) + "/", 500ms));
-    auto began = std::chrono::steady_clock::now();
     Attempt a = s->send(http_delivery());
-    auto took = std::chrono::steady_clock::now() - began;
+    EXPECT_FALSE(trickled_all) << "the deadline did not hold";
     EXPECT_FALSE(a.ok);
     EXPECT_NE(a.error.find("within 500ms"), std::string::npos) << a.error;
-    EXPECT_LT(took, 5s) << "the deadline did not hold";
   }
 }
 
