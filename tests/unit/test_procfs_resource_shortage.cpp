@@ -197,39 +197,15 @@ TEST(ResourceShortage, TheCollectorsScanSaysItFailedAndIsIncomplete) {
   EXPECT_NE(answer.find("ulimit -n"), std::string::npos) << answer;
 }
 
-// shortage_remedy(EMFILE) in a forked child whose limit of open files is `soft`, hard `hard`.
-namespace remedy_under_limits {
-
-std::string remedy_with_limits(rlim_t soft, rlim_t hard) {
-  int out[2];
-  if (::pipe(out) != 0) return "";
-  pid_t pid = ::fork();
-  if (pid == 0) {
-    ::close(out[0]);
-    struct rlimit lim {};
-    lim.rlim_cur = soft;
-    lim.rlim_max = hard;
-    if (::setrlimit(RLIMIT_NOFILE, &lim) != 0) ::_exit(2);
-    const std::string answer = gpureap::procfs::shortage_remedy(EMFILE);
-    if (::write(out[1], answer.data(), answer.size()) < 0) ::_exit(3);
-    ::_exit(0);
-  }
-  ::close(out[1]);
-  std::string answer;
-  char buf[4096];
-  for (ssize_t n; (n = ::read(out[0], buf, sizeof buf)) > 0;) answer.append(buf, n);
-  ::close(out[0]);
-  ::waitpid(pid, nullptr, 0);
-  return answer;
-}
-
-}  // namespace remedy_under_limits
-
 // Out of descriptors, the advice raises gpureap's limit from what it is, never to a fixed figure
 // (1024 may be the very limit it ran out under): up to the hard limit in any shell, and past it
 // only as root or in the systemd unit.
 TEST(ResourceShortage, TheAdviceRaisesTheLimitFromWhatItIs) {
-  using remedy_under_limits::remedy_with_limits;
+  // shortage_remedy(EMFILE) in a forked child whose limit of open files is `soft`, hard `hard`.
+  const auto remedy_with_limits = [](rlim_t soft, rlim_t hard) {
+    return gpureap::testing::in_child_with_fd_limit(
+        soft, hard, [] { return gpureap::procfs::shortage_remedy(EMFILE); });
+  };
   EXPECT_EQ(remedy_with_limits(64, 128),
             "gpureap ran out of file descriptors (its limit is 64, hard limit 128); raise the "
             "limit of open files and run it again: `ulimit -n 128` in the shell (its hard limit; "
