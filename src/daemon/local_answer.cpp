@@ -81,12 +81,16 @@ struct Answerer {
   std::chrono::steady_clock::time_point now;
   const history::History* history;
   Incidents* incidents;
-  uid_t peer_uid;
+  Peer peer;
   EvidenceBodies* bodies;
 
   std::string operator()(const AnnounceRequest& a) const {
     if (!incidents) return error_text("this daemon keeps no incident journal");
-    incidents->announce(a, peer_uid, sample && sample->snapshot ? sample->snapshot->hostname : "");
+    if (!peer.same_pid_namespace)
+      return error_text(
+          "the announcement comes from another PID namespace than this daemon's: its PIDs name "
+          "other processes here, and nothing was recorded");
+    incidents->announce(a, peer.uid, sample && sample->snapshot ? sample->snapshot->hostname : "");
     return answer_text({"", {}, 0, 0});
   }
   std::string operator()(const ReleasesRequest&) const {
@@ -94,7 +98,7 @@ struct Answerer {
   }
   std::string operator()(const EvidenceRequest& r) const {
     if (!sampled()) return error_text("no sample taken yet");
-    return evidence(r, sample, age(), peer_uid, bodies);
+    return evidence(r, sample, age(), peer.uid, bodies);
   }
   std::string operator()(const HistoryRequest& r) const {
     if (!sampled()) return error_text("no sample taken yet");
@@ -129,13 +133,12 @@ struct Answerer {
 
 std::string local_answer(std::string_view line, const std::shared_ptr<const sample::Sample>& sample,
                          const HolderTracker* tracker, std::chrono::steady_clock::time_point now,
-                         const history::History* history, Incidents* incidents, uid_t peer_uid,
+                         const history::History* history, Incidents* incidents, Peer peer,
                          EvidenceBodies* bodies) {
   auto request = parse_request(line);
   if (!request) return error_text(request.error().message);
   try {
-    return std::visit(Answerer{sample, tracker, now, history, incidents, peer_uid, bodies},
-                      *request);
+    return std::visit(Answerer{sample, tracker, now, history, incidents, peer, bodies}, *request);
   } catch (const std::exception& e) {
     // A bug in an answer must cost that answer, never the daemon.
     return error_text(std::string("cannot answer: ") + e.what());

@@ -24,17 +24,26 @@ struct EvidenceBodies {
   SampleBody restricted{gate};
 };
 
+// Who asks, as the socket's peer credentials say (never the message's word).
+struct Peer {
+  uid_t uid = 0;
+  // The peer's PIDs are this daemon's: its PID namespace is the daemon's own. An announcement
+  // from another one names other processes, or none, under its numbers.
+  bool same_pid_namespace = true;
+};
+
 // The answer document to `request` (one line, as read from the socket) on `sample` (null
 // before the first one), `now` giving its age, and the releases `tracker` kept (null: the
 // daemon follows no kernel events), and the `history` (null: "history" is refused). Never
-// throws: every failure is ok:false. `peer_uid` is the socket's peer credentials: the evidence
-// holds lines of root-only files only for root and the daemon's own user, and `incidents` (null:
-// "announce" is refused) records announcements as from that user; it adds the incident journal
-// to the history document. `bodies` (null: none kept) keeps the evidence encoded for the sample.
+// throws: every failure is ok:false. For `peer`, the evidence holds lines of root-only files
+// only for root and the daemon's own user, and `incidents` (null: "announce" is refused) records
+// announcements as from that user, and refuses them from another PID namespace; it adds the
+// incident journal to the history document. `bodies` (null: none kept) keeps the evidence encoded
+// for the sample.
 std::string local_answer(std::string_view request,
                          const std::shared_ptr<const sample::Sample>& sample,
                          const HolderTracker* tracker, std::chrono::steady_clock::time_point now,
                          const history::History* history = nullptr, Incidents* incidents = nullptr,
-                         uid_t peer_uid = 0, EvidenceBodies* bodies = nullptr);
+                         Peer peer = {}, EvidenceBodies* bodies = nullptr);
 
 }  // namespace gpureap::daemon

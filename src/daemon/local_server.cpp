@@ -120,7 +120,8 @@ struct LocalServer::Impl {
     std::string answer = request.empty()
                              ? error_text(why)
                              : local_answer(request, samples.latest(), tracker.get(), Clock::now(),
-                                            &samples.history(), incidents.get(), uid, &bodies);
+                                            &samples.history(), incidents.get(),
+                                            Peer{uid, peer_shares_pid_namespace(fd)}, &bodies);
     phase.emplace("local socket answer sent");
     write_all(fd, answer, limits.write_deadline);
   }

@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstring>
 #include <optional>
+#include <string>
 
 namespace gpureap::daemon {
 namespace {
@@ -128,6 +129,24 @@ bool peer_is_root_or_self(int fd, uid_t* uid) {
   if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) return false;
   if (uid) *uid = cred.uid;
   return cred.uid == 0 || cred.uid == ::geteuid();
+}
+
+bool peer_shares_pid_namespace(int fd) {
+  ucred cred{};
+  socklen_t len = sizeof cred;
+  if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0 || cred.pid <= 0) return false;
+  // The peer waits for its answer, so its PID is its own while this reads. Both links are
+  // read from the kernel's /proc, whatever --proc-root the daemon reads processes from: the
+  // credentials' PID is in the namespace this process lives in.
+  auto link = [](const std::string& path) -> std::optional<std::string> {
+    char buf[64];
+    ssize_t n = ::readlink(path.c_str(), buf, sizeof buf - 1);
+    if (n <= 0) return std::nullopt;
+    return std::string(buf, static_cast<size_t>(n));
+  };
+  const auto peers = link("/proc/" + std::to_string(cred.pid) + "/ns/pid");
+  const auto ours = link("/proc/self/ns/pid");
+  return peers && ours && *peers == *ours;
 }
 
 }  // namespace gpureap::daemon

@@ -35,4 +35,9 @@ std::optional<sockaddr_un> local_address(const std::string& path);
 // `gpureap ps` prints no one else's text). Its uid goes to `uid` when given.
 bool peer_is_root_or_self(int fd, uid_t* uid = nullptr);
 
+// The process at the other end of a connected socket is in this process's PID namespace: the
+// PIDs it sends name this process's processes. False where the kernel gives no PID for it here
+// (a peer in a namespace this one cannot see) or either namespace cannot be read.
+bool peer_shares_pid_namespace(int fd);
+
 }  // namespace gpureap::daemon

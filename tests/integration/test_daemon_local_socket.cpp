@@ -2,10 +2,12 @@
 // ps's own scan.
 #include <gtest/gtest.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -341,6 +343,72 @@ TEST(DaemonLocalSocket, MalformedRequestsGetOkFalse) {
       << old;
   // The daemon is still fine.
   EXPECT_EQ(run_json({"ps", "--json"}, m.client_env())["source"]["kind"], "daemon");
+}
+
+// `bytes` sent to the socket from a process in a new PID namespace, as a command in a container
+// that mounts the socket would; the daemon's answer, or "" where the namespace cannot be made.
+std::string exchange_from_a_child_pid_namespace(const std::string& path, const std::string& bytes) {
+  int out[2];
+  if (::pipe(out) != 0) return "";
+  const pid_t outer = ::fork();
+  if (outer == 0) {
+    ::close(out[0]);
+    if (::unshare(CLONE_NEWPID) != 0) ::_exit(2);
+    const pid_t inner = ::fork();  // PID 1 of the new namespace
+    if (inner == 0) {
+      const std::string answer = raw_exchange(path, bytes);
+      ::_exit(::write(out[1], answer.data(), answer.size()) == ssize_t(answer.size()) ? 0 : 3);
+    }
+    int status = 0;
+    ::_exit(inner > 0 && ::waitpid(inner, &status, 0) == inner && WIFEXITED(status)
+                ? WEXITSTATUS(status)
+                : 4);
+  }
+  ::close(out[1]);
+  std::string answer;
+  char buf[4096];
+  for (ssize_t n; (n = ::read(out[0], buf, sizeof buf)) > 0;) answer.append(buf, size_t(n));
+  ::close(out[0]);
+  ::waitpid(outer, nullptr, 0);
+  return answer;
+}
+
+// A command announces the processes it is about to signal, by PID, for the incident journal and
+// the audit log. From another PID namespace those numbers name other processes here, or none:
+// the daemon refuses the announcement and records nothing; one from its own namespace is
+// recorded.
+TEST(DaemonLocalSocket, AnnouncementsFromAnotherPidNamespaceAreRefused) {
+  REQUIRE_DOUBLE();
+  if (::geteuid() != 0) GTEST_SKIP() << "a new PID namespace needs root";
+  Machine m;
+  DaemonProcess d(m.daemon_args("audit_log = \"" + m.run.file("audit.jsonl") + "\"\n"),
+                  m.nvml.env());
+  ASSERT_TRUE(d.wait_log(kServingLocalSocket + m.socket)) << d.log();
+  auto line = [&](const std::string& reason) {
+    return json{{"command", "announce"},
+                {"by", "gpureap kill"},
+                {"signal", "SIGTERM"},
+                {"reason", reason},
+                {"gpu", nullptr},
+                {"targets",
+                 {{{"pid", m.job.pid()}, {"start_ticks", 0}, {"comm", "job"}, {"gpu", 0}}}},
+                {"more", 0}}
+               .dump() +
+           "\n";
+  };
+  auto foreign = parse_answer(exchange_from_a_child_pid_namespace(m.socket, line("container")));
+  EXPECT_EQ(foreign["ok"], false) << foreign;
+  EXPECT_EQ(foreign["error"],
+            "the announcement comes from another PID namespace than this daemon's: its PIDs name "
+            "other processes here, and nothing was recorded")
+      << foreign;
+  auto own = parse_answer(raw_exchange(m.socket, line("host")));
+  EXPECT_EQ(own["ok"], true) << own;
+  std::vector<std::string> reasons;
+  for (const auto& r : read_json_lines(m.run.file("audit.jsonl")))
+    if (r.value("event", "") == "announced") reasons.push_back(r["reasons"].dump());
+  EXPECT_EQ(reasons, std::vector<std::string>{R"(["host"])"})
+      << read_text(m.run.file("audit.jsonl"));
 }
 
 // A daemon of another gpureap version (its socket protocol or its evidence differ) never gives a

@@ -37,7 +37,7 @@ core::Result<EvidenceAnswer> ask(const std::shared_ptr<const sample::Sample>& sa
                                  Clock::time_point now, std::chrono::milliseconds settle = 0ms,
                                  uid_t peer = ::geteuid()) {
   return parse_evidence_answer(local_answer(request_line(EvidenceRequest::current(settle)), sample,
-                                            nullptr, now, nullptr, nullptr, peer));
+                                            nullptr, now, nullptr, nullptr, Peer{peer}));
 }
 
 TEST(DaemonLocalAnswer, PsGetsTheLatestSampleAndRendersItAsItsOwnScan) {
@@ -243,7 +243,7 @@ TEST(DaemonLocalAnswer, RootOnlyLinesReachOnlyAPeerThatCouldReadThem) {
   }
   const uid_t other = ::geteuid() == 0 ? 65534 : ::geteuid() + 1;
   const std::string text = local_answer(request_line(EvidenceRequest::current(0ms)), sample,
-                                        nullptr, now, nullptr, nullptr, other);
+                                        nullptr, now, nullptr, nullptr, Peer{other});
   for (const char* line : {"secret-trainer", "kernel-only detail", "root only", "faulted"})
     EXPECT_EQ(text.find(line), std::string::npos) << line << " reached uid " << other;
   auto answer = parse_evidence_answer(text);
@@ -273,7 +273,7 @@ TEST(DaemonLocalAnswer, KeptEvidenceIsTheEvidenceEncodedForTheRequest) {
   auto answer = [&](const std::shared_ptr<const sample::Sample>& s,
                     std::chrono::milliseconds settle, uid_t peer, EvidenceBodies* kept) {
     return local_answer(request_line(EvidenceRequest::current(settle)), s, nullptr, now, nullptr,
-                        nullptr, peer, kept);
+                        nullptr, Peer{peer}, kept);
   };
   for (int round = 0; round < 2; ++round) {  // the second round answers from what was kept
     for (uid_t peer : {::geteuid(), other}) {
