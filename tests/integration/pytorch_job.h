@@ -95,6 +95,19 @@ inline nlohmann::json nvml_gpu(int minor, nlohmann::json processes) {
 }
 
 // GPUs 0 to count-1, each listing the rank of its number with `bytes`: a job's ranks, one per GPU.
+// rank_launcher.py's command line for four gloo_rank.py ranks on a free port, each holding the
+// file `per_rank` names with its LOCAL_RANK for "{}"; rank `loading` (-1: none) sleeps as if it
+// loaded a checkpoint. `flags` are the launcher's own (--helper-status N).
+inline std::vector<std::string> rank_launcher_args(const std::string& per_rank, int loading,
+                                                   const std::vector<std::string>& flags = {}) {
+  std::vector<std::string> args{pytorch_script("rank_launcher.py")};
+  args.insert(args.end(), flags.begin(), flags.end());
+  args.insert(args.end(), {"4", std::to_string(free_port()), kPython,
+                           pytorch_script("gloo_rank.py"), per_rank});
+  if (loading >= 0) args.push_back(std::to_string(loading));
+  return args;
+}
+
 inline std::vector<nlohmann::json> rank_per_gpu(const std::vector<pid_t>& ranks, int count,
                                                 uint64_t bytes) {
   std::vector<nlohmann::json> gpus;

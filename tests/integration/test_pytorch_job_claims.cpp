@@ -321,8 +321,7 @@ TEST(PytorchJobClaims, ARanksPidGivenToAnotherUsersLookAlikeIsNeverTheJobs) {
     ::chmod(dev.dev(name).c_str(), 0666);
   }
   const std::string per_rank = dev.dev("nvidia") + "{}";
-  PythonJob job({pytorch_script("rank_launcher.py"), "4", std::to_string(free_port()), kPython,
-                 pytorch_script("gloo_rank.py"), per_rank, "0"});
+  PythonJob job(rank_launcher_args(per_rank, 0));
   KillStrays strays;
   const std::vector<pid_t> ranks = ranks_holding(job, strays, per_rank);
   if (ranks.empty()) return;

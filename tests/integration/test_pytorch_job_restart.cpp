@@ -37,8 +37,7 @@ TEST(PytorchJobRestart, ARankThatDiedWhileNoDaemonRanStallsTheJobForTheNextRun) 
   for (const char* name : {"nvidia2", "nvidia3"}) std::ofstream(dev.dev(name)) << "stand-in\n";
   const std::string per_rank = dev.dev("nvidia") + "{}";
   // Rank 0 "loads" (sleeps); the others wait for it in the group's set-up.
-  PythonJob job({pytorch_script("rank_launcher.py"), "4", std::to_string(free_port()), kPython,
-                 pytorch_script("gloo_rank.py"), per_rank, "0"});
+  PythonJob job(rank_launcher_args(per_rank, 0));
   KillStrays strays;
   const std::vector<pid_t> ranks = ranks_holding(job, strays, per_rank);
   if (ranks.empty()) return;

@@ -225,8 +225,7 @@ TEST(PytorchJobs, AJobStartedRankByRankHangsWhenARankDiesAndOnlyItIsPlanned) {
     others.push_back(other_user->pid());
   }
   const std::string per_rank = dev.dev("nvidia") + "{}";
-  PythonJob job({pytorch_script("rank_launcher.py"), "4", std::to_string(free_port()), kPython,
-                 pytorch_script("gloo_rank.py"), per_rank, "3"});
+  PythonJob job(rank_launcher_args(per_rank, 3));
   auto launched = job.numbers_after("ranks");
   ASSERT_EQ(launched.size(), 4u) << "the launcher did not start its ranks";
   const std::vector<pid_t> ranks(launched.begin(), launched.end());
@@ -360,8 +359,7 @@ TEST(PytorchJobs, TheDaemonSawTheRankDieAndSaysHowAndWhen) {
   for (const char* name : {"nvidia2", "nvidia3"}) std::ofstream(dev.dev(name)) << "stand-in\n";
   Child healthy = holding(dev, "nvidia3");
   const std::string per_rank = dev.dev("nvidia") + "{}";
-  PythonJob job({pytorch_script("rank_launcher.py"), "4", std::to_string(free_port()), kPython,
-                 pytorch_script("gloo_rank.py"), per_rank, "3"});
+  PythonJob job(rank_launcher_args(per_rank, 3));
   KillStrays strays;
   const std::vector<pid_t> ranks = ranks_holding(job, strays, per_rank);
   if (ranks.empty()) return;
@@ -540,11 +538,12 @@ TEST(PytorchJobs, RunFailFastEndsAGlooJobThatHangsAfterARankDies) {
   for (const char* name : {"nvidia2", "nvidia3"}) std::ofstream(dev.dev(name)) << "stand-in\n";
   TempDir dir;
   FakeNvml nvml(nlohmann::json{{"gpus", {nvml_gpu(0, nlohmann::json::array())}}});
-  BackgroundGpureap run({"--dev-root", dev.path(), "run", "--fail-fast", "--fail-fast-grace", "1s",
-                         "--grace", "5s", "--report", dir.file("report.json"), "--", kPython,
-                         pytorch_script("rank_launcher.py"), "4", std::to_string(free_port()),
-                         kPython, pytorch_script("gloo_rank.py"), dev.dev("nvidia") + "{}", "3"},
-                        nvml.env());
+  std::vector<std::string> args{
+      "--dev-root", dev.path(), "run", "--fail-fast", "--fail-fast-grace",
+      "1s",         "--grace",  "5s",  "--report",    dir.file("report.json"),
+      "--",         kPython};
+  for (auto& a : rank_launcher_args(dev.dev("nvidia") + "{}", 3)) args.push_back(std::move(a));
+  BackgroundGpureap run(args, nvml.env());
   std::vector<pid_t> ranks;
   for (int i = 0; i < 4; ++i) {
     pid_t r = 0;

@@ -237,8 +237,7 @@ TEST(StalledJobEvidence, AHealthyJobsFailedHelperNeverMakesItStalled) {
   FakeDevRoot dev;
   for (const char* name : {"nvidia2", "nvidia3"}) std::ofstream(dev.dev(name)) << "stand-in\n";
   const std::string per_rank = dev.dev("nvidia") + "{}";
-  PythonJob job({pytorch_script("rank_launcher.py"), "--helper-status", "1", "4",
-                 std::to_string(free_port()), kPython, pytorch_script("gloo_rank.py"), per_rank});
+  PythonJob job(rank_launcher_args(per_rank, -1, {"--helper-status", "1"}));
   KillStrays strays;
   const auto launched = job.numbers_after("ranks");
   const std::vector<pid_t> ranks(launched.begin(), launched.end());
