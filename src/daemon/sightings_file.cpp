@@ -32,9 +32,89 @@ std::string octal_mode(mode_t mode) {
   return text;
 }
 
-// Written only by this process's user (or root, whom nothing stops anyway).
-bool only_ours(const struct stat& st) {
-  return (st.st_uid == ::geteuid() || st.st_uid == 0) && !(st.st_mode & (S_IWGRP | S_IWOTH));
+constexpr const char* kNotRegularHint =
+    "gpureap neither reads nor replaces it: set sightings_file to a regular file's path, or \"\" "
+    "to keep none";
+
+// What is at `name` in `dir`, never followed: nothing, a regular file, or (in `other`) why it
+// is neither.
+struct Entry {
+  bool exists = false;
+  std::optional<std::string> other;
+};
+Entry entry_at(int dir, const std::string& name) {
+  struct stat st {};
+  if (::fstatat(dir, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0)
+    return errno == ENOENT ? Entry{} : Entry{true, errno_text(errno)};
+  if (S_ISREG(st.st_mode)) return Entry{true, std::nullopt};
+  return Entry{true, std::string(S_ISLNK(st.st_mode) ? "a symbolic link" : "not a regular file") +
+                         " is at the path"};
+}
+
+constexpr const char* kTrustedHint =
+    "set sightings_file (or local_socket) to a path whose directories are root's (or the "
+    "daemon's user's), none of them a symbolic link, and none writable by another user but for a "
+    "sticky one above the last (as /tmp)";
+
+// `dir` (absolute) opened from "/" one name at a time, never through a symbolic link: each
+// directory on the way is root's or this user's, and writable by nobody else unless it is sticky
+// (others may add names there, but not rename or remove the daemon's); the last one, where the
+// file lives, by nobody else at all. A missing last one is made (0700). Anyone who could rename
+// or link anything on the way could hand the daemon a directory of their choosing, with an older
+// file of the daemon's own in it, or a file to write over.
+core::Result<int> open_trusted_directory(const std::string& dir) {
+  auto untrusted = [](const std::string& at, const struct stat& st, bool last) {
+    const bool owner_ok = st.st_uid == ::geteuid() || st.st_uid == 0;
+    const bool others_write = (st.st_mode & (S_IWGRP | S_IWOTH)) != 0;
+    const bool sticky = (st.st_mode & S_ISVTX) != 0;
+    if (owner_ok && !(others_write && (last || !sticky))) return std::optional<core::Error>();
+    return std::optional<core::Error>(
+        core::Error{at + " may be written by another user (owner uid " + std::to_string(st.st_uid) +
+                        ", mode " + octal_mode(st.st_mode) + "), who could put an older file back",
+                    kTrustedHint});
+  };
+  int fd = ::open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  std::string at;
+  size_t begin = 0;
+  for (;;) {
+    if (fd < 0)
+      return core::Error{"cannot open " + (at.empty() ? "/" : at) + ": " + errno_text(errno),
+                         kTrustedHint, errno};
+    while (begin < dir.size() && dir[begin] == '/') ++begin;
+    const size_t end = std::min(dir.find('/', begin), dir.size());
+    const std::string name = dir.substr(begin, end - begin);
+    size_t next = end;
+    while (next < dir.size() && dir[next] == '/') ++next;
+    const bool last = next >= dir.size();
+    struct stat st {};
+    if (::fstat(fd, &st) != 0 || !S_ISDIR(st.st_mode)) {
+      const int err = errno;
+      ::close(fd);
+      return core::Error{"cannot read " + (at.empty() ? "/" : at) + ": " + errno_text(err),
+                         kTrustedHint, err};
+    }
+    if (auto bad = untrusted(at.empty() ? "/" : at, st, name.empty())) {
+      ::close(fd);
+      return *bad;
+    }
+    if (name.empty()) return fd;  // `dir` itself
+    if (name == "..") {
+      ::close(fd);
+      return core::Error{dir + " names a parent directory (..)", kTrustedHint};
+    }
+    at += "/" + name;
+    int child = ::openat(fd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (child < 0 && errno == ENOENT && last &&
+        (::mkdirat(fd, name.c_str(), 0700) == 0 || errno == EEXIST))
+      child = ::openat(fd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (child < 0 && (errno == ELOOP || errno == ENOTDIR)) {
+      ::close(fd);
+      return core::Error{at + " is a symbolic link or no directory", kTrustedHint};
+    }
+    ::close(fd);
+    fd = child;
+    begin = end;
+  }
 }
 
 }  // namespace
@@ -48,38 +128,30 @@ std::string sightings_file_for(const std::string& socket) {
 
 core::Result<SightingsFile> SightingsFile::open(const std::string& path) {
   const auto slash = path.rfind('/');
-  const std::string dir = slash == std::string::npos ? "." : path.substr(0, slash + 1);
-  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  // A missing directory (sightings_file's own, as the socket's is) is made for this user alone.
-  if (fd < 0 && errno == ENOENT && (::mkdir(dir.c_str(), 0700) == 0 || errno == EEXIST))
-    fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0)
-    return core::Error{"cannot keep the sightings in " + path + ": " + errno_text(errno),
-                       "set sightings_file to a path in a directory the daemon may create or "
-                       "write; a restart will date every listing anew",
-                       errno};
+  if (path.empty() || path.front() != '/' || slash == path.size() - 1)
+    return core::Error{"cannot keep the sightings in " + path + ": not an absolute file path",
+                       "set sightings_file to one; a restart will date every listing anew"};
+  auto fd = open_trusted_directory(path.substr(0, slash));
+  if (!fd)
+    return core::Error{"cannot keep the sightings in " + path + ": " + fd.error().message,
+                       fd.error().hint + "; a restart will date every listing anew"};
   SightingsFile f;
   f.path_ = path;
-  f.name_ = slash == std::string::npos ? path : path.substr(slash + 1);
-  f.dir_ = std::shared_ptr<int>(new int(fd), [](int* p) {
+  f.name_ = path.substr(slash + 1);
+  f.dir_ = std::shared_ptr<int>(new int(*fd), [](int* p) {
     ::close(*p);
     delete p;
   });
-  struct stat st {};
-  if (::fstat(fd, &st) != 0 || !only_ours(st))
-    return core::Error{"cannot keep the sightings in " + path +
-                           ": its directory may be written "
-                           "by another user (owner uid " +
-                           std::to_string(st.st_uid) + ", mode " + octal_mode(st.st_mode) +
-                           "), who could put an older file back",
-                       "set sightings_file (or local_socket) to a path in a directory only root "
-                       "(or the daemon's user) may write; a restart will date every listing anew"};
   return f;
 }
 
 core::Result<std::optional<core::CarriedSightings>> SightingsFile::load(const procfs::ProcFs& proc,
                                                                         uint64_t now_ticks) const {
   using Out = std::optional<core::CarriedSightings>;
+  // Nothing but a regular file is opened: opening a device runs its driver.
+  const Entry entry = entry_at(*dir_, name_);
+  if (!entry.exists) return Out{};
+  if (entry.other) return refused(path_, *entry.other, kNotRegularHint);
   const int fd =
       ::openat(*dir_, name_.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
   if (fd < 0) {
@@ -92,7 +164,7 @@ core::Result<std::optional<core::CarriedSightings>> SightingsFile::load(const pr
   if (::fstat(fd, &st) != 0) {
     error = refused(path_, errno_text(errno), "");
   } else if (!S_ISREG(st.st_mode)) {
-    error = refused(path_, "not a regular file", "remove it: the daemon writes a new one");
+    error = refused(path_, "not a regular file", kNotRegularHint);
   } else if (st.st_uid != ::geteuid() || (st.st_mode & (S_IWGRP | S_IWOTH))) {
     error = refused(path_,
                     "another user may have written it (owner uid " + std::to_string(st.st_uid) +
@@ -142,6 +214,8 @@ std::optional<std::string> SightingsFile::save(const core::CarriedSightings& car
   // A new file renamed over the old: a reader (the next run, after a crash mid-write) sees the
   // one or the other whole. O_NOFOLLOW and O_EXCL after an unlink: nothing planted at the
   // temporary name is followed or written through.
+  // A device, a directory or a link at the path (sightings_file = "/dev/null") is not replaced.
+  if (auto other = entry_at(*dir_, name_).other) return *other + " (" + kNotRegularHint + ")";
   const std::string temporary = name_ + ".new";
   ::unlinkat(*dir_, temporary.c_str(), 0);
   const int fd = ::openat(*dir_, temporary.c_str(),

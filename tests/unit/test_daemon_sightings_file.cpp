@@ -161,12 +161,64 @@ TEST(SightingsFile, ADirectoryOthersMayWriteIsNotUsed) {
   ASSERT_EQ(::chmod(dir.path().c_str(), 01777), 0);
   auto f = SightingsFile::open(dir.file("sightings.json"));
   ASSERT_FALSE(f);
-  EXPECT_NE(f.error().message.find("its directory may be written by another user"),
+  EXPECT_NE(f.error().message.find(dir.path() + " may be written by another user"),
             std::string::npos)
       << f.error().text();
   EXPECT_NE(f.error().message.find("mode 1777"), std::string::npos) << f.error().text();
   ASSERT_EQ(::chmod(dir.path().c_str(), 0755), 0);
   EXPECT_TRUE(SightingsFile::open(dir.file("sightings.json")));
+}
+
+// The directory is reached from / one name at a time: a symbolic link on the way (which its
+// owner may point anywhere, at another old file of the daemon's), a directory above that another
+// user may rename things in, or a parent (..) are refused; a sticky one above (/tmp) is fine, and
+// a missing last directory is made for the daemon alone.
+TEST(SightingsFile, ItsDirectoryIsReachedThroughNoLinkAndNoDirectoryOthersMayWrite) {
+  TempDir dir;
+  const std::string real = dir.file("real"), link = dir.file("link");
+  ASSERT_EQ(::mkdir(real.c_str(), 0700), 0);
+  ASSERT_EQ(::symlink(real.c_str(), link.c_str()), 0);
+  for (const std::string& through : {link + "/sightings.json", link + "/sub/sightings.json"}) {
+    auto f = SightingsFile::open(through);
+    ASSERT_FALSE(f) << through;
+    EXPECT_NE(f.error().message.find(link + " is a symbolic link"), std::string::npos)
+        << f.error().text();
+  }
+  EXPECT_FALSE(SightingsFile::open(real + "/../real/sightings.json"));
+  EXPECT_FALSE(SightingsFile::open("sightings.json"));  // relative
+
+  const std::string made = real + "/made";
+  auto f = SightingsFile::open(made + "/sightings.json");
+  ASSERT_TRUE(f) << f.error().text();
+  struct stat st {};
+  ASSERT_EQ(::stat(made.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0700u);
+
+  // Another user may rename `real`'s entries once it is writable by all, without the sticky bit.
+  ASSERT_EQ(::chmod(real.c_str(), 0777), 0);
+  auto open_below = SightingsFile::open(made + "/sightings.json");
+  ASSERT_FALSE(open_below);
+  EXPECT_NE(open_below.error().message.find(real + " may be written by another user"),
+            std::string::npos)
+      << open_below.error().text();
+  ASSERT_EQ(::chmod(real.c_str(), 01777), 0);
+  EXPECT_TRUE(SightingsFile::open(made + "/sightings.json"));
+}
+
+// sightings_file naming what is no regular file (a FIFO here, /dev/null alike) is neither read
+// nor replaced.
+TEST(SightingsFile, WhatIsNoRegularFileIsNeitherReadNorReplaced) {
+  TempDir dir;
+  const std::string fifo = dir.file("sightings.json");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  auto f = SightingsFile::open(fifo);
+  ASSERT_TRUE(f) << f.error().text();
+  auto written = f->save(core::CarriedSightings{});
+  ASSERT_TRUE(written.has_value());
+  EXPECT_NE(written->find("not a regular file is at the path"), std::string::npos) << *written;
+  struct stat st {};
+  ASSERT_EQ(::lstat(fifo.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISFIFO(st.st_mode));
 }
 
 TEST_F(SightingsFileTest, AFileCutShortOrOfAnotherVersionIsRefusedWhole) {
