@@ -249,8 +249,9 @@ KillRun kill_on_snapshot(const GlobalOptions& g, const KillOptions& o, const rea
   if (!reaped) return {false, fail(reaped.error())};
   if (!reaped->carried_out) return {false, dialog.declined};
   const auto& report = reaped->report;
-  auto kernel = kernel_releases(signalled(reaped->plan),
-                                report.timing.signalled.value_or(report.timing.started));
+  auto kernel =
+      kernel_releases(signalled(reaped->plan),
+                      report.timing.signalled.value_or(report.timing.started), o.no_daemon);
   if (g.json) {
     auto doc = reap::kill_to_json(snapshot, reaped->plan, *settings, &report);
     doc["kernel_releases"] = kernel_releases_json(kernel);

@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "cli/daemon_client.h"
+#include "collect/own_pid_space.h"
 #include "daemon/local_protocol.h"
 #include "daemon/releases_document.h"
 #include "history/history_document.h"
@@ -17,13 +18,22 @@ namespace {
 
 using nlohmann::json;
 
-// The daemon's releases document read strictly; empty when it is not one, or when the daemon
-// follows no events (its list then says nothing about this kill).
-std::optional<std::vector<KernelRelease>> parse_document(const std::string& text) {
+std::optional<std::vector<KernelRelease>> ask(const std::string& socket) {
+  auto answer = ask_daemon(socket, daemon::ReleasesRequest{});
+  if (!answer) return std::nullopt;
+  return releases_of(answer->output, collect::own_pid_space("/proc").pid_namespace);
+}
+
+}  // namespace
+
+std::optional<std::vector<KernelRelease>> releases_of(const std::string& text,
+                                                      std::optional<uint64_t> our_pid_namespace) {
   json doc = json::parse(text, nullptr, false);
   if (!doc.is_object() || doc.value("schema", "") != daemon::kReleasesSchema ||
       doc.value("tracking", "") != "events" || !doc.contains("releases") ||
-      !doc["releases"].is_array())
+      !doc["releases"].is_array() || !our_pid_namespace || !doc.contains("pid_namespace") ||
+      !doc["pid_namespace"].is_number_unsigned() ||
+      doc["pid_namespace"].get<uint64_t>() != *our_pid_namespace)
     return std::nullopt;
   auto releases = history::releases_from_json(doc["releases"]);
   if (!releases) return std::nullopt;
@@ -32,18 +42,10 @@ std::optional<std::vector<KernelRelease>> parse_document(const std::string& text
   return out;
 }
 
-std::optional<std::vector<KernelRelease>> ask(const std::string& socket) {
-  auto answer = ask_daemon(socket, daemon::ReleasesRequest{});
-  if (!answer) return std::nullopt;
-  return parse_document(answer->output);
-}
-
-}  // namespace
-
 std::optional<std::vector<KernelRelease>> kernel_releases(
-    const std::vector<pid_t>& pids, std::chrono::system_clock::time_point since) {
+    const std::vector<pid_t>& pids, std::chrono::system_clock::time_point since, bool no_daemon) {
   std::string socket = daemon::default_local_socket();
-  if (socket.empty() || pids.empty()) return std::nullopt;
+  if (no_daemon || socket.empty() || pids.empty()) return std::nullopt;
   // The daemon writes times to the millisecond: a release in the signal's own millisecond counts.
   auto from = std::chrono::floor<std::chrono::milliseconds>(since);
   auto mine = [&](const std::vector<KernelRelease>& all) {

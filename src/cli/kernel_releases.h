@@ -23,10 +23,18 @@ struct KernelRelease {
 
 // The releases by `pids` at or after `since`, oldest first (possibly none); empty when no
 // daemon that follows the kernel's events answered, and nothing is said then. The daemon is
-// asked whatever roots the kill was given: a PID that was signalled is one of this machine's
-// processes, and what the kernel says of its files is true of it.
+// asked whatever roots the kill was given (a PID that was signalled is one of this machine's
+// processes, and what the kernel says of its files is true of it), but only one in this
+// command's PID namespace is believed, and none with `no_daemon`.
 std::optional<std::vector<KernelRelease>> kernel_releases(
-    const std::vector<pid_t>& pids, std::chrono::system_clock::time_point since);
+    const std::vector<pid_t>& pids, std::chrono::system_clock::time_point since, bool no_daemon);
+
+// The releases of the daemon's document `text` (daemon/releases_document.h); empty when it is
+// not one, when the daemon follows no events (its list then says nothing about a kill), or when
+// its PIDs are not of `our_pid_namespace` (the namespace's inode): a command in a container
+// would take the host's closes of the same numbers for its processes'.
+std::optional<std::vector<KernelRelease>> releases_of(const std::string& text,
+                                                      std::optional<uint64_t> our_pid_namespace);
 
 // For `kill --json`: null (no daemon with events), or [{"pid","path","at"}].
 nlohmann::json kernel_releases_json(const std::optional<std::vector<KernelRelease>>& releases);

@@ -6,6 +6,7 @@
 #include <map>
 
 #include "history/history_document.h"
+#include "procfs/proc_fs.h"
 
 namespace gpureap::daemon {
 
@@ -40,8 +41,15 @@ std::vector<history::Release> releases(const HolderTracker* tracker,
 }
 
 nlohmann::json releases_document(const HolderTracker* tracker) {
+  // The events name PIDs of the daemon's own namespace (the kernel's /proc/self, whatever
+  // --proc-root the daemon reads), which a process's own never changes.
+  static const std::optional<uint64_t> pid_namespace = [] {
+    auto proc = procfs::ProcFs::open("/proc");
+    return proc ? proc->pid_namespace() : std::nullopt;
+  }();
   return {{"schema", kReleasesSchema},
           {"tracking", tracker ? "events" : "scans"},
+          {"pid_namespace", pid_namespace ? nlohmann::json(*pid_namespace) : nlohmann::json()},
           {"releases", history::releases_to_json(releases(tracker))}};
 }
 

@@ -176,6 +176,44 @@ TEST_F(DaemonTracking, AKillIsDatedByTheKernelsFinalClose) {
   EXPECT_EQ(doc["kernel_releases"][0]["path"], dev_.dev("nvidia0"));
 }
 
+// The daemon's closes name PIDs of its own namespace: a kill with --no-daemon asks for none, and
+// one from another PID namespace (a container's, that mounts the socket) takes none of them,
+// though the daemon saw its target's file closed under the target's host PID.
+TEST_F(DaemonTracking, AKillWithoutTheDaemonOrInAnotherPidNamespaceTakesNoneOfItsCloses) {
+  auto d = daemon();
+  ASSERT_TRUE(d->wait_log(kServingLocalSocket + socket())) << d->log();
+  auto trainer = gone_trainer(dev_);
+  const pid_t worker = trainer->worker;
+  ASSERT_TRUE(wait_until([&] { return holds(*d, worker); })) << d->log();
+  auto r = run_gpureap(
+      kill_args(dev_, {"--yes", "--grace", "2s", "--no-daemon", std::to_string(worker)}),
+      {"GPUREAP_DAEMON_SOCKET=" + socket()});
+  auto doc = parse_output(r);
+  EXPECT_EQ(doc["plan"]["targets"].size(), 1u) << r.out << r.err;
+  EXPECT_TRUE(doc["kernel_releases"].is_null()) << r.out;
+
+  // A holder and the kill in a new PID namespace: the shell's `$!` is the holder's number there.
+  std::vector<std::string> argv{"/usr/bin/unshare",
+                                "--pid",
+                                "--fork",
+                                "--mount-proc",
+                                "/bin/sh",
+                                "-c",
+                                "sleep 600 3<\"$0\" & exec \"$@\" \"$!\"",
+                                dev_.dev("nvidia0"),
+                                GPUREAP_BINARY};
+  for (auto& a : kill_args(dev_, {"--yes", "--grace", "2s"})) argv.push_back(a);
+  r = run_program_in(argv, {"PATH=/usr/bin:/bin", "GPUREAP_DAEMON_SOCKET=" + socket()});
+  if (r.err.rfind("unshare:", 0) == 0) GTEST_SKIP() << "no new PID namespace here: " << r.err;
+  doc = parse_output(r);
+  ASSERT_EQ(doc["plan"]["targets"].size(), 1u) << r.out << r.err;
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_TRUE(doc["kernel_releases"].is_null()) << r.out << d->get("/api/v1/releases").body;
+  // The daemon's document says whose PIDs its closes name.
+  const json releases = json::parse(d->get("/api/v1/releases").body, nullptr, false);
+  EXPECT_EQ(releases["pid_namespace"].is_number_unsigned(), true) << releases.dump();
+}
+
 TEST_F(DaemonTracking, ABurstOfOpensEndsWithTheRightHolders) {
   auto d = daemon();
   ASSERT_TRUE(d->wait_log("holder tracking: events")) << d->log();
