@@ -45,8 +45,16 @@ std::vector<core::CarriedSightings::WatchedRank> RankExits::watched() const {
 
 void RankExits::observe(const core::ProcView& view, uint64_t now_ticks,
                         const ReadStatus& read_status) {
+  // A process a scan failed to read (out of descriptors or memory) is missing from the view as
+  // an ended one is: unless the kernel's exit event says it ended, its absence from a view with
+  // failures is no end. It is judged again on the next view.
+  const bool complete = view.scan_failures.empty();
+  auto lives = [&](pid_t pid, uint64_t start_ticks) {
+    return rank_lives(view, pid, start_ticks) ||
+           (!complete && !view.find(pid) && !events_end(view, pid, start_ticks));
+  };
   for (const auto& [pid, w] : watched_) {
-    if (rank_lives(view, pid, w.start_ticks)) continue;
+    if (lives(pid, w.start_ticks)) continue;
     const auto* now = view.find(pid);
     const bool zombie = now && now->stat.start_ticks == w.start_ticks && now->stat.is_zombie();
     core::RankExit e{w.launcher,    w.launcher_start_ticks, pid,
@@ -67,17 +75,15 @@ void RankExits::observe(const core::ProcView& view, uint64_t now_ticks,
     exits_.push_back(e);
   }
   // A launcher that ended took its job with it.
-  std::erase_if(exits_, [&](const core::RankExit& e) {
-    return !rank_lives(view, e.launcher, e.launcher_start_ticks);
-  });
+  std::erase_if(
+      exits_, [&](const core::RankExit& e) { return !lives(e.launcher, e.launcher_start_ticks); });
   if (exits_.size() > kMaxKept) exits_.erase(exits_.begin(), exits_.end() - kMaxKept);
 
   // A rank that is ending may already lack what made it one (its environ and fds go before
   // it is a zombie): it stays watched, under the label it had, while it and its launcher live.
   std::map<pid_t, Watched> next;
   for (const auto& [pid, w] : watched_)
-    if (rank_lives(view, pid, w.start_ticks) &&
-        rank_lives(view, w.launcher, w.launcher_start_ticks))
+    if (lives(pid, w.start_ticks) && lives(w.launcher, w.launcher_start_ticks))
       next.emplace(pid, w);
   for (const auto& job : core::distributed_jobs(view))
     for (const auto& r : job.ranks) {

@@ -133,6 +133,29 @@ TEST(RankExits, ALauncherThatEndedTakesItsRecordsAndANonRankIsNotWatched) {
   EXPECT_TRUE(exits.exits().empty());
 }
 
+// A scan that ran out of descriptors leaves out the processes it failed to read, as if they had
+// ended: a rank missing from such a view has not ended for that (its job is healthy, and an
+// enforced policy would end it as stalled). The next complete view that lacks it says it did.
+TEST(RankExits, ARankMissingFromAViewWithScanFailuresHasNotEndedForThat) {
+  RankExits exits;
+  Statuses st;
+  exits.observe(rank_view({job_rank(501, 500, 0), job_rank(502, 500, 1)}), 5000, st.reader());
+  auto failed = rank_view({job_rank(501, 500, 0)});
+  failed.scan_failures.push_back("process 502: cannot read its stat: Too many open files");
+  exits.observe(failed, 5100, st.reader());
+  EXPECT_TRUE(exits.exits().empty());
+  exits.observe(rank_view({job_rank(501, 500, 0), job_rank(502, 500, 1)}), 5200, st.reader());
+  EXPECT_TRUE(exits.exits().empty());
+  // Its exit event is the kernel's word, whatever the scan failed to read.
+  SnapshotOptions o;
+  o.ends = {{502, {{1502, 5250, true, 9}}}};
+  auto ended = rank_view({job_rank(501, 500, 0)}, o);
+  ended.scan_failures = failed.scan_failures;
+  exits.observe(ended, 5300, st.reader());
+  ASSERT_EQ(exits.exits().size(), 1u);
+  EXPECT_EQ(exits.exits()[0], (core::RankExit{500, 1500, 502, 1502, 1u, 5250, 9, false}));
+}
+
 // A restart: the last run watched four ranks; while no daemon ran, 503 ended and was reaped,
 // and 504 ended unreaped. The next run's first view records both, as ended by then; a run that
 // had not taken the watched ranks on sees only ranks missing, which a rank yet to start is too.
