@@ -22,11 +22,13 @@ std::string summary(const audit::Record& r) {
   return describe_process(r) + (why.empty() ? "" : ": " + why);
 }
 
-// The process of `id` (a PID and its start time) is in the snapshot and has not exited: a zombie
-// has ended, whoever has yet to reap it.
+// The process of `id` (a PID and its start time) is in the snapshot and is not ending: a zombie
+// has ended, whoever has yet to reap it, and one in its exit (killed, its files already closed,
+// so no longer a holder) is ending.
 bool still_runs(const core::Snapshot& snapshot, const Identity& id) {
   const core::HostProcess* p = snapshot.find(id.pid);
-  return id.start_ticks && p && p->stat.start_ticks == *id.start_ticks && p->is_live();
+  return id.start_ticks && p && p->stat.start_ticks == *id.start_ticks && p->is_live() &&
+         !p->stat.is_exiting();
 }
 
 }  // namespace
