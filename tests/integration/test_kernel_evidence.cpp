@@ -37,6 +37,13 @@ std::string kmsg_record(uint64_t seq, uint64_t usec, const std::string& text) {
   return "4," + std::to_string(seq) + "," + std::to_string(usec) + ",-;" + text + "\n";
 }
 
+// A minute ago plus `usec`, on the log's clock: a record stamped `usec` after boot would be days
+// old on a machine up for days, and an Xid older than a day is history, not a warning.
+uint64_t recent(uint64_t usec) {
+  const uint64_t now = boot_usec_now(), minute = 60'000'000;
+  return (now > minute ? now - minute : 0) + usec;
+}
+
 struct DoctorRun {
   int exit_code = -1;
   json doc;
@@ -78,12 +85,12 @@ TEST(KernelEvidence, DoctorJoinsAnXidToTheGonePidAndWhoKeepsItsMemory) {
       json::array({{{"pid", ghost}, {"used_bytes", 8 * GiB}, {"holders", {ghost, worker}}}})));
   TempDir logs;
   std::ofstream(logs.file("kmsg"))
-      << kmsg_record(1, 1000, "Linux version 6.1.0") << " SUBSYSTEM=cpu\n"
+      << kmsg_record(1, recent(1000), "Linux version 6.1.0") << " SUBSYSTEM=cpu\n"
       << "garbage that is no record\n"
-      << kmsg_record(2, 2'000'000,
+      << kmsg_record(2, recent(2'000'000),
                      "NVRM: Xid (PCI:0000:17:00): 31, pid=" + std::to_string(ghost) +
                          ", name=trainer, Ch 00000008, intr 00000000. MMU Fault: ENGINE GRAPHICS")
-      << kmsg_record(3, 3'000'000,
+      << kmsg_record(3, recent(3'000'000),
                      "NVRM: Xid (PCI:0000:17:00): 45, pid=" + std::to_string(ghost) +
                          ", name=trainer, Ch 00000008");
   auto r = run_gpureap({"doctor", "--json", "--dev-root", dev.path(), "--kmsg", logs.file("kmsg"),
@@ -161,7 +168,7 @@ TEST(KernelEvidence, PsNotesACriticalXidAndAnUnreadableLogIsSaidOnce) {
   FakeNvml nvml(kernel_scenario(json::array({{{"pid", job.pid()}, {"used_bytes", 4 * GiB}}})));
   TempDir logs;
   std::ofstream(logs.file("kmsg")) << kmsg_record(
-      7, 5'000'000,
+      7, recent(5'000'000),
       "NVRM: Xid (PCI:0000:17:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the "
       "bus.");
   std::ofstream(logs.file("quiet")) << kmsg_record(1, 1, "NVRM: loading NVIDIA UNIX Kernel Module");
@@ -193,8 +200,8 @@ TEST(KernelEvidence, TheDaemonFollowsAGrowingLogAndCountsEachXidOnce) {
   TempDir dir;
   std::ofstream(dir.file("config.toml")) << "interval = \"200ms\"\n";
   const std::string kmsg = dir.file("kmsg");
-  std::ofstream(kmsg) << kmsg_record(1, 1000, "Linux version 6.1.0")
-                      << kmsg_record(2, 2'000'000,
+  std::ofstream(kmsg) << kmsg_record(1, recent(1000), "Linux version 6.1.0")
+                      << kmsg_record(2, recent(2'000'000),
                                      "NVRM: Xid (PCI:0000:17:00): 31, pid=4242, "
                                      "name=python, Ch 00000008");
   DaemonProcess d({"--config", dir.file("config.toml"), "--dev-root", dev.path(), "--kmsg", kmsg},
@@ -212,8 +219,9 @@ TEST(KernelEvidence, TheDaemonFollowsAGrowingLogAndCountsEachXidOnce) {
   // Several samples later, nothing was counted twice.
   ASSERT_TRUE(wait_until([&] { return d.metric("gpureap_up ").has_value(); }));
   std::ofstream(kmsg, std::ios::app)
-      << kmsg_record(3, 3'000'000, "NVRM: Xid (PCI:0000:17:00): 31, pid=4243, name=python, Ch 1")
-      << kmsg_record(4, 4'000'000,
+      << kmsg_record(3, recent(3'000'000),
+                     "NVRM: Xid (PCI:0000:17:00): 31, pid=4243, name=python, Ch 1")
+      << kmsg_record(4, recent(4'000'000),
                      "NVRM: Xid (PCI:0000:17:00): 79, pid='<unknown>', GPU has fallen "
                      "off the bus.");
   const std::string xid79 = series("79");
@@ -263,14 +271,14 @@ TEST(KernelEvidence, TextAUserChoseInsideAKernelRecordIsNoXid) {
   TempDir logs;
   // Kernel records (facility 0), as the kernel words them.
   std::ofstream(logs.file("kmsg"))
-      << kmsg_record(1, 2'000'000,
+      << kmsg_record(1, recent(2'000'000),
                      "python[" + pid +
                          "]: segfault at 0 ip 00007f3a10000000 sp 00007ffc2a5e1f08 error 15 in " +
                          forged_xid(job.pid()) + "[7f3a10000000+1000]")
-      << kmsg_record(2, 3'000'000,
+      << kmsg_record(2, recent(3'000'000),
                      "process 'sh' launched '/tmp/x/" + forged_xid(job.pid()) +
                          "' with NULL argv: empty string added")
-      << kmsg_record(3, 4'000'000,
+      << kmsg_record(3, recent(4'000'000),
                      "NVRM: Xid (PCI:[" + pid +
                          "]: segfault at 0 ip 00007f3a10000000 sp 00007ffc2a5e1f08 error 4");
   auto d = doctor_reading(dev, nvml, logs.file("kmsg"));
@@ -280,7 +288,7 @@ TEST(KernelEvidence, TextAUserChoseInsideAKernelRecordIsNoXid) {
   EXPECT_EQ(d.exit_code, 0) << d.doc["findings"].dump(2);
   // The driver's own record in the same log is read: the log above was, too.
   std::ofstream(logs.file("kmsg"), std::ios::app)
-      << kmsg_record(4, 5'000'000, forged_xid(job.pid()));
+      << kmsg_record(4, recent(5'000'000), forged_xid(job.pid()));
   d = doctor_reading(dev, nvml, logs.file("kmsg"));
   const auto* f = finding(d.doc, "gpu-xid");
   ASSERT_NE(f, nullptr) << d.doc["findings"].dump(2);
