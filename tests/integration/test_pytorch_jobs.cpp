@@ -13,6 +13,7 @@
 #include <sys/wait.h>
 #include <utime.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -115,7 +116,13 @@ TEST(PytorchJobs, StuckDataLoaderWorkersKeepAKilledTrainersMemory) {
   ASSERT_NE(f, nullptr) << d["findings"].dump(2);
   EXPECT_EQ(sorted(pids((*f)["pids"])), sorted({ghost, stuck[0], stuck[1]})) << f->dump(2);
   EXPECT_EQ((*f)["memory_bytes"], 8 * GiB);
-  for (pid_t p : others) EXPECT_EQ(d["findings"].dump().find(std::to_string(p)), std::string::npos);
+  // No finding names a healthy process (its PID, not digits that happen to be in a figure).
+  for (const auto& x : d["findings"])
+    for (pid_t p : others) {
+      const auto named = pids(x["pids"]);
+      EXPECT_EQ(std::count(named.begin(), named.end(), p), 0) << x.dump(2);
+      EXPECT_EQ(x.dump().find("PID " + std::to_string(p) + " "), std::string::npos) << x.dump(2);
+    }
 
   auto plan = parse_output(run_gpureap(gpu_kill_args(dev, {"--ghosts", "--dry-run"}), nvml.env()));
   EXPECT_EQ(planned_pids(plan), sorted(stuck)) << plan.dump(2);
