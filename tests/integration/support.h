@@ -290,7 +290,8 @@ bool strictly_utf8(const std::string& text);
 // terminals and tmux measure (an invalid byte takes one column, a control none).
 size_t terminal_columns(const std::string& line);
 // A JSON Lines file (the audit log, what an exec alert sink wrote): one document per
-// non-empty line; a line that is not JSON is a discarded value.
+// non-empty line ended by its newline (a last line still being written is left out); a line
+// that is not JSON is a discarded value.
 std::vector<nlohmann::json> read_json_lines(const std::string& path);
 
 }  // namespace gpureap::testing
