@@ -47,8 +47,7 @@ Entry entry_at(int dir, const std::string& name) {
   if (::fstatat(dir, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0)
     return errno == ENOENT ? Entry{} : Entry{true, errno_text(errno)};
   if (S_ISREG(st.st_mode)) return Entry{true, std::nullopt};
-  return Entry{true, std::string(S_ISLNK(st.st_mode) ? "a symbolic link" : "not a regular file") +
-                         " is at the path"};
+  return Entry{true, S_ISLNK(st.st_mode) ? "it is a symbolic link" : "it is not a regular file"};
 }
 
 constexpr const char* kTrustedHint =

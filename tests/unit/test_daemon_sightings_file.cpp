@@ -215,7 +215,7 @@ TEST(SightingsFile, WhatIsNoRegularFileIsNeitherReadNorReplaced) {
   ASSERT_TRUE(f) << f.error().text();
   auto written = f->save(core::CarriedSightings{});
   ASSERT_TRUE(written.has_value());
-  EXPECT_NE(written->find("not a regular file is at the path"), std::string::npos) << *written;
+  EXPECT_NE(written->find("it is not a regular file"), std::string::npos) << *written;
   struct stat st {};
   ASSERT_EQ(::lstat(fifo.c_str(), &st), 0);
   EXPECT_TRUE(S_ISFIFO(st.st_mode));
