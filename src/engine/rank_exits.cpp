@@ -32,14 +32,12 @@ bool recorded(const std::vector<core::RankExit>& exits, pid_t pid, uint64_t star
 void RankExits::carry_over(std::vector<core::RankExit> exits,
                            const std::vector<core::CarriedSightings::WatchedRank>& watched) {
   exits_ = std::move(exits);
-  for (const auto& w : watched)
-    watched_[w.pid] = Watched{w.launcher, w.launcher_start_ticks, w.start_ticks, w.local_rank};
+  for (const auto& w : watched) watched_[w.pid] = w;
 }
 
 std::vector<core::CarriedSightings::WatchedRank> RankExits::watched() const {
   std::vector<core::CarriedSightings::WatchedRank> out;
-  for (const auto& [pid, w] : watched_)
-    out.push_back({pid, w.start_ticks, w.launcher, w.launcher_start_ticks, w.local_rank});
+  for (const auto& [pid, w] : watched_) out.push_back(w);
   return out;
 }
 
@@ -91,7 +89,7 @@ void RankExits::observe(const core::ProcView& view, uint64_t now_ticks,
       // A life whose end is recorded ended: a view that shows it live again is older news (a
       // stale read), and watching it anew would record the same end again, dated later.
       if (!p || recorded(exits_, r.pid, p->stat.start_ticks)) continue;
-      Watched w{job.launcher, job.launcher_start_ticks, p->stat.start_ticks, r.local_rank};
+      Watched w{r.pid, p->stat.start_ticks, job.launcher, job.launcher_start_ticks, r.local_rank};
       if (auto old = next.find(r.pid); old != next.end() && !w.local_rank)
         w.local_rank = old->second.local_rank;
       next[r.pid] = w;

@@ -41,12 +41,7 @@ class RankExits {
   static constexpr size_t kMaxKept = 1024;
 
  private:
-  struct Watched {
-    pid_t launcher = 0;
-    uint64_t launcher_start_ticks = 0;
-    uint64_t start_ticks = 0;
-    std::optional<unsigned> local_rank;
-  };
+  using Watched = core::CarriedSightings::WatchedRank;
   std::map<pid_t, Watched> watched_;  // the last view's ranks, and those still ending
   std::vector<core::RankExit> exits_;
 };
