@@ -18,14 +18,10 @@ namespace {
 
 using nlohmann::json;
 
-std::optional<std::vector<KernelRelease>> ask(const std::string& socket) {
-  auto answer = ask_daemon(socket, daemon::ReleasesRequest{});
-  if (!answer) return std::nullopt;
-  return releases_of(answer->output, collect::own_pid_space("/proc").pid_namespace);
-}
-
-}  // namespace
-
+// The releases of the daemon's document `text` (daemon/releases_document.h); empty when it is
+// not one, when the daemon follows no events (its list then says nothing about a kill), or when
+// its PIDs are not of `our_pid_namespace` (the namespace's inode): a command in a container
+// would take the host's closes of the same numbers for its processes'.
 std::optional<std::vector<KernelRelease>> releases_of(const std::string& text,
                                                       std::optional<uint64_t> our_pid_namespace) {
   json doc = json::parse(text, nullptr, false);
@@ -41,6 +37,14 @@ std::optional<std::vector<KernelRelease>> releases_of(const std::string& text,
   for (const auto& r : *releases) out.push_back({r.pid, r.path, r.at});
   return out;
 }
+
+std::optional<std::vector<KernelRelease>> ask(const std::string& socket) {
+  auto answer = ask_daemon(socket, daemon::ReleasesRequest{});
+  if (!answer) return std::nullopt;
+  return releases_of(answer->output, collect::own_pid_space("/proc").pid_namespace);
+}
+
+}  // namespace
 
 std::optional<std::vector<KernelRelease>> kernel_releases(
     const std::vector<pid_t>& pids, std::chrono::system_clock::time_point since, bool no_daemon) {

@@ -29,13 +29,6 @@ struct KernelRelease {
 std::optional<std::vector<KernelRelease>> kernel_releases(
     const std::vector<pid_t>& pids, std::chrono::system_clock::time_point since, bool no_daemon);
 
-// The releases of the daemon's document `text` (daemon/releases_document.h); empty when it is
-// not one, when the daemon follows no events (its list then says nothing about a kill), or when
-// its PIDs are not of `our_pid_namespace` (the namespace's inode): a command in a container
-// would take the host's closes of the same numbers for its processes'.
-std::optional<std::vector<KernelRelease>> releases_of(const std::string& text,
-                                                      std::optional<uint64_t> our_pid_namespace);
-
 // For `kill --json`: null (no daemon with events), or [{"pid","path","at"}].
 nlohmann::json kernel_releases_json(const std::optional<std::vector<KernelRelease>>& releases);
 // For the human report: one line per release, timed from its process's exit (or the first
